@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Builds the control-plane binaries that the modules beside this script pin
+# (kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok and kwok's
+# Stage manifests) into ${XDG_CACHE_HOME:-$HOME/.cache}/nsman/<component>-<version>/.
+# A binary already in the cache is never rebuilt, so a fresh clone reuses them.
+set -euo pipefail
+
+tools=$(cd "$(dirname "$0")" && pwd)
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/nsman"
+
+# version DIR MODULE prints the version of MODULE that the tools module DIR pins.
+version() { (cd "$tools/$1" && go list -m -f '{{.Version}}' "$2"); }
+
+# build DIR OUT NAME PACKAGE [GO BUILD FLAGS...] builds PACKAGE of the tools
+# module DIR into OUT/NAME unless it is there already.
+build() {
+	local dir=$1 out=$2 name=$3 pkg=$4
+	shift 4
+	if [ -x "$out/$name" ]; then
+		return
+	fi
+	mkdir -p "$out"
+	echo "building $name into $out" >&2
+	local start=$SECONDS
+	(cd "$tools/$dir" && go build "$@" -o "$out/.$name.tmp" "$pkg")
+	mv -f "$out/.$name.tmp" "$out/$name"
+	echo "built $name in $((SECONDS - start))s" >&2
+}
+
+kube=$(version kube k8s.io/kubernetes)
+kube_out="$cache/kubernetes-$kube"
+minor=$(echo "$kube" | cut -d. -f2)
+kube_ldflags="-X k8s.io/component-base/version.gitVersion=$kube -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
+for bin in kube-apiserver kube-controller-manager kube-scheduler; do
+	build kube "$kube_out" "$bin" "k8s.io/kubernetes/cmd/$bin" -ldflags "$kube_ldflags"
+done
+
+etcd=$(version etcd go.etcd.io/etcd/server/v3)
+build etcd "$cache/etcd-$etcd" etcd go.etcd.io/etcd/server/v3
+
+kwok=$(version kwok sigs.k8s.io/kwok)
+kwok_out="$cache/kwok-$kwok"
+build kwok "$kwok_out" kwok sigs.k8s.io/kwok/cmd/kwok
+if [ ! -s "$kwok_out/stages.yaml" ]; then
+	# kwok only moves nodes and pods through their lifecycle when given Stages;
+	# its module ships them.
+	src=$(cd "$tools/kwok" && go mod download -json sigs.k8s.io/kwok | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	for f in "$src"/kustomize/stage/node/fast/node-initialize.yaml \
+		"$src"/kustomize/stage/node/heartbeat/node-heartbeat.yaml \
+		"$src"/kustomize/stage/pod/general/pod-*.yaml; do
+		echo "---"
+		cat "$f"
+	done >"$kwok_out/.stages.yaml.tmp"
+	mv -f "$kwok_out/.stages.yaml.tmp" "$kwok_out/stages.yaml"
+fi
