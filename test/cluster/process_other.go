@@ -1,0 +1,9 @@
+//go:build !linux
+
+package cluster
+
+import "syscall"
+
+// setParentDeathSignal is a no-op where the kernel offers no parent-death
+// signal; Stop and Main's signal handling still stop every process.
+func setParentDeathSignal(*syscall.SysProcAttr) {}
