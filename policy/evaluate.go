@@ -1,0 +1,184 @@
+package policy
+
+import (
+	"fmt"
+	"maps"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// Verdict is what an evaluation concluded.
+type Verdict int
+
+const (
+	// Wait: no policy holds now.
+	Wait Verdict = iota
+	// Fire: Outcome.Policy holds; apply its action.
+	Fire
+	// NeedPods: Outcome.Policy is a PODS_SUCCEED policy whose pods must be
+	// checked before anything can be decided. Check them, add the result to
+	// Input.Pods and evaluate again.
+	NeedPods
+)
+
+func (v Verdict) String() string {
+	switch v {
+	case Fire:
+		return "fire"
+	case NeedPods:
+		return "need-pods"
+	}
+	return "wait"
+}
+
+// PodsCheck is the result of checking a PODS_SUCCEED policy's pods.
+type PodsCheck struct {
+	// NotSucceeded counts the matching pods in another phase than Succeeded
+	// (pending, running, failed or unknown) that the check saw; a check may
+	// stop at the first one.
+	NotSucceeded int
+	// Example names one of them and its phase, for messages.
+	Example string
+}
+
+// CheckState is the progress of a PODS_SUCCEED policy with minChecks > 1
+// across sweeps; the sweep persists it on the manager.
+type CheckState struct {
+	// Generation of the manager the progress was made under: a changed spec
+	// starts over.
+	Generation int64 `json:"generation"`
+	// Passed counts consecutive checks that found every pod Succeeded.
+	Passed int `json:"passed"`
+	// Last is when the last of them ran.
+	Last time.Time `json:"last"`
+}
+
+// Input is everything an evaluation depends on besides the manager.
+type Input struct {
+	// Now is the API server's current time.
+	Now time.Time
+	// TargetCreated is the target namespace's creationTimestamp.
+	TargetCreated time.Time
+	// Checks is the persisted progress of PODS_SUCCEED policies by name.
+	Checks map[string]CheckState
+	// Pods holds the pods checks made for this evaluation, by policy index.
+	Pods map[int]PodsCheck
+}
+
+// PolicyState describes one policy's condition at evaluation time.
+type PolicyState struct {
+	Name  string
+	Holds bool
+	// Detail says why it holds, or what it waits for.
+	Detail string
+	// Due is when the condition can next change through time alone; zero
+	// when only pods can change it.
+	Due time.Time
+}
+
+// Outcome is the result of Evaluate.
+type Outcome struct {
+	Verdict Verdict
+	// Policy is the index of the policy that fires or needs a pods check.
+	Policy int
+	// Reason says why the policy fires.
+	Reason string
+	// NextDue is the earliest time at which waiting can end through time
+	// alone; zero when only a change of pods can end it.
+	NextDue time.Time
+	// Policies describes each policy evaluated, in order; policies after one
+	// that fires are not evaluated.
+	Policies []PolicyState
+	// Checks is the progress to persist. It equals Input.Checks when nothing
+	// changed.
+	Checks map[string]CheckState
+}
+
+// Evaluate applies m's policies in order at in.Now: the first whose condition
+// holds fires. It is pure: pods checks are asked for (NeedPods) rather than
+// made, so a manager that is not due costs no request.
+func Evaluate(m Manager, in Input) Outcome {
+	out := Outcome{Checks: maps.Clone(in.Checks)}
+	for i, p := range m.Policies {
+		c := p.Condition
+		state := PolicyState{Name: p.Name}
+		switch c.Type {
+		case ConditionTTL:
+			due := in.TargetCreated.Add(c.TTL)
+			if !in.Now.Before(due) {
+				state.Holds = true
+				state.Detail = fmt.Sprintf("TTL %s elapsed at %s", c.TTL, stamp(due))
+				return out.fire(i, state)
+			}
+			state.Detail = fmt.Sprintf("TTL %s elapses at %s", c.TTL, stamp(due))
+			state.Due = due
+		case ConditionPodsSucceed:
+			start := in.TargetCreated.Add(c.InitialDelay)
+			if in.Now.Before(start) {
+				state.Detail = fmt.Sprintf("first pods check after the initial delay, at %s", stamp(start))
+				state.Due = start
+				break
+			}
+			progress := in.Checks[p.Name]
+			if progress.Generation != m.Generation {
+				progress = CheckState{}
+			}
+			if c.MinChecks > 1 && progress.Passed > 0 {
+				if next := progress.Last.Add(c.Period); in.Now.Before(next) {
+					state.Detail = fmt.Sprintf("%d of %d checks passed, next at %s", progress.Passed, c.MinChecks, stamp(next))
+					state.Due = next
+					break
+				}
+			}
+			pods, checked := in.Pods[i]
+			if !checked {
+				out.Verdict, out.Policy = NeedPods, i
+				return out
+			}
+			selector := describeSelector(c.PodLabels)
+			if pods.NotSucceeded > 0 {
+				delete(out.Checks, p.Name)
+				state.Detail = fmt.Sprintf("not every pod %s Succeeded: %s", selector, pods.Example)
+				break
+			}
+			passed := progress.Passed + 1
+			if passed >= c.MinChecks {
+				state.Holds = true
+				state.Detail = fmt.Sprintf("every pod %s Succeeded", selector)
+				if c.MinChecks > 1 {
+					state.Detail += fmt.Sprintf(" in %d consecutive checks", passed)
+				}
+				return out.fire(i, state)
+			}
+			if out.Checks == nil {
+				out.Checks = map[string]CheckState{}
+			}
+			out.Checks[p.Name] = CheckState{Generation: m.Generation, Passed: passed, Last: in.Now}
+			state.Due = in.Now.Add(c.Period)
+			state.Detail = fmt.Sprintf("%d of %d checks passed, next at %s", passed, c.MinChecks, stamp(state.Due))
+		}
+		out.Policies = append(out.Policies, state)
+		if !state.Due.IsZero() && (out.NextDue.IsZero() || state.Due.Before(out.NextDue)) {
+			out.NextDue = state.Due
+		}
+	}
+	out.Verdict = Wait
+	return out
+}
+
+func (out Outcome) fire(i int, state PolicyState) Outcome {
+	out.Verdict, out.Policy, out.Reason = Fire, i, state.Detail
+	out.Policies = append(out.Policies, state)
+	out.NextDue = time.Time{}
+	return out
+}
+
+func describeSelector(set map[string]string) string {
+	if len(set) == 0 {
+		return "in the namespace"
+	}
+	return "matching " + labels.SelectorFromSet(set).String()
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }

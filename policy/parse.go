@@ -1,0 +1,349 @@
+package policy
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// policyName is the original CRD's pattern for policy names.
+var policyName = regexp.MustCompile(`^\w[\w ]{1,90}\w$`)
+
+// Parse reads a NamespaceManager and validates it, reporting every problem at
+// once, each with its field path. It never trusts the stored object: the
+// original CRD checks little, so any field may be missing, of the wrong type
+// or out of range. Unknown fields are ignored. The Manager is only meaningful
+// when the list is empty.
+func Parse(obj *unstructured.Unstructured) (Manager, field.ErrorList) {
+	m := Manager{
+		Namespace:  obj.GetNamespace(),
+		Name:       obj.GetName(),
+		UID:        types.UID(obj.GetUID()),
+		Generation: obj.GetGeneration(),
+	}
+	var errs field.ErrorList
+	if kind := obj.GetKind(); kind != "" && kind != Kind {
+		errs = append(errs, field.Invalid(field.NewPath("kind"), kind, "must be "+Kind))
+	}
+	specPath := field.NewPath("spec")
+	raw, ok := obj.Object["spec"]
+	if !ok || raw == nil {
+		return m, append(errs, field.Required(specPath, ""))
+	}
+	spec, ok := raw.(map[string]any)
+	if !ok {
+		return m, append(errs, field.Invalid(specPath, raw, "must be an object"))
+	}
+	p := parser{}
+	m.Deactivated = p.boolean(spec, "deactivated", specPath)
+	m.TargetNamespace = p.str(spec, "namespace", specPath)
+	if m.TargetNamespace != "" {
+		for _, msg := range validation.IsDNS1123Label(m.TargetNamespace) {
+			p.errs = append(p.errs, field.Invalid(specPath.Child("namespace"), m.TargetNamespace, msg))
+		}
+	} else if m.Name != "" {
+		// The manager's name doubles as its target.
+		for _, msg := range validation.IsDNS1123Label(m.Name) {
+			p.errs = append(p.errs, field.Invalid(field.NewPath("metadata", "name"), m.Name, "names the target namespace when spec.namespace is empty: "+msg))
+		}
+	}
+	m.Policies = p.policies(spec, specPath)
+	return m, append(errs, p.errs...)
+}
+
+// parser accumulates field errors while reading loosely typed values.
+type parser struct {
+	errs field.ErrorList
+}
+
+func (p *parser) policies(spec map[string]any, specPath *field.Path) []Policy {
+	path := specPath.Child("policies")
+	raw, ok := spec["policies"]
+	if !ok || raw == nil {
+		p.errs = append(p.errs, field.Required(path, "at least one policy"))
+		return nil
+	}
+	list, ok := raw.([]any)
+	if !ok {
+		p.errs = append(p.errs, field.Invalid(path, raw, "must be a list"))
+		return nil
+	}
+	if len(list) == 0 {
+		p.errs = append(p.errs, field.Required(path, "at least one policy"))
+		return nil
+	}
+	seen := map[string]bool{}
+	policies := make([]Policy, 0, len(list))
+	for i, item := range list {
+		ip := path.Index(i)
+		obj, ok := item.(map[string]any)
+		if !ok {
+			p.errs = append(p.errs, field.Invalid(ip, item, "must be an object"))
+			continue
+		}
+		pol := Policy{Raw: obj}
+		namePath := ip.Child("name")
+		switch pol.Name = p.str(obj, "name", ip); {
+		case pol.Name == "":
+			if _, isString := obj["name"].(string); isString || obj["name"] == nil {
+				p.errs = append(p.errs, field.Required(namePath, ""))
+			}
+		case !policyName.MatchString(pol.Name):
+			p.errs = append(p.errs, field.Invalid(namePath, pol.Name, "must match "+policyName.String()))
+		case seen[pol.Name]:
+			p.errs = append(p.errs, field.Duplicate(namePath, pol.Name))
+		}
+		seen[pol.Name] = true
+		pol.Condition = p.condition(p.object(obj, "condition", ip, true), ip.Child("condition"))
+		pol.Action = p.action(p.object(obj, "action", ip, true), ip.Child("action"))
+		policies = append(policies, pol)
+	}
+	return policies
+}
+
+func (p *parser) condition(obj map[string]any, path *field.Path) Condition {
+	if obj == nil {
+		return Condition{}
+	}
+	typ, wrongType := p.optionalStr(obj, "type", path)
+	c := Condition{Type: typ}
+	params := p.object(obj, "params", path, false)
+	pp := path.Child("params")
+	switch c.Type {
+	case ConditionTTL:
+		c.TTL = p.seconds(params, "ttlSeconds", pp, DefaultTTL, 0)
+	case ConditionPodsSucceed:
+		c.InitialDelay = p.seconds(params, "initialDelaySeconds", pp, DefaultInitialDelay, 0)
+		c.Period = p.seconds(params, "periodSeconds", pp, DefaultPeriod, 1)
+		c.MinChecks = int(p.integer(params, "minChecks", pp, DefaultMinChecks, 1))
+		c.PodLabels = p.labels(params, "podLabels", pp)
+	case "":
+		if !wrongType {
+			p.errs = append(p.errs, field.Required(path.Child("type"), ""))
+		}
+	default:
+		p.errs = append(p.errs, field.NotSupported(path.Child("type"), c.Type, []string{ConditionTTL, ConditionPodsSucceed}))
+	}
+	return c
+}
+
+func (p *parser) action(obj map[string]any, path *field.Path) Action {
+	if obj == nil {
+		return Action{}
+	}
+	typ, wrongType := p.optionalStr(obj, "type", path)
+	a := Action{Type: typ}
+	params := p.object(obj, "params", path, false)
+	pp := path.Child("params")
+	switch a.Type {
+	case ActionDelete:
+	case ActionScaleDown:
+		a.Selectors = p.selectors(params, pp)
+	case ActionWebhook:
+		var urlWrongType bool
+		a.URL, urlWrongType = p.optionalStr(params, "url", pp)
+		up := pp.Child("url")
+		if urlWrongType {
+			break
+		}
+		if a.URL == "" {
+			p.errs = append(p.errs, field.Required(up, "WEBHOOK needs an absolute http or https url"))
+			break
+		}
+		u, err := url.Parse(a.URL)
+		switch {
+		case err != nil:
+			p.errs = append(p.errs, field.Invalid(up, a.URL, err.Error()))
+		case u.Scheme != "http" && u.Scheme != "https":
+			p.errs = append(p.errs, field.Invalid(up, a.URL, "must be an absolute http or https url"))
+		case u.Host == "" || u.Hostname() == "":
+			p.errs = append(p.errs, field.Invalid(up, a.URL, "must name a host"))
+		case u.User != nil:
+			p.errs = append(p.errs, field.Invalid(up, a.URL, "must not carry credentials"))
+		}
+	case "":
+		if !wrongType {
+			p.errs = append(p.errs, field.Required(path.Child("type"), ""))
+		}
+	default:
+		p.errs = append(p.errs, field.NotSupported(path.Child("type"), a.Type, []string{ActionDelete, ActionScaleDown, ActionWebhook}))
+	}
+	return a
+}
+
+func (p *parser) selectors(params map[string]any, path *field.Path) []Selector {
+	sp := path.Child("selectors")
+	raw, ok := params["selectors"]
+	if !ok || raw == nil {
+		return nil
+	}
+	list, ok := raw.([]any)
+	if !ok {
+		p.errs = append(p.errs, field.Invalid(sp, raw, "must be a list"))
+		return nil
+	}
+	out := make([]Selector, 0, len(list))
+	for i, item := range list {
+		ip := sp.Index(i)
+		obj, ok := item.(map[string]any)
+		if !ok {
+			p.errs = append(p.errs, field.Invalid(ip, item, "must be an object"))
+			continue
+		}
+		s := Selector{Labels: p.labels(obj, "labels", ip)}
+		kind, wrongType := p.optionalStr(obj, "kind", ip)
+		switch strings.ToLower(kind) {
+		case "deployment":
+			s.Kind = KindDeployment
+		case "statefulset":
+			s.Kind = KindStatefulSet
+		case "":
+			if !wrongType {
+				p.errs = append(p.errs, field.Required(ip.Child("kind"), "Deployment or StatefulSet"))
+			}
+		default:
+			p.errs = append(p.errs, field.NotSupported(ip.Child("kind"), kind, []string{KindDeployment, KindStatefulSet}))
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// object returns the object under key, nil when absent (an error when
+// required) or of another type.
+func (p *parser) object(parent map[string]any, key string, path *field.Path, required bool) map[string]any {
+	raw, ok := parent[key]
+	if !ok || raw == nil {
+		if required {
+			p.errs = append(p.errs, field.Required(path.Child(key), ""))
+		}
+		return nil
+	}
+	obj, ok := raw.(map[string]any)
+	if !ok {
+		p.errs = append(p.errs, field.Invalid(path.Child(key), raw, "must be an object"))
+		return nil
+	}
+	return obj
+}
+
+func (p *parser) str(parent map[string]any, key string, path *field.Path) string {
+	s, _ := p.optionalStr(parent, key, path)
+	return s
+}
+
+// optionalStr reads a string; wrongType is true (and reported) when the
+// value is present but not a string, so that callers do not also report it
+// missing.
+func (p *parser) optionalStr(parent map[string]any, key string, path *field.Path) (s string, wrongType bool) {
+	raw, ok := parent[key]
+	if !ok || raw == nil {
+		return "", false
+	}
+	s, ok = raw.(string)
+	if !ok {
+		p.errs = append(p.errs, field.Invalid(path.Child(key), raw, "must be a string"))
+	}
+	return s, !ok
+}
+
+func (p *parser) boolean(parent map[string]any, key string, path *field.Path) bool {
+	raw, ok := parent[key]
+	if !ok || raw == nil {
+		return false
+	}
+	b, ok := raw.(bool)
+	if !ok {
+		p.errs = append(p.errs, field.Invalid(path.Child(key), raw, "must be true or false"))
+	}
+	return b
+}
+
+// integer reads a whole number of at least min and at most MaxSeconds.
+func (p *parser) integer(parent map[string]any, key string, path *field.Path, def, min int64) int64 {
+	raw, ok := parent[key]
+	if !ok || raw == nil {
+		return def
+	}
+	fp := path.Child(key)
+	var n int64
+	switch v := raw.(type) {
+	case int64:
+		n = v
+	case int:
+		n = int64(v)
+	case int32:
+		n = int64(v)
+	case float64:
+		if v != math.Trunc(v) || math.Abs(v) > MaxSeconds+1 {
+			p.errs = append(p.errs, field.Invalid(fp, raw, "must be a whole number"))
+			return def
+		}
+		n = int64(v)
+	default:
+		p.errs = append(p.errs, field.Invalid(fp, raw, "must be a whole number"))
+		return def
+	}
+	if n < min || n > MaxSeconds {
+		p.errs = append(p.errs, field.Invalid(fp, n, fmt.Sprintf("must be between %d and %d", min, MaxSeconds)))
+		return def
+	}
+	return n
+}
+
+func (p *parser) seconds(parent map[string]any, key string, path *field.Path, def time.Duration, min int64) time.Duration {
+	return time.Duration(p.integer(parent, key, path, int64(def/time.Second), min)) * time.Second
+}
+
+// labels reads a label map. Values that are numbers or booleans are taken as
+// their text, as the original operator's JSON binding did.
+func (p *parser) labels(parent map[string]any, key string, path *field.Path) map[string]string {
+	raw, ok := parent[key]
+	if !ok || raw == nil {
+		return nil
+	}
+	lp := path.Child(key)
+	obj, ok := raw.(map[string]any)
+	if !ok {
+		p.errs = append(p.errs, field.Invalid(lp, raw, "must be a map of label names to values"))
+		return nil
+	}
+	out := make(map[string]string, len(obj))
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
+		v := obj[k]
+		kp := lp.Key(k)
+		var value string
+		switch v := v.(type) {
+		case string:
+			value = v
+		case bool:
+			value = strconv.FormatBool(v)
+		case int64:
+			value = strconv.FormatInt(v, 10)
+		case float64:
+			value = strconv.FormatFloat(v, 'f', -1, 64)
+		default:
+			p.errs = append(p.errs, field.Invalid(kp, v, "must be a string"))
+			continue
+		}
+		for _, msg := range validation.IsQualifiedName(k) {
+			p.errs = append(p.errs, field.Invalid(kp, k, "label name: "+msg))
+		}
+		for _, msg := range validation.IsValidLabelValue(value) {
+			p.errs = append(p.errs, field.Invalid(kp, value, msg))
+		}
+		out[k] = value
+	}
+	return out
+}

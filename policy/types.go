@@ -1,0 +1,113 @@
+package policy
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// The resource nsman manages, as the original operator defined it.
+const (
+	Group    = "k8s.consol.de"
+	Version  = "v1beta1"
+	Kind     = "NamespaceManager"
+	Resource = "namespacemanagers"
+)
+
+// Condition and action types, spelled as in the original manifests.
+const (
+	ConditionTTL         = "TTL"
+	ConditionPodsSucceed = "PODS_SUCCEED"
+	ActionDelete         = "DELETE"
+	ActionScaleDown      = "SCALE_DOWN"
+	ActionWebhook        = "WEBHOOK"
+)
+
+// Workload kinds a SCALE_DOWN selector can name (in any letter case).
+const (
+	KindDeployment  = "Deployment"
+	KindStatefulSet = "StatefulSet"
+)
+
+// Defaults of the original operator, and nsman's minChecks.
+const (
+	DefaultTTL          = 1800 * time.Second
+	DefaultInitialDelay = 60 * time.Second
+	DefaultPeriod       = 10 * time.Second
+	DefaultMinChecks    = 1
+)
+
+// MaxSeconds bounds every duration field, so that any accepted value is a
+// valid time.Duration and fits the CRD's int32-sized schema.
+const MaxSeconds = 1<<31 - 1
+
+// Manager is a parsed NamespaceManager.
+type Manager struct {
+	// Namespace and Name are the manager's own metadata.
+	Namespace, Name string
+	// UID and Generation identify one version of the manager's spec; a webhook
+	// idempotency key is derived from them.
+	UID        types.UID
+	Generation int64
+	// Deactivated managers are left alone: the flag is flipped after the
+	// manager's action succeeded, or set by a user to keep it dormant.
+	Deactivated bool
+	// TargetNamespace is spec.namespace, empty when the manager names none.
+	TargetNamespace string
+	// Policies in the order they are evaluated; the first that holds fires.
+	Policies []Policy
+}
+
+// Target is the namespace the manager acts on: spec.namespace, else the
+// manager's own name (not its namespace), as in the original operator.
+func (m Manager) Target() string {
+	if m.TargetNamespace != "" {
+		return m.TargetNamespace
+	}
+	return m.Name
+}
+
+// Policy pairs a condition with the action to take when it holds.
+type Policy struct {
+	Name      string
+	Condition Condition
+	Action    Action
+	// Raw is the policy exactly as stored, which the webhook body carries.
+	Raw map[string]any
+}
+
+// Condition says when a policy holds.
+type Condition struct {
+	// Type is ConditionTTL or ConditionPodsSucceed.
+	Type string
+	// TTL: the policy holds once the target is this old.
+	TTL time.Duration
+	// PODS_SUCCEED: no check before the target is InitialDelay old; counted
+	// checks are at least Period apart; the policy holds once MinChecks
+	// consecutive checks found no pod matching PodLabels in another phase
+	// than Succeeded. No matching pod at all counts as success.
+	InitialDelay time.Duration
+	Period       time.Duration
+	MinChecks    int
+	// PodLabels selects the pods to check; empty selects every pod.
+	PodLabels map[string]string
+}
+
+// Action is what a policy does when it holds.
+type Action struct {
+	// Type is ActionDelete, ActionScaleDown or ActionWebhook.
+	Type string
+	// Selectors pick the workloads SCALE_DOWN scales to zero; none means
+	// every Deployment and StatefulSet in the target.
+	Selectors []Selector
+	// URL is where WEBHOOK posts.
+	URL string
+}
+
+// Selector picks workloads of one kind by their own labels.
+type Selector struct {
+	// Kind is KindDeployment or KindStatefulSet, normalized from any case.
+	Kind string
+	// Labels the workload itself must carry; empty matches all of Kind.
+	Labels map[string]string
+}
