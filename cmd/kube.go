@@ -1,0 +1,85 @@
+package cmd
+
+import (
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/nsman/nsman/sweep"
+)
+
+// kubeOptions are the flags that reach a cluster, as kubectl users expect:
+// --kubeconfig, else $KUBECONFIG, else ~/.kube/config, else the in-cluster
+// config.
+type kubeOptions struct {
+	kubeconfig string
+	context    string
+	qps        float32
+	burst      int
+}
+
+func (o *kubeOptions) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the in-cluster config)")
+	fs.StringVar(&o.context, "context", "", "kubeconfig context to use")
+	fs.Float32Var(&o.qps, "qps", 200, "API requests per second the client may make")
+	fs.IntVar(&o.burst, "burst", 400, "API requests the client may burst above --qps")
+}
+
+// clients builds the API clients, all observed by one APIObserver.
+func (o *kubeOptions) clients() (sweep.Clients, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.context}).ClientConfig()
+	if err != nil {
+		return sweep.Clients{}, usageError{err}
+	}
+	cfg.QPS, cfg.Burst = o.qps, o.burst
+	cfg.UserAgent = "nsman/" + version
+	observer := sweep.NewAPIObserver(nil)
+	cfg.Wrap(observer.Wrap)
+	c := sweep.Clients{Observer: observer}
+	if c.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+		return c, usageError{err}
+	}
+	if c.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return c, usageError{err}
+	}
+	if c.Metadata, err = metadata.NewForConfig(cfg); err != nil {
+		return c, usageError{err}
+	}
+	return c, nil
+}
+
+// ownNamespace is the namespace nsman runs in, when it runs in a pod.
+func ownNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	data, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
+}
+
+// logOptions choose the log format and level. Logs go to stderr.
+type logOptions struct {
+	format string
+	level  string
+}
+
+func (o *logOptions) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.format, "log-format", "", "log format: json or text (default: json in a pod, text elsewhere)")
+	fs.StringVar(&o.level, "log-level", "info", "log level: debug, info, warn or error")
+}
+
+func (o *logOptions) logger(w io.Writer) (*slog.Logger, error) {
+	return newLogger(o.format, o.level, w)
+}

@@ -1,0 +1,177 @@
+package cmd
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/nsman/nsman/policy"
+)
+
+// stdinName is the -f value, and the file name in messages, for stdin.
+const stdinName = "-"
+
+// manifestExtensions are the files a directory contributes, as with kubectl.
+var manifestExtensions = []string{".json", ".yaml", ".yml"}
+
+// expandManifestPaths turns -f values into files: a file stands for itself
+// whatever its name, a directory for the manifest files in it (and below it
+// when recursive). A directory without any is an error, as it is most likely
+// the wrong one.
+func expandManifestPaths(paths []string, recursive bool) ([]string, error) {
+	var files []string
+	for _, p := range paths {
+		if p == stdinName {
+			files = append(files, p)
+			continue
+		}
+		info, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		if !info.IsDir() {
+			files = append(files, p)
+			continue
+		}
+		found, err := manifestsInDir(p, recursive)
+		if err != nil {
+			return nil, err
+		}
+		if len(found) == 0 {
+			return nil, fmt.Errorf("%s: no %s files", p, strings.Join(manifestExtensions, ", "))
+		}
+		files = append(files, found...)
+	}
+	return files, nil
+}
+
+// manifestsInDir lists the manifest files in dir, in name order. It follows
+// dir itself when it is a symbolic link, but no link below it, so that a
+// recursive walk cannot loop.
+func manifestsInDir(dir string, recursive bool) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, e := range entries {
+		path := filepath.Join(dir, e.Name())
+		switch {
+		case e.IsDir():
+			if !recursive {
+				continue
+			}
+			sub, err := manifestsInDir(path, true)
+			if err != nil {
+				return nil, err
+			}
+			files = append(files, sub...)
+		case slices.Contains(manifestExtensions, filepath.Ext(path)):
+			files = append(files, path)
+		}
+	}
+	return files, nil
+}
+
+// manifestReport counts what validating manifests found.
+type manifestReport struct {
+	// managers counts NamespaceManagers, valid or not.
+	managers int
+	// others counts objects of other kinds, which are skipped.
+	others int
+	// invalid lists the managers with problems, in file order.
+	invalid []invalidManager
+}
+
+// invalidManager is a NamespaceManager and its problems.
+type invalidManager struct {
+	// ref names the manager: NAMESPACE/NAME, NAME without a namespace, or its
+	// document's position without a name.
+	ref  string
+	errs field.ErrorList
+}
+
+func (r *manifestReport) add(o manifestReport) {
+	r.managers += o.managers
+	r.others += o.others
+	r.invalid = append(r.invalid, o.invalid...)
+}
+
+func validateManifestFile(name string) (manifestReport, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return manifestReport{}, err
+	}
+	defer f.Close()
+	return validateManifests(name, f)
+}
+
+// validateManifests reads a stream of YAML documents or JSON objects and
+// validates the NamespaceManagers in it, also those inside a List. It stops
+// at the first document it cannot parse and returns what it found so far.
+func validateManifests(name string, r io.Reader) (manifestReport, error) {
+	var report manifestReport
+	decoder := yaml.NewYAMLOrJSONDecoder(r, 4096)
+	for doc := 1; ; doc++ {
+		// Decode to JSON first, then to a map with apimachinery's JSON
+		// rules, so that numbers come out as int64 as from the API server.
+		var raw json.RawMessage
+		err := decoder.Decode(&raw)
+		if errors.Is(err, io.EOF) {
+			return report, nil
+		}
+		if err != nil {
+			return report, fmt.Errorf("%s: document %d: %w", name, doc, err)
+		}
+		if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(raw, []byte("null")) {
+			continue
+		}
+		var obj map[string]any
+		if err := utiljson.Unmarshal(raw, &obj); err != nil {
+			return report, fmt.Errorf("%s: document %d: not an object: %w", name, doc, err)
+		}
+		report.addObject(&unstructured.Unstructured{Object: obj}, fmt.Sprintf("document %d", doc))
+	}
+}
+
+func (r *manifestReport) addObject(obj *unstructured.Unstructured, position string) {
+	if obj.IsList() {
+		items, _ := obj.Object["items"].([]any)
+		for i, item := range items {
+			if m, ok := item.(map[string]any); ok {
+				r.addObject(&unstructured.Unstructured{Object: m}, fmt.Sprintf("%s, item %d", position, i+1))
+			}
+		}
+		return
+	}
+	if obj.GetKind() != policy.Kind {
+		r.others++
+		return
+	}
+	r.managers++
+	if errs := validateManager(obj); len(errs) > 0 {
+		r.invalid = append(r.invalid, invalidManager{ref: managerRef(obj, position), errs: errs})
+	}
+}
+
+func managerRef(obj *unstructured.Unstructured, position string) string {
+	switch ns, name := obj.GetNamespace(), obj.GetName(); {
+	case name == "":
+		return position
+	case ns == "":
+		return name
+	default:
+		return ns + "/" + name
+	}
+}

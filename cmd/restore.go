@@ -1,0 +1,47 @@
+package cmd
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nsman/nsman/sweep"
+)
+
+// restoreOptions holds the flags of nsman restore.
+type restoreOptions struct {
+	kube      kubeOptions
+	namespace string
+	dryRun    bool
+}
+
+func newRestoreCommand() *cobra.Command {
+	o := &restoreOptions{}
+	c := &cobra.Command{
+		Use:   "restore -n NAMESPACE",
+		Short: "Undo a SCALE_DOWN: scale the namespace's workloads back to their recorded replicas",
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: func(c *cobra.Command, _ []string) error {
+			if o.namespace == "" {
+				return usageError{errors.New("-n NAMESPACE is required")}
+			}
+			clients, err := o.kube.clients()
+			if err != nil {
+				return err
+			}
+			effects, err := sweep.Restore(c.Context(), clients, o.namespace, o.dryRun)
+			for _, e := range effects {
+				fmt.Fprintln(c.OutOrStdout(), e)
+			}
+			if len(effects) == 0 && err == nil {
+				fmt.Fprintf(c.OutOrStdout(), "nothing to restore in %s\n", o.namespace)
+			}
+			return err
+		},
+	}
+	o.kube.addFlags(c.Flags())
+	c.Flags().StringVarP(&o.namespace, "namespace", "n", "", "namespace whose workloads to restore")
+	c.Flags().BoolVar(&o.dryRun, "dry-run", false, "make no change; print what would be restored")
+	return c
+}

@@ -1,0 +1,161 @@
+package cmd
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nsman/nsman/sweep"
+)
+
+// sweepOptions holds the flags of nsman sweep.
+type sweepOptions struct {
+	kube kubeOptions
+	log  logOptions
+
+	output              string
+	namespace           string
+	selector            string
+	dryRun              bool
+	at                  string
+	maxActions          int
+	concurrency         int
+	trustedNamespaces   []string
+	protectedNamespaces []string
+	webhookTimeout      time.Duration
+	webhookKeyFile      string
+}
+
+func newSweepCommand() *cobra.Command {
+	own := ownNamespace()
+	o := &sweepOptions{
+		trustedNamespaces:   nonEmpty(own, "namespace-manager"),
+		protectedNamespaces: nonEmpty("kube-system", "kube-public", "kube-node-lease", "default", own),
+	}
+	c := &cobra.Command{
+		Use:   "sweep",
+		Short: "Evaluate every NamespaceManager once and apply the actions that are due",
+		Long: `Lists the NamespaceManagers, evaluates each one's policies in order, applies
+the first that holds (DELETE, SCALE_DOWN or WEBHOOK), sets spec.deactivated
+and exits. Run it from a CronJob, a CI step, or with --dry-run from a laptop.
+
+Exit status: 0 when every attempted action succeeded, 1 when any manager
+failed, 2 on a usage or configuration error.`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(c *cobra.Command, _ []string) error { return o.run(c) },
+	}
+	fs := c.Flags()
+	o.kube.addFlags(fs)
+	o.log.addFlags(fs)
+	fs.StringVarP(&o.output, "output", "o", "text", "report format: text or json")
+	fs.StringVarP(&o.namespace, "namespace", "n", "", "only managers in this namespace (default: all namespaces)")
+	fs.StringVarP(&o.selector, "selector", "l", "", "only managers matching this label selector")
+	fs.BoolVar(&o.dryRun, "dry-run", false, "make no change at all; print what would happen")
+	fs.StringVar(&o.at, "at", "", "with --dry-run, evaluate at this RFC 3339 time instead of now")
+	fs.IntVar(&o.maxActions, "max-actions", 0, "act on at most this many managers per sweep; the rest wait for the next (0: no limit)")
+	fs.IntVar(&o.concurrency, "concurrency", sweep.DefaultConcurrency, "managers handled at once")
+	fs.StringSliceVar(&o.trustedNamespaces, "trusted-namespaces", o.trustedNamespaces, "namespaces whose managers may target other namespaces")
+	fs.StringSliceVar(&o.protectedNamespaces, "protected-namespaces", o.protectedNamespaces, "namespaces never deleted, scaled down or notified about")
+	fs.DurationVar(&o.webhookTimeout, "webhook-timeout", 10*time.Second, "timeout of one webhook attempt")
+	fs.StringVar(&o.webhookKeyFile, "webhook-signing-key-file", "", "file with the key that signs webhook requests (HMAC-SHA256)")
+	return c
+}
+
+// config turns the flags into a sweep.Config.
+func (o *sweepOptions) config() (sweep.Config, error) {
+	cfg := sweep.Config{
+		Namespace:           o.namespace,
+		LabelSelector:       o.selector,
+		DryRun:              o.dryRun,
+		MaxActions:          o.maxActions,
+		Concurrency:         o.concurrency,
+		TrustedNamespaces:   o.trustedNamespaces,
+		ProtectedNamespaces: o.protectedNamespaces,
+		SweepID:             sweepID(),
+	}
+	if o.at != "" {
+		at, err := time.Parse(time.RFC3339, o.at)
+		if err != nil {
+			return cfg, fmt.Errorf("--at %q: want an RFC 3339 time such as 2026-01-02T09:00:00Z", o.at)
+		}
+		cfg.At = at
+	}
+	if o.output != "text" && o.output != "json" {
+		return cfg, fmt.Errorf("-o %q: want text or json", o.output)
+	}
+	if o.concurrency < 1 {
+		return cfg, errors.New("--concurrency must be at least 1")
+	}
+	return cfg, cfg.Validate()
+}
+
+func (o *sweepOptions) webhookOptions() (sweep.WebhookOptions, error) {
+	opts := sweep.WebhookOptions{Timeout: o.webhookTimeout, UserAgent: "nsman/" + version}
+	if o.webhookTimeout <= 0 {
+		return opts, errors.New("--webhook-timeout must be positive")
+	}
+	if o.webhookKeyFile != "" {
+		key, err := os.ReadFile(o.webhookKeyFile)
+		if err != nil {
+			return opts, fmt.Errorf("--webhook-signing-key-file: %w", err)
+		}
+		if opts.SigningKey = []byte(strings.TrimSpace(string(key))); len(opts.SigningKey) == 0 {
+			return opts, fmt.Errorf("--webhook-signing-key-file %s is empty", o.webhookKeyFile)
+		}
+	}
+	return opts, nil
+}
+
+func (o *sweepOptions) run(c *cobra.Command) error {
+	log, err := o.log.logger(c.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	cfg, err := o.config()
+	if err != nil {
+		return usageError{err}
+	}
+	webhookOpts, err := o.webhookOptions()
+	if err != nil {
+		return usageError{err}
+	}
+	clients, err := o.kube.clients()
+	if err != nil {
+		return err
+	}
+	sweeper, err := sweep.New(cfg, clients, sweep.NewWebhookSender(webhookOpts), log)
+	if err != nil {
+		return usageError{err}
+	}
+	report, err := sweeper.Run(c.Context())
+	if err != nil {
+		// The sweep could not run at all: no cluster, or no CRD.
+		return usageError{err}
+	}
+	if err := writeReport(c.OutOrStdout(), o.output, report); err != nil {
+		return err
+	}
+	if report.Failed() {
+		return fmt.Errorf("%d manager(s) failed", report.Summary.States[sweep.StateFailed])
+	}
+	return nil
+}
+
+// sweepID names one sweep in the claims it writes.
+func sweepID() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s-%s", host, hex.EncodeToString(b))
+}
+
+func nonEmpty(values ...string) []string {
+	return slices.DeleteFunc(values, func(s string) bool { return s == "" })
+}

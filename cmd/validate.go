@@ -1,0 +1,158 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/nsman/nsman/policy"
+)
+
+// validateOptions turns the flags of 'nsman validate' into the list of files
+// to check.
+type validateOptions struct {
+	// filenames are the -f values: files, directories, or "-" for stdin.
+	filenames []string
+	// recursive descends into subdirectories of directories named by -f.
+	recursive bool
+
+	// files are the manifests to read, set by Complete.
+	files  []string
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// invalidManagersError reports that validation found invalid
+// NamespaceManagers. Unlike a usageError it maps to ExitFailed: the command
+// ran, the manifests are wrong.
+type invalidManagersError struct{ invalid int }
+
+func (e invalidManagersError) Error() string {
+	return fmt.Sprintf("%s invalid", nounCount(e.invalid, "NamespaceManager"))
+}
+
+func newValidateCommand() *cobra.Command {
+	o := &validateOptions{}
+	c := &cobra.Command{
+		Use:   "validate -f FILE|DIR ...",
+		Short: "Check NamespaceManager manifests offline, without a cluster",
+		Long: `Check NamespaceManager manifests offline, without a cluster.
+
+Reads YAML or JSON files (several documents each), skips every object that is
+not a NamespaceManager, and validates each NamespaceManager as a sweep would.
+Prints one line per problem, FILE: NAMESPACE/NAME: FIELD: MESSAGE, and a
+summary on stderr. Exits 1 when any NamespaceManager is invalid, 2 when a
+file cannot be read or parsed.`,
+		Example: `  nsman validate -f examples/
+  nsman validate -f manager.yaml,other.yaml -f deploy/ -R
+  kustomize build overlays/e2e | nsman validate -f -`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := o.Complete(c); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(c.Context())
+		},
+	}
+	c.Flags().StringSliceVarP(&o.filenames, "filename", "f", nil, "a manifest file, a directory of *.yaml, *.yml and *.json files, or - for stdin; repeatable and comma-separated")
+	c.Flags().BoolVarP(&o.recursive, "recursive", "R", false, "also read the subdirectories of directories given with -f")
+	return c
+}
+
+// Complete resolves the -f values into the files to read.
+func (o *validateOptions) Complete(c *cobra.Command) error {
+	o.stdin, o.stdout, o.stderr = c.InOrStdin(), c.OutOrStdout(), c.ErrOrStderr()
+	files, err := expandManifestPaths(o.filenames, o.recursive)
+	if err != nil {
+		return usageError{err}
+	}
+	o.files = files
+	return nil
+}
+
+// Validate checks that there is something to read.
+func (o *validateOptions) Validate() error {
+	if len(o.filenames) == 0 {
+		return usageError{errors.New("no manifests given; use -f FILE or -f DIR")}
+	}
+	return nil
+}
+
+// Run validates every file, printing each problem as it is found. Files that
+// cannot be read or parsed do not stop the others; they make the result a
+// usage error, which takes precedence over invalid managers.
+func (o *validateOptions) Run(ctx context.Context) error {
+	var total manifestReport
+	var readErrs []error
+	for _, name := range o.files {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		report, err := o.validateFile(name)
+		total.add(report)
+		if err != nil {
+			readErrs = append(readErrs, err)
+		}
+		for _, m := range report.invalid {
+			for _, e := range m.errs {
+				fmt.Fprintf(o.stdout, "%s: %s: %s\n", name, m.ref, describeFieldError(e))
+			}
+		}
+	}
+	fmt.Fprintf(o.stderr, "%s in %s: %d valid, %d invalid; %s skipped\n",
+		nounCount(total.managers, "NamespaceManager"), nounCount(len(o.files), "file"),
+		total.managers-len(total.invalid), len(total.invalid), nounCount(total.others, "other object"))
+	if len(readErrs) > 0 {
+		return usageError{errors.Join(readErrs...)}
+	}
+	if len(total.invalid) > 0 {
+		return invalidManagersError{invalid: len(total.invalid)}
+	}
+	return nil
+}
+
+func (o *validateOptions) validateFile(name string) (manifestReport, error) {
+	if name == stdinName {
+		return validateManifests(stdinName, o.stdin)
+	}
+	return validateManifestFile(name)
+}
+
+// validateManager checks one NamespaceManager object the way a sweep would,
+// plus what only matters in a manifest: the exact apiVersion, and a name.
+func validateManager(obj *unstructured.Unstructured) field.ErrorList {
+	var errs field.ErrorList
+	want := policy.Group + "/" + policy.Version
+	if got := obj.GetAPIVersion(); got != want {
+		errs = append(errs, field.NotSupported(field.NewPath("apiVersion"), got, []string{want}))
+	}
+	if obj.GetName() == "" && obj.GetGenerateName() == "" {
+		errs = append(errs, field.Required(field.NewPath("metadata", "name"), ""))
+	}
+	_, parseErrs := policy.Parse(obj)
+	return append(errs, parseErrs...)
+}
+
+func describeFieldError(e *field.Error) string {
+	if e.Field == "" {
+		return e.ErrorBody()
+	}
+	return e.Field + ": " + e.ErrorBody()
+}
+
+// nounCount spells a count with its noun: "1 file", "2 files".
+func nounCount(n int, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("1 %s", noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

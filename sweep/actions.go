@@ -1,0 +1,158 @@
+package sweep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/nsman/nsman/policy"
+)
+
+// ReplicasAnnotation records on a workload the replicas it had before nsman
+// scaled it down; nsman restore puts them back.
+const ReplicasAnnotation = annotationPrefix + "replicas-before-scale-down"
+
+// Workload resources SCALE_DOWN acts on.
+var (
+	deploymentsResource  = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	statefulSetsResource = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"}
+	workloadResources    = map[string]schema.GroupVersionResource{
+		policy.KindDeployment:  deploymentsResource,
+		policy.KindStatefulSet: statefulSetsResource,
+	}
+)
+
+// target is a resolved target namespace.
+type target struct {
+	name string
+	uid  types.UID
+}
+
+// apply performs a policy's action on the target through the writer and
+// returns what it did (or, in a dry run, would do).
+func (s *Sweeper) apply(ctx context.Context, m policy.Manager, p policy.Policy, t target) ([]string, error) {
+	switch p.Action.Type {
+	case policy.ActionDelete:
+		effect := "delete namespace " + t.name
+		err := s.writer.deleteNamespace(ctx, t.name, t.uid)
+		if apierrors.IsNotFound(err) {
+			return []string{effect + " (already gone)"}, nil
+		}
+		if apierrors.IsConflict(err) {
+			return nil, fmt.Errorf("delete namespace %s: it was recreated (uid changed); not deleting the new one", t.name)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("delete namespace %s: %w", t.name, err)
+		}
+		return []string{effect}, nil
+	case policy.ActionScaleDown:
+		return s.scaleDown(ctx, t.name, p.Action.Selectors)
+	case policy.ActionWebhook:
+		body, err := WebhookBody(m.Namespace, m.Name, p.Raw, t.name)
+		if err != nil {
+			return nil, err
+		}
+		key := IdempotencyKey(m, p.Name)
+		if err := s.writer.post(ctx, p.Action.URL, body, key); err != nil {
+			return nil, err
+		}
+		return []string{fmt.Sprintf("POST %s (Idempotency-Key %s)", p.Action.URL, key)}, nil
+	}
+	return nil, fmt.Errorf("unknown action %q", p.Action.Type)
+}
+
+// scaleDown scales every selected workload with replicas above zero to zero,
+// one request each, recording the previous count unless a record exists.
+func (s *Sweeper) scaleDown(ctx context.Context, namespace string, selectors []policy.Selector) ([]string, error) {
+	if len(selectors) == 0 {
+		selectors = []policy.Selector{{Kind: policy.KindDeployment}, {Kind: policy.KindStatefulSet}}
+	}
+	var (
+		effects []string
+		errs    []error
+		done    = map[string]bool{}
+	)
+	for _, sel := range selectors {
+		resource := workloadResources[sel.Kind]
+		client := s.clients.Dynamic.Resource(resource).Namespace(namespace)
+		list, err := client.List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(sel.Labels).String()})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("list %s in %s: %w", resource.Resource, namespace, err))
+			continue
+		}
+		for i := range list.Items {
+			w := &list.Items[i]
+			id := sel.Kind + "/" + w.GetName()
+			if done[id] {
+				continue // selected twice
+			}
+			done[id] = true
+			effect, err := s.scaleToZero(ctx, resource, sel.Kind, w)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if effect != "" {
+				effects = append(effects, effect)
+			}
+		}
+	}
+	return effects, errors.Join(errs...)
+}
+
+// scaleToZero sets one workload's replicas to zero, re-reading it when it
+// changed since it was read so that the recorded count is never stale.
+func (s *Sweeper) scaleToZero(ctx context.Context, resource schema.GroupVersionResource, kind string, w *unstructured.Unstructured) (string, error) {
+	client := s.clients.Dynamic.Resource(resource).Namespace(w.GetNamespace())
+	var effect string
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		replicas := specReplicas(w)
+		if replicas == 0 {
+			effect = ""
+			return nil
+		}
+		annotations := map[string]any{}
+		if _, recorded := w.GetAnnotations()[ReplicasAnnotation]; !recorded {
+			annotations[ReplicasAnnotation] = strconv.FormatInt(replicas, 10)
+		}
+		patch := map[string]any{
+			"metadata": map[string]any{"resourceVersion": w.GetResourceVersion(), "annotations": annotations},
+			"spec":     map[string]any{"replicas": 0},
+		}
+		effect = fmt.Sprintf("scale %s/%s from %d to 0", kind, w.GetName(), replicas)
+		err := s.writer.patchWorkload(ctx, resource, w.GetNamespace(), w.GetName(), []byte(mustJSON(patch)))
+		if apierrors.IsConflict(err) {
+			fresh, getErr := client.Get(ctx, w.GetName(), metav1.GetOptions{})
+			if getErr != nil {
+				return getErr
+			}
+			w = fresh
+		}
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return "", nil // deleted meanwhile: nothing to scale
+	}
+	if err != nil {
+		return "", fmt.Errorf("scale %s %s/%s: %w", kind, w.GetNamespace(), w.GetName(), err)
+	}
+	return effect, nil
+}
+
+// specReplicas is spec.replicas, which defaults to 1 when unset.
+func specReplicas(w *unstructured.Unstructured) int64 {
+	n, found, err := unstructured.NestedInt64(w.Object, "spec", "replicas")
+	if err != nil || !found {
+		return 1
+	}
+	return n
+}

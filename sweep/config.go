@@ -1,0 +1,112 @@
+package sweep
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+
+	"github.com/nsman/nsman/policy"
+)
+
+// ManagerResource is the NamespaceManager resource, served by the original
+// CRD and by nsman's.
+var ManagerResource = schema.GroupVersionResource{Group: policy.Group, Version: policy.Version, Resource: policy.Resource}
+
+// Config is a typed sweep configuration; cmd builds it from flags.
+type Config struct {
+	// Namespace limits the sweep to managers in one namespace; empty is all.
+	Namespace string
+	// LabelSelector limits the sweep to matching managers.
+	LabelSelector string
+	// DryRun makes no mutating request at all and reports the plan.
+	DryRun bool
+	// At, with DryRun, evaluates at this time instead of the server's now.
+	At time.Time
+	// MaxActions caps the actions of one sweep; the rest are deferred to the
+	// next. Zero means no cap.
+	MaxActions int
+	// Concurrency is the number of managers handled at once.
+	Concurrency int
+	// TrustedNamespaces hold managers that may target any namespace; a
+	// manager elsewhere may only target its own namespace.
+	TrustedNamespaces []string
+	// ProtectedNamespaces are never acted on.
+	ProtectedNamespaces []string
+	// PageSize is the number of managers per list request.
+	PageSize int64
+	// ClaimTTL is how long a claim holds: the claiming sweep gives up an
+	// action it has not finished by then, and a later sweep may complete it.
+	ClaimTTL time.Duration
+	// SweepID names this sweep in claims.
+	SweepID string
+}
+
+// Defaults for the zero values of Config.
+const (
+	DefaultConcurrency = 16
+	DefaultPageSize    = 500
+	DefaultClaimTTL    = time.Minute
+)
+
+// Validate reports a configuration that cannot run.
+func (c Config) Validate() error {
+	switch {
+	case !c.At.IsZero() && !c.DryRun:
+		return fmt.Errorf("--at needs --dry-run")
+	case c.MaxActions < 0:
+		return fmt.Errorf("--max-actions must not be negative")
+	case c.Concurrency < 0:
+		return fmt.Errorf("--concurrency must not be negative")
+	case c.ClaimTTL < 0:
+		return fmt.Errorf("claim TTL must not be negative")
+	}
+	return nil
+}
+
+// Clients are the API clients a sweep uses. All share one APIObserver.
+type Clients struct {
+	// Dynamic reads and writes NamespaceManagers, whichever CRD serves them.
+	Dynamic dynamic.Interface
+	// Kube reads pods and workloads, deletes namespaces, scales workloads.
+	Kube kubernetes.Interface
+	// Metadata lists namespaces without their specs.
+	Metadata metadata.Interface
+	// Observer supplies the server's clock and counts requests.
+	Observer *APIObserver
+}
+
+// Sweeper runs sweeps.
+type Sweeper struct {
+	cfg     Config
+	clients Clients
+	webhook *WebhookSender
+	log     *slog.Logger
+	writer  writer
+}
+
+// New returns a Sweeper. webhook delivers WEBHOOK actions.
+func New(cfg Config, clients Clients, webhook *WebhookSender, log *slog.Logger) (*Sweeper, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Concurrency == 0 {
+		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.PageSize == 0 {
+		cfg.PageSize = DefaultPageSize
+	}
+	if cfg.ClaimTTL == 0 {
+		cfg.ClaimTTL = DefaultClaimTTL
+	}
+	s := &Sweeper{cfg: cfg, clients: clients, webhook: webhook, log: log}
+	s.writer = &apiWriter{clients: clients, webhook: webhook}
+	if cfg.DryRun {
+		s.writer = dryRunWriter{}
+	}
+	return s, nil
+}

@@ -1,0 +1,104 @@
+package sweep
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/nsman/nsman/policy"
+)
+
+// claimMargin is kept between the end of an action's deadline and the expiry
+// of its claim, so that no sweep can take over a claim whose action may still
+// run.
+const claimMargin = 5 * time.Second
+
+// fire applies policy i of m: within the action cap, claimed, acted on, and
+// finished by deactivating the manager and recording the outcome. In a dry
+// run the writer sends nothing and the entry is the plan.
+func (s *Sweeper) fire(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured, m policy.Manager, i int, reason string, t target) Entry {
+	p := m.Policies[i]
+	e := Entry{Namespace: m.Namespace, Name: m.Name, Target: t.name, Policy: p.Name, Action: p.Action.Type}
+	log := s.log.With("manager", m.Namespace+"/"+m.Name, "namespace", t.name, "policy", p.Name, "action", p.Action.Type, "dryRun", s.cfg.DryRun)
+
+	if max := s.cfg.MaxActions; max > 0 && r.actions.Add(1) > int64(max) {
+		e.State, e.Message = StateDeferred, fmt.Sprintf("%s; deferred: --max-actions %d reached", reason, max)
+		log.Info("action deferred", "reason", reason)
+		return e
+	}
+
+	claim := Claim{Policy: p.Name, Action: p.Action.Type, Sweep: s.cfg.SweepID, Expires: r.now.Add(s.cfg.ClaimTTL), Generation: m.Generation}
+	claimPatch := mustJSON(map[string]any{"metadata": map[string]any{
+		// The resourceVersion makes the patch conditional: of two sweeps
+		// that listed the same version, only one claims.
+		"resourceVersion": obj.GetResourceVersion(),
+		"annotations":     map[string]any{ClaimAnnotation: mustJSON(claim)},
+	}})
+	if err := s.writer.patchManager(ctx, m.Namespace, m.Name, []byte(claimPatch)); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			e.State, e.Message = StateBusy, "changed by someone else since this sweep listed it; left to the next sweep"
+			log.Info("claim lost", "error", err.Error())
+			return e
+		}
+		return failed(e, fmt.Errorf("claim: %w", err))
+	}
+
+	actCtx, cancel := context.WithTimeout(ctx, s.cfg.ClaimTTL-claimMargin)
+	effects, err := s.apply(actCtx, m, p, t)
+	cancel()
+	e.Effects = effects
+
+	last := LastAction{Policy: p.Name, Action: p.Action.Type, Result: ResultSucceeded, Message: reason, Time: r.now.UTC()}
+	finish := map[string]any{"metadata": map[string]any{"annotations": map[string]any{
+		ClaimAnnotation:      nil,
+		ChecksAnnotation:     nil,
+		LastActionAnnotation: nil, // set below
+	}}}
+	if err != nil {
+		last.Result, last.Message = ResultFailed, err.Error()
+	} else {
+		finish["spec"] = map[string]any{"deactivated": true}
+	}
+	finish["metadata"].(map[string]any)["annotations"].(map[string]any)[LastActionAnnotation] = mustJSON(last)
+	if ferr := s.finish(ctx, m, []byte(mustJSON(finish))); ferr != nil {
+		if err == nil {
+			err = fmt.Errorf("action done, but recording it failed (a later sweep completes it): %w", ferr)
+		}
+	}
+
+	switch {
+	case err != nil:
+		log.Error("action failed", "error", err.Error())
+		return failed(e, err)
+	case s.cfg.DryRun:
+		e.State, e.Message = StatePlanned, reason
+		log.Info("action planned", "reason", reason, "effects", len(effects))
+	default:
+		e.State, e.Message = StateFired, reason
+		log.Info("action fired", "reason", reason, "effects", len(effects))
+	}
+	return e
+}
+
+// finish records the outcome on the manager. The patch is unconditional, so
+// it needs no conflict retry; transient failures are retried. A manager that
+// is gone (deleted along with its namespace) needs no record.
+func (s *Sweeper) finish(ctx context.Context, m policy.Manager, patch []byte) error {
+	err := retry.OnError(wait.Backoff{Steps: 4, Duration: 200 * time.Millisecond, Factor: 2}, retryable, func() error {
+		return s.writer.patchManager(ctx, m.Namespace, m.Name, patch)
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func retryable(err error) bool {
+	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsConflict(err)
+}

@@ -1,0 +1,113 @@
+package sweep
+
+import (
+	"time"
+
+	"github.com/nsman/nsman/policy"
+)
+
+// State is what a sweep did with one manager. The values are part of the
+// JSON output's stable schema.
+type State string
+
+const (
+	// StateDeactivated: spec.deactivated is true; left alone.
+	StateDeactivated State = "deactivated"
+	// StateInvalid: the manager does not parse; see Problems.
+	StateInvalid State = "invalid"
+	// StateForbidden: the guards refuse its target.
+	StateForbidden State = "forbidden"
+	// StateTargetMissing: the target namespace does not exist.
+	StateTargetMissing State = "target-missing"
+	// StateTargetTerminating: the target namespace is being deleted.
+	StateTargetTerminating State = "target-terminating"
+	// StateWaiting: no policy holds yet.
+	StateWaiting State = "waiting"
+	// StatePlanned: a policy holds; a dry run reports what it would do.
+	StatePlanned State = "planned"
+	// StateFired: the action succeeded and the manager is deactivated.
+	StateFired State = "fired"
+	// StateFailed: the action or an API request failed; retried next sweep.
+	StateFailed State = "failed"
+	// StateDeferred: a policy holds but the action cap was reached.
+	StateDeferred State = "deferred"
+	// StateBusy: another sweep holds a live claim on the manager, or
+	// changed it after this sweep listed it.
+	StateBusy State = "busy"
+)
+
+// Entry is the report on one manager.
+type Entry struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Target is the namespace the manager acts on.
+	Target string `json:"target,omitempty"`
+	State  State  `json:"state"`
+	// Policy and Action name the policy that holds, if any.
+	Policy string `json:"policy,omitempty"`
+	Action string `json:"action,omitempty"`
+	// Due is when a waiting manager is next due, when time alone decides.
+	Due *time.Time `json:"due,omitempty"`
+	// Message says why, in a sentence.
+	Message string `json:"message,omitempty"`
+	// Problems lists every validation error of an invalid manager.
+	Problems []string `json:"problems,omitempty"`
+	// Conditions describes each policy evaluated, in order.
+	Conditions []Condition `json:"conditions,omitempty"`
+	// Effects lists what the action did, or would do in a dry run
+	// (e.g. "scale Deployment/web from 3 to 0").
+	Effects []string `json:"effects,omitempty"`
+}
+
+// Condition is one policy's condition state in an Entry.
+type Condition struct {
+	Policy string     `json:"policy"`
+	Holds  bool       `json:"holds"`
+	Detail string     `json:"detail"`
+	Due    *time.Time `json:"due,omitempty"`
+}
+
+func conditions(states []policy.PolicyState) []Condition {
+	out := make([]Condition, 0, len(states))
+	for _, s := range states {
+		out = append(out, Condition{Policy: s.Name, Holds: s.Holds, Detail: s.Detail, Due: timePtr(s.Due)})
+	}
+	return out
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}
+
+// Summary totals a sweep.
+type Summary struct {
+	// Now is the time the sweep evaluated at: the API server's, or --at.
+	Now    time.Time `json:"now"`
+	DryRun bool      `json:"dryRun"`
+	// Managers counts the managers listed.
+	Managers int `json:"managers"`
+	// States counts the managers by state.
+	States map[State]int `json:"states"`
+	// Requests counts the API requests made, by HTTP method.
+	Requests map[string]int `json:"requests"`
+	// DurationSeconds is the sweep's wall time.
+	DurationSeconds float64 `json:"durationSeconds"`
+}
+
+// Report is the result of a sweep: one entry per manager and a summary.
+type Report struct {
+	// Version identifies the JSON schema of the report.
+	Version string  `json:"version"`
+	Entries []Entry `json:"managers"`
+	Summary Summary `json:"summary"`
+}
+
+// ReportVersion is the schema version of Report's JSON form.
+const ReportVersion = "nsman.sweep/v1"
+
+// Failed reports whether any manager failed.
+func (r Report) Failed() bool { return r.Summary.States[StateFailed] > 0 }

@@ -1,0 +1,304 @@
+package sweep
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/pager"
+
+	"github.com/nsman/nsman/policy"
+)
+
+// ErrNotInstalled means the API server does not serve NamespaceManagers.
+var ErrNotInstalled = errors.New("the NamespaceManager CRD (namespacemanagers.k8s.consol.de) is not installed")
+
+// sweepRun is the state of one Run.
+type sweepRun struct {
+	now     time.Time
+	actions atomic.Int64
+
+	nsOnce sync.Once
+	nsErr  error
+	ns     map[string]namespaceInfo
+
+	mu      sync.Mutex
+	entries []Entry
+}
+
+type namespaceInfo struct {
+	uid         types.UID
+	created     time.Time
+	terminating bool
+}
+
+// Run performs one sweep. Per-manager failures are reported in the Report
+// and never stop the sweep; the error is for a sweep that could not run at
+// all (no API server, CRD not installed).
+func (s *Sweeper) Run(ctx context.Context) (Report, error) {
+	began := time.Now()
+	r := &sweepRun{}
+	managers := s.clients.Dynamic.Resource(ManagerResource).Namespace(s.cfg.Namespace)
+	p := pager.New(pager.SimplePageFunc(func(opts metav1.ListOptions) (runtime.Object, error) {
+		return managers.List(ctx, opts)
+	}))
+	p.PageSize = s.cfg.PageSize
+
+	jobs := make(chan *unstructured.Unstructured)
+	var workers sync.WaitGroup
+	for range s.cfg.Concurrency {
+		workers.Go(func() {
+			for obj := range jobs {
+				e := s.handle(ctx, r, obj)
+				r.mu.Lock()
+				r.entries = append(r.entries, e)
+				r.mu.Unlock()
+			}
+		})
+	}
+	first := true
+	err := p.EachListItem(ctx, metav1.ListOptions{LabelSelector: s.cfg.LabelSelector}, func(o runtime.Object) error {
+		if first {
+			r.now = s.now()
+			first = false
+		}
+		jobs <- o.(*unstructured.Unstructured)
+		return nil
+	})
+	close(jobs)
+	workers.Wait()
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return Report{}, ErrNotInstalled
+		}
+		return Report{}, fmt.Errorf("list NamespaceManagers: %w", err)
+	}
+	if first {
+		r.now = s.now()
+	}
+
+	slices.SortFunc(r.entries, func(a, b Entry) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	report := Report{Version: ReportVersion, Entries: r.entries, Summary: Summary{
+		Now:             r.now.UTC(),
+		DryRun:          s.cfg.DryRun,
+		Managers:        len(r.entries),
+		States:          map[State]int{},
+		Requests:        s.clients.Observer.Requests(),
+		DurationSeconds: time.Since(began).Seconds(),
+	}}
+	for _, e := range r.entries {
+		report.Summary.States[e.State]++
+	}
+	return report, nil
+}
+
+// now is the time to evaluate at: --at in a dry run, else the API server's.
+func (s *Sweeper) now() time.Time {
+	if !s.cfg.At.IsZero() {
+		return s.cfg.At
+	}
+	now, ok := s.clients.Observer.Now()
+	if !ok {
+		s.log.Warn("API server sent no Date header; using the local clock")
+		return time.Now()
+	}
+	if skew := s.clients.Observer.Skew(); skew > 5*time.Second || skew < -5*time.Second {
+		s.log.Warn("local clock differs from the API server's; using the server's", "skew", skew.Round(time.Millisecond).String())
+	}
+	return now
+}
+
+// namespaces lists the namespaces once per sweep, on first need, so that a
+// manager costs no request of its own to find its target.
+func (s *Sweeper) namespaces(ctx context.Context, r *sweepRun) (map[string]namespaceInfo, error) {
+	r.nsOnce.Do(func() {
+		nsClient := s.clients.Metadata.Resource(corev1.SchemeGroupVersion.WithResource("namespaces"))
+		p := pager.New(pager.SimplePageFunc(func(opts metav1.ListOptions) (runtime.Object, error) {
+			return nsClient.List(ctx, opts)
+		}))
+		p.PageSize = s.cfg.PageSize
+		r.ns = map[string]namespaceInfo{}
+		r.nsErr = p.EachListItem(ctx, metav1.ListOptions{}, func(o runtime.Object) error {
+			m, ok := o.(*metav1.PartialObjectMetadata)
+			if !ok {
+				return fmt.Errorf("unexpected namespace list item %T", o)
+			}
+			r.ns[m.Name] = namespaceInfo{uid: m.UID, created: m.CreationTimestamp.Time, terminating: m.DeletionTimestamp != nil}
+			return nil
+		})
+		if r.nsErr != nil {
+			r.nsErr = fmt.Errorf("list namespaces: %w", r.nsErr)
+		}
+	})
+	return r.ns, r.nsErr
+}
+
+// handle decides for one manager and acts on the decision.
+func (s *Sweeper) handle(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured) Entry {
+	e := Entry{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	m, problems := policy.Parse(obj)
+	e.Target = m.Target()
+	if m.Deactivated {
+		e.State, e.Message = StateDeactivated, "spec.deactivated is true"
+		return e
+	}
+	if len(problems) > 0 {
+		e.State, e.Message = StateInvalid, fmt.Sprintf("%d problem(s); first: %s", len(problems), problems[0].Error())
+		for _, p := range problems {
+			e.Problems = append(e.Problems, p.Error())
+		}
+		s.log.Info("invalid manager", "manager", e.Namespace+"/"+e.Name, "problems", len(problems), "first", problems[0].Error())
+		return e
+	}
+	if msg := s.refuse(m); msg != "" {
+		e.State, e.Message = StateForbidden, msg
+		s.log.Info("refused manager", "manager", e.Namespace+"/"+e.Name, "target", e.Target, "reason", msg)
+		return e
+	}
+
+	state := readState(obj)
+	namespaces, err := s.namespaces(ctx, r)
+	if err != nil {
+		return failed(e, err)
+	}
+	ns, exists := namespaces[e.Target]
+	t := target{name: e.Target, uid: ns.uid}
+
+	if c := state.claim; c != nil && c.Generation == m.Generation {
+		if r.now.Before(c.Expires) {
+			e.State = StateBusy
+			e.Policy, e.Action = c.Policy, c.Action
+			e.Message = fmt.Sprintf("claimed by sweep %s until %s", c.Sweep, c.Expires.UTC().Format(time.RFC3339))
+			return e
+		}
+		// A sweep claimed it and did not finish: complete its action, whatever
+		// became of the target since (DELETE and SCALE_DOWN are idempotent; a
+		// webhook is re-sent with the same Idempotency-Key).
+		if i := slices.IndexFunc(m.Policies, func(p policy.Policy) bool { return p.Name == c.Policy }); i >= 0 {
+			return s.fire(ctx, r, obj, m, i, "completing the expired claim of sweep "+c.Sweep, t)
+		}
+	}
+
+	switch {
+	case !exists:
+		e.State, e.Message = StateTargetMissing, fmt.Sprintf("namespace %s does not exist", e.Target)
+		return e
+	case ns.terminating:
+		e.State, e.Message = StateTargetTerminating, fmt.Sprintf("namespace %s is terminating", e.Target)
+		return e
+	}
+
+	in := policy.Input{Now: r.now, TargetCreated: ns.created, Checks: state.checks, Pods: map[int]policy.PodsCheck{}}
+	for {
+		out := policy.Evaluate(m, in)
+		switch out.Verdict {
+		case policy.NeedPods:
+			check, err := s.checkPods(ctx, e.Target, m.Policies[out.Policy].Condition.PodLabels)
+			if err != nil {
+				return failed(e, err)
+			}
+			in.Pods[out.Policy] = check
+			continue
+		case policy.Fire:
+			fired := s.fire(ctx, r, obj, m, out.Policy, out.Reason, t)
+			fired.Conditions = conditions(out.Policies)
+			return fired
+		}
+		e.State = StateWaiting
+		e.Due = timePtr(out.NextDue)
+		e.Conditions = conditions(out.Policies)
+		details := make([]string, 0, len(out.Policies))
+		for _, p := range out.Policies {
+			details = append(details, p.Detail)
+		}
+		e.Message = strings.Join(details, "; ")
+		if !checksEqual(state.checks, out.Checks) {
+			if err := s.saveChecks(ctx, obj, out.Checks); err != nil {
+				return failed(e, err)
+			}
+		}
+		return e
+	}
+}
+
+// refuse applies the tenancy guards, returning why a manager may not act.
+func (s *Sweeper) refuse(m policy.Manager) string {
+	target := m.Target()
+	if slices.Contains(s.cfg.ProtectedNamespaces, target) {
+		return fmt.Sprintf("namespace %s is protected", target)
+	}
+	if target != m.Namespace && !slices.Contains(s.cfg.TrustedNamespaces, m.Namespace) {
+		how := "spec.namespace"
+		if m.TargetNamespace == "" {
+			how = "its name"
+		}
+		return fmt.Sprintf("a manager in namespace %s may only target %s, not %s (by %s); trusted namespaces: %s",
+			m.Namespace, m.Namespace, target, how, strings.Join(s.cfg.TrustedNamespaces, ", "))
+	}
+	return ""
+}
+
+// checkPods looks for one pod matching podLabels in another phase than
+// Succeeded: a single request, however many pods there are.
+func (s *Sweeper) checkPods(ctx context.Context, namespace string, podLabels map[string]string) (policy.PodsCheck, error) {
+	list, err := s.clients.Kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{
+		LabelSelector: labels.SelectorFromSet(podLabels).String(),
+		FieldSelector: "status.phase!=" + string(corev1.PodSucceeded),
+		Limit:         1,
+	})
+	if err != nil {
+		return policy.PodsCheck{}, fmt.Errorf("check pods in %s: %w", namespace, err)
+	}
+	check := policy.PodsCheck{NotSucceeded: len(list.Items)}
+	if len(list.Items) > 0 {
+		pod := list.Items[0]
+		check.Example = fmt.Sprintf("pod %s is %s", pod.Name, cmp.Or(string(pod.Status.Phase), "Pending"))
+	}
+	return check, nil
+}
+
+// saveChecks persists minChecks progress; nothing else changes.
+func (s *Sweeper) saveChecks(ctx context.Context, obj *unstructured.Unstructured, checks map[string]policy.CheckState) error {
+	var value any // null removes the annotation
+	if len(checks) > 0 {
+		value = mustJSON(checks)
+	}
+	patch := mustJSON(map[string]any{"metadata": map[string]any{"annotations": map[string]any{ChecksAnnotation: value}}})
+	if err := s.writer.patchManager(ctx, obj.GetNamespace(), obj.GetName(), []byte(patch)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("record pods checks: %w", err)
+	}
+	return nil
+}
+
+func checksEqual(a, b map[string]policy.CheckState) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		w, ok := b[k]
+		if !ok || w.Generation != v.Generation || w.Passed != v.Passed || !w.Last.Equal(v.Last) {
+			return false
+		}
+	}
+	return true
+}
+
+func failed(e Entry, err error) Entry {
+	e.State, e.Message = StateFailed, err.Error()
+	return e
+}

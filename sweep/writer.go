@@ -1,0 +1,61 @@
+package sweep
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// writer is the seam every mutating request goes through. The sweep decides
+// and reports the same way in a dry run; only the writer differs.
+type writer interface {
+	// patchManager applies a JSON merge patch to a NamespaceManager.
+	patchManager(ctx context.Context, namespace, name string, patch []byte) error
+	// deleteNamespace deletes the namespace if it still has uid.
+	deleteNamespace(ctx context.Context, name string, uid types.UID) error
+	// patchWorkload applies a JSON merge patch to a Deployment or StatefulSet.
+	patchWorkload(ctx context.Context, resource schema.GroupVersionResource, namespace, name string, patch []byte) error
+	// post delivers a webhook.
+	post(ctx context.Context, url string, body []byte, idempotencyKey string) error
+}
+
+// apiWriter sends the requests.
+type apiWriter struct {
+	clients Clients
+	webhook *WebhookSender
+}
+
+func (w *apiWriter) patchManager(ctx context.Context, namespace, name string, patch []byte) error {
+	_, err := w.clients.Dynamic.Resource(ManagerResource).Namespace(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	return err
+}
+
+func (w *apiWriter) deleteNamespace(ctx context.Context, name string, uid types.UID) error {
+	background := metav1.DeletePropagationBackground
+	return w.clients.Kube.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{
+		Preconditions:     &metav1.Preconditions{UID: &uid},
+		PropagationPolicy: &background,
+	})
+}
+
+func (w *apiWriter) patchWorkload(ctx context.Context, resource schema.GroupVersionResource, namespace, name string, patch []byte) error {
+	_, err := w.clients.Dynamic.Resource(resource).Namespace(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	return err
+}
+
+func (w *apiWriter) post(ctx context.Context, url string, body []byte, idempotencyKey string) error {
+	_, err := w.webhook.Send(ctx, url, body, idempotencyKey)
+	return err
+}
+
+// dryRunWriter sends nothing: a dry run makes no mutating request at all.
+type dryRunWriter struct{}
+
+func (dryRunWriter) patchManager(context.Context, string, string, []byte) error { return nil }
+func (dryRunWriter) deleteNamespace(context.Context, string, types.UID) error   { return nil }
+func (dryRunWriter) patchWorkload(context.Context, schema.GroupVersionResource, string, string, []byte) error {
+	return nil
+}
+func (dryRunWriter) post(context.Context, string, []byte, string) error { return nil }
