@@ -73,3 +73,9 @@ func namespacePrefix(testName string) string {
 	}
 	return p + "-"
 }
+
+// WriteKubeconfig writes a kubeconfig file for cfg (host, CA and bearer
+// token), for commands that take --kubeconfig.
+func WriteKubeconfig(path string, cfg *rest.Config) error {
+	return writeKubeconfig(path, cfg.Host, cfg.CAData, cfg.BearerToken)
+}

@@ -1,0 +1,44 @@
+// Package integration tests nsman sweep on a real control plane with
+// nsman's CRD (deploy/crd.yaml), running as nsman's ServiceAccount under the
+// RBAC of deploy/rbac.yaml.
+package integration
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nsman/nsman/test/cluster"
+	"github.com/nsman/nsman/test/nsmantest"
+)
+
+var (
+	shared *cluster.Cluster
+	env    *nsmantest.Env
+)
+
+func TestMain(m *testing.M) {
+	cluster.Main(m, cluster.FullTier, &shared)
+}
+
+// setup prepares the shared control plane for nsman once.
+func setup(t *testing.T) *nsmantest.Env {
+	t.Helper()
+	if env != nil {
+		return env
+	}
+	crd, err := os.ReadFile(filepath.Join(nsmantest.RepoRoot(), "deploy", "crd.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	e, err := nsmantest.Setup(ctx, shared, crd)
+	if err != nil {
+		t.Fatalf("prepare control plane for nsman: %v", err)
+	}
+	env = e
+	return env
+}

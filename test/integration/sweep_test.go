@@ -1,0 +1,278 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/test/nsmantest"
+)
+
+func wantState(t *testing.T, res nsmantest.Result, ns, name string, want sweep.State) sweep.Entry {
+	t.Helper()
+	e := res.Entry(t, ns, name)
+	if e.State != want {
+		t.Fatalf("manager %s/%s: state %q (%s), want %q", ns, name, e.State, e.Message, want)
+	}
+	return e
+}
+
+func wantCode(t *testing.T, res nsmantest.Result, want int) {
+	t.Helper()
+	if res.Code != want {
+		t.Fatalf("exit code %d, want %d; stderr:\n%s", res.Code, want, res.Stderr)
+	}
+}
+
+func TestTTLDeletesOnceDueAndOnlyOnce(t *testing.T) {
+	e := setup(t)
+	due, notDue := shared.Namespace(t), shared.Namespace(t)
+	caseID := due
+	createManager(t, managerObj(due, due, caseID, []any{ttlPolicy("delete when old", 0, deleteAction)}))
+	createManager(t, managerObj(notDue, notDue, caseID, []any{ttlPolicy("delete when old", 3600, deleteAction)}))
+
+	res := e.Sweep(t, "-l", caseLabel+"="+caseID)
+	wantCode(t, res, 0)
+	fired := wantState(t, res, due, due, sweep.StateFired)
+	if want := []string{"delete namespace " + due}; !slices.Equal(fired.Effects, want) {
+		t.Errorf("effects %q, want %q", fired.Effects, want)
+	}
+	waiting := wantState(t, res, notDue, notDue, sweep.StateWaiting)
+	ns, err := shared.Admin.CoreV1().Namespaces().Get(t.Context(), notDue, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := ns.CreationTimestamp.Add(time.Hour); waiting.Due == nil || !waiting.Due.Equal(want) {
+		t.Errorf("due %v, want %v", waiting.Due, want)
+	}
+	if !e.NamespaceGoneOrTerminating(t, due) {
+		t.Errorf("namespace %s not deleted", due)
+	}
+	if e.NamespaceGoneOrTerminating(t, notDue) {
+		t.Errorf("namespace %s deleted before its TTL", notDue)
+	}
+
+	// Nothing changed since: the next sweep writes nothing.
+	before := len(e.Writes(t))
+	again := e.Sweep(t, "-l", caseLabel+"="+caseID)
+	wantCode(t, again, 0)
+	wantState(t, again, notDue, notDue, sweep.StateWaiting)
+	if writes := e.Writes(t)[before:]; len(writes) > 0 {
+		t.Fatalf("a sweep with nothing to do wrote:\n%v", writes)
+	}
+}
+
+func TestPodsSucceed(t *testing.T) {
+	setup(t)
+	main := map[string]string{"component": "main"}
+	other := map[string]string{"component": "auxiliary"}
+	tests := []struct {
+		name   string
+		pods   map[string]corev1.PodPhase // name -> phase, labelled main unless prefixed "aux"
+		params func(map[string]any)
+		want   sweep.State
+		detail string
+	}{
+		{name: "failed pod blocks", pods: map[string]corev1.PodPhase{"a": corev1.PodSucceeded, "b": corev1.PodFailed}, want: sweep.StateWaiting, detail: "is Failed"},
+		{name: "running pod blocks", pods: map[string]corev1.PodPhase{"a": corev1.PodRunning}, want: sweep.StateWaiting, detail: "is Running"},
+		{name: "succeeded pods fire despite unmatched running pods", pods: map[string]corev1.PodPhase{"a": corev1.PodSucceeded, "b": corev1.PodSucceeded, "aux-c": corev1.PodRunning}, want: sweep.StateFired},
+		{name: "no matching pod fires", pods: map[string]corev1.PodPhase{"aux-c": corev1.PodRunning}, want: sweep.StateFired},
+		{name: "not before the initial delay", pods: map[string]corev1.PodPhase{"a": corev1.PodSucceeded}, params: func(p map[string]any) { p["initialDelaySeconds"] = int64(3600) }, want: sweep.StateWaiting, detail: "initial delay"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ns := shared.Namespace(t)
+			for name, phase := range tt.pods {
+				labels := main
+				if strings.HasPrefix(name, "aux") {
+					labels = other
+				}
+				podWithPhase(t, ns, name, labels, phase)
+			}
+			var params []func(map[string]any)
+			if tt.params != nil {
+				params = append(params, tt.params)
+			}
+			createManager(t, managerObj(ns, ns, ns, []any{podsPolicy("delete when tests pass", map[string]any{"component": "main"}, deleteAction, params...)}))
+			res := env.Sweep(t, "-l", caseLabel+"="+ns)
+			wantCode(t, res, 0)
+			got := wantState(t, res, ns, ns, tt.want)
+			if !strings.Contains(got.Message, tt.detail) {
+				t.Errorf("message %q does not contain %q", got.Message, tt.detail)
+			}
+			if deleted := env.NamespaceGoneOrTerminating(t, ns); deleted != (tt.want == sweep.StateFired) {
+				t.Errorf("namespace deleted = %v", deleted)
+			}
+		})
+	}
+}
+
+func TestGuards(t *testing.T) {
+	e := setup(t)
+	home, other := shared.Namespace(t), shared.Namespace(t)
+	caseID := home
+	// Untrusted namespace, other target by spec.namespace and by name.
+	createManager(t, managerObj(home, "by-spec", caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}, targeting(other)))
+	createManager(t, managerObj(home, other, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}))
+	// Trusted namespace, protected target.
+	createManager(t, managerObj(nsmantest.ServiceAccountNamespace, "protected-"+home, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}, targeting("kube-public")))
+	// Deactivated.
+	createManager(t, managerObj(home, home, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}, deactivated))
+	t.Cleanup(func() {
+		_ = e.Dynamic.Resource(sweep.ManagerResource).Namespace(nsmantest.ServiceAccountNamespace).Delete(t.Context(), "protected-"+home, metav1.DeleteOptions{})
+	})
+	rvBefore := e.Manager(t, home, home).GetResourceVersion()
+
+	res := e.Sweep(t, "-l", caseLabel+"="+caseID)
+	wantCode(t, res, 0)
+	for _, name := range []string{"by-spec", other} {
+		got := wantState(t, res, home, name, sweep.StateForbidden)
+		if !strings.Contains(got.Message, "may only target "+home) {
+			t.Errorf("%s: message %q does not explain the refusal", name, got.Message)
+		}
+	}
+	if got := wantState(t, res, nsmantest.ServiceAccountNamespace, "protected-"+home, sweep.StateForbidden); !strings.Contains(got.Message, "protected") {
+		t.Errorf("message %q does not say the target is protected", got.Message)
+	}
+	wantState(t, res, home, home, sweep.StateDeactivated)
+	for _, ns := range []string{home, other, "kube-public"} {
+		if e.NamespaceGoneOrTerminating(t, ns) {
+			t.Errorf("namespace %s deleted", ns)
+		}
+	}
+	if rv := e.Manager(t, home, home).GetResourceVersion(); rv != rvBefore {
+		t.Errorf("deactivated manager written to (resourceVersion %s -> %s)", rvBefore, rv)
+	}
+}
+
+func TestInvalidManagerDoesNotStopTheSweep(t *testing.T) {
+	e := setup(t)
+	bad, good := shared.Namespace(t), shared.Namespace(t)
+	caseID := bad
+	createManager(t, managerObj(bad, bad, caseID, []any{ttlPolicy("negative ttl", -5, deleteAction)}))
+	createManager(t, managerObj(good, good, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}))
+	res := e.Sweep(t, "-l", caseLabel+"="+caseID)
+	wantCode(t, res, 0)
+	invalid := wantState(t, res, bad, bad, sweep.StateInvalid)
+	if len(invalid.Problems) != 1 || !strings.Contains(invalid.Problems[0], "spec.policies[0].condition.params.ttlSeconds") {
+		t.Errorf("problems %q, want one naming spec.policies[0].condition.params.ttlSeconds", invalid.Problems)
+	}
+	wantState(t, res, good, good, sweep.StateFired)
+	if e.NamespaceGoneOrTerminating(t, bad) {
+		t.Error("invalid manager's namespace deleted")
+	}
+}
+
+func TestWebhookFailureIsRetriedWithTheSameKey(t *testing.T) {
+	e := setup(t)
+	ns := shared.Namespace(t)
+	recv := nsmantest.NewReceiver(t)
+	recv.SetStatus(http.StatusInternalServerError)
+	policy := ttlPolicy("notify at once", 0, webhookAction(recv.URL+"/hook"))
+	createManager(t, managerObj(ns, ns, ns, []any{policy}))
+
+	res := e.Sweep(t, "-l", caseLabel+"="+ns)
+	wantCode(t, res, 1)
+	wantState(t, res, ns, ns, sweep.StateFailed)
+	if e.Deactivated(t, ns, ns) {
+		t.Fatal("manager deactivated after a failed webhook")
+	}
+	failures := len(recv.Deliveries())
+	if failures != 3 {
+		t.Errorf("%d attempts against a failing receiver, want 3", failures)
+	}
+
+	recv.SetStatus(http.StatusOK)
+	res = e.Sweep(t, "-l", caseLabel+"="+ns)
+	wantCode(t, res, 0)
+	wantState(t, res, ns, ns, sweep.StateFired)
+	if !e.Deactivated(t, ns, ns) {
+		t.Fatal("manager not deactivated after the webhook succeeded")
+	}
+	res = e.Sweep(t, "-l", caseLabel+"="+ns)
+	wantState(t, res, ns, ns, sweep.StateDeactivated)
+
+	deliveries := recv.Deliveries()
+	if len(deliveries) != failures+1 {
+		t.Fatalf("%d deliveries, want %d", len(deliveries), failures+1)
+	}
+	key := deliveries[0].Header.Get("Idempotency-Key")
+	for i, d := range deliveries {
+		if got := d.Header.Get("Idempotency-Key"); key == "" || got != key {
+			t.Errorf("delivery %d: Idempotency-Key %q, want %q", i, got, key)
+		}
+	}
+	var body struct {
+		NamespaceManager struct{ Namespace, Name string } `json:"namespaceManager"`
+		Policy           map[string]any                   `json:"policy"`
+		Namespace        string                           `json:"namespace"`
+	}
+	if err := json.Unmarshal(deliveries[len(deliveries)-1].Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	if body.NamespaceManager.Namespace != ns || body.NamespaceManager.Name != ns || body.Namespace != ns || body.Policy["name"] != "notify at once" {
+		t.Errorf("webhook body %s lacks the original fields", deliveries[len(deliveries)-1].Body)
+	}
+}
+
+func TestMaxActionsDefersTheRest(t *testing.T) {
+	e := setup(t)
+	var namespaces []string
+	for range 3 {
+		namespaces = append(namespaces, shared.Namespace(t))
+	}
+	caseID := namespaces[0]
+	for _, ns := range namespaces {
+		createManager(t, managerObj(ns, ns, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}))
+	}
+	res := e.Sweep(t, "-l", caseLabel+"="+caseID, "--max-actions", "1")
+	wantCode(t, res, 0)
+	if got := res.Report.Summary.States; got[sweep.StateFired] != 1 || got[sweep.StateDeferred] != 2 {
+		t.Fatalf("states %v, want 1 fired and 2 deferred", got)
+	}
+	res = e.Sweep(t, "-l", caseLabel+"="+caseID)
+	wantCode(t, res, 0)
+	if got := res.Report.Summary.States; got[sweep.StateFired] != 2 || got[sweep.StateDeactivated] != 1 {
+		t.Fatalf("next sweep: states %v, want 2 fired and 1 deactivated", got)
+	}
+	for _, ns := range namespaces {
+		if !e.NamespaceGoneOrTerminating(t, ns) {
+			t.Errorf("namespace %s not deleted", ns)
+		}
+	}
+}
+
+func TestMinChecksNeedsConsecutivePasses(t *testing.T) {
+	e := setup(t)
+	ns := shared.Namespace(t)
+	podWithPhase(t, ns, "done", map[string]string{"component": "main"}, corev1.PodSucceeded)
+	createManager(t, managerObj(ns, ns, ns, []any{podsPolicy("delete after two checks", map[string]any{"component": "main"}, deleteAction,
+		func(p map[string]any) { p["minChecks"] = int64(2) })}))
+
+	res := e.Sweep(t, "-l", caseLabel+"="+ns)
+	got := wantState(t, res, ns, ns, sweep.StateWaiting)
+	if !strings.Contains(got.Message, "1 of 2 checks passed") {
+		t.Errorf("message %q does not count the check", got.Message)
+	}
+	if _, ok := e.Manager(t, ns, ns).GetAnnotations()[sweep.ChecksAnnotation]; !ok {
+		t.Error("progress not recorded on the manager")
+	}
+	// The next counted check is a period (1s) later.
+	err := wait.PollUntilContextTimeout(t.Context(), 500*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		res = e.Sweep(t, "-l", caseLabel+"="+ns)
+		return res.Entry(t, ns, ns).State == sweep.StateFired, nil
+	})
+	if err != nil {
+		t.Fatalf("second passing check did not fire: %s", res.Entry(t, ns, ns).Message)
+	}
+}

@@ -1,0 +1,292 @@
+package nsmantest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/nsman/nsman/cmd"
+	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/test/cluster"
+)
+
+// Namespace and name of the ServiceAccount nsman runs as (deploy/rbac.yaml).
+const (
+	ServiceAccountNamespace = "namespace-manager"
+	ServiceAccountName      = "nsman"
+)
+
+// RepoRoot is the repository's top directory.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// ReferenceDir is the shared reference material beside the repository; it
+// is absent in a user's clone, and tests that need it skip.
+func ReferenceDir() string {
+	return filepath.Join(RepoRoot(), "..", "shared", "reference")
+}
+
+// Env is a control plane prepared for nsman.
+type Env struct {
+	Cluster *cluster.Cluster
+	Dynamic dynamic.Interface
+	mapper  *restmapper.DeferredDiscoveryRESTMapper
+	// Kubeconfig acts as nsman's ServiceAccount.
+	Kubeconfig string
+	// User is that ServiceAccount's user name in the audit log.
+	User string
+}
+
+// Setup installs the CRD manifest at crdPath and nsman's deploy/ RBAC, and
+// prepares a kubeconfig for nsman's ServiceAccount.
+func Setup(ctx context.Context, c *cluster.Cluster, crd []byte) (*Env, error) {
+	dyn, err := dynamic.NewForConfig(c.AdminConfig)
+	if err != nil {
+		return nil, err
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(c.AdminConfig)
+	if err != nil {
+		return nil, err
+	}
+	e := &Env{
+		Cluster: c,
+		Dynamic: dyn,
+		mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco)),
+		User:    cluster.ServiceAccountUser(ServiceAccountNamespace, ServiceAccountName),
+	}
+	if err := e.apply(ctx, crd); err != nil {
+		return nil, fmt.Errorf("install CRD: %w", err)
+	}
+	for _, f := range []string{"namespace.yaml", "rbac.yaml"} {
+		data, err := os.ReadFile(filepath.Join(RepoRoot(), "deploy", f))
+		if err != nil {
+			return nil, err
+		}
+		if err := e.apply(ctx, data); err != nil {
+			return nil, fmt.Errorf("apply deploy/%s: %w", f, err)
+		}
+	}
+	cfg, err := c.ServiceAccountConfig(ctx, ServiceAccountNamespace, ServiceAccountName)
+	if err != nil {
+		return nil, err
+	}
+	e.Kubeconfig = filepath.Join(c.Dir, "nsman-sa.kubeconfig")
+	if err := cluster.WriteKubeconfig(e.Kubeconfig, cfg); err != nil {
+		return nil, err
+	}
+	// The CRD is served and the RBAC grant effective once a list as nsman
+	// succeeds.
+	saDyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := saDyn.Resource(sweep.ManagerResource).List(ctx, metav1.ListOptions{Limit: 1})
+		return err == nil, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("NamespaceManagers not listable as nsman: %w", err)
+	}
+	return e, nil
+}
+
+// Apply creates or replaces every object in a multi-document manifest.
+func (e *Env) Apply(t testing.TB, manifest []byte) {
+	t.Helper()
+	if err := e.apply(t.Context(), manifest); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (e *Env) apply(ctx context.Context, manifest []byte) error {
+	objs, err := Decode(manifest)
+	if err != nil {
+		return err
+	}
+	for _, obj := range objs {
+		if err := e.applyOne(ctx, obj); err != nil {
+			return fmt.Errorf("apply %s %s/%s: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
+		}
+	}
+	return nil
+}
+
+func (e *Env) applyOne(ctx context.Context, obj *unstructured.Unstructured) error {
+	gvk := obj.GroupVersionKind()
+	var mapping *meta.RESTMapping
+	// A CRD applied just before is served after a moment.
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		var err error
+		mapping, err = e.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			e.mapper.Reset()
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("no resource for %s", gvk)
+	}
+	var client dynamic.ResourceInterface = e.Dynamic.Resource(mapping.Resource)
+	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		client = e.Dynamic.Resource(mapping.Resource).Namespace(obj.GetNamespace())
+	}
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	force := true
+	_, err = client.Patch(ctx, obj.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: "nsman-test", Force: &force})
+	return err
+}
+
+// Decode splits a multi-document YAML or JSON manifest into objects, with
+// whole numbers as int64 as the API machinery has them.
+func Decode(manifest []byte) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(manifest), 4096)
+	var objs []*unstructured.Unstructured
+	for {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			if errors.Is(err, io.EOF) {
+				return objs, nil
+			}
+			return nil, err
+		}
+		if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+			continue
+		}
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(raw); err != nil {
+			return nil, err
+		}
+		objs = append(objs, obj)
+	}
+}
+
+// Result is what one nsman sweep printed and returned.
+type Result struct {
+	Report sweep.Report
+	Code   int
+	Stderr string
+}
+
+// Entry returns the report entry of manager namespace/name.
+func (r Result) Entry(t testing.TB, namespace, name string) sweep.Entry {
+	t.Helper()
+	e, ok := r.Lookup(namespace, name)
+	if !ok {
+		t.Fatalf("no report entry for manager %s/%s; stderr:\n%s", namespace, name, r.Stderr)
+	}
+	return e
+}
+
+// Lookup returns the report entry of manager namespace/name, if the sweep
+// listed it.
+func (r Result) Lookup(namespace, name string) (sweep.Entry, bool) {
+	for _, e := range r.Report.Entries {
+		if e.Namespace == namespace && e.Name == name {
+			return e, true
+		}
+	}
+	return sweep.Entry{}, false
+}
+
+// Sweep runs `nsman sweep -o json` as nsman's ServiceAccount with args. A
+// sweep that did not run (exit 2) has an empty Report.
+func (e *Env) Sweep(t testing.TB, args ...string) Result {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	all := append([]string{"sweep", "-o", "json", "--kubeconfig", e.Kubeconfig}, args...)
+	code := cmd.Execute(t.Context(), all, &stdout, &stderr)
+	res := Result{Code: code, Stderr: stderr.String()}
+	if stdout.Len() == 0 && code == cmd.ExitUsage {
+		return res // no report: the sweep did not run
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &res.Report); err != nil {
+		t.Fatalf("nsman %v: exit %d, report not JSON (%v):\n%s\nstderr:\n%s", all, code, err, stdout.String(), stderr.String())
+	}
+	return res
+}
+
+// Manager reads a NamespaceManager as admin.
+func (e *Env) Manager(t testing.TB, namespace, name string) *unstructured.Unstructured {
+	t.Helper()
+	obj, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(namespace).Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obj
+}
+
+// Deactivated reports spec.deactivated of a manager.
+func (e *Env) Deactivated(t testing.TB, namespace, name string) bool {
+	t.Helper()
+	v, _, _ := unstructured.NestedBool(e.Manager(t, namespace, name).Object, "spec", "deactivated")
+	return v
+}
+
+// NamespaceGoneOrTerminating reports whether a namespace was deleted.
+func (e *Env) NamespaceGoneOrTerminating(t testing.TB, name string) bool {
+	t.Helper()
+	ns, err := e.Cluster.Admin.CoreV1().Namespaces().Get(t.Context(), name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return true
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns.DeletionTimestamp != nil
+}
+
+// Writes returns the mutating requests nsman's ServiceAccount made so far.
+func (e *Env) Writes(t testing.TB) []cluster.Request {
+	t.Helper()
+	reqs, err := e.Cluster.AuditedRequests(t.Context(), e.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var writes []cluster.Request
+	for _, r := range reqs {
+		switch r.Verb {
+		case "get", "list", "watch":
+		default:
+			writes = append(writes, r)
+		}
+	}
+	return writes
+}
+
+// Restore runs `nsman restore -n namespace` as nsman's ServiceAccount and
+// returns its exit code.
+func (e *Env) Restore(t testing.TB, namespace string) int {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := cmd.Execute(t.Context(), []string{"restore", "-n", namespace, "--kubeconfig", e.Kubeconfig}, &stdout, &stderr)
+	if code != 0 {
+		t.Logf("nsman restore: %s%s", stdout.String(), stderr.String())
+	}
+	return code
+}

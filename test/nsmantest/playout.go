@@ -1,0 +1,267 @@
+package nsmantest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/sweep"
+)
+
+// PlayOutLabel marks the managers of one PlayOut, which sweeps only them.
+const PlayOutLabel = "nsman.test/play-out"
+
+// Shorten rewrites a manager for a test: TTLs and initial delays of at most
+// a few seconds, a period of one second, and webhook URLs pointing at recv
+// (same path).
+func Shorten(obj *unstructured.Unstructured, recv *Receiver) {
+	policies, _, _ := unstructured.NestedSlice(obj.Object, "spec", "policies")
+	for _, p := range policies {
+		pm := p.(map[string]any)
+		params, _, _ := unstructured.NestedMap(pm, "condition", "params")
+		if params == nil {
+			params = map[string]any{}
+		}
+		shorten := func(key string, max int64) {
+			if v, ok := params[key].(int64); !ok || v > max {
+				params[key] = max
+			}
+		}
+		switch typ, _, _ := unstructured.NestedString(pm, "condition", "type"); typ {
+		case policy.ConditionTTL:
+			shorten("ttlSeconds", 4)
+		case policy.ConditionPodsSucceed:
+			shorten("initialDelaySeconds", 3)
+			params["periodSeconds"] = int64(1)
+		}
+		_ = unstructured.SetNestedMap(pm, params, "condition", "params")
+		if raw, ok, _ := unstructured.NestedString(pm, "action", "params", "url"); ok && recv != nil {
+			u, err := url.Parse(raw)
+			if err == nil {
+				_ = unstructured.SetNestedField(pm, recv.URL+u.Path, "action", "params", "url")
+			}
+		}
+	}
+	_ = unstructured.SetNestedSlice(obj.Object, policies, "spec", "policies")
+}
+
+// PlayOut applies the manifests (managers shortened, labelled for this run),
+// sweeps every second until every manager has fired, and checks that each
+// did what its policy says, when it says:
+//   - DELETE: the target is deleted;
+//   - PODS_SUCCEED: not before every pod matching podLabels has succeeded,
+//     and whatever other pods run; the sweep waited on pending pods before;
+//   - SCALE_DOWN: exactly the selected workloads are at zero replicas with
+//     their previous count recorded, the rest untouched; nsman restore puts
+//     them back;
+//   - WEBHOOK: the receiver got exactly one POST with the original body.
+//
+// Then one more sweep changes nothing and writes nothing.
+func (e *Env) PlayOut(t *testing.T, recv *Receiver, objs []*unstructured.Unstructured) {
+	t.Helper()
+	ctx := t.Context()
+	run := fmt.Sprintf("run-%d", time.Now().UnixNano())
+	var managers []policy.Manager
+	workloads := map[string][]*unstructured.Unstructured{} // target -> deployments and statefulsets as applied
+	for _, obj := range objs {
+		switch obj.GetKind() {
+		case policy.Kind:
+			Shorten(obj, recv)
+			labels := obj.GetLabels()
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			labels[PlayOutLabel] = run
+			obj.SetLabels(labels)
+			m, problems := policy.Parse(obj)
+			if len(problems) > 0 {
+				t.Fatalf("manager %s/%s invalid: %v", obj.GetNamespace(), obj.GetName(), problems)
+			}
+			managers = append(managers, m)
+		case "Deployment", "StatefulSet":
+			workloads[obj.GetNamespace()] = append(workloads[obj.GetNamespace()], obj)
+		}
+	}
+	if len(managers) == 0 {
+		t.Fatal("no NamespaceManager in the manifests")
+	}
+	for _, obj := range objs {
+		if err := e.applyOne(ctx, obj); err != nil {
+			t.Fatalf("apply %s %s/%s: %v", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
+		}
+	}
+
+	waitedOnPods := map[string]bool{}
+	fired := map[string]bool{}
+	deadline := time.Now().Add(3 * time.Minute)
+	for len(fired) < len(managers) {
+		if time.Now().After(deadline) {
+			t.Fatalf("managers fired within 3 minutes: %v of %d", fired, len(managers))
+		}
+		res := e.Sweep(t, "-l", PlayOutLabel+"="+run)
+		if res.Code != 0 {
+			t.Fatalf("sweep exit %d:\n%s", res.Code, res.Stderr)
+		}
+		for _, m := range managers {
+			id := m.Namespace + "/" + m.Name
+			entry, listed := res.Lookup(m.Namespace, m.Name)
+			if !listed {
+				// A manager that deleted its own namespace goes with it.
+				if !fired[id] || !e.NamespaceGoneOrTerminating(t, m.Namespace) {
+					t.Fatalf("manager %s vanished without deleting its namespace", id)
+				}
+				continue
+			}
+			switch entry.State {
+			case sweep.StateWaiting:
+				if strings.Contains(entry.Message, "not every pod") {
+					waitedOnPods[id] = true
+				}
+			case sweep.StateFired:
+				fired[id] = true
+				e.checkFired(ctx, t, m, entry, recv, workloads[m.Target()], waitedOnPods[id])
+			case sweep.StateDeactivated:
+				if !fired[id] {
+					t.Fatalf("manager %s deactivated without firing", id)
+				}
+			default:
+				t.Fatalf("manager %s: state %s: %s", id, entry.State, entry.Message)
+			}
+		}
+		time.Sleep(time.Second)
+	}
+
+	before := len(e.Writes(t))
+	deliveries := 0
+	if recv != nil {
+		deliveries = len(recv.Deliveries())
+	}
+	res := e.Sweep(t, "-l", PlayOutLabel+"="+run)
+	for _, m := range managers {
+		if got, listed := res.Lookup(m.Namespace, m.Name); listed && got.State != sweep.StateDeactivated {
+			t.Errorf("after firing, manager %s/%s is %s", m.Namespace, m.Name, got.State)
+		}
+	}
+	if writes := e.Writes(t)[before:]; len(writes) > 0 {
+		t.Errorf("a sweep with nothing to do wrote:\n%v", writes)
+	}
+	if recv != nil && len(recv.Deliveries()) != deliveries {
+		t.Errorf("a sweep with nothing to do sent webhooks")
+	}
+}
+
+func (e *Env) checkFired(ctx context.Context, t *testing.T, m policy.Manager, entry sweep.Entry, recv *Receiver, workloads []*unstructured.Unstructured, waitedOnPods bool) {
+	t.Helper()
+	id := m.Namespace + "/" + m.Name
+	i := slices.IndexFunc(m.Policies, func(p policy.Policy) bool { return p.Name == entry.Policy })
+	if i < 0 {
+		t.Fatalf("%s fired unknown policy %q", id, entry.Policy)
+	}
+	p := m.Policies[i]
+	target := m.Target()
+	if p.Condition.Type == policy.ConditionPodsSucceed {
+		sel := labels.SelectorFromSet(p.Condition.PodLabels).String()
+		pods, err := e.Cluster.Admin.CoreV1().Pods(target).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pod := range pods.Items {
+			if pod.Status.Phase != "Succeeded" && pod.DeletionTimestamp == nil {
+				t.Errorf("%s fired while pod %s/%s (%s) is %s", id, target, pod.Name, sel, pod.Status.Phase)
+			}
+		}
+		if len(pods.Items) > 0 && !waitedOnPods {
+			t.Logf("%s: no sweep saw its pods pending before they succeeded", id)
+		}
+	}
+	if !e.Deactivated(t, m.Namespace, m.Name) && !e.NamespaceGoneOrTerminating(t, m.Namespace) {
+		t.Errorf("%s fired but is not deactivated", id)
+	}
+	switch p.Action.Type {
+	case policy.ActionDelete:
+		if !e.NamespaceGoneOrTerminating(t, target) {
+			t.Errorf("%s fired DELETE but namespace %s remains", id, target)
+		}
+	case policy.ActionScaleDown:
+		e.checkScaledDown(ctx, t, id, target, p.Action.Selectors, workloads)
+	case policy.ActionWebhook:
+		deliveries := recv.Deliveries()
+		if len(deliveries) != 1 {
+			t.Fatalf("%s fired WEBHOOK: receiver got %d requests, want 1", id, len(deliveries))
+		}
+		var body struct {
+			NamespaceManager struct{ Namespace, Name string } `json:"namespaceManager"`
+			Policy           map[string]any                   `json:"policy"`
+			Namespace        string                           `json:"namespace"`
+		}
+		if err := json.Unmarshal(deliveries[0].Body, &body); err != nil {
+			t.Fatal(err)
+		}
+		if body.NamespaceManager.Namespace != m.Namespace || body.NamespaceManager.Name != m.Name || body.Namespace != target || body.Policy["name"] != p.Name {
+			t.Errorf("%s webhook body lacks the original fields: %s", id, deliveries[0].Body)
+		}
+	}
+}
+
+func (e *Env) checkScaledDown(ctx context.Context, t *testing.T, id, target string, selectors []policy.Selector, applied []*unstructured.Unstructured) {
+	t.Helper()
+	if len(selectors) == 0 {
+		selectors = []policy.Selector{{Kind: policy.KindDeployment}, {Kind: policy.KindStatefulSet}}
+	}
+	resources := map[string]schema.GroupVersionResource{
+		"Deployment":  {Group: "apps", Version: "v1", Resource: "deployments"},
+		"StatefulSet": {Group: "apps", Version: "v1", Resource: "statefulsets"},
+	}
+	wantReplicas := map[string]int64{}
+	for _, w := range applied {
+		replicas, found, _ := unstructured.NestedInt64(w.Object, "spec", "replicas")
+		if !found {
+			replicas = 1
+		}
+		selected := slices.ContainsFunc(selectors, func(s policy.Selector) bool {
+			return s.Kind == w.GetKind() && labels.SelectorFromSet(s.Labels).Matches(labels.Set(w.GetLabels()))
+		})
+		got, err := e.Dynamic.Resource(resources[w.GetKind()]).Namespace(target).Get(ctx, w.GetName(), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		now, _, _ := unstructured.NestedInt64(got.Object, "spec", "replicas")
+		record, recorded := got.GetAnnotations()[sweep.ReplicasAnnotation]
+		name := w.GetKind() + "/" + w.GetName()
+		switch {
+		case selected && (now != 0 || record != strconv.FormatInt(replicas, 10)):
+			t.Errorf("%s: selected %s has replicas %d and record %q, want 0 and %d", id, name, now, record, replicas)
+		case !selected && (now != replicas || recorded):
+			t.Errorf("%s: unselected %s changed: replicas %d (was %d), record %q", id, name, now, replicas, record)
+		}
+		wantReplicas[name] = replicas
+	}
+
+	res := e.Restore(t, target)
+	if res != 0 {
+		t.Fatalf("nsman restore -n %s: exit %d", target, res)
+	}
+	for _, w := range applied {
+		got, err := e.Dynamic.Resource(resources[w.GetKind()]).Namespace(target).Get(ctx, w.GetName(), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := w.GetKind() + "/" + w.GetName()
+		now, _, _ := unstructured.NestedInt64(got.Object, "spec", "replicas")
+		if _, recorded := got.GetAnnotations()[sweep.ReplicasAnnotation]; now != wantReplicas[name] || recorded {
+			t.Errorf("after restore %s has replicas %d (record kept: %v), want %d", name, now, recorded, wantReplicas[name])
+		}
+	}
+}
