@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# make demo: start a local full control plane, run a Job in a namespace, watch
-# its pods succeed, delete the namespace and watch it go, then tear down.
+# make demo: start a local control plane, install nsman's CRD and RBAC, apply
+# examples/, show the dry-run plan, run a real sweep, show what happened,
+# then tear down.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 command -v kubectl >/dev/null || { echo "demo: kubectl is needed on PATH" >&2; exit 2; }
 
 step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+nsman() { bin/nsman "$@" --log-level warn; }
 
 step "nsman"
 bin/nsman version
@@ -14,44 +16,67 @@ bin/nsman version
 step "starting a local control plane (etcd, kube-apiserver, controller manager, scheduler, kwok)"
 export KUBECONFIG
 KUBECONFIG=$(make --no-print-directory cluster-up | tail -n 1 | sed 's/^KUBECONFIG=//')
-trap 'step "tearing down"; make --no-print-directory cluster-down' EXIT
-kubectl get nodes -o wide
+work=$(mktemp -d)
+receiver_pid=
+cleanup() {
+	step "tearing down"
+	[ -n "$receiver_pid" ] && kill "$receiver_pid" 2>/dev/null || true
+	make --no-print-directory cluster-down
+	rm -rf "$work"
+}
+trap cleanup EXIT
+kubectl get nodes
 
-ns=demo-e2e-run
-step "creating namespace $ns with a test Job of 3 pods"
-kubectl apply -f - <<YAML
-apiVersion: v1
-kind: Namespace
-metadata:
-  name: $ns
----
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: e2e-tests
-  namespace: $ns
-spec:
-  completions: 3
-  parallelism: 2
-  backoffLimit: 0
-  template:
-    metadata:
-      labels:
-        component: main
-        type: test
-    spec:
-      restartPolicy: Never
-      containers:
-        - name: tests
-          image: registry.example/e2e-tests:1.0
-YAML
+step "installing nsman's CRD and RBAC (kubectl apply -k deploy/)"
+kubectl apply -k deploy/
 
-step "waiting for the Job to complete"
-kubectl -n "$ns" wait --for=condition=complete job/e2e-tests --timeout=120s
-kubectl -n "$ns" get job,pods -o wide
+step "starting a webhook receiver on loopback"
+go build -o bin/webhook-receiver ./test/webhook-receiver
+bin/webhook-receiver >"$work/webhooks.log" 2>&1 &
+receiver_pid=$!
+until [ -s "$work/webhooks.log" ]; do sleep 0.1; done
+receiver=$(head -n 1 "$work/webhooks.log")
+echo "receiver at $receiver"
 
-step "deleting namespace $ns"
+step "applying examples/ (the webhook example pointed at the receiver)"
+for f in examples/*.yaml; do
+	sed "s#http://webhook-receiver.namespace-manager.svc:8080#$receiver#" "$f"
+	echo "---"
+done | kubectl apply -f -
+
+step "nsman sweep --dry-run: nothing is due yet"
+nsman sweep --dry-run
+
+step "nsman sweep --dry-run --at <in 3 minutes>: what will happen"
+nsman sweep --dry-run --at "$(date -u -d '+3 min' +%Y-%m-%dT%H:%M:%SZ)"
+
+step "waiting until every manager is due (tests finish, TTLs elapse; about a minute)"
 start=$SECONDS
-kubectl delete namespace "$ns" --wait=true --timeout=120s
-kubectl get namespace "$ns" 2>&1 || true
-echo "namespace $ns gone after $((SECONDS - start))s"
+while nsman sweep --dry-run -o json | grep -q '"state": "waiting"'; do
+	if [ $((SECONDS - start)) -gt 240 ]; then
+		echo "managers still waiting after 4 minutes" >&2
+		exit 1
+	fi
+	sleep 5
+done
+echo "all due after $((SECONDS - start))s"
+
+step "nsman sweep --dry-run: the plan"
+nsman sweep --dry-run
+
+step "nsman sweep: for real"
+nsman sweep
+
+step "what happened"
+kubectl get namespaces
+echo
+kubectl -n demo-pods-scale get deployments,statefulsets \
+	-o custom-columns='KIND:.kind,NAME:.metadata.name,REPLICAS:.spec.replicas,RECORDED:.metadata.annotations.nsman\.k8s\.consol\.de/replicas-before-scale-down'
+echo
+echo "webhook receipts:"
+tail -n +2 "$work/webhooks.log"
+echo
+kubectl get nsman -A -o custom-columns='NAMESPACE:.metadata.namespace,NAME:.metadata.name,TARGET:.spec.namespace,DEACTIVATED:.spec.deactivated'
+
+step "a second sweep: nothing left to do"
+nsman sweep
