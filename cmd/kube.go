@@ -28,8 +28,8 @@ type kubeOptions struct {
 func (o *kubeOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the in-cluster config)")
 	fs.StringVar(&o.context, "context", "", "kubeconfig context to use")
-	fs.Float32Var(&o.qps, "qps", 200, "API requests per second the client may make")
-	fs.IntVar(&o.burst, "burst", 400, "API requests the client may burst above --qps")
+	fs.Float32Var(&o.qps, "qps", 500, "API requests per second the client may make")
+	fs.IntVar(&o.burst, "burst", 1000, "API requests the client may burst above --qps")
 }
 
 // clients builds the API clients, all observed by one APIObserver.

@@ -33,13 +33,9 @@ func (s *Sweeper) fire(ctx context.Context, r *sweepRun, obj *unstructured.Unstr
 	}
 
 	claim := Claim{Policy: p.Name, Action: p.Action.Type, Sweep: s.cfg.SweepID, Expires: r.now.Add(s.cfg.ClaimTTL), Generation: m.Generation}
-	claimPatch := mustJSON(map[string]any{"metadata": map[string]any{
-		// The resourceVersion makes the patch conditional: of two sweeps
-		// that listed the same version, only one claims.
-		"resourceVersion": obj.GetResourceVersion(),
-		"annotations":     map[string]any{ClaimAnnotation: mustJSON(claim)},
-	}})
-	if err := s.writer.patchManager(ctx, m.Namespace, m.Name, []byte(claimPatch)); err != nil {
+	// The resourceVersion makes the claim conditional: of two sweeps that
+	// listed the same version, only one claims.
+	if err := s.writer.patchManager(ctx, m.Namespace, m.Name, r.store.claimPatch(obj.GetResourceVersion(), claim)); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			e.State, e.Message = StateBusy, "changed by someone else since this sweep listed it; left to the next sweep"
 			log.Info("claim lost", "error", err.Error())
@@ -54,18 +50,10 @@ func (s *Sweeper) fire(ctx context.Context, r *sweepRun, obj *unstructured.Unstr
 	e.Effects = effects
 
 	last := LastAction{Policy: p.Name, Action: p.Action.Type, Result: ResultSucceeded, Message: reason, Time: r.now.UTC()}
-	finish := map[string]any{"metadata": map[string]any{"annotations": map[string]any{
-		ClaimAnnotation:      nil,
-		ChecksAnnotation:     nil,
-		LastActionAnnotation: nil, // set below
-	}}}
 	if err != nil {
 		last.Result, last.Message = ResultFailed, err.Error()
-	} else {
-		finish["spec"] = map[string]any{"deactivated": true}
 	}
-	finish["metadata"].(map[string]any)["annotations"].(map[string]any)[LastActionAnnotation] = mustJSON(last)
-	if ferr := s.finish(ctx, m, []byte(mustJSON(finish))); ferr != nil {
+	if ferr := s.finish(ctx, m, r.store.finishPatches(last, err == nil)); ferr != nil {
 		if err == nil {
 			err = fmt.Errorf("action done, but recording it failed (a later sweep completes it): %w", ferr)
 		}
@@ -85,17 +73,22 @@ func (s *Sweeper) fire(ctx context.Context, r *sweepRun, obj *unstructured.Unstr
 	return e
 }
 
-// finish records the outcome on the manager. The patch is unconditional, so
-// it needs no conflict retry; transient failures are retried. A manager that
-// is gone (deleted along with its namespace) needs no record.
-func (s *Sweeper) finish(ctx context.Context, m policy.Manager, patch []byte) error {
-	err := retry.OnError(wait.Backoff{Steps: 4, Duration: 200 * time.Millisecond, Factor: 2}, retryable, func() error {
-		return s.writer.patchManager(ctx, m.Namespace, m.Name, patch)
-	})
-	if apierrors.IsNotFound(err) {
-		return nil
+// finish records the outcome on the manager. The patches are unconditional,
+// so they need no conflict retry; transient failures are retried. A manager
+// that is gone (deleted along with its namespace) needs no record.
+func (s *Sweeper) finish(ctx context.Context, m policy.Manager, patches []managerPatch) error {
+	for _, patch := range patches {
+		err := retry.OnError(wait.Backoff{Steps: 4, Duration: 200 * time.Millisecond, Factor: 2}, retryable, func() error {
+			return s.writer.patchManager(ctx, m.Namespace, m.Name, patch)
+		})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
 	}
-	return err
+	return nil
 }
 
 func retryable(err error) bool {

@@ -12,8 +12,8 @@ import (
 	"github.com/nsman/nsman/policy"
 )
 
-// Annotations nsman keeps on a manager. They work under the original CRD,
-// which has no status subresource.
+// Annotations nsman keeps on a manager under the original CRD, which has no
+// status subresource. Under nsman's CRD the same state lives in status.
 const (
 	annotationPrefix = "nsman.k8s.consol.de/"
 	// ClaimAnnotation holds the Claim of a sweep that is acting on the
@@ -59,10 +59,41 @@ type managerState struct {
 	checks map[string]policy.CheckState
 }
 
-// readState decodes nsman's annotations. An annotation that does not decode
-// (edited by hand, say) counts as absent.
-func readState(obj *unstructured.Unstructured) managerState {
+// Status is nsman's state in the status subresource of nsman's CRD.
+type Status struct {
+	Claim      *Claim                       `json:"claim,omitempty"`
+	LastAction *LastAction                  `json:"lastAction,omitempty"`
+	Checks     map[string]policy.CheckState `json:"checks,omitempty"`
+}
+
+// stateStore knows where nsman keeps its state on managers: in status when
+// the CRD has a status subresource, else in annotations.
+type stateStore struct {
+	inStatus bool
+}
+
+// managerPatch is one JSON merge patch of a manager or its status.
+type managerPatch struct {
+	subresource string
+	body        []byte
+}
+
+// read decodes nsman's state from obj. State that does not decode (edited by
+// hand, say) counts as absent.
+func (s stateStore) read(obj *unstructured.Unstructured) managerState {
 	var st managerState
+	if s.inStatus {
+		raw, ok := obj.Object["status"].(map[string]any)
+		if !ok {
+			return st
+		}
+		var status Status
+		data, err := json.Marshal(raw)
+		if err == nil && json.Unmarshal(data, &status) == nil {
+			st.claim, st.checks = status.Claim, status.Checks
+		}
+		return st
+	}
 	ann := obj.GetAnnotations()
 	if raw, ok := ann[ClaimAnnotation]; ok {
 		var c Claim
@@ -74,6 +105,71 @@ func readState(obj *unstructured.Unstructured) managerState {
 		_ = json.Unmarshal([]byte(raw), &st.checks)
 	}
 	return st
+}
+
+// patch builds a patch that sets nsman's state fields (nil removes one).
+// resourceVersion, when set, makes it conditional; spec, when set, is merged
+// into the manager's spec (never possible in the same patch as status).
+func (s stateStore) patch(fields map[string]any, resourceVersion string, spec map[string]any) managerPatch {
+	meta := map[string]any{}
+	if resourceVersion != "" {
+		meta["resourceVersion"] = resourceVersion
+	}
+	body := map[string]any{"metadata": meta}
+	var subresource string
+	if s.inStatus {
+		subresource = "status"
+		body["status"] = fields
+	} else {
+		annotations := map[string]any{}
+		for key, value := range fields {
+			if value != nil {
+				value = mustJSON(value)
+			}
+			annotations[annotationKeys[key]] = value
+		}
+		meta["annotations"] = annotations
+		if spec != nil {
+			body["spec"] = spec
+		}
+	}
+	return managerPatch{subresource: subresource, body: []byte(mustJSON(body))}
+}
+
+// annotationKeys maps status fields to the annotations that hold them under
+// the original CRD.
+var annotationKeys = map[string]string{"claim": ClaimAnnotation, "lastAction": LastActionAnnotation, "checks": ChecksAnnotation}
+
+func (s stateStore) claimPatch(resourceVersion string, c Claim) managerPatch {
+	return s.patch(map[string]any{"claim": c}, resourceVersion, nil)
+}
+
+func (s stateStore) checksPatch(checks map[string]policy.CheckState) managerPatch {
+	var value any // nil removes the field
+	if len(checks) > 0 {
+		value = checks
+	}
+	return s.patch(map[string]any{"checks": value}, "", nil)
+}
+
+// finishPatches record an action's outcome, release the claim and, when it
+// succeeded, deactivate the manager. With status, spec.deactivated goes
+// first: should the second patch be lost, the manager is still never acted
+// on twice.
+func (s stateStore) finishPatches(last LastAction, deactivate bool) []managerPatch {
+	fields := map[string]any{"claim": nil, "checks": nil, "lastAction": last}
+	var spec map[string]any
+	if deactivate {
+		spec = map[string]any{"deactivated": true}
+	}
+	if !s.inStatus {
+		return []managerPatch{s.patch(fields, "", spec)}
+	}
+	var patches []managerPatch
+	if deactivate {
+		patches = append(patches, managerPatch{body: []byte(mustJSON(map[string]any{"spec": spec}))})
+	}
+	return append(patches, s.patch(fields, "", nil))
 }
 
 // IdempotencyKey identifies one firing of one policy of one manager

@@ -29,6 +29,7 @@ var ErrNotInstalled = errors.New("the NamespaceManager CRD (namespacemanagers.k8
 // sweepRun is the state of one Run.
 type sweepRun struct {
 	now     time.Time
+	store   stateStore
 	actions atomic.Int64
 
 	nsOnce sync.Once
@@ -50,7 +51,11 @@ type namespaceInfo struct {
 // all (no API server, CRD not installed).
 func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	began := time.Now()
-	r := &sweepRun{}
+	store, err := s.stateStore()
+	if err != nil {
+		return Report{}, err
+	}
+	r := &sweepRun{store: store}
 	managers := s.clients.Dynamic.Resource(ManagerResource).Namespace(s.cfg.Namespace)
 	p := pager.New(pager.SimplePageFunc(func(opts metav1.ListOptions) (runtime.Object, error) {
 		return managers.List(ctx, opts)
@@ -70,7 +75,7 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 		})
 	}
 	first := true
-	err := p.EachListItem(ctx, metav1.ListOptions{LabelSelector: s.cfg.LabelSelector}, func(o runtime.Object) error {
+	err = p.EachListItem(ctx, metav1.ListOptions{LabelSelector: s.cfg.LabelSelector}, func(o runtime.Object) error {
 		if first {
 			r.now = s.now()
 			first = false
@@ -105,6 +110,33 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 		report.Summary.States[e.State]++
 	}
 	return report, nil
+}
+
+// stateStore asks the API server whether NamespaceManagers have a status
+// subresource (nsman's CRD) or not (the original one).
+func (s *Sweeper) stateStore() (stateStore, error) {
+	gv := ManagerResource.GroupVersion().String()
+	resources, err := s.clients.Kube.Discovery().ServerResourcesForGroupVersion(gv)
+	if apierrors.IsNotFound(err) {
+		return stateStore{}, ErrNotInstalled
+	}
+	if err != nil {
+		return stateStore{}, fmt.Errorf("discover %s: %w", gv, err)
+	}
+	var store stateStore
+	served := false
+	for _, r := range resources.APIResources {
+		switch r.Name {
+		case ManagerResource.Resource:
+			served = true
+		case ManagerResource.Resource + "/status":
+			store.inStatus = true
+		}
+	}
+	if !served {
+		return stateStore{}, ErrNotInstalled
+	}
+	return store, nil
 }
 
 // now is the time to evaluate at: --at in a dry run, else the API server's.
@@ -171,7 +203,7 @@ func (s *Sweeper) handle(ctx context.Context, r *sweepRun, obj *unstructured.Uns
 		return e
 	}
 
-	state := readState(obj)
+	state := r.store.read(obj)
 	namespaces, err := s.namespaces(ctx, r)
 	if err != nil {
 		return failed(e, err)
@@ -228,8 +260,9 @@ func (s *Sweeper) handle(ctx context.Context, r *sweepRun, obj *unstructured.Uns
 		}
 		e.Message = strings.Join(details, "; ")
 		if !checksEqual(state.checks, out.Checks) {
-			if err := s.saveChecks(ctx, obj, out.Checks); err != nil {
-				return failed(e, err)
+			err := s.writer.patchManager(ctx, obj.GetNamespace(), obj.GetName(), r.store.checksPatch(out.Checks))
+			if err != nil && !apierrors.IsNotFound(err) {
+				return failed(e, fmt.Errorf("record pods checks: %w", err))
 			}
 		}
 		return e
@@ -270,19 +303,6 @@ func (s *Sweeper) checkPods(ctx context.Context, namespace string, podLabels map
 		check.Example = fmt.Sprintf("pod %s is %s", pod.Name, cmp.Or(string(pod.Status.Phase), "Pending"))
 	}
 	return check, nil
-}
-
-// saveChecks persists minChecks progress; nothing else changes.
-func (s *Sweeper) saveChecks(ctx context.Context, obj *unstructured.Unstructured, checks map[string]policy.CheckState) error {
-	var value any // null removes the annotation
-	if len(checks) > 0 {
-		value = mustJSON(checks)
-	}
-	patch := mustJSON(map[string]any{"metadata": map[string]any{"annotations": map[string]any{ChecksAnnotation: value}}})
-	if err := s.writer.patchManager(ctx, obj.GetNamespace(), obj.GetName(), []byte(patch)); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("record pods checks: %w", err)
-	}
-	return nil
 }
 
 func checksEqual(a, b map[string]policy.CheckState) bool {

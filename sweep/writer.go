@@ -11,8 +11,9 @@ import (
 // writer is the seam every mutating request goes through. The sweep decides
 // and reports the same way in a dry run; only the writer differs.
 type writer interface {
-	// patchManager applies a JSON merge patch to a NamespaceManager.
-	patchManager(ctx context.Context, namespace, name string, patch []byte) error
+	// patchManager applies a JSON merge patch to a NamespaceManager or, with
+	// a subresource, to its status.
+	patchManager(ctx context.Context, namespace, name string, patch managerPatch) error
 	// deleteNamespace deletes the namespace if it still has uid.
 	deleteNamespace(ctx context.Context, name string, uid types.UID) error
 	// patchWorkload applies a JSON merge patch to a Deployment or StatefulSet.
@@ -27,8 +28,12 @@ type apiWriter struct {
 	webhook *WebhookSender
 }
 
-func (w *apiWriter) patchManager(ctx context.Context, namespace, name string, patch []byte) error {
-	_, err := w.clients.Dynamic.Resource(ManagerResource).Namespace(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+func (w *apiWriter) patchManager(ctx context.Context, namespace, name string, patch managerPatch) error {
+	var subresources []string
+	if patch.subresource != "" {
+		subresources = append(subresources, patch.subresource)
+	}
+	_, err := w.clients.Dynamic.Resource(ManagerResource).Namespace(namespace).Patch(ctx, name, types.MergePatchType, patch.body, metav1.PatchOptions{}, subresources...)
 	return err
 }
 
@@ -53,8 +58,8 @@ func (w *apiWriter) post(ctx context.Context, url string, body []byte, idempoten
 // dryRunWriter sends nothing: a dry run makes no mutating request at all.
 type dryRunWriter struct{}
 
-func (dryRunWriter) patchManager(context.Context, string, string, []byte) error { return nil }
-func (dryRunWriter) deleteNamespace(context.Context, string, types.UID) error   { return nil }
+func (dryRunWriter) patchManager(context.Context, string, string, managerPatch) error { return nil }
+func (dryRunWriter) deleteNamespace(context.Context, string, types.UID) error         { return nil }
 func (dryRunWriter) patchWorkload(context.Context, schema.GroupVersionResource, string, string, []byte) error {
 	return nil
 }

@@ -45,9 +45,15 @@ func read(t *testing.T, name string) []byte {
 	return data
 }
 
-func TestUpstreamExamplesPlayOut(t *testing.T) {
-	operator := read(t, "operator.yml")
-	objs, err := nsmantest.Decode(operator)
+var env *nsmantest.Env
+
+// setup installs the original CRD from operator.yml, once.
+func setup(t *testing.T) *nsmantest.Env {
+	t.Helper()
+	if env != nil {
+		return env
+	}
+	objs, err := nsmantest.Decode(read(t, "operator.yml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,10 +70,14 @@ func TestUpstreamExamplesPlayOut(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	env, err := nsmantest.Setup(ctx, shared, crd)
-	if err != nil {
+	if env, err = nsmantest.Setup(ctx, shared, crd); err != nil {
 		t.Fatal(err)
 	}
+	return env
+}
+
+func TestUpstreamExamplesPlayOut(t *testing.T) {
+	env := setup(t)
 
 	var all []*unstructured.Unstructured
 	for i := 1; i <= 4; i++ {

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nsman/nsman/sweep"
@@ -191,6 +192,9 @@ func TestWebhookFailureIsRetriedWithTheSameKey(t *testing.T) {
 	if failures != 3 {
 		t.Errorf("%d attempts against a failing receiver, want 3", failures)
 	}
+	if last := managerStatus(t, ns, ns).LastAction; last == nil || last.Result != sweep.ResultFailed || !strings.Contains(last.Message, "500") {
+		t.Errorf("status.lastAction %+v, want a failure naming the 500", last)
+	}
 
 	recv.SetStatus(http.StatusOK)
 	res = e.Sweep(t, "-l", caseLabel+"="+ns)
@@ -198,6 +202,9 @@ func TestWebhookFailureIsRetriedWithTheSameKey(t *testing.T) {
 	wantState(t, res, ns, ns, sweep.StateFired)
 	if !e.Deactivated(t, ns, ns) {
 		t.Fatal("manager not deactivated after the webhook succeeded")
+	}
+	if st := managerStatus(t, ns, ns); st.LastAction == nil || st.LastAction.Result != sweep.ResultSucceeded || st.Claim != nil {
+		t.Errorf("status %+v, want a succeeded lastAction and no claim", st)
 	}
 	res = e.Sweep(t, "-l", caseLabel+"="+ns)
 	wantState(t, res, ns, ns, sweep.StateDeactivated)
@@ -264,8 +271,8 @@ func TestMinChecksNeedsConsecutivePasses(t *testing.T) {
 	if !strings.Contains(got.Message, "1 of 2 checks passed") {
 		t.Errorf("message %q does not count the check", got.Message)
 	}
-	if _, ok := e.Manager(t, ns, ns).GetAnnotations()[sweep.ChecksAnnotation]; !ok {
-		t.Error("progress not recorded on the manager")
+	if checks := managerStatus(t, ns, ns).Checks; checks["delete after two checks"].Passed != 1 {
+		t.Errorf("progress not recorded in status: %+v", checks)
 	}
 	// The next counted check is a period (1s) later.
 	err := wait.PollUntilContextTimeout(t.Context(), 500*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
@@ -274,5 +281,67 @@ func TestMinChecksNeedsConsecutivePasses(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("second passing check did not fire: %s", res.Entry(t, ns, ns).Message)
+	}
+}
+
+// managerStatus decodes the status nsman keeps under its own CRD.
+func managerStatus(t *testing.T, ns, name string) sweep.Status {
+	t.Helper()
+	var st sweep.Status
+	raw, ok := env.Manager(t, ns, name).Object["status"]
+	if !ok {
+		return st
+	}
+	data, err := json.Marshal(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		t.Fatalf("status %s: %v", data, err)
+	}
+	return st
+}
+
+// setClaim writes a claim into a manager's status, as a sweep would.
+func setClaim(t *testing.T, ns, name string, expires time.Time) {
+	t.Helper()
+	m := env.Manager(t, ns, name)
+	claim := sweep.Claim{Policy: "delete at once", Action: "DELETE", Sweep: "dead-sweep", Expires: expires, Generation: m.GetGeneration()}
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"claim": claim}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Dynamic.Resource(sweep.ManagerResource).Namespace(ns).Patch(t.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestClaims(t *testing.T) {
+	e := setup(t)
+	live, expired := shared.Namespace(t), shared.Namespace(t)
+	caseID := live
+	for _, ns := range []string{live, expired} {
+		createManager(t, managerObj(ns, ns, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}))
+	}
+	// Another sweep holds a claim on one; a dead sweep left one, expired, on
+	// the other.
+	setClaim(t, live, live, time.Now().Add(time.Hour))
+	setClaim(t, expired, expired, time.Now().Add(-time.Minute))
+
+	res := e.Sweep(t, "-l", caseLabel+"="+caseID)
+	wantCode(t, res, 0)
+	busy := wantState(t, res, live, live, sweep.StateBusy)
+	if !strings.Contains(busy.Message, "dead-sweep") {
+		t.Errorf("message %q does not name the claiming sweep", busy.Message)
+	}
+	if e.NamespaceGoneOrTerminating(t, live) || e.Deactivated(t, live, live) {
+		t.Error("a claimed manager was acted on")
+	}
+	done := wantState(t, res, expired, expired, sweep.StateFired)
+	if !strings.Contains(done.Message, "expired claim") {
+		t.Errorf("message %q does not say the claim was completed", done.Message)
+	}
+	if !e.NamespaceGoneOrTerminating(t, expired) {
+		t.Error("the expired claim's DELETE was not completed")
 	}
 }
