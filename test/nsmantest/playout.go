@@ -68,7 +68,9 @@ func Shorten(obj *unstructured.Unstructured, recv *Receiver) {
 //     them back;
 //   - WEBHOOK: the receiver got exactly one POST with the original body.
 //
-// Then one more sweep changes nothing and writes nothing.
+// Before every sweep a dry run writes nothing and plans exactly what the
+// sweep then does. After the last, one more sweep changes nothing and
+// writes nothing.
 func (e *Env) PlayOut(t *testing.T, recv *Receiver, objs []*unstructured.Unstructured) {
 	t.Helper()
 	ctx := t.Context()
@@ -110,10 +112,12 @@ func (e *Env) PlayOut(t *testing.T, recv *Receiver, objs []*unstructured.Unstruc
 		if time.Now().After(deadline) {
 			t.Fatalf("managers fired within 3 minutes: %v of %d", fired, len(managers))
 		}
+		plan := e.dryRun(t, run)
 		res := e.Sweep(t, "-l", PlayOutLabel+"="+run)
 		if res.Code != 0 {
 			t.Fatalf("sweep exit %d:\n%s", res.Code, res.Stderr)
 		}
+		comparePlan(t, plan, res)
 		for _, m := range managers {
 			id := m.Namespace + "/" + m.Name
 			entry, listed := res.Lookup(m.Namespace, m.Name)
@@ -162,6 +166,39 @@ func (e *Env) PlayOut(t *testing.T, recv *Receiver, objs []*unstructured.Unstruc
 	}
 }
 
+// dryRun runs a dry-run sweep and checks that it wrote nothing.
+func (e *Env) dryRun(t *testing.T, run string) Result {
+	t.Helper()
+	before := len(e.Writes(t))
+	plan := e.Sweep(t, "-l", PlayOutLabel+"="+run, "--dry-run")
+	if plan.Code != 0 {
+		t.Fatalf("dry run exit %d:\n%s", plan.Code, plan.Stderr)
+	}
+	if writes := e.Writes(t)[before:]; len(writes) > 0 {
+		t.Fatalf("dry run wrote:\n%v", writes)
+	}
+	return plan
+}
+
+// comparePlan checks that a real sweep did what the dry run just before it
+// planned: every planned action, with the same effects. It may do more only
+// where pods succeeded in between.
+func comparePlan(t *testing.T, plan, real Result) {
+	t.Helper()
+	for _, p := range plan.Report.Entries {
+		r, listed := real.Lookup(p.Namespace, p.Name)
+		id := p.Namespace + "/" + p.Name
+		switch {
+		case p.State == sweep.StatePlanned && (!listed || r.State != sweep.StateFired):
+			t.Errorf("%s: planned %s, but the sweep left it %s (%s)", id, p.Action, r.State, r.Message)
+		case p.State == sweep.StatePlanned && (r.Policy != p.Policy || r.Action != p.Action || !slices.Equal(r.Effects, p.Effects)):
+			t.Errorf("%s: planned %s %s %q, did %s %s %q", id, p.Policy, p.Action, p.Effects, r.Policy, r.Action, r.Effects)
+		case p.State != sweep.StatePlanned && listed && r.State == sweep.StateFired && !strings.Contains(p.Message, "not every pod"):
+			t.Errorf("%s: fired %s though the dry run before said %s (%s)", id, r.Action, p.State, p.Message)
+		}
+	}
+}
+
 func (e *Env) checkFired(ctx context.Context, t *testing.T, m policy.Manager, entry sweep.Entry, recv *Receiver, workloads []*unstructured.Unstructured, waitedOnPods bool) {
 	t.Helper()
 	id := m.Namespace + "/" + m.Name
@@ -183,7 +220,7 @@ func (e *Env) checkFired(ctx context.Context, t *testing.T, m policy.Manager, en
 			}
 		}
 		if len(pods.Items) > 0 && !waitedOnPods {
-			t.Logf("%s: no sweep saw its pods pending before they succeeded", id)
+			t.Errorf("%s: no sweep saw its pods pending before they succeeded", id)
 		}
 	}
 	if !e.Deactivated(t, m.Namespace, m.Name) && !e.NamespaceGoneOrTerminating(t, m.Namespace) {
