@@ -109,43 +109,64 @@ func (s *Sweeper) scaleDown(ctx context.Context, namespace string, selectors []p
 	return effects, errors.Join(errs...)
 }
 
-// scaleToZero sets one workload's replicas to zero, re-reading it when it
-// changed since it was read so that the recorded count is never stale.
+// scaleToZero sets one workload's replicas to zero and records the count it
+// had, unless a record exists.
 func (s *Sweeper) scaleToZero(ctx context.Context, resource schema.GroupVersionResource, kind string, w *unstructured.Unstructured) (string, error) {
-	client := s.clients.Dynamic.Resource(resource).Namespace(w.GetNamespace())
-	var effect string
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	effect, err := changeWorkload(ctx, s.clients, s.writer, resource, w, func(w *unstructured.Unstructured) (map[string]any, string, error) {
 		replicas := specReplicas(w)
 		if replicas == 0 {
-			effect = ""
-			return nil
+			return nil, "", nil
 		}
 		annotations := map[string]any{}
 		if _, recorded := w.GetAnnotations()[ReplicasAnnotation]; !recorded {
 			annotations[ReplicasAnnotation] = strconv.FormatInt(replicas, 10)
 		}
-		patch := map[string]any{
-			"metadata": map[string]any{"resourceVersion": w.GetResourceVersion(), "annotations": annotations},
+		return map[string]any{
+			"metadata": map[string]any{"annotations": annotations},
 			"spec":     map[string]any{"replicas": 0},
-		}
-		effect = fmt.Sprintf("scale %s/%s from %d to 0", kind, w.GetName(), replicas)
-		err := s.writer.patchWorkload(ctx, resource, w.GetNamespace(), w.GetName(), []byte(mustJSON(patch)))
-		if apierrors.IsConflict(err) {
-			fresh, getErr := client.Get(ctx, w.GetName(), metav1.GetOptions{})
-			if getErr != nil {
-				return getErr
-			}
-			w = fresh
-		}
-		return err
+		}, fmt.Sprintf("scale %s/%s from %d to 0", kind, w.GetName(), replicas), nil
 	})
-	if apierrors.IsNotFound(err) {
-		return "", nil // deleted meanwhile: nothing to scale
-	}
 	if err != nil {
 		return "", fmt.Errorf("scale %s %s/%s: %w", kind, w.GetNamespace(), w.GetName(), err)
 	}
 	return effect, nil
+}
+
+// changeWorkload applies the patch that change computes from the workload,
+// conditional on the version it was computed from; when the workload changed
+// meanwhile, it is read again and the patch recomputed, so that a recorded
+// count is never stale. change returns a nil patch when nothing is to be
+// done. A workload deleted meanwhile needs nothing.
+func changeWorkload(ctx context.Context, clients Clients, w writer, resource schema.GroupVersionResource, obj *unstructured.Unstructured,
+	change func(*unstructured.Unstructured) (patch map[string]any, effect string, err error)) (string, error) {
+	var effect string
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		patch, e, err := change(obj)
+		if err != nil || patch == nil {
+			effect = e
+			return err
+		}
+		meta, _ := patch["metadata"].(map[string]any)
+		if meta == nil {
+			meta = map[string]any{}
+			patch["metadata"] = meta
+		}
+		meta["resourceVersion"] = obj.GetResourceVersion()
+		effect = e
+		err = w.patchWorkload(ctx, resource, obj.GetNamespace(), obj.GetName(), []byte(mustJSON(patch)))
+		if apierrors.IsConflict(err) {
+			fresh, getErr := clients.Dynamic.Resource(resource).Namespace(obj.GetNamespace()).Get(ctx, obj.GetName(), metav1.GetOptions{})
+			if getErr != nil {
+				return getErr
+			}
+			obj = fresh
+		}
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	return effect, err
 }
 
 // specReplicas is spec.replicas, which defaults to 1 when unset.

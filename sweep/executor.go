@@ -24,11 +24,9 @@ const claimMargin = 5 * time.Second
 func (s *Sweeper) fire(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured, m policy.Manager, i int, reason string, t target) Entry {
 	p := m.Policies[i]
 	e := Entry{Namespace: m.Namespace, Name: m.Name, Target: t.name, Policy: p.Name, Action: p.Action.Type}
-	log := s.log.With("manager", m.Namespace+"/"+m.Name, "namespace", t.name, "policy", p.Name, "action", p.Action.Type, "dryRun", s.cfg.DryRun)
 
 	if max := s.cfg.MaxActions; max > 0 && r.actions.Add(1) > int64(max) {
 		e.State, e.Message = StateDeferred, fmt.Sprintf("%s; deferred: --max-actions %d reached", reason, max)
-		log.Info("action deferred", "reason", reason)
 		return e
 	}
 
@@ -38,7 +36,7 @@ func (s *Sweeper) fire(ctx context.Context, r *sweepRun, obj *unstructured.Unstr
 	if err := s.writer.patchManager(ctx, m.Namespace, m.Name, r.store.claimPatch(obj.GetResourceVersion(), claim)); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			e.State, e.Message = StateBusy, "changed by someone else since this sweep listed it; left to the next sweep"
-			log.Info("claim lost", "error", err.Error())
+			s.log.Debug("claim lost", "manager", m.Namespace+"/"+m.Name, "error", err.Error())
 			return e
 		}
 		return failed(e, fmt.Errorf("claim: %w", err))
@@ -61,14 +59,11 @@ func (s *Sweeper) fire(ctx context.Context, r *sweepRun, obj *unstructured.Unstr
 
 	switch {
 	case err != nil:
-		log.Error("action failed", "error", err.Error())
 		return failed(e, err)
 	case s.cfg.DryRun:
 		e.State, e.Message = StatePlanned, reason
-		log.Info("action planned", "reason", reason, "effects", len(effects))
 	default:
 		e.State, e.Message = StateFired, reason
-		log.Info("action fired", "reason", reason, "effects", len(effects))
 	}
 	return e
 }

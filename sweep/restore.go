@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"strconv"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/nsman/nsman/policy"
 )
@@ -49,36 +47,23 @@ func Restore(ctx context.Context, clients Clients, namespace string, dryRun bool
 }
 
 func restoreOne(ctx context.Context, clients Clients, w writer, resource schema.GroupVersionResource, kind string, obj *unstructured.Unstructured) (string, error) {
-	var effect string
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	effect, err := changeWorkload(ctx, clients, w, resource, obj, func(obj *unstructured.Unstructured) (map[string]any, string, error) {
 		recorded, ok := obj.GetAnnotations()[ReplicasAnnotation]
 		if !ok {
-			effect = ""
-			return nil
+			return nil, "", nil
 		}
 		id := kind + "/" + obj.GetName()
 		replicas, err := strconv.ParseInt(recorded, 10, 32)
 		if err != nil || replicas < 0 {
-			return fmt.Errorf("%s: annotation %s=%q is not a replica count", id, ReplicasAnnotation, recorded)
+			return nil, "", fmt.Errorf("%s: annotation %s=%q is not a replica count", id, ReplicasAnnotation, recorded)
 		}
 		if current := specReplicas(obj); current != 0 {
-			effect = fmt.Sprintf("leave %s at %d replicas: scaled since nsman scaled it down", id, current)
-			return nil
+			return nil, fmt.Sprintf("leave %s at %d replicas: scaled since nsman scaled it down", id, current), nil
 		}
-		patch := mustJSON(map[string]any{
-			"metadata": map[string]any{"resourceVersion": obj.GetResourceVersion(), "annotations": map[string]any{ReplicasAnnotation: nil}},
+		return map[string]any{
+			"metadata": map[string]any{"annotations": map[string]any{ReplicasAnnotation: nil}},
 			"spec":     map[string]any{"replicas": replicas},
-		})
-		effect = fmt.Sprintf("scale %s from 0 to %d", id, replicas)
-		err = w.patchWorkload(ctx, resource, obj.GetNamespace(), obj.GetName(), []byte(patch))
-		if apierrors.IsConflict(err) {
-			fresh, getErr := clients.Dynamic.Resource(resource).Namespace(obj.GetNamespace()).Get(ctx, obj.GetName(), metav1.GetOptions{})
-			if getErr != nil {
-				return getErr
-			}
-			*obj = *fresh
-		}
-		return err
+		}, fmt.Sprintf("scale %s from 0 to %d", id, replicas), nil
 	})
 	if err != nil {
 		return "", fmt.Errorf("restore %s %s/%s: %w", kind, obj.GetNamespace(), obj.GetName(), err)

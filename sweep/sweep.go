@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -68,6 +69,7 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 		workers.Go(func() {
 			for obj := range jobs {
 				e := s.handle(ctx, r, obj)
+				s.logDecision(ctx, e)
 				r.mu.Lock()
 				r.entries = append(r.entries, e)
 				r.mu.Unlock()
@@ -194,12 +196,10 @@ func (s *Sweeper) handle(ctx context.Context, r *sweepRun, obj *unstructured.Uns
 		for _, p := range problems {
 			e.Problems = append(e.Problems, p.Error())
 		}
-		s.log.Info("invalid manager", "manager", e.Namespace+"/"+e.Name, "problems", len(problems), "first", problems[0].Error())
 		return e
 	}
 	if msg := s.refuse(m); msg != "" {
 		e.State, e.Message = StateForbidden, msg
-		s.log.Info("refused manager", "manager", e.Namespace+"/"+e.Name, "target", e.Target, "reason", msg)
 		return e
 	}
 
@@ -267,6 +267,38 @@ func (s *Sweeper) handle(ctx context.Context, r *sweepRun, obj *unstructured.Uns
 		}
 		return e
 	}
+}
+
+// logDecision writes one line per manager with stable keys. What changes
+// nothing (waiting, deactivated) is logged at debug level only.
+func (s *Sweeper) logDecision(ctx context.Context, e Entry) {
+	level := slog.LevelInfo
+	switch e.State {
+	case StateFailed:
+		level = slog.LevelError
+	case StateWaiting, StateDeactivated:
+		level = slog.LevelDebug
+	}
+	if !s.log.Enabled(ctx, level) {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("manager", e.Namespace+"/"+e.Name),
+		slog.String("namespace", e.Target),
+		slog.String("state", string(e.State)),
+		slog.Bool("dryRun", s.cfg.DryRun),
+	}
+	if e.Policy != "" {
+		attrs = append(attrs, slog.String("policy", e.Policy), slog.String("action", e.Action))
+	}
+	if len(e.Effects) > 0 {
+		attrs = append(attrs, slog.Any("effects", e.Effects))
+	}
+	if e.Due != nil {
+		attrs = append(attrs, slog.Time("due", *e.Due))
+	}
+	attrs = append(attrs, slog.String("message", e.Message))
+	s.log.LogAttrs(ctx, level, "decision", attrs...)
 }
 
 // refuse applies the tenancy guards, returning why a manager may not act.
