@@ -35,6 +35,8 @@ var (
 type target struct {
 	name string
 	uid  types.UID
+	// resumed: the action completes an expired claim of another sweep.
+	resumed bool
 }
 
 // apply performs a policy's action on the target through the writer and
@@ -48,6 +50,11 @@ func (s *Sweeper) apply(ctx context.Context, m policy.Manager, p policy.Policy, 
 			return []string{effect + " (already gone)"}, nil
 		}
 		if apierrors.IsConflict(err) {
+			if t.resumed {
+				// The namespace the claim was made for is gone; the one
+				// that now has its name is someone else's.
+				return []string{effect + " (already gone; a new namespace of that name is left alone)"}, nil
+			}
 			return nil, fmt.Errorf("delete namespace %s: it was recreated (uid changed); not deleting the new one", t.name)
 		}
 		if err != nil {

@@ -30,7 +30,7 @@ func (s *Sweeper) fire(ctx context.Context, r *sweepRun, obj *unstructured.Unstr
 		return e
 	}
 
-	claim := Claim{Policy: p.Name, Action: p.Action.Type, Sweep: s.cfg.SweepID, Expires: r.now.Add(s.cfg.ClaimTTL), Generation: m.Generation}
+	claim := Claim{Policy: p.Name, Action: p.Action.Type, Sweep: s.cfg.SweepID, Expires: r.now.Add(s.cfg.ClaimTTL), Generation: m.Generation, TargetUID: t.uid}
 	// The resourceVersion makes the claim conditional: of two sweeps that
 	// listed the same version, only one claims.
 	if err := s.writer.patchManager(ctx, m.Namespace, m.Name, r.store.claimPatch(obj.GetResourceVersion(), claim)); err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nsman/nsman/policy"
 )
@@ -36,6 +37,9 @@ type Claim struct {
 	Expires time.Time `json:"expires"`
 	// Generation is the manager generation the claim was made for.
 	Generation int64 `json:"generation"`
+	// TargetUID is the uid of the target namespace when claimed, so that a
+	// sweep completing the claim never acts on a namespace recreated since.
+	TargetUID types.UID `json:"targetUID,omitempty"`
 }
 
 // LastAction records the outcome of the manager's latest action.

@@ -222,7 +222,8 @@ func (s *Sweeper) handle(ctx context.Context, r *sweepRun, obj *unstructured.Uns
 		// became of the target since (DELETE and SCALE_DOWN are idempotent; a
 		// webhook is re-sent with the same Idempotency-Key).
 		if i := slices.IndexFunc(m.Policies, func(p policy.Policy) bool { return p.Name == c.Policy }); i >= 0 {
-			return s.fire(ctx, r, obj, m, i, "completing the expired claim of sweep "+c.Sweep, t)
+			resumed := target{name: e.Target, uid: cmp.Or(c.TargetUID, ns.uid), resumed: true}
+			return s.fire(ctx, r, obj, m, i, "completing the expired claim of sweep "+c.Sweep, resumed)
 		}
 	}
 

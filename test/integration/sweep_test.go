@@ -303,10 +303,10 @@ func managerStatus(t *testing.T, ns, name string) sweep.Status {
 }
 
 // setClaim writes a claim into a manager's status, as a sweep would.
-func setClaim(t *testing.T, ns, name string, expires time.Time) {
+func setClaim(t *testing.T, ns, name string, expires time.Time, targetUID types.UID) {
 	t.Helper()
 	m := env.Manager(t, ns, name)
-	claim := sweep.Claim{Policy: "delete at once", Action: "DELETE", Sweep: "dead-sweep", Expires: expires, Generation: m.GetGeneration()}
+	claim := sweep.Claim{Policy: "delete at once", Action: "DELETE", Sweep: "dead-sweep", Expires: expires, Generation: m.GetGeneration(), TargetUID: targetUID}
 	patch, err := json.Marshal(map[string]any{"status": map[string]any{"claim": claim}})
 	if err != nil {
 		t.Fatal(err)
@@ -318,15 +318,23 @@ func setClaim(t *testing.T, ns, name string, expires time.Time) {
 
 func TestClaims(t *testing.T) {
 	e := setup(t)
-	live, expired := shared.Namespace(t), shared.Namespace(t)
+	live, expired, recreated := shared.Namespace(t), shared.Namespace(t), shared.Namespace(t)
 	caseID := live
-	for _, ns := range []string{live, expired} {
+	uid := map[string]types.UID{}
+	for _, ns := range []string{live, expired, recreated} {
 		createManager(t, managerObj(ns, ns, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}))
+		got, err := shared.Admin.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		uid[ns] = got.UID
 	}
 	// Another sweep holds a claim on one; a dead sweep left one, expired, on
-	// the other.
-	setClaim(t, live, live, time.Now().Add(time.Hour))
-	setClaim(t, expired, expired, time.Now().Add(-time.Minute))
+	// another; on the third, the dead sweep's target has since been replaced
+	// by a namespace of the same name.
+	setClaim(t, live, live, time.Now().Add(time.Hour), uid[live])
+	setClaim(t, expired, expired, time.Now().Add(-time.Minute), uid[expired])
+	setClaim(t, recreated, recreated, time.Now().Add(-time.Minute), "uid-of-a-namespace-long-gone")
 
 	res := e.Sweep(t, "-l", caseLabel+"="+caseID)
 	wantCode(t, res, 0)
@@ -343,5 +351,14 @@ func TestClaims(t *testing.T) {
 	}
 	if !e.NamespaceGoneOrTerminating(t, expired) {
 		t.Error("the expired claim's DELETE was not completed")
+	}
+	// The claimed namespace is gone: the claim is complete, and the new
+	// namespace of the same name is left alone.
+	wantState(t, res, recreated, recreated, sweep.StateFired)
+	if e.NamespaceGoneOrTerminating(t, recreated) {
+		t.Error("a namespace recreated since the claim was deleted")
+	}
+	if !e.Deactivated(t, recreated, recreated) {
+		t.Error("completed claim did not deactivate its manager")
 	}
 }
