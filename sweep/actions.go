@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,7 +20,7 @@ import (
 
 // ReplicasAnnotation records on a workload the replicas it had before nsman
 // scaled it down; nsman restore puts them back.
-const ReplicasAnnotation = annotationPrefix + "replicas-before-scale-down"
+const ReplicasAnnotation = "nsman.k8s.consol.de/replicas-before-scale-down"
 
 // Workload resources SCALE_DOWN acts on.
 var (
@@ -162,7 +163,7 @@ func changeWorkload(ctx context.Context, clients Clients, w writer, resource sch
 		effect = e
 		err = w.patchWorkload(ctx, resource, obj.GetNamespace(), obj.GetName(), []byte(mustJSON(patch)))
 		if apierrors.IsConflict(err) {
-			fresh, getErr := clients.Dynamic.Resource(resource).Namespace(obj.GetNamespace()).Get(ctx, obj.GetName(), metav1.GetOptions{})
+			fresh, getErr := reread(ctx, clients, resource, obj)
 			if getErr != nil {
 				return getErr
 			}
@@ -174,6 +175,21 @@ func changeWorkload(ctx context.Context, clients Clients, w writer, resource sch
 		return "", nil
 	}
 	return effect, err
+}
+
+// reread reads a workload again with a list by name, so that nsman needs no
+// permission beyond list and patch.
+func reread(ctx context.Context, clients Clients, resource schema.GroupVersionResource, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	list, err := clients.Dynamic.Resource(resource).Namespace(obj.GetNamespace()).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", obj.GetName()).String(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(list.Items) == 0 {
+		return nil, apierrors.NewNotFound(resource.GroupResource(), obj.GetName())
+	}
+	return &list.Items[0], nil
 }
 
 // specReplicas is spec.replicas, which defaults to 1 when unset.

@@ -18,10 +18,20 @@ import (
 // run.
 const claimMargin = 5 * time.Second
 
+// record is a manager's Status as stored and as it should become; handle
+// fills it, and writes the difference once at the end.
+type record struct {
+	stored, next Status
+	// deactivated: spec.deactivated must be set with the record.
+	deactivate bool
+	// announced: the event for this outcome is already written.
+	announced bool
+}
+
 // fire applies policy i of m: within the action cap, claimed, acted on, and
-// finished by deactivating the manager and recording the outcome. In a dry
-// run the writer sends nothing and the entry is the plan.
-func (s *Sweeper) fire(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured, m policy.Manager, i int, reason string, t target) Entry {
+// deactivated on success; the outcome goes into rec. In a dry run the writer
+// sends nothing and the entry is the plan.
+func (s *Sweeper) fire(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured, m policy.Manager, i int, reason string, t target, rec *record) Entry {
 	p := m.Policies[i]
 	e := Entry{Namespace: m.Namespace, Name: m.Name, Target: t.name, Policy: p.Name, Action: p.Action.Type}
 
@@ -30,16 +40,25 @@ func (s *Sweeper) fire(ctx context.Context, r *sweepRun, obj *unstructured.Unstr
 		return e
 	}
 
-	claim := Claim{Policy: p.Name, Action: p.Action.Type, Sweep: s.cfg.SweepID, Expires: r.now.Add(s.cfg.ClaimTTL), Generation: m.Generation, TargetUID: t.uid}
+	claimed := rec.stored
+	claimed.Claim = &Claim{Policy: p.Name, Action: p.Action.Type, Sweep: s.cfg.SweepID, Expires: r.now.Add(s.cfg.ClaimTTL), Generation: m.Generation, TargetUID: t.uid}
 	// The resourceVersion makes the claim conditional: of two sweeps that
 	// listed the same version, only one claims.
-	if err := s.writer.patchManager(ctx, m.Namespace, m.Name, r.store.claimPatch(obj.GetResourceVersion(), claim)); err != nil {
+	patch, _ := r.store.update(rec.stored, claimed, obj.GetResourceVersion(), false)
+	if err := s.writer.patchManager(ctx, m.Namespace, m.Name, patch); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			e.State, e.Message = StateBusy, "changed by someone else since this sweep listed it; left to the next sweep"
-			s.log.Debug("claim lost", "manager", m.Namespace+"/"+m.Name, "error", err.Error())
 			return e
 		}
 		return failed(e, fmt.Errorf("claim: %w", err))
+	}
+	rec.stored = claimed
+
+	// A namespace being deleted takes its events with it, and refuses new
+	// ones: announce the deletion of the manager's own namespace before it.
+	if p.Action.Type == policy.ActionDelete && t.name == m.Namespace {
+		s.announce(ctx, r, obj, Entry{State: StateFired, Action: p.Action.Type, Message: reason + "; deleting namespace " + t.name})
+		rec.announced = true
 	}
 
 	actCtx, cancel := context.WithTimeout(ctx, s.cfg.ClaimTTL-claimMargin)
@@ -47,43 +66,40 @@ func (s *Sweeper) fire(ctx context.Context, r *sweepRun, obj *unstructured.Unstr
 	cancel()
 	e.Effects = effects
 
-	last := LastAction{Policy: p.Name, Action: p.Action.Type, Result: ResultSucceeded, Message: reason, Time: r.now.UTC()}
+	rec.next.Claim = nil
+	rec.next.Checks = nil
+	rec.next.LastAction = &LastAction{Policy: p.Name, Action: p.Action.Type, Result: ResultSucceeded, Message: truncate(reason, maxMessage), Time: r.now.UTC()}
 	if err != nil {
-		last.Result, last.Message = ResultFailed, err.Error()
-	}
-	if ferr := s.finish(ctx, m, r.store.finishPatches(last, err == nil)); ferr != nil {
-		if err == nil {
-			err = fmt.Errorf("action done, but recording it failed (a later sweep completes it): %w", ferr)
-		}
-	}
-
-	switch {
-	case err != nil:
+		rec.next.LastAction.Result, rec.next.LastAction.Message = ResultFailed, truncate(err.Error(), maxMessage)
+		rec.announced = false // the failure is news
 		return failed(e, err)
-	case s.cfg.DryRun:
-		e.State, e.Message = StatePlanned, reason
-	default:
-		e.State, e.Message = StateFired, reason
+	}
+	// spec.deactivated first: should the record then be lost, the manager
+	// is still never acted on twice.
+	if r.store.inStatus {
+		if err := s.patchRetrying(ctx, m.Namespace, m.Name, deactivatePatch()); err != nil {
+			return failed(e, fmt.Errorf("action done, but deactivating the manager failed (a later sweep completes it): %w", err))
+		}
+	} else {
+		rec.deactivate = true
+	}
+	e.State, e.Message = StateFired, reason
+	if s.cfg.DryRun {
+		e.State = StatePlanned
 	}
 	return e
 }
 
-// finish records the outcome on the manager. The patches are unconditional,
-// so they need no conflict retry; transient failures are retried. A manager
-// that is gone (deleted along with its namespace) needs no record.
-func (s *Sweeper) finish(ctx context.Context, m policy.Manager, patches []managerPatch) error {
-	for _, patch := range patches {
-		err := retry.OnError(wait.Backoff{Steps: 4, Duration: 200 * time.Millisecond, Factor: 2}, retryable, func() error {
-			return s.writer.patchManager(ctx, m.Namespace, m.Name, patch)
-		})
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
+// patchRetrying applies an unconditional patch, retrying transient failures.
+// A manager that is gone (deleted along with its namespace) needs nothing.
+func (s *Sweeper) patchRetrying(ctx context.Context, namespace, name string, patch managerPatch) error {
+	err := retry.OnError(wait.Backoff{Steps: 4, Duration: 200 * time.Millisecond, Factor: 2}, retryable, func() error {
+		return s.writer.patchManager(ctx, namespace, name, patch)
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
 	}
-	return nil
+	return err
 }
 
 func retryable(err error) bool {

@@ -7,25 +7,94 @@ import (
 	"fmt"
 	"time"
 
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nsman/nsman/policy"
 )
 
-// Annotations nsman keeps on a manager under the original CRD, which has no
-// status subresource. Under nsman's CRD the same state lives in status.
-const (
-	annotationPrefix = "nsman.k8s.consol.de/"
-	// ClaimAnnotation holds the Claim of a sweep that is acting on the
-	// manager.
-	ClaimAnnotation = annotationPrefix + "claim"
-	// LastActionAnnotation holds the LastAction.
-	LastActionAnnotation = annotationPrefix + "last-action"
-	// ChecksAnnotation holds the progress of PODS_SUCCEED policies with
-	// minChecks above 1.
-	ChecksAnnotation = annotationPrefix + "checks"
-)
+// StatusAnnotation holds a manager's Status, as JSON, under the original CRD,
+// which has no status subresource. Under nsman's CRD the same record is the
+// status.
+const StatusAnnotation = "nsman.k8s.consol.de/status"
+
+// Status is what nsman records on a manager: what the last sweep found, the
+// outcome of the last action, a sweep's claim while it acts, and minChecks
+// progress. It is written only when it changes.
+type Status struct {
+	// ObservedGeneration is the generation of the spec this status describes.
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// State is the State of the manager's report entry.
+	State State `json:"state,omitempty"`
+	// Target is the namespace the manager acts on.
+	Target string `json:"target,omitempty"`
+	// NextDue is when a waiting manager is next due, when time alone decides.
+	NextDue *metav1.Time `json:"nextDue,omitempty"`
+	// Message says why, in a sentence.
+	Message string `json:"message,omitempty"`
+	// Conditions holds ConditionFired.
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Claim is set while a sweep acts on the manager.
+	Claim *Claim `json:"claim,omitempty"`
+	// LastAction is the outcome of the latest action.
+	LastAction *LastAction `json:"lastAction,omitempty"`
+	// Checks is the progress of PODS_SUCCEED policies with minChecks above 1.
+	Checks map[string]policy.CheckState `json:"checks,omitempty"`
+}
+
+// ConditionFired is True once the manager's action succeeded; while False,
+// its reason says why not yet.
+const ConditionFired = "Fired"
+
+// Reasons of ConditionFired, by state.
+var conditionReasons = map[State]string{
+	StateWaiting:           "Waiting",
+	StateFired:             "Fired",
+	StateFailed:            "Failed",
+	StateDeferred:          "Deferred",
+	StateInvalid:           "Invalid",
+	StateForbidden:         "Forbidden",
+	StateTargetMissing:     "TargetMissing",
+	StateTargetTerminating: "TargetTerminating",
+}
+
+// maxMessage bounds the messages stored on a manager.
+const maxMessage = 1024
+
+// observe sets the fields that describe entry e, keeping the condition's
+// transition time when its status did not change.
+func (st *Status) observe(e Entry, generation int64, now time.Time) {
+	st.ObservedGeneration = generation
+	st.State = e.State
+	st.Target = e.Target
+	st.NextDue = nil
+	if e.Due != nil {
+		st.NextDue = &metav1.Time{Time: *e.Due}
+	}
+	st.Message = truncate(e.Message, maxMessage)
+	status := metav1.ConditionFalse
+	if e.State == StateFired {
+		status = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type:               ConditionFired,
+		Status:             status,
+		ObservedGeneration: generation,
+		LastTransitionTime: metav1.Time{Time: now.UTC().Truncate(time.Second)},
+		Reason:             conditionReasons[e.State],
+		Message:            st.Message,
+	})
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
 
 // Claim marks a manager as being acted on by one sweep, so that no other
 // sweep acts on it too. It is written with the resourceVersion the sweep
@@ -57,123 +126,71 @@ const (
 	ResultFailed    = "failed"
 )
 
-// managerState is what nsman has stored on a manager.
-type managerState struct {
-	claim  *Claim
-	checks map[string]policy.CheckState
-}
-
-// Status is nsman's state in the status subresource of nsman's CRD.
-type Status struct {
-	Claim      *Claim                       `json:"claim,omitempty"`
-	LastAction *LastAction                  `json:"lastAction,omitempty"`
-	Checks     map[string]policy.CheckState `json:"checks,omitempty"`
-}
-
-// stateStore knows where nsman keeps its state on managers: in status when
-// the CRD has a status subresource, else in annotations.
+// stateStore knows where a manager's Status lives: in the status subresource
+// when the CRD has one, else in StatusAnnotation.
 type stateStore struct {
 	inStatus bool
 }
 
-// managerPatch is one JSON merge patch of a manager or its status.
+// managerPatch is one JSON merge patch of a manager or, with subresource
+// "status", of its status.
 type managerPatch struct {
 	subresource string
 	body        []byte
 }
 
-// read decodes nsman's state from obj. State that does not decode (edited by
+// read decodes the Status on obj. A record that does not decode (edited by
 // hand, say) counts as absent.
-func (s stateStore) read(obj *unstructured.Unstructured) managerState {
-	var st managerState
+func (s stateStore) read(obj *unstructured.Unstructured) Status {
+	var st Status
 	if s.inStatus {
-		raw, ok := obj.Object["status"].(map[string]any)
-		if !ok {
-			return st
-		}
-		var status Status
-		data, err := json.Marshal(raw)
-		if err == nil && json.Unmarshal(data, &status) == nil {
-			st.claim, st.checks = status.Claim, status.Checks
+		if raw, ok := obj.Object["status"].(map[string]any); ok {
+			if data, err := json.Marshal(raw); err == nil {
+				_ = json.Unmarshal(data, &st)
+			}
 		}
 		return st
 	}
-	ann := obj.GetAnnotations()
-	if raw, ok := ann[ClaimAnnotation]; ok {
-		var c Claim
-		if json.Unmarshal([]byte(raw), &c) == nil {
-			st.claim = &c
-		}
-	}
-	if raw, ok := ann[ChecksAnnotation]; ok {
-		_ = json.Unmarshal([]byte(raw), &st.checks)
+	if raw, ok := obj.GetAnnotations()[StatusAnnotation]; ok {
+		_ = json.Unmarshal([]byte(raw), &st)
 	}
 	return st
 }
 
-// patch builds a patch that sets nsman's state fields (nil removes one).
-// resourceVersion, when set, makes it conditional; spec, when set, is merged
-// into the manager's spec (never possible in the same patch as status).
-func (s stateStore) patch(fields map[string]any, resourceVersion string, spec map[string]any) managerPatch {
-	meta := map[string]any{}
+// update returns the patch that turns the stored Status from into to, and
+// false when they are equal. A resourceVersion makes the patch conditional.
+// deactivate sets spec.deactivated in the same patch, which only the
+// annotation store can do: with a status subresource, spec needs a patch of
+// its own (deactivatePatch).
+func (s stateStore) update(from, to Status, resourceVersion string, deactivate bool) (managerPatch, bool) {
+	if mustJSON(from) == mustJSON(to) && !deactivate {
+		return managerPatch{}, false
+	}
+	metadata := map[string]any{}
 	if resourceVersion != "" {
-		meta["resourceVersion"] = resourceVersion
+		metadata["resourceVersion"] = resourceVersion
 	}
-	body := map[string]any{"metadata": meta}
-	var subresource string
+	body := map[string]any{"metadata": metadata}
 	if s.inStatus {
-		subresource = "status"
-		body["status"] = fields
-	} else {
-		annotations := map[string]any{}
-		for key, value := range fields {
-			if value != nil {
-				value = mustJSON(value)
-			}
-			annotations[annotationKeys[key]] = value
+		diff, err := jsonpatch.CreateMergePatch([]byte(mustJSON(from)), []byte(mustJSON(to)))
+		if err != nil {
+			panic(err) // both sides are marshalled Status values
 		}
-		meta["annotations"] = annotations
-		if spec != nil {
-			body["spec"] = spec
-		}
+		var status map[string]any
+		_ = json.Unmarshal(diff, &status)
+		body["status"] = status
+		return managerPatch{subresource: "status", body: []byte(mustJSON(body))}, true
 	}
-	return managerPatch{subresource: subresource, body: []byte(mustJSON(body))}
-}
-
-// annotationKeys maps status fields to the annotations that hold them under
-// the original CRD.
-var annotationKeys = map[string]string{"claim": ClaimAnnotation, "lastAction": LastActionAnnotation, "checks": ChecksAnnotation}
-
-func (s stateStore) claimPatch(resourceVersion string, c Claim) managerPatch {
-	return s.patch(map[string]any{"claim": c}, resourceVersion, nil)
-}
-
-func (s stateStore) checksPatch(checks map[string]policy.CheckState) managerPatch {
-	var value any // nil removes the field
-	if len(checks) > 0 {
-		value = checks
-	}
-	return s.patch(map[string]any{"checks": value}, "", nil)
-}
-
-// finishPatches record an action's outcome, release the claim and, when it
-// succeeded, deactivate the manager. With status, spec.deactivated goes
-// first: should the second patch be lost, the manager is still never acted
-// on twice.
-func (s stateStore) finishPatches(last LastAction, deactivate bool) []managerPatch {
-	fields := map[string]any{"claim": nil, "checks": nil, "lastAction": last}
-	var spec map[string]any
+	metadata["annotations"] = map[string]any{StatusAnnotation: mustJSON(to)}
 	if deactivate {
-		spec = map[string]any{"deactivated": true}
+		body["spec"] = map[string]any{"deactivated": true}
 	}
-	if !s.inStatus {
-		return []managerPatch{s.patch(fields, "", spec)}
-	}
-	var patches []managerPatch
-	if deactivate {
-		patches = append(patches, managerPatch{body: []byte(mustJSON(map[string]any{"spec": spec}))})
-	}
-	return append(patches, s.patch(fields, "", nil))
+	return managerPatch{body: []byte(mustJSON(body))}, true
+}
+
+// deactivatePatch sets spec.deactivated.
+func deactivatePatch() managerPatch {
+	return managerPatch{body: []byte(`{"spec":{"deactivated":true}}`)}
 }
 
 // IdempotencyKey identifies one firing of one policy of one manager

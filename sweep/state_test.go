@@ -5,115 +5,124 @@ import (
 	"testing"
 	"time"
 
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/nsman/nsman/policy"
 )
 
-func decodePatch(t *testing.T, p managerPatch) map[string]any {
+// applyPatch applies a manager patch to obj the way the API server applies a
+// JSON merge patch (a status patch to the whole object, as the status
+// subresource sees it).
+func applyPatch(t *testing.T, obj *unstructured.Unstructured, p managerPatch) *unstructured.Unstructured {
 	t.Helper()
-	var body map[string]any
-	if err := json.Unmarshal(p.body, &body); err != nil {
+	current, err := obj.MarshalJSON()
+	if err != nil {
 		t.Fatal(err)
 	}
-	return body
+	merged, err := jsonpatch.MergePatch(current, p.body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &unstructured.Unstructured{}
+	if err := out.UnmarshalJSON(merged); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func sampleStatus() Status {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	return Status{
+		ObservedGeneration: 4,
+		State:              StateWaiting,
+		Target:             "ci-123",
+		NextDue:            &metav1.Time{Time: at},
+		Message:            "TTL 1h elapses at 2026-01-02T03:04:05Z",
+		Claim:              &Claim{Policy: "p", Action: policy.ActionDelete, Sweep: "s1", Expires: at, Generation: 4, TargetUID: "u1"},
+		Checks:             map[string]policy.CheckState{"p": {Generation: 4, Passed: 2, Last: at}, "q": {Generation: 4, Passed: 1, Last: at}},
+	}
 }
 
 func TestStateStoreRoundTrip(t *testing.T) {
-	claim := Claim{Policy: "p", Action: policy.ActionDelete, Sweep: "s1", Expires: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Generation: 4}
-	checks := map[string]policy.CheckState{"p": {Generation: 4, Passed: 2, Last: time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)}}
 	for _, store := range []stateStore{{inStatus: false}, {inStatus: true}} {
-		obj := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "m"}}}
-		// Apply the patches the way a JSON merge patch would, one level deep
-		// per section, then read the state back.
-		for _, p := range []managerPatch{store.claimPatch("17", claim), store.checksPatch(checks)} {
-			body := decodePatch(t, p)
-			if p.subresource == "status" != store.inStatus {
-				t.Fatalf("inStatus=%v: patch subresource %q", store.inStatus, p.subresource)
-			}
-			if meta, _ := body["metadata"].(map[string]any); meta != nil {
-				if ann, ok := meta["annotations"].(map[string]any); ok {
-					merged := obj.GetAnnotations()
-					if merged == nil {
-						merged = map[string]string{}
-					}
-					for k, v := range ann {
-						merged[k] = v.(string)
-					}
-					obj.SetAnnotations(merged)
-				}
-			}
-			if status, ok := body["status"].(map[string]any); ok {
-				current, _ := obj.Object["status"].(map[string]any)
-				if current == nil {
-					current = map[string]any{}
-				}
-				for k, v := range status {
-					current[k] = v
-				}
-				obj.Object["status"] = current
-			}
+		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "k8s.consol.de/v1beta1", "kind": "NamespaceManager", "metadata": map[string]any{"name": "m"}}}
+		first := sampleStatus()
+		p, changed := store.update(Status{}, first, "", false)
+		if !changed || (p.subresource == "status") != store.inStatus {
+			t.Fatalf("inStatus=%v: changed=%v subresource=%q", store.inStatus, changed, p.subresource)
 		}
-		got := store.read(obj)
-		if got.claim == nil || *got.claim != claim {
-			t.Errorf("inStatus=%v: claim %+v, want %+v", store.inStatus, got.claim, claim)
+		obj = applyPatch(t, obj, p)
+		if got := store.read(obj); mustJSON(got) != mustJSON(first) {
+			t.Fatalf("inStatus=%v: read %s, want %s", store.inStatus, mustJSON(got), mustJSON(first))
 		}
-		if !checksEqual(got.checks, checks) {
-			t.Errorf("inStatus=%v: checks %+v, want %+v", store.inStatus, got.checks, checks)
+		// Removing the claim and one of two checks must remove them, not
+		// merge them into what is stored.
+		second := first
+		second.Claim = nil
+		second.Checks = map[string]policy.CheckState{"p": first.Checks["p"]}
+		second.State = StateFired
+		p, _ = store.update(first, second, "", false)
+		obj = applyPatch(t, obj, p)
+		if got := store.read(obj); mustJSON(got) != mustJSON(second) {
+			t.Errorf("inStatus=%v: after update read %s, want %s", store.inStatus, mustJSON(got), mustJSON(second))
+		}
+		if _, changed := store.update(second, second, "", false); changed {
+			t.Errorf("inStatus=%v: no change, but a patch", store.inStatus)
 		}
 	}
 }
 
-func TestClaimPatchIsConditional(t *testing.T) {
+func TestUpdateIsConditionalOnResourceVersion(t *testing.T) {
 	for _, store := range []stateStore{{inStatus: false}, {inStatus: true}} {
-		body := decodePatch(t, store.claimPatch("42", Claim{Policy: "p"}))
+		p, _ := store.update(Status{}, sampleStatus(), "42", false)
+		var body map[string]any
+		if err := json.Unmarshal(p.body, &body); err != nil {
+			t.Fatal(err)
+		}
 		if rv := body["metadata"].(map[string]any)["resourceVersion"]; rv != "42" {
 			t.Errorf("inStatus=%v: resourceVersion %v, want 42", store.inStatus, rv)
 		}
 	}
 }
 
-func TestFinishPatches(t *testing.T) {
-	last := LastAction{Policy: "p", Action: policy.ActionDelete, Result: ResultSucceeded}
-	tests := []struct {
-		name       string
-		store      stateStore
-		deactivate bool
-		want       []string // subresource and the sections of each patch
-	}{
-		{"annotations, success", stateStore{}, true, []string{":metadata,spec"}},
-		{"annotations, failure", stateStore{}, false, []string{":metadata"}},
-		{"status, success: spec first", stateStore{inStatus: true}, true, []string{":spec", "status:metadata,status"}},
-		{"status, failure", stateStore{inStatus: true}, false, []string{"status:metadata,status"}},
+func TestUpdateDeactivates(t *testing.T) {
+	st := sampleStatus()
+	// Under the original CRD one patch records and deactivates, even when
+	// the record is unchanged.
+	p, changed := stateStore{}.update(st, st, "", true)
+	if !changed || p.subresource != "" || !json.Valid(p.body) {
+		t.Fatalf("annotation store: changed=%v subresource=%q", changed, p.subresource)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var got []string
-			for _, p := range tt.store.finishPatches(last, tt.deactivate) {
-				body := decodePatch(t, p)
-				sections := ""
-				for _, k := range []string{"metadata", "spec", "status"} {
-					if _, ok := body[k]; ok {
-						if sections != "" {
-							sections += ","
-						}
-						sections += k
-					}
-				}
-				got = append(got, p.subresource+":"+sections)
-				meta, _ := body["metadata"].(map[string]any)
-				if rv, ok := meta["resourceVersion"]; ok {
-					t.Errorf("finish patch is conditional (resourceVersion %v)", rv)
-				}
-			}
-			if len(got) != len(tt.want) {
-				t.Fatalf("patches %v, want %v", got, tt.want)
-			}
-			for i := range got {
-				if got[i] != tt.want[i] {
-					t.Errorf("patch %d = %s, want %s", i, got[i], tt.want[i])
-				}
-			}
-		})
+	var body struct {
+		Spec struct{ Deactivated bool } `json:"spec"`
+	}
+	_ = json.Unmarshal(p.body, &body)
+	if !body.Spec.Deactivated {
+		t.Errorf("annotation store patch %s does not set spec.deactivated", p.body)
+	}
+	if d := deactivatePatch(); d.subresource != "" || string(d.body) != `{"spec":{"deactivated":true}}` {
+		t.Errorf("deactivatePatch = %q %s", d.subresource, d.body)
+	}
+}
+
+func TestObserveKeepsTransitionTimeWhileUnchanged(t *testing.T) {
+	t1 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var st Status
+	st.observe(Entry{State: StateWaiting, Target: "ns", Message: "waiting"}, 1, t1)
+	st.observe(Entry{State: StateFailed, Target: "ns", Message: "failed once"}, 1, t1.Add(time.Minute))
+	c := st.Conditions[0]
+	if c.Type != ConditionFired || c.Status != metav1.ConditionFalse || c.Reason != "Failed" || !c.LastTransitionTime.Time.Equal(t1) {
+		t.Fatalf("condition %+v: want False/Failed since %v", c, t1)
+	}
+	t3 := t1.Add(2 * time.Minute)
+	st.observe(Entry{State: StateFired, Target: "ns", Message: "done"}, 2, t3)
+	c = st.Conditions[0]
+	if len(st.Conditions) != 1 || c.Status != metav1.ConditionTrue || c.Reason != "Fired" || !c.LastTransitionTime.Time.Equal(t3) || c.ObservedGeneration != 2 {
+		t.Fatalf("conditions %+v: want one True/Fired since %v", st.Conditions, t3)
+	}
+	if st.State != StateFired || st.ObservedGeneration != 2 || st.NextDue != nil {
+		t.Errorf("status %+v", st)
 	}
 }

@@ -182,8 +182,39 @@ func (s *Sweeper) namespaces(ctx context.Context, r *sweepRun) (map[string]names
 	return r.ns, r.nsErr
 }
 
-// handle decides for one manager and acts on the decision.
+// handle decides for one manager, acts on the decision, and records the
+// outcome on the manager: its Status when that changed, and an Event when
+// its state changed to one that gets an Event.
 func (s *Sweeper) handle(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured) Entry {
+	stored := r.store.read(obj)
+	rec := &record{stored: stored, next: stored}
+	e := s.decide(ctx, r, obj, rec)
+	switch e.State {
+	case StateDeactivated, StateBusy:
+		// Left alone: deactivated managers are not written to, and a busy
+		// one belongs to another sweep.
+		return e
+	}
+	rec.next.observe(e, obj.GetGeneration(), r.now)
+	if e.State != stored.State && !rec.announced {
+		s.announce(ctx, r, obj, e)
+	}
+	patch, changed := r.store.update(rec.stored, rec.next, "", rec.deactivate)
+	if !changed {
+		return e
+	}
+	if err := s.patchRetrying(ctx, obj.GetNamespace(), obj.GetName(), patch); err != nil {
+		msg := "record the outcome on the manager"
+		if e.State == StateFired {
+			msg = "action done, but recording it failed (a later sweep completes it)"
+		}
+		return failed(e, fmt.Errorf("%s: %w", msg, err))
+	}
+	return e
+}
+
+// decide evaluates one manager and, when a policy holds, fires it.
+func (s *Sweeper) decide(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured, rec *record) Entry {
 	e := Entry{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 	m, problems := policy.Parse(obj)
 	e.Target = m.Target()
@@ -203,7 +234,6 @@ func (s *Sweeper) handle(ctx context.Context, r *sweepRun, obj *unstructured.Uns
 		return e
 	}
 
-	state := r.store.read(obj)
 	namespaces, err := s.namespaces(ctx, r)
 	if err != nil {
 		return failed(e, err)
@@ -211,7 +241,7 @@ func (s *Sweeper) handle(ctx context.Context, r *sweepRun, obj *unstructured.Uns
 	ns, exists := namespaces[e.Target]
 	t := target{name: e.Target, uid: ns.uid}
 
-	if c := state.claim; c != nil && c.Generation == m.Generation {
+	if c := rec.stored.Claim; c != nil && c.Generation == m.Generation {
 		if r.now.Before(c.Expires) {
 			e.State = StateBusy
 			e.Policy, e.Action = c.Policy, c.Action
@@ -223,7 +253,7 @@ func (s *Sweeper) handle(ctx context.Context, r *sweepRun, obj *unstructured.Uns
 		// webhook is re-sent with the same Idempotency-Key).
 		if i := slices.IndexFunc(m.Policies, func(p policy.Policy) bool { return p.Name == c.Policy }); i >= 0 {
 			resumed := target{name: e.Target, uid: cmp.Or(c.TargetUID, ns.uid), resumed: true}
-			return s.fire(ctx, r, obj, m, i, "completing the expired claim of sweep "+c.Sweep, resumed)
+			return s.fire(ctx, r, obj, m, i, "completing the expired claim of sweep "+c.Sweep, resumed, rec)
 		}
 	}
 
@@ -236,7 +266,7 @@ func (s *Sweeper) handle(ctx context.Context, r *sweepRun, obj *unstructured.Uns
 		return e
 	}
 
-	in := policy.Input{Now: r.now, TargetCreated: ns.created, Checks: state.checks, Pods: map[int]policy.PodsCheck{}}
+	in := policy.Input{Now: r.now, TargetCreated: ns.created, Checks: rec.stored.Checks, Pods: map[int]policy.PodsCheck{}}
 	for {
 		out := policy.Evaluate(m, in)
 		switch out.Verdict {
@@ -248,7 +278,7 @@ func (s *Sweeper) handle(ctx context.Context, r *sweepRun, obj *unstructured.Uns
 			in.Pods[out.Policy] = check
 			continue
 		case policy.Fire:
-			fired := s.fire(ctx, r, obj, m, out.Policy, out.Reason, t)
+			fired := s.fire(ctx, r, obj, m, out.Policy, out.Reason, t, rec)
 			fired.Conditions = conditions(out.Policies)
 			return fired
 		}
@@ -260,12 +290,7 @@ func (s *Sweeper) handle(ctx context.Context, r *sweepRun, obj *unstructured.Uns
 			details = append(details, p.Detail)
 		}
 		e.Message = strings.Join(details, "; ")
-		if !checksEqual(state.checks, out.Checks) {
-			err := s.writer.patchManager(ctx, obj.GetNamespace(), obj.GetName(), r.store.checksPatch(out.Checks))
-			if err != nil && !apierrors.IsNotFound(err) {
-				return failed(e, fmt.Errorf("record pods checks: %w", err))
-			}
-		}
+		rec.next.Checks = out.Checks
 		return e
 	}
 }
@@ -336,19 +361,6 @@ func (s *Sweeper) checkPods(ctx context.Context, namespace string, podLabels map
 		check.Example = fmt.Sprintf("pod %s is %s", pod.Name, cmp.Or(string(pod.Status.Phase), "Pending"))
 	}
 	return check, nil
-}
-
-func checksEqual(a, b map[string]policy.CheckState) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		w, ok := b[k]
-		if !ok || w.Generation != v.Generation || w.Passed != v.Passed || !w.Last.Equal(v.Last) {
-			return false
-		}
-	}
-	return true
 }
 
 func failed(e Entry, err error) Entry {

@@ -3,6 +3,7 @@ package sweep
 import (
 	"context"
 
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,6 +21,8 @@ type writer interface {
 	patchWorkload(ctx context.Context, resource schema.GroupVersionResource, namespace, name string, patch []byte) error
 	// post delivers a webhook.
 	post(ctx context.Context, url string, body []byte, idempotencyKey string) error
+	// event writes an Event.
+	event(ctx context.Context, ev *eventsv1.Event) error
 }
 
 // apiWriter sends the requests.
@@ -55,6 +58,11 @@ func (w *apiWriter) post(ctx context.Context, url string, body []byte, idempoten
 	return err
 }
 
+func (w *apiWriter) event(ctx context.Context, ev *eventsv1.Event) error {
+	_, err := w.clients.Kube.EventsV1().Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{})
+	return err
+}
+
 // dryRunWriter sends nothing: a dry run makes no mutating request at all.
 type dryRunWriter struct{}
 
@@ -64,3 +72,4 @@ func (dryRunWriter) patchWorkload(context.Context, schema.GroupVersionResource, 
 	return nil
 }
 func (dryRunWriter) post(context.Context, string, []byte, string) error { return nil }
+func (dryRunWriter) event(context.Context, *eventsv1.Event) error       { return nil }

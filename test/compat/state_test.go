@@ -73,7 +73,7 @@ func TestInvalidManagerUnderTheOriginalCRD(t *testing.T) {
 	}
 }
 
-// Under the original CRD a claim lives in an annotation; one left by a dead
+// Under the original CRD the status, claims included, lives in an annotation; one left by a dead
 // sweep is completed, one still live is respected. The managers live in the
 // trusted namespace-manager, so they outlive the namespaces they delete.
 func TestClaimsInAnnotations(t *testing.T) {
@@ -87,8 +87,8 @@ func TestClaimsInAnnotations(t *testing.T) {
 		if target == expired {
 			until = time.Now().Add(-time.Minute)
 		}
-		claim, _ := json.Marshal(sweep.Claim{Policy: "delete at once", Action: "DELETE", Sweep: "dead-sweep", Expires: until, Generation: 1})
-		obj.SetAnnotations(map[string]string{sweep.ClaimAnnotation: string(claim)})
+		status, _ := json.Marshal(sweep.Status{Claim: &sweep.Claim{Policy: "delete at once", Action: "DELETE", Sweep: "dead-sweep", Expires: until, Generation: 1}})
+		obj.SetAnnotations(map[string]string{sweep.StatusAnnotation: string(status)})
 		if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Create(t.Context(), obj, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -109,8 +109,11 @@ func TestClaimsInAnnotations(t *testing.T) {
 	if !e.Deactivated(t, home, expired) || e.Deactivated(t, home, live) {
 		t.Error("wrong manager deactivated")
 	}
-	ann := e.Manager(t, home, expired).GetAnnotations()
-	if _, claimed := ann[sweep.ClaimAnnotation]; claimed || !strings.Contains(ann[sweep.LastActionAnnotation], `"result":"succeeded"`) {
-		t.Errorf("annotations after completion: %v", ann)
+	var status sweep.Status
+	if err := json.Unmarshal([]byte(e.Manager(t, home, expired).GetAnnotations()[sweep.StatusAnnotation]), &status); err != nil {
+		t.Fatal(err)
+	}
+	if status.Claim != nil || status.LastAction == nil || status.LastAction.Result != sweep.ResultSucceeded || status.State != sweep.StateFired {
+		t.Errorf("status annotation after completion: %+v", status)
 	}
 }

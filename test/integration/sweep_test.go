@@ -156,24 +156,6 @@ func TestGuards(t *testing.T) {
 	}
 }
 
-func TestInvalidManagerDoesNotStopTheSweep(t *testing.T) {
-	e := setup(t)
-	bad, good := shared.Namespace(t), shared.Namespace(t)
-	caseID := bad
-	createManager(t, managerObj(bad, bad, caseID, []any{ttlPolicy("negative ttl", -5, deleteAction)}))
-	createManager(t, managerObj(good, good, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}))
-	res := e.Sweep(t, "-l", caseLabel+"="+caseID)
-	wantCode(t, res, 0)
-	invalid := wantState(t, res, bad, bad, sweep.StateInvalid)
-	if len(invalid.Problems) != 1 || !strings.Contains(invalid.Problems[0], "spec.policies[0].condition.params.ttlSeconds") {
-		t.Errorf("problems %q, want one naming spec.policies[0].condition.params.ttlSeconds", invalid.Problems)
-	}
-	wantState(t, res, good, good, sweep.StateFired)
-	if e.NamespaceGoneOrTerminating(t, bad) {
-		t.Error("invalid manager's namespace deleted")
-	}
-}
-
 func TestWebhookFailureIsRetriedWithTheSameKey(t *testing.T) {
 	e := setup(t)
 	ns := shared.Namespace(t)

@@ -1,0 +1,95 @@
+package sweep
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+)
+
+// conflictOnce is a writer whose first workload patch meets a conflict, as
+// when someone scaled the workload between nsman's read and its write.
+type conflictOnce struct {
+	dryRunWriter
+	patches [][]byte
+}
+
+func (w *conflictOnce) patchWorkload(_ context.Context, resource schema.GroupVersionResource, _, name string, patch []byte) error {
+	w.patches = append(w.patches, patch)
+	if len(w.patches) == 1 {
+		return apierrors.NewConflict(resource.GroupResource(), name, nil)
+	}
+	return nil
+}
+
+func (w *conflictOnce) event(context.Context, *eventsv1.Event) error { return nil }
+
+func deployment(replicas int64, resourceVersion string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps/v1",
+		"kind":       "Deployment",
+		"metadata":   map[string]any{"namespace": "ns", "name": "web", "resourceVersion": resourceVersion},
+		"spec":       map[string]any{"replicas": replicas},
+	}}
+}
+
+func TestScaleToZeroRecomputesAfterAConflict(t *testing.T) {
+	// Listed with 3 replicas; scaled to 5 by someone else before nsman's
+	// patch. The record must say 5, and the retry be conditional on the
+	// version read again.
+	fresh := deployment(5, "2")
+	scheme := runtime.NewScheme()
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme,
+		map[schema.GroupVersionResource]string{deploymentsResource: "DeploymentList"}, fresh)
+	w := &conflictOnce{}
+	s := &Sweeper{clients: Clients{Dynamic: dyn}, writer: w}
+
+	effect, err := s.scaleToZero(t.Context(), deploymentsResource, "Deployment", deployment(3, "1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if effect != "scale Deployment/web from 5 to 0" {
+		t.Errorf("effect %q", effect)
+	}
+	if len(w.patches) != 2 {
+		t.Fatalf("%d patches, want 2", len(w.patches))
+	}
+	var retry struct {
+		Metadata struct {
+			ResourceVersion string            `json:"resourceVersion"`
+			Annotations     map[string]string `json:"annotations"`
+		} `json:"metadata"`
+		Spec struct{ Replicas int64 } `json:"spec"`
+	}
+	if err := json.Unmarshal(w.patches[1], &retry); err != nil {
+		t.Fatal(err)
+	}
+	if retry.Metadata.ResourceVersion != "2" || retry.Metadata.Annotations[ReplicasAnnotation] != "5" || retry.Spec.Replicas != 0 {
+		t.Errorf("retried patch %s: want resourceVersion 2, record 5, replicas 0", w.patches[1])
+	}
+}
+
+func TestScaleToZeroKeepsAnExistingRecord(t *testing.T) {
+	w := &conflictOnce{patches: [][]byte{nil}} // no conflict
+	s := &Sweeper{writer: w}
+	d := deployment(2, "1")
+	d.SetAnnotations(map[string]string{ReplicasAnnotation: "7"})
+	if _, err := s.scaleToZero(t.Context(), deploymentsResource, "Deployment", d); err != nil {
+		t.Fatal(err)
+	}
+	var patch struct {
+		Metadata struct {
+			Annotations map[string]string `json:"annotations"`
+		} `json:"metadata"`
+	}
+	_ = json.Unmarshal(w.patches[1], &patch)
+	if _, overwritten := patch.Metadata.Annotations[ReplicasAnnotation]; overwritten {
+		t.Errorf("patch %s overwrites the existing record", w.patches[1])
+	}
+}

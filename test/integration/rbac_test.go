@@ -1,0 +1,141 @@
+package integration
+
+import (
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/test/cluster"
+	"github.com/nsman/nsman/test/nsmantest"
+)
+
+// grants expands the ClusterRole in deploy/base/rbac.yaml into
+// "verb group/resource[/subresource]" strings.
+func grants(t *testing.T) map[string]bool {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(nsmantest.RepoRoot(), "deploy", "base", "rbac.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := nsmantest.Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, o := range objs {
+		if o.GetKind() != "ClusterRole" {
+			continue
+		}
+		rules, _ := o.Object["rules"].([]any)
+		for _, r := range rules {
+			rule := r.(map[string]any)
+			for _, g := range rule["apiGroups"].([]any) {
+				for _, res := range rule["resources"].([]any) {
+					for _, v := range rule["verbs"].([]any) {
+						if v == "*" || res == "*" || g == "*" {
+							t.Errorf("wildcard in the ClusterRole: %v", rule)
+						}
+						out[v.(string)+" "+g.(string)+"/"+res.(string)] = true
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+func used(reqs []cluster.Request) map[string]bool {
+	out := map[string]bool{}
+	for _, r := range reqs {
+		res := r.APIGroup + "/" + r.Resource
+		if r.Subresource != "" {
+			res += "/" + r.Subresource
+		}
+		out[r.Verb+" "+res] = true
+	}
+	return out
+}
+
+// TestShippedRBACIsExactlyWhatASweepUses runs one sweep that deletes, scales
+// down, calls a webhook, checks pods and writes events, as the shipped
+// ServiceAccount under the RBAC authorizer, then compares what it did (audit
+// log) with what the ClusterRole grants: nothing unused, nothing missing,
+// nothing denied.
+func TestShippedRBACIsExactlyWhatASweepUses(t *testing.T) {
+	e := setup(t)
+	del, scale, hook := shared.Namespace(t), shared.Namespace(t), shared.Namespace(t)
+	caseID := del
+	recv := nsmantest.NewReceiver(t)
+	labels := map[string]string{"app": "web"}
+	for _, kind := range []string{"deployment", "statefulset"} {
+		tmpl := corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.invalid/web:1"}}},
+		}
+		var err error
+		if kind == "deployment" {
+			_, err = shared.Admin.AppsV1().Deployments(scale).Create(t.Context(), &appsv1.Deployment{
+				ObjectMeta: metav1.ObjectMeta{Name: "web"},
+				Spec:       appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: tmpl},
+			}, metav1.CreateOptions{})
+		} else {
+			_, err = shared.Admin.AppsV1().StatefulSets(scale).Create(t.Context(), &appsv1.StatefulSet{
+				ObjectMeta: metav1.ObjectMeta{Name: "db"},
+				Spec:       appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: tmpl},
+			}, metav1.CreateOptions{})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	createManager(t, managerObj(del, del, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}))
+	createManager(t, managerObj(scale, scale, caseID, []any{podsPolicy("scale when no tests run", map[string]any{"component": "tests"}, map[string]any{"type": "SCALE_DOWN"})}))
+	createManager(t, managerObj(hook, hook, caseID, []any{ttlPolicy("notify at once", 0, webhookAction(recv.URL+"/done"))}))
+
+	before, err := shared.AuditedRequests(t.Context(), e.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := e.Sweep(t, "-l", caseLabel+"="+caseID)
+	wantCode(t, res, 0)
+	for _, ns := range []string{del, scale, hook} {
+		wantState(t, res, ns, ns, sweep.StateFired)
+	}
+	after, err := shared.AuditedRequests(t.Context(), e.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := after[len(before):]
+	for _, r := range reqs {
+		if r.Code == 403 {
+			t.Errorf("denied: %s", r)
+		}
+	}
+	granted, got := grants(t), used(reqs)
+	for _, g := range slices.Sorted(maps.Keys(granted)) {
+		if !got[g] {
+			t.Errorf("granted but unused: %s", g)
+		}
+	}
+	for _, u := range slices.Sorted(maps.Keys(got)) {
+		if !granted[u] {
+			t.Errorf("used but not granted: %s", u)
+		}
+	}
+	for _, forbidden := range []string{"secrets", "customresourcedefinitions"} {
+		for g := range granted {
+			if strings.Contains(g, forbidden) {
+				t.Errorf("the ClusterRole grants %s", g)
+			}
+		}
+	}
+}

@@ -1,0 +1,159 @@
+package integration
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/test/cluster"
+	"github.com/nsman/nsman/test/nsmantest"
+)
+
+func condition(st sweep.Status) metav1.Condition {
+	for _, c := range st.Conditions {
+		if c.Type == sweep.ConditionFired {
+			return c
+		}
+	}
+	return metav1.Condition{}
+}
+
+// TestStatusAndEvents checks what a sweep leaves on the managers once it has
+// exited: status and Events, each written only when the state changed, and
+// the Event for deleting a manager's own namespace written before the delete.
+func TestStatusAndEvents(t *testing.T) {
+	e := setup(t)
+	home := nsmantest.ServiceAccountNamespace
+	waiting, target, own, tenant, other := shared.Namespace(t), shared.Namespace(t), shared.Namespace(t), shared.Namespace(t), shared.Namespace(t)
+	caseID := waiting
+	fired := "fired-" + target
+	createManager(t, managerObj(waiting, waiting, caseID, []any{ttlPolicy("expire in an hour", 3600, deleteAction)}))
+	createManager(t, managerObj(home, fired, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}, targeting(target)))
+	createManager(t, managerObj(own, own, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}))
+	createManager(t, managerObj(tenant, tenant, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}, targeting(other)))
+	t.Cleanup(func() {
+		_ = e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Delete(t.Context(), fired, metav1.DeleteOptions{})
+	})
+
+	before, err := shared.AuditedRequests(t.Context(), e.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := e.Sweep(t, "-l", caseLabel+"="+caseID)
+	wantCode(t, res, 0)
+
+	// Waiting: state, target, next due and the condition.
+	st := managerStatus(t, waiting, waiting)
+	ns, err := shared.Admin.CoreV1().Namespaces().Get(t.Context(), waiting, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != sweep.StateWaiting || st.Target != waiting || st.NextDue == nil || !st.NextDue.Equal(&metav1.Time{Time: ns.CreationTimestamp.Add(time.Hour)}) {
+		t.Errorf("waiting manager status %+v", st)
+	}
+	if c := condition(st); c.Status != metav1.ConditionFalse || c.Reason != "Waiting" || c.ObservedGeneration != st.ObservedGeneration || st.ObservedGeneration == 0 {
+		t.Errorf("waiting manager condition %+v (observedGeneration %d)", c, st.ObservedGeneration)
+	}
+	// Fired: the last action, the condition, deactivated.
+	st = managerStatus(t, home, fired)
+	if c := condition(st); st.State != sweep.StateFired || c.Status != metav1.ConditionTrue || c.Reason != "Fired" ||
+		st.LastAction == nil || st.LastAction.Result != sweep.ResultSucceeded || st.LastAction.Action != "DELETE" || st.Claim != nil {
+		t.Errorf("fired manager status %+v", st)
+	}
+	// Refused.
+	st = managerStatus(t, tenant, tenant)
+	if c := condition(st); st.State != sweep.StateForbidden || c.Reason != "Forbidden" || !strings.Contains(st.Message, "may only target") {
+		t.Errorf("refused manager status %+v", st)
+	}
+
+	// Events, as the audit log saw them being written.
+	after, err := shared.AuditedRequests(t.Context(), e.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := after[len(before):]
+	created := map[string]int{}
+	for _, r := range reqs {
+		if r.Verb == "create" && r.Resource == "events" && r.Code == 201 {
+			created[r.Namespace]++
+		}
+	}
+	if want := map[string]int{home: 1, own: 1, tenant: 1}; len(created) != len(want) || created[home] != 1 || created[own] != 1 || created[tenant] != 1 {
+		t.Errorf("events created by namespace %v, want %v", created, want)
+	}
+	eventAt := slices.IndexFunc(reqs, func(r cluster.Request) bool {
+		return r.Verb == "create" && r.Resource == "events" && r.Namespace == own
+	})
+	deleteAt := slices.IndexFunc(reqs, func(r cluster.Request) bool { return r.Verb == "delete" && r.Resource == "namespaces" && r.Name == own })
+	if eventAt < 0 || deleteAt < 0 || eventAt > deleteAt {
+		t.Errorf("event for deleting the manager's own namespace at request %d, the delete at %d", eventAt, deleteAt)
+	}
+	events, err := shared.Admin.EventsV1().Events(home).List(t.Context(), metav1.ListOptions{FieldSelector: "regarding.name=" + fired})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events.Items) != 1 || events.Items[0].Reason != "Fired" || events.Items[0].Type != "Normal" || events.Items[0].Regarding.Kind != "NamespaceManager" {
+		t.Errorf("events on %s: %+v", fired, events.Items)
+	}
+	events, err = shared.Admin.EventsV1().Events(tenant).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events.Items) != 1 || events.Items[0].Reason != "Forbidden" || events.Items[0].Type != "Warning" {
+		t.Errorf("events on the refused manager: %+v", events.Items)
+	}
+
+	// Nothing changed: the next sweep writes nothing, events included.
+	before = after
+	res = e.Sweep(t, "-l", caseLabel+"="+caseID)
+	wantCode(t, res, 0)
+	after, err = shared.AuditedRequests(t.Context(), e.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range after[len(before):] {
+		if r.Verb != "list" && r.Verb != "get" {
+			t.Errorf("a sweep with nothing new wrote: %s", r)
+		}
+	}
+}
+
+// TestPrinterColumns checks what kubectl get nsman shows, from the API
+// server's table.
+func TestPrinterColumns(t *testing.T) {
+	e := setup(t)
+	ns := shared.Namespace(t)
+	createManager(t, managerObj(ns, ns, ns, []any{ttlPolicy("expire in an hour", 3600, deleteAction)}))
+	e.Sweep(t, "-l", caseLabel+"="+ns)
+	raw, err := shared.Admin.Discovery().RESTClient().Get().
+		AbsPath("/apis/k8s.consol.de/v1beta1/namespaces/"+ns+"/namespacemanagers").
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").
+		DoRaw(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table metav1.Table
+	if err := json.Unmarshal(raw, &table); err != nil {
+		t.Fatal(err)
+	}
+	var columns []string
+	for _, c := range table.ColumnDefinitions {
+		columns = append(columns, c.Name)
+	}
+	want := []string{"Name", "Deactivated", "State", "Target", "Next Due", "Age"}
+	if !slices.Equal(columns, want) {
+		t.Fatalf("columns %v, want %v", columns, want)
+	}
+	if len(table.Rows) != 1 {
+		t.Fatalf("%d rows", len(table.Rows))
+	}
+	cells := table.Rows[0].Cells
+	if cells[2] != "waiting" || cells[3] != ns || cells[4] == nil {
+		t.Errorf("row %v: want state waiting, target %s and a next due time", cells, ns)
+	}
+}
