@@ -24,7 +24,7 @@ type process struct {
 
 // startProcess runs path with args, logging to dir/name.log. The process gets
 // its own process group (so stop reaches its children) and is killed by the
-// kernel if this process dies first (see setParentDeathSignal), which is what
+// kernel if this process dies first (see SetParentDeathSignal), which is what
 // keeps a panicking or killed test binary from leaking it.
 func startProcess(dir, name, path string, args ...string) (*process, error) {
 	logPath := filepath.Join(dir, name+".log")
@@ -37,7 +37,7 @@ func startProcess(dir, name, path string, args ...string) (*process, error) {
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	setParentDeathSignal(cmd.SysProcAttr)
+	SetParentDeathSignal(cmd.SysProcAttr)
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)

@@ -4,6 +4,6 @@ package cluster
 
 import "syscall"
 
-// setParentDeathSignal is a no-op where the kernel offers no parent-death
+// SetParentDeathSignal is a no-op where the kernel offers no parent-death
 // signal; Stop and Main's signal handling still stop every process.
-func setParentDeathSignal(*syscall.SysProcAttr) {}
+func SetParentDeathSignal(*syscall.SysProcAttr) {}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the control-plane binaries that the modules beside this script pin
-# (kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok and kwok's
-# Stage manifests) into ${XDG_CACHE_HOME:-$HOME/.cache}/nsman/<component>-<version>/.
+# (kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok with
+# kwok's Stage manifests, and the Prometheus Pushgateway that the metrics
+# tests push to) into ${XDG_CACHE_HOME:-$HOME/.cache}/nsman/<component>-<version>/.
 # A binary already in the cache is never rebuilt, so a fresh clone reuses them.
 set -euo pipefail
 
@@ -53,3 +54,9 @@ if [ ! -s "$kwok_out/stages.yaml" ]; then
 	done >"$kwok_out/.stages.yaml.tmp"
 	mv -f "$kwok_out/.stages.yaml.tmp" "$kwok_out/stages.yaml"
 fi
+
+# The Pushgateway that the metrics tests push to. Its version string comes
+# from github.com/prometheus/common/version, as the release builds set it.
+pushgateway=$(version pushgateway github.com/prometheus/pushgateway)
+build pushgateway "$cache/pushgateway-$pushgateway" pushgateway github.com/prometheus/pushgateway \
+	-ldflags "-X github.com/prometheus/common/version.Version=${pushgateway#v}"
