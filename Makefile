@@ -12,7 +12,7 @@ CACHE := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/nsman
 UNIT_PKGS = $(shell go list ./... | grep -v '/test/')
 INTEGRATION_PKGS = ./test/cluster/... ./test/integration/... ./test/compat/...
 E2E_PKGS = ./test/e2e/...
-TOOL_MODULES = test/tools/kube test/tools/etcd test/tools/kwok test/tools/lint
+TOOL_MODULES = test/tools/kube test/tools/etcd test/tools/kwok test/tools/lint test/tools/pushgateway
 
 STATICCHECK_VERSION = $(shell cd test/tools/lint && go list -m -f '{{.Version}}' honnef.co/go/tools)
 STATICCHECK = $(CACHE)/staticcheck-$(STATICCHECK_VERSION)/staticcheck
@@ -26,7 +26,7 @@ build: ## Build bin/nsman
 	go build -ldflags '$(LDFLAGS)' -o bin/nsman ./cmd/nsman
 
 .PHONY: control-plane
-control-plane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok into the user cache (once)
+control-plane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and the Pushgateway into the user cache (once)
 	test/tools/build.sh
 
 .PHONY: test
@@ -43,6 +43,10 @@ test-integration: control-plane ## Tests against a real control plane
 .PHONY: test-e2e
 test-e2e: control-plane ## End-to-end tests of the built commands
 	go test -count=1 -timeout 20m $(E2E_PKGS)
+
+.PHONY: docs
+docs: ## Regenerate the flags reference in README.md from the commands
+	go test ./cmd -run TestFlagsReferenceInREADME -update
 
 .PHONY: bench
 bench: ## Benchmarks
@@ -77,3 +81,16 @@ demo: build control-plane ## Start a control plane, run a workload in a namespac
 .PHONY: clean
 clean: ## Remove build output (the binary cache stays)
 	rm -rf bin .cluster
+
+IMAGE ?= ghcr.io/nsman/nsman:$(VERSION)
+
+.PHONY: image
+image: ## Build the image ghcr.io/nsman/nsman:VERSION (IMAGE= to name it otherwise); needs a running Docker engine
+	@if ! docker info >/dev/null 2>&1; then \
+		echo "make image: no container engine: 'docker info' failed (is Docker installed and its daemon running?)" >&2; exit 1; \
+	fi
+	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
+
+.PHONY: deploy
+deploy: ## Apply deploy/ to the current kubectl context (OVERLAY=dry-run or webhook-signing for deploy/overlays/*)
+	kubectl apply -k deploy/$(if $(OVERLAY),overlays/$(OVERLAY))

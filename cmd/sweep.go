@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/nsman/nsman/sweep"
 )
@@ -31,14 +33,19 @@ type sweepOptions struct {
 	protectedNamespaces []string
 	webhookTimeout      time.Duration
 	webhookKeyFile      string
+	pushgatewayURL      string
 }
 
-func newSweepCommand() *cobra.Command {
-	own := ownNamespace()
-	o := &sweepOptions{
-		trustedNamespaces:   nonEmpty(own, "namespace-manager"),
-		protectedNamespaces: nonEmpty("kube-system", "kube-public", "kube-node-lease", "default", own),
+func newSweepCommand() *cobra.Command { return newSweepOptions().command() }
+
+func newSweepOptions() *sweepOptions {
+	return &sweepOptions{
+		trustedNamespaces:   []string{"namespace-manager"},
+		protectedNamespaces: []string{"kube-system", "kube-public", "kube-node-lease", "default"},
 	}
+}
+
+func (o *sweepOptions) command() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "sweep",
 		Short: "Evaluate every NamespaceManager once and apply the actions that are due",
@@ -61,23 +68,34 @@ failed, 2 on a usage or configuration error.`,
 	fs.StringVar(&o.at, "at", "", "with --dry-run, evaluate at this RFC 3339 time instead of now")
 	fs.IntVar(&o.maxActions, "max-actions", 0, "act on at most this many managers per sweep; the rest wait for the next (0: no limit)")
 	fs.IntVar(&o.concurrency, "concurrency", sweep.DefaultConcurrency, "managers handled at once")
-	fs.StringSliceVar(&o.trustedNamespaces, "trusted-namespaces", o.trustedNamespaces, "namespaces whose managers may target other namespaces")
-	fs.StringSliceVar(&o.protectedNamespaces, "protected-namespaces", o.protectedNamespaces, "namespaces never deleted, scaled down or notified about")
+	fs.StringSliceVar(&o.trustedNamespaces, "trusted-namespaces", o.trustedNamespaces, "namespaces whose managers may target other namespaces (by default also the namespace nsman runs in)")
+	fs.StringSliceVar(&o.protectedNamespaces, "protected-namespaces", o.protectedNamespaces, "namespaces never deleted, scaled down or notified about (by default also the namespace nsman runs in)")
 	fs.DurationVar(&o.webhookTimeout, "webhook-timeout", 10*time.Second, "timeout of one webhook attempt")
 	fs.StringVar(&o.webhookKeyFile, "webhook-signing-key-file", "", "file with the key that signs webhook requests (HMAC-SHA256)")
+	fs.StringVar(&o.pushgatewayURL, "pushgateway-url", "", "push the sweep's metrics to this Prometheus Pushgateway at the end of each sweep")
 	return c
 }
 
-// config turns the flags into a sweep.Config.
-func (o *sweepOptions) config() (sweep.Config, error) {
+// config turns the flags into a sweep.Config. The default trusted and
+// protected namespaces include the namespace nsman runs in.
+func (o *sweepOptions) config(flags *pflag.FlagSet) (sweep.Config, error) {
+	trusted, protected := o.trustedNamespaces, o.protectedNamespaces
+	if own := ownNamespace(); own != "" {
+		if !flags.Changed("trusted-namespaces") {
+			trusted = append(slices.Clone(trusted), own)
+		}
+		if !flags.Changed("protected-namespaces") {
+			protected = append(slices.Clone(protected), own)
+		}
+	}
 	cfg := sweep.Config{
 		Namespace:           o.namespace,
 		LabelSelector:       o.selector,
 		DryRun:              o.dryRun,
 		MaxActions:          o.maxActions,
 		Concurrency:         o.concurrency,
-		TrustedNamespaces:   o.trustedNamespaces,
-		ProtectedNamespaces: o.protectedNamespaces,
+		TrustedNamespaces:   trusted,
+		ProtectedNamespaces: protected,
 		SweepID:             sweepID(),
 	}
 	if o.at != "" {
@@ -118,7 +136,7 @@ func (o *sweepOptions) run(c *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := o.config()
+	cfg, err := o.config(c.Flags())
 	if err != nil {
 		return usageError{err}
 	}
@@ -142,11 +160,26 @@ func (o *sweepOptions) run(c *cobra.Command) error {
 	if err := writeReport(c.OutOrStdout(), o.output, report); err != nil {
 		return err
 	}
+	if o.pushgatewayURL != "" {
+		// A sweep's work is done whether or not its metrics arrive: a failed
+		// push is logged, and does not change the exit code. A dry run is no
+		// successful sweep: it acted on nothing.
+		ctx, cancel := context.WithTimeout(c.Context(), pushTimeout)
+		err := sweep.PushMetrics(ctx, o.pushgatewayURL, sweep.DefaultMetricsJob, report, !report.Failed() && !report.Summary.DryRun, nil)
+		cancel()
+		if err != nil {
+			log.Error("metrics not pushed", "url", o.pushgatewayURL, "error", err.Error())
+		}
+	}
 	if report.Failed() {
 		return fmt.Errorf("%d manager(s) failed", report.Summary.States[sweep.StateFailed])
 	}
 	return nil
 }
+
+// pushTimeout bounds the metrics push, so that a hanging Pushgateway cannot
+// hold a CronJob's pod.
+const pushTimeout = 10 * time.Second
 
 // sweepID names one sweep in the claims it writes.
 func sweepID() string {
@@ -154,8 +187,4 @@ func sweepID() string {
 	_, _ = rand.Read(b)
 	host, _ := os.Hostname()
 	return fmt.Sprintf("%s-%s", host, hex.EncodeToString(b))
-}
-
-func nonEmpty(values ...string) []string {
-	return slices.DeleteFunc(values, func(s string) bool { return s == "" })
 }

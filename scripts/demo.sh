@@ -27,8 +27,8 @@ cleanup() {
 trap cleanup EXIT
 kubectl get nodes
 
-step "installing nsman's CRD and RBAC (kubectl apply -k deploy/)"
-kubectl apply -k deploy/
+step "installing nsman's CRD and RBAC from deploy/base (the CronJob is left out: this demo runs nsman from here)"
+kubectl apply -f deploy/base/namespace.yaml -f deploy/base/crd.yaml -f deploy/base/rbac.yaml
 
 step "starting a webhook receiver on loopback"
 go build -o bin/webhook-receiver ./test/webhook-receiver

@@ -8,6 +8,14 @@ import (
 	"os/signal"
 	"syscall"
 
+	// Root certificates for WEBHOOK calls to https hosts outside the
+	// cluster, used only where the system has none. nsman's image must not
+	// depend on its base carrying a CA bundle (scratch has none; distroless
+	// static has one today), and a sweep that cannot verify a webhook server
+	// fails every time. Where /etc/ssl/certs has roots, those are used and
+	// these are ignored.
+	_ "golang.org/x/crypto/x509roots/fallback"
+
 	"github.com/nsman/nsman/cmd"
 )
 

@@ -1,6 +1,6 @@
 // Package integration tests nsman sweep on a real control plane with
-// nsman's CRD (deploy/crd.yaml), running as nsman's ServiceAccount under the
-// RBAC of deploy/rbac.yaml.
+// nsman's CRD (deploy/base/crd.yaml), running as nsman's ServiceAccount under the
+// RBAC of deploy/base/rbac.yaml.
 package integration
 
 import (
@@ -29,7 +29,7 @@ func setup(t *testing.T) *nsmantest.Env {
 	if env != nil {
 		return env
 	}
-	crd, err := os.ReadFile(filepath.Join(nsmantest.RepoRoot(), "deploy", "crd.yaml"))
+	crd, err := os.ReadFile(filepath.Join(nsmantest.RepoRoot(), "deploy", "base", "crd.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ import (
 	"github.com/nsman/nsman/test/cluster"
 )
 
-// Namespace and name of the ServiceAccount nsman runs as (deploy/rbac.yaml).
+// Namespace and name of the ServiceAccount nsman runs as (deploy/base/rbac.yaml).
 const (
 	ServiceAccountNamespace = "namespace-manager"
 	ServiceAccountName      = "nsman"
@@ -80,12 +80,12 @@ func Setup(ctx context.Context, c *cluster.Cluster, crd []byte) (*Env, error) {
 		return nil, fmt.Errorf("install CRD: %w", err)
 	}
 	for _, f := range []string{"namespace.yaml", "rbac.yaml"} {
-		data, err := os.ReadFile(filepath.Join(RepoRoot(), "deploy", f))
+		data, err := os.ReadFile(filepath.Join(RepoRoot(), "deploy", "base", f))
 		if err != nil {
 			return nil, err
 		}
 		if err := e.apply(ctx, data); err != nil {
-			return nil, fmt.Errorf("apply deploy/%s: %w", f, err)
+			return nil, fmt.Errorf("apply deploy/base/%s: %w", f, err)
 		}
 	}
 	cfg, err := c.ServiceAccountConfig(ctx, ServiceAccountNamespace, ServiceAccountName)

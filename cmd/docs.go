@@ -1,0 +1,50 @@
+package cmd
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// FlagsReference renders every command's usage and flags as Markdown; the
+// README's flags reference is this text, and a test keeps it so.
+func FlagsReference() string {
+	var b strings.Builder
+	root := newRootCommand(io.Discard, io.Discard)
+	for _, c := range root.Commands() {
+		if c.Hidden || c.Name() == "help" || c.Name() == "completion" {
+			continue
+		}
+		writeCommandReference(&b, c)
+	}
+	return b.String()
+}
+
+func writeCommandReference(b *strings.Builder, c *cobra.Command) {
+	fmt.Fprintf(b, "### `%s`\n\n%s.\n\n```\n%s\n```\n\n", c.CommandPath(), c.Short, c.UseLine())
+	if !c.HasAvailableLocalFlags() {
+		return
+	}
+	b.WriteString("| flag | default | meaning |\n| --- | --- | --- |\n")
+	c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+		if f.Hidden || f.Name == "help" {
+			return
+		}
+		name := "`--" + f.Name + "`"
+		if f.Shorthand != "" {
+			name = "`-" + f.Shorthand + "`, " + name
+		}
+		def := f.DefValue
+		switch {
+		case def == "" || def == "[]":
+			def = ""
+		default:
+			def = "`" + def + "`"
+		}
+		fmt.Fprintf(b, "| %s | %s | %s |\n", name, def, strings.ReplaceAll(f.Usage, "|", "\\|"))
+	})
+	b.WriteString("\n")
+}

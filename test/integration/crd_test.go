@@ -1,0 +1,420 @@
+package integration
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/test/nsmantest"
+)
+
+// TestCRDAdmitsUpstreamExamples proves that nsman's CRD, with its
+// validation, still admits every manager written for the original operator.
+func TestCRDAdmitsUpstreamExamples(t *testing.T) {
+	dir := filepath.Join(nsmantest.ReferenceDir(), "upstream-examples")
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		t.Skipf("no %s: the upstream examples are not present", dir)
+	}
+	yml, err := filepath.Glob(filepath.Join(dir, "*.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	yaml, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantAdmitted(t, append(yml, yaml...))
+}
+
+// TestCRDAdmitsExamples proves that nsman's CRD admits its own examples.
+func TestCRDAdmitsExamples(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(nsmantest.RepoRoot(), "examples", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantAdmitted(t, files)
+}
+
+// wantAdmitted dry-run creates every NamespaceManager in files, moved to a
+// test namespace, and wants each admitted exactly as written (nothing
+// pruned or defaulted) and valid for nsman too.
+func wantAdmitted(t *testing.T, files []string) {
+	t.Helper()
+	setup(t)
+	ns := shared.Namespace(t)
+	managers := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs, err := nsmantest.Decode(data)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, obj := range objs {
+			if obj.GetKind() != policy.Kind {
+				continue
+			}
+			managers++
+			name := filepath.Base(f) + "/" + obj.GetName()
+			if _, errs := policy.Parse(obj); len(errs) > 0 {
+				t.Errorf("%s: invalid for nsman: %v", name, errs.ToAggregate())
+			}
+			obj.SetNamespace(ns)
+			got, err := dryRunCreate(t, obj)
+			if err != nil {
+				t.Errorf("%s: not admitted: %v", name, err)
+				continue
+			}
+			if !reflect.DeepEqual(got.Object["spec"], obj.Object["spec"]) {
+				t.Errorf("%s: admitted as\n%v\nwant the spec unchanged:\n%v", name, got.Object["spec"], obj.Object["spec"])
+			}
+		}
+	}
+	if managers == 0 {
+		t.Fatalf("no NamespaceManager in %v", files)
+	}
+}
+
+func dryRunCreate(t *testing.T, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	t.Helper()
+	return env.Dynamic.Resource(sweep.ManagerResource).Namespace(obj.GetNamespace()).
+		Create(t.Context(), obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+}
+
+// validManager has a policy of every condition and action type, so that each
+// malformed case below changes one thing:
+// policies[0] is TTL/DELETE, [1] PODS_SUCCEED/SCALE_DOWN, [2] PODS_SUCCEED/WEBHOOK.
+func validManager(ns string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": policy.Group + "/" + policy.Version,
+		"kind":       policy.Kind,
+		"metadata":   map[string]any{"namespace": ns, "name": "validation-case"},
+		"spec": map[string]any{
+			"deactivated": false,
+			"namespace":   ns,
+			"policies": []any{
+				map[string]any{
+					"name":      "delete after an hour",
+					"condition": map[string]any{"type": "TTL", "params": map[string]any{"ttlSeconds": int64(3600)}},
+					"action":    map[string]any{"type": "DELETE"},
+				},
+				map[string]any{
+					"name": "scale down when the tests pass",
+					"condition": map[string]any{"type": "PODS_SUCCEED", "params": map[string]any{
+						"podLabels":           map[string]any{"role": "e2e-test", "nsman.test/suite": "smoke"},
+						"initialDelaySeconds": int64(30),
+						"periodSeconds":       int64(10),
+						"minChecks":           int64(2),
+					}},
+					"action": map[string]any{"type": "SCALE_DOWN", "params": map[string]any{"selectors": []any{
+						map[string]any{"kind": "Deployment", "labels": map[string]any{"scale-down": "true"}},
+						map[string]any{"kind": "statefulset"},
+					}}},
+				},
+				map[string]any{
+					"name":      "report passing tests",
+					"condition": map[string]any{"type": "PODS_SUCCEED"},
+					"action":    map[string]any{"type": "WEBHOOK", "params": map[string]any{"url": "https://hooks.example.com:8443/namespaces?event=done"}},
+				},
+			},
+		},
+	}}
+}
+
+// setAt returns a mutation that puts value at path, a list of object keys
+// and list indexes from the top of the object.
+func setAt(value any, path ...any) func(map[string]any) {
+	return func(obj map[string]any) {
+		switch key := path[len(path)-1].(type) {
+		case string:
+			parentAt(obj, path).(map[string]any)[key] = value
+		case int:
+			parentAt(obj, path).([]any)[key] = value
+		}
+	}
+}
+
+// deleteAt returns a mutation that removes the object key at the end of path.
+func deleteAt(path ...any) func(map[string]any) {
+	return func(obj map[string]any) {
+		delete(parentAt(obj, path).(map[string]any), path[len(path)-1].(string))
+	}
+}
+
+func parentAt(obj map[string]any, path []any) any {
+	var cur any = obj
+	for _, p := range path[:len(path)-1] {
+		switch p := p.(type) {
+		case string:
+			cur = cur.(map[string]any)[p]
+		case int:
+			cur = cur.([]any)[p]
+		}
+	}
+	return cur
+}
+
+// Paths into validManager.
+var (
+	ttlParams     = []any{"spec", "policies", 0, "condition", "params"}
+	podsParams    = []any{"spec", "policies", 1, "condition", "params"}
+	scaleSelector = []any{"spec", "policies", 1, "action", "params", "selectors", 0}
+	webhookParams = []any{"spec", "policies", 2, "action", "params"}
+)
+
+func under(base []any, path ...any) []any {
+	return append(append([]any{}, base...), path...)
+}
+
+// TestCRDRejectsMalformed proves that nsman's CRD rejects at admission what
+// policy.Parse rejects, naming the offending field, so that a user learns of
+// a mistake on kubectl apply rather than in a sweep's report.
+func TestCRDRejectsMalformed(t *testing.T) {
+	setup(t)
+	ns := shared.Namespace(t)
+	const tooBig = int64(policy.MaxSeconds) + 1
+	cases := []struct {
+		name   string
+		mutate func(map[string]any)
+		// field is the path the API server's message names.
+		field string
+		// parseField is the path policy.Parse names, when it differs.
+		parseField string
+		// parseAccepts, when set, says why policy.Parse admits what the CRD
+		// rejects: a known disagreement, pinned here so that it is noticed
+		// when either side changes.
+		parseAccepts string
+	}{
+		{name: "negative ttlSeconds", mutate: setAt(int64(-1), under(ttlParams, "ttlSeconds")...), field: "spec.policies[0].condition.params.ttlSeconds"},
+		{name: "negative initialDelaySeconds", mutate: setAt(int64(-5), under(podsParams, "initialDelaySeconds")...), field: "spec.policies[1].condition.params.initialDelaySeconds"},
+		{name: "periodSeconds 0", mutate: setAt(int64(0), under(podsParams, "periodSeconds")...), field: "spec.policies[1].condition.params.periodSeconds"},
+		{name: "minChecks 0", mutate: setAt(int64(0), under(podsParams, "minChecks")...), field: "spec.policies[1].condition.params.minChecks"},
+		{name: "ttlSeconds above the maximum", mutate: setAt(tooBig, under(ttlParams, "ttlSeconds")...), field: "spec.policies[0].condition.params.ttlSeconds"},
+		{name: "initialDelaySeconds above the maximum", mutate: setAt(tooBig, under(podsParams, "initialDelaySeconds")...), field: "spec.policies[1].condition.params.initialDelaySeconds"},
+		{name: "periodSeconds above the maximum", mutate: setAt(tooBig, under(podsParams, "periodSeconds")...), field: "spec.policies[1].condition.params.periodSeconds"},
+		{name: "minChecks above the maximum", mutate: setAt(tooBig, under(podsParams, "minChecks")...), field: "spec.policies[1].condition.params.minChecks"},
+		{name: "ttlSeconds a string", mutate: setAt("3600", under(ttlParams, "ttlSeconds")...), field: "spec.policies[0].condition.params.ttlSeconds"},
+		{name: "ttlSeconds a fraction", mutate: setAt(1.5, under(ttlParams, "ttlSeconds")...), field: "spec.policies[0].condition.params.ttlSeconds"},
+		{name: "unknown condition type", mutate: setAt("NEVER", "spec", "policies", 0, "condition", "type"), field: "spec.policies[0].condition.type"},
+		{name: "lower-case condition type", mutate: setAt("ttl", "spec", "policies", 0, "condition", "type"), field: "spec.policies[0].condition.type"},
+		{name: "condition type a number", mutate: setAt(int64(1), "spec", "policies", 0, "condition", "type"), field: "spec.policies[0].condition.type"},
+		{name: "condition without type", mutate: deleteAt("spec", "policies", 0, "condition", "type"), field: "spec.policies[0].condition.type"},
+		{name: "condition params not an object", mutate: setAt("ttlSeconds=60", ttlParams...), field: "spec.policies[0].condition.params"},
+		{name: "unknown action type", mutate: setAt("ARCHIVE", "spec", "policies", 0, "action", "type"), field: "spec.policies[0].action.type"},
+		{name: "lower-case action type", mutate: setAt("delete", "spec", "policies", 0, "action", "type"), field: "spec.policies[0].action.type"},
+		{name: "action without type", mutate: deleteAt("spec", "policies", 0, "action", "type"), field: "spec.policies[0].action.type"},
+		{name: "selector kind DaemonSet", mutate: setAt("DaemonSet", under(scaleSelector, "kind")...), field: "spec.policies[1].action.params.selectors[0].kind"},
+		{name: "selector kind empty", mutate: setAt("", under(scaleSelector, "kind")...), field: "spec.policies[1].action.params.selectors[0].kind"},
+		{name: "selector without kind", mutate: deleteAt(under(scaleSelector, "kind")...), field: "spec.policies[1].action.params.selectors[0].kind"},
+		{name: "selectors not a list", mutate: setAt("Deployment", "spec", "policies", 1, "action", "params", "selectors"), field: "spec.policies[1].action.params.selectors"},
+		{name: "selector not an object", mutate: setAt("Deployment", scaleSelector...), field: "spec.policies[1].action.params.selectors[0]"},
+		{name: "selector label value not a label value", mutate: setAt("yes please", under(scaleSelector, "labels", "scale-down")...),
+			field: "spec.policies[1].action.params.selectors[0].labels.scale-down", parseField: "spec.policies[1].action.params.selectors[0].labels[scale-down]"},
+		{name: "WEBHOOK without url", mutate: deleteAt(under(webhookParams, "url")...), field: "spec.policies[2].action.params.url"},
+		{name: "WEBHOOK without params", mutate: deleteAt("spec", "policies", 2, "action", "params"), field: "spec.policies[2].action.params.url"},
+		{name: "WEBHOOK url empty", mutate: setAt("", under(webhookParams, "url")...), field: "spec.policies[2].action.params.url"},
+		{name: "url ftp", mutate: setAt("ftp://x", under(webhookParams, "url")...), field: "spec.policies[2].action.params.url"},
+		{name: "url not a url", mutate: setAt("not a url", under(webhookParams, "url")...), field: "spec.policies[2].action.params.url"},
+		{name: "url relative", mutate: setAt("/hooks/done", under(webhookParams, "url")...), field: "spec.policies[2].action.params.url"},
+		{name: "url without host", mutate: setAt("http://", under(webhookParams, "url")...), field: "spec.policies[2].action.params.url"},
+		{name: "url with only a port", mutate: setAt("http://:8080/done", under(webhookParams, "url")...), field: "spec.policies[2].action.params.url"},
+		{name: "url with credentials", mutate: setAt("https://user:secret@hooks.example.com/done", under(webhookParams, "url")...), field: "spec.policies[2].action.params.url"},
+		{name: "url a number", mutate: setAt(int64(8080), under(webhookParams, "url")...), field: "spec.policies[2].action.params.url"},
+		{name: "duplicate policy names", mutate: setAt("delete after an hour", "spec", "policies", 2, "name"), field: "spec.policies", parseField: "spec.policies[2].name"},
+		{name: "name of two characters", mutate: setAt("ab", "spec", "policies", 0, "name"), field: "spec.policies[0].name"},
+		{name: "name with a leading space", mutate: setAt(" delete after an hour", "spec", "policies", 0, "name"), field: "spec.policies[0].name"},
+		{name: "name with a dash", mutate: setAt("delete-after-an-hour", "spec", "policies", 0, "name"), field: "spec.policies[0].name"},
+		{name: "name of 93 characters", mutate: setAt(strings.Repeat("a", 93), "spec", "policies", 0, "name"), field: "spec.policies[0].name"},
+		{name: "name empty", mutate: setAt("", "spec", "policies", 0, "name"), field: "spec.policies[0].name"},
+		{name: "policy without name", mutate: deleteAt("spec", "policies", 0, "name"), field: "spec.policies[0].name"},
+		{name: "policy without condition", mutate: deleteAt("spec", "policies", 0, "condition"), field: "spec.policies[0].condition"},
+		{name: "policy without action", mutate: deleteAt("spec", "policies", 0, "action"), field: "spec.policies[0].action"},
+		{name: "policy not an object", mutate: setAt("delete after an hour", "spec", "policies", 0), field: "spec.policies[0]"},
+		{name: "empty policies", mutate: setAt([]any{}, "spec", "policies"), field: "spec.policies"},
+		{name: "missing policies", mutate: deleteAt("spec", "policies"), field: "spec.policies"},
+		{name: "policies not a list", mutate: setAt(map[string]any{"name": "delete after an hour"}, "spec", "policies"), field: "spec.policies"},
+		{name: "missing spec", mutate: deleteAt("spec"), field: "spec"},
+		{name: "spec not an object", mutate: setAt("delete", "spec"), field: "spec"},
+		{name: "namespace not a DNS label", mutate: setAt("Not_A_Label", "spec", "namespace"), field: "spec.namespace"},
+		{name: "namespace of 64 characters", mutate: setAt(strings.Repeat("n", 64), "spec", "namespace"), field: "spec.namespace"},
+		{name: "deactivated a string", mutate: setAt("false", "spec", "deactivated"), field: "spec.deactivated"},
+		{name: "podLabels not a map", mutate: setAt("role=e2e-test", under(podsParams, "podLabels")...), field: "spec.policies[1].condition.params.podLabels"},
+		{name: "podLabels value a list", mutate: setAt([]any{"e2e-test"}, under(podsParams, "podLabels", "role")...),
+			field: "spec.policies[1].condition.params.podLabels.role", parseField: "spec.policies[1].condition.params.podLabels[role]"},
+		{name: "podLabels name not a label name", mutate: setAt("x", under(podsParams, "podLabels", "not a label")...),
+			field: "spec.policies[1].condition.params.podLabels", parseField: "spec.policies[1].condition.params.podLabels[not a label]"},
+		{name: "podLabels value too long", mutate: setAt(strings.Repeat("v", 64), under(podsParams, "podLabels", "role")...),
+			field: "spec.policies[1].condition.params.podLabels.role", parseField: "spec.policies[1].condition.params.podLabels[role]"},
+
+		// Known disagreements: the CRD is stricter than nsman.
+		{name: "podLabels value a number", mutate: setAt(int64(1), under(podsParams, "podLabels", "role")...),
+			field:        "spec.policies[1].condition.params.podLabels.role",
+			parseAccepts: "nsman takes a number as its text, as the original operator's JSON binding did; the CRD wants a string"},
+		{name: "selector labels value a boolean", mutate: setAt(true, under(scaleSelector, "labels", "scale-down")...),
+			field:        "spec.policies[1].action.params.selectors[0].labels.scale-down",
+			parseAccepts: "nsman takes a boolean as its text; the CRD wants a string"},
+		{name: "negative initialDelaySeconds on a TTL condition", mutate: setAt(int64(-1), under(ttlParams, "initialDelaySeconds")...),
+			field:        "spec.policies[0].condition.params.initialDelaySeconds",
+			parseAccepts: "nsman ignores the params its condition type does not use; the CRD checks every field it declares"},
+		{name: "ftp url on a DELETE action", mutate: setAt(map[string]any{"url": "ftp://x"}, "spec", "policies", 0, "action", "params"),
+			field:        "spec.policies[0].action.params.url",
+			parseAccepts: "nsman ignores the params its action type does not use; the CRD checks every field it declares"},
+		{name: "65 policies", mutate: setAt(manyTTLPolicies(65), "spec", "policies"),
+			field:        "spec.policies",
+			parseAccepts: "the CRD bounds the list so that the cost of the uniqueness rule can be estimated"},
+		{name: "17 selectors", mutate: setAt(manySelectors(17), "spec", "policies", 1, "action", "params", "selectors"),
+			field:        "spec.policies[1].action.params.selectors",
+			parseAccepts: "the CRD bounds the list so that the cost of the label name rule can be estimated"},
+		{name: "65 podLabels", mutate: setAt(manyLabels(65), under(podsParams, "podLabels")...),
+			field:        "spec.policies[1].condition.params.podLabels",
+			parseAccepts: "the CRD bounds the map so that the cost of the label name rule can be estimated"},
+		{name: "url longer than 2048", mutate: setAt("https://hooks.example.com/"+strings.Repeat("x", 2048), under(webhookParams, "url")...),
+			field:        "spec.policies[2].action.params.url",
+			parseAccepts: "the CRD bounds url length so that the cost of its CEL rules can be estimated"},
+	}
+
+	base := validManager(ns)
+	if _, errs := policy.Parse(base); len(errs) > 0 {
+		t.Fatalf("base manager invalid for nsman: %v", errs.ToAggregate())
+	}
+	if _, err := dryRunCreate(t, base); err != nil {
+		t.Fatalf("base manager not admitted: %v", err)
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := validManager(ns)
+			tc.mutate(obj.Object)
+
+			_, err := dryRunCreate(t, obj)
+			t.Logf("admission: %v", err)
+			switch {
+			case err == nil:
+				t.Errorf("admitted, want rejected naming %s", tc.field)
+			case !apierrors.IsInvalid(err):
+				t.Errorf("got %v, want an Invalid error", err)
+			case !strings.Contains(err.Error(), tc.field+": "):
+				t.Errorf("got %q, want it to name %s", err, tc.field)
+			}
+
+			_, errs := policy.Parse(obj)
+			if tc.parseAccepts != "" {
+				if len(errs) > 0 {
+					t.Errorf("policy.Parse now rejects it too (%v): the disagreement %q is gone; make this an ordinary case", errs.ToAggregate(), tc.parseAccepts)
+				}
+				return
+			}
+			want := tc.field
+			if tc.parseField != "" {
+				want = tc.parseField
+			}
+			if !namesField(errs, want) {
+				t.Errorf("policy.Parse reported %v, want an error at %s", errs.ToAggregate(), want)
+			}
+		})
+	}
+}
+
+// TestCRDAdmitsEdgeValues proves that the CRD's bounds and rules stop at
+// the edge of what nsman accepts, not before it.
+func TestCRDAdmitsEdgeValues(t *testing.T) {
+	setup(t)
+	ns := shared.Namespace(t)
+	const maxSeconds = int64(policy.MaxSeconds)
+	cases := []struct {
+		name   string
+		mutate func(map[string]any)
+	}{
+		{name: "ttlSeconds 0", mutate: setAt(int64(0), under(ttlParams, "ttlSeconds")...)},
+		{name: "ttlSeconds at the maximum", mutate: setAt(maxSeconds, under(ttlParams, "ttlSeconds")...)},
+		{name: "initialDelaySeconds 0", mutate: setAt(int64(0), under(podsParams, "initialDelaySeconds")...)},
+		{name: "periodSeconds 1", mutate: setAt(int64(1), under(podsParams, "periodSeconds")...)},
+		{name: "periodSeconds at the maximum", mutate: setAt(maxSeconds, under(podsParams, "periodSeconds")...)},
+		{name: "minChecks 1", mutate: setAt(int64(1), under(podsParams, "minChecks")...)},
+		{name: "minChecks at the maximum", mutate: setAt(maxSeconds, under(podsParams, "minChecks")...)},
+		{name: "no params", mutate: deleteAt(ttlParams...)},
+		{name: "name of three characters", mutate: setAt("a_b", "spec", "policies", 0, "name")},
+		{name: "name of 92 characters", mutate: setAt(strings.Repeat("a", 92), "spec", "policies", 0, "name")},
+		{name: "kind in upper case", mutate: setAt("DEPLOYMENT", under(scaleSelector, "kind")...)},
+		{name: "kind in mixed case", mutate: setAt("statefulSet", under(scaleSelector, "kind")...)},
+		{name: "selector without labels", mutate: deleteAt(under(scaleSelector, "labels")...)},
+		{name: "SCALE_DOWN without params", mutate: deleteAt("spec", "policies", 1, "action", "params")},
+		{name: "16 selectors", mutate: setAt(manySelectors(16), "spec", "policies", 1, "action", "params", "selectors")},
+		{name: "64 policies", mutate: setAt(manyTTLPolicies(64), "spec", "policies")},
+		{name: "64 podLabels", mutate: setAt(manyLabels(64), under(podsParams, "podLabels")...)},
+		{name: "empty podLabels", mutate: setAt(map[string]any{}, under(podsParams, "podLabels")...)},
+		{name: "empty label value", mutate: setAt("", under(podsParams, "podLabels", "role")...)},
+		{name: "label name with a 253-character prefix", mutate: setAt("x", under(podsParams, "podLabels", strings.Repeat("a", 63)+"."+strings.Repeat("b", 63)+"."+strings.Repeat("c", 63)+"."+strings.Repeat("d", 61)+"/"+strings.Repeat("n", 63))...)},
+		{name: "label value of 63 characters", mutate: setAt(strings.Repeat("v", 63), under(podsParams, "podLabels", "role")...)},
+		{name: "url http to an IP and port", mutate: setAt("http://127.0.0.1:8080/hook", under(webhookParams, "url")...)},
+		{name: "url with @ in its path and query", mutate: setAt("https://hooks.example.com/users/@me?cc=a@b.example#@x", under(webhookParams, "url")...)},
+		{name: "url with an IPv6 host", mutate: setAt("http://[::1]:8080/hook", under(webhookParams, "url")...)},
+		{name: "url scheme in upper case", mutate: setAt("HTTPS://hooks.example.com/done", under(webhookParams, "url")...)},
+		{name: "url of 2048 characters", mutate: setAt("https://hooks.example.com/"+strings.Repeat("x", 2048-len("https://hooks.example.com/")), under(webhookParams, "url")...)},
+		{name: "namespace empty", mutate: setAt("", "spec", "namespace")},
+		{name: "namespace absent", mutate: deleteAt("spec", "namespace")},
+		{name: "namespace of 63 characters", mutate: setAt(strings.Repeat("n", 63), "spec", "namespace")},
+		{name: "deactivated", mutate: setAt(true, "spec", "deactivated")},
+		{name: "unknown fields", mutate: setAt("kept or pruned, never refused", under(ttlParams, "comment")...)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := validManager(ns)
+			tc.mutate(obj.Object)
+			if _, errs := policy.Parse(obj); len(errs) > 0 {
+				t.Fatalf("invalid for nsman: %v", errs.ToAggregate())
+			}
+			if _, err := dryRunCreate(t, obj); err != nil {
+				t.Errorf("not admitted: %v", err)
+			}
+		})
+	}
+}
+
+// manyTTLPolicies returns n distinct, valid TTL policies.
+func manyTTLPolicies(n int) []any {
+	out := make([]any, n)
+	for i := range out {
+		out[i] = ttlPolicy(fmt.Sprintf("delete after %d hours", i+1), int64(i+1)*3600, deleteAction)
+	}
+	return out
+}
+
+// manySelectors returns n valid SCALE_DOWN selectors.
+func manySelectors(n int) []any {
+	out := make([]any, n)
+	for i := range out {
+		out[i] = map[string]any{"kind": "Deployment", "labels": map[string]any{"tier": fmt.Sprint("t", i)}}
+	}
+	return out
+}
+
+// manyLabels returns a valid label map of n entries.
+func manyLabels(n int) map[string]any {
+	out := make(map[string]any, n)
+	for i := range n {
+		out[fmt.Sprint("label-", i)] = "x"
+	}
+	return out
+}
+
+func namesField(errs field.ErrorList, path string) bool {
+	for _, e := range errs {
+		if e.Field == path {
+			return true
+		}
+	}
+	return false
+}
