@@ -76,7 +76,10 @@ echo
 echo "webhook receipts:"
 tail -n +2 "$work/webhooks.log"
 echo
-kubectl get nsman -A -o custom-columns='NAMESPACE:.metadata.namespace,NAME:.metadata.name,TARGET:.spec.namespace,DEACTIVATED:.spec.deactivated'
+kubectl get nsman -A
+echo
+kubectl get events -A --field-selector reportingComponent=nsman.k8s.consol.de/sweep 2>/dev/null ||
+	kubectl get events -n namespace-manager
 
 step "a second sweep: nothing left to do"
 nsman sweep
