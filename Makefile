@@ -10,7 +10,7 @@ CACHE := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/nsman
 
 # Packages that need no control plane, and those that start one.
 UNIT_PKGS = $(shell go list ./... | grep -v '/test/')
-INTEGRATION_PKGS = ./test/cluster/... ./test/integration/... ./test/compat/...
+INTEGRATION_PKGS = ./test/cluster/... ./test/integration/... ./test/compat/... ./test/robust/...
 E2E_PKGS = ./test/e2e/...
 TOOL_MODULES = test/tools/kube test/tools/etcd test/tools/kwok test/tools/lint test/tools/pushgateway
 
@@ -30,11 +30,17 @@ control-plane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-sche
 	test/tools/build.sh
 
 .PHONY: test
-test: lint test-unit test-integration test-e2e ## Everything CI runs: lint, unit, integration and end-to-end tests
+test: lint test-unit fuzz test-integration test-e2e ## Everything CI runs: lint, unit, fuzz (briefly), integration and end-to-end tests
 
 .PHONY: test-unit
 test-unit: ## Unit tests (no control plane)
 	go test -race -count=1 $(UNIT_PKGS)
+
+FUZZTIME ?= 10s
+
+.PHONY: fuzz
+fuzz: ## Fuzz manifest parsing and evaluation for FUZZTIME (10s; e.g. FUZZTIME=10m)
+	go test -run '^$$' -fuzz FuzzParseAndEvaluate -fuzztime $(FUZZTIME) ./policy
 
 .PHONY: test-integration
 test-integration: control-plane ## Tests against a real control plane

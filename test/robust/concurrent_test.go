@@ -1,0 +1,170 @@
+package robust
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+
+	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/test/nsmantest"
+)
+
+func buildNsman(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "nsman")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/nsman/nsman/cmd/nsman").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestConcurrentSweepsActOnce starts four sweeps together over 200 due
+// managers of all three actions: every action must be applied exactly once.
+func TestConcurrentSweepsActOnce(t *testing.T) {
+	const managers, sweeps = 200, 4
+	e := setup(t)
+	bin := buildNsman(t)
+	recv := nsmantest.NewReceiver(t)
+	ctx := t.Context()
+	label := "nsman.test/concurrent"
+	run := fmt.Sprint(managers)
+
+	actions := []string{"DELETE", "SCALE_DOWN", "WEBHOOK"}
+	namespaces := make([]string, managers)
+	var wg sync.WaitGroup
+	errs := make(chan error, managers)
+	sem := make(chan struct{}, 16)
+	for i := range managers {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			ns, err := shared.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "concurrent-"}}, metav1.CreateOptions{})
+			if err != nil {
+				errs <- err
+				return
+			}
+			namespaces[i] = ns.Name
+			action := map[string]any{"type": actions[i%3]}
+			if actions[i%3] == "WEBHOOK" {
+				action["params"] = map[string]any{"url": recv.URL + "/" + ns.Name}
+			}
+			if actions[i%3] == "SCALE_DOWN" {
+				labels := map[string]string{"app": "web"}
+				_, err := shared.Admin.AppsV1().Deployments(ns.Name).Create(ctx, &appsv1.Deployment{
+					ObjectMeta: metav1.ObjectMeta{Name: "web"},
+					Spec: appsv1.DeploymentSpec{
+						Replicas: ptr.To[int32](3),
+						Selector: &metav1.LabelSelector{MatchLabels: labels},
+						Template: corev1.PodTemplateSpec{
+							ObjectMeta: metav1.ObjectMeta{Labels: labels},
+							Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.invalid/web:1"}}},
+						},
+					},
+				}, metav1.CreateOptions{})
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			m := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "k8s.consol.de/v1beta1",
+				"kind":       "NamespaceManager",
+				"metadata":   map[string]any{"namespace": ns.Name, "name": ns.Name, "labels": map[string]any{label: run}},
+				"spec": map[string]any{"policies": []any{map[string]any{
+					"name":      "act at once",
+					"condition": map[string]any{"type": "TTL", "params": map[string]any{"ttlSeconds": int64(0)}},
+					"action":    action,
+				}}},
+			}}
+			if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(ns.Name).Create(ctx, m, metav1.CreateOptions{}); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+
+	before, err := shared.AuditedRequests(ctx, e.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reports := make([]sweep.Report, sweeps)
+	for i := range sweeps {
+		wg.Go(func() {
+			cmd := exec.Command(bin, "sweep", "-o", "json", "--kubeconfig", e.Kubeconfig, "-l", label+"="+run, "--log-level", "warn")
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Run(); err != nil {
+				t.Errorf("sweep %d: %v\n%s", i, err, stderr.String())
+				return
+			}
+			if err := json.Unmarshal(stdout.Bytes(), &reports[i]); err != nil {
+				t.Errorf("sweep %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	after, err := shared.AuditedRequests(ctx, e.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	fired := 0
+	for i, r := range reports {
+		fired += r.Summary.States[sweep.StateFired]
+		t.Logf("sweep %d: %v", i, r.Summary.States)
+	}
+	if fired != managers {
+		t.Errorf("the sweeps fired %d actions in all, want %d", fired, managers)
+	}
+	deletes, scales := map[string]int{}, map[string]int{}
+	for _, r := range after[len(before):] {
+		switch {
+		case r.Verb == "delete" && r.Resource == "namespaces" && r.Code == 200:
+			deletes[r.Name]++
+		case r.Verb == "patch" && r.Resource == "deployments" && r.Code == 200:
+			scales[r.Namespace]++
+		}
+	}
+	hooks := map[string]int{}
+	for _, d := range recv.Deliveries() {
+		var body struct{ Namespace string }
+		if err := json.Unmarshal(d.Body, &body); err != nil {
+			t.Fatal(err)
+		}
+		hooks[body.Namespace]++
+	}
+	for i, ns := range namespaces {
+		var got int
+		switch actions[i%3] {
+		case "DELETE":
+			got = deletes[ns]
+		case "SCALE_DOWN":
+			got = scales[ns]
+		case "WEBHOOK":
+			got = hooks[ns]
+		}
+		if got != 1 {
+			t.Errorf("%s %s applied %d times, want once", actions[i%3], ns, got)
+		}
+		if !e.Deactivated(t, ns, ns) {
+			t.Errorf("manager %s not deactivated", ns)
+		}
+	}
+	if len(deletes)+len(scales)+len(hooks) != managers {
+		t.Errorf("actions on %d targets, want %d", len(deletes)+len(scales)+len(hooks), managers)
+	}
+}
