@@ -153,7 +153,8 @@ func (o *sweepOptions) run(c *cobra.Command) error {
 		return usageError{err}
 	}
 	report, err := sweeper.Run(c.Context())
-	if err != nil {
+	interrupted := errors.Is(err, sweep.ErrInterrupted)
+	if err != nil && !interrupted {
 		// The sweep could not run at all: no cluster, or no CRD.
 		return usageError{err}
 	}
@@ -164,14 +165,17 @@ func (o *sweepOptions) run(c *cobra.Command) error {
 		// A sweep's work is done whether or not its metrics arrive: a failed
 		// push is logged, and does not change the exit code. A dry run is no
 		// successful sweep: it acted on nothing.
-		ctx, cancel := context.WithTimeout(c.Context(), pushTimeout)
-		err := sweep.PushMetrics(ctx, o.pushgatewayURL, sweep.DefaultMetricsJob, report, !report.Failed() && !report.Summary.DryRun, nil)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Context()), pushTimeout)
+		perr := sweep.PushMetrics(ctx, o.pushgatewayURL, sweep.DefaultMetricsJob, report, !report.Failed() && !report.Summary.DryRun && !interrupted, nil)
 		cancel()
-		if err != nil {
-			log.Error("metrics not pushed", "url", o.pushgatewayURL, "error", err.Error())
+		if perr != nil {
+			log.Error("metrics not pushed", "url", o.pushgatewayURL, "error", perr.Error())
 		}
 	}
-	if report.Failed() {
+	switch {
+	case interrupted:
+		return err
+	case report.Failed():
 		return fmt.Errorf("%d manager(s) failed", report.Summary.States[sweep.StateFailed])
 	}
 	return nil

@@ -44,6 +44,10 @@ type Config struct {
 	ClaimTTL time.Duration
 	// SweepID names this sweep in claims.
 	SweepID string
+	// InterruptGrace is how long actions under way may go on after the
+	// sweep's context is cancelled; then they are cut off, and their claims
+	// released. It must stay below the pod's termination grace period.
+	InterruptGrace time.Duration
 }
 
 // Defaults for the zero values of Config.
@@ -51,6 +55,9 @@ const (
 	DefaultConcurrency = 16
 	DefaultPageSize    = 500
 	DefaultClaimTTL    = time.Minute
+	// DefaultInterruptGrace leaves room within a CronJob pod's default
+	// 30s termination grace period.
+	DefaultInterruptGrace = 20 * time.Second
 )
 
 // Validate reports a configuration that cannot run.
@@ -102,6 +109,9 @@ func New(cfg Config, clients Clients, webhook *WebhookSender, log *slog.Logger) 
 	}
 	if cfg.ClaimTTL == 0 {
 		cfg.ClaimTTL = DefaultClaimTTL
+	}
+	if cfg.InterruptGrace == 0 {
+		cfg.InterruptGrace = DefaultInterruptGrace
 	}
 	s := &Sweeper{cfg: cfg, clients: clients, webhook: webhook, log: log}
 	s.writer = &apiWriter{clients: clients, webhook: webhook}

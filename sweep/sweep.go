@@ -24,6 +24,10 @@ import (
 	"github.com/nsman/nsman/policy"
 )
 
+// ErrInterrupted means the sweep was stopped (SIGTERM, say) before it got to
+// every manager; the Report covers what it did.
+var ErrInterrupted = errors.New("sweep interrupted")
+
 // ErrNotInstalled means the API server does not serve NamespaceManagers.
 var ErrNotInstalled = errors.New("the NamespaceManager CRD (namespacemanagers.k8s.consol.de) is not installed")
 
@@ -63,16 +67,26 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	}))
 	p.PageSize = s.cfg.PageSize
 
+	// Work already started outlives an interrupt by InterruptGrace, so that
+	// an action under way finishes and is recorded rather than being cut
+	// off with its claim held; nothing new starts once ctx is done.
+	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWork()
+	stopGrace := context.AfterFunc(ctx, func() { time.AfterFunc(s.cfg.InterruptGrace, cancelWork) })
+	defer stopGrace()
+
 	jobs := make(chan *unstructured.Unstructured)
 	var workers sync.WaitGroup
 	for range s.cfg.Concurrency {
 		workers.Go(func() {
 			for obj := range jobs {
-				e := s.handle(ctx, r, obj)
-				s.logDecision(ctx, e)
-				r.mu.Lock()
-				r.entries = append(r.entries, e)
-				r.mu.Unlock()
+				if ctx.Err() != nil {
+					r.add(notReached(obj))
+					continue
+				}
+				e := s.handle(work, r, obj)
+				s.logDecision(work, e)
+				r.add(e)
 			}
 		})
 	}
@@ -82,12 +96,23 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 			r.now = s.now()
 			first = false
 		}
-		jobs <- o.(*unstructured.Unstructured)
+		obj := o.(*unstructured.Unstructured)
+		if ctx.Err() == nil {
+			select {
+			case jobs <- obj:
+				return nil
+			case <-ctx.Done():
+			}
+		}
+		// Interrupted: what is listed already is reported; the next page is
+		// not fetched.
+		r.add(notReached(obj))
 		return nil
 	})
 	close(jobs)
 	workers.Wait()
-	if err != nil {
+	interrupted := ctx.Err()
+	if err != nil && interrupted == nil {
 		if apierrors.IsNotFound(err) {
 			return Report{}, ErrNotInstalled
 		}
@@ -111,7 +136,21 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	for _, e := range r.entries {
 		report.Summary.States[e.State]++
 	}
+	if interrupted != nil {
+		return report, fmt.Errorf("%w: %w", ErrInterrupted, interrupted)
+	}
 	return report, nil
+}
+
+func (r *sweepRun) add(e Entry) {
+	r.mu.Lock()
+	r.entries = append(r.entries, e)
+	r.mu.Unlock()
+}
+
+// notReached is the entry of a manager an interrupted sweep did not handle.
+func notReached(obj *unstructured.Unstructured) Entry {
+	return Entry{Namespace: obj.GetNamespace(), Name: obj.GetName(), State: StateDeferred, Message: "the sweep was interrupted before it got to this manager"}
 }
 
 // stateStore asks the API server whether NamespaceManagers have a status
@@ -203,7 +242,11 @@ func (s *Sweeper) handle(ctx context.Context, r *sweepRun, obj *unstructured.Uns
 	if !changed {
 		return e
 	}
-	if err := s.patchRetrying(ctx, obj.GetNamespace(), obj.GetName(), patch); err != nil {
+	// Recorded even when the action was cut off, so that its claim is
+	// released and the failure seen.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	if err := s.patchRetrying(rctx, obj.GetNamespace(), obj.GetName(), patch); err != nil {
 		msg := "record the outcome on the manager"
 		if e.State == StateFired {
 			msg = "action done, but recording it failed (a later sweep completes it)"
@@ -212,6 +255,9 @@ func (s *Sweeper) handle(ctx context.Context, r *sweepRun, obj *unstructured.Uns
 	}
 	return e
 }
+
+// recordTimeout bounds the write of a manager's record.
+const recordTimeout = 5 * time.Second
 
 // decide evaluates one manager and, when a policy holds, fires it.
 func (s *Sweeper) decide(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured, rec *record) Entry {

@@ -1,0 +1,77 @@
+package robust
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/nsman/nsman/sweep"
+)
+
+// TestLocalClockAheadFiresNothingEarly runs a sweep whose local clock is an
+// hour ahead of the API server's: a manager due in half an hour by the
+// server's clock must wait, and the skew is logged.
+func TestLocalClockAheadFiresNothingEarly(t *testing.T) {
+	e := setup(t)
+	ns := shared.Namespace(t)
+	m := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "k8s.consol.de/v1beta1",
+		"kind":       "NamespaceManager",
+		"metadata":   map[string]any{"namespace": ns, "name": ns},
+		"spec": map[string]any{"policies": []any{map[string]any{
+			"name":      "delete in half an hour",
+			"condition": map[string]any{"type": "TTL", "params": map[string]any{"ttlSeconds": int64(1800)}},
+			"action":    map[string]any{"type": "DELETE"},
+		}}},
+	}}
+	if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(ns).Create(t.Context(), m, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", e.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	observer := sweep.NewAPIObserver(func() time.Time { return time.Now().Add(time.Hour) })
+	cfg.Wrap(observer.Wrap)
+	clients := sweep.Clients{Observer: observer}
+	if clients.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if clients.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if clients.Metadata, err = metadata.NewForConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	s, err := sweep.New(sweep.Config{Namespace: ns, SweepID: "clock-test"}, clients, sweep.NewWebhookSender(sweep.WebhookOptions{}), slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	report, err := s.Run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(report.Entries) != 1 || report.Entries[0].State != sweep.StateWaiting {
+		t.Fatalf("report %+v: want the manager waiting", report.Entries)
+	}
+	if d := time.Since(report.Summary.Now); d < -2*time.Second || d > 2*time.Second {
+		t.Errorf("evaluated at %v, %v from the server's now", report.Summary.Now, d)
+	}
+	if !strings.Contains(logs.String(), "local clock differs") {
+		t.Errorf("skew not logged:\n%s", logs.String())
+	}
+	if e.NamespaceGoneOrTerminating(t, ns) {
+		t.Fatal("namespace deleted half an hour early")
+	}
+}
