@@ -52,8 +52,9 @@ type namespaceInfo struct {
 }
 
 // Run performs one sweep. Per-manager failures are reported in the Report
-// and never stop the sweep; the error is for a sweep that could not run at
-// all (no API server, CRD not installed).
+// and never stop the sweep. The error is for a sweep that could not run at
+// all (no API server, CRD not installed), or ErrInterrupted, with the Report
+// of what it did, when ctx was cancelled before it got to every manager.
 func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	began := time.Now()
 	store, err := s.stateStore()
