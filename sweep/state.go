@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
@@ -43,6 +45,14 @@ type Status struct {
 	LastAction *LastAction `json:"lastAction,omitempty"`
 	// Checks is the progress of PODS_SUCCEED policies with minChecks above 1.
 	Checks map[string]policy.CheckState `json:"checks,omitempty"`
+}
+
+// clone returns a copy that shares nothing that observe or the sweep
+// modifies in place.
+func (st Status) clone() Status {
+	st.Conditions = slices.Clone(st.Conditions)
+	st.Checks = maps.Clone(st.Checks)
+	return st
 }
 
 // ConditionFired is True once the manager's action succeeded; while False,

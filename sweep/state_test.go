@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,5 +125,24 @@ func TestObserveKeepsTransitionTimeWhileUnchanged(t *testing.T) {
 	}
 	if st.State != StateFired || st.ObservedGeneration != 2 || st.NextDue != nil {
 		t.Errorf("status %+v", st)
+	}
+}
+
+// A record's next status must not share its conditions with the stored one,
+// or the update would see no change in them.
+func TestUpdateSeesAConditionChange(t *testing.T) {
+	t1 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var stored Status
+	stored.observe(Entry{State: StateWaiting, Target: "ns", Message: "waiting"}, 1, t1)
+	next := stored.clone()
+	next.observe(Entry{State: StateFired, Target: "ns", Message: "done"}, 1, t1.Add(time.Minute))
+	if stored.Conditions[0].Status != metav1.ConditionFalse {
+		t.Fatal("observing the next status changed the stored one")
+	}
+	for _, store := range []stateStore{{inStatus: false}, {inStatus: true}} {
+		p, changed := store.update(stored, next, "", false)
+		if !changed || !strings.Contains(string(p.body), "conditions") || !strings.Contains(string(p.body), "True") {
+			t.Errorf("inStatus=%v: patch %s does not carry the changed condition", store.inStatus, p.body)
+		}
 	}
 }

@@ -227,7 +227,7 @@ func (s *Sweeper) namespaces(ctx context.Context, r *sweepRun) (map[string]names
 // its state changed to one that gets an Event.
 func (s *Sweeper) handle(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured) Entry {
 	stored := r.store.read(obj)
-	rec := &record{stored: stored, next: stored}
+	rec := &record{stored: stored, next: stored.clone()}
 	e := s.decide(ctx, r, obj, rec)
 	switch e.State {
 	case StateDeactivated, StateBusy:

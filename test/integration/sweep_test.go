@@ -185,8 +185,9 @@ func TestWebhookFailureIsRetriedWithTheSameKey(t *testing.T) {
 	if !e.Deactivated(t, ns, ns) {
 		t.Fatal("manager not deactivated after the webhook succeeded")
 	}
-	if st := managerStatus(t, ns, ns); st.LastAction == nil || st.LastAction.Result != sweep.ResultSucceeded || st.Claim != nil {
-		t.Errorf("status %+v, want a succeeded lastAction and no claim", st)
+	if st := managerStatus(t, ns, ns); st.LastAction == nil || st.LastAction.Result != sweep.ResultSucceeded || st.Claim != nil ||
+		condition(st).Status != metav1.ConditionTrue || condition(st).Reason != "Fired" {
+		t.Errorf("status %+v, want a succeeded lastAction, no claim and the Fired condition True", st)
 	}
 	res = e.Sweep(t, "-l", caseLabel+"="+ns)
 	wantState(t, res, ns, ns, sweep.StateDeactivated)
