@@ -55,8 +55,10 @@ docs: ## Regenerate the flags reference in README.md from the commands
 	go test ./cmd -run TestFlagsReferenceInREADME -update
 
 .PHONY: bench
-bench: ## Benchmarks
-	go test -run '^$$' -bench . -benchmem $(UNIT_PKGS)
+bench: control-plane ## Benchmarks: Go benchmarks of the unit packages, then 1,000 and 10,000 managers on a real API server (writes BENCHMARKS.md)
+	@mkdir -p bin
+	go test -run '^$$' -bench . -benchmem $(UNIT_PKGS) | tee bin/bench-unit.txt
+	NSMAN_BENCH=1 NSMAN_BENCH_UNIT=$(CURDIR)/bin/bench-unit.txt go test -count=1 -run '^TestBenchmarks$$' -timeout 60m -v ./test/bench/
 
 .PHONY: lint
 lint: $(STATICCHECK) ## gofmt, go vet, staticcheck and go mod tidy

@@ -1,0 +1,106 @@
+package sweep
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// benchManagers is the fleet size nsman must stay cheap at (issue 6).
+const benchManagers = 10_000
+
+// benchEntries returns n waiting entries as a sweep reports them: even ones
+// wait on a TTL, odd ones on pods that have not succeeded.
+func benchEntries(n int, now time.Time) []Entry {
+	entries := make([]Entry, 0, n)
+	for i := range n {
+		name := fmt.Sprintf("team-%05d", i)
+		e := Entry{Namespace: name, Name: name, Target: name, State: StateWaiting}
+		if i%2 == 0 {
+			due := now.Add(time.Duration(i) * time.Second).UTC()
+			e.Due = &due
+			e.Message = "TTL 24h0m0s elapses at " + due.Format(time.RFC3339)
+			e.Conditions = []Condition{{Policy: "expire", Detail: e.Message, Due: &due}}
+		} else {
+			e.Message = "not every pod matching app=e2e Succeeded: pod e2e-0 is Running"
+			e.Conditions = []Condition{{Policy: "tests done", Detail: e.Message}}
+		}
+		entries = append(entries, e)
+	}
+	return entries
+}
+
+// BenchmarkStatusFirstSweep builds the status patch of 10,000 managers that
+// have no status yet: what the first sweep writes.
+func BenchmarkStatusFirstSweep(b *testing.B) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	entries := benchEntries(benchManagers, now)
+	store := stateStore{inStatus: true}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, e := range entries {
+			var next Status
+			next.observe(e, 1, now)
+			if _, changed := store.update(Status{}, next, "", false); !changed {
+				b.Fatal("no patch for a manager without status")
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchManagers), "ns/manager")
+}
+
+// BenchmarkStatusSteadyState reads the stored status of 10,000 managers and
+// finds that nothing changed: what every later no-op sweep pays per manager
+// to write nothing.
+func BenchmarkStatusSteadyState(b *testing.B) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	entries := benchEntries(benchManagers, now)
+	store := stateStore{inStatus: true}
+	objs := make([]*unstructured.Unstructured, len(entries))
+	for i, e := range entries {
+		var st Status
+		st.observe(e, 1, now)
+		var raw map[string]any
+		if err := json.Unmarshal([]byte(mustJSON(st)), &raw); err != nil {
+			b.Fatal(err)
+		}
+		objs[i] = &unstructured.Unstructured{Object: map[string]any{"status": raw}}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for i, obj := range objs {
+			stored := store.read(obj)
+			next := stored
+			next.observe(entries[i], 1, now.Add(time.Minute))
+			if _, changed := store.update(stored, next, "", false); changed {
+				b.Fatalf("%s: steady state writes a patch", entries[i].Name)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchManagers), "ns/manager")
+}
+
+// BenchmarkReportJSON encodes the report of a 10,000-manager sweep as
+// `nsman sweep -o json` prints it (indented).
+func BenchmarkReportJSON(b *testing.B) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r := Report{Version: ReportVersion, Entries: benchEntries(benchManagers, now), Summary: Summary{
+		Now: now, Managers: benchManagers, States: map[State]int{StateWaiting: benchManagers},
+		Requests: map[string]int{"get": 5041},
+	}}
+	b.ReportAllocs()
+	var size int
+	for b.Loop() {
+		data, err := json.MarshalIndent(r, "", "  ")
+		if err != nil {
+			b.Fatal(err)
+		}
+		size = len(data)
+		_, _ = io.Discard.Write(data)
+	}
+	b.ReportMetric(float64(size), "bytes/report")
+}

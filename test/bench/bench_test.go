@@ -1,0 +1,394 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/test/cluster"
+	"github.com/nsman/nsman/test/nsmantest"
+)
+
+// Command is how BENCHMARKS.md says to reproduce it.
+const Command = "make bench"
+
+// analysisMarker separates the generated part of BENCHMARKS.md from the
+// hand-written analysis below it, which a new run keeps.
+const analysisMarker = "<!-- end of generated results; hand-written analysis below is kept by make bench -->"
+
+// TestBenchmarks seeds N managers for each size in NSMAN_BENCH_SIZES
+// (default 1000,10000), each in a fresh API-tier control plane, measures the
+// floors and nsman sweeps, prints the table and writes BENCHMARKS.md
+// (NSMAN_BENCH_OUT to write elsewhere). NSMAN_BENCH_UNIT names a file of Go
+// benchmark output to include.
+func TestBenchmarks(t *testing.T) {
+	if os.Getenv("NSMAN_BENCH") != "1" {
+		t.Skip("control-plane benchmarks run with NSMAN_BENCH=1 (make bench)")
+	}
+	sizes, err := parseSizes(os.Getenv("NSMAN_BENCH_SIZES"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	due := 1000
+	if v := os.Getenv("NSMAN_BENCH_DUE"); v != "" {
+		if due, err = strconv.Atoi(v); err != nil || due < 1 {
+			t.Fatalf("NSMAN_BENCH_DUE=%q: want a positive number", v)
+		}
+	}
+	bin := filepath.Join(t.TempDir(), "nsman")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/nsman")
+	build.Dir = nsmantest.RepoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/nsman: %v\n%s", err, out)
+	}
+
+	began := time.Now()
+	var rows []measurement
+	var kubeVersion string
+	for _, n := range sizes {
+		r, v := measureSize(t, bin, n, due)
+		rows = append(rows, r...)
+		kubeVersion = v
+	}
+	doc := render(rows, sizes, due, kubeVersion, began)
+	fmt.Println(doc)
+	out := os.Getenv("NSMAN_BENCH_OUT")
+	if out == "" {
+		out = filepath.Join(nsmantest.RepoRoot(), "BENCHMARKS.md")
+	}
+	if old, err := os.ReadFile(out); err == nil {
+		if _, analysis, ok := strings.Cut(string(old), analysisMarker); ok {
+			doc += analysis
+		}
+	}
+	if err := os.WriteFile(out, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote %s", out)
+}
+
+func parseSizes(s string) ([]int, error) {
+	if s == "" {
+		return []int{1000, 10000}, nil
+	}
+	var sizes []int
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 2 {
+			return nil, fmt.Errorf("NSMAN_BENCH_SIZES=%q: want sizes such as 1000,10000", s)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes, nil
+}
+
+// measureSize starts a control plane, seeds n background managers and
+// measures, in order: the read floor, the read floor with the pods checks,
+// nsman's first sweep (which records status on every manager), a no-op
+// sweep, then, with due more managers due for DELETE and as many again for
+// the write floor, nsman's DELETE sweep and the write floor.
+func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 45*time.Minute)
+	defer cancel()
+	step := func(format string, args ...any) {
+		t.Logf("N=%d: %s", n, fmt.Sprintf(format, args...))
+	}
+
+	c, err := cluster.Start(ctx, cluster.Options{Tier: cluster.APITier})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	crd, err := os.ReadFile(filepath.Join(nsmantest.RepoRoot(), "deploy", "base", "crd.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := nsmantest.Setup(ctx, c, crd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	version, err := c.Admin.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := clientcmd.BuildConfigFromFlags("", env.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa.QPS = -1 // the floor is never throttled on the client side
+
+	seed := seeder{kube: c.Admin, dyn: env.Dynamic}
+	began := time.Now()
+	kindOf := func(i int) kind {
+		if i%2 == 0 {
+			return ttlNotDue
+		}
+		return podsRunning
+	}
+	if err := seed.seed(ctx, "bench", setBackground, n, kindOf); err != nil {
+		t.Fatalf("seed: %v", err)
+	}
+	step("seeded %d managers in %s", n, time.Since(began).Round(time.Millisecond))
+	var podsNamespaces []string
+	for i := range n {
+		if kindOf(i) == podsRunning {
+			podsNamespaces = append(podsNamespaces, fmt.Sprintf("bench-%05d", i))
+		}
+	}
+
+	audit := &auditCursor{c: c, user: env.User}
+	if _, err := audit.next(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var rows []measurement
+	record := func(m measurement) measurement {
+		m.N = n
+		m.Load = loadAverage()
+		if m.Audited, err = audit.next(ctx); err != nil {
+			t.Fatal(err)
+		}
+		step("%s: %s, %d requests (%s), RSS %d KiB", m.What, m.Wall.Round(time.Millisecond), m.total(), describe(m.Audited), m.MaxRSS)
+		rows = append(rows, m)
+		return m
+	}
+	sweepRow := func(what string, args ...string) measurement {
+		run, err := runSweep(ctx, bin, env.Kubeconfig, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if run.Code != 0 {
+			t.Errorf("N=%d %s: nsman exited %d; stderr:\n%s", n, what, run.Code, tail(run.Stderr, 4000))
+		}
+		states := map[sweep.State]int{}
+		for k, v := range run.Summary.States {
+			states[k] = v
+		}
+		return record(measurement{What: what, Wall: run.Wall, HTTP: run.Summary.Requests, MaxRSS: run.MaxRSS, States: states})
+	}
+
+	// (a) The read floor.
+	start := time.Now()
+	managers, namespaces, err := floorLists(ctx, sa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	record(measurement{What: "floor: paged LIST of managers + namespaces", Wall: time.Since(start),
+		Note: fmt.Sprintf("%d managers, %d namespaces", managers, namespaces)})
+	start = time.Now()
+	if _, _, err := floorLists(ctx, sa); err != nil {
+		t.Fatal(err)
+	}
+	if err := floorPodsChecks(ctx, sa, podsNamespaces); err != nil {
+		t.Fatal(err)
+	}
+	record(measurement{What: "floor + pods checks (16 workers)", Wall: time.Since(start),
+		Note: fmt.Sprintf("%d pods checks", len(podsNamespaces))})
+
+	// (b) The first sweep records a status on every manager; the next one
+	// changes nothing and must write nothing.
+	sweepRow("nsman sweep, first (records status)")
+	noop := sweepRow("nsman sweep, no-op (nothing due)")
+	if w := noop.writes(); w != 0 {
+		t.Errorf("N=%d: the no-op sweep made %d write requests: %s", n, w, describe(noop.Audited))
+	}
+	if got := noop.States[sweep.StateWaiting]; got != n {
+		t.Errorf("N=%d: no-op sweep: %d managers waiting, want %d (%v)", n, got, n, noop.States)
+	}
+
+	// (c) due managers due for DELETE, and as many for the write floor.
+	began = time.Now()
+	dueKind := func(int) kind { return ttlDue }
+	if err := seed.seed(ctx, "due", setDue, due, dueKind); err != nil {
+		t.Fatalf("seed due: %v", err)
+	}
+	if err := seed.seed(ctx, "floor", setWriteFloor, due, dueKind); err != nil {
+		t.Fatalf("seed write floor: %v", err)
+	}
+	if err := seed.seed(ctx, "unthrottled", setDueUnthrottled, due, dueKind); err != nil {
+		t.Fatalf("seed due (unthrottled): %v", err)
+	}
+	step("seeded 3×%d due managers in %s", due, time.Since(began).Round(time.Millisecond))
+	if _, err := audit.next(ctx); err != nil {
+		t.Fatal(err)
+	}
+	del := sweepRow(fmt.Sprintf("nsman sweep, %d due for DELETE", due), "-l", setLabel+" notin ("+setWriteFloor+","+setDueUnthrottled+")")
+	if got := del.States[sweep.StateFired]; got != due {
+		t.Errorf("N=%d: DELETE sweep fired %d, want %d (%v)", n, got, due, del.States)
+	}
+	// Diagnostic: the same sweep without client-side throttling, to tell
+	// nsman's default --qps 500 --burst 1000 from the rest of its cost.
+	fast := sweepRow(fmt.Sprintf("diagnostic: nsman sweep, %d due for DELETE, --qps 100000 --burst 100000", due),
+		"-l", setLabel+" notin ("+setWriteFloor+","+setDue+")", "--qps", "100000", "--burst", "100000")
+	if got := fast.States[sweep.StateFired]; got != due {
+		t.Errorf("N=%d: unthrottled DELETE sweep fired %d, want %d (%v)", n, got, due, fast.States)
+	}
+	targets, err := prepareWriteFloor(ctx, sa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(targets) != due {
+		t.Fatalf("write floor: %d managers listed, want %d", len(targets), due)
+	}
+	if _, err := audit.next(ctx); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	if err := writeFloor(ctx, sa, targets); err != nil {
+		t.Fatal(err)
+	}
+	record(measurement{What: fmt.Sprintf("write floor: %d × (claim, delete, deactivate), 16 workers", due), Wall: time.Since(start)})
+	return rows, version.GitVersion
+}
+
+// render writes the Markdown report.
+func render(rows []measurement, sizes []int, due int, kubeVersion string, began time.Time) string {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	p("# nsman benchmarks\n\n")
+	p("Generated by `%s` (the control-plane part alone: `NSMAN_BENCH=1 go test -count=1 -run TestBenchmarks -timeout 60m -v ./test/bench/`,\n", Command)
+	p("sizes with `NSMAN_BENCH_SIZES=1000,10000`) on %s.\n\n", began.UTC().Format("2006-01-02 15:04 MST"))
+	p("Machine: %d CPUs (`nproc`), %s memory, %s/%s; %s; kube-apiserver %s (API tier of test/cluster: etcd + kube-apiserver, audit log on, blocking).\n\n",
+		runtime.NumCPU(), memTotal(), runtime.GOOS, runtime.GOARCH, runtime.Version(), kubeVersion)
+	p("Each size runs in a fresh control plane. Seeded: N managers, each in its own namespace and targeting it; half TTL 24 h (not due),\n")
+	p("half PODS_SUCCEED (initialDelaySeconds 0) with one Running pod, so every sweep checks their pods and keeps waiting.\n")
+	p("Then %d more managers due for DELETE (TTL 0) for nsman, and %d for the write floor. nsman is the built binary, run as a child\n", due, due)
+	p("process as its ServiceAccount (deploy/base/rbac.yaml) with default flags (`--concurrency 16 --qps 500 --burst 1000`); the floors are\n")
+	p("minimal client-go code in the driver, as the same ServiceAccount, unthrottled (QPS -1), page size %d as nsman.\n", pageSize)
+	p("Requests are the API server's audit log for the ServiceAccount (verb resource); nsman's own count by HTTP method\n")
+	p("(`summary.requests`) also shows its discovery request. RSS is the child's peak (rusage maxrss). nsman's wall time includes\n")
+	p("starting the process; the floors run in the driver's process. \"load avg after\" is the 1-minute load average when the\n")
+	p("row was measured: the machine is shared, and a load above the CPU count means other work competed for it.\n\n")
+
+	p("| N | measurement | wall | requests | writes | requests by verb | nsman summary.requests | peak RSS | managers by state / note | load avg after |\n")
+	p("|---:|---|---:|---:|---:|---|---|---:|---|---:|\n")
+	for _, m := range rows {
+		rss := "–"
+		if m.MaxRSS > 0 {
+			rss = fmt.Sprintf("%.1f MiB", float64(m.MaxRSS)/1024)
+		}
+		note := m.Note
+		if m.States != nil {
+			parts := map[string]int{}
+			for k, v := range m.States {
+				parts[string(k)] = v
+			}
+			note = describe(parts)
+		}
+		http := "–"
+		if m.HTTP != nil {
+			http = describe(m.HTTP)
+		}
+		p("| %d | %s | %.2f s | %d | %d | %s | %s | %s | %s | %s |\n", m.N, m.What, m.Wall.Seconds(), m.total(), m.writes(), describe(m.Audited), http, rss, note, m.Load)
+	}
+
+	p("\n## Targets (issue 6)\n\n")
+	p("| N | target | measured | met |\n|---:|---|---|---|\n")
+	find := func(n int, prefix string) (measurement, bool) {
+		for _, m := range rows {
+			if m.N == n && strings.HasPrefix(m.What, prefix) {
+				return m, true
+			}
+		}
+		return measurement{}, false
+	}
+	met := func(ok bool) string {
+		if ok {
+			return "yes"
+		}
+		return "**no**"
+	}
+	for _, n := range sizes {
+		floor, _ := find(n, "floor: ")
+		floorPods, _ := find(n, "floor + pods")
+		noop, _ := find(n, "nsman sweep, no-op")
+		del, _ := find(n, "nsman sweep, "+strconv.Itoa(due))
+		wf, _ := find(n, "write floor")
+		fast, _ := find(n, "diagnostic: nsman sweep")
+		ratio := noop.Wall.Seconds() / floor.Wall.Seconds()
+		p("| %d | no-op sweep ≤ 1.3 × read floor | %.2f s / %.2f s = %.1f× (floor incl. pods checks: %.2f s, %.1f×) | %s |\n",
+			n, noop.Wall.Seconds(), floor.Wall.Seconds(), ratio, floorPods.Wall.Seconds(), noop.Wall.Seconds()/floorPods.Wall.Seconds(), met(ratio <= 1.3))
+		p("| %d | zero writes in a no-op sweep | %d | %s |\n", n, noop.writes(), met(noop.writes() == 0))
+		pages := floor.total()
+		checks := floorPods.count("list", "pods")
+		p("| %d | requests ≤ list pages + pods checks | %d audited (+%d discovery) vs %d pages + %d checks = %d | %s |\n",
+			n, noop.total(), httpTotal(noop.HTTP)-noop.total(), pages, checks, pages+checks, met(noop.total() <= pages+checks))
+		rss := float64(noop.MaxRSS) / 1024
+		p("| %d | peak RSS ≤ 64 MiB (no-op sweep; DELETE sweep %.1f MiB) | %.1f MiB | %s |\n", n, float64(del.MaxRSS)/1024, rss, met(rss <= 64))
+		dr := del.Wall.Seconds() / wf.Wall.Seconds()
+		p("| %d | %d DELETEs ≤ 2.5 × write floor and ≤ 10 s | %.2f s / %.2f s = %.1f× (sweep minus no-op sweep: %.2f s, %.1f×; unthrottled diagnostic: %.2f s, %.1f×) | %s |\n",
+			n, due, del.Wall.Seconds(), wf.Wall.Seconds(), dr, (del.Wall - noop.Wall).Seconds(), (del.Wall-noop.Wall).Seconds()/wf.Wall.Seconds(),
+			fast.Wall.Seconds(), fast.Wall.Seconds()/wf.Wall.Seconds(), met(dr <= 2.5 && del.Wall <= 10*time.Second))
+	}
+	if len(sizes) > 1 {
+		lo, hi := sizes[0], sizes[len(sizes)-1]
+		p("\n### Growth from %d to %d managers (%.0f× the managers)\n\n", lo, hi, float64(hi)/float64(lo))
+		p("| measurement | wall at %d | wall at %d | growth | per manager at %d | per manager at %d |\n|---|---:|---:|---:|---:|---:|\n", lo, hi, lo, hi)
+		for _, prefix := range []string{"floor: ", "floor + pods", "nsman sweep, first", "nsman sweep, no-op", "nsman sweep, " + strconv.Itoa(due)} {
+			a, _ := find(lo, prefix)
+			z, _ := find(hi, prefix)
+			p("| %s | %.2f s | %.2f s | %.1f× | %.0f µs | %.0f µs |\n", a.What, a.Wall.Seconds(), z.Wall.Seconds(), z.Wall.Seconds()/a.Wall.Seconds(),
+				float64(a.Wall.Microseconds())/float64(lo), float64(z.Wall.Microseconds())/float64(hi))
+		}
+		a, _ := find(lo, "nsman sweep, no-op")
+		z, _ := find(hi, "nsman sweep, no-op")
+		p("\nPeak RSS of the no-op sweep: %.1f MiB at %d, %.1f MiB at %d. Requests: %d at %d, %d at %d.\n",
+			float64(a.MaxRSS)/1024, lo, float64(z.MaxRSS)/1024, hi, a.total(), lo, z.total(), hi)
+	}
+	if unit := os.Getenv("NSMAN_BENCH_UNIT"); unit != "" {
+		if data, err := os.ReadFile(unit); err == nil {
+			p("\n## Go benchmarks (10,000 managers per op)\n\n```\n%s```\n", data)
+		}
+	}
+	p("\n%s\n", analysisMarker)
+	return b.String()
+}
+
+func httpTotal(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// loadAverage is the 1-minute load average.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Fields(string(data))[0]
+}
+
+// memTotal is MemTotal from /proc/meminfo, in GiB.
+func memTotal() string {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return "unknown"
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			kib, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			if err == nil {
+				return fmt.Sprintf("%.1f GiB", kib/(1<<20))
+			}
+		}
+	}
+	return "unknown"
+}
