@@ -112,10 +112,7 @@ func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 		t.Fatal(err)
 	}
 	defer c.Stop()
-	crd, err := os.ReadFile(filepath.Join(nsmantest.RepoRoot(), "deploy", "base", "crd.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	crd := nsmantest.CRD(t)
 	env, err := nsmantest.Setup(ctx, c, crd)
 	if err != nil {
 		t.Fatal(err)

@@ -49,24 +49,34 @@ func pinnedVersion(dir, module string) (string, error) {
 	return "", fmt.Errorf("%s does not require %s", path, module)
 }
 
-// findBinaries resolves the cache paths that test/tools/build.sh writes to and
-// checks that each file is there.
-func findBinaries(tier Tier) (binaries, error) {
+// ToolDir is the cache directory that test/tools/build.sh builds a pinned
+// tool into: <user cache>/nsman/<prefix>-<version>, where the version is the
+// one test/tools/<toolsModule>/go.mod requires of module.
+func ToolDir(toolsModule, module, prefix string) (string, error) {
 	tools, err := toolsDir()
 	if err != nil {
-		return binaries{}, err
+		return "", err
 	}
 	cache, err := os.UserCacheDir()
 	if err != nil {
-		return binaries{}, err
+		return "", err
 	}
-	dirOf := func(toolsModule, module, prefix string) (string, error) {
-		v, err := pinnedVersion(filepath.Join(tools, toolsModule), module)
-		if err != nil {
-			return "", err
-		}
-		return filepath.Join(cache, "nsman", prefix+"-"+v), nil
+	v, err := pinnedVersion(filepath.Join(tools, toolsModule), module)
+	if err != nil {
+		return "", err
 	}
+	return filepath.Join(cache, "nsman", prefix+"-"+v), nil
+}
+
+// MissingTool is the error for a tool binary that is not built.
+func MissingTool(path string) error {
+	return fmt.Errorf("%s not found: run '%s' to build it", path, buildTarget)
+}
+
+// findBinaries resolves the cache paths that test/tools/build.sh writes to and
+// checks that each file is there.
+func findBinaries(tier Tier) (binaries, error) {
+	dirOf := ToolDir
 	kube, err := dirOf("kube", "k8s.io/kubernetes", "kubernetes")
 	if err != nil {
 		return binaries{}, err
@@ -94,7 +104,7 @@ func findBinaries(tier Tier) (binaries, error) {
 	var missing []error
 	for _, p := range need {
 		if _, err := os.Stat(p); err != nil {
-			missing = append(missing, fmt.Errorf("%s not found: run '%s' to build it", p, buildTarget))
+			missing = append(missing, MissingTool(p))
 		}
 	}
 	return b, errors.Join(missing...)

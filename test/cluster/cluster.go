@@ -200,11 +200,11 @@ rules:
 
 func (c *Cluster) startAPITier(ctx context.Context, bins binaries) error {
 	etcdDir := filepath.Join(c.Dir, "etcd")
-	clientPort, err := freePort()
+	clientPort, err := FreePort()
 	if err != nil {
 		return err
 	}
-	peerPort, err := freePort()
+	peerPort, err := FreePort()
 	if err != nil {
 		return err
 	}
@@ -252,7 +252,7 @@ func (c *Cluster) startAPITier(ctx context.Context, bins binaries) error {
 	}
 	c.auditLog = filepath.Join(c.Dir, "audit.log")
 
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return err
 	}
@@ -310,7 +310,7 @@ func (c *Cluster) startFullTier(ctx context.Context, bins binaries) error {
 		return filepath.Join(c.Dir, strings.TrimPrefix(user, "nsman:")+".kubeconfig")
 	}
 	kcmConfig := kubeconfig(controllerManager)
-	kcmPort, err := freePort()
+	kcmPort, err := FreePort()
 	if err != nil {
 		return err
 	}
@@ -330,7 +330,7 @@ func (c *Cluster) startFullTier(ctx context.Context, bins binaries) error {
 		return err
 	}
 	schedConfig := kubeconfig(scheduler)
-	schedPort, err := freePort()
+	schedPort, err := FreePort()
 	if err != nil {
 		return err
 	}
@@ -439,8 +439,8 @@ func randomToken() (string, error) {
 	return hex.EncodeToString(b), nil
 }
 
-// freePort asks the kernel for an unused loopback port.
-func freePort() (int, error) {
+// FreePort asks the kernel for an unused loopback port.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

@@ -64,10 +64,7 @@ func TestNsmanBinary(t *testing.T) {
 		t.Fatalf("sweep with a missing kubeconfig: exit %d, stderr %q; want 2", code, stderr)
 	}
 
-	crd, err := os.ReadFile(filepath.Join(nsmantest.RepoRoot(), "deploy", "base", "crd.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	crd := nsmantest.CRD(t)
 	env, err := nsmantest.Setup(t.Context(), shared, crd)
 	if err != nil {
 		t.Fatal(err)

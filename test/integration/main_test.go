@@ -5,8 +5,6 @@ package integration
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -29,10 +27,7 @@ func setup(t *testing.T) *nsmantest.Env {
 	if env != nil {
 		return env
 	}
-	crd, err := os.ReadFile(filepath.Join(nsmantest.RepoRoot(), "deploy", "base", "crd.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	crd := nsmantest.CRD(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	e, err := nsmantest.Setup(ctx, shared, crd)

@@ -48,6 +48,16 @@ func ReferenceDir() string {
 	return filepath.Join(RepoRoot(), "..", "shared", "reference")
 }
 
+// CRD is nsman's CRD manifest, deploy/base/crd.yaml.
+func CRD(t testing.TB) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(RepoRoot(), "deploy", "base", "crd.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
 // Env is a control plane prepared for nsman.
 type Env struct {
 	Cluster *cluster.Cluster

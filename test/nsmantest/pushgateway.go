@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/mod/modfile"
-
 	"github.com/nsman/nsman/test/cluster"
 )
 
@@ -51,34 +49,15 @@ func StartPushgateway(t testing.TB) (url string) {
 	return ""
 }
 
-// pushgatewayBinary is where test/tools/build.sh puts the pinned Pushgateway:
-// <user cache>/nsman/pushgateway-<version>/pushgateway.
+// pushgatewayBinary is where test/tools/build.sh puts the pinned Pushgateway.
 func pushgatewayBinary() (string, error) {
-	gomod := filepath.Join(RepoRoot(), "test", "tools", "pushgateway", "go.mod")
-	data, err := os.ReadFile(gomod)
+	dir, err := cluster.ToolDir("pushgateway", pushgatewayModule, "pushgateway")
 	if err != nil {
 		return "", err
 	}
-	f, err := modfile.ParseLax(gomod, data, nil)
-	if err != nil {
-		return "", err
-	}
-	var version string
-	for _, r := range f.Require {
-		if r.Mod.Path == pushgatewayModule {
-			version = r.Mod.Version
-		}
-	}
-	if version == "" {
-		return "", fmt.Errorf("%s does not require %s", gomod, pushgatewayModule)
-	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(cache, "nsman", "pushgateway-"+version, "pushgateway")
+	bin := filepath.Join(dir, "pushgateway")
 	if _, err := os.Stat(bin); err != nil {
-		return "", fmt.Errorf("%s not found: run 'make control-plane' to build it", bin)
+		return "", cluster.MissingTool(bin)
 	}
 	return bin, nil
 }
@@ -86,7 +65,7 @@ func pushgatewayBinary() (string, error) {
 // startPushgateway starts bin once and waits until it is ready; on error
 // nothing is left running.
 func startPushgateway(t testing.TB, bin string) (string, error) {
-	port, err := freeLoopbackPort()
+	port, err := cluster.FreePort()
 	if err != nil {
 		return "", err
 	}
@@ -154,16 +133,6 @@ func waitReady(ctx context.Context, url string, done <-chan struct{}) error {
 		case <-tick.C:
 		}
 	}
-}
-
-// freeLoopbackPort asks the kernel for an unused loopback port.
-func freeLoopbackPort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // syncBuffer is a bytes.Buffer that a process may write while a test reads it.

@@ -4,8 +4,6 @@
 package robust
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/nsman/nsman/test/cluster"
@@ -20,10 +18,7 @@ func TestMain(m *testing.M) {
 
 func setup(t *testing.T) *nsmantest.Env {
 	t.Helper()
-	crd, err := os.ReadFile(filepath.Join(nsmantest.RepoRoot(), "deploy", "base", "crd.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	crd := nsmantest.CRD(t)
 	env, err := nsmantest.Setup(t.Context(), shared, crd)
 	if err != nil {
 		t.Fatal(err)
