@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -395,22 +396,45 @@ func (s *Sweeper) refuse(m policy.Manager) string {
 }
 
 // checkPods looks for one pod matching podLabels in another phase than
-// Succeeded: a single request, however many pods there are.
+// Succeeded: a single request, however many pods there are. When there is
+// none, it also looks for a Job whose pods match and that has not finished:
+// between two of a Job's pods every existing pod may have succeeded while the
+// next is yet to be created, and acting then would cut the Job short. That
+// second request is made only when the check would otherwise pass.
 func (s *Sweeper) checkPods(ctx context.Context, namespace string, podLabels map[string]string) (policy.PodsCheck, error) {
+	selector := labels.SelectorFromSet(podLabels)
 	list, err := s.clients.Kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{
-		LabelSelector: labels.SelectorFromSet(podLabels).String(),
+		LabelSelector: selector.String(),
 		FieldSelector: "status.phase!=" + string(corev1.PodSucceeded),
 		Limit:         1,
 	})
 	if err != nil {
 		return policy.PodsCheck{}, fmt.Errorf("check pods in %s: %w", namespace, err)
 	}
-	check := policy.PodsCheck{NotSucceeded: len(list.Items)}
 	if len(list.Items) > 0 {
 		pod := list.Items[0]
-		check.Example = fmt.Sprintf("pod %s is %s", pod.Name, cmp.Or(string(pod.Status.Phase), "Pending"))
+		return policy.PodsCheck{NotSucceeded: 1, Example: fmt.Sprintf("pod %s is %s", pod.Name, cmp.Or(string(pod.Status.Phase), "Pending"))}, nil
 	}
-	return check, nil
+	jobs, err := s.clients.Kube.BatchV1().Jobs(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return policy.PodsCheck{}, fmt.Errorf("check jobs in %s: %w", namespace, err)
+	}
+	for _, job := range jobs.Items {
+		if !jobFinished(&job) && selector.Matches(labels.Set(job.Spec.Template.Labels)) {
+			return policy.PodsCheck{NotSucceeded: 1, Example: fmt.Sprintf("job %s has not finished (%d succeeded)", job.Name, job.Status.Succeeded)}, nil
+		}
+	}
+	return policy.PodsCheck{}, nil
+}
+
+// jobFinished reports whether a Job has completed or failed for good.
+func jobFinished(job *batchv1.Job) bool {
+	for _, c := range job.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
 }
 
 func failed(e Entry, err error) Entry {

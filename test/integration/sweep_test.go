@@ -9,10 +9,12 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
@@ -344,4 +346,45 @@ func TestClaims(t *testing.T) {
 	if !e.Deactivated(t, recreated, recreated) {
 		t.Error("completed claim did not deactivate its manager")
 	}
+}
+
+// Between two of a Job's pods every existing pod may have succeeded while
+// the next is yet to be created: an unfinished Job whose pods match holds a
+// PODS_SUCCEED policy back. (Finished Jobs are what the play-out tests run.)
+func TestUnfinishedJobHoldsPodsSucceedBack(t *testing.T) {
+	e := setup(t)
+	ns := shared.Namespace(t)
+	podWithPhase(t, ns, "first", map[string]string{"component": "main"}, corev1.PodSucceeded)
+	// Suspended, it creates no pod: the only matching pod has succeeded.
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e"},
+		Spec: batchv1.JobSpec{
+			Suspend:     ptr.To(true),
+			Completions: ptr.To[int32](2),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"component": "main"}},
+				Spec: corev1.PodSpec{
+					RestartPolicy: corev1.RestartPolicyNever,
+					Containers:    []corev1.Container{{Name: "main", Image: "registry.invalid/e2e:1"}},
+				},
+			},
+		},
+	}
+	if _, err := shared.Admin.BatchV1().Jobs(ns).Create(t.Context(), job, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createManager(t, managerObj(ns, ns, ns, []any{podsPolicy("delete when tests pass", map[string]any{"component": "main"}, deleteAction)}))
+
+	res := e.Sweep(t, "-l", caseLabel+"="+ns)
+	got := wantState(t, res, ns, ns, sweep.StateWaiting)
+	if !strings.Contains(got.Message, "job e2e has not finished") {
+		t.Errorf("message %q does not name the unfinished job", got.Message)
+	}
+
+	// Without the unfinished Job, the policy holds.
+	if err := shared.Admin.BatchV1().Jobs(ns).Delete(t.Context(), "e2e", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
+		t.Fatal(err)
+	}
+	res = e.Sweep(t, "-l", caseLabel+"="+ns)
+	wantState(t, res, ns, ns, sweep.StateFired)
 }
