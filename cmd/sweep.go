@@ -32,6 +32,7 @@ type sweepOptions struct {
 	trustedNamespaces   []string
 	protectedNamespaces []string
 	webhookTimeout      time.Duration
+	claimTTL            time.Duration
 	webhookKeyFile      string
 	pushgatewayURL      string
 }
@@ -71,6 +72,7 @@ failed, 2 on a usage or configuration error.`,
 	fs.StringSliceVar(&o.trustedNamespaces, "trusted-namespaces", o.trustedNamespaces, "namespaces whose managers may target other namespaces (by default also the namespace nsman runs in)")
 	fs.StringSliceVar(&o.protectedNamespaces, "protected-namespaces", o.protectedNamespaces, "namespaces never deleted, scaled down or notified about (by default also the namespace nsman runs in)")
 	fs.DurationVar(&o.webhookTimeout, "webhook-timeout", 10*time.Second, "timeout of one webhook attempt")
+	fs.DurationVar(&o.claimTTL, "claim-ttl", sweep.DefaultClaimTTL, "how long a claim holds a manager: an action not done by then (less 5s) is given up, and a later sweep may complete the claim of a sweep that died")
 	fs.StringVar(&o.webhookKeyFile, "webhook-signing-key-file", "", "file with the key that signs webhook requests (HMAC-SHA256)")
 	fs.StringVar(&o.pushgatewayURL, "pushgateway-url", "", "push the sweep's metrics to this Prometheus Pushgateway at the end of each sweep")
 	return c
@@ -97,6 +99,7 @@ func (o *sweepOptions) config(flags *pflag.FlagSet) (sweep.Config, error) {
 		TrustedNamespaces:   trusted,
 		ProtectedNamespaces: protected,
 		SweepID:             sweepID(),
+		ClaimTTL:            o.claimTTL,
 	}
 	if o.at != "" {
 		at, err := time.Parse(time.RFC3339, o.at)

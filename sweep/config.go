@@ -55,6 +55,8 @@ const (
 	DefaultConcurrency = 16
 	DefaultPageSize    = 500
 	DefaultClaimTTL    = time.Minute
+	// MinClaimTTL leaves an action at least 5s within its claim.
+	MinClaimTTL = 10 * time.Second
 	// DefaultInterruptGrace leaves room within a CronJob pod's default
 	// 30s termination grace period.
 	DefaultInterruptGrace = 20 * time.Second
@@ -69,8 +71,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--max-actions must not be negative")
 	case c.Concurrency < 0:
 		return fmt.Errorf("--concurrency must not be negative")
-	case c.ClaimTTL < 0:
-		return fmt.Errorf("claim TTL must not be negative")
+	case c.ClaimTTL != 0 && c.ClaimTTL < MinClaimTTL:
+		return fmt.Errorf("--claim-ttl must be at least %s", MinClaimTTL)
 	}
 	return nil
 }
