@@ -36,16 +36,27 @@ var (
 type target struct {
 	name string
 	uid  types.UID
-	// resumed: the action completes an expired claim of another sweep.
+	// resumed: the action completes one begun before: an expired claim, or
+	// a DELETE whose answer was lost.
 	resumed bool
+	// going: the namespace is terminating or gone already.
+	going bool
+	// done: the action succeeded before; only the deactivation is missing.
+	done bool
 }
 
 // apply performs a policy's action on the target through the writer and
 // returns what it did (or, in a dry run, would do).
 func (s *Sweeper) apply(ctx context.Context, m policy.Manager, p policy.Policy, t target) ([]string, error) {
+	if t.done {
+		return []string{p.Action.Type + " succeeded before; nothing left to do"}, nil
+	}
 	switch p.Action.Type {
 	case policy.ActionDelete:
 		effect := "delete namespace " + t.name
+		if t.resumed && t.going {
+			return []string{effect + " (already being deleted)"}, nil
+		}
 		err := s.writer.deleteNamespace(ctx, t.name, t.uid)
 		if apierrors.IsNotFound(err) {
 			return []string{effect + " (already gone)"}, nil

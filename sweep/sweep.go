@@ -303,8 +303,24 @@ func (s *Sweeper) decide(ctx context.Context, r *sweepRun, obj *unstructured.Uns
 		// became of the target since (DELETE and SCALE_DOWN are idempotent; a
 		// webhook is re-sent with the same Idempotency-Key).
 		if i := slices.IndexFunc(m.Policies, func(p policy.Policy) bool { return p.Name == c.Policy }); i >= 0 {
-			resumed := target{name: e.Target, uid: cmp.Or(c.TargetUID, ns.uid), resumed: true}
+			resumed := target{name: e.Target, uid: cmp.Or(c.TargetUID, ns.uid), resumed: true, going: !exists || ns.terminating}
 			return s.fire(ctx, r, obj, m, i, "completing the expired claim of sweep "+c.Sweep, resumed, rec)
+		}
+	}
+
+	// An earlier sweep of this generation got as far as the action: finish
+	// what it left. If the action succeeded, only the deactivation is
+	// missing. If a DELETE failed, its answer may have been lost (a reset
+	// connection, a timeout) while the namespace went: then it is done.
+	if last := rec.stored.LastAction; last != nil && rec.stored.ObservedGeneration == m.Generation {
+		i := slices.IndexFunc(m.Policies, func(p policy.Policy) bool { return p.Name == last.Policy })
+		going := !exists || ns.terminating
+		switch {
+		case i < 0:
+		case last.Result == ResultSucceeded:
+			return s.fire(ctx, r, obj, m, i, "the action succeeded before; deactivating", target{name: e.Target, uid: ns.uid, resumed: true, going: going, done: true}, rec)
+		case last.Action == policy.ActionDelete && going:
+			return s.fire(ctx, r, obj, m, i, "namespace "+e.Target+" went after a DELETE whose answer was lost", target{name: e.Target, uid: ns.uid, resumed: true, going: true}, rec)
 		}
 	}
 
