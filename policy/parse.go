@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -39,11 +40,11 @@ func Parse(obj *unstructured.Unstructured) (Manager, field.ErrorList) {
 	specPath := field.NewPath("spec")
 	raw, ok := obj.Object["spec"]
 	if !ok || raw == nil {
-		return m, append(errs, field.Required(specPath, ""))
+		return m, bounded(append(errs, field.Required(specPath, "")))
 	}
 	spec, ok := raw.(map[string]any)
 	if !ok {
-		return m, append(errs, field.Invalid(specPath, raw, "must be an object"))
+		return m, bounded(append(errs, field.Invalid(specPath, raw, "must be an object")))
 	}
 	p := parser{}
 	m.Deactivated = p.boolean(spec, "deactivated", specPath)
@@ -59,7 +60,46 @@ func Parse(obj *unstructured.Unstructured) (Manager, field.ErrorList) {
 		}
 	}
 	m.Policies = p.policies(spec, specPath)
-	return m, append(errs, p.errs...)
+	return m, bounded(append(errs, p.errs...))
+}
+
+// Bounds of what a problem repeats of the manifest: a manager may hold
+// anything up to etcd's object size, and its problems end up in reports,
+// logs, status and Events.
+const (
+	maxShownValue = 64
+	maxShownField = 256
+	maxShownText  = 256
+)
+
+// bounded cuts every problem's field path, value and detail to a readable
+// size, and shows objects and lists by their size rather than in full.
+func bounded(errs field.ErrorList) field.ErrorList {
+	for _, e := range errs {
+		e.Field = cut(e.Field, maxShownField)
+		e.Detail = cut(e.Detail, maxShownText)
+		switch v := e.BadValue.(type) {
+		case string:
+			e.BadValue = cut(v, maxShownValue)
+		case map[string]any:
+			e.BadValue = fmt.Sprintf("<an object of %d fields>", len(v))
+		case []any:
+			e.BadValue = fmt.Sprintf("<a list of %d items>", len(v))
+		}
+	}
+	return errs
+}
+
+// cut shortens s to at most n bytes, on a rune boundary, marking the cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n - len("…")
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
 }
 
 // parser accumulates field errors while reading loosely typed values.

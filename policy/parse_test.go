@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -1067,5 +1068,34 @@ func TestParseLeavesObjectAlone(t *testing.T) {
 	}
 	if !reflect.DeepEqual(obj, before) {
 		t.Errorf("Parse() changed the object:\n%v\nwas\n%v", obj.Object, before.Object)
+	}
+}
+
+// A manager may hold anything up to etcd's object size; what its problems
+// repeat of it stays small.
+func TestParseProblemsAreBounded(t *testing.T) {
+	huge := strings.Repeat("ä", 1<<19) // 1 MiB of two-byte runes
+	tests := map[string]*unstructured.Unstructured{
+		"huge label value": manager(set(map[string]any{"type": ConditionPodsSucceed, "params": map[string]any{"podLabels": map[string]any{"role": huge}}},
+			"spec", "policies", "0", "condition")),
+		"huge label name": manager(set(map[string]any{"type": ConditionPodsSucceed, "params": map[string]any{"podLabels": map[string]any{huge: "x"}}},
+			"spec", "policies", "0", "condition")),
+		"huge url":            manager(set(map[string]any{"type": ActionWebhook, "params": map[string]any{"url": "ftp://" + huge}}, "spec", "policies", "0", "action")),
+		"huge spec":           {Object: map[string]any{"kind": Kind, "metadata": map[string]any{"name": "x", "namespace": "x"}, "spec": huge}},
+		"huge condition type": manager(set(huge, "spec", "policies", "0", "condition", "type")),
+		"huge object as type": manager(set(map[string]any{"a": huge, "b": huge}, "spec", "policies", "0", "condition", "type")),
+	}
+	for name, obj := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, problems := Parse(obj)
+			if len(problems) == 0 {
+				t.Fatal("no problem reported")
+			}
+			for _, p := range problems {
+				if msg := p.Error(); len(msg) > 1024 || !utf8.ValidString(msg) {
+					t.Errorf("problem of %d bytes (valid UTF-8: %v): %.200s", len(msg), utf8.ValidString(msg), msg)
+				}
+			}
+		})
 	}
 }
