@@ -5,10 +5,7 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
@@ -19,18 +16,7 @@ func TestDryRunWritesNothingAndPlansTheRealSweep(t *testing.T) {
 	del, scale, hook, later := shared.Namespace(t), shared.Namespace(t), shared.Namespace(t), shared.Namespace(t)
 	caseID := del
 	recv := nsmantest.NewReceiver(t)
-	labels := map[string]string{"app": "web"}
-	_, err := shared.Admin.AppsV1().Deployments(scale).Create(t.Context(), &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web"},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](2),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.invalid/web:1"}}},
-			},
-		},
-	}, metav1.CreateOptions{})
+	_, err := shared.Admin.AppsV1().Deployments(scale).Create(t.Context(), nsmantest.Deployment("web", 2), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

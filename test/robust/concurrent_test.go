@@ -9,11 +9,9 @@ import (
 	"sync"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/utils/ptr"
 
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
@@ -59,18 +57,7 @@ func TestConcurrentSweepsActOnce(t *testing.T) {
 				action["params"] = map[string]any{"url": recv.URL + "/" + ns.Name}
 			}
 			if actions[i%3] == "SCALE_DOWN" {
-				labels := map[string]string{"app": "web"}
-				_, err := shared.Admin.AppsV1().Deployments(ns.Name).Create(ctx, &appsv1.Deployment{
-					ObjectMeta: metav1.ObjectMeta{Name: "web"},
-					Spec: appsv1.DeploymentSpec{
-						Replicas: ptr.To[int32](3),
-						Selector: &metav1.LabelSelector{MatchLabels: labels},
-						Template: corev1.PodTemplateSpec{
-							ObjectMeta: metav1.ObjectMeta{Labels: labels},
-							Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.invalid/web:1"}}},
-						},
-					},
-				}, metav1.CreateOptions{})
+				_, err := shared.Admin.AppsV1().Deployments(ns.Name).Create(ctx, nsmantest.Deployment("web", 3), metav1.CreateOptions{})
 				if err != nil {
 					errs <- err
 					return

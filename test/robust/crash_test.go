@@ -2,33 +2,21 @@ package robust
 
 import (
 	"bytes"
-	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"io"
-	"log"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
-	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/utils/ptr"
 
 	"github.com/nsman/nsman/sweep"
-	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -65,78 +53,30 @@ func TestKilledSweepsConverge(t *testing.T) {
 	e := setup(t)
 	bin := buildNsman(t)
 	recv := nsmantest.NewReceiver(t)
-	ctx := t.Context()
-
-	// nsman reaches the API server through each scenario's proxy with the
-	// ServiceAccount's token.
-	sa, err := clientcmd.BuildConfigFromFlags("", e.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	apiserver, err := url.Parse(sa.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	transport, err := rest.TransportFor(&rest.Config{Host: sa.Host, TLSClientConfig: sa.TLSClientConfig})
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	const points = 20
-	type scenario struct {
-		run  string
-		due  map[string]string // namespace -> action
-		idle string
-	}
-	scenarios := make([]*scenario, points)
-	for i := range scenarios {
-		sc := &scenario{run: fmt.Sprintf("kill-%d", i+1), due: map[string]string{}}
-		for _, action := range []string{"DELETE", "SCALE_DOWN", "WEBHOOK", "idle"} {
-			ns := shared.Namespace(t)
-			policy := map[string]any{"type": action}
-			ttl := int64(0)
-			switch action {
-			case "idle":
-				sc.idle, policy, ttl = ns, map[string]any{"type": "DELETE"}, 3600
-			case "WEBHOOK":
-				policy["params"] = map[string]any{"url": recv.URL + "/" + ns}
-			case "SCALE_DOWN":
-				createDeployment(t, ns, 2)
-			}
-			if action != "idle" {
-				sc.due[ns] = action
-			}
-			createManager(t, e, ns, sc.run, ttl, policy)
-		}
-		scenarios[i] = sc
+	mixes := make([]mix, points)
+	for i := range mixes {
+		mixes[i] = seedMix(t, e, recv, fmt.Sprintf("kill-%d", i+1), 4)
 	}
 
 	// All the killed sweeps at once, each through its own proxy.
 	var wg sync.WaitGroup
-	proxies := make([]*killingProxy, len(scenarios))
-	for i, sc := range scenarios {
-		proxy := &killingProxy{proxy: httputil.NewSingleHostReverseProxy(apiserver), killAt: int64(i + 1)}
-		proxy.proxy.Transport = transport
-		proxy.proxy.ErrorLog = log.New(io.Discard, "", 0)
-		proxies[i] = proxy
-		// TLS: client-go sends credentials to TLS servers only.
-		srv := httptest.NewTLSServer(proxy)
-		t.Cleanup(srv.Close)
-		kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-		ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-		if err := cluster.WriteKubeconfig(kubeconfig, &rest.Config{Host: srv.URL, BearerToken: sa.BearerToken, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}); err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(bin, "sweep", "--kubeconfig", kubeconfig, "-l", "nsman.test/crash="+sc.run, "--claim-ttl", "10s", "--concurrency", "1", "--log-level", "error", "-o", "json")
+	proxies := make([]*killingProxy, points)
+	for i, m := range mixes {
+		p := &killingProxy{killAt: int64(i + 1)}
+		proxies[i] = p
+		kubeconfig := kubeconfigThrough(t, e, func(rp *httputil.ReverseProxy) http.Handler { p.proxy = rp; return p })
+		cmd := exec.Command(bin, "sweep", "--kubeconfig", kubeconfig, "-l", "nsman.test/crash="+m.run, "--claim-ttl", "10s", "--concurrency", "1", "--log-level", "error", "-o", "json")
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		proxy.victim.Store(cmd.Process)
+		p.victim.Store(cmd.Process)
 		wg.Go(func() {
-			if err := cmd.Wait(); err != nil && proxy.seen.Load() < proxy.killAt {
-				t.Logf("sweep %d ended before its kill point: %v\n%s", proxy.killAt, err, stderr.String())
+			if err := cmd.Wait(); err != nil && p.seen.Load() < p.killAt {
+				t.Logf("sweep %d ended before its kill point: %v\n%s", p.killAt, err, stderr.String())
 			}
 		})
 	}
@@ -156,64 +96,20 @@ func TestKilledSweepsConverge(t *testing.T) {
 
 	// Every claim a dead sweep left has expired after 10s.
 	time.Sleep(11 * time.Second)
-	for i, sc := range scenarios {
+	for i, m := range mixes {
 		t.Run(fmt.Sprintf("killed at request %d", i+1), func(t *testing.T) {
-			res := e.Sweep(t, "-l", "nsman.test/crash="+sc.run)
+			res := e.Sweep(t, "-l", "nsman.test/crash="+m.run)
 			if res.Code != 0 {
 				t.Fatalf("clean sweep: exit %d\n%s", res.Code, res.Stderr)
 			}
-			for ns, action := range sc.due {
-				if !e.Deactivated(t, ns, ns) {
-					t.Errorf("%s manager %s not converged: %+v", action, ns, res.Entry(t, ns, ns))
-				}
-				switch action {
-				case "DELETE":
-					if !e.NamespaceGoneOrTerminating(t, ns) {
-						t.Errorf("namespace %s not deleted", ns)
-					}
-				case "SCALE_DOWN":
-					d, err := shared.Admin.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
-					if err != nil {
-						t.Fatal(err)
-					}
-					if *d.Spec.Replicas != 0 || d.Annotations[sweep.ReplicasAnnotation] != "2" {
-						t.Errorf("deployment in %s: replicas %d, record %q", ns, *d.Spec.Replicas, d.Annotations[sweep.ReplicasAnnotation])
-					}
-				case "WEBHOOK":
-					keys := map[string]bool{}
-					for _, d := range recv.Deliveries() {
-						var body struct{ Namespace string }
-						if json.Unmarshal(d.Body, &body) == nil && body.Namespace == ns {
-							keys[d.Header.Get("Idempotency-Key")] = true
-						}
-					}
-					if len(keys) != 1 {
-						t.Errorf("webhook for %s delivered with keys %v, want one key", ns, keys)
-					}
-				}
-			}
-			if e.Deactivated(t, sc.idle, sc.idle) || e.NamespaceGoneOrTerminating(t, sc.idle) {
-				t.Errorf("the manager that was not due was acted on")
-			}
+			m.checkConverged(t, e, recv, res)
 		})
 	}
 }
 
 func createDeployment(t *testing.T, ns string, replicas int32) {
 	t.Helper()
-	labels := map[string]string{"app": "web"}
-	_, err := shared.Admin.AppsV1().Deployments(ns).Create(t.Context(), &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web"},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.invalid/web:1"}}},
-			},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
+	if _, err := shared.Admin.AppsV1().Deployments(ns).Create(t.Context(), nsmantest.Deployment("web", replicas), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -2,26 +2,16 @@ package robust
 
 import (
 	"encoding/json"
-	"encoding/pem"
-	"io"
-	"log"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
-	"net/url"
 	"os/exec"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-
 	"github.com/nsman/nsman/sweep"
-	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -74,50 +64,9 @@ func TestSweepUnderAPIFaults(t *testing.T) {
 	recv := nsmantest.NewReceiver(t)
 	ctx := t.Context()
 	const run = "faults"
-
-	due := map[string]string{}
-	var idle []string
-	for i := range 40 {
-		ns := shared.Namespace(t)
-		action := []string{"DELETE", "SCALE_DOWN", "WEBHOOK", "idle"}[i%4]
-		policy, ttl := map[string]any{"type": action}, int64(0)
-		switch action {
-		case "idle":
-			idle = append(idle, ns)
-			policy, ttl = map[string]any{"type": "DELETE"}, 3600
-		case "WEBHOOK":
-			policy["params"] = map[string]any{"url": recv.URL + "/" + ns}
-		case "SCALE_DOWN":
-			createDeployment(t, ns, 2)
-		}
-		if action != "idle" {
-			due[ns] = action
-		}
-		createManager(t, e, ns, run, ttl, policy)
-	}
-
-	sa, err := clientcmd.BuildConfigFromFlags("", e.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	apiserver, err := url.Parse(sa.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	transport, err := rest.TransportFor(&rest.Config{Host: sa.Host, TLSClientConfig: sa.TLSClientConfig})
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := &faultyProxy{proxy: httputil.NewSingleHostReverseProxy(apiserver), rand: rand.New(rand.NewPCG(1, 2)), faults: map[string]int{}}
-	proxy.proxy.Transport = transport
-	proxy.proxy.ErrorLog = log.New(io.Discard, "", 0)
-	srv := httptest.NewTLSServer(proxy)
-	t.Cleanup(srv.Close)
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-	if err := cluster.WriteKubeconfig(kubeconfig, &rest.Config{Host: srv.URL, BearerToken: sa.BearerToken, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}); err != nil {
-		t.Fatal(err)
-	}
+	m := seedMix(t, e, recv, run, 40)
+	proxy := &faultyProxy{rand: rand.New(rand.NewPCG(1, 2)), faults: map[string]int{}}
+	kubeconfig := kubeconfigThrough(t, e, func(rp *httputil.ReverseProxy) http.Handler { proxy.proxy = rp; return proxy })
 
 	before, err := shared.AuditedRequests(ctx, e.User)
 	if err != nil {
@@ -167,45 +116,13 @@ func TestSweepUnderAPIFaults(t *testing.T) {
 			scales[r.Namespace]++
 		}
 	}
-	keys := map[string]map[string]bool{}
-	for _, d := range recv.Deliveries() {
-		var body struct{ Namespace string }
-		if json.Unmarshal(d.Body, &body) == nil {
-			if keys[body.Namespace] == nil {
-				keys[body.Namespace] = map[string]bool{}
-			}
-			keys[body.Namespace][d.Header.Get("Idempotency-Key")] = true
+	for ns, action := range m.due {
+		switch {
+		case action == "DELETE" && deletes[ns] != 1:
+			t.Errorf("namespace %s deleted %d times", ns, deletes[ns])
+		case action == "SCALE_DOWN" && scales[ns] != 1:
+			t.Errorf("deployment in %s scaled %d times", ns, scales[ns])
 		}
 	}
-	for ns, action := range due {
-		if !e.Deactivated(t, ns, ns) {
-			t.Errorf("%s manager %s lost: %+v", action, ns, res.Entry(t, ns, ns))
-		}
-		switch action {
-		case "DELETE":
-			if deletes[ns] != 1 {
-				t.Errorf("namespace %s deleted %d times", ns, deletes[ns])
-			}
-		case "SCALE_DOWN":
-			if scales[ns] != 1 {
-				t.Errorf("deployment in %s scaled %d times", ns, scales[ns])
-			}
-			d, err := shared.Admin.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if *d.Spec.Replicas != 0 || d.Annotations[sweep.ReplicasAnnotation] != "2" {
-				t.Errorf("deployment in %s: replicas %d, record %q", ns, *d.Spec.Replicas, d.Annotations[sweep.ReplicasAnnotation])
-			}
-		case "WEBHOOK":
-			if len(keys[ns]) != 1 {
-				t.Errorf("webhook for %s delivered with keys %v, want exactly one key", ns, keys[ns])
-			}
-		}
-	}
-	for _, ns := range idle {
-		if e.Deactivated(t, ns, ns) || e.NamespaceGoneOrTerminating(t, ns) {
-			t.Errorf("manager %s was not due but was acted on", ns)
-		}
-	}
+	m.checkConverged(t, e, recv, res)
 }

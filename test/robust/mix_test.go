@@ -1,0 +1,133 @@
+package robust
+
+import (
+	"encoding/json"
+	"encoding/pem"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"path/filepath"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/test/cluster"
+	"github.com/nsman/nsman/test/nsmantest"
+)
+
+// mix is a set of managers labelled nsman.test/crash=run: due ones of each
+// action (DELETE, SCALE_DOWN of a 2-replica Deployment, WEBHOOK to recv) and
+// idle ones that are not due.
+type mix struct {
+	run  string
+	due  map[string]string // namespace -> action
+	idle []string
+}
+
+// seedMix creates n managers, one in each of n namespaces, cycling through
+// the three actions and an idle one.
+func seedMix(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver, run string, n int) mix {
+	t.Helper()
+	m := mix{run: run, due: map[string]string{}}
+	for i := range n {
+		ns := shared.Namespace(t)
+		action := []string{"DELETE", "SCALE_DOWN", "WEBHOOK", "idle"}[i%4]
+		policy, ttl := map[string]any{"type": action}, int64(0)
+		switch action {
+		case "idle":
+			m.idle = append(m.idle, ns)
+			policy, ttl = map[string]any{"type": "DELETE"}, 3600
+		case "WEBHOOK":
+			policy["params"] = map[string]any{"url": recv.URL + "/" + ns}
+		case "SCALE_DOWN":
+			createDeployment(t, ns, 2)
+		}
+		if action != "idle" {
+			m.due[ns] = action
+		}
+		createManager(t, e, ns, run, ttl, policy)
+	}
+	return m
+}
+
+// checkConverged checks that every due manager's action is done and the
+// manager deactivated, each webhook under one Idempotency-Key, and nothing
+// idle touched.
+func (m mix) checkConverged(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver, res nsmantest.Result) {
+	t.Helper()
+	keys := map[string]map[string]bool{}
+	for _, d := range recv.Deliveries() {
+		var body struct{ Namespace string }
+		if json.Unmarshal(d.Body, &body) == nil {
+			if keys[body.Namespace] == nil {
+				keys[body.Namespace] = map[string]bool{}
+			}
+			keys[body.Namespace][d.Header.Get("Idempotency-Key")] = true
+		}
+	}
+	for ns, action := range m.due {
+		if !e.Deactivated(t, ns, ns) {
+			t.Errorf("%s manager %s not converged: %+v", action, ns, res.Entry(t, ns, ns))
+		}
+		switch action {
+		case "DELETE":
+			if !e.NamespaceGoneOrTerminating(t, ns) {
+				t.Errorf("namespace %s not deleted", ns)
+			}
+		case "SCALE_DOWN":
+			d, err := shared.Admin.AppsV1().Deployments(ns).Get(t.Context(), "web", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if *d.Spec.Replicas != 0 || d.Annotations[sweep.ReplicasAnnotation] != "2" {
+				t.Errorf("deployment in %s: replicas %d, record %q", ns, *d.Spec.Replicas, d.Annotations[sweep.ReplicasAnnotation])
+			}
+		case "WEBHOOK":
+			if len(keys[ns]) != 1 {
+				t.Errorf("webhook for %s delivered with keys %v, want exactly one key", ns, keys[ns])
+			}
+		}
+	}
+	for _, ns := range m.idle {
+		if e.Deactivated(t, ns, ns) || e.NamespaceGoneOrTerminating(t, ns) {
+			t.Errorf("manager %s was not due but was acted on", ns)
+		}
+	}
+}
+
+// kubeconfigThrough starts a TLS server whose handler wrap builds around a
+// reverse proxy to the API server, and returns a kubeconfig that reaches
+// the API server through it as nsman's ServiceAccount. (TLS because
+// client-go sends credentials to TLS servers only.)
+func kubeconfigThrough(t *testing.T, e *nsmantest.Env, wrap func(*httputil.ReverseProxy) http.Handler) string {
+	t.Helper()
+	sa, err := clientcmd.BuildConfigFromFlags("", e.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiserver, err := url.Parse(sa.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	transport, err := rest.TransportFor(&rest.Config{Host: sa.Host, TLSClientConfig: sa.TLSClientConfig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(apiserver)
+	proxy.Transport = transport
+	proxy.ErrorLog = log.New(io.Discard, "", 0)
+	srv := httptest.NewTLSServer(wrap(proxy))
+	t.Cleanup(srv.Close)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	if err := cluster.WriteKubeconfig(kubeconfig, &rest.Config{Host: srv.URL, BearerToken: sa.BearerToken, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}); err != nil {
+		t.Fatal(err)
+	}
+	return kubeconfig
+}
