@@ -84,7 +84,7 @@ func BenchmarkEvaluate(b *testing.B) {
 	}
 	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	now := created.Add(30 * time.Minute)
-	running := PodsCheck{NotSucceeded: 1, Example: "pod e2e-0 is Running"}
+	running := PodsCheck{NotSucceeded: 1, Example: "pod e2e-0 has not succeeded"}
 	b.ReportAllocs()
 	var fired, waiting int
 	for b.Loop() {
@@ -123,7 +123,7 @@ func BenchmarkParseEvaluate(b *testing.B) {
 			m, _ := Parse(obj)
 			in := Input{Now: now, TargetCreated: created}
 			if out := Evaluate(m, in); out.Verdict == NeedPods {
-				in.Pods = map[int]PodsCheck{out.Policy: {NotSucceeded: 1, Example: "pod e2e-0 is Running"}}
+				in.Pods = map[int]PodsCheck{out.Policy: {NotSucceeded: 1, Example: "pod e2e-0 has not succeeded"}}
 				Evaluate(m, in)
 			}
 		}

@@ -26,7 +26,7 @@ func benchEntries(n int, now time.Time) []Entry {
 			e.Message = "TTL 24h0m0s elapses at " + due.Format(time.RFC3339)
 			e.Conditions = []Condition{{Policy: "expire", Detail: e.Message, Due: &due}}
 		} else {
-			e.Message = "not every pod matching app=e2e Succeeded: pod e2e-0 is Running"
+			e.Message = "not every pod matching app=e2e Succeeded: pod e2e-0 has not succeeded"
 			e.Conditions = []Condition{{Policy: "tests done", Detail: e.Message}}
 		}
 		entries = append(entries, e)

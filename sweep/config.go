@@ -44,6 +44,12 @@ type Config struct {
 	ClaimTTL time.Duration
 	// SweepID names this sweep in claims.
 	SweepID string
+	// ShardIndex and ShardCount split the managers among ShardCount
+	// sweeps run side by side: this one handles those whose
+	// ShardOf(UID, ShardCount) is ShardIndex. A ShardCount of 0 or 1 means
+	// one sweep handles every manager.
+	ShardIndex int
+	ShardCount int
 	// InterruptGrace is how long actions under way may go on after the
 	// sweep's context is cancelled; then they are cut off, and their claims
 	// released. It must stay below the pod's termination grace period.
@@ -73,6 +79,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--concurrency must not be negative")
 	case c.ClaimTTL != 0 && c.ClaimTTL < MinClaimTTL:
 		return fmt.Errorf("--claim-ttl must be at least %s", MinClaimTTL)
+	case c.ShardCount < 0:
+		return fmt.Errorf("--shard-count must not be negative")
+	case c.ShardIndex < 0 || c.ShardIndex >= max(c.ShardCount, 1):
+		return fmt.Errorf("--shard-index %d is not a shard of --shard-count %d: want 0 to %d", c.ShardIndex, max(c.ShardCount, 1), max(c.ShardCount, 1)-1)
 	}
 	return nil
 }

@@ -88,8 +88,12 @@ type Summary struct {
 	// Now is the time the sweep evaluated at: the API server's, or --at.
 	Now    time.Time `json:"now"`
 	DryRun bool      `json:"dryRun"`
-	// Managers counts the managers listed.
+	// Managers counts the managers this sweep handled: those listed, less
+	// those of other shards.
 	Managers int `json:"managers"`
+	// Shard, when the managers are sharded, says which part this sweep
+	// handled.
+	Shard *Shard `json:"shard,omitempty"`
 	// States counts the managers by state.
 	States map[State]int `json:"states"`
 	// Requests counts the API requests made, by HTTP method.

@@ -12,12 +12,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/pager"
@@ -42,6 +40,11 @@ type sweepRun struct {
 	nsErr  error
 	ns     map[string]namespaceInfo
 
+	// podChecks counts pods checks; after PodIndexAfter of them, pods
+	// answers come from one cluster-wide list.
+	podChecks atomic.Int64
+	pods      podIndex
+
 	mu      sync.Mutex
 	entries []Entry
 }
@@ -65,7 +68,13 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	r := &sweepRun{store: store}
 	managers := s.clients.Dynamic.Resource(ManagerResource).Namespace(s.cfg.Namespace)
 	p := pager.New(pager.SimplePageFunc(func(opts metav1.ListOptions) (runtime.Object, error) {
-		return managers.List(ctx, opts)
+		list, err := managers.List(ctx, opts)
+		if err == nil {
+			for i := range list.Items {
+				trim(&list.Items[i])
+			}
+		}
+		return list, err
 	}))
 	p.PageSize = s.cfg.PageSize
 	// One page in hand and one on the way: the pager's default of ten
@@ -96,12 +105,17 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 		})
 	}
 	first := true
+	skipped := 0
 	err = p.EachListItem(ctx, metav1.ListOptions{LabelSelector: s.cfg.LabelSelector}, func(o runtime.Object) error {
 		if first {
 			r.now = s.now()
 			first = false
 		}
 		obj := o.(*unstructured.Unstructured)
+		if ShardOf(obj.GetUID(), s.cfg.ShardCount) != s.cfg.ShardIndex {
+			skipped++
+			return nil
+		}
 		if ctx.Err() == nil {
 			select {
 			case jobs <- obj:
@@ -138,6 +152,9 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 		Requests:        s.clients.Observer.Requests(),
 		DurationSeconds: time.Since(began).Seconds(),
 	}}
+	if s.cfg.ShardCount > 1 {
+		report.Summary.Shard = &Shard{Index: s.cfg.ShardIndex, Count: s.cfg.ShardCount, Skipped: skipped}
+	}
 	for _, e := range r.entries {
 		report.Summary.States[e.State]++
 	}
@@ -146,6 +163,18 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	}
 	return report, nil
 }
+
+// trim drops from a listed manager what the sweep never reads, before its
+// page waits in the pager's buffer: the managed fields, often the largest
+// part of a manager, and kubectl's last-applied copy of it. Nothing writes
+// a listed manager back whole, so nothing is lost.
+func trim(obj *unstructured.Unstructured) {
+	unstructured.RemoveNestedField(obj.Object, "metadata", "managedFields")
+	unstructured.RemoveNestedField(obj.Object, "metadata", "annotations", lastApplied)
+}
+
+// lastApplied is the annotation in which kubectl apply keeps the manifest.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
 func (r *sweepRun) add(e Entry) {
 	r.mu.Lock()
@@ -338,7 +367,7 @@ func (s *Sweeper) decide(ctx context.Context, r *sweepRun, obj *unstructured.Uns
 		out := policy.Evaluate(m, in)
 		switch out.Verdict {
 		case policy.NeedPods:
-			check, err := s.checkPods(ctx, e.Target, m.Policies[out.Policy].Condition.PodLabels)
+			check, err := s.checkPods(ctx, r, e.Target, m.Policies[out.Policy].Condition.PodLabels)
 			if err != nil {
 				return failed(e, err)
 			}
@@ -409,48 +438,6 @@ func (s *Sweeper) refuse(m policy.Manager) string {
 			m.Namespace, m.Namespace, target, how, strings.Join(s.cfg.TrustedNamespaces, ", "))
 	}
 	return ""
-}
-
-// checkPods looks for one pod matching podLabels in another phase than
-// Succeeded: a single request, however many pods there are. When there is
-// none, it also looks for a Job whose pods match and that has not finished:
-// between two of a Job's pods every existing pod may have succeeded while the
-// next is yet to be created, and acting then would cut the Job short. That
-// second request is made only when the check would otherwise pass.
-func (s *Sweeper) checkPods(ctx context.Context, namespace string, podLabels map[string]string) (policy.PodsCheck, error) {
-	selector := labels.SelectorFromSet(podLabels)
-	list, err := s.clients.Kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{
-		LabelSelector: selector.String(),
-		FieldSelector: "status.phase!=" + string(corev1.PodSucceeded),
-		Limit:         1,
-	})
-	if err != nil {
-		return policy.PodsCheck{}, fmt.Errorf("check pods in %s: %w", namespace, err)
-	}
-	if len(list.Items) > 0 {
-		pod := list.Items[0]
-		return policy.PodsCheck{NotSucceeded: 1, Example: fmt.Sprintf("pod %s is %s", pod.Name, cmp.Or(string(pod.Status.Phase), "Pending"))}, nil
-	}
-	jobs, err := s.clients.Kube.BatchV1().Jobs(namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return policy.PodsCheck{}, fmt.Errorf("check jobs in %s: %w", namespace, err)
-	}
-	for _, job := range jobs.Items {
-		if !jobFinished(&job) && selector.Matches(labels.Set(job.Spec.Template.Labels)) {
-			return policy.PodsCheck{NotSucceeded: 1, Example: fmt.Sprintf("job %s has not finished (%d succeeded)", job.Name, job.Status.Succeeded)}, nil
-		}
-	}
-	return policy.PodsCheck{}, nil
-}
-
-// jobFinished reports whether a Job has completed or failed for good.
-func jobFinished(job *batchv1.Job) bool {
-	for _, c := range job.Status.Conditions {
-		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
-			return true
-		}
-	}
-	return false
 }
 
 func failed(e Entry, err error) Entry {

@@ -85,8 +85,8 @@ func TestPodsSucceed(t *testing.T) {
 		want   sweep.State
 		detail string
 	}{
-		{name: "failed pod blocks", pods: map[string]corev1.PodPhase{"a": corev1.PodSucceeded, "b": corev1.PodFailed}, want: sweep.StateWaiting, detail: "is Failed"},
-		{name: "running pod blocks", pods: map[string]corev1.PodPhase{"a": corev1.PodRunning}, want: sweep.StateWaiting, detail: "is Running"},
+		{name: "failed pod blocks", pods: map[string]corev1.PodPhase{"a": corev1.PodSucceeded, "b": corev1.PodFailed}, want: sweep.StateWaiting, detail: "pod b has not succeeded"},
+		{name: "running pod blocks", pods: map[string]corev1.PodPhase{"a": corev1.PodRunning}, want: sweep.StateWaiting, detail: "pod a has not succeeded"},
 		{name: "succeeded pods fire despite unmatched running pods", pods: map[string]corev1.PodPhase{"a": corev1.PodSucceeded, "b": corev1.PodSucceeded, "aux-c": corev1.PodRunning}, want: sweep.StateFired},
 		{name: "no matching pod fires", pods: map[string]corev1.PodPhase{"aux-c": corev1.PodRunning}, want: sweep.StateFired},
 		{name: "not before the initial delay", pods: map[string]corev1.PodPhase{"a": corev1.PodSucceeded}, params: func(p map[string]any) { p["initialDelaySeconds"] = int64(3600) }, want: sweep.StateWaiting, detail: "initial delay"},

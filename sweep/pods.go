@@ -1,0 +1,150 @@
+package sweep
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/pager"
+
+	"github.com/nsman/nsman/policy"
+)
+
+// PodIndexAfter is the number of pods checks in one sweep after which the
+// sweep stops asking namespace by namespace whether a pod has not succeeded
+// and lists such pods once, cluster-wide, paged and metadata only. Per
+// namespace a check is one request; the cluster-wide list is one request
+// per PageSize pods that have not succeeded, so it costs fewer requests
+// once there are more checks left than that, which any cluster within
+// Kubernetes' 150,000-pod limit reaches within a few hundred checks.
+const PodIndexAfter = 100
+
+// notSucceededSelector selects pods in another phase than Succeeded.
+const notSucceededSelector = "status.phase!=" + string(corev1.PodSucceeded)
+
+// podIndex holds, per namespace, the distinct label sets of the pods that
+// had not succeeded when it was listed, with one pod's name for each.
+type podIndex struct {
+	once sync.Once
+	err  error
+	// byNamespace maps a namespace to label set (as a selector string) to
+	// a pod's name.
+	byNamespace map[string]map[string]podLabels
+}
+
+type podLabels struct {
+	pod    string
+	labels labels.Set
+}
+
+// notSucceeded returns a pod in namespace matching selector that had not
+// succeeded when the index was listed.
+func (x *podIndex) notSucceeded(namespace string, selector labels.Selector) (string, bool) {
+	for _, p := range x.byNamespace[namespace] {
+		if selector.Matches(p.labels) {
+			return p.pod, true
+		}
+	}
+	return "", false
+}
+
+// podIndex lists, once per sweep, the pods that have not succeeded.
+func (s *Sweeper) podIndex(ctx context.Context, r *sweepRun) (*podIndex, error) {
+	x := &r.pods
+	x.once.Do(func() {
+		pods := s.clients.Metadata.Resource(corev1.SchemeGroupVersion.WithResource("pods"))
+		p := pager.New(pager.SimplePageFunc(func(opts metav1.ListOptions) (runtime.Object, error) {
+			return pods.List(ctx, opts)
+		}))
+		p.PageSize = s.cfg.PageSize
+		p.PageBufferSize = 1
+		x.byNamespace = map[string]map[string]podLabels{}
+		x.err = p.EachListItem(ctx, metav1.ListOptions{FieldSelector: notSucceededSelector}, func(o runtime.Object) error {
+			m, ok := o.(*metav1.PartialObjectMetadata)
+			if !ok {
+				return fmt.Errorf("unexpected pod list item %T", o)
+			}
+			set := labels.Set(m.Labels)
+			key := set.String()
+			sets := x.byNamespace[m.Namespace]
+			if sets == nil {
+				sets = map[string]podLabels{}
+				x.byNamespace[m.Namespace] = sets
+			}
+			if _, seen := sets[key]; !seen {
+				sets[key] = podLabels{pod: m.Name, labels: set}
+			}
+			return nil
+		})
+		if x.err != nil {
+			x.byNamespace = nil
+			x.err = fmt.Errorf("list pods that have not succeeded: %w", x.err)
+			s.log.Warn("checking pods namespace by namespace", "error", x.err.Error())
+		}
+	})
+	return x, x.err
+}
+
+// checkPods looks for one pod matching podLabels in another phase than
+// Succeeded: a single request, however many pods there are. When there is
+// none, it also looks for a Job whose pods match and that has not finished:
+// between two of a Job's pods every existing pod may have succeeded while the
+// next is yet to be created, and acting then would cut the Job short. That
+// second request is made only when the check would otherwise pass.
+//
+// Past PodIndexAfter checks in a sweep, a pod found in the sweep's index of
+// pods that have not succeeded answers without a request. The index never
+// lets a check pass: a namespace it finds no such pod in is checked as
+// above, so a pod started after the index was listed still holds it back.
+func (s *Sweeper) checkPods(ctx context.Context, r *sweepRun, namespace string, podLabels map[string]string) (policy.PodsCheck, error) {
+	selector := labels.SelectorFromSet(podLabels)
+	if r.podChecks.Add(1) > PodIndexAfter {
+		if x, err := s.podIndex(ctx, r); err == nil {
+			if pod, found := x.notSucceeded(namespace, selector); found {
+				return policy.PodsCheck{NotSucceeded: 1, Example: notSucceeded(pod)}, nil
+			}
+		}
+	}
+	list, err := s.clients.Kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{
+		LabelSelector: selector.String(),
+		FieldSelector: notSucceededSelector,
+		Limit:         1,
+	})
+	if err != nil {
+		return policy.PodsCheck{}, fmt.Errorf("check pods in %s: %w", namespace, err)
+	}
+	if len(list.Items) > 0 {
+		return policy.PodsCheck{NotSucceeded: 1, Example: notSucceeded(list.Items[0].Name)}, nil
+	}
+	jobs, err := s.clients.Kube.BatchV1().Jobs(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return policy.PodsCheck{}, fmt.Errorf("check jobs in %s: %w", namespace, err)
+	}
+	for _, job := range jobs.Items {
+		if !jobFinished(&job) && selector.Matches(labels.Set(job.Spec.Template.Labels)) {
+			return policy.PodsCheck{NotSucceeded: 1, Example: fmt.Sprintf("job %s has not finished (%d succeeded)", job.Name, job.Status.Succeeded)}, nil
+		}
+	}
+	return policy.PodsCheck{}, nil
+}
+
+// notSucceeded names a pod that holds a check back. The words are the same
+// whether the sweep's index or the namespace's own list found it (the index
+// has no phase), so that a manager's status does not change, and cost a
+// write, with the way it was checked.
+func notSucceeded(pod string) string { return fmt.Sprintf("pod %s has not succeeded", pod) }
+
+// jobFinished reports whether a Job has completed or failed for good.
+func jobFinished(job *batchv1.Job) bool {
+	for _, c := range job.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}

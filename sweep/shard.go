@@ -1,0 +1,30 @@
+package sweep
+
+import (
+	"hash/fnv"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// ShardOf is the shard, of count, that handles the manager with uid: FNV-1a
+// of the UID, modulo count. A UID never changes, so neither does a
+// manager's shard while count stays the same; and UIDs are random, so
+// shards get about as many managers each.
+func ShardOf(uid types.UID, count int) int {
+	if count <= 1 {
+		return 0
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(uid))
+	return int(h.Sum64() % uint64(count))
+}
+
+// Shard describes the part of the managers one sweep handles.
+type Shard struct {
+	// Index is this sweep's shard, from 0 to Count-1.
+	Index int `json:"index"`
+	// Count is the number of shards the managers are split into.
+	Count int `json:"count"`
+	// Skipped counts the managers listed that belong to other shards.
+	Skipped int `json:"skipped"`
+}
