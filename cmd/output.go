@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,9 +18,7 @@ import (
 // sweep.Report, versioned by sweep.ReportVersion).
 func writeReport(w io.Writer, format string, r sweep.Report) error {
 	if format == "json" {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+		return writeJSON(w, r)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "MANAGER\tTARGET\tPOLICY\tSTATE\tACTION\tDUE\tMESSAGE")
@@ -54,6 +53,43 @@ func writeReport(w io.Writer, format string, r sweep.Report) error {
 	_, err := fmt.Fprintf(w, "\n%s at %s: %d managers (%s); %d API requests in %.2fs\n",
 		mode, r.Summary.Now.Format(time.RFC3339), r.Summary.Managers, strings.Join(states, ", "), requests, r.Summary.DurationSeconds)
 	return err
+}
+
+// writeJSON writes r as json.Encoder with a two-space indent would, one
+// entry at a time: the whole report is never held twice more as text.
+func writeJSON(w io.Writer, r sweep.Report) error {
+	bw := bufio.NewWriter(w)
+	write := func(v any, prefix string) {
+		data, err := json.MarshalIndent(v, prefix, "  ")
+		if err != nil {
+			panic(err) // a Report always marshals
+		}
+		_, _ = bw.Write(data)
+	}
+	_, _ = bw.WriteString("{\n  \"version\": ")
+	write(r.Version, "  ")
+	_, _ = bw.WriteString(",\n  \"managers\": ")
+	switch {
+	case r.Entries == nil:
+		_, _ = bw.WriteString("null")
+	case len(r.Entries) == 0:
+		_, _ = bw.WriteString("[]")
+	default:
+		_, _ = bw.WriteString("[\n")
+		for i, e := range r.Entries {
+			_, _ = bw.WriteString("    ")
+			write(e, "    ")
+			if i < len(r.Entries)-1 {
+				_ = bw.WriteByte(',')
+			}
+			_ = bw.WriteByte('\n')
+		}
+		_, _ = bw.WriteString("  ]")
+	}
+	_, _ = bw.WriteString(",\n  \"summary\": ")
+	write(r.Summary, "  ")
+	_, _ = bw.WriteString("\n}\n")
+	return bw.Flush()
 }
 
 func dash(s string) string {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,6 +36,8 @@ type sweepOptions struct {
 	claimTTL            time.Duration
 	webhookKeyFile      string
 	pushgatewayURL      string
+	shardIndex          int
+	shardCount          int
 }
 
 func newSweepCommand() *cobra.Command { return newSweepOptions().command() }
@@ -75,6 +78,8 @@ failed, 2 on a usage or configuration error.`,
 	fs.DurationVar(&o.claimTTL, "claim-ttl", sweep.DefaultClaimTTL, "how long a claim holds a manager: an action not done by then (less 5s) is given up, and a later sweep may complete the claim of a sweep that died")
 	fs.StringVar(&o.webhookKeyFile, "webhook-signing-key-file", "", "file with the key that signs webhook requests (HMAC-SHA256)")
 	fs.StringVar(&o.pushgatewayURL, "pushgateway-url", "", "push the sweep's metrics to this Prometheus Pushgateway at the end of each sweep")
+	fs.IntVar(&o.shardCount, "shard-count", 1, "split the managers among this many sweeps run side by side, by a hash of their UID")
+	fs.IntVar(&o.shardIndex, "shard-index", 0, "the shard this sweep handles, from 0 to --shard-count - 1 (default: $"+jobIndexEnv+" when --shard-count is above 1)")
 	return c
 }
 
@@ -100,6 +105,21 @@ func (o *sweepOptions) config(flags *pflag.FlagSet) (sweep.Config, error) {
 		ProtectedNamespaces: protected,
 		SweepID:             sweepID(),
 		ClaimTTL:            o.claimTTL,
+		ShardIndex:          o.shardIndex,
+		ShardCount:          o.shardCount,
+	}
+	if o.shardCount < 1 {
+		return cfg, errors.New("--shard-count must be at least 1")
+	}
+	if v, set := os.LookupEnv(jobIndexEnv); set && !flags.Changed("shard-index") {
+		i, err := strconv.Atoi(v)
+		switch {
+		case err != nil || i < 0:
+			return cfg, fmt.Errorf("$%s=%q: want the index of an Indexed Job's pod, or --shard-index", jobIndexEnv, v)
+		case i >= o.shardCount:
+			return cfg, fmt.Errorf("$%s is %d but --shard-count is %d: set --shard-count to the Indexed Job's completions", jobIndexEnv, i, o.shardCount)
+		}
+		cfg.ShardIndex = i
 	}
 	if o.at != "" {
 		at, err := time.Parse(time.RFC3339, o.at)
@@ -187,6 +207,10 @@ func (o *sweepOptions) run(c *cobra.Command) error {
 // pushTimeout bounds the metrics push, so that a hanging Pushgateway cannot
 // hold a CronJob's pod.
 const pushTimeout = 10 * time.Second
+
+// jobIndexEnv holds the index of an Indexed Job's pod: the shard, when
+// --shard-index is not given.
+const jobIndexEnv = "JOB_COMPLETION_INDEX"
 
 // sweepID names one sweep in the claims it writes.
 func sweepID() string {

@@ -38,6 +38,67 @@ func TestSweepConfigDefaultsIncludeOwnNamespace(t *testing.T) {
 	}
 }
 
+func TestSweepConfigShards(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		jobIndex   string // "" leaves JOB_COMPLETION_INDEX unset
+		args       []string
+		index, cnt int
+	}{
+		{name: "unsharded", args: nil, index: 0, cnt: 1},
+		{name: "flags", args: []string{"--shard-count", "4", "--shard-index", "3"}, index: 3, cnt: 4},
+		{name: "index from an Indexed Job", jobIndex: "2", args: []string{"--shard-count", "4"}, index: 2, cnt: 4},
+		{name: "the flag wins over the Job", jobIndex: "2", args: []string{"--shard-count", "4", "--shard-index", "1"}, index: 1, cnt: 4},
+		{name: "a one-pod Indexed Job", jobIndex: "0", args: nil, index: 0, cnt: 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.jobIndex != "" {
+				t.Setenv(jobIndexEnv, tt.jobIndex)
+			}
+			o := newSweepOptions()
+			c := o.command()
+			if err := c.ParseFlags(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := o.config(c.Flags())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.ShardIndex != tt.index || cfg.ShardCount != tt.cnt {
+				t.Errorf("shard %d of %d, want %d of %d", cfg.ShardIndex, cfg.ShardCount, tt.index, tt.cnt)
+			}
+		})
+	}
+}
+
+func TestSweepConfigRejectsBadShards(t *testing.T) {
+	for _, tt := range []struct {
+		name, jobIndex string
+		args           []string
+	}{
+		{name: "index out of range", args: []string{"--shard-count", "2", "--shard-index", "2"}},
+		{name: "negative index", args: []string{"--shard-count", "2", "--shard-index", "-1"}},
+		{name: "no shards", args: []string{"--shard-count", "0"}},
+		{name: "Job index beyond the count", jobIndex: "4", args: []string{"--shard-count", "4"}},
+		{name: "Job index without a count", jobIndex: "1"},
+		{name: "Job index not a number", jobIndex: "one", args: []string{"--shard-count", "4"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.jobIndex != "" {
+				t.Setenv(jobIndexEnv, tt.jobIndex)
+			}
+			o := newSweepOptions()
+			c := o.command()
+			if err := c.ParseFlags(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := o.config(c.Flags()); err == nil {
+				t.Errorf("%s=%q %v accepted", jobIndexEnv, tt.jobIndex, tt.args)
+			}
+		})
+	}
+}
+
 func TestSweepConfigRejects(t *testing.T) {
 	for name, args := range map[string][]string{
 		"--at without --dry-run": {"--at", "2026-01-01T00:00:00Z"},

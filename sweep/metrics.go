@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/push"
@@ -43,7 +44,8 @@ var metricMethods = []string{"get", "post", "put", "patch", "delete"}
 
 // PushMetrics pushes the metrics of the sweep r to the Pushgateway at url
 // (scheme://host:port, without /metrics/job/...), grouped under job
-// (DefaultMetricsJob when empty). lastSuccess says whether the sweep counts
+// (DefaultMetricsJob when empty) and, for a sharded sweep, shard=<index>.
+// lastSuccess says whether the sweep counts
 // as successful, normally !r.Failed(): only then is
 // nsman_last_success_timestamp_seconds pushed, set to r.Summary.Now. client
 // makes the request (http.DefaultClient when nil); ctx bounds it.
@@ -136,6 +138,11 @@ func PushMetrics(ctx context.Context, url, job string, r Report, lastSuccess boo
 	}
 
 	p := push.New(url, job).Gatherer(reg)
+	if sh := r.Summary.Shard; sh != nil {
+		// Each shard has a group of its own: in one, the shards would
+		// overwrite each other's figures.
+		p = p.Grouping("shard", strconv.Itoa(sh.Index))
+	}
 	if client != nil {
 		p = p.Client(client)
 	}

@@ -3,6 +3,7 @@ package sweep
 import (
 	"context"
 	"errors"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -240,6 +241,23 @@ func TestPushMetricsOfADryRun(t *testing.T) {
 		series{"nsman_actions", action("DELETE", "succeeded"), 0},
 		series{"nsman_last_success_timestamp_seconds", nil, float64(metricsNow.UnixMilli()) / 1e3},
 	)
+}
+
+// Shards push side by side, each to a group of its own.
+func TestPushMetricsOfShards(t *testing.T) {
+	gw := newFakeGateway(t)
+	for i := range 2 {
+		r := reportOf(metricsNow, false, nil, Entry{Name: "a", State: StateFired, Action: policy.ActionDelete})
+		r.Summary.Shard = &Shard{Index: i, Count: 2}
+		if err := PushMetrics(t.Context(), gw.URL, "", r, true, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, req := range gw.Requests() {
+		if want := fmt.Sprintf("/metrics/job/nsman/shard/%d", i); req.Path != want {
+			t.Errorf("shard %d pushed to %s, want %s", i, req.Path, want)
+		}
+	}
 }
 
 // TestPushMetricsHasEveryState reads the State constants from report.go, so

@@ -221,6 +221,19 @@ func TestOverlaysRenderAndAreAdmitted(t *testing.T) {
 				t.Errorf("mounts %+v: want %s read-only at %s", c.VolumeMounts, vols[i].Name, signingKeyDir)
 			}
 		}},
+		{"sharded", func(t *testing.T, cj *batchv1.CronJob) {
+			job := cj.Spec.JobTemplate.Spec
+			if job.CompletionMode == nil || *job.CompletionMode != batchv1.IndexedCompletion {
+				t.Errorf("completionMode %v, want Indexed", job.CompletionMode)
+			}
+			shards := ptr.Deref(job.Completions, 1)
+			if shards < 2 || ptr.Deref(job.Parallelism, 1) != shards {
+				t.Errorf("completions %d, parallelism %d: want as many shards, more than one, all at once", shards, ptr.Deref(job.Parallelism, 1))
+			}
+			if args := nsmanContainer(t, cj).Args; !slices.Equal(args, append(slices.Clone(baseArgs), fmt.Sprintf("--shard-count=%d", shards))) {
+				t.Errorf("args %q, want the base's %q and --shard-count=%d", args, baseArgs, shards)
+			}
+		}},
 	} {
 		t.Run(tc.overlay, func(t *testing.T) {
 			objs := kustomize(ctx, t, filepath.Join("deploy", "overlays", tc.overlay))
@@ -243,9 +256,11 @@ func TestOverlaysRenderAndAreAdmitted(t *testing.T) {
 				t.Errorf("CronJob %s/%s, want the base's %s/%s: the overlay replaces it", cj.Namespace, cj.Name, baseCJ.Namespace, baseCJ.Name)
 			}
 			tc.check(t, cj)
-			// With the base's args, volumes and mounts back, nothing else
-			// differs.
+			// With the base's args, volumes, mounts and completions back,
+			// nothing else differs.
 			same := cj.DeepCopy()
+			job, baseJob := &same.Spec.JobTemplate.Spec, baseCJ.Spec.JobTemplate.Spec
+			job.CompletionMode, job.Completions, job.Parallelism = baseJob.CompletionMode, baseJob.Completions, baseJob.Parallelism
 			spec := &same.Spec.JobTemplate.Spec.Template.Spec
 			spec.Volumes = baseCJ.Spec.JobTemplate.Spec.Template.Spec.Volumes
 			spec.Containers[0].Args = baseArgs
@@ -253,7 +268,7 @@ func TestOverlaysRenderAndAreAdmitted(t *testing.T) {
 			if !equality.Semantic.DeepEqual(same.Spec, baseCJ.Spec) {
 				got, _ := json.MarshalIndent(same.Spec, "", "  ")
 				want, _ := json.MarshalIndent(baseCJ.Spec, "", "  ")
-				t.Errorf("overlay changes more than args, volumes and mounts; all else is\n%s\nwant the base's\n%s", got, want)
+				t.Errorf("overlay changes more than args, volumes, mounts and completions; all else is\n%s\nwant the base's\n%s", got, want)
 			}
 
 			warned, err := createCronJobDryRun(ctx, obj, ns)
