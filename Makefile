@@ -100,5 +100,5 @@ image: ## Build the image ghcr.io/nsman/nsman:VERSION (IMAGE= to name it otherwi
 	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
 
 .PHONY: deploy
-deploy: ## Apply deploy/ to the current kubectl context (OVERLAY=dry-run or webhook-signing for deploy/overlays/*)
+deploy: ## Apply deploy/ to the current kubectl context (OVERLAY=dry-run, webhook-signing or sharded for deploy/overlays/*)
 	kubectl apply -k deploy/$(if $(OVERLAY),overlays/$(OVERLAY))
