@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -179,7 +180,13 @@ func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 		return record(measurement{What: what, Wall: run.Wall, HTTP: run.Summary.Requests, MaxRSS: run.MaxRSS, States: states})
 	}
 
-	// (a) The read floor.
+	// (b) The first sweep records a status on every manager; the next one
+	// changes nothing and must write nothing.
+	sweepRow("nsman sweep, first (records status)")
+
+	// (a) The read floor, over the same objects as the no-op sweep: with
+	// the status the first sweep recorded, a manager is about twice as
+	// large as when seeded.
 	start := time.Now()
 	managers, namespaces, err := floorLists(ctx, sa)
 	if err != nil {
@@ -197,9 +204,6 @@ func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 	record(measurement{What: "floor + pods checks (16 workers)", Wall: time.Since(start),
 		Note: fmt.Sprintf("%d pods checks", len(podsNamespaces))})
 
-	// (b) The first sweep records a status on every manager; the next one
-	// changes nothing and must write nothing.
-	sweepRow("nsman sweep, first (records status)")
 	noop := sweepRow("nsman sweep, no-op (nothing due)")
 	if w := noop.writes(); w != 0 {
 		t.Errorf("N=%d: the no-op sweep made %d write requests: %s", n, w, describe(noop.Audited))
@@ -235,6 +239,63 @@ func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 	if got := fast.States[sweep.StateFired]; got != due {
 		t.Errorf("N=%d: unthrottled DELETE sweep fired %d, want %d (%v)", n, got, due, fast.States)
 	}
+	// The same DELETE sweep split among 2 and 4 shards run side by side.
+	for _, shards := range shardCounts {
+		set := fmt.Sprintf("%s%d", setShardedPrefix, shards)
+		others := []string{setDue, setWriteFloor, setDueUnthrottled}
+		for _, c := range shardCounts {
+			if c != shards {
+				others = append(others, fmt.Sprintf("%s%d", setShardedPrefix, c))
+			}
+		}
+		began = time.Now()
+		if err := seed.seed(ctx, fmt.Sprintf("shards%d", shards), set, due, dueKind); err != nil {
+			t.Fatalf("seed %s: %v", set, err)
+		}
+		step("seeded %d due managers for %d shards in %s", due, shards, time.Since(began).Round(time.Millisecond))
+		if _, err := audit.next(ctx); err != nil {
+			t.Fatal(err)
+		}
+		runs := make([]sweepRun, shards)
+		errs := make([]error, shards)
+		var wg sync.WaitGroup
+		start := time.Now()
+		for i := range shards {
+			wg.Go(func() {
+				runs[i], errs[i] = runSweep(ctx, bin, env.Kubeconfig, "-l", setLabel+" notin ("+strings.Join(others, ",")+")",
+					"--shard-count", strconv.Itoa(shards), "--shard-index", strconv.Itoa(i))
+			})
+		}
+		wg.Wait()
+		m := measurement{What: fmt.Sprintf("nsman, %d due for DELETE, %d shards side by side", due, shards), Wall: time.Since(start),
+			HTTP: map[string]int{}, States: map[sweep.State]int{}}
+		var per []string
+		for i, run := range runs {
+			if errs[i] != nil {
+				t.Fatal(errs[i])
+			}
+			if run.Code != 0 {
+				t.Errorf("N=%d shard %d of %d: nsman exited %d; stderr:\n%s", n, i, shards, run.Code, tail(run.Stderr, 4000))
+			}
+			m.MaxRSS = max(m.MaxRSS, run.MaxRSS)
+			for k, v := range run.Summary.Requests {
+				m.HTTP[k] += v
+			}
+			for k, v := range run.Summary.States {
+				m.States[k] += v
+			}
+			per = append(per, fmt.Sprintf("%d fired in %.2f s", run.Summary.States[sweep.StateFired], run.Wall.Seconds()))
+		}
+		m.Note = "shards: " + strings.Join(per, "; ")
+		if got := m.States[sweep.StateFired]; got != due {
+			t.Errorf("N=%d, %d shards: fired %d, want %d (%v)", n, shards, got, due, m.States)
+		}
+		if got := m.States[sweep.StateWaiting]; got != n {
+			t.Errorf("N=%d, %d shards: %d waiting, want each of the %d background managers once (%v)", n, shards, got, n, m.States)
+		}
+		record(m)
+	}
+
 	targets, err := prepareWriteFloor(ctx, sa)
 	if err != nil {
 		t.Fatal(err)
@@ -266,11 +327,14 @@ func render(rows []measurement, sizes []int, due int, kubeVersion string, began 
 	p("half PODS_SUCCEED (initialDelaySeconds 0) with one Running pod, so every sweep checks their pods and keeps waiting.\n")
 	p("Then %d more managers due for DELETE (TTL 0) for nsman, and %d for the write floor. nsman is the built binary, run as a child\n", due, due)
 	p("process as its ServiceAccount (deploy/base/rbac.yaml) with default flags (`--concurrency 16 --qps 500 --burst 1000`); the floors are\n")
-	p("minimal client-go code in the driver, as the same ServiceAccount, unthrottled (QPS -1), page size %d as nsman.\n", pageSize)
+	p("minimal client-go code in the driver, as the same ServiceAccount, unthrottled (QPS -1), page size %d as nsman. The read floor\n", pageSize)
+	p("runs after nsman's first sweep, so that it lists the same objects as the no-op sweep: managers with their status.\n")
 	p("Requests are the API server's audit log for the ServiceAccount (verb resource); nsman's own count by HTTP method\n")
-	p("(`summary.requests`) also shows its discovery request. RSS is the child's peak (rusage maxrss). nsman's wall time includes\n")
-	p("starting the process; the floors run in the driver's process. \"load avg after\" is the 1-minute load average when the\n")
-	p("row was measured: the machine is shared, and a load above the CPU count means other work competed for it.\n\n")
+	p("(`summary.requests`) also shows its discovery request. nsman runs through a small launcher process (test/bench/launch_test.go)\n")
+	p("that times it and reads its rusage: wall time includes starting the process, and peak RSS is nsman's own maxrss (a child\n")
+	p("started by the driver itself would report the driver's peak; a figure near %d MiB would be the launcher's own). The floors run in\n", launcherRSSMiB)
+	p("the driver's process. \"load avg after\" is the 1-minute load average when the row was measured: the machine is shared, and a\n")
+	p("load above the CPU count means other work competed for it.\n\n")
 
 	p("| N | measurement | wall | requests | writes | requests by verb | nsman summary.requests | peak RSS | managers by state / note | load avg after |\n")
 	p("|---:|---|---:|---:|---:|---|---|---:|---|---:|\n")
@@ -285,7 +349,7 @@ func render(rows []measurement, sizes []int, due int, kubeVersion string, began 
 			for k, v := range m.States {
 				parts[string(k)] = v
 			}
-			note = describe(parts)
+			note = strings.TrimSuffix(describe(parts)+"; "+m.Note, "; ")
 		}
 		http := "–"
 		if m.HTTP != nil {
@@ -346,6 +410,21 @@ func render(rows []measurement, sizes []int, due int, kubeVersion string, began 
 		z, _ := find(hi, "nsman sweep, no-op")
 		p("\nPeak RSS of the no-op sweep: %.1f MiB at %d, %.1f MiB at %d. Requests: %d at %d, %d at %d.\n",
 			float64(a.MaxRSS)/1024, lo, float64(z.MaxRSS)/1024, hi, a.total(), lo, z.total(), hi)
+	}
+	p("\n### Sharding: %d due DELETEs among shards run side by side\n\n", due)
+	p("Every shard lists every manager and handles those whose UID hashes to it; each shard's sweep is a process of its own.\n\n")
+	p("| N | shards | wall | speed-up | requests | writes | peak RSS of a shard | fired per shard |\n|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	for _, n := range sizes {
+		one, _ := find(n, "nsman sweep, "+strconv.Itoa(due))
+		p("| %d | 1 | %.2f s | 1.0× | %d | %d | %.1f MiB | %d |\n", n, one.Wall.Seconds(), one.total(), one.writes(), float64(one.MaxRSS)/1024, one.States[sweep.StateFired])
+		for _, shards := range shardCounts {
+			m, ok := find(n, fmt.Sprintf("nsman, %d due for DELETE, %d shards", due, shards))
+			if !ok {
+				continue
+			}
+			p("| %d | %d | %.2f s | %.1f× | %d | %d | %.1f MiB | %s |\n", n, shards, m.Wall.Seconds(), one.Wall.Seconds()/m.Wall.Seconds(),
+				m.total(), m.writes(), float64(m.MaxRSS)/1024, strings.TrimPrefix(m.Note, "shards: "))
+		}
 	}
 	if unit := os.Getenv("NSMAN_BENCH_UNIT"); unit != "" {
 		if data, err := os.ReadFile(unit); err == nil {

@@ -5,12 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -273,29 +276,52 @@ type sweepRun struct {
 // runSweep runs `nsman sweep -o json --kubeconfig kubeconfig args...` as a
 // child process and reads its wall time, peak RSS and report summary.
 func runSweep(ctx context.Context, bin, kubeconfig string, args ...string) (sweepRun, error) {
-	all := append([]string{"sweep", "-o", "json", "--kubeconfig", kubeconfig}, args...)
-	cmd := exec.CommandContext(ctx, bin, all...)
+	all := append([]string{bin, "sweep", "-o", "json", "--kubeconfig", kubeconfig}, args...)
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	began := time.Now()
-	err := cmd.Run()
-	run := sweepRun{Wall: time.Since(began), Stderr: stderr.String()}
-	if cmd.ProcessState == nil {
-		return run, fmt.Errorf("nsman %s: %w", strings.Join(all, " "), err)
-	}
-	run.Code = cmd.ProcessState.ExitCode()
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		run.MaxRSS = ru.Maxrss // KiB on Linux
+	res, err := launchAndWait(ctx, &stdout, all, &stderr)
+	run := sweepRun{Wall: res.Wall, MaxRSS: res.MaxRSS, Code: res.Code, Stderr: stderr.String()}
+	if err != nil {
+		return run, fmt.Errorf("nsman %s: %w; stderr:\n%s", strings.Join(all[1:], " "), err, tail(run.Stderr, 2000))
 	}
 	var report struct {
 		Summary sweep.Summary `json:"summary"`
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &report); err != nil {
-		return run, fmt.Errorf("nsman %s: exit %d, report not JSON (%v); stderr:\n%s", strings.Join(all, " "), run.Code, err, tail(run.Stderr, 2000))
+		return run, fmt.Errorf("nsman %s: exit %d, report not JSON (%v); stderr:\n%s", strings.Join(all[1:], " "), run.Code, err, tail(run.Stderr, 2000))
 	}
 	run.Summary = report.Summary
 	return run, nil
 }
+
+// launchAndWait runs command through the launcher (see launchEnv), its
+// output to stdout and stderr (discarded when nil).
+func launchAndWait(ctx context.Context, stdout io.Writer, command []string, stderr ...io.Writer) (launched, error) {
+	out := filepath.Join(os.TempDir(), fmt.Sprintf("nsman-bench-launch-%d-%d.json", os.Getpid(), launches.Add(1)))
+	defer os.Remove(out)
+	self, err := os.Executable()
+	if err != nil {
+		return launched{}, err
+	}
+	cmd := exec.CommandContext(ctx, self, command...)
+	cmd.Env = append(os.Environ(), launchEnv+"="+out)
+	cmd.Stdout = stdout
+	if len(stderr) > 0 {
+		cmd.Stderr = stderr[0]
+	}
+	if err := cmd.Run(); err != nil {
+		return launched{}, fmt.Errorf("launcher: %w", err)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		return launched{}, fmt.Errorf("launcher result: %w", err)
+	}
+	var res launched
+	err = json.Unmarshal(data, &res)
+	return res, err
+}
+
+// launches numbers the launcher's result files.
+var launches atomic.Int64
 
 func tail(s string, n int) string {
 	if len(s) <= n {

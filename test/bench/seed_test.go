@@ -29,7 +29,14 @@ const (
 	setWriteFloor = "write-floor" // due for DELETE, written by the write floor
 	// due for DELETE, swept by nsman without client-side throttling
 	setDueUnthrottled = "due-unthrottled"
+	// due for DELETE, swept by shards side by side: the set's name is
+	// this prefix and the number of shards
+	setShardedPrefix = "due-shards-"
 )
+
+// shardCounts are the numbers of shards the DELETE sweep is measured with,
+// besides one.
+var shardCounts = []int{2, 4}
 
 // nodeName is a Node object the seeded pods are bound to; no kubelet runs.
 const nodeName = "bench-node"
