@@ -43,9 +43,12 @@ type sweepOptions struct {
 func newSweepCommand() *cobra.Command { return newSweepOptions().command() }
 
 func newSweepOptions() *sweepOptions {
+	// namespace-manager, trusted by default, is also protected: it holds
+	// the managers of other namespaces, and a dry run from a laptop must
+	// refuse what the CronJob running there refuses.
 	return &sweepOptions{
 		trustedNamespaces:   []string{"namespace-manager"},
-		protectedNamespaces: []string{"kube-system", "kube-public", "kube-node-lease", "default"},
+		protectedNamespaces: []string{"kube-system", "kube-public", "kube-node-lease", "default", "namespace-manager"},
 	}
 }
 
@@ -88,10 +91,10 @@ failed, 2 on a usage or configuration error.`,
 func (o *sweepOptions) config(flags *pflag.FlagSet) (sweep.Config, error) {
 	trusted, protected := o.trustedNamespaces, o.protectedNamespaces
 	if own := ownNamespace(); own != "" {
-		if !flags.Changed("trusted-namespaces") {
+		if !flags.Changed("trusted-namespaces") && !slices.Contains(trusted, own) {
 			trusted = append(slices.Clone(trusted), own)
 		}
-		if !flags.Changed("protected-namespaces") {
+		if !flags.Changed("protected-namespaces") && !slices.Contains(protected, own) {
 			protected = append(slices.Clone(protected), own)
 		}
 	}

@@ -13,9 +13,11 @@ func TestSweepConfigDefaultsIncludeOwnNamespace(t *testing.T) {
 		wantTrusted, wantProtec []string
 	}{
 		{name: "outside a pod", args: nil,
-			wantTrusted: []string{"namespace-manager"}, wantProtec: []string{"kube-system", "kube-public", "kube-node-lease", "default"}},
+			wantTrusted: []string{"namespace-manager"}, wantProtec: []string{"kube-system", "kube-public", "kube-node-lease", "default", "namespace-manager"}},
 		{name: "in a pod", podNamespace: "ops", args: nil,
-			wantTrusted: []string{"namespace-manager", "ops"}, wantProtec: []string{"kube-system", "kube-public", "kube-node-lease", "default", "ops"}},
+			wantTrusted: []string{"namespace-manager", "ops"}, wantProtec: []string{"kube-system", "kube-public", "kube-node-lease", "default", "namespace-manager", "ops"}},
+		{name: "in a pod in namespace-manager", podNamespace: "namespace-manager", args: nil,
+			wantTrusted: []string{"namespace-manager"}, wantProtec: []string{"kube-system", "kube-public", "kube-node-lease", "default", "namespace-manager"}},
 		{name: "flags replace the defaults", podNamespace: "ops", args: []string{"--trusted-namespaces", "ci", "--protected-namespaces", "prod"},
 			wantTrusted: []string{"ci"}, wantProtec: []string{"prod"}},
 	}
