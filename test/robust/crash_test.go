@@ -3,6 +3,7 @@ package robust
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -48,24 +49,27 @@ func (p *killingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // TestKilledSweepsConverge kills a sweep at each of its first 20 requests;
 // after the claims of the dead sweeps expire, one clean sweep completes
 // every due action, touches nothing that is not due, and any webhook sent
-// twice carries the same Idempotency-Key.
+// twice carries the same Idempotency-Key. Under NSMAN_LONG=1, 100 sweeps of
+// 32 managers each are killed at points spread over a whole sweep's
+// requests, counted first by a sweep that is let through.
 func TestKilledSweepsConverge(t *testing.T) {
+	began := time.Now()
 	e := setup(t)
 	bin := buildNsman(t)
 	recv := nsmantest.NewReceiver(t)
+	ctx := t.Context()
 
-	const points = 20
+	points, perMix := scale(20, 100), scale(4, 32)
 	mixes := make([]mix, points)
 	for i := range mixes {
-		mixes[i] = seedMix(t, e, recv, fmt.Sprintf("kill-%d", i+1), 4)
+		mixes[i] = seedMix(t, e, recv, fmt.Sprintf("kill-%d", i+1), perMix)
 	}
-
-	// All the killed sweeps at once, each through its own proxy.
-	var wg sync.WaitGroup
-	proxies := make([]*killingProxy, points)
-	for i, m := range mixes {
-		p := &killingProxy{killAt: int64(i + 1)}
-		proxies[i] = p
+	before, err := shared.AuditedRequests(ctx, e.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := 0
+	start := func(m mix, p *killingProxy) (*exec.Cmd, *bytes.Buffer) {
 		kubeconfig := kubeconfigThrough(t, e, func(rp *httputil.ReverseProxy) http.Handler { p.proxy = rp; return p })
 		cmd := exec.Command(bin, "sweep", "--kubeconfig", kubeconfig, "-l", "nsman.test/crash="+m.run, "--claim-ttl", "10s", "--concurrency", "1", "--log-level", "error", "-o", "json")
 		var stderr bytes.Buffer
@@ -74,6 +78,34 @@ func TestKilledSweepsConverge(t *testing.T) {
 			t.Fatal(err)
 		}
 		p.victim.Store(cmd.Process)
+		runs++
+		return cmd, &stderr
+	}
+
+	// Short: the first requests, one after the other. Long: a sweep over a
+	// mix of the same size, let through, counts the requests of a whole
+	// sweep, and the kill points are spread evenly over them.
+	killAt := func(i int) int64 { return int64(i + 1) }
+	var reference mix
+	if long() {
+		reference = seedMix(t, e, recv, "kill-reference", perMix)
+		p := &killingProxy{killAt: math.MaxInt64}
+		cmd, stderr := start(reference, p)
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("reference sweep: %v\n%s", err, stderr)
+		}
+		n := p.seen.Load()
+		t.Logf("a whole sweep over %d managers makes %d requests", perMix, n)
+		killAt = func(i int) int64 { return 1 + int64(i)*(n-1)/int64(points) }
+	}
+
+	// All the killed sweeps at once, each through its own proxy.
+	var wg sync.WaitGroup
+	proxies := make([]*killingProxy, points)
+	for i, m := range mixes {
+		p := &killingProxy{killAt: killAt(i)}
+		proxies[i] = p
+		cmd, stderr := start(m, p)
 		wg.Go(func() {
 			if err := cmd.Wait(); err != nil && p.seen.Load() < p.killAt {
 				t.Logf("sweep %d ended before its kill point: %v\n%s", p.killAt, err, stderr.String())
@@ -89,7 +121,7 @@ func TestKilledSweepsConverge(t *testing.T) {
 	}
 	// A sweep over four managers makes about twenty requests: nearly every
 	// point must have been reached.
-	if killed < points-3 {
+	if killed < points-max(3, points/10) {
 		t.Fatalf("only %d of %d sweeps were killed: the kill points miss the request sequence", killed, points)
 	}
 	t.Logf("%d of %d sweeps killed mid-way", killed, points)
@@ -97,14 +129,28 @@ func TestKilledSweepsConverge(t *testing.T) {
 	// Every claim a dead sweep left has expired after 10s.
 	time.Sleep(11 * time.Second)
 	for i, m := range mixes {
-		t.Run(fmt.Sprintf("killed at request %d", i+1), func(t *testing.T) {
+		t.Run(fmt.Sprintf("killed at request %d", proxies[i].killAt), func(t *testing.T) {
 			res := e.Sweep(t, "-l", "nsman.test/crash="+m.run)
+			runs++
 			if res.Code != 0 {
 				t.Fatalf("clean sweep: exit %d\n%s", res.Code, res.Stderr)
 			}
 			m.checkConverged(t, e, recv, res)
 		})
 	}
+	if long() {
+		res := e.Sweep(t, "-l", "nsman.test/crash="+reference.run)
+		runs++
+		reference.checkConverged(t, e, recv, res)
+	}
+	after, err := shared.AuditedRequests(ctx, e.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A webhook whose sweep was killed is re-sent under the same key, as it
+	// must be; any other repeat is a duplicate.
+	applied := countActions(t, after[len(before):], recv.Deliveries())
+	figures{runs: runs, faults: killed, actions: applied.actions(), duplicates: applied.duplicates(true), began: began}.log(t)
 }
 
 func createDeployment(t *testing.T, ns string, replicas int32) {

@@ -1,0 +1,114 @@
+package robust
+
+import (
+	"encoding/json"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/nsman/nsman/test/cluster"
+	"github.com/nsman/nsman/test/nsmantest"
+)
+
+// long reports whether NSMAN_LONG=1 asks for the long variants: more
+// managers, sweeps, kill points and fault rounds, for minutes rather than
+// seconds.
+func long() bool { return os.Getenv("NSMAN_LONG") == "1" }
+
+// scale is shortN, or longN under NSMAN_LONG=1.
+func scale(shortN, longN int) int {
+	if long() {
+		return longN
+	}
+	return shortN
+}
+
+// tally is the destructive actions nsman applied, by target namespace:
+// namespace deletes and Deployment scale-downs that succeeded, as the audit
+// log has nsman's requests, and webhooks as the receiver got them.
+type tally struct {
+	deletes, scales map[string]int
+	deliveries      map[string]int
+	// keys are the Idempotency-Keys of the webhooks for each namespace.
+	keys map[string]map[string]bool
+}
+
+// countActions tallies reqs, nsman's audited requests over a test, and the
+// deliveries of its receiver.
+func countActions(t *testing.T, reqs []cluster.Request, deliveries []nsmantest.Delivery) tally {
+	t.Helper()
+	c := tally{deletes: map[string]int{}, scales: map[string]int{}, deliveries: map[string]int{}, keys: map[string]map[string]bool{}}
+	for _, r := range reqs {
+		switch {
+		case r.Verb == "delete" && r.Resource == "namespaces" && r.Code == 200:
+			c.deletes[r.Name]++
+		case r.Verb == "patch" && r.Resource == "deployments" && r.Code == 200:
+			c.scales[r.Namespace]++
+		}
+	}
+	for _, d := range deliveries {
+		var body struct{ Namespace string }
+		if err := json.Unmarshal(d.Body, &body); err != nil {
+			t.Fatal(err)
+		}
+		c.deliveries[body.Namespace]++
+		if c.keys[body.Namespace] == nil {
+			c.keys[body.Namespace] = map[string]bool{}
+		}
+		c.keys[body.Namespace][d.Header.Get("Idempotency-Key")] = true
+	}
+	return c
+}
+
+// actions is the number of destructive requests and deliveries.
+func (c tally) actions() int {
+	n := 0
+	for _, m := range []map[string]int{c.deletes, c.scales, c.deliveries} {
+		for _, v := range m {
+			n += v
+		}
+	}
+	return n
+}
+
+// duplicates counts actions applied more than once: a namespace deleted or
+// a Deployment scaled twice, a webhook sent under two Idempotency-Keys. When
+// resent is false, where no sweep died and no answer was lost, a webhook
+// delivered twice under the same key counts too; otherwise that is the
+// re-send the specification asks for.
+func (c tally) duplicates(resent bool) int {
+	extra := func(n int) int { return max(n-1, 0) }
+	dups := 0
+	for _, n := range c.deletes {
+		dups += extra(n)
+	}
+	for _, n := range c.scales {
+		dups += extra(n)
+	}
+	for ns, keys := range c.keys {
+		if resent {
+			dups += extra(len(keys))
+		} else {
+			dups += extra(c.deliveries[ns])
+		}
+	}
+	return dups
+}
+
+// figures sum up a robustness test in one line of a fixed format, so that
+// short and long runs compare at a glance: nsman sweeps run, faults
+// injected (kills, spoilt requests, hostile inputs), destructive actions
+// observed, and how many of those were duplicates.
+type figures struct {
+	runs, faults, actions, duplicates int
+	began                             time.Time
+}
+
+// log writes the figures line, failing the test on any duplicate.
+func (f figures) log(t *testing.T) {
+	t.Helper()
+	if f.duplicates > 0 {
+		t.Errorf("%d actions applied more than once", f.duplicates)
+	}
+	t.Logf("figures: runs=%d faults=%d actions=%d duplicates=%d took=%s", f.runs, f.faults, f.actions, f.duplicates, time.Since(f.began).Round(time.Second))
+}
