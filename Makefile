@@ -50,6 +50,10 @@ test-integration: control-plane ## Tests against a real control plane
 test-e2e: control-plane ## End-to-end tests of the built commands
 	go test -count=1 -timeout 20m $(E2E_PKGS)
 
+.PHONY: test-long
+test-long: control-plane ## Long robustness variants (NSMAN_LONG=1): more managers, kill points and fault rounds; minutes, not in make test
+	NSMAN_LONG=1 go test -count=1 -timeout 60m -v ./test/robust/ ./test/compat/ | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|figures:'
+
 .PHONY: docs
 docs: ## Regenerate the flags reference in README.md from the commands
 	go test ./cmd -run TestFlagsReferenceInREADME -update
