@@ -1,0 +1,47 @@
+package integration
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/test/nsmantest"
+)
+
+// After an action, the record (status) and spec.deactivated are two patches
+// sent side by side. When only the record landed, the next sweep must
+// deactivate the manager and do nothing else: no second webhook.
+func TestRecordWithoutDeactivationIsFinished(t *testing.T) {
+	e := setup(t)
+	ns := shared.Namespace(t)
+	recv := nsmantest.NewReceiver(t)
+	createManager(t, managerObj(ns, ns, ns, []any{ttlPolicy("notify at once", 0, webhookAction(recv.URL+"/hook"))}))
+	gen := e.Manager(t, ns, ns).GetGeneration()
+	status, err := json.Marshal(map[string]any{"status": sweep.Status{
+		ObservedGeneration: gen,
+		LastAction:         &sweep.LastAction{Policy: "notify at once", Action: "WEBHOOK", Result: sweep.ResultSucceeded, Time: time.Now().UTC()},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(ns).Patch(t.Context(), ns, types.MergePatchType, status, metav1.PatchOptions{}, "status"); err != nil {
+		t.Fatal(err)
+	}
+
+	res := e.Sweep(t, "-l", caseLabel+"="+ns)
+	wantCode(t, res, 0)
+	if got := wantState(t, res, ns, ns, sweep.StateFired); len(got.Effects) != 1 || !strings.Contains(got.Effects[0], "nothing left to do") {
+		t.Errorf("effects %q, want nothing done: the action was done before", got.Effects)
+	}
+	if n := len(recv.Deliveries()); n != 0 {
+		t.Errorf("%d webhooks sent for an action already recorded as done", n)
+	}
+	if !e.Deactivated(t, ns, ns) {
+		t.Error("manager not deactivated")
+	}
+}
