@@ -22,9 +22,7 @@ const claimMargin = 5 * time.Second
 // fills it, and writes the difference once at the end.
 type record struct {
 	stored, next Status
-	// deactivate: spec.deactivated must be set with the record: in the
-	// same patch (annotation store), or in a patch of its own sent beside
-	// the record's (status subresource).
+	// deactivated: spec.deactivated must be set with the record.
 	deactivate bool
 	// announced: the event for this outcome is already written.
 	announced bool
@@ -76,7 +74,15 @@ func (s *Sweeper) fire(ctx context.Context, r *sweepRun, obj *unstructured.Unstr
 		rec.announced = false // the failure is news
 		return failed(e, err)
 	}
-	rec.deactivate = true
+	// spec.deactivated first: should the record then be lost, the manager
+	// is still never acted on twice.
+	if r.store.inStatus {
+		if err := s.patchRetrying(ctx, m.Namespace, m.Name, deactivatePatch()); err != nil {
+			return failed(e, fmt.Errorf("action done, but deactivating the manager failed (a later sweep completes it): %w", err))
+		}
+	} else {
+		rec.deactivate = true
+	}
 	e.State, e.Message = StateFired, reason
 	if s.cfg.DryRun {
 		e.State = StatePlanned

@@ -273,34 +273,19 @@ func (s *Sweeper) handle(ctx context.Context, r *sweepRun, obj *unstructured.Uns
 		s.announce(ctx, r, obj, e)
 	}
 	patch, changed := r.store.update(rec.stored, rec.next, "", rec.deactivate)
+	if !changed {
+		return e
+	}
 	// Recorded even when the action was cut off, so that its claim is
 	// released and the failure seen.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	// With a status subresource, spec.deactivated takes a patch of its own,
-	// sent beside the record's. Either may land without the other: a
-	// deactivated manager is never acted on again, and a record of a
-	// succeeded action without the deactivation makes the next sweep
-	// deactivate it and do nothing else.
-	deactivated := make(chan error, 1)
-	if rec.deactivate && r.store.inStatus {
-		go func() { deactivated <- s.patchRetrying(rctx, obj.GetNamespace(), obj.GetName(), deactivatePatch()) }()
-	} else {
-		deactivated <- nil
-	}
-	var recordErr error
-	if changed {
-		recordErr = s.patchRetrying(rctx, obj.GetNamespace(), obj.GetName(), patch)
-	}
-	if err := <-deactivated; err != nil {
-		return failed(e, fmt.Errorf("action done, but deactivating the manager failed (a later sweep completes it): %w", err))
-	}
-	if recordErr != nil {
+	if err := s.patchRetrying(rctx, obj.GetNamespace(), obj.GetName(), patch); err != nil {
 		msg := "record the outcome on the manager"
 		if e.State == StateFired {
 			msg = "action done, but recording it failed (a later sweep completes it)"
 		}
-		return failed(e, fmt.Errorf("%s: %w", msg, recordErr))
+		return failed(e, fmt.Errorf("%s: %w", msg, err))
 	}
 	return e
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -99,7 +100,7 @@ func TestHostileManagers(t *testing.T) {
 		t.Errorf("namespaces deleted: %v, want only %s", deleted, due)
 	}
 	actions, dups := actionsAndDuplicates(deleted)
-	logFigures(t, 1, 2, actions, dups, began)
+	nsmantest.Figures{Runs: 1, Faults: 2, Actions: actions, Duplicates: dups, Began: began}.Log(t)
 }
 
 // hostileCase is one manager of TestHostileManagersInOneSweep: what it
@@ -248,7 +249,7 @@ func TestHostileManagersInOneSweep(t *testing.T) {
 		})
 	}
 
-	n := scale(40, 400)
+	n := nsmantest.Scale(40, 400)
 	cases := make([]hostileCase, n)
 	for i := range cases {
 		c := &cases[i]
@@ -366,7 +367,7 @@ func TestHostileManagersInOneSweep(t *testing.T) {
 		}
 	}
 	actions, dups := actionsAndDuplicates(deleted)
-	logFigures(t, 1, hostile+rejected, actions, dups, began)
+	nsmantest.Figures{Runs: 1, Faults: hostile + rejected, Actions: actions, Duplicates: dups, Began: began}.Log(t)
 }
 
 // setPolicy sets a field of the first policy of a manager.
@@ -420,4 +421,26 @@ func TestTrustedNamespaceDefaults(t *testing.T) {
 			t.Errorf("refusal %s (%s), want forbidden naming %s once", got.State, got.Message, home)
 		}
 	})
+}
+
+// namespaceDeletes counts the namespace deletes that succeeded among reqs,
+// nsman's audited requests, by namespace.
+func namespaceDeletes(reqs []cluster.Request) map[string]int {
+	deletes := map[string]int{}
+	for _, r := range reqs {
+		if r.Verb == "delete" && r.Resource == "namespaces" && r.Code == 200 {
+			deletes[r.Name]++
+		}
+	}
+	return deletes
+}
+
+// actionsAndDuplicates sums a count by target: all actions, and those
+// beyond the first on each target.
+func actionsAndDuplicates(byTarget map[string]int) (actions, duplicates int) {
+	for _, n := range byTarget {
+		actions += n
+		duplicates += max(n-1, 0)
+	}
+	return actions, duplicates
 }

@@ -13,9 +13,10 @@ import (
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
-// After an action, the record (status) and spec.deactivated are two patches
-// sent side by side. When only the record landed, the next sweep must
-// deactivate the manager and do nothing else: no second webhook.
+// A manager whose record says its action succeeded under the current
+// generation, but which is not deactivated (the deactivation was lost, or
+// the record written by a sweep that died before it), is only deactivated
+// by the next sweep: no second webhook.
 func TestRecordWithoutDeactivationIsFinished(t *testing.T) {
 	e := setup(t)
 	ns := shared.Namespace(t)

@@ -31,7 +31,7 @@ func buildNsman(t *testing.T) string {
 // managers of all three actions (eight over 1,000 under NSMAN_LONG=1):
 // every action must be applied exactly once.
 func TestConcurrentSweepsActOnce(t *testing.T) {
-	managers, sweeps := scale(200, 1000), scale(4, 8)
+	managers, sweeps := nsmantest.Scale(200, 1000), nsmantest.Scale(4, 8)
 	began := time.Now()
 	e := setup(t)
 	bin := buildNsman(t)
@@ -144,5 +144,5 @@ func TestConcurrentSweepsActOnce(t *testing.T) {
 	}
 	// No sweep dies here and no answer is lost: a webhook delivered twice,
 	// even under one key, is a duplicate.
-	figures{runs: sweeps, actions: applied.actions(), duplicates: applied.duplicates(false), began: began}.log(t)
+	nsmantest.Figures{Runs: sweeps, Actions: applied.actions(), Duplicates: applied.duplicates(false), Began: began}.Log(t)
 }

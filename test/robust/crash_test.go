@@ -59,7 +59,7 @@ func TestKilledSweepsConverge(t *testing.T) {
 	recv := nsmantest.NewReceiver(t)
 	ctx := t.Context()
 
-	points, perMix := scale(20, 100), scale(4, 32)
+	points, perMix := nsmantest.Scale(20, 100), nsmantest.Scale(4, 32)
 	mixes := make([]mix, points)
 	for i := range mixes {
 		mixes[i] = seedMix(t, e, recv, fmt.Sprintf("kill-%d", i+1), perMix)
@@ -87,7 +87,7 @@ func TestKilledSweepsConverge(t *testing.T) {
 	// sweep, and the kill points are spread evenly over them.
 	killAt := func(i int) int64 { return int64(i + 1) }
 	var reference mix
-	if long() {
+	if nsmantest.Long() {
 		reference = seedMix(t, e, recv, "kill-reference", perMix)
 		p := &killingProxy{killAt: math.MaxInt64}
 		cmd, stderr := start(reference, p)
@@ -138,7 +138,7 @@ func TestKilledSweepsConverge(t *testing.T) {
 			m.checkConverged(t, e, recv, res)
 		})
 	}
-	if long() {
+	if nsmantest.Long() {
 		res := e.Sweep(t, "-l", "nsman.test/crash="+reference.run)
 		runs++
 		reference.checkConverged(t, e, recv, res)
@@ -150,7 +150,7 @@ func TestKilledSweepsConverge(t *testing.T) {
 	// A webhook whose sweep was killed is re-sent under the same key, as it
 	// must be; any other repeat is a duplicate.
 	applied := countActions(t, after[len(before):], recv.Deliveries())
-	figures{runs: runs, faults: killed, actions: applied.actions(), duplicates: applied.duplicates(true), began: began}.log(t)
+	nsmantest.Figures{Runs: runs, Faults: killed, Actions: applied.actions(), Duplicates: applied.duplicates(true), Began: began}.Log(t)
 }
 
 func createDeployment(t *testing.T, ns string, replicas int32) {

@@ -66,7 +66,7 @@ func TestSweepUnderAPIFaults(t *testing.T) {
 	bin := buildNsman(t)
 	recv := nsmantest.NewReceiver(t)
 	ctx := t.Context()
-	rounds, managers := scale(1, 5), scale(40, 120)
+	rounds, managers := nsmantest.Scale(1, 5), nsmantest.Scale(40, 120)
 
 	before, err := shared.AuditedRequests(ctx, e.User)
 	if err != nil {
@@ -88,7 +88,7 @@ func TestSweepUnderAPIFaults(t *testing.T) {
 	// A webhook whose answer was lost is re-sent under the same key, as it
 	// must be; any other repeat is a duplicate.
 	applied := countActions(t, after[len(before):], recv.Deliveries())
-	figures{runs: 2 * rounds, faults: faults, actions: applied.actions(), duplicates: applied.duplicates(true), began: began}.log(t)
+	nsmantest.Figures{Runs: 2 * rounds, Faults: faults, Actions: applied.actions(), Duplicates: applied.duplicates(true), Began: began}.Log(t)
 }
 
 // faultyRound seeds n managers labelled run, sweeps them through a faulty

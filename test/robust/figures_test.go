@@ -2,26 +2,11 @@ package robust
 
 import (
 	"encoding/json"
-	"os"
 	"testing"
-	"time"
 
 	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
 )
-
-// long reports whether NSMAN_LONG=1 asks for the long variants: more
-// managers, sweeps, kill points and fault rounds, for minutes rather than
-// seconds.
-func long() bool { return os.Getenv("NSMAN_LONG") == "1" }
-
-// scale is shortN, or longN under NSMAN_LONG=1.
-func scale(shortN, longN int) int {
-	if long() {
-		return longN
-	}
-	return shortN
-}
 
 // tally is the destructive actions nsman applied, by target namespace:
 // namespace deletes and Deployment scale-downs that succeeded, as the audit
@@ -93,22 +78,4 @@ func (c tally) duplicates(resent bool) int {
 		}
 	}
 	return dups
-}
-
-// figures sum up a robustness test in one line of a fixed format, so that
-// short and long runs compare at a glance: nsman sweeps run, faults
-// injected (kills, spoilt requests, hostile inputs), destructive actions
-// observed, and how many of those were duplicates.
-type figures struct {
-	runs, faults, actions, duplicates int
-	began                             time.Time
-}
-
-// log writes the figures line, failing the test on any duplicate.
-func (f figures) log(t *testing.T) {
-	t.Helper()
-	if f.duplicates > 0 {
-		t.Errorf("%d actions applied more than once", f.duplicates)
-	}
-	t.Logf("figures: runs=%d faults=%d actions=%d duplicates=%d took=%s", f.runs, f.faults, f.actions, f.duplicates, time.Since(f.began).Round(time.Second))
 }
