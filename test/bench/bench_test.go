@@ -1,12 +1,14 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -212,43 +214,76 @@ func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 		t.Errorf("N=%d: no-op sweep: %d managers waiting, want %d (%v)", n, got, n, noop.States)
 	}
 
-	// (c) due managers due for DELETE, and as many for the write floor.
+	// (c) due managers due for DELETE, and as many for the write floor, in
+	// deleteRounds interleaved pairs: one run of each on a shared 2-core
+	// machine varies by a third, so the rows are the medians.
 	began = time.Now()
 	dueKind := func(int) kind { return ttlDue }
-	if err := seed.seed(ctx, "due", setDue, due, dueKind); err != nil {
-		t.Fatalf("seed due: %v", err)
-	}
-	if err := seed.seed(ctx, "floor", setWriteFloor, due, dueKind); err != nil {
-		t.Fatalf("seed write floor: %v", err)
+	for r := range deleteRounds {
+		if err := seed.seed(ctx, fmt.Sprintf("due%d", r), fmt.Sprintf("%s%d", setDue, r), due, dueKind); err != nil {
+			t.Fatalf("seed due: %v", err)
+		}
+		if err := seed.seed(ctx, fmt.Sprintf("floor%d", r), fmt.Sprintf("%s%d", setWriteFloor, r), due, dueKind); err != nil {
+			t.Fatalf("seed write floor: %v", err)
+		}
 	}
 	if err := seed.seed(ctx, "unthrottled", setDueUnthrottled, due, dueKind); err != nil {
 		t.Fatalf("seed due (unthrottled): %v", err)
 	}
-	step("seeded 3×%d due managers in %s", due, time.Since(began).Round(time.Millisecond))
-	if _, err := audit.next(ctx); err != nil {
-		t.Fatal(err)
+	step("seeded %d×%d due managers in %s", 2*deleteRounds+1, due, time.Since(began).Round(time.Millisecond))
+	only := func(set string) string { return setLabel + " in (" + setBackground + "," + set + ")" }
+	var dels, floors []measurement
+	for r := range deleteRounds {
+		if _, err := audit.next(ctx); err != nil {
+			t.Fatal(err)
+		}
+		run, err := runSweep(ctx, bin, env.Kubeconfig, "-l", only(fmt.Sprintf("%s%d", setDue, r)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if run.Code != 0 {
+			t.Errorf("N=%d DELETE sweep %d: nsman exited %d; stderr:\n%s", n, r, run.Code, tail(run.Stderr, 4000))
+		}
+		m := measurement{N: n, What: fmt.Sprintf("nsman sweep, %d due for DELETE", due), Wall: run.Wall, HTTP: run.Summary.Requests, MaxRSS: run.MaxRSS, States: run.Summary.States, Load: loadAverage()}
+		if m.Audited, err = audit.next(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := m.States[sweep.StateFired]; got != due {
+			t.Errorf("N=%d: DELETE sweep %d fired %d, want %d (%v)", n, r, got, due, m.States)
+		}
+		dels = append(dels, m)
+
+		targets, err := prepareWriteFloor(ctx, sa, fmt.Sprintf("%s%d", setWriteFloor, r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(targets) != due {
+			t.Fatalf("write floor: %d managers listed, want %d", len(targets), due)
+		}
+		start := time.Now()
+		if err := writeFloor(ctx, sa, targets); err != nil {
+			t.Fatal(err)
+		}
+		f := measurement{N: n, What: fmt.Sprintf("write floor: %d × (claim, delete, deactivate), 16 workers", due), Wall: time.Since(start), Load: loadAverage()}
+		if f.Audited, err = audit.next(ctx); err != nil {
+			t.Fatal(err)
+		}
+		floors = append(floors, f)
 	}
-	del := sweepRow(fmt.Sprintf("nsman sweep, %d due for DELETE", due), "-l", setLabel+" notin ("+setWriteFloor+","+setDueUnthrottled+")")
-	if got := del.States[sweep.StateFired]; got != due {
-		t.Errorf("N=%d: DELETE sweep fired %d, want %d (%v)", n, got, due, del.States)
-	}
+	del, wf := median(dels), median(floors)
+	rows = append(rows, del, wf)
+	step("DELETE sweeps %s, write floors %s: medians %s and %s", walls(dels), walls(floors), del.Wall.Round(time.Millisecond), wf.Wall.Round(time.Millisecond))
 	// Diagnostic: the same sweep without client-side throttling, to tell
 	// nsman's default --qps 500 --burst 1000 from the rest of its cost.
 	fast := sweepRow(fmt.Sprintf("diagnostic: nsman sweep, %d due for DELETE, --qps 100000 --burst 100000", due),
-		"-l", setLabel+" notin ("+setWriteFloor+","+setDue+")", "--qps", "100000", "--burst", "100000")
+		"-l", only(setDueUnthrottled), "--qps", "100000", "--burst", "100000")
 	if got := fast.States[sweep.StateFired]; got != due {
 		t.Errorf("N=%d: unthrottled DELETE sweep fired %d, want %d (%v)", n, got, due, fast.States)
 	}
 	// The same DELETE sweep split among 2 and 4 shards run side by side.
 	for _, shards := range shardCounts {
 		set := fmt.Sprintf("%s%d", setShardedPrefix, shards)
-		others := []string{setDue, setWriteFloor, setDueUnthrottled}
-		for _, c := range shardCounts {
-			if c != shards {
-				others = append(others, fmt.Sprintf("%s%d", setShardedPrefix, c))
-			}
-		}
-		began = time.Now()
+		began := time.Now()
 		if err := seed.seed(ctx, fmt.Sprintf("shards%d", shards), set, due, dueKind); err != nil {
 			t.Fatalf("seed %s: %v", set, err)
 		}
@@ -262,7 +297,7 @@ func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 		start := time.Now()
 		for i := range shards {
 			wg.Go(func() {
-				runs[i], errs[i] = runSweep(ctx, bin, env.Kubeconfig, "-l", setLabel+" notin ("+strings.Join(others, ",")+")",
+				runs[i], errs[i] = runSweep(ctx, bin, env.Kubeconfig, "-l", only(set),
 					"--shard-count", strconv.Itoa(shards), "--shard-index", strconv.Itoa(i))
 			})
 		}
@@ -296,22 +331,28 @@ func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 		record(m)
 	}
 
-	targets, err := prepareWriteFloor(ctx, sa)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(targets) != due {
-		t.Fatalf("write floor: %d managers listed, want %d", len(targets), due)
-	}
-	if _, err := audit.next(ctx); err != nil {
-		t.Fatal(err)
-	}
-	start = time.Now()
-	if err := writeFloor(ctx, sa, targets); err != nil {
-		t.Fatal(err)
-	}
-	record(measurement{What: fmt.Sprintf("write floor: %d × (claim, delete, deactivate), 16 workers", due), Wall: time.Since(start)})
 	return rows, version.GitVersion
+}
+
+// deleteRounds is how many times the DELETE sweep and the write floor are
+// measured, interleaved.
+const deleteRounds = 3
+
+// median is the measurement of median wall time; its note lists them all.
+func median(ms []measurement) measurement {
+	sorted := slices.SortedFunc(slices.Values(ms), func(a, b measurement) int { return cmp.Compare(a.Wall, b.Wall) })
+	m := sorted[len(sorted)/2]
+	m.Note = strings.TrimSpace(m.Note + " median of " + walls(ms))
+	return m
+}
+
+// walls lists the wall times of ms, in the order run.
+func walls(ms []measurement) string {
+	var ws []string
+	for _, m := range ms {
+		ws = append(ws, fmt.Sprintf("%.2f", m.Wall.Seconds()))
+	}
+	return strings.Join(ws, ", ") + " s"
 }
 
 // render writes the Markdown report.
@@ -325,7 +366,8 @@ func render(rows []measurement, sizes []int, due int, kubeVersion string, began 
 		runtime.NumCPU(), memTotal(), runtime.GOOS, runtime.GOARCH, runtime.Version(), kubeVersion)
 	p("Each size runs in a fresh control plane. Seeded: N managers, each in its own namespace and targeting it; half TTL 24 h (not due),\n")
 	p("half PODS_SUCCEED (initialDelaySeconds 0) with one Running pod, so every sweep checks their pods and keeps waiting.\n")
-	p("Then %d more managers due for DELETE (TTL 0) for nsman, and %d for the write floor. nsman is the built binary, run as a child\n", due, due)
+	p("Then, %d times over, %d more managers due for DELETE (TTL 0) for nsman and %d for the write floor, measured in turn (the rows are\n", deleteRounds, due, due)
+	p("the median runs; the notes list every run). nsman is the built binary, run as a child\n")
 	p("process as its ServiceAccount (deploy/base/rbac.yaml) with default flags (`--concurrency 16 --qps 500 --burst 1000`); the floors are\n")
 	p("minimal client-go code in the driver, as the same ServiceAccount, unthrottled (QPS -1), page size %d as nsman. The read floor\n", pageSize)
 	p("runs after nsman's first sweep, so that it lists the same objects as the no-op sweep: managers with their status.\n")

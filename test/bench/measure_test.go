@@ -163,7 +163,7 @@ type writeTarget struct {
 
 // prepareWriteFloor lists the write-floor set (not timed: a sweep learns the
 // same from its lists).
-func prepareWriteFloor(ctx context.Context, cfg *rest.Config) ([]writeTarget, error) {
+func prepareWriteFloor(ctx context.Context, cfg *rest.Config, set string) ([]writeTarget, error) {
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -172,7 +172,7 @@ func prepareWriteFloor(ctx context.Context, cfg *rest.Config) ([]writeTarget, er
 	if err != nil {
 		return nil, err
 	}
-	sel := metav1.ListOptions{LabelSelector: setLabel + "=" + setWriteFloor}
+	sel := metav1.ListOptions{LabelSelector: setLabel + "=" + set}
 	nsList, err := meta.Resource(corev1.SchemeGroupVersion.WithResource("namespaces")).List(ctx, sel)
 	if err != nil {
 		return nil, err

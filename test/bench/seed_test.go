@@ -24,9 +24,11 @@ const setLabel = "nsman.bench/set"
 
 // Seeded sets.
 const (
-	setBackground = "background"  // N managers, none due
-	setDue        = "due"         // due for DELETE, swept by nsman
-	setWriteFloor = "write-floor" // due for DELETE, written by the write floor
+	setBackground = "background" // N managers, none due
+	// due for DELETE, swept by nsman, and written by the write floor: one
+	// set of each per round, named with the round's number appended
+	setDue        = "due"
+	setWriteFloor = "write-floor"
 	// due for DELETE, swept by nsman without client-side throttling
 	setDueUnthrottled = "due-unthrottled"
 	// due for DELETE, swept by shards side by side: the set's name is
