@@ -62,7 +62,7 @@ func (s *Sweeper) podIndex(ctx context.Context, r *sweepRun) (*podIndex, error) 
 			return pods.List(ctx, opts)
 		}))
 		p.PageSize = s.cfg.PageSize
-		p.PageBufferSize = 1
+		p.PageBufferSize = 0
 		x.byNamespace = map[string]map[string]podLabels{}
 		x.err = p.EachListItem(ctx, metav1.ListOptions{FieldSelector: notSucceededSelector}, func(o runtime.Object) error {
 			m, ok := o.(*metav1.PartialObjectMetadata)

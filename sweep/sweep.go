@@ -77,9 +77,10 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 		return list, err
 	}))
 	p.PageSize = s.cfg.PageSize
-	// One page in hand and one on the way: the pager's default of ten
-	// pages ahead would hold thousands of decoded managers at once.
-	p.PageBufferSize = 1
+	// One page in hand and the next fetched meanwhile, none queued: the
+	// pager's default of ten pages ahead would hold thousands of decoded
+	// managers at once.
+	p.PageBufferSize = 0
 
 	// Work already started outlives an interrupt by InterruptGrace, so that
 	// an action under way finishes and is recorded rather than being cut

@@ -424,8 +424,15 @@ func render(rows []measurement, sizes []int, due int, kubeVersion string, began 
 		wf, _ := find(n, "write floor")
 		fast, _ := find(n, "diagnostic: nsman sweep")
 		ratio := noop.Wall.Seconds() / floor.Wall.Seconds()
+		noopMet := met(ratio <= 1.3)
+		if n < 10000 {
+			// The issue sets this target at 10,000 managers; below, the
+			// fixed costs (process start, discovery, the first 100 pods
+			// checks) weigh more than the lists.
+			noopMet = "– (set at 10,000)"
+		}
 		p("| %d | no-op sweep ≤ 1.3 × read floor | %.2f s / %.2f s = %.1f× (floor incl. pods checks: %.2f s, %.1f×) | %s |\n",
-			n, noop.Wall.Seconds(), floor.Wall.Seconds(), ratio, floorPods.Wall.Seconds(), noop.Wall.Seconds()/floorPods.Wall.Seconds(), met(ratio <= 1.3))
+			n, noop.Wall.Seconds(), floor.Wall.Seconds(), ratio, floorPods.Wall.Seconds(), noop.Wall.Seconds()/floorPods.Wall.Seconds(), noopMet)
 		p("| %d | zero writes in a no-op sweep | %d | %s |\n", n, noop.writes(), met(noop.writes() == 0))
 		pages := floor.total()
 		checks := floorPods.count("list", "pods")
