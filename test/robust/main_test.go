@@ -10,6 +10,8 @@
 //
 //	NSMAN_LONG=1 go test -count=1 -timeout 60m -v ./test/robust/ ./test/compat/
 //
+// (make test-long runs that and shows only the results).
+//
 // Each of the scaled tests ends with one line
 // "figures: runs=… faults=… actions=… duplicates=… took=…": sweeps run,
 // faults injected, destructive actions observed, and duplicates among them,
