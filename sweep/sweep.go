@@ -165,10 +165,10 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	return report, nil
 }
 
-// trim drops from a listed manager what the sweep never reads, before its
-// page waits in the pager's buffer: the managed fields, often the largest
-// part of a manager, and kubectl's last-applied copy of it. Nothing writes
-// a listed manager back whole, so nothing is lost.
+// trim drops from a listed manager what the sweep never reads, as soon as
+// its page is decoded: the managed fields, often the largest part of a
+// manager, and kubectl's last-applied copy of it. Nothing writes a listed
+// manager back whole, so nothing is lost.
 func trim(obj *unstructured.Unstructured) {
 	unstructured.RemoveNestedField(obj.Object, "metadata", "managedFields")
 	unstructured.RemoveNestedField(obj.Object, "metadata", "annotations", lastApplied)
