@@ -18,10 +18,9 @@ import (
 // PodIndexAfter is the number of pods checks in one sweep after which the
 // sweep stops asking namespace by namespace whether a pod has not succeeded
 // and lists such pods once, cluster-wide, paged and metadata only. Per
-// namespace a check is one request; the cluster-wide list is one request
-// per PageSize pods that have not succeeded, so it costs fewer requests
-// once there are more checks left than that, which any cluster within
-// Kubernetes' 150,000-pod limit reaches within a few hundred checks.
+// namespace, each check costs a request; the cluster-wide list costs one
+// per PageSize pods that have not succeeded: at most 300 pages within
+// Kubernetes' limit of 150,000 pods, and a handful in most clusters.
 const PodIndexAfter = 100
 
 // notSucceededSelector selects pods in another phase than Succeeded.
