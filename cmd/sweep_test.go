@@ -3,7 +3,20 @@ package cmd
 import (
 	"slices"
 	"testing"
+
+	"github.com/nsman/nsman/sweep"
 )
+
+// sweepConfig parses args as nsman sweep's flags and builds the config.
+func sweepConfig(t *testing.T, args []string) (sweep.Config, error) {
+	t.Helper()
+	o := newSweepOptions()
+	c := o.command()
+	if err := c.ParseFlags(args); err != nil {
+		t.Fatal(err)
+	}
+	return o.config(c.Flags())
+}
 
 func TestSweepConfigDefaultsIncludeOwnNamespace(t *testing.T) {
 	tests := []struct {
@@ -24,12 +37,7 @@ func TestSweepConfigDefaultsIncludeOwnNamespace(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv("POD_NAMESPACE", tt.podNamespace)
-			o := newSweepOptions()
-			c := o.command()
-			if err := c.ParseFlags(tt.args); err != nil {
-				t.Fatal(err)
-			}
-			cfg, err := o.config(c.Flags())
+			cfg, err := sweepConfig(t, tt.args)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,12 +65,7 @@ func TestSweepConfigShards(t *testing.T) {
 			if tt.jobIndex != "" {
 				t.Setenv(jobIndexEnv, tt.jobIndex)
 			}
-			o := newSweepOptions()
-			c := o.command()
-			if err := c.ParseFlags(tt.args); err != nil {
-				t.Fatal(err)
-			}
-			cfg, err := o.config(c.Flags())
+			cfg, err := sweepConfig(t, tt.args)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -89,12 +92,7 @@ func TestSweepConfigRejectsBadShards(t *testing.T) {
 			if tt.jobIndex != "" {
 				t.Setenv(jobIndexEnv, tt.jobIndex)
 			}
-			o := newSweepOptions()
-			c := o.command()
-			if err := c.ParseFlags(tt.args); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := o.config(c.Flags()); err == nil {
+			if _, err := sweepConfig(t, tt.args); err == nil {
 				t.Errorf("%s=%q %v accepted", jobIndexEnv, tt.jobIndex, tt.args)
 			}
 		})
@@ -110,12 +108,7 @@ func TestSweepConfigRejects(t *testing.T) {
 		"negative max actions":   {"--max-actions", "-1"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			o := newSweepOptions()
-			c := o.command()
-			if err := c.ParseFlags(args); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := o.config(c.Flags()); err == nil {
+			if _, err := sweepConfig(t, args); err == nil {
 				t.Errorf("%v accepted", args)
 			}
 		})

@@ -157,17 +157,23 @@ func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 		t.Fatal(err)
 	}
 	var rows []measurement
-	record := func(m measurement) measurement {
+	// measured completes m with the requests audited since the last
+	// measurement and the load now.
+	measured := func(m measurement) measurement {
 		m.N = n
 		m.Load = loadAverage()
 		if m.Audited, err = audit.next(ctx); err != nil {
 			t.Fatal(err)
 		}
 		step("%s: %s, %d requests (%s), RSS %d KiB", m.What, m.Wall.Round(time.Millisecond), m.total(), describe(m.Audited), m.MaxRSS)
+		return m
+	}
+	record := func(m measurement) measurement {
+		m = measured(m)
 		rows = append(rows, m)
 		return m
 	}
-	sweepRow := func(what string, args ...string) measurement {
+	measureSweep := func(what string, args ...string) measurement {
 		run, err := runSweep(ctx, bin, env.Kubeconfig, args...)
 		if err != nil {
 			t.Fatal(err)
@@ -175,11 +181,12 @@ func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 		if run.Code != 0 {
 			t.Errorf("N=%d %s: nsman exited %d; stderr:\n%s", n, what, run.Code, tail(run.Stderr, 4000))
 		}
-		states := map[sweep.State]int{}
-		for k, v := range run.Summary.States {
-			states[k] = v
-		}
-		return record(measurement{What: what, Wall: run.Wall, HTTP: run.Summary.Requests, MaxRSS: run.MaxRSS, States: states})
+		return measured(measurement{What: what, Wall: run.Wall, HTTP: run.Summary.Requests, MaxRSS: run.MaxRSS, States: run.Summary.States})
+	}
+	sweepRow := func(what string, args ...string) measurement {
+		m := measureSweep(what, args...)
+		rows = append(rows, m)
+		return m
 	}
 
 	// (b) The first sweep records a status on every manager; the next one
@@ -237,17 +244,7 @@ func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 		if _, err := audit.next(ctx); err != nil {
 			t.Fatal(err)
 		}
-		run, err := runSweep(ctx, bin, env.Kubeconfig, "-l", only(fmt.Sprintf("%s%d", setDue, r)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if run.Code != 0 {
-			t.Errorf("N=%d DELETE sweep %d: nsman exited %d; stderr:\n%s", n, r, run.Code, tail(run.Stderr, 4000))
-		}
-		m := measurement{N: n, What: fmt.Sprintf("nsman sweep, %d due for DELETE", due), Wall: run.Wall, HTTP: run.Summary.Requests, MaxRSS: run.MaxRSS, States: run.Summary.States, Load: loadAverage()}
-		if m.Audited, err = audit.next(ctx); err != nil {
-			t.Fatal(err)
-		}
+		m := measureSweep(fmt.Sprintf("nsman sweep, %d due for DELETE", due), "-l", only(fmt.Sprintf("%s%d", setDue, r)))
 		if got := m.States[sweep.StateFired]; got != due {
 			t.Errorf("N=%d: DELETE sweep %d fired %d, want %d (%v)", n, r, got, due, m.States)
 		}
@@ -264,11 +261,7 @@ func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 		if err := writeFloor(ctx, sa, targets); err != nil {
 			t.Fatal(err)
 		}
-		f := measurement{N: n, What: fmt.Sprintf("write floor: %d × (claim, delete, deactivate), 16 workers", due), Wall: time.Since(start), Load: loadAverage()}
-		if f.Audited, err = audit.next(ctx); err != nil {
-			t.Fatal(err)
-		}
-		floors = append(floors, f)
+		floors = append(floors, measured(measurement{What: fmt.Sprintf("write floor: %d × (claim, delete, deactivate), 16 workers", due), Wall: time.Since(start)}))
 	}
 	del, wf := median(dels), median(floors)
 	rows = append(rows, del, wf)
