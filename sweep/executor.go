@@ -40,7 +40,14 @@ func (s *Sweeper) fire(ctx context.Context, r *sweepRun, obj *unstructured.Unstr
 		return e
 	}
 
-	claimed := rec.stored
+	// The claim carries the record the manager has once the action has
+	// succeeded, so that success costs one write more, the deactivation,
+	// and not two. While the manager is active, its live claim says that the
+	// action is under way; a failure replaces the record.
+	claimed := rec.stored.clone()
+	claimed.observe(Entry{State: StateFired, Target: t.name, Message: reason}, m.Generation, r.now)
+	claimed.Checks = nil
+	claimed.LastAction = &LastAction{Policy: p.Name, Action: p.Action.Type, Result: ResultSucceeded, Message: truncate(reason, maxMessage), Time: r.now.UTC()}
 	claimed.Claim = &Claim{Policy: p.Name, Action: p.Action.Type, Sweep: s.cfg.SweepID, Expires: r.now.Add(s.cfg.ClaimTTL), Generation: m.Generation, TargetUID: t.uid}
 	// The resourceVersion makes the claim conditional: of two sweeps that
 	// listed the same version, only one claims.
@@ -66,21 +73,25 @@ func (s *Sweeper) fire(ctx context.Context, r *sweepRun, obj *unstructured.Unstr
 	cancel()
 	e.Effects = effects
 
-	rec.next.Claim = nil
-	rec.next.Checks = nil
-	rec.next.LastAction = &LastAction{Policy: p.Name, Action: p.Action.Type, Result: ResultSucceeded, Message: truncate(reason, maxMessage), Time: r.now.UTC()}
+	rec.next = claimed.clone()
 	if err != nil {
+		rec.next.Claim = nil
 		rec.next.LastAction.Result, rec.next.LastAction.Message = ResultFailed, truncate(err.Error(), maxMessage)
 		rec.announced = false // the failure is news
 		return failed(e, err)
 	}
-	// spec.deactivated first: should the record then be lost, the manager
-	// is still never acted on twice.
 	if r.store.inStatus {
+		// The spec is not part of the status subresource: a patch of its
+		// own completes the claim, which stays on the deactivated manager
+		// as the mark of the sweep that acted.
 		if err := s.patchRetrying(ctx, m.Namespace, m.Name, deactivatePatch()); err != nil {
+			rec.next.Claim = nil
 			return failed(e, fmt.Errorf("action done, but deactivating the manager failed (a later sweep completes it): %w", err))
 		}
 	} else {
+		// The annotation store sets spec.deactivated with the record, which
+		// is written anyway: the claim goes with it.
+		rec.next.Claim = nil
 		rec.deactivate = true
 	}
 	e.State, e.Message = StateFired, reason

@@ -52,6 +52,9 @@ type Status struct {
 func (st Status) clone() Status {
 	st.Conditions = slices.Clone(st.Conditions)
 	st.Checks = maps.Clone(st.Checks)
+	if st.LastAction != nil {
+		st.LastAction = new(*st.LastAction)
+	}
 	return st
 }
 
@@ -78,6 +81,9 @@ const maxMessage = 1024
 // transition time when its status did not change.
 func (st *Status) observe(e Entry, generation int64, now time.Time) {
 	st.ObservedGeneration = generation
+	if st.Claim != nil && st.Claim.Generation != generation {
+		st.Claim = nil // void: no sweep completes a claim on an older spec
+	}
 	st.State = e.State
 	st.Target = e.Target
 	st.NextDue = nil

@@ -146,3 +146,33 @@ func TestUpdateSeesAConditionChange(t *testing.T) {
 		}
 	}
 }
+
+func TestObserveVoidsAClaimOnAnOlderSpec(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	e := Entry{State: StateWaiting, Target: "ci-123", Message: "waiting"}
+
+	st := sampleStatus() // claimed at generation 4
+	st.observe(e, 4, now)
+	if st.Claim == nil {
+		t.Error("a claim on the observed generation was dropped")
+	}
+	st.observe(e, 5, now)
+	if st.Claim != nil {
+		t.Errorf("claim %+v on generation 4 kept at generation 5", st.Claim)
+	}
+}
+
+func TestCloneSharesNothingTheSweepChanges(t *testing.T) {
+	st := sampleStatus()
+	st.LastAction = &LastAction{Policy: "p", Action: policy.ActionDelete, Result: ResultSucceeded}
+	st.Conditions = []metav1.Condition{{Type: ConditionFired, Status: metav1.ConditionTrue}}
+	want := mustJSON(st)
+
+	c := st.clone()
+	c.LastAction.Result = ResultFailed
+	c.Conditions[0].Status = metav1.ConditionFalse
+	c.Checks["p"] = policy.CheckState{}
+	if got := mustJSON(st); got != want {
+		t.Errorf("changing the clone changed the original:\n%s\nwant\n%s", got, want)
+	}
+}

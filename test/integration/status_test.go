@@ -2,6 +2,7 @@ package integration
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -59,11 +60,18 @@ func TestStatusAndEvents(t *testing.T) {
 	if c := condition(st); c.Status != metav1.ConditionFalse || c.Reason != "Waiting" || c.ObservedGeneration != st.ObservedGeneration || st.ObservedGeneration == 0 {
 		t.Errorf("waiting manager condition %+v (observedGeneration %d)", c, st.ObservedGeneration)
 	}
-	// Fired: the last action, the condition, deactivated.
+	// Fired: the last action, the condition, and the claim the
+	// deactivation completed.
 	st = managerStatus(t, home, fired)
 	if c := condition(st); st.State != sweep.StateFired || c.Status != metav1.ConditionTrue || c.Reason != "Fired" ||
-		st.LastAction == nil || st.LastAction.Result != sweep.ResultSucceeded || st.LastAction.Action != "DELETE" || st.Claim != nil {
+		st.LastAction == nil || st.LastAction.Result != sweep.ResultSucceeded || st.LastAction.Action != "DELETE" {
 		t.Errorf("fired manager status %+v", st)
+	}
+	if c := st.Claim; c == nil || c.Policy != "delete at once" || c.Action != "DELETE" || c.Generation != st.ObservedGeneration {
+		t.Errorf("fired manager claim %+v, want the claim of the sweep that acted, generation %d", c, st.ObservedGeneration)
+	}
+	if !e.Deactivated(t, home, fired) {
+		t.Error("fired manager not deactivated")
 	}
 	// Refused.
 	st = managerStatus(t, tenant, tenant)
@@ -85,6 +93,17 @@ func TestStatusAndEvents(t *testing.T) {
 	}
 	if want := map[string]int{home: 1, own: 1, tenant: 1}; len(created) != len(want) || created[home] != 1 || created[own] != 1 || created[tenant] != 1 {
 		t.Errorf("events created by namespace %v, want %v", created, want)
+	}
+	// The fired manager cost two writes: the claim, which carries the
+	// record of success, and the deactivation.
+	writes := map[string]int{}
+	for _, r := range reqs {
+		if r.Verb == "patch" && r.Name == fired {
+			writes[r.Resource+"/"+r.Subresource]++
+		}
+	}
+	if want := map[string]int{"namespacemanagers/status": 1, "namespacemanagers/": 1}; !maps.Equal(writes, want) {
+		t.Errorf("patches of the fired manager %v, want %v", writes, want)
 	}
 	eventAt := slices.IndexFunc(reqs, func(r cluster.Request) bool {
 		return r.Verb == "create" && r.Resource == "events" && r.Namespace == own

@@ -187,9 +187,9 @@ func TestWebhookFailureIsRetriedWithTheSameKey(t *testing.T) {
 	if !e.Deactivated(t, ns, ns) {
 		t.Fatal("manager not deactivated after the webhook succeeded")
 	}
-	if st := managerStatus(t, ns, ns); st.LastAction == nil || st.LastAction.Result != sweep.ResultSucceeded || st.Claim != nil ||
-		condition(st).Status != metav1.ConditionTrue || condition(st).Reason != "Fired" {
-		t.Errorf("status %+v, want a succeeded lastAction, no claim and the Fired condition True", st)
+	if st := managerStatus(t, ns, ns); st.LastAction == nil || st.LastAction.Result != sweep.ResultSucceeded ||
+		st.Claim == nil || st.Claim.Policy != "notify at once" || condition(st).Status != metav1.ConditionTrue || condition(st).Reason != "Fired" {
+		t.Errorf("status %+v, want a succeeded lastAction, the completed claim and the Fired condition True", st)
 	}
 	res = e.Sweep(t, "-l", caseLabel+"="+ns)
 	wantState(t, res, ns, ns, sweep.StateDeactivated)
@@ -287,12 +287,16 @@ func managerStatus(t *testing.T, ns, name string) sweep.Status {
 	return st
 }
 
-// setClaim writes a claim into a manager's status, as a sweep would.
+// setClaim writes a claim into a manager's status as a sweep does: with the
+// record the manager has once the action has succeeded.
 func setClaim(t *testing.T, ns, name string, expires time.Time, targetUID types.UID) {
 	t.Helper()
 	m := env.Manager(t, ns, name)
 	claim := sweep.Claim{Policy: "delete at once", Action: "DELETE", Sweep: "dead-sweep", Expires: expires, Generation: m.GetGeneration(), TargetUID: targetUID}
-	patch, err := json.Marshal(map[string]any{"status": map[string]any{"claim": claim}})
+	last := sweep.LastAction{Policy: claim.Policy, Action: claim.Action, Result: sweep.ResultSucceeded, Time: expires.Add(-time.Minute)}
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{
+		"observedGeneration": m.GetGeneration(), "state": sweep.StateFired, "claim": claim, "lastAction": last,
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +320,8 @@ func TestClaims(t *testing.T) {
 	}
 	// Another sweep holds a claim on one; a dead sweep left one, expired, on
 	// another; on the third, the dead sweep's target has since been replaced
-	// by a namespace of the same name.
+	// by a namespace of the same name. Each claim records the action as
+	// succeeded: a claim is written so, before the action.
 	setClaim(t, live, live, time.Now().Add(time.Hour), uid[live])
 	setClaim(t, expired, expired, time.Now().Add(-time.Minute), uid[expired])
 	setClaim(t, recreated, recreated, time.Now().Add(-time.Minute), "uid-of-a-namespace-long-gone")
