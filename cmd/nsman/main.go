@@ -20,6 +20,7 @@ import (
 )
 
 func main() {
+	cmd.SetGCPercent()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cmd.Execute(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -49,6 +49,9 @@ type measurement struct {
 	HTTP map[string]int
 	// MaxRSS is the child's peak resident set in KiB; zero for in-process.
 	MaxRSS int64
+	// PeakRSS, in a row that is the median of several runs, is the highest
+	// MaxRSS among them.
+	PeakRSS int64
 	// States counts the managers by state, for sweeps.
 	States map[sweep.State]int
 	Note   string
@@ -275,8 +278,10 @@ type sweepRun struct {
 
 // runSweep runs `nsman sweep -o json --kubeconfig kubeconfig args...` as a
 // child process and reads its wall time, peak RSS and report summary.
-func runSweep(ctx context.Context, bin, kubeconfig string, args ...string) (sweepRun, error) {
-	all := append([]string{bin, "sweep", "-o", "json", "--kubeconfig", kubeconfig}, args...)
+// command is nsman's binary, possibly after env and variables to set: env
+// execs nsman in its own process, so the figures are still nsman's.
+func runSweep(ctx context.Context, command []string, kubeconfig string, args ...string) (sweepRun, error) {
+	all := append(slices.Concat(command, []string{"sweep", "-o", "json", "--kubeconfig", kubeconfig}), args...)
 	var stdout, stderr bytes.Buffer
 	res, err := launchAndWait(ctx, &stdout, all, &stderr)
 	run := sweepRun{Wall: res.Wall, MaxRSS: res.MaxRSS, Code: res.Code, Stderr: stderr.String()}
