@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nsman/nsman/sweep"
@@ -42,19 +43,42 @@ func (o *kubeOptions) clients() (sweep.Clients, error) {
 	}
 	cfg.QPS, cfg.Burst = o.qps, o.burst
 	cfg.UserAgent = "nsman/" + version
-	observer := sweep.NewAPIObserver(nil)
-	cfg.Wrap(observer.Wrap)
-	c := sweep.Clients{Observer: observer}
-	if c.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
-		return c, usageError{err}
-	}
-	if c.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
-		return c, usageError{err}
-	}
-	if c.Metadata, err = metadata.NewForConfig(cfg); err != nil {
+	c, err := NewClients(cfg, sweep.NewAPIObserver(nil))
+	if err != nil {
 		return c, usageError{err}
 	}
 	return c, nil
+}
+
+// NewClients builds the API clients a sweep uses from cfg, all observed by
+// observer.
+func NewClients(cfg *rest.Config, observer *sweep.APIObserver) (sweep.Clients, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(observer.Wrap)
+	c := sweep.Clients{Observer: observer}
+	var err error
+	if c.Managers, err = managersClient(cfg); err != nil {
+		return c, err
+	}
+	if c.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+		return c, err
+	}
+	if c.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return c, err
+	}
+	if c.Metadata, err = metadata.NewForConfig(cfg); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// managersClient is a REST client for the NamespaceManager API group that
+// speaks JSON, the only encoding custom resources are served in.
+func managersClient(cfg *rest.Config) (rest.Interface, error) {
+	cfg = dynamic.ConfigFor(cfg)
+	gv := sweep.ManagerResource.GroupVersion()
+	cfg.GroupVersion, cfg.APIPath = &gv, "/apis"
+	return rest.RESTClientFor(cfg)
 }
 
 // ownNamespace is the namespace nsman runs in, when it runs in a pod.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // benchManagers is the fleet size nsman must stay cheap at (issue 6).
@@ -60,20 +61,16 @@ func BenchmarkStatusSteadyState(b *testing.B) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	entries := benchEntries(benchManagers, now)
 	store := stateStore{inStatus: true}
-	objs := make([]*unstructured.Unstructured, len(entries))
+	managers := make([]listed, len(entries))
 	for i, e := range entries {
 		var st Status
 		st.observe(e, 1, now)
-		var raw map[string]any
-		if err := json.Unmarshal([]byte(mustJSON(st)), &raw); err != nil {
-			b.Fatal(err)
-		}
-		objs[i] = &unstructured.Unstructured{Object: map[string]any{"status": raw}}
+		managers[i] = listed{status: json.RawMessage(mustJSON(st))}
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		for i, obj := range objs {
-			stored := store.read(obj)
+		for i, m := range managers {
+			stored := store.read(m)
 			next := stored
 			next.observe(entries[i], 1, now.Add(time.Minute))
 			if _, changed := store.update(stored, next, "", false); changed {
@@ -103,4 +100,59 @@ func BenchmarkReportJSON(b *testing.B) {
 		_, _ = io.Discard.Write(data)
 	}
 	b.ReportMetric(float64(size), "bytes/report")
+}
+
+// benchPages is what listing benchManagers returns: pages of DefaultPageSize
+// managers as the API server stores them after kubectl apply and a sweep.
+func benchPages() [][]byte {
+	var pages [][]byte
+	for first := 0; first < benchManagers; first += DefaultPageSize {
+		items := make([]string, 0, DefaultPageSize)
+		for i := first; i < min(first+DefaultPageSize, benchManagers); i++ {
+			items = append(items, storedManager(i))
+		}
+		pages = append(pages, []byte(listPage("", items...)))
+	}
+	return pages
+}
+
+// BenchmarkDecodePage decodes the list of 10,000 managers as a sweep does,
+// and reads each one's status: what listing costs nsman itself.
+func BenchmarkDecodePage(b *testing.B) {
+	pages := benchPages()
+	store := stateStore{inStatus: true}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, data := range pages {
+			page, err := decodePage(data)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := range page.Items {
+				if st := store.read(page.listed(i)); st.State != StateWaiting {
+					b.Fatalf("status read as %+v", st)
+				}
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchManagers), "ns/manager")
+}
+
+// BenchmarkDecodePageUnstructured decodes the same list as the dynamic
+// client does, for comparison: every field of every manager into maps.
+func BenchmarkDecodePageUnstructured(b *testing.B) {
+	pages := benchPages()
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, data := range pages {
+			obj, err := runtime.Decode(unstructured.UnstructuredJSONScheme, data)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if n := len(obj.(*unstructured.UnstructuredList).Items); n != DefaultPageSize {
+				b.Fatalf("%d managers in a page", n)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchManagers), "ns/manager")
 }

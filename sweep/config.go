@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
 
 	"github.com/nsman/nsman/policy"
 )
@@ -89,7 +90,12 @@ func (c Config) Validate() error {
 
 // Clients are the API clients a sweep uses. All share one APIObserver.
 type Clients struct {
-	// Dynamic reads and writes NamespaceManagers, whichever CRD serves them.
+	// Managers is a REST client for NamespaceManagers' API group
+	// (k8s.consol.de/v1beta1, JSON): a sweep lists them through it and
+	// decodes only what it reads.
+	Managers rest.Interface
+	// Dynamic writes NamespaceManagers, whichever CRD serves them, and
+	// reads and scales workloads.
 	Dynamic dynamic.Interface
 	// Kube reads pods and workloads, deletes namespaces, scales workloads.
 	Kube kubernetes.Interface

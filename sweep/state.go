@@ -12,7 +12,6 @@ import (
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nsman/nsman/policy"
@@ -155,20 +154,16 @@ type managerPatch struct {
 	body        []byte
 }
 
-// read decodes the Status on obj. A record that does not decode (edited by
-// hand, say) counts as absent.
-func (s stateStore) read(obj *unstructured.Unstructured) Status {
-	var st Status
-	if s.inStatus {
-		if raw, ok := obj.Object["status"].(map[string]any); ok {
-			if data, err := json.Marshal(raw); err == nil {
-				_ = json.Unmarshal(data, &st)
-			}
-		}
-		return st
+// read decodes the Status of a listed manager. A record that does not
+// decode (edited by hand, say) counts as absent.
+func (s stateStore) read(m listed) Status {
+	raw := []byte(m.status)
+	if !s.inStatus {
+		raw = []byte(m.obj.GetAnnotations()[StatusAnnotation])
 	}
-	if raw, ok := obj.GetAnnotations()[StatusAnnotation]; ok {
-		_ = json.Unmarshal([]byte(raw), &st)
+	var st Status
+	if len(raw) > 0 && json.Unmarshal(raw, &st) != nil {
+		return Status{}
 	}
 	return st
 }

@@ -55,7 +55,7 @@ func TestStateStoreRoundTrip(t *testing.T) {
 			t.Fatalf("inStatus=%v: changed=%v subresource=%q", store.inStatus, changed, p.subresource)
 		}
 		obj = applyPatch(t, obj, p)
-		if got := store.read(obj); mustJSON(got) != mustJSON(first) {
+		if got := store.read(listedOf(t, obj)); mustJSON(got) != mustJSON(first) {
 			t.Fatalf("inStatus=%v: read %s, want %s", store.inStatus, mustJSON(got), mustJSON(first))
 		}
 		// Removing the claim and one of two checks must remove them, not
@@ -66,7 +66,7 @@ func TestStateStoreRoundTrip(t *testing.T) {
 		second.State = StateFired
 		p, _ = store.update(first, second, "", false)
 		obj = applyPatch(t, obj, p)
-		if got := store.read(obj); mustJSON(got) != mustJSON(second) {
+		if got := store.read(listedOf(t, obj)); mustJSON(got) != mustJSON(second) {
 			t.Errorf("inStatus=%v: after update read %s, want %s", store.inStatus, mustJSON(got), mustJSON(second))
 		}
 		if _, changed := store.update(second, second, "", false); changed {

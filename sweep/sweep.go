@@ -66,22 +66,6 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 		return Report{}, err
 	}
 	r := &sweepRun{store: store}
-	managers := s.clients.Dynamic.Resource(ManagerResource).Namespace(s.cfg.Namespace)
-	p := pager.New(pager.SimplePageFunc(func(opts metav1.ListOptions) (runtime.Object, error) {
-		list, err := managers.List(ctx, opts)
-		if err == nil {
-			for i := range list.Items {
-				trim(&list.Items[i])
-			}
-		}
-		return list, err
-	}))
-	p.PageSize = s.cfg.PageSize
-	// One page in hand and the next fetched meanwhile, none queued: the
-	// pager's default of ten pages ahead would hold thousands of decoded
-	// managers at once.
-	p.PageBufferSize = 0
-
 	// Work already started outlives an interrupt by InterruptGrace, so that
 	// an action under way finishes and is recorded rather than being cut
 	// off with its claim held; nothing new starts once ctx is done.
@@ -90,16 +74,16 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	stopGrace := context.AfterFunc(ctx, func() { time.AfterFunc(s.cfg.InterruptGrace, cancelWork) })
 	defer stopGrace()
 
-	jobs := make(chan *unstructured.Unstructured)
+	jobs := make(chan listed)
 	var workers sync.WaitGroup
 	for range s.cfg.Concurrency {
 		workers.Go(func() {
-			for obj := range jobs {
+			for m := range jobs {
 				if ctx.Err() != nil {
-					r.add(notReached(obj))
+					r.add(notReached(m.obj))
 					continue
 				}
-				e := s.handle(work, r, obj)
+				e := s.handle(work, r, m)
 				s.logDecision(work, e)
 				r.add(e)
 			}
@@ -107,27 +91,25 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	}
 	first := true
 	skipped := 0
-	err = p.EachListItem(ctx, metav1.ListOptions{LabelSelector: s.cfg.LabelSelector}, func(o runtime.Object) error {
+	err = s.eachManager(ctx, func(m listed) {
 		if first {
 			r.now = s.now()
 			first = false
 		}
-		obj := o.(*unstructured.Unstructured)
-		if ShardOf(obj.GetUID(), s.cfg.ShardCount) != s.cfg.ShardIndex {
+		if ShardOf(m.obj.GetUID(), s.cfg.ShardCount) != s.cfg.ShardIndex {
 			skipped++
-			return nil
+			return
 		}
 		if ctx.Err() == nil {
 			select {
-			case jobs <- obj:
-				return nil
+			case jobs <- m:
+				return
 			case <-ctx.Done():
 			}
 		}
 		// Interrupted: what is listed already is reported; the next page is
 		// not fetched.
-		r.add(notReached(obj))
-		return nil
+		r.add(notReached(m.obj))
 	})
 	close(jobs)
 	workers.Wait()
@@ -164,18 +146,6 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	}
 	return report, nil
 }
-
-// trim drops from a listed manager what the sweep never reads, as soon as
-// its page is decoded: the managed fields, often the largest part of a
-// manager, and kubectl's last-applied copy of it. Nothing writes a listed
-// manager back whole, so nothing is lost.
-func trim(obj *unstructured.Unstructured) {
-	unstructured.RemoveNestedField(obj.Object, "metadata", "managedFields")
-	unstructured.RemoveNestedField(obj.Object, "metadata", "annotations", lastApplied)
-}
-
-// lastApplied is the annotation in which kubectl apply keeps the manifest.
-const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
 func (r *sweepRun) add(e Entry) {
 	r.mu.Lock()
@@ -259,8 +229,9 @@ func (s *Sweeper) namespaces(ctx context.Context, r *sweepRun) (map[string]names
 // handle decides for one manager, acts on the decision, and records the
 // outcome on the manager: its Status when that changed, and an Event when
 // its state changed to one that gets an Event.
-func (s *Sweeper) handle(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured) Entry {
-	stored := r.store.read(obj)
+func (s *Sweeper) handle(ctx context.Context, r *sweepRun, m listed) Entry {
+	obj := m.obj
+	stored := r.store.read(m)
 	rec := &record{stored: stored, next: stored.clone()}
 	e := s.decide(ctx, r, obj, rec)
 	switch e.State {

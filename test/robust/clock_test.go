@@ -9,11 +9,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/nsman/nsman/cmd"
 	"github.com/nsman/nsman/sweep"
 )
 
@@ -42,15 +40,8 @@ func TestLocalClockAheadFiresNothingEarly(t *testing.T) {
 		t.Fatal(err)
 	}
 	observer := sweep.NewAPIObserver(func() time.Time { return time.Now().Add(time.Hour) })
-	cfg.Wrap(observer.Wrap)
-	clients := sweep.Clients{Observer: observer}
-	if clients.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
-		t.Fatal(err)
-	}
-	if clients.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
-		t.Fatal(err)
-	}
-	if clients.Metadata, err = metadata.NewForConfig(cfg); err != nil {
+	clients, err := cmd.NewClients(cfg, observer)
+	if err != nil {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer

@@ -1,0 +1,166 @@
+package sweep
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+// A sweep lists NamespaceManagers as JSON and decodes of each only what it
+// reads. The dynamic client decodes a page in full more than once, and every
+// field of every manager into maps, the managed fields and kubectl's
+// last-applied copy (often most of a manager) included: at 10,000 managers
+// that was half of a no-op sweep's CPU time and most of its garbage
+// (BenchmarkDecodePage and BenchmarkDecodePageUnstructured).
+
+// listed is a NamespaceManager as a sweep reads it from its list.
+type listed struct {
+	// obj holds what policy.Parse and the sweep read: apiVersion, kind,
+	// name, namespace, uid, resourceVersion, generation, the annotations but
+	// kubectl's last-applied copy, and spec, as unstructured content, so
+	// that Parse judges whatever the original CRD let through.
+	obj *unstructured.Unstructured
+	// status is the status as stored, decoded by stateStore.read only where
+	// it is nsman's record.
+	status json.RawMessage
+}
+
+// managerPage is one page of a NamespaceManager list, decoded no further
+// than a sweep needs.
+type managerPage struct {
+	APIVersion string          `json:"apiVersion"`
+	Kind       string          `json:"kind"`
+	Metadata   metav1.ListMeta `json:"metadata"`
+	Items      []listedItem    `json:"items"`
+}
+
+type listedItem struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	// Metadata is validated by the API server under either CRD, so it
+	// decodes into types; fields not named here are skipped unread.
+	Metadata struct {
+		Name            string            `json:"name"`
+		Namespace       string            `json:"namespace"`
+		UID             types.UID         `json:"uid"`
+		ResourceVersion string            `json:"resourceVersion"`
+		Generation      int64             `json:"generation"`
+		Annotations     map[string]string `json:"annotations"`
+	} `json:"metadata"`
+	// Spec is anything the CRD let through: an object, a list, a string,
+	// null. Numbers are kept as int64 where they are integers, as in
+	// unstructured content.
+	Spec   any             `json:"spec"`
+	Status json.RawMessage `json:"status"`
+}
+
+// decodePage decodes a page of a NamespaceManager list. Keys match
+// case-sensitively, as the API server's own decoding does.
+func decodePage(data []byte) (managerPage, error) {
+	var page managerPage
+	if err := utiljson.Unmarshal(data, &page); err != nil {
+		return managerPage{}, fmt.Errorf("decode a page of NamespaceManagers: %w", err)
+	}
+	return page, nil
+}
+
+// listed returns item i of the page.
+func (p *managerPage) listed(i int) listed {
+	it := &p.Items[i]
+	// Lists of built-in types leave apiVersion and kind off their items;
+	// take them from the list then.
+	apiVersion, kind := it.APIVersion, it.Kind
+	if apiVersion == "" {
+		apiVersion = p.APIVersion
+	}
+	if kind == "" {
+		kind = strings.TrimSuffix(p.Kind, "List")
+	}
+	meta := map[string]any{
+		"name":            it.Metadata.Name,
+		"namespace":       it.Metadata.Namespace,
+		"uid":             string(it.Metadata.UID),
+		"resourceVersion": it.Metadata.ResourceVersion,
+		"generation":      it.Metadata.Generation,
+	}
+	annotations := make(map[string]any, len(it.Metadata.Annotations))
+	for k, v := range it.Metadata.Annotations {
+		if k != lastApplied {
+			annotations[k] = v
+		}
+	}
+	if len(annotations) > 0 {
+		meta["annotations"] = annotations
+	}
+	obj := map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": meta}
+	if it.Spec != nil {
+		obj["spec"] = it.Spec
+	}
+	return listed{obj: &unstructured.Unstructured{Object: obj}, status: it.Status}
+}
+
+// lastApplied is the annotation in which kubectl apply keeps the manifest.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// eachManager calls fn with every NamespaceManager the sweep selects, in
+// list order, one page at a time: the page in hand and the next one being
+// fetched, none queued, so that a sweep holds at most two pages of managers
+// however many there are. It stops at the first error; once ctx is done, it
+// finishes the page in hand and hands on no other.
+func (s *Sweeper) eachManager(ctx context.Context, fn func(listed)) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type fetched struct {
+		page managerPage
+		err  error
+	}
+	pages := make(chan fetched)
+	go func() {
+		defer close(pages)
+		opts := metav1.ListOptions{LabelSelector: s.cfg.LabelSelector, Limit: s.cfg.PageSize}
+		for {
+			page, err := s.listPage(ctx, opts)
+			select {
+			case pages <- fetched{page, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil || page.Metadata.Continue == "" {
+				return
+			}
+			opts.Continue = page.Metadata.Continue
+		}
+	}()
+	for f := range pages {
+		if f.err != nil {
+			return f.err
+		}
+		for i := range f.page.Items {
+			fn(f.page.listed(i))
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return ctx.Err()
+}
+
+// listPage fetches and decodes one page of NamespaceManagers.
+func (s *Sweeper) listPage(ctx context.Context, opts metav1.ListOptions) (managerPage, error) {
+	data, err := s.clients.Managers.Get().
+		NamespaceIfScoped(s.cfg.Namespace, s.cfg.Namespace != "").
+		Resource(ManagerResource.Resource).
+		SpecificallyVersionedParams(&opts, scheme.ParameterCodec, metav1.Unversioned).
+		Do(ctx).Raw()
+	if err != nil {
+		return managerPage{}, err
+	}
+	return decodePage(data)
+}
