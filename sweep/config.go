@@ -91,15 +91,16 @@ func (c Config) Validate() error {
 // Clients are the API clients a sweep uses. All share one APIObserver.
 type Clients struct {
 	// Managers is a REST client for NamespaceManagers' API group
-	// (k8s.consol.de/v1beta1, JSON): a sweep lists them through it and
-	// decodes only what it reads.
+	// (k8s.consol.de/v1beta1, JSON), whichever CRD serves them: a sweep
+	// lists and patches managers through it, decoding only what it reads.
 	Managers rest.Interface
-	// Dynamic writes NamespaceManagers, whichever CRD serves them, and
-	// reads and scales workloads.
+	// Dynamic reads and scales workloads.
 	Dynamic dynamic.Interface
-	// Kube reads pods and workloads, deletes namespaces, scales workloads.
+	// Kube lists pods and Jobs, deletes namespaces, writes Events and
+	// discovers whether the CRD has a status subresource.
 	Kube kubernetes.Interface
-	// Metadata lists namespaces without their specs.
+	// Metadata lists namespaces, and pods past PodIndexAfter checks,
+	// without their specs.
 	Metadata metadata.Interface
 	// Observer supplies the server's clock and counts requests.
 	Observer *APIObserver

@@ -154,11 +154,16 @@ func (s *Sweeper) eachManager(ctx context.Context, fn func(listed)) error {
 
 // listPage fetches and decodes one page of NamespaceManagers.
 func (s *Sweeper) listPage(ctx context.Context, opts metav1.ListOptions) (managerPage, error) {
-	data, err := s.clients.Managers.Get().
+	result := s.clients.Managers.Get().
 		NamespaceIfScoped(s.cfg.Namespace, s.cfg.Namespace != "").
 		Resource(ManagerResource.Resource).
 		SpecificallyVersionedParams(&opts, scheme.ParameterCodec, metav1.Unversioned).
-		Do(ctx).Raw()
+		Do(ctx)
+	// Error, not Raw, turns the server's Status into the error it describes.
+	if err := result.Error(); err != nil {
+		return managerPage{}, err
+	}
+	data, err := result.Raw()
 	if err != nil {
 		return managerPage{}, err
 	}

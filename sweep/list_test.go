@@ -214,8 +214,8 @@ func (p *pagedServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte(listPage(next, p.pages[i]...)))
 }
 
-// sweeperFor is a Sweeper that lists managers from server.
-func sweeperFor(t *testing.T, server http.Handler, cfg Config) *Sweeper {
+// managersClientFor is a Clients.Managers that talks to server.
+func managersClientFor(t *testing.T, server http.Handler) rest.Interface {
 	t.Helper()
 	ts := httptest.NewServer(server)
 	t.Cleanup(ts.Close)
@@ -226,7 +226,13 @@ func sweeperFor(t *testing.T, server http.Handler, cfg Config) *Sweeper {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Sweeper{cfg: cfg, clients: Clients{Managers: client}}
+	return client
+}
+
+// sweeperFor is a Sweeper that lists managers from server.
+func sweeperFor(t *testing.T, server http.Handler, cfg Config) *Sweeper {
+	t.Helper()
+	return &Sweeper{cfg: cfg, clients: Clients{Managers: managersClientFor(t, server)}}
 }
 
 func TestEachManagerPages(t *testing.T) {
@@ -259,12 +265,27 @@ func TestEachManagerPages(t *testing.T) {
 	}
 }
 
+// The server's refusal comes back as the error it describes, its message
+// included: a sweep tells a missing CRD by NotFound, and a user reads why
+// access was denied.
 func TestEachManagerReportsTheServersError(t *testing.T) {
-	server := &pagedServer{status: http.StatusNotFound,
-		body: `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404,"message":"the server could not find the requested resource"}`}
-	err := sweeperFor(t, server, Config{PageSize: 500}).eachManager(t.Context(), func(listed) { t.Error("a manager from an error") })
-	if !apierrors.IsNotFound(err) {
-		t.Errorf("error %v, want NotFound", err)
+	tests := []struct {
+		code    int
+		reason  string
+		message string
+		is      func(error) bool
+	}{
+		{http.StatusNotFound, "NotFound", "the server could not find the requested resource", apierrors.IsNotFound},
+		{http.StatusForbidden, "Forbidden", `namespacemanagers.k8s.consol.de is forbidden: User "system:serviceaccount:ci:nsman" cannot list resource "namespacemanagers"`, apierrors.IsForbidden},
+	}
+	for _, tt := range tests {
+		t.Run(tt.reason, func(t *testing.T) {
+			server := &pagedServer{status: tt.code, body: fmt.Sprintf(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":%q,"code":%d,"message":%q}`, tt.reason, tt.code, tt.message)}
+			err := sweeperFor(t, server, Config{PageSize: 500}).eachManager(t.Context(), func(listed) { t.Error("a manager from an error") })
+			if !tt.is(err) || err.Error() != tt.message {
+				t.Errorf("error %v, want %s: %s", err, tt.reason, tt.message)
+			}
+		})
 	}
 }
 

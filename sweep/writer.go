@@ -31,13 +31,14 @@ type apiWriter struct {
 	webhook *WebhookSender
 }
 
+// patchManager leaves the manager the API server answers with undecoded:
+// nothing reads it, and decoding it was most of what a patch cost nsman.
 func (w *apiWriter) patchManager(ctx context.Context, namespace, name string, patch managerPatch) error {
-	var subresources []string
+	req := w.clients.Managers.Patch(types.MergePatchType).Namespace(namespace).Resource(ManagerResource.Resource).Name(name)
 	if patch.subresource != "" {
-		subresources = append(subresources, patch.subresource)
+		req = req.SubResource(patch.subresource)
 	}
-	_, err := w.clients.Dynamic.Resource(ManagerResource).Namespace(namespace).Patch(ctx, name, types.MergePatchType, patch.body, metav1.PatchOptions{}, subresources...)
-	return err
+	return req.Body(patch.body).Do(ctx).Error()
 }
 
 func (w *apiWriter) deleteNamespace(ctx context.Context, name string, uid types.UID) error {
