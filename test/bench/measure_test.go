@@ -95,6 +95,9 @@ func (a *auditCursor) next(ctx context.Context) (map[string]int, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(reqs) < a.seen {
+		return nil, fmt.Errorf("audit log holds %d requests of %s, fewer than the %d read before: it was rotated or truncated", len(reqs), a.user, a.seen)
+	}
 	out := map[string]int{}
 	for _, r := range reqs[a.seen:] {
 		res := r.Resource
