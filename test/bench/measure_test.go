@@ -17,6 +17,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
+	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/cluster"
 )
@@ -201,8 +203,10 @@ func prepareWriteFloor(ctx context.Context, cfg *rest.Config, set string) ([]wri
 // writeFloor makes, per manager and with nsman's concurrency, the writes a
 // DELETE needs: the claim (a status merge patch conditional on the listed
 // resourceVersion), the namespace delete with a UID precondition, and the
-// spec.deactivated merge patch.
-func writeFloor(ctx context.Context, cfg *rest.Config, targets []writeTarget) error {
+// spec.deactivated merge patch. With asNsman, it makes the writes nsman
+// makes, without nsman: the claim carries the status nsman records with it,
+// and an Event on the manager precedes the delete.
+func writeFloor(ctx context.Context, cfg *rest.Config, targets []writeTarget, asNsman bool) error {
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return err
@@ -211,19 +215,40 @@ func writeFloor(ctx context.Context, cfg *rest.Config, targets []writeTarget) er
 	if err != nil {
 		return err
 	}
-	expires := time.Now().Add(time.Minute).UTC().Format(time.RFC3339)
+	now := time.Now().UTC()
 	background := metav1.DeletePropagationBackground
 	return parallel(ctx, len(targets), func(ctx context.Context, i int) error {
 		t := targets[i]
 		managers := dyn.Resource(sweep.ManagerResource).Namespace(t.name)
-		claim, _ := json.Marshal(map[string]any{
-			"metadata": map[string]any{"resourceVersion": t.resourceVersion},
-			"status": map[string]any{"claim": map[string]any{
-				"policy": "cleanup", "action": "DELETE", "sweep": "write-floor", "expires": expires, "generation": 1, "targetUID": t.uid,
-			}},
-		})
+		status := sweep.Status{Claim: &sweep.Claim{
+			Policy: "cleanup", Action: policy.ActionDelete, Sweep: "write-floor", Expires: now.Add(time.Minute), Generation: 1, TargetUID: t.uid,
+		}}
+		reason := "TTL 0s elapsed at " + now.Format(time.RFC3339)
+		if asNsman {
+			status.ObservedGeneration, status.State, status.Target, status.Message = 1, sweep.StateFired, t.name, reason
+			status.Conditions = []metav1.Condition{{Type: sweep.ConditionFired, Status: metav1.ConditionTrue, ObservedGeneration: 1,
+				LastTransitionTime: metav1.NewTime(now.Truncate(time.Second)), Reason: "Fired", Message: reason}}
+			status.LastAction = &sweep.LastAction{Policy: "cleanup", Action: policy.ActionDelete, Result: sweep.ResultSucceeded, Message: reason, Time: now}
+		}
+		claim, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": t.resourceVersion}, "status": status})
+		if err != nil {
+			return err
+		}
 		if _, err := managers.Patch(ctx, t.name, types.MergePatchType, claim, metav1.PatchOptions{}, "status"); err != nil {
 			return fmt.Errorf("claim %s: %w", t.name, err)
+		}
+		if asNsman {
+			ev := &eventsv1.Event{
+				ObjectMeta: metav1.ObjectMeta{Namespace: t.name, Name: t.name + ".0123456789abcdef"},
+				EventTime:  metav1.NewMicroTime(now),
+				Regarding: corev1.ObjectReference{APIVersion: sweep.ManagerResource.GroupVersion().String(), Kind: policy.Kind,
+					Namespace: t.name, Name: t.name, ResourceVersion: t.resourceVersion},
+				Type: corev1.EventTypeNormal, Reason: "Fired", Action: policy.ActionDelete, Note: reason + "; deleting namespace " + t.name,
+				ReportingController: "nsman.k8s.consol.de/sweep", ReportingInstance: "write-floor",
+			}
+			if _, err := kube.EventsV1().Events(t.name).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("event on %s: %w", t.name, err)
+			}
 		}
 		if err := kube.CoreV1().Namespaces().Delete(ctx, t.name, metav1.DeleteOptions{
 			Preconditions: &metav1.Preconditions{UID: &t.uid}, PropagationPolicy: &background,

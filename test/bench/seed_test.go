@@ -29,6 +29,8 @@ const (
 	// set of each per round, named with the round's number appended
 	setDue        = "due"
 	setWriteFloor = "write-floor"
+	// due for DELETE, written as nsman writes them, without nsman
+	setNsmanWrites = "nsman-writes"
 	// due for DELETE, swept by nsman without client-side throttling
 	setDueUnthrottled = "due-unthrottled"
 	// due for DELETE, swept by shards side by side: the set's name is
