@@ -23,7 +23,7 @@ import (
 // listed is a NamespaceManager as a sweep reads it from its list.
 type listed struct {
 	// obj holds what policy.Parse and the sweep read: apiVersion, kind,
-	// name, namespace, uid, resourceVersion, generation, the annotations but
+	// name, namespace, uid, resourceVersion, generation, every annotation but
 	// kubectl's last-applied copy, and spec, as unstructured content, so
 	// that Parse judges whatever the original CRD let through.
 	obj *unstructured.Unstructured
