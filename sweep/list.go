@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -35,10 +34,8 @@ type listed struct {
 // managerPage is one page of a NamespaceManager list, decoded no further
 // than a sweep needs.
 type managerPage struct {
-	APIVersion string          `json:"apiVersion"`
-	Kind       string          `json:"kind"`
-	Metadata   metav1.ListMeta `json:"metadata"`
-	Items      []listedItem    `json:"items"`
+	Metadata metav1.ListMeta `json:"metadata"`
+	Items    []listedItem    `json:"items"`
 }
 
 type listedItem struct {
@@ -74,15 +71,6 @@ func decodePage(data []byte) (managerPage, error) {
 // listed returns item i of the page.
 func (p *managerPage) listed(i int) listed {
 	it := &p.Items[i]
-	// Lists of built-in types leave apiVersion and kind off their items;
-	// take them from the list then.
-	apiVersion, kind := it.APIVersion, it.Kind
-	if apiVersion == "" {
-		apiVersion = p.APIVersion
-	}
-	if kind == "" {
-		kind = strings.TrimSuffix(p.Kind, "List")
-	}
 	meta := map[string]any{
 		"name":            it.Metadata.Name,
 		"namespace":       it.Metadata.Namespace,
@@ -99,7 +87,7 @@ func (p *managerPage) listed(i int) listed {
 	if len(annotations) > 0 {
 		meta["annotations"] = annotations
 	}
-	obj := map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": meta}
+	obj := map[string]any{"apiVersion": it.APIVersion, "kind": it.Kind, "metadata": meta}
 	if it.Spec != nil {
 		obj["spec"] = it.Spec
 	}
@@ -159,13 +147,11 @@ func (s *Sweeper) listPage(ctx context.Context, opts metav1.ListOptions) (manage
 		Resource(ManagerResource.Resource).
 		SpecificallyVersionedParams(&opts, scheme.ParameterCodec, metav1.Unversioned).
 		Do(ctx)
-	// Error, not Raw, turns the server's Status into the error it describes.
+	// Error turns the server's Status into the error it describes; Raw's
+	// own error is the same one, undecoded.
 	if err := result.Error(); err != nil {
 		return managerPage{}, err
 	}
-	data, err := result.Raw()
-	if err != nil {
-		return managerPage{}, err
-	}
+	data, _ := result.Raw()
 	return decodePage(data)
 }

@@ -154,16 +154,6 @@ func TestDecodePageAgreesWithTheDynamicClient(t *testing.T) {
 	}
 }
 
-func TestDecodePageTakesKindFromTheList(t *testing.T) {
-	page, err := decodePage([]byte(listPage("", `{"metadata":{"name":"m","namespace":"m"},"spec":{}}`)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if obj := page.listed(0).obj; obj.GetAPIVersion() != "k8s.consol.de/v1beta1" || obj.GetKind() != "NamespaceManager" {
-		t.Errorf("apiVersion %q, kind %q", obj.GetAPIVersion(), obj.GetKind())
-	}
-}
-
 func TestDecodePageRejectsWhatIsNotAList(t *testing.T) {
 	for _, data := range []string{`<html>`, `{"items":{}}`, `{"items":[{"metadata":{"generation":"one"}}]}`} {
 		if _, err := decodePage([]byte(data)); err == nil {

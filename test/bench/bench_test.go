@@ -278,10 +278,10 @@ func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 		own = append(own, writes(fmt.Sprintf("diagnostic: nsman's writes without nsman: %d × (claim with its record, Event, delete, deactivate), 16 workers", due),
 			fmt.Sprintf("%s%d", setNsmanWrites, r), true))
 	}
-	del, wf := median(dels), median(floors)
-	rows = append(rows, del, wf, median(own))
+	del, wf, ow := median(dels), median(floors), median(own)
+	rows = append(rows, del, wf, ow)
 	step("DELETE sweeps %s, write floors %s, nsman's writes %s: medians %s, %s and %s", walls(dels), walls(floors), walls(own),
-		del.Wall.Round(time.Millisecond), wf.Wall.Round(time.Millisecond), median(own).Wall.Round(time.Millisecond))
+		del.Wall.Round(time.Millisecond), wf.Wall.Round(time.Millisecond), ow.Wall.Round(time.Millisecond))
 	// Diagnostic: the same sweep without client-side throttling, to tell
 	// nsman's default --qps 500 --burst 1000 from the rest of its cost.
 	fast := sweepRow(fmt.Sprintf("diagnostic: nsman sweep, %d due for DELETE, --qps 100000 --burst 100000", due),
