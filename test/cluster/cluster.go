@@ -91,6 +91,7 @@ type Cluster struct {
 
 	auditLog string
 	ownDir   bool
+	etcdURL  string
 
 	mu    sync.Mutex
 	procs []*process
@@ -209,6 +210,7 @@ func (c *Cluster) startAPITier(ctx context.Context, bins binaries) error {
 		return err
 	}
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(clientPort)
+	c.etcdURL = etcdURL
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
 	etcd, err := c.start("etcd", bins.etcd,
 		"--name=default",

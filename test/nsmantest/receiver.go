@@ -6,32 +6,55 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Delivery is one request a Receiver got.
 type Delivery struct {
+	Path   string
 	Header http.Header
 	Body   []byte
+	// Received is when the request arrived; Answered when the Receiver
+	// answered it, after its hold.
+	Received, Answered time.Time
 }
 
 // Receiver is a webhook endpoint on loopback that records what it gets and
-// answers with Status (200 unless set).
+// answers with Status (200 unless set), after holding each request for the
+// hold set (none unless set).
 type Receiver struct {
 	URL string
 
 	mu         sync.Mutex
 	status     int
+	hold       time.Duration
 	deliveries []Delivery
+	arrived    chan struct{}
+	released   chan struct{}
+	release    sync.Once
 }
 
 // NewReceiver starts a Receiver, stopped when t ends.
 func NewReceiver(t testing.TB) *Receiver {
-	r := &Receiver{status: http.StatusOK}
+	r := &Receiver{status: http.StatusOK, arrived: make(chan struct{}, 1024), released: make(chan struct{})}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
+		d := Delivery{Path: req.URL.Path, Header: req.Header.Clone(), Body: body, Received: time.Now()}
 		r.mu.Lock()
-		r.deliveries = append(r.deliveries, Delivery{Header: req.Header.Clone(), Body: body})
-		status := r.status
+		status, hold := r.status, r.hold
+		r.mu.Unlock()
+		select {
+		case r.arrived <- struct{}{}:
+		default:
+		}
+		select {
+		case <-time.After(hold):
+		case <-r.released:
+		case <-req.Context().Done():
+		}
+		d.Answered = time.Now()
+		r.mu.Lock()
+		r.deliveries = append(r.deliveries, d)
 		r.mu.Unlock()
 		w.WriteHeader(status)
 	}))
@@ -47,7 +70,21 @@ func (r *Receiver) SetStatus(code int) {
 	r.mu.Unlock()
 }
 
-// Deliveries returns what was received so far.
+// SetHold makes the Receiver hold each later request for d before it
+// answers: a slow receiver.
+func (r *Receiver) SetHold(d time.Duration) {
+	r.mu.Lock()
+	r.hold = d
+	r.mu.Unlock()
+}
+
+// Release ends the hold of every request, now and later.
+func (r *Receiver) Release() { r.release.Do(func() { close(r.released) }) }
+
+// Arrived receives a value as each request arrives, before its hold.
+func (r *Receiver) Arrived() <-chan struct{} { return r.arrived }
+
+// Deliveries returns the requests answered so far, in the order answered.
 func (r *Receiver) Deliveries() []Delivery {
 	r.mu.Lock()
 	defer r.mu.Unlock()
