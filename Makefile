@@ -104,5 +104,5 @@ image: ## Build the image ghcr.io/nsman/nsman:VERSION (IMAGE= to name it otherwi
 	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
 
 .PHONY: deploy
-deploy: ## Apply deploy/ to the current kubectl context (OVERLAY=dry-run, webhook-signing or sharded for deploy/overlays/*)
+deploy: ## Apply deploy/ to the current kubectl context (OVERLAY=dry-run, webhook-signing, sharded or webhook-egress for deploy/overlays/*)
 	kubectl apply -k deploy/$(if $(OVERLAY),overlays/$(OVERLAY))

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/webhook"
 )
 
 // sweepOptions holds the flags of nsman sweep.
@@ -35,9 +36,11 @@ type sweepOptions struct {
 	webhookTimeout      time.Duration
 	claimTTL            time.Duration
 	webhookKeyFile      string
+	webhookAllow        []string
 	pushgatewayURL      string
 	shardIndex          int
 	shardCount          int
+	chunkSize           int64
 }
 
 func newSweepCommand() *cobra.Command { return newSweepOptions().command() }
@@ -45,10 +48,12 @@ func newSweepCommand() *cobra.Command { return newSweepOptions().command() }
 func newSweepOptions() *sweepOptions {
 	// namespace-manager, trusted by default, is also protected: it holds
 	// the managers of other namespaces, and a dry run from a laptop must
-	// refuse what the CronJob running there refuses.
+	// refuse what the CronJob running there refuses. The protected floor
+	// (sweep.ProtectedFloor and nsman's own namespace) is not a default:
+	// config adds it whatever the flag says.
 	return &sweepOptions{
 		trustedNamespaces:   []string{"namespace-manager"},
-		protectedNamespaces: []string{"kube-system", "kube-public", "kube-node-lease", "default", "namespace-manager"},
+		protectedNamespaces: []string{"default", "namespace-manager"},
 	}
 }
 
@@ -75,29 +80,34 @@ failed, 2 on a usage or configuration error.`,
 	fs.StringVar(&o.at, "at", "", "with --dry-run, evaluate at this RFC 3339 time instead of now")
 	fs.IntVar(&o.maxActions, "max-actions", 0, "act on at most this many managers per sweep; the rest wait for the next (0: no limit)")
 	fs.IntVar(&o.concurrency, "concurrency", sweep.DefaultConcurrency, "managers handled at once")
-	fs.StringSliceVar(&o.trustedNamespaces, "trusted-namespaces", o.trustedNamespaces, "namespaces whose managers may target other namespaces (by default also the namespace nsman runs in)")
-	fs.StringSliceVar(&o.protectedNamespaces, "protected-namespaces", o.protectedNamespaces, "namespaces never deleted, scaled down or notified about (by default also the namespace nsman runs in)")
+	fs.StringSliceVar(&o.trustedNamespaces, "trusted-namespaces", o.trustedNamespaces, "namespaces whose managers may target other namespaces: exactly those listed, which replace the default and the namespace nsman runs in (unset: namespace-manager and the namespace nsman runs in)")
+	fs.StringSliceVar(&o.protectedNamespaces, "protected-namespaces", o.protectedNamespaces, "namespaces never deleted, scaled down or notified about, in addition to kube-system, kube-public, kube-node-lease and the namespace nsman runs in, which always are; the list given replaces only the default")
 	fs.DurationVar(&o.webhookTimeout, "webhook-timeout", 10*time.Second, "timeout of one webhook attempt")
 	fs.DurationVar(&o.claimTTL, "claim-ttl", sweep.DefaultClaimTTL, "how long a claim holds a manager: an action not done by then (less 5s) is given up, and a later sweep may complete the claim of a sweep that died")
 	fs.StringVar(&o.webhookKeyFile, "webhook-signing-key-file", "", "file with the key that signs webhook requests (HMAC-SHA256)")
+	fs.StringSliceVar(&o.webhookAllow, "webhook-allow", nil, "send webhooks only to these receivers: host names, *.domain suffixes, CIDRs of the addresses dialled (default: any receiver the deny list allows)")
 	fs.StringVar(&o.pushgatewayURL, "pushgateway-url", "", "push the sweep's metrics to this Prometheus Pushgateway at the end of each sweep")
+	fs.Int64Var(&o.chunkSize, "chunk-size", sweep.DefaultPageSize, "objects per list request (managers, namespaces, pods), as kubectl's --chunk-size")
 	fs.IntVar(&o.shardCount, "shard-count", 1, "split the managers among this many sweeps run side by side, by a hash of their UID")
 	fs.IntVar(&o.shardIndex, "shard-index", 0, "the shard this sweep handles, from 0 to --shard-count - 1 (default: $"+jobIndexEnv+" when --shard-count is above 1)")
 	return c
 }
 
-// config turns the flags into a sweep.Config. The default trusted and
-// protected namespaces include the namespace nsman runs in.
+// config turns the flags into a sweep.Config. The namespace nsman runs in
+// is always protected, with sweep.ProtectedFloor: a flag naming other
+// namespaces must not leave nsman's own CronJob and managers open. It is
+// trusted only while --trusted-namespaces is unset: a list of trusted
+// namespaces given is the whole list, so that trust never grows beyond
+// what was written.
 func (o *sweepOptions) config(flags *pflag.FlagSet) (sweep.Config, error) {
 	trusted, protected := o.trustedNamespaces, o.protectedNamespaces
 	if own := ownNamespace(); own != "" {
 		if !flags.Changed("trusted-namespaces") && !slices.Contains(trusted, own) {
 			trusted = append(slices.Clone(trusted), own)
 		}
-		if !flags.Changed("protected-namespaces") && !slices.Contains(protected, own) {
-			protected = append(slices.Clone(protected), own)
-		}
+		protected = append(slices.Clone(protected), own)
 	}
+	protected = sweep.WithProtectedFloor(protected)
 	cfg := sweep.Config{
 		Namespace:           o.namespace,
 		LabelSelector:       o.selector,
@@ -110,6 +120,7 @@ func (o *sweepOptions) config(flags *pflag.FlagSet) (sweep.Config, error) {
 		ClaimTTL:            o.claimTTL,
 		ShardIndex:          o.shardIndex,
 		ShardCount:          o.shardCount,
+		PageSize:            o.chunkSize,
 	}
 	if o.shardCount < 1 {
 		return cfg, errors.New("--shard-count must be at least 1")
@@ -137,11 +148,14 @@ func (o *sweepOptions) config(flags *pflag.FlagSet) (sweep.Config, error) {
 	if o.concurrency < 1 {
 		return cfg, errors.New("--concurrency must be at least 1")
 	}
+	if o.chunkSize < 1 {
+		return cfg, errors.New("--chunk-size must be at least 1")
+	}
 	return cfg, cfg.Validate()
 }
 
-func (o *sweepOptions) webhookOptions() (sweep.WebhookOptions, error) {
-	opts := sweep.WebhookOptions{Timeout: o.webhookTimeout, UserAgent: "nsman/" + version}
+func (o *sweepOptions) webhookOptions() (webhook.Options, error) {
+	opts := webhook.Options{Timeout: o.webhookTimeout, UserAgent: "nsman/" + version}
 	if o.webhookTimeout <= 0 {
 		return opts, errors.New("--webhook-timeout must be positive")
 	}
@@ -154,6 +168,11 @@ func (o *sweepOptions) webhookOptions() (sweep.WebhookOptions, error) {
 			return opts, fmt.Errorf("--webhook-signing-key-file %s is empty", o.webhookKeyFile)
 		}
 	}
+	allow, err := webhook.ParseAllowList(o.webhookAllow)
+	if err != nil {
+		return opts, fmt.Errorf("--webhook-allow: %w", err)
+	}
+	opts.Allow = allow
 	return opts, nil
 }
 
@@ -174,7 +193,7 @@ func (o *sweepOptions) run(c *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	sweeper, err := sweep.New(cfg, clients, sweep.NewWebhookSender(webhookOpts), log)
+	sweeper, err := sweep.New(cfg, clients, webhook.NewSender(webhookOpts), log)
 	if err != nil {
 		return usageError{err}
 	}
@@ -201,6 +220,8 @@ func (o *sweepOptions) run(c *cobra.Command) error {
 	switch {
 	case interrupted:
 		return err
+	case report.Summary.ListError != "":
+		return fmt.Errorf("%s; %d manager(s) failed", report.Summary.ListError, report.Summary.States[sweep.StateFailed])
 	case report.Failed():
 		return fmt.Errorf("%d manager(s) failed", report.Summary.States[sweep.StateFailed])
 	}

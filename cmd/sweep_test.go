@@ -18,7 +18,8 @@ func sweepConfig(t *testing.T, args []string) (sweep.Config, error) {
 	return o.config(c.Flags())
 }
 
-func TestSweepConfigDefaultsIncludeOwnNamespace(t *testing.T) {
+func TestSweepConfigTrustedAndProtected(t *testing.T) {
+	floor := []string{"kube-system", "kube-public", "kube-node-lease"}
 	tests := []struct {
 		name                    string
 		podNamespace            string
@@ -31,8 +32,19 @@ func TestSweepConfigDefaultsIncludeOwnNamespace(t *testing.T) {
 			wantTrusted: []string{"namespace-manager", "ops"}, wantProtec: []string{"kube-system", "kube-public", "kube-node-lease", "default", "namespace-manager", "ops"}},
 		{name: "in a pod in namespace-manager", podNamespace: "namespace-manager", args: nil,
 			wantTrusted: []string{"namespace-manager"}, wantProtec: []string{"kube-system", "kube-public", "kube-node-lease", "default", "namespace-manager"}},
-		{name: "flags replace the defaults", podNamespace: "ops", args: []string{"--trusted-namespaces", "ci", "--protected-namespaces", "prod"},
-			wantTrusted: []string{"ci"}, wantProtec: []string{"prod"}},
+		// --trusted-namespaces replaces its default, the own namespace
+		// included; --protected-namespaces replaces default and
+		// namespace-manager, and adds to the floor and the own namespace.
+		{name: "flags", podNamespace: "ops", args: []string{"--trusted-namespaces", "ci", "--protected-namespaces", "prod"},
+			wantTrusted: []string{"ci"}, wantProtec: append(slices.Clone(floor), "prod", "ops")},
+		{name: "protected flag naming part of the floor", podNamespace: "ops", args: []string{"--protected-namespaces", "kube-system,ops"},
+			wantTrusted: []string{"namespace-manager", "ops"}, wantProtec: append(slices.Clone(floor), "ops")},
+		{name: "empty protected flag", podNamespace: "ops", args: []string{"--protected-namespaces="},
+			wantTrusted: []string{"namespace-manager", "ops"}, wantProtec: append(slices.Clone(floor), "ops")},
+		{name: "empty protected flag outside a pod", args: []string{"--protected-namespaces="},
+			wantTrusted: []string{"namespace-manager"}, wantProtec: floor},
+		{name: "empty trusted flag", podNamespace: "ops", args: []string{"--trusted-namespaces="},
+			wantTrusted: []string{}, wantProtec: []string{"kube-system", "kube-public", "kube-node-lease", "default", "namespace-manager", "ops"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,10 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/webhook"
 )
 
 // ReplicasAnnotation records on a workload the replicas it had before nsman
@@ -32,29 +32,14 @@ var (
 	}
 )
 
-// target is a resolved target namespace.
-type target struct {
-	name string
-	uid  types.UID
-	// resumed: the action completes one begun before: an expired claim, or
-	// a DELETE whose answer was lost.
-	resumed bool
-	// going: the namespace is terminating or gone already.
-	going bool
-	// done: the action succeeded before; only the deactivation is missing.
-	done bool
-}
-
-// apply performs a policy's action on the target through the writer and
+// apply performs a plan's action on its target through the writer and
 // returns what it did (or, in a dry run, would do).
-func (s *Sweeper) apply(ctx context.Context, m policy.Manager, p policy.Policy, t target) ([]string, error) {
-	if t.done {
-		return []string{p.Action.Type + " succeeded before; nothing left to do"}, nil
-	}
-	switch p.Action.Type {
+func (s *Sweeper) apply(ctx context.Context, m policy.Manager, p *plan) ([]string, error) {
+	t, completing := p.target, p.step == stepCompleteClaim
+	switch p.policy.Action.Type {
 	case policy.ActionDelete:
 		effect := "delete namespace " + t.name
-		if t.resumed && t.going {
+		if completing && t.going {
 			return []string{effect + " (already being deleted)"}, nil
 		}
 		err := s.writer.deleteNamespace(ctx, t.name, t.uid)
@@ -62,7 +47,7 @@ func (s *Sweeper) apply(ctx context.Context, m policy.Manager, p policy.Policy, 
 			return []string{effect + " (already gone)"}, nil
 		}
 		if apierrors.IsConflict(err) {
-			if t.resumed {
+			if completing {
 				// The namespace the claim was made for is gone; the one
 				// that now has its name is someone else's.
 				return []string{effect + " (already gone; a new namespace of that name is left alone)"}, nil
@@ -74,23 +59,23 @@ func (s *Sweeper) apply(ctx context.Context, m policy.Manager, p policy.Policy, 
 		}
 		return []string{effect}, nil
 	case policy.ActionScaleDown:
-		return s.scaleDown(ctx, t.name, p.Action.Selectors)
+		return s.scaleDown(ctx, t.name, p.policy.Action.Selectors)
 	case policy.ActionWebhook:
-		body, err := WebhookBody(m.Namespace, m.Name, p.Raw, t.name)
+		body, err := webhook.Body(m.Namespace, m.Name, p.policy.Raw, t.name)
 		if err != nil {
 			return nil, err
 		}
-		key := IdempotencyKey(m, p.Name)
-		if err := s.writer.post(ctx, p.Action.URL, body, key); err != nil {
+		key := IdempotencyKey(m, p.policy.Name)
+		if err := s.writer.post(ctx, p.policy.Action.URL, body, key); err != nil {
 			return nil, err
 		}
-		return []string{fmt.Sprintf("POST %s (Idempotency-Key %s)", p.Action.URL, key)}, nil
+		return []string{fmt.Sprintf("POST %s (Idempotency-Key %s)", p.policy.Action.URL, key)}, nil
 	}
-	return nil, fmt.Errorf("unknown action %q", p.Action.Type)
+	return nil, fmt.Errorf("unknown action %q", p.policy.Action.Type)
 }
 
 // scaleDown scales every selected workload with replicas above zero to zero,
-// one request each, recording the previous count unless a record exists.
+// one request each, recording the count each had (see scaleToZero).
 func (s *Sweeper) scaleDown(ctx context.Context, namespace string, selectors []policy.Selector) ([]string, error) {
 	if len(selectors) == 0 {
 		selectors = []policy.Selector{{Kind: policy.KindDeployment}, {Kind: policy.KindStatefulSet}}
@@ -129,19 +114,18 @@ func (s *Sweeper) scaleDown(ctx context.Context, namespace string, selectors []p
 }
 
 // scaleToZero sets one workload's replicas to zero and records the count it
-// had, unless a record exists.
+// had, overwriting any record: a record is always the count the workload had
+// when nsman last scaled it to zero, so an older one, left by a scale-down
+// undone by hand since, must not survive to be restored. A workload already
+// at zero is not written to, and keeps its record.
 func (s *Sweeper) scaleToZero(ctx context.Context, resource schema.GroupVersionResource, kind string, w *unstructured.Unstructured) (string, error) {
 	effect, err := changeWorkload(ctx, s.clients, s.writer, resource, w, func(w *unstructured.Unstructured) (map[string]any, string, error) {
 		replicas := specReplicas(w)
 		if replicas == 0 {
 			return nil, "", nil
 		}
-		annotations := map[string]any{}
-		if _, recorded := w.GetAnnotations()[ReplicasAnnotation]; !recorded {
-			annotations[ReplicasAnnotation] = strconv.FormatInt(replicas, 10)
-		}
 		return map[string]any{
-			"metadata": map[string]any{"annotations": annotations},
+			"metadata": map[string]any{"annotations": map[string]any{ReplicasAnnotation: strconv.FormatInt(replicas, 10)}},
 			"spec":     map[string]any{"replicas": 0},
 		}, fmt.Sprintf("scale %s/%s from %d to 0", kind, w.GetName(), replicas), nil
 	})

@@ -75,21 +75,56 @@ func TestScaleToZeroRecomputesAfterAConflict(t *testing.T) {
 	}
 }
 
-func TestScaleToZeroKeepsAnExistingRecord(t *testing.T) {
-	w := &conflictOnce{patches: [][]byte{nil}} // no conflict
-	s := &Sweeper{writer: w}
-	d := deployment(2, "1")
-	d.SetAnnotations(map[string]string{ReplicasAnnotation: "7"})
-	if _, err := s.scaleToZero(t.Context(), deploymentsResource, "Deployment", d); err != nil {
-		t.Fatal(err)
+func TestScaleToZeroRecordsTheLastCount(t *testing.T) {
+	// A record is the count the workload had when nsman last scaled it to
+	// zero: one left by an earlier scale-down, since undone by hand, is
+	// overwritten; a workload at zero keeps its record and is not written.
+	tests := []struct {
+		name       string
+		replicas   int64
+		record     string // "" means none
+		wantRecord string // "" means no patch
+	}{
+		{name: "no record", replicas: 2, wantRecord: "2"},
+		{name: "an old record", replicas: 2, record: "7", wantRecord: "2"},
+		{name: "at zero with a record", replicas: 0, record: "7"},
+		{name: "at zero without a record", replicas: 0},
 	}
-	var patch struct {
-		Metadata struct {
-			Annotations map[string]string `json:"annotations"`
-		} `json:"metadata"`
-	}
-	_ = json.Unmarshal(w.patches[1], &patch)
-	if _, overwritten := patch.Metadata.Annotations[ReplicasAnnotation]; overwritten {
-		t.Errorf("patch %s overwrites the existing record", w.patches[1])
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := &conflictOnce{patches: [][]byte{nil}} // no conflict
+			s := &Sweeper{writer: w}
+			d := deployment(tt.replicas, "1")
+			if tt.record != "" {
+				d.SetAnnotations(map[string]string{ReplicasAnnotation: tt.record})
+			}
+			effect, err := s.scaleToZero(t.Context(), deploymentsResource, "Deployment", d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			patches := w.patches[1:]
+			if tt.wantRecord == "" {
+				if len(patches) > 0 || effect != "" {
+					t.Errorf("effect %q, patches %q; want none", effect, patches)
+				}
+				return
+			}
+			if len(patches) != 1 {
+				t.Fatalf("%d patches, want 1", len(patches))
+			}
+			var patch struct {
+				Metadata struct {
+					ResourceVersion string            `json:"resourceVersion"`
+					Annotations     map[string]string `json:"annotations"`
+				} `json:"metadata"`
+				Spec struct{ Replicas int64 } `json:"spec"`
+			}
+			if err := json.Unmarshal(patches[0], &patch); err != nil {
+				t.Fatal(err)
+			}
+			if patch.Metadata.ResourceVersion != "1" || patch.Metadata.Annotations[ReplicasAnnotation] != tt.wantRecord || patch.Spec.Replicas != 0 {
+				t.Errorf("patch %s: want resourceVersion 1, record %s, replicas 0", patches[0], tt.wantRecord)
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package sweep
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/webhook"
 )
 
 // ManagerResource is the NamespaceManager resource, served by the original
@@ -36,7 +38,8 @@ type Config struct {
 	// TrustedNamespaces hold managers that may target any namespace; a
 	// manager elsewhere may only target its own namespace.
 	TrustedNamespaces []string
-	// ProtectedNamespaces are never acted on.
+	// ProtectedNamespaces are never acted on. New adds ProtectedFloor to
+	// them.
 	ProtectedNamespaces []string
 	// PageSize is the number of managers per list request.
 	PageSize int64
@@ -55,6 +58,27 @@ type Config struct {
 	// sweep's context is cancelled; then they are cut off, and their claims
 	// released. It must stay below the pod's termination grace period.
 	InterruptGrace time.Duration
+}
+
+// ProtectedFloor is the namespaces New always protects, whatever
+// Config.ProtectedNamespaces says: the cluster's own, which no namespace
+// manager has any business deleting or scaling down, and which a flag
+// naming other namespaces must not leave open. It returns a new slice each
+// time, so that no caller can shrink the floor.
+func ProtectedFloor() []string {
+	return []string{"kube-system", "kube-public", "kube-node-lease"}
+}
+
+// WithProtectedFloor returns ProtectedFloor followed by the namespaces of
+// protected it lacks, in order and once each; protected is not changed.
+func WithProtectedFloor(protected []string) []string {
+	all := ProtectedFloor()
+	for _, ns := range protected {
+		if !slices.Contains(all, ns) {
+			all = append(all, ns)
+		}
+	}
+	return all
 }
 
 // Defaults for the zero values of Config.
@@ -110,13 +134,12 @@ type Clients struct {
 type Sweeper struct {
 	cfg     Config
 	clients Clients
-	webhook *WebhookSender
 	log     *slog.Logger
 	writer  writer
 }
 
-// New returns a Sweeper. webhook delivers WEBHOOK actions.
-func New(cfg Config, clients Clients, webhook *WebhookSender, log *slog.Logger) (*Sweeper, error) {
+// New returns a Sweeper. sender delivers WEBHOOK actions.
+func New(cfg Config, clients Clients, sender *webhook.Sender, log *slog.Logger) (*Sweeper, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -132,8 +155,9 @@ func New(cfg Config, clients Clients, webhook *WebhookSender, log *slog.Logger) 
 	if cfg.InterruptGrace == 0 {
 		cfg.InterruptGrace = DefaultInterruptGrace
 	}
-	s := &Sweeper{cfg: cfg, clients: clients, webhook: webhook, log: log}
-	s.writer = &apiWriter{clients: clients, webhook: webhook}
+	cfg.ProtectedNamespaces = WithProtectedFloor(cfg.ProtectedNamespaces)
+	s := &Sweeper{cfg: cfg, clients: clients, log: log}
+	s.writer = &apiWriter{clients: clients, webhook: sender}
 	if cfg.DryRun {
 		s.writer = dryRunWriter{}
 	}

@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -13,98 +14,184 @@ import (
 	"github.com/nsman/nsman/policy"
 )
 
+// The executor is the one place that writes to managers and carries out
+// actions: execute for a decision with a plan, record for one without. It
+// owns the action cap, claims, records and Events; dry run is its writer,
+// which sends nothing.
+//
+// Writes to a manager, and what keeps each from clobbering another sweep's
+// claim:
+//   - record (a final entry) and the claim carry the resourceVersion this
+//     sweep listed: of two sweeps that listed one version, one writes.
+//   - settle (the outcome of an action) is a JSON patch that tests first
+//     that the claim is still this sweep's.
+//   - deactivatePatch touches spec alone, never the status.
+
 // claimMargin is kept between the end of an action's deadline and the expiry
 // of its claim, so that no sweep can take over a claim whose action may still
 // run.
 const claimMargin = 5 * time.Second
 
-// record is a manager's Status as stored and as it should become; handle
-// fills it, and writes the difference once at the end.
-type record struct {
-	stored, next Status
-	// deactivated: spec.deactivated must be set with the record.
-	deactivate bool
-	// announced: the event for this outcome is already written.
-	announced bool
-}
+// recordTimeout bounds a write of a manager's record. It is made even when
+// the sweep was interrupted, so that a claim is released and a failure seen.
+const recordTimeout = 5 * time.Second
 
-// fire applies policy i of m: within the action cap, claimed, acted on, and
-// deactivated on success; the outcome goes into rec. In a dry run the writer
-// sends nothing and the entry is the plan.
-func (s *Sweeper) fire(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured, m policy.Manager, i int, reason string, t target, rec *record) Entry {
-	p := m.Policies[i]
-	e := Entry{Namespace: m.Namespace, Name: m.Name, Target: t.name, Policy: p.Name, Action: p.Action.Type}
-
-	if max := s.cfg.MaxActions; max > 0 && r.actions.Add(1) > int64(max) {
-		e.State, e.Message = StateDeferred, fmt.Sprintf("%s; deferred: --max-actions %d reached", reason, max)
-		return e
+// execute carries out d's plan: within the action cap, claimed, acted on,
+// recorded and deactivated. In a dry run the writer sends nothing and the
+// entry is the plan.
+func (s *Sweeper) execute(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured, stored Status, d decision) Entry {
+	p, m, e := d.plan, d.manager, d.entry
+	switch p.step {
+	case stepDeactivate:
+		e.Effects = []string{p.policy.Action.Type + " succeeded before; nothing left to do"}
+		return s.completeWithoutAction(ctx, r, obj, stored, p, e)
+	case stepConfirmDelete:
+		e.Effects = []string{"delete namespace " + p.target.name + " (already gone)"}
+		return s.completeWithoutAction(ctx, r, obj, stored, p, e)
 	}
 
-	// The claim carries the record the manager has once the action has
-	// succeeded, so that success costs one write more, the deactivation,
-	// and not two. While the manager is active, its live claim says that the
-	// action is under way; a failure replaces the record.
-	claimed := rec.stored.clone()
-	claimed.observe(Entry{State: StateFired, Target: t.name, Message: reason}, m.Generation, r.now)
+	if max := s.cfg.MaxActions; max > 0 && r.actions.Add(1) > int64(max) {
+		e.State, e.Message = StateDeferred, fmt.Sprintf("%s; deferred: --max-actions %d reached", p.reason, max)
+		return s.record(ctx, r, obj, stored, e, nil)
+	}
+
+	// The claim expires ClaimTTL after it is made, in the API server's
+	// time, and the action's deadline is claimMargin earlier, counted from
+	// the same moment: however late in a sweep a manager is reached, no
+	// other sweep takes the claim over while the action may run.
+	claimed := stored.clone()
+	claimed.observe(Entry{State: StateActing, Target: p.target.name, Message: fmt.Sprintf("sweep %s is acting (%s): %s", s.cfg.SweepID, p.policy.Action.Type, p.reason)}, m.Generation, r.now)
 	claimed.Checks = nil
-	claimed.LastAction = &LastAction{Policy: p.Name, Action: p.Action.Type, Result: ResultSucceeded, Message: truncate(reason, maxMessage), Time: r.now.UTC()}
-	claimed.Claim = &Claim{Policy: p.Name, Action: p.Action.Type, Sweep: s.cfg.SweepID, Expires: r.now.Add(s.cfg.ClaimTTL), Generation: m.Generation, TargetUID: t.uid}
-	// The resourceVersion makes the claim conditional: of two sweeps that
-	// listed the same version, only one claims.
-	patch, _ := r.store.update(rec.stored, claimed, obj.GetResourceVersion(), false)
+	deadline := time.Now().Add(s.cfg.ClaimTTL - claimMargin)
+	claimed.Claim = &Claim{Policy: p.policy.Name, Action: p.policy.Action.Type, Sweep: s.cfg.SweepID,
+		Expires: s.clock().Add(s.cfg.ClaimTTL).UTC(), Generation: m.Generation, TargetUID: p.target.uid}
+	patch, _ := r.store.update(stored, claimed, obj.GetResourceVersion(), false)
 	if err := s.writer.patchManager(ctx, m.Namespace, m.Name, patch); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			e.State, e.Message = StateBusy, "changed by someone else since this sweep listed it; left to the next sweep"
 			return e
 		}
-		return failed(e, fmt.Errorf("claim: %w", err))
-	}
-	rec.stored = claimed
-
-	// A namespace being deleted takes its events with it, and refuses new
-	// ones: announce the deletion of the manager's own namespace before it.
-	if p.Action.Type == policy.ActionDelete && t.name == m.Namespace {
-		s.announce(ctx, r, obj, Entry{State: StateFired, Action: p.Action.Type, Message: reason + "; deleting namespace " + t.name})
-		rec.announced = true
+		return s.record(ctx, r, obj, stored, failed(e, fmt.Errorf("claim: %w", err)), nil)
 	}
 
-	actCtx, cancel := context.WithTimeout(ctx, s.cfg.ClaimTTL-claimMargin)
-	effects, err := s.apply(actCtx, m, p, t)
+	actCtx, cancel := context.WithDeadline(ctx, deadline)
+	effects, err := s.apply(actCtx, m, p)
 	cancel()
 	e.Effects = effects
 
-	rec.next = claimed.clone()
+	// A manager that deleted its own namespace goes with it, its Events
+	// too: its outcome is in the logs, the report and the metrics, and the
+	// claim, until the manager is gone, keeps other sweeps away.
+	if err == nil && p.policy.Action.Type == policy.ActionDelete && p.target.home {
+		return s.succeeded(e, p)
+	}
+
+	final := claimed.clone()
+	final.Claim = nil
 	if err != nil {
-		rec.next.Claim = nil
-		rec.next.LastAction.Result, rec.next.LastAction.Message = ResultFailed, truncate(err.Error(), maxMessage)
-		rec.announced = false // the failure is news
-		return failed(e, err)
+		e = failed(e, err)
+		final.observe(e, m.Generation, r.now)
+		final.LastAction = &LastAction{Policy: p.policy.Name, Action: p.policy.Action.Type, Result: ResultFailed, Message: truncate(err.Error(), maxMessage), Time: r.now.UTC()}
+		if werr := s.write(ctx, r.store.settle(claimed, final, false), m.Namespace, m.Name); werr != nil {
+			return failed(e, fmt.Errorf("%w; recording the failure failed too: %w", err, werr))
+		}
+		s.announce(ctx, r, obj, e)
+		return e
+	}
+	done := s.succeeded(e, p)
+	final.observe(Entry{State: StateFired, Target: p.target.name, Message: p.reason}, m.Generation, r.now)
+	final.LastAction = &LastAction{Policy: p.policy.Name, Action: p.policy.Action.Type, Result: ResultSucceeded, Message: truncate(p.reason, maxMessage), Time: r.now.UTC()}
+	if err := s.write(ctx, r.store.settle(claimed, final, !r.store.inStatus), m.Namespace, m.Name); err != nil {
+		if lostClaim(err) {
+			err = errors.New("the manager changed since this sweep claimed it")
+		}
+		return failed(done, fmt.Errorf("action done, but recording it failed (a later sweep completes it): %w", err))
 	}
 	if r.store.inStatus {
-		// The spec is not part of the status subresource: a patch of its
-		// own completes the claim, which stays on the deactivated manager
-		// as the mark of the sweep that acted.
-		if err := s.patchRetrying(ctx, m.Namespace, m.Name, deactivatePatch()); err != nil {
-			rec.next.Claim = nil
-			return failed(e, fmt.Errorf("action done, but deactivating the manager failed (a later sweep completes it): %w", err))
+		if err := s.write(ctx, deactivatePatch(), m.Namespace, m.Name); err != nil {
+			return failed(done, fmt.Errorf("action done, but deactivating the manager failed (a later sweep completes it): %w", err))
 		}
-	} else {
-		// The annotation store sets spec.deactivated with the record, which
-		// is written anyway: the claim goes with it.
-		rec.next.Claim = nil
-		rec.deactivate = true
 	}
-	e.State, e.Message = StateFired, reason
+	s.announce(ctx, r, obj, done)
+	return done
+}
+
+// succeeded is the entry of a plan carried out.
+func (s *Sweeper) succeeded(e Entry, p *plan) Entry {
+	e.State, e.Message = StateFired, p.reason
 	if s.cfg.DryRun {
 		e.State = StatePlanned
 	}
 	return e
 }
 
-// patchRetrying applies an unconditional patch, retrying transient failures.
-// A manager that is gone (deleted along with its namespace) needs nothing.
-func (s *Sweeper) patchRetrying(ctx context.Context, namespace, name string, patch managerPatch) error {
-	err := retry.OnError(wait.Backoff{Steps: 4, Duration: 200 * time.Millisecond, Factor: 2}, retryable, func() error {
+// completeWithoutAction records a plan whose action was done before, and
+// deactivates the manager. The record carries the resourceVersion listed:
+// no claim is made, so none can be clobbered.
+func (s *Sweeper) completeWithoutAction(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured, stored Status, p *plan, e Entry) Entry {
+	e = s.succeeded(e, p)
+	final := stored.clone()
+	final.observe(Entry{State: StateFired, Target: p.target.name, Message: p.reason}, obj.GetGeneration(), r.now)
+	final.Claim = nil
+	if p.step == stepConfirmDelete {
+		final.LastAction = &LastAction{Policy: p.policy.Name, Action: p.policy.Action.Type, Result: ResultSucceeded, Message: truncate(p.reason, maxMessage), Time: r.now.UTC()}
+	}
+	patch, _ := r.store.update(stored, final, obj.GetResourceVersion(), !r.store.inStatus)
+	if err := s.write(ctx, patch, obj.GetNamespace(), obj.GetName()); err != nil {
+		if lostClaim(err) {
+			e.State, e.Message = StateBusy, "changed by someone else since this sweep listed it; left to the next sweep"
+			return e
+		}
+		return failed(e, fmt.Errorf("record the outcome on the manager: %w", err))
+	}
+	if r.store.inStatus {
+		if err := s.write(ctx, deactivatePatch(), obj.GetNamespace(), obj.GetName()); err != nil {
+			return failed(e, fmt.Errorf("deactivate the manager: %w", err))
+		}
+	}
+	if stored.State != StateFired {
+		s.announce(ctx, r, obj, e)
+	}
+	return e
+}
+
+// record writes the status that entry e, a final one, describes, when it
+// differs from the stored one, and the Event for a changed state. The write
+// carries the resourceVersion listed: a manager changed since (claimed by
+// another sweep, say) is left to the next sweep.
+func (s *Sweeper) record(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured, stored Status, e Entry, checks map[string]policy.CheckState) Entry {
+	next := stored.clone()
+	next.observe(e, obj.GetGeneration(), r.now)
+	// Any claim left here has expired and is not completed: it was made
+	// for an older spec.
+	next.Claim = nil
+	if e.State == StateWaiting {
+		next.Checks = checks
+	}
+	patch, changed := r.store.update(stored, next, obj.GetResourceVersion(), false)
+	if !changed {
+		return e
+	}
+	if err := s.write(ctx, patch, obj.GetNamespace(), obj.GetName()); err != nil {
+		if lostClaim(err) {
+			e.State, e.Message = StateBusy, "changed by someone else since this sweep listed it; left to the next sweep"
+			return e
+		}
+		return failed(e, fmt.Errorf("record the outcome on the manager: %w", err))
+	}
+	if e.State != stored.State {
+		s.announce(ctx, r, obj, e)
+	}
+	return e
+}
+
+// write applies a patch to a manager, retrying transient failures, even
+// after the sweep was interrupted. A manager that is gone (deleted along
+// with its namespace) needs nothing.
+func (s *Sweeper) write(ctx context.Context, patch managerPatch, namespace, name string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	err := retry.OnError(wait.Backoff{Steps: 4, Duration: 200 * time.Millisecond, Factor: 2}, transient, func() error {
 		return s.writer.patchManager(ctx, namespace, name, patch)
 	})
 	if apierrors.IsNotFound(err) {
@@ -113,7 +200,15 @@ func (s *Sweeper) patchRetrying(ctx context.Context, namespace, name string, pat
 	return err
 }
 
-func retryable(err error) bool {
+// transient reports an error that a retry may not meet again.
+func transient(err error) bool {
 	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
-		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsConflict(err)
+		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err)
+}
+
+// lostClaim reports a conditional write refused because the manager changed
+// since the condition was taken: a stale resourceVersion (409), or a JSON
+// patch whose test failed (422).
+func lostClaim(err error) bool {
+	return apierrors.IsConflict(err) || apierrors.IsInvalid(err)
 }

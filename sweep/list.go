@@ -3,8 +3,10 @@ package sweep
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -113,8 +115,18 @@ func (s *Sweeper) eachManager(ctx context.Context, fn func(listed)) error {
 	go func() {
 		defer close(pages)
 		opts := metav1.ListOptions{LabelSelector: s.cfg.LabelSelector, Limit: s.cfg.PageSize}
-		for {
+		for expired := 0; ; {
 			page, err := s.listPage(ctx, opts)
+			if next, ok := continueAfterExpiry(err); ok && opts.Continue != "" && expired < maxExpiredContinues {
+				// The list's snapshot was compacted away between two pages.
+				// The server's token resumes after the last manager listed,
+				// from a newer snapshot: a manager created or deleted since
+				// may be missed, none is listed twice.
+				expired++
+				s.log.Warn("continue token expired; listing the rest from a newer snapshot", "error", err.Error())
+				opts.Continue = next
+				continue
+			}
 			select {
 			case pages <- fetched{page, err}:
 			case <-ctx.Done():
@@ -138,6 +150,23 @@ func (s *Sweeper) eachManager(ctx context.Context, fn func(listed)) error {
 		}
 	}
 	return ctx.Err()
+}
+
+// maxExpiredContinues bounds how often one sweep resumes a listing past an
+// expired continue token.
+const maxExpiredContinues = 3
+
+// continueAfterExpiry returns the continue token that a 410 answer to a
+// page request carries, with which the listing resumes where it stopped.
+func continueAfterExpiry(err error) (string, bool) {
+	if !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err) {
+		return "", false
+	}
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Continue == "" {
+		return "", false
+	}
+	return status.Status().Continue, true
 }
 
 // listPage fetches and decodes one page of NamespaceManagers.

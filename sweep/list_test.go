@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -169,6 +170,8 @@ type pagedServer struct {
 	// status, when set, answers every request with this status and body.
 	status int
 	body   string
+	// expired maps a continue token to the one a 410 answer to it carries.
+	expired map[string]string
 
 	mu      sync.Mutex
 	queries []string
@@ -191,6 +194,11 @@ func (p *pagedServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p.status != 0 {
 		w.WriteHeader(p.status)
 		_, _ = w.Write([]byte(p.body))
+		return
+	}
+	if next, ok := p.expired[r.URL.Query().Get("continue")]; ok {
+		w.WriteHeader(http.StatusGone)
+		_, _ = fmt.Fprintf(w, `{"kind":"Status","apiVersion":"v1","metadata":{"continue":%q},"status":"Failure","reason":"Expired","code":410,"message":"The provided continue parameter is too old"}`, next)
 		return
 	}
 	i := 0
@@ -222,7 +230,7 @@ func managersClientFor(t *testing.T, server http.Handler) rest.Interface {
 // sweeperFor is a Sweeper that lists managers from server.
 func sweeperFor(t *testing.T, server http.Handler, cfg Config) *Sweeper {
 	t.Helper()
-	return &Sweeper{cfg: cfg, clients: Clients{Managers: managersClientFor(t, server)}}
+	return &Sweeper{cfg: cfg, clients: Clients{Managers: managersClientFor(t, server)}, log: slog.New(slog.DiscardHandler)}
 }
 
 func TestEachManagerPages(t *testing.T) {
@@ -252,6 +260,29 @@ func TestEachManagerPages(t *testing.T) {
 	}
 	if _, paths := everywhere.seen(); !reflect.DeepEqual(paths, []string{"/apis/k8s.consol.de/v1beta1/namespacemanagers"}) {
 		t.Errorf("paths %v, want the managers of every namespace", paths)
+	}
+}
+
+// A page whose continue token expired is answered 410 with a token that
+// resumes after the last manager listed: the listing goes on with it.
+func TestEachManagerResumesPastAnExpiredToken(t *testing.T) {
+	server := &pagedServer{
+		pages:   [][]string{{storedManager(0), storedManager(1)}, {storedManager(2)}, {storedManager(3), storedManager(4)}},
+		expired: map[string]string{"page-1": "page-2"},
+	}
+	var names []string
+	if err := sweeperFor(t, server, Config{PageSize: 2}).eachManager(t.Context(), func(m listed) { names = append(names, m.obj.GetName()) }); err != nil {
+		t.Fatal(err)
+	}
+	// The manager on the expired page was removed meanwhile, say: the new
+	// token resumes after it.
+	if want := []string{"team-00000", "team-00001", "team-00003", "team-00004"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("listed %v, want %v", names, want)
+	}
+	// A 410 without a token, or on the first page, ends the listing.
+	server = &pagedServer{status: http.StatusGone, body: `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Expired","code":410}`}
+	if err := sweeperFor(t, server, Config{PageSize: 2}).eachManager(t.Context(), func(listed) {}); !apierrors.IsResourceExpired(err) {
+		t.Errorf("error %v, want the 410", err)
 	}
 }
 

@@ -56,18 +56,8 @@ func (x *podIndex) notSucceeded(namespace string, selector labels.Selector) (str
 func (s *Sweeper) podIndex(ctx context.Context, r *sweepRun) (*podIndex, error) {
 	x := &r.pods
 	x.once.Do(func() {
-		pods := s.clients.Metadata.Resource(corev1.SchemeGroupVersion.WithResource("pods"))
-		p := pager.New(pager.SimplePageFunc(func(opts metav1.ListOptions) (runtime.Object, error) {
-			return pods.List(ctx, opts)
-		}))
-		p.PageSize = s.cfg.PageSize
-		p.PageBufferSize = 0
 		x.byNamespace = map[string]map[string]podLabels{}
-		x.err = p.EachListItem(ctx, metav1.ListOptions{FieldSelector: notSucceededSelector}, func(o runtime.Object) error {
-			m, ok := o.(*metav1.PartialObjectMetadata)
-			if !ok {
-				return fmt.Errorf("unexpected pod list item %T", o)
-			}
+		x.err = s.eachMetadata(ctx, "pods", metav1.ListOptions{FieldSelector: notSucceededSelector}, func(m *metav1.PartialObjectMetadata) {
 			set := labels.Set(m.Labels)
 			key := set.String()
 			sets := x.byNamespace[m.Namespace]
@@ -78,7 +68,6 @@ func (s *Sweeper) podIndex(ctx context.Context, r *sweepRun) (*podIndex, error) 
 			if _, seen := sets[key]; !seen {
 				sets[key] = podLabels{pod: m.Name, labels: set}
 			}
-			return nil
 		})
 		if x.err != nil {
 			x.byNamespace = nil
@@ -146,4 +135,26 @@ func jobFinished(job *batchv1.Job) bool {
 		}
 	}
 	return false
+}
+
+// eachMetadata calls fn with the metadata of every object of a core
+// resource (namespaces, pods) that opts select, listed in pages of PageSize
+// with client-go's pager, none fetched ahead: a sweep holds one page at a
+// time. An expired continue token falls back to a full list (the pager's
+// default).
+func (s *Sweeper) eachMetadata(ctx context.Context, resource string, opts metav1.ListOptions, fn func(*metav1.PartialObjectMetadata)) error {
+	client := s.clients.Metadata.Resource(corev1.SchemeGroupVersion.WithResource(resource))
+	p := pager.New(pager.SimplePageFunc(func(opts metav1.ListOptions) (runtime.Object, error) {
+		return client.List(ctx, opts)
+	}))
+	p.PageSize = s.cfg.PageSize
+	p.PageBufferSize = 0
+	return p.EachListItem(ctx, opts, func(o runtime.Object) error {
+		m, ok := o.(*metav1.PartialObjectMetadata)
+		if !ok {
+			return fmt.Errorf("unexpected %s list item %T", resource, o)
+		}
+		fn(m)
+		return nil
+	})
 }

@@ -25,7 +25,8 @@ const (
 	StateWaiting State = "waiting"
 	// StatePlanned: a policy holds; a dry run reports what it would do.
 	StatePlanned State = "planned"
-	// StateFired: the action succeeded and the manager is deactivated.
+	// StateFired: the action succeeded and the manager is deactivated, or,
+	// having deleted the namespace it lives in, goes with it.
 	StateFired State = "fired"
 	// StateFailed: the action or an API request failed; retried next sweep.
 	StateFailed State = "failed"
@@ -100,6 +101,9 @@ type Summary struct {
 	Requests map[string]int `json:"requests"`
 	// DurationSeconds is the sweep's wall time.
 	DurationSeconds float64 `json:"durationSeconds"`
+	// ListError, when set, says why listing the managers stopped half-way:
+	// the report covers the managers listed before.
+	ListError string `json:"listError,omitempty"`
 }
 
 // Report is the result of a sweep: one entry per manager and a summary.
@@ -113,5 +117,5 @@ type Report struct {
 // ReportVersion is the schema version of Report's JSON form.
 const ReportVersion = "nsman.sweep/v1"
 
-// Failed reports whether any manager failed.
-func (r Report) Failed() bool { return r.Summary.States[StateFailed] > 0 }
+// Failed reports whether any manager failed, or the listing did.
+func (r Report) Failed() bool { return r.Summary.States[StateFailed] > 0 || r.Summary.ListError != "" }

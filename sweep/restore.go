@@ -16,8 +16,9 @@ import (
 // Restore undoes SCALE_DOWN in namespace: every Deployment and StatefulSet
 // that carries ReplicasAnnotation and still has zero replicas gets its
 // recorded count back, and the record is removed. A workload scaled by
-// someone else since is left alone. It returns what it did, or with dryRun
-// what it would do.
+// someone else since is left alone, and its record removed too: it no longer
+// applies, and kept it would bring back an old count at a later restore. It
+// returns what it did, or with dryRun what it would do.
 func Restore(ctx context.Context, clients Clients, namespace string, dryRun bool) ([]string, error) {
 	var w writer = &apiWriter{clients: clients}
 	if dryRun {
@@ -57,11 +58,13 @@ func restoreOne(ctx context.Context, clients Clients, w writer, resource schema.
 		if err != nil || replicas < 0 {
 			return nil, "", fmt.Errorf("%s: annotation %s=%q is not a replica count", id, ReplicasAnnotation, recorded)
 		}
+		dropRecord := map[string]any{"annotations": map[string]any{ReplicasAnnotation: nil}}
 		if current := specReplicas(obj); current != 0 {
-			return nil, fmt.Sprintf("leave %s at %d replicas: scaled since nsman scaled it down", id, current), nil
+			return map[string]any{"metadata": dropRecord},
+				fmt.Sprintf("leave %s at %d replicas: scaled since nsman scaled it down; drop its record of %d", id, current, replicas), nil
 		}
 		return map[string]any{
-			"metadata": map[string]any{"annotations": map[string]any{ReplicasAnnotation: nil}},
+			"metadata": dropRecord,
 			"spec":     map[string]any{"replicas": replicas},
 		}, fmt.Sprintf("scale %s from 0 to %d", id, replicas), nil
 	})

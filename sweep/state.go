@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -57,12 +59,19 @@ func (st Status) clone() Status {
 	return st
 }
 
+// StateActing is never in a report: it is the state a manager's status
+// shows while the sweep that claimed it acts, with ConditionFired False for
+// the reason InProgress. The status says an action succeeded only after it
+// did.
+const StateActing State = "acting"
+
 // ConditionFired is True once the manager's action succeeded; while False,
 // its reason says why not yet.
 const ConditionFired = "Fired"
 
 // Reasons of ConditionFired, by state.
 var conditionReasons = map[State]string{
+	StateActing:            "InProgress",
 	StateWaiting:           "Waiting",
 	StateFired:             "Fired",
 	StateFailed:            "Failed",
@@ -80,9 +89,6 @@ const maxMessage = 1024
 // transition time when its status did not change.
 func (st *Status) observe(e Entry, generation int64, now time.Time) {
 	st.ObservedGeneration = generation
-	if st.Claim != nil && st.Claim.Generation != generation {
-		st.Claim = nil // void: no sweep completes a claim on an older spec
-	}
 	st.State = e.State
 	st.Target = e.Target
 	st.NextDue = nil
@@ -104,20 +110,30 @@ func (st *Status) observe(e Entry, generation int64, now time.Time) {
 	})
 }
 
+// truncate cuts s to at most n bytes, ending in "..." when cut, and never
+// in the middle of a UTF-8 sequence: the API server refuses invalid UTF-8.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n-3] + "..."
+	cut := max(n-3, 0)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
 
 // Claim marks a manager as being acted on by one sweep, so that no other
 // sweep acts on it too. It is written with the resourceVersion the sweep
-// listed, so of two sweeps only one can claim.
+// listed, so of two sweeps only one can claim; while it has not expired,
+// every other sweep leaves the manager alone, whatever its generation.
 type Claim struct {
-	Policy  string    `json:"policy"`
-	Action  string    `json:"action"`
-	Sweep   string    `json:"sweep"`
+	Policy string `json:"policy"`
+	Action string `json:"action"`
+	Sweep  string `json:"sweep"`
+	// Expires is the claiming sweep's server time when it claimed, plus
+	// --claim-ttl; the action's deadline is --claim-ttl less claimMargin
+	// from the same moment, so the claim outlives the action.
 	Expires time.Time `json:"expires"`
 	// Generation is the manager generation the claim was made for.
 	Generation int64 `json:"generation"`
@@ -147,10 +163,11 @@ type stateStore struct {
 	inStatus bool
 }
 
-// managerPatch is one JSON merge patch of a manager or, with subresource
-// "status", of its status.
+// managerPatch is one patch of a manager or, with subresource "status", of
+// its status: a JSON merge patch, or with jsonPatch an RFC 6902 JSON patch.
 type managerPatch struct {
 	subresource string
+	jsonPatch   bool
 	body        []byte
 }
 
@@ -199,9 +216,36 @@ func (s stateStore) update(from, to Status, resourceVersion string, deactivate b
 	return managerPatch{body: []byte(mustJSON(body))}, true
 }
 
-// deactivatePatch sets spec.deactivated.
+// deactivatePatch sets spec.deactivated. It touches no claim, so it needs
+// no condition.
 func deactivatePatch() managerPatch {
 	return managerPatch{body: []byte(`{"spec":{"deactivated":true}}`)}
+}
+
+// settle returns the patch that replaces the claimed Status, which this
+// sweep wrote, with to: a JSON patch whose first operation tests that the
+// claim is still this sweep's, so that the write fails (and changes nothing)
+// when anyone changed it since. deactivate sets spec.deactivated in the same
+// patch, which only the annotation store can do.
+func (s stateStore) settle(claimed, to Status, deactivate bool) managerPatch {
+	type op struct {
+		Op    string `json:"op"`
+		Path  string `json:"path"`
+		Value any    `json:"value"`
+	}
+	if s.inStatus {
+		return managerPatch{subresource: "status", jsonPatch: true, body: []byte(mustJSON([]op{
+			{"test", "/status/claim/sweep", claimed.Claim.Sweep},
+			{"replace", "/status", to},
+		}))}
+	}
+	// The annotation is compared whole: it is the string the claim wrote.
+	path := "/metadata/annotations/" + strings.ReplaceAll(StatusAnnotation, "/", "~1")
+	ops := []op{{"test", path, mustJSON(claimed)}, {"replace", path, mustJSON(to)}}
+	if deactivate {
+		ops = append(ops, op{"add", "/spec/deactivated", true})
+	}
+	return managerPatch{jsonPatch: true, body: []byte(mustJSON(ops))}
 }
 
 // IdempotencyKey identifies one firing of one policy of one manager

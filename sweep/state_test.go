@@ -2,9 +2,11 @@ package sweep
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -147,21 +149,6 @@ func TestUpdateSeesAConditionChange(t *testing.T) {
 	}
 }
 
-func TestObserveVoidsAClaimOnAnOlderSpec(t *testing.T) {
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	e := Entry{State: StateWaiting, Target: "ci-123", Message: "waiting"}
-
-	st := sampleStatus() // claimed at generation 4
-	st.observe(e, 4, now)
-	if st.Claim == nil {
-		t.Error("a claim on the observed generation was dropped")
-	}
-	st.observe(e, 5, now)
-	if st.Claim != nil {
-		t.Errorf("claim %+v on generation 4 kept at generation 5", st.Claim)
-	}
-}
-
 func TestCloneSharesNothingTheSweepChanges(t *testing.T) {
 	st := sampleStatus()
 	st.LastAction = &LastAction{Policy: "p", Action: policy.ActionDelete, Result: ResultSucceeded}
@@ -174,5 +161,69 @@ func TestCloneSharesNothingTheSweepChanges(t *testing.T) {
 	c.Checks["p"] = policy.CheckState{}
 	if got := mustJSON(st); got != want {
 		t.Errorf("changing the clone changed the original:\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestSettleTestsTheClaimFirst(t *testing.T) {
+	claimed := sampleStatus()
+	final := claimed.clone()
+	final.Claim, final.State = nil, StateFired
+	for _, tc := range []struct {
+		name       string
+		store      stateStore
+		deactivate bool
+		wantSub    string
+		wantOps    []string
+		wantTest   any
+	}{
+		{"status subresource", stateStore{inStatus: true}, false, "status", []string{"test", "replace"}, claimed.Claim.Sweep},
+		{"annotation", stateStore{}, false, "", []string{"test", "replace"}, mustJSON(claimed)},
+		{"annotation, deactivating", stateStore{}, true, "", []string{"test", "replace", "add"}, mustJSON(claimed)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := tc.store.settle(claimed, final, tc.deactivate)
+			if !p.jsonPatch || p.subresource != tc.wantSub {
+				t.Fatalf("patch json=%v subresource=%q, want a JSON patch of %q", p.jsonPatch, p.subresource, tc.wantSub)
+			}
+			var ops []struct {
+				Op    string `json:"op"`
+				Path  string `json:"path"`
+				Value any    `json:"value"`
+			}
+			if err := json.Unmarshal(p.body, &ops); err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, o := range ops {
+				names = append(names, o.Op)
+			}
+			if !slices.Equal(names, tc.wantOps) {
+				t.Fatalf("ops %q, want %q", names, tc.wantOps)
+			}
+			if ops[0].Value != tc.wantTest {
+				t.Errorf("test op compares %v, want %v", ops[0].Value, tc.wantTest)
+			}
+			if tc.deactivate && (ops[2].Path != "/spec/deactivated" || ops[2].Value != true) {
+				t.Errorf("last op %+v does not deactivate", ops[2])
+			}
+		})
+	}
+}
+
+func TestTruncateKeepsRunesWhole(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"abcdefghij", 8, "abcde..."},
+		{"ééééé", 8, "éé..."}, // 10 bytes; a cut at 5 would split the third é
+		{"日本語のテキスト", 10, "日本..."},
+	} {
+		got := truncate(tc.in, tc.n)
+		if got != tc.want || !utf8.ValidString(got) || len(got) > tc.n {
+			t.Errorf("truncate(%q, %d) = %q, want %q (valid UTF-8, at most %d bytes)", tc.in, tc.n, got, tc.want, tc.n)
+		}
 	}
 }

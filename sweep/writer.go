@@ -7,13 +7,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nsman/nsman/webhook"
 )
 
 // writer is the seam every mutating request goes through. The sweep decides
 // and reports the same way in a dry run; only the writer differs.
 type writer interface {
-	// patchManager applies a JSON merge patch to a NamespaceManager or, with
-	// a subresource, to its status.
+	// patchManager applies a patch to a NamespaceManager or, with a
+	// subresource, to its status.
 	patchManager(ctx context.Context, namespace, name string, patch managerPatch) error
 	// deleteNamespace deletes the namespace if it still has uid.
 	deleteNamespace(ctx context.Context, name string, uid types.UID) error
@@ -28,13 +30,17 @@ type writer interface {
 // apiWriter sends the requests.
 type apiWriter struct {
 	clients Clients
-	webhook *WebhookSender
+	webhook *webhook.Sender
 }
 
 // patchManager leaves the manager the API server answers with undecoded:
 // nothing reads it, and decoding it was most of what a patch cost nsman.
 func (w *apiWriter) patchManager(ctx context.Context, namespace, name string, patch managerPatch) error {
-	req := w.clients.Managers.Patch(types.MergePatchType).Namespace(namespace).Resource(ManagerResource.Resource).Name(name)
+	pt := types.MergePatchType
+	if patch.jsonPatch {
+		pt = types.JSONPatchType
+	}
+	req := w.clients.Managers.Patch(pt).Namespace(namespace).Resource(ManagerResource.Resource).Name(name)
 	if patch.subresource != "" {
 		req = req.SubResource(patch.subresource)
 	}

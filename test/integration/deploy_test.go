@@ -17,16 +17,19 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/nsman/nsman/test/nsmantest"
+	"github.com/nsman/nsman/webhook"
 )
 
 // The Secret the webhook-signing overlay mounts, and where nsman reads it.
@@ -187,13 +190,17 @@ func TestOverlaysRenderAndAreAdmitted(t *testing.T) {
 	for _, tc := range []struct {
 		overlay string
 		check   func(t *testing.T, cj *batchv1.CronJob)
+		// added names the objects the overlay adds to the base's, and
+		// checkAdded checks them; each is then admitted like the CronJob.
+		added      []string
+		checkAdded func(t *testing.T, cj *batchv1.CronJob, objs []*unstructured.Unstructured)
 	}{
-		{"dry-run", func(t *testing.T, cj *batchv1.CronJob) {
+		{overlay: "dry-run", check: func(t *testing.T, cj *batchv1.CronJob) {
 			if args := nsmanContainer(t, cj).Args; !slices.Equal(args, append(slices.Clone(baseArgs), "--dry-run")) {
 				t.Errorf("args %q, want the base's %q and --dry-run", args, baseArgs)
 			}
 		}},
-		{"webhook-signing", func(t *testing.T, cj *batchv1.CronJob) {
+		{overlay: "webhook-signing", check: func(t *testing.T, cj *batchv1.CronJob) {
 			c := nsmanContainer(t, cj)
 			if !slices.Equal(c.Args, append(slices.Clone(baseArgs), signingKeyFlag)) {
 				t.Errorf("args %q, want the base's %q and %s", c.Args, baseArgs, signingKeyFlag)
@@ -221,7 +228,7 @@ func TestOverlaysRenderAndAreAdmitted(t *testing.T) {
 				t.Errorf("mounts %+v: want %s read-only at %s", c.VolumeMounts, vols[i].Name, signingKeyDir)
 			}
 		}},
-		{"sharded", func(t *testing.T, cj *batchv1.CronJob) {
+		{overlay: "sharded", check: func(t *testing.T, cj *batchv1.CronJob) {
 			job := cj.Spec.JobTemplate.Spec
 			if job.CompletionMode == nil || *job.CompletionMode != batchv1.IndexedCompletion {
 				t.Errorf("completionMode %v, want Indexed", job.CompletionMode)
@@ -234,16 +241,29 @@ func TestOverlaysRenderAndAreAdmitted(t *testing.T) {
 				t.Errorf("args %q, want the base's %q and --shard-count=%d", args, baseArgs, shards)
 			}
 		}},
+		{overlay: "webhook-egress", check: func(t *testing.T, cj *batchv1.CronJob) {
+			args := nsmanContainer(t, cj).Args
+			if len(args) != len(baseArgs)+1 || !slices.Equal(args[:len(baseArgs)], baseArgs) || !strings.HasPrefix(args[len(baseArgs)], webhookAllowFlag) {
+				t.Fatalf("args %q, want the base's %q and %s", args, baseArgs, webhookAllowFlag)
+			}
+			value := strings.TrimPrefix(args[len(baseArgs)], webhookAllowFlag)
+			if _, err := webhook.ParseAllowList(strings.Split(value, ",")); err != nil || value == "" {
+				t.Errorf("%s%s: %v", webhookAllowFlag, value, err)
+			}
+		}, added: []string{"NetworkPolicy namespace-manager/nsman-egress"}, checkAdded: checkEgressPolicy},
 	} {
 		t.Run(tc.overlay, func(t *testing.T) {
 			objs := kustomize(ctx, t, filepath.Join("deploy", "overlays", tc.overlay))
 			// Everything but the CronJob is the base's, unchanged, and the
-			// overlay adds nothing: not the Secret the operator creates.
-			if got, want := identities(objs), identities(base); !slices.Equal(got, want) {
-				t.Errorf("overlay renders %q, the base %q", got, want)
+			// overlay adds nothing but what it says: not the Secret the
+			// operator creates.
+			want := append(identities(base), tc.added...)
+			slices.Sort(want)
+			if got := identities(objs); !slices.Equal(got, want) {
+				t.Errorf("overlay renders %q, want the base's and %q: %q", got, tc.added, want)
 			}
 			for _, o := range objs {
-				if o.GetKind() == "CronJob" {
+				if o.GetKind() == "CronJob" || slices.Contains(tc.added, identity(o)) {
 					continue
 				}
 				if i := slices.IndexFunc(base, func(b *unstructured.Unstructured) bool { return identity(b) == identity(o) }); i >= 0 && !reflect.DeepEqual(o.Object, base[i].Object) {
@@ -281,7 +301,91 @@ func TestOverlaysRenderAndAreAdmitted(t *testing.T) {
 			if err := createPodDryRun(ctx, ns, podFrom(cj)); err != nil {
 				t.Fatalf("pod rejected under Pod Security restricted: %v", err)
 			}
+
+			var added []*unstructured.Unstructured
+			for _, o := range objs {
+				if slices.Contains(tc.added, identity(o)) {
+					added = append(added, o)
+				}
+			}
+			if tc.checkAdded != nil {
+				tc.checkAdded(t, cj, added)
+			}
+			for _, o := range added {
+				resource, ok := addedResources[o.GroupVersionKind()]
+				if !ok {
+					t.Fatalf("%s: no resource known for %s", identity(o), o.GroupVersionKind())
+				}
+				warned, err := createDryRun(ctx, resource, o, ns)
+				if err != nil {
+					t.Fatalf("%s rejected: %v", identity(o), err)
+				}
+				if len(warned) > 0 {
+					t.Errorf("%s drew warnings: %q", identity(o), warned)
+				}
+			}
 		})
+	}
+}
+
+// The --webhook-allow flag as an overlay passes it.
+const webhookAllowFlag = "--webhook-allow="
+
+// addedResources are the resources of the kinds overlays add to the base.
+var addedResources = map[schema.GroupVersionKind]schema.GroupVersionResource{
+	networkingv1.SchemeGroupVersion.WithKind("NetworkPolicy"): networkingv1.SchemeGroupVersion.WithResource("networkpolicies"),
+}
+
+// checkEgressPolicy checks the webhook-egress overlay's NetworkPolicy: it
+// selects the CronJob's pods, limits their egress only, and lets them reach
+// DNS, the API server and some receivers.
+func checkEgressPolicy(t *testing.T, cj *batchv1.CronJob, objs []*unstructured.Unstructured) {
+	t.Helper()
+	if len(objs) != 1 {
+		t.Fatalf("%d objects added, want the NetworkPolicy alone", len(objs))
+	}
+	np := &networkingv1.NetworkPolicy{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(objs[0].Object, np, true); err != nil {
+		t.Fatalf("NetworkPolicy %s: %v", objs[0].GetName(), err)
+	}
+	if np.Namespace != cj.Namespace {
+		t.Errorf("NetworkPolicy in %s, the CronJob in %s", np.Namespace, cj.Namespace)
+	}
+	sel, podLabels := np.Spec.PodSelector, cj.Spec.JobTemplate.Spec.Template.Labels
+	selects := len(sel.MatchLabels) > 0 && len(sel.MatchExpressions) == 0
+	for k, v := range sel.MatchLabels {
+		selects = selects && podLabels[k] == v
+	}
+	if !selects {
+		t.Errorf("podSelector %+v, want labels that select nsman's pods, labelled %v, and not every pod", sel, podLabels)
+	}
+	if !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}) {
+		t.Errorf("policyTypes %v, want Egress alone", np.Spec.PolicyTypes)
+	}
+	allows := func(rule networkingv1.NetworkPolicyEgressRule, protocol corev1.Protocol, port int) bool {
+		return slices.ContainsFunc(rule.Ports, func(p networkingv1.NetworkPolicyPort) bool {
+			return ptr.Deref(p.Protocol, corev1.ProtocolTCP) == protocol && p.Port != nil && p.Port.IntValue() == port
+		})
+	}
+	dns := slices.ContainsFunc(np.Spec.Egress, func(r networkingv1.NetworkPolicyEgressRule) bool {
+		return allows(r, corev1.ProtocolUDP, 53) && allows(r, corev1.ProtocolTCP, 53) && slices.ContainsFunc(r.To, func(p networkingv1.NetworkPolicyPeer) bool {
+			return p.NamespaceSelector != nil && p.NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] == "kube-system" &&
+				p.PodSelector != nil && p.PodSelector.MatchLabels["k8s-app"] == "kube-dns"
+		})
+	})
+	if !dns {
+		t.Errorf("egress %+v: no rule for kube-dns in kube-system on UDP and TCP 53", np.Spec.Egress)
+	}
+	if !slices.ContainsFunc(np.Spec.Egress, func(r networkingv1.NetworkPolicyEgressRule) bool {
+		return allows(r, corev1.ProtocolTCP, 443) && allows(r, corev1.ProtocolTCP, 6443)
+	}) {
+		t.Errorf("egress %+v: no rule for the API server on TCP 443 and 6443", np.Spec.Egress)
+	}
+	if !slices.ContainsFunc(np.Spec.Egress, func(r networkingv1.NetworkPolicyEgressRule) bool {
+		return slices.ContainsFunc(r.To, func(p networkingv1.NetworkPolicyPeer) bool { return p.IPBlock != nil }) &&
+			slices.ContainsFunc(r.To, func(p networkingv1.NetworkPolicyPeer) bool { return p.NamespaceSelector != nil && p.PodSelector == nil })
+	}) {
+		t.Errorf("egress %+v: no example rule for webhook receivers by namespace and by address", np.Spec.Egress)
 	}
 }
 
@@ -407,6 +511,13 @@ func createPodDryRun(ctx context.Context, namespace string, pod *corev1.Pod) err
 // nothing, with strict field validation, and returns the warnings the API
 // server sent.
 func createCronJobDryRun(ctx context.Context, obj *unstructured.Unstructured, namespace string) ([]string, error) {
+	return createDryRun(ctx, cronJobResource, obj, namespace)
+}
+
+// createDryRun creates obj, a resource, in namespace as admin, persisting
+// nothing, with strict field validation, and returns the warnings the API
+// server sent.
+func createDryRun(ctx context.Context, resource schema.GroupVersionResource, obj *unstructured.Unstructured, namespace string) ([]string, error) {
 	cfg := rest.CopyConfig(shared.AdminConfig)
 	w := &warnings{}
 	cfg.WarningHandlerWithContext = w
@@ -416,7 +527,7 @@ func createCronJobDryRun(ctx context.Context, obj *unstructured.Unstructured, na
 	}
 	o := obj.DeepCopy()
 	o.SetNamespace(namespace)
-	_, err = client.Resource(cronJobResource).Namespace(namespace).Create(ctx, o, metav1.CreateOptions{
+	_, err = client.Resource(resource).Namespace(namespace).Create(ctx, o, metav1.CreateOptions{
 		DryRun:          []string{metav1.DryRunAll},
 		FieldValidation: metav1.FieldValidationStrict,
 	})

@@ -140,6 +140,11 @@ func (e *Env) PlayOut(t *testing.T, recv *Receiver, objs []*unstructured.Unstruc
 				if !fired[id] {
 					t.Fatalf("manager %s deactivated without firing", id)
 				}
+			case sweep.StateTargetTerminating:
+				// A manager that deleted its own namespace goes with it.
+				if !fired[id] || m.Target() != m.Namespace {
+					t.Fatalf("manager %s: %s: %s", id, entry.State, entry.Message)
+				}
 			default:
 				t.Fatalf("manager %s: state %s: %s", id, entry.State, entry.Message)
 			}
@@ -154,7 +159,9 @@ func (e *Env) PlayOut(t *testing.T, recv *Receiver, objs []*unstructured.Unstruc
 	}
 	res := e.Sweep(t, "-l", PlayOutLabel+"="+run)
 	for _, m := range managers {
-		if got, listed := res.Lookup(m.Namespace, m.Name); listed && got.State != sweep.StateDeactivated {
+		goneWithItsNamespace := m.Target() == m.Namespace
+		if got, listed := res.Lookup(m.Namespace, m.Name); listed && got.State != sweep.StateDeactivated &&
+			!(goneWithItsNamespace && got.State == sweep.StateTargetTerminating) {
 			t.Errorf("after firing, manager %s/%s is %s", m.Namespace, m.Name, got.State)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nsman/nsman/cmd"
 	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/webhook"
 )
 
 // TestLocalClockAheadFiresNothingEarly runs a sweep whose local clock is an
@@ -45,7 +46,7 @@ func TestLocalClockAheadFiresNothingEarly(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
-	s, err := sweep.New(sweep.Config{Namespace: ns, SweepID: "clock-test"}, clients, sweep.NewWebhookSender(sweep.WebhookOptions{}), slog.New(slog.NewTextHandler(&logs, nil)))
+	s, err := sweep.New(sweep.Config{Namespace: ns, SweepID: "clock-test"}, clients, webhook.NewSender(webhook.Options{}), slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

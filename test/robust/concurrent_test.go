@@ -135,7 +135,8 @@ func TestConcurrentSweepsActOnce(t *testing.T) {
 		if got != 1 {
 			t.Errorf("%s %s applied %d times, want once", actions[i%3], ns, got)
 		}
-		if !e.Deactivated(t, ns, ns) {
+		// A manager that deleted its own namespace goes with it.
+		if actions[i%3] != "DELETE" && !e.Deactivated(t, ns, ns) {
 			t.Errorf("manager %s not deactivated", ns)
 		}
 	}

@@ -92,19 +92,20 @@ func TestSIGTERMFinishesWhatIsUnderWay(t *testing.T) {
 	if n := len(arrived); n != 0 {
 		t.Errorf("%d more webhooks started after SIGTERM", n)
 	}
-	// The delivered one is deactivated, its claim completed; no other
-	// holds a claim that would make the next sweep wait for it to expire.
+	// The delivered one is deactivated with its success recorded; no
+	// manager holds a claim that would make the next sweep wait for it to
+	// expire.
 	deactivated := 0
 	for _, ns := range names {
 		m := e.Manager(t, ns, ns)
-		claim, _, _ := unstructured.NestedMap(m.Object, "status", "claim")
+		if claim, _, _ := unstructured.NestedMap(m.Object, "status", "claim"); claim != nil {
+			t.Errorf("manager %s holds a claim after the sweep exited: %v", ns, claim)
+		}
 		if e.Deactivated(t, ns, ns) {
 			deactivated++
-			if claim == nil {
-				t.Errorf("deactivated manager %s holds no completed claim", ns)
+			if result, _, _ := unstructured.NestedString(m.Object, "status", "lastAction", "result"); result != sweep.ResultSucceeded {
+				t.Errorf("deactivated manager %s: lastAction result %q, want succeeded", ns, result)
 			}
-		} else if claim != nil {
-			t.Errorf("active manager %s holds a claim after the sweep exited: %v", ns, claim)
 		}
 	}
 	if deactivated != 1 {

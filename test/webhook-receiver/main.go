@@ -1,6 +1,9 @@
 // Command webhook-receiver is the webhook endpoint of make demo: it listens
 // on loopback, prints every request it gets (the signature checked when
 // -signing-key-file is given) and answers 200. It prints its URL first.
+//
+// It imports nsman's webhook package alone, as a user's receiver would: that
+// package needs nothing beyond the standard library.
 package main
 
 import (
@@ -14,12 +17,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/webhook"
 )
 
 func main() {
 	addr := flag.String("listen", "127.0.0.1:0", "address to listen on")
-	keyFile := flag.String("signing-key-file", "", "verify X-Nsman-Signature with this key")
+	keyFile := flag.String("signing-key-file", "", "verify "+webhook.SignatureHeader+" with this key")
 	flag.Parse()
 	var key []byte
 	if *keyFile != "" {
@@ -39,11 +42,11 @@ func main() {
 		signature := "unsigned"
 		if key != nil {
 			signature = "signature valid"
-			if err := sweep.VerifySignature(r.Header, body, key, time.Now(), 5*time.Minute); err != nil {
+			if err := webhook.VerifySignature(r.Header, body, key, time.Now(), 5*time.Minute); err != nil {
 				signature = "signature INVALID: " + err.Error()
 			}
 		}
 		fmt.Printf("%s %s %s (Idempotency-Key %s, %s)\n  %s\n", time.Now().UTC().Format(time.RFC3339), r.Method, r.URL.Path,
-			r.Header.Get("Idempotency-Key"), signature, body)
+			r.Header.Get(webhook.IdempotencyKeyHeader), signature, body)
 	})))
 }

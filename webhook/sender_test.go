@@ -1,4 +1,4 @@
-package sweep
+package webhook
 
 import (
 	"bufio"
@@ -8,21 +8,16 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log"
-	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
-	"os"
 	"reflect"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,10 +34,10 @@ func testContext(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
-// testWebhookOptions are options for tests: no backoff, so that retries are
+// testOptions are options for tests: no backoff, so that retries are
 // immediate.
-func testWebhookOptions(mutators ...func(*WebhookOptions)) WebhookOptions {
-	o := WebhookOptions{
+func testOptions(mutators ...func(*Options)) Options {
+	o := Options{
 		Timeout:     5 * time.Second,
 		MaxAttempts: 3,
 		UserAgent:   "nsman/test",
@@ -62,9 +57,9 @@ type recordedRequest struct {
 	body          []byte
 }
 
-// webhookReceiver answers with statuses in turn (the last one repeats) and
+// testReceiver answers with statuses in turn (the last one repeats) and
 // records every request.
-type webhookReceiver struct {
+type testReceiver struct {
 	statuses []int
 	header   http.Header // added to every response
 
@@ -72,7 +67,7 @@ type webhookReceiver struct {
 	requests []recordedRequest
 }
 
-func (rc *webhookReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (rc *testReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	rc.mu.Lock()
 	n := len(rc.requests)
@@ -84,7 +79,7 @@ func (rc *webhookReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(rc.statuses[min(n, len(rc.statuses)-1)])
 }
 
-func (rc *webhookReceiver) recorded() []recordedRequest {
+func (rc *testReceiver) recorded() []recordedRequest {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	return slices.Clone(rc.requests)
@@ -141,116 +136,13 @@ func (b *countingBody) Close() error {
 }
 
 // withCountingTransport wraps s's transport and returns the counter.
-func withCountingTransport(s *WebhookSender) *countingTransport {
+func withCountingTransport(s *Sender) *countingTransport {
 	c := &countingTransport{base: s.client.Transport}
 	s.client.Transport = c
 	return c
 }
 
-func TestWebhookBody(t *testing.T) {
-	tests := []struct {
-		name    string
-		mgrNS   string
-		mgrName string
-		policy  map[string]any
-		target  string
-		want    string
-	}{
-		{
-			name:    "top-level fields in the Java operator's order",
-			mgrNS:   "team-a",
-			mgrName: "e2e",
-			policy: map[string]any{
-				"name":      "notify",
-				"condition": map[string]any{"type": "PODS_SUCCEED", "params": map[string]any{"podLabels": map[string]any{"component": "main"}}},
-				"action":    map[string]any{"type": "WEBHOOK", "params": map[string]any{"url": "http://hook.team-a.svc/x"}},
-			},
-			target: "e2e-run-1",
-			want: `{"namespaceManager":{"namespace":"team-a","name":"e2e"},` +
-				`"policy":{"action":{"params":{"url":"http://hook.team-a.svc/x"},"type":"WEBHOOK"},"condition":{"params":{"podLabels":{"component":"main"}},"type":"PODS_SUCCEED"},"name":"notify"},` +
-				`"namespace":"e2e-run-1"}`,
-		},
-		{
-			name:    "URL query and markup are sent as written",
-			mgrNS:   "ns",
-			mgrName: "m",
-			policy:  map[string]any{"action": map[string]any{"params": map[string]any{"url": "https://h/p?a=1&b=<2>"}}},
-			target:  "ns",
-			want:    `{"namespaceManager":{"namespace":"ns","name":"m"},"policy":{"action":{"params":{"url":"https://h/p?a=1&b=<2>"}}},"namespace":"ns"}`,
-		},
-		{
-			name:    "fields unknown to nsman are kept",
-			mgrNS:   "ns",
-			mgrName: "m",
-			policy:  map[string]any{"name": "p", "x-extra": []any{1.5, true, nil}},
-			target:  "other",
-			want:    `{"namespaceManager":{"namespace":"ns","name":"m"},"policy":{"name":"p","x-extra":[1.5,true,null]},"namespace":"other"}`,
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := WebhookBody(tt.mgrNS, tt.mgrName, tt.policy, tt.target)
-			if err != nil {
-				t.Fatalf("WebhookBody: %v", err)
-			}
-			if string(got) != tt.want {
-				t.Errorf("WebhookBody =\n%s\nwant\n%s", got, tt.want)
-			}
-		})
-	}
-}
-
-func TestWebhookBodyRejectsUnencodablePolicy(t *testing.T) {
-	_, err := WebhookBody("ns", "m", map[string]any{"n": math.NaN()}, "ns")
-	if err == nil || !strings.HasPrefix(err.Error(), "webhook body: ") {
-		t.Fatalf("WebhookBody(NaN) error = %v, want a webhook body error", err)
-	}
-}
-
-// TestWebhookBodyMatchesJavaOperator rebuilds the body the original operator
-// posted in its README's example-04 from its parts and compares the JSON.
-func TestWebhookBodyMatchesJavaOperator(t *testing.T) {
-	const seed = "../../shared/reference/seeds/000_d14b9f13bfc78ed6.txt"
-	data, err := os.ReadFile(seed)
-	if err != nil {
-		t.Skipf("reference not available: %v", err)
-	}
-	var javaBody string
-	for line := range strings.Lines(string(data)) {
-		if strings.HasPrefix(line, `{"namespaceManager":`) {
-			javaBody = strings.TrimSpace(line)
-			break
-		}
-	}
-	if javaBody == "" {
-		t.Fatalf("no webhook body in %s", seed)
-	}
-	var java struct {
-		NamespaceManager struct{ Namespace, Name string }
-		Policy           map[string]any
-		Namespace        string
-	}
-	if err := json.Unmarshal([]byte(javaBody), &java); err != nil {
-		t.Fatal(err)
-	}
-
-	got, err := WebhookBody(java.NamespaceManager.Namespace, java.NamespaceManager.Name, java.Policy, java.Namespace)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var gotV, wantV any
-	if err := json.Unmarshal(got, &gotV); err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal([]byte(javaBody), &wantV); err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(gotV, wantV) {
-		t.Errorf("WebhookBody =\n%s\nJava operator sent\n%s", got, javaBody)
-	}
-}
-
-func TestWebhookSendRequest(t *testing.T) {
+func TestSendRequest(t *testing.T) {
 	key := []byte("s3cret")
 	tests := []struct {
 		name       string
@@ -263,9 +155,9 @@ func TestWebhookSendRequest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rc := &webhookReceiver{statuses: []int{500, 503, 200}}
+			rc := &testReceiver{statuses: []int{500, 503, 200}}
 			srv := startReceiver(t, rc)
-			s := NewWebhookSender(testWebhookOptions(func(o *WebhookOptions) { o.SigningKey = tt.signingKey }))
+			s := NewSender(testOptions(func(o *Options) { o.SigningKey = tt.signingKey }))
 
 			body := tt.body
 			d, err := s.Send(t.Context(), srv.URL+"/hook", body, "key-1") // the same key on every attempt
@@ -322,10 +214,10 @@ func TestWebhookSendRequest(t *testing.T) {
 	}
 }
 
-func TestWebhookSendDefaultUserAgent(t *testing.T) {
-	rc := &webhookReceiver{statuses: []int{200}}
+func TestSendDefaultUserAgent(t *testing.T) {
+	rc := &testReceiver{statuses: []int{200}}
 	srv := startReceiver(t, rc)
-	s := NewWebhookSender(testWebhookOptions(func(o *WebhookOptions) { o.UserAgent = "" }))
+	s := NewSender(testOptions(func(o *Options) { o.UserAgent = "" }))
 	if _, err := s.Send(t.Context(), srv.URL, nil, "k"); err != nil {
 		t.Fatal(err)
 	}
@@ -334,68 +226,7 @@ func TestWebhookSendDefaultUserAgent(t *testing.T) {
 	}
 }
 
-func TestVerifySignature(t *testing.T) {
-	key := []byte("s3cret")
-	body := []byte(`{"namespace":"e2e"}`)
-
-	// What the receiver gets from a real Send.
-	rc := &webhookReceiver{statuses: []int{200}}
-	srv := startReceiver(t, rc)
-	s := NewWebhookSender(testWebhookOptions(func(o *WebhookOptions) { o.SigningKey = key }))
-	if _, err := s.Send(t.Context(), srv.URL, body, "k"); err != nil {
-		t.Fatal(err)
-	}
-	signed := rc.recorded()[0].header
-	secs, err := strconv.ParseInt(signed.Get("X-Nsman-Timestamp"), 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sent := time.Unix(secs, 0)
-	with := func(name, value string) http.Header {
-		h := signed.Clone()
-		if value == "" {
-			h.Del(name)
-		} else {
-			h.Set(name, value)
-		}
-		return h
-	}
-	sig := signed.Get("X-Nsman-Signature")
-
-	tests := []struct {
-		name    string
-		header  http.Header
-		body    []byte
-		key     []byte
-		now     time.Time
-		maxAge  time.Duration
-		wantErr bool
-	}{
-		{name: "as sent", header: signed, body: body, key: key, now: sent, maxAge: 5 * time.Minute},
-		{name: "received within maxAge", header: signed, body: body, key: key, now: sent.Add(5 * time.Minute), maxAge: 5 * time.Minute},
-		{name: "modified body", header: signed, body: []byte(`{"namespace":"prod"}`), key: key, now: sent, maxAge: 5 * time.Minute, wantErr: true},
-		{name: "wrong key", header: signed, body: body, key: []byte("guess"), now: sent, maxAge: 5 * time.Minute, wantErr: true},
-		{name: "empty key", header: signed, body: body, key: nil, now: sent, maxAge: 5 * time.Minute, wantErr: true},
-		{name: "stale timestamp", header: signed, body: body, key: key, now: sent.Add(5*time.Minute + time.Second), maxAge: 5 * time.Minute, wantErr: true},
-		{name: "timestamp from the future", header: signed, body: body, key: key, now: sent.Add(-6 * time.Minute), maxAge: 5 * time.Minute, wantErr: true},
-		{name: "timestamp replaced", header: with("X-Nsman-Timestamp", fmt.Sprint(sent.Unix()+1)), body: body, key: key, now: sent, maxAge: 5 * time.Minute, wantErr: true},
-		{name: "no timestamp", header: with("X-Nsman-Timestamp", ""), body: body, key: key, now: sent, maxAge: 5 * time.Minute, wantErr: true},
-		{name: "no signature", header: with("X-Nsman-Signature", ""), body: body, key: key, now: sent, maxAge: 5 * time.Minute, wantErr: true},
-		{name: "other algorithm", header: with("X-Nsman-Signature", "sha1="+strings.TrimPrefix(sig, "sha256=")), body: body, key: key, now: sent, maxAge: 5 * time.Minute, wantErr: true},
-		{name: "uppercase hex", header: with("X-Nsman-Signature", "sha256="+strings.ToUpper(strings.TrimPrefix(sig, "sha256="))), body: body, key: key, now: sent, maxAge: 5 * time.Minute, wantErr: true},
-		{name: "zero maxAge", header: signed, body: body, key: key, now: sent, maxAge: 0, wantErr: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := VerifySignature(tt.header, tt.body, tt.key, tt.now, tt.maxAge)
-			if (err != nil) != tt.wantErr {
-				t.Errorf("VerifySignature = %v, want error: %v", err, tt.wantErr)
-			}
-		})
-	}
-}
-
-func TestWebhookSendStatus(t *testing.T) {
+func TestSendStatus(t *testing.T) {
 	trap, trapHits := hitCounter(t)
 	tests := []struct {
 		name         string
@@ -425,9 +256,9 @@ func TestWebhookSendStatus(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rc := &webhookReceiver{statuses: tt.statuses, header: http.Header{"Location": {trap.URL + "/elsewhere"}}}
+			rc := &testReceiver{statuses: tt.statuses, header: http.Header{"Location": {trap.URL + "/elsewhere"}}}
 			srv := startReceiver(t, rc)
-			s := NewWebhookSender(testWebhookOptions(func(o *WebhookOptions) { o.MaxAttempts = tt.maxAttempts }))
+			s := NewSender(testOptions(func(o *Options) { o.MaxAttempts = tt.maxAttempts }))
 			url := srv.URL + "/hook"
 
 			d, err := s.Send(t.Context(), url, []byte("{}"), "k")
@@ -451,7 +282,7 @@ func TestWebhookSendStatus(t *testing.T) {
 	}
 }
 
-func TestWebhookSendRefusesWithoutNetworkIO(t *testing.T) {
+func TestSendRefusesWithoutNetworkIO(t *testing.T) {
 	srv, hits := hitCounter(t)
 	host := strings.TrimPrefix(srv.URL, "http://")
 	tests := []struct {
@@ -473,7 +304,7 @@ func TestWebhookSendRefusesWithoutNetworkIO(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := NewWebhookSender(testWebhookOptions())
+			s := NewSender(testOptions())
 			ct := withCountingTransport(s)
 			d, err := s.Send(t.Context(), tt.url, []byte("{}"), tt.key)
 			if err == nil || !strings.HasPrefix(err.Error(), "webhook") {
@@ -486,120 +317,12 @@ func TestWebhookSendRefusesWithoutNetworkIO(t *testing.T) {
 	}
 }
 
-func TestWebhookSendAcceptsHTTPSchemes(t *testing.T) {
-	srv := startReceiver(t, &webhookReceiver{statuses: []int{200}})
+func TestSendAcceptsHTTPSchemes(t *testing.T) {
+	srv := startReceiver(t, &testReceiver{statuses: []int{200}})
 	for _, url := range []string{srv.URL, strings.Replace(srv.URL, "http://", "HTTP://", 1), strings.Replace(srv.URL, "http://", "http://user:pass@", 1)} {
-		if _, err := NewWebhookSender(testWebhookOptions()).Send(t.Context(), url, nil, "k"); err != nil {
+		if _, err := NewSender(testOptions()).Send(t.Context(), url, nil, "k"); err != nil {
 			t.Errorf("Send(%q): %v", url, err)
 		}
-	}
-}
-
-func TestAllowWebhookAddress(t *testing.T) {
-	tests := []struct {
-		addr    string
-		refused bool
-	}{
-		{"169.254.169.254", true},
-		{"169.254.170.2", true},
-		{"169.254.0.1", true},
-		{"fe80::1", true},
-		{"fe80::1%eth0", true},
-		{"febf::1", true},
-		{"224.0.0.251", true},
-		{"ff02::1", true},
-		{"0.0.0.0", true},
-		{"::", true},
-		{"fd00:ec2::254", true},
-		{"100.100.100.200", true},
-		{"::ffff:169.254.169.254", true},
-		{"::ffff:0.0.0.0", true},
-		{"64:ff9b::a9fe:a9fe", true},
-		{"64:ff9b::6464:64c8", true},
-		{"127.0.0.1", false},
-		{"::1", false},
-		{"10.96.0.10", false},
-		{"172.16.0.1", false},
-		{"192.168.1.10", false},
-		{"fd00::1", false},
-		{"fd00:ec2::253", false},
-		{"100.100.100.201", false},
-		{"100.64.0.1", false},
-		{"169.253.255.255", false},
-		{"169.255.0.1", false},
-		{"8.8.8.8", false},
-		{"2001:db8::1", false},
-		{"::ffff:10.0.0.1", false},
-		{"64:ff9b::808:808", false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.addr, func(t *testing.T) {
-			err := allowWebhookAddress(netip.MustParseAddr(tt.addr))
-			if (err != nil) != tt.refused {
-				t.Errorf("allowWebhookAddress(%s) = %v, want refused: %v", tt.addr, err, tt.refused)
-			}
-		})
-	}
-}
-
-func TestWebhookSendRefusedAddress(t *testing.T) {
-	srv, hits := hitCounter(t)
-	port := srv.Listener.Addr().(*net.TCPAddr).Port
-	refuseLoopback := func(ip netip.Addr) error {
-		if ip.IsLoopback() {
-			return errors.New("loopback")
-		}
-		return nil
-	}
-	tests := []struct {
-		name  string
-		url   string
-		allow func(netip.Addr) error
-	}{
-		// Linux dials 0.0.0.0 as loopback: without the policy this would
-		// reach the test server.
-		{name: "unspecified address reaching a local server", url: fmt.Sprintf("http://0.0.0.0:%d/", port)},
-		{name: "cloud metadata", url: "http://169.254.169.254/latest/meta-data/"},
-		{name: "cloud metadata as IPv4-mapped IPv6", url: "http://[::ffff:169.254.169.254]/"},
-		{name: "link-local", url: "http://169.254.10.10:8080/"},
-		{name: "IPv6 metadata", url: "http://[fd00:ec2::254]/"},
-		// A DNS name is judged by the address it resolves to.
-		{name: "name resolving to a refused address", url: fmt.Sprintf("http://localhost:%d/", port), allow: refuseLoopback},
-		{name: "https is checked before the handshake", url: fmt.Sprintf("https://127.0.0.1:%d/", port), allow: refuseLoopback},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var mu sync.Mutex
-			var judged []netip.Addr
-			allow := tt.allow
-			if allow == nil {
-				allow = allowWebhookAddress
-			}
-			s := NewWebhookSender(testWebhookOptions(func(o *WebhookOptions) {
-				o.Timeout = 2 * time.Second
-				o.AllowAddress = func(ip netip.Addr) error {
-					mu.Lock()
-					judged = append(judged, ip)
-					mu.Unlock()
-					return allow(ip)
-				}
-			}))
-			d, err := s.Send(t.Context(), tt.url, []byte("{}"), "k")
-			if _, ok := errors.AsType[*webhookRefusedError](err); !ok {
-				t.Fatalf("Send error = %v, want an address refusal", err)
-			}
-			if d.Attempts != 1 || d.StatusCode != 0 {
-				t.Errorf("Delivery = %+v, want 1 attempt (refusals are not retried) and no status", d)
-			}
-			if hits.Load() != 0 {
-				t.Errorf("server got %d requests, want 0", hits.Load())
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if len(judged) == 0 || slices.ContainsFunc(judged, func(ip netip.Addr) bool { return !ip.IsValid() }) {
-				t.Errorf("AllowAddress saw %v, want the resolved addresses", judged)
-			}
-		})
 	}
 }
 
@@ -645,7 +368,7 @@ func trickleListener(t *testing.T, head string, interval time.Duration) string {
 	return "http://" + ln.Addr().String() + "/"
 }
 
-func TestWebhookSendNetworkErrors(t *testing.T) {
+func TestSendNetworkErrors(t *testing.T) {
 	const timeout = 200 * time.Millisecond
 	tests := []struct {
 		name         string
@@ -720,7 +443,7 @@ func TestWebhookSendNetworkErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := NewWebhookSender(testWebhookOptions(func(o *WebhookOptions) { o.Timeout = timeout }))
+			s := NewSender(testOptions(func(o *Options) { o.Timeout = timeout }))
 			d, err := s.Send(testContext(t, 10*time.Second), tt.url(t), []byte("{}"), "k")
 			if err == nil || !tt.wantErr(err) || !strings.Contains(err.Error(), tt.wantErrText) {
 				t.Fatalf("Send error = %v, not the expected one", err)
@@ -735,10 +458,10 @@ func TestWebhookSendNetworkErrors(t *testing.T) {
 	}
 }
 
-// TestWebhookSendMixedFailures: a dropped connection is a network error like
+// TestSendMixedFailures: a dropped connection is a network error like
 // any other, every request on the wire is a counted attempt, and the Delivery
 // describes the last one.
-func TestWebhookSendMixedFailures(t *testing.T) {
+func TestSendMixedFailures(t *testing.T) {
 	const drop = 0
 	tests := []struct {
 		name       string
@@ -763,7 +486,7 @@ func TestWebhookSendMixedFailures(t *testing.T) {
 					conn.Close()
 				}
 			}))
-			d, err := NewWebhookSender(testWebhookOptions()).Send(t.Context(), srv.URL, []byte("{}"), "k")
+			d, err := NewSender(testOptions()).Send(t.Context(), srv.URL, []byte("{}"), "k")
 			if (err != nil) != tt.wantErr || d.Attempts != 3 || d.StatusCode != tt.wantStatus {
 				t.Errorf("Send = %+v, %v; want 3 attempts, status %d, error: %v", d, err, tt.wantStatus, tt.wantErr)
 			}
@@ -776,41 +499,9 @@ func TestWebhookSendMixedFailures(t *testing.T) {
 	}
 }
 
-func TestWebhookDialControl(t *testing.T) {
-	tests := []struct {
-		address  string
-		wantSeen string // the address AllowAddress is asked about; empty: not asked
-	}{
-		{address: "10.0.0.1:80", wantSeen: "10.0.0.1"},
-		{address: "[::ffff:169.254.169.254]:80", wantSeen: "169.254.169.254"},
-		{address: "[fe80::1%eth0]:443", wantSeen: "fe80::1"},
-		{address: "not-an-address:80"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.address, func(t *testing.T) {
-			var seen []string
-			control := webhookDialControl(func(ip netip.Addr) error {
-				seen = append(seen, ip.String())
-				return errors.New("no")
-			})
-			err := control("tcp", tt.address, nil)
-			if _, ok := errors.AsType[*webhookRefusedError](err); !ok {
-				t.Errorf("control(%q) = %v, want a refusal", tt.address, err)
-			}
-			want := []string{tt.wantSeen}
-			if tt.wantSeen == "" {
-				want = nil
-			}
-			if !slices.Equal(seen, want) {
-				t.Errorf("AllowAddress asked about %v, want %v", seen, want)
-			}
-		})
-	}
-}
-
-// TestWebhookSendTrickledBody: the status decides; a body that never ends is
+// TestSendTrickledBody: the status decides; a body that never ends is
 // cut off at the timeout.
-func TestWebhookSendTrickledBody(t *testing.T) {
+func TestSendTrickledBody(t *testing.T) {
 	const timeout = 200 * time.Millisecond
 	tests := []struct {
 		name         string
@@ -825,7 +516,7 @@ func TestWebhookSendTrickledBody(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			url := trickleBodyListener(t, tt.head, 10*time.Millisecond)
-			s := NewWebhookSender(testWebhookOptions(func(o *WebhookOptions) { o.Timeout = timeout }))
+			s := NewSender(testOptions(func(o *Options) { o.Timeout = timeout }))
 			d, err := s.Send(testContext(t, 10*time.Second), url, []byte("{}"), "k")
 			if (err != nil) != tt.wantErr {
 				t.Errorf("Send error = %v, want error: %v", err, tt.wantErr)
@@ -885,7 +576,7 @@ func trickleBodyListener(t *testing.T, head string, interval time.Duration) stri
 	return "http://" + ln.Addr().String() + "/"
 }
 
-func TestWebhookSendCapsResponseBody(t *testing.T) {
+func TestSendCapsResponseBody(t *testing.T) {
 	const size = 10 << 20
 	tests := []struct {
 		name        string
@@ -911,7 +602,7 @@ func TestWebhookSendCapsResponseBody(t *testing.T) {
 					}
 				}
 			}))
-			s := NewWebhookSender(testWebhookOptions(func(o *WebhookOptions) { o.MaxBodyRead = tt.maxBodyRead }))
+			s := NewSender(testOptions(func(o *Options) { o.MaxBodyRead = tt.maxBodyRead }))
 			ct := withCountingTransport(s)
 
 			d, err := s.Send(t.Context(), srv.URL, []byte("{}"), "k")
@@ -928,7 +619,7 @@ func TestWebhookSendCapsResponseBody(t *testing.T) {
 	}
 }
 
-func TestWebhookSendTLS(t *testing.T) {
+func TestSendTLS(t *testing.T) {
 	var hits atomic.Int64
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
 	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the failed handshakes are expected
@@ -951,7 +642,7 @@ func TestWebhookSendTLS(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			hits.Store(0)
-			s := NewWebhookSender(testWebhookOptions(func(o *WebhookOptions) { o.TLSConfig = tt.tlsConfig }))
+			s := NewSender(testOptions(func(o *Options) { o.TLSConfig = tt.tlsConfig }))
 			d, err := s.Send(t.Context(), srv.URL, []byte("{}"), "k")
 			if tt.wantErr {
 				if _, ok := errors.AsType[*tls.CertificateVerificationError](err); !ok {
@@ -967,12 +658,12 @@ func TestWebhookSendTLS(t *testing.T) {
 	}
 }
 
-func TestWebhookSendBackoff(t *testing.T) {
-	rc := &webhookReceiver{statuses: []int{500}}
+func TestSendBackoff(t *testing.T) {
+	rc := &testReceiver{statuses: []int{500}}
 	srv := startReceiver(t, rc)
 	var mu sync.Mutex
 	var retries []int
-	s := NewWebhookSender(testWebhookOptions(func(o *WebhookOptions) {
+	s := NewSender(testOptions(func(o *Options) {
 		o.MaxAttempts = 4
 		o.Backoff = func(retry int) time.Duration {
 			mu.Lock()
@@ -993,7 +684,7 @@ func TestWebhookSendBackoff(t *testing.T) {
 	}
 }
 
-func TestWebhookRetryDelay(t *testing.T) {
+func TestRetryDelay(t *testing.T) {
 	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 	response := func(code int, retryAfter string) *http.Response {
 		h := http.Header{}
@@ -1032,7 +723,7 @@ func TestWebhookRetryDelay(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := NewWebhookSender(WebhookOptions{Backoff: tt.backoff})
+			s := NewSender(Options{Backoff: tt.backoff})
 			got, ok := s.retryDelay(tt.retry, tt.resp, now)
 			if ok != tt.wantOK || (ok && got != tt.want) {
 				t.Errorf("retryDelay = %s, %v; want %s, %v", got, ok, tt.want, tt.wantOK)
@@ -1041,10 +732,10 @@ func TestWebhookRetryDelay(t *testing.T) {
 	}
 }
 
-func TestWebhookSendGivesUpOnLongRetryAfter(t *testing.T) {
-	rc := &webhookReceiver{statuses: []int{503, 200}, header: http.Header{"Retry-After": {"3600"}}}
+func TestSendGivesUpOnLongRetryAfter(t *testing.T) {
+	rc := &testReceiver{statuses: []int{503, 200}, header: http.Header{"Retry-After": {"3600"}}}
 	srv := startReceiver(t, rc)
-	s := NewWebhookSender(testWebhookOptions(func(o *WebhookOptions) { o.Backoff = nil }))
+	s := NewSender(testOptions(func(o *Options) { o.Backoff = nil }))
 	d, err := s.Send(t.Context(), srv.URL, []byte("{}"), "k")
 	if err == nil || !strings.Contains(err.Error(), `Retry-After "3600"`) {
 		t.Errorf("Send error = %v, want one naming the Retry-After", err)
@@ -1054,7 +745,7 @@ func TestWebhookSendGivesUpOnLongRetryAfter(t *testing.T) {
 	}
 }
 
-func TestWebhookSendContext(t *testing.T) {
+func TestSendContext(t *testing.T) {
 	tests := []struct {
 		name         string
 		ctx          func(t *testing.T) context.Context
@@ -1082,9 +773,9 @@ func TestWebhookSendContext(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rc := &webhookReceiver{statuses: []int{503}}
+			rc := &testReceiver{statuses: []int{503}}
 			srv := startReceiver(t, rc)
-			s := NewWebhookSender(testWebhookOptions(func(o *WebhookOptions) {
+			s := NewSender(testOptions(func(o *Options) {
 				o.Backoff = func(int) time.Duration { return 10 * time.Second }
 			}))
 			d, err := s.Send(tt.ctx(t), srv.URL, []byte("{}"), "k")
@@ -1101,7 +792,7 @@ func TestWebhookSendContext(t *testing.T) {
 	}
 }
 
-func TestWebhookSendConcurrent(t *testing.T) {
+func TestSendConcurrent(t *testing.T) {
 	const senders = 50
 	var mu sync.Mutex
 	seen := map[string]int{}
@@ -1115,7 +806,7 @@ func TestWebhookSendConcurrent(t *testing.T) {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
 	}))
-	s := NewWebhookSender(testWebhookOptions(func(o *WebhookOptions) { o.SigningKey = []byte("k") }))
+	s := NewSender(testOptions(func(o *Options) { o.SigningKey = []byte("k") }))
 
 	var wg sync.WaitGroup
 	errs := make([]error, senders)
@@ -1142,33 +833,33 @@ func TestWebhookSendConcurrent(t *testing.T) {
 	}
 }
 
-func TestNewWebhookSenderDefaults(t *testing.T) {
+func TestNewSenderDefaults(t *testing.T) {
 	tests := []struct {
 		name string
-		o    WebhookOptions
-		want WebhookSender
+		o    Options
+		want Sender
 	}{
 		{
 			name: "zero options",
-			want: WebhookSender{timeout: 10 * time.Second, maxAttempts: 3, userAgent: "nsman", maxBodyRead: 64 << 10},
+			want: Sender{timeout: 10 * time.Second, maxAttempts: 3, userAgent: "nsman", maxBodyRead: 64 << 10},
 		},
 		{
 			name: "set options",
-			o:    WebhookOptions{Timeout: time.Second, MaxAttempts: 7, UserAgent: "nsman/v1", MaxBodyRead: 10, SigningKey: []byte("k")},
-			want: WebhookSender{timeout: time.Second, maxAttempts: 7, userAgent: "nsman/v1", maxBodyRead: 10, signingKey: []byte("k")},
+			o:    Options{Timeout: time.Second, MaxAttempts: 7, UserAgent: "nsman/v1", MaxBodyRead: 10, SigningKey: []byte("k")},
+			want: Sender{timeout: time.Second, maxAttempts: 7, userAgent: "nsman/v1", maxBodyRead: 10, signingKey: []byte("k")},
 		},
 		{
 			name: "empty signing key signs nothing",
-			o:    WebhookOptions{SigningKey: []byte{}},
-			want: WebhookSender{timeout: 10 * time.Second, maxAttempts: 3, userAgent: "nsman", maxBodyRead: 64 << 10},
+			o:    Options{SigningKey: []byte{}},
+			want: Sender{timeout: 10 * time.Second, maxAttempts: 3, userAgent: "nsman", maxBodyRead: 64 << 10},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := NewWebhookSender(tt.o)
-			got := WebhookSender{timeout: s.timeout, maxAttempts: s.maxAttempts, userAgent: s.userAgent, maxBodyRead: s.maxBodyRead, signingKey: s.signingKey}
+			s := NewSender(tt.o)
+			got := Sender{timeout: s.timeout, maxAttempts: s.maxAttempts, userAgent: s.userAgent, maxBodyRead: s.maxBodyRead, signingKey: s.signingKey}
 			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("NewWebhookSender = %+v, want %+v", got, tt.want)
+				t.Errorf("NewSender = %+v, want %+v", got, tt.want)
 			}
 			tr := s.client.Transport.(*http.Transport)
 			if tr.Proxy != nil {
@@ -1178,11 +869,11 @@ func TestNewWebhookSenderDefaults(t *testing.T) {
 	}
 }
 
-func TestNewWebhookSenderCopiesSigningKey(t *testing.T) {
+func TestNewSenderCopiesSigningKey(t *testing.T) {
 	key := []byte("s3cret")
-	rc := &webhookReceiver{statuses: []int{200}}
+	rc := &testReceiver{statuses: []int{200}}
 	srv := startReceiver(t, rc)
-	s := NewWebhookSender(testWebhookOptions(func(o *WebhookOptions) { o.SigningKey = key }))
+	s := NewSender(testOptions(func(o *Options) { o.SigningKey = key }))
 	copy(key, "XXXXXX")
 	if _, err := s.Send(t.Context(), srv.URL, nil, "k"); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,228 @@
+package sweep
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nsman/nsman/policy"
+)
+
+// A sweep handles a manager in two steps, as the descheduler separates its
+// strategies from its evictor: evaluate reads the manager, its stored status
+// and its target and returns a decision, without writing anything; execute
+// carries out a decision that has a plan. Only execute and record write.
+
+// step is the kind of work a plan asks of the executor.
+type step int
+
+const (
+	// stepAct claims the manager, applies the policy's action, and records
+	// the outcome.
+	stepAct step = iota
+	// stepCompleteClaim does the same for the claim of a sweep that died:
+	// the action is applied again, on the namespace the claim was made for
+	// (DELETE and SCALE_DOWN are idempotent; a webhook is re-sent with the
+	// same Idempotency-Key).
+	stepCompleteClaim
+	// stepDeactivate: the action succeeded before; only the deactivation
+	// is missing.
+	stepDeactivate
+	// stepConfirmDelete: a DELETE was recorded as failed, but the namespace
+	// went: its answer was lost (a reset connection, a timeout).
+	stepConfirmDelete
+)
+
+// plan is what the executor is to do for one manager.
+type plan struct {
+	step   step
+	policy policy.Policy
+	// reason says why, in a sentence: the policy's condition, or what is
+	// being completed.
+	reason string
+	target target
+}
+
+// target is a resolved target namespace.
+type target struct {
+	name string
+	// uid is the namespace's uid when the plan was made or, completing a
+	// claim, when the claim was made: a DELETE never removes a namespace
+	// recreated under the same name.
+	uid types.UID
+	// going: the namespace is terminating or gone already.
+	going bool
+	// home: the namespace, uid and all, is the one the manager lives in,
+	// which a DELETE takes the manager with.
+	home bool
+}
+
+// decision is what evaluate concluded for one manager.
+type decision struct {
+	// manager is the parsed manager.
+	manager policy.Manager
+	// entry is the report entry: final without a plan; with one, what the
+	// executor starts from (target, policy conditions).
+	entry Entry
+	// checks is the minChecks progress a waiting manager records.
+	checks map[string]policy.CheckState
+	// plan, when set, is work for the executor.
+	plan *plan
+	// untouched: nothing is written to the manager: it is deactivated,
+	// another sweep's claim holds it, or it goes with its namespace.
+	untouched bool
+}
+
+// evaluate decides what to do with one manager. It makes no write; reads
+// are the sweep's list of namespaces and, for PODS_SUCCEED, pods checks.
+func (s *Sweeper) evaluate(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured, stored Status) decision {
+	e := Entry{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	m, problems := policy.Parse(obj)
+	e.Target = m.Target()
+	final := func(state State, msg string) decision {
+		e.State, e.Message = state, msg
+		return decision{manager: m, entry: e}
+	}
+	if m.Deactivated {
+		d := final(StateDeactivated, "spec.deactivated is true")
+		d.untouched = true
+		return d
+	}
+	if len(problems) > 0 {
+		for _, p := range problems {
+			e.Problems = append(e.Problems, p.Error())
+		}
+		return final(StateInvalid, fmt.Sprintf("%d problem(s); first: %s", len(problems), problems[0].Error()))
+	}
+	if msg := s.refuse(m); msg != "" {
+		return final(StateForbidden, msg)
+	}
+
+	namespaces, err := s.namespaces(ctx, r)
+	if err != nil {
+		return decision{manager: m, entry: failed(e, err)}
+	}
+	ns, exists := namespaces[e.Target]
+	going := !exists || ns.terminating
+
+	// A manager in the namespace it acts on goes with that namespace: once
+	// it is being deleted (by this manager's DELETE, as a rule), writing to
+	// the manager is wasted, and Events there are refused.
+	if e.Target == m.Namespace && going {
+		d := final(StateTargetTerminating, fmt.Sprintf("namespace %s, where this manager lives, is being deleted; the manager goes with it", e.Target))
+		d.untouched = true
+		return d
+	}
+
+	if c := stored.Claim; c != nil {
+		if now := s.clock(); now.Before(c.Expires) {
+			// Whatever the generation it was made for: its action may still
+			// be under way.
+			e.Policy, e.Action = c.Policy, c.Action
+			d := final(StateBusy, fmt.Sprintf("claimed by sweep %s until %s", c.Sweep, c.Expires.UTC().Format(time.RFC3339)))
+			d.untouched = true
+			return d
+		}
+		// A sweep claimed it and did not finish: complete its action,
+		// whatever became of the target since. A claim made for an older
+		// spec is void: the new spec is evaluated afresh.
+		if i := policyIndex(m, c.Policy); i >= 0 && c.Generation == m.Generation {
+			uid := c.TargetUID
+			if uid == "" {
+				uid = ns.uid
+			}
+			return s.planned(m, e, nil, plan{step: stepCompleteClaim, policy: m.Policies[i],
+				reason: "completing the expired claim of sweep " + c.Sweep, target: target{name: e.Target, uid: uid, going: going, home: home(m, e.Target, uid, ns)}})
+		}
+	}
+
+	// An earlier sweep of this generation got as far as the action: finish
+	// what it left.
+	if last := stored.LastAction; last != nil && stored.ObservedGeneration == m.Generation {
+		t := target{name: e.Target, uid: ns.uid, going: going}
+		i := policyIndex(m, last.Policy)
+		switch {
+		case i < 0:
+		case last.Result == ResultSucceeded:
+			return s.planned(m, e, nil, plan{step: stepDeactivate, policy: m.Policies[i], reason: "the action succeeded before; deactivating", target: t})
+		case last.Action == policy.ActionDelete && going:
+			return s.planned(m, e, nil, plan{step: stepConfirmDelete, policy: m.Policies[i], reason: "namespace " + e.Target + " went after a DELETE whose answer was lost", target: t})
+		}
+	}
+
+	switch {
+	case !exists:
+		return final(StateTargetMissing, fmt.Sprintf("namespace %s does not exist", e.Target))
+	case ns.terminating:
+		return final(StateTargetTerminating, fmt.Sprintf("namespace %s is terminating", e.Target))
+	}
+
+	in := policy.Input{Now: r.now, TargetCreated: ns.created, Checks: stored.Checks, Pods: map[int]policy.PodsCheck{}}
+	for {
+		out := policy.Evaluate(m, in)
+		switch out.Verdict {
+		case policy.NeedPods:
+			check, err := s.checkPods(ctx, r, e.Target, m.Policies[out.Policy].Condition.PodLabels)
+			if err != nil {
+				return decision{manager: m, entry: failed(e, err)}
+			}
+			in.Pods[out.Policy] = check
+			continue
+		case policy.Fire:
+			return s.planned(m, e, conditions(out.Policies), plan{step: stepAct, policy: m.Policies[out.Policy],
+				reason: out.Reason, target: target{name: e.Target, uid: ns.uid, home: home(m, e.Target, ns.uid, ns)}})
+		}
+		details := make([]string, 0, len(out.Policies))
+		for _, p := range out.Policies {
+			details = append(details, p.Detail)
+		}
+		d := final(StateWaiting, strings.Join(details, "; "))
+		d.entry.Due = timePtr(out.NextDue)
+		d.entry.Conditions = conditions(out.Policies)
+		d.checks = out.Checks
+		return d
+	}
+}
+
+// planned is the decision to carry out p.
+func (s *Sweeper) planned(m policy.Manager, e Entry, conds []Condition, p plan) decision {
+	e.Policy, e.Action, e.Conditions = p.policy.Name, p.policy.Action.Type, conds
+	return decision{manager: m, entry: e, plan: &p}
+}
+
+// home reports whether the namespace name with uid, as listed in ns, is the
+// one manager m lives in.
+func home(m policy.Manager, name string, uid types.UID, ns namespaceInfo) bool {
+	return name == m.Namespace && uid == ns.uid
+}
+
+func policyIndex(m policy.Manager, name string) int {
+	return slices.IndexFunc(m.Policies, func(p policy.Policy) bool { return p.Name == name })
+}
+
+// refuse applies the tenancy guards, returning why a manager may not act.
+func (s *Sweeper) refuse(m policy.Manager) string {
+	target := m.Target()
+	if slices.Contains(s.cfg.ProtectedNamespaces, target) {
+		return fmt.Sprintf("namespace %s is protected", target)
+	}
+	if target != m.Namespace && !slices.Contains(s.cfg.TrustedNamespaces, m.Namespace) {
+		how := "spec.namespace"
+		if m.TargetNamespace == "" {
+			how = "its name"
+		}
+		return fmt.Sprintf("a manager in namespace %s may only target %s, not %s (by %s); trusted namespaces: %s",
+			m.Namespace, m.Namespace, target, how, strings.Join(s.cfg.TrustedNamespaces, ", "))
+	}
+	return ""
+}
+
+func failed(e Entry, err error) Entry {
+	e.State, e.Message = StateFailed, err.Error()
+	return e
+}

@@ -1,0 +1,377 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Defaults and limits. The receiver is chosen by whoever writes a
+// NamespaceManager, so every resource it can make nsman spend is bounded.
+const (
+	defaultTimeout     = 10 * time.Second
+	defaultMaxAttempts = 3
+	defaultMaxBodyRead = 64 << 10
+	// maxBackoff caps the default exponential backoff.
+	maxBackoff = 30 * time.Second
+	// maxRetryAfter is the longest Retry-After the default backoff waits
+	// for. A receiver that asks for more is left to the next sweep rather
+	// than holding this one up.
+	maxRetryAfter = 30 * time.Second
+	// maxHeaderBytes bounds the response headers, which the transport would
+	// otherwise buffer up to 10 MiB of.
+	maxHeaderBytes = 64 << 10
+)
+
+// Options configure a Sender.
+type Options struct {
+	// Timeout bounds one attempt, from dialling to the end of the body read,
+	// so that a receiver that hangs or trickles bytes cannot stall a sweep.
+	// 0 means 10s.
+	Timeout time.Duration
+	// MaxAttempts bounds the attempts of one Send, the first included.
+	// 0 means 3.
+	MaxAttempts int
+	// SigningKey, when set, signs every request so that receivers can tell
+	// nsman's calls from anyone else's. Nil or empty: no signature headers.
+	SigningKey []byte
+	// UserAgent identifies nsman and its version to receivers, e.g.
+	// "nsman/v1.2.3". Empty means "nsman".
+	UserAgent string
+	// MaxBodyRead caps how much of a response body is read (only to let the
+	// connection be reused; the body is never used). 0 means 64 KiB.
+	MaxBodyRead int64
+	// Backoff is the pause before retry n (1-based). Nil means the default:
+	// 1s, 2s, 4s, … capped at 30s, stretched to a Retry-After of at most 30s
+	// on 429 and 503; a longer Retry-After ends the Send. A non-nil Backoff
+	// replaces all of that, Retry-After included. It must be safe for
+	// concurrent use.
+	Backoff func(retry int) time.Duration
+	// AllowAddress decides whether a resolved IP may be dialled; an error
+	// refuses it, and Send does not retry a refusal. Nil means the deny
+	// list: refuse link-local unicast and multicast, the unspecified address
+	// and cloud platform endpoints (metadata, Azure's WireServer); allow
+	// loopback and private ranges, where in-cluster receivers live. It must
+	// be safe for concurrent use.
+	AllowAddress func(ip netip.Addr) error
+	// Allow, when it names anything, is the only set of receivers dialled
+	// (nsman's --webhook-allow); AllowAddress applies as well. Nil allows
+	// every receiver AllowAddress allows.
+	Allow *AllowList
+	// TLSConfig is the base TLS configuration (for example custom RootCAs in
+	// tests); it is cloned. Nil means Go's defaults, with verification on.
+	TLSConfig *tls.Config
+}
+
+// Sender delivers WEBHOOK actions. It holds a connection pool and is safe for
+// concurrent use; create one per sweep and share it.
+type Sender struct {
+	client      *http.Client
+	timeout     time.Duration
+	maxAttempts int
+	signingKey  []byte
+	userAgent   string
+	maxBodyRead int64
+	backoff     func(retry int) time.Duration // nil: the default policy
+	allow       *AllowList
+}
+
+// NewSender returns a sender configured by o. Its transport has
+// http.DefaultTransport's settings but its own dialer, which checks every
+// resolved address against the address policy, so that neither a DNS name nor
+// a redirect can reach a refused address. It is built afresh rather than
+// cloned, so that whatever a program did to http.DefaultTransport cannot
+// route around that dialer, and it ignores proxy environment variables,
+// because a proxy would resolve and dial the receiver where the policy cannot
+// see it.
+func NewSender(o Options) *Sender {
+	deny := o.AllowAddress
+	if deny == nil {
+		deny = checkDenyList
+	}
+	allow := o.Allow
+	tr := &http.Transport{
+		// The transport dials the URL's host and port; the check on the
+		// addresses it resolves to depends on that host.
+		DialContext: func(ctx context.Context, network, address string) (net.Conn, error) {
+			host, _, err := net.SplitHostPort(address)
+			if err != nil {
+				return nil, &refusedError{address: address, err: err}
+			}
+			d := net.Dialer{Control: dialControl(allow.addressCheck(host, deny))}
+			return d.DialContext(ctx, network, address)
+		},
+		TLSClientConfig:        o.TLSConfig.Clone(),
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           100,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    10 * time.Second,
+		ExpectContinueTimeout:  time.Second,
+		MaxResponseHeaderBytes: maxHeaderBytes,
+	}
+
+	s := &Sender{
+		client: &http.Client{
+			Transport: tr,
+			// A redirect is reported, not followed: the receiver named in
+			// the manifest is the only one nsman talks to.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		timeout:     o.Timeout,
+		maxAttempts: o.MaxAttempts,
+		userAgent:   o.UserAgent,
+		maxBodyRead: o.MaxBodyRead,
+		backoff:     o.Backoff,
+		allow:       allow,
+	}
+	if len(o.SigningKey) > 0 {
+		s.signingKey = bytes.Clone(o.SigningKey)
+	}
+	if s.timeout <= 0 {
+		s.timeout = defaultTimeout
+	}
+	if s.maxAttempts <= 0 {
+		s.maxAttempts = defaultMaxAttempts
+	}
+	if s.userAgent == "" {
+		s.userAgent = "nsman"
+	}
+	if s.maxBodyRead <= 0 {
+		s.maxBodyRead = defaultMaxBodyRead
+	}
+	return s
+}
+
+// Delivery is what one Send did.
+type Delivery struct {
+	// Attempts is the number of requests tried; 0 when Send refused the call
+	// before any network I/O.
+	Attempts int
+	// StatusCode is the HTTP status of the last attempt, 0 if it got none.
+	StatusCode int
+	// Duration is the time Send took, backoff included.
+	Duration time.Duration
+}
+
+// after says how many attempts an error message is about.
+func (d Delivery) after() string {
+	if d.Attempts == 1 {
+		return "after 1 attempt"
+	}
+	return fmt.Sprintf("after %d attempts", d.Attempts)
+}
+
+// Send POSTs body to rawURL with the given idempotency key, which is the same
+// on every attempt so that the receiver can drop duplicates. Success is a 2xx.
+// Network errors, 429 and 5xx are retried up to MaxAttempts; anything else,
+// an address refusal and an untrusted certificate fail at once. A host the
+// allow list refuses whatever it resolves to is refused before any network
+// I/O.
+func (s *Sender) Send(ctx context.Context, rawURL string, body []byte, idempotencyKey string) (Delivery, error) {
+	start := time.Now()
+	var d Delivery
+	done := func(err error) (Delivery, error) {
+		d.Duration = time.Since(start)
+		return d, err
+	}
+
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		// Not the *url.Error itself: it quotes the URL, password included.
+		if uerr, ok := errors.AsType[*url.Error](err); ok {
+			err = uerr.Err
+		}
+		return done(fmt.Errorf("webhook: invalid url: %w", err))
+	}
+	target := u.Redacted()
+	if err := checkURL(u); err != nil {
+		return done(fmt.Errorf("webhook %s: %w", target, err))
+	}
+	if err := s.allow.check(u.Hostname()); err != nil {
+		return done(fmt.Errorf("webhook %s: %w", target, err))
+	}
+	if idempotencyKey == "" {
+		return done(fmt.Errorf("webhook %s: empty idempotency key", target))
+	}
+	if err := ctx.Err(); err != nil {
+		return done(fmt.Errorf("webhook %s: %w", target, err))
+	}
+
+	for {
+		resp, err := s.attempt(ctx, u, body, idempotencyKey)
+		d.Attempts++
+		d.StatusCode = 0
+		if resp != nil {
+			d.StatusCode = resp.StatusCode
+			if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
+				return done(nil)
+			}
+			err = &statusError{status: resp.Status}
+		}
+		if d.Attempts >= s.maxAttempts || ctx.Err() != nil || !retryable(resp, err) {
+			return done(fmt.Errorf("webhook %s: %w %s", target, err, d.after()))
+		}
+		wait, ok := s.retryDelay(d.Attempts, resp, time.Now())
+		if !ok {
+			return done(fmt.Errorf("webhook %s: %w %s; Retry-After %q exceeds %s",
+				target, err, d.after(), resp.Header.Get("Retry-After"), maxRetryAfter))
+		}
+		if cerr := sleep(ctx, wait); cerr != nil {
+			return done(fmt.Errorf("webhook %s: %w %s, last: %w", target, cerr, d.after(), err))
+		}
+	}
+}
+
+// attempt makes one request within the per-attempt timeout. It returns either
+// a response, whose body it has already read (at most maxBodyRead bytes) and
+// closed, or the error that prevented one.
+func (s *Sender) attempt(ctx context.Context, u *url.URL, body []byte, key string) (*http.Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	// A body without GetBody keeps http.Transport from replaying the request
+	// by itself, which it does for a POST with an Idempotency-Key when a
+	// reused connection drops: every request on the wire is a counted
+	// attempt. (An empty body stays nil, to be sent as Content-Length: 0
+	// rather than chunked; the transport may replay that one.)
+	if len(body) > 0 {
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.ContentLength = int64(len(body))
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", s.userAgent)
+	req.Header.Set(IdempotencyKeyHeader, key)
+	if s.signingKey != nil {
+		// Signed per attempt, so that a retry after a backoff is not stale.
+		ts := strconv.FormatInt(time.Now().Unix(), 10)
+		req.Header.Set(TimestampHeader, ts)
+		req.Header.Set(SignatureHeader, signature(s.signingKey, ts, body))
+	}
+
+	resp, err := s.client.Do(req)
+	if err != nil {
+		// The *url.Error repeats the method and URL that Send's message
+		// already names.
+		if uerr, ok := errors.AsType[*url.Error](err); ok {
+			err = uerr.Err
+		}
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+			err = fmt.Errorf("no response within %s: %w", s.timeout, err)
+		}
+		return nil, err
+	}
+	// The status is the answer; the body is read only so that the connection
+	// can be reused, and never beyond the cap nor past the timeout.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, s.maxBodyRead))
+	_ = resp.Body.Close()
+	return resp, nil
+}
+
+// retryDelay returns the pause before retry n, and false when the receiver
+// asked for a longer pause than one Send may take.
+func (s *Sender) retryDelay(retry int, resp *http.Response, now time.Time) (time.Duration, bool) {
+	if s.backoff != nil {
+		return s.backoff(retry), true
+	}
+	d := defaultBackoff(retry)
+	if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
+		if ra, ok := parseRetryAfter(resp.Header.Get("Retry-After"), now); ok {
+			if ra > maxRetryAfter {
+				return 0, false
+			}
+			d = max(d, ra)
+		}
+	}
+	return d, true
+}
+
+// defaultBackoff doubles from 1s up to maxBackoff.
+func defaultBackoff(retry int) time.Duration {
+	if retry < 1 {
+		retry = 1
+	}
+	if retry > 6 { // 1s<<5 already exceeds the cap; avoid shifting further.
+		return maxBackoff
+	}
+	return min(time.Second<<(retry-1), maxBackoff)
+}
+
+// parseRetryAfter reads a Retry-After value, delay-seconds or HTTP-date
+// (RFC 9110, section 10.2.3). A malformed value is ignored.
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	if v == "" {
+		return 0, false
+	}
+	if secs, err := strconv.Atoi(v); err == nil {
+		if secs < 0 {
+			return 0, false
+		}
+		return time.Duration(min(secs, 1<<31)) * time.Second, true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
+}
+
+// sleep waits d unless ctx ends first.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// retryable reports whether another attempt may succeed: the receiver said
+// so (429, 5xx), or the network failed in a way that may pass. A refused
+// address and an untrusted certificate fail the same way every time.
+func retryable(resp *http.Response, err error) bool {
+	if resp != nil {
+		return resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 && resp.StatusCode <= 599
+	}
+	if _, ok := errors.AsType[*refusedError](err); ok {
+		return false
+	}
+	if _, ok := errors.AsType[*tls.CertificateVerificationError](err); ok {
+		return false
+	}
+	return true
+}
+
+// statusError is a response other than a 2xx. Its message is the status
+// line, e.g. "500 Internal Server Error".
+type statusError struct{ status string }
+
+func (e *statusError) Error() string { return e.status }
+
+// checkURL accepts only absolute http and https URLs with a host: another
+// scheme would let a manifest make nsman read files or speak other
+// protocols.
+func checkURL(u *url.URL) error {
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("scheme %q is not http or https", u.Scheme)
+	}
+	if u.Hostname() == "" {
+		return errors.New("no host")
+	}
+	return nil
+}
