@@ -17,7 +17,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -163,14 +162,14 @@ func floorPodsChecks(ctx context.Context, cfg *rest.Config, namespaces []string)
 	})
 }
 
-// writeTarget is what the write floor needs of one manager.
+// writeTarget is what a write floor needs of one manager.
 type writeTarget struct {
 	name, resourceVersion string
 	uid                   types.UID
 }
 
-// prepareWriteFloor lists the write-floor set (not timed: a sweep learns the
-// same from its lists).
+// prepareWriteFloor lists the managers of set and their namespaces (not
+// timed: a sweep learns the same from its lists).
 func prepareWriteFloor(ctx context.Context, cfg *rest.Config, set string) ([]writeTarget, error) {
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
@@ -200,13 +199,34 @@ func prepareWriteFloor(ctx context.Context, cfg *rest.Config, set string) ([]wri
 	return targets, nil
 }
 
-// writeFloor makes, per manager and with nsman's concurrency, the writes a
-// DELETE needs: the claim (a status merge patch conditional on the listed
-// resourceVersion), the namespace delete with a UID precondition, and the
-// spec.deactivated merge patch. With asNsman, it makes the writes nsman
-// makes, without nsman: the claim carries the status nsman records with it,
-// and an Event on the manager precedes the delete.
-func writeFloor(ctx context.Context, cfg *rest.Config, targets []writeTarget, asNsman bool) error {
+// writeKind is which writes writeFloor makes for each manager.
+type writeKind int
+
+const (
+	// claimDeleteDeactivate: the claim (a status merge patch, conditional
+	// on the listed resourceVersion, that sets status.claim alone), the
+	// namespace delete and the spec.deactivated merge patch, the writes
+	// of a DELETE of another namespace, Event and record aside.
+	claimDeleteDeactivate writeKind = iota
+	// claimDelete: the same claim and the namespace delete, the writes a
+	// manager that deletes its own namespace needs.
+	claimDelete
+	// nsmanWrites: what nsman writes for a manager that deletes its own
+	// namespace, without nsman: the claim carrying the status nsman's
+	// claim carries (state acting, the Fired condition False for the
+	// reason InProgress) and the namespace delete. No Event, no record, no
+	// deactivation: the manager goes with its namespace.
+	nsmanWrites
+)
+
+// writeFloor makes, per manager and with nsman's concurrency, the writes of
+// a DELETE that which says: the claim (a merge patch of the status
+// subresource conditional on the listed resourceVersion), the namespace
+// delete with a UID precondition and background propagation, and with
+// claimDeleteDeactivate the spec.deactivated merge patch. With nsmanWrites,
+// the claim carries the whole status nsman's claim carries, as nsman writes
+// it on a manager that has none yet.
+func writeFloor(ctx context.Context, cfg *rest.Config, targets []writeTarget, which writeKind) error {
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return err
@@ -217,18 +237,18 @@ func writeFloor(ctx context.Context, cfg *rest.Config, targets []writeTarget, as
 	}
 	now := time.Now().UTC()
 	background := metav1.DeletePropagationBackground
+	const sweepID = "write-floor"
 	return parallel(ctx, len(targets), func(ctx context.Context, i int) error {
 		t := targets[i]
 		managers := dyn.Resource(sweep.ManagerResource).Namespace(t.name)
 		status := sweep.Status{Claim: &sweep.Claim{
-			Policy: "cleanup", Action: policy.ActionDelete, Sweep: "write-floor", Expires: now.Add(time.Minute), Generation: 1, TargetUID: t.uid,
+			Policy: "cleanup", Action: policy.ActionDelete, Sweep: sweepID, Expires: now.Add(time.Minute), Generation: 1, TargetUID: t.uid,
 		}}
-		reason := "TTL 0s elapsed at " + now.Format(time.RFC3339)
-		if asNsman {
-			status.ObservedGeneration, status.State, status.Target, status.Message = 1, sweep.StateFired, t.name, reason
-			status.Conditions = []metav1.Condition{{Type: sweep.ConditionFired, Status: metav1.ConditionTrue, ObservedGeneration: 1,
-				LastTransitionTime: metav1.NewTime(now.Truncate(time.Second)), Reason: "Fired", Message: reason}}
-			status.LastAction = &sweep.LastAction{Policy: "cleanup", Action: policy.ActionDelete, Result: sweep.ResultSucceeded, Message: reason, Time: now}
+		if which == nsmanWrites {
+			message := fmt.Sprintf("sweep %s is acting (%s): TTL 0s elapsed at %s", sweepID, policy.ActionDelete, now.Format(time.RFC3339))
+			status.ObservedGeneration, status.State, status.Target, status.Message = 1, sweep.StateActing, t.name, message
+			status.Conditions = []metav1.Condition{{Type: sweep.ConditionFired, Status: metav1.ConditionFalse, ObservedGeneration: 1,
+				LastTransitionTime: metav1.NewTime(now.Truncate(time.Second)), Reason: "InProgress", Message: message}}
 		}
 		claim, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": t.resourceVersion}, "status": status})
 		if err != nil {
@@ -237,26 +257,15 @@ func writeFloor(ctx context.Context, cfg *rest.Config, targets []writeTarget, as
 		if _, err := managers.Patch(ctx, t.name, types.MergePatchType, claim, metav1.PatchOptions{}, "status"); err != nil {
 			return fmt.Errorf("claim %s: %w", t.name, err)
 		}
-		if asNsman {
-			ev := &eventsv1.Event{
-				ObjectMeta: metav1.ObjectMeta{Namespace: t.name, Name: t.name + ".0123456789abcdef"},
-				EventTime:  metav1.NewMicroTime(now),
-				Regarding: corev1.ObjectReference{APIVersion: sweep.ManagerResource.GroupVersion().String(), Kind: policy.Kind,
-					Namespace: t.name, Name: t.name, ResourceVersion: t.resourceVersion},
-				Type: corev1.EventTypeNormal, Reason: "Fired", Action: policy.ActionDelete, Note: reason + "; deleting namespace " + t.name,
-				ReportingController: "nsman.k8s.consol.de/sweep", ReportingInstance: "write-floor",
-			}
-			if _, err := kube.EventsV1().Events(t.name).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
-				return fmt.Errorf("event on %s: %w", t.name, err)
-			}
-		}
 		if err := kube.CoreV1().Namespaces().Delete(ctx, t.name, metav1.DeleteOptions{
 			Preconditions: &metav1.Preconditions{UID: &t.uid}, PropagationPolicy: &background,
 		}); err != nil {
 			return fmt.Errorf("delete namespace %s: %w", t.name, err)
 		}
-		if _, err := managers.Patch(ctx, t.name, types.MergePatchType, []byte(`{"spec":{"deactivated":true}}`), metav1.PatchOptions{}); err != nil {
-			return fmt.Errorf("deactivate %s: %w", t.name, err)
+		if which == claimDeleteDeactivate {
+			if _, err := managers.Patch(ctx, t.name, types.MergePatchType, []byte(`{"spec":{"deactivated":true}}`), metav1.PatchOptions{}); err != nil {
+				return fmt.Errorf("deactivate %s: %w", t.name, err)
+			}
 		}
 		return nil
 	})

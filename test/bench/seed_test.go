@@ -18,18 +18,20 @@ import (
 	"github.com/nsman/nsman/sweep"
 )
 
-// setLabel tells the seeded sets apart, so that a sweep or the write floor
+// setLabel tells the seeded sets apart, so that a sweep or a write floor
 // can select one of them.
 const setLabel = "nsman.bench/set"
 
 // Seeded sets.
 const (
 	setBackground = "background" // N managers, none due
-	// due for DELETE, swept by nsman, and written by the write floor: one
-	// set of each per round, named with the round's number appended
-	setDue        = "due"
-	setWriteFloor = "write-floor"
-	// due for DELETE, written as nsman writes them, without nsman
+	// due for DELETE, swept by nsman, written by the write floor (claim,
+	// delete, deactivate), by the write floor (claim, delete) and as nsman
+	// writes them, without nsman: one set of each per round, named with
+	// the round's number appended
+	setDue         = "due"
+	setWriteFloor  = "write-floor"
+	setWriteFloor2 = "write-floor-2"
 	setNsmanWrites = "nsman-writes"
 	// due for DELETE, swept by nsman without client-side throttling
 	setDueUnthrottled = "due-unthrottled"
