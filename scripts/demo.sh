@@ -64,8 +64,8 @@ echo "all due after $((SECONDS - start))s"
 step "nsman sweep --dry-run: the plan"
 nsman sweep --dry-run
 
-step "nsman sweep: for real"
-nsman sweep
+step "nsman sweep --webhook-allow 127.0.0.0/8: for real, webhooks to the receiver on loopback only"
+nsman sweep --webhook-allow 127.0.0.0/8
 
 step "what happened"
 kubectl get namespaces
