@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -47,7 +48,18 @@ func (s *Sweeper) apply(ctx context.Context, m policy.Manager, p *plan) ([]strin
 			return []string{effect + " (already gone)"}, nil
 		}
 		if apierrors.IsConflict(err) {
-			if completing {
+			// A failed uid precondition is a 409, and so is a write that
+			// raced another change of the namespace: look again to tell a
+			// namespace recreated from one still going.
+			now, exists, rerr := s.namespaceNow(ctx, t.name)
+			switch {
+			case rerr != nil:
+				return nil, fmt.Errorf("delete namespace %s: %w (and reading it again: %w)", t.name, err, rerr)
+			case !exists:
+				return []string{effect + " (already gone)"}, nil
+			case now.uid == t.uid && now.terminating:
+				return []string{effect + " (already being deleted)"}, nil
+			case completing:
 				// The namespace the claim was made for is gone; the one
 				// that now has its name is someone else's.
 				return []string{effect + " (already gone; a new namespace of that name is left alone)"}, nil
@@ -59,6 +71,9 @@ func (s *Sweeper) apply(ctx context.Context, m policy.Manager, p *plan) ([]strin
 		}
 		return []string{effect}, nil
 	case policy.ActionScaleDown:
+		if t.recreated {
+			return []string{"scale down in namespace " + t.name + ": the namespace the claim was made for is gone; the new one of that name is left alone"}, nil
+		}
 		return s.scaleDown(ctx, t.name, p.policy.Action.Selectors)
 	case policy.ActionWebhook:
 		body, err := webhook.Body(m.Namespace, m.Name, p.policy.Raw, t.name)
@@ -72,6 +87,19 @@ func (s *Sweeper) apply(ctx context.Context, m policy.Manager, p *plan) ([]strin
 		return []string{fmt.Sprintf("POST %s (Idempotency-Key %s)", p.policy.Action.URL, key)}, nil
 	}
 	return nil, fmt.Errorf("unknown action %q", p.policy.Action.Type)
+}
+
+// namespaceNow reads one namespace again, with a list by name: nsman may
+// list namespaces, not get them.
+func (s *Sweeper) namespaceNow(ctx context.Context, name string) (namespaceInfo, bool, error) {
+	list, err := s.clients.Metadata.Resource(corev1.SchemeGroupVersion.WithResource("namespaces")).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(),
+	})
+	if err != nil || len(list.Items) == 0 {
+		return namespaceInfo{}, false, err
+	}
+	m := list.Items[0]
+	return namespaceInfo{uid: m.UID, created: m.CreationTimestamp.Time, terminating: m.DeletionTimestamp != nil}, true, nil
 }
 
 // scaleDown scales every selected workload with replicas above zero to zero,

@@ -33,8 +33,9 @@ const (
 	// stepDeactivate: the action succeeded before; only the deactivation
 	// is missing.
 	stepDeactivate
-	// stepConfirmDelete: a DELETE was recorded as failed, but the namespace
-	// went: its answer was lost (a reset connection, a timeout).
+	// stepConfirmDelete: a DELETE was recorded as failed without an answer
+	// (a reset connection, a timeout), and the namespace went: the answer
+	// was lost, not the delete.
 	stepConfirmDelete
 )
 
@@ -60,6 +61,9 @@ type target struct {
 	// home: the namespace, uid and all, is the one the manager lives in,
 	// which a DELETE takes the manager with.
 	home bool
+	// recreated: completing a claim, the namespace of that name is another
+	// one than the claim was made for.
+	recreated bool
 }
 
 // decision is what evaluate concluded for one manager.
@@ -93,6 +97,15 @@ func (s *Sweeper) evaluate(ctx context.Context, r *sweepRun, obj *unstructured.U
 		d.untouched = true
 		return d
 	}
+	// A live claim comes before every other verdict, whatever the
+	// generation it was made for: its action may be under way, and any
+	// write here could wipe it.
+	if c := stored.Claim; c != nil && s.clock().Before(c.Expires) {
+		e.Policy, e.Action = c.Policy, c.Action
+		d := final(StateBusy, fmt.Sprintf("claimed by sweep %s until %s", c.Sweep, c.Expires.UTC().Format(time.RFC3339)))
+		d.untouched = true
+		return d
+	}
 	if len(problems) > 0 {
 		for _, p := range problems {
 			e.Problems = append(e.Problems, p.Error())
@@ -120,14 +133,6 @@ func (s *Sweeper) evaluate(ctx context.Context, r *sweepRun, obj *unstructured.U
 	}
 
 	if c := stored.Claim; c != nil {
-		if now := s.clock(); now.Before(c.Expires) {
-			// Whatever the generation it was made for: its action may still
-			// be under way.
-			e.Policy, e.Action = c.Policy, c.Action
-			d := final(StateBusy, fmt.Sprintf("claimed by sweep %s until %s", c.Sweep, c.Expires.UTC().Format(time.RFC3339)))
-			d.untouched = true
-			return d
-		}
 		// A sweep claimed it and did not finish: complete its action,
 		// whatever became of the target since. A claim made for an older
 		// spec is void: the new spec is evaluated afresh.
@@ -136,8 +141,9 @@ func (s *Sweeper) evaluate(ctx context.Context, r *sweepRun, obj *unstructured.U
 			if uid == "" {
 				uid = ns.uid
 			}
+			t := target{name: e.Target, uid: uid, going: going, home: home(m, e.Target, uid, ns), recreated: exists && uid != ns.uid}
 			return s.planned(m, e, nil, plan{step: stepCompleteClaim, policy: m.Policies[i],
-				reason: "completing the expired claim of sweep " + c.Sweep, target: target{name: e.Target, uid: uid, going: going, home: home(m, e.Target, uid, ns)}})
+				reason: "completing the expired claim of sweep " + c.Sweep, target: t})
 		}
 	}
 
@@ -150,7 +156,7 @@ func (s *Sweeper) evaluate(ctx context.Context, r *sweepRun, obj *unstructured.U
 		case i < 0:
 		case last.Result == ResultSucceeded:
 			return s.planned(m, e, nil, plan{step: stepDeactivate, policy: m.Policies[i], reason: "the action succeeded before; deactivating", target: t})
-		case last.Action == policy.ActionDelete && going:
+		case last.Action == policy.ActionDelete && last.Uncertain && going:
 			return s.planned(m, e, nil, plan{step: stepConfirmDelete, policy: m.Policies[i], reason: "namespace " + e.Target + " went after a DELETE whose answer was lost", target: t})
 		}
 	}

@@ -2,7 +2,6 @@ package sweep
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -50,6 +49,10 @@ func (s *Sweeper) execute(ctx context.Context, r *sweepRun, obj *unstructured.Un
 		return s.completeWithoutAction(ctx, r, obj, stored, p, e)
 	}
 
+	if r.stop.Err() != nil {
+		// Interrupted while this manager was evaluated: no action starts.
+		return notReached(obj)
+	}
 	if max := s.cfg.MaxActions; max > 0 && r.actions.Add(1) > int64(max) {
 		e.State, e.Message = StateDeferred, fmt.Sprintf("%s; deferred: --max-actions %d reached", p.reason, max)
 		return s.record(ctx, r, obj, stored, e, nil)
@@ -91,7 +94,8 @@ func (s *Sweeper) execute(ctx context.Context, r *sweepRun, obj *unstructured.Un
 	if err != nil {
 		e = failed(e, err)
 		final.observe(e, m.Generation, r.now)
-		final.LastAction = &LastAction{Policy: p.policy.Name, Action: p.policy.Action.Type, Result: ResultFailed, Message: truncate(err.Error(), maxMessage), Time: r.now.UTC()}
+		final.LastAction = &LastAction{Policy: p.policy.Name, Action: p.policy.Action.Type, Result: ResultFailed, Message: truncate(err.Error(), maxMessage), Time: r.now.UTC(),
+			Uncertain: p.policy.Action.Type == policy.ActionDelete && uncertain(err)}
 		if werr := s.write(ctx, r.store.settle(claimed, final, false), m.Namespace, m.Name); werr != nil {
 			return failed(e, fmt.Errorf("%w; recording the failure failed too: %w", err, werr))
 		}
@@ -103,16 +107,16 @@ func (s *Sweeper) execute(ctx context.Context, r *sweepRun, obj *unstructured.Un
 	final.LastAction = &LastAction{Policy: p.policy.Name, Action: p.policy.Action.Type, Result: ResultSucceeded, Message: truncate(p.reason, maxMessage), Time: r.now.UTC()}
 	if err := s.write(ctx, r.store.settle(claimed, final, !r.store.inStatus), m.Namespace, m.Name); err != nil {
 		if lostClaim(err) {
-			err = errors.New("the manager changed since this sweep claimed it")
+			err = fmt.Errorf("the manager changed since this sweep claimed it: %w", err)
 		}
-		return failed(done, fmt.Errorf("action done, but recording it failed (a later sweep completes it): %w", err))
+		return failed(done, fmt.Errorf("action done, but recording it failed: %w", err))
 	}
+	s.announce(ctx, r, obj, done)
 	if r.store.inStatus {
 		if err := s.write(ctx, deactivatePatch(), m.Namespace, m.Name); err != nil {
 			return failed(done, fmt.Errorf("action done, but deactivating the manager failed (a later sweep completes it): %w", err))
 		}
 	}
-	s.announce(ctx, r, obj, done)
 	return done
 }
 
@@ -138,7 +142,7 @@ func (s *Sweeper) completeWithoutAction(ctx context.Context, r *sweepRun, obj *u
 	}
 	patch, _ := r.store.update(stored, final, obj.GetResourceVersion(), !r.store.inStatus)
 	if err := s.write(ctx, patch, obj.GetNamespace(), obj.GetName()); err != nil {
-		if lostClaim(err) {
+		if apierrors.IsConflict(err) {
 			e.State, e.Message = StateBusy, "changed by someone else since this sweep listed it; left to the next sweep"
 			return e
 		}
@@ -162,9 +166,13 @@ func (s *Sweeper) completeWithoutAction(ctx context.Context, r *sweepRun, obj *u
 func (s *Sweeper) record(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured, stored Status, e Entry, checks map[string]policy.CheckState) Entry {
 	next := stored.clone()
 	next.observe(e, obj.GetGeneration(), r.now)
-	// Any claim left here has expired and is not completed: it was made
-	// for an older spec.
-	next.Claim = nil
+	// A claim that reaches here has expired (a live one leaves the manager
+	// untouched). One made for an older spec is void; one of this spec
+	// stays for a later sweep to complete (this one deferred it, or could
+	// not claim it).
+	if next.Claim != nil && next.Claim.Generation != obj.GetGeneration() {
+		next.Claim = nil
+	}
 	if e.State == StateWaiting {
 		next.Checks = checks
 	}
@@ -173,7 +181,7 @@ func (s *Sweeper) record(ctx context.Context, r *sweepRun, obj *unstructured.Uns
 		return e
 	}
 	if err := s.write(ctx, patch, obj.GetNamespace(), obj.GetName()); err != nil {
-		if lostClaim(err) {
+		if apierrors.IsConflict(err) {
 			e.State, e.Message = StateBusy, "changed by someone else since this sweep listed it; left to the next sweep"
 			return e
 		}
@@ -206,9 +214,9 @@ func transient(err error) bool {
 		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err)
 }
 
-// lostClaim reports a conditional write refused because the manager changed
-// since the condition was taken: a stale resourceVersion (409), or a JSON
-// patch whose test failed (422).
+// lostClaim reports a settle refused because the claim it tests is no longer
+// this sweep's: a JSON patch whose test failed, or whose tested path is gone,
+// is answered 422 (Invalid).
 func lostClaim(err error) bool {
-	return apierrors.IsConflict(err) || apierrors.IsInvalid(err)
+	return apierrors.IsInvalid(err)
 }

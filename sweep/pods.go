@@ -140,8 +140,8 @@ func jobFinished(job *batchv1.Job) bool {
 // eachMetadata calls fn with the metadata of every object of a core
 // resource (namespaces, pods) that opts select, listed in pages of PageSize
 // with client-go's pager, none fetched ahead: a sweep holds one page at a
-// time. An expired continue token falls back to a full list (the pager's
-// default).
+// time. An expired continue token ends it with the error (the pager falls
+// back to a full list only in List, which holds every page at once).
 func (s *Sweeper) eachMetadata(ctx context.Context, resource string, opts metav1.ListOptions, fn func(*metav1.PartialObjectMetadata)) error {
 	client := s.clients.Metadata.Resource(corev1.SchemeGroupVersion.WithResource(resource))
 	p := pager.New(pager.SimplePageFunc(func(opts metav1.ListOptions) (runtime.Object, error) {

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -149,6 +151,19 @@ type LastAction struct {
 	Result  string    `json:"result"`
 	Message string    `json:"message,omitempty"`
 	Time    time.Time `json:"time"`
+	// Uncertain: the action failed without an answer from the API server
+	// (a reset connection, a timeout, a 5xx), so it may have happened.
+	Uncertain bool `json:"uncertain,omitempty"`
+}
+
+// uncertain reports an error after which an API request may or may not
+// have taken effect: no answer, or a server error.
+func uncertain(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return true
+	}
+	return status.Status().Code >= 500 || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err)
 }
 
 // Results in LastAction.

@@ -26,7 +26,10 @@ var ErrNotInstalled = errors.New("the NamespaceManager CRD (namespacemanagers.k8
 
 // sweepRun is the state of one Run.
 type sweepRun struct {
-	now     time.Time
+	now time.Time
+	// stop is done once the sweep is interrupted: no action starts after
+	// it, while those under way go on for InterruptGrace.
+	stop    context.Context
 	store   stateStore
 	actions atomic.Int64
 
@@ -59,7 +62,7 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	r := &sweepRun{store: store}
+	r := &sweepRun{store: store, stop: ctx}
 	// Work already started outlives an interrupt by InterruptGrace, so that
 	// an action under way finishes and is recorded rather than being cut
 	// off with its claim held; nothing new starts once ctx is done.

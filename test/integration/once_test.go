@@ -1,12 +1,14 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -227,4 +229,129 @@ func claimStatus(generation int64, claim sweep.Claim) ([]byte, error) {
 	return json.Marshal(map[string]any{"status": map[string]any{
 		"observedGeneration": generation, "state": sweep.StateActing, "claim": claim,
 	}})
+}
+
+// The record of an action's outcome is written only while the claim is the
+// acting sweep's own: a claim that another sweep holds by then (here put in
+// place by hand while the action runs) is never overwritten, and the acting
+// sweep says why it did not record.
+func TestRecordNeverOverwritesAnotherSweepsClaim(t *testing.T) {
+	e := setup(t)
+	ns := shared.Namespace(t)
+	recv := nsmantest.NewReceiver(t)
+	recv.SetHold(3 * time.Second)
+	createManager(t, managerObj(ns, ns, ns, []any{ttlPolicy("notify", 0, webhookAction(recv.URL+"/hook"))}))
+
+	done := make(chan nsmantest.Result, 1)
+	go func() { done <- e.Sweep(t, "-l", caseLabel+"="+ns) }()
+	waitArrivals(t, recv, 1)
+	other := sweep.Claim{Policy: "notify", Action: "WEBHOOK", Sweep: "other-sweep", Expires: time.Now().Add(time.Hour).UTC(), Generation: e.Manager(t, ns, ns).GetGeneration()}
+	patch, err := claimStatus(other.Generation, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(ns).Patch(t.Context(), ns, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+		t.Fatal(err)
+	}
+	res := <-done
+	got := wantState(t, res, ns, ns, sweep.StateFailed)
+	if !strings.Contains(got.Message, "changed since this sweep claimed it") {
+		t.Errorf("message %q does not say the claim was lost", got.Message)
+	}
+	st := managerStatus(t, ns, ns)
+	if st.Claim == nil || st.Claim.Sweep != "other-sweep" || st.LastAction != nil {
+		t.Errorf("status %+v: the other sweep's claim was overwritten", st)
+	}
+	if e.Deactivated(t, ns, ns) {
+		t.Error("deactivated by a sweep that lost its claim")
+	}
+}
+
+// A live claim holds a manager whatever else a sweep would say of it: a
+// sweep run with other flags, for which the manager is forbidden, leaves
+// the claim in place rather than recording over it.
+func TestLiveClaimOutranksEveryVerdict(t *testing.T) {
+	e := setup(t)
+	home := nsmantest.ServiceAccountNamespace
+	target := shared.Namespace(t)
+	createManager(t, managerObj(home, target, target, []any{ttlPolicy("delete at once", 0, deleteAction)}))
+	t.Cleanup(func() {
+		_ = e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Delete(t.Context(), target, metav1.DeleteOptions{})
+	})
+	setClaim(t, home, target, time.Now().Add(time.Hour), "")
+
+	// namespace-manager is not trusted by this sweep: it would refuse the
+	// manager.
+	res := e.Sweep(t, "-l", caseLabel+"="+target, "--trusted-namespaces", "elsewhere")
+	wantCode(t, res, 0)
+	wantState(t, res, home, target, sweep.StateBusy)
+	if st := managerStatus(t, home, target); st.Claim == nil || st.Claim.Sweep != "dead-sweep" {
+		t.Errorf("status %+v: the live claim was written over", st)
+	}
+}
+
+// The expired claim of a dead sweep is completed, never dropped: one that
+// --max-actions defers stays for the next sweep, which completes it.
+func TestDeferredCompletionKeepsTheClaim(t *testing.T) {
+	e := setup(t)
+	first, second := shared.Namespace(t), shared.Namespace(t)
+	caseID := first
+	for _, ns := range []string{first, second} {
+		createManager(t, managerObj(ns, ns, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}))
+		got, err := shared.Admin.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		setClaim(t, ns, ns, time.Now().Add(-time.Minute), got.UID)
+	}
+	res := e.Sweep(t, "-l", caseLabel+"="+caseID, "--max-actions", "1")
+	wantCode(t, res, 0)
+	if got := res.Report.Summary.States; got[sweep.StateFired] != 1 || got[sweep.StateDeferred] != 1 {
+		t.Fatalf("states %v, want 1 fired and 1 deferred", got)
+	}
+	deferred := first
+	if res.Entry(t, second, second).State == sweep.StateDeferred {
+		deferred = second
+	}
+	if st := managerStatus(t, deferred, deferred); st.Claim == nil || st.Claim.Sweep != "dead-sweep" {
+		t.Errorf("deferred manager's status %+v: the dead sweep's claim was dropped", st)
+	}
+	res = e.Sweep(t, "-l", caseLabel+"="+caseID)
+	got := wantState(t, res, deferred, deferred, sweep.StateFired)
+	if !strings.Contains(got.Message, "expired claim of sweep dead-sweep") {
+		t.Errorf("message %q, want the dead sweep's claim completed", got.Message)
+	}
+}
+
+// Two managers that delete one namespace in one sweep both fire: the
+// second DELETE finds the namespace terminating (a finalizer holds it), and
+// that is done, not a namespace recreated.
+func TestDeleteOfATerminatingNamespace(t *testing.T) {
+	e := setup(t)
+	home := nsmantest.ServiceAccountNamespace
+	target := shared.Namespace(t)
+	// A finalizer keeps the namespace terminating after the first delete.
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: target, Finalizers: []string{"nsman.test/held"}}}
+	if _, err := shared.Admin.CoreV1().ConfigMaps(target).Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = shared.Admin.CoreV1().ConfigMaps(target).Patch(context.Background(), "held", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	})
+	names := []string{"a-" + target, "b-" + target}
+	for _, name := range names {
+		createManager(t, managerObj(home, name, target, []any{ttlPolicy("delete at once", 0, deleteAction)}, targeting(target)))
+		t.Cleanup(func() {
+			_ = e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Delete(context.Background(), name, metav1.DeleteOptions{})
+		})
+	}
+	res := e.Sweep(t, "-l", caseLabel+"="+target, "--concurrency", "1")
+	wantCode(t, res, 0)
+	wantState(t, res, home, names[0], sweep.StateFired)
+	if got := wantState(t, res, home, names[1], sweep.StateFired); len(got.Effects) != 1 || !strings.HasPrefix(got.Effects[0], "delete namespace "+target) {
+		t.Errorf("second DELETE: effects %q, want the namespace deleted", got.Effects)
+	}
+	if !e.NamespaceGoneOrTerminating(t, target) {
+		t.Error("namespace not terminating")
+	}
 }

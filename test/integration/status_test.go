@@ -115,7 +115,9 @@ func TestStatusAndEvents(t *testing.T) {
 			recordAt = i
 		}
 	}
-	deleteAt := slices.IndexFunc(reqs, func(r cluster.Request) bool { return r.Verb == "delete" && r.Resource == "namespaces" && r.Name == target })
+	deleteAt := slices.IndexFunc(reqs, func(r cluster.Request) bool {
+		return r.Verb == "delete" && r.Resource == "namespaces" && r.Name == target
+	})
 	if claimAt < 0 || deleteAt < 0 || !(claimAt < deleteAt && deleteAt < recordAt) {
 		t.Errorf("claim at request %d, delete at %d, record at %d: want the record after the delete", claimAt, deleteAt, recordAt)
 	}
