@@ -101,6 +101,9 @@ func (s *Sweeper) evaluate(ctx context.Context, r *sweepRun, obj *unstructured.U
 	// generation it was made for: its action may be under way, and any
 	// write here could wipe it.
 	if c := stored.Claim; c != nil && s.clock().Before(c.Expires) {
+		if s.homeGoing(ctx, r, m, e.Target) {
+			return s.goneWithItsNamespace(m, e)
+		}
 		e.Policy, e.Action = c.Policy, c.Action
 		d := final(StateBusy, fmt.Sprintf("claimed by sweep %s until %s", c.Sweep, c.Expires.UTC().Format(time.RFC3339)))
 		d.untouched = true
@@ -123,13 +126,8 @@ func (s *Sweeper) evaluate(ctx context.Context, r *sweepRun, obj *unstructured.U
 	ns, exists := namespaces[e.Target]
 	going := !exists || ns.terminating
 
-	// A manager in the namespace it acts on goes with that namespace: once
-	// it is being deleted (by this manager's DELETE, as a rule), writing to
-	// the manager is wasted, and Events there are refused.
-	if e.Target == m.Namespace && going {
-		d := final(StateTargetTerminating, fmt.Sprintf("namespace %s, where this manager lives, is being deleted; the manager goes with it", e.Target))
-		d.untouched = true
-		return d
+	if s.homeGoing(ctx, r, m, e.Target) {
+		return s.goneWithItsNamespace(m, e)
 	}
 
 	if c := stored.Claim; c != nil {
@@ -193,6 +191,29 @@ func (s *Sweeper) evaluate(ctx context.Context, r *sweepRun, obj *unstructured.U
 		d.checks = out.Checks
 		return d
 	}
+}
+
+// homeGoing reports whether manager m acts on the namespace it lives in
+// and that namespace is being deleted (by m's DELETE, as a rule). Such a
+// manager goes with the namespace: writing to it is wasted, and Events
+// there are refused.
+func (s *Sweeper) homeGoing(ctx context.Context, r *sweepRun, m policy.Manager, target string) bool {
+	if target != m.Namespace {
+		return false
+	}
+	namespaces, err := s.namespaces(ctx, r)
+	if err != nil {
+		return false
+	}
+	ns, exists := namespaces[target]
+	return !exists || ns.terminating
+}
+
+// goneWithItsNamespace is the decision for a manager whose namespace is
+// going: nothing is written.
+func (s *Sweeper) goneWithItsNamespace(m policy.Manager, e Entry) decision {
+	e.State, e.Message = StateTargetTerminating, fmt.Sprintf("namespace %s, where this manager lives, is being deleted; the manager goes with it", e.Target)
+	return decision{manager: m, entry: e, untouched: true}
 }
 
 // planned is the decision to carry out p.

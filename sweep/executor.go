@@ -63,8 +63,13 @@ func (s *Sweeper) execute(ctx context.Context, r *sweepRun, obj *unstructured.Un
 	// the same moment: however late in a sweep a manager is reached, no
 	// other sweep takes the claim over while the action may run.
 	claimed := stored.clone()
-	claimed.observe(Entry{State: StateActing, Target: p.target.name, Message: fmt.Sprintf("sweep %s is acting (%s): %s", s.cfg.SweepID, p.policy.Action.Type, p.reason)}, m.Generation, r.now)
-	claimed.Checks = nil
+	if !selfDelete(p) {
+		// A manager that deletes its own namespace is claimed with the
+		// claim alone: the manager goes with the namespace, and a status
+		// saying it acts would only make the claim larger.
+		claimed.observe(Entry{State: StateActing, Target: p.target.name, Message: fmt.Sprintf("sweep %s is acting (%s): %s", s.cfg.SweepID, p.policy.Action.Type, p.reason)}, m.Generation, r.now)
+		claimed.Checks = nil
+	}
 	deadline := time.Now().Add(s.cfg.ClaimTTL - claimMargin)
 	claimed.Claim = &Claim{Policy: p.policy.Name, Action: p.policy.Action.Type, Sweep: s.cfg.SweepID,
 		Expires: s.clock().Add(s.cfg.ClaimTTL).UTC(), Generation: m.Generation, TargetUID: p.target.uid}
@@ -85,7 +90,7 @@ func (s *Sweeper) execute(ctx context.Context, r *sweepRun, obj *unstructured.Un
 	// A manager that deleted its own namespace goes with it, its Events
 	// too: its outcome is in the logs, the report and the metrics, and the
 	// claim, until the manager is gone, keeps other sweeps away.
-	if err == nil && p.policy.Action.Type == policy.ActionDelete && p.target.home {
+	if err == nil && selfDelete(p) {
 		return s.succeeded(e, p)
 	}
 
@@ -119,6 +124,9 @@ func (s *Sweeper) execute(ctx context.Context, r *sweepRun, obj *unstructured.Un
 	}
 	return done
 }
+
+// selfDelete reports a plan to DELETE the namespace the manager lives in.
+func selfDelete(p *plan) bool { return p.policy.Action.Type == policy.ActionDelete && p.target.home }
 
 // succeeded is the entry of a plan carried out.
 func (s *Sweeper) succeeded(e Entry, p *plan) Entry {

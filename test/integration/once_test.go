@@ -189,7 +189,7 @@ func TestDeleteOfItsOwnNamespaceCostsTwoWrites(t *testing.T) {
 	}
 	wantWrites := map[string][]string{
 		own:   {"patch namespacemanagers/status", "delete namespaces"},
-		other: {"patch namespacemanagers/status", "delete namespaces", "patch namespacemanagers/status", "patch namespacemanagers", "create events"},
+		other: {"patch namespacemanagers/status", "delete namespaces", "patch namespacemanagers/status", "create events", "patch namespacemanagers"},
 	}
 	for m, want := range wantWrites {
 		if got := byManager[m]; strings.Join(got, ", ") != strings.Join(want, ", ") {
@@ -353,5 +353,43 @@ func TestDeleteOfATerminatingNamespace(t *testing.T) {
 	}
 	if !e.NamespaceGoneOrTerminating(t, target) {
 		t.Error("namespace not terminating")
+	}
+}
+
+// A DELETE recorded as failed without an answer is done once its namespace
+// went (the answer was lost, not the delete); one the API server refused is
+// not, whoever deleted the namespace since.
+func TestLostDeleteAnswerIsConfirmedOnlyWhenUncertain(t *testing.T) {
+	e := setup(t)
+	home := nsmantest.ServiceAccountNamespace
+	lost, refused := shared.Namespace(t), shared.Namespace(t)
+	caseID := lost
+	for _, target := range []string{lost, refused} {
+		createManager(t, managerObj(home, target, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}))
+		t.Cleanup(func() {
+			_ = e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Delete(context.Background(), target, metav1.DeleteOptions{})
+		})
+		last := sweep.LastAction{Policy: "delete at once", Action: "DELETE", Result: sweep.ResultFailed, Time: time.Now().UTC(), Uncertain: target == lost}
+		status, err := json.Marshal(map[string]any{"status": sweep.Status{ObservedGeneration: e.Manager(t, home, target).GetGeneration(), LastAction: &last}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Patch(t.Context(), target, types.MergePatchType, status, metav1.PatchOptions{}, "status"); err != nil {
+			t.Fatal(err)
+		}
+		if err := shared.Admin.CoreV1().Namespaces().Delete(t.Context(), target, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !managerStatus(t, home, lost).LastAction.Uncertain {
+		t.Fatal("the CRD dropped lastAction.uncertain")
+	}
+	res := e.Sweep(t, "-l", caseLabel+"="+caseID)
+	wantCode(t, res, 0)
+	if got := wantState(t, res, home, lost, sweep.StateFired); !strings.Contains(got.Message, "answer was lost") {
+		t.Errorf("lost answer: message %q", got.Message)
+	}
+	if got, _ := res.Lookup(home, refused); got.State == sweep.StateFired {
+		t.Errorf("a refused DELETE was confirmed by someone else's delete: %+v", got)
 	}
 }
