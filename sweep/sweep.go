@@ -92,6 +92,9 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 		if first {
 			r.now = s.now()
 			first = false
+			// The namespaces are listed while the rest of the managers
+			// are: at 10,000 managers, that is a second of the sweep.
+			workers.Go(func() { _, _ = s.namespaces(work, r) })
 		}
 		if ShardOf(m.obj.GetUID(), s.cfg.ShardCount) != s.cfg.ShardIndex {
 			skipped++

@@ -101,8 +101,7 @@ func parseSizes(s string) ([]int, error) {
 // measures, in order: the read floor, the read floor with the pods checks,
 // nsman's first sweep (which records status on every manager), a no-op
 // sweep, then, with due more managers due for DELETE and as many again for
-// each write floor and for nsman's writes without nsman, nsman's DELETE
-// sweep, the write floors and nsman's writes without nsman.
+// each write floor, nsman's DELETE sweep and the write floors.
 func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 45*time.Minute)
@@ -231,12 +230,12 @@ func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 	rows = append(rows, measureCommand([]string{"env", "GOGC=100", bin}, "diagnostic: GOGC=100 (Go's default), nsman sweep, no-op"))
 
 	// (c) due managers due for DELETE, each in the namespace it deletes,
-	// as many for each write floor and as many for nsman's own writes
-	// without nsman, in deleteRounds interleaved runs: one run of each on a
-	// shared 2-core machine varies by a third, so the rows are the medians.
+	// and as many for each write floor, in deleteRounds interleaved runs:
+	// one run of each on a shared 2-core machine varies by a third, so the
+	// rows are the medians.
 	began = time.Now()
 	dueKind := func(int) kind { return ttlDue }
-	roundSets := []string{setDue, setWriteFloor, setWriteFloor2, setNsmanWrites}
+	roundSets := []string{setDue, setWriteFloor, setWriteFloor2}
 	for r := range deleteRounds {
 		for _, set := range roundSets {
 			if err := seed.seed(ctx, fmt.Sprintf("%s%d", set, r), fmt.Sprintf("%s%d", set, r), due, dueKind); err != nil {
@@ -249,8 +248,7 @@ func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 	}
 	step("seeded %d×%d due managers in %s", len(roundSets)*deleteRounds+1, due, time.Since(began).Round(time.Millisecond))
 	only := func(set string) string { return setLabel + " in (" + setBackground + "," + set + ")" }
-	// writes measures, over set, the writes which says: a write floor, or
-	// the writes nsman makes, without nsman.
+	// writes measures the write floor which over set.
 	writes := func(what, set string, which writeKind) measurement {
 		targets, err := prepareWriteFloor(ctx, sa, set)
 		if err != nil {
@@ -265,7 +263,7 @@ func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 		}
 		return measured(measurement{What: what, Wall: time.Since(start)})
 	}
-	var dels, floors, floors2, own []measurement
+	var dels, floors, floors2 []measurement
 	for r := range deleteRounds {
 		if _, err := audit.next(ctx); err != nil {
 			t.Fatal(err)
@@ -277,13 +275,12 @@ func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 		dels = append(dels, m)
 		floors = append(floors, writes(writeFloorLabel(due), fmt.Sprintf("%s%d", setWriteFloor, r), claimDeleteDeactivate))
 		floors2 = append(floors2, writes(writeFloor2Label(due), fmt.Sprintf("%s%d", setWriteFloor2, r), claimDelete))
-		own = append(own, writes(nsmanWritesLabel(due), fmt.Sprintf("%s%d", setNsmanWrites, r), nsmanWrites))
 	}
-	del, wf, wf2, ow := median(dels), median(floors), median(floors2), median(own)
-	rows = append(rows, del, wf, wf2, ow)
-	step("DELETE sweeps %s, write floors (claim, delete, deactivate) %s, write floors (claim, delete) %s, nsman's writes %s: medians %s, %s, %s and %s",
-		walls(dels), walls(floors), walls(floors2), walls(own),
-		del.Wall.Round(time.Millisecond), wf.Wall.Round(time.Millisecond), wf2.Wall.Round(time.Millisecond), ow.Wall.Round(time.Millisecond))
+	del, wf, wf2 := median(dels), median(floors), median(floors2)
+	rows = append(rows, del, wf, wf2)
+	step("DELETE sweeps %s, write floors (claim, delete, deactivate) %s, write floors (claim, delete) %s: medians %s, %s and %s",
+		walls(dels), walls(floors), walls(floors2),
+		del.Wall.Round(time.Millisecond), wf.Wall.Round(time.Millisecond), wf2.Wall.Round(time.Millisecond))
 	// Diagnostic: the same sweep without client-side throttling, to tell
 	// nsman's default --qps 500 --burst 1000 from the rest of its cost.
 	fast := sweepRow(fmt.Sprintf("diagnostic: nsman sweep, %d due for DELETE, --qps 100000 --burst 100000", due),
@@ -345,12 +342,12 @@ func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 	return rows, version.GitVersion
 }
 
-// deleteRounds is how many times the DELETE sweep, the write floors and
-// nsman's writes without nsman are measured, interleaved.
+// deleteRounds is how many times the DELETE sweep and the write floors
+// are measured, interleaved.
 const deleteRounds = 3
 
-// The labels of the DELETE sweep, the write floors and nsman's writes
-// without nsman, by which render finds their rows.
+// The labels of the DELETE sweep and the write floors, by which render
+// finds their rows.
 func deleteSweepLabel(due int) string { return fmt.Sprintf("nsman sweep, %d due for DELETE", due) }
 
 func writeFloorLabel(due int) string {
@@ -359,10 +356,6 @@ func writeFloorLabel(due int) string {
 
 func writeFloor2Label(due int) string {
 	return fmt.Sprintf("write floor: %d × (claim, delete), %d workers", due, floorConcurrency)
-}
-
-func nsmanWritesLabel(due int) string {
-	return fmt.Sprintf("diagnostic: nsman's writes without nsman: %d × (claim with the acting status, delete), %d workers", due, floorConcurrency)
 }
 
 // median is the measurement of median wall time; its note lists them all.
@@ -396,14 +389,12 @@ func render(rows []measurement, sizes []int, due int, kubeVersion string, began 
 		runtime.NumCPU(), cpuModel(), memTotal(), runtime.GOOS, runtime.GOARCH, runtime.Version(), kubeVersion)
 	p("Each size runs in a fresh control plane. Seeded: N managers, each in its own namespace and targeting it; half TTL 24 h (not due),\n")
 	p("half PODS_SUCCEED (initialDelaySeconds 0) with one Running pod, so every sweep checks their pods and keeps waiting.\n")
-	p("Then, %d times over, %d more managers due for DELETE (TTL 0), each in the namespace it deletes: %d for nsman, %d for each\n", deleteRounds, due, due, due)
-	p("write floor and %d for nsman's writes without nsman, measured in turn (the rows are the median runs; the notes list every run).\n", due)
-	p("Per manager, the write floor (claim, delete, deactivate) makes the claim (a merge patch of the status subresource, conditional on\n")
-	p("the listed resourceVersion, setting `status.claim`), the namespace delete (UID precondition, background propagation) and the\n")
-	p("`spec.deactivated` merge patch; the write floor (claim, delete) makes the same claim and delete alone, all that a manager\n")
-	p("deleting its own namespace needs (issue 12); nsman's writes without nsman are that claim carrying the status nsman's claim\n")
-	p("carries (state acting, the Fired condition False for the reason InProgress) and the delete: nsman writes no Event, record or\n")
-	p("deactivation for such a manager, which goes with its namespace. nsman is the built binary, run as a child\n")
+	p("Then, %d times over, %d more managers due for DELETE (TTL 0), each in the namespace it deletes: %d for nsman and %d for each\n", deleteRounds, due, due, due)
+	p("write floor, measured in turn (the rows are the median runs; the notes list every run). Per manager, the write floor (claim,\n")
+	p("delete, deactivate) makes the claim (a merge patch of the status subresource, conditional on the listed resourceVersion,\n")
+	p("setting `status.claim` alone), the namespace delete (UID precondition, background propagation) and the `spec.deactivated`\n")
+	p("merge patch; the write floor (claim, delete) makes the same claim and delete alone, exactly what nsman writes for a manager\n")
+	p("deleting its own namespace (no Event, record or deactivation: the manager goes with its namespace). nsman is the built binary, run as a child\n")
 	p("process as its ServiceAccount (deploy/base/rbac.yaml) with default flags (`--concurrency 16 --qps 500 --burst 1000`) and its own\n")
 	p("GC target (GOGC 50 unless the environment sets GOGC; a diagnostic row shows Go's default of 100); the floors are\n")
 	p("minimal client-go code in the driver, as the same ServiceAccount, unthrottled (QPS -1), page size %d as nsman. The read floor\n", pageSize)
@@ -461,7 +452,6 @@ func render(rows []measurement, sizes []int, due int, kubeVersion string, began 
 		wf, _ := find(n, writeFloorLabel(due))
 		wf2, _ := find(n, writeFloor2Label(due))
 		fast, _ := find(n, "diagnostic: nsman sweep")
-		own, _ := find(n, nsmanWritesLabel(due))
 		ratio := noop.Wall.Seconds() / floor.Wall.Seconds()
 		noopMet := met(ratio <= 1.3)
 		if n < 10000 {
@@ -489,13 +479,12 @@ func render(rows []measurement, sizes []int, due int, kubeVersion string, began 
 		p("| %d | peak RSS ≤ 64 MiB, over every nsman sweep | %.1f MiB (no-op sweep %.1f MiB, DELETE sweeps up to %.1f MiB) | %s |\n",
 			n, rss, float64(noop.MaxRSS)/1024, float64(del.PeakRSS)/1024, met(rss <= 64))
 		dr := del.Wall.Seconds() / wf.Wall.Seconds()
-		p("| %d | %d DELETEs ≤ 2.5 × write floor (claim, delete, deactivate) and ≤ 10 s | %.2f s / %.2f s = %.1f× (sweep minus no-op sweep: %.2f s, %.1f×; unthrottled diagnostic: %.2f s, %.1f×; nsman's writes without nsman: %.2f s, %.1f×) | %s |\n",
+		p("| %d | %d DELETEs ≤ 2.5 × write floor (claim, delete, deactivate) and ≤ 10 s | %.2f s / %.2f s = %.1f× (sweep minus no-op sweep: %.2f s, %.1f×; unthrottled diagnostic: %.2f s, %.1f×) | %s |\n",
 			n, due, del.Wall.Seconds(), wf.Wall.Seconds(), dr, (del.Wall - noop.Wall).Seconds(), (del.Wall-noop.Wall).Seconds()/wf.Wall.Seconds(),
-			fast.Wall.Seconds(), fast.Wall.Seconds()/wf.Wall.Seconds(), own.Wall.Seconds(), own.Wall.Seconds()/wf.Wall.Seconds(),
-			met(dr <= 2.5 && del.Wall <= 10*time.Second))
+			fast.Wall.Seconds(), fast.Wall.Seconds()/wf.Wall.Seconds(), met(dr <= 2.5 && del.Wall <= 10*time.Second))
 		dr2 := del.Wall.Seconds() / wf2.Wall.Seconds()
-		p("| %d | %d DELETEs of their own namespace ≤ 1.3 × (claim, delete) floor | %.2f s / %.2f s = %.1f× | %s |\n",
-			n, due, del.Wall.Seconds(), wf2.Wall.Seconds(), dr2, met(dr2 <= 1.3))
+		p("| %d | %d DELETEs of their own namespace ≤ 1.3 × (claim, delete) floor | %.2f s / %.2f s = %.2f× (sweep minus no-op sweep: %.2f s, %.2f×) | %s |\n",
+			n, due, del.Wall.Seconds(), wf2.Wall.Seconds(), dr2, (del.Wall - noop.Wall).Seconds(), (del.Wall-noop.Wall).Seconds()/wf2.Wall.Seconds(), met(dr2 <= 1.3))
 	}
 	if len(sizes) > 1 {
 		lo, hi := sizes[0], sizes[len(sizes)-1]

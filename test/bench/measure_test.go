@@ -208,24 +208,17 @@ const (
 	// namespace delete and the spec.deactivated merge patch, the writes
 	// of a DELETE of another namespace, Event and record aside.
 	claimDeleteDeactivate writeKind = iota
-	// claimDelete: the same claim and the namespace delete, the writes a
-	// manager that deletes its own namespace needs.
+	// claimDelete: the same claim and the namespace delete: what nsman
+	// writes for a manager that deletes its own namespace (the claim alone,
+	// then the delete; no Event, record or deactivation).
 	claimDelete
-	// nsmanWrites: what nsman writes for a manager that deletes its own
-	// namespace, without nsman: the claim carrying the status nsman's
-	// claim carries (state acting, the Fired condition False for the
-	// reason InProgress) and the namespace delete. No Event, no record, no
-	// deactivation: the manager goes with its namespace.
-	nsmanWrites
 )
 
 // writeFloor makes, per manager and with nsman's concurrency, the writes of
 // a DELETE that which says: the claim (a merge patch of the status
 // subresource conditional on the listed resourceVersion), the namespace
 // delete with a UID precondition and background propagation, and with
-// claimDeleteDeactivate the spec.deactivated merge patch. With nsmanWrites,
-// the claim carries the whole status nsman's claim carries, as nsman writes
-// it on a manager that has none yet.
+// claimDeleteDeactivate the spec.deactivated merge patch.
 func writeFloor(ctx context.Context, cfg *rest.Config, targets []writeTarget, which writeKind) error {
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
@@ -244,12 +237,6 @@ func writeFloor(ctx context.Context, cfg *rest.Config, targets []writeTarget, wh
 		status := sweep.Status{Claim: &sweep.Claim{
 			Policy: "cleanup", Action: policy.ActionDelete, Sweep: sweepID, Expires: now.Add(time.Minute), Generation: 1, TargetUID: t.uid,
 		}}
-		if which == nsmanWrites {
-			message := fmt.Sprintf("sweep %s is acting (%s): TTL 0s elapsed at %s", sweepID, policy.ActionDelete, now.Format(time.RFC3339))
-			status.ObservedGeneration, status.State, status.Target, status.Message = 1, sweep.StateActing, t.name, message
-			status.Conditions = []metav1.Condition{{Type: sweep.ConditionFired, Status: metav1.ConditionFalse, ObservedGeneration: 1,
-				LastTransitionTime: metav1.NewTime(now.Truncate(time.Second)), Reason: "InProgress", Message: message}}
-		}
 		claim, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": t.resourceVersion}, "status": status})
 		if err != nil {
 			return err
