@@ -76,6 +76,8 @@ echo
 echo "webhook receipts:"
 tail -n +2 "$work/webhooks.log"
 echo
+echo "managers that deleted the namespace they live in (demo-ttl, demo-two-policies) go with it: nsman wrote"
+echo "only its claim on them, so they show no state; the sweep's report above says they fired"
 kubectl get nsman -A
 echo
 kubectl get events -A --field-selector reportingComponent=nsman.k8s.consol.de/sweep 2>/dev/null ||
