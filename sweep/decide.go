@@ -125,8 +125,7 @@ func (s *Sweeper) evaluate(ctx context.Context, r *sweepRun, obj *unstructured.U
 	}
 	ns, exists := namespaces[e.Target]
 	going := !exists || ns.terminating
-
-	if s.homeGoing(ctx, r, m, e.Target) {
+	if going && e.Target == m.Namespace {
 		return s.goneWithItsNamespace(m, e)
 	}
 

@@ -29,6 +29,22 @@ func waitArrivals(t *testing.T, recv *nsmantest.Receiver, n int) {
 	}
 }
 
+// sweepWithWebhookUnderWay creates a manager due for a webhook to a
+// receiver that holds each request 3 s, starts a sweep of it, and returns
+// once the webhook is under way: the manager's namespace and the sweep's
+// result, to come.
+func sweepWithWebhookUnderWay(t *testing.T) (string, <-chan nsmantest.Result) {
+	t.Helper()
+	ns := shared.Namespace(t)
+	recv := nsmantest.NewReceiver(t)
+	recv.SetHold(3 * time.Second)
+	createManager(t, managerObj(ns, ns, ns, []any{ttlPolicy("notify", 0, webhookAction(recv.URL+"/hook"))}))
+	done := make(chan nsmantest.Result, 1)
+	go func() { done <- env.Sweep(t, "-l", caseLabel+"="+ns) }()
+	waitArrivals(t, recv, 1)
+	return ns, done
+}
+
 // overlapping returns the deliveries under one Idempotency-Key whose times
 // overlap: two deliveries of one firing under way at once.
 func overlapping(deliveries []nsmantest.Delivery) []string {
@@ -119,15 +135,8 @@ func TestLiveClaimOfAnOlderSpecMeansBusy(t *testing.T) {
 // never that it succeeded: `kubectl wait --for=condition=Fired` waits for
 // the action, and a sweep killed meanwhile leaves no record of success.
 func TestStatusSaysSucceededOnlyAfterTheAction(t *testing.T) {
-	e := setup(t)
-	ns := shared.Namespace(t)
-	recv := nsmantest.NewReceiver(t)
-	recv.SetHold(3 * time.Second)
-	createManager(t, managerObj(ns, ns, ns, []any{ttlPolicy("notify", 0, webhookAction(recv.URL+"/hook"))}))
-
-	done := make(chan nsmantest.Result, 1)
-	go func() { done <- e.Sweep(t, "-l", caseLabel+"="+ns) }()
-	waitArrivals(t, recv, 1)
+	setup(t)
+	ns, done := sweepWithWebhookUnderWay(t)
 	during := managerStatus(t, ns, ns)
 	res := <-done
 	wantCode(t, res, 0)
@@ -237,14 +246,7 @@ func claimStatus(generation int64, claim sweep.Claim) ([]byte, error) {
 // sweep says why it did not record.
 func TestRecordNeverOverwritesAnotherSweepsClaim(t *testing.T) {
 	e := setup(t)
-	ns := shared.Namespace(t)
-	recv := nsmantest.NewReceiver(t)
-	recv.SetHold(3 * time.Second)
-	createManager(t, managerObj(ns, ns, ns, []any{ttlPolicy("notify", 0, webhookAction(recv.URL+"/hook"))}))
-
-	done := make(chan nsmantest.Result, 1)
-	go func() { done <- e.Sweep(t, "-l", caseLabel+"="+ns) }()
-	waitArrivals(t, recv, 1)
+	ns, done := sweepWithWebhookUnderWay(t)
 	other := sweep.Claim{Policy: "notify", Action: "WEBHOOK", Sweep: "other-sweep", Expires: time.Now().Add(time.Hour).UTC(), Generation: e.Manager(t, ns, ns).GetGeneration()}
 	patch, err := claimStatus(other.Generation, other)
 	if err != nil {
