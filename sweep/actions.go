@@ -98,8 +98,7 @@ func (s *Sweeper) namespaceNow(ctx context.Context, name string) (namespaceInfo,
 	if err != nil || len(list.Items) == 0 {
 		return namespaceInfo{}, false, err
 	}
-	m := list.Items[0]
-	return namespaceInfo{uid: m.UID, created: m.CreationTimestamp.Time, terminating: m.DeletionTimestamp != nil}, true, nil
+	return namespaceInfoOf(&list.Items[0]), true, nil
 }
 
 // scaleDown scales every selected workload with replicas above zero to zero,

@@ -102,8 +102,10 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // eachManager calls fn with every NamespaceManager the sweep selects, in
 // list order, one page at a time: the page in hand and the next one being
 // fetched, none queued, so that a sweep holds at most two pages of managers
-// however many there are. It stops at the first error; once ctx is done, it
-// finishes the page in hand and hands on no other.
+// however many there are. A page refused 410 with a continue token is
+// fetched again with that token (at most maxExpiredContinues times); any
+// other error stops it. Once ctx is done, it finishes the page in hand and
+// hands on no other.
 func (s *Sweeper) eachManager(ctx context.Context, fn func(listed)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -52,6 +52,10 @@ type namespaceInfo struct {
 	terminating bool
 }
 
+func namespaceInfoOf(m *metav1.PartialObjectMetadata) namespaceInfo {
+	return namespaceInfo{uid: m.UID, created: m.CreationTimestamp.Time, terminating: m.DeletionTimestamp != nil}
+}
+
 // Run performs one sweep. Per-manager failures are reported in the Report
 // and never stop the sweep. The error is for a sweep that could not run at
 // all (no API server, CRD not installed), or ErrInterrupted, with the Report
@@ -228,7 +232,7 @@ func (s *Sweeper) namespaces(ctx context.Context, r *sweepRun) (map[string]names
 	r.nsOnce.Do(func() {
 		r.ns = map[string]namespaceInfo{}
 		r.nsErr = s.eachMetadata(ctx, "namespaces", metav1.ListOptions{}, func(m *metav1.PartialObjectMetadata) {
-			r.ns[m.Name] = namespaceInfo{uid: m.UID, created: m.CreationTimestamp.Time, terminating: m.DeletionTimestamp != nil}
+			r.ns[m.Name] = namespaceInfoOf(m)
 		})
 		if r.nsErr != nil {
 			r.nsErr = fmt.Errorf("list namespaces: %w", r.nsErr)

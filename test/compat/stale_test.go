@@ -21,16 +21,6 @@ func notifyAfter(name string, seconds int64, url string) map[string]any {
 	}
 }
 
-// arrived waits for the next request to reach recv.
-func arrived(t *testing.T, recv *nsmantest.Receiver) {
-	t.Helper()
-	select {
-	case <-recv.Arrived():
-	case <-time.After(time.Minute):
-		t.Fatal("no webhook request within a minute")
-	}
-}
-
 // Under the original CRD the whole status is one annotation. A sweep that
 // listed a manager before another sweep claimed it must not write its stale
 // view over the claim: that would let a third sweep act while the claiming
@@ -57,7 +47,7 @@ func TestStaleSweepLeavesAClaimAlone(t *testing.T) {
 
 	stale := make(chan nsmantest.Result, 1)
 	go func() { stale <- e.Sweep(t, append(args, "--concurrency", "1")...) }()
-	arrived(t, slow) // the stale sweep has listed b-claimed, not yet due
+	slow.WaitArrivals(t, 1) // the stale sweep has listed b-claimed, not yet due
 
 	// b-claimed becomes due; another sweep claims it and calls its slow
 	// receiver.
@@ -67,7 +57,7 @@ func TestStaleSweepLeavesAClaimAlone(t *testing.T) {
 	}
 	claiming := make(chan nsmantest.Result, 1)
 	go func() { claiming <- e.Sweep(t, args...) }()
-	arrived(t, hook)
+	hook.WaitArrivals(t, 1)
 
 	<-stale // it reached b-claimed after the claim, with its listed view
 	var status sweep.Status

@@ -17,18 +17,6 @@ import (
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
-// waitArrivals waits until the receiver has had n requests arrive.
-func waitArrivals(t *testing.T, recv *nsmantest.Receiver, n int) {
-	t.Helper()
-	for i := range n {
-		select {
-		case <-recv.Arrived():
-		case <-time.After(time.Minute):
-			t.Fatalf("%d of %d webhook requests arrived within a minute", i, n)
-		}
-	}
-}
-
 // sweepWithWebhookUnderWay creates a manager due for a webhook to a
 // receiver that holds each request 3 s, starts a sweep of it, and returns
 // once the webhook is under way: the manager's namespace and the sweep's
@@ -41,7 +29,7 @@ func sweepWithWebhookUnderWay(t *testing.T) (string, <-chan nsmantest.Result) {
 	createManager(t, managerObj(ns, ns, ns, []any{ttlPolicy("notify", 0, webhookAction(recv.URL+"/hook"))}))
 	done := make(chan nsmantest.Result, 1)
 	go func() { done <- env.Sweep(t, "-l", caseLabel+"="+ns) }()
-	waitArrivals(t, recv, 1)
+	recv.WaitArrivals(t, 1)
 	return ns, done
 }
 
@@ -81,7 +69,7 @@ func TestClaimOutlivesAnActionReachedLate(t *testing.T) {
 
 	first := make(chan nsmantest.Result, 1)
 	go func() { first <- e.Sweep(t, sweepArgs...) }()
-	waitArrivals(t, recv, len(names)) // the late manager's webhook is under way
+	recv.WaitArrivals(t, len(names)) // the late manager's webhook is under way
 	second := e.Sweep(t, sweepArgs...)
 	if got := second.Entry(t, ns, "b-late"); got.State != sweep.StateBusy {
 		t.Errorf("second sweep: late manager %s (%s), want busy while the first sweep's action is under way", got.State, got.Message)

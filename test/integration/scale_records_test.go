@@ -17,28 +17,36 @@ import (
 
 var scaleDownAction = map[string]any{"type": "SCALE_DOWN"}
 
+// scaledDown creates a namespace with Deployments web (3 replicas) and db
+// (2) and a manager that scales them down at once, sweeps it, and checks
+// both are at zero with their counts recorded.
+func scaledDown(t *testing.T) string {
+	t.Helper()
+	ns := shared.Namespace(t)
+	createDeployment(t, ns, "web", 3)
+	createDeployment(t, ns, "db", 2)
+	createManager(t, managerObj(ns, ns, ns, []any{ttlPolicy("scale at once", 0, scaleDownAction)}))
+	res := env.Sweep(t, "-l", caseLabel+"="+ns)
+	wantCode(t, res, 0)
+	wantState(t, res, ns, ns, sweep.StateFired)
+	wantWorkload(t, ns, "web", 0, "3")
+	wantWorkload(t, ns, "db", 0, "2")
+	return ns
+}
+
 // A record is the count a workload had when nsman last scaled it to zero:
 // a workload scaled up by hand after a SCALE_DOWN gets a new record at the
 // next one, and restore brings back that count, not the first. A workload
 // still at zero keeps its record.
 func TestScaleDownRecordsTheLastCount(t *testing.T) {
 	e := setup(t)
-	ns := shared.Namespace(t)
-	createDeployment(t, ns, "web", 3)
-	createDeployment(t, ns, "db", 2)
-	createManager(t, managerObj(ns, ns, ns, []any{ttlPolicy("scale at once", 0, scaleDownAction)}))
-
-	res := e.Sweep(t, "-l", caseLabel+"="+ns)
-	wantCode(t, res, 0)
-	wantState(t, res, ns, ns, sweep.StateFired)
-	wantWorkload(t, ns, "web", 0, "3")
-	wantWorkload(t, ns, "db", 0, "2")
+	ns := scaledDown(t)
 
 	// Someone scales web up by hand, record and all; the manager is re-armed
 	// (a new generation) and scales down again.
 	scaleByHand(t, ns, "web", 5)
 	rearm(t, ns, ns)
-	res = e.Sweep(t, "-l", caseLabel+"="+ns)
+	res := e.Sweep(t, "-l", caseLabel+"="+ns)
 	wantCode(t, res, 0)
 	fired := wantState(t, res, ns, ns, sweep.StateFired)
 	if want := "scale Deployment/web from 5 to 0"; !slices.Contains(fired.Effects, want) {
@@ -59,14 +67,8 @@ func TestScaleDownRecordsTheLastCount(t *testing.T) {
 // drops its record, which no longer applies: a later restore cannot bring
 // back its count.
 func TestRestoreDropsTheRecordOfAWorkloadScaledSince(t *testing.T) {
-	e := setup(t)
-	ns := shared.Namespace(t)
-	createDeployment(t, ns, "web", 3)
-	createDeployment(t, ns, "db", 2)
-	createManager(t, managerObj(ns, ns, ns, []any{ttlPolicy("scale at once", 0, scaleDownAction)}))
-	res := e.Sweep(t, "-l", caseLabel+"="+ns)
-	wantCode(t, res, 0)
-	wantWorkload(t, ns, "web", 0, "3")
+	setup(t)
+	ns := scaledDown(t)
 
 	scaleByHand(t, ns, "web", 1)
 	out, code := runRestore(t, ns)

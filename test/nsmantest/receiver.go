@@ -81,8 +81,18 @@ func (r *Receiver) SetHold(d time.Duration) {
 // Release ends the hold of every request, now and later.
 func (r *Receiver) Release() { r.release.Do(func() { close(r.released) }) }
 
-// Arrived receives a value as each request arrives, before its hold.
-func (r *Receiver) Arrived() <-chan struct{} { return r.arrived }
+// WaitArrivals waits until n more requests have arrived (before their
+// hold), failing t after a minute.
+func (r *Receiver) WaitArrivals(t testing.TB, n int) {
+	t.Helper()
+	for i := range n {
+		select {
+		case <-r.arrived:
+		case <-time.After(time.Minute):
+			t.Fatalf("%d of %d webhook requests arrived within a minute", i, n)
+		}
+	}
+}
 
 // Deliveries returns the requests answered so far, in the order answered.
 func (r *Receiver) Deliveries() []Delivery {

@@ -119,11 +119,7 @@ func TestListingResumesPastAnExpiredContinueToken(t *testing.T) {
 	go func() {
 		done <- e.Sweep(t, "-l", "nsman.test/run="+ns, "--chunk-size", "2", "--concurrency", "1", "--claim-ttl", "10m")
 	}()
-	select {
-	case <-slow.Arrived():
-	case <-time.After(time.Minute):
-		t.Fatal("the first manager's webhook did not arrive within a minute")
-	}
+	slow.WaitArrivals(t, 1)
 	if err := shared.CompactEtcd(t.Context()); err != nil {
 		t.Fatal(err)
 	}
