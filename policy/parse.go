@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"net/url"
+	"path"
 	"regexp"
 	"slices"
 	"strconv"
@@ -12,7 +13,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -49,11 +53,17 @@ func Parse(obj *unstructured.Unstructured) (Manager, field.ErrorList) {
 	p := parser{}
 	m.Deactivated = p.boolean(spec, "deactivated", specPath)
 	m.TargetNamespace = p.str(spec, "namespace", specPath)
-	if m.TargetNamespace != "" {
+	m.Rule = p.rule(spec, specPath)
+	switch {
+	case m.Rule != nil:
+		if m.TargetNamespace != "" {
+			p.errs = append(p.errs, field.Forbidden(specPath.Child("namespace"), "a rule (namespaceSelector or namePatterns) acts on the namespaces it matches; it cannot also name one"))
+		}
+	case m.TargetNamespace != "":
 		for _, msg := range validation.IsDNS1123Label(m.TargetNamespace) {
 			p.errs = append(p.errs, field.Invalid(specPath.Child("namespace"), m.TargetNamespace, msg))
 		}
-	} else if m.Name != "" {
+	case m.Name != "":
 		// The manager's name doubles as its target.
 		for _, msg := range validation.IsDNS1123Label(m.Name) {
 			p.errs = append(p.errs, field.Invalid(field.NewPath("metadata", "name"), m.Name, "names the target namespace when spec.namespace is empty: "+msg))
@@ -105,6 +115,85 @@ func cut(s string, n int) string {
 // parser accumulates field errors while reading loosely typed values.
 type parser struct {
 	errs field.ErrorList
+}
+
+// Bounds of a rule's matchers, as nsman's CRD sets them.
+const (
+	maxPatterns      = 64
+	maxPatternLength = 253
+)
+
+// rule reads spec.namespaceSelector and spec.namePatterns; nil when neither
+// is there, which makes the manager a single-target one.
+func (p *parser) rule(spec map[string]any, specPath *field.Path) *Rule {
+	rawSel, hasSel := spec["namespaceSelector"]
+	rawPat, hasPat := spec["namePatterns"]
+	hasSel, hasPat = hasSel && rawSel != nil, hasPat && rawPat != nil
+	if !hasSel && !hasPat {
+		return nil
+	}
+	r := &Rule{}
+	if hasSel {
+		sp := specPath.Child("namespaceSelector")
+		obj, ok := rawSel.(map[string]any)
+		var ls metav1.LabelSelector
+		switch err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj, &ls, true); {
+		case !ok:
+			p.errs = append(p.errs, field.Invalid(sp, rawSel, "must be a label selector: matchLabels and/or matchExpressions"))
+		case err != nil:
+			p.errs = append(p.errs, field.Invalid(sp, rawSel, "must be a label selector: "+err.Error()))
+		default:
+			if errs := metav1validation.ValidateLabelSelector(&ls, metav1validation.LabelSelectorValidationOptions{}, sp); len(errs) > 0 {
+				p.errs = append(p.errs, errs...)
+				break
+			}
+			sel, err := metav1.LabelSelectorAsSelector(&ls)
+			if err != nil {
+				p.errs = append(p.errs, field.Invalid(sp, rawSel, err.Error()))
+				break
+			}
+			r.Selector = sel
+		}
+	}
+	if hasPat {
+		pp := specPath.Child("namePatterns")
+		list, ok := rawPat.([]any)
+		switch {
+		case !ok:
+			p.errs = append(p.errs, field.Invalid(pp, rawPat, "must be a list of name patterns"))
+		case len(list) == 0:
+			p.errs = append(p.errs, field.Required(pp, "at least one pattern, or leave namePatterns out"))
+		case len(list) > maxPatterns:
+			p.errs = append(p.errs, field.TooMany(pp, len(list), maxPatterns))
+		}
+		if len(list) > maxPatterns {
+			list = nil
+		}
+		for i, item := range list {
+			ip := pp.Index(i)
+			pat, ok := item.(string)
+			switch {
+			case !ok:
+				p.errs = append(p.errs, field.Invalid(ip, item, "must be a string"))
+			case pat == "":
+				p.errs = append(p.errs, field.Required(ip, "a shell-style pattern such as e2e-*"))
+			case len(pat) > maxPatternLength:
+				p.errs = append(p.errs, field.TooLong(ip, pat, maxPatternLength))
+			case !validPattern(pat):
+				p.errs = append(p.errs, field.Invalid(ip, pat, "must be a shell-style pattern (path.Match syntax: *, ?, [a-z], \\ escapes); a [ is not closed or a \\ ends it"))
+			default:
+				r.Patterns = append(r.Patterns, pat)
+			}
+		}
+	}
+	return r
+}
+
+// validPattern reports whether pat is well-formed path.Match syntax;
+// path.Match checks the whole pattern whatever the name.
+func validPattern(pat string) bool {
+	_, err := path.Match(pat, "")
+	return err == nil
 }
 
 func (p *parser) policies(spec map[string]any, specPath *field.Path) []Policy {

@@ -1,8 +1,10 @@
 package policy
 
 import (
+	"path"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -54,13 +56,21 @@ type Manager struct {
 	Deactivated bool
 	// TargetNamespace is spec.namespace, empty when the manager names none.
 	TargetNamespace string
+	// Rule is set when the manager is a rule: it has a namespaceSelector or
+	// namePatterns instead of spec.namespace, and acts on every namespace
+	// they match.
+	Rule *Rule
 	// Policies in the order they are evaluated; the first that holds fires.
 	Policies []Policy
 }
 
 // Target is the namespace the manager acts on: spec.namespace, else the
-// manager's own name (not its namespace), as in the original operator.
+// manager's own name (not its namespace), as in the original operator. A
+// rule has no single target: its Target is empty.
 func (m Manager) Target() string {
+	if m.Rule != nil {
+		return ""
+	}
 	if m.TargetNamespace != "" {
 		return m.TargetNamespace
 	}
@@ -110,4 +120,31 @@ type Selector struct {
 	Kind string
 	// Labels the workload itself must carry; empty matches all of Kind.
 	Labels map[string]string
+}
+
+// Rule is what a rule matches namespaces by. A namespace matches when it
+// satisfies Selector (if set) and at least one of Patterns (if any).
+type Rule struct {
+	// Selector is spec.namespaceSelector, nil when absent.
+	Selector labels.Selector
+	// Patterns are spec.namePatterns, shell-style globs (path.Match syntax)
+	// on the namespace name.
+	Patterns []string
+}
+
+// Matches reports whether the namespace called name with labels set
+// matches the rule.
+func (r Rule) Matches(name string, set map[string]string) bool {
+	if r.Selector != nil && !r.Selector.Matches(labels.Set(set)) {
+		return false
+	}
+	if len(r.Patterns) == 0 {
+		return true
+	}
+	for _, p := range r.Patterns {
+		if ok, _ := path.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
 }

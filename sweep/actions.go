@@ -81,6 +81,9 @@ func (s *Sweeper) apply(ctx context.Context, m policy.Manager, p *plan) ([]strin
 			return nil, err
 		}
 		key := IdempotencyKey(m, p.policy.Name)
+		if m.Rule != nil {
+			key = PairIdempotencyKey(m, p.policy.Name, t.uid)
+		}
 		if err := s.writer.post(ctx, p.policy.Action.URL, body, key); err != nil {
 			return nil, err
 		}

@@ -165,7 +165,14 @@ func (s *Sweeper) evaluate(ctx context.Context, r *sweepRun, obj *unstructured.U
 		return final(StateTargetTerminating, fmt.Sprintf("namespace %s is terminating", e.Target))
 	}
 
-	in := policy.Input{Now: r.now, TargetCreated: ns.created, Checks: stored.Checks, Pods: map[int]policy.PodsCheck{}}
+	return s.evaluatePolicies(ctx, r, m, e, ns, stored.Checks)
+}
+
+// evaluatePolicies evaluates m's policies on namespace ns, the entry e's
+// target, checking pods as they ask: a plan to act when one holds, else the
+// waiting entry with its minChecks progress.
+func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Manager, e Entry, ns namespaceInfo, checks map[string]policy.CheckState) decision {
+	in := policy.Input{Now: r.now, TargetCreated: ns.created, Checks: checks, Pods: map[int]policy.PodsCheck{}}
 	for {
 		out := policy.Evaluate(m, in)
 		switch out.Verdict {
@@ -184,11 +191,10 @@ func (s *Sweeper) evaluate(ctx context.Context, r *sweepRun, obj *unstructured.U
 		for _, p := range out.Policies {
 			details = append(details, p.Detail)
 		}
-		d := final(StateWaiting, strings.Join(details, "; "))
-		d.entry.Due = timePtr(out.NextDue)
-		d.entry.Conditions = conditions(out.Policies)
-		d.checks = out.Checks
-		return d
+		e.State, e.Message = StateWaiting, strings.Join(details, "; ")
+		e.Due = timePtr(out.NextDue)
+		e.Conditions = conditions(out.Policies)
+		return decision{manager: m, entry: e, checks: out.Checks}
 	}
 }
 

@@ -205,15 +205,23 @@ func (s *Sweeper) record(ctx context.Context, r *sweepRun, obj *unstructured.Uns
 // after the sweep was interrupted. A manager that is gone (deleted along
 // with its namespace) needs nothing.
 func (s *Sweeper) write(ctx context.Context, patch managerPatch, namespace, name string) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-	defer cancel()
-	err := retry.OnError(wait.Backoff{Steps: 4, Duration: 200 * time.Millisecond, Factor: 2}, transient, func() error {
+	err := s.retry(ctx, func(ctx context.Context) error {
 		return s.writer.patchManager(ctx, namespace, name, patch)
 	})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	return err
+}
+
+// retry makes a record's write, retrying transient failures, within
+// recordTimeout even after the sweep was interrupted.
+func (s *Sweeper) retry(ctx context.Context, write func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	return retry.OnError(wait.Backoff{Steps: 4, Duration: 200 * time.Millisecond, Factor: 2}, transient, func() error {
+		return write(ctx)
+	})
 }
 
 // transient reports an error that a retry may not meet again.

@@ -105,8 +105,9 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // however many there are. A page refused 410 with a continue token is
 // fetched again with that token (at most maxExpiredContinues times); any
 // other error stops it. Once ctx is done, it finishes the page in hand and
-// hands on no other.
-func (s *Sweeper) eachManager(ctx context.Context, fn func(listed)) error {
+// hands on no other. With all, it lists every manager of the cluster,
+// whatever --namespace and --selector limit the sweep to.
+func (s *Sweeper) eachManager(ctx context.Context, all bool, fn func(listed)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type fetched struct {
@@ -117,8 +118,12 @@ func (s *Sweeper) eachManager(ctx context.Context, fn func(listed)) error {
 	go func() {
 		defer close(pages)
 		opts := metav1.ListOptions{LabelSelector: s.cfg.LabelSelector, Limit: s.cfg.PageSize}
+		namespace := s.cfg.Namespace
+		if all {
+			opts.LabelSelector, namespace = "", ""
+		}
 		for expired := 0; ; {
-			page, err := s.listPage(ctx, opts)
+			page, err := s.listPage(ctx, namespace, opts)
 			if next, ok := continueAfterExpiry(err); ok && opts.Continue != "" && expired < maxExpiredContinues {
 				// The list's snapshot was compacted away between two pages.
 				// The server's token resumes after the last manager listed,
@@ -172,9 +177,9 @@ func continueAfterExpiry(err error) (string, bool) {
 }
 
 // listPage fetches and decodes one page of NamespaceManagers.
-func (s *Sweeper) listPage(ctx context.Context, opts metav1.ListOptions) (managerPage, error) {
+func (s *Sweeper) listPage(ctx context.Context, namespace string, opts metav1.ListOptions) (managerPage, error) {
 	result := s.clients.Managers.Get().
-		NamespaceIfScoped(s.cfg.Namespace, s.cfg.Namespace != "").
+		NamespaceIfScoped(namespace, namespace != "").
 		Resource(ManagerResource.Resource).
 		SpecificallyVersionedParams(&opts, scheme.ParameterCodec, metav1.Unversioned).
 		Do(ctx)

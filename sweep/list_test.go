@@ -237,7 +237,7 @@ func TestEachManagerPages(t *testing.T) {
 	server := &pagedServer{pages: [][]string{{storedManager(0), storedManager(1)}, {storedManager(2)}, {storedManager(3), storedManager(4)}}}
 	s := sweeperFor(t, server, Config{Namespace: "team-a", LabelSelector: "tier=e2e", PageSize: 2})
 	var names []string
-	if err := s.eachManager(t.Context(), func(m listed) { names = append(names, m.obj.GetName()) }); err != nil {
+	if err := s.eachManager(t.Context(), false, func(m listed) { names = append(names, m.obj.GetName()) }); err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"team-00000", "team-00001", "team-00002", "team-00003", "team-00004"}; !reflect.DeepEqual(names, want) {
@@ -255,7 +255,7 @@ func TestEachManagerPages(t *testing.T) {
 	}
 
 	everywhere := &pagedServer{pages: [][]string{{storedManager(0)}}}
-	if err := sweeperFor(t, everywhere, Config{PageSize: 500}).eachManager(t.Context(), func(listed) {}); err != nil {
+	if err := sweeperFor(t, everywhere, Config{PageSize: 500}).eachManager(t.Context(), false, func(listed) {}); err != nil {
 		t.Fatal(err)
 	}
 	if _, paths := everywhere.seen(); !reflect.DeepEqual(paths, []string{"/apis/k8s.consol.de/v1beta1/namespacemanagers"}) {
@@ -271,7 +271,7 @@ func TestEachManagerResumesPastAnExpiredToken(t *testing.T) {
 		expired: map[string]string{"page-1": "page-2"},
 	}
 	var names []string
-	if err := sweeperFor(t, server, Config{PageSize: 2}).eachManager(t.Context(), func(m listed) { names = append(names, m.obj.GetName()) }); err != nil {
+	if err := sweeperFor(t, server, Config{PageSize: 2}).eachManager(t.Context(), false, func(m listed) { names = append(names, m.obj.GetName()) }); err != nil {
 		t.Fatal(err)
 	}
 	// The manager on the expired page was removed meanwhile, say: the new
@@ -281,7 +281,7 @@ func TestEachManagerResumesPastAnExpiredToken(t *testing.T) {
 	}
 	// A 410 without a token, or on the first page, ends the listing.
 	server = &pagedServer{status: http.StatusGone, body: `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Expired","code":410}`}
-	if err := sweeperFor(t, server, Config{PageSize: 2}).eachManager(t.Context(), func(listed) {}); !apierrors.IsResourceExpired(err) {
+	if err := sweeperFor(t, server, Config{PageSize: 2}).eachManager(t.Context(), false, func(listed) {}); !apierrors.IsResourceExpired(err) {
 		t.Errorf("error %v, want the 410", err)
 	}
 }
@@ -302,7 +302,7 @@ func TestEachManagerReportsTheServersError(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.reason, func(t *testing.T) {
 			server := &pagedServer{status: tt.code, body: fmt.Sprintf(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":%q,"code":%d,"message":%q}`, tt.reason, tt.code, tt.message)}
-			err := sweeperFor(t, server, Config{PageSize: 500}).eachManager(t.Context(), func(listed) { t.Error("a manager from an error") })
+			err := sweeperFor(t, server, Config{PageSize: 500}).eachManager(t.Context(), false, func(listed) { t.Error("a manager from an error") })
 			if !tt.is(err) || err.Error() != tt.message {
 				t.Errorf("error %v, want %s: %s", err, tt.reason, tt.message)
 			}
@@ -317,7 +317,7 @@ func TestEachManagerStopsWithItsContext(t *testing.T) {
 	s := sweeperFor(t, server, Config{PageSize: 2})
 	ctx, cancel := context.WithCancel(t.Context())
 	var names []string
-	err := s.eachManager(ctx, func(m listed) {
+	err := s.eachManager(ctx, false, func(m listed) {
 		names = append(names, m.obj.GetName())
 		cancel()
 	})

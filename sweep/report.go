@@ -41,6 +41,9 @@ const (
 type Entry struct {
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
+	// Rule: Namespace and Name name a rule, and the entry is about the
+	// rule itself or, with a Target, about one (rule, namespace) pair.
+	Rule bool `json:"rule,omitempty"`
 	// Target is the namespace the manager acts on.
 	Target string `json:"target,omitempty"`
 	State  State  `json:"state"`
@@ -89,8 +92,9 @@ type Summary struct {
 	// Now is the time the sweep evaluated at: the API server's, or --at.
 	Now    time.Time `json:"now"`
 	DryRun bool      `json:"dryRun"`
-	// Managers counts the managers this sweep handled: those listed, less
-	// those of other shards.
+	// Managers counts the report's entries: one per manager this sweep
+	// handled (those listed, less those of other shards), and one per
+	// (rule, namespace) pair.
 	Managers int `json:"managers"`
 	// Shard, when the managers are sharded, says which part this sweep
 	// handled.

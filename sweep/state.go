@@ -48,6 +48,8 @@ type Status struct {
 	LastAction *LastAction `json:"lastAction,omitempty"`
 	// Checks is the progress of PODS_SUCCEED policies with minChecks above 1.
 	Checks map[string]policy.CheckState `json:"checks,omitempty"`
+	// Rule summarizes, for a rule, the namespaces it matches.
+	Rule *RuleSummary `json:"rule,omitempty"`
 }
 
 // clone returns a copy that shares nothing that observe or the sweep
@@ -82,6 +84,7 @@ var conditionReasons = map[State]string{
 	StateForbidden:         "Forbidden",
 	StateTargetMissing:     "TargetMissing",
 	StateTargetTerminating: "TargetTerminating",
+	StateWatching:          "Watching",
 }
 
 // maxMessage bounds the messages stored on a manager.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,6 +43,15 @@ type sweepRun struct {
 	podChecks atomic.Int64
 	pods      podIndex
 
+	// governed maps each namespace a single-target manager aims at to that
+	// manager, namespace/name, for every manager listed (of every shard):
+	// rules leave those namespaces alone. rules are the rules listed; they
+	// are handled once the listing is complete, and not at all, but
+	// reported with rulesBlocked, when it is not.
+	governed     map[string]string
+	rules        []listed
+	rulesBlocked string
+
 	mu      sync.Mutex
 	entries []Entry
 }
@@ -50,10 +60,26 @@ type namespaceInfo struct {
 	uid         types.UID
 	created     time.Time
 	terminating bool
+	// labels, resourceVersion and pairs are what rules read: the labels
+	// they select by, the version a pair's claim is conditional on, and the
+	// pairs' records (PairAnnotationPrefix annotations, by key).
+	labels          map[string]string
+	resourceVersion string
+	pairs           map[string]string
 }
 
 func namespaceInfoOf(m *metav1.PartialObjectMetadata) namespaceInfo {
-	return namespaceInfo{uid: m.UID, created: m.CreationTimestamp.Time, terminating: m.DeletionTimestamp != nil}
+	info := namespaceInfo{uid: m.UID, created: m.CreationTimestamp.Time, terminating: m.DeletionTimestamp != nil,
+		labels: m.Labels, resourceVersion: m.ResourceVersion}
+	for k, v := range m.Annotations {
+		if strings.HasPrefix(k, PairAnnotationPrefix) {
+			if info.pairs == nil {
+				info.pairs = map[string]string{}
+			}
+			info.pairs[k] = v
+		}
+	}
+	return info
 }
 
 // Run performs one sweep. Per-manager failures are reported in the Report
@@ -66,7 +92,7 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	r := &sweepRun{store: store, stop: ctx}
+	r := &sweepRun{store: store, stop: ctx, governed: map[string]string{}}
 	// Work already started outlives an interrupt by InterruptGrace, so that
 	// an action under way finishes and is recorded rather than being cut
 	// off with its claim held; nothing new starts once ctx is done.
@@ -84,6 +110,13 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 					r.add(notReached(m.obj))
 					continue
 				}
+				if isRule(m.obj) {
+					for _, e := range s.handleRule(work, r, m) {
+						s.logDecision(work, e)
+						r.add(e)
+					}
+					continue
+				}
 				e := s.handle(work, r, m)
 				s.logDecision(work, e)
 				r.add(e)
@@ -92,7 +125,7 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	}
 	first := true
 	skipped := 0
-	err = s.eachManager(ctx, func(m listed) {
+	err = s.eachManager(ctx, false, func(m listed) {
 		if first {
 			r.now = s.now()
 			first = false
@@ -100,6 +133,11 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 			// are: at 10,000 managers, that is a second of the sweep.
 			workers.Go(func() { _, _ = s.namespaces(work, r) })
 		}
+		if isRule(m.obj) {
+			r.rules = append(r.rules, m)
+			return
+		}
+		r.governed[aimsAt(m.obj)] = m.obj.GetNamespace() + "/" + m.obj.GetName()
 		if ShardOf(m.obj.GetUID(), s.cfg.ShardCount) != s.cfg.ShardIndex {
 			skipped++
 			return
@@ -115,6 +153,33 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 		// not fetched.
 		r.add(notReached(m.obj))
 	})
+	// Rules go last: which namespaces they may touch depends on every
+	// single-target manager, so on the whole listing.
+	switch {
+	case err != nil:
+		r.rulesBlocked = "rules wait for a sweep that lists every manager: listing the managers failed"
+	case len(r.rules) > 0 && (s.cfg.Namespace != "" || s.cfg.LabelSelector != ""):
+		// The sweep saw some managers only: the rest are listed for the
+		// namespaces they govern.
+		if gerr := s.eachManager(ctx, true, func(m listed) {
+			if !isRule(m.obj) {
+				r.governed[aimsAt(m.obj)] = m.obj.GetNamespace() + "/" + m.obj.GetName()
+			}
+		}); gerr != nil && ctx.Err() == nil {
+			r.rulesBlocked = fmt.Sprintf("rules wait for a sweep that lists every manager: %v", gerr)
+		}
+	}
+	for _, m := range r.rules {
+		if ctx.Err() != nil {
+			r.add(notReached(m.obj))
+			continue
+		}
+		select {
+		case jobs <- m:
+		case <-ctx.Done():
+			r.add(notReached(m.obj))
+		}
+	}
 	close(jobs)
 	workers.Wait()
 	interrupted := ctx.Err()

@@ -17,6 +17,9 @@ type writer interface {
 	// patchManager applies a patch to a NamespaceManager or, with a
 	// subresource, to its status.
 	patchManager(ctx context.Context, namespace, name string, patch managerPatch) error
+	// patchNamespace applies a patch to a Namespace (a rule's record of it
+	// is an annotation there).
+	patchNamespace(ctx context.Context, name string, patch managerPatch) error
 	// deleteNamespace deletes the namespace if it still has uid.
 	deleteNamespace(ctx context.Context, name string, uid types.UID) error
 	// patchWorkload applies a JSON merge patch to a Deployment or StatefulSet.
@@ -47,6 +50,15 @@ func (w *apiWriter) patchManager(ctx context.Context, namespace, name string, pa
 	return req.Body(patch.body).Do(ctx).Error()
 }
 
+func (w *apiWriter) patchNamespace(ctx context.Context, name string, patch managerPatch) error {
+	pt := types.MergePatchType
+	if patch.jsonPatch {
+		pt = types.JSONPatchType
+	}
+	_, err := w.clients.Kube.CoreV1().Namespaces().Patch(ctx, name, pt, patch.body, metav1.PatchOptions{})
+	return err
+}
+
 func (w *apiWriter) deleteNamespace(ctx context.Context, name string, uid types.UID) error {
 	background := metav1.DeletePropagationBackground
 	return w.clients.Kube.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{
@@ -74,6 +86,7 @@ func (w *apiWriter) event(ctx context.Context, ev *eventsv1.Event) error {
 type dryRunWriter struct{}
 
 func (dryRunWriter) patchManager(context.Context, string, string, managerPatch) error { return nil }
+func (dryRunWriter) patchNamespace(context.Context, string, managerPatch) error       { return nil }
 func (dryRunWriter) deleteNamespace(context.Context, string, types.UID) error         { return nil }
 func (dryRunWriter) patchWorkload(context.Context, schema.GroupVersionResource, string, string, []byte) error {
 	return nil

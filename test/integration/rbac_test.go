@@ -66,7 +66,7 @@ func used(reqs []cluster.Request) map[string]bool {
 }
 
 // TestShippedRBACIsExactlyWhatASweepUses runs one sweep that deletes, scales
-// down, calls a webhook, checks pods and writes events, as the shipped
+// down, calls a webhook, checks pods, writes events and acts by a rule, as the shipped
 // ServiceAccount under the RBAC authorizer, then compares what it did (audit
 // log) with what the ClusterRole grants: nothing unused, nothing missing,
 // nothing denied.
@@ -100,15 +100,22 @@ func TestShippedRBACIsExactlyWhatASweepUses(t *testing.T) {
 	createManager(t, managerObj(del, del, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}))
 	createManager(t, managerObj(scale, scale, caseID, []any{podsPolicy("scale when no tests run", map[string]any{"component": "tests"}, map[string]any{"type": "SCALE_DOWN"})}))
 	createManager(t, managerObj(hook, hook, caseID, []any{ttlPolicy("notify at once", 0, webhookAction(recv.URL+"/done"))}))
+	// A rule's record of a namespace is an annotation on it.
+	ruleHome := shared.Namespace(t)
+	ruled := labelled(t, caseID, 1)[0]
+	createManager(t, managerObj(ruleHome, "rule", caseID, []any{ttlPolicy("notify at once", 0, webhookAction(recv.URL+"/rule"))}, selecting(caseID)))
 
 	before, err := shared.AuditedRequests(t.Context(), e.User)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := e.Sweep(t, "-l", caseLabel+"="+caseID)
+	res := e.Sweep(t, "-l", caseLabel+"="+caseID, "--trusted-namespaces", ruleHome)
 	wantCode(t, res, 0)
 	for _, ns := range []string{del, scale, hook} {
 		wantState(t, res, ns, ns, sweep.StateFired)
+	}
+	if p := res.Pair(t, ruleHome, "rule", ruled); p.State != sweep.StateFired {
+		t.Fatalf("rule on %s: %q (%s), want fired", ruled, p.State, p.Message)
 	}
 	after, err := shared.AuditedRequests(t.Context(), e.User)
 	if err != nil {

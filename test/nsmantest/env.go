@@ -213,6 +213,18 @@ func (r Result) Entry(t testing.TB, namespace, name string) sweep.Entry {
 	return e
 }
 
+// Pair returns the report entry of rule namespace/name on namespace target.
+func (r Result) Pair(t testing.TB, namespace, name, target string) sweep.Entry {
+	t.Helper()
+	for _, e := range r.Report.Entries {
+		if e.Rule && e.Namespace == namespace && e.Name == name && e.Target == target {
+			return e
+		}
+	}
+	t.Fatalf("no report entry for rule %s/%s on namespace %s; stderr:\n%s", namespace, name, target, r.Stderr)
+	return sweep.Entry{}
+}
+
 // Lookup returns the report entry of manager namespace/name, if the sweep
 // listed it.
 func (r Result) Lookup(namespace, name string) (sweep.Entry, bool) {

@@ -1,0 +1,475 @@
+package sweep
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nsman/nsman/policy"
+)
+
+// A rule is a manager with a namespaceSelector or namePatterns instead of
+// spec.namespace: it stands over every namespace those match, and each
+// (rule, namespace) pair is evaluated and acted on as a single-target
+// manager is, once per rule generation. A pair's record (claim, outcome,
+// minChecks progress) is an annotation on the namespace, so that it goes
+// with the namespace and a namespace recreated under the same name starts
+// afresh; the rule's own status only summarizes, within a fixed size.
+
+// PairAnnotationPrefix, followed by a rule's UID, is the annotation on a
+// namespace that holds that rule's record of the namespace, as JSON
+// (PairStatus). It is written only when there is something to keep: a
+// claim, an action's outcome, minChecks progress.
+const PairAnnotationPrefix = "nsman.k8s.consol.de/rule-"
+
+// maxLatest bounds the latest actions a rule's status lists.
+const maxLatest = 10
+
+// StateDone: the rule's action succeeded on this namespace in this
+// generation of the rule; the pair is left alone until the rule changes.
+const StateDone State = "done"
+
+// StateGoverned: the namespace matches the rule, but a single-target
+// manager aims at it, and governs it alone.
+const StateGoverned State = "governed"
+
+// StateWatching is never in a report: it is the state a rule's status
+// shows while it stands over the namespaces it matches.
+const StateWatching State = "watching"
+
+// PairStatus is a rule's record of one namespace.
+type PairStatus struct {
+	// Rule names the rule, namespace/name, for whoever reads the namespace.
+	Rule string `json:"rule"`
+	// ObservedGeneration is the rule generation LastAction was for.
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Claim is set while a sweep acts on the pair.
+	Claim *Claim `json:"claim,omitempty"`
+	// LastAction is the outcome of the pair's latest action.
+	LastAction *LastAction `json:"lastAction,omitempty"`
+	// Checks is the pair's minChecks progress, by policy name.
+	Checks map[string]policy.CheckState `json:"checks,omitempty"`
+}
+
+// done reports whether the pair's action succeeded for this generation.
+func (p PairStatus) done(generation int64) bool {
+	return p.LastAction != nil && p.LastAction.Result == ResultSucceeded && p.ObservedGeneration == generation
+}
+
+// RuleSummary is what a rule's status says about the namespaces it
+// matches. Its size does not grow with their number.
+type RuleSummary struct {
+	// Matched counts the namespaces the rule matches, those governed by a
+	// single-target manager included.
+	Matched int `json:"matched"`
+	// States counts the matched namespaces by the state the last sweep
+	// found them in. With --shard-count above 1, only the pairs of the
+	// shard that owns the rule are counted.
+	States map[State]int `json:"states,omitempty"`
+	// Latest lists the rule's latest actions, newest first, at most 10.
+	Latest []PairAction `json:"latest,omitempty"`
+}
+
+// PairAction is one action a rule took on one namespace.
+type PairAction struct {
+	Namespace string    `json:"namespace"`
+	Policy    string    `json:"policy"`
+	Action    string    `json:"action"`
+	Result    string    `json:"result"`
+	Time      time.Time `json:"time"`
+}
+
+// isRule reports whether a listed manager is a rule: its spec has a
+// namespaceSelector or namePatterns. Parse judges whether it is a valid one.
+func isRule(obj *unstructured.Unstructured) bool {
+	spec, _ := obj.Object["spec"].(map[string]any)
+	return spec["namespaceSelector"] != nil || spec["namePatterns"] != nil
+}
+
+// aimsAt is the namespace a single-target manager aims at, valid or not:
+// spec.namespace when it is a non-empty string, else its name.
+func aimsAt(obj *unstructured.Unstructured) string {
+	spec, _ := obj.Object["spec"].(map[string]any)
+	if ns, _ := spec["namespace"].(string); ns != "" {
+		return ns
+	}
+	return obj.GetName()
+}
+
+// PairIdempotencyKey identifies one firing of one policy of one rule
+// generation on one namespace: a sweep completing another's claim sends the
+// same key, and a namespace recreated under the same name gets a new one.
+func PairIdempotencyKey(m policy.Manager, policyName string, namespaceUID types.UID) string {
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s/%d/%s/%s", m.UID, m.Generation, policyName, namespaceUID)))
+	return hex.EncodeToString(sum[:16])
+}
+
+// handleRule evaluates a rule on every namespace it matches and carries out
+// what that decided, returning one entry per pair of this shard (or one for
+// the rule itself when it does not stand: deactivated, invalid, forbidden).
+// The rule's status is summarized by the shard that owns the rule.
+func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l listed) []Entry {
+	obj := l.obj
+	stored := r.store.read(l)
+	owner := ShardOf(obj.GetUID(), s.cfg.ShardCount) == s.cfg.ShardIndex
+	e := Entry{Namespace: obj.GetNamespace(), Name: obj.GetName(), Rule: true}
+	m, problems := policy.Parse(obj)
+	ruleEntry := func(e Entry) []Entry {
+		if !owner {
+			return nil
+		}
+		return []Entry{e}
+	}
+	switch {
+	case m.Deactivated:
+		e.State, e.Message = StateDeactivated, "spec.deactivated is true: the rule is paused"
+		return ruleEntry(e)
+	case len(problems) > 0:
+		for _, p := range problems {
+			e.Problems = append(e.Problems, p.Error())
+		}
+		e.State, e.Message = StateInvalid, fmt.Sprintf("%d problem(s); first: %s", len(problems), problems[0].Error())
+		return ruleEntry(s.recordOwned(ctx, r, obj, stored, e, owner))
+	case !slices.Contains(s.cfg.TrustedNamespaces, m.Namespace):
+		e.State, e.Message = StateForbidden, fmt.Sprintf("a rule may only live in a trusted namespace (%s), not %s",
+			strings.Join(s.cfg.TrustedNamespaces, ", "), m.Namespace)
+		return ruleEntry(s.recordOwned(ctx, r, obj, stored, e, owner))
+	case r.rulesBlocked != "":
+		e.State, e.Message = StateDeferred, r.rulesBlocked
+		return ruleEntry(e)
+	}
+	namespaces, err := s.namespaces(ctx, r)
+	if err != nil {
+		return ruleEntry(failed(e, err))
+	}
+
+	type pair struct {
+		name string
+		ns   namespaceInfo
+	}
+	var pairs []pair
+	var entries []Entry
+	matched := 0
+	for _, name := range slices.Sorted(maps.Keys(namespaces)) {
+		ns := namespaces[name]
+		// A rule never matches a protected namespace, the one it lives
+		// in, or one being deleted.
+		if ns.terminating || name == m.Namespace || slices.Contains(s.cfg.ProtectedNamespaces, name) || !m.Rule.Matches(name, ns.labels) {
+			continue
+		}
+		matched++
+		if ShardOf(types.UID(string(m.UID)+"/"+string(ns.uid)), s.cfg.ShardCount) != s.cfg.ShardIndex {
+			continue
+		}
+		if manager, ok := r.governed[name]; ok {
+			g := e
+			g.Target, g.State, g.Message = name, StateGoverned, fmt.Sprintf("manager %s aims at namespace %s and governs it alone", manager, name)
+			entries = append(entries, g)
+			continue
+		}
+		pairs = append(pairs, pair{name, ns})
+	}
+
+	// The pairs are handled Concurrency at a time, as managers are.
+	results := make([]pairResult, len(pairs))
+	sem := make(chan struct{}, s.cfg.Concurrency)
+	var wg sync.WaitGroup
+	for i, p := range pairs {
+		if r.stop.Err() != nil {
+			results[i] = pairResult{entry: notReachedPair(e, p.name)}
+			continue
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			results[i] = s.handlePair(ctx, r, m, e, p.name, p.ns)
+		})
+	}
+	wg.Wait()
+	var fired, failedNow []string
+	for _, res := range results {
+		entries = append(entries, res.entry)
+		switch {
+		case res.entry.State == StateFired:
+			fired = append(fired, res.entry.Target)
+		case res.entry.State == StateFailed && !res.failedBefore:
+			failedNow = append(failedNow, res.entry.Target+": "+res.entry.Message)
+		}
+	}
+
+	s.announceRule(ctx, r, obj, fired, failedNow)
+	if owner {
+		s.summarize(ctx, r, obj, m, stored, matched, entries)
+	}
+	return entries
+}
+
+// recordOwned records a rule's own final entry, when this shard owns the
+// rule.
+func (s *Sweeper) recordOwned(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured, stored Status, e Entry, owner bool) Entry {
+	if !owner {
+		return e
+	}
+	return s.record(ctx, r, obj, stored, e, nil)
+}
+
+func notReachedPair(e Entry, namespace string) Entry {
+	e.Target, e.State, e.Message = namespace, StateDeferred, "the sweep was interrupted before it got to this namespace"
+	return e
+}
+
+// pairResult is a pair's entry, and whether its last action had failed
+// before this sweep, so that a failure repeated is not announced again.
+type pairResult struct {
+	entry        Entry
+	failedBefore bool
+}
+
+// handlePair evaluates one (rule, namespace) pair and carries out what
+// that decided.
+func (s *Sweeper) handlePair(ctx context.Context, r *sweepRun, m policy.Manager, e Entry, name string, ns namespaceInfo) pairResult {
+	key := PairAnnotationPrefix + string(m.UID)
+	var stored PairStatus
+	if raw := ns.pairs[key]; raw != "" && json.Unmarshal([]byte(raw), &stored) != nil {
+		// A record that does not decode (edited by hand) counts as absent.
+		stored = PairStatus{}
+	}
+	e.Target = name
+	return pairResult{
+		entry:        s.carryOutPair(ctx, r, m, e, ns, key, stored),
+		failedBefore: stored.LastAction != nil && stored.LastAction.Result == ResultFailed,
+	}
+}
+
+// carryOutPair evaluates a pair and carries out the decision.
+func (s *Sweeper) carryOutPair(ctx context.Context, r *sweepRun, m policy.Manager, e Entry, ns namespaceInfo, key string, stored PairStatus) Entry {
+	name := e.Target
+	d := s.evaluatePair(ctx, r, m, e, ns, stored)
+	switch {
+	case d.plan != nil:
+		return s.executePair(ctx, r, m, ns, key, stored, d)
+	case d.untouched:
+		return d.entry
+	}
+	// Waiting: only minChecks progress is kept; a pair with nothing to keep
+	// costs no write.
+	if len(d.checks) == 0 && len(stored.Checks) == 0 || maps.EqualFunc(d.checks, stored.Checks, func(a, b policy.CheckState) bool { return a == b }) {
+		return d.entry
+	}
+	next := stored
+	next.Rule, next.Checks = m.Namespace+"/"+m.Name, d.checks
+	if err := s.writePair(ctx, name, key, ns.resourceVersion, next); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return busyPair(d.entry)
+		}
+		return failed(d.entry, fmt.Errorf("record minChecks progress on namespace %s: %w", name, err))
+	}
+	return d.entry
+}
+
+func busyPair(e Entry) Entry {
+	e.State, e.Message = StateBusy, "namespace changed since this sweep listed it; left to the next sweep"
+	return e
+}
+
+// evaluatePair decides what to do with one pair, as evaluate does for a
+// manager; it writes nothing.
+func (s *Sweeper) evaluatePair(ctx context.Context, r *sweepRun, m policy.Manager, e Entry, ns namespaceInfo, stored PairStatus) decision {
+	if c := stored.Claim; c != nil {
+		if s.clock().Before(c.Expires) {
+			e.Policy, e.Action = c.Policy, c.Action
+			e.State, e.Message = StateBusy, fmt.Sprintf("claimed by sweep %s until %s", c.Sweep, c.Expires.UTC().Format(time.RFC3339))
+			return decision{manager: m, entry: e, untouched: true}
+		}
+		if i := policyIndex(m, c.Policy); i >= 0 && c.Generation == m.Generation {
+			return s.planned(m, e, nil, plan{step: stepCompleteClaim, policy: m.Policies[i],
+				reason: "completing the expired claim of sweep " + c.Sweep, target: target{name: e.Target, uid: ns.uid}})
+		}
+	}
+	if stored.done(m.Generation) {
+		last := stored.LastAction
+		e.Policy, e.Action = last.Policy, last.Action
+		e.State, e.Message = StateDone, fmt.Sprintf("policy %q fired (%s) at %s; done until the rule changes", last.Policy, last.Action, last.Time.UTC().Format(time.RFC3339))
+		return decision{manager: m, entry: e, untouched: true}
+	}
+	return s.evaluatePolicies(ctx, r, m, e, ns, stored.Checks)
+}
+
+// executePair carries out a pair's plan, as execute does a manager's: within
+// the action cap, claimed on the namespace (conditional on the version
+// listed), acted on, and recorded with a patch that first tests the claim
+// is still this sweep's. A DELETE is not recorded: the record goes with the
+// namespace, and its claim keeps other sweeps away until it is gone.
+func (s *Sweeper) executePair(ctx context.Context, r *sweepRun, m policy.Manager, ns namespaceInfo, key string, stored PairStatus, d decision) Entry {
+	p, e := d.plan, d.entry
+	if r.stop.Err() != nil {
+		return notReachedPair(e, p.target.name)
+	}
+	if max := s.cfg.MaxActions; max > 0 && r.actions.Add(1) > int64(max) {
+		e.State, e.Message = StateDeferred, fmt.Sprintf("%s; deferred: --max-actions %d reached", p.reason, max)
+		return e
+	}
+	claimed := stored
+	claimed.Rule, claimed.Checks = m.Namespace+"/"+m.Name, nil
+	deadline := time.Now().Add(s.cfg.ClaimTTL - claimMargin)
+	claimed.Claim = &Claim{Policy: p.policy.Name, Action: p.policy.Action.Type, Sweep: s.cfg.SweepID,
+		Expires: s.clock().Add(s.cfg.ClaimTTL).UTC(), Generation: m.Generation, TargetUID: p.target.uid}
+	if err := s.writePair(ctx, p.target.name, key, ns.resourceVersion, claimed); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return busyPair(e)
+		}
+		return failed(e, fmt.Errorf("claim namespace %s: %w", p.target.name, err))
+	}
+
+	actCtx, cancel := context.WithDeadline(ctx, deadline)
+	effects, err := s.apply(actCtx, m, p)
+	cancel()
+	e.Effects = effects
+	if err == nil && p.policy.Action.Type == policy.ActionDelete {
+		return s.succeeded(e, p)
+	}
+
+	final := claimed
+	final.Claim, final.ObservedGeneration = nil, m.Generation
+	final.LastAction = &LastAction{Policy: p.policy.Name, Action: p.policy.Action.Type, Result: ResultSucceeded, Message: truncate(p.reason, maxMessage), Time: r.now.UTC()}
+	if err != nil {
+		e = failed(e, err)
+		final.LastAction.Result, final.LastAction.Message = ResultFailed, truncate(err.Error(), maxMessage)
+		final.LastAction.Uncertain = p.policy.Action.Type == policy.ActionDelete && uncertain(err)
+	} else {
+		e = s.succeeded(e, p)
+	}
+	if werr := s.settlePair(ctx, p.target.name, key, claimed, final); werr != nil {
+		if lostClaim(werr) {
+			werr = fmt.Errorf("the namespace's record changed since this sweep claimed it: %w", werr)
+		}
+		if err != nil {
+			return failed(e, fmt.Errorf("%w; recording the failure failed too: %w", err, werr))
+		}
+		return failed(e, fmt.Errorf("action done, but recording it failed: %w", werr))
+	}
+	return e
+}
+
+// writePair writes a pair's record with a merge patch conditional on the
+// namespace's resourceVersion as listed: of two sweeps that listed one
+// version, one writes.
+func (s *Sweeper) writePair(ctx context.Context, namespace, key, resourceVersion string, st PairStatus) error {
+	body := mustJSON(map[string]any{"metadata": map[string]any{
+		"resourceVersion": resourceVersion,
+		"annotations":     map[string]any{key: mustJSON(st)},
+	}})
+	return s.writer.patchNamespace(ctx, namespace, managerPatch{body: []byte(body)})
+}
+
+// settlePair replaces the claimed record with final: a JSON patch whose
+// first operation tests that the record is still the one this sweep's claim
+// wrote, retried on transient failures as every record is.
+func (s *Sweeper) settlePair(ctx context.Context, namespace, key string, claimed, final PairStatus) error {
+	path := "/metadata/annotations/" + strings.ReplaceAll(key, "/", "~1")
+	body := mustJSON([]map[string]any{
+		{"op": "test", "path": path, "value": mustJSON(claimed)},
+		{"op": "replace", "path": path, "value": mustJSON(final)},
+	})
+	return s.retry(ctx, func(ctx context.Context) error {
+		return s.writer.patchNamespace(ctx, namespace, managerPatch{jsonPatch: true, body: []byte(body)})
+	})
+}
+
+// announceRule writes one Event on the rule for what this sweep did with
+// its pairs: the actions that fired, and failures that are new (a pair whose
+// last action had not failed already). Nothing done, no Event: never one
+// per namespace, never one per sweep that changed nothing.
+func (s *Sweeper) announceRule(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured, fired, failedNow []string) {
+	if len(fired) == 0 && len(failedNow) == 0 {
+		return
+	}
+	ev := Entry{Namespace: obj.GetNamespace(), Name: obj.GetName(), State: StateFired, Action: "Act"}
+	var parts []string
+	if len(fired) > 0 {
+		parts = append(parts, fmt.Sprintf("acted on %d namespace(s): %s", len(fired), listed10(fired)))
+	}
+	if len(failedNow) > 0 {
+		ev.State = StateFailed
+		parts = append(parts, fmt.Sprintf("failed on %d namespace(s): %s", len(failedNow), listed10(failedNow)))
+	}
+	ev.Message = strings.Join(parts, "; ")
+	s.announce(ctx, r, obj, ev)
+}
+
+// listed10 joins at most 10 items, saying how many more there are.
+func listed10(items []string) string {
+	if len(items) <= 10 {
+		return strings.Join(items, ", ")
+	}
+	return strings.Join(items[:10], ", ") + fmt.Sprintf(" and %d more", len(items)-10)
+}
+
+// summarize writes the rule's status when what it summarizes changed: the
+// namespaces matched, this sweep's pairs by state, and the latest actions.
+func (s *Sweeper) summarize(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured, m policy.Manager, stored Status, matched int, entries []Entry) {
+	sum := RuleSummary{Matched: matched, States: map[State]int{}}
+	var due *time.Time
+	var acted []PairAction
+	for _, e := range entries {
+		sum.States[e.State]++
+		if e.Due != nil && (due == nil || e.Due.Before(*due)) {
+			due = e.Due
+		}
+		if (e.State == StateFired || e.State == StateFailed) && e.Policy != "" {
+			result := ResultSucceeded
+			if e.State == StateFailed {
+				result = ResultFailed
+			}
+			acted = append(acted, PairAction{Namespace: e.Target, Policy: e.Policy, Action: e.Action, Result: result, Time: r.now.UTC()})
+		}
+	}
+	if len(sum.States) == 0 {
+		sum.States = nil
+	}
+	if stored.Rule != nil {
+		acted = append(acted, stored.Rule.Latest...)
+	}
+	slices.SortStableFunc(acted, func(a, b PairAction) int { return b.Time.Compare(a.Time) })
+	sum.Latest = acted[:min(len(acted), maxLatest)]
+
+	e := Entry{Namespace: obj.GetNamespace(), Name: obj.GetName(), State: StateWatching, Due: due,
+		Message: fmt.Sprintf("matches %d namespace(s)%s", matched, byState(sum.States))}
+	next := stored.clone()
+	next.observe(e, m.Generation, r.now)
+	next.Claim, next.Checks, next.LastAction = nil, nil, nil
+	next.Rule = &sum
+	patch, changed := r.store.update(stored, next, obj.GetResourceVersion(), false)
+	if !changed {
+		return
+	}
+	if err := s.write(ctx, patch, obj.GetNamespace(), obj.GetName()); err != nil {
+		// The summary is for people; the next sweep writes it again.
+		s.log.Warn("rule status not written", "manager", obj.GetNamespace()+"/"+obj.GetName(), "error", err.Error())
+	}
+}
+
+// byState says ": 3 waiting, 1 done" for counts by state, in a stable order.
+func byState(states map[State]int) string {
+	if len(states) == 0 {
+		return ""
+	}
+	keys := slices.SortedFunc(maps.Keys(states), func(a, b State) int { return cmp.Compare(a, b) })
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%d %s", states[k], k))
+	}
+	return ": " + strings.Join(parts, ", ")
+}

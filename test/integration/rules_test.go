@@ -1,0 +1,302 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/test/nsmantest"
+)
+
+// ruleLabel marks the namespaces a test's rule selects.
+const ruleLabel = "nsman.test/rule"
+
+// selecting makes a manager a rule over namespaces labelled ruleLabel=id.
+func selecting(id string) func(map[string]any) {
+	return func(spec map[string]any) {
+		spec["namespaceSelector"] = map[string]any{"matchLabels": map[string]any{ruleLabel: id}}
+	}
+}
+
+func patterns(p ...any) func(map[string]any) {
+	return func(spec map[string]any) { spec["namePatterns"] = p }
+}
+
+// labelled makes n test namespaces labelled ruleLabel=id.
+func labelled(t *testing.T, id string, n int) []string {
+	t.Helper()
+	var names []string
+	for range n {
+		ns := shared.Namespace(t)
+		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, ruleLabel, id)
+		if _, err := shared.Admin.CoreV1().Namespaces().Patch(t.Context(), ns, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, ns)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// pairRecord reads a rule's record on a namespace.
+func pairRecord(t *testing.T, namespace string, ruleUID types.UID) (sweep.PairStatus, *corev1.Namespace) {
+	t.Helper()
+	ns, err := shared.Admin.CoreV1().Namespaces().Get(t.Context(), namespace, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st sweep.PairStatus
+	if raw, ok := ns.Annotations[sweep.PairAnnotationPrefix+string(ruleUID)]; ok {
+		if err := json.Unmarshal([]byte(raw), &st); err != nil {
+			t.Fatalf("record on %s: %v", namespace, err)
+		}
+	}
+	return st, ns
+}
+
+func ruleSummary(t *testing.T, e *nsmantest.Env, namespace, name string) sweep.Status {
+	t.Helper()
+	raw, _ := json.Marshal(e.Manager(t, namespace, name).Object["status"])
+	var st sweep.Status
+	if err := json.Unmarshal(raw, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// TestRuleActsOnceOnEachNamespaceItMatches: one rule over three labelled
+// namespaces and one that a single-target manager governs. The first sweep
+// sends one webhook per namespace it may act on, with a key per
+// (rule generation, policy, namespace); the second sends nothing and writes
+// nothing; an edit of the rule re-arms every namespace.
+func TestRuleActsOnceOnEachNamespaceItMatches(t *testing.T) {
+	e := setup(t)
+	home := shared.Namespace(t)
+	caseID := home
+	targets := labelled(t, caseID, 4)
+	governed, free := targets[0], targets[1:]
+	recv := nsmantest.NewReceiver(t)
+	createManager(t, managerObj(home, "leftovers", caseID, []any{ttlPolicy("report it", 0, webhookAction(recv.URL+"/rule"))}, selecting(caseID)))
+	createManager(t, managerObj(home, "its-own", caseID, []any{ttlPolicy("later", 3600, deleteAction)}, targeting(governed)))
+	sweepArgs := []string{"-l", caseLabel + "=" + caseID, "--trusted-namespaces", home}
+
+	res := e.Sweep(t, sweepArgs...)
+	wantCode(t, res, 0)
+	rule := e.Manager(t, home, "leftovers")
+	m, problems := policy.Parse(rule)
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	if g := res.Pair(t, home, "leftovers", governed); g.State != sweep.StateGoverned || !strings.Contains(g.Message, home+"/its-own") {
+		t.Errorf("governed namespace: %q (%s), want governed by %s/its-own", g.State, g.Message, home)
+	}
+	keys := map[string]bool{}
+	for _, ns := range free {
+		p := res.Pair(t, home, "leftovers", ns)
+		if p.State != sweep.StateFired || p.Policy != "report it" {
+			t.Errorf("namespace %s: %q (%s), want fired by %q", ns, p.State, p.Message, "report it")
+		}
+		st, obj := pairRecord(t, ns, rule.GetUID())
+		if st.Claim != nil || st.LastAction == nil || st.LastAction.Result != sweep.ResultSucceeded || st.ObservedGeneration != rule.GetGeneration() {
+			t.Errorf("record on %s: %+v, want a succeeded action of generation %d and no claim", ns, st, rule.GetGeneration())
+		}
+		keys[sweep.PairIdempotencyKey(m, "report it", obj.UID)] = true
+	}
+	got := recv.Deliveries()
+	if len(got) != len(free) {
+		t.Fatalf("%d deliveries, want one per namespace the rule may act on (%d)", len(got), len(free))
+	}
+	for _, d := range got {
+		k := d.Header.Get("Idempotency-Key")
+		if !keys[k] {
+			t.Errorf("Idempotency-Key %q is not one of the pairs' keys", k)
+		}
+		delete(keys, k)
+	}
+	st := ruleSummary(t, e, home, "leftovers")
+	if st.State != sweep.StateWatching || st.Rule == nil || st.Rule.Matched != 4 || st.Rule.States[sweep.StateFired] != 3 || st.Rule.States[sweep.StateGoverned] != 1 || len(st.Rule.Latest) != 3 {
+		t.Errorf("rule status %+v (summary %+v), want watching, 4 matched, 3 fired, 1 governed, 3 latest", st, st.Rule)
+	}
+	if e.Deactivated(t, home, "leftovers") {
+		t.Error("the rule was deactivated; a rule keeps standing")
+	}
+
+	before := len(e.Writes(t))
+	res = e.Sweep(t, sweepArgs...)
+	wantCode(t, res, 0)
+	for _, ns := range free {
+		if p := res.Pair(t, home, "leftovers", ns); p.State != sweep.StateDone {
+			t.Errorf("second sweep, namespace %s: %q (%s), want done", ns, p.State, p.Message)
+		}
+	}
+	if n := len(recv.Deliveries()); n != len(free) {
+		t.Errorf("%d deliveries after the second sweep, want still %d", n, len(free))
+	}
+	statusWrites := 0
+	for _, w := range e.Writes(t)[before:] {
+		if w.Resource == "namespacemanagers" && w.Subresource == "status" {
+			statusWrites++
+			continue
+		}
+		t.Errorf("second sweep wrote %s %s/%s %s", w.Verb, w.Resource, w.Subresource, w.Name)
+	}
+	// The summary changes once: the pairs went from fired to done.
+	if statusWrites > 1 {
+		t.Errorf("second sweep wrote the rule's status %d times, want at most once", statusWrites)
+	}
+	before = len(e.Writes(t))
+	res = e.Sweep(t, sweepArgs...)
+	wantCode(t, res, 0)
+	if w := e.Writes(t)[before:]; len(w) != 0 {
+		t.Errorf("a third sweep with nothing due wrote %d times: %+v", len(w), w)
+	}
+
+	// A spec edit is a new generation: every namespace is acted on again.
+	patch := []byte(`{"spec":{"policies":[{"name":"report it again","condition":{"type":"TTL","params":{"ttlSeconds":0}},"action":{"type":"WEBHOOK","params":{"url":"` + recv.URL + `/rule"}}}]}}`)
+	if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Patch(t.Context(), "leftovers", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	res = e.Sweep(t, sweepArgs...)
+	wantCode(t, res, 0)
+	for _, ns := range free {
+		if p := res.Pair(t, home, "leftovers", ns); p.State != sweep.StateFired || p.Policy != "report it again" {
+			t.Errorf("after the edit, namespace %s: %q (%s), want fired again", ns, p.State, p.Message)
+		}
+	}
+	if n := len(recv.Deliveries()); n != 2*len(free) {
+		t.Errorf("%d deliveries after the edit, want %d", n, 2*len(free))
+	}
+}
+
+// TestRuleDeletesByNamePattern: a rule deletes the namespaces whose names
+// match its pattern with two writes each (the claim on the namespace, the
+// DELETE), plus one Event and its status for the whole sweep; protected
+// namespaces, the rule's own and those of another pattern are left alone.
+func TestRuleDeletesByNamePattern(t *testing.T) {
+	e := setup(t)
+	home := shared.Namespace(t)
+	caseID := home
+	prefix := "rp-" + home[len(home)-5:]
+	var doomed []string
+	for i := range 3 {
+		name := fmt.Sprintf("%s-%d", prefix, i)
+		createNamespace(t, name)
+		doomed = append(doomed, name)
+	}
+	other := "rq-" + home[len(home)-5:]
+	createNamespace(t, other)
+	createManager(t, managerObj(home, "by-name", caseID, []any{ttlPolicy("gone at once", 0, deleteAction)},
+		patterns(prefix+"-*", "kube-*", home)))
+	before := len(e.Writes(t))
+
+	res := e.Sweep(t, "-l", caseLabel+"="+caseID, "--trusted-namespaces", home)
+	wantCode(t, res, 0)
+	for _, ns := range doomed {
+		if p := res.Pair(t, home, "by-name", ns); p.State != sweep.StateFired || !slices.Equal(p.Effects, []string{"delete namespace " + ns}) {
+			t.Errorf("namespace %s: %q %q (%s), want fired, deleted", ns, p.State, p.Effects, p.Message)
+		}
+		if !e.NamespaceGoneOrTerminating(t, ns) {
+			t.Errorf("namespace %s not deleted", ns)
+		}
+	}
+	for _, entry := range res.Report.Entries {
+		if entry.Rule && entry.Name == "by-name" && !slices.Contains(doomed, entry.Target) {
+			t.Errorf("rule reported namespace %s (%s), which it must not match", entry.Target, entry.State)
+		}
+	}
+	for _, ns := range []string{other, home, "kube-system"} {
+		if e.NamespaceGoneOrTerminating(t, ns) {
+			t.Errorf("namespace %s deleted", ns)
+		}
+	}
+	count := map[string]int{}
+	for _, w := range e.Writes(t)[before:] {
+		count[w.Verb+" "+w.Resource+"/"+w.Subresource]++
+	}
+	want := map[string]int{"patch namespaces/": 3, "delete namespaces/": 3, "create events/": 1, "patch namespacemanagers/status": 1}
+	if !maps.Equal(count, want) {
+		t.Errorf("writes %v, want %v", count, want)
+	}
+}
+
+
+func createNamespace(t *testing.T, name string) {
+	t.Helper()
+	_, err := shared.Admin.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = shared.Admin.CoreV1().Namespaces().Delete(t.Context(), name, metav1.DeleteOptions{})
+	})
+}
+
+// TestRuleOutsideATrustedNamespaceIsForbidden: a rule elsewhere is refused
+// and touches nothing.
+func TestRuleOutsideATrustedNamespaceIsForbidden(t *testing.T) {
+	e := setup(t)
+	home := shared.Namespace(t)
+	targets := labelled(t, home, 1)
+	createManager(t, managerObj(home, "untrusted", home, []any{ttlPolicy("gone at once", 0, deleteAction)}, selecting(home)))
+	res := e.Sweep(t, "-l", caseLabel+"="+home, "--trusted-namespaces", "elsewhere")
+	wantCode(t, res, 0)
+	if got := wantState(t, res, home, "untrusted", sweep.StateForbidden); !got.Rule {
+		t.Errorf("entry %+v does not say it is a rule", got)
+	}
+	if e.NamespaceGoneOrTerminating(t, targets[0]) {
+		t.Error("a forbidden rule deleted a namespace")
+	}
+}
+
+// TestRulesUnderConcurrentSweeps: four sweeps at once over one rule and
+// five namespaces: each namespace gets exactly one delivery.
+func TestRulesUnderConcurrentSweeps(t *testing.T) {
+	e := setup(t)
+	home := shared.Namespace(t)
+	targets := labelled(t, home, 5)
+	recv := nsmantest.NewReceiver(t)
+	createManager(t, managerObj(home, "race", home, []any{ttlPolicy("once", 0, webhookAction(recv.URL+"/race"))}, selecting(home)))
+	var wg sync.WaitGroup
+	results := make([]nsmantest.Result, 4)
+	for i := range results {
+		wg.Go(func() {
+			results[i] = e.Sweep(t, "-l", caseLabel+"="+home, "--trusted-namespaces", home)
+		})
+	}
+	wg.Wait()
+	fired := map[string]int{}
+	for _, res := range results {
+		for _, ns := range targets {
+			if res.Pair(t, home, "race", ns).State == sweep.StateFired {
+				fired[ns]++
+			}
+		}
+	}
+	perKey := map[string]int{}
+	for _, d := range recv.Deliveries() {
+		perKey[d.Header.Get("Idempotency-Key")]++
+	}
+	if len(perKey) != len(targets) {
+		t.Errorf("%d distinct keys delivered, want %d", len(perKey), len(targets))
+	}
+	for k, n := range perKey {
+		if n != 1 {
+			t.Errorf("key %s delivered %d times", k, n)
+		}
+	}
+	for _, ns := range targets {
+		if fired[ns] != 1 {
+			t.Errorf("namespace %s reported fired by %d sweeps, want 1", ns, fired[ns])
+		}
+	}
+}
