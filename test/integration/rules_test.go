@@ -229,7 +229,6 @@ func TestRuleDeletesByNamePattern(t *testing.T) {
 	}
 }
 
-
 func createNamespace(t *testing.T, name string) {
 	t.Helper()
 	_, err := shared.Admin.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
