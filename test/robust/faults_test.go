@@ -3,6 +3,7 @@ package robust
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -147,7 +148,11 @@ func faultyRound(t *testing.T, e *nsmantest.Env, bin string, recv *nsmantest.Rec
 	}
 	applied := countActions(t, after[len(before):], nil)
 	deletes, scales := applied.deletes, applied.scales
-	for ns, action := range m.due {
+	due := maps.Clone(m.due)
+	for ns, v := range m.ruled {
+		due[ns], _ = ruledAction(v)
+	}
+	for ns, action := range due {
 		switch {
 		case action == "DELETE" && deletes[ns] != 1:
 			t.Errorf("namespace %s deleted %d times", ns, deletes[ns])

@@ -3,6 +3,7 @@ package robust
 import (
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"log"
 	"net/http"
@@ -10,9 +11,14 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -28,7 +34,14 @@ type mix struct {
 	run  string
 	due  map[string]string // namespace -> action
 	idle []string
+	// ruled maps each namespace a rule of the mix acts on to the action;
+	// rules maps each rule's name to its uid.
+	ruled map[string]string
+	rules map[string]types.UID
 }
+
+// ruleHome is where the mixes' rules live: a namespace trusted by default.
+const ruleHome = "namespace-manager"
 
 // seedMix creates n managers, one in each of n namespaces, cycling through
 // the three actions and an idle one.
@@ -53,7 +66,70 @@ func seedMix(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver, run strin
 		}
 		createManager(t, e, ns, run, ttl, policy)
 	}
+	m.seedRules(t, e, recv)
 	return m
+}
+
+// seedRules adds rules to the mix, each due on namespaces of its own: a
+// WEBHOOK rule over two, a DELETE rule over one and a SCALE_DOWN rule over
+// one with a 2-replica Deployment.
+func (m *mix) seedRules(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver) {
+	t.Helper()
+	ctx := t.Context()
+	if _, err := shared.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ruleHome}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	m.ruled, m.rules = map[string]string{}, map[string]types.UID{}
+	for _, r := range []struct {
+		action string
+		n      int
+	}{{"WEBHOOK", 2}, {"DELETE", 1}, {"SCALE_DOWN", 1}} {
+		name := strings.ToLower("rule-" + r.action + "-" + m.run)
+		for range r.n {
+			ns := shared.Namespace(t)
+			patch := fmt.Sprintf(`{"metadata":{"labels":{"nsman.test/rule":%q}}}`, name)
+			if _, err := shared.Admin.CoreV1().Namespaces().Patch(ctx, ns, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if r.action == "SCALE_DOWN" {
+				createDeployment(t, ns, 2)
+			}
+			m.ruled[ns] = r.action
+		}
+		action := map[string]any{"type": r.action}
+		if r.action == "WEBHOOK" {
+			action["params"] = map[string]any{"url": recv.URL + "/" + name}
+		}
+		rule := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "k8s.consol.de/v1beta1",
+			"kind":       "NamespaceManager",
+			"metadata":   map[string]any{"namespace": ruleHome, "name": strings.ReplaceAll(name, "_", "-"), "labels": map[string]any{"nsman.test/crash": m.run}},
+			"spec": map[string]any{
+				"namespaceSelector": map[string]any{"matchLabels": map[string]any{"nsman.test/rule": name}},
+				"policies": []any{map[string]any{
+					"name":      "act when due",
+					"condition": map[string]any{"type": "TTL", "params": map[string]any{"ttlSeconds": int64(0)}},
+					"action":    action,
+				}},
+			},
+		}}
+		created, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(ruleHome).Create(ctx, rule, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.rules[created.GetName()] = created.GetUID()
+		for ns, action := range m.ruled {
+			if action == r.action {
+				m.ruled[ns] = action + " " + string(created.GetUID())
+			}
+		}
+	}
+}
+
+// ruledAction splits a ruled entry into the action and the rule's uid.
+func ruledAction(v string) (string, types.UID) {
+	action, uid, _ := strings.Cut(v, " ")
+	return action, types.UID(uid)
 }
 
 // checkConverged checks that every due manager's action is done and the
@@ -101,6 +177,37 @@ func (m mix) checkConverged(t *testing.T, e *nsmantest.Env, recv *nsmantest.Rece
 	for _, ns := range m.idle {
 		if e.Deactivated(t, ns, ns) || e.NamespaceGoneOrTerminating(t, ns) {
 			t.Errorf("manager %s was not due but was acted on", ns)
+		}
+	}
+	for ns, v := range m.ruled {
+		action, uid := ruledAction(v)
+		if action == "DELETE" {
+			if !e.NamespaceGoneOrTerminating(t, ns) {
+				t.Errorf("rule: namespace %s not deleted", ns)
+			}
+			continue
+		}
+		obj, err := shared.Admin.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st sweep.PairStatus
+		if err := json.Unmarshal([]byte(obj.Annotations[sweep.PairAnnotationPrefix+string(uid)]), &st); err != nil || st.LastAction == nil || st.LastAction.Result != sweep.ResultSucceeded || st.Claim != nil {
+			t.Errorf("rule %s on %s not converged: record %+v (%v)", action, ns, st, err)
+		}
+		switch action {
+		case "SCALE_DOWN":
+			d, err := shared.Admin.AppsV1().Deployments(ns).Get(t.Context(), "web", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if *d.Spec.Replicas != 0 || d.Annotations[sweep.ReplicasAnnotation] != "2" {
+				t.Errorf("rule: deployment in %s: replicas %d, record %q", ns, *d.Spec.Replicas, d.Annotations[sweep.ReplicasAnnotation])
+			}
+		case "WEBHOOK":
+			if len(keys[ns]) != 1 {
+				t.Errorf("rule webhook for %s delivered with keys %v, want exactly one key", ns, keys[ns])
+			}
 		}
 	}
 }
