@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -297,5 +298,128 @@ func TestRulesUnderConcurrentSweeps(t *testing.T) {
 		if fired[ns] != 1 {
 			t.Errorf("namespace %s reported fired by %d sweeps, want 1", ns, fired[ns])
 		}
+	}
+}
+
+// TestRuleDryRunAndAt: a dry run plans the rule's actions with zero
+// mutating requests, --at moves its clock, and --max-actions defers pairs
+// without a write; the real sweep after them acts on every namespace.
+func TestRuleDryRunAndAt(t *testing.T) {
+	e := setup(t)
+	home := shared.Namespace(t)
+	targets := labelled(t, home, 3)
+	recv := nsmantest.NewReceiver(t)
+	createManager(t, managerObj(home, "in-an-hour", home, []any{ttlPolicy("after an hour", 3600, webhookAction(recv.URL+"/dry"))}, selecting(home)))
+	args := []string{"-l", caseLabel + "=" + home, "--trusted-namespaces", home}
+	before := len(e.Writes(t))
+
+	res := e.Sweep(t, append(args, "--dry-run")...)
+	wantCode(t, res, 0)
+	for _, ns := range targets {
+		if p := res.Pair(t, home, "in-an-hour", ns); p.State != sweep.StateWaiting || p.Due == nil {
+			t.Errorf("dry run now, %s: %q due %v, want waiting with a due time", ns, p.State, p.Due)
+		}
+	}
+	tomorrow := time.Now().Add(24 * time.Hour).UTC().Format(time.RFC3339)
+	res = e.Sweep(t, append(args, "--dry-run", "--at", tomorrow)...)
+	wantCode(t, res, 0)
+	for _, ns := range targets {
+		if p := res.Pair(t, home, "in-an-hour", ns); p.State != sweep.StatePlanned {
+			t.Errorf("dry run tomorrow, %s: %q (%s), want planned", ns, p.State, p.Message)
+		}
+	}
+	if w := e.Writes(t)[before:]; len(w) != 0 {
+		t.Errorf("dry runs made %d mutating requests: %+v", len(w), w)
+	}
+	if n := len(recv.Deliveries()); n != 0 {
+		t.Errorf("dry runs delivered %d webhooks", n)
+	}
+
+	patch := []byte(`{"spec":{"policies":[{"name":"at once","condition":{"type":"TTL","params":{"ttlSeconds":0}},"action":{"type":"WEBHOOK","params":{"url":"` + recv.URL + `/dry"}}}]}}`)
+	if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Patch(t.Context(), "in-an-hour", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	res = e.Sweep(t, append(args, "--max-actions", "1")...)
+	wantCode(t, res, 0)
+	if res.Report.Summary.States[sweep.StateFired] != 1 || res.Report.Summary.States[sweep.StateDeferred] != 2 {
+		t.Errorf("--max-actions 1: states %v, want 1 fired and 2 deferred", res.Report.Summary.States)
+	}
+	res = e.Sweep(t, args...)
+	wantCode(t, res, 0)
+	if res.Report.Summary.States[sweep.StateFired] != 2 || res.Report.Summary.States[sweep.StateDone] != 1 {
+		t.Errorf("after the cap: states %v, want 2 fired and 1 done", res.Report.Summary.States)
+	}
+	if n := len(recv.Deliveries()); n != 3 {
+		t.Errorf("%d deliveries, want 3", n)
+	}
+}
+
+// TestRulePairsSplitAmongShards: three shards together act on each of a
+// rule's namespaces exactly once, and only the shard that owns the rule
+// writes its status.
+func TestRulePairsSplitAmongShards(t *testing.T) {
+	e := setup(t)
+	home := shared.Namespace(t)
+	targets := labelled(t, home, 12)
+	recv := nsmantest.NewReceiver(t)
+	createManager(t, managerObj(home, "sharded", home, []any{ttlPolicy("at once", 0, webhookAction(recv.URL+"/shard"))}, selecting(home)))
+	fired := map[string]int{}
+	for i := range 3 {
+		res := e.Sweep(t, "-l", caseLabel+"="+home, "--trusted-namespaces", home, "--shard-count", "3", "--shard-index", fmt.Sprint(i))
+		wantCode(t, res, 0)
+		for _, entry := range res.Report.Entries {
+			if entry.Rule && entry.State == sweep.StateFired {
+				fired[entry.Target]++
+			}
+		}
+	}
+	for _, ns := range targets {
+		if fired[ns] != 1 {
+			t.Errorf("namespace %s fired by %d shards, want 1", ns, fired[ns])
+		}
+	}
+	if n := len(recv.Deliveries()); n != len(targets) {
+		t.Errorf("%d deliveries, want %d", n, len(targets))
+	}
+	if st := ruleSummary(t, e, home, "sharded"); st.Rule == nil || st.Rule.Matched != len(targets) {
+		t.Errorf("rule status %+v, want %d matched", st.Rule, len(targets))
+	}
+}
+
+// TestRuleMinChecksProgressPerPair: a PODS_SUCCEED rule with minChecks 2
+// records each namespace's progress on that namespace; a namespace whose
+// pod is still running records nothing, and fires only once its pod
+// succeeded twice in a row.
+func TestRuleMinChecksProgressPerPair(t *testing.T) {
+	e := setup(t)
+	home := shared.Namespace(t)
+	targets := labelled(t, home, 2)
+	passing, running := targets[0], targets[1]
+	podWithPhase(t, passing, "tests", map[string]string{"role": "tests"}, corev1.PodSucceeded)
+	podWithPhase(t, running, "tests", map[string]string{"role": "tests"}, corev1.PodRunning)
+	createManager(t, managerObj(home, "checks", home, []any{podsPolicy("tests passed", map[string]any{"role": "tests"}, deleteAction,
+		func(p map[string]any) { p["minChecks"] = int64(2) })}, selecting(home)))
+	rule := e.Manager(t, home, "checks")
+	args := []string{"-l", caseLabel + "=" + home, "--trusted-namespaces", home}
+
+	res := e.Sweep(t, args...)
+	wantCode(t, res, 0)
+	if p := res.Pair(t, home, "checks", passing); p.State != sweep.StateWaiting {
+		t.Fatalf("first check on %s: %q (%s), want waiting", passing, p.State, p.Message)
+	}
+	if st, _ := pairRecord(t, passing, rule.GetUID()); st.Checks["tests passed"].Passed != 1 {
+		t.Errorf("record on %s: %+v, want one check passed", passing, st)
+	}
+	if _, ns := pairRecord(t, running, rule.GetUID()); ns.Annotations[sweep.PairAnnotationPrefix+string(rule.GetUID())] != "" {
+		t.Errorf("a namespace with nothing to keep got a record: %v", ns.Annotations)
+	}
+	time.Sleep(1100 * time.Millisecond) // periodSeconds 1
+	res = e.Sweep(t, args...)
+	wantCode(t, res, 0)
+	if p := res.Pair(t, home, "checks", passing); p.State != sweep.StateFired {
+		t.Errorf("second check on %s: %q (%s), want fired", passing, p.State, p.Message)
+	}
+	if p := res.Pair(t, home, "checks", running); p.State != sweep.StateWaiting || e.NamespaceGoneOrTerminating(t, running) {
+		t.Errorf("%s with a running pod: %q (%s), want waiting", running, p.State, p.Message)
 	}
 }
