@@ -27,7 +27,11 @@ func writeReport(w io.Writer, format string, r sweep.Report) error {
 		if e.Due != nil {
 			due = e.Due.Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Namespace, e.Name, dash(e.Target), dash(e.Policy), e.State, dash(e.Action), due, dash(e.Message))
+		name := e.Namespace + "/" + e.Name
+		if e.Rule {
+			name += " (rule)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, dash(e.Target), dash(e.Policy), e.State, dash(e.Action), due, dash(e.Message))
 		for _, effect := range e.Effects {
 			fmt.Fprintf(tw, "\t\t\t\t\t\t  %s\n", effect)
 		}

@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ func TestWriteJSONMatchesTheEncoder(t *testing.T) {
 			Conditions: []sweep.Condition{{Policy: "p", Detail: "d \"quoted\" ü", Due: &due}}},
 		{Namespace: "b", Name: "b", State: sweep.StateInvalid, Problems: []string{"spec.policies: Required value"}},
 		{Namespace: "c", Name: "c", State: sweep.StateFired, Policy: "p", Action: "SCALE_DOWN", Effects: []string{"scale Deployment/web from 3 to 0"}},
+		{Namespace: "d", Name: "leftovers", Rule: true, Target: "e2e-1", State: sweep.StateDone, Policy: "p", Action: "DELETE"},
 	}
 	summary := sweep.Summary{Now: due, Managers: 3, States: map[sweep.State]int{sweep.StateWaiting: 1, sweep.StateInvalid: 1, sweep.StateFired: 1},
 		Requests: map[string]int{"get": 4, "patch": 2}, DurationSeconds: 0.25, Shard: &sweep.Shard{Index: 1, Count: 2, Skipped: 4}}
@@ -40,5 +42,24 @@ func TestWriteJSONMatchesTheEncoder(t *testing.T) {
 				t.Errorf("streamed:\n%s\nencoder:\n%s", got.String(), want.String())
 			}
 		})
+	}
+}
+
+// A rule's entries say so in the table, next to the namespace each is on.
+func TestTextReportMarksRules(t *testing.T) {
+	r := sweep.Report{Version: sweep.ReportVersion, Entries: []sweep.Entry{
+		{Namespace: "d", Name: "leftovers", Rule: true, Target: "e2e-1", State: sweep.StateDone},
+		{Namespace: "a", Name: "a", Target: "a", State: sweep.StateWaiting},
+	}}
+	var out bytes.Buffer
+	if err := writeReport(&out, "text", r); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(out.String(), "\n")
+	if !strings.HasPrefix(lines[1], "d/leftovers (rule)") || !strings.Contains(lines[1], "e2e-1") {
+		t.Errorf("rule line %q, want it marked (rule) with its namespace", lines[1])
+	}
+	if strings.Contains(lines[2], "(rule)") {
+		t.Errorf("manager line %q marked as a rule", lines[2])
 	}
 }
