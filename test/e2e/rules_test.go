@@ -99,6 +99,8 @@ func createNamespace(t *testing.T, name string) string {
 	if _, err := shared.Admin.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = shared.Admin.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = shared.Admin.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
 	return name
 }
