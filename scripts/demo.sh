@@ -38,8 +38,9 @@ until [ -s "$work/webhooks.log" ]; do sleep 0.1; done
 receiver=$(head -n 1 "$work/webhooks.log")
 echo "receiver at $receiver"
 
-step "applying examples/ (the webhook example pointed at the receiver)"
+step "applying examples/ (the webhook example pointed at the receiver; rules get a scene of their own below)"
 for f in examples/*.yaml; do
+	case "$f" in examples/rule-*) continue ;; esac
 	sed "s#http://webhook-receiver.namespace-manager.svc:8080#$receiver#" "$f"
 	echo "---"
 done | kubectl apply -f -
@@ -82,6 +83,46 @@ kubectl get nsman -A
 echo
 kubectl get events -A --field-selector reportingComponent=nsman.k8s.consol.de/sweep 2>/dev/null ||
 	kubectl get events -n namespace-manager
+
+step "a pipeline crashed: it left e2e-* namespaces behind and never created a manager for them"
+kubectl create namespace e2e-run-101
+kubectl create namespace e2e-run-102
+kubectl create namespace e2e-run-103
+echo "one more, e2e-kept, has a manager of its own (delete in a day):"
+kubectl create namespace e2e-kept
+kubectl apply -f - <<'YAML'
+apiVersion: k8s.consol.de/v1beta1
+kind: NamespaceManager
+metadata: {name: keep-e2e-kept, namespace: namespace-manager}
+spec:
+  namespace: e2e-kept
+  policies:
+    - name: delete in a day
+      condition: {type: TTL, params: {ttlSeconds: 86400}}
+      action: {type: DELETE}
+YAML
+
+step "one rule over every e2e-* namespace (15 s for the demo; examples/ has one with a real TTL)"
+kubectl apply -f - <<'YAML'
+apiVersion: k8s.consol.de/v1beta1
+kind: NamespaceManager
+metadata: {name: e2e-leftovers, namespace: namespace-manager}
+spec:
+  namePatterns: ["e2e-*"]
+  policies:
+    - name: gone after 15 seconds
+      condition: {type: TTL, params: {ttlSeconds: 15}}
+      action: {type: DELETE}
+YAML
+nsman sweep --dry-run --at "$(date -u -d '+1 min' +%Y-%m-%dT%H:%M:%SZ)"
+sleep 16
+
+step "one sweep: the leftovers are gone; e2e-kept is left to its own manager"
+nsman sweep
+kubectl get namespaces
+echo
+kubectl -n namespace-manager get nsman e2e-leftovers \
+	-o custom-columns='RULE:.metadata.name,STATE:.status.state,MESSAGE:.status.message'
 
 step "a second sweep: nothing left to do"
 nsman sweep

@@ -84,7 +84,7 @@ func PushMetrics(ctx context.Context, url, job string, r Report, lastSuccess boo
 
 	managers := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "nsman_managers",
-		Help: "NamespaceManagers in the last nsman sweep, by the state the sweep left them in.",
+		Help: "NamespaceManagers, and (rule, namespace) pairs, in the last nsman sweep, by the state the sweep left them in.",
 	}, []string{"state"})
 	for _, s := range metricStates {
 		managers.WithLabelValues(string(s)).Set(0)
