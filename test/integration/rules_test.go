@@ -423,3 +423,49 @@ func TestRuleMinChecksProgressPerPair(t *testing.T) {
 		t.Errorf("%s with a running pod: %q (%s), want waiting", running, p.State, p.Message)
 	}
 }
+
+// TestRuleEventsOnlyOnChange: a rule whose webhook fails on two namespaces
+// gets one Warning Event for the sweep, naming both; the next sweep fails
+// the same way and writes no Event; once the receiver answers, one Normal
+// Event says the rule acted on both.
+func TestRuleEventsOnlyOnChange(t *testing.T) {
+	e := setup(t)
+	home := shared.Namespace(t)
+	targets := labelled(t, home, 2)
+	recv := nsmantest.NewReceiver(t)
+	recv.SetStatus(400) // refused for good: not retried
+	createManager(t, managerObj(home, "noisy", home, []any{ttlPolicy("at once", 0, webhookAction(recv.URL+"/events"))}, selecting(home)))
+	args := []string{"-l", caseLabel + "=" + home, "--trusted-namespaces", home}
+	events := func() []string {
+		t.Helper()
+		list, err := shared.Admin.EventsV1().Events(home).List(t.Context(), metav1.ListOptions{FieldSelector: "regarding.name=noisy"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, ev := range list.Items {
+			out = append(out, ev.Type+" "+ev.Reason+": "+ev.Note)
+		}
+		slices.Sort(out)
+		return out
+	}
+
+	res := e.Sweep(t, args...)
+	wantCode(t, res, 1)
+	got := events()
+	if len(got) != 1 || !strings.HasPrefix(got[0], "Warning Failed: failed on 2 namespace(s)") || !strings.Contains(got[0], targets[0]) || !strings.Contains(got[0], targets[1]) {
+		t.Fatalf("events after the first failure: %q, want one Warning naming both namespaces", got)
+	}
+	res = e.Sweep(t, args...)
+	wantCode(t, res, 1)
+	if got := events(); len(got) != 1 {
+		t.Errorf("events after the same failure again: %q, want still one", got)
+	}
+	recv.SetStatus(200)
+	res = e.Sweep(t, args...)
+	wantCode(t, res, 0)
+	got = events()
+	if len(got) != 2 || !strings.HasPrefix(got[0], "Normal Fired: acted on 2 namespace(s)") {
+		t.Errorf("events after success: %q, want a Normal one for both namespaces", got)
+	}
+}
