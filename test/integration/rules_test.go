@@ -384,6 +384,19 @@ func TestRulePairsSplitAmongShards(t *testing.T) {
 	if st := ruleSummary(t, e, home, "sharded"); st.Rule == nil || st.Rule.Matched != len(targets) {
 		t.Errorf("rule status %+v, want %d matched", st.Rule, len(targets))
 	}
+
+	// Re-armed and swept whole, all 12 fire; the status lists the latest
+	// 10 actions, not one per namespace.
+	patch := []byte(`{"spec":{"policies":[{"name":"again","condition":{"type":"TTL","params":{"ttlSeconds":0}},"action":{"type":"WEBHOOK","params":{"url":"` + recv.URL + `/shard"}}}]}}`)
+	if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Patch(t.Context(), "sharded", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	res := e.Sweep(t, "-l", caseLabel+"="+home, "--trusted-namespaces", home)
+	wantCode(t, res, 0)
+	st := ruleSummary(t, e, home, "sharded")
+	if st.Rule == nil || st.Rule.States[sweep.StateFired] != len(targets) || len(st.Rule.Latest) != 10 {
+		t.Errorf("rule status %+v, want %d fired and the latest 10 actions", st.Rule, len(targets))
+	}
 }
 
 // TestRuleMinChecksProgressPerPair: a PODS_SUCCEED rule with minChecks 2
