@@ -426,7 +426,7 @@ func TestRuleMinChecksProgressPerPair(t *testing.T) {
 	if _, ns := pairRecord(t, running, rule.GetUID()); ns.Annotations[sweep.PairAnnotationPrefix+string(rule.GetUID())] != "" {
 		t.Errorf("a namespace with nothing to keep got a record: %v", ns.Annotations)
 	}
-	time.Sleep(1100 * time.Millisecond) // periodSeconds 1
+	time.Sleep(2100 * time.Millisecond) // periodSeconds 1, on the API server's clock of whole seconds
 	res = e.Sweep(t, args...)
 	wantCode(t, res, 0)
 	if p := res.Pair(t, home, "checks", passing); p.State != sweep.StateFired {
