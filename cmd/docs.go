@@ -9,8 +9,9 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// FlagsReference renders every command's usage and flags as Markdown; the
-// README's flags reference is this text, and a test keeps it so.
+// FlagsReference renders every command's usage and flags as Markdown;
+// docs/flags.md holds this text, `make docs` writes it there, and a test
+// fails when it is stale.
 func FlagsReference() string {
 	var b strings.Builder
 	root := newRootCommand(io.Discard, io.Discard)
@@ -24,7 +25,7 @@ func FlagsReference() string {
 }
 
 func writeCommandReference(b *strings.Builder, c *cobra.Command) {
-	fmt.Fprintf(b, "### `%s`\n\n%s.\n\n```\n%s\n```\n\n", c.CommandPath(), c.Short, c.UseLine())
+	fmt.Fprintf(b, "## `%s`\n\n%s.\n\n```\n%s\n```\n\n", c.CommandPath(), c.Short, c.UseLine())
 	if !c.HasAvailableLocalFlags() {
 		return
 	}

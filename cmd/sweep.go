@@ -80,7 +80,7 @@ failed, 2 on a usage or configuration error.`,
 	fs.StringVar(&o.at, "at", "", "with --dry-run, evaluate at this RFC 3339 time instead of now")
 	fs.IntVar(&o.maxActions, "max-actions", 0, "act on at most this many managers per sweep; the rest wait for the next (0: no limit)")
 	fs.IntVar(&o.concurrency, "concurrency", sweep.DefaultConcurrency, "managers handled at once")
-	fs.StringSliceVar(&o.trustedNamespaces, "trusted-namespaces", o.trustedNamespaces, "namespaces whose managers may target other namespaces: exactly those listed, which replace the default and the namespace nsman runs in (unset: namespace-manager and the namespace nsman runs in)")
+	fs.StringSliceVar(&o.trustedNamespaces, "trusted-namespaces", o.trustedNamespaces, "namespaces whose managers may target other namespaces, and where rules may live: exactly those listed, which replace the default and the namespace nsman runs in (unset: namespace-manager and the namespace nsman runs in)")
 	fs.StringSliceVar(&o.protectedNamespaces, "protected-namespaces", o.protectedNamespaces, "namespaces never deleted, scaled down or notified about, in addition to kube-system, kube-public, kube-node-lease and the namespace nsman runs in, which always are; the list given replaces only the default")
 	fs.DurationVar(&o.webhookTimeout, "webhook-timeout", 10*time.Second, "timeout of one webhook attempt")
 	fs.DurationVar(&o.claimTTL, "claim-ttl", sweep.DefaultClaimTTL, "how long a claim holds a manager: an action not done by then (less 5s) is given up, and a later sweep may complete the claim of a sweep that died")
