@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the control-plane binaries that the modules beside this script pin
 # (kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok with
-# kwok's Stage manifests, and the Prometheus Pushgateway that the metrics
-# tests push to) into ${XDG_CACHE_HOME:-$HOME/.cache}/nsman/<component>-<version>/.
+# kwok's Stage manifests, the Prometheus Pushgateway that the metrics
+# tests push to, and the Helm client that lints and installs nsman's chart)
+# into ${XDG_CACHE_HOME:-$HOME/.cache}/nsman/<component>-<version>/.
 # A binary already in the cache is never rebuilt, so a fresh clone reuses them.
 set -euo pipefail
 
@@ -60,3 +61,9 @@ fi
 pushgateway=$(version pushgateway github.com/prometheus/pushgateway)
 build pushgateway "$cache/pushgateway-$pushgateway" pushgateway github.com/prometheus/pushgateway \
 	-ldflags "-X github.com/prometheus/common/version.Version=${pushgateway#v}"
+
+# Helm, which make helm-lint and the chart's integration tests run. Its
+# version string is set as Helm's own release builds set it.
+helm=$(version helm helm.sh/helm/v4)
+build helm "$cache/helm-$helm" helm helm.sh/helm/v4/cmd/helm \
+	-ldflags "-X helm.sh/helm/v4/internal/version.version=$helm"

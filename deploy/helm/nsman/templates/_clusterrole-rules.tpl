@@ -1,0 +1,40 @@
+{{/*
+nsman.clusterRoleRules are the ClusterRole's rules: the rules of
+deploy/base/rbac.yaml, the one place to change them in this chart (a test
+checks that the two agree). What a sweep needs, and nothing more: no
+wildcards, no Secrets, no CRD writes.
+*/}}
+{{- define "nsman.clusterRoleRules" -}}
+# List the managers and set spec.deactivated; under the original CRD also
+# claim them and record their status in an annotation.
+- apiGroups: [k8s.consol.de]
+  resources: [namespacemanagers]
+  verbs: [list, patch]
+# Under nsman's CRD, claims and outcomes live in status.
+- apiGroups: [k8s.consol.de]
+  resources: [namespacemanagers/status]
+  verbs: [patch]
+# Find targets (one list per sweep) and DELETE them; a rule's record of a
+# namespace (claim, outcome) is an annotation on it.
+- apiGroups: [""]
+  resources: [namespaces]
+  verbs: [list, patch, delete]
+# PODS_SUCCEED checks.
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [list]
+# PODS_SUCCEED: a Job whose pods match and that has not finished holds
+# the check back.
+- apiGroups: [batch]
+  resources: [jobs]
+  verbs: [list]
+# Events on managers: what nsman did, what failed, what it refused.
+- apiGroups: [events.k8s.io]
+  resources: [events]
+  verbs: [create]
+# SCALE_DOWN and restore (a workload that changed meanwhile is read again
+# with a list by name).
+- apiGroups: [apps]
+  resources: [deployments, statefulsets]
+  verbs: [list, patch]
+{{- end }}

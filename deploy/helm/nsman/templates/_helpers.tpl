@@ -1,0 +1,109 @@
+{{/* nsman.name is the chart's name, or nameOverride. */}}
+{{- define "nsman.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+nsman.fullname names the objects: fullnameOverride, else the release name
+when it contains the chart's name, else <release>-<name>.
+*/}}
+{{- define "nsman.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := include "nsman.name" . }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* nsman.selectorLabels tell this release's pods from any other's. */}}
+{{- define "nsman.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "nsman.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* nsman.labels are the labels of every object, commonLabels included. */}}
+{{- define "nsman.labels" -}}
+{{- $labels := dict
+  "helm.sh/chart" (printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-")
+  "app.kubernetes.io/managed-by" .Release.Service
+  "app.kubernetes.io/version" (.Values.image.tag | default .Chart.AppVersion | trunc 63 | trimSuffix "-")
+}}
+{{- $labels = merge $labels (include "nsman.selectorLabels" . | fromYaml) }}
+{{- toYaml (merge (deepCopy .Values.commonLabels) $labels) }}
+{{- end }}
+
+{{/* nsman.metadata is the labels and annotations of an object. */}}
+{{- define "nsman.metadata" -}}
+labels:
+  {{- include "nsman.labels" . | nindent 2 }}
+{{- with .Values.commonAnnotations }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/* nsman.image is repository@digest, or repository:tag. */}}
+{{- define "nsman.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}
+{{- end }}
+{{- end }}
+
+{{/* nsman.signingKeySecret is the Secret that holds the webhook signing key, if any. */}}
+{{- define "nsman.signingKeySecret" -}}
+{{- $key := .Values.webhook.signingKey }}
+{{- if and $key.existingSecret $key.value }}
+{{- fail "webhook.signingKey: set existingSecret or value, not both" }}
+{{- end }}
+{{- if $key.existingSecret }}
+{{- $key.existingSecret }}
+{{- else if $key.value }}
+{{- printf "%s-webhook-signing-key" (include "nsman.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+
+{{/* nsman.args are the arguments of nsman sweep that the values set. */}}
+{{- define "nsman.args" -}}
+- sweep
+- --log-format={{ .Values.log.format }}
+{{- with .Values.log.level }}
+- --log-level={{ . }}
+{{- end }}
+{{- if .Values.dryRun }}
+- --dry-run
+{{- end }}
+{{- if gt (int .Values.maxActions) 0 }}
+- --max-actions={{ int .Values.maxActions }}
+{{- end }}
+{{- if gt (int .Values.concurrency) 0 }}
+- --concurrency={{ int .Values.concurrency }}
+{{- end }}
+{{- if kindIs "slice" .Values.trustedNamespaces }}
+- {{ printf "--trusted-namespaces=%s" (join "," .Values.trustedNamespaces) | quote }}
+{{- end }}
+{{- if kindIs "slice" .Values.protectedNamespaces }}
+- {{ printf "--protected-namespaces=%s" (join "," .Values.protectedNamespaces) | quote }}
+{{- end }}
+{{- if include "nsman.signingKeySecret" . }}
+- --webhook-signing-key-file=/etc/nsman/webhook/key
+{{- end }}
+{{- with .Values.webhook.allow }}
+- {{ printf "--webhook-allow=%s" (join "," .) | quote }}
+{{- end }}
+{{- with .Values.pushgateway.url }}
+- {{ printf "--pushgateway-url=%s" . | quote }}
+{{- end }}
+{{- if gt (int .Values.shards) 1 }}
+- --shard-count={{ int .Values.shards }}
+{{- end }}
+{{- range .Values.extraArgs }}
+- {{ . | quote }}
+{{- end }}
+{{- end }}

@@ -1,0 +1,312 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/test/cluster"
+	"github.com/nsman/nsman/test/nsmantest"
+)
+
+// installNamespace is the release namespace of the installed chart, as
+// docs/helm.md installs it.
+const installNamespace = "nsman"
+
+var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// TestHelmInstallSweepsAsTheChartsServiceAccount installs the chart with
+// helm install, its defaults and --create-namespace, on a control plane of
+// its own that has nothing of nsman yet, then checks what a user would
+// rely on: the CRD from crds/ is served; the CronJob's pod passes Pod
+// Security "restricted" in the release namespace; a sweep with the
+// CronJob's arguments, as the chart's ServiceAccount, deletes, scales
+// down, calls a webhook and acts by a rule, using exactly what the chart's
+// ClusterRole grants (audit log); helm upgrade changes the CronJob and a
+// typo in a value fails it; helm uninstall leaves the CRD and the managers.
+func TestHelmInstallSweepsAsTheChartsServiceAccount(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	c, err := cluster.Start(ctx, cluster.Options{Tier: cluster.APITier})
+	if err != nil {
+		t.Fatalf("start a control plane for the chart: %v", err)
+	}
+	t.Cleanup(c.Stop)
+	dyn, err := dynamic.NewForConfig(c.AdminConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	helm := func(args ...string) string {
+		t.Helper()
+		out, err := runHelm(ctx, t, append(args, "--kubeconfig", c.Kubeconfig)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+
+	helm("install", chartRelease, chartDir, "--namespace", installNamespace, "--create-namespace")
+
+	// What the release holds: the chart's objects, not the CRD, which Helm
+	// installs from crds/ and never touches again.
+	manifest, err := nsmantest.Decode([]byte(helm("get", "manifest", chartRelease, "--namespace", installNamespace)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"ClusterRole /nsman", "ClusterRoleBinding /nsman", "CronJob nsman/nsman", "ServiceAccount nsman/nsman"}
+	if got := identities(manifest); !slices.Equal(got, want) {
+		t.Errorf("the release holds %q, want %q", got, want)
+	}
+	crd, err := dyn.Resource(crdResource).Get(ctx, "namespacemanagers.k8s.consol.de", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the CRD from crds/ is not installed: %v", err)
+	}
+	if _, managed := crd.GetLabels()["app.kubernetes.io/managed-by"]; managed {
+		t.Errorf("CRD labels %v: want those of crds/, untouched by the templates", crd.GetLabels())
+	}
+
+	// The CronJob as installed passes Pod Security "restricted" where it
+	// runs, without a warning; a pod without runAsNonRoot does not, so the
+	// namespace does enforce it.
+	patch := `{"metadata":{"labels":{"pod-security.kubernetes.io/enforce":"restricted","pod-security.kubernetes.io/enforce-version":"latest","pod-security.kubernetes.io/warn":"restricted","pod-security.kubernetes.io/warn-version":"latest"}}}`
+	if _, err := c.Admin.CoreV1().Namespaces().Patch(ctx, installNamespace, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cj, err := c.Admin.BatchV1().CronJobs(installNamespace).Get(ctx, chartRelease, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	podCreate := func(pod *corev1.Pod) ([]string, error) {
+		cfg := rest.CopyConfig(c.AdminConfig)
+		w := &warnings{}
+		cfg.WarningHandlerWithContext = w
+		client, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = client.CoreV1().Pods(installNamespace).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return w.all(), err
+	}
+	if warned, err := podCreate(podFrom(cj)); err != nil || len(warned) > 0 {
+		t.Fatalf("the installed CronJob's pod under Pod Security restricted: %v, warnings %q", err, warned)
+	}
+	root := podFrom(cj)
+	root.Spec.SecurityContext.RunAsNonRoot = nil
+	if _, err := podCreate(root); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "runAsNonRoot") {
+		t.Fatalf("a pod without runAsNonRoot: %v, want it forbidden: the namespace does not enforce restricted", err)
+	}
+
+	// A sweep as the chart's ServiceAccount, with the CronJob's arguments
+	// and its POD_NAMESPACE.
+	pod := cj.Spec.JobTemplate.Spec.Template.Spec
+	if len(pod.Containers) != 1 || len(pod.Containers[0].Args) == 0 || pod.Containers[0].Args[0] != "sweep" {
+		t.Fatalf("containers %+v, want one that runs nsman sweep", pod.Containers)
+	}
+	args := pod.Containers[0].Args[1:]
+	t.Setenv("POD_NAMESPACE", installNamespace)
+	saCfg, err := c.ServiceAccountConfig(ctx, installNamespace, pod.ServiceAccountName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := &nsmantest.Env{Cluster: c, Kubeconfig: filepath.Join(t.TempDir(), "chart-sa.kubeconfig"), User: cluster.ServiceAccountUser(installNamespace, pod.ServiceAccountName)}
+	if err := cluster.WriteKubeconfig(sa.Kubeconfig, saCfg); err != nil {
+		t.Fatal(err)
+	}
+
+	del, scale, hook, ruled := c.Namespace(t), c.Namespace(t), c.Namespace(t), c.Namespace(t)
+	caseID := del
+	if _, err := c.Admin.CoreV1().Namespaces().Patch(ctx, ruled, types.MergePatchType, []byte(`{"metadata":{"labels":{"`+ruleLabel+`":"`+caseID+`"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{"app": "web"}
+	tmpl := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: labels},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.invalid/web:1"}}},
+	}
+	if _, err := c.Admin.AppsV1().Deployments(scale).Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec:       appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: tmpl},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Admin.AppsV1().StatefulSets(scale).Create(ctx, &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "db"},
+		Spec:       appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: tmpl},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	recv := nsmantest.NewReceiver(t)
+	managers := dyn.Resource(sweep.ManagerResource)
+	for _, obj := range []*unstructured.Unstructured{
+		managerObj(del, del, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}),
+		managerObj(scale, scale, caseID, []any{podsPolicy("scale when no tests run", map[string]any{"component": "tests"}, map[string]any{"type": "SCALE_DOWN"})}),
+		managerObj(hook, hook, caseID, []any{ttlPolicy("notify at once", 0, webhookAction(recv.URL+"/done"))}),
+		// A rule in nsman's own namespace, which is trusted while
+		// trustedNamespaces is unset.
+		managerObj(installNamespace, "rule", caseID, []any{ttlPolicy("notify at once", 0, webhookAction(recv.URL+"/rule"))}, selecting(caseID)),
+	} {
+		// The CRD is served a moment after Helm created it.
+		var err error
+		_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			_, err = managers.Namespace(obj.GetNamespace()).Create(ctx, obj, metav1.CreateOptions{})
+			return err == nil, nil
+		})
+		if err != nil {
+			t.Fatalf("create manager %s/%s: %v", obj.GetNamespace(), obj.GetName(), err)
+		}
+	}
+
+	before, err := c.AuditedRequests(ctx, sa.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := sa.Sweep(t, append(slices.Clone(args), "-l", caseLabel+"="+caseID)...)
+	wantCode(t, res, 0)
+	for _, ns := range []string{del, scale, hook} {
+		wantState(t, res, ns, ns, sweep.StateFired)
+	}
+	if p := res.Pair(t, installNamespace, "rule", ruled); p.State != sweep.StateFired {
+		t.Fatalf("rule on %s: %q (%s), want fired", ruled, p.State, p.Message)
+	}
+	after, err := c.AuditedRequests(ctx, sa.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := after[len(before):]
+	for _, r := range reqs {
+		if r.Code == 403 {
+			t.Errorf("denied: %s", r)
+		}
+	}
+	role, err := c.Admin.RbacV1().ClusterRoles().Get(ctx, chartRelease, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	granted := map[string]bool{}
+	for _, rule := range role.Rules {
+		for _, g := range rule.APIGroups {
+			for _, r := range rule.Resources {
+				for _, v := range rule.Verbs {
+					granted[v+" "+g+"/"+r] = true
+				}
+			}
+		}
+	}
+	if base := grants(t); !maps.Equal(granted, base) {
+		t.Errorf("the installed ClusterRole grants %q, deploy/base/rbac.yaml %q", slices.Sorted(maps.Keys(granted)), slices.Sorted(maps.Keys(base)))
+	}
+	got := used(reqs)
+	for _, g := range slices.Sorted(maps.Keys(granted)) {
+		if !got[g] {
+			t.Errorf("granted but unused: %s", g)
+		}
+	}
+	for _, u := range slices.Sorted(maps.Keys(got)) {
+		if !granted[u] {
+			t.Errorf("used but not granted: %s", u)
+		}
+	}
+
+	// helm upgrade leaves the CRD alone; docs/helm.md's way to change it
+	// works on the CRD that helm install created, whose fields Helm owns.
+	if _, err := exec.LookPath("kubectl"); err != nil {
+		t.Log("kubectl not on PATH: the CRD update docs/helm.md describes is not tried")
+	} else {
+		objs, err := nsmantest.Decode(chartFile(t, "crds/namespacemanagers.k8s.consol.de.yaml"))
+		if err != nil || len(objs) != 1 {
+			t.Fatalf("the chart's CRD: %v", err)
+		}
+		const changed = "a description a later chart changed"
+		versions, _, _ := unstructured.NestedSlice(objs[0].Object, "spec", "versions")
+		if err := unstructured.SetNestedField(versions[0].(map[string]any), changed, "schema", "openAPIV3Schema", "description"); err != nil {
+			t.Fatal(err)
+		}
+		if err := unstructured.SetNestedSlice(objs[0].Object, versions, "spec", "versions"); err != nil {
+			t.Fatal(err)
+		}
+		data, err := json.Marshal(objs[0].Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := filepath.Join(t.TempDir(), "crds")
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "crd.json"), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.CommandContext(ctx, "kubectl", "apply", "--server-side", "--force-conflicts", "-f", dir, "--kubeconfig", c.Kubeconfig).CombinedOutput(); err != nil {
+			t.Fatalf("kubectl apply --server-side --force-conflicts -f crds/: %v\n%s", err, out)
+		}
+		crd, err := dyn.Resource(crdResource).Get(ctx, "namespacemanagers.k8s.consol.de", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		versions, _, _ = unstructured.NestedSlice(crd.Object, "spec", "versions")
+		if d, _, _ := unstructured.NestedString(versions[0].(map[string]any), "schema", "openAPIV3Schema", "description"); d != changed {
+			t.Errorf("the CRD's description after kubectl apply: %q, want %q", d, changed)
+		}
+	}
+
+	// helm upgrade changes the CronJob in place; a typo fails it and
+	// leaves the release as it was.
+	helm("upgrade", chartRelease, chartDir, "--namespace", installNamespace, "--reuse-values", "--set", "shards=3")
+	cj, err = c.Admin.BatchV1().CronJobs(installNamespace).Get(ctx, chartRelease, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job := cj.Spec.JobTemplate.Spec; ptr.Deref(job.CompletionMode, "") != batchv1.IndexedCompletion || ptr.Deref(job.Completions, 0) != 3 || !slices.Contains(cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Args, "--shard-count=3") {
+		t.Errorf("after helm upgrade --set shards=3: completionMode %v, completions %v, args %q", ptrString(job.CompletionMode), ptrString(job.Completions), job.Template.Spec.Containers[0].Args)
+	}
+	if _, err := runHelm(ctx, t, "upgrade", chartRelease, chartDir, "--namespace", installNamespace, "--reuse-values", "--set", "shard=4", "--kubeconfig", c.Kubeconfig); err == nil || !strings.Contains(err.Error(), "'shard' not allowed") {
+		t.Errorf("helm upgrade --set shard=4: %v, want the schema to refuse it", err)
+	}
+	var history []struct {
+		Revision int    `json:"revision"`
+		Status   string `json:"status"`
+	}
+	if err := json.Unmarshal([]byte(helm("history", chartRelease, "--namespace", installNamespace, "--max", "1", "-o", "json")), &history); err != nil {
+		t.Fatal(err)
+	}
+	if len(history) != 1 || history[0].Revision != 2 || history[0].Status != "deployed" {
+		t.Errorf("helm history after a refused upgrade: %+v, want revision 2 deployed", history)
+	}
+
+	// helm uninstall removes the chart's objects; the CRD, and with it
+	// every manager, stays.
+	helm("uninstall", chartRelease, "--namespace", installNamespace, "--wait")
+	if _, err := c.Admin.BatchV1().CronJobs(installNamespace).Get(ctx, chartRelease, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("CronJob after helm uninstall: %v, want it gone", err)
+	}
+	if _, err := c.Admin.RbacV1().ClusterRoles().Get(ctx, chartRelease, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("ClusterRole after helm uninstall: %v, want it gone", err)
+	}
+	if _, err := dyn.Resource(crdResource).Get(ctx, "namespacemanagers.k8s.consol.de", metav1.GetOptions{}); err != nil {
+		t.Errorf("CRD after helm uninstall: %v, want it kept", err)
+	}
+	if _, err := managers.Namespace(installNamespace).Get(ctx, "rule", metav1.GetOptions{}); err != nil {
+		t.Errorf("manager after helm uninstall: %v, want it kept", err)
+	}
+}
