@@ -12,10 +12,15 @@ CACHE := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/nsman
 UNIT_PKGS = $(shell go list ./... | grep -v '/test/')
 INTEGRATION_PKGS = ./test/cluster/... ./test/integration/... ./test/compat/... ./test/robust/...
 E2E_PKGS = ./test/e2e/...
-TOOL_MODULES = test/tools/kube test/tools/etcd test/tools/kwok test/tools/lint test/tools/pushgateway
+TOOL_MODULES = test/tools/kube test/tools/etcd test/tools/kwok test/tools/lint test/tools/pushgateway test/tools/helm
 
 STATICCHECK_VERSION = $(shell cd test/tools/lint && go list -m -f '{{.Version}}' honnef.co/go/tools)
 STATICCHECK = $(CACHE)/staticcheck-$(STATICCHECK_VERSION)/staticcheck
+ACTIONLINT_VERSION = $(shell cd test/tools/lint && go list -m -f '{{.Version}}' github.com/rhysd/actionlint)
+ACTIONLINT = $(CACHE)/actionlint-$(ACTIONLINT_VERSION)/actionlint
+HELM_VERSION = $(shell cd test/tools/helm && go list -m -f '{{.Version}}' helm.sh/helm/v4)
+HELM = $(CACHE)/helm-$(HELM_VERSION)/helm
+CHART = deploy/helm/nsman
 
 .PHONY: help
 help: ## Show this help
@@ -25,12 +30,37 @@ help: ## Show this help
 build: ## Build bin/nsman
 	go build -ldflags '$(LDFLAGS)' -o bin/nsman ./cmd/nsman
 
+# The platforms that build-cross proves the binary builds for, beyond this
+# machine's: the image's arm64 half and the release's darwin binaries.
+CROSS_PLATFORMS = linux/arm64 darwin/arm64
+
+.PHONY: build-cross
+build-cross: ## Cross-compile bin/nsman-OS-ARCH for linux/arm64 and darwin/arm64 (CGO_ENABLED=0, as the image and release build)
+	@for p in $(CROSS_PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; \
+		echo "GOOS=$$os GOARCH=$$arch: bin/nsman-$$os-$$arch"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags '$(LDFLAGS)' -o bin/nsman-$$os-$$arch ./cmd/nsman; \
+	done
+
+# Where install-plugin links kubectl-nsman: go install's directory (GOBIN,
+# else GOPATH/bin), which Go users tend to have on PATH. PLUGIN_DIR= to
+# choose, e.g. PLUGIN_DIR=$(HOME)/.local/bin.
+PLUGIN_DIR ?= $(or $(shell go env GOBIN),$(shell go env GOPATH)/bin)
+
+.PHONY: install-plugin
+install-plugin: build ## Link kubectl-nsman in PLUGIN_DIR (default: go env GOBIN, else GOPATH/bin) to bin/nsman, for 'kubectl nsman'
+	@mkdir -p '$(PLUGIN_DIR)'
+	ln -sf '$(CURDIR)/bin/nsman' '$(PLUGIN_DIR)/kubectl-nsman'
+	@echo "installed $(PLUGIN_DIR)/kubectl-nsman -> $(CURDIR)/bin/nsman"
+	@case ":$$PATH:" in *":$(PLUGIN_DIR):"*) echo "try: kubectl nsman version" ;; \
+		*) echo "$(PLUGIN_DIR) is not on PATH: add it, then try: kubectl nsman version" ;; esac
+
 .PHONY: control-plane
-control-plane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and the Pushgateway into the user cache (once)
+control-plane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok, the Pushgateway and Helm into the user cache (once)
 	test/tools/build.sh
 
 .PHONY: test
-test: lint test-unit fuzz test-integration test-e2e ## Everything CI runs: lint, unit, fuzz (briefly), integration and end-to-end tests
+test: lint helm-lint build-cross test-unit fuzz test-integration test-e2e ## Everything CI runs: lint, the chart's lint, the arm64 cross-builds, unit, fuzz (briefly), integration and end-to-end tests
 
 .PHONY: test-unit
 test-unit: ## Unit tests (no control plane)
@@ -55,8 +85,8 @@ test-long: control-plane ## Long robustness variants (NSMAN_LONG=1): more manage
 	NSMAN_LONG=1 go test -count=1 -timeout 60m -v ./test/robust/ ./test/compat/ | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|figures:'
 
 .PHONY: docs
-docs: ## Regenerate the flags reference in README.md from the commands
-	go test ./cmd -run TestFlagsReferenceInREADME -update
+docs: ## Regenerate the flags reference in docs/flags.md from the commands
+	go test ./cmd -run '^TestFlagsReferenceUpToDate$$' -update
 
 .PHONY: bench
 bench: control-plane ## Benchmarks: Go benchmarks of the unit packages, then 1,000 and 10,000 managers on a real API server (writes BENCHMARKS.md)
@@ -65,16 +95,36 @@ bench: control-plane ## Benchmarks: Go benchmarks of the unit packages, then 1,0
 	NSMAN_BENCH=1 NSMAN_BENCH_UNIT=$(CURDIR)/bin/bench-unit.txt go test -count=1 -run '^TestBenchmarks$$' -timeout 60m -v ./test/bench/
 
 .PHONY: lint
-lint: $(STATICCHECK) ## gofmt, go vet, staticcheck and go mod tidy
+lint: $(STATICCHECK) $(ACTIONLINT) ## gofmt, go vet, staticcheck, go mod tidy and actionlint on .github/workflows (with shellcheck, if on PATH)
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	go vet ./...
 	$(STATICCHECK) ./...
 	go mod tidy -diff
 	for m in $(TOOL_MODULES); do (cd $$m && go mod tidy -diff); done
+	$(ACTIONLINT) .github/workflows/*.yml
 
 $(STATICCHECK):
 	cd test/tools/lint && go build -o $@ honnef.co/go/tools/cmd/staticcheck
+
+$(ACTIONLINT):
+	cd test/tools/lint && go build -o $@ github.com/rhysd/actionlint/cmd/actionlint
+
+# Helm's own state (repositories, registry logins, caches) goes to a
+# throwaway directory: linting the chart needs none of the user's.
+.PHONY: helm-lint
+helm-lint: $(HELM) ## helm lint --strict and helm template of deploy/helm/nsman, with its defaults and with each values file in its ci/
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	export HELM_CACHE_HOME=$$tmp/cache HELM_CONFIG_HOME=$$tmp/config HELM_DATA_HOME=$$tmp/data; \
+	for values in '' $(CHART)/ci/*.yaml; do \
+		echo "helm lint --strict / helm template $(CHART)$${values:+ -f $$values}"; \
+		$(HELM) lint --strict --quiet $(CHART) $${values:+-f $$values}; \
+		$(HELM) template nsman $(CHART) --namespace namespace-manager --include-crds $${values:+-f $$values} >/dev/null; \
+	done
+
+# The same build as test/tools/build.sh's, which the tests use.
+$(HELM):
+	cd test/tools/helm && go build -ldflags '-X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)' -o $@ helm.sh/helm/v4/cmd/helm
 
 .PHONY: cluster-up
 cluster-up: control-plane ## Start a full control plane in the background; prints KUBECONFIG=<path> last
@@ -95,13 +145,28 @@ clean: ## Remove build output (the binary cache stays)
 	rm -rf bin .cluster
 
 IMAGE ?= ghcr.io/nsman/nsman:$(VERSION)
+# The commit, for the image's org.opencontainers.image.revision label.
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+# PLATFORMS=linux/amd64,linux/arm64 builds a multi-arch image with docker
+# buildx. Such an image cannot be loaded into the classic image store: it
+# stays in buildx's cache unless BUILDX_FLAGS says where it goes (--push, or
+# --load where Docker uses the containerd image store).
+PLATFORMS ?=
+BUILDX_FLAGS ?=
 
 .PHONY: image
-image: ## Build the image ghcr.io/nsman/nsman:VERSION (IMAGE= to name it otherwise); needs a running Docker engine
+image: ## Build the image ghcr.io/nsman/nsman:VERSION (IMAGE= to name it otherwise; PLATFORMS=linux/amd64,linux/arm64 for multi-arch with buildx); needs a running Docker engine
 	@if ! docker info >/dev/null 2>&1; then \
 		echo "make image: no container engine: 'docker info' failed (is Docker installed and its daemon running?)" >&2; exit 1; \
 	fi
-	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
+ifeq ($(PLATFORMS),)
+	docker build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t $(IMAGE) .
+else
+	@if ! docker buildx version >/dev/null 2>&1; then \
+		echo "make image: PLATFORMS=$(PLATFORMS) needs docker buildx, and 'docker buildx version' failed" >&2; exit 1; \
+	fi
+	docker buildx build --platform $(PLATFORMS) --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t $(IMAGE) $(BUILDX_FLAGS) .
+endif
 
 .PHONY: deploy
 deploy: ## Apply deploy/ to the current kubectl context (OVERLAY=dry-run, webhook-signing, sharded or webhook-egress for deploy/overlays/*)

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
+	"regexp"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -40,7 +43,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usageError{fmt.Errorf("unknown command %q; see 'nsman --help'", args[0])}
+				return usageError{fmt.Errorf("unknown command %q; see '%s --help'", args[0], c.CommandPath())}
 			}
 			return c.Help()
 		},
@@ -54,18 +57,70 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 
 // Execute runs nsman with args and returns the process exit code.
 func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return execute(ctx, newRootCommand(stdout, stderr), args, stderr)
+}
+
+// ExecuteAs is Execute for a binary started as argv0 (os.Args[0]). Named
+// kubectl-nsman on PATH, kubectl runs the binary as the plugin
+// 'kubectl nsman', and its usage lines, examples and error hints say so.
+func ExecuteAs(ctx context.Context, argv0 string, args []string, stdout, stderr io.Writer) int {
 	root := newRootCommand(stdout, stderr)
+	if isKubectlPlugin(argv0) {
+		renameAsKubectlPlugin(root)
+	}
+	return execute(ctx, root, args, stderr)
+}
+
+func execute(ctx context.Context, root *cobra.Command, args []string, stderr io.Writer) int {
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return ExitOK
 	}
-	fmt.Fprintf(stderr, "nsman: %v\n", err)
+	fmt.Fprintf(stderr, "%s: %v\n", root.DisplayName(), err)
 	var usage usageError
 	if errors.As(err, &usage) {
 		return ExitUsage
 	}
 	return ExitFailed
+}
+
+// The file name under which kubectl finds nsman as a plugin, and the command
+// people then type.
+const (
+	pluginBinary  = "kubectl-nsman"
+	pluginCommand = "kubectl nsman"
+)
+
+// isKubectlPlugin reports whether argv0 names the plugin binary, however it
+// was reached: kubectl passes the full path of what it found on PATH.
+func isKubectlPlugin(argv0 string) bool {
+	return strings.TrimSuffix(filepath.Base(argv0), ".exe") == pluginBinary
+}
+
+// exampleCommand matches "nsman" where an example invokes it: at the start
+// of a line's command or after a pipe, followed by a space or the line's end.
+var exampleCommand = regexp.MustCompile(`(?m)(^[ \t]*|\|[ \t]*)nsman( |$)`)
+
+// renameAsKubectlPlugin makes root render as 'kubectl nsman' in usage lines,
+// command paths (and so cobra's argument errors) and examples. Examples
+// spell the command "nsman"; here each invocation becomes 'kubectl nsman'.
+// The root's name becomes the binary's, which shell completion scripts are
+// generated for.
+func renameAsKubectlPlugin(root *cobra.Command) {
+	root.Use = pluginBinary
+	if root.Annotations == nil {
+		root.Annotations = map[string]string{}
+	}
+	root.Annotations[cobra.CommandDisplayNameAnnotation] = pluginCommand
+	var visit func(c *cobra.Command)
+	visit = func(c *cobra.Command) {
+		c.Example = exampleCommand.ReplaceAllString(c.Example, "${1}"+pluginCommand+"${2}")
+		for _, sub := range c.Commands() {
+			visit(sub)
+		}
+	}
+	visit(root)
 }
 
 // usageArgs marks the errors of an argument validator as usage errors.

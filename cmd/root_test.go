@@ -2,8 +2,11 @@ package cmd
 
 import (
 	"bytes"
+	"io"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 func TestExecuteExitCodes(t *testing.T) {
@@ -35,4 +38,98 @@ func TestExecuteExitCodes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestUsageNamesTheInvokedCommand runs the binary's entry point under the
+// names it is installed as: nsman, and kubectl-nsman, which kubectl runs as
+// the plugin 'kubectl nsman' with the full path it found on PATH.
+func TestUsageNamesTheInvokedCommand(t *testing.T) {
+	tests := []struct {
+		argv0 string
+		// name is how usage lines, examples and hints spell the command.
+		name string
+	}{
+		{argv0: "nsman", name: "nsman"},
+		{argv0: "/usr/local/bin/nsman", name: "nsman"},
+		{argv0: "kubectl-nsman", name: "kubectl nsman"},
+		{argv0: "/home/dev/.local/bin/kubectl-nsman", name: "kubectl nsman"},
+		// Only the exact plugin file name is a plugin.
+		{argv0: "/opt/kubectl-nsman-old/nsman", name: "nsman"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.argv0, func(t *testing.T) {
+			help := func(args ...string) string {
+				t.Helper()
+				var stdout, stderr bytes.Buffer
+				if code := ExecuteAs(t.Context(), tt.argv0, args, &stdout, &stderr); code != ExitOK {
+					t.Fatalf("%q: exit %d, stderr %q", args, code, stderr.String())
+				}
+				return stdout.String()
+			}
+			for _, want := range []struct {
+				args []string
+				text string
+			}{
+				{nil, "Usage:\n  " + tt.name + " [flags]\n  " + tt.name + " [command]\n"},
+				{nil, `Use "` + tt.name + ` [command] --help" for more information`},
+				{[]string{"sweep", "--help"}, "Usage:\n  " + tt.name + " sweep [flags]\n"},
+				{[]string{"restore", "--help"}, "Usage:\n  " + tt.name + " restore -n NAMESPACE [flags]\n"},
+				{[]string{"version", "--help"}, "Usage:\n  " + tt.name + " version [flags]\n"},
+				{[]string{"validate", "--help"}, "Usage:\n  " + tt.name + " validate -f FILE|DIR ... [flags]\n"},
+				{[]string{"validate", "--help"}, "Examples:\n  " + tt.name + " validate -f examples/\n  " + tt.name + " validate -f manager.yaml"},
+				{[]string{"validate", "--help"}, "kustomize build overlays/e2e | " + tt.name + " validate -f -\n"},
+			} {
+				if got := help(want.args...); !strings.Contains(got, want.text) {
+					t.Errorf("%q printed:\n%s\nwant it to contain %q", want.args, got, want.text)
+				}
+			}
+			if tt.name == "nsman" {
+				if got := help("validate", "--help"); strings.Contains(got, "kubectl") {
+					t.Errorf("validate --help as %s mentions kubectl:\n%s", tt.argv0, got)
+				}
+			}
+
+			for _, want := range []struct {
+				args   []string
+				stderr string
+			}{
+				{[]string{"swep"}, tt.name + `: unknown command "swep"; see '` + tt.name + ` --help'`},
+				{[]string{"version", "extra"}, `unknown command "extra" for "` + tt.name + ` version"`},
+			} {
+				var stdout, stderr bytes.Buffer
+				if code := ExecuteAs(t.Context(), tt.argv0, want.args, &stdout, &stderr); code != ExitUsage {
+					t.Errorf("%q: exit %d, want %d", want.args, code, ExitUsage)
+				}
+				if !strings.Contains(stderr.String(), want.stderr) {
+					t.Errorf("%q: stderr %q, want it to contain %q", want.args, stderr.String(), want.stderr)
+				}
+			}
+		})
+	}
+}
+
+// TestPluginExamplesSayKubectlNsman checks every command's use line and
+// examples, word by word, so that an example that invokes nsman where the
+// rename does not look fails here.
+func TestPluginExamplesSayKubectlNsman(t *testing.T) {
+	root := newRootCommand(io.Discard, io.Discard)
+	renameAsKubectlPlugin(root)
+	var visit func(c *cobra.Command)
+	visit = func(c *cobra.Command) {
+		for _, line := range strings.Split(c.Example, "\n") {
+			words := strings.Fields(line)
+			for i, w := range words {
+				if w == "nsman" && (i == 0 || words[i-1] != "kubectl") {
+					t.Errorf("%s: example %q still invokes nsman", c.CommandPath(), line)
+				}
+			}
+		}
+		if !strings.HasPrefix(c.UseLine(), "kubectl nsman") {
+			t.Errorf("use line %q does not start with kubectl nsman", c.UseLine())
+		}
+		for _, sub := range c.Commands() {
+			visit(sub)
+		}
+	}
+	visit(root)
 }

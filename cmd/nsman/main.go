@@ -22,7 +22,7 @@ import (
 func main() {
 	cmd.SetGCPercent()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cmd.Execute(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code := cmd.ExecuteAs(ctx, os.Args[0], os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
