@@ -48,6 +48,47 @@ spec:
       action:
         type: DELETE
 `
+	manifestValidRule = `apiVersion: k8s.consol.de/v1beta1
+kind: NamespaceManager
+metadata:
+  name: e2e-leftovers
+  namespace: namespace-manager
+spec:
+  namespaceSelector:
+    matchLabels:
+      ci: e2e
+    matchExpressions:
+      - key: keep
+        operator: DoesNotExist
+  namePatterns: ["e2e-*", "pr-[0-9]*"]
+  policies:
+    - name: gone after a day
+      condition:
+        type: TTL
+        params:
+          ttlSeconds: 86400
+      action:
+        type: DELETE
+`
+	manifestInvalidRule = `apiVersion: k8s.consol.de/v1beta1
+kind: NamespaceManager
+metadata:
+  name: e2e-leftovers
+  namespace: namespace-manager
+spec:
+  namespace: e2e-1
+  namespaceSelector:
+    matchExpressions:
+      - key: ci
+        operator: In
+  namePatterns: ["e2e-[", "pr-*"]
+  policies:
+    - name: gone after a day
+      condition:
+        type: TTL
+      action:
+        type: DELETE
+`
 	manifestNamespace = `apiVersion: v1
 kind: Namespace
 metadata:
@@ -97,6 +138,24 @@ func TestValidate(t *testing.T) {
 			args:       []string{"-f", "ok.yaml"},
 			wantCode:   ExitOK,
 			wantStderr: "1 NamespaceManager in 1 file: 1 valid, 0 invalid; 1 other object skipped\n",
+		},
+		{
+			name:       "valid rule",
+			files:      map[string]string{"rule.yaml": manifestValidRule},
+			args:       []string{"-f", "rule.yaml"},
+			wantCode:   ExitOK,
+			wantStderr: "1 NamespaceManager in 1 file: 1 valid, 0 invalid; 0 other objects skipped\n",
+		},
+		{
+			name:     "invalid rule",
+			files:    map[string]string{"rule.yaml": manifestInvalidRule},
+			args:     []string{"-f", "rule.yaml"},
+			wantCode: ExitFailed,
+			wantStdout: `rule.yaml: namespace-manager/e2e-leftovers: spec.namespaceSelector.matchExpressions[0].values: Required value: must be specified when ` + "`operator`" + ` is 'In' or 'NotIn'
+rule.yaml: namespace-manager/e2e-leftovers: spec.namePatterns[0]: Invalid value: "e2e-[": must be a shell-style pattern (path.Match syntax: *, ?, [a-z], \ escapes); a [ is not closed or a \ ends it
+rule.yaml: namespace-manager/e2e-leftovers: spec.namespace: Forbidden: a rule (namespaceSelector or namePatterns) acts on the namespaces it matches; it cannot also name one
+`,
+			wantStderr: "1 NamespaceManager in 1 file: 0 valid, 1 invalid; 0 other objects skipped\nnsman: 1 NamespaceManager invalid\n",
 		},
 		{
 			name:       "invalid manager",

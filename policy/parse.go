@@ -1,6 +1,9 @@
 package policy
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
@@ -51,6 +54,7 @@ func Parse(obj *unstructured.Unstructured) (Manager, field.ErrorList) {
 		return m, bounded(append(errs, field.Invalid(specPath, raw, "must be an object")))
 	}
 	p := parser{}
+	m.Arming = arming(spec)
 	m.Deactivated = p.boolean(spec, "deactivated", specPath)
 	m.TargetNamespace = p.str(spec, "namespace", specPath)
 	m.Rule = p.rule(spec, specPath)
@@ -71,6 +75,23 @@ func Parse(obj *unstructured.Unstructured) (Manager, field.ErrorList) {
 	}
 	m.Policies = p.policies(spec, specPath)
 	return m, bounded(append(errs, p.errs...))
+}
+
+// arming hashes spec without spec.deactivated (encoding/json sorts map
+// keys, so equal specs hash equally).
+func arming(spec map[string]any) string {
+	rest := make(map[string]any, len(spec))
+	for k, v := range spec {
+		if k != "deactivated" {
+			rest[k] = v
+		}
+	}
+	data, err := json.Marshal(rest)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:12])
 }
 
 // Bounds of what a problem repeats of the manifest: a manager may hold

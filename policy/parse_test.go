@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/yaml"
 )
@@ -188,6 +189,7 @@ func wantPolicies(ps ...Policy) func(*Manager) {
 // normalized drops what the comparison of Managers must not depend on: Raw,
 // checked apart, and the difference between empty and nil maps and lists.
 func normalized(m Manager) Manager {
+	m.Arming = "" // TestArming checks it
 	m.Policies = slices.Clone(m.Policies)
 	if len(m.Policies) == 0 {
 		m.Policies = nil
@@ -224,6 +226,9 @@ func invalid(path string) fieldErr      { return fieldErr{field.ErrorTypeInvalid
 func required(path string) fieldErr     { return fieldErr{field.ErrorTypeRequired, path} }
 func notSupported(path string) fieldErr { return fieldErr{field.ErrorTypeNotSupported, path} }
 func duplicate(path string) fieldErr    { return fieldErr{field.ErrorTypeDuplicate, path} }
+func forbidden(path string) fieldErr    { return fieldErr{field.ErrorTypeForbidden, path} }
+func tooMany(path string) fieldErr      { return fieldErr{field.ErrorTypeTooMany, path} }
+func tooLong(path string) fieldErr      { return fieldErr{field.ErrorTypeTooLong, path} }
 
 // fieldErrs reduces errs to sorted, distinct fieldErrs, for comparing
 // without depending on the order checks run in. Validators of names and
@@ -1011,6 +1016,232 @@ func readManagers(t *testing.T, path string) []*unstructured.Unstructured {
 	}
 }
 
+// namespaceSelector sets spec.namespaceSelector, which makes the manager a
+// rule.
+func namespaceSelector(sel any) func(map[string]any) {
+	return set(sel, "spec", "namespaceSelector")
+}
+
+// namePatterns sets spec.namePatterns, which makes the manager a rule.
+func namePatterns(patterns ...any) func(map[string]any) {
+	return set(patterns, "spec", "namePatterns")
+}
+
+// ciE2E is a selector of namespaces labelled ci=e2e.
+var ciE2E = map[string]any{"matchLabels": map[string]any{"ci": "e2e"}}
+
+// selectorText shows a rule's selector for comparison: its canonical
+// string, or what a nil or empty one means.
+func selectorText(sel labels.Selector) string {
+	switch {
+	case sel == nil:
+		return "<none>"
+	case sel.Empty():
+		return "<every namespace>"
+	}
+	return sel.String()
+}
+
+// checkParsedRule fails t unless Parse accepted obj as a rule with the
+// selector (as selectorText shows it) and patterns given, no single target,
+// and otherwise as want.
+func checkParsedRule(t *testing.T, obj *unstructured.Unstructured, want Manager, selector string, patterns []string) {
+	t.Helper()
+	got, errs := Parse(obj)
+	if len(errs) != 0 {
+		t.Fatalf("Parse() errors = %v, want none", errs)
+	}
+	if got.Rule == nil {
+		t.Fatalf("Parse() = %+v, want a rule", got)
+	}
+	if s := selectorText(got.Rule.Selector); s != selector {
+		t.Errorf("Rule.Selector = %s, want %s", s, selector)
+	}
+	if !slices.Equal(got.Rule.Patterns, patterns) {
+		t.Errorf("Rule.Patterns = %q, want %q", got.Rule.Patterns, patterns)
+	}
+	if target := got.Target(); target != "" {
+		t.Errorf("Target() = %q, want none for a rule", target)
+	}
+	got.Rule = nil
+	if !reflect.DeepEqual(normalized(got), normalized(want)) {
+		t.Errorf("Parse() =\n%+v\nwant\n%+v", normalized(got), normalized(want))
+	}
+}
+
+func TestParseRule(t *testing.T) {
+	tests := []struct {
+		name     string
+		obj      *unstructured.Unstructured
+		want     Manager
+		selector string
+		patterns []string
+	}{
+		{
+			name:     "selector only",
+			obj:      manager(namespaceSelector(ciE2E)),
+			want:     wantManager(),
+			selector: "ci=e2e",
+		},
+		{
+			name: "selector with every operator",
+			obj: manager(namespaceSelector(map[string]any{
+				"matchLabels": map[string]any{"ci": "e2e"},
+				"matchExpressions": []any{
+					map[string]any{"key": "team", "operator": "In", "values": []any{"qa", "web"}},
+					map[string]any{"key": "stage", "operator": "NotIn", "values": []any{"prod"}},
+					map[string]any{"key": "pipeline", "operator": "Exists"},
+					map[string]any{"key": "keep", "operator": "DoesNotExist", "values": []any{}},
+				},
+			})),
+			want:     wantManager(),
+			selector: "ci=e2e,!keep,pipeline,stage notin (prod),team in (qa,web)",
+		},
+		{
+			name:     "empty selector selects every namespace",
+			obj:      manager(namespaceSelector(map[string]any{})),
+			want:     wantManager(),
+			selector: "<every namespace>",
+		},
+		{
+			name:     "patterns only",
+			obj:      manager(namePatterns("e2e-*", "pr-[0-9]*")),
+			want:     wantManager(),
+			selector: "<none>",
+			patterns: []string{"e2e-*", "pr-[0-9]*"},
+		},
+		{
+			name:     "patterns in every form path.Match knows",
+			obj:      manager(namePatterns("*", "e2e-??", "[^a-z]*", `[a-c\-]x`, `\*`, `run-[\]]`, "e2e-]")),
+			want:     wantManager(),
+			selector: "<none>",
+			patterns: []string{"*", "e2e-??", "[^a-z]*", `[a-c\-]x`, `\*`, `run-[\]]`, "e2e-]"},
+		},
+		{
+			name:     "selector and patterns",
+			obj:      manager(namespaceSelector(ciE2E), namePatterns("e2e-*")),
+			want:     wantManager(),
+			selector: "ci=e2e",
+			patterns: []string{"e2e-*"},
+		},
+		{
+			name:     "null selector beside patterns",
+			obj:      manager(namespaceSelector(nil), namePatterns("e2e-*")),
+			want:     wantManager(),
+			selector: "<none>",
+			patterns: []string{"e2e-*"},
+		},
+		{
+			name:     "empty spec.namespace beside a rule",
+			obj:      manager(set("", "spec", "namespace"), namespaceSelector(ciE2E)),
+			want:     wantManager(),
+			selector: "ci=e2e",
+		},
+		{
+			name:     "the name of a rule names no namespace, so need not be a DNS label",
+			obj:      manager(set("leftovers.e2e", "metadata", "name"), set("namespace-manager", "metadata", "namespace"), namePatterns("e2e-*")),
+			want:     wantManager(func(m *Manager) { m.Name, m.Namespace = "leftovers.e2e", "namespace-manager" }),
+			selector: "<none>",
+			patterns: []string{"e2e-*"},
+		},
+		{
+			name:     "a deactivated rule",
+			obj:      manager(set(true, "spec", "deactivated"), namespaceSelector(ciE2E)),
+			want:     wantManager(func(m *Manager) { m.Deactivated = true }),
+			selector: "ci=e2e",
+		},
+		{
+			name:     "64 patterns of 253 characters",
+			obj:      manager(namePatterns(slices.Repeat([]any{strings.Repeat("e", 252) + "*"}, 64)...)),
+			want:     wantManager(),
+			selector: "<none>",
+			patterns: slices.Repeat([]string{strings.Repeat("e", 252) + "*"}, 64),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checkParsedRule(t, tt.obj, tt.want, tt.selector, tt.patterns)
+		})
+	}
+}
+
+func TestParseRuleRejects(t *testing.T) {
+	const (
+		sel = "spec.namespaceSelector"
+		pat = "spec.namePatterns"
+	)
+	expression := func(expr map[string]any) func(map[string]any) {
+		return namespaceSelector(map[string]any{"matchExpressions": []any{expr}})
+	}
+	tests := []struct {
+		name string
+		obj  *unstructured.Unstructured
+		want []fieldErr
+	}{
+		// A rule names no single namespace.
+		{name: "selector and spec.namespace", obj: manager(namespaceSelector(ciE2E), set("e2e-1", "spec", "namespace")), want: []fieldErr{forbidden("spec.namespace")}},
+		{name: "patterns and spec.namespace", obj: manager(namePatterns("e2e-*"), set("e2e-1", "spec", "namespace")), want: []fieldErr{forbidden("spec.namespace")}},
+		{
+			name: "a rule's spec.namespace is forbidden, not checked as a label",
+			obj:  manager(namePatterns("e2e-*"), set("Not A Label", "spec", "namespace")),
+			want: []fieldErr{forbidden("spec.namespace")},
+		},
+
+		// namePatterns.
+		{name: "unclosed class", obj: manager(namePatterns("e2e-[")), want: []fieldErr{invalid(pat + "[0]")}},
+		{name: "range without an end", obj: manager(namePatterns("[a-]")), want: []fieldErr{invalid(pat + "[0]")}},
+		{name: "trailing backslash", obj: manager(namePatterns(`e2e-\`)), want: []fieldErr{invalid(pat + "[0]")}},
+		{name: "empty class", obj: manager(namePatterns("[]a]")), want: []fieldErr{invalid(pat + "[0]")}},
+		{name: "negated empty class", obj: manager(namePatterns("[^]")), want: []fieldErr{invalid(pat + "[0]")}},
+		{name: "bad pattern after good ones", obj: manager(namePatterns("e2e-*", "pr-*", "[z")), want: []fieldErr{invalid(pat + "[2]")}},
+		{name: "empty list", obj: manager(namePatterns()), want: []fieldErr{required(pat)}},
+		{name: "empty pattern", obj: manager(namePatterns("")), want: []fieldErr{required(pat + "[0]")}},
+		{name: "a pattern that is a number", obj: manager(namePatterns("e2e-*", int64(42))), want: []fieldErr{invalid(pat + "[1]")}},
+		{name: "a pattern that is a list", obj: manager(namePatterns([]any{"e2e-*"})), want: []fieldErr{invalid(pat + "[0]")}},
+		{name: "patterns a string", obj: manager(set("e2e-*", "spec", "namePatterns")), want: []fieldErr{invalid(pat)}},
+		{name: "65 patterns", obj: manager(namePatterns(slices.Repeat([]any{"e2e-*"}, 65)...)), want: []fieldErr{tooMany(pat)}},
+		{name: "pattern of 254 characters", obj: manager(namePatterns(strings.Repeat("e", 253) + "*")), want: []fieldErr{tooLong(pat + "[0]")}},
+
+		// namespaceSelector.
+		{name: "selector a string", obj: manager(namespaceSelector("ci=e2e")), want: []fieldErr{invalid(sel)}},
+		{name: "selector a list", obj: manager(namespaceSelector([]any{ciE2E})), want: []fieldErr{invalid(sel)}},
+		{name: "selector with an unknown field", obj: manager(namespaceSelector(map[string]any{"matchLabel": map[string]any{"ci": "e2e"}})), want: []fieldErr{invalid(sel)}},
+		{name: "matchLabels value a number", obj: manager(namespaceSelector(map[string]any{"matchLabels": map[string]any{"run": int64(42)}})), want: []fieldErr{invalid(sel)}},
+		{name: "matchLabels value not a label value", obj: manager(namespaceSelector(map[string]any{"matchLabels": map[string]any{"ci": "e2e tests"}})), want: []fieldErr{invalid(sel + ".matchLabels")}},
+		{name: "matchLabels key not a label name", obj: manager(namespaceSelector(map[string]any{"matchLabels": map[string]any{"ci run": "e2e"}})), want: []fieldErr{invalid(sel + ".matchLabels")}},
+		{name: "unknown operator", obj: manager(expression(map[string]any{"key": "ci", "operator": "Equals", "values": []any{"e2e"}})), want: []fieldErr{invalid(sel + ".matchExpressions[0].operator")}},
+		{name: "operator in lower case", obj: manager(expression(map[string]any{"key": "ci", "operator": "in", "values": []any{"e2e"}})), want: []fieldErr{invalid(sel + ".matchExpressions[0].operator")}},
+		{name: "In without values", obj: manager(expression(map[string]any{"key": "ci", "operator": "In"})), want: []fieldErr{required(sel + ".matchExpressions[0].values")}},
+		{name: "NotIn with empty values", obj: manager(expression(map[string]any{"key": "ci", "operator": "NotIn", "values": []any{}})), want: []fieldErr{required(sel + ".matchExpressions[0].values")}},
+		{name: "Exists with values", obj: manager(expression(map[string]any{"key": "ci", "operator": "Exists", "values": []any{"e2e"}})), want: []fieldErr{forbidden(sel + ".matchExpressions[0].values")}},
+		{name: "expression key not a label name", obj: manager(expression(map[string]any{"key": "ci/", "operator": "Exists"})), want: []fieldErr{invalid(sel + ".matchExpressions[0].key")}},
+		{name: "expression value not a label value", obj: manager(expression(map[string]any{"key": "ci", "operator": "In", "values": []any{"e2e tests"}})), want: []fieldErr{invalid(sel + ".matchExpressions[0].values[0]")}},
+
+		// Every problem at once.
+		{
+			name: "bad selector, bad pattern, spec.namespace and a bad policy",
+			obj: manager(
+				expression(map[string]any{"key": "ci", "operator": "In"}),
+				namePatterns("e2e-[", "ok-*", ""),
+				set("e2e-1", "spec", "namespace"),
+				set("KILL", "spec", "policies", "0", "action", "type"),
+			),
+			want: []fieldErr{
+				required(sel + ".matchExpressions[0].values"),
+				invalid(pat + "[0]"),
+				required(pat + "[2]"),
+				forbidden("spec.namespace"),
+				notSupported("spec.policies[0].action.type"),
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checkRejected(t, tt.obj, tt.want)
+		})
+	}
+}
+
 func TestParseTarget(t *testing.T) {
 	tests := []struct {
 		name string
@@ -1020,6 +1251,7 @@ func TestParseTarget(t *testing.T) {
 		{name: "spec.namespace", obj: manager(set("e2e-run-2", "spec", "namespace"), set("cleanup-for-run-2", "metadata", "name")), want: "e2e-run-2"},
 		{name: "the manager's name, not its namespace", obj: manager(set("cleanup-for-run-2", "metadata", "name"), set("namespace-manager", "metadata", "namespace")), want: "cleanup-for-run-2"},
 		{name: "empty spec.namespace", obj: manager(set("", "spec", "namespace"), set("e2e-7", "metadata", "name")), want: "e2e-7"},
+		{name: "a rule has no single target", obj: manager(namePatterns("e2e-*"), set("e2e-leftovers", "metadata", "name")), want: ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1042,6 +1274,7 @@ func TestManagerTarget(t *testing.T) {
 	}{
 		{name: "spec.namespace wins", m: Manager{Namespace: "ns", Name: "name", TargetNamespace: "target"}, want: "target"},
 		{name: "name without spec.namespace", m: Manager{Namespace: "ns", Name: "name"}, want: "name"},
+		{name: "a rule, whatever its name and spec.namespace", m: Manager{Namespace: "ns", Name: "name", TargetNamespace: "target", Rule: &Rule{}}, want: ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1084,6 +1317,9 @@ func TestParseProblemsAreBounded(t *testing.T) {
 		"huge spec":           {Object: map[string]any{"kind": Kind, "metadata": map[string]any{"name": "x", "namespace": "x"}, "spec": huge}},
 		"huge condition type": manager(set(huge, "spec", "policies", "0", "condition", "type")),
 		"huge object as type": manager(set(map[string]any{"a": huge, "b": huge}, "spec", "policies", "0", "condition", "type")),
+		"huge name pattern":   manager(namePatterns("[" + huge)),
+		"huge selector value": manager(namespaceSelector(map[string]any{"matchLabels": map[string]any{"ci": huge}})),
+		"huge selector":       manager(namespaceSelector(huge)),
 	}
 	for name, obj := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -1097,5 +1333,28 @@ func TestParseProblemsAreBounded(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Arming tells specs apart, but not specs that differ in spec.deactivated
+// alone: pausing and resuming a rule re-arms none of its namespaces.
+func TestArming(t *testing.T) {
+	parse := func(obj *unstructured.Unstructured) string {
+		t.Helper()
+		m, errs := Parse(obj)
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		if m.Arming == "" {
+			t.Fatal("no Arming")
+		}
+		return m.Arming
+	}
+	base := parse(manager())
+	if paused := parse(manager(set(true, "spec", "deactivated"))); paused != base {
+		t.Errorf("spec.deactivated changed Arming: %s, was %s", paused, base)
+	}
+	if edited := parse(manager(policies(ttlPolicy("another name")))); edited == base {
+		t.Error("an edited policy kept Arming")
 	}
 }

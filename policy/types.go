@@ -56,6 +56,10 @@ type Manager struct {
 	Deactivated bool
 	// TargetNamespace is spec.namespace, empty when the manager names none.
 	TargetNamespace string
+	// Arming identifies the spec apart from spec.deactivated: a rule's
+	// namespaces are re-armed by an edit of the spec, not by pausing and
+	// resuming the rule (each of which is a new generation).
+	Arming string
 	// Rule is set when the manager is a rule: it has a namespaceSelector or
 	// namePatterns instead of spec.namespace, and acts on every namespace
 	// they match.

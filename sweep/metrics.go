@@ -21,7 +21,7 @@ const DefaultMetricsJob = "nsman"
 // rather than no data.
 var metricStates = []State{
 	StateDeactivated, StateInvalid, StateForbidden, StateTargetMissing, StateTargetTerminating,
-	StateWaiting, StatePlanned, StateFired, StateFailed, StateDeferred, StateBusy,
+	StateWaiting, StatePlanned, StateFired, StateFailed, StateDeferred, StateBusy, StateDone, StateGoverned,
 }
 
 // metricActions are the action types nsman_actions always has series for.

@@ -35,6 +35,12 @@ const (
 	// StateBusy: another sweep holds a live claim on the manager, or
 	// changed it after this sweep listed it.
 	StateBusy State = "busy"
+	// StateDone: a rule's action succeeded on this namespace in this
+	// generation of the rule; the pair is left alone until the rule changes.
+	StateDone State = "done"
+	// StateGoverned: the namespace matches a rule, but a single-target
+	// manager aims at it, and governs it alone.
+	StateGoverned State = "governed"
 )
 
 // Entry is the report on one manager.

@@ -37,14 +37,6 @@ const PairAnnotationPrefix = "nsman.k8s.consol.de/rule-"
 // maxLatest bounds the latest actions a rule's status lists.
 const maxLatest = 10
 
-// StateDone: the rule's action succeeded on this namespace in this
-// generation of the rule; the pair is left alone until the rule changes.
-const StateDone State = "done"
-
-// StateGoverned: the namespace matches the rule, but a single-target
-// manager aims at it, and governs it alone.
-const StateGoverned State = "governed"
-
 // StateWatching is never in a report: it is the state a rule's status
 // shows while it stands over the namespaces it matches.
 const StateWatching State = "watching"
@@ -53,8 +45,11 @@ const StateWatching State = "watching"
 type PairStatus struct {
 	// Rule names the rule, namespace/name, for whoever reads the namespace.
 	Rule string `json:"rule"`
-	// ObservedGeneration is the rule generation LastAction was for.
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// ObservedGeneration is the rule generation LastAction was for, and
+	// Spec identifies that generation's spec apart from spec.deactivated
+	// (policy.Manager.Arming): pausing and resuming a rule re-arms nothing.
+	ObservedGeneration int64  `json:"observedGeneration,omitempty"`
+	Spec               string `json:"spec,omitempty"`
 	// Claim is set while a sweep acts on the pair.
 	Claim *Claim `json:"claim,omitempty"`
 	// LastAction is the outcome of the pair's latest action.
@@ -63,9 +58,11 @@ type PairStatus struct {
 	Checks map[string]policy.CheckState `json:"checks,omitempty"`
 }
 
-// done reports whether the pair's action succeeded for this generation.
-func (p PairStatus) done(generation int64) bool {
-	return p.LastAction != nil && p.LastAction.Result == ResultSucceeded && p.ObservedGeneration == generation
+// done reports whether the pair's action succeeded for this generation of
+// m, or for one that differs from it in spec.deactivated alone.
+func (p PairStatus) done(m policy.Manager) bool {
+	return p.LastAction != nil && p.LastAction.Result == ResultSucceeded &&
+		(p.ObservedGeneration == m.Generation || p.Spec != "" && p.Spec == m.Arming)
 }
 
 // RuleSummary is what a rule's status says about the namespaces it
@@ -182,22 +179,24 @@ func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l listed) []Entry
 		pairs = append(pairs, pair{name, ns})
 	}
 
-	// The pairs are handled Concurrency at a time, as managers are.
-	results := make([]pairResult, len(pairs))
-	sem := make(chan struct{}, s.cfg.Concurrency)
-	var wg sync.WaitGroup
-	for i, p := range pairs {
+	// Every pair is evaluated before any is acted on, Concurrency at a time
+	// each: a pods check is a consistent read, which the API server makes
+	// wait for its pods cache to catch up with every write before it, so
+	// checks between this sweep's writes cost several times more
+	// (BENCHMARKS.md).
+	work := make([]pairWork, len(pairs))
+	s.bounded(len(pairs), func(i int) {
 		if r.stop.Err() != nil {
-			results[i] = pairResult{entry: notReachedPair(e, p.name)}
-			continue
+			work[i].d = decision{entry: notReachedPair(e, pairs[i].name), untouched: true}
+			return
 		}
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			results[i] = s.handlePair(ctx, r, m, e, p.name, p.ns)
-		})
-	}
-	wg.Wait()
+		work[i] = s.evaluatePairOf(ctx, r, m, e, pairs[i].name, pairs[i].ns)
+	})
+	results := make([]pairResult, len(pairs))
+	s.bounded(len(pairs), func(i int) {
+		w := work[i]
+		results[i] = pairResult{entry: s.carryOutPair(ctx, r, m, w), failedBefore: w.stored.LastAction != nil && w.stored.LastAction.Result == ResultFailed}
+	})
 	var fired, failedNow []string
 	for _, res := range results {
 		entries = append(entries, res.entry)
@@ -237,29 +236,49 @@ type pairResult struct {
 	failedBefore bool
 }
 
-// handlePair evaluates one (rule, namespace) pair and carries out what
-// that decided.
-func (s *Sweeper) handlePair(ctx context.Context, r *sweepRun, m policy.Manager, e Entry, name string, ns namespaceInfo) pairResult {
-	key := PairAnnotationPrefix + string(m.UID)
-	var stored PairStatus
-	if raw := ns.pairs[key]; raw != "" && json.Unmarshal([]byte(raw), &stored) != nil {
-		// A record that does not decode (edited by hand) counts as absent.
-		stored = PairStatus{}
-	}
-	e.Target = name
-	return pairResult{
-		entry:        s.carryOutPair(ctx, r, m, e, ns, key, stored),
-		failedBefore: stored.LastAction != nil && stored.LastAction.Result == ResultFailed,
-	}
+// pairWork is one pair as evaluated: its namespace, its record and the
+// decision.
+type pairWork struct {
+	ns     namespaceInfo
+	key    string
+	stored PairStatus
+	d      decision
 }
 
-// carryOutPair evaluates a pair and carries out the decision.
-func (s *Sweeper) carryOutPair(ctx context.Context, r *sweepRun, m policy.Manager, e Entry, ns namespaceInfo, key string, stored PairStatus) Entry {
-	name := e.Target
-	d := s.evaluatePair(ctx, r, m, e, ns, stored)
+// bounded calls fn(0) … fn(n-1), Concurrency at a time, and waits for them.
+func (s *Sweeper) bounded(n int, fn func(i int)) {
+	sem := make(chan struct{}, s.cfg.Concurrency)
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			fn(i)
+		})
+	}
+	wg.Wait()
+}
+
+// evaluatePairOf reads the rule's record on namespace name and evaluates
+// the pair; it writes nothing.
+func (s *Sweeper) evaluatePairOf(ctx context.Context, r *sweepRun, m policy.Manager, e Entry, name string, ns namespaceInfo) pairWork {
+	w := pairWork{ns: ns, key: PairAnnotationPrefix + string(m.UID)}
+	if raw := ns.pairs[w.key]; raw != "" && json.Unmarshal([]byte(raw), &w.stored) != nil {
+		// A record that does not decode (edited by hand) counts as absent.
+		w.stored = PairStatus{}
+	}
+	e.Target = name
+	w.d = s.evaluatePair(ctx, r, m, e, ns, w.stored)
+	return w
+}
+
+// carryOutPair carries out a pair's decision: its plan, or the minChecks
+// progress of a waiting pair.
+func (s *Sweeper) carryOutPair(ctx context.Context, r *sweepRun, m policy.Manager, w pairWork) Entry {
+	d, stored, name := w.d, w.stored, w.d.entry.Target
 	switch {
 	case d.plan != nil:
-		return s.executePair(ctx, r, m, ns, key, stored, d)
+		return s.executePair(ctx, r, m, w.ns, w.key, stored, d)
 	case d.untouched:
 		return d.entry
 	}
@@ -270,7 +289,7 @@ func (s *Sweeper) carryOutPair(ctx context.Context, r *sweepRun, m policy.Manage
 	}
 	next := stored
 	next.Rule, next.Checks = m.Namespace+"/"+m.Name, d.checks
-	if err := s.writePair(ctx, name, key, ns.resourceVersion, next); err != nil {
+	if err := s.writePair(ctx, name, w.key, w.ns.resourceVersion, next); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return busyPair(d.entry)
 		}
@@ -298,7 +317,7 @@ func (s *Sweeper) evaluatePair(ctx context.Context, r *sweepRun, m policy.Manage
 				reason: "completing the expired claim of sweep " + c.Sweep, target: target{name: e.Target, uid: ns.uid}})
 		}
 	}
-	if stored.done(m.Generation) {
+	if stored.done(m) {
 		last := stored.LastAction
 		e.Policy, e.Action = last.Policy, last.Action
 		e.State, e.Message = StateDone, fmt.Sprintf("policy %q fired (%s) at %s; done until the rule changes", last.Policy, last.Action, last.Time.UTC().Format(time.RFC3339))
@@ -342,7 +361,7 @@ func (s *Sweeper) executePair(ctx context.Context, r *sweepRun, m policy.Manager
 	}
 
 	final := claimed
-	final.Claim, final.ObservedGeneration = nil, m.Generation
+	final.Claim, final.ObservedGeneration, final.Spec = nil, m.Generation, m.Arming
 	final.LastAction = &LastAction{Policy: p.policy.Name, Action: p.policy.Action.Type, Result: ResultSucceeded, Message: truncate(p.reason, maxMessage), Time: r.now.UTC()}
 	if err != nil {
 		e = failed(e, err)

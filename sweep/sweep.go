@@ -43,9 +43,9 @@ type sweepRun struct {
 	podChecks atomic.Int64
 	pods      podIndex
 
-	// governed maps each namespace a single-target manager aims at to that
-	// manager, namespace/name, for every manager listed (of every shard):
-	// rules leave those namespaces alone. rules are the rules listed; they
+	// governed maps each namespace a single-target manager may act on to
+	// that manager, namespace/name, for every manager listed (of every
+	// shard): rules leave those namespaces alone (see noteGoverned). rules are the rules listed; they
 	// are handled once the listing is complete, and not at all, but
 	// reported with rulesBlocked, when it is not.
 	governed     map[string]string
@@ -137,7 +137,7 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 			r.rules = append(r.rules, m)
 			return
 		}
-		r.governed[aimsAt(m.obj)] = m.obj.GetNamespace() + "/" + m.obj.GetName()
+		s.noteGoverned(r, m.obj)
 		if ShardOf(m.obj.GetUID(), s.cfg.ShardCount) != s.cfg.ShardIndex {
 			skipped++
 			return
@@ -163,7 +163,7 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 		// namespaces they govern.
 		if gerr := s.eachManager(ctx, true, func(m listed) {
 			if !isRule(m.obj) {
-				r.governed[aimsAt(m.obj)] = m.obj.GetNamespace() + "/" + m.obj.GetName()
+				s.noteGoverned(r, m.obj)
 			}
 		}); gerr != nil && ctx.Err() == nil {
 			r.rulesBlocked = fmt.Sprintf("rules wait for a sweep that lists every manager: %v", gerr)
@@ -223,6 +223,16 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 		return report, fmt.Errorf("%w: %w", ErrInterrupted, interrupted)
 	}
 	return report, nil
+}
+
+// noteGoverned records the namespace a single-target manager aims at as
+// governed by it, if the manager may act on it: it lives there, or in a
+// trusted namespace. A manager the guards refuse shields nothing from rules.
+func (s *Sweeper) noteGoverned(r *sweepRun, obj *unstructured.Unstructured) {
+	target := aimsAt(obj)
+	if target == obj.GetNamespace() || slices.Contains(s.cfg.TrustedNamespaces, obj.GetNamespace()) {
+		r.governed[target] = obj.GetNamespace() + "/" + obj.GetName()
+	}
 }
 
 func (r *sweepRun) add(e Entry) {

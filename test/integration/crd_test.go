@@ -179,6 +179,39 @@ func under(base []any, path ...any) []any {
 	return append(append([]any{}, base...), path...)
 }
 
+// asRule makes validManager a rule over the namespaces whose names match
+// patterns, in place of its spec.namespace.
+func asRule(patterns ...any) func(map[string]any) {
+	return func(obj map[string]any) {
+		spec := obj["spec"].(map[string]any)
+		delete(spec, "namespace")
+		spec["namePatterns"] = append([]any{}, patterns...) // [] when none, not null
+	}
+}
+
+// withSelector returns a mutation that sets spec.namespaceSelector.
+func withSelector(sel map[string]any) func(map[string]any) {
+	return setAt(sel, "spec", "namespaceSelector")
+}
+
+// inTurn returns a mutation that applies mutations in order.
+func inTurn(mutations ...func(map[string]any)) func(map[string]any) {
+	return func(obj map[string]any) {
+		for _, m := range mutations {
+			m(obj)
+		}
+	}
+}
+
+// manyPatterns returns n valid name patterns.
+func manyPatterns(n int) []any {
+	out := make([]any, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("e2e-%d-*", i)
+	}
+	return out
+}
+
 // TestCRDRejectsMalformed proves that nsman's CRD rejects at admission what
 // policy.Parse rejects, naming the offending field, so that a user learns of
 // a mistake on kubectl apply rather than in a sweep's report.
@@ -259,6 +292,29 @@ func TestCRDRejectsMalformed(t *testing.T) {
 		{name: "podLabels value too long", mutate: setAt(strings.Repeat("v", 64), under(podsParams, "podLabels", "role")...),
 			field: "spec.policies[1].condition.params.podLabels.role", parseField: "spec.policies[1].condition.params.podLabels[role]"},
 
+		// Rules.
+		{name: "spec.namespace and namePatterns", mutate: setAt([]any{"e2e-*"}, "spec", "namePatterns"), field: "spec", parseField: "spec.namespace"},
+		{name: "spec.namespace and namespaceSelector", mutate: withSelector(map[string]any{"matchLabels": map[string]any{"ci": "e2e"}}), field: "spec", parseField: "spec.namespace"},
+		{name: "pattern with an unclosed class", mutate: asRule("e2e-["), field: "spec.namePatterns[0]"},
+		{name: "pattern with a range without an end", mutate: asRule("e2e-*", "[a-]"), field: "spec.namePatterns[1]"},
+		{name: "pattern ending in a backslash", mutate: asRule(`e2e-\`), field: "spec.namePatterns[0]"},
+		{name: "pattern empty", mutate: asRule(""), field: "spec.namePatterns[0]"},
+		{name: "pattern a number", mutate: asRule(int64(42)), field: "spec.namePatterns[0]"},
+		{name: "pattern of 254 characters", mutate: asRule(strings.Repeat("e", 253) + "*"), field: "spec.namePatterns[0]"},
+		{name: "empty namePatterns", mutate: asRule(), field: "spec.namePatterns"},
+		{name: "65 patterns", mutate: asRule(manyPatterns(65)...), field: "spec.namePatterns"},
+		{name: "In without values", mutate: inTurn(asRule("e2e-*"), withSelector(map[string]any{"matchExpressions": []any{
+			map[string]any{"key": "ci", "operator": "In"},
+		}})), field: "spec.namespaceSelector.matchExpressions[0]", parseField: "spec.namespaceSelector.matchExpressions[0].values"},
+		{name: "Exists with values", mutate: inTurn(asRule("e2e-*"), withSelector(map[string]any{"matchExpressions": []any{
+			map[string]any{"key": "ci", "operator": "Exists", "values": []any{"e2e"}},
+		}})), field: "spec.namespaceSelector.matchExpressions[0]", parseField: "spec.namespaceSelector.matchExpressions[0].values"},
+		{name: "unknown selector operator", mutate: inTurn(asRule("e2e-*"), withSelector(map[string]any{"matchExpressions": []any{
+			map[string]any{"key": "ci", "operator": "Equals", "values": []any{"e2e"}},
+		}})), field: "spec.namespaceSelector.matchExpressions[0].operator"},
+		{name: "selector label value too long", mutate: inTurn(asRule("e2e-*"), withSelector(map[string]any{"matchLabels": map[string]any{"ci": strings.Repeat("v", 64)}})),
+			field: "spec.namespaceSelector.matchLabels.ci", parseField: "spec.namespaceSelector.matchLabels"},
+
 		// Known disagreements: the CRD is stricter than nsman.
 		{name: "podLabels value a number", mutate: setAt(int64(1), under(podsParams, "podLabels", "role")...),
 			field:        "spec.policies[1].condition.params.podLabels.role",
@@ -284,6 +340,8 @@ func TestCRDRejectsMalformed(t *testing.T) {
 		{name: "url longer than 2048", mutate: setAt("https://hooks.example.com/"+strings.Repeat("x", 2048), under(webhookParams, "url")...),
 			field:        "spec.policies[2].action.params.url",
 			parseAccepts: "the CRD bounds url length so that the cost of its CEL rules can be estimated"},
+		{name: "pattern with a negated empty class", mutate: asRule("e2e-[^]"), field: "spec.namePatterns[0]"},
+		{name: "pattern with a negated class opening with a dash", mutate: asRule("e2e-[^-a]"), field: "spec.namePatterns[0]"},
 	}
 
 	base := validManager(ns)
@@ -368,6 +426,20 @@ func TestCRDAdmitsEdgeValues(t *testing.T) {
 		{name: "namespace of 63 characters", mutate: setAt(strings.Repeat("n", 63), "spec", "namespace")},
 		{name: "deactivated", mutate: setAt(true, "spec", "deactivated")},
 		{name: "unknown fields", mutate: setAt("kept or pruned, never refused", under(ttlParams, "comment")...)},
+		{name: "a rule by selector and patterns", mutate: inTurn(asRule("e2e-*", "pr-[0-9]*"), withSelector(map[string]any{
+			"matchLabels": map[string]any{"ci": "e2e"},
+			"matchExpressions": []any{
+				map[string]any{"key": "team", "operator": "In", "values": []any{"qa", "web"}},
+				map[string]any{"key": "keep", "operator": "DoesNotExist"},
+			},
+		}))},
+		{name: "a rule by selector only", mutate: inTurn(deleteAt("spec", "namespace"), withSelector(map[string]any{"matchLabels": map[string]any{"ci": "e2e"}}))},
+		{name: "a rule by an empty selector", mutate: inTurn(deleteAt("spec", "namespace"), withSelector(map[string]any{}))},
+		{name: "a rule beside an empty spec.namespace", mutate: inTurn(asRule("e2e-*"), setAt("", "spec", "namespace"))},
+		{name: "a deactivated rule", mutate: inTurn(asRule("e2e-*"), setAt(true, "spec", "deactivated"))},
+		{name: "64 patterns", mutate: asRule(manyPatterns(64)...)},
+		{name: "pattern of 253 characters", mutate: asRule(strings.Repeat("e", 252) + "*")},
+		{name: "patterns in every form path.Match knows", mutate: asRule("*", "e2e-??", "[^a-z]*", `[a-c\-]x`, `\*`, `run-[\]]`, "e2e-]")},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

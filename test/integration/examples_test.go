@@ -1,17 +1,31 @@
 package integration
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
 
+	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
 // TestExamplesPlayOut applies every manifest in examples/ under nsman's CRD
-// and checks that each manager does what its file says.
+// and checks that each manager does what its file says: the single-target
+// managers all together through nsmantest's PlayOut, and each file that
+// holds a rule on its own through playOutRule.
 func TestExamplesPlayOut(t *testing.T) {
 	e := setup(t)
 	files, err := filepath.Glob(filepath.Join(nsmantest.RepoRoot(), "examples", "*.yaml"))
@@ -19,6 +33,7 @@ func TestExamplesPlayOut(t *testing.T) {
 		t.Fatalf("no examples: %v", err)
 	}
 	var all []*unstructured.Unstructured
+	withRules := map[string][]*unstructured.Unstructured{} // by file name
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -28,7 +43,326 @@ func TestExamplesPlayOut(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
+		if slices.ContainsFunc(objs, isRuleObj) {
+			withRules[filepath.Base(f)] = objs
+			continue
+		}
 		all = append(all, objs...)
 	}
 	e.PlayOut(t, nsmantest.NewReceiver(t), all)
+	for _, name := range slices.Sorted(maps.Keys(withRules)) {
+		t.Run(name, func(t *testing.T) {
+			playOutRule(t, e, nsmantest.NewReceiver(t), withRules[name])
+		})
+	}
+}
+
+func isRuleObj(obj *unstructured.Unstructured) bool {
+	return obj.GetKind() == policy.Kind && nsmantest.IsRule(obj)
+}
+
+// ruleExampleHome is where an example's rule lives: a namespace that nsman
+// trusts by default, so that the example works as shipped.
+const ruleExampleHome = "namespace-manager"
+
+// playOutRule applies a manifest whose managers are all rules (shortened as
+// PlayOut shortens them, labelled for this run), sweeps every second as
+// nsman's ServiceAccount with --trusted-namespaces namespace-manager until
+// each rule has acted on every namespace of the manifest it matches, and
+// checks that:
+//   - before every sweep, a dry run writes nothing and plans what the sweep
+//     then does;
+//   - each rule acts on each namespace it matches once, by a policy that
+//     held: DELETE deletes it; PODS_SUCCEED fires only once every matching
+//     pod has succeeded, after a sweep saw them pending; WEBHOOK posts once
+//     for that namespace, with the pair's Idempotency-Key;
+//   - it touches no other namespace, in the manifest or not, is never
+//     deactivated, and writes one Event per sweep in which it acted;
+//   - its status says it is watching and lists its actions;
+//   - then one sweep writes at most each rule's status, and the next one
+//     nothing at all.
+func playOutRule(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver, objs []*unstructured.Unstructured) {
+	t.Helper()
+	run := fmt.Sprintf("rule-run-%d", time.Now().UnixNano())
+	protected := append(sweep.ProtectedFloor(), "default", "namespace-manager") // with nsman's default flags
+	rules := map[string]policy.Manager{}                                        // by namespace/name
+	expected := map[string]bool{}                                               // namespace/name/target
+	matchedAny := map[string]bool{}                                             // namespaces some rule matches
+	var namespaces []*unstructured.Unstructured
+	for _, obj := range objs {
+		if obj.GetKind() == "Namespace" {
+			namespaces = append(namespaces, obj)
+		}
+	}
+	for _, obj := range objs {
+		if obj.GetKind() != policy.Kind {
+			continue
+		}
+		id := obj.GetNamespace() + "/" + obj.GetName()
+		if !nsmantest.IsRule(obj) {
+			t.Fatalf("manager %s is no rule: a manifest with a rule is played out on its own, and holds only rules", id)
+		}
+		if obj.GetNamespace() != ruleExampleHome {
+			t.Fatalf("rule %s lives outside %s, which nsman trusts by default", id, ruleExampleHome)
+		}
+		nsmantest.Shorten(obj, recv)
+		labels := obj.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[nsmantest.PlayOutLabel] = run
+		obj.SetLabels(labels)
+		m, problems := policy.Parse(obj)
+		if len(problems) > 0 {
+			t.Fatalf("rule %s invalid: %v", id, problems)
+		}
+		rules[id] = m
+		matched := 0
+		for _, ns := range namespaces {
+			name := ns.GetName()
+			if name != m.Namespace && !slices.Contains(protected, name) && m.Rule.Matches(name, ns.GetLabels()) {
+				expected[id+"/"+name] = true
+				matchedAny[name] = true
+				matched++
+			}
+		}
+		if matched == 0 {
+			t.Fatalf("rule %s matches no namespace of its manifest: nothing to play out", id)
+		}
+	}
+	var manifest []string
+	for _, obj := range objs {
+		data, err := json.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		manifest = append(manifest, string(data))
+	}
+	e.Apply(t, []byte(strings.Join(manifest, "\n")))
+	t.Cleanup(func() {
+		// t.Context() is done by now.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for _, m := range rules {
+			_ = e.Dynamic.Resource(sweep.ManagerResource).Namespace(m.Namespace).Delete(ctx, m.Name, metav1.DeleteOptions{})
+		}
+	})
+
+	args := []string{"-l", nsmantest.PlayOutLabel + "=" + run, "--trusted-namespaces", ruleExampleHome}
+	fired := map[string]sweep.Entry{} // by namespace/name/target
+	waitedOnPods := map[string]bool{}
+	deadline := time.Now().Add(3 * time.Minute)
+	for len(fired) < len(expected) {
+		if time.Now().After(deadline) {
+			t.Fatalf("rules acted within 3 minutes on %d of %d namespaces: %v", len(fired), len(expected), slices.Sorted(maps.Keys(fired)))
+		}
+		before := len(e.Writes(t))
+		plan := e.Sweep(t, append(args, "--dry-run")...)
+		wantCode(t, plan, 0)
+		if w := e.Writes(t)[before:]; len(w) > 0 {
+			t.Fatalf("dry run wrote:\n%v", w)
+		}
+		before = len(e.Writes(t))
+		res := e.Sweep(t, args...)
+		wantCode(t, res, 0)
+		actedNow := map[string]bool{} // rules that fired in this sweep
+		for _, entry := range res.Report.Entries {
+			id := entry.Namespace + "/" + entry.Name
+			m, ok := rules[id]
+			switch {
+			case !ok || !entry.Rule:
+				t.Fatalf("the sweep reported %s (rule %v), which is none of the rules played out", id, entry.Rule)
+			case entry.Target == "":
+				t.Fatalf("rule %s: %s: %s", id, entry.State, entry.Message)
+			}
+			pair := id + "/" + entry.Target
+			if !expected[pair] {
+				t.Errorf("rule %s matched namespace %s (%s), which its manifest does not give it", id, entry.Target, entry.State)
+				continue
+			}
+			comparePairPlan(t, plan, res, entry)
+			switch entry.State {
+			case sweep.StateWaiting:
+				if strings.Contains(entry.Message, "not every pod") {
+					waitedOnPods[pair] = true
+				}
+			case sweep.StateFired:
+				if _, again := fired[pair]; again {
+					t.Errorf("rule %s fired on %s twice", id, entry.Target)
+				}
+				fired[pair] = entry
+				actedNow[id] = true
+				checkPairFired(t, e, m, entry, recv, waitedOnPods[pair])
+			case sweep.StateDone:
+				if _, ok := fired[pair]; !ok {
+					t.Errorf("rule %s done on %s without having fired", id, entry.Target)
+				}
+			default:
+				t.Fatalf("rule %s on %s: state %s: %s", id, entry.Target, entry.State, entry.Message)
+			}
+		}
+		events := 0
+		for _, w := range e.Writes(t)[before:] {
+			if w.Resource == "events" && w.Verb == "create" {
+				events++
+			}
+		}
+		if events != len(actedNow) {
+			t.Errorf("%d Events written in a sweep in which %d rules acted, want one per rule", events, len(actedNow))
+		}
+		time.Sleep(time.Second)
+	}
+
+	for id, m := range rules {
+		if e.Deactivated(t, m.Namespace, m.Name) {
+			t.Errorf("rule %s was deactivated; a rule keeps standing", id)
+		}
+		st := ruleSummary(t, e, m.Namespace, m.Name)
+		if st.State != sweep.StateWatching || st.Rule == nil {
+			t.Errorf("rule %s status: %s (%s), summary %+v; want watching, with a summary", id, st.State, st.Message, st.Rule)
+			continue
+		}
+		for pair, entry := range fired {
+			if strings.HasPrefix(pair, id+"/") && !slices.ContainsFunc(st.Rule.Latest, func(a sweep.PairAction) bool {
+				return a.Namespace == entry.Target && a.Policy == entry.Policy && a.Result == sweep.ResultSucceeded
+			}) {
+				t.Errorf("rule %s status lists %+v among its latest actions, want its action on %s", id, st.Rule.Latest, entry.Target)
+			}
+		}
+	}
+	for _, ns := range namespaces {
+		if matchedAny[ns.GetName()] {
+			continue
+		}
+		if e.NamespaceGoneOrTerminating(t, ns.GetName()) {
+			t.Errorf("namespace %s, which no rule matches, was deleted", ns.GetName())
+			continue
+		}
+		got, err := shared.Admin.CoreV1().Namespaces().Get(t.Context(), ns.GetName(), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range rules {
+			if record, ok := got.Annotations[sweep.PairAnnotationPrefix+string(m.UID)]; ok {
+				t.Errorf("namespace %s, which rule %s/%s does not match, has its record %s", ns.GetName(), m.Namespace, m.Name, record)
+			}
+		}
+	}
+
+	// The namespaces acted on no longer match (deleted) or are done: the
+	// summary changes once more, and then nothing does.
+	deliveries := len(recv.Deliveries())
+	before := len(e.Writes(t))
+	res := e.Sweep(t, args...)
+	wantCode(t, res, 0)
+	statusWrites := map[string]int{}
+	for _, w := range e.Writes(t)[before:] {
+		if w.Resource != "namespacemanagers" || w.Subresource != "status" || w.Verb != "patch" {
+			t.Errorf("a sweep after every rule acted wrote %v", w)
+			continue
+		}
+		statusWrites[w.Namespace+"/"+w.Name]++
+	}
+	for id, n := range statusWrites {
+		if n > 1 {
+			t.Errorf("a sweep after every rule acted wrote rule %s's status %d times, want at most once", id, n)
+		}
+	}
+	before = len(e.Writes(t))
+	res = e.Sweep(t, args...)
+	wantCode(t, res, 0)
+	for _, entry := range res.Report.Entries {
+		if entry.State != sweep.StateDone {
+			t.Errorf("after acting, rule %s/%s on %s is %s (%s)", entry.Namespace, entry.Name, entry.Target, entry.State, entry.Message)
+		}
+	}
+	if w := e.Writes(t)[before:]; len(w) > 0 {
+		t.Errorf("a sweep with nothing to do wrote:\n%v", w)
+	}
+	if len(recv.Deliveries()) != deliveries {
+		t.Error("a sweep with nothing to do sent webhooks")
+	}
+}
+
+// comparePairPlan checks that what a sweep did with a (rule, namespace)
+// pair is what the dry run just before planned: a planned action with the
+// same policy and effects, or, unplanned, an action that only pods that
+// succeeded or a due time that came in between allow.
+func comparePairPlan(t *testing.T, plan, real nsmantest.Result, got sweep.Entry) {
+	t.Helper()
+	id := got.Namespace + "/" + got.Name + " on " + got.Target
+	var p sweep.Entry
+	for _, entry := range plan.Report.Entries {
+		if entry.Rule && entry.Namespace == got.Namespace && entry.Name == got.Name && entry.Target == got.Target {
+			p = entry
+		}
+	}
+	switch {
+	case p.State == sweep.StatePlanned && got.State != sweep.StateFired:
+		t.Errorf("%s: planned %s, but the sweep left it %s (%s)", id, p.Action, got.State, got.Message)
+	case p.State == sweep.StatePlanned && (got.Policy != p.Policy || got.Action != p.Action || !slices.Equal(got.Effects, p.Effects)):
+		t.Errorf("%s: planned %s %s %q, did %s %s %q", id, p.Policy, p.Action, p.Effects, got.Policy, got.Action, got.Effects)
+	case p.State != sweep.StatePlanned && got.State == sweep.StateFired && !(p.State == sweep.StateWaiting &&
+		(strings.Contains(p.Message, "not every pod") || (p.Due != nil && !p.Due.After(real.Report.Summary.Now)))):
+		t.Errorf("%s: fired %s though the dry run before said %s (%s)", id, got.Action, p.State, p.Message)
+	}
+}
+
+// checkPairFired checks what a rule did to one namespace when its sweep
+// reports the pair fired.
+func checkPairFired(t *testing.T, e *nsmantest.Env, m policy.Manager, entry sweep.Entry, recv *nsmantest.Receiver, waitedOnPods bool) {
+	t.Helper()
+	id := m.Namespace + "/" + m.Name + " on " + entry.Target
+	i := slices.IndexFunc(m.Policies, func(p policy.Policy) bool { return p.Name == entry.Policy })
+	if i < 0 {
+		t.Fatalf("%s fired unknown policy %q", id, entry.Policy)
+	}
+	p := m.Policies[i]
+	if p.Condition.Type == policy.ConditionPodsSucceed {
+		sel := k8slabels.SelectorFromSet(p.Condition.PodLabels).String()
+		pods, err := shared.Admin.CoreV1().Pods(entry.Target).List(t.Context(), metav1.ListOptions{LabelSelector: sel})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pod := range pods.Items {
+			if pod.Status.Phase != corev1.PodSucceeded && pod.DeletionTimestamp == nil {
+				t.Errorf("%s fired while pod %s (%s) is %s", id, pod.Name, sel, pod.Status.Phase)
+			}
+		}
+		if len(pods.Items) > 0 && !waitedOnPods {
+			t.Errorf("%s: no sweep saw its pods pending before they succeeded", id)
+		}
+	}
+	switch p.Action.Type {
+	case policy.ActionDelete:
+		if !e.NamespaceGoneOrTerminating(t, entry.Target) {
+			t.Errorf("%s fired DELETE but the namespace remains", id)
+		}
+	case policy.ActionWebhook:
+		ns, err := shared.Admin.CoreV1().Namespaces().Get(t.Context(), entry.Target, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := sweep.PairIdempotencyKey(m, p.Name, ns.UID)
+		n := 0
+		for _, d := range recv.Deliveries() {
+			var body struct {
+				Namespace string `json:"namespace"`
+			}
+			if err := json.Unmarshal(d.Body, &body); err != nil {
+				t.Fatal(err)
+			}
+			if body.Namespace == entry.Target {
+				n++
+				if got := d.Header.Get("Idempotency-Key"); got != key {
+					t.Errorf("%s: Idempotency-Key %q, want the pair's %q", id, got, key)
+				}
+			}
+		}
+		if n != 1 {
+			t.Errorf("%s fired WEBHOOK: the receiver got %d requests about the namespace, want 1", id, n)
+		}
+	default:
+		t.Fatalf("%s fired %s, which playOutRule does not follow yet", id, p.Action.Type)
+	}
 }

@@ -163,7 +163,7 @@ func TestDeleteOfItsOwnNamespaceCostsTwoWrites(t *testing.T) {
 	trusted := nsmantest.ServiceAccountNamespace
 	createManager(t, managerObj(trusted, other, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}))
 	t.Cleanup(func() {
-		_ = e.Dynamic.Resource(sweep.ManagerResource).Namespace(trusted).Delete(t.Context(), other, metav1.DeleteOptions{})
+		_ = e.Dynamic.Resource(sweep.ManagerResource).Namespace(trusted).Delete(context.Background(), other, metav1.DeleteOptions{})
 	})
 
 	before := len(e.Writes(t))
@@ -266,7 +266,7 @@ func TestLiveClaimOutranksEveryVerdict(t *testing.T) {
 	target := shared.Namespace(t)
 	createManager(t, managerObj(home, target, target, []any{ttlPolicy("delete at once", 0, deleteAction)}))
 	t.Cleanup(func() {
-		_ = e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Delete(t.Context(), target, metav1.DeleteOptions{})
+		_ = e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Delete(context.Background(), target, metav1.DeleteOptions{})
 	})
 	setClaim(t, home, target, time.Now().Add(time.Hour), "")
 

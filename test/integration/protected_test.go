@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -26,7 +27,7 @@ func TestProtectedFloorOutlastsTheFlag(t *testing.T) {
 	for name, target := range managers {
 		createManager(t, managerObj(nsmantest.ServiceAccountNamespace, name, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}, targeting(target)))
 		t.Cleanup(func() {
-			_ = e.Dynamic.Resource(sweep.ManagerResource).Namespace(nsmantest.ServiceAccountNamespace).Delete(t.Context(), name, metav1.DeleteOptions{})
+			_ = e.Dynamic.Resource(sweep.ManagerResource).Namespace(nsmantest.ServiceAccountNamespace).Delete(context.Background(), name, metav1.DeleteOptions{})
 		})
 	}
 

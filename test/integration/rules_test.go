@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -237,7 +238,7 @@ func createNamespace(t *testing.T, name string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = shared.Admin.CoreV1().Namespaces().Delete(t.Context(), name, metav1.DeleteOptions{})
+		_ = shared.Admin.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
 }
 
@@ -480,5 +481,43 @@ func TestRuleEventsOnlyOnChange(t *testing.T) {
 	got = events()
 	if len(got) != 2 || !strings.HasPrefix(got[0], "Normal Fired: acted on 2 namespace(s)") {
 		t.Errorf("events after success: %q, want a Normal one for both namespaces", got)
+	}
+}
+
+// TestRuleGovernanceAndPause: a manager the guards refuse (in an untrusted
+// tenant namespace, aiming at another namespace) shields nothing from a
+// rule; and pausing and resuming the rule re-arms none of its namespaces.
+func TestRuleGovernanceAndPause(t *testing.T) {
+	e := setup(t)
+	home, tenant := shared.Namespace(t), shared.Namespace(t)
+	targets := labelled(t, home, 2)
+	recv := nsmantest.NewReceiver(t)
+	createManager(t, managerObj(home, "pausable", home, []any{ttlPolicy("at once", 0, webhookAction(recv.URL+"/pause"))}, selecting(home)))
+	createManager(t, managerObj(tenant, "shield", home, []any{ttlPolicy("never", 86400, deleteAction)}, targeting(targets[0])))
+	args := []string{"-l", caseLabel + "=" + home, "--trusted-namespaces", home}
+
+	res := e.Sweep(t, args...)
+	wantCode(t, res, 0)
+	wantState(t, res, tenant, "shield", sweep.StateForbidden)
+	for _, ns := range targets {
+		if p := res.Pair(t, home, "pausable", ns); p.State != sweep.StateFired {
+			t.Errorf("namespace %s: %q (%s), want fired: a forbidden manager governs nothing", ns, p.State, p.Message)
+		}
+	}
+	for _, deactivated := range []bool{true, false} {
+		patch := fmt.Sprintf(`{"spec":{"deactivated":%t}}`, deactivated)
+		if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Patch(t.Context(), "pausable", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		res = e.Sweep(t, args...)
+		wantCode(t, res, 0)
+	}
+	for _, ns := range targets {
+		if p := res.Pair(t, home, "pausable", ns); p.State != sweep.StateDone {
+			t.Errorf("after pause and resume, namespace %s: %q (%s), want done", ns, p.State, p.Message)
+		}
+	}
+	if n := len(recv.Deliveries()); n != len(targets) {
+		t.Errorf("%d deliveries, want %d: resuming re-sent them", n, len(targets))
 	}
 }

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -38,7 +39,7 @@ func TestStatusAndEvents(t *testing.T) {
 	createManager(t, managerObj(own, own, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}))
 	createManager(t, managerObj(tenant, tenant, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}, targeting(other)))
 	t.Cleanup(func() {
-		_ = e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Delete(t.Context(), fired, metav1.DeleteOptions{})
+		_ = e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Delete(context.Background(), fired, metav1.DeleteOptions{})
 	})
 
 	before, err := shared.AuditedRequests(t.Context(), e.User)

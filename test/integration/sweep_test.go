@@ -132,7 +132,7 @@ func TestGuards(t *testing.T) {
 	// Deactivated.
 	createManager(t, managerObj(home, home, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}, deactivated))
 	t.Cleanup(func() {
-		_ = e.Dynamic.Resource(sweep.ManagerResource).Namespace(nsmantest.ServiceAccountNamespace).Delete(t.Context(), "protected-"+home, metav1.DeleteOptions{})
+		_ = e.Dynamic.Resource(sweep.ManagerResource).Namespace(nsmantest.ServiceAccountNamespace).Delete(context.Background(), "protected-"+home, metav1.DeleteOptions{})
 	})
 	rvBefore := e.Manager(t, home, home).GetResourceVersion()
 
