@@ -15,12 +15,7 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
-
 	"github.com/nsman/nsman/sweep"
-	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -32,10 +27,12 @@ const Command = "make bench"
 const analysisMarker = "<!-- end of generated results; hand-written analysis below is kept by make bench -->"
 
 // TestBenchmarks seeds N managers for each size in NSMAN_BENCH_SIZES
-// (default 1000,10000), each in a fresh API-tier control plane, measures the
-// floors and nsman sweeps, prints the table and writes BENCHMARKS.md
+// (default 1000,10000), each in a fresh API-tier control plane, then one
+// rule over as many namespaces as the largest size, in another, measures the
+// floors and nsman sweeps, prints the tables and writes BENCHMARKS.md
 // (NSMAN_BENCH_OUT to write elsewhere). NSMAN_BENCH_UNIT names a file of Go
-// benchmark output to include.
+// benchmark output to include. NSMAN_BENCH_ONLY=managers or =rules runs one
+// part alone (with NSMAN_BENCH_OUT: the document then lacks the other).
 func TestBenchmarks(t *testing.T) {
 	if os.Getenv("NSMAN_BENCH") != "1" {
 		t.Skip("control-plane benchmarks run with NSMAN_BENCH=1 (make bench)")
@@ -43,6 +40,10 @@ func TestBenchmarks(t *testing.T) {
 	sizes, err := parseSizes(os.Getenv("NSMAN_BENCH_SIZES"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	only := os.Getenv("NSMAN_BENCH_ONLY")
+	if only != "" && only != "managers" && only != "rules" {
+		t.Fatalf("NSMAN_BENCH_ONLY=%q: want managers or rules", only)
 	}
 	due := 1000
 	if v := os.Getenv("NSMAN_BENCH_DUE"); v != "" {
@@ -58,14 +59,21 @@ func TestBenchmarks(t *testing.T) {
 	}
 
 	began := time.Now()
-	var rows []measurement
+	var rows, ruleRows []measurement
 	var kubeVersion string
-	for _, n := range sizes {
-		r, v := measureSize(t, bin, n, due)
-		rows = append(rows, r...)
-		kubeVersion = v
+	var measured []int // the sizes of the managers' part
+	if only != "rules" {
+		measured = sizes
+		for _, n := range sizes {
+			r, v := measureSize(t, bin, n, due)
+			rows = append(rows, r...)
+			kubeVersion = v
+		}
 	}
-	doc := render(rows, sizes, due, kubeVersion, began)
+	if only != "managers" {
+		ruleRows, kubeVersion = measureRules(t, bin, slices.Max(sizes), due)
+	}
+	doc := render(rows, ruleRows, measured, due, kubeVersion, began)
 	fmt.Println(doc)
 	out := os.Getenv("NSMAN_BENCH_OUT")
 	if out == "" {
@@ -106,34 +114,9 @@ func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 45*time.Minute)
 	defer cancel()
-	step := func(format string, args ...any) {
-		t.Logf("N=%d: %s", n, fmt.Sprintf(format, args...))
-	}
+	s := startSession(ctx, t, bin, n)
+	defer s.c.Stop()
 
-	c, err := cluster.Start(ctx, cluster.Options{Tier: cluster.APITier})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Stop()
-	crd := nsmantest.CRD(t)
-	env, err := nsmantest.Setup(ctx, c, crd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	version, err := c.Admin.Discovery().ServerVersion()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	sa, err := clientcmd.BuildConfigFromFlags("", env.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sa.QPS = -1 // the floor is never throttled on the client side
-
-	seed := seeder{kube: c.Admin, dyn: env.Dynamic}
 	began := time.Now()
 	kindOf := func(i int) kind {
 		if i%2 == 0 {
@@ -141,93 +124,36 @@ func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 		}
 		return podsRunning
 	}
-	if err := seed.seed(ctx, "bench", setBackground, n, kindOf); err != nil {
+	if err := s.seed.seed(ctx, "bench", setBackground, n, kindOf); err != nil {
 		t.Fatalf("seed: %v", err)
 	}
-	step("seeded %d managers in %s", n, time.Since(began).Round(time.Millisecond))
+	s.step("seeded %d managers in %s", n, time.Since(began).Round(time.Millisecond))
 	var podsNamespaces []string
 	for i := range n {
 		if kindOf(i) == podsRunning {
-			podsNamespaces = append(podsNamespaces, fmt.Sprintf("bench-%05d", i))
+			podsNamespaces = append(podsNamespaces, seededName("bench", i))
 		}
 	}
 
-	audit := &auditCursor{c: c, user: env.User}
-	if _, err := audit.next(ctx); err != nil {
+	if _, err := s.audit.next(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var rows []measurement
-	// measured completes m with the requests audited since the last
-	// measurement and the load now.
-	measured := func(m measurement) measurement {
-		m.N = n
-		m.Load = loadAverage()
-		if m.Audited, err = audit.next(ctx); err != nil {
-			t.Fatal(err)
-		}
-		step("%s: %s, %d requests (%s), RSS %d KiB", m.What, m.Wall.Round(time.Millisecond), m.total(), describe(m.Audited), m.MaxRSS)
-		return m
-	}
-	record := func(m measurement) measurement {
-		m = measured(m)
-		rows = append(rows, m)
-		return m
-	}
-	// measureCommand runs a sweep through command: nsman's binary, or env
-	// setting a variable first.
-	measureCommand := func(command []string, what string, args ...string) measurement {
-		run, err := runSweep(ctx, command, env.Kubeconfig, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if run.Code != 0 {
-			t.Errorf("N=%d %s: nsman exited %d; stderr:\n%s", n, what, run.Code, tail(run.Stderr, 4000))
-		}
-		return measured(measurement{What: what, Wall: run.Wall, HTTP: run.Summary.Requests, MaxRSS: run.MaxRSS, States: run.Summary.States})
-	}
-	measureSweep := func(what string, args ...string) measurement {
-		return measureCommand([]string{bin}, what, args...)
-	}
-	sweepRow := func(what string, args ...string) measurement {
-		m := measureSweep(what, args...)
-		rows = append(rows, m)
-		return m
-	}
-
 	// (b) The first sweep records a status on every manager; the next one
 	// changes nothing and must write nothing.
-	sweepRow("nsman sweep, first (records status)")
+	s.sweepRow("nsman sweep, first (records status)")
 
 	// (a) The read floor, over the same objects as the no-op sweep: with
 	// the status the first sweep recorded, a manager is about twice as
 	// large as when seeded.
-	start := time.Now()
-	managers, namespaces, err := floorLists(ctx, sa)
-	if err != nil {
-		t.Fatal(err)
-	}
-	record(measurement{What: "floor: paged LIST of managers + namespaces", Wall: time.Since(start),
-		Note: fmt.Sprintf("%d managers, %d namespaces", managers, namespaces)})
-	start = time.Now()
-	if _, _, err := floorLists(ctx, sa); err != nil {
-		t.Fatal(err)
-	}
-	if err := floorPodsChecks(ctx, sa, podsNamespaces); err != nil {
-		t.Fatal(err)
-	}
-	record(measurement{What: "floor + pods checks (16 workers)", Wall: time.Since(start),
-		Note: fmt.Sprintf("%d pods checks", len(podsNamespaces))})
+	s.readFloorRow()
+	s.readFloorPlusRow("floor + pods checks (16 workers)", func() (string, error) {
+		return fmt.Sprintf("%d pods checks", len(podsNamespaces)), floorPodsChecks(ctx, s.sa, podsNamespaces)
+	})
 
-	noop := sweepRow("nsman sweep, no-op (nothing due)")
-	if w := noop.writes(); w != 0 {
-		t.Errorf("N=%d: the no-op sweep made %d write requests: %s", n, w, describe(noop.Audited))
-	}
-	if got := noop.States[sweep.StateWaiting]; got != n {
-		t.Errorf("N=%d: no-op sweep: %d managers waiting, want %d (%v)", n, got, n, noop.States)
-	}
+	s.noopRow("nsman sweep, no-op (nothing due)")
 	// Diagnostic: the same sweep at Go's default GC target, to show what
 	// nsman's own (cmd.SetGCPercent) saves.
-	rows = append(rows, measureCommand([]string{"env", "GOGC=100", bin}, "diagnostic: GOGC=100 (Go's default), nsman sweep, no-op"))
+	s.rows = append(s.rows, s.measureCommand([]string{"env", "GOGC=100", bin}, "diagnostic: GOGC=100 (Go's default), nsman sweep, no-op"))
 
 	// (c) due managers due for DELETE, each in the namespace it deletes,
 	// and as many for each write floor, in deleteRounds interleaved runs:
@@ -238,19 +164,19 @@ func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 	roundSets := []string{setDue, setWriteFloor, setWriteFloor2}
 	for r := range deleteRounds {
 		for _, set := range roundSets {
-			if err := seed.seed(ctx, fmt.Sprintf("%s%d", set, r), fmt.Sprintf("%s%d", set, r), due, dueKind); err != nil {
+			if err := s.seed.seed(ctx, fmt.Sprintf("%s%d", set, r), fmt.Sprintf("%s%d", set, r), due, dueKind); err != nil {
 				t.Fatalf("seed %s: %v", set, err)
 			}
 		}
 	}
-	if err := seed.seed(ctx, "unthrottled", setDueUnthrottled, due, dueKind); err != nil {
+	if err := s.seed.seed(ctx, "unthrottled", setDueUnthrottled, due, dueKind); err != nil {
 		t.Fatalf("seed due (unthrottled): %v", err)
 	}
-	step("seeded %d×%d due managers in %s", len(roundSets)*deleteRounds+1, due, time.Since(began).Round(time.Millisecond))
+	s.step("seeded %d×%d due managers in %s", len(roundSets)*deleteRounds+1, due, time.Since(began).Round(time.Millisecond))
 	only := func(set string) string { return setLabel + " in (" + setBackground + "," + set + ")" }
 	// writes measures the write floor which over set.
 	writes := func(what, set string, which writeKind) measurement {
-		targets, err := prepareWriteFloor(ctx, sa, set)
+		targets, err := prepareWriteFloor(ctx, s.sa, set)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -258,17 +184,17 @@ func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 			t.Fatalf("%s: %d managers listed, want %d", what, len(targets), due)
 		}
 		start := time.Now()
-		if err := writeFloor(ctx, sa, targets, which); err != nil {
+		if err := writeFloor(ctx, s.sa, targets, which); err != nil {
 			t.Fatal(err)
 		}
-		return measured(measurement{What: what, Wall: time.Since(start)})
+		return s.measured(measurement{What: what, Wall: time.Since(start)})
 	}
 	var dels, floors, floors2 []measurement
 	for r := range deleteRounds {
-		if _, err := audit.next(ctx); err != nil {
+		if _, err := s.audit.next(ctx); err != nil {
 			t.Fatal(err)
 		}
-		m := measureSweep(deleteSweepLabel(due), "-l", only(fmt.Sprintf("%s%d", setDue, r)))
+		m := s.measureSweep(deleteSweepLabel(due), "-l", only(fmt.Sprintf("%s%d", setDue, r)))
 		if got := m.States[sweep.StateFired]; got != due {
 			t.Errorf("N=%d: DELETE sweep %d fired %d, want %d (%v)", n, r, got, due, m.States)
 		}
@@ -277,13 +203,13 @@ func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 		floors2 = append(floors2, writes(writeFloor2Label(due), fmt.Sprintf("%s%d", setWriteFloor2, r), claimDelete))
 	}
 	del, wf, wf2 := median(dels), median(floors), median(floors2)
-	rows = append(rows, del, wf, wf2)
-	step("DELETE sweeps %s, write floors (claim, delete, deactivate) %s, write floors (claim, delete) %s: medians %s, %s and %s",
+	s.rows = append(s.rows, del, wf, wf2)
+	s.step("DELETE sweeps %s, write floors (claim, delete, deactivate) %s, write floors (claim, delete) %s: medians %s, %s and %s",
 		walls(dels), walls(floors), walls(floors2),
 		del.Wall.Round(time.Millisecond), wf.Wall.Round(time.Millisecond), wf2.Wall.Round(time.Millisecond))
 	// Diagnostic: the same sweep without client-side throttling, to tell
 	// nsman's default --qps 500 --burst 1000 from the rest of its cost.
-	fast := sweepRow(fmt.Sprintf("diagnostic: nsman sweep, %d due for DELETE, --qps 100000 --burst 100000", due),
+	fast := s.sweepRow(fmt.Sprintf("diagnostic: nsman sweep, %d due for DELETE, --qps 100000 --burst 100000", due),
 		"-l", only(setDueUnthrottled), "--qps", "100000", "--burst", "100000")
 	if got := fast.States[sweep.StateFired]; got != due {
 		t.Errorf("N=%d: unthrottled DELETE sweep fired %d, want %d (%v)", n, got, due, fast.States)
@@ -292,11 +218,11 @@ func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 	for _, shards := range shardCounts {
 		set := fmt.Sprintf("%s%d", setShardedPrefix, shards)
 		began := time.Now()
-		if err := seed.seed(ctx, fmt.Sprintf("shards%d", shards), set, due, dueKind); err != nil {
+		if err := s.seed.seed(ctx, fmt.Sprintf("shards%d", shards), set, due, dueKind); err != nil {
 			t.Fatalf("seed %s: %v", set, err)
 		}
-		step("seeded %d due managers for %d shards in %s", due, shards, time.Since(began).Round(time.Millisecond))
-		if _, err := audit.next(ctx); err != nil {
+		s.step("seeded %d due managers for %d shards in %s", due, shards, time.Since(began).Round(time.Millisecond))
+		if _, err := s.audit.next(ctx); err != nil {
 			t.Fatal(err)
 		}
 		runs := make([]sweepRun, shards)
@@ -305,7 +231,7 @@ func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 		start := time.Now()
 		for i := range shards {
 			wg.Go(func() {
-				runs[i], errs[i] = runSweep(ctx, []string{bin}, env.Kubeconfig, "-l", only(set),
+				runs[i], errs[i] = runSweep(ctx, []string{bin}, s.env.Kubeconfig, "-l", only(set),
 					"--shard-count", strconv.Itoa(shards), "--shard-index", strconv.Itoa(i))
 			})
 		}
@@ -336,10 +262,10 @@ func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 		if got := m.States[sweep.StateWaiting]; got != n {
 			t.Errorf("N=%d, %d shards: %d waiting, want each of the %d background managers once (%v)", n, shards, got, n, m.States)
 		}
-		record(m)
+		s.record(m)
 	}
 
-	return rows, version.GitVersion
+	return s.rows, s.version
 }
 
 // deleteRounds is how many times the DELETE sweep and the write floors
@@ -378,8 +304,9 @@ func walls(ms []measurement) string {
 	return strings.Join(ws, ", ") + " s"
 }
 
-// render writes the Markdown report.
-func render(rows []measurement, sizes []int, due int, kubeVersion string, began time.Time) string {
+// render writes the Markdown report: rows of the managers' part for each
+// of sizes, and rules, the rows of the rules' part.
+func render(rows, rules []measurement, sizes []int, due int, kubeVersion string, began time.Time) string {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	p("# nsman benchmarks\n\n")
@@ -406,7 +333,167 @@ func render(rows []measurement, sizes []int, due int, kubeVersion string, began 
 	p("the driver's process. \"load avg after\" is the 1-minute load average when the row was measured: the machine is shared, and a\n")
 	p("load above the CPU count means other work competed for it.\n\n")
 
-	p("| N | measurement | wall | requests | writes | requests by verb | nsman summary.requests | peak RSS | managers by state / note | load avg after |\n")
+	if len(rows) > 0 {
+		table(&b, rows, "managers")
+	}
+	if len(rules) > 0 {
+		n := rules[0].N
+		p("\n## One rule over %d namespaces (issue 13)\n\n", n)
+		p("A fresh control plane of its own. Seeded: %d namespaces labelled `%s=on`, each with one `app=e2e` pod, and one\n", n, ruleLabel)
+		p("rule, `%s/%s`, in its own namespace (nsman runs with `--trusted-namespaces %s`), whose `namespaceSelector` selects\n", rulesNamespace, ruleName, rulesNamespace)
+		p("them, with two policies in order: `TTL` 86400 s → DELETE, then `PODS_SUCCEED` (initialDelaySeconds 0, podLabels `app: e2e`)\n")
+		p("→ DELETE. A rule applies the same policies to every namespace, and a namespace with no matching pod passes PODS_SUCCEED; so,\n")
+		p("to keep every namespace waiting, half the namespaces hold a Running `app=e2e` pod (as the managers' part seeds them) and the\n")
+		p("other half an `app=e2e` pod left Pending (created, never started). The \"TTL half\" are the namespaces whose pod never started:\n")
+		p("PODS_SUCCEED waits on both halves, and TTL decides nothing before a day. The read floor lists the same objects as the no-op\n")
+		p("sweep (the one rule and every namespace, paged), after nsman's first sweep; a diagnostic row adds the paged list (metadata\n")
+		p("only) of every pod that has not succeeded, which nsman makes once past its first %d pods checks. Then, %d times over, %d of\n", sweep.PodIndexAfter, deleteRounds, due)
+		p("the namespaces with a Running pod are made due by setting their pod's phase to Succeeded (the end of a test run), and nsman\n")
+		p("sweeps: per namespace, a merge patch of the namespace conditional on its listed resourceVersion that sets the annotation\n")
+		p("`%s<rule UID>` to the claim, then the namespace delete (UID precondition, background propagation); per\n", sweep.PairAnnotationPrefix)
+		p("sweep, one Event on the rule and its status summary. In turn, the write floor makes those two writes per namespace (a claim of\n")
+		p("the same shape) on %d other namespaces seeded for it (labelled `%s=off`, each with a Succeeded pod), with %d workers,\n", due, ruleLabel, floorConcurrency)
+		p("unthrottled, as the ServiceAccount. The rows are the median runs; the notes list every run. Each sweep handles the namespaces\n")
+		p("the rule still matches: those deleted in earlier rounds are terminating, which no rule matches.\n\n")
+		table(&b, rules, "pairs")
+	}
+
+	p("\n## Targets (issues 6, 12 and 13)\n\n")
+	p("| N | target | measured | met |\n|---:|---|---|---|\n")
+	met := func(ok bool) string {
+		if ok {
+			return "yes"
+		}
+		return "**no**"
+	}
+	// The issues set the no-op targets at 10,000; below, the fixed costs
+	// (process start, discovery, the first 100 pods checks) weigh more
+	// than the lists.
+	atScale := func(n int, ok bool) string {
+		if n < 10000 {
+			return "– (set at 10,000)"
+		}
+		return met(ok)
+	}
+	// noopTargets writes the targets of a no-op sweep, named with prefix:
+	// its time against the read floor (and against the floor with the pods
+	// reads plus made, for comparison) and zero writes.
+	noopTargets := func(n int, prefix string, noop, floor, plus measurement, plusWhat string) {
+		ratio := noop.Wall.Seconds() / floor.Wall.Seconds()
+		p("| %d | %sno-op sweep ≤ 1.3 × read floor | %.2f s / %.2f s = %.1f× (floor incl. %s: %.2f s, %.1f×) | %s |\n",
+			n, prefix, noop.Wall.Seconds(), floor.Wall.Seconds(), ratio, plusWhat, plus.Wall.Seconds(), noop.Wall.Seconds()/plus.Wall.Seconds(), atScale(n, ratio <= 1.3))
+		p("| %d | %szero writes in a no-op sweep | %d | %s |\n", n, prefix, noop.writes(), met(noop.writes() == 0))
+	}
+	// rssTarget writes the target of peak RSS over every sweep of rows.
+	rssTarget := func(rows []measurement, n int, prefix string, noop, del measurement) {
+		rss := float64(peakRSS(rows, n)) / 1024
+		p("| %d | %speak RSS ≤ 64 MiB, over every nsman sweep | %.1f MiB (no-op sweep %.1f MiB, DELETE sweeps up to %.1f MiB) | %s |\n",
+			n, prefix, rss, float64(noop.MaxRSS)/1024, float64(del.PeakRSS)/1024, met(rss <= 64))
+	}
+	for _, n := range sizes {
+		floor, _ := find(rows, n, "floor: ")
+		floorPods, _ := find(rows, n, "floor + pods")
+		noop, _ := find(rows, n, "nsman sweep, no-op")
+		del, _ := find(rows, n, deleteSweepLabel(due))
+		wf, _ := find(rows, n, writeFloorLabel(due))
+		wf2, _ := find(rows, n, writeFloor2Label(due))
+		fast, _ := find(rows, n, "diagnostic: nsman sweep")
+		noopTargets(n, "", noop, floor, floorPods, "pods checks")
+		pages := floor.total()
+		checks := floorPods.count("list", "pods")
+		p("| %d | requests ≤ list pages + pods checks | %d audited (+%d discovery) vs %d pages + %d checks = %d | %s |\n",
+			n, noop.total(), httpTotal(noop.HTTP)-noop.total(), pages, checks, pages+checks, met(noop.total() <= pages+checks))
+		rssTarget(rows, n, "", noop, del)
+		dr := del.Wall.Seconds() / wf.Wall.Seconds()
+		p("| %d | %d DELETEs ≤ 2.5 × write floor (claim, delete, deactivate) and ≤ 10 s | %.2f s / %.2f s = %.1f× (sweep minus no-op sweep: %.2f s, %.1f×; unthrottled diagnostic: %.2f s, %.1f×) | %s |\n",
+			n, due, del.Wall.Seconds(), wf.Wall.Seconds(), dr, (del.Wall - noop.Wall).Seconds(), (del.Wall-noop.Wall).Seconds()/wf.Wall.Seconds(),
+			fast.Wall.Seconds(), fast.Wall.Seconds()/wf.Wall.Seconds(), met(dr <= 2.5 && del.Wall <= 10*time.Second))
+		dr2 := del.Wall.Seconds() / wf2.Wall.Seconds()
+		p("| %d | %d DELETEs of their own namespace ≤ 1.3 × (claim, delete) floor | %.2f s / %.2f s = %.2f× (sweep minus no-op sweep: %.2f s, %.2f×) | %s |\n",
+			n, due, del.Wall.Seconds(), wf2.Wall.Seconds(), dr2, (del.Wall - noop.Wall).Seconds(), (del.Wall-noop.Wall).Seconds()/wf2.Wall.Seconds(), met(dr2 <= 1.3))
+	}
+	if len(rules) > 0 {
+		n := rules[0].N
+		floor, _ := find(rules, n, "floor: ")
+		noop, _ := find(rules, n, "nsman sweep, no-op")
+		del, _ := find(rules, n, deleteSweepLabel(due))
+		wf, _ := find(rules, n, ruleWriteFloorLabel(due))
+		floorPods, _ := find(rules, n, "diagnostic: floor + paged LIST of pods")
+		noopTargets(n, "rule: ", noop, floor, floorPods, "the pods list")
+		rssTarget(rules, n, "rule: ", noop, del)
+		dr := del.Wall.Seconds() / wf.Wall.Seconds()
+		p("| %d | rule: %d DELETEs ≤ 2.5 × write floor (annotate, delete) | %.2f s / %.2f s = %.1f× (sweep minus no-op sweep: %.2f s, %.1f×) | %s |\n",
+			n, due, del.Wall.Seconds(), wf.Wall.Seconds(), dr, (del.Wall - noop.Wall).Seconds(), (del.Wall-noop.Wall).Seconds()/wf.Wall.Seconds(), met(dr <= 2.5))
+	}
+	if len(sizes) > 1 {
+		lo, hi := sizes[0], sizes[len(sizes)-1]
+		p("\n### Growth from %d to %d managers (%.0f× the managers)\n\n", lo, hi, float64(hi)/float64(lo))
+		p("| measurement | wall at %d | wall at %d | growth | per manager at %d | per manager at %d |\n|---|---:|---:|---:|---:|---:|\n", lo, hi, lo, hi)
+		for _, prefix := range []string{"floor: ", "floor + pods", "nsman sweep, first", "nsman sweep, no-op", "nsman sweep, " + strconv.Itoa(due)} {
+			a, _ := find(rows, lo, prefix)
+			z, _ := find(rows, hi, prefix)
+			p("| %s | %.2f s | %.2f s | %.1f× | %.0f µs | %.0f µs |\n", a.What, a.Wall.Seconds(), z.Wall.Seconds(), z.Wall.Seconds()/a.Wall.Seconds(),
+				float64(a.Wall.Microseconds())/float64(lo), float64(z.Wall.Microseconds())/float64(hi))
+		}
+		a, _ := find(rows, lo, "nsman sweep, no-op")
+		z, _ := find(rows, hi, "nsman sweep, no-op")
+		p("\nPeak RSS of the no-op sweep: %.1f MiB at %d, %.1f MiB at %d. Requests: %d at %d, %d at %d.\n",
+			float64(a.MaxRSS)/1024, lo, float64(z.MaxRSS)/1024, hi, a.total(), lo, z.total(), hi)
+	}
+	if len(sizes) > 0 {
+		p("\n### Sharding: %d due DELETEs among shards run side by side\n\n", due)
+		p("Every shard lists every manager and handles those whose UID hashes to it; each shard's sweep is a process of its own.\n\n")
+		p("| N | shards | wall | speed-up | requests | writes | peak RSS of a shard | fired per shard |\n|---:|---:|---:|---:|---:|---:|---:|---|\n")
+		for _, n := range sizes {
+			one, _ := find(rows, n, "nsman sweep, "+strconv.Itoa(due))
+			p("| %d | 1 | %.2f s | 1.0× | %d | %d | %.1f MiB | %d |\n", n, one.Wall.Seconds(), one.total(), one.writes(), float64(one.MaxRSS)/1024, one.States[sweep.StateFired])
+			for _, shards := range shardCounts {
+				m, ok := find(rows, n, fmt.Sprintf("nsman, %d due for DELETE, %d shards", due, shards))
+				if !ok {
+					continue
+				}
+				p("| %d | %d | %.2f s | %.1f× | %d | %d | %.1f MiB | %s |\n", n, shards, m.Wall.Seconds(), one.Wall.Seconds()/m.Wall.Seconds(),
+					m.total(), m.writes(), float64(m.MaxRSS)/1024, strings.TrimPrefix(m.Note, "shards: "))
+			}
+		}
+	}
+	if unit := os.Getenv("NSMAN_BENCH_UNIT"); unit != "" {
+		if data, err := os.ReadFile(unit); err == nil {
+			p("\n## Go benchmarks (10,000 managers per op)\n\n```\n%s```\n", data)
+		}
+	}
+	p("\n%s\n", analysisMarker)
+	return b.String()
+}
+
+// find is the first row of size n whose label starts with prefix.
+func find(rows []measurement, n int, prefix string) (measurement, bool) {
+	for _, m := range rows {
+		if m.N == n && strings.HasPrefix(m.What, prefix) {
+			return m, true
+		}
+	}
+	return measurement{}, false
+}
+
+// peakRSS is the highest peak RSS of nsman among the rows of size n: every
+// sweep of nsman as shipped counts, each run of the DELETE sweep included;
+// the GOGC=100 diagnostic does not.
+func peakRSS(rows []measurement, n int) int64 {
+	var peak int64
+	for _, m := range rows {
+		if m.N == n && !strings.HasPrefix(m.What, "diagnostic: GOGC") {
+			peak = max(peak, m.MaxRSS, m.PeakRSS)
+		}
+	}
+	return peak
+}
+
+// table writes rows as a Markdown table; counted names what the sweeps'
+// states count (managers, pairs).
+func table(b *strings.Builder, rows []measurement, counted string) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	p("| N | measurement | wall | requests | writes | requests by verb | nsman summary.requests | peak RSS | %s by state / note | load avg after |\n", counted)
 	p("|---:|---|---:|---:|---:|---|---|---:|---|---:|\n")
 	for _, m := range rows {
 		rss := "–"
@@ -427,102 +514,6 @@ func render(rows []measurement, sizes []int, due int, kubeVersion string, began 
 		}
 		p("| %d | %s | %.2f s | %d | %d | %s | %s | %s | %s | %s |\n", m.N, m.What, m.Wall.Seconds(), m.total(), m.writes(), describe(m.Audited), http, rss, note, m.Load)
 	}
-
-	p("\n## Targets (issues 6 and 12)\n\n")
-	p("| N | target | measured | met |\n|---:|---|---|---|\n")
-	find := func(n int, prefix string) (measurement, bool) {
-		for _, m := range rows {
-			if m.N == n && strings.HasPrefix(m.What, prefix) {
-				return m, true
-			}
-		}
-		return measurement{}, false
-	}
-	met := func(ok bool) string {
-		if ok {
-			return "yes"
-		}
-		return "**no**"
-	}
-	for _, n := range sizes {
-		floor, _ := find(n, "floor: ")
-		floorPods, _ := find(n, "floor + pods")
-		noop, _ := find(n, "nsman sweep, no-op")
-		del, _ := find(n, deleteSweepLabel(due))
-		wf, _ := find(n, writeFloorLabel(due))
-		wf2, _ := find(n, writeFloor2Label(due))
-		fast, _ := find(n, "diagnostic: nsman sweep")
-		ratio := noop.Wall.Seconds() / floor.Wall.Seconds()
-		noopMet := met(ratio <= 1.3)
-		if n < 10000 {
-			// The issue sets this target at 10,000 managers; below, the
-			// fixed costs (process start, discovery, the first 100 pods
-			// checks) weigh more than the lists.
-			noopMet = "– (set at 10,000)"
-		}
-		p("| %d | no-op sweep ≤ 1.3 × read floor | %.2f s / %.2f s = %.1f× (floor incl. pods checks: %.2f s, %.1f×) | %s |\n",
-			n, noop.Wall.Seconds(), floor.Wall.Seconds(), ratio, floorPods.Wall.Seconds(), noop.Wall.Seconds()/floorPods.Wall.Seconds(), noopMet)
-		p("| %d | zero writes in a no-op sweep | %d | %s |\n", n, noop.writes(), met(noop.writes() == 0))
-		pages := floor.total()
-		checks := floorPods.count("list", "pods")
-		p("| %d | requests ≤ list pages + pods checks | %d audited (+%d discovery) vs %d pages + %d checks = %d | %s |\n",
-			n, noop.total(), httpTotal(noop.HTTP)-noop.total(), pages, checks, pages+checks, met(noop.total() <= pages+checks))
-		// Every sweep of nsman as shipped counts, each run of the DELETE
-		// sweep included; the GOGC=100 diagnostic does not.
-		var peak int64
-		for _, m := range rows {
-			if m.N == n && !strings.HasPrefix(m.What, "diagnostic: GOGC") {
-				peak = max(peak, m.MaxRSS, m.PeakRSS)
-			}
-		}
-		rss := float64(peak) / 1024
-		p("| %d | peak RSS ≤ 64 MiB, over every nsman sweep | %.1f MiB (no-op sweep %.1f MiB, DELETE sweeps up to %.1f MiB) | %s |\n",
-			n, rss, float64(noop.MaxRSS)/1024, float64(del.PeakRSS)/1024, met(rss <= 64))
-		dr := del.Wall.Seconds() / wf.Wall.Seconds()
-		p("| %d | %d DELETEs ≤ 2.5 × write floor (claim, delete, deactivate) and ≤ 10 s | %.2f s / %.2f s = %.1f× (sweep minus no-op sweep: %.2f s, %.1f×; unthrottled diagnostic: %.2f s, %.1f×) | %s |\n",
-			n, due, del.Wall.Seconds(), wf.Wall.Seconds(), dr, (del.Wall - noop.Wall).Seconds(), (del.Wall-noop.Wall).Seconds()/wf.Wall.Seconds(),
-			fast.Wall.Seconds(), fast.Wall.Seconds()/wf.Wall.Seconds(), met(dr <= 2.5 && del.Wall <= 10*time.Second))
-		dr2 := del.Wall.Seconds() / wf2.Wall.Seconds()
-		p("| %d | %d DELETEs of their own namespace ≤ 1.3 × (claim, delete) floor | %.2f s / %.2f s = %.2f× (sweep minus no-op sweep: %.2f s, %.2f×) | %s |\n",
-			n, due, del.Wall.Seconds(), wf2.Wall.Seconds(), dr2, (del.Wall - noop.Wall).Seconds(), (del.Wall-noop.Wall).Seconds()/wf2.Wall.Seconds(), met(dr2 <= 1.3))
-	}
-	if len(sizes) > 1 {
-		lo, hi := sizes[0], sizes[len(sizes)-1]
-		p("\n### Growth from %d to %d managers (%.0f× the managers)\n\n", lo, hi, float64(hi)/float64(lo))
-		p("| measurement | wall at %d | wall at %d | growth | per manager at %d | per manager at %d |\n|---|---:|---:|---:|---:|---:|\n", lo, hi, lo, hi)
-		for _, prefix := range []string{"floor: ", "floor + pods", "nsman sweep, first", "nsman sweep, no-op", "nsman sweep, " + strconv.Itoa(due)} {
-			a, _ := find(lo, prefix)
-			z, _ := find(hi, prefix)
-			p("| %s | %.2f s | %.2f s | %.1f× | %.0f µs | %.0f µs |\n", a.What, a.Wall.Seconds(), z.Wall.Seconds(), z.Wall.Seconds()/a.Wall.Seconds(),
-				float64(a.Wall.Microseconds())/float64(lo), float64(z.Wall.Microseconds())/float64(hi))
-		}
-		a, _ := find(lo, "nsman sweep, no-op")
-		z, _ := find(hi, "nsman sweep, no-op")
-		p("\nPeak RSS of the no-op sweep: %.1f MiB at %d, %.1f MiB at %d. Requests: %d at %d, %d at %d.\n",
-			float64(a.MaxRSS)/1024, lo, float64(z.MaxRSS)/1024, hi, a.total(), lo, z.total(), hi)
-	}
-	p("\n### Sharding: %d due DELETEs among shards run side by side\n\n", due)
-	p("Every shard lists every manager and handles those whose UID hashes to it; each shard's sweep is a process of its own.\n\n")
-	p("| N | shards | wall | speed-up | requests | writes | peak RSS of a shard | fired per shard |\n|---:|---:|---:|---:|---:|---:|---:|---|\n")
-	for _, n := range sizes {
-		one, _ := find(n, "nsman sweep, "+strconv.Itoa(due))
-		p("| %d | 1 | %.2f s | 1.0× | %d | %d | %.1f MiB | %d |\n", n, one.Wall.Seconds(), one.total(), one.writes(), float64(one.MaxRSS)/1024, one.States[sweep.StateFired])
-		for _, shards := range shardCounts {
-			m, ok := find(n, fmt.Sprintf("nsman, %d due for DELETE, %d shards", due, shards))
-			if !ok {
-				continue
-			}
-			p("| %d | %d | %.2f s | %.1f× | %d | %d | %.1f MiB | %s |\n", n, shards, m.Wall.Seconds(), one.Wall.Seconds()/m.Wall.Seconds(),
-				m.total(), m.writes(), float64(m.MaxRSS)/1024, strings.TrimPrefix(m.Note, "shards: "))
-		}
-	}
-	if unit := os.Getenv("NSMAN_BENCH_UNIT"); unit != "" {
-		if data, err := os.ReadFile(unit); err == nil {
-			p("\n## Go benchmarks (10,000 managers per op)\n\n```\n%s```\n", data)
-		}
-	}
-	p("\n%s\n", analysisMarker)
-	return b.String()
 }
 
 func httpTotal(m map[string]int) int {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,10 +24,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/cluster"
+	"github.com/nsman/nsman/test/nsmantest"
 )
 
 // pageSize is what nsman pages its lists by (sweep.DefaultPageSize), so that
@@ -118,10 +121,6 @@ func floorLists(ctx context.Context, cfg *rest.Config) (managers, namespaces int
 	if err != nil {
 		return 0, 0, err
 	}
-	meta, err := metadata.NewForConfig(cfg)
-	if err != nil {
-		return 0, 0, err
-	}
 	opts := metav1.ListOptions{Limit: pageSize}
 	for {
 		list, err := dyn.Resource(sweep.ManagerResource).List(ctx, opts)
@@ -133,18 +132,35 @@ func floorLists(ctx context.Context, cfg *rest.Config) (managers, namespaces int
 			break
 		}
 	}
-	opts = metav1.ListOptions{Limit: pageSize}
+	namespaces, err = metadataPages(ctx, cfg, "namespaces", metav1.ListOptions{})
+	return managers, namespaces, err
+}
+
+// floorPodsList lists, paged and metadata only, the pods that have not
+// succeeded: the index nsman's pods checks use past sweep.PodIndexAfter.
+func floorPodsList(ctx context.Context, cfg *rest.Config) (int, error) {
+	return metadataPages(ctx, cfg, "pods", metav1.ListOptions{FieldSelector: "status.phase!=Succeeded"})
+}
+
+// metadataPages lists a core resource, metadata only, in pages of pageSize,
+// and counts the items.
+func metadataPages(ctx context.Context, cfg *rest.Config, resource string, opts metav1.ListOptions) (int, error) {
+	meta, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	opts.Limit = pageSize
 	for {
-		list, err := meta.Resource(corev1.SchemeGroupVersion.WithResource("namespaces")).List(ctx, opts)
+		list, err := meta.Resource(corev1.SchemeGroupVersion.WithResource(resource)).List(ctx, opts)
 		if err != nil {
-			return 0, 0, fmt.Errorf("list namespaces: %w", err)
+			return 0, fmt.Errorf("list %s: %w", resource, err)
 		}
-		namespaces += len(list.Items)
+		n += len(list.Items)
 		if opts.Continue = list.GetContinue(); opts.Continue == "" {
-			break
+			return n, nil
 		}
 	}
-	return managers, namespaces, nil
 }
 
 // floorPodsChecks makes the pods check nsman makes for each PODS_SUCCEED
@@ -175,26 +191,39 @@ func prepareWriteFloor(ctx context.Context, cfg *rest.Config, set string) ([]wri
 	if err != nil {
 		return nil, err
 	}
-	meta, err := metadata.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	sel := metav1.ListOptions{LabelSelector: setLabel + "=" + set}
-	nsList, err := meta.Resource(corev1.SchemeGroupVersion.WithResource("namespaces")).List(ctx, sel)
+	namespaces, err := namespaceTargets(ctx, cfg, set)
 	if err != nil {
 		return nil, err
 	}
 	uids := map[string]types.UID{}
-	for _, ns := range nsList.Items {
-		uids[ns.Name] = ns.UID
+	for _, ns := range namespaces {
+		uids[ns.name] = ns.uid
 	}
-	list, err := dyn.Resource(sweep.ManagerResource).List(ctx, sel)
+	list, err := dyn.Resource(sweep.ManagerResource).List(ctx, metav1.ListOptions{LabelSelector: setLabel + "=" + set})
 	if err != nil {
 		return nil, err
 	}
 	targets := make([]writeTarget, 0, len(list.Items))
 	for _, m := range list.Items {
 		targets = append(targets, writeTarget{name: m.GetName(), resourceVersion: m.GetResourceVersion(), uid: uids[m.GetName()]})
+	}
+	return targets, nil
+}
+
+// namespaceTargets lists the namespaces of set: a write floor's targets
+// when it writes to namespaces (not timed).
+func namespaceTargets(ctx context.Context, cfg *rest.Config, set string) ([]writeTarget, error) {
+	meta, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	list, err := meta.Resource(corev1.SchemeGroupVersion.WithResource("namespaces")).List(ctx, metav1.ListOptions{LabelSelector: setLabel + "=" + set})
+	if err != nil {
+		return nil, err
+	}
+	targets := make([]writeTarget, 0, len(list.Items))
+	for _, ns := range list.Items {
+		targets = append(targets, writeTarget{name: ns.Name, resourceVersion: ns.ResourceVersion, uid: ns.UID})
 	}
 	return targets, nil
 }
@@ -229,7 +258,6 @@ func writeFloor(ctx context.Context, cfg *rest.Config, targets []writeTarget, wh
 		return err
 	}
 	now := time.Now().UTC()
-	background := metav1.DeletePropagationBackground
 	const sweepID = "write-floor"
 	return parallel(ctx, len(targets), func(ctx context.Context, i int) error {
 		t := targets[i]
@@ -244,10 +272,8 @@ func writeFloor(ctx context.Context, cfg *rest.Config, targets []writeTarget, wh
 		if _, err := managers.Patch(ctx, t.name, types.MergePatchType, claim, metav1.PatchOptions{}, "status"); err != nil {
 			return fmt.Errorf("claim %s: %w", t.name, err)
 		}
-		if err := kube.CoreV1().Namespaces().Delete(ctx, t.name, metav1.DeleteOptions{
-			Preconditions: &metav1.Preconditions{UID: &t.uid}, PropagationPolicy: &background,
-		}); err != nil {
-			return fmt.Errorf("delete namespace %s: %w", t.name, err)
+		if err := deleteNamespace(ctx, kube, t); err != nil {
+			return err
 		}
 		if which == claimDeleteDeactivate {
 			if _, err := managers.Patch(ctx, t.name, types.MergePatchType, []byte(`{"spec":{"deactivated":true}}`), metav1.PatchOptions{}); err != nil {
@@ -258,9 +284,27 @@ func writeFloor(ctx context.Context, cfg *rest.Config, targets []writeTarget, wh
 	})
 }
 
+// deleteNamespace deletes t's namespace as nsman does: UID precondition,
+// background propagation.
+func deleteNamespace(ctx context.Context, kube kubernetes.Interface, t writeTarget) error {
+	background := metav1.DeletePropagationBackground
+	if err := kube.CoreV1().Namespaces().Delete(ctx, t.name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &t.uid}, PropagationPolicy: &background,
+	}); err != nil {
+		return fmt.Errorf("delete namespace %s: %w", t.name, err)
+	}
+	return nil
+}
+
 // parallel runs do(0…n-1) on floorConcurrency workers; the first error
 // stops it.
 func parallel(ctx context.Context, n int, do func(context.Context, int) error) error {
+	return inParallel(ctx, floorConcurrency, n, do)
+}
+
+// inParallel runs do(0…n-1) on workers workers; the first error stops it.
+func inParallel(ctx context.Context, workers, n int, do func(context.Context, int) error) error {
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	jobs := make(chan int)
@@ -269,7 +313,7 @@ func parallel(ctx context.Context, n int, do func(context.Context, int) error) e
 		once  sync.Once
 		first error
 	)
-	for range floorConcurrency {
+	for range workers {
 		wg.Go(func() {
 			for i := range jobs {
 				if err := do(ctx, i); err != nil {
@@ -288,7 +332,10 @@ feed:
 	}
 	close(jobs)
 	wg.Wait()
-	return first
+	if first != nil {
+		return first
+	}
+	return parent.Err()
 }
 
 // sweepRun is one run of the nsman binary.
@@ -366,4 +413,146 @@ func describe[V any](m map[string]V) string {
 		parts = append(parts, fmt.Sprintf("%s %v", k, m[k]))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// session is one fresh API-tier control plane prepared for nsman (CRD,
+// RBAC, a Node for the seeded pods) and the measurements taken in it.
+type session struct {
+	t       *testing.T
+	ctx     context.Context
+	n       int
+	bin     string
+	c       *cluster.Cluster
+	env     *nsmantest.Env
+	version string
+	// sa acts as nsman's ServiceAccount, never throttled on the client
+	// side: the floors' client.
+	sa    *rest.Config
+	seed  seeder
+	audit *auditCursor
+	rows  []measurement
+}
+
+// startSession starts a control plane for a measurement of size n with
+// nsman's binary bin; the caller stops it (s.c.Stop).
+func startSession(ctx context.Context, t *testing.T, bin string, n int) *session {
+	t.Helper()
+	c, err := cluster.Start(ctx, cluster.Options{Tier: cluster.APITier})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := false
+	defer func() {
+		if !ready {
+			c.Stop()
+		}
+	}()
+	s := &session{t: t, ctx: ctx, n: n, bin: bin, c: c}
+	if s.env, err = nsmantest.Setup(ctx, c, nsmantest.CRD(t)); err != nil {
+		t.Fatal(err)
+	}
+	version, err := c.Admin.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.version = version.GitVersion
+	if _, err := c.Admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if s.sa, err = clientcmd.BuildConfigFromFlags("", s.env.Kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	s.sa.QPS = -1 // the floor is never throttled on the client side
+	s.seed = seeder{kube: c.Admin, dyn: s.env.Dynamic}
+	s.audit = &auditCursor{c: c, user: s.env.User}
+	ready = true
+	return s
+}
+
+// step logs a step of the measurement.
+func (s *session) step(format string, args ...any) {
+	s.t.Logf("N=%d: %s", s.n, fmt.Sprintf(format, args...))
+}
+
+// measured completes m with the requests audited since the last
+// measurement and the load now.
+func (s *session) measured(m measurement) measurement {
+	m.N = s.n
+	m.Load = loadAverage()
+	var err error
+	if m.Audited, err = s.audit.next(s.ctx); err != nil {
+		s.t.Fatal(err)
+	}
+	s.step("%s: %s, %d requests (%s), RSS %d KiB", m.What, m.Wall.Round(time.Millisecond), m.total(), describe(m.Audited), m.MaxRSS)
+	return m
+}
+
+// record measures m and adds it to the rows.
+func (s *session) record(m measurement) measurement {
+	m = s.measured(m)
+	s.rows = append(s.rows, m)
+	return m
+}
+
+// measureCommand runs a sweep through command: nsman's binary, or env
+// setting a variable first.
+func (s *session) measureCommand(command []string, what string, args ...string) measurement {
+	run, err := runSweep(s.ctx, command, s.env.Kubeconfig, args...)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if run.Code != 0 {
+		s.t.Errorf("N=%d %s: nsman exited %d; stderr:\n%s", s.n, what, run.Code, tail(run.Stderr, 4000))
+	}
+	return s.measured(measurement{What: what, Wall: run.Wall, HTTP: run.Summary.Requests, MaxRSS: run.MaxRSS, States: run.Summary.States})
+}
+
+// measureSweep runs nsman's sweep with args.
+func (s *session) measureSweep(what string, args ...string) measurement {
+	return s.measureCommand([]string{s.bin}, what, args...)
+}
+
+// sweepRow runs nsman's sweep with args and adds it to the rows.
+func (s *session) sweepRow(what string, args ...string) measurement {
+	m := s.measureSweep(what, args...)
+	s.rows = append(s.rows, m)
+	return m
+}
+
+// readFloorRow measures the read floor and adds it to the rows.
+func (s *session) readFloorRow() measurement {
+	start := time.Now()
+	managers, namespaces, err := floorLists(s.ctx, s.sa)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return s.record(measurement{What: "floor: paged LIST of managers + namespaces", Wall: time.Since(start),
+		Note: fmt.Sprintf("%d managers, %d namespaces", managers, namespaces)})
+}
+
+// readFloorPlusRow measures the read floor followed by more reads, which
+// say what they did, and adds it to the rows.
+func (s *session) readFloorPlusRow(what string, more func() (note string, err error)) measurement {
+	start := time.Now()
+	if _, _, err := floorLists(s.ctx, s.sa); err != nil {
+		s.t.Fatal(err)
+	}
+	note, err := more()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return s.record(measurement{What: what, Wall: time.Since(start), Note: note})
+}
+
+// noopRow runs a sweep that must write nothing and find n waiting (managers
+// or pairs), and adds it to the rows.
+func (s *session) noopRow(what string, args ...string) measurement {
+	m := s.sweepRow(what, args...)
+	if w := m.writes(); w != 0 {
+		s.t.Errorf("N=%d %s: %d write requests: %s", s.n, what, w, describe(m.Audited))
+	}
+	if got := m.States[sweep.StateWaiting]; got != s.n {
+		s.t.Errorf("N=%d %s: %d waiting, want %d (%v)", s.n, what, got, s.n, m.States)
+	}
+	return m
 }

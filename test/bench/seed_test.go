@@ -3,13 +3,13 @@ package bench
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -70,47 +70,29 @@ type seeder struct {
 // seed creates n namespaces prefix-00000…, each with a manager of the same
 // name (which targets it) of the kind kindOf(i), labelled set.
 func (s seeder) seed(ctx context.Context, prefix, set string, n int, kindOf func(int) kind) error {
-	jobs := make(chan int)
-	errs := make(chan error, seedConcurrency)
-	var wg sync.WaitGroup
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	for range seedConcurrency {
-		wg.Go(func() {
-			for i := range jobs {
-				if err := s.one(ctx, fmt.Sprintf("%s-%05d", prefix, i), set, kindOf(i)); err != nil {
-					errs <- err
-					cancel()
-					return
-				}
-			}
-		})
-	}
-feed:
-	for i := range n {
-		select {
-		case jobs <- i:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(jobs)
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		return err
-	}
-	return ctx.Err()
+	return inParallel(ctx, seedConcurrency, n, func(ctx context.Context, i int) error {
+		return s.one(ctx, seededName(prefix, i), set, kindOf(i))
+	})
 }
 
+// namespaces creates n namespaces prefix-00000… labelled labels, each with
+// the pod e2e in phase phaseOf(i), and no manager.
+func (s seeder) namespaces(ctx context.Context, prefix string, labels map[string]string, n int, phaseOf func(int) corev1.PodPhase) error {
+	return inParallel(ctx, seedConcurrency, n, func(ctx context.Context, i int) error {
+		name := seededName(prefix, i)
+		if err := s.namespace(ctx, name, labels); err != nil {
+			return err
+		}
+		return s.pod(ctx, name, phaseOf(i))
+	})
+}
+
+// seededName is the name of the i-th namespace seeded with prefix.
+func seededName(prefix string, i int) string { return fmt.Sprintf("%s-%05d", prefix, i) }
+
 func (s seeder) one(ctx context.Context, name, set string, k kind) error {
-	labels := map[string]string{setLabel: set}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
-	if err := create(ctx, func() error {
-		_, err := s.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+	if err := s.namespace(ctx, name, map[string]string{setLabel: set}); err != nil {
 		return err
-	}); err != nil {
-		return fmt.Errorf("create namespace %s: %w", name, err)
 	}
 	m := managerObject(name, set, k)
 	if err := create(ctx, func() error {
@@ -122,27 +104,48 @@ func (s seeder) one(ctx context.Context, name, set string, k kind) error {
 	if k != podsRunning {
 		return nil
 	}
+	return s.pod(ctx, name, corev1.PodRunning)
+}
+
+func (s seeder) namespace(ctx context.Context, name string, labels map[string]string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	if err := create(ctx, func() error {
+		_, err := s.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return fmt.Errorf("create namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+// pod creates the pod e2e (app=e2e) in namespace, bound to nodeName, and
+// puts it in phase; one left Pending was created and never started.
+func (s seeder) pod(ctx context.Context, namespace string, phase corev1.PodPhase) error {
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "e2e", Labels: map[string]string{"app": "e2e"}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "e2e", Labels: map[string]string{"app": "e2e"}},
 		Spec: corev1.PodSpec{
 			NodeName:   nodeName,
 			Containers: []corev1.Container{{Name: "test", Image: "registry.invalid/e2e:1"}},
 		},
 	}
-	var created *corev1.Pod
 	if err := create(ctx, func() error {
-		var err error
-		created, err = s.kube.CoreV1().Pods(name).Create(ctx, pod, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			created, err = s.kube.CoreV1().Pods(name).Get(ctx, pod.Name, metav1.GetOptions{})
-		}
+		_, err := s.kube.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{})
 		return err
 	}); err != nil {
-		return fmt.Errorf("create pod %s/e2e: %w", name, err)
+		return fmt.Errorf("create pod %s/e2e: %w", namespace, err)
 	}
-	created.Status.Phase = corev1.PodRunning
-	if _, err := s.kube.CoreV1().Pods(name).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("set pod %s/e2e Running: %w", name, err)
+	if phase == corev1.PodPending {
+		return nil
+	}
+	return s.setPodPhase(ctx, namespace, phase)
+}
+
+// setPodPhase sets the phase of the pod e2e in namespace, as a kubelet
+// would.
+func (s seeder) setPodPhase(ctx context.Context, namespace string, phase corev1.PodPhase) error {
+	patch := fmt.Sprintf(`{"status":{"phase":%q}}`, phase)
+	if _, err := s.kube.CoreV1().Pods(namespace).Patch(ctx, "e2e", types.MergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
+		return fmt.Errorf("set pod %s/e2e %s: %w", namespace, phase, err)
 	}
 	return nil
 }
@@ -166,6 +169,24 @@ func create(ctx context.Context, do func() error) error {
 
 // managerObject is a NamespaceManager in namespace name that targets it.
 func managerObject(name, set string, k kind) *unstructured.Unstructured {
+	obj := newManager(name, name, map[string]any{"policies": []any{deletePolicy("cleanup", k)}})
+	obj.SetLabels(map[string]string{setLabel: set})
+	return obj
+}
+
+// newManager is a NamespaceManager namespace/name with spec.
+func newManager(namespace, name string, spec map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": policy.Group + "/" + policy.Version,
+		"kind":       policy.Kind,
+		"metadata":   map[string]any{"namespace": namespace, "name": name},
+		"spec":       spec,
+	}}
+}
+
+// deletePolicy is a policy named name that DELETEs when the condition of
+// kind k holds.
+func deletePolicy(name string, k kind) map[string]any {
 	var cond map[string]any
 	switch k {
 	case ttlNotDue:
@@ -178,16 +199,5 @@ func managerObject(name, set string, k kind) *unstructured.Unstructured {
 			"podLabels":           map[string]any{"app": "e2e"},
 		}}
 	}
-	obj := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": policy.Group + "/" + policy.Version,
-		"kind":       policy.Kind,
-		"metadata":   map[string]any{"namespace": name, "name": name},
-		"spec": map[string]any{"policies": []any{map[string]any{
-			"name":      "cleanup",
-			"condition": cond,
-			"action":    map[string]any{"type": policy.ActionDelete},
-		}}},
-	}}
-	obj.SetLabels(map[string]string{setLabel: set})
-	return obj
+	return map[string]any{"name": name, "condition": cond, "action": map[string]any{"type": policy.ActionDelete}}
 }
