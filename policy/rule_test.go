@@ -60,7 +60,7 @@ func TestRuleMatches(t *testing.T) {
 			if tt.selector != "" {
 				r.Selector = mustSelector(t, tt.selector)
 			}
-			if got := r.Matches(tt.ns, tt.labels); got != tt.want {
+			if got := r.Matches(tt.ns, labels.Set(tt.labels)); got != tt.want {
 				t.Errorf("Rule{%s %q}.Matches(%q, %v) = %v, want %v", tt.selector, tt.patterns, tt.ns, tt.labels, got, tt.want)
 			}
 		})
@@ -93,7 +93,7 @@ func TestParsedRuleMatches(t *testing.T) {
 		{ns: "staging", labels: map[string]string{"ci": "e2e"}},
 		{ns: "pr-x", labels: map[string]string{"ci": "e2e"}},
 	} {
-		if got := m.Rule.Matches(tt.ns, tt.labels); got != tt.want {
+		if got := m.Rule.Matches(tt.ns, labels.Set(tt.labels)); got != tt.want {
 			t.Errorf("Matches(%q, %v) = %v, want %v", tt.ns, tt.labels, got, tt.want)
 		}
 	}

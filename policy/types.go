@@ -138,8 +138,8 @@ type Rule struct {
 
 // Matches reports whether the namespace called name with labels set
 // matches the rule.
-func (r Rule) Matches(name string, set map[string]string) bool {
-	if r.Selector != nil && !r.Selector.Matches(labels.Set(set)) {
+func (r Rule) Matches(name string, set labels.Labels) bool {
+	if r.Selector != nil && !r.Selector.Matches(set) {
 		return false
 	}
 	if len(r.Patterns) == 0 {

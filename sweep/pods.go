@@ -31,14 +31,15 @@ const notSucceededSelector = "status.phase!=" + string(corev1.PodSucceeded)
 type podIndex struct {
 	once sync.Once
 	err  error
-	// byNamespace maps a namespace to label set (as a selector string) to
-	// a pod's name.
-	byNamespace map[string]map[string]podLabels
+	// byNamespace maps a namespace to its distinct label sets, each with a
+	// pod's name: a short slice, packed, rather than a map of maps, which
+	// at 10,000 namespaces cost a sweep 8 MiB of peak RSS (BENCHMARKS.md).
+	byNamespace map[string][]podLabels
 }
 
 type podLabels struct {
 	pod    string
-	labels labels.Set
+	labels packedLabels
 }
 
 // notSucceeded returns a pod in namespace matching selector that had not
@@ -56,18 +57,16 @@ func (x *podIndex) notSucceeded(namespace string, selector labels.Selector) (str
 func (s *Sweeper) podIndex(ctx context.Context, r *sweepRun) (*podIndex, error) {
 	x := &r.pods
 	x.once.Do(func() {
-		x.byNamespace = map[string]map[string]podLabels{}
+		x.byNamespace = map[string][]podLabels{}
 		x.err = s.eachMetadata(ctx, "pods", metav1.ListOptions{FieldSelector: notSucceededSelector}, func(m *metav1.PartialObjectMetadata) {
-			set := labels.Set(m.Labels)
-			key := set.String()
+			packed := packLabels("", m.Labels)
 			sets := x.byNamespace[m.Namespace]
-			if sets == nil {
-				sets = map[string]podLabels{}
-				x.byNamespace[m.Namespace] = sets
+			for _, p := range sets {
+				if p.labels == packed {
+					return
+				}
 			}
-			if _, seen := sets[key]; !seen {
-				sets[key] = podLabels{pod: m.Name, labels: set}
-			}
+			x.byNamespace[m.Namespace] = append(sets, podLabels{pod: m.Name, labels: packed})
 		})
 		if x.err != nil {
 			x.byNamespace = nil

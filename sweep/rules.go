@@ -184,27 +184,47 @@ func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l listed) []Entry
 	// wait for its pods cache to catch up with every write before it, so
 	// checks between this sweep's writes cost several times more
 	// (BENCHMARKS.md).
-	work := make([]pairWork, len(pairs))
+	// A pair whose evaluation is final (waiting with nothing to keep, done,
+	// busy) is reported as evaluated; only the others are kept for the
+	// second pass, so that 10,000 waiting namespaces hold no more than
+	// their entries.
+	base := len(entries)
+	entries = slices.Grow(entries, len(pairs))[:base+len(pairs)]
+	failedBefore := make([]bool, len(pairs))
+	var (
+		mu   sync.Mutex
+		todo []pairWork
+	)
+	key := PairAnnotationPrefix + string(m.UID)
 	s.bounded(len(pairs), func(i int) {
 		if r.stop.Err() != nil {
-			work[i].d = decision{entry: notReachedPair(e, pairs[i].name), untouched: true}
+			entries[base+i] = notReachedPair(e, pairs[i].name)
 			return
 		}
-		work[i] = s.evaluatePairOf(ctx, r, m, e, pairs[i].name, pairs[i].ns)
+		w := s.evaluatePairOf(ctx, r, m, e, key, pairs[i].name, pairs[i].ns)
+		failedBefore[i] = w.stored.LastAction != nil && w.stored.LastAction.Result == ResultFailed
+		if w.d.plan == nil && (w.d.untouched || !checksChanged(w)) {
+			entries[base+i] = w.d.entry
+			return
+		}
+		w.index, w.d.manager = base+i, policy.Manager{}
+		mu.Lock()
+		todo = append(todo, w)
+		mu.Unlock()
 	})
-	results := make([]pairResult, len(pairs))
-	s.bounded(len(pairs), func(i int) {
-		w := work[i]
-		results[i] = pairResult{entry: s.carryOutPair(ctx, r, m, w), failedBefore: w.stored.LastAction != nil && w.stored.LastAction.Result == ResultFailed}
+	pairs = nil
+	s.bounded(len(todo), func(i int) {
+		w := todo[i]
+		todo[i] = pairWork{} // what is carried out is not kept twice
+		entries[w.index] = s.carryOutPair(ctx, r, m, w)
 	})
 	var fired, failedNow []string
-	for _, res := range results {
-		entries = append(entries, res.entry)
+	for i, e := range entries[base:] {
 		switch {
-		case res.entry.State == StateFired:
-			fired = append(fired, res.entry.Target)
-		case res.entry.State == StateFailed && !res.failedBefore:
-			failedNow = append(failedNow, res.entry.Target+": "+res.entry.Message)
+		case e.State == StateFired:
+			fired = append(fired, e.Target)
+		case e.State == StateFailed && !failedBefore[i]:
+			failedNow = append(failedNow, e.Target+": "+e.Message)
 		}
 	}
 
@@ -229,20 +249,23 @@ func notReachedPair(e Entry, namespace string) Entry {
 	return e
 }
 
-// pairResult is a pair's entry, and whether its last action had failed
-// before this sweep, so that a failure repeated is not announced again.
-type pairResult struct {
-	entry        Entry
-	failedBefore bool
-}
-
-// pairWork is one pair as evaluated: its namespace, its record and the
-// decision.
+// pairWork is one pair as evaluated: its namespace, its record, the
+// decision, and where its entry goes.
 type pairWork struct {
 	ns     namespaceInfo
 	key    string
 	stored PairStatus
 	d      decision
+	index  int
+}
+
+// checksChanged reports whether a waiting pair has minChecks progress to
+// record.
+func checksChanged(w pairWork) bool {
+	if len(w.d.checks) == 0 && len(w.stored.Checks) == 0 {
+		return false
+	}
+	return !maps.EqualFunc(w.d.checks, w.stored.Checks, func(a, b policy.CheckState) bool { return a == b })
 }
 
 // bounded calls fn(0) … fn(n-1), Concurrency at a time, and waits for them.
@@ -261,8 +284,8 @@ func (s *Sweeper) bounded(n int, fn func(i int)) {
 
 // evaluatePairOf reads the rule's record on namespace name and evaluates
 // the pair; it writes nothing.
-func (s *Sweeper) evaluatePairOf(ctx context.Context, r *sweepRun, m policy.Manager, e Entry, name string, ns namespaceInfo) pairWork {
-	w := pairWork{ns: ns, key: PairAnnotationPrefix + string(m.UID)}
+func (s *Sweeper) evaluatePairOf(ctx context.Context, r *sweepRun, m policy.Manager, e Entry, key, name string, ns namespaceInfo) pairWork {
+	w := pairWork{ns: ns, key: key}
 	if raw := ns.pairs[w.key]; raw != "" && json.Unmarshal([]byte(raw), &w.stored) != nil {
 		// A record that does not decode (edited by hand) counts as absent.
 		w.stored = PairStatus{}
@@ -284,7 +307,7 @@ func (s *Sweeper) carryOutPair(ctx context.Context, r *sweepRun, m policy.Manage
 	}
 	// Waiting: only minChecks progress is kept; a pair with nothing to keep
 	// costs no write.
-	if len(d.checks) == 0 && len(stored.Checks) == 0 || maps.EqualFunc(d.checks, stored.Checks, func(a, b policy.CheckState) bool { return a == b }) {
+	if !checksChanged(w) {
 		return d.entry
 	}
 	next := stored

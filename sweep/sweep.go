@@ -63,14 +63,14 @@ type namespaceInfo struct {
 	// labels, resourceVersion and pairs are what rules read: the labels
 	// they select by, the version a pair's claim is conditional on, and the
 	// pairs' records (PairAnnotationPrefix annotations, by key).
-	labels          map[string]string
+	labels          packedLabels
 	resourceVersion string
 	pairs           map[string]string
 }
 
 func namespaceInfoOf(m *metav1.PartialObjectMetadata) namespaceInfo {
 	info := namespaceInfo{uid: m.UID, created: m.CreationTimestamp.Time, terminating: m.DeletionTimestamp != nil,
-		labels: m.Labels, resourceVersion: m.ResourceVersion}
+		labels: packLabels(m.Name, m.Labels), resourceVersion: m.ResourceVersion}
 	for k, v := range m.Annotations {
 		if strings.HasPrefix(k, PairAnnotationPrefix) {
 			if info.pairs == nil {

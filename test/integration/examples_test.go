@@ -120,7 +120,7 @@ func playOutRule(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver, objs 
 		matched := 0
 		for _, ns := range namespaces {
 			name := ns.GetName()
-			if name != m.Namespace && !slices.Contains(protected, name) && m.Rule.Matches(name, ns.GetLabels()) {
+			if name != m.Namespace && !slices.Contains(protected, name) && m.Rule.Matches(name, k8slabels.Set(ns.GetLabels())) {
 				expected[id+"/"+name] = true
 				matchedAny[name] = true
 				matched++
