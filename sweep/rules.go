@@ -196,6 +196,11 @@ func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l listed) []Entry
 		todo []pairWork
 	)
 	key := PairAnnotationPrefix + string(m.UID)
+	if len(pairs) > PodIndexAfter && slices.ContainsFunc(m.Policies, func(p policy.Policy) bool { return p.Condition.Type == policy.ConditionPodsSucceed }) {
+		// So many pods checks will pass the threshold anyway: the index
+		// answers from the first.
+		r.podChecks.Store(max(r.podChecks.Load(), PodIndexAfter))
+	}
 	s.bounded(len(pairs), func(i int) {
 		if r.stop.Err() != nil {
 			entries[base+i] = notReachedPair(e, pairs[i].name)
