@@ -163,6 +163,10 @@ func (p *parser) rule(spec map[string]any, specPath *field.Path) *Rule {
 			p.errs = append(p.errs, field.Invalid(sp, rawSel, "must be a label selector: matchLabels and/or matchExpressions"))
 		case err != nil:
 			p.errs = append(p.errs, field.Invalid(sp, rawSel, "must be a label selector: "+err.Error()))
+		case len(ls.MatchLabels) == 0 && len(ls.MatchExpressions) == 0:
+			// Such a selector matches every namespace, and is what the API
+			// server leaves of one whose only field it pruned (a typo).
+			p.errs = append(p.errs, field.Required(sp, `matchLabels or matchExpressions: an empty selector would match every namespace (namePatterns: ["*"] says so, if that is meant)`))
 		default:
 			if errs := metav1validation.ValidateLabelSelector(&ls, metav1validation.LabelSelectorValidationOptions{}, sp); len(errs) > 0 {
 				p.errs = append(p.errs, errs...)

@@ -1098,12 +1098,6 @@ func TestParseRule(t *testing.T) {
 			selector: "ci=e2e,!keep,pipeline,stage notin (prod),team in (qa,web)",
 		},
 		{
-			name:     "empty selector selects every namespace",
-			obj:      manager(namespaceSelector(map[string]any{})),
-			want:     wantManager(),
-			selector: "<every namespace>",
-		},
-		{
 			name:     "patterns only",
 			obj:      manager(namePatterns("e2e-*", "pr-[0-9]*")),
 			want:     wantManager(),
@@ -1186,6 +1180,10 @@ func TestParseRuleRejects(t *testing.T) {
 			obj:  manager(namePatterns("e2e-*"), set("Not A Label", "spec", "namespace")),
 			want: []fieldErr{forbidden("spec.namespace")},
 		},
+
+		// An empty selector, as pruning leaves one with a misspelt field.
+		{name: "empty selector", obj: manager(namespaceSelector(map[string]any{})), want: []fieldErr{required(sel)}},
+		{name: "empty matchLabels", obj: manager(namespaceSelector(map[string]any{"matchLabels": map[string]any{}})), want: []fieldErr{required(sel)}},
 
 		// namePatterns.
 		{name: "unclosed class", obj: manager(namePatterns("e2e-[")), want: []fieldErr{invalid(pat + "[0]")}},

@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -82,7 +83,9 @@ func (s *Sweeper) apply(ctx context.Context, m policy.Manager, p *plan) ([]strin
 		}
 		key := IdempotencyKey(m, p.policy.Name)
 		if m.Rule != nil {
-			key = PairIdempotencyKey(m, p.policy.Name, t.uid)
+			g := m
+			g.Generation = cmp.Or(p.generation, m.Generation)
+			key = PairIdempotencyKey(g, p.policy.Name, t.uid)
 		}
 		if err := s.writer.post(ctx, p.policy.Action.URL, body, key); err != nil {
 			return nil, err

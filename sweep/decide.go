@@ -43,6 +43,9 @@ const (
 type plan struct {
 	step   step
 	policy policy.Policy
+	// generation, completing a rule's claim, is the rule generation the
+	// claim was made for, which the webhook Idempotency-Key is derived from.
+	generation int64
 	// reason says why, in a sentence: the policy's condition, or what is
 	// being completed.
 	reason string

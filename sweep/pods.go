@@ -58,15 +58,19 @@ func (s *Sweeper) podIndex(ctx context.Context, r *sweepRun) (*podIndex, error) 
 	x := &r.pods
 	x.once.Do(func() {
 		x.byNamespace = map[string][]podLabels{}
+		// seen dedupes label sets while listing, and goes with the listing.
+		type nsLabels struct {
+			namespace string
+			labels    packedLabels
+		}
+		seen := map[nsLabels]struct{}{}
 		x.err = s.eachMetadata(ctx, "pods", metav1.ListOptions{FieldSelector: notSucceededSelector}, func(m *metav1.PartialObjectMetadata) {
 			packed := packLabels("", m.Labels)
-			sets := x.byNamespace[m.Namespace]
-			for _, p := range sets {
-				if p.labels == packed {
-					return
-				}
+			if _, dup := seen[nsLabels{m.Namespace, packed}]; dup {
+				return
 			}
-			x.byNamespace[m.Namespace] = append(sets, podLabels{pod: m.Name, labels: packed})
+			seen[nsLabels{m.Namespace, packed}] = struct{}{}
+			x.byNamespace[m.Namespace] = append(x.byNamespace[m.Namespace], podLabels{pod: m.Name, labels: packed})
 		})
 		if x.err != nil {
 			x.byNamespace = nil

@@ -23,7 +23,8 @@ import (
 // A rule is a manager with a namespaceSelector or namePatterns instead of
 // spec.namespace: it stands over every namespace those match, and each
 // (rule, namespace) pair is evaluated and acted on as a single-target
-// manager is, once per rule generation. A pair's record (claim, outcome,
+// manager is, once per spec of the rule (a change of spec.deactivated alone
+// does not count). A pair's record (claim, outcome,
 // minChecks progress) is an annotation on the namespace, so that it goes
 // with the namespace and a namespace recreated under the same name starts
 // afresh; the rule's own status only summarizes, within a fixed size.
@@ -115,7 +116,8 @@ func PairIdempotencyKey(m policy.Manager, policyName string, namespaceUID types.
 
 // handleRule evaluates a rule on every namespace it matches and carries out
 // what that decided, returning one entry per pair of this shard (or one for
-// the rule itself when it does not stand: deactivated, invalid, forbidden).
+// the rule itself when it does not stand: deactivated, invalid, forbidden,
+// deferred, or failed to list the namespaces).
 // The rule's status is summarized by the shard that owns the rule.
 func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l listed) []Entry {
 	obj := l.obj
@@ -161,9 +163,9 @@ func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l listed) []Entry
 	matched := 0
 	for _, name := range slices.Sorted(maps.Keys(namespaces)) {
 		ns := namespaces[name]
-		// A rule never matches a protected namespace, the one it lives
-		// in, or one being deleted.
-		if ns.terminating || name == m.Namespace || slices.Contains(s.cfg.ProtectedNamespaces, name) || !m.Rule.Matches(name, ns.labels) {
+		// A rule never matches a protected namespace, a trusted one (where
+		// managers and rules live, its own included), or one being deleted.
+		if ns.terminating || slices.Contains(s.cfg.ProtectedNamespaces, name) || slices.Contains(s.cfg.TrustedNamespaces, name) || !m.Rule.Matches(name, ns.labels) {
 			continue
 		}
 		matched++
@@ -179,50 +181,60 @@ func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l listed) []Entry
 		pairs = append(pairs, pair{name, ns})
 	}
 
-	// Every pair is evaluated before any is acted on, Concurrency at a time
-	// each: a pods check is a consistent read, which the API server makes
-	// wait for its pods cache to catch up with every write before it, so
-	// checks between this sweep's writes cost several times more
-	// (BENCHMARKS.md).
-	// A pair whose evaluation is final (waiting with nothing to keep, done,
-	// busy) is reported as evaluated; only the others are kept for the
-	// second pass, so that 10,000 waiting namespaces hold no more than
-	// their entries.
+	// The pairs go in chunks of pairChunk: a chunk is evaluated whole, then
+	// acted on. Evaluating first keeps pods checks away from this sweep's
+	// writes: a pods check is a consistent read, which waits for the API
+	// server's pods cache to catch up with every write before it (about 40
+	// ms each instead of 5 to 15, BENCHMARKS.md); chunks keep the time
+	// between a pair's check and its action short. A pair whose evaluation
+	// is final (waiting with nothing to keep, done, busy) is reported as
+	// evaluated; only the others are kept for the second pass.
 	base := len(entries)
 	entries = slices.Grow(entries, len(pairs))[:base+len(pairs)]
 	failedBefore := make([]bool, len(pairs))
-	var (
-		mu   sync.Mutex
-		todo []pairWork
-	)
 	key := PairAnnotationPrefix + string(m.UID)
 	if len(pairs) > PodIndexAfter && slices.ContainsFunc(m.Policies, func(p policy.Policy) bool { return p.Condition.Type == policy.ConditionPodsSucceed }) {
 		// So many pods checks will pass the threshold anyway: the index
 		// answers from the first.
 		r.podChecks.Store(max(r.podChecks.Load(), PodIndexAfter))
 	}
-	s.bounded(len(pairs), func(i int) {
-		if r.stop.Err() != nil {
-			entries[base+i] = notReachedPair(e, pairs[i].name)
-			return
+	failedLatest := map[string]bool{}
+	if stored.Rule != nil {
+		for _, a := range stored.Rule.Latest {
+			if a.Result == ResultFailed {
+				failedLatest[a.Namespace] = true
+			}
 		}
-		w := s.evaluatePairOf(ctx, r, m, e, key, pairs[i].name, pairs[i].ns)
-		failedBefore[i] = w.stored.LastAction != nil && w.stored.LastAction.Result == ResultFailed
-		if w.d.plan == nil && (w.d.untouched || !checksChanged(w)) {
-			entries[base+i] = w.d.entry
-			return
-		}
-		w.index, w.d.manager = base+i, policy.Manager{}
-		mu.Lock()
-		todo = append(todo, w)
-		mu.Unlock()
-	})
-	pairs = nil
-	s.bounded(len(todo), func(i int) {
-		w := todo[i]
-		todo[i] = pairWork{} // what is carried out is not kept twice
-		entries[w.index] = s.carryOutPair(ctx, r, m, w)
-	})
+	}
+	for first := 0; first < len(pairs); first += pairChunk {
+		chunk := pairs[first:min(first+pairChunk, len(pairs))]
+		var (
+			mu   sync.Mutex
+			todo []pairWork
+		)
+		r.bounded(len(chunk), func(j int) {
+			i := first + j
+			if r.stop.Err() != nil {
+				entries[base+i] = notReachedPair(e, chunk[j].name)
+				return
+			}
+			w := s.evaluatePairOf(ctx, r, m, e, key, chunk[j].name, chunk[j].ns)
+			failedBefore[i] = w.stored.LastAction != nil && w.stored.LastAction.Result == ResultFailed || failedLatest[chunk[j].name]
+			if w.d.plan == nil && !needsRecord(w) {
+				entries[base+i] = w.d.entry
+				return
+			}
+			w.index, w.d.manager = base+i, policy.Manager{}
+			mu.Lock()
+			todo = append(todo, w)
+			mu.Unlock()
+		})
+		r.bounded(len(todo), func(k int) {
+			w := todo[k]
+			todo[k] = pairWork{} // what is carried out is not kept twice
+			entries[w.index] = s.carryOutPair(ctx, r, m, w)
+		})
+	}
 	var fired, failedNow []string
 	for i, e := range entries[base:] {
 		switch {
@@ -264,23 +276,29 @@ type pairWork struct {
 	index  int
 }
 
-// checksChanged reports whether a waiting pair has minChecks progress to
-// record.
-func checksChanged(w pairWork) bool {
-	if len(w.d.checks) == 0 && len(w.stored.Checks) == 0 {
+// needsRecord reports whether a waiting pair has minChecks progress to
+// record. A pair that failed to evaluate (a pods check that got no answer)
+// keeps the progress it had.
+func needsRecord(w pairWork) bool {
+	if w.d.plan != nil || w.d.entry.State != StateWaiting || len(w.d.checks) == 0 && len(w.stored.Checks) == 0 {
 		return false
 	}
 	return !maps.EqualFunc(w.d.checks, w.stored.Checks, func(a, b policy.CheckState) bool { return a == b })
 }
 
-// bounded calls fn(0) … fn(n-1), Concurrency at a time, and waits for them.
-func (s *Sweeper) bounded(n int, fn func(i int)) {
-	sem := make(chan struct{}, s.cfg.Concurrency)
+// pairChunk is how many of a rule's pairs are evaluated before they are
+// acted on.
+const pairChunk = 256
+
+// bounded calls fn(0) … fn(n-1) and waits for them, taking for each call
+// one of the sweep's pair slots: Concurrency at a time for all the rules
+// of the sweep together.
+func (r *sweepRun) bounded(n int, fn func(i int)) {
 	var wg sync.WaitGroup
 	for i := range n {
-		sem <- struct{}{}
+		r.pairSlots <- struct{}{}
 		wg.Go(func() {
-			defer func() { <-sem }()
+			defer func() { <-r.pairSlots }()
 			fn(i)
 		})
 	}
@@ -312,7 +330,7 @@ func (s *Sweeper) carryOutPair(ctx context.Context, r *sweepRun, m policy.Manage
 	}
 	// Waiting: only minChecks progress is kept; a pair with nothing to keep
 	// costs no write.
-	if !checksChanged(w) {
+	if !needsRecord(w) {
 		return d.entry
 	}
 	next := stored
@@ -340,8 +358,11 @@ func (s *Sweeper) evaluatePair(ctx context.Context, r *sweepRun, m policy.Manage
 			e.State, e.Message = StateBusy, fmt.Sprintf("claimed by sweep %s until %s", c.Sweep, c.Expires.UTC().Format(time.RFC3339))
 			return decision{manager: m, entry: e, untouched: true}
 		}
-		if i := policyIndex(m, c.Policy); i >= 0 && c.Generation == m.Generation {
-			return s.planned(m, e, nil, plan{step: stepCompleteClaim, policy: m.Policies[i],
+		// A claim of this spec (a generation that differs in
+		// spec.deactivated alone included) is completed, under the key of
+		// the generation it was made for.
+		if i := policyIndex(m, c.Policy); i >= 0 && (c.Generation == m.Generation || c.Spec != "" && c.Spec == m.Arming) {
+			return s.planned(m, e, nil, plan{step: stepCompleteClaim, policy: m.Policies[i], generation: c.Generation,
 				reason: "completing the expired claim of sweep " + c.Sweep, target: target{name: e.Target, uid: ns.uid}})
 		}
 	}
@@ -372,7 +393,7 @@ func (s *Sweeper) executePair(ctx context.Context, r *sweepRun, m policy.Manager
 	claimed.Rule, claimed.Checks = m.Namespace+"/"+m.Name, nil
 	deadline := time.Now().Add(s.cfg.ClaimTTL - claimMargin)
 	claimed.Claim = &Claim{Policy: p.policy.Name, Action: p.policy.Action.Type, Sweep: s.cfg.SweepID,
-		Expires: s.clock().Add(s.cfg.ClaimTTL).UTC(), Generation: m.Generation, TargetUID: p.target.uid}
+		Expires: s.clock().Add(s.cfg.ClaimTTL).UTC(), Generation: cmp.Or(p.generation, m.Generation), TargetUID: p.target.uid, Spec: m.Arming}
 	if err := s.writePair(ctx, p.target.name, key, ns.resourceVersion, claimed); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return busyPair(e)
@@ -487,6 +508,13 @@ func (s *Sweeper) summarize(ctx context.Context, r *sweepRun, obj *unstructured.
 		sum.States = nil
 	}
 	if stored.Rule != nil {
+		// A failure already listed stays as it was listed: a pair failing
+		// sweep after sweep rewrites nothing.
+		acted = slices.DeleteFunc(acted, func(a PairAction) bool {
+			return a.Result == ResultFailed && slices.ContainsFunc(stored.Rule.Latest, func(b PairAction) bool {
+				return b.Namespace == a.Namespace && b.Policy == a.Policy && b.Action == a.Action && b.Result == a.Result
+			})
+		})
 		acted = append(acted, stored.Rule.Latest...)
 	}
 	slices.SortStableFunc(acted, func(a, b PairAction) int { return b.Time.Compare(a.Time) })

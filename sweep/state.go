@@ -145,6 +145,9 @@ type Claim struct {
 	// TargetUID is the uid of the target namespace when claimed, so that a
 	// sweep completing the claim never acts on a namespace recreated since.
 	TargetUID types.UID `json:"targetUID,omitempty"`
+	// Spec, on a rule's claim, is the rule's policy.Manager.Arming: a claim
+	// survives pausing and resuming the rule.
+	Spec string `json:"spec,omitempty"`
 }
 
 // LastAction records the outcome of the manager's latest action.

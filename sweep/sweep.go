@@ -45,12 +45,15 @@ type sweepRun struct {
 
 	// governed maps each namespace a single-target manager may act on to
 	// that manager, namespace/name, for every manager listed (of every
-	// shard): rules leave those namespaces alone (see noteGoverned). rules are the rules listed; they
-	// are handled once the listing is complete, and not at all, but
-	// reported with rulesBlocked, when it is not.
+	// shard): rules leave those namespaces alone (see noteGoverned).
+	// rules are the rules listed: they are handled once the listing is
+	// complete, and when it is not, reported deferred with rulesBlocked.
 	governed     map[string]string
 	rules        []listed
 	rulesBlocked string
+	// pairSlots bounds the rules' pairs handled at once, all rules of the
+	// sweep together, to Concurrency.
+	pairSlots chan struct{}
 
 	mu      sync.Mutex
 	entries []Entry
@@ -92,7 +95,7 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	r := &sweepRun{store: store, stop: ctx, governed: map[string]string{}}
+	r := &sweepRun{store: store, stop: ctx, governed: map[string]string{}, pairSlots: make(chan struct{}, s.cfg.Concurrency)}
 	// Work already started outlives an interrupt by InterruptGrace, so that
 	// an action under way finishes and is recorded rather than being cut
 	// off with its claim held; nothing new starts once ctx is done.
@@ -107,7 +110,7 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 		workers.Go(func() {
 			for m := range jobs {
 				if ctx.Err() != nil {
-					r.add(notReached(m.obj))
+					s.addNotReached(r, m.obj)
 					continue
 				}
 				if isRule(m.obj) {
@@ -171,13 +174,13 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	}
 	for _, m := range r.rules {
 		if ctx.Err() != nil {
-			r.add(notReached(m.obj))
+			s.addNotReached(r, m.obj)
 			continue
 		}
 		select {
 		case jobs <- m:
 		case <-ctx.Done():
-			r.add(notReached(m.obj))
+			s.addNotReached(r, m.obj)
 		}
 	}
 	close(jobs)
@@ -239,6 +242,19 @@ func (r *sweepRun) add(e Entry) {
 	r.mu.Lock()
 	r.entries = append(r.entries, e)
 	r.mu.Unlock()
+}
+
+// addNotReached reports a manager an interrupted sweep did not handle; a
+// rule, only from the shard that owns it.
+func (s *Sweeper) addNotReached(r *sweepRun, obj *unstructured.Unstructured) {
+	e := notReached(obj)
+	if isRule(obj) {
+		if ShardOf(obj.GetUID(), s.cfg.ShardCount) != s.cfg.ShardIndex {
+			return
+		}
+		e.Rule = true
+	}
+	r.add(e)
 }
 
 // notReached is the entry of a manager an interrupted sweep did not handle.
@@ -330,13 +346,14 @@ func (s *Sweeper) handle(ctx context.Context, r *sweepRun, m listed) Entry {
 }
 
 // logDecision writes one line per manager with stable keys. What changes
-// nothing (waiting, deactivated) is logged at debug level only.
+// nothing (waiting, deactivated, a rule's done and governed namespaces) is
+// logged at debug level only.
 func (s *Sweeper) logDecision(ctx context.Context, e Entry) {
 	level := slog.LevelInfo
 	switch e.State {
 	case StateFailed:
 		level = slog.LevelError
-	case StateWaiting, StateDeactivated:
+	case StateWaiting, StateDeactivated, StateDone, StateGoverned:
 		level = slog.LevelDebug
 	}
 	if !s.log.Enabled(ctx, level) {

@@ -312,6 +312,8 @@ func TestCRDRejectsMalformed(t *testing.T) {
 		{name: "unknown selector operator", mutate: inTurn(asRule("e2e-*"), withSelector(map[string]any{"matchExpressions": []any{
 			map[string]any{"key": "ci", "operator": "Equals", "values": []any{"e2e"}},
 		}})), field: "spec.namespaceSelector.matchExpressions[0].operator"},
+		{name: "empty selector", mutate: inTurn(deleteAt("spec", "namespace"), withSelector(map[string]any{})), field: "spec.namespaceSelector"},
+		{name: "selector with empty matchLabels", mutate: inTurn(deleteAt("spec", "namespace"), withSelector(map[string]any{"matchLabels": map[string]any{}})), field: "spec.namespaceSelector"},
 		{name: "selector label value too long", mutate: inTurn(asRule("e2e-*"), withSelector(map[string]any{"matchLabels": map[string]any{"ci": strings.Repeat("v", 64)}})),
 			field: "spec.namespaceSelector.matchLabels.ci", parseField: "spec.namespaceSelector.matchLabels"},
 
@@ -434,7 +436,6 @@ func TestCRDAdmitsEdgeValues(t *testing.T) {
 			},
 		}))},
 		{name: "a rule by selector only", mutate: inTurn(deleteAt("spec", "namespace"), withSelector(map[string]any{"matchLabels": map[string]any{"ci": "e2e"}}))},
-		{name: "a rule by an empty selector", mutate: inTurn(deleteAt("spec", "namespace"), withSelector(map[string]any{}))},
 		{name: "a rule beside an empty spec.namespace", mutate: inTurn(asRule("e2e-*"), setAt("", "spec", "namespace"))},
 		{name: "a deactivated rule", mutate: inTurn(asRule("e2e-*"), setAt(true, "spec", "deactivated"))},
 		{name: "64 patterns", mutate: asRule(manyPatterns(64)...)},

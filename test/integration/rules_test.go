@@ -470,10 +470,16 @@ func TestRuleEventsOnlyOnChange(t *testing.T) {
 	if len(got) != 1 || !strings.HasPrefix(got[0], "Warning Failed: failed on 2 namespace(s)") || !strings.Contains(got[0], targets[0]) || !strings.Contains(got[0], targets[1]) {
 		t.Fatalf("events after the first failure: %q, want one Warning naming both namespaces", got)
 	}
+	before := len(e.Writes(t))
 	res = e.Sweep(t, args...)
 	wantCode(t, res, 1)
 	if got := events(); len(got) != 1 {
 		t.Errorf("events after the same failure again: %q, want still one", got)
+	}
+	for _, w := range e.Writes(t)[before:] {
+		if w.Resource == "namespacemanagers" {
+			t.Errorf("the same failure again rewrote the rule: %s %s/%s", w.Verb, w.Resource, w.Subresource)
+		}
 	}
 	recv.SetStatus(200)
 	res = e.Sweep(t, args...)
@@ -519,5 +525,43 @@ func TestRuleGovernanceAndPause(t *testing.T) {
 	}
 	if n := len(recv.Deliveries()); n != len(targets) {
 		t.Errorf("%d deliveries, want %d: resuming re-sent them", n, len(targets))
+	}
+}
+
+// TestRuleClaimSurvivesPauseAndResume: a sweep died holding a claim on a
+// pair (its webhook may have been sent); the rule is paused and resumed
+// (two generations later) before the claim expires. The next sweep
+// completes the claim under the dead sweep's Idempotency-Key instead of
+// firing anew.
+func TestRuleClaimSurvivesPauseAndResume(t *testing.T) {
+	e := setup(t)
+	home := shared.Namespace(t)
+	target := labelled(t, home, 1)[0]
+	recv := nsmantest.NewReceiver(t)
+	createManager(t, managerObj(home, "claimed", home, []any{ttlPolicy("at once", 0, webhookAction(recv.URL+"/claimed"))}, selecting(home)))
+	rule := e.Manager(t, home, "claimed")
+	m, _ := policy.Parse(rule)
+	_, ns := pairRecord(t, target, rule.GetUID())
+	dead := sweep.PairStatus{Rule: home + "/claimed", Claim: &sweep.Claim{Policy: "at once", Action: "WEBHOOK", Sweep: "dead",
+		Expires: time.Now().Add(-time.Minute).UTC(), Generation: rule.GetGeneration(), TargetUID: ns.UID, Spec: m.Arming}}
+	raw, _ := json.Marshal(dead)
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{sweep.PairAnnotationPrefix + string(rule.GetUID()): string(raw)}}})
+	if _, err := shared.Admin.CoreV1().Namespaces().Patch(t.Context(), target, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, deactivated := range []bool{true, false} {
+		p := fmt.Sprintf(`{"spec":{"deactivated":%t}}`, deactivated)
+		if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Patch(t.Context(), "claimed", types.MergePatchType, []byte(p), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := e.Sweep(t, "-l", caseLabel+"="+home, "--trusted-namespaces", home)
+	wantCode(t, res, 0)
+	if p := res.Pair(t, home, "claimed", target); p.State != sweep.StateFired || !strings.Contains(p.Message, "completing the expired claim of sweep dead") {
+		t.Errorf("pair: %q (%s), want the dead sweep's claim completed", p.State, p.Message)
+	}
+	got := recv.Deliveries()
+	if want := sweep.PairIdempotencyKey(m, "at once", ns.UID); len(got) != 1 || got[0].Header.Get("Idempotency-Key") != want {
+		t.Errorf("deliveries %d, want one under the dead sweep's key %s", len(got), want)
 	}
 }
