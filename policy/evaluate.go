@@ -32,8 +32,13 @@ func (v Verdict) String() string {
 	return "wait"
 }
 
-// PodsCheck is the result of checking a PODS_SUCCEED policy's pods.
+// PodsCheck is the result of checking a PODS_SUCCEED or PODS_FAILED
+// policy's pods.
 type PodsCheck struct {
+	// Failed, for PODS_FAILED, counts the matching pods in phase Failed
+	// and the failed Jobs whose pods match that the check saw; a check may
+	// stop at the first one. Example then names it.
+	Failed int
 	// NotSucceeded counts the matching pods in another phase than Succeeded
 	// (pending, running, failed or unknown) that the check saw; a check may
 	// stop at the first one.
@@ -157,6 +162,25 @@ func Evaluate(m Manager, in Input) Outcome {
 			out.Checks[p.Name] = CheckState{Generation: m.Generation, Passed: passed, Last: in.Now}
 			state.Due = in.Now.Add(c.Period)
 			state.Detail = fmt.Sprintf("%d of %d checks passed, next at %s", passed, c.MinChecks, stamp(state.Due))
+		case ConditionPodsFailed:
+			start := in.TargetCreated.Add(c.InitialDelay)
+			if in.Now.Before(start) {
+				state.Detail = fmt.Sprintf("first check for failed pods after the initial delay, at %s", stamp(start))
+				state.Due = start
+				break
+			}
+			pods, checked := in.Pods[i]
+			if !checked {
+				out.Verdict, out.Policy = NeedPods, i
+				return out
+			}
+			selector := describeSelector(c.PodLabels)
+			if pods.Failed > 0 {
+				state.Holds = true
+				state.Detail = fmt.Sprintf("a pod %s failed: %s", selector, pods.Example)
+				return out.fire(i, state)
+			}
+			state.Detail = fmt.Sprintf("no pod %s has failed", selector)
 		}
 		out.Policies = append(out.Policies, state)
 		if !state.Due.IsZero() && (out.NextDue.IsZero() || state.Due.Before(out.NextDue)) {

@@ -282,12 +282,15 @@ func (p *parser) condition(obj map[string]any, path *field.Path) Condition {
 		c.Period = p.seconds(params, "periodSeconds", pp, DefaultPeriod, 1)
 		c.MinChecks = int(p.integer(params, "minChecks", pp, DefaultMinChecks, 1))
 		c.PodLabels = p.labels(params, "podLabels", pp)
+	case ConditionPodsFailed:
+		c.InitialDelay = p.seconds(params, "initialDelaySeconds", pp, DefaultInitialDelay, 0)
+		c.PodLabels = p.labels(params, "podLabels", pp)
 	case "":
 		if !wrongType {
 			p.errs = append(p.errs, field.Required(path.Child("type"), ""))
 		}
 	default:
-		p.errs = append(p.errs, field.NotSupported(path.Child("type"), c.Type, []string{ConditionTTL, ConditionPodsSucceed}))
+		p.errs = append(p.errs, field.NotSupported(path.Child("type"), c.Type, []string{ConditionTTL, ConditionPodsSucceed, ConditionPodsFailed}))
 	}
 	return c
 }

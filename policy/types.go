@@ -20,9 +20,11 @@ const (
 const (
 	ConditionTTL         = "TTL"
 	ConditionPodsSucceed = "PODS_SUCCEED"
-	ActionDelete         = "DELETE"
-	ActionScaleDown      = "SCALE_DOWN"
-	ActionWebhook        = "WEBHOOK"
+	// ConditionPodsFailed is nsman's own: it needs nsman's CRD.
+	ConditionPodsFailed = "PODS_FAILED"
+	ActionDelete        = "DELETE"
+	ActionScaleDown     = "SCALE_DOWN"
+	ActionWebhook       = "WEBHOOK"
 )
 
 // Workload kinds a SCALE_DOWN selector can name (in any letter case).
@@ -92,7 +94,7 @@ type Policy struct {
 
 // Condition says when a policy holds.
 type Condition struct {
-	// Type is ConditionTTL or ConditionPodsSucceed.
+	// Type is ConditionTTL, ConditionPodsSucceed or ConditionPodsFailed.
 	Type string
 	// TTL: the policy holds once the target is this old.
 	TTL time.Duration
@@ -104,6 +106,10 @@ type Condition struct {
 	Period       time.Duration
 	MinChecks    int
 	// PodLabels selects the pods to check; empty selects every pod.
+	//
+	// PODS_FAILED: no check before the target is InitialDelay old; then
+	// the policy holds once a pod matching PodLabels is in phase Failed, or
+	// a Job whose pod template matches has failed.
 	PodLabels map[string]string
 }
 

@@ -180,7 +180,11 @@ func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Ma
 		out := policy.Evaluate(m, in)
 		switch out.Verdict {
 		case policy.NeedPods:
-			check, err := s.checkPods(ctx, r, e.Target, m.Policies[out.Policy].Condition.PodLabels)
+			checkFn := s.checkPods
+			if m.Policies[out.Policy].Condition.Type == policy.ConditionPodsFailed {
+				checkFn = s.checkFailed
+			}
+			check, err := checkFn(ctx, r, e.Target, m.Policies[out.Policy].Condition.PodLabels)
 			if err != nil {
 				return decision{manager: m, entry: failed(e, err)}
 			}

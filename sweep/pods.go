@@ -42,9 +42,9 @@ type podLabels struct {
 	labels packedLabels
 }
 
-// notSucceeded returns a pod in namespace matching selector that had not
-// succeeded when the index was listed.
-func (x *podIndex) notSucceeded(namespace string, selector labels.Selector) (string, bool) {
+// find returns the pod (or, in the failed index, what failed) in namespace
+// matching selector, as the index was listed.
+func (x *podIndex) find(namespace string, selector labels.Selector) (string, bool) {
 	for _, p := range x.byNamespace[namespace] {
 		if selector.Matches(p.labels) {
 			return p.pod, true
@@ -96,7 +96,7 @@ func (s *Sweeper) checkPods(ctx context.Context, r *sweepRun, namespace string, 
 	selector := labels.SelectorFromSet(podLabels)
 	if r.podChecks.Add(1) > PodIndexAfter {
 		if x, err := s.podIndex(ctx, r); err == nil {
-			if pod, found := x.notSucceeded(namespace, selector); found {
+			if pod, found := x.find(namespace, selector); found {
 				return policy.PodsCheck{NotSucceeded: 1, Example: notSucceeded(pod)}, nil
 			}
 		}
@@ -160,4 +160,92 @@ func (s *Sweeper) eachMetadata(ctx context.Context, resource string, opts metav1
 		fn(m)
 		return nil
 	})
+}
+
+// failedSelector selects pods in phase Failed.
+const failedSelector = "status.phase=" + string(corev1.PodFailed)
+
+// checkFailed looks for a pod matching podLabels in phase Failed and, when
+// there is none, for a failed Job whose pod template matches (a Job that ran
+// out of time has its pods deleted, not failed): one request when a pod
+// failed, two when none did.
+//
+// Past PodIndexAfter checks in a sweep, the sweep's index of failed pods
+// and Jobs answers without a request, both ways: a pod's failure is final,
+// and one that fails after the index was listed holds at the next sweep.
+func (s *Sweeper) checkFailed(ctx context.Context, r *sweepRun, namespace string, podLabels map[string]string) (policy.PodsCheck, error) {
+	selector := labels.SelectorFromSet(podLabels)
+	if r.podChecks.Add(1) > PodIndexAfter {
+		if x, err := s.failedIndex(ctx, r); err == nil {
+			if what, found := x.find(namespace, selector); found {
+				return policy.PodsCheck{Failed: 1, Example: what}, nil
+			}
+			return policy.PodsCheck{}, nil
+		}
+	}
+	list, err := s.clients.Kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{
+		LabelSelector: selector.String(),
+		FieldSelector: failedSelector,
+		Limit:         1,
+	})
+	if err != nil {
+		return policy.PodsCheck{}, fmt.Errorf("check failed pods in %s: %w", namespace, err)
+	}
+	if len(list.Items) > 0 {
+		return policy.PodsCheck{Failed: 1, Example: "pod " + list.Items[0].Name + " failed"}, nil
+	}
+	jobs, err := s.clients.Kube.BatchV1().Jobs(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return policy.PodsCheck{}, fmt.Errorf("check jobs in %s: %w", namespace, err)
+	}
+	for _, job := range jobs.Items {
+		if jobFailed(&job) && selector.Matches(labels.Set(job.Spec.Template.Labels)) {
+			return policy.PodsCheck{Failed: 1, Example: "job " + job.Name + " failed"}, nil
+		}
+	}
+	return policy.PodsCheck{}, nil
+}
+
+// jobFailed reports whether a Job has failed for good.
+func jobFailed(job *batchv1.Job) bool {
+	for _, c := range job.Status.Conditions {
+		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// failedIndex lists, once per sweep, the pods in phase Failed (metadata
+// only) and the failed Jobs, by namespace, with the words a check reports.
+func (s *Sweeper) failedIndex(ctx context.Context, r *sweepRun) (*podIndex, error) {
+	x := &r.failed
+	x.once.Do(func() {
+		x.byNamespace = map[string][]podLabels{}
+		add := func(namespace, what string, set map[string]string) {
+			x.byNamespace[namespace] = append(x.byNamespace[namespace], podLabels{pod: what, labels: packLabels("", set)})
+		}
+		x.err = s.eachMetadata(ctx, "pods", metav1.ListOptions{FieldSelector: failedSelector}, func(m *metav1.PartialObjectMetadata) {
+			add(m.Namespace, "pod "+m.Name+" failed", m.Labels)
+		})
+		if x.err == nil {
+			jobs := s.clients.Kube.BatchV1().Jobs("")
+			p := pager.New(pager.SimplePageFunc(func(opts metav1.ListOptions) (runtime.Object, error) {
+				return jobs.List(ctx, opts)
+			}))
+			p.PageSize, p.PageBufferSize = s.cfg.PageSize, 0
+			x.err = p.EachListItem(ctx, metav1.ListOptions{}, func(o runtime.Object) error {
+				if job, ok := o.(*batchv1.Job); ok && jobFailed(job) {
+					add(job.Namespace, "job "+job.Name+" failed", job.Spec.Template.Labels)
+				}
+				return nil
+			})
+		}
+		if x.err != nil {
+			x.byNamespace = nil
+			x.err = fmt.Errorf("list failed pods and jobs: %w", x.err)
+			s.log.Warn("checking for failed pods namespace by namespace", "error", x.err.Error())
+		}
+	})
+	return x, x.err
 }

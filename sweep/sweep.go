@@ -42,6 +42,9 @@ type sweepRun struct {
 	// answers come from one cluster-wide list.
 	podChecks atomic.Int64
 	pods      podIndex
+	// failed indexes the pods in phase Failed and the failed Jobs, for
+	// PODS_FAILED checks past PodIndexAfter.
+	failed podIndex
 
 	// governed maps each namespace a single-target manager may act on to
 	// that manager, namespace/name, for every manager listed (of every
