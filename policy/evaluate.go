@@ -69,6 +69,9 @@ type Input struct {
 	Checks map[string]CheckState
 	// Pods holds the pods checks made for this evaluation, by policy index.
 	Pods map[int]PodsCheck
+	// Fired names the policies that are not final and fired already in
+	// this generation: they are skipped.
+	Fired map[string]bool
 }
 
 // PolicyState describes one policy's condition at evaluation time.
@@ -108,6 +111,11 @@ func Evaluate(m Manager, in Input) Outcome {
 	for i, p := range m.Policies {
 		c := p.Condition
 		state := PolicyState{Name: p.Name}
+		if !p.Final && in.Fired[p.Name] {
+			state.Detail = "fired already in this generation"
+			out.Policies = append(out.Policies, state)
+			continue
+		}
 		switch c.Type {
 		case ConditionTTL:
 			due := in.TargetCreated.Add(c.TTL)

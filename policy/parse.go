@@ -246,7 +246,10 @@ func (p *parser) policies(spec map[string]any, specPath *field.Path) []Policy {
 			p.errs = append(p.errs, field.Invalid(ip, item, "must be an object"))
 			continue
 		}
-		pol := Policy{Raw: obj}
+		pol := Policy{Raw: obj, Final: true}
+		if _, set := obj["final"]; set && obj["final"] != nil {
+			pol.Final = p.boolean(obj, "final", ip)
+		}
 		namePath := ip.Child("name")
 		switch pol.Name = p.str(obj, "name", ip); {
 		case pol.Name == "":

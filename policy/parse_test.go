@@ -166,6 +166,7 @@ func wantTTL(name string, ttl time.Duration) Policy {
 		Name:      name,
 		Condition: Condition{Type: ConditionTTL, TTL: ttl},
 		Action:    Action{Type: ActionDelete},
+		Final:     true,
 	}
 }
 
@@ -179,7 +180,7 @@ func wantPods(name string, mutators ...func(*Condition)) Policy {
 	for _, mutate := range mutators {
 		mutate(&c)
 	}
-	return Policy{Name: name, Condition: c, Action: Action{Type: ActionDelete}}
+	return Policy{Name: name, Condition: c, Action: Action{Type: ActionDelete}, Final: true}
 }
 
 func wantPolicies(ps ...Policy) func(*Manager) {
@@ -315,7 +316,8 @@ func TestParse(t *testing.T) {
 			name: "PODS_SUCCEED without params takes every default",
 			obj:  manager(policies(podsPolicy("delete when pods succeed"))),
 			want: wantManager(wantPolicies(Policy{
-				Name: "delete when pods succeed",
+				Name:  "delete when pods succeed",
+				Final: true,
 				Condition: Condition{
 					Type:         ConditionPodsSucceed,
 					InitialDelay: 60 * time.Second,
@@ -484,6 +486,7 @@ func TestParse(t *testing.T) {
 				wantTTL("second", 40*time.Second),
 				Policy{
 					Name:      "third",
+					Final:     true,
 					Condition: Condition{Type: ConditionTTL, TTL: 40 * time.Second},
 					Action:    Action{Type: ActionWebhook, URL: "http://hook"},
 				},
@@ -830,6 +833,7 @@ func TestParseNumbers(t *testing.T) {
 			}
 			checkParsed(t, obj, wantManager(wantPolicies(Policy{
 				Name:      name,
+				Final:     true,
 				Condition: tt.want,
 				Action:    Action{Type: ActionDelete},
 			})))

@@ -90,6 +90,11 @@ type Policy struct {
 	Action    Action
 	// Raw is the policy exactly as stored, which the webhook body carries.
 	Raw map[string]any
+	// Final is policies[].final (default true): a final policy firing ends
+	// the manager (deactivates it; for a rule, ends the pair); one that is
+	// not fires once per generation and leaves the manager standing, and
+	// later sweeps go on to the policies after it.
+	Final bool
 }
 
 // Condition says when a policy holds.

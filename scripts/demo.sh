@@ -38,9 +38,9 @@ until [ -s "$work/webhooks.log" ]; do sleep 0.1; done
 receiver=$(head -n 1 "$work/webhooks.log")
 echo "receiver at $receiver"
 
-step "applying examples/ (the webhook example pointed at the receiver; rules get a scene of their own below)"
+step "applying examples/ (the webhook example pointed at the receiver; stages and rules get scenes of their own below)"
 for f in examples/*.yaml; do
-	case "$f" in examples/rule-*) continue ;; esac
+	case "$f" in examples/rule-* | examples/lifecycle-stages.yaml) continue ;; esac
 	sed "s#http://webhook-receiver.namespace-manager.svc:8080#$receiver#" "$f"
 	echo "---"
 done | kubectl apply -f -
@@ -83,6 +83,18 @@ kubectl get nsman -A
 echo
 kubectl get events -A --field-selector reportingComponent=nsman.k8s.consol.de/sweep 2>/dev/null ||
 	kubectl get events -n namespace-manager
+
+step "stages: examples/lifecycle-stages.yaml warns at 46 h, parks at 48 h, deletes at 72 h; here at 10, 12 and 14 s"
+sed -e "s#http://webhook-receiver.namespace-manager.svc:8080#$receiver#" \
+	-e 's/ttlSeconds: 165600/ttlSeconds: 10/' -e 's/ttlSeconds: 172800/ttlSeconds: 12/' -e 's/ttlSeconds: 259200/ttlSeconds: 14/' \
+	examples/lifecycle-stages.yaml | kubectl apply -f -
+sleep 15
+for stage in 1 2 3; do
+	echo "sweep $stage: one action per sweep, the first policy that holds and has not fired"
+	nsman sweep -n demo-lifecycle
+done
+kubectl -n demo-lifecycle get deployments 2>/dev/null || true
+kubectl get namespace demo-lifecycle
 
 step "a pipeline crashed: it left e2e-* namespaces behind and never created a manager for them"
 kubectl create namespace e2e-run-101

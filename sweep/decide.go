@@ -154,6 +154,9 @@ func (s *Sweeper) evaluate(ctx context.Context, r *sweepRun, obj *unstructured.U
 		i := policyIndex(m, last.Policy)
 		switch {
 		case i < 0:
+		case last.Result == ResultSucceeded && !m.Policies[i].Final:
+			// A stage: the manager stands, and goes on to the policies
+			// after it.
 		case last.Result == ResultSucceeded:
 			return s.planned(m, e, nil, plan{step: stepDeactivate, policy: m.Policies[i], reason: "the action succeeded before; deactivating", target: t})
 		case last.Action == policy.ActionDelete && last.Uncertain && going:
@@ -168,14 +171,15 @@ func (s *Sweeper) evaluate(ctx context.Context, r *sweepRun, obj *unstructured.U
 		return final(StateTargetTerminating, fmt.Sprintf("namespace %s is terminating", e.Target))
 	}
 
-	return s.evaluatePolicies(ctx, r, m, e, ns, stored.Checks)
+	return s.evaluatePolicies(ctx, r, m, e, ns, stored.Checks, firedIn(stored.Fired, m.Generation, ""))
 }
 
 // evaluatePolicies evaluates m's policies on namespace ns, the entry e's
-// target, checking pods as they ask: a plan to act when one holds, else the
-// waiting entry with its minChecks progress.
-func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Manager, e Entry, ns namespaceInfo, checks map[string]policy.CheckState) decision {
-	in := policy.Input{Now: r.now, TargetCreated: ns.created, Checks: checks, Pods: map[int]policy.PodsCheck{}}
+// target, checking pods as they ask and skipping the stages (policies that
+// are not final) in fired: a plan to act when one holds, else the waiting
+// entry with its minChecks progress.
+func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Manager, e Entry, ns namespaceInfo, checks map[string]policy.CheckState, fired map[string]bool) decision {
+	in := policy.Input{Now: r.now, TargetCreated: ns.created, Checks: checks, Pods: map[int]policy.PodsCheck{}, Fired: fired}
 	for {
 		out := policy.Evaluate(m, in)
 		switch out.Verdict {

@@ -110,14 +110,18 @@ func (s *Sweeper) execute(ctx context.Context, r *sweepRun, obj *unstructured.Un
 	done := s.succeeded(e, p)
 	final.observe(Entry{State: StateFired, Target: p.target.name, Message: p.reason}, m.Generation, r.now)
 	final.LastAction = &LastAction{Policy: p.policy.Name, Action: p.policy.Action.Type, Result: ResultSucceeded, Message: truncate(p.reason, maxMessage), Time: r.now.UTC()}
-	if err := s.write(ctx, r.store.settle(claimed, final, !r.store.inStatus), m.Namespace, m.Name); err != nil {
+	if !p.policy.Final {
+		// A stage: recorded as fired, the manager left standing.
+		final.Fired = addFired(final.Fired, p.policy.Name, m.Generation, "", r.now)
+	}
+	if err := s.write(ctx, r.store.settle(claimed, final, !r.store.inStatus && p.policy.Final), m.Namespace, m.Name); err != nil {
 		if lostClaim(err) {
 			err = fmt.Errorf("the manager changed since this sweep claimed it: %w", err)
 		}
 		return failed(done, fmt.Errorf("action done, but recording it failed: %w", err))
 	}
 	s.announce(ctx, r, obj, done)
-	if r.store.inStatus {
+	if r.store.inStatus && p.policy.Final {
 		if err := s.write(ctx, deactivatePatch(), m.Namespace, m.Name); err != nil {
 			return failed(done, fmt.Errorf("action done, but deactivating the manager failed (a later sweep completes it): %w", err))
 		}

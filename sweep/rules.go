@@ -57,13 +57,19 @@ type PairStatus struct {
 	LastAction *LastAction `json:"lastAction,omitempty"`
 	// Checks is the pair's minChecks progress, by policy name.
 	Checks map[string]policy.CheckState `json:"checks,omitempty"`
+	// Fired lists the stages (policies that are not final) that fired.
+	Fired []FiredPolicy `json:"fired,omitempty"`
 }
 
-// done reports whether the pair's action succeeded for this generation of
-// m, or for one that differs from it in spec.deactivated alone.
+// done reports whether a final policy's action succeeded for this
+// generation of m, or for one that differs from it in spec.deactivated
+// alone.
 func (p PairStatus) done(m policy.Manager) bool {
-	return p.LastAction != nil && p.LastAction.Result == ResultSucceeded &&
-		(p.ObservedGeneration == m.Generation || p.Spec != "" && p.Spec == m.Arming)
+	if p.LastAction == nil || p.LastAction.Result != ResultSucceeded || !(p.ObservedGeneration == m.Generation || p.Spec != "" && p.Spec == m.Arming) {
+		return false
+	}
+	i := policyIndex(m, p.LastAction.Policy)
+	return i >= 0 && m.Policies[i].Final
 }
 
 // RuleSummary is what a rule's status says about the namespaces it
@@ -372,7 +378,7 @@ func (s *Sweeper) evaluatePair(ctx context.Context, r *sweepRun, m policy.Manage
 		e.State, e.Message = StateDone, fmt.Sprintf("policy %q fired (%s) at %s; done until the rule changes", last.Policy, last.Action, last.Time.UTC().Format(time.RFC3339))
 		return decision{manager: m, entry: e, untouched: true}
 	}
-	return s.evaluatePolicies(ctx, r, m, e, ns, stored.Checks)
+	return s.evaluatePolicies(ctx, r, m, e, ns, stored.Checks, firedIn(stored.Fired, m.Generation, m.Arming))
 }
 
 // executePair carries out a pair's plan, as execute does a manager's: within
@@ -418,6 +424,9 @@ func (s *Sweeper) executePair(ctx context.Context, r *sweepRun, m policy.Manager
 		final.LastAction.Uncertain = p.policy.Action.Type == policy.ActionDelete && uncertain(err)
 	} else {
 		e = s.succeeded(e, p)
+		if !p.policy.Final {
+			final.Fired = addFired(final.Fired, p.policy.Name, m.Generation, m.Arming, r.now)
+		}
 	}
 	if werr := s.settlePair(ctx, p.target.name, key, claimed, final); werr != nil {
 		if lostClaim(werr) {

@@ -48,14 +48,50 @@ type Status struct {
 	LastAction *LastAction `json:"lastAction,omitempty"`
 	// Checks is the progress of PODS_SUCCEED policies with minChecks above 1.
 	Checks map[string]policy.CheckState `json:"checks,omitempty"`
+	// Fired lists the stages (policies that are not final) that fired in
+	// this generation: later sweeps skip them. At most one per policy.
+	Fired []FiredPolicy `json:"fired,omitempty"`
 	// Rule summarizes, for a rule, the namespaces it matches.
 	Rule *RuleSummary `json:"rule,omitempty"`
+}
+
+// FiredPolicy is a stage that fired: a policy that is not final, which
+// fires once per generation and leaves the manager standing.
+type FiredPolicy struct {
+	Policy     string    `json:"policy"`
+	Generation int64     `json:"generation"`
+	Time       time.Time `json:"time"`
+	// Spec, for a rule's namespace, is the rule's policy.Manager.Arming:
+	// pausing and resuming the rule does not fire a stage again.
+	Spec string `json:"spec,omitempty"`
+}
+
+// firedIn names the stages of fired that fired in generation (or, with
+// spec, under that spec).
+func firedIn(fired []FiredPolicy, generation int64, spec string) map[string]bool {
+	out := map[string]bool{}
+	for _, f := range fired {
+		if f.Generation == generation || spec != "" && f.Spec == spec {
+			out[f.Policy] = true
+		}
+	}
+	return out
+}
+
+// addFired records that stage name fired in generation, dropping what
+// fired in other generations: the list never outgrows the policies.
+func addFired(fired []FiredPolicy, name string, generation int64, spec string, now time.Time) []FiredPolicy {
+	out := slices.DeleteFunc(slices.Clone(fired), func(f FiredPolicy) bool {
+		return f.Policy == name || f.Generation != generation && (spec == "" || f.Spec != spec)
+	})
+	return append(out, FiredPolicy{Policy: name, Generation: generation, Time: now.UTC(), Spec: spec})
 }
 
 // clone returns a copy that shares nothing that observe or the sweep
 // modifies in place.
 func (st Status) clone() Status {
 	st.Conditions = slices.Clone(st.Conditions)
+	st.Fired = slices.Clone(st.Fired)
 	st.Checks = maps.Clone(st.Checks)
 	if st.LastAction != nil {
 		st.LastAction = new(*st.LastAction)

@@ -66,7 +66,9 @@ func Shorten(obj *unstructured.Unstructured, recv *Receiver) {
 //   - SCALE_DOWN: exactly the selected workloads are at zero replicas with
 //     their previous count recorded, the rest untouched; nsman restore puts
 //     them back;
-//   - WEBHOOK: the receiver got exactly one POST with the original body.
+//   - WEBHOOK: the receiver got exactly one POST with the original body;
+//   - a stage (final: false): it fires once, and the manager stands until
+//     a final policy fires.
 //
 // Before every sweep a dry run writes nothing and plans exactly what the
 // sweep then does. After the last, one more sweep changes nothing and
@@ -118,7 +120,7 @@ func (e *Env) PlayOut(t *testing.T, recv *Receiver, objs []*unstructured.Unstruc
 	}
 
 	waitedOnPods := map[string]bool{}
-	fired := map[string]bool{}
+	fired, stages := map[string]bool{}, map[string]bool{}
 	deadline := time.Now().Add(3 * time.Minute)
 	for len(fired) < len(managers) {
 		if time.Now().After(deadline) {
@@ -146,7 +148,14 @@ func (e *Env) PlayOut(t *testing.T, recv *Receiver, objs []*unstructured.Unstruc
 					waitedOnPods[id] = true
 				}
 			case sweep.StateFired:
-				fired[id] = true
+				// A stage (final: false) leaves the manager standing: the
+				// play-out goes on until a final policy fires.
+				if i := slices.IndexFunc(m.Policies, func(p policy.Policy) bool { return p.Name == entry.Policy }); i < 0 || m.Policies[i].Final {
+					fired[id] = true
+				} else if stages[id+"/"+entry.Policy] {
+					t.Fatalf("manager %s: stage %q fired twice", id, entry.Policy)
+				}
+				stages[id+"/"+entry.Policy] = true
 				e.checkFired(ctx, t, m, entry, recv, workloads[m.Target()], waitedOnPods[id])
 			case sweep.StateDeactivated:
 				if !fired[id] {
@@ -259,7 +268,7 @@ func (e *Env) checkFired(ctx context.Context, t *testing.T, m policy.Manager, en
 			t.Errorf("%s: no sweep saw its pods pending before they succeeded", id)
 		}
 	}
-	if !e.Deactivated(t, m.Namespace, m.Name) && !e.NamespaceGoneOrTerminating(t, m.Namespace) {
+	if p.Final && !e.Deactivated(t, m.Namespace, m.Name) && !e.NamespaceGoneOrTerminating(t, m.Namespace) {
 		t.Errorf("%s fired but is not deactivated", id)
 	}
 	switch p.Action.Type {
@@ -270,9 +279,17 @@ func (e *Env) checkFired(ctx context.Context, t *testing.T, m policy.Manager, en
 	case policy.ActionScaleDown:
 		e.checkScaledDown(ctx, t, id, target, p.Action.Selectors, workloads)
 	case policy.ActionWebhook:
-		deliveries := recv.Deliveries()
+		// The receiver is shared: this policy's requests are those whose
+		// URL path is its own.
+		u, _ := url.Parse(p.Action.URL)
+		var deliveries []Delivery
+		for _, d := range recv.Deliveries() {
+			if d.Path == u.Path {
+				deliveries = append(deliveries, d)
+			}
+		}
 		if len(deliveries) != 1 {
-			t.Fatalf("%s fired WEBHOOK: receiver got %d requests, want 1", id, len(deliveries))
+			t.Fatalf("%s fired WEBHOOK: receiver got %d requests at %s, want 1", id, len(deliveries), u.Path)
 		}
 		var body struct {
 			NamespaceManager struct{ Namespace, Name string } `json:"namespaceManager"`
