@@ -35,6 +35,7 @@ type sweepOptions struct {
 	protectedNamespaces []string
 	webhookTimeout      time.Duration
 	claimTTL            time.Duration
+	maxHold             time.Duration
 	webhookKeyFile      string
 	webhookAllow        []string
 	pushgatewayURL      string
@@ -83,6 +84,7 @@ failed, 2 on a usage or configuration error.`,
 	fs.StringSliceVar(&o.trustedNamespaces, "trusted-namespaces", o.trustedNamespaces, "namespaces whose managers may target other namespaces, and where rules may live: exactly those listed, which replace the default and the namespace nsman runs in (unset: namespace-manager and the namespace nsman runs in)")
 	fs.StringSliceVar(&o.protectedNamespaces, "protected-namespaces", o.protectedNamespaces, "namespaces never deleted, scaled down or notified about, in addition to kube-system, kube-public, kube-node-lease and the namespace nsman runs in, which always are; the list given replaces only the default")
 	fs.DurationVar(&o.webhookTimeout, "webhook-timeout", 10*time.Second, "timeout of one webhook attempt")
+	fs.DurationVar(&o.maxHold, "max-hold", sweep.DefaultMaxHold, "a hold (annotation "+sweep.HoldAnnotation+") ending further ahead than this is ignored and reported")
 	fs.DurationVar(&o.claimTTL, "claim-ttl", sweep.DefaultClaimTTL, "how long a claim holds a manager: an action not done by then (less 5s) is given up, and a later sweep may complete the claim of a sweep that died")
 	fs.StringVar(&o.webhookKeyFile, "webhook-signing-key-file", "", "file with the key that signs webhook requests (HMAC-SHA256)")
 	fs.StringSliceVar(&o.webhookAllow, "webhook-allow", nil, "send webhooks only to these receivers: host names, *.domain suffixes, CIDRs of the addresses dialled (default: any receiver the deny list allows)")
@@ -118,6 +120,7 @@ func (o *sweepOptions) config(flags *pflag.FlagSet) (sweep.Config, error) {
 		ProtectedNamespaces: protected,
 		SweepID:             sweepID(),
 		ClaimTTL:            o.claimTTL,
+		MaxHold:             o.maxHold,
 		ShardIndex:          o.shardIndex,
 		ShardCount:          o.shardCount,
 		PageSize:            o.chunkSize,

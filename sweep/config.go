@@ -58,6 +58,9 @@ type Config struct {
 	// sweep's context is cancelled; then they are cut off, and their claims
 	// released. It must stay below the pod's termination grace period.
 	InterruptGrace time.Duration
+	// MaxHold is how far ahead of now a hold (HoldAnnotation) may end; one
+	// further ahead is ignored and reported. Zero means DefaultMaxHold.
+	MaxHold time.Duration
 }
 
 // ProtectedFloor is the namespaces New always protects, whatever
@@ -104,6 +107,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--concurrency must not be negative")
 	case c.ClaimTTL != 0 && c.ClaimTTL < MinClaimTTL:
 		return fmt.Errorf("--claim-ttl must be at least %s", MinClaimTTL)
+	case c.MaxHold < 0:
+		return fmt.Errorf("--max-hold must not be negative")
 	case c.ShardCount < 0:
 		return fmt.Errorf("--shard-count must not be negative")
 	case c.ShardIndex < 0 || c.ShardIndex >= max(c.ShardCount, 1):
@@ -154,6 +159,9 @@ func New(cfg Config, clients Clients, sender *webhook.Sender, log *slog.Logger) 
 	}
 	if cfg.InterruptGrace == 0 {
 		cfg.InterruptGrace = DefaultInterruptGrace
+	}
+	if cfg.MaxHold == 0 {
+		cfg.MaxHold = DefaultMaxHold
 	}
 	cfg.ProtectedNamespaces = WithProtectedFloor(cfg.ProtectedNamespaces)
 	s := &Sweeper{cfg: cfg, clients: clients, log: log}

@@ -171,7 +171,8 @@ func (s *Sweeper) evaluate(ctx context.Context, r *sweepRun, obj *unstructured.U
 		return final(StateTargetTerminating, fmt.Sprintf("namespace %s is terminating", e.Target))
 	}
 
-	return s.evaluatePolicies(ctx, r, m, e, ns, stored.Checks, firedIn(stored.Fired, m.Generation, ""))
+	holds := []hold{{on: "namespace " + e.Target, value: ns.hold}, {on: "manager " + m.Namespace + "/" + m.Name, value: obj.GetAnnotations()[HoldAnnotation]}}
+	return holdsAt(holds, r.now, s.cfg.MaxHold).apply(s.evaluatePolicies(ctx, r, m, e, ns, stored.Checks, firedIn(stored.Fired, m.Generation, "")))
 }
 
 // evaluatePolicies evaluates m's policies on namespace ns, the entry e's

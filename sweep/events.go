@@ -28,6 +28,14 @@ func (s *Sweeper) announce(ctx context.Context, r *sweepRun, obj *unstructured.U
 	if !ok {
 		return
 	}
+	s.emit(ctx, r, obj, k.kind, k.reason, e.Action, e.Message)
+}
+
+// holdIgnored is the Event reason for holds nsman ignored.
+const holdIgnored = "HoldIgnored"
+
+// emit writes one Event on the manager obj.
+func (s *Sweeper) emit(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured, kind, reason, action, note string) {
 	suffix := make([]byte, 8)
 	_, _ = rand.Read(suffix)
 	ev := &eventsv1.Event{
@@ -41,10 +49,10 @@ func (s *Sweeper) announce(ctx context.Context, r *sweepRun, obj *unstructured.U
 			UID:             obj.GetUID(),
 			ResourceVersion: obj.GetResourceVersion(),
 		},
-		Type:                k.kind,
-		Reason:              k.reason,
-		Action:              e.Action,
-		Note:                truncate(e.Message, maxMessage),
+		Type:                kind,
+		Reason:              reason,
+		Action:              action,
+		Note:                truncate(note, maxMessage),
 		ReportingController: "nsman.k8s.consol.de/sweep",
 		ReportingInstance:   truncate(s.cfg.SweepID, 128),
 	}
@@ -52,6 +60,6 @@ func (s *Sweeper) announce(ctx context.Context, r *sweepRun, obj *unstructured.U
 		ev.Action = "Evaluate"
 	}
 	if err := s.writer.event(ctx, ev); err != nil {
-		s.log.Warn("event not written", "manager", obj.GetNamespace()+"/"+obj.GetName(), "reason", k.reason, "error", err.Error())
+		s.log.Warn("event not written", "manager", obj.GetNamespace()+"/"+obj.GetName(), "reason", reason, "error", err.Error())
 	}
 }

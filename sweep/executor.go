@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -109,6 +110,7 @@ func (s *Sweeper) execute(ctx context.Context, r *sweepRun, obj *unstructured.Un
 	}
 	done := s.succeeded(e, p)
 	final.observe(Entry{State: StateFired, Target: p.target.name, Message: p.reason}, m.Generation, r.now)
+	final.IgnoredHold = e.HoldIgnored
 	final.LastAction = &LastAction{Policy: p.policy.Name, Action: p.policy.Action.Type, Result: ResultSucceeded, Message: truncate(p.reason, maxMessage), Time: r.now.UTC()}
 	if !p.policy.Final {
 		// A stage: recorded as fired, the manager left standing.
@@ -121,6 +123,7 @@ func (s *Sweeper) execute(ctx context.Context, r *sweepRun, obj *unstructured.Un
 		return failed(done, fmt.Errorf("action done, but recording it failed: %w", err))
 	}
 	s.announce(ctx, r, obj, done)
+	s.warnIgnoredHold(ctx, r, obj, stored, done)
 	if r.store.inStatus && p.policy.Final {
 		if err := s.write(ctx, deactivatePatch(), m.Namespace, m.Name); err != nil {
 			return failed(done, fmt.Errorf("action done, but deactivating the manager failed (a later sweep completes it): %w", err))
@@ -178,6 +181,7 @@ func (s *Sweeper) completeWithoutAction(ctx context.Context, r *sweepRun, obj *u
 func (s *Sweeper) record(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured, stored Status, e Entry, checks map[string]policy.CheckState) Entry {
 	next := stored.clone()
 	next.observe(e, obj.GetGeneration(), r.now)
+	next.IgnoredHold = e.HoldIgnored
 	// A claim that reaches here has expired (a live one leaves the manager
 	// untouched). One made for an older spec is void; one of this spec
 	// stays for a later sweep to complete (this one deferred it, or could
@@ -202,7 +206,16 @@ func (s *Sweeper) record(ctx context.Context, r *sweepRun, obj *unstructured.Uns
 	if e.State != stored.State {
 		s.announce(ctx, r, obj, e)
 	}
+	s.warnIgnoredHold(ctx, r, obj, stored, e)
 	return e
+}
+
+// warnIgnoredHold writes a Warning Event when holds are ignored that were
+// not before (or for another reason).
+func (s *Sweeper) warnIgnoredHold(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured, stored Status, e Entry) {
+	if e.HoldIgnored != "" && e.HoldIgnored != stored.IgnoredHold {
+		s.emit(ctx, r, obj, corev1.EventTypeWarning, holdIgnored, "Evaluate", e.HoldIgnored)
+	}
 }
 
 // write applies a patch to a manager, retrying transient failures, even

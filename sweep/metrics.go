@@ -58,6 +58,7 @@ var metricMethods = []string{"get", "post", "put", "patch", "delete"}
 //	                                      failed, planned (dry run), deferred (over the cap)
 //	nsman_api_requests{method}            API requests by lower-case HTTP method
 //	nsman_last_success_timestamp_seconds  when the last successful sweep ran
+//	nsman_holds{result}                   entries held, or whose holds were ignored
 //	nsman_dry_run                         1 for a dry run, else 0
 //
 // The push is an Add (HTTP POST), not a Push (PUT). A PUT replaces the whole
@@ -119,6 +120,21 @@ func PushMetrics(ctx context.Context, url, job string, r Report, lastSuccess boo
 		requests.WithLabelValues(m).Set(float64(n))
 	}
 
+	holds := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "nsman_holds",
+		Help: "Managers and rule pairs of the last nsman sweep that a hold (nsman.k8s.consol.de/hold-until) kept waiting (held), or whose holds were ignored (ignored: unparseable, or beyond --max-hold).",
+	}, []string{"result"})
+	holds.WithLabelValues("held").Set(0)
+	holds.WithLabelValues("ignored").Set(0)
+	for _, e := range r.Entries {
+		if e.HeldUntil != nil {
+			holds.WithLabelValues("held").Inc()
+		}
+		if e.HoldIgnored != "" {
+			holds.WithLabelValues("ignored").Inc()
+		}
+	}
+
 	dryRun := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "nsman_dry_run",
 		Help: "1 when the last nsman sweep was a dry run, else 0.",
@@ -127,7 +143,7 @@ func PushMetrics(ctx context.Context, url, job string, r Report, lastSuccess boo
 		dryRun.Set(1)
 	}
 
-	reg.MustRegister(duration, managers, actions, requests, dryRun)
+	reg.MustRegister(duration, managers, actions, requests, holds, dryRun)
 	if lastSuccess {
 		success := prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "nsman_last_success_timestamp_seconds",

@@ -214,7 +214,7 @@ func TestPushMetricsOfASweep(t *testing.T) {
 		t.Error("a failed sweep pushed nsman_last_success_timestamp_seconds")
 	}
 	names := slices.Sorted(maps.Keys(req.Families))
-	want := []string{"nsman_actions", "nsman_api_requests", "nsman_dry_run", "nsman_managers", "nsman_sweep_duration_seconds"}
+	want := []string{"nsman_actions", "nsman_api_requests", "nsman_dry_run", "nsman_holds", "nsman_managers", "nsman_sweep_duration_seconds"}
 	if !slices.Equal(names, want) {
 		t.Errorf("pushed %q, want %q", names, want)
 	}
@@ -384,4 +384,22 @@ func TestPushMetricsErrors(t *testing.T) {
 			t.Error("the push did not go through the given client")
 		}
 	})
+}
+
+// nsman_holds counts the entries a hold kept waiting and those whose holds
+// were ignored, zero when none.
+func TestPushMetricsCountsHolds(t *testing.T) {
+	gw := newFakeGateway(t)
+	until := metricsNow.Add(time.Hour)
+	r := reportOf(metricsNow, false, nil,
+		Entry{Namespace: "a", Name: "a", State: StateWaiting, HeldUntil: &until},
+		Entry{Namespace: "b", Name: "b", State: StateWaiting, HeldUntil: &until, HoldIgnored: "x"},
+		Entry{Namespace: "c", Name: "c", State: StateWaiting, HoldIgnored: "y"},
+		Entry{Namespace: "d", Name: "d", State: StateWaiting},
+	)
+	if err := PushMetrics(t.Context(), gw.URL, "", r, true, nil); err != nil {
+		t.Fatal(err)
+	}
+	fams := gw.Requests()[0].Families
+	wantSeries(t, fams, series{"nsman_holds", map[string]string{"result": "held"}, 2}, series{"nsman_holds", map[string]string{"result": "ignored"}, 2})
 }

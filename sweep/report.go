@@ -67,6 +67,12 @@ type Entry struct {
 	// Effects lists what the action did, or would do in a dry run
 	// (e.g. "scale Deployment/web from 3 to 0").
 	Effects []string `json:"effects,omitempty"`
+	// HeldUntil is when the hold that keeps the manager (or pair) from
+	// acting ends (HoldAnnotation).
+	HeldUntil *time.Time `json:"heldUntil,omitempty"`
+	// HoldIgnored says why holds were ignored: unparseable, or ending more
+	// than --max-hold ahead.
+	HoldIgnored string `json:"holdIgnored,omitempty"`
 }
 
 // Condition is one policy's condition state in an Entry.

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -59,6 +60,9 @@ type PairStatus struct {
 	Checks map[string]policy.CheckState `json:"checks,omitempty"`
 	// Fired lists the stages (policies that are not final) that fired.
 	Fired []FiredPolicy `json:"fired,omitempty"`
+	// IgnoredHold says why holds on the namespace or the rule were
+	// ignored, while they are: the rule's Warning Event names it once.
+	IgnoredHold string `json:"ignoredHold,omitempty"`
 }
 
 // done reports whether a final policy's action succeeded for this
@@ -197,8 +201,9 @@ func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l listed) []Entry
 	// evaluated; only the others are kept for the second pass.
 	base := len(entries)
 	entries = slices.Grow(entries, len(pairs))[:base+len(pairs)]
-	failedBefore := make([]bool, len(pairs))
+	failedBefore, newlyIgnored := make([]bool, len(pairs)), make([]bool, len(pairs))
 	key := PairAnnotationPrefix + string(m.UID)
+	ruleHold := obj.GetAnnotations()[HoldAnnotation]
 	if len(pairs) > PodIndexAfter && slices.ContainsFunc(m.Policies, func(p policy.Policy) bool { return p.Condition.Type == policy.ConditionPodsSucceed }) {
 		// So many pods checks will pass the threshold anyway: the index
 		// answers from the first.
@@ -224,8 +229,9 @@ func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l listed) []Entry
 				entries[base+i] = notReachedPair(e, chunk[j].name)
 				return
 			}
-			w := s.evaluatePairOf(ctx, r, m, e, key, chunk[j].name, chunk[j].ns)
+			w := s.evaluatePairOf(ctx, r, m, e, key, chunk[j].name, chunk[j].ns, ruleHold)
 			failedBefore[i] = w.stored.LastAction != nil && w.stored.LastAction.Result == ResultFailed || failedLatest[chunk[j].name]
+			newlyIgnored[i] = w.d.entry.HoldIgnored != "" && w.d.entry.HoldIgnored != w.stored.IgnoredHold
 			if w.d.plan == nil && !needsRecord(w) {
 				entries[base+i] = w.d.entry
 				return
@@ -241,8 +247,11 @@ func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l listed) []Entry
 			entries[w.index] = s.carryOutPair(ctx, r, m, w)
 		})
 	}
-	var fired, failedNow []string
+	var fired, failedNow, ignored []string
 	for i, e := range entries[base:] {
+		if newlyIgnored[i] {
+			ignored = append(ignored, e.Target+": "+e.HoldIgnored)
+		}
 		switch {
 		case e.State == StateFired:
 			fired = append(fired, e.Target)
@@ -252,6 +261,9 @@ func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l listed) []Entry
 	}
 
 	s.announceRule(ctx, r, obj, fired, failedNow)
+	if len(ignored) > 0 {
+		s.emit(ctx, r, obj, corev1.EventTypeWarning, holdIgnored, "Evaluate", fmt.Sprintf("holds ignored on %d namespace(s): %s", len(ignored), listed10(ignored)))
+	}
 	if owner {
 		s.summarize(ctx, r, obj, m, stored, matched, entries)
 	}
@@ -282,11 +294,17 @@ type pairWork struct {
 	index  int
 }
 
-// needsRecord reports whether a waiting pair has minChecks progress to
-// record. A pair that failed to evaluate (a pods check that got no answer)
-// keeps the progress it had.
+// needsRecord reports whether a waiting pair has something to record:
+// minChecks progress, or a change in the holds it ignores. A pair that
+// failed to evaluate (a pods check that got no answer) keeps what it had.
 func needsRecord(w pairWork) bool {
-	if w.d.plan != nil || w.d.entry.State != StateWaiting || len(w.d.checks) == 0 && len(w.stored.Checks) == 0 {
+	if w.d.plan != nil || w.d.entry.State != StateWaiting {
+		return false
+	}
+	if w.d.entry.HoldIgnored != w.stored.IgnoredHold {
+		return true
+	}
+	if len(w.d.checks) == 0 && len(w.stored.Checks) == 0 {
 		return false
 	}
 	return !maps.EqualFunc(w.d.checks, w.stored.Checks, func(a, b policy.CheckState) bool { return a == b })
@@ -313,14 +331,14 @@ func (r *sweepRun) bounded(n int, fn func(i int)) {
 
 // evaluatePairOf reads the rule's record on namespace name and evaluates
 // the pair; it writes nothing.
-func (s *Sweeper) evaluatePairOf(ctx context.Context, r *sweepRun, m policy.Manager, e Entry, key, name string, ns namespaceInfo) pairWork {
+func (s *Sweeper) evaluatePairOf(ctx context.Context, r *sweepRun, m policy.Manager, e Entry, key, name string, ns namespaceInfo, ruleHold string) pairWork {
 	w := pairWork{ns: ns, key: key}
 	if raw := ns.pairs[w.key]; raw != "" && json.Unmarshal([]byte(raw), &w.stored) != nil {
 		// A record that does not decode (edited by hand) counts as absent.
 		w.stored = PairStatus{}
 	}
 	e.Target = name
-	w.d = s.evaluatePair(ctx, r, m, e, ns, w.stored)
+	w.d = s.evaluatePair(ctx, r, m, e, ns, w.stored, ruleHold)
 	return w
 }
 
@@ -340,7 +358,7 @@ func (s *Sweeper) carryOutPair(ctx context.Context, r *sweepRun, m policy.Manage
 		return d.entry
 	}
 	next := stored
-	next.Rule, next.Checks = m.Namespace+"/"+m.Name, d.checks
+	next.Rule, next.Checks, next.IgnoredHold = m.Namespace+"/"+m.Name, d.checks, d.entry.HoldIgnored
 	if err := s.writePair(ctx, name, w.key, w.ns.resourceVersion, next); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return busyPair(d.entry)
@@ -357,7 +375,7 @@ func busyPair(e Entry) Entry {
 
 // evaluatePair decides what to do with one pair, as evaluate does for a
 // manager; it writes nothing.
-func (s *Sweeper) evaluatePair(ctx context.Context, r *sweepRun, m policy.Manager, e Entry, ns namespaceInfo, stored PairStatus) decision {
+func (s *Sweeper) evaluatePair(ctx context.Context, r *sweepRun, m policy.Manager, e Entry, ns namespaceInfo, stored PairStatus, ruleHold string) decision {
 	if c := stored.Claim; c != nil {
 		if s.clock().Before(c.Expires) {
 			e.Policy, e.Action = c.Policy, c.Action
@@ -378,7 +396,8 @@ func (s *Sweeper) evaluatePair(ctx context.Context, r *sweepRun, m policy.Manage
 		e.State, e.Message = StateDone, fmt.Sprintf("policy %q fired (%s) at %s; done until the rule changes", last.Policy, last.Action, last.Time.UTC().Format(time.RFC3339))
 		return decision{manager: m, entry: e, untouched: true}
 	}
-	return s.evaluatePolicies(ctx, r, m, e, ns, stored.Checks, firedIn(stored.Fired, m.Generation, m.Arming))
+	holds := []hold{{on: "namespace " + e.Target, value: ns.hold}, {on: "rule " + m.Namespace + "/" + m.Name, value: ruleHold}}
+	return holdsAt(holds, r.now, s.cfg.MaxHold).apply(s.evaluatePolicies(ctx, r, m, e, ns, stored.Checks, firedIn(stored.Fired, m.Generation, m.Arming)))
 }
 
 // executePair carries out a pair's plan, as execute does a manager's: within
@@ -416,7 +435,7 @@ func (s *Sweeper) executePair(ctx context.Context, r *sweepRun, m policy.Manager
 	}
 
 	final := claimed
-	final.Claim, final.ObservedGeneration, final.Spec = nil, m.Generation, m.Arming
+	final.Claim, final.ObservedGeneration, final.Spec, final.IgnoredHold = nil, m.Generation, m.Arming, e.HoldIgnored
 	final.LastAction = &LastAction{Policy: p.policy.Name, Action: p.policy.Action.Type, Result: ResultSucceeded, Message: truncate(p.reason, maxMessage), Time: r.now.UTC()}
 	if err != nil {
 		e = failed(e, err)

@@ -51,6 +51,9 @@ type Status struct {
 	// Fired lists the stages (policies that are not final) that fired in
 	// this generation: later sweeps skip them. At most one per policy.
 	Fired []FiredPolicy `json:"fired,omitempty"`
+	// IgnoredHold says why the holds on the manager or its target were
+	// ignored, while they are: a Warning Event is written when it changes.
+	IgnoredHold string `json:"ignoredHold,omitempty"`
 	// Rule summarizes, for a rule, the namespaces it matches.
 	Rule *RuleSummary `json:"rule,omitempty"`
 }

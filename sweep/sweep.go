@@ -72,11 +72,14 @@ type namespaceInfo struct {
 	labels          packedLabels
 	resourceVersion string
 	pairs           map[string]string
+	// hold is the namespace's HoldAnnotation, empty when it has none.
+	hold string
 }
 
 func namespaceInfoOf(m *metav1.PartialObjectMetadata) namespaceInfo {
 	info := namespaceInfo{uid: m.UID, created: m.CreationTimestamp.Time, terminating: m.DeletionTimestamp != nil,
 		labels: packLabels(m.Name, m.Labels), resourceVersion: m.ResourceVersion}
+	info.hold = m.Annotations[HoldAnnotation]
 	for k, v := range m.Annotations {
 		if strings.HasPrefix(k, PairAnnotationPrefix) {
 			if info.pairs == nil {
