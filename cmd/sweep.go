@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -36,6 +37,8 @@ type sweepOptions struct {
 	webhookTimeout      time.Duration
 	claimTTL            time.Duration
 	maxHold             time.Duration
+	notifyURL           string
+	notifyFormat        string
 	webhookKeyFile      string
 	webhookAllow        []string
 	pushgatewayURL      string
@@ -88,6 +91,8 @@ failed, 2 on a usage or configuration error.`,
 	fs.DurationVar(&o.claimTTL, "claim-ttl", sweep.DefaultClaimTTL, "how long a claim holds a manager: an action not done by then (less 5s) is given up, and a later sweep may complete the claim of a sweep that died")
 	fs.StringVar(&o.webhookKeyFile, "webhook-signing-key-file", "", "file with the key that signs webhook requests (HMAC-SHA256)")
 	fs.StringSliceVar(&o.webhookAllow, "webhook-allow", nil, "send webhooks only to these receivers: host names, *.domain suffixes, CIDRs of the addresses dialled (default: any receiver the deny list allows)")
+	fs.StringVar(&o.notifyURL, "notify-url", "", "after every action that fired or failed (not in a dry run), POST a notification here, delivered as WEBHOOK actions are (timeout, retries, address policy, --webhook-allow, signature)")
+	fs.StringVar(&o.notifyFormat, "notify-format", sweep.NotifyJSON, "notification body: json, or slack (a {\"text\": ...} body that Slack and Mattermost incoming webhooks accept)")
 	fs.StringVar(&o.pushgatewayURL, "pushgateway-url", "", "push the sweep's metrics to this Prometheus Pushgateway at the end of each sweep")
 	fs.Int64Var(&o.chunkSize, "chunk-size", sweep.DefaultPageSize, "objects per list request (managers, namespaces, pods), as kubectl's --chunk-size")
 	fs.IntVar(&o.shardCount, "shard-count", 1, "split the managers among this many sweeps run side by side, by a hash of their UID")
@@ -121,6 +126,9 @@ func (o *sweepOptions) config(flags *pflag.FlagSet) (sweep.Config, error) {
 		SweepID:             sweepID(),
 		ClaimTTL:            o.claimTTL,
 		MaxHold:             o.maxHold,
+		NotifyURL:           o.notifyURL,
+		NotifyFormat:        o.notifyFormat,
+		Version:             version,
 		ShardIndex:          o.shardIndex,
 		ShardCount:          o.shardCount,
 		PageSize:            o.chunkSize,
@@ -153,6 +161,11 @@ func (o *sweepOptions) config(flags *pflag.FlagSet) (sweep.Config, error) {
 	}
 	if o.chunkSize < 1 {
 		return cfg, errors.New("--chunk-size must be at least 1")
+	}
+	if o.notifyURL != "" {
+		if u, err := url.Parse(o.notifyURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return cfg, fmt.Errorf("--notify-url %q: want an absolute http or https URL", o.notifyURL)
+		}
 	}
 	return cfg, cfg.Validate()
 }

@@ -58,6 +58,13 @@ type Config struct {
 	// sweep's context is cancelled; then they are cut off, and their claims
 	// released. It must stay below the pod's termination grace period.
 	InterruptGrace time.Duration
+	// NotifyURL, when set, receives a notification after every action
+	// that fired or failed (not in a dry run), in NotifyFormat (NotifyJSON,
+	// the default, or NotifySlack), delivered as WEBHOOK actions are.
+	NotifyURL    string
+	NotifyFormat string
+	// Version is nsman's, which notifications carry.
+	Version string
 	// MaxHold is how far ahead of now a hold (HoldAnnotation) may end; one
 	// further ahead is ignored and reported. Zero means DefaultMaxHold.
 	MaxHold time.Duration
@@ -107,6 +114,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--concurrency must not be negative")
 	case c.ClaimTTL != 0 && c.ClaimTTL < MinClaimTTL:
 		return fmt.Errorf("--claim-ttl must be at least %s", MinClaimTTL)
+	case c.NotifyFormat != "" && c.NotifyFormat != NotifyJSON && c.NotifyFormat != NotifySlack:
+		return fmt.Errorf("--notify-format must be %s or %s, not %q", NotifyJSON, NotifySlack, c.NotifyFormat)
 	case c.MaxHold < 0:
 		return fmt.Errorf("--max-hold must not be negative")
 	case c.ShardCount < 0:

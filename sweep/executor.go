@@ -87,6 +87,7 @@ func (s *Sweeper) execute(ctx context.Context, r *sweepRun, obj *unstructured.Un
 	effects, err := s.apply(actCtx, m, p)
 	cancel()
 	e.Effects = effects
+	defer s.notifyOutcome(ctx, r, m, p, effects, err)
 
 	// A manager that deleted its own namespace goes with it, its Events
 	// too: its outcome is in the logs, the report and the metrics, and the

@@ -59,6 +59,7 @@ var metricMethods = []string{"get", "post", "put", "patch", "delete"}
 //	nsman_api_requests{method}            API requests by lower-case HTTP method
 //	nsman_last_success_timestamp_seconds  when the last successful sweep ran
 //	nsman_holds{result}                   entries held, or whose holds were ignored
+//	nsman_notifications{result}           notifications sent or failed
 //	nsman_dry_run                         1 for a dry run, else 0
 //
 // The push is an Add (HTTP POST), not a Push (PUT). A PUT replaces the whole
@@ -135,6 +136,13 @@ func PushMetrics(ctx context.Context, url, job string, r Report, lastSuccess boo
 		}
 	}
 
+	notifications := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "nsman_notifications",
+		Help: "Notifications (--notify-url) of the last nsman sweep, by result: sent or failed.",
+	}, []string{"result"})
+	notifications.WithLabelValues("sent").Set(float64(r.Summary.Notifications["sent"]))
+	notifications.WithLabelValues("failed").Set(float64(r.Summary.Notifications["failed"]))
+
 	dryRun := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "nsman_dry_run",
 		Help: "1 when the last nsman sweep was a dry run, else 0.",
@@ -143,7 +151,7 @@ func PushMetrics(ctx context.Context, url, job string, r Report, lastSuccess boo
 		dryRun.Set(1)
 	}
 
-	reg.MustRegister(duration, managers, actions, requests, holds, dryRun)
+	reg.MustRegister(duration, managers, actions, requests, holds, notifications, dryRun)
 	if lastSuccess {
 		success := prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "nsman_last_success_timestamp_seconds",

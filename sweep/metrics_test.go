@@ -214,7 +214,7 @@ func TestPushMetricsOfASweep(t *testing.T) {
 		t.Error("a failed sweep pushed nsman_last_success_timestamp_seconds")
 	}
 	names := slices.Sorted(maps.Keys(req.Families))
-	want := []string{"nsman_actions", "nsman_api_requests", "nsman_dry_run", "nsman_holds", "nsman_managers", "nsman_sweep_duration_seconds"}
+	want := []string{"nsman_actions", "nsman_api_requests", "nsman_dry_run", "nsman_holds", "nsman_managers", "nsman_notifications", "nsman_sweep_duration_seconds"}
 	if !slices.Equal(names, want) {
 		t.Errorf("pushed %q, want %q", names, want)
 	}
@@ -402,4 +402,20 @@ func TestPushMetricsCountsHolds(t *testing.T) {
 	}
 	fams := gw.Requests()[0].Families
 	wantSeries(t, fams, series{"nsman_holds", map[string]string{"result": "held"}, 2}, series{"nsman_holds", map[string]string{"result": "ignored"}, 2})
+}
+
+// nsman_notifications carries the sweep's counts, zeros when it sent none.
+func TestPushMetricsCountsNotifications(t *testing.T) {
+	gw := newFakeGateway(t)
+	r := reportOf(metricsNow, false, nil)
+	r.Summary.Notifications = map[string]int{"sent": 3, "failed": 1}
+	if err := PushMetrics(t.Context(), gw.URL, "", r, true, nil); err != nil {
+		t.Fatal(err)
+	}
+	wantSeries(t, gw.Requests()[0].Families, series{"nsman_notifications", map[string]string{"result": "sent"}, 3}, series{"nsman_notifications", map[string]string{"result": "failed"}, 1})
+	r.Summary.Notifications = nil
+	if err := PushMetrics(t.Context(), gw.URL, "", r, true, nil); err != nil {
+		t.Fatal(err)
+	}
+	wantSeries(t, gw.Requests()[1].Families, series{"nsman_notifications", map[string]string{"result": "sent"}, 0})
 }

@@ -117,6 +117,9 @@ type Summary struct {
 	Requests map[string]int `json:"requests"`
 	// DurationSeconds is the sweep's wall time.
 	DurationSeconds float64 `json:"durationSeconds"`
+	// Notifications counts the notifications of --notify-url, sent and
+	// failed; absent when there is none to send (no URL, or a dry run).
+	Notifications map[string]int `json:"notifications,omitempty"`
 	// ListError, when set, says why listing the managers stopped half-way:
 	// the report covers the managers listed before.
 	ListError string `json:"listError,omitempty"`

@@ -430,6 +430,7 @@ func (s *Sweeper) executePair(ctx context.Context, r *sweepRun, m policy.Manager
 	effects, err := s.apply(actCtx, m, p)
 	cancel()
 	e.Effects = effects
+	defer s.notifyOutcome(ctx, r, m, p, effects, err)
 	if err == nil && p.policy.Action.Type == policy.ActionDelete {
 		return s.succeeded(e, p)
 	}

@@ -57,6 +57,8 @@ type sweepRun struct {
 	// pairSlots bounds the rules' pairs handled at once, all rules of the
 	// sweep together, to Concurrency.
 	pairSlots chan struct{}
+	// notifySent and notifyFailed count the notifications of --notify-url.
+	notifySent, notifyFailed atomic.Int64
 
 	mu      sync.Mutex
 	entries []Entry
@@ -222,6 +224,9 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 		DurationSeconds: time.Since(began).Seconds(),
 		ListError:       listErr,
 	}}
+	if s.cfg.NotifyURL != "" && !s.cfg.DryRun {
+		report.Summary.Notifications = map[string]int{"sent": int(r.notifySent.Load()), "failed": int(r.notifyFailed.Load())}
+	}
 	if s.cfg.ShardCount > 1 {
 		report.Summary.Shard = &Shard{Index: s.cfg.ShardIndex, Count: s.cfg.ShardCount, Skipped: skipped}
 	}

@@ -228,6 +228,12 @@ func TestOverlaysRenderAndAreAdmitted(t *testing.T) {
 				t.Errorf("mounts %+v: want %s read-only at %s", c.VolumeMounts, vols[i].Name, signingKeyDir)
 			}
 		}},
+		{overlay: "notify", check: func(t *testing.T, cj *batchv1.CronJob) {
+			want := append(slices.Clone(baseArgs), "--notify-url=https://hooks.slack.com/services/REPLACE/ME", "--notify-format=slack")
+			if args := nsmanContainer(t, cj).Args; !slices.Equal(args, want) {
+				t.Errorf("args %q, want %q", args, want)
+			}
+		}},
 		{overlay: "sharded", check: func(t *testing.T, cj *batchv1.CronJob) {
 			job := cj.Spec.JobTemplate.Spec
 			if job.CompletionMode == nil || *job.CompletionMode != batchv1.IndexedCompletion {

@@ -597,6 +597,9 @@ func TestHelmChartSchemaKnowsKubernetesFields(t *testing.T) {
 // make helm-lint lints and renders too. Every file has one.
 var ciValues = map[string]func(t *testing.T, r rendered){
 	"dry-run-values.yaml": func(t *testing.T, r rendered) { wantArgs(t, r, "--dry-run") },
+	"notify-values.yaml": func(t *testing.T, r rendered) {
+		wantArgs(t, r, "--notify-url=https://hooks.slack.com/services/REPLACE/ME", "--notify-format=slack")
+	},
 	"sharded-values.yaml": func(t *testing.T, r rendered) {
 		wantShards(t, r, 4)
 		wantArgs(t, r, "--shard-count=4")

@@ -100,6 +100,10 @@ annotations:
 {{- with .Values.pushgateway.url }}
 - {{ printf "--pushgateway-url=%s" . | quote }}
 {{- end }}
+{{- with .Values.notify.url }}
+- {{ printf "--notify-url=%s" . | quote }}
+- {{ printf "--notify-format=%s" $.Values.notify.format | quote }}
+{{- end }}
 {{- if gt (int .Values.shards) 1 }}
 - --shard-count={{ int .Values.shards }}
 {{- end }}
