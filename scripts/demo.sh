@@ -65,8 +65,8 @@ echo "all due after $((SECONDS - start))s"
 step "nsman sweep --dry-run: the plan"
 nsman sweep --dry-run
 
-step "nsman sweep --webhook-allow 127.0.0.0/8: for real, webhooks to the receiver on loopback only"
-nsman sweep --webhook-allow 127.0.0.0/8
+step "nsman sweep --webhook-allow 127.0.0.0/8 --notify-url: for real, webhooks and a notification per action to the receiver on loopback only"
+nsman sweep --webhook-allow 127.0.0.0/8 --notify-url "$receiver/notify"
 
 step "what happened"
 kubectl get namespaces
@@ -74,7 +74,7 @@ echo
 kubectl -n demo-pods-scale get deployments,statefulsets \
 	-o custom-columns='KIND:.kind,NAME:.metadata.name,REPLICAS:.spec.replicas,RECORDED:.metadata.annotations.nsman\.k8s\.consol\.de/replicas-before-scale-down'
 echo
-echo "webhook receipts:"
+echo "webhook receipts (the managers' WEBHOOK actions, and a notification per action at /notify):"
 tail -n +2 "$work/webhooks.log"
 echo
 echo "managers that deleted the namespace they live in (demo-ttl, demo-two-policies) go with it: nsman wrote"
