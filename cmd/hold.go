@@ -21,6 +21,7 @@ type holdOptions struct {
 	release bool
 	manager string
 	dryRun  bool
+	maxHold time.Duration
 	// now is the clock --for counts from.
 	now func() time.Time
 }
@@ -39,7 +40,7 @@ tenant who may not patch the Namespace can still hold its own manager.
 A hold ending further ahead than the sweep's --max-hold (default 720h) is
 ignored and reported: renewing a hold is a deliberate act.`,
 		Example: `  nsman hold preview-4711 --for 48h
-  nsman hold preview-4711 --until 2026-12-24T18:00:00Z
+  nsman hold preview-4711 --until 2026-12-01T18:00:00Z
   nsman hold preview-4711 --manager preview-4711 --for 24h
   nsman hold preview-4711 --release`,
 		Args: usageArgs(cobra.ExactArgs(1)),
@@ -51,6 +52,7 @@ ignored and reported: renewing a hold is a deliberate act.`,
 	c.Flags().BoolVar(&o.release, "release", false, "remove the hold")
 	c.Flags().StringVar(&o.manager, "manager", "", "hold this NamespaceManager in NAMESPACE rather than the namespace")
 	c.Flags().BoolVar(&o.dryRun, "dry-run", false, "make no change; print the patch that would be sent")
+	c.Flags().DurationVar(&o.maxHold, "max-hold", sweep.DefaultMaxHold, "refuse a hold ending further ahead than this: the sweep's --max-hold, beyond which it ignores holds")
 	return c
 }
 
@@ -66,17 +68,28 @@ func (o *holdOptions) patch() ([]byte, string, error) {
 		return nil, "", usageError{errors.New("give exactly one of --for, --until and --release")}
 	}
 	var value any // nil removes the annotation in a merge patch
+	now := o.now()
 	switch {
 	case o.forD < 0:
 		return nil, "", usageError{errors.New("--for must be positive")}
 	case o.forD > 0:
-		value = o.now().Add(o.forD).UTC().Truncate(time.Second).Format(time.RFC3339)
+		value = now.Add(o.forD).UTC().Truncate(time.Second).Format(time.RFC3339)
 	case o.until != "":
 		until, err := time.Parse(time.RFC3339, o.until)
 		if err != nil {
 			return nil, "", usageError{fmt.Errorf("--until: %w", err)}
 		}
+		if !until.After(now) {
+			return nil, "", usageError{fmt.Errorf("--until %s is not in the future", o.until)}
+		}
 		value = until.UTC().Format(time.RFC3339)
+	}
+	if v, ok := value.(string); ok {
+		// A sweep ignores a hold further ahead than its --max-hold:
+		// refused here rather than written and ignored there.
+		if until, _ := time.Parse(time.RFC3339, v); until.Sub(now) > o.maxHold {
+			return nil, "", usageError{fmt.Errorf("a hold until %s is more than --max-hold %s ahead, which a sweep ignores", v, o.maxHold)}
+		}
 	}
 	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{sweep.HoldAnnotation: value}}})
 	if err != nil {

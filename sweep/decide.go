@@ -196,8 +196,12 @@ func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Ma
 			in.Pods[out.Policy] = check
 			continue
 		case policy.Fire:
-			return s.planned(m, e, conditions(out.Policies), plan{step: stepAct, policy: m.Policies[out.Policy],
+			d := s.planned(m, e, conditions(out.Policies), plan{step: stepAct, policy: m.Policies[out.Policy],
 				reason: out.Reason, target: target{name: e.Target, uid: ns.uid, home: home(m, e.Target, ns.uid, ns)}})
+			// A hold may keep the plan waiting: the minChecks progress
+			// stays.
+			d.checks = out.Checks
+			return d
 		}
 		details := make([]string, 0, len(out.Policies))
 		for _, p := range out.Policies {

@@ -69,7 +69,11 @@ func (s *Sweeper) execute(ctx context.Context, r *sweepRun, obj *unstructured.Un
 		// claim alone: the manager goes with the namespace, and a status
 		// saying it acts would only make the claim larger.
 		claimed.observe(Entry{State: StateActing, Target: p.target.name, Message: fmt.Sprintf("sweep %s is acting (%s): %s", s.cfg.SweepID, p.policy.Action.Type, p.reason)}, m.Generation, r.now)
-		claimed.Checks = nil
+		if p.policy.Final {
+			// A stage leaves the manager standing, with the progress of
+			// the policies after it.
+			claimed.Checks = nil
+		}
 	}
 	deadline := time.Now().Add(s.cfg.ClaimTTL - claimMargin)
 	claimed.Claim = &Claim{Policy: p.policy.Name, Action: p.policy.Action.Type, Sweep: s.cfg.SweepID,
@@ -87,7 +91,7 @@ func (s *Sweeper) execute(ctx context.Context, r *sweepRun, obj *unstructured.Un
 	effects, err := s.apply(actCtx, m, p)
 	cancel()
 	e.Effects = effects
-	defer s.notifyOutcome(ctx, r, m, p, effects, err)
+	defer s.notifyOutcome(ctx, r, m, p, effects, err, failedBefore(stored.LastAction, p))
 
 	// A manager that deleted its own namespace goes with it, its Events
 	// too: its outcome is in the logs, the report and the metrics, and the
@@ -253,4 +257,10 @@ func transient(err error) bool {
 // is answered 422 (Invalid).
 func lostClaim(err error) bool {
 	return apierrors.IsInvalid(err)
+}
+
+// failedBefore reports whether last, a stored outcome, is a failure of
+// plan p's policy: that failure was told already.
+func failedBefore(last *LastAction, p *plan) bool {
+	return last != nil && last.Result == ResultFailed && last.Policy == p.policy.Name
 }

@@ -15,6 +15,11 @@ const HoldAnnotation = "nsman.k8s.consol.de/hold-until"
 // ignored, so that nobody keeps a namespace forever with one annotation.
 const DefaultMaxHold = 720 * time.Hour
 
+// holdLeeway is how far beyond the maximum a hold may end and still hold:
+// nsman hold counts from its own clock, a sweep from the API server's as
+// the sweep began.
+const holdLeeway = 5 * time.Minute
+
 // hold is a HoldAnnotation as found on an object.
 type hold struct {
 	// on names the object: "namespace X" or "manager ns/name".
@@ -34,7 +39,8 @@ type holdState struct {
 }
 
 // holdsAt judges holds at now: a hold that has ended is no hold, one that
-// does not parse or ends more than max after now is ignored.
+// does not parse or ends more than max (and holdLeeway) after now is
+// ignored.
 func holdsAt(holds []hold, now time.Time, max time.Duration) holdState {
 	var st holdState
 	var ignored []string
@@ -46,7 +52,7 @@ func holdsAt(holds []hold, now time.Time, max time.Duration) holdState {
 		switch {
 		case err != nil:
 			ignored = append(ignored, fmt.Sprintf("%s on %s is not an RFC 3339 time (%q)", HoldAnnotation, h.on, truncate(h.value, 64)))
-		case until.Sub(now) > max:
+		case until.Sub(now) > max+holdLeeway:
 			ignored = append(ignored, fmt.Sprintf("%s on %s ends %s, more than --max-hold %s ahead", HoldAnnotation, h.on, until.UTC().Format(time.RFC3339), max))
 		case until.After(now) && until.After(st.until):
 			st.until, st.by = until.UTC(), h.on

@@ -46,13 +46,14 @@ type NotificationManager struct {
 
 // notifyOutcome sends the notification of the outcome of plan p's action
 // (its effects, and the error it failed with, if it did), when --notify-url
-// is set and this is no dry run. Its
+// is set and this is no dry run. A failure is told once: not again while
+// the same policy's last action had failed already. Its
 // Idempotency-Key is derived from the firing's and the result, so that the
 // same outcome of one firing, told again by a sweep completing a claim,
 // carries the same key. A failed notification is logged and counted; it
 // changes nothing else.
-func (s *Sweeper) notifyOutcome(ctx context.Context, r *sweepRun, m policy.Manager, p *plan, effects []string, actionErr error) {
-	if s.cfg.NotifyURL == "" || s.cfg.DryRun {
+func (s *Sweeper) notifyOutcome(ctx context.Context, r *sweepRun, m policy.Manager, p *plan, effects []string, actionErr error, failedBefore bool) {
+	if s.cfg.NotifyURL == "" || s.cfg.DryRun || actionErr != nil && failedBefore {
 		return
 	}
 	result, message := ResultSucceeded, p.reason

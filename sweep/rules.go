@@ -203,7 +203,13 @@ func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l listed) []Entry
 	entries = slices.Grow(entries, len(pairs))[:base+len(pairs)]
 	failedBefore, newlyIgnored := make([]bool, len(pairs)), make([]bool, len(pairs))
 	key := PairAnnotationPrefix + string(m.UID)
+	// The rule's own hold is judged once, for the rule: one ignored is
+	// reported on the rule, not recorded on every namespace it matches.
 	ruleHold := obj.GetAnnotations()[HoldAnnotation]
+	ruleHoldIgnored := holdsAt([]hold{{on: "rule " + m.Namespace + "/" + m.Name, value: ruleHold}}, r.now, s.cfg.MaxHold).ignored
+	if ruleHoldIgnored != "" {
+		ruleHold = ""
+	}
 	if len(pairs) > PodIndexAfter && slices.ContainsFunc(m.Policies, func(p policy.Policy) bool { return p.Condition.Type == policy.ConditionPodsSucceed }) {
 		// So many pods checks will pass the threshold anyway: the index
 		// answers from the first.
@@ -265,7 +271,7 @@ func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l listed) []Entry
 		s.emit(ctx, r, obj, corev1.EventTypeWarning, holdIgnored, "Evaluate", fmt.Sprintf("holds ignored on %d namespace(s): %s", len(ignored), listed10(ignored)))
 	}
 	if owner {
-		s.summarize(ctx, r, obj, m, stored, matched, entries)
+		s.summarize(ctx, r, obj, m, stored, matched, entries, ruleHoldIgnored)
 	}
 	return entries
 }
@@ -415,7 +421,10 @@ func (s *Sweeper) executePair(ctx context.Context, r *sweepRun, m policy.Manager
 		return e
 	}
 	claimed := stored
-	claimed.Rule, claimed.Checks = m.Namespace+"/"+m.Name, nil
+	claimed.Rule = m.Namespace + "/" + m.Name
+	if p.policy.Final {
+		claimed.Checks = nil
+	}
 	deadline := time.Now().Add(s.cfg.ClaimTTL - claimMargin)
 	claimed.Claim = &Claim{Policy: p.policy.Name, Action: p.policy.Action.Type, Sweep: s.cfg.SweepID,
 		Expires: s.clock().Add(s.cfg.ClaimTTL).UTC(), Generation: cmp.Or(p.generation, m.Generation), TargetUID: p.target.uid, Spec: m.Arming}
@@ -430,7 +439,7 @@ func (s *Sweeper) executePair(ctx context.Context, r *sweepRun, m policy.Manager
 	effects, err := s.apply(actCtx, m, p)
 	cancel()
 	e.Effects = effects
-	defer s.notifyOutcome(ctx, r, m, p, effects, err)
+	defer s.notifyOutcome(ctx, r, m, p, effects, err, failedBefore(stored.LastAction, p))
 	if err == nil && p.policy.Action.Type == policy.ActionDelete {
 		return s.succeeded(e, p)
 	}
@@ -516,7 +525,7 @@ func listed10(items []string) string {
 
 // summarize writes the rule's status when what it summarizes changed: the
 // namespaces matched, this sweep's pairs by state, and the latest actions.
-func (s *Sweeper) summarize(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured, m policy.Manager, stored Status, matched int, entries []Entry) {
+func (s *Sweeper) summarize(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured, m policy.Manager, stored Status, matched int, entries []Entry, holdIgnored string) {
 	sum := RuleSummary{Matched: matched, States: map[State]int{}}
 	var due *time.Time
 	var acted []PairAction
@@ -550,11 +559,14 @@ func (s *Sweeper) summarize(ctx context.Context, r *sweepRun, obj *unstructured.
 	sum.Latest = acted[:min(len(acted), maxLatest)]
 
 	e := Entry{Namespace: obj.GetNamespace(), Name: obj.GetName(), State: StateWatching, Due: due,
-		Message: fmt.Sprintf("matches %d namespace(s)%s", matched, byState(sum.States))}
+		Message: fmt.Sprintf("matches %d namespace(s)%s", matched, byState(sum.States)), HoldIgnored: holdIgnored}
+	if holdIgnored != "" {
+		e.Message += "; hold ignored: " + holdIgnored
+	}
 	next := stored.clone()
 	next.observe(e, m.Generation, r.now)
 	next.Claim, next.Checks, next.LastAction = nil, nil, nil
-	next.Rule = &sum
+	next.Rule, next.IgnoredHold = &sum, holdIgnored
 	patch, changed := r.store.update(stored, next, obj.GetResourceVersion(), false)
 	if !changed {
 		return
@@ -562,7 +574,9 @@ func (s *Sweeper) summarize(ctx context.Context, r *sweepRun, obj *unstructured.
 	if err := s.write(ctx, patch, obj.GetNamespace(), obj.GetName()); err != nil {
 		// The summary is for people; the next sweep writes it again.
 		s.log.Warn("rule status not written", "manager", obj.GetNamespace()+"/"+obj.GetName(), "error", err.Error())
+		return
 	}
+	s.warnIgnoredHold(ctx, r, obj, stored, e)
 }
 
 // byState says ": 3 waiting, 1 done" for counts by state, in a stable order.

@@ -170,8 +170,34 @@ func TestHoldsIgnoredAndManagerHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	createManager(t, managerObj(home, "held-rule", home, []any{ttlPolicy("delete at once", 0, deleteAction)}, selecting(home)))
+	// A rule whose own hold is ignored says so on the rule, once, and
+	// writes nothing on the namespaces it waits on.
+	loose := labelled(t, "bad-"+home, 1)[0]
+	createManager(t, managerObj(home, "badly-held-rule", home, []any{ttlPolicy("in an hour", 3600, deleteAction)}, selecting("bad-"+home)))
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"soon"}}}`, sweep.HoldAnnotation)
+	if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Patch(t.Context(), "badly-held-rule", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	res = e.Sweep(t, "-l", caseLabel+"="+home, "--trusted-namespaces", home)
 	if p := res.Pair(t, home, "held-rule", target); p.State != sweep.StateWaiting || p.HeldUntil == nil {
 		t.Errorf("held pair: %q (%s)", p.State, p.Message)
+	}
+	if p := res.Pair(t, home, "badly-held-rule", loose); p.State != sweep.StateWaiting || p.HoldIgnored != "" {
+		t.Errorf("pair of a rule with an ignored hold: %+v", p)
+	}
+	rule := e.Manager(t, home, "badly-held-rule")
+	if st, _ := pairRecord(t, loose, rule.GetUID()); st.Rule != "" {
+		t.Errorf("the rule's ignored hold was recorded on namespace %s: %+v", loose, st)
+	}
+	if st := ruleSummary(t, e, home, "badly-held-rule"); !strings.Contains(st.IgnoredHold, "not an RFC 3339 time") {
+		t.Errorf("rule status ignoredHold %q", st.IgnoredHold)
+	}
+	e.Sweep(t, "-l", caseLabel+"="+home, "--trusted-namespaces", home)
+	list, err := shared.Admin.EventsV1().Events(home).List(t.Context(), metav1.ListOptions{FieldSelector: "reason=HoldIgnored,regarding.name=badly-held-rule"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 {
+		t.Errorf("%d HoldIgnored Events on the rule after two sweeps, want 1", len(list.Items))
 	}
 }

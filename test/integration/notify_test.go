@@ -54,6 +54,12 @@ func TestNotifications(t *testing.T) {
 	if s := res.Report.Summary.Notifications; s["sent"] != 2 || s["failed"] != 0 {
 		t.Errorf("summary notifications %v, want 2 sent", s)
 	}
+	// The webhook fails again: a failure is told once.
+	res = e.Sweep(t, args...)
+	wantState(t, res, hook, hook, sweep.StateFailed)
+	if n := len(notify.Deliveries()); n != 2 {
+		t.Errorf("%d notifications after the same failure again, want still 2", n)
+	}
 
 	// slack, and a receiver that refuses: the outcome stands.
 	slackDue := shared.Namespace(t)

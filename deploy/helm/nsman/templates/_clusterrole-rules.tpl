@@ -19,12 +19,12 @@ wildcards, no Secrets, no CRD writes.
 - apiGroups: [""]
   resources: [namespaces]
   verbs: [list, patch, delete]
-# PODS_SUCCEED checks.
+# PODS_SUCCEED and PODS_FAILED checks.
 - apiGroups: [""]
   resources: [pods]
   verbs: [list]
 # PODS_SUCCEED: a Job whose pods match and that has not finished holds
-# the check back.
+# the check back; PODS_FAILED: a failed Job holds.
 - apiGroups: [batch]
   resources: [jobs]
   verbs: [list]
