@@ -127,10 +127,7 @@ func Evaluate(m Manager, in Input) Outcome {
 			state.Detail = fmt.Sprintf("TTL %s elapses at %s", c.TTL, stamp(due))
 			state.Due = due
 		case ConditionPodsSucceed:
-			start := in.TargetCreated.Add(c.InitialDelay)
-			if in.Now.Before(start) {
-				state.Detail = fmt.Sprintf("first pods check after the initial delay, at %s", stamp(start))
-				state.Due = start
+			if delayed(&state, in, c, "first pods check") {
 				break
 			}
 			progress := in.Checks[p.Name]
@@ -171,10 +168,7 @@ func Evaluate(m Manager, in Input) Outcome {
 			state.Due = in.Now.Add(c.Period)
 			state.Detail = fmt.Sprintf("%d of %d checks passed, next at %s", passed, c.MinChecks, stamp(state.Due))
 		case ConditionPodsFailed:
-			start := in.TargetCreated.Add(c.InitialDelay)
-			if in.Now.Before(start) {
-				state.Detail = fmt.Sprintf("first check for failed pods after the initial delay, at %s", stamp(start))
-				state.Due = start
+			if delayed(&state, in, c, "first check for failed pods") {
 				break
 			}
 			pods, checked := in.Pods[i]
@@ -197,6 +191,18 @@ func Evaluate(m Manager, in Input) Outcome {
 	}
 	out.Verdict = Wait
 	return out
+}
+
+// delayed reports whether the target is younger than c's initial delay,
+// and then says in state when the first check (what) comes.
+func delayed(state *PolicyState, in Input, c Condition, what string) bool {
+	start := in.TargetCreated.Add(c.InitialDelay)
+	if !in.Now.Before(start) {
+		return false
+	}
+	state.Detail = fmt.Sprintf("%s after the initial delay, at %s", what, stamp(start))
+	state.Due = start
+	return true
 }
 
 func (out Outcome) fire(i int, state PolicyState) Outcome {

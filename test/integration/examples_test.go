@@ -217,7 +217,7 @@ func playOutRule(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver, objs 
 		if e.Deactivated(t, m.Namespace, m.Name) {
 			t.Errorf("rule %s was deactivated; a rule keeps standing", id)
 		}
-		st := ruleSummary(t, e, m.Namespace, m.Name)
+		st := managerStatus(t, m.Namespace, m.Name)
 		if st.State != sweep.StateWatching || st.Rule == nil {
 			t.Errorf("rule %s status: %s (%s), summary %+v; want watching, with a summary", id, st.State, st.Message, st.Rule)
 			continue

@@ -217,17 +217,7 @@ func TestHelmInstallSweepsAsTheChartsServiceAccount(t *testing.T) {
 	if base := grants(t); !maps.Equal(granted, base) {
 		t.Errorf("the installed ClusterRole grants %q, deploy/base/rbac.yaml %q", slices.Sorted(maps.Keys(granted)), slices.Sorted(maps.Keys(base)))
 	}
-	got := used(reqs)
-	for _, g := range slices.Sorted(maps.Keys(granted)) {
-		if !got[g] {
-			t.Errorf("granted but unused: %s", g)
-		}
-	}
-	for _, u := range slices.Sorted(maps.Keys(got)) {
-		if !granted[u] {
-			t.Errorf("used but not granted: %s", u)
-		}
-	}
+	wantGrantedUsed(t, granted, reqs)
 
 	// helm upgrade leaves the CRD alone; docs/helm.md's way to change it
 	// works on the CRD that helm install created, whose fields Helm owns.

@@ -189,7 +189,7 @@ func TestHoldsIgnoredAndManagerHolds(t *testing.T) {
 	if st, _ := pairRecord(t, loose, rule.GetUID()); st.Rule != "" {
 		t.Errorf("the rule's ignored hold was recorded on namespace %s: %+v", loose, st)
 	}
-	if st := ruleSummary(t, e, home, "badly-held-rule"); !strings.Contains(st.IgnoredHold, "not an RFC 3339 time") {
+	if st := managerStatus(t, home, "badly-held-rule"); !strings.Contains(st.IgnoredHold, "not an RFC 3339 time") {
 		t.Errorf("rule status ignoredHold %q", st.IgnoredHold)
 	}
 	e.Sweep(t, "-l", caseLabel+"="+home, "--trusted-namespaces", home)

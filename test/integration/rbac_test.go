@@ -53,6 +53,23 @@ func grants(t *testing.T) map[string]bool {
 	return out
 }
 
+// wantGrantedUsed checks that reqs, a sweep's audited requests, use every
+// grant and nothing else.
+func wantGrantedUsed(t *testing.T, granted map[string]bool, reqs []cluster.Request) {
+	t.Helper()
+	got := used(reqs)
+	for _, g := range slices.Sorted(maps.Keys(granted)) {
+		if !got[g] {
+			t.Errorf("granted but unused: %s", g)
+		}
+	}
+	for _, u := range slices.Sorted(maps.Keys(got)) {
+		if !granted[u] {
+			t.Errorf("used but not granted: %s", u)
+		}
+	}
+}
+
 func used(reqs []cluster.Request) map[string]bool {
 	out := map[string]bool{}
 	for _, r := range reqs {
@@ -127,17 +144,8 @@ func TestShippedRBACIsExactlyWhatASweepUses(t *testing.T) {
 			t.Errorf("denied: %s", r)
 		}
 	}
-	granted, got := grants(t), used(reqs)
-	for _, g := range slices.Sorted(maps.Keys(granted)) {
-		if !got[g] {
-			t.Errorf("granted but unused: %s", g)
-		}
-	}
-	for _, u := range slices.Sorted(maps.Keys(got)) {
-		if !granted[u] {
-			t.Errorf("used but not granted: %s", u)
-		}
-	}
+	granted := grants(t)
+	wantGrantedUsed(t, granted, reqs)
 	for _, forbidden := range []string{"secrets", "customresourcedefinitions"} {
 		for g := range granted {
 			if strings.Contains(g, forbidden) {

@@ -66,14 +66,16 @@ func pairRecord(t *testing.T, namespace string, ruleUID types.UID) (sweep.PairSt
 	return st, ns
 }
 
-func ruleSummary(t *testing.T, e *nsmantest.Env, namespace, name string) sweep.Status {
+// setPolicies replaces a manager's policies: a spec edit, a new generation.
+func setPolicies(t *testing.T, e *nsmantest.Env, namespace, name string, policies ...any) {
 	t.Helper()
-	raw, _ := json.Marshal(e.Manager(t, namespace, name).Object["status"])
-	var st sweep.Status
-	if err := json.Unmarshal(raw, &st); err != nil {
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"policies": policies}})
+	if err != nil {
 		t.Fatal(err)
 	}
-	return st
+	if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(namespace).Patch(t.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestRuleActsOnceOnEachNamespaceItMatches: one rule over three labelled
@@ -125,7 +127,7 @@ func TestRuleActsOnceOnEachNamespaceItMatches(t *testing.T) {
 		}
 		delete(keys, k)
 	}
-	st := ruleSummary(t, e, home, "leftovers")
+	st := managerStatus(t, home, "leftovers")
 	if st.State != sweep.StateWatching || st.Rule == nil || st.Rule.Matched != 4 || st.Rule.States[sweep.StateFired] != 3 || st.Rule.States[sweep.StateGoverned] != 1 || len(st.Rule.Latest) != 3 {
 		t.Errorf("rule status %+v (summary %+v), want watching, 4 matched, 3 fired, 1 governed, 3 latest", st, st.Rule)
 	}
@@ -164,10 +166,7 @@ func TestRuleActsOnceOnEachNamespaceItMatches(t *testing.T) {
 	}
 
 	// A spec edit is a new generation: every namespace is acted on again.
-	patch := []byte(`{"spec":{"policies":[{"name":"report it again","condition":{"type":"TTL","params":{"ttlSeconds":0}},"action":{"type":"WEBHOOK","params":{"url":"` + recv.URL + `/rule"}}}]}}`)
-	if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Patch(t.Context(), "leftovers", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	setPolicies(t, e, home, "leftovers", ttlPolicy("report it again", 0, webhookAction(recv.URL+"/rule")))
 	res = e.Sweep(t, sweepArgs...)
 	wantCode(t, res, 0)
 	for _, ns := range free {
@@ -336,10 +335,7 @@ func TestRuleDryRunAndAt(t *testing.T) {
 		t.Errorf("dry runs delivered %d webhooks", n)
 	}
 
-	patch := []byte(`{"spec":{"policies":[{"name":"at once","condition":{"type":"TTL","params":{"ttlSeconds":0}},"action":{"type":"WEBHOOK","params":{"url":"` + recv.URL + `/dry"}}}]}}`)
-	if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Patch(t.Context(), "in-an-hour", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	setPolicies(t, e, home, "in-an-hour", ttlPolicy("at once", 0, webhookAction(recv.URL+"/dry")))
 	res = e.Sweep(t, append(args, "--max-actions", "1")...)
 	wantCode(t, res, 0)
 	if res.Report.Summary.States[sweep.StateFired] != 1 || res.Report.Summary.States[sweep.StateDeferred] != 2 {
@@ -382,19 +378,16 @@ func TestRulePairsSplitAmongShards(t *testing.T) {
 	if n := len(recv.Deliveries()); n != len(targets) {
 		t.Errorf("%d deliveries, want %d", n, len(targets))
 	}
-	if st := ruleSummary(t, e, home, "sharded"); st.Rule == nil || st.Rule.Matched != len(targets) {
+	if st := managerStatus(t, home, "sharded"); st.Rule == nil || st.Rule.Matched != len(targets) {
 		t.Errorf("rule status %+v, want %d matched", st.Rule, len(targets))
 	}
 
 	// Re-armed and swept whole, all 12 fire; the status lists the latest
 	// 10 actions, not one per namespace.
-	patch := []byte(`{"spec":{"policies":[{"name":"again","condition":{"type":"TTL","params":{"ttlSeconds":0}},"action":{"type":"WEBHOOK","params":{"url":"` + recv.URL + `/shard"}}}]}}`)
-	if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Patch(t.Context(), "sharded", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	setPolicies(t, e, home, "sharded", ttlPolicy("again", 0, webhookAction(recv.URL+"/shard")))
 	res := e.Sweep(t, "-l", caseLabel+"="+home, "--trusted-namespaces", home)
 	wantCode(t, res, 0)
-	st := ruleSummary(t, e, home, "sharded")
+	st := managerStatus(t, home, "sharded")
 	if st.Rule == nil || st.Rule.States[sweep.StateFired] != len(targets) || len(st.Rule.Latest) != 10 {
 		t.Errorf("rule status %+v, want %d fired and the latest 10 actions", st.Rule, len(targets))
 	}

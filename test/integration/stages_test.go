@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
@@ -30,15 +29,10 @@ func staged(t *testing.T, home, name, target, caseID, url string) {
 	}, targeting(target)))
 }
 
-func firedStages(t *testing.T, e *nsmantest.Env, ns, name string) []string {
+func firedStages(t *testing.T, ns, name string) []string {
 	t.Helper()
-	raw, _ := json.Marshal(e.Manager(t, ns, name).Object["status"])
-	var st sweep.Status
-	if err := json.Unmarshal(raw, &st); err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	for _, f := range st.Fired {
+	for _, f := range managerStatus(t, ns, name).Fired {
 		out = append(out, f.Policy)
 	}
 	return out
@@ -67,7 +61,7 @@ func TestStagesFireOnePerSweep(t *testing.T) {
 			t.Errorf("after sweep %d: deactivated %v", i+1, deactivated)
 		}
 		if i < 2 {
-			if fired := firedStages(t, e, home, "lifecycle"); len(fired) != i+1 || fired[i] != want {
+			if fired := firedStages(t, home, "lifecycle"); len(fired) != i+1 || fired[i] != want {
 				t.Errorf("after sweep %d: status.fired %q", i+1, fired)
 			}
 		}

@@ -159,20 +159,7 @@ func (m mix) checkConverged(t *testing.T, e *nsmantest.Env, recv *nsmantest.Rece
 		if !e.Deactivated(t, ns, ns) {
 			t.Errorf("%s manager %s not converged: %+v", action, ns, res.Entry(t, ns, ns))
 		}
-		switch action {
-		case "SCALE_DOWN":
-			d, err := shared.Admin.AppsV1().Deployments(ns).Get(t.Context(), "web", metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if *d.Spec.Replicas != 0 || d.Annotations[sweep.ReplicasAnnotation] != "2" {
-				t.Errorf("deployment in %s: replicas %d, record %q", ns, *d.Spec.Replicas, d.Annotations[sweep.ReplicasAnnotation])
-			}
-		case "WEBHOOK":
-			if len(keys[ns]) != 1 {
-				t.Errorf("webhook for %s delivered with keys %v, want exactly one key", ns, keys[ns])
-			}
-		}
+		checkActed(t, action, ns, keys[ns])
 	}
 	for _, ns := range m.idle {
 		if e.Deactivated(t, ns, ns) || e.NamespaceGoneOrTerminating(t, ns) {
@@ -195,19 +182,26 @@ func (m mix) checkConverged(t *testing.T, e *nsmantest.Env, recv *nsmantest.Rece
 		if err := json.Unmarshal([]byte(obj.Annotations[sweep.PairAnnotationPrefix+string(uid)]), &st); err != nil || st.LastAction == nil || st.LastAction.Result != sweep.ResultSucceeded || st.Claim != nil {
 			t.Errorf("rule %s on %s not converged: record %+v (%v)", action, ns, st, err)
 		}
-		switch action {
-		case "SCALE_DOWN":
-			d, err := shared.Admin.AppsV1().Deployments(ns).Get(t.Context(), "web", metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if *d.Spec.Replicas != 0 || d.Annotations[sweep.ReplicasAnnotation] != "2" {
-				t.Errorf("rule: deployment in %s: replicas %d, record %q", ns, *d.Spec.Replicas, d.Annotations[sweep.ReplicasAnnotation])
-			}
-		case "WEBHOOK":
-			if len(keys[ns]) != 1 {
-				t.Errorf("rule webhook for %s delivered with keys %v, want exactly one key", ns, keys[ns])
-			}
+		checkActed(t, "rule "+action, ns, keys[ns])
+	}
+}
+
+// checkActed checks what a converged SCALE_DOWN or WEBHOOK left in ns: the
+// Deployment at zero with its count recorded, or one Idempotency-Key.
+func checkActed(t *testing.T, action, ns string, keys map[string]bool) {
+	t.Helper()
+	switch {
+	case strings.HasSuffix(action, "SCALE_DOWN"):
+		d, err := shared.Admin.AppsV1().Deployments(ns).Get(t.Context(), "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *d.Spec.Replicas != 0 || d.Annotations[sweep.ReplicasAnnotation] != "2" {
+			t.Errorf("%s: deployment in %s: replicas %d, record %q", action, ns, *d.Spec.Replicas, d.Annotations[sweep.ReplicasAnnotation])
+		}
+	case strings.HasSuffix(action, "WEBHOOK"):
+		if len(keys) != 1 {
+			t.Errorf("%s for %s delivered with keys %v, want exactly one key", action, ns, keys)
 		}
 	}
 }
