@@ -70,7 +70,7 @@ func TestKilledSweepsConverge(t *testing.T) {
 	}
 	runs := 0
 	start := func(m mix, p *killingProxy) (*exec.Cmd, *bytes.Buffer) {
-		kubeconfig := kubeconfigThrough(t, e, func(rp *httputil.ReverseProxy) http.Handler { p.proxy = rp; return p })
+		kubeconfig := e.KubeconfigThrough(t, func(rp *httputil.ReverseProxy) http.Handler { p.proxy = rp; return p })
 		cmd := exec.Command(bin, "sweep", "--kubeconfig", kubeconfig, "-l", "nsman.test/crash="+m.run, "--claim-ttl", "10s", "--concurrency", "1", "--log-level", "error", "-o", "json")
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr

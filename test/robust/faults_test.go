@@ -101,7 +101,7 @@ func faultyRound(t *testing.T, e *nsmantest.Env, bin string, recv *nsmantest.Rec
 	ctx := t.Context()
 	m := seedMix(t, e, recv, run, n)
 	proxy := &faultyProxy{rand: rand.New(rand.NewPCG(1, seed)), faults: map[string]int{}}
-	kubeconfig := kubeconfigThrough(t, e, func(rp *httputil.ReverseProxy) http.Handler { proxy.proxy = rp; return proxy })
+	kubeconfig := e.KubeconfigThrough(t, func(rp *httputil.ReverseProxy) http.Handler { proxy.proxy = rp; return proxy })
 
 	before, err := shared.AuditedRequests(ctx, e.User)
 	if err != nil {

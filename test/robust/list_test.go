@@ -52,7 +52,7 @@ func TestListingThatFailsHalfWay(t *testing.T) {
 	// The second request for a next page of managers (the third page) is
 	// refused.
 	var continued atomic.Int32
-	kubeconfig := kubeconfigThrough(t, e, func(p *httputil.ReverseProxy) http.Handler {
+	kubeconfig := e.KubeconfigThrough(t, func(p *httputil.ReverseProxy) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if strings.Contains(r.URL.Path, "/namespacemanagers") && r.Method == http.MethodGet &&
 				r.URL.Query().Get("continue") != "" && continued.Add(1) == 2 {

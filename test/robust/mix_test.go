@@ -2,15 +2,7 @@ package robust
 
 import (
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"io"
-	"log"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -19,11 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nsman/nsman/sweep"
-	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -204,35 +193,4 @@ func checkActed(t *testing.T, action, ns string, keys map[string]bool) {
 			t.Errorf("%s for %s delivered with keys %v, want exactly one key", action, ns, keys)
 		}
 	}
-}
-
-// kubeconfigThrough starts a TLS server whose handler wrap builds around a
-// reverse proxy to the API server, and returns a kubeconfig that reaches
-// the API server through it as nsman's ServiceAccount. (TLS because
-// client-go sends credentials to TLS servers only.)
-func kubeconfigThrough(t *testing.T, e *nsmantest.Env, wrap func(*httputil.ReverseProxy) http.Handler) string {
-	t.Helper()
-	sa, err := clientcmd.BuildConfigFromFlags("", e.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	apiserver, err := url.Parse(sa.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	transport, err := rest.TransportFor(&rest.Config{Host: sa.Host, TLSClientConfig: sa.TLSClientConfig})
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := httputil.NewSingleHostReverseProxy(apiserver)
-	proxy.Transport = transport
-	proxy.ErrorLog = log.New(io.Discard, "", 0)
-	srv := httptest.NewTLSServer(wrap(proxy))
-	t.Cleanup(srv.Close)
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-	if err := cluster.WriteKubeconfig(kubeconfig, &rest.Config{Host: srv.URL, BearerToken: sa.BearerToken, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}); err != nil {
-		t.Fatal(err)
-	}
-	return kubeconfig
 }

@@ -71,7 +71,7 @@ func TestKilledStagedSweepsConverge(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	for _, r := range runs {
-		kubeconfig := kubeconfigThrough(t, e, func(rp *httputil.ReverseProxy) http.Handler { r.proxy.proxy = rp; return r.proxy })
+		kubeconfig := e.KubeconfigThrough(t, func(rp *httputil.ReverseProxy) http.Handler { r.proxy.proxy = rp; return r.proxy })
 		cmd := exec.Command(bin, "sweep", "--kubeconfig", kubeconfig, "-l", "nsman.test/crash="+r.label, "--claim-ttl", "10s", "--log-level", "error", "-o", "json")
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
