@@ -172,28 +172,24 @@ func (s *Sweeper) evaluate(ctx context.Context, r *sweepRun, obj *unstructured.U
 	}
 
 	holds := []hold{{on: "namespace " + e.Target, value: ns.hold}, {on: "manager " + m.Namespace + "/" + m.Name, value: obj.GetAnnotations()[HoldAnnotation]}}
-	return holdsAt(holds, r.now, s.cfg.MaxHold).apply(s.evaluatePolicies(ctx, r, m, e, ns, stored.Checks, firedIn(stored.Fired, m.Generation, "")))
+	return holdsAt(holds, r.now, s.cfg.MaxHold).apply(s.evaluatePolicies(ctx, r, m, e, ns, s.checks(r), stored.Checks, firedIn(stored.Fired, m.Generation, "")))
 }
 
 // evaluatePolicies evaluates m's policies on namespace ns, the entry e's
-// target, checking pods as they ask and skipping the stages (policies that
-// are not final) in fired: a plan to act when one holds, else the waiting
-// entry with its minChecks progress.
-func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Manager, e Entry, ns namespaceInfo, checks map[string]policy.CheckState, fired map[string]bool) decision {
+// target, checking pods with check as they ask and skipping the stages
+// (policies that are not final) in fired: a plan to act when one holds, else
+// the waiting entry with its minChecks progress.
+func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Manager, e Entry, ns namespaceInfo, check podsCheck, checks map[string]policy.CheckState, fired map[string]bool) decision {
 	in := policy.Input{Now: r.now, TargetCreated: ns.created, Checks: checks, Pods: map[int]policy.PodsCheck{}, Fired: fired}
 	for {
 		out := policy.Evaluate(m, in)
 		switch out.Verdict {
 		case policy.NeedPods:
-			checkFn := s.checkPods
-			if m.Policies[out.Policy].Condition.Type == policy.ConditionPodsFailed {
-				checkFn = s.checkFailed
-			}
-			check, err := checkFn(ctx, r, e.Target, m.Policies[out.Policy].Condition.PodLabels)
+			answer, err := check(ctx, e.Target, m.Policies[out.Policy].Condition)
 			if err != nil {
 				return decision{manager: m, entry: failed(e, err)}
 			}
-			in.Pods[out.Policy] = check
+			in.Pods[out.Policy] = answer
 			continue
 		case policy.Fire:
 			d := s.planned(m, e, conditions(out.Policies), plan{step: stepAct, policy: m.Policies[out.Policy],

@@ -26,52 +26,85 @@ const PodIndexAfter = 100
 // notSucceededSelector selects pods in another phase than Succeeded.
 const notSucceededSelector = "status.phase!=" + string(corev1.PodSucceeded)
 
-// podIndex holds, per namespace, the distinct label sets of the pods that
-// had not succeeded when it was listed, with one pod's name for each.
+// podIndex holds, per namespace, the distinct label sets of the pods (and,
+// in some indexes, Jobs) a check looks for, each with the words a check
+// reports when it finds one.
 type podIndex struct {
 	once sync.Once
 	err  error
-	// byNamespace maps a namespace to its distinct label sets, each with a
-	// pod's name: a short slice, packed, rather than a map of maps, which
-	// at 10,000 namespaces cost a sweep 8 MiB of peak RSS (BENCHMARKS.md).
+	// byNamespace maps a namespace to its distinct label sets, each with
+	// what a check reports: a short slice, packed, rather than a map of
+	// maps, which at 10,000 namespaces cost a sweep 8 MiB of peak RSS
+	// (BENCHMARKS.md).
 	byNamespace map[string][]podLabels
+	// listed counts the objects listed to build it.
+	listed int
+	// seen dedupes label sets while the index is built.
+	seen map[nsLabels]struct{}
 }
 
+type nsLabels struct {
+	namespace string
+	labels    packedLabels
+}
+
+// building starts building the index.
+func (x *podIndex) building() {
+	x.byNamespace, x.seen = map[string][]podLabels{}, map[nsLabels]struct{}{}
+}
+
+// built ends the building: what dedupes it goes.
+func (x *podIndex) built() { x.seen = nil }
+
 type podLabels struct {
-	pod    string
+	what   string
 	labels packedLabels
 }
 
-// find returns the pod (or, in the failed index, what failed) in namespace
-// matching selector, as the index was listed.
+// find returns what the index holds in namespace matching selector.
 func (x *podIndex) find(namespace string, selector labels.Selector) (string, bool) {
 	for _, p := range x.byNamespace[namespace] {
 		if selector.Matches(p.labels) {
-			return p.pod, true
+			return p.what, true
 		}
 	}
 	return "", false
+}
+
+// add indexes what under namespace and label set, once per label set.
+func (x *podIndex) add(namespace, what string, set map[string]string) {
+	x.listed++
+	packed := packLabels("", set)
+	if _, dup := x.seen[nsLabels{namespace, packed}]; dup {
+		return
+	}
+	x.seen[nsLabels{namespace, packed}] = struct{}{}
+	x.byNamespace[namespace] = append(x.byNamespace[namespace], podLabels{what: what, labels: packed})
+}
+
+// podsCheck answers the pods condition c of a policy on a namespace.
+type podsCheck func(ctx context.Context, namespace string, c policy.Condition) (policy.PodsCheck, error)
+
+// checks is a sweep's way of answering pods conditions: checkPods and
+// checkFailed.
+func (s *Sweeper) checks(r *sweepRun) podsCheck {
+	return func(ctx context.Context, namespace string, c policy.Condition) (policy.PodsCheck, error) {
+		if c.Type == policy.ConditionPodsFailed {
+			return s.checkFailed(ctx, r, namespace, c.PodLabels)
+		}
+		return s.checkPods(ctx, r, namespace, c.PodLabels)
+	}
 }
 
 // podIndex lists, once per sweep, the pods that have not succeeded.
 func (s *Sweeper) podIndex(ctx context.Context, r *sweepRun) (*podIndex, error) {
 	x := &r.pods
 	x.once.Do(func() {
-		x.byNamespace = map[string][]podLabels{}
-		// seen dedupes label sets while listing, and goes with the listing.
-		type nsLabels struct {
-			namespace string
-			labels    packedLabels
-		}
-		seen := map[nsLabels]struct{}{}
+		x.building()
 		x.err = s.eachMetadata(ctx, "pods", metav1.ListOptions{FieldSelector: notSucceededSelector}, func(m *metav1.PartialObjectMetadata) {
-			packed := packLabels("", m.Labels)
-			if _, dup := seen[nsLabels{m.Namespace, packed}]; dup {
-				return
-			}
-			seen[nsLabels{m.Namespace, packed}] = struct{}{}
-			x.byNamespace[m.Namespace] = append(x.byNamespace[m.Namespace], podLabels{pod: m.Name, labels: packed})
+			x.add(m.Namespace, notSucceeded(m.Name), m.Labels)
 		})
+		x.built()
 		if x.err != nil {
 			x.byNamespace = nil
 			x.err = fmt.Errorf("list pods that have not succeeded: %w", x.err)
@@ -79,6 +112,52 @@ func (s *Sweeper) podIndex(ctx context.Context, r *sweepRun) (*podIndex, error) 
 		}
 	})
 	return x, x.err
+}
+
+// unfinished lists, afresh, the pods that have not succeeded (metadata
+// only) and the Jobs that have not finished, cluster-wide: every answer a
+// PODS_SUCCEED check could get, for many namespaces at once (see
+// answers).
+func (s *Sweeper) unfinished(ctx context.Context) (*podIndex, error) {
+	x := &podIndex{}
+	x.building()
+	err := s.eachMetadata(ctx, "pods", metav1.ListOptions{FieldSelector: notSucceededSelector}, func(m *metav1.PartialObjectMetadata) {
+		x.add(m.Namespace, notSucceeded(m.Name), m.Labels)
+	})
+	if err == nil {
+		err = s.eachJob(ctx, func(job *batchv1.Job) {
+			if jobFinished(job) {
+				x.listed++
+				return
+			}
+			x.add(job.Namespace, unfinishedJob(job), job.Spec.Template.Labels)
+		})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list pods that have not succeeded and jobs that have not finished: %w", err)
+	}
+	x.built()
+	return x, nil
+}
+
+// answers answers PODS_SUCCEED checks from x, and other conditions with
+// check. A namespace in which x holds nothing that matches passes. When x
+// is the sweep's index, which cannot let a check pass (a pod may have
+// started since it was listed), passed is set: the caller checks again on a
+// read made after, namespace by namespace or with unfinished.
+func (x *podIndex) answers(check podsCheck, passed *bool) podsCheck {
+	return func(ctx context.Context, namespace string, c policy.Condition) (policy.PodsCheck, error) {
+		if c.Type != policy.ConditionPodsSucceed {
+			return check(ctx, namespace, c)
+		}
+		if what, found := x.find(namespace, labels.SelectorFromSet(c.PodLabels)); found {
+			return policy.PodsCheck{NotSucceeded: 1, Example: what}, nil
+		}
+		if passed != nil {
+			*passed = true
+		}
+		return policy.PodsCheck{}, nil
+	}
 }
 
 // checkPods looks for one pod matching podLabels in another phase than
@@ -96,8 +175,8 @@ func (s *Sweeper) checkPods(ctx context.Context, r *sweepRun, namespace string, 
 	selector := labels.SelectorFromSet(podLabels)
 	if r.podChecks.Add(1) > PodIndexAfter {
 		if x, err := s.podIndex(ctx, r); err == nil {
-			if pod, found := x.find(namespace, selector); found {
-				return policy.PodsCheck{NotSucceeded: 1, Example: notSucceeded(pod)}, nil
+			if what, found := x.find(namespace, selector); found {
+				return policy.PodsCheck{NotSucceeded: 1, Example: what}, nil
 			}
 		}
 	}
@@ -118,10 +197,15 @@ func (s *Sweeper) checkPods(ctx context.Context, r *sweepRun, namespace string, 
 	}
 	for _, job := range jobs.Items {
 		if !jobFinished(&job) && selector.Matches(labels.Set(job.Spec.Template.Labels)) {
-			return policy.PodsCheck{NotSucceeded: 1, Example: fmt.Sprintf("job %s has not finished (%d succeeded)", job.Name, job.Status.Succeeded)}, nil
+			return policy.PodsCheck{NotSucceeded: 1, Example: unfinishedJob(&job)}, nil
 		}
 	}
 	return policy.PodsCheck{}, nil
+}
+
+// unfinishedJob says why a Job holds a check back.
+func unfinishedJob(job *batchv1.Job) string {
+	return fmt.Sprintf("job %s has not finished (%d succeeded)", job.Name, job.Status.Succeeded)
 }
 
 // notSucceeded names a pod that holds a check back. The words are the same
@@ -221,26 +305,18 @@ func jobFailed(job *batchv1.Job) bool {
 func (s *Sweeper) failedIndex(ctx context.Context, r *sweepRun) (*podIndex, error) {
 	x := &r.failed
 	x.once.Do(func() {
-		x.byNamespace = map[string][]podLabels{}
-		add := func(namespace, what string, set map[string]string) {
-			x.byNamespace[namespace] = append(x.byNamespace[namespace], podLabels{pod: what, labels: packLabels("", set)})
-		}
+		x.building()
 		x.err = s.eachMetadata(ctx, "pods", metav1.ListOptions{FieldSelector: failedSelector}, func(m *metav1.PartialObjectMetadata) {
-			add(m.Namespace, "pod "+m.Name+" failed", m.Labels)
+			x.add(m.Namespace, "pod "+m.Name+" failed", m.Labels)
 		})
 		if x.err == nil {
-			jobs := s.clients.Kube.BatchV1().Jobs("")
-			p := pager.New(pager.SimplePageFunc(func(opts metav1.ListOptions) (runtime.Object, error) {
-				return jobs.List(ctx, opts)
-			}))
-			p.PageSize, p.PageBufferSize = s.cfg.PageSize, 0
-			x.err = p.EachListItem(ctx, metav1.ListOptions{}, func(o runtime.Object) error {
-				if job, ok := o.(*batchv1.Job); ok && jobFailed(job) {
-					add(job.Namespace, "job "+job.Name+" failed", job.Spec.Template.Labels)
+			x.err = s.eachJob(ctx, func(job *batchv1.Job) {
+				if jobFailed(job) {
+					x.add(job.Namespace, "job "+job.Name+" failed", job.Spec.Template.Labels)
 				}
-				return nil
 			})
 		}
+		x.built()
 		if x.err != nil {
 			x.byNamespace = nil
 			x.err = fmt.Errorf("list failed pods and jobs: %w", x.err)
@@ -248,4 +324,22 @@ func (s *Sweeper) failedIndex(ctx context.Context, r *sweepRun) (*podIndex, erro
 		}
 	})
 	return x, x.err
+}
+
+// eachJob calls fn with every Job of the cluster, listed in pages of
+// PageSize, one page held at a time.
+func (s *Sweeper) eachJob(ctx context.Context, fn func(*batchv1.Job)) error {
+	jobs := s.clients.Kube.BatchV1().Jobs("")
+	p := pager.New(pager.SimplePageFunc(func(opts metav1.ListOptions) (runtime.Object, error) {
+		return jobs.List(ctx, opts)
+	}))
+	p.PageSize, p.PageBufferSize = s.cfg.PageSize, 0
+	return p.EachListItem(ctx, metav1.ListOptions{}, func(o runtime.Object) error {
+		job, ok := o.(*batchv1.Job)
+		if !ok {
+			return fmt.Errorf("unexpected jobs list item %T", o)
+		}
+		fn(job)
+		return nil
+	})
 }

@@ -191,14 +191,24 @@ func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l listed) []Entry
 		pairs = append(pairs, pair{name, ns})
 	}
 
-	// The pairs go in chunks of pairChunk: a chunk is evaluated whole, then
-	// acted on. Evaluating first keeps pods checks away from this sweep's
-	// writes: a pods check is a consistent read, which waits for the API
-	// server's pods cache to catch up with every write before it (about 40
-	// ms each instead of 5 to 15, BENCHMARKS.md); chunks keep the time
-	// between a pair's check and its action short. A pair whose evaluation
-	// is final (waiting with nothing to keep, done, busy) is reported as
-	// evaluated; only the others are kept for the second pass.
+	// A pair is evaluated, then carried out, in chunks of PairChunk: a chunk
+	// is evaluated whole, then acted on. Evaluating first keeps pods checks
+	// away from this sweep's writes: a pods check is a consistent read,
+	// which waits for the API server's pods cache to catch up with every
+	// write before it (about 40 ms each instead of 5 to 15, BENCHMARKS.md);
+	// chunks keep the time between a pair's check and its action short. A
+	// pair whose evaluation is final (waiting with nothing to keep, done,
+	// busy) is reported as evaluated; only the others are carried out.
+	//
+	// Past PodIndexAfter pairs, a rule with PODS_SUCCEED first screens every
+	// pair with the sweep's index of pods that have not succeeded: that
+	// settles the pairs it finds such a pod in, and those that need no pods
+	// check. The index cannot let a check pass (a pod may have started since
+	// it was listed): the pairs it would let pass are evaluated again with
+	// the chunk they fall in, on a read made then: their namespaces one by
+	// one, or, when that costs fewer requests, one list of every pod that
+	// has not succeeded and every Job, so that a thousand due namespaces
+	// cost a few pages rather than two thousand requests (BENCHMARKS.md).
 	base := len(entries)
 	entries = slices.Grow(entries, len(pairs))[:base+len(pairs)]
 	failedBefore, newlyIgnored := make([]bool, len(pairs)), make([]bool, len(pairs))
@@ -210,11 +220,6 @@ func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l listed) []Entry
 	if ruleHoldIgnored != "" {
 		ruleHold = ""
 	}
-	if len(pairs) > PodIndexAfter && slices.ContainsFunc(m.Policies, func(p policy.Policy) bool { return p.Condition.Type == policy.ConditionPodsSucceed }) {
-		// So many pods checks will pass the threshold anyway: the index
-		// answers from the first.
-		r.podChecks.Store(max(r.podChecks.Load(), PodIndexAfter))
-	}
 	failedLatest := map[string]bool{}
 	if stored.Rule != nil {
 		for _, a := range stored.Rule.Latest {
@@ -223,29 +228,80 @@ func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l listed) []Entry
 			}
 		}
 	}
-	for first := 0; first < len(pairs); first += pairChunk {
-		chunk := pairs[first:min(first+pairChunk, len(pairs))]
+	// evaluate evaluates pair i with check: the pair's final entry is kept,
+	// and its work returned when there is something to carry out.
+	evaluate := func(i int, check podsCheck) (pairWork, bool) {
+		if r.stop.Err() != nil {
+			entries[base+i] = notReachedPair(e, pairs[i].name)
+			return pairWork{}, false
+		}
+		w := s.evaluatePairOf(ctx, r, m, e, key, pairs[i].name, pairs[i].ns, check, ruleHold)
+		failedBefore[i] = w.stored.LastAction != nil && w.stored.LastAction.Result == ResultFailed || failedLatest[pairs[i].name]
+		newlyIgnored[i] = w.d.entry.HoldIgnored != "" && w.d.entry.HoldIgnored != w.stored.IgnoredHold
+		entries[base+i] = w.d.entry
+		if w.d.plan == nil && !needsRecord(w) {
+			return pairWork{}, false
+		}
+		w.index, w.d.manager = base+i, policy.Manager{}
+		return w, true
+	}
+
+	// pending lists the pairs to evaluate in their chunk, in order;
+	// unconfirmed marks those the screen let a check pass.
+	pending := make([]int, 0, len(pairs))
+	var screened *podIndex
+	var unconfirmed []bool
+	if len(pairs) > PodIndexAfter && checksPods(m) {
+		if x, err := s.podIndex(ctx, r); err == nil { // without it, every pair is checked in its chunk
+			screened = x
+		}
+	}
+	if screened != nil {
+		unconfirmed = make([]bool, len(pairs))
+		again := make([]bool, len(pairs))
+		r.bounded(len(pairs), func(i int) {
+			_, work := evaluate(i, screened.answers(s.checks(r), &unconfirmed[i]))
+			again[i] = work || unconfirmed[i]
+		})
+		for i := range pairs {
+			if again[i] {
+				pending = append(pending, i)
+			}
+		}
+	} else {
+		for i := range pairs {
+			pending = append(pending, i)
+		}
+	}
+	// confirmCost is the requests one list of unfinished pods and Jobs
+	// is expected to take: the pages of the sweep's index, and one of Jobs,
+	// until such a list was made.
+	confirmCost := 0
+	if screened != nil {
+		confirmCost = screened.listed/int(s.cfg.PageSize) + 2
+	}
+	for first := 0; first < len(pending); first += PairChunk {
+		chunk := pending[first:min(first+PairChunk, len(pending))]
+		check := s.checks(r)
+		// Namespace by namespace, a check that passes costs two requests
+		// (pods, then Jobs).
+		if screened != nil && 2*countTrue(unconfirmed, chunk) > confirmCost {
+			if x, err := s.unfinished(ctx); err == nil {
+				check, confirmCost = x.answers(check, nil), x.listed/int(s.cfg.PageSize)+2
+			} else {
+				s.log.Warn("checking pods namespace by namespace", "error", err.Error())
+			}
+		}
 		var (
 			mu   sync.Mutex
 			todo []pairWork
 		)
 		r.bounded(len(chunk), func(j int) {
-			i := first + j
-			if r.stop.Err() != nil {
-				entries[base+i] = notReachedPair(e, chunk[j].name)
-				return
+			if w, work := evaluate(chunk[j], check); work {
+				mu.Lock()
+				todo = append(todo, w)
+				mu.Unlock()
 			}
-			w := s.evaluatePairOf(ctx, r, m, e, key, chunk[j].name, chunk[j].ns, ruleHold)
-			failedBefore[i] = w.stored.LastAction != nil && w.stored.LastAction.Result == ResultFailed || failedLatest[chunk[j].name]
-			newlyIgnored[i] = w.d.entry.HoldIgnored != "" && w.d.entry.HoldIgnored != w.stored.IgnoredHold
-			if w.d.plan == nil && !needsRecord(w) {
-				entries[base+i] = w.d.entry
-				return
-			}
-			w.index, w.d.manager = base+i, policy.Manager{}
-			mu.Lock()
-			todo = append(todo, w)
-			mu.Unlock()
 		})
 		r.bounded(len(todo), func(k int) {
 			w := todo[k]
@@ -276,6 +332,26 @@ func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l listed) []Entry
 	return entries
 }
 
+// indexAhead reports whether rule l is to be screened with the sweep's
+// pods index (see handleRule), as far as its last status tells: it matched
+// more than PodIndexAfter namespaces, stands (valid, in a trusted namespace,
+// not paused), and has a PODS_SUCCEED policy. The sweep then lists the index
+// beside the namespaces rather than after them; should the rule match
+// fewer namespaces now, the index was one paged list spent for nothing.
+func (s *Sweeper) indexAhead(r *sweepRun, l listed) bool {
+	stored := r.store.read(l)
+	if stored.Rule == nil || stored.Rule.Matched <= PodIndexAfter {
+		return false
+	}
+	m, problems := policy.Parse(l.obj)
+	return len(problems) == 0 && !m.Deactivated && slices.Contains(s.cfg.TrustedNamespaces, m.Namespace) && checksPods(m)
+}
+
+// checksPods reports whether m has a PODS_SUCCEED policy.
+func checksPods(m policy.Manager) bool {
+	return slices.ContainsFunc(m.Policies, func(p policy.Policy) bool { return p.Condition.Type == policy.ConditionPodsSucceed })
+}
+
 // recordOwned records a rule's own final entry, when this shard owns the
 // rule.
 func (s *Sweeper) recordOwned(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured, stored Status, e Entry, owner bool) Entry {
@@ -288,6 +364,17 @@ func (s *Sweeper) recordOwned(ctx context.Context, r *sweepRun, obj *unstructure
 func notReachedPair(e Entry, namespace string) Entry {
 	e.Target, e.State, e.Message = namespace, StateDeferred, "the sweep was interrupted before it got to this namespace"
 	return e
+}
+
+// countTrue counts the indexes in which flags are true.
+func countTrue(flags []bool, indexes []int) int {
+	n := 0
+	for _, i := range indexes {
+		if flags[i] {
+			n++
+		}
+	}
+	return n
 }
 
 // pairWork is one pair as evaluated: its namespace, its record, the
@@ -316,9 +403,9 @@ func needsRecord(w pairWork) bool {
 	return !maps.EqualFunc(w.d.checks, w.stored.Checks, func(a, b policy.CheckState) bool { return a == b })
 }
 
-// pairChunk is how many of a rule's pairs are evaluated before they are
+// PairChunk is how many of a rule's pairs are evaluated before they are
 // acted on.
-const pairChunk = 256
+const PairChunk = 256
 
 // bounded calls fn(0) … fn(n-1) and waits for them, taking for each call
 // one of the sweep's pair slots: Concurrency at a time for all the rules
@@ -337,14 +424,19 @@ func (r *sweepRun) bounded(n int, fn func(i int)) {
 
 // evaluatePairOf reads the rule's record on namespace name and evaluates
 // the pair; it writes nothing.
-func (s *Sweeper) evaluatePairOf(ctx context.Context, r *sweepRun, m policy.Manager, e Entry, key, name string, ns namespaceInfo, ruleHold string) pairWork {
+func (s *Sweeper) evaluatePairOf(ctx context.Context, r *sweepRun, m policy.Manager, e Entry, key, name string, ns namespaceInfo, check podsCheck, ruleHold string) pairWork {
 	w := pairWork{ns: ns, key: key}
-	if raw := ns.pairs[w.key]; raw != "" && json.Unmarshal([]byte(raw), &w.stored) != nil {
-		// A record that does not decode (edited by hand) counts as absent.
-		w.stored = PairStatus{}
+	if raw := ns.pairs[w.key]; raw != "" {
+		// Decoded apart from w, which would otherwise go to the heap for
+		// every pair, record or not.
+		stored := new(PairStatus)
+		if json.Unmarshal([]byte(raw), stored) == nil {
+			// A record that does not decode (edited by hand) counts as absent.
+			w.stored = *stored
+		}
 	}
 	e.Target = name
-	w.d = s.evaluatePair(ctx, r, m, e, ns, w.stored, ruleHold)
+	w.d = s.evaluatePair(ctx, r, m, e, ns, w.stored, check, ruleHold)
 	return w
 }
 
@@ -381,7 +473,7 @@ func busyPair(e Entry) Entry {
 
 // evaluatePair decides what to do with one pair, as evaluate does for a
 // manager; it writes nothing.
-func (s *Sweeper) evaluatePair(ctx context.Context, r *sweepRun, m policy.Manager, e Entry, ns namespaceInfo, stored PairStatus, ruleHold string) decision {
+func (s *Sweeper) evaluatePair(ctx context.Context, r *sweepRun, m policy.Manager, e Entry, ns namespaceInfo, stored PairStatus, check podsCheck, ruleHold string) decision {
 	if c := stored.Claim; c != nil {
 		if s.clock().Before(c.Expires) {
 			e.Policy, e.Action = c.Policy, c.Action
@@ -403,7 +495,7 @@ func (s *Sweeper) evaluatePair(ctx context.Context, r *sweepRun, m policy.Manage
 		return decision{manager: m, entry: e, untouched: true}
 	}
 	holds := []hold{{on: "namespace " + e.Target, value: ns.hold}, {on: "rule " + m.Namespace + "/" + m.Name, value: ruleHold}}
-	return holdsAt(holds, r.now, s.cfg.MaxHold).apply(s.evaluatePolicies(ctx, r, m, e, ns, stored.Checks, firedIn(stored.Fired, m.Generation, m.Arming)))
+	return holdsAt(holds, r.now, s.cfg.MaxHold).apply(s.evaluatePolicies(ctx, r, m, e, ns, check, stored.Checks, firedIn(stored.Fired, m.Generation, m.Arming)))
 }
 
 // executePair carries out a pair's plan, as execute does a manager's: within

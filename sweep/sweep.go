@@ -134,7 +134,7 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 			}
 		})
 	}
-	first := true
+	first, indexing := true, false
 	skipped := 0
 	err = s.eachManager(ctx, false, func(m listed) {
 		if first {
@@ -146,6 +146,12 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 		}
 		if isRule(m.obj) {
 			r.rules = append(r.rules, m)
+			if !indexing && s.indexAhead(r, m) {
+				// The pods index is listed beside the namespaces, not
+				// after them.
+				indexing = true
+				workers.Go(func() { _, _ = s.podIndex(work, r) })
+			}
 			return
 		}
 		s.noteGoverned(r, m.obj)

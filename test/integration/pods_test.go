@@ -1,14 +1,24 @@
 package integration
 
 import (
+	"context"
 	"fmt"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -106,4 +116,143 @@ func TestPodsChecksAtScale(t *testing.T) {
 		t.Errorf("%d pods lists by namespace for %d checks, want between %d and %d", perNamespace, checks, fires, limit)
 	}
 	t.Logf("%d checks: %d pods lists by namespace, %d cluster-wide; %d fired", checks, perNamespace, clusterWide, fires)
+}
+
+// TestRuleConfirmsChecksInOneList: a rule over more than PodIndexAfter
+// namespaces screens them with the sweep's index of pods that have not
+// succeeded, and confirms the checks it would let pass with one fresh list
+// of such pods and of Jobs, not namespace by namespace. The index cannot
+// let a check pass: a pod started after it was listed (created here by the
+// proxy as soon as the index's list is answered) holds its namespace back,
+// as does a Job that has not finished.
+func TestRuleConfirmsChecksInOneList(t *testing.T) {
+	e := setup(t)
+	home := shared.Namespace(t)
+	caseID := home
+	const passing = 20
+	targets := labelled(t, caseID, sweep.PodIndexAfter+passing)
+	e2e := map[string]string{"app": "e2e"}
+	for i, ns := range targets {
+		phase := corev1.PodSucceeded
+		if i >= passing {
+			phase = corev1.PodRunning
+		}
+		podWithPhase(t, ns, "test", e2e, phase)
+	}
+	late, withJob := targets[0], targets[1]
+	suspended := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "next-suite"},
+		Spec: batchv1.JobSpec{Suspend: ptr.To(true), Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: e2e},
+			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{Name: "main", Image: "registry.invalid/test:1"}}},
+		}},
+	}
+	if _, err := shared.Admin.BatchV1().Jobs(withJob).Create(t.Context(), suspended, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	recv := nsmantest.NewReceiver(t)
+	createManager(t, managerObj(home, "passed", caseID, []any{
+		podsPolicy("suite passed", map[string]any{"app": "e2e"}, webhookAction(recv.URL+"/rule")),
+	}, selecting(caseID)))
+
+	// The first cluster-wide list of pods is the sweep's index: once the
+	// API server has answered it, a pod starts in namespace late.
+	var started sync.Once
+	var lateErr error
+	kubeconfig := e.KubeconfigThrough(t, func(p *httputil.ReverseProxy) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodGet || r.URL.Path != "/api/v1/pods" {
+				p.ServeHTTP(w, r)
+				return
+			}
+			answer := httptest.NewRecorder()
+			p.ServeHTTP(answer, r)
+			started.Do(func() {
+				pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "rerun", Labels: e2e}, Spec: suspended.Spec.Template.Spec}
+				_, lateErr = shared.Admin.CoreV1().Pods(late).Create(context.Background(), pod, metav1.CreateOptions{})
+			})
+			maps.Copy(w.Header(), answer.Header())
+			w.WriteHeader(answer.Code)
+			_, _ = w.Write(answer.Body.Bytes())
+		})
+	})
+	before, err := shared.AuditedRequests(t.Context(), e.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	res := e.Sweep(t, "--kubeconfig", kubeconfig, "-l", caseLabel+"="+caseID, "--trusted-namespaces", home)
+	wantCode(t, res, 0)
+	if lateErr != nil {
+		t.Fatalf("start a pod in %s: %v", late, lateErr)
+	}
+	if p := res.Pair(t, home, "passed", late); p.State != sweep.StateWaiting || !strings.Contains(p.Message, "pod rerun has not succeeded") {
+		t.Errorf("%s, where a pod started after the index was listed: %s (%s), want waiting on pod rerun", late, p.State, p.Message)
+	}
+	if p := res.Pair(t, home, "passed", withJob); p.State != sweep.StateWaiting || !strings.Contains(p.Message, "job next-suite has not finished") {
+		t.Errorf("%s, with a Job that has not finished: %s (%s), want waiting on job next-suite", withJob, p.State, p.Message)
+	}
+	for i, ns := range targets[2:] {
+		p := res.Pair(t, home, "passed", ns)
+		if want := sweep.StateFired; i+2 >= passing {
+			want = sweep.StateWaiting
+			if p.State != want || !strings.Contains(p.Message, "pod test has not succeeded") {
+				t.Errorf("%s, with a Running pod: %s (%s), want waiting on pod test", ns, p.State, p.Message)
+			}
+		} else if p.State != want {
+			t.Errorf("%s, whose pods all succeeded: %s (%s), want %s", ns, p.State, p.Message, want)
+		}
+	}
+	if got, want := len(recv.Deliveries()), passing-2; got != want {
+		t.Errorf("%d webhooks delivered, want %d", got, want)
+	}
+
+	// The index, then one list to confirm the checks it let pass.
+	wantLists(t, e, before, map[string]int{"pods cluster-wide": 2, "jobs cluster-wide": 1})
+
+	// The next sweep lists the index beside the namespaces (the rule's
+	// status says it matched more than PodIndexAfter). The pairs that fired
+	// are done; of the others, only the namespace with the Job has no pod
+	// in the index, and one namespace is cheaper to confirm by itself (its
+	// pods, then its Jobs) than with a list of them all.
+	before, err = shared.AuditedRequests(t.Context(), e.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res = e.Sweep(t, "-l", caseLabel+"="+caseID, "--trusted-namespaces", home)
+	wantCode(t, res, 0)
+	if got, want := res.Report.Summary.States[sweep.StateDone], passing-2; got != want {
+		t.Errorf("second sweep: %d pairs done, want %d (%v)", got, want, res.Report.Summary.States)
+	}
+	if got := len(recv.Deliveries()); got != passing-2 {
+		t.Errorf("%d webhooks delivered after the second sweep, want still %d", got, passing-2)
+	}
+	wantLists(t, e, before, map[string]int{"pods cluster-wide": 1, "pods by namespace": 1, "jobs by namespace": 1})
+	if p := res.Pair(t, home, "passed", withJob); p.State != sweep.StateWaiting || !strings.Contains(p.Message, "job next-suite has not finished") {
+		t.Errorf("second sweep, %s: %s (%s), want waiting on job next-suite", withJob, p.State, p.Message)
+	}
+}
+
+// wantLists compares the lists of pods and Jobs that nsman made since
+// before, cluster-wide and by namespace, with want.
+func wantLists(t *testing.T, e *nsmantest.Env, before []cluster.Request, want map[string]int) {
+	t.Helper()
+	after, err := shared.AuditedRequests(t.Context(), e.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lists := map[string]int{}
+	for _, r := range after[len(before):] {
+		if r.Verb == "list" && (r.Resource == "pods" || r.Resource == "jobs") {
+			where := "by namespace"
+			if r.Namespace == "" {
+				where = "cluster-wide"
+			}
+			lists[r.Resource+" "+where]++
+		}
+	}
+	if !maps.Equal(lists, want) {
+		t.Errorf("lists of pods and jobs: %v, want %v", lists, want)
+	}
 }

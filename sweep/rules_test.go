@@ -1,0 +1,49 @@
+package sweep
+
+import (
+	"encoding/json"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// TestIndexAhead: a sweep lists the pods index beside the namespaces only
+// for a rule that will be screened with it, as its last status tells.
+func TestIndexAhead(t *testing.T) {
+	pods := map[string]any{"name": "done", "condition": map[string]any{"type": "PODS_SUCCEED", "params": map[string]any{"podLabels": map[string]any{"app": "e2e"}}}, "action": map[string]any{"type": "DELETE"}}
+	ttl := map[string]any{"name": "late", "condition": map[string]any{"type": "TTL", "params": map[string]any{"ttlSeconds": int64(60)}}, "action": map[string]any{"type": "DELETE"}}
+	rule := func(namespace string, matched int, deactivated bool, policies ...any) listed {
+		spec := map[string]any{"namePatterns": []any{"e2e-*"}, "policies": policies}
+		if deactivated {
+			spec["deactivated"] = true
+		}
+		var status []byte
+		if matched >= 0 {
+			status, _ = json.Marshal(Status{Rule: &RuleSummary{Matched: matched}})
+		}
+		return listed{status: status, obj: &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "k8s.consol.de/v1beta1", "kind": "NamespaceManager",
+			"metadata": map[string]any{"name": "leftovers", "namespace": namespace, "uid": "u", "generation": int64(1)},
+			"spec":     spec,
+		}}}
+	}
+	s := &Sweeper{cfg: Config{TrustedNamespaces: []string{"platform"}}}
+	r := &sweepRun{store: stateStore{inStatus: true}}
+	for _, tt := range []struct {
+		name string
+		rule listed
+		want bool
+	}{
+		{"matched many, checks pods", rule("platform", PodIndexAfter+1, false, ttl, pods), true},
+		{"no status yet", rule("platform", -1, false, pods), false},
+		{"matched few", rule("platform", PodIndexAfter, false, pods), false},
+		{"no PODS_SUCCEED", rule("platform", 5000, false, ttl), false},
+		{"paused", rule("platform", 5000, true, pods), false},
+		{"not in a trusted namespace", rule("team-a", 5000, false, pods), false},
+		{"invalid", rule("platform", 5000, false, map[string]any{"name": "broken"}), false},
+	} {
+		if got := s.indexAhead(r, tt.rule); got != tt.want {
+			t.Errorf("%s: indexAhead = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
