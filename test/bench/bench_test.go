@@ -145,12 +145,9 @@ func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 	// (a) The read floor, over the same objects as the no-op sweep: with
 	// the status the first sweep recorded, a manager is about twice as
 	// large as when seeded.
-	s.readFloorRow()
-	s.readFloorPlusRow("floor + pods checks (16 workers)", func() (string, error) {
+	s.readRows("floor + pods checks (16 workers)", func() (string, error) {
 		return fmt.Sprintf("%d pods checks", len(podsNamespaces)), floorPodsChecks(ctx, s.sa, podsNamespaces)
 	})
-
-	s.noopRow("nsman sweep, no-op (nothing due)")
 	// Diagnostic: the same sweep at Go's default GC target, to show what
 	// nsman's own (cmd.SetGCPercent) saves.
 	s.rows = append(s.rows, s.measureCommand([]string{"env", "GOGC=100", bin}, "diagnostic: GOGC=100 (Go's default), nsman sweep, no-op"))
@@ -325,7 +322,8 @@ func render(rows, rules []measurement, sizes []int, due int, kubeVersion string,
 	p("process as its ServiceAccount (deploy/base/rbac.yaml) with default flags (`--concurrency 16 --qps 500 --burst 1000`) and its own\n")
 	p("GC target (GOGC 50 unless the environment sets GOGC; a diagnostic row shows Go's default of 100); the floors are\n")
 	p("minimal client-go code in the driver, as the same ServiceAccount, unthrottled (QPS -1), page size %d as nsman. The read floor\n", pageSize)
-	p("runs after nsman's first sweep, so that it lists the same objects as the no-op sweep: managers with their status.\n")
+	p("runs after nsman's first sweep, so that it lists the same objects as the no-op sweep: managers with their status. The read\n")
+	p("floors and the no-op sweep are measured %d times, interleaved, and the rows are the median runs, as for the writes.\n", readRounds)
 	p("Requests are the API server's audit log for the ServiceAccount (verb resource); nsman's own count by HTTP method\n")
 	p("(`summary.requests`) also shows its discovery request. nsman runs through a small launcher process (test/bench/launch_test.go)\n")
 	p("that times it and reads its rusage: wall time includes starting the process, and peak RSS is nsman's own maxrss (a child\n")
@@ -346,13 +344,15 @@ func render(rows, rules []measurement, sizes []int, due int, kubeVersion string,
 		p("to keep every namespace waiting, half the namespaces hold a Running `app=e2e` pod (as the managers' part seeds them) and the\n")
 		p("other half an `app=e2e` pod left Pending (created, never started). The \"TTL half\" are the namespaces whose pod never started:\n")
 		p("PODS_SUCCEED waits on both halves, and TTL decides nothing before a day. The read floor lists the same objects as the no-op\n")
-		p("sweep (the one rule and every namespace, paged), after nsman's first sweep; a diagnostic row adds the paged list (metadata\n")
-		p("only) of every pod that has not succeeded, which nsman lists once for a rule with more than %d namespaces to check. Then, %d\n", sweep.PodIndexAfter, deleteRounds)
-		p("times over, %d of\n", due)
+		p("sweep (the one rule and every namespace, paged), after nsman's first sweep; the next row adds the paged list (metadata\n")
+		p("only) of every pod that has not succeeded, which nsman lists once for a rule with more than %d namespaces to check (beside\n", sweep.PodIndexAfter)
+		p("the namespaces when the rule's status says it matched that many at the last sweep). Then, %d times over, %d of\n", deleteRounds, due)
 		p("the namespaces with a Running pod are made due by setting their pod's phase to Succeeded (the end of a test run), and nsman\n")
 		p("sweeps: per namespace, a merge patch of the namespace conditional on its listed resourceVersion that sets the annotation\n")
 		p("`%s<rule UID>` to the claim, then the namespace delete (UID precondition, background propagation); per\n", sweep.PairAnnotationPrefix)
-		p("sweep, one Event on the rule and its status summary. In turn, the write floor makes those two writes per namespace (a claim of\n")
+		p("sweep, one Event on the rule and its status summary; before acting on up to %d namespaces, nsman reads again that their\n", sweep.PairChunk)
+		p("pods succeeded, with one paged list of the pods that have not succeeded and one of Jobs. In turn, the write floor makes those\n")
+		p("two writes per namespace (a claim of\n")
 		p("the same shape) on %d other namespaces seeded for it (labelled `%s=off`, each with a Succeeded pod), with %d workers,\n", due, ruleLabel, floorConcurrency)
 		p("unthrottled, as the ServiceAccount. The rows are the median runs; the notes list every run. Each sweep handles the namespaces\n")
 		p("the rule still matches: those deleted in earlier rounds are terminating, which no rule matches.\n\n")
@@ -419,7 +419,7 @@ func render(rows, rules []measurement, sizes []int, due int, kubeVersion string,
 		noop, _ := find(rules, n, "nsman sweep, no-op")
 		del, _ := find(rules, n, deleteSweepLabel(due))
 		wf, _ := find(rules, n, ruleWriteFloorLabel(due))
-		floorPods, _ := find(rules, n, "diagnostic: floor + paged LIST of pods")
+		floorPods, _ := find(rules, n, "floor + paged LIST of pods")
 		noopTargets(n, "rule: ", noop, floor, floorPods, "the pods list")
 		rssTarget(rules, n, "rule: ", noop, del)
 		dr := del.Wall.Seconds() / wf.Wall.Seconds()

@@ -519,20 +519,38 @@ func (s *session) sweepRow(what string, args ...string) measurement {
 	return m
 }
 
-// readFloorRow measures the read floor and adds it to the rows.
-func (s *session) readFloorRow() measurement {
+// readRounds is how many times the read floors and the no-op sweep are
+// measured, interleaved: the rows are the median runs. On this shared
+// machine one run of each differed from the next by up to 2×.
+const readRounds = 3
+
+// readRows measures, readRounds times over, the read floor, the read floor
+// followed by plus, and the no-op sweep with args, and adds the medians to
+// the rows.
+func (s *session) readRows(plusWhat string, plus func() (note string, err error), args ...string) {
+	var floors, pluses, noops []measurement
+	for range readRounds {
+		floors = append(floors, s.readFloor())
+		pluses = append(pluses, s.readFloorPlus(plusWhat, plus))
+		noops = append(noops, s.noop("nsman sweep, no-op (nothing due)", args...))
+	}
+	s.rows = append(s.rows, median(floors), median(pluses), median(noops))
+}
+
+// readFloor measures the read floor.
+func (s *session) readFloor() measurement {
 	start := time.Now()
 	managers, namespaces, err := floorLists(s.ctx, s.sa)
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	return s.record(measurement{What: "floor: paged LIST of managers + namespaces", Wall: time.Since(start),
+	return s.measured(measurement{What: "floor: paged LIST of managers + namespaces", Wall: time.Since(start),
 		Note: fmt.Sprintf("%d managers, %d namespaces", managers, namespaces)})
 }
 
-// readFloorPlusRow measures the read floor followed by more reads, which
-// say what they did, and adds it to the rows.
-func (s *session) readFloorPlusRow(what string, more func() (note string, err error)) measurement {
+// readFloorPlus measures the read floor followed by more reads, which say
+// what they did.
+func (s *session) readFloorPlus(what string, more func() (note string, err error)) measurement {
 	start := time.Now()
 	if _, _, err := floorLists(s.ctx, s.sa); err != nil {
 		s.t.Fatal(err)
@@ -541,13 +559,13 @@ func (s *session) readFloorPlusRow(what string, more func() (note string, err er
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	return s.record(measurement{What: what, Wall: time.Since(start), Note: note})
+	return s.measured(measurement{What: what, Wall: time.Since(start), Note: note})
 }
 
-// noopRow runs a sweep that must write nothing and find n waiting (managers
-// or pairs), and adds it to the rows.
-func (s *session) noopRow(what string, args ...string) measurement {
-	m := s.sweepRow(what, args...)
+// noop runs a sweep that must write nothing and find n waiting (managers
+// or pairs).
+func (s *session) noop(what string, args ...string) measurement {
+	m := s.measureSweep(what, args...)
 	if w := m.writes(); w != 0 {
 		s.t.Errorf("N=%d %s: %d write requests: %s", s.n, what, w, describe(m.Audited))
 	}

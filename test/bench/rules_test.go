@@ -89,12 +89,10 @@ func measureRules(t *testing.T, bin string, n, due int) ([]measurement, string) 
 		t.Fatal(err)
 	}
 	s.sweepRow("nsman sweep, first (records the rule's status)", trusted...)
-	s.readFloorRow()
-	s.readFloorPlusRow("diagnostic: floor + paged LIST of pods not succeeded", func() (string, error) {
+	s.readRows("floor + paged LIST of pods not succeeded", func() (string, error) {
 		pods, err := floorPodsList(ctx, s.sa)
 		return fmt.Sprintf("%d pods", pods), err
-	})
-	s.noopRow("nsman sweep, no-op (nothing due)", trusted...)
+	}, trusted...)
 
 	key, ruleRef := sweep.PairAnnotationPrefix+string(rule.GetUID()), rulesNamespace+"/"+ruleName
 	var dels, floors []measurement
