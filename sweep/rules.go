@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/nsman/nsman/policy"
 )
@@ -457,13 +459,19 @@ func (s *Sweeper) carryOutPair(ctx context.Context, r *sweepRun, m policy.Manage
 	}
 	next := stored
 	next.Rule, next.Checks, next.IgnoredHold = m.Namespace+"/"+m.Name, d.checks, d.entry.HoldIgnored
-	if err := s.writePair(ctx, name, w.key, w.ns.resourceVersion, next); err != nil {
-		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+	if err := s.writePair(ctx, name, w.key, w.ns, next); err != nil {
+		if changedSinceListed(err) {
 			return busyPair(d.entry)
 		}
 		return failed(d.entry, fmt.Errorf("record minChecks progress on namespace %s: %w", name, err))
 	}
 	return d.entry
+}
+
+// changedSinceListed reports a pair's write refused because the namespace
+// is not as listed any more: left to the next sweep.
+func changedSinceListed(err error) bool {
+	return apierrors.IsConflict(err) || apierrors.IsNotFound(err) || errors.Is(err, errPairChanged)
 }
 
 func busyPair(e Entry) Entry {
@@ -520,8 +528,8 @@ func (s *Sweeper) executePair(ctx context.Context, r *sweepRun, m policy.Manager
 	deadline := time.Now().Add(s.cfg.ClaimTTL - claimMargin)
 	claimed.Claim = &Claim{Policy: p.policy.Name, Action: p.policy.Action.Type, Sweep: s.cfg.SweepID,
 		Expires: s.clock().Add(s.cfg.ClaimTTL).UTC(), Generation: cmp.Or(p.generation, m.Generation), TargetUID: p.target.uid, Spec: m.Arming}
-	if err := s.writePair(ctx, p.target.name, key, ns.resourceVersion, claimed); err != nil {
-		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+	if err := s.writePair(ctx, p.target.name, key, ns, claimed); err != nil {
+		if changedSinceListed(err) {
 			return busyPair(e)
 		}
 		return failed(e, fmt.Errorf("claim namespace %s: %w", p.target.name, err))
@@ -561,15 +569,41 @@ func (s *Sweeper) executePair(ctx context.Context, r *sweepRun, m policy.Manager
 	return e
 }
 
+// errPairChanged: what a pair's decision rests on changed since the sweep
+// listed the namespace.
+var errPairChanged = errors.New("namespace changed since this sweep listed it")
+
 // writePair writes a pair's record with a merge patch conditional on the
-// namespace's resourceVersion as listed: of two sweeps that listed one
-// version, one writes.
-func (s *Sweeper) writePair(ctx context.Context, namespace, key, resourceVersion string, st PairStatus) error {
-	body := mustJSON(map[string]any{"metadata": map[string]any{
-		"resourceVersion": resourceVersion,
-		"annotations":     map[string]any{key: mustJSON(st)},
-	}})
-	return s.writer.patchNamespace(ctx, namespace, managerPatch{body: []byte(body)})
+// namespace's resourceVersion: of two sweeps that listed one version, one
+// writes. The version is the listed one, ns's; when the namespace changed
+// since, it is read again, and written to again, conditional on the version
+// read, if what the pair was decided on is as listed: the namespace
+// itself, its labels, its hold and the pair's record. Another rule's record
+// or anybody's annotation is no reason to wait for the next sweep; another
+// sweep's claim of the pair is (errPairChanged).
+func (s *Sweeper) writePair(ctx context.Context, name, key string, ns namespaceInfo, st PairStatus) error {
+	record := mustJSON(st)
+	resourceVersion := ns.resourceVersion
+	reread := false
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if reread {
+			now, exists, err := s.namespaceNow(ctx, name)
+			if err != nil {
+				// Not known to be as listed: left to the next sweep.
+				return fmt.Errorf("%w (reading it again failed: %v)", errPairChanged, err)
+			}
+			if !exists || now.uid != ns.uid || now.terminating || now.labels != ns.labels || now.hold != ns.hold || now.pairs[key] != ns.pairs[key] {
+				return errPairChanged
+			}
+			resourceVersion = now.resourceVersion
+		}
+		reread = true
+		body := mustJSON(map[string]any{"metadata": map[string]any{
+			"resourceVersion": resourceVersion,
+			"annotations":     map[string]any{key: record},
+		}})
+		return s.writer.patchNamespace(ctx, name, managerPatch{body: []byte(body)})
+	})
 }
 
 // settlePair replaces the claimed record with final: a JSON patch whose

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/http"
+	"net/http/httputil"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -556,5 +559,54 @@ func TestRuleClaimSurvivesPauseAndResume(t *testing.T) {
 	got := recv.Deliveries()
 	if want := sweep.PairIdempotencyKey(m, "at once", ns.UID); len(got) != 1 || got[0].Header.Get("Idempotency-Key") != want {
 		t.Errorf("deliveries %d, want one under the dead sweep's key %s", len(got), want)
+	}
+}
+
+// TestRulesShareANamespace: two rules due on the same namespaces both act
+// in one sweep. Each claims a namespace with a patch conditional on the
+// version the sweep listed, so the second claim finds the first one's
+// write; the namespace is read again and, its own record unchanged,
+// claimed anew. A write by someone else between the listing and the claim
+// (an annotation, here, added by the proxy before nsman's first write) is
+// no reason to wait either.
+func TestRulesShareANamespace(t *testing.T) {
+	e := setup(t)
+	home := shared.Namespace(t)
+	targets := labelled(t, home, 3)
+	recv := nsmantest.NewReceiver(t)
+	createManager(t, managerObj(home, "tell-qa", home, []any{ttlPolicy("now", 0, webhookAction(recv.URL+"/qa"))}, selecting(home)))
+	createManager(t, managerObj(home, "tell-ops", home, []any{ttlPolicy("now", 0, webhookAction(recv.URL+"/ops"))}, selecting(home)))
+
+	var touched sync.Once
+	var touchErr error
+	kubeconfig := e.KubeconfigThrough(t, func(p *httputil.ReverseProxy) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPatch && strings.HasPrefix(r.URL.Path, "/api/v1/namespaces/") {
+				touched.Do(func() {
+					patch := []byte(`{"metadata":{"annotations":{"example.com/touched":"yes"}}}`)
+					_, touchErr = shared.Admin.CoreV1().Namespaces().Patch(context.Background(), path.Base(r.URL.Path), types.MergePatchType, patch, metav1.PatchOptions{})
+				})
+			}
+			p.ServeHTTP(w, r)
+		})
+	})
+	res := e.Sweep(t, "--kubeconfig", kubeconfig, "-l", caseLabel+"="+home, "--trusted-namespaces", home)
+	wantCode(t, res, 0)
+	if touchErr != nil {
+		t.Fatal(touchErr)
+	}
+	for _, rule := range []string{"tell-qa", "tell-ops"} {
+		for _, ns := range targets {
+			if p := res.Pair(t, home, rule, ns); p.State != sweep.StateFired {
+				t.Errorf("rule %s on %s: %s (%s), want fired", rule, ns, p.State, p.Message)
+			}
+		}
+	}
+	byPath := map[string]int{}
+	for _, d := range recv.Deliveries() {
+		byPath[d.Path]++
+	}
+	if want := map[string]int{"/qa": len(targets), "/ops": len(targets)}; !maps.Equal(byPath, want) {
+		t.Errorf("deliveries by path: %v, want %v", byPath, want)
 	}
 }
