@@ -3,6 +3,7 @@ package sweep
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -114,30 +115,125 @@ func (s *Sweeper) podIndex(ctx context.Context, r *sweepRun) (*podIndex, error) 
 	return x, x.err
 }
 
-// unfinished lists, afresh, the pods that have not succeeded (metadata
-// only) and the Jobs that have not finished, cluster-wide: every answer a
-// PODS_SUCCEED check could get, for many namespaces at once (see
-// answers).
-func (s *Sweeper) unfinished(ctx context.Context) (*podIndex, error) {
-	x := &podIndex{}
+// unfinished lists, afresh and cluster-wide, the pods that have not
+// succeeded (metadata only; those matching podSelector, when it is not
+// empty) and the Jobs, and indexes those of namespaces that have not
+// finished: every answer a PODS_SUCCEED check there could get. It returns
+// how many pods and Jobs it listed too.
+func (s *Sweeper) unfinished(ctx context.Context, podSelector string, namespaces map[string]bool) (x *podIndex, pods, jobs int, err error) {
+	x = &podIndex{}
 	x.building()
-	err := s.eachMetadata(ctx, "pods", metav1.ListOptions{FieldSelector: notSucceededSelector}, func(m *metav1.PartialObjectMetadata) {
-		x.add(m.Namespace, notSucceeded(m.Name), m.Labels)
+	err = s.eachMetadata(ctx, "pods", metav1.ListOptions{FieldSelector: notSucceededSelector, LabelSelector: podSelector}, func(m *metav1.PartialObjectMetadata) {
+		if pods++; namespaces[m.Namespace] {
+			x.add(m.Namespace, notSucceeded(m.Name), m.Labels)
+		}
 	})
 	if err == nil {
 		err = s.eachJob(ctx, func(job *batchv1.Job) {
-			if jobFinished(job) {
-				x.listed++
-				return
+			if jobs++; namespaces[job.Namespace] && !jobFinished(job) {
+				x.add(job.Namespace, unfinishedJob(job), job.Spec.Template.Labels)
 			}
-			x.add(job.Namespace, unfinishedJob(job), job.Spec.Template.Labels)
 		})
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list pods that have not succeeded and jobs that have not finished: %w", err)
+		return nil, 0, 0, fmt.Errorf("list pods that have not succeeded and jobs: %w", err)
 	}
 	x.built()
-	return x, nil
+	return x, pods, jobs, nil
+}
+
+// confirmer checks again, chunk by chunk, the PODS_SUCCEED checks of a
+// rule's namespaces that the sweep's index let pass: namespace by namespace
+// (two requests each: pods, then Jobs), or with one list of the pods that
+// have not succeeded and one of the Jobs (unfinished), whichever costs
+// fewer requests.
+type confirmer struct {
+	s *Sweeper
+	r *sweepRun
+	// podSelector selects the pods the rule's PODS_SUCCEED policies look
+	// at, when they all look at the same ones; else it is empty.
+	podSelector string
+	// podPages and jobPages are the pages a list of each takes: the
+	// index's pages, and the Jobs counted on first need (-1 until then).
+	podPages, jobPages int
+	// perNamespace: a list failed, or would cost more than it saves
+	// whatever the chunk; the rest is checked namespace by namespace.
+	perNamespace bool
+}
+
+// confirmer returns the confirmer of rule m's checks that index, the
+// sweep's index, let pass; without an index, checks are made namespace by
+// namespace.
+func (s *Sweeper) confirmer(r *sweepRun, m policy.Manager, index *podIndex) *confirmer {
+	c := &confirmer{s: s, r: r, jobPages: -1, perNamespace: index == nil}
+	if index != nil {
+		c.podPages = pages(index.listed, s.cfg.PageSize)
+	}
+	var selectors []string
+	for _, p := range m.Policies {
+		if p.Condition.Type == policy.ConditionPodsSucceed {
+			selectors = append(selectors, labels.SelectorFromSet(p.Condition.PodLabels).String())
+		}
+	}
+	slices.Sort(selectors)
+	if selectors = slices.Compact(selectors); len(selectors) == 1 {
+		c.podSelector = selectors[0]
+	}
+	return c
+}
+
+// checks returns how to answer the pods checks of a chunk in which the
+// namespaces again are to be checked again.
+func (c *confirmer) checks(ctx context.Context, again []string) podsCheck {
+	perNamespace := c.s.checks(c.r)
+	if c.perNamespace || 2*len(again) <= c.podPages+1 {
+		return perNamespace
+	}
+	if c.jobPages < 0 {
+		jobs, err := c.s.countJobs(ctx)
+		if err != nil {
+			c.s.log.Warn("checking pods namespace by namespace", "error", err.Error())
+			c.perNamespace = true
+			return perNamespace
+		}
+		c.jobPages = pages(jobs, c.s.cfg.PageSize)
+	}
+	if 2*len(again) <= c.podPages+c.jobPages {
+		return perNamespace
+	}
+	want := make(map[string]bool, len(again))
+	for _, ns := range again {
+		want[ns] = true
+	}
+	x, pods, jobs, err := c.s.unfinished(ctx, c.podSelector, want)
+	if err != nil {
+		c.s.log.Warn("checking pods namespace by namespace", "error", err.Error())
+		c.perNamespace = true
+		return perNamespace
+	}
+	// The next chunk's estimate: what this list took.
+	c.podPages, c.jobPages = pages(pods, c.s.cfg.PageSize), pages(jobs, c.s.cfg.PageSize)
+	return x.answers(perNamespace, nil)
+}
+
+// countJobs counts the Jobs of the cluster with one request: a list of one,
+// metadata only, whose remainingItemCount tells the rest.
+func (s *Sweeper) countJobs(ctx context.Context) (int, error) {
+	list, err := s.clients.Metadata.Resource(batchv1.SchemeGroupVersion.WithResource("jobs")).List(ctx, metav1.ListOptions{Limit: 1})
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("count jobs: %w", err)
+	case list.RemainingItemCount != nil:
+		return len(list.Items) + int(*list.RemainingItemCount), nil
+	case list.Continue != "":
+		return 0, fmt.Errorf("count jobs: the API server did not say how many there are")
+	}
+	return len(list.Items), nil
+}
+
+// pages is how many list requests of pageSize objects n objects take.
+func pages(n int, pageSize int64) int {
+	return max(1, (n+int(pageSize)-1)/int(pageSize))
 }
 
 // answers answers PODS_SUCCEED checks from x, and other conditions with

@@ -204,13 +204,12 @@ func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l listed) []Entry
 	//
 	// Past PodIndexAfter pairs, a rule with PODS_SUCCEED first screens every
 	// pair with the sweep's index of pods that have not succeeded: that
-	// settles the pairs it finds such a pod in, and those that need no pods
-	// check. The index cannot let a check pass (a pod may have started since
-	// it was listed): the pairs it would let pass are evaluated again with
-	// the chunk they fall in, on a read made then: their namespaces one by
-	// one, or, when that costs fewer requests, one list of every pod that
-	// has not succeeded and every Job, so that a thousand due namespaces
-	// cost a few pages rather than two thousand requests (BENCHMARKS.md).
+	// settles the pairs it finds such a pod in, and those with nothing to
+	// carry out. The index cannot let a check pass (a pod may have started
+	// since it was listed): the pairs it let pass that have something to
+	// carry out are evaluated again in their chunk, on reads made then (see
+	// confirmer): 1,000 due namespaces cost 4 pairs of lists rather than
+	// 2,000 requests (BENCHMARKS.md).
 	base := len(entries)
 	entries = slices.Grow(entries, len(pairs))[:base+len(pairs)]
 	failedBefore, newlyIgnored := make([]bool, len(pairs)), make([]bool, len(pairs))
@@ -258,15 +257,21 @@ func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l listed) []Entry
 			screened = x
 		}
 	}
+	if len(pairs) > PodIndexAfter && slices.ContainsFunc(m.Policies, func(p policy.Policy) bool { return p.Condition.Type == policy.ConditionPodsFailed }) {
+		// So many PODS_FAILED checks pass the threshold anyway: the index
+		// of failed pods and Jobs answers from the first.
+		r.podChecks.Store(max(r.podChecks.Load(), PodIndexAfter))
+	}
 	if screened != nil {
 		unconfirmed = make([]bool, len(pairs))
-		again := make([]bool, len(pairs))
+		work := make([]bool, len(pairs))
 		r.bounded(len(pairs), func(i int) {
-			_, work := evaluate(i, screened.answers(s.checks(r), &unconfirmed[i]))
-			again[i] = work || unconfirmed[i]
+			_, work[i] = evaluate(i, screened.answers(s.checks(r), &unconfirmed[i]))
 		})
+		// A pair with nothing to carry out is not evaluated again: whatever
+		// a fresh read says, nothing is written or done for it.
 		for i := range pairs {
-			if again[i] {
+			if work[i] {
 				pending = append(pending, i)
 			}
 		}
@@ -275,25 +280,22 @@ func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l listed) []Entry
 			pending = append(pending, i)
 		}
 	}
-	// confirmCost is the requests one list of unfinished pods and Jobs
-	// is expected to take: the pages of the sweep's index, and one of Jobs,
-	// until such a list was made.
-	confirmCost := 0
-	if screened != nil {
-		confirmCost = screened.listed/int(s.cfg.PageSize) + 2
-	}
+	confirm := s.confirmer(r, m, screened)
 	for first := 0; first < len(pending); first += PairChunk {
+		if r.stop.Err() != nil {
+			for _, i := range pending[first:] {
+				entries[base+i] = notReachedPair(e, pairs[i].name)
+			}
+			break
+		}
 		chunk := pending[first:min(first+PairChunk, len(pending))]
-		check := s.checks(r)
-		// Namespace by namespace, a check that passes costs two requests
-		// (pods, then Jobs).
-		if screened != nil && 2*countTrue(unconfirmed, chunk) > confirmCost {
-			if x, err := s.unfinished(ctx); err == nil {
-				check, confirmCost = x.answers(check, nil), x.listed/int(s.cfg.PageSize)+2
-			} else {
-				s.log.Warn("checking pods namespace by namespace", "error", err.Error())
+		var again []string
+		for _, i := range chunk {
+			if unconfirmed != nil && unconfirmed[i] {
+				again = append(again, pairs[i].name)
 			}
 		}
+		check := confirm.checks(ctx, again)
 		var (
 			mu   sync.Mutex
 			todo []pairWork
@@ -335,14 +337,27 @@ func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l listed) []Entry
 }
 
 // indexAhead reports whether rule l is to be screened with the sweep's
-// pods index (see handleRule), as far as its last status tells: it matched
-// more than PodIndexAfter namespaces, stands (valid, in a trusted namespace,
-// not paused), and has a PODS_SUCCEED policy. The sweep then lists the index
-// beside the namespaces rather than after them; should the rule match
-// fewer namespaces now, the index was one paged list spent for nothing.
+// pods index (see handleRule), as far as its last status tells: it had more
+// than PodIndexAfter namespaces to evaluate (those of the shard owning it,
+// governed ones aside), stands (valid, in a trusted namespace, not paused),
+// and has a PODS_SUCCEED policy. The sweep then lists the index beside the
+// namespaces rather than after them; should the rule match fewer
+// namespaces now, the index was one paged list spent for nothing.
 func (s *Sweeper) indexAhead(r *sweepRun, l listed) bool {
 	stored := r.store.read(l)
-	if stored.Rule == nil || stored.Rule.Matched <= PodIndexAfter {
+	if stored.Rule == nil {
+		return false
+	}
+	evaluated := stored.Rule.Matched / max(1, s.cfg.ShardCount)
+	if stored.Rule.States != nil {
+		evaluated = 0
+		for state, n := range stored.Rule.States {
+			if state != StateGoverned {
+				evaluated += n
+			}
+		}
+	}
+	if evaluated <= PodIndexAfter {
 		return false
 	}
 	m, problems := policy.Parse(l.obj)
@@ -366,17 +381,6 @@ func (s *Sweeper) recordOwned(ctx context.Context, r *sweepRun, obj *unstructure
 func notReachedPair(e Entry, namespace string) Entry {
 	e.Target, e.State, e.Message = namespace, StateDeferred, "the sweep was interrupted before it got to this namespace"
 	return e
-}
-
-// countTrue counts the indexes in which flags are true.
-func countTrue(flags []bool, indexes []int) int {
-	n := 0
-	for _, i := range indexes {
-		if flags[i] {
-			n++
-		}
-	}
-	return n
 }
 
 // pairWork is one pair as evaluated: its namespace, its record, the

@@ -12,20 +12,27 @@ import (
 func TestIndexAhead(t *testing.T) {
 	pods := map[string]any{"name": "done", "condition": map[string]any{"type": "PODS_SUCCEED", "params": map[string]any{"podLabels": map[string]any{"app": "e2e"}}}, "action": map[string]any{"type": "DELETE"}}
 	ttl := map[string]any{"name": "late", "condition": map[string]any{"type": "TTL", "params": map[string]any{"ttlSeconds": int64(60)}}, "action": map[string]any{"type": "DELETE"}}
-	rule := func(namespace string, matched int, deactivated bool, policies ...any) listed {
+	ruleWith := func(namespace string, summary *RuleSummary, deactivated bool, policies ...any) listed {
 		spec := map[string]any{"namePatterns": []any{"e2e-*"}, "policies": policies}
 		if deactivated {
 			spec["deactivated"] = true
 		}
 		var status []byte
-		if matched >= 0 {
-			status, _ = json.Marshal(Status{Rule: &RuleSummary{Matched: matched}})
+		if summary != nil {
+			status, _ = json.Marshal(Status{Rule: summary})
 		}
 		return listed{status: status, obj: &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "k8s.consol.de/v1beta1", "kind": "NamespaceManager",
 			"metadata": map[string]any{"name": "leftovers", "namespace": namespace, "uid": "u", "generation": int64(1)},
 			"spec":     spec,
 		}}}
+	}
+	rule := func(namespace string, matched int, deactivated bool, policies ...any) listed {
+		var summary *RuleSummary
+		if matched >= 0 {
+			summary = &RuleSummary{Matched: matched, States: map[State]int{StateWaiting: matched}}
+		}
+		return ruleWith(namespace, summary, deactivated, policies...)
 	}
 	s := &Sweeper{cfg: Config{TrustedNamespaces: []string{"platform"}}}
 	r := &sweepRun{store: stateStore{inStatus: true}}
@@ -41,9 +48,17 @@ func TestIndexAhead(t *testing.T) {
 		{"paused", rule("platform", 5000, true, pods), false},
 		{"not in a trusted namespace", rule("team-a", 5000, false, pods), false},
 		{"invalid", rule("platform", 5000, false, map[string]any{"name": "broken"}), false},
+		{"most governed", ruleWith("platform", &RuleSummary{Matched: 5000, States: map[State]int{StateGoverned: 4950, StateWaiting: 50}}, false, pods), false},
+		{"states by shard, many waiting", ruleWith("platform", &RuleSummary{Matched: 5000, States: map[State]int{StateGoverned: 10, StateWaiting: 101}}, false, pods), true},
+		{"no states yet", ruleWith("platform", &RuleSummary{Matched: PodIndexAfter + 1}, false, pods), true},
 	} {
 		if got := s.indexAhead(r, tt.rule); got != tt.want {
 			t.Errorf("%s: indexAhead = %v, want %v", tt.name, got, tt.want)
 		}
+	}
+	// Four shards: the one owning the rule evaluates about a quarter.
+	s.cfg.ShardCount = 4
+	if s.indexAhead(r, ruleWith("platform", &RuleSummary{Matched: 4 * PodIndexAfter}, false, pods)) {
+		t.Errorf("4 shards, %d matched, no states: indexAhead = true, want false", 4*PodIndexAfter)
 	}
 }

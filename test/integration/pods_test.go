@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -182,8 +183,11 @@ func TestRuleConfirmsChecksInOneList(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	res := e.Sweep(t, "--kubeconfig", kubeconfig, "-l", caseLabel+"="+caseID, "--trusted-namespaces", home)
+	// One page per list, however many pods the other tests made.
+	args := []string{"-l", caseLabel + "=" + caseID, "--trusted-namespaces", home, "--chunk-size", "100000"}
+	res := e.Sweep(t, append([]string{"--kubeconfig", kubeconfig}, args...)...)
 	wantCode(t, res, 0)
+	started.Do(func() {}) // what the proxy wrote is seen from here on
 	if lateErr != nil {
 		t.Fatalf("start a pod in %s: %v", late, lateErr)
 	}
@@ -208,20 +212,45 @@ func TestRuleConfirmsChecksInOneList(t *testing.T) {
 		t.Errorf("%d webhooks delivered, want %d", got, want)
 	}
 
-	// The index, then one list to confirm the checks it let pass.
-	wantLists(t, e, before, map[string]int{"pods cluster-wide": 2, "jobs cluster-wide": 1})
+	// The index; then the Jobs counted, and one list of each to confirm
+	// the checks the index let pass.
+	wantLists(t, e, before, map[string]int{"pods cluster-wide": 2, "jobs cluster-wide": 2})
 
-	// The next sweep lists the index beside the namespaces (the rule's
-	// status says it matched more than PodIndexAfter). The pairs that fired
-	// are done; of the others, only the namespace with the Job has no pod
-	// in the index, and one namespace is cheaper to confirm by itself (its
-	// pods, then its Jobs) than with a list of them all.
+	// The next sweep lists the index beside the namespaces, as the rule's
+	// status says it had more than PodIndexAfter namespaces to evaluate:
+	// the proxy answers the namespaces only once the pods are asked for
+	// (or after 10 s). The pairs that fired are done; of the others, only
+	// the namespace with the Job has no pod in the index, and one namespace
+	// is cheaper to confirm by itself (its pods, then its Jobs) than with a
+	// list of them all.
+	podsAsked := make(chan struct{})
+	var askOnce sync.Once
+	ahead := true
+	kubeconfig = e.KubeconfigThrough(t, func(p *httputil.ReverseProxy) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch {
+			case r.Method == http.MethodGet && r.URL.Path == "/api/v1/pods":
+				askOnce.Do(func() { close(podsAsked) })
+			case r.Method == http.MethodGet && r.URL.Path == "/api/v1/namespaces":
+				select {
+				case <-podsAsked:
+				case <-time.After(10 * time.Second):
+					askOnce.Do(func() { ahead = false; close(podsAsked) })
+				}
+			}
+			p.ServeHTTP(w, r)
+		})
+	})
 	before, err = shared.AuditedRequests(t.Context(), e.User)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res = e.Sweep(t, "-l", caseLabel+"="+caseID, "--trusted-namespaces", home)
+	res = e.Sweep(t, append([]string{"--kubeconfig", kubeconfig}, args...)...)
 	wantCode(t, res, 0)
+	askOnce.Do(func() {})
+	if !ahead {
+		t.Errorf("second sweep: no pods list while the namespaces were being listed")
+	}
 	if got, want := res.Report.Summary.States[sweep.StateDone], passing-2; got != want {
 		t.Errorf("second sweep: %d pairs done, want %d (%v)", got, want, res.Report.Summary.States)
 	}
