@@ -123,6 +123,9 @@ type Summary struct {
 	// ListError, when set, says why listing the managers stopped half-way:
 	// the report covers the managers listed before.
 	ListError string `json:"listError,omitempty"`
+	// StaleRecords counts the records of rules that are gone which this
+	// sweep removed from namespaces (or would have, in a dry run).
+	StaleRecords int `json:"staleRecords,omitempty"`
 }
 
 // Report is the result of a sweep: one entry per manager and a summary.

@@ -3,8 +3,11 @@ package sweep
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/nsman/nsman/policy"
 )
 
 // TestIndexAhead: a sweep lists the pods index beside the namespaces only
@@ -60,5 +63,30 @@ func TestIndexAhead(t *testing.T) {
 	s.cfg.ShardCount = 4
 	if s.indexAhead(r, ruleWith("platform", &RuleSummary{Matched: 4 * PodIndexAfter}, false, pods)) {
 		t.Errorf("4 shards, %d matched, no states: indexAhead = true, want false", 4*PodIndexAfter)
+	}
+}
+
+// TestLastWritten: a record's latest time is that of its claim, last
+// action, minChecks progress or stages, whichever is latest.
+func TestLastWritten(t *testing.T) {
+	at := func(minutes int) time.Time { return time.Date(2026, 1, 1, 0, minutes, 0, 0, time.UTC) }
+	for _, tt := range []struct {
+		name string
+		st   PairStatus
+		want time.Time
+	}{
+		{"claim", PairStatus{Claim: &Claim{Expires: at(5)}, LastAction: &LastAction{Time: at(1)}}, at(5)},
+		{"last action", PairStatus{LastAction: &LastAction{Time: at(7)}, Fired: []FiredPolicy{{Time: at(3)}}}, at(7)},
+		{"progress", PairStatus{Checks: map[string]policy.CheckState{"a": {Last: at(2)}, "b": {Last: at(9)}}}, at(9)},
+		{"stage", PairStatus{Fired: []FiredPolicy{{Time: at(4)}, {Time: at(8)}}}, at(8)},
+		{"nothing", PairStatus{Rule: "ns/rule"}, time.Time{}},
+	} {
+		raw, _ := json.Marshal(tt.st)
+		if got := lastWritten(string(raw)); !got.Equal(tt.want) {
+			t.Errorf("%s: lastWritten = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	if got := lastWritten("{not json"); !got.IsZero() {
+		t.Errorf("a record that does not decode: lastWritten = %v, want the zero time", got)
 	}
 }

@@ -172,17 +172,32 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	})
 	// Rules go last: which namespaces they may touch depends on every
 	// single-target manager, so on the whole listing.
+	// everyRule holds the UID of every rule of the cluster, when the sweep
+	// listed every manager: the records of other rules are stale.
+	var everyRule map[types.UID]bool
 	switch {
 	case err != nil:
 		r.rulesBlocked = "rules wait for a sweep that lists every manager: listing the managers failed"
-	case len(r.rules) > 0 && (s.cfg.Namespace != "" || s.cfg.LabelSelector != ""):
+	case s.cfg.Namespace == "" && s.cfg.LabelSelector == "":
+		everyRule = map[types.UID]bool{}
+		for _, m := range r.rules {
+			everyRule[m.obj.GetUID()] = true
+		}
+	case len(r.rules) > 0:
 		// The sweep saw some managers only: the rest are listed for the
 		// namespaces they govern.
-		if gerr := s.eachManager(ctx, true, func(m listed) {
-			if !isRule(m.obj) {
+		all := map[types.UID]bool{}
+		gerr := s.eachManager(ctx, true, func(m listed) {
+			if isRule(m.obj) {
+				all[m.obj.GetUID()] = true
+			} else {
 				s.noteGoverned(r, m.obj)
 			}
-		}); gerr != nil && ctx.Err() == nil {
+		})
+		switch {
+		case gerr == nil:
+			everyRule = all
+		case ctx.Err() == nil:
 			r.rulesBlocked = fmt.Sprintf("rules wait for a sweep that lists every manager: %v", gerr)
 		}
 	}
@@ -199,6 +214,10 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	}
 	close(jobs)
 	workers.Wait()
+	staleRecords := 0
+	if everyRule != nil && ctx.Err() == nil {
+		staleRecords = s.removeStaleRecords(work, r, everyRule)
+	}
 	interrupted := ctx.Err()
 	var listErr string
 	if err != nil && interrupted == nil {
@@ -229,6 +248,7 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 		Requests:        s.clients.Observer.Requests(),
 		DurationSeconds: time.Since(began).Seconds(),
 		ListError:       listErr,
+		StaleRecords:    staleRecords,
 	}}
 	if s.cfg.NotifyURL != "" && !s.cfg.DryRun {
 		report.Summary.Notifications = map[string]int{"sent": int(r.notifySent.Load()), "failed": int(r.notifyFailed.Load())}

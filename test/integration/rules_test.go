@@ -610,3 +610,80 @@ func TestRulesShareANamespace(t *testing.T) {
 		t.Errorf("deliveries by path: %v, want %v", byPath, want)
 	}
 }
+
+// TestStaleRecordsOfGoneRules: a rule deleted leaves its records on the
+// namespaces it matched. A sweep that lists every manager (here, a -l sweep
+// with a rule, which lists the rest for the namespaces they govern)
+// removes the records of rules that are gone written last more than
+// StaleRecordAge ago, wherever they are, and keeps a younger one (a rule
+// created after the listing may have written it) and those of rules that
+// stand. A dry run counts them and removes nothing.
+func TestStaleRecordsOfGoneRules(t *testing.T) {
+	e := setup(t)
+	home := shared.Namespace(t)
+	matched, elsewhere := labelled(t, home, 1)[0], shared.Namespace(t)
+	recv := nsmantest.NewReceiver(t)
+	createManager(t, managerObj(home, "standing", home, []any{ttlPolicy("now", 0, webhookAction(recv.URL+"/standing"))}, selecting(home)))
+	record := func(rule string, at time.Time) string {
+		data, err := json.Marshal(sweep.PairStatus{Rule: rule, ObservedGeneration: 1,
+			LastAction: &sweep.LastAction{Policy: "now", Action: policy.ActionWebhook, Result: sweep.ResultSucceeded, Time: at.UTC()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	old, young := time.Now().Add(-2*sweep.StaleRecordAge), time.Now().Add(-time.Minute)
+	gone, recent := sweep.PairAnnotationPrefix+"0f0e0d0c-gone", sweep.PairAnnotationPrefix+"0f0e0d0c-recent"
+	annotate := func(ns string, annotations map[string]string) {
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := shared.Admin.CoreV1().Namespaces().Patch(t.Context(), ns, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	annotate(matched, map[string]string{gone: record(home+"/gone", old), recent: record(home+"/recent", young)})
+	annotate(elsewhere, map[string]string{gone: record(home+"/gone", old)})
+	args := []string{"-l", caseLabel + "=" + home, "--trusted-namespaces", home}
+	has := func(ns, key string) bool {
+		_, obj := pairRecord(t, ns, "")
+		_, ok := obj.Annotations[key]
+		return ok
+	}
+
+	res := e.Sweep(t, append(args, "--dry-run")...)
+	wantCode(t, res, 0)
+	if got := res.Report.Summary.StaleRecords; got < 2 {
+		t.Errorf("dry run: summary.staleRecords %d, want at least 2", got)
+	}
+	if !has(matched, gone) || !has(elsewhere, gone) {
+		t.Fatalf("a dry run removed a record")
+	}
+
+	res = e.Sweep(t, args...)
+	wantCode(t, res, 0)
+	if got := res.Report.Summary.StaleRecords; got < 2 {
+		t.Errorf("summary.staleRecords %d, want at least 2", got)
+	}
+	rule := e.Manager(t, home, "standing")
+	for _, c := range []struct {
+		ns, key string
+		want    bool
+	}{
+		{matched, gone, false},
+		{elsewhere, gone, false},
+		{matched, recent, true},
+		{matched, sweep.PairAnnotationPrefix + string(rule.GetUID()), true},
+	} {
+		if got := has(c.ns, c.key); got != c.want {
+			t.Errorf("namespace %s has %s: %v, want %v", c.ns, c.key, got, c.want)
+		}
+	}
+	// Nothing is left to remove.
+	res = e.Sweep(t, args...)
+	wantCode(t, res, 0)
+	if got := res.Report.Summary.StaleRecords; got != 0 {
+		t.Errorf("third sweep: summary.staleRecords %d, want 0", got)
+	}
+}

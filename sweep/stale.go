@@ -1,0 +1,83 @@
+package sweep
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// StaleRecordAge is how long ago a record of a rule that is gone must have
+// been written last for a sweep to remove it. A rule created after a sweep
+// listed the managers may have written records that sweep finds; an hour is
+// far beyond any sweep.
+const StaleRecordAge = time.Hour
+
+// removeStaleRecords removes from the namespaces of this shard (by the
+// namespace's UID) the records of rules not in rules, every rule of the
+// cluster, written last more than StaleRecordAge ago: a rule deleted leaves
+// its records behind, which nothing else would remove from a namespace that
+// stays. Each removal is a JSON patch that first tests that the record is
+// still the one listed. Failures are logged: the next sweep tries again. It
+// returns how many records it removed (would remove, in a dry run).
+func (s *Sweeper) removeStaleRecords(ctx context.Context, r *sweepRun, rules map[types.UID]bool) int {
+	namespaces, err := s.namespaces(ctx, r)
+	if err != nil {
+		return 0
+	}
+	removed := 0
+	for _, name := range slices.Sorted(maps.Keys(namespaces)) {
+		ns := namespaces[name]
+		if len(ns.pairs) == 0 || ns.terminating || ShardOf(ns.uid, s.cfg.ShardCount) != s.cfg.ShardIndex {
+			continue
+		}
+		for _, key := range slices.Sorted(maps.Keys(ns.pairs)) {
+			if rules[types.UID(strings.TrimPrefix(key, PairAnnotationPrefix))] || !lastWritten(ns.pairs[key]).Before(r.now.Add(-StaleRecordAge)) {
+				continue
+			}
+			path := "/metadata/annotations/" + strings.ReplaceAll(key, "/", "~1")
+			patch := mustJSON([]map[string]any{{"op": "test", "path": path, "value": ns.pairs[key]}, {"op": "remove", "path": path}})
+			attrs := []any{"namespace", name, "annotation", key, "dryRun", s.cfg.DryRun}
+			if err := s.writer.patchNamespace(ctx, name, managerPatch{jsonPatch: true, body: []byte(patch)}); err != nil {
+				s.log.Warn("the record of a rule that is gone was not removed", append(attrs, "error", err.Error())...)
+				continue
+			}
+			s.log.Info("removed the record of a rule that is gone", attrs...)
+			removed++
+		}
+	}
+	return removed
+}
+
+// lastWritten is the latest time a pair's record holds: of its claim, its
+// last action, its minChecks progress and its stages. A record that does
+// not decode holds none.
+func lastWritten(raw string) time.Time {
+	var st PairStatus
+	if json.Unmarshal([]byte(raw), &st) != nil {
+		return time.Time{}
+	}
+	var last time.Time
+	later := func(t time.Time) {
+		if t.After(last) {
+			last = t
+		}
+	}
+	if st.Claim != nil {
+		later(st.Claim.Expires)
+	}
+	if st.LastAction != nil {
+		later(st.LastAction.Time)
+	}
+	for _, c := range st.Checks {
+		later(c.Last)
+	}
+	for _, f := range st.Fired {
+		later(f.Time)
+	}
+	return last
+}
