@@ -182,11 +182,12 @@ func (s *Sweeper) confirmer(r *sweepRun, m policy.Manager, index *podIndex) *con
 	return c
 }
 
-// checks returns how to answer the pods checks of a chunk in which the
-// namespaces again are to be checked again.
-func (c *confirmer) checks(ctx context.Context, again []string) podsCheck {
+// checks returns how to answer the pods checks of a chunk of namespaces,
+// again of which are to be checked again. A list answers for every
+// namespace of the chunk, and for those only.
+func (c *confirmer) checks(ctx context.Context, chunk []string, again int) podsCheck {
 	perNamespace := c.s.checks(c.r)
-	if c.perNamespace || 2*len(again) <= c.podPages+1 {
+	if c.perNamespace || 2*again <= c.podPages+1 {
 		return perNamespace
 	}
 	if c.jobPages < 0 {
@@ -198,11 +199,11 @@ func (c *confirmer) checks(ctx context.Context, again []string) podsCheck {
 		}
 		c.jobPages = pages(jobs, c.s.cfg.PageSize)
 	}
-	if 2*len(again) <= c.podPages+c.jobPages {
+	if 2*again <= c.podPages+c.jobPages {
 		return perNamespace
 	}
-	want := make(map[string]bool, len(again))
-	for _, ns := range again {
+	want := make(map[string]bool, len(chunk))
+	for _, ns := range chunk {
 		want[ns] = true
 	}
 	x, pods, jobs, err := c.s.unfinished(ctx, c.podSelector, want)
@@ -213,7 +214,13 @@ func (c *confirmer) checks(ctx context.Context, again []string) podsCheck {
 	}
 	// The next chunk's estimate: what this list took.
 	c.podPages, c.jobPages = pages(pods, c.s.cfg.PageSize), pages(jobs, c.s.cfg.PageSize)
-	return x.answers(perNamespace, nil)
+	listed := x.answers(perNamespace, nil)
+	return func(ctx context.Context, namespace string, cond policy.Condition) (policy.PodsCheck, error) {
+		if !want[namespace] {
+			return perNamespace(ctx, namespace, cond)
+		}
+		return listed(ctx, namespace, cond)
+	}
 }
 
 // countJobs counts the Jobs of the cluster with one request: a list of one,

@@ -65,6 +65,10 @@ type PairStatus struct {
 	// IgnoredHold says why holds on the namespace or the rule were
 	// ignored, while they are: the rule's Warning Event names it once.
 	IgnoredHold string `json:"ignoredHold,omitempty"`
+	// Written is when a record that holds no other time (minChecks progress
+	// and the rest aside) was written: it dates the record, for a rule
+	// that is gone (see removeStaleRecords).
+	Written *time.Time `json:"written,omitempty"`
 }
 
 // done reports whether a final policy's action succeeded for this
@@ -289,13 +293,14 @@ func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l listed) []Entry
 			break
 		}
 		chunk := pending[first:min(first+PairChunk, len(pending))]
-		var again []string
+		names, again := make([]string, 0, len(chunk)), 0
 		for _, i := range chunk {
+			names = append(names, pairs[i].name)
 			if unconfirmed != nil && unconfirmed[i] {
-				again = append(again, pairs[i].name)
+				again++
 			}
 		}
-		check := confirm.checks(ctx, again)
+		check := confirm.checks(ctx, names, again)
 		var (
 			mu   sync.Mutex
 			todo []pairWork
@@ -463,6 +468,9 @@ func (s *Sweeper) carryOutPair(ctx context.Context, r *sweepRun, m policy.Manage
 	}
 	next := stored
 	next.Rule, next.Checks, next.IgnoredHold = m.Namespace+"/"+m.Name, d.checks, d.entry.HoldIgnored
+	if lastWritten(mustJSON(next)).IsZero() {
+		next.Written = timePtr(r.now)
+	}
 	if err := s.writePair(ctx, name, w.key, w.ns, next); err != nil {
 		if changedSinceListed(err) {
 			return busyPair(d.entry)

@@ -2,10 +2,17 @@ package sweep
 
 import (
 	"encoding/json"
+	"log/slog"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	metadatafake "k8s.io/client-go/metadata/fake"
+	"k8s.io/utils/ptr"
 
 	"github.com/nsman/nsman/policy"
 )
@@ -79,6 +86,7 @@ func TestLastWritten(t *testing.T) {
 		{"last action", PairStatus{LastAction: &LastAction{Time: at(7)}, Fired: []FiredPolicy{{Time: at(3)}}}, at(7)},
 		{"progress", PairStatus{Checks: map[string]policy.CheckState{"a": {Last: at(2)}, "b": {Last: at(9)}}}, at(9)},
 		{"stage", PairStatus{Fired: []FiredPolicy{{Time: at(4)}, {Time: at(8)}}}, at(8)},
+		{"written", PairStatus{Rule: "ns/rule", IgnoredHold: "unparseable", Written: ptr.To(at(6))}, at(6)},
 		{"nothing", PairStatus{Rule: "ns/rule"}, time.Time{}},
 	} {
 		raw, _ := json.Marshal(tt.st)
@@ -88,5 +96,47 @@ func TestLastWritten(t *testing.T) {
 	}
 	if got := lastWritten("{not json"); !got.IsZero() {
 		t.Errorf("a record that does not decode: lastWritten = %v, want the zero time", got)
+	}
+}
+
+// TestConfirmerAnswersForTheWholeChunk: a list made to check again the
+// namespaces the index let pass answers for every namespace of the chunk
+// (a namespace due by another policy, with a pod running, is not let
+// pass), and a namespace outside the chunk is asked by itself.
+func TestConfirmerAnswersForTheWholeChunk(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := metav1.AddMetaToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	running := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "busy", Name: "run", Labels: map[string]string{"app": "e2e"}}}
+	elsewhere := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "elsewhere", Name: "run", Labels: map[string]string{"app": "e2e"}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	s := &Sweeper{cfg: Config{PageSize: DefaultPageSize}, log: slog.New(slog.DiscardHandler),
+		clients: Clients{Metadata: metadatafake.NewSimpleMetadataClient(scheme, running), Kube: kubefake.NewClientset(elsewhere)}}
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "k8s.consol.de/v1beta1", "kind": "NamespaceManager",
+		"metadata": map[string]any{"name": "leftovers", "namespace": "platform", "uid": "u", "generation": int64(1)},
+		"spec": map[string]any{"namePatterns": []any{"*"}, "policies": []any{
+			map[string]any{"name": "done", "condition": map[string]any{"type": "PODS_SUCCEED", "params": map[string]any{"podLabels": map[string]any{"app": "e2e"}}}, "action": map[string]any{"type": "DELETE"}},
+		}},
+	}}
+	m, problems := policy.Parse(obj)
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	index := &podIndex{}
+	index.building()
+	index.built()
+	check := s.confirmer(&sweepRun{}, m, index).checks(t.Context(), []string{"a", "b", "c", "busy"}, 3)
+	cond := m.Policies[0].Condition
+	for ns, want := range map[string]int{"a": 0, "busy": 1, "elsewhere": 1} {
+		got, err := check(t.Context(), ns, cond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.NotSucceeded != want {
+			t.Errorf("%s: %+v, want %d not succeeded", ns, got, want)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -18,44 +19,55 @@ import (
 const StaleRecordAge = time.Hour
 
 // removeStaleRecords removes from the namespaces of this shard (by the
-// namespace's UID) the records of rules not in rules, every rule of the
-// cluster, written last more than StaleRecordAge ago: a rule deleted leaves
+// namespace's UID) the records of rules that are not among managers, the
+// UIDs of every manager of the cluster (a manager that is no rule now may be
+// one again), written last more than StaleRecordAge ago, Concurrency at a
+// time, none once the sweep is interrupted: a rule deleted leaves
 // its records behind, which nothing else would remove from a namespace that
 // stays. Each removal is a JSON patch that first tests that the record is
 // still the one listed. Failures are logged: the next sweep tries again. It
 // returns how many records it removed (would remove, in a dry run).
-func (s *Sweeper) removeStaleRecords(ctx context.Context, r *sweepRun, rules map[types.UID]bool) int {
+func (s *Sweeper) removeStaleRecords(ctx context.Context, r *sweepRun, managers map[types.UID]bool) int {
 	namespaces, err := s.namespaces(ctx, r)
 	if err != nil {
 		return 0
 	}
-	removed := 0
+	type stale struct{ namespace, key, record string }
+	var found []stale
 	for _, name := range slices.Sorted(maps.Keys(namespaces)) {
 		ns := namespaces[name]
 		if len(ns.pairs) == 0 || ns.terminating || ShardOf(ns.uid, s.cfg.ShardCount) != s.cfg.ShardIndex {
 			continue
 		}
 		for _, key := range slices.Sorted(maps.Keys(ns.pairs)) {
-			if rules[types.UID(strings.TrimPrefix(key, PairAnnotationPrefix))] || !lastWritten(ns.pairs[key]).Before(r.now.Add(-StaleRecordAge)) {
-				continue
+			// A record that holds no time (edited by hand, say) stays.
+			if last := lastWritten(ns.pairs[key]); !managers[types.UID(strings.TrimPrefix(key, PairAnnotationPrefix))] && !last.IsZero() && last.Before(r.now.Add(-StaleRecordAge)) {
+				found = append(found, stale{name, key, ns.pairs[key]})
 			}
-			path := "/metadata/annotations/" + strings.ReplaceAll(key, "/", "~1")
-			patch := mustJSON([]map[string]any{{"op": "test", "path": path, "value": ns.pairs[key]}, {"op": "remove", "path": path}})
-			attrs := []any{"namespace", name, "annotation", key, "dryRun", s.cfg.DryRun}
-			if err := s.writer.patchNamespace(ctx, name, managerPatch{jsonPatch: true, body: []byte(patch)}); err != nil {
-				s.log.Warn("the record of a rule that is gone was not removed", append(attrs, "error", err.Error())...)
-				continue
-			}
-			s.log.Info("removed the record of a rule that is gone", attrs...)
-			removed++
 		}
 	}
-	return removed
+	var removed atomic.Int64
+	r.bounded(len(found), func(i int) {
+		if r.stop.Err() != nil {
+			return
+		}
+		f := found[i]
+		path := "/metadata/annotations/" + strings.ReplaceAll(f.key, "/", "~1")
+		patch := mustJSON([]map[string]any{{"op": "test", "path": path, "value": f.record}, {"op": "remove", "path": path}})
+		attrs := []any{"namespace", f.namespace, "annotation", f.key, "dryRun", s.cfg.DryRun}
+		if err := s.writer.patchNamespace(ctx, f.namespace, managerPatch{jsonPatch: true, body: []byte(patch)}); err != nil {
+			s.log.Warn("the record of a rule that is gone was not removed", append(attrs, "error", err.Error())...)
+			return
+		}
+		s.log.Info("removed the record of a rule that is gone", attrs...)
+		removed.Add(1)
+	})
+	return int(removed.Load())
 }
 
 // lastWritten is the latest time a pair's record holds: of its claim, its
-// last action, its minChecks progress and its stages. A record that does
-// not decode holds none.
+// last action, its minChecks progress, its stages, or when it was written.
+// A record that does not decode holds none.
 func lastWritten(raw string) time.Time {
 	var st PairStatus
 	if json.Unmarshal([]byte(raw), &st) != nil {
@@ -66,6 +78,9 @@ func lastWritten(raw string) time.Time {
 		if t.After(last) {
 			last = t
 		}
+	}
+	if st.Written != nil {
+		later(*st.Written)
 	}
 	if st.Claim != nil {
 		later(st.Claim.Expires)

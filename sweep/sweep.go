@@ -136,7 +136,9 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	}
 	first, indexing := true, false
 	skipped := 0
+	listedUIDs := map[types.UID]bool{}
 	err = s.eachManager(ctx, false, func(m listed) {
+		listedUIDs[m.obj.GetUID()] = true
 		if first {
 			r.now = s.now()
 			first = false
@@ -172,31 +174,27 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	})
 	// Rules go last: which namespaces they may touch depends on every
 	// single-target manager, so on the whole listing.
-	// everyRule holds the UID of every rule of the cluster, when the sweep
-	// listed every manager: the records of other rules are stale.
-	var everyRule map[types.UID]bool
+	// everyManager holds the UID of every manager of the cluster, when the
+	// sweep listed them all: the records of rules not among them are stale.
+	var everyManager map[types.UID]bool
 	switch {
 	case err != nil:
 		r.rulesBlocked = "rules wait for a sweep that lists every manager: listing the managers failed"
 	case s.cfg.Namespace == "" && s.cfg.LabelSelector == "":
-		everyRule = map[types.UID]bool{}
-		for _, m := range r.rules {
-			everyRule[m.obj.GetUID()] = true
-		}
+		everyManager = listedUIDs
 	case len(r.rules) > 0:
 		// The sweep saw some managers only: the rest are listed for the
 		// namespaces they govern.
 		all := map[types.UID]bool{}
 		gerr := s.eachManager(ctx, true, func(m listed) {
-			if isRule(m.obj) {
-				all[m.obj.GetUID()] = true
-			} else {
+			all[m.obj.GetUID()] = true
+			if !isRule(m.obj) {
 				s.noteGoverned(r, m.obj)
 			}
 		})
 		switch {
 		case gerr == nil:
-			everyRule = all
+			everyManager = all
 		case ctx.Err() == nil:
 			r.rulesBlocked = fmt.Sprintf("rules wait for a sweep that lists every manager: %v", gerr)
 		}
@@ -214,10 +212,6 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	}
 	close(jobs)
 	workers.Wait()
-	staleRecords := 0
-	if everyRule != nil && ctx.Err() == nil {
-		staleRecords = s.removeStaleRecords(work, r, everyRule)
-	}
 	interrupted := ctx.Err()
 	var listErr string
 	if err != nil && interrupted == nil {
@@ -235,6 +229,10 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	}
 	if first {
 		r.now = s.now()
+	}
+	staleRecords := 0
+	if everyManager != nil && interrupted == nil {
+		staleRecords = s.removeStaleRecords(work, r, everyManager)
 	}
 
 	slices.SortFunc(r.entries, func(a, b Entry) int {

@@ -616,8 +616,8 @@ func TestRulesShareANamespace(t *testing.T) {
 // with a rule, which lists the rest for the namespaces they govern)
 // removes the records of rules that are gone written last more than
 // StaleRecordAge ago, wherever they are, and keeps a younger one (a rule
-// created after the listing may have written it) and those of rules that
-// stand. A dry run counts them and removes nothing.
+// created after the listing may have written it) and those of managers
+// that stand, rules or not. A dry run counts them and removes nothing.
 func TestStaleRecordsOfGoneRules(t *testing.T) {
 	e := setup(t)
 	home := shared.Namespace(t)
@@ -643,7 +643,11 @@ func TestStaleRecordsOfGoneRules(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	annotate(matched, map[string]string{gone: record(home+"/gone", old), recent: record(home+"/recent", young)})
+	// A manager that is no rule now may be one again (its selector
+	// restored): its records stay.
+	createManager(t, managerObj(home, "was-a-rule", home, []any{ttlPolicy("later", 3600, deleteAction)}, targeting(home)))
+	wasRule := sweep.PairAnnotationPrefix + string(e.Manager(t, home, "was-a-rule").GetUID())
+	annotate(matched, map[string]string{gone: record(home+"/gone", old), recent: record(home+"/recent", young), wasRule: record(home+"/was-a-rule", old)})
 	annotate(elsewhere, map[string]string{gone: record(home+"/gone", old)})
 	args := []string{"-l", caseLabel + "=" + home, "--trusted-namespaces", home}
 	has := func(ns, key string) bool {
@@ -674,6 +678,7 @@ func TestStaleRecordsOfGoneRules(t *testing.T) {
 		{matched, gone, false},
 		{elsewhere, gone, false},
 		{matched, recent, true},
+		{matched, wasRule, true},
 		{matched, sweep.PairAnnotationPrefix + string(rule.GetUID()), true},
 	} {
 		if got := has(c.ns, c.key); got != c.want {
