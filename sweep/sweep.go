@@ -236,7 +236,7 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	}
 
 	slices.SortFunc(r.entries, func(a, b Entry) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Target, b.Target))
 	})
 	report := Report{Version: ReportVersion, Entries: r.entries, Summary: Summary{
 		Now:             r.now.UTC(),

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -188,6 +189,15 @@ func TestRuleConfirmsChecksInOneList(t *testing.T) {
 	res := e.Sweep(t, append([]string{"--kubeconfig", kubeconfig}, args...)...)
 	wantCode(t, res, 0)
 	started.Do(func() {}) // what the proxy wrote is seen from here on
+	var order []string
+	for _, e := range res.Report.Entries {
+		if e.Rule && e.Name == "passed" {
+			order = append(order, e.Target)
+		}
+	}
+	if !slices.IsSorted(order) {
+		t.Errorf("the rule's entries are not in the order of their namespaces: %v", order)
+	}
 	if lateErr != nil {
 		t.Fatalf("start a pod in %s: %v", late, lateErr)
 	}
