@@ -285,7 +285,7 @@ func writeFloor2Label(due int) string {
 func median(ms []measurement) measurement {
 	sorted := slices.SortedFunc(slices.Values(ms), func(a, b measurement) int { return cmp.Compare(a.Wall, b.Wall) })
 	m := sorted[len(sorted)/2]
-	m.Note = strings.TrimSpace(m.Note + " median of " + walls(ms))
+	m.Note = strings.TrimPrefix(m.Note+"; median of "+walls(ms), "; ")
 	for _, r := range ms {
 		m.PeakRSS = max(m.PeakRSS, r.MaxRSS)
 	}
