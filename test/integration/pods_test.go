@@ -120,6 +120,51 @@ func TestPodsChecksAtScale(t *testing.T) {
 	t.Logf("%d checks: %d pods lists by namespace, %d cluster-wide; %d fired", checks, perNamespace, clusterWide, fires)
 }
 
+// confirmPassing is how many of a confirmCase's namespaces have pods that
+// all succeeded; the PodIndexAfter others have a Running one.
+const confirmPassing = 20
+
+// confirmCase is a rule, "passed" (PODS_SUCCEED on app=e2e pods, then a
+// WEBHOOK), over PodIndexAfter+confirmPassing namespaces: the first
+// confirmPassing with a Succeeded pod, the second of them also with a
+// suspended Job, the others with a Running pod.
+type confirmCase struct {
+	home    string
+	targets []string
+	recv    *nsmantest.Receiver
+	e2e     map[string]string
+	job     *batchv1.Job
+}
+
+func newConfirmCase(t *testing.T) confirmCase {
+	t.Helper()
+	c := confirmCase{home: shared.Namespace(t), e2e: map[string]string{"app": "e2e"}}
+	c.targets = labelled(t, c.home, sweep.PodIndexAfter+confirmPassing)
+	for i, ns := range c.targets {
+		phase := corev1.PodSucceeded
+		if i >= confirmPassing {
+			phase = corev1.PodRunning
+		}
+		podWithPhase(t, ns, "test", c.e2e, phase)
+	}
+	c.job = &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "next-suite"},
+		Spec: batchv1.JobSpec{Suspend: ptr.To(true), Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: c.e2e},
+			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{Name: "main", Image: "registry.invalid/test:1"}}},
+		}},
+	}
+	if _, err := shared.Admin.BatchV1().Jobs(c.targets[1]).Create(t.Context(), c.job, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.recv = nsmantest.NewReceiver(t)
+	createManager(t, managerObj(c.home, "passed", c.home, []any{
+		podsPolicy("suite passed", map[string]any{"app": "e2e"}, webhookAction(c.recv.URL+"/rule")),
+	}, selecting(c.home)))
+	return c
+}
+
 // TestRuleConfirmsChecksInOneList: a rule over more than PodIndexAfter
 // namespaces screens them with the sweep's index of pods that have not
 // succeeded, and confirms the checks it would let pass with one fresh list
@@ -129,34 +174,10 @@ func TestPodsChecksAtScale(t *testing.T) {
 // as does a Job that has not finished.
 func TestRuleConfirmsChecksInOneList(t *testing.T) {
 	e := setup(t)
-	home := shared.Namespace(t)
-	caseID := home
-	const passing = 20
-	targets := labelled(t, caseID, sweep.PodIndexAfter+passing)
-	e2e := map[string]string{"app": "e2e"}
-	for i, ns := range targets {
-		phase := corev1.PodSucceeded
-		if i >= passing {
-			phase = corev1.PodRunning
-		}
-		podWithPhase(t, ns, "test", e2e, phase)
-	}
+	c := newConfirmCase(t)
+	home, targets, recv := c.home, c.targets, c.recv
+	e2e, suspended := c.e2e, c.job
 	late, withJob := targets[0], targets[1]
-	suspended := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: "next-suite"},
-		Spec: batchv1.JobSpec{Suspend: ptr.To(true), Template: corev1.PodTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{Labels: e2e},
-			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
-				Containers: []corev1.Container{{Name: "main", Image: "registry.invalid/test:1"}}},
-		}},
-	}
-	if _, err := shared.Admin.BatchV1().Jobs(withJob).Create(t.Context(), suspended, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	recv := nsmantest.NewReceiver(t)
-	createManager(t, managerObj(home, "passed", caseID, []any{
-		podsPolicy("suite passed", map[string]any{"app": "e2e"}, webhookAction(recv.URL+"/rule")),
-	}, selecting(caseID)))
 
 	// The first cluster-wide list of pods is the sweep's index: once the
 	// API server has answered it, a pod starts in namespace late.
@@ -185,7 +206,7 @@ func TestRuleConfirmsChecksInOneList(t *testing.T) {
 	}
 
 	// One page per list, however many pods the other tests made.
-	args := []string{"-l", caseLabel + "=" + caseID, "--trusted-namespaces", home, "--chunk-size", "100000"}
+	args := []string{"-l", caseLabel + "=" + home, "--trusted-namespaces", home, "--chunk-size", "100000"}
 	res := e.Sweep(t, append([]string{"--kubeconfig", kubeconfig}, args...)...)
 	wantCode(t, res, 0)
 	started.Do(func() {}) // what the proxy wrote is seen from here on
@@ -209,7 +230,7 @@ func TestRuleConfirmsChecksInOneList(t *testing.T) {
 	}
 	for i, ns := range targets[2:] {
 		p := res.Pair(t, home, "passed", ns)
-		if want := sweep.StateFired; i+2 >= passing {
+		if want := sweep.StateFired; i+2 >= confirmPassing {
 			want = sweep.StateWaiting
 			if p.State != want || !strings.Contains(p.Message, "pod test has not succeeded") {
 				t.Errorf("%s, with a Running pod: %s (%s), want waiting on pod test", ns, p.State, p.Message)
@@ -218,7 +239,7 @@ func TestRuleConfirmsChecksInOneList(t *testing.T) {
 			t.Errorf("%s, whose pods all succeeded: %s (%s), want %s", ns, p.State, p.Message, want)
 		}
 	}
-	if got, want := len(recv.Deliveries()), passing-2; got != want {
+	if got, want := len(recv.Deliveries()), confirmPassing-2; got != want {
 		t.Errorf("%d webhooks delivered, want %d", got, want)
 	}
 
@@ -261,11 +282,11 @@ func TestRuleConfirmsChecksInOneList(t *testing.T) {
 	if !ahead {
 		t.Errorf("second sweep: no pods list while the namespaces were being listed")
 	}
-	if got, want := res.Report.Summary.States[sweep.StateDone], passing-2; got != want {
+	if got, want := res.Report.Summary.States[sweep.StateDone], confirmPassing-2; got != want {
 		t.Errorf("second sweep: %d pairs done, want %d (%v)", got, want, res.Report.Summary.States)
 	}
-	if got := len(recv.Deliveries()); got != passing-2 {
-		t.Errorf("%d webhooks delivered after the second sweep, want still %d", got, passing-2)
+	if got := len(recv.Deliveries()); got != confirmPassing-2 {
+		t.Errorf("%d webhooks delivered after the second sweep, want still %d", got, confirmPassing-2)
 	}
 	wantLists(t, e, before, map[string]int{"pods cluster-wide": 1, "pods by namespace": 1, "jobs by namespace": 1})
 	if p := res.Pair(t, home, "passed", withJob); p.State != sweep.StateWaiting || !strings.Contains(p.Message, "job next-suite has not finished") {
@@ -294,4 +315,43 @@ func wantLists(t *testing.T, e *nsmantest.Env, before []cluster.Request, want ma
 	if !maps.Equal(lists, want) {
 		t.Errorf("lists of pods and jobs: %v, want %v", lists, want)
 	}
+}
+
+// TestRuleConfirmsNamespaceByNamespaceWhenAListFails: when the Jobs cannot
+// be listed cluster-wide (the proxy answers 503), the checks the index let
+// pass are made namespace by namespace, with the same outcome, and the
+// sweep does not fail.
+func TestRuleConfirmsNamespaceByNamespaceWhenAListFails(t *testing.T) {
+	e := setup(t)
+	c := newConfirmCase(t)
+	kubeconfig := e.KubeconfigThrough(t, func(p *httputil.ReverseProxy) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/apis/batch/v1/jobs" {
+				http.Error(w, "unavailable", http.StatusServiceUnavailable)
+				return
+			}
+			p.ServeHTTP(w, r)
+		})
+	})
+	before, err := shared.AuditedRequests(t.Context(), e.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := e.Sweep(t, "--kubeconfig", kubeconfig, "-l", caseLabel+"="+c.home, "--trusted-namespaces", c.home, "--chunk-size", "100000")
+	wantCode(t, res, 0)
+	for i, ns := range c.targets[:confirmPassing] {
+		p := res.Pair(t, c.home, "passed", ns)
+		switch {
+		case i == 1 && (p.State != sweep.StateWaiting || !strings.Contains(p.Message, "job next-suite has not finished")):
+			t.Errorf("%s, with a Job that has not finished: %s (%s), want waiting on job next-suite", ns, p.State, p.Message)
+		case i != 1 && p.State != sweep.StateFired:
+			t.Errorf("%s, whose pods all succeeded: %s (%s), want fired", ns, p.State, p.Message)
+		}
+	}
+	if got, want := len(c.recv.Deliveries()), confirmPassing-1; got != want {
+		t.Errorf("%d webhooks delivered, want %d", got, want)
+	}
+	// The index; then each namespace it let pass by itself: its pods, then
+	// its Jobs.
+	wantLists(t, e, before, map[string]int{"pods cluster-wide": 1, "pods by namespace": confirmPassing, "jobs by namespace": confirmPassing})
 }
