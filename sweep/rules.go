@@ -439,10 +439,10 @@ func (s *Sweeper) evaluatePairOf(ctx context.Context, r *sweepRun, m policy.Mana
 	w := pairWork{ns: ns, key: key}
 	if raw := ns.pairs[w.key]; raw != "" {
 		// Decoded apart from w, which would otherwise go to the heap for
-		// every pair, record or not.
+		// every pair, record or not. A record that does not decode (edited
+		// by hand) counts as absent.
 		stored := new(PairStatus)
 		if json.Unmarshal([]byte(raw), stored) == nil {
-			// A record that does not decode (edited by hand) counts as absent.
 			w.stored = *stored
 		}
 	}
