@@ -4,11 +4,11 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/test/nsmantest"
 )
 
 // caseLabel marks the managers of one test; its sweeps select them with -l,
@@ -70,33 +70,8 @@ func createManager(t *testing.T, obj *unstructured.Unstructured) {
 	}
 }
 
-// staticNode is a Node no kwok manages: pods bound to it keep whatever phase
-// a test writes into their status.
-const staticNode = "static-node"
-
-// podWithPhase creates a pod on the static node and sets its phase.
+// podWithPhase creates a pod whose phase stays what the test sets.
 func podWithPhase(t *testing.T, ns, name string, labels map[string]string, phase corev1.PodPhase) {
 	t.Helper()
-	ctx := t.Context()
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: staticNode}}
-	if _, err := shared.Admin.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
-		Spec: corev1.PodSpec{
-			NodeName:      staticNode,
-			RestartPolicy: corev1.RestartPolicyNever,
-			Containers:    []corev1.Container{{Name: "main", Image: "registry.invalid/test:1"}},
-			Tolerations:   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
-		},
-	}
-	created, err := shared.Admin.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	created.Status.Phase = phase
-	if _, err := shared.Admin.CoreV1().Pods(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	nsmantest.PodWithPhase(t, shared.Admin, ns, name, labels, phase)
 }

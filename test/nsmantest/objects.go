@@ -1,9 +1,13 @@
 package nsmantest
 
 import (
+	"testing"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 )
 
@@ -21,5 +25,37 @@ func Deployment(name string, replicas int32) *appsv1.Deployment {
 				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.invalid/" + name + ":1"}}},
 			},
 		},
+	}
+}
+
+// staticNode is a Node no kwok manages: pods bound to it keep whatever phase
+// a test writes into their status.
+const staticNode = "static-node"
+
+// PodWithPhase creates, as admin, a pod on the static node and sets its
+// phase, which then stays as set.
+func PodWithPhase(t testing.TB, admin kubernetes.Interface, ns, name string, labels map[string]string, phase corev1.PodPhase) {
+	t.Helper()
+	ctx := t.Context()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: staticNode}}
+	if _, err := admin.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+		Spec: corev1.PodSpec{
+			NodeName:      staticNode,
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers:    []corev1.Container{{Name: "main", Image: "registry.invalid/test:1"}},
+			Tolerations:   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+		},
+	}
+	created, err := admin.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created.Status.Phase = phase
+	if _, err := admin.CoreV1().Pods(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -32,6 +32,14 @@ type mix struct {
 // ruleHome is where the mixes' rules live: a namespace trusted by default.
 const ruleHome = "namespace-manager"
 
+// ensureRuleHome creates ruleHome unless it exists.
+func ensureRuleHome(t *testing.T) {
+	t.Helper()
+	if _, err := shared.Admin.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ruleHome}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
 // seedMix creates n managers, one in each of n namespaces, cycling through
 // the three actions and an idle one.
 func seedMix(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver, run string, n int) mix {
@@ -65,9 +73,7 @@ func seedMix(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver, run strin
 func (m *mix) seedRules(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver) {
 	t.Helper()
 	ctx := t.Context()
-	if _, err := shared.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ruleHome}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	ensureRuleHome(t)
 	m.ruled, m.rules = map[string]string{}, map[string]types.UID{}
 	for _, r := range []struct {
 		action string
