@@ -100,41 +100,11 @@ func faultyRound(t *testing.T, e *nsmantest.Env, bin string, recv *nsmantest.Rec
 	t.Helper()
 	ctx := t.Context()
 	m := seedMix(t, e, recv, run, n)
-	proxy := &faultyProxy{rand: rand.New(rand.NewPCG(1, seed)), faults: map[string]int{}}
-	kubeconfig := e.KubeconfigThrough(t, func(rp *httputil.ReverseProxy) http.Handler { proxy.proxy = rp; return proxy })
-
 	before, err := shared.AuditedRequests(ctx, e.User)
 	if err != nil {
 		t.Fatal(err)
 	}
-	began := time.Now()
-	out, err := exec.Command(bin, "sweep", "--kubeconfig", kubeconfig, "-l", "nsman.test/crash="+run, "--claim-ttl", "20s", "--log-level", "error", "-o", "json").Output()
-	took := time.Since(began)
-	var report sweep.Report
-	if jerr := json.Unmarshal(out, &report); jerr != nil {
-		// The sweep may not even start when its first requests fail; that
-		// is an exit 2 with a clear message, and the clean sweep catches up.
-		t.Logf("faulty sweep printed no report (%v): %v", err, jerr)
-	} else {
-		code := 0
-		if exit, ok := err.(*exec.ExitError); ok {
-			code = exit.ExitCode()
-		}
-		if (code == 1) != report.Failed() || code > 1 {
-			t.Errorf("faulty sweep: exit %d with %d failed", code, report.Summary.States[sweep.StateFailed])
-		}
-		t.Logf("faulty sweep: %v in %s, exit %d", report.Summary.States, took.Round(time.Millisecond), code)
-	}
-	proxy.mu.Lock()
-	t.Logf("faults injected: %v", proxy.faults)
-	faults := 0
-	for _, k := range proxy.faults {
-		faults += k
-	}
-	proxy.mu.Unlock()
-	if took > time.Minute {
-		t.Errorf("the faulty sweep took %s", took)
-	}
+	faults := faultySweep(t, e, bin, run, seed)
 
 	// Claims left by writes whose answers were lost expire after 20s.
 	time.Sleep(21 * time.Second)
@@ -161,5 +131,44 @@ func faultyRound(t *testing.T, e *nsmantest.Env, bin string, recv *nsmantest.Rec
 		}
 	}
 	m.checkConverged(t, e, recv, res)
+	return faults
+}
+
+// faultySweep sweeps the managers labelled run once through a faultyProxy
+// seeded with seed, with claims of 20s, checks that it ended within a
+// minute with an exit code that agrees with its report, and returns the
+// number of faults injected.
+func faultySweep(t *testing.T, e *nsmantest.Env, bin, run string, seed uint64) int {
+	t.Helper()
+	proxy := &faultyProxy{rand: rand.New(rand.NewPCG(1, seed)), faults: map[string]int{}}
+	kubeconfig := e.KubeconfigThrough(t, func(rp *httputil.ReverseProxy) http.Handler { proxy.proxy = rp; return proxy })
+	began := time.Now()
+	out, err := exec.Command(bin, "sweep", "--kubeconfig", kubeconfig, "-l", "nsman.test/crash="+run, "--claim-ttl", "20s", "--log-level", "error", "-o", "json").Output()
+	took := time.Since(began)
+	var report sweep.Report
+	if jerr := json.Unmarshal(out, &report); jerr != nil {
+		// The sweep may not even start when its first requests fail; that
+		// is an exit 2 with a clear message, and the clean sweep catches up.
+		t.Logf("faulty sweep printed no report (%v): %v", err, jerr)
+	} else {
+		code := 0
+		if exit, ok := err.(*exec.ExitError); ok {
+			code = exit.ExitCode()
+		}
+		if (code == 1) != report.Failed() || code > 1 {
+			t.Errorf("faulty sweep: exit %d with %d failed", code, report.Summary.States[sweep.StateFailed])
+		}
+		t.Logf("faulty sweep: %v in %s, exit %d", report.Summary.States, took.Round(time.Millisecond), code)
+	}
+	if took > time.Minute {
+		t.Errorf("the faulty sweep took %s", took)
+	}
+	proxy.mu.Lock()
+	defer proxy.mu.Unlock()
+	t.Logf("faults injected: %v", proxy.faults)
+	faults := 0
+	for _, n := range proxy.faults {
+		faults += n
+	}
 	return faults
 }

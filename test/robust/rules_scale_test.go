@@ -2,10 +2,6 @@ package robust
 
 import (
 	"encoding/json"
-	"math/rand/v2"
-	"net/http"
-	"net/http/httputil"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -69,22 +65,7 @@ func TestRuleAtScaleUnderAPIFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	proxy := &faultyProxy{rand: rand.New(rand.NewPCG(1, 13)), faults: map[string]int{}}
-	kubeconfig := e.KubeconfigThrough(t, func(rp *httputil.ReverseProxy) http.Handler { proxy.proxy = rp; return proxy })
-	out, err := exec.Command(bin, "sweep", "--kubeconfig", kubeconfig, "-l", "nsman.test/crash="+run, "--claim-ttl", "20s", "--log-level", "error", "-o", "json").Output()
-	var report sweep.Report
-	if jerr := json.Unmarshal(out, &report); jerr != nil {
-		t.Logf("faulty sweep printed no report (%v): %v", err, jerr)
-	} else {
-		t.Logf("faulty sweep: %v", report.Summary.States)
-	}
-	proxy.mu.Lock()
-	t.Logf("faults injected: %v", proxy.faults)
-	faults := 0
-	for _, n := range proxy.faults {
-		faults += n
-	}
-	proxy.mu.Unlock()
+	faults := faultySweep(t, e, bin, run, 13)
 
 	// Claims left by writes whose answers were lost expire after 20s.
 	time.Sleep(21 * time.Second)
