@@ -69,6 +69,17 @@ func pairRecord(t *testing.T, namespace string, ruleUID types.UID) (sweep.PairSt
 	return st, ns
 }
 
+// wantPairs checks that rule namespace/name's pair on each of namespaces is
+// in state want; when says in which case.
+func wantPairs(t *testing.T, res nsmantest.Result, namespace, name string, namespaces []string, want sweep.State, when string) {
+	t.Helper()
+	for _, ns := range namespaces {
+		if p := res.Pair(t, namespace, name, ns); p.State != want {
+			t.Errorf("%s: rule %s on namespace %s: %q (%s), want %s", when, name, ns, p.State, p.Message, want)
+		}
+	}
+}
+
 // setPolicies replaces a manager's policies: a spec edit, a new generation.
 func setPolicies(t *testing.T, e *nsmantest.Env, namespace, name string, policies ...any) {
 	t.Helper()
@@ -141,11 +152,7 @@ func TestRuleActsOnceOnEachNamespaceItMatches(t *testing.T) {
 	before := len(e.Writes(t))
 	res = e.Sweep(t, sweepArgs...)
 	wantCode(t, res, 0)
-	for _, ns := range free {
-		if p := res.Pair(t, home, "leftovers", ns); p.State != sweep.StateDone {
-			t.Errorf("second sweep, namespace %s: %q (%s), want done", ns, p.State, p.Message)
-		}
-	}
+	wantPairs(t, res, home, "leftovers", free, sweep.StateDone, "second sweep")
 	if n := len(recv.Deliveries()); n != len(free) {
 		t.Errorf("%d deliveries after the second sweep, want still %d", n, len(free))
 	}
@@ -326,11 +333,7 @@ func TestRuleDryRunAndAt(t *testing.T) {
 	tomorrow := time.Now().Add(24 * time.Hour).UTC().Format(time.RFC3339)
 	res = e.Sweep(t, append(args, "--dry-run", "--at", tomorrow)...)
 	wantCode(t, res, 0)
-	for _, ns := range targets {
-		if p := res.Pair(t, home, "in-an-hour", ns); p.State != sweep.StatePlanned {
-			t.Errorf("dry run tomorrow, %s: %q (%s), want planned", ns, p.State, p.Message)
-		}
-	}
+	wantPairs(t, res, home, "in-an-hour", targets, sweep.StatePlanned, "dry run tomorrow")
 	if w := e.Writes(t)[before:]; len(w) != 0 {
 		t.Errorf("dry runs made %d mutating requests: %+v", len(w), w)
 	}
@@ -501,11 +504,7 @@ func TestRuleGovernanceAndPause(t *testing.T) {
 	res := e.Sweep(t, args...)
 	wantCode(t, res, 0)
 	wantState(t, res, tenant, "shield", sweep.StateForbidden)
-	for _, ns := range targets {
-		if p := res.Pair(t, home, "pausable", ns); p.State != sweep.StateFired {
-			t.Errorf("namespace %s: %q (%s), want fired: a forbidden manager governs nothing", ns, p.State, p.Message)
-		}
-	}
+	wantPairs(t, res, home, "pausable", targets, sweep.StateFired, "a forbidden manager governs nothing")
 	for _, deactivated := range []bool{true, false} {
 		patch := fmt.Sprintf(`{"spec":{"deactivated":%t}}`, deactivated)
 		if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Patch(t.Context(), "pausable", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
@@ -514,11 +513,7 @@ func TestRuleGovernanceAndPause(t *testing.T) {
 		res = e.Sweep(t, args...)
 		wantCode(t, res, 0)
 	}
-	for _, ns := range targets {
-		if p := res.Pair(t, home, "pausable", ns); p.State != sweep.StateDone {
-			t.Errorf("after pause and resume, namespace %s: %q (%s), want done", ns, p.State, p.Message)
-		}
-	}
+	wantPairs(t, res, home, "pausable", targets, sweep.StateDone, "after pause and resume")
 	if n := len(recv.Deliveries()); n != len(targets) {
 		t.Errorf("%d deliveries, want %d: resuming re-sent them", n, len(targets))
 	}
@@ -596,11 +591,7 @@ func TestRulesShareANamespace(t *testing.T) {
 		t.Fatal(touchErr)
 	}
 	for _, rule := range []string{"tell-qa", "tell-ops"} {
-		for _, ns := range targets {
-			if p := res.Pair(t, home, rule, ns); p.State != sweep.StateFired {
-				t.Errorf("rule %s on %s: %s (%s), want fired", rule, ns, p.State, p.Message)
-			}
-		}
+		wantPairs(t, res, home, rule, targets, sweep.StateFired, "two rules due on one namespace")
 	}
 	byPath := map[string]int{}
 	for _, d := range recv.Deliveries() {
