@@ -1,7 +1,6 @@
 package sweep
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -81,12 +80,7 @@ func (s *Sweeper) apply(ctx context.Context, m policy.Manager, p *plan) ([]strin
 		if err != nil {
 			return nil, err
 		}
-		key := IdempotencyKey(m, p.policy.Name)
-		if m.Rule != nil {
-			g := m
-			g.Generation = cmp.Or(p.generation, m.Generation)
-			key = PairIdempotencyKey(g, p.policy.Name, t.uid)
-		}
+		key := firingKey(m, p)
 		if err := s.writer.post(ctx, p.policy.Action.URL, body, key); err != nil {
 			return nil, err
 		}

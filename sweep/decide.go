@@ -172,7 +172,7 @@ func (s *Sweeper) evaluate(ctx context.Context, r *sweepRun, obj *unstructured.U
 	}
 
 	holds := []hold{{on: "namespace " + e.Target, value: ns.hold}, {on: "manager " + m.Namespace + "/" + m.Name, value: obj.GetAnnotations()[HoldAnnotation]}}
-	return holdsAt(holds, r.now, s.cfg.MaxHold).apply(s.evaluatePolicies(ctx, r, m, e, ns, s.checks(r), stored.Checks, firedIn(stored.Fired, m.Generation, "")))
+	return holdsAt(holds, r.now, s.cfg.MaxHold).apply(s.evaluatePolicies(ctx, r, m, e, ns, s.checks(r, false), stored.Checks, firedIn(stored.Fired, m.Generation, "")))
 }
 
 // evaluatePolicies evaluates m's policies on namespace ns, the entry e's

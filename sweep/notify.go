@@ -1,7 +1,6 @@
 package sweep
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -67,13 +66,7 @@ func (s *Sweeper) notifyOutcome(ctx context.Context, r *sweepRun, m policy.Manag
 	}
 	body, err := notificationBody(n, s.cfg.NotifyFormat)
 	if err == nil {
-		firing := IdempotencyKey(m, p.policy.Name)
-		if m.Rule != nil {
-			g := m
-			g.Generation = cmp.Or(p.generation, m.Generation)
-			firing = PairIdempotencyKey(g, p.policy.Name, p.target.uid)
-		}
-		sum := sha256.Sum256([]byte(firing + "/" + result))
+		sum := sha256.Sum256([]byte(firingKey(m, p) + "/" + result))
 		err = s.writer.post(ctx, s.cfg.NotifyURL, body, hex.EncodeToString(sum[:16]))
 	}
 	if err != nil {

@@ -18,10 +18,11 @@ import (
 
 // PodIndexAfter is the number of pods checks in one sweep after which the
 // sweep stops asking namespace by namespace whether a pod has not succeeded
-// and lists such pods once, cluster-wide, paged and metadata only. Per
-// namespace, each check costs a request; the cluster-wide list costs one
-// per PageSize pods that have not succeeded: at most 300 pages within
-// Kubernetes' limit of 150,000 pods, and a handful in most clusters.
+// (or failed) and lists such pods once, cluster-wide, paged and metadata
+// only; a rule over more namespaces uses the lists from its first check.
+// Per namespace, a check costs a request or two (the pods, then the Jobs);
+// the cluster-wide list costs one per PageSize pods: at most 300 pages
+// within Kubernetes' limit of 150,000 pods, and a handful in most clusters.
 const PodIndexAfter = 100
 
 // notSucceededSelector selects pods in another phase than Succeeded.
@@ -38,7 +39,8 @@ type podIndex struct {
 	// maps, which at 10,000 namespaces cost a sweep 8 MiB of peak RSS
 	// (BENCHMARKS.md).
 	byNamespace map[string][]podLabels
-	// listed counts the objects listed to build it.
+	// listed counts the pods listed to build the sweep's index: what a
+	// list of them costs (confirmer).
 	listed int
 	// seen dedupes label sets while the index is built.
 	seen map[nsLabels]struct{}
@@ -74,7 +76,6 @@ func (x *podIndex) find(namespace string, selector labels.Selector) (string, boo
 
 // add indexes what under namespace and label set, once per label set.
 func (x *podIndex) add(namespace, what string, set map[string]string) {
-	x.listed++
 	packed := packLabels("", set)
 	if _, dup := x.seen[nsLabels{namespace, packed}]; dup {
 		return
@@ -87,11 +88,13 @@ func (x *podIndex) add(namespace, what string, set map[string]string) {
 type podsCheck func(ctx context.Context, namespace string, c policy.Condition) (policy.PodsCheck, error)
 
 // checks is a sweep's way of answering pods conditions: checkPods and
-// checkFailed.
-func (s *Sweeper) checks(r *sweepRun) podsCheck {
+// checkFailed. With failedIndexed (a rule over more than PodIndexAfter
+// namespaces), the index of failed pods and Jobs answers PODS_FAILED from
+// the first check.
+func (s *Sweeper) checks(r *sweepRun, failedIndexed bool) podsCheck {
 	return func(ctx context.Context, namespace string, c policy.Condition) (policy.PodsCheck, error) {
 		if c.Type == policy.ConditionPodsFailed {
-			return s.checkFailed(ctx, r, namespace, c.PodLabels)
+			return s.checkFailed(ctx, r, namespace, c.PodLabels, failedIndexed)
 		}
 		return s.checkPods(ctx, r, namespace, c.PodLabels)
 	}
@@ -103,6 +106,7 @@ func (s *Sweeper) podIndex(ctx context.Context, r *sweepRun) (*podIndex, error) 
 	x.once.Do(func() {
 		x.building()
 		x.err = s.eachMetadata(ctx, "pods", metav1.ListOptions{FieldSelector: notSucceededSelector}, func(m *metav1.PartialObjectMetadata) {
+			x.listed++
 			x.add(m.Namespace, notSucceeded(m.Name), m.Labels)
 		})
 		x.built()
@@ -117,9 +121,9 @@ func (s *Sweeper) podIndex(ctx context.Context, r *sweepRun) (*podIndex, error) 
 
 // unfinished lists, afresh and cluster-wide, the pods that have not
 // succeeded (metadata only; those matching podSelector, when it is not
-// empty) and the Jobs, and indexes those of namespaces that have not
-// finished: every answer a PODS_SUCCEED check there could get. It returns
-// how many pods and Jobs it listed too.
+// empty) and the Jobs, and indexes, of those in namespaces, the pods and the
+// Jobs that have not finished: every answer a PODS_SUCCEED check there
+// could get. It returns how many pods and Jobs it listed too.
 func (s *Sweeper) unfinished(ctx context.Context, podSelector string, namespaces map[string]bool) (x *podIndex, pods, jobs int, err error) {
 	x = &podIndex{}
 	x.building()
@@ -149,23 +153,24 @@ func (s *Sweeper) unfinished(ctx context.Context, podSelector string, namespaces
 // fewer requests.
 type confirmer struct {
 	s *Sweeper
-	r *sweepRun
+	// perNamespace answers checks namespace by namespace, and conditions
+	// other than PODS_SUCCEED.
+	perNamespace podsCheck
 	// podSelector selects the pods the rule's PODS_SUCCEED policies look
 	// at, when they all look at the same ones; else it is empty.
 	podSelector string
 	// podPages and jobPages are the pages a list of each takes: the
 	// index's pages, and the Jobs counted on first need (-1 until then).
 	podPages, jobPages int
-	// perNamespace: a list failed, or would cost more than it saves
-	// whatever the chunk; the rest is checked namespace by namespace.
-	perNamespace bool
+	// failed: a list failed; the rest is checked namespace by namespace.
+	failed bool
 }
 
 // confirmer returns the confirmer of rule m's checks that index, the
-// sweep's index, let pass; without an index, checks are made namespace by
-// namespace.
-func (s *Sweeper) confirmer(r *sweepRun, m policy.Manager, index *podIndex) *confirmer {
-	c := &confirmer{s: s, r: r, jobPages: -1, perNamespace: index == nil}
+// sweep's index, let pass; perNamespace checks one namespace. Without an
+// index, every check is made namespace by namespace.
+func (s *Sweeper) confirmer(m policy.Manager, index *podIndex, perNamespace podsCheck) *confirmer {
+	c := &confirmer{s: s, perNamespace: perNamespace, jobPages: -1, failed: index == nil}
 	if index != nil {
 		c.podPages = pages(index.listed, s.cfg.PageSize)
 	}
@@ -186,15 +191,15 @@ func (s *Sweeper) confirmer(r *sweepRun, m policy.Manager, index *podIndex) *con
 // again of which are to be checked again. A list answers for every
 // namespace of the chunk, and for those only.
 func (c *confirmer) checks(ctx context.Context, chunk []string, again int) podsCheck {
-	perNamespace := c.s.checks(c.r)
-	if c.perNamespace || 2*again <= c.podPages+1 {
+	perNamespace := c.perNamespace
+	if c.failed || 2*again <= c.podPages+1 {
 		return perNamespace
 	}
 	if c.jobPages < 0 {
 		jobs, err := c.s.countJobs(ctx)
 		if err != nil {
 			c.s.log.Warn("checking pods namespace by namespace", "error", err.Error())
-			c.perNamespace = true
+			c.failed = true
 			return perNamespace
 		}
 		c.jobPages = pages(jobs, c.s.cfg.PageSize)
@@ -209,7 +214,7 @@ func (c *confirmer) checks(ctx context.Context, chunk []string, again int) podsC
 	x, pods, jobs, err := c.s.unfinished(ctx, c.podSelector, want)
 	if err != nil {
 		c.s.log.Warn("checking pods namespace by namespace", "error", err.Error())
-		c.perNamespace = true
+		c.failed = true
 		return perNamespace
 	}
 	// The next chunk's estimate: what this list took.
@@ -360,9 +365,9 @@ const failedSelector = "status.phase=" + string(corev1.PodFailed)
 // Past PodIndexAfter checks in a sweep, the sweep's index of failed pods
 // and Jobs answers without a request, both ways: a pod's failure is final,
 // and one that fails after the index was listed holds at the next sweep.
-func (s *Sweeper) checkFailed(ctx context.Context, r *sweepRun, namespace string, podLabels map[string]string) (policy.PodsCheck, error) {
+func (s *Sweeper) checkFailed(ctx context.Context, r *sweepRun, namespace string, podLabels map[string]string, indexed bool) (policy.PodsCheck, error) {
 	selector := labels.SelectorFromSet(podLabels)
-	if r.podChecks.Add(1) > PodIndexAfter {
+	if r.podChecks.Add(1) > PodIndexAfter || indexed {
 		if x, err := s.failedIndex(ctx, r); err == nil {
 			if what, found := x.find(namespace, selector); found {
 				return policy.PodsCheck{Failed: 1, Example: what}, nil

@@ -130,6 +130,17 @@ func PairIdempotencyKey(m policy.Manager, policyName string, namespaceUID types.
 	return hex.EncodeToString(sum[:16])
 }
 
+// firingKey identifies the firing of p's policy by m: a manager's
+// IdempotencyKey, or for a rule the PairIdempotencyKey of the generation the
+// plan is for (the claim's, completing one) and the target namespace.
+func firingKey(m policy.Manager, p *plan) string {
+	if m.Rule == nil {
+		return IdempotencyKey(m, p.policy.Name)
+	}
+	m.Generation = cmp.Or(p.generation, m.Generation)
+	return PairIdempotencyKey(m, p.policy.Name, p.target.uid)
+}
+
 // handleRule evaluates a rule on every namespace it matches and carries out
 // what that decided, returning one entry per pair of this shard (or one for
 // the rule itself when it does not stand: deactivated, invalid, forbidden,
@@ -261,16 +272,14 @@ func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l listed) []Entry
 			screened = x
 		}
 	}
-	if len(pairs) > PodIndexAfter && slices.ContainsFunc(m.Policies, func(p policy.Policy) bool { return p.Condition.Type == policy.ConditionPodsFailed }) {
-		// So many PODS_FAILED checks pass the threshold anyway: the index
-		// of failed pods and Jobs answers from the first.
-		r.podChecks.Store(max(r.podChecks.Load(), PodIndexAfter))
-	}
+	// So many PODS_FAILED checks would pass PodIndexAfter anyway: the index
+	// of failed pods and Jobs answers them from the first.
+	perNamespace := s.checks(r, len(pairs) > PodIndexAfter)
 	if screened != nil {
 		unconfirmed = make([]bool, len(pairs))
 		work := make([]bool, len(pairs))
 		r.bounded(len(pairs), func(i int) {
-			_, work[i] = evaluate(i, screened.answers(s.checks(r), &unconfirmed[i]))
+			_, work[i] = evaluate(i, screened.answers(perNamespace, &unconfirmed[i]))
 		})
 		// A pair with nothing to carry out is not evaluated again: whatever
 		// a fresh read says, nothing is written or done for it.
@@ -284,7 +293,7 @@ func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l listed) []Entry
 			pending = append(pending, i)
 		}
 	}
-	confirm := s.confirmer(r, m, screened)
+	confirm := s.confirmer(m, screened, perNamespace)
 	for first := 0; first < len(pending); first += PairChunk {
 		if r.stop.Err() != nil {
 			for _, i := range pending[first:] {
@@ -468,7 +477,7 @@ func (s *Sweeper) carryOutPair(ctx context.Context, r *sweepRun, m policy.Manage
 	}
 	next := stored
 	next.Rule, next.Checks, next.IgnoredHold = m.Namespace+"/"+m.Name, d.checks, d.entry.HoldIgnored
-	if lastWritten(mustJSON(next)).IsZero() {
+	if next.lastTime().IsZero() {
 		next.Written = timePtr(r.now)
 	}
 	if err := s.writePair(ctx, name, w.key, w.ns, next); err != nil {
@@ -622,7 +631,7 @@ func (s *Sweeper) writePair(ctx context.Context, name, key string, ns namespaceI
 // first operation tests that the record is still the one this sweep's claim
 // wrote, retried on transient failures as every record is.
 func (s *Sweeper) settlePair(ctx context.Context, namespace, key string, claimed, final PairStatus) error {
-	path := "/metadata/annotations/" + strings.ReplaceAll(key, "/", "~1")
+	path := annotationPointer(key)
 	body := mustJSON([]map[string]any{
 		{"op": "test", "path": path, "value": mustJSON(claimed)},
 		{"op": "replace", "path": path, "value": mustJSON(final)},

@@ -128,7 +128,8 @@ func TestConfirmerAnswersForTheWholeChunk(t *testing.T) {
 	index := &podIndex{}
 	index.building()
 	index.built()
-	check := s.confirmer(&sweepRun{}, m, index).checks(t.Context(), []string{"a", "b", "c", "busy"}, 3)
+	r := &sweepRun{}
+	check := s.confirmer(m, index, s.checks(r, false)).checks(t.Context(), []string{"a", "b", "c", "busy"}, 3)
 	cond := m.Policies[0].Condition
 	for ns, want := range map[string]int{"a": 0, "busy": 1, "elsewhere": 1} {
 		got, err := check(t.Context(), ns, cond)

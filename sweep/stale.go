@@ -40,8 +40,11 @@ func (s *Sweeper) removeStaleRecords(ctx context.Context, r *sweepRun, managers 
 			continue
 		}
 		for _, key := range slices.Sorted(maps.Keys(ns.pairs)) {
+			if managers[types.UID(strings.TrimPrefix(key, PairAnnotationPrefix))] {
+				continue
+			}
 			// A record that holds no time (edited by hand, say) stays.
-			if last := lastWritten(ns.pairs[key]); !managers[types.UID(strings.TrimPrefix(key, PairAnnotationPrefix))] && !last.IsZero() && last.Before(r.now.Add(-StaleRecordAge)) {
+			if last := lastWritten(ns.pairs[key]); !last.IsZero() && last.Before(r.now.Add(-StaleRecordAge)) {
 				found = append(found, stale{name, key, ns.pairs[key]})
 			}
 		}
@@ -52,7 +55,7 @@ func (s *Sweeper) removeStaleRecords(ctx context.Context, r *sweepRun, managers 
 			return
 		}
 		f := found[i]
-		path := "/metadata/annotations/" + strings.ReplaceAll(f.key, "/", "~1")
+		path := annotationPointer(f.key)
 		patch := mustJSON([]map[string]any{{"op": "test", "path": path, "value": f.record}, {"op": "remove", "path": path}})
 		attrs := []any{"namespace", f.namespace, "annotation", f.key, "dryRun", s.cfg.DryRun}
 		if err := s.writer.patchNamespace(ctx, f.namespace, managerPatch{jsonPatch: true, body: []byte(patch)}); err != nil {
@@ -65,33 +68,38 @@ func (s *Sweeper) removeStaleRecords(ctx context.Context, r *sweepRun, managers 
 	return int(removed.Load())
 }
 
-// lastWritten is the latest time a pair's record holds: of its claim, its
-// last action, its minChecks progress, its stages, or when it was written.
-// A record that does not decode holds none.
+// lastWritten is the latest time a pair's record, as stored, holds (see
+// PairStatus.lastTime); a record that does not decode holds none.
 func lastWritten(raw string) time.Time {
 	var st PairStatus
 	if json.Unmarshal([]byte(raw), &st) != nil {
 		return time.Time{}
 	}
+	return st.lastTime()
+}
+
+// lastTime is the latest time the record holds: of its claim, its last
+// action, its minChecks progress, its stages, or when it was written.
+func (p PairStatus) lastTime() time.Time {
 	var last time.Time
 	later := func(t time.Time) {
 		if t.After(last) {
 			last = t
 		}
 	}
-	if st.Written != nil {
-		later(*st.Written)
+	if p.Written != nil {
+		later(*p.Written)
 	}
-	if st.Claim != nil {
-		later(st.Claim.Expires)
+	if p.Claim != nil {
+		later(p.Claim.Expires)
 	}
-	if st.LastAction != nil {
-		later(st.LastAction.Time)
+	if p.LastAction != nil {
+		later(p.LastAction.Time)
 	}
-	for _, c := range st.Checks {
+	for _, c := range p.Checks {
 		later(c.Last)
 	}
-	for _, f := range st.Fired {
+	for _, f := range p.Fired {
 		later(f.Time)
 	}
 	return last

@@ -300,7 +300,7 @@ func (s stateStore) settle(claimed, to Status, deactivate bool) managerPatch {
 		}))}
 	}
 	// The annotation is compared whole: it is the string the claim wrote.
-	path := "/metadata/annotations/" + strings.ReplaceAll(StatusAnnotation, "/", "~1")
+	path := annotationPointer(StatusAnnotation)
 	ops := []op{{"test", path, mustJSON(claimed)}, {"replace", path, mustJSON(to)}}
 	if deactivate {
 		ops = append(ops, op{"add", "/spec/deactivated", true})
@@ -322,4 +322,9 @@ func mustJSON(v any) string {
 		panic(err) // only plain structs and maps are marshalled
 	}
 	return string(data)
+}
+
+// annotationPointer is the JSON pointer to annotation key, for a JSON patch.
+func annotationPointer(key string) string {
+	return "/metadata/annotations/" + strings.ReplaceAll(key, "/", "~1")
 }
