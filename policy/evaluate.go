@@ -109,80 +109,24 @@ type Outcome struct {
 func Evaluate(m Manager, in Input) Outcome {
 	out := Outcome{Checks: maps.Clone(in.Checks)}
 	for i, p := range m.Policies {
-		c := p.Condition
 		state := PolicyState{Name: p.Name}
-		if !p.Final && in.Fired[p.Name] {
+		verdict := Wait
+		switch {
+		case !p.Final && in.Fired[p.Name]:
 			state.Detail = "fired already in this generation"
-			out.Policies = append(out.Policies, state)
-			continue
+		case p.Condition.Type == ConditionTTL:
+			verdict = judgeTTL(&state, p.Condition, in)
+		case p.Condition.Type == ConditionPodsSucceed:
+			verdict = judgePodsSucceed(&state, &out, m.Generation, i, p, in)
+		case p.Condition.Type == ConditionPodsFailed:
+			verdict = judgePodsFailed(&state, i, p.Condition, in)
 		}
-		switch c.Type {
-		case ConditionTTL:
-			due := in.TargetCreated.Add(c.TTL)
-			if !in.Now.Before(due) {
-				state.Holds = true
-				state.Detail = fmt.Sprintf("TTL %s elapsed at %s", c.TTL, stamp(due))
-				return out.fire(i, state)
-			}
-			state.Detail = fmt.Sprintf("TTL %s elapses at %s", c.TTL, stamp(due))
-			state.Due = due
-		case ConditionPodsSucceed:
-			if delayed(&state, in, c, "first pods check") {
-				break
-			}
-			progress := in.Checks[p.Name]
-			if progress.Generation != m.Generation {
-				progress = CheckState{}
-			}
-			if c.MinChecks > 1 && progress.Passed > 0 {
-				if next := progress.Last.Add(c.Period); in.Now.Before(next) {
-					state.Detail = fmt.Sprintf("%d of %d checks passed, next at %s", progress.Passed, c.MinChecks, stamp(next))
-					state.Due = next
-					break
-				}
-			}
-			pods, checked := in.Pods[i]
-			if !checked {
-				out.Verdict, out.Policy = NeedPods, i
-				return out
-			}
-			selector := describeSelector(c.PodLabels)
-			if pods.NotSucceeded > 0 {
-				delete(out.Checks, p.Name)
-				state.Detail = fmt.Sprintf("not every pod %s Succeeded: %s", selector, pods.Example)
-				break
-			}
-			passed := progress.Passed + 1
-			if passed >= c.MinChecks {
-				state.Holds = true
-				state.Detail = fmt.Sprintf("every pod %s Succeeded", selector)
-				if c.MinChecks > 1 {
-					state.Detail += fmt.Sprintf(" in %d consecutive checks", passed)
-				}
-				return out.fire(i, state)
-			}
-			if out.Checks == nil {
-				out.Checks = map[string]CheckState{}
-			}
-			out.Checks[p.Name] = CheckState{Generation: m.Generation, Passed: passed, Last: in.Now}
-			state.Due = in.Now.Add(c.Period)
-			state.Detail = fmt.Sprintf("%d of %d checks passed, next at %s", passed, c.MinChecks, stamp(state.Due))
-		case ConditionPodsFailed:
-			if delayed(&state, in, c, "first check for failed pods") {
-				break
-			}
-			pods, checked := in.Pods[i]
-			if !checked {
-				out.Verdict, out.Policy = NeedPods, i
-				return out
-			}
-			selector := describeSelector(c.PodLabels)
-			if pods.Failed > 0 {
-				state.Holds = true
-				state.Detail = fmt.Sprintf("a pod %s failed: %s", selector, pods.Example)
-				return out.fire(i, state)
-			}
-			state.Detail = fmt.Sprintf("no pod %s has failed", selector)
+		switch verdict {
+		case NeedPods:
+			out.Verdict, out.Policy = NeedPods, i
+			return out
+		case Fire:
+			return out.fire(i, state)
 		}
 		out.Policies = append(out.Policies, state)
 		if !state.Due.IsZero() && (out.NextDue.IsZero() || state.Due.Before(out.NextDue)) {
@@ -191,6 +135,87 @@ func Evaluate(m Manager, in Input) Outcome {
 	}
 	out.Verdict = Wait
 	return out
+}
+
+// judgeTTL judges a TTL condition: it holds once the target is c.TTL old.
+func judgeTTL(state *PolicyState, c Condition, in Input) Verdict {
+	due := in.TargetCreated.Add(c.TTL)
+	if !in.Now.Before(due) {
+		state.Holds = true
+		state.Detail = fmt.Sprintf("TTL %s elapsed at %s", c.TTL, stamp(due))
+		return Fire
+	}
+	state.Detail = fmt.Sprintf("TTL %s elapses at %s", c.TTL, stamp(due))
+	state.Due = due
+	return Wait
+}
+
+// judgePodsSucceed judges policy p, the i-th, a PODS_SUCCEED condition: it
+// holds once every matching pod succeeded in MinChecks consecutive checks,
+// Period apart, whose progress it keeps in out.Checks under the manager's
+// generation.
+func judgePodsSucceed(state *PolicyState, out *Outcome, generation int64, i int, p Policy, in Input) Verdict {
+	c := p.Condition
+	if delayed(state, in, c, "first pods check") {
+		return Wait
+	}
+	progress := in.Checks[p.Name]
+	if progress.Generation != generation {
+		progress = CheckState{}
+	}
+	if c.MinChecks > 1 && progress.Passed > 0 {
+		if next := progress.Last.Add(c.Period); in.Now.Before(next) {
+			state.Detail = fmt.Sprintf("%d of %d checks passed, next at %s", progress.Passed, c.MinChecks, stamp(next))
+			state.Due = next
+			return Wait
+		}
+	}
+	pods, checked := in.Pods[i]
+	if !checked {
+		return NeedPods
+	}
+	selector := describeSelector(c.PodLabels)
+	if pods.NotSucceeded > 0 {
+		delete(out.Checks, p.Name)
+		state.Detail = fmt.Sprintf("not every pod %s Succeeded: %s", selector, pods.Example)
+		return Wait
+	}
+	passed := progress.Passed + 1
+	if passed >= c.MinChecks {
+		state.Holds = true
+		state.Detail = fmt.Sprintf("every pod %s Succeeded", selector)
+		if c.MinChecks > 1 {
+			state.Detail += fmt.Sprintf(" in %d consecutive checks", passed)
+		}
+		return Fire
+	}
+	if out.Checks == nil {
+		out.Checks = map[string]CheckState{}
+	}
+	out.Checks[p.Name] = CheckState{Generation: generation, Passed: passed, Last: in.Now}
+	state.Due = in.Now.Add(c.Period)
+	state.Detail = fmt.Sprintf("%d of %d checks passed, next at %s", passed, c.MinChecks, stamp(state.Due))
+	return Wait
+}
+
+// judgePodsFailed judges the i-th policy's PODS_FAILED condition c: it holds
+// once a matching pod, or a Job whose pods match, failed.
+func judgePodsFailed(state *PolicyState, i int, c Condition, in Input) Verdict {
+	if delayed(state, in, c, "first check for failed pods") {
+		return Wait
+	}
+	pods, checked := in.Pods[i]
+	if !checked {
+		return NeedPods
+	}
+	selector := describeSelector(c.PodLabels)
+	if pods.Failed > 0 {
+		state.Holds = true
+		state.Detail = fmt.Sprintf("a pod %s failed: %s", selector, pods.Example)
+		return Fire
+	}
+	state.Detail = fmt.Sprintf("no pod %s has failed", selector)
+	return Wait
 }
 
 // delayed reports whether the target is younger than c's initial delay,
