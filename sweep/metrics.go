@@ -77,90 +77,11 @@ func PushMetrics(ctx context.Context, url, job string, r Report, lastSuccess boo
 		job = DefaultMetricsJob
 	}
 	reg := prometheus.NewRegistry()
-
-	duration := prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "nsman_sweep_duration_seconds",
-		Help: "Wall time of the last nsman sweep.",
-	})
-	duration.Set(r.Summary.DurationSeconds)
-
-	managers := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "nsman_managers",
-		Help: "NamespaceManagers, and (rule, namespace) pairs, in the last nsman sweep, by the state the sweep left them in.",
-	}, []string{"state"})
-	for _, s := range metricStates {
-		managers.WithLabelValues(string(s)).Set(0)
-	}
-	for s, n := range r.Summary.States {
-		managers.WithLabelValues(string(s)).Set(float64(n))
-	}
-
-	actions := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "nsman_actions",
-		Help: "Actions of the last nsman sweep, by action type and result: succeeded, failed, planned (dry run) or deferred (over --max-actions).",
-	}, []string{"action", "result"})
-	for _, a := range metricActions {
-		for _, res := range actionResults {
-			actions.WithLabelValues(a, res).Set(0)
-		}
-	}
-	for _, e := range r.Entries {
-		if res, ok := actionResult(e); ok {
-			actions.WithLabelValues(e.Action, res).Inc()
-		}
-	}
-
-	requests := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "nsman_api_requests",
-		Help: "Kubernetes API requests made by the last nsman sweep, by HTTP method.",
-	}, []string{"method"})
-	for _, m := range metricMethods {
-		requests.WithLabelValues(m).Set(0)
-	}
-	for m, n := range r.Summary.Requests {
-		requests.WithLabelValues(m).Set(float64(n))
-	}
-
-	holds := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "nsman_holds",
-		Help: "Managers and rule pairs of the last nsman sweep that a hold (nsman.k8s.consol.de/hold-until) kept waiting (held), or whose holds were ignored (ignored: unparseable, or beyond --max-hold).",
-	}, []string{"result"})
-	holds.WithLabelValues("held").Set(0)
-	holds.WithLabelValues("ignored").Set(0)
-	for _, e := range r.Entries {
-		if e.HeldUntil != nil {
-			holds.WithLabelValues("held").Inc()
-		}
-		if e.HoldIgnored != "" {
-			holds.WithLabelValues("ignored").Inc()
-		}
-	}
-
-	notifications := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "nsman_notifications",
-		Help: "Notifications (--notify-url) of the last nsman sweep, by result: sent or failed.",
-	}, []string{"result"})
-	notifications.WithLabelValues("sent").Set(float64(r.Summary.Notifications["sent"]))
-	notifications.WithLabelValues("failed").Set(float64(r.Summary.Notifications["failed"]))
-
-	dryRun := prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "nsman_dry_run",
-		Help: "1 when the last nsman sweep was a dry run, else 0.",
-	})
-	if r.Summary.DryRun {
-		dryRun.Set(1)
-	}
-
-	reg.MustRegister(duration, managers, actions, requests, holds, notifications, dryRun)
+	reg.MustRegister(sweepGauges(r)...)
 	if lastSuccess {
-		success := prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "nsman_last_success_timestamp_seconds",
-			Help: "Unix time of the last nsman sweep in which no manager failed.",
-		})
-		success.Set(float64(r.Summary.Now.UnixMilli()) / 1e3)
-		reg.MustRegister(success)
+		reg.MustRegister(gauge("nsman_last_success_timestamp_seconds", "Unix time of the last nsman sweep in which no manager failed.",
+			float64(r.Summary.Now.UnixMilli())/1e3))
 	}
-
 	p := push.New(url, job).Gatherer(reg)
 	if sh := r.Summary.Shard; sh != nil {
 		// Each shard has a group of its own: in one, the shards would
@@ -174,6 +95,73 @@ func PushMetrics(ctx context.Context, url, job string, r Report, lastSuccess boo
 		return fmt.Errorf("push metrics to the pushgateway: %w", err)
 	}
 	return nil
+}
+
+// sweepGauges are the metric families every push carries, each with every
+// series it can have.
+func sweepGauges(r Report) []prometheus.Collector {
+	actions := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "nsman_actions",
+		Help: "Actions of the last nsman sweep, by action type and result: succeeded, failed, planned (dry run) or deferred (over --max-actions).",
+	}, []string{"action", "result"})
+	for _, a := range metricActions {
+		for _, res := range actionResults {
+			actions.WithLabelValues(a, res).Set(0)
+		}
+	}
+	holds := map[string]int{}
+	for _, e := range r.Entries {
+		if res, ok := actionResult(e); ok {
+			actions.WithLabelValues(e.Action, res).Inc()
+		}
+		if e.HeldUntil != nil {
+			holds["held"]++
+		}
+		if e.HoldIgnored != "" {
+			holds["ignored"]++
+		}
+	}
+	return []prometheus.Collector{
+		gauge("nsman_sweep_duration_seconds", "Wall time of the last nsman sweep.", r.Summary.DurationSeconds),
+		byLabel("nsman_managers", "NamespaceManagers, and (rule, namespace) pairs, in the last nsman sweep, by the state the sweep left them in.",
+			"state", metricStates, r.Summary.States),
+		actions,
+		byLabel("nsman_api_requests", "Kubernetes API requests made by the last nsman sweep, by HTTP method.", "method", metricMethods, r.Summary.Requests),
+		byLabel("nsman_holds", "Managers and rule pairs of the last nsman sweep that a hold (nsman.k8s.consol.de/hold-until) kept waiting (held), or whose holds were ignored (ignored: unparseable, or beyond --max-hold).",
+			"result", []string{"held", "ignored"}, holds),
+		byLabel("nsman_notifications", "Notifications (--notify-url) of the last nsman sweep, by result: sent or failed.",
+			"result", []string{"sent", "failed"}, r.Summary.Notifications),
+		gauge("nsman_dry_run", "1 when the last nsman sweep was a dry run, else 0.", oneIf(r.Summary.DryRun)),
+	}
+}
+
+// gauge is a gauge set to v.
+func gauge(name, help string, v float64) prometheus.Gauge {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+	g.Set(v)
+	return g
+}
+
+// oneIf is 1 when b, else 0: the value of a yes-or-no gauge.
+func oneIf(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// byLabel is a gauge vector with one label: a series for each value of
+// always, 0 unless counts says otherwise, and one for each other key of
+// counts.
+func byLabel[K ~string](name, help, label string, always []K, counts map[K]int) *prometheus.GaugeVec {
+	v := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, []string{label})
+	for _, k := range always {
+		v.WithLabelValues(string(k)).Set(0)
+	}
+	for k, n := range counts {
+		v.WithLabelValues(string(k)).Set(float64(n))
+	}
+	return v
 }
 
 // actionResult is the result label under which entry e counts in
