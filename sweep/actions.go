@@ -33,43 +33,24 @@ var (
 	}
 )
 
-// apply performs a plan's action on its target through the writer and
-// returns what it did (or, in a dry run, would do).
-func (s *Sweeper) apply(ctx context.Context, m policy.Manager, p *plan) ([]string, error) {
-	t, completing := p.target, p.step == stepCompleteClaim
+// apply performs plan p's action on its target through the writer and
+// returns what it did (or, in a dry run, would do). A fresh DELETE is made
+// as rec listed the namespace (see asListed); one completing a claim is
+// made by UID alone.
+func (s *Sweeper) apply(ctx context.Context, m policy.Manager, rec record, p *plan) ([]string, error) {
+	t := p.target
 	switch p.policy.Action.Type {
 	case policy.ActionDelete:
-		effect := "delete namespace " + t.name
-		if completing && t.going {
-			return []string{effect + " (already being deleted)"}, nil
-		}
-		err := s.writer.deleteNamespace(ctx, t.name, t.uid)
-		if apierrors.IsNotFound(err) {
-			return []string{effect + " (already gone)"}, nil
-		}
-		if apierrors.IsConflict(err) {
-			// A failed uid precondition is a 409, and so is a write that
-			// raced another change of the namespace: look again to tell a
-			// namespace recreated from one still going.
-			now, exists, rerr := s.namespaceNow(ctx, t.name)
-			switch {
-			case rerr != nil:
-				return nil, fmt.Errorf("delete namespace %s: %w (and reading it again: %w)", t.name, err, rerr)
-			case !exists:
-				return []string{effect + " (already gone)"}, nil
-			case now.uid == t.uid && now.terminating:
-				return []string{effect + " (already being deleted)"}, nil
-			case completing:
-				// The namespace the claim was made for is gone; the one
-				// that now has its name is someone else's.
-				return []string{effect + " (already gone; a new namespace of that name is left alone)"}, nil
+		if p.step == stepAct {
+			err := s.asListed(ctx, t.listed, rec.unchanged, func(resourceVersion string) error {
+				return s.writer.deleteNamespace(ctx, t.name, t.uid, resourceVersion)
+			})
+			if err != nil {
+				return nil, fmt.Errorf("delete namespace %s: %w", t.name, err)
 			}
-			return nil, fmt.Errorf("delete namespace %s: it was recreated (uid changed); not deleting the new one", t.name)
+			return []string{"delete namespace " + t.name}, nil
 		}
-		if err != nil {
-			return nil, fmt.Errorf("delete namespace %s: %w", t.name, err)
-		}
-		return []string{effect}, nil
+		return s.deleteClaimed(ctx, t)
 	case policy.ActionScaleDown:
 		if t.recreated {
 			return []string{"scale down in namespace " + t.name + ": the namespace the claim was made for is gone; the new one of that name is left alone"}, nil
@@ -87,6 +68,42 @@ func (s *Sweeper) apply(ctx context.Context, m policy.Manager, p *plan) ([]strin
 		return []string{fmt.Sprintf("POST %s (Idempotency-Key %s)", p.policy.Action.URL, key)}, nil
 	}
 	return nil, fmt.Errorf("unknown action %q", p.policy.Action.Type)
+}
+
+// deleteClaimed deletes namespace t for the expired claim of a sweep that
+// died: the namespace the claim was made for, whatever its version; one
+// already going, or gone, needs nothing, and one recreated since is left
+// alone.
+func (s *Sweeper) deleteClaimed(ctx context.Context, t target) ([]string, error) {
+	effect := "delete namespace " + t.name
+	if t.going {
+		return []string{effect + " (already being deleted)"}, nil
+	}
+	err := s.writer.deleteNamespace(ctx, t.name, t.uid, "")
+	if apierrors.IsNotFound(err) {
+		return []string{effect + " (already gone)"}, nil
+	}
+	if apierrors.IsConflict(err) {
+		// A failed uid precondition is a 409, and so is a write that
+		// raced another change of the namespace: look again to tell a
+		// namespace recreated from one still going.
+		now, exists, rerr := s.namespaceNow(ctx, t.name)
+		switch {
+		case rerr != nil:
+			return nil, fmt.Errorf("delete namespace %s: %w (and reading it again: %w)", t.name, err, rerr)
+		case !exists:
+			return []string{effect + " (already gone)"}, nil
+		case now.uid == t.uid && now.terminating:
+			return []string{effect + " (already being deleted)"}, nil
+		}
+		// The namespace the claim was made for is gone; the one that now
+		// has its name is someone else's.
+		return []string{effect + " (already gone; a new namespace of that name is left alone)"}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("delete namespace %s: %w", t.name, err)
+	}
+	return []string{effect}, nil
 }
 
 // namespaceNow reads one namespace again, with a list by name: nsman may

@@ -45,7 +45,7 @@ func benchEntries(n int, now time.Time) []Entry {
 func BenchmarkStatusFirstSweep(b *testing.B) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	entries := benchEntries(benchManagers, now)
-	store := stateStore{inStatus: true}
+	store := statusLocation{subresource: true}
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, e := range entries {
@@ -65,7 +65,7 @@ func BenchmarkStatusFirstSweep(b *testing.B) {
 func BenchmarkStatusSteadyState(b *testing.B) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	entries := benchEntries(benchManagers, now)
-	store := stateStore{inStatus: true}
+	store := statusLocation{subresource: true}
 	managers := make([]listed, len(entries))
 	for i, e := range entries {
 		var st Status
@@ -125,7 +125,7 @@ func benchPages() [][]byte {
 // and reads each one's status: what listing costs nsman itself.
 func BenchmarkDecodePage(b *testing.B) {
 	pages := benchPages()
-	store := stateStore{inStatus: true}
+	store := statusLocation{subresource: true}
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, data := range pages {
@@ -184,26 +184,23 @@ func BenchmarkRulePairs(b *testing.B) {
 		b.Fatal(problems)
 	}
 	s := &Sweeper{cfg: Config{MaxHold: DefaultMaxHold, PageSize: DefaultPageSize}}
-	r := &sweepRun{now: now}
-	x := &r.pods
-	x.once.Do(x.building)
-	names := make([]string, benchManagers)
-	infos := make([]namespaceInfo, benchManagers)
-	for i := range names {
-		names[i] = fmt.Sprintf("e2e-%05d", i)
-		infos[i] = namespaceInfoOf(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: names[i], UID: types.UID(names[i]),
-			CreationTimestamp: metav1.NewTime(now.Add(-time.Hour)), Labels: map[string]string{"ci": "e2e"}}})
-		x.add(names[i], notSucceeded("e2e-0"), map[string]string{"app": "e2e"})
+	r := &sweepRun{now: now, stop: context.Background()}
+	ru := s.newRuleRun(r, obj, m, Status{})
+	x := newLabelIndex()
+	for i := range benchManagers {
+		name := fmt.Sprintf("e2e-%05d", i)
+		ru.pairs = append(ru.pairs, namespaceInfoOf(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name),
+			CreationTimestamp: metav1.NewTime(now.Add(-time.Hour)), Labels: map[string]string{"ci": "e2e"}}}))
+		x.add(name, notSucceeded("e2e-0"), map[string]string{"app": "e2e"})
 	}
-	x.built()
-	e := Entry{Namespace: "rules", Name: "bench", Rule: true}
+	ru.entries = make([]Entry, len(ru.pairs))
+	x.seen = nil
 	b.ReportAllocs()
 	for b.Loop() {
-		for i, name := range names {
+		for i := range ru.pairs {
 			var passed bool
-			w := s.evaluatePairOf(context.Background(), r, m, e, "k", name, infos[i], x.answers(nil, &passed), "")
-			if passed || w.d.plan != nil || w.d.entry.State != StateWaiting {
-				b.Fatalf("%s: %s (%s), want waiting", name, w.d.entry.State, w.d.entry.Message)
+			if _, work := ru.evaluate(context.Background(), i, x.answers(nil, &passed)); work || passed || ru.entries[i].State != StateWaiting {
+				b.Fatalf("%s: %s (%s), want waiting", ru.pairs[i].name, ru.entries[i].State, ru.entries[i].Message)
 			}
 		}
 	}

@@ -149,10 +149,16 @@ type Sweeper struct {
 	cfg     Config
 	clients Clients
 	log     *slog.Logger
-	writer  writer
+	// A dry run is decided here once, in New: the writer, which in a dry
+	// run sends nothing; success, the state of an action carried out
+	// (StateFired, or StatePlanned); and notifier, nil in a dry run or
+	// without Config.NotifyURL.
+	writer   writer
+	success  State
+	notifier *notifier
 }
 
-// New returns a Sweeper. sender delivers WEBHOOK actions.
+// New returns a Sweeper. sender delivers WEBHOOK actions and notifications.
 func New(cfg Config, clients Clients, sender *webhook.Sender, log *slog.Logger) (*Sweeper, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -173,10 +179,11 @@ func New(cfg Config, clients Clients, sender *webhook.Sender, log *slog.Logger) 
 		cfg.MaxHold = DefaultMaxHold
 	}
 	cfg.ProtectedNamespaces = WithProtectedFloor(cfg.ProtectedNamespaces)
-	s := &Sweeper{cfg: cfg, clients: clients, log: log}
-	s.writer = &apiWriter{clients: clients, webhook: sender}
+	s := &Sweeper{cfg: cfg, clients: clients, log: log, writer: newWriter(clients, sender, cfg.DryRun), success: StateFired}
 	if cfg.DryRun {
-		s.writer = dryRunWriter{}
+		s.success = StatePlanned
+	} else if cfg.NotifyURL != "" {
+		s.notifier = &notifier{url: cfg.NotifyURL, format: cfg.NotifyFormat}
 	}
 	return s, nil
 }

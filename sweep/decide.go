@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -9,26 +10,30 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/nsman/nsman/policy"
 )
 
-// A sweep handles a manager in two steps, as the descheduler separates its
-// strategies from its evictor: evaluate reads the manager, its stored status
-// and its target and returns a decision, without writing anything; execute
-// carries out a decision that has a plan. Only execute and record write.
+// A sweep handles a subject (a manager, or one namespace of a rule) in two
+// steps, as the descheduler separates its strategies from its evictor:
+// evaluation reads the subject, its record and its target and returns a
+// decision, without writing anything; the executor carries the decision
+// out. The verdicts both kinds of subject share are here: a live claim, an
+// invalid spec, an expired claim to complete, a lost DELETE answer to
+// confirm, and the policies themselves.
 
 // step is the kind of work a plan asks of the executor.
 type step int
 
 const (
-	// stepAct claims the manager, applies the policy's action, and records
-	// the outcome.
+	// stepAct applies the policy's action and records the outcome: a
+	// DELETE is its own claim, any other action is claimed first.
 	stepAct step = iota
-	// stepCompleteClaim does the same for the claim of a sweep that died:
-	// the action is applied again, on the namespace the claim was made for
-	// (DELETE and SCALE_DOWN are idempotent; a webhook is re-sent with the
-	// same Idempotency-Key).
+	// stepCompleteClaim claims, acts and records for the claim of a sweep
+	// that died: the action is applied again, on the namespace the claim was
+	// made for (DELETE and SCALE_DOWN are idempotent; a webhook is re-sent
+	// with the same Idempotency-Key).
 	stepCompleteClaim
 	// stepDeactivate: the action succeeded before; only the deactivation
 	// is missing.
@@ -39,12 +44,13 @@ const (
 	stepConfirmDelete
 )
 
-// plan is what the executor is to do for one manager.
+// plan is what the executor is to do for one subject.
 type plan struct {
 	step   step
 	policy policy.Policy
-	// generation, completing a rule's claim, is the rule generation the
-	// claim was made for, which the webhook Idempotency-Key is derived from.
+	// generation is the manager (or rule) generation the plan is for: the
+	// current one, or, completing a claim, the one the claim was made for.
+	// A webhook's Idempotency-Key is derived from it.
 	generation int64
 	// reason says why, in a sentence: the policy's condition, or what is
 	// being completed.
@@ -59,6 +65,9 @@ type target struct {
 	// claim, when the claim was made: a DELETE never removes a namespace
 	// recreated under the same name.
 	uid types.UID
+	// listed is the namespace as the sweep listed it (zero when it does not
+	// exist): a DELETE is preconditioned on its resourceVersion.
+	listed namespaceInfo
 	// going: the namespace is terminating or gone already.
 	going bool
 	// home: the namespace, uid and all, is the one the manager lives in,
@@ -69,131 +78,149 @@ type target struct {
 	recreated bool
 }
 
-// decision is what evaluate concluded for one manager.
+// decision is what evaluation concluded for one subject.
 type decision struct {
-	// manager is the parsed manager.
+	// manager is the parsed manager, or rule.
 	manager policy.Manager
 	// entry is the report entry: final without a plan; with one, what the
 	// executor starts from (target, policy conditions).
 	entry Entry
-	// checks is the minChecks progress a waiting manager records.
+	// checks is the minChecks progress a waiting subject records.
 	checks map[string]policy.CheckState
 	// plan, when set, is work for the executor.
 	plan *plan
-	// untouched: nothing is written to the manager: it is deactivated,
-	// another sweep's claim holds it, or it goes with its namespace.
+	// untouched: nothing is written: the manager is deactivated, another
+	// sweep's claim holds the subject, or it goes with its namespace.
 	untouched bool
 }
 
-// evaluate decides what to do with one manager. It makes no write; reads
-// are the sweep's list of namespaces and, for PODS_SUCCEED, pods checks.
-func (s *Sweeper) evaluate(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured, stored Status) decision {
+// evaluateManager decides what to do with one manager, whose record as
+// listed is stored. It makes no write; reads are the sweep's list of
+// namespaces and, for PODS_SUCCEED and PODS_FAILED, pods checks.
+func (s *Sweeper) evaluateManager(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured, stored Progress) decision {
 	e := Entry{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 	m, problems := policy.Parse(obj)
 	e.Target = m.Target()
-	final := func(state State, msg string) decision {
-		e.State, e.Message = state, msg
-		return decision{manager: m, entry: e}
-	}
 	if m.Deactivated {
-		d := final(StateDeactivated, "spec.deactivated is true")
-		d.untouched = true
-		return d
+		return untouched(m, e, StateDeactivated, "spec.deactivated is true")
 	}
-	// A live claim comes before every other verdict, whatever the
-	// generation it was made for: its action may be under way, and any
-	// write here could wipe it.
-	if c := stored.Claim; c != nil && s.clock().Before(c.Expires) {
-		if s.homeGoing(ctx, r, m, e.Target) {
-			return s.goneWithItsNamespace(m, e)
-		}
-		e.Policy, e.Action = c.Policy, c.Action
-		d := final(StateBusy, fmt.Sprintf("claimed by sweep %s until %s", c.Sweep, c.Expires.UTC().Format(time.RFC3339)))
-		d.untouched = true
+	if d, live := s.liveClaim(m, e, stored.Claim); live {
 		return d
 	}
 	if len(problems) > 0 {
-		for _, p := range problems {
-			e.Problems = append(e.Problems, p.Error())
-		}
-		return final(StateInvalid, fmt.Sprintf("%d problem(s); first: %s", len(problems), problems[0].Error()))
+		return decision{manager: m, entry: invalid(e, problems)}
 	}
 	if msg := s.refuse(m); msg != "" {
-		return final(StateForbidden, msg)
+		e.State, e.Message = StateForbidden, msg
+		return decision{manager: m, entry: e}
 	}
 
 	namespaces, err := s.namespaces(ctx, r)
 	if err != nil {
-		return decision{manager: m, entry: failed(e, err)}
+		return decision{manager: m, entry: failedEntry(e, err)}
 	}
 	ns, exists := namespaces[e.Target]
-	going := !exists || ns.terminating
-	if going && e.Target == m.Namespace {
-		return s.goneWithItsNamespace(m, e)
+	t := target{name: e.Target, uid: ns.uid, listed: ns, going: !exists || ns.terminating, home: exists && e.Target == m.Namespace}
+	if t.going && e.Target == m.Namespace {
+		return goneWithItsNamespace(m, e)
 	}
-
-	if c := stored.Claim; c != nil {
-		// A sweep claimed it and did not finish: complete its action,
-		// whatever became of the target since. A claim made for an older
-		// spec is void: the new spec is evaluated afresh.
-		if i := policyIndex(m, c.Policy); i >= 0 && c.Generation == m.Generation {
-			uid := c.TargetUID
-			if uid == "" {
-				uid = ns.uid
-			}
-			t := target{name: e.Target, uid: uid, going: going, home: home(m, e.Target, uid, ns), recreated: exists && uid != ns.uid}
-			return s.planned(m, e, nil, plan{step: stepCompleteClaim, policy: m.Policies[i],
-				reason: "completing the expired claim of sweep " + c.Sweep, target: t})
-		}
+	if d, ok := completeClaim(m, e, stored.Claim, t); ok {
+		return d
 	}
-
-	// An earlier sweep of this generation got as far as the action: finish
-	// what it left.
-	if last := stored.LastAction; last != nil && stored.ObservedGeneration == m.Generation {
-		t := target{name: e.Target, uid: ns.uid, going: going}
-		i := policyIndex(m, last.Policy)
-		switch {
-		case i < 0:
-		case last.Result == ResultSucceeded && !m.Policies[i].Final:
-			// A stage: the manager stands, and goes on to the policies
-			// after it.
-		case last.Result == ResultSucceeded:
-			return s.planned(m, e, nil, plan{step: stepDeactivate, policy: m.Policies[i], reason: "the action succeeded before; deactivating", target: t})
-		case last.Action == policy.ActionDelete && last.Uncertain && going:
-			return s.planned(m, e, nil, plan{step: stepConfirmDelete, policy: m.Policies[i], reason: "namespace " + e.Target + " went after a DELETE whose answer was lost", target: t})
-		}
+	if stored.doneFor(m, "") {
+		// An earlier sweep of this generation got as far as the action:
+		// only the deactivation is missing.
+		return planned(m, e, nil, plan{step: stepDeactivate, policy: m.Policies[policyIndex(m, stored.LastAction.Policy)], reason: "the action succeeded before; deactivating", target: t})
 	}
-
+	if d, ok := confirmDelete(m, e, stored, "", t); ok {
+		return d
+	}
 	switch {
 	case !exists:
-		return final(StateTargetMissing, fmt.Sprintf("namespace %s does not exist", e.Target))
+		e.State, e.Message = StateTargetMissing, fmt.Sprintf("namespace %s does not exist", e.Target)
+		return decision{manager: m, entry: e}
 	case ns.terminating:
-		return final(StateTargetTerminating, fmt.Sprintf("namespace %s is terminating", e.Target))
+		e.State, e.Message = StateTargetTerminating, fmt.Sprintf("namespace %s is terminating", e.Target)
+		return decision{manager: m, entry: e}
 	}
-
 	holds := []hold{{on: "namespace " + e.Target, value: ns.hold}, {on: "manager " + m.Namespace + "/" + m.Name, value: obj.GetAnnotations()[HoldAnnotation]}}
-	return holdsAt(holds, r.now, s.cfg.MaxHold).apply(s.evaluatePolicies(ctx, r, m, e, ns, s.checks(r, false), stored.Checks, firedIn(stored.Fired, m.Generation, "")))
+	return holdsAt(holds, r.now, s.cfg.MaxHold).apply(s.evaluatePolicies(ctx, r, m, e, t, s.checks(r, false), stored.Checks, firedIn(stored.Fired, m.Generation, "")))
 }
 
-// evaluatePolicies evaluates m's policies on namespace ns, the entry e's
-// target, checking pods with check as they ask and skipping the stages
-// (policies that are not final) in fired: a plan to act when one holds, else
-// the waiting entry with its minChecks progress.
-func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Manager, e Entry, ns namespaceInfo, check podsCheck, checks map[string]policy.CheckState, fired map[string]bool) decision {
-	in := policy.Input{Now: r.now, TargetCreated: ns.created, Checks: checks, Pods: map[int]policy.PodsCheck{}, Fired: fired}
+// liveClaim is the verdict of a claim that has not expired, whatever the
+// generation it was made for: its action may be under way, and any write
+// could wipe it. It comes before every other verdict.
+func (s *Sweeper) liveClaim(m policy.Manager, e Entry, c *Claim) (decision, bool) {
+	if c == nil || !s.clock().Before(c.Expires) {
+		return decision{}, false
+	}
+	e.Policy, e.Action = c.Policy, c.Action
+	return untouched(m, e, StateBusy, fmt.Sprintf("claimed by sweep %s until %s", c.Sweep, c.Expires.UTC().Format(time.RFC3339))), true
+}
+
+// invalid is the entry of a manager or rule whose spec has problems.
+func invalid(e Entry, problems field.ErrorList) Entry {
+	for _, p := range problems {
+		e.Problems = append(e.Problems, p.Error())
+	}
+	e.State, e.Message = StateInvalid, fmt.Sprintf("%d problem(s); first: %s", len(problems), problems[0].Error())
+	return e
+}
+
+// completeClaim is the verdict of a claim that expired: a sweep claimed
+// the subject and did not finish. A claim of this spec is completed, under
+// the generation it was made for, whatever became of the target since; one
+// made for another spec is void, and the new spec is evaluated afresh.
+func completeClaim(m policy.Manager, e Entry, c *Claim, t target) (decision, bool) {
+	if c == nil {
+		return decision{}, false
+	}
+	i := policyIndex(m, c.Policy)
+	if i < 0 || !sameSpec(m, c.Generation, c.Spec) {
+		return decision{}, false
+	}
+	exists := t.listed.uid != ""
+	t.uid = cmp.Or(c.TargetUID, t.listed.uid)
+	t.home = t.home && t.uid == t.listed.uid
+	t.recreated = exists && t.uid != t.listed.uid
+	return planned(m, e, nil, plan{step: stepCompleteClaim, policy: m.Policies[i], generation: c.Generation,
+		reason: "completing the expired claim of sweep " + c.Sweep, target: t}), true
+}
+
+// confirmDelete is the verdict of a DELETE recorded, for this spec, as
+// failed without an answer, when its namespace went since: the answer was
+// lost, not the delete.
+func confirmDelete(m policy.Manager, e Entry, stored Progress, spec string, t target) (decision, bool) {
+	last := stored.LastAction
+	if last == nil || !last.Uncertain || last.Action != policy.ActionDelete || !t.going || !sameSpec(m, stored.ObservedGeneration, spec) {
+		return decision{}, false
+	}
+	i := policyIndex(m, last.Policy)
+	if i < 0 {
+		return decision{}, false
+	}
+	return planned(m, e, nil, plan{step: stepConfirmDelete, policy: m.Policies[i],
+		reason: "namespace " + t.name + " went after a DELETE whose answer was lost", target: t}), true
+}
+
+// evaluatePolicies evaluates m's policies on namespace t, checking pods
+// with check as they ask and skipping the stages (policies that are not
+// final) in fired: a plan to act when one holds, else the waiting entry
+// with its minChecks progress.
+func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Manager, e Entry, t target, check podsCheck, checks map[string]policy.CheckState, fired map[string]bool) decision {
+	in := policy.Input{Now: r.now, TargetCreated: t.listed.created, Checks: checks, Pods: map[int]policy.PodsCheck{}, Fired: fired}
 	for {
 		out := policy.Evaluate(m, in)
 		switch out.Verdict {
 		case policy.NeedPods:
 			answer, err := check(ctx, e.Target, m.Policies[out.Policy].Condition)
 			if err != nil {
-				return decision{manager: m, entry: failed(e, err)}
+				return decision{manager: m, entry: failedEntry(e, err)}
 			}
 			in.Pods[out.Policy] = answer
 			continue
 		case policy.Fire:
-			d := s.planned(m, e, conditions(out.Policies), plan{step: stepAct, policy: m.Policies[out.Policy],
-				reason: out.Reason, target: target{name: e.Target, uid: ns.uid, home: home(m, e.Target, ns.uid, ns)}})
+			d := planned(m, e, conditions(out.Policies), plan{step: stepAct, policy: m.Policies[out.Policy], reason: out.Reason, target: t})
 			// A hold may keep the plan waiting: the minChecks progress
 			// stays.
 			d.checks = out.Checks
@@ -210,39 +237,24 @@ func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Ma
 	}
 }
 
-// homeGoing reports whether manager m acts on the namespace it lives in
-// and that namespace is being deleted (by m's DELETE, as a rule). Such a
-// manager goes with the namespace: writing to it is wasted, and Events
-// there are refused.
-func (s *Sweeper) homeGoing(ctx context.Context, r *sweepRun, m policy.Manager, target string) bool {
-	if target != m.Namespace {
-		return false
-	}
-	namespaces, err := s.namespaces(ctx, r)
-	if err != nil {
-		return false
-	}
-	ns, exists := namespaces[target]
-	return !exists || ns.terminating
-}
-
 // goneWithItsNamespace is the decision for a manager whose namespace is
 // going: nothing is written.
-func (s *Sweeper) goneWithItsNamespace(m policy.Manager, e Entry) decision {
-	e.State, e.Message = StateTargetTerminating, fmt.Sprintf("namespace %s, where this manager lives, is being deleted; the manager goes with it", e.Target)
+func goneWithItsNamespace(m policy.Manager, e Entry) decision {
+	return untouched(m, e, StateTargetTerminating, fmt.Sprintf("namespace %s, where this manager lives, is being deleted; the manager goes with it", e.Target))
+}
+
+// untouched is a final decision that writes nothing.
+func untouched(m policy.Manager, e Entry, state State, msg string) decision {
+	e.State, e.Message = state, msg
 	return decision{manager: m, entry: e, untouched: true}
 }
 
-// planned is the decision to carry out p.
-func (s *Sweeper) planned(m policy.Manager, e Entry, conds []Condition, p plan) decision {
+// planned is the decision to carry out p, for the manager's current
+// generation unless p names another.
+func planned(m policy.Manager, e Entry, conds []Condition, p plan) decision {
+	p.generation = cmp.Or(p.generation, m.Generation)
 	e.Policy, e.Action, e.Conditions = p.policy.Name, p.policy.Action.Type, conds
 	return decision{manager: m, entry: e, plan: &p}
-}
-
-// home reports whether the namespace name with uid, as listed in ns, is the
-// one manager m lives in.
-func home(m policy.Manager, name string, uid types.UID, ns namespaceInfo) bool {
-	return name == m.Namespace && uid == ns.uid
 }
 
 func policyIndex(m policy.Manager, name string) int {
@@ -264,9 +276,4 @@ func (s *Sweeper) refuse(m policy.Manager) string {
 			m.Namespace, m.Namespace, target, how, strings.Join(s.cfg.TrustedNamespaces, ", "))
 	}
 	return ""
-}
-
-func failed(e Entry, err error) Entry {
-	e.State, e.Message = StateFailed, err.Error()
-	return e
 }

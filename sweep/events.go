@@ -4,12 +4,30 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/nsman/nsman/policy"
 )
+
+// eventSink hears what became of each subject a sweep handled, and tells
+// people in Events on the manager: a manager's are told at once
+// (managerEvents), a rule's namespaces are tallied and told in one Event
+// per sweep (ruleTally). Events are written synchronously, so that they
+// are all there when the process exits; a failure to write one is logged,
+// never fatal.
+type eventSink interface {
+	// tell hears e, the entry a subject ends the sweep with, and before,
+	// what its record said as listed; acted: an action was carried out.
+	tell(ctx context.Context, e Entry, before prior, acted bool)
+}
 
 // eventKinds are the states that get an Event on the manager: what nsman
 // did, what failed, and what it refused.
@@ -20,27 +38,40 @@ var eventKinds = map[State]struct{ kind, reason string }{
 	StateForbidden: {corev1.EventTypeWarning, "Forbidden"},
 }
 
-// announce writes the Event for entry e on the manager, if its state gets
-// one. Events are written synchronously, so that they are all there when the
-// process exits. A failure to write one is logged, never fatal.
-func (s *Sweeper) announce(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured, e Entry) {
-	k, ok := eventKinds[e.State]
-	if !ok {
-		return
-	}
-	s.emit(ctx, r, obj, k.kind, k.reason, e.Action, e.Message)
-}
-
 // holdIgnored is the Event reason for holds nsman ignored.
 const holdIgnored = "HoldIgnored"
 
-// emit writes one Event on the manager obj.
-func (s *Sweeper) emit(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured, kind, reason, action, note string) {
+// managerEvents tells about one manager at once: an action's outcome each
+// time (a failing action at every failed attempt), another state when it
+// changes, holds ignored when they are newly so.
+type managerEvents struct {
+	s   *Sweeper
+	obj *unstructured.Unstructured
+	now time.Time
+}
+
+func (ev managerEvents) tell(ctx context.Context, e Entry, before prior, acted bool) {
+	if e.State == StateFired && e.Action == policy.ActionDelete && e.Target == ev.obj.GetNamespace() {
+		// The manager went with the namespace it deleted, and its Events
+		// would: its outcome is in the logs, the report and the metrics.
+		return
+	}
+	if k, ok := eventKinds[e.State]; ok && (acted || e.State != before.state) {
+		ev.emit(ctx, k.kind, k.reason, e.Action, e.Message)
+	}
+	if e.HoldIgnored != "" && e.HoldIgnored != before.ignoredHold {
+		ev.emit(ctx, corev1.EventTypeWarning, holdIgnored, "Evaluate", e.HoldIgnored)
+	}
+}
+
+// emit writes one Event on the manager.
+func (ev managerEvents) emit(ctx context.Context, kind, reason, action, note string) {
+	obj := ev.obj
 	suffix := make([]byte, 8)
 	_, _ = rand.Read(suffix)
-	ev := &eventsv1.Event{
+	e := &eventsv1.Event{
 		ObjectMeta: metav1.ObjectMeta{Namespace: obj.GetNamespace(), Name: obj.GetName() + "." + hex.EncodeToString(suffix)},
-		EventTime:  metav1.NewMicroTime(r.now),
+		EventTime:  metav1.NewMicroTime(ev.now),
 		Regarding: corev1.ObjectReference{
 			APIVersion:      obj.GetAPIVersion(),
 			Kind:            obj.GetKind(),
@@ -54,12 +85,67 @@ func (s *Sweeper) emit(ctx context.Context, r *sweepRun, obj *unstructured.Unstr
 		Action:              action,
 		Note:                truncate(note, maxMessage),
 		ReportingController: "nsman.k8s.consol.de/sweep",
-		ReportingInstance:   truncate(s.cfg.SweepID, 128),
+		ReportingInstance:   truncate(ev.s.cfg.SweepID, 128),
 	}
-	if ev.Action == "" {
-		ev.Action = "Evaluate"
+	if e.Action == "" {
+		e.Action = "Evaluate"
 	}
-	if err := s.writer.event(ctx, ev); err != nil {
-		s.log.Warn("event not written", "manager", obj.GetNamespace()+"/"+obj.GetName(), "reason", reason, "error", err.Error())
+	if err := ev.s.writer.event(ctx, e); err != nil {
+		ev.s.log.Warn("event not written", "manager", obj.GetNamespace()+"/"+obj.GetName(), "reason", reason, "error", err.Error())
 	}
+}
+
+// ruleTally gathers what a sweep did with a rule's namespaces, and tells
+// it in at most two Events on the rule (flush): the actions that fired and
+// the failures that are new (on a namespace whose last action had not
+// failed already), and the holds newly ignored. Nothing done, no Event:
+// never one per namespace, never one per sweep that changed nothing.
+type ruleTally struct {
+	mu                     sync.Mutex
+	fired, failed, ignored []string
+}
+
+func (t *ruleTally) tell(_ context.Context, e Entry, before prior, _ bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case e.State == StateFired:
+		t.fired = append(t.fired, e.Target)
+	case e.State == StateFailed && !before.failed:
+		t.failed = append(t.failed, e.Target+": "+e.Message)
+	}
+	if e.HoldIgnored != "" && e.HoldIgnored != before.ignoredHold {
+		t.ignored = append(t.ignored, e.Target+": "+e.HoldIgnored)
+	}
+}
+
+// flush tells the tally through the rule's own Events.
+func (t *ruleTally) flush(ctx context.Context, rule managerEvents) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var parts []string
+	if len(t.fired) > 0 {
+		parts = append(parts, fmt.Sprintf("acted on %d namespace(s): %s", len(t.fired), listed10(t.fired)))
+	}
+	if len(t.failed) > 0 {
+		parts = append(parts, fmt.Sprintf("failed on %d namespace(s): %s", len(t.failed), listed10(t.failed)))
+	}
+	if len(parts) > 0 {
+		k := eventKinds[StateFired]
+		if len(t.failed) > 0 {
+			k = eventKinds[StateFailed]
+		}
+		rule.emit(ctx, k.kind, k.reason, "Act", strings.Join(parts, "; "))
+	}
+	if len(t.ignored) > 0 {
+		rule.emit(ctx, corev1.EventTypeWarning, holdIgnored, "Evaluate", fmt.Sprintf("holds ignored on %d namespace(s): %s", len(t.ignored), listed10(t.ignored)))
+	}
+}
+
+// listed10 joins at most 10 items, saying how many more there are.
+func listed10(items []string) string {
+	if len(items) <= 10 {
+		return strings.Join(items, ", ")
+	}
+	return strings.Join(items[:10], ", ") + fmt.Sprintf(" and %d more", len(items)-10)
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -14,221 +13,201 @@ import (
 	"github.com/nsman/nsman/policy"
 )
 
-// The executor is the one place that writes to managers and carries out
-// actions: execute for a decision with a plan, record for one without. It
-// owns the action cap, claims, records and Events; dry run is its writer,
-// which sends nothing.
+// The executor is the one place a decision is carried out, for a manager
+// and for one namespace of a rule alike: the action cap, the claim, the
+// action, the notification, the record of the outcome and the Events. What
+// differs between the two is their record's (managerRecord, pairRecord)
+// and their sink's (managerEvents, ruleTally).
 //
-// Writes to a manager, and what keeps each from clobbering another sweep's
-// claim:
-//   - record (a final entry) and the claim carry the resourceVersion this
-//     sweep listed: of two sweeps that listed one version, one writes.
-//   - settle (the outcome of an action) is a JSON patch that tests first
-//     that the claim is still this sweep's.
-//   - deactivatePatch touches spec alone, never the status.
+// How each write keeps from clobbering another sweep's: a claim, and a
+// record written without one, are conditional on the version this sweep
+// listed, so that of two sweeps one writes; the outcome of a claimed action
+// is a JSON patch that tests first that the claim is still this sweep's; a
+// DELETE is its own claim: preconditioned on the namespace's UID and the
+// resourceVersion listed, it succeeds for one sweep only (the first changes
+// the namespace), and only that sweep records, tells and notifies.
 
 // claimMargin is kept between the end of an action's deadline and the expiry
 // of its claim, so that no sweep can take over a claim whose action may still
 // run.
 const claimMargin = 5 * time.Second
 
-// recordTimeout bounds a write of a manager's record. It is made even when
-// the sweep was interrupted, so that a claim is released and a failure seen.
+// recordTimeout bounds a write of a record. It is made even when the sweep
+// was interrupted, so that a claim is released and a failure seen.
 const recordTimeout = 5 * time.Second
 
-// execute carries out d's plan: within the action cap, claimed, acted on,
-// recorded and deactivated. In a dry run the writer sends nothing and the
-// entry is the plan.
-func (s *Sweeper) execute(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured, stored Status, d decision) Entry {
-	p, m, e := d.plan, d.manager, d.entry
-	switch p.step {
-	case stepDeactivate:
-		e.Effects = []string{p.policy.Action.Type + " succeeded before; nothing left to do"}
-		return s.completeWithoutAction(ctx, r, obj, stored, p, e)
-	case stepConfirmDelete:
-		e.Effects = []string{"delete namespace " + p.target.name + " (already gone)"}
-		return s.completeWithoutAction(ctx, r, obj, stored, p, e)
+// carryOut carries out decision d for the subject whose record is rec, and
+// tells rec's sink what became of it.
+func (s *Sweeper) carryOut(ctx context.Context, r *sweepRun, rec record, d decision) Entry {
+	p, e := d.plan, d.entry
+	acted := false
+	switch {
+	case d.untouched:
+	case p == nil:
+		e = s.save(ctx, rec, outcome{entry: e, checks: d.checks})
+	case p.step == stepDeactivate || p.step == stepConfirmDelete:
+		e = s.complete(ctx, r, rec, p, e)
+	case r.stop.Err() != nil:
+		// Interrupted while this subject was evaluated: no action starts.
+		e = notReached(e)
+	case !r.takeAction(s.cfg.MaxActions):
+		e.State, e.Message = StateDeferred, fmt.Sprintf("%s; deferred: --max-actions %d reached", p.reason, s.cfg.MaxActions)
+		e = s.save(ctx, rec, outcome{entry: e})
+	default:
+		e, acted = s.act(ctx, r, rec, d), true
 	}
+	rec.sink().tell(ctx, e, rec.prior(), acted)
+	return e
+}
 
-	if r.stop.Err() != nil {
-		// Interrupted while this manager was evaluated: no action starts.
-		return notReached(obj)
-	}
-	if max := s.cfg.MaxActions; max > 0 && r.actions.Add(1) > int64(max) {
-		e.State, e.Message = StateDeferred, fmt.Sprintf("%s; deferred: --max-actions %d reached", p.reason, max)
-		return s.record(ctx, r, obj, stored, e, nil)
-	}
-
-	// The claim expires ClaimTTL after it is made, in the API server's
-	// time, and the action's deadline is claimMargin earlier, counted from
-	// the same moment: however late in a sweep a manager is reached, no
-	// other sweep takes the claim over while the action may run.
-	claimed := stored.clone()
-	if !selfDelete(p) {
-		// A manager that deletes its own namespace is claimed with the
-		// claim alone: the manager goes with the namespace, and a status
-		// saying it acts would only make the claim larger.
-		claimed.observe(Entry{State: StateActing, Target: p.target.name, Message: fmt.Sprintf("sweep %s is acting (%s): %s", s.cfg.SweepID, p.policy.Action.Type, p.reason)}, m.Generation, r.now)
-		if p.policy.Final {
-			// A stage leaves the manager standing, with the progress of
-			// the policies after it.
-			claimed.Checks = nil
+// save records a final entry, if the record keeps anything of it.
+func (s *Sweeper) save(ctx context.Context, rec record, o outcome) Entry {
+	if _, err := rec.write(ctx, o); err != nil {
+		if changedSinceListed(err) {
+			return busy(o.entry, err)
 		}
+		return failedEntry(o.entry, fmt.Errorf("record the outcome: %w", err))
 	}
+	return o.entry
+}
+
+// act carries out the plan's action and records its outcome. A DELETE is
+// its own claim; any other action is claimed first. The claim expires
+// ClaimTTL after it is made, in the API server's time, and the action's
+// deadline is claimMargin earlier, counted from the same moment: however
+// late in a sweep a subject is reached, no other sweep takes the claim over
+// while the action may run.
+func (s *Sweeper) act(ctx context.Context, r *sweepRun, rec record, d decision) Entry {
+	p, e := d.plan, d.entry
 	deadline := time.Now().Add(s.cfg.ClaimTTL - claimMargin)
-	claimed.Claim = &Claim{Policy: p.policy.Name, Action: p.policy.Action.Type, Sweep: s.cfg.SweepID,
-		Expires: s.clock().Add(s.cfg.ClaimTTL).UTC(), Generation: m.Generation, TargetUID: p.target.uid}
-	patch, _ := r.store.update(stored, claimed, obj.GetResourceVersion(), false)
-	if err := s.writer.patchManager(ctx, m.Namespace, m.Name, patch); err != nil {
-		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			e.State, e.Message = StateBusy, "changed by someone else since this sweep listed it; left to the next sweep"
-			return e
+	claimed := p.step != stepAct || p.policy.Action.Type != policy.ActionDelete
+	if claimed {
+		c := Claim{Policy: p.policy.Name, Action: p.policy.Action.Type, Sweep: s.cfg.SweepID,
+			Expires: s.clock().Add(s.cfg.ClaimTTL).UTC(), Generation: p.generation, TargetUID: p.target.uid}
+		acting := e
+		acting.State, acting.Message = StateActing, fmt.Sprintf("sweep %s is acting (%s): %s", s.cfg.SweepID, p.policy.Action.Type, p.reason)
+		if err := rec.claim(ctx, c, acting, p.policy.Final); changedSinceListed(err) {
+			return busy(e, err)
+		} else if err != nil {
+			return s.save(ctx, rec, outcome{entry: failedEntry(e, fmt.Errorf("claim: %w", err))})
 		}
-		return s.record(ctx, r, obj, stored, failed(e, fmt.Errorf("claim: %w", err)), nil)
 	}
-
 	actCtx, cancel := context.WithDeadline(ctx, deadline)
-	effects, err := s.apply(actCtx, m, p)
+	effects, err := s.apply(actCtx, d.manager, rec, p)
 	cancel()
+	if !claimed && changedSinceListed(err) {
+		// The DELETE found the namespace changed: nothing was done.
+		return busy(e, err)
+	}
 	e.Effects = effects
-	defer s.notifyOutcome(ctx, r, m, p, effects, err, failedBefore(stored.LastAction, p))
-
-	// A manager that deleted its own namespace goes with it, its Events
-	// too: its outcome is in the logs, the report and the metrics, and the
-	// claim, until the manager is gone, keeps other sweeps away.
-	if err == nil && selfDelete(p) {
+	defer s.notify(ctx, r, d.manager, p, effects, err, failedBefore(rec.prior().last, p))
+	if err == nil && p.policy.Action.Type == policy.ActionDelete && rec.livesIn(p.target) {
+		// The record went with the namespace (its claim, if it had one,
+		// kept other sweeps away until then).
 		return s.succeeded(e, p)
 	}
+	e, o := s.outcomeOf(e, p, err, r.now)
+	if _, werr := rec.write(ctx, o); werr != nil {
+		if err != nil {
+			return failedEntry(e, fmt.Errorf("%s; recording it failed: %w", e.Message, werr))
+		}
+		return failedEntry(e, fmt.Errorf("action done, but recording it failed: %w", werr))
+	}
+	return e
+}
 
-	final := claimed.clone()
-	final.Claim = nil
+// outcomeOf is the entry and the record of plan p's action, done or
+// failed with err.
+func (s *Sweeper) outcomeOf(e Entry, p *plan, err error, now time.Time) (Entry, outcome) {
+	last := &LastAction{Policy: p.policy.Name, Action: p.policy.Action.Type, Result: ResultSucceeded, Message: truncate(p.reason, maxMessage), Time: now.UTC()}
 	if err != nil {
-		e = failed(e, err)
-		final.observe(e, m.Generation, r.now)
-		final.LastAction = &LastAction{Policy: p.policy.Name, Action: p.policy.Action.Type, Result: ResultFailed, Message: truncate(err.Error(), maxMessage), Time: r.now.UTC(),
-			Uncertain: p.policy.Action.Type == policy.ActionDelete && uncertain(err)}
-		if werr := s.write(ctx, r.store.settle(claimed, final, false), m.Namespace, m.Name); werr != nil {
-			return failed(e, fmt.Errorf("%w; recording the failure failed too: %w", err, werr))
-		}
-		s.announce(ctx, r, obj, e)
-		return e
+		e = failedEntry(e, err)
+		last.Result, last.Message = ResultFailed, truncate(err.Error(), maxMessage)
+		last.Uncertain = p.policy.Action.Type == policy.ActionDelete && uncertain(err)
+		return e, outcome{entry: e, last: last}
 	}
-	done := s.succeeded(e, p)
-	final.observe(Entry{State: StateFired, Target: p.target.name, Message: p.reason}, m.Generation, r.now)
-	final.IgnoredHold = e.HoldIgnored
-	final.LastAction = &LastAction{Policy: p.policy.Name, Action: p.policy.Action.Type, Result: ResultSucceeded, Message: truncate(p.reason, maxMessage), Time: r.now.UTC()}
-	if !p.policy.Final {
-		// A stage: recorded as fired, the manager left standing.
-		final.Fired = addFired(final.Fired, p.policy.Name, m.Generation, "", r.now)
-	}
-	if err := s.write(ctx, r.store.settle(claimed, final, !r.store.inStatus && p.policy.Final), m.Namespace, m.Name); err != nil {
-		if lostClaim(err) {
-			err = fmt.Errorf("the manager changed since this sweep claimed it: %w", err)
-		}
-		return failed(done, fmt.Errorf("action done, but recording it failed: %w", err))
-	}
-	s.announce(ctx, r, obj, done)
-	s.warnIgnoredHold(ctx, r, obj, stored, done)
-	if r.store.inStatus && p.policy.Final {
-		if err := s.write(ctx, deactivatePatch(), m.Namespace, m.Name); err != nil {
-			return failed(done, fmt.Errorf("action done, but deactivating the manager failed (a later sweep completes it): %w", err))
-		}
-	}
-	return done
-}
-
-// selfDelete reports a plan to DELETE the namespace the manager lives in.
-func selfDelete(p *plan) bool { return p.policy.Action.Type == policy.ActionDelete && p.target.home }
-
-// succeeded is the entry of a plan carried out.
-func (s *Sweeper) succeeded(e Entry, p *plan) Entry {
-	e.State, e.Message = StateFired, p.reason
-	if s.cfg.DryRun {
-		e.State = StatePlanned
-	}
-	return e
-}
-
-// completeWithoutAction records a plan whose action was done before, and
-// deactivates the manager. The record carries the resourceVersion listed:
-// no claim is made, so none can be clobbered.
-func (s *Sweeper) completeWithoutAction(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured, stored Status, p *plan, e Entry) Entry {
 	e = s.succeeded(e, p)
-	final := stored.clone()
-	final.observe(Entry{State: StateFired, Target: p.target.name, Message: p.reason}, obj.GetGeneration(), r.now)
-	final.Claim = nil
+	o := outcome{entry: e, last: last, done: p.policy.Final}
+	if !p.policy.Final {
+		// A stage: recorded as fired, the subject left standing.
+		o.stage = p.policy.Name
+	}
+	return e, o
+}
+
+// complete records a plan whose action was done before: a manager's
+// deactivation is missing, or a DELETE whose answer was lost turns out to
+// have been carried out. No claim is made: the record is written
+// conditional on the version listed, so none can be clobbered.
+func (s *Sweeper) complete(ctx context.Context, r *sweepRun, rec record, p *plan, e Entry) Entry {
+	o := outcome{done: true}
+	e.Effects = []string{p.policy.Action.Type + " succeeded before; nothing left to do"}
 	if p.step == stepConfirmDelete {
-		final.LastAction = &LastAction{Policy: p.policy.Name, Action: p.policy.Action.Type, Result: ResultSucceeded, Message: truncate(p.reason, maxMessage), Time: r.now.UTC()}
+		e.Effects = []string{"delete namespace " + p.target.name + " (already gone)"}
+		o.last = &LastAction{Policy: p.policy.Name, Action: p.policy.Action.Type, Result: ResultSucceeded, Message: truncate(p.reason, maxMessage), Time: r.now.UTC()}
 	}
-	patch, _ := r.store.update(stored, final, obj.GetResourceVersion(), !r.store.inStatus)
-	if err := s.write(ctx, patch, obj.GetNamespace(), obj.GetName()); err != nil {
-		if apierrors.IsConflict(err) {
-			e.State, e.Message = StateBusy, "changed by someone else since this sweep listed it; left to the next sweep"
-			return e
+	o.entry = s.succeeded(e, p)
+	return s.save(ctx, rec, o)
+}
+
+// asListed calls write with namespace ns's resourceVersion as listed; when
+// the namespace changed since, it is read again and write called again
+// with the version read if unchanged says the change leaves the decision
+// standing, and else errChanged.
+func (s *Sweeper) asListed(ctx context.Context, ns namespaceInfo, unchanged func(listed, now namespaceInfo) bool, write func(resourceVersion string) error) error {
+	resourceVersion := ns.resourceVersion
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		err := write(resourceVersion)
+		if !apierrors.IsConflict(err) {
+			return err
 		}
-		return failed(e, fmt.Errorf("record the outcome on the manager: %w", err))
-	}
-	if r.store.inStatus {
-		if err := s.write(ctx, deactivatePatch(), obj.GetNamespace(), obj.GetName()); err != nil {
-			return failed(e, fmt.Errorf("deactivate the manager: %w", err))
+		now, exists, rerr := s.namespaceNow(ctx, ns.name)
+		switch {
+		case rerr != nil:
+			return fmt.Errorf("namespace %s %w (reading it again failed: %v)", ns.name, errChanged, rerr)
+		case !exists || !unchanged(ns, now):
+			return fmt.Errorf("namespace %s %w", ns.name, errChanged)
 		}
-	}
-	if stored.State != StateFired {
-		s.announce(ctx, r, obj, e)
-	}
+		resourceVersion = now.resourceVersion
+		return err
+	})
+}
+
+// succeeded is the entry of a plan carried out: fired, or in a dry run
+// planned.
+func (s *Sweeper) succeeded(e Entry, p *plan) Entry {
+	e.State, e.Message = s.success, p.reason
 	return e
 }
 
-// record writes the status that entry e, a final one, describes, when it
-// differs from the stored one, and the Event for a changed state. The write
-// carries the resourceVersion listed: a manager changed since (claimed by
-// another sweep, say) is left to the next sweep.
-func (s *Sweeper) record(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured, stored Status, e Entry, checks map[string]policy.CheckState) Entry {
-	next := stored.clone()
-	next.observe(e, obj.GetGeneration(), r.now)
-	next.IgnoredHold = e.HoldIgnored
-	// A claim that reaches here has expired (a live one leaves the manager
-	// untouched). One made for an older spec is void; one of this spec
-	// stays for a later sweep to complete (this one deferred it, or could
-	// not claim it).
-	if next.Claim != nil && next.Claim.Generation != obj.GetGeneration() {
-		next.Claim = nil
-	}
-	if e.State == StateWaiting {
-		next.Checks = checks
-	}
-	patch, changed := r.store.update(stored, next, obj.GetResourceVersion(), false)
-	if !changed {
-		return e
-	}
-	if err := s.write(ctx, patch, obj.GetNamespace(), obj.GetName()); err != nil {
-		if apierrors.IsConflict(err) {
-			e.State, e.Message = StateBusy, "changed by someone else since this sweep listed it; left to the next sweep"
-			return e
-		}
-		return failed(e, fmt.Errorf("record the outcome on the manager: %w", err))
-	}
-	if e.State != stored.State {
-		s.announce(ctx, r, obj, e)
-	}
-	s.warnIgnoredHold(ctx, r, obj, stored, e)
+// busy is the entry of a subject left to the next sweep, because err says
+// it changed since it was listed.
+func busy(e Entry, err error) Entry {
+	e.State, e.Message = StateBusy, err.Error()+"; left to the next sweep"
 	return e
 }
 
-// warnIgnoredHold writes a Warning Event when holds are ignored that were
-// not before (or for another reason).
-func (s *Sweeper) warnIgnoredHold(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured, stored Status, e Entry) {
-	if e.HoldIgnored != "" && e.HoldIgnored != stored.IgnoredHold {
-		s.emit(ctx, r, obj, corev1.EventTypeWarning, holdIgnored, "Evaluate", e.HoldIgnored)
-	}
+func failedEntry(e Entry, err error) Entry {
+	e.State, e.Message = StateFailed, err.Error()
+	return e
 }
 
-// write applies a patch to a manager, retrying transient failures, even
+// notReached is the entry of a subject an interrupted sweep did not get to.
+func notReached(e Entry) Entry {
+	what := "manager"
+	if e.Rule && e.Target != "" {
+		what = "namespace"
+	}
+	return Entry{Namespace: e.Namespace, Name: e.Name, Rule: e.Rule, Target: e.Target, State: StateDeferred,
+		Message: "the sweep was interrupted before it got to this " + what}
+}
+
+// write applies a patch to manager obj, retrying transient failures, even
 // after the sweep was interrupted. A manager that is gone (deleted along
 // with its namespace) needs nothing.
-func (s *Sweeper) write(ctx context.Context, patch managerPatch, namespace, name string) error {
+func (s *Sweeper) write(ctx context.Context, patch apiPatch, obj *unstructured.Unstructured) error {
 	err := s.retry(ctx, func(ctx context.Context) error {
-		return s.writer.patchManager(ctx, namespace, name, patch)
+		return s.writer.patchManager(ctx, obj.GetNamespace(), obj.GetName(), patch)
 	})
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -250,13 +229,6 @@ func (s *Sweeper) retry(ctx context.Context, write func(context.Context) error) 
 func transient(err error) bool {
 	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
 		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err)
-}
-
-// lostClaim reports a settle refused because the claim it tests is no longer
-// this sweep's: a JSON patch whose test failed, or whose tested path is gone,
-// is answered 422 (Invalid).
-func lostClaim(err error) bool {
-	return apierrors.IsInvalid(err)
 }
 
 // failedBefore reports whether last, a stored outcome, is a failure of

@@ -94,7 +94,7 @@ func TestDecodePageKeepsWhatTheSweepReads(t *testing.T) {
 	if !reflect.DeepEqual(m.obj.Object, want) {
 		t.Errorf("decoded\n%#v\nwant\n%#v", m.obj.Object, want)
 	}
-	st := stateStore{inStatus: true}.read(m)
+	st := statusLocation{subresource: true}.read(m)
 	if st.State != StateWaiting || st.Target != "team-00007" || st.ObservedGeneration != 1 || len(st.Conditions) != 1 {
 		t.Errorf("status read as %+v", st)
 	}
@@ -138,9 +138,9 @@ func TestDecodePageAgreesWithTheDynamicClient(t *testing.T) {
 		if got := got.obj.GetAnnotations(); len(got)+len(wantAnnotations) > 0 && !reflect.DeepEqual(got, wantAnnotations) {
 			t.Errorf("item %d: annotations %v, want %v", i, got, wantAnnotations)
 		}
-		for _, store := range []stateStore{{inStatus: true}, {inStatus: false}} {
+		for _, store := range []statusLocation{{subresource: true}, {subresource: false}} {
 			var want Status
-			if store.inStatus {
+			if store.subresource {
 				if raw, ok := u.Object["status"].(map[string]any); ok {
 					data, _ := json.Marshal(raw)
 					_ = json.Unmarshal(data, &want)
@@ -149,7 +149,7 @@ func TestDecodePageAgreesWithTheDynamicClient(t *testing.T) {
 				_ = json.Unmarshal([]byte(raw), &want)
 			}
 			if got := store.read(got); mustJSON(got) != mustJSON(want) {
-				t.Errorf("item %d, inStatus=%v: read %s, want %s", i, store.inStatus, mustJSON(got), mustJSON(want))
+				t.Errorf("item %d, subresource=%v: read %s, want %s", i, store.subresource, mustJSON(got), mustJSON(want))
 			}
 		}
 	}

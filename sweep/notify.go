@@ -43,16 +43,20 @@ type NotificationManager struct {
 	Name      string `json:"name"`
 }
 
-// notifyOutcome sends the notification of the outcome of plan p's action
-// (its effects, and the error it failed with, if it did), when --notify-url
-// is set and this is no dry run. A failure is told once: not again while
-// the same policy's last action had failed already. Its
-// Idempotency-Key is derived from the firing's and the result, so that the
-// same outcome of one firing, told again by a sweep completing a claim,
-// carries the same key. A failed notification is logged and counted; it
-// changes nothing else.
-func (s *Sweeper) notifyOutcome(ctx context.Context, r *sweepRun, m policy.Manager, p *plan, effects []string, actionErr error, failedBefore bool) {
-	if s.cfg.NotifyURL == "" || s.cfg.DryRun || actionErr != nil && failedBefore {
+// notifier sends the notifications of Config.NotifyURL in one format.
+type notifier struct {
+	url, format string
+}
+
+// notify sends the notification of the outcome of plan p's action (its
+// effects, and the error it failed with, if it did), when the sweep has a
+// notifier. A failure is told once: not again while the same policy's last
+// action had failed already. Its Idempotency-Key is derived from the
+// firing's and the result, so that the same outcome of one firing, told
+// again by a sweep completing a claim, carries the same key. A failed
+// notification is logged and counted; it changes nothing else.
+func (s *Sweeper) notify(ctx context.Context, r *sweepRun, m policy.Manager, p *plan, effects []string, actionErr error, failedBefore bool) {
+	if s.notifier == nil || actionErr != nil && failedBefore {
 		return
 	}
 	result, message := ResultSucceeded, p.reason
@@ -64,10 +68,10 @@ func (s *Sweeper) notifyOutcome(ctx context.Context, r *sweepRun, m policy.Manag
 		Policy: p.policy.Name, Action: p.policy.Action.Type, Result: result, Message: truncate(message, maxMessage), Effects: effects,
 		Time: r.now.UTC(), Sweep: s.cfg.SweepID, Version: s.cfg.Version,
 	}
-	body, err := notificationBody(n, s.cfg.NotifyFormat)
+	body, err := notificationBody(n, s.notifier.format)
 	if err == nil {
 		sum := sha256.Sum256([]byte(firingKey(m, p) + "/" + result))
-		err = s.writer.post(ctx, s.cfg.NotifyURL, body, hex.EncodeToString(sum[:16]))
+		err = s.writer.post(ctx, s.notifier.url, body, hex.EncodeToString(sum[:16]))
 	}
 	if err != nil {
 		r.notifyFailed.Add(1)

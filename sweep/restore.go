@@ -20,10 +20,7 @@ import (
 // applies, and kept it would bring back an old count at a later restore. It
 // returns what it did, or with dryRun what it would do.
 func Restore(ctx context.Context, clients Clients, namespace string, dryRun bool) ([]string, error) {
-	var w writer = &apiWriter{clients: clients}
-	if dryRun {
-		w = dryRunWriter{}
-	}
+	w := newWriter(clients, nil, dryRun)
 	var (
 		effects []string
 		errs    []error

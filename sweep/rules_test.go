@@ -45,7 +45,7 @@ func TestIndexAhead(t *testing.T) {
 		return ruleWith(namespace, summary, deactivated, policies...)
 	}
 	s := &Sweeper{cfg: Config{TrustedNamespaces: []string{"platform"}}}
-	r := &sweepRun{store: stateStore{inStatus: true}}
+	r := &sweepRun{status: statusLocation{subresource: true}}
 	for _, tt := range []struct {
 		name string
 		rule listed
@@ -82,11 +82,11 @@ func TestLastWritten(t *testing.T) {
 		st   PairStatus
 		want time.Time
 	}{
-		{"claim", PairStatus{Claim: &Claim{Expires: at(5)}, LastAction: &LastAction{Time: at(1)}}, at(5)},
-		{"last action", PairStatus{LastAction: &LastAction{Time: at(7)}, Fired: []FiredPolicy{{Time: at(3)}}}, at(7)},
-		{"progress", PairStatus{Checks: map[string]policy.CheckState{"a": {Last: at(2)}, "b": {Last: at(9)}}}, at(9)},
-		{"stage", PairStatus{Fired: []FiredPolicy{{Time: at(4)}, {Time: at(8)}}}, at(8)},
-		{"written", PairStatus{Rule: "ns/rule", IgnoredHold: "unparseable", Written: ptr.To(at(6))}, at(6)},
+		{"claim", PairStatus{Progress: Progress{Claim: &Claim{Expires: at(5)}, LastAction: &LastAction{Time: at(1)}}}, at(5)},
+		{"last action", PairStatus{Progress: Progress{LastAction: &LastAction{Time: at(7)}, Fired: []FiredPolicy{{Time: at(3)}}}}, at(7)},
+		{"progress", PairStatus{Progress: Progress{Checks: map[string]policy.CheckState{"a": {Last: at(2)}, "b": {Last: at(9)}}}}, at(9)},
+		{"stage", PairStatus{Progress: Progress{Fired: []FiredPolicy{{Time: at(4)}, {Time: at(8)}}}}, at(8)},
+		{"written", PairStatus{Rule: "ns/rule", Progress: Progress{IgnoredHold: "unparseable"}, Written: ptr.To(at(6))}, at(6)},
 		{"nothing", PairStatus{Rule: "ns/rule"}, time.Time{}},
 	} {
 		raw, _ := json.Marshal(tt.st)
@@ -125,9 +125,7 @@ func TestConfirmerAnswersForTheWholeChunk(t *testing.T) {
 	if len(problems) > 0 {
 		t.Fatal(problems)
 	}
-	index := &podIndex{}
-	index.building()
-	index.built()
+	index := newLabelIndex()
 	r := &sweepRun{}
 	check := s.confirmer(m, index, s.checks(r, false)).checks(t.Context(), []string{"a", "b", "c", "busy"}, 3)
 	cond := m.Policies[0].Condition

@@ -2,7 +2,6 @@ package sweep
 
 import (
 	"context"
-	"encoding/json"
 	"maps"
 	"slices"
 	"strings"
@@ -58,7 +57,7 @@ func (s *Sweeper) removeStaleRecords(ctx context.Context, r *sweepRun, managers 
 		path := annotationPointer(f.key)
 		patch := mustJSON([]map[string]any{{"op": "test", "path": path, "value": f.record}, {"op": "remove", "path": path}})
 		attrs := []any{"namespace", f.namespace, "annotation", f.key, "dryRun", s.cfg.DryRun}
-		if err := s.writer.patchNamespace(ctx, f.namespace, managerPatch{jsonPatch: true, body: []byte(patch)}); err != nil {
+		if err := s.writer.patchNamespace(ctx, f.namespace, apiPatch{jsonPatch: true, body: []byte(patch)}); err != nil {
 			s.log.Warn("the record of a rule that is gone was not removed", append(attrs, "error", err.Error())...)
 			return
 		}
@@ -71,36 +70,5 @@ func (s *Sweeper) removeStaleRecords(ctx context.Context, r *sweepRun, managers 
 // lastWritten is the latest time a pair's record, as stored, holds (see
 // PairStatus.lastTime); a record that does not decode holds none.
 func lastWritten(raw string) time.Time {
-	var st PairStatus
-	if json.Unmarshal([]byte(raw), &st) != nil {
-		return time.Time{}
-	}
-	return st.lastTime()
-}
-
-// lastTime is the latest time the record holds: of its claim, its last
-// action, its minChecks progress, its stages, or when it was written.
-func (p PairStatus) lastTime() time.Time {
-	var last time.Time
-	later := func(t time.Time) {
-		if t.After(last) {
-			last = t
-		}
-	}
-	if p.Written != nil {
-		later(*p.Written)
-	}
-	if p.Claim != nil {
-		later(p.Claim.Expires)
-	}
-	if p.LastAction != nil {
-		later(p.LastAction.Time)
-	}
-	for _, c := range p.Checks {
-		later(c.Last)
-	}
-	for _, f := range p.Fired {
-		later(f.Time)
-	}
-	return last
+	return decodePair(raw).lastTime()
 }

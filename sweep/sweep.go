@@ -25,13 +25,60 @@ var ErrInterrupted = errors.New("sweep interrupted")
 // ErrNotInstalled means the API server does not serve NamespaceManagers.
 var ErrNotInstalled = errors.New("the NamespaceManager CRD (namespacemanagers.k8s.consol.de) is not installed")
 
+// Run performs one sweep. Per-manager failures are reported in the Report
+// and never stop the sweep. The error is for a sweep that could not run at
+// all (no API server, CRD not installed), or ErrInterrupted, with the Report
+// of what it did, when ctx was cancelled before it got to every manager.
+func (s *Sweeper) Run(ctx context.Context) (Report, error) {
+	began := time.Now()
+	status, err := s.statusLocation()
+	if err != nil {
+		return Report{}, err
+	}
+	r := &sweepRun{status: status, stop: ctx, governed: map[string]string{}, pairSlots: make(chan struct{}, s.cfg.Concurrency)}
+	// Work already started outlives an interrupt by InterruptGrace, so that
+	// an action under way finishes and is recorded rather than being cut
+	// off with its claim held; nothing new starts once ctx is done.
+	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWork()
+	stopGrace := context.AfterFunc(ctx, func() { time.AfterFunc(s.cfg.InterruptGrace, cancelWork) })
+	defer stopGrace()
+
+	q := s.startWorkers(ctx, work, r)
+	l := s.listManagers(ctx, work, r, q)
+	// Rules go last: which namespaces they may touch depends on every
+	// single-target manager, so on the whole listing.
+	s.queueRules(ctx, r, &l, q)
+	q.wg.Wait()
+
+	interrupted := ctx.Err()
+	if l.err != nil && interrupted == nil && !l.any {
+		// Nothing was listed: the sweep could not run at all.
+		if apierrors.IsNotFound(l.err) {
+			return Report{}, ErrNotInstalled
+		}
+		return Report{}, fmt.Errorf("list NamespaceManagers: %w", l.err)
+	}
+	if !l.any {
+		r.now = s.now()
+	}
+	if l.everyManager != nil && interrupted == nil {
+		l.staleRecords = s.removeStaleRecords(work, r, l.everyManager)
+	}
+	report := s.report(r, l, began)
+	if interrupted != nil {
+		return report, fmt.Errorf("%w: %w", ErrInterrupted, interrupted)
+	}
+	return report, nil
+}
+
 // sweepRun is the state of one Run.
 type sweepRun struct {
 	now time.Time
 	// stop is done once the sweep is interrupted: no action starts after
 	// it, while those under way go on for InterruptGrace.
 	stop    context.Context
-	store   stateStore
+	status  statusLocation
 	actions atomic.Int64
 
 	nsOnce sync.Once
@@ -41,10 +88,9 @@ type sweepRun struct {
 	// podChecks counts pods checks; after PodIndexAfter of them, pods
 	// answers come from one cluster-wide list.
 	podChecks atomic.Int64
-	pods      podIndex
-	// failed indexes the pods in phase Failed and the failed Jobs, for
-	// PODS_FAILED checks past PodIndexAfter.
-	failed podIndex
+	// pending indexes the pods that have not succeeded; failures, the pods
+	// in phase Failed and the failed Jobs (see pods.go).
+	pending, failures onceIndex
 
 	// governed maps each namespace a single-target manager may act on to
 	// that manager, namespace/name, for every manager listed (of every
@@ -64,13 +110,263 @@ type sweepRun struct {
 	entries []Entry
 }
 
+// takeAction counts one action against the cap max (none when 0), and
+// reports whether it is within it.
+func (r *sweepRun) takeAction(max int) bool {
+	return max <= 0 || r.actions.Add(1) <= int64(max)
+}
+
+func (r *sweepRun) add(entries ...Entry) {
+	r.mu.Lock()
+	r.entries = append(r.entries, entries...)
+	r.mu.Unlock()
+}
+
+// queue hands listed managers to Concurrency workers.
+type queue struct {
+	jobs chan listed
+	wg   sync.WaitGroup
+}
+
+// startWorkers starts the workers that handle the managers queued: each
+// evaluates one and carries out the decision, with work, which outlives an
+// interrupt of ctx by InterruptGrace; once ctx is done, what is queued is
+// reported as not reached.
+func (s *Sweeper) startWorkers(ctx, work context.Context, r *sweepRun) *queue {
+	q := &queue{jobs: make(chan listed)}
+	for range s.cfg.Concurrency {
+		q.wg.Go(func() {
+			for l := range q.jobs {
+				var entries []Entry
+				switch {
+				case ctx.Err() != nil:
+					entries = s.notReached(l)
+				case isRule(l.obj):
+					entries = s.handleRule(work, r, l)
+				default:
+					rec := s.managerRecord(r, l)
+					entries = []Entry{s.carryOut(work, r, rec, s.evaluateManager(work, r, l.obj, rec.stored.Progress))}
+				}
+				for _, e := range entries {
+					s.logDecision(work, e)
+				}
+				r.add(entries...)
+			}
+		})
+	}
+	return q
+}
+
+// give queues l, unless ctx is done first.
+func (q *queue) give(ctx context.Context, l listed) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	select {
+	case q.jobs <- l:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// listing is what listing the managers found.
+type listing struct {
+	// err says why listing stopped, if it did; any: a manager was listed.
+	err error
+	any bool
+	// skipped counts the managers of other shards.
+	skipped int
+	// everyManager holds the UID of every manager of the cluster, when the
+	// sweep listed them all: the records of rules not among them are stale.
+	everyManager map[types.UID]bool
+	staleRecords int
+}
+
+// listManagers lists the managers the sweep selects, one page at a time,
+// and queues those of this shard that are no rules; it keeps the rules for
+// later. The namespaces are listed beside, from the first manager on (at
+// 10,000 managers that is a second of the sweep), and so is the pods index
+// when a rule will be screened with it.
+func (s *Sweeper) listManagers(ctx, work context.Context, r *sweepRun, q *queue) listing {
+	var l listing
+	uids := map[types.UID]bool{}
+	indexing := false
+	l.err = s.eachManager(ctx, false, func(m listed) {
+		uids[m.obj.GetUID()] = true
+		if !l.any {
+			l.any = true
+			r.now = s.now()
+			q.wg.Go(func() { _, _ = s.namespaces(work, r) })
+		}
+		if isRule(m.obj) {
+			r.rules = append(r.rules, m)
+			if !indexing && s.indexAhead(r, m) {
+				indexing = true
+				q.wg.Go(func() { _, _ = s.pendingIndex(work, r) })
+			}
+			return
+		}
+		s.noteGoverned(r, m.obj)
+		if ShardOf(m.obj.GetUID(), s.cfg.ShardCount) != s.cfg.ShardIndex {
+			l.skipped++
+			return
+		}
+		if !q.give(ctx, m) {
+			// Interrupted: what is listed already is reported; the next
+			// page is not fetched.
+			r.add(s.notReached(m)...)
+		}
+	})
+	switch {
+	case l.err != nil && ctx.Err() == nil && l.any:
+		// Managers of the pages listed were handled, some perhaps acted
+		// on: the report says what was done, and that it is not all.
+		s.log.Error("listing stopped half-way; the managers listed were handled", "error", l.err.Error())
+	case l.err == nil && s.cfg.Namespace == "" && s.cfg.LabelSelector == "":
+		l.everyManager = uids
+	}
+	return l
+}
+
+// queueRules queues the rules listed, once every manager is: a sweep that
+// listed only some (by --namespace or --selector) lists the others for the
+// namespaces they govern; one whose listing failed defers its rules. Then
+// no more is queued.
+func (s *Sweeper) queueRules(ctx context.Context, r *sweepRun, l *listing, q *queue) {
+	defer close(q.jobs)
+	switch {
+	case l.err != nil:
+		r.rulesBlocked = "rules wait for a sweep that lists every manager: listing the managers failed"
+	case l.everyManager == nil && len(r.rules) > 0:
+		all := map[types.UID]bool{}
+		err := s.eachManager(ctx, true, func(m listed) {
+			all[m.obj.GetUID()] = true
+			if !isRule(m.obj) {
+				s.noteGoverned(r, m.obj)
+			}
+		})
+		switch {
+		case err == nil:
+			l.everyManager = all
+		case ctx.Err() == nil:
+			r.rulesBlocked = fmt.Sprintf("rules wait for a sweep that lists every manager: %v", err)
+		}
+	}
+	for _, m := range r.rules {
+		if !q.give(ctx, m) {
+			r.add(s.notReached(m)...)
+		}
+	}
+}
+
+// report is the Report of run r.
+func (s *Sweeper) report(r *sweepRun, l listing, began time.Time) Report {
+	slices.SortFunc(r.entries, func(a, b Entry) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Target, b.Target))
+	})
+	report := Report{Version: ReportVersion, Entries: r.entries, Summary: Summary{
+		Now:             r.now.UTC(),
+		DryRun:          s.cfg.DryRun,
+		Managers:        len(r.entries),
+		States:          map[State]int{},
+		Requests:        s.clients.Observer.Requests(),
+		DurationSeconds: time.Since(began).Seconds(),
+		StaleRecords:    l.staleRecords,
+	}}
+	if l.err != nil && r.stop.Err() == nil {
+		report.Summary.ListError = fmt.Sprintf("list NamespaceManagers: %v", l.err)
+	}
+	if s.notifier != nil {
+		report.Summary.Notifications = map[string]int{"sent": int(r.notifySent.Load()), "failed": int(r.notifyFailed.Load())}
+	}
+	if s.cfg.ShardCount > 1 {
+		report.Summary.Shard = &Shard{Index: s.cfg.ShardIndex, Count: s.cfg.ShardCount, Skipped: l.skipped}
+	}
+	for _, e := range r.entries {
+		report.Summary.States[e.State]++
+	}
+	return report
+}
+
+// noteGoverned records the namespace a single-target manager aims at as
+// governed by it, if the manager may act on it: it lives there, or in a
+// trusted namespace. A manager the guards refuse shields nothing from rules.
+func (s *Sweeper) noteGoverned(r *sweepRun, obj *unstructured.Unstructured) {
+	target := aimsAt(obj)
+	if target == obj.GetNamespace() || slices.Contains(s.cfg.TrustedNamespaces, obj.GetNamespace()) {
+		r.governed[target] = obj.GetNamespace() + "/" + obj.GetName()
+	}
+}
+
+// notReached is the report of a manager an interrupted sweep did not
+// handle: its entry, or a rule's, from the shard that owns the rule.
+func (s *Sweeper) notReached(l listed) []Entry {
+	e := Entry{Namespace: l.obj.GetNamespace(), Name: l.obj.GetName(), Rule: isRule(l.obj)}
+	if e.Rule && ShardOf(l.obj.GetUID(), s.cfg.ShardCount) != s.cfg.ShardIndex {
+		return nil
+	}
+	return []Entry{notReached(e)}
+}
+
+// statusLocation asks the API server whether NamespaceManagers have a
+// status subresource (nsman's CRD) or not (the original one).
+func (s *Sweeper) statusLocation() (statusLocation, error) {
+	gv := ManagerResource.GroupVersion().String()
+	resources, err := s.clients.Kube.Discovery().ServerResourcesForGroupVersion(gv)
+	if apierrors.IsNotFound(err) {
+		return statusLocation{}, ErrNotInstalled
+	}
+	if err != nil {
+		return statusLocation{}, fmt.Errorf("discover %s: %w", gv, err)
+	}
+	var at statusLocation
+	served := false
+	for _, r := range resources.APIResources {
+		switch r.Name {
+		case ManagerResource.Resource:
+			served = true
+		case ManagerResource.Resource + "/status":
+			at.subresource = true
+		}
+	}
+	if !served {
+		return statusLocation{}, ErrNotInstalled
+	}
+	return at, nil
+}
+
+// now is the time to evaluate at, as clock has it, with a warning when the
+// API server has not told its time or the local clock is off.
+func (s *Sweeper) now() time.Time {
+	if _, told := s.clients.Observer.Now(); s.cfg.At.IsZero() && !told {
+		s.log.Warn("API server sent no Date header; using the local clock")
+	} else if skew := s.clients.Observer.Skew().Abs(); s.cfg.At.IsZero() && skew > 5*time.Second {
+		s.log.Warn("local clock differs from the API server's; using the server's", "skew", s.clients.Observer.Skew().Round(time.Millisecond).String())
+	}
+	return s.clock()
+}
+
+// clock is the time now: --at in a dry run, else the API server's time as
+// of this moment.
+func (s *Sweeper) clock() time.Time {
+	if !s.cfg.At.IsZero() {
+		return s.cfg.At
+	}
+	if now, ok := s.clients.Observer.Now(); ok {
+		return now
+	}
+	return time.Now()
+}
+
 type namespaceInfo struct {
+	name        string
 	uid         types.UID
 	created     time.Time
 	terminating bool
 	// labels, resourceVersion and pairs are what rules read: the labels
-	// they select by, the version a pair's claim is conditional on, and the
-	// pairs' records (PairAnnotationPrefix annotations, by key).
+	// they select by, the version a write to the namespace is conditional
+	// on, and the pairs' records (PairAnnotationPrefix annotations, by key).
 	labels          packedLabels
 	resourceVersion string
 	pairs           map[string]string
@@ -79,7 +375,7 @@ type namespaceInfo struct {
 }
 
 func namespaceInfoOf(m *metav1.PartialObjectMetadata) namespaceInfo {
-	info := namespaceInfo{uid: m.UID, created: m.CreationTimestamp.Time, terminating: m.DeletionTimestamp != nil,
+	info := namespaceInfo{name: m.Name, uid: m.UID, created: m.CreationTimestamp.Time, terminating: m.DeletionTimestamp != nil,
 		labels: packLabels(m.Name, m.Labels), resourceVersion: m.ResourceVersion}
 	info.hold = m.Annotations[HoldAnnotation]
 	for k, v := range m.Annotations {
@@ -93,271 +389,12 @@ func namespaceInfoOf(m *metav1.PartialObjectMetadata) namespaceInfo {
 	return info
 }
 
-// Run performs one sweep. Per-manager failures are reported in the Report
-// and never stop the sweep. The error is for a sweep that could not run at
-// all (no API server, CRD not installed), or ErrInterrupted, with the Report
-// of what it did, when ctx was cancelled before it got to every manager.
-func (s *Sweeper) Run(ctx context.Context) (Report, error) {
-	began := time.Now()
-	store, err := s.stateStore()
-	if err != nil {
-		return Report{}, err
-	}
-	r := &sweepRun{store: store, stop: ctx, governed: map[string]string{}, pairSlots: make(chan struct{}, s.cfg.Concurrency)}
-	// Work already started outlives an interrupt by InterruptGrace, so that
-	// an action under way finishes and is recorded rather than being cut
-	// off with its claim held; nothing new starts once ctx is done.
-	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelWork()
-	stopGrace := context.AfterFunc(ctx, func() { time.AfterFunc(s.cfg.InterruptGrace, cancelWork) })
-	defer stopGrace()
-
-	jobs := make(chan listed)
-	var workers sync.WaitGroup
-	for range s.cfg.Concurrency {
-		workers.Go(func() {
-			for m := range jobs {
-				if ctx.Err() != nil {
-					s.addNotReached(r, m.obj)
-					continue
-				}
-				if isRule(m.obj) {
-					for _, e := range s.handleRule(work, r, m) {
-						s.logDecision(work, e)
-						r.add(e)
-					}
-					continue
-				}
-				e := s.handle(work, r, m)
-				s.logDecision(work, e)
-				r.add(e)
-			}
-		})
-	}
-	first, indexing := true, false
-	skipped := 0
-	listedUIDs := map[types.UID]bool{}
-	err = s.eachManager(ctx, false, func(m listed) {
-		listedUIDs[m.obj.GetUID()] = true
-		if first {
-			r.now = s.now()
-			first = false
-			// The namespaces are listed while the rest of the managers
-			// are: at 10,000 managers, that is a second of the sweep.
-			workers.Go(func() { _, _ = s.namespaces(work, r) })
-		}
-		if isRule(m.obj) {
-			r.rules = append(r.rules, m)
-			if !indexing && s.indexAhead(r, m) {
-				// The pods index is listed beside the namespaces, not
-				// after them.
-				indexing = true
-				workers.Go(func() { _, _ = s.podIndex(work, r) })
-			}
-			return
-		}
-		s.noteGoverned(r, m.obj)
-		if ShardOf(m.obj.GetUID(), s.cfg.ShardCount) != s.cfg.ShardIndex {
-			skipped++
-			return
-		}
-		if ctx.Err() == nil {
-			select {
-			case jobs <- m:
-				return
-			case <-ctx.Done():
-			}
-		}
-		// Interrupted: what is listed already is reported; the next page is
-		// not fetched.
-		r.add(notReached(m.obj))
-	})
-	// Rules go last: which namespaces they may touch depends on every
-	// single-target manager, so on the whole listing.
-	// everyManager holds the UID of every manager of the cluster, when the
-	// sweep listed them all: the records of rules not among them are stale.
-	var everyManager map[types.UID]bool
-	switch {
-	case err != nil:
-		r.rulesBlocked = "rules wait for a sweep that lists every manager: listing the managers failed"
-	case s.cfg.Namespace == "" && s.cfg.LabelSelector == "":
-		everyManager = listedUIDs
-	case len(r.rules) > 0:
-		// The sweep saw some managers only: the rest are listed for the
-		// namespaces they govern.
-		all := map[types.UID]bool{}
-		gerr := s.eachManager(ctx, true, func(m listed) {
-			all[m.obj.GetUID()] = true
-			if !isRule(m.obj) {
-				s.noteGoverned(r, m.obj)
-			}
-		})
-		switch {
-		case gerr == nil:
-			everyManager = all
-		case ctx.Err() == nil:
-			r.rulesBlocked = fmt.Sprintf("rules wait for a sweep that lists every manager: %v", gerr)
-		}
-	}
-	for _, m := range r.rules {
-		if ctx.Err() != nil {
-			s.addNotReached(r, m.obj)
-			continue
-		}
-		select {
-		case jobs <- m:
-		case <-ctx.Done():
-			s.addNotReached(r, m.obj)
-		}
-	}
-	close(jobs)
-	workers.Wait()
-	interrupted := ctx.Err()
-	var listErr string
-	if err != nil && interrupted == nil {
-		if first {
-			// Nothing was listed: the sweep could not run at all.
-			if apierrors.IsNotFound(err) {
-				return Report{}, ErrNotInstalled
-			}
-			return Report{}, fmt.Errorf("list NamespaceManagers: %w", err)
-		}
-		// Managers of the pages listed were handled, some perhaps acted
-		// on: the report says what was done, and that it is not all.
-		listErr = fmt.Sprintf("list NamespaceManagers: %v", err)
-		s.log.Error("listing stopped half-way; the managers listed were handled", "error", listErr)
-	}
-	if first {
-		r.now = s.now()
-	}
-	staleRecords := 0
-	if everyManager != nil && interrupted == nil {
-		staleRecords = s.removeStaleRecords(work, r, everyManager)
-	}
-
-	slices.SortFunc(r.entries, func(a, b Entry) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Target, b.Target))
-	})
-	report := Report{Version: ReportVersion, Entries: r.entries, Summary: Summary{
-		Now:             r.now.UTC(),
-		DryRun:          s.cfg.DryRun,
-		Managers:        len(r.entries),
-		States:          map[State]int{},
-		Requests:        s.clients.Observer.Requests(),
-		DurationSeconds: time.Since(began).Seconds(),
-		ListError:       listErr,
-		StaleRecords:    staleRecords,
-	}}
-	if s.cfg.NotifyURL != "" && !s.cfg.DryRun {
-		report.Summary.Notifications = map[string]int{"sent": int(r.notifySent.Load()), "failed": int(r.notifyFailed.Load())}
-	}
-	if s.cfg.ShardCount > 1 {
-		report.Summary.Shard = &Shard{Index: s.cfg.ShardIndex, Count: s.cfg.ShardCount, Skipped: skipped}
-	}
-	for _, e := range r.entries {
-		report.Summary.States[e.State]++
-	}
-	if interrupted != nil {
-		return report, fmt.Errorf("%w: %w", ErrInterrupted, interrupted)
-	}
-	return report, nil
-}
-
-// noteGoverned records the namespace a single-target manager aims at as
-// governed by it, if the manager may act on it: it lives there, or in a
-// trusted namespace. A manager the guards refuse shields nothing from rules.
-func (s *Sweeper) noteGoverned(r *sweepRun, obj *unstructured.Unstructured) {
-	target := aimsAt(obj)
-	if target == obj.GetNamespace() || slices.Contains(s.cfg.TrustedNamespaces, obj.GetNamespace()) {
-		r.governed[target] = obj.GetNamespace() + "/" + obj.GetName()
-	}
-}
-
-func (r *sweepRun) add(e Entry) {
-	r.mu.Lock()
-	r.entries = append(r.entries, e)
-	r.mu.Unlock()
-}
-
-// addNotReached reports a manager an interrupted sweep did not handle; a
-// rule, only from the shard that owns it.
-func (s *Sweeper) addNotReached(r *sweepRun, obj *unstructured.Unstructured) {
-	e := notReached(obj)
-	if isRule(obj) {
-		if ShardOf(obj.GetUID(), s.cfg.ShardCount) != s.cfg.ShardIndex {
-			return
-		}
-		e.Rule = true
-	}
-	r.add(e)
-}
-
-// notReached is the entry of a manager an interrupted sweep did not handle.
-func notReached(obj *unstructured.Unstructured) Entry {
-	return Entry{Namespace: obj.GetNamespace(), Name: obj.GetName(), State: StateDeferred, Message: "the sweep was interrupted before it got to this manager"}
-}
-
-// stateStore asks the API server whether NamespaceManagers have a status
-// subresource (nsman's CRD) or not (the original one).
-func (s *Sweeper) stateStore() (stateStore, error) {
-	gv := ManagerResource.GroupVersion().String()
-	resources, err := s.clients.Kube.Discovery().ServerResourcesForGroupVersion(gv)
-	if apierrors.IsNotFound(err) {
-		return stateStore{}, ErrNotInstalled
-	}
-	if err != nil {
-		return stateStore{}, fmt.Errorf("discover %s: %w", gv, err)
-	}
-	var store stateStore
-	served := false
-	for _, r := range resources.APIResources {
-		switch r.Name {
-		case ManagerResource.Resource:
-			served = true
-		case ManagerResource.Resource + "/status":
-			store.inStatus = true
-		}
-	}
-	if !served {
-		return stateStore{}, ErrNotInstalled
-	}
-	return store, nil
-}
-
-// now is the time to evaluate at: --at in a dry run, else the API server's.
-func (s *Sweeper) now() time.Time {
-	if !s.cfg.At.IsZero() {
-		return s.cfg.At
-	}
-	now, ok := s.clients.Observer.Now()
-	if !ok {
-		s.log.Warn("API server sent no Date header; using the local clock")
-		return time.Now()
-	}
-	if skew := s.clients.Observer.Skew(); skew > 5*time.Second || skew < -5*time.Second {
-		s.log.Warn("local clock differs from the API server's; using the server's", "skew", skew.Round(time.Millisecond).String())
-	}
-	return now
-}
-
-// clock is the time now, as now has it, without now's warnings: --at in a
-// dry run, else the API server's time as of this moment.
-func (s *Sweeper) clock() time.Time {
-	if !s.cfg.At.IsZero() {
-		return s.cfg.At
-	}
-	if now, ok := s.clients.Observer.Now(); ok {
-		return now
-	}
-	return time.Now()
-}
-
 // namespaces lists the namespaces once per sweep, on first need, so that a
 // manager costs no request of its own to find its target.
 func (s *Sweeper) namespaces(ctx context.Context, r *sweepRun) (map[string]namespaceInfo, error) {
 	r.nsOnce.Do(func() {
 		r.ns = map[string]namespaceInfo{}
-		r.nsErr = s.eachMetadata(ctx, "namespaces", metav1.ListOptions{}, func(m *metav1.PartialObjectMetadata) {
+		r.nsErr = eachItem(ctx, s.cfg.PageSize, metav1.ListOptions{}, s.metadataLister("namespaces"), func(m *metav1.PartialObjectMetadata) {
 			r.ns[m.Name] = namespaceInfoOf(m)
 		})
 		if r.nsErr != nil {
@@ -367,20 +404,7 @@ func (s *Sweeper) namespaces(ctx context.Context, r *sweepRun) (map[string]names
 	return r.ns, r.nsErr
 }
 
-// handle evaluates one manager and carries out what that decided.
-func (s *Sweeper) handle(ctx context.Context, r *sweepRun, m listed) Entry {
-	stored := r.store.read(m)
-	d := s.evaluate(ctx, r, m.obj, stored)
-	switch {
-	case d.plan != nil:
-		return s.execute(ctx, r, m.obj, stored, d)
-	case d.untouched:
-		return d.entry
-	}
-	return s.record(ctx, r, m.obj, stored, d.entry, d.checks)
-}
-
-// logDecision writes one line per manager with stable keys. What changes
+// logDecision writes one line per entry with stable keys. What changes
 // nothing (waiting, deactivated, a rule's done and governed namespaces) is
 // logged at debug level only.
 func (s *Sweeper) logDecision(ctx context.Context, e Entry) {

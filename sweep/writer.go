@@ -11,23 +11,37 @@ import (
 	"github.com/nsman/nsman/webhook"
 )
 
-// writer is the seam every mutating request goes through. The sweep decides
-// and reports the same way in a dry run; only the writer differs.
+// writer is the seam every mutating request goes through. A dry run is a
+// writer that sends nothing: the sweep decides, records and reports the
+// same way, and what it would write goes nowhere. New derives from the
+// same choice the two things a report must tell apart: a success reads
+// planned rather than fired, and no notification is counted as sent.
 type writer interface {
 	// patchManager applies a patch to a NamespaceManager or, with a
 	// subresource, to its status.
-	patchManager(ctx context.Context, namespace, name string, patch managerPatch) error
+	patchManager(ctx context.Context, namespace, name string, patch apiPatch) error
 	// patchNamespace applies a patch to a Namespace (a rule's record of it
-	// is an annotation there).
-	patchNamespace(ctx context.Context, name string, patch managerPatch) error
-	// deleteNamespace deletes the namespace if it still has uid.
-	deleteNamespace(ctx context.Context, name string, uid types.UID) error
+	// is an annotation there, and a hold too).
+	patchNamespace(ctx context.Context, name string, patch apiPatch) error
+	// deleteNamespace deletes the namespace if it still has uid and, when
+	// resourceVersion is set, that version.
+	deleteNamespace(ctx context.Context, name string, uid types.UID, resourceVersion string) error
 	// patchWorkload applies a JSON merge patch to a Deployment or StatefulSet.
 	patchWorkload(ctx context.Context, resource schema.GroupVersionResource, namespace, name string, patch []byte) error
 	// post delivers a webhook.
 	post(ctx context.Context, url string, body []byte, idempotencyKey string) error
 	// event writes an Event.
 	event(ctx context.Context, ev *eventsv1.Event) error
+}
+
+// newWriter is the writer of a command that writes through clients (and
+// delivers webhooks with sender), or, with dryRun, of one that writes
+// nothing.
+func newWriter(clients Clients, sender *webhook.Sender, dryRun bool) writer {
+	if dryRun {
+		return dryRunWriter{}
+	}
+	return &apiWriter{clients: clients, webhook: sender}
 }
 
 // apiWriter sends the requests.
@@ -38,7 +52,7 @@ type apiWriter struct {
 
 // patchManager leaves the manager the API server answers with undecoded:
 // nothing reads it, and decoding it was most of what a patch cost nsman.
-func (w *apiWriter) patchManager(ctx context.Context, namespace, name string, patch managerPatch) error {
+func (w *apiWriter) patchManager(ctx context.Context, namespace, name string, patch apiPatch) error {
 	pt := types.MergePatchType
 	if patch.jsonPatch {
 		pt = types.JSONPatchType
@@ -50,7 +64,7 @@ func (w *apiWriter) patchManager(ctx context.Context, namespace, name string, pa
 	return req.Body(patch.body).Do(ctx).Error()
 }
 
-func (w *apiWriter) patchNamespace(ctx context.Context, name string, patch managerPatch) error {
+func (w *apiWriter) patchNamespace(ctx context.Context, name string, patch apiPatch) error {
 	pt := types.MergePatchType
 	if patch.jsonPatch {
 		pt = types.JSONPatchType
@@ -59,10 +73,14 @@ func (w *apiWriter) patchNamespace(ctx context.Context, name string, patch manag
 	return err
 }
 
-func (w *apiWriter) deleteNamespace(ctx context.Context, name string, uid types.UID) error {
+func (w *apiWriter) deleteNamespace(ctx context.Context, name string, uid types.UID, resourceVersion string) error {
 	background := metav1.DeletePropagationBackground
+	pre := &metav1.Preconditions{UID: &uid}
+	if resourceVersion != "" {
+		pre.ResourceVersion = &resourceVersion
+	}
 	return w.clients.Kube.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{
-		Preconditions:     &metav1.Preconditions{UID: &uid},
+		Preconditions:     pre,
 		PropagationPolicy: &background,
 	})
 }
@@ -85,9 +103,9 @@ func (w *apiWriter) event(ctx context.Context, ev *eventsv1.Event) error {
 // dryRunWriter sends nothing: a dry run makes no mutating request at all.
 type dryRunWriter struct{}
 
-func (dryRunWriter) patchManager(context.Context, string, string, managerPatch) error { return nil }
-func (dryRunWriter) patchNamespace(context.Context, string, managerPatch) error       { return nil }
-func (dryRunWriter) deleteNamespace(context.Context, string, types.UID) error         { return nil }
+func (dryRunWriter) patchManager(context.Context, string, string, apiPatch) error     { return nil }
+func (dryRunWriter) patchNamespace(context.Context, string, apiPatch) error           { return nil }
+func (dryRunWriter) deleteNamespace(context.Context, string, types.UID, string) error { return nil }
 func (dryRunWriter) patchWorkload(context.Context, schema.GroupVersionResource, string, string, []byte) error {
 	return nil
 }

@@ -31,7 +31,7 @@ func TestPatchManager(t *testing.T) {
 	if err := w.patchManager(t.Context(), "team-a", "m", deactivatePatch()); err != nil {
 		t.Fatal(err)
 	}
-	err := w.patchManager(t.Context(), "team-a", "m", managerPatch{subresource: "status", body: []byte(`{"status":{"state":"fired"}}`)})
+	err := w.patchManager(t.Context(), "team-a", "m", apiPatch{subresource: "status", body: []byte(`{"status":{"state":"fired"}}`)})
 	if !apierrors.IsConflict(err) {
 		t.Errorf("status patch: error %v, want a conflict", err)
 	}

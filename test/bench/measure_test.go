@@ -262,9 +262,9 @@ func writeFloor(ctx context.Context, cfg *rest.Config, targets []writeTarget, wh
 	return parallel(ctx, len(targets), func(ctx context.Context, i int) error {
 		t := targets[i]
 		managers := dyn.Resource(sweep.ManagerResource).Namespace(t.name)
-		status := sweep.Status{Claim: &sweep.Claim{
+		status := sweep.Status{Progress: sweep.Progress{Claim: &sweep.Claim{
 			Policy: "cleanup", Action: policy.ActionDelete, Sweep: sweepID, Expires: now.Add(time.Minute), Generation: 1, TargetUID: t.uid,
-		}}
+		}}}
 		claim, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": t.resourceVersion}, "status": status})
 		if err != nil {
 			return err

@@ -160,9 +160,9 @@ func ruleWriteFloor(ctx context.Context, cfg *rest.Config, targets []writeTarget
 	expires := time.Now().UTC().Add(time.Minute)
 	return parallel(ctx, len(targets), func(ctx context.Context, i int) error {
 		t := targets[i]
-		record, err := json.Marshal(sweep.PairStatus{Rule: rule, Claim: &sweep.Claim{
+		record, err := json.Marshal(sweep.PairStatus{Rule: rule, Progress: sweep.Progress{Claim: &sweep.Claim{
 			Policy: "pods", Action: policy.ActionDelete, Sweep: "write-floor", Expires: expires, Generation: 1, TargetUID: t.uid,
-		}})
+		}}})
 		if err != nil {
 			return err
 		}

@@ -87,7 +87,7 @@ func TestClaimsInAnnotations(t *testing.T) {
 		if target == expired {
 			until = time.Now().Add(-time.Minute)
 		}
-		status, _ := json.Marshal(sweep.Status{Claim: &sweep.Claim{Policy: "delete at once", Action: "DELETE", Sweep: "dead-sweep", Expires: until, Generation: 1}})
+		status, _ := json.Marshal(sweep.Status{Progress: sweep.Progress{Claim: &sweep.Claim{Policy: "delete at once", Action: "DELETE", Sweep: "dead-sweep", Expires: until, Generation: 1}}})
 		obj.SetAnnotations(map[string]string{sweep.StatusAnnotation: string(status)})
 		if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Create(t.Context(), obj, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)

@@ -23,10 +23,10 @@ func TestRecordWithoutDeactivationIsFinished(t *testing.T) {
 	recv := nsmantest.NewReceiver(t)
 	createManager(t, managerObj(ns, ns, ns, []any{ttlPolicy("notify at once", 0, webhookAction(recv.URL+"/hook"))}))
 	gen := e.Manager(t, ns, ns).GetGeneration()
-	status, err := json.Marshal(map[string]any{"status": sweep.Status{
+	status, err := json.Marshal(map[string]any{"status": sweep.Status{Progress: sweep.Progress{
 		ObservedGeneration: gen,
 		LastAction:         &sweep.LastAction{Policy: "notify at once", Action: "WEBHOOK", Result: sweep.ResultSucceeded, Time: time.Now().UTC()},
-	}})
+	}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,8 +40,12 @@ func TestMetricsPushedToPushgateway(t *testing.T) {
 	m.want(t, "nsman_actions", labels("action", "DELETE", "result", "succeeded"), 1)
 	m.want(t, "nsman_actions", labels("action", "WEBHOOK", "result", "failed"), 0)
 	m.want(t, "nsman_dry_run", nil, 0)
-	if v := m.value(t, "nsman_api_requests", labels("method", "patch")); v <= 0 {
-		t.Errorf("nsman_api_requests{method=patch} %v, want the claim and deactivation patches", v)
+	// A manager that deletes its own namespace costs one write: the DELETE.
+	if v := m.value(t, "nsman_api_requests", labels("method", "delete")); v != 1 {
+		t.Errorf("nsman_api_requests{method=delete} %v, want the one DELETE", v)
+	}
+	if v, want := m.value(t, "nsman_api_requests", labels("method", "get")), float64(res.Report.Summary.Requests["get"]); v <= 0 || v != want {
+		t.Errorf("nsman_api_requests{method=get} %v, want the report's %v", v, want)
 	}
 	lastSuccess := m.value(t, "nsman_last_success_timestamp_seconds", nil)
 	if d := time.Since(time.UnixMilli(int64(lastSuccess * 1e3))); d.Abs() > time.Minute {

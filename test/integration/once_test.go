@@ -4,14 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httputil"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
@@ -151,10 +156,11 @@ func TestStatusSaysSucceededOnlyAfterTheAction(t *testing.T) {
 	}
 }
 
-// A manager that DELETEs the namespace it lives in costs two writes, the
-// claim and the delete; the manager and its Events go with the namespace.
-// Any other DELETE keeps its record, deactivation and Event.
-func TestDeleteOfItsOwnNamespaceCostsTwoWrites(t *testing.T) {
+// A DELETE is its own claim: a manager that deletes the namespace it lives
+// in costs one write, the DELETE, and goes with the namespace, Events and
+// all; one that deletes another namespace adds only its record, its Event
+// and its deactivation, after the DELETE.
+func TestADeleteIsItsOwnClaim(t *testing.T) {
 	e := setup(t)
 	own, other := shared.Namespace(t), shared.Namespace(t)
 	caseID := own
@@ -185,8 +191,8 @@ func TestDeleteOfItsOwnNamespaceCostsTwoWrites(t *testing.T) {
 		byManager[key] = append(byManager[key], write(w))
 	}
 	wantWrites := map[string][]string{
-		own:   {"patch namespacemanagers/status", "delete namespaces"},
-		other: {"patch namespacemanagers/status", "delete namespaces", "patch namespacemanagers/status", "create events", "patch namespacemanagers"},
+		own:   {"delete namespaces"},
+		other: {"delete namespaces", "patch namespacemanagers/status", "patch namespacemanagers", "create events"},
 	}
 	for m, want := range wantWrites {
 		if got := byManager[m]; strings.Join(got, ", ") != strings.Join(want, ", ") {
@@ -199,6 +205,9 @@ func TestDeleteOfItsOwnNamespaceCostsTwoWrites(t *testing.T) {
 	if !e.Deactivated(t, trusted, other) {
 		t.Error("the manager of another namespace was not deactivated")
 	}
+	if st := managerStatus(t, trusted, other); st.LastAction == nil || st.LastAction.Result != sweep.ResultSucceeded || st.Claim != nil {
+		t.Errorf("the manager of another namespace: lastAction %+v, claim %+v; want succeeded and no claim", st.LastAction, st.Claim)
+	}
 
 	// The manager in the namespace being deleted is left alone until it
 	// goes: no write, however often it is swept.
@@ -210,6 +219,95 @@ func TestDeleteOfItsOwnNamespaceCostsTwoWrites(t *testing.T) {
 	}
 	if w := e.Writes(t)[before:]; len(w) > 0 {
 		t.Errorf("next sweep wrote %v", w)
+	}
+}
+
+// What makes a DELETE its own claim, on the real API server: a namespace
+// DELETE preconditioned on the UID and the resourceVersion listed succeeds
+// once; the next one with the same preconditions is refused 409 Conflict
+// (the first changed the namespace), while a plain DELETE of the namespace,
+// terminating now, is answered 200. A finalizer keeps it terminating.
+func TestPreconditionedDeleteSucceedsOnce(t *testing.T) {
+	ns := shared.Namespace(t)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: ns, Finalizers: []string{"nsman.test/held"}}}
+	if _, err := shared.Admin.CoreV1().ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = shared.Admin.CoreV1().ConfigMaps(ns).Patch(context.Background(), "held", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	})
+	listed, err := shared.Admin.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	asListed := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &listed.UID, ResourceVersion: &listed.ResourceVersion}}
+	if err := shared.Admin.CoreV1().Namespaces().Delete(t.Context(), ns, asListed); err != nil {
+		t.Fatalf("first DELETE as listed: %v", err)
+	}
+	if err := shared.Admin.CoreV1().Namespaces().Delete(t.Context(), ns, asListed); !apierrors.IsConflict(err) {
+		t.Errorf("second DELETE as listed: %v, want 409 Conflict", err)
+	}
+	if err := shared.Admin.CoreV1().Namespaces().Delete(t.Context(), ns, metav1.DeleteOptions{}); err != nil {
+		t.Errorf("plain DELETE of the terminating namespace: %v, want 200", err)
+	}
+	now, err := shared.Admin.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{})
+	if err != nil || now.DeletionTimestamp == nil || now.UID != listed.UID {
+		t.Errorf("namespace after the DELETEs: %+v (%v), want the same one, terminating", now.ObjectMeta, err)
+	}
+}
+
+// A namespace changed after the sweep listed it is deleted at its new
+// version when the change leaves the decision standing (another
+// annotation), and left to the next sweep when it does not (a hold written
+// meanwhile): the DELETE as listed is refused, the namespace read again.
+func TestDeleteRereadsANamespaceChangedSinceListed(t *testing.T) {
+	e := setup(t)
+	annotated, held := shared.Namespace(t), shared.Namespace(t)
+	caseID := annotated
+	for _, ns := range []string{annotated, held} {
+		createManager(t, managerObj(ns, ns, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}))
+	}
+	// Before the sweep's first DELETE reaches the API server, after it
+	// listed the namespaces, each namespace is annotated: one with a note,
+	// one with a hold.
+	var once sync.Once
+	kubeconfig := e.KubeconfigThrough(t, func(rp *httputil.ReverseProxy) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodDelete {
+				once.Do(func() {
+					for ns, key := range map[string]string{annotated: "nsman.test/note", held: sweep.HoldAnnotation} {
+						patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, key, time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+						if _, err := shared.Admin.CoreV1().Namespaces().Patch(context.Background(), ns, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+							t.Error(err)
+						}
+					}
+				})
+			}
+			rp.ServeHTTP(w, r)
+		})
+	})
+	before := len(e.Writes(t))
+	res := e.Sweep(t, "--kubeconfig", kubeconfig, "-l", caseLabel+"="+caseID)
+	wantCode(t, res, 0)
+	wantState(t, res, annotated, annotated, sweep.StateFired)
+	deletes := map[string][]int{}
+	for _, w := range e.Writes(t)[before:] {
+		if w.Verb == "delete" && w.Resource == "namespaces" {
+			deletes[w.Name] = append(deletes[w.Name], w.Code)
+		}
+	}
+	if want := map[string][]int{annotated: {409, 200}, held: {409}}; fmt.Sprint(deletes) != fmt.Sprint(want) {
+		t.Errorf("DELETEs by namespace and answer %v, want %v: refused as listed, then once at the new version where the decision stands", deletes, want)
+	}
+	if got := wantState(t, res, held, held, sweep.StateBusy); !strings.Contains(got.Message, "changed since this sweep listed it") {
+		t.Errorf("held meanwhile: %q", got.Message)
+	}
+	if !e.NamespaceGoneOrTerminating(t, annotated) || e.NamespaceGoneOrTerminating(t, held) {
+		t.Errorf("deleted: %s %v, %s %v; want the first only", annotated, e.NamespaceGoneOrTerminating(t, annotated), held, e.NamespaceGoneOrTerminating(t, held))
+	}
+	next := e.Sweep(t, "-l", caseLabel+"="+caseID)
+	if got := wantState(t, next, held, held, sweep.StateWaiting); got.HeldUntil == nil {
+		t.Errorf("next sweep: %q, want held", got.Message)
 	}
 }
 
@@ -313,9 +411,11 @@ func TestDeferredCompletionKeepsTheClaim(t *testing.T) {
 	}
 }
 
-// Two managers that delete one namespace in one sweep both fire: the
-// second DELETE finds the namespace terminating (a finalizer holds it), and
-// that is done, not a namespace recreated.
+// Two managers that delete one namespace in one sweep: the first DELETE
+// succeeds, the second finds the namespace changed since it was listed
+// (terminating, a finalizer holds it), leaves it to the next sweep and
+// records nothing, rather than failing or taking it for a namespace
+// recreated; the next sweep finds it terminating.
 func TestDeleteOfATerminatingNamespace(t *testing.T) {
 	e := setup(t)
 	home := nsmantest.ServiceAccountNamespace
@@ -338,12 +438,17 @@ func TestDeleteOfATerminatingNamespace(t *testing.T) {
 	res := e.Sweep(t, "-l", caseLabel+"="+target, "--concurrency", "1")
 	wantCode(t, res, 0)
 	wantState(t, res, home, names[0], sweep.StateFired)
-	if got := wantState(t, res, home, names[1], sweep.StateFired); len(got.Effects) != 1 || !strings.HasPrefix(got.Effects[0], "delete namespace "+target) {
-		t.Errorf("second DELETE: effects %q, want the namespace deleted", got.Effects)
+	if got := wantState(t, res, home, names[1], sweep.StateBusy); len(got.Effects) != 0 || !strings.Contains(got.Message, "namespace "+target+" changed since this sweep listed it") {
+		t.Errorf("second DELETE: %q, effects %q; want left to the next sweep", got.Message, got.Effects)
+	}
+	if st := managerStatus(t, home, names[1]); st.LastAction != nil || st.Claim != nil {
+		t.Errorf("second manager recorded %+v", st.Progress)
 	}
 	if !e.NamespaceGoneOrTerminating(t, target) {
 		t.Error("namespace not terminating")
 	}
+	next := e.Sweep(t, "-l", caseLabel+"="+target)
+	wantState(t, next, home, names[1], sweep.StateTargetTerminating)
 }
 
 // A DELETE recorded as failed without an answer is done once its namespace
@@ -360,7 +465,7 @@ func TestLostDeleteAnswerIsConfirmedOnlyWhenUncertain(t *testing.T) {
 			_ = e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Delete(context.Background(), target, metav1.DeleteOptions{})
 		})
 		last := sweep.LastAction{Policy: "delete at once", Action: "DELETE", Result: sweep.ResultFailed, Time: time.Now().UTC(), Uncertain: target == lost}
-		status, err := json.Marshal(map[string]any{"status": sweep.Status{ObservedGeneration: e.Manager(t, home, target).GetGeneration(), LastAction: &last}})
+		status, err := json.Marshal(map[string]any{"status": sweep.Status{Progress: sweep.Progress{ObservedGeneration: e.Manager(t, home, target).GetGeneration(), LastAction: &last}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -381,5 +486,67 @@ func TestLostDeleteAnswerIsConfirmedOnlyWhenUncertain(t *testing.T) {
 	}
 	if got, _ := res.Lookup(home, refused); got.State == sweep.StateFired {
 		t.Errorf("a refused DELETE was confirmed by someone else's delete: %+v", got)
+	}
+}
+
+// A rule's DELETE recorded as failed without an answer is confirmed, as a
+// manager's is, once its namespace is going: the rule matches that
+// terminating namespace for it alone, reports the pair fired, tells it in
+// its Event, and records the DELETE as done, after which it leaves the
+// namespace alone. A DELETE refused, whoever deleted the namespace since,
+// is not confirmed, and its namespace not matched.
+func TestRuleLostDeleteAnswerIsConfirmed(t *testing.T) {
+	e := setup(t)
+	home := shared.Namespace(t)
+	matched := labelled(t, home, 2)
+	lost, refused := matched[0], matched[1]
+	createManager(t, managerObj(home, "gone", home, []any{ttlPolicy("delete at once", 3600, deleteAction)}, selecting(home)))
+	rule := e.Manager(t, home, "gone")
+	m, _ := policy.Parse(rule)
+	key := sweep.PairAnnotationPrefix + string(rule.GetUID())
+	for _, ns := range []string{lost, refused} {
+		// A finalizer keeps the namespace terminating.
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: ns, Finalizers: []string{"nsman.test/held"}}}
+		if _, err := shared.Admin.CoreV1().ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_, _ = shared.Admin.CoreV1().ConfigMaps(ns).Patch(context.Background(), "held", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		})
+		last := sweep.LastAction{Policy: "delete at once", Action: "DELETE", Result: sweep.ResultFailed, Time: time.Now().UTC(), Uncertain: ns == lost}
+		raw, _ := json.Marshal(sweep.PairStatus{Rule: home + "/gone", Spec: m.Arming, Progress: sweep.Progress{ObservedGeneration: rule.GetGeneration(), LastAction: &last}})
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{key: string(raw)}}})
+		if _, err := shared.Admin.CoreV1().Namespaces().Patch(t.Context(), ns, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := shared.Admin.CoreV1().Namespaces().Delete(t.Context(), ns, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := e.Sweep(t, "-l", caseLabel+"="+home, "--trusted-namespaces", home)
+	wantCode(t, res, 0)
+	if p := res.Pair(t, home, "gone", lost); p.State != sweep.StateFired || !strings.Contains(p.Message, "answer was lost") {
+		t.Errorf("lost answer: %q (%s), want fired, the answer lost", p.State, p.Message)
+	}
+	for _, p := range res.Report.Entries {
+		if p.Rule && p.Name == "gone" && p.Target == refused {
+			t.Errorf("refused DELETE: the rule matched the terminating namespace: %+v", p)
+		}
+	}
+	if st, _ := pairRecord(t, lost, rule.GetUID()); st.LastAction == nil || st.LastAction.Result != sweep.ResultSucceeded || st.LastAction.Uncertain {
+		t.Errorf("record on %s after the confirmation: %+v, want the DELETE done", lost, st.LastAction)
+	}
+	events, err := shared.Admin.EventsV1().Events(home).List(t.Context(), metav1.ListOptions{FieldSelector: "regarding.name=gone"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events.Items) != 1 || !strings.Contains(events.Items[0].Note, "acted on 1 namespace(s): "+lost) {
+		t.Errorf("events on the rule: %+v, want one telling the confirmed DELETE", events.Items)
+	}
+	again := e.Sweep(t, "-l", caseLabel+"="+home, "--trusted-namespaces", home)
+	for _, p := range again.Report.Entries {
+		if p.Rule && p.Name == "gone" && p.Target != "" {
+			t.Errorf("next sweep matched %s (%s), want no namespace", p.Target, p.State)
+		}
 	}
 }

@@ -18,7 +18,7 @@ import (
 // applyPatch applies a manager patch to obj the way the API server applies a
 // JSON merge patch (a status patch to the whole object, as the status
 // subresource sees it).
-func applyPatch(t *testing.T, obj *unstructured.Unstructured, p managerPatch) *unstructured.Unstructured {
+func applyPatch(t *testing.T, obj *unstructured.Unstructured, p apiPatch) *unstructured.Unstructured {
 	t.Helper()
 	current, err := obj.MarshalJSON()
 	if err != nil {
@@ -38,27 +38,29 @@ func applyPatch(t *testing.T, obj *unstructured.Unstructured, p managerPatch) *u
 func sampleStatus() Status {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	return Status{
-		ObservedGeneration: 4,
-		State:              StateWaiting,
-		Target:             "ci-123",
-		NextDue:            &metav1.Time{Time: at},
-		Message:            "TTL 1h elapses at 2026-01-02T03:04:05Z",
-		Claim:              &Claim{Policy: "p", Action: policy.ActionDelete, Sweep: "s1", Expires: at, Generation: 4, TargetUID: "u1"},
-		Checks:             map[string]policy.CheckState{"p": {Generation: 4, Passed: 2, Last: at}, "q": {Generation: 4, Passed: 1, Last: at}},
+		Progress: Progress{
+			ObservedGeneration: 4,
+			Claim:              &Claim{Policy: "p", Action: policy.ActionDelete, Sweep: "s1", Expires: at, Generation: 4, TargetUID: "u1"},
+			Checks:             map[string]policy.CheckState{"p": {Generation: 4, Passed: 2, Last: at}, "q": {Generation: 4, Passed: 1, Last: at}},
+		},
+		State:   StateWaiting,
+		Target:  "ci-123",
+		NextDue: &metav1.Time{Time: at},
+		Message: "TTL 1h elapses at 2026-01-02T03:04:05Z",
 	}
 }
 
 func TestStateStoreRoundTrip(t *testing.T) {
-	for _, store := range []stateStore{{inStatus: false}, {inStatus: true}} {
+	for _, store := range []statusLocation{{subresource: false}, {subresource: true}} {
 		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "k8s.consol.de/v1beta1", "kind": "NamespaceManager", "metadata": map[string]any{"name": "m"}}}
 		first := sampleStatus()
 		p, changed := store.update(Status{}, first, "", false)
-		if !changed || (p.subresource == "status") != store.inStatus {
-			t.Fatalf("inStatus=%v: changed=%v subresource=%q", store.inStatus, changed, p.subresource)
+		if !changed || (p.subresource == "status") != store.subresource {
+			t.Fatalf("subresource=%v: changed=%v subresource=%q", store.subresource, changed, p.subresource)
 		}
 		obj = applyPatch(t, obj, p)
 		if got := store.read(listedOf(t, obj)); mustJSON(got) != mustJSON(first) {
-			t.Fatalf("inStatus=%v: read %s, want %s", store.inStatus, mustJSON(got), mustJSON(first))
+			t.Fatalf("subresource=%v: read %s, want %s", store.subresource, mustJSON(got), mustJSON(first))
 		}
 		// Removing the claim and one of two checks must remove them, not
 		// merge them into what is stored.
@@ -69,23 +71,23 @@ func TestStateStoreRoundTrip(t *testing.T) {
 		p, _ = store.update(first, second, "", false)
 		obj = applyPatch(t, obj, p)
 		if got := store.read(listedOf(t, obj)); mustJSON(got) != mustJSON(second) {
-			t.Errorf("inStatus=%v: after update read %s, want %s", store.inStatus, mustJSON(got), mustJSON(second))
+			t.Errorf("subresource=%v: after update read %s, want %s", store.subresource, mustJSON(got), mustJSON(second))
 		}
 		if _, changed := store.update(second, second, "", false); changed {
-			t.Errorf("inStatus=%v: no change, but a patch", store.inStatus)
+			t.Errorf("subresource=%v: no change, but a patch", store.subresource)
 		}
 	}
 }
 
 func TestUpdateIsConditionalOnResourceVersion(t *testing.T) {
-	for _, store := range []stateStore{{inStatus: false}, {inStatus: true}} {
+	for _, store := range []statusLocation{{subresource: false}, {subresource: true}} {
 		p, _ := store.update(Status{}, sampleStatus(), "42", false)
 		var body map[string]any
 		if err := json.Unmarshal(p.body, &body); err != nil {
 			t.Fatal(err)
 		}
 		if rv := body["metadata"].(map[string]any)["resourceVersion"]; rv != "42" {
-			t.Errorf("inStatus=%v: resourceVersion %v, want 42", store.inStatus, rv)
+			t.Errorf("subresource=%v: resourceVersion %v, want 42", store.subresource, rv)
 		}
 	}
 }
@@ -94,7 +96,7 @@ func TestUpdateDeactivates(t *testing.T) {
 	st := sampleStatus()
 	// Under the original CRD one patch records and deactivates, even when
 	// the record is unchanged.
-	p, changed := stateStore{}.update(st, st, "", true)
+	p, changed := statusLocation{}.update(st, st, "", true)
 	if !changed || p.subresource != "" || !json.Valid(p.body) {
 		t.Fatalf("annotation store: changed=%v subresource=%q", changed, p.subresource)
 	}
@@ -141,10 +143,10 @@ func TestUpdateSeesAConditionChange(t *testing.T) {
 	if stored.Conditions[0].Status != metav1.ConditionFalse {
 		t.Fatal("observing the next status changed the stored one")
 	}
-	for _, store := range []stateStore{{inStatus: false}, {inStatus: true}} {
+	for _, store := range []statusLocation{{subresource: false}, {subresource: true}} {
 		p, changed := store.update(stored, next, "", false)
 		if !changed || !strings.Contains(string(p.body), "conditions") || !strings.Contains(string(p.body), "True") {
-			t.Errorf("inStatus=%v: patch %s does not carry the changed condition", store.inStatus, p.body)
+			t.Errorf("subresource=%v: patch %s does not carry the changed condition", store.subresource, p.body)
 		}
 	}
 }
@@ -170,15 +172,15 @@ func TestSettleTestsTheClaimFirst(t *testing.T) {
 	final.Claim, final.State = nil, StateFired
 	for _, tc := range []struct {
 		name       string
-		store      stateStore
+		store      statusLocation
 		deactivate bool
 		wantSub    string
 		wantOps    []string
 		wantTest   any
 	}{
-		{"status subresource", stateStore{inStatus: true}, false, "status", []string{"test", "replace"}, claimed.Claim.Sweep},
-		{"annotation", stateStore{}, false, "", []string{"test", "replace"}, mustJSON(claimed)},
-		{"annotation, deactivating", stateStore{}, true, "", []string{"test", "replace", "add"}, mustJSON(claimed)},
+		{"status subresource", statusLocation{subresource: true}, false, "status", []string{"test", "replace"}, claimed.Claim.Sweep},
+		{"annotation", statusLocation{}, false, "", []string{"test", "replace"}, mustJSON(claimed)},
+		{"annotation, deactivating", statusLocation{}, true, "", []string{"test", "replace", "add"}, mustJSON(claimed)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := tc.store.settle(claimed, final, tc.deactivate)

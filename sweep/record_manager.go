@@ -1,0 +1,368 @@
+package sweep
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/nsman/nsman/policy"
+)
+
+// StatusAnnotation holds a manager's Status, as JSON, under the original CRD,
+// which has no status subresource. Under nsman's CRD the same record is the
+// status.
+const StatusAnnotation = "nsman.k8s.consol.de/status"
+
+// Status is what nsman records on a manager: its Progress, and what the
+// last sweep found. It is written only when it changes.
+type Status struct {
+	Progress
+	// State is the State of the manager's report entry.
+	State State `json:"state,omitempty"`
+	// Target is the namespace the manager acts on.
+	Target string `json:"target,omitempty"`
+	// NextDue is when a waiting manager is next due, when time alone decides.
+	NextDue *metav1.Time `json:"nextDue,omitempty"`
+	// Message says why, in a sentence.
+	Message string `json:"message,omitempty"`
+	// Conditions holds ConditionFired.
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Rule summarizes, for a rule, the namespaces it matches.
+	Rule *RuleSummary `json:"rule,omitempty"`
+}
+
+// clone returns a copy that shares nothing that observe or the sweep
+// modifies in place.
+func (st Status) clone() Status {
+	st.Progress = st.Progress.clone()
+	st.Conditions = slices.Clone(st.Conditions)
+	return st
+}
+
+// StateActing is never in a report: it is the state a manager's status
+// shows while the sweep that claimed it acts, with ConditionFired False for
+// the reason InProgress. The status says an action succeeded only after it
+// did.
+const StateActing State = "acting"
+
+// ConditionFired is True once the manager's action succeeded; while False,
+// its reason says why not yet.
+const ConditionFired = "Fired"
+
+// Reasons of ConditionFired, by state.
+var conditionReasons = map[State]string{
+	StateActing:            "InProgress",
+	StateWaiting:           "Waiting",
+	StateFired:             "Fired",
+	StateFailed:            "Failed",
+	StateDeferred:          "Deferred",
+	StateInvalid:           "Invalid",
+	StateForbidden:         "Forbidden",
+	StateTargetMissing:     "TargetMissing",
+	StateTargetTerminating: "TargetTerminating",
+	StateWatching:          "Watching",
+}
+
+// maxMessage bounds the messages stored on a manager.
+const maxMessage = 1024
+
+// observe sets the fields that describe entry e, keeping the condition's
+// transition time when its status did not change.
+func (st *Status) observe(e Entry, generation int64, now time.Time) {
+	st.ObservedGeneration = generation
+	st.State = e.State
+	st.Target = e.Target
+	st.NextDue = nil
+	if e.Due != nil {
+		st.NextDue = &metav1.Time{Time: *e.Due}
+	}
+	st.Message = truncate(e.Message, maxMessage)
+	status := metav1.ConditionFalse
+	if e.State == StateFired {
+		status = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type:               ConditionFired,
+		Status:             status,
+		ObservedGeneration: generation,
+		LastTransitionTime: metav1.Time{Time: now.UTC().Truncate(time.Second)},
+		Reason:             conditionReasons[e.State],
+		Message:            st.Message,
+	})
+}
+
+// truncate cuts s to at most n bytes, ending in "..." when cut, and never
+// in the middle of a UTF-8 sequence: the API server refuses invalid UTF-8.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := max(n-3, 0)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}
+
+// statusLocation is where a manager's Status lives: in the status
+// subresource when the CRD has one (nsman's), else in StatusAnnotation (the
+// original CRD's managers have no status).
+type statusLocation struct {
+	subresource bool
+}
+
+// apiPatch is one patch of an object (a manager, a manager's status with
+// subresource "status", or a namespace): a JSON merge patch, or with
+// jsonPatch an RFC 6902 JSON patch.
+type apiPatch struct {
+	subresource string
+	jsonPatch   bool
+	body        []byte
+}
+
+// read decodes the Status of a listed manager. A record that does not
+// decode (edited by hand, say) counts as absent.
+func (l statusLocation) read(m listed) Status {
+	raw := []byte(m.status)
+	if !l.subresource {
+		raw = []byte(m.obj.GetAnnotations()[StatusAnnotation])
+	}
+	var st Status
+	if len(raw) > 0 && json.Unmarshal(raw, &st) != nil {
+		return Status{}
+	}
+	return st
+}
+
+// update returns the patch that turns the stored Status from into to, and
+// false when they are equal. A resourceVersion makes the patch conditional.
+// deactivate sets spec.deactivated in the same patch, which only the
+// annotation can do: with a status subresource, spec needs a patch of its
+// own (deactivatePatch).
+func (l statusLocation) update(from, to Status, resourceVersion string, deactivate bool) (apiPatch, bool) {
+	if mustJSON(from) == mustJSON(to) && !deactivate {
+		return apiPatch{}, false
+	}
+	metadata := map[string]any{}
+	if resourceVersion != "" {
+		metadata["resourceVersion"] = resourceVersion
+	}
+	body := map[string]any{"metadata": metadata}
+	if l.subresource {
+		diff, err := jsonpatch.CreateMergePatch([]byte(mustJSON(from)), []byte(mustJSON(to)))
+		if err != nil {
+			panic(err) // both sides are marshalled Status values
+		}
+		var status map[string]any
+		_ = json.Unmarshal(diff, &status)
+		body["status"] = status
+		return apiPatch{subresource: "status", body: []byte(mustJSON(body))}, true
+	}
+	metadata["annotations"] = map[string]any{StatusAnnotation: mustJSON(to)}
+	if deactivate {
+		body["spec"] = map[string]any{"deactivated": true}
+	}
+	return apiPatch{body: []byte(mustJSON(body))}, true
+}
+
+// deactivatePatch sets spec.deactivated. It touches no claim, so it needs
+// no condition.
+func deactivatePatch() apiPatch {
+	return apiPatch{body: []byte(`{"spec":{"deactivated":true}}`)}
+}
+
+// settle returns the patch that replaces the claimed Status, which this
+// sweep wrote, with to: a JSON patch whose first operation tests that the
+// claim is still this sweep's, so that the write fails (and changes nothing)
+// when anyone changed it since. deactivate sets spec.deactivated in the same
+// patch, which only the annotation can do.
+func (l statusLocation) settle(claimed, to Status, deactivate bool) apiPatch {
+	type op struct {
+		Op    string `json:"op"`
+		Path  string `json:"path"`
+		Value any    `json:"value"`
+	}
+	if l.subresource {
+		return apiPatch{subresource: "status", jsonPatch: true, body: []byte(mustJSON([]op{
+			{"test", "/status/claim/sweep", claimed.Claim.Sweep},
+			{"replace", "/status", to},
+		}))}
+	}
+	// The annotation is compared whole: it is the string the claim wrote.
+	path := annotationPointer(StatusAnnotation)
+	ops := []op{{"test", path, mustJSON(claimed)}, {"replace", path, mustJSON(to)}}
+	if deactivate {
+		ops = append(ops, op{"add", "/spec/deactivated", true})
+	}
+	return apiPatch{jsonPatch: true, body: []byte(mustJSON(ops))}
+}
+
+// managerRecord is a manager's record: its Status where statusLocation
+// says. Every write but the settle of a claim is conditional on the
+// resourceVersion listed: a manager changed since (claimed by another
+// sweep, say) is left to the next sweep. A final action deactivates the
+// manager; a deferral is recorded, as every final entry is.
+type managerRecord struct {
+	s       *Sweeper
+	at      statusLocation
+	obj     *unstructured.Unstructured
+	now     time.Time
+	stored  Status
+	claimed *Status
+	events  managerEvents
+}
+
+// managerRecord is the record of manager l, as listed in sweep r.
+func (s *Sweeper) managerRecord(r *sweepRun, l listed) *managerRecord {
+	return &managerRecord{s: s, at: r.status, obj: l.obj, now: r.now, stored: r.status.read(l),
+		events: managerEvents{s: s, obj: l.obj, now: r.now}}
+}
+
+func (mr *managerRecord) prior() prior {
+	last := mr.stored.LastAction
+	return prior{state: mr.stored.State, last: last, failed: last != nil && last.Result == ResultFailed, ignoredHold: mr.stored.IgnoredHold}
+}
+
+func (mr *managerRecord) sink() eventSink { return mr.events }
+
+// livesIn: a manager lives in its namespace, and goes with it.
+func (mr *managerRecord) livesIn(t target) bool { return t.home }
+
+// unchanged: a manager's decision read its target's uid and hold.
+func (mr *managerRecord) unchanged(listed, now namespaceInfo) bool {
+	return now.uid == listed.uid && !now.terminating && now.hold == listed.hold
+}
+
+func (mr *managerRecord) claim(ctx context.Context, c Claim, acting Entry, final bool) error {
+	claimed := mr.stored.clone()
+	claimed.observe(acting, mr.obj.GetGeneration(), mr.now)
+	if final {
+		// A stage leaves the manager standing, with the progress of the
+		// policies after it.
+		claimed.Checks = nil
+	}
+	claimed.Claim = &c
+	patch, _ := mr.at.update(mr.stored, claimed, mr.obj.GetResourceVersion(), false)
+	if err := mr.s.writer.patchManager(ctx, mr.obj.GetNamespace(), mr.obj.GetName(), patch); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return fmt.Errorf("the manager %w", errChanged)
+		}
+		return err
+	}
+	mr.claimed = &claimed
+	return nil
+}
+
+func (mr *managerRecord) write(ctx context.Context, o outcome) (bool, error) {
+	next := mr.stored.clone()
+	if mr.claimed != nil {
+		next = mr.claimed.clone()
+		next.Claim = nil
+	}
+	mr.keep(&next, o)
+	// A stored claim that reaches here has expired (a live one leaves the
+	// manager untouched). One made for an older spec is void, and one of a
+	// manager done is over; one of this spec stays for a later sweep to
+	// complete (this one deferred it, or could not claim it).
+	if next.Claim != nil && (o.done || next.Claim.Generation != mr.obj.GetGeneration()) {
+		next.Claim = nil
+	}
+	deactivate := o.done && !mr.at.subresource
+	if mr.claimed != nil {
+		if err := mr.s.write(ctx, mr.at.settle(*mr.claimed, next, deactivate), mr.obj); err != nil {
+			if lostClaim(err) {
+				err = fmt.Errorf("the manager changed since this sweep claimed it: %w", err)
+			}
+			return false, err
+		}
+		return true, mr.deactivate(ctx, o)
+	}
+	patch, changed := mr.at.update(mr.stored, next, mr.obj.GetResourceVersion(), deactivate)
+	if !changed {
+		return false, nil
+	}
+	if err := mr.s.write(ctx, patch, mr.obj); err != nil {
+		if apierrors.IsConflict(err) {
+			return false, fmt.Errorf("the manager %w", errChanged)
+		}
+		return false, err
+	}
+	return true, mr.deactivate(ctx, o)
+}
+
+// keep sets in st what o says: the entry, its minChecks progress, the
+// action's outcome, a stage.
+func (mr *managerRecord) keep(st *Status, o outcome) {
+	generation := mr.obj.GetGeneration()
+	st.observe(o.entry, generation, mr.now)
+	st.IgnoredHold = o.entry.HoldIgnored
+	if o.entry.State == StateWaiting {
+		st.Checks = o.checks
+	}
+	if o.last != nil {
+		st.LastAction = o.last
+	}
+	if o.stage != "" {
+		st.Fired = addFired(st.Fired, o.stage, generation, "", mr.now)
+	}
+}
+
+// deactivate sets spec.deactivated once a final action is done, when the
+// status subresource kept it from the record's own patch.
+func (mr *managerRecord) deactivate(ctx context.Context, o outcome) error {
+	if !o.done || !mr.at.subresource {
+		return nil
+	}
+	if err := mr.s.write(ctx, deactivatePatch(), mr.obj); err != nil {
+		return fmt.Errorf("deactivate the manager (a later sweep completes it): %w", err)
+	}
+	return nil
+}
+
+// saveSummary writes a rule's own status: entry e and the summary of its
+// namespaces, when they changed. A rule's own record holds no claim, no
+// action and no minChecks progress: its pairs' records do.
+func (mr *managerRecord) saveSummary(ctx context.Context, e Entry, sum RuleSummary) error {
+	next := mr.stored.clone()
+	next.observe(e, mr.obj.GetGeneration(), mr.now)
+	next.Progress = Progress{ObservedGeneration: next.ObservedGeneration, Fired: next.Fired, IgnoredHold: e.HoldIgnored}
+	next.Rule = &sum
+	patch, changed := mr.at.update(mr.stored, next, mr.obj.GetResourceVersion(), false)
+	if !changed {
+		return nil
+	}
+	return mr.s.write(ctx, patch, mr.obj)
+}
+
+// IdempotencyKey identifies one firing of one policy of one manager
+// generation. It is derived, not stored, so a sweep that completes another's
+// claim sends the same key.
+func IdempotencyKey(m policy.Manager, policyName string) string {
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s/%d/%s", m.UID, m.Generation, policyName)))
+	return hex.EncodeToString(sum[:16])
+}
+
+func mustJSON(v any) string {
+	data, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only plain structs and maps are marshalled
+	}
+	return string(data)
+}
+
+// annotationPointer is the JSON pointer to annotation key, for a JSON patch.
+func annotationPointer(key string) string {
+	return "/metadata/annotations/" + strings.ReplaceAll(key, "/", "~1")
+}

@@ -1,0 +1,215 @@
+package sweep
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/nsman/nsman/policy"
+)
+
+// PairAnnotationPrefix, followed by a rule's UID, is the annotation on a
+// namespace that holds that rule's record of the namespace, as JSON
+// (PairStatus). It is written only when there is something to keep: a
+// claim, an action's outcome, minChecks progress, holds ignored.
+const PairAnnotationPrefix = "nsman.k8s.consol.de/rule-"
+
+// PairStatus is a rule's record of one namespace: its Progress there. It
+// lives on the namespace, so that it goes with the namespace and a
+// namespace recreated under the same name starts afresh.
+type PairStatus struct {
+	// Rule names the rule, namespace/name, for whoever reads the namespace.
+	Rule string `json:"rule"`
+	Progress
+	// Spec identifies the spec of ObservedGeneration apart from
+	// spec.deactivated (policy.Manager.Arming): pausing and resuming a rule
+	// re-arms nothing.
+	Spec string `json:"spec,omitempty"`
+	// Written is when a record that holds no other time (minChecks progress
+	// and the rest aside) was written: it dates the record, for a rule
+	// that is gone (see removeStaleRecords).
+	Written *time.Time `json:"written,omitempty"`
+}
+
+// pairRecord is a rule's record of one namespace. A deferral is not
+// recorded, nor anything after a DELETE of the namespace: the record goes
+// with it.
+type pairRecord struct {
+	s    *Sweeper
+	rule *policy.Manager
+	key  string
+	// ns is the namespace as listed, raw its record there.
+	ns  namespaceInfo
+	raw string
+	// failedBefore: the rule's status lists a failed action on the
+	// namespace, told already.
+	failedBefore bool
+	now          time.Time
+	stored       PairStatus
+	claimed      *PairStatus
+	events       *ruleTally
+}
+
+// decodePair decodes a pair's record as stored; one that does not decode
+// (edited by hand) counts as absent.
+func decodePair(raw string) PairStatus {
+	var st PairStatus
+	if raw != "" && json.Unmarshal([]byte(raw), &st) != nil {
+		return PairStatus{}
+	}
+	return st
+}
+
+func (pr *pairRecord) prior() prior {
+	last := pr.stored.LastAction
+	return prior{last: last, failed: last != nil && last.Result == ResultFailed || pr.failedBefore, ignoredHold: pr.stored.IgnoredHold}
+}
+
+func (pr *pairRecord) sink() eventSink { return pr.events }
+
+// livesIn: the record lives in the namespace it is about.
+func (pr *pairRecord) livesIn(target) bool { return true }
+
+// unchanged: a pair's decision read its namespace's uid, labels (which the
+// rule selects by) and hold, and the pair's own record (another sweep's
+// claim of the pair is a reason to wait); another rule's record or anybody's
+// annotation is not.
+func (pr *pairRecord) unchanged(listed, now namespaceInfo) bool {
+	return now.uid == listed.uid && !now.terminating && now.labels == listed.labels && now.hold == listed.hold && now.pairs[pr.key] == listed.pairs[pr.key]
+}
+
+// ruleName is the rule as a record names it.
+func (pr *pairRecord) ruleName() string { return pr.rule.Namespace + "/" + pr.rule.Name }
+
+func (pr *pairRecord) claim(ctx context.Context, c Claim, _ Entry, final bool) error {
+	claimed := pr.stored
+	claimed.Progress = claimed.Progress.clone()
+	claimed.Rule = pr.ruleName()
+	if final {
+		claimed.Checks = nil
+	}
+	c.Spec = pr.rule.Arming
+	claimed.Claim = &c
+	if err := pr.writeAsListed(ctx, claimed); err != nil {
+		return err
+	}
+	pr.claimed = &claimed
+	return nil
+}
+
+func (pr *pairRecord) write(ctx context.Context, o outcome) (bool, error) {
+	switch {
+	case pr.claimed != nil:
+		err := pr.replace(ctx, mustJSON(*pr.claimed), pr.outcome(*pr.claimed, o))
+		if lostClaim(err) {
+			err = fmt.Errorf("the namespace's record changed since this sweep claimed it: %w", err)
+		}
+		return err == nil, err
+	case o.last != nil:
+		// An action's outcome with no claim before it (a DELETE, which
+		// may have left the namespace terminating): it replaces the
+		// record as listed, if it is still that.
+		err := pr.replace(ctx, pr.raw, pr.outcome(pr.stored, o))
+		return err == nil, err
+	case !needsRecord(o.entry, o.checks, pr.stored.Progress):
+		// A waiting pair keeps only minChecks progress and the holds it
+		// ignores; any other entry writes nothing.
+		return false, nil
+	}
+	next := pr.stored
+	next.Rule, next.Checks, next.IgnoredHold = pr.ruleName(), o.checks, o.entry.HoldIgnored
+	if next.lastTime().IsZero() {
+		next.Written = timePtr(pr.now)
+	}
+	err := pr.writeAsListed(ctx, next)
+	return err == nil, err
+}
+
+// outcome is from with o's outcome kept, and no claim.
+func (pr *pairRecord) outcome(from PairStatus, o outcome) PairStatus {
+	final := from
+	final.Progress = from.Progress.clone()
+	final.Rule, final.Claim, final.ObservedGeneration, final.Spec, final.IgnoredHold = pr.ruleName(), nil, pr.rule.Generation, pr.rule.Arming, o.entry.HoldIgnored
+	final.LastAction = o.last
+	if o.stage != "" {
+		final.Fired = addFired(final.Fired, o.stage, pr.rule.Generation, pr.rule.Arming, pr.now)
+	}
+	return final
+}
+
+// needsRecord reports whether a waiting pair has something to record:
+// minChecks progress, or a change in the holds it ignores. A pair that
+// failed to evaluate (a pods check that got no answer) keeps what it had.
+func needsRecord(e Entry, checks map[string]policy.CheckState, stored Progress) bool {
+	if e.State != StateWaiting {
+		return false
+	}
+	if e.HoldIgnored != stored.IgnoredHold {
+		return true
+	}
+	if len(checks) == 0 && len(stored.Checks) == 0 {
+		return false
+	}
+	return !maps.EqualFunc(checks, stored.Checks, func(a, b policy.CheckState) bool { return a == b })
+}
+
+// writeAsListed writes st as the pair's record with a merge patch
+// conditional on the namespace's resourceVersion (see asListed).
+func (pr *pairRecord) writeAsListed(ctx context.Context, st PairStatus) error {
+	record := mustJSON(st)
+	return pr.s.asListed(ctx, pr.ns, pr.unchanged, func(resourceVersion string) error {
+		body := mustJSON(map[string]any{"metadata": map[string]any{
+			"resourceVersion": resourceVersion,
+			"annotations":     map[string]any{pr.key: record},
+		}})
+		return pr.s.writer.patchNamespace(ctx, pr.ns.name, apiPatch{body: []byte(body)})
+	})
+}
+
+// replace replaces the record was with st: a JSON patch whose first
+// operation tests that the record is still was, retried on transient
+// failures as every record is. With no record before, st is merged in
+// unconditionally: a namespace may have no annotations for a JSON patch to
+// add to.
+func (pr *pairRecord) replace(ctx context.Context, was string, st PairStatus) error {
+	patch := apiPatch{body: []byte(mustJSON(map[string]any{"metadata": map[string]any{"annotations": map[string]any{pr.key: mustJSON(st)}}}))}
+	if was != "" {
+		path := annotationPointer(pr.key)
+		patch = apiPatch{jsonPatch: true, body: []byte(mustJSON([]map[string]any{
+			{"op": "test", "path": path, "value": was},
+			{"op": "replace", "path": path, "value": mustJSON(st)},
+		}))}
+	}
+	return pr.s.retry(ctx, func(ctx context.Context) error {
+		return pr.s.writer.patchNamespace(ctx, pr.ns.name, patch)
+	})
+}
+
+// lastTime is the latest time the record holds: of its claim, its last
+// action, its minChecks progress, its stages, or when it was written.
+func (p PairStatus) lastTime() time.Time {
+	var last time.Time
+	later := func(t time.Time) {
+		if t.After(last) {
+			last = t
+		}
+	}
+	if p.Written != nil {
+		later(*p.Written)
+	}
+	if p.Claim != nil {
+		later(p.Claim.Expires)
+	}
+	if p.LastAction != nil {
+		later(p.LastAction.Time)
+	}
+	for _, c := range p.Checks {
+		later(c.Last)
+	}
+	for _, f := range p.Fired {
+		later(f.Time)
+	}
+	return last
+}
