@@ -1,27 +1,24 @@
 package cmd
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nsman/nsman/sweep"
 )
 
 // holdOptions holds the flags of nsman hold.
 type holdOptions struct {
-	kube    kubeOptions
-	forD    time.Duration
-	until   string
-	release bool
-	manager string
-	dryRun  bool
-	maxHold time.Duration
+	kube      kubeOptions
+	forD      time.Duration
+	untilTime string
+	release   bool
+	manager   string
+	dryRun    bool
+	maxHold   time.Duration
 	// now is the clock --for counts from.
 	now func() time.Time
 }
@@ -48,7 +45,7 @@ ignored and reported: renewing a hold is a deliberate act.`,
 	}
 	o.kube.addFlags(c.Flags())
 	c.Flags().DurationVar(&o.forD, "for", 0, "hold for this long from now (e.g. 48h)")
-	c.Flags().StringVar(&o.until, "until", "", "hold until this RFC 3339 time")
+	c.Flags().StringVar(&o.untilTime, "until", "", "hold until this RFC 3339 time")
 	c.Flags().BoolVar(&o.release, "release", false, "remove the hold")
 	c.Flags().StringVar(&o.manager, "manager", "", "hold this NamespaceManager in NAMESPACE rather than the namespace")
 	c.Flags().BoolVar(&o.dryRun, "dry-run", false, "make no change; print the patch that would be sent")
@@ -56,54 +53,46 @@ ignored and reported: renewing a hold is a deliberate act.`,
 	return c
 }
 
-// patch returns the merge patch that sets or removes the hold.
-func (o *holdOptions) patch() ([]byte, string, error) {
+// until returns when the hold ends, and the zero time for --release.
+func (o *holdOptions) until() (time.Time, error) {
 	set := 0
-	for _, given := range []bool{o.forD != 0, o.until != "", o.release} {
+	for _, given := range []bool{o.forD != 0, o.untilTime != "", o.release} {
 		if given {
 			set++
 		}
 	}
 	if set != 1 {
-		return nil, "", usageError{errors.New("give exactly one of --for, --until and --release")}
+		return time.Time{}, usageError{errors.New("give exactly one of --for, --until and --release")}
 	}
-	var value any // nil removes the annotation in a merge patch
 	now := o.now()
+	var until time.Time
 	switch {
+	case o.release:
+		return time.Time{}, nil
 	case o.forD < 0:
-		return nil, "", usageError{errors.New("--for must be positive")}
+		return time.Time{}, usageError{errors.New("--for must be positive")}
 	case o.forD > 0:
-		value = now.Add(o.forD).UTC().Truncate(time.Second).Format(time.RFC3339)
-	case o.until != "":
-		until, err := time.Parse(time.RFC3339, o.until)
+		until = now.Add(o.forD).Truncate(time.Second)
+	default:
+		t, err := time.Parse(time.RFC3339, o.untilTime)
 		if err != nil {
-			return nil, "", usageError{fmt.Errorf("--until: %w", err)}
+			return time.Time{}, usageError{fmt.Errorf("--until: %w", err)}
 		}
-		if !until.After(now) {
-			return nil, "", usageError{fmt.Errorf("--until %s is not in the future", o.until)}
+		if !t.After(now) {
+			return time.Time{}, usageError{fmt.Errorf("--until %s is not in the future", o.untilTime)}
 		}
-		value = until.UTC().Format(time.RFC3339)
+		until = t
 	}
-	if v, ok := value.(string); ok {
-		// A sweep ignores a hold further ahead than its --max-hold:
-		// refused here rather than written and ignored there.
-		if until, _ := time.Parse(time.RFC3339, v); until.Sub(now) > o.maxHold {
-			return nil, "", usageError{fmt.Errorf("a hold until %s is more than --max-hold %s ahead, which a sweep ignores", v, o.maxHold)}
-		}
+	if until.Sub(now) > o.maxHold {
+		// A sweep ignores a hold further ahead than its --max-hold: refused
+		// here rather than written and ignored there.
+		return time.Time{}, usageError{fmt.Errorf("a hold until %s is more than --max-hold %s ahead, which a sweep ignores", until.UTC().Format(time.RFC3339), o.maxHold)}
 	}
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{sweep.HoldAnnotation: value}}})
-	if err != nil {
-		return nil, "", err
-	}
-	what := "released"
-	if value != nil {
-		what = "held until " + value.(string)
-	}
-	return body, what, nil
+	return until.UTC(), nil
 }
 
 func (o *holdOptions) run(c *cobra.Command, namespace string) error {
-	body, what, err := o.patch()
+	until, err := o.until()
 	if err != nil {
 		return err
 	}
@@ -111,22 +100,23 @@ func (o *holdOptions) run(c *cobra.Command, namespace string) error {
 	if o.manager != "" {
 		target = "manager " + namespace + "/" + o.manager
 	}
-	if o.dryRun {
-		fmt.Fprintf(c.OutOrStdout(), "%s would be %s: merge patch %s\n", target, what, body)
-		return nil
+	what := "released"
+	if !until.IsZero() {
+		what = "held until " + until.Format(time.RFC3339)
 	}
-	clients, err := o.kube.clients()
-	if err != nil {
-		return err
+	var clients sweep.Clients
+	if !o.dryRun {
+		if clients, err = o.kube.clients(); err != nil {
+			return err
+		}
 	}
-	ctx := c.Context()
-	if o.manager == "" {
-		_, err = clients.Kube.CoreV1().Namespaces().Patch(ctx, namespace, types.MergePatchType, body, metav1.PatchOptions{})
-	} else {
-		err = clients.Managers.Patch(types.MergePatchType).Namespace(namespace).Resource(sweep.ManagerResource.Resource).Name(o.manager).Body(body).Do(ctx).Error()
-	}
+	patch, err := sweep.Hold(c.Context(), clients, namespace, o.manager, until, o.dryRun)
 	if err != nil {
 		return fmt.Errorf("hold %s: %w", target, err)
+	}
+	if o.dryRun {
+		fmt.Fprintf(c.OutOrStdout(), "%s would be %s: merge patch %s\n", target, what, patch)
+		return nil
 	}
 	fmt.Fprintf(c.OutOrStdout(), "%s %s\n", target, what)
 	return nil

@@ -8,9 +8,10 @@ import (
 	"github.com/nsman/nsman/sweep"
 )
 
-// nsman hold's patch sets the annotation to now + --for or --until, removes
-// it with --release, and refuses anything but exactly one of them, a time
+// nsman hold writes the annotation at now + --for or --until, removes it
+// with --release, and refuses anything but exactly one of them, a time
 // past, or one further ahead than --max-hold (which a sweep would ignore).
+// The merge patch is what sweep.Hold sends.
 func TestHoldPatch(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 500, time.UTC)
 	key := `"` + sweep.HoldAnnotation + `"`
@@ -20,13 +21,17 @@ func TestHoldPatch(t *testing.T) {
 		want string
 	}{
 		{name: "for", o: holdOptions{forD: 48 * time.Hour}, want: `{"metadata":{"annotations":{` + key + `:"2026-11-25T12:00:00Z"}}}`},
-		{name: "until", o: holdOptions{until: "2026-12-04T19:00:00+01:00"}, want: `{"metadata":{"annotations":{` + key + `:"2026-12-04T18:00:00Z"}}}`},
+		{name: "until", o: holdOptions{untilTime: "2026-12-04T19:00:00+01:00"}, want: `{"metadata":{"annotations":{` + key + `:"2026-12-04T18:00:00Z"}}}`},
 		{name: "release", o: holdOptions{release: true}, want: `{"metadata":{"annotations":{` + key + `:null}}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.o.now, tt.o.maxHold = func() time.Time { return now }, sweep.DefaultMaxHold
-			got, _, err := tt.o.patch()
+			until, err := tt.o.until()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := sweep.Hold(t.Context(), sweep.Clients{}, "ns", "", until, true)
 			if err != nil || string(got) != tt.want {
 				t.Errorf("patch %s (%v), want %s", got, err, tt.want)
 			}
@@ -35,15 +40,15 @@ func TestHoldPatch(t *testing.T) {
 	for name, o := range map[string]holdOptions{
 		"none":         {},
 		"two":          {forD: time.Hour, release: true},
-		"bad until":    {until: "tomorrow"},
+		"bad until":    {untilTime: "tomorrow"},
 		"negative for": {forD: -time.Hour},
-		"past until":   {until: "2026-11-22T12:00:00Z"},
+		"past until":   {untilTime: "2026-11-22T12:00:00Z"},
 		"beyond max":   {forD: 721 * time.Hour},
 	} {
 		t.Run(name, func(t *testing.T) {
 			o.now, o.maxHold = func() time.Time { return now }, sweep.DefaultMaxHold
 			var usage usageError
-			if _, _, err := o.patch(); !errors.As(err, &usage) {
+			if _, err := o.until(); !errors.As(err, &usage) {
 				t.Errorf("error %v, want a usage error", err)
 			}
 		})

@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -94,4 +95,21 @@ func (st holdState) apply(d decision) decision {
 		d.entry.Message += "; hold ignored: " + st.ignored
 	}
 	return d
+}
+
+// Hold writes HoldAnnotation, ending at until, on namespace or, with
+// manager set, on that NamespaceManager in namespace; a zero until removes
+// it. With dryRun it writes nothing. It returns the merge patch it sent,
+// or would send.
+func Hold(ctx context.Context, clients Clients, namespace, manager string, until time.Time, dryRun bool) ([]byte, error) {
+	var value any // null removes the annotation in a merge patch
+	if !until.IsZero() {
+		value = until.UTC().Format(time.RFC3339)
+	}
+	patch := apiPatch{body: []byte(mustJSON(map[string]any{"metadata": map[string]any{"annotations": map[string]any{HoldAnnotation: value}}}))}
+	w := newWriter(clients, nil, dryRun)
+	if manager == "" {
+		return patch.body, w.patchNamespace(ctx, namespace, patch)
+	}
+	return patch.body, w.patchManager(ctx, namespace, manager, patch)
 }
