@@ -56,7 +56,7 @@ install-plugin: build ## Link kubectl-nsman in PLUGIN_DIR (default: go env GOBIN
 		*) echo "$(PLUGIN_DIR) is not on PATH: add it, then try: kubectl nsman version" ;; esac
 
 .PHONY: control-plane
-control-plane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok, the Pushgateway and Helm into the user cache (once)
+control-plane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok, the Pushgateway and Helm into the user cache (once)
 	test/tools/build.sh
 
 .PHONY: test
