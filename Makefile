@@ -56,15 +56,26 @@ install-plugin: build ## Link kubectl-nsman in PLUGIN_DIR (default: go env GOBIN
 		*) echo "$(PLUGIN_DIR) is not on PATH: add it, then try: kubectl nsman version" ;; esac
 
 .PHONY: control-plane
-control-plane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok, the Pushgateway and Helm into the user cache (once)
+control-plane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok, the Pushgateway and Helm into the user cache (once)
 	test/tools/build.sh
 
 .PHONY: test
 test: lint helm-lint build-cross test-unit fuzz test-integration test-e2e ## Everything CI runs: lint, the chart's lint, the arm64 cross-builds, unit, fuzz (briefly), integration and end-to-end tests
 
+# The original operator's files, which test/fixtures/original describes:
+# present beside some clones, never part of the repository.
+REFERENCE = $(CURDIR)/../shared/reference
+REFERENCE_PKG = ./test/fixtures/original/
+
 .PHONY: test-unit
-test-unit: ## Unit tests (no control plane)
+test-unit: ## Unit tests (no control plane); with ../shared/reference beside the repository, also the original-operator fixture's agreement with it
 	go test -race -count=1 $(UNIT_PKGS)
+	@if [ -d '$(REFERENCE)' ]; then \
+		echo "go test -count=1 -tags reference $(REFERENCE_PKG)"; \
+		go test -count=1 -tags reference $(REFERENCE_PKG); \
+	else \
+		echo "no ../shared/reference: the fixture's agreement with the original operator's files (go test -tags reference $(REFERENCE_PKG)) not run"; \
+	fi
 
 FUZZTIME ?= 10s
 
@@ -99,7 +110,9 @@ lint: $(STATICCHECK) $(ACTIONLINT) ## gofmt, go vet, staticcheck, go mod tidy an
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	go vet ./...
+	go vet -tags reference $(REFERENCE_PKG)
 	$(STATICCHECK) ./...
+	$(STATICCHECK) -tags reference $(REFERENCE_PKG)
 	go mod tidy -diff
 	for m in $(TOOL_MODULES); do (cd $$m && go mod tidy -diff); done
 	$(ACTIONLINT) .github/workflows/*.yml

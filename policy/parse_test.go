@@ -21,6 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/nsman/nsman/test/fixtures/original"
 )
 
 // manager builds a valid NamespaceManager shaped like upstream example-01, as
@@ -881,18 +883,14 @@ func TestParseJSON(t *testing.T) {
 	}
 }
 
-// TestParseUpstreamExamples parses the original operator's example manifests,
-// which nsman must accept unchanged. They live outside the repository, so the
-// expectations are derived from each manifest itself: no problem, the target
-// rule, and every policy's name, types, parameters and defaults as written.
+// TestParseUpstreamExamples parses the original operator's four example
+// manifests, as the project's fixture in test/fixtures/original describes
+// them, which nsman must accept unchanged. The expectations are derived from
+// each manifest itself: no problem, the target rule, and every policy's name,
+// types, parameters and defaults as written.
 func TestParseUpstreamExamples(t *testing.T) {
-	dir := filepath.Join("..", "..", "shared", "reference", "upstream-examples")
-	files, err := filepath.Glob(filepath.Join(dir, "example-*.yml"))
-	if err != nil || len(files) == 0 {
-		t.Skipf("upstream examples not available in %s", dir)
-	}
 	seen := map[string]bool{}
-	for _, file := range files {
+	for _, file := range original.Examples(t) {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			managers := readManagers(t, file)
 			if len(managers) != 1 {

@@ -5,7 +5,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-command -v kubectl >/dev/null || { echo "demo: kubectl is needed on PATH" >&2; exit 2; }
+# The kubectl that make control-plane built, of the control plane's own
+# release, comes first on PATH.
+kube_version=$(cd test/tools/kube && go list -m -f '{{.Version}}' k8s.io/kubernetes)
+kube_bin="${XDG_CACHE_HOME:-$HOME/.cache}/nsman/kubernetes-$kube_version"
+[ -x "$kube_bin/kubectl" ] || { echo "demo: no $kube_bin/kubectl: run 'make control-plane'" >&2; exit 2; }
+export PATH="$kube_bin:$PATH"
 
 step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 nsman() { bin/nsman "$@" --log-level warn; }

@@ -1,12 +1,14 @@
 package webhook
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/nsman/nsman/test/fixtures/original"
 )
 
 func TestBody(t *testing.T) {
@@ -69,30 +71,25 @@ func TestBodyRejectsUnencodablePolicy(t *testing.T) {
 	}
 }
 
-// TestBodyMatchesJavaOperator rebuilds the body the original operator
-// posted in its README's example-04 from its parts and compares the JSON.
+// TestBodyMatchesJavaOperator rebuilds, from its parts, the body the
+// original operator posted for its example-04 (the project's fixture
+// test/fixtures/original/webhook-body.json, from the original README) and
+// compares the JSON.
 func TestBodyMatchesJavaOperator(t *testing.T) {
-	const seed = "../../shared/reference/seeds/000_d14b9f13bfc78ed6.txt"
-	data, err := os.ReadFile(seed)
-	if err != nil {
-		t.Skipf("reference not available: %v", err)
+	data := original.Read(t, original.WebhookBodyFile)
+	var javaBody bytes.Buffer
+	if err := json.Compact(&javaBody, data); err != nil {
+		t.Fatalf("%s: %v", original.WebhookBodyFile, err)
 	}
-	var javaBody string
-	for line := range strings.Lines(string(data)) {
-		if strings.HasPrefix(line, `{"namespaceManager":`) {
-			javaBody = strings.TrimSpace(line)
-			break
-		}
-	}
-	if javaBody == "" {
-		t.Fatalf("no webhook body in %s", seed)
+	if !bytes.HasPrefix(javaBody.Bytes(), []byte(`{"namespaceManager":`)) {
+		t.Fatalf("%s does not start with the manager: %s", original.WebhookBodyFile, javaBody.Bytes())
 	}
 	var java struct {
 		NamespaceManager struct{ Namespace, Name string }
 		Policy           map[string]any
 		Namespace        string
 	}
-	if err := json.Unmarshal([]byte(javaBody), &java); err != nil {
+	if err := json.Unmarshal(javaBody.Bytes(), &java); err != nil {
 		t.Fatal(err)
 	}
 
@@ -104,10 +101,10 @@ func TestBodyMatchesJavaOperator(t *testing.T) {
 	if err := json.Unmarshal(got, &gotV); err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal([]byte(javaBody), &wantV); err != nil {
+	if err := json.Unmarshal(javaBody.Bytes(), &wantV); err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(gotV, wantV) {
-		t.Errorf("Body =\n%s\nJava operator sent\n%s", got, javaBody)
+		t.Errorf("Body =\n%s\nJava operator sent\n%s", got, javaBody.Bytes())
 	}
 }

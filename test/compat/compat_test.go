@@ -1,14 +1,12 @@
 // Package compat proves that the original operator's manifests work
-// unchanged: under the original CRD, the four upstream examples in
-// ../shared/reference play out as the original README describes. The
-// reference material is absent from a user's clone; the tests then skip.
+// unchanged: under the original CRD, the four upstream examples play out as
+// the original README describes. Both come from the project's fixture in
+// test/fixtures/original.
 package compat
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -16,57 +14,31 @@ import (
 
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/test/cluster"
+	"github.com/nsman/nsman/test/fixtures/original"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
-var (
-	shared   *cluster.Cluster
-	examples = filepath.Join(nsmantest.ReferenceDir(), "upstream-examples")
-)
+var shared *cluster.Cluster
 
 func TestMain(m *testing.M) {
-	if _, err := os.Stat(examples); err != nil {
-		fmt.Fprintf(os.Stderr, "no %s: the compatibility tests skip\n", examples)
-		os.Exit(m.Run())
-	}
 	cluster.Main(m, cluster.FullTier, &shared)
-}
-
-// read decodes one upstream manifest, skipping the test when it is absent.
-func read(t *testing.T, name string) []byte {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(examples, name))
-	if os.IsNotExist(err) {
-		t.Skipf("%s not present", name)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
 }
 
 var env *nsmantest.Env
 
-// setup installs the original CRD from operator.yml, once.
+// setup installs the original CRD, once.
 func setup(t *testing.T) *nsmantest.Env {
 	t.Helper()
 	if env != nil {
 		return env
 	}
-	objs, err := nsmantest.Decode(read(t, "operator.yml"))
+	crd := original.Read(t, original.CRDFile)
+	objs, err := nsmantest.Decode(crd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var crd []byte
-	for _, o := range objs {
-		if o.GetKind() == "CustomResourceDefinition" {
-			if crd, err = o.MarshalJSON(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if crd == nil {
-		t.Fatal("operator.yml holds no CRD")
+	if len(objs) != 1 || objs[0].GetKind() != "CustomResourceDefinition" {
+		t.Fatalf("%s holds %d objects, want the CRD alone", original.CRDFile, len(objs))
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
@@ -80,10 +52,14 @@ func TestUpstreamExamplesPlayOut(t *testing.T) {
 	env := setup(t)
 
 	var all []*unstructured.Unstructured
-	for i := 1; i <= 4; i++ {
-		docs, err := nsmantest.Decode(read(t, fmt.Sprintf("example-%02d.yml", i)))
+	for _, file := range original.Examples(t) {
+		data, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
+		}
+		docs, err := nsmantest.Decode(data)
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
 		}
 		all = append(all, docs...)
 	}

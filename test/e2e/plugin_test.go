@@ -65,16 +65,14 @@ func TestPluginNamesItselfKubectlNsman(t *testing.T) {
 }
 
 // TestPluginThroughKubectl installs kubectl-nsman on PATH and runs it the way
-// users do, through kubectl, which finds it, passes it the arguments after
-// 'nsman' and the environment (KUBECONFIG), and returns its exit code.
+// users do, through kubectl (the pinned one, of the API server's release),
+// which finds it, passes it the arguments after 'nsman' and the environment
+// (KUBECONFIG), and returns its exit code.
 func TestPluginThroughKubectl(t *testing.T) {
-	kubectl, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Skip("kubectl not on PATH")
-	}
+	kubectl := nsmantest.Kubectl(t)
 	dir := pluginDir(t, nsmanBinary(t))
-	// PATH holds the plugin and kubectl alone, so that no other kubectl-nsman
-	// shadows this one.
+	// PATH holds the plugin's directory and kubectl's (the binary cache)
+	// alone, so that no other kubectl-nsman shadows this one.
 	env := []string{
 		"PATH=" + dir + string(os.PathListSeparator) + filepath.Dir(kubectl),
 		"HOME=" + t.TempDir(), "KUBECONFIG=", "KUBERNETES_SERVICE_HOST=",

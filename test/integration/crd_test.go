@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,25 +15,18 @@ import (
 
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/test/fixtures/original"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
 // TestCRDAdmitsUpstreamExamples proves that nsman's CRD, with its
-// validation, still admits every manager written for the original operator.
+// validation, still admits every manager written for the original operator:
+// those of its four examples, as the project's fixture in
+// test/fixtures/original describes them.
 func TestCRDAdmitsUpstreamExamples(t *testing.T) {
-	dir := filepath.Join(nsmantest.ReferenceDir(), "upstream-examples")
-	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-		t.Skipf("no %s: the upstream examples are not present", dir)
+	if n := wantAdmitted(t, original.Examples(t)); n != 4 {
+		t.Errorf("%d managers in the four examples, want 4", n)
 	}
-	yml, err := filepath.Glob(filepath.Join(dir, "*.yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	yaml, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantAdmitted(t, append(yml, yaml...))
 }
 
 // TestCRDAdmitsExamples proves that nsman's CRD admits its own examples.
@@ -48,8 +40,9 @@ func TestCRDAdmitsExamples(t *testing.T) {
 
 // wantAdmitted dry-run creates every NamespaceManager in files, moved to a
 // test namespace, and wants each admitted exactly as written (nothing
-// pruned or defaulted) and valid for nsman too.
-func wantAdmitted(t *testing.T, files []string) {
+// pruned or defaulted) and valid for nsman too. It returns how many there
+// were.
+func wantAdmitted(t *testing.T, files []string) int {
 	t.Helper()
 	setup(t)
 	ns := shared.Namespace(t)
@@ -86,6 +79,7 @@ func wantAdmitted(t *testing.T, files []string) {
 	if managers == 0 {
 		t.Fatalf("no NamespaceManager in %v", files)
 	}
+	return managers
 }
 
 func dryRunCreate(t *testing.T, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {

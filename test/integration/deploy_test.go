@@ -177,9 +177,6 @@ func TestCronJobIsAdmittedUnderRestrictedPodSecurity(t *testing.T) {
 // changes, that it changes nothing else, and that its pods still pass Pod
 // Security "restricted".
 func TestOverlaysRenderAndAreAdmitted(t *testing.T) {
-	if _, err := exec.LookPath("kubectl"); err != nil {
-		t.Skip("kubectl not on PATH")
-	}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	base := kustomize(ctx, t, "deploy")
@@ -395,11 +392,12 @@ func checkEgressPolicy(t *testing.T, cj *batchv1.CronJob, objs []*unstructured.U
 	}
 }
 
-// kustomize renders dir, relative to the repository, with kubectl.
+// kustomize renders dir, relative to the repository, with the pinned
+// kubectl.
 func kustomize(ctx context.Context, t *testing.T, dir string, flags ...string) []*unstructured.Unstructured {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, "kubectl", append([]string{"kustomize"}, append(flags, filepath.Join(nsmantest.RepoRoot(), dir))...)...)
+	cmd := exec.CommandContext(ctx, nsmantest.Kubectl(t), append([]string{"kustomize"}, append(flags, filepath.Join(nsmantest.RepoRoot(), dir))...)...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, stderr.String())

@@ -206,43 +206,39 @@ func TestHelmInstallSweepsAsTheChartsServiceAccount(t *testing.T) {
 
 	// helm upgrade leaves the CRD alone; docs/helm.md's way to change it
 	// works on the CRD that helm install created, whose fields Helm owns.
-	if _, err := exec.LookPath("kubectl"); err != nil {
-		t.Log("kubectl not on PATH: the CRD update docs/helm.md describes is not tried")
-	} else {
-		objs, err := nsmantest.Decode(chartFile(t, "crds/namespacemanagers.k8s.consol.de.yaml"))
-		if err != nil || len(objs) != 1 {
-			t.Fatalf("the chart's CRD: %v", err)
-		}
-		const changed = "a description a later chart changed"
-		versions, _, _ := unstructured.NestedSlice(objs[0].Object, "spec", "versions")
-		if err := unstructured.SetNestedField(versions[0].(map[string]any), changed, "schema", "openAPIV3Schema", "description"); err != nil {
-			t.Fatal(err)
-		}
-		if err := unstructured.SetNestedSlice(objs[0].Object, versions, "spec", "versions"); err != nil {
-			t.Fatal(err)
-		}
-		data, err := json.Marshal(objs[0].Object)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir := filepath.Join(t.TempDir(), "crds")
-		if err := os.Mkdir(dir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "crd.json"), data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if out, err := exec.CommandContext(ctx, "kubectl", "apply", "--server-side", "--force-conflicts", "-f", dir, "--kubeconfig", c.Kubeconfig).CombinedOutput(); err != nil {
-			t.Fatalf("kubectl apply --server-side --force-conflicts -f crds/: %v\n%s", err, out)
-		}
-		crd, err := dyn.Resource(crdResource).Get(ctx, "namespacemanagers.k8s.consol.de", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		versions, _, _ = unstructured.NestedSlice(crd.Object, "spec", "versions")
-		if d, _, _ := unstructured.NestedString(versions[0].(map[string]any), "schema", "openAPIV3Schema", "description"); d != changed {
-			t.Errorf("the CRD's description after kubectl apply: %q, want %q", d, changed)
-		}
+	objs, err := nsmantest.Decode(chartFile(t, "crds/namespacemanagers.k8s.consol.de.yaml"))
+	if err != nil || len(objs) != 1 {
+		t.Fatalf("the chart's CRD: %v", err)
+	}
+	const changed = "a description a later chart changed"
+	versions, _, _ := unstructured.NestedSlice(objs[0].Object, "spec", "versions")
+	if err := unstructured.SetNestedField(versions[0].(map[string]any), changed, "schema", "openAPIV3Schema", "description"); err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedSlice(objs[0].Object, versions, "spec", "versions"); err != nil {
+		t.Fatal(err)
+	}
+	data, err := json.Marshal(objs[0].Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "crds")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "crd.json"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.CommandContext(ctx, nsmantest.Kubectl(t), "apply", "--server-side", "--force-conflicts", "-f", dir, "--kubeconfig", c.Kubeconfig).CombinedOutput(); err != nil {
+		t.Fatalf("kubectl apply --server-side --force-conflicts -f crds/: %v\n%s", err, out)
+	}
+	crd, err = dyn.Resource(crdResource).Get(ctx, "namespacemanagers.k8s.consol.de", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions, _, _ = unstructured.NestedSlice(crd.Object, "spec", "versions")
+	if d, _, _ := unstructured.NestedString(versions[0].(map[string]any), "schema", "openAPIV3Schema", "description"); d != changed {
+		t.Errorf("the CRD's description after kubectl apply: %q, want %q", d, changed)
 	}
 
 	// helm upgrade changes the CronJob in place; a typo fails it and

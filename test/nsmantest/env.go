@@ -42,12 +42,6 @@ func RepoRoot() string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
-// ReferenceDir is the shared reference material beside the repository; it
-// is absent in a user's clone, and tests that need it skip.
-func ReferenceDir() string {
-	return filepath.Join(RepoRoot(), "..", "shared", "reference")
-}
-
 // CRD is nsman's CRD manifest, deploy/base/crd.yaml.
 func CRD(t testing.TB) []byte {
 	t.Helper()

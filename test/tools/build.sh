@@ -2,7 +2,9 @@
 # Builds the control-plane binaries that the modules beside this script pin
 # (kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok with
 # kwok's Stage manifests, the Prometheus Pushgateway that the metrics
-# tests push to, and the Helm client that lints and installs nsman's chart)
+# tests push to, the Helm client that lints and installs nsman's chart, and
+# the kubectl of the same release as the API server, which the tests run
+# for kubectl kustomize, kubectl apply and kubectl plugins)
 # into ${XDG_CACHE_HOME:-$HOME/.cache}/nsman/<component>-<version>/.
 # A binary already in the cache is never rebuilt, so a fresh clone reuses them.
 set -euo pipefail
@@ -33,7 +35,7 @@ kube=$(version kube k8s.io/kubernetes)
 kube_out="$cache/kubernetes-$kube"
 minor=$(echo "$kube" | cut -d. -f2)
 kube_ldflags="-X k8s.io/component-base/version.gitVersion=$kube -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
-for bin in kube-apiserver kube-controller-manager kube-scheduler; do
+for bin in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
 	build kube "$kube_out" "$bin" "k8s.io/kubernetes/cmd/$bin" -ldflags "$kube_ldflags"
 done
 
