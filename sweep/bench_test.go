@@ -134,7 +134,7 @@ func BenchmarkDecodePage(b *testing.B) {
 				b.Fatal(err)
 			}
 			for i := range page.Items {
-				if st := store.read(page.listed(i)); st.State != StateWaiting {
+				if st := store.read(page.Items[i].listed()); st.State != StateWaiting {
 					b.Fatalf("status read as %+v", st)
 				}
 			}

@@ -9,6 +9,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -28,7 +30,7 @@ type listed struct {
 	// kubectl's last-applied copy, and spec, as unstructured content, so
 	// that Parse judges whatever the original CRD let through.
 	obj *unstructured.Unstructured
-	// status is the status as stored, decoded by stateStore.read only where
+	// status is the status as stored, decoded by statusLocation.read only where
 	// it is nsman's record.
 	status json.RawMessage
 }
@@ -62,17 +64,24 @@ type listedItem struct {
 
 // decodePage decodes a page of a NamespaceManager list. Keys match
 // case-sensitively, as the API server's own decoding does.
-func decodePage(data []byte) (managerPage, error) {
-	var page managerPage
-	if err := utiljson.Unmarshal(data, &page); err != nil {
-		return managerPage{}, fmt.Errorf("decode a page of NamespaceManagers: %w", err)
+func decodePage(data []byte) (*managerPage, error) {
+	page := &managerPage{}
+	if err := utiljson.Unmarshal(data, page); err != nil {
+		return nil, fmt.Errorf("decode a page of NamespaceManagers: %w", err)
 	}
 	return page, nil
 }
 
-// listed returns item i of the page.
-func (p *managerPage) listed(i int) listed {
-	it := &p.Items[i]
+// A page and its items are runtime.Objects for the pager, which reads the
+// page's continue token and hands on its items; nothing copies them.
+func (p *managerPage) GetObjectKind() schema.ObjectKind  { return schema.EmptyObjectKind }
+func (p *managerPage) DeepCopyObject() runtime.Object    { c := *p; return &c }
+func (p *managerPage) GetListMeta() metav1.ListInterface { return &p.Metadata }
+func (it *listedItem) GetObjectKind() schema.ObjectKind  { return schema.EmptyObjectKind }
+func (it *listedItem) DeepCopyObject() runtime.Object    { c := *it; return &c }
+
+// listed is the item as the sweep reads it.
+func (it *listedItem) listed() listed {
 	meta := map[string]any{
 		"name":            it.Metadata.Name,
 		"namespace":       it.Metadata.Namespace,
@@ -100,63 +109,36 @@ func (p *managerPage) listed(i int) listed {
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
 // eachManager calls fn with every NamespaceManager the sweep selects, in
-// list order, one page at a time: the page in hand and the next one being
-// fetched, none queued, so that a sweep holds at most two pages of managers
-// however many there are. A page refused 410 with a continue token is
-// fetched again with that token (at most maxExpiredContinues times); any
-// other error stops it. Once ctx is done, it finishes the page in hand and
-// hands on no other. With all, it lists every manager of the cluster,
-// whatever --namespace and --selector limit the sweep to.
+// list order, a page at a time with client-go's pager (see eachItem): a
+// sweep holds the page in hand and the next one being fetched, however
+// many managers there are, and once ctx is done it finishes the page in
+// hand and fetches no other. A page refused 410 with a continue token is
+// fetched again with that token (at most maxExpiredContinues times): the
+// list's snapshot was compacted away between two pages, and the token
+// resumes after the last manager listed, from a newer snapshot, where a
+// manager created or deleted since may be missed but none is listed twice.
+// With all, it lists every manager of the cluster, whatever --namespace and
+// --selector limit the sweep to.
 func (s *Sweeper) eachManager(ctx context.Context, all bool, fn func(listed)) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	type fetched struct {
-		page managerPage
-		err  error
+	opts := metav1.ListOptions{LabelSelector: s.cfg.LabelSelector}
+	namespace := s.cfg.Namespace
+	if all {
+		opts.LabelSelector, namespace = "", ""
 	}
-	pages := make(chan fetched)
-	go func() {
-		defer close(pages)
-		opts := metav1.ListOptions{LabelSelector: s.cfg.LabelSelector, Limit: s.cfg.PageSize}
-		namespace := s.cfg.Namespace
-		if all {
-			opts.LabelSelector, namespace = "", ""
-		}
-		for expired := 0; ; {
+	expired := 0
+	page := func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		for {
 			page, err := s.listPage(ctx, namespace, opts)
-			if next, ok := continueAfterExpiry(err); ok && opts.Continue != "" && expired < maxExpiredContinues {
-				// The list's snapshot was compacted away between two pages.
-				// The server's token resumes after the last manager listed,
-				// from a newer snapshot: a manager created or deleted since
-				// may be missed, none is listed twice.
-				expired++
-				s.log.Warn("continue token expired; listing the rest from a newer snapshot", "error", err.Error())
-				opts.Continue = next
-				continue
+			next, resume := continueAfterExpiry(err)
+			if !resume || opts.Continue == "" || expired >= maxExpiredContinues {
+				return page, err
 			}
-			select {
-			case pages <- fetched{page, err}:
-			case <-ctx.Done():
-				return
-			}
-			if err != nil || page.Metadata.Continue == "" {
-				return
-			}
-			opts.Continue = page.Metadata.Continue
-		}
-	}()
-	for f := range pages {
-		if f.err != nil {
-			return f.err
-		}
-		for i := range f.page.Items {
-			fn(f.page.listed(i))
-		}
-		if ctx.Err() != nil {
-			break
+			expired++
+			s.log.Warn("continue token expired; listing the rest from a newer snapshot", "error", err.Error())
+			opts.Continue = next
 		}
 	}
-	return ctx.Err()
+	return eachItem(ctx, s.cfg.PageSize, opts, page, func(it *listedItem) { fn(it.listed()) })
 }
 
 // maxExpiredContinues bounds how often one sweep resumes a listing past an
@@ -177,7 +159,7 @@ func continueAfterExpiry(err error) (string, bool) {
 }
 
 // listPage fetches and decodes one page of NamespaceManagers.
-func (s *Sweeper) listPage(ctx context.Context, namespace string, opts metav1.ListOptions) (managerPage, error) {
+func (s *Sweeper) listPage(ctx context.Context, namespace string, opts metav1.ListOptions) (*managerPage, error) {
 	result := s.clients.Managers.Get().
 		NamespaceIfScoped(namespace, namespace != "").
 		Resource(ManagerResource.Resource).
@@ -186,7 +168,7 @@ func (s *Sweeper) listPage(ctx context.Context, namespace string, opts metav1.Li
 	// Error turns the server's Status into the error it describes; Raw's
 	// own error is the same one, undecoded.
 	if err := result.Error(); err != nil {
-		return managerPage{}, err
+		return nil, err
 	}
 	data, _ := result.Raw()
 	return decodePage(data)

@@ -56,7 +56,7 @@ func listedOf(t testing.TB, obj *unstructured.Unstructured) listed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return page.listed(0)
+	return page.Items[0].listed()
 }
 
 // unstructuredItems decodes a page as the dynamic client does.
@@ -77,7 +77,7 @@ func TestDecodePageKeepsWhatTheSweepReads(t *testing.T) {
 	if page.Metadata.Continue != "next" || len(page.Items) != 1 {
 		t.Fatalf("continue %q, %d items", page.Metadata.Continue, len(page.Items))
 	}
-	m := page.listed(0)
+	m := page.Items[0].listed()
 	want := map[string]any{
 		"apiVersion": "k8s.consol.de/v1beta1",
 		"kind":       "NamespaceManager",
@@ -123,7 +123,7 @@ func TestDecodePageAgreesWithTheDynamicClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, u := range unstructuredItems(t, data) {
-		got := page.listed(i)
+		got := page.Items[i].listed()
 		wantM, wantErrs := policy.Parse(&u)
 		gotM, gotErrs := policy.Parse(got.obj)
 		if !reflect.DeepEqual(gotM, wantM) || fmt.Sprint(gotErrs) != fmt.Sprint(wantErrs) {
