@@ -33,10 +33,8 @@ var (
 	}
 )
 
-// apply performs plan p's action on its target through the writer and
-// returns what it did (or, in a dry run, would do). A fresh DELETE is made
-// as rec listed the namespace (see asListed); one completing a claim is
-// made by UID alone.
+// apply performs plan p's action through the writer and returns what it
+// did (would do, dry). A fresh DELETE is made as listed (see asListed).
 func (s *Sweeper) apply(ctx context.Context, m policy.Manager, rec record, p *plan) ([]string, error) {
 	t := p.target
 	switch p.policy.Action.Type {
@@ -70,37 +68,20 @@ func (s *Sweeper) apply(ctx context.Context, m policy.Manager, rec record, p *pl
 	return nil, fmt.Errorf("unknown action %q", p.policy.Action.Type)
 }
 
-// deleteClaimed deletes namespace t for the expired claim of a sweep that
-// died: the namespace the claim was made for, whatever its version; one
-// already going, or gone, needs nothing, and one recreated since is left
-// alone.
+// deleteClaimed deletes, for an expired claim, the namespace it was made
+// for, by UID; one going or gone needs nothing, one recreated since (a 409:
+// the same UID, terminating, is answered 200) is left alone.
 func (s *Sweeper) deleteClaimed(ctx context.Context, t target) ([]string, error) {
 	effect := "delete namespace " + t.name
 	if t.going {
 		return []string{effect + " (already being deleted)"}, nil
 	}
-	err := s.writer.deleteNamespace(ctx, t.name, t.uid, "")
-	if apierrors.IsNotFound(err) {
+	switch err := s.writer.deleteNamespace(ctx, t.name, t.uid, ""); {
+	case apierrors.IsNotFound(err):
 		return []string{effect + " (already gone)"}, nil
-	}
-	if apierrors.IsConflict(err) {
-		// A failed uid precondition is a 409, and so is a write that
-		// raced another change of the namespace: look again to tell a
-		// namespace recreated from one still going.
-		now, exists, rerr := s.namespaceNow(ctx, t.name)
-		switch {
-		case rerr != nil:
-			return nil, fmt.Errorf("delete namespace %s: %w (and reading it again: %w)", t.name, err, rerr)
-		case !exists:
-			return []string{effect + " (already gone)"}, nil
-		case now.uid == t.uid && now.terminating:
-			return []string{effect + " (already being deleted)"}, nil
-		}
-		// The namespace the claim was made for is gone; the one that now
-		// has its name is someone else's.
+	case apierrors.IsConflict(err):
 		return []string{effect + " (already gone; a new namespace of that name is left alone)"}, nil
-	}
-	if err != nil {
+	case err != nil:
 		return nil, fmt.Errorf("delete namespace %s: %w", t.name, err)
 	}
 	return []string{effect}, nil
@@ -121,6 +102,16 @@ func (s *Sweeper) namespaceNow(ctx context.Context, name string) (namespaceInfo,
 // scaleDown scales every selected workload with replicas above zero to zero,
 // one request each, recording the count each had (see scaleToZero).
 func (s *Sweeper) scaleDown(ctx context.Context, namespace string, selectors []policy.Selector) ([]string, error) {
+	return eachWorkload(ctx, s.clients, namespace, selectors, func(resource schema.GroupVersionResource, kind string, w *unstructured.Unstructured) (string, error) {
+		return s.scaleToZero(ctx, resource, kind, w)
+	})
+}
+
+// eachWorkload calls change once with each Deployment and StatefulSet of
+// namespace that selectors select (all, without), and returns the effects
+// and the errors joined: one workload that fails stops no other.
+func eachWorkload(ctx context.Context, clients Clients, namespace string, selectors []policy.Selector,
+	change func(schema.GroupVersionResource, string, *unstructured.Unstructured) (string, error)) ([]string, error) {
 	if len(selectors) == 0 {
 		selectors = []policy.Selector{{Kind: policy.KindDeployment}, {Kind: policy.KindStatefulSet}}
 	}
@@ -131,8 +122,7 @@ func (s *Sweeper) scaleDown(ctx context.Context, namespace string, selectors []p
 	)
 	for _, sel := range selectors {
 		resource := workloadResources[sel.Kind]
-		client := s.clients.Dynamic.Resource(resource).Namespace(namespace)
-		list, err := client.List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(sel.Labels).String()})
+		list, err := clients.Dynamic.Resource(resource).Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(sel.Labels).String()})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("list %s in %s: %w", resource.Resource, namespace, err))
 			continue
@@ -144,10 +134,9 @@ func (s *Sweeper) scaleDown(ctx context.Context, namespace string, selectors []p
 				continue // selected twice
 			}
 			done[id] = true
-			effect, err := s.scaleToZero(ctx, resource, sel.Kind, w)
+			effect, err := change(resource, sel.Kind, w)
 			if err != nil {
 				errs = append(errs, err)
-				continue
 			}
 			if effect != "" {
 				effects = append(effects, effect)

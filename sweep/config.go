@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -163,21 +164,9 @@ func New(cfg Config, clients Clients, sender *webhook.Sender, log *slog.Logger) 
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Concurrency == 0 {
-		cfg.Concurrency = DefaultConcurrency
-	}
-	if cfg.PageSize == 0 {
-		cfg.PageSize = DefaultPageSize
-	}
-	if cfg.ClaimTTL == 0 {
-		cfg.ClaimTTL = DefaultClaimTTL
-	}
-	if cfg.InterruptGrace == 0 {
-		cfg.InterruptGrace = DefaultInterruptGrace
-	}
-	if cfg.MaxHold == 0 {
-		cfg.MaxHold = DefaultMaxHold
-	}
+	cfg.Concurrency, cfg.PageSize = cmp.Or(cfg.Concurrency, DefaultConcurrency), cmp.Or(cfg.PageSize, DefaultPageSize)
+	cfg.ClaimTTL, cfg.InterruptGrace = cmp.Or(cfg.ClaimTTL, DefaultClaimTTL), cmp.Or(cfg.InterruptGrace, DefaultInterruptGrace)
+	cfg.MaxHold = cmp.Or(cfg.MaxHold, DefaultMaxHold)
 	cfg.ProtectedNamespaces = WithProtectedFloor(cfg.ProtectedNamespaces)
 	s := &Sweeper{cfg: cfg, clients: clients, log: log, writer: newWriter(clients, sender, cfg.DryRun), success: StateFired}
 	if cfg.DryRun {

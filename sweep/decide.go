@@ -15,25 +15,20 @@ import (
 	"github.com/nsman/nsman/policy"
 )
 
-// A sweep handles a subject (a manager, or one namespace of a rule) in two
+// A subject (a manager, or one namespace of a rule) is handled in two
 // steps, as the descheduler separates its strategies from its evictor:
-// evaluation reads the subject, its record and its target and returns a
-// decision, without writing anything; the executor carries the decision
-// out. The verdicts both kinds of subject share are here: a live claim, an
-// invalid spec, an expired claim to complete, a lost DELETE answer to
-// confirm, and the policies themselves.
+// evaluation reads it and returns a decision, writing nothing; the executor
+// carries the decision out. The verdicts both kinds share are here.
 
 // step is the kind of work a plan asks of the executor.
 type step int
 
 const (
-	// stepAct applies the policy's action and records the outcome: a
-	// DELETE is its own claim, any other action is claimed first.
+	// stepAct applies the policy's action and records the outcome.
 	stepAct step = iota
-	// stepCompleteClaim claims, acts and records for the claim of a sweep
-	// that died: the action is applied again, on the namespace the claim was
-	// made for (DELETE and SCALE_DOWN are idempotent; a webhook is re-sent
-	// with the same Idempotency-Key).
+	// stepCompleteClaim applies again the action of a sweep that claimed
+	// it and died, on the namespace the claim was made for (DELETE and
+	// SCALE_DOWN are idempotent; a webhook is re-sent under its key).
 	stepCompleteClaim
 	// stepDeactivate: the action succeeded before; only the deactivation
 	// is missing.
@@ -48,12 +43,10 @@ const (
 type plan struct {
 	step   step
 	policy policy.Policy
-	// generation is the manager (or rule) generation the plan is for: the
-	// current one, or, completing a claim, the one the claim was made for.
-	// A webhook's Idempotency-Key is derived from it.
+	// generation is the manager (or rule) generation the plan is for, the
+	// claim's when completing one: a webhook's key is derived from it.
 	generation int64
-	// reason says why, in a sentence: the policy's condition, or what is
-	// being completed.
+	// reason says why, in a sentence.
 	reason string
 	target target
 }
@@ -61,20 +54,17 @@ type plan struct {
 // target is a resolved target namespace.
 type target struct {
 	name string
-	// uid is the namespace's uid when the plan was made or, completing a
-	// claim, when the claim was made: a DELETE never removes a namespace
-	// recreated under the same name.
+	// uid is the namespace's when the plan (or the claim completed) was
+	// made: a DELETE never removes a namespace recreated under its name.
 	uid types.UID
-	// listed is the namespace as the sweep listed it (zero when it does not
-	// exist): a DELETE is preconditioned on its resourceVersion.
+	// listed is the namespace as listed (zero when it does not exist).
 	listed namespaceInfo
 	// going: the namespace is terminating or gone already.
 	going bool
-	// home: the namespace, uid and all, is the one the manager lives in,
-	// which a DELETE takes the manager with.
+	// home: the namespace, uid and all, is the one the manager lives in.
 	home bool
-	// recreated: completing a claim, the namespace of that name is another
-	// one than the claim was made for.
+	// recreated: completing a claim, the namespace of that name is not
+	// the one the claim was made for.
 	recreated bool
 }
 
@@ -82,21 +72,20 @@ type target struct {
 type decision struct {
 	// manager is the parsed manager, or rule.
 	manager policy.Manager
-	// entry is the report entry: final without a plan; with one, what the
-	// executor starts from (target, policy conditions).
+	// entry is the report entry: final without a plan, else what the
+	// executor starts from.
 	entry Entry
 	// checks is the minChecks progress a waiting subject records.
 	checks map[string]policy.CheckState
 	// plan, when set, is work for the executor.
 	plan *plan
-	// untouched: nothing is written: the manager is deactivated, another
-	// sweep's claim holds the subject, or it goes with its namespace.
+	// untouched: nothing is to be written.
 	untouched bool
 }
 
-// evaluateManager decides what to do with one manager, whose record as
-// listed is stored. It makes no write; reads are the sweep's list of
-// namespaces and, for PODS_SUCCEED and PODS_FAILED, pods checks.
+// evaluateManager decides what to do with one manager, whose Progress as
+// listed is stored. It reads the sweep's namespaces and, for pods
+// conditions, pods; it writes nothing.
 func (s *Sweeper) evaluateManager(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured, stored Progress) decision {
 	e := Entry{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 	m, problems := policy.Parse(obj)
@@ -122,15 +111,14 @@ func (s *Sweeper) evaluateManager(ctx context.Context, r *sweepRun, obj *unstruc
 	ns, exists := namespaces[e.Target]
 	t := target{name: e.Target, uid: ns.uid, listed: ns, going: !exists || ns.terminating, home: exists && e.Target == m.Namespace}
 	if t.going && e.Target == m.Namespace {
-		return goneWithItsNamespace(m, e)
+		return untouched(m, e, StateTargetTerminating, fmt.Sprintf("namespace %s, where this manager lives, is being deleted; the manager goes with it", e.Target))
 	}
 	if d, ok := completeClaim(m, e, stored.Claim, t); ok {
 		return d
 	}
 	if stored.doneFor(m, "") {
-		// An earlier sweep of this generation got as far as the action:
-		// only the deactivation is missing.
-		return planned(m, e, nil, plan{step: stepDeactivate, policy: m.Policies[policyIndex(m, stored.LastAction.Policy)], reason: "the action succeeded before; deactivating", target: t})
+		// Only the deactivation is missing.
+		return planned(m, e, nil, plan{step: stepDeactivate, policy: m.Policies[policyIndex(m, stored.LastAction.Policy)], reason: "the action succeeded before; deactivated now", target: t})
 	}
 	if d, ok := confirmDelete(m, e, stored, "", t); ok {
 		return d
@@ -143,13 +131,12 @@ func (s *Sweeper) evaluateManager(ctx context.Context, r *sweepRun, obj *unstruc
 		e.State, e.Message = StateTargetTerminating, fmt.Sprintf("namespace %s is terminating", e.Target)
 		return decision{manager: m, entry: e}
 	}
-	holds := []hold{{on: "namespace " + e.Target, value: ns.hold}, {on: "manager " + m.Namespace + "/" + m.Name, value: obj.GetAnnotations()[HoldAnnotation]}}
-	return holdsAt(holds, r.now, s.cfg.MaxHold).apply(s.evaluatePolicies(ctx, r, m, e, t, s.checks(r, false), stored.Checks, firedIn(stored.Fired, m.Generation, "")))
+	return s.evaluatePolicies(ctx, r, m, e, t, s.checks(r, false), stored, "",
+		hold{on: "namespace " + e.Target, value: ns.hold}, hold{on: "manager " + m.Namespace + "/" + m.Name, value: obj.GetAnnotations()[HoldAnnotation]})
 }
 
-// liveClaim is the verdict of a claim that has not expired, whatever the
-// generation it was made for: its action may be under way, and any write
-// could wipe it. It comes before every other verdict.
+// liveClaim is the verdict of a claim not expired, whatever its
+// generation: its action may be under way, and any write could wipe it.
 func (s *Sweeper) liveClaim(m policy.Manager, e Entry, c *Claim) (decision, bool) {
 	if c == nil || !s.clock().Before(c.Expires) {
 		return decision{}, false
@@ -167,10 +154,9 @@ func invalid(e Entry, problems field.ErrorList) Entry {
 	return e
 }
 
-// completeClaim is the verdict of a claim that expired: a sweep claimed
-// the subject and did not finish. A claim of this spec is completed, under
-// the generation it was made for, whatever became of the target since; one
-// made for another spec is void, and the new spec is evaluated afresh.
+// completeClaim is the verdict of an expired claim, whose sweep did not
+// finish: one of this spec is completed, under its generation, whatever
+// became of the target; one of another spec is void.
 func completeClaim(m policy.Manager, e Entry, c *Claim, t target) (decision, bool) {
 	if c == nil {
 		return decision{}, false
@@ -188,8 +174,7 @@ func completeClaim(m policy.Manager, e Entry, c *Claim, t target) (decision, boo
 }
 
 // confirmDelete is the verdict of a DELETE recorded, for this spec, as
-// failed without an answer, when its namespace went since: the answer was
-// lost, not the delete.
+// failed without an answer, whose namespace went: the answer was lost.
 func confirmDelete(m policy.Manager, e Entry, stored Progress, spec string, t target) (decision, bool) {
 	last := stored.LastAction
 	if last == nil || !last.Uncertain || last.Action != policy.ActionDelete || !t.going || !sameSpec(m, stored.ObservedGeneration, spec) {
@@ -203,28 +188,28 @@ func confirmDelete(m policy.Manager, e Entry, stored Progress, spec string, t ta
 		reason: "namespace " + t.name + " went after a DELETE whose answer was lost", target: t}), true
 }
 
-// evaluatePolicies evaluates m's policies on namespace t, checking pods
-// with check as they ask and skipping the stages (policies that are not
-// final) in fired: a plan to act when one holds, else the waiting entry
-// with its minChecks progress.
-func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Manager, e Entry, t target, check podsCheck, checks map[string]policy.CheckState, fired map[string]bool) decision {
-	in := policy.Input{Now: r.now, TargetCreated: t.listed.created, Checks: checks, Pods: map[int]policy.PodsCheck{}, Fired: fired}
+// evaluatePolicies evaluates m's policies on namespace t, with the
+// progress stored (the stages fired in m's generation, or spec, skipped),
+// then the holds: a plan when a policy holds and no hold keeps it, else
+// the waiting entry with its minChecks progress.
+func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Manager, e Entry, t target, check podsCheck, stored Progress, spec string, holds ...hold) decision {
+	in := policy.Input{Now: r.now, TargetCreated: t.listed.created, Checks: stored.Checks, Pods: map[int]policy.PodsCheck{}, Fired: firedIn(stored.Fired, m.Generation, spec)}
+	held := holdsAt(holds, r.now, s.cfg.MaxHold)
 	for {
 		out := policy.Evaluate(m, in)
 		switch out.Verdict {
 		case policy.NeedPods:
 			answer, err := check(ctx, e.Target, m.Policies[out.Policy].Condition)
 			if err != nil {
-				return decision{manager: m, entry: failedEntry(e, err)}
+				return held.apply(decision{manager: m, entry: failedEntry(e, err)})
 			}
 			in.Pods[out.Policy] = answer
 			continue
 		case policy.Fire:
 			d := planned(m, e, conditions(out.Policies), plan{step: stepAct, policy: m.Policies[out.Policy], reason: out.Reason, target: t})
-			// A hold may keep the plan waiting: the minChecks progress
-			// stays.
+			// A hold may keep the plan waiting, with its progress.
 			d.checks = out.Checks
-			return d
+			return held.apply(d)
 		}
 		details := make([]string, 0, len(out.Policies))
 		for _, p := range out.Policies {
@@ -233,14 +218,8 @@ func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Ma
 		e.State, e.Message = StateWaiting, strings.Join(details, "; ")
 		e.Due = timePtr(out.NextDue)
 		e.Conditions = conditions(out.Policies)
-		return decision{manager: m, entry: e, checks: out.Checks}
+		return held.apply(decision{manager: m, entry: e, checks: out.Checks})
 	}
-}
-
-// goneWithItsNamespace is the decision for a manager whose namespace is
-// going: nothing is written.
-func goneWithItsNamespace(m policy.Manager, e Entry) decision {
-	return untouched(m, e, StateTargetTerminating, fmt.Sprintf("namespace %s, where this manager lives, is being deleted; the manager goes with it", e.Target))
 }
 
 // untouched is a final decision that writes nothing.
@@ -249,8 +228,8 @@ func untouched(m policy.Manager, e Entry, state State, msg string) decision {
 	return decision{manager: m, entry: e, untouched: true}
 }
 
-// planned is the decision to carry out p, for the manager's current
-// generation unless p names another.
+// planned is the decision to carry out p, for m's generation unless p
+// names another.
 func planned(m policy.Manager, e Entry, conds []Condition, p plan) decision {
 	p.generation = cmp.Or(p.generation, m.Generation)
 	e.Policy, e.Action, e.Conditions = p.policy.Name, p.policy.Action.Type, conds

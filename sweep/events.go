@@ -18,14 +18,13 @@ import (
 )
 
 // eventSink hears what became of each subject a sweep handled, and tells
-// people in Events on the manager: a manager's are told at once
-// (managerEvents), a rule's namespaces are tallied and told in one Event
-// per sweep (ruleTally). Events are written synchronously, so that they
-// are all there when the process exits; a failure to write one is logged,
-// never fatal.
+// it in Events on the manager: at once for a manager (managerEvents), in
+// one Event per sweep for a rule's namespaces (ruleTally). Events are
+// written synchronously, to be there when the process exits; a failure to
+// write one is logged, never fatal.
 type eventSink interface {
-	// tell hears e, the entry a subject ends the sweep with, and before,
-	// what its record said as listed; acted: an action was carried out.
+	// tell hears e, the entry a subject ends the sweep with; acted: an
+	// action was carried out.
 	tell(ctx context.Context, e Entry, before prior, acted bool)
 }
 
@@ -41,9 +40,8 @@ var eventKinds = map[State]struct{ kind, reason string }{
 // holdIgnored is the Event reason for holds nsman ignored.
 const holdIgnored = "HoldIgnored"
 
-// managerEvents tells about one manager at once: an action's outcome each
-// time (a failing action at every failed attempt), another state when it
-// changes, holds ignored when they are newly so.
+// managerEvents tells an action's outcome each time (a failing action at
+// every attempt), another state when it changes, holds newly ignored.
 type managerEvents struct {
 	s   *Sweeper
 	obj *unstructured.Unstructured
@@ -53,7 +51,7 @@ type managerEvents struct {
 func (ev managerEvents) tell(ctx context.Context, e Entry, before prior, acted bool) {
 	if e.State == StateFired && e.Action == policy.ActionDelete && e.Target == ev.obj.GetNamespace() {
 		// The manager went with the namespace it deleted, and its Events
-		// would: its outcome is in the logs, the report and the metrics.
+		// would: the outcome is in the logs, the report and the metrics.
 		return
 	}
 	if k, ok := eventKinds[e.State]; ok && (acted || e.State != before.state) {
@@ -95,11 +93,10 @@ func (ev managerEvents) emit(ctx context.Context, kind, reason, action, note str
 	}
 }
 
-// ruleTally gathers what a sweep did with a rule's namespaces, and tells
-// it in at most two Events on the rule (flush): the actions that fired and
-// the failures that are new (on a namespace whose last action had not
-// failed already), and the holds newly ignored. Nothing done, no Event:
-// never one per namespace, never one per sweep that changed nothing.
+// ruleTally gathers what a sweep did with a rule's namespaces and tells it
+// in at most two Events on the rule (flush): the actions that fired and the
+// failures that are new, and the holds newly ignored; none for a sweep
+// that changed nothing.
 type ruleTally struct {
 	mu                     sync.Mutex
 	fired, failed, ignored []string
@@ -124,17 +121,14 @@ func (t *ruleTally) flush(ctx context.Context, rule managerEvents) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var parts []string
+	k := eventKinds[StateFired]
 	if len(t.fired) > 0 {
 		parts = append(parts, fmt.Sprintf("acted on %d namespace(s): %s", len(t.fired), listed10(t.fired)))
 	}
 	if len(t.failed) > 0 {
-		parts = append(parts, fmt.Sprintf("failed on %d namespace(s): %s", len(t.failed), listed10(t.failed)))
+		k, parts = eventKinds[StateFailed], append(parts, fmt.Sprintf("failed on %d namespace(s): %s", len(t.failed), listed10(t.failed)))
 	}
 	if len(parts) > 0 {
-		k := eventKinds[StateFired]
-		if len(t.failed) > 0 {
-			k = eventKinds[StateFailed]
-		}
 		rule.emit(ctx, k.kind, k.reason, "Act", strings.Join(parts, "; "))
 	}
 	if len(t.ignored) > 0 {

@@ -16,24 +16,23 @@ import (
 // The executor is the one place a decision is carried out, for a manager
 // and for one namespace of a rule alike: the action cap, the claim, the
 // action, the notification, the record of the outcome and the Events. What
-// differs between the two is their record's (managerRecord, pairRecord)
-// and their sink's (managerEvents, ruleTally).
+// differs is their record's (managerRecord, pairRecord) and their sink's
+// (managerEvents, ruleTally).
 //
-// How each write keeps from clobbering another sweep's: a claim, and a
-// record written without one, are conditional on the version this sweep
-// listed, so that of two sweeps one writes; the outcome of a claimed action
-// is a JSON patch that tests first that the claim is still this sweep's; a
-// DELETE is its own claim: preconditioned on the namespace's UID and the
-// resourceVersion listed, it succeeds for one sweep only (the first changes
-// the namespace), and only that sweep records, tells and notifies.
+// No write clobbers another sweep's: a claim, and a record written without
+// one, are conditional on the version listed; the outcome of a claimed
+// action tests first that the claim is still this sweep's; and a DELETE is
+// its own claim: preconditioned on the namespace's UID and resourceVersion
+// as listed, it succeeds for one sweep only (the first changes the
+// namespace), which alone records, tells and notifies.
 
 // claimMargin is kept between the end of an action's deadline and the expiry
 // of its claim, so that no sweep can take over a claim whose action may still
 // run.
 const claimMargin = 5 * time.Second
 
-// recordTimeout bounds a write of a record. It is made even when the sweep
-// was interrupted, so that a claim is released and a failure seen.
+// recordTimeout bounds a write of a record, made even after an interrupt,
+// so that a claim is released and a failure seen.
 const recordTimeout = 5 * time.Second
 
 // carryOut carries out decision d for the subject whose record is rec, and
@@ -71,12 +70,11 @@ func (s *Sweeper) save(ctx context.Context, rec record, o outcome) Entry {
 	return o.entry
 }
 
-// act carries out the plan's action and records its outcome. A DELETE is
-// its own claim; any other action is claimed first. The claim expires
-// ClaimTTL after it is made, in the API server's time, and the action's
-// deadline is claimMargin earlier, counted from the same moment: however
-// late in a sweep a subject is reached, no other sweep takes the claim over
-// while the action may run.
+// act carries out the plan's action, claimed first unless it is a fresh
+// DELETE, and records its outcome. The claim expires ClaimTTL after it is
+// made, in the API server's time, and the action's deadline is claimMargin
+// earlier, counted from the same moment: no other sweep takes the claim
+// over while the action may run.
 func (s *Sweeper) act(ctx context.Context, r *sweepRun, rec record, d decision) Entry {
 	p, e := d.plan, d.entry
 	deadline := time.Now().Add(s.cfg.ClaimTTL - claimMargin)
@@ -102,8 +100,7 @@ func (s *Sweeper) act(ctx context.Context, r *sweepRun, rec record, d decision) 
 	e.Effects = effects
 	defer s.notify(ctx, r, d.manager, p, effects, err, failedBefore(rec.prior().last, p))
 	if err == nil && p.policy.Action.Type == policy.ActionDelete && rec.livesIn(p.target) {
-		// The record went with the namespace (its claim, if it had one,
-		// kept other sweeps away until then).
+		// The record went with the namespace.
 		return s.succeeded(e, p)
 	}
 	e, o := s.outcomeOf(e, p, err, r.now)
@@ -135,10 +132,10 @@ func (s *Sweeper) outcomeOf(e Entry, p *plan, err error, now time.Time) (Entry, 
 	return e, o
 }
 
-// complete records a plan whose action was done before: a manager's
-// deactivation is missing, or a DELETE whose answer was lost turns out to
-// have been carried out. No claim is made: the record is written
-// conditional on the version listed, so none can be clobbered.
+// complete records a plan whose action was done before, making no claim:
+// a DELETE whose answer was lost was carried out (fired), or a manager's
+// deactivation is missing, which is all it does (deactivated: the sweep
+// that acted reported the action).
 func (s *Sweeper) complete(ctx context.Context, r *sweepRun, rec record, p *plan, e Entry) Entry {
 	o := outcome{done: true}
 	e.Effects = []string{p.policy.Action.Type + " succeeded before; nothing left to do"}
@@ -147,13 +144,15 @@ func (s *Sweeper) complete(ctx context.Context, r *sweepRun, rec record, p *plan
 		o.last = &LastAction{Policy: p.policy.Name, Action: p.policy.Action.Type, Result: ResultSucceeded, Message: truncate(p.reason, maxMessage), Time: r.now.UTC()}
 	}
 	o.entry = s.succeeded(e, p)
-	return s.save(ctx, rec, o)
+	if e = s.save(ctx, rec, o); p.step == stepDeactivate && e.State == StateFired {
+		e.State = StateDeactivated
+	}
+	return e
 }
 
 // asListed calls write with namespace ns's resourceVersion as listed; when
-// the namespace changed since, it is read again and write called again
-// with the version read if unchanged says the change leaves the decision
-// standing, and else errChanged.
+// the namespace changed since, it is read again and written at the version
+// read if unchanged says the decision stands, else errChanged.
 func (s *Sweeper) asListed(ctx context.Context, ns namespaceInfo, unchanged func(listed, now namespaceInfo) bool, write func(resourceVersion string) error) error {
 	resourceVersion := ns.resourceVersion
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -173,15 +172,13 @@ func (s *Sweeper) asListed(ctx context.Context, ns namespaceInfo, unchanged func
 	})
 }
 
-// succeeded is the entry of a plan carried out: fired, or in a dry run
-// planned.
+// succeeded is the entry of a plan carried out: fired (planned, dry).
 func (s *Sweeper) succeeded(e Entry, p *plan) Entry {
 	e.State, e.Message = s.success, p.reason
 	return e
 }
 
-// busy is the entry of a subject left to the next sweep, because err says
-// it changed since it was listed.
+// busy is the entry of a subject that changed since it was listed (err).
 func busy(e Entry, err error) Entry {
 	e.State, e.Message = StateBusy, err.Error()+"; left to the next sweep"
 	return e
@@ -202,9 +199,8 @@ func notReached(e Entry) Entry {
 		Message: "the sweep was interrupted before it got to this " + what}
 }
 
-// write applies a patch to manager obj, retrying transient failures, even
-// after the sweep was interrupted. A manager that is gone (deleted along
-// with its namespace) needs nothing.
+// write patches manager obj, retrying transient failures (see retry). A
+// manager gone (with its namespace) needs nothing.
 func (s *Sweeper) write(ctx context.Context, patch apiPatch, obj *unstructured.Unstructured) error {
 	err := s.retry(ctx, func(ctx context.Context) error {
 		return s.writer.patchManager(ctx, obj.GetNamespace(), obj.GetName(), patch)
@@ -216,7 +212,7 @@ func (s *Sweeper) write(ctx context.Context, patch apiPatch, obj *unstructured.U
 }
 
 // retry makes a record's write, retrying transient failures, within
-// recordTimeout even after the sweep was interrupted.
+// recordTimeout even after an interrupt.
 func (s *Sweeper) retry(ctx context.Context, write func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
@@ -231,8 +227,7 @@ func transient(err error) bool {
 		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err)
 }
 
-// failedBefore reports whether last, a stored outcome, is a failure of
-// plan p's policy: that failure was told already.
+// failedBefore reports whether last is a failure of p's policy, told already.
 func failedBefore(last *LastAction, p *plan) bool {
 	return last != nil && last.Result == ResultFailed && last.Policy == p.policy.Name
 }

@@ -63,10 +63,9 @@ func holdsAt(holds []hold, now time.Time, max time.Duration) holdState {
 	return st
 }
 
-// apply turns a decision that would act into a waiting one while a hold is
-// in force, and says so in every decision: the hold that keeps it waiting,
-// or the holds ignored. A waiting decision's due time is never before the
-// hold ends.
+// apply turns a decision that would act into a waiting one, due no earlier
+// than the hold ends, while a hold is in force, and says in every decision
+// the hold that keeps it waiting, or the holds ignored.
 func (st holdState) apply(d decision) decision {
 	if st.ignored != "" {
 		d.entry.HoldIgnored = st.ignored
@@ -97,10 +96,8 @@ func (st holdState) apply(d decision) decision {
 	return d
 }
 
-// Hold writes HoldAnnotation, ending at until, on namespace or, with
-// manager set, on that NamespaceManager in namespace; a zero until removes
-// it. With dryRun it writes nothing. It returns the merge patch it sent,
-// or would send.
+// Hold writes HoldAnnotation ending at until (zero: removes it) on
+// namespace or that manager in it, unless dryRun, and returns the patch.
 func Hold(ctx context.Context, clients Clients, namespace, manager string, until time.Time, dryRun bool) ([]byte, error) {
 	var value any // null removes the annotation in a merge patch
 	if !until.IsZero() {

@@ -17,11 +17,9 @@ import (
 )
 
 // A sweep lists NamespaceManagers as JSON and decodes of each only what it
-// reads. The dynamic client decodes a page in full more than once, and every
-// field of every manager into maps, the managed fields and kubectl's
-// last-applied copy (often most of a manager) included: at 10,000 managers
-// that was half of a no-op sweep's CPU time and most of its garbage
-// (BenchmarkDecodePage and BenchmarkDecodePageUnstructured).
+// reads: the dynamic client decodes every field into maps, managed fields
+// and kubectl's last-applied copy included, which at 10,000 managers was
+// half of a no-op sweep's CPU time (BenchmarkDecodePage).
 
 // listed is a NamespaceManager as a sweep reads it from its list.
 type listed struct {
@@ -108,17 +106,13 @@ func (it *listedItem) listed() listed {
 // lastApplied is the annotation in which kubectl apply keeps the manifest.
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
-// eachManager calls fn with every NamespaceManager the sweep selects, in
-// list order, a page at a time with client-go's pager (see eachItem): a
-// sweep holds the page in hand and the next one being fetched, however
-// many managers there are, and once ctx is done it finishes the page in
-// hand and fetches no other. A page refused 410 with a continue token is
-// fetched again with that token (at most maxExpiredContinues times): the
-// list's snapshot was compacted away between two pages, and the token
-// resumes after the last manager listed, from a newer snapshot, where a
-// manager created or deleted since may be missed but none is listed twice.
-// With all, it lists every manager of the cluster, whatever --namespace and
-// --selector limit the sweep to.
+// eachManager calls fn with every NamespaceManager the sweep selects (with
+// all, of the whole cluster), in list order, with eachItem; once ctx is
+// done it finishes the page in hand. A page refused 410 with a continue
+// token (the list's snapshot was compacted away between two pages) is
+// fetched with that token, at most maxExpiredContinues times: it resumes
+// after the last manager listed from a newer snapshot, where one created or
+// deleted since may be missed but none is listed twice.
 func (s *Sweeper) eachManager(ctx context.Context, all bool, fn func(listed)) error {
 	opts := metav1.ListOptions{LabelSelector: s.cfg.LabelSelector}
 	namespace := s.cfg.Namespace

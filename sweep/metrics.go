@@ -27,40 +27,21 @@ var metricStates = []State{
 // metricActions are the action types nsman_actions always has series for.
 var metricActions = []string{policy.ActionDelete, policy.ActionScaleDown, policy.ActionWebhook}
 
-// Values of nsman_actions's result label.
-const (
-	actionSucceeded = "succeeded"
-	actionFailed    = "failed"
-	actionPlanned   = "planned"
-	actionDeferred  = "deferred"
-)
-
-var actionResults = []string{actionSucceeded, actionFailed, actionPlanned, actionDeferred}
+// actionResults are the values of nsman_actions's result label: an
+// action's Result, or planned (dry run) or deferred (over the cap).
+var actionResults = []string{ResultSucceeded, ResultFailed, string(StatePlanned), string(StateDeferred)}
 
 // metricMethods are the HTTP methods nsman_api_requests always has series for,
 // so that the metric is in every push (see PushMetrics) and reads 0 rather
 // than missing when a sweep made no such request.
 var metricMethods = []string{"get", "post", "put", "patch", "delete"}
 
-// PushMetrics pushes the metrics of the sweep r to the Pushgateway at url
-// (scheme://host:port, without /metrics/job/...), grouped under job
-// (DefaultMetricsJob when empty) and, for a sharded sweep, shard=<index>.
-// lastSuccess says whether the sweep counts
-// as successful, normally !r.Failed(): only then is
+// PushMetrics pushes the metrics of the sweep r, gauges of this one sweep
+// (sweepGauges), to the Pushgateway at url (scheme://host:port), grouped
+// under job (DefaultMetricsJob when empty) and, for a sharded sweep,
+// shard=<index>. Only when lastSuccess (normally !r.Failed()) is
 // nsman_last_success_timestamp_seconds pushed, set to r.Summary.Now. client
 // makes the request (http.DefaultClient when nil); ctx bounds it.
-//
-// The metrics, all gauges describing this one sweep:
-//
-//	nsman_sweep_duration_seconds          wall time of the sweep
-//	nsman_managers{state}                 managers by State, every State present
-//	nsman_actions{action,result}    actions by type and result: succeeded (fired),
-//	                                      failed, planned (dry run), deferred (over the cap)
-//	nsman_api_requests{method}            API requests by lower-case HTTP method
-//	nsman_last_success_timestamp_seconds  when the last successful sweep ran
-//	nsman_holds{result}                   entries held, or whose holds were ignored
-//	nsman_notifications{result}           notifications sent or failed
-//	nsman_dry_run                         1 for a dry run, else 0
 //
 // The push is an Add (HTTP POST), not a Push (PUT). A PUT replaces the whole
 // group, so a failed sweep, which must not claim success, would erase the
@@ -167,18 +148,9 @@ func byLabel[K ~string](name, help, label string, always []K, counts map[K]int) 
 // actionResult is the result label under which entry e counts in
 // nsman_actions, and false when e attempted no action.
 func actionResult(e Entry) (string, bool) {
-	if e.Action == "" {
-		return "", false
-	}
-	switch e.State {
-	case StateFired:
-		return actionSucceeded, true
-	case StateFailed:
-		return actionFailed, true
-	case StatePlanned:
-		return actionPlanned, true
-	case StateDeferred:
-		return actionDeferred, true
-	}
-	return "", false
+	result, ok := resultOf[e.State]
+	return result, ok && e.Action != ""
 }
+
+// resultOf is the result of an action whose entry is in a state.
+var resultOf = map[State]string{StateFired: ResultSucceeded, StateFailed: ResultFailed, StatePlanned: string(StatePlanned), StateDeferred: string(StateDeferred)}

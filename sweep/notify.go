@@ -48,13 +48,11 @@ type notifier struct {
 	url, format string
 }
 
-// notify sends the notification of the outcome of plan p's action (its
-// effects, and the error it failed with, if it did), when the sweep has a
-// notifier. A failure is told once: not again while the same policy's last
-// action had failed already. Its Idempotency-Key is derived from the
-// firing's and the result, so that the same outcome of one firing, told
-// again by a sweep completing a claim, carries the same key. A failed
-// notification is logged and counted; it changes nothing else.
+// notify sends the notification of the outcome of plan p's action, when
+// the sweep has a notifier; a failure is told once. Its Idempotency-Key is
+// derived from the firing's and the result: the same outcome, told again by
+// a sweep completing a claim, carries the same key. A notification that
+// fails is logged and counted; it changes nothing else.
 func (s *Sweeper) notify(ctx context.Context, r *sweepRun, m policy.Manager, p *plan, effects []string, actionErr error, failedBefore bool) {
 	if s.notifier == nil || actionErr != nil && failedBefore {
 		return

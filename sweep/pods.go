@@ -17,12 +17,10 @@ import (
 )
 
 // PodIndexAfter is the number of pods checks in one sweep after which the
-// sweep stops asking namespace by namespace and lists what the checks look
-// for once, cluster-wide, paged and metadata only; a rule over more
-// namespaces uses the lists from its first check. Per namespace, a check
-// costs a request or two (the pods, then the Jobs); the cluster-wide list
-// costs one per PageSize pods: at most 300 pages within Kubernetes' limit
-// of 150,000 pods, and a handful in most clusters.
+// sweep stops asking namespace by namespace (a request or two each: the
+// pods, then the Jobs) and lists what the checks look for once,
+// cluster-wide, paged and metadata only (one request per PageSize pods); a
+// rule over more namespaces uses the lists from its first check.
 const PodIndexAfter = 100
 
 // podsQuery is what a pods condition looks for in a namespace: pods in a
@@ -33,22 +31,20 @@ type podsQuery struct {
 	phase string
 	// job tells the Jobs that count.
 	job func(*batchv1.Job) bool
-	// pod and jobWords say what a check found, and answer is its answer.
+	// pod and jobWords say what a check found; answer answers with it.
 	pod      func(name string) string
 	jobWords func(*batchv1.Job) string
 	answer   func(what string) policy.PodsCheck
 	// final: what the query finds stays so (a pod that failed does not
-	// run again): the sweep's index, Jobs included, answers both ways.
-	// Else the index can only hold a check back (a pod may have started
-	// since it was listed), and a namespace it finds nothing in is asked
-	// by itself.
+	// run again), and the sweep's index, Jobs included, answers both ways;
+	// else the index can only hold a check back, as a pod may have started
+	// since it was listed.
 	final bool
 }
 
 // notSucceededQuery is PODS_SUCCEED's: a pod that has not succeeded, or a
-// Job that has not finished, holds it back. Between two of a Job's pods
-// every existing pod may have succeeded while the next is yet to be
-// created, and acting then would cut the Job short.
+// Job that has not finished (between two of its pods, every pod may have
+// succeeded while the next is yet to be created), holds it back.
 var notSucceededQuery = podsQuery{
 	phase:    "status.phase!=" + string(corev1.PodSucceeded),
 	job:      func(job *batchv1.Job) bool { return !jobEnded(job, batchv1.JobComplete, batchv1.JobFailed) },
@@ -73,10 +69,9 @@ func unfinishedJob(job *batchv1.Job) string {
 	return fmt.Sprintf("job %s has not finished (%d succeeded)", job.Name, job.Status.Succeeded)
 }
 
-// notSucceeded names a pod that holds a check back. The words are the same
-// whether the sweep's index or the namespace's own list found it (the index
-// has no phase), so that a manager's status does not change, and cost a
-// write, with the way it was checked.
+// notSucceeded names a pod that holds a check back, in the same words
+// whether the index (which has no phase) or a list found it: a status does
+// not change, and cost a write, with the way it was checked.
 func notSucceeded(pod string) string { return fmt.Sprintf("pod %s has not succeeded", pod) }
 
 // jobEnded reports whether a Job has one of the conditions types, True.
@@ -89,9 +84,8 @@ func jobEnded(job *batchv1.Job, types ...batchv1.JobConditionType) bool {
 // podsCheck answers the pods condition c of a policy on a namespace.
 type podsCheck func(ctx context.Context, namespace string, c policy.Condition) (policy.PodsCheck, error)
 
-// checks is a sweep's way of answering pods conditions (see check). With
-// failedIndexed (a rule over more than PodIndexAfter namespaces), the index
-// of failed pods and Jobs answers PODS_FAILED from the first check.
+// checks answers pods conditions (see check); with failedIndexed, the
+// index of failed pods and Jobs answers PODS_FAILED from the first check.
 func (s *Sweeper) checks(r *sweepRun, failedIndexed bool) podsCheck {
 	return func(ctx context.Context, namespace string, c policy.Condition) (policy.PodsCheck, error) {
 		if c.Type == policy.ConditionPodsFailed {
@@ -102,9 +96,9 @@ func (s *Sweeper) checks(r *sweepRun, failedIndexed bool) podsCheck {
 }
 
 // check looks for what q looks for in namespace, matching podLabels: one
-// pod (a single request, however many pods there are) and, only when there
-// is none, the Jobs. Past PodIndexAfter checks in a sweep, or with indexed,
-// the sweep's index of q answers first, without a request.
+// pod (a single request, however many pods there are) and, when there is
+// none, the Jobs. Past PodIndexAfter checks in a sweep, or with indexed,
+// the sweep's index of q answers first.
 func (s *Sweeper) check(ctx context.Context, r *sweepRun, q podsQuery, namespace string, podLabels map[string]string, indexed bool) (policy.PodsCheck, error) {
 	selector := labels.SelectorFromSet(podLabels)
 	if r.podChecks.Add(1) > PodIndexAfter || indexed {
@@ -140,13 +134,10 @@ func (s *Sweeper) check(ctx context.Context, r *sweepRun, q podsQuery, namespace
 // (and Jobs' pod templates) a query found, each with the words a check
 // reports when it finds one.
 type labelIndex struct {
-	// byNamespace maps a namespace to its distinct label sets, each with
-	// what a check reports: a short slice, packed, rather than a map of
-	// maps, which at 10,000 namespaces cost a sweep 8 MiB of peak RSS
-	// (BENCHMARKS.md).
+	// byNamespace maps a namespace to its distinct label sets, packed: a
+	// map of maps cost a sweep 8 MiB of peak RSS at 10,000 namespaces.
 	byNamespace map[string][]foundLabels
-	// pods and jobs count the objects listed to build it: what another
-	// list costs (confirmer).
+	// pods and jobs count the objects listed (see confirmer).
 	pods, jobs int
 	// seen dedupes label sets while the index is built.
 	seen map[nsLabels]struct{}
@@ -186,10 +177,9 @@ func (x *labelIndex) add(namespace, what string, set map[string]string) {
 	x.byNamespace[namespace] = append(x.byNamespace[namespace], foundLabels{what: what, labels: packed})
 }
 
-// listIndex lists, afresh, cluster-wide and paged, the pods q selects
-// (metadata only; those matching podSelector, when it is not empty) and,
-// withJobs, the Jobs, and indexes what q looks for in the namespaces keep
-// holds (every namespace, when keep is nil).
+// listIndex lists, cluster-wide and paged, the pods q selects (metadata
+// only; matching podSelector, when set) and, withJobs, the Jobs, and
+// indexes what q looks for in the namespaces keep holds (all, when nil).
 func (s *Sweeper) listIndex(ctx context.Context, q podsQuery, podSelector string, withJobs bool, keep map[string]bool) (*labelIndex, error) {
 	x := newLabelIndex()
 	kept := func(namespace string) bool { return keep == nil || keep[namespace] }
@@ -220,9 +210,9 @@ type onceIndex struct {
 	err  error
 }
 
-// sweepIndex returns the sweep's index of q: the pods that have not
-// succeeded (pods only: it can only hold a check back), or the failed pods
-// and Jobs. When listing it fails, checks are made namespace by namespace.
+// sweepIndex returns the sweep's index of q, listed once: of pods only
+// unless q is final. When listing it fails, checks are made namespace by
+// namespace.
 func (s *Sweeper) sweepIndex(ctx context.Context, r *sweepRun, q podsQuery) (*labelIndex, error) {
 	o := &r.pending
 	if q.final {
@@ -238,15 +228,10 @@ func (s *Sweeper) sweepIndex(ctx context.Context, r *sweepRun, q podsQuery) (*la
 	return o.x, o.err
 }
 
-// pendingIndex is the sweep's index of the pods that have not succeeded.
-func (s *Sweeper) pendingIndex(ctx context.Context, r *sweepRun) (*labelIndex, error) {
-	return s.sweepIndex(ctx, r, notSucceededQuery)
-}
-
 // confirmer checks again, chunk by chunk, the PODS_SUCCEED checks of a
 // rule's namespaces that the sweep's index let pass: namespace by namespace
-// (two requests each: pods, then Jobs), or with one list of the pods that
-// have not succeeded and one of the Jobs, whichever costs fewer requests.
+// (pods, then Jobs), or with one list of each, whichever costs fewer
+// requests.
 type confirmer struct {
 	s *Sweeper
 	// perNamespace answers checks namespace by namespace, and conditions
@@ -255,8 +240,8 @@ type confirmer struct {
 	// podSelector selects the pods the rule's PODS_SUCCEED policies look
 	// at, when they all look at the same ones; else it is empty.
 	podSelector string
-	// podPages and jobPages are the pages a list of each takes: the
-	// index's pages, and the Jobs counted on first need (-1 until then).
+	// podPages and jobPages are the pages a list of each takes (jobPages
+	// -1 until counted).
 	podPages, jobPages int
 	// byNamespaceOnly: a list failed, or there is no index to confirm; the
 	// rest is checked namespace by namespace.
@@ -264,8 +249,7 @@ type confirmer struct {
 }
 
 // confirmer returns the confirmer of rule m's checks that index, the
-// sweep's index, let pass; perNamespace checks one namespace. Without an
-// index, every check is made namespace by namespace.
+// sweep's index (nil: none), let pass.
 func (s *Sweeper) confirmer(m policy.Manager, index *labelIndex, perNamespace podsCheck) *confirmer {
 	c := &confirmer{s: s, perNamespace: perNamespace, jobPages: -1, byNamespaceOnly: index == nil}
 	if index != nil {
@@ -346,10 +330,8 @@ func pages(n int, pageSize int64) int {
 }
 
 // answers answers PODS_SUCCEED checks from x, and other conditions with
-// check. A namespace in which x holds nothing that matches passes. When x
-// is the sweep's index, which cannot let a check pass (a pod may have
-// started since it was listed), passed is set: the caller checks again on a
-// read made after, namespace by namespace or with a list of its own.
+// check. A namespace in which x holds nothing that matches passes, and
+// passed is set: x being the sweep's index, the caller checks it again.
 func (x *labelIndex) answers(check podsCheck, passed *bool) podsCheck {
 	return func(ctx context.Context, namespace string, c policy.Condition) (policy.PodsCheck, error) {
 		if c.Type != policy.ConditionPodsSucceed {
@@ -373,11 +355,10 @@ func (s *Sweeper) metadataLister(resource string) func(context.Context, metav1.L
 	}
 }
 
-// eachItem calls fn with every object that list returns for opts, listed
-// in pages of pageSize with client-go's pager, none fetched ahead: a sweep
-// holds one page at a time. An expired continue token ends it with the
-// error (the pager falls back to a full list only in List, which holds
-// every page at once).
+// eachItem calls fn with every object that list returns for opts, in pages
+// of pageSize with client-go's pager: the page in hand, and the next one
+// being fetched. An expired continue token ends it with the error (the
+// pager falls back to a full list only in List, which holds every page).
 func eachItem[T runtime.Object](ctx context.Context, pageSize int64, opts metav1.ListOptions, list func(context.Context, metav1.ListOptions) (runtime.Object, error), fn func(T)) error {
 	p := pager.New(pager.SimplePageFunc(func(opts metav1.ListOptions) (runtime.Object, error) { return list(ctx, opts) }))
 	p.PageSize, p.PageBufferSize = pageSize, 0

@@ -13,16 +13,8 @@ import (
 	"github.com/nsman/nsman/policy"
 )
 
-// A record is what nsman keeps of one subject between sweeps, so that each
-// action is carried out once: for a manager its status (or, under the
-// original CRD, an annotation on it), for one namespace of a rule an
-// annotation on that namespace. Both hold a Progress; the executor writes
-// them only through the record interface, whose two implementations
-// (managerRecord, pairRecord) are where managers and rules differ.
-
-// Progress is what a record keeps to act once: the claim of a sweep acting,
-// the outcome of the latest action, minChecks progress, the stages fired
-// and the holds ignored.
+// Progress is what nsman keeps of a subject between sweeps to act once: a
+// manager's in its Status, a rule's of one namespace in a PairStatus.
 type Progress struct {
 	// ObservedGeneration is the generation of the manager's (or rule's)
 	// spec the record describes.
@@ -35,7 +27,7 @@ type Progress struct {
 	// 1, by policy name.
 	Checks map[string]policy.CheckState `json:"checks,omitempty"`
 	// Fired lists the stages (policies that are not final) that fired in
-	// this generation: later sweeps skip them. At most one per policy.
+	// this generation, at most one per policy: later sweeps skip them.
 	Fired []FiredPolicy `json:"fired,omitempty"`
 	// IgnoredHold says why the holds were ignored, while they are: a
 	// Warning Event is written when it changes.
@@ -52,9 +44,7 @@ func (p Progress) clone() Progress {
 	return p
 }
 
-// doneFor reports whether a final policy's action succeeded for this
-// generation of m or, with a spec (a rule's record), for a generation of
-// the same spec.
+// doneFor reports whether a final policy's action succeeded for m's spec.
 func (p Progress) doneFor(m policy.Manager, spec string) bool {
 	last := p.LastAction
 	if last == nil || last.Result != ResultSucceeded || !sameSpec(m, p.ObservedGeneration, spec) {
@@ -64,9 +54,9 @@ func (p Progress) doneFor(m policy.Manager, spec string) bool {
 	return i >= 0 && m.Policies[i].Final
 }
 
-// sameSpec reports whether generation, or spec when it is set, is m's
-// spec: a rule's records carry its spec (policy.Manager.Arming), which
-// pausing and resuming the rule leaves as it was.
+// sameSpec reports whether generation, or spec when set, is m's: a rule's
+// records carry its spec (policy.Manager.Arming), which pausing and
+// resuming it leaves as it was.
 func sameSpec(m policy.Manager, generation int64, spec string) bool {
 	return generation == m.Generation || spec != "" && spec == m.Arming
 }
@@ -103,10 +93,9 @@ func addFired(fired []FiredPolicy, name string, generation int64, spec string, n
 	return append(out, FiredPolicy{Policy: name, Generation: generation, Time: now.UTC(), Spec: spec})
 }
 
-// Claim marks a subject as being acted on by one sweep, so that no other
-// sweep acts on it too. It is written conditional on the version the sweep
-// listed, so of two sweeps only one can claim; while it has not expired,
-// every other sweep leaves the subject alone, whatever its generation.
+// Claim marks a subject as being acted on by one sweep. Written
+// conditional on the version the sweep listed, it is made by one of two
+// sweeps; until it expires, every other sweep leaves the subject alone.
 type Claim struct {
 	Policy string `json:"policy"`
 	Action string `json:"action"`
@@ -133,9 +122,8 @@ type LastAction struct {
 	Message string    `json:"message,omitempty"`
 	Time    time.Time `json:"time"`
 	// Uncertain: the action failed without an answer from the API server
-	// (a reset connection, a timeout, a 5xx), so it may have happened. A
-	// DELETE recorded so is confirmed by a later sweep that finds the
-	// namespace going.
+	// (a reset connection, a timeout, a 5xx), so it may have happened; a
+	// DELETE so is confirmed by a sweep that finds the namespace going.
 	Uncertain bool `json:"uncertain,omitempty"`
 }
 
@@ -155,26 +143,24 @@ func uncertain(err error) bool {
 	return status.Status().Code >= 500 || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err)
 }
 
-// record is where a subject's claim and outcomes are kept. A sweep makes
-// one per subject it handles, from what it listed; the executor writes
-// through it alone. A write that makes or keeps no claim of this sweep's is
-// conditional on the version listed: errChanged when the subject is not as
-// listed any more, and it is left to the next sweep.
+// record is where a subject's Progress is kept: a managerRecord or a
+// pairRecord, made from what the sweep listed. The executor writes through
+// it alone. A write that follows no claim of this sweep's is conditional on
+// the version listed: errChanged when the subject is not as listed any
+// more, and it is left to the next sweep.
 type record interface {
 	// prior is what the record said as listed.
 	prior() prior
 	// claim writes claim c with acting, the entry that says so, dropping
 	// minChecks progress when final.
 	claim(ctx context.Context, c Claim, acting Entry, final bool) error
-	// write writes what the record keeps of o, when that changed, and
-	// reports whether it wrote. After a claim, o replaces it, and the write
-	// fails, writing nothing, when the claim is not this sweep's any more.
+	// write writes what the record keeps of o, if that changed. After a
+	// claim, o replaces it, if it is still this sweep's.
 	write(ctx context.Context, o outcome) (bool, error)
-	// livesIn reports whether the record goes with namespace t when t is
-	// deleted: nothing is written after.
+	// livesIn reports whether the record goes with namespace t.
 	livesIn(t target) bool
-	// unchanged reports whether a namespace the decision read, now read
-	// again, is still as listed for what the decision rests on.
+	// unchanged reports whether a namespace, read again as now, is as
+	// listed for what the decision rests on.
 	unchanged(listed, now namespaceInfo) bool
 	sink() eventSink
 }
@@ -184,27 +170,25 @@ type outcome struct {
 	entry Entry
 	// checks is the minChecks progress of a waiting entry.
 	checks map[string]policy.CheckState
-	// last is the outcome of the action carried out, if one was; stage
-	// names it when its policy is not final, and done says a final
-	// policy's action succeeded: the manager is deactivated.
+	// last is the outcome of an action; stage names its policy when not
+	// final; done: a final policy's action succeeded.
 	last  *LastAction
 	stage string
 	done  bool
 }
 
-// prior is what a record said before this sweep: for the sink to tell a
-// change, and for a failure to be told once.
+// prior is what a record said before this sweep.
 type prior struct {
 	state State
 	last  *LastAction
-	// failed: the latest action had failed (for a rule's namespace, or
-	// the rule's status lists a failure there).
+	// failed: the latest action had failed (or the rule's status lists a
+	// failure on the namespace).
 	failed      bool
 	ignoredHold string
 }
 
 // errChanged: what the decision rests on changed since the sweep listed
-// the subject; it is left to the next sweep.
+// the subject.
 var errChanged = errors.New("changed since this sweep listed it")
 
 // changedSinceListed reports a write refused because the subject is not as
@@ -213,9 +197,7 @@ func changedSinceListed(err error) bool {
 	return apierrors.IsConflict(err) || apierrors.IsNotFound(err) || errors.Is(err, errChanged)
 }
 
-// lostClaim reports a settle refused because the claim it tests is no longer
-// this sweep's: a JSON patch whose test failed, or whose tested path is gone,
-// is answered 422 (Invalid).
-func lostClaim(err error) bool {
-	return apierrors.IsInvalid(err)
-}
+// lostClaim reports the outcome of a claimed action refused because the
+// claim is not this sweep's any more: a JSON patch whose test failed, or
+// whose tested path is gone, is answered 422 (Invalid).
+func lostClaim(err error) bool { return apierrors.IsInvalid(err) }

@@ -26,7 +26,7 @@ import (
 const StatusAnnotation = "nsman.k8s.consol.de/status"
 
 // Status is what nsman records on a manager: its Progress, and what the
-// last sweep found. It is written only when it changes.
+// last sweep found, written only when it changes.
 type Status struct {
 	Progress
 	// State is the State of the manager's report entry.
@@ -51,10 +51,9 @@ func (st Status) clone() Status {
 	return st
 }
 
-// StateActing is never in a report: it is the state a manager's status
-// shows while the sweep that claimed it acts, with ConditionFired False for
-// the reason InProgress. The status says an action succeeded only after it
-// did.
+// StateActing is never in a report: a manager's status shows it while the
+// sweep that claimed it acts (ConditionFired False, InProgress), so that it
+// says an action succeeded only after it did.
 const StateActing State = "acting"
 
 // ConditionFired is True once the manager's action succeeded; while False,
@@ -116,16 +115,14 @@ func truncate(s string, n int) string {
 	return s[:cut] + "..."
 }
 
-// statusLocation is where a manager's Status lives: in the status
-// subresource when the CRD has one (nsman's), else in StatusAnnotation (the
-// original CRD's managers have no status).
+// statusLocation is where a manager's Status lives: the status subresource
+// of nsman's CRD, or StatusAnnotation under the original one.
 type statusLocation struct {
 	subresource bool
 }
 
-// apiPatch is one patch of an object (a manager, a manager's status with
-// subresource "status", or a namespace): a JSON merge patch, or with
-// jsonPatch an RFC 6902 JSON patch.
+// apiPatch is one patch of a manager (its status with subresource
+// "status") or a namespace: a JSON merge patch, or an RFC 6902 JSON patch.
 type apiPatch struct {
 	subresource string
 	jsonPatch   bool
@@ -147,10 +144,9 @@ func (l statusLocation) read(m listed) Status {
 }
 
 // update returns the patch that turns the stored Status from into to, and
-// false when they are equal. A resourceVersion makes the patch conditional.
+// false when they are equal. A resourceVersion makes it conditional.
 // deactivate sets spec.deactivated in the same patch, which only the
-// annotation can do: with a status subresource, spec needs a patch of its
-// own (deactivatePatch).
+// annotation can do (else deactivatePatch).
 func (l statusLocation) update(from, to Status, resourceVersion string, deactivate bool) (apiPatch, bool) {
 	if mustJSON(from) == mustJSON(to) && !deactivate {
 		return apiPatch{}, false
@@ -184,36 +180,24 @@ func deactivatePatch() apiPatch {
 }
 
 // settle returns the patch that replaces the claimed Status, which this
-// sweep wrote, with to: a JSON patch whose first operation tests that the
-// claim is still this sweep's, so that the write fails (and changes nothing)
-// when anyone changed it since. deactivate sets spec.deactivated in the same
-// patch, which only the annotation can do.
+// sweep wrote, with to: a JSON patch that tests first that the claim is
+// still this sweep's. deactivate is as for update.
 func (l statusLocation) settle(claimed, to Status, deactivate bool) apiPatch {
-	type op struct {
-		Op    string `json:"op"`
-		Path  string `json:"path"`
-		Value any    `json:"value"`
-	}
 	if l.subresource {
-		return apiPatch{subresource: "status", jsonPatch: true, body: []byte(mustJSON([]op{
-			{"test", "/status/claim/sweep", claimed.Claim.Sweep},
-			{"replace", "/status", to},
-		}))}
+		return jsonPatch("status", patchOp{"test", "/status/claim/sweep", claimed.Claim.Sweep}, patchOp{"replace", "/status", to})
 	}
 	// The annotation is compared whole: it is the string the claim wrote.
 	path := annotationPointer(StatusAnnotation)
-	ops := []op{{"test", path, mustJSON(claimed)}, {"replace", path, mustJSON(to)}}
+	ops := []patchOp{{"test", path, mustJSON(claimed)}, {"replace", path, mustJSON(to)}}
 	if deactivate {
-		ops = append(ops, op{"add", "/spec/deactivated", true})
+		ops = append(ops, patchOp{"add", "/spec/deactivated", true})
 	}
-	return apiPatch{jsonPatch: true, body: []byte(mustJSON(ops))}
+	return jsonPatch("", ops...)
 }
 
 // managerRecord is a manager's record: its Status where statusLocation
-// says. Every write but the settle of a claim is conditional on the
-// resourceVersion listed: a manager changed since (claimed by another
-// sweep, say) is left to the next sweep. A final action deactivates the
-// manager; a deferral is recorded, as every final entry is.
+// says. A final action deactivates the manager; a deferral is recorded, as
+// every final entry is.
 type managerRecord struct {
 	s       *Sweeper
 	at      statusLocation
@@ -272,38 +256,32 @@ func (mr *managerRecord) write(ctx context.Context, o outcome) (bool, error) {
 		next.Claim = nil
 	}
 	mr.keep(&next, o)
-	// A stored claim that reaches here has expired (a live one leaves the
-	// manager untouched). One made for an older spec is void, and one of a
-	// manager done is over; one of this spec stays for a later sweep to
+	// A stored claim here has expired: one of an older spec is void, one of
+	// a manager done is over; one of this spec stays for a later sweep to
 	// complete (this one deferred it, or could not claim it).
 	if next.Claim != nil && (o.done || next.Claim.Generation != mr.obj.GetGeneration()) {
 		next.Claim = nil
 	}
 	deactivate := o.done && !mr.at.subresource
-	if mr.claimed != nil {
-		if err := mr.s.write(ctx, mr.at.settle(*mr.claimed, next, deactivate), mr.obj); err != nil {
-			if lostClaim(err) {
-				err = fmt.Errorf("the manager changed since this sweep claimed it: %w", err)
-			}
-			return false, err
-		}
-		return true, mr.deactivate(ctx, o)
-	}
 	patch, changed := mr.at.update(mr.stored, next, mr.obj.GetResourceVersion(), deactivate)
+	if mr.claimed != nil {
+		patch, changed = mr.at.settle(*mr.claimed, next, deactivate), true
+	}
 	if !changed {
 		return false, nil
 	}
-	if err := mr.s.write(ctx, patch, mr.obj); err != nil {
-		if apierrors.IsConflict(err) {
-			return false, fmt.Errorf("the manager %w", errChanged)
-		}
+	switch err := mr.s.write(ctx, patch, mr.obj); {
+	case mr.claimed != nil && lostClaim(err):
+		return false, fmt.Errorf("the manager changed since this sweep claimed it: %w", err)
+	case mr.claimed == nil && apierrors.IsConflict(err):
+		return false, fmt.Errorf("the manager %w", errChanged)
+	case err != nil:
 		return false, err
 	}
 	return true, mr.deactivate(ctx, o)
 }
 
-// keep sets in st what o says: the entry, its minChecks progress, the
-// action's outcome, a stage.
+// keep sets in st what o says.
 func (mr *managerRecord) keep(st *Status, o outcome) {
 	generation := mr.obj.GetGeneration()
 	st.observe(o.entry, generation, mr.now)
@@ -319,7 +297,7 @@ func (mr *managerRecord) keep(st *Status, o outcome) {
 	}
 }
 
-// deactivate sets spec.deactivated once a final action is done, when the
+// deactivate sets spec.deactivated once a final action is done, where the
 // status subresource kept it from the record's own patch.
 func (mr *managerRecord) deactivate(ctx context.Context, o outcome) error {
 	if !o.done || !mr.at.subresource {
@@ -331,9 +309,8 @@ func (mr *managerRecord) deactivate(ctx context.Context, o outcome) error {
 	return nil
 }
 
-// saveSummary writes a rule's own status: entry e and the summary of its
-// namespaces, when they changed. A rule's own record holds no claim, no
-// action and no minChecks progress: its pairs' records do.
+// saveSummary writes a rule's own status, entry e and the summary of its
+// namespaces, when they changed; its pairs keep the rest.
 func (mr *managerRecord) saveSummary(ctx context.Context, e Entry, sum RuleSummary) error {
 	next := mr.stored.clone()
 	next.observe(e, mr.obj.GetGeneration(), mr.now)
@@ -347,8 +324,7 @@ func (mr *managerRecord) saveSummary(ctx context.Context, e Entry, sum RuleSumma
 }
 
 // IdempotencyKey identifies one firing of one policy of one manager
-// generation. It is derived, not stored, so a sweep that completes another's
-// claim sends the same key.
+// generation, derived, not stored: a sweep completing a claim sends it too.
 func IdempotencyKey(m policy.Manager, policyName string) string {
 	sum := sha256.Sum256([]byte(fmt.Sprintf("%s/%d/%s", m.UID, m.Generation, policyName)))
 	return hex.EncodeToString(sum[:16])
@@ -360,6 +336,18 @@ func mustJSON(v any) string {
 		panic(err) // only plain structs and maps are marshalled
 	}
 	return string(data)
+}
+
+// patchOp is one operation of an RFC 6902 JSON patch.
+type patchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value,omitempty"`
+}
+
+// jsonPatch is the JSON patch of ops, of the subresource when it is set.
+func jsonPatch(subresource string, ops ...patchOp) apiPatch {
+	return apiPatch{subresource: subresource, jsonPatch: true, body: []byte(mustJSON(ops))}
 }
 
 // annotationPointer is the JSON pointer to annotation key, for a JSON patch.

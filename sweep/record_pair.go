@@ -16,9 +16,8 @@ import (
 // claim, an action's outcome, minChecks progress, holds ignored.
 const PairAnnotationPrefix = "nsman.k8s.consol.de/rule-"
 
-// PairStatus is a rule's record of one namespace: its Progress there. It
-// lives on the namespace, so that it goes with the namespace and a
-// namespace recreated under the same name starts afresh.
+// PairStatus is a rule's record of one namespace, which lives on the
+// namespace: a namespace recreated under the same name starts afresh.
 type PairStatus struct {
 	// Rule names the rule, namespace/name, for whoever reads the namespace.
 	Rule string `json:"rule"`
@@ -27,9 +26,8 @@ type PairStatus struct {
 	// spec.deactivated (policy.Manager.Arming): pausing and resuming a rule
 	// re-arms nothing.
 	Spec string `json:"spec,omitempty"`
-	// Written is when a record that holds no other time (minChecks progress
-	// and the rest aside) was written: it dates the record, for a rule
-	// that is gone (see removeStaleRecords).
+	// Written dates a record that holds no other time, for a rule that is
+	// gone (see removeStaleRecords).
 	Written *time.Time `json:"written,omitempty"`
 }
 
@@ -52,8 +50,8 @@ type pairRecord struct {
 	events       *ruleTally
 }
 
-// decodePair decodes a pair's record as stored; one that does not decode
-// (edited by hand) counts as absent.
+// decodePair decodes a pair's record; one that does not decode (edited by
+// hand) counts as absent.
 func decodePair(raw string) PairStatus {
 	var st PairStatus
 	if raw != "" && json.Unmarshal([]byte(raw), &st) != nil {
@@ -72,21 +70,17 @@ func (pr *pairRecord) sink() eventSink { return pr.events }
 // livesIn: the record lives in the namespace it is about.
 func (pr *pairRecord) livesIn(target) bool { return true }
 
-// unchanged: a pair's decision read its namespace's uid, labels (which the
-// rule selects by) and hold, and the pair's own record (another sweep's
-// claim of the pair is a reason to wait); another rule's record or anybody's
-// annotation is not.
+// unchanged: a pair's decision read its namespace's uid, labels and hold,
+// and the pair's own record; another rule's record or anybody's annotation
+// is no reason to wait.
 func (pr *pairRecord) unchanged(listed, now namespaceInfo) bool {
 	return now.uid == listed.uid && !now.terminating && now.labels == listed.labels && now.hold == listed.hold && now.pairs[pr.key] == listed.pairs[pr.key]
 }
 
-// ruleName is the rule as a record names it.
-func (pr *pairRecord) ruleName() string { return pr.rule.Namespace + "/" + pr.rule.Name }
-
 func (pr *pairRecord) claim(ctx context.Context, c Claim, _ Entry, final bool) error {
 	claimed := pr.stored
 	claimed.Progress = claimed.Progress.clone()
-	claimed.Rule = pr.ruleName()
+	claimed.Rule = pr.rule.Namespace + "/" + pr.rule.Name
 	if final {
 		claimed.Checks = nil
 	}
@@ -108,18 +102,16 @@ func (pr *pairRecord) write(ctx context.Context, o outcome) (bool, error) {
 		}
 		return err == nil, err
 	case o.last != nil:
-		// An action's outcome with no claim before it (a DELETE, which
-		// may have left the namespace terminating): it replaces the
-		// record as listed, if it is still that.
+		// A DELETE's, which may have left the namespace terminating: it
+		// replaces the record as listed, if it is still that.
 		err := pr.replace(ctx, pr.raw, pr.outcome(pr.stored, o))
 		return err == nil, err
 	case !needsRecord(o.entry, o.checks, pr.stored.Progress):
-		// A waiting pair keeps only minChecks progress and the holds it
-		// ignores; any other entry writes nothing.
+		// A pair keeps only a waiting one's progress and holds ignored.
 		return false, nil
 	}
 	next := pr.stored
-	next.Rule, next.Checks, next.IgnoredHold = pr.ruleName(), o.checks, o.entry.HoldIgnored
+	next.Rule, next.Checks, next.IgnoredHold = pr.rule.Namespace+"/"+pr.rule.Name, o.checks, o.entry.HoldIgnored
 	if next.lastTime().IsZero() {
 		next.Written = timePtr(pr.now)
 	}
@@ -131,7 +123,7 @@ func (pr *pairRecord) write(ctx context.Context, o outcome) (bool, error) {
 func (pr *pairRecord) outcome(from PairStatus, o outcome) PairStatus {
 	final := from
 	final.Progress = from.Progress.clone()
-	final.Rule, final.Claim, final.ObservedGeneration, final.Spec, final.IgnoredHold = pr.ruleName(), nil, pr.rule.Generation, pr.rule.Arming, o.entry.HoldIgnored
+	final.Rule, final.Claim, final.ObservedGeneration, final.Spec, final.IgnoredHold = pr.rule.Namespace+"/"+pr.rule.Name, nil, pr.rule.Generation, pr.rule.Arming, o.entry.HoldIgnored
 	final.LastAction = o.last
 	if o.stage != "" {
 		final.Fired = addFired(final.Fired, o.stage, pr.rule.Generation, pr.rule.Arming, pr.now)
@@ -140,8 +132,7 @@ func (pr *pairRecord) outcome(from PairStatus, o outcome) PairStatus {
 }
 
 // needsRecord reports whether a waiting pair has something to record:
-// minChecks progress, or a change in the holds it ignores. A pair that
-// failed to evaluate (a pods check that got no answer) keeps what it had.
+// minChecks progress, or a change in the holds it ignores.
 func needsRecord(e Entry, checks map[string]policy.CheckState, stored Progress) bool {
 	if e.State != StateWaiting {
 		return false
@@ -168,19 +159,13 @@ func (pr *pairRecord) writeAsListed(ctx context.Context, st PairStatus) error {
 	})
 }
 
-// replace replaces the record was with st: a JSON patch whose first
-// operation tests that the record is still was, retried on transient
-// failures as every record is. With no record before, st is merged in
-// unconditionally: a namespace may have no annotations for a JSON patch to
-// add to.
+// replace replaces the record was with st, if it is still was; with no
+// record before, st is merged in (a namespace may have no annotations for
+// a JSON patch to add to).
 func (pr *pairRecord) replace(ctx context.Context, was string, st PairStatus) error {
 	patch := apiPatch{body: []byte(mustJSON(map[string]any{"metadata": map[string]any{"annotations": map[string]any{pr.key: mustJSON(st)}}}))}
-	if was != "" {
-		path := annotationPointer(pr.key)
-		patch = apiPatch{jsonPatch: true, body: []byte(mustJSON([]map[string]any{
-			{"op": "test", "path": path, "value": was},
-			{"op": "replace", "path": path, "value": mustJSON(st)},
-		}))}
+	if path := annotationPointer(pr.key); was != "" {
+		patch = jsonPatch("", patchOp{"test", path, was}, patchOp{"replace", path, mustJSON(st)})
 	}
 	return pr.s.retry(ctx, func(ctx context.Context) error {
 		return pr.s.writer.patchNamespace(ctx, pr.ns.name, patch)

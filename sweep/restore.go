@@ -2,15 +2,11 @@ package sweep
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"github.com/nsman/nsman/policy"
 )
 
 // Restore undoes SCALE_DOWN in namespace: every Deployment and StatefulSet
@@ -21,27 +17,9 @@ import (
 // returns what it did, or with dryRun what it would do.
 func Restore(ctx context.Context, clients Clients, namespace string, dryRun bool) ([]string, error) {
 	w := newWriter(clients, nil, dryRun)
-	var (
-		effects []string
-		errs    []error
-	)
-	for _, kind := range []string{policy.KindDeployment, policy.KindStatefulSet} {
-		resource := workloadResources[kind]
-		list, err := clients.Dynamic.Resource(resource).Namespace(namespace).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return effects, fmt.Errorf("list %s in %s: %w", resource.Resource, namespace, err)
-		}
-		for i := range list.Items {
-			effect, err := restoreOne(ctx, clients, w, resource, kind, &list.Items[i])
-			if err != nil {
-				errs = append(errs, err)
-			}
-			if effect != "" {
-				effects = append(effects, effect)
-			}
-		}
-	}
-	return effects, errors.Join(errs...)
+	return eachWorkload(ctx, clients, namespace, nil, func(resource schema.GroupVersionResource, kind string, obj *unstructured.Unstructured) (string, error) {
+		return restoreOne(ctx, clients, w, resource, kind, obj)
+	})
 }
 
 func restoreOne(ctx context.Context, clients Clients, w writer, resource schema.GroupVersionResource, kind string, obj *unstructured.Unstructured) (string, error) {

@@ -19,18 +19,15 @@ import (
 )
 
 // A rule is a manager with a namespaceSelector or namePatterns instead of
-// spec.namespace: it stands over every namespace those match, and each
-// (rule, namespace) pair is evaluated and carried out as a single-target
-// manager is, through the same executor, once per spec of the rule (a
-// change of spec.deactivated alone does not count). A pair's record is an
-// annotation on the namespace (pairRecord); the rule's own status only
-// summarizes, within a fixed size.
+// spec.namespace: each (rule, namespace) pair it matches is evaluated and
+// carried out as a single-target manager is, once per spec of the rule (a
+// change of spec.deactivated alone does not count). The rule's own status
+// only summarizes, within a fixed size.
 
 // maxLatest bounds the latest actions a rule's status lists.
 const maxLatest = 10
 
-// StateWatching is never in a report: it is the state a rule's status
-// shows while it stands over the namespaces it matches.
+// StateWatching is a rule's state in its status; never in a report.
 const StateWatching State = "watching"
 
 // RuleSummary is what a rule's status says about the namespaces it
@@ -56,8 +53,8 @@ type PairAction struct {
 	Time      time.Time `json:"time"`
 }
 
-// isRule reports whether a listed manager is a rule: its spec has a
-// namespaceSelector or namePatterns. Parse judges whether it is a valid one.
+// isRule reports whether a listed manager's spec has a namespaceSelector
+// or namePatterns; Parse judges whether it is a valid rule.
 func isRule(obj *unstructured.Unstructured) bool {
 	spec, _ := obj.Object["spec"].(map[string]any)
 	return spec["namespaceSelector"] != nil || spec["namePatterns"] != nil
@@ -74,16 +71,15 @@ func aimsAt(obj *unstructured.Unstructured) string {
 }
 
 // PairIdempotencyKey identifies one firing of one policy of one rule
-// generation on one namespace: a sweep completing another's claim sends the
-// same key, and a namespace recreated under the same name gets a new one.
+// generation on one namespace (uid): a namespace recreated under the same
+// name gets a new one.
 func PairIdempotencyKey(m policy.Manager, policyName string, namespaceUID types.UID) string {
 	sum := sha256.Sum256([]byte(fmt.Sprintf("%s/%d/%s/%s", m.UID, m.Generation, policyName, namespaceUID)))
 	return hex.EncodeToString(sum[:16])
 }
 
 // firingKey identifies the firing of p's policy by m, in the generation the
-// plan is for: a manager's IdempotencyKey, or for a rule the
-// PairIdempotencyKey of the target namespace.
+// plan is for: IdempotencyKey, or a rule's PairIdempotencyKey.
 func firingKey(m policy.Manager, p *plan) string {
 	m.Generation = p.generation
 	if m.Rule == nil {
@@ -142,7 +138,7 @@ func (s *Sweeper) gateRule(ctx context.Context, r *sweepRun, obj *unstructured.U
 }
 
 // ruleRun is one rule's handling in one sweep: its namespaces of this
-// shard (pairs), and the entry of each once it is final.
+// shard (pairs), and the entry of each.
 type ruleRun struct {
 	s    *Sweeper
 	r    *sweepRun
@@ -150,9 +146,8 @@ type ruleRun struct {
 	// base is the rule's entry, which each pair's starts from.
 	base Entry
 	key  string
-	// ruleHold is the rule's own hold, judged once for the rule: one
-	// ignored is reported on the rule (ruleHoldIgnored), not recorded on
-	// every namespace it matches.
+	// ruleHold is the rule's own hold, judged once: one ignored is
+	// reported on the rule (ruleHoldIgnored), not on every namespace.
 	ruleHold, ruleHoldIgnored string
 	// failedLatest names the namespaces whose failure the rule's status
 	// lists, told already.
@@ -160,9 +155,9 @@ type ruleRun struct {
 	tally        *ruleTally
 	pairs        []namespaceInfo
 	entries      []Entry
-	// index is the sweep's pods index the pairs were screened with, if
-	// they were, and unconfirmed marks the pairs it let a check pass;
-	// perNamespace checks one namespace by itself.
+	// index is the pods index the pairs were screened with, if they were,
+	// and unconfirmed marks those it let pass; perNamespace checks one
+	// namespace by itself.
 	index        *labelIndex
 	unconfirmed  []bool
 	perNamespace podsCheck
@@ -216,8 +211,7 @@ func (ru *ruleRun) match(namespaces map[string]namespaceInfo) ([]Entry, int) {
 	return governed, matched
 }
 
-// lostDelete reports whether a pair's record, as stored, says a DELETE got
-// no answer.
+// lostDelete reports whether a pair's record says a DELETE got no answer.
 func lostDelete(raw string) bool {
 	if raw == "" {
 		return false
@@ -226,24 +220,15 @@ func lostDelete(raw string) bool {
 	return last != nil && last.Uncertain && last.Action == policy.ActionDelete
 }
 
-// record is pair i's record.
-func (ru *ruleRun) record(i int) *pairRecord {
-	ns := ru.pairs[i]
-	raw := ns.pairs[ru.key]
-	return &pairRecord{s: ru.s, rule: ru.rule, key: ru.key, ns: ns, raw: raw, now: ru.r.now, stored: decodePair(raw),
-		failedBefore: ru.failedLatest[ns.name], events: ru.tally}
-}
-
-// pairWork is a pair with something to carry out: its record, its
-// decision, and where its entry goes.
+// pairWork is a pair with something to carry out.
 type pairWork struct {
 	rec   *pairRecord
 	d     decision
 	index int
 }
 
-// evaluate evaluates pair i with check. A pair with nothing to carry out
-// is final: its entry is kept, told, and no work returned.
+// evaluate evaluates pair i with check, and returns its work, if any: a
+// pair without is final, its entry kept and told.
 func (ru *ruleRun) evaluate(ctx context.Context, i int, check podsCheck) (pairWork, bool) {
 	e := ru.base
 	e.Target = ru.pairs[i].name
@@ -251,7 +236,9 @@ func (ru *ruleRun) evaluate(ctx context.Context, i int, check podsCheck) (pairWo
 		ru.entries[i] = notReached(e)
 		return pairWork{}, false
 	}
-	rec := ru.record(i)
+	ns := ru.pairs[i]
+	rec := &pairRecord{s: ru.s, rule: ru.rule, key: ru.key, ns: ns, raw: ns.pairs[ru.key], now: ru.r.now, stored: decodePair(ns.pairs[ru.key]),
+		failedBefore: ru.failedLatest[ns.name], events: ru.tally}
 	d := ru.s.evaluatePair(ctx, ru.r, rec, e, check, ru.ruleHold)
 	if d.plan == nil && !needsRecord(d.entry, d.checks, rec.stored.Progress) {
 		ru.entries[i] = ru.s.carryOut(ctx, ru.r, rec, d)
@@ -260,8 +247,7 @@ func (ru *ruleRun) evaluate(ctx context.Context, i int, check podsCheck) (pairWo
 	return pairWork{rec: rec, d: d, index: i}, true
 }
 
-// evaluatePair decides what to do with one pair, as evaluateManager does
-// for a manager; it writes nothing.
+// evaluatePair decides what to do with one pair, writing nothing.
 func (s *Sweeper) evaluatePair(ctx context.Context, r *sweepRun, pr *pairRecord, e Entry, check podsCheck, ruleHold string) decision {
 	m, stored := *pr.rule, pr.stored
 	t := target{name: e.Target, uid: pr.ns.uid, listed: pr.ns, going: pr.ns.terminating}
@@ -282,29 +268,27 @@ func (s *Sweeper) evaluatePair(ctx context.Context, r *sweepRun, pr *pairRecord,
 	if t.going {
 		return untouched(m, e, StateTargetTerminating, fmt.Sprintf("namespace %s is terminating", e.Target))
 	}
-	holds := []hold{{on: "namespace " + e.Target, value: pr.ns.hold}, {on: "rule " + m.Namespace + "/" + m.Name, value: ruleHold}}
-	return holdsAt(holds, r.now, s.cfg.MaxHold).apply(s.evaluatePolicies(ctx, r, m, e, t, check, stored.Checks, firedIn(stored.Fired, m.Generation, m.Arming)))
+	return s.evaluatePolicies(ctx, r, m, e, t, check, stored.Progress, m.Arming,
+		hold{on: "namespace " + e.Target, value: pr.ns.hold}, hold{on: "rule " + m.Namespace + "/" + m.Name, value: ruleHold})
 }
 
-// PairChunk is how many of a rule's pairs are evaluated before they are
-// acted on.
+// PairChunk is how many pairs are evaluated before they are acted on.
 const PairChunk = 256
 
 // screen returns the pairs to evaluate in their chunk, in order. Past
 // PodIndexAfter pairs, a rule with PODS_SUCCEED first screens every pair
 // with the sweep's index of pods that have not succeeded: that settles the
 // pairs it finds such a pod in, and those with nothing to carry out. The
-// index cannot let a check pass (a pod may have started since it was
-// listed): the pairs it let pass with something to carry out are evaluated
-// again in their chunk, on reads made then (see confirmer): 1,000 due
-// namespaces cost 4 pairs of lists rather than 2,000 requests.
+// others are evaluated again in their chunk, on reads made then (see
+// confirmer): the index cannot let a check pass, as a pod may have started
+// since it was listed.
 func (ru *ruleRun) screen(ctx context.Context) []int {
 	s, r := ru.s, ru.r
 	// So many PODS_FAILED checks would pass PodIndexAfter anyway: the index
 	// of failed pods and Jobs answers them from the first.
 	ru.perNamespace = s.checks(r, len(ru.pairs) > PodIndexAfter)
 	if len(ru.pairs) > PodIndexAfter && checksPods(*ru.rule) {
-		ru.index, _ = s.pendingIndex(ctx, r) // without it, every pair is checked in its chunk
+		ru.index, _ = s.sweepIndex(ctx, r, notSucceededQuery) // without it, every pair is checked in its chunk
 	}
 	var pending []int
 	work := make([]bool, len(ru.pairs))
@@ -318,8 +302,7 @@ func (ru *ruleRun) screen(ctx context.Context) []int {
 			_, work[i] = ru.evaluate(ctx, i, ru.index.answers(ru.perNamespace, &ru.unconfirmed[i]))
 		})
 	}
-	// A pair with nothing to carry out is not evaluated again: whatever a
-	// fresh read says, nothing is written or done for it.
+	// A pair with nothing to carry out is not evaluated again.
 	for i, w := range work {
 		if w {
 			pending = append(pending, i)
@@ -330,10 +313,9 @@ func (ru *ruleRun) screen(ctx context.Context) []int {
 
 // carryOut evaluates the pending pairs, then carries out what that
 // decided, a chunk of PairChunk at a time: evaluating a chunk whole first
-// keeps pods checks away from this sweep's writes (a pods check is a
-// consistent read, which waits for the API server's pods cache to catch up
-// with every write before it: about 40 ms instead of 5 to 15), and chunks
-// keep the time between a pair's check and its action short.
+// keeps pods checks, consistent reads that wait for the API server's pods
+// cache to catch up with every write before them, away from this sweep's
+// writes; chunks keep the time between a pair's check and its action short.
 func (ru *ruleRun) carryOut(ctx context.Context, pending []int) {
 	s, r := ru.s, ru.r
 	confirm := s.confirmer(*ru.rule, ru.index, ru.perNamespace)
@@ -372,9 +354,8 @@ func (ru *ruleRun) carryOut(ctx context.Context, pending []int) {
 	}
 }
 
-// bounded calls fn(0) … fn(n-1) and waits for them, taking for each call
-// one of the sweep's pair slots: Concurrency at a time for all the rules
-// of the sweep together.
+// bounded calls fn(0) … fn(n-1) and waits for them, Concurrency at a time
+// for all the rules of the sweep together (pairSlots).
 func (r *sweepRun) bounded(n int, fn func(i int)) {
 	var wg sync.WaitGroup
 	for i := range n {
@@ -389,11 +370,9 @@ func (r *sweepRun) bounded(n int, fn func(i int)) {
 
 // indexAhead reports whether rule l is to be screened with the sweep's
 // pods index (see screen), as far as its last status tells: it had more
-// than PodIndexAfter namespaces to evaluate (those of the shard owning it,
-// governed ones aside), stands (valid, in a trusted namespace, not paused),
+// than PodIndexAfter namespaces to evaluate (governed ones aside), stands,
 // and has a PODS_SUCCEED policy. The sweep then lists the index beside the
-// namespaces rather than after them; should the rule match fewer
-// namespaces now, the index was one paged list spent for nothing.
+// namespaces rather than after them.
 func (s *Sweeper) indexAhead(r *sweepRun, l listed) bool {
 	stored := r.status.read(l)
 	if stored.Rule == nil {
@@ -421,9 +400,8 @@ func checksPods(m policy.Manager) bool {
 }
 
 // summarize writes the rule's status when what it summarizes changed: the
-// namespaces matched, this sweep's pairs by state, and the latest actions.
-// A failure to write it is logged: the summary is for people, and the next
-// sweep writes it again.
+// namespaces matched, this sweep's pairs by state, the latest actions. A
+// failure is logged: the next sweep writes it again.
 func (s *Sweeper) summarize(ctx context.Context, own *managerRecord, m policy.Manager, matched int, entries []Entry, holdIgnored string) {
 	stored := own.stored
 	sum := RuleSummary{Matched: matched, States: map[State]int{}}
@@ -434,11 +412,7 @@ func (s *Sweeper) summarize(ctx context.Context, own *managerRecord, m policy.Ma
 		if e.Due != nil && (due == nil || e.Due.Before(*due)) {
 			due = e.Due
 		}
-		if (e.State == StateFired || e.State == StateFailed) && e.Policy != "" {
-			result := ResultSucceeded
-			if e.State == StateFailed {
-				result = ResultFailed
-			}
+		if result := resultOf[e.State]; (e.State == StateFired || e.State == StateFailed) && e.Policy != "" {
 			acted = append(acted, PairAction{Namespace: e.Target, Policy: e.Policy, Action: e.Action, Result: result, Time: own.now.UTC()})
 		}
 	}

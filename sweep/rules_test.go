@@ -90,12 +90,12 @@ func TestLastWritten(t *testing.T) {
 		{"nothing", PairStatus{Rule: "ns/rule"}, time.Time{}},
 	} {
 		raw, _ := json.Marshal(tt.st)
-		if got := lastWritten(string(raw)); !got.Equal(tt.want) {
-			t.Errorf("%s: lastWritten = %v, want %v", tt.name, got, tt.want)
+		if got := decodePair(string(raw)).lastTime(); !got.Equal(tt.want) {
+			t.Errorf("%s: lastTime = %v, want %v", tt.name, got, tt.want)
 		}
 	}
-	if got := lastWritten("{not json"); !got.IsZero() {
-		t.Errorf("a record that does not decode: lastWritten = %v, want the zero time", got)
+	if got := decodePair("{not json").lastTime(); !got.IsZero() {
+		t.Errorf("a record that does not decode: lastTime = %v, want the zero time", got)
 	}
 }
 

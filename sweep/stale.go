@@ -17,15 +17,12 @@ import (
 // far beyond any sweep.
 const StaleRecordAge = time.Hour
 
-// removeStaleRecords removes from the namespaces of this shard (by the
-// namespace's UID) the records of rules that are not among managers, the
-// UIDs of every manager of the cluster (a manager that is no rule now may be
-// one again), written last more than StaleRecordAge ago, Concurrency at a
-// time, none once the sweep is interrupted: a rule deleted leaves
-// its records behind, which nothing else would remove from a namespace that
-// stays. Each removal is a JSON patch that first tests that the record is
-// still the one listed. Failures are logged: the next sweep tries again. It
-// returns how many records it removed (would remove, in a dry run).
+// removeStaleRecords removes from the namespaces of this shard the records,
+// written last more than StaleRecordAge ago, of rules not among managers
+// (every manager's UID: one that is no rule now may be one again), which a
+// deleted rule leaves behind; each if it is still as listed, Concurrency at
+// a time, none after an interrupt. Failures are logged. It returns how many
+// it removed (would remove, in a dry run).
 func (s *Sweeper) removeStaleRecords(ctx context.Context, r *sweepRun, managers map[types.UID]bool) int {
 	namespaces, err := s.namespaces(ctx, r)
 	if err != nil {
@@ -43,7 +40,7 @@ func (s *Sweeper) removeStaleRecords(ctx context.Context, r *sweepRun, managers 
 				continue
 			}
 			// A record that holds no time (edited by hand, say) stays.
-			if last := lastWritten(ns.pairs[key]); !last.IsZero() && last.Before(r.now.Add(-StaleRecordAge)) {
+			if last := decodePair(ns.pairs[key]).lastTime(); !last.IsZero() && last.Before(r.now.Add(-StaleRecordAge)) {
 				found = append(found, stale{name, key, ns.pairs[key]})
 			}
 		}
@@ -55,9 +52,8 @@ func (s *Sweeper) removeStaleRecords(ctx context.Context, r *sweepRun, managers 
 		}
 		f := found[i]
 		path := annotationPointer(f.key)
-		patch := mustJSON([]map[string]any{{"op": "test", "path": path, "value": f.record}, {"op": "remove", "path": path}})
 		attrs := []any{"namespace", f.namespace, "annotation", f.key, "dryRun", s.cfg.DryRun}
-		if err := s.writer.patchNamespace(ctx, f.namespace, apiPatch{jsonPatch: true, body: []byte(patch)}); err != nil {
+		if err := s.writer.patchNamespace(ctx, f.namespace, jsonPatch("", patchOp{"test", path, f.record}, patchOp{Op: "remove", Path: path})); err != nil {
 			s.log.Warn("the record of a rule that is gone was not removed", append(attrs, "error", err.Error())...)
 			return
 		}
@@ -65,10 +61,4 @@ func (s *Sweeper) removeStaleRecords(ctx context.Context, r *sweepRun, managers 
 		removed.Add(1)
 	})
 	return int(removed.Load())
-}
-
-// lastWritten is the latest time a pair's record, as stored, holds (see
-// PairStatus.lastTime); a record that does not decode holds none.
-func lastWritten(raw string) time.Time {
-	return decodePair(raw).lastTime()
 }

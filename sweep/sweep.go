@@ -37,8 +37,7 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	}
 	r := &sweepRun{status: status, stop: ctx, governed: map[string]string{}, pairSlots: make(chan struct{}, s.cfg.Concurrency)}
 	// Work already started outlives an interrupt by InterruptGrace, so that
-	// an action under way finishes and is recorded rather than being cut
-	// off with its claim held; nothing new starts once ctx is done.
+	// an action under way finishes and is recorded; nothing new starts.
 	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
 	stopGrace := context.AfterFunc(ctx, func() { time.AfterFunc(s.cfg.InterruptGrace, cancelWork) })
@@ -46,8 +45,7 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 
 	q := s.startWorkers(ctx, work, r)
 	l := s.listManagers(ctx, work, r, q)
-	// Rules go last: which namespaces they may touch depends on every
-	// single-target manager, so on the whole listing.
+	// Rules go last: the namespaces they may touch depend on every manager.
 	s.queueRules(ctx, r, &l, q)
 	q.wg.Wait()
 
@@ -85,23 +83,18 @@ type sweepRun struct {
 	nsErr  error
 	ns     map[string]namespaceInfo
 
-	// podChecks counts pods checks; after PodIndexAfter of them, pods
-	// answers come from one cluster-wide list.
-	podChecks atomic.Int64
-	// pending indexes the pods that have not succeeded; failures, the pods
-	// in phase Failed and the failed Jobs (see pods.go).
+	// podChecks counts pods checks (see PodIndexAfter); pending indexes the
+	// pods that have not succeeded, failures the failed pods and Jobs.
+	podChecks         atomic.Int64
 	pending, failures onceIndex
 
-	// governed maps each namespace a single-target manager may act on to
-	// that manager, namespace/name, for every manager listed (of every
-	// shard): rules leave those namespaces alone (see noteGoverned).
-	// rules are the rules listed: they are handled once the listing is
-	// complete, and when it is not, reported deferred with rulesBlocked.
+	// governed maps each namespace a single-target manager (of any shard)
+	// may act on to that manager: rules leave those alone. rules are
+	// handled once the listing is complete, else deferred (rulesBlocked).
 	governed     map[string]string
 	rules        []listed
 	rulesBlocked string
-	// pairSlots bounds the rules' pairs handled at once, all rules of the
-	// sweep together, to Concurrency.
+	// pairSlots bounds the rules' pairs handled at once (see bounded).
 	pairSlots chan struct{}
 	// notifySent and notifyFailed count the notifications of --notify-url.
 	notifySent, notifyFailed atomic.Int64
@@ -128,9 +121,8 @@ type queue struct {
 	wg   sync.WaitGroup
 }
 
-// startWorkers starts the workers that handle the managers queued: each
-// evaluates one and carries out the decision, with work, which outlives an
-// interrupt of ctx by InterruptGrace; once ctx is done, what is queued is
+// startWorkers starts the workers that evaluate each manager queued and
+// carry out the decision, with work; once ctx is done, what is queued is
 // reported as not reached.
 func (s *Sweeper) startWorkers(ctx, work context.Context, r *sweepRun) *queue {
 	q := &queue{jobs: make(chan listed)}
@@ -183,11 +175,10 @@ type listing struct {
 	staleRecords int
 }
 
-// listManagers lists the managers the sweep selects, one page at a time,
-// and queues those of this shard that are no rules; it keeps the rules for
-// later. The namespaces are listed beside, from the first manager on (at
-// 10,000 managers that is a second of the sweep), and so is the pods index
-// when a rule will be screened with it.
+// listManagers lists the managers the sweep selects and queues those of
+// this shard that are no rules, keeping the rules for later. The
+// namespaces are listed beside, from the first manager on, and so is the
+// pods index when a rule will be screened with it.
 func (s *Sweeper) listManagers(ctx, work context.Context, r *sweepRun, q *queue) listing {
 	var l listing
 	uids := map[types.UID]bool{}
@@ -203,7 +194,7 @@ func (s *Sweeper) listManagers(ctx, work context.Context, r *sweepRun, q *queue)
 			r.rules = append(r.rules, m)
 			if !indexing && s.indexAhead(r, m) {
 				indexing = true
-				q.wg.Go(func() { _, _ = s.pendingIndex(work, r) })
+				q.wg.Go(func() { _, _ = s.sweepIndex(work, r, notSucceededQuery) })
 			}
 			return
 		}
@@ -213,15 +204,13 @@ func (s *Sweeper) listManagers(ctx, work context.Context, r *sweepRun, q *queue)
 			return
 		}
 		if !q.give(ctx, m) {
-			// Interrupted: what is listed already is reported; the next
-			// page is not fetched.
+			// Interrupted: reported; the next page is not fetched.
 			r.add(s.notReached(m)...)
 		}
 	})
 	switch {
 	case l.err != nil && ctx.Err() == nil && l.any:
-		// Managers of the pages listed were handled, some perhaps acted
-		// on: the report says what was done, and that it is not all.
+		// The managers listed were handled: the report says so.
 		s.log.Error("listing stopped half-way; the managers listed were handled", "error", l.err.Error())
 	case l.err == nil && s.cfg.Namespace == "" && s.cfg.LabelSelector == "":
 		l.everyManager = uids
@@ -229,10 +218,9 @@ func (s *Sweeper) listManagers(ctx, work context.Context, r *sweepRun, q *queue)
 	return l
 }
 
-// queueRules queues the rules listed, once every manager is: a sweep that
-// listed only some (by --namespace or --selector) lists the others for the
-// namespaces they govern; one whose listing failed defers its rules. Then
-// no more is queued.
+// queueRules queues the rules, once every manager is listed: a sweep that
+// listed only some (--namespace, --selector) lists the others for the
+// namespaces they govern; one whose listing failed defers its rules.
 func (s *Sweeper) queueRules(ctx context.Context, r *sweepRun, l *listing, q *queue) {
 	defer close(q.jobs)
 	switch {
@@ -320,20 +308,13 @@ func (s *Sweeper) statusLocation() (statusLocation, error) {
 	if err != nil {
 		return statusLocation{}, fmt.Errorf("discover %s: %w", gv, err)
 	}
-	var at statusLocation
-	served := false
-	for _, r := range resources.APIResources {
-		switch r.Name {
-		case ManagerResource.Resource:
-			served = true
-		case ManagerResource.Resource + "/status":
-			at.subresource = true
-		}
+	has := func(name string) bool {
+		return slices.ContainsFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Name == name })
 	}
-	if !served {
+	if !has(ManagerResource.Resource) {
 		return statusLocation{}, ErrNotInstalled
 	}
-	return at, nil
+	return statusLocation{subresource: has(ManagerResource.Resource + "/status")}, nil
 }
 
 // now is the time to evaluate at, as clock has it, with a warning when the
@@ -364,9 +345,8 @@ type namespaceInfo struct {
 	uid         types.UID
 	created     time.Time
 	terminating bool
-	// labels, resourceVersion and pairs are what rules read: the labels
-	// they select by, the version a write to the namespace is conditional
-	// on, and the pairs' records (PairAnnotationPrefix annotations, by key).
+	// labels are what rules select by, pairs the rules' records by key
+	// (PairAnnotationPrefix annotations).
 	labels          packedLabels
 	resourceVersion string
 	pairs           map[string]string
@@ -404,9 +384,8 @@ func (s *Sweeper) namespaces(ctx context.Context, r *sweepRun) (map[string]names
 	return r.ns, r.nsErr
 }
 
-// logDecision writes one line per entry with stable keys. What changes
-// nothing (waiting, deactivated, a rule's done and governed namespaces) is
-// logged at debug level only.
+// logDecision logs one line per entry with stable keys; what changes
+// nothing (waiting, deactivated, done, governed) at debug level.
 func (s *Sweeper) logDecision(ctx context.Context, e Entry) {
 	level := slog.LevelInfo
 	switch e.State {

@@ -11,11 +11,9 @@ import (
 	"github.com/nsman/nsman/webhook"
 )
 
-// writer is the seam every mutating request goes through. A dry run is a
-// writer that sends nothing: the sweep decides, records and reports the
-// same way, and what it would write goes nowhere. New derives from the
-// same choice the two things a report must tell apart: a success reads
-// planned rather than fired, and no notification is counted as sent.
+// writer is the seam every mutating request goes through. A dry run's
+// sends nothing: the sweep decides, records and reports the same way, save
+// what New derives from that choice (see Sweeper).
 type writer interface {
 	// patchManager applies a patch to a NamespaceManager or, with a
 	// subresource, to its status.
@@ -34,9 +32,8 @@ type writer interface {
 	event(ctx context.Context, ev *eventsv1.Event) error
 }
 
-// newWriter is the writer of a command that writes through clients (and
-// delivers webhooks with sender), or, with dryRun, of one that writes
-// nothing.
+// newWriter is a writer through clients (webhooks through sender), or with
+// dryRun one that writes nothing.
 func newWriter(clients Clients, sender *webhook.Sender, dryRun bool) writer {
 	if dryRun {
 		return dryRunWriter{}

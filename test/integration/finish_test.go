@@ -16,7 +16,9 @@ import (
 // A manager whose record says its action succeeded under the current
 // generation, but which is not deactivated (the deactivation was lost, or
 // the record written by a sweep that died before it), is only deactivated
-// by the next sweep: no second webhook.
+// by the next sweep: no second webhook, and no second report of the action
+// fired (the sweep that acted made that one), but deactivated; its status
+// still says the action fired.
 func TestRecordWithoutDeactivationIsFinished(t *testing.T) {
 	e := setup(t)
 	ns := shared.Namespace(t)
@@ -36,8 +38,11 @@ func TestRecordWithoutDeactivationIsFinished(t *testing.T) {
 
 	res := e.Sweep(t, "-l", caseLabel+"="+ns)
 	wantCode(t, res, 0)
-	if got := wantState(t, res, ns, ns, sweep.StateFired); len(got.Effects) != 1 || !strings.Contains(got.Effects[0], "nothing left to do") {
+	if got := wantState(t, res, ns, ns, sweep.StateDeactivated); len(got.Effects) != 1 || !strings.Contains(got.Effects[0], "nothing left to do") {
 		t.Errorf("effects %q, want nothing done: the action was done before", got.Effects)
+	}
+	if st := managerStatus(t, ns, ns); st.State != sweep.StateFired || condition(st).Status != metav1.ConditionTrue {
+		t.Errorf("status %s, condition %+v; want fired", st.State, condition(st))
 	}
 	if n := len(recv.Deliveries()); n != 0 {
 		t.Errorf("%d webhooks sent for an action already recorded as done", n)
