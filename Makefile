@@ -8,8 +8,9 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/nsman/nsman/cmd.version=$(VERSION)
 CACHE := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/nsman
 
-# Packages that need no control plane, and those that start one.
-UNIT_PKGS = $(shell go list ./... | grep -v '/test/')
+# Packages that need no control plane (with test/nsmantest, whose own tests
+# need none), and those that start one.
+UNIT_PKGS = $(shell go list ./... | grep -v '/test/') ./test/nsmantest/
 INTEGRATION_PKGS = ./test/cluster/... ./test/integration/... ./test/compat/... ./test/robust/...
 E2E_PKGS = ./test/e2e/...
 TOOL_MODULES = test/tools/kube test/tools/etcd test/tools/kwok test/tools/lint test/tools/pushgateway test/tools/helm

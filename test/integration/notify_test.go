@@ -83,7 +83,7 @@ func TestNotifications(t *testing.T) {
 }
 
 // TestNotificationsUnderConcurrentSweeps: four sweeps at once over six due
-// managers tell each outcome exactly once.
+// managers, overlapping in time, tell each outcome exactly once.
 func TestNotificationsUnderConcurrentSweeps(t *testing.T) {
 	e := setup(t)
 	caseID := ""
@@ -97,10 +97,15 @@ func TestNotificationsUnderConcurrentSweeps(t *testing.T) {
 	}
 	notify := nsmantest.NewReceiver(t)
 	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() { e.Sweep(t, "-l", caseLabel+"="+caseID, "--notify-url", notify.URL+"/nsman") })
+	spans := nsmantest.NewSpans().StartTogether(4)
+	for i := range 4 {
+		kubeconfig := spans.Kubeconfig(t, e, fmt.Sprint(i))
+		wg.Go(func() {
+			e.Sweep(t, "--kubeconfig", kubeconfig, "-l", caseLabel+"="+caseID, "--notify-url", notify.URL+"/nsman")
+		})
 	}
 	wg.Wait()
+	spans.Check(t)
 	perKey := map[string]int{}
 	for _, d := range notify.Deliveries() {
 		perKey[d.Header.Get("Idempotency-Key")]++

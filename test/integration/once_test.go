@@ -57,8 +57,8 @@ func overlapping(deliveries []nsmantest.Delivery) []string {
 
 // A manager reached late in a long sweep gets a claim that expires
 // --claim-ttl after it was made, not after the sweep began: a second sweep
-// started while its action is under way leaves it alone, and no two
-// deliveries of one firing overlap.
+// started while its action is under way (the two sweeps overlap in time)
+// leaves it alone, and no two deliveries of one firing overlap.
 func TestClaimOutlivesAnActionReachedLate(t *testing.T) {
 	e := setup(t)
 	ns := shared.Namespace(t)
@@ -72,14 +72,17 @@ func TestClaimOutlivesAnActionReachedLate(t *testing.T) {
 	}
 	sweepArgs := []string{"-l", caseLabel + "=" + ns, "--concurrency", "1", "--claim-ttl", "10s"}
 
+	spans := nsmantest.NewSpans()
+	firstConfig, secondConfig := spans.Kubeconfig(t, e, "first"), spans.Kubeconfig(t, e, "second")
 	first := make(chan nsmantest.Result, 1)
-	go func() { first <- e.Sweep(t, sweepArgs...) }()
+	go func() { first <- e.Sweep(t, append([]string{"--kubeconfig", firstConfig}, sweepArgs...)...) }()
 	recv.WaitArrivals(t, len(names)) // the late manager's webhook is under way
-	second := e.Sweep(t, sweepArgs...)
+	second := e.Sweep(t, append([]string{"--kubeconfig", secondConfig}, sweepArgs...)...)
 	if got := second.Entry(t, ns, "b-late"); got.State != sweep.StateBusy {
 		t.Errorf("second sweep: late manager %s (%s), want busy while the first sweep's action is under way", got.State, got.Message)
 	}
 	res := <-first
+	spans.Check(t)
 	wantCode(t, res, 0)
 	for _, name := range names {
 		wantState(t, res, ns, name, sweep.StateFired)

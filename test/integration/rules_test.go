@@ -270,7 +270,8 @@ func TestRuleOutsideATrustedNamespaceIsForbidden(t *testing.T) {
 }
 
 // TestRulesUnderConcurrentSweeps: four sweeps at once over one rule and
-// five namespaces: each namespace gets exactly one delivery.
+// five namespaces, overlapping in time: each namespace gets exactly one
+// delivery.
 func TestRulesUnderConcurrentSweeps(t *testing.T) {
 	e := setup(t)
 	home := shared.Namespace(t)
@@ -279,12 +280,15 @@ func TestRulesUnderConcurrentSweeps(t *testing.T) {
 	createManager(t, managerObj(home, "race", home, []any{ttlPolicy("once", 0, webhookAction(recv.URL+"/race"))}, selecting(home)))
 	var wg sync.WaitGroup
 	results := make([]nsmantest.Result, 4)
+	spans := nsmantest.NewSpans().StartTogether(len(results))
 	for i := range results {
+		kubeconfig := spans.Kubeconfig(t, e, fmt.Sprint(i))
 		wg.Go(func() {
-			results[i] = e.Sweep(t, "-l", caseLabel+"="+home, "--trusted-namespaces", home)
+			results[i] = e.Sweep(t, "--kubeconfig", kubeconfig, "-l", caseLabel+"="+home, "--trusted-namespaces", home)
 		})
 	}
 	wg.Wait()
+	spans.Check(t)
 	fired := map[string]int{}
 	for _, res := range results {
 		for _, ns := range targets {

@@ -83,9 +83,9 @@ func TestStagesFireOnePerSweep(t *testing.T) {
 	}
 }
 
-// TestStagesOnceUnderConcurrentSweeps: four sweeps at once, three rounds,
-// over five three-stage managers: each stage fires exactly once per
-// manager, in order.
+// TestStagesOnceUnderConcurrentSweeps: four sweeps at once, four rounds,
+// over five three-stage managers, the sweeps of each round overlapping in
+// time: each stage fires exactly once per manager, in order.
 func TestStagesOnceUnderConcurrentSweeps(t *testing.T) {
 	e := setup(t)
 	home := shared.Namespace(t)
@@ -101,9 +101,11 @@ func TestStagesOnceUnderConcurrentSweeps(t *testing.T) {
 	for range 4 {
 		var wg sync.WaitGroup
 		var mu sync.Mutex
-		for range 4 {
+		spans := nsmantest.NewSpans().StartTogether(4)
+		for i := range 4 {
+			kubeconfig := spans.Kubeconfig(t, e, fmt.Sprint(i))
 			wg.Go(func() {
-				res := e.Sweep(t, "-l", caseLabel+"="+home, "--trusted-namespaces", home)
+				res := e.Sweep(t, "--kubeconfig", kubeconfig, "-l", caseLabel+"="+home, "--trusted-namespaces", home)
 				mu.Lock()
 				defer mu.Unlock()
 				for _, entry := range res.Report.Entries {
@@ -114,6 +116,7 @@ func TestStagesOnceUnderConcurrentSweeps(t *testing.T) {
 			})
 		}
 		wg.Wait()
+		spans.Check(t)
 	}
 	for i := range targets {
 		for _, p := range []string{"warn the owners", "park it", "delete it"} {

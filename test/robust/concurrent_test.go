@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -29,7 +30,8 @@ func buildNsman(t *testing.T) string {
 
 // TestConcurrentSweepsActOnce starts four sweeps together over 200 due
 // managers of all three actions (eight over 1,000 under NSMAN_LONG=1):
-// every action must be applied exactly once.
+// the sweeps overlap in time, as their API requests show, and every action
+// is applied exactly once.
 func TestConcurrentSweepsActOnce(t *testing.T) {
 	managers, sweeps := nsmantest.Scale(200, 1000), nsmantest.Scale(4, 8)
 	began := time.Now()
@@ -91,10 +93,16 @@ func TestConcurrentSweepsActOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Each sweep through a proxy of its own, which times its requests: the
+	// sweeps must have overlapped. They start as the processes do, not held
+	// to start together, so that some list the managers while others are
+	// already acting on them.
+	spans := nsmantest.NewSpans()
 	reports := make([]sweep.Report, sweeps)
 	for i := range sweeps {
+		kubeconfig := spans.Kubeconfig(t, e, fmt.Sprint(i))
 		wg.Go(func() {
-			cmd := exec.Command(bin, "sweep", "-o", "json", "--kubeconfig", e.Kubeconfig, "-l", label+"="+run, "--log-level", "warn")
+			cmd := exec.Command(bin, "sweep", "-o", "json", "--kubeconfig", kubeconfig, "-l", label+"="+run, "--log-level", "warn")
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			if err := cmd.Run(); err != nil {
@@ -107,6 +115,7 @@ func TestConcurrentSweepsActOnce(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	spans.Check(t)
 	after, err := shared.AuditedRequests(ctx, e.User)
 	if err != nil {
 		t.Fatal(err)
@@ -119,6 +128,23 @@ func TestConcurrentSweepsActOnce(t *testing.T) {
 	}
 	if fired != managers {
 		t.Errorf("the sweeps fired %d actions in all, want %d", fired, managers)
+		// What each sweep said of a manager that more than one fired.
+		said := map[string][]string{}
+		firings := map[string]int{}
+		for i, r := range reports {
+			for _, entry := range r.Entries {
+				id := entry.Namespace + "/" + entry.Name
+				said[id] = append(said[id], fmt.Sprintf("sweep %d: %s %s (%s) %q", i, entry.State, entry.Action, entry.Message, entry.Effects))
+				if entry.State == sweep.StateFired {
+					firings[id]++
+				}
+			}
+		}
+		for id, n := range firings {
+			if n > 1 {
+				t.Errorf("%s fired by %d sweeps:\n%s", id, n, strings.Join(said[id], "\n"))
+			}
+		}
 	}
 	applied := countActions(t, after[len(before):], recv.Deliveries())
 	deletes, scales, hooks := applied.deletes, applied.scales, applied.deliveries

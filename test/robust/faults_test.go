@@ -20,21 +20,34 @@ import (
 // faultyProxy passes requests to the API server and spoils about one in ten:
 // a 500, a 429 asking to retry after a second, a connection reset before
 // the request reaches the server, one after it did (the write happened, the
-// answer is lost), or a two-second delay.
+// answer is lost), or a two-second delay. The first fault comes by request
+// firstBy at the latest, so that every sweep through the proxy meets one.
 type faultyProxy struct {
 	proxy *httputil.ReverseProxy
 
-	mu     sync.Mutex
-	rand   *rand.Rand
-	faults map[string]int
+	mu       sync.Mutex
+	rand     *rand.Rand
+	firstBy  int
+	requests int
+	faults   map[string]int
+	injected int
+}
+
+// newFaultyProxy returns a faultyProxy whose choices follow seed, and whose
+// first fault comes by one of the first ten requests (the seed's choice).
+func newFaultyProxy(seed uint64) *faultyProxy {
+	r := rand.New(rand.NewPCG(1, seed))
+	return &faultyProxy{rand: r, firstBy: 1 + r.IntN(10), faults: map[string]int{}}
 }
 
 func (p *faultyProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
+	p.requests++
 	fault := ""
-	if p.rand.IntN(10) == 0 {
+	if p.rand.IntN(10) == 0 || (p.injected == 0 && p.requests >= p.firstBy) {
 		fault = []string{"500", "429", "reset", "reset after", "slow"}[p.rand.IntN(5)]
 		p.faults[fault]++
+		p.injected++
 	}
 	p.mu.Unlock()
 	switch fault {
@@ -57,10 +70,11 @@ func (p *faultyProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // TestSweepUnderAPIFaults runs a sweep of 40 managers (30 due) through an
-// API server connection that fails about one request in ten: it ends within
-// its deadline, and one clean sweep after it converges with nothing lost and
-// nothing done twice. Under NSMAN_LONG=1 it does so in five rounds of 120
-// managers, each with faults of its own.
+// API server connection that fails about one request in ten (at least one,
+// as the proxy counts them): it ends within its deadline, and one clean
+// sweep after it converges with nothing lost and nothing done twice. Under
+// NSMAN_LONG=1 it does so in five rounds of 120 managers, each with faults
+// of its own.
 func TestSweepUnderAPIFaults(t *testing.T) {
 	began := time.Now()
 	e := setup(t)
@@ -136,11 +150,11 @@ func faultyRound(t *testing.T, e *nsmantest.Env, bin string, recv *nsmantest.Rec
 
 // faultySweep sweeps the managers labelled run once through a faultyProxy
 // seeded with seed, with claims of 20s, checks that it ended within a
-// minute with an exit code that agrees with its report, and returns the
-// number of faults injected.
+// minute with an exit code that agrees with its report and that the proxy
+// injected at least one fault, and returns the number of faults injected.
 func faultySweep(t *testing.T, e *nsmantest.Env, bin, run string, seed uint64) int {
 	t.Helper()
-	proxy := &faultyProxy{rand: rand.New(rand.NewPCG(1, seed)), faults: map[string]int{}}
+	proxy := newFaultyProxy(seed)
 	kubeconfig := e.KubeconfigThrough(t, func(rp *httputil.ReverseProxy) http.Handler { proxy.proxy = rp; return proxy })
 	began := time.Now()
 	out, err := exec.Command(bin, "sweep", "--kubeconfig", kubeconfig, "-l", "nsman.test/crash="+run, "--claim-ttl", "20s", "--log-level", "error", "-o", "json").Output()
@@ -165,10 +179,9 @@ func faultySweep(t *testing.T, e *nsmantest.Env, bin, run string, seed uint64) i
 	}
 	proxy.mu.Lock()
 	defer proxy.mu.Unlock()
-	t.Logf("faults injected: %v", proxy.faults)
-	faults := 0
-	for _, n := range proxy.faults {
-		faults += n
+	t.Logf("faults injected: %v in %d requests", proxy.faults, proxy.requests)
+	if proxy.injected == 0 {
+		t.Errorf("the proxy injected no fault in %d requests: the sweep ran as on a clean connection", proxy.requests)
 	}
-	return faults
+	return proxy.injected
 }

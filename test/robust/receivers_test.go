@@ -2,10 +2,12 @@ package robust
 
 import (
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -15,19 +17,39 @@ import (
 
 // TestHostileReceivers sends webhooks to receivers that hang, trickle bytes,
 // answer with 10 MiB, redirect to the cloud metadata address or present an
-// untrusted certificate, and to the metadata address itself: each is bounded
-// in time and memory, refused where it must be, and recorded on its manager,
-// and the rest of the sweep is unaffected.
+// untrusted certificate, and to the metadata address itself: each receiver
+// is reached, each is bounded in time and memory, refused where it must be,
+// and recorded on its manager, and the rest of the sweep is unaffected.
 func TestHostileReceivers(t *testing.T) {
 	e := setup(t)
 	bin := buildNsman(t)
-	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// reached counts the connections each hostile receiver accepted: a
+	// receiver never reached showed nothing hostile.
+	reached := map[string]*atomic.Int32{}
+	hostile := func(name string, h http.Handler, tls bool) *httptest.Server {
+		n := &atomic.Int32{}
+		reached[name] = n
+		s := httptest.NewUnstartedServer(h)
+		s.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+			if state == http.StateNew {
+				n.Add(1)
+			}
+		}
+		if tls {
+			s.StartTLS()
+		} else {
+			s.Start()
+		}
+		t.Cleanup(s.Close)
+		return s
+	}
+	hang := hostile("hang", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 		case <-time.After(5 * time.Second): // far beyond --webhook-timeout
 		}
-	}))
-	trickle := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	}), false)
+	trickle := hostile("trickle", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		for range 10 {
 			if _, err := w.Write([]byte("x")); err != nil {
@@ -40,20 +62,17 @@ func TestHostileReceivers(t *testing.T) {
 			case <-time.After(500 * time.Millisecond):
 			}
 		}
-	}))
-	big := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	}), false)
+	big := hostile("big", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		chunk := []byte(strings.Repeat("x", 1<<20))
 		for range 10 {
 			if _, err := w.Write(chunk); err != nil {
 				return
 			}
 		}
-	}))
-	redirect := httptest.NewServer(http.RedirectHandler("http://169.254.169.254/latest/meta-data/", http.StatusFound))
-	untrusted := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-	for _, s := range []*httptest.Server{hang, trickle, big, redirect, untrusted} {
-		t.Cleanup(s.Close)
-	}
+	}), false)
+	redirect := hostile("redirect", http.RedirectHandler("http://169.254.169.254/latest/meta-data/", http.StatusFound), false)
+	untrusted := hostile("untrusted", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), true)
 
 	const run = "receivers"
 	cases := map[string]struct {
@@ -113,6 +132,11 @@ func TestHostileReceivers(t *testing.T) {
 	}
 	if got := report.Entries[indexOf(t, report, ordinary)]; got.State != sweep.StateFired {
 		t.Errorf("the ordinary manager: %s (%s), want fired", got.State, got.Message)
+	}
+	for name, n := range reached {
+		if n.Load() == 0 {
+			t.Errorf("the %s receiver was never reached", name)
+		}
 	}
 }
 

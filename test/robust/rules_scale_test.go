@@ -18,10 +18,10 @@ import (
 // namespaces is screened with the sweep's index of pods that have not
 // succeeded, and the checks the index lets pass are confirmed with
 // cluster-wide lists, or namespace by namespace when a list fails. Through
-// an API server connection that fails about one request in ten, that path
-// acts on no namespace with a Running pod, and a clean sweep after it
-// converges with each namespace whose pods all succeeded told once (one
-// Idempotency-Key).
+// an API server connection that fails about one request in ten (at least
+// one, as the proxy counts them), that path acts on no namespace with a
+// Running pod, and a clean sweep after it converges with each namespace
+// whose pods all succeeded told once (one Idempotency-Key).
 func TestRuleAtScaleUnderAPIFaults(t *testing.T) {
 	began := time.Now()
 	e := setup(t)
