@@ -56,8 +56,8 @@ type Config struct {
 	ShardIndex int
 	ShardCount int
 	// InterruptGrace is how long actions under way may go on after the
-	// sweep's context is cancelled; then they are cut off, and their claims
-	// released. It must stay below the pod's termination grace period.
+	// sweep's context is cancelled; then they are cut off, and their claims,
+	// if they made any, released. It must stay below the pod's termination grace period.
 	InterruptGrace time.Duration
 	// NotifyURL, when set, receives a notification after every action
 	// that fired or failed (not in a dry run), in NotifyFormat (NotifyJSON,
@@ -150,12 +150,9 @@ type Sweeper struct {
 	cfg     Config
 	clients Clients
 	log     *slog.Logger
-	// A dry run is decided here once, in New: the writer, which in a dry
-	// run sends nothing; success, the state of an action carried out
-	// (StateFired, or StatePlanned); and notifier, nil in a dry run or
-	// without Config.NotifyURL.
+	// writer is where a dry run differs (newWriter); notifier is nil
+	// without Config.NotifyURL or actions that are done.
 	writer   writer
-	success  State
 	notifier *notifier
 }
 
@@ -168,10 +165,8 @@ func New(cfg Config, clients Clients, sender *webhook.Sender, log *slog.Logger) 
 	cfg.ClaimTTL, cfg.InterruptGrace = cmp.Or(cfg.ClaimTTL, DefaultClaimTTL), cmp.Or(cfg.InterruptGrace, DefaultInterruptGrace)
 	cfg.MaxHold = cmp.Or(cfg.MaxHold, DefaultMaxHold)
 	cfg.ProtectedNamespaces = WithProtectedFloor(cfg.ProtectedNamespaces)
-	s := &Sweeper{cfg: cfg, clients: clients, log: log, writer: newWriter(clients, sender, cfg.DryRun), success: StateFired}
-	if cfg.DryRun {
-		s.success = StatePlanned
-	} else if cfg.NotifyURL != "" {
+	s := &Sweeper{cfg: cfg, clients: clients, log: log, writer: newWriter(clients, sender, cfg.DryRun)}
+	if cfg.NotifyURL != "" && s.writer.done() == StateFired {
 		s.notifier = &notifier{url: cfg.NotifyURL, format: cfg.NotifyFormat}
 	}
 	return s, nil

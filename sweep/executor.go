@@ -20,11 +20,11 @@ import (
 // (managerEvents, ruleTally).
 //
 // No write clobbers another sweep's: a claim, and a record written without
-// one, are conditional on the version listed; the outcome of a claimed
-// action tests first that the claim is still this sweep's; and a DELETE is
-// its own claim: preconditioned on the namespace's UID and resourceVersion
-// as listed, it succeeds for one sweep only (the first changes the
-// namespace), which alone records, tells and notifies.
+// one, are conditional on the version listed (or test the record listed);
+// the outcome of a claimed action tests first that the claim is still this
+// sweep's; and a DELETE is its own claim: preconditioned on the namespace's
+// UID and resourceVersion as listed, it succeeds for one sweep only (the
+// first changes the namespace), which alone records, tells and notifies.
 
 // claimMargin is kept between the end of an action's deadline and the expiry
 // of its claim, so that no sweep can take over a claim whose action may still
@@ -49,7 +49,7 @@ func (s *Sweeper) carryOut(ctx context.Context, r *sweepRun, rec record, d decis
 	case r.stop.Err() != nil:
 		// Interrupted while this subject was evaluated: no action starts.
 		e = notReached(e)
-	case !r.takeAction(s.cfg.MaxActions):
+	case s.cfg.MaxActions > 0 && r.actions.Add(1) > int64(s.cfg.MaxActions):
 		e.State, e.Message = StateDeferred, fmt.Sprintf("%s; deferred: --max-actions %d reached", p.reason, s.cfg.MaxActions)
 		e = s.save(ctx, rec, outcome{entry: e})
 	default:
@@ -174,7 +174,7 @@ func (s *Sweeper) asListed(ctx context.Context, ns namespaceInfo, unchanged func
 
 // succeeded is the entry of a plan carried out: fired (planned, dry).
 func (s *Sweeper) succeeded(e Entry, p *plan) Entry {
-	e.State, e.Message = s.success, p.reason
+	e.State, e.Message = s.writer.done(), p.reason
 	return e
 }
 

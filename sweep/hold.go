@@ -67,19 +67,13 @@ func holdsAt(holds []hold, now time.Time, max time.Duration) holdState {
 // than the hold ends, while a hold is in force, and says in every decision
 // the hold that keeps it waiting, or the holds ignored.
 func (st holdState) apply(d decision) decision {
-	if st.ignored != "" {
-		d.entry.HoldIgnored = st.ignored
-	}
-	if st.until.IsZero() {
-		if st.ignored != "" {
-			d.entry.Message += "; hold ignored: " + st.ignored
-		}
-		return d
-	}
 	held := fmt.Sprintf("%s is held until %s (%s)", st.by, st.until.Format(time.RFC3339), HoldAnnotation)
 	until := st.until
-	d.entry.HeldUntil = &until
+	if !until.IsZero() {
+		d.entry.HeldUntil = &until
+	}
 	switch {
+	case until.IsZero():
 	case d.plan != nil && d.plan.step == stepAct:
 		d.entry.State, d.entry.Message = StateWaiting, fmt.Sprintf("policy %q holds, but %s", d.plan.policy.Name, held)
 		d.entry.Policy, d.entry.Action, d.entry.Due = "", "", &until
@@ -90,7 +84,7 @@ func (st holdState) apply(d decision) decision {
 			d.entry.Due = &until
 		}
 	}
-	if st.ignored != "" {
+	if d.entry.HoldIgnored = st.ignored; st.ignored != "" {
 		d.entry.Message += "; hold ignored: " + st.ignored
 	}
 	return d

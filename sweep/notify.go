@@ -2,8 +2,6 @@ package sweep
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -68,8 +66,7 @@ func (s *Sweeper) notify(ctx context.Context, r *sweepRun, m policy.Manager, p *
 	}
 	body, err := notificationBody(n, s.notifier.format)
 	if err == nil {
-		sum := sha256.Sum256([]byte(firingKey(m, p) + "/" + result))
-		err = s.writer.post(ctx, s.notifier.url, body, hex.EncodeToString(sum[:16]))
+		err = s.writer.post(ctx, s.notifier.url, body, digest("%s/%s", firingKey(m, p), result))
 	}
 	if err != nil {
 		r.notifyFailed.Add(1)

@@ -146,8 +146,9 @@ func uncertain(err error) bool {
 // record is where a subject's Progress is kept: a managerRecord or a
 // pairRecord, made from what the sweep listed. The executor writes through
 // it alone. A write that follows no claim of this sweep's is conditional on
-// the version listed: errChanged when the subject is not as listed any
-// more, and it is left to the next sweep.
+// the version listed (errChanged when the subject is not as listed any
+// more: it is left to the next sweep), or, for the outcome of a rule's
+// DELETE, on the record listed.
 type record interface {
 	// prior is what the record said as listed.
 	prior() prior

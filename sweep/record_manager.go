@@ -326,7 +326,12 @@ func (mr *managerRecord) saveSummary(ctx context.Context, e Entry, sum RuleSumma
 // IdempotencyKey identifies one firing of one policy of one manager
 // generation, derived, not stored: a sweep completing a claim sends it too.
 func IdempotencyKey(m policy.Manager, policyName string) string {
-	sum := sha256.Sum256([]byte(fmt.Sprintf("%s/%d/%s", m.UID, m.Generation, policyName)))
+	return digest("%s/%d/%s", m.UID, m.Generation, policyName)
+}
+
+// digest is 16 bytes of the SHA-256 of the formatted string, in hex.
+func digest(format string, a ...any) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, format, a...))
 	return hex.EncodeToString(sum[:16])
 }
 

@@ -32,8 +32,8 @@ type PairStatus struct {
 }
 
 // pairRecord is a rule's record of one namespace. A deferral is not
-// recorded, nor anything after a DELETE of the namespace: the record goes
-// with it.
+// recorded, nor anything after the namespace's DELETE succeeded: the record
+// goes with it.
 type pairRecord struct {
 	s    *Sweeper
 	rule *policy.Manager

@@ -11,7 +11,8 @@ import (
 type State string
 
 const (
-	// StateDeactivated: spec.deactivated is true; left alone.
+	// StateDeactivated: spec.deactivated is true (or this sweep set it, the
+	// action having succeeded before); left alone.
 	StateDeactivated State = "deactivated"
 	// StateInvalid: the manager does not parse; see Problems.
 	StateInvalid State = "invalid"
@@ -32,8 +33,8 @@ const (
 	StateFailed State = "failed"
 	// StateDeferred: a policy holds but the action cap was reached.
 	StateDeferred State = "deferred"
-	// StateBusy: another sweep holds a live claim on the manager, or
-	// changed it after this sweep listed it.
+	// StateBusy: another sweep holds a live claim, or the manager or its
+	// target changed after this sweep listed it.
 	StateBusy State = "busy"
 	// StateDone: a rule's action succeeded on this namespace in this
 	// generation of the rule; the pair is left alone until the rule changes.

@@ -3,8 +3,6 @@ package sweep
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"maps"
 	"slices"
@@ -74,8 +72,7 @@ func aimsAt(obj *unstructured.Unstructured) string {
 // generation on one namespace (uid): a namespace recreated under the same
 // name gets a new one.
 func PairIdempotencyKey(m policy.Manager, policyName string, namespaceUID types.UID) string {
-	sum := sha256.Sum256([]byte(fmt.Sprintf("%s/%d/%s/%s", m.UID, m.Generation, policyName, namespaceUID)))
-	return hex.EncodeToString(sum[:16])
+	return digest("%s/%d/%s/%s", m.UID, m.Generation, policyName, namespaceUID)
 }
 
 // firingKey identifies the firing of p's policy by m, in the generation the

@@ -103,12 +103,6 @@ type sweepRun struct {
 	entries []Entry
 }
 
-// takeAction counts one action against the cap max (none when 0), and
-// reports whether it is within it.
-func (r *sweepRun) takeAction(max int) bool {
-	return max <= 0 || r.actions.Add(1) <= int64(max)
-}
-
 func (r *sweepRun) add(entries ...Entry) {
 	r.mu.Lock()
 	r.entries = append(r.entries, entries...)

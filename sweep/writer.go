@@ -11,10 +11,13 @@ import (
 	"github.com/nsman/nsman/webhook"
 )
 
-// writer is the seam every mutating request goes through. A dry run's
-// sends nothing: the sweep decides, records and reports the same way, save
-// what New derives from that choice (see Sweeper).
+// writer is the seam every mutating request goes through. The sweep
+// decides, records and reports the same way in a dry run; only the writer
+// differs, whose requests go nowhere and whose actions are planned, not
+// fired (and so tell no notification).
 type writer interface {
+	// done is the state of an action carried out through the writer.
+	done() State
 	// patchManager applies a patch to a NamespaceManager or, with a
 	// subresource, to its status.
 	patchManager(ctx context.Context, namespace, name string, patch apiPatch) error
@@ -61,6 +64,8 @@ func (w *apiWriter) patchManager(ctx context.Context, namespace, name string, pa
 	return req.Body(patch.body).Do(ctx).Error()
 }
 
+func (w *apiWriter) done() State { return StateFired }
+
 func (w *apiWriter) patchNamespace(ctx context.Context, name string, patch apiPatch) error {
 	pt := types.MergePatchType
 	if patch.jsonPatch {
@@ -100,6 +105,7 @@ func (w *apiWriter) event(ctx context.Context, ev *eventsv1.Event) error {
 // dryRunWriter sends nothing: a dry run makes no mutating request at all.
 type dryRunWriter struct{}
 
+func (dryRunWriter) done() State                                                      { return StatePlanned }
 func (dryRunWriter) patchManager(context.Context, string, string, apiPatch) error     { return nil }
 func (dryRunWriter) patchNamespace(context.Context, string, apiPatch) error           { return nil }
 func (dryRunWriter) deleteNamespace(context.Context, string, types.UID, string) error { return nil }

@@ -14,8 +14,9 @@ wildcards, no Secrets, no CRD writes.
 - apiGroups: [k8s.consol.de]
   resources: [namespacemanagers/status]
   verbs: [patch]
-# Find targets (one list per sweep) and DELETE them; a rule's record of a
-# namespace (claim, outcome) is an annotation on it.
+# Find targets (one paged list per sweep, and a list by name to read one
+# again) and DELETE them; a rule's record of a namespace (claim, outcome)
+# is an annotation on it.
 - apiGroups: [""]
   resources: [namespaces]
   verbs: [list, patch, delete]
