@@ -69,18 +69,22 @@ func (s *Sweeper) apply(ctx context.Context, m policy.Manager, rec record, p *pl
 }
 
 // deleteClaimed deletes, for an expired claim, the namespace it was made
-// for, by UID; one going or gone needs nothing, one recreated since (a 409:
-// the same UID, terminating, is answered 200) is left alone.
+// for, by UID; one going or gone needs nothing, one recreated since is
+// left alone. A 409 is read again: a webhook may refuse with one too.
 func (s *Sweeper) deleteClaimed(ctx context.Context, t target) ([]string, error) {
 	effect := "delete namespace " + t.name
 	if t.going {
 		return []string{effect + " (already being deleted)"}, nil
 	}
-	switch err := s.writer.deleteNamespace(ctx, t.name, t.uid, ""); {
+	err := s.writer.deleteNamespace(ctx, t.name, t.uid, "")
+	if apierrors.IsConflict(err) {
+		if now, exists, rerr := s.namespaceNow(ctx, t.name); rerr == nil && (!exists || now.uid != t.uid) {
+			return []string{effect + " (already gone; a new namespace of that name is left alone)"}, nil
+		}
+	}
+	switch {
 	case apierrors.IsNotFound(err):
 		return []string{effect + " (already gone)"}, nil
-	case apierrors.IsConflict(err):
-		return []string{effect + " (already gone; a new namespace of that name is left alone)"}, nil
 	case err != nil:
 		return nil, fmt.Errorf("delete namespace %s: %w", t.name, err)
 	}

@@ -19,13 +19,14 @@ import (
 
 // eventSink hears what became of each subject a sweep handled, and tells
 // it in Events on the manager: at once for a manager (managerEvents), in
-// one Event per sweep for a rule's namespaces (ruleTally). Events are
+// one or two Events per sweep for a rule's namespaces (ruleTally). Events are
 // written synchronously, to be there when the process exits; a failure to
 // write one is logged, never fatal.
 type eventSink interface {
 	// tell hears e, the entry a subject ends the sweep with; acted: an
-	// action was carried out.
-	tell(ctx context.Context, e Entry, before prior, acted bool)
+	// action was attempted; recorded: what e says was recorded (or needed
+	// no record).
+	tell(ctx context.Context, e Entry, before prior, acted, recorded bool)
 }
 
 // eventKinds are the states that get an Event on the manager: what nsman
@@ -40,16 +41,17 @@ var eventKinds = map[State]struct{ kind, reason string }{
 // holdIgnored is the Event reason for holds nsman ignored.
 const holdIgnored = "HoldIgnored"
 
-// managerEvents tells an action's outcome each time (a failing action at
-// every attempt), another state when it changes, holds newly ignored.
+// managerEvents tells, of what was recorded, an action's outcome each time
+// (a failing action at every attempt), another state when it changes,
+// holds newly ignored.
 type managerEvents struct {
 	s   *Sweeper
 	obj *unstructured.Unstructured
 	now time.Time
 }
 
-func (ev managerEvents) tell(ctx context.Context, e Entry, before prior, acted bool) {
-	if e.State == StateFired && e.Action == policy.ActionDelete && e.Target == ev.obj.GetNamespace() {
+func (ev managerEvents) tell(ctx context.Context, e Entry, before prior, acted, recorded bool) {
+	if !recorded || e.State == StateFired && e.Action == policy.ActionDelete && e.Target == ev.obj.GetNamespace() {
 		// The manager went with the namespace it deleted, and its Events
 		// would: the outcome is in the logs, the report and the metrics.
 		return
@@ -93,16 +95,16 @@ func (ev managerEvents) emit(ctx context.Context, kind, reason, action, note str
 	}
 }
 
-// ruleTally gathers what a sweep did with a rule's namespaces and tells it
-// in at most two Events on the rule (flush): the actions that fired and the
-// failures that are new, and the holds newly ignored; none for a sweep
-// that changed nothing.
+// ruleTally gathers what a sweep did with a rule's namespaces, recorded or
+// not, and tells it in at most two Events on the rule (flush): the actions
+// that fired and the failures that are new, and the holds newly ignored;
+// none for a sweep that changed nothing.
 type ruleTally struct {
 	mu                     sync.Mutex
 	fired, failed, ignored []string
 }
 
-func (t *ruleTally) tell(_ context.Context, e Entry, before prior, _ bool) {
+func (t *ruleTally) tell(_ context.Context, e Entry, before prior, _, _ bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch {

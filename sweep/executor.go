@@ -39,43 +39,44 @@ const recordTimeout = 5 * time.Second
 // tells rec's sink what became of it.
 func (s *Sweeper) carryOut(ctx context.Context, r *sweepRun, rec record, d decision) Entry {
 	p, e := d.plan, d.entry
-	acted := false
+	acted, recorded := false, true
 	switch {
 	case d.untouched:
 	case p == nil:
-		e = s.save(ctx, rec, outcome{entry: e, checks: d.checks})
+		e, recorded = s.save(ctx, rec, outcome{entry: e, checks: d.checks})
 	case p.step == stepDeactivate || p.step == stepConfirmDelete:
-		e = s.complete(ctx, r, rec, p, e)
+		e, recorded = s.finish(ctx, r, rec, p, e)
 	case r.stop.Err() != nil:
 		// Interrupted while this subject was evaluated: no action starts.
-		e = notReached(e)
+		e = notReached(e, "it acted")
 	case s.cfg.MaxActions > 0 && r.actions.Add(1) > int64(s.cfg.MaxActions):
 		e.State, e.Message = StateDeferred, fmt.Sprintf("%s; deferred: --max-actions %d reached", p.reason, s.cfg.MaxActions)
-		e = s.save(ctx, rec, outcome{entry: e})
+		e, recorded = s.save(ctx, rec, outcome{entry: e})
 	default:
-		e, acted = s.act(ctx, r, rec, d), true
+		e, acted, recorded = s.act(ctx, r, rec, d)
 	}
-	rec.sink().tell(ctx, e, rec.prior(), acted)
+	rec.sink().tell(ctx, e, rec.prior(), acted, recorded)
 	return e
 }
 
-// save records a final entry, if the record keeps anything of it.
-func (s *Sweeper) save(ctx context.Context, rec record, o outcome) Entry {
-	if _, err := rec.write(ctx, o); err != nil {
-		if changedSinceListed(err) {
-			return busy(o.entry, err)
-		}
-		return failedEntry(o.entry, fmt.Errorf("record the outcome: %w", err))
+// save records a final entry, if the record keeps anything of it, and
+// reports whether it did (or had nothing to).
+func (s *Sweeper) save(ctx context.Context, rec record, o outcome) (Entry, bool) {
+	if err := rec.write(ctx, o); changedSinceListed(err) {
+		return busy(o.entry, err), false
+	} else if err != nil {
+		return failedEntry(o.entry, fmt.Errorf("record the outcome: %w", err)), false
 	}
-	return o.entry
+	return o.entry, true
 }
 
 // act carries out the plan's action, claimed first unless it is a fresh
-// DELETE, and records its outcome. The claim expires ClaimTTL after it is
-// made, in the API server's time, and the action's deadline is claimMargin
-// earlier, counted from the same moment: no other sweep takes the claim
-// over while the action may run.
-func (s *Sweeper) act(ctx context.Context, r *sweepRun, rec record, d decision) Entry {
+// DELETE, and records its outcome; it reports whether the action was
+// attempted, and whether its outcome was recorded. The claim expires
+// ClaimTTL after it is made, in the API server's time, and the action's
+// deadline is claimMargin earlier, counted from the same moment: no other
+// sweep takes the claim over while the action may run.
+func (s *Sweeper) act(ctx context.Context, r *sweepRun, rec record, d decision) (Entry, bool, bool) {
 	p, e := d.plan, d.entry
 	deadline := time.Now().Add(s.cfg.ClaimTTL - claimMargin)
 	claimed := p.step != stepAct || p.policy.Action.Type != policy.ActionDelete
@@ -85,9 +86,10 @@ func (s *Sweeper) act(ctx context.Context, r *sweepRun, rec record, d decision) 
 		acting := e
 		acting.State, acting.Message = StateActing, fmt.Sprintf("sweep %s is acting (%s): %s", s.cfg.SweepID, p.policy.Action.Type, p.reason)
 		if err := rec.claim(ctx, c, acting, p.policy.Final); changedSinceListed(err) {
-			return busy(e, err)
+			return busy(e, err), false, false
 		} else if err != nil {
-			return s.save(ctx, rec, outcome{entry: failedEntry(e, fmt.Errorf("claim: %w", err))})
+			e, recorded := s.save(ctx, rec, outcome{entry: failedEntry(e, fmt.Errorf("claim: %w", err))})
+			return e, false, recorded
 		}
 	}
 	actCtx, cancel := context.WithDeadline(ctx, deadline)
@@ -95,22 +97,21 @@ func (s *Sweeper) act(ctx context.Context, r *sweepRun, rec record, d decision) 
 	cancel()
 	if !claimed && changedSinceListed(err) {
 		// The DELETE found the namespace changed: nothing was done.
-		return busy(e, err)
+		return busy(e, err), false, false
 	}
 	e.Effects = effects
 	defer s.notify(ctx, r, d.manager, p, effects, err, failedBefore(rec.prior().last, p))
 	if err == nil && p.policy.Action.Type == policy.ActionDelete && rec.livesIn(p.target) {
 		// The record went with the namespace.
-		return s.succeeded(e, p)
+		return s.succeeded(e, p), true, true
 	}
 	e, o := s.outcomeOf(e, p, err, r.now)
-	if _, werr := rec.write(ctx, o); werr != nil {
-		if err != nil {
-			return failedEntry(e, fmt.Errorf("%s; recording it failed: %w", e.Message, werr))
-		}
-		return failedEntry(e, fmt.Errorf("action done, but recording it failed: %w", werr))
+	if werr := rec.write(ctx, o); werr != nil && err != nil {
+		return failedEntry(e, fmt.Errorf("%s; recording it failed: %w", e.Message, werr)), true, false
+	} else if werr != nil {
+		return failedEntry(e, fmt.Errorf("action done, but recording it failed: %w", werr)), true, false
 	}
-	return e
+	return e, true, true
 }
 
 // outcomeOf is the entry and the record of plan p's action, done or
@@ -132,22 +133,23 @@ func (s *Sweeper) outcomeOf(e Entry, p *plan, err error, now time.Time) (Entry, 
 	return e, o
 }
 
-// complete records a plan whose action was done before, making no claim:
+// finish records a plan whose action was done before, making no claim:
 // a DELETE whose answer was lost was carried out (fired), or a manager's
 // deactivation is missing, which is all it does (deactivated: the sweep
 // that acted reported the action).
-func (s *Sweeper) complete(ctx context.Context, r *sweepRun, rec record, p *plan, e Entry) Entry {
+func (s *Sweeper) finish(ctx context.Context, r *sweepRun, rec record, p *plan, e Entry) (Entry, bool) {
 	o := outcome{done: true}
 	e.Effects = []string{p.policy.Action.Type + " succeeded before; nothing left to do"}
 	if p.step == stepConfirmDelete {
-		e.Effects = []string{"delete namespace " + p.target.name + " (already gone)"}
+		e.Effects = []string{"delete namespace " + p.target.name + " (gone after it)"}
 		o.last = &LastAction{Policy: p.policy.Name, Action: p.policy.Action.Type, Result: ResultSucceeded, Message: truncate(p.reason, maxMessage), Time: r.now.UTC()}
 	}
 	o.entry = s.succeeded(e, p)
-	if e = s.save(ctx, rec, o); p.step == stepDeactivate && e.State == StateFired {
+	e, recorded := s.save(ctx, rec, o)
+	if p.step == stepDeactivate && e.State == StateFired {
 		e.State = StateDeactivated
 	}
-	return e
+	return e, recorded
 }
 
 // asListed calls write with namespace ns's resourceVersion as listed; when
@@ -166,6 +168,8 @@ func (s *Sweeper) asListed(ctx context.Context, ns namespaceInfo, unchanged func
 			return fmt.Errorf("namespace %s %w (reading it again failed: %v)", ns.name, errChanged, rerr)
 		case !exists || !unchanged(ns, now):
 			return fmt.Errorf("namespace %s %w", ns.name, errChanged)
+		case now.resourceVersion == resourceVersion:
+			return fmt.Errorf("refused: %v", err) // a 409 of no precondition (a webhook's)
 		}
 		resourceVersion = now.resourceVersion
 		return err
@@ -189,19 +193,16 @@ func failedEntry(e Entry, err error) Entry {
 	return e
 }
 
-// notReached is the entry of a subject an interrupted sweep did not get to.
-func notReached(e Entry) Entry {
-	what := "manager"
-	if e.Rule && e.Target != "" {
-		what = "namespace"
-	}
+// notReached is the entry of a subject an interrupted sweep stopped at
+// before what.
+func notReached(e Entry, what string) Entry {
 	return Entry{Namespace: e.Namespace, Name: e.Name, Rule: e.Rule, Target: e.Target, State: StateDeferred,
-		Message: "the sweep was interrupted before it got to this " + what}
+		Message: "the sweep was interrupted before " + what}
 }
 
-// write patches manager obj, retrying transient failures (see retry). A
+// writeManager patches manager obj, retrying transient failures (see retry). A
 // manager gone (with its namespace) needs nothing.
-func (s *Sweeper) write(ctx context.Context, patch apiPatch, obj *unstructured.Unstructured) error {
+func (s *Sweeper) writeManager(ctx context.Context, patch apiPatch, obj *unstructured.Unstructured) error {
 	err := s.retry(ctx, func(ctx context.Context) error {
 		return s.writer.patchManager(ctx, obj.GetNamespace(), obj.GetName(), patch)
 	})

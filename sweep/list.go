@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -150,6 +151,19 @@ func continueAfterExpiry(err error) (string, bool) {
 		return "", false
 	}
 	return status.Status().Continue, true
+}
+
+// managerNow reads manager obj again with a list by name: nsman may list
+// managers, not get them.
+func (s *Sweeper) managerNow(ctx context.Context, obj *unstructured.Unstructured) (listed, error) {
+	page, err := s.listPage(ctx, obj.GetNamespace(), metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", obj.GetName()).String()})
+	if err == nil && len(page.Items) == 0 {
+		err = apierrors.NewNotFound(ManagerResource.GroupResource(), obj.GetName())
+	}
+	if err != nil {
+		return listed{}, err
+	}
+	return page.Items[0].listed(), nil
 }
 
 // listPage fetches and decodes one page of NamespaceManagers.

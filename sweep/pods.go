@@ -360,7 +360,7 @@ func (s *Sweeper) metadataLister(resource string) func(context.Context, metav1.L
 // being fetched. An expired continue token ends it with the error (the
 // pager falls back to a full list only in List, which holds every page).
 func eachItem[T runtime.Object](ctx context.Context, pageSize int64, opts metav1.ListOptions, list func(context.Context, metav1.ListOptions) (runtime.Object, error), fn func(T)) error {
-	p := pager.New(pager.SimplePageFunc(func(opts metav1.ListOptions) (runtime.Object, error) { return list(ctx, opts) }))
+	p := pager.New(list)
 	p.PageSize, p.PageBufferSize = pageSize, 0
 	return p.EachListItem(ctx, opts, func(o runtime.Object) error {
 		item, ok := o.(T)

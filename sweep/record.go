@@ -157,7 +157,7 @@ type record interface {
 	claim(ctx context.Context, c Claim, acting Entry, final bool) error
 	// write writes what the record keeps of o, if that changed. After a
 	// claim, o replaces it, if it is still this sweep's.
-	write(ctx context.Context, o outcome) (bool, error)
+	write(ctx context.Context, o outcome) error
 	// livesIn reports whether the record goes with namespace t.
 	livesIn(t target) bool
 	// unchanged reports whether a namespace, read again as now, is as

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/nsman/nsman/policy"
 )
@@ -249,36 +250,58 @@ func (mr *managerRecord) claim(ctx context.Context, c Claim, acting Entry, final
 	return nil
 }
 
-func (mr *managerRecord) write(ctx context.Context, o outcome) (bool, error) {
-	next := mr.stored.clone()
-	if mr.claimed != nil {
-		next = mr.claimed.clone()
-		next.Claim = nil
-	}
-	mr.keep(&next, o)
-	// A stored claim here has expired: one of an older spec is void, one of
-	// a manager done is over; one of this spec stays for a later sweep to
-	// complete (this one deferred it, or could not claim it).
-	if next.Claim != nil && (o.done || next.Claim.Generation != mr.obj.GetGeneration()) {
-		next.Claim = nil
-	}
+func (mr *managerRecord) write(ctx context.Context, o outcome) error {
 	deactivate := o.done && !mr.at.subresource
-	patch, changed := mr.at.update(mr.stored, next, mr.obj.GetResourceVersion(), deactivate)
 	if mr.claimed != nil {
-		patch, changed = mr.at.settle(*mr.claimed, next, deactivate), true
+		next := mr.claimed.clone()
+		next.Claim = nil
+		mr.keep(&next, o)
+		if err := mr.s.writeManager(ctx, mr.at.settle(*mr.claimed, next, deactivate), mr.obj); lostClaim(err) {
+			return fmt.Errorf("the manager changed since this sweep claimed it: %w", err)
+		} else if err != nil {
+			return err
+		}
+		return mr.deactivate(ctx, o)
 	}
-	if !changed {
-		return false, nil
+	// Conditional on the version listed; an action's outcome, once done, is
+	// written over a change since (another sweep's view of the target,
+	// say) unless the spec changed or another sweep's claim is live.
+	reread := false
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if reread {
+			now, err := mr.s.managerNow(ctx, mr.obj)
+			if err != nil || now.obj.GetUID() != mr.obj.GetUID() || now.obj.GetGeneration() != mr.obj.GetGeneration() {
+				return fmt.Errorf("the manager %w", errChanged)
+			} else if st := mr.at.read(now); st.Claim != nil && mr.s.clock().Before(st.Claim.Expires) {
+				return fmt.Errorf("the manager %w: sweep %s claimed it", errChanged, st.Claim.Sweep)
+			}
+			mr.obj, mr.stored = now.obj, mr.at.read(now)
+		}
+		next := mr.stored.clone()
+		mr.keep(&next, o)
+		// A stored claim here has expired: one of an older spec is void,
+		// one of a manager done is over; one of this spec stays for a later
+		// sweep to complete (this one deferred it, or could not claim it).
+		if next.Claim != nil && (o.done || next.Claim.Generation != mr.obj.GetGeneration()) {
+			next.Claim = nil
+		}
+		patch, changed := mr.at.update(mr.stored, next, mr.obj.GetResourceVersion(), deactivate)
+		if !changed {
+			return nil
+		}
+		err := mr.s.writeManager(ctx, patch, mr.obj)
+		if reread = o.last != nil; apierrors.IsConflict(err) && !reread {
+			return fmt.Errorf("the manager %w", errChanged)
+		}
+		return err
+	})
+	if apierrors.IsConflict(err) {
+		err = fmt.Errorf("the manager %w", errChanged)
 	}
-	switch err := mr.s.write(ctx, patch, mr.obj); {
-	case mr.claimed != nil && lostClaim(err):
-		return false, fmt.Errorf("the manager changed since this sweep claimed it: %w", err)
-	case mr.claimed == nil && apierrors.IsConflict(err):
-		return false, fmt.Errorf("the manager %w", errChanged)
-	case err != nil:
-		return false, err
+	if err != nil {
+		return err
 	}
-	return true, mr.deactivate(ctx, o)
+	return mr.deactivate(ctx, o)
 }
 
 // keep sets in st what o says.
@@ -303,7 +326,7 @@ func (mr *managerRecord) deactivate(ctx context.Context, o outcome) error {
 	if !o.done || !mr.at.subresource {
 		return nil
 	}
-	if err := mr.s.write(ctx, deactivatePatch(), mr.obj); err != nil {
+	if err := mr.s.writeManager(ctx, deactivatePatch(), mr.obj); err != nil {
 		return fmt.Errorf("deactivate the manager (a later sweep completes it): %w", err)
 	}
 	return nil
@@ -320,7 +343,7 @@ func (mr *managerRecord) saveSummary(ctx context.Context, e Entry, sum RuleSumma
 	if !changed {
 		return nil
 	}
-	return mr.s.write(ctx, patch, mr.obj)
+	return mr.s.writeManager(ctx, patch, mr.obj)
 }
 
 // IdempotencyKey identifies one firing of one policy of one manager
@@ -347,7 +370,7 @@ func mustJSON(v any) string {
 type patchOp struct {
 	Op    string `json:"op"`
 	Path  string `json:"path"`
-	Value any    `json:"value,omitempty"`
+	Value any    `json:"value"`
 }
 
 // jsonPatch is the JSON patch of ops, of the subresource when it is set.

@@ -41,13 +41,13 @@ type pairRecord struct {
 	// ns is the namespace as listed, raw its record there.
 	ns  namespaceInfo
 	raw string
-	// failedBefore: the rule's status lists a failed action on the
+	// toldFailure: the rule's status lists a failed action on the
 	// namespace, told already.
-	failedBefore bool
-	now          time.Time
-	stored       PairStatus
-	claimed      *PairStatus
-	events       *ruleTally
+	toldFailure bool
+	now         time.Time
+	stored      PairStatus
+	claimed     *PairStatus
+	events      *ruleTally
 }
 
 // decodePair decodes a pair's record; one that does not decode (edited by
@@ -62,7 +62,7 @@ func decodePair(raw string) PairStatus {
 
 func (pr *pairRecord) prior() prior {
 	last := pr.stored.LastAction
-	return prior{last: last, failed: last != nil && last.Result == ResultFailed || pr.failedBefore, ignoredHold: pr.stored.IgnoredHold}
+	return prior{last: last, failed: last != nil && last.Result == ResultFailed || pr.toldFailure, ignoredHold: pr.stored.IgnoredHold}
 }
 
 func (pr *pairRecord) sink() eventSink { return pr.events }
@@ -93,34 +93,36 @@ func (pr *pairRecord) claim(ctx context.Context, c Claim, _ Entry, final bool) e
 	return nil
 }
 
-func (pr *pairRecord) write(ctx context.Context, o outcome) (bool, error) {
+func (pr *pairRecord) write(ctx context.Context, o outcome) error {
 	switch {
 	case pr.claimed != nil:
-		err := pr.replace(ctx, mustJSON(*pr.claimed), pr.outcome(*pr.claimed, o))
+		err := pr.replace(ctx, mustJSON(*pr.claimed), pr.after(*pr.claimed, o))
 		if lostClaim(err) {
-			err = fmt.Errorf("the namespace's record changed since this sweep claimed it: %w", err)
+			return fmt.Errorf("the namespace's record changed since this sweep claimed it: %w", err)
 		}
-		return err == nil, err
+		return err
 	case o.last != nil:
 		// A DELETE's, which may have left the namespace terminating: it
 		// replaces the record as listed, if it is still that.
-		err := pr.replace(ctx, pr.raw, pr.outcome(pr.stored, o))
-		return err == nil, err
+		err := pr.replace(ctx, pr.raw, pr.after(pr.stored, o))
+		if lostClaim(err) {
+			return fmt.Errorf("namespace %s's record %w", pr.ns.name, errChanged)
+		}
+		return err
 	case !needsRecord(o.entry, o.checks, pr.stored.Progress):
 		// A pair keeps only a waiting one's progress and holds ignored.
-		return false, nil
+		return nil
 	}
 	next := pr.stored
 	next.Rule, next.Checks, next.IgnoredHold = pr.rule.Namespace+"/"+pr.rule.Name, o.checks, o.entry.HoldIgnored
 	if next.lastTime().IsZero() {
 		next.Written = timePtr(pr.now)
 	}
-	err := pr.writeAsListed(ctx, next)
-	return err == nil, err
+	return pr.writeAsListed(ctx, next)
 }
 
-// outcome is from with o's outcome kept, and no claim.
-func (pr *pairRecord) outcome(from PairStatus, o outcome) PairStatus {
+// after is from with o kept, and no claim.
+func (pr *pairRecord) after(from PairStatus, o outcome) PairStatus {
 	final := from
 	final.Progress = from.Progress.clone()
 	final.Rule, final.Claim, final.ObservedGeneration, final.Spec, final.IgnoredHold = pr.rule.Namespace+"/"+pr.rule.Name, nil, pr.rule.Generation, pr.rule.Arming, o.entry.HoldIgnored
@@ -160,10 +162,11 @@ func (pr *pairRecord) writeAsListed(ctx context.Context, st PairStatus) error {
 }
 
 // replace replaces the record was with st, if it is still was; with no
-// record before, st is merged in (a namespace may have no annotations for
-// a JSON patch to add to).
+// record before, st is merged in on the namespace's uid (it may have no
+// annotations for a JSON patch to add to).
 func (pr *pairRecord) replace(ctx context.Context, was string, st PairStatus) error {
-	patch := apiPatch{body: []byte(mustJSON(map[string]any{"metadata": map[string]any{"annotations": map[string]any{pr.key: mustJSON(st)}}}))}
+	// The uid in a merge patch is a precondition: never a namespace recreated.
+	patch := apiPatch{body: []byte(mustJSON(map[string]any{"metadata": map[string]any{"uid": pr.ns.uid, "annotations": map[string]any{pr.key: mustJSON(st)}}}))}
 	if path := annotationPointer(pr.key); was != "" {
 		patch = jsonPatch("", patchOp{"test", path, was}, patchOp{"replace", path, mustJSON(st)})
 	}

@@ -101,7 +101,7 @@ func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l listed) []Entry
 	ru := s.newRuleRun(r, l.obj, m, own.stored)
 	namespaces, _ := s.namespaces(ctx, r)
 	entries, matched := ru.match(namespaces)
-	ru.carryOut(ctx, ru.screen(ctx))
+	ru.actInChunks(ctx, ru.screen(ctx))
 	entries = append(entries, ru.entries...)
 	ru.tally.flush(ctx, own.events)
 	if owner {
@@ -230,12 +230,12 @@ func (ru *ruleRun) evaluate(ctx context.Context, i int, check podsCheck) (pairWo
 	e := ru.base
 	e.Target = ru.pairs[i].name
 	if ru.r.stop.Err() != nil {
-		ru.entries[i] = notReached(e)
+		ru.entries[i] = notReached(e, "it got to this namespace")
 		return pairWork{}, false
 	}
 	ns := ru.pairs[i]
 	rec := &pairRecord{s: ru.s, rule: ru.rule, key: ru.key, ns: ns, raw: ns.pairs[ru.key], now: ru.r.now, stored: decodePair(ns.pairs[ru.key]),
-		failedBefore: ru.failedLatest[ns.name], events: ru.tally}
+		toldFailure: ru.failedLatest[ns.name], events: ru.tally}
 	d := ru.s.evaluatePair(ctx, ru.r, rec, e, check, ru.ruleHold)
 	if d.plan == nil && !needsRecord(d.entry, d.checks, rec.stored.Progress) {
 		ru.entries[i] = ru.s.carryOut(ctx, ru.r, rec, d)
@@ -308,19 +308,19 @@ func (ru *ruleRun) screen(ctx context.Context) []int {
 	return pending
 }
 
-// carryOut evaluates the pending pairs, then carries out what that
+// actInChunks evaluates the pending pairs, then carries out what that
 // decided, a chunk of PairChunk at a time: evaluating a chunk whole first
 // keeps pods checks, consistent reads that wait for the API server's pods
 // cache to catch up with every write before them, away from this sweep's
 // writes; chunks keep the time between a pair's check and its action short.
-func (ru *ruleRun) carryOut(ctx context.Context, pending []int) {
+func (ru *ruleRun) actInChunks(ctx context.Context, pending []int) {
 	s, r := ru.s, ru.r
 	confirm := s.confirmer(*ru.rule, ru.index, ru.perNamespace)
 	for first := 0; first < len(pending); first += PairChunk {
 		chunk := pending[first:min(first+PairChunk, len(pending))]
 		if r.stop.Err() != nil {
 			for _, i := range pending[first:] {
-				ru.entries[i] = notReached(Entry{Namespace: ru.base.Namespace, Name: ru.base.Name, Rule: true, Target: ru.pairs[i].name})
+				ru.entries[i] = notReached(Entry{Namespace: ru.base.Namespace, Name: ru.base.Name, Rule: true, Target: ru.pairs[i].name}, "it got to this namespace")
 			}
 			return
 		}
@@ -438,7 +438,7 @@ func (s *Sweeper) summarize(ctx context.Context, own *managerRecord, m policy.Ma
 		s.log.Warn("rule status not written", "manager", m.Namespace+"/"+m.Name, "error", err.Error())
 		return
 	}
-	own.sink().tell(ctx, e, own.prior(), false)
+	own.sink().tell(ctx, e, own.prior(), false, true)
 }
 
 // byState says ": 3 waiting, 1 done" for counts by state, in a stable order.

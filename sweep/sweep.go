@@ -126,7 +126,7 @@ func (s *Sweeper) startWorkers(ctx, work context.Context, r *sweepRun) *queue {
 				var entries []Entry
 				switch {
 				case ctx.Err() != nil:
-					entries = s.notReached(l)
+					entries = s.unhandled(l)
 				case isRule(l.obj):
 					entries = s.handleRule(work, r, l)
 				default:
@@ -199,7 +199,7 @@ func (s *Sweeper) listManagers(ctx, work context.Context, r *sweepRun, q *queue)
 		}
 		if !q.give(ctx, m) {
 			// Interrupted: reported; the next page is not fetched.
-			r.add(s.notReached(m)...)
+			r.add(s.unhandled(m)...)
 		}
 	})
 	switch {
@@ -237,7 +237,7 @@ func (s *Sweeper) queueRules(ctx context.Context, r *sweepRun, l *listing, q *qu
 	}
 	for _, m := range r.rules {
 		if !q.give(ctx, m) {
-			r.add(s.notReached(m)...)
+			r.add(s.unhandled(m)...)
 		}
 	}
 }
@@ -281,14 +281,14 @@ func (s *Sweeper) noteGoverned(r *sweepRun, obj *unstructured.Unstructured) {
 	}
 }
 
-// notReached is the report of a manager an interrupted sweep did not
+// unhandled is the report of a manager an interrupted sweep did not
 // handle: its entry, or a rule's, from the shard that owns the rule.
-func (s *Sweeper) notReached(l listed) []Entry {
+func (s *Sweeper) unhandled(l listed) []Entry {
 	e := Entry{Namespace: l.obj.GetNamespace(), Name: l.obj.GetName(), Rule: isRule(l.obj)}
 	if e.Rule && ShardOf(l.obj.GetUID(), s.cfg.ShardCount) != s.cfg.ShardIndex {
 		return nil
 	}
-	return []Entry{notReached(e)}
+	return []Entry{notReached(e, "it got to this manager")}
 }
 
 // statusLocation asks the API server whether NamespaceManagers have a

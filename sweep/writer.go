@@ -77,14 +77,15 @@ func (w *apiWriter) patchNamespace(ctx context.Context, name string, patch apiPa
 
 func (w *apiWriter) deleteNamespace(ctx context.Context, name string, uid types.UID, resourceVersion string) error {
 	background := metav1.DeletePropagationBackground
-	pre := &metav1.Preconditions{UID: &uid}
-	if resourceVersion != "" {
-		pre.ResourceVersion = &resourceVersion
+	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}, PropagationPolicy: &background}
+	if resourceVersion == "" {
+		return w.clients.Kube.CoreV1().Namespaces().Delete(ctx, name, opts)
 	}
-	return w.clients.Kube.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{
-		Preconditions:     pre,
-		PropagationPolicy: &background,
-	})
+	// A DELETE as listed is sent once: client-go would send it again after
+	// a 5xx that asks to retry, which may follow a DELETE done, and the
+	// second would take the change the first made for someone else's.
+	opts.Preconditions.ResourceVersion = &resourceVersion
+	return w.clients.Kube.CoreV1().RESTClient().Delete().Resource("namespaces").Name(name).Body(&opts).MaxRetries(0).Do(ctx).Error()
 }
 
 func (w *apiWriter) patchWorkload(ctx context.Context, resource schema.GroupVersionResource, namespace, name string, patch []byte) error {
