@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,10 +33,14 @@ const (
 )
 
 // hangingReceiver accepts connections, reads whatever is sent and never
-// answers. It counts the connections.
+// answers. It records how long each connection stayed open: until the
+// sender gave up on it.
 type hangingReceiver struct {
-	URL      string
-	accepted atomic.Int64
+	URL string
+
+	mu    sync.Mutex
+	conns []net.Conn
+	held  []time.Duration
 }
 
 func newHangingReceiver(t *testing.T) *hangingReceiver {
@@ -47,30 +50,57 @@ func newHangingReceiver(t *testing.T) *hangingReceiver {
 		t.Fatal(err)
 	}
 	r := &hangingReceiver{URL: "http://" + l.Addr().String()}
-	var mu sync.Mutex
-	var conns []net.Conn
 	go func() {
 		for {
 			c, err := l.Accept()
 			if err != nil {
 				return
 			}
-			r.accepted.Add(1)
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			go func() { _, _ = io.Copy(io.Discard, c) }()
+			start := time.Now()
+			r.mu.Lock()
+			r.conns = append(r.conns, c)
+			r.mu.Unlock()
+			go func() {
+				_, _ = io.Copy(io.Discard, c)
+				r.mu.Lock()
+				r.held = append(r.held, time.Since(start))
+				r.mu.Unlock()
+			}()
 		}
 	}()
 	t.Cleanup(func() {
 		_ = l.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, c := range r.conns {
 			_ = c.Close()
 		}
 	})
 	return r
+}
+
+// accepted counts the connections so far.
+func (r *hangingReceiver) accepted() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.conns)
+}
+
+// closedAfter returns how long each connection after the first n stayed
+// open, once the sender closed them all (waiting a few seconds for that).
+func (r *hangingReceiver) closedAfter(n int) []time.Duration {
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		r.mu.Lock()
+		done := len(r.held) == len(r.conns)
+		held := append([]time.Duration(nil), r.held...)
+		r.mu.Unlock()
+		if done || time.Now().After(deadline) {
+			if len(held) < n {
+				return nil
+			}
+			return held[n:]
+		}
+	}
 }
 
 // refusingURL returns a URL on loopback where nothing listens: the port of
@@ -184,7 +214,7 @@ func TestUndeliverableNotifications(t *testing.T) {
 			checkDone(t, e, a.name, base, hooks, failing)
 			for _, r := range receivers {
 				t.Run(r.name, func(t *testing.T) {
-					connections := hanging.accepted.Load()
+					connections := hanging.accepted()
 					got := sweepOne(t, e, a.action, "--notify-url", r.url(t))
 					wantCode(t, got.res, a.code)
 					if g, w := shape(t, got.entry, got.target), shape(t, base.entry, base.target); g != w {
@@ -204,8 +234,15 @@ func TestUndeliverableNotifications(t *testing.T) {
 						t.Errorf("sweep took %s, more than %s (%s without --notify-url, %s for the notification)", got.elapsed, limit, base.elapsed, notifyBound)
 					}
 					if r.name == "no answer" {
-						if n := hanging.accepted.Load() - connections; n != notifyAttempts {
-							t.Errorf("%d connections to the receiver that does not answer, want %d attempts", n, notifyAttempts)
+						// Each attempt ends at its timeout.
+						held := hanging.closedAfter(connections)
+						if len(held) != notifyAttempts {
+							t.Errorf("%d connections to the receiver that does not answer (%v), want %d attempts", len(held), held, notifyAttempts)
+						}
+						for _, d := range held {
+							if d < notifyTimeout-100*time.Millisecond || d > notifyTimeout+time.Second {
+								t.Errorf("an attempt held its connection %s, want about --webhook-timeout %s", d, notifyTimeout)
+							}
 						}
 					}
 					t.Logf("%s, notification to a receiver with %s: %s (%s without --notify-url)", a.name, r.name, got.elapsed.Round(time.Millisecond), base.elapsed.Round(time.Millisecond))
