@@ -65,7 +65,7 @@ func FuzzAddressPolicy(f *testing.F) {
 		if a == nil {
 			return
 		}
-		for _, dialled := range []netip.Addr{ip, ip.Unmap(), ip.WithZone(zone)} {
+		for _, dialled := range []netip.Addr{ip, ip.Unmap(), netip.AddrFrom16(ip.As16()), ip.WithZone(zone)} {
 			literal := dialled.String()
 			before := a.check(literal)
 			atDial := dialControl(a.addressCheck(literal, allowAll))("tcp", netip.AddrPortFrom(dialled, port).String(), nil)
