@@ -143,6 +143,8 @@ func FuzzEvaluateManager(f *testing.F) {
 			f.Add(uint8(i), uint8(slot), int64(60), "e2e", true, int64(61_000), uint16(0), uint8(0), int64(0), uint8(0))
 		}
 		f.Add(uint8(i), uint8(0), int64(0), "", false, int64(0), uint16(0xffff), uint8(1), int64(55_000), uint8(1))
+		// One check of minChecks passed 6s ago, one more due.
+		f.Add(uint8(i), uint8(0), int64(60), "", false, int64(61_000), uint16(0), uint8(1), int64(55_000), uint8(0))
 		f.Add(uint8(i), uint8(2), int64(MaxSeconds), "x", false, int64(1<<40), uint16(0x5555), uint8(2), int64(-1), uint8(0xff))
 		f.Add(uint8(i), uint8(3), int64(MaxSeconds+1), "-", true, int64(-1), uint16(0xaaaa), uint8(9), int64(1<<40), uint8(2))
 	}
