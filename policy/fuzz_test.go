@@ -29,8 +29,9 @@ var fuzzCreated = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // extraManagers are valid managers that examples/ does not show: rules by
 // selector and by name patterns, stages, PODS_FAILED, minChecks, label
-// values that are numbers, the bounds of a duration, a hold (which Parse
-// leaves to the sweep), a deactivated manager.
+// values that are numbers, the bounds of a duration, whole numbers spelled
+// as floats, a hold (which Parse leaves to the sweep), a deactivated
+// manager.
 var extraManagers = []string{
 	`{"apiVersion":"k8s.consol.de/v1beta1","kind":"NamespaceManager","metadata":{"name":"failed-e2e","namespace":"namespace-manager","uid":"u-1","generation":3},"spec":{"namespaceSelector":{"matchExpressions":[{"key":"ci","operator":"In","values":["e2e","smoke"]},{"key":"keep","operator":"DoesNotExist"}]},"policies":[{"name":"report a failure","final":false,"condition":{"type":"PODS_FAILED","params":{"podLabels":{"role":"e2e"},"initialDelaySeconds":0}},"action":{"type":"WEBHOOK","params":{"url":"https://hooks.example.com/nsman"}}},{"name":"delete after a day","condition":{"type":"TTL","params":{"ttlSeconds":86400}},"action":{"type":"DELETE"}}]}}`,
 	`{"metadata":{"name":"previews","namespace":"namespace-manager","generation":1},"spec":{"namePatterns":["pr-[0-9]*","preview-?","e2e-\\*"],"policies":[{"name":"park it","final":false,"condition":{"type":"TTL","params":{"ttlSeconds":3600}},"action":{"type":"SCALE_DOWN","params":{"selectors":[{"kind":"StatefulSet"},{"kind":"deployment","labels":{"tier":"web"}}]}}},{"name":"delete it","final":true,"condition":{"type":"TTL","params":{"ttlSeconds":7200}},"action":{"type":"DELETE"}}]}}`,
@@ -38,6 +39,7 @@ var extraManagers = []string{
 	`{"metadata":{"name":"ci-7","namespace":"ci-7","generation":2},"spec":{"policies":[{"name":"when tests pass","condition":{"type":"PODS_SUCCEED","params":{"podLabels":{"role":"e2e","run":7,"gate":true},"initialDelaySeconds":30,"periodSeconds":10,"minChecks":3}},"action":{"type":"DELETE"}},{"name":"tell on failure","final":false,"condition":{"type":"PODS_FAILED","params":{"podLabels":{"role":"e2e"}}},"action":{"type":"WEBHOOK","params":{"url":"http://receiver.namespace-manager.svc:8080/x"}}},{"name":"backstop","condition":{"type":"TTL","params":{"ttlSeconds":7200}},"action":{"type":"DELETE"}}]}}`,
 	`{"metadata":{"name":"m","namespace":"namespace-manager"},"spec":{"namespace":"target-1","deactivated":true,"policies":[{"name":"delete at once","condition":{"type":"TTL","params":{"ttlSeconds":0}},"action":{"type":"DELETE"}}]}}`,
 	`{"metadata":{"name":"far"},"spec":{"policies":[{"name":"the far end","condition":{"type":"PODS_SUCCEED","params":{"initialDelaySeconds":2147483647,"periodSeconds":2147483647,"minChecks":2147483647}},"action":{"type":"DELETE"}},{"name":"no sooner","condition":{"type":"TTL","params":{"ttlSeconds":2147483647}},"action":{"type":"DELETE"}}]}}`,
+	`{"metadata":{"name":"floats","namespace":"floats"},"spec":{"policies":[{"name":"when tests pass","condition":{"type":"PODS_SUCCEED","params":{"podLabels":{"run":7.0},"initialDelaySeconds":3e1,"periodSeconds":10.0,"minChecks":2.0}},"action":{"type":"DELETE"}},{"name":"backstop","condition":{"type":"TTL","params":{"ttlSeconds":7.2e3}},"action":{"type":"DELETE"}}]}}`,
 	`{"metadata":{"name":"held","namespace":"held","annotations":{"nsman.k8s.consol.de/hold-until":"2026-01-02T00:00:00Z"}},"spec":{"policies":[{"name":"delete at once","condition":{"type":"TTL","params":{"ttlSeconds":0}},"action":{"type":"DELETE"}}]}}`,
 }
 
