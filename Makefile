@@ -66,9 +66,9 @@ test: lint helm-lint build-cross test-unit fuzz test-integration test-e2e ## Eve
 test-unit: ## Unit tests (no control plane)
 	go test -race -count=1 $(UNIT_PKGS)
 
-# The fuzz targets: every func FuzzX in the unit packages' tests, as dir:FuzzX.
-# go test -fuzz takes one target per run.
-FUZZ_TARGETS = $(shell grep -o '^func Fuzz[A-Za-z0-9_]*' $$(git ls-files '*_test.go' | grep -v '^test/') | sed 's|/[^/]*_test\.go:func |:|')
+# The fuzz targets: every func FuzzX in the unit packages' tests (new files
+# included), as dir:FuzzX. go test -fuzz takes one target per run.
+FUZZ_TARGETS = $(shell grep -ro --include='*_test.go' --exclude-dir=.git --exclude-dir=test --exclude-dir=testdata '^func Fuzz[A-Za-z0-9_]*' . | sed 's|^\./||; s|/[^/]*_test\.go:func |:|' | sort)
 FUZZTIME ?= 10s
 LONG_FUZZTIME ?= 5m
 # How long each input the fuzzer keeps is minimized: Go's default, 60s,
