@@ -1,60 +1,447 @@
 package policy
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/yaml"
 )
+
+// The fuzz targets start from the project's own valid managers, so that
+// mutations reach evaluation rather than stopping at the decoder:
+// FuzzParseAndEvaluate mutates their JSON, FuzzEvaluateManager mutates one
+// field of one of them at a time and the input evaluated.
+
+// fuzzCreated is the target namespace's creationTimestamp in the fuzz targets.
+var fuzzCreated = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// extraManagers are valid managers that examples/ does not show: rules by
+// selector and by name patterns, stages, PODS_FAILED, minChecks, label
+// values that are numbers, the bounds of a duration, whole numbers spelled
+// as floats, a hold (which Parse leaves to the sweep), a deactivated
+// manager.
+var extraManagers = []string{
+	`{"apiVersion":"k8s.consol.de/v1beta1","kind":"NamespaceManager","metadata":{"name":"failed-e2e","namespace":"namespace-manager","uid":"u-1","generation":3},"spec":{"namespaceSelector":{"matchExpressions":[{"key":"ci","operator":"In","values":["e2e","smoke"]},{"key":"keep","operator":"DoesNotExist"}]},"policies":[{"name":"report a failure","final":false,"condition":{"type":"PODS_FAILED","params":{"podLabels":{"role":"e2e"},"initialDelaySeconds":0}},"action":{"type":"WEBHOOK","params":{"url":"https://hooks.example.com/nsman"}}},{"name":"delete after a day","condition":{"type":"TTL","params":{"ttlSeconds":86400}},"action":{"type":"DELETE"}}]}}`,
+	`{"metadata":{"name":"previews","namespace":"namespace-manager","generation":1},"spec":{"namePatterns":["pr-[0-9]*","preview-?","e2e-\\*"],"policies":[{"name":"park it","final":false,"condition":{"type":"TTL","params":{"ttlSeconds":3600}},"action":{"type":"SCALE_DOWN","params":{"selectors":[{"kind":"StatefulSet"},{"kind":"deployment","labels":{"tier":"web"}}]}}},{"name":"delete it","final":true,"condition":{"type":"TTL","params":{"ttlSeconds":7200}},"action":{"type":"DELETE"}}]}}`,
+	`{"metadata":{"name":"both","namespace":"namespace-manager"},"spec":{"namespaceSelector":{"matchLabels":{"ci":"e2e"}},"namePatterns":["e2e-*"],"policies":[{"name":"when the pods pass","condition":{"type":"PODS_SUCCEED","params":{"initialDelaySeconds":60,"periodSeconds":10}},"action":{"type":"DELETE"}}]}}`,
+	`{"metadata":{"name":"ci-7","namespace":"ci-7","generation":2},"spec":{"policies":[{"name":"when tests pass","condition":{"type":"PODS_SUCCEED","params":{"podLabels":{"role":"e2e","run":7,"gate":true},"initialDelaySeconds":30,"periodSeconds":10,"minChecks":3}},"action":{"type":"DELETE"}},{"name":"tell on failure","final":false,"condition":{"type":"PODS_FAILED","params":{"podLabels":{"role":"e2e"}}},"action":{"type":"WEBHOOK","params":{"url":"http://receiver.namespace-manager.svc:8080/x"}}},{"name":"backstop","condition":{"type":"TTL","params":{"ttlSeconds":7200}},"action":{"type":"DELETE"}}]}}`,
+	`{"metadata":{"name":"m","namespace":"namespace-manager"},"spec":{"namespace":"target-1","deactivated":true,"policies":[{"name":"delete at once","condition":{"type":"TTL","params":{"ttlSeconds":0}},"action":{"type":"DELETE"}}]}}`,
+	`{"metadata":{"name":"far"},"spec":{"policies":[{"name":"the far end","condition":{"type":"PODS_SUCCEED","params":{"initialDelaySeconds":2147483647,"periodSeconds":2147483647,"minChecks":2147483647}},"action":{"type":"DELETE"}},{"name":"no sooner","condition":{"type":"TTL","params":{"ttlSeconds":2147483647}},"action":{"type":"DELETE"}}]}}`,
+	`{"metadata":{"name":"floats","namespace":"floats"},"spec":{"policies":[{"name":"when tests pass","condition":{"type":"PODS_SUCCEED","params":{"podLabels":{"run":7.0},"initialDelaySeconds":3e1,"periodSeconds":10.0,"minChecks":2.0}},"action":{"type":"DELETE"}},{"name":"backstop","condition":{"type":"TTL","params":{"ttlSeconds":7.2e3}},"action":{"type":"DELETE"}}]}}`,
+	`{"metadata":{"name":"held","namespace":"held","annotations":{"nsman.k8s.consol.de/hold-until":"2026-01-02T00:00:00Z"}},"spec":{"policies":[{"name":"delete at once","condition":{"type":"TTL","params":{"ttlSeconds":0}},"action":{"type":"DELETE"}}]}}`,
+}
+
+// hostileManagers are seeds that do not parse: wrong types, out of range,
+// broken rules.
+var hostileManagers = []string{
+	`{"spec":{"policies":{}}}`,
+	`{"spec":"x"}`,
+	`{"spec":{"deactivated":"yes","policies":[1,"a",null,{"name":5}]}}`,
+	`{"spec":{"policies":[{"name":"p p","condition":{"type":"TTL","params":{"ttlSeconds":1e300}},"action":{"type":"DELETE"}}]}}`,
+	`{"spec":{"policies":[{"name":"p p","condition":{"type":"PODS_SUCCEED","params":{"minChecks":2147483648,"periodSeconds":0,"initialDelaySeconds":-1}},"action":{"type":"DELETE"}}]}}`,
+	`{"kind":"Other","spec":{"namespaceSelector":{},"namePatterns":["[a-",""],"namespace":"x","policies":[{"name":"x"}]}}`,
+	`{"metadata":{"name":"r"},"spec":{"namespaceSelector":{"matchExpressions":[{"key":"a","operator":"Bogus"}]},"policies":[{"name":"p p","condition":{"type":"TTL"},"action":{"type":"WEBHOOK","params":{"url":"ftp://user:pw@h/"}}}]}}`,
+}
+
+// validManagers returns every NamespaceManager of examples/ and
+// extraManagers, as JSON, each checked to parse without problems.
+func validManagers(tb testing.TB) [][]byte {
+	tb.Helper()
+	files, err := filepath.Glob(filepath.Join("..", "examples", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		tb.Fatalf("no examples: %v", err)
+	}
+	var out [][]byte
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+		for {
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				tb.Fatalf("%s: %v", file, err)
+			}
+			var head struct{ Kind string }
+			if json.Unmarshal(raw, &head) == nil && head.Kind == Kind {
+				out = append(out, raw)
+			}
+		}
+	}
+	if len(out) < len(files) {
+		tb.Fatalf("%d managers in %d example files", len(out), len(files))
+	}
+	for _, s := range extraManagers {
+		out = append(out, []byte(s))
+	}
+	for _, data := range out {
+		if _, problems := Parse(decode(data)); len(problems) > 0 {
+			tb.Fatalf("seed manager does not parse: %v\n%s", problems, data)
+		}
+	}
+	return out
+}
+
+// decode reads a manager as the sweep and nsman validate do: apimachinery's
+// JSON, integers as int64. Nil when data is no JSON object.
+func decode(data []byte) *unstructured.Unstructured {
+	var obj map[string]any
+	if err := utiljson.Unmarshal(data, &obj); err != nil || obj == nil {
+		return nil
+	}
+	return &unstructured.Unstructured{Object: obj}
+}
 
 // FuzzParseAndEvaluate feeds arbitrary JSON to Parse, as a manager stored
 // under the original CRD may hold anything, and evaluates whatever parses.
-// Neither may panic; a manager that parses without problems must have a
-// target and at least one policy, each with a known condition and action.
+// Neither may panic; problems are bounded and name their field; a manager
+// that parses without problems is well-formed, parses the same after a JSON
+// round trip, and evaluates as checkEvaluation requires.
 func FuzzParseAndEvaluate(f *testing.F) {
-	for _, seed := range []string{
-		`{"kind":"NamespaceManager","metadata":{"name":"a","namespace":"a"},"spec":{"policies":[{"name":"p p","condition":{"type":"TTL","params":{"ttlSeconds":40}},"action":{"type":"DELETE"}}]}}`,
-		`{"metadata":{"name":"b"},"spec":{"namespace":"x","policies":[{"name":"pods","condition":{"type":"PODS_SUCCEED","params":{"podLabels":{"a":"b"},"minChecks":3}},"action":{"type":"SCALE_DOWN","params":{"selectors":[{"kind":"deployment","labels":{"x":"y"}}]}}}]}}`,
-		`{"metadata":{"name":"c"},"spec":{"policies":[{"name":"hook","condition":{"type":"TTL"},"action":{"type":"WEBHOOK","params":{"url":"https://h/x"}}}]}}`,
-		`{"spec":{"policies":{}}}`,
-		`{"spec":"x"}`,
-		`{"spec":{"deactivated":"yes","policies":[1,"a",null,{"name":5}]}}`,
-		`{"spec":{"policies":[{"name":"p p","condition":{"type":"TTL","params":{"ttlSeconds":1e300}},"action":{"type":"DELETE"}}]}}`,
-	} {
-		f.Add([]byte(seed), int64(3600))
+	for _, m := range validManagers(f) {
+		f.Add(m, int64(0))
+		f.Add(m, int64(90000))
 	}
-	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, s := range hostileManagers {
+		f.Add([]byte(s), int64(3600))
+	}
 	f.Fuzz(func(t *testing.T, data []byte, offset int64) {
-		var obj map[string]any
-		if err := json.Unmarshal(data, &obj); err != nil || obj == nil {
+		u := decode(data)
+		if u == nil {
 			return
 		}
-		u := &unstructured.Unstructured{Object: obj}
-		m, problems := Parse(u)
-		if len(problems) > 0 {
-			for _, p := range problems {
-				if p.Field == "" {
-					t.Fatalf("problem without a field path: %v", p)
-				}
-			}
+		m, ok := checkParse(t, u)
+		if !ok {
 			return
 		}
-		if len(m.Policies) == 0 {
-			t.Fatalf("valid manager without policies: %s", data)
-		}
-		now := created.Add(time.Duration(offset) * time.Second)
-		in := Input{Now: now, TargetCreated: created, Pods: map[int]PodsCheck{}}
-		for range len(m.Policies) + 1 {
-			out := Evaluate(m, in)
-			if out.Verdict != NeedPods {
-				if out.Verdict == Fire && (out.Policy < 0 || out.Policy >= len(m.Policies)) {
-					t.Fatalf("fired policy %d of %d", out.Policy, len(m.Policies))
-				}
-				return
-			}
-			in.Pods[out.Policy] = PodsCheck{NotSucceeded: int(offset & 1)}
-		}
-		t.Fatalf("evaluation asked for pods more often than there are policies: %s", data)
+		checkEvaluation(t, m, Input{Now: fuzzCreated.Add(time.Duration(offset) * time.Second), TargetCreated: fuzzCreated}, uint16(offset))
 	})
+}
+
+// FuzzEvaluateManager starts from a valid manager (base), sets one field
+// of it (slot: which field of which policy) to a fuzzed number, string or
+// bool, and evaluates it on a fuzzed input: the time, the pods checks'
+// results, PODS_SUCCEED progress and the stages fired. Most executions get
+// past decoding and parsing into Evaluate.
+func FuzzEvaluateManager(f *testing.F) {
+	bases := validManagers(f)
+	for i := range bases {
+		for slot := range slots {
+			f.Add(uint8(i), uint8(slot), int64(60), "e2e", true, int64(61_000), uint16(0), uint8(0), int64(0), uint8(0))
+		}
+		f.Add(uint8(i), uint8(0), int64(0), "", false, int64(0), uint16(0xffff), uint8(1), int64(55_000), uint8(1))
+		// One check of minChecks passed 6s ago, one more due.
+		f.Add(uint8(i), uint8(0), int64(60), "", false, int64(61_000), uint16(0), uint8(1), int64(55_000), uint8(0))
+		f.Add(uint8(i), uint8(2), int64(MaxSeconds), "x", false, int64(1<<40), uint16(0x5555), uint8(2), int64(-1), uint8(0xff))
+		f.Add(uint8(i), uint8(3), int64(MaxSeconds+1), "-", true, int64(-1), uint16(0xaaaa), uint8(9), int64(1<<40), uint8(2))
+	}
+	f.Fuzz(func(t *testing.T, base, slot uint8, n int64, s string, b bool, offset int64, pods uint16, passed uint8, last int64, fired uint8) {
+		u := decode(bases[int(base)%len(bases)])
+		slots[int(slot)%len(slots)](u.Object, int(slot)/len(slots), n, s, b)
+		// Parse reads what a JSON decoder made: strings are UTF-8.
+		data, err := json.Marshal(u.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, ok := checkParse(t, decode(data))
+		if !ok {
+			return
+		}
+		in := Input{
+			Now:           time.UnixMilli(fuzzCreated.UnixMilli() + offset),
+			TargetCreated: fuzzCreated,
+		}
+		for i, p := range m.Policies {
+			if passed > 0 && p.Condition.Type == ConditionPodsSucceed {
+				if in.Checks == nil {
+					in.Checks = map[string]CheckState{}
+				}
+				gen := m.Generation
+				if passed&0x80 != 0 {
+					gen++ // progress of another spec
+				}
+				in.Checks[p.Name] = CheckState{Generation: gen, Passed: int(passed & 0x7f), Last: time.UnixMilli(fuzzCreated.UnixMilli() + last)}
+			}
+			if i < 8 && fired&(1<<i) != 0 {
+				if in.Fired == nil {
+					in.Fired = map[string]bool{}
+				}
+				in.Fired[p.Name] = true
+			}
+		}
+		checkEvaluation(t, m, in, pods)
+	})
+}
+
+// slots are the fields FuzzEvaluateManager sets, each on policy i (modulo
+// their number) or on the spec: a number n, a string s or a bool b.
+var slots = []func(obj map[string]any, i int, n int64, s string, b bool){
+	func(obj map[string]any, i int, n int64, _ string, _ bool) { params(obj, i)["ttlSeconds"] = n },
+	func(obj map[string]any, i int, n int64, _ string, _ bool) { params(obj, i)["initialDelaySeconds"] = n },
+	func(obj map[string]any, i int, n int64, _ string, _ bool) { params(obj, i)["periodSeconds"] = n },
+	func(obj map[string]any, i int, n int64, _ string, _ bool) { params(obj, i)["minChecks"] = n },
+	func(obj map[string]any, i int, n int64, _ string, _ bool) {
+		types := []string{ConditionTTL, ConditionPodsSucceed, ConditionPodsFailed}
+		policy(obj, i)["condition"].(map[string]any)["type"] = types[uint64(n)%3]
+	},
+	func(obj map[string]any, i int, n int64, s string, _ bool) {
+		actions := []map[string]any{
+			{"type": ActionDelete},
+			{"type": ActionScaleDown, "params": map[string]any{"selectors": []any{map[string]any{"kind": s}}}},
+			{"type": ActionWebhook, "params": map[string]any{"url": s}},
+		}
+		policy(obj, i)["action"] = actions[uint64(n)%3]
+	},
+	func(obj map[string]any, i int, _ int64, s string, _ bool) { policy(obj, i)["name"] = s },
+	func(obj map[string]any, i int, _ int64, _ string, b bool) { policy(obj, i)["final"] = b },
+	func(obj map[string]any, i int, n int64, s string, _ bool) {
+		p := params(obj, i)
+		labels, _ := p["podLabels"].(map[string]any)
+		if labels == nil {
+			labels = map[string]any{}
+			p["podLabels"] = labels
+		}
+		labels[s] = strconv.FormatInt(n, 10)
+	},
+	func(obj map[string]any, i int, n int64, s string, b bool) {
+		var v any = s
+		if b {
+			v = n // a number, as the original operator's JSON binding took it
+		}
+		params(obj, i)["podLabels"] = map[string]any{"role": v}
+	},
+	func(obj map[string]any, _ int, _ int64, s string, _ bool) {
+		spec := obj["spec"].(map[string]any)
+		delete(spec, "namespace")
+		patterns, _ := spec["namePatterns"].([]any)
+		spec["namePatterns"] = append(patterns, s)
+	},
+	func(obj map[string]any, _ int, n int64, s string, _ bool) {
+		spec := obj["spec"].(map[string]any)
+		delete(spec, "namespace")
+		ops := []string{"In", "NotIn", "Exists", "DoesNotExist"}
+		expr := map[string]any{"key": "ci", "operator": ops[uint64(n)%4]}
+		if uint64(n)%4 < 2 {
+			expr["values"] = []any{s}
+		}
+		spec["namespaceSelector"] = map[string]any{"matchLabels": map[string]any{"team": s}, "matchExpressions": []any{expr}}
+	},
+	func(obj map[string]any, _ int, _ int64, s string, _ bool) {
+		spec := obj["spec"].(map[string]any)
+		delete(spec, "namespaceSelector")
+		delete(spec, "namePatterns")
+		spec["namespace"] = s
+	},
+	func(obj map[string]any, _ int, _ int64, _ string, b bool) {
+		obj["spec"].(map[string]any)["deactivated"] = b
+	},
+	func(obj map[string]any, _ int, n int64, s string, _ bool) {
+		meta, _ := obj["metadata"].(map[string]any)
+		if meta == nil {
+			meta = map[string]any{}
+			obj["metadata"] = meta
+		}
+		meta["name"], meta["generation"] = s, n
+	},
+	func(obj map[string]any, i int, _ int64, _ string, _ bool) {
+		// The same policies in another order.
+		list := obj["spec"].(map[string]any)["policies"].([]any)
+		j := i % len(list)
+		list[0], list[j] = list[j], list[0]
+	},
+}
+
+// policy returns policy i (modulo their number) of a valid manager.
+func policy(obj map[string]any, i int) map[string]any {
+	list := obj["spec"].(map[string]any)["policies"].([]any)
+	return list[i%len(list)].(map[string]any)
+}
+
+// params returns the condition's params of policy i, made if absent.
+func params(obj map[string]any, i int) map[string]any {
+	c := policy(obj, i)["condition"].(map[string]any)
+	p, _ := c["params"].(map[string]any)
+	if p == nil {
+		p = map[string]any{}
+		c["params"] = p
+	}
+	return p
+}
+
+// checkParse parses u and checks what the parser promises whatever the
+// input: it leaves u as it was, and each problem names its field and is
+// bounded. A manager without problems has policies, each with a known
+// condition and action, and parses the same after a JSON round trip (as
+// stored by the API server and listed again). ok is false when there were
+// problems.
+func checkParse(t *testing.T, u *unstructured.Unstructured) (m Manager, ok bool) {
+	t.Helper()
+	before, err := json.Marshal(u.Object)
+	if err != nil {
+		t.Fatalf("not JSON: %v", err)
+	}
+	m, problems := Parse(u)
+	if after, _ := json.Marshal(u.Object); !bytes.Equal(before, after) {
+		t.Fatalf("Parse changed the object:\n%s\nto\n%s", before, after)
+	}
+	for _, p := range problems {
+		if p.Field == "" {
+			t.Fatalf("problem without a field path: %v", p)
+		}
+		if len(p.Field) > maxShownField || len(p.Detail) > maxShownText {
+			t.Fatalf("problem not bounded: field %d bytes, detail %d bytes", len(p.Field), len(p.Detail))
+		}
+		if v, isString := p.BadValue.(string); isString && len(v) > maxShownValue {
+			t.Fatalf("problem's value not bounded: %d bytes", len(v))
+		}
+	}
+	if len(problems) > 0 {
+		return m, false
+	}
+	if len(m.Policies) == 0 {
+		t.Fatalf("valid manager without policies: %s", before)
+	}
+	for _, p := range m.Policies {
+		if !slices.Contains([]string{ConditionTTL, ConditionPodsSucceed, ConditionPodsFailed}, p.Condition.Type) ||
+			!slices.Contains([]string{ActionDelete, ActionScaleDown, ActionWebhook}, p.Action.Type) {
+			t.Fatalf("valid manager with policy %q: condition %q, action %q", p.Name, p.Condition.Type, p.Action.Type)
+		}
+	}
+	again, problems := Parse(decode(before))
+	if len(problems) > 0 {
+		t.Fatalf("valid manager has problems after a JSON round trip: %v\n%s", problems, before)
+	}
+	if !sameManager(m, again) {
+		t.Fatalf("a JSON round trip changed the manager:\n%+v\n%+v", m, again)
+	}
+	return m, true
+}
+
+// sameManager compares two parsed managers, each policy's Raw by its JSON
+// (a JSON round trip may turn 3.0 into 3).
+func sameManager(a, b Manager) bool {
+	if len(a.Policies) != len(b.Policies) {
+		return false
+	}
+	a.Policies, b.Policies = slices.Clone(a.Policies), slices.Clone(b.Policies)
+	for i := range a.Policies {
+		ra, _ := json.Marshal(a.Policies[i].Raw)
+		rb, _ := json.Marshal(b.Policies[i].Raw)
+		if !bytes.Equal(ra, rb) {
+			return false
+		}
+		a.Policies[i].Raw, b.Policies[i].Raw = nil, nil
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+// checkEvaluation evaluates m on in as the sweep does: a NeedPods verdict
+// is answered with the results bits give (two per policy: failed, not
+// succeeded) and evaluated again. Every evaluation must be deterministic,
+// leave the input as it was, and be consistent:
+//   - Fire names a policy in range that holds, not a stage fired already,
+//     and no due time;
+//   - NeedPods names a PODS_SUCCEED or PODS_FAILED policy not yet checked;
+//   - Wait describes every policy, none holding, and its NextDue is the
+//     earliest of their due times, after Now; nothing but pods ends the
+//     wait before then.
+//
+// There are at most as many NeedPods as policies.
+func checkEvaluation(t *testing.T, m Manager, in Input, bits uint16) {
+	t.Helper()
+	in.Pods = map[int]PodsCheck{}
+	for range len(m.Policies) + 1 {
+		checks, pods := maps.Clone(in.Checks), maps.Clone(in.Pods)
+		out := Evaluate(m, in)
+		if !maps.Equal(checks, in.Checks) || !maps.Equal(pods, in.Pods) {
+			t.Fatalf("Evaluate changed its input: checks %v, pods %v", in.Checks, in.Pods)
+		}
+		if again := Evaluate(m, in); !reflect.DeepEqual(out, again) {
+			t.Fatalf("Evaluate is not deterministic:\n%+v\n%+v", out, again)
+		}
+		switch out.Verdict {
+		case Fire:
+			if out.Policy < 0 || out.Policy >= len(m.Policies) {
+				t.Fatalf("fired policy %d of %d", out.Policy, len(m.Policies))
+			}
+			p := m.Policies[out.Policy]
+			if len(out.Policies) == 0 || !out.Policies[len(out.Policies)-1].Holds || out.Policies[len(out.Policies)-1].Name != p.Name || out.Reason == "" {
+				t.Fatalf("fired policy %d (%q), described as %+v, reason %q", out.Policy, p.Name, out.Policies, out.Reason)
+			}
+			if !p.Final && in.Fired[p.Name] {
+				t.Fatalf("stage %q fired again", p.Name)
+			}
+			if !out.NextDue.IsZero() {
+				t.Fatalf("fired with a due time %v", out.NextDue)
+			}
+			return
+		case NeedPods:
+			if out.Policy < 0 || out.Policy >= len(m.Policies) {
+				t.Fatalf("pods check for policy %d of %d", out.Policy, len(m.Policies))
+			}
+			if typ := m.Policies[out.Policy].Condition.Type; typ != ConditionPodsSucceed && typ != ConditionPodsFailed {
+				t.Fatalf("pods check for policy %d, a %s", out.Policy, typ)
+			}
+			if _, checked := in.Pods[out.Policy]; checked {
+				t.Fatalf("pods check for policy %d again", out.Policy)
+			}
+			shift := 2 * (out.Policy % 8)
+			in.Pods[out.Policy] = PodsCheck{Failed: int(bits >> shift & 1), NotSucceeded: int(bits >> (shift + 1) & 1), Example: "pod x (Failed)"}
+			continue
+		case Wait:
+			checkWait(t, m, in, out)
+			return
+		default:
+			t.Fatalf("verdict %v", out.Verdict)
+		}
+	}
+	t.Fatalf("evaluation asked for pods more often than there are policies")
+}
+
+func checkWait(t *testing.T, m Manager, in Input, out Outcome) {
+	t.Helper()
+	if len(out.Policies) != len(m.Policies) {
+		t.Fatalf("waiting, %d of %d policies described", len(out.Policies), len(m.Policies))
+	}
+	var earliest time.Time
+	for _, st := range out.Policies {
+		if st.Holds {
+			t.Fatalf("waiting, but policy %q holds", st.Name)
+		}
+		if !st.Due.IsZero() && (earliest.IsZero() || st.Due.Before(earliest)) {
+			earliest = st.Due
+		}
+	}
+	if !out.NextDue.Equal(earliest) {
+		t.Fatalf("next due %v, the earliest due time %v", out.NextDue, earliest)
+	}
+	if !out.NextDue.IsZero() && !out.NextDue.After(in.Now) {
+		t.Fatalf("waiting at %v until %v", in.Now, out.NextDue)
+	}
+	// Time alone ends the wait no sooner than NextDue: evaluated later with
+	// the same pods, it still waits.
+	later := in
+	if out.NextDue.IsZero() {
+		later.Now = in.Now.Add(100 * 365 * 24 * time.Hour)
+	} else {
+		later.Now = out.NextDue.Add(-time.Nanosecond)
+	}
+	if v := Evaluate(m, later).Verdict; v != Wait {
+		t.Fatalf("waiting at %v until %v, but %v at %v", in.Now, out.NextDue, v, later.Now)
+	}
 }

@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -61,5 +62,38 @@ func TestHoldApply(t *testing.T) {
 	// Completing a claim is finishing an action already started: no hold.
 	if d = st.apply(decision{plan: &plan{step: stepCompleteClaim}}); d.plan == nil {
 		t.Error("a claim's completion was held")
+	}
+}
+
+// A hold may end up to --max-hold and holdLeeway ahead, that moment
+// included; one a second further is ignored, under the default maximum and
+// a non-default one alike.
+func TestHoldsAtMaxHoldBoundary(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	for _, max := range []time.Duration{DefaultMaxHold, 2 * time.Hour} {
+		for _, tt := range []struct {
+			ahead   time.Duration
+			ignored bool
+		}{
+			{ahead: max + holdLeeway - time.Second},
+			{ahead: max + holdLeeway},
+			{ahead: max + holdLeeway + time.Second, ignored: true},
+			{ahead: max + holdLeeway + time.Minute, ignored: true},
+		} {
+			t.Run(fmt.Sprintf("max %s, ahead %s", max, tt.ahead), func(t *testing.T) {
+				until := now.Add(tt.ahead)
+				st := holdsAt([]hold{{on: "namespace a", value: until.Format(time.RFC3339)}}, now, max)
+				if tt.ignored {
+					want := fmt.Sprintf("ends %s, more than --max-hold %s ahead", until.Format(time.RFC3339), max)
+					if !st.until.IsZero() || !strings.Contains(st.ignored, want) {
+						t.Errorf("held until %v, ignored %q; want ignored, saying %q", st.until, st.ignored, want)
+					}
+					return
+				}
+				if !st.until.Equal(until) || st.by != "namespace a" || st.ignored != "" {
+					t.Errorf("held until %v by %q, ignored %q; want held until %v", st.until, st.by, st.ignored, until)
+				}
+			})
+		}
 	}
 }
