@@ -52,10 +52,10 @@ func FuzzDecodePage(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if page, err := decodePage(data); err == nil {
 			for i := range page.Items {
-				m := page.listed(i)
+				m := page.Items[i].listed()
 				policy.Parse(m.obj)
-				stateStore{inStatus: true}.read(m)
-				stateStore{}.read(m)
+				statusLocation{subresource: true}.read(m)
+				statusLocation{}.read(m)
 			}
 		}
 		sent, ok := asSent(data)
@@ -75,7 +75,7 @@ func FuzzDecodePage(f *testing.F) {
 			t.Fatalf("%d items, continue %q; the dynamic client: %d, %q", len(page.Items), page.Metadata.Continue, len(list.Items), list.GetContinue())
 		}
 		for i := range list.Items {
-			want, got := &list.Items[i], page.listed(i)
+			want, got := &list.Items[i], page.Items[i].listed()
 			agree(t, i, got, want)
 		}
 	})
@@ -103,9 +103,9 @@ func agree(t *testing.T, i int, got listed, want *unstructured.Unstructured) {
 	if !reflect.DeepEqual(gotM, wantM) || fmt.Sprint(gotErrs) != fmt.Sprint(wantErrs) {
 		t.Fatalf("item %d: parsed\n%+v %v\nwant\n%+v %v", i, gotM, gotErrs, wantM, wantErrs)
 	}
-	for _, store := range []stateStore{{inStatus: true}, {inStatus: false}} {
+	for _, store := range []statusLocation{{subresource: true}, {subresource: false}} {
 		var raw []byte
-		if store.inStatus {
+		if store.subresource {
 			if status, ok := want.Object["status"]; ok {
 				raw, _ = json.Marshal(status)
 			}
@@ -117,7 +117,7 @@ func agree(t *testing.T, i int, got listed, want *unstructured.Unstructured) {
 			st = Status{}
 		}
 		if read := store.read(got); mustJSON(read) != mustJSON(st) {
-			t.Fatalf("item %d, inStatus=%v: record read %s, want %s", i, store.inStatus, mustJSON(read), mustJSON(st))
+			t.Fatalf("item %d, subresource=%v: record read %s, want %s", i, store.subresource, mustJSON(read), mustJSON(st))
 		}
 	}
 }
