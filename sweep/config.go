@@ -72,10 +72,8 @@ type Config struct {
 }
 
 // ProtectedFloor is the namespaces New always protects, whatever
-// Config.ProtectedNamespaces says: the cluster's own, which no namespace
-// manager has any business deleting or scaling down, and which a flag
-// naming other namespaces must not leave open. It returns a new slice each
-// time, so that no caller can shrink the floor.
+// Config.ProtectedNamespaces says: the cluster's own. It returns a new slice
+// each time, so that no caller can shrink the floor.
 func ProtectedFloor() []string {
 	return []string{"kube-system", "kube-public", "kube-node-lease"}
 }

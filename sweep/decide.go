@@ -61,7 +61,8 @@ type target struct {
 	listed namespaceInfo
 	// going: the namespace is terminating or gone already.
 	going bool
-	// home: the namespace, uid and all, is the one the manager lives in.
+	// home: the subject's record lives in the namespace, uid and all (the
+	// manager's own, a rule's of it), and goes with it.
 	home bool
 	// recreated: completing a claim, the namespace of that name is not
 	// the one the claim was made for.

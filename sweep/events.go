@@ -72,14 +72,8 @@ func (ev managerEvents) emit(ctx context.Context, kind, reason, action, note str
 	e := &eventsv1.Event{
 		ObjectMeta: metav1.ObjectMeta{Namespace: obj.GetNamespace(), Name: obj.GetName() + "." + hex.EncodeToString(suffix)},
 		EventTime:  metav1.NewMicroTime(ev.now),
-		Regarding: corev1.ObjectReference{
-			APIVersion:      obj.GetAPIVersion(),
-			Kind:            obj.GetKind(),
-			Namespace:       obj.GetNamespace(),
-			Name:            obj.GetName(),
-			UID:             obj.GetUID(),
-			ResourceVersion: obj.GetResourceVersion(),
-		},
+		Regarding: corev1.ObjectReference{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName(),
+			UID: obj.GetUID(), ResourceVersion: obj.GetResourceVersion()},
 		Type:                kind,
 		Reason:              reason,
 		Action:              action,
@@ -118,10 +112,8 @@ func (t *ruleTally) tell(_ context.Context, e Entry, before prior, _, _ bool) {
 	}
 }
 
-// flush tells the tally through the rule's own Events.
+// flush runs once every pair was told.
 func (t *ruleTally) flush(ctx context.Context, rule managerEvents) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	var parts []string
 	k := eventKinds[StateFired]
 	if len(t.fired) > 0 {

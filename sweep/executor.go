@@ -101,7 +101,7 @@ func (s *Sweeper) act(ctx context.Context, r *sweepRun, rec record, d decision) 
 	}
 	e.Effects = effects
 	defer s.notify(ctx, r, d.manager, p, effects, err, failedBefore(rec.prior().last, p))
-	if err == nil && p.policy.Action.Type == policy.ActionDelete && rec.livesIn(p.target) {
+	if err == nil && p.policy.Action.Type == policy.ActionDelete && p.target.home {
 		// The record went with the namespace.
 		return s.succeeded(e, p), true, true
 	}
@@ -138,13 +138,12 @@ func (s *Sweeper) outcomeOf(e Entry, p *plan, err error, now time.Time) (Entry, 
 // deactivation is missing, which is all it does (deactivated: the sweep
 // that acted reported the action).
 func (s *Sweeper) finish(ctx context.Context, r *sweepRun, rec record, p *plan, e Entry) (Entry, bool) {
-	o := outcome{done: true}
 	e.Effects = []string{p.policy.Action.Type + " succeeded before; nothing left to do"}
+	o := outcome{entry: s.succeeded(e, p), done: true}
 	if p.step == stepConfirmDelete {
 		e.Effects = []string{"delete namespace " + p.target.name + " (gone after it)"}
-		o.last = &LastAction{Policy: p.policy.Name, Action: p.policy.Action.Type, Result: ResultSucceeded, Message: truncate(p.reason, maxMessage), Time: r.now.UTC()}
+		_, o = s.outcomeOf(e, p, nil, r.now)
 	}
-	o.entry = s.succeeded(e, p)
 	e, recorded := s.save(ctx, rec, o)
 	if p.step == stepDeactivate && e.State == StateFired {
 		e.State = StateDeactivated

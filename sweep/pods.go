@@ -35,10 +35,9 @@ type podsQuery struct {
 	pod      func(name string) string
 	jobWords func(*batchv1.Job) string
 	answer   func(what string) policy.PodsCheck
-	// final: what the query finds stays so (a pod that failed does not
-	// run again), and the sweep's index, Jobs included, answers both ways;
-	// else the index can only hold a check back, as a pod may have started
-	// since it was listed.
+	// final: what the query finds stays so (a failed pod does not run
+	// again): the sweep's index, Jobs included, answers both ways; else it
+	// can only hold a check back, as a pod may have started since.
 	final bool
 }
 

@@ -158,8 +158,6 @@ type record interface {
 	// write writes what the record keeps of o, if that changed. After a
 	// claim, o replaces it, if it is still this sweep's.
 	write(ctx context.Context, o outcome) error
-	// livesIn reports whether the record goes with namespace t.
-	livesIn(t target) bool
 	// unchanged reports whether a namespace, read again as now, is as
 	// listed for what the decision rests on.
 	unchanged(listed, now namespaceInfo) bool

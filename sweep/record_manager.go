@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/nsman/nsman/policy"
@@ -44,8 +45,7 @@ type Status struct {
 	Rule *RuleSummary `json:"rule,omitempty"`
 }
 
-// clone returns a copy that shares nothing that observe or the sweep
-// modifies in place.
+// clone returns a copy that shares nothing the sweep modifies in place.
 func (st Status) clone() Status {
 	st.Progress = st.Progress.clone()
 	st.Conditions = slices.Clone(st.Conditions)
@@ -130,6 +130,13 @@ type apiPatch struct {
 	body        []byte
 }
 
+func (p apiPatch) patchType() types.PatchType {
+	if p.jsonPatch {
+		return types.JSONPatchType
+	}
+	return types.MergePatchType
+}
+
 // read decodes the Status of a listed manager. A record that does not
 // decode (edited by hand, say) counts as absent.
 func (l statusLocation) read(m listed) Status {
@@ -162,9 +169,7 @@ func (l statusLocation) update(from, to Status, resourceVersion string, deactiva
 		if err != nil {
 			panic(err) // both sides are marshalled Status values
 		}
-		var status map[string]any
-		_ = json.Unmarshal(diff, &status)
-		body["status"] = status
+		body["status"] = json.RawMessage(diff)
 		return apiPatch{subresource: "status", body: []byte(mustJSON(body))}, true
 	}
 	metadata["annotations"] = map[string]any{StatusAnnotation: mustJSON(to)}
@@ -209,7 +214,7 @@ type managerRecord struct {
 	events  managerEvents
 }
 
-// managerRecord is the record of manager l, as listed in sweep r.
+// managerRecord is manager l's record, as listed in sweep r.
 func (s *Sweeper) managerRecord(r *sweepRun, l listed) *managerRecord {
 	return &managerRecord{s: s, at: r.status, obj: l.obj, now: r.now, stored: r.status.read(l),
 		events: managerEvents{s: s, obj: l.obj, now: r.now}}
@@ -221,9 +226,6 @@ func (mr *managerRecord) prior() prior {
 }
 
 func (mr *managerRecord) sink() eventSink { return mr.events }
-
-// livesIn: a manager lives in its namespace, and goes with it.
-func (mr *managerRecord) livesIn(t target) bool { return t.home }
 
 // unchanged: a manager's decision read its target's uid and hold.
 func (mr *managerRecord) unchanged(listed, now namespaceInfo) bool {

@@ -11,9 +11,8 @@ import (
 )
 
 // PairAnnotationPrefix, followed by a rule's UID, is the annotation on a
-// namespace that holds that rule's record of the namespace, as JSON
-// (PairStatus). It is written only when there is something to keep: a
-// claim, an action's outcome, minChecks progress, holds ignored.
+// namespace that holds the rule's record of it (PairStatus, as JSON),
+// written only when there is something to keep.
 const PairAnnotationPrefix = "nsman.k8s.consol.de/rule-"
 
 // PairStatus is a rule's record of one namespace, which lives on the
@@ -38,9 +37,8 @@ type pairRecord struct {
 	s    *Sweeper
 	rule *policy.Manager
 	key  string
-	// ns is the namespace as listed, raw its record there.
-	ns  namespaceInfo
-	raw string
+	// ns is the namespace as listed.
+	ns namespaceInfo
 	// toldFailure: the rule's status lists a failed action on the
 	// namespace, told already.
 	toldFailure bool
@@ -66,9 +64,6 @@ func (pr *pairRecord) prior() prior {
 }
 
 func (pr *pairRecord) sink() eventSink { return pr.events }
-
-// livesIn: the record lives in the namespace it is about.
-func (pr *pairRecord) livesIn(target) bool { return true }
 
 // unchanged: a pair's decision read its namespace's uid, labels and hold,
 // and the pair's own record; another rule's record or anybody's annotation
@@ -104,7 +99,7 @@ func (pr *pairRecord) write(ctx context.Context, o outcome) error {
 	case o.last != nil:
 		// A DELETE's, which may have left the namespace terminating: it
 		// replaces the record as listed, if it is still that.
-		err := pr.replace(ctx, pr.raw, pr.after(pr.stored, o))
+		err := pr.replace(ctx, pr.ns.pairs[pr.key], pr.after(pr.stored, o))
 		if lostClaim(err) {
 			return fmt.Errorf("namespace %s's record %w", pr.ns.name, errChanged)
 		}
@@ -136,16 +131,7 @@ func (pr *pairRecord) after(from PairStatus, o outcome) PairStatus {
 // needsRecord reports whether a waiting pair has something to record:
 // minChecks progress, or a change in the holds it ignores.
 func needsRecord(e Entry, checks map[string]policy.CheckState, stored Progress) bool {
-	if e.State != StateWaiting {
-		return false
-	}
-	if e.HoldIgnored != stored.IgnoredHold {
-		return true
-	}
-	if len(checks) == 0 && len(stored.Checks) == 0 {
-		return false
-	}
-	return !maps.EqualFunc(checks, stored.Checks, func(a, b policy.CheckState) bool { return a == b })
+	return e.State == StateWaiting && (e.HoldIgnored != stored.IgnoredHold || !maps.Equal(checks, stored.Checks))
 }
 
 // writeAsListed writes st as the pair's record with a merge patch

@@ -234,7 +234,7 @@ func (ru *ruleRun) evaluate(ctx context.Context, i int, check podsCheck) (pairWo
 		return pairWork{}, false
 	}
 	ns := ru.pairs[i]
-	rec := &pairRecord{s: ru.s, rule: ru.rule, key: ru.key, ns: ns, raw: ns.pairs[ru.key], now: ru.r.now, stored: decodePair(ns.pairs[ru.key]),
+	rec := &pairRecord{s: ru.s, rule: ru.rule, key: ru.key, ns: ns, now: ru.r.now, stored: decodePair(ns.pairs[ru.key]),
 		toldFailure: ru.failedLatest[ns.name], events: ru.tally}
 	d := ru.s.evaluatePair(ctx, ru.r, rec, e, check, ru.ruleHold)
 	if d.plan == nil && !needsRecord(d.entry, d.checks, rec.stored.Progress) {
@@ -247,7 +247,7 @@ func (ru *ruleRun) evaluate(ctx context.Context, i int, check podsCheck) (pairWo
 // evaluatePair decides what to do with one pair, writing nothing.
 func (s *Sweeper) evaluatePair(ctx context.Context, r *sweepRun, pr *pairRecord, e Entry, check podsCheck, ruleHold string) decision {
 	m, stored := *pr.rule, pr.stored
-	t := target{name: e.Target, uid: pr.ns.uid, listed: pr.ns, going: pr.ns.terminating}
+	t := target{name: e.Target, uid: pr.ns.uid, listed: pr.ns, going: pr.ns.terminating, home: true}
 	if d, live := s.liveClaim(m, e, stored.Claim); live {
 		return d
 	}
@@ -287,21 +287,17 @@ func (ru *ruleRun) screen(ctx context.Context) []int {
 	if len(ru.pairs) > PodIndexAfter && checksPods(*ru.rule) {
 		ru.index, _ = s.sweepIndex(ctx, r, notSucceededQuery) // without it, every pair is checked in its chunk
 	}
-	var pending []int
 	work := make([]bool, len(ru.pairs))
-	if ru.index == nil {
-		for i := range work {
-			work[i] = true
-		}
-	} else {
+	if ru.index != nil {
 		ru.unconfirmed = make([]bool, len(ru.pairs))
 		r.bounded(len(ru.pairs), func(i int) {
 			_, work[i] = ru.evaluate(ctx, i, ru.index.answers(ru.perNamespace, &ru.unconfirmed[i]))
 		})
 	}
-	// A pair with nothing to carry out is not evaluated again.
+	// A pair screened with nothing to carry out is not evaluated again.
+	var pending []int
 	for i, w := range work {
-		if w {
+		if w || ru.index == nil {
 			pending = append(pending, i)
 		}
 	}

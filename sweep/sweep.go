@@ -143,17 +143,16 @@ func (s *Sweeper) startWorkers(ctx, work context.Context, r *sweepRun) *queue {
 	return q
 }
 
-// give queues l, unless ctx is done first.
-func (q *queue) give(ctx context.Context, l listed) bool {
-	if ctx.Err() != nil {
-		return false
+// give queues l, unless ctx is done first: then l is reported unhandled.
+func (s *Sweeper) give(ctx context.Context, r *sweepRun, q *queue, l listed) {
+	if ctx.Err() == nil {
+		select {
+		case q.jobs <- l:
+			return
+		case <-ctx.Done():
+		}
 	}
-	select {
-	case q.jobs <- l:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	r.add(s.unhandled(l)...)
 }
 
 // listing is what listing the managers found.
@@ -197,10 +196,7 @@ func (s *Sweeper) listManagers(ctx, work context.Context, r *sweepRun, q *queue)
 			l.skipped++
 			return
 		}
-		if !q.give(ctx, m) {
-			// Interrupted: reported; the next page is not fetched.
-			r.add(s.unhandled(m)...)
-		}
+		s.give(ctx, r, q, m) // interrupted: the next page is not fetched
 	})
 	switch {
 	case l.err != nil && ctx.Err() == nil && l.any:
@@ -236,9 +232,7 @@ func (s *Sweeper) queueRules(ctx context.Context, r *sweepRun, l *listing, q *qu
 		}
 	}
 	for _, m := range r.rules {
-		if !q.give(ctx, m) {
-			r.add(s.unhandled(m)...)
-		}
+		s.give(ctx, r, q, m)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -20,7 +19,6 @@ type APIObserver struct {
 	offset   time.Duration
 	seen     bool
 	byMethod map[string]int
-	total    atomic.Int64
 }
 
 // NewAPIObserver returns an observer that reads the local clock through now
@@ -49,7 +47,6 @@ type roundTripperFunc func(*http.Request) (*http.Response, error)
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func (o *APIObserver) count(req *http.Request) {
-	o.total.Add(1)
 	o.mu.Lock()
 	o.byMethod[strings.ToLower(req.Method)]++
 	o.mu.Unlock()
@@ -94,6 +91,3 @@ func (o *APIObserver) Requests() map[string]int {
 	defer o.mu.Unlock()
 	return maps.Clone(o.byMethod)
 }
-
-// Total returns the number of requests made so far.
-func (o *APIObserver) Total() int64 { return o.total.Load() }

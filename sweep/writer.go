@@ -53,11 +53,7 @@ type apiWriter struct {
 // patchManager leaves the manager the API server answers with undecoded:
 // nothing reads it, and decoding it was most of what a patch cost nsman.
 func (w *apiWriter) patchManager(ctx context.Context, namespace, name string, patch apiPatch) error {
-	pt := types.MergePatchType
-	if patch.jsonPatch {
-		pt = types.JSONPatchType
-	}
-	req := w.clients.Managers.Patch(pt).Namespace(namespace).Resource(ManagerResource.Resource).Name(name)
+	req := w.clients.Managers.Patch(patch.patchType()).Namespace(namespace).Resource(ManagerResource.Resource).Name(name)
 	if patch.subresource != "" {
 		req = req.SubResource(patch.subresource)
 	}
@@ -67,11 +63,7 @@ func (w *apiWriter) patchManager(ctx context.Context, namespace, name string, pa
 func (w *apiWriter) done() State { return StateFired }
 
 func (w *apiWriter) patchNamespace(ctx context.Context, name string, patch apiPatch) error {
-	pt := types.MergePatchType
-	if patch.jsonPatch {
-		pt = types.JSONPatchType
-	}
-	_, err := w.clients.Kube.CoreV1().Namespaces().Patch(ctx, name, pt, patch.body, metav1.PatchOptions{})
+	_, err := w.clients.Kube.CoreV1().Namespaces().Patch(ctx, name, patch.patchType(), patch.body, metav1.PatchOptions{})
 	return err
 }
 
