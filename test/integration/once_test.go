@@ -232,13 +232,7 @@ func TestADeleteIsItsOwnClaim(t *testing.T) {
 // terminating now, is answered 200. A finalizer keeps it terminating.
 func TestPreconditionedDeleteSucceedsOnce(t *testing.T) {
 	ns := shared.Namespace(t)
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: ns, Finalizers: []string{"nsman.test/held"}}}
-	if _, err := shared.Admin.CoreV1().ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = shared.Admin.CoreV1().ConfigMaps(ns).Patch(context.Background(), "held", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-	})
+	keepTerminating(t, ns)
 	listed, err := shared.Admin.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -423,14 +417,7 @@ func TestDeleteOfATerminatingNamespace(t *testing.T) {
 	e := setup(t)
 	home := nsmantest.ServiceAccountNamespace
 	target := shared.Namespace(t)
-	// A finalizer keeps the namespace terminating after the first delete.
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: target, Finalizers: []string{"nsman.test/held"}}}
-	if _, err := shared.Admin.CoreV1().ConfigMaps(target).Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = shared.Admin.CoreV1().ConfigMaps(target).Patch(context.Background(), "held", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-	})
+	keepTerminating(t, target)
 	names := []string{"a-" + target, "b-" + target}
 	for _, name := range names {
 		createManager(t, managerObj(home, name, target, []any{ttlPolicy("delete at once", 0, deleteAction)}, targeting(target)))
@@ -508,14 +495,7 @@ func TestRuleLostDeleteAnswerIsConfirmed(t *testing.T) {
 	m, _ := policy.Parse(rule)
 	key := sweep.PairAnnotationPrefix + string(rule.GetUID())
 	for _, ns := range []string{lost, refused} {
-		// A finalizer keeps the namespace terminating.
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: ns, Finalizers: []string{"nsman.test/held"}}}
-		if _, err := shared.Admin.CoreV1().ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_, _ = shared.Admin.CoreV1().ConfigMaps(ns).Patch(context.Background(), "held", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-		})
+		keepTerminating(t, ns)
 		last := sweep.LastAction{Policy: "delete at once", Action: "DELETE", Result: sweep.ResultFailed, Time: time.Now().UTC(), Uncertain: ns == lost}
 		raw, _ := json.Marshal(sweep.PairStatus{Rule: home + "/gone", Spec: m.Arming, Progress: sweep.Progress{ObservedGeneration: rule.GetGeneration(), LastAction: &last}})
 		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{key: string(raw)}}})
@@ -552,4 +532,17 @@ func TestRuleLostDeleteAnswerIsConfirmed(t *testing.T) {
 			t.Errorf("next sweep matched %s (%s), want no namespace", p.Target, p.State)
 		}
 	}
+}
+
+// keepTerminating keeps namespace ns terminating once deleted, until the
+// test ends: a ConfigMap in it holds a finalizer nobody removes.
+func keepTerminating(t *testing.T, ns string) {
+	t.Helper()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: ns, Finalizers: []string{"nsman.test/held"}}}
+	if _, err := shared.Admin.CoreV1().ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = shared.Admin.CoreV1().ConfigMaps(ns).Patch(context.Background(), "held", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	})
 }
