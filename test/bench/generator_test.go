@@ -103,7 +103,7 @@ func TestRenderClaimThenDelete(t *testing.T) {
 		"`nsman version` says `nsman aaaaaaa",
 		"`--concurrency 16 --qps 500 --burst 1000`",
 		"## Managers", "## Writes per due manager", "## One rule over 10000 namespaces", "## Targets",
-		"### Growth from 1000 to 10000", "### Sharding", "## Analysis", "## Go benchmarks", "BenchmarkParse-2",
+		"## Growth from 1000 to 10000", "## Sharding", "## Analysis", "## Go benchmarks", "BenchmarkParse-2",
 	} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("document lacks %q", want)

@@ -209,7 +209,7 @@ func render(rep report) string {
 	sharding(&b, rows, rep.Sizes, due)
 	analysis(&b, rep, rows, rules, targets)
 
-	p("\n## Go benchmarks (10,000 managers per op)\n\n")
+	p("\n## Go benchmarks\n\n")
 	if rep.GoBench == "" {
 		p("Not run in this run (`make bench` runs them: NSMAN_BENCH_GO_PKGS names the packages).\n")
 	} else {
@@ -267,8 +267,9 @@ func method(b *strings.Builder, rep report) {
 	p("Each size runs in a fresh control plane. Seeded: N managers, each in its own namespace and targeting it; half TTL 24 h (not due),\n")
 	p("half PODS_SUCCEED (initialDelaySeconds 0) with one Running pod, so that every sweep checks their pods and keeps waiting.\n")
 	p("Then, for each of %d rounds, %d sets of %d more managers due for DELETE (TTL 0), each in the namespace it deletes: one set for\n", deleteRounds, len(roundSets), due)
-	p("nsman's DELETE sweep and one for each write floor, so that no two runs touch the same namespaces. A round runs nsman's sweep,\n")
-	p("then each write floor, in turn; the rows are the median runs, and their notes list every run.\n\n")
+	p("nsman's DELETE sweep and one for each floor below that writes, so that no two runs touch the same namespaces. A round runs\n")
+	p("nsman's sweep, then each of those floors, in turn; the rows are the median runs, and their notes list every run. One more set\n")
+	p("is seeded for the unthrottled diagnostic and one for each sharded run.\n\n")
 	p("nsman is the built binary, run as a child process as its ServiceAccount (deploy/base/rbac.yaml) with its default flags\n")
 	p("(%s, as its `sweep --help` says) and its own GC target (unless the environment sets GOGC; a diagnostic\n", flags("concurrency", "qps", "burst"))
 	p("row shows Go's default of 100). The floors are minimal client-go code in the driver, as the same ServiceAccount, unthrottled\n")
@@ -496,7 +497,7 @@ func growth(b *strings.Builder, rows rowSet, sizes []int, due int) {
 	}
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	lo, hi := sizes[0], sizes[len(sizes)-1]
-	p("\n### Growth from %d to %d managers (%.0f× the managers)\n\n", lo, hi, float64(hi)/float64(lo))
+	p("\n## Growth from %d to %d managers (%.0f× the managers)\n\n", lo, hi, float64(hi)/float64(lo))
 	p("| measurement | wall at %d | wall at %d | growth | per manager at %d | per manager at %d |\n|---|---:|---:|---:|---:|---:|\n", lo, hi, lo, hi)
 	for _, prefix := range []string{readFloorLabel, floorPlusPrefix, firstSweepLabel, noopLabel, deleteSweepLabel(due)} {
 		a, z := rows.must(lo, prefix), rows.must(hi, prefix)
@@ -514,7 +515,7 @@ func sharding(b *strings.Builder, rows rowSet, sizes []int, due int) {
 		return
 	}
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
-	p("\n### Sharding: %d due DELETEs among shards run side by side\n\n", due)
+	p("\n## Sharding: %d due DELETEs among shards run side by side\n\n", due)
 	p("Each shard's sweep is a process of its own, with `--shard-count` and `--shard-index`.\n\n")
 	p("| N | shards | row | wall | speed-up | requests | reads | writes | peak RSS of a shard | fired per shard |\n|---:|---:|---|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, n := range sizes {
