@@ -109,7 +109,7 @@ func TestRenderClaimThenDelete(t *testing.T) {
 			t.Errorf("document lacks %q", want)
 		}
 	}
-	for _, not := range []string{"hand-written", "kept by make bench", "NaN", "Inf", "%!"} {
+	for _, not := range []string{"hand-written", "kept by make bench", "NaN", "Inf", "%!", "\n\n\n"} {
 		if strings.Contains(doc, not) {
 			t.Errorf("document holds %q", not)
 		}
@@ -217,4 +217,29 @@ func section(doc, heading string) string {
 		rest = rest[:i]
 	}
 	return heading + rest
+}
+
+// A partial run renders the part it measured, with no gaps.
+func TestRenderOnePart(t *testing.T) {
+	tree := treeState{Commit: strings.Repeat("d", 40), Describe: "ddddddd"}
+	full := syntheticReport(map[string]int{"delete namespaces": 1000}, tree)
+
+	rules := full
+	rules.Rows, rules.Sizes, rules.GoBench, rules.Partial = nil, nil, "", []string{"NSMAN_BENCH_ONLY=rules"}
+	managers := full
+	managers.Rules, managers.Sizes, managers.Rows = nil, []int{1000}, full.Rows[:len(full.Rows)/2]
+	for name, rep := range map[string]report{"rules": rules, "managers at 1000": managers} {
+		doc := render(rep)
+		for _, not := range []string{"\n\n\n", "NaN", "Inf", "%!"} {
+			if strings.Contains(doc, not) {
+				t.Errorf("%s: document holds %q:\n%s", name, not, doc)
+			}
+		}
+		if !strings.Contains(doc, "## Analysis") || !strings.Contains(doc, "## Targets") {
+			t.Errorf("%s: no targets or analysis", name)
+		}
+	}
+	if doc := render(rules); strings.Contains(doc, "## Managers") || !strings.Contains(doc, "A partial run (NSMAN_BENCH_ONLY=rules)") {
+		t.Errorf("rules alone:\n%s", doc)
+	}
 }

@@ -576,7 +576,11 @@ func analysis(b *strings.Builder, rep report, rows, rules rowSet, targets []targ
 				busy++
 			}
 		}
-		p("**Load.** The 1-minute load average after each row ranged from %s (%s) to %s (%s) on %d CPUs", lo.Load, lo.ref(), hi.Load, hi.ref(), runtime.NumCPU())
+		if lo.Load == hi.Load {
+			p("**Load.** The 1-minute load average was %s after every row, on %d CPUs", lo.Load, runtime.NumCPU())
+		} else {
+			p("**Load.** The 1-minute load average after each row ranged from %s (%s) to %s (%s) on %d CPUs", lo.Load, lo.ref(), hi.Load, hi.ref(), runtime.NumCPU())
+		}
 		if busy > 0 {
 			p("; %d of the %d rows were measured at a load above the CPU count, when other work competed for the machine", busy, len(all))
 		}
@@ -652,10 +656,10 @@ func analysis(b *strings.Builder, rep report, rows, rules rowSet, targets []targ
 		peak, at := peakRSS(rules, rules[0].N)
 		p(" The rule over %d namespaces: %s (%s).", rules[0].N, mib(peak), at.ref())
 	}
-	p("\n\n")
+	p("\n")
 
 	if len(rep.Sizes) > 0 {
-		p("**Sharding.**")
+		p("\n**Sharding.**")
 		for _, n := range rep.Sizes {
 			one := rows.must(n, deleteSweepLabel(due))
 			var parts []string
