@@ -90,7 +90,7 @@ docs: ## Regenerate the flags reference in docs/flags.md from the commands
 
 .PHONY: bench
 bench: control-plane ## Benchmarks: Go benchmarks of the unit packages, then 1,000 and 10,000 managers on a real API server; writes BENCHMARKS.md, naming the commit measured (refuses a tree with uncommitted changes)
-	go test -count=1 ./test/bench/
+	go test -count=1 -skip '^TestBenchmarks$$' ./test/bench/
 	NSMAN_BENCH=1 NSMAN_BENCH_GO_PKGS='$(UNIT_PKGS)' go test -count=1 -run '^TestBenchmarks$$' -timeout 60m -v ./test/bench/
 
 .PHONY: lint
