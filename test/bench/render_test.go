@@ -470,8 +470,8 @@ func rssTarget(rows rowSet, n int, prefix string, noop, del measurement, source 
 	peak, at := peakRSS(rows, n)
 	return target{N: n, Source: source, Met: float64(peak)/1024 <= rssBoundMiB,
 		What: fmt.Sprintf("%speak RSS ≤ %d MiB, over every nsman sweep", prefix, rssBoundMiB),
-		Measured: fmt.Sprintf("%s (%s; no-op sweep %s, DELETE sweeps up to %s)",
-			mib(peak), at.ref(), mib(noop.MaxRSS), mib(max(del.PeakRSS, del.MaxRSS)))}
+		Measured: fmt.Sprintf("%s (%s; no-op sweeps up to %s, DELETE sweeps up to %s)",
+			mib(peak), at.ref(), mib(max(noop.PeakRSS, noop.MaxRSS)), mib(max(del.PeakRSS, del.MaxRSS)))}
 }
 
 // peakRSS is the highest peak RSS of nsman among the rows of size n, and
@@ -666,8 +666,8 @@ func analysis(b *strings.Builder, rep report, rows, rules rowSet, targets []targ
 			var parts []string
 			for _, shards := range shardCounts {
 				if m, ok := rows.get(n, shardsLabel(due, shards)); ok {
-					parts = append(parts, fmt.Sprintf("%d shards side by side sped the sweep up %.2f× (%s against %s), with %d reads against %d",
-						shards, ratio(one.Wall, m.Wall), m.at(), one.at(), m.reads(), one.reads()))
+					parts = append(parts, fmt.Sprintf("%d shards side by side took %s against %s for one, a speed-up of %.2f×, with %d reads against %d",
+						shards, m.at(), one.at(), ratio(one.Wall, m.Wall), m.reads(), one.reads()))
 				}
 			}
 			p(" At %d managers, %s.", n, strings.Join(parts, "; "))
