@@ -113,10 +113,9 @@ docs: ## Regenerate the flags reference in docs/flags.md from the commands
 	go test ./cmd -run '^TestFlagsReferenceUpToDate$$' -update
 
 .PHONY: bench
-bench: control-plane ## Benchmarks: Go benchmarks of the unit packages, then 1,000 and 10,000 managers on a real API server (writes BENCHMARKS.md)
-	@mkdir -p bin
-	go test -run '^$$' -bench . -benchmem $(UNIT_PKGS) | tee bin/bench-unit.txt
-	NSMAN_BENCH=1 NSMAN_BENCH_UNIT=$(CURDIR)/bin/bench-unit.txt go test -count=1 -run '^TestBenchmarks$$' -timeout 60m -v ./test/bench/
+bench: control-plane ## Benchmarks: Go benchmarks of the unit packages, then 1,000 and 10,000 managers on a real API server; writes BENCHMARKS.md, naming the commit measured (refuses a tree with uncommitted changes)
+	go test -count=1 -skip '^TestBenchmarks$$' ./test/bench/
+	NSMAN_BENCH=1 NSMAN_BENCH_GO_PKGS='$(UNIT_PKGS)' go test -count=1 -run '^TestBenchmarks$$' -timeout 60m -v ./test/bench/
 
 .PHONY: lint
 lint: $(STATICCHECK) $(ACTIONLINT) ## gofmt, go vet, staticcheck, go mod tidy and actionlint on .github/workflows (with shellcheck, if on PATH)

@@ -42,6 +42,8 @@ const floorConcurrency = sweep.DefaultConcurrency
 
 // measurement is one row of the table.
 type measurement struct {
+	// ID numbers the row in the document (render sets it).
+	ID   int
 	N    int
 	What string
 	Wall time.Duration
@@ -56,6 +58,9 @@ type measurement struct {
 	// PeakRSS, in a row that is the median of several runs, is the highest
 	// MaxRSS among them.
 	PeakRSS int64
+	// Runs, in a row that is the median of several runs, are their wall
+	// times in the order run.
+	Runs []time.Duration
 	// States counts the managers by state, for sweeps.
 	States map[sweep.State]int
 	Note   string
@@ -71,18 +76,28 @@ func (m measurement) total() int {
 	return n
 }
 
+// isRead says whether an audited "verb resource" is a read.
+func isRead(verbResource string) bool {
+	switch verb, _, _ := strings.Cut(verbResource, " "); verb {
+	case "get", "list", "watch":
+		return true
+	}
+	return false
+}
+
 // writes counts the audited requests that are not reads.
 func (m measurement) writes() int {
 	n := 0
 	for k, v := range m.Audited {
-		switch strings.SplitN(k, " ", 2)[0] {
-		case "get", "list", "watch":
-		default:
+		if !isRead(k) {
 			n += v
 		}
 	}
 	return n
 }
+
+// reads counts the audited reads.
+func (m measurement) reads() int { return m.total() - m.writes() }
 
 func (m measurement) count(verb, resource string) int { return m.Audited[verb+" "+resource] }
 
@@ -234,12 +249,12 @@ type writeKind int
 const (
 	// claimDeleteDeactivate: the claim (a status merge patch, conditional
 	// on the listed resourceVersion, that sets status.claim alone), the
-	// namespace delete and the spec.deactivated merge patch, the writes
-	// of a DELETE of another namespace, Event and record aside.
+	// namespace delete and the spec.deactivated merge patch (issue 6's
+	// write floor).
 	claimDeleteDeactivate writeKind = iota
-	// claimDelete: the same claim and the namespace delete: what nsman
-	// writes for a manager that deletes its own namespace (the claim alone,
-	// then the delete; no Event, record or deactivation).
+	// claimDelete: the same claim and the namespace delete (issue 12's
+	// write floor). What nsman itself writes is counted from the audit
+	// log, not assumed from these.
 	claimDelete
 )
 
@@ -284,8 +299,29 @@ func writeFloor(ctx context.Context, cfg *rest.Config, targets []writeTarget, wh
 	})
 }
 
-// deleteNamespace deletes t's namespace as nsman does: UID precondition,
-// background propagation.
+// deleteFloor is the delete floor: with nsman's concurrency, per target,
+// one DELETE of its namespace preconditioned on the UID and the
+// resourceVersion listed, with background propagation, and nothing else.
+func deleteFloor(ctx context.Context, cfg *rest.Config, targets []writeTarget) error {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	background := metav1.DeletePropagationBackground
+	return parallel(ctx, len(targets), func(ctx context.Context, i int) error {
+		t := targets[i]
+		if err := kube.CoreV1().Namespaces().Delete(ctx, t.name, metav1.DeleteOptions{
+			Preconditions:     &metav1.Preconditions{UID: &t.uid, ResourceVersion: &t.resourceVersion},
+			PropagationPolicy: &background,
+		}); err != nil {
+			return fmt.Errorf("delete namespace %s: %w", t.name, err)
+		}
+		return nil
+	})
+}
+
+// deleteNamespace deletes t's namespace with a UID precondition and
+// background propagation, as the claiming write floors do.
 func deleteNamespace(ctx context.Context, kube kubernetes.Interface, t writeTarget) error {
 	background := metav1.DeletePropagationBackground
 	if err := kube.CoreV1().Namespaces().Delete(ctx, t.name, metav1.DeleteOptions{
@@ -532,7 +568,7 @@ func (s *session) readRows(plusWhat string, plus func() (note string, err error)
 	for range readRounds {
 		floors = append(floors, s.readFloor())
 		pluses = append(pluses, s.readFloorPlus(plusWhat, plus))
-		noops = append(noops, s.noop("nsman sweep, no-op (nothing due)", args...))
+		noops = append(noops, s.noop(noopLabel, args...))
 	}
 	s.rows = append(s.rows, median(floors), median(pluses), median(noops))
 }
@@ -544,7 +580,7 @@ func (s *session) readFloor() measurement {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	return s.measured(measurement{What: "floor: paged LIST of managers + namespaces", Wall: time.Since(start),
+	return s.measured(measurement{What: readFloorLabel, Wall: time.Since(start),
 		Note: fmt.Sprintf("%d managers, %d namespaces", managers, namespaces)})
 }
 

@@ -26,11 +26,13 @@ const setLabel = "nsman.bench/set"
 const (
 	setBackground = "background" // N managers, none due
 	// due for DELETE, swept by nsman, written by the write floor (claim,
-	// delete, deactivate), and by the write floor (claim, delete): one
-	// set of each per round, named with the round's number appended
+	// delete, deactivate), by the write floor (claim, delete), and deleted
+	// by the delete floor: one set of each per round, named with the
+	// round's number appended
 	setDue         = "due"
 	setWriteFloor  = "write-floor"
 	setWriteFloor2 = "write-floor-2"
+	setDeleteFloor = "delete-floor"
 	// due for DELETE, swept by nsman without client-side throttling
 	setDueUnthrottled = "due-unthrottled"
 	// due for DELETE, swept by shards side by side: the set's name is

@@ -1,0 +1,245 @@
+package bench
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nsman/nsman/sweep"
+)
+
+// The tests in this file need no control plane: they check what the
+// generator writes, from rows made up for them.
+
+// syntheticRows are the rows of the managers' part at size n, with the
+// DELETE sweep's writes delWrites, as measureSize makes them.
+func syntheticRows(n, due int, delWrites map[string]int, load string) []measurement {
+	s := func(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
+	lists := map[string]int{"list namespacemanagers": n / 500, "list namespaces": n/500 + 1}
+	with := func(extra map[string]int) map[string]int {
+		m := map[string]int{}
+		for k, v := range lists {
+			m[k] = v
+		}
+		for k, v := range extra {
+			m[k] += v
+		}
+		return m
+	}
+	waiting := map[sweep.State]int{sweep.StateWaiting: n}
+	fired := map[sweep.State]int{sweep.StateWaiting: n, sweep.StateFired: due}
+	runs := func(a, b, c float64) []time.Duration { return []time.Duration{s(a), s(b), s(c)} }
+	rows := []measurement{
+		{What: "nsman sweep, first (records status)", Wall: s(2), Audited: with(map[string]int{"patch namespacemanagers/status": n}), MaxRSS: 30 << 10, States: waiting},
+		{What: readFloorLabel, Wall: s(0.2), Audited: with(nil), Runs: runs(0.2, 0.3, 0.1)},
+		{What: "floor + pods checks (16 workers)", Wall: s(0.4), Audited: with(map[string]int{"list pods": n / 2})},
+		{What: noopLabel, Wall: s(0.18), Audited: with(map[string]int{"list pods": 100}), HTTP: map[string]int{"get": 10}, MaxRSS: 35 << 10, PeakRSS: 50 << 10, States: waiting},
+		{What: gogcLabel, Wall: s(0.2), Audited: with(nil), MaxRSS: 70 << 10, States: waiting},
+		{What: deleteSweepLabel(due), Wall: s(2.4), Audited: with(delWrites), MaxRSS: 40 << 10, PeakRSS: 41 << 10, States: fired, Runs: runs(2.4, 2.2, 2.6)},
+		{What: writeFloorLabel(due), Wall: s(3), Audited: map[string]int{"patch namespacemanagers/status": due, "delete namespaces": due, "patch namespacemanagers": due}},
+		{What: writeFloor2Label(due), Wall: s(2), Audited: map[string]int{"patch namespacemanagers/status": due, "delete namespaces": due}},
+		{What: deleteFloorLabel(due), Wall: s(1), Audited: map[string]int{"delete namespaces": due}},
+		{What: unthrottledLabel(due), Wall: s(2), Audited: with(delWrites), MaxRSS: 40 << 10, States: fired},
+		{What: shardsLabel(due, 2), Wall: s(2), Audited: with(delWrites), MaxRSS: 40 << 10, States: fired, Note: "shards: 500 fired in 2 s; 500 fired in 2 s"},
+		{What: shardsLabel(due, 4), Wall: s(3), Audited: with(delWrites), MaxRSS: 40 << 10, States: fired, Note: "shards: …"},
+	}
+	for i := range rows {
+		rows[i].N, rows[i].Load = n, load
+	}
+	return rows
+}
+
+// syntheticRules are the rows of the rule's part over n namespaces.
+func syntheticRules(n, due int, delWrites map[string]int) []measurement {
+	s := func(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
+	rows := []measurement{
+		{What: "nsman sweep, first (records the rule's status)", Wall: s(1), Audited: map[string]int{"patch namespacemanagers/status": 1}, MaxRSS: 50 << 10, States: map[sweep.State]int{sweep.StateWaiting: n}},
+		{What: readFloorLabel, Wall: s(0.25), Audited: map[string]int{"list namespaces": 21}},
+		{What: "floor + paged LIST of pods not succeeded", Wall: s(0.45), Audited: map[string]int{"list namespaces": 21, "list pods": 21}},
+		{What: noopLabel, Wall: s(0.5), Audited: map[string]int{"list namespaces": 21, "list pods": 21}, MaxRSS: 55 << 10, States: map[sweep.State]int{sweep.StateWaiting: n}},
+		{What: deleteSweepLabel(due), Wall: s(4), Audited: delWrites, MaxRSS: 56 << 10, States: map[sweep.State]int{sweep.StateFired: due, sweep.StateWaiting: n - due}},
+		{What: ruleWriteFloorLabel(due), Wall: s(2), Audited: map[string]int{"patch namespaces": due, "delete namespaces": due}},
+	}
+	for i := range rows {
+		rows[i].N, rows[i].Load = n, "1.50"
+	}
+	return rows
+}
+
+func syntheticReport(delWrites map[string]int, tree treeState) report {
+	const due = 1000
+	rep := report{
+		Sizes: []int{1000, 10000}, Due: due, KubeVersion: "v1.36.3", Began: time.Date(2026, 11, 24, 3, 0, 0, 0, time.UTC),
+		Tree: tree, Nsman: "nsman " + tree.Describe + " go1.26.8 linux/amd64",
+		Flags:   map[string]string{"concurrency": "16", "qps": "500", "burst": "1000"},
+		GoBench: "BenchmarkParse-2 13 81540474 ns/op\n", GoPkgs: []string{"github.com/nsman/nsman/policy"},
+	}
+	rep.Rows = append(syntheticRows(1000, due, delWrites, "0.90"), syntheticRows(10000, due, delWrites, "3.10")...)
+	rep.Rules = syntheticRules(10000, due, map[string]int{"list namespaces": 21, "patch namespaces": due, "delete namespaces": due, "create events": 1, "patch namespacemanagers/status": 1})
+	return rep
+}
+
+// targetRow is the targets table's row for what at n.
+func targetRow(t *testing.T, doc string, n int, what string) string {
+	t.Helper()
+	for line := range strings.SplitSeq(doc, "\n") {
+		if strings.HasPrefix(line, "| "+strconv.Itoa(n)+" | "+what) {
+			return line
+		}
+	}
+	t.Fatalf("no target %q at %d in:\n%s", what, n, doc)
+	return ""
+}
+
+func TestRenderClaimThenDelete(t *testing.T) {
+	tree := treeState{Commit: strings.Repeat("a", 40), Describe: "aaaaaaa"}
+	doc := render(syntheticReport(map[string]int{"patch namespacemanagers/status": 1000, "delete namespaces": 1000}, tree))
+
+	for _, want := range []string{
+		"from commit `" + tree.Commit + "` (`git describe --always --dirty`: `aaaaaaa`)",
+		"no uncommitted changes",
+		"`nsman version` says `nsman aaaaaaa",
+		"`--concurrency 16 --qps 500 --burst 1000`",
+		"## Managers", "## Writes per due manager", "## One rule over 10000 namespaces", "## Targets",
+		"## Growth from 1000 to 10000", "## Sharding", "## Analysis", "## Go benchmarks", "BenchmarkParse-2",
+	} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("document lacks %q", want)
+		}
+	}
+	for _, not := range []string{"hand-written", "kept by make bench", "NaN", "Inf", "%!", "\n\n\n"} {
+		if strings.Contains(doc, not) {
+			t.Errorf("document holds %q", not)
+		}
+	}
+	// The writes per due manager are counted, not assumed.
+	if !strings.Contains(doc, "| 1000 | nsman sweep, 1000 due for DELETE | 2000 | 2 | delete namespaces 1, patch namespacemanagers/status 1 | – |") {
+		t.Errorf("writes per due manager of the claiming sweep not as audited:\n%s", section(doc, "## Writes per due manager"))
+	}
+	if !strings.Contains(doc, "| delete floor: 1000 × DELETE (UID + resourceVersion preconditions), 16 workers | 1000 | 1 | delete namespaces 1 | – |") {
+		t.Errorf("writes per due manager of the delete floor:\n%s", section(doc, "## Writes per due manager"))
+	}
+	// The rule's once-per-sweep writes are told apart.
+	if !strings.Contains(doc, "| 2002 | 2 | delete namespaces 1, patch namespaces 1 | create events 1, patch namespacemanagers/status 1 |") {
+		t.Errorf("rule's writes:\n%s", section(doc, "## Writes per due manager"))
+	}
+
+	// Targets, computed from the rows: at 10,000 the no-op sweep is 0.18 s
+	// against 0.2 s; the DELETE sweep 2.4 s against 1 s (delete floor),
+	// 2 s (claim, delete) and 3 s (claim, delete, deactivate).
+	for _, c := range []struct {
+		n         int
+		what, has string
+		met       string
+	}{
+		{1000, "no-op sweep ≤ 1.0 × read floor", "= 0.90×", "– (set at 10000)"},
+		{10000, "no-op sweep ≤ 1.0 × read floor", "0.18 s (#", "yes"},
+		{10000, "zero writes in a no-op sweep", "0 (#", "yes"},
+		{10000, "peak RSS ≤ 64 MiB", "50.0 MiB (#16; no-op sweeps up to 50.0 MiB, DELETE sweeps up to 41.0 MiB)", "yes"},
+		{10000, "1000 DELETEs ≤ 2.5 × write floor (claim, delete, deactivate)", "= 0.80×", "yes"},
+		{10000, "1000 DELETEs of their own namespace ≤ 1.3 × write floor (claim, delete)", "= 1.20×", "yes"},
+		{10000, "1000 self-contained DELETEs ≤ 1.2 × delete floor", "= 2.40×", "**no**"},
+		{10000, "writes of the 1000-DELETE sweep ≤ the delete floor's", "2000 (#", "**no**"},
+		{10000, "rule: no-op sweep ≤ 1.3 × read floor", "= 2.00×", "**no**"},
+		{10000, "rule: 1000 DELETEs ≤ 2.5 × write floor (annotate, delete)", "= 2.00×", "yes"},
+	} {
+		row := targetRow(t, doc, c.n, c.what)
+		if !strings.Contains(row, c.has) || !strings.Contains(row, "| "+c.met+" |") {
+			t.Errorf("target %q at %d: %s\nwant %q and met %s", c.what, c.n, row, c.has, c.met)
+		}
+	}
+	// The GOGC=100 diagnostic does not count toward peak RSS.
+	if strings.Contains(targetRow(t, doc, 1000, "peak RSS"), "70.0 MiB (") {
+		t.Errorf("peak RSS counts the GOGC=100 diagnostic: %s", targetRow(t, doc, 1000, "peak RSS"))
+	}
+	// The analysis cites its rows and counts the targets missed.
+	an := section(doc, "## Analysis")
+	for _, want := range []string{"**Targets.** ", "not met", "2 per fired manager (delete namespaces 1, patch namespacemanagers/status 1)",
+		"where the delete floor writes 1 per manager", "2.40× the delete floor's", "widest spread is #"} {
+		if !strings.Contains(strings.ToLower(an), strings.ToLower(want)) {
+			t.Errorf("analysis lacks %q:\n%s", want, an)
+		}
+	}
+	// Every row the document cites exists.
+	rows := len(syntheticReport(nil, tree).Rows) + len(syntheticReport(nil, tree).Rules)
+	for _, m := range regexp.MustCompile(`#(\d+)`).FindAllStringSubmatch(doc, -1) {
+		if id, _ := strconv.Atoi(m[1]); id < 1 || id > rows {
+			t.Errorf("document cites row #%s of %d", m[1], rows)
+		}
+	}
+}
+
+// A DELETE that is its own claim: one write per manager; nothing in the
+// generator expects two.
+func TestRenderSelfContainedDelete(t *testing.T) {
+	tree := treeState{Commit: strings.Repeat("b", 40), Describe: "bbbbbbb"}
+	doc := render(syntheticReport(map[string]int{"delete namespaces": 1000}, tree))
+	if !strings.Contains(doc, "| 1000 | nsman sweep, 1000 due for DELETE | 1000 | 1 | delete namespaces 1 | – |") {
+		t.Errorf("writes per due manager:\n%s", section(doc, "## Writes per due manager"))
+	}
+	row := targetRow(t, doc, 1000, "writes of the 1000-DELETE sweep ≤ the delete floor's")
+	if !strings.Contains(row, "1000 (#") || !strings.Contains(row, "| yes |") {
+		t.Errorf("writes target: %s", row)
+	}
+	if an := section(doc, "## Analysis"); !strings.Contains(an, "1 per fired manager (delete namespaces 1)") {
+		t.Errorf("analysis:\n%s", an)
+	}
+}
+
+func TestRenderModifiedTree(t *testing.T) {
+	tree := treeState{Commit: strings.Repeat("c", 40), Describe: "ccccccc-dirty", Changes: []string{" M sweep/sweep.go", "?? sweep/new.go"}}
+	rep := syntheticReport(map[string]int{"delete namespaces": 1000}, tree)
+	rep.AllowModified = true
+	after := tree
+	after.Changes = append(after.Changes, " M README.md")
+	rep.ChangedTo = &after
+	doc := render(rep)
+	for _, want := range []string{"**The tree was modified**", "M sweep/sweep.go", "?? sweep/new.go", allowModifiedEnv + "=1",
+		"**The tree changed during the run**"} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("document lacks %q:\n%s", want, doc[:min(len(doc), 2000)])
+		}
+	}
+	if strings.Contains(doc, "no uncommitted changes") {
+		t.Errorf("a modified tree's document says it had none")
+	}
+}
+
+// section is doc from the heading on, up to the next heading of level 2.
+func section(doc, heading string) string {
+	_, rest, ok := strings.Cut(doc, heading)
+	if !ok {
+		return ""
+	}
+	if i := strings.Index(rest, "\n## "); i >= 0 {
+		rest = rest[:i]
+	}
+	return heading + rest
+}
+
+// A partial run renders the part it measured, with no gaps.
+func TestRenderOnePart(t *testing.T) {
+	tree := treeState{Commit: strings.Repeat("d", 40), Describe: "ddddddd"}
+	full := syntheticReport(map[string]int{"delete namespaces": 1000}, tree)
+
+	rules := full
+	rules.Rows, rules.Sizes, rules.GoBench, rules.Partial = nil, nil, "", []string{"NSMAN_BENCH_ONLY=rules"}
+	managers := full
+	managers.Rules, managers.Sizes, managers.Rows = nil, []int{1000}, full.Rows[:len(full.Rows)/2]
+	for name, rep := range map[string]report{"rules": rules, "managers at 1000": managers} {
+		doc := render(rep)
+		for _, not := range []string{"\n\n\n", "NaN", "Inf", "%!"} {
+			if strings.Contains(doc, not) {
+				t.Errorf("%s: document holds %q:\n%s", name, not, doc)
+			}
+		}
+		if !strings.Contains(doc, "## Analysis") || !strings.Contains(doc, "## Targets") {
+			t.Errorf("%s: no targets or analysis", name)
+		}
+	}
+	if doc := render(rules); strings.Contains(doc, "## Managers") || !strings.Contains(doc, "Generated by a partial run of test/bench (NSMAN_BENCH_ONLY=rules)") {
+		t.Errorf("rules alone:\n%s", doc)
+	}
+}
