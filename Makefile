@@ -71,6 +71,7 @@ REFERENCE_PKG = ./test/fixtures/original/
 .PHONY: test-unit
 test-unit: ## Unit tests (no control plane); with ../shared/reference beside the repository, also the original-operator fixture's agreement with it
 	go test -race -count=1 $(UNIT_PKGS)
+	go test -race -count=1 -skip '^TestBenchmarks$$' ./test/bench/
 	@if [ -d '$(REFERENCE)' ]; then \
 		echo "go test -count=1 -tags reference $(REFERENCE_PKG)"; \
 		go test -count=1 -tags reference $(REFERENCE_PKG); \

@@ -98,6 +98,12 @@ const (
 	// noopTargetSize is the size the no-op targets are set at: below it
 	// the fixed costs (process start, discovery) weigh more than the lists.
 	noopTargetSize = 10000
+	// deleteTargetSize is the size the DELETE targets against the (claim,
+	// delete) and delete floors are set at ("1,000 self-deleting DELETEs
+	// … at 1,000"): the floors are handed their namespaces, while nsman
+	// lists every manager to find them, which at 10,000 managers alone
+	// outlasts 1,000 bare DELETEs.
+	deleteTargetSize = 1000
 )
 
 // target is one row of the targets table.
@@ -411,15 +417,15 @@ func managerTargets(rows rowSet, sizes []int, due int) []target {
 				del.at(), wf.at(), dr, sec(net), ratio(net, wf.Wall), fast.at(), ratio(fast.Wall, wf.Wall)),
 			Met: dr <= deleteBound && del.Wall <= deleteWallBound})
 		dr2 := ratio(del.Wall, wf2.Wall)
-		ts = append(ts, target{N: n, Source: "12, OE",
+		ts = append(ts, setAt(deleteTargetSize, target{N: n, Source: "12, OE",
 			What:     fmt.Sprintf("%d DELETEs of their own namespace ≤ %.1f × write floor (claim, delete)", due, claimDeleteBound),
 			Measured: fmt.Sprintf("%s / %s = %.2f× (sweep less no-op sweep: %s, %.2f×)", del.at(), wf2.at(), dr2, sec(net), ratio(net, wf2.Wall)),
-			Met:      dr2 <= claimDeleteBound})
+			Met:      dr2 <= claimDeleteBound}))
 		dr3 := ratio(del.Wall, df.Wall)
-		ts = append(ts, target{N: n, Source: "OE",
+		ts = append(ts, setAt(deleteTargetSize, target{N: n, Source: "OE",
 			What:     fmt.Sprintf("%d self-contained DELETEs ≤ %.1f × delete floor", due, deleteFloorBound),
 			Measured: fmt.Sprintf("%s / %s = %.2f× (sweep less no-op sweep: %s, %.2f×)", del.at(), df.at(), dr3, sec(net), ratio(net, df.Wall)),
-			Met:      dr3 <= deleteFloorBound})
+			Met:      dr3 <= deleteFloorBound}))
 		dw, fw := del.writes(), df.writes()
 		ts = append(ts, target{N: n, Source: "OE",
 			What: fmt.Sprintf("writes of the %d-DELETE sweep ≤ the delete floor's (a DELETE is its own claim)", due),
@@ -459,8 +465,13 @@ func noopTarget(n int, prefix string, noop, floor, plus measurement, plusWhat st
 		What: fmt.Sprintf("%sno-op sweep ≤ %.1f × read floor", prefix, bound),
 		Measured: fmt.Sprintf("%s / %s = %.2f× (floor incl. %s: %s, %.2f×)",
 			noop.at(), floor.at(), r, plusWhat, plus.at(), ratio(noop.Wall, plus.Wall))}
-	if n < noopTargetSize {
-		tg.NotSet = fmt.Sprintf("set at %d", noopTargetSize)
+	return setAt(noopTargetSize, tg)
+}
+
+// setAt marks target tg as not set unless it is measured at size n.
+func setAt(n int, tg target) target {
+	if tg.N != n {
+		tg.NotSet = fmt.Sprintf("set at %d", n)
 	}
 	return tg
 }
