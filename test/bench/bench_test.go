@@ -230,20 +230,24 @@ func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 	// (c) due managers due for DELETE, each in the namespace it deletes,
 	// and as many for each write floor, in deleteRounds interleaved runs:
 	// one run of each on a shared 2-core machine varies by a third, so the
-	// rows are the medians.
-	began = time.Now()
+	// rows are the medians. Each set is seeded just before its run, and
+	// what a run deleted finalized after it (see seeder.finalize): a run
+	// finds the N managers, their namespaces and its own set, no other.
 	dueKind := func(int) kind { return ttlDue }
-	for r := range deleteRounds {
-		for _, set := range roundSets {
-			if err := s.seed.seed(ctx, fmt.Sprintf("%s%d", set, r), fmt.Sprintf("%s%d", set, r), due, dueKind); err != nil {
-				t.Fatalf("seed %s: %v", set, err)
-			}
+	seeded := func(set string) string {
+		began := time.Now()
+		if err := s.seed.seed(ctx, set, set, due, dueKind); err != nil {
+			t.Fatalf("seed %s: %v", set, err)
 		}
+		s.step("seeded %d due managers (%s) in %s", due, set, time.Since(began).Round(time.Millisecond))
+		return set
 	}
-	if err := s.seed.seed(ctx, "unthrottled", setDueUnthrottled, due, dueKind); err != nil {
-		t.Fatalf("seed due (unthrottled): %v", err)
+	finalized := func(set string, m measurement) measurement {
+		if err := s.seed.finalize(ctx, set, due); err != nil {
+			t.Fatalf("finalize %s: %v", set, err)
+		}
+		return m
 	}
-	s.step("seeded %d×%d due managers in %s", len(roundSets)*deleteRounds+1, due, time.Since(began).Round(time.Millisecond))
 	only := func(set string) string { return setLabel + " in (" + setBackground + "," + set + ")" }
 	// timed measures do over targets, which were listed before: the rows
 	// count only the requests made while timed.
@@ -278,17 +282,21 @@ func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 	}
 	var dels, floors, floors2, deleteFloors []measurement
 	for r := range deleteRounds {
+		set := seeded(fmt.Sprintf("%s%d", setDue, r))
 		if _, err := s.audit.next(ctx); err != nil {
 			t.Fatal(err)
 		}
-		m := s.measureSweep(deleteSweepLabel(due), "-l", only(fmt.Sprintf("%s%d", setDue, r)))
+		m := finalized(set, s.measureSweep(deleteSweepLabel(due), "-l", only(set)))
 		if got := m.States[sweep.StateFired]; got != due {
 			t.Errorf("N=%d: DELETE sweep %d fired %d, want %d (%v)", n, r, got, due, m.States)
 		}
 		dels = append(dels, m)
-		floors = append(floors, writes(writeFloorLabel(due), fmt.Sprintf("%s%d", setWriteFloor, r), claimDeleteDeactivate))
-		floors2 = append(floors2, writes(writeFloor2Label(due), fmt.Sprintf("%s%d", setWriteFloor2, r), claimDelete))
-		deleteFloors = append(deleteFloors, deletes(deleteFloorLabel(due), fmt.Sprintf("%s%d", setDeleteFloor, r)))
+		set = seeded(fmt.Sprintf("%s%d", setWriteFloor, r))
+		floors = append(floors, finalized(set, writes(writeFloorLabel(due), set, claimDeleteDeactivate)))
+		set = seeded(fmt.Sprintf("%s%d", setWriteFloor2, r))
+		floors2 = append(floors2, finalized(set, writes(writeFloor2Label(due), set, claimDelete)))
+		set = seeded(fmt.Sprintf("%s%d", setDeleteFloor, r))
+		deleteFloors = append(deleteFloors, finalized(set, deletes(deleteFloorLabel(due), set)))
 	}
 	del, wf, wf2, df := median(dels), median(floors), median(floors2), median(deleteFloors)
 	s.rows = append(s.rows, del, wf, wf2, df)
@@ -297,18 +305,13 @@ func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 		del.Wall.Round(time.Millisecond), wf.Wall.Round(time.Millisecond), wf2.Wall.Round(time.Millisecond), df.Wall.Round(time.Millisecond))
 	// Diagnostic: the same sweep without client-side throttling, to tell
 	// nsman's default --qps and --burst from the rest of its cost.
-	fast := s.sweepRow(unthrottledLabel(due), "-l", only(setDueUnthrottled), "--qps", "100000", "--burst", "100000")
+	fast := finalized(setDueUnthrottled, s.sweepRow(unthrottledLabel(due), "-l", only(seeded(setDueUnthrottled)), "--qps", "100000", "--burst", "100000"))
 	if got := fast.States[sweep.StateFired]; got != due {
 		t.Errorf("N=%d: unthrottled DELETE sweep fired %d, want %d (%v)", n, got, due, fast.States)
 	}
 	// The same DELETE sweep split among 2 and 4 shards run side by side.
 	for _, shards := range shardCounts {
-		set := fmt.Sprintf("%s%d", setShardedPrefix, shards)
-		began := time.Now()
-		if err := s.seed.seed(ctx, fmt.Sprintf("shards%d", shards), set, due, dueKind); err != nil {
-			t.Fatalf("seed %s: %v", set, err)
-		}
-		s.step("seeded %d due managers for %d shards in %s", due, shards, time.Since(began).Round(time.Millisecond))
+		set := seeded(fmt.Sprintf("%s%d", setShardedPrefix, shards))
 		if _, err := s.audit.next(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -349,7 +352,7 @@ func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 		if got := m.States[sweep.StateWaiting]; got != n {
 			t.Errorf("N=%d, %d shards: %d waiting, want each of the %d background managers once (%v)", n, shards, got, n, m.States)
 		}
-		s.record(m)
+		s.record(finalized(set, m))
 	}
 
 	return s.rows, s.version
