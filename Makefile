@@ -10,7 +10,7 @@ CACHE := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/nsman
 
 # Packages that need no control plane (with test/nsmantest, whose own tests
 # need none), and those that start one.
-UNIT_PKGS = $(shell go list ./... | grep -v '/test/') ./test/nsmantest/
+UNIT_PKGS = $(shell go list ./... | grep -v '/test/') ./test/nsmantest/ ./test/fixtures/original/
 INTEGRATION_PKGS = ./test/cluster/... ./test/integration/... ./test/compat/... ./test/robust/...
 E2E_PKGS = ./test/e2e/...
 TOOL_MODULES = test/tools/kube test/tools/etcd test/tools/kwok test/tools/lint test/tools/pushgateway test/tools/helm

@@ -72,7 +72,7 @@ func TestBodyRejectsUnencodablePolicy(t *testing.T) {
 }
 
 // TestBodyMatchesJavaOperator rebuilds, from its parts, the body the
-// original operator posted for its example-04 (the project's fixture
+// original operator posts for its fourth scenario (the project's fixture
 // test/fixtures/original/webhook-body.json, from the original README) and
 // compares the JSON.
 func TestBodyMatchesJavaOperator(t *testing.T) {
