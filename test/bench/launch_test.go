@@ -73,9 +73,6 @@ func launch(out string, args []string) int {
 // with the driver holding 200 MiB, a child started through it reports its
 // own small peak, where one started directly inherits the driver's.
 func TestLauncherReportsTheChildsOwnPeak(t *testing.T) {
-	if os.Getenv("NSMAN_BENCH") != "1" {
-		t.Skip("control-plane benchmarks run with NSMAN_BENCH=1 (make bench)")
-	}
 	ballast := make([]byte, 200<<20)
 	for i := range ballast {
 		ballast[i] = 1
@@ -93,8 +90,10 @@ func TestLauncherReportsTheChildsOwnPeak(t *testing.T) {
 	if directRSS < 200<<10 {
 		t.Logf("this kernel does not carry the driver's peak over; the launcher is harmless")
 	}
-	if res.MaxRSS > 2*launcherRSSMiB<<10 {
-		t.Errorf("through the launcher: %d KiB, want the launcher's own few MiB", res.MaxRSS)
+	// Half the ballast: the launcher's own peak is some 24 MiB, about 50 MiB
+	// when the tests run with -race (make test-unit), never the driver's.
+	if res.MaxRSS > int64(len(ballast)>>10)/2 {
+		t.Errorf("through the launcher: %d KiB, the driver's peak carried over; want the launcher's own", res.MaxRSS)
 	}
 	_ = ballast[len(ballast)-1]
 }
