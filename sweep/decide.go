@@ -136,10 +136,23 @@ func (s *Sweeper) evaluateManager(ctx context.Context, r *sweepRun, obj *unstruc
 		hold{on: "namespace " + e.Target, value: ns.hold}, hold{on: "manager " + m.Namespace + "/" + m.Name, value: obj.GetAnnotations()[HoldAnnotation]})
 }
 
-// liveClaim is the verdict of a claim not expired, whatever its
-// generation: its action may be under way, and any write could wipe it.
+// claimSkew is how much later than --claim-ttl after the server's now a
+// claim may expire and still hold: the server's time, as two sweeps read it
+// from its Date header (whole seconds), may differ by that much.
+const claimSkew = 5 * time.Second
+
+// live reports whether claim c holds at now: it has not expired, and it
+// does not expire further ahead than a sweep with ttl could have set. A
+// claim from the future (a clock far ahead, or one written by hand) would
+// otherwise keep every sweep away until then.
+func (c *Claim) live(now time.Time, ttl time.Duration) bool {
+	return c != nil && now.Before(c.Expires) && !c.Expires.After(now.Add(ttl+claimSkew))
+}
+
+// liveClaim is the verdict of a claim that holds (see Claim.live), whatever
+// its generation: its action may be under way, and any write could wipe it.
 func (s *Sweeper) liveClaim(m policy.Manager, e Entry, c *Claim) (decision, bool) {
-	if c == nil || !s.clock().Before(c.Expires) {
+	if !c.live(s.clock(), s.cfg.ClaimTTL) {
 		return decision{}, false
 	}
 	e.Policy, e.Action = c.Policy, c.Action

@@ -274,7 +274,7 @@ func (mr *managerRecord) write(ctx context.Context, o outcome) error {
 			now, err := mr.s.managerNow(ctx, mr.obj)
 			if err != nil || now.obj.GetUID() != mr.obj.GetUID() || now.obj.GetGeneration() != mr.obj.GetGeneration() {
 				return fmt.Errorf("the manager %w", errChanged)
-			} else if st := mr.at.read(now); st.Claim != nil && mr.s.clock().Before(st.Claim.Expires) {
+			} else if st := mr.at.read(now); st.Claim.live(mr.s.clock(), mr.s.cfg.ClaimTTL) {
 				return fmt.Errorf("the manager %w: sweep %s claimed it", errChanged, st.Claim.Sweep)
 			}
 			mr.obj, mr.stored = now.obj, mr.at.read(now)

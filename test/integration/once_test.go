@@ -106,7 +106,7 @@ func TestLiveClaimOfAnOlderSpecMeansBusy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	setClaim(t, ns, ns, time.Now().Add(time.Hour), got.UID)
+	setClaim(t, ns, ns, time.Now().Add(liveClaimFor), got.UID)
 	// The spec changes while the claiming sweep acts: a new generation.
 	edit := []byte(`{"spec":{"policies":[{"name":"delete at once","condition":{"type":"TTL","params":{"ttlSeconds":1}},"action":{"type":"DELETE"}}]}}`)
 	if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(ns).Patch(t.Context(), ns, types.MergePatchType, edit, metav1.PatchOptions{}); err != nil {
@@ -330,7 +330,7 @@ func claimStatus(generation int64, claim sweep.Claim) ([]byte, error) {
 func TestRecordNeverOverwritesAnotherSweepsClaim(t *testing.T) {
 	e := setup(t)
 	ns, done := sweepWithWebhookUnderWay(t)
-	other := sweep.Claim{Policy: "notify", Action: "WEBHOOK", Sweep: "other-sweep", Expires: time.Now().Add(time.Hour).UTC(), Generation: e.Manager(t, ns, ns).GetGeneration()}
+	other := sweep.Claim{Policy: "notify", Action: "WEBHOOK", Sweep: "other-sweep", Expires: time.Now().Add(liveClaimFor).UTC(), Generation: e.Manager(t, ns, ns).GetGeneration()}
 	patch, err := claimStatus(other.Generation, other)
 	if err != nil {
 		t.Fatal(err)
@@ -363,7 +363,7 @@ func TestLiveClaimOutranksEveryVerdict(t *testing.T) {
 	t.Cleanup(func() {
 		_ = e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Delete(context.Background(), target, metav1.DeleteOptions{})
 	})
-	setClaim(t, home, target, time.Now().Add(time.Hour), "")
+	setClaim(t, home, target, time.Now().Add(liveClaimFor), "")
 
 	// namespace-manager is not trusted by this sweep: it would refuse the
 	// manager.

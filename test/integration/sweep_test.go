@@ -288,6 +288,10 @@ func managerStatus(t *testing.T, ns, name string) sweep.Status {
 	return st
 }
 
+// liveClaimFor is how far ahead a live claim expires: within the --claim-ttl
+// (1m) of the sweeps the tests run, as a sweep's own claim would be.
+const liveClaimFor = 45 * time.Second
+
 // setClaim writes a claim into a manager's status as a sweep does.
 func setClaim(t *testing.T, ns, name string, expires time.Time, targetUID types.UID) {
 	t.Helper()
@@ -304,10 +308,10 @@ func setClaim(t *testing.T, ns, name string, expires time.Time, targetUID types.
 
 func TestClaims(t *testing.T) {
 	e := setup(t)
-	live, expired, recreated := shared.Namespace(t), shared.Namespace(t), shared.Namespace(t)
+	live, expired, recreated, future := shared.Namespace(t), shared.Namespace(t), shared.Namespace(t), shared.Namespace(t)
 	caseID := live
 	uid := map[string]types.UID{}
-	for _, ns := range []string{live, expired, recreated} {
+	for _, ns := range []string{live, expired, recreated, future} {
 		createManager(t, managerObj(ns, ns, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}))
 		got, err := shared.Admin.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{})
 		if err != nil {
@@ -317,10 +321,12 @@ func TestClaims(t *testing.T) {
 	}
 	// Another sweep holds a claim on one; a dead sweep left one, expired, on
 	// another; on the third, the dead sweep's target has since been replaced
-	// by a namespace of the same name.
-	setClaim(t, live, live, time.Now().Add(time.Hour), uid[live])
+	// by a namespace of the same name. The fourth claim expires in an hour,
+	// which no sweep with a --claim-ttl of 1m makes: it counts as expired.
+	setClaim(t, live, live, time.Now().Add(liveClaimFor), uid[live])
 	setClaim(t, expired, expired, time.Now().Add(-time.Minute), uid[expired])
 	setClaim(t, recreated, recreated, time.Now().Add(-time.Minute), "uid-of-a-namespace-long-gone")
+	setClaim(t, future, future, time.Now().Add(time.Hour), uid[future])
 
 	res := e.Sweep(t, "-l", caseLabel+"="+caseID)
 	wantCode(t, res, 0)
@@ -346,6 +352,13 @@ func TestClaims(t *testing.T) {
 	}
 	if !e.Deactivated(t, recreated, recreated) {
 		t.Error("completed claim did not deactivate its manager")
+	}
+	// A claim from the future holds nobody off: it is completed.
+	if got := wantState(t, res, future, future, sweep.StateFired); !strings.Contains(got.Message, "expired claim") {
+		t.Errorf("claim an hour ahead: message %q, want it completed as expired", got.Message)
+	}
+	if !e.NamespaceGoneOrTerminating(t, future) {
+		t.Error("a claim an hour ahead kept its manager's DELETE away")
 	}
 }
 
