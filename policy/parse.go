@@ -58,6 +58,11 @@ func Parse(obj *unstructured.Unstructured) (Manager, field.ErrorList) {
 	m.Deactivated = p.boolean(spec, "deactivated", specPath)
 	m.TargetNamespace = p.str(spec, "namespace", specPath)
 	m.Rule = p.rule(spec, specPath)
+	if enforce := p.boolean(spec, "enforce", specPath); m.Rule != nil {
+		m.Rule.Enforce = enforce
+	} else if spec["enforce"] != nil {
+		p.errs = append(p.errs, field.Forbidden(specPath.Child("enforce"), "only a rule (namespaceSelector or namePatterns) enforces; a manager of one namespace governs it anyway"))
+	}
 	switch {
 	case m.Rule != nil:
 		if m.TargetNamespace != "" {
@@ -77,12 +82,13 @@ func Parse(obj *unstructured.Unstructured) (Manager, field.ErrorList) {
 	return m, bounded(append(errs, p.errs...))
 }
 
-// arming hashes spec without spec.deactivated (encoding/json sorts map
-// keys, so equal specs hash equally).
+// arming hashes spec without spec.deactivated and spec.enforce, which
+// change whether and where a rule acts, not what it does (encoding/json
+// sorts map keys, so equal specs hash equally).
 func arming(spec map[string]any) string {
 	rest := make(map[string]any, len(spec))
 	for k, v := range spec {
-		if k != "deactivated" {
+		if k != "deactivated" && k != "enforce" {
 			rest[k] = v
 		}
 	}

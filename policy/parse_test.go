@@ -1202,6 +1202,11 @@ func TestParseRuleRejects(t *testing.T) {
 		{name: "65 patterns", obj: manager(namePatterns(slices.Repeat([]any{"e2e-*"}, 65)...)), want: []fieldErr{tooMany(pat)}},
 		{name: "pattern of 254 characters", obj: manager(namePatterns(strings.Repeat("e", 253) + "*")), want: []fieldErr{tooLong(pat + "[0]")}},
 
+		// spec.enforce.
+		{name: "enforce on a manager of one namespace", obj: manager(set(true, "spec", "enforce")), want: []fieldErr{forbidden("spec.enforce")}},
+		{name: "enforce false on a manager of one namespace", obj: manager(set(false, "spec", "enforce")), want: []fieldErr{forbidden("spec.enforce")}},
+		{name: "enforce a string", obj: manager(namePatterns("e2e-*"), set("true", "spec", "enforce")), want: []fieldErr{invalid("spec.enforce")}},
+
 		// namespaceSelector.
 		{name: "selector a string", obj: manager(namespaceSelector("ci=e2e")), want: []fieldErr{invalid(sel)}},
 		{name: "selector a list", obj: manager(namespaceSelector([]any{ciE2E})), want: []fieldErr{invalid(sel)}},
@@ -1356,5 +1361,33 @@ func TestArming(t *testing.T) {
 	}
 	if edited := parse(manager(policies(ttlPolicy("another name")))); edited == base {
 		t.Error("an edited policy kept Arming")
+	}
+}
+
+// spec.enforce makes a rule act on namespaces a manager of their own
+// governs; it is read for rules only, and toggling it re-arms nothing.
+func TestParseRuleEnforce(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		obj  *unstructured.Unstructured
+		want bool
+	}{
+		{"absent", manager(namePatterns("e2e-*")), false},
+		{"false", manager(namePatterns("e2e-*"), set(false, "spec", "enforce")), false},
+		{"true", manager(namePatterns("e2e-*"), set(true, "spec", "enforce")), true},
+		{"true, by selector", manager(namespaceSelector(ciE2E), set(true, "spec", "enforce")), true},
+	} {
+		m, errs := Parse(tt.obj)
+		if len(errs) > 0 || m.Rule == nil {
+			t.Fatalf("%s: Parse() = %+v, %v; want a rule", tt.name, m.Rule, errs)
+		}
+		if m.Rule.Enforce != tt.want {
+			t.Errorf("%s: Enforce = %t, want %t", tt.name, m.Rule.Enforce, tt.want)
+		}
+	}
+	plain, _ := Parse(manager(namePatterns("e2e-*")))
+	enforcing, _ := Parse(manager(namePatterns("e2e-*"), set(true, "spec", "enforce")))
+	if plain.Arming != enforcing.Arming {
+		t.Errorf("spec.enforce changed Arming: %s, was %s", enforcing.Arming, plain.Arming)
 	}
 }

@@ -145,6 +145,9 @@ type Rule struct {
 	// Patterns are spec.namePatterns, shell-style globs (path.Match syntax)
 	// on the namespace name.
 	Patterns []string
+	// Enforce is spec.enforce: the rule acts on every namespace it matches,
+	// also one that a manager of its own governs.
+	Enforce bool
 }
 
 // Matches reports whether the namespace called name with labels set

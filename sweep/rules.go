@@ -179,7 +179,8 @@ func (s *Sweeper) newRuleRun(r *sweepRun, obj *unstructured.Unstructured, m poli
 }
 
 // match keeps the rule's pairs of this shard, and returns the entries of
-// the governed ones and how many namespaces it matches in all. A rule never
+// the governed ones (shielded by an active, valid manager of their own,
+// unless the rule enforces) and how many namespaces it matches in all. A rule never
 // matches a protected namespace, a trusted one (where managers and rules
 // live, its own included), or one being deleted, but where its record says
 // a DELETE got no answer, to be confirmed.
@@ -196,7 +197,7 @@ func (ru *ruleRun) match(namespaces map[string]namespaceInfo) ([]Entry, int) {
 		if ShardOf(types.UID(string(m.UID)+"/"+string(ns.uid)), s.cfg.ShardCount) != s.cfg.ShardIndex {
 			continue
 		}
-		if manager, ok := ru.r.governed[name]; ok {
+		if manager := shielding(ru.r.governed[name]); manager != "" && !m.Rule.Enforce {
 			g := ru.base
 			g.Target, g.State, g.Message = name, StateGoverned, fmt.Sprintf("manager %s aims at namespace %s and governs it alone", manager, name)
 			governed = append(governed, g)

@@ -16,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nsman/nsman/policy"
 )
 
 // ErrInterrupted means the sweep was stopped (SIGTERM, say) before it got to
@@ -35,7 +37,7 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	r := &sweepRun{status: status, stop: ctx, governed: map[string]string{}, pairSlots: make(chan struct{}, s.cfg.Concurrency)}
+	r := &sweepRun{status: status, stop: ctx, governed: map[string][]*governor{}, pairSlots: make(chan struct{}, s.cfg.Concurrency)}
 	// Work already started outlives an interrupt by InterruptGrace, so that
 	// an action under way finishes and is recorded; nothing new starts.
 	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
@@ -88,10 +90,11 @@ type sweepRun struct {
 	podChecks         atomic.Int64
 	pending, failures onceIndex
 
-	// governed maps each namespace a single-target manager (of any shard)
-	// may act on to that manager: rules leave those alone. rules are
-	// handled once the listing is complete, else deferred (rulesBlocked).
-	governed     map[string]string
+	// governed maps each namespace single-target managers (of any shard)
+	// may act on to those managers: rules leave it alone if one of them
+	// shields it. rules are handled once the listing is complete, else
+	// deferred (rulesBlocked).
+	governed     map[string][]*governor
 	rules        []listed
 	rulesBlocked string
 	// pairSlots bounds the rules' pairs handled at once (see bounded).
@@ -265,14 +268,39 @@ func (s *Sweeper) report(r *sweepRun, l listing, began time.Time) Report {
 	return report
 }
 
-// noteGoverned records the namespace a single-target manager aims at as
-// governed by it, if the manager may act on it: it lives there, or in a
-// trusted namespace. A manager the guards refuse shields nothing from rules.
+// noteGoverned records a single-target manager as a governor of the
+// namespace it aims at, if the manager may act on it: it lives there, or in
+// a trusted namespace. A manager the guards refuse shields nothing from
+// rules.
 func (s *Sweeper) noteGoverned(r *sweepRun, obj *unstructured.Unstructured) {
 	target := aimsAt(obj)
 	if target == obj.GetNamespace() || slices.Contains(s.cfg.TrustedNamespaces, obj.GetNamespace()) {
-		r.governed[target] = obj.GetNamespace() + "/" + obj.GetName()
+		r.governed[target] = append(r.governed[target], &governor{obj: obj})
 	}
+}
+
+// governor is a single-target manager that may shield its target from
+// rules: it does while it is active and valid. It is parsed only when a
+// rule matches its target, once.
+type governor struct {
+	obj     *unstructured.Unstructured
+	once    sync.Once
+	shields bool
+}
+
+// shielding returns the name of the first of governors that shields its
+// namespace from rules (active and valid), or "" when none does.
+func shielding(governors []*governor) string {
+	for _, g := range governors {
+		g.once.Do(func() {
+			m, problems := policy.Parse(g.obj)
+			g.shields = !m.Deactivated && len(problems) == 0
+		})
+		if g.shields {
+			return g.obj.GetNamespace() + "/" + g.obj.GetName()
+		}
+	}
+	return ""
 }
 
 // unhandled is the report of a manager an interrupted sweep did not

@@ -310,6 +310,8 @@ func TestCRDRejectsMalformed(t *testing.T) {
 		{name: "selector with empty matchLabels", mutate: inTurn(deleteAt("spec", "namespace"), withSelector(map[string]any{"matchLabels": map[string]any{}})), field: "spec.namespaceSelector"},
 		{name: "selector label value too long", mutate: inTurn(asRule("e2e-*"), withSelector(map[string]any{"matchLabels": map[string]any{"ci": strings.Repeat("v", 64)}})),
 			field: "spec.namespaceSelector.matchLabels.ci", parseField: "spec.namespaceSelector.matchLabels"},
+		{name: "enforce on a manager of one namespace", mutate: setAt(true, "spec", "enforce"), field: "spec.enforce"},
+		{name: "enforce a string", mutate: inTurn(asRule("e2e-*"), setAt("true", "spec", "enforce")), field: "spec.enforce"},
 
 		// Known disagreements: the CRD is stricter than nsman.
 		{name: "podLabels value a number", mutate: setAt(int64(1), under(podsParams, "podLabels", "role")...),

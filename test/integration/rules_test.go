@@ -92,6 +92,42 @@ func setPolicies(t *testing.T, e *nsmantest.Env, namespace, name string, policie
 	}
 }
 
+// Only an active manager of a namespace shields it from rules: a
+// deactivated one does not, and a rule with spec.enforce acts on a
+// namespace whatever manager it has.
+func TestWhoShieldsANamespaceFromARule(t *testing.T) {
+	e := setup(t)
+	home := shared.Namespace(t)
+	caseID := home
+	targets := labelled(t, caseID, 2)
+	dormant, governed := targets[0], targets[1]
+	recv := nsmantest.NewReceiver(t)
+	// Each target has a manager of its own, living there, that would act in an hour.
+	createManager(t, managerObj(dormant, dormant, caseID, []any{ttlPolicy("later", 3600, deleteAction)}, deactivated))
+	createManager(t, managerObj(governed, governed, caseID, []any{ttlPolicy("later", 3600, deleteAction)}))
+	createManager(t, managerObj(home, "leftovers", caseID, []any{ttlPolicy("report it", 0, webhookAction(recv.URL+"/plain"))}, selecting(caseID)))
+	createManager(t, managerObj(home, "enforced", caseID, []any{ttlPolicy("report it", 0, webhookAction(recv.URL+"/enforced"))}, selecting(caseID),
+		func(spec map[string]any) { spec["enforce"] = true }))
+
+	res := e.Sweep(t, "-l", caseLabel+"="+caseID, "--trusted-namespaces", home)
+	wantCode(t, res, 0)
+	for _, tt := range []struct{ rule, ns string }{{"leftovers", dormant}, {"enforced", dormant}, {"enforced", governed}} {
+		if p := res.Pair(t, home, tt.rule, tt.ns); p.State != sweep.StateFired {
+			t.Errorf("rule %s on %s: %q (%s), want fired", tt.rule, tt.ns, p.State, p.Message)
+		}
+	}
+	if p := res.Pair(t, home, "leftovers", governed); p.State != sweep.StateGoverned || !strings.Contains(p.Message, governed+"/"+governed) {
+		t.Errorf("rule leftovers on %s: %q (%s), want governed by its active manager", governed, p.State, p.Message)
+	}
+	paths := map[string]int{}
+	for _, d := range recv.Deliveries() {
+		paths[d.Path]++
+	}
+	if want := map[string]int{"/plain": 1, "/enforced": 2}; !maps.Equal(paths, want) {
+		t.Errorf("deliveries by path %v, want %v", paths, want)
+	}
+}
+
 // TestRuleActsOnceOnEachNamespaceItMatches: one rule over three labelled
 // namespaces and one that a single-target manager governs. The first sweep
 // sends one webhook per namespace it may act on, with a key per

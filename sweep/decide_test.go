@@ -1,0 +1,69 @@
+package sweep
+
+import (
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/nsman/nsman/policy"
+)
+
+// A claim holds from when it is made until it expires, and only while its
+// expiry lies no further ahead than a sweep with the same --claim-ttl could
+// have set it, give or take claimSkew.
+func TestClaimLive(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	const ttl = time.Minute
+	for _, tt := range []struct {
+		name    string
+		expires time.Time
+		want    bool
+	}{
+		{"expired", now.Add(-time.Second), false},
+		{"expiring now", now, false},
+		{"just made", now.Add(ttl), true},
+		{"within the skew", now.Add(ttl + claimSkew), true},
+		{"beyond the skew", now.Add(ttl + claimSkew + time.Second), false},
+		{"an hour ahead", now.Add(time.Hour), false},
+		{"years ahead", now.AddDate(10, 0, 0), false},
+	} {
+		if got := (&Claim{Expires: tt.expires}).live(now, ttl); got != tt.want {
+			t.Errorf("%s: live = %t, want %t", tt.name, got, tt.want)
+		}
+	}
+	var none *Claim
+	if none.live(now, ttl) {
+		t.Error("no claim is live")
+	}
+}
+
+// Of a namespace's managers, only one that is active and valid shields it
+// from rules.
+func TestShielding(t *testing.T) {
+	obj := func(name string, spec map[string]any) *governor {
+		return &governor{obj: &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": policy.Group + "/" + policy.Version, "kind": policy.Kind,
+			"metadata": map[string]any{"name": name, "namespace": "preview-7"},
+			"spec":     spec,
+		}}}
+	}
+	policies := []any{map[string]any{"name": "later", "condition": map[string]any{"type": "TTL", "params": map[string]any{"ttlSeconds": int64(3600)}}, "action": map[string]any{"type": "DELETE"}}}
+	dormant := obj("dormant", map[string]any{"namespace": "preview-7", "deactivated": true, "policies": policies})
+	broken := obj("broken", map[string]any{"namespace": "preview-7", "policies": []any{}})
+	active := obj("active", map[string]any{"namespace": "preview-7", "policies": policies})
+	for _, tt := range []struct {
+		name      string
+		governors []*governor
+		want      string
+	}{
+		{"none", nil, ""},
+		{"deactivated", []*governor{dormant}, ""},
+		{"invalid", []*governor{broken}, ""},
+		{"deactivated, invalid and active", []*governor{dormant, broken, active}, "preview-7/active"},
+	} {
+		if got := shielding(tt.governors); got != tt.want {
+			t.Errorf("%s: shielding = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
