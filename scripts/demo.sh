@@ -46,7 +46,7 @@ echo "receiver at $receiver"
 step "applying examples/ (the webhook example pointed at the receiver; stages and rules get scenes of their own below)"
 for f in examples/*.yaml; do
 	case "$f" in examples/rule-* | examples/lifecycle-stages.yaml) continue ;; esac
-	sed "s#http://webhook-receiver.namespace-manager.svc:8080#$receiver#" "$f"
+	sed "s#http://webhook-receiver\.[a-z0-9-]*\.svc:8080#$receiver#" "$f"
 	echo "---"
 done | kubectl apply -f -
 
@@ -90,16 +90,32 @@ kubectl get events -A --field-selector reportingComponent=nsman.k8s.consol.de/sw
 	kubectl get events -n namespace-manager
 
 step "stages: examples/lifecycle-stages.yaml warns at 46 h, parks at 48 h, deletes at 72 h; here at 10, 12 and 14 s"
-sed -e "s#http://webhook-receiver.namespace-manager.svc:8080#$receiver#" \
+sed -e "s#http://webhook-receiver\.[a-z0-9-]*\.svc:8080#$receiver#" \
 	-e 's/ttlSeconds: 165600/ttlSeconds: 10/' -e 's/ttlSeconds: 172800/ttlSeconds: 12/' -e 's/ttlSeconds: 259200/ttlSeconds: 14/' \
 	examples/lifecycle-stages.yaml | kubectl apply -f -
 sleep 15
 for stage in 1 2 3; do
 	echo "sweep $stage: one action per sweep, the first policy that holds and has not fired"
-	nsman sweep -n demo-lifecycle
+	nsman sweep -n demo-lifecycle --webhook-allow 127.0.0.0/8
 done
 kubectl -n demo-lifecycle get deployments 2>/dev/null || true
 kubectl get namespace demo-lifecycle
+
+step "egress by trust: a tenant's webhook may reach a Service of its own namespace and public addresses, nothing else"
+kubectl create namespace demo-egress
+kubectl apply -f - <<YAML
+apiVersion: k8s.consol.de/v1beta1
+kind: NamespaceManager
+metadata: {name: demo-egress, namespace: demo-egress}
+spec:
+  policies:
+    - name: report at once
+      condition: {type: TTL, params: {ttlSeconds: 0}}
+      action: {type: WEBHOOK, params: {url: "$receiver/egress"}}
+YAML
+echo "without --webhook-allow, the receiver on loopback is refused; the tenant reads why, and nothing of the network:"
+nsman sweep -n demo-egress || true
+kubectl -n demo-egress get nsman demo-egress -o jsonpath='{.status.lastAction.message}{"\n"}'
 
 step "a pipeline crashed: it left e2e-* namespaces behind and never created a manager for them"
 kubectl create namespace e2e-run-101
@@ -145,3 +161,7 @@ kubectl -n namespace-manager get nsman e2e-leftovers \
 
 step "a second sweep: nothing left to do"
 nsman sweep
+
+step "spec.enforce: the rule acts on e2e-kept too, whatever manager it has (a dry run shows it)"
+kubectl -n namespace-manager patch nsman e2e-leftovers --type merge -p '{"spec":{"enforce":true}}'
+nsman sweep --dry-run

@@ -55,17 +55,33 @@ func (s *Sweeper) apply(ctx context.Context, m policy.Manager, rec record, p *pl
 		}
 		return s.scaleDown(ctx, t.name, p.policy.Action.Selectors)
 	case policy.ActionWebhook:
-		body, err := webhook.Body(m.Namespace, m.Name, p.policy.Raw, t.name)
-		if err != nil {
-			return nil, err
-		}
-		key := firingKey(m, p)
-		if err := s.writer.post(ctx, p.policy.Action.URL, body, key); err != nil {
-			return nil, err
-		}
-		return []string{fmt.Sprintf("POST %s (Idempotency-Key %s)", p.policy.Action.URL, key)}, nil
+		return s.post(ctx, m, p, t)
 	}
 	return nil, fmt.Errorf("unknown action %q", p.policy.Action.Type)
+}
+
+// post sends plan p's webhook of manager m about namespace t, as the trust
+// of m's namespace allows (see route). What a tenant reads of a failure is
+// webhook.Summary; the whole error goes to nsman's log.
+func (s *Sweeper) post(ctx context.Context, m policy.Manager, p *plan, t target) ([]string, error) {
+	route, err := s.route(ctx, m, p.policy.Action.URL)
+	if err != nil {
+		return nil, err
+	}
+	body, err := webhook.Body(m.Namespace, m.Name, p.policy.Raw, t.name)
+	if err != nil {
+		return nil, err
+	}
+	key := firingKey(m, p)
+	d, err := s.writer.deliver(ctx, route, p.policy.Action.URL, body, key)
+	if err != nil && route.Tenant {
+		s.log.Warn("webhook not delivered", "manager", m.Namespace+"/"+m.Name, "policy", p.policy.Name, "error", err.Error())
+		return nil, errors.New(webhook.Summary(d, err))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return []string{fmt.Sprintf("POST %s (Idempotency-Key %s)", p.policy.Action.URL, key)}, nil
 }
 
 // deleteClaimed deletes, for an expired claim, the namespace it was made

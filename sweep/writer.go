@@ -31,6 +31,8 @@ type writer interface {
 	patchWorkload(ctx context.Context, resource schema.GroupVersionResource, namespace, name string, patch []byte) error
 	// post delivers a webhook.
 	post(ctx context.Context, url string, body []byte, idempotencyKey string) error
+	// deliver delivers a WEBHOOK action's request, reached as route says.
+	deliver(ctx context.Context, route webhook.Route, url string, body []byte, idempotencyKey string) (webhook.Delivery, error)
 	// event writes an Event.
 	event(ctx context.Context, ev *eventsv1.Event) error
 }
@@ -90,6 +92,10 @@ func (w *apiWriter) post(ctx context.Context, url string, body []byte, idempoten
 	return err
 }
 
+func (w *apiWriter) deliver(ctx context.Context, route webhook.Route, url string, body []byte, idempotencyKey string) (webhook.Delivery, error) {
+	return w.webhook.Deliver(ctx, route, url, body, idempotencyKey)
+}
+
 func (w *apiWriter) event(ctx context.Context, ev *eventsv1.Event) error {
 	_, err := w.clients.Kube.EventsV1().Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{})
 	return err
@@ -106,4 +112,7 @@ func (dryRunWriter) patchWorkload(context.Context, schema.GroupVersionResource, 
 	return nil
 }
 func (dryRunWriter) post(context.Context, string, []byte, string) error { return nil }
-func (dryRunWriter) event(context.Context, *eventsv1.Event) error       { return nil }
+func (dryRunWriter) deliver(context.Context, webhook.Route, string, []byte, string) (webhook.Delivery, error) {
+	return webhook.Delivery{}, nil
+}
+func (dryRunWriter) event(context.Context, *eventsv1.Event) error { return nil }

@@ -75,14 +75,18 @@ type Options struct {
 // Sender delivers WEBHOOK actions. It holds a connection pool and is safe for
 // concurrent use; create one per sweep and share it.
 type Sender struct {
-	client      *http.Client
-	timeout     time.Duration
-	maxAttempts int
-	signingKey  []byte
-	userAgent   string
-	maxBodyRead int64
-	backoff     func(retry int) time.Duration // nil: the default policy
-	allow       *AllowList
+	// client dials receivers the platform team chose; tenant, those chosen
+	// in a tenant's namespace (see Route). Their connection pools are
+	// apart, so that a tenant's request never reuses a connection that was
+	// dialled under the platform's rule.
+	client, tenant *http.Client
+	timeout        time.Duration
+	maxAttempts    int
+	signingKey     []byte
+	userAgent      string
+	maxBodyRead    int64
+	backoff        func(retry int) time.Duration // nil: the default policy
+	allow          *AllowList
 }
 
 // NewSender returns a sender configured by o. Its transport has
@@ -99,33 +103,32 @@ func NewSender(o Options) *Sender {
 		deny = checkDenyList
 	}
 	allow := o.Allow
-	tr := &http.Transport{
-		// The transport dials the URL's host and port; the check on the
-		// addresses it resolves to depends on that host.
-		DialContext: func(ctx context.Context, network, address string) (net.Conn, error) {
-			host, _, err := net.SplitHostPort(address)
-			if err != nil {
-				return nil, &refusedError{address: address, err: err}
-			}
-			d := net.Dialer{Control: dialControl(allow.addressCheck(host, deny))}
-			return d.DialContext(ctx, network, address)
-		},
-		TLSClientConfig:        o.TLSConfig.Clone(),
-		ForceAttemptHTTP2:      true,
-		MaxIdleConns:           100,
-		IdleConnTimeout:        90 * time.Second,
-		TLSHandshakeTimeout:    10 * time.Second,
-		ExpectContinueTimeout:  time.Second,
-		MaxResponseHeaderBytes: maxHeaderBytes,
+	// The transport dials the URL's host and port; the check on the
+	// addresses it resolves to depends on that host.
+	platform := func(ctx context.Context, network, address string) (net.Conn, error) {
+		host, _, err := net.SplitHostPort(address)
+		if err != nil {
+			return nil, &refusedError{address: address, err: err}
+		}
+		d := net.Dialer{Control: dialControl(allow.addressCheck(host, deny))}
+		return d.DialContext(ctx, network, address)
+	}
+	tenant := func(ctx context.Context, network, address string) (net.Conn, error) {
+		host, port, err := net.SplitHostPort(address)
+		if err != nil {
+			return nil, &refusedError{address: address, err: err}
+		}
+		check := allow.tenantCheck(host, deny)
+		if r := routeOf(ctx); r.Address.IsValid() {
+			address, check = net.JoinHostPort(r.Address.String(), port), deny
+		}
+		d := net.Dialer{Control: dialControl(check)}
+		return d.DialContext(ctx, network, address)
 	}
 
 	s := &Sender{
-		client: &http.Client{
-			Transport: tr,
-			// A redirect is reported, not followed: the receiver named in
-			// the manifest is the only one nsman talks to.
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		},
+		client:      newClient(platform, o.TLSConfig),
+		tenant:      newClient(tenant, o.TLSConfig),
 		timeout:     o.Timeout,
 		maxAttempts: o.MaxAttempts,
 		userAgent:   o.UserAgent,
@@ -151,6 +154,36 @@ func NewSender(o Options) *Sender {
 	return s
 }
 
+// newClient is an HTTP client that dials with dial and follows no redirect:
+// the receiver named in the manifest is the only one nsman talks to.
+func newClient(dial func(ctx context.Context, network, address string) (net.Conn, error), tlsConfig *tls.Config) *http.Client {
+	return &http.Client{
+		Transport: &http.Transport{
+			DialContext:            dial,
+			TLSClientConfig:        tlsConfig.Clone(),
+			ForceAttemptHTTP2:      true,
+			MaxIdleConns:           100,
+			IdleConnTimeout:        90 * time.Second,
+			TLSHandshakeTimeout:    10 * time.Second,
+			ExpectContinueTimeout:  time.Second,
+			MaxResponseHeaderBytes: maxHeaderBytes,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// WithSigningKey returns a Sender like s, sharing its connections, that
+// signs with key instead (none when key is empty): notifications are signed
+// with a key of their own, which no tenant's receiver ever sees used.
+func (s *Sender) WithSigningKey(key []byte) *Sender {
+	c := *s
+	c.signingKey = nil
+	if len(key) > 0 {
+		c.signingKey = bytes.Clone(key)
+	}
+	return &c
+}
+
 // Delivery is what one Send did.
 type Delivery struct {
 	// Attempts is the number of requests tried; 0 when Send refused the call
@@ -170,13 +203,21 @@ func (d Delivery) after() string {
 	return fmt.Sprintf("after %d attempts", d.Attempts)
 }
 
-// Send POSTs body to rawURL with the given idempotency key, which is the same
-// on every attempt so that the receiver can drop duplicates. Success is a 2xx.
-// Network errors, 429 and 5xx are retried up to MaxAttempts; anything else,
-// an address refusal and an untrusted certificate fail at once. A host the
-// allow list refuses whatever it resolves to is refused before any network
-// I/O.
+// Send POSTs body to rawURL, a receiver the platform team chose, with the
+// given idempotency key: Deliver with the zero Route.
 func (s *Sender) Send(ctx context.Context, rawURL string, body []byte, idempotencyKey string) (Delivery, error) {
+	return s.Deliver(ctx, Route{}, rawURL, body, idempotencyKey)
+}
+
+// Deliver POSTs body to rawURL, reached as route says, with the given
+// idempotency key, which is the same on every attempt so that the receiver
+// can drop duplicates. Success is a 2xx. Network errors, 429 and 5xx are
+// retried up to MaxAttempts; anything else, an address refusal and an
+// untrusted certificate fail at once. A host the allow list refuses
+// whatever it resolves to is refused before any network I/O. Its errors
+// name the receiver by scheme and host only: a URL's path and query may be
+// a credential (a Slack incoming webhook's is).
+func (s *Sender) Deliver(ctx context.Context, route Route, rawURL string, body []byte, idempotencyKey string) (Delivery, error) {
 	start := time.Now()
 	var d Delivery
 	done := func(err error) (Delivery, error) {
@@ -190,14 +231,16 @@ func (s *Sender) Send(ctx context.Context, rawURL string, body []byte, idempoten
 		if uerr, ok := errors.AsType[*url.Error](err); ok {
 			err = uerr.Err
 		}
-		return done(fmt.Errorf("webhook: invalid url: %w", err))
+		return done(fmt.Errorf("webhook: %w", &invalidURLError{err: err}))
 	}
-	target := u.Redacted()
+	target := Origin(u)
 	if err := checkURL(u); err != nil {
-		return done(fmt.Errorf("webhook %s: %w", target, err))
+		return done(fmt.Errorf("webhook %s: %w", target, &invalidURLError{err: err}))
 	}
-	if err := s.allow.check(u.Hostname()); err != nil {
-		return done(fmt.Errorf("webhook %s: %w", target, err))
+	if !route.Address.IsValid() {
+		if err := s.allow.check(u.Hostname()); err != nil {
+			return done(fmt.Errorf("webhook %s: %w", target, err))
+		}
 	}
 	if idempotencyKey == "" {
 		return done(fmt.Errorf("webhook %s: empty idempotency key", target))
@@ -205,9 +248,14 @@ func (s *Sender) Send(ctx context.Context, rawURL string, body []byte, idempoten
 	if err := ctx.Err(); err != nil {
 		return done(fmt.Errorf("webhook %s: %w", target, err))
 	}
+	client := s.client
+	if route.Tenant {
+		client = s.tenant
+		ctx = context.WithValue(ctx, routeKey{}, route)
+	}
 
 	for {
-		resp, err := s.attempt(ctx, u, body, idempotencyKey)
+		resp, err := s.attempt(ctx, client, u, body, idempotencyKey)
 		d.Attempts++
 		d.StatusCode = 0
 		if resp != nil {
@@ -234,7 +282,7 @@ func (s *Sender) Send(ctx context.Context, rawURL string, body []byte, idempoten
 // attempt makes one request within the per-attempt timeout. It returns either
 // a response, whose body it has already read (at most maxBodyRead bytes) and
 // closed, or the error that prevented one.
-func (s *Sender) attempt(ctx context.Context, u *url.URL, body []byte, key string) (*http.Response, error) {
+func (s *Sender) attempt(ctx context.Context, client *http.Client, u *url.URL, body []byte, key string) (*http.Response, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), nil)
@@ -255,12 +303,10 @@ func (s *Sender) attempt(ctx context.Context, u *url.URL, body []byte, key strin
 	req.Header.Set(IdempotencyKeyHeader, key)
 	if s.signingKey != nil {
 		// Signed per attempt, so that a retry after a backoff is not stale.
-		ts := strconv.FormatInt(time.Now().Unix(), 10)
-		req.Header.Set(TimestampHeader, ts)
-		req.Header.Set(SignatureHeader, signature(s.signingKey, ts, body))
+		sign(req, s.signingKey, body, time.Now())
 	}
 
-	resp, err := s.client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		// The *url.Error repeats the method and URL that Send's message
 		// already names.
@@ -362,6 +408,19 @@ func retryable(resp *http.Response, err error) bool {
 type statusError struct{ status string }
 
 func (e *statusError) Error() string { return e.status }
+
+// invalidURLError is a URL Send refuses before any network I/O.
+type invalidURLError struct{ err error }
+
+func (e *invalidURLError) Error() string { return "invalid url: " + e.err.Error() }
+
+func (e *invalidURLError) Unwrap() error { return e.err }
+
+// Origin is how nsman names a receiver in what it writes and logs: the
+// URL's scheme and host (with its port), never its user, path or query.
+func Origin(u *url.URL) string {
+	return u.Scheme + "://" + u.Host
+}
 
 // checkURL accepts only absolute http and https URLs with a host: another
 // scheme would let a manifest make nsman read files or speak other

@@ -266,7 +266,8 @@ func TestSendStatus(t *testing.T) {
 				if err != nil {
 					t.Errorf("Send: %v", err)
 				}
-			} else if want := "webhook " + url + ": " + tt.wantErr; err == nil || err.Error() != want {
+			} else if want := "webhook " + srv.URL + ": " + tt.wantErr; err == nil || err.Error() != want {
+				// The receiver is named by scheme and host: no path.
 				t.Errorf("Send error = %v, want %q", err, want)
 			}
 			if d.Attempts != tt.wantAttempts || d.StatusCode != tt.wantStatus {

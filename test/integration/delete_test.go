@@ -151,7 +151,7 @@ func TestDeactivationFailedOnceIsDoneNextSweep(t *testing.T) {
 	e := setup(t)
 	ns := shared.Namespace(t)
 	recv := nsmantest.NewReceiver(t)
-	createManager(t, managerObj(ns, ns, ns, []any{ttlPolicy("notify at once", 0, webhookAction(recv.URL+"/hook"))}))
+	createManager(t, managerObj(ns, ns, ns, []any{ttlPolicy("notify at once", 0, webhookAction(recv.ServiceURL(t, shared.Admin, ns, "sink")+"/hook"))}))
 	kubeconfig := e.KubeconfigThrough(t, func(rp *httputil.ReverseProxy) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Method == http.MethodPatch && strings.HasSuffix(r.URL.Path, "/namespacemanagers/"+ns) {

@@ -22,7 +22,7 @@ func TestDryRunWritesNothingAndPlansTheRealSweep(t *testing.T) {
 	}
 	createManager(t, managerObj(del, del, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}))
 	createManager(t, managerObj(scale, scale, caseID, []any{podsPolicy("scale when no tests run", map[string]any{"component": "tests"}, map[string]any{"type": "SCALE_DOWN"})}))
-	createManager(t, managerObj(hook, hook, caseID, []any{ttlPolicy("notify at once", 0, webhookAction(recv.URL+"/done"))}))
+	createManager(t, managerObj(hook, hook, caseID, []any{ttlPolicy("notify at once", 0, webhookAction(recv.ServiceURL(t, shared.Admin, hook, "sink")+"/done"))}))
 	createManager(t, managerObj(later, later, caseID, []any{ttlPolicy("delete in a day", 86400, deleteAction)}))
 	selector := caseLabel + "=" + caseID
 

@@ -105,7 +105,7 @@ func playOutRule(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver, objs 
 		if obj.GetNamespace() != ruleExampleHome {
 			t.Fatalf("rule %s lives outside %s, which nsman trusts by default", id, ruleExampleHome)
 		}
-		nsmantest.Shorten(obj, recv)
+		nsmantest.Shorten(t, shared.Admin, obj, recv)
 		labels := obj.GetLabels()
 		if labels == nil {
 			labels = map[string]string{}

@@ -79,7 +79,7 @@ func TestPodsFailed(t *testing.T) {
 
 	for _, ns := range []string{quiet, failedPod, failedJob} {
 		createManager(t, managerObj(ns, ns, caseID, []any{
-			failedPolicy("report a failure", map[string]any{"role": "e2e"}, webhookAction(recv.URL+"/"+ns)),
+			failedPolicy("report a failure", map[string]any{"role": "e2e"}, webhookAction(recv.ServiceURL(t, shared.Admin, ns, "sink")+"/"+ns)),
 			ttlPolicy("delete in a day", 86400, deleteAction),
 		}))
 	}

@@ -31,7 +31,7 @@ func sweepWithWebhookUnderWay(t *testing.T) (string, <-chan nsmantest.Result) {
 	ns := shared.Namespace(t)
 	recv := nsmantest.NewReceiver(t)
 	recv.SetHold(3 * time.Second)
-	createManager(t, managerObj(ns, ns, ns, []any{ttlPolicy("notify", 0, webhookAction(recv.URL+"/hook"))}))
+	createManager(t, managerObj(ns, ns, ns, []any{ttlPolicy("notify", 0, webhookAction(recv.ServiceURL(t, shared.Admin, ns, "sink")+"/hook"))}))
 	done := make(chan nsmantest.Result, 1)
 	go func() { done <- env.Sweep(t, "-l", caseLabel+"="+ns) }()
 	recv.WaitArrivals(t, 1)
@@ -68,7 +68,7 @@ func TestClaimOutlivesAnActionReachedLate(t *testing.T) {
 	// past a 10 s --claim-ttl counted from the sweep's start.
 	names := []string{"a-slow-1", "a-slow-2", "a-slow-3", "b-late"}
 	for _, name := range names {
-		createManager(t, managerObj(ns, name, ns, []any{ttlPolicy("notify", 0, webhookAction(recv.URL+"/"+name))}, targeting(ns)))
+		createManager(t, managerObj(ns, name, ns, []any{ttlPolicy("notify", 0, webhookAction(recv.ServiceURL(t, shared.Admin, ns, "sink")+"/"+name))}, targeting(ns)))
 	}
 	sweepArgs := []string{"-l", caseLabel + "=" + ns, "--concurrency", "1", "--claim-ttl", "10s"}
 

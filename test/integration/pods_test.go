@@ -61,7 +61,7 @@ func TestPodsChecksAtScale(t *testing.T) {
 			name := "suite-" + suite
 			want[ns+"/"+name] = (k+n)%4 == 0
 			createManager(t, managerObj(ns, name, caseID, []any{
-				podsPolicy("notify when "+suite+" passed", map[string]any{"suite": suite}, webhookAction(recv.URL+"/"+ns+"/"+name)),
+				podsPolicy("notify when "+suite+" passed", map[string]any{"suite": suite}, webhookAction(recv.ServiceURL(t, shared.Admin, ns, "sink")+"/"+ns+"/"+name)),
 			}, targeting(ns)))
 		}
 	}

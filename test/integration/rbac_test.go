@@ -134,7 +134,7 @@ func TestShippedRBACIsExactlyWhatASweepUses(t *testing.T) {
 	}
 	createManager(t, managerObj(del, del, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}))
 	createManager(t, managerObj(scale, scale, caseID, []any{podsPolicy("scale when no tests run", map[string]any{"component": "tests"}, map[string]any{"type": "SCALE_DOWN"})}))
-	createManager(t, managerObj(hook, hook, caseID, []any{ttlPolicy("notify at once", 0, webhookAction(recv.URL+"/done"))}))
+	createManager(t, managerObj(hook, hook, caseID, []any{ttlPolicy("notify at once", 0, webhookAction(recv.ServiceURL(t, shared.Admin, hook, "sink")+"/done"))}))
 	// A rule's record of a namespace is an annotation on it.
 	ruleHome := shared.Namespace(t)
 	ruled := labelled(t, caseID, 1)[0]

@@ -43,7 +43,7 @@ func TestShardsCoverEveryManagerOnce(t *testing.T) {
 			if i%2 == 0 {
 				ttl, due = 0, due+1
 			}
-			createManager(t, managerObj(ns, name, caseID, []any{ttlPolicy("notify", ttl, webhookAction(recv.URL+"/"+ns+"/"+name))}, targeting(ns)))
+			createManager(t, managerObj(ns, name, caseID, []any{ttlPolicy("notify", ttl, webhookAction(recv.ServiceURL(t, shared.Admin, ns, "sink")+"/"+ns+"/"+name))}, targeting(ns)))
 			managers[ns+"/"+name] = false
 		}
 	}

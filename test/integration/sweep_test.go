@@ -163,7 +163,7 @@ func TestWebhookFailureIsRetriedWithTheSameKey(t *testing.T) {
 	ns := shared.Namespace(t)
 	recv := nsmantest.NewReceiver(t)
 	recv.SetStatus(http.StatusInternalServerError)
-	policy := ttlPolicy("notify at once", 0, webhookAction(recv.URL+"/hook"))
+	policy := ttlPolicy("notify at once", 0, webhookAction(recv.ServiceURL(t, shared.Admin, ns, "sink")+"/hook"))
 	createManager(t, managerObj(ns, ns, ns, []any{policy}))
 
 	res := e.Sweep(t, "-l", caseLabel+"="+ns)

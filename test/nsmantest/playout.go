@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/sweep"
@@ -25,8 +26,11 @@ const PlayOutLabel = "nsman.test/play-out"
 
 // Shorten rewrites a manager for a test: TTLs and initial delays of at most
 // a few seconds, a period of one second, and webhook URLs pointing at recv
-// (same path).
-func Shorten(obj *unstructured.Unstructured, recv *Receiver) {
+// (same path): a URL naming a Service of the manager's own namespace
+// (<service>.<namespace>.svc[.cluster.local]) keeps its host, the Service
+// created (see Receiver.ServiceURL) and the port made recv's; any other
+// URL is made recv's loopback address.
+func Shorten(t testing.TB, admin kubernetes.Interface, obj *unstructured.Unstructured, recv *Receiver) {
 	policies, _, _ := unstructured.NestedSlice(obj.Object, "spec", "policies")
 	for _, p := range policies {
 		pm := p.(map[string]any)
@@ -50,7 +54,15 @@ func Shorten(obj *unstructured.Unstructured, recv *Receiver) {
 		if raw, ok, _ := unstructured.NestedString(pm, "action", "params", "url"); ok && recv != nil {
 			u, err := url.Parse(raw)
 			if err == nil {
-				_ = unstructured.SetNestedField(pm, recv.URL+u.Path, "action", "params", "url")
+				base := recv.URL
+				host := u.Hostname()
+				for _, suffix := range []string{".svc.cluster.local", ".svc"} {
+					if svc, ok := strings.CutSuffix(host, "."+obj.GetNamespace()+suffix); ok && !strings.Contains(svc, ".") {
+						base = recv.ServiceURL(t, admin, obj.GetNamespace(), svc)
+						break
+					}
+				}
+				_ = unstructured.SetNestedField(pm, base+u.Path, "action", "params", "url")
 			}
 		}
 	}
@@ -94,7 +106,7 @@ func (e *Env) PlayOut(t *testing.T, recv *Receiver, objs []*unstructured.Unstruc
 		applied = append(applied, obj)
 		switch obj.GetKind() {
 		case policy.Kind:
-			Shorten(obj, recv)
+			Shorten(t, e.Cluster.Admin, obj, recv)
 			labels := obj.GetLabels()
 			if labels == nil {
 				labels = map[string]string{}

@@ -32,12 +32,15 @@ type Receiver struct {
 	arrived    chan struct{}
 	released   chan struct{}
 	release    sync.Once
+	handler    http.Handler
+	// services are the URLs of the Services it is reachable as (ServiceURL).
+	services map[string]string
 }
 
 // NewReceiver starts a Receiver, stopped when t ends.
 func NewReceiver(t testing.TB) *Receiver {
 	r := &Receiver{status: http.StatusOK, arrived: make(chan struct{}, 1024), released: make(chan struct{})}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	r.handler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
 		d := Delivery{Path: req.URL.Path, Header: req.Header.Clone(), Body: body, Received: time.Now()}
 		r.mu.Lock()
@@ -57,7 +60,8 @@ func NewReceiver(t testing.TB) *Receiver {
 		r.deliveries = append(r.deliveries, d)
 		r.mu.Unlock()
 		w.WriteHeader(status)
-	}))
+	})
+	srv := httptest.NewServer(r.handler)
 	t.Cleanup(srv.Close)
 	r.URL = srv.URL
 	return r

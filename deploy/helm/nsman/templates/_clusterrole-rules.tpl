@@ -24,6 +24,11 @@ wildcards, no Secrets, no CRD writes.
 - apiGroups: [""]
   resources: [pods]
   verbs: [list]
+# A tenant's WEBHOOK to a Service of its own namespace: its type, ClusterIP
+# and ports (a list by name).
+- apiGroups: [""]
+  resources: [services]
+  verbs: [list]
 # PODS_SUCCEED: a Job whose pods match and that has not finished holds
 # the check back; PODS_FAILED: a failed Job holds.
 - apiGroups: [batch]

@@ -1,0 +1,126 @@
+package sweep
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+
+	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/webhook"
+)
+
+// A webhook goes where the trust of the namespace its manager lives in
+// allows: a trusted manager or a rule (the platform team's) as the address
+// policy says; a tenant's to public addresses, and to a Service of its own
+// namespace, read through the API and dialled at its ClusterIP, past
+// nsman's network position only into the tenant's own namespace.
+
+// serviceSuffixes are the endings of a Service's in-cluster DNS names.
+var serviceSuffixes = []string{".svc.cluster.local", ".svc"}
+
+// refusal is a webhook nsman will not send, in words a tenant may read.
+type refusal struct{ reason string }
+
+func (r *refusal) Error() string { return "refused: " + r.reason }
+
+// route is how the webhook of manager m to rawURL may go, or a refusal.
+func (s *Sweeper) route(ctx context.Context, m policy.Manager, rawURL string) (webhook.Route, error) {
+	if m.Rule != nil || slices.Contains(s.cfg.TrustedNamespaces, m.Namespace) {
+		return webhook.Route{}, nil
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return webhook.Route{}, &refusal{"the url does not parse"}
+	}
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	name, namespace, isService := serviceName(host)
+	if !isService {
+		return webhook.Route{Tenant: true}, nil
+	}
+	switch {
+	case name == "":
+		return webhook.Route{}, &refusal{fmt.Sprintf("%s is no Service name: want <service>.<namespace>.svc[.cluster.local]", host)}
+	case namespace != m.Namespace:
+		return webhook.Route{}, &refusal{fmt.Sprintf("Service %s is of namespace %s: a webhook may reach Services of its manager's own namespace (%s) only", name, namespace, m.Namespace)}
+	}
+	port, err := urlPort(u)
+	if err != nil {
+		return webhook.Route{}, &refusal{err.Error()}
+	}
+	list, err := s.clients.Kube.CoreV1().Services(namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(),
+	})
+	if err != nil {
+		return webhook.Route{}, fmt.Errorf("read Service %s/%s: %w", namespace, name, err)
+	}
+	if len(list.Items) == 0 {
+		return webhook.Route{}, &refusal{fmt.Sprintf("there is no Service %s in namespace %s", name, namespace)}
+	}
+	ip, err := serviceAddress(&list.Items[0], port)
+	if err != nil {
+		return webhook.Route{}, &refusal{err.Error()}
+	}
+	return webhook.Route{Tenant: true, Address: ip}, nil
+}
+
+// serviceName splits a Service's DNS name, <service>.<namespace>.svc with
+// or without .cluster.local, into its parts; isService says that host ends
+// as a Service's name does, and name is empty when the rest is no
+// <service>.<namespace>.
+func serviceName(host string) (name, namespace string, isService bool) {
+	for _, suffix := range serviceSuffixes {
+		rest, ok := strings.CutSuffix(host, suffix)
+		if !ok {
+			continue
+		}
+		name, namespace, ok = strings.Cut(rest, ".")
+		if !ok || name == "" || namespace == "" || strings.Contains(namespace, ".") {
+			return "", "", true
+		}
+		return name, namespace, true
+	}
+	return "", "", false
+}
+
+// urlPort is the port a URL names, or its scheme's.
+func urlPort(u *url.URL) (int32, error) {
+	if p := u.Port(); p != "" {
+		n, err := strconv.ParseUint(p, 10, 16)
+		if err != nil || n == 0 {
+			return 0, fmt.Errorf("port %s is no TCP port", p)
+		}
+		return int32(n), nil
+	}
+	if u.Scheme == "https" {
+		return 443, nil
+	}
+	return 80, nil
+}
+
+// serviceAddress is the ClusterIP of svc that serves port, or why none.
+func serviceAddress(svc *corev1.Service, port int32) (netip.Addr, error) {
+	switch {
+	case svc.Spec.Type == corev1.ServiceTypeExternalName:
+		return netip.Addr{}, fmt.Errorf("the Service %s is of type ExternalName: nsman dials a Service's ClusterIP only", svc.Name)
+	case svc.Spec.ClusterIP == corev1.ClusterIPNone || svc.Spec.ClusterIP == "":
+		return netip.Addr{}, fmt.Errorf("the Service %s is headless: it has no ClusterIP to dial", svc.Name)
+	}
+	if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool {
+		return p.Port == port && (p.Protocol == "" || p.Protocol == corev1.ProtocolTCP)
+	}) {
+		return netip.Addr{}, fmt.Errorf("the Service %s has no TCP port %d", svc.Name, port)
+	}
+	ip, err := netip.ParseAddr(svc.Spec.ClusterIP)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("the Service %s has no valid ClusterIP", svc.Name)
+	}
+	return ip, nil
+}

@@ -1,0 +1,85 @@
+package sweep
+
+import (
+	"net/url"
+	"strconv"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestServiceName(t *testing.T) {
+	for _, tt := range []struct {
+		host, name, namespace string
+		isService             bool
+	}{
+		{"sink.team-a.svc", "sink", "team-a", true},
+		{"sink.team-a.svc.cluster.local", "sink", "team-a", true},
+		{"team-a.svc", "", "", true},
+		{"a.sink.team-a.svc", "", "", true},
+		{".team-a.svc", "", "", true},
+		{"svc", "", "", false},
+		{"hooks.example.com", "", "", false},
+		{"sink.team-a.svc.example.com", "", "", false},
+		{"10.0.0.1", "", "", false},
+	} {
+		name, namespace, isService := serviceName(tt.host)
+		if name != tt.name || namespace != tt.namespace || isService != tt.isService {
+			t.Errorf("serviceName(%q) = %q, %q, %t; want %q, %q, %t", tt.host, name, namespace, isService, tt.name, tt.namespace, tt.isService)
+		}
+	}
+}
+
+func TestURLPort(t *testing.T) {
+	for raw, want := range map[string]string{
+		"http://sink.a.svc/x":       "80",
+		"https://sink.a.svc/x":      "443",
+		"http://sink.a.svc:8080/x":  "8080",
+		"http://sink.a.svc:0/x":     "port 0 is no TCP port",
+		"http://sink.a.svc:70000/x": "port 70000 is no TCP port",
+	} {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		port, err := urlPort(u)
+		got := ""
+		if err != nil {
+			got = err.Error()
+		} else {
+			got = strconv.Itoa(int(port))
+		}
+		if got != want {
+			t.Errorf("urlPort(%s) = %q, want %q", raw, got, want)
+		}
+	}
+}
+
+func TestServiceAddress(t *testing.T) {
+	svc := func(typ corev1.ServiceType, ip string, ports ...corev1.ServicePort) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "sink"}, Spec: corev1.ServiceSpec{Type: typ, ClusterIP: ip, Ports: ports}}
+	}
+	http := corev1.ServicePort{Port: 80, Protocol: corev1.ProtocolTCP}
+	for _, tt := range []struct {
+		name string
+		svc  *corev1.Service
+		want string
+	}{
+		{"ClusterIP", svc(corev1.ServiceTypeClusterIP, "10.96.0.7", http), "10.96.0.7"},
+		{"LoadBalancer, dialled at its ClusterIP", svc(corev1.ServiceTypeLoadBalancer, "10.96.0.8", http), "10.96.0.8"},
+		{"ExternalName", svc(corev1.ServiceTypeExternalName, "", http), "the Service sink is of type ExternalName: nsman dials a Service's ClusterIP only"},
+		{"headless", svc(corev1.ServiceTypeClusterIP, corev1.ClusterIPNone, http), "the Service sink is headless: it has no ClusterIP to dial"},
+		{"another port", svc(corev1.ServiceTypeClusterIP, "10.96.0.7", corev1.ServicePort{Port: 8080}), "the Service sink has no TCP port 80"},
+		{"UDP only", svc(corev1.ServiceTypeClusterIP, "10.96.0.7", corev1.ServicePort{Port: 80, Protocol: corev1.ProtocolUDP}), "the Service sink has no TCP port 80"},
+	} {
+		ip, err := serviceAddress(tt.svc, 80)
+		got := ip.String()
+		if err != nil {
+			got = err.Error()
+		}
+		if got != tt.want {
+			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}

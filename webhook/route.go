@@ -1,0 +1,133 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+)
+
+// Route says who chose a receiver and how it may be reached. The zero
+// Route is a receiver chosen by the platform team (a trusted manager, a
+// rule, --notify-url): the deny list and the allow list apply.
+type Route struct {
+	// Tenant: the receiver was chosen in a tenant's namespace. It may reach
+	// public addresses only, unless the allow list admits it; when the allow
+	// list names anything, only what it admits, as for everyone.
+	Tenant bool
+	// Address, when valid, is dialled instead of what the URL's host
+	// resolves to: the ClusterIP of a Service of the tenant's own
+	// namespace, read through the API. The deny list applies to it; the
+	// allow list does not, since the tenant's Service is the tenant's.
+	Address netip.Addr
+}
+
+type routeKey struct{}
+
+// routeOf is the Route of a request's context.
+func routeOf(ctx context.Context) Route {
+	r, _ := ctx.Value(routeKey{}).(Route)
+	return r
+}
+
+// nonPublic are the ranges a tenant's webhook may not reach by address
+// (IANA's special-purpose registries, those not globally reachable), with
+// what each is: in-cluster Services, nodes and whatever a platform runs
+// behind them live there.
+var nonPublic = []struct {
+	prefix netip.Prefix
+	what   string
+}{
+	{netip.MustParsePrefix("0.0.0.0/8"), "a \"this network\" address"},
+	{netip.MustParsePrefix("10.0.0.0/8"), "a private address (10.0.0.0/8)"},
+	{netip.MustParsePrefix("100.64.0.0/10"), "a shared address (100.64.0.0/10)"},
+	{netip.MustParsePrefix("127.0.0.0/8"), "a loopback address"},
+	{netip.MustParsePrefix("169.254.0.0/16"), "a link-local address"},
+	{netip.MustParsePrefix("172.16.0.0/12"), "a private address (172.16.0.0/12)"},
+	{netip.MustParsePrefix("192.0.0.0/24"), "an IETF protocol address (192.0.0.0/24)"},
+	{netip.MustParsePrefix("192.0.2.0/24"), "a documentation address"},
+	{netip.MustParsePrefix("192.88.99.0/24"), "a 6to4 relay address"},
+	{netip.MustParsePrefix("192.168.0.0/16"), "a private address (192.168.0.0/16)"},
+	{netip.MustParsePrefix("198.18.0.0/15"), "a benchmarking address"},
+	{netip.MustParsePrefix("198.51.100.0/24"), "a documentation address"},
+	{netip.MustParsePrefix("203.0.113.0/24"), "a documentation address"},
+	{netip.MustParsePrefix("224.0.0.0/4"), "a multicast address"},
+	{netip.MustParsePrefix("240.0.0.0/4"), "a reserved address"},
+	{netip.MustParsePrefix("::/128"), "the unspecified address"},
+	{netip.MustParsePrefix("::1/128"), "a loopback address"},
+	{netip.MustParsePrefix("64:ff9b:1::/48"), "a local NAT64 address"},
+	{netip.MustParsePrefix("100::/64"), "a discard-only address"},
+	{netip.MustParsePrefix("2001::/23"), "an IETF protocol address (2001::/23)"},
+	{netip.MustParsePrefix("2001:db8::/32"), "a documentation address"},
+	{netip.MustParsePrefix("2002::/16"), "a 6to4 address"},
+	{netip.MustParsePrefix("fc00::/7"), "a unique local address (fc00::/7)"},
+	{netip.MustParsePrefix("fe80::/10"), "a link-local address"},
+	{netip.MustParsePrefix("ff00::/8"), "a multicast address"},
+}
+
+// checkPublic refuses an address a tenant's webhook may not reach: one
+// not globally reachable. An IPv4-mapped or NAT64 (64:ff9b::/96) address is
+// judged as the IPv4 address it holds.
+func checkPublic(ip netip.Addr) error {
+	ip = ip.Unmap().WithZone("")
+	if b := ip.As16(); ip.Is6() && [12]byte(b[:12]) == [12]byte{0x00, 0x64, 0xff, 0x9b} {
+		ip = netip.AddrFrom4([4]byte(b[12:]))
+	}
+	for _, r := range nonPublic {
+		if r.prefix.Contains(ip) {
+			return errors.New(r.what)
+		}
+	}
+	return nil
+}
+
+// tenantCheck returns the check the dialer runs on each address a tenant's
+// receiver host resolved to: the deny list, then what the allow list
+// admits when it names anything, else public addresses only.
+func (a *AllowList) tenantCheck(host string, deny func(netip.Addr) error) func(netip.Addr) error {
+	if a.restricts() {
+		return a.addressCheck(host, deny)
+	}
+	return func(ip netip.Addr) error {
+		if err := deny(ip); err != nil {
+			return err
+		}
+		if err := checkPublic(ip); err != nil {
+			return fmt.Errorf("%w; a tenant's webhook may reach public addresses and Services of its own namespace (--webhook-allow admits others)", err)
+		}
+		return nil
+	}
+}
+
+// Summary says what became of a Send in words a tenant may read: "refused:
+// <reason>" when the address policy or the URL stopped it, "failed: HTTP
+// <code>" when the receiver answered, "timed out", or "failed: no
+// connection" for every other network failure, whose text (connection
+// refused, reset, a certificate) would tell a tenant what listens where.
+func Summary(d Delivery, err error) string {
+	if err == nil {
+		return "delivered: HTTP " + fmt.Sprint(d.StatusCode)
+	}
+	after := ""
+	if d.Attempts > 1 {
+		after = " " + d.after()
+	}
+	if refused, ok := errors.AsType[*refusedError](err); ok {
+		return "refused: " + refused.err.Error()
+	}
+	if notAllowed, ok := errors.AsType[*notAllowedError](err); ok {
+		return "refused: " + notAllowed.Error()
+	}
+	if invalid, ok := errors.AsType[*invalidURLError](err); ok {
+		return "refused: " + invalid.Error()
+	}
+	switch {
+	case d.StatusCode != 0:
+		return fmt.Sprintf("failed: HTTP %d%s", d.StatusCode, after)
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timed out" + after
+	case errors.Is(err, context.Canceled):
+		return "interrupted" + after
+	}
+	return "failed: no connection" + after
+}

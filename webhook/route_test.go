@@ -1,0 +1,186 @@
+package webhook
+
+import (
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// A tenant's webhook reaches public addresses only: every range that is not
+// globally reachable is refused, however it is written.
+func TestCheckPublic(t *testing.T) {
+	for _, tt := range []struct {
+		ip     string
+		public bool
+	}{
+		{"10.96.0.10", false},
+		{"172.20.3.4", false},
+		{"192.168.1.1", false},
+		{"127.0.0.1", false},
+		{"127.77.0.10", false},
+		{"100.64.0.1", false},
+		{"169.254.169.254", false},
+		{"0.0.0.0", false},
+		{"198.18.0.1", false},
+		{"224.0.0.1", false},
+		{"255.255.255.255", false},
+		{"::1", false},
+		{"::", false},
+		{"fd00::1", false},
+		{"fe80::1", false},
+		{"::ffff:10.0.0.1", false},
+		{"64:ff9b::a00:1", false}, // 10.0.0.1 behind NAT64
+		{"2002:a00:1::", false},   // 6to4 of 10.0.0.1
+		{"2001:db8::1", false},
+		{"8.8.8.8", true},
+		{"1.1.1.1", true},
+		{"64:ff9b::808:808", true}, // 8.8.8.8 behind NAT64
+		{"2606:4700:4700::1111", true},
+	} {
+		err := checkPublic(netip.MustParseAddr(tt.ip))
+		if (err == nil) != tt.public {
+			t.Errorf("checkPublic(%s) = %v, want public %t", tt.ip, err, tt.public)
+		}
+	}
+}
+
+// serviceURL is a URL naming a Service of namespace team-a, on the port srv
+// listens on.
+func serviceURL(t *testing.T, srv string) string {
+	t.Helper()
+	u, err := url.Parse(srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "http://sink.team-a.svc.cluster.local:" + u.Port() + "/hooks/done"
+}
+
+func TestTenantRoutes(t *testing.T) {
+	loopback := netip.MustParseAddr("127.0.0.1")
+	for _, tt := range []struct {
+		name    string
+		allow   []string
+		route   Route
+		service bool // the URL names the Service; else the receiver's own address
+		// want is what Summary says; "delivered" when the receiver got it.
+		want string
+	}{
+		{name: "platform, loopback", want: "delivered"},
+		{name: "tenant, loopback", route: Route{Tenant: true},
+			want: "refused: a loopback address; a tenant's webhook may reach public addresses and Services of its own namespace (--webhook-allow admits others)"},
+		{name: "tenant, loopback the allow list admits", allow: []string{"127.0.0.1"}, route: Route{Tenant: true}, want: "delivered"},
+		{name: "tenant, loopback another allow list", allow: []string{"hooks.example.com"}, route: Route{Tenant: true},
+			want: "refused: host 127.0.0.1 is not in --webhook-allow"},
+		{name: "tenant, own Service", route: Route{Tenant: true, Address: loopback}, service: true, want: "delivered"},
+		{name: "tenant, own Service under an allow list", allow: []string{"hooks.example.com"}, route: Route{Tenant: true, Address: loopback}, service: true, want: "delivered"},
+		{name: "tenant, a Service address on the deny list", route: Route{Tenant: true, Address: netip.MustParseAddr("169.254.169.254")}, service: true,
+			want: "refused: cloud metadata address"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var hosts []string
+			var hits atomic.Int64
+			srv := startReceiver(t, http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+				hits.Add(1)
+				hosts = append(hosts, r.Host)
+			}))
+			allow, err := ParseAllowList(tt.allow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := NewSender(testOptions(func(o *Options) { o.Allow = allow }))
+			target := srv.URL + "/hooks/done"
+			if tt.service {
+				target = serviceURL(t, srv.URL)
+			}
+			d, err := s.Deliver(t.Context(), tt.route, target, []byte("{}"), "k")
+			got := Summary(d, err)
+			if tt.want == "delivered" {
+				if err != nil || hits.Load() != 1 {
+					t.Fatalf("%s: %v (%s), %d requests; want delivered once", tt.name, err, got, hits.Load())
+				}
+				if tt.service && !strings.HasPrefix(hosts[0], "sink.team-a.svc.cluster.local:") {
+					t.Errorf("Host %q, want the Service's name", hosts[0])
+				}
+				return
+			}
+			if got != tt.want || hits.Load() != 0 {
+				t.Errorf("Summary = %q after %d requests, want %q and none", got, hits.Load(), tt.want)
+			}
+		})
+	}
+}
+
+// The platform's connections are never lent to a tenant: a tenant's request
+// to a receiver the platform just used is refused all the same.
+func TestTenantNeverReusesAPlatformConnection(t *testing.T) {
+	srv, hits := hitCounter(t)
+	s := NewSender(testOptions())
+	if _, err := s.Send(t.Context(), srv.URL, []byte("{}"), "k"); err != nil {
+		t.Fatal(err)
+	}
+	d, err := s.Deliver(t.Context(), Route{Tenant: true}, srv.URL, []byte("{}"), "k")
+	if !strings.HasPrefix(Summary(d, err), "refused: a loopback address") || hits.Load() != 1 {
+		t.Errorf("tenant after platform: %q, %d requests in all; want refused after the platform's one", Summary(d, err), hits.Load())
+	}
+}
+
+// What a tenant reads of a failure names no network detail: the status
+// code, a time-out, or no connection.
+func TestSummary(t *testing.T) {
+	tenant := Route{Tenant: true, Address: netip.MustParseAddr("127.0.0.1")}
+	answering := func(status int) string {
+		srv := startReceiver(t, &testReceiver{statuses: []int{status}})
+		return serviceURL(t, srv.URL)
+	}
+	silent := func() string {
+		srv := startReceiver(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { time.Sleep(time.Second) }))
+		return serviceURL(t, srv.URL)
+	}
+	closed := func() string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		_ = l.Close()
+		return "http://sink.team-a.svc:" + addr[strings.LastIndex(addr, ":")+1:] + "/"
+	}
+	for _, tt := range []struct {
+		name, url string
+		opts      func(*Options)
+		want      string
+	}{
+		{"503 thrice", answering(503), nil, "failed: HTTP 503 after 3 attempts"},
+		{"404", answering(404), nil, "failed: HTTP 404"},
+		{"no answer in time", silent(), func(o *Options) { o.Timeout, o.MaxAttempts = 100*time.Millisecond, 1 }, "timed out"},
+		{"nothing listens", closed(), func(o *Options) { o.MaxAttempts = 1 }, "failed: no connection"},
+		{"not http", "gopher://sink.team-a.svc/", nil, `refused: invalid url: scheme "gopher" is not http or https`},
+	} {
+		opts := testOptions()
+		if tt.opts != nil {
+			tt.opts(&opts)
+		}
+		d, err := NewSender(opts).Deliver(t.Context(), tenant, tt.url, []byte("{}"), "k")
+		if got := Summary(d, err); got != tt.want {
+			t.Errorf("%s: Summary = %q (error %v), want %q", tt.name, got, err, tt.want)
+		}
+	}
+	if got := Summary(Delivery{Attempts: 1, StatusCode: 204}, nil); got != "delivered: HTTP 204" {
+		t.Errorf("Summary of a delivery = %q", got)
+	}
+}
+
+// A receiver is named by scheme and host in every error: a path or query
+// may be a credential.
+func TestErrorsNameTheOriginOnly(t *testing.T) {
+	srv := startReceiver(t, &testReceiver{statuses: []int{500}})
+	_, err := NewSender(testOptions(func(o *Options) { o.MaxAttempts = 1 })).Send(t.Context(), srv.URL+"/services/T000/B000/XXXXsecret?token=abc", []byte("{}"), "k")
+	if err == nil || strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "token") || !strings.Contains(err.Error(), srv.URL) {
+		t.Errorf("error %v: want the receiver's origin %s and nothing of its path or query", err, srv.URL)
+	}
+}
