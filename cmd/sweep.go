@@ -38,7 +38,9 @@ type sweepOptions struct {
 	claimTTL            time.Duration
 	maxHold             time.Duration
 	notifyURL           string
+	notifyURLFile       string
 	notifyFormat        string
+	notifyKeyFile       string
 	webhookKeyFile      string
 	webhookAllow        []string
 	pushgatewayURL      string
@@ -91,7 +93,9 @@ failed, 2 on a usage or configuration error.`,
 	fs.DurationVar(&o.claimTTL, "claim-ttl", sweep.DefaultClaimTTL, "how long a claim holds a manager: an action not done by then (less 5s) is given up, and a later sweep may complete the claim of a sweep that died")
 	fs.StringVar(&o.webhookKeyFile, "webhook-signing-key-file", "", "file with the key that signs webhook requests (HMAC-SHA256)")
 	fs.StringSliceVar(&o.webhookAllow, "webhook-allow", nil, "send webhooks only to these receivers: host names, *.domain suffixes, CIDRs of the addresses dialled (default: any receiver the deny list allows)")
-	fs.StringVar(&o.notifyURL, "notify-url", "", "after every action that fired or failed (not in a dry run), POST a notification here, delivered as WEBHOOK actions are (timeout, retries, address policy, --webhook-allow, signature)")
+	fs.StringVar(&o.notifyURL, "notify-url", "", "after every action that fired or failed (not in a dry run), POST a notification here, delivered as WEBHOOK actions are (timeout, retries, address policy, --webhook-allow, signature); the URL is a credential that this flag shows to anyone who can see the process or the pod spec: in a cluster, use --notify-url-file")
+	fs.StringVar(&o.notifyURLFile, "notify-url-file", "", "as --notify-url, with the URL read from this file (once, at start; surrounding white space trimmed), e.g. a mounted Secret's key")
+	fs.StringVar(&o.notifyKeyFile, "notify-signing-key-file", "", "file with the key that signs notifications (HMAC-SHA256) in place of --webhook-signing-key-file's (default: notifications are signed as WEBHOOK requests are)")
 	fs.StringVar(&o.notifyFormat, "notify-format", sweep.NotifyJSON, "notification body: json, or slack (a {\"text\": ...} body that Slack and Mattermost incoming webhooks accept)")
 	fs.StringVar(&o.pushgatewayURL, "pushgateway-url", "", "push the sweep's metrics to this Prometheus Pushgateway at the end of each sweep")
 	fs.Int64Var(&o.chunkSize, "chunk-size", sweep.DefaultPageSize, "objects per list request (managers, namespaces, pods), as kubectl's --chunk-size")
@@ -126,7 +130,6 @@ func (o *sweepOptions) config(flags *pflag.FlagSet) (sweep.Config, error) {
 		SweepID:             sweepID(),
 		ClaimTTL:            o.claimTTL,
 		MaxHold:             o.maxHold,
-		NotifyURL:           o.notifyURL,
 		NotifyFormat:        o.notifyFormat,
 		Version:             version,
 		ShardIndex:          o.shardIndex,
@@ -162,12 +165,59 @@ func (o *sweepOptions) config(flags *pflag.FlagSet) (sweep.Config, error) {
 	if o.chunkSize < 1 {
 		return cfg, errors.New("--chunk-size must be at least 1")
 	}
-	if o.notifyURL != "" {
-		if u, err := url.Parse(o.notifyURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return cfg, fmt.Errorf("--notify-url %q: want an absolute http or https URL", o.notifyURL)
-		}
+	var err error
+	if cfg.NotifyURL, cfg.NotifySigningKey, err = o.notifyConfig(); err != nil {
+		return cfg, err
 	}
 	return cfg, cfg.Validate()
+}
+
+// notifyConfig reads the notification URL, from --notify-url or
+// --notify-url-file, and the key of --notify-signing-key-file. The URL is
+// a credential: no error shows more of it than its scheme and host
+// (sweep.RedactURL), and one about the file none of what it holds.
+func (o *sweepOptions) notifyConfig() (string, []byte, error) {
+	rawURL := o.notifyURL
+	switch {
+	case o.notifyURL != "" && o.notifyURLFile != "":
+		return "", nil, errors.New("--notify-url and --notify-url-file: give one, not both")
+	case o.notifyURL != "":
+		if !notifiable(o.notifyURL) {
+			return "", nil, fmt.Errorf("--notify-url %s: want an absolute http or https URL", sweep.RedactURL(o.notifyURL))
+		}
+	case o.notifyURLFile != "":
+		data, err := os.ReadFile(o.notifyURLFile)
+		if err != nil {
+			return "", nil, fmt.Errorf("--notify-url-file: %w", err)
+		}
+		if rawURL = strings.TrimSpace(string(data)); rawURL == "" {
+			return "", nil, fmt.Errorf("--notify-url-file %s is empty", o.notifyURLFile)
+		}
+		if !notifiable(rawURL) {
+			return "", nil, fmt.Errorf("--notify-url-file %s: want an absolute http or https URL on one line (its content is not shown)", o.notifyURLFile)
+		}
+	}
+	if o.notifyKeyFile == "" {
+		return rawURL, nil, nil
+	}
+	if rawURL == "" {
+		return "", nil, errors.New("--notify-signing-key-file needs --notify-url or --notify-url-file")
+	}
+	key, err := os.ReadFile(o.notifyKeyFile)
+	if err != nil {
+		return "", nil, fmt.Errorf("--notify-signing-key-file: %w", err)
+	}
+	if key = []byte(strings.TrimSpace(string(key))); len(key) == 0 {
+		return "", nil, fmt.Errorf("--notify-signing-key-file %s is empty", o.notifyKeyFile)
+	}
+	return rawURL, key, nil
+}
+
+// notifiable reports whether rawURL is an absolute http or https URL with
+// a host, as webhook.Sender takes.
+func notifiable(rawURL string) bool {
+	u, err := url.Parse(rawURL)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Hostname() != ""
 }
 
 func (o *sweepOptions) webhookOptions() (webhook.Options, error) {

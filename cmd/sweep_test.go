@@ -1,7 +1,11 @@
 package cmd
 
 import (
+	"bytes"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/nsman/nsman/sweep"
@@ -124,5 +128,115 @@ func TestSweepConfigRejects(t *testing.T) {
 				t.Errorf("%v accepted", args)
 			}
 		})
+	}
+}
+
+// secretURL is a Slack incoming webhook's URL: its path is the credential.
+const secretURL = "https://hooks.slack.com/services/T0SECRET/B0SECRET/XXSECRET"
+
+// writeFile writes content to a new file and returns its path.
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestSweepNotifyURLFile: --notify-url-file reads the URL once, trimmed,
+// as --notify-url would give it; --notify-signing-key-file the key that
+// signs notifications.
+func TestSweepNotifyURLFile(t *testing.T) {
+	urlFile := writeFile(t, "url", "\n  "+secretURL+"\n")
+	keyFile := writeFile(t, "key", "notify-key\n")
+	for _, tt := range []struct {
+		name    string
+		args    []string
+		wantURL string
+		wantKey string
+	}{
+		{name: "none"},
+		{name: "flag", args: []string{"--notify-url", secretURL}, wantURL: secretURL},
+		{name: "file", args: []string{"--notify-url-file", urlFile}, wantURL: secretURL},
+		{name: "file and key", args: []string{"--notify-url-file", urlFile, "--notify-signing-key-file", keyFile}, wantURL: secretURL, wantKey: "notify-key"},
+		{name: "flag and key", args: []string{"--notify-url", secretURL, "--notify-signing-key-file", keyFile}, wantURL: secretURL, wantKey: "notify-key"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := sweepConfig(t, tt.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.NotifyURL != tt.wantURL || string(cfg.NotifySigningKey) != tt.wantKey {
+				t.Errorf("URL %q, key %q; want %q, %q", cfg.NotifyURL, cfg.NotifySigningKey, tt.wantURL, tt.wantKey)
+			}
+		})
+	}
+}
+
+// TestSweepNotifyFlagsRefused: a notification URL given twice, empty,
+// unreadable or malformed, and a signing key without a URL or empty, are
+// refused; the message names the file, and never shows the URL's path,
+// whether it came from the flag or the file.
+func TestSweepNotifyFlagsRefused(t *testing.T) {
+	dir := t.TempDir()
+	empty := writeFile(t, "empty", " \n")
+	urlFile := writeFile(t, "url", secretURL)
+	noScheme := writeFile(t, "no-scheme", "hooks.slack.com/services/T0SECRET/B0SECRET/XXSECRET")
+	twoLines := writeFile(t, "two-lines", secretURL+"\nhttps://other.example/XXSECRET")
+	ftp := writeFile(t, "ftp", "ftp://hooks.slack.com/services/T0SECRET/B0SECRET/XXSECRET")
+	emptyKey := writeFile(t, "empty-key", "\n")
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string // in the message
+	}{
+		{"both", []string{"--notify-url", secretURL, "--notify-url-file", urlFile}, "give one, not both"},
+		{"empty file", []string{"--notify-url-file", empty}, "--notify-url-file " + empty + " is empty"},
+		{"no file", []string{"--notify-url-file", filepath.Join(dir, "none")}, filepath.Join(dir, "none")},
+		{"no scheme in the file", []string{"--notify-url-file", noScheme}, "--notify-url-file " + noScheme + ": want an absolute http or https URL"},
+		{"two lines in the file", []string{"--notify-url-file", twoLines}, "--notify-url-file " + twoLines + ": want"},
+		{"ftp in the file", []string{"--notify-url-file", ftp}, "--notify-url-file " + ftp + ": want"},
+		{"no scheme", []string{"--notify-url", "hooks.slack.com/services/T0SECRET/B0SECRET/XXSECRET"}, "--notify-url (a URL that is not shown): want an absolute http or https URL"},
+		{"ftp", []string{"--notify-url", "ftp://hooks.slack.com/services/T0SECRET/B0SECRET/XXSECRET"}, "--notify-url ftp://hooks.slack.com/…: want"},
+		{"no host", []string{"--notify-url", "https:///services/T0SECRET/B0SECRET/XXSECRET"}, "--notify-url (a URL that is not shown): want"},
+		{"bad escape", []string{"--notify-url", "https://hooks.slack.com/services/T0SECRET/%zz/XXSECRET"}, "--notify-url (a URL that is not shown): want"},
+		{"key without a URL", []string{"--notify-signing-key-file", emptyKey}, "needs --notify-url or --notify-url-file"},
+		{"empty key", []string{"--notify-url", secretURL, "--notify-signing-key-file", emptyKey}, "--notify-signing-key-file " + emptyKey + " is empty"},
+		{"no key file", []string{"--notify-url", secretURL, "--notify-signing-key-file", filepath.Join(dir, "no-key")}, filepath.Join(dir, "no-key")},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := sweepConfig(t, tt.args)
+			if err == nil {
+				t.Fatalf("%v accepted", tt.args)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %q, want it to contain %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "SECRET") {
+				t.Errorf("error %q shows the URL's path", err)
+			}
+		})
+	}
+}
+
+// TestSweepNotifyURLNotEchoed: nsman sweep with a malformed --notify-url
+// exits as a usage error, before any cluster is contacted, and its output
+// shows nothing of the URL but its scheme and host.
+func TestSweepNotifyURLNotEchoed(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "none")
+	for _, args := range [][]string{
+		{"--notify-url", "ftp://user:PWSECRET@hooks.slack.com/services/T0SECRET/B0SECRET/XXSECRET?token=QSECRET"},
+		{"--notify-url", "hooks.slack.com/services/T0SECRET/B0SECRET/XXSECRET"},
+		{"--notify-url-file", writeFile(t, "url", "ftp://hooks.slack.com/services/T0SECRET/B0SECRET/XXSECRET")},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := Execute(t.Context(), append([]string{"sweep", "--kubeconfig", kubeconfig}, args...), &stdout, &stderr)
+		if code != ExitUsage {
+			t.Errorf("%v: exit code %d, want %d", args, code, ExitUsage)
+		}
+		if out := stdout.String() + stderr.String(); !strings.Contains(out, "want an absolute http or https URL") || strings.Contains(out, "SECRET") {
+			t.Errorf("%v: output %q, want the refusal without the URL's path, query or password", args, out)
+		}
 	}
 }

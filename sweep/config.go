@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -61,9 +62,17 @@ type Config struct {
 	InterruptGrace time.Duration
 	// NotifyURL, when set, receives a notification after every action
 	// that fired or failed (not in a dry run), in NotifyFormat (NotifyJSON,
-	// the default, or NotifySlack), delivered as WEBHOOK actions are.
+	// the default, or NotifySlack), delivered as WEBHOOK actions are. It is
+	// a credential (a Slack incoming webhook's path is its secret): the
+	// sweep never shows more of it than RedactURL does.
 	NotifyURL    string
 	NotifyFormat string
+	// NotifySigningKey, when set, signs notifications in place of the
+	// sender's key: every WEBHOOK receiver that verifies nsman's requests
+	// holds that key, and could sign a notification with it. Empty:
+	// notifications are signed as WEBHOOK actions are (with the sender's
+	// key, if it has one), as before the field existed.
+	NotifySigningKey []byte
 	// Version is nsman's, which notifications carry.
 	Version string
 	// MaxHold is how far ahead of now a hold (HoldAnnotation) may end; one
@@ -165,7 +174,14 @@ func New(cfg Config, clients Clients, sender *webhook.Sender, log *slog.Logger) 
 	cfg.ProtectedNamespaces = WithProtectedFloor(cfg.ProtectedNamespaces)
 	s := &Sweeper{cfg: cfg, clients: clients, log: log, writer: newWriter(clients, sender, cfg.DryRun)}
 	if cfg.NotifyURL != "" && s.writer.done() == StateFired {
-		s.notifier = &notifier{url: cfg.NotifyURL, format: cfg.NotifyFormat}
+		if sender == nil {
+			return nil, errors.New("notifications need a webhook sender")
+		}
+		notifySender := sender
+		if len(cfg.NotifySigningKey) > 0 {
+			notifySender = sender.WithSigningKey(cfg.NotifySigningKey)
+		}
+		s.notifier = newNotifier(cfg.NotifyURL, cfg.NotifyFormat, notifySender)
 	}
 	return s, nil
 }

@@ -4,10 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/webhook"
 )
 
 // Notification formats (--notify-format).
@@ -41,16 +45,71 @@ type NotificationManager struct {
 	Name      string `json:"name"`
 }
 
-// notifier sends the notifications of Config.NotifyURL in one format.
+// notifier sends the notifications of Config.NotifyURL in one format,
+// through its own sender (signed with Config.NotifySigningKey when set). A
+// dry run has none: it sends nothing.
 type notifier struct {
 	url, format string
+	sender      *webhook.Sender
+	// hidden are the forms of url that an error may quote (as given, and
+	// as url.URL renders it, password masked or not), longest first; shown
+	// is what errors say instead (RedactURL).
+	hidden []string
+	shown  string
+}
+
+func newNotifier(rawURL, format string, sender *webhook.Sender) *notifier {
+	n := &notifier{url: rawURL, format: format, sender: sender, hidden: []string{rawURL}, shown: RedactURL(rawURL)}
+	if u, err := url.Parse(rawURL); err == nil {
+		n.hidden = append(n.hidden, u.String(), u.Redacted())
+	}
+	slices.SortFunc(n.hidden, func(a, b string) int { return len(b) - len(a) })
+	return n
+}
+
+// redact is err's message with the notification URL cut down to its scheme
+// and host: a Slack or Mattermost incoming-webhook URL is a credential,
+// its path the secret, and the webhook package quotes the URL in full (but
+// a password). A message that would still name the URL's path, query or
+// user after that says only where and that it failed.
+func (n *notifier) redact(err error) string {
+	msg := err.Error()
+	for _, h := range n.hidden {
+		msg = strings.ReplaceAll(msg, h, n.shown)
+	}
+	if u, perr := url.Parse(n.url); perr == nil {
+		for _, secret := range []string{strings.TrimSuffix(u.EscapedPath(), "/"), u.RawQuery, u.Fragment, u.User.String()} {
+			if secret != "" && strings.Contains(msg, secret) {
+				return "notification to " + n.shown + " failed (the error named the URL, and is not shown)"
+			}
+		}
+	}
+	return msg
+}
+
+// RedactURL renders a URL as its scheme and host alone, followed by "/…"
+// when there was more (a path, a query, a fragment, a user): what logs,
+// reports and errors may show of a URL that is a credential, such as a
+// Slack incoming webhook's. Anything that does not parse as an absolute URL
+// with a host is shown as "(a URL that is not shown)".
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return "(a URL that is not shown)"
+	}
+	shown := u.Scheme + "://" + u.Host
+	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil || u.Opaque != "" || u.ForceQuery {
+		shown += "/…"
+	}
+	return shown
 }
 
 // notify sends the notification of the outcome of plan p's action, when
 // the sweep has a notifier; a failure is told once. Its Idempotency-Key is
 // derived from the firing's and the result: the same outcome, told again by
 // a sweep completing a claim, carries the same key. A notification that
-// fails is logged and counted; it changes nothing else.
+// fails is logged, without the URL's path, and counted; it changes nothing
+// else.
 func (s *Sweeper) notify(ctx context.Context, r *sweepRun, m policy.Manager, p *plan, effects []string, actionErr error, failedBefore bool) {
 	if s.notifier == nil || actionErr != nil && failedBefore {
 		return
@@ -66,18 +125,22 @@ func (s *Sweeper) notify(ctx context.Context, r *sweepRun, m policy.Manager, p *
 	}
 	body, err := notificationBody(n, s.notifier.format)
 	if err == nil {
-		err = s.writer.post(ctx, s.notifier.url, body, digest("%s/%s", firingKey(m, p), result))
+		_, err = s.notifier.sender.Send(ctx, s.notifier.url, body, digest("%s/%s", firingKey(m, p), result))
 	}
 	if err != nil {
 		r.notifyFailed.Add(1)
-		s.log.Error("notification not delivered", "manager", m.Namespace+"/"+m.Name, "namespace", p.target.name, "policy", p.policy.Name, "error", err.Error())
+		s.log.Error("notification not delivered", "manager", m.Namespace+"/"+m.Name, "namespace", p.target.name, "policy", p.policy.Name, "error", s.notifier.redact(err))
 		return
 	}
 	r.notifySent.Add(1)
 }
 
 // notificationBody renders n as json, or as a {"text": ...} body that Slack
-// and Mattermost incoming webhooks accept.
+// and Mattermost incoming webhooks accept. In the text, whatever nsman did
+// not write itself (names, the message, the effects) is escaped as Slack
+// asks (&, <, >), so that nobody who names a manager or answers a webhook
+// can ping a channel or hide a link in it; and a webhook's failure carries
+// its status code, not the receiver's reason phrase (slackMessage).
 func notificationBody(n Notification, format string) ([]byte, error) {
 	if format != NotifySlack {
 		return json.Marshal(n)
@@ -86,12 +149,44 @@ func notificationBody(n Notification, format string) ([]byte, error) {
 	if n.Rule {
 		kind = "rule"
 	}
-	text := fmt.Sprintf("nsman: %s of namespace %s by %s %s/%s (policy %q) %s", n.Action, n.Target, kind, n.Manager.Namespace, n.Manager.Name, n.Policy, n.Result)
+	text := fmt.Sprintf("nsman: %s of namespace %s by %s %s/%s (policy %q) %s",
+		slackEscape(n.Action), slackEscape(n.Target), kind, slackEscape(n.Manager.Namespace), slackEscape(n.Manager.Name), slackEscape(n.Policy), n.Result)
 	if n.Message != "" {
-		text += ": " + n.Message
+		text += ": " + slackEscape(slackMessage(n.Message))
 	}
-	if len(n.Effects) > 0 {
-		text += "\n" + strings.Join(n.Effects, "\n")
+	for _, e := range n.Effects {
+		text += "\n" + slackEscape(e)
 	}
 	return json.Marshal(map[string]string{"text": text})
+}
+
+// slackEscape escapes the three characters Slack gives a meaning in
+// message text: < and > make mentions (<!channel>) and links, & escapes.
+var slackEscape = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace
+
+// Webhook failures as webhook.Sender words them: "webhook URL: 500
+// Internal Server Error after 3 attempts", with "; Retry-After "…" exceeds
+// 30s" after a Retry-After too long, or, cut off while waiting, "webhook
+// URL: context canceled after 2 attempts, last: 503 Service Unavailable".
+// The status line is the receiver's own, reason phrase and all.
+var (
+	statusThenAttempts = regexp.MustCompile(`(webhook \S+: )(\d{3})(?: .*)? (after \d+ attempts?(?:; Retry-After "(?:[^"\\]|\\.)*" exceeds \S+)?)$`)
+	statusLast         = regexp.MustCompile(`(, last: )(\d{3})(?: .*)?$`)
+	// statusCutOff is a status line whose end truncate cut off.
+	statusCutOff = regexp.MustCompile(`(webhook \S+: )(\d{3})(?: .*)?$`)
+)
+
+// slackMessage is msg with the status line of a webhook's answer reduced to
+// "HTTP <code>": the reason phrase is whatever the receiver chose to write.
+func slackMessage(msg string) string {
+	if statusThenAttempts.MatchString(msg) {
+		return statusThenAttempts.ReplaceAllString(msg, "${1}HTTP $2 $3")
+	}
+	if statusLast.MatchString(msg) {
+		return statusLast.ReplaceAllString(msg, "${1}HTTP $2")
+	}
+	if strings.HasSuffix(msg, "...") && statusCutOff.MatchString(msg) {
+		return statusCutOff.ReplaceAllString(msg, "${1}HTTP $2 ...")
+	}
+	return msg
 }

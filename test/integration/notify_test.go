@@ -1,14 +1,27 @@
 package integration
 
 import (
+	"bufio"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
+	"github.com/nsman/nsman/webhook"
 )
 
 // TestNotifications: with --notify-url, every action that fired or failed
@@ -22,7 +35,13 @@ func TestNotifications(t *testing.T) {
 	refusing := nsmantest.NewReceiver(t)
 	refusing.SetStatus(400)
 	createManager(t, managerObj(del, del, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}))
-	createManager(t, managerObj(hook, hook, caseID, []any{ttlPolicy("report at once", 0, webhookAction(refusing.URL+"/hook"))}))
+	// The webhook's manager is trusted, as a platform team's is: a
+	// tenant's may not reach a receiver on loopback.
+	home := nsmantest.ServiceAccountNamespace
+	createManager(t, managerObj(home, hook, caseID, []any{ttlPolicy("report at once", 0, webhookAction(refusing.URL+"/hook"))}, targeting(hook)))
+	t.Cleanup(func() {
+		_ = e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Delete(context.Background(), hook, metav1.DeleteOptions{})
+	})
 	createManager(t, managerObj(idle, idle, caseID, []any{ttlPolicy("in an hour", 3600, deleteAction)}))
 	notify := nsmantest.NewReceiver(t)
 	args := []string{"-l", caseLabel + "=" + caseID, "--notify-url", notify.URL + "/nsman"}
@@ -56,7 +75,7 @@ func TestNotifications(t *testing.T) {
 	}
 	// The webhook fails again: a failure is told once.
 	res = e.Sweep(t, args...)
-	wantState(t, res, hook, hook, sweep.StateFailed)
+	wantState(t, res, home, hook, sweep.StateFailed)
 	if n := len(notify.Deliveries()); n != 2 {
 		t.Errorf("%d notifications after the same failure again, want still 2", n)
 	}
@@ -117,5 +136,173 @@ func TestNotificationsUnderConcurrentSweeps(t *testing.T) {
 		if n != 1 {
 			t.Errorf("outcome %s told %d times", k, n)
 		}
+	}
+}
+
+// notifyPath is the secret part of a notification URL, as a Slack
+// incoming webhook's path is; withSecrets puts it, and a user and
+// password, on a receiver's URL.
+const notifyPath = "/services/T0SECRET/B0SECRET/XXSECRET?token=QSECRET"
+
+func withSecrets(receiverURL string) string {
+	return strings.Replace(receiverURL, "http://", "http://USERSECRET:PWSECRET@", 1) + notifyPath
+}
+
+// writeTemp writes content to a new file and returns its path.
+func writeTemp(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestNotificationURLNeverShown: the notification URL is a credential. A
+// sweep whose notification fails (the receiver answers 500, or nothing
+// listens) logs the failure and counts it, naming the receiver by scheme
+// and host alone, whether the URL came from --notify-url or
+// --notify-url-file: neither its stderr nor its report nor the manager's
+// record holds the URL's path, query, user or password.
+func TestNotificationURLNeverShown(t *testing.T) {
+	e := setup(t)
+	failing := nsmantest.NewReceiver(t)
+	failing.SetStatus(500)
+	refusing := strings.TrimSuffix(refusingURL(t), "/nsman")
+	for _, tt := range []struct {
+		name     string
+		receiver string
+		args     func(t *testing.T, rawURL string) []string
+	}{
+		{"500, --notify-url-file", failing.URL, func(t *testing.T, rawURL string) []string {
+			return []string{"--notify-url-file", writeTemp(t, "url", rawURL+"\n")}
+		}},
+		{"connection refused, --notify-url", refusing, func(_ *testing.T, rawURL string) []string {
+			return []string{"--notify-url", rawURL}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := sweepOne(t, e, func(string) map[string]any { return deleteAction }, append(tt.args(t, withSecrets(tt.receiver)), "--notify-format", "slack")...)
+			wantCode(t, s.res, 0)
+			if n := s.res.Report.Summary.Notifications; n["failed"] != 1 {
+				t.Errorf("summary notifications %v, want 1 failed", n)
+			}
+			if !strings.Contains(s.res.Stderr, "notification not delivered") || !strings.Contains(s.res.Stderr, tt.receiver) {
+				t.Errorf("stderr names neither the failed notification nor %s:\n%s", tt.receiver, s.res.Stderr)
+			}
+			for what, v := range map[string]any{"stderr": s.res.Stderr, "report": s.res.Report, "record": s.status} {
+				data, err := json.Marshal(v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if strings.Contains(string(data), "SECRET") {
+					t.Errorf("%s shows the notification URL:\n%s", what, data)
+				}
+			}
+		})
+	}
+}
+
+// TestNotificationFromFilesSigned: --notify-url-file's URL receives the
+// notification, signed with --notify-signing-key-file's key, not
+// --webhook-signing-key-file's, which still signs the WEBHOOK action.
+func TestNotificationFromFilesSigned(t *testing.T) {
+	e := setup(t)
+	hooks := nsmantest.NewReceiver(t)
+	notify := nsmantest.NewReceiver(t)
+	webhookKey, notifyKey := "webhook-key", "notify-key"
+	s := sweepOne(t, e, func(target string) map[string]any { return webhookAction(hooks.URL + "/" + target) },
+		"--notify-url-file", writeTemp(t, "url", "\n"+notify.URL+"/services/T0/B0/X\n"),
+		"--notify-signing-key-file", writeTemp(t, "notify-key", notifyKey+"\n"),
+		"--webhook-signing-key-file", writeTemp(t, "webhook-key", webhookKey))
+	wantCode(t, s.res, 0)
+	got := notify.Deliveries()
+	if len(got) != 1 || got[0].Path != "/services/T0/B0/X" {
+		t.Fatalf("notifications %+v, want one at /services/T0/B0/X", got)
+	}
+	if err := signedWith(got[0].Header, got[0].Body, notifyKey); err != nil {
+		t.Errorf("notification: %v", err)
+	}
+	var hook []nsmantest.Delivery
+	for _, d := range hooks.Deliveries() {
+		if d.Path == "/"+s.target {
+			hook = append(hook, d)
+		}
+	}
+	if len(hook) != 1 {
+		t.Fatalf("%d WEBHOOK requests, want 1", len(hook))
+	}
+	if err := signedWith(hook[0].Header, hook[0].Body, webhookKey); err != nil {
+		t.Errorf("WEBHOOK action: %v", err)
+	}
+}
+
+// signedWith checks a request's version 1 signature (webhook.SignatureHeader,
+// the HMAC-SHA256 of the timestamp, a dot and the body), which every 1.x
+// release sends.
+func signedWith(header http.Header, body []byte, key string) error {
+	mac := hmac.New(sha256.New, []byte(key))
+	mac.Write([]byte(header.Get(webhook.TimestampHeader) + "."))
+	mac.Write(body)
+	if got, want := header.Get(webhook.SignatureHeader), "sha256="+hex.EncodeToString(mac.Sum(nil)); got != want {
+		return fmt.Errorf("signature %q, want %q (key %q)", got, want, key)
+	}
+	return nil
+}
+
+// answeringReceiver answers every request with the raw status line
+// statusLine, whose reason phrase is the receiver's own to choose.
+func answeringReceiver(t *testing.T, statusLine string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer func() { _ = c.Close() }()
+				req, err := http.ReadRequest(bufio.NewReader(c))
+				if err != nil {
+					return
+				}
+				_, _ = io.Copy(io.Discard, req.Body)
+				_, _ = io.WriteString(c, statusLine+"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+			}()
+		}
+	}()
+	return "http://" + l.Addr().String()
+}
+
+// TestSlackNotificationOfAFailedWebhook: a WEBHOOK receiver that fails
+// with a reason phrase meant for the platform team's channel (a
+// channel-wide mention, a disguised link) does not reach it: the Slack
+// notification says "HTTP 400", and has no <, > or & of anyone but nsman.
+func TestSlackNotificationOfAFailedWebhook(t *testing.T) {
+	e := setup(t)
+	hook := answeringReceiver(t, "HTTP/1.1 400 <!channel> <https://evil.example|click> & co")
+	notify := nsmantest.NewReceiver(t)
+	s := sweepOne(t, e, func(target string) map[string]any { return webhookAction(hook + "/" + target) },
+		"--notify-url", notify.URL+"/slack", "--notify-format", "slack")
+	wantCode(t, s.res, 1)
+	got := notify.Deliveries()
+	if len(got) != 1 {
+		t.Fatalf("%d notifications, want 1", len(got))
+	}
+	var body map[string]string
+	if err := json.Unmarshal(got[0].Body, &body); err != nil {
+		t.Fatalf("notification %s: %v", got[0].Body, err)
+	}
+	text := body["text"]
+	if !strings.HasPrefix(text, "nsman: WEBHOOK of namespace "+s.target) || !strings.Contains(text, "HTTP 400") {
+		t.Errorf("text %q, want the failed WEBHOOK with HTTP 400", text)
+	}
+	if strings.ContainsAny(strings.NewReplacer("&amp;", "", "&lt;", "", "&gt;", "").Replace(text), "<>&") || strings.Contains(text, "evil") || strings.Contains(text, "channel") {
+		t.Errorf("text %q carries the receiver's reason phrase or an unescaped <, > or &", text)
 	}
 }
