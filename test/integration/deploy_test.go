@@ -226,9 +226,22 @@ func TestOverlaysRenderAndAreAdmitted(t *testing.T) {
 			}
 		}},
 		{overlay: "notify", check: func(t *testing.T, cj *batchv1.CronJob) {
-			want := append(slices.Clone(baseArgs), "--notify-url=https://hooks.slack.com/services/REPLACE/ME", "--notify-format=slack")
-			if args := nsmanContainer(t, cj).Args; !slices.Equal(args, want) {
-				t.Errorf("args %q, want %q", args, want)
+			c := nsmanContainer(t, cj)
+			if want := append(slices.Clone(baseArgs), notifyURLFlag, "--notify-format=slack"); !slices.Equal(c.Args, want) {
+				t.Errorf("args %q, want %q", c.Args, want)
+			}
+			vols := cj.Spec.JobTemplate.Spec.Template.Spec.Volumes
+			if len(vols) != 1 || vols[0].Secret == nil || vols[0].Secret.SecretName != notifyURLSecret || !slices.Equal(vols[0].Secret.Items, []corev1.KeyToPath{{Key: "url", Path: "url"}}) {
+				t.Fatalf("volumes %+v, want Secret %s's url alone", vols, notifyURLSecret)
+			}
+			if ptr.Deref(vols[0].Secret.Optional, false) {
+				t.Error("Secret volume optional: nsman would start without its URL")
+			}
+			if m := ptr.Deref(vols[0].Secret.DefaultMode, 0o644); m&0o007 != 0 {
+				t.Errorf("URL file mode %o readable by others", m)
+			}
+			if !slices.Equal(c.VolumeMounts, []corev1.VolumeMount{{Name: vols[0].Name, MountPath: notifyURLDir, ReadOnly: true}}) {
+				t.Errorf("mounts %+v, want %s read-only at %s", c.VolumeMounts, vols[0].Name, notifyURLDir)
 			}
 		}},
 		{overlay: "sharded", check: func(t *testing.T, cj *batchv1.CronJob) {

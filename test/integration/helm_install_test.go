@@ -75,7 +75,7 @@ func TestHelmInstallSweepsAsTheChartsServiceAccount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"ClusterRole /nsman", "ClusterRoleBinding /nsman", "CronJob nsman/nsman", "ServiceAccount nsman/nsman"}
+	want := []string{"ClusterRole /nsman", "ClusterRoleBinding /nsman", "CronJob nsman/nsman", "ServiceAccount nsman/nsman", "ValidatingAdmissionPolicy /nsman", "ValidatingAdmissionPolicyBinding /nsman"}
 	if got := identities(manifest); !slices.Equal(got, want) {
 		t.Errorf("the release holds %q, want %q", got, want)
 	}
@@ -133,6 +133,20 @@ func TestHelmInstallSweepsAsTheChartsServiceAccount(t *testing.T) {
 	sa := &nsmantest.Env{Cluster: c, Kubeconfig: filepath.Join(t.TempDir(), "chart-sa.kubeconfig"), User: cluster.ServiceAccountUser(installNamespace, pod.ServiceAccountName)}
 	if err := cluster.WriteKubeconfig(sa.Kubeconfig, saCfg); err != nil {
 		t.Fatal(err)
+	}
+	// The sweep runs under the chart's admission policy: it is in force
+	// once it refuses the ServiceAccount a DELETE of the release namespace
+	// (a dry run).
+	saKube, err := kubernetes.NewForConfig(saCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refused error
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		refused = saKube.CoreV1().Namespaces().Delete(ctx, installNamespace, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+		return apierrors.IsForbidden(refused) && strings.Contains(refused.Error(), "ValidatingAdmissionPolicy '"+chartRelease+"'"), nil
+	}); err != nil {
+		t.Fatalf("the chart's admission policy does not refuse a DELETE of %s: %v (%v)", installNamespace, refused, err)
 	}
 
 	del, scale, hook, ruled := c.Namespace(t), c.Namespace(t), c.Namespace(t), c.Namespace(t)

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -390,6 +391,57 @@ func wantNoSigningKey(t *testing.T, r rendered) {
 	}
 }
 
+// The notification URL and the key that signs notifications, as the
+// chart and the notify overlay mount them.
+const (
+	notifyURLSecret = "nsman-notify-url"
+	notifyURLDir    = "/etc/nsman/notify"
+	notifyURLFlag   = "--notify-url-file=" + notifyURLDir + "/url"
+	notifyKeySecret = "nsman-notify-signing-key"
+	notifyKeyDir    = "/etc/nsman/notify-signing-key"
+	notifyKeyFlag   = "--notify-signing-key-file=" + notifyKeyDir + "/key"
+)
+
+// wantSecretFile checks that item key of Secret secret is mounted at
+// dir/path, read-only, readable by the owner and fsGroup alone, by a volume
+// that is not optional.
+func wantSecretFile(t *testing.T, r rendered, secret, key, dir, path string) {
+	t.Helper()
+	vols := r.pod().Volumes
+	i := slices.IndexFunc(vols, func(v corev1.Volume) bool {
+		return v.Secret != nil && v.Secret.SecretName == secret && slices.Equal(v.Secret.Items, []corev1.KeyToPath{{Key: key, Path: path}})
+	})
+	if i < 0 {
+		t.Fatalf("volumes %+v: none of Secret %s with %s at %s", vols, secret, key, path)
+	}
+	if ptr.Deref(vols[i].Secret.Optional, false) {
+		t.Errorf("Secret %s's volume optional: nsman would start without it", secret)
+	}
+	if m := ptr.Deref(vols[i].Secret.DefaultMode, 0o644); m != 0o440 {
+		t.Errorf("Secret %s's files mode %o, want 440", secret, m)
+	}
+	if mounts := r.container(t).VolumeMounts; !slices.Contains(mounts, corev1.VolumeMount{Name: vols[i].Name, MountPath: dir, ReadOnly: true}) {
+		t.Errorf("mounts %+v: want %s read-only at %s", mounts, vols[i].Name, dir)
+	}
+}
+
+// wantNotifyURLHidden checks that the CronJob holds nothing of the
+// notification URL secret (a part of it): no argument, no environment
+// variable, no annotation; and no --notify-url.
+func wantNotifyURLHidden(t *testing.T, r rendered, secret string) {
+	t.Helper()
+	if slices.ContainsFunc(r.args(t), func(a string) bool { return strings.HasPrefix(a, "--notify-url=") }) {
+		t.Errorf("args %q: the notification URL as an argument", r.args(t))
+	}
+	data, err := json.Marshal(r.cj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), secret) {
+		t.Errorf("the CronJob holds the notification URL's %s:\n%s", secret, data)
+	}
+}
+
 // signingKeyValue is the key ci/signing-key-value-values.yaml sets.
 const signingKeyValue = "8d6f0c1e5b7a4f3e9d2c1b0a8f7e6d5c4b3a29180f1e2d3c4b5a69788f9e0d1c"
 
@@ -500,6 +552,45 @@ func TestHelmChartValues(t *testing.T) {
 		{"extra args last", []string{"--set", "dryRun=true", "--set-json", `extraArgs=["--qps=50","--burst=100"]`}, func(t *testing.T, r rendered) {
 			wantArgs(t, r, "--dry-run", "--qps=50", "--burst=100")
 		}},
+		{"notification URL from an existing Secret", []string{"--set", "notify.existingSecret=chat,notify.existingSecretKey=slack-url,notify.format=slack"}, func(t *testing.T, r rendered) {
+			wantSecretFile(t, r, "chat", "slack-url", notifyURLDir, "url")
+			wantArgs(t, r, notifyURLFlag, "--notify-format=slack")
+			if s := r.find("Secret"); s != nil {
+				t.Errorf("Secret %s rendered: the existing one is the user's", s.GetName())
+			}
+		}},
+		{"notification URL from a value", []string{"--set", "notify.url=https://hooks.slack.com/services/T0SECRET/B0SECRET/XXSECRET"}, func(t *testing.T, r rendered) {
+			wantSecretFile(t, r, notifyURLSecret, "url", notifyURLDir, "url")
+			wantArgs(t, r, notifyURLFlag, "--notify-format=json")
+			wantNotifyURLHidden(t, r, "SECRET")
+			obj := r.find("Secret")
+			if obj == nil {
+				t.Fatal("no Secret rendered for notify.url")
+			}
+			s := &corev1.Secret{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj.Object, s, true); err != nil {
+				t.Fatal(err)
+			}
+			if s.Name != notifyURLSecret || len(s.Data) != 1 || string(s.Data["url"]) != "https://hooks.slack.com/services/T0SECRET/B0SECRET/XXSECRET" {
+				t.Errorf("Secret %s data %q, want %s with the URL at url", s.Name, s.Data, notifyURLSecret)
+			}
+		}},
+		{"notification signing key, extra args last", []string{"--set", "notify.existingSecret=chat,notify.signingKey.existingSecret=chat-key,webhook.signingKey.existingSecret=hmac", "--set-json", `extraArgs=["--qps=50"]`}, func(t *testing.T, r rendered) {
+			wantSecretFile(t, r, "chat", "url", notifyURLDir, "url")
+			wantSecretFile(t, r, "chat-key", "key", notifyKeyDir, "key")
+			wantSecretFile(t, r, "hmac", "key", signingKeyDir, "key")
+			wantArgs(t, r, signingKeyFlag, notifyURLFlag, "--notify-format=json", notifyKeyFlag, "--qps=50")
+		}},
+		{"notification signing key from a value", []string{"--set", "notify.existingSecret=chat,notify.signingKey.value=s3cret"}, func(t *testing.T, r rendered) {
+			wantSecretFile(t, r, notifyKeySecret, "key", notifyKeyDir, "key")
+			obj := r.find("Secret")
+			if obj == nil || obj.GetName() != notifyKeySecret {
+				t.Fatalf("Secret %v rendered, want %s", obj, notifyKeySecret)
+			}
+			if data, _, _ := unstructured.NestedStringMap(obj.Object, "data"); len(data) != 1 || data["key"] != "czNjcmV0" {
+				t.Errorf("Secret %s data %v, want the key at key", notifyKeySecret, data)
+			}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.check(t, render(t, tc.flags...)) })
 	}
@@ -532,6 +623,12 @@ func TestHelmChartSchemaRefusesWrongValues(t *testing.T) {
 		{"extraArgs={sweep}", "/extraArgs/0"},
 		{"pushgateway.url=pushgateway:9091", "/pushgateway/url"},
 		{"webhook.signingKey.existingSecret=a,webhook.signingKey.value=b", "set existingSecret or value, not both"},
+		{"notify.url=hooks.slack.com/services/x", "/notify/url"},
+		{"notify.existingSecretKey=", "/notify/existingSecretKey"},
+		{"notify.urlFile=x", "additional properties 'urlFile' not allowed"},
+		{"notify.existingSecret=a,notify.url=https://hooks.slack.com/services/x", "notify: set existingSecret or url, not both"},
+		{"notify.existingSecret=a,notify.signingKey.existingSecret=b,notify.signingKey.value=c", "notify.signingKey: set existingSecret or value, not both"},
+		{"notify.signingKey.existingSecret=b", "set notify.existingSecret or notify.url too"},
 	} {
 		t.Run(tc.set, func(t *testing.T) {
 			_, err := runHelm(ctx, t, "template", chartRelease, chartDir, "--set", tc.set)
@@ -595,7 +692,9 @@ func TestHelmChartSchemaKnowsKubernetesFields(t *testing.T) {
 var ciValues = map[string]func(t *testing.T, r rendered){
 	"dry-run-values.yaml": func(t *testing.T, r rendered) { wantArgs(t, r, "--dry-run") },
 	"notify-values.yaml": func(t *testing.T, r rendered) {
-		wantArgs(t, r, "--notify-url=https://hooks.slack.com/services/REPLACE/ME", "--notify-format=slack")
+		wantSecretFile(t, r, notifyURLSecret, "url", notifyURLDir, "url")
+		wantArgs(t, r, notifyURLFlag, "--notify-format=slack")
+		wantNotifyURLHidden(t, r, "hooks.slack.com")
 	},
 	"sharded-values.yaml": func(t *testing.T, r rendered) {
 		wantShards(t, r, 4)
@@ -733,6 +832,8 @@ var renderedResources = map[schema.GroupVersionKind]struct {
 	corev1.SchemeGroupVersion.WithKind("Secret"):                                     {corev1.SchemeGroupVersion.WithResource("secrets"), true},
 	batchv1.SchemeGroupVersion.WithKind("CronJob"):                                   {cronJobResource, true},
 	networkingv1.SchemeGroupVersion.WithKind("NetworkPolicy"):                        {networkingv1.SchemeGroupVersion.WithResource("networkpolicies"), true},
+	admissionregistrationv1.SchemeGroupVersion.WithKind(policyKind):                  {policyResource, false},
+	admissionregistrationv1.SchemeGroupVersion.WithKind(bindingKind):                 {bindingResource, false},
 }
 
 // admitDryRun creates every rendered object as admin, persisting nothing,
@@ -807,13 +908,17 @@ func TestHelmChartValuesFiles(t *testing.T) {
 			}
 
 			// The arguments as nsman takes them. What exists only in the
-			// pod is replaced: the key file by one of the test's, the
+			// pod is replaced: the key and URL files by the test's, the
 			// Pushgateway by a server that counts pushes.
 			var pushes atomic.Int32
 			gateway := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { pushes.Add(1) }))
 			defer gateway.Close()
 			keyFile := filepath.Join(t.TempDir(), "key")
 			if err := os.WriteFile(keyFile, []byte(signingKeyValue), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			urlFile := filepath.Join(t.TempDir(), "url")
+			if err := os.WriteFile(urlFile, []byte("https://hooks.slack.com/services/REPLACE/ME\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			args := r.args(t)
@@ -825,6 +930,10 @@ func TestHelmChartValuesFiles(t *testing.T) {
 				switch {
 				case a == signingKeyFlag:
 					a = "--webhook-signing-key-file=" + keyFile
+				case a == notifyURLFlag:
+					a = "--notify-url-file=" + urlFile
+				case a == notifyKeyFlag:
+					a = "--notify-signing-key-file=" + keyFile
 				case strings.HasPrefix(a, "--pushgateway-url="):
 					a = "--pushgateway-url=" + gateway.URL
 				}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +24,8 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
 	"github.com/nsman/nsman/cmd"
@@ -63,8 +66,9 @@ type Env struct {
 	User string
 }
 
-// Setup installs the CRD manifest at crdPath and nsman's deploy/ RBAC, and
-// prepares a kubeconfig for nsman's ServiceAccount.
+// Setup installs the CRD manifest at crdPath, nsman's deploy/ RBAC and its
+// admission policy, and prepares a kubeconfig for nsman's ServiceAccount:
+// every sweep as that ServiceAccount runs under the policy.
 func Setup(ctx context.Context, c *cluster.Cluster, crd []byte) (*Env, error) {
 	dyn, err := dynamic.NewForConfig(c.AdminConfig)
 	if err != nil {
@@ -83,7 +87,7 @@ func Setup(ctx context.Context, c *cluster.Cluster, crd []byte) (*Env, error) {
 	if err := e.apply(ctx, crd); err != nil {
 		return nil, fmt.Errorf("install CRD: %w", err)
 	}
-	for _, f := range []string{"namespace.yaml", "rbac.yaml"} {
+	for _, f := range []string{"namespace.yaml", "rbac.yaml", "admission-policy.yaml"} {
 		data, err := os.ReadFile(filepath.Join(RepoRoot(), "deploy", "base", f))
 		if err != nil {
 			return nil, err
@@ -113,7 +117,34 @@ func Setup(ctx context.Context, c *cluster.Cluster, crd []byte) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("NamespaceManagers not listable as nsman: %w", err)
 	}
+	if err := waitForAdmissionPolicy(ctx, cfg); err != nil {
+		return nil, err
+	}
 	return e, nil
+}
+
+// AdmissionPolicy names the ValidatingAdmissionPolicy of
+// deploy/base/admission-policy.yaml, which its refusals name.
+const AdmissionPolicy = "ValidatingAdmissionPolicy 'nsman'"
+
+// waitForAdmissionPolicy waits until the admission policy, which the API
+// server loads a moment after it is created, refuses nsman's ServiceAccount
+// (cfg) what it must: a DELETE of nsman's own namespace. The DELETE is a dry
+// run, so that it changes nothing while the policy is not yet in force.
+func waitForAdmissionPolicy(ctx context.Context, cfg *rest.Config) error {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	var last error
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		last = kube.CoreV1().Namespaces().Delete(ctx, ServiceAccountNamespace, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+		return apierrors.IsForbidden(last) && strings.Contains(last.Error(), AdmissionPolicy), nil
+	})
+	if err != nil {
+		return fmt.Errorf("the admission policy does not refuse nsman a DELETE of namespace %s (last answer: %v): %w", ServiceAccountNamespace, last, err)
+	}
+	return nil
 }
 
 // Apply creates or replaces every object in a multi-document manifest.

@@ -100,9 +100,12 @@ annotations:
 {{- with .Values.pushgateway.url }}
 - {{ printf "--pushgateway-url=%s" . | quote }}
 {{- end }}
-{{- with .Values.notify.url }}
-- {{ printf "--notify-url=%s" . | quote }}
-- {{ printf "--notify-format=%s" $.Values.notify.format | quote }}
+{{- if include "nsman.notifyURLSecret" . }}
+- --notify-url-file=/etc/nsman/notify/url
+- {{ printf "--notify-format=%s" .Values.notify.format | quote }}
+{{- end }}
+{{- if include "nsman.notifySigningKeySecret" . }}
+- --notify-signing-key-file=/etc/nsman/notify-signing-key/key
 {{- end }}
 {{- if gt (int .Values.shards) 1 }}
 - --shard-count={{ int .Values.shards }}

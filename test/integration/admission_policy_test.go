@@ -1,0 +1,714 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+
+	"github.com/nsman/nsman/cmd"
+	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/test/cluster"
+	"github.com/nsman/nsman/test/nsmantest"
+)
+
+// The kinds of deploy/base/admission-policy.yaml.
+const (
+	policyKind  = "ValidatingAdmissionPolicy"
+	bindingKind = "ValidatingAdmissionPolicyBinding"
+)
+
+var (
+	policyResource  = admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicies")
+	bindingResource = admissionregistrationv1.SchemeGroupVersion.WithResource("validatingadmissionpolicybindings")
+)
+
+// saClient is a clientset that acts as the ServiceAccount of kubeconfig.
+func saClient(t *testing.T, kubeconfig string) kubernetes.Interface {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client
+}
+
+// dryRun persists nothing: a write that the policy should refuse but lets
+// through changes nothing of the control plane the other tests share.
+var dryRun = []string{metav1.DryRunAll}
+
+func mergePatch(v any) []byte {
+	data, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return data
+}
+
+// deniedBy checks that err is a refusal by the policy named policy whose
+// message says want.
+func deniedBy(t *testing.T, err error, policy, want string) {
+	t.Helper()
+	switch {
+	case err == nil:
+		t.Errorf("allowed, want %s to refuse it (%q)", policy, want)
+	case !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), policy) || !strings.Contains(err.Error(), want):
+		t.Errorf("%v, want a refusal by %s that says %q", err, policy, want)
+	}
+}
+
+// workloads creates, as admin, a Deployment web with 2 replicas and a
+// StatefulSet db with 1 in namespace.
+func workloads(t *testing.T, namespace string) {
+	t.Helper()
+	labels := map[string]string{"app": "web"}
+	tmpl := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: labels},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.invalid/web:1"}}},
+	}
+	if _, err := shared.Admin.AppsV1().Deployments(namespace).Create(t.Context(), &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec:       appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: tmpl},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := shared.Admin.AppsV1().StatefulSets(namespace).Create(t.Context(), &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "db"},
+		Spec:       appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: tmpl},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAdmissionPolicyFencesNsmansServiceAccount: as nsman's ServiceAccount,
+// under deploy/base's RBAC and admission policy, every write RBAC grants
+// but a sweep never makes is refused with the policy's message, and each
+// write a sweep makes goes through; an admin is not affected. (A real
+// sweep doing every action under the policy: every other integration
+// test, TestShippedRBACIsExactlyWhatASweepUses among them.)
+func TestAdmissionPolicyFencesNsmansServiceAccount(t *testing.T) {
+	e := setup(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	sa := saClient(t, e.Kubeconfig)
+	tenant, doomed := shared.Namespace(t), shared.Namespace(t)
+	workloads(t, tenant)
+	// A Deployment in nsman's own namespace, which is protected.
+	own := nsmantest.ServiceAccountNamespace
+	if _, err := shared.Admin.AppsV1().Deployments(own).Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "fence-" + tenant},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": tenant}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": tenant}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.invalid/web:1"}}},
+			},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = shared.Admin.AppsV1().Deployments(own).Delete(context.Background(), "fence-"+tenant, metav1.DeleteOptions{})
+	})
+
+	policy := nsmantest.AdmissionPolicy
+	nsPatch := func(name string, pt types.PatchType, patch []byte, opts metav1.PatchOptions) error {
+		_, err := sa.CoreV1().Namespaces().Patch(ctx, name, pt, patch, opts)
+		return err
+	}
+	nsDelete := func(name string) error {
+		return sa.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{DryRun: dryRun})
+	}
+	deploymentPatch := func(namespace, name string, pt types.PatchType, patch []byte) error {
+		_, err := sa.AppsV1().Deployments(namespace).Patch(ctx, name, pt, patch, metav1.PatchOptions{})
+		return err
+	}
+	statefulSetPatch := func(pt types.PatchType, patch []byte) error {
+		_, err := sa.AppsV1().StatefulSets(tenant).Patch(ctx, "db", pt, patch, metav1.PatchOptions{})
+		return err
+	}
+
+	t.Run("refused", func(t *testing.T) {
+		for _, tc := range []struct {
+			name string
+			do   func() error
+			// by is who refuses, want what the refusal says.
+			by, want string
+		}{
+			// kube-system, kube-public and default are never deleted,
+			// whoever asks: NamespaceLifecycle, an admission plugin on by
+			// default, refuses first. The policy refuses changes to them,
+			// below, and DELETEs of the other protected namespaces.
+			{"delete kube-system", func() error { return nsDelete("kube-system") }, "namespaces \"kube-system\" is forbidden", "may not be deleted"},
+			{"delete kube-node-lease", func() error { return nsDelete("kube-node-lease") }, policy, "may not delete namespace kube-node-lease: it is protected"},
+			{"delete nsman's own namespace", func() error { return nsDelete(own) }, policy, "may not delete namespace " + own + ": it is protected"},
+			{"strip kube-system's Pod Security labels", func() error {
+				return nsPatch("kube-system", types.MergePatchType, mergePatch(map[string]any{"metadata": map[string]any{"labels": map[string]any{
+					"pod-security.kubernetes.io/enforce": nil, "pod-security.kubernetes.io/warn": nil, "pod-security.kubernetes.io/audit": nil,
+				}}}), metav1.PatchOptions{DryRun: dryRun})
+			}, policy, "may not change namespace kube-system: it is protected"},
+			{"label kube-public", func() error {
+				return nsPatch("kube-public", types.MergePatchType, []byte(`{"metadata":{"labels":{"pod-security.kubernetes.io/enforce":"privileged"}}}`), metav1.PatchOptions{DryRun: dryRun})
+			}, policy, "may not change namespace kube-public: it is protected"},
+			// default is protected by nsman's default --protected-namespaces,
+			// configuredProtectedNamespaces in the policy: not even nsman's
+			// own annotations change there.
+			{"annotate default, a configured protected namespace", func() error {
+				return nsPatch("default", types.MergePatchType, []byte(`{"metadata":{"annotations":{"nsman.k8s.consol.de/hold-until":"2030-01-01T00:00:00Z"}}}`), metav1.PatchOptions{DryRun: dryRun})
+			}, policy, "may not change namespace default: it is protected"},
+			{"label a tenant namespace", func() error {
+				return nsPatch(tenant, types.MergePatchType, []byte(`{"metadata":{"labels":{"pod-security.kubernetes.io/enforce":"privileged"}}}`), metav1.PatchOptions{})
+			}, policy, "may change only its own annotations (nsman.k8s.consol.de/*) of namespace " + tenant + ", not metadata.labels"},
+			{"another annotation of a tenant namespace", func() error {
+				return nsPatch(tenant, types.MergePatchType, []byte(`{"metadata":{"annotations":{"example.com/owner":"nsman"}}}`), metav1.PatchOptions{})
+			}, policy, "not annotation example.com/owner"},
+			{"a finalizer on a tenant namespace", func() error {
+				return nsPatch(tenant, types.MergePatchType, []byte(`{"metadata":{"finalizers":["example.com/keep"]}}`), metav1.PatchOptions{})
+			}, policy, "not metadata.finalizers"},
+			{"nsman's annotation and a label at once", func() error {
+				return nsPatch(tenant, types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"x"},"annotations":{"nsman.k8s.consol.de/hold-until":"2030-01-01T00:00:00Z"}}}`), metav1.PatchOptions{})
+			}, policy, "not metadata.labels"},
+			{"a Deployment's image", func() error {
+				return deploymentPatch(tenant, "web", types.StrategicMergePatchType, []byte(`{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"registry.invalid/miner:1"}]}}}}`))
+			}, policy, "of Deployment " + tenant + "/web, not spec.template"},
+			{"a Deployment's image with its replicas", func() error {
+				return deploymentPatch(tenant, "web", types.JSONPatchType, []byte(`[{"op":"replace","path":"/spec/replicas","value":0},{"op":"replace","path":"/spec/template/spec/containers/0/image","value":"registry.invalid/miner:1"}]`))
+			}, policy, "not spec.template"},
+			{"a Deployment's strategy", func() error {
+				return deploymentPatch(tenant, "web", types.MergePatchType, []byte(`{"spec":{"paused":true}}`))
+			}, policy, "not spec.paused"},
+			{"a Deployment's labels", func() error {
+				return deploymentPatch(tenant, "web", types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"x"}}}`))
+			}, policy, "not metadata.labels"},
+			{"another annotation of a Deployment", func() error {
+				return deploymentPatch(tenant, "web", types.MergePatchType, []byte(`{"metadata":{"annotations":{"nsman.k8s.consol.de/hold-until":"2030-01-01T00:00:00Z"}}}`))
+			}, policy, "not annotation nsman.k8s.consol.de/hold-until"},
+			{"a StatefulSet's pod template", func() error {
+				return statefulSetPatch(types.MergePatchType, []byte(`{"spec":{"template":{"spec":{"serviceAccountName":"admin"}}}}`))
+			}, policy, "of StatefulSet " + tenant + "/db, not spec.template"},
+			{"scale a Deployment in nsman's own namespace", func() error {
+				return deploymentPatch(own, "fence-"+tenant, types.MergePatchType, []byte(`{"spec":{"replicas":0}}`))
+			}, policy, "may not change Deployment " + own + "/fence-" + tenant + ": namespace " + own + " is protected"},
+		} {
+			t.Run(tc.name, func(t *testing.T) { deniedBy(t, tc.do(), tc.by, tc.want) })
+		}
+		// Nothing refused changed anything.
+		ns, err := shared.Admin.CoreV1().Namespaces().Get(ctx, tenant, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ns.Finalizers) > 0 || ns.Labels["team"] != "" || ns.Labels["pod-security.kubernetes.io/enforce"] != "" || ns.Annotations["example.com/owner"] != "" {
+			t.Errorf("namespace %s changed: labels %v, annotations %v, finalizers %v", tenant, ns.Labels, ns.Annotations, ns.Finalizers)
+		}
+		d, err := shared.Admin.AppsV1().Deployments(tenant).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Spec.Template.Spec.Containers[0].Image != "registry.invalid/web:1" || ptr.Deref(d.Spec.Replicas, 0) != 2 || d.Spec.Paused {
+			t.Errorf("Deployment %s/web changed: image %s, replicas %d, paused %v", tenant, d.Spec.Template.Spec.Containers[0].Image, ptr.Deref(d.Spec.Replicas, 0), d.Spec.Paused)
+		}
+	})
+
+	t.Run("allowed", func(t *testing.T) {
+		ns, err := shared.Admin.CoreV1().Namespaces().Get(ctx, tenant, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A rule's claim and record: a merge patch of nsman's annotation,
+		// conditional on the resourceVersion (or the uid); a stale record's
+		// removal: a JSON patch that tests it, then removes it.
+		record := sweep.PairAnnotationPrefix + "00000000-0000-0000-0000-000000000000"
+		if err := nsPatch(tenant, types.MergePatchType, mergePatch(map[string]any{"metadata": map[string]any{
+			"resourceVersion": ns.ResourceVersion, "annotations": map[string]any{record: `{"rule":"x/y"}`},
+		}}), metav1.PatchOptions{}); err != nil {
+			t.Errorf("nsman's annotation written on a namespace: %v", err)
+		}
+		if err := nsPatch(tenant, types.MergePatchType, mergePatch(map[string]any{"metadata": map[string]any{
+			"uid": ns.UID, "annotations": map[string]any{sweep.HoldAnnotation: "2030-01-01T00:00:00Z"},
+		}}), metav1.PatchOptions{}); err != nil {
+			t.Errorf("nsman's hold written on a namespace: %v", err)
+		}
+		path := "/metadata/annotations/" + strings.ReplaceAll(record, "/", "~1")
+		if err := nsPatch(tenant, types.JSONPatchType, []byte(fmt.Sprintf(`[{"op":"test","path":%q,"value":"{\"rule\":\"x/y\"}"},{"op":"remove","path":%q}]`, path, path)), metav1.PatchOptions{}); err != nil {
+			t.Errorf("nsman's annotation removed from a namespace: %v", err)
+		}
+
+		// SCALE_DOWN: replicas and their record, conditional on the
+		// resourceVersion, as a merge patch; then restore.
+		for _, w := range []struct {
+			kind  string
+			patch func(types.PatchType, []byte) error
+			get   func() (metav1.Object, error)
+		}{
+			{"Deployment", func(pt types.PatchType, p []byte) error { return deploymentPatch(tenant, "web", pt, p) }, func() (metav1.Object, error) {
+				return shared.Admin.AppsV1().Deployments(tenant).Get(ctx, "web", metav1.GetOptions{})
+			}},
+			{"StatefulSet", statefulSetPatch, func() (metav1.Object, error) {
+				return shared.Admin.AppsV1().StatefulSets(tenant).Get(ctx, "db", metav1.GetOptions{})
+			}},
+		} {
+			obj, err := w.get()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.patch(types.MergePatchType, mergePatch(map[string]any{
+				"metadata": map[string]any{"resourceVersion": obj.GetResourceVersion(), "annotations": map[string]any{sweep.ReplicasAnnotation: "2"}},
+				"spec":     map[string]any{"replicas": 0},
+			})); err != nil {
+				t.Errorf("%s scaled down: %v", w.kind, err)
+			}
+			if err := w.patch(types.MergePatchType, mergePatch(map[string]any{
+				"metadata": map[string]any{"annotations": map[string]any{sweep.ReplicasAnnotation: nil}},
+				"spec":     map[string]any{"replicas": 2},
+			})); err != nil {
+				t.Errorf("%s restored: %v", w.kind, err)
+			}
+		}
+
+		// A DELETE of a namespace nobody protects, with nsman's
+		// preconditions.
+		doomedNS, err := shared.Admin.CoreV1().Namespaces().Get(ctx, doomed, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sa.CoreV1().Namespaces().Delete(ctx, doomed, metav1.DeleteOptions{
+			Preconditions: &metav1.Preconditions{UID: &doomedNS.UID, ResourceVersion: &doomedNS.ResourceVersion},
+		}); err != nil {
+			t.Errorf("DELETE of namespace %s: %v", doomed, err)
+		}
+	})
+
+	// The policy holds nsman's ServiceAccount alone: an admin's writes are
+	// not evaluated.
+	t.Run("an admin is not affected", func(t *testing.T) {
+		admin := shared.Admin
+		if _, err := admin.CoreV1().Namespaces().Patch(ctx, tenant, types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"x"},"annotations":{"example.com/owner":"admin"}}}`), metav1.PatchOptions{}); err != nil {
+			t.Errorf("admin labels a namespace: %v", err)
+		}
+		if _, err := admin.CoreV1().Namespaces().Patch(ctx, "kube-system", types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"x"}}}`), metav1.PatchOptions{DryRun: dryRun}); err != nil {
+			t.Errorf("admin labels kube-system: %v", err)
+		}
+		if err := admin.CoreV1().Namespaces().Delete(ctx, own, metav1.DeleteOptions{DryRun: dryRun}); err != nil {
+			t.Errorf("admin deletes namespace %s (dry run): %v", own, err)
+		}
+		if _, err := admin.AppsV1().Deployments(tenant).Patch(ctx, "web", types.StrategicMergePatchType, []byte(`{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"registry.invalid/web:2"}]}}}}`), metav1.PatchOptions{}); err != nil {
+			t.Errorf("admin changes a Deployment's image: %v", err)
+		}
+		if _, err := admin.AppsV1().Deployments(own).Patch(ctx, "fence-"+tenant, types.MergePatchType, []byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{}); err != nil {
+			t.Errorf("admin scales a Deployment in %s: %v", own, err)
+		}
+	})
+
+	// The API server type-checks the policy against the kinds it matches:
+	// no expression it cannot check (a field that does not exist, say).
+	t.Run("type checking", func(t *testing.T) {
+		var p *admissionregistrationv1.ValidatingAdmissionPolicy
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			var err error
+			p, err = shared.Admin.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, "nsman", metav1.GetOptions{})
+			return err == nil && p.Status.ObservedGeneration == p.Generation && p.Status.TypeChecking != nil, nil
+		})
+		if err != nil {
+			t.Fatalf("the policy's status was not written: %v", err)
+		}
+		if w := p.Status.TypeChecking.ExpressionWarnings; len(w) > 0 {
+			t.Errorf("type checking warns: %+v", w)
+		}
+	})
+}
+
+// basePolicy reads deploy/base/admission-policy.yaml: the policy and its
+// binding.
+func basePolicy(t *testing.T) (policy, binding *unstructured.Unstructured) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(nsmantest.RepoRoot(), "deploy", "base", "admission-policy.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := nsmantest.Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return findKind(t, objs, policyKind), findKind(t, objs, bindingKind)
+}
+
+// findKind returns the one object of kind among objs.
+func findKind(t *testing.T, objs []*unstructured.Unstructured, kind string) *unstructured.Unstructured {
+	t.Helper()
+	var found []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == kind {
+			found = append(found, o)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%d %ss, want 1", len(found), kind)
+	}
+	return found[0]
+}
+
+// typedPolicy converts a rendered policy, failing on a field that
+// admissionregistration.k8s.io/v1 does not know.
+func typedPolicy(t *testing.T, obj *unstructured.Unstructured) *admissionregistrationv1.ValidatingAdmissionPolicy {
+	t.Helper()
+	p := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj.Object, p, true); err != nil {
+		t.Fatalf("%s: %v", identity(obj), err)
+	}
+	return p
+}
+
+// The variable of the policy that holds the configured protected
+// namespaces, and the CEL list it holds.
+const configuredVariable = "configuredProtectedNamespaces"
+
+func celList(names []string) string {
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = "'" + n + "'"
+	}
+	return "[" + strings.Join(quoted, ", ") + "]"
+}
+
+func usernameCondition(namespace, name string) string {
+	return fmt.Sprintf("request.userInfo.username == 'system:serviceaccount:%s:%s'", namespace, name)
+}
+
+// policyFor is the configured protected namespaces and the ServiceAccount
+// a policy fences, as its first variable and its match condition say.
+func policyFor(t *testing.T, obj *unstructured.Unstructured) (configured, username string) {
+	t.Helper()
+	p := typedPolicy(t, obj)
+	if len(p.Spec.Variables) == 0 || p.Spec.Variables[0].Name != configuredVariable {
+		t.Fatalf("%s: variables %+v, want %s first (overlays patch it by its index)", identity(obj), p.Spec.Variables, configuredVariable)
+	}
+	if len(p.Spec.MatchConditions) != 1 {
+		t.Fatalf("%s: matchConditions %+v, want the ServiceAccount's alone", identity(obj), p.Spec.MatchConditions)
+	}
+	return p.Spec.Variables[0].Expression, p.Spec.MatchConditions[0].Expression
+}
+
+// protectedFlag is what the CronJob's arguments protect beside the floor:
+// the values of --protected-namespaces, else nsman's default.
+func protectedFlag(t *testing.T, args []string) []string {
+	t.Helper()
+	var found []string
+	set := false
+	for i, a := range args {
+		switch {
+		case strings.HasPrefix(a, "--protected-namespaces="):
+			set = true
+			if v := strings.TrimPrefix(a, "--protected-namespaces="); v != "" {
+				found = append(found, strings.Split(v, ",")...)
+			}
+		case a == "--protected-namespaces" && i+1 < len(args):
+			set = true
+			found = append(found, strings.Split(args[i+1], ",")...)
+		}
+	}
+	if !set {
+		return defaultProtected(t)
+	}
+	if found == nil {
+		found = []string{}
+	}
+	return found
+}
+
+var defaultFlag = regexp.MustCompile(`--protected-namespaces strings .*\(default \[([^\]]*)\]\)`)
+
+// defaultProtected is nsman's default --protected-namespaces, as nsman
+// sweep --help shows it.
+func defaultProtected(t *testing.T) []string {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	if code := cmd.Execute(t.Context(), []string{"sweep", "--help"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("nsman sweep --help: exit %d\n%s", code, stderr.String())
+	}
+	m := defaultFlag.FindStringSubmatch(stdout.String())
+	if m == nil {
+		t.Fatalf("nsman sweep --help shows no default of --protected-namespaces:\n%s", stdout.String())
+	}
+	return strings.Split(m[1], ",")
+}
+
+// wantPolicyAgrees checks a build of the manifests (kustomize's, the
+// chart's): its policy protects what its CronJob's --protected-namespaces
+// does, and fences the ServiceAccount the CronJob runs as.
+func wantPolicyAgrees(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	cj := typedCronJob(t, cronJobObject(t, objs))
+	configured, username := policyFor(t, findKind(t, objs, policyKind))
+	if want := celList(protectedFlag(t, nsmanContainer(t, cj).Args)); configured != want {
+		t.Errorf("the policy's %s is %s, the CronJob's --protected-namespaces %s", configuredVariable, configured, want)
+	}
+	if want := usernameCondition(cj.Namespace, cj.Spec.JobTemplate.Spec.Template.Spec.ServiceAccountName); username != want {
+		t.Errorf("the policy matches %s, want the CronJob's ServiceAccount: %s", username, want)
+	}
+	b := findKind(t, objs, bindingKind)
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(b.Object, binding, true); err != nil {
+		t.Fatal(err)
+	}
+	if p := findKind(t, objs, policyKind); binding.Spec.PolicyName != p.GetName() || !slices.Equal(binding.Spec.ValidationActions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}) || binding.Spec.ParamRef != nil || binding.Spec.MatchResources != nil {
+		t.Errorf("binding %+v, want policy %s with validationActions [Deny] alone", binding.Spec, p.GetName())
+	}
+}
+
+// kustomizationSnippet is the overlay that docs/kustomize.md shows for
+// protecting more namespaces: the first yaml block after its heading.
+func kustomizationSnippet(t *testing.T) string {
+	t.Helper()
+	docs, err := os.ReadFile(filepath.Join(nsmantest.RepoRoot(), "docs", "kustomize.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(docs), "\n## The admission policy\n")
+	if !ok {
+		t.Fatal("docs/kustomize.md has no section \"The admission policy\"")
+	}
+	_, block, ok := strings.Cut(section, "```yaml\n")
+	if !ok {
+		t.Fatal("docs/kustomize.md: no yaml block in \"The admission policy\"")
+	}
+	block, _, _ = strings.Cut(block, "```")
+	return block
+}
+
+// TestAdmissionPolicyAgreesWithTheCronJob: in deploy/, in each overlay and
+// in the overlay docs/kustomize.md shows for protecting more namespaces,
+// the policy protects what --protected-namespaces (or nsman's default)
+// does and fences the ServiceAccount the CronJob runs as. Kustomize has no
+// single place for the list: this keeps the two in step.
+func TestAdmissionPolicyAgreesWithTheCronJob(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	if got, want := defaultProtected(t), []string{"default", "namespace-manager"}; !slices.Equal(got, want) {
+		t.Fatalf("nsman's default --protected-namespaces %q; the base's policy and the chart's default assume %q", got, want)
+	}
+	dirs := []string{"deploy"}
+	overlays, err := os.ReadDir(filepath.Join(nsmantest.RepoRoot(), "deploy", "overlays"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range overlays {
+		dirs = append(dirs, filepath.Join("deploy", "overlays", o.Name()))
+	}
+	for _, dir := range dirs {
+		t.Run(dir, func(t *testing.T) { wantPolicyAgrees(t, kustomize(ctx, t, dir)) })
+	}
+
+	t.Run("docs/kustomize.md's overlay", func(t *testing.T) {
+		snippet := kustomizationSnippet(t)
+		if !strings.Contains(snippet, "../../base") {
+			t.Fatalf("the overlay in docs/kustomize.md does not build on ../../base:\n%s", snippet)
+		}
+		// Beside the test's files, with base where the overlay finds it
+		// (kustomize takes no absolute path).
+		dir := t.TempDir()
+		base, err := filepath.Rel(dir, filepath.Join(nsmantest.RepoRoot(), "deploy", "base"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(strings.ReplaceAll(snippet, "../../base", base)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		rel, err := filepath.Rel(nsmantest.RepoRoot(), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs := kustomize(ctx, t, rel)
+		wantPolicyAgrees(t, objs)
+		if got := protectedFlag(t, nsmanContainer(t, typedCronJob(t, cronJobObject(t, objs))).Args); slices.Equal(got, defaultProtected(t)) {
+			t.Errorf("the overlay in docs/kustomize.md protects %q, nsman's default: it shows nothing", got)
+		}
+	})
+}
+
+// chartPolicy is the base's policy as the chart renders it for release
+// namespace, objects named name and configured protected namespaces: the
+// same rules, another ServiceAccount and list.
+func chartPolicy(t *testing.T, namespace, name string, configured []string) (policy, binding map[string]any) {
+	t.Helper()
+	p, b := basePolicy(t)
+	p, b = p.DeepCopy(), b.DeepCopy()
+	p.SetName(name)
+	b.SetName(name)
+	if err := unstructured.SetNestedField(b.Object, name, "spec", "policyName"); err != nil {
+		t.Fatal(err)
+	}
+	spec, _, _ := unstructured.NestedMap(p.Object, "spec")
+	vars := spec["variables"].([]any)
+	vars[0].(map[string]any)["expression"] = celList(configured)
+	conds := spec["matchConditions"].([]any)
+	conds[0].(map[string]any)["expression"] = usernameCondition(namespace, name)
+	p.Object["spec"] = spec
+	return p.Object, b.Object
+}
+
+// withoutChartMetadata is obj without the labels and annotations the chart
+// adds.
+func withoutChartMetadata(obj *unstructured.Unstructured) map[string]any {
+	o := obj.DeepCopy()
+	o.SetLabels(nil)
+	o.SetAnnotations(nil)
+	return o.Object
+}
+
+// TestHelmChartAdmissionPolicyFollowsProtectedNamespaces: the chart renders
+// deploy/base's policy and binding, with the rules unchanged, for its own
+// ServiceAccount and with protectedNamespaces, the value that sets
+// --protected-namespaces, as the configured protected namespaces;
+// admissionPolicy.enabled=false renders neither; --protected-namespaces in
+// extraArgs, which the policy would not see, is refused.
+func TestHelmChartAdmissionPolicyFollowsProtectedNamespaces(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		flags      []string
+		namespace  string
+		fullname   string
+		configured []string
+	}{
+		{"defaults", nil, chartNamespace, "nsman", []string{"default", "namespace-manager"}},
+		{"protected namespaces", []string{"--set-json", `protectedNamespaces=["default","prod","staging"]`}, chartNamespace, "nsman", []string{"default", "prod", "staging"}},
+		{"no protected namespace beyond the floor", []string{"--set-json", "protectedNamespaces=[]"}, chartNamespace, "nsman", []string{}},
+		{"another release namespace and name", []string{"--namespace", "platform", "--set", "fullnameOverride=sweeper", "--set-json", `protectedNamespaces=["prod"]`}, "platform", "sweeper", []string{"prod"}},
+		{"ci/sweep-values.yaml", []string{"-f", filepath.Join(chartDir, "ci", "sweep-values.yaml")}, chartNamespace, "nsman", []string{"default", "namespace-manager", "production"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := helmTemplate(t, tc.flags...)
+			wantPolicyAgrees(t, objs)
+			wantPolicy, wantBinding := chartPolicy(t, tc.namespace, tc.fullname, tc.configured)
+			for _, c := range []struct {
+				kind string
+				want map[string]any
+			}{{policyKind, wantPolicy}, {bindingKind, wantBinding}} {
+				got := withoutChartMetadata(findKind(t, objs, c.kind))
+				if !reflect.DeepEqual(got, c.want) {
+					g, _ := json.MarshalIndent(got, "", "  ")
+					w, _ := json.MarshalIndent(c.want, "", "  ")
+					t.Errorf("the chart's %s, its labels set aside:\n%s\nwant deploy/base's for this release:\n%s", c.kind, g, w)
+				}
+			}
+		})
+	}
+
+	t.Run("admissionPolicy.enabled=false", func(t *testing.T) {
+		objs := helmTemplate(t, "--set", "admissionPolicy.enabled=false")
+		for _, o := range objs {
+			if o.GetKind() == policyKind || o.GetKind() == bindingKind {
+				t.Errorf("%s rendered with admissionPolicy.enabled=false", identity(o))
+			}
+		}
+	})
+
+	t.Run("--protected-namespaces in extraArgs", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		_, err := runHelm(ctx, t, "template", chartRelease, chartDir, "--set-json", `extraArgs=["--protected-namespaces=prod"]`)
+		if err == nil || !strings.Contains(err.Error(), "set protectedNamespaces, not --protected-namespaces") {
+			t.Errorf("helm template with --protected-namespaces in extraArgs: %v, want it refused", err)
+		}
+		if _, err := runHelm(ctx, t, "template", chartRelease, chartDir, "--set", "admissionPolicy.enabled=false", "--set-json", `extraArgs=["--protected-namespaces=prod"]`); err != nil {
+			t.Errorf("helm template with --protected-namespaces in extraArgs and no policy: %v", err)
+		}
+	})
+}
+
+// TestHelmChartAdmissionPolicyRefusesWhatNsmanWouldNot installs the
+// chart's ServiceAccount, RBAC and admission policy (named
+// nsman-fence-test, beside deploy/base's) with protectedNamespaces naming
+// a test namespace, then runs a sweep as that ServiceAccount without
+// --protected-namespaces, as an nsman that protected less than it should:
+// its DELETE of that namespace is refused by the API server, with the
+// policy's message, while its DELETE of another goes through.
+func TestHelmChartAdmissionPolicyRefusesWhatNsmanWouldNot(t *testing.T) {
+	e := setup(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	const name = "nsman-fence-test"
+	protected, other, home := shared.Namespace(t), shared.Namespace(t), shared.Namespace(t)
+	objs := helmTemplate(t, "--set", "fullnameOverride="+name,
+		"--set-json", fmt.Sprintf(`protectedNamespaces=["default","namespace-manager",%q]`, protected))
+	kinds := map[string]bool{"ServiceAccount": true, "ClusterRole": true, "ClusterRoleBinding": true, policyKind: true, bindingKind: true}
+	for _, o := range objs {
+		if !kinds[o.GetKind()] {
+			continue
+		}
+		data, err := json.Marshal(o.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Apply(t, data)
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_ = e.Dynamic.Resource(bindingResource).Delete(ctx, name, metav1.DeleteOptions{})
+		_ = e.Dynamic.Resource(policyResource).Delete(ctx, name, metav1.DeleteOptions{})
+		_ = e.Dynamic.Resource(rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings")).Delete(ctx, name, metav1.DeleteOptions{})
+		_ = e.Dynamic.Resource(rbacv1.SchemeGroupVersion.WithResource("clusterroles")).Delete(ctx, name, metav1.DeleteOptions{})
+		_ = shared.Admin.CoreV1().ServiceAccounts(chartNamespace).Delete(ctx, name, metav1.DeleteOptions{})
+	})
+	cfg, err := shared.ServiceAccountConfig(ctx, chartNamespace, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := &nsmantest.Env{Cluster: shared, Kubeconfig: filepath.Join(t.TempDir(), "fence-test.kubeconfig"), User: cluster.ServiceAccountUser(chartNamespace, name)}
+	if err := cluster.WriteKubeconfig(sa.Kubeconfig, cfg); err != nil {
+		t.Fatal(err)
+	}
+	policy := "ValidatingAdmissionPolicy '" + name + "'"
+	// In force once it refuses the ServiceAccount a DELETE (a dry run).
+	kube := saClient(t, sa.Kubeconfig)
+	var last error
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		last = kube.CoreV1().Namespaces().Delete(ctx, protected, metav1.DeleteOptions{DryRun: dryRun})
+		return apierrors.IsForbidden(last) && strings.Contains(last.Error(), policy), nil
+	}); err != nil {
+		t.Fatalf("the chart's policy does not refuse a DELETE of %s: %v (%v)", protected, last, err)
+	}
+
+	caseID := protected
+	createManager(t, managerObj(home, "protected", caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}, targeting(protected)))
+	createManager(t, managerObj(home, "other", caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}, targeting(other)))
+	res := sa.Sweep(t, "-l", caseLabel+"="+caseID, "--trusted-namespaces", home)
+	wantCode(t, res, cmd.ExitFailed)
+	got := wantState(t, res, home, "protected", sweep.StateFailed)
+	if want := "may not delete namespace " + protected + ": it is protected"; !strings.Contains(got.Message, policy) || !strings.Contains(got.Message, want) {
+		t.Errorf("message %q, want the refusal of %s: %q", got.Message, policy, want)
+	}
+	if e.NamespaceGoneOrTerminating(t, protected) {
+		t.Errorf("namespace %s deleted", protected)
+	}
+	wantState(t, res, home, "other", sweep.StateFired)
+	if !e.NamespaceGoneOrTerminating(t, other) {
+		t.Errorf("namespace %s not deleted", other)
+	}
+}
