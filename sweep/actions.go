@@ -74,15 +74,28 @@ func (s *Sweeper) post(ctx context.Context, m policy.Manager, p *plan, t target)
 	}
 	key := firingKey(m, p)
 	d, err := s.writer.deliver(ctx, route, p.policy.Action.URL, body, key)
-	if err != nil && route.Tenant {
+	switch {
+	case err == nil:
+	case webhook.Deferred(err):
+		return nil, err
+	case route.Tenant:
 		s.log.Warn("webhook not delivered", "manager", m.Namespace+"/"+m.Name, "policy", p.policy.Name, "error", err.Error())
-		return nil, errors.New(webhook.Summary(d, err))
-	}
-	if err != nil {
+		return nil, tenantError{summary: webhook.Summary(d, err), err: err}
+	default:
 		return nil, err
 	}
 	return []string{fmt.Sprintf("POST %s (Idempotency-Key %s)", p.policy.Action.URL, key)}, nil
 }
+
+// tenantError is a failed delivery as a tenant reads it (summary), which
+// still tells whether it was deferred (err).
+type tenantError struct {
+	summary string
+	err     error
+}
+
+func (e tenantError) Error() string { return e.summary }
+func (e tenantError) Unwrap() error { return e.err }
 
 // deleteClaimed deletes, for an expired claim, the namespace it was made
 // for, by UID; one going or gone needs nothing, one recreated since is

@@ -220,6 +220,12 @@ func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Ma
 			in.Pods[out.Policy] = answer
 			continue
 		case policy.Fire:
+			if until, failures := stored.backingOff(m, m.Policies[out.Policy].Name, spec, r.now); !until.IsZero() {
+				// No attempt before then: a silent receiver costs a sweep nothing.
+				e.Policy, e.Action, e.Conditions, e.Due = m.Policies[out.Policy].Name, policy.ActionWebhook, conditions(out.Policies), timePtr(until)
+				return untouched(m, e, StateDeferred, fmt.Sprintf("%s; the webhook backs off after %d failed deliveries in a row: next attempt at %s",
+					out.Reason, failures, until.UTC().Format(time.RFC3339)))
+			}
 			d := planned(m, e, conditions(out.Policies), plan{step: stepAct, policy: m.Policies[out.Policy], reason: out.Reason, target: t})
 			// A hold may keep the plan waiting, with its progress.
 			d.checks = out.Checks

@@ -67,3 +67,15 @@ func TestShielding(t *testing.T) {
 		}
 	}
 }
+
+// A WEBHOOK that failed backs off 1m, 2m, 4m, … up to an hour.
+func TestWebhookBackoff(t *testing.T) {
+	for n, want := range map[int]time.Duration{
+		0: time.Minute, 1: time.Minute, 2: 2 * time.Minute, 3: 4 * time.Minute, 6: 32 * time.Minute,
+		7: time.Hour, 8: time.Hour, 1000: time.Hour,
+	} {
+		if got := webhookBackoff(n); got != want {
+			t.Errorf("webhookBackoff(%d) = %s, want %s", n, got, want)
+		}
+	}
+}

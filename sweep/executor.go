@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/webhook"
 )
 
 // The executor is the one place a decision is carried out, for a manager
@@ -100,12 +101,14 @@ func (s *Sweeper) act(ctx context.Context, r *sweepRun, rec record, d decision) 
 		return busy(e, err), false, false
 	}
 	e.Effects = effects
-	defer s.notify(ctx, r, d.manager, p, effects, err, failedBefore(rec.prior().last, p))
+	if !webhook.Deferred(err) {
+		defer s.notify(ctx, r, d.manager, p, effects, err, failedBefore(rec.prior().last, p))
+	}
 	if err == nil && p.policy.Action.Type == policy.ActionDelete && p.target.home {
 		// The record went with the namespace.
 		return s.succeeded(e, p), true, true
 	}
-	e, o := s.outcomeOf(e, p, err, r.now)
+	e, o := s.outcomeOf(e, p, err, r.now, rec.prior().last)
 	if werr := rec.write(ctx, o); werr != nil && err != nil {
 		return failedEntry(e, fmt.Errorf("%s; recording it failed: %w", e.Message, werr)), true, false
 	} else if werr != nil {
@@ -115,13 +118,25 @@ func (s *Sweeper) act(ctx context.Context, r *sweepRun, rec record, d decision) 
 }
 
 // outcomeOf is the entry and the record of plan p's action, done or
-// failed with err.
-func (s *Sweeper) outcomeOf(e Entry, p *plan, err error, now time.Time) (Entry, outcome) {
+// failed with err, prev being the last action recorded before. A WEBHOOK
+// that failed or was deferred backs off (see webhookBackoff).
+func (s *Sweeper) outcomeOf(e Entry, p *plan, err error, now time.Time, prev *LastAction) (Entry, outcome) {
 	last := &LastAction{Policy: p.policy.Name, Action: p.policy.Action.Type, Result: ResultSucceeded, Message: truncate(p.reason, maxMessage), Time: now.UTC()}
 	if err != nil {
 		e = failedEntry(e, err)
 		last.Result, last.Message = ResultFailed, truncate(err.Error(), maxMessage)
 		last.Uncertain = p.policy.Action.Type == policy.ActionDelete && uncertain(err)
+		if p.policy.Action.Type == policy.ActionWebhook {
+			last.Failures = 1
+			if failedBefore(prev, p) && prev.Action == policy.ActionWebhook {
+				last.Failures = prev.Failures + 1
+			}
+			last.NextAttempt = timePtr(now.Add(webhookBackoff(last.Failures)).UTC())
+			e.Due = last.NextAttempt
+			if webhook.Deferred(err) {
+				e.State = StateDeferred
+			}
+		}
 		return e, outcome{entry: e, last: last}
 	}
 	e = s.succeeded(e, p)
@@ -142,7 +157,7 @@ func (s *Sweeper) finish(ctx context.Context, r *sweepRun, rec record, p *plan, 
 	o := outcome{entry: s.succeeded(e, p), done: true}
 	if p.step == stepConfirmDelete {
 		e.Effects = []string{"delete namespace " + p.target.name + " (gone after it)"}
-		_, o = s.outcomeOf(e, p, nil, r.now)
+		_, o = s.outcomeOf(e, p, nil, r.now, nil)
 	}
 	e, recorded := s.save(ctx, rec, o)
 	if p.step == stepDeactivate && e.State == StateFired {

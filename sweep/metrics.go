@@ -28,7 +28,8 @@ var metricStates = []State{
 var metricActions = []string{policy.ActionDelete, policy.ActionScaleDown, policy.ActionWebhook}
 
 // actionResults are the values of nsman_actions's result label: an
-// action's Result, or planned (dry run) or deferred (over the cap).
+// action's Result, or planned (dry run) or deferred (over the cap, or a
+// WEBHOOK deferred or backing off).
 var actionResults = []string{ResultSucceeded, ResultFailed, string(StatePlanned), string(StateDeferred)}
 
 // metricMethods are the HTTP methods nsman_api_requests always has series for,
@@ -83,7 +84,7 @@ func PushMetrics(ctx context.Context, url, job string, r Report, lastSuccess boo
 func sweepGauges(r Report) []prometheus.Collector {
 	actions := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "nsman_actions",
-		Help: "Actions of the last nsman sweep, by action type and result: succeeded, failed, planned (dry run) or deferred (over --max-actions).",
+		Help: "Actions of the last nsman sweep, by action type and result: succeeded, failed, planned (dry run) or deferred (over --max-actions; a WEBHOOK whose receiver timed out in the sweep, or backing off).",
 	}, []string{"action", "result"})
 	for _, a := range metricActions {
 		for _, res := range actionResults {

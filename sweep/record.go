@@ -44,6 +44,18 @@ func (p Progress) clone() Progress {
 	return p
 }
 
+// backingOff is the time before which no sweep delivers policy's WEBHOOK
+// again, for m's spec (generation, or spec when set), and the failures in
+// a row; zero when it may now.
+func (p Progress) backingOff(m policy.Manager, policyName, spec string, now time.Time) (time.Time, int) {
+	last := p.LastAction
+	if last == nil || last.Result != ResultFailed || last.Action != policy.ActionWebhook || last.Policy != policyName ||
+		last.NextAttempt == nil || !now.Before(*last.NextAttempt) || !sameSpec(m, p.ObservedGeneration, spec) {
+		return time.Time{}, 0
+	}
+	return *last.NextAttempt, last.Failures
+}
+
 // doneFor reports whether a final policy's action succeeded for m's spec.
 func (p Progress) doneFor(m policy.Manager, spec string) bool {
 	last := p.LastAction
@@ -125,6 +137,26 @@ type LastAction struct {
 	// (a reset connection, a timeout, a 5xx), so it may have happened; a
 	// DELETE so is confirmed by a sweep that finds the namespace going.
 	Uncertain bool `json:"uncertain,omitempty"`
+	// Failures counts the WEBHOOK deliveries of this policy that failed or
+	// were deferred in a row; NextAttempt is when a sweep may try again
+	// (webhookBackoff after the latest): none does before.
+	Failures    int        `json:"failures,omitempty"`
+	NextAttempt *time.Time `json:"nextAttempt,omitempty"`
+}
+
+// Bounds of the backoff of a WEBHOOK whose delivery failed or was deferred.
+const (
+	minWebhookBackoff = time.Minute
+	maxWebhookBackoff = time.Hour
+)
+
+// webhookBackoff is the pause after the n-th failure in a row: 1m, 2m, 4m,
+// … up to 1h.
+func webhookBackoff(n int) time.Duration {
+	if n > 7 { // 1m<<6 already exceeds the cap; avoid shifting further.
+		return maxWebhookBackoff
+	}
+	return min(minWebhookBackoff<<max(n-1, 0), maxWebhookBackoff)
 }
 
 // Results in LastAction.

@@ -112,10 +112,13 @@ func (r *sweepRun) add(entries ...Entry) {
 	r.mu.Unlock()
 }
 
-// queue hands listed managers to Concurrency workers.
+// queue hands listed managers to Concurrency workers, and the WEBHOOK
+// actions they decide on to Concurrency more (hooks): a receiver that
+// keeps nsman waiting holds up no DELETE, SCALE_DOWN or rule.
 type queue struct {
-	jobs chan listed
-	wg   sync.WaitGroup
+	jobs  chan listed
+	hooks hookQueue
+	wg    sync.WaitGroup
 }
 
 // startWorkers starts the workers that evaluate each manager queued and
@@ -123,8 +126,10 @@ type queue struct {
 // reported as not reached.
 func (s *Sweeper) startWorkers(ctx, work context.Context, r *sweepRun) *queue {
 	q := &queue{jobs: make(chan listed)}
+	q.hooks.ready = sync.NewCond(&q.hooks.mu)
+	var evaluating sync.WaitGroup
 	for range s.cfg.Concurrency {
-		q.wg.Go(func() {
+		evaluating.Go(func() {
 			for l := range q.jobs {
 				var entries []Entry
 				switch {
@@ -134,16 +139,89 @@ func (s *Sweeper) startWorkers(ctx, work context.Context, r *sweepRun) *queue {
 					entries = s.handleRule(work, r, l)
 				default:
 					rec := s.managerRecord(r, l)
-					entries = []Entry{s.carryOut(work, r, rec, s.evaluateManager(work, r, l.obj, rec.stored.Progress))}
+					d := s.evaluateManager(work, r, l.obj, rec.stored.Progress)
+					if d.plan != nil && d.plan.step != stepDeactivate && d.plan.policy.Action.Type == policy.ActionWebhook {
+						q.hooks.put(hookJob{l: l, rec: rec, d: d})
+						continue
+					}
+					entries = []Entry{s.carryOut(work, r, rec, d)}
 				}
-				for _, e := range entries {
-					s.logDecision(work, e)
-				}
-				r.add(entries...)
+				s.done(work, r, entries)
 			}
 		})
 	}
+	for range s.cfg.Concurrency {
+		q.wg.Go(func() {
+			for job, ok := q.hooks.take(); ok; job, ok = q.hooks.take() {
+				entries := s.unhandled(job.l)
+				if ctx.Err() == nil {
+					entries = []Entry{s.carryOut(work, r, job.rec, job.d)}
+				}
+				s.done(work, r, entries)
+			}
+		})
+	}
+	q.wg.Go(func() {
+		evaluating.Wait()
+		q.hooks.close()
+	})
 	return q
+}
+
+// done logs and reports entries.
+func (s *Sweeper) done(ctx context.Context, r *sweepRun, entries []Entry) {
+	for _, e := range entries {
+		s.logDecision(ctx, e)
+	}
+	r.add(entries...)
+}
+
+// hookJob is a manager's WEBHOOK decision, to carry out.
+type hookJob struct {
+	l   listed
+	rec record
+	d   decision
+}
+
+// hookQueue holds the WEBHOOK decisions not carried out yet. Unbounded,
+// rather than a channel, so that an evaluating worker never waits on a
+// receiver: the jobs are small, and no more than the managers listed.
+type hookQueue struct {
+	mu     sync.Mutex
+	ready  *sync.Cond
+	jobs   []hookJob
+	closed bool
+}
+
+func (h *hookQueue) put(j hookJob) {
+	h.mu.Lock()
+	h.jobs = append(h.jobs, j)
+	h.mu.Unlock()
+	h.ready.Signal()
+}
+
+// take returns the next job, waiting for one; false once the queue is
+// closed and empty.
+func (h *hookQueue) take() (hookJob, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for len(h.jobs) == 0 && !h.closed {
+		h.ready.Wait()
+	}
+	if len(h.jobs) == 0 {
+		return hookJob{}, false
+	}
+	j := h.jobs[0]
+	h.jobs[0] = hookJob{}
+	h.jobs = h.jobs[1:]
+	return j, true
+}
+
+func (h *hookQueue) close() {
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+	h.ready.Broadcast()
 }
 
 // give queues l, unless ctx is done first: then l is reported unhandled.

@@ -100,7 +100,8 @@ func (a *AllowList) tenantCheck(host string, deny func(netip.Addr) error) func(n
 }
 
 // Summary says what became of a Send in words a tenant may read: "refused:
-// <reason>" when the address policy or the URL stopped it, "failed: HTTP
+// <reason>" when the address policy or the URL stopped it, "deferred: ..."
+// when its receiver timed out earlier in the sweep, "failed: HTTP
 // <code>" when the receiver answered, "timed out", or "failed: no
 // connection" for every other network failure, whose text (connection
 // refused, reset, a certificate) would tell a tenant what listens where.
@@ -111,6 +112,9 @@ func Summary(d Delivery, err error) string {
 	after := ""
 	if d.Attempts > 1 {
 		after = " " + d.after()
+	}
+	if Deferred(err) {
+		return errDeferred.Error()
 	}
 	if refused, ok := errors.AsType[*refusedError](err); ok {
 		return "refused: " + refused.err.Error()

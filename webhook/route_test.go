@@ -184,3 +184,33 @@ func TestErrorsNameTheOriginOnly(t *testing.T) {
 		t.Errorf("error %v: want the receiver's origin %s and nothing of its path or query", err, srv.URL)
 	}
 }
+
+// After an attempt to a receiver timed out, later Sends to it through the
+// same Sender (or a copy) are deferred at once; other receivers are not.
+func TestSilentReceiverDefersLaterSends(t *testing.T) {
+	release := make(chan struct{})
+	silent := startReceiver(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-release }))
+	defer close(release)
+	other, hits := hitCounter(t)
+	s := NewSender(testOptions(func(o *Options) { o.Timeout, o.MaxAttempts = 200*time.Millisecond, 2 }))
+	d, err := s.Send(t.Context(), silent.URL+"/a", []byte("{}"), "k1")
+	if Deferred(err) || d.Attempts != 2 || Summary(d, err) != "timed out after 2 attempts" {
+		t.Fatalf("first Send: %+v, %v; want both attempts timed out", d, err)
+	}
+	start := time.Now()
+	for _, sender := range []*Sender{s, s.WithSigningKey([]byte("another key"))} {
+		d, err = sender.Send(t.Context(), silent.URL+"/b", []byte("{}"), "k2")
+		if !Deferred(err) || d.Attempts != 0 || !strings.HasPrefix(Summary(d, err), "deferred: ") {
+			t.Errorf("later Send: %+v, %v (%q); want deferred without an attempt", d, err, Summary(d, err))
+		}
+	}
+	if took := time.Since(start); took > 100*time.Millisecond {
+		t.Errorf("deferred Sends took %s", took)
+	}
+	if _, err := s.Send(t.Context(), other.URL, []byte("{}"), "k3"); err != nil || hits.Load() != 1 {
+		t.Errorf("another receiver: %v, %d requests; want it delivered", err, hits.Load())
+	}
+	if _, err := NewSender(testOptions()).Send(t.Context(), other.URL, []byte("{}"), "k4"); err != nil {
+		t.Errorf("a new Sender (a new sweep): %v", err)
+	}
+}

@@ -12,6 +12,8 @@ import (
 	"net/netip"
 	"net/url"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 )
 
@@ -87,6 +89,9 @@ type Sender struct {
 	maxBodyRead    int64
 	backoff        func(retry int) time.Duration // nil: the default policy
 	allow          *AllowList
+	// silent holds the receivers (scheme, host, port) an attempt timed out
+	// on: a later Send to one is deferred at once. Copies share it.
+	silent *sync.Map
 }
 
 // NewSender returns a sender configured by o. Its transport has
@@ -127,6 +132,7 @@ func NewSender(o Options) *Sender {
 	}
 
 	s := &Sender{
+		silent:      &sync.Map{},
 		client:      newClient(platform, o.TLSConfig),
 		tenant:      newClient(tenant, o.TLSConfig),
 		timeout:     o.Timeout,
@@ -248,6 +254,10 @@ func (s *Sender) Deliver(ctx context.Context, route Route, rawURL string, body [
 	if err := ctx.Err(); err != nil {
 		return done(fmt.Errorf("webhook %s: %w", target, err))
 	}
+	receiver := receiverKey(u)
+	if _, ok := s.silent.Load(receiver); ok {
+		return done(fmt.Errorf("webhook %s: %w", target, errDeferred))
+	}
 	client := s.client
 	if route.Tenant {
 		client = s.tenant
@@ -257,6 +267,11 @@ func (s *Sender) Deliver(ctx context.Context, route Route, rawURL string, body [
 	for {
 		resp, err := s.attempt(ctx, client, u, body, idempotencyKey)
 		d.Attempts++
+		if resp == nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			// Every other delivery to this receiver, in this sweep, would
+			// wait as long: each is deferred instead (this one goes on).
+			s.silent.Store(receiver, true)
+		}
 		d.StatusCode = 0
 		if resp != nil {
 			d.StatusCode = resp.StatusCode
@@ -408,6 +423,24 @@ func retryable(resp *http.Response, err error) bool {
 type statusError struct{ status string }
 
 func (e *statusError) Error() string { return e.status }
+
+// errDeferred is a Send not attempted: an attempt to the same receiver
+// timed out before, through this Sender.
+var errDeferred = errors.New("deferred: the receiver did not answer an earlier request of this sweep in time")
+
+// Deferred reports whether err is a Send deferred because its receiver
+// timed out on an earlier request through the same Sender.
+func Deferred(err error) bool { return errors.Is(err, errDeferred) }
+
+// receiverKey names a receiver by scheme, host and port (its scheme's
+// default when the URL has none).
+func receiverKey(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	return u.Scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
+}
 
 // invalidURLError is a URL Send refuses before any network I/O.
 type invalidURLError struct{ err error }

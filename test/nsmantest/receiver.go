@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -33,6 +34,7 @@ type Receiver struct {
 	released   chan struct{}
 	release    sync.Once
 	handler    http.Handler
+	arrivals   atomic.Int64
 	// services are the URLs of the Services it is reachable as (ServiceURL).
 	services map[string]string
 }
@@ -46,6 +48,7 @@ func NewReceiver(t testing.TB) *Receiver {
 		r.mu.Lock()
 		status, hold := r.status, r.hold
 		r.mu.Unlock()
+		r.arrivals.Add(1)
 		select {
 		case r.arrived <- struct{}{}:
 		default:
@@ -97,6 +100,9 @@ func (r *Receiver) WaitArrivals(t testing.TB, n int) {
 		}
 	}
 }
+
+// Arrivals is the number of requests that have arrived, answered or not.
+func (r *Receiver) Arrivals() int { return int(r.arrivals.Load()) }
 
 // Deliveries returns the requests answered so far, in the order answered.
 func (r *Receiver) Deliveries() []Delivery {

@@ -1,0 +1,105 @@
+package integration
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/test/nsmantest"
+)
+
+// A receiver that never answers stalls nothing: dozens of managers call
+// it, beside due DELETEs and a due rule. The first sweep carries out every
+// other action, tries the silent receiver only with the deliveries under
+// way when it first timed out, defers the rest, and ends within about
+// twice one delivery's worst case; the next sweep makes no connection to
+// it (each manager backs off) and ends within seconds.
+func TestSilentReceiverStallsNothing(t *testing.T) {
+	e := setup(t)
+	const (
+		silentManagers = 40
+		concurrency    = 4
+		attempts       = 3
+		timeout        = time.Second
+		// One delivery's worst case: every attempt times out, with the
+		// backoff of 1 s and 2 s between them.
+		worstDelivery = attempts*timeout + 3*time.Second
+	)
+	home := shared.Namespace(t)
+	caseID := home
+	silent := nsmantest.NewReceiver(t)
+	silent.SetHold(time.Hour)
+	t.Cleanup(silent.Release)
+	url := silent.ServiceURL(t, shared.Admin, home, "sink")
+	for i := range silentManagers {
+		createManager(t, managerObj(home, fmt.Sprintf("silent-%02d", i), caseID, []any{ttlPolicy("report at once", 0, webhookAction(url+"/hook"))}, targeting(home)))
+	}
+	var deleted []string
+	for range 5 {
+		ns := shared.Namespace(t)
+		createManager(t, managerObj(ns, ns, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}))
+		deleted = append(deleted, ns)
+	}
+	ruleHome := shared.Namespace(t)
+	ruled := labelled(t, caseID, 3)
+	fast := nsmantest.NewReceiver(t)
+	createManager(t, managerObj(ruleHome, "leftovers", caseID, []any{ttlPolicy("report at once", 0, webhookAction(fast.URL+"/rule"))}, selecting(caseID)))
+	args := []string{"-l", caseLabel + "=" + caseID, "--trusted-namespaces", ruleHome, "--concurrency", fmt.Sprint(concurrency), "--webhook-timeout", timeout.String()}
+
+	began := time.Now()
+	res := e.Sweep(t, args...)
+	took := time.Since(began)
+	for _, ns := range deleted {
+		wantState(t, res, ns, ns, sweep.StateFired)
+	}
+	for _, ns := range ruled {
+		if p := res.Pair(t, ruleHome, "leftovers", ns); p.State != sweep.StateFired {
+			t.Errorf("rule on %s: %q (%s), want fired", ns, p.State, p.Message)
+		}
+	}
+	failed, deferred := 0, 0
+	for i := range silentManagers {
+		got := res.Entry(t, home, fmt.Sprintf("silent-%02d", i))
+		switch {
+		case got.State == sweep.StateFailed && strings.HasPrefix(got.Message, "timed out"):
+			failed++
+		case got.State == sweep.StateDeferred && strings.Contains(got.Message, "did not answer an earlier request of this sweep"):
+			deferred++
+		default:
+			t.Errorf("silent-%02d: %q (%s), want timed out or deferred", i, got.State, got.Message)
+		}
+		if got.Due == nil || got.Due.Before(res.Report.Summary.Now.Add(time.Minute-time.Second)) {
+			t.Errorf("silent-%02d: due %v, want the next attempt a minute on", i, got.Due)
+		}
+	}
+	first := silent.Arrivals()
+	t.Logf("first sweep: %s; %d timed out, %d deferred; %d requests reached the silent receiver", took.Round(time.Millisecond), failed, deferred, first)
+	if failed > concurrency || first > concurrency*attempts {
+		t.Errorf("%d deliveries timed out with %d requests: want at most the %d under way when the first timed out, %d attempts each", failed, first, concurrency, attempts)
+	}
+	if took > 2*worstDelivery {
+		t.Errorf("the first sweep took %s, want at most twice one delivery's worst case (%s)", took, 2*worstDelivery)
+	}
+	st := managerStatus(t, home, "silent-00")
+	if st.LastAction == nil || st.LastAction.NextAttempt == nil || st.LastAction.Failures != 1 {
+		t.Errorf("status %+v: want the failure and the next attempt recorded", st.LastAction)
+	}
+
+	began = time.Now()
+	res = e.Sweep(t, args...)
+	took = time.Since(began)
+	for i := range silentManagers {
+		if got := res.Entry(t, home, fmt.Sprintf("silent-%02d", i)); got.State != sweep.StateDeferred || !strings.Contains(got.Message, "backs off") {
+			t.Errorf("next sweep, silent-%02d: %q (%s), want deferred, backing off", i, got.State, got.Message)
+		}
+	}
+	t.Logf("next sweep: %s; %d more requests", took.Round(time.Millisecond), silent.Arrivals()-first)
+	if silent.Arrivals() != first {
+		t.Errorf("the next sweep made %d requests to the silent receiver, want none", silent.Arrivals()-first)
+	}
+	if took > 5*time.Second {
+		t.Errorf("the next sweep took %s, want seconds", took)
+	}
+}
