@@ -39,10 +39,12 @@ func TestStaleSweepLeavesAClaimAlone(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The managers are tenants': each receiver is a Service of ns.
+	slowURL, hookURL := slow.ServiceURL(t, shared.Admin, ns, "slow"), hook.ServiceURL(t, shared.Admin, ns, "hook")
 	// The stale sweep handles one manager at a time, the slow one first
 	// (managers are listed by name).
-	create("a-slow", notifyAfter("notify", 0, slow.URL+"/a-slow"))
-	create("b-claimed", notifyAfter("notify", 86400, hook.URL+"/b-claimed"))
+	create("a-slow", notifyAfter("notify", 0, slowURL+"/a-slow"))
+	create("b-claimed", notifyAfter("notify", 86400, hookURL+"/b-claimed"))
 	args := []string{"-l", "nsman.test/case=" + ns, "--claim-ttl", "60s"}
 
 	stale := make(chan nsmantest.Result, 1)
@@ -51,7 +53,7 @@ func TestStaleSweepLeavesAClaimAlone(t *testing.T) {
 
 	// b-claimed becomes due; another sweep claims it and calls its slow
 	// receiver.
-	edit := []byte(`{"spec":{"policies":[{"name":"notify","condition":{"type":"TTL","params":{"ttlSeconds":0}},"action":{"type":"WEBHOOK","params":{"url":"` + hook.URL + `/b-claimed"}}}]}}`)
+	edit := []byte(`{"spec":{"policies":[{"name":"notify","condition":{"type":"TTL","params":{"ttlSeconds":0}},"action":{"type":"WEBHOOK","params":{"url":"` + hookURL + `/b-claimed"}}}]}}`)
 	if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(ns).Patch(t.Context(), "b-claimed", types.MergePatchType, edit, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -218,3 +218,15 @@ func loopbackService(t testing.TB, admin kubernetes.Interface, ns, name string, 
 	}
 	return "http://" + name + "." + ns + ".svc.cluster.local:" + strconv.Itoa(addr.Port)
 }
+
+// serves reports whether the Receiver is reachable as Service name of
+// namespace ns (see ServiceURL).
+func (r *Receiver) serves(ns, name string) bool {
+	if r == nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.services[ns+"/"+name]
+	return ok
+}

@@ -47,47 +47,65 @@ func TestConcurrentSweepsActOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, managers)
 	sem := make(chan struct{}, 16)
-	for i := range managers {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			ns, err := shared.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "concurrent-"}}, metav1.CreateOptions{})
-			if err != nil {
-				errs <- err
-				return
-			}
-			namespaces[i] = ns.Name
-			action := map[string]any{"type": actions[i%3]}
-			if actions[i%3] == "WEBHOOK" {
-				action["params"] = map[string]any{"url": recv.URL + "/" + ns.Name}
-			}
-			if actions[i%3] == "SCALE_DOWN" {
-				_, err := shared.Admin.AppsV1().Deployments(ns.Name).Create(ctx, nsmantest.Deployment("web", 3), metav1.CreateOptions{})
-				if err != nil {
+	// parallel runs f(i) for each manager i, sixteen at a time, and fails
+	// the test on the first error.
+	parallel := func(f func(i int) error) {
+		t.Helper()
+		for i := range managers {
+			wg.Go(func() {
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				if err := f(i); err != nil {
 					errs <- err
-					return
 				}
-			}
-			m := &unstructured.Unstructured{Object: map[string]any{
-				"apiVersion": "k8s.consol.de/v1beta1",
-				"kind":       "NamespaceManager",
-				"metadata":   map[string]any{"namespace": ns.Name, "name": ns.Name, "labels": map[string]any{label: run}},
-				"spec": map[string]any{"policies": []any{map[string]any{
-					"name":      "act at once",
-					"condition": map[string]any{"type": "TTL", "params": map[string]any{"ttlSeconds": int64(0)}},
-					"action":    action,
-				}}},
-			}}
-			if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(ns.Name).Create(ctx, m, metav1.CreateOptions{}); err != nil {
-				errs <- err
-			}
-		})
+			})
+		}
+		wg.Wait()
+		select {
+		case err := <-errs:
+			t.Fatal(err)
+		default:
+		}
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
+	parallel(func(i int) error {
+		ns, err := shared.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "concurrent-"}}, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		namespaces[i] = ns.Name
+		if actions[i%3] == "SCALE_DOWN" {
+			_, err := shared.Admin.AppsV1().Deployments(ns.Name).Create(ctx, nsmantest.Deployment("web", 3), metav1.CreateOptions{})
+			return err
+		}
+		return nil
+	})
+	// The managers are tenants': each webhook goes to Service "sink" of the
+	// manager's own namespace (made here, where the test may fail at once).
+	urls := make([]string, managers)
+	for i, ns := range namespaces {
+		if actions[i%3] == "WEBHOOK" {
+			urls[i] = recv.ServiceURL(t, shared.Admin, ns, "sink") + "/" + ns
+		}
 	}
+	parallel(func(i int) error {
+		ns := namespaces[i]
+		action := map[string]any{"type": actions[i%3]}
+		if actions[i%3] == "WEBHOOK" {
+			action["params"] = map[string]any{"url": urls[i]}
+		}
+		m := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "k8s.consol.de/v1beta1",
+			"kind":       "NamespaceManager",
+			"metadata":   map[string]any{"namespace": ns, "name": ns, "labels": map[string]any{label: run}},
+			"spec": map[string]any{"policies": []any{map[string]any{
+				"name":      "act at once",
+				"condition": map[string]any{"type": "TTL", "params": map[string]any{"ttlSeconds": int64(0)}},
+				"action":    action,
+			}}},
+		}}
+		_, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(ns).Create(ctx, m, metav1.CreateOptions{})
+		return err
+	})
 
 	before, err := shared.AuditedRequests(ctx, e.User)
 	if err != nil {

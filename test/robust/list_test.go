@@ -19,7 +19,8 @@ import (
 )
 
 // notifyingManagers creates n managers in namespace ns, named m-0…, each
-// due for a webhook to url/<name>.
+// due for a webhook to url(i)/<name>: a Service of ns, since ns is a
+// tenant's.
 func notifyingManagers(t *testing.T, e *nsmantest.Env, ns string, n int, url func(i int) string) {
 	t.Helper()
 	for i := range n {
@@ -46,7 +47,8 @@ func TestListingThatFailsHalfWay(t *testing.T) {
 	e := setup(t)
 	ns := shared.Namespace(t)
 	recv := nsmantest.NewReceiver(t)
-	notifyingManagers(t, e, ns, 6, func(int) string { return recv.URL })
+	sink := recv.ServiceURL(t, shared.Admin, ns, "sink")
+	notifyingManagers(t, e, ns, 6, func(int) string { return sink })
 	gateway := nsmantest.StartPushgateway(t)
 
 	// The second request for a next page of managers (the third page) is
@@ -99,11 +101,12 @@ func TestListingResumesPastAnExpiredContinueToken(t *testing.T) {
 	slow, fast := nsmantest.NewReceiver(t), nsmantest.NewReceiver(t)
 	slow.SetHold(5 * time.Minute)
 	t.Cleanup(slow.Release)
+	slowURL, fastURL := slow.ServiceURL(t, shared.Admin, ns, "slow"), fast.ServiceURL(t, shared.Admin, ns, "fast")
 	notifyingManagers(t, e, ns, 6, func(i int) string {
 		if i == 0 {
-			return slow.URL
+			return slowURL
 		}
-		return fast.URL
+		return fastURL
 	})
 	// A continue token from before the compaction tells when the API server
 	// answers such tokens 410.

@@ -17,8 +17,10 @@ import (
 )
 
 // mix is a set of managers labelled nsman.test/crash=run: due ones of each
-// action (DELETE, SCALE_DOWN of a 2-replica Deployment, WEBHOOK to recv) and
-// idle ones that are not due.
+// action (DELETE, SCALE_DOWN of a 2-replica Deployment, WEBHOOK to recv, as
+// Service "sink" of the manager's own namespace: the managers are tenants')
+// and idle ones that are not due. Its rules, in a trusted namespace, call
+// recv at its loopback address.
 type mix struct {
 	run  string
 	due  map[string]string // namespace -> action
@@ -54,7 +56,7 @@ func seedMix(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver, run strin
 			m.idle = append(m.idle, ns)
 			policy, ttl = map[string]any{"type": "DELETE"}, 3600
 		case "WEBHOOK":
-			policy["params"] = map[string]any{"url": recv.URL + "/" + ns}
+			policy["params"] = map[string]any{"url": recv.ServiceURL(t, shared.Admin, ns, "sink") + "/" + ns}
 		case "SCALE_DOWN":
 			createDeployment(t, ns, 2)
 		}

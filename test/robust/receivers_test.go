@@ -1,10 +1,13 @@
 package robust
 
 import (
+	"bytes"
+	cryptotls "crypto/tls"
 	"encoding/json"
+	"io"
+	"log"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os/exec"
 	"strings"
 	"sync/atomic"
@@ -13,96 +16,106 @@ import (
 	"time"
 
 	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/test/nsmantest"
 )
 
 // TestHostileReceivers sends webhooks to receivers that hang, trickle bytes,
 // answer with 10 MiB, redirect to the cloud metadata address or present an
 // untrusted certificate, and to the metadata address itself: each receiver
 // is reached, each is bounded in time and memory, refused where it must be,
-// and recorded on its manager, and the rest of the sweep is unaffected.
+// and recorded on its manager, and the rest of the sweep is unaffected. The
+// managers are tenants' (their namespaces are not trusted): each receiver
+// is a Service of its manager's own namespace, and what the manager reads
+// of a failure is the sanitized summary, while nsman's log has the cause.
 func TestHostileReceivers(t *testing.T) {
 	e := setup(t)
 	bin := buildNsman(t)
 	// reached counts the connections each hostile receiver accepted: a
 	// receiver never reached showed nothing hostile.
 	reached := map[string]*atomic.Int32{}
-	hostile := func(name string, h http.Handler, tls bool) *httptest.Server {
+	// hostile serves h as Service name of namespace ns (over TLS with a
+	// certificate nsman does not trust when tls is set) and returns its URL.
+	hostile := func(ns, name string, h http.Handler, tls bool) string {
 		n := &atomic.Int32{}
 		reached[name] = n
-		s := httptest.NewUnstartedServer(h)
-		s.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		srv := &http.Server{Handler: h, ConnState: func(_ net.Conn, state http.ConnState) {
 			if state == http.StateNew {
 				n.Add(1)
 			}
-		}
+		}, ErrorLog: log.New(io.Discard, "", 0)} // quiet: nsman refuses the untrusted one's handshake, as it must
 		if tls {
-			s.StartTLS()
-		} else {
-			s.Start()
+			srv.TLSConfig = &cryptotls.Config{}
 		}
-		t.Cleanup(s.Close)
-		return s
+		return nsmantest.StartAsService(t, shared.Admin, ns, name, srv)
 	}
-	hang := hostile("hang", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-r.Context().Done():
-		case <-time.After(5 * time.Second): // far beyond --webhook-timeout
-		}
-	}), false)
-	trickle := hostile("trickle", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusOK)
-		for range 10 {
-			if _, err := w.Write([]byte("x")); err != nil {
-				return
-			}
-			w.(http.Flusher).Flush()
+	handlers := map[string]http.Handler{
+		"hang": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			select {
 			case <-r.Context().Done():
-				return
-			case <-time.After(500 * time.Millisecond):
+			case <-time.After(5 * time.Second): // far beyond --webhook-timeout
 			}
-		}
-	}), false)
-	big := hostile("big", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		chunk := []byte(strings.Repeat("x", 1<<20))
-		for range 10 {
-			if _, err := w.Write(chunk); err != nil {
-				return
+		}),
+		"trickle": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusOK)
+			for range 10 {
+				if _, err := w.Write([]byte("x")); err != nil {
+					return
+				}
+				w.(http.Flusher).Flush()
+				select {
+				case <-r.Context().Done():
+					return
+				case <-time.After(500 * time.Millisecond):
+				}
 			}
-		}
-	}), false)
-	redirect := hostile("redirect", http.RedirectHandler("http://169.254.169.254/latest/meta-data/", http.StatusFound), false)
-	untrusted := hostile("untrusted", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), true)
+		}),
+		"big": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			chunk := []byte(strings.Repeat("x", 1<<20))
+			for range 10 {
+				if _, err := w.Write(chunk); err != nil {
+					return
+				}
+			}
+		}),
+		"redirect":  http.RedirectHandler("http://169.254.169.254/latest/meta-data/", http.StatusFound),
+		"untrusted": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}),
+	}
 
 	const run = "receivers"
+	// Each receiver's URL, made in its manager's namespace; the metadata
+	// address is none of a tenant's Services, and refused.
 	cases := map[string]struct {
-		url       string
+		url       func(ns string) string
 		want      sweep.State
 		wantInMsg string
 	}{
-		"hang":      {hang.URL + "/h", sweep.StateFailed, "after 3 attempts"},
-		"trickle":   {trickle.URL + "/t", sweep.StateFired, ""}, // a 200 is the answer; the body is not waited for
-		"big":       {big.URL + "/b", sweep.StateFired, ""},
-		"redirect":  {redirect.URL + "/r", sweep.StateFailed, "302"},
-		"untrusted": {untrusted.URL + "/u", sweep.StateFailed, "certificate"},
-		"metadata":  {"http://169.254.169.254/latest/meta-data/", sweep.StateFailed, "refused"},
+		"hang":      {func(ns string) string { return hostile(ns, "hang", handlers["hang"], false) + "/h" }, sweep.StateFailed, "timed out after 3 attempts"},
+		"trickle":   {func(ns string) string { return hostile(ns, "trickle", handlers["trickle"], false) + "/t" }, sweep.StateFired, ""}, // a 200 is the answer; the body is not waited for
+		"big":       {func(ns string) string { return hostile(ns, "big", handlers["big"], false) + "/b" }, sweep.StateFired, ""},
+		"redirect":  {func(ns string) string { return hostile(ns, "redirect", handlers["redirect"], false) + "/r" }, sweep.StateFailed, "failed: HTTP 302"},
+		"untrusted": {func(ns string) string { return hostile(ns, "untrusted", handlers["untrusted"], true) + "/u" }, sweep.StateFailed, "failed: no connection"},
+		"metadata":  {func(string) string { return "http://169.254.169.254/latest/meta-data/" }, sweep.StateFailed, "refused"},
 	}
 	names := map[string]string{}
 	for name, c := range cases {
 		ns := shared.Namespace(t)
 		names[name] = ns
-		createManager(t, e, ns, run, 0, map[string]any{"type": "WEBHOOK", "params": map[string]any{"url": c.url}})
+		createManager(t, e, ns, run, 0, map[string]any{"type": "WEBHOOK", "params": map[string]any{"url": c.url(ns)}})
 	}
 	ordinary := shared.Namespace(t)
 	createManager(t, e, ordinary, run, 0, map[string]any{"type": "DELETE"})
 
 	began := time.Now()
-	cmd := exec.Command(bin, "sweep", "--kubeconfig", e.Kubeconfig, "-l", "nsman.test/crash="+run, "--webhook-timeout", "1s", "-o", "json", "--log-level", "error")
+	// At warn, the log has each failed webhook's cause ("webhook not
+	// delivered"), which a tenant does not read.
+	cmd := exec.Command(bin, "sweep", "--kubeconfig", e.Kubeconfig, "-l", "nsman.test/crash="+run, "--webhook-timeout", "1s", "-o", "json", "--log-level", "warn", "--log-format", "json")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	took := time.Since(began)
 	exit, ok := err.(*exec.ExitError)
 	if !ok || exit.ExitCode() != 1 {
-		t.Fatalf("exit %v, want status 1 for the failed webhooks", err)
+		t.Fatalf("exit %v, want status 1 for the failed webhooks\n%s", err, stderr.String())
 	}
 	var report sweep.Report
 	if err := json.Unmarshal(out, &report); err != nil {
@@ -128,16 +141,44 @@ func TestHostileReceivers(t *testing.T) {
 			if last["result"] != sweep.ResultFailed || e.Deactivated(t, ns, ns) {
 				t.Errorf("%s: status %v, want a failed lastAction and the manager active", name, st)
 			}
+			if msg, _ := last["message"].(string); !strings.Contains(msg, c.wantInMsg) {
+				t.Errorf("%s: lastAction message %q, want it mentioning %q", name, msg, c.wantInMsg)
+			}
 		}
 	}
 	if got := report.Entries[indexOf(t, report, ordinary)]; got.State != sweep.StateFired {
 		t.Errorf("the ordinary manager: %s (%s), want fired", got.State, got.Message)
+	}
+	// The tenant read "failed: no connection" of the untrusted receiver;
+	// nsman's log says it was the certificate.
+	logged := undelivered(t, stderr.String())
+	if cause := logged[names["untrusted"]]; !strings.Contains(cause, "certificate signed by unknown authority") {
+		t.Errorf("untrusted: nsman logged %q, want the certificate's fault; log:\n%s", cause, stderr.String())
+	}
+	if msg := report.Entries[indexOf(t, report, names["untrusted"])].Message; strings.Contains(msg, "certificate") {
+		t.Errorf("untrusted: the tenant reads %q, which names the certificate", msg)
 	}
 	for name, n := range reached {
 		if n.Load() == 0 {
 			t.Errorf("the %s receiver was never reached", name)
 		}
 	}
+}
+
+// undelivered reads nsman's JSON log and returns, by manager namespace,
+// the error of each "webhook not delivered" line.
+func undelivered(t *testing.T, logText string) map[string]string {
+	t.Helper()
+	errs := map[string]string{}
+	for line := range strings.Lines(logText) {
+		var rec struct{ Msg, Manager, Error string }
+		if json.Unmarshal([]byte(line), &rec) != nil || rec.Msg != "webhook not delivered" {
+			continue
+		}
+		ns, _, _ := strings.Cut(rec.Manager, "/")
+		errs[ns] = rec.Error
+	}
+	return errs
 }
 
 func indexOf(t *testing.T, r sweep.Report, ns string) int {

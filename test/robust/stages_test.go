@@ -46,8 +46,10 @@ func TestKilledStagedSweepsConverge(t *testing.T) {
 		ns := shared.Namespace(t)
 		createDeployment(t, ns, 2)
 		label := fmt.Sprintf("stages-%d", i+1)
+		// The manager is a tenant's: its receiver is a Service of ns.
+		sink := recv.ServiceURL(t, shared.Admin, ns, "sink")
 		webhook := func(path string) map[string]any {
-			return map[string]any{"type": "WEBHOOK", "params": map[string]any{"url": recv.URL + "/" + ns + path}}
+			return map[string]any{"type": "WEBHOOK", "params": map[string]any{"url": sink + "/" + ns + path}}
 		}
 		m := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "k8s.consol.de/v1beta1",

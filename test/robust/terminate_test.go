@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"os/exec"
 	"syscall"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/test/nsmantest"
 )
 
 // TestSIGTERMFinishesWhatIsUnderWay interrupts a sweep while its first
@@ -26,17 +26,19 @@ func TestSIGTERMFinishesWhatIsUnderWay(t *testing.T) {
 	bin := buildNsman(t)
 	arrived := make(chan struct{}, 10)
 	delivered := make(chan string, 10)
-	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		arrived <- struct{}{}
 		time.Sleep(2 * time.Second)
 		delivered <- r.Header.Get("Idempotency-Key")
-	}))
-	t.Cleanup(slow.Close)
+	})
 
 	var names []string
 	for range 3 {
 		ns := shared.Namespace(t)
 		names = append(names, ns)
+		// The managers are tenants': each calls the slow receiver as a
+		// Service of its own namespace.
+		url := nsmantest.ServeAsService(t, shared.Admin, ns, "slow", slow, nil)
 		m := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "k8s.consol.de/v1beta1",
 			"kind":       "NamespaceManager",
@@ -44,7 +46,7 @@ func TestSIGTERMFinishesWhatIsUnderWay(t *testing.T) {
 			"spec": map[string]any{"policies": []any{map[string]any{
 				"name":      "notify at once",
 				"condition": map[string]any{"type": "TTL", "params": map[string]any{"ttlSeconds": int64(0)}},
-				"action":    map[string]any{"type": "WEBHOOK", "params": map[string]any{"url": slow.URL + "/hook"}},
+				"action":    map[string]any{"type": "WEBHOOK", "params": map[string]any{"url": url + "/hook"}},
 			}}},
 		}}
 		if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(ns).Create(t.Context(), m, metav1.CreateOptions{}); err != nil {
