@@ -116,6 +116,7 @@ YAML
 echo "without --webhook-allow, the receiver on loopback is refused; the tenant reads why, and nothing of the network:"
 nsman sweep -n demo-egress || true
 kubectl -n demo-egress get nsman demo-egress -o jsonpath='{.status.lastAction.message}{"\n"}'
+kubectl delete namespace demo-egress --wait=false
 
 step "a pipeline crashed: it left e2e-* namespaces behind and never created a manager for them"
 kubectl create namespace e2e-run-101
