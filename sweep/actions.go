@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -78,13 +79,25 @@ func (s *Sweeper) post(ctx context.Context, m policy.Manager, p *plan, t target)
 	case err == nil:
 	case webhook.Deferred(err):
 		return nil, err
-	case route.Tenant:
-		s.log.Warn("webhook not delivered", "manager", m.Namespace+"/"+m.Name, "policy", p.policy.Name, "error", err.Error())
+	case route.Tenant || m.Rule != nil:
+		// A tenant reads a manager's record; a rule's record of a
+		// namespace is on that namespace, for its tenant to read.
+		s.log.Warn("webhook not delivered", "manager", m.Namespace+"/"+m.Name, "namespace", t.name, "policy", p.policy.Name, "error", err.Error())
 		return nil, tenantError{summary: webhook.Summary(d, err), err: err}
 	default:
 		return nil, err
 	}
-	return []string{fmt.Sprintf("POST %s (Idempotency-Key %s)", p.policy.Action.URL, key)}, nil
+	// By origin: a URL's path or query may be a credential.
+	return []string{fmt.Sprintf("POST %s (Idempotency-Key %s)", origin(p.policy.Action.URL), key)}, nil
+}
+
+// origin is how a webhook's URL is shown: its scheme and host.
+func origin(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "(a URL that does not parse)"
+	}
+	return webhook.Origin(u)
 }
 
 // tenantError is a failed delivery as a tenant reads it (summary), which

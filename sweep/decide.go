@@ -132,8 +132,30 @@ func (s *Sweeper) evaluateManager(ctx context.Context, r *sweepRun, obj *unstruc
 		e.State, e.Message = StateTargetTerminating, fmt.Sprintf("namespace %s is terminating", e.Target)
 		return decision{manager: m, entry: e}
 	}
-	return s.evaluatePolicies(ctx, r, m, e, t, s.checks(r, false), stored, "",
-		hold{on: "namespace " + e.Target, value: ns.hold}, hold{on: "manager " + m.Namespace + "/" + m.Name, value: obj.GetAnnotations()[HoldAnnotation]})
+	return backOff(s.evaluatePolicies(ctx, r, m, e, t, s.checks(r, false), stored, "",
+		hold{on: "namespace " + e.Target, value: ns.hold}, hold{on: "manager " + m.Namespace + "/" + m.Name, value: obj.GetAnnotations()[HoldAnnotation]}),
+		stored, "", r.now)
+}
+
+// backOff turns d's plan to deliver a WEBHOOK into a deferral while the
+// record stored (of spec, a rule's record's) says its delivery backs off:
+// no attempt before then, so a silent receiver costs a sweep nothing.
+func backOff(d decision, stored Progress, spec string, now time.Time) decision {
+	p := d.plan
+	if p == nil || p.step != stepAct || p.policy.Action.Type != policy.ActionWebhook {
+		return d
+	}
+	until, failures := stored.backingOff(d.manager, p.policy.Name, spec, now)
+	if until.IsZero() {
+		return d
+	}
+	e := d.entry
+	e.Due = timePtr(until)
+	why := fmt.Sprintf("%d failed deliveries in a row", failures)
+	if failures == 0 {
+		why = "a deferred delivery"
+	}
+	return untouched(d.manager, e, StateDeferred, fmt.Sprintf("%s; the webhook backs off after %s: next attempt at %s", p.reason, why, until.UTC().Format(time.RFC3339)))
 }
 
 // claimSkew is how much later than --claim-ttl after the server's now a
@@ -220,12 +242,6 @@ func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Ma
 			in.Pods[out.Policy] = answer
 			continue
 		case policy.Fire:
-			if until, failures := stored.backingOff(m, m.Policies[out.Policy].Name, spec, r.now); !until.IsZero() {
-				// No attempt before then: a silent receiver costs a sweep nothing.
-				e.Policy, e.Action, e.Conditions, e.Due = m.Policies[out.Policy].Name, policy.ActionWebhook, conditions(out.Policies), timePtr(until)
-				return untouched(m, e, StateDeferred, fmt.Sprintf("%s; the webhook backs off after %d failed deliveries in a row: next attempt at %s",
-					out.Reason, failures, until.UTC().Format(time.RFC3339)))
-			}
 			d := planned(m, e, conditions(out.Policies), plan{step: stepAct, policy: m.Policies[out.Policy], reason: out.Reason, target: t})
 			// A hold may keep the plan waiting, with its progress.
 			d.checks = out.Checks

@@ -43,7 +43,7 @@ func (s *Sweeper) route(ctx context.Context, m policy.Manager, rawURL string) (w
 	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
 	name, namespace, isService := serviceName(host)
 	if !isService {
-		return webhook.Route{Tenant: true}, nil
+		return webhook.Route{Tenant: true, Scope: m.Namespace}, nil
 	}
 	switch {
 	case name == "":
@@ -59,7 +59,8 @@ func (s *Sweeper) route(ctx context.Context, m policy.Manager, rawURL string) (w
 		FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(),
 	})
 	if err != nil {
-		return webhook.Route{}, fmt.Errorf("read Service %s/%s: %w", namespace, name, err)
+		s.log.Warn("webhook not delivered", "manager", m.Namespace+"/"+m.Name, "error", fmt.Sprintf("read Service %s/%s: %v", namespace, name, err))
+		return webhook.Route{}, fmt.Errorf("failed: the Service %s could not be read", name)
 	}
 	if len(list.Items) == 0 {
 		return webhook.Route{}, &refusal{fmt.Sprintf("there is no Service %s in namespace %s", name, namespace)}
@@ -68,7 +69,7 @@ func (s *Sweeper) route(ctx context.Context, m policy.Manager, rawURL string) (w
 	if err != nil {
 		return webhook.Route{}, &refusal{err.Error()}
 	}
-	return webhook.Route{Tenant: true, Address: ip}, nil
+	return webhook.Route{Tenant: true, Scope: m.Namespace, Address: ip}, nil
 }
 
 // serviceName splits a Service's DNS name, <service>.<namespace>.svc with

@@ -127,13 +127,18 @@ func (s *Sweeper) outcomeOf(e Entry, p *plan, err error, now time.Time, prev *La
 		last.Result, last.Message = ResultFailed, truncate(err.Error(), maxMessage)
 		last.Uncertain = p.policy.Action.Type == policy.ActionDelete && uncertain(err)
 		if p.policy.Action.Type == policy.ActionWebhook {
-			last.Failures = 1
-			if failedBefore(prev, p) && prev.Action == policy.ActionWebhook {
-				last.Failures = prev.Failures + 1
+			// A deferral backs off as the failures before it did, a failure
+			// one step further.
+			if prev != nil && prev.Result == ResultFailed && prev.Policy == p.policy.Name && prev.Action == policy.ActionWebhook {
+				last.Failures = prev.Failures
+			}
+			last.Deferred = webhook.Deferred(err)
+			if !last.Deferred {
+				last.Failures++
 			}
 			last.NextAttempt = timePtr(now.Add(webhookBackoff(last.Failures)).UTC())
 			e.Due = last.NextAttempt
-			if webhook.Deferred(err) {
+			if last.Deferred {
 				e.State = StateDeferred
 			}
 		}
@@ -242,7 +247,8 @@ func transient(err error) bool {
 		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err)
 }
 
-// failedBefore reports whether last is a failure of p's policy, told already.
+// failedBefore reports whether last is a failure of p's policy, told
+// already (a deferral is none).
 func failedBefore(last *LastAction, p *plan) bool {
-	return last != nil && last.Result == ResultFailed && last.Policy == p.policy.Name
+	return last != nil && last.Result == ResultFailed && !last.Deferred && last.Policy == p.policy.Name
 }

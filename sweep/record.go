@@ -45,12 +45,15 @@ func (p Progress) clone() Progress {
 }
 
 // backingOff is the time before which no sweep delivers policy's WEBHOOK
-// again, for m's spec (generation, or spec when set), and the failures in
-// a row; zero when it may now.
+// again, for m's spec (the record's generation, or spec, the record's
+// rule spec, when set), and the failures in a row; zero when it may now. A
+// next attempt further ahead than any backoff (written by hand) is
+// ignored.
 func (p Progress) backingOff(m policy.Manager, policyName, spec string, now time.Time) (time.Time, int) {
 	last := p.LastAction
 	if last == nil || last.Result != ResultFailed || last.Action != policy.ActionWebhook || last.Policy != policyName ||
-		last.NextAttempt == nil || !now.Before(*last.NextAttempt) || !sameSpec(m, p.ObservedGeneration, spec) {
+		last.NextAttempt == nil || !now.Before(*last.NextAttempt) || last.NextAttempt.After(now.Add(maxWebhookBackoff+claimSkew)) ||
+		!sameSpec(m, p.ObservedGeneration, spec) {
 		return time.Time{}, 0
 	}
 	return *last.NextAttempt, last.Failures
@@ -142,6 +145,10 @@ type LastAction struct {
 	// (webhookBackoff after the latest): none does before.
 	Failures    int        `json:"failures,omitempty"`
 	NextAttempt *time.Time `json:"nextAttempt,omitempty"`
+	// Deferred: the WEBHOOK was not attempted, its receiver having timed
+	// out earlier in the sweep. It backs off as a failure does, but is no
+	// failure told: the next real one is.
+	Deferred bool `json:"deferred,omitempty"`
 }
 
 // Bounds of the backoff of a WEBHOOK whose delivery failed or was deferred.

@@ -266,8 +266,9 @@ func (s *Sweeper) evaluatePair(ctx context.Context, r *sweepRun, pr *pairRecord,
 	if t.going {
 		return untouched(m, e, StateTargetTerminating, fmt.Sprintf("namespace %s is terminating", e.Target))
 	}
-	return s.evaluatePolicies(ctx, r, m, e, t, check, stored.Progress, m.Arming,
-		hold{on: "namespace " + e.Target, value: pr.ns.hold}, hold{on: "rule " + m.Namespace + "/" + m.Name, value: ruleHold})
+	return backOff(s.evaluatePolicies(ctx, r, m, e, t, check, stored.Progress, m.Arming,
+		hold{on: "namespace " + e.Target, value: pr.ns.hold}, hold{on: "rule " + m.Namespace + "/" + m.Name, value: ruleHold}),
+		stored.Progress, stored.Spec, r.now)
 }
 
 // PairChunk is how many pairs are evaluated before they are acted on.
@@ -403,7 +404,9 @@ func (s *Sweeper) summarize(ctx context.Context, own *managerRecord, m policy.Ma
 	var acted []PairAction
 	for _, e := range entries {
 		sum.States[e.State]++
-		if e.Due != nil && (due == nil || e.Due.Before(*due)) {
+		// A waiting namespace's; not a failed WEBHOOK's next attempt, which
+		// would rewrite the rule at every failure.
+		if e.State == StateWaiting && e.Due != nil && (due == nil || e.Due.Before(*due)) {
 			due = e.Due
 		}
 		if result := resultOf[e.State]; (e.State == StateFired || e.State == StateFailed) && e.Policy != "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 )
 
@@ -15,6 +16,11 @@ type Route struct {
 	// public addresses only, unless the allow list admits it; when the allow
 	// list names anything, only what it admits, as for everyone.
 	Tenant bool
+	// Scope is where the receiver was chosen (a tenant's namespace): a
+	// receiver that timed out defers later deliveries of the same scope
+	// only, so that no tenant's silent receiver defers the platform's
+	// requests, nor another tenant's.
+	Scope string
 	// Address, when valid, is dialled instead of what the URL's host
 	// resolves to: the ClusterIP of a Service of the tenant's own
 	// namespace, read through the API. The deny list applies to it; the
@@ -55,11 +61,14 @@ var nonPublic = []struct {
 	{netip.MustParsePrefix("240.0.0.0/4"), "a reserved address"},
 	{netip.MustParsePrefix("::/128"), "the unspecified address"},
 	{netip.MustParsePrefix("::1/128"), "a loopback address"},
+	{netip.MustParsePrefix("::/96"), "an IPv4-compatible address"},
 	{netip.MustParsePrefix("64:ff9b:1::/48"), "a local NAT64 address"},
 	{netip.MustParsePrefix("100::/64"), "a discard-only address"},
 	{netip.MustParsePrefix("2001::/23"), "an IETF protocol address (2001::/23)"},
 	{netip.MustParsePrefix("2001:db8::/32"), "a documentation address"},
 	{netip.MustParsePrefix("2002::/16"), "a 6to4 address"},
+	{netip.MustParsePrefix("3fff::/20"), "a documentation address"},
+	{netip.MustParsePrefix("5f00::/16"), "a segment routing address"},
 	{netip.MustParsePrefix("fc00::/7"), "a unique local address (fc00::/7)"},
 	{netip.MustParsePrefix("fe80::/10"), "a link-local address"},
 	{netip.MustParsePrefix("ff00::/8"), "a multicast address"},
@@ -128,10 +137,20 @@ func Summary(d Delivery, err error) string {
 	switch {
 	case d.StatusCode != 0:
 		return fmt.Sprintf("failed: HTTP %d%s", d.StatusCode, after)
-	case errors.Is(err, context.DeadlineExceeded):
+	case timedOut(err):
 		return "timed out" + after
 	case errors.Is(err, context.Canceled):
 		return "interrupted" + after
 	}
 	return "failed: no connection" + after
+}
+
+// timedOut reports an attempt that got no answer in time: the attempt's
+// deadline, or a time-out of the transport (a TLS handshake).
+func timedOut(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	ne, ok := errors.AsType[net.Error](err)
+	return ok && ne.Timeout()
 }

@@ -37,6 +37,9 @@ func TestCheckPublic(t *testing.T) {
 		{"64:ff9b::a00:1", false}, // 10.0.0.1 behind NAT64
 		{"2002:a00:1::", false},   // 6to4 of 10.0.0.1
 		{"2001:db8::1", false},
+		{"::a00:1", false}, // IPv4-compatible 10.0.0.1
+		{"3fff::1", false},
+		{"5f00::1", false},
 		{"8.8.8.8", true},
 		{"1.1.1.1", true},
 		{"64:ff9b::808:808", true}, // 8.8.8.8 behind NAT64
@@ -213,4 +216,68 @@ func TestSilentReceiverDefersLaterSends(t *testing.T) {
 	if _, err := NewSender(testOptions()).Send(t.Context(), other.URL, []byte("{}"), "k4"); err != nil {
 		t.Errorf("a new Sender (a new sweep): %v", err)
 	}
+}
+
+// A receiver whose TLS handshake stalls times out like one that does not
+// answer, whatever the timeout, and defers later Sends.
+func TestStalledHandshakeTimesOut(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { _ = c.Close() }) // accepted, never a byte of TLS
+		}
+	}()
+	s := NewSender(testOptions(func(o *Options) { o.Timeout, o.MaxAttempts = 300*time.Millisecond, 1 }))
+	d, err := s.Send(t.Context(), "https://"+l.Addr().String()+"/", []byte("{}"), "k")
+	if got := Summary(d, err); got != "timed out" {
+		t.Errorf("Summary = %q (%v), want timed out", got, err)
+	}
+	if _, err := s.Send(t.Context(), "https://"+l.Addr().String()+"/", []byte("{}"), "k"); !Deferred(err) {
+		t.Errorf("next Send: %v, want deferred", err)
+	}
+}
+
+// One scope's silent receiver defers that scope's Sends only: a tenant's
+// never defers the platform's, nor another tenant's.
+func TestSilenceIsScoped(t *testing.T) {
+	release := make(chan struct{})
+	srv := startReceiver(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		select {
+		case <-release:
+		case <-time.After(time.Second):
+		}
+	}))
+	defer close(release)
+	s := NewSender(testOptions(func(o *Options) {
+		o.Timeout, o.MaxAttempts, o.Allow = 200*time.Millisecond, 1, mustAllow(t, "127.0.0.1")
+	}))
+	tenantA, tenantB := Route{Tenant: true, Scope: "team-a"}, Route{Tenant: true, Scope: "team-b"}
+	if _, err := s.Deliver(t.Context(), tenantA, srv.URL, []byte("{}"), "k"); Deferred(err) || err == nil {
+		t.Fatalf("first Send: %v, want timed out", err)
+	}
+	if _, err := s.Deliver(t.Context(), tenantA, srv.URL, []byte("{}"), "k"); !Deferred(err) {
+		t.Errorf("team-a again: %v, want deferred", err)
+	}
+	for _, r := range []Route{tenantB, {}} {
+		if _, err := s.Deliver(t.Context(), r, srv.URL, []byte("{}"), "k"); Deferred(err) {
+			t.Errorf("scope %q: deferred by team-a's silent receiver", r.Scope)
+		}
+	}
+}
+
+func mustAllow(t *testing.T, entries ...string) *AllowList {
+	t.Helper()
+	a, err := ParseAllowList(entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -133,8 +134,8 @@ func NewSender(o Options) *Sender {
 
 	s := &Sender{
 		silent:      &sync.Map{},
-		client:      newClient(platform, o.TLSConfig),
-		tenant:      newClient(tenant, o.TLSConfig),
+		client:      newClient(platform, o.TLSConfig, max(o.Timeout, 0)),
+		tenant:      newClient(tenant, o.TLSConfig, max(o.Timeout, 0)),
 		timeout:     o.Timeout,
 		maxAttempts: o.MaxAttempts,
 		userAgent:   o.UserAgent,
@@ -162,15 +163,16 @@ func NewSender(o Options) *Sender {
 
 // newClient is an HTTP client that dials with dial and follows no redirect:
 // the receiver named in the manifest is the only one nsman talks to.
-func newClient(dial func(ctx context.Context, network, address string) (net.Conn, error), tlsConfig *tls.Config) *http.Client {
+func newClient(dial func(ctx context.Context, network, address string) (net.Conn, error), tlsConfig *tls.Config, timeout time.Duration) *http.Client {
 	return &http.Client{
 		Transport: &http.Transport{
-			DialContext:            dial,
-			TLSClientConfig:        tlsConfig.Clone(),
-			ForceAttemptHTTP2:      true,
-			MaxIdleConns:           100,
-			IdleConnTimeout:        90 * time.Second,
-			TLSHandshakeTimeout:    10 * time.Second,
+			DialContext:       dial,
+			TLSClientConfig:   tlsConfig.Clone(),
+			ForceAttemptHTTP2: true,
+			MaxIdleConns:      100,
+			IdleConnTimeout:   90 * time.Second,
+			// A handshake that stalls is an attempt that timed out.
+			TLSHandshakeTimeout:    cmp.Or(timeout, defaultTimeout),
 			ExpectContinueTimeout:  time.Second,
 			MaxResponseHeaderBytes: maxHeaderBytes,
 		},
@@ -254,7 +256,7 @@ func (s *Sender) Deliver(ctx context.Context, route Route, rawURL string, body [
 	if err := ctx.Err(); err != nil {
 		return done(fmt.Errorf("webhook %s: %w", target, err))
 	}
-	receiver := receiverKey(u)
+	receiver := route.Scope + " " + receiverKey(u)
 	if _, ok := s.silent.Load(receiver); ok {
 		return done(fmt.Errorf("webhook %s: %w", target, errDeferred))
 	}
@@ -267,7 +269,7 @@ func (s *Sender) Deliver(ctx context.Context, route Route, rawURL string, body [
 	for {
 		resp, err := s.attempt(ctx, client, u, body, idempotencyKey)
 		d.Attempts++
-		if resp == nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		if resp == nil && timedOut(err) && ctx.Err() == nil {
 			// Every other delivery to this receiver, in this sweep, would
 			// wait as long: each is deferred instead (this one goes on).
 			s.silent.Store(receiver, true)

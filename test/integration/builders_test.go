@@ -1,11 +1,15 @@
 package integration
 
 import (
+	"encoding/json"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
@@ -74,4 +78,45 @@ func createManager(t *testing.T, obj *unstructured.Unstructured) {
 func podWithPhase(t *testing.T, ns, name string, labels map[string]string, phase corev1.PodPhase) {
 	t.Helper()
 	nsmantest.PodWithPhase(t, shared.Admin, ns, name, labels, phase)
+}
+
+// letBackoffPass moves the next attempt of manager ns/name's failed
+// WEBHOOK into the past, as if its backoff had run out: a test need not
+// wait the minute.
+func letBackoffPass(t *testing.T, ns, name string) {
+	t.Helper()
+	last := managerStatus(t, ns, name).LastAction
+	if last == nil || last.NextAttempt == nil {
+		t.Fatalf("manager %s/%s: lastAction %+v backs off from nothing", ns, name, last)
+	}
+	last.NextAttempt = ptr.To(time.Now().Add(-time.Second).UTC())
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"lastAction": last}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Dynamic.Resource(sweep.ManagerResource).Namespace(ns).Patch(t.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// letPairBackoffPass does what letBackoffPass does for the record of the
+// rule ruleUID on namespace.
+func letPairBackoffPass(t *testing.T, namespace string, ruleUID types.UID) {
+	t.Helper()
+	st, _ := pairRecord(t, namespace, ruleUID)
+	if st.LastAction == nil || st.LastAction.NextAttempt == nil {
+		t.Fatalf("record on %s: lastAction %+v backs off from nothing", namespace, st.LastAction)
+	}
+	st.LastAction.NextAttempt = ptr.To(time.Now().Add(-time.Second).UTC())
+	raw, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{sweep.PairAnnotationPrefix + string(ruleUID): string(raw)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := shared.Admin.CoreV1().Namespaces().Patch(t.Context(), namespace, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -176,7 +176,7 @@ func TestHelmInstallSweepsAsTheChartsServiceAccount(t *testing.T) {
 	for _, obj := range []*unstructured.Unstructured{
 		managerObj(del, del, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}),
 		managerObj(scale, scale, caseID, []any{podsPolicy("scale when no tests run", map[string]any{"component": "tests"}, map[string]any{"type": "SCALE_DOWN"})}),
-		managerObj(hook, hook, caseID, []any{ttlPolicy("notify at once", 0, webhookAction(recv.URL+"/done"))}),
+		managerObj(hook, hook, caseID, []any{ttlPolicy("notify at once", 0, webhookAction(recv.ServiceURL(t, c.Admin, hook, "sink")+"/done"))}),
 		// A rule in nsman's own namespace, which is trusted while
 		// trustedNamespaces is unset.
 		managerObj(installNamespace, "rule", caseID, []any{ttlPolicy("notify at once", 0, webhookAction(recv.URL+"/rule"))}, selecting(caseID)),

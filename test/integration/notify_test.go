@@ -73,7 +73,9 @@ func TestNotifications(t *testing.T) {
 	if s := res.Report.Summary.Notifications; s["sent"] != 2 || s["failed"] != 0 {
 		t.Errorf("summary notifications %v, want 2 sent", s)
 	}
-	// The webhook fails again: a failure is told once.
+	// The webhook fails again, once its backoff has passed: a failure is
+	// told once.
+	letBackoffPass(t, home, hook)
 	res = e.Sweep(t, args...)
 	wantState(t, res, home, hook, sweep.StateFailed)
 	if n := len(notify.Deliveries()); n != 2 {

@@ -510,6 +510,10 @@ func TestRuleEventsOnlyOnChange(t *testing.T) {
 	if len(got) != 1 || !strings.HasPrefix(got[0], "Warning Failed: failed on 2 namespace(s)") || !strings.Contains(got[0], targets[0]) || !strings.Contains(got[0], targets[1]) {
 		t.Fatalf("events after the first failure: %q, want one Warning naming both namespaces", got)
 	}
+	noisy := e.Manager(t, home, "noisy").GetUID()
+	for _, ns := range targets {
+		letPairBackoffPass(t, ns, noisy)
+	}
 	before := len(e.Writes(t))
 	res = e.Sweep(t, args...)
 	wantCode(t, res, 1)
@@ -522,6 +526,9 @@ func TestRuleEventsOnlyOnChange(t *testing.T) {
 		}
 	}
 	recv.SetStatus(200)
+	for _, ns := range targets {
+		letPairBackoffPass(t, ns, noisy)
+	}
 	res = e.Sweep(t, args...)
 	wantCode(t, res, 0)
 	got = events()

@@ -181,6 +181,7 @@ func TestWebhookFailureIsRetriedWithTheSameKey(t *testing.T) {
 	}
 
 	recv.SetStatus(http.StatusOK)
+	letBackoffPass(t, ns, ns)
 	res = e.Sweep(t, "-l", caseLabel+"="+ns)
 	wantCode(t, res, 0)
 	wantState(t, res, ns, ns, sweep.StateFired)

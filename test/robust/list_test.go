@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
@@ -93,21 +95,16 @@ func TestListingThatFailsHalfWay(t *testing.T) {
 // reads: the next page is answered 410 Expired, with a token that resumes
 // after the last manager listed. The sweep goes on with it. (The API server
 // serves continued lists from its watch cache's snapshots until it learns
-// of the compaction, within 15 s: the first manager's webhook is held until
-// a token from before the compaction is refused.)
+// of the compaction, within 15 s: the sweep's list of namespaces, which the
+// first manager waits for, is held until a token from before the
+// compaction is refused. A webhook would not hold the listing up: WEBHOOK
+// actions have workers of their own.)
 func TestListingResumesPastAnExpiredContinueToken(t *testing.T) {
 	e := setup(t)
 	ns := shared.Namespace(t)
-	slow, fast := nsmantest.NewReceiver(t), nsmantest.NewReceiver(t)
-	slow.SetHold(5 * time.Minute)
-	t.Cleanup(slow.Release)
-	slowURL, fastURL := slow.ServiceURL(t, shared.Admin, ns, "slow"), fast.ServiceURL(t, shared.Admin, ns, "fast")
-	notifyingManagers(t, e, ns, 6, func(i int) string {
-		if i == 0 {
-			return slowURL
-		}
-		return fastURL
-	})
+	recv := nsmantest.NewReceiver(t)
+	sink := recv.ServiceURL(t, shared.Admin, ns, "sink")
+	notifyingManagers(t, e, ns, 6, func(int) string { return sink })
 	// A continue token from before the compaction tells when the API server
 	// answers such tokens 410.
 	managers := e.Dynamic.Resource(sweep.ManagerResource).Namespace(ns)
@@ -115,14 +112,38 @@ func TestListingResumesPastAnExpiredContinueToken(t *testing.T) {
 	if err != nil || probe.GetContinue() == "" {
 		t.Fatalf("probe list: %v (continue %q)", err, probe.GetContinue())
 	}
+	arrived, release := make(chan struct{}), make(chan struct{})
+	var hold, released sync.Once
+	let := func() { released.Do(func() { close(release) }) }
+	t.Cleanup(let)
+	kubeconfig := e.KubeconfigThrough(t, func(p *httputil.ReverseProxy) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet && r.URL.Path == "/api/v1/namespaces" {
+				hold.Do(func() {
+					close(arrived)
+					<-release
+				})
+			}
+			p.ServeHTTP(w, r)
+		})
+	})
 
 	// One manager at a time, two a page: the third page is requested once
-	// the first page's slow manager is done.
+	// the first page's managers are evaluated, after the namespaces list.
 	done := make(chan nsmantest.Result, 1)
 	go func() {
-		done <- e.Sweep(t, "-l", "nsman.test/run="+ns, "--chunk-size", "2", "--concurrency", "1", "--claim-ttl", "10m")
+		done <- e.Sweep(t, "-l", "nsman.test/run="+ns, "--kubeconfig", kubeconfig, "--chunk-size", "2", "--concurrency", "1")
 	}()
-	slow.WaitArrivals(t, 1)
+	select {
+	case <-arrived:
+	case <-time.After(time.Minute):
+		t.Fatal("the sweep did not list the namespaces within a minute")
+	}
+	// A write first, so that the compaction passes the revision of the
+	// tokens handed out so far.
+	if _, err := shared.Admin.CoreV1().Namespaces().Patch(t.Context(), ns, types.MergePatchType, []byte(`{"metadata":{"annotations":{"nsman.test/compacted":"yes"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	if err := shared.CompactEtcd(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +158,7 @@ func TestListingResumesPastAnExpiredContinueToken(t *testing.T) {
 		}
 		time.Sleep(2 * time.Second)
 	}
-	slow.Release()
+	let()
 	res := <-done
 	if res.Code != 0 {
 		t.Errorf("exit %d, want 0; stderr:\n%s", res.Code, res.Stderr)
