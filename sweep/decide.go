@@ -174,7 +174,7 @@ func (c *Claim) live(now time.Time, ttl time.Duration) bool {
 // liveClaim is the verdict of a claim that holds (see Claim.live), whatever
 // its generation: its action may be under way, and any write could wipe it.
 func (s *Sweeper) liveClaim(m policy.Manager, e Entry, c *Claim) (decision, bool) {
-	if !c.live(s.clock(), s.cfg.ClaimTTL) {
+	if c == nil || !c.live(s.clock(), s.cfg.ClaimTTL) {
 		return decision{}, false
 	}
 	e.Policy, e.Action = c.Policy, c.Action
