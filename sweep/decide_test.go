@@ -41,28 +41,33 @@ func TestClaimLive(t *testing.T) {
 // Of a namespace's managers, only one that is active and valid shields it
 // from rules.
 func TestShielding(t *testing.T) {
-	obj := func(name string, spec map[string]any) *governor {
-		return &governor{obj: &unstructured.Unstructured{Object: map[string]any{
+	s := &Sweeper{}
+	manager := func(name string, spec map[string]any) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": policy.Group + "/" + policy.Version, "kind": policy.Kind,
 			"metadata": map[string]any{"name": name, "namespace": "preview-7"},
 			"spec":     spec,
-		}}}
+		}}
 	}
 	policies := []any{map[string]any{"name": "later", "condition": map[string]any{"type": "TTL", "params": map[string]any{"ttlSeconds": int64(3600)}}, "action": map[string]any{"type": "DELETE"}}}
-	dormant := obj("dormant", map[string]any{"namespace": "preview-7", "deactivated": true, "policies": policies})
-	broken := obj("broken", map[string]any{"namespace": "preview-7", "policies": []any{}})
-	active := obj("active", map[string]any{"namespace": "preview-7", "policies": policies})
+	dormant := manager("dormant", map[string]any{"namespace": "preview-7", "deactivated": true, "policies": policies})
+	broken := manager("broken", map[string]any{"namespace": "preview-7", "policies": []any{}})
+	active := manager("active", map[string]any{"namespace": "preview-7", "policies": policies})
 	for _, tt := range []struct {
-		name      string
-		governors []*governor
-		want      string
+		name     string
+		managers []*unstructured.Unstructured
+		want     string
 	}{
 		{"none", nil, ""},
-		{"deactivated", []*governor{dormant}, ""},
-		{"invalid", []*governor{broken}, ""},
-		{"deactivated, invalid and active", []*governor{dormant, broken, active}, "preview-7/active"},
+		{"deactivated", []*unstructured.Unstructured{dormant}, ""},
+		{"invalid", []*unstructured.Unstructured{broken}, ""},
+		{"deactivated, invalid and active", []*unstructured.Unstructured{dormant, broken, active}, "preview-7/active"},
 	} {
-		if got := shielding(tt.governors); got != tt.want {
+		r := &sweepRun{governed: map[string][]governor{}}
+		for _, obj := range tt.managers {
+			s.noteGoverned(r, obj)
+		}
+		if got := shielding(r.governed["preview-7"]); got != tt.want {
 			t.Errorf("%s: shielding = %q, want %q", tt.name, got, tt.want)
 		}
 	}

@@ -37,7 +37,7 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	r := &sweepRun{status: status, stop: ctx, governed: map[string][]*governor{}, pairSlots: make(chan struct{}, s.cfg.Concurrency)}
+	r := &sweepRun{status: status, stop: ctx, governed: map[string][]governor{}, pairSlots: make(chan struct{}, s.cfg.Concurrency)}
 	// Work already started outlives an interrupt by InterruptGrace, so that
 	// an action under way finishes and is recorded; nothing new starts.
 	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
@@ -94,7 +94,7 @@ type sweepRun struct {
 	// may act on to those managers: rules leave it alone if one of them
 	// shields it. rules are handled once the listing is complete, else
 	// deferred (rulesBlocked).
-	governed     map[string][]*governor
+	governed     map[string][]governor
 	rules        []listed
 	rulesBlocked string
 	// pairSlots bounds the rules' pairs handled at once (see bounded).
@@ -349,33 +349,30 @@ func (s *Sweeper) report(r *sweepRun, l listing, began time.Time) Report {
 // noteGoverned records a single-target manager as a governor of the
 // namespace it aims at, if the manager may act on it: it lives there, or in
 // a trusted namespace. A manager the guards refuse shields nothing from
-// rules.
+// rules, nor does one deactivated or invalid. It is parsed here, keeping
+// two strings and a bool: keeping the manager for later held every
+// manager's object for the whole sweep (peak RSS 87 MiB at 10,000, not 52).
 func (s *Sweeper) noteGoverned(r *sweepRun, obj *unstructured.Unstructured) {
 	target := aimsAt(obj)
 	if target == obj.GetNamespace() || slices.Contains(s.cfg.TrustedNamespaces, obj.GetNamespace()) {
-		r.governed[target] = append(r.governed[target], &governor{obj: obj})
+		m, problems := policy.Parse(obj)
+		r.governed[target] = append(r.governed[target], governor{name: obj.GetNamespace() + "/" + obj.GetName(), shields: !m.Deactivated && len(problems) == 0})
 	}
 }
 
-// governor is a single-target manager that may shield its target from
-// rules: it does while it is active and valid. It is parsed only when a
-// rule matches its target, once.
+// governor is a single-target manager that may act on a namespace; it
+// shields it from rules while it is active and valid.
 type governor struct {
-	obj     *unstructured.Unstructured
-	once    sync.Once
+	name    string
 	shields bool
 }
 
 // shielding returns the name of the first of governors that shields its
-// namespace from rules (active and valid), or "" when none does.
-func shielding(governors []*governor) string {
+// namespace from rules, or "" when none does.
+func shielding(governors []governor) string {
 	for _, g := range governors {
-		g.once.Do(func() {
-			m, problems := policy.Parse(g.obj)
-			g.shields = !m.Deactivated && len(problems) == 0
-		})
 		if g.shields {
-			return g.obj.GetNamespace() + "/" + g.obj.GetName()
+			return g.name
 		}
 	}
 	return ""
