@@ -31,9 +31,18 @@ type refusal struct{ reason string }
 
 func (r *refusal) Error() string { return "refused: " + r.reason }
 
+// scope is where manager m's webhooks are chosen (webhook.Route.Scope):
+// the platform's ("") for a rule or a trusted manager, else m's namespace.
+func (s *Sweeper) scope(m policy.Manager) string {
+	if m.Rule != nil || slices.Contains(s.cfg.TrustedNamespaces, m.Namespace) {
+		return ""
+	}
+	return m.Namespace
+}
+
 // route is how the webhook of manager m to rawURL may go, or a refusal.
 func (s *Sweeper) route(ctx context.Context, m policy.Manager, rawURL string) (webhook.Route, error) {
-	if m.Rule != nil || slices.Contains(s.cfg.TrustedNamespaces, m.Namespace) {
+	if s.scope(m) == "" {
 		return webhook.Route{}, nil
 	}
 	u, err := url.Parse(rawURL)

@@ -50,6 +50,11 @@ func (s *Sweeper) carryOut(ctx context.Context, r *sweepRun, rec record, d decis
 	case r.stop.Err() != nil:
 		// Interrupted while this subject was evaluated: no action starts.
 		e = notReached(e, "it acted")
+	case p.step == stepAct && p.policy.Action.Type == policy.ActionWebhook && s.writer.silent(s.scope(d.manager), p.policy.Action.URL):
+		// Its receiver timed out earlier in this sweep: deferred, backing
+		// off, with no claim and no place under --max-actions.
+		_, o := s.outcomeOf(e, p, fmt.Errorf("webhook: %w", webhook.ErrDeferred), r.now, rec.prior().last)
+		e, recorded = s.save(ctx, rec, o)
 	case s.cfg.MaxActions > 0 && r.actions.Add(1) > int64(s.cfg.MaxActions):
 		e.State, e.Message = StateDeferred, fmt.Sprintf("%s; deferred: --max-actions %d reached", p.reason, s.cfg.MaxActions)
 		e, recorded = s.save(ctx, rec, outcome{entry: e})

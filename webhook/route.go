@@ -123,7 +123,7 @@ func Summary(d Delivery, err error) string {
 		after = " " + d.after()
 	}
 	if Deferred(err) {
-		return errDeferred.Error()
+		return ErrDeferred.Error()
 	}
 	if refused, ok := errors.AsType[*refusedError](err); ok {
 		return "refused: " + refused.err.Error()

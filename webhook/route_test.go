@@ -207,6 +207,9 @@ func TestSilentReceiverDefersLaterSends(t *testing.T) {
 			t.Errorf("later Send: %+v, %v (%q); want deferred without an attempt", d, err, Summary(d, err))
 		}
 	}
+	if !s.Silent("", silent.URL+"/c") || s.Silent("", other.URL) || s.Silent("team-a", silent.URL) {
+		t.Error("Silent does not say which receiver, in which scope, timed out")
+	}
 	if took := time.Since(start); took > 100*time.Millisecond {
 		t.Errorf("deferred Sends took %s", took)
 	}

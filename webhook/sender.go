@@ -258,7 +258,7 @@ func (s *Sender) Deliver(ctx context.Context, route Route, rawURL string, body [
 	}
 	receiver := route.Scope + " " + receiverKey(u)
 	if _, ok := s.silent.Load(receiver); ok {
-		return done(fmt.Errorf("webhook %s: %w", target, errDeferred))
+		return done(fmt.Errorf("webhook %s: %w", target, ErrDeferred))
 	}
 	client := s.client
 	if route.Tenant {
@@ -426,13 +426,24 @@ type statusError struct{ status string }
 
 func (e *statusError) Error() string { return e.status }
 
-// errDeferred is a Send not attempted: an attempt to the same receiver
-// timed out before, through this Sender.
-var errDeferred = errors.New("deferred: the receiver did not answer an earlier request of this sweep in time")
+// ErrDeferred is a Send not attempted: an attempt to the same receiver,
+// in the same scope, timed out before, through this Sender.
+var ErrDeferred = errors.New("deferred: the receiver did not answer an earlier request of this sweep in time")
 
 // Deferred reports whether err is a Send deferred because its receiver
 // timed out on an earlier request through the same Sender.
-func Deferred(err error) bool { return errors.Is(err, errDeferred) }
+func Deferred(err error) bool { return errors.Is(err, ErrDeferred) }
+
+// Silent reports whether a Send to rawURL in scope (see Route.Scope) would
+// be deferred now, without sending anything.
+func (s *Sender) Silent(scope, rawURL string) bool {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return false
+	}
+	_, ok := s.silent.Load(scope + " " + receiverKey(u))
+	return ok
+}
 
 // receiverKey names a receiver by scheme, host and port (its scheme's
 // default when the URL has none).

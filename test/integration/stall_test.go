@@ -48,6 +48,7 @@ func TestSilentReceiverStallsNothing(t *testing.T) {
 	createManager(t, managerObj(ruleHome, "leftovers", caseID, []any{ttlPolicy("report at once", 0, webhookAction(fast.URL+"/rule"))}, selecting(caseID)))
 	args := []string{"-l", caseLabel + "=" + caseID, "--trusted-namespaces", ruleHome, "--concurrency", fmt.Sprint(concurrency), "--webhook-timeout", timeout.String()}
 
+	writesBefore := len(e.Writes(t))
 	began := time.Now()
 	res := e.Sweep(t, args...)
 	took := time.Since(began)
@@ -81,6 +82,17 @@ func TestSilentReceiverStallsNothing(t *testing.T) {
 	}
 	if took > 2*worstDelivery {
 		t.Errorf("the first sweep took %s, want at most twice one delivery's worst case (%s)", took, 2*worstDelivery)
+	}
+	// A delivery that timed out was claimed, then recorded; a deferred one
+	// is recorded only: no claim, no place under --max-actions.
+	records := 0
+	for _, w := range e.Writes(t)[writesBefore:] {
+		if w.Namespace == home && w.Resource == "namespacemanagers" {
+			records++
+		}
+	}
+	if records != 2*failed+deferred {
+		t.Errorf("%d writes of the silent receiver's managers, want %d: a claim and a record each of the %d that timed out, a record each of the %d deferred", records, 2*failed+deferred, failed, deferred)
 	}
 	st := managerStatus(t, home, "silent-00")
 	if st.LastAction == nil || st.LastAction.NextAttempt == nil || st.LastAction.Failures != 1 {
