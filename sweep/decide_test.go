@@ -84,3 +84,25 @@ func TestWebhookBackoff(t *testing.T) {
 		}
 	}
 }
+
+// A failure is told once: a deferral is no failure told, but one after a
+// failure keeps it told.
+func TestFailedBefore(t *testing.T) {
+	p := &plan{policy: policy.Policy{Name: "report"}}
+	for _, tt := range []struct {
+		name string
+		last *LastAction
+		want bool
+	}{
+		{"nothing before", nil, false},
+		{"a success", &LastAction{Policy: "report", Result: ResultSucceeded}, false},
+		{"a failure", &LastAction{Policy: "report", Result: ResultFailed, Failures: 1}, true},
+		{"another policy's failure", &LastAction{Policy: "other", Result: ResultFailed, Failures: 1}, false},
+		{"a deferral alone", &LastAction{Policy: "report", Result: ResultFailed, Deferred: true}, false},
+		{"a deferral after a failure", &LastAction{Policy: "report", Result: ResultFailed, Deferred: true, Failures: 1}, true},
+	} {
+		if got := failedBefore(tt.last, p); got != tt.want {
+			t.Errorf("%s: failedBefore = %t, want %t", tt.name, got, tt.want)
+		}
+	}
+}

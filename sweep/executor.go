@@ -253,7 +253,7 @@ func transient(err error) bool {
 }
 
 // failedBefore reports whether last is a failure of p's policy, told
-// already (a deferral is none).
+// already: a deferral is none, unless failures came before it.
 func failedBefore(last *LastAction, p *plan) bool {
-	return last != nil && last.Result == ResultFailed && !last.Deferred && last.Policy == p.policy.Name
+	return last != nil && last.Result == ResultFailed && (!last.Deferred || last.Failures > 0) && last.Policy == p.policy.Name
 }

@@ -222,7 +222,7 @@ func (s *Sweeper) managerRecord(r *sweepRun, l listed) *managerRecord {
 
 func (mr *managerRecord) prior() prior {
 	last := mr.stored.LastAction
-	return prior{state: mr.stored.State, last: last, failed: last != nil && last.Result == ResultFailed && !last.Deferred, ignoredHold: mr.stored.IgnoredHold}
+	return prior{state: mr.stored.State, last: last, failed: last != nil && last.Result == ResultFailed && (!last.Deferred || last.Failures > 0), ignoredHold: mr.stored.IgnoredHold}
 }
 
 func (mr *managerRecord) sink() eventSink { return mr.events }

@@ -60,7 +60,7 @@ func decodePair(raw string) PairStatus {
 
 func (pr *pairRecord) prior() prior {
 	last := pr.stored.LastAction
-	return prior{last: last, failed: last != nil && last.Result == ResultFailed && !last.Deferred || pr.toldFailure, ignoredHold: pr.stored.IgnoredHold}
+	return prior{last: last, failed: last != nil && last.Result == ResultFailed && (!last.Deferred || last.Failures > 0) || pr.toldFailure, ignoredHold: pr.stored.IgnoredHold}
 }
 
 func (pr *pairRecord) sink() eventSink { return pr.events }
