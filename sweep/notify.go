@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -139,8 +138,8 @@ func (s *Sweeper) notify(ctx context.Context, r *sweepRun, m policy.Manager, p *
 // and Mattermost incoming webhooks accept. In the text, whatever nsman did
 // not write itself (names, the message, the effects) is escaped as Slack
 // asks (&, <, >), so that nobody who names a manager or answers a webhook
-// can ping a channel or hide a link in it; and a webhook's failure carries
-// its status code, not the receiver's reason phrase (slackMessage).
+// can ping a channel or hide a link in it. A webhook's failure carries its
+// status code alone: the webhook package never quotes a reason phrase.
 func notificationBody(n Notification, format string) ([]byte, error) {
 	if format != NotifySlack {
 		return json.Marshal(n)
@@ -152,7 +151,7 @@ func notificationBody(n Notification, format string) ([]byte, error) {
 	text := fmt.Sprintf("nsman: %s of namespace %s by %s %s/%s (policy %q) %s",
 		slackEscape(n.Action), slackEscape(n.Target), kind, slackEscape(n.Manager.Namespace), slackEscape(n.Manager.Name), slackEscape(n.Policy), n.Result)
 	if n.Message != "" {
-		text += ": " + slackEscape(slackMessage(n.Message))
+		text += ": " + slackEscape(n.Message)
 	}
 	for _, e := range n.Effects {
 		text += "\n" + slackEscape(e)
@@ -163,30 +162,3 @@ func notificationBody(n Notification, format string) ([]byte, error) {
 // slackEscape escapes the three characters Slack gives a meaning in
 // message text: < and > make mentions (<!channel>) and links, & escapes.
 var slackEscape = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace
-
-// Webhook failures as webhook.Sender words them: "webhook URL: 500
-// Internal Server Error after 3 attempts", with "; Retry-After "…" exceeds
-// 30s" after a Retry-After too long, or, cut off while waiting, "webhook
-// URL: context canceled after 2 attempts, last: 503 Service Unavailable".
-// The status line is the receiver's own, reason phrase and all.
-var (
-	statusThenAttempts = regexp.MustCompile(`(webhook \S+: )(\d{3})(?: .*)? (after \d+ attempts?(?:; Retry-After "(?:[^"\\]|\\.)*" exceeds \S+)?)$`)
-	statusLast         = regexp.MustCompile(`(, last: )(\d{3})(?: .*)?$`)
-	// statusCutOff is a status line whose end truncate cut off.
-	statusCutOff = regexp.MustCompile(`(webhook \S+: )(\d{3})(?: .*)?$`)
-)
-
-// slackMessage is msg with the status line of a webhook's answer reduced to
-// "HTTP <code>": the reason phrase is whatever the receiver chose to write.
-func slackMessage(msg string) string {
-	if statusThenAttempts.MatchString(msg) {
-		return statusThenAttempts.ReplaceAllString(msg, "${1}HTTP $2 $3")
-	}
-	if statusLast.MatchString(msg) {
-		return statusLast.ReplaceAllString(msg, "${1}HTTP $2")
-	}
-	if strings.HasSuffix(msg, "...") && statusCutOff.MatchString(msg) {
-		return statusCutOff.ReplaceAllString(msg, "${1}HTTP $2 ...")
-	}
-	return msg
-}

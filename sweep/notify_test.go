@@ -88,8 +88,9 @@ func slackText(t *testing.T, n Notification) string {
 func TestSlackBodyEscapes(t *testing.T) {
 	hook := answering(t, "HTTP/1.1 400 "+evil)
 	failure := sendError(t, hook+"/hook")
-	if !strings.Contains(failure.Error(), "<!channel>") {
-		t.Fatalf("webhook error %q lacks the reason phrase: the test no longer tests it", failure)
+	// The webhook package tells the code alone, whatever phrase came with it.
+	if strings.Contains(failure.Error(), "channel") || !strings.Contains(failure.Error(), "HTTP 400 after 1 attempt") {
+		t.Fatalf("webhook error %q: want the status code, not the receiver's reason phrase", failure)
 	}
 	n := Notification{
 		Manager: NotificationManager{Namespace: "team-a", Name: "m<!here>"}, Target: "preview-1",
@@ -137,30 +138,6 @@ func TestSlackBodyKeepsNsmansWords(t *testing.T) {
 	want := "nsman: DELETE of namespace e2e-42 by rule ops/e2e-leftovers (policy \"delete after a day\") succeeded: TTL 24h0m0s elapsed at 2026-11-23T17:00:00Z\ndelete namespace e2e-42"
 	if text != want {
 		t.Errorf("text\n%s\nwant\n%s", text, want)
-	}
-}
-
-// TestSlackMessage: every way webhook.Sender words a receiver's answer
-// loses the reason phrase and keeps the code; other messages are left as
-// they are.
-func TestSlackMessage(t *testing.T) {
-	long := strings.Repeat("x", maxMessage)
-	for _, tt := range []struct{ name, msg, want string }{
-		{"after attempts", "webhook https://h/p: 500 Internal Server Error after 3 attempts", "webhook https://h/p: HTTP 500 after 3 attempts"},
-		{"one attempt", "webhook https://h: 400 " + evil + " after 1 attempt", "webhook https://h: HTTP 400 after 1 attempt"},
-		{"no reason phrase", "webhook https://h: 502 after 3 attempts", "webhook https://h: HTTP 502 after 3 attempts"},
-		{"reason phrase that mimics the end", "webhook https://h: 500 oops after 9 attempts <!channel> after 2 attempts", "webhook https://h: HTTP 500 after 2 attempts"},
-		{"Retry-After too long", `webhook https://h: 503 <!here> after 1 attempt; Retry-After "3600" exceeds 30s`, `webhook https://h: HTTP 503 after 1 attempt; Retry-After "3600" exceeds 30s`},
-		{"interrupted", "webhook https://h: context canceled after 2 attempts, last: 503 <!channel> down", "webhook https://h: context canceled after 2 attempts, last: HTTP 503"},
-		{"cut off", truncate("webhook https://h: 500 "+long, maxMessage), "webhook https://h: HTTP 500 ..."},
-		{"network error", "webhook https://h: dial tcp 10.0.0.1:443: connect: connection refused after 3 attempts", "webhook https://h: dial tcp 10.0.0.1:443: connect: connection refused after 3 attempts"},
-		{"not a webhook", "delete namespace a: namespaces \"a\" is forbidden", "delete namespace a: namespaces \"a\" is forbidden"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := slackMessage(tt.msg); got != tt.want {
-				t.Errorf("slackMessage(%q)\n = %q\nwant %q", tt.msg, got, tt.want)
-			}
-		})
 	}
 }
 

@@ -280,7 +280,7 @@ func (s *Sender) Deliver(ctx context.Context, route Route, rawURL string, body [
 			if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
 				return done(nil)
 			}
-			err = &statusError{status: resp.Status}
+			err = &statusError{code: resp.StatusCode}
 		}
 		if d.Attempts >= s.maxAttempts || ctx.Err() != nil || !retryable(resp, err) {
 			return done(fmt.Errorf("webhook %s: %w %s", target, err, d.after()))
@@ -420,11 +420,12 @@ func retryable(resp *http.Response, err error) bool {
 	return true
 }
 
-// statusError is a response other than a 2xx. Its message is the status
-// line, e.g. "500 Internal Server Error".
-type statusError struct{ status string }
+// statusError is a response other than a 2xx. Its message is "HTTP" and
+// the code, never the reason phrase, which is whatever the receiver chose
+// to write (markup for the Slack channel a notification reaches, say).
+type statusError struct{ code int }
 
-func (e *statusError) Error() string { return e.status }
+func (e *statusError) Error() string { return "HTTP " + strconv.Itoa(e.code) }
 
 // ErrDeferred is a Send not attempted: an attempt to the same receiver,
 // in the same scope, timed out before, through this Sender.
