@@ -1,12 +1,15 @@
 package sweep
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/webhook"
 )
 
 // A claim holds from when it is made until it expires, and only while its
@@ -103,6 +106,36 @@ func TestFailedBefore(t *testing.T) {
 	} {
 		if got := failedBefore(tt.last, p); got != tt.want {
 			t.Errorf("%s: failedBefore = %t, want %t", tt.name, got, tt.want)
+		}
+	}
+}
+
+// A WEBHOOK that failed or was deferred backs off; one whose Service could
+// not be read (no receiver tried) backs off nothing, and keeps the
+// failures in a row before it.
+func TestWebhookOutcomeBacksOff(t *testing.T) {
+	now := time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC)
+	p := &plan{policy: policy.Policy{Name: "report", Action: policy.Action{Type: policy.ActionWebhook}}}
+	prev := &LastAction{Policy: "report", Action: policy.ActionWebhook, Result: ResultFailed, Failures: 2}
+	for _, tt := range []struct {
+		name     string
+		err      error
+		failures int
+		next     time.Duration // 0: no next attempt recorded
+		deferred bool
+	}{
+		{"a failure", errors.New("webhook http://sink: timed out"), 3, 4 * time.Minute, false},
+		{"a deferral", fmt.Errorf("webhook: %w", webhook.ErrDeferred), 2, 2 * time.Minute, true},
+		{"the Service unread", &unreadService{"sink"}, 2, 0, false},
+	} {
+		_, o := (&Sweeper{}).outcomeOf(Entry{}, p, tt.err, now, prev)
+		last := o.last
+		var next time.Duration
+		if last.NextAttempt != nil {
+			next = last.NextAttempt.Sub(now)
+		}
+		if last.Result != ResultFailed || last.Failures != tt.failures || next != tt.next || last.Deferred != tt.deferred {
+			t.Errorf("%s: %+v; want failed, %d failures, next attempt in %s, deferred %t", tt.name, last, tt.failures, tt.next, tt.deferred)
 		}
 	}
 }

@@ -20,8 +20,9 @@ import (
 // A webhook goes where the trust of the namespace its manager lives in
 // allows: a trusted manager or a rule (the platform team's) as the address
 // policy says; a tenant's to public addresses, and to a Service of its own
-// namespace, read through the API and dialled at its ClusterIP, past
-// nsman's network position only into the tenant's own namespace.
+// namespace with a selector, read through the API and dialled at its
+// ClusterIP, past nsman's network position only into the tenant's own
+// Pods.
 
 // serviceSuffixes are the endings of a Service's in-cluster DNS names.
 var serviceSuffixes = []string{".svc.cluster.local", ".svc"}
@@ -30,6 +31,13 @@ var serviceSuffixes = []string{".svc.cluster.local", ".svc"}
 type refusal struct{ reason string }
 
 func (r *refusal) Error() string { return "refused: " + r.reason }
+
+// unreadService is a webhook not sent because its Service could not be
+// read through the API: nsman's trouble, not the receiver's, so it backs
+// off nothing (see outcomeOf); the next sweep tries again.
+type unreadService struct{ name string }
+
+func (u *unreadService) Error() string { return "failed: the Service " + u.name + " could not be read" }
 
 // scope is where manager m's webhooks are chosen (webhook.Route.Scope):
 // the platform's ("") for a rule or a trusted manager, else m's namespace.
@@ -69,7 +77,7 @@ func (s *Sweeper) route(ctx context.Context, m policy.Manager, rawURL string) (w
 	})
 	if err != nil {
 		s.log.Warn("webhook not delivered", "manager", m.Namespace+"/"+m.Name, "error", fmt.Sprintf("read Service %s/%s: %v", namespace, name, err))
-		return webhook.Route{}, fmt.Errorf("failed: the Service %s could not be read", name)
+		return webhook.Route{}, &unreadService{name}
 	}
 	if len(list.Items) == 0 {
 		return webhook.Route{}, &refusal{fmt.Sprintf("there is no Service %s in namespace %s", name, namespace)}
@@ -115,13 +123,18 @@ func urlPort(u *url.URL) (int32, error) {
 	return 80, nil
 }
 
-// serviceAddress is the ClusterIP of svc that serves port, or why none.
+// serviceAddress is the ClusterIP of svc that serves port, or why none:
+// only a Service with a selector, whose endpoints are its own Pods.
 func serviceAddress(svc *corev1.Service, port int32) (netip.Addr, error) {
 	switch {
 	case svc.Spec.Type == corev1.ServiceTypeExternalName:
 		return netip.Addr{}, fmt.Errorf("the Service %s is of type ExternalName: nsman dials a Service's ClusterIP only", svc.Name)
 	case svc.Spec.ClusterIP == corev1.ClusterIPNone || svc.Spec.ClusterIP == "":
 		return netip.Addr{}, fmt.Errorf("the Service %s is headless: it has no ClusterIP to dial", svc.Name)
+	case len(svc.Spec.Selector) == 0:
+		// Its endpoints are written by hand (an Endpoints object, mirrored):
+		// they may point anywhere its ClusterIP then forwards to.
+		return netip.Addr{}, fmt.Errorf("the Service %s has no selector: nsman dials only a Service whose endpoints Kubernetes keeps from its Pods", svc.Name)
 	}
 	if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool {
 		return p.Port == port && (p.Protocol == "" || p.Protocol == corev1.ProtocolTCP)

@@ -58,8 +58,10 @@ func TestURLPort(t *testing.T) {
 
 func TestServiceAddress(t *testing.T) {
 	svc := func(typ corev1.ServiceType, ip string, ports ...corev1.ServicePort) *corev1.Service {
-		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "sink"}, Spec: corev1.ServiceSpec{Type: typ, ClusterIP: ip, Ports: ports}}
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "sink"}, Spec: corev1.ServiceSpec{Type: typ, ClusterIP: ip, Ports: ports, Selector: map[string]string{"app": "sink"}}}
 	}
+	handmade := svc(corev1.ServiceTypeClusterIP, "10.96.0.9", corev1.ServicePort{Port: 80})
+	handmade.Spec.Selector = nil
 	http := corev1.ServicePort{Port: 80, Protocol: corev1.ProtocolTCP}
 	for _, tt := range []struct {
 		name string
@@ -70,6 +72,7 @@ func TestServiceAddress(t *testing.T) {
 		{"LoadBalancer, dialled at its ClusterIP", svc(corev1.ServiceTypeLoadBalancer, "10.96.0.8", http), "10.96.0.8"},
 		{"ExternalName", svc(corev1.ServiceTypeExternalName, "", http), "the Service sink is of type ExternalName: nsman dials a Service's ClusterIP only"},
 		{"headless", svc(corev1.ServiceTypeClusterIP, corev1.ClusterIPNone, http), "the Service sink is headless: it has no ClusterIP to dial"},
+		{"no selector (endpoints written by hand)", handmade, "the Service sink has no selector: nsman dials only a Service whose endpoints Kubernetes keeps from its Pods"},
 		{"another port", svc(corev1.ServiceTypeClusterIP, "10.96.0.7", corev1.ServicePort{Port: 8080}), "the Service sink has no TCP port 80"},
 		{"UDP only", svc(corev1.ServiceTypeClusterIP, "10.96.0.7", corev1.ServicePort{Port: 80, Protocol: corev1.ProtocolUDP}), "the Service sink has no TCP port 80"},
 	} {

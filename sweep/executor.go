@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -41,6 +42,10 @@ const recordTimeout = 5 * time.Second
 func (s *Sweeper) carryOut(ctx context.Context, r *sweepRun, rec record, d decision) Entry {
 	p, e := d.plan, d.entry
 	acted, recorded := false, true
+	var deferral error // the receiver, or the tenant's, timed out earlier in this sweep
+	if !d.untouched && p != nil && p.step == stepAct && p.policy.Action.Type == policy.ActionWebhook {
+		deferral = s.writer.silent(s.scope(d.manager), p.policy.Action.URL)
+	}
 	switch {
 	case d.untouched:
 	case p == nil:
@@ -50,10 +55,10 @@ func (s *Sweeper) carryOut(ctx context.Context, r *sweepRun, rec record, d decis
 	case r.stop.Err() != nil:
 		// Interrupted while this subject was evaluated: no action starts.
 		e = notReached(e, "it acted")
-	case p.step == stepAct && p.policy.Action.Type == policy.ActionWebhook && s.writer.silent(s.scope(d.manager), p.policy.Action.URL):
-		// Its receiver timed out earlier in this sweep: deferred, backing
-		// off, with no claim and no place under --max-actions.
-		_, o := s.outcomeOf(e, p, fmt.Errorf("webhook: %w", webhook.ErrDeferred), r.now, rec.prior().last)
+	case deferral != nil:
+		// Deferred, backing off, with no claim and no place under
+		// --max-actions.
+		_, o := s.outcomeOf(e, p, fmt.Errorf("webhook: %w", deferral), r.now, rec.prior().last)
 		e, recorded = s.save(ctx, rec, o)
 	case s.cfg.MaxActions > 0 && r.actions.Add(1) > int64(s.cfg.MaxActions):
 		e.State, e.Message = StateDeferred, fmt.Sprintf("%s; deferred: --max-actions %d reached", p.reason, s.cfg.MaxActions)
@@ -124,7 +129,8 @@ func (s *Sweeper) act(ctx context.Context, r *sweepRun, rec record, d decision) 
 
 // outcomeOf is the entry and the record of plan p's action, done or
 // failed with err, prev being the last action recorded before. A WEBHOOK
-// that failed or was deferred backs off (see webhookBackoff).
+// that failed or was deferred backs off (see webhookBackoff), unless no
+// receiver was tried for want of its Service.
 func (s *Sweeper) outcomeOf(e Entry, p *plan, err error, now time.Time, prev *LastAction) (Entry, outcome) {
 	last := &LastAction{Policy: p.policy.Name, Action: p.policy.Action.Type, Result: ResultSucceeded, Message: truncate(p.reason, maxMessage), Time: now.UTC()}
 	if err != nil {
@@ -136,6 +142,10 @@ func (s *Sweeper) outcomeOf(e Entry, p *plan, err error, now time.Time, prev *La
 			// one step further.
 			if prev != nil && prev.Result == ResultFailed && prev.Policy == p.policy.Name && prev.Action == policy.ActionWebhook {
 				last.Failures = prev.Failures
+			}
+			if _, unread := errors.AsType[*unreadService](err); unread {
+				// No receiver was tried: nothing to back off from.
+				return e, outcome{entry: e, last: last}
 			}
 			last.Deferred = webhook.Deferred(err)
 			if !last.Deferred {

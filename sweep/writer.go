@@ -33,8 +33,9 @@ type writer interface {
 	post(ctx context.Context, url string, body []byte, idempotencyKey string) error
 	// deliver delivers a WEBHOOK action's request, reached as route says.
 	deliver(ctx context.Context, route webhook.Route, url string, body []byte, idempotencyKey string) (webhook.Delivery, error)
-	// silent reports whether a delivery to url in scope would be deferred.
-	silent(scope, url string) bool
+	// silent returns the error a delivery to url in scope would be
+	// deferred with now, or nil.
+	silent(scope, url string) error
 	// event writes an Event.
 	event(ctx context.Context, ev *eventsv1.Event) error
 }
@@ -98,7 +99,7 @@ func (w *apiWriter) deliver(ctx context.Context, route webhook.Route, url string
 	return w.webhook.Deliver(ctx, route, url, body, idempotencyKey)
 }
 
-func (w *apiWriter) silent(scope, url string) bool { return w.webhook.Silent(scope, url) }
+func (w *apiWriter) silent(scope, url string) error { return w.webhook.Silent(scope, url) }
 
 func (w *apiWriter) event(ctx context.Context, ev *eventsv1.Event) error {
 	_, err := w.clients.Kube.EventsV1().Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{})
@@ -119,5 +120,5 @@ func (dryRunWriter) post(context.Context, string, []byte, string) error { return
 func (dryRunWriter) deliver(context.Context, webhook.Route, string, []byte, string) (webhook.Delivery, error) {
 	return webhook.Delivery{}, nil
 }
-func (dryRunWriter) silent(string, string) bool                   { return false }
+func (dryRunWriter) silent(string, string) error                  { return nil }
 func (dryRunWriter) event(context.Context, *eventsv1.Event) error { return nil }

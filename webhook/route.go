@@ -123,7 +123,7 @@ func Summary(d Delivery, err error) string {
 		after = " " + d.after()
 	}
 	if Deferred(err) {
-		return ErrDeferred.Error()
+		return deferralText(err)
 	}
 	if refused, ok := errors.AsType[*refusedError](err); ok {
 		return "refused: " + refused.err.Error()

@@ -1,11 +1,14 @@
 package webhook
 
 import (
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -207,7 +210,7 @@ func TestSilentReceiverDefersLaterSends(t *testing.T) {
 			t.Errorf("later Send: %+v, %v (%q); want deferred without an attempt", d, err, Summary(d, err))
 		}
 	}
-	if !s.Silent("", silent.URL+"/c") || s.Silent("", other.URL) || s.Silent("team-a", silent.URL) {
+	if !Deferred(s.Silent("", silent.URL+"/c")) || s.Silent("", other.URL) != nil || s.Silent("team-a", silent.URL) != nil {
 		t.Error("Silent does not say which receiver, in which scope, timed out")
 	}
 	if took := time.Since(start); took > 100*time.Millisecond {
@@ -272,6 +275,84 @@ func TestSilenceIsScoped(t *testing.T) {
 	for _, r := range []Route{tenantB, {}} {
 		if _, err := s.Deliver(t.Context(), r, srv.URL, []byte("{}"), "k"); Deferred(err) {
 			t.Errorf("scope %q: deferred by team-a's silent receiver", r.Scope)
+		}
+	}
+}
+
+// Once maxSilentPerScope receivers of a tenant's scope have timed out, every
+// later Send of that scope is deferred, whatever its receiver, and a Send
+// under way retries no more; other scopes and the platform's are not. A
+// tenant naming a receiver that never answers per manager (a port each)
+// costs a sweep maxSilentPerScope timeouts, not one per manager.
+func TestTenantScopeSpendsItsSilentReceivers(t *testing.T) {
+	release := make(chan struct{})
+	var hits atomic.Int32
+	hold := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		hits.Add(1)
+		select {
+		case <-release:
+		case <-time.After(5 * time.Second):
+		}
+	})
+	var silent []string
+	for range maxSilentPerScope + 3 {
+		silent = append(silent, startReceiver(t, hold).URL)
+	}
+	defer close(release)
+	s := NewSender(testOptions(func(o *Options) {
+		o.Timeout, o.MaxAttempts, o.Allow = 200*time.Millisecond, 3, mustAllow(t, "127.0.0.1")
+		o.Backoff = func(int) time.Duration { return 0 }
+	}))
+	hopper := Route{Tenant: true, Scope: "team-a"}
+	for i, u := range silent[:maxSilentPerScope] {
+		// The last of them spends the scope's silent receivers: it
+		// retries no more.
+		want := "timed out after 3 attempts"
+		if i == maxSilentPerScope-1 {
+			want = "timed out"
+		}
+		if d, err := s.Deliver(t.Context(), hopper, u, []byte("{}"), "k"); Deferred(err) || Summary(d, err) != want {
+			t.Fatalf("receiver %d of team-a: %+v, %q; want %q", i, d, Summary(d, err), want)
+		}
+	}
+	before := hits.Load()
+	for i, u := range silent[maxSilentPerScope:] {
+		d, err := s.Deliver(t.Context(), hopper, u, []byte("{}"), "k")
+		want := fmt.Sprintf("deferred: %d receivers of this namespace did not answer a request of this sweep in time", maxSilentPerScope)
+		if !Deferred(err) || d.Attempts != 0 || Summary(d, err) != want {
+			t.Errorf("receiver %d of team-a, after %d timed out: %+v, %q; want %q", maxSilentPerScope+i, maxSilentPerScope, d, Summary(d, err), want)
+		}
+		if err := s.Silent("team-a", u); !errors.Is(err, errScopeSilent) {
+			t.Errorf("Silent(team-a, receiver %d) = %v, want the scope's deferral", maxSilentPerScope+i, err)
+		}
+	}
+	if got := hits.Load() - before; got != 0 {
+		t.Errorf("%d requests after team-a spent its silent receivers, want none", got)
+	}
+	for _, r := range []Route{{Tenant: true, Scope: "team-b"}, {}} {
+		if _, err := s.Deliver(t.Context(), r, silent[len(silent)-1], []byte("{}"), "k"); Deferred(err) {
+			t.Errorf("scope %q: deferred by team-a's silent receivers", r.Scope)
+		}
+	}
+
+	// Sends under way when the scope spends its last silent receiver stop
+	// after the attempt that timed out: one attempt each, not three.
+	s = NewSender(testOptions(func(o *Options) {
+		o.Timeout, o.MaxAttempts, o.Allow = 200*time.Millisecond, 3, mustAllow(t, "127.0.0.1")
+		o.Backoff = func(int) time.Duration { return 150 * time.Millisecond }
+	}))
+	var wg sync.WaitGroup
+	attempts := make([]int, len(silent))
+	for i, u := range silent {
+		wg.Go(func() {
+			d, _ := s.Deliver(t.Context(), hopper, u, []byte("{}"), "k")
+			attempts[i] = d.Attempts
+		})
+	}
+	wg.Wait()
+	for i, n := range attempts {
+		if n > 1 {
+			t.Errorf("receiver %d, under way together: %d attempts, want one", i, n)
 		}
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -90,9 +89,10 @@ type Sender struct {
 	maxBodyRead    int64
 	backoff        func(retry int) time.Duration // nil: the default policy
 	allow          *AllowList
-	// silent holds the receivers (scheme, host, port) an attempt timed out
-	// on: a later Send to one is deferred at once. Copies share it.
-	silent *sync.Map
+	// silence holds the receivers (scheme, host, port) an attempt timed
+	// out on: a later Send to one, or of a tenant's scope that has spent
+	// its silent receivers, is deferred at once. Copies share it.
+	silence *silence
 }
 
 // NewSender returns a sender configured by o. Its transport has
@@ -133,7 +133,7 @@ func NewSender(o Options) *Sender {
 	}
 
 	s := &Sender{
-		silent:      &sync.Map{},
+		silence:     newSilence(),
 		client:      newClient(platform, o.TLSConfig, max(o.Timeout, 0)),
 		tenant:      newClient(tenant, o.TLSConfig, max(o.Timeout, 0)),
 		timeout:     o.Timeout,
@@ -256,9 +256,9 @@ func (s *Sender) Deliver(ctx context.Context, route Route, rawURL string, body [
 	if err := ctx.Err(); err != nil {
 		return done(fmt.Errorf("webhook %s: %w", target, err))
 	}
-	receiver := route.Scope + " " + receiverKey(u)
-	if _, ok := s.silent.Load(receiver); ok {
-		return done(fmt.Errorf("webhook %s: %w", target, ErrDeferred))
+	receiver := receiverKey(u)
+	if err := s.silence.deferral(route.Scope, receiver); err != nil {
+		return done(fmt.Errorf("webhook %s: %w", target, err))
 	}
 	client := s.client
 	if route.Tenant {
@@ -272,7 +272,7 @@ func (s *Sender) Deliver(ctx context.Context, route Route, rawURL string, body [
 		if resp == nil && timedOut(err) && ctx.Err() == nil {
 			// Every other delivery to this receiver, in this sweep, would
 			// wait as long: each is deferred instead (this one goes on).
-			s.silent.Store(receiver, true)
+			s.silence.mark(route.Scope, receiver)
 		}
 		d.StatusCode = 0
 		if resp != nil {
@@ -282,7 +282,7 @@ func (s *Sender) Deliver(ctx context.Context, route Route, rawURL string, body [
 			}
 			err = &statusError{code: resp.StatusCode}
 		}
-		if d.Attempts >= s.maxAttempts || ctx.Err() != nil || !retryable(resp, err) {
+		if d.Attempts >= s.maxAttempts || ctx.Err() != nil || !retryable(resp, err) || s.silence.exhausted(route.Scope) {
 			return done(fmt.Errorf("webhook %s: %w %s", target, err, d.after()))
 		}
 		wait, ok := s.retryDelay(d.Attempts, resp, time.Now())
@@ -292,6 +292,10 @@ func (s *Sender) Deliver(ctx context.Context, route Route, rawURL string, body [
 		}
 		if cerr := sleep(ctx, wait); cerr != nil {
 			return done(fmt.Errorf("webhook %s: %w %s, last: %w", target, cerr, d.after(), err))
+		}
+		if s.silence.exhausted(route.Scope) {
+			// The tenant's other receivers timed out meanwhile.
+			return done(fmt.Errorf("webhook %s: %w %s", target, err, d.after()))
 		}
 	}
 }
@@ -427,23 +431,14 @@ type statusError struct{ code int }
 
 func (e *statusError) Error() string { return "HTTP " + strconv.Itoa(e.code) }
 
-// ErrDeferred is a Send not attempted: an attempt to the same receiver,
-// in the same scope, timed out before, through this Sender.
-var ErrDeferred = errors.New("deferred: the receiver did not answer an earlier request of this sweep in time")
-
-// Deferred reports whether err is a Send deferred because its receiver
-// timed out on an earlier request through the same Sender.
-func Deferred(err error) bool { return errors.Is(err, ErrDeferred) }
-
-// Silent reports whether a Send to rawURL in scope (see Route.Scope) would
-// be deferred now, without sending anything.
-func (s *Sender) Silent(scope, rawURL string) bool {
+// Silent returns the error a Send to rawURL in scope (see Route.Scope)
+// would be deferred with now, or nil, without sending anything.
+func (s *Sender) Silent(scope, rawURL string) error {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return false
+		return nil
 	}
-	_, ok := s.silent.Load(scope + " " + receiverKey(u))
-	return ok
+	return s.silence.deferral(scope, receiverKey(u))
 }
 
 // receiverKey names a receiver by scheme, host and port (its scheme's

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
@@ -15,12 +16,12 @@ import (
 // A tenant's webhook reaches a Service of its own namespace, read through
 // the API and dialled at its ClusterIP, and public addresses; not a
 // loopback or private address, nor another namespace's Service, nor an
-// ExternalName or headless Service. A trusted manager keeps the address
+// ExternalName or headless Service, nor one without a selector. A trusted manager keeps the address
 // policy. What the tenant reads says why, and nothing of the network.
 func TestWebhookEgressByTrust(t *testing.T) {
 	e := setup(t)
-	own, loopback, other, external, headless, missing, silent := shared.Namespace(t), shared.Namespace(t), shared.Namespace(t),
-		shared.Namespace(t), shared.Namespace(t), shared.Namespace(t), shared.Namespace(t)
+	own, loopback, other, external, headless, missing, silent, handmade := shared.Namespace(t), shared.Namespace(t), shared.Namespace(t),
+		shared.Namespace(t), shared.Namespace(t), shared.Namespace(t), shared.Namespace(t), shared.Namespace(t)
 	caseID := own
 	recv := nsmantest.NewReceiver(t)
 	sink := recv.ServiceURL(t, shared.Admin, own, "sink")
@@ -35,6 +36,12 @@ func TestWebhookEgressByTrust(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A Service without a selector, whose endpoints its tenant writes by
+	// hand: its ClusterIP may forward anywhere (here, to the receiver).
+	byHand := recv.ServiceURL(t, shared.Admin, handmade, "sink")
+	if _, err := shared.Admin.CoreV1().Services(handmade).Patch(t.Context(), "sink", types.MergePatchType, []byte(`{"spec":{"selector":null}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	hook := func(ns, url string) {
 		createManager(t, managerObj(ns, ns, caseID, []any{ttlPolicy("report at once", 0, webhookAction(url))}))
 	}
@@ -45,6 +52,7 @@ func TestWebhookEgressByTrust(t *testing.T) {
 	hook(headless, "http://sink."+headless+".svc.cluster.local/hooks/done")
 	hook(missing, "http://sink."+missing+".svc/hooks/done")
 	hook(silent, quietURL+"/hooks/done")
+	hook(handmade, byHand+"/hooks/by-hand")
 	// A trusted manager keeps the address policy: loopback is allowed.
 	trusted := nsmantest.ServiceAccountNamespace
 	createManager(t, managerObj(trusted, loopback, caseID, []any{ttlPolicy("report at once", 0, webhookAction(recv.URL+"/trusted"))}, targeting(loopback)))
@@ -62,6 +70,7 @@ func TestWebhookEgressByTrust(t *testing.T) {
 		{headless, "refused: the Service sink is headless"},
 		{missing, "refused: there is no Service sink in namespace " + missing},
 		{silent, "failed: no connection"},
+		{handmade, "refused: the Service sink has no selector"},
 	} {
 		got := wantState(t, res, tt.ns, tt.ns, sweep.StateFailed)
 		if !strings.HasPrefix(got.Message, tt.want) {

@@ -124,3 +124,54 @@ func TestSilentReceiverStallsNothing(t *testing.T) {
 		t.Errorf("the next sweep took %s, want seconds", took)
 	}
 }
+
+// A tenant whose managers each name a receiver of their own that never
+// answers (a Service apiece: port hopping past the per-receiver deferral)
+// costs the sweep the timeouts of the deliveries under way when its second
+// receiver timed out, each one attempt: the rest of its deliveries are
+// deferred at once. Another tenant's webhook is delivered.
+func TestPortHoppingTenantSpendsItsSilentReceivers(t *testing.T) {
+	e := setup(t)
+	const (
+		hops        = 16
+		concurrency = 4
+		timeout     = time.Second
+	)
+	hopper, neighbour := shared.Namespace(t), shared.Namespace(t)
+	caseID := hopper
+	silent := nsmantest.NewReceiver(t)
+	silent.SetHold(time.Hour)
+	t.Cleanup(silent.Release)
+	for i := range hops {
+		url := silent.ServiceURL(t, shared.Admin, hopper, fmt.Sprintf("sink-%02d", i))
+		createManager(t, managerObj(hopper, fmt.Sprintf("hop-%02d", i), caseID, []any{ttlPolicy("report at once", 0, webhookAction(url+"/hook"))}, targeting(hopper)))
+	}
+	fast := nsmantest.NewReceiver(t)
+	createManager(t, managerObj(neighbour, neighbour, caseID, []any{ttlPolicy("report at once", 0, webhookAction(fast.ServiceURL(t, shared.Admin, neighbour, "sink")+"/hook"))}))
+
+	began := time.Now()
+	res := e.Sweep(t, "-l", caseLabel+"="+caseID, "--concurrency", fmt.Sprint(concurrency), "--webhook-timeout", timeout.String())
+	took := time.Since(began)
+	wantState(t, res, neighbour, neighbour, sweep.StateFired)
+	failed, deferred := 0, 0
+	for i := range hops {
+		got := res.Entry(t, hopper, fmt.Sprintf("hop-%02d", i))
+		switch {
+		case got.State == sweep.StateFailed && got.Message == "timed out":
+			failed++
+		case got.State == sweep.StateDeferred && strings.Contains(got.Message, "2 receivers of this namespace did not answer"):
+			deferred++
+		default:
+			t.Errorf("hop-%02d: %q (%s), want timed out after one attempt, or deferred for the namespace", i, got.State, got.Message)
+		}
+	}
+	t.Logf("sweep: %s; %d timed out, %d deferred; %d requests reached the silent receivers", took.Round(time.Millisecond), failed, deferred, silent.Arrivals())
+	if failed > concurrency || silent.Arrivals() > concurrency {
+		t.Errorf("%d deliveries timed out with %d requests: want at most the %d under way, one attempt each", failed, silent.Arrivals(), concurrency)
+	}
+	// Without the namespace's budget: 16 receivers × 3 attempts (6 s) / 4
+	// workers = 24 s.
+	if took > 4*timeout+5*time.Second {
+		t.Errorf("the sweep took %s, want about one attempt's timeout", took)
+	}
+}

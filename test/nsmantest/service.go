@@ -202,6 +202,9 @@ func loopbackService(t testing.TB, admin kubernetes.Interface, ns, name string, 
 		Spec: corev1.ServiceSpec{
 			ClusterIP: addr.IP.String(),
 			Ports:     []corev1.ServicePort{{Name: "http", Port: int32(addr.Port), Protocol: corev1.ProtocolTCP}},
+			// nsman dials only a Service with a selector; none of its
+			// Pods need exist, since the receiver listens on the ClusterIP.
+			Selector: map[string]string{"app.kubernetes.io/name": name},
 		},
 	}
 	// The ServiceCIDR is usable once the API server's allocator has seen it.

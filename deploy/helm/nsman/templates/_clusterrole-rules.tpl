@@ -24,7 +24,7 @@ wildcards, no Secrets, no CRD writes.
 - apiGroups: [""]
   resources: [pods]
   verbs: [list]
-# A tenant's WEBHOOK to a Service of its own namespace: its type, ClusterIP
+# A tenant's WEBHOOK to a Service of its own namespace: its type, selector, ClusterIP
 # and ports (a list by name).
 - apiGroups: [""]
   resources: [services]
