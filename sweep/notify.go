@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -137,8 +138,9 @@ func (s *Sweeper) notify(ctx context.Context, r *sweepRun, m policy.Manager, p *
 // notificationBody renders n as json, or as a {"text": ...} body that Slack
 // and Mattermost incoming webhooks accept. In the text, whatever nsman did
 // not write itself (names, the message, the effects) is escaped as Slack
-// asks (&, <, >), so that nobody who names a manager or answers a webhook
-// can ping a channel or hide a link in it. A webhook's failure carries its
+// asks (&, <, >), and an @ is no mention for Mattermost, so that nobody
+// who names a manager or answers a webhook can ping a channel or hide a
+// link in it. A webhook's failure carries its
 // status code alone: the webhook package never quotes a reason phrase.
 func notificationBody(n Notification, format string) ([]byte, error) {
 	if format != NotifySlack {
@@ -148,8 +150,8 @@ func notificationBody(n Notification, format string) ([]byte, error) {
 	if n.Rule {
 		kind = "rule"
 	}
-	text := fmt.Sprintf("nsman: %s of namespace %s by %s %s/%s (policy %q) %s",
-		slackEscape(n.Action), slackEscape(n.Target), kind, slackEscape(n.Manager.Namespace), slackEscape(n.Manager.Name), slackEscape(n.Policy), n.Result)
+	text := fmt.Sprintf("nsman: %s of namespace %s by %s %s/%s (policy %s) %s",
+		slackEscape(n.Action), slackEscape(n.Target), kind, slackEscape(n.Manager.Namespace), slackEscape(n.Manager.Name), slackEscape(strconv.Quote(n.Policy)), n.Result)
 	if n.Message != "" {
 		text += ": " + slackEscape(n.Message)
 	}
@@ -160,5 +162,7 @@ func notificationBody(n Notification, format string) ([]byte, error) {
 }
 
 // slackEscape escapes the three characters Slack gives a meaning in
-// message text: < and > make mentions (<!channel>) and links, & escapes.
-var slackEscape = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace
+// message text: < and > make mentions (<!channel>) and links, & escapes;
+// and it puts a zero-width space after each @, which Mattermost would
+// read as a mention (@channel, @here, @all, @someone).
+var slackEscape = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "@", "@\u200b").Replace

@@ -94,17 +94,17 @@ func TestSlackBodyEscapes(t *testing.T) {
 	}
 	n := Notification{
 		Manager: NotificationManager{Namespace: "team-a", Name: "m<!here>"}, Target: "preview-1",
-		Policy: "tell <@U123> & co", Action: policy.ActionWebhook, Result: ResultFailed,
+		Policy: "tell <@U123> & co @channel @here @all", Action: policy.ActionWebhook, Result: ResultFailed,
 		Message: failure.Error(), Effects: []string{"POST " + hook + "/hook?a=1&b=<2>"},
 	}
 	text := slackText(t, n)
-	for _, raw := range []string{"<!", "<https", "<@", "|click>", "evil", "& co", "&b"} {
+	for _, raw := range []string{"<!", "<https", "<@", "|click>", "evil", "& co", "&b", "@channel", "@here", "@all", "@U123"} {
 		if strings.Contains(text, raw) {
 			t.Errorf("text contains %q:\n%s", raw, text)
 		}
 	}
 	for _, want := range []string{
-		`nsman: WEBHOOK of namespace preview-1 by manager team-a/m&lt;!here&gt; (policy "tell &lt;@U123&gt; &amp; co") failed: `,
+		"nsman: WEBHOOK of namespace preview-1 by manager team-a/m&lt;!here&gt; (policy \"tell &lt;@\u200bU123&gt; &amp; co @\u200bchannel @\u200bhere @\u200ball\") failed: ",
 		": HTTP 400 after 1 attempt\n",
 		"?a=1&amp;b=&lt;2&gt;",
 	} {
