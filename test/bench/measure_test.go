@@ -5,15 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -390,7 +385,7 @@ type sweepRun struct {
 func runSweep(ctx context.Context, command []string, kubeconfig string, args ...string) (sweepRun, error) {
 	all := append(slices.Concat(command, []string{"sweep", "-o", "json", "--kubeconfig", kubeconfig}), args...)
 	var stdout, stderr bytes.Buffer
-	res, err := launchAndWait(ctx, &stdout, all, &stderr)
+	res, err := nsmantest.Launch(ctx, &stdout, &stderr, all...)
 	run := sweepRun{Wall: res.Wall, MaxRSS: res.MaxRSS, Code: res.Code, Stderr: stderr.String()}
 	if err != nil {
 		return run, fmt.Errorf("nsman %s: %w; stderr:\n%s", strings.Join(all[1:], " "), err, tail(run.Stderr, 2000))
@@ -404,36 +399,6 @@ func runSweep(ctx context.Context, command []string, kubeconfig string, args ...
 	run.Summary = report.Summary
 	return run, nil
 }
-
-// launchAndWait runs command through the launcher (see launchEnv), its
-// output to stdout and stderr (discarded when nil).
-func launchAndWait(ctx context.Context, stdout io.Writer, command []string, stderr ...io.Writer) (launched, error) {
-	out := filepath.Join(os.TempDir(), fmt.Sprintf("nsman-bench-launch-%d-%d.json", os.Getpid(), launches.Add(1)))
-	defer os.Remove(out)
-	self, err := os.Executable()
-	if err != nil {
-		return launched{}, err
-	}
-	cmd := exec.CommandContext(ctx, self, command...)
-	cmd.Env = append(os.Environ(), launchEnv+"="+out)
-	cmd.Stdout = stdout
-	if len(stderr) > 0 {
-		cmd.Stderr = stderr[0]
-	}
-	if err := cmd.Run(); err != nil {
-		return launched{}, fmt.Errorf("launcher: %w", err)
-	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		return launched{}, fmt.Errorf("launcher result: %w", err)
-	}
-	var res launched
-	err = json.Unmarshal(data, &res)
-	return res, err
-}
-
-// launches numbers the launcher's result files.
-var launches atomic.Int64
 
 func tail(s string, n int) string {
 	if len(s) <= n {

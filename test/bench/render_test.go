@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/test/nsmantest"
 )
 
 // report is everything a run measured and what it measured it on: render
@@ -297,7 +298,7 @@ func method(b *strings.Builder, rep report) {
 	p("Requests are the API server's audit log for the ServiceAccount (verb resource); nsman's own count by HTTP method\n")
 	p("(`summary.requests`) also shows its discovery request. nsman runs through a small launcher process (test/bench/launch_test.go)\n")
 	p("that times it and reads its rusage: wall time includes starting the process, and peak RSS is nsman's own maxrss (a child\n")
-	p("started by the driver itself would report the driver's peak; a figure near %d MiB would be the launcher's own). The floors run in\n", launcherRSSMiB)
+	p("started by the driver itself would report the driver's peak; a figure near %d MiB would be the launcher's own). The floors run in\n", nsmantest.LauncherRSSMiB)
 	p("the driver's process. \"load avg after\" is the 1-minute load average when the row was measured: the machine may be shared, and a\n")
 	p("load above the CPU count means other work competed for it. The first column numbers the rows, which the targets and the\n")
 	p("analysis cite.\n")

@@ -28,6 +28,7 @@ import (
 var shared *cluster.Cluster
 
 func TestMain(m *testing.M) {
+	nsmantest.ServeLaunch() // before the control plane: a launcher starts none
 	cluster.Main(m, cluster.APITier, &shared)
 }
 

@@ -8,10 +8,8 @@ import (
 	"log"
 	"net"
 	"net/http"
-	"os/exec"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -108,20 +106,18 @@ func TestHostileReceivers(t *testing.T) {
 	began := time.Now()
 	// At warn, the log has each failed webhook's cause ("webhook not
 	// delivered"), which a tenant does not read.
-	cmd := exec.Command(bin, "sweep", "--kubeconfig", e.Kubeconfig, "-l", "nsman.test/crash="+run, "--webhook-timeout", "1s", "-o", "json", "--log-level", "warn", "--log-format", "json")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	// Through the launcher: nsman's own peak RSS, not this test process's.
+	var stdout, stderr bytes.Buffer
+	res, err := nsmantest.Launch(t.Context(), &stdout, &stderr, bin, "sweep", "--kubeconfig", e.Kubeconfig, "-l", "nsman.test/crash="+run, "--webhook-timeout", "1s", "-o", "json", "--log-level", "warn", "--log-format", "json")
 	took := time.Since(began)
-	exit, ok := err.(*exec.ExitError)
-	if !ok || exit.ExitCode() != 1 {
-		t.Fatalf("exit %v, want status 1 for the failed webhooks\n%s", err, stderr.String())
+	if err != nil || res.Code != 1 {
+		t.Fatalf("exit %d (%v), want status 1 for the failed webhooks\n%s", res.Code, err, stderr.String())
 	}
 	var report sweep.Report
-	if err := json.Unmarshal(out, &report); err != nil {
+	if err := json.Unmarshal(stdout.Bytes(), &report); err != nil {
 		t.Fatal(err)
 	}
-	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss // KiB
+	rss := res.MaxRSS // KiB
 	t.Logf("sweep took %s, peak RSS %d MiB", took.Round(time.Millisecond), rss/1024)
 	if took > 20*time.Second {
 		t.Errorf("sweep took %s: a hostile receiver held it", took)
