@@ -74,9 +74,7 @@ func writeJSON(w io.Writer, r sweep.Report) error {
 	write(r.Version, "  ")
 	_, _ = bw.WriteString(",\n  \"managers\": ")
 	switch {
-	case r.Entries == nil:
-		_, _ = bw.WriteString("null")
-	case len(r.Entries) == 0:
+	case len(r.Entries) == 0: // never null (see sweep.Report.MarshalJSON)
 		_, _ = bw.WriteString("[]")
 	default:
 		_, _ = bw.WriteString("[\n")

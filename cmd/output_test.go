@@ -41,6 +41,11 @@ func TestWriteJSONMatchesTheEncoder(t *testing.T) {
 			if got.String() != want.String() {
 				t.Errorf("streamed:\n%s\nencoder:\n%s", got.String(), want.String())
 			}
+			// Every list a list, never null: jq '.managers[]' works on an
+			// empty cluster's report.
+			if strings.Contains(got.String(), "null") {
+				t.Errorf("report holds a null:\n%s", got.String())
+			}
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/nsman/nsman/policy"
@@ -135,6 +136,28 @@ type Report struct {
 	Version string  `json:"version"`
 	Entries []Entry `json:"managers"`
 	Summary Summary `json:"summary"`
+}
+
+// MarshalJSON writes r with every list a list, never null: an empty
+// cluster's report has "managers": [], so that jq '.managers[]' works.
+func (r Report) MarshalJSON() ([]byte, error) {
+	type plain Report
+	if r.Entries == nil {
+		r.Entries = []Entry{}
+	}
+	return json.Marshal(plain(r))
+}
+
+// MarshalJSON writes s with its counts as objects, never null.
+func (s Summary) MarshalJSON() ([]byte, error) {
+	type plain Summary
+	if s.States == nil {
+		s.States = map[State]int{}
+	}
+	if s.Requests == nil {
+		s.Requests = map[string]int{}
+	}
+	return json.Marshal(plain(s))
 }
 
 // ReportVersion is the schema version of Report's JSON form.

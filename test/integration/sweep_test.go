@@ -403,3 +403,27 @@ func TestUnfinishedJobHoldsPodsSucceedBack(t *testing.T) {
 	res = e.Sweep(t, "-l", caseLabel+"="+ns)
 	wantState(t, res, ns, ns, sweep.StateFired)
 }
+
+// A sweep that finds no manager (a newcomer's first run on an empty
+// cluster) prints a report whose lists are lists: the README's
+// jq '.managers[]' works on it.
+func TestEmptySweepPrintsEmptyLists(t *testing.T) {
+	e := setup(t)
+	res := e.Sweep(t, "-l", caseLabel+"=none-"+shared.Namespace(t))
+	if res.Code != 0 {
+		t.Fatalf("exit %d\n%s", res.Code, res.Stderr)
+	}
+	var report struct {
+		Managers json.RawMessage `json:"managers"`
+		Summary  struct {
+			States   json.RawMessage `json:"states"`
+			Requests json.RawMessage `json:"requests"`
+		} `json:"summary"`
+	}
+	if err := json.Unmarshal([]byte(res.Stdout), &report); err != nil {
+		t.Fatal(err)
+	}
+	if string(report.Managers) != "[]" || string(report.Summary.States) != "{}" || !strings.HasPrefix(string(report.Summary.Requests), "{") {
+		t.Errorf("managers %s, states %s, requests %s: want [], {} and an object\n%s", report.Managers, report.Summary.States, report.Summary.Requests, res.Stdout)
+	}
+}

@@ -225,6 +225,7 @@ func Decode(manifest []byte) ([]*unstructured.Unstructured, error) {
 type Result struct {
 	Report sweep.Report
 	Code   int
+	Stdout string // the report as printed
 	Stderr string
 }
 
@@ -268,7 +269,7 @@ func (e *Env) Sweep(t testing.TB, args ...string) Result {
 	var stdout, stderr bytes.Buffer
 	all := append([]string{"sweep", "-o", "json", "--kubeconfig", e.Kubeconfig}, args...)
 	code := cmd.Execute(t.Context(), all, &stdout, &stderr)
-	res := Result{Code: code, Stderr: stderr.String()}
+	res := Result{Code: code, Stdout: stdout.String(), Stderr: stderr.String()}
 	if stdout.Len() == 0 && code == cmd.ExitUsage {
 		return res // no report: the sweep did not run
 	}
