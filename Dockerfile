@@ -1,6 +1,6 @@
 # nsman's image: a static binary on distroless, run as uid/gid 65532.
 #
-#   make image                                        # this machine's platform, tags ghcr.io/nsman/nsman:$(VERSION)
+#   make image                                        # this machine's platform, tags ghcr.io/nsman/nsman:$(VERSION) without its v
 #   make image PLATFORMS=linux/amd64,linux/arm64      # multi-arch, with docker buildx
 #   docker build --build-arg VERSION=v1.2.3 -t nsman .
 #
@@ -35,13 +35,13 @@ RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
 FROM gcr.io/distroless/static-debian13:nonroot@sha256:e2e927ec666bae08560abb3c55d0659eceabb657f56b6782ab500a9fc7f555e3
 # OCI image annotations (https://github.com/opencontainers/image-spec/blob/main/annotations.md).
 # make image and the release workflow pass VERSION (the git tag or describe)
-# and REVISION (the commit). org.opencontainers.image.licenses is left out
-# while the repository has no LICENSE file to name.
+# and REVISION (the commit).
 ARG VERSION=dev
 ARG REVISION=unknown
 LABEL org.opencontainers.image.title="nsman" \
 	org.opencontainers.image.description="Delete, scale down or notify ephemeral namespaces when their NamespaceManager says so" \
 	org.opencontainers.image.source="https://github.com/nsman/nsman" \
+	org.opencontainers.image.licenses="Apache-2.0" \
 	org.opencontainers.image.version="${VERSION}" \
 	org.opencontainers.image.revision="${REVISION}"
 COPY --from=build /nsman /nsman

@@ -170,7 +170,9 @@ demo: build control-plane ## Start a control plane, run a workload in a namespac
 clean: ## Remove build output (the binary cache stays)
 	rm -rf bin .cluster
 
-IMAGE ?= ghcr.io/nsman/nsman:$(VERSION)
+# The image's tag is the version without its "v": a release vX.Y.Z is the
+# image ghcr.io/nsman/nsman:X.Y.Z, the chart's appVersion.
+IMAGE ?= ghcr.io/nsman/nsman:$(patsubst v%,%,$(VERSION))
 # The commit, for the image's org.opencontainers.image.revision label.
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 # PLATFORMS=linux/amd64,linux/arm64 builds a multi-arch image with docker
@@ -181,7 +183,7 @@ PLATFORMS ?=
 BUILDX_FLAGS ?=
 
 .PHONY: image
-image: ## Build the image ghcr.io/nsman/nsman:VERSION (IMAGE= to name it otherwise; PLATFORMS=linux/amd64,linux/arm64 for multi-arch with buildx); needs a running Docker engine
+image: ## Build the image ghcr.io/nsman/nsman:VERSION, without a leading v (IMAGE= to name it otherwise; PLATFORMS=linux/amd64,linux/arm64 for multi-arch with buildx); needs a running Docker engine
 	@if ! docker info >/dev/null 2>&1; then \
 		echo "make image: no container engine: 'docker info' failed (is Docker installed and its daemon running?)" >&2; exit 1; \
 	fi

@@ -1,0 +1,95 @@
+// Package deploy holds no code: its test checks that the repository names
+// one image, one way, and one license.
+package deploy
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+// repository is where releases push the image.
+const repository = "ghcr.io/nsman/nsman"
+
+func read(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// One image reference scheme: a release vX.Y.Z is the image
+// ghcr.io/nsman/nsman:X.Y.Z, the chart's appVersion; deploy/base runs the
+// same; make image, the chart and the release workflow name the same
+// repository; no file names a tag no release publishes (latest, vX.Y.Z).
+func TestOneImageReference(t *testing.T) {
+	var chart struct {
+		AppVersion string `json:"appVersion"`
+		Version    string `json:"version"`
+	}
+	if err := yaml.Unmarshal([]byte(read(t, "deploy/helm/nsman/Chart.yaml")), &chart); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`).MatchString(chart.AppVersion) {
+		t.Fatalf("Chart.yaml appVersion %q: want X.Y.Z[-PRERELEASE], the image's tag", chart.AppVersion)
+	}
+	want := repository + ":" + chart.AppVersion
+	if got := regexp.MustCompile(`(?m)^\s+image: (\S+)$`).FindAllStringSubmatch(read(t, "deploy/base/cronjob.yaml"), -1); len(got) != 1 || got[0][1] != want {
+		t.Errorf("deploy/base/cronjob.yaml names the images %q, want %s alone (the chart's appVersion)", got, want)
+	}
+	for path, pattern := range map[string]string{
+		"deploy/helm/nsman/values.yaml": `(?m)^  repository: (\S+)$`,
+		"Makefile":                      `(?m)^IMAGE \?= ([^:]+):\$\(patsubst v%,%,\$\(VERSION\)\)$`,
+		".github/workflows/release.yml": `(?m)^  IMAGE: (\S+)$`,
+	} {
+		m := regexp.MustCompile(pattern).FindStringSubmatch(read(t, path))
+		if m == nil || m[1] != repository {
+			t.Errorf("%s: %q, want the repository %s (and in the Makefile the version without its v)", path, m, repository)
+		}
+	}
+	if release := read(t, ".github/workflows/release.yml"); !strings.Contains(release, "${{ env.IMAGE }}:${{ needs.version.outputs.version }}") ||
+		strings.Contains(release, "${{ env.IMAGE }}:${{ needs.version.outputs.tag }}") {
+		t.Errorf("release.yml: want the image tagged by the version without its v, and by nothing else")
+	}
+	// Anywhere else: a tag of the form a release publishes, or a digest.
+	tagged := regexp.MustCompile(regexp.QuoteMeta(repository) + `:([^\s` + "`" + `'")\]]+)`)
+	files, err := filepath.Glob("../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range append(files, "../README.md", "../CONTRIBUTING.md", "../Dockerfile", "../Makefile", "../deploy/base/cronjob.yaml", "../.github/workflows/release.yml") {
+		path = strings.TrimPrefix(path, "../")
+		for _, m := range tagged.FindAllStringSubmatch(read(t, path), -1) {
+			if m[1] == "latest" || strings.HasPrefix(m[1], "v") {
+				t.Errorf("%s names %s: no release publishes that tag (want %s:X.Y.Z)", path, m[0], repository)
+			}
+		}
+	}
+}
+
+// The project is licensed Apache-2.0, and says so where a user looks: the
+// LICENSE file, the image's label, the chart and the README.
+func TestLicense(t *testing.T) {
+	license := read(t, "LICENSE")
+	for _, want := range []string{"Apache License", "Version 2.0, January 2004", "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION", "END OF TERMS AND CONDITIONS"} {
+		if !strings.Contains(license, want) {
+			t.Errorf("LICENSE lacks %q: want the Apache License 2.0's text", want)
+		}
+	}
+	for path, want := range map[string]string{
+		"Dockerfile":                    `org.opencontainers.image.licenses="Apache-2.0"`,
+		".github/workflows/release.yml": `index:org.opencontainers.image.licenses=Apache-2.0`,
+		"deploy/helm/nsman/Chart.yaml":  `artifacthub.io/license: Apache-2.0`,
+		"README.md":                     `Apache License, Version 2.0: [LICENSE](LICENSE)`,
+	} {
+		if !strings.Contains(read(t, path), want) {
+			t.Errorf("%s lacks %s", path, want)
+		}
+	}
+}
