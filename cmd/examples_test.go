@@ -10,7 +10,7 @@ import (
 // manager is valid.
 func TestExamplesAreValid(t *testing.T) {
 	dir := filepath.Join("..", "examples")
-	files, err := manifestsInDir(dir, false)
+	files, _, err := manifestsInDir(dir, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,10 +27,10 @@ var manifestExtensions = []string{".json", ".yaml", ".yml"}
 
 // expandManifestPaths turns -f values into files: a file stands for itself
 // whatever its name, a directory for the manifest files in it (and below it
-// when recursive). A directory without any is an error, as it is most likely
-// the wrong one.
-func expandManifestPaths(paths []string, recursive bool) ([]string, error) {
-	var files []string
+// when recursive), but for the templates of a Helm chart, which are no
+// manifests until rendered: skipped lists their directories. A directory
+// without any file is an error, as it is most likely the wrong one.
+func expandManifestPaths(paths []string, recursive bool) (files, skipped []string, err error) {
 	for _, p := range paths {
 		if p == stdinName {
 			files = append(files, p)
@@ -38,56 +38,62 @@ func expandManifestPaths(paths []string, recursive bool) ([]string, error) {
 		}
 		info, err := os.Stat(p)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if !info.IsDir() {
 			files = append(files, p)
 			continue
 		}
-		found, err := manifestsInDir(p, recursive)
+		found, templates, err := manifestsInDir(p, recursive)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		if len(found) == 0 {
-			return nil, fmt.Errorf("%s: no %s files", p, strings.Join(manifestExtensions, ", "))
+		if len(found) == 0 && len(templates) == 0 {
+			return nil, nil, fmt.Errorf("%s: no %s files", p, strings.Join(manifestExtensions, ", "))
 		}
-		files = append(files, found...)
+		files, skipped = append(files, found...), append(skipped, templates...)
 	}
-	return files, nil
+	return files, skipped, nil
 }
 
-// manifestsInDir lists the manifest files in dir, in name order. It follows
-// dir itself when it is a symbolic link, but no link below it, so that a
-// recursive walk cannot loop.
-func manifestsInDir(dir string, recursive bool) ([]string, error) {
+// manifestsInDir lists the manifest files in dir, in name order, and the
+// templates directories of Helm charts it skipped (a chart is a directory
+// with a Chart.yaml). It follows dir itself when it is a symbolic link, but
+// no link below it, so that a recursive walk cannot loop.
+func manifestsInDir(dir string, recursive bool) (files, skipped []string, err error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var files []string
+	chart := slices.ContainsFunc(entries, func(e os.DirEntry) bool { return e.Name() == "Chart.yaml" && !e.IsDir() })
 	for _, e := range entries {
 		path := filepath.Join(dir, e.Name())
 		switch {
+		case e.IsDir() && chart && e.Name() == "templates":
+			skipped = append(skipped, path)
 		case e.IsDir():
 			if !recursive {
 				continue
 			}
-			sub, err := manifestsInDir(path, true)
+			sub, subSkipped, err := manifestsInDir(path, true)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			files = append(files, sub...)
+			files, skipped = append(files, sub...), append(skipped, subSkipped...)
 		case slices.Contains(manifestExtensions, filepath.Ext(path)):
 			files = append(files, path)
 		}
 	}
-	return files, nil
+	return files, skipped, nil
 }
 
 // manifestReport counts what validating manifests found.
 type manifestReport struct {
 	// managers counts NamespaceManagers, valid or not.
 	managers int
+	// deactivated counts the managers with spec.deactivated: true, which
+	// are not checked, as a sweep skips them.
+	deactivated int
 	// others counts objects of other kinds, which are skipped.
 	others int
 	// invalid lists the managers with problems, in file order.
@@ -104,6 +110,7 @@ type invalidManager struct {
 
 func (r *manifestReport) add(o manifestReport) {
 	r.managers += o.managers
+	r.deactivated += o.deactivated
 	r.others += o.others
 	r.invalid = append(r.invalid, o.invalid...)
 }
@@ -160,7 +167,11 @@ func (r *manifestReport) addObject(obj *unstructured.Unstructured, position stri
 		return
 	}
 	r.managers++
-	if errs := validateManager(obj); len(errs) > 0 {
+	errs, deactivated := validateManager(obj)
+	if deactivated {
+		r.deactivated++
+	}
+	if len(errs) > 0 {
 		r.invalid = append(r.invalid, invalidManager{ref: managerRef(obj, position), errs: errs})
 	}
 }

@@ -1,11 +1,13 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"slices"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/webhook"
@@ -47,16 +50,19 @@ type sweepOptions struct {
 	shardIndex          int
 	shardCount          int
 	chunkSize           int64
+	configFrom          string
+	// own is the namespace nsman runs in: its pod's, or with --dry-run
+	// outside a pod, that of the CronJob --config-from finds (see run).
+	own string
 }
 
 func newSweepCommand() *cobra.Command { return newSweepOptions().command() }
 
 func newSweepOptions() *sweepOptions {
 	// namespace-manager, trusted by default, is also protected: it holds
-	// the managers of other namespaces, and a dry run from a laptop must
-	// refuse what the CronJob running there refuses. The protected floor
-	// (sweep.ProtectedFloor and nsman's own namespace) is not a default:
-	// config adds it whatever the flag says.
+	// the managers of other namespaces (deploy/ installs nsman there). The
+	// protected floor (sweep.ProtectedFloor and nsman's own namespace) is
+	// not a default: config adds it whatever the flag says.
 	return &sweepOptions{
 		trustedNamespaces:   []string{"namespace-manager"},
 		protectedNamespaces: []string{"default", "namespace-manager"},
@@ -100,6 +106,7 @@ failed, 2 on a usage or configuration error.`,
 	fs.StringVar(&o.pushgatewayURL, "pushgateway-url", "", "push the sweep's metrics to this Prometheus Pushgateway at the end of each sweep")
 	fs.Int64Var(&o.chunkSize, "chunk-size", sweep.DefaultPageSize, "objects per list request (managers, namespaces, pods), as kubectl's --chunk-size")
 	fs.IntVar(&o.shardCount, "shard-count", 1, "split the managers among this many sweeps run side by side, by a hash of their UID")
+	fs.StringVar(&o.configFrom, "config-from", configFromAuto, "with --dry-run outside a pod: take the namespace and the sweep flags of nsman's CronJob in the cluster for those not given here, as it sees them: auto (the one labelled "+installedSelector+", if any), NAMESPACE/NAME, or none")
 	fs.IntVar(&o.shardIndex, "shard-index", 0, "the shard this sweep handles, from 0 to --shard-count - 1 (default: $"+jobIndexEnv+" whenever it is set, whatever --shard-count, else 0)")
 	return c
 }
@@ -112,7 +119,7 @@ failed, 2 on a usage or configuration error.`,
 // what was written.
 func (o *sweepOptions) config(flags *pflag.FlagSet) (sweep.Config, error) {
 	trusted, protected := o.trustedNamespaces, o.protectedNamespaces
-	if own := ownNamespace(); own != "" {
+	if own := cmp.Or(o.own, ownNamespace()); own != "" {
 		if !flags.Changed("trusted-namespaces") && !slices.Contains(trusted, own) {
 			trusted = append(slices.Clone(trusted), own)
 		}
@@ -251,13 +258,20 @@ func (o *sweepOptions) run(c *cobra.Command) error {
 	if err != nil {
 		return usageError{err}
 	}
-	webhookOpts, err := o.webhookOptions()
-	if err != nil {
+	if _, err := o.webhookOptions(); err != nil {
 		return usageError{err}
 	}
 	clients, err := o.kube.clients()
 	if err != nil {
 		return err
+	}
+	if cfg, err = o.asInstalled(c.Context(), c.Flags(), clients.Kube, cfg, log); err != nil {
+		return err
+	}
+	// Read again: --webhook-allow may be the installed CronJob's.
+	webhookOpts, err := o.webhookOptions()
+	if err != nil {
+		return usageError{err}
 	}
 	sweeper, err := sweep.New(cfg, clients, webhook.NewSender(webhookOpts), log)
 	if err != nil {
@@ -292,6 +306,42 @@ func (o *sweepOptions) run(c *cobra.Command) error {
 		return fmt.Errorf("%d manager(s) failed", report.Summary.States[sweep.StateFailed])
 	}
 	return nil
+}
+
+// asInstalled returns the configuration of a dry run outside a pod as the
+// installed CronJob would sweep (see findInstallation and adopt), saying
+// which; else cfg as it is.
+func (o *sweepOptions) asInstalled(ctx context.Context, flags *pflag.FlagSet, kube kubernetes.Interface, cfg sweep.Config, log *slog.Logger) (sweep.Config, error) {
+	explicit := o.configFrom != configFromAuto && o.configFrom != configFromNone
+	switch {
+	case !o.dryRun && explicit:
+		return cfg, usageError{errNotADryRun}
+	case !o.dryRun || ownNamespace() != "":
+		return cfg, nil
+	}
+	inst, err := findInstallation(ctx, kube, o.configFrom)
+	switch {
+	case err != nil && explicit:
+		return cfg, usageError{err}
+	case errors.As(err, new(usageError)):
+		return cfg, err
+	case err != nil:
+		log.Warn("dry run with this command's flags alone: nsman's CronJob could not be looked for (--config-from none skips the lookup)", "error", err.Error())
+		return cfg, nil
+	case inst == nil:
+		log.Info("dry run with this command's flags alone: no nsman CronJob in the cluster (labelled " + installedSelector + ")")
+		return cfg, nil
+	}
+	taken, err := o.adopt(flags, inst)
+	if err != nil {
+		return cfg, usageError{err}
+	}
+	if cfg, err = o.config(flags); err != nil {
+		return cfg, usageError{fmt.Errorf("as %s: %w", inst, err)}
+	}
+	log.Info("dry run as "+inst.String()+" sweeps (--config-from none for this command's flags alone)",
+		"namespace", inst.namespace, "flags", strings.Join(taken, " "))
+	return cfg, nil
 }
 
 // pushTimeout bounds the metrics push, so that a hanging Pushgateway cannot

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -21,11 +22,13 @@ type validateOptions struct {
 	// recursive descends into subdirectories of directories named by -f.
 	recursive bool
 
-	// files are the manifests to read, set by Complete.
-	files  []string
-	stdin  io.Reader
-	stdout io.Writer
-	stderr io.Writer
+	// files are the manifests to read, and skipped the templates
+	// directories of Helm charts not read, set by Complete.
+	files   []string
+	skipped []string
+	stdin   io.Reader
+	stdout  io.Writer
+	stderr  io.Writer
 }
 
 // invalidManagersError reports that validation found invalid
@@ -45,7 +48,12 @@ func newValidateCommand() *cobra.Command {
 		Long: `Check NamespaceManager manifests offline, without a cluster.
 
 Reads YAML or JSON files (several documents each), skips every object that is
-not a NamespaceManager, and validates each NamespaceManager as a sweep would.
+not a NamespaceManager, and validates each NamespaceManager as a sweep would:
+a deactivated one (spec.deactivated: true) is not checked, as a sweep skips
+it. A directory's Helm chart templates are skipped, and said so: validate
+what they render (helm template CHART | nsman validate -f -). The API
+server's admission may still refuse what validate accepts: check with a
+server-side dry run of an apply too.
 Prints one line per problem, FILE: NAMESPACE/NAME: FIELD: MESSAGE, and a
 summary on stderr. Exits 1 when any NamespaceManager is invalid, 2 when a
 file cannot be read or parsed.`,
@@ -71,11 +79,11 @@ file cannot be read or parsed.`,
 // Complete resolves the -f values into the files to read.
 func (o *validateOptions) Complete(c *cobra.Command) error {
 	o.stdin, o.stdout, o.stderr = c.InOrStdin(), c.OutOrStdout(), c.ErrOrStderr()
-	files, err := expandManifestPaths(o.filenames, o.recursive)
+	files, skipped, err := expandManifestPaths(o.filenames, o.recursive)
 	if err != nil {
 		return usageError{err}
 	}
-	o.files = files
+	o.files, o.skipped = files, skipped
 	return nil
 }
 
@@ -108,9 +116,16 @@ func (o *validateOptions) Run(ctx context.Context) error {
 			}
 		}
 	}
-	fmt.Fprintf(o.stderr, "%s in %s: %d valid, %d invalid; %s skipped\n",
+	for _, dir := range o.skipped {
+		fmt.Fprintf(o.stderr, "%s: skipped: the templates of a Helm chart; validate what they render: helm template %s | nsman validate -f -\n", dir, filepath.Dir(dir))
+	}
+	deactivated := ""
+	if total.deactivated > 0 {
+		deactivated = fmt.Sprintf(", %d deactivated (not checked: a sweep skips it)", total.deactivated)
+	}
+	fmt.Fprintf(o.stderr, "%s in %s: %d valid, %d invalid%s; %s skipped\n",
 		nounCount(total.managers, "NamespaceManager"), nounCount(len(o.files), "file"),
-		total.managers-len(total.invalid), len(total.invalid), nounCount(total.others, "other object"))
+		total.managers-len(total.invalid)-total.deactivated, len(total.invalid), deactivated, nounCount(total.others, "other object"))
 	if len(readErrs) > 0 {
 		return usageError{errors.Join(readErrs...)}
 	}
@@ -129,8 +144,8 @@ func (o *validateOptions) validateFile(name string) (manifestReport, error) {
 
 // validateManager checks one NamespaceManager object the way a sweep would,
 // plus what only matters in a manifest: the exact apiVersion, and a name.
-func validateManager(obj *unstructured.Unstructured) field.ErrorList {
-	var errs field.ErrorList
+// A deactivated manager is not checked, as a sweep skips it.
+func validateManager(obj *unstructured.Unstructured) (errs field.ErrorList, deactivated bool) {
 	want := policy.Group + "/" + policy.Version
 	if got := obj.GetAPIVersion(); got != want {
 		errs = append(errs, field.NotSupported(field.NewPath("apiVersion"), got, []string{want}))
@@ -138,8 +153,11 @@ func validateManager(obj *unstructured.Unstructured) field.ErrorList {
 	if obj.GetName() == "" && obj.GetGenerateName() == "" {
 		errs = append(errs, field.Required(field.NewPath("metadata", "name"), ""))
 	}
-	_, parseErrs := policy.Parse(obj)
-	return append(errs, parseErrs...)
+	m, parseErrs := policy.Parse(obj)
+	if m.Deactivated {
+		return nil, true
+	}
+	return append(errs, parseErrs...), false
 }
 
 func describeFieldError(e *field.Error) string {

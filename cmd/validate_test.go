@@ -178,6 +178,28 @@ rule.yaml: namespace-manager/e2e-leftovers: spec.namespace: Forbidden: a rule (n
 			wantStderr: "2 NamespaceManagers in 1 file: 1 valid, 1 invalid; 2 other objects skipped\n",
 		},
 		{
+			// A sweep skips a deactivated manager without validating it.
+			name:       "deactivated invalid manager",
+			files:      map[string]string{"off.yaml": strings.Replace(manifestInvalidManager, "spec:\n", "spec:\n  deactivated: true\n", 1)},
+			args:       []string{"-f", "off.yaml"},
+			wantCode:   ExitOK,
+			wantStderr: "1 NamespaceManager in 1 file: 0 valid, 0 invalid, 1 deactivated (not checked: a sweep skips it); 0 other objects skipped\n",
+		},
+		{
+			// A chart's templates are no manifests until rendered: skipped,
+			// and said so; its other files are read.
+			name: "a directory holding a Helm chart",
+			files: map[string]string{
+				"deploy/base/ok.yaml":                   manifestValidManager,
+				"deploy/helm/nsman/Chart.yaml":          "apiVersion: v2\nname: nsman\nversion: 0.1.0\n",
+				"deploy/helm/nsman/templates/cron.yaml": "kind: CronJob\nmetadata:\n  name: {{ include \"nsman.fullname\" . }}\n",
+			},
+			args:     []string{"-R", "-f", "deploy"},
+			wantCode: ExitOK,
+			wantStderr: "deploy/helm/nsman/templates: skipped: the templates of a Helm chart; validate what they render: helm template deploy/helm/nsman | nsman validate -f -\n" +
+				"1 NamespaceManager in 2 files: 1 valid, 0 invalid; 1 other object skipped\n",
+		},
+		{
 			name:       "no manager at all",
 			files:      map[string]string{"workload.yml": yamlDocs(manifestNamespace, manifestJob)},
 			args:       []string{"-f", "workload.yml"},

@@ -166,3 +166,12 @@ nsman sweep
 step "spec.enforce: the rule acts on e2e-kept too, whatever manager it has (a dry run shows it)"
 kubectl -n namespace-manager patch nsman e2e-leftovers --type merge -p '{"spec":{"enforce":true}}'
 nsman sweep --dry-run
+
+step "a dry run from a laptop sees what the installed CronJob sees: its namespace and its flags (here, one more protected namespace)"
+sed -e 's/^spec:$/spec:\n  suspend: true/' \
+	-e 's/^\( *\)- --log-format=json$/&\n\1- --protected-namespaces=default,namespace-manager,e2e-kept/' \
+	deploy/base/cronjob.yaml | kubectl apply -f -
+bin/nsman sweep --dry-run -n namespace-manager
+echo "the same dry run with this command's flags alone:"
+nsman sweep --dry-run -n namespace-manager --config-from none
+kubectl -n namespace-manager delete cronjob nsman

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -268,6 +269,11 @@ func (e *Env) Sweep(t testing.TB, args ...string) Result {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	all := append([]string{"sweep", "-o", "json", "--kubeconfig", e.Kubeconfig}, args...)
+	if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--config-from") }) {
+		// A test's dry run is its flags alone, whatever CronJob another
+		// test installed (see nsman sweep --config-from).
+		all = append(all, "--config-from=none")
+	}
 	code := cmd.Execute(t.Context(), all, &stdout, &stderr)
 	res := Result{Code: code, Stdout: stdout.String(), Stderr: stderr.String()}
 	if stdout.Len() == 0 && code == cmd.ExitUsage {

@@ -1,0 +1,43 @@
+package cmd
+
+import (
+	"slices"
+	"testing"
+)
+
+// adopt takes the installed sweep's flags that decide what it sees and may
+// do, unless given here; not its files, URLs, output or shards, and not
+// flags this nsman does not know (an installed nsman may be newer).
+func TestAdoptTakesWhatDecidesTheOutcome(t *testing.T) {
+	o := newSweepOptions()
+	c := o.command()
+	if err := c.Flags().Parse([]string{"--dry-run", "--max-hold=2h"}); err != nil {
+		t.Fatal(err)
+	}
+	inst := &installation{namespace: "nsman", name: "nsman", args: []string{
+		"--log-format=json", "--trusted-namespaces=platform,nsman", "--protected-namespaces", "default,prod",
+		"--webhook-allow=*.hooks.example.com", "--max-hold=24h", "--max-actions=5", "-l", "team=a",
+		"--notify-url-file=/var/run/secrets/notify/url", "--shard-count=3", "--a-flag-of-a-newer-nsman=x",
+	}}
+	taken, err := o.adopt(c.Flags(), inst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"--selector=team=a", "--max-actions=5", "--trusted-namespaces=platform,nsman", "--protected-namespaces=default,prod", "--webhook-allow=*.hooks.example.com"}
+	if !slices.Equal(taken, want) {
+		t.Errorf("taken %q, want %q", taken, want)
+	}
+	if o.own != "nsman" || !slices.Equal(o.trustedNamespaces, []string{"platform", "nsman"}) || o.maxHold.String() != "2h0m0s" ||
+		o.notifyURLFile != "" || o.shardCount != 1 || o.log.format != "" {
+		t.Errorf("options %+v: want the CronJob's namespace, its trusted namespaces, this command's --max-hold, and no file, shard or log flag of the CronJob", o)
+	}
+	cfg, err := o.config(c.Flags())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Trusted as the CronJob says (its list replaces the default); its
+	// namespace protected, as in its pod.
+	if !slices.Equal(cfg.TrustedNamespaces, []string{"platform", "nsman"}) || !slices.Contains(cfg.ProtectedNamespaces, "nsman") || !slices.Contains(cfg.ProtectedNamespaces, "prod") {
+		t.Errorf("trusted %q, protected %q", cfg.TrustedNamespaces, cfg.ProtectedNamespaces)
+	}
+}
