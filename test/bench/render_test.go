@@ -296,7 +296,7 @@ func method(b *strings.Builder, rep report) {
 	p("A write floor lists its targets before it is timed; its rows count only the requests it makes while timed. What nsman wrote\n")
 	p("per due manager is counted from the audit log, in \"Writes per due manager\" below.\n\n")
 	p("Requests are the API server's audit log for the ServiceAccount (verb resource); nsman's own count by HTTP method\n")
-	p("(`summary.requests`) also shows its discovery request. nsman runs through a small launcher process (test/bench/launch_test.go)\n")
+	p("(`summary.requests`) also shows its discovery request. nsman runs through a small launcher process (test/nsmantest/launch.go)\n")
 	p("that times it and reads its rusage: wall time includes starting the process, and peak RSS is nsman's own maxrss (a child\n")
 	p("started by the driver itself would report the driver's peak; a figure near %d MiB would be the launcher's own). The floors run in\n", nsmantest.LauncherRSSMiB)
 	p("the driver's process. \"load avg after\" is the 1-minute load average when the row was measured: the machine may be shared, and a\n")
