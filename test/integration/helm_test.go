@@ -611,6 +611,10 @@ func TestHelmChartSchemaRefusesWrongValues(t *testing.T) {
 		{"dryRun=yes", "/dryRun"},
 		{"shards=0", "/shards"},
 		{"maxActions=-1", "/maxActions"},
+		{"chunkSize=-1", "/chunkSize"},
+		{"claimTTL=2 minutes", "/claimTTL"},
+		{"maxHold=30d", "/maxHold"},
+		{"webhook.timeout=10", "/webhook/timeout"},
 		{"log.format=xml", "/log/format"},
 		{"log.level=verbose", "/log/level"},
 		{"image.digest=latest", "/image/digest"},
@@ -741,8 +745,9 @@ var ciValues = map[string]func(t *testing.T, r rendered){
 			t.Errorf("schedule %q, suspend %v, want */5 * * * * and true", r.cj.Spec.Schedule, ptrString(r.cj.Spec.Suspend))
 		}
 		want := []string{"sweep", "--log-format=text", "--log-level=debug", "--max-actions=10", "--concurrency=4",
+			"--chunk-size=250", "--claim-ttl=2m", "--max-hold=48h", "--webhook-timeout=5s",
 			"--trusted-namespaces=namespace-manager,ci-managers", "--protected-namespaces=default,namespace-manager,production",
-			"--pushgateway-url=http://pushgateway.monitoring.svc:9091", "--webhook-timeout=5s", "--claim-ttl=2m"}
+			"--pushgateway-url=http://pushgateway.monitoring.svc:9091", "--qps=100"}
 		if got := r.args(t); !slices.Equal(got, want) {
 			t.Errorf("args %q, want %q", got, want)
 		}

@@ -85,6 +85,18 @@ annotations:
 {{- if gt (int .Values.concurrency) 0 }}
 - --concurrency={{ int .Values.concurrency }}
 {{- end }}
+{{- if gt (int .Values.chunkSize) 0 }}
+- --chunk-size={{ int .Values.chunkSize }}
+{{- end }}
+{{- with .Values.claimTTL }}
+- {{ printf "--claim-ttl=%s" . | quote }}
+{{- end }}
+{{- with .Values.maxHold }}
+- {{ printf "--max-hold=%s" . | quote }}
+{{- end }}
+{{- with .Values.webhook.timeout }}
+- {{ printf "--webhook-timeout=%s" . | quote }}
+{{- end }}
 {{- if kindIs "slice" .Values.trustedNamespaces }}
 - {{ printf "--trusted-namespaces=%s" (join "," .Values.trustedNamespaces) | quote }}
 {{- end }}
