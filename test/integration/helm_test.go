@@ -486,6 +486,18 @@ func wantShards(t *testing.T, r rendered, n int32) {
 
 // TestHelmChartValues renders the chart with values set on the command
 // line and checks what each changes.
+// The chart states the Kubernetes it needs: helm refuses a cluster older
+// than 1.30, saying so, rather than failing on the admission policy's API.
+func TestHelmChartNeedsKubernetes130(t *testing.T) {
+	ctx := t.Context()
+	if out, err := runHelm(ctx, t, "template", chartRelease, chartDir, "--kube-version", "1.29.9"); err == nil || !strings.Contains(out+err.Error(), "requires kubeVersion: >=1.30.0-0") {
+		t.Errorf("helm template for Kubernetes 1.29: %v\n%s; want it refused, naming 1.30", err, out)
+	}
+	if out, err := runHelm(ctx, t, "template", chartRelease, chartDir, "--kube-version", "1.30.0"); err != nil {
+		t.Errorf("helm template for Kubernetes 1.30: %v\n%s", err, out)
+	}
+}
+
 func TestHelmChartValues(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
