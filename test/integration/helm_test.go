@@ -1038,3 +1038,43 @@ func TestHelmDocsDescribeEveryValue(t *testing.T) {
 	}
 	walk("", values)
 }
+
+// kustomize.md's recipe to remove nsman but keep the managers deletes
+// every object deploy/ installs but the CRD and the namespace that holds
+// the managers: no more (a manager lost), no fewer (nsman left running).
+func TestKustomizeUninstallRecipeKeepsTheManagers(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(nsmantest.RepoRoot(), "docs", "kustomize.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(data)
+	start := strings.Index(doc, "delete its other objects alone:")
+	if start < 0 {
+		t.Fatal("kustomize.md has no recipe to remove nsman but keep the managers")
+	}
+	kinds := map[string]string{
+		"cronjob": "CronJob", "serviceaccount": "ServiceAccount", "clusterrole": "ClusterRole", "clusterrolebinding": "ClusterRoleBinding",
+		"validatingadmissionpolicy": "ValidatingAdmissionPolicy", "validatingadmissionpolicybinding": "ValidatingAdmissionPolicyBinding",
+		"namespace": "Namespace", "customresourcedefinition": "CustomResourceDefinition",
+	}
+	var deleted []string
+	block := strings.SplitN(doc[start:], "```", 3)[1]
+	for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
+		f := strings.Fields(line)
+		ns := ""
+		if len(f) > 2 && f[1] == "-n" {
+			ns, f = f[2], append(f[:1:1], f[3:]...)
+		}
+		if len(f) != 4 || f[0] != "kubectl" || f[1] != "delete" || kinds[f[2]] == "" {
+			t.Fatalf("recipe line %q: want kubectl [-n NAMESPACE] delete KIND NAME", line)
+		}
+		deleted = append(deleted, kinds[f[2]]+" "+ns+"/"+f[3])
+	}
+	slices.Sort(deleted)
+	want := slices.DeleteFunc(identities(deployBase(t)), func(id string) bool {
+		return strings.HasPrefix(id, "CustomResourceDefinition ") || strings.HasPrefix(id, "Namespace ")
+	})
+	if !slices.Equal(deleted, want) {
+		t.Errorf("the recipe deletes\n  %q\nwant every object of deploy/ but the CRD and the Namespace\n  %q", deleted, want)
+	}
+}
