@@ -48,12 +48,12 @@ func newValidateCommand() *cobra.Command {
 		Long: `Check NamespaceManager manifests offline, without a cluster.
 
 Reads YAML or JSON files (several documents each), skips every object that is
-not a NamespaceManager, and validates each NamespaceManager as a sweep would:
-a deactivated one (spec.deactivated: true) is not checked, as a sweep skips
-it. A directory's Helm chart templates are skipped, and said so: validate
-what they render (helm template CHART | nsman validate -f -). The API
-server's admission may still refuse what validate accepts: check with a
-server-side dry run of an apply too.
+not a NamespaceManager, and validates each NamespaceManager as a sweep would
+and as nsman's CRD does at admission. A deactivated one (spec.deactivated:
+true) is not checked, as a sweep skips it. A directory's Helm chart
+templates are skipped, and said so: validate what they render (helm
+template CHART | nsman validate -f -). Under the original operator's CRD,
+admission checks less than validate does.
 Prints one line per problem, FILE: NAMESPACE/NAME: FIELD: MESSAGE, and a
 summary on stderr. Exits 1 when any NamespaceManager is invalid, 2 when a
 file cannot be read or parsed.`,
@@ -143,8 +143,9 @@ func (o *validateOptions) validateFile(name string) (manifestReport, error) {
 }
 
 // validateManager checks one NamespaceManager object the way a sweep would,
-// plus what only matters in a manifest: the exact apiVersion, and a name.
-// A deactivated manager is not checked, as a sweep skips it.
+// plus what nsman's CRD refuses at admission (policy.ParseStrict) and what
+// only matters in a manifest: the exact apiVersion, and a name. A
+// deactivated manager is not checked, as a sweep skips it.
 func validateManager(obj *unstructured.Unstructured) (errs field.ErrorList, deactivated bool) {
 	want := policy.Group + "/" + policy.Version
 	if got := obj.GetAPIVersion(); got != want {
@@ -153,7 +154,7 @@ func validateManager(obj *unstructured.Unstructured) (errs field.ErrorList, deac
 	if obj.GetName() == "" && obj.GetGenerateName() == "" {
 		errs = append(errs, field.Required(field.NewPath("metadata", "name"), ""))
 	}
-	m, parseErrs := policy.Parse(obj)
+	m, parseErrs := policy.ParseStrict(obj)
 	if m.Deactivated {
 		return nil, true
 	}

@@ -34,6 +34,21 @@ var policyName = regexp.MustCompile(`^\w[\w ]{1,90}\w$`)
 // or out of range. Unknown fields are ignored. The Manager is only meaningful
 // when the list is empty.
 func Parse(obj *unstructured.Unstructured) (Manager, field.ErrorList) {
+	return parse(obj, false)
+}
+
+// ParseStrict is Parse, refusing also what nsman's CRD refuses at
+// admission beyond it (nsman validate checks a manifest so): the bounds
+// that keep the CRD's rules' cost estimable (64 policies, 16 SCALE_DOWN
+// selectors, 64 labels in a map, a url of 2048 characters), every
+// parameter the CRD declares whatever the condition or action type, and
+// label values that are strings. A sweep uses Parse: under the original
+// CRD, which checks none of this, such a manager still works.
+func ParseStrict(obj *unstructured.Unstructured) (Manager, field.ErrorList) {
+	return parse(obj, true)
+}
+
+func parse(obj *unstructured.Unstructured, strict bool) (Manager, field.ErrorList) {
 	m := Manager{
 		Namespace:  obj.GetNamespace(),
 		Name:       obj.GetName(),
@@ -53,7 +68,7 @@ func Parse(obj *unstructured.Unstructured) (Manager, field.ErrorList) {
 	if !ok {
 		return m, bounded(append(errs, field.Invalid(specPath, raw, "must be an object")))
 	}
-	p := parser{}
+	p := parser{strict: strict}
 	m.Arming = arming(spec)
 	m.Deactivated = p.boolean(spec, "deactivated", specPath)
 	m.TargetNamespace = p.str(spec, "namespace", specPath)
@@ -142,6 +157,24 @@ func cut(s string, n int) string {
 // parser accumulates field errors while reading loosely typed values.
 type parser struct {
 	errs field.ErrorList
+	// strict refuses also what nsman's CRD refuses (see ParseStrict).
+	strict bool
+}
+
+// Bounds of nsman's CRD that Parse does not hold a manager to (see
+// ParseStrict).
+const (
+	maxPolicies  = 64
+	maxSelectors = 16
+	maxLabels    = 64
+	maxURLLength = 2048
+)
+
+// tooMany reports a list or map of n items above max, under strict.
+func (p *parser) tooMany(path *field.Path, n, max int) {
+	if p.strict && n > max {
+		p.errs = append(p.errs, field.TooMany(path, n, max))
+	}
 }
 
 // Bounds of a rule's matchers, as nsman's CRD sets them.
@@ -243,6 +276,7 @@ func (p *parser) policies(spec map[string]any, specPath *field.Path) []Policy {
 		p.errs = append(p.errs, field.Required(path, "at least one policy"))
 		return nil
 	}
+	p.tooMany(path, len(list), maxPolicies)
 	seen := map[string]bool{}
 	policies := make([]Policy, 0, len(list))
 	for i, item := range list {
@@ -301,6 +335,22 @@ func (p *parser) condition(obj map[string]any, path *field.Path) Condition {
 	default:
 		p.errs = append(p.errs, field.NotSupported(path.Child("type"), c.Type, []string{ConditionTTL, ConditionPodsSucceed, ConditionPodsFailed}))
 	}
+	if p.strict {
+		// The CRD checks every parameter it declares, used or not.
+		used := map[string][]string{
+			ConditionTTL:         {"ttlSeconds"},
+			ConditionPodsSucceed: {"initialDelaySeconds", "periodSeconds", "minChecks", "podLabels"},
+			ConditionPodsFailed:  {"initialDelaySeconds", "podLabels"},
+		}[c.Type]
+		for key, min := range map[string]int64{"ttlSeconds": 0, "initialDelaySeconds": 0, "periodSeconds": 1, "minChecks": 1} {
+			if !slices.Contains(used, key) {
+				p.integer(params, key, pp, 0, min)
+			}
+		}
+		if !slices.Contains(used, "podLabels") {
+			p.labels(params, "podLabels", pp)
+		}
+	}
 	return c
 }
 
@@ -317,27 +367,7 @@ func (p *parser) action(obj map[string]any, path *field.Path) Action {
 	case ActionScaleDown:
 		a.Selectors = p.selectors(params, pp)
 	case ActionWebhook:
-		var urlWrongType bool
-		a.URL, urlWrongType = p.optionalStr(params, "url", pp)
-		up := pp.Child("url")
-		if urlWrongType {
-			break
-		}
-		if a.URL == "" {
-			p.errs = append(p.errs, field.Required(up, "WEBHOOK needs an absolute http or https url"))
-			break
-		}
-		u, err := url.Parse(a.URL)
-		switch {
-		case err != nil:
-			p.errs = append(p.errs, field.Invalid(up, a.URL, err.Error()))
-		case u.Scheme != "http" && u.Scheme != "https":
-			p.errs = append(p.errs, field.Invalid(up, a.URL, "must be an absolute http or https url"))
-		case u.Host == "" || u.Hostname() == "":
-			p.errs = append(p.errs, field.Invalid(up, a.URL, "must name a host"))
-		case u.User != nil:
-			p.errs = append(p.errs, field.Invalid(up, a.URL, "must not carry credentials"))
-		}
+		a.URL = p.url(params, pp, true)
 	case "":
 		if !wrongType {
 			p.errs = append(p.errs, field.Required(path.Child("type"), ""))
@@ -345,7 +375,48 @@ func (p *parser) action(obj map[string]any, path *field.Path) Action {
 	default:
 		p.errs = append(p.errs, field.NotSupported(path.Child("type"), a.Type, []string{ActionDelete, ActionScaleDown, ActionWebhook}))
 	}
+	if p.strict {
+		// The CRD checks every parameter it declares, used or not.
+		if a.Type != ActionWebhook {
+			p.url(params, pp, false)
+		}
+		if a.Type != ActionScaleDown {
+			p.selectors(params, pp)
+		}
+	}
 	return a
+}
+
+// url reads params.url: an absolute http or https URL with a host and no
+// credentials; required, a WEBHOOK's.
+func (p *parser) url(params map[string]any, pp *field.Path, required bool) string {
+	raw, wrongType := p.optionalStr(params, "url", pp)
+	up := pp.Child("url")
+	if wrongType {
+		return raw
+	}
+	if raw == "" {
+		if _, set := params["url"]; required || set {
+			p.errs = append(p.errs, field.Required(up, "WEBHOOK needs an absolute http or https url"))
+		}
+		return raw
+	}
+	if p.strict && len(raw) > maxURLLength {
+		p.errs = append(p.errs, field.TooLong(up, "", maxURLLength))
+		return raw
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		p.errs = append(p.errs, field.Invalid(up, raw, err.Error()))
+	case u.Scheme != "http" && u.Scheme != "https":
+		p.errs = append(p.errs, field.Invalid(up, raw, "must be an absolute http or https url"))
+	case u.Host == "" || u.Hostname() == "":
+		p.errs = append(p.errs, field.Invalid(up, raw, "must name a host"))
+	case u.User != nil:
+		p.errs = append(p.errs, field.Invalid(up, raw, "must not carry credentials"))
+	}
+	return raw
 }
 
 func (p *parser) selectors(params map[string]any, path *field.Path) []Selector {
@@ -359,6 +430,7 @@ func (p *parser) selectors(params map[string]any, path *field.Path) []Selector {
 		p.errs = append(p.errs, field.Invalid(sp, raw, "must be a list"))
 		return nil
 	}
+	p.tooMany(sp, len(list), maxSelectors)
 	out := make([]Selector, 0, len(list))
 	for i, item := range list {
 		ip := sp.Index(i)
@@ -485,6 +557,7 @@ func (p *parser) labels(parent map[string]any, key string, path *field.Path) map
 		p.errs = append(p.errs, field.Invalid(lp, raw, "must be a map of label names to values"))
 		return nil
 	}
+	p.tooMany(lp, len(obj), maxLabels)
 	out := make(map[string]string, len(obj))
 	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		v := obj[k]
@@ -501,6 +574,10 @@ func (p *parser) labels(parent map[string]any, key string, path *field.Path) map
 			value = strconv.FormatFloat(v, 'f', -1, 64)
 		default:
 			p.errs = append(p.errs, field.Invalid(kp, v, "must be a string"))
+			continue
+		}
+		if _, text := v.(string); !text && p.strict {
+			p.errs = append(p.errs, field.Invalid(kp, v, "must be a string (nsman's CRD wants one; a sweep takes a number or boolean as its text)"))
 			continue
 		}
 		for _, msg := range validation.IsQualifiedName(k) {

@@ -1391,3 +1391,58 @@ func TestParseRuleEnforce(t *testing.T) {
 		t.Errorf("spec.enforce changed Arming: %s, was %s", enforcing.Arming, plain.Arming)
 	}
 }
+
+// ParseStrict refuses, beside what Parse refuses, what nsman's CRD refuses
+// at admission: its bounds, every declared parameter whatever the type, and
+// label values that are not strings. Parse accepts each of these, as a
+// sweep must under the original CRD.
+func TestParseStrict(t *testing.T) {
+	many := func(n int, item func(i int) any) []any {
+		out := make([]any, n)
+		for i := range out {
+			out[i] = item(i)
+		}
+		return out
+	}
+	labels := func(n int) map[string]any {
+		out := map[string]any{}
+		for i := range n {
+			out[fmt.Sprint("l", i)] = "v"
+		}
+		return out
+	}
+	const p0 = "spec.policies[0]"
+	for _, tt := range []struct {
+		name   string
+		mutate func(map[string]any)
+		want   []fieldErr
+	}{
+		{"65 policies", policies(many(65, func(i int) any { return ttlPolicy(fmt.Sprint("delete after ", i)) })...), []fieldErr{tooMany("spec.policies")}},
+		{"65 podLabels", set(labels(65), "spec", "policies", "0", "condition", "params", "podLabels"), []fieldErr{tooMany(p0 + ".condition.params.podLabels")}},
+		{"a podLabels value a number", policies(podsPolicy("check", set(map[string]any{"role": int64(1)}, "condition", "params", "podLabels"))), []fieldErr{invalid(p0 + ".condition.params.podLabels[role]")}},
+		{"minChecks 0 on a TTL condition", set(int64(0), "spec", "policies", "0", "condition", "params", "minChecks"), []fieldErr{invalid(p0 + ".condition.params.minChecks")}},
+		{"periodSeconds a string on a TTL condition", set("10", "spec", "policies", "0", "condition", "params", "periodSeconds"), []fieldErr{invalid(p0 + ".condition.params.periodSeconds")}},
+		{"an ftp url on a DELETE action", set(map[string]any{"url": "ftp://x"}, "spec", "policies", "0", "action", "params"), []fieldErr{invalid(p0 + ".action.params.url")}},
+		{"17 selectors on a DELETE action", set(map[string]any{"selectors": many(17, func(int) any { return map[string]any{"kind": "Deployment"} })}, "spec", "policies", "0", "action", "params"), []fieldErr{tooMany(p0 + ".action.params.selectors")}},
+		{"a url of 2049 characters", policies(ttlPolicy("report", set(map[string]any{"type": ActionWebhook, "params": map[string]any{"url": "https://hooks.example.com/" + strings.Repeat("x", 2049-26)}}, "action"))), []fieldErr{tooLong(p0 + ".action.params.url")}},
+	} {
+		obj := manager(tt.mutate)
+		if _, errs := Parse(obj); len(errs) > 0 {
+			t.Errorf("%s: Parse() = %v, want it accepted (a sweep takes it)", tt.name, errs)
+		}
+		_, errs := ParseStrict(obj)
+		if got, want := fieldErrs(errs), sortedErrs(tt.want); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: ParseStrict() errors = %v, want %v\nfull errors: %v", tt.name, got, want, errs)
+		}
+	}
+	// At the bounds, and with nothing beyond Parse, it accepts what Parse does.
+	for _, obj := range []*unstructured.Unstructured{
+		manager(),
+		manager(policies(many(64, func(i int) any { return ttlPolicy(fmt.Sprint("delete after ", i)) })...)),
+		manager(set(labels(64), "spec", "policies", "0", "condition", "params", "podLabels")),
+	} {
+		if _, errs := ParseStrict(obj); len(errs) > 0 {
+			t.Errorf("ParseStrict() = %v, want it accepted", errs)
+		}
+	}
+}

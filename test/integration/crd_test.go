@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/nsman/nsman/cmd"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/fixtures/original"
@@ -65,6 +67,9 @@ func wantAdmitted(t *testing.T, files []string) int {
 			if _, errs := policy.Parse(obj); len(errs) > 0 {
 				t.Errorf("%s: invalid for nsman: %v", name, errs.ToAggregate())
 			}
+			if code, out := validate(t, obj); code != cmd.ExitOK {
+				t.Errorf("%s: nsman validate: exit %d\n%s", name, code, out)
+			}
 			obj.SetNamespace(ns)
 			got, err := dryRunCreate(t, obj)
 			if err != nil {
@@ -80,6 +85,22 @@ func wantAdmitted(t *testing.T, files []string) int {
 		t.Fatalf("no NamespaceManager in %v", files)
 	}
 	return managers
+}
+
+// validate runs nsman validate on obj, written to a file as a manifest is,
+// and returns its exit code and what it printed of the problems.
+func validate(t *testing.T, obj *unstructured.Unstructured) (int, string) {
+	t.Helper()
+	data, err := obj.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "manager.json")
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	return cmd.Execute(t.Context(), []string{"validate", "-f", file}, &stdout, &stderr), stdout.String()
 }
 
 func dryRunCreate(t *testing.T, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
@@ -338,6 +359,21 @@ func TestCRDRejectsMalformed(t *testing.T) {
 		{name: "url longer than 2048", mutate: setAt("https://hooks.example.com/"+strings.Repeat("x", 2048), under(webhookParams, "url")...),
 			field:        "spec.policies[2].action.params.url",
 			parseAccepts: "the CRD bounds url length so that the cost of its CEL rules can be estimated"},
+		{name: "periodSeconds 0 on a PODS_FAILED condition", mutate: inTurn(setAt("PODS_FAILED", "spec", "policies", 1, "condition", "type"), setAt(int64(0), under(podsParams, "periodSeconds")...)),
+			field:        "spec.policies[1].condition.params.periodSeconds",
+			parseAccepts: "nsman ignores the params its condition type does not use; the CRD checks every field it declares"},
+		{name: "minChecks 0 on a TTL condition", mutate: setAt(int64(0), under(ttlParams, "minChecks")...),
+			field:        "spec.policies[0].condition.params.minChecks",
+			parseAccepts: "nsman ignores the params its condition type does not use; the CRD checks every field it declares"},
+		{name: "podLabels name not a label name on a TTL condition", mutate: setAt(map[string]any{"not a label": "x"}, under(ttlParams, "podLabels")...),
+			field:        "spec.policies[0].condition.params.podLabels",
+			parseAccepts: "nsman ignores the params its condition type does not use; the CRD checks every field it declares"},
+		{name: "DaemonSet selector on a DELETE action", mutate: setAt(map[string]any{"selectors": []any{map[string]any{"kind": "DaemonSet"}}}, "spec", "policies", 0, "action", "params"),
+			field:        "spec.policies[0].action.params.selectors[0].kind",
+			parseAccepts: "nsman ignores the params its action type does not use; the CRD checks every field it declares"},
+		{name: "url with credentials on a SCALE_DOWN action", mutate: setAt("https://user:secret@hooks.example.com/", "spec", "policies", 1, "action", "params", "url"),
+			field:        "spec.policies[1].action.params.url",
+			parseAccepts: "nsman ignores the params its action type does not use; the CRD checks every field it declares"},
 		{name: "pattern with a negated empty class", mutate: asRule("e2e-[^]"), field: "spec.namePatterns[0]"},
 		{name: "pattern with a negated class opening with a dash", mutate: asRule("e2e-[^-a]"), field: "spec.namePatterns[0]"},
 	}
@@ -363,6 +399,11 @@ func TestCRDRejectsMalformed(t *testing.T) {
 				t.Errorf("got %v, want an Invalid error", err)
 			case !strings.Contains(err.Error(), tc.field+": "):
 				t.Errorf("got %q, want it to name %s", err, tc.field)
+			}
+
+			// nsman validate refuses what the CRD refuses: the same verdict.
+			if code, out := validate(t, obj); code != cmd.ExitFailed {
+				t.Errorf("nsman validate: exit %d, want %d as the API server refused it\n%s", code, cmd.ExitFailed, out)
 			}
 
 			_, errs := policy.Parse(obj)
@@ -447,6 +488,10 @@ func TestCRDAdmitsEdgeValues(t *testing.T) {
 			}
 			if _, err := dryRunCreate(t, obj); err != nil {
 				t.Errorf("not admitted: %v", err)
+			}
+			// nsman validate admits what the CRD admits: the same verdict.
+			if code, out := validate(t, obj); code != cmd.ExitOK {
+				t.Errorf("nsman validate: exit %d, want %d as the API server admitted it\n%s", code, cmd.ExitOK, out)
 			}
 		})
 	}
