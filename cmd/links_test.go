@@ -281,3 +281,37 @@ func TestMarkdownLinks(t *testing.T) {
 		t.Error("isRelativeLink misjudges a target")
 	}
 }
+
+// The README is a user's front door, short enough to read to the end: what
+// nsman is, getting the CLI, a first dry run, installing in dry-run mode,
+// and the two commands of a contributor, make demo and make test (which
+// .ci/run runs).
+func TestReadmeIsAFrontDoor(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(data)
+	if n := strings.Count(readme, "\n"); n > 250 {
+		t.Errorf("README.md has %d lines, want at most 250: the details belong in docs/", n)
+	}
+	for _, want := range []string{
+		"go install github.com/nsman/nsman/cmd/nsman@",
+		"nsman sweep --dry-run",
+		"--set dryRun=true",
+		"--set dryRun=false",
+		"Kubernetes 1.30 or later",
+		"\nmake demo\nmake test\n",
+	} {
+		if !strings.Contains(readme, want) {
+			t.Errorf("README.md does not say %q", want)
+		}
+	}
+	ci, err := os.ReadFile(filepath.Join("..", ".ci", "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSpace(string(ci)), "\n"); lines[len(lines)-1] != "make test" {
+		t.Errorf(".ci/run ends %q, want the README's test command, make test", lines[len(lines)-1])
+	}
+}
