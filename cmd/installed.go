@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,16 +10,20 @@ import (
 
 	"github.com/spf13/pflag"
 	batchv1 "k8s.io/api/batch/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/nsman/nsman/policy"
 )
 
 // A dry run outside a pod sees what the installed CronJob sees: it takes
 // the CronJob's namespace as the one nsman runs in (trusted and protected
 // as there) and the CronJob's sweep flags as defaults for those not given.
 
-// installedSelector finds nsman's CronJob, as deploy/ and the chart label it.
+// installedSelector finds nsman's CronJob, as deploy/ and the chart label it;
+// found so unasked, it counts only if its pods may act as nsman (bound).
 const installedSelector = "app.kubernetes.io/name=nsman"
 
 // Values of --config-from other than NAMESPACE/NAME.
@@ -38,11 +43,12 @@ var installedFlags = []string{
 	"webhook-allow", "max-hold", "claim-ttl", "webhook-timeout",
 }
 
-// installation is an nsman CronJob: its namespace and name, and the flags
-// of its container's sweep.
+// installation is an nsman CronJob: its namespace and name, the flags of
+// its container's sweep, and the ServiceAccount its pods run as.
 type installation struct {
 	namespace, name string
 	args            []string
+	serviceAccount  string
 }
 
 func (i *installation) String() string { return "CronJob " + i.namespace + "/" + i.name }
@@ -91,7 +97,15 @@ func findInstallation(ctx context.Context, kube kubernetes.Interface, from strin
 	for i := range list.Items {
 		c := &list.Items[i]
 		if args, ok := sweepArgs(c); ok {
-			found = append(found, &installation{namespace: c.Namespace, name: c.Name, args: args})
+			sa := cmp.Or(c.Spec.JobTemplate.Spec.Template.Spec.ServiceAccountName, "default")
+			found = append(found, &installation{namespace: c.Namespace, name: c.Name, args: args, serviceAccount: sa})
+		}
+	}
+	if from == configFromAuto && len(found) > 0 {
+		// Anyone who may create a CronJob may label it so: only one whose
+		// pods may act as nsman does is taken unasked.
+		if found, err = bound(ctx, kube, found); err != nil {
+			return nil, fmt.Errorf("look for nsman's CronJob: %w", err)
 		}
 	}
 	switch {
@@ -107,6 +121,39 @@ func findInstallation(ctx context.Context, kube kubernetes.Interface, from strin
 		return nil, usageError{fmt.Errorf("%d nsman CronJobs in the cluster (%s): name the one to take the configuration of with --config-from NAMESPACE/NAME, or --config-from none", len(found), strings.Join(names, ", "))}
 	}
 	return found[0], nil
+}
+
+// bound keeps the installations whose ServiceAccount a ClusterRoleBinding
+// binds to a ClusterRole that may patch NamespaceManagers, as nsman's
+// installs do: a tenant can create a CronJob in its namespace, and label it
+// as nsman's, but not such a binding.
+func bound(ctx context.Context, kube kubernetes.Interface, found []*installation) ([]*installation, error) {
+	bindings, err := kube.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	roles, err := kube.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	patchesManagers := map[string]bool{}
+	for _, r := range roles.Items {
+		patchesManagers[r.Name] = slices.ContainsFunc(r.Rules, func(rule rbacv1.PolicyRule) bool {
+			return anyOf(rule.APIGroups, policy.Group) && anyOf(rule.Resources, "namespacemanagers") && anyOf(rule.Verbs, "patch")
+		})
+	}
+	return slices.DeleteFunc(found, func(inst *installation) bool {
+		return !slices.ContainsFunc(bindings.Items, func(b rbacv1.ClusterRoleBinding) bool {
+			return b.RoleRef.Kind == "ClusterRole" && patchesManagers[b.RoleRef.Name] && slices.ContainsFunc(b.Subjects, func(s rbacv1.Subject) bool {
+				return s.Kind == rbacv1.ServiceAccountKind && s.Namespace == inst.namespace && s.Name == inst.serviceAccount
+			})
+		})
+	}), nil
+}
+
+// anyOf reports whether an RBAC rule's list holds want or "*".
+func anyOf(list []string, want string) bool {
+	return slices.Contains(list, want) || slices.Contains(list, "*")
 }
 
 // adopt sets each of installedFlags that inst's sweep sets and flags does
@@ -130,6 +177,11 @@ func (o *sweepOptions) adopt(flags *pflag.FlagSet, inst *installation) ([]string
 		if s, ok := f.Value.(pflag.SliceValue); ok {
 			value = strings.Join(s.GetSlice(), ",")
 		}
+		if strings.Contains(value, "$(") {
+			// The kubelet expands $(VAR) from the pod's environment, which
+			// a dry run here does not have: it would see something else.
+			return nil, fmt.Errorf("%s: --%s=%s names a variable of its pod's environment; give --%s here, or --config-from none", inst, name, value, name)
+		}
 		if err := flags.Set(name, value); err != nil {
 			return nil, fmt.Errorf("%s: --%s=%s: %w", inst, name, value, err)
 		}
@@ -139,5 +191,6 @@ func (o *sweepOptions) adopt(flags *pflag.FlagSet, inst *installation) ([]string
 	return taken, nil
 }
 
-// errNotADryRun: only a dry run takes an installed configuration.
-var errNotADryRun = errors.New("--config-from applies to a dry run outside a pod only (--dry-run)")
+// errNotADryRun: only a dry run outside a pod takes an installed
+// configuration.
+var errNotADryRun = errors.New("--config-from applies to a dry run outside a pod only (--dry-run, and no $POD_NAMESPACE)")

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -39,5 +40,25 @@ func TestAdoptTakesWhatDecidesTheOutcome(t *testing.T) {
 	// namespace protected, as in its pod.
 	if !slices.Equal(cfg.TrustedNamespaces, []string{"platform", "nsman"}) || !slices.Contains(cfg.ProtectedNamespaces, "nsman") || !slices.Contains(cfg.ProtectedNamespaces, "prod") {
 		t.Errorf("trusted %q, protected %q", cfg.TrustedNamespaces, cfg.ProtectedNamespaces)
+	}
+}
+
+// A flag whose value names a variable of the pod's environment, which the
+// kubelet expands, is not taken as written: the dry run stops and says so,
+// unless the flag is given here.
+func TestAdoptRefusesPodVariables(t *testing.T) {
+	inst := &installation{namespace: "nsman", name: "nsman", args: []string{"--trusted-namespaces=$(POD_NAMESPACE),ci"}}
+	o := newSweepOptions()
+	c := o.command()
+	if _, err := o.adopt(c.Flags(), inst); err == nil || !strings.Contains(err.Error(), "--trusted-namespaces=$(POD_NAMESPACE),ci names a variable of its pod's environment") {
+		t.Errorf("adopt: %v, want it refused, naming the flag", err)
+	}
+	o = newSweepOptions()
+	c = o.command()
+	if err := c.Flags().Parse([]string{"--trusted-namespaces=nsman,ci"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.adopt(c.Flags(), inst); err != nil {
+		t.Errorf("adopt with the flag given here: %v", err)
 	}
 }

@@ -314,7 +314,7 @@ func (o *sweepOptions) run(c *cobra.Command) error {
 func (o *sweepOptions) asInstalled(ctx context.Context, flags *pflag.FlagSet, kube kubernetes.Interface, cfg sweep.Config, log *slog.Logger) (sweep.Config, error) {
 	explicit := o.configFrom != configFromAuto && o.configFrom != configFromNone
 	switch {
-	case !o.dryRun && explicit:
+	case explicit && (!o.dryRun || ownNamespace() != ""):
 		return cfg, usageError{errNotADryRun}
 	case !o.dryRun || ownNamespace() != "":
 		return cfg, nil

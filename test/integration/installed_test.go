@@ -1,11 +1,13 @@
 package integration
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nsman/nsman/sweep"
@@ -13,8 +15,9 @@ import (
 )
 
 // createSweepCronJob creates a CronJob name in namespace ns, labelled as
-// deploy/ and the chart label nsman's, whose container nsman runs args.
-func createSweepCronJob(t *testing.T, ns, name string, args ...string) {
+// deploy/ and the chart label nsman's, whose container nsman runs args as
+// the ServiceAccount sa.
+func createSweepCronJob(t *testing.T, ns, name, sa string, args ...string) {
 	t.Helper()
 	cj := &batchv1.CronJob{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/name": "nsman"}},
@@ -22,8 +25,9 @@ func createSweepCronJob(t *testing.T, ns, name string, args ...string) {
 			Schedule: "* * * * *",
 			Suspend:  new(true), // nothing runs it here: a dry run reads it
 			JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-				RestartPolicy: corev1.RestartPolicyNever,
-				Containers:    []corev1.Container{{Name: "nsman", Image: "ghcr.io/nsman/nsman:0.1.0", Args: args}},
+				ServiceAccountName: sa,
+				RestartPolicy:      corev1.RestartPolicyNever,
+				Containers:         []corev1.Container{{Name: "nsman", Image: "ghcr.io/nsman/nsman:0.1.0", Args: args}},
 			}}}},
 		},
 	}
@@ -32,16 +36,35 @@ func createSweepCronJob(t *testing.T, ns, name string, args ...string) {
 	}
 }
 
+// bindAsNsman binds the ServiceAccount sa of namespace ns to nsman's
+// ClusterRole (deploy/base/rbac.yaml), as an install does.
+func bindAsNsman(t *testing.T, ns, sa string) {
+	t.Helper()
+	crb := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "nsman-" + ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "nsman"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}},
+	}
+	if _, err := shared.Admin.RbacV1().ClusterRoleBindings().Create(t.Context(), crb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = shared.Admin.RbacV1().ClusterRoleBindings().Delete(context.Background(), crb.Name, metav1.DeleteOptions{})
+	})
+}
+
 // A dry run outside a pod sees what nsman's CronJob in the cluster sees:
 // it takes the CronJob's namespace as its own (trusted, protected) and the
 // CronJob's flags for those not given, and says so. Flags given win;
 // --config-from none, or a pod's namespace, skip the lookup; two CronJobs
-// are an error that names both; only a dry run takes it.
+// are an error that names both; a CronJob whose pods may not act as nsman
+// is not taken unasked; only a dry run takes it.
 func TestDryRunSeesWhatTheCronJobSees(t *testing.T) {
 	e := setup(t)
 	installed, guarded, target := shared.Namespace(t), shared.Namespace(t), shared.Namespace(t)
 	caseID := installed
-	createSweepCronJob(t, installed, "nsman", "sweep", "--log-format=json", "--protected-namespaces=default,namespace-manager,"+guarded, "--max-hold=1h")
+	bindAsNsman(t, installed, "nsman")
+	createSweepCronJob(t, installed, "nsman", "nsman", "sweep", "--log-format=json", "--protected-namespaces=default,namespace-manager,"+guarded, "--max-hold=1h")
 	// Its namespace's managers may target others only where it is trusted.
 	createManager(t, managerObj(installed, "remote", caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}, targeting(target)))
 	// The CronJob protects guarded.
@@ -85,6 +108,12 @@ func TestDryRunSeesWhatTheCronJobSees(t *testing.T) {
 	}
 	t.Setenv("POD_NAMESPACE", "")
 
+	t.Setenv("POD_NAMESPACE", target)
+	if inPodExplicit := laptop("--dry-run", "--config-from="+installed+"/nsman", "-l", sel); inPodExplicit.Code != 2 || !strings.Contains(inPodExplicit.Stderr, "--config-from applies to a dry run outside a pod") {
+		t.Errorf("--config-from NAMESPACE/NAME in a pod: exit %d, want it refused\n%s", inPodExplicit.Code, inPodExplicit.Stderr)
+	}
+	t.Setenv("POD_NAMESPACE", "")
+
 	// Only a dry run takes it.
 	if real := laptop("--config-from="+installed+"/nsman", "-l", sel); real.Code != 2 || !strings.Contains(real.Stderr, "--config-from applies to a dry run") {
 		t.Errorf("a sweep with --config-from and no --dry-run: exit %d\n%s", real.Code, real.Stderr)
@@ -99,8 +128,15 @@ func TestDryRunSeesWhatTheCronJobSees(t *testing.T) {
 		!strings.Contains(denied.Stderr, "nsman's CronJob could not be looked for") {
 		t.Errorf("a dry run that may not list CronJobs: exit %d, want 0, its own flags and a warning\n%s", denied.Code, denied.Stderr)
 	}
+	// Anyone may label a CronJob as nsman's: one whose pods may not act as
+	// nsman is not taken unasked, and makes no second installation.
+	createSweepCronJob(t, guarded, "nsman", "default", "sweep", "--protected-namespaces=default")
+	if fake := laptop("--dry-run", "-l", sel, "--config-from=auto"); fake.Code != 0 || !strings.Contains(fake.Stderr, "dry run as CronJob "+installed+"/nsman") {
+		t.Errorf("beside a CronJob labelled as nsman's by a tenant: exit %d, want the installed one taken\n%s", fake.Code, fake.Stderr)
+	}
 	// Two installations: which one is not guessed.
-	createSweepCronJob(t, target, "nsman-b", "sweep")
+	bindAsNsman(t, target, "nsman-b")
+	createSweepCronJob(t, target, "nsman-b", "nsman-b", "sweep")
 	two := laptop("--dry-run", "--config-from=auto", "-l", sel)
 	if two.Code != 2 || !strings.Contains(two.Stderr, installed+"/nsman") || !strings.Contains(two.Stderr, target+"/nsman-b") {
 		t.Errorf("two nsman CronJobs: exit %d, want 2 and both named\n%s", two.Code, two.Stderr)
