@@ -112,7 +112,7 @@ func TestFailedBefore(t *testing.T) {
 
 // A WEBHOOK that failed or was deferred backs off; one whose Service could
 // not be read (no receiver tried) backs off nothing, and keeps the
-// failures in a row before it.
+// failures in a row before it, unless RBAC refused the read: that lasts.
 func TestWebhookOutcomeBacksOff(t *testing.T) {
 	now := time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC)
 	p := &plan{policy: policy.Policy{Name: "report", Action: policy.Action{Type: policy.ActionWebhook}}}
@@ -126,7 +126,8 @@ func TestWebhookOutcomeBacksOff(t *testing.T) {
 	}{
 		{"a failure", errors.New("webhook http://sink: timed out"), 3, 4 * time.Minute, false},
 		{"a deferral", fmt.Errorf("webhook: %w", webhook.ErrDeferred), 2, 2 * time.Minute, true},
-		{"the Service unread", &unreadService{"sink"}, 2, 0, false},
+		{"the Service unread", &unreadService{name: "sink"}, 2, 0, false},
+		{"the Service forbidden to read", &unreadService{name: "sink", lasting: true}, 3, 4 * time.Minute, false},
 	} {
 		_, o := (&Sweeper{}).outcomeOf(Entry{}, p, tt.err, now, prev)
 		last := o.last

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 
@@ -33,9 +34,13 @@ type refusal struct{ reason string }
 func (r *refusal) Error() string { return "refused: " + r.reason }
 
 // unreadService is a webhook not sent because its Service could not be
-// read through the API: nsman's trouble, not the receiver's, so it backs
-// off nothing (see outcomeOf); the next sweep tries again.
-type unreadService struct{ name string }
+// read through the API: nsman's trouble, not the receiver's, so unless it
+// lasts (RBAC refused the read) it backs off nothing (see outcomeOf); the
+// next sweep tries again.
+type unreadService struct {
+	name    string
+	lasting bool
+}
 
 func (u *unreadService) Error() string { return "failed: the Service " + u.name + " could not be read" }
 
@@ -77,7 +82,7 @@ func (s *Sweeper) route(ctx context.Context, m policy.Manager, rawURL string) (w
 	})
 	if err != nil {
 		s.log.Warn("webhook not delivered", "manager", m.Namespace+"/"+m.Name, "error", fmt.Sprintf("read Service %s/%s: %v", namespace, name, err))
-		return webhook.Route{}, &unreadService{name}
+		return webhook.Route{}, &unreadService{name: name, lasting: apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)}
 	}
 	if len(list.Items) == 0 {
 		return webhook.Route{}, &refusal{fmt.Sprintf("there is no Service %s in namespace %s", name, namespace)}

@@ -130,7 +130,7 @@ func (s *Sweeper) act(ctx context.Context, r *sweepRun, rec record, d decision) 
 // outcomeOf is the entry and the record of plan p's action, done or
 // failed with err, prev being the last action recorded before. A WEBHOOK
 // that failed or was deferred backs off (see webhookBackoff), unless no
-// receiver was tried for want of its Service.
+// receiver was tried for want of its Service, for a cause that may pass.
 func (s *Sweeper) outcomeOf(e Entry, p *plan, err error, now time.Time, prev *LastAction) (Entry, outcome) {
 	last := &LastAction{Policy: p.policy.Name, Action: p.policy.Action.Type, Result: ResultSucceeded, Message: truncate(p.reason, maxMessage), Time: now.UTC()}
 	if err != nil {
@@ -143,7 +143,7 @@ func (s *Sweeper) outcomeOf(e Entry, p *plan, err error, now time.Time, prev *La
 			if prev != nil && prev.Result == ResultFailed && prev.Policy == p.policy.Name && prev.Action == policy.ActionWebhook {
 				last.Failures = prev.Failures
 			}
-			if _, unread := errors.AsType[*unreadService](err); unread {
+			if u, unread := errors.AsType[*unreadService](err); unread && !u.lasting {
 				// No receiver was tried: nothing to back off from.
 				return e, outcome{entry: e, last: last}
 			}
