@@ -39,6 +39,10 @@ func TestOneImageReference(t *testing.T) {
 	if !regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`).MatchString(chart.AppVersion) {
 		t.Fatalf("Chart.yaml appVersion %q: want X.Y.Z[-PRERELEASE], the image's tag", chart.AppVersion)
 	}
+	// The release workflow reads it as written: quoted, on a line of its own.
+	if !strings.Contains(read(t, "deploy/helm/nsman/Chart.yaml"), "\nappVersion: \""+chart.AppVersion+"\"\n") {
+		t.Errorf("Chart.yaml: want the line appVersion: \"%s\", quoted, which the release workflow reads", chart.AppVersion)
+	}
 	want := repository + ":" + chart.AppVersion
 	if got := regexp.MustCompile(`(?m)^\s+image: (\S+)$`).FindAllStringSubmatch(read(t, "deploy/base/cronjob.yaml"), -1); len(got) != 1 || got[0][1] != want {
 		t.Errorf("deploy/base/cronjob.yaml names the images %q, want %s alone (the chart's appVersion)", got, want)

@@ -1,10 +1,16 @@
 package bench
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/nsman/nsman/test/nsmantest"
 )
@@ -41,4 +47,41 @@ func TestLauncherReportsTheChildsOwnPeak(t *testing.T) {
 		t.Errorf("through the launcher: %d KiB, the driver's peak carried over; want the launcher's own", res.MaxRSS)
 	}
 	_ = ballast[len(ballast)-1]
+}
+
+// A command started through the launcher dies with it: a cancelled
+// measurement leaves no sweep running on the cluster.
+func TestLaunchedCommandDiesWithTheLauncher(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	_, err := nsmantest.Launch(ctx, nil, nil, "sh", "-c", `echo $$ > "$0"; exec sleep 30`, pidFile)
+	if err == nil {
+		t.Fatal("the launch outlived its context")
+	}
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Gone, or a zombie that whoever adopted it has not reaped yet.
+	running := func() bool {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return false
+		}
+		_, after, _ := strings.Cut(string(stat), ") ")
+		return !strings.HasPrefix(after, "Z")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for running() {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("process %d still runs after its launcher was killed", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
