@@ -21,9 +21,11 @@ import (
 // A webhook goes where the trust of the namespace its manager lives in
 // allows: a trusted manager or a rule (the platform team's) as the address
 // policy says; a tenant's to public addresses, and to a Service of its own
-// namespace with a selector, read through the API and dialled at its
-// ClusterIP, past nsman's network position only into the tenant's own
-// Pods.
+// namespace with a selector, read through the API (again before every
+// retry) and dialled at its ClusterIP: past nsman's network position, only
+// to what the Service's endpoints are, which Kubernetes keeps from the Pods
+// its selector picks (unless a tenant may write EndpointSlices; see
+// docs/webhooks.md).
 
 // serviceSuffixes are the endings of a Service's in-cluster DNS names.
 var serviceSuffixes = []string{".svc.cluster.local", ".svc"}
@@ -77,21 +79,49 @@ func (s *Sweeper) route(ctx context.Context, m policy.Manager, rawURL string) (w
 	if err != nil {
 		return webhook.Route{}, &refusal{err.Error()}
 	}
-	list, err := s.clients.Kube.CoreV1().Services(namespace).List(ctx, metav1.ListOptions{
-		FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(),
-	})
+	svc, err := s.service(ctx, namespace, name)
 	if err != nil {
 		s.log.Warn("webhook not delivered", "manager", m.Namespace+"/"+m.Name, "error", fmt.Sprintf("read Service %s/%s: %v", namespace, name, err))
 		return webhook.Route{}, &unreadService{name: name, lasting: apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)}
 	}
-	if len(list.Items) == 0 {
+	if svc == nil {
 		return webhook.Route{}, &refusal{fmt.Sprintf("there is no Service %s in namespace %s", name, namespace)}
 	}
-	ip, err := serviceAddress(&list.Items[0], port)
+	ip, err := serviceAddress(svc, port)
 	if err != nil {
 		return webhook.Route{}, &refusal{err.Error()}
 	}
-	return webhook.Route{Tenant: true, Scope: m.Namespace, Address: ip}, nil
+	// Between attempts (a Retry-After of up to 30 s) its tenant may change
+	// the Service: each retry reads it again, and goes only where the first
+	// attempt could have.
+	recheck := func(ctx context.Context) error {
+		now, err := s.service(ctx, namespace, name)
+		switch {
+		case err != nil:
+			return fmt.Errorf("the Service %s could not be read again", name)
+		case now == nil || now.UID != svc.UID:
+			return fmt.Errorf("the Service %s was replaced since the first attempt", name)
+		}
+		if again, err := serviceAddress(now, port); err != nil {
+			return fmt.Errorf("since the first attempt, %w", err)
+		} else if again != ip {
+			return fmt.Errorf("the Service %s has another ClusterIP since the first attempt", name)
+		}
+		return nil
+	}
+	return webhook.Route{Tenant: true, Scope: m.Namespace, Address: ip, Recheck: recheck}, nil
+}
+
+// service reads Service name of namespace with a list by name (RBAC grants
+// list only), nil when there is none.
+func (s *Sweeper) service(ctx context.Context, namespace, name string) (*corev1.Service, error) {
+	list, err := s.clients.Kube.CoreV1().Services(namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(),
+	})
+	if err != nil || len(list.Items) == 0 {
+		return nil, err
+	}
+	return &list.Items[0], nil
 }
 
 // serviceName splits a Service's DNS name, <service>.<namespace>.svc with

@@ -26,6 +26,10 @@ type Route struct {
 	// namespace, read through the API. The deny list applies to it; the
 	// allow list does not, since the tenant's Service is the tenant's.
 	Address netip.Addr
+	// Recheck, when set, runs before every attempt but the first: an error
+	// (in words a tenant may read) refuses the attempt, as when what
+	// Address was chosen from changed meanwhile.
+	Recheck func(context.Context) error
 }
 
 type routeKey struct{}

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -364,4 +365,32 @@ func mustAllow(t *testing.T, entries ...string) *AllowList {
 		t.Fatal(err)
 	}
 	return a
+}
+
+// Route.Recheck runs before every retry: an error refuses the attempt in
+// the tenant's words, and the receiver hears nothing more.
+func TestRecheckRefusesARetry(t *testing.T) {
+	var hits atomic.Int32
+	srv := startReceiver(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	s := NewSender(testOptions(func(o *Options) {
+		o.MaxAttempts, o.Allow = 3, mustAllow(t, "127.0.0.1")
+		o.Backoff = func(int) time.Duration { return 0 }
+	}))
+	checks := 0
+	route := Route{Tenant: true, Scope: "team-a", Recheck: func(context.Context) error {
+		checks++
+		return errors.New("since the first attempt, the Service sink has no selector")
+	}}
+	d, err := s.Deliver(t.Context(), route, srv.URL+"/hook", []byte("{}"), "k")
+	if got := Summary(d, err); got != "refused: since the first attempt, the Service sink has no selector" || hits.Load() != 1 || checks != 1 {
+		t.Errorf("Summary %q, %d requests, %d checks: want the retry refused after one request and one check", got, hits.Load(), checks)
+	}
+	route.Recheck = func(context.Context) error { checks++; return nil }
+	checks, before := 0, hits.Load()
+	if d, err := s.Deliver(t.Context(), route, srv.URL+"/hook", []byte("{}"), "k"); Summary(d, err) != "failed: HTTP 503 after 3 attempts" || hits.Load()-before != 3 || checks != 2 {
+		t.Errorf("Summary %q, %d requests, %d checks: want 3 attempts, a check before each retry", Summary(d, err), hits.Load()-before, checks)
+	}
 }

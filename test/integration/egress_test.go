@@ -2,7 +2,9 @@ package integration
 
 import (
 	"context"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -96,5 +98,30 @@ func TestWebhookEgressByTrust(t *testing.T) {
 	// The tenant's message is the whole story for the tenant; nsman's log has the rest.
 	if !strings.Contains(res.Stderr, "connection refused") {
 		t.Errorf("nsman's log does not say what the network answered:\n%s", res.Stderr)
+	}
+}
+
+// A tenant's Service is read again before every retry: one whose selector
+// its tenant removed after the first attempt (to write its endpoints by
+// hand) is refused, and the receiver hears no second request.
+func TestServiceChangedBetweenAttemptsIsRefused(t *testing.T) {
+	e := setup(t)
+	ns := shared.Namespace(t)
+	var requests atomic.Int32
+	url := nsmantest.ServeAsService(t, shared.Admin, ns, "sink", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if requests.Add(1) == 1 {
+			if _, err := shared.Admin.CoreV1().Services(ns).Patch(r.Context(), "sink", types.MergePatchType, []byte(`{"spec":{"selector":null}}`), metav1.PatchOptions{}); err != nil {
+				t.Errorf("remove the selector: %v", err)
+			}
+			w.Header().Set("Retry-After", "1")
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}), nil)
+	createManager(t, managerObj(ns, ns, ns, []any{ttlPolicy("report at once", 0, webhookAction(url+"/hook"))}))
+
+	res := e.Sweep(t, "-l", caseLabel+"="+ns)
+	got := wantState(t, res, ns, ns, sweep.StateFailed)
+	if want := "refused: since the first attempt, the Service sink has no selector"; !strings.HasPrefix(got.Message, want) || requests.Load() != 1 {
+		t.Errorf("%q after %d requests: want %q after one", got.Message, requests.Load(), want)
 	}
 }
