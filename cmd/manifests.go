@@ -92,8 +92,9 @@ type manifestReport struct {
 	// managers counts NamespaceManagers, valid or not.
 	managers int
 	// deactivated counts the managers with spec.deactivated: true, which
-	// are not checked, as a sweep skips them.
+	// a sweep skips: their problems, in dormant, are warnings.
 	deactivated int
+	dormant     []invalidManager
 	// others counts objects of other kinds, which are skipped.
 	others int
 	// invalid lists the managers with problems, in file order.
@@ -111,6 +112,7 @@ type invalidManager struct {
 func (r *manifestReport) add(o manifestReport) {
 	r.managers += o.managers
 	r.deactivated += o.deactivated
+	r.dormant = append(r.dormant, o.dormant...)
 	r.others += o.others
 	r.invalid = append(r.invalid, o.invalid...)
 }
@@ -168,10 +170,13 @@ func (r *manifestReport) addObject(obj *unstructured.Unstructured, position stri
 	}
 	r.managers++
 	errs, deactivated := validateManager(obj)
-	if deactivated {
+	switch {
+	case deactivated:
 		r.deactivated++
-	}
-	if len(errs) > 0 {
+		if len(errs) > 0 {
+			r.dormant = append(r.dormant, invalidManager{ref: managerRef(obj, position), errs: errs})
+		}
+	case len(errs) > 0:
 		r.invalid = append(r.invalid, invalidManager{ref: managerRef(obj, position), errs: errs})
 	}
 }

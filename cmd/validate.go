@@ -50,7 +50,7 @@ func newValidateCommand() *cobra.Command {
 Reads YAML or JSON files (several documents each), skips every object that is
 not a NamespaceManager, and validates each NamespaceManager as a sweep would
 and as nsman's CRD does at admission. A deactivated one (spec.deactivated:
-true) is not checked, as a sweep skips it. A directory's Helm chart
+true), which a sweep skips, is never invalid: its problems are warnings. A directory's Helm chart
 templates are skipped, and said so: validate what they render (helm
 template CHART | nsman validate -f -). Under the original operator's CRD,
 admission checks less than validate does.
@@ -115,13 +115,18 @@ func (o *validateOptions) Run(ctx context.Context) error {
 				fmt.Fprintf(o.stdout, "%s: %s: %s\n", name, m.ref, describeFieldError(e))
 			}
 		}
+		for _, m := range report.dormant {
+			for _, e := range m.errs {
+				fmt.Fprintf(o.stderr, "%s: %s: warning, deactivated (a sweep skips it until it is re-armed): %s\n", name, m.ref, describeFieldError(e))
+			}
+		}
 	}
 	for _, dir := range o.skipped {
 		fmt.Fprintf(o.stderr, "%s: skipped: the templates of a Helm chart; validate what they render: helm template %s | nsman validate -f -\n", dir, filepath.Dir(dir))
 	}
 	deactivated := ""
 	if total.deactivated > 0 {
-		deactivated = fmt.Sprintf(", %d deactivated (not checked: a sweep skips it)", total.deactivated)
+		deactivated = fmt.Sprintf(", %d deactivated (a sweep skips it; its problems are warnings)", total.deactivated)
 	}
 	fmt.Fprintf(o.stderr, "%s in %s: %d valid, %d invalid%s; %s skipped\n",
 		nounCount(total.managers, "NamespaceManager"), nounCount(len(o.files), "file"),
@@ -145,7 +150,8 @@ func (o *validateOptions) validateFile(name string) (manifestReport, error) {
 // validateManager checks one NamespaceManager object the way a sweep would,
 // plus what nsman's CRD refuses at admission (policy.ParseStrict) and what
 // only matters in a manifest: the exact apiVersion, and a name. A
-// deactivated manager is not checked, as a sweep skips it.
+// deactivated manager's problems make it no invalid one, as a sweep skips
+// it; they are warnings, since re-arming it brings them back.
 func validateManager(obj *unstructured.Unstructured) (errs field.ErrorList, deactivated bool) {
 	want := policy.Group + "/" + policy.Version
 	if got := obj.GetAPIVersion(); got != want {
@@ -155,10 +161,7 @@ func validateManager(obj *unstructured.Unstructured) (errs field.ErrorList, deac
 		errs = append(errs, field.Required(field.NewPath("metadata", "name"), ""))
 	}
 	m, parseErrs := policy.ParseStrict(obj)
-	if m.Deactivated {
-		return nil, true
-	}
-	return append(errs, parseErrs...), false
+	return append(errs, parseErrs...), m.Deactivated
 }
 
 func describeFieldError(e *field.Error) string {
