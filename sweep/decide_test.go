@@ -128,6 +128,7 @@ func TestWebhookOutcomeBacksOff(t *testing.T) {
 		{"a deferral", fmt.Errorf("webhook: %w", webhook.ErrDeferred), 2, 2 * time.Minute, true},
 		{"the Service unread", &unreadService{name: "sink"}, 2, 0, false},
 		{"the Service forbidden to read", &unreadService{name: "sink", lasting: true}, 3, 4 * time.Minute, false},
+		{"the Service unread again before a retry", tenantError{summary: "failed: the Service sink could not be read", err: fmt.Errorf("webhook http://sink.team-a.svc: %w", &unreadService{name: "sink"})}, 2, 0, false},
 	} {
 		_, o := (&Sweeper{}).outcomeOf(Entry{}, p, tt.err, now, prev)
 		last := o.last

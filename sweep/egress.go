@@ -98,14 +98,15 @@ func (s *Sweeper) route(ctx context.Context, m policy.Manager, rawURL string) (w
 		now, err := s.service(ctx, namespace, name)
 		switch {
 		case err != nil:
-			return fmt.Errorf("the Service %s could not be read again", name)
+			s.log.Warn("webhook not delivered", "manager", m.Namespace+"/"+m.Name, "error", fmt.Sprintf("read Service %s/%s again: %v", namespace, name, err))
+			return &unreadService{name: name, lasting: apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)}
 		case now == nil || now.UID != svc.UID:
-			return fmt.Errorf("the Service %s was replaced since the first attempt", name)
+			return &refusal{fmt.Sprintf("the Service %s was replaced since the first attempt", name)}
 		}
 		if again, err := serviceAddress(now, port); err != nil {
-			return fmt.Errorf("since the first attempt, %w", err)
+			return &refusal{"since the first attempt, " + err.Error()}
 		} else if again != ip {
-			return fmt.Errorf("the Service %s has another ClusterIP since the first attempt", name)
+			return &refusal{fmt.Sprintf("the Service %s has another ClusterIP since the first attempt", name)}
 		}
 		return nil
 	}

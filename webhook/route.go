@@ -27,8 +27,9 @@ type Route struct {
 	// allow list does not, since the tenant's Service is the tenant's.
 	Address netip.Addr
 	// Recheck, when set, runs before every attempt but the first: an error
-	// (in words a tenant may read) refuses the attempt, as when what
-	// Address was chosen from changed meanwhile.
+	// ends the delivery, as when what Address was chosen from changed
+	// meanwhile, and Summary says it in the error's own words (which must
+	// be fit for a tenant).
 	Recheck func(context.Context) error
 }
 
@@ -129,6 +130,9 @@ func Summary(d Delivery, err error) string {
 	if Deferred(err) {
 		return deferralText(err)
 	}
+	if rc, ok := errors.AsType[*recheckError](err); ok {
+		return rc.err.Error()
+	}
 	if refused, ok := errors.AsType[*refusedError](err); ok {
 		return "refused: " + refused.err.Error()
 	}
@@ -148,6 +152,13 @@ func Summary(d Delivery, err error) string {
 	}
 	return "failed: no connection" + after
 }
+
+// recheckError is a delivery that Route.Recheck ended.
+type recheckError struct{ err error }
+
+func (e *recheckError) Error() string { return e.err.Error() }
+
+func (e *recheckError) Unwrap() error { return e.err }
 
 // timedOut reports an attempt that got no answer in time: the attempt's
 // deadline, or a time-out of the transport (a TLS handshake).

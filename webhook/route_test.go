@@ -382,7 +382,7 @@ func TestRecheckRefusesARetry(t *testing.T) {
 	checks := 0
 	route := Route{Tenant: true, Scope: "team-a", Recheck: func(context.Context) error {
 		checks++
-		return errors.New("since the first attempt, the Service sink has no selector")
+		return errors.New("refused: since the first attempt, the Service sink has no selector")
 	}}
 	d, err := s.Deliver(t.Context(), route, srv.URL+"/hook", []byte("{}"), "k")
 	if got := Summary(d, err); got != "refused: since the first attempt, the Service sink has no selector" || hits.Load() != 1 || checks != 1 {

@@ -269,7 +269,7 @@ func (s *Sender) Deliver(ctx context.Context, route Route, rawURL string, body [
 	for {
 		if d.Attempts > 0 && route.Recheck != nil {
 			if err := route.Recheck(ctx); err != nil {
-				return done(fmt.Errorf("webhook %s: %w", target, &refusedError{address: target, err: err}))
+				return done(fmt.Errorf("webhook %s: %w", target, &recheckError{err: err}))
 			}
 		}
 		resp, err := s.attempt(ctx, client, u, body, idempotencyKey)
