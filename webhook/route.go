@@ -17,9 +17,10 @@ type Route struct {
 	// list names anything, only what it admits, as for everyone.
 	Tenant bool
 	// Scope is where the receiver was chosen (a tenant's namespace): a
-	// receiver that timed out defers later deliveries of the same scope
-	// only, so that no tenant's silent receiver defers the platform's
-	// requests, nor another tenant's.
+	// receiver that timed out defers later deliveries to it of every
+	// tenant, or of the platform (Scope ""), never the platform's for a
+	// tenant's; and a tenant's scope whose receivers timed out twice defers
+	// all its later deliveries.
 	Scope string
 	// Address, when valid, is dialled instead of what the URL's host
 	// resolves to: the ClusterIP of a Service of the tenant's own

@@ -252,9 +252,11 @@ func TestStalledHandshakeTimesOut(t *testing.T) {
 	}
 }
 
-// One scope's silent receiver defers that scope's Sends only: a tenant's
-// never defers the platform's, nor another tenant's.
-func TestSilenceIsScoped(t *testing.T) {
+// A receiver that did not answer a tenant in time defers every tenant's
+// later Sends to it (one silent receiver named from many namespaces costs
+// one timeout, not one per namespace), never the platform's; and the
+// platform's silent receiver defers no tenant's.
+func TestSilenceIsSharedByTrust(t *testing.T) {
 	release := make(chan struct{})
 	srv := startReceiver(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
 		select {
@@ -270,13 +272,23 @@ func TestSilenceIsScoped(t *testing.T) {
 	if _, err := s.Deliver(t.Context(), tenantA, srv.URL, []byte("{}"), "k"); Deferred(err) || err == nil {
 		t.Fatalf("first Send: %v, want timed out", err)
 	}
-	if _, err := s.Deliver(t.Context(), tenantA, srv.URL, []byte("{}"), "k"); !Deferred(err) {
-		t.Errorf("team-a again: %v, want deferred", err)
-	}
-	for _, r := range []Route{tenantB, {}} {
-		if _, err := s.Deliver(t.Context(), r, srv.URL, []byte("{}"), "k"); Deferred(err) {
-			t.Errorf("scope %q: deferred by team-a's silent receiver", r.Scope)
+	for _, r := range []Route{tenantA, tenantB} {
+		if _, err := s.Deliver(t.Context(), r, srv.URL, []byte("{}"), "k"); !errors.Is(err, ErrDeferred) || errors.Is(err, errScopeSilent) {
+			t.Errorf("scope %q after team-a's timeout: %v, want deferred for the receiver", r.Scope, err)
 		}
+	}
+	if _, err := s.Deliver(t.Context(), Route{}, srv.URL, []byte("{}"), "k"); Deferred(err) || err == nil {
+		t.Errorf("the platform after a tenant's timeout: %v, want it tried (and timed out)", err)
+	}
+	// Now silent for the platform too; a new tenant still is by the tenants'.
+	other := NewSender(testOptions(func(o *Options) {
+		o.Timeout, o.MaxAttempts, o.Allow = 200*time.Millisecond, 1, mustAllow(t, "127.0.0.1")
+	}))
+	if _, err := other.Deliver(t.Context(), Route{}, srv.URL, []byte("{}"), "k"); Deferred(err) || err == nil {
+		t.Fatalf("the platform's first Send: %v, want timed out", err)
+	}
+	if _, err := other.Deliver(t.Context(), tenantB, srv.URL, []byte("{}"), "k"); Deferred(err) {
+		t.Errorf("a tenant after the platform's timeout: %v, want it tried", err)
 	}
 }
 

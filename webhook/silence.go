@@ -40,29 +40,41 @@ func deferralText(err error) string {
 	return ErrDeferred.Error()
 }
 
-// silence is what timed out in a sweep: receivers by scope (see
-// Route.Scope), and how many of each tenant's scope. A Sender's copies
-// share it.
+// silence is what timed out in a sweep: receivers by trust, the
+// platform's apart from the tenants' (see Route.Scope), and how many of
+// each tenant's scope. A Sender's copies share it.
 type silence struct {
-	mu        sync.Mutex
+	mu sync.Mutex
+	// receivers holds trust(scope) + " " + receiver.
 	receivers map[string]bool
-	scopes    map[string]int
+	// byScope holds a tenant's scope + " " + receiver, which scopes counts.
+	byScope map[string]bool
+	scopes  map[string]int
 }
 
 func newSilence() *silence {
-	return &silence{receivers: map[string]bool{}, scopes: map[string]int{}}
+	return &silence{receivers: map[string]bool{}, byScope: map[string]bool{}, scopes: map[string]int{}}
+}
+
+// trust is who a scope's deliveries share silent receivers with: every
+// tenant with every other (a receiver that did not answer one tenant in
+// time is deferred for all, or tenants naming it from many namespaces would
+// cost a timeout each), and the platform with none, so that no tenant's
+// request defers a notification or a trusted manager's webhook.
+func trust(scope string) string {
+	if scope == "" {
+		return "platform"
+	}
+	return "tenants"
 }
 
 // mark records that an attempt to receiver, in scope, timed out.
 func (z *silence) mark(scope, receiver string) {
 	z.mu.Lock()
 	defer z.mu.Unlock()
-	key := scope + " " + receiver
-	if z.receivers[key] {
-		return
-	}
-	z.receivers[key] = true
-	if scope != "" {
+	z.receivers[trust(scope)+" "+receiver] = true
+	if key := scope + " " + receiver; scope != "" && !z.byScope[key] {
+		z.byScope[key] = true
 		z.scopes[scope]++
 	}
 }
@@ -72,7 +84,7 @@ func (z *silence) deferral(scope, receiver string) error {
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	switch {
-	case z.receivers[scope+" "+receiver]:
+	case z.receivers[trust(scope)+" "+receiver]:
 		return ErrDeferred
 	case z.spent(scope):
 		return errScopeSilent

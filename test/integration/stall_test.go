@@ -175,3 +175,50 @@ func TestPortHoppingTenantSpendsItsSilentReceivers(t *testing.T) {
 		t.Errorf("the sweep took %s, want about one attempt's timeout", took)
 	}
 }
+
+// One receiver that never answers, named by the managers of many tenants'
+// namespaces (here admitted by --webhook-allow), costs the sweep the
+// deliveries under way when it first timed out: the rest are deferred for
+// every tenant, not tried once per namespace.
+func TestSilentReceiverOfManyTenants(t *testing.T) {
+	e := setup(t)
+	const (
+		tenants     = 12
+		concurrency = 4
+		timeout     = time.Second
+		// One delivery's worst case: 3 attempts, 1 s and 2 s apart.
+		worstDelivery = 3*timeout + 3*time.Second
+	)
+	silent := nsmantest.NewReceiver(t)
+	silent.SetHold(time.Hour)
+	t.Cleanup(silent.Release)
+	caseID := shared.Namespace(t)
+	var namespaces []string
+	for range tenants {
+		ns := shared.Namespace(t)
+		createManager(t, managerObj(ns, ns, caseID, []any{ttlPolicy("report at once", 0, webhookAction(silent.URL+"/hook"))}))
+		namespaces = append(namespaces, ns)
+	}
+	began := time.Now()
+	res := e.Sweep(t, "-l", caseLabel+"="+caseID, "--webhook-allow", "127.0.0.1", "--concurrency", fmt.Sprint(concurrency), "--webhook-timeout", timeout.String())
+	took := time.Since(began)
+	failed, deferred := 0, 0
+	for _, ns := range namespaces {
+		switch got := res.Entry(t, ns, ns); {
+		case got.State == sweep.StateFailed && strings.HasPrefix(got.Message, "timed out"):
+			failed++
+		case got.State == sweep.StateDeferred && strings.Contains(got.Message, "did not answer an earlier request of this sweep"):
+			deferred++
+		default:
+			t.Errorf("%s: %q (%s), want timed out or deferred", ns, got.State, got.Message)
+		}
+	}
+	t.Logf("sweep: %s; %d timed out, %d deferred; %d requests", took.Round(time.Millisecond), failed, deferred, silent.Arrivals())
+	if failed > concurrency {
+		t.Errorf("%d deliveries timed out: want at most the %d under way when the first did", failed, concurrency)
+	}
+	// Each namespace on its own: 12 × 6 s / 4 workers = 18 s.
+	if took > 2*worstDelivery {
+		t.Errorf("the sweep took %s, want at most twice one delivery's worst case (%s)", took, 2*worstDelivery)
+	}
+}
