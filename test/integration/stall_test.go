@@ -60,23 +60,15 @@ func TestSilentReceiverStallsNothing(t *testing.T) {
 			t.Errorf("rule on %s: %q (%s), want fired", ns, p.State, p.Message)
 		}
 	}
-	failed, deferred := 0, 0
-	var aFailed, aDeferred string // which managers timed out and were deferred depends on the workers' order
+	var refs []manager
 	for i := range silentManagers {
-		name := fmt.Sprintf("silent-%02d", i)
-		got := res.Entry(t, home, name)
-		switch {
-		case got.State == sweep.StateFailed && strings.HasPrefix(got.Message, "timed out"):
-			failed++
-			aFailed = name
-		case got.State == sweep.StateDeferred && strings.Contains(got.Message, "did not answer an earlier request of this sweep"):
-			deferred++
-			aDeferred = name
-		default:
-			t.Errorf("silent-%02d: %q (%s), want timed out or deferred", i, got.State, got.Message)
-		}
-		if got.Due == nil || got.Due.Before(res.Report.Summary.Now.Add(time.Minute-time.Second)) {
-			t.Errorf("silent-%02d: due %v, want the next attempt a minute on", i, got.Due)
+		refs = append(refs, manager{home, fmt.Sprintf("silent-%02d", i)})
+	}
+	timedOut, deferrals := timedOutOrDeferred(t, res, "timed out", receiverSilent, refs)
+	failed, deferred := len(timedOut), len(deferrals)
+	for _, m := range refs {
+		if got := res.Entry(t, m.namespace, m.name); got.Due == nil || got.Due.Before(res.Report.Summary.Now.Add(time.Minute-time.Second)) {
+			t.Errorf("%s: due %v, want the next attempt a minute on", m.name, got.Due)
 		}
 	}
 	first := silent.Arrivals()
@@ -98,9 +90,11 @@ func TestSilentReceiverStallsNothing(t *testing.T) {
 	if records != 2*failed+deferred {
 		t.Errorf("%d writes of the silent receiver's managers, want %d: a claim and a record each of the %d that timed out, a record each of the %d deferred", records, 2*failed+deferred, failed, deferred)
 	}
-	if aFailed == "" || aDeferred == "" {
-		t.Fatalf("want at least one delivery timed out (%q) and one deferred (%q)", aFailed, aDeferred)
+	if failed == 0 || deferred == 0 {
+		t.Fatalf("want at least one delivery timed out (%d) and one deferred (%d)", failed, deferred)
 	}
+	// Which managers timed out and were deferred depends on the workers' order.
+	aFailed, aDeferred := timedOut[0].name, deferrals[0].name
 	if st := managerStatus(t, home, aFailed); st.LastAction == nil || st.LastAction.NextAttempt == nil || st.LastAction.Failures != 1 || st.LastAction.Deferred {
 		t.Errorf("%s: status %+v: want the failure and the next attempt recorded", aFailed, st.LastAction)
 	}
@@ -153,18 +147,13 @@ func TestPortHoppingTenantSpendsItsSilentReceivers(t *testing.T) {
 	res := e.Sweep(t, "-l", caseLabel+"="+caseID, "--concurrency", fmt.Sprint(concurrency), "--webhook-timeout", timeout.String())
 	took := time.Since(began)
 	wantState(t, res, neighbour, neighbour, sweep.StateFired)
-	failed, deferred := 0, 0
+	var refs []manager
 	for i := range hops {
-		got := res.Entry(t, hopper, fmt.Sprintf("hop-%02d", i))
-		switch {
-		case got.State == sweep.StateFailed && got.Message == "timed out":
-			failed++
-		case got.State == sweep.StateDeferred && strings.Contains(got.Message, "2 receivers of this namespace did not answer"):
-			deferred++
-		default:
-			t.Errorf("hop-%02d: %q (%s), want timed out after one attempt, or deferred for the namespace", i, got.State, got.Message)
-		}
+		refs = append(refs, manager{hopper, fmt.Sprintf("hop-%02d", i)})
 	}
+	// Timed out after one attempt, or deferred for the namespace.
+	timedOut, deferrals := timedOutOrDeferred(t, res, "timed out", "2 receivers of this namespace did not answer", refs)
+	failed, deferred := len(timedOut), len(deferrals)
 	t.Logf("sweep: %s; %d timed out, %d deferred; %d requests reached the silent receivers", took.Round(time.Millisecond), failed, deferred, silent.Arrivals())
 	if failed > concurrency || silent.Arrivals() > concurrency {
 		t.Errorf("%d deliveries timed out with %d requests: want at most the %d under way, one attempt each", failed, silent.Arrivals(), concurrency)
@@ -193,26 +182,17 @@ func TestSilentReceiverOfManyTenants(t *testing.T) {
 	silent.SetHold(time.Hour)
 	t.Cleanup(silent.Release)
 	caseID := shared.Namespace(t)
-	var namespaces []string
+	var refs []manager
 	for range tenants {
 		ns := shared.Namespace(t)
 		createManager(t, managerObj(ns, ns, caseID, []any{ttlPolicy("report at once", 0, webhookAction(silent.URL+"/hook"))}))
-		namespaces = append(namespaces, ns)
+		refs = append(refs, manager{ns, ns})
 	}
 	began := time.Now()
 	res := e.Sweep(t, "-l", caseLabel+"="+caseID, "--webhook-allow", "127.0.0.1", "--concurrency", fmt.Sprint(concurrency), "--webhook-timeout", timeout.String())
 	took := time.Since(began)
-	failed, deferred := 0, 0
-	for _, ns := range namespaces {
-		switch got := res.Entry(t, ns, ns); {
-		case got.State == sweep.StateFailed && strings.HasPrefix(got.Message, "timed out"):
-			failed++
-		case got.State == sweep.StateDeferred && strings.Contains(got.Message, "did not answer an earlier request of this sweep"):
-			deferred++
-		default:
-			t.Errorf("%s: %q (%s), want timed out or deferred", ns, got.State, got.Message)
-		}
-	}
+	timedOut, deferrals := timedOutOrDeferred(t, res, "timed out", receiverSilent, refs)
+	failed, deferred := len(timedOut), len(deferrals)
 	t.Logf("sweep: %s; %d timed out, %d deferred; %d requests", took.Round(time.Millisecond), failed, deferred, silent.Arrivals())
 	if failed > concurrency {
 		t.Errorf("%d deliveries timed out: want at most the %d under way when the first did", failed, concurrency)
@@ -221,4 +201,28 @@ func TestSilentReceiverOfManyTenants(t *testing.T) {
 	if took > 2*worstDelivery {
 		t.Errorf("the sweep took %s, want at most twice one delivery's worst case (%s)", took, 2*worstDelivery)
 	}
+}
+
+// manager names a NamespaceManager.
+type manager struct{ namespace, name string }
+
+// receiverSilent is what a delivery deferred for its silent receiver says.
+const receiverSilent = "did not answer an earlier request of this sweep"
+
+// timedOutOrDeferred sorts the entries of managers into those that failed
+// with a message beginning timedOut and those deferred with one holding
+// deferral; any other entry is an error.
+func timedOutOrDeferred(t *testing.T, res nsmantest.Result, timedOut, deferral string, managers []manager) (failed, deferred []manager) {
+	t.Helper()
+	for _, m := range managers {
+		switch got := res.Entry(t, m.namespace, m.name); {
+		case got.State == sweep.StateFailed && strings.HasPrefix(got.Message, timedOut):
+			failed = append(failed, m)
+		case got.State == sweep.StateDeferred && strings.Contains(got.Message, deferral):
+			deferred = append(deferred, m)
+		default:
+			t.Errorf("%s/%s: %q (%s), want it failed (%s) or deferred (%s)", m.namespace, m.name, got.State, got.Message, timedOut, deferral)
+		}
+	}
+	return failed, deferred
 }
