@@ -406,3 +406,47 @@ func TestRecheckRefusesARetry(t *testing.T) {
 		t.Errorf("Summary %q, %d requests, %d checks: want 3 attempts, a check before each retry", Summary(d, err), hits.Load()-before, checks)
 	}
 }
+
+// A delivery that failed after holding its worker for an attempt's timeout
+// or longer (answers slow to fail, Retry-After waits) counts as a timeout:
+// its receiver is deferred for the rest of the sweep, and a tenant whose
+// receivers do so twice has its later deliveries deferred.
+func TestSlowFailureCountsAsSilence(t *testing.T) {
+	var hits atomic.Int32
+	busy := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	slow := []string{startReceiver(t, busy).URL, startReceiver(t, busy).URL, startReceiver(t, busy).URL}
+	s := NewSender(testOptions(func(o *Options) {
+		o.Timeout, o.MaxAttempts, o.Allow = 500*time.Millisecond, 2, mustAllow(t, "127.0.0.1")
+		o.Backoff = nil // the default: the receiver's Retry-After
+	}))
+	tenant := Route{Tenant: true, Scope: "team-a"}
+	for i, u := range slow[:2] {
+		if d, err := s.Deliver(t.Context(), tenant, u, []byte("{}"), "k"); Deferred(err) || d.Attempts != 2 || d.Duration < time.Second {
+			t.Fatalf("receiver %d: %+v, %v; want two attempts a Retry-After apart", i, d, err)
+		}
+	}
+	before := hits.Load()
+	if _, err := s.Deliver(t.Context(), tenant, slow[2], []byte("{}"), "k"); !errors.Is(err, errScopeSilent) {
+		t.Errorf("team-a's third receiver: %v, want deferred for the namespace", err)
+	}
+	if _, err := s.Deliver(t.Context(), Route{Tenant: true, Scope: "team-b"}, slow[0], []byte("{}"), "k"); !Deferred(err) {
+		t.Errorf("another tenant to the first receiver: %v, want deferred", err)
+	}
+	if hits.Load() != before {
+		t.Errorf("%d requests after the deferrals, want none", hits.Load()-before)
+	}
+	// A fast failure is no silence.
+	fast := startReceiver(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusInternalServerError) }))
+	s = NewSender(testOptions(func(o *Options) {
+		o.Timeout, o.MaxAttempts, o.Allow = 500*time.Millisecond, 1, mustAllow(t, "127.0.0.1")
+	}))
+	for range 2 {
+		if _, err := s.Deliver(t.Context(), tenant, fast.URL, []byte("{}"), "k"); Deferred(err) || err == nil {
+			t.Errorf("a receiver that fails at once: %v, want it tried again", err)
+		}
+	}
+}

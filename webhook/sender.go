@@ -260,6 +260,17 @@ func (s *Sender) Deliver(ctx context.Context, route Route, rawURL string, body [
 	if err := s.silence.deferral(route.Scope, receiver); err != nil {
 		return done(fmt.Errorf("webhook %s: %w", target, err))
 	}
+	// gaveUp ends a failed delivery. One that held its worker for an
+	// attempt's timeout or longer (slow answers, Retry-After waits, the
+	// action's deadline) counts as a timed-out attempt does: the receiver
+	// is deferred for the rest of the sweep, and counts against a tenant's
+	// scope. An interrupted sweep's does not.
+	gaveUp := func(err error) (Delivery, error) {
+		if time.Since(start) >= s.timeout && !errors.Is(ctx.Err(), context.Canceled) {
+			s.silence.mark(route.Scope, receiver)
+		}
+		return done(err)
+	}
 	client := s.client
 	if route.Tenant {
 		client = s.tenant
@@ -288,19 +299,19 @@ func (s *Sender) Deliver(ctx context.Context, route Route, rawURL string, body [
 			err = &statusError{code: resp.StatusCode}
 		}
 		if d.Attempts >= s.maxAttempts || ctx.Err() != nil || !retryable(resp, err) || s.silence.exhausted(route.Scope) {
-			return done(fmt.Errorf("webhook %s: %w %s", target, err, d.after()))
+			return gaveUp(fmt.Errorf("webhook %s: %w %s", target, err, d.after()))
 		}
 		wait, ok := s.retryDelay(d.Attempts, resp, time.Now())
 		if !ok {
-			return done(fmt.Errorf("webhook %s: %w %s; Retry-After %q exceeds %s",
+			return gaveUp(fmt.Errorf("webhook %s: %w %s; Retry-After %q exceeds %s",
 				target, err, d.after(), resp.Header.Get("Retry-After"), maxRetryAfter))
 		}
 		if cerr := sleep(ctx, wait); cerr != nil {
-			return done(fmt.Errorf("webhook %s: %w %s, last: %w", target, cerr, d.after(), err))
+			return gaveUp(fmt.Errorf("webhook %s: %w %s, last: %w", target, cerr, d.after(), err))
 		}
 		if s.silence.exhausted(route.Scope) {
 			// The tenant's other receivers timed out meanwhile.
-			return done(fmt.Errorf("webhook %s: %w %s", target, err, d.after()))
+			return gaveUp(fmt.Errorf("webhook %s: %w %s", target, err, d.after()))
 		}
 	}
 }
