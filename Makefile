@@ -89,7 +89,7 @@ LONG_FUZZTIME ?= 5m
 FUZZMINIMIZETIME ?= 3s
 
 .PHONY: fuzz
-fuzz: ## Fuzz each target (parsing and evaluation of managers, a page of managers, the webhook address policy, Retry-After) for FUZZTIME each (10s; e.g. FUZZTIME=10m)
+fuzz: ## Fuzz each target (every func FuzzX in the unit packages' tests: managers, a page of managers, the webhook address policy, Retry-After, signature v2) for FUZZTIME each (10s; e.g. FUZZTIME=10m)
 	@test -n '$(FUZZ_TARGETS)' || { echo 'no fuzz targets found' >&2; exit 1; }
 	@for t in $(FUZZ_TARGETS); do \
 		echo "go test -run '^\$$' -fuzz '^$${t#*:}\$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) ./$${t%%:*}"; \
@@ -114,7 +114,7 @@ docs: ## Regenerate the flags reference in docs/flags.md from the commands
 	go test ./cmd -run '^TestFlagsReferenceUpToDate$$' -update
 
 .PHONY: bench
-bench: control-plane ## Benchmarks: Go benchmarks of the unit packages, then 1,000 and 10,000 managers on a real API server; writes BENCHMARKS.md, naming the commit measured (refuses a tree with uncommitted changes)
+bench: control-plane ## Benchmarks: Go benchmarks of the unit packages, then 1,000 and 10,000 managers on a real API server; writes BENCHMARKS.md, naming the commit measured (refuses a tree with uncommitted changes or untracked files, unless NSMAN_BENCH_ALLOW_MODIFIED=1)
 	go test -count=1 -skip '^TestBenchmarks$$' ./test/bench/
 	NSMAN_BENCH=1 NSMAN_BENCH_GO_PKGS='$(UNIT_PKGS)' go test -count=1 -run '^TestBenchmarks$$' -timeout 60m -v ./test/bench/
 
@@ -163,7 +163,7 @@ cluster-down: ## Stop the control plane that cluster-up started
 	@bin/nsman-cluster -dir .cluster down
 
 .PHONY: demo
-demo: build control-plane ## Start a control plane, run a workload in a namespace, delete it, tear down
+demo: build control-plane ## Start a control plane, install the CRD and RBAC, apply examples/, show the dry-run plan, sweep for real, play stages, a tenant's webhook, a rule and a laptop dry run as the CronJob sees, tear down
 	scripts/demo.sh
 
 .PHONY: clean
@@ -197,5 +197,5 @@ else
 endif
 
 .PHONY: deploy
-deploy: ## Apply deploy/ to the current kubectl context (OVERLAY=dry-run, webhook-signing, sharded or webhook-egress for deploy/overlays/*)
+deploy: ## Apply deploy/ to the current kubectl context (OVERLAY=dry-run, webhook-signing, sharded, webhook-egress or notify for deploy/overlays/*)
 	kubectl apply -k deploy/$(if $(OVERLAY),overlays/$(OVERLAY))
