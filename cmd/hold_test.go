@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,5 +53,19 @@ func TestHoldPatch(t *testing.T) {
 				t.Errorf("error %v, want a usage error", err)
 			}
 		})
+	}
+}
+
+// --max-hold 0 is the default, as for a sweep: a hold of two days is
+// written, one beyond 720h refused.
+func TestHoldMaxHoldZeroIsTheDefault(t *testing.T) {
+	now := time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
+	o := holdOptions{forD: 48 * time.Hour, now: func() time.Time { return now }}
+	if got, err := o.until(); err != nil || !got.Equal(now.Add(48*time.Hour)) {
+		t.Errorf("--for 48h --max-hold 0: %v, %v; want the hold written", got, err)
+	}
+	o.forD = sweep.DefaultMaxHold + time.Hour
+	if _, err := o.until(); err == nil || !strings.Contains(err.Error(), "more than --max-hold 720h0m0s ahead") {
+		t.Errorf("--for 721h --max-hold 0: %v, want it refused beyond the default", err)
 	}
 }
