@@ -180,10 +180,10 @@ rule.yaml: namespace-manager/e2e-leftovers: spec.namespace: Forbidden: a rule (n
 		{
 			// A sweep skips a deactivated manager without validating it:
 			// its problems are warnings, on stderr, and exit 0.
-			name:       "deactivated invalid manager",
-			files:      map[string]string{"off.yaml": strings.Replace(manifestInvalidManager, "spec:\n", "spec:\n  deactivated: true\n", 1)},
-			args:       []string{"-f", "off.yaml"},
-			wantCode:   ExitOK,
+			name:     "deactivated invalid manager",
+			files:    map[string]string{"off.yaml": strings.Replace(manifestInvalidManager, "spec:\n", "spec:\n  deactivated: true\n", 1)},
+			args:     []string{"-f", "off.yaml"},
+			wantCode: ExitOK,
 			wantStderr: strings.ReplaceAll(manifestInvalidManagerLines("off.yaml"), "off.yaml: ci/broken: ", "off.yaml: ci/broken: warning, deactivated (a sweep skips it until it is re-armed): ") +
 				"1 NamespaceManager in 1 file: 0 valid, 0 invalid, 1 deactivated (a sweep skips it; its problems are warnings); 0 other objects skipped\n",
 		},
