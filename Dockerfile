@@ -45,6 +45,8 @@ LABEL org.opencontainers.image.title="nsman" \
 	org.opencontainers.image.version="${VERSION}" \
 	org.opencontainers.image.revision="${REVISION}"
 COPY --from=build /nsman /nsman
+# Apache-2.0 4(a): the license travels with the binary.
+COPY LICENSE /LICENSE
 # The base's nonroot user, by number, so runAsNonRoot can verify it.
 USER 65532:65532
 ENTRYPOINT ["/nsman"]

@@ -78,7 +78,8 @@ func TestOneImageReference(t *testing.T) {
 }
 
 // The project is licensed Apache-2.0, and says so where a user looks: the
-// LICENSE file, the image's label, the chart and the README.
+// LICENSE file, the image's label, the chart and the README; the image and
+// the release's binaries carry the LICENSE (Apache-2.0 4(a)).
 func TestLicense(t *testing.T) {
 	license := read(t, "LICENSE")
 	for _, want := range []string{"Apache License", "Version 2.0, January 2004", "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION", "END OF TERMS AND CONDITIONS"} {
@@ -86,14 +87,16 @@ func TestLicense(t *testing.T) {
 			t.Errorf("LICENSE lacks %q: want the Apache License 2.0's text", want)
 		}
 	}
-	for path, want := range map[string]string{
-		"Dockerfile":                    `org.opencontainers.image.licenses="Apache-2.0"`,
-		".github/workflows/release.yml": `index:org.opencontainers.image.licenses=Apache-2.0`,
-		"deploy/helm/nsman/Chart.yaml":  `artifacthub.io/license: Apache-2.0`,
-		"README.md":                     `Apache License, Version 2.0: [LICENSE](LICENSE)`,
+	for _, tt := range []struct{ path, want string }{
+		{"Dockerfile", `org.opencontainers.image.licenses="Apache-2.0"`},
+		{"Dockerfile", "COPY LICENSE /LICENSE"},
+		{".github/workflows/release.yml", "index:org.opencontainers.image.licenses=Apache-2.0"},
+		{".github/workflows/release.yml", "cp LICENSE dist/LICENSE"},
+		{"deploy/helm/nsman/Chart.yaml", "artifacthub.io/license: Apache-2.0"},
+		{"README.md", "Apache License, Version 2.0: [LICENSE](LICENSE)"},
 	} {
-		if !strings.Contains(read(t, path), want) {
-			t.Errorf("%s lacks %s", path, want)
+		if !strings.Contains(read(t, tt.path), tt.want) {
+			t.Errorf("%s lacks %s", tt.path, tt.want)
 		}
 	}
 }
