@@ -79,10 +79,15 @@ func (s *Sweeper) route(ctx context.Context, m policy.Manager, rawURL string) (w
 	if err != nil {
 		return webhook.Route{}, &refusal{err.Error()}
 	}
+	// unread logs why the Service could not be read, and tells the tenant
+	// only that it could not.
+	unread := func(err error) error {
+		s.log.Warn("webhook not delivered", "manager", m.Namespace+"/"+m.Name, "error", fmt.Sprintf("read Service %s/%s: %v", namespace, name, err))
+		return &unreadService{name: name, lasting: apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)}
+	}
 	svc, err := s.service(ctx, namespace, name)
 	if err != nil {
-		s.log.Warn("webhook not delivered", "manager", m.Namespace+"/"+m.Name, "error", fmt.Sprintf("read Service %s/%s: %v", namespace, name, err))
-		return webhook.Route{}, &unreadService{name: name, lasting: apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)}
+		return webhook.Route{}, unread(err)
 	}
 	if svc == nil {
 		return webhook.Route{}, &refusal{fmt.Sprintf("there is no Service %s in namespace %s", name, namespace)}
@@ -98,8 +103,7 @@ func (s *Sweeper) route(ctx context.Context, m policy.Manager, rawURL string) (w
 		now, err := s.service(ctx, namespace, name)
 		switch {
 		case err != nil:
-			s.log.Warn("webhook not delivered", "manager", m.Namespace+"/"+m.Name, "error", fmt.Sprintf("read Service %s/%s again: %v", namespace, name, err))
-			return &unreadService{name: name, lasting: apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)}
+			return unread(err)
 		case now == nil || now.UID != svc.UID:
 			return &refusal{fmt.Sprintf("the Service %s was replaced since the first attempt", name)}
 		}

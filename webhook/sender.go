@@ -90,8 +90,9 @@ type Sender struct {
 	backoff        func(retry int) time.Duration // nil: the default policy
 	allow          *AllowList
 	// silence holds the receivers (scheme, host, port) an attempt timed
-	// out on: a later Send to one, or of a tenant's scope that has spent
-	// its silent receivers, is deferred at once. Copies share it.
+	// out on, or a delivery failed slowly on: a later Send to one (of the
+	// same trust), or of a tenant's scope that has spent its silent
+	// receivers, is deferred at once. Copies share it.
 	silence *silence
 }
 

@@ -12,8 +12,9 @@ import (
 // a Service each) would otherwise cost the sweep a timeout per receiver.
 const maxSilentPerScope = 2
 
-// ErrDeferred is a Send not attempted: an attempt to the same receiver,
-// in the same scope, timed out before, through this Sender.
+// ErrDeferred is a Send not attempted: an attempt to the same receiver, of
+// the same trust (see Route.Scope), timed out before through this Sender,
+// or a delivery to it failed after an attempt's timeout or longer.
 var ErrDeferred = errors.New("deferred: the receiver did not answer an earlier request of this sweep in time")
 
 // errScopeSilent is a Send not attempted because maxSilentPerScope
@@ -68,7 +69,8 @@ func trust(scope string) string {
 	return "tenants"
 }
 
-// mark records that an attempt to receiver, in scope, timed out.
+// mark records that an attempt to receiver, in scope, timed out, or that a
+// delivery to it failed after an attempt's timeout or longer.
 func (z *silence) mark(scope, receiver string) {
 	z.mu.Lock()
 	defer z.mu.Unlock()
