@@ -156,9 +156,9 @@ func anyOf(list []string, want string) bool {
 	return slices.Contains(list, want) || slices.Contains(list, "*")
 }
 
-// adopt sets each of installedFlags that inst's sweep sets and flags does
-// not to inst's value, and takes inst's namespace as the one nsman runs
-// in. It returns the flags it set, as --name=value.
+// adopt sets each of installedFlags that inst's sweep sets and flags has
+// but was not given to inst's value, and takes inst's namespace as the one
+// nsman runs in. It returns the flags it set, as --name=value.
 func (o *sweepOptions) adopt(flags *pflag.FlagSet, inst *installation) ([]string, error) {
 	theirs := newSweepOptions().command().Flags()
 	// An installed nsman newer than this one may pass flags this one does
@@ -170,7 +170,8 @@ func (o *sweepOptions) adopt(flags *pflag.FlagSet, inst *installation) ([]string
 	var taken []string
 	for _, name := range installedFlags {
 		f := theirs.Lookup(name)
-		if f == nil || !f.Changed || flags.Changed(name) {
+		// flags may be a command's that has only some (nsman doctor's).
+		if f == nil || !f.Changed || flags.Lookup(name) == nil || flags.Changed(name) {
 			continue
 		}
 		value := f.Value.String()

@@ -1,5 +1,3 @@
-// Package deploy holds no code: its test checks that the repository names
-// one image, one way, and one license.
 package deploy
 
 import (
@@ -98,5 +96,19 @@ func TestLicense(t *testing.T) {
 		if !strings.Contains(read(t, tt.path), tt.want) {
 			t.Errorf("%s lacks %s", tt.path, tt.want)
 		}
+	}
+}
+
+// TestOneMinimumKubernetes: the chart refuses the Kubernetes releases
+// nsman doctor calls too old, and no other.
+func TestOneMinimumKubernetes(t *testing.T) {
+	var chart struct {
+		KubeVersion string `json:"kubeVersion"`
+	}
+	if err := yaml.Unmarshal([]byte(read(t, "deploy/helm/nsman/Chart.yaml")), &chart); err != nil {
+		t.Fatal(err)
+	}
+	if want := ">=" + MinKubernetes + ".0-0"; chart.KubeVersion != want {
+		t.Errorf("the chart's kubeVersion is %q, want %q (MinKubernetes)", chart.KubeVersion, want)
 	}
 }

@@ -109,6 +109,7 @@ func dialControl(check func(netip.Addr) error) func(network, address string, c s
 // holds) lies in one of the CIDRs. The deny list applies all the same. The
 // zero AllowList, like a nil one, allows every receiver.
 type AllowList struct {
+	entries  []string        // as given, for Policy
 	hosts    map[string]bool // exact host names, lower case, without a trailing dot
 	suffixes []string        // ".example.com" for *.example.com
 	prefixes []netip.Prefix
@@ -124,7 +125,9 @@ func ParseAllowList(entries []string) (*AllowList, error) {
 	for _, entry := range entries {
 		if err := a.add(entry); err != nil {
 			errs = append(errs, fmt.Errorf("entry %q: %w (want a host name, *.domain or a CIDR such as 10.20.0.0/16)", entry, err))
+			continue
 		}
+		a.entries = append(a.entries, strings.TrimSpace(entry))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -216,6 +219,20 @@ func checkHostName(name string) error {
 		return errors.New("neither an IP address nor a host name")
 	}
 	return nil
+}
+
+// Policy says, in a sentence each, which receivers the platform's webhooks
+// (trusted managers, rules, notifications) and tenants' webhooks may reach
+// under this allow list.
+func (a *AllowList) Policy() (platform, tenant string) {
+	const never = "never link-local addresses, the unspecified address or cloud metadata endpoints"
+	if !a.restricts() {
+		return "any receiver but link-local addresses, the unspecified address and cloud metadata endpoints",
+			"public addresses and Services of their own namespace (" + never + ")"
+	}
+	only := strings.Join(a.entries, ", ")
+	return "only receivers --webhook-allow admits: " + only + " (" + never + ")",
+		"Services of their own namespace, and receivers --webhook-allow admits: " + only + " (" + never + ")"
 }
 
 // restricts reports whether the list limits anything.

@@ -286,3 +286,31 @@ func TestSendAllowList(t *testing.T) {
 		})
 	}
 }
+
+// TestPolicySaysWhatTheChecksDo ties each sentence of Policy to the checks:
+// without an allow list a tenant is kept to public addresses and the
+// platform is not; with one, both are kept to it.
+func TestPolicySaysWhatTheChecksDo(t *testing.T) {
+	private := netip.MustParseAddr("10.1.2.3")
+	var none *AllowList
+	platform, tenant := none.Policy()
+	if none.tenantCheck("hook.example", checkDenyList)(private) == nil || !strings.HasPrefix(tenant, "public addresses") {
+		t.Errorf("no allow list: tenant sentence %q, or a tenant may reach %s", tenant, private)
+	}
+	if none.addressCheck("hook.example", checkDenyList)(private) != nil || !strings.HasPrefix(platform, "any receiver but link-local") {
+		t.Errorf("no allow list: platform sentence %q, or the platform may not reach %s", platform, private)
+	}
+	list, err := ParseAllowList([]string{"hooks.example.com", " 10.1.0.0/16"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	platform, tenant = list.Policy()
+	for _, s := range []string{platform, tenant} {
+		if !strings.Contains(s, "hooks.example.com, 10.1.0.0/16") || !strings.Contains(s, "never link-local") {
+			t.Errorf("with an allow list: %q, want its entries and the deny list named", s)
+		}
+	}
+	if list.tenantCheck("other.example", checkDenyList)(private) != nil || list.addressCheck("other.example", checkDenyList)(netip.MustParseAddr("10.2.0.1")) == nil {
+		t.Error("with an allow list the checks do not follow it")
+	}
+}

@@ -158,6 +158,18 @@ func TestShippedRBACIsExactlyWhatASweepUses(t *testing.T) {
 	}
 	granted := grants(t)
 	wantGrantedUsed(t, granted, after[len(before):])
+	// What nsman doctor checks is what the ClusterRole grants.
+	listed := map[string]bool{}
+	for _, p := range sweep.Permissions {
+		res := p.Group + "/" + p.Resource
+		if p.Subresource != "" {
+			res += "/" + p.Subresource
+		}
+		listed[p.Verb+" "+res] = true
+	}
+	if !maps.Equal(listed, granted) {
+		t.Errorf("sweep.Permissions %v, the ClusterRole grants %v: want the same", slices.Sorted(maps.Keys(listed)), slices.Sorted(maps.Keys(granted)))
+	}
 	for _, forbidden := range []string{"secrets", "customresourcedefinitions"} {
 		for g := range granted {
 			if strings.Contains(g, forbidden) {

@@ -67,10 +67,9 @@ type Env struct {
 	User string
 }
 
-// Setup installs the CRD manifest at crdPath, nsman's deploy/ RBAC and its
-// admission policy, and prepares a kubeconfig for nsman's ServiceAccount:
-// every sweep as that ServiceAccount runs under the policy.
-func Setup(ctx context.Context, c *cluster.Cluster, crd []byte) (*Env, error) {
+// NewEnv is an Env of c that installs nothing: Apply works, Sweep does
+// not (no ServiceAccount yet).
+func NewEnv(c *cluster.Cluster) (*Env, error) {
 	dyn, err := dynamic.NewForConfig(c.AdminConfig)
 	if err != nil {
 		return nil, err
@@ -79,12 +78,18 @@ func Setup(ctx context.Context, c *cluster.Cluster, crd []byte) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Env{
-		Cluster: c,
-		Dynamic: dyn,
-		mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco)),
-		User:    cluster.ServiceAccountUser(ServiceAccountNamespace, ServiceAccountName),
+	return &Env{Cluster: c, Dynamic: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))}, nil
+}
+
+// Setup installs the CRD manifest at crdPath, nsman's deploy/ RBAC and its
+// admission policy, and prepares a kubeconfig for nsman's ServiceAccount:
+// every sweep as that ServiceAccount runs under the policy.
+func Setup(ctx context.Context, c *cluster.Cluster, crd []byte) (*Env, error) {
+	e, err := NewEnv(c)
+	if err != nil {
+		return nil, err
 	}
+	e.User = cluster.ServiceAccountUser(ServiceAccountNamespace, ServiceAccountName)
 	if err := e.apply(ctx, crd); err != nil {
 		return nil, fmt.Errorf("install CRD: %w", err)
 	}

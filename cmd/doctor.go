@@ -1,0 +1,159 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nsman/nsman/doctor"
+	"github.com/nsman/nsman/webhook"
+)
+
+// doctorFlags are the sweep flags nsman doctor takes: those that decide
+// what its checks judge against.
+var doctorFlags = []string{"kubeconfig", "context", "output", "trusted-namespaces", "protected-namespaces", "webhook-allow"}
+
+func newDoctorCommand() *cobra.Command {
+	o := newSweepOptions()
+	c := &cobra.Command{
+		Use:   "doctor",
+		Short: "Check the cluster as a sweep would see it, and say what to fix",
+		Long: `Checks the current context as a sweep would see it: the API server's version
+against the minimum nsman needs; the NamespaceManager CRD (missing, the original
+operator's and what it cannot hold, or nsman's but older than this binary and the
+fields it would prune); every permission a sweep uses (an access review each,
+naming each missing one); the namespace nsman runs in, and the trusted and
+protected namespaces that follow from it; and the webhook address policy in force.
+
+In a pod it checks its own ServiceAccount. Elsewhere it takes the namespace and
+flags of nsman's CronJob as a dry run does (--config-from) and checks the
+CronJob's ServiceAccount (a SubjectAccessReview each; your own permissions when
+you may not create those). It changes nothing.
+
+Exit status: 0 when all is well (warnings included), 1 when a check failed, 2 on
+a usage error or when the cluster cannot be reached.`,
+		Example: `  nsman doctor
+  nsman doctor -o json | jq '.checks[] | select(.status != "ok")'`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(c *cobra.Command, _ []string) error { return o.doctor(c) },
+	}
+	sweepFlags := o.command().Flags()
+	for _, name := range doctorFlags {
+		c.Flags().AddFlag(sweepFlags.Lookup(name))
+	}
+	c.Flags().StringVar(&o.configFrom, "config-from", configFromAuto, "outside a pod: judge as nsman's CronJob in the cluster sweeps, taking its namespace, its ServiceAccount and those of its flags not given here: auto (the one labelled "+installedSelector+", if any), NAMESPACE/NAME, or none")
+	return c
+}
+
+func (o *sweepOptions) doctor(c *cobra.Command) error {
+	flags := c.Flags()
+	if _, err := o.config(flags); err != nil {
+		return usageError{err}
+	}
+	if _, err := webhook.ParseAllowList(o.webhookAllow); err != nil {
+		return usageError{fmt.Errorf("--webhook-allow: %w", err)}
+	}
+	clients, err := o.kube.clients()
+	if err != nil {
+		return err
+	}
+	if _, err := clients.Kube.Discovery().ServerVersion(); err != nil {
+		return usageError{fmt.Errorf("the cluster cannot be reached: %w", err)}
+	}
+	opts := doctor.Options{Version: version}
+	if own := ownNamespace(); own != "" {
+		if o.configFrom != configFromAuto && o.configFrom != configFromNone {
+			return usageError{fmt.Errorf("--config-from applies outside a pod only (no $POD_NAMESPACE)")}
+		}
+		opts.Namespaces.Own, opts.Namespaces.From = own, "its pod"
+	} else if err := o.judgeAsInstalled(c.Context(), clients.Kube, flags, &opts); err != nil {
+		return err
+	}
+	cfg, err := o.config(flags)
+	if err != nil {
+		return usageError{err}
+	}
+	opts.Namespaces.Trusted, opts.Namespaces.Protected = cfg.TrustedNamespaces, cfg.ProtectedNamespaces
+	if opts.Allow, err = webhook.ParseAllowList(o.webhookAllow); err != nil {
+		return usageError{fmt.Errorf("--webhook-allow: %w", err)}
+	}
+	report := doctor.Run(c.Context(), clients.Kube, clients.Dynamic, opts)
+	if o.output == "json" {
+		enc := json.NewEncoder(c.OutOrStdout())
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(report); err != nil {
+			return err
+		}
+	} else if err := writeDoctor(c.OutOrStdout(), report); err != nil {
+		return err
+	}
+	if failed := countFailed(report); failed > 0 {
+		return fmt.Errorf("%d check(s) failed", failed)
+	}
+	return nil
+}
+
+// judgeAsInstalled fills opts with what nsman's CronJob, as --config-from
+// finds it, tells: its namespace and its ServiceAccount; its flags become
+// the defaults of those not given.
+func (o *sweepOptions) judgeAsInstalled(ctx context.Context, kube kubernetes.Interface, flags *pflag.FlagSet, opts *doctor.Options) error {
+	explicit := o.configFrom != configFromAuto && o.configFrom != configFromNone
+	inst, err := findInstallation(ctx, kube, o.configFrom)
+	switch {
+	case err != nil && explicit:
+		return usageError{err}
+	case err != nil:
+		opts.Namespaces.Problem = err.Error()
+		return nil
+	case inst == nil:
+		return nil
+	}
+	if _, err := o.adopt(flags, inst); err != nil {
+		return usageError{err}
+	}
+	opts.Namespaces.Own, opts.Namespaces.From = inst.namespace, inst.String()
+	opts.ServiceAccount = inst.namespace + "/" + inst.serviceAccount
+	return nil
+}
+
+func countFailed(r doctor.Report) int {
+	n := 0
+	for _, ch := range r.Checks {
+		if ch.Status == doctor.Failed {
+			n++
+		}
+	}
+	return n
+}
+
+// writeDoctor prints a doctor report: a line per check, its details and
+// its fix below it.
+func writeDoctor(w io.Writer, r doctor.Report) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHECK\tSTATUS\tFINDING")
+	for _, ch := range r.Checks {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", ch.Name, strings.ToUpper(string(ch.Status)), ch.Message)
+		for _, d := range ch.Details {
+			fmt.Fprintf(tw, "\t\t  %s\n", d)
+		}
+		if ch.Fix != "" {
+			fmt.Fprintf(tw, "\t\t  fix: %s\n", ch.Fix)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	verdict := "all is well"
+	if n := countFailed(r); n > 0 {
+		verdict = fmt.Sprintf("%d check(s) failed", n)
+	}
+	_, err := fmt.Fprintln(w, "\n"+verdict)
+	return err
+}

@@ -1,0 +1,326 @@
+// Package doctor checks a cluster as a sweep would see it: the API
+// server's version, the NamespaceManager CRD, the permissions a sweep uses,
+// the namespaces nsman trusts and protects, and the webhook address
+// policy. Each check says what is wrong and how to fix it; nothing is
+// written but access reviews.
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nsman/nsman/deploy"
+	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/webhook"
+)
+
+// Status is a check's verdict.
+type Status string
+
+const (
+	// OK: nothing to do.
+	OK Status = "ok"
+	// Warning: a sweep works, but something may not be what was meant, or
+	// could not be told.
+	Warning Status = "warning"
+	// Failed: a sweep fails, or does less than its managers ask.
+	Failed Status = "failed"
+)
+
+// Check is one thing looked at, with what was found.
+type Check struct {
+	// Name is the check's stable name: apiServer, crd, permissions,
+	// namespaces or webhooks.
+	Name    string `json:"name"`
+	Status  Status `json:"status"`
+	Message string `json:"message"`
+	// Details are the particulars, a line each (never null).
+	Details []string `json:"details"`
+	// Fix says what to do, when Status is not OK.
+	Fix string `json:"fix,omitempty"`
+}
+
+// Report is every check, in order.
+type Report struct {
+	OK     bool    `json:"ok"`
+	Checks []Check `json:"checks"`
+}
+
+// Options are what the checks judge against.
+type Options struct {
+	// Version is this nsman's, as messages name it.
+	Version string
+	// ServiceAccount, as "namespace/name", is whose permissions are
+	// checked (a SubjectAccessReview each); empty: the caller's own
+	// (SelfSubjectAccessReview).
+	ServiceAccount string
+	Namespaces     Namespaces
+	// Allow is --webhook-allow (nil: none).
+	Allow *webhook.AllowList
+}
+
+// Namespaces are the namespace nsman runs in and what follows from it.
+type Namespaces struct {
+	// Own is the namespace nsman runs in; From says how it was learnt
+	// ("its pod", "CronJob NS/NAME"). Own is empty when neither told it.
+	Own, From string
+	// Trusted and Protected are a sweep's, as its flags and Own make them.
+	Trusted, Protected []string
+	// Problem, if any, is why the installed CronJob was not found.
+	Problem string
+}
+
+// Run makes every check.
+func Run(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, opts Options) Report {
+	checks := []Check{
+		apiServer(kube),
+		crd(ctx, kube, dyn, opts.Version),
+		permissions(ctx, kube, opts.ServiceAccount),
+		namespaces(opts.Namespaces),
+		webhooks(opts.Allow),
+	}
+	r := Report{OK: true, Checks: checks}
+	for i := range r.Checks {
+		if r.Checks[i].Details == nil {
+			r.Checks[i].Details = []string{}
+		}
+		r.OK = r.OK && r.Checks[i].Status != Failed
+	}
+	return r
+}
+
+func apiServer(kube kubernetes.Interface) Check {
+	c := Check{Name: "apiServer"}
+	info, err := kube.Discovery().ServerVersion()
+	if err != nil {
+		c.Status, c.Message = Failed, "the API server's version could not be read: "+err.Error()
+		return c
+	}
+	have, err := version.ParseGeneric(info.GitVersion)
+	if err != nil {
+		c.Status, c.Message = Warning, fmt.Sprintf("the API server's version %q cannot be read as a version; nsman needs Kubernetes %s or later", info.GitVersion, deploy.MinKubernetes)
+		return c
+	}
+	if !have.AtLeast(version.MustParseGeneric(deploy.MinKubernetes)) {
+		c.Status, c.Message = Failed, fmt.Sprintf("Kubernetes %s: nsman needs %s or later", info.GitVersion, deploy.MinKubernetes)
+		c.Fix = "upgrade the cluster: nsman's CRD and admission policy are refused before " + deploy.MinKubernetes
+		return c
+	}
+	c.Status, c.Message = OK, fmt.Sprintf("Kubernetes %s (nsman needs %s or later)", info.GitVersion, deploy.MinKubernetes)
+	return c
+}
+
+var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// crdName is the NamespaceManager CRD's name, the original's and nsman's.
+const crdName = policy.Resource + "." + policy.Group
+
+// crdFix says how to install or upgrade nsman's CRD.
+const crdFix = "install nsman's CRD: helm upgrade --install (docs/helm.md; the chart upgrades its CRD), or kubectl apply --server-side -k deploy/ (docs/kustomize.md)"
+
+func crd(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, own string) Check {
+	c := Check{Name: "crd"}
+	obj, err := dyn.Resource(crdResource).Get(ctx, crdName, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		c.Status, c.Message, c.Fix = Failed, "the CRD "+crdName+" is not installed: a sweep has no managers to read", crdFix
+		return c
+	case apierrors.IsForbidden(err):
+		return crdByDiscovery(kube)
+	case err != nil:
+		c.Status, c.Message = Failed, "the CRD "+crdName+" could not be read: "+err.Error()
+		return c
+	}
+	var want map[string]any
+	if err := yaml.Unmarshal(deploy.CRD, &want); err != nil {
+		panic("deploy.CRD: " + err.Error()) // embedded at build time, and tested
+	}
+	wantSchema, _ := servedVersion(want)
+	haveSchema, hasStatus := servedVersion(obj.Object)
+	if haveSchema == nil {
+		c.Status, c.Message, c.Fix = Failed, "the CRD "+crdName+" does not serve "+policy.Version+" with a schema", crdFix
+		return c
+	}
+	gap, unknown := compareSchemas(wantSchema, haveSchema)
+	if !hasStatus {
+		// Under the original CRD nsman keeps its status in an annotation.
+		gap.pruned = slices.DeleteFunc(gap.pruned, func(p string) bool { return p == "status" })
+		c.Status = Failed
+		c.Message = "the original operator's CRD (no status subresource): a sweep works under it, keeping its status in the annotation " + sweep.StatusAnnotation + ", but the API server prunes or refuses what nsman adds"
+		c.Details = gap.lines()
+		c.Fix = "replace it with nsman's CRD, which keeps every manager: docs/migrating.md"
+		return c
+	}
+	switch {
+	case !gap.empty():
+		c.Status = Failed
+		c.Message = "nsman's CRD, older than this nsman (" + own + "): the API server prunes or refuses what it lacks"
+		c.Details = gap.lines()
+		c.Fix = "upgrade it: helm upgrade (the chart upgrades its CRD), or kubectl apply --server-side -f deploy/base/crd.yaml of this release"
+	case len(unknown) > 0:
+		c.Status = Warning
+		c.Message = "nsman's CRD, newer than this nsman (" + own + "): it declares fields this nsman does not know"
+		for _, p := range unknown {
+			c.Details = append(c.Details, p+": unknown to this nsman")
+		}
+		c.Fix = "use the nsman release that installed the CRD, so that a dry run reads managers as the CronJob does"
+	default:
+		c.Status, c.Message = OK, "nsman's CRD, as this nsman ("+own+") knows it"
+	}
+	return c
+}
+
+// crdByDiscovery tells nsman's CRD from the original by discovery alone,
+// for a caller who may not read CRDs.
+func crdByDiscovery(kube kubernetes.Interface) Check {
+	c := Check{Name: "crd"}
+	resources, err := kube.Discovery().ServerResourcesForGroupVersion(sweep.ManagerResource.GroupVersion().String())
+	has := func(name string) bool {
+		return resources != nil && slices.ContainsFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Name == name })
+	}
+	switch {
+	case err != nil && !apierrors.IsNotFound(err):
+		c.Status, c.Message = Failed, "NamespaceManagers could not be discovered: "+err.Error()
+	case !has(policy.Resource):
+		c.Status, c.Message, c.Fix = Failed, "the CRD "+crdName+" is not installed: a sweep has no managers to read", crdFix
+	case !has(policy.Resource + "/status"):
+		c.Status = Failed
+		c.Message = "the original operator's CRD (no status subresource): the API server prunes what nsman adds"
+		c.Fix = "replace it with nsman's CRD, which keeps every manager: docs/migrating.md"
+	default:
+		c.Status = Warning
+		c.Message = "nsman's CRD; whether it is older than this nsman is not known: you may not get customresourcedefinitions"
+		c.Fix = "run nsman doctor as someone who may read CRDs"
+	}
+	return c
+}
+
+// servedVersion returns the schema of the CRD's served policy.Version and
+// whether it has a status subresource.
+func servedVersion(crd map[string]any) (map[string]any, bool) {
+	spec, _ := crd["spec"].(map[string]any)
+	versions, _ := spec["versions"].([]any)
+	for _, v := range versions {
+		v, _ := v.(map[string]any)
+		if v["name"] != policy.Version || v["served"] != true {
+			continue
+		}
+		sub, _ := v["subresources"].(map[string]any)
+		_, status := sub["status"]
+		s, _ := v["schema"].(map[string]any)
+		root, _ := s["openAPIV3Schema"].(map[string]any)
+		return root, status
+	}
+	return nil, false
+}
+
+// serviceAccountGroups are the groups every ServiceAccount's token carries.
+func serviceAccountGroups(namespace string) []string {
+	return []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"}
+}
+
+func permissions(ctx context.Context, kube kubernetes.Interface, serviceAccount string) Check {
+	c := Check{Name: "permissions"}
+	who := "you"
+	review := func(p sweep.Permission) (bool, error) {
+		attrs := &authorizationv1.ResourceAttributes{Verb: p.Verb, Group: p.Group, Resource: p.Resource, Subresource: p.Subresource}
+		r, err := kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: attrs},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return false, err
+		}
+		return r.Status.Allowed, nil
+	}
+	if ns, name, ok := strings.Cut(serviceAccount, "/"); ok {
+		who = "ServiceAccount " + serviceAccount
+		user := "system:serviceaccount:" + ns + ":" + name
+		self := review
+		review = func(p sweep.Permission) (bool, error) {
+			attrs := &authorizationv1.ResourceAttributes{Verb: p.Verb, Group: p.Group, Resource: p.Resource, Subresource: p.Subresource}
+			r, err := kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+				Spec: authorizationv1.SubjectAccessReviewSpec{ResourceAttributes: attrs, User: user, Groups: serviceAccountGroups(ns)},
+			}, metav1.CreateOptions{})
+			if err != nil {
+				return false, err
+			}
+			return r.Status.Allowed, nil
+		}
+		// One may not be allowed to ask about others: then ask about oneself.
+		if _, err := review(sweep.Permissions[0]); apierrors.IsForbidden(err) {
+			c.Details = append(c.Details, "you may not create subjectaccessreviews: these are your own permissions, not "+who+"'s")
+			who, review = "you", self
+		}
+	}
+	var missing []string
+	for _, p := range sweep.Permissions {
+		allowed, err := review(p)
+		if err != nil {
+			c.Status, c.Message = Failed, "the permissions of "+who+" could not be reviewed: "+err.Error()
+			return c
+		}
+		if !allowed {
+			missing = append(missing, p.String()+" ("+p.Why+")")
+		}
+	}
+	if len(missing) > 0 {
+		c.Status = Failed
+		c.Message = fmt.Sprintf("%s may not do %d of the %d things a sweep does", who, len(missing), len(sweep.Permissions))
+		c.Details = append(c.Details, missing...)
+		c.Fix = "grant them, cluster-wide: nsman's ClusterRole (deploy/base/rbac.yaml, or the chart's) holds exactly these"
+		return c
+	}
+	c.Status, c.Message = OK, fmt.Sprintf("%s may do all %d things a sweep does", who, len(sweep.Permissions))
+	if len(c.Details) > 0 {
+		c.Status = Warning
+		c.Fix = "run nsman doctor as someone who may create subjectaccessreviews, or as the ServiceAccount"
+	}
+	return c
+}
+
+func namespaces(n Namespaces) Check {
+	c := Check{Name: "namespaces", Status: OK}
+	if n.Own == "" {
+		c.Status = Warning
+		c.Message = "the namespace nsman runs in is not known: this is no pod, and no installed nsman CronJob was found"
+		if n.Problem != "" {
+			c.Message += " (" + n.Problem + ")"
+		}
+		c.Fix = "install nsman (docs/helm.md), or name its CronJob with --config-from NAMESPACE/NAME"
+	} else {
+		c.Message = "nsman runs in " + n.Own + " (" + n.From + "), which is protected"
+		if slices.Contains(n.Trusted, n.Own) {
+			c.Message += " and trusted"
+		}
+	}
+	c.Details = []string{
+		"trusted (may target other namespaces, may hold rules): " + strings.Join(n.Trusted, ", "),
+		"protected (never acted on): " + strings.Join(n.Protected, ", "),
+	}
+	return c
+}
+
+func webhooks(allow *webhook.AllowList) Check {
+	platform, tenant := allow.Policy()
+	return Check{
+		Name:    "webhooks",
+		Status:  OK,
+		Message: "where WEBHOOK actions and notifications may go",
+		Details: []string{
+			"trusted managers, rules and notifications: " + platform,
+			"tenants' managers: " + tenant,
+		},
+	}
+}

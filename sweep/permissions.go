@@ -1,0 +1,46 @@
+package sweep
+
+import "github.com/nsman/nsman/policy"
+
+// Permission is one verb on one resource that a sweep uses, cluster-wide.
+type Permission struct {
+	Verb        string `json:"verb"`
+	Group       string `json:"group"`
+	Resource    string `json:"resource"`
+	Subresource string `json:"subresource,omitempty"`
+	// Why a sweep needs it, in a few words.
+	Why string `json:"why"`
+}
+
+// String is the permission as kubectl auth can-i takes it: "patch
+// namespacemanagers.k8s.consol.de/status".
+func (p Permission) String() string {
+	s := p.Verb + " " + p.Resource
+	if p.Group != "" {
+		s += "." + p.Group
+	}
+	if p.Subresource != "" {
+		s += "/" + p.Subresource
+	}
+	return s
+}
+
+// Permissions is every permission a sweep uses, and so what deploy/base's
+// and the chart's ClusterRole grant (the RBAC integration test proves both
+// ways).
+var Permissions = []Permission{
+	{Verb: "list", Group: policy.Group, Resource: "namespacemanagers", Why: "list the managers"},
+	{Verb: "patch", Group: policy.Group, Resource: "namespacemanagers", Why: "set spec.deactivated; under the original CRD, claims and status"},
+	{Verb: "patch", Group: policy.Group, Resource: "namespacemanagers", Subresource: "status", Why: "claims and outcomes under nsman's CRD"},
+	{Verb: "list", Resource: "namespaces", Why: "find the targets"},
+	{Verb: "patch", Resource: "namespaces", Why: "a rule's record of a namespace"},
+	{Verb: "delete", Resource: "namespaces", Why: "DELETE"},
+	{Verb: "list", Resource: "pods", Why: "PODS_SUCCEED and PODS_FAILED"},
+	{Verb: "list", Resource: "services", Why: "a tenant's WEBHOOK to a Service of its own namespace"},
+	{Verb: "list", Group: "batch", Resource: "jobs", Why: "PODS_SUCCEED and PODS_FAILED: Jobs that hold the check"},
+	{Verb: "create", Group: "events.k8s.io", Resource: "events", Why: "Events on managers"},
+	{Verb: "list", Group: "apps", Resource: "deployments", Why: "SCALE_DOWN and restore"},
+	{Verb: "patch", Group: "apps", Resource: "deployments", Why: "SCALE_DOWN and restore"},
+	{Verb: "list", Group: "apps", Resource: "statefulsets", Why: "SCALE_DOWN and restore"},
+	{Verb: "patch", Group: "apps", Resource: "statefulsets", Why: "SCALE_DOWN and restore"},
+}

@@ -1,0 +1,228 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nsman/nsman/cmd"
+	"github.com/nsman/nsman/doctor"
+	"github.com/nsman/nsman/test/cluster"
+	"github.com/nsman/nsman/test/fixtures/original"
+	"github.com/nsman/nsman/test/nsmantest"
+)
+
+// doctorRun is one nsman doctor -o json.
+type doctorRun struct {
+	code   int
+	report doctor.Report
+	stderr string
+}
+
+func (r doctorRun) check(t *testing.T, name string) doctor.Check {
+	t.Helper()
+	for _, c := range r.report.Checks {
+		if c.Name == name {
+			return c
+		}
+	}
+	t.Fatalf("no check %q in %+v", name, r.report)
+	return doctor.Check{}
+}
+
+// want checks that the check name has status and that its message and
+// its details together hold every one of words.
+func (r doctorRun) want(t *testing.T, name string, status doctor.Status, words ...string) {
+	t.Helper()
+	c := r.check(t, name)
+	all := c.Message + "\n" + strings.Join(c.Details, "\n")
+	if c.Status != status {
+		t.Errorf("check %s: %s (%s), want %s", name, c.Status, all, status)
+	}
+	for _, w := range words {
+		if !strings.Contains(all, w) {
+			t.Errorf("check %s says %q, want it to say %q", name, all, w)
+		}
+	}
+	if status != doctor.OK && c.Fix == "" {
+		t.Errorf("check %s: %s without a fix", name, status)
+	}
+}
+
+func runDoctor(t *testing.T, kubeconfig string, args ...string) doctorRun {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	all := append([]string{"doctor", "-o", "json", "--kubeconfig", kubeconfig}, args...)
+	r := doctorRun{code: cmd.Execute(t.Context(), all, &stdout, &stderr), stderr: stderr.String()}
+	if err := json.Unmarshal(stdout.Bytes(), &r.report); err != nil {
+		t.Fatalf("nsman %v: exit %d, not JSON (%v):\n%s\nstderr: %s", all, r.code, err, stdout.String(), r.stderr)
+	}
+	if r.report.OK != (r.code == cmd.ExitOK) {
+		t.Errorf("nsman %v: exit %d but ok %v", all, r.code, r.report.OK)
+	}
+	return r
+}
+
+// TestDoctorSaysWhatToFix runs nsman doctor on a control plane of its own
+// through what a new install goes through: no CRD, the original
+// operator's CRD, an nsman CRD older than the binary, a ServiceAccount
+// missing a permission (as that ServiceAccount in its pod, and from a
+// laptop, where it finds the CronJob), and then all well.
+func TestDoctorSaysWhatToFix(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	c, err := cluster.Start(ctx, cluster.Options{Tier: cluster.APITier})
+	if err != nil {
+		t.Fatalf("start a control plane: %v", err)
+	}
+	t.Cleanup(c.Stop)
+	env, err := nsmantest.NewEnv(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("POD_NAMESPACE", "")
+	admin := c.Kubeconfig
+
+	// No CRD, no install: the CRD fails, the namespace is not known.
+	r := runDoctor(t, admin)
+	if r.code != cmd.ExitFailed {
+		t.Errorf("no CRD: exit %d, want %d (%s)", r.code, cmd.ExitFailed, r.stderr)
+	}
+	r.want(t, "crd", doctor.Failed, "not installed")
+	r.want(t, "apiServer", doctor.OK, "nsman needs 1.30 or later")
+	r.want(t, "namespaces", doctor.Warning, "not known", "protected (never acted on): kube-system, kube-public, kube-node-lease, default, namespace-manager")
+	r.want(t, "webhooks", doctor.OK, "tenants' managers: public addresses and Services of their own namespace")
+	r.want(t, "permissions", doctor.OK, "you may do all 14 things a sweep does")
+
+	// The original operator's CRD: what it cannot hold, named.
+	env.Apply(t, original.Read(t, original.CRDFile))
+	r = runDoctor(t, admin)
+	r.want(t, "crd", doctor.Failed, "original operator's CRD",
+		"spec.policies[].condition.params.minChecks: pruned (minChecks)",
+		"spec.policies[].final: pruned (stages)",
+		"spec.policies[].condition.type: PODS_FAILED refused (the PODS_FAILED condition)",
+		"spec.enforce: pruned", "spec.namePatterns: pruned (rules)")
+	if c := r.check(t, "crd"); slices.ContainsFunc(c.Details, func(d string) bool { return strings.HasPrefix(d, "status") }) {
+		t.Errorf("original CRD: details %q name status, which nsman keeps in an annotation there", c.Details)
+	}
+
+	// An nsman CRD of an older release: without final and PODS_FAILED.
+	current := nsmantest.CRD(t)
+	stale := bytes.Replace(current, []byte("enum: [TTL, PODS_SUCCEED, PODS_FAILED]"), []byte("enum: [TTL, PODS_SUCCEED]"), 1)
+	stale = dropProperty(t, stale, "final:")
+	env.Apply(t, stale)
+	r = runDoctor(t, admin)
+	r.want(t, "crd", doctor.Failed, "older than this nsman", "spec.policies[].final: pruned (stages)", "PODS_FAILED refused")
+	if c := r.check(t, "crd"); len(c.Details) != 2 {
+		t.Errorf("stale CRD: details %q, want exactly the two things it lacks", c.Details)
+	}
+
+	// nsman's CRD, and an install whose ClusterRole lacks patch on
+	// workloads: as its ServiceAccount in its pod, then from a laptop.
+	env.Apply(t, current)
+	rbac, err := os.ReadFile(filepath.Join(nsmantest.RepoRoot(), "deploy", "base", "rbac.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rbac = bytes.ReplaceAll(rbac, []byte("namespace-manager"), []byte(installNamespace))
+	narrow := bytes.Replace(rbac, []byte("resources: [deployments, statefulsets]\n    verbs: [list, patch]"), []byte("resources: [deployments, statefulsets]\n    verbs: [list]"), 1)
+	if bytes.Equal(narrow, rbac) {
+		t.Fatal("deploy/base/rbac.yaml: the workloads rule is not where the test looks for it")
+	}
+	env.Apply(t, []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "+installNamespace+"\n"))
+	env.Apply(t, narrow)
+	saCfg, err := c.ServiceAccountConfig(ctx, installNamespace, nsmantest.ServiceAccountName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saKubeconfig := filepath.Join(t.TempDir(), "sa.kubeconfig")
+	if err := cluster.WriteKubeconfig(saKubeconfig, saCfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("POD_NAMESPACE", installNamespace)
+	r = runDoctor(t, saKubeconfig)
+	r.want(t, "permissions", doctor.Failed, "you may not do 2 of the 14", "patch deployments.apps (SCALE_DOWN and restore)", "patch statefulsets.apps")
+	r.want(t, "namespaces", doctor.OK, "nsman runs in "+installNamespace+" (its pod)")
+	// Its ServiceAccount may not read CRDs: discovery tells nsman's.
+	r.want(t, "crd", doctor.Warning, "nsman's CRD", "may not get customresourcedefinitions")
+	t.Setenv("POD_NAMESPACE", "")
+
+	cronJob := `apiVersion: batch/v1
+kind: CronJob
+metadata:
+  name: nsman
+  namespace: ` + installNamespace + `
+  labels: {app.kubernetes.io/name: nsman}
+spec:
+  schedule: "*/5 * * * *"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          serviceAccountName: nsman
+          restartPolicy: Never
+          containers:
+            - name: nsman
+              image: ghcr.io/nsman/nsman:0.1.0
+              args: [sweep, --trusted-namespaces=platform, --webhook-allow=hooks.example.com]
+`
+	env.Apply(t, []byte(cronJob))
+	r = runDoctor(t, admin)
+	r.want(t, "permissions", doctor.Failed, "ServiceAccount "+installNamespace+"/nsman may not do 2 of the 14", "patch deployments.apps")
+	r.want(t, "namespaces", doctor.OK, "nsman runs in "+installNamespace+" (CronJob "+installNamespace+"/nsman)", "trusted (may target other namespaces, may hold rules): platform\n")
+	r.want(t, "webhooks", doctor.OK, "receivers --webhook-allow admits: hooks.example.com")
+	r.want(t, "crd", doctor.OK, "as this nsman")
+	// A flag given here wins over the CronJob's.
+	r = runDoctor(t, admin, "--trusted-namespaces", "ops")
+	r.want(t, "namespaces", doctor.OK, "may hold rules): ops\n")
+
+	// All well.
+	env.Apply(t, rbac)
+	r = runDoctor(t, admin)
+	if r.code != cmd.ExitOK {
+		t.Errorf("all well: exit %d (%s), report %+v", r.code, r.stderr, r.report)
+	}
+	r.want(t, "permissions", doctor.OK, "ServiceAccount "+installNamespace+"/nsman may do all 14")
+
+	// The text report: a line per check, the verdict last.
+	var stdout, stderr bytes.Buffer
+	code := cmd.Execute(t.Context(), []string{"doctor", "--kubeconfig", admin}, &stdout, &stderr)
+	t.Logf("%s", stdout.String())
+	if code != cmd.ExitOK || !strings.HasSuffix(stdout.String(), "\nall is well\n") {
+		t.Errorf("text report: exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+}
+
+// dropProperty removes from a CRD manifest the property whose line (after
+// indentation) is key, and every line indented below it.
+func dropProperty(t *testing.T, manifest []byte, key string) []byte {
+	t.Helper()
+	lines := strings.Split(string(manifest), "\n")
+	var out []string
+	indent := -1
+	for _, l := range lines {
+		trimmed := strings.TrimLeft(l, " ")
+		depth := len(l) - len(trimmed)
+		switch {
+		case indent >= 0 && (depth > indent || trimmed == ""):
+			continue
+		case indent >= 0:
+			indent = -1
+		}
+		if trimmed == key {
+			indent = depth
+			continue
+		}
+		out = append(out, l)
+	}
+	if len(out) == len(lines) {
+		t.Fatalf("no property %q in the manifest", key)
+	}
+	return []byte(strings.Join(out, "\n"))
+}
