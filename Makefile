@@ -149,7 +149,7 @@ helm-lint: $(HELM) ## helm lint --strict and helm template of deploy/helm/nsman,
 	for values in '' $(CHART)/ci/*.yaml; do \
 		echo "helm lint --strict / helm template $(CHART)$${values:+ -f $$values}"; \
 		$(HELM) lint --strict --quiet $(CHART) $${values:+-f $$values}; \
-		$(HELM) template nsman $(CHART) --namespace namespace-manager --include-crds $${values:+-f $$values} >/dev/null; \
+		$(HELM) template nsman $(CHART) --namespace namespace-manager $${values:+-f $$values} >/dev/null; \
 	done
 
 # The same build as test/tools/build.sh's, which the tests use.
@@ -167,7 +167,7 @@ cluster-down: ## Stop the control plane that cluster-up started
 	@bin/nsman-cluster -dir .cluster down
 
 .PHONY: demo
-demo: build control-plane ## Start a control plane, install the CRD and RBAC, apply examples/, show the dry-run plan, sweep for real, play stages, a tenant's webhook, a rule and a laptop dry run as the CronJob sees, tear down
+demo: build control-plane ## Start a control plane, install the CRD and RBAC, apply examples/, show the dry-run plan, sweep for real, play stages, a tenant's webhook, a rule, a laptop dry run as the CronJob sees and nsman doctor, tear down
 	scripts/demo.sh
 
 .PHONY: clean

@@ -174,4 +174,7 @@ sed -e 's/^spec:$/spec:\n  suspend: true/' \
 bin/nsman sweep --dry-run -n namespace-manager
 echo "the same dry run with this command's flags alone:"
 nsman sweep --dry-run -n namespace-manager --config-from none
+
+step "nsman doctor: the cluster as that CronJob sees it: the CRD, its ServiceAccount's permissions, its namespaces, the webhook policy"
+bin/nsman doctor
 kubectl -n namespace-manager delete cronjob nsman

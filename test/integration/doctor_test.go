@@ -114,9 +114,7 @@ func TestDoctorSaysWhatToFix(t *testing.T) {
 
 	// An nsman CRD of an older release: without final and PODS_FAILED.
 	current := nsmantest.CRD(t)
-	stale := bytes.Replace(current, []byte("enum: [TTL, PODS_SUCCEED, PODS_FAILED]"), []byte("enum: [TTL, PODS_SUCCEED]"), 1)
-	stale = dropProperty(t, stale, "final:")
-	env.Apply(t, stale)
+	env.Apply(t, staleCRD(t))
 	r = runDoctor(t, admin)
 	r.want(t, "crd", doctor.Failed, "older than this nsman", "spec.policies[].final: pruned (stages)", "PODS_FAILED refused")
 	if c := r.check(t, "crd"); len(c.Details) != 2 {
@@ -197,6 +195,18 @@ spec:
 	if code != cmd.ExitOK || !strings.HasSuffix(stdout.String(), "\nall is well\n") {
 		t.Errorf("text report: exit %d\n%s%s", code, stdout.String(), stderr.String())
 	}
+}
+
+// staleCRD is nsman's CRD as an older release had it: without stages
+// (policies[].final) and the PODS_FAILED condition.
+func staleCRD(t *testing.T) []byte {
+	t.Helper()
+	current := nsmantest.CRD(t)
+	stale := bytes.Replace(current, []byte("enum: [TTL, PODS_SUCCEED, PODS_FAILED]"), []byte("enum: [TTL, PODS_SUCCEED]"), 1)
+	if bytes.Equal(stale, current) {
+		t.Fatal("deploy/base/crd.yaml: no condition type enum where the test looks for it")
+	}
+	return dropProperty(t, stale, "final:")
 }
 
 // dropProperty removes from a CRD manifest the property whose line (after

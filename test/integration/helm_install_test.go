@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -40,7 +38,7 @@ var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Ver
 // TestHelmInstallSweepsAsTheChartsServiceAccount installs the chart with
 // helm install, its defaults and --create-namespace, on a control plane of
 // its own that has nothing of nsman yet, then checks what a user would
-// rely on: the CRD from crds/ is served; the CronJob's pod passes Pod
+// rely on: the chart's CRD is served; the CronJob's pod passes Pod
 // Security "restricted" in the release namespace; a sweep with the
 // CronJob's arguments, as the chart's ServiceAccount, deletes, scales
 // down, calls a webhook and acts by a rule, using exactly what the chart's
@@ -69,22 +67,23 @@ func TestHelmInstallSweepsAsTheChartsServiceAccount(t *testing.T) {
 
 	helm("install", chartRelease, chartDir, "--namespace", installNamespace, "--create-namespace")
 
-	// What the release holds: the chart's objects, not the CRD, which Helm
-	// installs from crds/ and never touches again.
+	// What the release holds: the chart's objects, the CRD among them,
+	// which helm upgrade then keeps at the chart's schema
+	// (TestHelmUpgradesTheCRD) and helm uninstall keeps.
 	manifest, err := nsmantest.Decode([]byte(helm("get", "manifest", chartRelease, "--namespace", installNamespace)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"ClusterRole /nsman", "ClusterRoleBinding /nsman", "CronJob nsman/nsman", "ServiceAccount nsman/nsman", "ValidatingAdmissionPolicy /nsman", "ValidatingAdmissionPolicyBinding /nsman"}
+	want := []string{"ClusterRole /nsman", "ClusterRoleBinding /nsman", "CronJob nsman/nsman", "CustomResourceDefinition /namespacemanagers.k8s.consol.de", "ServiceAccount nsman/nsman", "ValidatingAdmissionPolicy /nsman", "ValidatingAdmissionPolicyBinding /nsman"}
 	if got := identities(manifest); !slices.Equal(got, want) {
 		t.Errorf("the release holds %q, want %q", got, want)
 	}
 	crd, err := dyn.Resource(crdResource).Get(ctx, "namespacemanagers.k8s.consol.de", metav1.GetOptions{})
 	if err != nil {
-		t.Fatalf("the CRD from crds/ is not installed: %v", err)
+		t.Fatalf("the chart's CRD is not installed: %v", err)
 	}
-	if _, managed := crd.GetLabels()["app.kubernetes.io/managed-by"]; managed {
-		t.Errorf("CRD labels %v: want those of crds/, untouched by the templates", crd.GetLabels())
+	if crd.GetLabels()["app.kubernetes.io/managed-by"] != "Helm" || crd.GetAnnotations()[keepPolicy] != "keep" {
+		t.Errorf("CRD labels %v, annotations %v: want Helm's, kept on uninstall", crd.GetLabels(), crd.GetAnnotations())
 	}
 
 	// The CronJob as installed passes Pod Security "restricted" where it
@@ -217,43 +216,6 @@ func TestHelmInstallSweepsAsTheChartsServiceAccount(t *testing.T) {
 		t.Errorf("the installed ClusterRole grants %q, deploy/base/rbac.yaml %q", slices.Sorted(maps.Keys(granted)), slices.Sorted(maps.Keys(base)))
 	}
 	wantGrantedUsed(t, granted, after[len(before):])
-
-	// helm upgrade leaves the CRD alone; docs/helm.md's way to change it
-	// works on the CRD that helm install created, whose fields Helm owns.
-	objs, err := nsmantest.Decode(chartFile(t, "crds/namespacemanagers.k8s.consol.de.yaml"))
-	if err != nil || len(objs) != 1 {
-		t.Fatalf("the chart's CRD: %v", err)
-	}
-	const changed = "a description a later chart changed"
-	versions, _, _ := unstructured.NestedSlice(objs[0].Object, "spec", "versions")
-	if err := unstructured.SetNestedField(versions[0].(map[string]any), changed, "schema", "openAPIV3Schema", "description"); err != nil {
-		t.Fatal(err)
-	}
-	if err := unstructured.SetNestedSlice(objs[0].Object, versions, "spec", "versions"); err != nil {
-		t.Fatal(err)
-	}
-	data, err := json.Marshal(objs[0].Object)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(t.TempDir(), "crds")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "crd.json"), data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.CommandContext(ctx, nsmantest.Kubectl(t), "apply", "--server-side", "--force-conflicts", "-f", dir, "--kubeconfig", c.Kubeconfig).CombinedOutput(); err != nil {
-		t.Fatalf("kubectl apply --server-side --force-conflicts -f crds/: %v\n%s", err, out)
-	}
-	crd, err = dyn.Resource(crdResource).Get(ctx, "namespacemanagers.k8s.consol.de", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	versions, _, _ = unstructured.NestedSlice(crd.Object, "spec", "versions")
-	if d, _, _ := unstructured.NestedString(versions[0].(map[string]any), "schema", "openAPIV3Schema", "description"); d != changed {
-		t.Errorf("the CRD's description after kubectl apply: %q, want %q", d, changed)
-	}
 
 	// helm upgrade changes the CronJob in place; a typo fails it and
 	// leaves the release as it was.

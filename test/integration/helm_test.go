@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -93,7 +95,7 @@ func helmTemplate(t *testing.T, flags ...string) []*unstructured.Unstructured {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	args := append([]string{"template", chartRelease, chartDir, "--namespace", chartNamespace, "--include-crds"}, flags...)
+	args := append([]string{"template", chartRelease, chartDir, "--namespace", chartNamespace}, flags...)
 	out, err := runHelm(ctx, t, args...)
 	if err != nil {
 		t.Fatal(err)
@@ -187,6 +189,18 @@ func compareWithKustomize(t *testing.T, chart, kustomized []*unstructured.Unstru
 		i := slices.IndexFunc(kustomized, func(k *unstructured.Unstructured) bool { return identity(k) == identity(c) })
 		k, c := kustomized[i], c.DeepCopy()
 		dropAddedLabels(c.Object, k.Object)
+		if c.GetKind() == "CustomResourceDefinition" {
+			// Kept on uninstall (crds.keep), and with it every manager.
+			a := c.GetAnnotations()
+			if a[keepPolicy] != "keep" {
+				t.Errorf("%s: annotations %v, want %s: keep", identity(c), a, keepPolicy)
+			}
+			delete(a, keepPolicy)
+			if len(a) == 0 {
+				a = nil
+			}
+			c.SetAnnotations(a)
+		}
 		if c.GetKind() == "CronJob" {
 			// One image reference: the chart's appVersion, which deploy/
 			// names too (compared with the rest below).
@@ -205,6 +219,9 @@ func compareWithKustomize(t *testing.T, chart, kustomized []*unstructured.Unstru
 		}
 	}
 }
+
+// keepPolicy is the annotation that keeps an object on helm uninstall.
+const keepPolicy = "helm.sh/resource-policy"
 
 // chartLabel reports whether a label key is one of those the chart puts on
 // everything: Kubernetes' recommended labels and Helm's chart label.
@@ -248,19 +265,24 @@ func dropAddedLabels(chart, base any) {
 	}
 }
 
-// TestHelmChartCRDIsDeployBaseCRD: the chart installs deploy/base's CRD,
-// byte for byte, so that the two never drift.
+// TestHelmChartCRDIsDeployBaseCRD: the chart's template renders
+// deploy/base's CRD, kept byte for byte in files/, so that the two never
+// drift (TestHelmChartDefaultsRenderDeployBase compares what it renders);
+// there is no crds/, which Helm would install once and never upgrade.
 func TestHelmChartCRDIsDeployBaseCRD(t *testing.T) {
-	got := chartFile(t, "crds/namespacemanagers.k8s.consol.de.yaml")
+	got := chartFile(t, "files/namespacemanagers.k8s.consol.de.yaml")
 	if want := nsmantest.CRD(t); !bytes.Equal(got, want) {
-		t.Fatalf("%s/crds/namespacemanagers.k8s.consol.de.yaml differs from deploy/base/crd.yaml: copy it again", chartDir)
+		t.Fatalf("%s/files/namespacemanagers.k8s.consol.de.yaml differs from deploy/base/crd.yaml: copy it again", chartDir)
 	}
-	entries, err := os.ReadDir(filepath.Join(nsmantest.RepoRoot(), chartDir, "crds"))
+	entries, err := os.ReadDir(filepath.Join(nsmantest.RepoRoot(), chartDir, "files"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(entries) != 1 {
-		t.Errorf("%s/crds holds %d files, want the CRD alone", chartDir, len(entries))
+		t.Errorf("%s/files holds %d files, want the CRD alone", chartDir, len(entries))
+	}
+	if _, err := os.Stat(filepath.Join(nsmantest.RepoRoot(), chartDir, "crds")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s/crds: %v, want none: Helm never upgrades what it holds", chartDir, err)
 	}
 }
 
@@ -513,6 +535,20 @@ func TestHelmChartValues(t *testing.T) {
 			}
 			if p := r.container(t).ImagePullPolicy; p != "" {
 				t.Errorf("imagePullPolicy %q, want Kubernetes' default", p)
+			}
+		}},
+		{"crds.enabled=false", []string{"--set", "crds.enabled=false"}, func(t *testing.T, r rendered) {
+			if crd := r.find("CustomResourceDefinition"); crd != nil {
+				t.Errorf("CRD %s rendered: crds.enabled=false leaves it alone", crd.GetName())
+			}
+		}},
+		{"crds.keep=false", []string{"--set", "crds.keep=false"}, func(t *testing.T, r rendered) {
+			crd := r.find("CustomResourceDefinition")
+			if crd == nil {
+				t.Fatal("no CRD rendered")
+			}
+			if a, ok := crd.GetAnnotations()[keepPolicy]; ok {
+				t.Errorf("CRD annotated %s: %s: crds.keep=false lets helm uninstall delete it", keepPolicy, a)
 			}
 		}},
 		{"shards=3", []string{"--set", "shards=3"}, func(t *testing.T, r rendered) {
