@@ -73,6 +73,7 @@ func (o *sweepOptions) doctor(c *cobra.Command) error {
 			return usageError{fmt.Errorf("--config-from applies outside a pod only (no $POD_NAMESPACE)")}
 		}
 		opts.Namespaces.Own, opts.Namespaces.From = own, "its pod"
+		opts.InPod = true
 	} else if err := o.judgeAsInstalled(c.Context(), clients.Kube, flags, &opts); err != nil {
 		return err
 	}
@@ -120,6 +121,7 @@ func (o *sweepOptions) judgeAsInstalled(ctx context.Context, kube kubernetes.Int
 	}
 	opts.Namespaces.Own, opts.Namespaces.From = inst.namespace, inst.String()
 	opts.ServiceAccount = inst.namespace + "/" + inst.serviceAccount
+	opts.InstalledImage = inst.image
 	return nil
 }
 

@@ -49,14 +49,16 @@ type installation struct {
 	namespace, name string
 	args            []string
 	serviceAccount  string
+	// image is the nsman container's.
+	image string
 }
 
 func (i *installation) String() string { return "CronJob " + i.namespace + "/" + i.name }
 
-// sweepArgs are the flags of the sweep that container c runs, or false
-// when it runs none: its args (or its command past the binary, then its
-// args) begin with "sweep".
-func sweepArgs(c *batchv1.CronJob) ([]string, bool) {
+// sweepArgs are the flags of the sweep that the container nsman of c
+// runs, and its image, or false when it runs none: its args (or its
+// command past the binary, then its args) begin with "sweep".
+func sweepArgs(c *batchv1.CronJob) ([]string, string, bool) {
 	for _, ct := range c.Spec.JobTemplate.Spec.Template.Spec.Containers {
 		if ct.Name != "nsman" {
 			continue
@@ -66,10 +68,10 @@ func sweepArgs(c *batchv1.CronJob) ([]string, bool) {
 			all = all[1:]
 		}
 		if len(all) > 0 && all[0] == "sweep" {
-			return all[1:], true
+			return all[1:], ct.Image, true
 		}
 	}
-	return nil, false
+	return nil, "", false
 }
 
 // findInstallation returns the CronJob --config-from names: the one nsman
@@ -96,9 +98,9 @@ func findInstallation(ctx context.Context, kube kubernetes.Interface, from strin
 	var found []*installation
 	for i := range list.Items {
 		c := &list.Items[i]
-		if args, ok := sweepArgs(c); ok {
+		if args, image, ok := sweepArgs(c); ok {
 			sa := cmp.Or(c.Spec.JobTemplate.Spec.Template.Spec.ServiceAccountName, "default")
-			found = append(found, &installation{namespace: c.Namespace, name: c.Name, args: args, serviceAccount: sa})
+			found = append(found, &installation{namespace: c.Namespace, name: c.Name, args: args, serviceAccount: sa, image: image})
 		}
 	}
 	if from == configFromAuto && len(found) > 0 {

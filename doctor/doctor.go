@@ -48,7 +48,7 @@ type Check struct {
 	Message string `json:"message"`
 	// Details are the particulars, a line each (never null).
 	Details []string `json:"details"`
-	// Fix says what to do, when Status is not OK.
+	// Fix says what to do, where doctor can tell.
 	Fix string `json:"fix,omitempty"`
 }
 
@@ -64,8 +64,11 @@ type Options struct {
 	Version string
 	// ServiceAccount, as "namespace/name", is whose permissions are
 	// checked (a SubjectAccessReview each); empty: the caller's own
-	// (SelfSubjectAccessReview).
+	// (SelfSubjectAccessReview), which are nsman's only InPod.
 	ServiceAccount string
+	InPod          bool
+	// InstalledImage is the image of the installed CronJob, if found.
+	InstalledImage string
 	Namespaces     Namespaces
 	// Allow is --webhook-allow (nil: none).
 	Allow *webhook.AllowList
@@ -86,8 +89,8 @@ type Namespaces struct {
 func Run(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, opts Options) Report {
 	checks := []Check{
 		apiServer(kube),
-		crd(ctx, kube, dyn, opts.Version),
-		permissions(ctx, kube, opts.ServiceAccount),
+		crd(ctx, kube, dyn, opts.Version, opts.InstalledImage),
+		permissions(ctx, kube, opts.ServiceAccount, opts.InPod),
 		namespaces(opts.Namespaces),
 		webhooks(opts.Allow),
 	}
@@ -127,10 +130,30 @@ var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Ver
 // crdName is the NamespaceManager CRD's name, the original's and nsman's.
 const crdName = policy.Resource + "." + policy.Group
 
-// crdFix says how to install or upgrade nsman's CRD.
-const crdFix = "install nsman's CRD: helm upgrade --install (docs/helm.md; the chart upgrades its CRD), or kubectl apply --server-side -k deploy/ (docs/kustomize.md)"
+// crdFix says how to install nsman's CRD.
+const crdFix = "install nsman (docs/helm.md, whose chart installs and upgrades the CRD; or docs/kustomize.md), or the CRD alone: kubectl apply --server-side -f deploy/base/crd.yaml of this release"
 
-func crd(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, own string) Check {
+func crd(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, own, installed string) Check {
+	c := crdOf(ctx, kube, dyn, own)
+	if tag := imageTag(installed); tag != "" && c.Status != OK && strings.TrimPrefix(tag, "v") != strings.TrimPrefix(own, "v") {
+		// The CRD is judged against this binary's; the CronJob may run another release.
+		c.Details = append(c.Details, "the CronJob runs "+installed+", this is nsman "+own+": judged against "+own+"'s CRD")
+	}
+	return c
+}
+
+// imageTag is the tag of an image reference, or "" when it has none (or
+// a digest).
+func imageTag(image string) string {
+	if strings.Contains(image, "@") {
+		return ""
+	}
+	name := image[strings.LastIndex(image, "/")+1:]
+	_, tag, _ := strings.Cut(name, ":")
+	return tag
+}
+
+func crdOf(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, own string) Check {
 	c := Check{Name: "crd"}
 	obj, err := dyn.Resource(crdResource).Get(ctx, crdName, metav1.GetOptions{})
 	switch {
@@ -157,7 +180,7 @@ func crd(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, 
 	if !hasStatus {
 		// Under the original CRD nsman keeps its status in an annotation.
 		gap.pruned = slices.DeleteFunc(gap.pruned, func(p string) bool { return p == "status" })
-		c.Status = Failed
+		c.Status = Warning
 		c.Message = "the original operator's CRD (no status subresource): a sweep works under it, keeping its status in the annotation " + sweep.StatusAnnotation + ", but the API server prunes or refuses what nsman adds"
 		c.Details = gap.lines()
 		c.Fix = "replace it with nsman's CRD, which keeps every manager: docs/migrating.md"
@@ -168,7 +191,7 @@ func crd(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, 
 		c.Status = Failed
 		c.Message = "nsman's CRD, older than this nsman (" + own + "): the API server prunes or refuses what it lacks"
 		c.Details = gap.lines()
-		c.Fix = "upgrade it: helm upgrade (the chart upgrades its CRD), or kubectl apply --server-side -f deploy/base/crd.yaml of this release"
+		c.Fix = upgradeFix(obj.GetAnnotations(), own)
 	case len(unknown) > 0:
 		c.Status = Warning
 		c.Message = "nsman's CRD, newer than this nsman (" + own + "): it declares fields this nsman does not know"
@@ -180,6 +203,15 @@ func crd(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, 
 		c.Status, c.Message = OK, "nsman's CRD, as this nsman ("+own+") knows it"
 	}
 	return c
+}
+
+// upgradeFix says how to bring the CRD to this nsman's: through the Helm
+// release that owns it, if one does.
+func upgradeFix(annotations map[string]string, own string) string {
+	if release := annotations["meta.helm.sh/release-name"]; release != "" {
+		return "upgrade the Helm release that owns it to the chart of this nsman: helm upgrade " + release + " oci://ghcr.io/nsman/charts/nsman --version " + own + " -n " + annotations["meta.helm.sh/release-namespace"] + " --reuse-values (the chart upgrades its CRD)"
+	}
+	return "upgrade it: kubectl apply --server-side -f deploy/base/crd.yaml of this release"
 }
 
 // crdByDiscovery tells nsman's CRD from the original by discovery alone,
@@ -196,7 +228,7 @@ func crdByDiscovery(kube kubernetes.Interface) Check {
 	case !has(policy.Resource):
 		c.Status, c.Message, c.Fix = Failed, "the CRD "+crdName+" is not installed: a sweep has no managers to read", crdFix
 	case !has(policy.Resource + "/status"):
-		c.Status = Failed
+		c.Status = Warning
 		c.Message = "the original operator's CRD (no status subresource): the API server prunes what nsman adds"
 		c.Fix = "replace it with nsman's CRD, which keeps every manager: docs/migrating.md"
 	default:
@@ -231,9 +263,12 @@ func serviceAccountGroups(namespace string) []string {
 	return []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"}
 }
 
-func permissions(ctx context.Context, kube kubernetes.Interface, serviceAccount string) Check {
+func permissions(ctx context.Context, kube kubernetes.Interface, serviceAccount string, inPod bool) Check {
 	c := Check{Name: "permissions"}
 	who := "you"
+	// Outside nsman's pod, the caller's permissions say nothing of nsman's.
+	notNsman := !inPod && serviceAccount == ""
+	const notNsmanFix = "these are your permissions, not nsman's: run nsman doctor where nsman's CronJob is installed (--config-from NAMESPACE/NAME names it), or in its pod"
 	review := func(p sweep.Permission) (bool, error) {
 		attrs := &authorizationv1.ResourceAttributes{Verb: p.Verb, Group: p.Group, Resource: p.Resource, Subresource: p.Subresource}
 		r, err := kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
@@ -261,7 +296,7 @@ func permissions(ctx context.Context, kube kubernetes.Interface, serviceAccount 
 		// One may not be allowed to ask about others: then ask about oneself.
 		if _, err := review(sweep.Permissions[0]); apierrors.IsForbidden(err) {
 			c.Details = append(c.Details, "you may not create subjectaccessreviews: these are your own permissions, not "+who+"'s")
-			who, review = "you", self
+			who, review, notNsman = "you", self, true
 		}
 	}
 	var missing []string
@@ -275,17 +310,22 @@ func permissions(ctx context.Context, kube kubernetes.Interface, serviceAccount 
 			missing = append(missing, p.String()+" ("+p.Why+")")
 		}
 	}
-	if len(missing) > 0 {
+	switch {
+	case len(missing) > 0 && notNsman:
+		c.Status = Warning
+		c.Message = fmt.Sprintf("%s may not do %d of the %d things a sweep does", who, len(missing), len(sweep.Permissions))
+		c.Details = append(c.Details, missing...)
+		c.Fix = notNsmanFix
+	case len(missing) > 0:
 		c.Status = Failed
 		c.Message = fmt.Sprintf("%s may not do %d of the %d things a sweep does", who, len(missing), len(sweep.Permissions))
 		c.Details = append(c.Details, missing...)
-		c.Fix = "grant them, cluster-wide: nsman's ClusterRole (deploy/base/rbac.yaml, or the chart's) holds exactly these"
-		return c
-	}
-	c.Status, c.Message = OK, fmt.Sprintf("%s may do all %d things a sweep does", who, len(sweep.Permissions))
-	if len(c.Details) > 0 {
-		c.Status = Warning
-		c.Fix = "run nsman doctor as someone who may create subjectaccessreviews, or as the ServiceAccount"
+		c.Fix = "grant them to " + who + ", cluster-wide: nsman's ClusterRole (deploy/base/rbac.yaml, or the chart's) holds exactly these"
+	case notNsman:
+		c.Status, c.Message = Warning, fmt.Sprintf("%s may do all %d things a sweep does", who, len(sweep.Permissions))
+		c.Fix = notNsmanFix
+	default:
+		c.Status, c.Message = OK, fmt.Sprintf("%s may do all %d things a sweep does", who, len(sweep.Permissions))
 	}
 	return c
 }

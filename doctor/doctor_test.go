@@ -54,6 +54,15 @@ properties:
       open:
         properties:
           z: {type: string}
+      tags:
+        items: {type: string, enum: [a, b]}
+      checks:
+        additionalProperties:
+          properties:
+            passed: {type: integer}
+            at: {type: string}
+      labels:
+        additionalProperties: {type: string}
 `)
 	have := schemaOf(t, `
 properties:
@@ -67,13 +76,23 @@ properties:
       open:
         x-kubernetes-preserve-unknown-fields: true
       newer: {type: string}
+      tags:
+        items: {type: string, enum: [a]}
+      checks:
+        additionalProperties:
+          properties:
+            at: {type: string}
+      labels:
+        additionalProperties: true
 `)
 	gap, unknown := compareSchemas(want, have)
 	// rule is missing whole: named once, not x and y; open keeps z.
-	if want := []string{"spec.list[].extra", "spec.rule"}; !slices.Equal(gap.pruned, want) {
+	// A map's values are walked ({}), a map of anything prunes nothing.
+	if want := []string{"spec.checks{}.passed", "spec.list[].extra", "spec.rule"}; !slices.Equal(gap.pruned, want) {
 		t.Errorf("pruned %q, want %q", gap.pruned, want)
 	}
-	if want := []string{"spec.list[].kind=Two", "spec.list[].kind=Three"}; !slices.Equal(gap.refused, want) {
+	// An enum on array items is compared too.
+	if want := []string{"spec.list[].kind=Two", "spec.list[].kind=Three", "spec.tags[]=b"}; !slices.Equal(gap.refused, want) {
 		t.Errorf("refused %q, want %q", gap.refused, want)
 	}
 	if want := []string{"spec.newer"}; !slices.Equal(unknown, want) {
@@ -81,5 +100,28 @@ properties:
 	}
 	if gap, unknown := compareSchemas(want, want); !gap.empty() || len(unknown) > 0 {
 		t.Errorf("a schema against itself: %+v, %q", gap, unknown)
+	}
+}
+
+// TestCompareSchemasKeepingEverything: below a root that keeps unknown
+// fields nothing is pruned.
+func TestCompareSchemasKeepingEverything(t *testing.T) {
+	want := schemaOf(t, "properties:\n  spec:\n    properties:\n      a: {type: string}\n")
+	have := schemaOf(t, "x-kubernetes-preserve-unknown-fields: true\n")
+	if gap, _ := compareSchemas(want, have); !gap.empty() {
+		t.Errorf("a schema that keeps everything: %+v, want no gap", gap)
+	}
+}
+
+func TestImageTag(t *testing.T) {
+	for image, want := range map[string]string{
+		"ghcr.io/nsman/nsman:0.1.0":         "0.1.0",
+		"registry.local:5000/nsman:v1.2.3":  "v1.2.3",
+		"registry.local:5000/nsman":         "",
+		"ghcr.io/nsman/nsman@sha256:abc123": "",
+	} {
+		if got := imageTag(image); got != want {
+			t.Errorf("imageTag(%q) = %q, want %q", image, got, want)
+		}
 	}
 }

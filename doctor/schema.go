@@ -21,11 +21,13 @@ var features = map[string]string{
 // schemaNode is a node of an OpenAPI v3 schema as decoded from JSON or YAML.
 type schemaNode = map[string]any
 
-// fields maps the path of every field a structural schema declares
-// ("spec.policies[].final") to its node. Below a node that keeps unknown
-// fields nothing is pruned; its path maps to nil and is not walked.
+// fields maps the path of every node below node that a structural schema
+// declares, to that node: properties by name ("spec.policies"), array
+// items as "[]" ("spec.policies[]"), map values as "{}"
+// ("spec.podLabels{}"). Below a node that keeps unknown fields (or a map of
+// any values) nothing is pruned: its path maps to nil and is not walked.
 func fields(node schemaNode, path string, out map[string]schemaNode) {
-	if keep, _ := node["x-kubernetes-preserve-unknown-fields"].(bool); keep && path != "" {
+	if keep, _ := node["x-kubernetes-preserve-unknown-fields"].(bool); keep {
 		out[path] = nil
 		return
 	}
@@ -35,14 +37,26 @@ func fields(node schemaNode, path string, out map[string]schemaNode) {
 		if path != "" {
 			p = path + "." + name
 		}
-		c, _ := child.(map[string]any)
-		out[p] = c
-		if c != nil {
-			fields(c, p, out)
-		}
+		walk(child, p, out)
 	}
-	if items, ok := node["items"].(map[string]any); ok {
-		fields(items, path+"[]", out)
+	if items, ok := node["items"]; ok {
+		walk(items, path+"[]", out)
+	}
+	switch values := node["additionalProperties"].(type) {
+	case bool:
+		if values {
+			out[path+"{}"] = nil
+		}
+	case map[string]any:
+		walk(values, path+"{}", out)
+	}
+}
+
+func walk(child any, path string, out map[string]schemaNode) {
+	c, _ := child.(map[string]any)
+	out[path] = c
+	if c != nil {
+		fields(c, path, out)
 	}
 }
 
@@ -118,9 +132,10 @@ func below(path string, declared map[string]schemaNode) bool {
 	return false
 }
 
-// within reports whether path is parent or lies below it.
+// within reports whether path is parent or lies below it ("" is the
+// root, above everything).
 func within(path, parent string) bool {
-	return path == parent || strings.HasPrefix(path, parent+".") || strings.HasPrefix(path, parent+"[]")
+	return parent == "" || path == parent || strings.HasPrefix(path, parent+".") || strings.HasPrefix(path, parent+"[]") || strings.HasPrefix(path, parent+"{}")
 }
 
 func enum(node schemaNode) []string {

@@ -12,8 +12,8 @@ type Permission struct {
 	Why string `json:"why"`
 }
 
-// String is the permission as kubectl auth can-i takes it: "patch
-// namespacemanagers.k8s.consol.de/status".
+// String is the permission as a person reads it: verb, resource.group,
+// and /subresource ("patch namespacemanagers.k8s.consol.de/status").
 func (p Permission) String() string {
 	s := p.Verb + " " + p.Resource
 	if p.Group != "" {

@@ -98,12 +98,17 @@ func TestDoctorSaysWhatToFix(t *testing.T) {
 	r.want(t, "apiServer", doctor.OK, "nsman needs 1.30 or later")
 	r.want(t, "namespaces", doctor.Warning, "not known", "protected (never acted on): kube-system, kube-public, kube-node-lease, default, namespace-manager")
 	r.want(t, "webhooks", doctor.OK, "tenants' managers: public addresses and Services of their own namespace")
-	r.want(t, "permissions", doctor.OK, "you may do all 14 things a sweep does")
+	// An admin's own permissions say nothing of nsman's.
+	r.want(t, "permissions", doctor.Warning, "you may do all 14 things a sweep does")
+	if fix := r.check(t, "permissions").Fix; !strings.Contains(fix, "not nsman's") {
+		t.Errorf("permissions fix %q, want it to say these are not nsman's", fix)
+	}
 
 	// The original operator's CRD: what it cannot hold, named.
 	env.Apply(t, original.Read(t, original.CRDFile))
 	r = runDoctor(t, admin)
-	r.want(t, "crd", doctor.Failed, "original operator's CRD",
+	// A sweep works under it: a warning, naming what it cannot hold.
+	r.want(t, "crd", doctor.Warning, "original operator's CRD",
 		"spec.policies[].condition.params.minChecks: pruned (minChecks)",
 		"spec.policies[].final: pruned (stages)",
 		"spec.policies[].condition.type: PODS_FAILED refused (the PODS_FAILED condition)",
@@ -117,6 +122,9 @@ func TestDoctorSaysWhatToFix(t *testing.T) {
 	env.Apply(t, staleCRD(t))
 	r = runDoctor(t, admin)
 	r.want(t, "crd", doctor.Failed, "older than this nsman", "spec.policies[].final: pruned (stages)", "PODS_FAILED refused")
+	if r.code != cmd.ExitFailed {
+		t.Errorf("stale CRD: exit %d, want %d", r.code, cmd.ExitFailed)
+	}
 	if c := r.check(t, "crd"); len(c.Details) != 2 {
 		t.Errorf("stale CRD: details %q, want exactly the two things it lacks", c.Details)
 	}
@@ -176,9 +184,47 @@ spec:
 	r.want(t, "namespaces", doctor.OK, "nsman runs in "+installNamespace+" (CronJob "+installNamespace+"/nsman)", "trusted (may target other namespaces, may hold rules): platform\n")
 	r.want(t, "webhooks", doctor.OK, "receivers --webhook-allow admits: hooks.example.com")
 	r.want(t, "crd", doctor.OK, "as this nsman")
+	// The CRD is judged against this binary, which may not be the
+	// CronJob's release: it says which each is.
+	env.Apply(t, staleCRD(t))
+	r = runDoctor(t, admin)
+	r.want(t, "crd", doctor.Failed, "older than this nsman", "the CronJob runs ghcr.io/nsman/nsman:0.1.0, this is nsman ")
+	env.Apply(t, current)
 	// A flag given here wins over the CronJob's.
 	r = runDoctor(t, admin, "--trusted-namespaces", "ops")
 	r.want(t, "namespaces", doctor.OK, "may hold rules): ops\n")
+
+	// Someone who may find the CronJob but not review others' permissions
+	// gets their own, and is told so.
+	env.Apply(t, []byte(`apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: nsman-viewer}
+rules:
+  - apiGroups: [batch]
+    resources: [cronjobs]
+    verbs: [list]
+  - apiGroups: [rbac.authorization.k8s.io]
+    resources: [clusterrolebindings, clusterroles]
+    verbs: [list]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: nsman-viewer}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: nsman-viewer}
+subjects:
+  - {kind: ServiceAccount, name: viewer, namespace: `+installNamespace+`}
+`))
+	viewerCfg, err := c.ServiceAccountConfig(ctx, installNamespace, "viewer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	viewer := filepath.Join(t.TempDir(), "viewer.kubeconfig")
+	if err := cluster.WriteKubeconfig(viewer, viewerCfg); err != nil {
+		t.Fatal(err)
+	}
+	r = runDoctor(t, viewer)
+	r.want(t, "permissions", doctor.Warning, "you may not create subjectaccessreviews", "you may not do 14 of the 14")
+	r.want(t, "namespaces", doctor.OK, "(CronJob "+installNamespace+"/nsman)")
 
 	// All well.
 	env.Apply(t, rbac)

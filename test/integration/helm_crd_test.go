@@ -2,9 +2,11 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
 
+	"github.com/nsman/nsman/deploy"
 	"github.com/nsman/nsman/doctor"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/cluster"
@@ -110,12 +114,50 @@ func TestHelmUpgradesTheCRD(t *testing.T) {
 		t.Fatalf("a stage after helm upgrade: %v (last: %v), want final kept", err, got)
 	}
 
+	// The schema is the chart's exactly: nothing of the original's is
+	// left behind (force took every field the original's kubectl apply
+	// owned).
+	crd, err := dyn.Resource(crdResource).Get(ctx, "namespacemanagers.k8s.consol.de", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chartCRD map[string]any
+	if err := yaml.Unmarshal(deploy.CRD, &chartCRD); err != nil {
+		t.Fatal(err)
+	}
+	// The API server's default conversion, which the manifest leaves out.
+	unstructured.RemoveNestedField(crd.Object, "spec", "conversion")
+	if got, want := normalized(t, crd.Object["spec"]), normalized(t, chartCRD["spec"]); !reflect.DeepEqual(got, want) {
+		g, _ := json.MarshalIndent(got, "", " ")
+		w, _ := json.MarshalIndent(want, "", " ")
+		t.Errorf("the CRD's spec after helm upgrade:\n%s\nwant the chart's:\n%s", g, w)
+	}
+
 	// helm uninstall keeps the CRD and every manager.
 	if err := helm("uninstall", chartRelease, "--namespace", installNamespace); err != nil {
 		t.Fatal(err)
+	}
+	crd, err = dyn.Resource(crdResource).Get(ctx, "namespacemanagers.k8s.consol.de", metav1.GetOptions{})
+	if err != nil || crd.GetDeletionTimestamp() != nil {
+		t.Fatalf("the CRD after helm uninstall: %v, deletion %v: want it kept", err, crd.GetDeletionTimestamp())
 	}
 	after, err := managers.Namespace(home).List(ctx, metav1.ListOptions{})
 	if err != nil || len(after.Items) != 2 {
 		t.Fatalf("managers after helm uninstall: %v, %d, want the original's and the stage", err, len(after.Items))
 	}
+}
+
+// normalized is v as JSON reads it back: numbers as float64, so that a
+// YAML manifest and an API object compare.
+func normalized(t *testing.T, v any) any {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -542,6 +542,11 @@ func TestHelmChartValues(t *testing.T) {
 				t.Errorf("CRD %s rendered: crds.enabled=false leaves it alone", crd.GetName())
 			}
 		}},
+		{"crds unset, as a release of a chart before them keeps its values (--reuse-values)", []string{"--set", "crds=null"}, func(t *testing.T, r rendered) {
+			if crd := r.find("CustomResourceDefinition"); crd == nil || crd.GetAnnotations()[keepPolicy] != "keep" {
+				t.Errorf("CRD %v: want it rendered and kept, the defaults", crd)
+			}
+		}},
 		{"crds.keep=false", []string{"--set", "crds.keep=false"}, func(t *testing.T, r rendered) {
 			crd := r.find("CustomResourceDefinition")
 			if crd == nil {
