@@ -75,11 +75,17 @@ func MissingTool(path string) error {
 
 // findBinaries resolves the cache paths that test/tools/build.sh writes to and
 // checks that each file is there.
-func findBinaries(tier Tier) (binaries, error) {
+func findBinaries(tier Tier, minKubernetes bool) (binaries, error) {
 	dirOf := ToolDir
 	kube, err := dirOf("kube", "k8s.io/kubernetes", "kubernetes")
 	if err != nil {
 		return binaries{}, err
+	}
+	apiserverDir := kube
+	if minKubernetes {
+		if apiserverDir, err = dirOf("kube-min", "k8s.io/kubernetes", "kubernetes"); err != nil {
+			return binaries{}, err
+		}
 	}
 	etcd, err := dirOf("etcd", "go.etcd.io/etcd/server/v3", "etcd")
 	if err != nil {
@@ -91,7 +97,7 @@ func findBinaries(tier Tier) (binaries, error) {
 	}
 	b := binaries{
 		etcd:              filepath.Join(etcd, "etcd"),
-		apiserver:         filepath.Join(kube, "kube-apiserver"),
+		apiserver:         filepath.Join(apiserverDir, "kube-apiserver"),
 		controllerManager: filepath.Join(kube, "kube-controller-manager"),
 		scheduler:         filepath.Join(kube, "kube-scheduler"),
 		kwok:              filepath.Join(kwok, "kwok"),

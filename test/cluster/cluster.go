@@ -101,6 +101,10 @@ type Cluster struct {
 type Options struct {
 	// Tier is the set of components to run.
 	Tier Tier
+	// MinKubernetes runs the kube-apiserver of the oldest Kubernetes nsman
+	// supports (test/tools/kube-min) in place of the current one; with
+	// APITier only.
+	MinKubernetes bool
 	// Dir is where the control plane keeps its state. Empty means a new
 	// temporary directory, removed by Stop.
 	Dir string
@@ -110,7 +114,10 @@ type Options struct {
 // component is ready. On error nothing is left running.
 func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	began := time.Now()
-	bins, err := findBinaries(opts.Tier)
+	if opts.MinKubernetes && opts.Tier != APITier {
+		return nil, errors.New("MinKubernetes runs a kube-apiserver alone: use APITier")
+	}
+	bins, err := findBinaries(opts.Tier, opts.MinKubernetes)
 	if err != nil {
 		return nil, err
 	}

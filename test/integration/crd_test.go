@@ -227,25 +227,26 @@ func manyPatterns(n int) []any {
 	return out
 }
 
-// TestCRDRejectsMalformed proves that nsman's CRD rejects at admission what
-// policy.Parse rejects, naming the offending field, so that a user learns of
-// a mistake on kubectl apply rather than in a sweep's report.
-func TestCRDRejectsMalformed(t *testing.T) {
-	setup(t)
-	ns := shared.Namespace(t)
+// malformedCase is a manager nsman's CRD refuses: validManager changed by
+// mutate.
+type malformedCase struct {
+	name   string
+	mutate func(map[string]any)
+	// field is the path the API server's message names.
+	field string
+	// parseField is the path policy.Parse names, when it differs.
+	parseField string
+	// parseAccepts, when set, says why policy.Parse admits what the CRD
+	// rejects: a known disagreement, pinned here so that it is noticed
+	// when either side changes.
+	parseAccepts string
+}
+
+// malformedCases are the managers the CRD refuses, on every Kubernetes
+// nsman supports (TestOnTheOldestKubernetes runs them too).
+func malformedCases() []malformedCase {
 	const tooBig = int64(policy.MaxSeconds) + 1
-	cases := []struct {
-		name   string
-		mutate func(map[string]any)
-		// field is the path the API server's message names.
-		field string
-		// parseField is the path policy.Parse names, when it differs.
-		parseField string
-		// parseAccepts, when set, says why policy.Parse admits what the CRD
-		// rejects: a known disagreement, pinned here so that it is noticed
-		// when either side changes.
-		parseAccepts string
-	}{
+	return []malformedCase{
 		{name: "negative ttlSeconds", mutate: setAt(int64(-1), under(ttlParams, "ttlSeconds")...), field: "spec.policies[0].condition.params.ttlSeconds"},
 		{name: "negative initialDelaySeconds", mutate: setAt(int64(-5), under(podsParams, "initialDelaySeconds")...), field: "spec.policies[1].condition.params.initialDelaySeconds"},
 		{name: "periodSeconds 0", mutate: setAt(int64(0), under(podsParams, "periodSeconds")...), field: "spec.policies[1].condition.params.periodSeconds"},
@@ -377,6 +378,15 @@ func TestCRDRejectsMalformed(t *testing.T) {
 		{name: "pattern with a negated empty class", mutate: asRule("e2e-[^]"), field: "spec.namePatterns[0]"},
 		{name: "pattern with a negated class opening with a dash", mutate: asRule("e2e-[^-a]"), field: "spec.namePatterns[0]"},
 	}
+}
+
+// TestCRDRejectsMalformed proves that nsman's CRD rejects at admission what
+// policy.Parse rejects, naming the offending field, so that a user learns of
+// a mistake on kubectl apply rather than in a sweep's report.
+func TestCRDRejectsMalformed(t *testing.T) {
+	setup(t)
+	ns := shared.Namespace(t)
+	cases := malformedCases()
 
 	base := validManager(ns)
 	if _, errs := policy.Parse(base); len(errs) > 0 {
@@ -424,16 +434,17 @@ func TestCRDRejectsMalformed(t *testing.T) {
 	}
 }
 
-// TestCRDAdmitsEdgeValues proves that the CRD's bounds and rules stop at
-// the edge of what nsman accepts, not before it.
-func TestCRDAdmitsEdgeValues(t *testing.T) {
-	setup(t)
-	ns := shared.Namespace(t)
+// edgeCase is a manager at the edge of what nsman's CRD admits.
+type edgeCase struct {
+	name   string
+	mutate func(map[string]any)
+}
+
+// edgeCases are the managers the CRD admits, on every Kubernetes nsman
+// supports (TestOnTheOldestKubernetes runs them too).
+func edgeCases() []edgeCase {
 	const maxSeconds = int64(policy.MaxSeconds)
-	cases := []struct {
-		name   string
-		mutate func(map[string]any)
-	}{
+	return []edgeCase{
 		{name: "ttlSeconds 0", mutate: setAt(int64(0), under(ttlParams, "ttlSeconds")...)},
 		{name: "ttlSeconds at the maximum", mutate: setAt(maxSeconds, under(ttlParams, "ttlSeconds")...)},
 		{name: "initialDelaySeconds 0", mutate: setAt(int64(0), under(podsParams, "initialDelaySeconds")...)},
@@ -479,6 +490,14 @@ func TestCRDAdmitsEdgeValues(t *testing.T) {
 		{name: "pattern of 253 characters", mutate: asRule(strings.Repeat("e", 252) + "*")},
 		{name: "patterns in every form path.Match knows", mutate: asRule("*", "e2e-??", "[^a-z]*", `[a-c\-]x`, `\*`, `run-[\]]`, "e2e-]")},
 	}
+}
+
+// TestCRDAdmitsEdgeValues proves that the CRD's bounds and rules stop at
+// the edge of what nsman accepts, not before it.
+func TestCRDAdmitsEdgeValues(t *testing.T) {
+	setup(t)
+	ns := shared.Namespace(t)
+	cases := edgeCases()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			obj := validManager(ns)

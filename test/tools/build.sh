@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the control-plane binaries that the modules beside this script pin
-# (kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok with
+# (kube-apiserver, kube-controller-manager, kube-scheduler, the
+# kube-apiserver of the oldest Kubernetes nsman supports, etcd, kwok with
 # kwok's Stage manifests, the Prometheus Pushgateway that the metrics
 # tests push to, the Helm client that lints and installs nsman's chart, and
 # the kubectl of the same release as the API server, which the tests run
@@ -38,6 +39,12 @@ kube_ldflags="-X k8s.io/component-base/version.gitVersion=$kube -X k8s.io/compon
 for bin in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
 	build kube "$kube_out" "$bin" "k8s.io/kubernetes/cmd/$bin" -ldflags "$kube_ldflags"
 done
+
+# The kube-apiserver of the oldest Kubernetes nsman supports, on which the
+# tests install nsman's CRD, RBAC and admission policy.
+kube_min=$(version kube-min k8s.io/kubernetes)
+kube_min_ldflags="-X k8s.io/component-base/version.gitVersion=$kube_min -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(echo "$kube_min" | cut -d. -f2) -X k8s.io/component-base/version.gitTreeState=clean"
+build kube-min "$cache/kubernetes-$kube_min" kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver -ldflags "$kube_min_ldflags"
 
 etcd=$(version etcd go.etcd.io/etcd/server/v3)
 build etcd "$cache/etcd-$etcd" etcd go.etcd.io/etcd/server/v3
