@@ -69,19 +69,27 @@ func runDoctor(t *testing.T, kubeconfig string, args ...string) doctorRun {
 	return r
 }
 
+// ownControlPlane starts a control plane for t alone, stopped when t
+// ends, and returns it with a context that bounds t to 5 minutes.
+func ownControlPlane(t *testing.T, opts cluster.Options) (context.Context, *cluster.Cluster) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	t.Cleanup(cancel)
+	c, err := cluster.Start(ctx, opts)
+	if err != nil {
+		t.Fatalf("start a control plane of its own: %v", err)
+	}
+	t.Cleanup(c.Stop)
+	return ctx, c
+}
+
 // TestDoctorSaysWhatToFix runs nsman doctor on a control plane of its own
 // through what a new install goes through: no CRD, the original
 // operator's CRD, an nsman CRD older than the binary, a ServiceAccount
 // missing a permission (as that ServiceAccount in its pod, and from a
 // laptop, where it finds the CronJob), and then all well.
 func TestDoctorSaysWhatToFix(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	c, err := cluster.Start(ctx, cluster.Options{Tier: cluster.APITier})
-	if err != nil {
-		t.Fatalf("start a control plane: %v", err)
-	}
-	t.Cleanup(c.Stop)
+	ctx, c := ownControlPlane(t, cluster.Options{Tier: cluster.APITier})
 	env, err := nsmantest.NewEnv(c)
 	if err != nil {
 		t.Fatal(err)

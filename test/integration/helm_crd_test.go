@@ -34,13 +34,7 @@ import (
 // so, and a stage's final is kept); helm uninstall leaves the CRD and the
 // managers.
 func TestHelmUpgradesTheCRD(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	c, err := cluster.Start(ctx, cluster.Options{Tier: cluster.APITier})
-	if err != nil {
-		t.Fatalf("start a control plane: %v", err)
-	}
-	t.Cleanup(c.Stop)
+	ctx, c := ownControlPlane(t, cluster.Options{Tier: cluster.APITier})
 	t.Setenv("POD_NAMESPACE", "")
 	kubectl := func(args ...string) {
 		t.Helper()

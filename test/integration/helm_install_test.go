@@ -45,13 +45,7 @@ var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Ver
 // ClusterRole grants (audit log); helm upgrade changes the CronJob and a
 // typo in a value fails it; helm uninstall leaves the CRD and the managers.
 func TestHelmInstallSweepsAsTheChartsServiceAccount(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	c, err := cluster.Start(ctx, cluster.Options{Tier: cluster.APITier})
-	if err != nil {
-		t.Fatalf("start a control plane for the chart: %v", err)
-	}
-	t.Cleanup(c.Stop)
+	ctx, c := ownControlPlane(t, cluster.Options{Tier: cluster.APITier})
 	dyn, err := dynamic.NewForConfig(c.AdminConfig)
 	if err != nil {
 		t.Fatal(err)

@@ -1,10 +1,8 @@
 package integration
 
 import (
-	"context"
 	"strings"
 	"testing"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,13 +23,7 @@ import (
 // waits for it); a sweep as nsman's ServiceAccount deletes; nsman doctor
 // finds the version enough.
 func TestOnTheOldestKubernetes(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	c, err := cluster.Start(ctx, cluster.Options{Tier: cluster.APITier, MinKubernetes: true})
-	if err != nil {
-		t.Fatalf("start a control plane of Kubernetes %s: %v", deploy.MinKubernetes, err)
-	}
-	t.Cleanup(c.Stop)
+	ctx, c := ownControlPlane(t, cluster.Options{Tier: cluster.APITier, MinKubernetes: true})
 	info, err := c.Admin.Discovery().ServerVersion()
 	if err != nil {
 		t.Fatal(err)
