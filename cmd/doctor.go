@@ -30,7 +30,9 @@ against the minimum nsman needs; the NamespaceManager CRD (missing, the original
 operator's and what it cannot hold, or nsman's but older than this binary and the
 fields it would prune); every permission a sweep uses (an access review each,
 naming each missing one); the namespace nsman runs in, and the trusted and
-protected namespaces that follow from it; and the webhook address policy in force.
+protected namespaces that follow from it (a trusted one that does not exist is
+a warning); the webhook address policy in force; and whether the Java operator
+nsman replaces still runs beside it.
 
 In a pod it checks its own ServiceAccount. Elsewhere it takes the namespace and
 flags of nsman's CronJob as a dry run does (--config-from) and checks the

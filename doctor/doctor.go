@@ -1,7 +1,7 @@
 // Package doctor checks a cluster as a sweep would see it: the API
 // server's version, the NamespaceManager CRD, the permissions a sweep uses,
-// the namespaces nsman trusts and protects, and the webhook address
-// policy. Each check says what is wrong and how to fix it; nothing is
+// the namespaces nsman trusts and protects, the webhook address policy,
+// and whether the Java operator nsman replaces still runs beside it. Each check says what is wrong and how to fix it; nothing is
 // written but access reviews.
 package doctor
 
@@ -42,7 +42,7 @@ const (
 // Check is one thing looked at, with what was found.
 type Check struct {
 	// Name is the check's stable name: apiServer, crd, permissions,
-	// namespaces or webhooks.
+	// namespaces, webhooks or javaOperator.
 	Name    string `json:"name"`
 	Status  Status `json:"status"`
 	Message string `json:"message"`
@@ -91,8 +91,9 @@ func Run(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, 
 		apiServer(kube),
 		crd(ctx, kube, dyn, opts.Version, opts.InstalledImage),
 		permissions(ctx, kube, opts.ServiceAccount, opts.InPod),
-		namespaces(opts.Namespaces),
+		namespaces(ctx, kube, opts.Namespaces),
 		webhooks(opts.Allow),
+		javaOperator(ctx, kube),
 	}
 	r := Report{OK: true, Checks: checks}
 	for i := range r.Checks {
@@ -330,8 +331,26 @@ func permissions(ctx context.Context, kube kubernetes.Interface, serviceAccount 
 	return c
 }
 
-func namespaces(n Namespaces) Check {
-	c := Check{Name: "namespaces", Status: OK}
+func namespaces(ctx context.Context, kube kubernetes.Interface, n Namespaces) (c Check) {
+	c = Check{Name: "namespaces", Status: OK}
+	defer func() {
+		// Whoever may create a missing trusted namespace gets trusted
+		// managers with it.
+		for _, ns := range n.Trusted {
+			list, err := kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + ns})
+			if err != nil {
+				c.Details = append(c.Details, "whether trusted namespace "+ns+" exists could not be told: "+err.Error())
+				continue
+			}
+			if len(list.Items) == 0 {
+				c.Details = append(c.Details, "trusted namespace "+ns+" does not exist: whoever may create namespaces may create it, and its managers would be trusted")
+				if c.Status == OK {
+					c.Status = Warning
+					c.Fix = "create the trusted namespaces that do not exist, so that they are yours, or leave them out of --trusted-namespaces"
+				}
+			}
+		}
+	}()
 	if n.Own == "" {
 		c.Status = Warning
 		c.Message = "the namespace nsman runs in is not known: this is no pod, and no installed nsman CronJob was found"
@@ -363,4 +382,31 @@ func webhooks(allow *webhook.AllowList) Check {
 			"tenants' managers: " + tenant,
 		},
 	}
+}
+
+// javaOperatorDeployment is the Java operator's Deployment, as its
+// manifest names it.
+const javaOperatorDeployment = "namespace-manager-operator"
+
+// javaOperator fails while the operator nsman replaces runs: both would
+// act on the same managers.
+func javaOperator(ctx context.Context, kube kubernetes.Interface) Check {
+	c := Check{Name: "javaOperator"}
+	list, err := kube.AppsV1().Deployments("").List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + javaOperatorDeployment})
+	if err != nil {
+		c.Status, c.Message = Warning, "whether the Java operator runs could not be told: "+err.Error()
+		return c
+	}
+	for _, d := range list.Items {
+		where := d.Namespace + "/" + d.Name
+		if d.Spec.Replicas == nil || *d.Spec.Replicas > 0 {
+			c.Status = Failed
+			c.Message = "the Java operator's Deployment " + where + " runs: it and nsman would act on the same managers"
+			c.Fix = "stop it first: kubectl -n " + d.Namespace + " scale deployment " + d.Name + " --replicas=0 (docs/migrating.md)"
+			return c
+		}
+		c.Details = append(c.Details, "Deployment "+where+" is scaled to zero: remove the operator's objects (docs/migrating.md#removing-the-operator)")
+	}
+	c.Status, c.Message = OK, "the Java operator (Deployment "+javaOperatorDeployment+") does not run"
+	return c
 }

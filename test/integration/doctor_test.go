@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -104,7 +105,9 @@ func TestDoctorSaysWhatToFix(t *testing.T) {
 	}
 	r.want(t, "crd", doctor.Failed, "not installed")
 	r.want(t, "apiServer", doctor.OK, "nsman needs 1.30 or later")
-	r.want(t, "namespaces", doctor.Warning, "not known", "protected (never acted on): kube-system, kube-public, kube-node-lease, default, namespace-manager")
+	r.want(t, "namespaces", doctor.Warning, "not known", "protected (never acted on): kube-system, kube-public, kube-node-lease, default, namespace-manager",
+		"trusted namespace namespace-manager does not exist")
+	r.want(t, "javaOperator", doctor.OK, "does not run")
 	r.want(t, "webhooks", doctor.OK, "tenants' managers: public addresses and Services of their own namespace")
 	// An admin's own permissions say nothing of nsman's.
 	r.want(t, "permissions", doctor.Warning, "you may do all 14 things a sweep does")
@@ -162,7 +165,7 @@ func TestDoctorSaysWhatToFix(t *testing.T) {
 	t.Setenv("POD_NAMESPACE", installNamespace)
 	r = runDoctor(t, saKubeconfig)
 	r.want(t, "permissions", doctor.Failed, "you may not do 2 of the 14", "patch deployments.apps (SCALE_DOWN and restore)", "patch statefulsets.apps")
-	r.want(t, "namespaces", doctor.OK, "nsman runs in "+installNamespace+" (its pod)")
+	r.want(t, "namespaces", doctor.Warning, "nsman runs in "+installNamespace+" (its pod)", "trusted namespace namespace-manager does not exist")
 	// Its ServiceAccount may not read CRDs: discovery tells nsman's.
 	r.want(t, "crd", doctor.Warning, "nsman's CRD", "may not get customresourcedefinitions")
 	t.Setenv("POD_NAMESPACE", "")
@@ -189,7 +192,8 @@ spec:
 	env.Apply(t, []byte(cronJob))
 	r = runDoctor(t, admin)
 	r.want(t, "permissions", doctor.Failed, "ServiceAccount "+installNamespace+"/nsman may not do 2 of the 14", "patch deployments.apps")
-	r.want(t, "namespaces", doctor.OK, "nsman runs in "+installNamespace+" (CronJob "+installNamespace+"/nsman)", "trusted (may target other namespaces, may hold rules): platform\n")
+	r.want(t, "namespaces", doctor.Warning, "nsman runs in "+installNamespace+" (CronJob "+installNamespace+"/nsman)", "trusted (may target other namespaces, may hold rules): platform\n",
+		"trusted namespace platform does not exist")
 	r.want(t, "webhooks", doctor.OK, "receivers --webhook-allow admits: hooks.example.com")
 	r.want(t, "crd", doctor.OK, "as this nsman")
 	// The CRD is judged against this binary, which may not be the
@@ -200,7 +204,7 @@ spec:
 	env.Apply(t, current)
 	// A flag given here wins over the CronJob's.
 	r = runDoctor(t, admin, "--trusted-namespaces", "ops")
-	r.want(t, "namespaces", doctor.OK, "may hold rules): ops\n")
+	r.want(t, "namespaces", doctor.Warning, "may hold rules): ops\n", "trusted namespace ops does not exist")
 
 	// Someone who may find the CronJob but not review others' permissions
 	// gets their own, and is told so.
@@ -232,11 +236,39 @@ subjects:
 	}
 	r = runDoctor(t, viewer)
 	r.want(t, "permissions", doctor.Warning, "you may not create subjectaccessreviews", "you may not do 14 of the 14")
-	r.want(t, "namespaces", doctor.OK, "(CronJob "+installNamespace+"/nsman)")
+	// It may not list namespaces: whether the trusted ones exist is not told.
+	r.want(t, "namespaces", doctor.OK, "(CronJob "+installNamespace+"/nsman)", "whether trusted namespace platform exists could not be told")
+
+	// The Java operator still running beside nsman fails; scaled to zero,
+	// it is only to be removed.
+	operator := func(replicas int) []byte {
+		return []byte(fmt.Sprintf(`apiVersion: v1
+kind: Namespace
+metadata: {name: namespace-manager}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: namespace-manager-operator, namespace: namespace-manager}
+spec:
+  replicas: %d
+  selector: {matchLabels: {app: namespace-manager}}
+  template:
+    metadata: {labels: {app: namespace-manager}}
+    spec:
+      containers: [{name: operator, image: progaddict/k8s-namespace-manager:0.2}]
+`, replicas))
+	}
+	env.Apply(t, operator(1))
+	r = runDoctor(t, admin)
+	r.want(t, "javaOperator", doctor.Failed, "namespace-manager/namespace-manager-operator runs")
+	env.Apply(t, operator(0))
 
 	// All well.
 	env.Apply(t, rbac)
+	env.Apply(t, []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: platform\n"))
 	r = runDoctor(t, admin)
+	r.want(t, "javaOperator", doctor.OK, "does not run", "scaled to zero")
+	r.want(t, "namespaces", doctor.OK, "nsman runs in "+installNamespace)
 	if r.code != cmd.ExitOK {
 		t.Errorf("all well: exit %d (%s), report %+v", r.code, r.stderr, r.report)
 	}
