@@ -119,7 +119,7 @@ func apiServer(kube kubernetes.Interface) Check {
 	}
 	if !have.AtLeast(version.MustParseGeneric(deploy.MinKubernetes)) {
 		c.Status, c.Message = Failed, fmt.Sprintf("Kubernetes %s: nsman needs %s or later", info.GitVersion, deploy.MinKubernetes)
-		c.Fix = "upgrade the cluster: nsman's CRD and admission policy are refused before " + deploy.MinKubernetes
+		c.Fix = "upgrade the cluster to " + deploy.MinKubernetes + " or later: nsman's admission policy (admissionregistration.k8s.io/v1) needs it, and nsman is tested from " + deploy.MinKubernetes + " on"
 		return c
 	}
 	c.Status, c.Message = OK, fmt.Sprintf("Kubernetes %s (nsman needs %s or later)", info.GitVersion, deploy.MinKubernetes)
