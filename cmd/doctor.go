@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -31,8 +32,9 @@ operator's and what it cannot hold, or nsman's but older than this binary and th
 fields it would prune); every permission a sweep uses (an access review each,
 naming each missing one); the namespace nsman runs in, and the trusted and
 protected namespaces that follow from it (a trusted one that does not exist is
-a warning); the webhook address policy in force; and whether the Java operator
-nsman replaces still runs beside it.
+a warning); the webhook address policy in force; the installed CronJob (its
+ServiceAccount, suspended, --dry-run, its last sweep); and whether the Java
+operator nsman replaces still runs beside it.
 
 In a pod it checks its own ServiceAccount. Elsewhere it takes the namespace and
 flags of nsman's CronJob as a dry run does (--config-from) and checks the
@@ -124,6 +126,8 @@ func (o *sweepOptions) judgeAsInstalled(ctx context.Context, kube kubernetes.Int
 	opts.Namespaces.Own, opts.Namespaces.From = inst.namespace, inst.String()
 	opts.ServiceAccount = inst.namespace + "/" + inst.serviceAccount
 	opts.InstalledImage = inst.image
+	opts.CronJob = inst.cronJob
+	opts.CronJobDryRun = slices.ContainsFunc(inst.args, func(a string) bool { return a == "--dry-run" || a == "--dry-run=true" })
 	return nil
 }
 

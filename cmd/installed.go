@@ -51,6 +51,8 @@ type installation struct {
 	serviceAccount  string
 	// image is the nsman container's.
 	image string
+	// cronJob is the CronJob itself.
+	cronJob *batchv1.CronJob
 }
 
 func (i *installation) String() string { return "CronJob " + i.namespace + "/" + i.name }
@@ -100,7 +102,7 @@ func findInstallation(ctx context.Context, kube kubernetes.Interface, from strin
 		c := &list.Items[i]
 		if args, image, ok := sweepArgs(c); ok {
 			sa := cmp.Or(c.Spec.JobTemplate.Spec.Template.Spec.ServiceAccountName, "default")
-			found = append(found, &installation{namespace: c.Namespace, name: c.Name, args: args, serviceAccount: sa, image: image})
+			found = append(found, &installation{namespace: c.Namespace, name: c.Name, args: args, serviceAccount: sa, image: image, cronJob: c})
 		}
 	}
 	if from == configFromAuto && len(found) > 0 {

@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -42,7 +44,7 @@ const (
 // Check is one thing looked at, with what was found.
 type Check struct {
 	// Name is the check's stable name: apiServer, crd, permissions,
-	// namespaces, webhooks or javaOperator.
+	// namespaces, webhooks, cronJob or javaOperator.
 	Name    string `json:"name"`
 	Status  Status `json:"status"`
 	Message string `json:"message"`
@@ -69,6 +71,10 @@ type Options struct {
 	InPod          bool
 	// InstalledImage is the image of the installed CronJob, if found.
 	InstalledImage string
+	// CronJob is the installed CronJob, if found; CronJobDryRun says its
+	// sweeps run with --dry-run.
+	CronJob       *batchv1.CronJob
+	CronJobDryRun bool
 	Namespaces     Namespaces
 	// Allow is --webhook-allow (nil: none).
 	Allow *webhook.AllowList
@@ -93,6 +99,7 @@ func Run(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, 
 		permissions(ctx, kube, opts.ServiceAccount, opts.InPod),
 		namespaces(ctx, kube, opts.Namespaces),
 		webhooks(opts.Allow),
+		cronJob(ctx, kube, opts),
 		javaOperator(ctx, kube),
 	}
 	r := Report{OK: true, Checks: checks}
@@ -409,4 +416,65 @@ func javaOperator(ctx context.Context, kube kubernetes.Interface) Check {
 	}
 	c.Status, c.Message = OK, "the Java operator (Deployment "+javaOperatorDeployment+") does not run"
 	return c
+}
+
+// cronJob says whether the installed CronJob sweeps: its ServiceAccount
+// exists, it is not suspended, its sweeps act (no --dry-run), and the last
+// one scheduled succeeded.
+func cronJob(ctx context.Context, kube kubernetes.Interface, opts Options) Check {
+	c := Check{Name: "cronJob", Status: OK}
+	cj := opts.CronJob
+	if cj == nil {
+		c.Message = "no installed CronJob looked at (in its pod, or none found)"
+		return c
+	}
+	where := cj.Namespace + "/" + cj.Name
+	c.Message = "CronJob " + where + " runs " + opts.InstalledImage + " on the schedule \"" + cj.Spec.Schedule + "\""
+	worse := func(s Status, detail, fix string) {
+		c.Details = append(c.Details, detail)
+		if s == Failed || c.Status == OK {
+			c.Status, c.Fix = s, fix
+		}
+	}
+	sa := cj.Spec.JobTemplate.Spec.Template.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	if _, err := kube.CoreV1().ServiceAccounts(cj.Namespace).Get(ctx, sa, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		worse(Failed, "its ServiceAccount "+cj.Namespace+"/"+sa+" does not exist: its pods are not created", "create the ServiceAccount, or reinstall nsman")
+	}
+	if cj.Spec.Suspend != nil && *cj.Spec.Suspend {
+		worse(Warning, "suspended: no sweep starts", "resume it: suspend: false (the chart's suspend value)")
+	}
+	if opts.CronJobDryRun {
+		worse(Warning, "every sweep is a dry run (--dry-run): it acts on nothing and logs what it would do", "when its plan is what you expect, let it act: the chart's dryRun=false, or kubectl apply -k deploy/")
+	}
+	last, ok := cj.Status.LastScheduleTime, cj.Status.LastSuccessfulTime
+	switch {
+	case last == nil:
+		c.Details = append(c.Details, "no sweep has started yet")
+	case (ok == nil || ok.Before(last)) && time.Since(last.Time) > deadline(cj):
+		worse(Warning, "the last sweep, started "+last.UTC().Format(time.RFC3339)+", has not succeeded (last success: "+timeOrNever(ok)+")", "read the logs of its Jobs' pods in "+cj.Namespace+" (docs/operating.md#logs)")
+	case ok == nil || ok.Before(last):
+		c.Details = append(c.Details, "a sweep started "+last.UTC().Format(time.RFC3339)+" and may still run")
+	default:
+		c.Details = append(c.Details, "the last sweep started "+last.UTC().Format(time.RFC3339)+" and succeeded")
+	}
+	return c
+}
+
+// deadline is how long a sweep's Job may run (its activeDeadlineSeconds,
+// else the 300 s deploy/ and the chart set): one not done by then failed.
+func deadline(cj *batchv1.CronJob) time.Duration {
+	if s := cj.Spec.JobTemplate.Spec.ActiveDeadlineSeconds; s != nil {
+		return time.Duration(*s) * time.Second
+	}
+	return 300 * time.Second
+}
+
+func timeOrNever(t *metav1.Time) string {
+	if t == nil {
+		return "never"
+	}
+	return t.UTC().Format(time.RFC3339)
 }

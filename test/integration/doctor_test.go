@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/nsman/nsman/cmd"
 	"github.com/nsman/nsman/doctor"
 	"github.com/nsman/nsman/test/cluster"
@@ -196,6 +198,37 @@ spec:
 		"trusted namespace platform does not exist")
 	r.want(t, "webhooks", doctor.OK, "receivers --webhook-allow admits: hooks.example.com")
 	r.want(t, "crd", doctor.OK, "as this nsman")
+	r.want(t, "cronJob", doctor.OK, "CronJob "+installNamespace+"/nsman runs ghcr.io/nsman/nsman:0.1.0", "no sweep has started yet")
+	// Suspended, in dry-run mode, its last sweep failed: warnings, each said.
+	env.Apply(t, []byte(strings.Replace(strings.Replace(cronJob, "spec:\n  schedule:", "spec:\n  suspend: true\n  schedule:", 1), "args: [sweep,", "args: [sweep, --dry-run,", 1)))
+	cj, err := c.Admin.BatchV1().CronJobs(installNamespace).Get(ctx, "nsman", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cj.Status.LastScheduleTime = &metav1.Time{Time: time.Now().Add(-10 * time.Minute)}
+	cj.Status.LastSuccessfulTime = &metav1.Time{Time: time.Now().Add(-20 * time.Minute)}
+	if _, err := c.Admin.BatchV1().CronJobs(installNamespace).UpdateStatus(ctx, cj, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r = runDoctor(t, admin)
+	r.want(t, "cronJob", doctor.Warning, "suspended: no sweep starts", "every sweep is a dry run", "has not succeeded")
+	env.Apply(t, []byte(cronJob))
+	cj, err = c.Admin.BatchV1().CronJobs(installNamespace).Get(ctx, "nsman", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cj.Status.LastSuccessfulTime = &metav1.Time{Time: time.Now().Add(-9 * time.Minute)}
+	if _, err := c.Admin.BatchV1().CronJobs(installNamespace).UpdateStatus(ctx, cj, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// A CronJob whose ServiceAccount does not exist starts no pod.
+	env.Apply(t, []byte(strings.NewReplacer("name: nsman\n  namespace", "name: ghost\n  namespace", "serviceAccountName: nsman", "serviceAccountName: ghost").Replace(cronJob)))
+	r = runDoctor(t, admin, "--config-from", installNamespace+"/ghost")
+	r.want(t, "cronJob", doctor.Failed, "ServiceAccount "+installNamespace+"/ghost does not exist")
+	if err := c.Admin.BatchV1().CronJobs(installNamespace).Delete(ctx, "ghost", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
 	// The CRD is judged against this binary, which may not be the
 	// CronJob's release: it says which each is.
 	env.Apply(t, staleCRD(t))
@@ -268,6 +301,7 @@ spec:
 	env.Apply(t, []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: platform\n"))
 	r = runDoctor(t, admin)
 	r.want(t, "javaOperator", doctor.OK, "does not run", "scaled to zero")
+	r.want(t, "cronJob", doctor.OK, "succeeded")
 	r.want(t, "namespaces", doctor.OK, "nsman runs in "+installNamespace)
 	if r.code != cmd.ExitOK {
 		t.Errorf("all well: exit %d (%s), report %+v", r.code, r.stderr, r.report)
