@@ -75,7 +75,7 @@ type Options struct {
 	// sweeps run with --dry-run.
 	CronJob       *batchv1.CronJob
 	CronJobDryRun bool
-	Namespaces     Namespaces
+	Namespaces    Namespaces
 	// Allow is --webhook-allow (nil: none).
 	Allow *webhook.AllowList
 }
