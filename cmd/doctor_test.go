@@ -1,0 +1,39 @@
+package cmd
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestDoctorUsageErrors: doctor exits 2, saying why, on a bad flag and
+// when the cluster cannot be reached, and prints no report.
+func TestDoctorUsageErrors(t *testing.T) {
+	unreachable := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(unreachable, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: x}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-o", "yaml"}, `-o "yaml": want text or json`},
+		{[]string{"--webhook-allow", "https://hooks.example.com/"}, "--webhook-allow"},
+		{[]string{"extra"}, "unknown command"},
+		{nil, "the cluster cannot be reached"},
+	} {
+		var stdout, stderr bytes.Buffer
+		args := append([]string{"doctor", "--kubeconfig", unreachable}, tc.args...)
+		if code := Execute(t.Context(), args, &stdout, &stderr); code != ExitUsage || !strings.Contains(stderr.String(), tc.want) || stdout.Len() > 0 {
+			t.Errorf("nsman %q: exit %d, stderr %q, stdout %q; want exit %d saying %q and no report", args, code, stderr.String(), stdout.String(), ExitUsage, tc.want)
+		}
+	}
+}
