@@ -41,7 +41,7 @@ flags of nsman's CronJob as a dry run does (--config-from) and checks the
 CronJob's ServiceAccount (a SubjectAccessReview each; your own permissions when
 you may not create those). It changes nothing.
 
-Exit status: 0 when all is well (warnings included), 1 when a check failed, 2 on
+Exit status: 0 when no check failed (warnings allowed), 1 when one did, 2 on
 a usage error or when the cluster cannot be reached.`,
 		Example: `  nsman doctor
   nsman doctor -o json | jq '.checks[] | select(.status != "ok")'`,
@@ -159,8 +159,16 @@ func writeDoctor(w io.Writer, r doctor.Report) error {
 		return err
 	}
 	verdict := "all is well"
+	warnings := 0
+	for _, ch := range r.Checks {
+		if ch.Status == doctor.Warning {
+			warnings++
+		}
+	}
 	if n := countFailed(r); n > 0 {
 		verdict = fmt.Sprintf("%d check(s) failed", n)
+	} else if warnings > 0 {
+		verdict = fmt.Sprintf("no check failed; %d warning(s)", warnings)
 	}
 	_, err := fmt.Fprintln(w, "\n"+verdict)
 	return err

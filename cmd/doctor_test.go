@@ -2,10 +2,13 @@ package cmd
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nsman/nsman/doctor"
 )
 
 // TestDoctorUsageErrors: doctor exits 2, saying why, on a bad flag and
@@ -34,6 +37,28 @@ current-context: c
 		args := append([]string{"doctor", "--kubeconfig", unreachable}, tc.args...)
 		if code := Execute(t.Context(), args, &stdout, &stderr); code != ExitUsage || !strings.Contains(stderr.String(), tc.want) || stdout.Len() > 0 {
 			t.Errorf("nsman %q: exit %d, stderr %q, stdout %q; want exit %d saying %q and no report", args, code, stderr.String(), stdout.String(), ExitUsage, tc.want)
+		}
+	}
+}
+
+// TestDoctorVerdict: the text report's last line counts what failed, else
+// the warnings, else says all is well.
+func TestDoctorVerdict(t *testing.T) {
+	for _, tc := range []struct {
+		statuses []doctor.Status
+		want     string
+	}{
+		{[]doctor.Status{doctor.OK, doctor.OK}, "\nall is well\n"},
+		{[]doctor.Status{doctor.OK, doctor.Warning}, "\nno check failed; 1 warning(s)\n"},
+		{[]doctor.Status{doctor.Failed, doctor.Warning, doctor.Failed}, "\n2 check(s) failed\n"},
+	} {
+		var r doctor.Report
+		for i, s := range tc.statuses {
+			r.Checks = append(r.Checks, doctor.Check{Name: fmt.Sprint("check", i), Status: s, Message: "m", Details: []string{}})
+		}
+		var out bytes.Buffer
+		if err := writeDoctor(&out, r); err != nil || !strings.HasSuffix(out.String(), tc.want) {
+			t.Errorf("%v: %v\n%s; want it to end %q", tc.statuses, err, out.String(), tc.want)
 		}
 	}
 }
