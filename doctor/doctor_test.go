@@ -9,6 +9,8 @@ import (
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	"sigs.k8s.io/yaml"
+
+	"github.com/nsman/nsman/deploy"
 )
 
 func TestAPIServerVersion(t *testing.T) {
@@ -122,6 +124,26 @@ func TestImageTag(t *testing.T) {
 	} {
 		if got := imageTag(image); got != want {
 			t.Errorf("imageTag(%q) = %q, want %q", image, got, want)
+		}
+	}
+}
+
+// TestEmbeddedCRD: the CRD this binary judges against is nsman's, serving
+// the managers' version with a schema and a status subresource.
+func TestEmbeddedCRD(t *testing.T) {
+	var crd map[string]any
+	if err := yaml.Unmarshal(deploy.CRD, &crd); err != nil {
+		t.Fatal(err)
+	}
+	schema, status := servedVersion(crd)
+	if schema == nil || !status {
+		t.Fatalf("deploy.CRD: schema %v, status subresource %v", schema != nil, status)
+	}
+	f := map[string]schemaNode{}
+	fields(schema, "", f)
+	for _, p := range []string{"spec.policies[].final", "spec.enforce", "spec.policies[].condition.params.minChecks", "status"} {
+		if _, ok := f[p]; !ok {
+			t.Errorf("deploy.CRD declares no %s", p)
 		}
 	}
 }
