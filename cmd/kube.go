@@ -24,6 +24,9 @@ type kubeOptions struct {
 	context    string
 	qps        float32
 	burst      int
+	// quiet drops the API server's warnings (nsman explain lists every
+	// resource, deprecated ones too).
+	quiet bool
 }
 
 func (o *kubeOptions) addFlags(fs *pflag.FlagSet) {
@@ -42,6 +45,9 @@ func (o *kubeOptions) clients() (sweep.Clients, error) {
 		return sweep.Clients{}, usageError{err}
 	}
 	cfg.QPS, cfg.Burst = o.qps, o.burst
+	if o.quiet {
+		cfg.WarningHandler = rest.NoWarnings{}
+	}
 	cfg.UserAgent = "nsman/" + version
 	c, err := NewClients(cfg, sweep.NewAPIObserver(nil))
 	if err != nil {

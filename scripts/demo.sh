@@ -178,3 +178,32 @@ nsman sweep --dry-run -n namespace-manager --config-from none
 step "nsman doctor: the cluster as that CronJob sees it: the CRD, its ServiceAccount's permissions, its namespaces, the webhook policy"
 bin/nsman doctor
 kubectl -n namespace-manager delete cronjob nsman
+
+step "a namespace stuck in Terminating: an object whose finalizer nobody removes; nsman explain says what holds it"
+kubectl apply -f - <<'YAML'
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: buckets.demo.nsman.test}
+spec:
+  group: demo.nsman.test
+  scope: Namespaced
+  names: {kind: Bucket, plural: buckets}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+YAML
+kubectl wait --for=condition=Established crd/buckets.demo.nsman.test --timeout=30s
+kubectl create namespace preview-stuck
+kubectl -n preview-stuck apply -f - <<'YAML'
+apiVersion: demo.nsman.test/v1
+kind: Bucket
+metadata: {name: assets, finalizers: [storage.demo.nsman.test/empty-first]}
+YAML
+kubectl delete namespace preview-stuck --wait=false
+until kubectl get namespace preview-stuck -o jsonpath='{.status.conditions[?(@.type=="NamespaceFinalizersRemaining")].status}' | grep -q True; do sleep 1; done
+bin/nsman explain preview-stuck
+echo "the finalizer's owner is gone for good here: removing it, as the report says a person could"
+kubectl -n preview-stuck patch buckets.demo.nsman.test assets --type=json -p '[{"op":"remove","path":"/metadata/finalizers"}]'
+kubectl wait --for=delete namespace/preview-stuck --timeout=60s

@@ -1,0 +1,46 @@
+package cmd
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nsman/nsman/explain"
+)
+
+// TestWriteExplain: the text report lists what holds the namespace, then
+// numbered steps, each command with its warning; a namespace not being
+// deleted is said to be so.
+func TestWriteExplain(t *testing.T) {
+	var out bytes.Buffer
+	if err := writeExplain(&out, explain.Report{Namespace: "a", Phase: "Active"}); err != nil || out.String() != "namespace a is Active: it is not being deleted\n" {
+		t.Errorf("active: %v %q", err, out.String())
+	}
+	out.Reset()
+	at := metav1.NewTime(time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC))
+	r := explain.Report{
+		Namespace: "e2e-1", Phase: "Terminating", DeletionTimestamp: &at,
+		Conditions: []corev1.NamespaceCondition{{Type: corev1.NamespaceFinalizersRemaining, Status: corev1.ConditionTrue, Reason: "SomeFinalizersRemain", Message: "Some content in the namespace has finalizers remaining"}},
+		Finalizers: []string{"kubernetes"},
+		Remaining:  []explain.Resource{{Resource: "widgets.example.com", Count: 2, Finalized: []explain.Object{{Name: "w1", Finalizers: []string{"example.com/hold"}}}}},
+		Unblock:    []explain.Step{{Holds: "1 widgets.example.com hold the finalizer example.com/hold (w1)", Unblock: "its controller removes it", Command: "kubectl -n e2e-1 patch widgets.example.com w1 ...", Warning: "skips the cleanup"}},
+	}
+	if err := writeExplain(&out, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"namespace e2e-1: Terminating since 2026-11-24T09:00:00Z\n",
+		"  NamespaceFinalizersRemaining=True SomeFinalizersRemain: Some content",
+		"the namespace's own finalizers: kubernetes\n",
+		"  widgets.example.com: 2, 1 with finalizers\n    w1: example.com/hold\n",
+		"to unblock it:\n  1. 1 widgets.example.com hold the finalizer example.com/hold (w1)\n     its controller removes it\n     a person could run (nsman does not): kubectl -n e2e-1 patch widgets.example.com w1 ...\n     warning: skips the cleanup\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+}
