@@ -72,6 +72,20 @@ func runDoctor(t *testing.T, kubeconfig string, args ...string) doctorRun {
 	return r
 }
 
+// runDoctorUntil runs nsman doctor until its check name's message says
+// says, as RBAC a test just changed takes a moment to be in force, and
+// returns that run (the last one, if it never does).
+func runDoctorUntil(t *testing.T, kubeconfig, name, says string, args ...string) doctorRun {
+	t.Helper()
+	var r doctorRun
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		r = runDoctor(t, kubeconfig, args...)
+		if strings.Contains(r.check(t, name).Message, says) || time.Now().After(deadline) {
+			return r
+		}
+	}
+}
+
 // ownControlPlane starts a control plane for t alone, stopped when t
 // ends, and returns it with a context that bounds t to 5 minutes.
 func ownControlPlane(t *testing.T, opts cluster.Options) (context.Context, *cluster.Cluster) {
@@ -165,7 +179,7 @@ func TestDoctorSaysWhatToFix(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("POD_NAMESPACE", installNamespace)
-	r = runDoctor(t, saKubeconfig)
+	r = runDoctorUntil(t, saKubeconfig, "permissions", "you may not do 2 of the 14")
 	r.want(t, "permissions", doctor.Failed, "you may not do 2 of the 14", "patch deployments.apps (SCALE_DOWN and restore)", "patch statefulsets.apps")
 	r.want(t, "namespaces", doctor.Warning, "nsman runs in "+installNamespace+" (its pod)", "trusted namespace namespace-manager does not exist")
 	// Its ServiceAccount may not read CRDs: discovery tells nsman's.
@@ -192,7 +206,7 @@ spec:
               args: [sweep, --trusted-namespaces=platform, --webhook-allow=hooks.example.com]
 `
 	env.Apply(t, []byte(cronJob))
-	r = runDoctor(t, admin)
+	r = runDoctorUntil(t, admin, "permissions", "ServiceAccount "+installNamespace+"/nsman may not do 2 of the 14")
 	r.want(t, "permissions", doctor.Failed, "ServiceAccount "+installNamespace+"/nsman may not do 2 of the 14", "patch deployments.apps")
 	r.want(t, "namespaces", doctor.Warning, "nsman runs in "+installNamespace+" (CronJob "+installNamespace+"/nsman)", "trusted (may target other namespaces, may hold rules): platform\n",
 		"trusted namespace platform does not exist")
@@ -267,7 +281,7 @@ subjects:
 	if err := cluster.WriteKubeconfig(viewer, viewerCfg); err != nil {
 		t.Fatal(err)
 	}
-	r = runDoctor(t, viewer)
+	r = runDoctorUntil(t, viewer, "namespaces", "(CronJob "+installNamespace+"/nsman)")
 	r.want(t, "permissions", doctor.Warning, "you may not create subjectaccessreviews", "you may not do 14 of the 14")
 	// It may not list namespaces: whether the trusted ones exist is not told.
 	r.want(t, "namespaces", doctor.OK, "(CronJob "+installNamespace+"/nsman)", "whether trusted namespace platform exists could not be told")
@@ -299,7 +313,7 @@ spec:
 	// All well.
 	env.Apply(t, rbac)
 	env.Apply(t, []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: platform\n"))
-	r = runDoctor(t, admin)
+	r = runDoctorUntil(t, admin, "permissions", "may do all 14")
 	r.want(t, "javaOperator", doctor.OK, "does not run", "scaled to zero")
 	r.want(t, "cronJob", doctor.OK, "succeeded")
 	r.want(t, "namespaces", doctor.OK, "nsman runs in "+installNamespace)
