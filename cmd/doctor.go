@@ -33,8 +33,9 @@ fields it would prune); every permission a sweep uses (an access review each,
 naming each missing one); the namespace nsman runs in, and the trusted and
 protected namespaces that follow from it (a trusted one that does not exist is
 a warning); the webhook address policy in force; the installed CronJob (its
-ServiceAccount, suspended, --dry-run, its last sweep); and whether the Java
-operator nsman replaces still runs beside it.
+ServiceAccount, suspended, --dry-run, its last sweep) and the admission policy
+that fences it; and whether the Java operator nsman replaces still runs beside
+it.
 
 In a pod it checks its own ServiceAccount. Elsewhere it takes the namespace and
 flags of nsman's CronJob as a dry run does (--config-from) and checks the

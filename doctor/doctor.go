@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -44,7 +45,7 @@ const (
 // Check is one thing looked at, with what was found.
 type Check struct {
 	// Name is the check's stable name: apiServer, crd, permissions,
-	// namespaces, webhooks, cronJob or javaOperator.
+	// namespaces, webhooks, cronJob, admissionPolicy or javaOperator.
 	Name    string `json:"name"`
 	Status  Status `json:"status"`
 	Message string `json:"message"`
@@ -100,6 +101,7 @@ func Run(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, 
 		namespaces(ctx, kube, opts.Namespaces),
 		webhooks(opts.Allow),
 		cronJob(ctx, kube, opts),
+		admissionPolicy(ctx, kube, opts.ServiceAccount),
 		javaOperator(ctx, kube),
 	}
 	r := Report{OK: true, Checks: checks}
@@ -477,4 +479,45 @@ func timeOrNever(t *metav1.Time) string {
 		return "never"
 	}
 	return t.UTC().Format(time.RFC3339)
+}
+
+// admissionPolicy says whether a ValidatingAdmissionPolicy, bound to deny,
+// fences serviceAccount ("namespace/name") as deploy/ and the chart's does:
+// its matchConditions name the ServiceAccount's user.
+func admissionPolicy(ctx context.Context, kube kubernetes.Interface, serviceAccount string) Check {
+	c := Check{Name: "admissionPolicy", Status: OK}
+	ns, name, ok := strings.Cut(serviceAccount, "/")
+	if !ok {
+		c.Message = "not looked at: the ServiceAccount a sweep runs as is not known here (in its pod, or no CronJob found)"
+		return c
+	}
+	user := "system:serviceaccount:" + ns + ":" + name
+	policies, err := kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		c.Status, c.Message = Warning, "whether an admission policy fences "+user+" could not be told: "+err.Error()
+		return c
+	}
+	bindings, err := kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		c.Status, c.Message = Warning, "whether an admission policy fences "+user+" could not be told: "+err.Error()
+		return c
+	}
+	fencing := map[string]bool{}
+	for _, p := range policies.Items {
+		for _, m := range p.Spec.MatchConditions {
+			if strings.Contains(m.Expression, "'"+user+"'") {
+				fencing[p.Name] = true
+			}
+		}
+	}
+	for _, b := range bindings.Items {
+		if fencing[b.Spec.PolicyName] && slices.Contains(b.Spec.ValidationActions, admissionregistrationv1.Deny) {
+			c.Message = "the ValidatingAdmissionPolicy " + b.Spec.PolicyName + " (binding " + b.Name + ", Deny) fences " + user
+			return c
+		}
+	}
+	c.Status = Warning
+	c.Message = "no ValidatingAdmissionPolicy bound to deny fences " + user + ": only RBAC, which lets it delete any namespace and patch any Deployment, stands between it and what nsman protects"
+	c.Fix = "install nsman's admission policy: the chart's admissionPolicy.enabled=true, or deploy/base/admission-policy.yaml (docs/safety.md#a-fence-around-nsman-itself)"
+	return c
 }

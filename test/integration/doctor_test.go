@@ -213,6 +213,8 @@ spec:
 	r.want(t, "webhooks", doctor.OK, "receivers --webhook-allow admits: hooks.example.com")
 	r.want(t, "crd", doctor.OK, "as this nsman")
 	r.want(t, "cronJob", doctor.OK, "CronJob "+installNamespace+"/nsman runs ghcr.io/nsman/nsman:0.1.0", "no sweep has started yet")
+	// No admission policy fences its ServiceAccount yet: only RBAC does.
+	r.want(t, "admissionPolicy", doctor.Warning, "no ValidatingAdmissionPolicy bound to deny fences system:serviceaccount:"+installNamespace+":nsman")
 	// Suspended, in dry-run mode, its last sweep failed: warnings, each said.
 	env.Apply(t, []byte(strings.Replace(strings.Replace(cronJob, "spec:\n  schedule:", "spec:\n  suspend: true\n  schedule:", 1), "args: [sweep,", "args: [sweep, --dry-run,", 1)))
 	cj, err := c.Admin.BatchV1().CronJobs(installNamespace).Get(ctx, "nsman", metav1.GetOptions{})
@@ -311,11 +313,17 @@ spec:
 	env.Apply(t, operator(0))
 
 	// All well.
+	policy, err := os.ReadFile(filepath.Join(nsmantest.RepoRoot(), "deploy", "base", "admission-policy.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Apply(t, bytes.ReplaceAll(policy, []byte("system:serviceaccount:namespace-manager:nsman"), []byte("system:serviceaccount:"+installNamespace+":nsman")))
 	env.Apply(t, rbac)
 	env.Apply(t, []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: platform\n"))
 	r = runDoctorUntil(t, admin, "permissions", "may do all 14")
 	r.want(t, "javaOperator", doctor.OK, "does not run", "scaled to zero")
 	r.want(t, "cronJob", doctor.OK, "succeeded")
+	r.want(t, "admissionPolicy", doctor.OK, "the ValidatingAdmissionPolicy nsman (binding nsman, Deny) fences system:serviceaccount:"+installNamespace+":nsman")
 	r.want(t, "namespaces", doctor.OK, "nsman runs in "+installNamespace)
 	if r.code != cmd.ExitOK {
 		t.Errorf("all well: exit %d (%s), report %+v", r.code, r.stderr, r.report)
