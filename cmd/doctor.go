@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -107,8 +106,8 @@ func (o *sweepOptions) doctor(c *cobra.Command) error {
 }
 
 // judgeAsInstalled fills opts with what nsman's CronJob, as --config-from
-// finds it, tells: its namespace and its ServiceAccount; its flags become
-// the defaults of those not given.
+// finds it, tells: its namespace, the CronJob itself; its flags become the
+// defaults of those not given.
 func (o *sweepOptions) judgeAsInstalled(ctx context.Context, kube kubernetes.Interface, flags *pflag.FlagSet, opts *doctor.Options) error {
 	explicit := o.configFrom != configFromAuto && o.configFrom != configFromNone
 	inst, err := findInstallation(ctx, kube, o.configFrom)
@@ -124,11 +123,12 @@ func (o *sweepOptions) judgeAsInstalled(ctx context.Context, kube kubernetes.Int
 	if _, err := o.adopt(flags, inst); err != nil {
 		return usageError{err}
 	}
+	theirs, _, err := inst.sweep()
+	if err != nil {
+		return usageError{err}
+	}
 	opts.Namespaces.Own, opts.Namespaces.From = inst.namespace, inst.String()
-	opts.ServiceAccount = inst.namespace + "/" + inst.serviceAccount
-	opts.InstalledImage = inst.image
-	opts.CronJob = inst.cronJob
-	opts.CronJobDryRun = slices.ContainsFunc(inst.args, func(a string) bool { return a == "--dry-run" || a == "--dry-run=true" })
+	opts.Installed = &doctor.Installed{CronJob: inst.cronJob, ServiceAccount: inst.serviceAccount, Image: inst.image, DryRun: theirs.dryRun}
 	return nil
 }
 

@@ -160,16 +160,27 @@ func anyOf(list []string, want string) bool {
 	return slices.Contains(list, want) || slices.Contains(list, "*")
 }
 
+// sweep is the sweep inst runs: its options, and the flags they were
+// parsed from.
+func (inst *installation) sweep() (*sweepOptions, *pflag.FlagSet, error) {
+	o := newSweepOptions()
+	flags := o.command().Flags()
+	// An installed nsman newer than this one may pass flags this one does
+	// not know; they cannot be among installedFlags.
+	flags.ParseErrorsAllowlist.UnknownFlags = true
+	if err := flags.Parse(inst.args); err != nil {
+		return nil, nil, fmt.Errorf("%s: its sweep's flags: %w", inst, err)
+	}
+	return o, flags, nil
+}
+
 // adopt sets each of installedFlags that inst's sweep sets and flags has
 // but was not given to inst's value, and takes inst's namespace as the one
 // nsman runs in. It returns the flags it set, as --name=value.
 func (o *sweepOptions) adopt(flags *pflag.FlagSet, inst *installation) ([]string, error) {
-	theirs := newSweepOptions().command().Flags()
-	// An installed nsman newer than this one may pass flags this one does
-	// not know; they cannot be among installedFlags.
-	theirs.ParseErrorsAllowlist.UnknownFlags = true
-	if err := theirs.Parse(inst.args); err != nil {
-		return nil, fmt.Errorf("%s: its sweep's flags: %w", inst, err)
+	_, theirs, err := inst.sweep()
+	if err != nil {
+		return nil, err
 	}
 	var taken []string
 	for _, name := range installedFlags {

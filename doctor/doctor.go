@@ -1,8 +1,10 @@
 // Package doctor checks a cluster as a sweep would see it: the API
 // server's version, the NamespaceManager CRD, the permissions a sweep uses,
 // the namespaces nsman trusts and protects, the webhook address policy,
-// and whether the Java operator nsman replaces still runs beside it. Each check says what is wrong and how to fix it; nothing is
-// written but access reviews.
+// the installed CronJob and the admission policy that fences it, and
+// whether the Java operator nsman replaces still runs beside it. Each check
+// says what is wrong and how to fix it; nothing is written but access
+// reviews.
 package doctor
 
 import (
@@ -65,20 +67,43 @@ type Report struct {
 type Options struct {
 	// Version is this nsman's, as messages name it.
 	Version string
-	// ServiceAccount, as "namespace/name", is whose permissions are
-	// checked (a SubjectAccessReview each); empty: the caller's own
+	// InPod: doctor runs in nsman's pod, as nsman's ServiceAccount.
+	InPod bool
+	// Installed is nsman's CronJob, as found from outside its pod; nil
+	// when none was. Its ServiceAccount's permissions are checked (a
+	// SubjectAccessReview each); without it, the caller's own
 	// (SelfSubjectAccessReview), which are nsman's only InPod.
-	ServiceAccount string
-	InPod          bool
-	// InstalledImage is the image of the installed CronJob, if found.
-	InstalledImage string
-	// CronJob is the installed CronJob, if found; CronJobDryRun says its
-	// sweeps run with --dry-run.
-	CronJob       *batchv1.CronJob
-	CronJobDryRun bool
-	Namespaces    Namespaces
+	Installed  *Installed
+	Namespaces Namespaces
 	// Allow is --webhook-allow (nil: none).
 	Allow *webhook.AllowList
+}
+
+// Installed is nsman's CronJob and what its nsman container runs.
+type Installed struct {
+	CronJob *batchv1.CronJob
+	// ServiceAccount is the name its pods run as, in its namespace.
+	ServiceAccount string
+	Image          string
+	// DryRun: its sweeps run with --dry-run.
+	DryRun bool
+}
+
+// serviceAccount is the installed CronJob's ServiceAccount as
+// "namespace/name", or "" when none was found.
+func (i *Installed) serviceAccount() string {
+	if i == nil {
+		return ""
+	}
+	return i.CronJob.Namespace + "/" + i.ServiceAccount
+}
+
+// image is the installed CronJob's image, or "" when none was found.
+func (i *Installed) image() string {
+	if i == nil {
+		return ""
+	}
+	return i.Image
 }
 
 // Namespaces are the namespace nsman runs in and what follows from it.
@@ -96,12 +121,12 @@ type Namespaces struct {
 func Run(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, opts Options) Report {
 	checks := []Check{
 		apiServer(kube),
-		crd(ctx, kube, dyn, opts.Version, opts.InstalledImage),
-		permissions(ctx, kube, opts.ServiceAccount, opts.InPod),
+		crd(ctx, kube, dyn, opts.Version, opts.Installed.image()),
+		permissions(ctx, kube, opts.Installed.serviceAccount(), opts.InPod),
 		namespaces(ctx, kube, opts.Namespaces),
 		webhooks(opts.Allow),
-		cronJob(ctx, kube, opts),
-		admissionPolicy(ctx, kube, opts.ServiceAccount),
+		cronJob(ctx, kube, opts.Installed),
+		admissionPolicy(ctx, kube, opts.Installed.serviceAccount()),
 		javaOperator(ctx, kube),
 	}
 	r := Report{OK: true, Checks: checks}
@@ -275,12 +300,10 @@ func serviceAccountGroups(namespace string) []string {
 
 func permissions(ctx context.Context, kube kubernetes.Interface, serviceAccount string, inPod bool) Check {
 	c := Check{Name: "permissions"}
-	who := "you"
 	// Outside nsman's pod, the caller's permissions say nothing of nsman's.
 	notNsman := !inPod && serviceAccount == ""
 	const notNsmanFix = "these are your permissions, not nsman's: run nsman doctor where nsman's CronJob is installed (--config-from NAMESPACE/NAME names it), or in its pod"
-	review := func(p sweep.Permission) (bool, error) {
-		attrs := &authorizationv1.ResourceAttributes{Verb: p.Verb, Group: p.Group, Resource: p.Resource, Subresource: p.Subresource}
+	self := func(attrs *authorizationv1.ResourceAttributes) (bool, error) {
 		r, err := kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
 			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: attrs},
 		}, metav1.CreateOptions{})
@@ -289,29 +312,29 @@ func permissions(ctx context.Context, kube kubernetes.Interface, serviceAccount 
 		}
 		return r.Status.Allowed, nil
 	}
+	who, review := "you", self
 	if ns, name, ok := strings.Cut(serviceAccount, "/"); ok {
 		who = "ServiceAccount " + serviceAccount
-		user := "system:serviceaccount:" + ns + ":" + name
-		self := review
-		review = func(p sweep.Permission) (bool, error) {
-			attrs := &authorizationv1.ResourceAttributes{Verb: p.Verb, Group: p.Group, Resource: p.Resource, Subresource: p.Subresource}
+		review = func(attrs *authorizationv1.ResourceAttributes) (bool, error) {
 			r, err := kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
-				Spec: authorizationv1.SubjectAccessReviewSpec{ResourceAttributes: attrs, User: user, Groups: serviceAccountGroups(ns)},
+				Spec: authorizationv1.SubjectAccessReviewSpec{ResourceAttributes: attrs, User: "system:serviceaccount:" + ns + ":" + name, Groups: serviceAccountGroups(ns)},
 			}, metav1.CreateOptions{})
 			if err != nil {
 				return false, err
 			}
 			return r.Status.Allowed, nil
 		}
-		// One may not be allowed to ask about others: then ask about oneself.
-		if _, err := review(sweep.Permissions[0]); apierrors.IsForbidden(err) {
-			c.Details = append(c.Details, "you may not create subjectaccessreviews: these are your own permissions, not "+who+"'s")
-			who, review, notNsman = "you", self, true
-		}
 	}
 	var missing []string
 	for _, p := range sweep.Permissions {
-		allowed, err := review(p)
+		attrs := &authorizationv1.ResourceAttributes{Verb: p.Verb, Group: p.Group, Resource: p.Resource, Subresource: p.Subresource}
+		allowed, err := review(attrs)
+		if apierrors.IsForbidden(err) && who != "you" {
+			// One may not be allowed to ask about others: then ask about oneself.
+			c.Details = append(c.Details, "you may not create subjectaccessreviews: these are your own permissions, not "+who+"'s")
+			who, review, notNsman = "you", self, true
+			allowed, err = review(attrs)
+		}
 		if err != nil {
 			c.Status, c.Message = Failed, "the permissions of "+who+" could not be reviewed: "+err.Error()
 			return c
@@ -340,26 +363,11 @@ func permissions(ctx context.Context, kube kubernetes.Interface, serviceAccount 
 	return c
 }
 
-func namespaces(ctx context.Context, kube kubernetes.Interface, n Namespaces) (c Check) {
-	c = Check{Name: "namespaces", Status: OK}
-	defer func() {
-		// Whoever may create a missing trusted namespace gets trusted
-		// managers with it.
-		for _, ns := range n.Trusted {
-			list, err := kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + ns})
-			if err != nil {
-				c.Details = append(c.Details, "whether trusted namespace "+ns+" exists could not be told: "+err.Error())
-				continue
-			}
-			if len(list.Items) == 0 {
-				c.Details = append(c.Details, "trusted namespace "+ns+" does not exist: whoever may create namespaces may create it, and its managers would be trusted")
-				if c.Status == OK {
-					c.Status = Warning
-					c.Fix = "create the trusted namespaces that do not exist, so that they are yours, or leave them out of --trusted-namespaces"
-				}
-			}
-		}
-	}()
+func namespaces(ctx context.Context, kube kubernetes.Interface, n Namespaces) Check {
+	c := Check{Name: "namespaces", Status: OK, Details: []string{
+		"trusted (may target other namespaces, may hold rules): " + strings.Join(n.Trusted, ", "),
+		"protected (never acted on): " + strings.Join(n.Protected, ", "),
+	}}
 	if n.Own == "" {
 		c.Status = Warning
 		c.Message = "the namespace nsman runs in is not known: this is no pod, and no installed nsman CronJob was found"
@@ -373,9 +381,21 @@ func namespaces(ctx context.Context, kube kubernetes.Interface, n Namespaces) (c
 			c.Message += " and trusted"
 		}
 	}
-	c.Details = []string{
-		"trusted (may target other namespaces, may hold rules): " + strings.Join(n.Trusted, ", "),
-		"protected (never acted on): " + strings.Join(n.Protected, ", "),
+	// Whoever may create a missing trusted namespace gets trusted managers
+	// with it. A list by name each: a sweep's RBAC has list, not get.
+	for _, ns := range n.Trusted {
+		list, err := kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + ns})
+		if err != nil {
+			c.Details = append(c.Details, "whether trusted namespace "+ns+" exists could not be told: "+err.Error())
+			continue
+		}
+		if len(list.Items) == 0 {
+			c.Details = append(c.Details, "trusted namespace "+ns+" does not exist: whoever may create namespaces may create it, and its managers would be trusted")
+			if c.Status == OK {
+				c.Status = Warning
+				c.Fix = "create the trusted namespaces that do not exist, so that they are yours, or leave them out of --trusted-namespaces"
+			}
+		}
 	}
 	return c
 }
@@ -423,32 +443,27 @@ func javaOperator(ctx context.Context, kube kubernetes.Interface) Check {
 // cronJob says whether the installed CronJob sweeps: its ServiceAccount
 // exists, it is not suspended, its sweeps act (no --dry-run), and the last
 // one scheduled succeeded.
-func cronJob(ctx context.Context, kube kubernetes.Interface, opts Options) Check {
+func cronJob(ctx context.Context, kube kubernetes.Interface, installed *Installed) Check {
 	c := Check{Name: "cronJob", Status: OK}
-	cj := opts.CronJob
-	if cj == nil {
+	if installed == nil {
 		c.Message = "no installed CronJob looked at (in its pod, or none found)"
 		return c
 	}
-	where := cj.Namespace + "/" + cj.Name
-	c.Message = "CronJob " + where + " runs " + opts.InstalledImage + " on the schedule \"" + cj.Spec.Schedule + "\""
+	cj := installed.CronJob
+	c.Message = "CronJob " + cj.Namespace + "/" + cj.Name + " runs " + installed.Image + " on the schedule \"" + cj.Spec.Schedule + "\""
 	worse := func(s Status, detail, fix string) {
 		c.Details = append(c.Details, detail)
 		if s == Failed || c.Status == OK {
 			c.Status, c.Fix = s, fix
 		}
 	}
-	sa := cj.Spec.JobTemplate.Spec.Template.Spec.ServiceAccountName
-	if sa == "" {
-		sa = "default"
-	}
-	if _, err := kube.CoreV1().ServiceAccounts(cj.Namespace).Get(ctx, sa, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-		worse(Failed, "its ServiceAccount "+cj.Namespace+"/"+sa+" does not exist: its pods are not created", "create the ServiceAccount, or reinstall nsman")
+	if _, err := kube.CoreV1().ServiceAccounts(cj.Namespace).Get(ctx, installed.ServiceAccount, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		worse(Failed, "its ServiceAccount "+installed.serviceAccount()+" does not exist: its pods are not created", "create the ServiceAccount, or reinstall nsman")
 	}
 	if cj.Spec.Suspend != nil && *cj.Spec.Suspend {
 		worse(Warning, "suspended: no sweep starts", "resume it: suspend: false (the chart's suspend value)")
 	}
-	if opts.CronJobDryRun {
+	if installed.DryRun {
 		worse(Warning, "every sweep is a dry run (--dry-run): it acts on nothing and logs what it would do", "when its plan is what you expect, let it act: the chart's dryRun=false, or kubectl apply -k deploy/")
 	}
 	last, ok := cj.Status.LastScheduleTime, cj.Status.LastSuccessfulTime
