@@ -64,12 +64,9 @@ func (o *sweepOptions) doctor(c *cobra.Command) error {
 	if _, err := webhook.ParseAllowList(o.webhookAllow); err != nil {
 		return usageError{fmt.Errorf("--webhook-allow: %w", err)}
 	}
-	clients, err := o.kube.clients()
+	clients, err := o.kube.reachableClients()
 	if err != nil {
 		return err
-	}
-	if _, err := clients.Kube.Discovery().ServerVersion(); err != nil {
-		return usageError{fmt.Errorf("the cluster cannot be reached: %w", err)}
 	}
 	opts := doctor.Options{Version: version}
 	if own := ownNamespace(); own != "" {

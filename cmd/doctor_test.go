@@ -11,11 +11,11 @@ import (
 	"github.com/nsman/nsman/doctor"
 )
 
-// TestDoctorUsageErrors: doctor exits 2, saying why, on a bad flag and
-// when the cluster cannot be reached, and prints no report.
-func TestDoctorUsageErrors(t *testing.T) {
-	unreachable := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(unreachable, []byte(`apiVersion: v1
+// unreachableKubeconfig is a kubeconfig of a cluster that never answers.
+func unreachableKubeconfig(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, []byte(`apiVersion: v1
 kind: Config
 clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
 users: [{name: u, user: {token: x}}]
@@ -24,6 +24,13 @@ current-context: c
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return path
+}
+
+// TestDoctorUsageErrors: doctor exits 2, saying why, on a bad flag and
+// when the cluster cannot be reached, and prints no report.
+func TestDoctorUsageErrors(t *testing.T) {
+	unreachable := unreachableKubeconfig(t)
 	for _, tc := range []struct {
 		args []string
 		want string

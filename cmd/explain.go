@@ -37,12 +37,9 @@ usage error or when the cluster cannot be reached.`,
 			if output != "text" && output != "json" {
 				return usageError{fmt.Errorf("-o %q: want text or json", output)}
 			}
-			clients, err := kube.clients()
+			clients, err := kube.reachableClients()
 			if err != nil {
 				return err
-			}
-			if _, err := clients.Kube.Discovery().ServerVersion(); err != nil {
-				return usageError{fmt.Errorf("the cluster cannot be reached: %w", err)}
 			}
 			r, err := explain.Explain(c.Context(), clients.Kube, clients.Metadata, clients.Dynamic, args[0])
 			if err != nil {

@@ -44,3 +44,23 @@ func TestWriteExplain(t *testing.T) {
 		}
 	}
 }
+
+// TestExplainUsageErrors: explain exits 2, saying why, without a
+// namespace, with a bad -o, and when the cluster cannot be reached.
+func TestExplainUsageErrors(t *testing.T) {
+	unreachable := unreachableKubeconfig(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "accepts 1 arg(s)"},
+		{[]string{"e2e-1", "-o", "yaml"}, `-o "yaml": want text or json`},
+		{[]string{"e2e-1"}, "the cluster cannot be reached"},
+	} {
+		var stdout, stderr bytes.Buffer
+		args := append([]string{"explain", "--kubeconfig", unreachable}, tc.args...)
+		if code := Execute(t.Context(), args, &stdout, &stderr); code != ExitUsage || !strings.Contains(stderr.String(), tc.want) || stdout.Len() > 0 {
+			t.Errorf("nsman %q: exit %d, stderr %q, stdout %q; want exit %d saying %q and no report", args, code, stderr.String(), stdout.String(), ExitUsage, tc.want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -52,6 +53,20 @@ func (o *kubeOptions) clients() (sweep.Clients, error) {
 	c, err := NewClients(cfg, sweep.NewAPIObserver(nil))
 	if err != nil {
 		return c, usageError{err}
+	}
+	return c, nil
+}
+
+// reachableClients are clients() of a cluster that answered: a command
+// that only reads says "cannot be reached" (a usage error) rather than
+// reporting each of its reads failed.
+func (o *kubeOptions) reachableClients() (sweep.Clients, error) {
+	c, err := o.clients()
+	if err != nil {
+		return c, err
+	}
+	if _, err := c.Kube.Discovery().ServerVersion(); err != nil {
+		return c, usageError{fmt.Errorf("the cluster cannot be reached: %w", err)}
 	}
 	return c, nil
 }
