@@ -38,6 +38,11 @@ func writeReport(w io.Writer, format string, r sweep.Report) error {
 		for _, p := range e.Problems {
 			fmt.Fprintf(tw, "\t\t\t\t\t\t  %s\n", p)
 		}
+		if e.Stuck != nil {
+			for _, reason := range e.Stuck.Reasons {
+				fmt.Fprintf(tw, "\t\t\t\t\t\t  stuck, %s: %s\n", reason.Reason, reason.Message)
+			}
+		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -54,9 +59,15 @@ func writeReport(w io.Writer, format string, r sweep.Report) error {
 	for _, n := range r.Summary.Requests {
 		requests += n
 	}
-	_, err := fmt.Fprintf(w, "\n%s at %s: %d managers (%s); %d API requests in %.2fs\n",
-		mode, r.Summary.Now.Format(time.RFC3339), r.Summary.Managers, strings.Join(states, ", "), requests, r.Summary.DurationSeconds)
-	return err
+	if _, err := fmt.Fprintf(w, "\n%s at %s: %d managers (%s); %d API requests in %.2fs\n",
+		mode, r.Summary.Now.Format(time.RFC3339), r.Summary.Managers, strings.Join(states, ", "), requests, r.Summary.DurationSeconds); err != nil {
+		return err
+	}
+	if r.Summary.Stuck > 0 {
+		_, err := fmt.Fprintf(w, "%d namespace(s) stuck in Terminating: nsman explain NAMESPACE says what holds each\n", r.Summary.Stuck)
+		return err
+	}
+	return nil
 }
 
 // writeJSON writes r as json.Encoder with a two-space indent would, one

@@ -78,6 +78,10 @@ type Config struct {
 	// MaxHold is how far ahead of now a hold (HoldAnnotation) may end; one
 	// further ahead is ignored and reported. Zero means DefaultMaxHold.
 	MaxHold time.Duration
+	// StuckAfter is how long after its deletionTimestamp a namespace still
+	// Terminating is stuck: its entry, the manager's or rule's status and
+	// a Warning Event say why. Zero means DefaultStuckAfter.
+	StuckAfter time.Duration
 }
 
 // ProtectedFloor is the namespaces New always protects, whatever
@@ -109,6 +113,9 @@ const (
 	// DefaultInterruptGrace leaves room within a CronJob pod's default
 	// 30s termination grace period.
 	DefaultInterruptGrace = 20 * time.Second
+	// DefaultStuckAfter gives the namespace controller time to empty a
+	// namespace of its pods (30s of grace each) and the rest.
+	DefaultStuckAfter = 10 * time.Minute
 )
 
 // Validate reports a configuration that cannot run.
@@ -126,6 +133,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--notify-format must be %s or %s, not %q", NotifyJSON, NotifySlack, c.NotifyFormat)
 	case c.MaxHold < 0:
 		return fmt.Errorf("--max-hold must not be negative")
+	case c.StuckAfter < 0:
+		return fmt.Errorf("--stuck-after must not be negative")
 	case c.ShardCount < 0:
 		return fmt.Errorf("--shard-count must not be negative")
 	case c.ShardIndex < 0 || c.ShardIndex >= max(c.ShardCount, 1):
@@ -170,7 +179,7 @@ func New(cfg Config, clients Clients, sender *webhook.Sender, log *slog.Logger) 
 	}
 	cfg.Concurrency, cfg.PageSize = cmp.Or(cfg.Concurrency, DefaultConcurrency), cmp.Or(cfg.PageSize, DefaultPageSize)
 	cfg.ClaimTTL, cfg.InterruptGrace = cmp.Or(cfg.ClaimTTL, DefaultClaimTTL), cmp.Or(cfg.InterruptGrace, DefaultInterruptGrace)
-	cfg.MaxHold = cmp.Or(cfg.MaxHold, DefaultMaxHold)
+	cfg.MaxHold, cfg.StuckAfter = cmp.Or(cfg.MaxHold, DefaultMaxHold), cmp.Or(cfg.StuckAfter, DefaultStuckAfter)
 	cfg.ProtectedNamespaces = WithProtectedFloor(cfg.ProtectedNamespaces)
 	s := &Sweeper{cfg: cfg, clients: clients, log: log, writer: newWriter(clients, sender, cfg.DryRun)}
 	if cfg.NotifyURL != "" && s.writer.done() == StateFired {

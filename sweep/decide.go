@@ -82,16 +82,22 @@ type decision struct {
 	plan *plan
 	// untouched: nothing is to be written.
 	untouched bool
+	// stuckOnly: of the record, only what it says of a stuck target is to
+	// be written (a manager deactivated by its DELETE).
+	stuckOnly bool
 }
 
-// evaluateManager decides what to do with one manager, whose Progress as
+// evaluateManager decides what to do with one manager, whose Status as
 // listed is stored. It reads the sweep's namespaces and, for pods
 // conditions, pods; it writes nothing.
-func (s *Sweeper) evaluateManager(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured, stored Progress) decision {
+func (s *Sweeper) evaluateManager(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured, stored Status) decision {
 	e := Entry{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 	m, problems := policy.Parse(obj)
 	e.Target = m.Target()
 	if m.Deactivated {
+		if d, ok := s.deletedTerminating(ctx, r, m, e, stored); ok {
+			return d
+		}
 		return untouched(m, e, StateDeactivated, "spec.deactivated is true")
 	}
 	if d, live := s.liveClaim(m, e, stored.Claim); live {
@@ -112,7 +118,10 @@ func (s *Sweeper) evaluateManager(ctx context.Context, r *sweepRun, obj *unstruc
 	ns, exists := namespaces[e.Target]
 	t := target{name: e.Target, uid: ns.uid, listed: ns, going: !exists || ns.terminating, home: exists && e.Target == m.Namespace}
 	if t.going && e.Target == m.Namespace {
-		return untouched(m, e, StateTargetTerminating, fmt.Sprintf("namespace %s, where this manager lives, is being deleted; the manager goes with it", e.Target))
+		// Nothing is written: the manager goes with its namespace, which
+		// takes no new Event.
+		e = s.terminating(ctx, r, e, ns, fmt.Sprintf("namespace %s, where this manager lives, is being deleted; the manager goes with it", e.Target))
+		return decision{manager: m, entry: e, untouched: true}
 	}
 	if d, ok := completeClaim(m, e, stored.Claim, t); ok {
 		return d
@@ -121,7 +130,7 @@ func (s *Sweeper) evaluateManager(ctx context.Context, r *sweepRun, obj *unstruc
 		// Only the deactivation is missing.
 		return planned(m, e, nil, plan{step: stepDeactivate, policy: m.Policies[policyIndex(m, stored.LastAction.Policy)], reason: "the action succeeded before; deactivated now", target: t})
 	}
-	if d, ok := confirmDelete(m, e, stored, "", t); ok {
+	if d, ok := confirmDelete(m, e, stored.Progress, "", t); ok {
 		return d
 	}
 	switch {
@@ -129,12 +138,11 @@ func (s *Sweeper) evaluateManager(ctx context.Context, r *sweepRun, obj *unstruc
 		e.State, e.Message = StateTargetMissing, fmt.Sprintf("namespace %s does not exist", e.Target)
 		return decision{manager: m, entry: e}
 	case ns.terminating:
-		e.State, e.Message = StateTargetTerminating, fmt.Sprintf("namespace %s is terminating", e.Target)
-		return decision{manager: m, entry: e}
+		return decision{manager: m, entry: s.terminating(ctx, r, e, ns, fmt.Sprintf("namespace %s is terminating", e.Target))}
 	}
-	return backOff(s.evaluatePolicies(ctx, r, m, e, t, s.checks(r, false), stored, "",
+	return backOff(s.evaluatePolicies(ctx, r, m, e, t, s.checks(r, false), stored.Progress, "",
 		hold{on: "namespace " + e.Target, value: ns.hold}, hold{on: "manager " + m.Namespace + "/" + m.Name, value: obj.GetAnnotations()[HoldAnnotation]}),
-		stored, "", r.now)
+		stored.Progress, "", r.now)
 }
 
 // backOff turns d's plan to deliver a WEBHOOK into a deferral while the

@@ -62,6 +62,24 @@ func (ev managerEvents) tell(ctx context.Context, e Entry, before prior, acted, 
 	if e.HoldIgnored != "" && e.HoldIgnored != before.ignoredHold {
 		ev.emit(ctx, corev1.EventTypeWarning, holdIgnored, "Evaluate", e.HoldIgnored)
 	}
+	// A manager whose own namespace is stuck is told of it in no Event: its
+	// namespace takes no new object.
+	if e.Stuck != nil && e.Stuck.cause() != before.stuck && e.Target != ev.obj.GetNamespace() {
+		ev.emit(ctx, corev1.EventTypeWarning, namespaceStuck, "Evaluate", stuckNote(e.Target, e.Stuck))
+	}
+}
+
+// namespaceStuck is the Event reason for a target stuck in Terminating.
+const namespaceStuck = "NamespaceStuck"
+
+// stuckNote is the Event note of namespace stuck as st says.
+func stuckNote(namespace string, st *Stuck) string {
+	parts := make([]string, 0, len(st.Reasons))
+	for _, r := range st.Reasons {
+		parts = append(parts, r.Reason+": "+r.Message)
+	}
+	return fmt.Sprintf("namespace %s is stuck in Terminating since %s: %s; nsman explain %s says what holds it",
+		namespace, st.Since.UTC().Format(time.RFC3339), strings.Join(parts, "; "), namespace)
 }
 
 // emit writes one Event on the manager.

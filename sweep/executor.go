@@ -49,7 +49,7 @@ func (s *Sweeper) carryOut(ctx context.Context, r *sweepRun, rec record, d decis
 	switch {
 	case d.untouched:
 	case p == nil:
-		e, recorded = s.save(ctx, rec, outcome{entry: e, checks: d.checks})
+		e, recorded = s.save(ctx, rec, outcome{entry: e, checks: d.checks, stuckOnly: d.stuckOnly})
 	case p.step == stepDeactivate || p.step == stepConfirmDelete:
 		e, recorded = s.finish(ctx, r, rec, p, e)
 	case r.stop.Err() != nil:

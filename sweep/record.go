@@ -213,6 +213,8 @@ type outcome struct {
 	last  *LastAction
 	stage string
 	done  bool
+	// stuckOnly: only what e says of a stuck target is kept.
+	stuckOnly bool
 }
 
 // prior is what a record said before this sweep.
@@ -223,6 +225,8 @@ type prior struct {
 	// failure on the namespace).
 	failed      bool
 	ignoredHold string
+	// stuck is the cause of the stuck target recorded (Stuck.cause).
+	stuck string
 }
 
 // errChanged: what the decision rests on changed since the sweep listed

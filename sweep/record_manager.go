@@ -43,6 +43,9 @@ type Status struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 	// Rule summarizes, for a rule, the namespaces it matches.
 	Rule *RuleSummary `json:"rule,omitempty"`
+	// Stuck says why the target, which the manager deleted or aims at, is
+	// stuck in Terminating, as first seen with this cause.
+	Stuck *Stuck `json:"stuck,omitempty"`
 }
 
 // clone returns a copy that shares nothing the sweep modifies in place.
@@ -222,7 +225,8 @@ func (s *Sweeper) managerRecord(r *sweepRun, l listed) *managerRecord {
 
 func (mr *managerRecord) prior() prior {
 	last := mr.stored.LastAction
-	return prior{state: mr.stored.State, last: last, failed: last != nil && last.Result == ResultFailed && (!last.Deferred || last.Failures > 0), ignoredHold: mr.stored.IgnoredHold}
+	return prior{state: mr.stored.State, last: last, failed: last != nil && last.Result == ResultFailed && (!last.Deferred || last.Failures > 0), ignoredHold: mr.stored.IgnoredHold,
+		stuck: mr.stored.Stuck.cause()}
 }
 
 func (mr *managerRecord) sink() eventSink { return mr.events }
@@ -308,6 +312,10 @@ func (mr *managerRecord) write(ctx context.Context, o outcome) error {
 
 // keep sets in st what o says.
 func (mr *managerRecord) keep(st *Status, o outcome) {
+	st.Stuck = sameCause(st.Stuck, o.entry.Stuck)
+	if o.stuckOnly {
+		return
+	}
 	generation := mr.obj.GetGeneration()
 	st.observe(o.entry, generation, mr.now)
 	st.IgnoredHold = o.entry.HoldIgnored

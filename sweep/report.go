@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/nsman/nsman/policy"
 )
 
@@ -75,6 +77,67 @@ type Entry struct {
 	// HoldIgnored says why holds were ignored: unparseable, or ending more
 	// than --max-hold ahead.
 	HoldIgnored string `json:"holdIgnored,omitempty"`
+	// Stuck, on a target-terminating entry, says why the namespace has
+	// been Terminating for longer than --stuck-after.
+	Stuck *Stuck `json:"stuck,omitempty"`
+	// Reclaimed is what a DELETE or SCALE_DOWN carried out (planned, in a
+	// dry run) frees.
+	Reclaimed *Reclaimed `json:"reclaimed,omitempty"`
+}
+
+// Stuck says why a namespace is still Terminating.
+type Stuck struct {
+	// Since is the namespace's deletionTimestamp.
+	Since time.Time `json:"since"`
+	// Reasons say what holds it, each in words a person can act on.
+	Reasons []StuckReason `json:"reasons"`
+}
+
+// StuckReason is one thing that holds a namespace in Terminating.
+type StuckReason struct {
+	// Reason is one of the Stuck* constants: the label of the metric
+	// nsman_namespaces_stuck.
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+// Reasons a namespace is stuck, from the namespace controller's conditions
+// and the namespace's own finalizers.
+const (
+	// StuckDiscoveryFailure: an API group could not be discovered (an
+	// aggregated APIService is unavailable), so the namespace controller
+	// cannot tell whether the namespace is empty.
+	StuckDiscoveryFailure = "DiscoveryFailure"
+	// StuckGroupVersionParsingFailure: the namespace controller could not
+	// parse a group version the API server serves.
+	StuckGroupVersionParsingFailure = "GroupVersionParsingFailure"
+	// StuckContentFailure: deleting some content failed.
+	StuckContentFailure = "ContentFailure"
+	// StuckContentRemaining: objects are left.
+	StuckContentRemaining = "ContentRemaining"
+	// StuckFinalizersRemaining: objects are left whose finalizers nobody
+	// removes.
+	StuckFinalizersRemaining = "FinalizersRemaining"
+	// StuckNamespaceFinalizers: the namespace has finalizers of its own.
+	StuckNamespaceFinalizers = "NamespaceFinalizers"
+	// StuckUnknown: the namespace controller has said nothing (is
+	// kube-controller-manager running?).
+	StuckUnknown = "Unknown"
+)
+
+// StuckReasons lists every reason, so that nsman_namespaces_stuck has a
+// series for each.
+var StuckReasons = []string{StuckDiscoveryFailure, StuckGroupVersionParsingFailure, StuckContentFailure,
+	StuckContentRemaining, StuckFinalizersRemaining, StuckNamespaceFinalizers, StuckUnknown}
+
+// Reclaimed is what an action frees: the CPU and memory requested by the
+// pods that go away, the storage requested by the PersistentVolumeClaims
+// that go, and the Services of type LoadBalancer.
+type Reclaimed struct {
+	CPU           resource.Quantity `json:"cpu"`
+	Memory        resource.Quantity `json:"memory"`
+	Storage       resource.Quantity `json:"storage"`
+	LoadBalancers int               `json:"loadBalancers"`
 }
 
 // Condition is one policy's condition state in an Entry.
@@ -128,6 +191,11 @@ type Summary struct {
 	// StaleRecords counts the records of rules that are gone which this
 	// sweep removed from namespaces (or would have, in a dry run).
 	StaleRecords int `json:"staleRecords,omitempty"`
+	// Reclaimed sums what the entries' actions freed (would free, in a dry
+	// run); absent when no action freed anything.
+	Reclaimed *Reclaimed `json:"reclaimed,omitempty"`
+	// Stuck counts the namespaces the entries say are stuck in Terminating.
+	Stuck int `json:"stuck,omitempty"`
 }
 
 // Report is the result of a sweep: one entry per manager and a summary.

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -40,6 +41,15 @@ type RuleSummary struct {
 	States map[State]int `json:"states,omitempty"`
 	// Latest lists the rule's latest actions, newest first, at most 10.
 	Latest []PairAction `json:"latest,omitempty"`
+	// Stuck lists the namespaces the rule would delete that are stuck in
+	// Terminating, at most 10, by name.
+	Stuck []StuckNamespace `json:"stuck,omitempty"`
+}
+
+// StuckNamespace is a namespace stuck in Terminating, and why.
+type StuckNamespace struct {
+	Namespace string `json:"namespace"`
+	Stuck
 }
 
 // PairAction is one action a rule took on one namespace.
@@ -103,6 +113,7 @@ func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l listed) []Entry
 	entries, matched := ru.match(namespaces)
 	ru.actInChunks(ctx, ru.screen(ctx))
 	entries = append(entries, ru.entries...)
+	entries = append(entries, ru.stuck(ctx)...)
 	ru.tally.flush(ctx, own.events)
 	if owner {
 		s.summarize(ctx, own, m, matched, entries, ru.ruleHoldIgnored)
@@ -152,6 +163,9 @@ type ruleRun struct {
 	tally        *ruleTally
 	pairs        []namespaceInfo
 	entries      []Entry
+	// terminating are the namespaces of this shard the rule matches but
+	// for being terminating, when it deletes: stuck, they get an entry.
+	terminating []namespaceInfo
 	// index is the pods index the pairs were screened with, if they were,
 	// and unconfirmed marks those it let pass; perNamespace checks one
 	// namespace by itself.
@@ -190,7 +204,13 @@ func (ru *ruleRun) match(namespaces map[string]namespaceInfo) ([]Entry, int) {
 	matched := 0
 	for _, name := range slices.Sorted(maps.Keys(namespaces)) {
 		ns := namespaces[name]
-		if ns.terminating && !lostDelete(ns.pairs[ru.key]) || slices.Contains(s.cfg.ProtectedNamespaces, name) || slices.Contains(s.cfg.TrustedNamespaces, name) || !m.Rule.Matches(name, ns.labels) {
+		if slices.Contains(s.cfg.ProtectedNamespaces, name) || slices.Contains(s.cfg.TrustedNamespaces, name) || !m.Rule.Matches(name, ns.labels) {
+			continue
+		}
+		if ns.terminating && !lostDelete(ns.pairs[ru.key]) {
+			if deletes(*m) && ShardOf(types.UID(string(m.UID)+"/"+string(ns.uid)), s.cfg.ShardCount) == s.cfg.ShardIndex {
+				ru.terminating = append(ru.terminating, ns)
+			}
 			continue
 		}
 		matched++
@@ -207,6 +227,26 @@ func (ru *ruleRun) match(namespaces map[string]namespaceInfo) ([]Entry, int) {
 	}
 	ru.entries = make([]Entry, len(ru.pairs))
 	return governed, matched
+}
+
+// stuck returns the entries of the namespaces the rule would delete that
+// are stuck in Terminating (see Sweeper.stuck); those terminating for less
+// than --stuck-after get none, as before.
+func (ru *ruleRun) stuck(ctx context.Context) []Entry {
+	var entries []Entry
+	for _, ns := range ru.terminating {
+		e := ru.base
+		e.Target = ns.name
+		if e = ru.s.terminating(ctx, ru.r, e, ns, fmt.Sprintf("namespace %s is terminating", ns.name)); e.Stuck != nil {
+			entries = append(entries, e)
+		}
+	}
+	return entries
+}
+
+// deletes reports whether m has a DELETE policy.
+func deletes(m policy.Manager) bool {
+	return slices.ContainsFunc(m.Policies, func(p policy.Policy) bool { return p.Action.Type == policy.ActionDelete })
 }
 
 // lostDelete reports whether a pair's record says a DELETE got no answer.
@@ -428,6 +468,7 @@ func (s *Sweeper) summarize(ctx context.Context, own *managerRecord, m policy.Ma
 	}
 	slices.SortStableFunc(acted, func(a, b PairAction) int { return b.Time.Compare(a.Time) })
 	sum.Latest = acted[:min(len(acted), maxLatest)]
+	newlyStuck := sum.keepStuck(entries, stored.Rule)
 
 	e := Entry{Namespace: m.Namespace, Name: m.Name, State: StateWatching, Due: due,
 		Message: fmt.Sprintf("matches %d namespace(s)%s", matched, byState(sum.States)), HoldIgnored: holdIgnored}
@@ -439,6 +480,35 @@ func (s *Sweeper) summarize(ctx context.Context, own *managerRecord, m policy.Ma
 		return
 	}
 	own.sink().tell(ctx, e, own.prior(), false, true)
+	if len(newlyStuck) > 0 {
+		own.events.emit(ctx, corev1.EventTypeWarning, namespaceStuck, "Evaluate", fmt.Sprintf("%d namespace(s) stuck in Terminating: %s", len(newlyStuck), listed10(newlyStuck)))
+	}
+}
+
+// keepStuck lists in sum the stuck namespaces of entries, at most
+// maxLatest, each as stored while its cause is the same, and returns
+// those whose cause is new, with why: they get an Event.
+func (sum *RuleSummary) keepStuck(entries []Entry, stored *RuleSummary) []string {
+	was := map[string]*Stuck{}
+	if stored != nil {
+		for i := range stored.Stuck {
+			was[stored.Stuck[i].Namespace] = &stored.Stuck[i].Stuck
+		}
+	}
+	var told []string
+	for _, e := range entries {
+		if e.Stuck == nil {
+			continue
+		}
+		if was[e.Target].cause() != e.Stuck.cause() {
+			told = append(told, stuckNote(e.Target, e.Stuck))
+		}
+		if len(sum.Stuck) < maxLatest {
+			sum.Stuck = append(sum.Stuck, StuckNamespace{Namespace: e.Target, Stuck: *sameCause(was[e.Target], e.Stuck)})
+		}
+	}
+	slices.SortFunc(sum.Stuck, func(a, b StuckNamespace) int { return cmp.Compare(a.Namespace, b.Namespace) })
+	return told
 }
 
 // byState says ": 3 waiting, 1 done" for counts by state, in a stable order.

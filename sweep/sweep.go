@@ -84,6 +84,8 @@ type sweepRun struct {
 	nsOnce sync.Once
 	nsErr  error
 	ns     map[string]namespaceInfo
+	// stuck holds the namespaces read to say why they are stuck.
+	stuck stuckNamespaces
 
 	// podChecks counts pods checks (see PodIndexAfter); pending indexes the
 	// pods that have not succeeded, failures the failed pods and Jobs.
@@ -139,7 +141,7 @@ func (s *Sweeper) startWorkers(ctx, work context.Context, r *sweepRun) *queue {
 					entries = s.handleRule(work, r, l)
 				default:
 					rec := s.managerRecord(r, l)
-					d := s.evaluateManager(work, r, l.obj, rec.stored.Progress)
+					d := s.evaluateManager(work, r, l.obj, rec.stored)
 					if d.plan != nil && d.plan.step != stepDeactivate && d.plan.policy.Action.Type == policy.ActionWebhook {
 						q.hooks.put(hookJob{l: l, rec: rec, d: d})
 						continue
@@ -340,9 +342,14 @@ func (s *Sweeper) report(r *sweepRun, l listing, began time.Time) Report {
 	if s.cfg.ShardCount > 1 {
 		report.Summary.Shard = &Shard{Index: s.cfg.ShardIndex, Count: s.cfg.ShardCount, Skipped: l.skipped}
 	}
+	stuck := map[string]bool{}
 	for _, e := range r.entries {
 		report.Summary.States[e.State]++
+		if e.Stuck != nil {
+			stuck[e.Target] = true
+		}
 	}
+	report.Summary.Stuck = len(stuck)
 	return report
 }
 
@@ -436,6 +443,8 @@ type namespaceInfo struct {
 	uid         types.UID
 	created     time.Time
 	terminating bool
+	// deleting is the deletionTimestamp of a terminating namespace.
+	deleting time.Time
 	// labels are what rules select by, pairs the rules' records by key
 	// (PairAnnotationPrefix annotations).
 	labels          packedLabels
@@ -448,6 +457,9 @@ type namespaceInfo struct {
 func namespaceInfoOf(m *metav1.PartialObjectMetadata) namespaceInfo {
 	info := namespaceInfo{name: m.Name, uid: m.UID, created: m.CreationTimestamp.Time, terminating: m.DeletionTimestamp != nil,
 		labels: packLabels(m.Name, m.Labels), resourceVersion: m.ResourceVersion}
+	if m.DeletionTimestamp != nil {
+		info.deleting = m.DeletionTimestamp.Time
+	}
 	info.hold = m.Annotations[HoldAnnotation]
 	for k, v := range m.Annotations {
 		if strings.HasPrefix(k, PairAnnotationPrefix) {

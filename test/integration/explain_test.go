@@ -19,6 +19,7 @@ import (
 
 	"github.com/nsman/nsman/cmd"
 	"github.com/nsman/nsman/explain"
+	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
 )
@@ -161,13 +162,20 @@ func TestExplainStuckNamespaces(t *testing.T) {
 
 // TestExplainUnavailableAPIService registers, on a full control plane of
 // its own (it stalls every namespace deletion there), an APIService whose
-// Service does not exist, deletes a namespace, and checks that nsman
-// explain names the APIService, the group that cannot be discovered, and
-// what would unblock them.
+// Service does not exist, lets a manager delete a namespace, and checks
+// that nsman explain names the APIService, the group that cannot be
+// discovered, and what would unblock them, and that a sweep past
+// --stuck-after names the APIService too.
 func TestExplainUnavailableAPIService(t *testing.T) {
 	ctx, c := ownControlPlane(t, cluster.Options{Tier: cluster.FullTier})
-	e, err := nsmantest.NewEnv(c)
+	e, err := nsmantest.Setup(ctx, c, nsmantest.CRD(t))
 	if err != nil {
+		t.Fatal(err)
+	}
+	ns := c.Namespace(t)
+	home := nsmantest.ServiceAccountNamespace
+	deleter := managerObj(home, "deleter", ns, []any{ttlPolicy("delete at once", 0, deleteAction)}, targeting(ns))
+	if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Create(ctx, deleter, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.Apply(t, []byte(`apiVersion: apiregistration.k8s.io/v1
@@ -181,10 +189,8 @@ spec:
   versionPriority: 15
   insecureSkipTLSVerify: true
 `))
-	ns := c.Namespace(t)
-	if err := c.Admin.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	args := []string{"-l", caseLabel + "=" + ns, "--stuck-after", "1s"}
+	wantState(t, e.Sweep(t, args...), home, "deleter", sweep.StateFired)
 	var r explain.Report
 	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		var stdout, stderr bytes.Buffer
@@ -209,5 +215,9 @@ spec:
 		return strings.Contains(s.Holds, "APIService v1.gone.nsman.test is unavailable") && s.Command == "kubectl delete apiservice v1.gone.nsman.test" && strings.Contains(s.Holds, "no namespace of the cluster")
 	}) {
 		t.Errorf("steps %+v: want the APIService's, with its command", r.Unblock)
+	}
+	d := wantState(t, e.Sweep(t, args...), home, "deleter", sweep.StateTargetTerminating)
+	if !hasReason(d.Stuck, sweep.StuckDiscoveryFailure, "APIService v1.gone.nsman.test (gone.nsman.test/v1) is unavailable") {
+		t.Errorf("the deleter's entry %+v (stuck %+v): want the discovery failure, naming the APIService", d, d.Stuck)
 	}
 }

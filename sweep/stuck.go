@@ -1,0 +1,223 @@
+package sweep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/discovery"
+
+	"github.com/nsman/nsman/policy"
+)
+
+// A namespace a manager or rule deleted that is still Terminating
+// --stuck-after its deletionTimestamp is stuck: its entry, the status and
+// one Warning Event per cause say why, from the namespace controller's
+// conditions and the namespace's own finalizers. It is read whole (status
+// and all) only then, once per sweep however many subjects name it.
+
+// stuckNamespaces is what a sweep found of the stuck namespaces it read.
+type stuckNamespaces struct {
+	mu   sync.Mutex
+	byNS map[string]*stuckRead
+	// discovery is the sweep's discovery of the API groups that fail,
+	// made once, when a namespace says discovery failed.
+	discoveryOnce sync.Once
+	failing       []string
+}
+
+type stuckRead struct {
+	once  sync.Once
+	stuck *Stuck
+	err   error
+}
+
+// stuck returns why namespace ns, as listed, is stuck at now, or nil while
+// it is not terminating, or not for StuckAfter yet.
+func (s *Sweeper) stuck(ctx context.Context, r *sweepRun, ns namespaceInfo) (*Stuck, error) {
+	if !ns.terminating || ns.deleting.IsZero() || r.now.Sub(ns.deleting) < s.cfg.StuckAfter {
+		return nil, nil
+	}
+	x := &r.stuck
+	x.mu.Lock()
+	if x.byNS == nil {
+		x.byNS = map[string]*stuckRead{}
+	}
+	read := x.byNS[ns.name]
+	if read == nil {
+		read = &stuckRead{}
+		x.byNS[ns.name] = read
+	}
+	x.mu.Unlock()
+	read.once.Do(func() { read.stuck, read.err = s.readStuck(ctx, x, ns) })
+	return read.stuck, read.err
+}
+
+// readStuck reads namespace ns whole (a list by name: nsman may list
+// namespaces, not get them) and says why it is stuck; gone meanwhile, it
+// is not.
+func (s *Sweeper) readStuck(ctx context.Context, x *stuckNamespaces, ns namespaceInfo) (*Stuck, error) {
+	list, err := s.clients.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", ns.name).String(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read namespace %s to say why it is stuck: %w", ns.name, err)
+	}
+	if len(list.Items) == 0 || list.Items[0].UID != ns.uid || list.Items[0].DeletionTimestamp == nil {
+		return nil, nil
+	}
+	n := &list.Items[0]
+	return &Stuck{Since: n.DeletionTimestamp.UTC(), Reasons: stuckReasons(n, func() []string { return s.failingGroups(x) })}, nil
+}
+
+// failingGroups names the API group versions discovery fails on now, each
+// with the APIService that serves it (named version.group, as the API
+// server requires) and the error: once per sweep.
+func (s *Sweeper) failingGroups(x *stuckNamespaces) []string {
+	x.discoveryOnce.Do(func() {
+		_, _, err := discovery.ServerGroupsAndResources(s.clients.Kube.Discovery())
+		var failed *discovery.ErrGroupDiscoveryFailed
+		if !errors.As(err, &failed) {
+			return
+		}
+		for gv, gerr := range failed.Groups {
+			x.failing = append(x.failing, fmt.Sprintf("APIService %s.%s (%s) is unavailable: %v", gv.Version, gv.Group, gv, gerr))
+		}
+		slices.Sort(x.failing)
+	})
+	return x.failing
+}
+
+// stuckReasons says what holds namespace n in Terminating, in the order a
+// person would clear it; failing names the API groups discovery fails on.
+func stuckReasons(n *corev1.Namespace, failing func() []string) []StuckReason {
+	var reasons []StuckReason
+	add := func(reason, msg string) { reasons = append(reasons, StuckReason{Reason: reason, Message: truncate(msg, maxMessage)}) }
+	conds := map[corev1.NamespaceConditionType]string{}
+	for _, c := range n.Status.Conditions {
+		if c.Status == corev1.ConditionTrue {
+			conds[c.Type] = c.Message
+		}
+	}
+	if msg, ok := conds[corev1.NamespaceDeletionDiscoveryFailure]; ok {
+		if groups := failing(); len(groups) > 0 {
+			msg = strings.Join(groups, "; ") + ": the namespace controller deletes nothing here until it is available again, or the APIService is deleted"
+		}
+		add(StuckDiscoveryFailure, msg)
+	}
+	if msg, ok := conds[corev1.NamespaceDeletionGVParsingFailure]; ok {
+		add(StuckGroupVersionParsingFailure, msg)
+	}
+	if msg, ok := conds[corev1.NamespaceDeletionContentFailure]; ok {
+		add(StuckContentFailure, msg)
+	}
+	if msg, ok := conds[corev1.NamespaceFinalizersRemaining]; ok {
+		add(StuckFinalizersRemaining, msg+": the controller that owns each finalizer (named by its prefix) has not removed it; is it still installed?")
+	}
+	if msg, ok := conds[corev1.NamespaceContentRemaining]; ok {
+		add(StuckContentRemaining, msg)
+	}
+	own := slices.DeleteFunc(slices.Clone(n.Spec.Finalizers), func(f corev1.FinalizerName) bool { return f == corev1.FinalizerKubernetes })
+	if len(own) > 0 || len(n.Finalizers) > 0 {
+		var names []string
+		for _, f := range own {
+			names = append(names, "spec.finalizers "+string(f))
+		}
+		for _, f := range n.Finalizers {
+			names = append(names, "metadata.finalizers "+f)
+		}
+		add(StuckNamespaceFinalizers, "the namespace's own finalizers remain ("+strings.Join(names, ", ")+"): whoever added them must remove them")
+	}
+	if len(reasons) == 0 {
+		add(StuckUnknown, "the namespace controller has said nothing of what is left: is kube-controller-manager running?")
+	}
+	return reasons
+}
+
+// digits are what cause ignores: counts of objects left change as they go.
+var digits = regexp.MustCompile(`[0-9]+`)
+
+// cause is what identifies why st is stuck, counts aside: a sweep writes
+// the status, and an Event, only when it changes.
+func (st *Stuck) cause() string {
+	if st == nil {
+		return ""
+	}
+	parts := make([]string, 0, len(st.Reasons))
+	for _, r := range st.Reasons {
+		parts = append(parts, r.Reason+": "+digits.ReplaceAllString(r.Message, "N"))
+	}
+	return strings.Join(parts, "\n")
+}
+
+// stuckMessage is the entry's message for namespace name, stuck as st
+// says: its reasons named, their words in st (which change with counts of
+// objects left, and would rewrite the status at every sweep).
+func stuckMessage(name string, st *Stuck) string {
+	reasons := make([]string, 0, len(st.Reasons))
+	for _, r := range st.Reasons {
+		reasons = append(reasons, r.Reason)
+	}
+	return fmt.Sprintf("namespace %s is stuck in Terminating since %s (%s); nsman explain %s says what holds it",
+		name, st.Since.UTC().Format(time.RFC3339), strings.Join(reasons, ", "), name)
+}
+
+// terminating is the entry of a subject whose target ns is terminating:
+// stuck, when it is, with why. Reading why may fail; the entry says so.
+func (s *Sweeper) terminating(ctx context.Context, r *sweepRun, e Entry, ns namespaceInfo, msg string) Entry {
+	e.State, e.Message = StateTargetTerminating, msg
+	st, err := s.stuck(ctx, r, ns)
+	switch {
+	case err != nil:
+		e.Message += "; " + err.Error()
+	case st != nil:
+		e.Stuck, e.Message = st, stuckMessage(ns.name, st)
+	}
+	return e
+}
+
+// deletedTerminating is the verdict of a manager deactivated by its
+// DELETE while its target is still terminating: its entry says so, and a
+// stuck namespace is written in its status (only when the cause changes).
+// A status that still says stuck of a namespace now gone is cleared.
+func (s *Sweeper) deletedTerminating(ctx context.Context, r *sweepRun, m policy.Manager, e Entry, stored Status) (decision, bool) {
+	last := stored.LastAction
+	deleted := last != nil && last.Action == policy.ActionDelete && last.Result == ResultSucceeded && e.Target != m.Namespace
+	if !deleted && stored.Stuck == nil {
+		return decision{}, false
+	}
+	namespaces, err := s.namespaces(ctx, r)
+	if err != nil {
+		return decision{}, false
+	}
+	ns, exists := namespaces[e.Target]
+	if !deleted || !exists || !ns.terminating {
+		if stored.Stuck == nil {
+			return decision{}, false
+		}
+		// Gone: the status says stuck no more.
+		e.State, e.Message = StateDeactivated, "spec.deactivated is true"
+		return decision{manager: m, entry: e, stuckOnly: true}, true
+	}
+	e.Policy, e.Action = last.Policy, last.Action
+	e = s.terminating(ctx, r, e, ns, fmt.Sprintf("namespace %s, deleted by policy %q at %s, is terminating", e.Target, last.Policy, last.Time.UTC().Format(time.RFC3339)))
+	return decision{manager: m, entry: e, stuckOnly: true}, true
+}
+
+// sameCause is the stuck record to keep, was being stored and now what a
+// sweep found: was while the cause is the same, so that a count of objects
+// left going down rewrites nothing.
+func sameCause(was, now *Stuck) *Stuck {
+	if was != nil && now != nil && was.cause() == now.cause() {
+		return was
+	}
+	return now
+}

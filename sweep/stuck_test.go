@@ -1,0 +1,124 @@
+package sweep
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestStuckReasons(t *testing.T) {
+	cond := func(typ corev1.NamespaceConditionType, status corev1.ConditionStatus, msg string) corev1.NamespaceCondition {
+		return corev1.NamespaceCondition{Type: typ, Status: status, Message: msg}
+	}
+	failing := []string{"APIService v1.metrics.example (metrics.example/v1) is unavailable: the server is currently unable to handle the request"}
+	tests := []struct {
+		name  string
+		ns    corev1.Namespace
+		none  bool // discovery fails on nothing now
+		want  []string
+		words []string
+	}{
+		{
+			name: "an APIService down",
+			ns: corev1.Namespace{Status: corev1.NamespaceStatus{Conditions: []corev1.NamespaceCondition{
+				cond(corev1.NamespaceDeletionDiscoveryFailure, corev1.ConditionTrue, "Discovery failed for some groups, 1 failing: ..."),
+				cond(corev1.NamespaceContentRemaining, corev1.ConditionFalse, "All content successfully removed"),
+			}}},
+			want:  []string{StuckDiscoveryFailure},
+			words: []string{"APIService v1.metrics.example", "deletes nothing here until"},
+		},
+		{
+			name: "discovery failed, but works now",
+			ns: corev1.Namespace{Status: corev1.NamespaceStatus{Conditions: []corev1.NamespaceCondition{
+				cond(corev1.NamespaceDeletionDiscoveryFailure, corev1.ConditionTrue, "Discovery failed for some groups, 1 failing: x/v1"),
+			}}},
+			none:  true,
+			want:  []string{StuckDiscoveryFailure},
+			words: []string{"Discovery failed for some groups, 1 failing: x/v1"},
+		},
+		{
+			name: "a finalizer nobody removes",
+			ns: corev1.Namespace{Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes}}, Status: corev1.NamespaceStatus{Conditions: []corev1.NamespaceCondition{
+				cond(corev1.NamespaceContentRemaining, corev1.ConditionTrue, "Some resources are remaining: widgets.example.com has 2 resource instances"),
+				cond(corev1.NamespaceFinalizersRemaining, corev1.ConditionTrue, "Some content in the namespace has finalizers remaining: example.com/hold in 2 resource instances"),
+			}}},
+			want:  []string{StuckFinalizersRemaining, StuckContentRemaining},
+			words: []string{"example.com/hold in 2 resource instances", "named by its prefix", "widgets.example.com has 2"},
+		},
+		{
+			name: "content that failed to go",
+			ns: corev1.Namespace{Status: corev1.NamespaceStatus{Conditions: []corev1.NamespaceCondition{
+				cond(corev1.NamespaceDeletionContentFailure, corev1.ConditionTrue, "Failed to delete all resource types, 1 remaining: forbidden"),
+				cond(corev1.NamespaceDeletionGVParsingFailure, corev1.ConditionTrue, "bad group version"),
+			}}},
+			want:  []string{StuckGroupVersionParsingFailure, StuckContentFailure},
+			words: []string{"forbidden", "bad group version"},
+		},
+		{
+			name: "finalizers of its own",
+			ns: corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Finalizers: []string{"example.com/meta"}},
+				Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes, "example.com/spec"}}},
+			want:  []string{StuckNamespaceFinalizers},
+			words: []string{"spec.finalizers example.com/spec, metadata.finalizers example.com/meta"},
+		},
+		{
+			name:  "nothing said",
+			ns:    corev1.Namespace{Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes}}},
+			want:  []string{StuckUnknown},
+			words: []string{"kube-controller-manager"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			asked := 0
+			reasons := stuckReasons(&tt.ns, func() []string {
+				asked++
+				if tt.none {
+					return nil
+				}
+				return failing
+			})
+			var got []string
+			var all strings.Builder
+			for _, r := range reasons {
+				got = append(got, r.Reason)
+				all.WriteString(r.Message + "\n")
+			}
+			if strings.Join(got, ",") != strings.Join(tt.want, ",") {
+				t.Errorf("reasons %v, want %v", got, tt.want)
+			}
+			for _, w := range tt.words {
+				if !strings.Contains(all.String(), w) {
+					t.Errorf("messages %q lack %q", all.String(), w)
+				}
+			}
+			if discovery := tt.want[0] == StuckDiscoveryFailure; (asked > 0) != discovery {
+				t.Errorf("discovery asked %d times; want it asked only for a discovery failure", asked)
+			}
+		})
+	}
+}
+
+func TestStuckCauseIgnoresCounts(t *testing.T) {
+	since := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	stuck := func(msg string, reason string) *Stuck {
+		return &Stuck{Since: since, Reasons: []StuckReason{{Reason: reason, Message: msg}}}
+	}
+	was := stuck("example.com/hold in 3 resource instances", StuckFinalizersRemaining)
+	if got := sameCause(was, stuck("example.com/hold in 1 resource instances", StuckFinalizersRemaining)); got != was {
+		t.Errorf("fewer objects left: kept %+v, want the record as stored", got)
+	}
+	other := stuck("example.com/other in 1 resource instances", StuckFinalizersRemaining)
+	if got := sameCause(was, other); got != other {
+		t.Errorf("another finalizer: kept %+v, want the new cause", got)
+	}
+	if got := sameCause(was, nil); got != nil {
+		t.Errorf("not stuck any more: kept %+v, want none", got)
+	}
+	if (*Stuck)(nil).cause() != "" {
+		t.Error("no stuck record has a cause")
+	}
+}
