@@ -21,7 +21,7 @@ func writeReport(w io.Writer, format string, r sweep.Report) error {
 		return writeJSON(w, r)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "MANAGER\tTARGET\tPOLICY\tSTATE\tACTION\tDUE\tMESSAGE")
+	fmt.Fprintln(tw, "MANAGER\tTARGET\tPOLICY\tSTATE\tACTION\tDUE\tRECLAIMED\tMESSAGE")
 	for _, e := range r.Entries {
 		due := "-"
 		if e.Due != nil {
@@ -31,16 +31,16 @@ func writeReport(w io.Writer, format string, r sweep.Report) error {
 		if e.Rule {
 			name += " (rule)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, dash(e.Target), dash(e.Policy), e.State, dash(e.Action), due, dash(e.Message))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, dash(e.Target), dash(e.Policy), e.State, dash(e.Action), due, reclaimedColumn(e.Reclaimed), dash(e.Message))
 		for _, effect := range e.Effects {
-			fmt.Fprintf(tw, "\t\t\t\t\t\t  %s\n", effect)
+			fmt.Fprintf(tw, "\t\t\t\t\t\t\t  %s\n", effect)
 		}
 		for _, p := range e.Problems {
-			fmt.Fprintf(tw, "\t\t\t\t\t\t  %s\n", p)
+			fmt.Fprintf(tw, "\t\t\t\t\t\t\t  %s\n", p)
 		}
 		if e.Stuck != nil {
 			for _, reason := range e.Stuck.Reasons {
-				fmt.Fprintf(tw, "\t\t\t\t\t\t  stuck, %s: %s\n", reason.Reason, reason.Message)
+				fmt.Fprintf(tw, "\t\t\t\t\t\t\t  stuck, %s: %s\n", reason.Reason, reason.Message)
 			}
 		}
 	}
@@ -62,6 +62,15 @@ func writeReport(w io.Writer, format string, r sweep.Report) error {
 	if _, err := fmt.Fprintf(w, "\n%s at %s: %d managers (%s); %d API requests in %.2fs\n",
 		mode, r.Summary.Now.Format(time.RFC3339), r.Summary.Managers, strings.Join(states, ", "), requests, r.Summary.DurationSeconds); err != nil {
 		return err
+	}
+	if freed := r.Summary.Reclaimed; freed != nil {
+		verb := "reclaimed"
+		if r.Summary.DryRun {
+			verb = "would reclaim"
+		}
+		if _, err := fmt.Fprintf(w, "%s: %s\n", verb, freed); err != nil {
+			return err
+		}
 	}
 	if r.Summary.Stuck > 0 {
 		_, err := fmt.Fprintf(w, "%d namespace(s) stuck in Terminating: nsman explain NAMESPACE says what holds each\n", r.Summary.Stuck)
@@ -103,6 +112,15 @@ func writeJSON(w io.Writer, r sweep.Report) error {
 	write(r.Summary, "  ")
 	_, _ = bw.WriteString("\n}\n")
 	return bw.Flush()
+}
+
+// reclaimedColumn is what an entry's action freed, in a few characters:
+// "cpu=1500m mem=2Gi storage=10Gi lb=1", or "-".
+func reclaimedColumn(r *sweep.Reclaimed) string {
+	if r == nil {
+		return "-"
+	}
+	return fmt.Sprintf("cpu=%s mem=%s storage=%s lb=%d", r.CPU.String(), r.Memory.String(), r.Storage.String(), r.LoadBalancers)
 }
 
 func dash(s string) string {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/nsman/nsman/sweep"
 )
 
@@ -66,5 +68,35 @@ func TestTextReportMarksRules(t *testing.T) {
 	}
 	if strings.Contains(lines[2], "(rule)") {
 		t.Errorf("manager line %q marked as a rule", lines[2])
+	}
+}
+
+// The table says what each action freed, in a column, and what the sweep
+// freed (would free, dry) in all; a stuck namespace's reasons, and how
+// many namespaces are stuck.
+func TestTextReportSaysReclaimedAndStuck(t *testing.T) {
+	since := time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
+	freed := sweep.Reclaimed{CPU: resource.MustParse("1500m"), Memory: resource.MustParse("2Gi"), Storage: resource.MustParse("10Gi"), LoadBalancers: 1}
+	stuck := &sweep.Stuck{Since: since, Reasons: []sweep.StuckReason{{Reason: sweep.StuckFinalizersRemaining, Message: "example.com/hold in 1 resource instances"}}}
+	for _, dry := range []bool{false, true} {
+		r := sweep.Report{Version: sweep.ReportVersion, Entries: []sweep.Entry{
+			{Namespace: "a", Name: "a", Target: "a", State: sweep.StateFired, Action: "DELETE", Reclaimed: &freed},
+			{Namespace: "b", Name: "b", Target: "held", State: sweep.StateTargetTerminating, Stuck: stuck},
+		}, Summary: sweep.Summary{DryRun: dry, Reclaimed: &freed, Stuck: 1}}
+		var out bytes.Buffer
+		if err := writeReport(&out, "text", r); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(out.String(), "\n")
+		verb := map[bool]string{false: "reclaimed: ", true: "would reclaim: "}[dry]
+		for _, want := range []string{"RECLAIMED", "cpu=1500m mem=2Gi storage=10Gi lb=1", "stuck, FinalizersRemaining: example.com/hold in 1 resource instances",
+			verb + "cpu 1500m, memory 2Gi, storage 10Gi, 1 load balancer(s)", "1 namespace(s) stuck in Terminating"} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("dry run %v: report lacks %q:\n%s", dry, want, out.String())
+			}
+		}
+		if !strings.Contains(lines[2], " - ") {
+			t.Errorf("a line without reclaim %q: want a dash in its column", lines[2])
+		}
 	}
 }

@@ -41,6 +41,7 @@ type sweepOptions struct {
 	claimTTL            time.Duration
 	maxHold             time.Duration
 	stuckAfter          time.Duration
+	reclaim             bool
 	notifyURL           string
 	notifyURLFile       string
 	notifyFormat        string
@@ -99,6 +100,7 @@ failed, 2 on a usage or configuration error.`,
 	fs.DurationVar(&o.maxHold, "max-hold", sweep.DefaultMaxHold, "a hold (annotation "+sweep.HoldAnnotation+") ending further ahead than this is ignored and reported (0: the default)")
 	fs.DurationVar(&o.claimTTL, "claim-ttl", sweep.DefaultClaimTTL, "how long a claim holds a manager: an action not done by then (less 5s) is given up, and a later sweep may complete the claim of a sweep that died (at least 10s; 0: the default)")
 	fs.DurationVar(&o.stuckAfter, "stuck-after", sweep.DefaultStuckAfter, "a namespace a manager or rule deleted that is still Terminating this long after its deletion is reported stuck, with why (0: the default)")
+	fs.BoolVar(&o.reclaim, "reclaim", true, "tell what each DELETE and SCALE_DOWN frees (CPU and memory requested by the pods that go, storage requested by the PersistentVolumeClaims, LoadBalancer Services), read before a DELETE")
 	fs.StringVar(&o.webhookKeyFile, "webhook-signing-key-file", "", "file with the key that signs webhook requests (HMAC-SHA256)")
 	fs.StringSliceVar(&o.webhookAllow, "webhook-allow", nil, "send webhooks only to these receivers: host names, *.domain suffixes, CIDRs of the addresses dialled (default: any receiver the deny list allows)")
 	fs.StringVar(&o.notifyURL, "notify-url", "", "after every action that fired or failed (not in a dry run), POST a notification here, delivered as WEBHOOK actions are (timeout, retries, address policy, --webhook-allow, signature); the URL is a credential that this flag shows to anyone who can see the process or the pod spec: in a cluster, use --notify-url-file")
@@ -140,6 +142,7 @@ func (o *sweepOptions) config(flags *pflag.FlagSet) (sweep.Config, error) {
 		ClaimTTL:            o.claimTTL,
 		MaxHold:             o.maxHold,
 		StuckAfter:          o.stuckAfter,
+		SkipReclaim:         !o.reclaim,
 		NotifyFormat:        o.notifyFormat,
 		Version:             version,
 		ShardIndex:          o.shardIndex,
@@ -294,10 +297,12 @@ func (o *sweepOptions) run(c *cobra.Command) error {
 		// push is logged, and does not change the exit code. A dry run is no
 		// successful sweep: it acted on nothing.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Context()), pushTimeout)
-		perr := sweep.PushMetrics(ctx, o.pushgatewayURL, sweep.DefaultMetricsJob, report, !report.Failed() && !report.Summary.DryRun && !interrupted, nil)
+		cerr, perr := sweep.PushMetrics(ctx, o.pushgatewayURL, sweep.DefaultMetricsJob, report, !report.Failed() && !report.Summary.DryRun && !interrupted, nil)
 		cancel()
 		if perr != nil {
 			log.Error("metrics not pushed", "url", o.pushgatewayURL, "error", perr.Error())
+		} else if cerr != nil {
+			log.Warn("metrics pushed without the reclaimed totals", "url", o.pushgatewayURL, "error", cerr.Error())
 		}
 	}
 	switch {

@@ -34,9 +34,17 @@ var (
 	}
 )
 
+// applied is what an action did (would do, dry): its effects, and what
+// it freed, for a DELETE or SCALE_DOWN when known.
+type applied struct {
+	effects   []string
+	reclaimed *Reclaimed
+}
+
 // apply performs plan p's action through the writer and returns what it
-// did (would do, dry). A fresh DELETE is made as listed (see asListed).
-func (s *Sweeper) apply(ctx context.Context, m policy.Manager, rec record, p *plan) ([]string, error) {
+// did (would do, dry). A fresh DELETE is made as listed (see asListed),
+// after what it frees (freed, nil when unknown) was read.
+func (s *Sweeper) apply(ctx context.Context, m policy.Manager, rec record, p *plan, freed *Reclaimed) (applied, error) {
 	t := p.target
 	switch p.policy.Action.Type {
 	case policy.ActionDelete:
@@ -45,20 +53,37 @@ func (s *Sweeper) apply(ctx context.Context, m policy.Manager, rec record, p *pl
 				return s.writer.deleteNamespace(ctx, t.name, t.uid, resourceVersion)
 			})
 			if err != nil {
-				return nil, fmt.Errorf("delete namespace %s: %w", t.name, err)
+				return applied{}, fmt.Errorf("delete namespace %s: %w", t.name, err)
 			}
-			return []string{"delete namespace " + t.name}, nil
+			return applied{effects: []string{"delete namespace " + t.name}, reclaimed: freed}, nil
 		}
-		return s.deleteClaimed(ctx, t)
+		effects, err := s.deleteClaimed(ctx, t)
+		return applied{effects: effects}, err
 	case policy.ActionScaleDown:
 		if t.recreated {
-			return []string{"scale down in namespace " + t.name + ": the namespace the claim was made for is gone; the new one of that name is left alone"}, nil
+			return applied{effects: []string{"scale down in namespace " + t.name + ": the namespace the claim was made for is gone; the new one of that name is left alone"}}, nil
 		}
 		return s.scaleDown(ctx, t.name, p.policy.Action.Selectors)
 	case policy.ActionWebhook:
-		return s.post(ctx, m, p, t)
+		effects, err := s.post(ctx, m, p, t)
+		return applied{effects: effects}, err
 	}
-	return nil, fmt.Errorf("unknown action %q", p.policy.Action.Type)
+	return applied{}, fmt.Errorf("unknown action %q", p.policy.Action.Type)
+}
+
+// freedByDelete is what plan p's fresh DELETE will free, read before it;
+// nil for any other plan, with --reclaim=false, or when reading it failed
+// (logged: the DELETE goes ahead).
+func (s *Sweeper) freedByDelete(ctx context.Context, r *sweepRun, p *plan) *Reclaimed {
+	if s.cfg.SkipReclaim || p.step != stepAct || p.policy.Action.Type != policy.ActionDelete {
+		return nil
+	}
+	freed, err := s.namespaceReclaimed(ctx, &r.reclaims, p.target.name)
+	if err != nil {
+		s.log.Warn("what the DELETE frees is not known", "namespace", p.target.name, "error", err.Error())
+		return nil
+	}
+	return &freed
 }
 
 // post sends plan p's webhook of manager m about namespace t, as the trust
@@ -146,11 +171,22 @@ func (s *Sweeper) namespaceNow(ctx context.Context, name string) (namespaceInfo,
 }
 
 // scaleDown scales every selected workload with replicas above zero to zero,
-// one request each, recording the count each had (see scaleToZero).
-func (s *Sweeper) scaleDown(ctx context.Context, namespace string, selectors []policy.Selector) ([]string, error) {
-	return eachWorkload(ctx, s.clients, namespace, selectors, func(resource schema.GroupVersionResource, kind string, w *unstructured.Unstructured) (string, error) {
-		return s.scaleToZero(ctx, resource, kind, w)
+// one request each, recording the count each had (see scaleToZero), and
+// sums what the workloads scaled free (with --reclaim).
+func (s *Sweeper) scaleDown(ctx context.Context, namespace string, selectors []policy.Selector) (applied, error) {
+	var freed Reclaimed
+	effects, err := eachWorkload(ctx, s.clients, namespace, selectors, func(resource schema.GroupVersionResource, kind string, w *unstructured.Unstructured) (string, error) {
+		effect, scaled, err := s.scaleToZero(ctx, resource, kind, w)
+		if scaled != nil {
+			freed.add(workloadReclaimed(scaled))
+		}
+		return effect, err
 	})
+	out := applied{effects: effects}
+	if !s.cfg.SkipReclaim {
+		out.reclaimed = &freed
+	}
+	return out, err
 }
 
 // eachWorkload calls change once with each Deployment and StatefulSet of
@@ -197,21 +233,30 @@ func eachWorkload(ctx context.Context, clients Clients, namespace string, select
 // when nsman last scaled it to zero, so an older one, left by a scale-down
 // undone by hand since, must not survive to be restored. A workload already
 // at zero is not written to, and keeps its record.
-func (s *Sweeper) scaleToZero(ctx context.Context, resource schema.GroupVersionResource, kind string, w *unstructured.Unstructured) (string, error) {
+//
+// It returns the workload as scaled from, nil when it was not.
+func (s *Sweeper) scaleToZero(ctx context.Context, resource schema.GroupVersionResource, kind string, w *unstructured.Unstructured) (string, *unstructured.Unstructured, error) {
+	var from *unstructured.Unstructured
 	effect, err := changeWorkload(ctx, s.clients, s.writer, resource, w, func(w *unstructured.Unstructured) (map[string]any, string, error) {
 		replicas := specReplicas(w)
 		if replicas == 0 {
+			from = nil
 			return nil, "", nil
 		}
+		from = w
 		return map[string]any{
 			"metadata": map[string]any{"annotations": map[string]any{ReplicasAnnotation: strconv.FormatInt(replicas, 10)}},
 			"spec":     map[string]any{"replicas": 0},
 		}, fmt.Sprintf("scale %s/%s from %d to 0", kind, w.GetName(), replicas), nil
 	})
 	if err != nil {
-		return "", fmt.Errorf("scale %s %s/%s: %w", kind, w.GetNamespace(), w.GetName(), err)
+		return "", nil, fmt.Errorf("scale %s %s/%s: %w", kind, w.GetNamespace(), w.GetName(), err)
 	}
-	return effect, nil
+	if effect == "" {
+		// Already at zero, or deleted meanwhile.
+		from = nil
+	}
+	return effect, from, nil
 }
 
 // changeWorkload applies the patch that change computes from the workload,

@@ -50,12 +50,15 @@ func TestScaleToZeroRecomputesAfterAConflict(t *testing.T) {
 	w := &conflictOnce{}
 	s := &Sweeper{clients: Clients{Dynamic: dyn}, writer: w}
 
-	effect, err := s.scaleToZero(t.Context(), deploymentsResource, "Deployment", deployment(3, "1"))
+	effect, from, err := s.scaleToZero(t.Context(), deploymentsResource, "Deployment", deployment(3, "1"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if effect != "scale Deployment/web from 5 to 0" {
 		t.Errorf("effect %q", effect)
+	}
+	if from == nil || specReplicas(from) != 5 {
+		t.Errorf("scaled from %v, want the workload read again, with 5 replicas (what its scaling frees)", from)
 	}
 	if len(w.patches) != 2 {
 		t.Fatalf("%d patches, want 2", len(w.patches))
@@ -98,16 +101,19 @@ func TestScaleToZeroRecordsTheLastCount(t *testing.T) {
 			if tt.record != "" {
 				d.SetAnnotations(map[string]string{ReplicasAnnotation: tt.record})
 			}
-			effect, err := s.scaleToZero(t.Context(), deploymentsResource, "Deployment", d)
+			effect, from, err := s.scaleToZero(t.Context(), deploymentsResource, "Deployment", d)
 			if err != nil {
 				t.Fatal(err)
 			}
 			patches := w.patches[1:]
 			if tt.wantRecord == "" {
-				if len(patches) > 0 || effect != "" {
-					t.Errorf("effect %q, patches %q; want none", effect, patches)
+				if len(patches) > 0 || effect != "" || from != nil {
+					t.Errorf("effect %q, patches %q, scaled from %v; want none", effect, patches, from)
 				}
 				return
+			}
+			if from != d {
+				t.Errorf("scaled from %v, want the workload as listed", from)
 			}
 			if len(patches) != 1 {
 				t.Fatalf("%d patches, want 1", len(patches))

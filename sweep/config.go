@@ -82,6 +82,9 @@ type Config struct {
 	// Terminating is stuck: its entry, the manager's or rule's status and
 	// a Warning Event say why. Zero means DefaultStuckAfter.
 	StuckAfter time.Duration
+	// SkipReclaim: a DELETE or SCALE_DOWN is not told what it frees, and a
+	// DELETE reads nothing before it (--reclaim=false).
+	SkipReclaim bool
 }
 
 // ProtectedFloor is the namespaces New always protects, whatever

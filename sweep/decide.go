@@ -83,8 +83,9 @@ type decision struct {
 	// untouched: nothing is to be written.
 	untouched bool
 	// stuckOnly: of the record, only what it says of a stuck target is to
-	// be written (a manager deactivated by its DELETE).
-	stuckOnly bool
+	// be written (a manager deactivated by its DELETE); stuckUnread: what
+	// it says of it is kept, the target not read.
+	stuckOnly, stuckUnread bool
 }
 
 // evaluateManager decides what to do with one manager, whose Status as
@@ -120,7 +121,7 @@ func (s *Sweeper) evaluateManager(ctx context.Context, r *sweepRun, obj *unstruc
 	if t.going && e.Target == m.Namespace {
 		// Nothing is written: the manager goes with its namespace, which
 		// takes no new Event.
-		e = s.terminating(ctx, r, e, ns, fmt.Sprintf("namespace %s, where this manager lives, is being deleted; the manager goes with it", e.Target))
+		e, _ = s.terminating(ctx, r, e, ns, fmt.Sprintf("namespace %s, where this manager lives, is being deleted; the manager goes with it", e.Target))
 		return decision{manager: m, entry: e, untouched: true}
 	}
 	if d, ok := completeClaim(m, e, stored.Claim, t); ok {
@@ -138,7 +139,8 @@ func (s *Sweeper) evaluateManager(ctx context.Context, r *sweepRun, obj *unstruc
 		e.State, e.Message = StateTargetMissing, fmt.Sprintf("namespace %s does not exist", e.Target)
 		return decision{manager: m, entry: e}
 	case ns.terminating:
-		return decision{manager: m, entry: s.terminating(ctx, r, e, ns, fmt.Sprintf("namespace %s is terminating", e.Target))}
+		e, unread := s.terminating(ctx, r, e, ns, fmt.Sprintf("namespace %s is terminating", e.Target))
+		return decision{manager: m, entry: e, stuckUnread: unread}
 	}
 	return backOff(s.evaluatePolicies(ctx, r, m, e, t, s.checks(r, false), stored.Progress, "",
 		hold{on: "namespace " + e.Target, value: ns.hold}, hold{on: "manager " + m.Namespace + "/" + m.Name, value: obj.GetAnnotations()[HoldAnnotation]}),

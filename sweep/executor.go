@@ -49,7 +49,7 @@ func (s *Sweeper) carryOut(ctx context.Context, r *sweepRun, rec record, d decis
 	switch {
 	case d.untouched:
 	case p == nil:
-		e, recorded = s.save(ctx, rec, outcome{entry: e, checks: d.checks, stuckOnly: d.stuckOnly})
+		e, recorded = s.save(ctx, rec, outcome{entry: e, checks: d.checks, stuckOnly: d.stuckOnly, stuckUnread: d.stuckUnread})
 	case p.step == stepDeactivate || p.step == stepConfirmDelete:
 		e, recorded = s.finish(ctx, r, rec, p, e)
 	case r.stop.Err() != nil:
@@ -103,16 +103,20 @@ func (s *Sweeper) act(ctx context.Context, r *sweepRun, rec record, d decision) 
 			return e, false, recorded
 		}
 	}
+	freed := s.freedByDelete(ctx, r, p)
 	actCtx, cancel := context.WithDeadline(ctx, deadline)
-	effects, err := s.apply(actCtx, d.manager, rec, p)
+	did, err := s.apply(actCtx, d.manager, rec, p, freed)
 	cancel()
 	if !claimed && changedSinceListed(err) {
 		// The DELETE found the namespace changed: nothing was done.
 		return busy(e, err), false, false
 	}
-	e.Effects = effects
+	e.Effects = did.effects
+	if err == nil {
+		e.Reclaimed = did.reclaimed
+	}
 	if !webhook.Deferred(err) {
-		defer s.notify(ctx, r, d.manager, p, effects, err, failedBefore(rec.prior().last, p))
+		defer s.notify(ctx, r, d.manager, p, did.effects, did.reclaimed, err, failedBefore(rec.prior().last, p))
 	}
 	if err == nil && p.policy.Action.Type == policy.ActionDelete && p.target.home {
 		// The record went with the namespace.
@@ -160,6 +164,7 @@ func (s *Sweeper) outcomeOf(e Entry, p *plan, err error, now time.Time, prev *La
 		return e, outcome{entry: e, last: last}
 	}
 	e = s.succeeded(e, p)
+	last.Reclaimed = e.Reclaimed
 	o := outcome{entry: e, last: last, done: p.policy.Final}
 	if !p.policy.Final {
 		// A stage: recorded as fired, the subject left standing.

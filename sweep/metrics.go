@@ -1,10 +1,18 @@
 package sweep
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"maps"
+	"math"
 	"net/http"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/push"
@@ -37,26 +45,96 @@ var actionResults = []string{ResultSucceeded, ResultFailed, string(StatePlanned)
 // than missing when a sweep made no such request.
 var metricMethods = []string{"get", "post", "put", "patch", "delete"}
 
-// PushMetrics pushes the metrics of the sweep r, gauges of this one sweep
-// (sweepGauges), to the Pushgateway at url (scheme://host:port), grouped
-// under job (DefaultMetricsJob when empty) and, for a sharded sweep,
-// shard=<index>. Only when lastSuccess (normally !r.Failed()) is
-// nsman_last_success_timestamp_seconds pushed, set to r.Summary.Now. client
-// makes the request (http.DefaultClient when nil); ctx bounds it.
+// reclaimedActions are the action types the nsman_reclaimed_* counters
+// always have series for: those that free resources.
+var reclaimedActions = []string{policy.ActionDelete, policy.ActionScaleDown}
+
+// reclaimedCounters are the counter families that total, over sweeps, what
+// fired actions freed (Entry.Reclaimed), each with the amount of one entry.
+var reclaimedCounters = []struct {
+	name, help string
+	amount     func(*Reclaimed) float64
+}{
+	{"nsman_reclaimed_cpu_cores_total", "CPU cores requested by the pods that fired nsman actions removed, by action type, summed over nsman sweeps.",
+		func(r *Reclaimed) float64 { return r.CPU.AsApproximateFloat64() }},
+	{"nsman_reclaimed_memory_bytes_total", "Bytes of memory requested by the pods that fired nsman actions removed, by action type, summed over nsman sweeps.",
+		func(r *Reclaimed) float64 { return r.Memory.AsApproximateFloat64() }},
+	{"nsman_reclaimed_storage_bytes_total", "Bytes of storage requested by the PersistentVolumeClaims that fired nsman actions removed, by action type, summed over nsman sweeps.",
+		func(r *Reclaimed) float64 { return r.Storage.AsApproximateFloat64() }},
+	{"nsman_reclaimed_load_balancers_total", "Services of type LoadBalancer that fired nsman actions removed, by action type, summed over nsman sweeps.",
+		func(r *Reclaimed) float64 { return float64(r.LoadBalancers) }},
+}
+
+// ErrCountersLeftOut is what the countersErr of PushMetrics wraps: the push
+// carried the gauges but not the nsman_reclaimed_* counters, whose totals
+// stay as they were.
+var ErrCountersLeftOut = errors.New("nsman_reclaimed_* counters left out of the push; the Pushgateway keeps their previous totals, and this sweep's amounts are not counted")
+
+// totalsPath is the Pushgateway's HTTP API endpoint that lists every group
+// with its metrics (Pushgateway 0.10 and later).
+const totalsPath = "/api/v1/metrics"
+
+// maxTotalsBody bounds the answer of totalsPath, which lists every group
+// the Pushgateway holds.
+const maxTotalsBody = 64 << 20
+
+// PushMetrics pushes the metrics of the sweep r to the Pushgateway at url
+// (scheme://host:port, as push.New takes it), grouped under job
+// (DefaultMetricsJob when empty) and, for a sharded sweep, shard=<index>:
+// gauges of this one sweep (sweepGauges), and the nsman_reclaimed_*
+// counters, totals over sweeps. Only when lastSuccess (normally
+// !r.Failed()) is nsman_last_success_timestamp_seconds pushed, set to
+// r.Summary.Now. client makes the requests (http.DefaultClient when nil);
+// ctx bounds them.
 //
 // The push is an Add (HTTP POST), not a Push (PUT). A PUT replaces the whole
 // group, so a failed sweep, which must not claim success, would erase the
 // previous success timestamp and with it the "no successful sweep for N
 // hours" alert that the timestamp exists for. A POST replaces only the metric
-// families it carries: every family but the success timestamp is in every
-// push (their vectors are pre-filled with zeros), so each push still replaces
-// all of the previous sweep's values, including series that are gone now,
-// while a failed sweep leaves the timestamp of the last success as it was.
-// One group and one request also keep the two consistent: there is no
+// families it carries: every gauge family but the success timestamp is in
+// every push (their vectors are pre-filled with zeros), so each push still
+// replaces all of the previous sweep's values, including series that are gone
+// now, while a failed sweep leaves the timestamp of the last success as it
+// was. One group and one request also keep the two consistent: there is no
 // separate success group to fall out of step or to carry an extra label.
-func PushMetrics(ctx context.Context, url, job string, r Report, lastSuccess bool, client *http.Client) error {
+//
+// nsman is a process per sweep, so the counters' totals live in the
+// Pushgateway: before pushing, PushMetrics reads the group's current totals
+// (GET /api/v1/metrics, the Pushgateway's JSON API, the group whose labels
+// are exactly job and shard), adds what this sweep's fired DELETE and
+// SCALE_DOWN actions freed (planned ones free nothing), and pushes the sums,
+// every series (action DELETE and SCALE_DOWN) in the same POST; a family the
+// group does not have yet starts from 0. A push without the counter
+// families leaves their totals as they were, so that they never go back nor
+// count twice: a dry run pushes none, and neither does a sweep whose read
+// fails (an error, an answer that does not parse, a total that is no
+// counter's value, or, when ctx has a deadline, no answer within half of the
+// time left, the other half being the push's). That read costs one request:
+// a push is two requests, one (the POST) in a dry run.
+//
+// err is not nil when the push failed: nothing was pushed, and countersErr
+// is nil. countersErr is not nil, wrapping ErrCountersLeftOut and the
+// cause, when the gauges were pushed but the counters were left out because
+// the read failed. This sweep's reclaimed amounts are then lost to the
+// totals: the caller should log countersErr as a warning (the metrics were
+// pushed) and go on; nothing is to be retried, the next sweep reads and
+// pushes again. An alert on the totals sees them flat meanwhile.
+//
+// The one caveat: a read and its push are not atomic, so two sweeps of the
+// same group pushing at once could lose one's increment. The CronJob forbids
+// concurrent runs, and each shard pushes to a group of its own.
+func PushMetrics(ctx context.Context, url, job string, r Report, lastSuccess bool, client *http.Client) (countersErr, err error) {
 	if job == "" {
 		job = DefaultMetricsJob
+	}
+	if client == nil {
+		client = http.DefaultClient
+	}
+	grouping := map[string]string{"job": job}
+	if sh := r.Summary.Shard; sh != nil {
+		// Each shard has a group of its own: in one, the shards would
+		// overwrite each other's figures.
+		grouping["shard"] = strconv.Itoa(sh.Index)
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(sweepGauges(r)...)
@@ -64,19 +142,146 @@ func PushMetrics(ctx context.Context, url, job string, r Report, lastSuccess boo
 		reg.MustRegister(gauge("nsman_last_success_timestamp_seconds", "Unix time of the last nsman sweep in which no manager failed.",
 			float64(r.Summary.Now.UnixMilli())/1e3))
 	}
-	p := push.New(url, job).Gatherer(reg)
-	if sh := r.Summary.Shard; sh != nil {
-		// Each shard has a group of its own: in one, the shards would
-		// overwrite each other's figures.
-		p = p.Grouping("shard", strconv.Itoa(sh.Index))
+	if !r.Summary.DryRun && ctx.Err() == nil {
+		totals, err := readTotals(ctx, client, url, grouping)
+		if err != nil {
+			countersErr = fmt.Errorf("%w: read the totals from the pushgateway: %w", ErrCountersLeftOut, err)
+		} else {
+			reg.MustRegister(reclaimedTotals(totals, r)...)
+		}
 	}
-	if client != nil {
-		p = p.Client(client)
+	p := push.New(url, job).Gatherer(reg).Client(client)
+	if sh, ok := grouping["shard"]; ok {
+		p = p.Grouping("shard", sh)
 	}
 	if err := p.AddContext(ctx); err != nil {
-		return fmt.Errorf("push metrics to the pushgateway: %w", err)
+		return nil, fmt.Errorf("push metrics to the pushgateway: %w", err)
 	}
-	return nil
+	return countersErr, nil
+}
+
+// readTotals reads from the Pushgateway at url the values of the
+// reclaimedCounters in the group whose labels are grouping: by family
+// name, then by action; none for a family (or a group) the Pushgateway
+// does not have. When ctx has a deadline, it waits at most half the time
+// left, so that the push has the other half.
+func readTotals(ctx context.Context, client *http.Client, url string, grouping map[string]string) (map[string]map[string]float64, error) {
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, time.Now().Add(time.Until(deadline)/2))
+		defer cancel()
+	}
+	// As push.New takes url.
+	if !strings.Contains(url, "://") {
+		url = "http://" + url
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(url, "/")+totalsPath, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body := io.LimitReader(resp.Body, maxTotalsBody)
+	defer io.Copy(io.Discard, body) //nolint:errcheck // drained for the connection's reuse
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", totalsPath, resp.Status)
+	}
+	// {"status": "success", "data": [{"labels": {"job": ..., ...},
+	// "<family>": {"type": "COUNTER", "metrics": [{"labels": {...},
+	// "value": "1.5"}]}, ...}, ...]}: each element is a group.
+	var answer struct {
+		Status string                       `json:"status"`
+		Data   []map[string]json.RawMessage `json:"data"`
+	}
+	if err := json.NewDecoder(body).Decode(&answer); err != nil {
+		return nil, fmt.Errorf("GET %s: %w", totalsPath, err)
+	}
+	if answer.Status != "success" {
+		return nil, fmt.Errorf("GET %s: status %q, not success", totalsPath, answer.Status)
+	}
+	totals := map[string]map[string]float64{}
+	for _, group := range answer.Data {
+		raw, ok := group["labels"]
+		if !ok {
+			continue
+		}
+		var labels map[string]string
+		if err := json.Unmarshal(raw, &labels); err != nil {
+			return nil, fmt.Errorf("GET %s: the labels of a group: %w", totalsPath, err)
+		}
+		if !maps.Equal(labels, grouping) {
+			continue
+		}
+		for _, c := range reclaimedCounters {
+			raw, ok := group[c.name]
+			if !ok {
+				continue
+			}
+			var family struct {
+				Metrics []struct {
+					Labels map[string]string `json:"labels"`
+					Value  string            `json:"value"`
+				} `json:"metrics"`
+			}
+			if err := json.Unmarshal(raw, &family); err != nil {
+				return nil, fmt.Errorf("GET %s: %s: %w", totalsPath, c.name, err)
+			}
+			byAction := map[string]float64{}
+			for _, m := range family.Metrics {
+				v, err := strconv.ParseFloat(m.Value, 64)
+				if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+					// Counted on, such a value would make the totals
+					// go back or stay wrong for good.
+					return nil, fmt.Errorf("GET %s: %s%v is %q, not a counter's value", totalsPath, c.name, m.Labels, m.Value)
+				}
+				byAction[m.Labels["action"]] = v
+			}
+			totals[c.name] = byAction
+		}
+		break
+	}
+	return totals, nil
+}
+
+// reclaimedTotals are the reclaimedCounters, each series at its total in
+// totals plus what r's fired actions freed.
+func reclaimedTotals(totals map[string]map[string]float64, r Report) []prometheus.Collector {
+	var out []prometheus.Collector
+	for _, c := range reclaimedCounters {
+		values := map[string]float64{}
+		for _, a := range reclaimedActions {
+			values[a] = totals[c.name][a]
+		}
+		for _, e := range r.Entries {
+			if _, ok := values[e.Action]; ok && e.State == StateFired && e.Reclaimed != nil {
+				values[e.Action] += max(0, c.amount(e.Reclaimed))
+			}
+		}
+		out = append(out, &constCounters{desc: prometheus.NewDesc(c.name, c.help, []string{"action"}, nil), values: values})
+	}
+	return out
+}
+
+// constCounters is a counter family of one label, a series for each value
+// of reclaimedActions. Its series are constant metrics, not
+// prometheus.Counters: a Counter carries the time it was made as its
+// created timestamp, which would be each push's, and a Prometheus that
+// ingests created timestamps would read every push as a reset to 0.
+type constCounters struct {
+	desc   *prometheus.Desc
+	values map[string]float64 // by action
+}
+
+func (c *constCounters) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *constCounters) Collect(ch chan<- prometheus.Metric) {
+	for _, a := range reclaimedActions {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, c.values[a], a)
+	}
 }
 
 // sweepGauges are the metric families every push carries, each with every
@@ -103,6 +308,7 @@ func sweepGauges(r Report) []prometheus.Collector {
 			holds["ignored"]++
 		}
 	}
+	stuck, oldest := stuckCounts(r)
 	return []prometheus.Collector{
 		gauge("nsman_sweep_duration_seconds", "Wall time of the last nsman sweep.", r.Summary.DurationSeconds),
 		byLabel("nsman_managers", "NamespaceManagers, and (rule, namespace) pairs, in the last nsman sweep, by the state the sweep left them in.",
@@ -114,7 +320,42 @@ func sweepGauges(r Report) []prometheus.Collector {
 		byLabel("nsman_notifications", "Notifications (--notify-url) of the last nsman sweep, by result: sent or failed.",
 			"result", []string{"sent", "failed"}, r.Summary.Notifications),
 		gauge("nsman_dry_run", "1 when the last nsman sweep was a dry run, else 0.", oneIf(r.Summary.DryRun)),
+		byLabel("nsman_namespaces_stuck", "Namespaces that the last nsman sweep found stuck in Terminating (beyond --stuck-after), by reason; a namespace held for two reasons counts under both.",
+			"reason", StuckReasons, stuck),
+		gauge("nsman_namespaces_stuck_oldest_seconds", "Seconds since the deletion of the namespace stuck in Terminating the longest, as of the last nsman sweep; 0 when none is.", oldest),
 	}
+}
+
+// stuckCounts counts the namespaces that r's entries say are stuck, by
+// reason, each once however many entries name it, and returns how long
+// (in seconds, at r.Summary.Now) the one stuck the longest has been
+// Terminating, 0 when none is.
+func stuckCounts(r Report) (byReason map[string]int, oldest float64) {
+	seen := map[string]map[string]bool{} // by reason, then namespace
+	var since time.Time
+	for _, e := range r.Entries {
+		if e.Stuck == nil {
+			continue
+		}
+		ns := cmp.Or(e.Target, e.Namespace)
+		for _, reason := range e.Stuck.Reasons {
+			if seen[reason.Reason] == nil {
+				seen[reason.Reason] = map[string]bool{}
+			}
+			seen[reason.Reason][ns] = true
+		}
+		if t := e.Stuck.Since; !t.IsZero() && (since.IsZero() || t.Before(since)) {
+			since = t
+		}
+	}
+	byReason = map[string]int{}
+	for reason, namespaces := range seen {
+		byReason[reason] = len(namespaces)
+	}
+	if !since.IsZero() {
+		oldest = max(0, r.Summary.Now.Sub(since).Seconds())
+	}
+	return byReason, oldest
 }
 
 // gauge is a gauge set to v.

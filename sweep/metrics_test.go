@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"go/ast"
@@ -9,6 +10,7 @@ import (
 	"go/token"
 	"io"
 	"maps"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -20,20 +22,26 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/nsman/nsman/policy"
 )
 
 // fakeGateway is a Pushgateway's push API on loopback: it decodes what is
 // pushed and keeps each group the way the Pushgateway does, a PUT replacing
-// the whole group and a POST only the metric families it carries.
+// the whole group and a POST only the metric families it carries. It
+// serves the groups as the Pushgateway's GET /api/v1/metrics does.
 type fakeGateway struct {
 	URL string
 
-	mu       sync.Mutex
-	status   int
-	requests []pushRequest
-	groups   map[string]map[string]*dto.MetricFamily // by URL path, then by name
+	mu         sync.Mutex
+	status     int
+	readStatus int                                     // of GET /api/v1/metrics
+	readBody   string                                  // when not empty, GET /api/v1/metrics's answer
+	readHang   bool                                    // GET /api/v1/metrics answers only when the request is cancelled
+	reads      int                                     // GETs of /api/v1/metrics
+	requests   []pushRequest                           // pushes
+	groups     map[string]map[string]*dto.MetricFamily // by URL path, then by name
 }
 
 // pushRequest is one push the fakeGateway got.
@@ -43,7 +51,7 @@ type pushRequest struct {
 }
 
 func newFakeGateway(t *testing.T) *fakeGateway {
-	g := &fakeGateway{status: http.StatusOK, groups: map[string]map[string]*dto.MetricFamily{}}
+	g := &fakeGateway{status: http.StatusOK, readStatus: http.StatusOK, groups: map[string]map[string]*dto.MetricFamily{}}
 	srv := httptest.NewServer(http.HandlerFunc(g.serve))
 	t.Cleanup(srv.Close)
 	g.URL = srv.URL
@@ -51,6 +59,10 @@ func newFakeGateway(t *testing.T) *fakeGateway {
 }
 
 func (g *fakeGateway) serve(w http.ResponseWriter, req *http.Request) {
+	if req.Method == http.MethodGet && req.URL.Path == "/api/v1/metrics" {
+		g.serveRead(w, req)
+		return
+	}
 	fams := map[string]*dto.MetricFamily{}
 	dec := expfmt.NewDecoder(req.Body, expfmt.ResponseFormat(req.Header))
 	for {
@@ -83,6 +95,63 @@ func (g *fakeGateway) serve(w http.ResponseWriter, req *http.Request) {
 	default:
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 	}
+}
+
+// serveRead answers GET /api/v1/metrics as the Pushgateway does: a list of
+// the groups, each with its grouping labels and its metric families, every
+// series with the grouping labels and instance="", values as strings.
+func (g *fakeGateway) serveRead(w http.ResponseWriter, req *http.Request) {
+	g.mu.Lock()
+	g.reads++
+	status, body, hang := g.readStatus, g.readBody, g.readHang
+	var data []map[string]any
+	for path, fams := range g.groups {
+		kv := strings.Split(strings.TrimPrefix(path, "/metrics/"), "/")
+		labels := map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			labels[kv[i]] = kv[i+1]
+		}
+		group := map[string]any{"labels": labels, "last_push_successful": true}
+		for name, mf := range fams {
+			var metrics []map[string]any
+			for _, m := range mf.GetMetric() {
+				ml := map[string]string{"instance": ""}
+				maps.Copy(ml, labels)
+				for _, l := range m.GetLabel() {
+					ml[l.GetName()] = l.GetValue()
+				}
+				v := m.GetGauge().GetValue()
+				if m.Counter != nil {
+					v = m.GetCounter().GetValue()
+				}
+				metrics = append(metrics, map[string]any{"labels": ml, "value": fmt.Sprint(v)})
+			}
+			group[name] = map[string]any{"time_stamp": metricsNow, "type": mf.GetType().String(), "help": mf.GetHelp(), "metrics": metrics}
+		}
+		data = append(data, group)
+	}
+	g.mu.Unlock()
+	if hang {
+		<-req.Context().Done()
+		return
+	}
+	if status != http.StatusOK {
+		http.Error(w, "refused", status)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if body != "" {
+		io.WriteString(w, body)
+		return
+	}
+	json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": data})
+}
+
+// Reads returns how many times the totals were read.
+func (g *fakeGateway) Reads() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.reads
 }
 
 // Requests returns the pushes so far.
@@ -170,7 +239,7 @@ func TestPushMetricsOfASweep(t *testing.T) {
 		Entry{Name: "h", State: StateWaiting},
 		Entry{Name: "i", State: StateInvalid},
 	)
-	if err := PushMetrics(t.Context(), gw.URL, "", r, false, nil); err != nil {
+	if _, err := PushMetrics(t.Context(), gw.URL, "", r, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	reqs := gw.Requests()
@@ -214,7 +283,8 @@ func TestPushMetricsOfASweep(t *testing.T) {
 		t.Error("a failed sweep pushed nsman_last_success_timestamp_seconds")
 	}
 	names := slices.Sorted(maps.Keys(req.Families))
-	want := []string{"nsman_actions", "nsman_api_requests", "nsman_dry_run", "nsman_holds", "nsman_managers", "nsman_notifications", "nsman_sweep_duration_seconds"}
+	want := []string{"nsman_actions", "nsman_api_requests", "nsman_dry_run", "nsman_holds", "nsman_managers", "nsman_namespaces_stuck", "nsman_namespaces_stuck_oldest_seconds", "nsman_notifications",
+		"nsman_reclaimed_cpu_cores_total", "nsman_reclaimed_load_balancers_total", "nsman_reclaimed_memory_bytes_total", "nsman_reclaimed_storage_bytes_total", "nsman_sweep_duration_seconds"}
 	if !slices.Equal(names, want) {
 		t.Errorf("pushed %q, want %q", names, want)
 	}
@@ -226,7 +296,7 @@ func TestPushMetricsOfADryRun(t *testing.T) {
 		Entry{Name: "a", State: StatePlanned, Action: policy.ActionDelete},
 		Entry{Name: "b", State: StatePlanned, Action: policy.ActionWebhook},
 	)
-	if err := PushMetrics(t.Context(), gw.URL, "nsman-preview", r, true, nil); err != nil {
+	if _, err := PushMetrics(t.Context(), gw.URL, "nsman-preview", r, true, nil); err != nil {
 		t.Fatal(err)
 	}
 	req := gw.Requests()[0]
@@ -249,7 +319,7 @@ func TestPushMetricsOfShards(t *testing.T) {
 	for i := range 2 {
 		r := reportOf(metricsNow, false, nil, Entry{Name: "a", State: StateFired, Action: policy.ActionDelete})
 		r.Summary.Shard = &Shard{Index: i, Count: 2}
-		if err := PushMetrics(t.Context(), gw.URL, "", r, true, nil); err != nil {
+		if _, err := PushMetrics(t.Context(), gw.URL, "", r, true, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -291,7 +361,7 @@ func TestPushMetricsHasEveryState(t *testing.T) {
 	}
 
 	gw := newFakeGateway(t)
-	if err := PushMetrics(t.Context(), gw.URL, "", reportOf(metricsNow, false, nil), true, nil); err != nil {
+	if _, err := PushMetrics(t.Context(), gw.URL, "", reportOf(metricsNow, false, nil), true, nil); err != nil {
 		t.Fatal(err)
 	}
 	fams := gw.Requests()[0].Families
@@ -314,13 +384,13 @@ func TestPushMetricsFailedSweepKeepsLastSuccess(t *testing.T) {
 	gw := newFakeGateway(t)
 	ok := reportOf(metricsNow, false, map[string]int{"get": 2, "patch": 2, "delete": 1},
 		Entry{Name: "a", State: StateFired, Action: policy.ActionDelete})
-	if err := PushMetrics(t.Context(), gw.URL, "", ok, true, nil); err != nil {
+	if _, err := PushMetrics(t.Context(), gw.URL, "", ok, true, nil); err != nil {
 		t.Fatal(err)
 	}
 	later := metricsNow.Add(10 * time.Minute)
 	failed := reportOf(later, false, map[string]int{"get": 2, "patch": 2, "post": 1},
 		Entry{Name: "b", State: StateFailed, Action: policy.ActionWebhook})
-	if err := PushMetrics(t.Context(), gw.URL, "", failed, false, nil); err != nil {
+	if _, err := PushMetrics(t.Context(), gw.URL, "", failed, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	for i, req := range gw.Requests() {
@@ -340,7 +410,7 @@ func TestPushMetricsFailedSweepKeepsLastSuccess(t *testing.T) {
 
 	// The next successful sweep moves the timestamp on.
 	ok.Summary.Now = later.Add(10 * time.Minute)
-	if err := PushMetrics(t.Context(), gw.URL, "", ok, true, nil); err != nil {
+	if _, err := PushMetrics(t.Context(), gw.URL, "", ok, true, nil); err != nil {
 		t.Fatal(err)
 	}
 	wantSeries(t, gw.Group("/metrics/job/nsman"),
@@ -353,7 +423,7 @@ func TestPushMetricsErrors(t *testing.T) {
 	t.Run("refused", func(t *testing.T) {
 		gw := newFakeGateway(t)
 		gw.status = http.StatusBadRequest
-		err := PushMetrics(t.Context(), gw.URL, "", r, true, nil)
+		_, err := PushMetrics(t.Context(), gw.URL, "", r, true, nil)
 		if err == nil || !strings.HasPrefix(err.Error(), "push metrics") || !strings.Contains(err.Error(), "400") {
 			t.Fatalf("error %v, want one that says the push got a 400", err)
 		}
@@ -362,7 +432,7 @@ func TestPushMetricsErrors(t *testing.T) {
 		gw := newFakeGateway(t)
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
-		err := PushMetrics(ctx, gw.URL, "", r, true, nil)
+		_, err := PushMetrics(ctx, gw.URL, "", r, true, nil)
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("error %v, want context.Canceled", err)
 		}
@@ -377,7 +447,7 @@ func TestPushMetricsErrors(t *testing.T) {
 			used = true
 			return http.DefaultTransport.RoundTrip(req)
 		})}
-		if err := PushMetrics(t.Context(), gw.URL, "", r, true, client); err != nil {
+		if _, err := PushMetrics(t.Context(), gw.URL, "", r, true, client); err != nil {
 			t.Fatal(err)
 		}
 		if !used {
@@ -397,7 +467,7 @@ func TestPushMetricsCountsHolds(t *testing.T) {
 		Entry{Namespace: "c", Name: "c", State: StateWaiting, HoldIgnored: "y"},
 		Entry{Namespace: "d", Name: "d", State: StateWaiting},
 	)
-	if err := PushMetrics(t.Context(), gw.URL, "", r, true, nil); err != nil {
+	if _, err := PushMetrics(t.Context(), gw.URL, "", r, true, nil); err != nil {
 		t.Fatal(err)
 	}
 	fams := gw.Requests()[0].Families
@@ -409,13 +479,244 @@ func TestPushMetricsCountsNotifications(t *testing.T) {
 	gw := newFakeGateway(t)
 	r := reportOf(metricsNow, false, nil)
 	r.Summary.Notifications = map[string]int{"sent": 3, "failed": 1}
-	if err := PushMetrics(t.Context(), gw.URL, "", r, true, nil); err != nil {
+	if _, err := PushMetrics(t.Context(), gw.URL, "", r, true, nil); err != nil {
 		t.Fatal(err)
 	}
 	wantSeries(t, gw.Requests()[0].Families, series{"nsman_notifications", map[string]string{"result": "sent"}, 3}, series{"nsman_notifications", map[string]string{"result": "failed"}, 1})
 	r.Summary.Notifications = nil
-	if err := PushMetrics(t.Context(), gw.URL, "", r, true, nil); err != nil {
+	if _, err := PushMetrics(t.Context(), gw.URL, "", r, true, nil); err != nil {
 		t.Fatal(err)
 	}
 	wantSeries(t, gw.Requests()[1].Families, series{"nsman_notifications", map[string]string{"result": "sent"}, 0})
+}
+
+func reasonLabel(r string) map[string]string { return map[string]string{"reason": r} }
+
+// stuckSince is a Stuck of namespace deleted d before metricsNow.
+func stuckSince(d time.Duration, reasons ...string) *Stuck {
+	st := &Stuck{Since: metricsNow.Add(-d)}
+	for _, r := range reasons {
+		st.Reasons = append(st.Reasons, StuckReason{Reason: r, Message: "held by " + r})
+	}
+	return st
+}
+
+// nsman_namespaces_stuck counts namespaces, not entries: a manager and a
+// rule pair that name the same stuck namespace count it once, under each
+// of its reasons.
+func TestPushMetricsCountsStuckNamespaces(t *testing.T) {
+	gw := newFakeGateway(t)
+	r := reportOf(metricsNow, false, nil,
+		Entry{Namespace: "a", Name: "m", Target: "a", State: StateTargetTerminating, Stuck: stuckSince(2*time.Hour, StuckContentRemaining, StuckNamespaceFinalizers)},
+		Entry{Namespace: "rules", Name: "r", Rule: true, Target: "a", State: StateTargetTerminating, Stuck: stuckSince(2*time.Hour, StuckContentRemaining, StuckNamespaceFinalizers)},
+		Entry{Namespace: "b", Name: "m", Target: "b", State: StateTargetTerminating, Stuck: stuckSince(30*time.Minute+500*time.Millisecond, StuckContentRemaining)},
+		Entry{Namespace: "c", Name: "m", Target: "c", State: StateTargetTerminating}, // not stuck yet
+	)
+	mustPushAll(t, gw, r)
+	fams := gw.Requests()[0].Families
+	wantSeries(t, fams,
+		series{"nsman_namespaces_stuck", reasonLabel(StuckContentRemaining), 2},
+		series{"nsman_namespaces_stuck", reasonLabel(StuckNamespaceFinalizers), 1},
+		series{"nsman_namespaces_stuck_oldest_seconds", nil, 7200},
+	)
+	for _, rs := range StuckReasons {
+		if rs != StuckContentRemaining && rs != StuckNamespaceFinalizers {
+			wantSeries(t, fams, series{"nsman_namespaces_stuck", reasonLabel(rs), 0})
+		}
+	}
+	if n := len(fams["nsman_namespaces_stuck"].GetMetric()); n != len(StuckReasons) {
+		t.Errorf("nsman_namespaces_stuck has %d series, want one per reason (%d)", n, len(StuckReasons))
+	}
+
+	// The next sweep finds none stuck: every series is pushed, at 0.
+	mustPushAll(t, gw, reportOf(metricsNow.Add(time.Hour), false, nil, Entry{Namespace: "c", Name: "m", Target: "c", State: StateWaiting}))
+	group := gw.Group("/metrics/job/nsman")
+	wantSeries(t, group, series{"nsman_namespaces_stuck_oldest_seconds", nil, 0})
+	for _, rs := range StuckReasons {
+		wantSeries(t, group, series{"nsman_namespaces_stuck", reasonLabel(rs), 0})
+	}
+}
+
+// mustPushAll pushes r's metrics to gw, and fails unless the counters were
+// pushed too.
+func mustPushAll(t *testing.T, gw *fakeGateway, r Report) {
+	t.Helper()
+	countersErr, err := PushMetrics(t.Context(), gw.URL, "", r, true, nil)
+	if err != nil || countersErr != nil {
+		t.Fatalf("PushMetrics: %v, counters: %v", err, countersErr)
+	}
+}
+
+// counterValue returns the value of the counter series name{labels} in fams.
+func counterValue(fams map[string]*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {
+	mf, ok := fams[name]
+	if !ok || mf.GetType() != dto.MetricType_COUNTER {
+		return 0, false
+	}
+	for _, m := range mf.GetMetric() {
+		got := map[string]string{}
+		for _, l := range m.GetLabel() {
+			got[l.GetName()] = l.GetValue()
+		}
+		if maps.Equal(got, labels) {
+			return m.GetCounter().GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+// pushedTotals is the value of every nsman_reclaimed_* counter of one action.
+type pushedTotals struct{ cpu, memory, storage, lbs float64 }
+
+// wantPushedTotals fails unless fams has every nsman_reclaimed_* counter,
+// with a series for each of DELETE and SCALE_DOWN alone, at the values of
+// want.
+func wantPushedTotals(t *testing.T, fams map[string]*dto.MetricFamily, want map[string]pushedTotals) {
+	t.Helper()
+	for _, a := range []string{policy.ActionDelete, policy.ActionScaleDown} {
+		w := want[a]
+		for name, v := range map[string]float64{"nsman_reclaimed_cpu_cores_total": w.cpu, "nsman_reclaimed_memory_bytes_total": w.memory,
+			"nsman_reclaimed_storage_bytes_total": w.storage, "nsman_reclaimed_load_balancers_total": w.lbs} {
+			got, ok := counterValue(fams, name, map[string]string{"action": a})
+			switch {
+			case !ok:
+				t.Errorf("no counter %s{action=%s}", name, a)
+			case math.Abs(got-v) > 1e-9*max(1, v):
+				t.Errorf("%s{action=%s} = %v, want %v", name, a, got, v)
+			}
+			if n := len(fams[name].GetMetric()); ok && n != 2 {
+				t.Errorf("%s has %d series, want DELETE and SCALE_DOWN", name, n)
+			}
+		}
+	}
+}
+
+// wantNoTotals fails when fams has a nsman_reclaimed_* family.
+func wantNoTotals(t *testing.T, fams map[string]*dto.MetricFamily) {
+	t.Helper()
+	for name := range fams {
+		if strings.HasPrefix(name, "nsman_reclaimed_") {
+			t.Errorf("%s pushed", name)
+		}
+	}
+}
+
+func freeing(cpu, memory, storage string, lbs int) *Reclaimed {
+	return &Reclaimed{CPU: resource.MustParse(cpu), Memory: resource.MustParse(memory), Storage: resource.MustParse(storage), LoadBalancers: lbs}
+}
+
+// The nsman_reclaimed_* counters start from 0 and add, push after push,
+// what fired actions freed; planned, failed and deferred ones add nothing.
+func TestPushMetricsReclaimedTotals(t *testing.T) {
+	gw := newFakeGateway(t)
+	mustPushAll(t, gw, reportOf(metricsNow, false, nil, Entry{Name: "w", State: StateWaiting}))
+	wantPushedTotals(t, gw.Requests()[0].Families, nil) // the first sweep ever: 0
+
+	first := reportOf(metricsNow, false, nil,
+		Entry{Name: "a", State: StateFired, Action: policy.ActionDelete, Reclaimed: freeing("250m", "1Gi", "10Gi", 1)},
+		Entry{Name: "b", State: StateFired, Action: policy.ActionDelete, Reclaimed: freeing("1", "512Mi", "0", 0)},
+		Entry{Name: "c", State: StateFired, Action: policy.ActionScaleDown, Reclaimed: freeing("1500m", "2G", "0", 0)},
+		Entry{Name: "d", State: StatePlanned, Action: policy.ActionDelete, Reclaimed: freeing("100", "1Ti", "1Ti", 100)},
+		Entry{Name: "e", State: StateFailed, Action: policy.ActionDelete, Reclaimed: freeing("100", "1Ti", "1Ti", 100)},
+		Entry{Name: "f", State: StateDeferred, Action: policy.ActionScaleDown, Reclaimed: freeing("100", "1Ti", "1Ti", 100)},
+		Entry{Name: "g", State: StateFired, Action: policy.ActionDelete}, // nothing to free
+	)
+	mustPushAll(t, gw, first)
+	afterFirst := map[string]pushedTotals{
+		policy.ActionDelete:    {cpu: 1.25, memory: 1<<30 + 512<<20, storage: 10 << 30, lbs: 1},
+		policy.ActionScaleDown: {cpu: 1.5, memory: 2e9},
+	}
+	wantPushedTotals(t, gw.Requests()[1].Families, afterFirst)
+
+	second := reportOf(metricsNow.Add(time.Hour), false, nil,
+		Entry{Name: "h", State: StateFired, Action: policy.ActionDelete, Reclaimed: freeing("500m", "256Mi", "1Gi", 2)},
+		Entry{Name: "i", State: StateFired, Action: policy.ActionScaleDown, Reclaimed: freeing("2", "1G", "0", 0)},
+	)
+	mustPushAll(t, gw, second)
+	afterSecond := map[string]pushedTotals{
+		policy.ActionDelete:    {cpu: 1.75, memory: 1<<30 + 768<<20, storage: 11 << 30, lbs: 3},
+		policy.ActionScaleDown: {cpu: 3.5, memory: 3e9},
+	}
+	wantPushedTotals(t, gw.Requests()[2].Families, afterSecond)
+	wantPushedTotals(t, gw.Group("/metrics/job/nsman"), afterSecond)
+	if n, want := gw.Reads(), 3; n != want {
+		t.Errorf("%d reads of the totals for %d pushes, want one each", n, want)
+	}
+
+	// A dry run neither reads nor pushes the totals: its planned actions
+	// freed nothing, and the totals stay.
+	dry := reportOf(metricsNow.Add(2*time.Hour), true, nil,
+		Entry{Name: "j", State: StatePlanned, Action: policy.ActionDelete, Reclaimed: freeing("4", "4Gi", "4Gi", 4)})
+	mustPushAll(t, gw, dry)
+	wantNoTotals(t, gw.Requests()[3].Families)
+	if n := gw.Reads(); n != 3 {
+		t.Errorf("a dry run read the totals")
+	}
+	wantPushedTotals(t, gw.Group("/metrics/job/nsman"), afterSecond)
+	wantSeries(t, gw.Group("/metrics/job/nsman"), series{"nsman_dry_run", nil, 1})
+}
+
+// Each shard keeps totals of its own, in its own group, apart from those
+// of an unsharded sweep of the same job.
+func TestPushMetricsReclaimedTotalsOfShards(t *testing.T) {
+	gw := newFakeGateway(t)
+	for range 2 {
+		mustPushAll(t, gw, reportOf(metricsNow, false, nil,
+			Entry{Name: "x", State: StateFired, Action: policy.ActionDelete, Reclaimed: freeing("8", "0", "0", 8)}))
+		for i := range 2 {
+			r := reportOf(metricsNow, false, nil,
+				Entry{Name: "a", State: StateFired, Action: policy.ActionDelete, Reclaimed: freeing(strconv.Itoa(i+1), "0", "0", 0)})
+			r.Summary.Shard = &Shard{Index: i, Count: 2}
+			mustPushAll(t, gw, r)
+		}
+	}
+	wantPushedTotals(t, gw.Group("/metrics/job/nsman"), map[string]pushedTotals{policy.ActionDelete: {cpu: 16, lbs: 16}})
+	wantPushedTotals(t, gw.Group("/metrics/job/nsman/shard/0"), map[string]pushedTotals{policy.ActionDelete: {cpu: 2}})
+	wantPushedTotals(t, gw.Group("/metrics/job/nsman/shard/1"), map[string]pushedTotals{policy.ActionDelete: {cpu: 4}})
+}
+
+// When the totals cannot be read, the gauges are pushed without the
+// counters, which keep their totals, and PushMetrics says so.
+func TestPushMetricsReadFails(t *testing.T) {
+	r := reportOf(metricsNow, false, nil,
+		Entry{Name: "a", State: StateFired, Action: policy.ActionDelete, Reclaimed: freeing("1", "1Gi", "1Gi", 1)})
+	before := map[string]pushedTotals{policy.ActionDelete: {cpu: 1, memory: 1 << 30, storage: 1 << 30, lbs: 1}}
+	for _, tc := range []struct {
+		name  string
+		setup func(*fakeGateway)
+		want  string
+	}{
+		{"refused", func(g *fakeGateway) { g.readStatus = http.StatusNotFound }, "404"},
+		{"not JSON", func(g *fakeGateway) { g.readBody = "<html>" }, "invalid character"},
+		{"not success", func(g *fakeGateway) { g.readBody = `{"status":"error","error":"x"}` }, "not success"},
+		{"no counter's value", func(g *fakeGateway) {
+			g.readBody = `{"status":"success","data":[{"labels":{"job":"nsman"},"nsman_reclaimed_cpu_cores_total":{"type":"COUNTER","metrics":[{"labels":{"action":"DELETE"},"value":"-1"}]}}]}`
+		}, `"-1", not a counter's value`},
+		{"no answer in time", func(g *fakeGateway) { g.readHang = true }, "deadline exceeded"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gw := newFakeGateway(t)
+			mustPushAll(t, gw, r)
+			tc.setup(gw)
+			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+			defer cancel()
+			later := r
+			later.Summary.Now = metricsNow.Add(time.Hour)
+			countersErr, err := PushMetrics(ctx, gw.URL, "", later, true, nil)
+			if err != nil {
+				t.Fatalf("the push failed: %v", err)
+			}
+			if !errors.Is(countersErr, ErrCountersLeftOut) || !strings.Contains(countersErr.Error(), tc.want) {
+				t.Fatalf("counters error %v, want ErrCountersLeftOut saying %q", countersErr, tc.want)
+			}
+			reqs := gw.Requests()
+			if len(reqs) != 2 {
+				t.Fatalf("%d pushes, want 2", len(reqs))
+			}
+			wantNoTotals(t, reqs[1].Families)
+			wantSeries(t, reqs[1].Families, series{"nsman_managers", state(StateFired), 1},
+				series{"nsman_last_success_timestamp_seconds", nil, float64(later.Summary.Now.UnixMilli()) / 1e3})
+			wantPushedTotals(t, gw.Group("/metrics/job/nsman"), before)
+		})
+	}
 }

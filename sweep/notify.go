@@ -33,6 +33,8 @@ type Notification struct {
 	Result  string   `json:"result"`
 	Message string   `json:"message,omitempty"`
 	Effects []string `json:"effects,omitempty"`
+	// Reclaimed is what a DELETE or SCALE_DOWN that succeeded freed.
+	Reclaimed *Reclaimed `json:"reclaimed,omitempty"`
 	// Time is the sweep's time (the API server's).
 	Time    time.Time `json:"time"`
 	Sweep   string    `json:"sweep"`
@@ -110,7 +112,7 @@ func RedactURL(raw string) string {
 // a sweep completing a claim, carries the same key. A notification that
 // fails is logged, without the URL's path, and counted; it changes nothing
 // else.
-func (s *Sweeper) notify(ctx context.Context, r *sweepRun, m policy.Manager, p *plan, effects []string, actionErr error, failedBefore bool) {
+func (s *Sweeper) notify(ctx context.Context, r *sweepRun, m policy.Manager, p *plan, effects []string, reclaimed *Reclaimed, actionErr error, failedBefore bool) {
 	if s.notifier == nil || actionErr != nil && failedBefore {
 		return
 	}
@@ -122,6 +124,9 @@ func (s *Sweeper) notify(ctx context.Context, r *sweepRun, m policy.Manager, p *
 		Manager: NotificationManager{Namespace: m.Namespace, Name: m.Name}, Rule: m.Rule != nil, Target: p.target.name,
 		Policy: p.policy.Name, Action: p.policy.Action.Type, Result: result, Message: truncate(message, maxMessage), Effects: effects,
 		Time: r.now.UTC(), Sweep: s.cfg.SweepID, Version: s.cfg.Version,
+	}
+	if actionErr == nil {
+		n.Reclaimed = reclaimed
 	}
 	body, err := notificationBody(n, s.notifier.format)
 	if err == nil {
@@ -157,6 +162,9 @@ func notificationBody(n Notification, format string) ([]byte, error) {
 	}
 	for _, e := range n.Effects {
 		text += "\n" + slackEscape(e)
+	}
+	if n.Reclaimed != nil {
+		text += "\nreclaimed: " + n.Reclaimed.String()
 	}
 	return json.Marshal(map[string]string{"text": text})
 }

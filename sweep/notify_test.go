@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/webhook"
 )
@@ -141,6 +143,18 @@ func TestSlackBodyKeepsNsmansWords(t *testing.T) {
 	}
 }
 
+// TestSlackBodySaysWhatWasReclaimed: a DELETE's notification ends with
+// what it freed.
+func TestSlackBodySaysWhatWasReclaimed(t *testing.T) {
+	text := slackText(t, Notification{
+		Manager: NotificationManager{Namespace: "ops", Name: "cleaner"}, Target: "e2e-42", Policy: "ttl", Action: policy.ActionDelete, Result: ResultSucceeded,
+		Reclaimed: &Reclaimed{CPU: resource.MustParse("1500m"), Memory: resource.MustParse("2Gi"), Storage: resource.MustParse("10Gi"), LoadBalancers: 1},
+	})
+	if want := "\nreclaimed: cpu 1500m, memory 2Gi, storage 10Gi, 1 load balancer(s)"; !strings.HasSuffix(text, want) {
+		t.Errorf("text\n%s\nwant it to end with %q", text, want)
+	}
+}
+
 // TestRedactURL: a URL is shown by its scheme and host alone.
 func TestRedactURL(t *testing.T) {
 	for _, tt := range []struct{ raw, want string }{
@@ -183,7 +197,7 @@ func notifyOnce(t *testing.T, cfg Config, sender *webhook.Sender) (logs string, 
 	r = &sweepRun{now: time.Now()}
 	m := policy.Manager{Namespace: "team-a", Name: "preview", UID: "uid-1", Generation: 1}
 	p := &plan{policy: policy.Policy{Name: "report", Action: policy.Action{Type: policy.ActionWebhook, URL: "http://hook.team-a.svc/x"}}, target: target{name: "preview"}}
-	s.notify(t.Context(), r, m, p, nil, errors.New("webhook http://hook.team-a.svc: HTTP 500 after 3 attempts"), false)
+	s.notify(t.Context(), r, m, p, nil, nil, errors.New("webhook http://hook.team-a.svc: HTTP 500 after 3 attempts"), false)
 	return buf.String(), r
 }
 

@@ -145,6 +145,8 @@ type LastAction struct {
 	// (webhookBackoff after the latest): none does before.
 	Failures    int        `json:"failures,omitempty"`
 	NextAttempt *time.Time `json:"nextAttempt,omitempty"`
+	// Reclaimed is what a DELETE or SCALE_DOWN that succeeded freed.
+	Reclaimed *Reclaimed `json:"reclaimed,omitempty"`
 	// Deferred: the WEBHOOK was not attempted, its receiver having timed
 	// out earlier in the sweep. It backs off as a failure does, but is no
 	// failure told: the next real one is.
@@ -213,8 +215,9 @@ type outcome struct {
 	last  *LastAction
 	stage string
 	done  bool
-	// stuckOnly: only what e says of a stuck target is kept.
-	stuckOnly bool
+	// stuckOnly: only what e says of a stuck target is kept; stuckUnread:
+	// the record's is kept as it was (see decision).
+	stuckOnly, stuckUnread bool
 }
 
 // prior is what a record said before this sweep.

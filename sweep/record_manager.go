@@ -312,7 +312,9 @@ func (mr *managerRecord) write(ctx context.Context, o outcome) error {
 
 // keep sets in st what o says.
 func (mr *managerRecord) keep(st *Status, o outcome) {
-	st.Stuck = sameCause(st.Stuck, o.entry.Stuck)
+	if !o.stuckUnread {
+		st.Stuck = sameCause(st.Stuck, o.entry.Stuck)
+	}
 	if o.stuckOnly {
 		return
 	}

@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -138,6 +139,12 @@ type Reclaimed struct {
 	Memory        resource.Quantity `json:"memory"`
 	Storage       resource.Quantity `json:"storage"`
 	LoadBalancers int               `json:"loadBalancers"`
+}
+
+// String is r as a person reads it: "cpu 1500m, memory 2Gi, storage 10Gi,
+// 1 load balancer(s)".
+func (r Reclaimed) String() string {
+	return fmt.Sprintf("cpu %s, memory %s, storage %s, %d load balancer(s)", r.CPU.String(), r.Memory.String(), r.Storage.String(), r.LoadBalancers)
 }
 
 // Condition is one policy's condition state in an Entry.

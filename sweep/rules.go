@@ -59,6 +59,8 @@ type PairAction struct {
 	Action    string    `json:"action"`
 	Result    string    `json:"result"`
 	Time      time.Time `json:"time"`
+	// Reclaimed is what a DELETE or SCALE_DOWN that succeeded freed.
+	Reclaimed *Reclaimed `json:"reclaimed,omitempty"`
 }
 
 // isRule reports whether a listed manager's spec has a namespaceSelector
@@ -237,7 +239,7 @@ func (ru *ruleRun) stuck(ctx context.Context) []Entry {
 	for _, ns := range ru.terminating {
 		e := ru.base
 		e.Target = ns.name
-		if e = ru.s.terminating(ctx, ru.r, e, ns, fmt.Sprintf("namespace %s is terminating", ns.name)); e.Stuck != nil {
+		if e, unread := ru.s.terminating(ctx, ru.r, e, ns, fmt.Sprintf("namespace %s is terminating", ns.name)); e.Stuck != nil || unread {
 			entries = append(entries, e)
 		}
 	}
@@ -450,7 +452,7 @@ func (s *Sweeper) summarize(ctx context.Context, own *managerRecord, m policy.Ma
 			due = e.Due
 		}
 		if result := resultOf[e.State]; (e.State == StateFired || e.State == StateFailed) && e.Policy != "" {
-			acted = append(acted, PairAction{Namespace: e.Target, Policy: e.Policy, Action: e.Action, Result: result, Time: own.now.UTC()})
+			acted = append(acted, PairAction{Namespace: e.Target, Policy: e.Policy, Action: e.Action, Result: result, Time: own.now.UTC(), Reclaimed: e.Reclaimed})
 		}
 	}
 	if len(sum.States) == 0 {
@@ -485,9 +487,11 @@ func (s *Sweeper) summarize(ctx context.Context, own *managerRecord, m policy.Ma
 	}
 }
 
-// keepStuck lists in sum the stuck namespaces of entries, at most
-// maxLatest, each as stored while its cause is the same, and returns
-// those whose cause is new, with why: they get an Event.
+// keepStuck lists in sum the stuck namespaces of entries, the first
+// maxLatest by name, each as stored while its cause is the same (or it
+// could not be read this sweep), and returns those listed whose cause is
+// new, with why: they get an Event. A namespace past the first maxLatest
+// is counted in the states, and told once it is listed.
 func (sum *RuleSummary) keepStuck(entries []Entry, stored *RuleSummary) []string {
 	was := map[string]*Stuck{}
 	if stored != nil {
@@ -495,19 +499,24 @@ func (sum *RuleSummary) keepStuck(entries []Entry, stored *RuleSummary) []string
 			was[stored.Stuck[i].Namespace] = &stored.Stuck[i].Stuck
 		}
 	}
-	var told []string
+	var stuck []StuckNamespace
 	for _, e := range entries {
-		if e.Stuck == nil {
-			continue
-		}
-		if was[e.Target].cause() != e.Stuck.cause() {
-			told = append(told, stuckNote(e.Target, e.Stuck))
-		}
-		if len(sum.Stuck) < maxLatest {
-			sum.Stuck = append(sum.Stuck, StuckNamespace{Namespace: e.Target, Stuck: *sameCause(was[e.Target], e.Stuck)})
+		switch {
+		case e.Stuck != nil:
+			stuck = append(stuck, StuckNamespace{Namespace: e.Target, Stuck: *e.Stuck})
+		case e.State == StateTargetTerminating && was[e.Target] != nil:
+			// Not read this sweep: as stored.
+			stuck = append(stuck, StuckNamespace{Namespace: e.Target, Stuck: *was[e.Target]})
 		}
 	}
-	slices.SortFunc(sum.Stuck, func(a, b StuckNamespace) int { return cmp.Compare(a.Namespace, b.Namespace) })
+	slices.SortFunc(stuck, func(a, b StuckNamespace) int { return cmp.Compare(a.Namespace, b.Namespace) })
+	var told []string
+	for _, n := range stuck[:min(len(stuck), maxLatest)] {
+		if was[n.Namespace].cause() != n.cause() {
+			told = append(told, stuckNote(n.Namespace, &n.Stuck))
+		}
+		sum.Stuck = append(sum.Stuck, StuckNamespace{Namespace: n.Namespace, Stuck: *sameCause(was[n.Namespace], &n.Stuck)})
+	}
 	return told
 }
 

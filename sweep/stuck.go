@@ -100,7 +100,9 @@ func (s *Sweeper) failingGroups(x *stuckNamespaces) []string {
 // person would clear it; failing names the API groups discovery fails on.
 func stuckReasons(n *corev1.Namespace, failing func() []string) []StuckReason {
 	var reasons []StuckReason
-	add := func(reason, msg string) { reasons = append(reasons, StuckReason{Reason: reason, Message: truncate(msg, maxMessage)}) }
+	add := func(reason, msg string) {
+		reasons = append(reasons, StuckReason{Reason: reason, Message: truncate(msg, maxMessage)})
+	}
 	conds := map[corev1.NamespaceConditionType]string{}
 	for _, c := range n.Status.Conditions {
 		if c.Status == corev1.ConditionTrue {
@@ -109,7 +111,7 @@ func stuckReasons(n *corev1.Namespace, failing func() []string) []StuckReason {
 	}
 	if msg, ok := conds[corev1.NamespaceDeletionDiscoveryFailure]; ok {
 		if groups := failing(); len(groups) > 0 {
-			msg = strings.Join(groups, "; ") + ": the namespace controller deletes nothing here until it is available again, or the APIService is deleted"
+			msg = strings.Join(groups, "; ") + ": the namespace controller finishes deleting no namespace of the cluster until it is available again, or the APIService is deleted"
 		}
 		add(StuckDiscoveryFailure, msg)
 	}
@@ -171,17 +173,19 @@ func stuckMessage(name string, st *Stuck) string {
 }
 
 // terminating is the entry of a subject whose target ns is terminating:
-// stuck, when it is, with why. Reading why may fail; the entry says so.
-func (s *Sweeper) terminating(ctx context.Context, r *sweepRun, e Entry, ns namespaceInfo, msg string) Entry {
+// stuck, when it is, with why. Reading why may fail (unread): the entry
+// says so, and what the record says of it is kept as it was.
+func (s *Sweeper) terminating(ctx context.Context, r *sweepRun, e Entry, ns namespaceInfo, msg string) (_ Entry, unread bool) {
 	e.State, e.Message = StateTargetTerminating, msg
 	st, err := s.stuck(ctx, r, ns)
 	switch {
 	case err != nil:
 		e.Message += "; " + err.Error()
+		return e, true
 	case st != nil:
 		e.Stuck, e.Message = st, stuckMessage(ns.name, st)
 	}
-	return e
+	return e, false
 }
 
 // deletedTerminating is the verdict of a manager deactivated by its
@@ -208,8 +212,8 @@ func (s *Sweeper) deletedTerminating(ctx context.Context, r *sweepRun, m policy.
 		return decision{manager: m, entry: e, stuckOnly: true}, true
 	}
 	e.Policy, e.Action = last.Policy, last.Action
-	e = s.terminating(ctx, r, e, ns, fmt.Sprintf("namespace %s, deleted by policy %q at %s, is terminating", e.Target, last.Policy, last.Time.UTC().Format(time.RFC3339)))
-	return decision{manager: m, entry: e, stuckOnly: true}, true
+	e, unread := s.terminating(ctx, r, e, ns, fmt.Sprintf("namespace %s, deleted by policy %q at %s, is terminating", e.Target, last.Policy, last.Time.UTC().Format(time.RFC3339)))
+	return decision{manager: m, entry: e, stuckOnly: true, stuckUnread: unread}, true
 }
 
 // sameCause is the stuck record to keep, was being stored and now what a

@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +29,7 @@ func TestStuckReasons(t *testing.T) {
 				cond(corev1.NamespaceContentRemaining, corev1.ConditionFalse, "All content successfully removed"),
 			}}},
 			want:  []string{StuckDiscoveryFailure},
-			words: []string{"APIService v1.metrics.example", "deletes nothing here until"},
+			words: []string{"APIService v1.metrics.example", "finishes deleting no namespace of the cluster until"},
 		},
 		{
 			name: "discovery failed, but works now",
@@ -120,5 +121,39 @@ func TestStuckCauseIgnoresCounts(t *testing.T) {
 	}
 	if (*Stuck)(nil).cause() != "" {
 		t.Error("no stuck record has a cause")
+	}
+}
+
+// A rule's status lists its first 10 stuck namespaces by name, each as
+// first seen with its cause; a sweep that finds the same causes (counts
+// aside), or cannot read a listed namespace, tells nothing new, and a
+// namespace past the first 10 is told once it is listed.
+func TestRuleKeepsStuck(t *testing.T) {
+	since := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	entries := func(n int, count string) []Entry {
+		var out []Entry
+		for i := range n {
+			out = append(out, Entry{Target: fmt.Sprintf("ns-%02d", i), State: StateTargetTerminating,
+				Stuck: &Stuck{Since: since, Reasons: []StuckReason{{Reason: StuckContentRemaining, Message: "widgets has " + count + " resource instances"}}}})
+		}
+		return out
+	}
+	var first RuleSummary
+	if told := first.keepStuck(entries(12, "3"), nil); len(told) != maxLatest || len(first.Stuck) != maxLatest || first.Stuck[9].Namespace != "ns-09" {
+		t.Fatalf("first sweep: told %d, listed %+v; want the first %d by name", len(told), first.Stuck, maxLatest)
+	}
+	var again RuleSummary
+	if told := again.keepStuck(entries(12, "1"), &first); len(told) != 0 || !strings.Contains(again.Stuck[0].Reasons[0].Message, "has 3 resource") {
+		t.Errorf("same causes, fewer objects: told %q, listed %+v; want nothing told, the record as first seen", told, again.Stuck[0])
+	}
+	unread := entries(12, "1")
+	unread[0].Stuck = nil
+	var third RuleSummary
+	if told := third.keepStuck(unread, &again); len(told) != 0 || len(third.Stuck) != maxLatest || third.Stuck[0].Namespace != "ns-00" {
+		t.Errorf("ns-00 not read: told %q, listed %+v; want it kept as stored", told, third.Stuck)
+	}
+	var fourth RuleSummary
+	if told := fourth.keepStuck(entries(12, "1")[1:], &third); len(told) != 1 || !strings.Contains(told[0], "ns-10") {
+		t.Errorf("ns-00 gone: told %q; want ns-10, now listed, told once", told)
 	}
 }

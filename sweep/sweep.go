@@ -86,6 +86,8 @@ type sweepRun struct {
 	ns     map[string]namespaceInfo
 	// stuck holds the namespaces read to say why they are stuck.
 	stuck stuckNamespaces
+	// reclaims is what the sweep read of what DELETEs free.
+	reclaims reclaims
 
 	// podChecks counts pods checks (see PodIndexAfter); pending indexes the
 	// pods that have not succeeded, failures the failed pods and Jobs.
@@ -343,11 +345,18 @@ func (s *Sweeper) report(r *sweepRun, l listing, began time.Time) Report {
 		report.Summary.Shard = &Shard{Index: s.cfg.ShardIndex, Count: s.cfg.ShardCount, Skipped: l.skipped}
 	}
 	stuck := map[string]bool{}
+	var freed Reclaimed
 	for _, e := range r.entries {
 		report.Summary.States[e.State]++
 		if e.Stuck != nil {
 			stuck[e.Target] = true
 		}
+		if e.Reclaimed != nil {
+			freed.add(*e.Reclaimed)
+		}
+	}
+	if !freed.isZero() {
+		report.Summary.Reclaimed = &freed
 	}
 	report.Summary.Stuck = len(stuck)
 	return report

@@ -132,7 +132,9 @@ func (s scraped) value(t *testing.T, name string, l map[string]string) float64 {
 		for _, l := range m.GetLabel() {
 			got[l.GetName()] = l.GetValue()
 		}
-		if subset(want, got) {
+		if subset(want, got) && mf.GetType() == dto.MetricType_COUNTER {
+			found = append(found, m.GetCounter().GetValue())
+		} else if subset(want, got) {
 			found = append(found, m.GetGauge().GetValue())
 		}
 	}

@@ -36,26 +36,29 @@ const staticNode = "static-node"
 // phase, which then stays as set.
 func PodWithPhase(t testing.TB, admin kubernetes.Interface, ns, name string, labels map[string]string, phase corev1.PodPhase) {
 	t.Helper()
+	CreatePod(t, admin, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.invalid/test:1"}}},
+	}, phase)
+}
+
+// CreatePod creates pod, bound to a node that runs nothing (so that no
+// kubelet changes it), and sets its phase.
+func CreatePod(t testing.TB, admin kubernetes.Interface, pod *corev1.Pod, phase corev1.PodPhase) {
+	t.Helper()
 	ctx := t.Context()
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: staticNode}}
 	if _, err := admin.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
-		Spec: corev1.PodSpec{
-			NodeName:      staticNode,
-			RestartPolicy: corev1.RestartPolicyNever,
-			Containers:    []corev1.Container{{Name: "main", Image: "registry.invalid/test:1"}},
-			Tolerations:   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
-		},
-	}
-	created, err := admin.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	pod.Spec.NodeName, pod.Spec.RestartPolicy = staticNode, corev1.RestartPolicyNever
+	pod.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+	created, err := admin.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	created.Status.Phase = phase
-	if _, err := admin.CoreV1().Pods(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+	if _, err := admin.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }

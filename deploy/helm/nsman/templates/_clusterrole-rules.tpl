@@ -20,12 +20,17 @@ wildcards, no Secrets, no CRD writes.
 - apiGroups: [""]
   resources: [namespaces]
   verbs: [list, patch, delete]
-# PODS_SUCCEED and PODS_FAILED checks.
+# PODS_SUCCEED and PODS_FAILED checks; what a DELETE reclaims: the CPU
+# and memory its pods not finished request.
 - apiGroups: [""]
   resources: [pods]
   verbs: [list]
+# What a DELETE reclaims: the storage its PersistentVolumeClaims request.
+- apiGroups: [""]
+  resources: [persistentvolumeclaims]
+  verbs: [list]
 # A tenant's WEBHOOK to a Service of its own namespace: its type, selector, ClusterIP
-# and ports (a list by name).
+# and ports (a list by name); what a DELETE reclaims: its LoadBalancers.
 - apiGroups: [""]
   resources: [services]
   verbs: [list]

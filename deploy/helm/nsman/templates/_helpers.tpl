@@ -94,6 +94,9 @@ annotations:
 {{- with .Values.maxHold }}
 - {{ printf "--max-hold=%s" . | quote }}
 {{- end }}
+{{- with .Values.stuckAfter }}
+- {{ printf "--stuck-after=%s" . | quote }}
+{{- end }}
 {{- with .Values.webhook.timeout }}
 - {{ printf "--webhook-timeout=%s" . | quote }}
 {{- end }}
