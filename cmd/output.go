@@ -72,6 +72,11 @@ func writeReport(w io.Writer, format string, r sweep.Report) error {
 			return err
 		}
 	}
+	if n := r.Summary.ReclaimUnknown; n > 0 {
+		if _, err := fmt.Fprintf(w, "what %d DELETE(s) freed is not known: their effects say why\n", n); err != nil {
+			return err
+		}
+	}
 	if r.Summary.Stuck > 0 {
 		_, err := fmt.Fprintf(w, "%d namespace(s) stuck in Terminating: nsman explain NAMESPACE says what holds each\n", r.Summary.Stuck)
 		return err

@@ -297,12 +297,13 @@ func (o *sweepOptions) run(c *cobra.Command) error {
 		// push is logged, and does not change the exit code. A dry run is no
 		// successful sweep: it acted on nothing.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Context()), pushTimeout)
-		cerr, perr := sweep.PushMetrics(ctx, o.pushgatewayURL, sweep.DefaultMetricsJob, report, !report.Failed() && !report.Summary.DryRun && !interrupted, nil)
+		perr := sweep.PushMetrics(ctx, o.pushgatewayURL, sweep.DefaultMetricsJob, report, !report.Failed() && !report.Summary.DryRun && !interrupted, nil)
 		cancel()
-		if perr != nil {
+		switch {
+		case errors.Is(perr, sweep.ErrCountersLeftOut):
+			log.Warn("metrics pushed without the reclaimed totals", "url", o.pushgatewayURL, "error", perr.Error())
+		case perr != nil:
 			log.Error("metrics not pushed", "url", o.pushgatewayURL, "error", perr.Error())
-		} else if cerr != nil {
-			log.Warn("metrics pushed without the reclaimed totals", "url", o.pushgatewayURL, "error", cerr.Error())
 		}
 	}
 	switch {

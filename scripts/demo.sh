@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # make demo: start a local control plane, install nsman's CRD and RBAC, apply
-# examples/, show the dry-run plan, run a real sweep, show what happened,
+# examples/, show the dry-run plan and what it would reclaim, run a real
+# sweep, show what happened, play more scenes (stages, a tenant's webhook, a
+# rule, a laptop dry run, nsman doctor, a namespace stuck in Terminating),
 # then tear down.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,6 +52,15 @@ for f in examples/*.yaml; do
 	echo "---"
 done | kubectl apply -f -
 
+step "something to reclaim (examples/ request nothing): CPU and memory requests on demo-ttl's pods, a 5Gi claim in demo-trusted"
+kubectl -n demo-ttl set resources deployment preview-web --requests=cpu=250m,memory=128Mi
+kubectl -n demo-trusted apply -f - <<'YAML'
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: uploads}
+spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 5Gi}}}
+YAML
+
 step "nsman sweep --dry-run: nothing is due yet"
 nsman sweep --dry-run
 
@@ -67,7 +78,7 @@ while nsman sweep --dry-run -o json | grep -q '"state": "waiting"'; do
 done
 echo "all due after $((SECONDS - start))s"
 
-step "nsman sweep --dry-run: the plan"
+step "nsman sweep --dry-run: the plan, and what each DELETE and SCALE_DOWN would reclaim (the RECLAIMED column, the last line)"
 nsman sweep --dry-run
 
 step "nsman sweep --webhook-allow 127.0.0.0/8 --notify-url: for real, webhooks and a notification per action to the receiver on loopback only"
@@ -85,6 +96,9 @@ echo
 echo "managers that deleted the namespace they live in (demo-ttl, demo-two-policies) go with it: nsman wrote"
 echo "only its claim on them, so they show no state; the sweep's report above says they fired"
 kubectl get nsman -A
+echo
+echo "a manager that outlives its DELETE keeps what it reclaimed in its status:"
+kubectl -n namespace-manager get nsman demo-trusted-expiry -o jsonpath='{.status.lastAction.reclaimed}{"\n"}'
 echo
 kubectl get events -A --field-selector reportingComponent=nsman.k8s.consol.de/sweep 2>/dev/null ||
 	kubectl get events -n namespace-manager
@@ -179,7 +193,7 @@ step "nsman doctor: the cluster as that CronJob sees it: the CRD, its ServiceAcc
 bin/nsman doctor
 kubectl -n namespace-manager delete cronjob nsman
 
-step "a namespace stuck in Terminating: an object whose finalizer nobody removes; nsman explain says what holds it"
+step "a namespace stuck in Terminating: an object whose finalizer nobody removes; nsman explain and the sweep say what holds it"
 kubectl apply -f - <<'YAML'
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
@@ -201,9 +215,24 @@ apiVersion: demo.nsman.test/v1
 kind: Bucket
 metadata: {name: assets, finalizers: [storage.demo.nsman.test/empty-first]}
 YAML
-kubectl delete namespace preview-stuck --wait=false
+echo "a manager in namespace-manager deletes it at once (a sweep tells only of namespaces its managers and rules aim at):"
+kubectl apply -f - <<'YAML'
+apiVersion: k8s.consol.de/v1beta1
+kind: NamespaceManager
+metadata: {name: delete-preview-stuck, namespace: namespace-manager, labels: {demo: stuck}}
+spec:
+  namespace: preview-stuck
+  policies:
+    - name: delete at once
+      condition: {type: TTL, params: {ttlSeconds: 0}}
+      action: {type: DELETE}
+YAML
+nsman sweep -l demo=stuck
 until kubectl get namespace preview-stuck -o jsonpath='{.status.conditions[?(@.type=="NamespaceFinalizersRemaining")].status}' | grep -q True; do sleep 1; done
 bin/nsman explain preview-stuck
+echo "a sweep says it too, past --stuck-after (10m by default; 1s here): stuck lines in its report, the manager's status, a Warning Event"
+sleep 2
+nsman sweep -l demo=stuck --stuck-after 1s
 echo "the finalizer's owner is gone for good here: removing it, as the report says a person could"
 kubectl -n preview-stuck patch buckets.demo.nsman.test assets --type=json -p '[{"op":"remove","path":"/metadata/finalizers"}]'
 kubectl wait --for=delete namespace/preview-stuck --timeout=60s

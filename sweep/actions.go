@@ -72,18 +72,19 @@ func (s *Sweeper) apply(ctx context.Context, m policy.Manager, rec record, p *pl
 }
 
 // freedByDelete is what plan p's fresh DELETE will free, read before it;
-// nil for any other plan, with --reclaim=false, or when reading it failed
-// (logged: the DELETE goes ahead).
-func (s *Sweeper) freedByDelete(ctx context.Context, r *sweepRun, p *plan) *Reclaimed {
+// nil for any other plan and with --reclaim=false. When reading it fails
+// or takes too long (see namespaceReclaimed), the error says why: the
+// DELETE goes ahead, what it freed unknown.
+func (s *Sweeper) freedByDelete(ctx context.Context, r *sweepRun, p *plan) (*Reclaimed, error) {
 	if s.cfg.SkipReclaim || p.step != stepAct || p.policy.Action.Type != policy.ActionDelete {
-		return nil
+		return nil, nil
 	}
 	freed, err := s.namespaceReclaimed(ctx, &r.reclaims, p.target.name)
 	if err != nil {
 		s.log.Warn("what the DELETE frees is not known", "namespace", p.target.name, "error", err.Error())
-		return nil
+		return nil, err
 	}
-	return &freed
+	return &freed, nil
 }
 
 // post sends plan p's webhook of manager m about namespace t, as the trust

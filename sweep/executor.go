@@ -89,6 +89,13 @@ func (s *Sweeper) save(ctx context.Context, rec record, o outcome) (Entry, bool)
 // sweep takes the claim over while the action may run.
 func (s *Sweeper) act(ctx context.Context, r *sweepRun, rec record, d decision) (Entry, bool, bool) {
 	p, e := d.plan, d.entry
+	// What a fresh DELETE frees is read before it, within bounds of its
+	// own: the action's deadline starts after, and an interrupt meanwhile
+	// keeps the DELETE from starting.
+	freed, unknown := s.freedByDelete(ctx, r, p)
+	if r.stop.Err() != nil {
+		return notReached(e, "it acted"), false, true
+	}
 	deadline := time.Now().Add(s.cfg.ClaimTTL - claimMargin)
 	claimed := p.step != stepAct || p.policy.Action.Type != policy.ActionDelete
 	if claimed {
@@ -103,7 +110,6 @@ func (s *Sweeper) act(ctx context.Context, r *sweepRun, rec record, d decision) 
 			return e, false, recorded
 		}
 	}
-	freed := s.freedByDelete(ctx, r, p)
 	actCtx, cancel := context.WithDeadline(ctx, deadline)
 	did, err := s.apply(actCtx, d.manager, rec, p, freed)
 	cancel()
@@ -112,11 +118,16 @@ func (s *Sweeper) act(ctx context.Context, r *sweepRun, rec record, d decision) 
 		return busy(e, err), false, false
 	}
 	e.Effects = did.effects
-	if err == nil {
+	switch {
+	case err == nil && unknown != nil:
+		r.reclaimUnknown.Add(1)
+		e.Effects = append(e.Effects, "what it freed is not known: "+unknown.Error())
+	case err == nil || did.reclaimed != nil && !did.reclaimed.isZero():
+		// A SCALE_DOWN that failed part-way freed what it scaled.
 		e.Reclaimed = did.reclaimed
 	}
 	if !webhook.Deferred(err) {
-		defer s.notify(ctx, r, d.manager, p, did.effects, did.reclaimed, err, failedBefore(rec.prior().last, p))
+		defer s.notify(ctx, r, d.manager, p, e.Effects, e.Reclaimed, err, failedBefore(rec.prior().last, p))
 	}
 	if err == nil && p.policy.Action.Type == policy.ActionDelete && p.target.home {
 		// The record went with the namespace.
@@ -136,11 +147,13 @@ func (s *Sweeper) act(ctx context.Context, r *sweepRun, rec record, d decision) 
 // that failed or was deferred backs off (see webhookBackoff), unless no
 // receiver was tried for want of its Service, for a cause that may pass.
 func (s *Sweeper) outcomeOf(e Entry, p *plan, err error, now time.Time, prev *LastAction) (Entry, outcome) {
-	last := &LastAction{Policy: p.policy.Name, Action: p.policy.Action.Type, Result: ResultSucceeded, Message: truncate(p.reason, maxMessage), Time: now.UTC()}
+	last := &LastAction{Policy: p.policy.Name, Action: p.policy.Action.Type, Result: ResultSucceeded, Message: truncate(p.reason, maxMessage), Time: now.UTC(),
+		TargetUID: p.target.uid}
 	if err != nil {
 		e = failedEntry(e, err)
 		last.Result, last.Message = ResultFailed, truncate(err.Error(), maxMessage)
 		last.Uncertain = p.policy.Action.Type == policy.ActionDelete && uncertain(err)
+		last.Reclaimed = e.Reclaimed
 		if p.policy.Action.Type == policy.ActionWebhook {
 			// A deferral backs off as the failures before it did, a failure
 			// one step further.

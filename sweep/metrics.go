@@ -50,33 +50,42 @@ var metricMethods = []string{"get", "post", "put", "patch", "delete"}
 var reclaimedActions = []string{policy.ActionDelete, policy.ActionScaleDown}
 
 // reclaimedCounters are the counter families that total, over sweeps, what
-// fired actions freed (Entry.Reclaimed), each with the amount of one entry.
+// actions freed (Entry.Reclaimed; see countsReclaimed), each with the
+// amount of one entry.
 var reclaimedCounters = []struct {
 	name, help string
 	amount     func(*Reclaimed) float64
 }{
-	{"nsman_reclaimed_cpu_cores_total", "CPU cores requested by the pods that fired nsman actions removed, by action type, summed over nsman sweeps.",
+	{"nsman_reclaimed_cpu_cores_total", "CPU cores requested by the pods that nsman actions removed, by action type, summed over nsman sweeps.",
 		func(r *Reclaimed) float64 { return r.CPU.AsApproximateFloat64() }},
-	{"nsman_reclaimed_memory_bytes_total", "Bytes of memory requested by the pods that fired nsman actions removed, by action type, summed over nsman sweeps.",
+	{"nsman_reclaimed_memory_bytes_total", "Bytes of memory requested by the pods that nsman actions removed, by action type, summed over nsman sweeps.",
 		func(r *Reclaimed) float64 { return r.Memory.AsApproximateFloat64() }},
-	{"nsman_reclaimed_storage_bytes_total", "Bytes of storage requested by the PersistentVolumeClaims that fired nsman actions removed, by action type, summed over nsman sweeps.",
+	{"nsman_reclaimed_storage_bytes_total", "Bytes of storage requested by the PersistentVolumeClaims that nsman actions removed, by action type, summed over nsman sweeps.",
 		func(r *Reclaimed) float64 { return r.Storage.AsApproximateFloat64() }},
-	{"nsman_reclaimed_load_balancers_total", "Services of type LoadBalancer that fired nsman actions removed, by action type, summed over nsman sweeps.",
+	{"nsman_reclaimed_load_balancers_total", "Services of type LoadBalancer that nsman actions removed, by action type, summed over nsman sweeps.",
 		func(r *Reclaimed) float64 { return float64(r.LoadBalancers) }},
 }
 
-// ErrCountersLeftOut is what the countersErr of PushMetrics wraps: the push
-// carried the gauges but not the nsman_reclaimed_* counters, whose totals
-// stay as they were.
+// ErrCountersLeftOut is wrapped by the error PushMetrics returns when the
+// push carried the gauges but not the nsman_reclaimed_* counters, whose
+// totals stay as they were.
 var ErrCountersLeftOut = errors.New("nsman_reclaimed_* counters left out of the push; the Pushgateway keeps their previous totals, and this sweep's amounts are not counted")
 
 // totalsPath is the Pushgateway's HTTP API endpoint that lists every group
 // with its metrics (Pushgateway 0.10 and later).
 const totalsPath = "/api/v1/metrics"
 
-// maxTotalsBody bounds the answer of totalsPath, which lists every group
-// the Pushgateway holds.
-const maxTotalsBody = 64 << 20
+// maxTotalsValue bounds each value of the answer of totalsPath that
+// readTotals decodes whole: a group with all its metric families (one of
+// nsman's is a few KiB), or the value of a key other than data. The answer
+// itself, which lists every group the Pushgateway holds, is read as a
+// stream and has no bound.
+const maxTotalsValue = 1 << 20
+
+// maxTotalsDrain is how much of what is left of an answer of totalsPath
+// readTotals reads, to reuse the connection for the push; with more left,
+// the connection is closed instead.
+const maxTotalsDrain = 64 << 10
 
 // PushMetrics pushes the metrics of the sweep r to the Pushgateway at url
 // (scheme://host:port, as push.New takes it), grouped under job
@@ -101,29 +110,43 @@ const maxTotalsBody = 64 << 20
 // nsman is a process per sweep, so the counters' totals live in the
 // Pushgateway: before pushing, PushMetrics reads the group's current totals
 // (GET /api/v1/metrics, the Pushgateway's JSON API, the group whose labels
-// are exactly job and shard), adds what this sweep's fired DELETE and
-// SCALE_DOWN actions freed (planned ones free nothing), and pushes the sums,
-// every series (action DELETE and SCALE_DOWN) in the same POST; a family the
-// group does not have yet starts from 0. A push without the counter
-// families leaves their totals as they were, so that they never go back nor
-// count twice: a dry run pushes none, and neither does a sweep whose read
-// fails (an error, an answer that does not parse, a total that is no
-// counter's value, or, when ctx has a deadline, no answer within half of the
-// time left, the other half being the push's). That read costs one request:
-// a push is two requests, one (the POST) in a dry run.
+// are exactly job and shard), adds what this sweep's DELETE and SCALE_DOWN
+// actions freed, and pushes the sums, every series (action DELETE and
+// SCALE_DOWN) in the same POST; a family the group does not have yet
+// starts from 0. What an action freed is its entry's Reclaimed, counted
+// whenever it is set, whatever the entry's state: a SCALE_DOWN that failed
+// part-way carries what it did scale down, and an action whose outcome
+// could not be recorded still freed what it freed. Planned entries free
+// nothing and count nowhere, and a dry run counts nothing at all.
 //
-// err is not nil when the push failed: nothing was pushed, and countersErr
-// is nil. countersErr is not nil, wrapping ErrCountersLeftOut and the
-// cause, when the gauges were pushed but the counters were left out because
-// the read failed. This sweep's reclaimed amounts are then lost to the
-// totals: the caller should log countersErr as a warning (the metrics were
-// pushed) and go on; nothing is to be retried, the next sweep reads and
-// pushes again. An alert on the totals sees them flat meanwhile.
+// A push without the counter families leaves their totals as they were, so
+// that they never go back nor count twice: a dry run pushes none, and
+// neither does a sweep whose read fails (an error, an answer that does not
+// parse, a group or other value of the answer over 1 MiB, a total that is
+// no counter's value, or, when ctx has a deadline, no answer within half
+// of the time left, the other half being the push's). The answer lists
+// every group of every job on the Pushgateway; it is decoded as a stream,
+// a group at a time, and only the matching group's totals are kept, so
+// that the memory the read takes does not grow with the Pushgateway's
+// size. That read costs one request: a push is two requests, one (the
+// POST) in a dry run.
 //
-// The one caveat: a read and its push are not atomic, so two sweeps of the
-// same group pushing at once could lose one's increment. The CronJob forbids
-// concurrent runs, and each shard pushes to a group of its own.
-func PushMetrics(ctx context.Context, url, job string, r Report, lastSuccess bool, client *http.Client) (countersErr, err error) {
+// The error is nil when everything was pushed. When it wraps
+// ErrCountersLeftOut (errors.Is(err, ErrCountersLeftOut)), the gauges were
+// pushed but the counters were left out because the read failed (the error
+// wraps the cause too): this sweep's reclaimed amounts are lost to the
+// totals, which an alert sees flat meanwhile. The caller should log it as
+// a warning (the metrics were pushed) and go on; nothing is to be retried,
+// the next sweep reads and pushes again. Any other error means the push
+// failed and nothing was pushed.
+//
+// The read and its push are not atomic: the Pushgateway is no distributed
+// counter, and two sweeps of the same group pushing at once could lose one
+// sweep's increment, each adding to the same total read before the other's
+// push. Nothing guards against that here; it does not happen because the
+// CronJob forbids concurrent runs, and each shard pushes to a group of its
+// own.
+func PushMetrics(ctx context.Context, url, job string, r Report, lastSuccess bool, client *http.Client) error {
 	if job == "" {
 		job = DefaultMetricsJob
 	}
@@ -142,6 +165,7 @@ func PushMetrics(ctx context.Context, url, job string, r Report, lastSuccess boo
 		reg.MustRegister(gauge("nsman_last_success_timestamp_seconds", "Unix time of the last nsman sweep in which no manager failed.",
 			float64(r.Summary.Now.UnixMilli())/1e3))
 	}
+	var countersErr error
 	if !r.Summary.DryRun && ctx.Err() == nil {
 		totals, err := readTotals(ctx, client, url, grouping)
 		if err != nil {
@@ -155,9 +179,9 @@ func PushMetrics(ctx context.Context, url, job string, r Report, lastSuccess boo
 		p = p.Grouping("shard", sh)
 	}
 	if err := p.AddContext(ctx); err != nil {
-		return nil, fmt.Errorf("push metrics to the pushgateway: %w", err)
+		return fmt.Errorf("push metrics to the pushgateway: %w", err)
 	}
-	return countersErr, nil
+	return countersErr
 }
 
 // readTotals reads from the Pushgateway at url the values of the
@@ -184,71 +208,204 @@ func readTotals(ctx context.Context, client *http.Client, url string, grouping m
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	body := io.LimitReader(resp.Body, maxTotalsBody)
-	defer io.Copy(io.Discard, body) //nolint:errcheck // drained for the connection's reuse
+	defer func() {
+		io.CopyN(io.Discard, resp.Body, maxTotalsDrain) //nolint:errcheck // drained for the connection's reuse
+		resp.Body.Close()
+	}()
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET %s: %s", totalsPath, resp.Status)
 	}
-	// {"status": "success", "data": [{"labels": {"job": ..., ...},
-	// "<family>": {"type": "COUNTER", "metrics": [{"labels": {...},
-	// "value": "1.5"}]}, ...}, ...]}: each element is a group.
-	var answer struct {
-		Status string                       `json:"status"`
-		Data   []map[string]json.RawMessage `json:"data"`
-	}
-	if err := json.NewDecoder(body).Decode(&answer); err != nil {
+	totals, err := decodeTotals(resp.Body, grouping)
+	if err != nil {
 		return nil, fmt.Errorf("GET %s: %w", totalsPath, err)
-	}
-	if answer.Status != "success" {
-		return nil, fmt.Errorf("GET %s: status %q, not success", totalsPath, answer.Status)
-	}
-	totals := map[string]map[string]float64{}
-	for _, group := range answer.Data {
-		raw, ok := group["labels"]
-		if !ok {
-			continue
-		}
-		var labels map[string]string
-		if err := json.Unmarshal(raw, &labels); err != nil {
-			return nil, fmt.Errorf("GET %s: the labels of a group: %w", totalsPath, err)
-		}
-		if !maps.Equal(labels, grouping) {
-			continue
-		}
-		for _, c := range reclaimedCounters {
-			raw, ok := group[c.name]
-			if !ok {
-				continue
-			}
-			var family struct {
-				Metrics []struct {
-					Labels map[string]string `json:"labels"`
-					Value  string            `json:"value"`
-				} `json:"metrics"`
-			}
-			if err := json.Unmarshal(raw, &family); err != nil {
-				return nil, fmt.Errorf("GET %s: %s: %w", totalsPath, c.name, err)
-			}
-			byAction := map[string]float64{}
-			for _, m := range family.Metrics {
-				v, err := strconv.ParseFloat(m.Value, 64)
-				if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-					// Counted on, such a value would make the totals
-					// go back or stay wrong for good.
-					return nil, fmt.Errorf("GET %s: %s%v is %q, not a counter's value", totalsPath, c.name, m.Labels, m.Value)
-				}
-				byAction[m.Labels["action"]] = v
-			}
-			totals[c.name] = byAction
-		}
-		break
 	}
 	return totals, nil
 }
 
+// errTotalsValueTooLarge is what decodeTotals fails with on a value over
+// maxTotalsValue.
+var errTotalsValueTooLarge = fmt.Errorf("a group or value of the answer is over %d bytes", maxTotalsValue)
+
+// decodeTotals decodes from body an answer of totalsPath,
+//
+//	{"status": "success", "data": [{"labels": {"job": ..., ...},
+//	"<family>": {"type": "COUNTER", "metrics": [{"labels": {...},
+//	"value": "1.5"}]}, ...}, ...]}
+//
+// each element of data a group, and returns the totals of the group whose
+// labels are grouping (see readTotals). It reads body as a stream, and
+// decodes whole only a group at a time (or the value of another key), each
+// up to maxTotalsValue, keeping nothing of the other groups. Once it has
+// both the status and the group, it reads no further.
+func decodeTotals(body io.Reader, grouping map[string]string) (_ map[string]map[string]float64, err error) {
+	defer func() {
+		if errors.Is(err, io.EOF) { // the answer stops before its end
+			err = io.ErrUnexpectedEOF
+		}
+	}()
+	in := &boundedReader{r: body}
+	dec := json.NewDecoder(in)
+	// bound lets dec read up to maxTotalsValue past where it is, enough for
+	// the next token or value.
+	bound := func() { in.limit = dec.InputOffset() + maxTotalsValue }
+	bound()
+	if err := wantDelim(dec, '{'); err != nil {
+		return nil, err
+	}
+	var status string
+	var totals map[string]map[string]float64 // the group's, once found
+	done := func() bool { return status == "success" && totals != nil }
+	for dec.More() {
+		bound()
+		key, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		bound()
+		switch key {
+		case "status":
+			if err := dec.Decode(&status); err != nil {
+				return nil, fmt.Errorf("status: %w", err)
+			}
+			if status != "success" {
+				return nil, fmt.Errorf("status %q, not success", status)
+			}
+		case "data":
+			t, err := dec.Token()
+			if err != nil {
+				return nil, err
+			}
+			if t == nil { // null: no group
+				break
+			}
+			if t != json.Delim('[') {
+				return nil, fmt.Errorf("data is %v, not a list of groups", t)
+			}
+			for dec.More() {
+				bound()
+				var group map[string]json.RawMessage
+				if err := dec.Decode(&group); err != nil {
+					return nil, fmt.Errorf("a group: %w", err)
+				}
+				if totals != nil {
+					continue // found, but the status is still to come
+				}
+				found, err := groupTotals(group, grouping)
+				if err != nil {
+					return nil, err
+				}
+				totals = found
+				if done() {
+					return totals, nil
+				}
+			}
+			bound()
+			if err := wantDelim(dec, ']'); err != nil {
+				return nil, err
+			}
+		default:
+			var skipped json.RawMessage
+			if err := dec.Decode(&skipped); err != nil {
+				return nil, fmt.Errorf("%v: %w", key, err)
+			}
+		}
+		if done() {
+			return totals, nil
+		}
+	}
+	bound()
+	if err := wantDelim(dec, '}'); err != nil {
+		return nil, err
+	}
+	if status != "success" {
+		return nil, fmt.Errorf("status %q, not success", status)
+	}
+	if totals == nil {
+		totals = map[string]map[string]float64{}
+	}
+	return totals, nil
+}
+
+// groupTotals returns the totals of the reclaimedCounters in group, an
+// element of the data of an answer of totalsPath, by family name then by
+// action, when its labels are exactly grouping; else nil.
+func groupTotals(group map[string]json.RawMessage, grouping map[string]string) (map[string]map[string]float64, error) {
+	raw, ok := group["labels"]
+	if !ok {
+		return nil, nil
+	}
+	var labels map[string]string
+	if err := json.Unmarshal(raw, &labels); err != nil {
+		return nil, fmt.Errorf("the labels of a group: %w", err)
+	}
+	if !maps.Equal(labels, grouping) {
+		return nil, nil
+	}
+	totals := map[string]map[string]float64{}
+	for _, c := range reclaimedCounters {
+		raw, ok := group[c.name]
+		if !ok {
+			continue
+		}
+		var family struct {
+			Metrics []struct {
+				Labels map[string]string `json:"labels"`
+				Value  string            `json:"value"`
+			} `json:"metrics"`
+		}
+		if err := json.Unmarshal(raw, &family); err != nil {
+			return nil, fmt.Errorf("%s: %w", c.name, err)
+		}
+		byAction := map[string]float64{}
+		for _, m := range family.Metrics {
+			v, err := strconv.ParseFloat(m.Value, 64)
+			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+				// Counted on, such a value would make the totals go
+				// back or stay wrong for good.
+				return nil, fmt.Errorf("%s%v is %q, not a counter's value", c.name, m.Labels, m.Value)
+			}
+			byAction[m.Labels["action"]] = v
+		}
+		totals[c.name] = byAction
+	}
+	return totals, nil
+}
+
+// wantDelim reads the next token of dec, and fails unless it is d.
+func wantDelim(dec *json.Decoder, d json.Delim) error {
+	t, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if t != d {
+		return fmt.Errorf("%v where %v was expected", t, d)
+	}
+	return nil
+}
+
+// boundedReader reads from r up to limit, the offset in r past which a
+// Read fails with errTotalsValueTooLarge.
+type boundedReader struct {
+	r     io.Reader
+	read  int64 // so far
+	limit int64
+}
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	if b.read >= b.limit {
+		return 0, errTotalsValueTooLarge
+	}
+	if left := b.limit - b.read; int64(len(p)) > left {
+		p = p[:left]
+	}
+	n, err := b.r.Read(p)
+	b.read += int64(n)
+	return n, err
+}
+
 // reclaimedTotals are the reclaimedCounters, each series at its total in
-// totals plus what r's fired actions freed.
+// totals plus what r's actions freed: every entry whose Reclaimed is set,
+// but for planned ones, and none in a dry run.
 func reclaimedTotals(totals map[string]map[string]float64, r Report) []prometheus.Collector {
 	var out []prometheus.Collector
 	for _, c := range reclaimedCounters {
@@ -257,13 +414,22 @@ func reclaimedTotals(totals map[string]map[string]float64, r Report) []prometheu
 			values[a] = totals[c.name][a]
 		}
 		for _, e := range r.Entries {
-			if _, ok := values[e.Action]; ok && e.State == StateFired && e.Reclaimed != nil {
+			if _, ok := values[e.Action]; ok && countsReclaimed(r, e) {
 				values[e.Action] += max(0, c.amount(e.Reclaimed))
 			}
 		}
 		out = append(out, &constCounters{desc: prometheus.NewDesc(c.name, c.help, []string{"action"}, nil), values: values})
 	}
 	return out
+}
+
+// countsReclaimed says whether what entry e of r freed counts in the
+// nsman_reclaimed_* counters: whenever e.Reclaimed is set, whatever e's
+// state (a SCALE_DOWN that failed part-way carries what it did scale
+// down), but for a planned entry, and for any entry of a dry run, which
+// freed nothing.
+func countsReclaimed(r Report, e Entry) bool {
+	return e.Reclaimed != nil && e.State != StatePlanned && !r.Summary.DryRun
 }
 
 // constCounters is a counter family of one label, a series for each value

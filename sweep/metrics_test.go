@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,11 +14,14 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -39,6 +43,8 @@ type fakeGateway struct {
 	readStatus int                                     // of GET /api/v1/metrics
 	readBody   string                                  // when not empty, GET /api/v1/metrics's answer
 	readHang   bool                                    // GET /api/v1/metrics answers only when the request is cancelled
+	readOthers int                                     // groups of other jobs GET /api/v1/metrics lists first, made up as it writes them
+	readBytes  int64                                   // of the last answer of GET /api/v1/metrics
 	reads      int                                     // GETs of /api/v1/metrics
 	requests   []pushRequest                           // pushes
 	groups     map[string]map[string]*dto.MetricFamily // by URL path, then by name
@@ -103,7 +109,7 @@ func (g *fakeGateway) serve(w http.ResponseWriter, req *http.Request) {
 func (g *fakeGateway) serveRead(w http.ResponseWriter, req *http.Request) {
 	g.mu.Lock()
 	g.reads++
-	status, body, hang := g.readStatus, g.readBody, g.readHang
+	status, body, hang, others := g.readStatus, g.readBody, g.readHang, g.readOthers
 	var data []map[string]any
 	for path, fams := range g.groups {
 		kv := strings.Split(strings.TrimPrefix(path, "/metrics/"), "/")
@@ -140,11 +146,92 @@ func (g *fakeGateway) serveRead(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
+	cw := &countingWriter{w: w}
+	defer func() {
+		g.mu.Lock()
+		g.readBytes = cw.n
+		g.mu.Unlock()
+	}()
 	if body != "" {
-		io.WriteString(w, body)
+		io.WriteString(cw, body)
 		return
 	}
-	json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": data})
+	if others == 0 {
+		json.NewEncoder(cw).Encode(map[string]any{"status": "success", "data": data})
+		return
+	}
+	// The others first, each written as it is made up, none kept.
+	bw := bufio.NewWriterSize(cw, 32<<10)
+	bw.WriteString(`{"status":"success","data":[`)
+	var buf []byte
+	for i := range others {
+		if i > 0 {
+			bw.WriteByte(',')
+		}
+		buf = otherGroup(buf[:0], i)
+		if _, err := bw.Write(buf); err != nil {
+			return // the client went away
+		}
+	}
+	for _, group := range data {
+		b, err := json.Marshal(group)
+		if err != nil {
+			panic(err)
+		}
+		bw.WriteByte(',')
+		bw.Write(b)
+	}
+	bw.WriteString("]}\n")
+	bw.Flush()
+}
+
+// otherGroup appends to buf the i-th group of another job that
+// fakeGateway.readOthers lists, about 1.4 KiB of JSON. One in 1,000 is a
+// near miss, a group of job nsman but with other labels, or of job
+// nsman-preview, with a nsman_reclaimed_cpu_cores_total of 1e6.
+func otherGroup(buf []byte, i int) []byte {
+	job, instance := "batch-"+strconv.Itoa(i), "pod-"+strconv.Itoa(i)
+	labels := `"instance":"` + instance + `","job":"` + job + `"`
+	if i%1000 == 0 {
+		labels = [...]string{`"job":"nsman","shard":"3"`, `"instance":"","job":"nsman"`, `"job":"nsman-preview"`}[i/1000%3]
+	}
+	buf = append(buf, `{"labels":{`...)
+	buf = append(buf, labels...)
+	buf = append(buf, `},"last_push_successful":true`...)
+	for _, name := range []string{"push_time_seconds", "push_failure_time_seconds", "batch_rows_processed", "batch_duration_seconds", "batch_last_success_timestamp_seconds"} {
+		buf = append(buf, `,"`...)
+		buf = append(buf, name...)
+		buf = append(buf, `":{"time_stamp":"2026-03-01T09:30:15.5Z","type":"GAUGE","help":"A metric of a batch job that pushes its figures to the same Pushgateway as nsman.","metrics":[{"labels":{"instance":"`...)
+		buf = append(buf, instance...)
+		buf = append(buf, `","job":"`...)
+		buf = append(buf, job...)
+		buf = append(buf, `"},"value":"`...)
+		buf = strconv.AppendFloat(buf, float64(i)*1.5, 'g', -1, 64)
+		buf = append(buf, `"}]}`...)
+	}
+	if i%1000 == 0 {
+		buf = append(buf, `,"nsman_reclaimed_cpu_cores_total":{"type":"COUNTER","metrics":[{"labels":{"action":"DELETE"},"value":"1e6"},{"labels":{"action":"SCALE_DOWN"},"value":"1e6"}]}`...)
+	}
+	return append(buf, '}')
+}
+
+// countingWriter counts the bytes written to w.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// ReadBytes returns the size of the last answer of GET /api/v1/metrics.
+func (g *fakeGateway) ReadBytes() int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.readBytes
 }
 
 // Reads returns how many times the totals were read.
@@ -239,7 +326,7 @@ func TestPushMetricsOfASweep(t *testing.T) {
 		Entry{Name: "h", State: StateWaiting},
 		Entry{Name: "i", State: StateInvalid},
 	)
-	if _, err := PushMetrics(t.Context(), gw.URL, "", r, false, nil); err != nil {
+	if err := PushMetrics(t.Context(), gw.URL, "", r, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	reqs := gw.Requests()
@@ -296,7 +383,7 @@ func TestPushMetricsOfADryRun(t *testing.T) {
 		Entry{Name: "a", State: StatePlanned, Action: policy.ActionDelete},
 		Entry{Name: "b", State: StatePlanned, Action: policy.ActionWebhook},
 	)
-	if _, err := PushMetrics(t.Context(), gw.URL, "nsman-preview", r, true, nil); err != nil {
+	if err := PushMetrics(t.Context(), gw.URL, "nsman-preview", r, true, nil); err != nil {
 		t.Fatal(err)
 	}
 	req := gw.Requests()[0]
@@ -319,7 +406,7 @@ func TestPushMetricsOfShards(t *testing.T) {
 	for i := range 2 {
 		r := reportOf(metricsNow, false, nil, Entry{Name: "a", State: StateFired, Action: policy.ActionDelete})
 		r.Summary.Shard = &Shard{Index: i, Count: 2}
-		if _, err := PushMetrics(t.Context(), gw.URL, "", r, true, nil); err != nil {
+		if err := PushMetrics(t.Context(), gw.URL, "", r, true, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -361,7 +448,7 @@ func TestPushMetricsHasEveryState(t *testing.T) {
 	}
 
 	gw := newFakeGateway(t)
-	if _, err := PushMetrics(t.Context(), gw.URL, "", reportOf(metricsNow, false, nil), true, nil); err != nil {
+	if err := PushMetrics(t.Context(), gw.URL, "", reportOf(metricsNow, false, nil), true, nil); err != nil {
 		t.Fatal(err)
 	}
 	fams := gw.Requests()[0].Families
@@ -384,13 +471,13 @@ func TestPushMetricsFailedSweepKeepsLastSuccess(t *testing.T) {
 	gw := newFakeGateway(t)
 	ok := reportOf(metricsNow, false, map[string]int{"get": 2, "patch": 2, "delete": 1},
 		Entry{Name: "a", State: StateFired, Action: policy.ActionDelete})
-	if _, err := PushMetrics(t.Context(), gw.URL, "", ok, true, nil); err != nil {
+	if err := PushMetrics(t.Context(), gw.URL, "", ok, true, nil); err != nil {
 		t.Fatal(err)
 	}
 	later := metricsNow.Add(10 * time.Minute)
 	failed := reportOf(later, false, map[string]int{"get": 2, "patch": 2, "post": 1},
 		Entry{Name: "b", State: StateFailed, Action: policy.ActionWebhook})
-	if _, err := PushMetrics(t.Context(), gw.URL, "", failed, false, nil); err != nil {
+	if err := PushMetrics(t.Context(), gw.URL, "", failed, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	for i, req := range gw.Requests() {
@@ -410,7 +497,7 @@ func TestPushMetricsFailedSweepKeepsLastSuccess(t *testing.T) {
 
 	// The next successful sweep moves the timestamp on.
 	ok.Summary.Now = later.Add(10 * time.Minute)
-	if _, err := PushMetrics(t.Context(), gw.URL, "", ok, true, nil); err != nil {
+	if err := PushMetrics(t.Context(), gw.URL, "", ok, true, nil); err != nil {
 		t.Fatal(err)
 	}
 	wantSeries(t, gw.Group("/metrics/job/nsman"),
@@ -423,18 +510,31 @@ func TestPushMetricsErrors(t *testing.T) {
 	t.Run("refused", func(t *testing.T) {
 		gw := newFakeGateway(t)
 		gw.status = http.StatusBadRequest
-		_, err := PushMetrics(t.Context(), gw.URL, "", r, true, nil)
+		err := PushMetrics(t.Context(), gw.URL, "", r, true, nil)
 		if err == nil || !strings.HasPrefix(err.Error(), "push metrics") || !strings.Contains(err.Error(), "400") {
 			t.Fatalf("error %v, want one that says the push got a 400", err)
+		}
+		if errors.Is(err, ErrCountersLeftOut) {
+			t.Errorf("error %v wraps ErrCountersLeftOut: nothing was pushed", err)
+		}
+	})
+	// When the read fails too, the error is the push's: nothing was pushed.
+	t.Run("refused, read failed", func(t *testing.T) {
+		gw := newFakeGateway(t)
+		gw.status = http.StatusBadRequest
+		gw.readStatus = http.StatusNotFound
+		err := PushMetrics(t.Context(), gw.URL, "", r, true, nil)
+		if err == nil || !strings.Contains(err.Error(), "400") || errors.Is(err, ErrCountersLeftOut) {
+			t.Fatalf("error %v, want the push's 400, not ErrCountersLeftOut", err)
 		}
 	})
 	t.Run("context cancelled", func(t *testing.T) {
 		gw := newFakeGateway(t)
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
-		_, err := PushMetrics(ctx, gw.URL, "", r, true, nil)
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("error %v, want context.Canceled", err)
+		err := PushMetrics(ctx, gw.URL, "", r, true, nil)
+		if !errors.Is(err, context.Canceled) || errors.Is(err, ErrCountersLeftOut) {
+			t.Fatalf("error %v, want context.Canceled, not ErrCountersLeftOut", err)
 		}
 		if n := len(gw.Requests()); n != 0 {
 			t.Errorf("%d pushes with a cancelled context", n)
@@ -447,7 +547,7 @@ func TestPushMetricsErrors(t *testing.T) {
 			used = true
 			return http.DefaultTransport.RoundTrip(req)
 		})}
-		if _, err := PushMetrics(t.Context(), gw.URL, "", r, true, client); err != nil {
+		if err := PushMetrics(t.Context(), gw.URL, "", r, true, client); err != nil {
 			t.Fatal(err)
 		}
 		if !used {
@@ -467,7 +567,7 @@ func TestPushMetricsCountsHolds(t *testing.T) {
 		Entry{Namespace: "c", Name: "c", State: StateWaiting, HoldIgnored: "y"},
 		Entry{Namespace: "d", Name: "d", State: StateWaiting},
 	)
-	if _, err := PushMetrics(t.Context(), gw.URL, "", r, true, nil); err != nil {
+	if err := PushMetrics(t.Context(), gw.URL, "", r, true, nil); err != nil {
 		t.Fatal(err)
 	}
 	fams := gw.Requests()[0].Families
@@ -479,12 +579,12 @@ func TestPushMetricsCountsNotifications(t *testing.T) {
 	gw := newFakeGateway(t)
 	r := reportOf(metricsNow, false, nil)
 	r.Summary.Notifications = map[string]int{"sent": 3, "failed": 1}
-	if _, err := PushMetrics(t.Context(), gw.URL, "", r, true, nil); err != nil {
+	if err := PushMetrics(t.Context(), gw.URL, "", r, true, nil); err != nil {
 		t.Fatal(err)
 	}
 	wantSeries(t, gw.Requests()[0].Families, series{"nsman_notifications", map[string]string{"result": "sent"}, 3}, series{"nsman_notifications", map[string]string{"result": "failed"}, 1})
 	r.Summary.Notifications = nil
-	if _, err := PushMetrics(t.Context(), gw.URL, "", r, true, nil); err != nil {
+	if err := PushMetrics(t.Context(), gw.URL, "", r, true, nil); err != nil {
 		t.Fatal(err)
 	}
 	wantSeries(t, gw.Requests()[1].Families, series{"nsman_notifications", map[string]string{"result": "sent"}, 0})
@@ -541,9 +641,8 @@ func TestPushMetricsCountsStuckNamespaces(t *testing.T) {
 // pushed too.
 func mustPushAll(t *testing.T, gw *fakeGateway, r Report) {
 	t.Helper()
-	countersErr, err := PushMetrics(t.Context(), gw.URL, "", r, true, nil)
-	if err != nil || countersErr != nil {
-		t.Fatalf("PushMetrics: %v, counters: %v", err, countersErr)
+	if err := PushMetrics(t.Context(), gw.URL, "", r, true, nil); err != nil {
+		t.Fatalf("PushMetrics: %v", err)
 	}
 }
 
@@ -606,7 +705,8 @@ func freeing(cpu, memory, storage string, lbs int) *Reclaimed {
 }
 
 // The nsman_reclaimed_* counters start from 0 and add, push after push,
-// what fired actions freed; planned, failed and deferred ones add nothing.
+// what every entry with a Reclaimed freed, whatever its state (a failed one
+// freed what it did before failing), but for planned ones and dry runs.
 func TestPushMetricsReclaimedTotals(t *testing.T) {
 	gw := newFakeGateway(t)
 	mustPushAll(t, gw, reportOf(metricsNow, false, nil, Entry{Name: "w", State: StateWaiting}))
@@ -616,15 +716,20 @@ func TestPushMetricsReclaimedTotals(t *testing.T) {
 		Entry{Name: "a", State: StateFired, Action: policy.ActionDelete, Reclaimed: freeing("250m", "1Gi", "10Gi", 1)},
 		Entry{Name: "b", State: StateFired, Action: policy.ActionDelete, Reclaimed: freeing("1", "512Mi", "0", 0)},
 		Entry{Name: "c", State: StateFired, Action: policy.ActionScaleDown, Reclaimed: freeing("1500m", "2G", "0", 0)},
-		Entry{Name: "d", State: StatePlanned, Action: policy.ActionDelete, Reclaimed: freeing("100", "1Ti", "1Ti", 100)},
-		Entry{Name: "e", State: StateFailed, Action: policy.ActionDelete, Reclaimed: freeing("100", "1Ti", "1Ti", 100)},
-		Entry{Name: "f", State: StateDeferred, Action: policy.ActionScaleDown, Reclaimed: freeing("100", "1Ti", "1Ti", 100)},
-		Entry{Name: "g", State: StateFired, Action: policy.ActionDelete}, // nothing to free
+		Entry{Name: "d", State: StatePlanned, Action: policy.ActionDelete, Reclaimed: freeing("100", "1Ti", "1Ti", 100)}, // freed nothing
+		// A SCALE_DOWN that failed part-way, having scaled one workload down.
+		Entry{Name: "e", State: StateFailed, Action: policy.ActionScaleDown, Reclaimed: freeing("500m", "1G", "0", 0)},
+		// A DELETE whose outcome could not be recorded.
+		Entry{Name: "e2", State: StateFailed, Action: policy.ActionDelete, Reclaimed: freeing("1", "0", "5Gi", 0)},
+		Entry{Name: "f", State: StateDeferred, Action: policy.ActionScaleDown},
+		Entry{Name: "f2", State: StateFailed, Action: policy.ActionDelete},                                               // failed, nothing freed
+		Entry{Name: "f3", State: StateFired, Action: policy.ActionWebhook, Reclaimed: freeing("100", "1Ti", "1Ti", 100)}, // no such series
+		Entry{Name: "g", State: StateFired, Action: policy.ActionDelete},                                                 // nothing to free
 	)
 	mustPushAll(t, gw, first)
 	afterFirst := map[string]pushedTotals{
-		policy.ActionDelete:    {cpu: 1.25, memory: 1<<30 + 512<<20, storage: 10 << 30, lbs: 1},
-		policy.ActionScaleDown: {cpu: 1.5, memory: 2e9},
+		policy.ActionDelete:    {cpu: 2.25, memory: 1<<30 + 512<<20, storage: 15 << 30, lbs: 1},
+		policy.ActionScaleDown: {cpu: 2, memory: 3e9},
 	}
 	wantPushedTotals(t, gw.Requests()[1].Families, afterFirst)
 
@@ -634,8 +739,8 @@ func TestPushMetricsReclaimedTotals(t *testing.T) {
 	)
 	mustPushAll(t, gw, second)
 	afterSecond := map[string]pushedTotals{
-		policy.ActionDelete:    {cpu: 1.75, memory: 1<<30 + 768<<20, storage: 11 << 30, lbs: 3},
-		policy.ActionScaleDown: {cpu: 3.5, memory: 3e9},
+		policy.ActionDelete:    {cpu: 2.75, memory: 1<<30 + 768<<20, storage: 16 << 30, lbs: 3},
+		policy.ActionScaleDown: {cpu: 4, memory: 4e9},
 	}
 	wantPushedTotals(t, gw.Requests()[2].Families, afterSecond)
 	wantPushedTotals(t, gw.Group("/metrics/job/nsman"), afterSecond)
@@ -693,6 +798,9 @@ func TestPushMetricsReadFails(t *testing.T) {
 			g.readBody = `{"status":"success","data":[{"labels":{"job":"nsman"},"nsman_reclaimed_cpu_cores_total":{"type":"COUNTER","metrics":[{"labels":{"action":"DELETE"},"value":"-1"}]}}]}`
 		}, `"-1", not a counter's value`},
 		{"no answer in time", func(g *fakeGateway) { g.readHang = true }, "deadline exceeded"},
+		{"a group over 1 MiB", func(g *fakeGateway) {
+			g.readBody = `{"status":"success","data":[{"labels":{"job":"other"},"x":"` + strings.Repeat("x", 1<<20) + `"},{"labels":{"job":"nsman"}}]}`
+		}, "over 1048576 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			gw := newFakeGateway(t)
@@ -702,12 +810,9 @@ func TestPushMetricsReadFails(t *testing.T) {
 			defer cancel()
 			later := r
 			later.Summary.Now = metricsNow.Add(time.Hour)
-			countersErr, err := PushMetrics(ctx, gw.URL, "", later, true, nil)
-			if err != nil {
-				t.Fatalf("the push failed: %v", err)
-			}
-			if !errors.Is(countersErr, ErrCountersLeftOut) || !strings.Contains(countersErr.Error(), tc.want) {
-				t.Fatalf("counters error %v, want ErrCountersLeftOut saying %q", countersErr, tc.want)
+			err := PushMetrics(ctx, gw.URL, "", later, true, nil)
+			if !errors.Is(err, ErrCountersLeftOut) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one wrapping ErrCountersLeftOut saying %q", err, tc.want)
 			}
 			reqs := gw.Requests()
 			if len(reqs) != 2 {
@@ -718,5 +823,171 @@ func TestPushMetricsReadFails(t *testing.T) {
 				series{"nsman_last_success_timestamp_seconds", nil, float64(later.Summary.Now.UnixMilli()) / 1e3})
 			wantPushedTotals(t, gw.Group("/metrics/job/nsman"), before)
 		})
+	}
+}
+
+// TestPushMetricsReadsALargeGateway reads the totals from a Pushgateway
+// that holds 50,000 groups of other jobs, about 70 MB of JSON (over the
+// 64 MiB that used to be the most PushMetrics read), listed before nsman's:
+// the read finds the group, and the live heap barely grows (the answer
+// decoded whole took about twice its size).
+func TestPushMetricsReadsALargeGateway(t *testing.T) {
+	const others = 50_000
+	gw := newFakeGateway(t)
+	r := reportOf(metricsNow, false, nil,
+		Entry{Name: "a", State: StateFired, Action: policy.ActionDelete, Reclaimed: freeing("1", "1Gi", "1Gi", 1)})
+	mustPushAll(t, gw, r)
+	gw.mu.Lock()
+	gw.readOthers = others
+	gw.mu.Unlock()
+
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	peak := sampleHeap()
+	start := time.Now()
+	mustPushAll(t, gw, r)
+	took := time.Since(start)
+	peakLive, peakObjects := peak()
+	runtime.ReadMemStats(&after)
+
+	n := gw.ReadBytes()
+	t.Logf("read %d groups, %.1f MB, in %v", others+1, float64(n)/1e6, took.Round(time.Millisecond))
+	if n <= 64<<20 {
+		t.Errorf("the answer was %d bytes, want over 64 MiB", n)
+	}
+	// The near misses' totals of 1e6 are not the group's.
+	wantPushedTotals(t, gw.Group("/metrics/job/nsman"), map[string]pushedTotals{policy.ActionDelete: {cpu: 2, memory: 2 << 30, storage: 2 << 30, lbs: 2}})
+
+	// The live heap as of each GC (the whole test process's: no test of
+	// the package runs in parallel), sampled; a missed peak only makes the
+	// figure lower.
+	grown := int64(peakLive) - int64(before.HeapAlloc)
+	t.Logf("heap: %.1f MiB live before; during the read, up to %.1f MiB live (%+.1f MiB) and %.1f MiB of objects with garbage; %.0f MiB allocated in all, %d GCs",
+		mib(before.HeapAlloc), mib(peakLive), float64(grown)/(1<<20), mib(peakObjects), mib(after.TotalAlloc-before.TotalAlloc), after.NumGC-before.NumGC)
+	if grown > 8<<20 {
+		t.Errorf("the live heap grew by %.1f MiB during the read, want a few MiB at most", float64(grown)/(1<<20))
+	}
+}
+
+// sampleHeap samples, until the function it returns is called, the live
+// heap as of the last GC and the heap's objects (live or not yet
+// collected), and that function returns the highest of each.
+func sampleHeap() (peak func() (live, objects uint64)) {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
+	stop, done := make(chan struct{}), make(chan [2]uint64)
+	go func() {
+		var top [2]uint64
+		tick := time.NewTicker(200 * time.Microsecond)
+		defer tick.Stop()
+		for {
+			metrics.Read(s)
+			for i := range s {
+				if s[i].Value.Kind() == metrics.KindUint64 {
+					top[i] = max(top[i], s[i].Value.Uint64())
+				}
+			}
+			select {
+			case <-stop:
+				done <- top
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() (uint64, uint64) {
+		close(stop)
+		top := <-done
+		return top[0], top[1]
+	}
+}
+
+func mib(n uint64) float64 { return float64(n) / (1 << 20) }
+
+// decodeTotals reads the answer as a stream, in whatever order its keys
+// come, keeping only the group whose labels are exactly the grouping.
+func TestDecodeTotals(t *testing.T) {
+	grouping := map[string]string{"job": "nsman"}
+	const match = `{"labels":{"job":"nsman"},"last_push_successful":true,"nsman_reclaimed_cpu_cores_total":{"type":"COUNTER","metrics":[{"labels":{"action":"DELETE","instance":"","job":"nsman"},"value":"2.5"}]}}`
+	const other = `{"labels":{"job":"nsman","shard":"0"},"nsman_reclaimed_cpu_cores_total":{"type":"COUNTER","metrics":[{"labels":{"action":"DELETE"},"value":"99"}]}}`
+	found := map[string]map[string]float64{"nsman_reclaimed_cpu_cores_total": {policy.ActionDelete: 2.5}}
+	none := map[string]map[string]float64{}
+	for _, tc := range []struct {
+		name, body string
+		want       map[string]map[string]float64
+		err        string
+	}{
+		{"status first", `{"status":"success","data":[` + other + `,` + match + `]}`, found, ""},
+		{"status last", `{"data":[` + match + `,` + other + `],"status":"success"}`, found, ""},
+		{"other keys", `{"warnings":[{"x":[1,2,{}]}],"status":"success","extra":null,"data":[` + match + `]}`, found, ""},
+		{"no such group", `{"status":"success","data":[` + other + `,{"last_push_successful":true}]}`, none, ""},
+		{"no group", `{"status":"success","data":[]}`, none, ""},
+		{"data null", `{"status":"success","data":null}`, none, ""},
+		{"no status", `{"data":[` + match + `]}`, nil, `status "", not success`},
+		{"error status last", `{"data":[` + match + `],"status":"error"}`, nil, `status "error", not success`},
+		{"data no list", `{"status":"success","data":{}}`, nil, "not a list of groups"},
+		{"no object", `[]`, nil, "where { was expected"},
+		{"cut short", `{"status":"success","data":[` + other, nil, "unexpected EOF"},
+		{"labels no strings", `{"status":"success","data":[{"labels":{"job":1}}]}`, nil, "the labels of a group"},
+		{"a value over 1 MiB", `{"status":"success","x":"` + strings.Repeat("x", 1<<20) + `","data":[` + match + `]}`, nil, "over 1048576 bytes"},
+		{"a group of just under 1 MiB", `{"status":"success","data":[{"x":"` + strings.Repeat("x", 1<<20-100) + `"},` + match + `]}`, found, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := decodeTotals(strings.NewReader(tc.body), grouping)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one saying %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !maps.EqualFunc(got, tc.want, maps.Equal) {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+
+	// Once it has the status and the group, it reads no further.
+	body := io.MultiReader(strings.NewReader(`{"status":"success","data":[`+other+`,`+match), iotest.ErrReader(errors.New("read past the group")))
+	got, err := decodeTotals(body, grouping)
+	if err != nil || !maps.EqualFunc(got, found, maps.Equal) {
+		t.Errorf("got %v, %v; want %v", got, err, found)
+	}
+	// A value over 1 MiB fails with errTotalsValueTooLarge, whose reading
+	// stops there.
+	var big strings.Builder
+	big.WriteString(`{"status":"success","data":[{"x":"`)
+	for range 64 {
+		big.WriteString(strings.Repeat("x", 1<<20))
+	}
+	_, err = decodeTotals(strings.NewReader(big.String()), grouping)
+	if !errors.Is(err, errTotalsValueTooLarge) {
+		t.Errorf("error %v, want errTotalsValueTooLarge", err)
+	}
+}
+
+// What counts in the nsman_reclaimed_* counters: every entry whose
+// Reclaimed is set, but for planned ones and any of a dry run.
+func TestCountsReclaimed(t *testing.T) {
+	freed := freeing("1", "0", "0", 0)
+	for _, tc := range []struct {
+		e      Entry
+		dryRun bool
+		want   bool
+	}{
+		{Entry{State: StateFired, Reclaimed: freed}, false, true},
+		{Entry{State: StateFailed, Reclaimed: freed}, false, true},
+		{Entry{State: StateDeactivated, Reclaimed: freed}, false, true},
+		{Entry{State: StateFired}, false, false},
+		{Entry{State: StatePlanned, Reclaimed: freed}, false, false},
+		{Entry{State: StateFired, Reclaimed: freed}, true, false},
+		{Entry{State: StateFailed, Reclaimed: freed}, true, false},
+	} {
+		r := reportOf(metricsNow, tc.dryRun, nil, tc.e)
+		if got := countsReclaimed(r, tc.e); got != tc.want {
+			t.Errorf("countsReclaimed of a %s entry with Reclaimed %v, dry run %v: %v, want %v", tc.e.State, tc.e.Reclaimed != nil, tc.dryRun, got, tc.want)
+		}
 	}
 }

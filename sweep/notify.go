@@ -33,7 +33,7 @@ type Notification struct {
 	Result  string   `json:"result"`
 	Message string   `json:"message,omitempty"`
 	Effects []string `json:"effects,omitempty"`
-	// Reclaimed is what a DELETE or SCALE_DOWN that succeeded freed.
+	// Reclaimed is what a DELETE or SCALE_DOWN freed.
 	Reclaimed *Reclaimed `json:"reclaimed,omitempty"`
 	// Time is the sweep's time (the API server's).
 	Time    time.Time `json:"time"`
@@ -125,9 +125,7 @@ func (s *Sweeper) notify(ctx context.Context, r *sweepRun, m policy.Manager, p *
 		Policy: p.policy.Name, Action: p.policy.Action.Type, Result: result, Message: truncate(message, maxMessage), Effects: effects,
 		Time: r.now.UTC(), Sweep: s.cfg.SweepID, Version: s.cfg.Version,
 	}
-	if actionErr == nil {
-		n.Reclaimed = reclaimed
-	}
+	n.Reclaimed = reclaimed // a SCALE_DOWN that failed part-way freed what it scaled
 	body, err := notificationBody(n, s.notifier.format)
 	if err == nil {
 		_, err = s.notifier.sender.Send(ctx, s.notifier.url, body, digest("%s/%s", firingKey(m, p), result))

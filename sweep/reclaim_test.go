@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,7 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 )
@@ -64,7 +69,7 @@ func reclaimSweeper(client *kubefake.Clientset, log *slog.Logger) *Sweeper {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Sweeper{cfg: Config{PageSize: DefaultPageSize}, clients: Clients{Kube: client}, log: log}
+	return &Sweeper{cfg: Config{PageSize: DefaultPageSize, ClaimTTL: DefaultClaimTTL}, clients: Clients{Kube: client}, log: log}
 }
 
 // reclaimWant fails unless got is cpu, memory, storage (as quantities)
@@ -430,5 +435,22 @@ func TestReclaimedAdd(t *testing.T) {
 	}
 	if only := (Reclaimed{LoadBalancers: 1}); only.isZero() {
 		t.Error("one LoadBalancer: isZero = true")
+	}
+}
+
+// A namespace whose lists do not answer delays its DELETE by
+// reclaimTimeout at most: the read gives up, saying so.
+func TestReclaimReadIsBounded(t *testing.T) {
+	stalled := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	defer stalled.Close()
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: stalled.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Sweeper{cfg: Config{PageSize: DefaultPageSize, ClaimTTL: MinClaimTTL}, clients: Clients{Kube: client}, log: slog.New(slog.DiscardHandler)}
+	began := time.Now()
+	_, err = s.namespaceReclaimed(t.Context(), &reclaims{}, "team")
+	if took := time.Since(began); err == nil || took > s.reclaimTimeout()+time.Second {
+		t.Errorf("a read that never answers: %v after %v; want an error after %v", err, took, s.reclaimTimeout())
 	}
 }

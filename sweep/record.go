@@ -145,8 +145,11 @@ type LastAction struct {
 	// (webhookBackoff after the latest): none does before.
 	Failures    int        `json:"failures,omitempty"`
 	NextAttempt *time.Time `json:"nextAttempt,omitempty"`
-	// Reclaimed is what a DELETE or SCALE_DOWN that succeeded freed.
+	// Reclaimed is what a DELETE or SCALE_DOWN freed.
 	Reclaimed *Reclaimed `json:"reclaimed,omitempty"`
+	// TargetUID is the uid of the namespace acted on: a namespace recreated
+	// under its name since is another.
+	TargetUID types.UID `json:"targetUID,omitempty"`
 	// Deferred: the WEBHOOK was not attempted, its receiver having timed
 	// out earlier in the sweep. It backs off as a failure does, but is no
 	// failure told: the next real one is.

@@ -199,8 +199,11 @@ type Summary struct {
 	// sweep removed from namespaces (or would have, in a dry run).
 	StaleRecords int `json:"staleRecords,omitempty"`
 	// Reclaimed sums what the entries' actions freed (would free, in a dry
-	// run); absent when no action freed anything.
+	// run); absent when no entry says.
 	Reclaimed *Reclaimed `json:"reclaimed,omitempty"`
+	// ReclaimUnknown counts the DELETEs done whose reclaim could not be
+	// read (their effects say why): Reclaimed leaves them out.
+	ReclaimUnknown int `json:"reclaimUnknown,omitempty"`
 	// Stuck counts the namespaces the entries say are stuck in Terminating.
 	Stuck int `json:"stuck,omitempty"`
 }

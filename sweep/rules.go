@@ -111,6 +111,7 @@ func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l listed) []Entry
 		return []Entry{s.carryOut(ctx, r, own, d)}
 	}
 	ru := s.newRuleRun(r, l.obj, m, own.stored)
+	ru.owner = owner
 	namespaces, _ := s.namespaces(ctx, r)
 	entries, matched := ru.match(namespaces)
 	ru.actInChunks(ctx, ru.screen(ctx))
@@ -165,9 +166,11 @@ type ruleRun struct {
 	tally        *ruleTally
 	pairs        []namespaceInfo
 	entries      []Entry
-	// terminating are the namespaces of this shard the rule matches but
-	// for being terminating, when it deletes: stuck, they get an entry.
+	// terminating are the namespaces the rule matches but for being
+	// terminating, when it deletes and this shard owns it: stuck, they get
+	// an entry. owner: this shard owns the rule.
 	terminating []namespaceInfo
+	owner       bool
 	// index is the pods index the pairs were screened with, if they were,
 	// and unconfirmed marks those it let pass; perNamespace checks one
 	// namespace by itself.
@@ -210,7 +213,8 @@ func (ru *ruleRun) match(namespaces map[string]namespaceInfo) ([]Entry, int) {
 			continue
 		}
 		if ns.terminating && !lostDelete(ns.pairs[ru.key]) {
-			if deletes(*m) && ShardOf(types.UID(string(m.UID)+"/"+string(ns.uid)), s.cfg.ShardCount) == s.cfg.ShardIndex {
+			// The shard that owns the rule tells them all, in its status.
+			if deletes(*m) && ru.owner {
 				ru.terminating = append(ru.terminating, ns)
 			}
 			continue
@@ -483,7 +487,8 @@ func (s *Sweeper) summarize(ctx context.Context, own *managerRecord, m policy.Ma
 	}
 	own.sink().tell(ctx, e, own.prior(), false, true)
 	if len(newlyStuck) > 0 {
-		own.events.emit(ctx, corev1.EventTypeWarning, namespaceStuck, "Evaluate", fmt.Sprintf("%d namespace(s) stuck in Terminating: %s", len(newlyStuck), listed10(newlyStuck)))
+		own.events.emit(ctx, corev1.EventTypeWarning, namespaceStuck, "Evaluate", fmt.Sprintf("%d namespace(s) newly stuck in Terminating: %s; status.rule.stuck says why, nsman explain NAMESPACE what holds each",
+			len(newlyStuck), listed10(newlyStuck)))
 	}
 }
 
@@ -513,7 +518,7 @@ func (sum *RuleSummary) keepStuck(entries []Entry, stored *RuleSummary) []string
 	var told []string
 	for _, n := range stuck[:min(len(stuck), maxLatest)] {
 		if was[n.Namespace].cause() != n.cause() {
-			told = append(told, stuckNote(n.Namespace, &n.Stuck))
+			told = append(told, n.Namespace+" ("+n.cause()+")")
 		}
 		sum.Stuck = append(sum.Stuck, StuckNamespace{Namespace: n.Namespace, Stuck: *sameCause(was[n.Namespace], &n.Stuck)})
 	}

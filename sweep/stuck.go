@@ -4,15 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 
 	"github.com/nsman/nsman/policy"
@@ -24,10 +25,22 @@ import (
 // conditions and the namespace's own finalizers. It is read whole (status
 // and all) only then, once per sweep however many subjects name it.
 
+// stuckIndexAfter is the number of stuck namespaces one sweep reads one by
+// one (a list by name each) before it reads the rest from one paged list
+// of every namespace, keeping those terminating: an APIService down holds
+// every namespace deleted in the cluster, and a rule may match them all.
+const stuckIndexAfter = 32
+
 // stuckNamespaces is what a sweep found of the stuck namespaces it read.
 type stuckNamespaces struct {
 	mu   sync.Mutex
 	byNS map[string]*stuckRead
+	// asked counts the namespaces read; past stuckIndexAfter, index holds
+	// every terminating namespace, whole, listed once (nil when that
+	// failed: they are read one by one).
+	asked     atomic.Int64
+	indexOnce sync.Once
+	index     map[string]*corev1.Namespace
 	// discovery is the sweep's discovery of the API groups that fail,
 	// made once, when a namespace says discovery failed.
 	discoveryOnce sync.Once
@@ -65,17 +78,49 @@ func (s *Sweeper) stuck(ctx context.Context, r *sweepRun, ns namespaceInfo) (*St
 // namespaces, not get them) and says why it is stuck; gone meanwhile, it
 // is not.
 func (s *Sweeper) readStuck(ctx context.Context, x *stuckNamespaces, ns namespaceInfo) (*Stuck, error) {
-	list, err := s.clients.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{
-		FieldSelector: fields.OneTermEqualSelector("metadata.name", ns.name).String(),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read namespace %s to say why it is stuck: %w", ns.name, err)
+	var n *corev1.Namespace
+	if index := s.stuckIndex(ctx, x); index != nil {
+		n = index[ns.name]
+	} else {
+		list, err := s.clients.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{
+			FieldSelector: fields.OneTermEqualSelector("metadata.name", ns.name).String(),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("read namespace %s to say why it is stuck: %w", ns.name, err)
+		}
+		if len(list.Items) > 0 {
+			n = &list.Items[0]
+		}
 	}
-	if len(list.Items) == 0 || list.Items[0].UID != ns.uid || list.Items[0].DeletionTimestamp == nil {
+	if n == nil || n.UID != ns.uid || n.DeletionTimestamp == nil {
 		return nil, nil
 	}
-	n := &list.Items[0]
 	return &Stuck{Since: n.DeletionTimestamp.UTC(), Reasons: stuckReasons(n, func() []string { return s.failingGroups(x) })}, nil
+}
+
+// stuckIndex is every terminating namespace, listed once past
+// stuckIndexAfter namespaces read; nil before, or when listing failed.
+func (s *Sweeper) stuckIndex(ctx context.Context, x *stuckNamespaces) map[string]*corev1.Namespace {
+	if x.asked.Add(1) <= stuckIndexAfter {
+		return nil
+	}
+	x.indexOnce.Do(func() {
+		index := map[string]*corev1.Namespace{}
+		list := func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return s.clients.Kube.CoreV1().Namespaces().List(ctx, opts)
+		}
+		err := eachItem(ctx, s.cfg.PageSize, metav1.ListOptions{}, list, func(n *corev1.Namespace) {
+			if n.DeletionTimestamp != nil {
+				index[n.Name] = n.DeepCopy() // not the page
+			}
+		})
+		if err != nil {
+			s.log.Warn("reading stuck namespaces one by one", "error", fmt.Errorf("list namespaces: %w", err).Error())
+			return
+		}
+		x.index = index
+	})
+	return x.index
 }
 
 // failingGroups names the API group versions discovery fails on now, each
@@ -144,20 +189,19 @@ func stuckReasons(n *corev1.Namespace, failing func() []string) []StuckReason {
 	return reasons
 }
 
-// digits are what cause ignores: counts of objects left change as they go.
-var digits = regexp.MustCompile(`[0-9]+`)
-
-// cause is what identifies why st is stuck, counts aside: a sweep writes
-// the status, and an Event, only when it changes.
+// cause is what identifies why st is stuck: its reasons, not their words,
+// which change with the counts of objects left, and with whatever names a
+// tenant gives the finalizers in its namespace. A sweep writes the status,
+// and an Event, only when it changes.
 func (st *Stuck) cause() string {
 	if st == nil {
 		return ""
 	}
-	parts := make([]string, 0, len(st.Reasons))
+	reasons := make([]string, 0, len(st.Reasons))
 	for _, r := range st.Reasons {
-		parts = append(parts, r.Reason+": "+digits.ReplaceAllString(r.Message, "N"))
+		reasons = append(reasons, r.Reason)
 	}
-	return strings.Join(parts, "\n")
+	return strings.Join(reasons, ",")
 }
 
 // stuckMessage is the entry's message for namespace name, stuck as st
@@ -203,7 +247,10 @@ func (s *Sweeper) deletedTerminating(ctx context.Context, r *sweepRun, m policy.
 		return decision{}, false
 	}
 	ns, exists := namespaces[e.Target]
-	if !deleted || !exists || !ns.terminating {
+	// The namespace it deleted, not one recreated under its name since
+	// (a record from before targetUID: one created before the DELETE).
+	deleted = deleted && exists && (last.TargetUID == ns.uid || last.TargetUID == "" && ns.created.Before(last.Time))
+	if !deleted || !ns.terminating {
 		if stored.Stuck == nil {
 			return decision{}, false
 		}

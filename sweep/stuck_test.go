@@ -2,12 +2,17 @@ package sweep
 
 import (
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 func TestStuckReasons(t *testing.T) {
@@ -112,9 +117,12 @@ func TestStuckCauseIgnoresCounts(t *testing.T) {
 	if got := sameCause(was, stuck("example.com/hold in 1 resource instances", StuckFinalizersRemaining)); got != was {
 		t.Errorf("fewer objects left: kept %+v, want the record as stored", got)
 	}
-	other := stuck("example.com/other in 1 resource instances", StuckFinalizersRemaining)
+	if got := sameCause(was, stuck("example.com/renamed in 1 resource instances", StuckFinalizersRemaining)); got != was {
+		t.Errorf("a finalizer renamed (a tenant may, at every sweep): kept %+v, want the record as stored", got)
+	}
+	other := stuck("widgets.example.com has 1 resource instances", StuckContentRemaining)
 	if got := sameCause(was, other); got != other {
-		t.Errorf("another finalizer: kept %+v, want the new cause", got)
+		t.Errorf("another reason: kept %+v, want the new cause", got)
 	}
 	if got := sameCause(was, nil); got != nil {
 		t.Errorf("not stuck any more: kept %+v, want none", got)
@@ -155,5 +163,53 @@ func TestRuleKeepsStuck(t *testing.T) {
 	var fourth RuleSummary
 	if told := fourth.keepStuck(entries(12, "1")[1:], &third); len(told) != 1 || !strings.Contains(told[0], "ns-10") {
 		t.Errorf("ns-00 gone: told %q; want ns-10, now listed, told once", told)
+	}
+}
+
+// Past stuckIndexAfter stuck namespaces, a sweep reads the rest from one
+// list of every namespace, and says the same of each.
+func TestStuckNamespacesReadOnceWhenMany(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	deleted := metav1.NewTime(now.Add(-time.Hour))
+	client := kubefake.NewClientset()
+	var infos []namespaceInfo
+	for i := range stuckIndexAfter + 8 {
+		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ns-%02d", i), UID: types.UID(fmt.Sprint("uid-", i)), DeletionTimestamp: &deleted},
+			Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{"example.com/own"}}}
+		if err := client.Tracker().Add(n); err != nil {
+			t.Fatal(err)
+		}
+		infos = append(infos, namespaceInfo{name: n.Name, uid: n.UID, terminating: true, deleting: deleted.Time})
+	}
+	byName, all := 0, 0
+	// The fake selects by labels alone: the field selector by name is
+	// applied here, as the API server would.
+	client.PrependReactor("list", "namespaces", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		sel := a.(k8stesting.ListAction).GetListRestrictions().Fields
+		if sel.Empty() {
+			all++
+			return false, nil, nil
+		}
+		byName++
+		name, _ := sel.RequiresExactMatch("metadata.name")
+		obj, err := client.Tracker().Get(corev1.SchemeGroupVersion.WithResource("namespaces"), "", name)
+		if err != nil {
+			return true, &corev1.NamespaceList{}, nil
+		}
+		return true, &corev1.NamespaceList{Items: []corev1.Namespace{*obj.(*corev1.Namespace)}}, nil
+	})
+	s := &Sweeper{cfg: Config{PageSize: DefaultPageSize, StuckAfter: DefaultStuckAfter}, clients: Clients{Kube: client}, log: slog.New(slog.DiscardHandler)}
+	r := &sweepRun{now: now}
+	for _, ns := range infos {
+		st, err := s.stuck(t.Context(), r, ns)
+		if err != nil || st == nil || st.cause() != StuckNamespaceFinalizers || !st.Since.Equal(deleted.UTC()) {
+			t.Fatalf("%s: %+v, %v; want it stuck on its own finalizer", ns.name, st, err)
+		}
+	}
+	if byName != stuckIndexAfter || all != 1 {
+		t.Errorf("%d reads by name and %d lists of every namespace; want %d and 1", byName, all, stuckIndexAfter)
+	}
+	if st, err := s.stuck(t.Context(), &sweepRun{now: now}, namespaceInfo{name: "ns-00", uid: "another", terminating: true, deleting: deleted.Time}); st != nil || err != nil {
+		t.Errorf("a namespace recreated under the name: %+v, %v; want it not told stuck", st, err)
 	}
 }

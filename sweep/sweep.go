@@ -86,8 +86,10 @@ type sweepRun struct {
 	ns     map[string]namespaceInfo
 	// stuck holds the namespaces read to say why they are stuck.
 	stuck stuckNamespaces
-	// reclaims is what the sweep read of what DELETEs free.
-	reclaims reclaims
+	// reclaims is what the sweep read of what DELETEs free; reclaimUnknown
+	// counts the DELETEs done whose reclaim could not be read.
+	reclaims       reclaims
+	reclaimUnknown atomic.Int64
 
 	// podChecks counts pods checks (see PodIndexAfter); pending indexes the
 	// pods that have not succeeded, failures the failed pods and Jobs.
@@ -345,19 +347,19 @@ func (s *Sweeper) report(r *sweepRun, l listing, began time.Time) Report {
 		report.Summary.Shard = &Shard{Index: s.cfg.ShardIndex, Count: s.cfg.ShardCount, Skipped: l.skipped}
 	}
 	stuck := map[string]bool{}
-	var freed Reclaimed
 	for _, e := range r.entries {
 		report.Summary.States[e.State]++
 		if e.Stuck != nil {
 			stuck[e.Target] = true
 		}
 		if e.Reclaimed != nil {
-			freed.add(*e.Reclaimed)
+			if report.Summary.Reclaimed == nil {
+				report.Summary.Reclaimed = &Reclaimed{}
+			}
+			report.Summary.Reclaimed.add(*e.Reclaimed)
 		}
 	}
-	if !freed.isZero() {
-		report.Summary.Reclaimed = &freed
-	}
+	report.Summary.ReclaimUnknown = int(r.reclaimUnknown.Load())
 	report.Summary.Stuck = len(stuck)
 	return report
 }
@@ -520,6 +522,12 @@ func (s *Sweeper) logDecision(ctx context.Context, e Entry) {
 	}
 	if len(e.Effects) > 0 {
 		attrs = append(attrs, slog.Any("effects", e.Effects))
+	}
+	if e.Reclaimed != nil {
+		attrs = append(attrs, slog.String("reclaimed", e.Reclaimed.String()))
+	}
+	if e.Stuck != nil {
+		attrs = append(attrs, slog.String("stuck", e.Stuck.cause()))
 	}
 	if e.Due != nil {
 		attrs = append(attrs, slog.Time("due", *e.Due))

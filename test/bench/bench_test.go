@@ -175,16 +175,18 @@ func goBenchmarks(ctx context.Context, root string, pkgs []string) (string, erro
 // are measured, interleaved.
 const deleteRounds = 3
 
-// roundSets are the sets seeded for each round of the DELETE sweep and the
-// write floors, named with the round's number appended.
-var roundSets = []string{setDue, setWriteFloor, setWriteFloor2, setDeleteFloor}
+// roundSets are the sets seeded for each round of the DELETE sweeps (with
+// and without --reclaim) and the write floors, named with the round's
+// number appended.
+var roundSets = []string{setDue, setDueNoReclaim, setWriteFloor, setWriteFloor2, setDeleteFloor}
 
 // measureSize starts a control plane, seeds n background managers and
 // measures, in order: nsman's first sweep (which records status on every
 // manager), then, interleaved, the read floor, the read floor with the pods
 // checks and a no-op sweep, then, with due more managers due for DELETE
-// and as many again for each write floor, interleaved, nsman's DELETE
-// sweep and the write floors, and the diagnostics.
+// and as many again for the same sweep with --reclaim=false and for each
+// write floor, interleaved, nsman's DELETE sweep, the same sweep with
+// --reclaim=false and the write floors, and the diagnostics.
 func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 45*time.Minute)
@@ -280,7 +282,13 @@ func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 		}
 		return timed(what, targets, func(ts []writeTarget) error { return deleteFloor(ctx, s.sa, ts) })
 	}
-	var dels, floors, floors2, deleteFloors []measurement
+	// reclaimReads are the lists only a sweep that reads what its DELETEs
+	// free makes (sweep/reclaim.go): the pods' are not told apart from the
+	// pods checks'.
+	reclaimReads := func(m measurement) int {
+		return m.count("list", "persistentvolumeclaims") + m.count("list", "services")
+	}
+	var dels, noReclaims, floors, floors2, deleteFloors []measurement
 	for r := range deleteRounds {
 		set := seeded(fmt.Sprintf("%s%d", setDue, r))
 		if _, err := s.audit.next(ctx); err != nil {
@@ -290,7 +298,23 @@ func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 		if got := m.States[sweep.StateFired]; got != due {
 			t.Errorf("N=%d: DELETE sweep %d fired %d, want %d (%v)", n, r, got, due, m.States)
 		}
+		if reclaimReads(m) == 0 {
+			t.Errorf("N=%d: DELETE sweep %d listed no PersistentVolumeClaims or Services: it did not read what its DELETEs free (%s)", n, r, describe(m.Audited))
+		}
 		dels = append(dels, m)
+		// The same sweep, with --reclaim=false, over a set of its own.
+		set = seeded(fmt.Sprintf("%s%d", setDueNoReclaim, r))
+		if _, err := s.audit.next(ctx); err != nil {
+			t.Fatal(err)
+		}
+		m = finalized(set, s.measureSweep(noReclaimLabel(due), "-l", only(set), "--reclaim=false"))
+		if got := m.States[sweep.StateFired]; got != due {
+			t.Errorf("N=%d: DELETE sweep %d with --reclaim=false fired %d, want %d (%v)", n, r, got, due, m.States)
+		}
+		if got := reclaimReads(m); got != 0 {
+			t.Errorf("N=%d: DELETE sweep %d with --reclaim=false listed PersistentVolumeClaims or Services %d times (%s)", n, r, got, describe(m.Audited))
+		}
+		noReclaims = append(noReclaims, m)
 		set = seeded(fmt.Sprintf("%s%d", setWriteFloor, r))
 		floors = append(floors, finalized(set, writes(writeFloorLabel(due), set, claimDeleteDeactivate)))
 		set = seeded(fmt.Sprintf("%s%d", setWriteFloor2, r))
@@ -298,11 +322,13 @@ func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 		set = seeded(fmt.Sprintf("%s%d", setDeleteFloor, r))
 		deleteFloors = append(deleteFloors, finalized(set, deletes(deleteFloorLabel(due), set)))
 	}
-	del, wf, wf2, df := median(dels), median(floors), median(floors2), median(deleteFloors)
-	s.rows = append(s.rows, del, wf, wf2, df)
-	s.step("DELETE sweeps %s, write floors (claim, delete, deactivate) %s, (claim, delete) %s, delete floors %s: medians %s, %s, %s and %s",
-		walls(dels), walls(floors), walls(floors2), walls(deleteFloors),
-		del.Wall.Round(time.Millisecond), wf.Wall.Round(time.Millisecond), wf2.Wall.Round(time.Millisecond), df.Wall.Round(time.Millisecond))
+	del, nr := median(dels), median(noReclaims)
+	wf, wf2, df := median(floors), median(floors2), median(deleteFloors)
+	s.rows = append(s.rows, del, nr, wf, wf2, df)
+	s.step("DELETE sweeps %s, with --reclaim=false %s, write floors (claim, delete, deactivate) %s, (claim, delete) %s, delete floors %s: medians %s, %s, %s, %s and %s",
+		walls(dels), walls(noReclaims), walls(floors), walls(floors2), walls(deleteFloors),
+		del.Wall.Round(time.Millisecond), nr.Wall.Round(time.Millisecond), wf.Wall.Round(time.Millisecond),
+		wf2.Wall.Round(time.Millisecond), df.Wall.Round(time.Millisecond))
 	// Diagnostic: the same sweep without client-side throttling, to tell
 	// nsman's default --qps and --burst from the rest of its cost.
 	fast := finalized(setDueUnthrottled, s.sweepRow(unthrottledLabel(due), "-l", only(seeded(setDueUnthrottled)), "--qps", "100000", "--burst", "100000"))

@@ -68,6 +68,12 @@ func deleteFloorLabel(due int) string {
 	return fmt.Sprintf("delete floor: %d × DELETE (UID + resourceVersion preconditions), %d workers", due, floorConcurrency)
 }
 
+// noReclaimLabel is the label of the DELETE sweep with --reclaim=false: it
+// does not start as deleteSweepLabel does, which rows are found by.
+func noReclaimLabel(due int) string {
+	return fmt.Sprintf("nsman sweep --reclaim=false, %d due for DELETE", due)
+}
+
 func unthrottledLabel(due int) string {
 	return fmt.Sprintf("%s%d due for DELETE, --qps 100000 --burst 100000", unthrottledTag, due)
 }
@@ -96,6 +102,10 @@ const (
 	claimDeleteBound = 1.3
 	// deleteFloorBound: against the delete floor ("One executor", point 10).
 	deleteFloorBound = 1.2
+	// reclaimBound: the DELETE sweep, which reads before each DELETE what
+	// it frees, against the same sweep with --reclaim=false (the reclaim
+	// issue: "1,000 DELETEs with reclaim against without, target ≤ 1.3×").
+	reclaimBound = 1.3
 	// noopTargetSize is the size the no-op targets are set at: below it
 	// the fixed costs (process start, discovery) weigh more than the lists.
 	noopTargetSize = 10000
@@ -103,7 +113,8 @@ const (
 	// delete) and delete floors are set at ("1,000 self-deleting DELETEs
 	// … at 1,000"): the floors are handed their namespaces, while nsman
 	// lists every manager to find them, which at 10,000 managers alone
-	// outlasts 1,000 bare DELETEs.
+	// outlasts 1,000 bare DELETEs. The reclaim target is set at the same
+	// size, where the issue's 1,000-DELETE sweep is measured.
 	deleteTargetSize = 1000
 )
 
@@ -209,8 +220,9 @@ func render(rep report) string {
 		}
 		p("| %d | %s | %s | %s | %s |\n", tg.N, tg.What, tg.Measured, met, tg.Source)
 	}
-	p("\nSources: issues 6, 12 and 13, and point 10 and the “must hold” of the issue “One executor, and tests that cannot lie”\n")
-	p("(OE). The bounds are constants of test/bench/render_test.go; “met” is computed from the rows cited.\n")
+	p("\nSources: issues 6, 12, 13 and 24 (what a sweep's DELETEs free, `--reclaim`), point 10 and the “must hold” of the\n")
+	p("issue “One executor, and tests that cannot lie” (OE). The bounds are constants of\n")
+	p("test/bench/render_test.go; “met” is computed from the rows cited.\n")
 
 	growth(&b, rows, rep.Sizes, due)
 	sharding(&b, rows, rep.Sizes, due)
@@ -275,8 +287,11 @@ func method(b *strings.Builder, rep report) {
 	p("Each size runs in a fresh control plane. Seeded: N managers, each in its own namespace and targeting it; half TTL 24 h (not due),\n")
 	p("half PODS_SUCCEED (initialDelaySeconds 0) with one Running pod, so that every sweep checks their pods and keeps waiting.\n")
 	p("Then, for each of %d rounds, %d sets of %d more managers due for DELETE (TTL 0), each in the namespace it deletes: one set for\n", deleteRounds, len(roundSets), due)
-	p("nsman's DELETE sweep and one for each floor below that writes, so that no two runs touch the same namespaces. A round runs\n")
-	p("nsman's sweep, then each of those floors, in turn; the rows are the median runs, and their notes list every run. One more set\n")
+	p("nsman's DELETE sweep, one for the same sweep with `--reclaim=false` and one for each floor below that writes, so that no two\n")
+	p("runs touch the same namespaces. A round runs nsman's sweep, then the sweep with `--reclaim=false`, then each of those floors,\n")
+	p("in turn; the rows are the median runs, and their notes list every run. nsman's DELETE sweep reads, before each DELETE, what it\n")
+	p("frees (sweep/reclaim.go): three lists per namespace (pods not finished, PersistentVolumeClaims, LoadBalancer Services) for the\n")
+	p("first %d DELETEs, then the same three lists once, cluster-wide and paged; with `--reclaim=false` it reads none of them. One more set\n", sweep.ReclaimIndexAfter)
 	p("is seeded for the unthrottled diagnostic and one for each sharded run. Each set is seeded just before its run, untimed, and\n")
 	p("the namespaces a run deleted are finalized after it, untimed, as the namespace controller (which the API tier lacks) would:\n")
 	p("each run finds the N managers, their namespaces and its own set, not the namespaces of other runs.\n\n")
@@ -330,6 +345,25 @@ func cmpOr(s, fallback string) string {
 	return s
 }
 
+// moreRequests is what m made beyond base, by "verb resource": the
+// requests base did not make as often.
+func moreRequests(m, base measurement) map[string]int {
+	more := map[string]int{}
+	for k, v := range m.Audited {
+		if d := v - base.Audited[k]; d > 0 {
+			more[k] = d
+		}
+	}
+	return more
+}
+
+// reclaimCost says what reading what the DELETEs free cost del against nr,
+// the same sweep with --reclaim=false: the time and the requests it added.
+func reclaimCost(del, nr measurement) string {
+	return fmt.Sprintf("%s, %+d requests (%d vs %d; more: %s)", lessOrMore(del.Wall-nr.Wall),
+		del.total()-nr.total(), del.total(), nr.total(), cmpOr(describe(moreRequests(del, nr)), "none"))
+}
+
 // writesOf splits m's audited writes into those made per due manager
 // (count ÷ per, whole) and the rest, made once per run.
 func writesOf(m measurement, per int) (each map[string]int, eachTotal int, besides map[string]int) {
@@ -376,7 +410,7 @@ func writesTable(b *strings.Builder, rows, rules rowSet, sizes []int, ruleN, due
 		p("| %s | %d | %s | %d | %d | %s | %s |\n", m.ref(), m.N, m.What, m.writes(), total, cmpOr(describe(each), "–"), rest)
 	}
 	for _, n := range sizes {
-		for _, label := range []string{deleteSweepLabel(due), unthrottledLabel(due), writeFloorLabel(due), writeFloor2Label(due), deleteFloorLabel(due)} {
+		for _, label := range []string{deleteSweepLabel(due), noReclaimLabel(due), unthrottledLabel(due), writeFloorLabel(due), writeFloor2Label(due), deleteFloorLabel(due)} {
 			if m, ok := rows.get(n, label); ok {
 				line(m)
 			}
@@ -429,6 +463,12 @@ func managerTargets(rows rowSet, sizes []int, due int) []target {
 			What:     fmt.Sprintf("%d self-contained DELETEs ≤ %.1f × delete floor", due, deleteFloorBound),
 			Measured: fmt.Sprintf("%s / %s = %.2f× (sweep less no-op sweep: %s, %.2f×)", del.at(), df.at(), dr3, sec(net), ratio(net, df.Wall)),
 			Met:      dr3 <= deleteFloorBound}))
+		nr := rows.must(n, noReclaimLabel(due))
+		rr := ratio(del.Wall, nr.Wall)
+		ts = append(ts, setAt(deleteTargetSize, target{N: n, Source: "24",
+			What:     fmt.Sprintf("%d DELETEs with reclaim ≤ %.1f × without", due, reclaimBound),
+			Measured: fmt.Sprintf("%s / %s = %.2f× (%s)", del.at(), nr.at(), rr, reclaimCost(del, nr)),
+			Met:      rr <= reclaimBound}))
 		dw, fw := del.writes(), df.writes()
 		ts = append(ts, target{N: n, Source: "OE",
 			What: fmt.Sprintf("writes of the %d-DELETE sweep ≤ the delete floor's (a DELETE is its own claim)", due),
@@ -638,8 +678,11 @@ func analysis(b *strings.Builder, rep report, rows, rules rowSet, targets []targ
 		p("Its time is %.2f× the delete floor's (%s), %.2f× the write floor (claim, delete)'s (%s) and %.2f× the write floor\n",
 			ratio(del.Wall, df.Wall), df.at(), ratio(del.Wall, wf2.Wall), wf2.at(), ratio(del.Wall, wf.Wall))
 		p("(claim, delete, deactivate)'s (%s). Less the no-op sweep's time, which the floors are spared (they are handed their targets),\n", wf.at())
-		p("it is %s, %.2f× the delete floor's. Without client-side throttling the same sweep took %s, %s than with nsman's defaults.\n\n",
+		p("it is %s, %.2f× the delete floor's. Without client-side throttling the same sweep took %s, %s than with nsman's defaults.\n",
 			sec(del.Wall-noop.Wall), ratio(del.Wall-noop.Wall, df.Wall), fast.at(), lessOrMore(fast.Wall-del.Wall))
+		nr := rows.must(n, noReclaimLabel(due))
+		p("With `--reclaim=false` the same sweep took %s; reading what the DELETEs free made it %.2f× that: %s.\n\n",
+			nr.at(), ratio(del.Wall, nr.Wall), reclaimCost(del, nr))
 	}
 
 	if len(rules) > 0 {

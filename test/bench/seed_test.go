@@ -25,14 +25,16 @@ const setLabel = "nsman.bench/set"
 // Seeded sets.
 const (
 	setBackground = "background" // N managers, none due
-	// due for DELETE, swept by nsman, written by the write floor (claim,
-	// delete, deactivate), by the write floor (claim, delete), and deleted
-	// by the delete floor: one set of each per round, named with the
-	// round's number appended
-	setDue         = "due"
-	setWriteFloor  = "write-floor"
-	setWriteFloor2 = "write-floor-2"
-	setDeleteFloor = "delete-floor"
+	// due for DELETE, swept by nsman, swept by nsman with
+	// --reclaim=false, written by the write floor (claim, delete,
+	// deactivate), by the write floor (claim, delete), and deleted by the
+	// delete floor: one set of each per round, named with the round's
+	// number appended
+	setDue          = "due"
+	setDueNoReclaim = "due-no-reclaim"
+	setWriteFloor   = "write-floor"
+	setWriteFloor2  = "write-floor-2"
+	setDeleteFloor  = "delete-floor"
 	// due for DELETE, swept by nsman without client-side throttling
 	setDueUnthrottled = "due-unthrottled"
 	// due for DELETE, swept by shards side by side: the set's name is

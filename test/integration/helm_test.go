@@ -668,6 +668,7 @@ func TestHelmChartSchemaRefusesWrongValues(t *testing.T) {
 		{"claimTTL=2 minutes", "/claimTTL"},
 		{"maxHold=30d", "/maxHold"},
 		{"stuckAfter=-10m", "/stuckAfter"},
+		{"reclaim=no", "/reclaim"},
 		{"webhook.timeout=10", "/webhook/timeout"},
 		{"log.format=xml", "/log/format"},
 		{"log.level=verbose", "/log/level"},
@@ -799,7 +800,7 @@ var ciValues = map[string]func(t *testing.T, r rendered){
 			t.Errorf("schedule %q, suspend %v, want */5 * * * * and true", r.cj.Spec.Schedule, ptrString(r.cj.Spec.Suspend))
 		}
 		want := []string{"sweep", "--log-format=text", "--log-level=debug", "--max-actions=10", "--concurrency=4",
-			"--chunk-size=250", "--claim-ttl=2m", "--max-hold=48h", "--stuck-after=30m", "--webhook-timeout=5s",
+			"--chunk-size=250", "--claim-ttl=2m", "--max-hold=48h", "--stuck-after=30m", "--reclaim=false", "--webhook-timeout=5s",
 			"--trusted-namespaces=namespace-manager,ci-managers", "--protected-namespaces=default,namespace-manager,production",
 			"--pushgateway-url=http://pushgateway.monitoring.svc:9091", "--qps=100"}
 		if got := r.args(t); !slices.Equal(got, want) {

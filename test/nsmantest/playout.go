@@ -181,8 +181,9 @@ func (e *Env) PlayOut(t *testing.T, recv *Receiver, objs []*unstructured.Unstruc
 					t.Fatalf("manager %s deactivated without firing", id)
 				}
 			case sweep.StateTargetTerminating:
-				// A manager that deleted its own namespace goes with it.
-				if !fired[id] || m.Target() != m.Namespace {
+				// A manager that deleted its own namespace goes with it; one
+				// that deleted another says so while it terminates.
+				if !fired[id] || m.Target() != m.Namespace && entry.Action != policy.ActionDelete {
 					t.Fatalf("manager %s: %s: %s", id, entry.State, entry.Message)
 				}
 			default:
@@ -199,9 +200,11 @@ func (e *Env) PlayOut(t *testing.T, recv *Receiver, objs []*unstructured.Unstruc
 	}
 	res := e.Sweep(t, "-l", PlayOutLabel+"="+run)
 	for _, m := range managers {
-		goneWithItsNamespace := m.Target() == m.Namespace
+		// Gone with its namespace, or still looking at the one it deleted
+		// while it terminates.
+		terminating := m.Target() == m.Namespace || slices.ContainsFunc(m.Policies, func(p policy.Policy) bool { return p.Final && p.Action.Type == policy.ActionDelete })
 		if got, listed := res.Lookup(m.Namespace, m.Name); listed && got.State != sweep.StateDeactivated &&
-			!(goneWithItsNamespace && got.State == sweep.StateTargetTerminating) {
+			!(terminating && got.State == sweep.StateTargetTerminating) {
 			t.Errorf("after firing, manager %s/%s is %s", m.Namespace, m.Name, got.State)
 		}
 	}

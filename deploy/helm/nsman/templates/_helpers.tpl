@@ -97,6 +97,9 @@ annotations:
 {{- with .Values.stuckAfter }}
 - {{ printf "--stuck-after=%s" . | quote }}
 {{- end }}
+{{- if eq (toString .Values.reclaim) "false" }}
+- --reclaim=false
+{{- end }}
 {{- with .Values.webhook.timeout }}
 - {{ printf "--webhook-timeout=%s" . | quote }}
 {{- end }}
