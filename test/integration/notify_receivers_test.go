@@ -151,16 +151,17 @@ func sweepOne(t *testing.T, e *nsmantest.Env, action func(target string) map[str
 	return s
 }
 
-// timestamps and idempotencyKeys match the times and the webhook keys (a
-// hash of the manager's uid) of reports and records, which differ from one
-// manager to the next.
+// timestamps, idempotencyKeys and targetUIDs match the times, the webhook
+// keys (a hash of the manager's uid) and the target's uid of reports and
+// records, which differ from one manager to the next.
 var (
 	timestamps      = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`)
 	idempotencyKeys = regexp.MustCompile(`Idempotency-Key [0-9a-f]{32}`)
+	targetUIDs      = regexp.MustCompile(`"targetUID":"[^"]*"`)
 )
 
-// shape is v as JSON, with target's name, every time and webhook key
-// replaced: what a sweep of one manager says and records, whichever
+// shape is v as JSON, with target's name and uid, every time and webhook
+// key replaced: what a sweep of one manager says and records, whichever
 // namespace it acted on and when.
 func shape(t *testing.T, v any, target string) string {
 	t.Helper()
@@ -170,6 +171,7 @@ func shape(t *testing.T, v any, target string) string {
 	}
 	s := strings.ReplaceAll(string(data), target, "TARGET")
 	s = timestamps.ReplaceAllString(s, "TIME")
+	s = targetUIDs.ReplaceAllString(s, `"targetUID":"UID"`)
 	return idempotencyKeys.ReplaceAllString(s, "Idempotency-Key KEY")
 }
 
