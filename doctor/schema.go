@@ -15,7 +15,9 @@ var features = map[string]string{
 	"spec.namePatterns":                          "rules",
 	"spec.policies[].final":                      "stages",
 	"spec.policies[].condition.params.minChecks": "minChecks",
+	"spec.policies[].condition.params.at":        "EXPIRES at a time",
 	"spec.policies[].condition.type=PODS_FAILED": "the PODS_FAILED condition",
+	"spec.policies[].condition.type=EXPIRES":     "the EXPIRES condition",
 }
 
 // schemaNode is a node of an OpenAPI v3 schema as decoded from JSON or YAML.

@@ -72,6 +72,8 @@ type Input struct {
 	// Fired names the policies that are not final and fired already in
 	// this generation: they are skipped.
 	Fired map[string]bool
+	// TargetExpires is the target's ExpiresAnnotation, "" when it has none.
+	TargetExpires string
 }
 
 // PolicyState describes one policy's condition at evaluation time.
@@ -83,6 +85,9 @@ type PolicyState struct {
 	// Due is when the condition can next change through time alone; zero
 	// when only pods can change it.
 	Due time.Time
+	// Problem says what keeps the condition from ever holding that the
+	// manager's spec does not: an ExpiresAnnotation that does not parse.
+	Problem string
 }
 
 // Outcome is the result of Evaluate.
@@ -120,6 +125,8 @@ func Evaluate(m Manager, in Input) Outcome {
 			verdict = judgePodsSucceed(&state, &out, m.Generation, i, p, in)
 		case p.Condition.Type == ConditionPodsFailed:
 			verdict = judgePodsFailed(&state, i, p.Condition, in)
+		case p.Condition.Type == ConditionExpires:
+			verdict = judgeExpires(&state, p.Condition, in)
 		}
 		switch verdict {
 		case NeedPods:
@@ -148,6 +155,46 @@ func judgeTTL(state *PolicyState, c Condition, in Input) Verdict {
 	state.Detail = fmt.Sprintf("TTL %s elapses at %s", c.TTL, stamp(due))
 	state.Due = due
 	return Wait
+}
+
+// judgeExpires judges an EXPIRES condition: it holds once c.At, else the
+// target's ExpiresAnnotation, has passed.
+func judgeExpires(state *PolicyState, c Condition, in Input) Verdict {
+	at, by := c.At, "params.at"
+	if at.IsZero() {
+		if in.TargetExpires == "" {
+			state.Detail = "the namespace has no annotation " + ExpiresAnnotation + ": it never expires by it"
+			return Wait
+		}
+		var err error
+		if at, err = ParseExpiry(in.TargetExpires); err != nil {
+			state.Problem = fmt.Sprintf("annotation %s: %v: the namespace never expires by it", ExpiresAnnotation, err)
+			state.Detail = state.Problem
+			return Wait
+		}
+		by = "annotation " + ExpiresAnnotation
+	}
+	if !in.Now.Before(at) {
+		state.Holds = true
+		state.Detail = fmt.Sprintf("expired at %s (%s)", stamp(at), by)
+		return Fire
+	}
+	state.Detail = fmt.Sprintf("expires at %s (%s)", stamp(at), by)
+	state.Due = at
+	return Wait
+}
+
+// ParseExpiry parses an ExpiresAnnotation: an RFC 3339 time, or a date
+// YYYY-MM-DD, which expires at the end of that day in UTC (midnight after
+// it).
+func ParseExpiry(s string) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	if d, err := time.Parse(time.DateOnly, s); err == nil {
+		return d.AddDate(0, 0, 1), nil
+	}
+	return time.Time{}, fmt.Errorf("%q is neither an RFC 3339 time (2026-12-01T18:00:00Z) nor a date (2026-12-01)", cut(s, 64))
 }
 
 // judgePodsSucceed judges policy p, the i-th, a PODS_SUCCEED condition: it

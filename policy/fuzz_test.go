@@ -196,9 +196,10 @@ var slots = []func(obj map[string]any, i int, n int64, s string, b bool){
 	func(obj map[string]any, i int, n int64, _ string, _ bool) { params(obj, i)["periodSeconds"] = n },
 	func(obj map[string]any, i int, n int64, _ string, _ bool) { params(obj, i)["minChecks"] = n },
 	func(obj map[string]any, i int, n int64, _ string, _ bool) {
-		types := []string{ConditionTTL, ConditionPodsSucceed, ConditionPodsFailed}
-		policy(obj, i)["condition"].(map[string]any)["type"] = types[uint64(n)%3]
+		types := []string{ConditionTTL, ConditionPodsSucceed, ConditionPodsFailed, ConditionExpires}
+		policy(obj, i)["condition"].(map[string]any)["type"] = types[uint64(n)%4]
 	},
+	func(obj map[string]any, i int, _ int64, s string, _ bool) { params(obj, i)["at"] = s },
 	func(obj map[string]any, i int, n int64, s string, _ bool) {
 		actions := []map[string]any{
 			{"type": ActionDelete},
@@ -317,7 +318,7 @@ func checkParse(t *testing.T, u *unstructured.Unstructured) (m Manager, ok bool)
 		t.Fatalf("valid manager without policies: %s", before)
 	}
 	for _, p := range m.Policies {
-		if !slices.Contains([]string{ConditionTTL, ConditionPodsSucceed, ConditionPodsFailed}, p.Condition.Type) ||
+		if !slices.Contains([]string{ConditionTTL, ConditionPodsSucceed, ConditionPodsFailed, ConditionExpires}, p.Condition.Type) ||
 			!slices.Contains([]string{ActionDelete, ActionScaleDown, ActionWebhook}, p.Action.Type) {
 			t.Fatalf("valid manager with policy %q: condition %q, action %q", p.Name, p.Condition.Type, p.Action.Type)
 		}

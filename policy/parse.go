@@ -328,12 +328,14 @@ func (p *parser) condition(obj map[string]any, path *field.Path) Condition {
 	case ConditionPodsFailed:
 		c.InitialDelay = p.seconds(params, "initialDelaySeconds", pp, DefaultInitialDelay, 0)
 		c.PodLabels = p.labels(params, "podLabels", pp)
+	case ConditionExpires:
+		c.At = p.at(params, pp)
 	case "":
 		if !wrongType {
 			p.errs = append(p.errs, field.Required(path.Child("type"), ""))
 		}
 	default:
-		p.errs = append(p.errs, field.NotSupported(path.Child("type"), c.Type, []string{ConditionTTL, ConditionPodsSucceed, ConditionPodsFailed}))
+		p.errs = append(p.errs, field.NotSupported(path.Child("type"), c.Type, []string{ConditionTTL, ConditionPodsSucceed, ConditionPodsFailed, ConditionExpires}))
 	}
 	if p.strict {
 		// The CRD checks every parameter it declares, used or not.
@@ -341,6 +343,7 @@ func (p *parser) condition(obj map[string]any, path *field.Path) Condition {
 			ConditionTTL:         {"ttlSeconds"},
 			ConditionPodsSucceed: {"initialDelaySeconds", "periodSeconds", "minChecks", "podLabels"},
 			ConditionPodsFailed:  {"initialDelaySeconds", "podLabels"},
+			ConditionExpires:     {"at"},
 		}[c.Type]
 		for key, min := range map[string]int64{"ttlSeconds": 0, "initialDelaySeconds": 0, "periodSeconds": 1, "minChecks": 1} {
 			if !slices.Contains(used, key) {
@@ -350,8 +353,25 @@ func (p *parser) condition(obj map[string]any, path *field.Path) Condition {
 		if !slices.Contains(used, "podLabels") {
 			p.labels(params, "podLabels", pp)
 		}
+		if !slices.Contains(used, "at") {
+			p.at(params, pp)
+		}
 	}
 	return c
+}
+
+// at is params.at, an RFC 3339 time; zero when absent.
+func (p *parser) at(params map[string]any, pp *field.Path) time.Time {
+	raw, wrongType := p.optionalStr(params, "at", pp)
+	if raw == "" || wrongType {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339, raw)
+	if err != nil {
+		p.errs = append(p.errs, field.Invalid(pp.Child("at"), raw, "must be an RFC 3339 time, e.g. 2026-12-01T18:00:00Z"))
+		return time.Time{}
+	}
+	return t
 }
 
 func (p *parser) action(obj map[string]any, path *field.Path) Action {

@@ -22,9 +22,11 @@ const (
 	ConditionPodsSucceed = "PODS_SUCCEED"
 	// ConditionPodsFailed is nsman's own: it needs nsman's CRD.
 	ConditionPodsFailed = "PODS_FAILED"
-	ActionDelete        = "DELETE"
-	ActionScaleDown     = "SCALE_DOWN"
-	ActionWebhook       = "WEBHOOK"
+	// ConditionExpires is nsman's own: it needs nsman's CRD.
+	ConditionExpires = "EXPIRES"
+	ActionDelete     = "DELETE"
+	ActionScaleDown  = "SCALE_DOWN"
+	ActionWebhook    = "WEBHOOK"
 )
 
 // Workload kinds a SCALE_DOWN selector can name (in any letter case).
@@ -116,7 +118,16 @@ type Condition struct {
 	// the policy holds once a pod matching PodLabels is in phase Failed, or
 	// a Job whose pod template matches has failed.
 	PodLabels map[string]string
+	// EXPIRES: the policy holds once At has passed; when At is zero, once
+	// the time the target's ExpiresAnnotation says has (never, without
+	// one, or with one that does not parse).
+	At time.Time
 }
+
+// ExpiresAnnotation on a namespace is when an EXPIRES condition without
+// params.at holds: an RFC 3339 time, or a date YYYY-MM-DD, meaning the end
+// of that day in UTC.
+const ExpiresAnnotation = "nsman.k8s.consol.de/expires"
 
 // Action is what a policy does when it holds.
 type Action struct {

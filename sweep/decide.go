@@ -239,7 +239,8 @@ func confirmDelete(m policy.Manager, e Entry, stored Progress, spec string, t ta
 // then the holds: a plan when a policy holds and no hold keeps it, else
 // the waiting entry with its minChecks progress.
 func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Manager, e Entry, t target, check podsCheck, stored Progress, spec string, holds ...hold) decision {
-	in := policy.Input{Now: r.now, TargetCreated: t.listed.created, Checks: stored.Checks, Pods: map[int]policy.PodsCheck{}, Fired: firedIn(stored.Fired, m.Generation, spec)}
+	in := policy.Input{Now: r.now, TargetCreated: t.listed.created, Checks: stored.Checks, Pods: map[int]policy.PodsCheck{}, Fired: firedIn(stored.Fired, m.Generation, spec),
+		TargetExpires: t.listed.expires}
 	held := holdsAt(holds, r.now, s.cfg.MaxHold)
 	for {
 		out := policy.Evaluate(m, in)
@@ -252,6 +253,7 @@ func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Ma
 			in.Pods[out.Policy] = answer
 			continue
 		case policy.Fire:
+			e.ExpiryIgnored = ignoredExpiry(out.Policies)
 			d := planned(m, e, conditions(out.Policies), plan{step: stepAct, policy: m.Policies[out.Policy], reason: out.Reason, target: t})
 			// A hold may keep the plan waiting, with its progress.
 			d.checks = out.Checks
@@ -262,10 +264,22 @@ func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Ma
 			details = append(details, p.Detail)
 		}
 		e.State, e.Message = StateWaiting, strings.Join(details, "; ")
+		e.ExpiryIgnored = ignoredExpiry(out.Policies)
 		e.Due = timePtr(out.NextDue)
 		e.Conditions = conditions(out.Policies)
 		return held.apply(decision{manager: m, entry: e, checks: out.Checks})
 	}
+}
+
+// ignoredExpiry is the problem of the first policy that has one: an
+// expiry annotation that does not parse (see policy.PolicyState.Problem).
+func ignoredExpiry(states []policy.PolicyState) string {
+	for _, s := range states {
+		if s.Problem != "" {
+			return s.Problem
+		}
+	}
+	return ""
 }
 
 // untouched is a final decision that writes nothing.

@@ -257,8 +257,14 @@ func (g *fakeGateway) Group(path string) map[string]*dto.MetricFamily {
 
 // gaugeValue returns the value of the gauge series name{labels} in fams.
 func gaugeValue(fams map[string]*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {
+	return seriesValue(fams, name, dto.MetricType_GAUGE, labels)
+}
+
+// seriesValue returns the value of the series name{labels} of type typ in
+// fams.
+func seriesValue(fams map[string]*dto.MetricFamily, name string, typ dto.MetricType, labels map[string]string) (float64, bool) {
 	mf, ok := fams[name]
-	if !ok || mf.GetType() != dto.MetricType_GAUGE {
+	if !ok || mf.GetType() != typ {
 		return 0, false
 	}
 	for _, m := range mf.GetMetric() {
@@ -267,6 +273,9 @@ func gaugeValue(fams map[string]*dto.MetricFamily, name string, labels map[strin
 			got[l.GetName()] = l.GetValue()
 		}
 		if maps.Equal(got, labels) {
+			if typ == dto.MetricType_COUNTER {
+				return m.GetCounter().GetValue(), true
+			}
 			return m.GetGauge().GetValue(), true
 		}
 	}
@@ -648,20 +657,7 @@ func mustPushAll(t *testing.T, gw *fakeGateway, r Report) {
 
 // counterValue returns the value of the counter series name{labels} in fams.
 func counterValue(fams map[string]*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {
-	mf, ok := fams[name]
-	if !ok || mf.GetType() != dto.MetricType_COUNTER {
-		return 0, false
-	}
-	for _, m := range mf.GetMetric() {
-		got := map[string]string{}
-		for _, l := range m.GetLabel() {
-			got[l.GetName()] = l.GetValue()
-		}
-		if maps.Equal(got, labels) {
-			return m.GetCounter().GetValue(), true
-		}
-	}
-	return 0, false
+	return seriesValue(fams, name, dto.MetricType_COUNTER, labels)
 }
 
 // pushedTotals is the value of every nsman_reclaimed_* counter of one action.

@@ -226,7 +226,7 @@ func (s *Sweeper) managerRecord(r *sweepRun, l listed) *managerRecord {
 func (mr *managerRecord) prior() prior {
 	last := mr.stored.LastAction
 	return prior{state: mr.stored.State, last: last, failed: last != nil && last.Result == ResultFailed && (!last.Deferred || last.Failures > 0), ignoredHold: mr.stored.IgnoredHold,
-		stuck: mr.stored.Stuck.cause()}
+		ignoredExpiry: mr.stored.IgnoredExpiry, stuck: mr.stored.Stuck.cause()}
 }
 
 func (mr *managerRecord) sink() eventSink { return mr.events }
@@ -320,7 +320,7 @@ func (mr *managerRecord) keep(st *Status, o outcome) {
 	}
 	generation := mr.obj.GetGeneration()
 	st.observe(o.entry, generation, mr.now)
-	st.IgnoredHold = o.entry.HoldIgnored
+	st.IgnoredHold, st.IgnoredExpiry = o.entry.HoldIgnored, o.entry.ExpiryIgnored
 	if o.entry.State == StateWaiting {
 		st.Checks = o.checks
 	}

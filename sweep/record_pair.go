@@ -60,7 +60,7 @@ func decodePair(raw string) PairStatus {
 
 func (pr *pairRecord) prior() prior {
 	last := pr.stored.LastAction
-	return prior{last: last, failed: last != nil && last.Result == ResultFailed && (!last.Deferred || last.Failures > 0) || pr.toldFailure, ignoredHold: pr.stored.IgnoredHold}
+	return prior{last: last, failed: last != nil && last.Result == ResultFailed && (!last.Deferred || last.Failures > 0) || pr.toldFailure, ignoredHold: pr.stored.IgnoredHold, ignoredExpiry: pr.stored.IgnoredExpiry}
 }
 
 func (pr *pairRecord) sink() eventSink { return pr.events }
@@ -109,7 +109,7 @@ func (pr *pairRecord) write(ctx context.Context, o outcome) error {
 		return nil
 	}
 	next := pr.stored
-	next.Rule, next.Checks, next.IgnoredHold = pr.rule.Namespace+"/"+pr.rule.Name, o.checks, o.entry.HoldIgnored
+	next.Rule, next.Checks, next.IgnoredHold, next.IgnoredExpiry = pr.rule.Namespace+"/"+pr.rule.Name, o.checks, o.entry.HoldIgnored, o.entry.ExpiryIgnored
 	if next.lastTime().IsZero() {
 		next.Written = timePtr(pr.now)
 	}
@@ -121,6 +121,7 @@ func (pr *pairRecord) after(from PairStatus, o outcome) PairStatus {
 	final := from
 	final.Progress = from.Progress.clone()
 	final.Rule, final.Claim, final.ObservedGeneration, final.Spec, final.IgnoredHold = pr.rule.Namespace+"/"+pr.rule.Name, nil, pr.rule.Generation, pr.rule.Arming, o.entry.HoldIgnored
+	final.IgnoredExpiry = o.entry.ExpiryIgnored
 	final.LastAction = o.last
 	if o.stage != "" {
 		final.Fired = addFired(final.Fired, o.stage, pr.rule.Generation, pr.rule.Arming, pr.now)
@@ -129,9 +130,9 @@ func (pr *pairRecord) after(from PairStatus, o outcome) PairStatus {
 }
 
 // needsRecord reports whether a waiting pair has something to record:
-// minChecks progress, or a change in the holds it ignores.
+// minChecks progress, or a change in the holds or the expiry it ignores.
 func needsRecord(e Entry, checks map[string]policy.CheckState, stored Progress) bool {
-	return e.State == StateWaiting && (e.HoldIgnored != stored.IgnoredHold || !maps.Equal(checks, stored.Checks))
+	return e.State == StateWaiting && (e.HoldIgnored != stored.IgnoredHold || e.ExpiryIgnored != stored.IgnoredExpiry || !maps.Equal(checks, stored.Checks))
 }
 
 // writeAsListed writes st as the pair's record with a merge patch

@@ -78,6 +78,9 @@ type Entry struct {
 	// HoldIgnored says why holds were ignored: unparseable, or ending more
 	// than --max-hold ahead.
 	HoldIgnored string `json:"holdIgnored,omitempty"`
+	// ExpiryIgnored says why the target's expiry annotation
+	// (policy.ExpiresAnnotation) is ignored: it does not parse.
+	ExpiryIgnored string `json:"expiryIgnored,omitempty"`
 	// Stuck, on a target-terminating entry, says why the namespace has
 	// been Terminating for longer than --stuck-after.
 	Stuck *Stuck `json:"stuck,omitempty"`

@@ -461,8 +461,9 @@ type namespaceInfo struct {
 	labels          packedLabels
 	resourceVersion string
 	pairs           map[string]string
-	// hold is the namespace's HoldAnnotation, empty when it has none.
-	hold string
+	// hold is the namespace's HoldAnnotation, empty when it has none;
+	// expires its policy.ExpiresAnnotation.
+	hold, expires string
 }
 
 func namespaceInfoOf(m *metav1.PartialObjectMetadata) namespaceInfo {
@@ -471,7 +472,7 @@ func namespaceInfoOf(m *metav1.PartialObjectMetadata) namespaceInfo {
 	if m.DeletionTimestamp != nil {
 		info.deleting = m.DeletionTimestamp.Time
 	}
-	info.hold = m.Annotations[HoldAnnotation]
+	info.hold, info.expires = m.Annotations[HoldAnnotation], m.Annotations[policy.ExpiresAnnotation]
 	for k, v := range m.Annotations {
 		if strings.HasPrefix(k, PairAnnotationPrefix) {
 			if info.pairs == nil {

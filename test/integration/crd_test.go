@@ -194,6 +194,15 @@ func under(base []any, path ...any) []any {
 	return append(append([]any{}, base...), path...)
 }
 
+// expiring makes validManager's first policy an EXPIRES condition with
+// params.at set to at.
+func expiring(at any) func(map[string]any) {
+	return func(obj map[string]any) {
+		setAt("EXPIRES", "spec", "policies", 0, "condition", "type")(obj)
+		setAt(map[string]any{"at": at}, ttlParams...)(obj)
+	}
+}
+
 // asRule makes validManager a rule over the namespaces whose names match
 // patterns, in place of its spec.namespace.
 func asRule(patterns ...any) func(map[string]any) {
@@ -257,6 +266,9 @@ func malformedCases() []malformedCase {
 		{name: "minChecks above the maximum", mutate: setAt(tooBig, under(podsParams, "minChecks")...), field: "spec.policies[1].condition.params.minChecks"},
 		{name: "ttlSeconds a string", mutate: setAt("3600", under(ttlParams, "ttlSeconds")...), field: "spec.policies[0].condition.params.ttlSeconds"},
 		{name: "ttlSeconds a fraction", mutate: setAt(1.5, under(ttlParams, "ttlSeconds")...), field: "spec.policies[0].condition.params.ttlSeconds"},
+		{name: "EXPIRES with an at that is no time", mutate: expiring("next friday"), field: "spec.policies[0].condition.params.at"},
+		{name: "EXPIRES with an at that is a date", mutate: expiring("2026-12-01"), field: "spec.policies[0].condition.params.at"},
+		{name: "EXPIRES with an at that is a number", mutate: expiring(int64(1764547200)), field: "spec.policies[0].condition.params.at"},
 		{name: "unknown condition type", mutate: setAt("NEVER", "spec", "policies", 0, "condition", "type"), field: "spec.policies[0].condition.type"},
 		{name: "lower-case condition type", mutate: setAt("ttl", "spec", "policies", 0, "condition", "type"), field: "spec.policies[0].condition.type"},
 		{name: "condition type a number", mutate: setAt(int64(1), "spec", "policies", 0, "condition", "type"), field: "spec.policies[0].condition.type"},
@@ -453,6 +465,12 @@ func edgeCases() []edgeCase {
 		{name: "minChecks 1", mutate: setAt(int64(1), under(podsParams, "minChecks")...)},
 		{name: "minChecks at the maximum", mutate: setAt(maxSeconds, under(podsParams, "minChecks")...)},
 		{name: "no params", mutate: deleteAt(ttlParams...)},
+		{name: "EXPIRES at a time", mutate: expiring("2026-12-01T18:00:00Z")},
+		{name: "EXPIRES at a time with an offset", mutate: expiring("2026-12-01T18:00:00+01:00")},
+		{name: "EXPIRES without params.at (the namespace's annotation)", mutate: func(obj map[string]any) {
+			setAt("EXPIRES", "spec", "policies", 0, "condition", "type")(obj)
+			deleteAt(ttlParams...)(obj)
+		}},
 		{name: "name of three characters", mutate: setAt("a_b", "spec", "policies", 0, "name")},
 		{name: "name of 92 characters", mutate: setAt(strings.Repeat("a", 92), "spec", "policies", 0, "name")},
 		{name: "kind in upper case", mutate: setAt("DEPLOYMENT", under(scaleSelector, "kind")...)},

@@ -1,0 +1,93 @@
+package integration
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/sweep"
+)
+
+// expiresPolicy is an EXPIRES condition, at params.at when at is set, else
+// by the target's annotation.
+func expiresPolicy(name, at string, action map[string]any) map[string]any {
+	c := map[string]any{"type": policy.ConditionExpires}
+	if at != "" {
+		c["params"] = map[string]any{"at": at}
+	}
+	return map[string]any{"name": name, "condition": c, "action": action}
+}
+
+// annotateExpiry sets namespace ns's expiry annotation.
+func annotateExpiry(t *testing.T, ns, value string) {
+	t.Helper()
+	patch := `{"metadata":{"annotations":{"` + policy.ExpiresAnnotation + `":"` + value + `"}}}`
+	if _, err := shared.Admin.CoreV1().Namespaces().Patch(t.Context(), ns, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestExpires: an EXPIRES condition holds once params.at, else the
+// target's annotation, has passed; a date is the end of that day in UTC
+// (the due time, which a dry run --at honours); an annotation that does
+// not parse is reported, with one Warning Event, and never expires; once
+// mended, it does.
+func TestExpires(t *testing.T) {
+	e := setup(t)
+	home := shared.Namespace(t)
+	caseID := home
+	args := []string{"-l", caseLabel + "=" + caseID, "--trusted-namespaces", home}
+
+	dated, past, misdated := shared.Namespace(t), shared.Namespace(t), shared.Namespace(t)
+	annotateExpiry(t, dated, "2099-01-01")
+	annotateExpiry(t, misdated, "next friday")
+	createManager(t, managerObj(home, "dated", caseID, []any{expiresPolicy("expire", "", deleteAction)}, targeting(dated)))
+	createManager(t, managerObj(home, "past", caseID, []any{expiresPolicy("expire", time.Now().Add(-time.Minute).UTC().Format(time.RFC3339), deleteAction)}, targeting(past)))
+	createManager(t, managerObj(home, "misdated", caseID, []any{expiresPolicy("expire", "", deleteAction)}, targeting(misdated)))
+
+	res := e.Sweep(t, args...)
+	wantCode(t, res, 0)
+	wantState(t, res, home, "past", sweep.StateFired)
+	d := wantState(t, res, home, "dated", sweep.StateWaiting)
+	if want := time.Date(2099, 1, 2, 0, 0, 0, 0, time.UTC); d.Due == nil || !d.Due.Equal(want) || !strings.Contains(d.Message, "expires at 2099-01-02T00:00:00Z (annotation") {
+		t.Errorf("dated: due %v, %q; want due at the end of 2099-01-01 UTC", d.Due, d.Message)
+	}
+	m := wantState(t, res, home, "misdated", sweep.StateWaiting)
+	if !strings.Contains(m.ExpiryIgnored, `"next friday" is neither an RFC 3339 time`) {
+		t.Errorf("misdated: expiryIgnored %q, want the annotation named as not parsing", m.ExpiryIgnored)
+	}
+	if st := managerStatus(t, home, "misdated"); st.IgnoredExpiry != m.ExpiryIgnored {
+		t.Errorf("misdated's status says ignoredExpiry %q, want %q", st.IgnoredExpiry, m.ExpiryIgnored)
+	}
+	warnings := func() int {
+		list, err := shared.Admin.EventsV1().Events(home).List(t.Context(), metav1.ListOptions{FieldSelector: "reason=ExpiryIgnored,regarding.name=misdated"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(list.Items)
+	}
+	if n := warnings(); n != 1 {
+		t.Errorf("%d ExpiryIgnored Events, want 1", n)
+	}
+
+	// A dry run at the due time plans the DELETE.
+	plan := e.Sweep(t, append(args, "--dry-run", "--at", "2099-01-02T00:00:00Z")...)
+	wantState(t, plan, home, "dated", sweep.StatePlanned)
+
+	// Again: the same annotation tells nothing new.
+	res = e.Sweep(t, args...)
+	wantState(t, res, home, "misdated", sweep.StateWaiting)
+	if n := warnings(); n != 1 {
+		t.Errorf("%d ExpiryIgnored Events after a second sweep, want still 1", n)
+	}
+	// Mended, and past: it expires, and says no more that it is ignored.
+	annotateExpiry(t, misdated, "2020-02-29")
+	res = e.Sweep(t, args...)
+	if got := wantState(t, res, home, "misdated", sweep.StateFired); !strings.Contains(got.Message, "expired at 2020-03-01T00:00:00Z") || got.ExpiryIgnored != "" {
+		t.Errorf("misdated, mended: %+v; want it expired at the end of 2020-02-29", got)
+	}
+}
