@@ -14,6 +14,7 @@ var features = map[string]string{
 	"spec.namespaceSelector":                     "rules",
 	"spec.namePatterns":                          "rules",
 	"spec.policies[].final":                      "stages",
+	"spec.policies[].windows":                    "windows to act in",
 	"spec.policies[].condition.params.minChecks": "minChecks",
 	"spec.policies[].condition.params.at":        "EXPIRES at a time",
 	"spec.policies[].condition.type=PODS_FAILED": "the PODS_FAILED condition",

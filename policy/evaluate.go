@@ -119,14 +119,10 @@ func Evaluate(m Manager, in Input) Outcome {
 		switch {
 		case !p.Final && in.Fired[p.Name]:
 			state.Detail = "fired already in this generation"
-		case p.Condition.Type == ConditionTTL:
-			verdict = judgeTTL(&state, p.Condition, in)
-		case p.Condition.Type == ConditionPodsSucceed:
-			verdict = judgePodsSucceed(&state, &out, m.Generation, i, p, in)
-		case p.Condition.Type == ConditionPodsFailed:
-			verdict = judgePodsFailed(&state, i, p.Condition, in)
-		case p.Condition.Type == ConditionExpires:
-			verdict = judgeExpires(&state, p.Condition, in)
+		case len(p.Windows) > 0:
+			verdict = judgeInWindows(&state, &out, m.Generation, i, p, in)
+		default:
+			verdict = judge(&state, &out, m.Generation, i, p, in)
 		}
 		switch verdict {
 		case NeedPods:
@@ -142,6 +138,46 @@ func Evaluate(m Manager, in Input) Outcome {
 	}
 	out.Verdict = Wait
 	return out
+}
+
+// judge judges policy p, the i-th, by its condition.
+func judge(state *PolicyState, out *Outcome, generation int64, i int, p Policy, in Input) Verdict {
+	switch p.Condition.Type {
+	case ConditionTTL:
+		return judgeTTL(state, p.Condition, in)
+	case ConditionPodsSucceed:
+		return judgePodsSucceed(state, out, generation, i, p, in)
+	case ConditionPodsFailed:
+		return judgePodsFailed(state, i, p.Condition, in)
+	case ConditionExpires:
+		return judgeExpires(state, p.Condition, in)
+	}
+	return Wait
+}
+
+// judgeInWindows judges policy p, which may act only in its windows: one
+// that holds outside them waits for the next to open (still said to hold),
+// one that waits for a time waits for the first open one from then, and
+// pods are not checked while every window is closed.
+func judgeInWindows(state *PolicyState, out *Outcome, generation int64, i int, p Policy, in Input) Verdict {
+	open := nextOpen(p.Windows, in.Now)
+	closed := !open.Equal(in.Now)
+	pods := p.Condition.Type == ConditionPodsSucceed || p.Condition.Type == ConditionPodsFailed
+	if closed && pods {
+		state.Detail = fmt.Sprintf("outside its windows (%s): pods are checked from %s", describeWindows(p.Windows), stamp(open))
+		state.Due = open
+		return Wait
+	}
+	verdict := judge(state, out, generation, i, p, in)
+	switch {
+	case verdict == Fire && closed:
+		state.Detail += fmt.Sprintf("; outside its windows (%s): it acts at %s", describeWindows(p.Windows), stamp(open))
+		state.Due = open
+		return Wait
+	case verdict == Wait && !state.Due.IsZero():
+		state.Due = nextOpen(p.Windows, state.Due)
+	}
+	return verdict
 }
 
 // judgeTTL judges a TTL condition: it holds once the target is c.TTL old.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"os"
@@ -200,6 +201,11 @@ var slots = []func(obj map[string]any, i int, n int64, s string, b bool){
 		policy(obj, i)["condition"].(map[string]any)["type"] = types[uint64(n)%4]
 	},
 	func(obj map[string]any, i int, _ int64, s string, _ bool) { params(obj, i)["at"] = s },
+	func(obj map[string]any, i int, n int64, s string, _ bool) {
+		minutes := func(m uint64) string { return fmt.Sprintf("%02d:%02d", m%1440/60, m%60) }
+		w := map[string]any{"from": minutes(uint64(n)), "to": minutes(uint64(n) >> 11), "days": []any{s}}
+		policy(obj, i)["windows"] = []any{w}
+	},
 	func(obj map[string]any, i int, n int64, s string, _ bool) {
 		actions := []map[string]any{
 			{"type": ActionDelete},

@@ -97,6 +97,9 @@ type Policy struct {
 	// not fires once per generation and leaves the manager standing, and
 	// later sweeps go on to the policies after it.
 	Final bool
+	// Windows, when set, are the only times the policy may act: holding
+	// outside them, it waits for the next to open.
+	Windows []Window
 }
 
 // Condition says when a policy holds.

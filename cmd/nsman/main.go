@@ -16,6 +16,11 @@ import (
 	// these are ignored.
 	_ "golang.org/x/crypto/x509roots/fallback"
 
+	// The IANA time-zone database, for policies' windows
+	// (spec.policies[].windows[].timeZone), used only where the system has
+	// none: distroless static carries no /usr/share/zoneinfo.
+	_ "time/tzdata"
+
 	"github.com/nsman/nsman/cmd"
 )
 

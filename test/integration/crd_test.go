@@ -100,7 +100,7 @@ func validate(t *testing.T, obj *unstructured.Unstructured) (int, string) {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	return cmd.Execute(t.Context(), []string{"validate", "-f", file}, &stdout, &stderr), stdout.String()
+	return cmd.Execute(t.Context(), []string{"validate", "-f", file}, &stdout, &stderr), stdout.String() + stderr.String()
 }
 
 func dryRunCreate(t *testing.T, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
@@ -194,6 +194,23 @@ func under(base []any, path ...any) []any {
 	return append(append([]any{}, base...), path...)
 }
 
+// windowed gives validManager's first policy these windows.
+func windowed(windows ...any) func(map[string]any) {
+	return setAt(windows, "spec", "policies", 0, "windows")
+}
+
+// window is a window from from to to, on days, in timeZone ("" none).
+func window(from, to, timeZone string, days ...any) map[string]any {
+	w := map[string]any{"from": from, "to": to}
+	if timeZone != "" {
+		w["timeZone"] = timeZone
+	}
+	if days != nil {
+		w["days"] = days
+	}
+	return w
+}
+
 // expiring makes validManager's first policy an EXPIRES condition with
 // params.at set to at.
 func expiring(at any) func(map[string]any) {
@@ -269,6 +286,14 @@ func malformedCases() []malformedCase {
 		{name: "EXPIRES with an at that is no time", mutate: expiring("next friday"), field: "spec.policies[0].condition.params.at"},
 		{name: "EXPIRES with an at that is a date", mutate: expiring("2026-12-01"), field: "spec.policies[0].condition.params.at"},
 		{name: "EXPIRES with an at that is a number", mutate: expiring(int64(1764547200)), field: "spec.policies[0].condition.params.at"},
+		{name: "window on an unknown day", mutate: windowed(window("22:00", "06:00", "", "Monday")), field: "spec.policies[0].windows[0].days[0]"},
+		{name: "window from equal to to", mutate: windowed(window("02:00", "02:00", "")), field: "spec.policies[0].windows[0]", parseField: "spec.policies[0].windows[0].to"},
+		{name: "window to 24:00", mutate: windowed(window("22:00", "24:00", "")), field: "spec.policies[0].windows[0].to"},
+		{name: "window from 9:00", mutate: windowed(window("9:00", "17:00", "")), field: "spec.policies[0].windows[0].from"},
+		{name: "window without to", mutate: windowed(map[string]any{"from": "22:00"}), field: "spec.policies[0].windows[0].to"},
+		{name: "window days a string", mutate: windowed(map[string]any{"from": "22:00", "to": "06:00", "days": "Mon"}), field: "spec.policies[0].windows[0].days"},
+		{name: "17 windows", mutate: windowed(manyWindows(17)...), field: "spec.policies[0].windows",
+			parseAccepts: "the CRD bounds the list so that the cost of its from != to rule can be estimated"},
 		{name: "unknown condition type", mutate: setAt("NEVER", "spec", "policies", 0, "condition", "type"), field: "spec.policies[0].condition.type"},
 		{name: "lower-case condition type", mutate: setAt("ttl", "spec", "policies", 0, "condition", "type"), field: "spec.policies[0].condition.type"},
 		{name: "condition type a number", mutate: setAt(int64(1), "spec", "policies", 0, "condition", "type"), field: "spec.policies[0].condition.type"},
@@ -466,6 +491,9 @@ func edgeCases() []edgeCase {
 		{name: "minChecks at the maximum", mutate: setAt(maxSeconds, under(podsParams, "minChecks")...)},
 		{name: "no params", mutate: deleteAt(ttlParams...)},
 		{name: "EXPIRES at a time", mutate: expiring("2026-12-01T18:00:00Z")},
+		{name: "window across midnight on every day in UTC", mutate: windowed(window("22:00", "06:00", ""))},
+		{name: "window on weekdays in a time zone", mutate: windowed(window("00:00", "23:59", "Europe/Berlin", "Mon", "Tue", "Wed", "Thu", "Fri"))},
+		{name: "16 windows", mutate: windowed(manyWindows(16)...)},
 		{name: "EXPIRES at a time with an offset", mutate: expiring("2026-12-01T18:00:00+01:00")},
 		{name: "EXPIRES without params.at (the namespace's annotation)", mutate: func(obj map[string]any) {
 			setAt("EXPIRES", "spec", "policies", 0, "condition", "type")(obj)
@@ -532,6 +560,15 @@ func TestCRDAdmitsEdgeValues(t *testing.T) {
 			}
 		})
 	}
+}
+
+// manyWindows returns n valid windows, an hour each.
+func manyWindows(n int) []any {
+	out := make([]any, n)
+	for i := range out {
+		out[i] = window(fmt.Sprintf("%02d:00", i), fmt.Sprintf("%02d:30", i), "America/New_York")
+	}
+	return out
 }
 
 // manyTTLPolicies returns n distinct, valid TTL policies.

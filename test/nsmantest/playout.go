@@ -25,7 +25,8 @@ import (
 const PlayOutLabel = "nsman.test/play-out"
 
 // Shorten rewrites a manager for a test: TTLs and initial delays of at most
-// a few seconds, a period of one second, and webhook URLs pointing at recv
+// a few seconds, a period of one second, windows open now, and webhook URLs
+// pointing at recv
 // (same path): a URL naming a Service of the manager's own namespace
 // (<service>.<namespace>.svc[.cluster.local]) keeps its host, the Service
 // created (see Receiver.ServiceURL) and the port made recv's; any other
@@ -51,6 +52,12 @@ func Shorten(t testing.TB, admin kubernetes.Interface, obj *unstructured.Unstruc
 			params["periodSeconds"] = int64(1)
 		}
 		_ = unstructured.SetNestedMap(pm, params, "condition", "params")
+		if _, ok := pm["windows"]; ok {
+			// Its windows, as one open for the play-out: TestWindows plays
+			// out a policy waiting for one.
+			now := time.Now().UTC()
+			pm["windows"] = []any{map[string]any{"from": now.Add(-time.Hour).Format("15:04"), "to": now.Add(2 * time.Hour).Format("15:04")}}
+		}
 		if raw, ok, _ := unstructured.NestedString(pm, "action", "params", "url"); ok && recv != nil {
 			u, err := url.Parse(raw)
 			if err == nil {

@@ -1,0 +1,112 @@
+package policy
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Window is a time of the week in which a policy may act: on Days (every
+// day when empty), from From to To, wall clock in Location. A window whose
+// To is not after its From crosses midnight: it closes on the next day.
+type Window struct {
+	Days []time.Weekday
+	// From and To are minutes after midnight.
+	From, To int
+	Location *time.Location
+}
+
+// dayNames are the days a window names, as spec.policies[].windows[].days
+// spells them.
+var dayNames = []string{"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"}
+
+func (w Window) String() string {
+	days := "every day"
+	if len(w.Days) > 0 {
+		names := make([]string, 0, len(w.Days))
+		for _, d := range w.Days {
+			names = append(names, dayNames[d])
+		}
+		days = strings.Join(names, ",")
+	}
+	return fmt.Sprintf("%s %s-%s %s", days, clock(w.From), clock(w.To), w.Location)
+}
+
+func clock(minutes int) string { return fmt.Sprintf("%02d:%02d", minutes/60, minutes%60) }
+
+// span is when the window opened on date (year, month, day in its
+// location) and when it closes, or false when it does not open that day.
+func (w Window) span(year int, month time.Month, day int) (open, close time.Time, ok bool) {
+	date := time.Date(year, month, day, 12, 0, 0, 0, w.Location)
+	if len(w.Days) > 0 && !slices.Contains(w.Days, date.Weekday()) {
+		return time.Time{}, time.Time{}, false
+	}
+	open = wallClock(year, month, day, w.From, w.Location)
+	if w.To <= w.From {
+		day++ // crosses midnight
+	}
+	return open, wallClock(year, month, day, w.To, w.Location), true
+}
+
+// wallClock is the instant of minutes after midnight on that date in loc.
+// Across a daylight-saving change it is defined, whatever time.Date picks:
+// a wall-clock time that does not exist (the clock jumps over it) is the
+// instant the jump ends; one that happens twice is the first of the two.
+func wallClock(year int, month time.Month, day, minutes int, loc *time.Location) time.Time {
+	t := time.Date(year, month, day, minutes/60, minutes%60, 0, 0, loc)
+	same := func(u time.Time) bool {
+		y, m, d := u.Date()
+		return y == year && m == month && d == day && u.Hour()*60+u.Minute() == minutes
+	}
+	if !same(t) {
+		// Skipped: the jump is the bound of the zone in effect at t that
+		// lies between the wall clock asked for and t.
+		start, end := t.ZoneBounds()
+		if t.Hour()*60+t.Minute() > minutes {
+			return start
+		}
+		return end
+	}
+	for _, back := range []time.Duration{2 * time.Hour, time.Hour, 30 * time.Minute} {
+		if earlier := t.Add(-back); same(earlier.In(loc)) {
+			return earlier
+		}
+	}
+	return t
+}
+
+// nextOpen is the first instant at or after t in which one of windows is
+// open: t itself when one is, and zero when there are no windows.
+func nextOpen(windows []Window, t time.Time) time.Time {
+	var next time.Time
+	for _, w := range windows {
+		local := t.In(w.Location)
+		// From the day before (a window that crosses midnight may still be
+		// open) to a week and a day ahead.
+		for offset := -1; offset <= 8; offset++ {
+			y, m, d := local.AddDate(0, 0, offset).Date()
+			open, close, ok := w.span(y, m, d)
+			if !ok || !close.After(t) || !close.After(open) {
+				continue // closed that day, or a window the clock jumps over
+			}
+			if !open.After(t) {
+				return t
+			}
+			if next.IsZero() || open.Before(next) {
+				next = open
+			}
+			break // later days open later
+		}
+	}
+	return next
+}
+
+// describeWindows says which windows a policy may act in.
+func describeWindows(windows []Window) string {
+	parts := make([]string, 0, len(windows))
+	for _, w := range windows {
+		parts = append(parts, w.String())
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,101 @@
+package policy
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func zone(t *testing.T, name string) *time.Location {
+	t.Helper()
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loc
+}
+
+func utc(s string) time.Time {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// nextOpen across the week, midnight, and both 2026 daylight-saving
+// changes in Europe/Berlin and America/New_York: a wall-clock time the
+// clock jumps over is the end of the jump, one it passes twice the first.
+func TestNextOpen(t *testing.T) {
+	berlin, newYork := zone(t, "Europe/Berlin"), zone(t, "America/New_York")
+	weekdays := []time.Weekday{time.Monday, time.Tuesday, time.Wednesday, time.Thursday, time.Friday}
+	tests := []struct {
+		name   string
+		window Window
+		at     string
+		want   string
+	}{
+		{"office hours, on a Saturday", Window{Days: weekdays, From: 9 * 60, To: 17 * 60, Location: berlin}, "2026-11-28T10:00:00Z", "2026-11-30T08:00:00Z"},
+		{"office hours, open", Window{Days: weekdays, From: 9 * 60, To: 17 * 60, Location: berlin}, "2026-11-30T15:59:00Z", "2026-11-30T15:59:00Z"},
+		{"office hours, just closed", Window{Days: weekdays, From: 9 * 60, To: 17 * 60, Location: berlin}, "2026-11-30T16:00:00Z", "2026-12-01T08:00:00Z"},
+		{"across midnight, open the morning after", Window{Days: []time.Weekday{time.Saturday}, From: 22 * 60, To: 6 * 60, Location: time.UTC}, "2026-11-29T05:59:00Z", "2026-11-29T05:59:00Z"},
+		{"across midnight, closed", Window{Days: []time.Weekday{time.Saturday}, From: 22 * 60, To: 6 * 60, Location: time.UTC}, "2026-11-29T06:00:00Z", "2026-12-05T22:00:00Z"},
+		{"every day", Window{From: 1 * 60, To: 2 * 60, Location: time.UTC}, "2026-11-29T03:00:00Z", "2026-11-30T01:00:00Z"},
+		// Berlin, 2026-03-29: 02:00 CET jumps to 03:00 CEST (01:00 UTC).
+		{"Berlin spring: from in the jump opens as it ends", Window{From: 2*60 + 30, To: 3*60 + 30, Location: berlin}, "2026-03-29T00:00:00Z", "2026-03-29T01:00:00Z"},
+		{"Berlin spring: the day after, CEST", Window{From: 2*60 + 30, To: 3*60 + 30, Location: berlin}, "2026-03-29T01:30:00Z", "2026-03-30T00:30:00Z"},
+		{"Berlin spring: 01:30 CET, before the jump", Window{From: 1*60 + 30, To: 4 * 60, Location: berlin}, "2026-03-28T23:00:00Z", "2026-03-29T00:30:00Z"},
+		// Berlin, 2026-10-25: 03:00 CEST falls back to 02:00 CET (01:00 UTC).
+		{"Berlin autumn: 02:30 happens twice, the first", Window{From: 2*60 + 30, To: 4 * 60, Location: berlin}, "2026-10-25T00:00:00Z", "2026-10-25T00:30:00Z"},
+		{"Berlin autumn: open through the second 02:45", Window{From: 2*60 + 30, To: 4 * 60, Location: berlin}, "2026-10-25T01:45:00Z", "2026-10-25T01:45:00Z"},
+		{"Berlin autumn: closed at 04:00 CET", Window{From: 2*60 + 30, To: 4 * 60, Location: berlin}, "2026-10-25T03:00:00Z", "2026-10-26T01:30:00Z"},
+		// New York, 2026-03-08: 02:00 EST jumps to 03:00 EDT (07:00 UTC).
+		{"New York spring: a window inside the jump does not open that day", Window{From: 2 * 60, To: 2*60 + 30, Location: newYork}, "2026-03-08T06:00:00Z", "2026-03-09T06:00:00Z"},
+		{"New York spring: to in the jump closes as it ends", Window{From: 1 * 60, To: 2*60 + 30, Location: newYork}, "2026-03-08T06:59:00Z", "2026-03-08T06:59:00Z"},
+		// New York, 2026-11-01: 02:00 EDT falls back to 01:00 EST (06:00 UTC).
+		{"New York autumn: 01:00 happens twice, the first", Window{From: 1 * 60, To: 1*60 + 30, Location: newYork}, "2026-11-01T04:00:00Z", "2026-11-01T05:00:00Z"},
+		{"New York autumn: the second 01:10 is past the window", Window{From: 1 * 60, To: 1*60 + 30, Location: newYork}, "2026-11-01T06:10:00Z", "2026-11-02T06:00:00Z"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := nextOpen([]Window{tt.window}, utc(tt.at)); !got.Equal(utc(tt.want)) {
+				t.Errorf("nextOpen(%s, %s) = %s, want %s", tt.window, tt.at, got.UTC().Format(time.RFC3339), tt.want)
+			}
+		})
+	}
+	// The earliest of several windows.
+	two := []Window{{Days: []time.Weekday{time.Sunday}, From: 10 * 60, To: 11 * 60, Location: time.UTC}, {From: 23 * 60, To: 23*60 + 30, Location: time.UTC}}
+	if got := nextOpen(two, utc("2026-11-28T12:00:00Z")); !got.Equal(utc("2026-11-28T23:00:00Z")) {
+		t.Errorf("two windows: %s, want the Saturday night one", got)
+	}
+}
+
+// A policy with windows acts only in them: one that holds outside waits
+// for the next to open, still holding; one that waits for a time waits for
+// the first open one from then; pods are not checked while closed.
+func TestEvaluateInWindows(t *testing.T) {
+	nights := []Window{{From: 22 * 60, To: 6 * 60, Location: time.UTC}}
+	withWindows := func(p Policy) Policy { p.Windows = nights; return p }
+	noon := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+
+	out := Evaluate(mgr(withWindows(expires("expire", noon.Add(-time.Hour)))), Input{Now: noon, TargetCreated: created})
+	if out.Verdict != Wait || !out.NextDue.Equal(noon.Add(10*time.Hour)) || !out.Policies[0].Holds || !strings.Contains(out.Policies[0].Detail, "outside its windows (every day 22:00-06:00 UTC): it acts at 2026-11-24T22:00:00Z") {
+		t.Errorf("holding at noon: %s, due %v, %+v; want to wait for 22:00, still holding", out.Verdict, out.NextDue, out.Policies)
+	}
+	if out := Evaluate(mgr(withWindows(expires("expire", noon.Add(-time.Hour)))), Input{Now: noon.Add(11 * time.Hour), TargetCreated: created}); out.Verdict != Fire {
+		t.Errorf("holding at 23:00: %s, want fire", out.Verdict)
+	}
+	out = Evaluate(mgr(withWindows(expires("expire", noon.Add(2*time.Hour)))), Input{Now: noon, TargetCreated: created})
+	if out.Verdict != Wait || !out.NextDue.Equal(noon.Add(10*time.Hour)) {
+		t.Errorf("due at 14:00, outside: %s, due %v; want the window's 22:00", out.Verdict, out.NextDue)
+	}
+	out = Evaluate(mgr(withWindows(pods("tests pass"))), Input{Now: noon, TargetCreated: created.Add(-24 * time.Hour)})
+	if out.Verdict != Wait || !out.NextDue.Equal(noon.Add(10*time.Hour)) || !strings.Contains(out.Policies[0].Detail, "pods are checked from") {
+		t.Errorf("pods condition, closed: %s, due %v, %+v; want no check before 22:00", out.Verdict, out.NextDue, out.Policies)
+	}
+	// Later policies are evaluated while one waits for its window.
+	out = Evaluate(mgr(withWindows(expires("expire", noon.Add(-time.Hour))), ttl("backstop", 0)), Input{Now: noon, TargetCreated: created})
+	if out.Verdict != Fire || out.Policy != 1 {
+		t.Errorf("a backstop after a policy waiting for its window: %s policy %d, want the backstop to fire", out.Verdict, out.Policy)
+	}
+}
