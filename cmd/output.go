@@ -77,6 +77,11 @@ func writeReport(w io.Writer, format string, r sweep.Report) error {
 			return err
 		}
 	}
+	if until := r.Summary.FrozenUntil; until != nil {
+		if _, err := fmt.Fprintf(w, "frozen until %s: nothing acted; what is due waits until then\n", until.Format(time.RFC3339)); err != nil {
+			return err
+		}
+	}
 	if r.Summary.Stuck > 0 {
 		_, err := fmt.Fprintf(w, "%d namespace(s) stuck in Terminating: nsman explain NAMESPACE says what holds each\n", r.Summary.Stuck)
 		return err

@@ -42,6 +42,9 @@ type sweepOptions struct {
 	maxHold             time.Duration
 	stuckAfter          time.Duration
 	reclaim             bool
+	freezes             []string
+	freezeFile          string
+	freezeTimeZone      string
 	notifyURL           string
 	notifyURLFile       string
 	notifyFormat        string
@@ -101,6 +104,9 @@ failed, 2 on a usage or configuration error.`,
 	fs.DurationVar(&o.claimTTL, "claim-ttl", sweep.DefaultClaimTTL, "how long a claim holds a manager: an action not done by then (less 5s) is given up, and a later sweep may complete the claim of a sweep that died (at least 10s; 0: the default)")
 	fs.DurationVar(&o.stuckAfter, "stuck-after", sweep.DefaultStuckAfter, "a namespace a manager or rule deleted that is still Terminating this long after its deletion is reported stuck, with why (0: the default)")
 	fs.BoolVar(&o.reclaim, "reclaim", true, "tell what each DELETE and SCALE_DOWN frees (CPU and memory requested by the pods that go, storage requested by the PersistentVolumeClaims, LoadBalancer Services), read before a DELETE")
+	fs.StringArrayVar(&o.freezes, "freeze", nil, "START/END: nothing acts from START to END; what is due waits until END (repeatable; each an RFC 3339 time, or a date YYYY-MM-DD in --freeze-time-zone: a START date is the start of that day, an END date its end)")
+	fs.StringVar(&o.freezeFile, "freeze-file", "", "file of freezes, as --freeze, one START/END a line, # comments (a holiday calendar), read at start")
+	fs.StringVar(&o.freezeTimeZone, "freeze-time-zone", "UTC", "the IANA time zone of the dates in --freeze and --freeze-file")
 	fs.StringVar(&o.webhookKeyFile, "webhook-signing-key-file", "", "file with the key that signs webhook requests (HMAC-SHA256)")
 	fs.StringSliceVar(&o.webhookAllow, "webhook-allow", nil, "send webhooks only to these receivers: host names, *.domain suffixes, CIDRs of the addresses dialled (default: any receiver the deny list allows)")
 	fs.StringVar(&o.notifyURL, "notify-url", "", "after every action that fired or failed (not in a dry run), POST a notification here, delivered as WEBHOOK actions are (timeout, retries, address policy, --webhook-allow, signature); the URL is a credential that this flag shows to anyone who can see the process or the pod spec: in a cluster, use --notify-url-file")
@@ -169,6 +175,11 @@ func (o *sweepOptions) config(flags *pflag.FlagSet) (sweep.Config, error) {
 		}
 		cfg.At = at
 	}
+	freezes, err := o.readFreezes()
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Freezes = freezes
 	if o.output != "text" && o.output != "json" {
 		return cfg, fmt.Errorf("-o %q: want text or json", o.output)
 	}
@@ -178,7 +189,6 @@ func (o *sweepOptions) config(flags *pflag.FlagSet) (sweep.Config, error) {
 	if o.chunkSize < 1 {
 		return cfg, errors.New("--chunk-size must be at least 1")
 	}
-	var err error
 	if cfg.NotifyURL, cfg.NotifySigningKey, err = o.notifyConfig(); err != nil {
 		return cfg, err
 	}
@@ -367,4 +377,34 @@ func sweepID() string {
 	_, _ = rand.Read(b)
 	host, _ := os.Hostname()
 	return fmt.Sprintf("%s-%s", host, hex.EncodeToString(b))
+}
+
+// readFreezes is --freeze and --freeze-file's freezes, dates read in
+// --freeze-time-zone.
+func (o *sweepOptions) readFreezes() ([]sweep.Freeze, error) {
+	loc, err := time.LoadLocation(o.freezeTimeZone)
+	if err != nil || o.freezeTimeZone == "" || o.freezeTimeZone == "Local" {
+		return nil, fmt.Errorf("--freeze-time-zone %q: want an IANA time zone such as Europe/Berlin or UTC", o.freezeTimeZone)
+	}
+	var out []sweep.Freeze
+	for _, s := range o.freezes {
+		f, err := sweep.ParseFreeze(s, loc)
+		if err != nil {
+			return nil, fmt.Errorf("--freeze %w", err)
+		}
+		out = append(out, f)
+	}
+	if o.freezeFile == "" {
+		return out, nil
+	}
+	file, err := os.Open(o.freezeFile)
+	if err != nil {
+		return nil, fmt.Errorf("--freeze-file: %w", err)
+	}
+	defer file.Close()
+	fromFile, err := sweep.ReadFreezes(file, o.freezeFile, loc)
+	if err != nil {
+		return nil, fmt.Errorf("--freeze-file %w", err)
+	}
+	return append(out, fromFile...), nil
 }

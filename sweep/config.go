@@ -85,6 +85,8 @@ type Config struct {
 	// SkipReclaim: a DELETE or SCALE_DOWN is not told what it frees, and a
 	// DELETE reads nothing before it (--reclaim=false).
 	SkipReclaim bool
+	// Freezes are times in which nothing acts (--freeze, --freeze-file).
+	Freezes []Freeze
 }
 
 // ProtectedFloor is the namespaces New always protects, whatever
@@ -138,6 +140,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--max-hold must not be negative")
 	case c.StuckAfter < 0:
 		return fmt.Errorf("--stuck-after must not be negative")
+	case slices.ContainsFunc(c.Freezes, func(f Freeze) bool { return !f.End.After(f.Start) }):
+		return fmt.Errorf("a freeze ends before it starts")
 	case c.ShardCount < 0:
 		return fmt.Errorf("--shard-count must not be negative")
 	case c.ShardIndex < 0 || c.ShardIndex >= max(c.ShardCount, 1):

@@ -52,6 +52,10 @@ func (s *Sweeper) carryOut(ctx context.Context, r *sweepRun, rec record, d decis
 		e, recorded = s.save(ctx, rec, outcome{entry: e, checks: d.checks, stuckOnly: d.stuckOnly, stuckUnread: d.stuckUnread})
 	case p.step == stepDeactivate || p.step == stepConfirmDelete:
 		e, recorded = s.finish(ctx, r, rec, p, e)
+	case r.frozen:
+		// Nothing acts in a freeze: due, the subject waits for its end.
+		e.State, e.Message, e.Due = StateWaiting, fmt.Sprintf("%s; frozen until %s (--freeze)", p.reason, r.frozenUntil.UTC().Format(time.RFC3339)), timePtr(r.frozenUntil)
+		e, recorded = s.save(ctx, rec, outcome{entry: e, checks: d.checks})
 	case r.stop.Err() != nil:
 		// Interrupted while this subject was evaluated: no action starts.
 		e = notReached(e, "it acted")

@@ -207,6 +207,9 @@ type Summary struct {
 	// ReclaimUnknown counts the DELETEs done whose reclaim could not be
 	// read (their effects say why): Reclaimed leaves them out.
 	ReclaimUnknown int `json:"reclaimUnknown,omitempty"`
+	// FrozenUntil, when the sweep ran in a freeze (--freeze), is when it
+	// ends: nothing acted, and what was due waits until then.
+	FrozenUntil *time.Time `json:"frozenUntil,omitempty"`
 	// Stuck counts the namespaces the entries say are stuck in Terminating.
 	Stuck int `json:"stuck,omitempty"`
 }

@@ -75,6 +75,10 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 // sweepRun is the state of one Run.
 type sweepRun struct {
 	now time.Time
+	// frozen: now is in a freeze, which ends (with any it runs into) at
+	// frozenUntil.
+	frozen      bool
+	frozenUntil time.Time
 	// stop is done once the sweep is interrupted: no action starts after
 	// it, while those under way go on for InterruptGrace.
 	stop    context.Context
@@ -268,6 +272,7 @@ func (s *Sweeper) listManagers(ctx, work context.Context, r *sweepRun, q *queue)
 		if !l.any {
 			l.any = true
 			r.now = s.now()
+			r.frozenUntil, r.frozen = frozenUntil(s.cfg.Freezes, r.now)
 			q.wg.Go(func() { _, _ = s.namespaces(work, r) })
 		}
 		if isRule(m.obj) {
@@ -360,6 +365,9 @@ func (s *Sweeper) report(r *sweepRun, l listing, began time.Time) Report {
 		}
 	}
 	report.Summary.ReclaimUnknown = int(r.reclaimUnknown.Load())
+	if r.frozen {
+		report.Summary.FrozenUntil = timePtr(r.frozenUntil)
+	}
 	report.Summary.Stuck = len(stuck)
 	return report
 }
