@@ -167,7 +167,7 @@ cluster-down: ## Stop the control plane that cluster-up started
 	@bin/nsman-cluster -dir .cluster down
 
 .PHONY: demo
-demo: build control-plane ## Start a control plane, install the CRD and RBAC, apply examples/, show the dry-run plan and what it would reclaim, sweep for real, play stages, a tenant's webhook, a rule, a laptop dry run as the CronJob sees, nsman doctor, a namespace stuck in Terminating (nsman explain, a sweep), tear down
+demo: build control-plane ## Start a control plane, install the CRD and RBAC, apply examples/, show the dry-run plan and what it would reclaim, sweep for real, play stages, a tenant's webhook, a rule, a laptop dry run as the CronJob sees, nsman doctor, a namespace stuck in Terminating (nsman explain, a sweep), expiry dates, windows and freezes, tear down
 	scripts/demo.sh
 
 .PHONY: clean
@@ -201,5 +201,5 @@ else
 endif
 
 .PHONY: deploy
-deploy: ## Apply deploy/ to the current kubectl context (OVERLAY=dry-run, webhook-signing, sharded, webhook-egress or notify for deploy/overlays/*)
+deploy: ## Apply deploy/ to the current kubectl context (OVERLAY=dry-run, webhook-signing, sharded, webhook-egress, notify or freeze for deploy/overlays/*)
 	kubectl apply -k deploy/$(if $(OVERLAY),overlays/$(OVERLAY))

@@ -45,9 +45,9 @@ until [ -s "$work/webhooks.log" ]; do sleep 0.1; done
 receiver=$(head -n 1 "$work/webhooks.log")
 echo "receiver at $receiver"
 
-step "applying examples/ (the webhook example pointed at the receiver; stages and rules get scenes of their own below)"
+step "applying examples/ (the webhook example pointed at the receiver; stages, rules, expiry dates and windows get scenes of their own below)"
 for f in examples/*.yaml; do
-	case "$f" in examples/rule-* | examples/lifecycle-stages.yaml) continue ;; esac
+	case "$f" in examples/rule-* | examples/lifecycle-stages.yaml | examples/windows-*) continue ;; esac
 	sed "s#http://webhook-receiver\.[a-z0-9-]*\.svc:8080#$receiver#" "$f"
 	echo "---"
 done | kubectl apply -f -
@@ -236,3 +236,21 @@ nsman sweep -l demo=stuck --stuck-after 1s
 echo "the finalizer's owner is gone for good here: removing it, as the report says a person could"
 kubectl -n preview-stuck patch buckets.demo.nsman.test assets --type=json -p '[{"op":"remove","path":"/metadata/finalizers"}]'
 kubectl wait --for=delete namespace/preview-stuck --timeout=60s
+
+step "expiry dates: CI writes nsman.k8s.consol.de/expires on each preview namespace, one rule enforces it (examples/rule-expires.yaml)"
+kubectl apply -f examples/rule-expires.yaml
+kubectl -n namespace-manager label namespacemanager demo-preview-expiry demo=expires
+nsman sweep -l demo=expires
+echo "demo-preview-expired is gone; the undated and later ones wait for the 30-day backstop; the misdated one is reported, once:"
+kubectl -n namespace-manager get events --field-selector reason=ExpiryIgnored -o custom-columns=REASON:.reason,NOTE:.note
+
+step "windows: examples/windows-night-scale-down.yaml parks a preview only at night or at the weekend, Europe/Berlin"
+kubectl apply -f examples/windows-night-scale-down.yaml
+echo "its TTL passed at a Tuesday's 14:00 (a dry run --at): it waits for the window, and says when it opens"
+nsman sweep --dry-run -n demo-windows --at "$(date -u -d "$(date -u -d 'next tuesday' +%Y-%m-%d) 13:00" +%Y-%m-%dT%H:%M:%SZ)"
+echo "and at 21:00 that day it acts"
+nsman sweep --dry-run -n demo-windows --at "$(date -u -d "$(date -u -d 'next tuesday' +%Y-%m-%d) 20:00" +%Y-%m-%dT%H:%M:%SZ)"
+
+step "freezes: nothing acts over the holidays (--freeze, or --freeze-file, a calendar); due managers wait until the freeze ends"
+nsman sweep --dry-run -n demo-windows --at "$(date -u -d "$(date -u -d 'next tuesday' +%Y-%m-%d) 20:00" +%Y-%m-%dT%H:%M:%SZ)" \
+	--freeze "$(date -u -d 'next tuesday' +%Y-%m-%d)/$(date -u -d 'next tuesday +1 day' +%Y-%m-%d)"

@@ -267,6 +267,9 @@ func TestOverlaysRenderAndAreAdmitted(t *testing.T) {
 				t.Errorf("%s%s: %v", webhookAllowFlag, value, err)
 			}
 		}, added: []string{"NetworkPolicy namespace-manager/nsman-egress"}, checkAdded: checkEgressPolicy},
+		{overlay: "freeze", check: func(t *testing.T, cj *batchv1.CronJob) {
+			checkFreezeOverlay(t, cj, baseArgs)
+		}, added: []string{"ConfigMap namespace-manager/" + freezeConfigMap}, checkAdded: checkFreezeCalendar},
 	} {
 		t.Run(tc.overlay, func(t *testing.T) {
 			objs := kustomize(ctx, t, filepath.Join("deploy", "overlays", tc.overlay))
@@ -350,6 +353,7 @@ const webhookAllowFlag = "--webhook-allow="
 // addedResources are the resources of the kinds overlays add to the base.
 var addedResources = map[schema.GroupVersionKind]schema.GroupVersionResource{
 	networkingv1.SchemeGroupVersion.WithKind("NetworkPolicy"): networkingv1.SchemeGroupVersion.WithResource("networkpolicies"),
+	corev1.SchemeGroupVersion.WithKind("ConfigMap"):           corev1.SchemeGroupVersion.WithResource("configmaps"),
 }
 
 // checkEgressPolicy checks the webhook-egress overlay's NetworkPolicy: it

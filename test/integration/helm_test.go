@@ -443,6 +443,68 @@ func wantSecretFile(t *testing.T, r rendered, secret, key, dir, path string) {
 	}
 }
 
+// wantFreezeCalendar checks that item key of ConfigMap configMap is
+// mounted read-only at /etc/nsman/freeze/calendar, where --freeze-file
+// reads it, by a volume that is not optional, and that the flag is passed.
+func wantFreezeCalendar(t *testing.T, r rendered, configMap, key string) {
+	t.Helper()
+	if !slices.Contains(r.args(t), freezeFileFlag) {
+		t.Errorf("args %q lack %s", r.args(t), freezeFileFlag)
+	}
+	vols := r.pod().Volumes
+	i := slices.IndexFunc(vols, func(v corev1.Volume) bool {
+		return v.ConfigMap != nil && v.ConfigMap.Name == configMap && slices.Equal(v.ConfigMap.Items, []corev1.KeyToPath{{Key: key, Path: "calendar"}})
+	})
+	if i < 0 {
+		t.Fatalf("volumes %+v: none of ConfigMap %s with %s at calendar", vols, configMap, key)
+	}
+	if ptr.Deref(vols[i].ConfigMap.Optional, false) {
+		t.Errorf("ConfigMap %s's volume optional: nsman would sweep without its calendar", configMap)
+	}
+	if mounts := r.container(t).VolumeMounts; !slices.Contains(mounts, corev1.VolumeMount{Name: vols[i].Name, MountPath: freezeDir, ReadOnly: true}) {
+		t.Errorf("mounts %+v: want %s read-only at %s", mounts, vols[i].Name, freezeDir)
+	}
+}
+
+// wantCreatedFreezeCalendar checks the ConfigMap the chart creates from
+// freeze.calendar, and that it is the one mounted.
+func wantCreatedFreezeCalendar(t *testing.T, r rendered, name, calendar string) {
+	t.Helper()
+	obj := r.find("ConfigMap")
+	if obj == nil {
+		t.Fatal("no ConfigMap rendered for freeze.calendar")
+	}
+	cm := &corev1.ConfigMap{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj.Object, cm, true); err != nil {
+		t.Fatal(err)
+	}
+	if cm.Name != name || cm.Namespace != chartNamespace {
+		t.Errorf("ConfigMap %s/%s, want %s/%s", cm.Namespace, cm.Name, chartNamespace, name)
+	}
+	if len(cm.Data) != 1 || cm.Data["calendar"] != calendar || len(cm.BinaryData) > 0 {
+		t.Errorf("ConfigMap data %q, want calendar %q alone", cm.Data, calendar)
+	}
+	wantFreezeCalendar(t, r, name, "calendar")
+}
+
+// wantNoFreezeCalendar checks that nothing of a freeze calendar is
+// rendered.
+func wantNoFreezeCalendar(t *testing.T, r rendered) {
+	t.Helper()
+	if slices.ContainsFunc(r.args(t), func(a string) bool { return strings.HasPrefix(a, "--freeze-file") }) {
+		t.Errorf("args %q: a calendar without one set", r.args(t))
+	}
+	if slices.ContainsFunc(r.pod().Volumes, func(v corev1.Volume) bool { return v.ConfigMap != nil }) {
+		t.Errorf("volumes %+v: a ConfigMap's without a calendar set", r.pod().Volumes)
+	}
+	if cm := r.find("ConfigMap"); cm != nil {
+		t.Errorf("ConfigMap %s rendered without a calendar", cm.GetName())
+	}
+}
+
+// freezeCalendar is a calendar set as freeze.calendar.
+const freezeCalendar = "# holidays\n2026-12-24/2026-12-26\n\n2026-12-31T18:00:00+01:00/2027-01-01T12:00:00+01:00  # New Year\n"
+
 // wantNotifyURLHidden checks that the CronJob holds nothing of the
 // notification URL secret (a part of it): no argument, no environment
 // variable, no annotation; and no --notify-url.
@@ -530,6 +592,7 @@ func TestHelmChartValues(t *testing.T) {
 			wantArgs(t, r)
 			wantShards(t, r, 1)
 			wantNoSigningKey(t, r)
+			wantNoFreezeCalendar(t, r)
 			if r.cj.Spec.Suspend != nil {
 				t.Errorf("suspend %v, want unset", *r.cj.Spec.Suspend)
 			}
@@ -546,6 +609,31 @@ func TestHelmChartValues(t *testing.T) {
 			if crd := r.find("CustomResourceDefinition"); crd == nil || crd.GetAnnotations()[keepPolicy] != "keep" {
 				t.Errorf("CRD %v: want it rendered and kept, the defaults", crd)
 			}
+		}},
+		{"freeze unset, as a release of a chart before it keeps its values (--reuse-values)", []string{"--set", "freeze=null"}, func(t *testing.T, r rendered) {
+			wantArgs(t, r)
+			wantNoSigningKey(t, r)
+			wantNoFreezeCalendar(t, r)
+		}},
+		{"freeze ranges and time zone", []string{"--set-json", `freeze.ranges=["2026-12-24/2026-12-26","2026-12-31T18:00:00+01:00/2027-01-01T12:00:00+01:00"]`, "--set", "freeze.timeZone=Europe/Berlin"}, func(t *testing.T, r rendered) {
+			wantArgs(t, r, "--freeze=2026-12-24/2026-12-26", "--freeze=2026-12-31T18:00:00+01:00/2027-01-01T12:00:00+01:00", "--freeze-time-zone=Europe/Berlin")
+			wantNoFreezeCalendar(t, r)
+		}},
+		{"freeze calendar from a value", []string{"--set-json", "freeze.calendar=" + jsonString(t, freezeCalendar), "--set", "freeze.existingConfigMapKey=unused"}, func(t *testing.T, r rendered) {
+			wantCreatedFreezeCalendar(t, r, "nsman-freeze", freezeCalendar)
+			wantArgs(t, r, freezeFileFlag)
+		}},
+		{"freeze calendar ConfigMap named after the release", []string{"--set-json", "freeze.calendar=" + jsonString(t, freezeCalendar), "--set", "fullnameOverride=sweeper"}, func(t *testing.T, r rendered) {
+			wantCreatedFreezeCalendar(t, r, "sweeper-freeze", freezeCalendar)
+		}},
+		{"freeze calendar from an existing ConfigMap, with ranges, beside Secrets", []string{"--set", "freeze.existingConfigMap=holidays,freeze.existingConfigMapKey=de.txt,notify.existingSecret=chat,webhook.signingKey.existingSecret=hmac", "--set-json", `freeze.ranges=["2026-12-24/2026-12-26"]`}, func(t *testing.T, r rendered) {
+			wantFreezeCalendar(t, r, "holidays", "de.txt")
+			wantSecretFile(t, r, "chat", "url", notifyURLDir, "url")
+			wantSecretFile(t, r, "hmac", "key", signingKeyDir, "key")
+			if cm := r.find("ConfigMap"); cm != nil {
+				t.Errorf("ConfigMap %s rendered: the existing one is the user's", cm.GetName())
+			}
+			wantArgs(t, r, "--freeze=2026-12-24/2026-12-26", freezeFileFlag, signingKeyFlag, notifyURLFlag, "--notify-format=json")
 		}},
 		{"crds.keep=false", []string{"--set", "crds.keep=false"}, func(t *testing.T, r rendered) {
 			crd := r.find("CustomResourceDefinition")
@@ -684,6 +772,14 @@ func TestHelmChartSchemaRefusesWrongValues(t *testing.T) {
 		{"notify.existingSecret=a,notify.url=https://hooks.slack.com/services/x", "notify: set existingSecret or url, not both"},
 		{"notify.existingSecret=a,notify.signingKey.existingSecret=b,notify.signingKey.value=c", "notify.signingKey: set existingSecret or value, not both"},
 		{"notify.signingKey.existingSecret=b", "set notify.existingSecret or notify.url too"},
+		{"freeze.ranges=2026-12-24/2026-12-26", "/freeze/ranges"},
+		{"freeze.ranges={2026-12-24}", "/freeze/ranges/0"},
+		{"freeze.ranges={christmas}", "/freeze/ranges/0"},
+		{"freeze.timeZone=Europe Berlin", "/freeze/timeZone"},
+		{"freeze.calendar={a,b}", "/freeze/calendar"},
+		{"freeze.existingConfigMapKey=", "/freeze/existingConfigMapKey"},
+		{"freeze.timezone=UTC", "additional properties 'timezone' not allowed"},
+		{"freeze.existingConfigMap=a,freeze.calendar=2026-12-24/2026-12-26", "freeze: set existingConfigMap or calendar, not both"},
 	} {
 		t.Run(tc.set, func(t *testing.T) {
 			_, err := runHelm(ctx, t, "template", chartRelease, chartDir, "--set", tc.set)
@@ -746,6 +842,19 @@ func TestHelmChartSchemaKnowsKubernetesFields(t *testing.T) {
 // make helm-lint lints and renders too. Every file has one.
 var ciValues = map[string]func(t *testing.T, r rendered){
 	"dry-run-values.yaml": func(t *testing.T, r rendered) { wantArgs(t, r, "--dry-run") },
+	"freeze-values.yaml": func(t *testing.T, r rendered) {
+		wantArgs(t, r, freezeFileFlag, "--freeze-time-zone=Europe/Berlin")
+		obj := r.find("ConfigMap")
+		if obj == nil {
+			t.Fatal("no ConfigMap rendered for freeze.calendar")
+		}
+		calendar, _, _ := unstructured.NestedString(obj.Object, "data", "calendar")
+		wantCreatedFreezeCalendar(t, r, freezeConfigMap, calendar)
+		freezes := parseCalendar(t, calendar, "Europe/Berlin")
+		if len(freezes) < 2 {
+			t.Errorf("calendar %q: %d ranges, want a few", calendar, len(freezes))
+		}
+	},
 	"notify-values.yaml": func(t *testing.T, r rendered) {
 		wantSecretFile(t, r, notifyURLSecret, "url", notifyURLDir, "url")
 		wantArgs(t, r, notifyURLFlag, "--notify-format=slack")
@@ -802,6 +911,7 @@ var ciValues = map[string]func(t *testing.T, r rendered){
 		want := []string{"sweep", "--log-format=text", "--log-level=debug", "--max-actions=10", "--concurrency=4",
 			"--chunk-size=250", "--claim-ttl=2m", "--max-hold=48h", "--stuck-after=30m", "--reclaim=false", "--webhook-timeout=5s",
 			"--trusted-namespaces=namespace-manager,ci-managers", "--protected-namespaces=default,namespace-manager,production",
+			"--freeze=2025-12-24/2025-12-26", "--freeze=2026-04-03T18:00:00+02:00/2026-04-06T23:59:59+02:00", "--freeze-time-zone=America/New_York",
 			"--pushgateway-url=http://pushgateway.monitoring.svc:9091", "--qps=100"}
 		if got := r.args(t); !slices.Equal(got, want) {
 			t.Errorf("args %q, want %q", got, want)
@@ -886,6 +996,7 @@ var renderedResources = map[schema.GroupVersionKind]struct {
 	rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding"):                         {rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings"), false},
 	corev1.SchemeGroupVersion.WithKind("ServiceAccount"):                             {corev1.SchemeGroupVersion.WithResource("serviceaccounts"), true},
 	corev1.SchemeGroupVersion.WithKind("Secret"):                                     {corev1.SchemeGroupVersion.WithResource("secrets"), true},
+	corev1.SchemeGroupVersion.WithKind("ConfigMap"):                                  {corev1.SchemeGroupVersion.WithResource("configmaps"), true},
 	batchv1.SchemeGroupVersion.WithKind("CronJob"):                                   {cronJobResource, true},
 	networkingv1.SchemeGroupVersion.WithKind("NetworkPolicy"):                        {networkingv1.SchemeGroupVersion.WithResource("networkpolicies"), true},
 	admissionregistrationv1.SchemeGroupVersion.WithKind(policyKind):                  {policyResource, false},
@@ -965,6 +1076,7 @@ func TestHelmChartValuesFiles(t *testing.T) {
 
 			// The arguments as nsman takes them. What exists only in the
 			// pod is replaced: the key and URL files by the test's, the
+			// freeze calendar by a file of the rendered ConfigMap's, the
 			// Pushgateway by a server that counts pushes.
 			var pushes atomic.Int32
 			gateway := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { pushes.Add(1) }))
@@ -990,6 +1102,13 @@ func TestHelmChartValuesFiles(t *testing.T) {
 					a = "--notify-url-file=" + urlFile
 				case a == notifyKeyFlag:
 					a = "--notify-signing-key-file=" + keyFile
+				case a == freezeFileFlag:
+					obj := r.find("ConfigMap")
+					if obj == nil {
+						t.Fatalf("%s without a ConfigMap rendered", a)
+					}
+					calendar, _, _ := unstructured.NestedString(obj.Object, "data", "calendar")
+					a = "--freeze-file=" + writeCalendar(t, calendar)
 				case strings.HasPrefix(a, "--pushgateway-url="):
 					a = "--pushgateway-url=" + gateway.URL
 				}

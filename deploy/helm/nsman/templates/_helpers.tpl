@@ -109,6 +109,17 @@ annotations:
 {{- if kindIs "slice" .Values.protectedNamespaces }}
 - {{ printf "--protected-namespaces=%s" (join "," .Values.protectedNamespaces) | quote }}
 {{- end }}
+{{- /* freeze: unset in the values of a release that predates it (--reuse-values). */}}
+{{- $freeze := .Values.freeze | default dict }}
+{{- range $freeze.ranges }}
+- {{ printf "--freeze=%s" . | quote }}
+{{- end }}
+{{- if include "nsman.freezeConfigMap" . }}
+- --freeze-file=/etc/nsman/freeze/calendar
+{{- end }}
+{{- with $freeze.timeZone }}
+- {{ printf "--freeze-time-zone=%s" . | quote }}
+{{- end }}
 {{- if include "nsman.signingKeySecret" . }}
 - --webhook-signing-key-file=/etc/nsman/webhook/key
 {{- end }}
