@@ -44,7 +44,9 @@ func (w Window) span(year int, month time.Month, day int) (open, close time.Time
 	}
 	open = wallClock(year, month, day, w.From, w.Location)
 	if w.To <= w.From {
-		day++ // crosses midnight
+		// Crosses midnight: closes the next day (the 1st after a month's
+		// last, wallClock wants a real date).
+		year, month, day = date.AddDate(0, 0, 1).Date()
 	}
 	return open, wallClock(year, month, day, w.To, w.Location), true
 }

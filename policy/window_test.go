@@ -41,6 +41,10 @@ func TestNextOpen(t *testing.T) {
 		{"across midnight, open the morning after", Window{Days: []time.Weekday{time.Saturday}, From: 22 * 60, To: 6 * 60, Location: time.UTC}, "2026-11-29T05:59:00Z", "2026-11-29T05:59:00Z"},
 		{"across midnight, closed", Window{Days: []time.Weekday{time.Saturday}, From: 22 * 60, To: 6 * 60, Location: time.UTC}, "2026-11-29T06:00:00Z", "2026-12-05T22:00:00Z"},
 		{"every day", Window{From: 1 * 60, To: 2 * 60, Location: time.UTC}, "2026-11-29T03:00:00Z", "2026-11-30T01:00:00Z"},
+		{"across midnight at a month's end, closed", Window{From: 20 * 60, To: 7 * 60, Location: berlin}, "2026-12-01T13:00:00Z", "2026-12-01T19:00:00Z"},
+		{"across midnight at a month's end, open", Window{From: 20 * 60, To: 7 * 60, Location: berlin}, "2026-12-01T05:00:00Z", "2026-12-01T05:00:00Z"},
+		{"across midnight at a year's end, closed", Window{From: 22 * 60, To: 6 * 60, Location: time.UTC}, "2027-01-01T07:00:00Z", "2027-01-01T22:00:00Z"},
+		{"across midnight at a year's end, open", Window{From: 22 * 60, To: 6 * 60, Location: time.UTC}, "2027-01-01T05:00:00Z", "2027-01-01T05:00:00Z"},
 		// Berlin, 2026-03-29: 02:00 CET jumps to 03:00 CEST (01:00 UTC).
 		{"Berlin spring: from in the jump opens as it ends", Window{From: 2*60 + 30, To: 3*60 + 30, Location: berlin}, "2026-03-29T00:00:00Z", "2026-03-29T01:00:00Z"},
 		{"Berlin spring: the day after, CEST", Window{From: 2*60 + 30, To: 3*60 + 30, Location: berlin}, "2026-03-29T01:30:00Z", "2026-03-30T00:30:00Z"},

@@ -242,7 +242,7 @@ kubectl apply -f examples/rule-expires.yaml
 kubectl -n namespace-manager label namespacemanager demo-preview-expiry demo=expires
 nsman sweep -l demo=expires
 echo "demo-preview-expired is gone; the undated and later ones wait for the 30-day backstop; the misdated one is reported, once:"
-kubectl -n namespace-manager get events --field-selector reason=ExpiryIgnored -o custom-columns=REASON:.reason,NOTE:.note
+kubectl -n namespace-manager get events --field-selector reason=ExpiryIgnored -o custom-columns=REASON:.reason,MESSAGE:.message
 
 step "windows: examples/windows-night-scale-down.yaml parks a preview only at night or at the weekend, Europe/Berlin"
 kubectl apply -f examples/windows-night-scale-down.yaml
