@@ -35,12 +35,14 @@ const (
 // installedFlags are the CronJob's flags a dry run takes, unless given:
 // those that decide which managers a sweep sees and what each may do. Not
 // taken: output, log and connection flags (this command's own), --dry-run
-// and --at, the pod's files and URLs (a dry run sends and pushes nothing),
-// --concurrency and --chunk-size (they change no outcome), and the shard
-// flags (a dry run covers every shard).
+// and --at, the pod's files and URLs (a dry run sends and pushes nothing;
+// a --freeze-file is the pod's, so give its calendar here), --concurrency
+// and --chunk-size (they change no outcome), and the shard flags (a dry
+// run covers every shard).
 var installedFlags = []string{
 	"namespace", "selector", "max-actions", "trusted-namespaces", "protected-namespaces",
-	"webhook-allow", "max-hold", "claim-ttl", "webhook-timeout",
+	"webhook-allow", "max-hold", "claim-ttl", "webhook-timeout", "stuck-after", "reclaim",
+	"freeze", "freeze-time-zone",
 }
 
 // installation is an nsman CronJob: its namespace and name, the flags of
@@ -189,19 +191,25 @@ func (o *sweepOptions) adopt(flags *pflag.FlagSet, inst *installation) ([]string
 		if f == nil || !f.Changed || flags.Lookup(name) == nil || flags.Changed(name) {
 			continue
 		}
-		value := f.Value.String()
-		if s, ok := f.Value.(pflag.SliceValue); ok {
-			value = strings.Join(s.GetSlice(), ",")
+		values := []string{f.Value.String()}
+		if s, ok := f.Value.(pflag.SliceValue); ok && f.Value.Type() == "stringArray" {
+			// One item at a time: a --freeze range is one item of an
+			// array, and joined they would be one range.
+			values = s.GetSlice()
+		} else if ok {
+			values = []string{strings.Join(s.GetSlice(), ",")}
 		}
-		if strings.Contains(value, "$(") {
-			// The kubelet expands $(VAR) from the pod's environment, which
-			// a dry run here does not have: it would see something else.
-			return nil, fmt.Errorf("%s: --%s=%s names a variable of its pod's environment; give --%s here, or --config-from none", inst, name, value, name)
+		for _, value := range values {
+			if strings.Contains(value, "$(") {
+				// The kubelet expands $(VAR) from the pod's environment, which
+				// a dry run here does not have: it would see something else.
+				return nil, fmt.Errorf("%s: --%s=%s names a variable of its pod's environment; give --%s here, or --config-from none", inst, name, value, name)
+			}
+			if err := flags.Set(name, value); err != nil {
+				return nil, fmt.Errorf("%s: --%s=%s: %w", inst, name, value, err)
+			}
+			taken = append(taken, "--"+name+"="+value)
 		}
-		if err := flags.Set(name, value); err != nil {
-			return nil, fmt.Errorf("%s: --%s=%s: %w", inst, name, value, err)
-		}
-		taken = append(taken, "--"+name+"="+value)
 	}
 	o.own = inst.namespace
 	return taken, nil

@@ -62,3 +62,32 @@ func TestAdoptRefusesPodVariables(t *testing.T) {
 		t.Errorf("adopt with the flag given here: %v", err)
 	}
 }
+
+// A laptop dry run takes the CronJob's freezes, each range as given, and
+// their time zone; not its calendar file, which is the pod's.
+func TestAdoptTakesFreezes(t *testing.T) {
+	o := newSweepOptions()
+	c := o.command()
+	if err := c.Flags().Parse([]string{"--dry-run"}); err != nil {
+		t.Fatal(err)
+	}
+	inst := &installation{namespace: "nsman", name: "nsman", args: []string{
+		"--freeze=2026-12-24/2026-12-26", "--freeze", "2026-12-31/2027-01-01", "--freeze-time-zone=Europe/Berlin",
+		"--freeze-file=/etc/nsman/freeze/calendar", "--stuck-after=30m", "--reclaim=false",
+	}}
+	taken, err := o.adopt(c.Flags(), inst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"--stuck-after=30m0s", "--reclaim=false", "--freeze=2026-12-24/2026-12-26", "--freeze=2026-12-31/2027-01-01", "--freeze-time-zone=Europe/Berlin"}
+	if !slices.Equal(taken, want) {
+		t.Errorf("taken %q, want %q", taken, want)
+	}
+	cfg, err := o.config(c.Flags())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Freezes) != 2 || cfg.Freezes[0].String() != "2026-12-23T23:00:00Z/2026-12-26T23:00:00Z" || o.freezeFile != "" {
+		t.Errorf("freezes %v, file %q; want the two ranges in Berlin's days, and no file", cfg.Freezes, o.freezeFile)
+	}
+}

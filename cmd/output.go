@@ -78,7 +78,7 @@ func writeReport(w io.Writer, format string, r sweep.Report) error {
 		}
 	}
 	if until := r.Summary.FrozenUntil; until != nil {
-		if _, err := fmt.Fprintf(w, "frozen until %s: nothing acted; what is due waits until then\n", until.Format(time.RFC3339)); err != nil {
+		if _, err := fmt.Fprintf(w, "frozen until %s: no action started; what is due waits until then\n", until.Format(time.RFC3339)); err != nil {
 			return err
 		}
 	}

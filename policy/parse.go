@@ -225,6 +225,7 @@ func (p *parser) days(obj map[string]any, path *field.Path) []time.Weekday {
 		p.errs = append(p.errs, field.Invalid(dp, raw, "must be a list"))
 		return nil
 	}
+	p.tooMany(dp, len(list), len(dayNames))
 	var days []time.Weekday
 	for i, item := range list {
 		name, _ := item.(string)

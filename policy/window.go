@@ -57,21 +57,23 @@ func (w Window) span(year int, month time.Month, day int) (open, close time.Time
 // instant the jump ends; one that happens twice is the first of the two.
 func wallClock(year int, month time.Month, day, minutes int, loc *time.Location) time.Time {
 	t := time.Date(year, month, day, minutes/60, minutes%60, 0, 0, loc)
-	same := func(u time.Time) bool {
-		y, m, d := u.Date()
-		return y == year && m == month && d == day && u.Hour()*60+u.Minute() == minutes
+	// Wall clocks compared as if they were UTC: date and time of day, so
+	// that a skipped midnight (the clock jumps from 23:59 to 01:00) is seen.
+	want := time.Date(year, month, day, minutes/60, minutes%60, 0, 0, time.UTC)
+	wall := func(u time.Time) time.Time {
+		return time.Date(u.Year(), u.Month(), u.Day(), u.Hour(), u.Minute(), 0, 0, time.UTC)
 	}
-	if !same(t) {
+	if got := wall(t); !got.Equal(want) {
 		// Skipped: the jump is the bound of the zone in effect at t that
 		// lies between the wall clock asked for and t.
 		start, end := t.ZoneBounds()
-		if t.Hour()*60+t.Minute() > minutes {
+		if got.After(want) {
 			return start
 		}
 		return end
 	}
 	for _, back := range []time.Duration{2 * time.Hour, time.Hour, 30 * time.Minute} {
-		if earlier := t.Add(-back); same(earlier.In(loc)) {
+		if earlier := t.Add(-back).In(loc); wall(earlier).Equal(want) {
 			return earlier
 		}
 	}
@@ -83,11 +85,12 @@ func wallClock(year int, month time.Month, day, minutes int, loc *time.Location)
 func nextOpen(windows []Window, t time.Time) time.Time {
 	var next time.Time
 	for _, w := range windows {
-		local := t.In(w.Location)
+		ly, lm, ld := t.In(w.Location).Date()
 		// From the day before (a window that crosses midnight may still be
-		// open) to a week and a day ahead.
+		// open) to a week and a day ahead; days stepped at noon, which no
+		// clock skips.
 		for offset := -1; offset <= 8; offset++ {
-			y, m, d := local.AddDate(0, 0, offset).Date()
+			y, m, d := time.Date(ly, lm, ld+offset, 12, 0, 0, 0, w.Location).Date()
 			open, close, ok := w.span(y, m, d)
 			if !ok || !close.After(t) || !close.After(open) {
 				continue // closed that day, or a window the clock jumps over

@@ -28,6 +28,7 @@ func utc(s string) time.Time {
 // clock jumps over is the end of the jump, one it passes twice the first.
 func TestNextOpen(t *testing.T) {
 	berlin, newYork := zone(t, "Europe/Berlin"), zone(t, "America/New_York")
+	santiago, havana := zone(t, "America/Santiago"), zone(t, "America/Havana")
 	weekdays := []time.Weekday{time.Monday, time.Tuesday, time.Wednesday, time.Thursday, time.Friday}
 	tests := []struct {
 		name   string
@@ -59,6 +60,11 @@ func TestNextOpen(t *testing.T) {
 		// New York, 2026-11-01: 02:00 EDT falls back to 01:00 EST (06:00 UTC).
 		{"New York autumn: 01:00 happens twice, the first", Window{From: 1 * 60, To: 1*60 + 30, Location: newYork}, "2026-11-01T04:00:00Z", "2026-11-01T05:00:00Z"},
 		{"New York autumn: the second 01:10 is past the window", Window{From: 1 * 60, To: 1*60 + 30, Location: newYork}, "2026-11-01T06:10:00Z", "2026-11-02T06:00:00Z"},
+		// Santiago, 2026-09-06, and Havana, 2026-03-08: the clock jumps
+		// from 23:59 to 01:00, midnight is skipped.
+		{"Santiago: a window from a skipped midnight opens at 01:00", Window{From: 0, To: 6 * 60, Location: santiago}, "2026-09-05T12:00:00Z", "2026-09-06T04:00:00Z"},
+		{"Santiago: closed the evening before", Window{From: 0, To: 6 * 60, Location: santiago}, "2026-09-06T01:00:00Z", "2026-09-06T04:00:00Z"},
+		{"Havana: a Sunday window from a skipped midnight", Window{Days: []time.Weekday{time.Sunday}, From: 0, To: 2 * 60, Location: havana}, "2026-03-08T04:30:00Z", "2026-03-08T05:00:00Z"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -53,9 +53,12 @@ func (s *Sweeper) carryOut(ctx context.Context, r *sweepRun, rec record, d decis
 	case p.step == stepDeactivate || p.step == stepConfirmDelete:
 		e, recorded = s.finish(ctx, r, rec, p, e)
 	case r.frozen:
-		// Nothing acts in a freeze: due, the subject waits for its end.
+		// Nothing acts in a freeze: due, the subject waits for its end. A
+		// claim to complete stays as it is, for the first sweep after.
 		e.State, e.Message, e.Due = StateWaiting, fmt.Sprintf("%s; frozen until %s (--freeze)", p.reason, r.frozenUntil.UTC().Format(time.RFC3339)), timePtr(r.frozenUntil)
-		e, recorded = s.save(ctx, rec, outcome{entry: e, checks: d.checks})
+		if p.step != stepCompleteClaim {
+			e, recorded = s.save(ctx, rec, outcome{entry: e, checks: d.checks})
+		}
 	case r.stop.Err() != nil:
 		// Interrupted while this subject was evaluated: no action starts.
 		e = notReached(e, "it acted")

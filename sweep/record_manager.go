@@ -231,9 +231,9 @@ func (mr *managerRecord) prior() prior {
 
 func (mr *managerRecord) sink() eventSink { return mr.events }
 
-// unchanged: a manager's decision read its target's uid and hold.
+// unchanged: a manager's decision read its target's uid, hold and expiry.
 func (mr *managerRecord) unchanged(listed, now namespaceInfo) bool {
-	return now.uid == listed.uid && !now.terminating && now.hold == listed.hold
+	return now.uid == listed.uid && !now.terminating && now.hold == listed.hold && now.expires == listed.expires
 }
 
 func (mr *managerRecord) claim(ctx context.Context, c Claim, acting Entry, final bool) error {

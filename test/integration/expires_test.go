@@ -1,7 +1,10 @@
 package integration
 
 import (
+	"net/http"
+	"net/http/httputil"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -90,4 +93,32 @@ func TestExpires(t *testing.T) {
 	if got := wantState(t, res, home, "misdated", sweep.StateFired); !strings.Contains(got.Message, "expired at 2020-03-01T00:00:00Z") || got.ExpiryIgnored != "" {
 		t.Errorf("misdated, mended: %+v; want it expired at the end of 2020-02-29", got)
 	}
+}
+
+// A namespace whose expiry annotation changes between the sweep's listing
+// and its DELETE (CI pushing it back) is read again and left alone: the
+// DELETE, preconditioned on the version listed, is refused, and the
+// changed expiry leaves the decision to the next sweep.
+func TestExpiryChangedBeforeTheDelete(t *testing.T) {
+	e := setup(t)
+	home := shared.Namespace(t)
+	target := shared.Namespace(t)
+	annotateExpiry(t, target, "2020-01-01")
+	createManager(t, managerObj(home, "expiring", home, []any{expiresPolicy("expire", "", deleteAction)}, targeting(target)))
+	kubeconfig := e.KubeconfigThrough(t, func(rp *httputil.ReverseProxy) http.Handler {
+		var once sync.Once
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if isDelete(r, target) {
+				once.Do(func() { annotateExpiry(t, target, "2099-01-01") })
+			}
+			rp.ServeHTTP(w, r)
+		})
+	})
+	res := e.Sweep(t, "--kubeconfig", kubeconfig, "-l", caseLabel+"="+home, "--trusted-namespaces", home)
+	wantState(t, res, home, "expiring", sweep.StateBusy)
+	if e.NamespaceGoneOrTerminating(t, target) {
+		t.Fatal("the namespace was deleted though its expiry was pushed back before the DELETE")
+	}
+	res = e.Sweep(t, "-l", caseLabel+"="+home, "--trusted-namespaces", home)
+	wantState(t, res, home, "expiring", sweep.StateWaiting)
 }
