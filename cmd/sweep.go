@@ -102,7 +102,7 @@ failed, 2 on a usage or configuration error.`,
 	fs.DurationVar(&o.webhookTimeout, "webhook-timeout", 10*time.Second, "timeout of one webhook attempt")
 	fs.DurationVar(&o.maxHold, "max-hold", sweep.DefaultMaxHold, "a hold (annotation "+sweep.HoldAnnotation+") ending further ahead than this is ignored and reported (0: the default)")
 	fs.DurationVar(&o.claimTTL, "claim-ttl", sweep.DefaultClaimTTL, "how long a claim holds a manager: an action not done by then (less 5s) is given up, and a later sweep may complete the claim of a sweep that died (at least 10s; 0: the default)")
-	fs.DurationVar(&o.stuckAfter, "stuck-after", sweep.DefaultStuckAfter, "a namespace a manager or rule deleted that is still Terminating this long after its deletion is reported stuck, with why (0: the default)")
+	fs.DurationVar(&o.stuckAfter, "stuck-after", sweep.DefaultStuckAfter, "a namespace a manager deleted or aims at, or a DELETE rule matches, that is still Terminating this long after its deletion is reported stuck, with why (0: the default)")
 	fs.BoolVar(&o.reclaim, "reclaim", true, "tell what each DELETE and SCALE_DOWN frees (CPU and memory requested by the pods that go, storage requested by the PersistentVolumeClaims, LoadBalancer Services), read before a DELETE")
 	fs.StringArrayVar(&o.freezes, "freeze", nil, "START/END: nothing acts from START to END; what is due waits until END (repeatable; each an RFC 3339 time, or a date YYYY-MM-DD in --freeze-time-zone: a START date is the start of that day, an END date its end)")
 	fs.StringVar(&o.freezeFile, "freeze-file", "", "file of freezes, as --freeze, one START/END a line, # comments (a holiday calendar), read at start")

@@ -19,8 +19,9 @@ import (
 	"github.com/nsman/nsman/policy"
 )
 
-// A namespace a manager or rule deleted that is still Terminating
-// --stuck-after its deletionTimestamp is stuck: its entry, the status and
+// A namespace that a manager deleted or aims at, or that a rule with a
+// DELETE policy matches, still Terminating --stuck-after its
+// deletionTimestamp, is stuck: its entry, the status and
 // one Warning Event per cause say why, from the namespace controller's
 // conditions and the namespace's own finalizers. It is read whole (status
 // and all) only then, once per sweep however many subjects name it.
