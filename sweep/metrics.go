@@ -236,7 +236,10 @@ var errTotalsValueTooLarge = fmt.Errorf("a group or value of the answer is over 
 // labels are grouping (see readTotals). It reads body as a stream, and
 // decodes whole only a group at a time (or the value of another key), each
 // up to maxTotalsValue, keeping nothing of the other groups. Once it has
-// both the status and the group, it reads no further.
+// both the status and the group, it reads no further. Hand-written over
+// json.Decoder's tokens for a measured reason: decoded whole, 68.5 MB of
+// other groups took 193 MiB of heap; streamed, about 1 MiB
+// (TestPushMetricsReadsALargeGateway).
 func decodeTotals(body io.Reader, grouping map[string]string) (_ map[string]map[string]float64, err error) {
 	defer func() {
 		if errors.Is(err, io.EOF) { // the answer stops before its end
