@@ -10,15 +10,17 @@ import (
 // features names what a field or an enum value of nsman's CRD is for,
 // where its path alone does not say it to a user.
 var features = map[string]string{
-	"spec.enforce":                               "rules that tenants cannot opt out of",
-	"spec.namespaceSelector":                     "rules",
-	"spec.namePatterns":                          "rules",
-	"spec.policies[].final":                      "stages",
-	"spec.policies[].windows":                    "windows to act in",
-	"spec.policies[].condition.params.minChecks": "minChecks",
-	"spec.policies[].condition.params.at":        "EXPIRES at a time",
-	"spec.policies[].condition.type=PODS_FAILED": "the PODS_FAILED condition",
-	"spec.policies[].condition.type=EXPIRES":     "the EXPIRES condition",
+	"spec.enforce":                                 "rules that tenants cannot opt out of",
+	"spec.namespaceSelector":                       "rules",
+	"spec.namePatterns":                            "rules",
+	"spec.policies[].final":                        "stages",
+	"spec.policies[].windows":                      "windows to act in",
+	"spec.policies[].condition.params.minChecks":   "minChecks",
+	"spec.policies[].condition.params.at":          "EXPIRES at a time",
+	"spec.policies[].condition.params.idleSeconds": "the IDLE condition",
+	"spec.policies[].condition.type=PODS_FAILED":   "the PODS_FAILED condition",
+	"spec.policies[].condition.type=EXPIRES":       "the EXPIRES condition",
+	"spec.policies[].condition.type=IDLE":          "the IDLE condition",
 }
 
 // schemaNode is a node of an OpenAPI v3 schema as decoded from JSON or YAML.

@@ -20,6 +20,10 @@ const (
 	// checked before anything can be decided. Check them, add the result to
 	// Input.Pods and evaluate again.
 	NeedPods
+	// NeedActivity: Outcome.Policy is an IDLE policy that the target's
+	// creation and touched annotation alone cannot decide: find its newest
+	// activity, set Input.Activity and evaluate again.
+	NeedActivity
 )
 
 func (v Verdict) String() string {
@@ -28,6 +32,8 @@ func (v Verdict) String() string {
 		return "fire"
 	case NeedPods:
 		return "need-pods"
+	case NeedActivity:
+		return "need-activity"
 	}
 	return "wait"
 }
@@ -72,8 +78,19 @@ type Input struct {
 	// Fired names the policies that are not final and fired already in
 	// this generation: they are skipped.
 	Fired map[string]bool
-	// TargetExpires is the target's ExpiresAnnotation, "" when it has none.
-	TargetExpires string
+	// TargetExpires is the target's ExpiresAnnotation, "" when it has none;
+	// TargetTouched its TouchedAnnotation.
+	TargetExpires, TargetTouched string
+	// Activity is the newest creation of a pod, ReplicaSet,
+	// ControllerRevision or Job in the target, once looked for (NeedActivity):
+	// nil before; a zero At when there is none.
+	Activity *Activity
+}
+
+// Activity is something that happened in a namespace, and when.
+type Activity struct {
+	At   time.Time
+	What string
 }
 
 // PolicyState describes one policy's condition at evaluation time.
@@ -88,6 +105,8 @@ type PolicyState struct {
 	// Problem says what keeps the condition from ever holding that the
 	// manager's spec does not: an ExpiresAnnotation that does not parse.
 	Problem string
+	// LastActivity is, for IDLE, the newest activity it counted.
+	LastActivity *Activity
 }
 
 // Outcome is the result of Evaluate.
@@ -125,8 +144,8 @@ func Evaluate(m Manager, in Input) Outcome {
 			verdict = judge(&state, &out, m.Generation, i, p, in)
 		}
 		switch verdict {
-		case NeedPods:
-			out.Verdict, out.Policy = NeedPods, i
+		case NeedPods, NeedActivity:
+			out.Verdict, out.Policy = verdict, i
 			return out
 		case Fire:
 			return out.fire(i, state)
@@ -151,6 +170,8 @@ func judge(state *PolicyState, out *Outcome, generation int64, i int, p Policy, 
 		return judgePodsFailed(state, i, p.Condition, in)
 	case ConditionExpires:
 		return judgeExpires(state, p.Condition, in)
+	case ConditionIdle:
+		return judgeIdle(state, p.Condition, in)
 	}
 	return Wait
 }
@@ -162,7 +183,7 @@ func judge(state *PolicyState, out *Outcome, generation int64, i int, p Policy, 
 func judgeInWindows(state *PolicyState, out *Outcome, generation int64, i int, p Policy, in Input) Verdict {
 	open := nextOpen(p.Windows, in.Now)
 	closed := !open.Equal(in.Now)
-	pods := p.Condition.Type == ConditionPodsSucceed || p.Condition.Type == ConditionPodsFailed
+	pods := p.Condition.Type == ConditionPodsSucceed || p.Condition.Type == ConditionPodsFailed || p.Condition.Type == ConditionIdle
 	if closed && pods {
 		state.Detail = fmt.Sprintf("outside its windows (%s): pods are checked from %s", describeWindows(p.Windows), stamp(open))
 		state.Due = open
@@ -217,6 +238,41 @@ func judgeExpires(state *PolicyState, c Condition, in Input) Verdict {
 	}
 	state.Detail = fmt.Sprintf("expires at %s (%s)", stamp(at), by)
 	state.Due = at
+	return Wait
+}
+
+// judgeIdle judges an IDLE condition: it holds once the target's last
+// activity is c.Idle old. Its creation and touched annotation are known; the
+// rest (Input.Activity) is asked for only when those alone would let it hold.
+// A touched annotation that is no RFC 3339 time keeps it from holding: it
+// says something happened, but not when.
+func judgeIdle(state *PolicyState, c Condition, in Input) Verdict {
+	last := Activity{At: in.TargetCreated, What: "namespace created"}
+	if in.TargetTouched != "" {
+		touched, err := time.Parse(time.RFC3339, in.TargetTouched)
+		if err != nil {
+			state.Detail = fmt.Sprintf("annotation %s is not an RFC 3339 time (2026-11-24T09:30:00Z): IDLE does not hold until it is", TouchedAnnotation)
+			return Wait
+		}
+		if touched.After(last.At) {
+			last = Activity{At: touched, What: "touched (annotation " + TouchedAnnotation + ")"}
+		}
+	}
+	switch {
+	case in.Activity != nil && in.Activity.At.After(last.At):
+		last = *in.Activity
+	case in.Activity == nil && !in.Now.Before(last.At.Add(c.Idle)):
+		return NeedActivity
+	}
+	state.LastActivity = &last
+	due := last.At.Add(c.Idle)
+	if !in.Now.Before(due) {
+		state.Holds = true
+		state.Detail = fmt.Sprintf("idle %s since %s (last activity: %s)", c.Idle, stamp(last.At), last.What)
+		return Fire
+	}
+	state.Detail = fmt.Sprintf("last activity: %s at %s; idle %s at %s", last.What, stamp(last.At), c.Idle, stamp(due))
+	state.Due = due
 	return Wait
 }
 

@@ -185,6 +185,9 @@ func FuzzEvaluateManager(f *testing.F) {
 				in.Fired[p.Name] = true
 			}
 		}
+		if b {
+			in.TargetTouched = s
+		}
 		checkEvaluation(t, m, in, pods)
 	})
 }
@@ -197,8 +200,8 @@ var slots = []func(obj map[string]any, i int, n int64, s string, b bool){
 	func(obj map[string]any, i int, n int64, _ string, _ bool) { params(obj, i)["periodSeconds"] = n },
 	func(obj map[string]any, i int, n int64, _ string, _ bool) { params(obj, i)["minChecks"] = n },
 	func(obj map[string]any, i int, n int64, _ string, _ bool) {
-		types := []string{ConditionTTL, ConditionPodsSucceed, ConditionPodsFailed, ConditionExpires}
-		policy(obj, i)["condition"].(map[string]any)["type"] = types[uint64(n)%4]
+		types := []string{ConditionTTL, ConditionPodsSucceed, ConditionPodsFailed, ConditionExpires, ConditionIdle}
+		policy(obj, i)["condition"].(map[string]any)["type"] = types[uint64(n)%uint64(len(types))]
 	},
 	func(obj map[string]any, i int, _ int64, s string, _ bool) { params(obj, i)["at"] = s },
 	func(obj map[string]any, i int, n int64, s string, _ bool) {
@@ -271,6 +274,7 @@ var slots = []func(obj map[string]any, i int, n int64, s string, b bool){
 		j := i % len(list)
 		list[0], list[j] = list[j], list[0]
 	},
+	func(obj map[string]any, i int, n int64, _ string, _ bool) { params(obj, i)["idleSeconds"] = n },
 }
 
 // policy returns policy i (modulo their number) of a valid manager.
@@ -324,7 +328,7 @@ func checkParse(t *testing.T, u *unstructured.Unstructured) (m Manager, ok bool)
 		t.Fatalf("valid manager without policies: %s", before)
 	}
 	for _, p := range m.Policies {
-		if !slices.Contains([]string{ConditionTTL, ConditionPodsSucceed, ConditionPodsFailed, ConditionExpires}, p.Condition.Type) ||
+		if !slices.Contains([]string{ConditionTTL, ConditionPodsSucceed, ConditionPodsFailed, ConditionExpires, ConditionIdle}, p.Condition.Type) ||
 			!slices.Contains([]string{ActionDelete, ActionScaleDown, ActionWebhook}, p.Action.Type) {
 			t.Fatalf("valid manager with policy %q: condition %q, action %q", p.Name, p.Condition.Type, p.Action.Type)
 		}
@@ -359,11 +363,13 @@ func sameManager(a, b Manager) bool {
 
 // checkEvaluation evaluates m on in as the sweep does: a NeedPods verdict
 // is answered with the results bits give (two per policy: failed, not
-// succeeded) and evaluated again. Every evaluation must be deterministic,
+// succeeded), a NeedActivity with an activity bits minutes before Now, and
+// evaluated again. Every evaluation must be deterministic,
 // leave the input as it was, and be consistent:
 //   - Fire names a policy in range that holds, not a stage fired already,
 //     and no due time;
 //   - NeedPods names a PODS_SUCCEED or PODS_FAILED policy not yet checked;
+//   - NeedActivity names an IDLE policy, once;
 //   - Wait describes every policy, none holding, and its NextDue is the
 //     earliest of their due times, after Now; nothing but pods ends the
 //     wait before then.
@@ -372,7 +378,7 @@ func sameManager(a, b Manager) bool {
 func checkEvaluation(t *testing.T, m Manager, in Input, bits uint16) {
 	t.Helper()
 	in.Pods = map[int]PodsCheck{}
-	for range len(m.Policies) + 1 {
+	for range len(m.Policies) + 2 {
 		checks, pods := maps.Clone(in.Checks), maps.Clone(in.Pods)
 		out := Evaluate(m, in)
 		if !maps.Equal(checks, in.Checks) || !maps.Equal(pods, in.Pods) {
@@ -409,6 +415,15 @@ func checkEvaluation(t *testing.T, m Manager, in Input, bits uint16) {
 			}
 			shift := 2 * (out.Policy % 8)
 			in.Pods[out.Policy] = PodsCheck{Failed: int(bits >> shift & 1), NotSucceeded: int(bits >> (shift + 1) & 1), Example: "pod x (Failed)"}
+			continue
+		case NeedActivity:
+			if out.Policy < 0 || out.Policy >= len(m.Policies) || m.Policies[out.Policy].Condition.Type != ConditionIdle {
+				t.Fatalf("activity asked for policy %d of %+v", out.Policy, m.Policies)
+			}
+			if in.Activity != nil {
+				t.Fatalf("activity asked for again")
+			}
+			in.Activity = &Activity{At: in.Now.Add(-time.Duration(bits) * time.Minute), What: "Pod x created"}
 			continue
 		case Wait:
 			checkWait(t, m, in, out)

@@ -422,12 +422,17 @@ func (p *parser) condition(obj map[string]any, path *field.Path) Condition {
 		c.PodLabels = p.labels(params, "podLabels", pp)
 	case ConditionExpires:
 		c.At = p.at(params, pp)
+	case ConditionIdle:
+		if _, ok := params["idleSeconds"]; !ok {
+			p.errs = append(p.errs, field.Required(pp.Child("idleSeconds"), "IDLE needs how long nothing may happen"))
+		}
+		c.Idle = p.seconds(params, "idleSeconds", pp, 0, 1)
 	case "":
 		if !wrongType {
 			p.errs = append(p.errs, field.Required(path.Child("type"), ""))
 		}
 	default:
-		p.errs = append(p.errs, field.NotSupported(path.Child("type"), c.Type, []string{ConditionTTL, ConditionPodsSucceed, ConditionPodsFailed, ConditionExpires}))
+		p.errs = append(p.errs, field.NotSupported(path.Child("type"), c.Type, []string{ConditionTTL, ConditionPodsSucceed, ConditionPodsFailed, ConditionExpires, ConditionIdle}))
 	}
 	if p.strict {
 		// The CRD checks every parameter it declares, used or not.
@@ -436,8 +441,9 @@ func (p *parser) condition(obj map[string]any, path *field.Path) Condition {
 			ConditionPodsSucceed: {"initialDelaySeconds", "periodSeconds", "minChecks", "podLabels"},
 			ConditionPodsFailed:  {"initialDelaySeconds", "podLabels"},
 			ConditionExpires:     {"at"},
+			ConditionIdle:        {"idleSeconds"},
 		}[c.Type]
-		for key, min := range map[string]int64{"ttlSeconds": 0, "initialDelaySeconds": 0, "periodSeconds": 1, "minChecks": 1} {
+		for key, min := range map[string]int64{"ttlSeconds": 0, "initialDelaySeconds": 0, "periodSeconds": 1, "minChecks": 1, "idleSeconds": 1} {
 			if !slices.Contains(used, key) {
 				p.integer(params, key, pp, 0, min)
 			}

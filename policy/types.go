@@ -22,8 +22,10 @@ const (
 	ConditionPodsSucceed = "PODS_SUCCEED"
 	// ConditionPodsFailed is nsman's own: it needs nsman's CRD.
 	ConditionPodsFailed = "PODS_FAILED"
-	// ConditionExpires is nsman's own: it needs nsman's CRD.
+	// ConditionExpires and ConditionIdle are nsman's own: they need nsman's
+	// CRD.
 	ConditionExpires = "EXPIRES"
+	ConditionIdle    = "IDLE"
 	ActionDelete     = "DELETE"
 	ActionScaleDown  = "SCALE_DOWN"
 	ActionWebhook    = "WEBHOOK"
@@ -125,7 +127,16 @@ type Condition struct {
 	// the time the target's ExpiresAnnotation says has (never, without
 	// one, or with one that does not parse).
 	At time.Time
+	// IDLE: the policy holds once nothing has happened in the target for
+	// Idle: its creation, its TouchedAnnotation, and the creation of its
+	// pods, ReplicaSets, ControllerRevisions and Jobs (Input.Activity).
+	Idle time.Duration
 }
+
+// TouchedAnnotation on a namespace is a time (RFC 3339) something happened
+// in it that an IDLE condition counts as activity: CI writes it at each
+// deploy, nsman touch writes it.
+const TouchedAnnotation = "nsman.k8s.consol.de/touched"
 
 // ExpiresAnnotation on a namespace is when an EXPIRES condition without
 // params.at holds: an RFC 3339 time, or a date YYYY-MM-DD, meaning the end

@@ -240,8 +240,10 @@ func confirmDelete(m policy.Manager, e Entry, stored Progress, spec string, t ta
 // the waiting entry with its minChecks progress.
 func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Manager, e Entry, t target, check podsCheck, stored Progress, spec string, holds ...hold) decision {
 	in := policy.Input{Now: r.now, TargetCreated: t.listed.created, Checks: stored.Checks, Pods: map[int]policy.PodsCheck{}, Fired: firedIn(stored.Fired, m.Generation, spec),
-		TargetExpires: t.listed.expires}
+		TargetExpires: t.listed.expires, TargetTouched: t.listed.touched}
 	held := holdsAt(holds, r.now, s.cfg.MaxHold)
+	// fromIndex: in.Activity is the sweep's index's (see lastActivity).
+	fromIndex := false
 	for {
 		out := policy.Evaluate(m, in)
 		switch out.Verdict {
@@ -252,8 +254,26 @@ func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Ma
 			}
 			in.Pods[out.Policy] = answer
 			continue
+		case policy.NeedActivity:
+			activity, indexed, err := s.lastActivity(ctx, &r.activities, e.Target)
+			if err != nil {
+				return held.apply(decision{manager: m, entry: failedEntry(e, err)})
+			}
+			in.Activity, fromIndex = &activity, indexed
+			continue
 		case policy.Fire:
-			e.ExpiryIgnored = ignoredExpiry(out.Policies)
+			if fromIndex && m.Policies[out.Policy].Condition.Type == policy.ConditionIdle {
+				// The sweep's index misses what was created since it was
+				// listed: the namespace's own lists confirm it is idle.
+				byNamespace, err := s.listCreated(ctx, e.Target)
+				if err != nil {
+					return held.apply(decision{manager: m, entry: failedEntry(e, fmt.Errorf("read the last activity in %s: %w", e.Target, err))})
+				}
+				activity := byNamespace[e.Target].activity()
+				in.Activity, fromIndex = &activity, false
+				continue
+			}
+			e.ExpiryIgnored, e.LastActivity = ignoredExpiry(out.Policies), lastActivity(out.Policies)
 			d := planned(m, e, conditions(out.Policies), plan{step: stepAct, policy: m.Policies[out.Policy], reason: out.Reason, target: t})
 			// A hold may keep the plan waiting, with its progress.
 			d.checks = out.Checks
@@ -264,7 +284,7 @@ func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Ma
 			details = append(details, p.Detail)
 		}
 		e.State, e.Message = StateWaiting, strings.Join(details, "; ")
-		e.ExpiryIgnored = ignoredExpiry(out.Policies)
+		e.ExpiryIgnored, e.LastActivity = ignoredExpiry(out.Policies), lastActivity(out.Policies)
 		e.Due = timePtr(out.NextDue)
 		e.Conditions = conditions(out.Policies)
 		return held.apply(decision{manager: m, entry: e, checks: out.Checks})

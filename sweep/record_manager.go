@@ -37,6 +37,9 @@ type Status struct {
 	Target string `json:"target,omitempty"`
 	// NextDue is when a waiting manager is next due, when time alone decides.
 	NextDue *metav1.Time `json:"nextDue,omitempty"`
+	// LastActivity is, for IDLE, the newest activity in the target the
+	// last sweep counted.
+	LastActivity *LastActivity `json:"lastActivity,omitempty"`
 	// Message says why, in a sentence.
 	Message string `json:"message,omitempty"`
 	// Conditions holds ConditionFired.
@@ -231,9 +234,10 @@ func (mr *managerRecord) prior() prior {
 
 func (mr *managerRecord) sink() eventSink { return mr.events }
 
-// unchanged: a manager's decision read its target's uid, hold and expiry.
+// unchanged: a manager's decision read its target's uid, hold, expiry and
+// touched annotation.
 func (mr *managerRecord) unchanged(listed, now namespaceInfo) bool {
-	return now.uid == listed.uid && !now.terminating && now.hold == listed.hold && now.expires == listed.expires
+	return now.uid == listed.uid && !now.terminating && now.hold == listed.hold && now.expires == listed.expires && now.touched == listed.touched
 }
 
 func (mr *managerRecord) claim(ctx context.Context, c Claim, acting Entry, final bool) error {
@@ -321,6 +325,7 @@ func (mr *managerRecord) keep(st *Status, o outcome) {
 	generation := mr.obj.GetGeneration()
 	st.observe(o.entry, generation, mr.now)
 	st.IgnoredHold, st.IgnoredExpiry = o.entry.HoldIgnored, o.entry.ExpiryIgnored
+	st.LastActivity = o.entry.LastActivity
 	if o.entry.State == StateWaiting {
 		st.Checks = o.checks
 	}

@@ -65,11 +65,11 @@ func (pr *pairRecord) prior() prior {
 
 func (pr *pairRecord) sink() eventSink { return pr.events }
 
-// unchanged: a pair's decision read its namespace's uid, labels, hold and
-// expiry, and the pair's own record; another rule's record or anybody's
+// unchanged: a pair's decision read its namespace's uid, labels, hold,
+// expiry and touched annotations, and the pair's own record; another rule's record or anybody's
 // annotation is no reason to wait.
 func (pr *pairRecord) unchanged(listed, now namespaceInfo) bool {
-	return now.uid == listed.uid && !now.terminating && now.labels == listed.labels && now.hold == listed.hold && now.expires == listed.expires &&
+	return now.uid == listed.uid && !now.terminating && now.labels == listed.labels && now.hold == listed.hold && now.expires == listed.expires && now.touched == listed.touched &&
 		now.pairs[pr.key] == listed.pairs[pr.key]
 }
 

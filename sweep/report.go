@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nsman/nsman/policy"
 )
@@ -81,12 +82,34 @@ type Entry struct {
 	// ExpiryIgnored says why the target's expiry annotation
 	// (policy.ExpiresAnnotation) is ignored: it does not parse.
 	ExpiryIgnored string `json:"expiryIgnored,omitempty"`
+	// LastActivity is, for a manager (or pair) with an IDLE policy, the
+	// newest activity in the target that policy counted.
+	LastActivity *LastActivity `json:"lastActivity,omitempty"`
 	// Stuck, on a target-terminating entry, says why the namespace has
 	// been Terminating for longer than --stuck-after.
 	Stuck *Stuck `json:"stuck,omitempty"`
 	// Reclaimed is what a DELETE or SCALE_DOWN carried out (planned, in a
 	// dry run) frees.
 	Reclaimed *Reclaimed `json:"reclaimed,omitempty"`
+}
+
+// LastActivity is something that happened in a namespace, and when: its
+// creation, its policy.TouchedAnnotation, or the creation of a pod,
+// ReplicaSet, ControllerRevision or Job in it.
+type LastActivity struct {
+	At   metav1.Time `json:"at"`
+	What string      `json:"what"`
+}
+
+// lastActivity is the last activity the first IDLE policy evaluated
+// counted, nil when none did.
+func lastActivity(states []policy.PolicyState) *LastActivity {
+	for _, s := range states {
+		if a := s.LastActivity; a != nil {
+			return &LastActivity{At: metav1.NewTime(a.At.UTC()), What: a.What}
+		}
+	}
+	return nil
 }
 
 // Stuck says why a namespace is still Terminating.

@@ -94,6 +94,9 @@ type sweepRun struct {
 	// counts the DELETEs done whose reclaim could not be read.
 	reclaims       reclaims
 	reclaimUnknown atomic.Int64
+	// activities is what the sweep read of the last activity in
+	// namespaces (IDLE).
+	activities activities
 
 	// podChecks counts pods checks (see PodIndexAfter); pending indexes the
 	// pods that have not succeeded, failures the failed pods and Jobs.
@@ -470,8 +473,9 @@ type namespaceInfo struct {
 	resourceVersion string
 	pairs           map[string]string
 	// hold is the namespace's HoldAnnotation, empty when it has none;
-	// expires its policy.ExpiresAnnotation.
-	hold, expires string
+	// expires its policy.ExpiresAnnotation, touched its
+	// policy.TouchedAnnotation.
+	hold, expires, touched string
 }
 
 func namespaceInfoOf(m *metav1.PartialObjectMetadata) namespaceInfo {
@@ -480,7 +484,7 @@ func namespaceInfoOf(m *metav1.PartialObjectMetadata) namespaceInfo {
 	if m.DeletionTimestamp != nil {
 		info.deleting = m.DeletionTimestamp.Time
 	}
-	info.hold, info.expires = m.Annotations[HoldAnnotation], m.Annotations[policy.ExpiresAnnotation]
+	info.hold, info.expires, info.touched = m.Annotations[HoldAnnotation], m.Annotations[policy.ExpiresAnnotation], m.Annotations[policy.TouchedAnnotation]
 	for k, v := range m.Annotations {
 		if strings.HasPrefix(k, PairAnnotationPrefix) {
 			if info.pairs == nil {

@@ -220,6 +220,19 @@ func expiring(at any) func(map[string]any) {
 	}
 }
 
+// idling makes validManager's first policy an IDLE condition with params
+// (none when nil).
+func idling(params map[string]any) func(map[string]any) {
+	return func(obj map[string]any) {
+		setAt("IDLE", "spec", "policies", 0, "condition", "type")(obj)
+		if params == nil {
+			deleteAt(ttlParams...)(obj)
+			return
+		}
+		setAt(params, ttlParams...)(obj)
+	}
+}
+
 // asRule makes validManager a rule over the namespaces whose names match
 // patterns, in place of its spec.namespace.
 func asRule(patterns ...any) func(map[string]any) {
@@ -288,6 +301,10 @@ func malformedCases() []malformedCase {
 		{name: "EXPIRES with an at in lower case", mutate: expiring("2026-12-01t18:00:00z"), field: "spec.policies[0].condition.params.at"},
 		{name: "window on 8 days", mutate: windowed(window("22:00", "06:00", "", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun", "Mon")), field: "spec.policies[0].windows[0].days",
 			parseAccepts: "nsman reads a day named twice once; the CRD bounds the list"},
+		{name: "IDLE without params", mutate: idling(nil), field: "spec.policies[0].condition.params.idleSeconds"},
+		{name: "IDLE without idleSeconds", mutate: idling(map[string]any{"ttlSeconds": int64(60)}), field: "spec.policies[0].condition.params.idleSeconds"},
+		{name: "IDLE with idleSeconds 0", mutate: idling(map[string]any{"idleSeconds": int64(0)}), field: "spec.policies[0].condition.params.idleSeconds"},
+		{name: "IDLE with idleSeconds above the maximum", mutate: idling(map[string]any{"idleSeconds": tooBig}), field: "spec.policies[0].condition.params.idleSeconds"},
 		{name: "EXPIRES with an at that is a number", mutate: expiring(int64(1764547200)), field: "spec.policies[0].condition.params.at"},
 		{name: "window on an unknown day", mutate: windowed(window("22:00", "06:00", "", "Monday")), field: "spec.policies[0].windows[0].days[0]"},
 		{name: "window from equal to to", mutate: windowed(window("02:00", "02:00", "")), field: "spec.policies[0].windows[0]", parseField: "spec.policies[0].windows[0].to"},
@@ -502,6 +519,9 @@ func edgeCases() []edgeCase {
 			setAt("EXPIRES", "spec", "policies", 0, "condition", "type")(obj)
 			deleteAt(ttlParams...)(obj)
 		}},
+		{name: "IDLE for an hour", mutate: idling(map[string]any{"idleSeconds": int64(3600)})},
+		{name: "IDLE for a second", mutate: idling(map[string]any{"idleSeconds": int64(1)})},
+		{name: "IDLE at the maximum", mutate: idling(map[string]any{"idleSeconds": maxSeconds})},
 		{name: "name of three characters", mutate: setAt("a_b", "spec", "policies", 0, "name")},
 		{name: "name of 92 characters", mutate: setAt(strings.Repeat("a", 92), "spec", "policies", 0, "name")},
 		{name: "kind in upper case", mutate: setAt("DEPLOYMENT", under(scaleSelector, "kind")...)},

@@ -145,16 +145,18 @@ func TestDoctorSaysWhatToFix(t *testing.T) {
 		t.Errorf("original CRD: details %q name status, which nsman keeps in an annotation there", c.Details)
 	}
 
-	// An nsman CRD of an older release: without final, PODS_FAILED and EXPIRES.
+	// An nsman CRD of an older release: without final, PODS_FAILED, EXPIRES
+	// and IDLE.
 	current := nsmantest.CRD(t)
 	env.Apply(t, staleCRD(t))
 	r = runDoctor(t, admin)
-	r.want(t, "crd", doctor.Failed, "older than this nsman", "spec.policies[].final: pruned (stages)", "PODS_FAILED refused", "EXPIRES refused (the EXPIRES condition)")
+	r.want(t, "crd", doctor.Failed, "older than this nsman", "spec.policies[].final: pruned (stages)", "PODS_FAILED refused", "EXPIRES refused (the EXPIRES condition)",
+		"IDLE refused (the IDLE condition)")
 	if r.code != cmd.ExitFailed {
 		t.Errorf("stale CRD: exit %d, want %d", r.code, cmd.ExitFailed)
 	}
-	if c := r.check(t, "crd"); len(c.Details) != 3 {
-		t.Errorf("stale CRD: details %q, want exactly the three things it lacks", c.Details)
+	if c := r.check(t, "crd"); len(c.Details) != 4 {
+		t.Errorf("stale CRD: details %q, want exactly the four things it lacks", c.Details)
 	}
 
 	// nsman's CRD, and an install whose ClusterRole lacks patch on
@@ -341,11 +343,11 @@ spec:
 }
 
 // staleCRD is nsman's CRD as an older release had it: without stages
-// (policies[].final) and the PODS_FAILED and EXPIRES conditions.
+// (policies[].final) and the PODS_FAILED, EXPIRES and IDLE conditions.
 func staleCRD(t *testing.T) []byte {
 	t.Helper()
 	current := nsmantest.CRD(t)
-	stale := bytes.Replace(current, []byte("enum: [TTL, PODS_SUCCEED, PODS_FAILED, EXPIRES]"), []byte("enum: [TTL, PODS_SUCCEED]"), 1)
+	stale := bytes.Replace(current, []byte("enum: [TTL, PODS_SUCCEED, PODS_FAILED, EXPIRES, IDLE]"), []byte("enum: [TTL, PODS_SUCCEED]"), 1)
 	if bytes.Equal(stale, current) {
 		t.Fatal("deploy/base/crd.yaml: no condition type enum where the test looks for it")
 	}

@@ -133,6 +133,9 @@ func TestShippedRBACIsExactlyWhatASweepUses(t *testing.T) {
 		}
 	}
 	createManager(t, managerObj(del, del, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}))
+	// IDLE reads what was created in a namespace once it is old enough.
+	idle := shared.Namespace(t)
+	createManager(t, managerObj(idle, idle, caseID, []any{idlePolicy("idle a second", 1, deleteAction)}))
 	createManager(t, managerObj(scale, scale, caseID, []any{podsPolicy("scale when no tests run", map[string]any{"component": "tests"}, map[string]any{"type": "SCALE_DOWN"})}))
 	createManager(t, managerObj(hook, hook, caseID, []any{ttlPolicy("notify at once", 0, webhookAction(recv.ServiceURL(t, shared.Admin, hook, "sink")+"/done"))}))
 	// A rule's record of a namespace is an annotation on it.
@@ -144,9 +147,10 @@ func TestShippedRBACIsExactlyWhatASweepUses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	waitPast(createdAt(t, idle))
 	res := e.Sweep(t, "-l", caseLabel+"="+caseID, "--trusted-namespaces", ruleHome)
 	wantCode(t, res, 0)
-	for _, ns := range []string{del, scale, hook} {
+	for _, ns := range []string{del, scale, hook, idle} {
 		wantState(t, res, ns, ns, sweep.StateFired)
 	}
 	if p := res.Pair(t, ruleHome, "rule", ruled); p.State != sweep.StateFired {

@@ -21,7 +21,7 @@ wildcards, no Secrets, no CRD writes.
   resources: [namespaces]
   verbs: [list, patch, delete]
 # PODS_SUCCEED and PODS_FAILED checks; what a DELETE reclaims: the CPU
-# and memory its pods not finished request.
+# and memory its pods not finished request; IDLE: the newest pod created.
 - apiGroups: [""]
   resources: [pods]
   verbs: [list]
@@ -35,7 +35,8 @@ wildcards, no Secrets, no CRD writes.
   resources: [services]
   verbs: [list]
 # PODS_SUCCEED: a Job whose pods match and that has not finished holds
-# the check back; PODS_FAILED: a failed Job holds.
+# the check back; PODS_FAILED: a failed Job holds; IDLE: the newest Job
+# created.
 - apiGroups: [batch]
   resources: [jobs]
   verbs: [list]
@@ -48,4 +49,10 @@ wildcards, no Secrets, no CRD writes.
 - apiGroups: [apps]
   resources: [deployments, statefulsets]
   verbs: [list, patch]
+# IDLE: the newest ReplicaSet (a Deployment rolled out) and
+# ControllerRevision (a StatefulSet or DaemonSet rolled out) created, read
+# as metadata only.
+- apiGroups: [apps]
+  resources: [replicasets, controllerrevisions]
+  verbs: [list]
 {{- end }}

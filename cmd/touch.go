@@ -1,0 +1,71 @@
+package cmd
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/sweep"
+)
+
+// touchOptions holds the flags of nsman touch.
+type touchOptions struct {
+	kube   kubeOptions
+	dryRun bool
+	// now is the time written.
+	now func() time.Time
+}
+
+func newTouchCommand() *cobra.Command {
+	o := &touchOptions{now: time.Now}
+	c := &cobra.Command{
+		Use:   "touch NAMESPACE...",
+		Short: "Say that something happened in namespaces now, for IDLE conditions",
+		Long: `Writes the annotation ` + policy.TouchedAnnotation + ` on each namespace: the
+time now, RFC 3339 in UTC. An IDLE condition counts it as activity, as it
+counts the creation of a pod, ReplicaSet, ControllerRevision or Job: run it
+from CI at each deploy to keep a preview environment that is still used.
+
+It needs patch on the namespaces (cluster-scoped): a ClusterRole with
+resourceNames limits it to those CI may touch.`,
+		Example: `  nsman touch preview-4711
+  nsman touch preview-4711 preview-4712 --dry-run`,
+		Args: usageArgs(cobra.MinimumNArgs(1)),
+		RunE: func(c *cobra.Command, args []string) error { return o.run(c, args) },
+	}
+	o.kube.addFlags(c.Flags())
+	c.Flags().BoolVar(&o.dryRun, "dry-run", false, "make no change; print the patch that would be sent")
+	return c
+}
+
+func (o *touchOptions) run(c *cobra.Command, namespaces []string) error {
+	for _, namespace := range namespaces {
+		if problems := validation.IsDNS1123Label(namespace); len(problems) > 0 {
+			return usageError{fmt.Errorf("%q is no namespace name: %s", namespace, strings.Join(problems, "; "))}
+		}
+	}
+	var clients sweep.Clients
+	if !o.dryRun {
+		var err error
+		if clients, err = o.kube.clients(); err != nil {
+			return err
+		}
+	}
+	at := o.now().UTC().Truncate(time.Second)
+	for _, namespace := range namespaces {
+		patch, err := sweep.Touch(c.Context(), clients, namespace, at, o.dryRun)
+		if err != nil {
+			return fmt.Errorf("touch namespace %s: %w", namespace, err)
+		}
+		if o.dryRun {
+			fmt.Fprintf(c.OutOrStdout(), "namespace %s would be touched at %s: merge patch %s\n", namespace, at.Format(time.RFC3339), patch)
+			continue
+		}
+		fmt.Fprintf(c.OutOrStdout(), "namespace %s touched at %s\n", namespace, at.Format(time.RFC3339))
+	}
+	return nil
+}

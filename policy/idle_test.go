@@ -1,0 +1,78 @@
+package policy
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func idle(name string, d time.Duration) Policy {
+	return Policy{Name: name, Condition: Condition{Type: ConditionIdle, Idle: d}, Action: Action{Type: ActionDelete}}
+}
+
+// IDLE waits without asking for the namespace's activity while its
+// creation or touched annotation is recent enough, asks for it once those
+// would let it hold, and holds once the newest activity is old enough.
+func TestEvaluateIdle(t *testing.T) {
+	day := 24 * time.Hour
+	m := mgr(idle("idle a day", day))
+	if out := Evaluate(m, Input{Now: at(time.Hour), TargetCreated: created}); out.Verdict != Wait || !out.NextDue.Equal(at(day)) {
+		t.Errorf("a new namespace: %s, due %v; want to wait a day from its creation, asking nothing", out.Verdict, out.NextDue)
+	}
+	touched := at(2 * day).Format(time.RFC3339)
+	if out := Evaluate(m, Input{Now: at(2*day + time.Hour), TargetCreated: created, TargetTouched: touched}); out.Verdict != Wait || !out.NextDue.Equal(at(3*day)) ||
+		!strings.Contains(out.Policies[0].Detail, "annotation "+TouchedAnnotation) {
+		t.Errorf("touched an hour ago: %s, due %v, %+v; want to wait a day from the touch", out.Verdict, out.NextDue, out.Policies)
+	}
+	if out := Evaluate(m, Input{Now: at(3 * day), TargetCreated: created}); out.Verdict != NeedActivity {
+		t.Errorf("old, untouched: %s, want its activity asked for", out.Verdict)
+	}
+	recent := &Activity{At: at(3*day - time.Hour), What: "pod web-1 created"}
+	if out := Evaluate(m, Input{Now: at(3 * day), TargetCreated: created, Activity: recent}); out.Verdict != Wait || !out.NextDue.Equal(at(4*day-time.Hour)) ||
+		!strings.Contains(out.Policies[0].Detail, "pod web-1 created") {
+		t.Errorf("a pod an hour ago: %s, due %v, %+v; want to wait a day from it", out.Verdict, out.NextDue, out.Policies)
+	}
+	if out := Evaluate(m, Input{Now: at(5 * day), TargetCreated: created, Activity: recent}); out.Verdict != Fire || !strings.Contains(out.Reason, "last activity: pod web-1 created") {
+		t.Errorf("idle two days: %s, %q; want it to fire, naming the last activity", out.Verdict, out.Reason)
+	}
+	if out := Evaluate(m, Input{Now: at(5 * day), TargetCreated: created, Activity: &Activity{}}); out.Verdict != Fire {
+		t.Errorf("nothing ever created in it: %s, want fire", out.Verdict)
+	}
+}
+
+// A touched annotation that is no time keeps IDLE from holding, saying
+// why, and asks for nothing; the newest of creation, touch and activity is
+// the last activity the policy reports.
+func TestIdleLastActivity(t *testing.T) {
+	day := 24 * time.Hour
+	m := mgr(idle("idle a day", day))
+	out := Evaluate(m, Input{Now: at(30 * day), TargetCreated: created, TargetTouched: "yesterday"})
+	if out.Verdict != Wait || !out.NextDue.IsZero() || !strings.Contains(out.Policies[0].Detail, "not an RFC 3339 time") || out.Policies[0].LastActivity != nil {
+		t.Errorf("touched yesterday: %s, due %v, %+v; want it waiting for the annotation to be mended", out.Verdict, out.NextDue, out.Policies)
+	}
+	touched := at(2 * day)
+	for _, c := range []struct {
+		name     string
+		activity *Activity
+		want     Activity
+	}{
+		{"created, never touched, nothing in it", &Activity{}, Activity{At: created, What: "namespace created"}},
+		{"touched after the last pod", &Activity{At: at(day), What: "Pod a created"}, Activity{At: touched, What: "touched (annotation " + TouchedAnnotation + ")"}},
+		{"a Job after the touch", &Activity{At: at(3 * day), What: "Job b created"}, Activity{At: at(3 * day), What: "Job b created"}},
+	} {
+		in := Input{Now: at(10 * day), TargetCreated: created, Activity: c.activity}
+		if c.name != "created, never touched, nothing in it" {
+			in.TargetTouched = touched.Format(time.RFC3339)
+		}
+		out := Evaluate(m, in)
+		if out.Verdict != Fire || out.Policies[0].LastActivity == nil || *out.Policies[0].LastActivity != c.want {
+			t.Errorf("%s: %s, %+v; want it to fire with last activity %+v", c.name, out.Verdict, out.Policies, c.want)
+		}
+	}
+	// Outside its windows, IDLE asks for nothing and waits for the opening.
+	m.Policies[0].Windows = []Window{{From: 22 * 60, To: 6 * 60, Location: time.UTC}}
+	opens := time.Date(2026, 3, 24, 22, 0, 0, 0, time.UTC)
+	if out := Evaluate(m, Input{Now: opens.Add(-time.Hour), TargetCreated: created}); out.Verdict != Wait || !out.NextDue.Equal(opens) {
+		t.Errorf("outside its windows: %s, due %v; want to wait for 22:00, asking nothing", out.Verdict, out.NextDue)
+	}
+}

@@ -1,0 +1,128 @@
+package sweep
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/nsman/nsman/policy"
+)
+
+// ActivityIndexAfter is the number of namespaces of one sweep whose last
+// activity (for IDLE) is read namespace by namespace, four paged lists each
+// (pods, ReplicaSets, ControllerRevisions, Jobs; metadata only), before the
+// sweep lists the four once, cluster-wide, keeping the newest creation per
+// namespace. 32 namespaces cost 128 requests, about what the cluster-wide
+// lists of a cluster of 16,000 objects of each kind take: past it, the
+// cluster-wide lists cost less than going on one by one.
+const ActivityIndexAfter = 32
+
+// activityResources are what an IDLE condition counts the creation of as
+// activity in a namespace.
+var activityResources = []struct {
+	resource schema.GroupVersionResource
+	kind     string
+}{
+	{corev1.SchemeGroupVersion.WithResource("pods"), "Pod"},
+	{schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"}, "ReplicaSet"},
+	{schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "controllerrevisions"}, "ControllerRevision"},
+	{batchv1.SchemeGroupVersion.WithResource("jobs"), "Job"},
+}
+
+// activities is what one sweep knows of the last activity in namespaces;
+// its zero value is ready, and it is safe for concurrent use.
+type activities struct {
+	// asked counts the namespaces asked about.
+	asked atomic.Int64
+	// once lists index past ActivityIndexAfter namespaces: the newest
+	// creation in each namespace that has any; nil when listing failed.
+	once  sync.Once
+	index map[string]created
+}
+
+// created is the newest object created in a namespace.
+type created struct {
+	at         time.Time
+	kind, name string
+}
+
+func (c created) activity() policy.Activity {
+	if c.at.IsZero() {
+		return policy.Activity{}
+	}
+	return policy.Activity{At: c.at, What: fmt.Sprintf("%s %s created", c.kind, c.name)}
+}
+
+// lastActivity is the newest creation of a pod, ReplicaSet,
+// ControllerRevision or Job in namespace (a zero At: none). Past
+// ActivityIndexAfter namespaces it comes from the sweep's cluster-wide
+// index, and indexed is true: what the index found did happen, but what
+// was created since it was listed is missing from it, so that it can keep
+// an IDLE policy waiting, not let it hold (see confirmActivity).
+func (s *Sweeper) lastActivity(ctx context.Context, x *activities, namespace string) (a policy.Activity, indexed bool, err error) {
+	if x.asked.Add(1) > ActivityIndexAfter {
+		if index := s.activityIndex(ctx, x); index != nil {
+			return index[namespace].activity(), true, nil
+		}
+	}
+	byNamespace, err := s.listCreated(ctx, namespace)
+	if err != nil {
+		return policy.Activity{}, false, fmt.Errorf("read the last activity in %s: %w", namespace, err)
+	}
+	return byNamespace[namespace].activity(), false, nil
+}
+
+// activityIndex returns the sweep's index of the last activity in every
+// namespace, listed once. When listing it fails, it is nil, and namespaces
+// are read one by one.
+func (s *Sweeper) activityIndex(ctx context.Context, x *activities) map[string]created {
+	x.once.Do(func() {
+		index, err := s.listCreated(ctx, metav1.NamespaceAll)
+		if err != nil {
+			s.log.Warn("reading the last activity namespace by namespace", "error",
+				fmt.Errorf("list for the sweep's index of the last activity: %w", err).Error())
+			return
+		}
+		x.index = index
+	})
+	return x.index
+}
+
+// listCreated lists the activity resources in namespace (all, when
+// metav1.NamespaceAll), paged and metadata only, and keeps the newest
+// creation in each namespace.
+func (s *Sweeper) listCreated(ctx context.Context, namespace string) (map[string]created, error) {
+	newest := map[string]created{}
+	for _, r := range activityResources {
+		client := s.clients.Metadata.Resource(r.resource).Namespace(namespace)
+		list := func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return client.List(ctx, opts)
+		}
+		err := eachItem(ctx, s.cfg.PageSize, metav1.ListOptions{}, list, func(m *metav1.PartialObjectMetadata) {
+			if at := m.CreationTimestamp.Time; at.After(newest[m.Namespace].at) {
+				newest[m.Namespace] = created{at: at, kind: r.kind, name: m.Name}
+			}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", r.resource.GroupResource(), err)
+		}
+	}
+	return newest, nil
+}
+
+// Touch writes policy.TouchedAnnotation at at (UTC, to the second) on
+// namespace, unless dryRun, and returns the patch: an IDLE condition counts
+// it as activity.
+func Touch(ctx context.Context, clients Clients, namespace string, at time.Time, dryRun bool) ([]byte, error) {
+	value := at.UTC().Truncate(time.Second).Format(time.RFC3339)
+	patch := apiPatch{body: []byte(mustJSON(map[string]any{"metadata": map[string]any{"annotations": map[string]any{policy.TouchedAnnotation: value}}}))}
+	return patch.body, newWriter(clients, nil, dryRun).patchNamespace(ctx, namespace, patch)
+}

@@ -1,0 +1,236 @@
+package integration
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"net/http/httputil"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/nsman/nsman/cmd"
+	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/test/nsmantest"
+)
+
+// idlePolicy is an IDLE condition of seconds.
+func idlePolicy(name string, seconds int64, action map[string]any) map[string]any {
+	return map[string]any{
+		"name":      name,
+		"condition": map[string]any{"type": policy.ConditionIdle, "params": map[string]any{"idleSeconds": seconds}},
+		"action":    action,
+	}
+}
+
+// createdAt is namespace ns's creationTimestamp.
+func createdAt(t *testing.T, ns string) time.Time {
+	t.Helper()
+	got, err := shared.Admin.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got.CreationTimestamp.Time
+}
+
+// waitPast sleeps until at has passed by half a second: an object created
+// then has a creationTimestamp (to the second) after at's second.
+func waitPast(at time.Time) {
+	time.Sleep(time.Until(at.Truncate(time.Second).Add(1500 * time.Millisecond)))
+}
+
+// createReplicaSet creates a ReplicaSet (as a Deployment's rollout does)
+// in ns and returns its creationTimestamp.
+func createReplicaSet(t *testing.T, ns, name string) time.Time {
+	t.Helper()
+	labels := map[string]string{"app": name}
+	rs, err := shared.Admin.AppsV1().ReplicaSets(ns).Create(t.Context(), &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](0), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.invalid/web:1"}}}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs.CreationTimestamp.Time
+}
+
+// wantActivity checks an entry's last activity.
+func wantActivity(t *testing.T, who string, got *sweep.LastActivity, at time.Time, what string) {
+	t.Helper()
+	if got == nil || !got.At.Time.Equal(at) || got.What != what {
+		t.Errorf("%s: last activity %+v, want %q at %s", who, got, what, at.UTC().Format(time.RFC3339))
+	}
+}
+
+// TestIdle: an IDLE condition waits on the namespace's creation, reading
+// nothing, while that is recent enough; then reads what was created in the
+// namespace (a ReplicaSet here) and waits on the newest; the touched
+// annotation nsman touch writes counts, one that is no time keeps it
+// waiting; a namespace idle long enough goes. The report and the status
+// say the last activity, the due time follows it, and --at honours it.
+func TestIdle(t *testing.T) {
+	e := setup(t)
+	home := shared.Namespace(t)
+	caseID := home
+	args := []string{"-l", caseLabel + "=" + caseID, "--trusted-namespaces", home}
+	gone, deployed, touched, misdated := shared.Namespace(t), shared.Namespace(t), shared.Namespace(t), shared.Namespace(t)
+	createManager(t, managerObj(home, "gone", caseID, []any{idlePolicy("idle a second", 1, deleteAction)}, targeting(gone)))
+	for _, ns := range []string{deployed, touched, misdated} {
+		createManager(t, managerObj(home, ns, caseID, []any{idlePolicy("idle a minute", 60, deleteAction)}, targeting(ns)))
+	}
+	created := map[string]time.Time{}
+	for _, ns := range []string{gone, deployed, touched, misdated} {
+		created[ns] = createdAt(t, ns)
+	}
+	waitPast(created[misdated])
+	rolledOut := createReplicaSet(t, deployed, "web-7d9f")
+	var out bytes.Buffer
+	if code := cmd.Execute(t.Context(), []string{"touch", "--kubeconfig", shared.Kubeconfig, touched}, &out, &out); code != 0 || !strings.Contains(out.String(), "namespace "+touched+" touched at ") {
+		t.Fatalf("nsman touch: exit %d, %q", code, out.String())
+	}
+	ns, err := shared.Admin.CoreV1().Namespaces().Get(t.Context(), touched, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	touchedAt, err := time.Parse(time.RFC3339, ns.Annotations[policy.TouchedAnnotation])
+	if err != nil || !touchedAt.After(created[touched]) {
+		t.Fatalf("nsman touch wrote %q (%v), want a time after the namespace's creation", ns.Annotations[policy.TouchedAnnotation], err)
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"yesterday"}}}`, policy.TouchedAnnotation)
+	if _, err := shared.Admin.CoreV1().Namespaces().Patch(t.Context(), misdated, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	before, err := shared.AuditedRequests(t.Context(), e.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := e.Sweep(t, args...)
+	wantCode(t, res, 0)
+	g := wantState(t, res, home, "gone", sweep.StateFired)
+	wantActivity(t, "gone", g.LastActivity, created[gone], "namespace created")
+	if !strings.Contains(g.Message, "idle 1s since") {
+		t.Errorf("gone: %q, want it idle a second", g.Message)
+	}
+	// Created under a minute ago: it waits on its creation.
+	d := wantState(t, res, home, deployed, sweep.StateWaiting)
+	wantActivity(t, deployed, d.LastActivity, created[deployed], "namespace created")
+	if due := created[deployed].Add(time.Minute); d.Due == nil || !d.Due.Equal(due) {
+		t.Errorf("%s: due %v, want %v", deployed, d.Due, due)
+	}
+	if st := managerStatus(t, home, deployed); st.LastActivity == nil || !st.LastActivity.At.Time.Equal(created[deployed]) || st.LastActivity.What != "namespace created" {
+		t.Errorf("%s's status says last activity %+v, want its creation", deployed, st.LastActivity)
+	}
+	wantActivity(t, touched, wantState(t, res, home, touched, sweep.StateWaiting).LastActivity, touchedAt, "touched (annotation "+policy.TouchedAnnotation+")")
+	if m := wantState(t, res, home, misdated, sweep.StateWaiting); m.Due != nil || m.LastActivity != nil || !strings.Contains(m.Message, "is not an RFC 3339 time") {
+		t.Errorf("%s: due %v, last activity %+v, %q; want it waiting for the annotation to be mended", misdated, m.Due, m.LastActivity, m.Message)
+	}
+	after, err := shared.AuditedRequests(t.Context(), e.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Only gone's creation let its policy hold: only its namespace was read.
+	for _, r := range after[len(before):] {
+		if r.Verb == "list" && r.Resource == "replicasets" && r.Namespace != gone {
+			t.Errorf("the sweep listed ReplicaSets in %q; want only in %s, the one namespace old enough", r.Namespace, gone)
+		}
+	}
+
+	// A minute after its creation, deployed's ReplicaSet keeps it: its due
+	// time is a minute after the rollout.
+	plan := e.Sweep(t, append(args, "--dry-run", "--at", created[deployed].Add(time.Minute).Format(time.RFC3339))...)
+	d = wantState(t, plan, home, deployed, sweep.StateWaiting)
+	wantActivity(t, deployed, d.LastActivity, rolledOut, "ReplicaSet web-7d9f created")
+	if due := rolledOut.Add(time.Minute); d.Due == nil || !d.Due.Equal(due) || !strings.Contains(d.Message, "last activity: ReplicaSet web-7d9f created at") {
+		t.Errorf("%s at a minute: due %v, %q; want due a minute after the rollout, %v", deployed, d.Due, d.Message, due)
+	}
+	wantState(t, plan, home, touched, sweep.StateWaiting)
+	plan = e.Sweep(t, append(args, "--dry-run", "--at", rolledOut.Add(time.Minute).Format(time.RFC3339))...)
+	wantActivity(t, deployed, wantState(t, plan, home, deployed, sweep.StatePlanned).LastActivity, rolledOut, "ReplicaSet web-7d9f created")
+	wantState(t, plan, home, touched, sweep.StatePlanned)
+	wantState(t, plan, home, misdated, sweep.StateWaiting)
+}
+
+// TestIdleIndexIsConfirmed: past sweep.ActivityIndexAfter namespaces, a
+// rule's IDLE reads the last activity from the sweep's cluster-wide lists,
+// once; what they say is idle is read again in its namespace before it
+// acts. Here a pod is created in every namespace just as the lists are
+// read: a namespace the cluster-wide lists answered must wait, not go.
+func TestIdleIndexIsConfirmed(t *testing.T) {
+	e := setup(t)
+	home := shared.Namespace(t)
+	caseID := home
+	n := sweep.ActivityIndexAfter + 8
+	targets := labelled(t, caseID, n)
+	createManager(t, managerObj(home, "idle", caseID, []any{idlePolicy("idle a minute", 60, deleteAction)}, selecting(caseID)))
+	var newest time.Time
+	for _, ns := range targets {
+		if c := createdAt(t, ns); c.After(newest) {
+			newest = c
+		}
+	}
+	kubeconfig := e.KubeconfigThrough(t, func(rp *httputil.ReverseProxy) http.Handler {
+		var once sync.Once
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet && r.URL.Path == "/apis/batch/v1/jobs" {
+				once.Do(func() {
+					for _, ns := range targets {
+						nsmantest.CreatePod(t, shared.Admin, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "deploy"},
+							Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.invalid/web:1"}}}}, corev1.PodRunning)
+					}
+				})
+			}
+			rp.ServeHTTP(w, r)
+		})
+	})
+	before, err := shared.AuditedRequests(t.Context(), e.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// At a minute past the newest namespace's creation, every namespace
+	// but for its pod is idle; the pods are seconds old.
+	at := newest.Add(time.Minute + time.Second).Format(time.RFC3339)
+	res := e.Sweep(t, "--kubeconfig", kubeconfig, "-l", caseLabel+"="+caseID, "--trusted-namespaces", home, "--dry-run", "--at", at, "--reclaim=false")
+	wantCode(t, res, 0)
+	waiting := 0
+	for _, ns := range targets {
+		switch p := res.Pair(t, home, "idle", ns); p.State {
+		case sweep.StateWaiting:
+			waiting++
+			if p.LastActivity == nil || p.LastActivity.What != "Pod deploy created" {
+				t.Errorf("%s waits on %+v, want its pod", ns, p.LastActivity)
+			}
+		case sweep.StatePlanned:
+		default:
+			t.Errorf("%s: %s (%s), want waiting or planned", ns, p.State, p.Message)
+		}
+	}
+	if waiting < n-sweep.ActivityIndexAfter {
+		t.Errorf("%d of %d namespaces wait on their pod; want at least the %d past the index threshold", waiting, n, n-sweep.ActivityIndexAfter)
+	}
+	after, err := shared.AuditedRequests(t.Context(), e.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusterWide := map[string]int{}
+	for _, r := range after[len(before):] {
+		if r.Verb == "list" && r.Namespace == "" && r.Resource != "namespaces" && r.Resource != "namespacemanagers" {
+			clusterWide[r.Resource]++
+		}
+	}
+	for _, resource := range []string{"pods", "replicasets", "controllerrevisions", "jobs"} {
+		if clusterWide[resource] != 1 {
+			t.Errorf("%s listed cluster-wide %d times, want once: %v", resource, clusterWide[resource], clusterWide)
+		}
+	}
+}
