@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httputil"
@@ -232,5 +233,44 @@ func TestIdleIndexIsConfirmed(t *testing.T) {
 		if clusterWide[resource] != 1 {
 			t.Errorf("%s listed cluster-wide %d times, want once: %v", resource, clusterWide[resource], clusterWide)
 		}
+	}
+}
+
+// A namespace touched between the sweep's listing and its DELETE (CI
+// deploying to it) is read again and left to the next sweep, which waits
+// on the touch.
+func TestTouchedBeforeTheDelete(t *testing.T) {
+	e := setup(t)
+	home := shared.Namespace(t)
+	target := shared.Namespace(t)
+	createManager(t, managerObj(home, "idle", home, []any{idlePolicy("idle a second", 1, deleteAction)}, targeting(target)))
+	waitPast(createdAt(t, target))
+	kubeconfig := e.KubeconfigThrough(t, func(rp *httputil.ReverseProxy) http.Handler {
+		var once sync.Once
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if isDelete(r, target) {
+				once.Do(func() {
+					var out bytes.Buffer
+					if code := cmd.Execute(context.Background(), []string{"touch", "--kubeconfig", shared.Kubeconfig, target}, &out, &out); code != 0 {
+						t.Errorf("nsman touch: exit %d, %s", code, out.String())
+					}
+				})
+			}
+			rp.ServeHTTP(w, r)
+		})
+	})
+	res := e.Sweep(t, "--kubeconfig", kubeconfig, "-l", caseLabel+"="+home, "--trusted-namespaces", home)
+	wantState(t, res, home, "idle", sweep.StateBusy)
+	if e.NamespaceGoneOrTerminating(t, target) {
+		t.Fatal("the namespace was deleted though it was touched before the DELETE")
+	}
+	ns, err := shared.Admin.CoreV1().Namespaces().Get(t.Context(), target, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// At the touch (a dry run, so that the time is the touch's second).
+	res = e.Sweep(t, "-l", caseLabel+"="+home, "--trusted-namespaces", home, "--dry-run", "--at", ns.Annotations[policy.TouchedAnnotation])
+	if w := wantState(t, res, home, "idle", sweep.StateWaiting); w.LastActivity == nil || !strings.HasPrefix(w.LastActivity.What, "touched") {
+		t.Errorf("after the touch: %+v, want it waiting on the touch", w.LastActivity)
 	}
 }
