@@ -142,7 +142,7 @@ func TestHelmInstallSweepsAsTheChartsServiceAccount(t *testing.T) {
 		t.Fatalf("the chart's admission policy does not refuse a DELETE of %s: %v (%v)", installNamespace, refused, err)
 	}
 
-	del, scale, hook, ruled := c.Namespace(t), c.Namespace(t), c.Namespace(t), c.Namespace(t)
+	del, scale, hook, ruled, idle := c.Namespace(t), c.Namespace(t), c.Namespace(t), c.Namespace(t), c.Namespace(t)
 	caseID := del
 	if _, err := c.Admin.CoreV1().Namespaces().Patch(ctx, ruled, types.MergePatchType, []byte(`{"metadata":{"labels":{"`+ruleLabel+`":"`+caseID+`"}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
@@ -168,6 +168,8 @@ func TestHelmInstallSweepsAsTheChartsServiceAccount(t *testing.T) {
 	managers := dyn.Resource(sweep.ManagerResource)
 	for _, obj := range []*unstructured.Unstructured{
 		managerObj(del, del, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}),
+		// IDLE reads what was created in a namespace once it is old enough.
+		managerObj(idle, idle, caseID, []any{idlePolicy("idle a second", 1, deleteAction)}),
 		managerObj(scale, scale, caseID, []any{podsPolicy("scale when no tests run", map[string]any{"component": "tests"}, map[string]any{"type": "SCALE_DOWN"})}),
 		managerObj(hook, hook, caseID, []any{ttlPolicy("notify at once", 0, webhookAction(recv.ServiceURL(t, c.Admin, hook, "sink")+"/done"))}),
 		// A rule in nsman's own namespace, which is trusted while
@@ -185,13 +187,18 @@ func TestHelmInstallSweepsAsTheChartsServiceAccount(t *testing.T) {
 		}
 	}
 
+	created, err := c.Admin.CoreV1().Namespaces().Get(ctx, idle, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitPast(created.CreationTimestamp.Time)
 	before, err := c.AuditedRequests(ctx, sa.User)
 	if err != nil {
 		t.Fatal(err)
 	}
 	res := sa.Sweep(t, append(slices.Clone(args), "-l", caseLabel+"="+caseID)...)
 	wantCode(t, res, 0)
-	for _, ns := range []string{del, scale, hook} {
+	for _, ns := range []string{del, scale, hook, idle} {
 		wantState(t, res, ns, ns, sweep.StateFired)
 	}
 	if p := res.Pair(t, installNamespace, "rule", ruled); p.State != sweep.StateFired {
