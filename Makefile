@@ -118,7 +118,7 @@ docs: ## Regenerate the flags reference in docs/flags.md from the commands
 	go test ./cmd -run '^TestFlagsReferenceUpToDate$$' -update
 
 .PHONY: bench
-bench: control-plane ## Benchmarks: Go benchmarks of the unit packages, then 1,000 and 10,000 managers on a real API server; writes BENCHMARKS.md, naming the commit measured (refuses a tree with uncommitted changes or untracked files, unless NSMAN_BENCH_ALLOW_MODIFIED=1)
+bench: control-plane ## Benchmarks: Go benchmarks of the unit packages, then 1,000 and 10,000 managers, a rule over 10,000 namespaces and 1,000 managers half IDLE on a real API server; writes BENCHMARKS.md, naming the commit measured (refuses a tree with uncommitted changes or untracked files, unless NSMAN_BENCH_ALLOW_MODIFIED=1)
 	go test -count=1 -skip '^TestBenchmarks$$' ./test/bench/
 	NSMAN_BENCH=1 NSMAN_BENCH_GO_PKGS='$(UNIT_PKGS)' go test -count=1 -run '^TestBenchmarks$$' -timeout 60m -v ./test/bench/
 
@@ -167,7 +167,7 @@ cluster-down: ## Stop the control plane that cluster-up started
 	@bin/nsman-cluster -dir .cluster down
 
 .PHONY: demo
-demo: build control-plane ## Start a control plane, install the CRD and RBAC, apply examples/, show the dry-run plan and what it would reclaim, sweep for real, play stages, a tenant's webhook, a rule, a laptop dry run as the CronJob sees, nsman doctor, a namespace stuck in Terminating (nsman explain, a sweep), expiry dates, windows and freezes, tear down
+demo: build control-plane ## Start a control plane, install the CRD and RBAC, apply examples/, show the dry-run plan and what it would reclaim, sweep for real, play stages, a tenant's webhook, a rule, a laptop dry run as the CronJob sees, nsman doctor, a namespace stuck in Terminating (nsman explain, a sweep), expiry dates, idle previews (nsman touch), windows and freezes, tear down
 	scripts/demo.sh
 
 .PHONY: clean

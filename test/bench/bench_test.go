@@ -23,6 +23,10 @@ import (
 // Command is how BENCHMARKS.md says to reproduce it.
 const Command = "make bench"
 
+// parts are what NSMAN_BENCH_ONLY may name: the managers, the rule (issue
+// 13), half the managers IDLE (issue 25).
+var parts = []string{"managers", "rules", "idle"}
+
 // The sizes and the due managers of a complete run; BENCHMARKS.md is
 // written only from one.
 var defaultSizes = []int{1000, 10000}
@@ -31,15 +35,17 @@ const defaultDue = 1000
 
 // TestBenchmarks seeds N managers for each size in NSMAN_BENCH_SIZES
 // (default 1000,10000), each in a fresh API-tier control plane, then one
-// rule over as many namespaces as the largest size, in another, measures the
-// floors and nsman sweeps, prints the document and writes it to
-// BENCHMARKS.md (NSMAN_BENCH_OUT to write elsewhere). NSMAN_BENCH_GO_PKGS
-// names packages whose Go benchmarks it runs first, on the same tree.
-// NSMAN_BENCH_ONLY=managers or =rules runs one part alone.
+// rule over as many namespaces as the largest size, in another, then, for
+// each size up to 1000, N managers half of which are IDLE, in another,
+// measures the floors and nsman sweeps, prints the document and writes it
+// to BENCHMARKS.md (NSMAN_BENCH_OUT to write elsewhere).
+// NSMAN_BENCH_GO_PKGS names packages whose Go benchmarks it runs first, on
+// the same tree. NSMAN_BENCH_ONLY=managers, =rules or =idle runs one part
+// alone.
 //
 // It names the commit measured, builds the nsman it measures from the same
 // tree, and writes BENCHMARKS.md only from a complete run (default sizes
-// and due managers, both parts, the Go benchmarks) on a tree without
+// and due managers, every part, the Go benchmarks) on a tree without
 // uncommitted changes, unless NSMAN_BENCH_ALLOW_MODIFIED=1, when the header
 // says the tree was modified.
 func TestBenchmarks(t *testing.T) {
@@ -51,8 +57,12 @@ func TestBenchmarks(t *testing.T) {
 		t.Fatal(err)
 	}
 	only := os.Getenv("NSMAN_BENCH_ONLY")
-	if only != "" && only != "managers" && only != "rules" {
-		t.Fatalf("NSMAN_BENCH_ONLY=%q: want managers or rules", only)
+	if only != "" && !slices.Contains(parts, only) {
+		t.Fatalf("NSMAN_BENCH_ONLY=%q: want one of %s", only, strings.Join(parts, ", "))
+	}
+	runs := func(part string) bool { return only == "" || only == part }
+	if only == "idle" && len(idleSizes(sizes)) == 0 {
+		t.Fatalf("NSMAN_BENCH_SIZES=%s: the IDLE part runs at sizes up to %d only", os.Getenv("NSMAN_BENCH_SIZES"), idleMaxSize)
 	}
 	due := defaultDue
 	if v := os.Getenv("NSMAN_BENCH_DUE"); v != "" {
@@ -108,7 +118,7 @@ func TestBenchmarks(t *testing.T) {
 		}
 	}
 
-	if only != "rules" {
+	if runs("managers") {
 		for _, n := range sizes {
 			r, v := measureSize(t, bin, n, due)
 			rep.Rows = append(rep.Rows, r...)
@@ -117,8 +127,19 @@ func TestBenchmarks(t *testing.T) {
 	} else {
 		rep.Sizes = nil
 	}
-	if only != "managers" {
+	if runs("rules") {
 		rep.Rules, rep.KubeVersion = measureRules(t, bin, slices.Max(sizes), due)
+	}
+	if runs("idle") {
+		at := idleSizes(sizes)
+		if len(at) == 0 {
+			t.Logf("NSMAN_BENCH_SIZES=%s: the IDLE part runs at sizes up to %d only; not run", os.Getenv("NSMAN_BENCH_SIZES"), idleMaxSize)
+		}
+		for _, n := range at {
+			r, v := measureIdle(t, bin, n)
+			rep.Idle = append(rep.Idle, r...)
+			rep.KubeVersion = v
+		}
 	}
 	if t.Failed() && official {
 		t.Fatal("not writing BENCHMARKS.md: a measurement failed its checks")

@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -155,6 +156,12 @@ func floorPodsList(ctx context.Context, cfg *rest.Config) (int, error) {
 // metadataPages lists a core resource, metadata only, in pages of pageSize,
 // and counts the items.
 func metadataPages(ctx context.Context, cfg *rest.Config, resource string, opts metav1.ListOptions) (int, error) {
+	return resourcePages(ctx, cfg, corev1.SchemeGroupVersion.WithResource(resource), opts)
+}
+
+// resourcePages lists resource, metadata only, in pages of pageSize, and
+// counts the items.
+func resourcePages(ctx context.Context, cfg *rest.Config, resource schema.GroupVersionResource, opts metav1.ListOptions) (int, error) {
 	meta, err := metadata.NewForConfig(cfg)
 	if err != nil {
 		return 0, err
@@ -162,9 +169,9 @@ func metadataPages(ctx context.Context, cfg *rest.Config, resource string, opts 
 	n := 0
 	opts.Limit = pageSize
 	for {
-		list, err := meta.Resource(corev1.SchemeGroupVersion.WithResource(resource)).List(ctx, opts)
+		list, err := meta.Resource(resource).List(ctx, opts)
 		if err != nil {
-			return 0, fmt.Errorf("list %s: %w", resource, err)
+			return 0, fmt.Errorf("list %s: %w", resource.GroupResource(), err)
 		}
 		n += len(list.Items)
 		if opts.Continue = list.GetContinue(); opts.Continue == "" {
@@ -432,12 +439,15 @@ type session struct {
 	seed  seeder
 	audit *auditCursor
 	rows  []measurement
+	// began is when the control plane was started.
+	began time.Time
 }
 
 // startSession starts a control plane for a measurement of size n with
 // nsman's binary bin; the caller stops it (s.c.Stop).
 func startSession(ctx context.Context, t *testing.T, bin string, n int) *session {
 	t.Helper()
+	began := time.Now()
 	c, err := cluster.Start(ctx, cluster.Options{Tier: cluster.APITier})
 	if err != nil {
 		t.Fatal(err)
@@ -448,7 +458,7 @@ func startSession(ctx context.Context, t *testing.T, bin string, n int) *session
 			c.Stop()
 		}
 	}()
-	s := &session{t: t, ctx: ctx, n: n, bin: bin, c: c}
+	s := &session{t: t, ctx: ctx, n: n, bin: bin, c: c, began: began}
 	if s.env, err = nsmantest.Setup(ctx, c, nsmantest.CRD(t)); err != nil {
 		t.Fatal(err)
 	}

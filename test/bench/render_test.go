@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
@@ -16,9 +17,11 @@ import (
 // report is everything a run measured and what it measured it on: render
 // writes BENCHMARKS.md from it, and from nothing else.
 type report struct {
-	// Rows are the managers' part, for each of Sizes; Rules the rule's.
-	Rows, Rules []measurement
-	Sizes       []int
+	// Rows are the managers' part, for each of Sizes; Rules the rule's;
+	// Idle the part with half the managers IDLE (issue 25), for each size
+	// it measured.
+	Rows, Rules, Idle []measurement
+	Sizes             []int
 	// Due is how many managers (or a rule's namespaces) come due per
 	// DELETE sweep and per write floor.
 	Due         int
@@ -91,6 +94,9 @@ const (
 	// ruleNoopBound: the rule's no-op sweep against its read floor
 	// (issue 13).
 	ruleNoopBound = 1.3
+	// idleNoopBound: the no-op sweep with half the managers IDLE against
+	// the read floor that lists what IDLE must read (issue 25).
+	idleNoopBound = 1.3
 	// rssBoundMiB: peak RSS of every sweep (issue 6).
 	rssBoundMiB = 64
 	// deleteBound and deleteWallBound: DELETE sweep against the write
@@ -163,23 +169,37 @@ func (rs rowSet) must(n int, prefix string) measurement {
 	return m
 }
 
-// numbered numbers the rows of both parts, the managers' first, for the
+// numbered numbers the rows of every part, in the order given, for the
 // document to cite them.
-func numbered(rows, rules []measurement) (rowSet, rowSet) {
-	rs, rr := slices.Clone(rows), slices.Clone(rules)
+func numbered(parts ...[]measurement) []rowSet {
+	out := make([]rowSet, len(parts))
 	id := 0
-	for _, part := range [][]measurement{rs, rr} {
-		for i := range part {
+	for p, part := range parts {
+		out[p] = slices.Clone(part)
+		for i := range out[p] {
 			id++
-			part[i].ID = id
+			out[p][i].ID = id
 		}
 	}
-	return rs, rr
+	return out
+}
+
+// sizesOf lists the sizes of rows, in the order measured.
+func sizesOf(rows []measurement) []int {
+	var sizes []int
+	for _, m := range rows {
+		if !slices.Contains(sizes, m.N) {
+			sizes = append(sizes, m.N)
+		}
+	}
+	return sizes
 }
 
 // render writes BENCHMARKS.md: every figure in it comes from rep.
 func render(rep report) string {
-	rows, rules := numbered(rep.Rows, rep.Rules)
+	parts := numbered(rep.Rows, rep.Rules, rep.Idle)
+	rows, rules, idle := parts[0], parts[1], parts[2]
+	idleSizes := sizesOf(idle)
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	due := rep.Due
@@ -191,6 +211,7 @@ func render(rep report) string {
 		ruleN = rules[0].N
 		targets = append(targets, ruleTargets(rules, ruleN, due)...)
 	}
+	targets = append(targets, idleTargets(idle, idleSizes)...)
 
 	p("\n## How it is measured\n\n")
 	method(&b, rep)
@@ -203,6 +224,11 @@ func render(rep report) string {
 		p("\n## One rule over %d namespaces (issue 13)\n\n", ruleN)
 		ruleMethod(&b, ruleN, due)
 		table(&b, rules, "pairs")
+	}
+	if len(idle) > 0 {
+		p("\n## %s managers, half of them IDLE (issue 25)\n\n", andList(idleSizes))
+		idleMethod(&b, idleSizes)
+		table(&b, idle, "managers")
 	}
 	if len(rows)+len(rules) > 0 {
 		writesTable(&b, rows, rules, rep.Sizes, ruleN, due)
@@ -220,13 +246,13 @@ func render(rep report) string {
 		}
 		p("| %d | %s | %s | %s | %s |\n", tg.N, tg.What, tg.Measured, met, tg.Source)
 	}
-	p("\nSources: issues 6, 12, 13 and 24 (what a sweep's DELETEs free, `--reclaim`), point 10 and the “must hold” of the\n")
-	p("issue “One executor, and tests that cannot lie” (OE). The bounds are constants of\n")
+	p("\nSources: issues 6, 12, 13, 24 (what a sweep's DELETEs free, `--reclaim`) and 25 (what IDLE reads), point 10 and the\n")
+	p("“must hold” of the issue “One executor, and tests that cannot lie” (OE). The bounds are constants of\n")
 	p("test/bench/render_test.go; “met” is computed from the rows cited.\n")
 
 	growth(&b, rows, rep.Sizes, due)
 	sharding(&b, rows, rep.Sizes, due)
-	analysis(&b, rep, rows, rules, targets)
+	analysis(&b, rep, rows, rules, idle, targets)
 
 	p("\n## Go benchmarks\n\n")
 	if rep.GoBench == "" {
@@ -336,6 +362,96 @@ func ruleMethod(b *strings.Builder, n, due int) {
 	p("other namespaces seeded for it (labelled `%s=off`, each with a Succeeded pod), with %d workers, unthrottled, as the\n", ruleLabel, floorConcurrency)
 	p("ServiceAccount. The rows are the median runs; the notes list every run. Each sweep handles the namespaces the rule still\n")
 	p("matches: those deleted in earlier rounds are terminating, which no rule matches.\n\n")
+}
+
+// idleMethod describes the part with half the managers IDLE.
+func idleMethod(b *strings.Builder, sizes []int) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	s := int64(idleFor / time.Second)
+	p("A fresh control plane of its own for each size up to %d (N = %s), where the targets are set: at 10000 managers, nsman's\n", idleMaxSize, andList(sizes))
+	p("first sweep and the rounds below take about the %d s the IDLE policies wait, and a longer idleSeconds would add its wait,\n", s)
+	p("untimed, to `%s`. Seeded: N managers, each in its own namespace and targeting it; first N/2 with one policy, `IDLE`\n", Command)
+	p("(idleSeconds %d) → DELETE, then N/2 with `TTL` 86400 s → DELETE (not due). A sweep reads nothing for an IDLE policy until\n", s)
+	p("idleSeconds have passed since its namespace's creation (or its `%s` annotation); from then on it reads\n", policy.TouchedAnnotation)
+	p("the namespace's activity, the newest creation of a pod, ReplicaSet, ControllerRevision or Job in it: for the first %d\n", sweep.ActivityIndexAfter)
+	p("namespaces of a sweep (sweep.ActivityIndexAfter), four paged lists in the namespace, metadata only; past them, the same four\n")
+	p("lists once, cluster-wide and paged. An IDLE policy that would hold on the cluster-wide lists' answer is confirmed with the\n")
+	p("namespace's own four lists; one that waits is not. So that every IDLE manager reads its activity and still waits, the\n")
+	p("generator waits, untimed, until the IDLE namespaces are %d s old, then creates one ControllerRevision in each (no controller\n", s)
+	p("runs on the API tier to act on it). Then nsman's first sweep records a status on every manager, and the read floor, the read\n")
+	p("floor with the activity lists and a no-op sweep are measured %d times, interleaved. The read floor lists the managers and the\n", readRounds)
+	p("namespaces as in \"Managers\"; the next row adds one paged LIST (metadata only, page size %d) of each of pods, ReplicaSets,\n", pageSize)
+	p("ControllerRevisions and Jobs, cluster-wide: what IDLE must read. Every sweep must end before the first ControllerRevision is\n")
+	p("%d s old, when the IDLE policies hold and a sweep would DELETE: the generator fails the run if one does not, and the no-op\n", s)
+	p("sweep's note says how long before then the last one ended. The rows are the median runs; the notes list every run.\n\n")
+}
+
+// andList writes sizes as "1000", "1000 and 10000", "1, 2 and 3".
+func andList(sizes []int) string {
+	var ss []string
+	for _, n := range sizes {
+		ss = append(ss, strconv.Itoa(n))
+	}
+	if len(ss) < 2 {
+		return strings.Join(ss, "")
+	}
+	return strings.Join(ss[:len(ss)-1], ", ") + " and " + ss[len(ss)-1]
+}
+
+// idleTargets computes the targets of the part with half the managers
+// IDLE.
+func idleTargets(idle rowSet, sizes []int) []target {
+	var ts []target
+	for _, n := range sizes {
+		floor, lists, noop := idle.must(n, readFloorLabel), idle.must(n, idleFloorLabel), idle.must(n, noopLabel)
+		r := ratio(noop.Wall, lists.Wall)
+		ts = append(ts, setAt(idleMaxSize, target{N: n, Source: "25", Met: r <= idleNoopBound,
+			What: fmt.Sprintf("IDLE: no-op sweep ≤ %.1f × read floor incl. the activity lists", idleNoopBound),
+			Measured: fmt.Sprintf("%s / %s = %.2f× (floor without them: %s, %.2f×)",
+				noop.at(), lists.at(), r, floor.at(), ratio(noop.Wall, floor.Wall))}))
+		ts = append(ts, setAt(idleMaxSize, target{N: n, What: "IDLE: zero writes in a no-op sweep", Source: "25",
+			Measured: fmt.Sprintf("%d (%s)", noop.writes(), noop.ref()), Met: noop.writes() == 0}))
+	}
+	return ts
+}
+
+// activityLists counts m's lists of what IDLE counts as activity.
+func activityLists(m measurement) int {
+	n := 0
+	for _, r := range activityResources {
+		n += m.count("list", r.Resource)
+	}
+	return n
+}
+
+// idleAnalysis writes what the part with half the managers IDLE says.
+func idleAnalysis(b *strings.Builder, idle rowSet) {
+	sizes := sizesOf(idle)
+	if len(sizes) == 0 {
+		return
+	}
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	var parts []string
+	for _, n := range sizes {
+		floor, lists, noop := idle.must(n, readFloorLabel), idle.must(n, idleFloorLabel), idle.must(n, noopLabel)
+		parts = append(parts, fmt.Sprintf("at %d managers, the no-op sweep took %s: %.2f× the read floor with the activity lists\n"+
+			"(%s) and %.2f× the read floor (%s), which reads no activity; it made %d requests, %d of them lists of pods, ReplicaSets,\n"+
+			"ControllerRevisions and Jobs, where the floor with the activity lists made %d, %d of them those lists (more: %s)",
+			n, noop.at(), ratio(noop.Wall, lists.Wall), lists.at(), ratio(noop.Wall, floor.Wall), floor.ref(),
+			noop.total(), activityLists(noop), lists.total(), activityLists(lists),
+			cmpOr(describe(moreRequests(noop, lists)), "none")))
+	}
+	p("**Half the managers IDLE.** %s.\nBeyond the floor's lists, the sweep lists the four resources in each of the first %d IDLE namespaces it reads,\n",
+		upperFirst(strings.Join(parts, "; ")), sweep.ActivityIndexAfter)
+	p("one by one, before it lists them cluster-wide.\n\n")
+}
+
+// upperFirst capitalizes s's first letter.
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 func cmpOr(s, fallback string) string {
@@ -589,7 +705,7 @@ func sharding(b *strings.Builder, rows rowSet, sizes []int, due int) {
 
 // analysis writes what the rows say, each figure computed from the rows it
 // cites.
-func analysis(b *strings.Builder, rep report, rows, rules rowSet, targets []target) {
+func analysis(b *strings.Builder, rep report, rows, rules, idle rowSet, targets []target) {
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	due := rep.Due
 	p("\n## Analysis\n\n")
@@ -616,7 +732,7 @@ func analysis(b *strings.Builder, rep report, rows, rules rowSet, targets []targ
 	p("\n\n")
 
 	// Load and spread.
-	all := slices.Concat(rows, rules)
+	all := slices.Concat(rows, rules, idle)
 	if len(all) > 0 {
 		lo, hi := all[0], all[0]
 		busy := 0
@@ -702,6 +818,7 @@ func analysis(b *strings.Builder, rep report, rows, rules rowSet, targets []targ
 		}
 		p(",\nwhere the write floor (annotate, delete) writes %d per namespace: %.2f× that floor's time (%s).\n\n", perTarget, ratio(del.Wall, wf.Wall), wf.at())
 	}
+	idleAnalysis(b, idle)
 
 	p("**Peak RSS.**")
 	for _, n := range rep.Sizes {
@@ -713,6 +830,10 @@ func analysis(b *strings.Builder, rep report, rows, rules rowSet, targets []targ
 	if len(rules) > 0 {
 		peak, at := peakRSS(rules, rules[0].N)
 		p(" The rule over %d namespaces: %s (%s).", rules[0].N, mib(peak), at.ref())
+	}
+	for _, n := range sizesOf(idle) {
+		peak, at := peakRSS(idle, n)
+		p(" %d managers, half of them IDLE: %s (%s).", n, mib(peak), at.ref())
 	}
 	p("\n")
 

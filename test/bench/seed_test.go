@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
@@ -63,6 +65,9 @@ const (
 	podsRunning
 	// ttlDue: a TTL of zero, due for DELETE.
 	ttlDue
+	// idleActive: IDLE for idleFor (issue 25's part), in a namespace where
+	// something happened less than idleFor ago: it keeps waiting.
+	idleActive
 )
 
 // seeder creates namespaces, managers and pods as the admin user.
@@ -176,6 +181,20 @@ func (s seeder) setPodPhase(ctx context.Context, namespace string, phase corev1.
 	return nil
 }
 
+// revision creates the ControllerRevision revisionName in namespace: the
+// cheapest of what IDLE counts as activity (no controller acts on it).
+func (s seeder) revision(ctx context.Context, namespace string) error {
+	rev := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: revisionName},
+		Data: runtime.RawExtension{Raw: []byte(`{}`)}, Revision: 1}
+	if err := create(ctx, func() error {
+		_, err := s.kube.AppsV1().ControllerRevisions(namespace).Create(ctx, rev, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return fmt.Errorf("create controllerrevision %s/%s: %w", namespace, revisionName, err)
+	}
+	return nil
+}
+
 // create retries a create briefly (a namespace just created may not be
 // visible to admission yet); AlreadyExists is success.
 func create(ctx context.Context, do func() error) error {
@@ -224,6 +243,8 @@ func deletePolicy(name string, k kind) map[string]any {
 			"initialDelaySeconds": int64(0),
 			"podLabels":           map[string]any{"app": "e2e"},
 		}}
+	case idleActive:
+		cond = map[string]any{"type": policy.ConditionIdle, "params": map[string]any{"idleSeconds": int64(idleFor / time.Second)}}
 	}
 	return map[string]any{"name": name, "condition": cond, "action": map[string]any{"type": policy.ActionDelete}}
 }
