@@ -179,11 +179,12 @@ func judge(state *PolicyState, out *Outcome, generation int64, i int, p Policy, 
 // judgeInWindows judges policy p, which may act only in its windows: one
 // that holds outside them waits for the next to open (still said to hold),
 // one that waits for a time waits for the first open one from then, and
-// pods are not checked while every window is closed.
+// neither pods nor an IDLE policy's activity are read while every window
+// is closed.
 func judgeInWindows(state *PolicyState, out *Outcome, generation int64, i int, p Policy, in Input) Verdict {
 	open := nextOpen(p.Windows, in.Now)
 	closed := !open.Equal(in.Now)
-	pods := p.Condition.Type == ConditionPodsSucceed || p.Condition.Type == ConditionPodsFailed || p.Condition.Type == ConditionIdle
+	pods := p.Condition.Type == ConditionPodsSucceed || p.Condition.Type == ConditionPodsFailed
 	if closed && pods {
 		state.Detail = fmt.Sprintf("outside its windows (%s): pods are checked from %s", describeWindows(p.Windows), stamp(open))
 		state.Due = open
@@ -191,6 +192,10 @@ func judgeInWindows(state *PolicyState, out *Outcome, generation int64, i int, p
 	}
 	verdict := judge(state, out, generation, i, p, in)
 	switch {
+	case verdict == NeedActivity && closed:
+		state.Detail = fmt.Sprintf("outside its windows (%s): its activity is read from %s", describeWindows(p.Windows), stamp(open))
+		state.Due = open
+		return Wait
 	case verdict == Fire && closed:
 		state.Detail += fmt.Sprintf("; outside its windows (%s): it acts at %s", describeWindows(p.Windows), stamp(open))
 		state.Due = open

@@ -72,7 +72,15 @@ func TestIdleLastActivity(t *testing.T) {
 	// Outside its windows, IDLE asks for nothing and waits for the opening.
 	m.Policies[0].Windows = []Window{{From: 22 * 60, To: 6 * 60, Location: time.UTC}}
 	opens := time.Date(2026, 3, 24, 22, 0, 0, 0, time.UTC)
-	if out := Evaluate(m, Input{Now: opens.Add(-time.Hour), TargetCreated: created}); out.Verdict != Wait || !out.NextDue.Equal(opens) {
-		t.Errorf("outside its windows: %s, due %v; want to wait for 22:00, asking nothing", out.Verdict, out.NextDue)
+	if out := Evaluate(m, Input{Now: opens.Add(-time.Hour), TargetCreated: created}); out.Verdict != Wait || !out.NextDue.Equal(opens) ||
+		!strings.Contains(out.Policies[0].Detail, "its activity is read from "+opens.Format(time.RFC3339)) {
+		t.Errorf("outside its windows: %s, due %v, %+v; want to wait for 22:00, asking nothing", out.Verdict, out.NextDue, out.Policies)
+	}
+	// Touched an hour ago, it waits on the touch, then for the window
+	// open at that time, asking nothing.
+	touchedAt := opens.Add(-time.Hour)
+	in := Input{Now: opens.Add(-time.Hour), TargetCreated: created, TargetTouched: touchedAt.Format(time.RFC3339)}
+	if out := Evaluate(m, in); out.Verdict != Wait || !out.NextDue.Equal(opens.Add(day)) || out.Policies[0].LastActivity == nil {
+		t.Errorf("touched, outside its windows: %s, due %v, %+v; want to wait for the window open a day after the touch", out.Verdict, out.NextDue, out.Policies)
 	}
 }

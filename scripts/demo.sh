@@ -2,8 +2,8 @@
 # make demo: start a local control plane, install nsman's CRD and RBAC, apply
 # examples/, show the dry-run plan and what it would reclaim, run a real
 # sweep, show what happened, play more scenes (stages, a tenant's webhook, a
-# rule, a laptop dry run, nsman doctor, a namespace stuck in Terminating),
-# then tear down.
+# rule, a laptop dry run, nsman doctor, a namespace stuck in Terminating,
+# expiry dates, idle previews, windows, freezes), then tear down.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,9 +45,9 @@ until [ -s "$work/webhooks.log" ]; do sleep 0.1; done
 receiver=$(head -n 1 "$work/webhooks.log")
 echo "receiver at $receiver"
 
-step "applying examples/ (the webhook example pointed at the receiver; stages, rules, expiry dates and windows get scenes of their own below)"
+step "applying examples/ (the webhook example pointed at the receiver; stages, rules, expiry dates, idle previews and windows get scenes of their own below)"
 for f in examples/*.yaml; do
-	case "$f" in examples/rule-* | examples/lifecycle-stages.yaml | examples/windows-*) continue ;; esac
+	case "$f" in examples/rule-* | examples/lifecycle-stages.yaml | examples/windows-* | examples/idle-*) continue ;; esac
 	sed "s#http://webhook-receiver\.[a-z0-9-]*\.svc:8080#$receiver#" "$f"
 	echo "---"
 done | kubectl apply -f -
@@ -243,6 +243,21 @@ kubectl -n namespace-manager label namespacemanager demo-preview-expiry demo=exp
 nsman sweep -l demo=expires
 echo "demo-preview-expired is gone; the undated and later ones wait for the 30-day backstop; the misdated one is reported, once:"
 kubectl -n namespace-manager get events --field-selector reason=ExpiryIgnored -o custom-columns=REASON:.reason,MESSAGE:.message
+
+step "idle previews: one rule deletes each preview nothing has happened in for 72 hours (examples/idle-preview.yaml)"
+kubectl apply -f examples/idle-preview.yaml
+kubectl -n namespace-manager label namespacemanager demo-idle-previews demo=idle
+kubectl -n demo-idle-web rollout status deployment/web --timeout=60s
+quiet=$(date -u +%s) # nothing is created in demo-idle-touched from now on
+sleep 2
+echo "CI deploys to demo-idle-web again: a rollout, a new ReplicaSet"
+kubectl -n demo-idle-web rollout restart deployment/web
+idle_at=$(date -u -d "@$((quiet + 72 * 3600 + 1))" +%Y-%m-%dT%H:%M:%SZ)
+echo "72 hours on (a dry run --at): demo-idle-touched is idle, the rollout keeps demo-idle-web, demo-idle-mistouched's annotation is no time"
+nsman sweep --dry-run -l demo=idle --at "$idle_at"
+echo "CI touches demo-idle-touched at its deploy (nsman touch): 72 hours on, it waits too"
+bin/nsman touch demo-idle-touched
+nsman sweep --dry-run -l demo=idle --at "$idle_at"
 
 step "windows: examples/windows-night-scale-down.yaml parks a preview only at night or at the weekend, Europe/Berlin"
 kubectl apply -f examples/windows-night-scale-down.yaml

@@ -18,7 +18,7 @@ import (
 
 // ActivityIndexAfter is the number of namespaces of one sweep whose last
 // activity (for IDLE) is read namespace by namespace, four paged lists each
-// (pods, ReplicaSets, ControllerRevisions, Jobs; metadata only), before the
+// (ReplicaSets, ControllerRevisions, Jobs, pods; metadata only), before the
 // sweep lists the four once, cluster-wide, keeping the newest creation per
 // namespace. 32 namespaces cost 128 requests, about what the cluster-wide
 // lists of a cluster of 16,000 objects of each kind take: past it, the
@@ -26,15 +26,17 @@ import (
 const ActivityIndexAfter = 32
 
 // activityResources are what an IDLE condition counts the creation of as
-// activity in a namespace.
+// activity in a namespace. Of objects created in the same second, the
+// first listed is named: a rollout's ReplicaSet, a Job, rather than their
+// pods.
 var activityResources = []struct {
 	resource schema.GroupVersionResource
 	kind     string
 }{
-	{corev1.SchemeGroupVersion.WithResource("pods"), "Pod"},
 	{schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"}, "ReplicaSet"},
 	{schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "controllerrevisions"}, "ControllerRevision"},
 	{batchv1.SchemeGroupVersion.WithResource("jobs"), "Job"},
+	{corev1.SchemeGroupVersion.WithResource("pods"), "Pod"},
 }
 
 // activities is what one sweep knows of the last activity in namespaces;

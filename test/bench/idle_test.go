@@ -45,10 +45,10 @@ const (
 // activityResources are what an IDLE condition counts the creation of as
 // activity, in the order nsman lists them (sweep/activity.go).
 var activityResources = []schema.GroupVersionResource{
-	corev1.SchemeGroupVersion.WithResource("pods"),
 	appsv1.SchemeGroupVersion.WithResource("replicasets"),
 	appsv1.SchemeGroupVersion.WithResource("controllerrevisions"),
 	batchv1.SchemeGroupVersion.WithResource("jobs"),
+	corev1.SchemeGroupVersion.WithResource("pods"),
 }
 
 // idleFloorLabel is the label of the read floor with the activity lists.

@@ -74,7 +74,10 @@ const ruleExampleHome = "namespace-manager"
 //     then does;
 //   - each rule acts on each namespace it matches once, by a policy that
 //     held: DELETE deletes it; PODS_SUCCEED fires only once every matching
-//     pod has succeeded, after a sweep saw them pending; WEBHOOK posts once
+//     pod has succeeded, after a sweep saw them pending; IDLE fires only
+//     once its idle time has passed since a last activity no older than
+//     anything created in the namespace before the sweep, and never on a
+//     namespace whose touched annotation is no time; WEBHOOK posts once
 //     for that namespace, with the pair's Idempotency-Key;
 //   - it touches no other namespace, in the manifest or not, is never
 //     deactivated, and writes one Event per sweep in which it acted;
@@ -152,6 +155,9 @@ func playOutRule(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver, objs 
 	fired := map[string]sweep.Entry{} // by namespace/name/target
 	waitedOnPods := map[string]bool{}
 	warned := map[string]bool{} // pairs told of an expiry annotation that does not parse
+	idle := slices.ContainsFunc(slices.Collect(maps.Values(rules)), func(m policy.Manager) bool {
+		return slices.ContainsFunc(m.Policies, func(p policy.Policy) bool { return p.Condition.Type == policy.ConditionIdle })
+	})
 	deadline := time.Now().Add(3 * time.Minute)
 	for len(fired) < len(expected) {
 		if time.Now().After(deadline) {
@@ -162,6 +168,16 @@ func playOutRule(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver, objs 
 		wantCode(t, plan, 0)
 		if w := e.Writes(t)[before:]; len(w) > 0 {
 			t.Fatalf("dry run wrote:\n%v", w)
+		}
+		// What was created in each namespace before the sweep, which an
+		// IDLE policy that fires in it must have counted.
+		created := map[string]time.Time{}
+		if idle {
+			for _, ns := range namespaces {
+				if matchedAny[ns.GetName()] {
+					created[ns.GetName()] = newestCreated(t, ns.GetName())
+				}
+			}
 		}
 		before = len(e.Writes(t))
 		res := e.Sweep(t, args...)
@@ -198,6 +214,7 @@ func playOutRule(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver, objs 
 				fired[pair] = entry
 				actedNow[id] = true
 				checkPairFired(t, e, m, entry, recv, waitedOnPods[pair])
+				checkIdleFired(t, m, entry, res.Report.Summary.Now, created[entry.Target], namespaces)
 			case sweep.StateDone:
 				if _, ok := fired[pair]; !ok {
 					t.Errorf("rule %s done on %s without having fired", id, entry.Target)
@@ -312,6 +329,79 @@ func comparePairPlan(t *testing.T, plan, real nsmantest.Result, got sweep.Entry)
 		(strings.Contains(p.Message, "not every pod") || (p.Due != nil && !p.Due.After(real.Report.Summary.Now)))):
 		t.Errorf("%s: fired %s though the dry run before said %s (%s)", id, got.Action, p.State, p.Message)
 	}
+}
+
+// checkIdleFired checks, when an IDLE policy fired on a namespace, that the
+// entry says what its last activity was, that its idle time has passed
+// since, that it is no older than what was created in the namespace before
+// the sweep (created), and that the namespace's touched annotation in the
+// manifest, if any, is a time.
+func checkIdleFired(t *testing.T, m policy.Manager, entry sweep.Entry, now, created time.Time, namespaces []*unstructured.Unstructured) {
+	t.Helper()
+	i := slices.IndexFunc(m.Policies, func(p policy.Policy) bool { return p.Name == entry.Policy })
+	if i < 0 || m.Policies[i].Condition.Type != policy.ConditionIdle {
+		return
+	}
+	id := m.Namespace + "/" + m.Name + " on " + entry.Target
+	idle := m.Policies[i].Condition.Idle
+	switch last := entry.LastActivity; {
+	case last == nil:
+		t.Errorf("%s fired IDLE without saying its last activity", id)
+	case last.At.Add(idle).After(now):
+		t.Errorf("%s fired IDLE %s at %s, but its last activity, %s, was at %s", id, idle, now, last.What, last.At)
+	case last.At.Time.Before(created):
+		t.Errorf("%s fired IDLE on last activity %s at %s, but something was created in it at %s", id, last.What, last.At, created)
+	}
+	for _, ns := range namespaces {
+		if touched, ok := ns.GetAnnotations()[policy.TouchedAnnotation]; ns.GetName() == entry.Target && ok {
+			if _, err := time.Parse(time.RFC3339, touched); err != nil {
+				t.Errorf("%s fired IDLE though the namespace's annotation %s is %q, no time", id, policy.TouchedAnnotation, touched)
+			}
+		}
+	}
+}
+
+// newestCreated is the newest creationTimestamp of the pods, ReplicaSets,
+// ControllerRevisions and Jobs in namespace: what an IDLE policy counts as
+// activity there besides the namespace itself.
+func newestCreated(t *testing.T, namespace string) time.Time {
+	t.Helper()
+	ctx, opts := t.Context(), metav1.ListOptions{}
+	var newest time.Time
+	keep := func(m metav1.ObjectMeta) {
+		if m.CreationTimestamp.After(newest) {
+			newest = m.CreationTimestamp.Time
+		}
+	}
+	pods, err := shared.Admin.CoreV1().Pods(namespace).List(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range pods.Items {
+		keep(o.ObjectMeta)
+	}
+	replicaSets, err := shared.Admin.AppsV1().ReplicaSets(namespace).List(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range replicaSets.Items {
+		keep(o.ObjectMeta)
+	}
+	revisions, err := shared.Admin.AppsV1().ControllerRevisions(namespace).List(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range revisions.Items {
+		keep(o.ObjectMeta)
+	}
+	jobs, err := shared.Admin.BatchV1().Jobs(namespace).List(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range jobs.Items {
+		keep(o.ObjectMeta)
+	}
+	return newest
 }
 
 // checkPairFired checks what a rule did to one namespace when its sweep

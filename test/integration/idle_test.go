@@ -20,7 +20,6 @@ import (
 	"github.com/nsman/nsman/cmd"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/sweep"
-	"github.com/nsman/nsman/test/nsmantest"
 )
 
 // idlePolicy is an IDLE condition of seconds.
@@ -48,17 +47,23 @@ func waitPast(at time.Time) {
 	time.Sleep(time.Until(at.Truncate(time.Second).Add(1500 * time.Millisecond)))
 }
 
-// createReplicaSet creates a ReplicaSet (as a Deployment's rollout does)
-// in ns and returns its creationTimestamp.
-func createReplicaSet(t *testing.T, ns, name string) time.Time {
-	t.Helper()
+// replicaSet is a ReplicaSet of no replicas, as a Deployment's rollout
+// creates one.
+func replicaSet(name string) *appsv1.ReplicaSet {
 	labels := map[string]string{"app": name}
-	rs, err := shared.Admin.AppsV1().ReplicaSets(ns).Create(t.Context(), &appsv1.ReplicaSet{
+	return &appsv1.ReplicaSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](0), Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.invalid/web:1"}}}}},
-	}, metav1.CreateOptions{})
+	}
+}
+
+// createReplicaSet creates a ReplicaSet in ns and returns its
+// creationTimestamp.
+func createReplicaSet(t *testing.T, ns, name string) time.Time {
+	t.Helper()
+	rs, err := shared.Admin.AppsV1().ReplicaSets(ns).Create(t.Context(), replicaSet(name), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,8 +170,9 @@ func TestIdle(t *testing.T) {
 // TestIdleIndexIsConfirmed: past sweep.ActivityIndexAfter namespaces, a
 // rule's IDLE reads the last activity from the sweep's cluster-wide lists,
 // once; what they say is idle is read again in its namespace before it
-// acts. Here a pod is created in every namespace just as the lists are
-// read: a namespace the cluster-wide lists answered must wait, not go.
+// acts. Here a ReplicaSet is created in every namespace as the last of
+// the lists (pods) is read, after the ReplicaSets were: a namespace the
+// cluster-wide lists answered must wait, not go.
 func TestIdleIndexIsConfirmed(t *testing.T) {
 	e := setup(t)
 	home := shared.Namespace(t)
@@ -183,11 +189,12 @@ func TestIdleIndexIsConfirmed(t *testing.T) {
 	kubeconfig := e.KubeconfigThrough(t, func(rp *httputil.ReverseProxy) http.Handler {
 		var once sync.Once
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method == http.MethodGet && r.URL.Path == "/apis/batch/v1/jobs" {
+			if r.Method == http.MethodGet && r.URL.Path == "/api/v1/pods" {
 				once.Do(func() {
 					for _, ns := range targets {
-						nsmantest.CreatePod(t, shared.Admin, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "deploy"},
-							Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "registry.invalid/web:1"}}}}, corev1.PodRunning)
+						if _, err := shared.Admin.AppsV1().ReplicaSets(ns).Create(context.Background(), replicaSet("deploy"), metav1.CreateOptions{}); err != nil {
+							t.Errorf("create a ReplicaSet in %s: %v", ns, err)
+						}
 					}
 				})
 			}
@@ -198,9 +205,11 @@ func TestIdleIndexIsConfirmed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// At a minute past the newest namespace's creation, every namespace
-	// but for its pod is idle; the pods are seconds old.
-	at := newest.Add(time.Minute + time.Second).Format(time.RFC3339)
+	// Half a second after a minute past the newest namespace's creation,
+	// every namespace but for its ReplicaSet is idle; the ReplicaSets,
+	// created in a later second, are not.
+	waitPast(newest)
+	at := newest.Add(time.Minute + 500*time.Millisecond).Format(time.RFC3339Nano)
 	res := e.Sweep(t, "--kubeconfig", kubeconfig, "-l", caseLabel+"="+caseID, "--trusted-namespaces", home, "--dry-run", "--at", at, "--reclaim=false")
 	wantCode(t, res, 0)
 	waiting := 0
@@ -208,8 +217,8 @@ func TestIdleIndexIsConfirmed(t *testing.T) {
 		switch p := res.Pair(t, home, "idle", ns); p.State {
 		case sweep.StateWaiting:
 			waiting++
-			if p.LastActivity == nil || p.LastActivity.What != "Pod deploy created" {
-				t.Errorf("%s waits on %+v, want its pod", ns, p.LastActivity)
+			if p.LastActivity == nil || p.LastActivity.What != "ReplicaSet deploy created" {
+				t.Errorf("%s waits on %+v, want its ReplicaSet", ns, p.LastActivity)
 			}
 		case sweep.StatePlanned:
 		default:
@@ -217,7 +226,7 @@ func TestIdleIndexIsConfirmed(t *testing.T) {
 		}
 	}
 	if waiting < n-sweep.ActivityIndexAfter {
-		t.Errorf("%d of %d namespaces wait on their pod; want at least the %d past the index threshold", waiting, n, n-sweep.ActivityIndexAfter)
+		t.Errorf("%d of %d namespaces wait on their ReplicaSet; want at least the %d past the index threshold", waiting, n, n-sweep.ActivityIndexAfter)
 	}
 	after, err := shared.AuditedRequests(t.Context(), e.User)
 	if err != nil {

@@ -24,13 +24,12 @@ import (
 // PlayOutLabel marks the managers of one PlayOut, which sweeps only them.
 const PlayOutLabel = "nsman.test/play-out"
 
-// Shorten rewrites a manager for a test: TTLs and initial delays of at most
-// a few seconds, a period of one second, windows open now, and webhook URLs
-// pointing at recv
-// (same path): a URL naming a Service of the manager's own namespace
-// (<service>.<namespace>.svc[.cluster.local]) keeps its host, the Service
-// created (see Receiver.ServiceURL) and the port made recv's; any other
-// URL is made recv's loopback address.
+// Shorten rewrites a manager for a test: TTLs, initial delays and idle
+// times of at most a few seconds, a period of one second, windows open now,
+// and webhook URLs pointing at recv (same path): a URL naming a Service of
+// the manager's own namespace (<service>.<namespace>.svc[.cluster.local])
+// keeps its host, the Service created (see Receiver.ServiceURL) and the port
+// made recv's; any other URL is made recv's loopback address.
 func Shorten(t testing.TB, admin kubernetes.Interface, obj *unstructured.Unstructured, recv *Receiver) {
 	policies, _, _ := unstructured.NestedSlice(obj.Object, "spec", "policies")
 	for _, p := range policies {
@@ -50,6 +49,10 @@ func Shorten(t testing.TB, admin kubernetes.Interface, obj *unstructured.Unstruc
 		case policy.ConditionPodsSucceed:
 			shorten("initialDelaySeconds", 3)
 			params["periodSeconds"] = int64(1)
+		case policy.ConditionIdle:
+			// Below the TTLs' 4 s, so that an IDLE policy before a TTL
+			// backstop fires by itself where nothing happens.
+			shorten("idleSeconds", 2)
 		}
 		_ = unstructured.SetNestedMap(pm, params, "condition", "params")
 		if _, ok := pm["windows"]; ok {
