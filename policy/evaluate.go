@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -102,8 +103,10 @@ type PolicyState struct {
 	// Due is when the condition can next change through time alone; zero
 	// when only pods can change it.
 	Due time.Time
-	// Problem says what keeps the condition from ever holding that the
-	// manager's spec does not: an ExpiresAnnotation that does not parse.
+	// Problem says which annotation of the target the condition ignores,
+	// and why: an ExpiresAnnotation that does not parse (the condition
+	// never holds by it), a TouchedAnnotation that does not parse or is in
+	// the future (as if it were not there).
 	Problem string
 	// LastActivity is, for IDLE, the newest activity it counted.
 	LastActivity *Activity
@@ -249,17 +252,19 @@ func judgeExpires(state *PolicyState, c Condition, in Input) Verdict {
 // judgeIdle judges an IDLE condition: it holds once the target's last
 // activity is c.Idle old. Its creation and touched annotation are known; the
 // rest (Input.Activity) is asked for only when those alone would let it hold.
-// A touched annotation that is no RFC 3339 time keeps it from holding: it
-// says something happened, but not when.
+// A touched annotation that does not parse, or says a time more than
+// TouchLeeway ahead of Now, is ignored (and said so, in Problem), as a hold
+// that does not parse is: an annotation keeps no namespace forever.
 func judgeIdle(state *PolicyState, c Condition, in Input) Verdict {
 	last := Activity{At: in.TargetCreated, What: "namespace created"}
 	if in.TargetTouched != "" {
-		touched, err := time.Parse(time.RFC3339, in.TargetTouched)
-		if err != nil {
-			state.Detail = fmt.Sprintf("annotation %s is not an RFC 3339 time (2026-11-24T09:30:00Z): IDLE does not hold until it is", TouchedAnnotation)
-			return Wait
-		}
-		if touched.After(last.At) {
+		touched, err := ParseTouched(in.TargetTouched)
+		switch {
+		case err != nil:
+			state.Problem = fmt.Sprintf("annotation %s: %v: ignored", TouchedAnnotation, err)
+		case touched.After(in.Now.Add(TouchLeeway)):
+			state.Problem = fmt.Sprintf("annotation %s: %s is more than %s ahead: ignored", TouchedAnnotation, stamp(touched), TouchLeeway)
+		case touched.After(last.At):
 			last = Activity{At: touched, What: "touched (annotation " + TouchedAnnotation + ")"}
 		}
 	}
@@ -271,14 +276,41 @@ func judgeIdle(state *PolicyState, c Condition, in Input) Verdict {
 	}
 	state.LastActivity = &last
 	due := last.At.Add(c.Idle)
+	ignored := ""
+	if state.Problem != "" {
+		ignored = " (" + state.Problem + ")"
+	}
 	if !in.Now.Before(due) {
 		state.Holds = true
-		state.Detail = fmt.Sprintf("idle %s since %s (last activity: %s)", c.Idle, stamp(last.At), last.What)
+		state.Detail = fmt.Sprintf("idle %s since %s (last activity: %s)%s", c.Idle, stamp(last.At), last.What, ignored)
 		return Fire
 	}
-	state.Detail = fmt.Sprintf("last activity: %s at %s; idle %s at %s", last.What, stamp(last.At), c.Idle, stamp(due))
+	state.Detail = fmt.Sprintf("last activity: %s at %s; idle %s at %s%s", last.What, stamp(last.At), c.Idle, stamp(due), ignored)
 	state.Due = due
 	return Wait
+}
+
+// TouchLeeway is how far ahead of a sweep's clock a TouchedAnnotation may
+// be, and count: the clock of whoever wrote it may run ahead of the API
+// server's.
+const TouchLeeway = 5 * time.Minute
+
+// ParseTouched parses a TouchedAnnotation: an RFC 3339 time, also with a
+// space or a lower-case t between date and time, as RFC 3339 allows (date
+// --rfc-3339=seconds writes one).
+func ParseTouched(s string) (time.Time, error) {
+	normal := s
+	if len(s) > 10 && (s[10] == ' ' || s[10] == 't') {
+		normal = s[:10] + "T" + s[11:]
+	}
+	if strings.HasSuffix(normal, "z") {
+		normal = normal[:len(normal)-1] + "Z"
+	}
+	t, err := time.Parse(time.RFC3339, normal)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is not an RFC 3339 time (2026-11-24T09:30:00Z)", cut(s, 64))
+	}
+	return t, nil
 }
 
 // ParseExpiry parses an ExpiresAnnotation: an RFC 3339 time, or a date

@@ -40,15 +40,31 @@ func TestEvaluateIdle(t *testing.T) {
 	}
 }
 
-// A touched annotation that is no time keeps IDLE from holding, saying
-// why, and asks for nothing; the newest of creation, touch and activity is
-// the last activity the policy reports.
+// A touched annotation that does not parse, or is further ahead than
+// TouchLeeway, is ignored, and said so; one a few minutes ahead (a clock
+// running fast) counts; the newest of creation, touch and activity is the
+// last activity the policy reports.
 func TestIdleLastActivity(t *testing.T) {
 	day := 24 * time.Hour
 	m := mgr(idle("idle a day", day))
-	out := Evaluate(m, Input{Now: at(30 * day), TargetCreated: created, TargetTouched: "yesterday"})
-	if out.Verdict != Wait || !out.NextDue.IsZero() || !strings.Contains(out.Policies[0].Detail, "not an RFC 3339 time") || out.Policies[0].LastActivity != nil {
-		t.Errorf("touched yesterday: %s, due %v, %+v; want it waiting for the annotation to be mended", out.Verdict, out.NextDue, out.Policies)
+	now := at(30 * day)
+	for _, bad := range []string{"yesterday", now.Add(TouchLeeway + time.Second).Format(time.RFC3339), "9999-12-31T23:59:59Z"} {
+		in := Input{Now: now, TargetCreated: created, TargetTouched: bad}
+		if out := Evaluate(m, in); out.Verdict != NeedActivity {
+			t.Errorf("touched %q: %s; want it ignored, the activity asked for", bad, out.Verdict)
+		}
+		in.Activity = &Activity{}
+		out := Evaluate(m, in)
+		if out.Verdict != Fire || !strings.Contains(out.Policies[0].Problem, TouchedAnnotation) || !strings.HasSuffix(out.Policies[0].Problem, ": ignored") ||
+			!strings.Contains(out.Reason, out.Policies[0].Problem) {
+			t.Errorf("touched %q: %s, %q, %+v; want it to fire as if untouched, saying the annotation is ignored", bad, out.Verdict, out.Reason, out.Policies)
+		}
+	}
+	for _, good := range []string{now.Add(TouchLeeway).Format(time.RFC3339), "2026-04-13 09:26:53+00:00", "2026-04-13t09:26:53z", "2026-04-13T11:26:53.5+02:00"} {
+		out := Evaluate(m, Input{Now: now, TargetCreated: created, TargetTouched: good})
+		if out.Verdict != Wait || out.Policies[0].Problem != "" || out.Policies[0].LastActivity == nil || !strings.HasPrefix(out.Policies[0].LastActivity.What, "touched") {
+			t.Errorf("touched %q: %s, %+v; want it to wait on the touch", good, out.Verdict, out.Policies)
+		}
 	}
 	touched := at(2 * day)
 	for _, c := range []struct {

@@ -49,7 +49,11 @@ func (s *Sweeper) apply(ctx context.Context, m policy.Manager, rec record, p *pl
 	switch p.policy.Action.Type {
 	case policy.ActionDelete:
 		if p.step == stepAct {
-			err := s.asListed(ctx, t.listed, rec.unchanged, func(resourceVersion string) error {
+			unchanged := rec.unchanged
+			if !idles(m) {
+				unchanged = func(listed, now namespaceInfo) bool { return rec.unchanged(withoutTouch(listed), withoutTouch(now)) }
+			}
+			err := s.asListed(ctx, t.listed, unchanged, func(resourceVersion string) error {
 				return s.writer.deleteNamespace(ctx, t.name, t.uid, resourceVersion)
 			})
 			if err != nil {

@@ -3,6 +3,7 @@ package sweep
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -127,4 +128,17 @@ func Touch(ctx context.Context, clients Clients, namespace string, at time.Time,
 	value := at.UTC().Truncate(time.Second).Format(time.RFC3339)
 	patch := apiPatch{body: []byte(mustJSON(map[string]any{"metadata": map[string]any{"annotations": map[string]any{policy.TouchedAnnotation: value}}}))}
 	return patch.body, newWriter(clients, nil, dryRun).patchNamespace(ctx, namespace, patch)
+}
+
+// idles reports whether m has an IDLE policy, the one kind that reads the
+// target's touched annotation.
+func idles(m policy.Manager) bool {
+	return slices.ContainsFunc(m.Policies, func(p policy.Policy) bool { return p.Condition.Type == policy.ConditionIdle })
+}
+
+// withoutTouch is ns without its touched annotation: a decision of no IDLE
+// policy does not change with it.
+func withoutTouch(ns namespaceInfo) namespaceInfo {
+	ns.touched = ""
+	return ns
 }

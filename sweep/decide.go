@@ -273,7 +273,7 @@ func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Ma
 				in.Activity, fromIndex = &activity, false
 				continue
 			}
-			e.ExpiryIgnored, e.LastActivity = ignoredExpiry(out.Policies), lastActivity(out.Policies)
+			e.AnnotationIgnored, e.LastActivity = ignoredAnnotation(out.Policies), lastActivity(out.Policies)
 			d := planned(m, e, conditions(out.Policies), plan{step: stepAct, policy: m.Policies[out.Policy], reason: out.Reason, target: t})
 			// A hold may keep the plan waiting, with its progress.
 			d.checks = out.Checks
@@ -284,16 +284,16 @@ func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Ma
 			details = append(details, p.Detail)
 		}
 		e.State, e.Message = StateWaiting, strings.Join(details, "; ")
-		e.ExpiryIgnored, e.LastActivity = ignoredExpiry(out.Policies), lastActivity(out.Policies)
+		e.AnnotationIgnored, e.LastActivity = ignoredAnnotation(out.Policies), lastActivity(out.Policies)
 		e.Due = timePtr(out.NextDue)
 		e.Conditions = conditions(out.Policies)
 		return held.apply(decision{manager: m, entry: e, checks: out.Checks})
 	}
 }
 
-// ignoredExpiry is the problem of the first policy that has one: an
-// expiry annotation that does not parse (see policy.PolicyState.Problem).
-func ignoredExpiry(states []policy.PolicyState) string {
+// ignoredAnnotation is the problem of the first policy that has one: an
+// annotation of the target it ignores (see policy.PolicyState.Problem).
+func ignoredAnnotation(states []policy.PolicyState) string {
 	for _, s := range states {
 		if s.Problem != "" {
 			return s.Problem

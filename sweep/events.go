@@ -38,11 +38,11 @@ var eventKinds = map[State]struct{ kind, reason string }{
 	StateForbidden: {corev1.EventTypeWarning, "Forbidden"},
 }
 
-// holdIgnored and expiryIgnored are the Event reasons for holds, and an
-// expiry annotation, nsman ignored.
+// holdIgnored and annotationIgnored are the Event reasons for holds, and an
+// expiry or touched annotation, nsman ignored.
 const (
-	holdIgnored   = "HoldIgnored"
-	expiryIgnored = "ExpiryIgnored"
+	holdIgnored       = "HoldIgnored"
+	annotationIgnored = "AnnotationIgnored"
 )
 
 // managerEvents tells, of what was recorded, an action's outcome each time
@@ -66,8 +66,8 @@ func (ev managerEvents) tell(ctx context.Context, e Entry, before prior, acted, 
 	if e.HoldIgnored != "" && e.HoldIgnored != before.ignoredHold {
 		ev.emit(ctx, corev1.EventTypeWarning, holdIgnored, "Evaluate", e.HoldIgnored)
 	}
-	if e.ExpiryIgnored != "" && e.ExpiryIgnored != before.ignoredExpiry {
-		ev.emit(ctx, corev1.EventTypeWarning, expiryIgnored, "Evaluate", e.ExpiryIgnored)
+	if e.AnnotationIgnored != "" && e.AnnotationIgnored != before.ignoredAnnotation {
+		ev.emit(ctx, corev1.EventTypeWarning, annotationIgnored, "Evaluate", e.AnnotationIgnored)
 	}
 	// A manager whose own namespace is stuck is told of it in no Event: its
 	// namespace takes no new object.
@@ -119,8 +119,8 @@ func (ev managerEvents) emit(ctx context.Context, kind, reason, action, note str
 // that fired and the failures that are new, and the holds newly ignored;
 // none for a sweep that changed nothing.
 type ruleTally struct {
-	mu                                    sync.Mutex
-	fired, failed, ignored, ignoredExpiry []string
+	mu                                        sync.Mutex
+	fired, failed, ignored, ignoredAnnotation []string
 }
 
 func (t *ruleTally) tell(_ context.Context, e Entry, before prior, _, _ bool) {
@@ -135,8 +135,8 @@ func (t *ruleTally) tell(_ context.Context, e Entry, before prior, _, _ bool) {
 	if e.HoldIgnored != "" && e.HoldIgnored != before.ignoredHold {
 		t.ignored = append(t.ignored, e.Target+": "+e.HoldIgnored)
 	}
-	if e.ExpiryIgnored != "" && e.ExpiryIgnored != before.ignoredExpiry {
-		t.ignoredExpiry = append(t.ignoredExpiry, e.Target)
+	if e.AnnotationIgnored != "" && e.AnnotationIgnored != before.ignoredAnnotation {
+		t.ignoredAnnotation = append(t.ignoredAnnotation, e.Target+": "+e.AnnotationIgnored)
 	}
 }
 
@@ -156,9 +156,9 @@ func (t *ruleTally) flush(ctx context.Context, rule managerEvents) {
 	if len(t.ignored) > 0 {
 		rule.emit(ctx, corev1.EventTypeWarning, holdIgnored, "Evaluate", fmt.Sprintf("holds ignored on %d namespace(s): %s", len(t.ignored), listed10(t.ignored)))
 	}
-	if len(t.ignoredExpiry) > 0 {
-		rule.emit(ctx, corev1.EventTypeWarning, expiryIgnored, "Evaluate", fmt.Sprintf("the annotation %s does not parse on %d namespace(s), which never expire by it: %s",
-			policy.ExpiresAnnotation, len(t.ignoredExpiry), listed10(t.ignoredExpiry)))
+	if len(t.ignoredAnnotation) > 0 {
+		rule.emit(ctx, corev1.EventTypeWarning, annotationIgnored, "Evaluate", fmt.Sprintf("annotations ignored on %d namespace(s): %s",
+			len(t.ignoredAnnotation), listed10(t.ignoredAnnotation)))
 	}
 }
 

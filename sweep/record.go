@@ -32,9 +32,10 @@ type Progress struct {
 	// IgnoredHold says why the holds were ignored, while they are: a
 	// Warning Event is written when it changes.
 	IgnoredHold string `json:"ignoredHold,omitempty"`
-	// IgnoredExpiry says why the target's expiry annotation is ignored,
+	// IgnoredAnnotation says why the target's expiry or touched annotation
+	// (policy.ExpiresAnnotation, policy.TouchedAnnotation) is ignored,
 	// while it is: a Warning Event is written when it changes.
-	IgnoredExpiry string `json:"ignoredExpiry,omitempty"`
+	IgnoredAnnotation string `json:"ignoredAnnotation,omitempty"`
 }
 
 // clone returns a copy that shares nothing a sweep modifies in place.
@@ -232,8 +233,8 @@ type prior struct {
 	last  *LastAction
 	// failed: the latest action had failed (or the rule's status lists a
 	// failure on the namespace).
-	failed                     bool
-	ignoredHold, ignoredExpiry string
+	failed                         bool
+	ignoredHold, ignoredAnnotation string
 	// stuck is the cause of the stuck target recorded (Stuck.cause).
 	stuck string
 }

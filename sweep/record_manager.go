@@ -229,13 +229,13 @@ func (s *Sweeper) managerRecord(r *sweepRun, l listed) *managerRecord {
 func (mr *managerRecord) prior() prior {
 	last := mr.stored.LastAction
 	return prior{state: mr.stored.State, last: last, failed: last != nil && last.Result == ResultFailed && (!last.Deferred || last.Failures > 0), ignoredHold: mr.stored.IgnoredHold,
-		ignoredExpiry: mr.stored.IgnoredExpiry, stuck: mr.stored.Stuck.cause()}
+		ignoredAnnotation: mr.stored.IgnoredAnnotation, stuck: mr.stored.Stuck.cause()}
 }
 
 func (mr *managerRecord) sink() eventSink { return mr.events }
 
 // unchanged: a manager's decision read its target's uid, hold, expiry and
-// touched annotation.
+// (with an IDLE policy: see apply) touched annotation.
 func (mr *managerRecord) unchanged(listed, now namespaceInfo) bool {
 	return now.uid == listed.uid && !now.terminating && now.hold == listed.hold && now.expires == listed.expires && now.touched == listed.touched
 }
@@ -324,7 +324,7 @@ func (mr *managerRecord) keep(st *Status, o outcome) {
 	}
 	generation := mr.obj.GetGeneration()
 	st.observe(o.entry, generation, mr.now)
-	st.IgnoredHold, st.IgnoredExpiry = o.entry.HoldIgnored, o.entry.ExpiryIgnored
+	st.IgnoredHold, st.IgnoredAnnotation = o.entry.HoldIgnored, o.entry.AnnotationIgnored
 	st.LastActivity = o.entry.LastActivity
 	if o.entry.State == StateWaiting {
 		st.Checks = o.checks

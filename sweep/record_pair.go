@@ -60,15 +60,19 @@ func decodePair(raw string) PairStatus {
 
 func (pr *pairRecord) prior() prior {
 	last := pr.stored.LastAction
-	return prior{last: last, failed: last != nil && last.Result == ResultFailed && (!last.Deferred || last.Failures > 0) || pr.toldFailure, ignoredHold: pr.stored.IgnoredHold, ignoredExpiry: pr.stored.IgnoredExpiry}
+	return prior{last: last, failed: last != nil && last.Result == ResultFailed && (!last.Deferred || last.Failures > 0) || pr.toldFailure, ignoredHold: pr.stored.IgnoredHold, ignoredAnnotation: pr.stored.IgnoredAnnotation}
 }
 
 func (pr *pairRecord) sink() eventSink { return pr.events }
 
 // unchanged: a pair's decision read its namespace's uid, labels, hold,
-// expiry and touched annotations, and the pair's own record; another rule's record or anybody's
+// expiry and (with an IDLE policy) touched annotations, and the pair's own
+// record; another rule's record or anybody's
 // annotation is no reason to wait.
 func (pr *pairRecord) unchanged(listed, now namespaceInfo) bool {
+	if !idles(*pr.rule) {
+		listed, now = withoutTouch(listed), withoutTouch(now)
+	}
 	return now.uid == listed.uid && !now.terminating && now.labels == listed.labels && now.hold == listed.hold && now.expires == listed.expires && now.touched == listed.touched &&
 		now.pairs[pr.key] == listed.pairs[pr.key]
 }
@@ -110,7 +114,7 @@ func (pr *pairRecord) write(ctx context.Context, o outcome) error {
 		return nil
 	}
 	next := pr.stored
-	next.Rule, next.Checks, next.IgnoredHold, next.IgnoredExpiry = pr.rule.Namespace+"/"+pr.rule.Name, o.checks, o.entry.HoldIgnored, o.entry.ExpiryIgnored
+	next.Rule, next.Checks, next.IgnoredHold, next.IgnoredAnnotation = pr.rule.Namespace+"/"+pr.rule.Name, o.checks, o.entry.HoldIgnored, o.entry.AnnotationIgnored
 	if next.lastTime().IsZero() {
 		next.Written = timePtr(pr.now)
 	}
@@ -122,7 +126,7 @@ func (pr *pairRecord) after(from PairStatus, o outcome) PairStatus {
 	final := from
 	final.Progress = from.Progress.clone()
 	final.Rule, final.Claim, final.ObservedGeneration, final.Spec, final.IgnoredHold = pr.rule.Namespace+"/"+pr.rule.Name, nil, pr.rule.Generation, pr.rule.Arming, o.entry.HoldIgnored
-	final.IgnoredExpiry = o.entry.ExpiryIgnored
+	final.IgnoredAnnotation = o.entry.AnnotationIgnored
 	final.LastAction = o.last
 	if o.stage != "" {
 		final.Fired = addFired(final.Fired, o.stage, pr.rule.Generation, pr.rule.Arming, pr.now)
@@ -133,7 +137,7 @@ func (pr *pairRecord) after(from PairStatus, o outcome) PairStatus {
 // needsRecord reports whether a waiting pair has something to record:
 // minChecks progress, or a change in the holds or the expiry it ignores.
 func needsRecord(e Entry, checks map[string]policy.CheckState, stored Progress) bool {
-	return e.State == StateWaiting && (e.HoldIgnored != stored.IgnoredHold || e.ExpiryIgnored != stored.IgnoredExpiry || !maps.Equal(checks, stored.Checks))
+	return e.State == StateWaiting && (e.HoldIgnored != stored.IgnoredHold || e.AnnotationIgnored != stored.IgnoredAnnotation || !maps.Equal(checks, stored.Checks))
 }
 
 // writeAsListed writes st as the pair's record with a merge patch

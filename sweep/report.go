@@ -79,9 +79,10 @@ type Entry struct {
 	// HoldIgnored says why holds were ignored: unparseable, or ending more
 	// than --max-hold ahead.
 	HoldIgnored string `json:"holdIgnored,omitempty"`
-	// ExpiryIgnored says why the target's expiry annotation
-	// (policy.ExpiresAnnotation) is ignored: it does not parse.
-	ExpiryIgnored string `json:"expiryIgnored,omitempty"`
+	// AnnotationIgnored says why the target's expiry or touched annotation
+	// (policy.ExpiresAnnotation, policy.TouchedAnnotation) is ignored: it
+	// does not parse, or a touch is in the future.
+	AnnotationIgnored string `json:"annotationIgnored,omitempty"`
 	// LastActivity is, for a manager (or pair) with an IDLE policy, the
 	// newest activity in the target that policy counted.
 	LastActivity *LastActivity `json:"lastActivity,omitempty"`

@@ -60,21 +60,21 @@ func TestExpires(t *testing.T) {
 		t.Errorf("dated: due %v, %q; want due at the end of 2099-01-01 UTC", d.Due, d.Message)
 	}
 	m := wantState(t, res, home, "misdated", sweep.StateWaiting)
-	if !strings.Contains(m.ExpiryIgnored, `"next friday" is neither an RFC 3339 time`) {
-		t.Errorf("misdated: expiryIgnored %q, want the annotation named as not parsing", m.ExpiryIgnored)
+	if !strings.Contains(m.AnnotationIgnored, `"next friday" is neither an RFC 3339 time`) {
+		t.Errorf("misdated: annotationIgnored %q, want the annotation named as not parsing", m.AnnotationIgnored)
 	}
-	if st := managerStatus(t, home, "misdated"); st.IgnoredExpiry != m.ExpiryIgnored {
-		t.Errorf("misdated's status says ignoredExpiry %q, want %q", st.IgnoredExpiry, m.ExpiryIgnored)
+	if st := managerStatus(t, home, "misdated"); st.IgnoredAnnotation != m.AnnotationIgnored {
+		t.Errorf("misdated's status says ignoredAnnotation %q, want %q", st.IgnoredAnnotation, m.AnnotationIgnored)
 	}
 	warnings := func() int {
-		list, err := shared.Admin.EventsV1().Events(home).List(t.Context(), metav1.ListOptions{FieldSelector: "reason=ExpiryIgnored,regarding.name=misdated"})
+		list, err := shared.Admin.EventsV1().Events(home).List(t.Context(), metav1.ListOptions{FieldSelector: "reason=AnnotationIgnored,regarding.name=misdated"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return len(list.Items)
 	}
 	if n := warnings(); n != 1 {
-		t.Errorf("%d ExpiryIgnored Events, want 1", n)
+		t.Errorf("%d AnnotationIgnored Events, want 1", n)
 	}
 
 	// A dry run at the due time plans the DELETE.
@@ -85,12 +85,12 @@ func TestExpires(t *testing.T) {
 	res = e.Sweep(t, args...)
 	wantState(t, res, home, "misdated", sweep.StateWaiting)
 	if n := warnings(); n != 1 {
-		t.Errorf("%d ExpiryIgnored Events after a second sweep, want still 1", n)
+		t.Errorf("%d AnnotationIgnored Events after a second sweep, want still 1", n)
 	}
 	// Mended, and past: it expires, and says no more that it is ignored.
 	annotateExpiry(t, misdated, "2020-02-29")
 	res = e.Sweep(t, args...)
-	if got := wantState(t, res, home, "misdated", sweep.StateFired); !strings.Contains(got.Message, "expired at 2020-03-01T00:00:00Z") || got.ExpiryIgnored != "" {
+	if got := wantState(t, res, home, "misdated", sweep.StateFired); !strings.Contains(got.Message, "expired at 2020-03-01T00:00:00Z") || got.AnnotationIgnored != "" {
 		t.Errorf("misdated, mended: %+v; want it expired at the end of 2020-02-29", got)
 	}
 }

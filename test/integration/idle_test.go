@@ -81,8 +81,9 @@ func wantActivity(t *testing.T, who string, got *sweep.LastActivity, at time.Tim
 // TestIdle: an IDLE condition waits on the namespace's creation, reading
 // nothing, while that is recent enough; then reads what was created in the
 // namespace (a ReplicaSet here) and waits on the newest; the touched
-// annotation nsman touch writes counts, one that is no time keeps it
-// waiting; a namespace idle long enough goes. The report and the status
+// annotation nsman touch writes counts, one that is no time is ignored and
+// said so (entry, status, one Warning Event); a namespace idle long enough
+// goes. The report and the status
 // say the last activity, the due time follows it, and --at honours it.
 func TestIdle(t *testing.T) {
 	e := setup(t)
@@ -138,8 +139,23 @@ func TestIdle(t *testing.T) {
 		t.Errorf("%s's status says last activity %+v, want its creation", deployed, st.LastActivity)
 	}
 	wantActivity(t, touched, wantState(t, res, home, touched, sweep.StateWaiting).LastActivity, touchedAt, "touched (annotation "+policy.TouchedAnnotation+")")
-	if m := wantState(t, res, home, misdated, sweep.StateWaiting); m.Due != nil || m.LastActivity != nil || !strings.Contains(m.Message, "is not an RFC 3339 time") {
-		t.Errorf("%s: due %v, last activity %+v, %q; want it waiting for the annotation to be mended", misdated, m.Due, m.LastActivity, m.Message)
+	m := wantState(t, res, home, misdated, sweep.StateWaiting)
+	wantActivity(t, misdated, m.LastActivity, created[misdated], "namespace created")
+	if want := `annotation ` + policy.TouchedAnnotation + `: "yesterday" is not an RFC 3339 time (2026-11-24T09:30:00Z): ignored`; m.AnnotationIgnored != want || !strings.Contains(m.Message, want) {
+		t.Errorf("%s: annotationIgnored %q, %q; want %q", misdated, m.AnnotationIgnored, m.Message, want)
+	}
+	if st := managerStatus(t, home, misdated); st.IgnoredAnnotation != m.AnnotationIgnored {
+		t.Errorf("%s's status says ignoredAnnotation %q, want %q", misdated, st.IgnoredAnnotation, m.AnnotationIgnored)
+	}
+	ignoredEvents := func() int {
+		list, err := shared.Admin.EventsV1().Events(home).List(t.Context(), metav1.ListOptions{FieldSelector: "reason=AnnotationIgnored,regarding.name=" + misdated})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(list.Items)
+	}
+	if n := ignoredEvents(); n != 1 {
+		t.Errorf("%d AnnotationIgnored Events on %s, want 1", n, misdated)
 	}
 	after, err := shared.AuditedRequests(t.Context(), e.User)
 	if err != nil {
@@ -164,7 +180,12 @@ func TestIdle(t *testing.T) {
 	plan = e.Sweep(t, append(args, "--dry-run", "--at", rolledOut.Add(time.Minute).Format(time.RFC3339))...)
 	wantActivity(t, deployed, wantState(t, plan, home, deployed, sweep.StatePlanned).LastActivity, rolledOut, "ReplicaSet web-7d9f created")
 	wantState(t, plan, home, touched, sweep.StatePlanned)
-	wantState(t, plan, home, misdated, sweep.StateWaiting)
+	wantState(t, plan, home, misdated, sweep.StatePlanned)
+	// A second sweep tells nothing new.
+	wantState(t, e.Sweep(t, args...), home, misdated, sweep.StateWaiting)
+	if n := ignoredEvents(); n != 1 {
+		t.Errorf("%d AnnotationIgnored Events on %s after a second sweep, want still 1", n, misdated)
+	}
 }
 
 // TestIdleIndexIsConfirmed: past sweep.ActivityIndexAfter namespaces, a
@@ -247,29 +268,37 @@ func TestIdleIndexIsConfirmed(t *testing.T) {
 
 // A namespace touched between the sweep's listing and its DELETE (CI
 // deploying to it) is read again and left to the next sweep, which waits
-// on the touch.
+// on the touch. A DELETE of no IDLE policy goes ahead: the touch changes
+// nothing it read.
 func TestTouchedBeforeTheDelete(t *testing.T) {
 	e := setup(t)
 	home := shared.Namespace(t)
-	target := shared.Namespace(t)
+	target, timed := shared.Namespace(t), shared.Namespace(t)
 	createManager(t, managerObj(home, "idle", home, []any{idlePolicy("idle a second", 1, deleteAction)}, targeting(target)))
+	createManager(t, managerObj(home, "ttl", home, []any{ttlPolicy("delete at once", 0, deleteAction)}, targeting(timed)))
 	waitPast(createdAt(t, target))
 	kubeconfig := e.KubeconfigThrough(t, func(rp *httputil.ReverseProxy) http.Handler {
-		var once sync.Once
+		var mu sync.Mutex
+		touched := map[string]bool{}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if isDelete(r, target) {
-				once.Do(func() {
+			for _, ns := range []string{target, timed} {
+				mu.Lock()
+				first := isDelete(r, ns) && !touched[ns]
+				touched[ns] = touched[ns] || first
+				mu.Unlock()
+				if first {
 					var out bytes.Buffer
-					if code := cmd.Execute(context.Background(), []string{"touch", "--kubeconfig", shared.Kubeconfig, target}, &out, &out); code != 0 {
+					if code := cmd.Execute(context.Background(), []string{"touch", "--kubeconfig", shared.Kubeconfig, ns}, &out, &out); code != 0 {
 						t.Errorf("nsman touch: exit %d, %s", code, out.String())
 					}
-				})
+				}
 			}
 			rp.ServeHTTP(w, r)
 		})
 	})
 	res := e.Sweep(t, "--kubeconfig", kubeconfig, "-l", caseLabel+"="+home, "--trusted-namespaces", home)
 	wantState(t, res, home, "idle", sweep.StateBusy)
+	wantState(t, res, home, "ttl", sweep.StateFired)
 	if e.NamespaceGoneOrTerminating(t, target) {
 		t.Fatal("the namespace was deleted though it was touched before the DELETE")
 	}
