@@ -262,9 +262,10 @@ func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Ma
 			in.Activity, fromIndex = &activity, indexed
 			continue
 		case policy.Fire:
-			if fromIndex && m.Policies[out.Policy].Condition.Type == policy.ConditionIdle {
+			if fromIndex && m.Policies[out.Policy].Condition.Type == policy.ConditionIdle && held.until.IsZero() && !r.frozen {
 				// The sweep's index misses what was created since it was
-				// listed: the namespace's own lists confirm it is idle.
+				// listed: the namespace's own lists confirm it is idle,
+				// unless a hold or a freeze keeps the plan from acting.
 				byNamespace, err := s.listCreated(ctx, e.Target)
 				if err != nil {
 					return held.apply(decision{manager: m, entry: failedEntry(e, fmt.Errorf("read the last activity in %s: %w", e.Target, err))})

@@ -312,3 +312,46 @@ func TestTouchedBeforeTheDelete(t *testing.T) {
 		t.Errorf("after the touch: %+v, want it waiting on the touch", w.LastActivity)
 	}
 }
+
+// In a freeze, what the sweep's cluster-wide lists say is idle is not read
+// again namespace by namespace: nothing acts on it.
+func TestIdleInAFreezeIsNotConfirmed(t *testing.T) {
+	e := setup(t)
+	home := shared.Namespace(t)
+	caseID := home
+	n := sweep.ActivityIndexAfter + 8
+	targets := labelled(t, caseID, n)
+	createManager(t, managerObj(home, "idle", caseID, []any{idlePolicy("idle a minute", 60, deleteAction)}, selecting(caseID)))
+	var newest time.Time
+	for _, ns := range targets {
+		if c := createdAt(t, ns); c.After(newest) {
+			newest = c
+		}
+	}
+	at := newest.Add(2 * time.Minute)
+	before, err := shared.AuditedRequests(t.Context(), e.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	freeze := at.Add(-time.Hour).Format(time.RFC3339) + "/" + at.Add(time.Hour).Format(time.RFC3339)
+	res := e.Sweep(t, "-l", caseLabel+"="+caseID, "--trusted-namespaces", home, "--dry-run", "--at", at.Format(time.RFC3339), "--freeze", freeze, "--reclaim=false")
+	wantCode(t, res, 0)
+	for _, ns := range targets {
+		if p := res.Pair(t, home, "idle", ns); p.State != sweep.StateWaiting || !strings.Contains(p.Message, "idle 1m0s since") {
+			t.Errorf("%s: %s (%s), want waiting for the freeze's end, idle", ns, p.State, p.Message)
+		}
+	}
+	after, err := shared.AuditedRequests(t.Context(), e.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inNamespace := 0
+	for _, r := range after[len(before):] {
+		if r.Verb == "list" && r.Resource == "replicasets" && r.Namespace != "" {
+			inNamespace++
+		}
+	}
+	if inNamespace != sweep.ActivityIndexAfter {
+		t.Errorf("ReplicaSets listed in %d namespaces, want %d: those before the sweep's index, none to confirm it", inNamespace, sweep.ActivityIndexAfter)
+	}
+}
