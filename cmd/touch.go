@@ -1,7 +1,9 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,10 +44,14 @@ resourceNames limits it to those CI may touch.`,
 	return c
 }
 
-func (o *touchOptions) run(c *cobra.Command, namespaces []string) error {
-	for _, namespace := range namespaces {
+func (o *touchOptions) run(c *cobra.Command, args []string) error {
+	var namespaces []string
+	for _, namespace := range args {
 		if problems := validation.IsDNS1123Label(namespace); len(problems) > 0 {
 			return usageError{fmt.Errorf("%q is no namespace name: %s", namespace, strings.Join(problems, "; "))}
+		}
+		if !slices.Contains(namespaces, namespace) {
+			namespaces = append(namespaces, namespace)
 		}
 	}
 	var clients sweep.Clients
@@ -56,10 +62,14 @@ func (o *touchOptions) run(c *cobra.Command, namespaces []string) error {
 		}
 	}
 	at := o.now().UTC().Truncate(time.Second)
+	var failed []error
 	for _, namespace := range namespaces {
 		patch, err := sweep.Touch(c.Context(), clients, namespace, at, o.dryRun)
 		if err != nil {
-			return fmt.Errorf("touch namespace %s: %w", namespace, err)
+			// The others are touched all the same: one namespace gone or
+			// forbidden keeps no other from being kept.
+			failed = append(failed, fmt.Errorf("touch namespace %s: %w", namespace, err))
+			continue
 		}
 		if o.dryRun {
 			fmt.Fprintf(c.OutOrStdout(), "namespace %s would be touched at %s: merge patch %s\n", namespace, at.Format(time.RFC3339), patch)
@@ -67,5 +77,5 @@ func (o *touchOptions) run(c *cobra.Command, namespaces []string) error {
 		}
 		fmt.Fprintf(c.OutOrStdout(), "namespace %s touched at %s\n", namespace, at.Format(time.RFC3339))
 	}
-	return nil
+	return errors.Join(failed...)
 }

@@ -9,16 +9,16 @@ import (
 	"github.com/nsman/nsman/policy"
 )
 
-// nsman touch --dry-run prints, for each namespace, the merge patch that
-// writes the touched annotation at now, in UTC to the second; a name that
-// is no namespace's is a usage error, and nothing is printed for any.
+// nsman touch --dry-run prints, for each namespace (once), the merge patch
+// that writes the touched annotation at now, in UTC to the second; a name
+// that is no namespace's is a usage error, and nothing is printed for any.
 func TestTouchPatch(t *testing.T) {
 	now := time.Date(2026, 11, 24, 10, 30, 0, 999, time.FixedZone("CET", 3600))
 	o := &touchOptions{dryRun: true, now: func() time.Time { return now }}
 	c := newTouchCommand()
 	var out bytes.Buffer
 	c.SetOut(&out)
-	if err := o.run(c, []string{"preview-1", "preview-2"}); err != nil {
+	if err := o.run(c, []string{"preview-1", "preview-2", "preview-1"}); err != nil {
 		t.Fatal(err)
 	}
 	patch := `{"metadata":{"annotations":{"` + policy.TouchedAnnotation + `":"2026-11-24T09:30:00Z"}}}`

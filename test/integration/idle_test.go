@@ -101,9 +101,12 @@ func TestIdle(t *testing.T) {
 	}
 	waitPast(created[misdated])
 	rolledOut := createReplicaSet(t, deployed, "web-7d9f")
+	// A namespace that is not there fails its touch, not the others'.
 	var out bytes.Buffer
-	if code := cmd.Execute(t.Context(), []string{"touch", "--kubeconfig", shared.Kubeconfig, touched}, &out, &out); code != 0 || !strings.Contains(out.String(), "namespace "+touched+" touched at ") {
-		t.Fatalf("nsman touch: exit %d, %q", code, out.String())
+	missing := touched + "-missing"
+	if code := cmd.Execute(t.Context(), []string{"touch", "--kubeconfig", shared.Kubeconfig, missing, touched}, &out, &out); code != 1 ||
+		!strings.Contains(out.String(), "namespace "+touched+" touched at ") || !strings.Contains(out.String(), "touch namespace "+missing+": ") {
+		t.Fatalf("nsman touch: exit %d, %q; want 1, %s touched, %s not found", code, out.String(), touched, missing)
 	}
 	ns, err := shared.Admin.CoreV1().Namespaces().Get(t.Context(), touched, metav1.GetOptions{})
 	if err != nil {

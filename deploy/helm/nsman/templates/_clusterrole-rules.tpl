@@ -50,8 +50,8 @@ wildcards, no Secrets, no CRD writes.
   resources: [deployments, statefulsets]
   verbs: [list, patch]
 # IDLE: the newest ReplicaSet (a Deployment rolled out) and
-# ControllerRevision (a StatefulSet or DaemonSet rolled out) created, read
-# as metadata only.
+# ControllerRevision (a StatefulSet or DaemonSet rolled out) created (nsman
+# asks for their metadata only; list grants the whole objects).
 - apiGroups: [apps]
   resources: [replicasets, controllerrevisions]
   verbs: [list]
