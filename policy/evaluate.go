@@ -105,8 +105,8 @@ type PolicyState struct {
 	Due time.Time
 	// Problem says which annotation of the target the condition ignores,
 	// and why: an ExpiresAnnotation that does not parse (the condition
-	// never holds by it), a TouchedAnnotation that does not parse or is in
-	// the future (as if it were not there).
+	// never holds by it), a TouchedAnnotation that does not parse or is
+	// more than TouchLeeway ahead (as if it were not there).
 	Problem string
 	// LastActivity is, for IDLE, the newest activity it counted.
 	LastActivity *Activity
@@ -197,6 +197,9 @@ func judgeInWindows(state *PolicyState, out *Outcome, generation int64, i int, p
 	switch {
 	case verdict == NeedActivity && closed:
 		state.Detail = fmt.Sprintf("outside its windows (%s): its activity is read from %s", describeWindows(p.Windows), stamp(open))
+		if state.Problem != "" {
+			state.Detail += " (" + state.Problem + ")"
+		}
 		state.Due = open
 		return Wait
 	case verdict == Fire && closed:

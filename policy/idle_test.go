@@ -100,3 +100,15 @@ func TestIdleLastActivity(t *testing.T) {
 		t.Errorf("touched, outside its windows: %s, due %v, %+v; want to wait for the window open a day after the touch", out.Verdict, out.NextDue, out.Policies)
 	}
 }
+
+// Outside its windows an IDLE policy that would read its activity says an
+// ignored touch too.
+func TestIdleOutsideWindowsSaysTheIgnoredTouch(t *testing.T) {
+	m := mgr(idle("idle a day", 24*time.Hour))
+	m.Policies[0].Windows = []Window{{From: 22 * 60, To: 6 * 60, Location: time.UTC}}
+	now := time.Date(2026, 4, 20, 12, 0, 0, 0, time.UTC)
+	out := Evaluate(m, Input{Now: now, TargetCreated: created, TargetTouched: "soon"})
+	if st := out.Policies[0]; out.Verdict != Wait || st.Problem == "" || !strings.Contains(st.Detail, "its activity is read from") || !strings.Contains(st.Detail, st.Problem) {
+		t.Errorf("%s, %+v; want it waiting for the window, saying the touch is ignored", out.Verdict, out.Policies)
+	}
+}

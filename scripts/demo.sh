@@ -242,7 +242,7 @@ kubectl apply -f examples/rule-expires.yaml
 kubectl -n namespace-manager label namespacemanager demo-preview-expiry demo=expires
 nsman sweep -l demo=expires
 echo "demo-preview-expired is gone; the undated and later ones wait for the 30-day backstop; the misdated one is reported, once:"
-kubectl -n namespace-manager get events --field-selector reason=ExpiryIgnored -o custom-columns=REASON:.reason,MESSAGE:.message
+kubectl -n namespace-manager get events --field-selector reason=AnnotationIgnored -o custom-columns=REASON:.reason,MESSAGE:.message
 
 step "idle previews: one rule deletes each preview nothing has happened in for 72 hours (examples/idle-preview.yaml)"
 kubectl apply -f examples/idle-preview.yaml
@@ -253,7 +253,7 @@ sleep 2
 echo "CI deploys to demo-idle-web again: a rollout, a new ReplicaSet"
 kubectl -n demo-idle-web rollout restart deployment/web
 idle_at=$(date -u -d "@$((quiet + 72 * 3600 + 1))" +%Y-%m-%dT%H:%M:%SZ)
-echo "72 hours on (a dry run --at): demo-idle-touched is idle, the rollout keeps demo-idle-web, demo-idle-mistouched's annotation is no time"
+echo "72 hours on (a dry run --at): demo-idle-touched is idle, the rollout keeps demo-idle-web; demo-idle-mistouched's annotation, no time, is ignored (its message says so): idle too"
 nsman sweep --dry-run -l demo=idle --at "$idle_at"
 echo "CI touches demo-idle-touched at its deploy (nsman touch): 72 hours on, it waits too"
 bin/nsman touch demo-idle-touched

@@ -292,15 +292,16 @@ func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Ma
 	}
 }
 
-// ignoredAnnotation is the problem of the first policy that has one: an
-// annotation of the target it ignores (see policy.PolicyState.Problem).
+// ignoredAnnotation says the policies' problems, each once: the
+// annotations of the target they ignore (see policy.PolicyState.Problem).
 func ignoredAnnotation(states []policy.PolicyState) string {
+	var problems []string
 	for _, s := range states {
-		if s.Problem != "" {
-			return s.Problem
+		if s.Problem != "" && !slices.Contains(problems, s.Problem) {
+			problems = append(problems, s.Problem)
 		}
 	}
-	return ""
+	return strings.Join(problems, "; ")
 }
 
 // untouched is a final decision that writes nothing.

@@ -141,3 +141,11 @@ func TestWebhookOutcomeBacksOff(t *testing.T) {
 		}
 	}
 }
+
+// Every policy's ignored annotation is said, each once.
+func TestIgnoredAnnotationSaysEach(t *testing.T) {
+	got := ignoredAnnotation([]policy.PolicyState{{Problem: "expiry: x"}, {}, {Problem: "touched: y"}, {Problem: "expiry: x"}})
+	if want := "expiry: x; touched: y"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+}

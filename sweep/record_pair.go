@@ -135,7 +135,7 @@ func (pr *pairRecord) after(from PairStatus, o outcome) PairStatus {
 }
 
 // needsRecord reports whether a waiting pair has something to record:
-// minChecks progress, or a change in the holds or the expiry it ignores.
+// minChecks progress, or a change in the holds or the annotations it ignores.
 func needsRecord(e Entry, checks map[string]policy.CheckState, stored Progress) bool {
 	return e.State == StateWaiting && (e.HoldIgnored != stored.IgnoredHold || e.AnnotationIgnored != stored.IgnoredAnnotation || !maps.Equal(checks, stored.Checks))
 }

@@ -81,7 +81,7 @@ type Entry struct {
 	HoldIgnored string `json:"holdIgnored,omitempty"`
 	// AnnotationIgnored says why the target's expiry or touched annotation
 	// (policy.ExpiresAnnotation, policy.TouchedAnnotation) is ignored: it
-	// does not parse, or a touch is in the future.
+	// does not parse, or a touch is more than policy.TouchLeeway ahead.
 	AnnotationIgnored string `json:"annotationIgnored,omitempty"`
 	// LastActivity is, for a manager (or pair) with an IDLE policy, the
 	// newest activity in the target that policy counted.

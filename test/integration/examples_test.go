@@ -76,11 +76,13 @@ const ruleExampleHome = "namespace-manager"
 //     held: DELETE deletes it; PODS_SUCCEED fires only once every matching
 //     pod has succeeded, after a sweep saw them pending; IDLE fires only
 //     once its idle time has passed since a last activity no older than
-//     anything created in the namespace before the sweep, and never on a
-//     namespace whose touched annotation is no time; WEBHOOK posts once
+//     anything created in the namespace before the sweep, saying so where
+//     it ignored a touched annotation that does not parse or is too far
+//     ahead, and only there; WEBHOOK posts once
 //     for that namespace, with the pair's Idempotency-Key;
 //   - it touches no other namespace, in the manifest or not, is never
-//     deactivated, and writes one Event per sweep in which it acted;
+//     deactivated, and writes one Event per sweep in which it acted, and
+//     one per sweep in which it found an annotation newly ignored;
 //   - its status says it is watching and lists its actions;
 //   - then one sweep writes at most each rule's status, and the next one
 //     nothing at all.
@@ -154,7 +156,7 @@ func playOutRule(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver, objs 
 	args := []string{"-l", nsmantest.PlayOutLabel + "=" + run, "--trusted-namespaces", ruleExampleHome}
 	fired := map[string]sweep.Entry{} // by namespace/name/target
 	waitedOnPods := map[string]bool{}
-	warned := map[string]bool{} // pairs told of an expiry annotation that does not parse
+	warned := map[string]bool{} // pairs told of an annotation ignored
 	idle := slices.ContainsFunc(slices.Collect(maps.Values(rules)), func(m policy.Manager) bool {
 		return slices.ContainsFunc(m.Policies, func(p policy.Policy) bool { return p.Condition.Type == policy.ConditionIdle })
 	})
@@ -183,7 +185,7 @@ func playOutRule(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver, objs 
 		res := e.Sweep(t, args...)
 		wantCode(t, res, 0)
 		actedNow := map[string]bool{}  // rules that fired in this sweep
-		warnedNow := map[string]bool{} // rules told of a new expiry annotation that does not parse
+		warnedNow := map[string]bool{} // rules told of an annotation newly ignored
 		for _, entry := range res.Report.Entries {
 			id := entry.Namespace + "/" + entry.Name
 			m, ok := rules[id]
@@ -199,7 +201,7 @@ func playOutRule(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver, objs 
 				continue
 			}
 			comparePairPlan(t, plan, res, entry)
-			if entry.ExpiryIgnored != "" && !warned[pair] {
+			if entry.AnnotationIgnored != "" && !warned[pair] {
 				warned[pair], warnedNow[id] = true, true
 			}
 			switch entry.State {
@@ -230,7 +232,7 @@ func playOutRule(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver, objs 
 			}
 		}
 		if events != len(actedNow)+len(warnedNow) {
-			t.Errorf("%d Events written in a sweep in which %d rules acted and %d were told of an expiry that does not parse, want one per rule and per warning",
+			t.Errorf("%d Events written in a sweep in which %d rules acted and %d were told of an annotation ignored, want one per rule and per warning",
 				events, len(actedNow), len(warnedNow))
 		}
 		time.Sleep(time.Second)
@@ -334,8 +336,9 @@ func comparePairPlan(t *testing.T, plan, real nsmantest.Result, got sweep.Entry)
 // checkIdleFired checks, when an IDLE policy fired on a namespace, that the
 // entry says what its last activity was, that its idle time has passed
 // since, that it is no older than what was created in the namespace before
-// the sweep (created), and that the namespace's touched annotation in the
-// manifest, if any, is a time.
+// the sweep (created), and that its annotationIgnored names the touched
+// annotation where the namespace's in the manifest does not parse or is
+// more than policy.TouchLeeway ahead of the sweep (now), and only there.
 func checkIdleFired(t *testing.T, m policy.Manager, entry sweep.Entry, now, created time.Time, namespaces []*unstructured.Unstructured) {
 	t.Helper()
 	i := slices.IndexFunc(m.Policies, func(p policy.Policy) bool { return p.Name == entry.Policy })
@@ -353,10 +356,24 @@ func checkIdleFired(t *testing.T, m policy.Manager, entry sweep.Entry, now, crea
 		t.Errorf("%s fired IDLE on last activity %s at %s, but something was created in it at %s", id, last.What, last.At, created)
 	}
 	for _, ns := range namespaces {
-		if touched, ok := ns.GetAnnotations()[policy.TouchedAnnotation]; ns.GetName() == entry.Target && ok {
-			if _, err := time.Parse(time.RFC3339, touched); err != nil {
-				t.Errorf("%s fired IDLE though the namespace's annotation %s is %q, no time", id, policy.TouchedAnnotation, touched)
+		if ns.GetName() != entry.Target {
+			continue
+		}
+		why := "" // why the touched annotation is to be ignored
+		if touched, ok := ns.GetAnnotations()[policy.TouchedAnnotation]; ok {
+			at, err := policy.ParseTouched(touched)
+			switch {
+			case err != nil:
+				why = err.Error()
+			case at.After(now.Add(policy.TouchLeeway)):
+				why = fmt.Sprintf("%q is more than %s ahead of %s", touched, policy.TouchLeeway, now)
 			}
+		}
+		switch named := strings.Contains(entry.AnnotationIgnored, policy.TouchedAnnotation); {
+		case why != "" && !named:
+			t.Errorf("%s fired IDLE saying annotationIgnored %q, want it to name %s: %s", id, entry.AnnotationIgnored, policy.TouchedAnnotation, why)
+		case why == "" && named:
+			t.Errorf("%s fired IDLE saying annotationIgnored %q, but the namespace's annotation %s is a time it counts", id, entry.AnnotationIgnored, policy.TouchedAnnotation)
 		}
 	}
 }
