@@ -94,6 +94,13 @@ type Activity struct {
 	What string
 }
 
+// What an IDLE condition says of the activity it knows without reading
+// the namespace: its creation, its TouchedAnnotation.
+const (
+	ActivityCreated = "namespace created"
+	ActivityTouched = "touched (annotation " + TouchedAnnotation + ")"
+)
+
 // PolicyState describes one policy's condition at evaluation time.
 type PolicyState struct {
 	Name  string
@@ -259,7 +266,7 @@ func judgeExpires(state *PolicyState, c Condition, in Input) Verdict {
 // TouchLeeway ahead of Now, is ignored (and said so, in Problem), as a hold
 // that does not parse is: an annotation keeps no namespace forever.
 func judgeIdle(state *PolicyState, c Condition, in Input) Verdict {
-	last := Activity{At: in.TargetCreated, What: "namespace created"}
+	last := Activity{At: in.TargetCreated, What: ActivityCreated}
 	if in.TargetTouched != "" {
 		touched, err := ParseTouched(in.TargetTouched)
 		switch {
@@ -268,7 +275,7 @@ func judgeIdle(state *PolicyState, c Condition, in Input) Verdict {
 		case touched.After(in.Now.Add(TouchLeeway)):
 			state.Problem = fmt.Sprintf("annotation %s: %s is more than %s ahead: ignored", TouchedAnnotation, stamp(touched), TouchLeeway)
 		case touched.After(last.At):
-			last = Activity{At: touched, What: "touched (annotation " + TouchedAnnotation + ")"}
+			last = Activity{At: touched, What: ActivityTouched}
 		}
 	}
 	switch {

@@ -115,6 +115,12 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // after the last manager listed from a newer snapshot, where one created or
 // deleted since may be missed but none is listed twice.
 func (s *Sweeper) eachManager(ctx context.Context, all bool, fn func(listed)) error {
+	return s.eachManagerPaged(ctx, all, nil, fn)
+}
+
+// eachManagerPaged is eachManager, calling onPage (when set) with each page
+// before fn with any of its managers.
+func (s *Sweeper) eachManagerPaged(ctx context.Context, all bool, onPage func(*managerPage), fn func(listed)) error {
 	opts := metav1.ListOptions{LabelSelector: s.cfg.LabelSelector}
 	namespace := s.cfg.Namespace
 	if all {
@@ -124,6 +130,9 @@ func (s *Sweeper) eachManager(ctx context.Context, all bool, fn func(listed)) er
 	page := func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 		for {
 			page, err := s.listPage(ctx, namespace, opts)
+			if err == nil && onPage != nil {
+				onPage(page)
+			}
 			next, resume := continueAfterExpiry(err)
 			if !resume || opts.Continue == "" || expired >= maxExpiredContinues {
 				return page, err

@@ -415,9 +415,19 @@ func (r *sweepRun) bounded(n int, fn func(i int)) {
 // and has a PODS_SUCCEED policy. The sweep then lists the index beside the
 // namespaces rather than after them.
 func (s *Sweeper) indexAhead(r *sweepRun, l listed) bool {
+	if s.ruleEvaluated(r, l) <= PodIndexAfter {
+		return false
+	}
+	m, problems := policy.Parse(l.obj)
+	return len(problems) == 0 && !m.Deactivated && slices.Contains(s.cfg.TrustedNamespaces, m.Namespace) && checksPods(m)
+}
+
+// ruleEvaluated is how many namespaces rule l had to evaluate (governed ones
+// aside) in this shard, as its last status tells; 0 without one.
+func (s *Sweeper) ruleEvaluated(r *sweepRun, l listed) int {
 	stored := r.status.read(l)
 	if stored.Rule == nil {
-		return false
+		return 0
 	}
 	evaluated := stored.Rule.Matched / max(1, s.cfg.ShardCount)
 	if stored.Rule.States != nil {
@@ -428,11 +438,7 @@ func (s *Sweeper) indexAhead(r *sweepRun, l listed) bool {
 			}
 		}
 	}
-	if evaluated <= PodIndexAfter {
-		return false
-	}
-	m, problems := policy.Parse(l.obj)
-	return len(problems) == 0 && !m.Deactivated && slices.Contains(s.cfg.TrustedNamespaces, m.Namespace) && checksPods(m)
+	return evaluated
 }
 
 // checksPods reports whether m has a PODS_SUCCEED policy.

@@ -270,7 +270,8 @@ func (s *Sweeper) listManagers(ctx, work context.Context, r *sweepRun, q *queue)
 	var l listing
 	uids := map[types.UID]bool{}
 	indexing := false
-	l.err = s.eachManager(ctx, false, func(m listed) {
+	countAhead := func(page *managerPage) { s.countAhead(&r.activities, page, s.clock()) }
+	l.err = s.eachManagerPaged(ctx, false, countAhead, func(m listed) {
 		uids[m.obj.GetUID()] = true
 		if !l.any {
 			l.any = true
@@ -283,6 +284,9 @@ func (s *Sweeper) listManagers(ctx, work context.Context, r *sweepRun, q *queue)
 			if !indexing && s.indexAhead(r, m) {
 				indexing = true
 				q.wg.Go(func() { _, _ = s.sweepIndex(work, r, notSucceededQuery) })
+			}
+			if s.ruleReadsActivity(r, m) {
+				r.activities.indexed.Store(true)
 			}
 			return
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httputil"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -356,5 +357,98 @@ func TestIdleInAFreezeIsNotConfirmed(t *testing.T) {
 	}
 	if inNamespace != sweep.ActivityIndexAfter {
 		t.Errorf("ReplicaSets listed in %d namespaces, want %d: those before the sweep's index, none to confirm it", inNamespace, sweep.ActivityIndexAfter)
+	}
+}
+
+// A sweep whose managers' last status says more than
+// sweep.ActivityIndexAfter of them read their namespace's activity reads
+// it from the sweep's cluster-wide lists from the first, rather than that
+// many namespaces one by one first; so does a rule over more namespaces.
+func TestIdleIndexAhead(t *testing.T) {
+	e := setup(t)
+	home := shared.Namespace(t)
+	caseID := home
+	n := sweep.ActivityIndexAfter + 8
+	var targets []string
+	var newest time.Time
+	for range n {
+		ns := shared.Namespace(t)
+		targets = append(targets, ns)
+		createManager(t, managerObj(ns, ns, caseID, []any{idlePolicy("idle 5s", 5, deleteAction)}))
+		if c := createdAt(t, ns); c.After(newest) {
+			newest = c
+		}
+	}
+	ruled := labelled(t, caseID, n)
+	createManager(t, managerObj(home, "rule", caseID, []any{idlePolicy("idle 5s", 5, deleteAction)}, selecting(caseID)))
+	for _, ns := range ruled {
+		if c := createdAt(t, ns); c.After(newest) {
+			newest = c
+		}
+	}
+	waitPast(newest.Add(5 * time.Second))
+	var rolledOut time.Time
+	for _, ns := range append(slices.Clone(targets), ruled...) {
+		rolledOut = createReplicaSet(t, ns, "web")
+	}
+	args := []string{"-l", caseLabel + "=" + caseID, "--trusted-namespaces", home}
+	lists := func(res func()) (inNamespace, clusterWide int) {
+		t.Helper()
+		before, err := shared.AuditedRequests(t.Context(), e.User)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res()
+		after, err := shared.AuditedRequests(t.Context(), e.User)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range after[len(before):] {
+			switch {
+			case r.Verb != "list" || r.Resource != "replicasets":
+			case r.Namespace == "":
+				clusterWide++
+			default:
+				inNamespace++
+			}
+		}
+		return inNamespace, clusterWide
+	}
+	// The first sweep knows nothing ahead: the first 32 namespaces are read
+	// one by one, the others from the index.
+	in, all := lists(func() {
+		res := e.Sweep(t, args...)
+		wantCode(t, res, 0)
+		for _, ns := range targets {
+			if w := wantState(t, res, ns, ns, sweep.StateWaiting); w.LastActivity == nil || w.LastActivity.What != "ReplicaSet web created" {
+				t.Fatalf("%s: %+v, want it waiting on its ReplicaSet", ns, w.LastActivity)
+			}
+		}
+	})
+	if in != sweep.ActivityIndexAfter || all != 1 {
+		t.Errorf("first sweep: ReplicaSets listed in %d namespaces and %d times cluster-wide, want %d and 1", in, all, sweep.ActivityIndexAfter)
+	}
+	// The next (a dry run, at a time the ReplicaSets are recent) reads them
+	// all from the index.
+	in, all = lists(func() {
+		res := e.Sweep(t, append(args, "--dry-run", "--at", rolledOut.Add(time.Second).Format(time.RFC3339))...)
+		for _, ns := range ruled {
+			if p := res.Pair(t, home, "rule", ns); p.State != sweep.StateWaiting {
+				t.Errorf("rule on %s: %s (%s), want waiting", ns, p.State, p.Message)
+			}
+		}
+	})
+	if in != 0 || all != 1 {
+		t.Errorf("next sweep: ReplicaSets listed in %d namespaces and %d times cluster-wide, want 0 and 1", in, all)
+	}
+	// The rule alone: its status says it matched more.
+	in, all = lists(func() {
+		res := e.Sweep(t, append(args, "--namespace", home, "--dry-run", "--at", rolledOut.Add(time.Second).Format(time.RFC3339))...)
+		if p := res.Pair(t, home, "rule", ruled[0]); p.State != sweep.StateWaiting {
+			t.Errorf("rule on %s: %s (%s), want waiting", ruled[0], p.State, p.Message)
+		}
+	})
+	if in != 0 || all != 1 {
+		t.Errorf("the rule's sweep: ReplicaSets listed in %d namespaces and %d times cluster-wide, want 0 and 1", in, all)
 	}
 }
