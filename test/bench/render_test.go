@@ -375,7 +375,8 @@ func idleMethod(b *strings.Builder, sizes []int) {
 	p("idleSeconds have passed since its namespace's creation (or its `%s` annotation); from then on it reads\n", policy.TouchedAnnotation)
 	p("the namespace's activity, the newest creation of a pod, ReplicaSet, ControllerRevision or Job in it: for the first %d\n", sweep.ActivityIndexAfter)
 	p("namespaces of a sweep (sweep.ActivityIndexAfter), four paged lists in the namespace, metadata only; past them, the same four\n")
-	p("lists once, cluster-wide and paged. An IDLE policy that would hold on the cluster-wide lists' answer is confirmed with the\n")
+	p("lists once, cluster-wide and paged; from the first namespace when the managers' statuses say more than %d of them read their\n", sweep.ActivityIndexAfter)
+	p("activity in the sweep before, as after the first sweep here. An IDLE policy that would hold on the cluster-wide lists' answer is confirmed with the\n")
 	p("namespace's own four lists; one that waits is not. So that every IDLE manager reads its activity and still waits, the\n")
 	p("generator waits, untimed, until the IDLE namespaces are %d s old, then creates one ControllerRevision in each (no controller\n", s)
 	p("runs on the API tier to act on it). Then nsman's first sweep records a status on every manager, and the read floor, the read\n")
@@ -441,9 +442,7 @@ func idleAnalysis(b *strings.Builder, idle rowSet) {
 			noop.total(), activityLists(noop), lists.total(), activityLists(lists),
 			cmpOr(describe(moreRequests(noop, lists)), "none")))
 	}
-	p("**Half the managers IDLE.** %s.\nBeyond the floor's lists, the sweep lists the four resources in each of the first %d IDLE namespaces it reads,\n",
-		upperFirst(strings.Join(parts, "; ")), sweep.ActivityIndexAfter)
-	p("one by one, before it lists them cluster-wide.\n\n")
+	p("**Half the managers IDLE.** %s.\n\n", upperFirst(strings.Join(parts, "; ")))
 }
 
 // upperFirst capitalizes s's first letter.
