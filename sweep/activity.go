@@ -77,7 +77,7 @@ func (c created) activity() policy.Activity {
 // ActivityIndexAfter namespaces it comes from the sweep's cluster-wide
 // index, and indexed is true: what the index found did happen, but what
 // was created since it was listed is missing from it, so that it can keep
-// an IDLE policy waiting, not let it hold (see confirmActivity).
+// an IDLE policy waiting, not let it hold (evaluatePolicies confirms).
 func (s *Sweeper) lastActivity(ctx context.Context, x *activities, namespace string) (a policy.Activity, indexed bool, err error) {
 	if x.indexed.Load() || x.asked.Add(1) > ActivityIndexAfter {
 		if index := s.activityIndex(ctx, x); index != nil {
@@ -155,8 +155,8 @@ func withoutTouch(ns namespaceInfo) namespaceInfo {
 // status says they read the activity (see readsActivity), before any of
 // them is evaluated: a sweep that will read more than ActivityIndexAfter
 // namespaces lists the index at the first, rather than reading that many
-// one by one first (128 requests a sweep, where the index costs 4 pages at
-// 1,000 namespaces).
+// one by one first (128 requests a sweep, where the index costs a page of
+// each of the four per 500 objects).
 func (s *Sweeper) countAhead(x *activities, page *managerPage, now time.Time) {
 	for i := range page.Items {
 		it := &page.Items[i]
