@@ -42,6 +42,18 @@ func createdAt(t *testing.T, ns string) time.Time {
 	return got.CreationTimestamp.Time
 }
 
+// lastCreated is the newest creationTimestamp of the namespaces.
+func lastCreated(t *testing.T, namespaces []string) time.Time {
+	t.Helper()
+	var newest time.Time
+	for _, ns := range namespaces {
+		if c := createdAt(t, ns); c.After(newest) {
+			newest = c
+		}
+	}
+	return newest
+}
+
 // waitPast sleeps until at has passed by half a second: an object created
 // then has a creationTimestamp (to the second) after at's second.
 func waitPast(at time.Time) {
@@ -205,12 +217,7 @@ func TestIdleIndexIsConfirmed(t *testing.T) {
 	n := sweep.ActivityIndexAfter + 8
 	targets := labelled(t, caseID, n)
 	createManager(t, managerObj(home, "idle", caseID, []any{idlePolicy("idle a minute", 60, deleteAction)}, selecting(caseID)))
-	var newest time.Time
-	for _, ns := range targets {
-		if c := createdAt(t, ns); c.After(newest) {
-			newest = c
-		}
-	}
+	newest := lastCreated(t, targets)
 	kubeconfig := e.KubeconfigThrough(t, func(rp *httputil.ReverseProxy) http.Handler {
 		var once sync.Once
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -326,12 +333,7 @@ func TestIdleInAFreezeIsNotConfirmed(t *testing.T) {
 	n := sweep.ActivityIndexAfter + 8
 	targets := labelled(t, caseID, n)
 	createManager(t, managerObj(home, "idle", caseID, []any{idlePolicy("idle a minute", 60, deleteAction)}, selecting(caseID)))
-	var newest time.Time
-	for _, ns := range targets {
-		if c := createdAt(t, ns); c.After(newest) {
-			newest = c
-		}
-	}
+	newest := lastCreated(t, targets)
 	at := newest.Add(2 * time.Minute)
 	before, err := shared.AuditedRequests(t.Context(), e.User)
 	if err != nil {
@@ -370,23 +372,14 @@ func TestIdleIndexAhead(t *testing.T) {
 	caseID := home
 	n := sweep.ActivityIndexAfter + 8
 	var targets []string
-	var newest time.Time
 	for range n {
 		ns := shared.Namespace(t)
 		targets = append(targets, ns)
 		createManager(t, managerObj(ns, ns, caseID, []any{idlePolicy("idle 5s", 5, deleteAction)}))
-		if c := createdAt(t, ns); c.After(newest) {
-			newest = c
-		}
 	}
 	ruled := labelled(t, caseID, n)
 	createManager(t, managerObj(home, "rule", caseID, []any{idlePolicy("idle 5s", 5, deleteAction)}, selecting(caseID)))
-	for _, ns := range ruled {
-		if c := createdAt(t, ns); c.After(newest) {
-			newest = c
-		}
-	}
-	waitPast(newest.Add(5 * time.Second))
+	waitPast(lastCreated(t, append(slices.Clone(targets), ruled...)).Add(5 * time.Second))
 	var rolledOut time.Time
 	for _, ns := range append(slices.Clone(targets), ruled...) {
 		rolledOut = createReplicaSet(t, ns, "web")
