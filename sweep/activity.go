@@ -84,11 +84,22 @@ func (s *Sweeper) lastActivity(ctx context.Context, x *activities, namespace str
 			return index[namespace].activity(), true, nil
 		}
 	}
+	a, err = s.namespaceActivity(ctx, namespace)
+	return a, false, err
+}
+
+// namespaceActivity is the newest creation in namespace, read from its own
+// lists, bounded by namespaceReadTimeout: a namespace of very many pods
+// fails its IDLE policy's read (and the policy waits) rather than holding
+// up a worker of the sweep.
+func (s *Sweeper) namespaceActivity(ctx context.Context, namespace string) (policy.Activity, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.namespaceReadTimeout())
+	defer cancel()
 	byNamespace, err := s.listCreated(ctx, namespace)
 	if err != nil {
-		return policy.Activity{}, false, fmt.Errorf("read the last activity in %s: %w", namespace, err)
+		return policy.Activity{}, fmt.Errorf("read the last activity in %s: %w", namespace, err)
 	}
-	return byNamespace[namespace].activity(), false, nil
+	return byNamespace[namespace].activity(), nil
 }
 
 // activityIndex returns the sweep's index of the last activity in every

@@ -266,11 +266,10 @@ func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Ma
 				// The sweep's index misses what was created since it was
 				// listed: the namespace's own lists confirm it is idle,
 				// unless a hold or a freeze keeps the plan from acting.
-				byNamespace, err := s.listCreated(ctx, e.Target)
+				activity, err := s.namespaceActivity(ctx, e.Target)
 				if err != nil {
-					return held.apply(decision{manager: m, entry: failedEntry(e, fmt.Errorf("read the last activity in %s: %w", e.Target, err))})
+					return held.apply(decision{manager: m, entry: failedEntry(e, err)})
 				}
-				activity := byNamespace[e.Target].activity()
 				in.Activity, fromIndex = &activity, false
 				continue
 			}

@@ -100,7 +100,7 @@ func (r Reclaimed) isZero() bool {
 // namespace, or from the sweep's cluster-wide sums past ReclaimIndexAfter
 // namespaces).
 //
-// A namespace's own lists are bounded by reclaimTimeout, the sweep's index
+// A namespace's own lists are bounded by namespaceReadTimeout, the sweep's index
 // by --claim-ttl: a namespace full of claims or Services delays its DELETE
 // that long at most, and is deleted, what it frees unknown.
 func (s *Sweeper) namespaceReclaimed(ctx context.Context, x *reclaims, namespace string) (Reclaimed, error) {
@@ -109,7 +109,7 @@ func (s *Sweeper) namespaceReclaimed(ctx context.Context, x *reclaims, namespace
 			return index[namespace].reclaimed(), nil
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.reclaimTimeout())
+	ctx, cancel := context.WithTimeout(ctx, s.namespaceReadTimeout())
 	defer cancel()
 	byNamespace, err := s.listFreed(ctx, x, namespace)
 	if err != nil {
@@ -118,9 +118,10 @@ func (s *Sweeper) namespaceReclaimed(ctx context.Context, x *reclaims, namespace
 	return byNamespace[namespace].reclaimed(), nil
 }
 
-// reclaimTimeout bounds the lists of what one namespace frees: a quarter of
-// --claim-ttl, at most 10s.
-func (s *Sweeper) reclaimTimeout() time.Duration {
+// namespaceReadTimeout bounds the lists a sweep reads of one namespace
+// before it acts, of objects a tenant may make many of (what it frees, its
+// last activity): a quarter of --claim-ttl, at most 10s.
+func (s *Sweeper) namespaceReadTimeout() time.Duration {
 	return min(s.cfg.ClaimTTL/4, 10*time.Second)
 }
 

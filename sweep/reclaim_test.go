@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
@@ -439,7 +440,7 @@ func TestReclaimedAdd(t *testing.T) {
 }
 
 // A namespace whose lists do not answer delays its DELETE by
-// reclaimTimeout at most: the read gives up, saying so.
+// namespaceReadTimeout at most: the read gives up, saying so.
 func TestReclaimReadIsBounded(t *testing.T) {
 	stalled := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
 	defer stalled.Close()
@@ -450,7 +451,24 @@ func TestReclaimReadIsBounded(t *testing.T) {
 	s := &Sweeper{cfg: Config{PageSize: DefaultPageSize, ClaimTTL: MinClaimTTL}, clients: Clients{Kube: client}, log: slog.New(slog.DiscardHandler)}
 	began := time.Now()
 	_, err = s.namespaceReclaimed(t.Context(), &reclaims{}, "team")
-	if took := time.Since(began); err == nil || took > s.reclaimTimeout()+time.Second {
-		t.Errorf("a read that never answers: %v after %v; want an error after %v", err, took, s.reclaimTimeout())
+	if took := time.Since(began); err == nil || took > s.namespaceReadTimeout()+time.Second {
+		t.Errorf("a read that never answers: %v after %v; want an error after %v", err, took, s.namespaceReadTimeout())
+	}
+}
+
+// A namespace's activity that never comes is given up after
+// namespaceReadTimeout, with an error: its IDLE policy does not hold.
+func TestActivityReadIsBounded(t *testing.T) {
+	stalled := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	defer stalled.Close()
+	client, err := metadata.NewForConfig(&rest.Config{Host: stalled.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Sweeper{cfg: Config{PageSize: DefaultPageSize, ClaimTTL: MinClaimTTL}, clients: Clients{Metadata: client}, log: slog.New(slog.DiscardHandler)}
+	began := time.Now()
+	_, indexed, err := s.lastActivity(t.Context(), &activities{}, "team")
+	if took := time.Since(began); err == nil || indexed || took > s.namespaceReadTimeout()+time.Second {
+		t.Errorf("a read that never answers: %v after %v; want an error after %v", err, took, s.namespaceReadTimeout())
 	}
 }
