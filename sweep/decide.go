@@ -262,10 +262,11 @@ func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Ma
 			in.Activity, fromIndex = &activity, indexed
 			continue
 		case policy.Fire:
-			if fromIndex && m.Policies[out.Policy].Condition.Type == policy.ConditionIdle && held.until.IsZero() && !r.frozen {
+			if fromIndex && m.Policies[out.Policy].Condition.Type == policy.ConditionIdle && held.until.IsZero() && !r.frozen && !s.capReached(r) {
 				// The sweep's index misses what was created since it was
 				// listed: the namespace's own lists confirm it is idle,
-				// unless a hold or a freeze keeps the plan from acting.
+				// unless a hold, a freeze or --max-actions keeps the plan
+				// from acting.
 				activity, err := s.namespaceActivity(ctx, e.Target)
 				if err != nil {
 					return held.apply(decision{manager: m, entry: failedEntry(e, err)})

@@ -77,6 +77,12 @@ func (s *Sweeper) carryOut(ctx context.Context, r *sweepRun, rec record, d decis
 	return e
 }
 
+// capReached reports whether --max-actions is reached: a plan made now is
+// deferred.
+func (s *Sweeper) capReached(r *sweepRun) bool {
+	return s.cfg.MaxActions > 0 && r.actions.Load() >= int64(s.cfg.MaxActions)
+}
+
 // save records a final entry, if the record keeps anything of it, and
 // reports whether it did (or had nothing to).
 func (s *Sweeper) save(ctx context.Context, rec record, o outcome) (Entry, bool) {

@@ -445,3 +445,40 @@ func TestIdleIndexAhead(t *testing.T) {
 		t.Errorf("the rule's sweep: ReplicaSets listed in %d namespaces and %d times cluster-wide, want 0 and 1", in, all)
 	}
 }
+
+// Once --max-actions is reached, what the sweep's cluster-wide lists say
+// is idle is not read again namespace by namespace: the plan is deferred.
+func TestIdleBeyondTheCapIsNotConfirmed(t *testing.T) {
+	e := setup(t)
+	caseID := shared.Namespace(t)
+	n := sweep.ActivityIndexAfter + 8
+	var targets []string
+	for range n {
+		ns := shared.Namespace(t)
+		targets = append(targets, ns)
+		createManager(t, managerObj(ns, ns, caseID, []any{idlePolicy("idle a minute", 60, deleteAction)}))
+	}
+	at := lastCreated(t, targets).Add(2 * time.Minute)
+	before, err := shared.AuditedRequests(t.Context(), e.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := e.Sweep(t, "-l", caseLabel+"="+caseID, "--dry-run", "--at", at.Format(time.RFC3339), "--max-actions", "1", "--reclaim=false")
+	wantCode(t, res, 0)
+	after, err := shared.AuditedRequests(t.Context(), e.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inNamespace := 0
+	for _, r := range after[len(before):] {
+		if r.Verb == "list" && r.Resource == "replicasets" && r.Namespace != "" {
+			inNamespace++
+		}
+	}
+	// The first 32 are read one by one (one of them takes the one action);
+	// of the 8 the index answers, at most those evaluated before that
+	// action was counted are read again.
+	if inNamespace >= n {
+		t.Errorf("ReplicaSets listed in %d namespaces, want fewer than %d: none read again once the cap is reached", inNamespace, n)
+	}
+}
