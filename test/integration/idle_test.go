@@ -375,11 +375,11 @@ func TestIdleIndexAhead(t *testing.T) {
 	for range n {
 		ns := shared.Namespace(t)
 		targets = append(targets, ns)
-		createManager(t, managerObj(ns, ns, caseID, []any{idlePolicy("idle 5s", 5, deleteAction)}))
+		createManager(t, managerObj(ns, ns, caseID, []any{idlePolicy("idle 10s", 10, deleteAction)}))
 	}
 	ruled := labelled(t, caseID, n)
-	createManager(t, managerObj(home, "rule", caseID, []any{idlePolicy("idle 5s", 5, deleteAction)}, selecting(caseID)))
-	waitPast(lastCreated(t, append(slices.Clone(targets), ruled...)).Add(5 * time.Second))
+	createManager(t, managerObj(home, "rule", caseID, []any{idlePolicy("idle 10s", 10, deleteAction)}, selecting(caseID)))
+	waitPast(lastCreated(t, append(slices.Clone(targets), ruled...)).Add(10 * time.Second))
 	var rolledOut time.Time
 	for _, ns := range append(slices.Clone(targets), ruled...) {
 		rolledOut = createReplicaSet(t, ns, "web")
