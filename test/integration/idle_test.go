@@ -21,6 +21,7 @@ import (
 	"github.com/nsman/nsman/cmd"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/test/nsmantest"
 )
 
 // idlePolicy is an IDLE condition of seconds.
@@ -40,6 +41,18 @@ func createdAt(t *testing.T, ns string) time.Time {
 		t.Fatal(err)
 	}
 	return got.CreationTimestamp.Time
+}
+
+// idleRule creates sweep.ActivityIndexAfter + 8 namespaces and, in a
+// namespace of its own (also the case's ID), a rule "idle" over them with
+// an IDLE policy of a minute; it returns that namespace, the namespaces
+// and the newest one's creation.
+func idleRule(t *testing.T) (home string, targets []string, newest time.Time) {
+	t.Helper()
+	home = shared.Namespace(t)
+	targets = labelled(t, home, sweep.ActivityIndexAfter+8)
+	createManager(t, managerObj(home, "idle", home, []any{idlePolicy("idle a minute", 60, deleteAction)}, selecting(home)))
+	return home, targets, lastCreated(t, targets)
 }
 
 // lastCreated is the newest creationTimestamp of the namespaces.
@@ -212,12 +225,8 @@ func TestIdle(t *testing.T) {
 // cluster-wide lists answered must wait, not go.
 func TestIdleIndexIsConfirmed(t *testing.T) {
 	e := setup(t)
-	home := shared.Namespace(t)
-	caseID := home
-	n := sweep.ActivityIndexAfter + 8
-	targets := labelled(t, caseID, n)
-	createManager(t, managerObj(home, "idle", caseID, []any{idlePolicy("idle a minute", 60, deleteAction)}, selecting(caseID)))
-	newest := lastCreated(t, targets)
+	home, targets, newest := idleRule(t)
+	caseID, n := home, len(targets)
 	kubeconfig := e.KubeconfigThrough(t, func(rp *httputil.ReverseProxy) http.Handler {
 		var once sync.Once
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -233,16 +242,15 @@ func TestIdleIndexIsConfirmed(t *testing.T) {
 			rp.ServeHTTP(w, r)
 		})
 	})
-	before, err := shared.AuditedRequests(t.Context(), e.User)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Half a second after a minute past the newest namespace's creation,
 	// every namespace but for its ReplicaSet is idle; the ReplicaSets,
 	// created in a later second, are not.
 	waitPast(newest)
 	at := newest.Add(time.Minute + 500*time.Millisecond).Format(time.RFC3339Nano)
-	res := e.Sweep(t, "--kubeconfig", kubeconfig, "-l", caseLabel+"="+caseID, "--trusted-namespaces", home, "--dry-run", "--at", at, "--reclaim=false")
+	var res nsmantest.Result
+	lists := listsDuring(t, e, func() {
+		res = e.Sweep(t, "--kubeconfig", kubeconfig, "-l", caseLabel+"="+caseID, "--trusted-namespaces", home, "--dry-run", "--at", at, "--reclaim=false")
+	})
 	wantCode(t, res, 0)
 	waiting := 0
 	for _, ns := range targets {
@@ -260,19 +268,9 @@ func TestIdleIndexIsConfirmed(t *testing.T) {
 	if waiting < n-sweep.ActivityIndexAfter {
 		t.Errorf("%d of %d namespaces wait on their ReplicaSet; want at least the %d past the index threshold", waiting, n, n-sweep.ActivityIndexAfter)
 	}
-	after, err := shared.AuditedRequests(t.Context(), e.User)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clusterWide := map[string]int{}
-	for _, r := range after[len(before):] {
-		if r.Verb == "list" && r.Namespace == "" && r.Resource != "namespaces" && r.Resource != "namespacemanagers" {
-			clusterWide[r.Resource]++
-		}
-	}
 	for _, resource := range []string{"pods", "replicasets", "controllerrevisions", "jobs"} {
-		if clusterWide[resource] != 1 {
-			t.Errorf("%s listed cluster-wide %d times, want once: %v", resource, clusterWide[resource], clusterWide)
+		if lists[resource+" cluster-wide"] != 1 {
+			t.Errorf("%s listed cluster-wide %d times, want once: %v", resource, lists[resource+" cluster-wide"], lists)
 		}
 	}
 }
@@ -328,36 +326,21 @@ func TestTouchedBeforeTheDelete(t *testing.T) {
 // again namespace by namespace: nothing acts on it.
 func TestIdleInAFreezeIsNotConfirmed(t *testing.T) {
 	e := setup(t)
-	home := shared.Namespace(t)
+	home, targets, newest := idleRule(t)
 	caseID := home
-	n := sweep.ActivityIndexAfter + 8
-	targets := labelled(t, caseID, n)
-	createManager(t, managerObj(home, "idle", caseID, []any{idlePolicy("idle a minute", 60, deleteAction)}, selecting(caseID)))
-	newest := lastCreated(t, targets)
 	at := newest.Add(2 * time.Minute)
-	before, err := shared.AuditedRequests(t.Context(), e.User)
-	if err != nil {
-		t.Fatal(err)
-	}
 	freeze := at.Add(-time.Hour).Format(time.RFC3339) + "/" + at.Add(time.Hour).Format(time.RFC3339)
-	res := e.Sweep(t, "-l", caseLabel+"="+caseID, "--trusted-namespaces", home, "--dry-run", "--at", at.Format(time.RFC3339), "--freeze", freeze, "--reclaim=false")
+	var res nsmantest.Result
+	lists := listsDuring(t, e, func() {
+		res = e.Sweep(t, "-l", caseLabel+"="+caseID, "--trusted-namespaces", home, "--dry-run", "--at", at.Format(time.RFC3339), "--freeze", freeze, "--reclaim=false")
+	})
 	wantCode(t, res, 0)
 	for _, ns := range targets {
 		if p := res.Pair(t, home, "idle", ns); p.State != sweep.StateWaiting || !strings.Contains(p.Message, "idle 1m0s since") {
 			t.Errorf("%s: %s (%s), want waiting for the freeze's end, idle", ns, p.State, p.Message)
 		}
 	}
-	after, err := shared.AuditedRequests(t.Context(), e.User)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inNamespace := 0
-	for _, r := range after[len(before):] {
-		if r.Verb == "list" && r.Resource == "replicasets" && r.Namespace != "" {
-			inNamespace++
-		}
-	}
-	if inNamespace != sweep.ActivityIndexAfter {
+	if inNamespace := lists["replicasets by namespace"]; inNamespace != sweep.ActivityIndexAfter {
 		t.Errorf("ReplicaSets listed in %d namespaces, want %d: those before the sweep's index, none to confirm it", inNamespace, sweep.ActivityIndexAfter)
 	}
 }
@@ -385,27 +368,10 @@ func TestIdleIndexAhead(t *testing.T) {
 		rolledOut = createReplicaSet(t, ns, "web")
 	}
 	args := []string{"-l", caseLabel + "=" + caseID, "--trusted-namespaces", home}
-	lists := func(res func()) (inNamespace, clusterWide int) {
+	lists := func(run func()) (inNamespace, clusterWide int) {
 		t.Helper()
-		before, err := shared.AuditedRequests(t.Context(), e.User)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res()
-		after, err := shared.AuditedRequests(t.Context(), e.User)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range after[len(before):] {
-			switch {
-			case r.Verb != "list" || r.Resource != "replicasets":
-			case r.Namespace == "":
-				clusterWide++
-			default:
-				inNamespace++
-			}
-		}
-		return inNamespace, clusterWide
+		n := listsDuring(t, e, run)
+		return n["replicasets by namespace"], n["replicasets cluster-wide"]
 	}
 	// The first sweep knows nothing ahead: the first 32 namespaces are read
 	// one by one, the others from the index.
@@ -459,22 +425,10 @@ func TestIdleBeyondTheCapIsNotConfirmed(t *testing.T) {
 		createManager(t, managerObj(ns, ns, caseID, []any{idlePolicy("idle a minute", 60, deleteAction)}))
 	}
 	at := lastCreated(t, targets).Add(2 * time.Minute)
-	before, err := shared.AuditedRequests(t.Context(), e.User)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := e.Sweep(t, "-l", caseLabel+"="+caseID, "--dry-run", "--at", at.Format(time.RFC3339), "--max-actions", "1", "--reclaim=false")
-	wantCode(t, res, 0)
-	after, err := shared.AuditedRequests(t.Context(), e.User)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inNamespace := 0
-	for _, r := range after[len(before):] {
-		if r.Verb == "list" && r.Resource == "replicasets" && r.Namespace != "" {
-			inNamespace++
-		}
-	}
+	lists := listsDuring(t, e, func() {
+		wantCode(t, e.Sweep(t, "-l", caseLabel+"="+caseID, "--dry-run", "--at", at.Format(time.RFC3339), "--max-actions", "1", "--reclaim=false"), 0)
+	})
+	inNamespace := lists["replicasets by namespace"]
 	// The first 32 are read one by one (one of them takes the one action);
 	// of the 8 the index answers, at most those evaluated before that
 	// action was counted are read again.

@@ -302,9 +302,19 @@ func wantLists(t *testing.T, e *nsmantest.Env, before []cluster.Request, want ma
 	if err != nil {
 		t.Fatal(err)
 	}
+	lists := countLists(after[len(before):])
+	maps.DeleteFunc(lists, func(k string, _ int) bool { return !strings.HasPrefix(k, "pods ") && !strings.HasPrefix(k, "jobs ") })
+	if !maps.Equal(lists, want) {
+		t.Errorf("lists of pods and jobs: %v, want %v", lists, want)
+	}
+}
+
+// countLists counts the lists among reqs by resource and where:
+// "pods cluster-wide", "replicasets by namespace".
+func countLists(reqs []cluster.Request) map[string]int {
 	lists := map[string]int{}
-	for _, r := range after[len(before):] {
-		if r.Verb == "list" && (r.Resource == "pods" || r.Resource == "jobs") {
+	for _, r := range reqs {
+		if r.Verb == "list" {
 			where := "by namespace"
 			if r.Namespace == "" {
 				where = "cluster-wide"
@@ -312,9 +322,23 @@ func wantLists(t *testing.T, e *nsmantest.Env, before []cluster.Request, want ma
 			lists[r.Resource+" "+where]++
 		}
 	}
-	if !maps.Equal(lists, want) {
-		t.Errorf("lists of pods and jobs: %v, want %v", lists, want)
+	return lists
+}
+
+// listsDuring counts, as countLists does, the lists nsman made while run
+// ran.
+func listsDuring(t *testing.T, e *nsmantest.Env, run func()) map[string]int {
+	t.Helper()
+	before, err := shared.AuditedRequests(t.Context(), e.User)
+	if err != nil {
+		t.Fatal(err)
 	}
+	run()
+	after, err := shared.AuditedRequests(t.Context(), e.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return countLists(after[len(before):])
 }
 
 // TestRuleConfirmsNamespaceByNamespaceWhenAListFails: when the Jobs cannot
