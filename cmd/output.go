@@ -82,6 +82,11 @@ func writeReport(w io.Writer, format string, r sweep.Report) error {
 			return err
 		}
 	}
+	if missing := r.Summary.MissingTrusted; len(missing) > 0 {
+		if _, err := fmt.Fprintf(w, "trusted namespace(s) that do not exist: %s: whoever may create namespaces may create one, and its managers and rules would be trusted; create them yourself, or leave them out of --trusted-namespaces\n", strings.Join(missing, ", ")); err != nil {
+			return err
+		}
+	}
 	if r.Summary.Stuck > 0 {
 		_, err := fmt.Fprintf(w, "%d namespace(s) stuck in Terminating: nsman explain NAMESPACE says what holds each\n", r.Summary.Stuck)
 		return err

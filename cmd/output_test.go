@@ -100,3 +100,25 @@ func TestTextReportSaysReclaimedAndStuck(t *testing.T) {
 		}
 	}
 }
+
+// A trusted namespace that does not exist is said after the summary, with
+// why it matters; the stuck line still follows.
+func TestTextReportSaysMissingTrusted(t *testing.T) {
+	r := sweep.Report{Version: sweep.ReportVersion, Summary: sweep.Summary{MissingTrusted: []string{"namespace-manager", "ops"}, Stuck: 1}}
+	var out bytes.Buffer
+	if err := writeReport(&out, "text", r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"trusted namespace(s) that do not exist: namespace-manager, ops: whoever may create namespaces may create one", "1 namespace(s) stuck in Terminating"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	if err := writeReport(&out, "text", sweep.Report{Version: sweep.ReportVersion}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "trusted") {
+		t.Errorf("a report with every trusted namespace there says:\n%s", out.String())
+	}
+}

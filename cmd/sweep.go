@@ -64,12 +64,13 @@ type sweepOptions struct {
 func newSweepCommand() *cobra.Command { return newSweepOptions().command() }
 
 func newSweepOptions() *sweepOptions {
-	// namespace-manager, trusted by default, is also protected: it holds
-	// the managers of other namespaces (deploy/ installs nsman there). The
+	// No namespace is trusted by default but the one nsman runs in (see
+	// config): a default naming a namespace that may not exist would trust
+	// whoever creates it. namespace-manager, where deploy/ and the original
+	// operator install, stays protected: protecting opens nothing. The
 	// protected floor (sweep.ProtectedFloor and nsman's own namespace) is
 	// not a default: config adds it whatever the flag says.
 	return &sweepOptions{
-		trustedNamespaces:   []string{"namespace-manager"},
 		protectedNamespaces: []string{"default", "namespace-manager"},
 	}
 }
@@ -97,7 +98,7 @@ failed, 2 on a usage or configuration error.`,
 	fs.StringVar(&o.at, "at", "", "with --dry-run, evaluate at this RFC 3339 time instead of now")
 	fs.IntVar(&o.maxActions, "max-actions", 0, "act on at most this many managers per sweep; the rest wait for the next (0: no limit)")
 	fs.IntVar(&o.concurrency, "concurrency", sweep.DefaultConcurrency, "managers handled at once")
-	fs.StringSliceVar(&o.trustedNamespaces, "trusted-namespaces", o.trustedNamespaces, "namespaces whose managers may target other namespaces, and where rules may live: exactly those listed, which replace the default and the namespace nsman runs in (unset: namespace-manager and the namespace nsman runs in)")
+	fs.StringSliceVar(&o.trustedNamespaces, "trusted-namespaces", o.trustedNamespaces, "namespaces whose managers may target other namespaces, and where rules may live: exactly those listed, the namespace nsman runs in included only if listed (unset: the namespace nsman runs in, its pod's, or with --dry-run outside a pod its CronJob's; none when it is not known). A listed namespace that does not exist is reported by every sweep: whoever creates it gets trusted managers")
 	fs.StringSliceVar(&o.protectedNamespaces, "protected-namespaces", o.protectedNamespaces, "namespaces never deleted, scaled down or notified about, in addition to kube-system, kube-public, kube-node-lease and the namespace nsman runs in, which always are; the list given replaces only the default")
 	fs.DurationVar(&o.webhookTimeout, "webhook-timeout", 10*time.Second, "timeout of one webhook attempt")
 	fs.DurationVar(&o.maxHold, "max-hold", sweep.DefaultMaxHold, "a hold (annotation "+sweep.HoldAnnotation+") ending further ahead than this is ignored and reported (0: the default)")
@@ -124,14 +125,17 @@ failed, 2 on a usage or configuration error.`,
 // config turns the flags into a sweep.Config. The namespace nsman runs in
 // is always protected, with sweep.ProtectedFloor: a flag naming other
 // namespaces must not leave nsman's own CronJob and managers open. It is
-// trusted only while --trusted-namespaces is unset: a list of trusted
-// namespaces given is the whole list, so that trust never grows beyond
-// what was written.
+// the only one trusted while --trusted-namespaces is unset (none when it is
+// not known): a list of trusted namespaces given is the whole list, so that
+// trust never grows beyond what was written.
 func (o *sweepOptions) config(flags *pflag.FlagSet) (sweep.Config, error) {
 	trusted, protected := o.trustedNamespaces, o.protectedNamespaces
+	if !flags.Changed("trusted-namespaces") {
+		trusted = []string{}
+	}
 	if own := cmp.Or(o.own, ownNamespace()); own != "" {
-		if !flags.Changed("trusted-namespaces") && !slices.Contains(trusted, own) {
-			trusted = append(slices.Clone(trusted), own)
+		if !flags.Changed("trusted-namespaces") {
+			trusted = []string{own}
 		}
 		protected = append(slices.Clone(protected), own)
 	}
@@ -283,6 +287,9 @@ func (o *sweepOptions) run(c *cobra.Command) error {
 	}
 	if cfg, err = o.asInstalled(c.Context(), c.Flags(), clients.Kube, cfg, log); err != nil {
 		return err
+	}
+	if len(cfg.TrustedNamespaces) == 0 && !c.Flags().Changed("trusted-namespaces") {
+		log.Warn("no namespace is trusted: the namespace nsman runs in is not known (no $POD_NAMESPACE, and no CronJob of nsman's taken with --config-from); managers may target only their own namespace and rules are refused (--trusted-namespaces names the trusted ones)")
 	}
 	// Read again: --webhook-allow may be the installed CronJob's.
 	webhookOpts, err := o.webhookOptions()

@@ -30,10 +30,12 @@ func TestSweepConfigTrustedAndProtected(t *testing.T) {
 		args                    []string
 		wantTrusted, wantProtec []string
 	}{
+		// Unset, --trusted-namespaces trusts the namespace nsman runs in
+		// alone: none outside a pod, never one that may not exist.
 		{name: "outside a pod", args: nil,
-			wantTrusted: []string{"namespace-manager"}, wantProtec: []string{"kube-system", "kube-public", "kube-node-lease", "default", "namespace-manager"}},
+			wantTrusted: []string{}, wantProtec: []string{"kube-system", "kube-public", "kube-node-lease", "default", "namespace-manager"}},
 		{name: "in a pod", podNamespace: "ops", args: nil,
-			wantTrusted: []string{"namespace-manager", "ops"}, wantProtec: []string{"kube-system", "kube-public", "kube-node-lease", "default", "namespace-manager", "ops"}},
+			wantTrusted: []string{"ops"}, wantProtec: []string{"kube-system", "kube-public", "kube-node-lease", "default", "namespace-manager", "ops"}},
 		{name: "in a pod in namespace-manager", podNamespace: "namespace-manager", args: nil,
 			wantTrusted: []string{"namespace-manager"}, wantProtec: []string{"kube-system", "kube-public", "kube-node-lease", "default", "namespace-manager"}},
 		// --trusted-namespaces replaces its default, the own namespace
@@ -42,13 +44,15 @@ func TestSweepConfigTrustedAndProtected(t *testing.T) {
 		{name: "flags", podNamespace: "ops", args: []string{"--trusted-namespaces", "ci", "--protected-namespaces", "prod"},
 			wantTrusted: []string{"ci"}, wantProtec: append(slices.Clone(floor), "prod", "ops")},
 		{name: "protected flag naming part of the floor", podNamespace: "ops", args: []string{"--protected-namespaces", "kube-system,ops"},
-			wantTrusted: []string{"namespace-manager", "ops"}, wantProtec: append(slices.Clone(floor), "ops")},
+			wantTrusted: []string{"ops"}, wantProtec: append(slices.Clone(floor), "ops")},
 		{name: "empty protected flag", podNamespace: "ops", args: []string{"--protected-namespaces="},
-			wantTrusted: []string{"namespace-manager", "ops"}, wantProtec: append(slices.Clone(floor), "ops")},
+			wantTrusted: []string{"ops"}, wantProtec: append(slices.Clone(floor), "ops")},
 		{name: "empty protected flag outside a pod", args: []string{"--protected-namespaces="},
-			wantTrusted: []string{"namespace-manager"}, wantProtec: floor},
+			wantTrusted: []string{}, wantProtec: floor},
 		{name: "empty trusted flag", podNamespace: "ops", args: []string{"--trusted-namespaces="},
 			wantTrusted: []string{}, wantProtec: []string{"kube-system", "kube-public", "kube-node-lease", "default", "namespace-manager", "ops"}},
+		{name: "trusted flag naming namespace-manager outside a pod", args: []string{"--trusted-namespaces", "namespace-manager"},
+			wantTrusted: []string{"namespace-manager"}, wantProtec: []string{"kube-system", "kube-public", "kube-node-lease", "default", "namespace-manager"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,6 +8,7 @@
 package doctor
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -365,7 +366,7 @@ func permissions(ctx context.Context, kube kubernetes.Interface, serviceAccount 
 
 func namespaces(ctx context.Context, kube kubernetes.Interface, n Namespaces) Check {
 	c := Check{Name: "namespaces", Status: OK, Details: []string{
-		"trusted (may target other namespaces, may hold rules): " + strings.Join(n.Trusted, ", "),
+		"trusted (may target other namespaces, may hold rules): " + cmp.Or(strings.Join(n.Trusted, ", "), "none"),
 		"protected (never acted on): " + strings.Join(n.Protected, ", "),
 	}}
 	if n.Own == "" {
@@ -382,7 +383,9 @@ func namespaces(ctx context.Context, kube kubernetes.Interface, n Namespaces) Ch
 		}
 	}
 	// Whoever may create a missing trusted namespace gets trusted managers
-	// with it. A list by name each: a sweep's RBAC has list, not get.
+	// and rules with it: a failure, not a warning. A list by name each: a
+	// sweep's RBAC has list, not get.
+	var missing []string
 	for _, ns := range n.Trusted {
 		list, err := kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + ns})
 		if err != nil {
@@ -390,12 +393,14 @@ func namespaces(ctx context.Context, kube kubernetes.Interface, n Namespaces) Ch
 			continue
 		}
 		if len(list.Items) == 0 {
-			c.Details = append(c.Details, "trusted namespace "+ns+" does not exist: whoever may create namespaces may create it, and its managers would be trusted")
-			if c.Status == OK {
-				c.Status = Warning
-				c.Fix = "create the trusted namespaces that do not exist, so that they are yours, or leave them out of --trusted-namespaces"
-			}
+			c.Details = append(c.Details, "trusted namespace "+ns+" does not exist: whoever may create namespaces may create it, and its managers and rules would be trusted")
+			missing = append(missing, ns)
+			c.Status = Failed
+			c.Fix = "create the trusted namespaces that do not exist, so that they are yours, or leave them out of --trusted-namespaces"
 		}
+	}
+	if len(missing) > 0 {
+		c.Message = "trusted namespace(s) that do not exist: " + strings.Join(missing, ", ") + "; " + c.Message
 	}
 	return c
 }

@@ -236,6 +236,10 @@ type Summary struct {
 	FrozenUntil *time.Time `json:"frozenUntil,omitempty"`
 	// Stuck counts the namespaces the entries say are stuck in Terminating.
 	Stuck int `json:"stuck,omitempty"`
+	// MissingTrusted lists the trusted namespaces (--trusted-namespaces)
+	// that do not exist: whoever may create namespaces may create one, and
+	// its managers and rules would be trusted.
+	MissingTrusted []string `json:"missingTrusted,omitempty"`
 }
 
 // Report is the result of a sweep: one entry per manager and a summary.

@@ -66,6 +66,7 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 		l.staleRecords = s.removeStaleRecords(work, r, l.everyManager)
 	}
 	report := s.report(r, l, began)
+	report.Summary.MissingTrusted = s.missingTrusted(work, r)
 	if interrupted != nil {
 		return report, fmt.Errorf("%w: %w", ErrInterrupted, interrupted)
 	}
@@ -377,6 +378,30 @@ func (s *Sweeper) report(r *sweepRun, l listing, began time.Time) Report {
 	}
 	report.Summary.Stuck = len(stuck)
 	return report
+}
+
+// missingTrusted is the trusted namespaces that do not exist, from the
+// sweep's list of namespaces, else (no manager listed) a list by name each,
+// as many as --trusted-namespaces names. Each is logged: whoever creates
+// one gets trusted managers and rules.
+func (s *Sweeper) missingTrusted(ctx context.Context, r *sweepRun) []string {
+	var missing []string
+	for _, name := range s.cfg.TrustedNamespaces {
+		exists, known := false, false
+		if r.ns != nil && r.nsErr == nil {
+			_, exists = r.ns[name]
+			known = true
+		} else {
+			found := false
+			err := eachItem(ctx, 1, metav1.ListOptions{FieldSelector: "metadata.name=" + name}, s.metadataLister("namespaces"), func(*metav1.PartialObjectMetadata) { found = true })
+			exists, known = found, err == nil
+		}
+		if known && !exists {
+			missing = append(missing, name)
+			s.log.Warn("a trusted namespace does not exist: whoever may create namespaces may create it, and its managers and rules would be trusted; create it yourself, or leave it out of --trusted-namespaces", "namespace", name)
+		}
+	}
+	return missing
 }
 
 // noteGoverned records a single-target manager as a governor of the

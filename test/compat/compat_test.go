@@ -21,6 +21,7 @@ import (
 var shared *cluster.Cluster
 
 func TestMain(m *testing.M) {
+	nsmantest.RunInOwnNamespace()
 	cluster.Main(m, cluster.FullTier, &shared)
 }
 

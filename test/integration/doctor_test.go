@@ -122,8 +122,10 @@ func TestDoctorSaysWhatToFix(t *testing.T) {
 	}
 	r.want(t, "crd", doctor.Failed, "not installed")
 	r.want(t, "apiServer", doctor.OK, "nsman needs 1.30 or later")
+	// Nothing is trusted then: no default names a namespace that may not
+	// exist.
 	r.want(t, "namespaces", doctor.Warning, "not known", "protected (never acted on): kube-system, kube-public, kube-node-lease, default, namespace-manager",
-		"trusted namespace namespace-manager does not exist")
+		"trusted (may target other namespaces, may hold rules): none")
 	r.want(t, "javaOperator", doctor.OK, "does not run")
 	r.want(t, "webhooks", doctor.OK, "tenants' managers: public addresses and Services of their own namespace")
 	// An admin's own permissions say nothing of nsman's.
@@ -184,7 +186,7 @@ func TestDoctorSaysWhatToFix(t *testing.T) {
 	t.Setenv("POD_NAMESPACE", installNamespace)
 	r = runDoctorUntil(t, saKubeconfig, "permissions", fmt.Sprintf("you may not do 2 of the %d", len(sweep.Permissions)))
 	r.want(t, "permissions", doctor.Failed, fmt.Sprintf("you may not do 2 of the %d", len(sweep.Permissions)), "patch deployments.apps (SCALE_DOWN and restore)", "patch statefulsets.apps")
-	r.want(t, "namespaces", doctor.Warning, "nsman runs in "+installNamespace+" (its pod)", "trusted namespace namespace-manager does not exist")
+	r.want(t, "namespaces", doctor.OK, "nsman runs in "+installNamespace+" (its pod), which is protected and trusted", "may hold rules): "+installNamespace+"\n")
 	// Its ServiceAccount may not read CRDs: discovery tells nsman's.
 	r.want(t, "crd", doctor.Warning, "nsman's CRD", "may not get customresourcedefinitions")
 	t.Setenv("POD_NAMESPACE", "")
@@ -255,8 +257,13 @@ spec:
 	r.want(t, "crd", doctor.Failed, "older than this nsman", "the CronJob runs ghcr.io/nsman/nsman:0.1.0, this is nsman ")
 	env.Apply(t, current)
 	// A flag given here wins over the CronJob's.
+	// A trusted namespace that does not exist fails: whoever creates it
+	// gets trusted managers and rules.
 	r = runDoctor(t, admin, "--trusted-namespaces", "ops")
-	r.want(t, "namespaces", doctor.Warning, "may hold rules): ops\n", "trusted namespace ops does not exist")
+	r.want(t, "namespaces", doctor.Failed, "trusted namespace(s) that do not exist: ops", "may hold rules): ops\n", "trusted namespace ops does not exist")
+	if r.code != cmd.ExitFailed {
+		t.Errorf("a trusted namespace that does not exist: exit %d, want %d", r.code, cmd.ExitFailed)
+	}
 
 	// Someone who may find the CronJob but not review others' permissions
 	// gets their own, and is told so.

@@ -18,6 +18,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	nsmantest.RunInOwnNamespace()
 	cluster.Main(m, cluster.FullTier, &shared)
 }
 

@@ -40,6 +40,16 @@ const (
 	ServiceAccountName      = "nsman"
 )
 
+// RunInOwnNamespace makes the nsman of the tests run as deploy/'s CronJob
+// does, in ServiceAccountNamespace, which $POD_NAMESPACE names: the one
+// namespace a sweep trusts by default. A TestMain calls it before any test;
+// a test of nsman outside a pod sets $POD_NAMESPACE empty (t.Setenv).
+func RunInOwnNamespace() {
+	if _, set := os.LookupEnv("POD_NAMESPACE"); !set {
+		_ = os.Setenv("POD_NAMESPACE", ServiceAccountNamespace)
+	}
+}
+
 // RepoRoot is the repository's top directory.
 func RepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)

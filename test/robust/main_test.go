@@ -29,6 +29,7 @@ var shared *cluster.Cluster
 
 func TestMain(m *testing.M) {
 	nsmantest.ServeLaunch() // before the control plane: a launcher starts none
+	nsmantest.RunInOwnNamespace()
 	cluster.Main(m, cluster.APITier, &shared)
 }
 
