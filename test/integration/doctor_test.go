@@ -213,7 +213,7 @@ spec:
 	env.Apply(t, []byte(cronJob))
 	r = runDoctorUntil(t, admin, "permissions", "ServiceAccount "+installNamespace+fmt.Sprintf("/nsman may not do 2 of the %d", len(sweep.Permissions)))
 	r.want(t, "permissions", doctor.Failed, "ServiceAccount "+installNamespace+fmt.Sprintf("/nsman may not do 2 of the %d", len(sweep.Permissions)), "patch deployments.apps")
-	r.want(t, "namespaces", doctor.Warning, "nsman runs in "+installNamespace+" (CronJob "+installNamespace+"/nsman)", "trusted (may target other namespaces, may hold rules): platform\n",
+	r.want(t, "namespaces", doctor.Failed, "trusted namespace(s) that do not exist: platform; nsman runs in "+installNamespace+" (CronJob "+installNamespace+"/nsman)", "trusted (may target other namespaces, may hold rules): platform\n",
 		"trusted namespace platform does not exist")
 	r.want(t, "webhooks", doctor.OK, "receivers --webhook-allow admits: hooks.example.com")
 	r.want(t, "crd", doctor.OK, "as this nsman")
