@@ -94,11 +94,15 @@ spec:
 	if report.Version != sweep.ReportVersion || len(report.Entries) != 1 || report.Entries[0].State != sweep.StateWaiting {
 		t.Fatalf("report %+v, want one waiting manager", report)
 	}
-	// JSON logs, one line per decision with stable keys.
-	var decision struct{ Msg, Manager, Namespace, State string }
+	// JSON logs: outside a pod, with no CronJob taken, that nothing is
+	// trusted; then one line per decision with stable keys.
+	var trust, decision struct{ Level, Msg, Manager, Namespace, State string }
 	lines := strings.Split(strings.TrimSpace(stderr), "\n")
-	if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &decision) != nil {
-		t.Fatalf("want one JSON log line, got:\n%s", stderr)
+	if len(lines) != 2 || json.Unmarshal([]byte(lines[0]), &trust) != nil || json.Unmarshal([]byte(lines[1]), &decision) != nil {
+		t.Fatalf("want two JSON log lines, got:\n%s", stderr)
+	}
+	if trust.Level != "WARN" || !strings.HasPrefix(trust.Msg, "no namespace is trusted") {
+		t.Errorf("first log line %+v, want the warning that no namespace is trusted", trust)
 	}
 	if decision.Msg != "decision" || decision.Manager != ns+"/"+ns || decision.Namespace != ns || decision.State != "waiting" {
 		t.Errorf("decision log %+v", decision)

@@ -70,7 +70,9 @@ func TestDryRunSeesWhatTheCronJobSees(t *testing.T) {
 	// The CronJob protects guarded.
 	createManager(t, managerObj(guarded, guarded, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}))
 	sel := caseLabel + "=" + caseID
-	// From a laptop: as a person who may list CronJobs, here the admin.
+	// From a laptop: no pod's namespace, as a person who may list
+	// CronJobs, here the admin.
+	t.Setenv("POD_NAMESPACE", "")
 	laptop := func(args ...string) nsmantest.Result {
 		return e.Sweep(t, append([]string{"--kubeconfig", shared.Kubeconfig}, args...)...)
 	}
