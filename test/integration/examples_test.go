@@ -61,8 +61,10 @@ func isRuleObj(obj *unstructured.Unstructured) bool {
 	return obj.GetKind() == policy.Kind && nsmantest.IsRule(obj)
 }
 
-// ruleExampleHome is where an example's rule lives: a namespace that nsman
-// trusts by default, so that the example works as shipped.
+// ruleExampleHome is where an example's rule lives: the namespace deploy/
+// installs nsman into, which nsman trusts by default as its own, so that
+// the example works as shipped there (examples/README.md says where to put
+// it with the chart).
 const ruleExampleHome = "namespace-manager"
 
 // playOutRule applies a manifest whose managers are all rules (shortened as
@@ -108,7 +110,7 @@ func playOutRule(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver, objs 
 			t.Fatalf("manager %s is no rule: a manifest with a rule is played out on its own, and holds only rules", id)
 		}
 		if obj.GetNamespace() != ruleExampleHome {
-			t.Fatalf("rule %s lives outside %s, which nsman trusts by default", id, ruleExampleHome)
+			t.Fatalf("rule %s lives outside %s, which deploy/'s nsman trusts by default", id, ruleExampleHome)
 		}
 		nsmantest.Shorten(t, shared.Admin, obj, recv)
 		labels := obj.GetLabels()
