@@ -130,3 +130,53 @@ func BenchmarkParseEvaluate(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchManagers), "ns/manager")
 }
+
+// windowedManager is a manager at nsman's CRD bounds for windows: 64
+// policies of 16 windows each, in eight time zones.
+func windowedManager() *unstructured.Unstructured {
+	zones := []string{"Europe/Berlin", "America/New_York", "Asia/Tokyo", "Australia/Sydney", "Europe/London", "America/Sao_Paulo", "Asia/Kolkata", "Africa/Johannesburg"}
+	policies := make([]any, 0, maxPolicies)
+	for i := range maxPolicies {
+		windows := make([]any, 0, maxWindows)
+		for j := range maxWindows {
+			windows = append(windows, map[string]any{"days": []any{"Mon", "Tue"}, "from": "22:00", "to": "06:00", "timeZone": zones[(i+j)%len(zones)]})
+		}
+		policies = append(policies, map[string]any{
+			"name":      fmt.Sprintf("window %02d", i),
+			"condition": map[string]any{"type": ConditionTTL, "params": map[string]any{"ttlSeconds": int64(3600)}},
+			"action":    map[string]any{"type": ActionDelete},
+			"windows":   windows,
+		})
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": Group + "/" + Version, "kind": Kind,
+		"metadata": map[string]any{"namespace": "team-a", "name": "windows", "uid": "uid-w", "generation": int64(1)},
+		"spec":     map[string]any{"policies": policies},
+	}}
+}
+
+// BenchmarkParseWindows parses one manager of 64 policies × 16 windows per
+// op, 1,024 time zones named: with the zones kept once loaded, and with
+// every window loading its zone again (a cache that keeps nothing, as
+// Parse did before zones were kept).
+func BenchmarkParseWindows(b *testing.B) {
+	obj := windowedManager()
+	for _, bc := range []struct {
+		name  string
+		cache *zoneCache
+	}{
+		{"kept", newZoneCache(time.LoadLocation, maxZones)},
+		{"loadedEachTime", newZoneCache(time.LoadLocation, 0)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			defer func(kept *zoneCache) { zones = kept }(zones)
+			zones = bc.cache
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, errs := Parse(obj); len(errs) > 0 {
+					b.Fatal(errs)
+				}
+			}
+		})
+	}
+}

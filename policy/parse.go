@@ -201,7 +201,7 @@ func (p *parser) windows(policy map[string]any, path *field.Path) []Window {
 			p.errs = append(p.errs, field.Invalid(ip.Child("to"), obj["to"], "must differ from from (a window that crosses midnight ends before it begins: from 22:00 to 06:00)"))
 		}
 		if tz, wrongType := p.optionalStr(obj, "timeZone", ip); tz != "" && !wrongType {
-			loc, err := time.LoadLocation(tz)
+			loc, err := zones.location(tz)
 			if err != nil || tz == "Local" {
 				p.errs = append(p.errs, field.Invalid(ip.Child("timeZone"), tz, "must be a time zone of the IANA database, such as Europe/Berlin or UTC"))
 			} else {
