@@ -88,12 +88,16 @@ type decision struct {
 	stuckOnly, stuckUnread bool
 }
 
+// parseManager is policy.Parse; a test counts the parses of a sweep
+// through it.
+var parseManager = policy.Parse
+
 // evaluateManager decides what to do with one manager, whose Status as
 // listed is stored. It reads the sweep's namespaces and, for pods
 // conditions, pods; it writes nothing.
 func (s *Sweeper) evaluateManager(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured, stored Status) decision {
 	e := Entry{Namespace: obj.GetNamespace(), Name: obj.GetName()}
-	m, problems := policy.Parse(obj)
+	m, problems := parseManager(obj)
 	e.Target = m.Target()
 	if m.Deactivated {
 		if d, ok := s.deletedTerminating(ctx, r, m, e, stored); ok {

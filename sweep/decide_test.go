@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/webhook"
@@ -73,6 +74,35 @@ func TestShielding(t *testing.T) {
 		if got := shielding(r.governed["preview-7"]); got != tt.want {
 			t.Errorf("%s: shielding = %q, want %q", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestDeactivatedParsedOnce: a sweep parses a deactivated manager once,
+// to evaluate it; noting whether it shields its namespace from rules reads
+// spec.deactivated alone.
+func TestDeactivatedParsedOnce(t *testing.T) {
+	parses := map[string]int{}
+	defer func(parse func(*unstructured.Unstructured) (policy.Manager, field.ErrorList)) { parseManager = parse }(parseManager)
+	parseManager = func(obj *unstructured.Unstructured) (policy.Manager, field.ErrorList) {
+		parses[obj.GetName()]++
+		return policy.Parse(obj)
+	}
+	dormant := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": policy.Group + "/" + policy.Version, "kind": policy.Kind,
+		"metadata": map[string]any{"name": "dormant", "namespace": "preview-7"},
+		"spec": map[string]any{"namespace": "preview-7", "deactivated": true, "policies": []any{map[string]any{
+			"name": "later", "condition": map[string]any{"type": "TTL", "params": map[string]any{"ttlSeconds": int64(3600)}}, "action": map[string]any{"type": "DELETE"},
+		}}},
+	}}
+	s := &Sweeper{}
+	r := &sweepRun{governed: map[string][]governor{}}
+	s.noteGoverned(r, dormant)
+	d := s.evaluateManager(t.Context(), r, dormant, Status{})
+	if d.entry.State != StateDeactivated || shielding(r.governed["preview-7"]) != "" || len(r.governed["preview-7"]) != 1 {
+		t.Errorf("entry %+v, governors %+v: want it deactivated, noted as a governor that does not shield", d.entry, r.governed)
+	}
+	if parses["dormant"] != 1 {
+		t.Errorf("parsed %d times in a sweep, want once", parses["dormant"])
 	}
 }
 
