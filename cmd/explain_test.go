@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,7 +29,7 @@ func TestWriteExplain(t *testing.T) {
 		Conditions: []corev1.NamespaceCondition{{Type: corev1.NamespaceFinalizersRemaining, Status: corev1.ConditionTrue, Reason: "SomeFinalizersRemain", Message: "Some content in the namespace has finalizers remaining"}},
 		Finalizers: []string{"kubernetes"},
 		Remaining:  []explain.Resource{{Resource: "widgets.example.com", Count: 2, Finalized: []explain.Object{{Name: "w1", Finalizers: []string{"example.com/hold"}}}}},
-		Unblock:    []explain.Step{{Holds: "1 widgets.example.com hold the finalizer example.com/hold (w1)", Unblock: "its controller removes it", Command: "kubectl -n e2e-1 patch widgets.example.com w1 ...", Warning: "skips the cleanup"}},
+		Unblock:    []explain.Step{{Holds: "1 widgets.example.com hold the finalizer example.com/hold (w1)", Unblock: "its controller removes it", Commands: []string{"kubectl -n e2e-1 patch ... -- widgets.example.com w1", "printf ..."}, Warning: "skips the cleanup"}},
 	}
 	if err := writeExplain(&out, r); err != nil {
 		t.Fatal(err)
@@ -37,11 +39,45 @@ func TestWriteExplain(t *testing.T) {
 		"  NamespaceFinalizersRemaining=True SomeFinalizersRemain: Some content",
 		"the namespace's own finalizers: kubernetes\n",
 		"  widgets.example.com: 2, 1 with finalizers\n    w1: example.com/hold\n",
-		"to unblock it:\n  1. 1 widgets.example.com hold the finalizer example.com/hold (w1)\n     its controller removes it\n     a person could run (nsman does not): kubectl -n e2e-1 patch widgets.example.com w1 ...\n     warning: skips the cleanup\n",
+		"to unblock it:\n  1. 1 widgets.example.com hold the finalizer example.com/hold (w1)\n     its controller removes it\n     a person could run (nsman does not):\n       kubectl -n e2e-1 patch ... -- widgets.example.com w1\n       printf ...\n     warning: skips the cleanup\n",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// TestWriteExplainEscapes: no control or formatting character of what the
+// cluster said (a Role may be named with terminal escapes and newlines)
+// reaches the terminal in the text report: each is shown escaped, the
+// rest of the name as it is.
+func TestWriteExplainEscapes(t *testing.T) {
+	at := metav1.NewTime(time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC))
+	hostile := "r\x1b]0;pwned\x07\nfake line\u202e\u009b\xff$(x)`y`'z\\"
+	r := explain.Report{
+		Namespace: "e2e-1", Phase: "Terminating", DeletionTimestamp: &at,
+		Conditions: []corev1.NamespaceCondition{{Type: corev1.NamespaceFinalizersRemaining, Status: corev1.ConditionTrue, Reason: "SomeFinalizersRemain", Message: "held by " + hostile}},
+		Remaining:  []explain.Resource{{Resource: "roles.rbac.authorization.k8s.io", Count: 1, Finalized: []explain.Object{{Name: hostile, Finalizers: []string{"example.com/hold"}}}}},
+		Unlisted:   []explain.Unlisted{{What: "widgets", Error: "no " + hostile}},
+		Unblock:    []explain.Step{{Holds: "1 roles hold (" + hostile + ")", Unblock: "its controller", Commands: []string{"printf '%s\\n' '{}' | kubectl patch -f -"}, Warning: "w"}},
+	}
+	var out bytes.Buffer
+	if err := writeExplain(&out, r); err != nil {
+		t.Fatal(err)
+	}
+	const shown = `r\x1b]0;pwned\x07\x0afake line\u202e\x9b\xff$(x)` + "`y`'z\\"
+	for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+		for _, c := range line {
+			if unicode.IsControl(c) || unicode.Is(unicode.Cf, c) || c == utf8.RuneError {
+				t.Errorf("line %q holds %U", line, c)
+			}
+		}
+	}
+	if got := strings.Count(out.String(), shown); got != 4 {
+		t.Errorf("the name shown escaped as %s %d times, want 4 (object, condition, step, not read):\n%s", shown, got, out.String())
+	}
+	if !strings.Contains(out.String(), "       printf '%s\\n' '{}' | kubectl patch -f -\n") {
+		t.Errorf("the command not printed as it is:\n%s", out.String())
 	}
 }
 

@@ -86,10 +86,11 @@ type APIService struct {
 type Step struct {
 	Holds   string `json:"holds"`
 	Unblock string `json:"unblock"`
-	// Command is one a person could choose to run; Warning says what it
-	// costs. nsman runs neither.
-	Command string `json:"command,omitempty"`
-	Warning string `json:"warning,omitempty"`
+	// Commands are what a person could choose to run, in order: together
+	// they release every object the step names, each name shell-quoted.
+	// Warning says what they cost. nsman runs none.
+	Commands []string `json:"commands,omitempty"`
+	Warning  string   `json:"warning,omitempty"`
 }
 
 // ErrNotFound: the namespace does not exist (any more).
@@ -151,14 +152,14 @@ func (r *Report) content(ctx context.Context, disco discovery.DiscoveryInterface
 			if strings.Contains(res.Name, "/") || !slices.Contains(res.Verbs, "list") {
 				continue
 			}
-			r.list(ctx, md, gv.WithResource(res.Name), namespace)
+			r.list(ctx, md, gv.WithResource(res.Name), res.Kind, namespace)
 		}
 	}
 	slices.SortFunc(r.Remaining, func(a, b Resource) int { return strings.Compare(a.Resource, b.Resource) })
 }
 
 // list records what is left of one resource in namespace, a page at a time.
-func (r *Report) list(ctx context.Context, md metadata.Interface, gvr schema.GroupVersionResource, namespace string) {
+func (r *Report) list(ctx context.Context, md metadata.Interface, gvr schema.GroupVersionResource, kind, namespace string) {
 	name := gvr.Resource
 	if gvr.Group != "" {
 		name += "." + gvr.Group
@@ -196,10 +197,10 @@ func (r *Report) list(ctx context.Context, md metadata.Interface, gvr schema.Gro
 	for _, f := range slices.Sorted(maps.Keys(byFinalizer)) {
 		names := byFinalizer[f]
 		r.Unblock = append(r.Unblock, Step{
-			Holds:   fmt.Sprintf("%d %s hold the finalizer %s (%s)", len(names), name, f, strings.Join(first(names, 5), ", ")),
-			Unblock: "the controller that owns " + f + owner(f) + " removes it once it has cleaned up: check that it runs and read its logs",
-			Command: "kubectl -n " + namespace + " patch " + name + " " + names[0] + " --type=json -p '[{\"op\":\"remove\",\"path\":\"/metadata/finalizers\"}]'",
-			Warning: "removing a finalizer skips the cleanup it guards: what its controller would have deleted elsewhere (cloud resources, records in other systems) is left behind",
+			Holds:    fmt.Sprintf("%d %s hold the finalizer %s (%s)", len(names), name, f, strings.Join(first(names, 5), ", ")),
+			Unblock:  "the controller that owns " + f + owner(f) + " removes it once it has cleaned up: check that it runs and read its logs",
+			Commands: releaseCommands(namespace, name, gvr.GroupVersion().String(), kind, names),
+			Warning:  "removing a finalizer skips the cleanup it guards: what its controller would have deleted elsewhere (cloud resources, records in other systems) is left behind",
 		})
 	}
 }
@@ -228,18 +229,18 @@ func (r *Report) namespaceFinalizers(ns *corev1.Namespace) {
 			continue
 		}
 		r.Unblock = append(r.Unblock, Step{
-			Holds:   "the namespace's own finalizer " + string(f) + " (spec.finalizers)",
-			Unblock: "whoever added " + string(f) + owner(string(f)) + " removes it once done",
-			Command: "kubectl get namespace " + ns.Name + " -o json | jq '.spec.finalizers -= [\"" + string(f) + "\"]' | kubectl replace --raw /api/v1/namespaces/" + ns.Name + "/finalize -f -",
-			Warning: "removing it skips whatever its owner does before the namespace goes",
+			Holds:    "the namespace's own finalizer " + string(f) + " (spec.finalizers)",
+			Unblock:  "whoever added " + string(f) + owner(string(f)) + " removes it once done",
+			Commands: []string{"kubectl get namespace " + shellQuote(ns.Name) + " -o json | jq " + shellQuote(".spec.finalizers -= ["+asciiJSON(string(f))+"]") + " | kubectl replace --raw " + shellQuote("/api/v1/namespaces/"+ns.Name+"/finalize") + " -f -"},
+			Warning:  "removing it skips whatever its owner does before the namespace goes",
 		})
 	}
 	for _, f := range ns.Finalizers {
 		r.Unblock = append(r.Unblock, Step{
-			Holds:   "the namespace's own finalizer " + f + " (metadata.finalizers)",
-			Unblock: "the controller that owns " + f + owner(f) + " removes it once done",
-			Command: "kubectl patch namespace " + ns.Name + " --type=json -p '[{\"op\":\"remove\",\"path\":\"/metadata/finalizers\"}]'",
-			Warning: "removing it skips whatever its owner does before the namespace goes",
+			Holds:    "the namespace's own finalizer " + f + " (metadata.finalizers)",
+			Unblock:  "the controller that owns " + f + owner(f) + " removes it once done",
+			Commands: []string{"kubectl patch namespace " + shellQuote(ns.Name) + " " + unfinalize},
+			Warning:  "removing it skips whatever its owner does before the namespace goes",
 		})
 	}
 }
@@ -279,10 +280,10 @@ func (r *Report) apiServices(ctx context.Context, dyn dynamic.Interface) {
 		}
 		r.UnavailableAPIServices = append(r.UnavailableAPIServices, a)
 		r.Unblock = append(r.Unblock, Step{
-			Holds:   "the APIService " + a.Name + " is unavailable (" + strings.TrimSpace(a.Reason+": "+a.Message) + "): while discovery fails, no namespace of the cluster finishes deleting",
-			Unblock: "bring back the Service " + a.Service + " and the pods behind it, or, if nothing should serve " + a.Name + " any more, delete the APIService",
-			Command: "kubectl delete apiservice " + a.Name,
-			Warning: "deleting it removes the API it serves from the cluster until its owner installs it again",
+			Holds:    "the APIService " + a.Name + " is unavailable (" + strings.TrimSpace(a.Reason+": "+a.Message) + "): while discovery fails, no namespace of the cluster finishes deleting",
+			Unblock:  "bring back the Service " + a.Service + " and the pods behind it, or, if nothing should serve " + a.Name + " any more, delete the APIService",
+			Commands: []string{"kubectl delete apiservice " + shellQuote(a.Name)},
+			Warning:  "deleting it removes the API it serves from the cluster until its owner installs it again",
 		})
 	}
 }

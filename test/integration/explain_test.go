@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -103,18 +107,16 @@ func TestExplainStuckNamespaces(t *testing.T) {
 		t.Fatalf("report %+v: want the widget w1 and its finalizer among what is left", r)
 	}
 	i := slices.IndexFunc(r.Unblock, func(s explain.Step) bool { return strings.Contains(s.Holds, "explain.nsman.test/hold") })
-	if i < 0 || r.Unblock[i].Command == "" || r.Unblock[i].Warning == "" || !strings.Contains(r.Unblock[i].Unblock, "its prefix names explain.nsman.test") {
+	if i < 0 || len(r.Unblock[i].Commands) == 0 || r.Unblock[i].Warning == "" || !strings.Contains(r.Unblock[i].Unblock, "its prefix names explain.nsman.test") {
 		t.Fatalf("steps %+v: want one for the finalizer, naming its owner, with a command and a warning", r.Unblock)
 	}
-	// The command as printed (kubectl ... patch ... -p '...'), run.
-	command := strings.Fields(r.Unblock[i].Command)
-	if command[0] != "kubectl" {
-		t.Fatalf("command %q does not start with kubectl", r.Unblock[i].Command)
+	if !slices.ContainsFunc(r.Unblock[i].Commands, func(c string) bool {
+		return strings.HasPrefix(c, "kubectl ") && strings.Contains(c, " widgets.explain.nsman.test w1")
+	}) {
+		t.Fatalf("commands %q: want kubectl patching widgets.explain.nsman.test w1", r.Unblock[i].Commands)
 	}
-	args := append(command[1:len(command)-1], strings.Trim(command[len(command)-1], "'"), "--kubeconfig", shared.Kubeconfig)
-	if out, err := exec.CommandContext(ctx, nsmantest.Kubectl(t), args...).CombinedOutput(); err != nil {
-		t.Fatalf("the printed command %q: %v\n%s", r.Unblock[i].Command, err, out)
-	}
+	// The commands as printed, pasted into a shell.
+	pasteCommands(ctx, t, held)
 	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		_, err := shared.Admin.CoreV1().Namespaces().Get(ctx, held, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
@@ -145,7 +147,7 @@ func TestExplainStuckNamespaces(t *testing.T) {
 		t.Fatalf("report %+v: want the namespace's own finalizer alone left", r)
 	}
 	if i := slices.IndexFunc(r.Unblock, func(s explain.Step) bool {
-		return strings.Contains(s.Holds, "the namespace's own finalizer explain.nsman.test/own") && strings.Contains(s.Command, "/api/v1/namespaces/"+own+"/finalize")
+		return strings.Contains(s.Holds, "the namespace's own finalizer explain.nsman.test/own") && len(s.Commands) == 1 && strings.Contains(s.Commands[0], "/api/v1/namespaces/"+own+"/finalize")
 	}); i < 0 {
 		t.Errorf("steps %+v: want the namespace's own finalizer, with the finalize command", r.Unblock)
 	}
@@ -157,6 +159,116 @@ func TestExplainStuckNamespaces(t *testing.T) {
 	ns.Spec.Finalizers = nil
 	if _, err := shared.Admin.CoreV1().Namespaces().Finalize(ctx, ns, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// pasteCommands runs nsman explain on namespace, as text, and runs every
+// command it prints, each as a person would paste it into a shell: sh -c,
+// with kubectl on the PATH and pointed at the test cluster, in a directory
+// of its own, which must stay empty (no name ran a command). It returns the
+// report as printed.
+func pasteCommands(ctx context.Context, t *testing.T, namespace string) string {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	if code := cmd.Execute(ctx, []string{"explain", namespace, "--kubeconfig", shared.Kubeconfig}, &stdout, &stderr); code != cmd.ExitOK {
+		t.Fatalf("nsman explain %s: exit %d: %s", namespace, code, stderr.String())
+	}
+	var commands []string
+	in := false
+	for line := range strings.Lines(stdout.String()) {
+		line = strings.TrimSuffix(line, "\n")
+		before, after, found := strings.Cut(line, "a person could run (nsman does not):")
+		switch {
+		case found && strings.TrimSpace(before) == "":
+			in = true
+			if c := strings.TrimSpace(after); c != "" {
+				commands = append(commands, c)
+			}
+		case in && strings.HasPrefix(line, "       "):
+			commands = append(commands, strings.TrimSpace(line))
+		default:
+			in = false
+		}
+	}
+	if len(commands) == 0 {
+		t.Fatalf("nsman explain %s printed no command:\n%s", namespace, stdout.String())
+	}
+	dir := t.TempDir()
+	env := append(os.Environ(), "PATH="+filepath.Dir(nsmantest.Kubectl(t))+":"+os.Getenv("PATH"), "KUBECONFIG="+shared.Kubeconfig)
+	for _, c := range commands {
+		sh := exec.CommandContext(ctx, "sh", "-c", c)
+		sh.Dir, sh.Env = dir, env
+		if out, err := sh.CombinedOutput(); err != nil {
+			t.Errorf("the printed command %q: %v\n%s", c, err, out)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+		t.Errorf("pasting the commands made %v: a name ran a command", entries)
+	}
+	return stdout.String()
+}
+
+// TestExplainHostileNames deletes a namespace whose Roles (RBAC names may
+// hold anything but / and %: shell syntax, a leading -, terminal escapes,
+// newlines) all carry one finalizer nobody removes. nsman explain shows
+// every name without a control character in its text, exactly in JSON,
+// and the commands it prints, pasted into a shell, run no name and release
+// every Role: the namespace goes.
+func TestExplainHostileNames(t *testing.T) {
+	setup(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	ns := shared.Namespace(t)
+	names := []string{"r1", "r2", "r3", "$(touch${IFS}x)", "--as=nobody", "b';touch y;'", "c`touch z`", "e\x1b]0;title\x07\nfake line\u202e"}
+	for _, name := range names {
+		role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{"explain.nsman.test/hold"}}}
+		if _, err := shared.Admin.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create Role %q: %v", name, err)
+		}
+	}
+	if err := shared.Admin.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var r explain.Report
+	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, r, _ = runExplain(t, ns)
+		return slices.ContainsFunc(r.Conditions, func(c corev1.NamespaceCondition) bool {
+			return c.Type == corev1.NamespaceFinalizersRemaining && c.Status == corev1.ConditionTrue
+		}), nil
+	}); err != nil {
+		t.Fatalf("no NamespaceFinalizersRemaining condition on %s: %+v", ns, r)
+	}
+	var got []string
+	for _, res := range r.Remaining {
+		if res.Resource == "roles.rbac.authorization.k8s.io" {
+			for _, o := range res.Finalized {
+				got = append(got, o.Name)
+			}
+		}
+	}
+	if !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(names))) {
+		t.Fatalf("JSON names the Roles %q, want exactly %q", got, names)
+	}
+	text := pasteCommands(ctx, t, ns)
+	for _, c := range text {
+		if c != '\n' && (unicode.IsControl(c) || unicode.Is(unicode.Cf, c)) {
+			t.Errorf("the text report holds %U:\n%s", c, text)
+			break
+		}
+	}
+	if !strings.Contains(text, `e\x1b]0;title\x07\x0afake line\u202e`) {
+		t.Errorf("the text report does not show the escapes of the last Role's name:\n%s", text)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := shared.Admin.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	}); err != nil {
+		roles, _ := shared.Admin.RbacV1().Roles(ns).List(ctx, metav1.ListOptions{})
+		var left []string
+		for _, role := range roles.Items {
+			left = append(left, role.Name)
+		}
+		t.Fatalf("namespace %s still there after the printed commands; Roles left: %q", ns, left)
 	}
 }
 
@@ -212,7 +324,7 @@ spec:
 		t.Errorf("not read %+v: want the group gone.nsman.test/v1", r.Unlisted)
 	}
 	if !slices.ContainsFunc(r.Unblock, func(s explain.Step) bool {
-		return strings.Contains(s.Holds, "APIService v1.gone.nsman.test is unavailable") && s.Command == "kubectl delete apiservice v1.gone.nsman.test" && strings.Contains(s.Holds, "no namespace of the cluster")
+		return strings.Contains(s.Holds, "APIService v1.gone.nsman.test is unavailable") && slices.Equal(s.Commands, []string{"kubectl delete apiservice v1.gone.nsman.test"}) && strings.Contains(s.Holds, "no namespace of the cluster")
 	}) {
 		t.Errorf("steps %+v: want the APIService's, with its command", r.Unblock)
 	}
