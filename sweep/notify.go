@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/webhook"
@@ -140,11 +141,12 @@ func (s *Sweeper) notify(ctx context.Context, r *sweepRun, m policy.Manager, p *
 
 // notificationBody renders n as json, or as a {"text": ...} body that Slack
 // and Mattermost incoming webhooks accept. In the text, whatever nsman did
-// not write itself (names, the message, the effects) is escaped as Slack
-// asks (&, <, >), and an @ is no mention for Mattermost, so that nobody
-// who names a manager or answers a webhook can ping a channel or hide a
-// link in it. A webhook's failure carries its
-// status code alone: the webhook package never quotes a reason phrase.
+// not write itself (names, the message, the effects) is escaped (see
+// markupEscape), so that nobody who names a manager, annotates a namespace
+// or answers a webhook can ping a channel, show an image or hide a link in
+// it; and the value of an annotation the message says was ignored is left
+// out. A webhook's failure carries its status code alone: the webhook
+// package never quotes a reason phrase.
 func notificationBody(n Notification, format string) ([]byte, error) {
 	if format != NotifySlack {
 		return json.Marshal(n)
@@ -154,12 +156,12 @@ func notificationBody(n Notification, format string) ([]byte, error) {
 		kind = "rule"
 	}
 	text := fmt.Sprintf("nsman: %s of namespace %s by %s %s/%s (policy %s) %s",
-		slackEscape(n.Action), slackEscape(n.Target), kind, slackEscape(n.Manager.Namespace), slackEscape(n.Manager.Name), slackEscape(strconv.Quote(n.Policy)), n.Result)
+		markupEscape(n.Action), markupEscape(n.Target), kind, markupEscape(n.Manager.Namespace), markupEscape(n.Manager.Name), markupEscape(strconv.Quote(n.Policy)), n.Result)
 	if n.Message != "" {
-		text += ": " + slackEscape(n.Message)
+		text += ": " + markupEscape(withoutAnnotationValues(n.Message))
 	}
 	for _, e := range n.Effects {
-		text += "\n" + slackEscape(e)
+		text += "\n" + markupEscape(e)
 	}
 	if n.Reclaimed != nil {
 		text += "\nreclaimed: " + n.Reclaimed.String()
@@ -167,8 +169,83 @@ func notificationBody(n Notification, format string) ([]byte, error) {
 	return json.Marshal(map[string]string{"text": text})
 }
 
-// slackEscape escapes the three characters Slack gives a meaning in
-// message text: < and > make mentions (<!channel>) and links, & escapes;
-// and it puts a zero-width space after each @, which Mattermost would
-// read as a mention (@channel, @here, @all, @someone).
-var slackEscape = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "@", "@\u200b").Replace
+// quotedAnnotations are the annotations of a namespace whose value a
+// message quotes when it does not parse (see policy.ParseTouched and
+// policy.ParseExpiry), after "annotation <key>: ".
+var quotedAnnotations = []string{policy.TouchedAnnotation, policy.ExpiresAnnotation}
+
+// withoutAnnotationValues is msg with the values of quotedAnnotations it
+// quotes replaced by "its value": whoever annotates a namespace chooses
+// them, and a channel is told that the annotation was ignored, not what it
+// said. A quote that does not end (the message was cut) takes the rest of
+// the message with it.
+func withoutAnnotationValues(msg string) string {
+	for _, key := range quotedAnnotations {
+		marker := "annotation " + key + ": "
+		var out strings.Builder
+		rest := msg
+		for {
+			i := strings.Index(rest, marker)
+			if i < 0 || !strings.HasPrefix(rest[i+len(marker):], `"`) {
+				out.WriteString(rest)
+				break
+			}
+			out.WriteString(rest[:i+len(marker)])
+			rest = rest[i+len(marker):]
+			quoted, err := strconv.QuotedPrefix(rest)
+			if err != nil {
+				out.WriteString("its value (not shown)")
+				break
+			}
+			out.WriteString("its value")
+			rest = rest[len(quoted):]
+		}
+		msg = out.String()
+	}
+	return msg
+}
+
+// markupEscape escapes s, which nsman did not write, for a Slack or
+// Mattermost message:
+//   - &, < and > as Slack asks (&amp;, &lt;, &gt;): no <!channel>, no
+//     <url|text> link;
+//   - a backslash before each \, `, *, ~, [ and ], and before each _ that
+//     is not inside a word, which Markdown (Mattermost) reads as such
+//     characters: no link or image ([text](url), ![x](url)), no code,
+//     emphasis or strike-through (Slack shows the backslashes);
+//   - a zero-width space after each @, which Mattermost would read as a
+//     mention (@channel, @here, @all, @someone), and after each ":" of a
+//     "://", so that no URL becomes a link or a preview;
+//   - a space for each control or format character (line breaks, bidi
+//     overrides): no line of its own (a heading, a list, a quote), and no
+//     text shown in another order than written.
+func markupEscape(s string) string {
+	runes := []rune(s)
+	var b strings.Builder
+	b.Grow(len(s))
+	word := func(i int) bool {
+		return i >= 0 && i < len(runes) && (unicode.IsLetter(runes[i]) || unicode.IsDigit(runes[i]))
+	}
+	for i, c := range runes {
+		switch {
+		case c == '&':
+			b.WriteString("&amp;")
+		case c == '<':
+			b.WriteString("&lt;")
+		case c == '>':
+			b.WriteString("&gt;")
+		case c == '@':
+			b.WriteString("@\u200b")
+		case c == ':' && strings.HasPrefix(string(runes[i+1:min(i+3, len(runes))]), "//"):
+			b.WriteString(":\u200b")
+		case strings.ContainsRune("\\`*~[]", c), c == '_' && !(word(i-1) && word(i+1)):
+			b.WriteByte('\\')
+			b.WriteRune(c)
+		case unicode.In(c, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp):
+			b.WriteByte(' ')
+		default:
+			b.WriteRune(c)
+		}
+	}
+	return b.String()
+}

@@ -14,6 +14,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -152,6 +154,107 @@ func TestSlackBodySaysWhatWasReclaimed(t *testing.T) {
 	})
 	if want := "\nreclaimed: cpu 1500m, memory 2Gi, storage 10Gi, 1 load balancer(s)"; !strings.HasSuffix(text, want) {
 		t.Errorf("text\n%s\nwant it to end with %q", text, want)
+	}
+}
+
+// markdown is what a tenant might write where a notification repeats it,
+// to reach the platform team's Mattermost channel: an image that loads
+// from its server, a link whose text hides where it goes, emphasis, code,
+// a line of its own (a heading, a quote) and text shown backwards.
+const markdown = "![x](http://evil.example/pixel.png) [Log in again](https://evil.example/login) *now* _here_ ~~gone~~ `code` \\[ ~town-square\n# Heading\r\n> quoted \u202egnp.exe"
+
+// markupLeft is what of text Slack or Mattermost could read as markup:
+// the characters left once every backslash escape is taken out, each "://"
+// that no zero-width space breaks, an _ at the edge of a word, a line
+// break, a format character.
+func markupLeft(text string) []string {
+	var left []string
+	plain := regexp.MustCompile(`\\.`).ReplaceAllString(text, "")
+	for _, c := range "[]*`~\\\n\r\u202e" {
+		if strings.ContainsRune(plain, c) {
+			left = append(left, strconv.QuoteRune(c))
+		}
+	}
+	if strings.Contains(plain, "://") {
+		left = append(left, "://")
+	}
+	if regexp.MustCompile(`(^|\W)_|_(\W|$)`).MatchString(plain) {
+		left = append(left, "_ at a word's edge")
+	}
+	return left
+}
+
+// TestSlackBodyEscapesMarkdown: Markdown in what nsman did not write (the
+// message, the effects) is escaped as well as Slack's markup: no link, no
+// image, no emphasis or code, no URL to follow, no line of its own; what
+// is left reads as it was written, but for the backslashes.
+func TestSlackBodyEscapesMarkdown(t *testing.T) {
+	n := Notification{
+		Manager: NotificationManager{Namespace: "team-a", Name: "preview"}, Target: "preview-1",
+		Policy: "clean_up after _a day_", Action: policy.ActionScaleDown, Result: ResultFailed,
+		Message: markdown, Effects: []string{"scale deployment team-a/web: " + markdown},
+	}
+	text := slackText(t, n)
+	// nsman's own line breaks alone: the message's line and one per effect.
+	body, _, _ := strings.Cut(text, "\n")
+	effects := strings.Split(text, "\n")[1:]
+	if len(effects) != len(n.Effects) {
+		t.Fatalf("text has %d lines, want %d:\n%s", len(effects)+1, len(n.Effects)+1, text)
+	}
+	for _, part := range append([]string{body}, effects...) {
+		if left := markupLeft(part); len(left) > 0 {
+			t.Errorf("markup left %v in\n%s", left, part)
+		}
+	}
+	for _, want := range []string{
+		`(policy "clean_up after \_a day\_")`,
+		"!\\[x\\](http:\u200b//evil.example/pixel.png) \\[Log in again\\](https:\u200b//evil.example/login) \\*now\\* \\_here\\_ \\~\\~gone\\~\\~ \\`code\\` \\\\\\[ \\~town-square # Heading  &gt; quoted  gnp.exe",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("text lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+// TestSlackBodyLeavesOutAnnotationValues: a notification says that an
+// annotation of the namespace was ignored, never what it said, even when
+// the message was cut inside the value; the JSON body keeps the message
+// as the entry has it.
+func TestSlackBodyLeavesOutAnnotationValues(t *testing.T) {
+	created := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	m := policy.Manager{Namespace: "team-a", Name: "preview", Generation: 1,
+		Policies: []policy.Policy{{Name: "idle a day", Condition: policy.Condition{Type: policy.ConditionIdle, Idle: 24 * time.Hour}, Action: policy.Action{Type: policy.ActionDelete}}}}
+	out := policy.Evaluate(m, policy.Input{Now: created.Add(72 * time.Hour), TargetCreated: created, TargetTouched: markdown, Activity: &policy.Activity{}})
+	if out.Verdict != policy.Fire || !strings.Contains(out.Reason, "evil.example") {
+		t.Fatalf("evaluation: %s, %q; want it to fire, quoting the touched annotation", out.Verdict, out.Reason)
+	}
+	_, expiryErr := policy.ParseExpiry(markdown)
+	for _, msg := range []string{
+		out.Reason,
+		truncate(out.Reason, strings.Index(out.Reason, "evil.example")+20),
+		fmt.Sprintf("annotation %s: %v: the namespace never expires by it", policy.ExpiresAnnotation, expiryErr),
+	} {
+		n := Notification{Manager: NotificationManager{Namespace: "team-a", Name: "preview"}, Target: "preview", Policy: "idle a day", Action: policy.ActionDelete, Result: ResultSucceeded, Message: msg}
+		text := slackText(t, n)
+		for _, raw := range []string{"evil", "Log in", "pixel", "Heading", "quoted", "gnp"} {
+			if strings.Contains(text, raw) {
+				t.Errorf("text shows the annotation's value (%q):\n%s", raw, text)
+			}
+		}
+		if !strings.Contains(text, ": its value ") {
+			t.Errorf("text does not say the annotation's value was left out:\n%s", text)
+		}
+		body, err := notificationBody(n, NotifyJSON)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got Notification
+		if err := json.Unmarshal(body, &got); err != nil || got.Message != msg {
+			t.Errorf("json body %s: %v, want the message unchanged", body, err)
+		}
+	}
+	if text := slackText(t, Notification{Message: out.Reason}); !strings.Contains(text, "(annotation nsman.k8s.consol.de/touched: its value is not an RFC 3339 time (2026-11-24T09:30:00Z): ignored)") {
+		t.Errorf("text does not say the touched annotation was ignored:\n%s", text)
 	}
 }
 
