@@ -236,8 +236,13 @@ func (s *Sweeper) terminating(ctx context.Context, r *sweepRun, e Entry, ns name
 // deletedTerminating is the verdict of a manager deactivated by its
 // DELETE while its target is still terminating: its entry says so, and a
 // stuck namespace is written in its status (only when the cause changes).
-// A status that still says stuck of a namespace now gone is cleared.
+// A status that still says stuck of a namespace now gone is cleared. The
+// tenancy guards come first: what the status of a manager they refuse says
+// of another namespace is its tenant's word, and no namespace is read for it.
 func (s *Sweeper) deletedTerminating(ctx context.Context, r *sweepRun, m policy.Manager, e Entry, stored Status) (decision, bool) {
+	if s.refuse(m) != "" {
+		return decision{}, false
+	}
 	last := stored.LastAction
 	deleted := last != nil && last.Action == policy.ActionDelete && last.Result == ResultSucceeded && e.Target != m.Namespace
 	if !deleted && stored.Stuck == nil {
@@ -248,9 +253,10 @@ func (s *Sweeper) deletedTerminating(ctx context.Context, r *sweepRun, m policy.
 		return decision{}, false
 	}
 	ns, exists := namespaces[e.Target]
-	// The namespace it deleted, not one recreated under its name since
-	// (a record from before targetUID: one created before the DELETE).
-	deleted = deleted && exists && (last.TargetUID == ns.uid || last.TargetUID == "" && ns.created.Before(last.Time))
+	// The namespace it deleted, not one recreated under its name since,
+	// nor one a status written by hand names: a record without targetUID
+	// matches none.
+	deleted = deleted && exists && last.TargetUID != "" && last.TargetUID == ns.uid
 	if !deleted || !ns.terminating {
 		if stored.Stuck == nil {
 			return decision{}, false
