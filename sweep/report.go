@@ -225,6 +225,9 @@ type Summary struct {
 	// StaleRecords counts the records of rules that are gone which this
 	// sweep removed from namespaces (or would have, in a dry run).
 	StaleRecords int `json:"staleRecords,omitempty"`
+	// StaleRecordsLeft counts the records of rules that are gone left for
+	// the next sweep, on the namespaces beyond MaxStaleNamespaces.
+	StaleRecordsLeft int `json:"staleRecordsLeft,omitempty"`
 	// Reclaimed sums what the entries' actions freed (would free, in a dry
 	// run); absent when no entry says.
 	Reclaimed *Reclaimed `json:"reclaimed,omitempty"`

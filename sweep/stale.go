@@ -17,33 +17,67 @@ import (
 // far beyond any sweep.
 const StaleRecordAge = time.Hour
 
+// MaxStaleNamespaces is how many namespaces one sweep removes stale records
+// from, with one patch each however many it holds: whoever may annotate
+// namespaces can write records, and must not make a sweep write more than
+// this. The namespaces beyond it keep theirs until the next sweep.
+const MaxStaleNamespaces = 32
+
+// staleRemoval is what removeStaleRecords did.
+type staleRemoval struct {
+	// removed counts the records removed (would remove, in a dry run);
+	// left counts those of the namespaces beyond MaxStaleNamespaces, in
+	// leftNamespaces, left to the next sweep.
+	removed, left, leftNamespaces int
+}
+
 // removeStaleRecords removes from the namespaces of this shard the records,
 // written last more than StaleRecordAge ago, of rules not among managers
 // (every manager's UID: one that is no rule now may be one again), which a
-// deleted rule leaves behind; each if it is still as listed, Concurrency at
-// a time, none after an interrupt. Failures are logged. It returns how many
-// it removed (would remove, in a dry run).
-func (s *Sweeper) removeStaleRecords(ctx context.Context, r *sweepRun, managers map[types.UID]bool) int {
+// deleted rule leaves behind: all of a namespace's with one JSON patch that
+// tests each is still as listed, in at most MaxStaleNamespaces namespaces,
+// Concurrency at a time, none after an interrupt. Failures are logged.
+func (s *Sweeper) removeStaleRecords(ctx context.Context, r *sweepRun, managers map[types.UID]bool) staleRemoval {
 	namespaces, err := s.namespaces(ctx, r)
 	if err != nil {
-		return 0
+		return staleRemoval{}
 	}
-	type stale struct{ namespace, key, record string }
+	type stale struct {
+		namespace    string
+		keys, values []string
+	}
 	var found []stale
 	for _, name := range slices.Sorted(maps.Keys(namespaces)) {
 		ns := namespaces[name]
 		if len(ns.pairs) == 0 || ns.terminating || ShardOf(ns.uid, s.cfg.ShardCount) != s.cfg.ShardIndex {
 			continue
 		}
+		f := stale{namespace: name}
 		for _, key := range slices.Sorted(maps.Keys(ns.pairs)) {
 			if managers[types.UID(strings.TrimPrefix(key, PairAnnotationPrefix))] {
 				continue
 			}
 			// A record that holds no time (edited by hand, say) stays.
 			if last := decodePair(ns.pairs[key]).lastTime(); !last.IsZero() && last.Before(r.now.Add(-StaleRecordAge)) {
-				found = append(found, stale{name, key, ns.pairs[key]})
+				f.keys, f.values = append(f.keys, key), append(f.values, ns.pairs[key])
 			}
 		}
+		if len(f.keys) > 0 {
+			found = append(found, f)
+		}
+	}
+	var done staleRemoval
+	if len(found) > MaxStaleNamespaces {
+		// Starting where the sweep's minute says, not at the first name:
+		// namespaces whose patch keeps failing cannot hold up the rest.
+		start := int(r.now.Unix()/60) % len(found)
+		found = slices.Concat(found[start:], found[:start])
+		for _, f := range found[MaxStaleNamespaces:] {
+			done.left += len(f.keys)
+		}
+		done.leftNamespaces = len(found) - MaxStaleNamespaces
+		found = found[:MaxStaleNamespaces]
+		s.log.Info("records of rules that are gone left to the next sweep", "namespaces", done.leftNamespaces, "records", done.left, "maxNamespaces", MaxStaleNamespaces)
 	}
 	var removed atomic.Int64
 	r.bounded(len(found), func(i int) {
@@ -51,14 +85,21 @@ func (s *Sweeper) removeStaleRecords(ctx context.Context, r *sweepRun, managers 
 			return
 		}
 		f := found[i]
-		path := annotationPointer(f.key)
-		attrs := []any{"namespace", f.namespace, "annotation", f.key, "dryRun", s.cfg.DryRun}
-		if err := s.writer.patchNamespace(ctx, f.namespace, jsonPatch("", patchOp{"test", path, f.record}, patchOp{Op: "remove", Path: path})); err != nil {
-			s.log.Warn("the record of a rule that is gone was not removed", append(attrs, "error", err.Error())...)
+		// One operation pair a record: 256 KiB of annotations hold at most
+		// some 4,400 records, within the API server's 10,000 operations.
+		ops := make([]patchOp, 0, 2*len(f.keys))
+		for j, key := range f.keys {
+			path := annotationPointer(key)
+			ops = append(ops, patchOp{"test", path, f.values[j]}, patchOp{Op: "remove", Path: path})
+		}
+		attrs := []any{"namespace", f.namespace, "records", len(f.keys), "dryRun", s.cfg.DryRun}
+		if err := s.writer.patchNamespace(ctx, f.namespace, jsonPatch("", ops...)); err != nil {
+			s.log.Warn("the records of rules that are gone were not removed", append(attrs, "error", err.Error())...)
 			return
 		}
-		s.log.Info("removed the record of a rule that is gone", attrs...)
-		removed.Add(1)
+		s.log.Info("removed the records of rules that are gone", attrs...)
+		removed.Add(int64(len(f.keys)))
 	})
-	return int(removed.Load())
+	done.removed = int(removed.Load())
+	return done
 }

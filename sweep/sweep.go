@@ -63,7 +63,7 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 		r.now = s.now()
 	}
 	if l.everyManager != nil && interrupted == nil {
-		l.staleRecords = s.removeStaleRecords(work, r, l.everyManager)
+		l.stale = s.removeStaleRecords(work, r, l.everyManager)
 	}
 	report := s.report(r, l, began)
 	report.Summary.MissingTrusted = s.missingTrusted(work, r)
@@ -260,7 +260,7 @@ type listing struct {
 	// everyManager holds the UID of every manager of the cluster, when the
 	// sweep listed them all: the records of rules not among them are stale.
 	everyManager map[types.UID]bool
-	staleRecords int
+	stale        staleRemoval
 }
 
 // listManagers lists the managers the sweep selects and queues those of
@@ -348,8 +348,9 @@ func (s *Sweeper) report(r *sweepRun, l listing, began time.Time) Report {
 		States:          map[State]int{},
 		Requests:        s.clients.Observer.Requests(),
 		DurationSeconds: time.Since(began).Seconds(),
-		StaleRecords:    l.staleRecords,
+		StaleRecords:    l.stale.removed,
 	}}
+	report.Summary.StaleRecordsLeft = l.stale.left
 	if l.err != nil && r.stop.Err() == nil {
 		report.Summary.ListError = fmt.Sprintf("list NamespaceManagers: %v", l.err)
 	}

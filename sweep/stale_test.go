@@ -1,0 +1,101 @@
+package sweep
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// patchRecorder is a writer that keeps the namespace patches it is given.
+type patchRecorder struct {
+	dryRunWriter
+	mu      sync.Mutex
+	patches map[string][]apiPatch
+}
+
+func (w *patchRecorder) patchNamespace(_ context.Context, name string, patch apiPatch) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.patches[name] = append(w.patches[name], patch)
+	return nil
+}
+
+// staleRun is a sweep run at now whose namespaces are listed as given.
+func staleRun(now time.Time, namespaces map[string]namespaceInfo) *sweepRun {
+	r := &sweepRun{now: now, stop: context.Background(), pairSlots: make(chan struct{}, 4)}
+	r.nsOnce.Do(func() { r.ns = namespaces })
+	return r
+}
+
+// TestStaleRecordsOnePatchEach: the records of rules that are gone on a
+// namespace go with one JSON patch, which tests each before removing it;
+// those of standing managers, recent ones and ones without a time stay.
+func TestStaleRecordsOnePatchEach(t *testing.T) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	old := fmt.Sprintf(`{"written":%q}`, now.Add(-2*StaleRecordAge).Format(time.RFC3339))
+	pairs := map[string]string{
+		PairAnnotationPrefix + "standing": old,
+		PairAnnotationPrefix + "recent":   fmt.Sprintf(`{"written":%q}`, now.Add(-time.Minute).Format(time.RFC3339)),
+		PairAnnotationPrefix + "no-time":  `{}`,
+	}
+	for i := range 300 {
+		pairs[PairAnnotationPrefix+fmt.Sprintf("gone-%03d", i)] = old
+	}
+	w := &patchRecorder{patches: map[string][]apiPatch{}}
+	s := &Sweeper{cfg: Config{ShardCount: 1, Concurrency: 4}, writer: w, log: slog.New(slog.DiscardHandler)}
+	done := s.removeStaleRecords(t.Context(), staleRun(now, map[string]namespaceInfo{"tenant": {name: "tenant", uid: "u1", pairs: pairs}}), map[types.UID]bool{"standing": true})
+	if done.removed != 300 || done.left != 0 || len(w.patches["tenant"]) != 1 {
+		t.Fatalf("removed %d, left %d, with %d patches; want 300, 0, one patch", done.removed, done.left, len(w.patches["tenant"]))
+	}
+	var ops []patchOp
+	if err := json.Unmarshal(w.patches["tenant"][0].body, &ops); err != nil || !w.patches["tenant"][0].jsonPatch {
+		t.Fatalf("patch %s: %v, want a JSON patch", w.patches["tenant"][0].body, err)
+	}
+	removed := map[string]bool{}
+	for i := 0; i < len(ops); i += 2 {
+		test, remove := ops[i], ops[i+1]
+		if test.Op != "test" || test.Value != old || remove.Op != "remove" || remove.Path != test.Path {
+			t.Fatalf("ops %d, %d: %+v, %+v; want a test of the record as listed, then its removal", i, i+1, test, remove)
+		}
+		removed[remove.Path] = true
+	}
+	for key := range pairs {
+		if want := strings.HasPrefix(key, PairAnnotationPrefix+"gone-"); removed[annotationPointer(key)] != want {
+			t.Errorf("%s removed: %v, want %v", key, !want, want)
+		}
+	}
+}
+
+// TestStaleRecordsBounded: a sweep patches at most MaxStaleNamespaces
+// namespaces and says how many records it left; the next removes the
+// rest.
+func TestStaleRecordsBounded(t *testing.T) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	old := fmt.Sprintf(`{"written":%q}`, now.Add(-2*StaleRecordAge).Format(time.RFC3339))
+	namespaces := map[string]namespaceInfo{}
+	for i := range MaxStaleNamespaces + 3 {
+		name := fmt.Sprintf("ns-%02d", i)
+		namespaces[name] = namespaceInfo{name: name, uid: types.UID("u-" + name), pairs: map[string]string{PairAnnotationPrefix + "a": old, PairAnnotationPrefix + "b": old}}
+	}
+	w := &patchRecorder{patches: map[string][]apiPatch{}}
+	s := &Sweeper{cfg: Config{ShardCount: 1, Concurrency: 4}, writer: w, log: slog.New(slog.DiscardHandler)}
+	done := s.removeStaleRecords(t.Context(), staleRun(now, namespaces), nil)
+	if len(w.patches) != MaxStaleNamespaces || done.removed != 2*MaxStaleNamespaces || done.left != 6 || done.leftNamespaces != 3 {
+		t.Fatalf("%d namespaces patched, %+v; want %d, %d removed, 6 left on 3 namespaces", len(w.patches), done, MaxStaleNamespaces, 2*MaxStaleNamespaces)
+	}
+	for name := range w.patches {
+		delete(namespaces, name)
+	}
+	w.patches = map[string][]apiPatch{}
+	done = s.removeStaleRecords(t.Context(), staleRun(now.Add(5*time.Minute), namespaces), nil)
+	if len(w.patches) != 3 || done.removed != 6 || done.left != 0 {
+		t.Errorf("next sweep: %d namespaces patched, %+v; want the 3 left", len(w.patches), done)
+	}
+}
