@@ -165,16 +165,19 @@ func checkDenySpellings(t *testing.T, ip netip.Addr, port uint16, zone string) {
 }
 
 // FuzzRetryAfter feeds a receiver's Retry-After to the default backoff:
-// whatever it says, a pause is never negative and never longer than the
-// 30 s caps that bound how long one Send may wait between attempts; a
-// Retry-After beyond maxRetryAfter ends the Send instead.
+// whatever it says, a pause is never negative, never longer than the
+// backoff's 30 s cap unless the receiver asked for it, and what a receiver
+// asks for is never longer than what is left of the Send's Retry-After
+// budget (its attempt timeout); a Retry-After beyond it ends the Send
+// instead.
 func FuzzRetryAfter(f *testing.F) {
 	for _, v := range []string{"", "0", "5", "30", "31", "-1", "+7", "99999999999999999999", "Wed, 21 Oct 2015 07:28:00 GMT", "Fri, 31 Dec 9999 23:59:59 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", "soon"} {
-		f.Add(v, uint8(1), true)
+		f.Add(v, uint8(1), true, uint8(10))
 	}
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s := NewSender(Options{})
-	f.Fuzz(func(t *testing.T, v string, retry uint8, tooMany bool) {
+	f.Fuzz(func(t *testing.T, v string, retry uint8, tooMany bool, budgetSeconds uint8) {
+		budget := time.Duration(budgetSeconds) * time.Second
 		if d, ok := parseRetryAfter(v, now); ok && d < 0 {
 			t.Fatalf("Retry-After %q: %s", v, d)
 		}
@@ -183,12 +186,12 @@ func FuzzRetryAfter(f *testing.F) {
 			status = http.StatusTooManyRequests
 		}
 		resp := &http.Response{StatusCode: status, Header: http.Header{"Retry-After": {v}}}
-		d, ok := s.retryDelay(int(retry), resp, now)
-		if ok && (d < 0 || d > max(maxBackoff, maxRetryAfter)) {
-			t.Fatalf("Retry-After %q, retry %d: a pause of %s", v, retry, d)
+		d, asked, ok := s.retryDelay(int(retry), resp, now, budget)
+		if ok && (d < 0 || d > maxBackoff && !asked || asked && d > budget) {
+			t.Fatalf("Retry-After %q, retry %d, budget %s: a pause of %s (asked %v)", v, retry, budget, d, asked)
 		}
-		if ra, parsed := parseRetryAfter(v, now); ok != (!parsed || ra <= maxRetryAfter) {
-			t.Fatalf("Retry-After %q (%s, %v): pause allowed %v", v, ra, parsed, ok)
+		if ra, parsed := parseRetryAfter(v, now); ok != (!parsed || ra <= max(defaultBackoff(int(retry)), budget)) {
+			t.Fatalf("Retry-After %q (%s, %v), budget %s: pause allowed %v", v, ra, parsed, budget, ok)
 		}
 	})
 }

@@ -16,11 +16,11 @@ type Route struct {
 	// public addresses only, unless the allow list admits it; when the allow
 	// list names anything, only what it admits, as for everyone.
 	Tenant bool
-	// Scope is where the receiver was chosen (a tenant's namespace): a
-	// receiver that timed out defers later deliveries to it of every
-	// tenant, or of the platform (Scope ""), never the platform's for a
-	// tenant's; and a tenant's scope whose receivers timed out twice defers
-	// all its later deliveries.
+	// Scope is where the receiver was chosen (a tenant's namespace, or ""
+	// for the platform): a receiver that timed out defers later deliveries
+	// to it of the same scope only, never another tenant's nor the
+	// platform's; and a tenant's scope whose receivers timed out twice
+	// defers all its later deliveries.
 	Scope string
 	// Address, when valid, is dialled instead of what the URL's host
 	// resolves to: the ClusterIP of a Service of the tenant's own

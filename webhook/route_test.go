@@ -252,13 +252,16 @@ func TestStalledHandshakeTimesOut(t *testing.T) {
 	}
 }
 
-// A receiver that did not answer a tenant in time defers every tenant's
-// later Sends to it (one silent receiver named from many namespaces costs
-// one timeout, not one per namespace), never the platform's; and the
-// platform's silent receiver defers no tenant's.
-func TestSilenceIsSharedByTrust(t *testing.T) {
+// A receiver that did not answer a tenant in time defers that tenant's
+// later Sends to it, no other tenant's (a receiver on a host many tenants
+// share may be silent for one tenant's path alone), nor the platform's;
+// and the platform's silent receiver defers no tenant's.
+func TestSilenceIsKeyedByScope(t *testing.T) {
 	release := make(chan struct{})
-	srv := startReceiver(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+	srv := startReceiver(t, http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/quick" {
+			return
+		}
 		select {
 		case <-release:
 		case <-time.After(time.Second):
@@ -269,26 +272,32 @@ func TestSilenceIsSharedByTrust(t *testing.T) {
 		o.Timeout, o.MaxAttempts, o.Allow = 200*time.Millisecond, 1, mustAllow(t, "127.0.0.1")
 	}))
 	tenantA, tenantB := Route{Tenant: true, Scope: "team-a"}, Route{Tenant: true, Scope: "team-b"}
-	if _, err := s.Deliver(t.Context(), tenantA, srv.URL, []byte("{}"), "k"); Deferred(err) || err == nil {
+	if _, err := s.Deliver(t.Context(), tenantA, srv.URL+"/slow", []byte("{}"), "k"); Deferred(err) || err == nil {
 		t.Fatalf("first Send: %v, want timed out", err)
 	}
-	for _, r := range []Route{tenantA, tenantB} {
-		if _, err := s.Deliver(t.Context(), r, srv.URL, []byte("{}"), "k"); !errors.Is(err, ErrDeferred) || errors.Is(err, errScopeSilent) {
-			t.Errorf("scope %q after team-a's timeout: %v, want deferred for the receiver", r.Scope, err)
-		}
+	if _, err := s.Deliver(t.Context(), tenantA, srv.URL+"/quick", []byte("{}"), "k"); !errors.Is(err, ErrDeferred) || errors.Is(err, errScopeSilent) {
+		t.Errorf("team-a after its timeout: %v, want deferred for the receiver", err)
 	}
-	if _, err := s.Deliver(t.Context(), Route{}, srv.URL, []byte("{}"), "k"); Deferred(err) || err == nil {
-		t.Errorf("the platform after a tenant's timeout: %v, want it tried (and timed out)", err)
+	if err := s.Silent("team-b", srv.URL); err != nil {
+		t.Errorf("Silent(team-b) after team-a's timeout = %v, want nil", err)
 	}
-	// Now silent for the platform too; a new tenant still is by the tenants'.
+	if _, err := s.Deliver(t.Context(), tenantB, srv.URL+"/quick", []byte("{}"), "k"); err != nil {
+		t.Errorf("team-b after team-a's timeout: %v, want delivered", err)
+	}
+	if _, err := s.Deliver(t.Context(), Route{}, srv.URL+"/quick", []byte("{}"), "k"); err != nil {
+		t.Errorf("the platform after a tenant's timeout: %v, want delivered", err)
+	}
 	other := NewSender(testOptions(func(o *Options) {
 		o.Timeout, o.MaxAttempts, o.Allow = 200*time.Millisecond, 1, mustAllow(t, "127.0.0.1")
 	}))
-	if _, err := other.Deliver(t.Context(), Route{}, srv.URL, []byte("{}"), "k"); Deferred(err) || err == nil {
+	if _, err := other.Deliver(t.Context(), Route{}, srv.URL+"/slow", []byte("{}"), "k"); Deferred(err) || err == nil {
 		t.Fatalf("the platform's first Send: %v, want timed out", err)
 	}
-	if _, err := other.Deliver(t.Context(), tenantB, srv.URL, []byte("{}"), "k"); Deferred(err) {
-		t.Errorf("a tenant after the platform's timeout: %v, want it tried", err)
+	if _, err := other.Deliver(t.Context(), Route{}, srv.URL+"/quick", []byte("{}"), "k"); !errors.Is(err, ErrDeferred) {
+		t.Errorf("the platform after its timeout: %v, want deferred", err)
+	}
+	if _, err := other.Deliver(t.Context(), tenantB, srv.URL+"/quick", []byte("{}"), "k"); err != nil {
+		t.Errorf("a tenant after the platform's timeout: %v, want delivered", err)
 	}
 }
 
@@ -409,8 +418,8 @@ func TestRecheckRefusesARetry(t *testing.T) {
 
 // A delivery that failed after holding its worker for an attempt's timeout
 // or longer (answers slow to fail, Retry-After waits) counts as a timeout:
-// its receiver is deferred for the rest of the sweep, and a tenant whose
-// receivers do so twice has its later deliveries deferred.
+// its receiver is deferred for the rest of the sweep in its scope, and a
+// tenant whose receivers do so twice has its later deliveries deferred.
 func TestSlowFailureCountsAsSilence(t *testing.T) {
 	var hits atomic.Int32
 	busy := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -433,11 +442,15 @@ func TestSlowFailureCountsAsSilence(t *testing.T) {
 	if _, err := s.Deliver(t.Context(), tenant, slow[2], []byte("{}"), "k"); !errors.Is(err, errScopeSilent) {
 		t.Errorf("team-a's third receiver: %v, want deferred for the namespace", err)
 	}
-	if _, err := s.Deliver(t.Context(), Route{Tenant: true, Scope: "team-b"}, slow[0], []byte("{}"), "k"); !Deferred(err) {
-		t.Errorf("another tenant to the first receiver: %v, want deferred", err)
+	if err := s.Silent("team-a", slow[0]); !Deferred(err) {
+		t.Errorf("team-a to its first receiver: %v, want deferred", err)
 	}
 	if hits.Load() != before {
 		t.Errorf("%d requests after the deferrals, want none", hits.Load()-before)
+	}
+	// Another tenant's silence is its own.
+	if _, err := s.Deliver(t.Context(), Route{Tenant: true, Scope: "team-b"}, slow[0], []byte("{}"), "k"); Deferred(err) || hits.Load() == before {
+		t.Errorf("another tenant to team-a's first receiver: %v after %d requests, want it tried", err, hits.Load()-before)
 	}
 	// A fast failure is no silence.
 	fast := startReceiver(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusInternalServerError) }))

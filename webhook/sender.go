@@ -25,10 +25,6 @@ const (
 	defaultMaxBodyRead = 64 << 10
 	// maxBackoff caps the default exponential backoff.
 	maxBackoff = 30 * time.Second
-	// maxRetryAfter is the longest Retry-After the default backoff waits
-	// for. A receiver that asks for more is left to the next sweep rather
-	// than holding this one up.
-	maxRetryAfter = 30 * time.Second
 	// maxHeaderBytes bounds the response headers, which the transport would
 	// otherwise buffer up to 10 MiB of.
 	maxHeaderBytes = 64 << 10
@@ -53,10 +49,12 @@ type Options struct {
 	// connection be reused; the body is never used). 0 means 64 KiB.
 	MaxBodyRead int64
 	// Backoff is the pause before retry n (1-based). Nil means the default:
-	// 1s, 2s, 4s, … capped at 30s, stretched to a Retry-After of at most 30s
-	// on 429 and 503; a longer Retry-After ends the Send. A non-nil Backoff
-	// replaces all of that, Retry-After included. It must be safe for
-	// concurrent use.
+	// 1s, 2s, 4s, … capped at 30s, stretched to a receiver's Retry-After on
+	// 429 and 503 as long as the Retry-After waits of one Send add up to
+	// no more than Timeout; a Retry-After beyond that ends the Send (a
+	// receiver's answer never holds a worker longer than an attempt may).
+	// A non-nil Backoff replaces all of that, Retry-After included. It
+	// must be safe for concurrent use.
 	Backoff func(retry int) time.Duration
 	// AllowAddress decides whether a resolved IP may be dialled; an error
 	// refuses it, and Send does not retry a refusal. Nil means the deny
@@ -90,8 +88,8 @@ type Sender struct {
 	backoff        func(retry int) time.Duration // nil: the default policy
 	allow          *AllowList
 	// silence holds the receivers (scheme, host, port) an attempt timed
-	// out on, or a delivery failed slowly on: a later Send to one (of the
-	// same trust), or of a tenant's scope that has spent its silent
+	// out on, or a delivery failed slowly on: a later Send to one (in the
+	// same scope), or of a tenant's scope that has spent its silent
 	// receivers, is deferred at once. Copies share it.
 	silence *silence
 }
@@ -278,6 +276,9 @@ func (s *Sender) Deliver(ctx context.Context, route Route, rawURL string, body [
 		ctx = context.WithValue(ctx, routeKey{}, route)
 	}
 
+	// waited is how long this Send paused for Retry-After so far: at most
+	// s.timeout in all.
+	var waited time.Duration
 	for {
 		if d.Attempts > 0 && route.Recheck != nil {
 			if err := route.Recheck(ctx); err != nil {
@@ -302,10 +303,13 @@ func (s *Sender) Deliver(ctx context.Context, route Route, rawURL string, body [
 		if d.Attempts >= s.maxAttempts || ctx.Err() != nil || !retryable(resp, err) || s.silence.exhausted(route.Scope) {
 			return gaveUp(fmt.Errorf("webhook %s: %w %s", target, err, d.after()))
 		}
-		wait, ok := s.retryDelay(d.Attempts, resp, time.Now())
+		wait, asked, ok := s.retryDelay(d.Attempts, resp, time.Now(), s.timeout-waited)
 		if !ok {
-			return gaveUp(fmt.Errorf("webhook %s: %w %s; Retry-After %q exceeds %s",
-				target, err, d.after(), resp.Header.Get("Retry-After"), maxRetryAfter))
+			return gaveUp(fmt.Errorf("webhook %s: %w %s; Retry-After %q exceeds the %s an attempt may take",
+				target, err, d.after(), resp.Header.Get("Retry-After"), s.timeout))
+		}
+		if asked {
+			waited += wait
 		}
 		if cerr := sleep(ctx, wait); cerr != nil {
 			return gaveUp(fmt.Errorf("webhook %s: %w %s, last: %w", target, cerr, d.after(), err))
@@ -363,22 +367,23 @@ func (s *Sender) attempt(ctx context.Context, client *http.Client, u *url.URL, b
 	return resp, nil
 }
 
-// retryDelay returns the pause before retry n, and false when the receiver
-// asked for a longer pause than one Send may take.
-func (s *Sender) retryDelay(retry int, resp *http.Response, now time.Time) (time.Duration, bool) {
+// retryDelay returns the pause before retry n, whether the receiver's
+// Retry-After set it, and false when the receiver asked for a longer pause
+// than budget, what is left of the Retry-After waits one Send may take.
+func (s *Sender) retryDelay(retry int, resp *http.Response, now time.Time, budget time.Duration) (time.Duration, bool, bool) {
 	if s.backoff != nil {
-		return s.backoff(retry), true
+		return s.backoff(retry), false, true
 	}
 	d := defaultBackoff(retry)
 	if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
-		if ra, ok := parseRetryAfter(resp.Header.Get("Retry-After"), now); ok {
-			if ra > maxRetryAfter {
-				return 0, false
+		if ra, ok := parseRetryAfter(resp.Header.Get("Retry-After"), now); ok && ra > d {
+			if ra > budget {
+				return 0, true, false
 			}
-			d = max(d, ra)
+			return ra, true, true
 		}
 	}
-	return d, true
+	return d, false, true
 }
 
 // defaultBackoff doubles from 1s up to maxBackoff.

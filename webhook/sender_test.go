@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -699,8 +700,11 @@ func TestRetryDelay(t *testing.T) {
 		backoff func(int) time.Duration
 		retry   int
 		resp    *http.Response
-		want    time.Duration
-		wantOK  bool
+		// budget is what is left of the Send's Retry-After waits; 0 means 30s.
+		budget    time.Duration
+		want      time.Duration
+		wantAsked bool
+		wantOK    bool
 	}{
 		{name: "network error, retry 1", retry: 1, want: time.Second, wantOK: true},
 		{name: "network error, retry 2", retry: 2, want: 2 * time.Second, wantOK: true},
@@ -708,14 +712,16 @@ func TestRetryDelay(t *testing.T) {
 		{name: "retry 6 is capped", retry: 6, want: 30 * time.Second, wantOK: true},
 		{name: "retry 100 is capped", retry: 100, want: 30 * time.Second, wantOK: true},
 		{name: "500 ignores Retry-After", retry: 1, resp: response(500, "20"), want: time.Second, wantOK: true},
-		{name: "503 honours Retry-After seconds", retry: 1, resp: response(503, "20"), want: 20 * time.Second, wantOK: true},
-		{name: "429 honours Retry-After seconds", retry: 2, resp: response(429, "5"), want: 5 * time.Second, wantOK: true},
-		{name: "Retry-After of 30s is waited", retry: 1, resp: response(503, "30"), want: 30 * time.Second, wantOK: true},
+		{name: "503 honours Retry-After seconds", retry: 1, resp: response(503, "20"), want: 20 * time.Second, wantAsked: true, wantOK: true},
+		{name: "429 honours Retry-After seconds", retry: 2, resp: response(429, "5"), want: 5 * time.Second, wantAsked: true, wantOK: true},
+		{name: "Retry-After of the whole budget is waited", retry: 1, resp: response(503, "30"), want: 30 * time.Second, wantAsked: true, wantOK: true},
 		{name: "Retry-After below the backoff", retry: 2, resp: response(503, "0"), want: 2 * time.Second, wantOK: true},
-		{name: "Retry-After beyond 30s ends the send", retry: 1, resp: response(503, "31"), wantOK: false},
+		{name: "Retry-After beyond the budget ends the send", retry: 1, resp: response(503, "31"), wantOK: false},
+		{name: "Retry-After beyond what is left of the budget ends the send", retry: 1, resp: response(503, "20"), budget: 19 * time.Second, wantOK: false},
+		{name: "Retry-After below the backoff needs no budget", retry: 3, resp: response(503, "3"), budget: time.Second, want: 4 * time.Second, wantOK: true},
 		{name: "Retry-After of an hour ends the send", retry: 1, resp: response(429, "3600"), wantOK: false},
 		{name: "Retry-After of ages ends the send", retry: 1, resp: response(429, "9223372036854775807"), wantOK: false},
-		{name: "Retry-After date", retry: 1, resp: response(503, now.Add(10*time.Second).Format(http.TimeFormat)), want: 10 * time.Second, wantOK: true},
+		{name: "Retry-After date", retry: 1, resp: response(503, now.Add(10*time.Second).Format(http.TimeFormat)), want: 10 * time.Second, wantAsked: true, wantOK: true},
 		{name: "Retry-After date in the past", retry: 1, resp: response(503, now.Add(-time.Hour).Format(http.TimeFormat)), want: time.Second, wantOK: true},
 		{name: "Retry-After date tomorrow ends the send", retry: 1, resp: response(503, now.Add(24*time.Hour).Format(http.TimeFormat)), wantOK: false},
 		{name: "negative Retry-After is ignored", retry: 1, resp: response(503, "-5"), want: time.Second, wantOK: true},
@@ -725,9 +731,9 @@ func TestRetryDelay(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := NewSender(Options{Backoff: tt.backoff})
-			got, ok := s.retryDelay(tt.retry, tt.resp, now)
-			if ok != tt.wantOK || (ok && got != tt.want) {
-				t.Errorf("retryDelay = %s, %v; want %s, %v", got, ok, tt.want, tt.wantOK)
+			got, asked, ok := s.retryDelay(tt.retry, tt.resp, now, cmp.Or(tt.budget, 30*time.Second))
+			if ok != tt.wantOK || (ok && (got != tt.want || asked != tt.wantAsked)) {
+				t.Errorf("retryDelay = %s, %v, %v; want %s, %v, %v", got, asked, ok, tt.want, tt.wantAsked, tt.wantOK)
 			}
 		})
 	}
@@ -743,6 +749,51 @@ func TestSendGivesUpOnLongRetryAfter(t *testing.T) {
 	}
 	if d.Attempts != 1 || d.StatusCode != 503 || d.Duration > time.Second {
 		t.Errorf("Delivery = %+v, want 1 quick attempt ending in 503", d)
+	}
+}
+
+// A receiver's Retry-After never holds a worker past the attempt timeout
+// (nsman's --webhook-timeout): 16 receivers answering 503 with
+// Retry-After: 30 held 16 workers a minute each (two waits of 30 s); now
+// each Send ends at the first answer. A shorter Retry-After is waited as
+// long as the waits of one Send add up to no more than the timeout.
+func TestRetryAfterHoldsNoWorkerPastTheTimeout(t *testing.T) {
+	const timeout = time.Second
+	busy := func(retryAfter string) (*httptest.Server, *atomic.Int32) {
+		var requests atomic.Int32
+		return startReceiver(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			requests.Add(1)
+			w.Header().Set("Retry-After", retryAfter)
+			w.WriteHeader(http.StatusServiceUnavailable)
+		})), &requests
+	}
+	s := NewSender(testOptions(func(o *Options) { o.Backoff, o.Timeout = nil, timeout }))
+	// A sweep that waits as before is cut short here, not after a minute.
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range 16 {
+		srv, requests := busy("30")
+		wg.Go(func() {
+			d, err := s.Deliver(ctx, Route{Scope: fmt.Sprintf("team-%d", i)}, srv.URL, []byte("{}"), "k")
+			if err == nil || d.Attempts != 1 || requests.Load() != 1 || !strings.Contains(err.Error(), `Retry-After "30" exceeds the 1s an attempt may take`) {
+				t.Errorf("receiver %d: %+v, %v after %d requests; want one attempt ending on the Retry-After", i, d, err, requests.Load())
+			}
+		})
+	}
+	wg.Wait()
+	if took := time.Since(start); took > timeout {
+		t.Errorf("16 receivers answering Retry-After: 30 held the workers %s, want less than the timeout (%s)", took, timeout)
+	}
+
+	// With a timeout of 4s, Retry-After: 3 is waited once; the second
+	// would take the Send's waits past the timeout.
+	srv, requests := busy("3")
+	s = NewSender(testOptions(func(o *Options) { o.Backoff, o.Timeout = nil, 4*time.Second }))
+	d, err := s.Send(t.Context(), srv.URL, []byte("{}"), "k")
+	if err == nil || d.Attempts != 2 || requests.Load() != 2 || d.Duration < 3*time.Second || d.Duration > 4*time.Second {
+		t.Errorf("Retry-After: 3 with a timeout of 4s: %+v, %v after %d requests; want 2 attempts 3s apart", d, err, requests.Load())
 	}
 }
 

@@ -12,8 +12,8 @@ import (
 // a Service each) would otherwise cost the sweep a timeout per receiver.
 const maxSilentPerScope = 2
 
-// ErrDeferred is a Send not attempted: an attempt to the same receiver, of
-// the same trust (see Route.Scope), timed out before through this Sender,
+// ErrDeferred is a Send not attempted: an attempt to the same receiver, in
+// the same scope (see Route.Scope), timed out before through this Sender,
 // or a delivery to it failed after an attempt's timeout or longer.
 var ErrDeferred = errors.New("deferred: the receiver did not answer an earlier request of this sweep in time")
 
@@ -41,32 +41,24 @@ func deferralText(err error) string {
 	return ErrDeferred.Error()
 }
 
-// silence is what timed out in a sweep: receivers by trust, the
-// platform's apart from the tenants' (see Route.Scope), and how many of
-// each tenant's scope. A Sender's copies share it.
+// silence is what timed out in a sweep: receivers by scope (see
+// Route.Scope), and how many of each tenant's scope. A Sender's copies
+// share it.
 type silence struct {
 	mu sync.Mutex
-	// receivers holds trust(scope) + " " + receiver.
+	// receivers holds scope + " " + receiver: a receiver silent for one
+	// tenant defers no other tenant's Sends to it, nor the platform's, nor
+	// the platform's a tenant's. A receiver on a host many tenants share
+	// (a public hook service) may be silent for one tenant's path or
+	// account alone; one tenant's silence would otherwise defer, and back
+	// off, every other tenant's webhooks to it. What one tenant's silent
+	// receivers cost a sweep is bounded by maxSilentPerScope instead.
 	receivers map[string]bool
-	// byScope holds a tenant's scope + " " + receiver, which scopes counts.
-	byScope map[string]bool
-	scopes  map[string]int
+	scopes    map[string]int
 }
 
 func newSilence() *silence {
-	return &silence{receivers: map[string]bool{}, byScope: map[string]bool{}, scopes: map[string]int{}}
-}
-
-// trust is who a scope's deliveries share silent receivers with: every
-// tenant with every other (a receiver that did not answer one tenant in
-// time is deferred for all, or tenants naming it from many namespaces would
-// cost a timeout each), and the platform with none, so that no tenant's
-// request defers a notification or a trusted manager's webhook.
-func trust(scope string) string {
-	if scope == "" {
-		return "platform"
-	}
-	return "tenants"
+	return &silence{receivers: map[string]bool{}, scopes: map[string]int{}}
 }
 
 // mark records that an attempt to receiver, in scope, timed out, or that a
@@ -74,10 +66,11 @@ func trust(scope string) string {
 func (z *silence) mark(scope, receiver string) {
 	z.mu.Lock()
 	defer z.mu.Unlock()
-	z.receivers[trust(scope)+" "+receiver] = true
-	if key := scope + " " + receiver; scope != "" && !z.byScope[key] {
-		z.byScope[key] = true
-		z.scopes[scope]++
+	if key := scope + " " + receiver; !z.receivers[key] {
+		z.receivers[key] = true
+		if scope != "" {
+			z.scopes[scope]++
+		}
 	}
 }
 
@@ -86,7 +79,7 @@ func (z *silence) deferral(scope, receiver string) error {
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	switch {
-	case z.receivers[trust(scope)+" "+receiver]:
+	case z.receivers[scope+" "+receiver]:
 		return ErrDeferred
 	case z.spent(scope):
 		return errScopeSilent
