@@ -64,6 +64,10 @@ func (s *Sweeper) route(ctx context.Context, m policy.Manager, rawURL string) (w
 	if err != nil {
 		return webhook.Route{}, &refusal{"the url does not parse"}
 	}
+	// The host is judged in the form it is dialled in, ASCII, or not at all.
+	if err := webhook.CheckHost(u.Hostname()); err != nil {
+		return webhook.Route{}, &refusal{"invalid url: " + err.Error()}
+	}
 	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
 	name, namespace, isService := serviceName(host)
 	if !isService {

@@ -3,10 +3,13 @@ package sweep
 import (
 	"net/url"
 	"strconv"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nsman/nsman/policy"
 )
 
 func TestServiceName(t *testing.T) {
@@ -83,6 +86,20 @@ func TestServiceAddress(t *testing.T) {
 		}
 		if got != tt.want {
 			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+// A tenant's URL whose host is not in ASCII form is refused before it is
+// judged (nothing is read: the Sweeper here has no clients), as the
+// webhook's transport would dial and pool it as another name.
+func TestRouteRefusesAHostNotInASCIIForm(t *testing.T) {
+	s := &Sweeper{}
+	m := policy.Manager{Namespace: "team-b", Name: "m"}
+	for _, raw := range []string{"http://hook.team-a.ｓｖｃ/x", "http://ｓink.team-b.svc/x", "http://sink.team-b.%EF%BD%93vc/x"} {
+		_, err := s.route(t.Context(), m, raw)
+		if r, ok := err.(*refusal); !ok || !strings.Contains(r.reason, "is not in ASCII form") {
+			t.Errorf("%s: %v, want refused as not in ASCII form", raw, err)
 		}
 	}
 }

@@ -136,6 +136,47 @@ func TestTenantNeverReusesAPlatformConnection(t *testing.T) {
 	}
 }
 
+// Hosts are compared in the form they are dialled: a URL whose host is not
+// in ASCII form is refused, since the transport keys its pool on the host
+// made ASCII (hook.a.ｓｖｃ, in full-width letters, is hook.a.svc) while the
+// route judged the host as written (no Service name: a public host). Tenant
+// team-b's request would otherwise ride team-a's pooled connection to its
+// Service, and no dial check would run.
+func TestTenantHostIsComparedAsDialled(t *testing.T) {
+	var hosts []string
+	var mu sync.Mutex
+	srv := startReceiver(t, http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hosts = append(hosts, r.Host)
+		mu.Unlock()
+	}))
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	s := NewSender(testOptions())
+	teamA := Route{Tenant: true, Scope: "team-a", Address: netip.MustParseAddr("127.0.0.1")}
+	if _, err := s.Deliver(t.Context(), teamA, fmt.Sprintf("http://hook.team-a.svc:%d/a", port), []byte("{}"), "k"); err != nil {
+		t.Fatalf("team-a to its own Service: %v", err)
+	}
+	for _, host := range []string{
+		"hook.team-a.ｓｖｃ",         // full-width letters
+		"hook.team-a.%EF%BD%93vc", // the same, percent-encoded
+		"HOOK.TEAM-A.ЅVC",         // a Cyrillic capital DZE for the S
+		"hook.team-a.svc。",        // an ideographic full stop
+		"hook.team-a.s­vc",        // a soft hyphen, which IDNA drops
+		"bücher.example",          // an IDN written in Unicode: xn--bcher-kva.example is its form
+	} {
+		raw := fmt.Sprintf("http://%s:%d/b", host, port)
+		d, err := s.Deliver(t.Context(), Route{Tenant: true, Scope: "team-b"}, raw, []byte("{}"), "k")
+		if got := Summary(d, err); !strings.HasPrefix(got, "refused: invalid url: host ") || !strings.Contains(got, "is not in ASCII form") || d.Attempts != 0 {
+			t.Errorf("team-b to %s: %q after %d attempts, want refused before any", host, got, d.Attempts)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(hosts) != 1 {
+		t.Errorf("requests with Host %q: want team-a's only", hosts)
+	}
+}
+
 // What a tenant reads of a failure names no network detail: the status
 // code, a time-out, or no connection.
 func TestSummary(t *testing.T) {

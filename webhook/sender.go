@@ -115,6 +115,9 @@ func NewSender(o Options) *Sender {
 		if err != nil {
 			return nil, &refusedError{address: address, err: err}
 		}
+		if err := dialsURLHost(ctx, host); err != nil {
+			return nil, err
+		}
 		d := net.Dialer{Control: dialControl(allow.addressCheck(host, deny))}
 		return d.DialContext(ctx, network, address)
 	}
@@ -122,6 +125,9 @@ func NewSender(o Options) *Sender {
 		host, port, err := net.SplitHostPort(address)
 		if err != nil {
 			return nil, &refusedError{address: address, err: err}
+		}
+		if err := dialsURLHost(ctx, host); err != nil {
+			return nil, err
 		}
 		check := allow.tenantCheck(host, deny)
 		if r := routeOf(ctx); r.Address.IsValid() {
@@ -158,6 +164,18 @@ func NewSender(o Options) *Sender {
 		s.maxBodyRead = defaultMaxBodyRead
 	}
 	return s
+}
+
+type urlHostKey struct{}
+
+// dialsURLHost refuses a dial whose host is not the one the request's URL
+// names, as it was judged: the transport dials, and keys its pool on, a
+// form of the host of its own (see CheckHost), which must be the same.
+func dialsURLHost(ctx context.Context, host string) error {
+	if want, ok := ctx.Value(urlHostKey{}).(string); !ok || host != want {
+		return &refusedError{address: host, err: errors.New("not the host the URL names")}
+	}
+	return nil
 }
 
 // newClient is an HTTP client that dials with dial and follows no redirect:
@@ -270,6 +288,7 @@ func (s *Sender) Deliver(ctx context.Context, route Route, rawURL string, body [
 		}
 		return done(err)
 	}
+	ctx = context.WithValue(ctx, urlHostKey{}, u.Hostname())
 	client := s.client
 	if route.Tenant {
 		client = s.tenant
@@ -486,15 +505,32 @@ func Origin(u *url.URL) string {
 	return u.Scheme + "://" + u.Host
 }
 
-// checkURL accepts only absolute http and https URLs with a host: another
-// scheme would let a manifest make nsman read files or speak other
-// protocols.
+// checkURL accepts only absolute http and https URLs with a host in ASCII
+// form: another scheme would let a manifest make nsman read files or speak
+// other protocols, and another host form would be judged as written but
+// dialled, and pooled, as its ASCII form (see CheckHost).
 func checkURL(u *url.URL) error {
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return fmt.Errorf("scheme %q is not http or https", u.Scheme)
 	}
 	if u.Hostname() == "" {
 		return errors.New("no host")
+	}
+	return CheckHost(u.Hostname())
+}
+
+// CheckHost refuses a URL's host that is not in the form it is dialled
+// in: any byte beyond ASCII. net/http makes such a host ASCII (IDNA) to
+// dial it and to key its connection pool, mapping full-width letters, other
+// scripts' look-alikes and ignored characters onto other names
+// (hook.a.ｓｖｃ becomes hook.a.svc), while whoever judges the URL (a
+// tenant's route, the allow list) would judge the host as written. An
+// internationalized name is written in its ASCII form (xn--…).
+func CheckHost(host string) error {
+	for i := 0; i < len(host); i++ {
+		if host[i] >= 0x80 {
+			return fmt.Errorf("host %q is not in ASCII form: write an internationalized name as its xn-- form", host)
+		}
 	}
 	return nil
 }
