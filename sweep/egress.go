@@ -10,9 +10,11 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/webhook"
@@ -22,10 +24,10 @@ import (
 // allows: a trusted manager or a rule (the platform team's) as the address
 // policy says; a tenant's to public addresses, and to a Service of its own
 // namespace with a selector, read through the API (again before every
-// retry) and dialled at its ClusterIP: past nsman's network position, only
-// to what the Service's endpoints are, which Kubernetes keeps from the Pods
-// its selector picks (unless a tenant may write EndpointSlices; see
-// docs/webhooks.md).
+// attempt) and dialled at the ready endpoints of the Pods of that
+// namespace its selector picks (not hostNetwork ones): past nsman's network
+// position, only to the tenant's own Pods, whatever EndpointSlices a tenant
+// may write (see docs/webhooks.md).
 
 // serviceSuffixes are the endings of a Service's in-cluster DNS names.
 var serviceSuffixes = []string{".svc.cluster.local", ".svc"}
@@ -89,36 +91,48 @@ func (s *Sweeper) route(ctx context.Context, m policy.Manager, rawURL string) (w
 		s.log.Warn("webhook not delivered", "manager", m.Namespace+"/"+m.Name, "error", fmt.Sprintf("read Service %s/%s: %v", namespace, name, err))
 		return &unreadService{name: name, lasting: apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)}
 	}
-	svc, err := s.service(ctx, namespace, name)
-	if err != nil {
-		return webhook.Route{}, unread(err)
-	}
-	if svc == nil {
-		return webhook.Route{}, &refusal{fmt.Sprintf("there is no Service %s in namespace %s", name, namespace)}
-	}
-	ip, err := serviceAddress(svc, port)
-	if err != nil {
-		return webhook.Route{}, &refusal{err.Error()}
-	}
-	// Between attempts (a Retry-After of up to 30 s) its tenant may change
-	// the Service: each retry reads it again, and goes only where the first
-	// attempt could have.
-	recheck := func(ctx context.Context) error {
-		now, err := s.service(ctx, namespace, name)
+	// endpoints reads the Service and the endpoints of its own Pods that
+	// serve port: first what the Service was, then, before every retry,
+	// what it is now (a Retry-After may leave its tenant time to change
+	// it); a Service replaced meanwhile is refused.
+	var first *corev1.Service
+	endpoints := func(ctx context.Context) ([]netip.AddrPort, error) {
+		// Bound: one Service by name and what podEndpoints reads, within
+		// the namespace read timeout (a quarter of --claim-ttl, at most 10 s).
+		ctx, cancel := context.WithTimeout(ctx, s.namespaceReadTimeout())
+		defer cancel()
+		since := ""
+		if first != nil {
+			since = "since the first attempt, "
+		}
+		svc, err := s.service(ctx, namespace, name)
 		switch {
 		case err != nil:
-			return unread(err)
-		case now == nil || now.UID != svc.UID:
-			return &refusal{fmt.Sprintf("the Service %s was replaced since the first attempt", name)}
+			return nil, unread(err)
+		case svc == nil && first == nil:
+			return nil, &refusal{fmt.Sprintf("there is no Service %s in namespace %s", name, namespace)}
+		case svc == nil || first != nil && svc.UID != first.UID:
+			return nil, &refusal{fmt.Sprintf("the Service %s was replaced since the first attempt", name)}
 		}
-		if again, err := serviceAddress(now, port); err != nil {
-			return &refusal{"since the first attempt, " + err.Error()}
-		} else if again != ip {
-			return &refusal{fmt.Sprintf("the Service %s has another ClusterIP since the first attempt", name)}
+		sp, err := servicePort(svc, port)
+		if err != nil {
+			return nil, &refusal{since + err.Error()}
 		}
-		return nil
+		eps, err := s.podEndpoints(ctx, svc, sp)
+		if err != nil {
+			return nil, unread(err)
+		}
+		if len(eps) == 0 {
+			return nil, &refusal{fmt.Sprintf("%sthe Service %s has no ready endpoint of a Pod it selects in namespace %s (nsman dials a tenant's Service at its own Pods only, not hostNetwork ones)", since, name, namespace)}
+		}
+		first = svc
+		return eps, nil
 	}
-	return webhook.Route{Tenant: true, Scope: m.Namespace, Address: ip, Recheck: recheck}, nil
+	eps, err := endpoints(ctx)
+	if err != nil {
+		return webhook.Route{}, err
+	}
+	return webhook.Route{Tenant: true, Scope: m.Namespace, Endpoints: eps, Recheck: endpoints}, nil
 }
 
 // service reads Service name of namespace with a list by name (RBAC grants
@@ -167,27 +181,123 @@ func urlPort(u *url.URL) (int32, error) {
 	return 80, nil
 }
 
-// serviceAddress is the ClusterIP of svc that serves port, or why none:
-// only a Service with a selector, whose endpoints are its own Pods.
-func serviceAddress(svc *corev1.Service, port int32) (netip.Addr, error) {
+// servicePort is the port of svc that serves port, or why none: only a
+// Service with a selector, whose Pods nsman can tell.
+func servicePort(svc *corev1.Service, port int32) (corev1.ServicePort, error) {
 	switch {
 	case svc.Spec.Type == corev1.ServiceTypeExternalName:
-		return netip.Addr{}, fmt.Errorf("the Service %s is of type ExternalName: nsman dials a Service's ClusterIP only", svc.Name)
-	case svc.Spec.ClusterIP == corev1.ClusterIPNone || svc.Spec.ClusterIP == "":
-		return netip.Addr{}, fmt.Errorf("the Service %s is headless: it has no ClusterIP to dial", svc.Name)
+		return corev1.ServicePort{}, fmt.Errorf("the Service %s is of type ExternalName: nsman dials a Service's own Pods only", svc.Name)
 	case len(svc.Spec.Selector) == 0:
 		// Its endpoints are written by hand (an Endpoints object, mirrored):
-		// they may point anywhere its ClusterIP then forwards to.
-		return netip.Addr{}, fmt.Errorf("the Service %s has no selector: nsman dials only a Service whose endpoints Kubernetes keeps from its Pods", svc.Name)
+		// no selector says which Pods are its own.
+		return corev1.ServicePort{}, fmt.Errorf("the Service %s has no selector: nsman dials only the Pods a Service's selector picks", svc.Name)
 	}
-	if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool {
+	i := slices.IndexFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool {
 		return p.Port == port && (p.Protocol == "" || p.Protocol == corev1.ProtocolTCP)
-	}) {
-		return netip.Addr{}, fmt.Errorf("the Service %s has no TCP port %d", svc.Name, port)
+	})
+	if i < 0 {
+		return corev1.ServicePort{}, fmt.Errorf("the Service %s has no TCP port %d", svc.Name, port)
 	}
-	ip, err := netip.ParseAddr(svc.Spec.ClusterIP)
+	return svc.Spec.Ports[i], nil
+}
+
+// Bounds of the endpoints read for a tenant's webhook to its Service.
+const (
+	// maxEndpointSlices is the one page of the Service's EndpointSlices
+	// read: the controller writes up to 100 endpoints to each.
+	maxEndpointSlices = 2
+	// maxEndpointChecks is how many endpoints are checked, one Pod read each.
+	maxEndpointChecks = 4
+	// maxEndpoints is how many checked endpoints an attempt may dial in turn.
+	maxEndpoints = 2
+)
+
+// podEndpoints are the ready endpoints of svc's port sp that are Pods of
+// svc's namespace its selector picks, not hostNetwork, at their own IP: an
+// EndpointSlice (which a tenant allowed to write them may make by hand)
+// says where to look, the Pod, read through the API, whether to dial.
+// Bound: one page of maxEndpointSlices EndpointSlices, at most
+// maxEndpointChecks Pods read by a metadata-only list of at most one each,
+// within the caller's deadline.
+func (s *Sweeper) podEndpoints(ctx context.Context, svc *corev1.Service, sp corev1.ServicePort) ([]netip.AddrPort, error) {
+	list, err := s.clients.Kube.DiscoveryV1().EndpointSlices(svc.Namespace).List(ctx, metav1.ListOptions{
+		LabelSelector: labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: svc.Name}).String(),
+		Limit:         maxEndpointSlices,
+	})
 	if err != nil {
-		return netip.Addr{}, fmt.Errorf("the Service %s has no valid ClusterIP", svc.Name)
+		return nil, fmt.Errorf("list EndpointSlices: %w", err)
 	}
-	return ip, nil
+	selector := labels.SelectorFromSet(svc.Spec.Selector)
+	var out []netip.AddrPort
+	checks := 0
+	for _, slice := range list.Items {
+		if slice.AddressType != discoveryv1.AddressTypeIPv4 && slice.AddressType != discoveryv1.AddressTypeIPv6 {
+			continue
+		}
+		port, ok := slicePort(slice.Ports, sp.Name)
+		if !ok {
+			continue
+		}
+		for _, ep := range slice.Endpoints {
+			if checks >= maxEndpointChecks || len(out) >= maxEndpoints {
+				return out, nil
+			}
+			c, ref := ep.Conditions, ep.TargetRef
+			if c.Ready != nil && !*c.Ready || c.Terminating != nil && *c.Terminating || len(ep.Addresses) == 0 ||
+				ref == nil || ref.Kind != "Pod" || ref.Namespace != svc.Namespace || ref.Name == "" {
+				continue
+			}
+			addr, err := netip.ParseAddr(ep.Addresses[0])
+			if err != nil || slices.Contains(out, netip.AddrPortFrom(addr, port)) {
+				continue
+			}
+			checks++
+			own, err := s.ownPod(ctx, svc.Namespace, ref, selector, addr)
+			if err != nil {
+				return nil, err
+			}
+			if own {
+				out = append(out, netip.AddrPortFrom(addr, port))
+			}
+		}
+	}
+	return out, nil
+}
+
+// slicePort is the TCP port an EndpointSlice gives the Service port named
+// name (the controller names them alike).
+func slicePort(ports []discoveryv1.EndpointPort, name string) (uint16, bool) {
+	for _, p := range ports {
+		if p.Port == nil || *p.Port < 1 || *p.Port > 65535 || p.Protocol != nil && *p.Protocol != corev1.ProtocolTCP {
+			continue
+		}
+		if p.Name == nil && name == "" || p.Name != nil && *p.Name == name {
+			return uint16(*p.Port), true
+		}
+	}
+	return 0, false
+}
+
+// ownPod reports whether ref names a running Pod of namespace that selector
+// picks, is not hostNetwork (whose IP is its node's) and has addr as its
+// IP: the API server filters, so that only the Pod's metadata comes back.
+func (s *Sweeper) ownPod(ctx context.Context, namespace string, ref *corev1.ObjectReference, selector labels.Selector, addr netip.Addr) (bool, error) {
+	list, err := s.clients.Metadata.Resource(corev1.SchemeGroupVersion.WithResource("pods")).Namespace(namespace).List(ctx, metav1.ListOptions{
+		LabelSelector: selector.String(),
+		FieldSelector: fields.AndSelectors(
+			fields.OneTermEqualSelector("metadata.name", ref.Name),
+			fields.OneTermEqualSelector("status.podIP", addr.String()),
+			fields.OneTermEqualSelector("status.phase", string(corev1.PodRunning)),
+			fields.OneTermEqualSelector("spec.hostNetwork", "false"),
+		).String(),
+		Limit: 1,
+	})
+	if err != nil {
+		return false, fmt.Errorf("list Pod %s: %w", ref.Name, err)
+	}
+	if len(list.Items) != 1 {
+		return false, nil
+	}
+	pod := list.Items[0]
+	return pod.DeletionTimestamp == nil && (ref.UID == "" || ref.UID == pod.UID), nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nsman/nsman/policy"
@@ -59,33 +60,63 @@ func TestURLPort(t *testing.T) {
 	}
 }
 
-func TestServiceAddress(t *testing.T) {
-	svc := func(typ corev1.ServiceType, ip string, ports ...corev1.ServicePort) *corev1.Service {
-		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "sink"}, Spec: corev1.ServiceSpec{Type: typ, ClusterIP: ip, Ports: ports, Selector: map[string]string{"app": "sink"}}}
+func TestServicePort(t *testing.T) {
+	svc := func(typ corev1.ServiceType, ports ...corev1.ServicePort) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "sink"}, Spec: corev1.ServiceSpec{Type: typ, ClusterIP: "10.96.0.7", Ports: ports, Selector: map[string]string{"app": "sink"}}}
 	}
-	handmade := svc(corev1.ServiceTypeClusterIP, "10.96.0.9", corev1.ServicePort{Port: 80})
+	http := corev1.ServicePort{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}
+	handmade := svc(corev1.ServiceTypeClusterIP, http)
 	handmade.Spec.Selector = nil
-	http := corev1.ServicePort{Port: 80, Protocol: corev1.ProtocolTCP}
+	headless := svc(corev1.ServiceTypeClusterIP, http)
+	headless.Spec.ClusterIP = corev1.ClusterIPNone
 	for _, tt := range []struct {
 		name string
 		svc  *corev1.Service
 		want string
 	}{
-		{"ClusterIP", svc(corev1.ServiceTypeClusterIP, "10.96.0.7", http), "10.96.0.7"},
-		{"LoadBalancer, dialled at its ClusterIP", svc(corev1.ServiceTypeLoadBalancer, "10.96.0.8", http), "10.96.0.8"},
-		{"ExternalName", svc(corev1.ServiceTypeExternalName, "", http), "the Service sink is of type ExternalName: nsman dials a Service's ClusterIP only"},
-		{"headless", svc(corev1.ServiceTypeClusterIP, corev1.ClusterIPNone, http), "the Service sink is headless: it has no ClusterIP to dial"},
-		{"no selector (endpoints written by hand)", handmade, "the Service sink has no selector: nsman dials only a Service whose endpoints Kubernetes keeps from its Pods"},
-		{"another port", svc(corev1.ServiceTypeClusterIP, "10.96.0.7", corev1.ServicePort{Port: 8080}), "the Service sink has no TCP port 80"},
-		{"UDP only", svc(corev1.ServiceTypeClusterIP, "10.96.0.7", corev1.ServicePort{Port: 80, Protocol: corev1.ProtocolUDP}), "the Service sink has no TCP port 80"},
+		{"ClusterIP", svc(corev1.ServiceTypeClusterIP, corev1.ServicePort{Name: "metrics", Port: 9090}, http), "http"},
+		{"LoadBalancer", svc(corev1.ServiceTypeLoadBalancer, http), "http"},
+		{"headless, with a selector", headless, "http"},
+		{"ExternalName", svc(corev1.ServiceTypeExternalName, http), "the Service sink is of type ExternalName: nsman dials a Service's own Pods only"},
+		{"no selector (endpoints written by hand)", handmade, "the Service sink has no selector: nsman dials only the Pods a Service's selector picks"},
+		{"another port", svc(corev1.ServiceTypeClusterIP, corev1.ServicePort{Port: 8080}), "the Service sink has no TCP port 80"},
+		{"UDP only", svc(corev1.ServiceTypeClusterIP, corev1.ServicePort{Port: 80, Protocol: corev1.ProtocolUDP}), "the Service sink has no TCP port 80"},
 	} {
-		ip, err := serviceAddress(tt.svc, 80)
-		got := ip.String()
+		sp, err := servicePort(tt.svc, 80)
+		got := sp.Name
 		if err != nil {
 			got = err.Error()
 		}
 		if got != tt.want {
 			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestSlicePort(t *testing.T) {
+	named := func(name string, port int32, protocol corev1.Protocol) discoveryv1.EndpointPort {
+		return discoveryv1.EndpointPort{Name: &name, Port: &port, Protocol: &protocol}
+	}
+	unnamed := discoveryv1.EndpointPort{Port: new(int32(8080))}
+	for _, tt := range []struct {
+		name  string
+		ports []discoveryv1.EndpointPort
+		want  int
+	}{
+		{"http", []discoveryv1.EndpointPort{named("metrics", 9090, corev1.ProtocolTCP), named("http", 8080, corev1.ProtocolTCP)}, 8080},
+		{"http", []discoveryv1.EndpointPort{named("http", 8080, corev1.ProtocolUDP)}, -1},
+		{"http", []discoveryv1.EndpointPort{named("http", 0, corev1.ProtocolTCP)}, -1},
+		{"http", []discoveryv1.EndpointPort{unnamed}, -1},
+		{"", []discoveryv1.EndpointPort{unnamed}, 8080},
+		{"", []discoveryv1.EndpointPort{named("http", 8080, corev1.ProtocolTCP)}, -1},
+	} {
+		port, ok := slicePort(tt.ports, tt.name)
+		got := int(port)
+		if !ok {
+			got = -1
+		}
+		if got != tt.want {
+			t.Errorf("slicePort(%q) = %d, want %d", tt.name, got, tt.want)
 		}
 	}
 }

@@ -22,16 +22,20 @@ type Route struct {
 	// platform's; and a tenant's scope whose receivers timed out twice
 	// defers all its later deliveries.
 	Scope string
-	// Address, when valid, is dialled instead of what the URL's host
-	// resolves to: the ClusterIP of a Service of the tenant's own
-	// namespace, read through the API. The deny list applies to it; the
-	// allow list does not, since the tenant's Service is the tenant's.
-	Address netip.Addr
-	// Recheck, when set, runs before every attempt but the first: an error
-	// ends the delivery, as when what Address was chosen from changed
-	// meanwhile, and Summary says it in the error's own words (which must
-	// be fit for a tenant).
-	Recheck func(context.Context) error
+	// Endpoints, when set, are dialled instead of what the URL's host
+	// resolves to, in turn until one connects: the ready endpoints of the
+	// Pods a Service of the tenant's own namespace selects, read through
+	// the API (its addresses and ports, the URL's port aside). The deny
+	// list applies to them; the allow list does not, since the tenant's
+	// Pods are the tenant's. No connection to them is pooled: each attempt
+	// dials endpoints checked just before it.
+	Endpoints []netip.AddrPort
+	// Recheck, when set, runs before every attempt but the first and
+	// returns the Endpoints to dial now, read again: an error ends the
+	// delivery, as when what they were chosen from changed meanwhile, and
+	// Summary says it in the error's own words (which must be fit for a
+	// tenant).
+	Recheck func(context.Context) ([]netip.AddrPort, error)
 }
 
 type routeKey struct{}
@@ -153,6 +157,9 @@ func Summary(d Delivery, err error) string {
 	}
 	return "failed: no connection" + after
 }
+
+// errNoEndpoint ends a delivery to a tenant's Pods that has none to dial.
+var errNoEndpoint = errors.New("refused: no endpoint of the Service to dial")
 
 // recheckError is a delivery that Route.Recheck ended.
 type recheckError struct{ err error }

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -67,6 +69,21 @@ func serviceURL(t *testing.T, srv string) string {
 	return "http://sink.team-a.svc.cluster.local:" + u.Port() + "/hooks/done"
 }
 
+// toPod is the route of a tenant's webhook to a Pod of its own Service at
+// ip and the port rawURL names.
+func toPod(t *testing.T, ip, rawURL string) Route {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := strconv.ParseUint(u.Port(), 10, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Route{Tenant: true, Endpoints: []netip.AddrPort{netip.AddrPortFrom(netip.MustParseAddr(ip), uint16(port))}}
+}
+
 func TestTenantRoutes(t *testing.T) {
 	loopback := netip.MustParseAddr("127.0.0.1")
 	for _, tt := range []struct {
@@ -74,6 +91,9 @@ func TestTenantRoutes(t *testing.T) {
 		allow   []string
 		route   Route
 		service bool // the URL names the Service; else the receiver's own address
+		// endpoint, when valid, is the address of the Service's Pod, on
+		// the receiver's port.
+		endpoint netip.Addr
 		// want is what Summary says; "delivered" when the receiver got it.
 		want string
 	}{
@@ -83,9 +103,9 @@ func TestTenantRoutes(t *testing.T) {
 		{name: "tenant, loopback the allow list admits", allow: []string{"127.0.0.1"}, route: Route{Tenant: true}, want: "delivered"},
 		{name: "tenant, loopback another allow list", allow: []string{"hooks.example.com"}, route: Route{Tenant: true},
 			want: "refused: host 127.0.0.1 is not in --webhook-allow"},
-		{name: "tenant, own Service", route: Route{Tenant: true, Address: loopback}, service: true, want: "delivered"},
-		{name: "tenant, own Service under an allow list", allow: []string{"hooks.example.com"}, route: Route{Tenant: true, Address: loopback}, service: true, want: "delivered"},
-		{name: "tenant, a Service address on the deny list", route: Route{Tenant: true, Address: netip.MustParseAddr("169.254.169.254")}, service: true,
+		{name: "tenant, own Service", route: Route{Tenant: true}, endpoint: loopback, service: true, want: "delivered"},
+		{name: "tenant, own Service under an allow list", allow: []string{"hooks.example.com"}, route: Route{Tenant: true}, endpoint: loopback, service: true, want: "delivered"},
+		{name: "tenant, a Service endpoint on the deny list", route: Route{Tenant: true}, endpoint: netip.MustParseAddr("169.254.169.254"), service: true,
 			want: "refused: cloud metadata address"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,6 +123,9 @@ func TestTenantRoutes(t *testing.T) {
 			target := srv.URL + "/hooks/done"
 			if tt.service {
 				target = serviceURL(t, srv.URL)
+			}
+			if tt.endpoint.IsValid() {
+				tt.route.Endpoints = toPod(t, tt.endpoint.String(), srv.URL).Endpoints
 			}
 			d, err := s.Deliver(t.Context(), tt.route, target, []byte("{}"), "k")
 			got := Summary(d, err)
@@ -152,7 +175,8 @@ func TestTenantHostIsComparedAsDialled(t *testing.T) {
 	}))
 	port := srv.Listener.Addr().(*net.TCPAddr).Port
 	s := NewSender(testOptions())
-	teamA := Route{Tenant: true, Scope: "team-a", Address: netip.MustParseAddr("127.0.0.1")}
+	teamA := toPod(t, "127.0.0.1", srv.URL)
+	teamA.Scope = "team-a"
 	if _, err := s.Deliver(t.Context(), teamA, fmt.Sprintf("http://hook.team-a.svc:%d/a", port), []byte("{}"), "k"); err != nil {
 		t.Fatalf("team-a to its own Service: %v", err)
 	}
@@ -180,7 +204,6 @@ func TestTenantHostIsComparedAsDialled(t *testing.T) {
 // What a tenant reads of a failure names no network detail: the status
 // code, a time-out, or no connection.
 func TestSummary(t *testing.T) {
-	tenant := Route{Tenant: true, Address: netip.MustParseAddr("127.0.0.1")}
 	answering := func(status int) string {
 		srv := startReceiver(t, &testReceiver{statuses: []int{status}})
 		return serviceURL(t, srv.URL)
@@ -212,6 +235,10 @@ func TestSummary(t *testing.T) {
 		opts := testOptions()
 		if tt.opts != nil {
 			tt.opts(&opts)
+		}
+		tenant := Route{Tenant: true, Endpoints: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:80")}}
+		if !strings.HasPrefix(tt.url, "gopher:") {
+			tenant = toPod(t, "127.0.0.1", tt.url)
 		}
 		d, err := NewSender(opts).Deliver(t.Context(), tenant, tt.url, []byte("{}"), "k")
 		if got := Summary(d, err); got != tt.want {
@@ -442,15 +469,17 @@ func TestRecheckRefusesARetry(t *testing.T) {
 		o.Backoff = func(int) time.Duration { return 0 }
 	}))
 	checks := 0
-	route := Route{Tenant: true, Scope: "team-a", Recheck: func(context.Context) error {
+	route := toPod(t, "127.0.0.1", srv.URL)
+	route.Scope = "team-a"
+	route.Recheck = func(context.Context) ([]netip.AddrPort, error) {
 		checks++
-		return errors.New("refused: since the first attempt, the Service sink has no selector")
-	}}
+		return nil, errors.New("refused: since the first attempt, the Service sink has no selector")
+	}
 	d, err := s.Deliver(t.Context(), route, srv.URL+"/hook", []byte("{}"), "k")
 	if got := Summary(d, err); got != "refused: since the first attempt, the Service sink has no selector" || hits.Load() != 1 || checks != 1 {
 		t.Errorf("Summary %q, %d requests, %d checks: want the retry refused after one request and one check", got, hits.Load(), checks)
 	}
-	route.Recheck = func(context.Context) error { checks++; return nil }
+	route.Recheck = func(context.Context) ([]netip.AddrPort, error) { checks++; return route.Endpoints, nil }
 	checks, before := 0, hits.Load()
 	if d, err := s.Deliver(t.Context(), route, srv.URL+"/hook", []byte("{}"), "k"); Summary(d, err) != "failed: HTTP 503 after 3 attempts" || hits.Load()-before != 3 || checks != 2 {
 		t.Errorf("Summary %q, %d requests, %d checks: want 3 attempts, a check before each retry", Summary(d, err), hits.Load()-before, checks)
@@ -502,5 +531,48 @@ func TestSlowFailureCountsAsSilence(t *testing.T) {
 		if _, err := s.Deliver(t.Context(), tenant, fast.URL, []byte("{}"), "k"); Deferred(err) || err == nil {
 			t.Errorf("a receiver that fails at once: %v, want it tried again", err)
 		}
+	}
+}
+
+// A tenant's Pods are dialled at the endpoints read before each attempt,
+// never over a pooled connection: a retry goes to the endpoints Recheck
+// returns, and two deliveries to the same Pod dial twice.
+func TestPodEndpointsAreDialledAfreshEachAttempt(t *testing.T) {
+	var busyHits, okHits atomic.Int32
+	busy := startReceiver(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		busyHits.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	var conns atomic.Int32
+	ok := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { okHits.Add(1) }))
+	ok.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		if state == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	ok.Start()
+	t.Cleanup(ok.Close)
+	s := NewSender(testOptions())
+	moved := toPod(t, "127.0.0.1", ok.URL).Endpoints
+	route := toPod(t, "127.0.0.1", busy.URL)
+	route.Recheck = func(context.Context) ([]netip.AddrPort, error) { return moved, nil }
+	if d, err := s.Deliver(t.Context(), route, "http://sink.team-a.svc/hook", []byte("{}"), "k"); err != nil || d.Attempts != 2 || busyHits.Load() != 1 || okHits.Load() != 1 {
+		t.Errorf("%+v, %v: %d requests to the first endpoint, %d to the one read again; want one each", d, err, busyHits.Load(), okHits.Load())
+	}
+	route = Route{Tenant: true, Endpoints: moved}
+	for range 2 {
+		if _, err := s.Deliver(t.Context(), route, "http://sink.team-a.svc/hook", []byte("{}"), "k"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if conns.Load() != 3 {
+		t.Errorf("%d connections for 3 requests to the Pod, want one each", conns.Load())
+	}
+	// Recheck that finds no endpoint ends the delivery.
+	route.Recheck = func(context.Context) ([]netip.AddrPort, error) { return nil, nil }
+	route.Endpoints = toPod(t, "127.0.0.1", busy.URL).Endpoints
+	before := busyHits.Load()
+	if d, err := s.Deliver(t.Context(), route, "http://sink.team-a.svc/hook", []byte("{}"), "k"); Summary(d, err) != "refused: no endpoint of the Service to dial" || busyHits.Load()-before != 1 {
+		t.Errorf("%q after %d requests, want refused after one", Summary(d, err), busyHits.Load()-before)
 	}
 }

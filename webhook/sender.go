@@ -129,12 +129,11 @@ func NewSender(o Options) *Sender {
 		if err := dialsURLHost(ctx, host); err != nil {
 			return nil, err
 		}
-		check := allow.tenantCheck(host, deny)
-		if r := routeOf(ctx); r.Address.IsValid() {
-			address, check = net.JoinHostPort(r.Address.String(), port), deny
+		if r := routeOf(ctx); len(r.Endpoints) > 0 {
+			return dialEndpoints(ctx, network, r.Endpoints, deny)
 		}
-		d := net.Dialer{Control: dialControl(check)}
-		return d.DialContext(ctx, network, address)
+		d := net.Dialer{Control: dialControl(allow.tenantCheck(host, deny))}
+		return d.DialContext(ctx, network, net.JoinHostPort(host, port))
 	}
 
 	s := &Sender{
@@ -164,6 +163,24 @@ func NewSender(o Options) *Sender {
 		s.maxBodyRead = defaultMaxBodyRead
 	}
 	return s
+}
+
+// dialEndpoints dials endpoints in turn, each checked by deny, and returns
+// the first connection made, or the last error.
+func dialEndpoints(ctx context.Context, network string, endpoints []netip.AddrPort, deny func(netip.Addr) error) (net.Conn, error) {
+	var last error
+	for _, ep := range endpoints {
+		d := net.Dialer{Control: dialControl(deny)}
+		c, err := d.DialContext(ctx, network, ep.String())
+		if err == nil {
+			return c, nil
+		}
+		last = err
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, last
 }
 
 type urlHostKey struct{}
@@ -262,7 +279,13 @@ func (s *Sender) Deliver(ctx context.Context, route Route, rawURL string, body [
 	if err := checkURL(u); err != nil {
 		return done(fmt.Errorf("webhook %s: %w", target, &invalidURLError{err: err}))
 	}
-	if !route.Address.IsValid() {
+	// toPods: the receiver is a tenant's own Pods, dialled at the
+	// endpoints route names (checked again before every attempt).
+	toPods := route.Tenant && (len(route.Endpoints) > 0 || route.Recheck != nil)
+	if toPods && len(route.Endpoints) == 0 {
+		return done(fmt.Errorf("webhook %s: %w", target, &recheckError{err: errNoEndpoint}))
+	}
+	if !toPods {
 		if err := s.allow.check(u.Hostname()); err != nil {
 			return done(fmt.Errorf("webhook %s: %w", target, err))
 		}
@@ -292,7 +315,6 @@ func (s *Sender) Deliver(ctx context.Context, route Route, rawURL string, body [
 	client := s.client
 	if route.Tenant {
 		client = s.tenant
-		ctx = context.WithValue(ctx, routeKey{}, route)
 	}
 
 	// waited is how long this Send paused for Retry-After so far: at most
@@ -300,11 +322,20 @@ func (s *Sender) Deliver(ctx context.Context, route Route, rawURL string, body [
 	var waited time.Duration
 	for {
 		if d.Attempts > 0 && route.Recheck != nil {
-			if err := route.Recheck(ctx); err != nil {
+			endpoints, err := route.Recheck(ctx)
+			if err == nil && len(endpoints) == 0 {
+				err = errNoEndpoint
+			}
+			if err != nil {
 				return done(fmt.Errorf("webhook %s: %w", target, &recheckError{err: err}))
 			}
+			route.Endpoints = endpoints
 		}
-		resp, err := s.attempt(ctx, client, u, body, idempotencyKey)
+		actx := ctx
+		if route.Tenant {
+			actx = context.WithValue(ctx, routeKey{}, route)
+		}
+		resp, err := s.attempt(actx, client, u, body, idempotencyKey, toPods)
 		d.Attempts++
 		if resp == nil && timedOut(err) && ctx.Err() == nil {
 			// Every other delivery to this receiver, in this sweep, would
@@ -343,7 +374,7 @@ func (s *Sender) Deliver(ctx context.Context, route Route, rawURL string, body [
 // attempt makes one request within the per-attempt timeout. It returns either
 // a response, whose body it has already read (at most maxBodyRead bytes) and
 // closed, or the error that prevented one.
-func (s *Sender) attempt(ctx context.Context, client *http.Client, u *url.URL, body []byte, key string) (*http.Response, error) {
+func (s *Sender) attempt(ctx context.Context, client *http.Client, u *url.URL, body []byte, key string, fresh bool) (*http.Response, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), nil)
@@ -359,6 +390,9 @@ func (s *Sender) attempt(ctx context.Context, client *http.Client, u *url.URL, b
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		req.ContentLength = int64(len(body))
 	}
+	// A fresh connection, closed after the request: one pooled under the
+	// URL's host would be reused for endpoints no longer checked.
+	req.Close = fresh
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", s.userAgent)
 	req.Header.Set(IdempotencyKeyHeader, key)

@@ -1,7 +1,7 @@
 package nsmantest
 
 import (
-	"context"
+	"cmp"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,61 +21,46 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 )
 
-// A tenant's webhook reaches a Service of its own namespace at the
-// Service's ClusterIP. No kube-proxy routes a ClusterIP here; a Service
-// CIDR in loopback space does: nsman dials the ClusterIP, and the host
-// delivers it to the Receiver listening there.
+// A tenant's webhook reaches a Service of its own namespace at the ready
+// endpoints of the Pods its selector picks. No kubelet runs those Pods
+// here: a receiver listens on an address of this host that an endpoint may
+// have (the API refuses loopback ones), and a Pod on a node no kubelet
+// runs, its status written as a kubelet would (Running, Ready, that IP),
+// is the Service's, with an EndpointSlice as the controller would write it.
 
-// LoopbackServiceCIDR is the Service CIDR the tests' receiver Services
-// take their ClusterIPs from.
-var LoopbackServiceCIDR = netip.MustParsePrefix("127.77.0.0/16")
-
-var (
-	serviceCIDRs sync.Map // kubernetes.Interface → error, once per cluster
-	nextIP       sync.Mutex
-	lastIP       = LoopbackServiceCIDR.Addr().Next()
-)
-
-// ensureLoopbackCIDR creates the loopback ServiceCIDR, once per cluster,
-// and waits until a Service may take an address of it.
-func ensureLoopbackCIDR(ctx context.Context, admin kubernetes.Interface) error {
-	once, _ := serviceCIDRs.LoadOrStore(admin, &sync.Once{})
-	var err error
-	once.(*sync.Once).Do(func() {
-		cidr := &networkingv1.ServiceCIDR{
-			ObjectMeta: metav1.ObjectMeta{Name: "nsman-test-loopback"},
-			Spec:       networkingv1.ServiceCIDRSpec{CIDRs: []string{LoopbackServiceCIDR.String()}},
-		}
-		if _, err = admin.NetworkingV1().ServiceCIDRs().Create(ctx, cidr, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
-			err = nil
-		}
-	})
-	return err
-}
-
-// allocate returns a loopback address of the CIDR no Receiver of this
-// process listens on yet.
-func allocate() (netip.Addr, error) {
-	nextIP.Lock()
-	defer nextIP.Unlock()
-	lastIP = lastIP.Next()
-	if !LoopbackServiceCIDR.Contains(lastIP) {
-		return netip.Addr{}, fmt.Errorf("the loopback Service CIDR %s is used up", LoopbackServiceCIDR)
+// receiverIP is the address of this host that receivers listen on: the
+// first global unicast address of its interfaces, IPv4 first.
+var receiverIP = sync.OnceValues(func() (netip.Addr, error) {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return netip.Addr{}, err
 	}
-	return lastIP, nil
-}
+	var found []netip.Addr
+	for _, a := range addrs {
+		p, err := netip.ParsePrefix(a.String())
+		if err != nil || !p.Addr().IsGlobalUnicast() {
+			continue
+		}
+		found = append(found, p.Addr().Unmap())
+	}
+	slices.SortStableFunc(found, func(a, b netip.Addr) int { return cmp.Compare(a.BitLen(), b.BitLen()) })
+	if len(found) == 0 {
+		return netip.Addr{}, fmt.Errorf("no global unicast address on this host's interfaces (%v): a Service's endpoint may not be a loopback address", addrs)
+	}
+	return found[0], nil
+})
 
 // ServiceURL makes the Receiver reachable as Service name of namespace ns
 // (once; a second call returns the same URL):
-// it listens on a new loopback address, which the Service has as its
-// ClusterIP, on the Service's port. It returns the URL a manager of ns
+// it listens on a new port of this host's address, which the Service's
+// Pod has as its IP, on the Service's port. It returns the URL a manager of ns
 // names it by: http://<name>.<ns>.svc.cluster.local:<port>.
 func (r *Receiver) ServiceURL(t testing.TB, admin kubernetes.Interface, ns, name string) string {
 	t.Helper()
@@ -84,11 +70,11 @@ func (r *Receiver) ServiceURL(t testing.TB, admin kubernetes.Interface, ns, name
 	if ok {
 		return url
 	}
-	l := listenLoopback(t)
+	l := listenAsPod(t)
 	srv := &http.Server{Handler: r.handler, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })
-	url = loopbackService(t, admin, ns, name, l.Addr().(*net.TCPAddr))
+	url = podService(t, admin, ns, name, l.Addr().(*net.TCPAddr))
 	r.mu.Lock()
 	if r.services == nil {
 		r.services = map[string]string{}
@@ -99,13 +85,13 @@ func (r *Receiver) ServiceURL(t testing.TB, admin kubernetes.Interface, ns, name
 }
 
 // SilentServiceURL is the URL of a Service name of namespace ns whose
-// ClusterIP and port nothing listens on.
+// Pod's address and port nothing listens on.
 func SilentServiceURL(t testing.TB, admin kubernetes.Interface, ns, name string) string {
 	t.Helper()
-	l := listenLoopback(t)
+	l := listenAsPod(t)
 	addr := l.Addr().(*net.TCPAddr)
 	_ = l.Close()
-	return loopbackService(t, admin, ns, name, addr)
+	return podService(t, admin, ns, name, addr)
 }
 
 // ServeAsService serves h as Service name of namespace ns, as ServiceURL
@@ -118,8 +104,8 @@ func ServeAsService(t testing.TB, admin kubernetes.Interface, ns, name string, h
 }
 
 // StartAsService starts srv, stopped when t ends, on a new address of
-// LoopbackServiceCIDR and makes it Service name of namespace ns, whose
-// ClusterIP and port that address is; the caller may set anything of srv
+// this host and makes it Service name of namespace ns, whose Pod's
+// endpoint that address is; the caller may set anything of srv
 // but its listener (ConnState, to count connections, say). With
 // srv.TLSConfig set it serves TLS, and the URL is https; a TLSConfig
 // without a certificate gets one issued to the Service's names
@@ -129,7 +115,7 @@ func ServeAsService(t testing.TB, admin kubernetes.Interface, ns, name string, h
 // by: http(s)://<name>.<ns>.svc.cluster.local:<port>.
 func StartAsService(t testing.TB, admin kubernetes.Interface, ns, name string, srv *http.Server) string {
 	t.Helper()
-	l := listenLoopback(t)
+	l := listenAsPod(t)
 	scheme := "http"
 	if srv.TLSConfig != nil {
 		scheme = "https"
@@ -142,7 +128,7 @@ func StartAsService(t testing.TB, admin kubernetes.Interface, ns, name string, s
 		go func() { _ = srv.Serve(l) }()
 	}
 	t.Cleanup(func() { _ = srv.Close() })
-	url := loopbackService(t, admin, ns, name, l.Addr().(*net.TCPAddr))
+	url := podService(t, admin, ns, name, l.Addr().(*net.TCPAddr))
 	return scheme + strings.TrimPrefix(url, "http")
 }
 
@@ -171,13 +157,10 @@ func selfSigned(t testing.TB, names ...string) tls.Certificate {
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
 
-// listenLoopback listens on a new address of LoopbackServiceCIDR.
-func listenLoopback(t testing.TB) net.Listener {
+// listenAsPod listens on a new port of receiverIP.
+func listenAsPod(t testing.TB) net.Listener {
 	t.Helper()
-	ip, err := allocate()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ip := ReceiverIP(t)
 	l, err := net.Listen("tcp", netip.AddrPortFrom(ip, 0).String())
 	if err != nil {
 		t.Fatalf("listen on %s: %v", ip, err)
@@ -185,41 +168,124 @@ func listenLoopback(t testing.TB) net.Listener {
 	return l
 }
 
-// loopbackService creates Service name of namespace ns with addr's IP as
-// its ClusterIP and its port, and returns its URL.
-func loopbackService(t testing.TB, admin kubernetes.Interface, ns, name string, addr *net.TCPAddr) string {
+// podService creates Service name of namespace ns on addr's port, with
+// a selector that picks one Pod at addr's IP, whose ready endpoint an
+// EndpointSlice gives on that port, and returns the Service's URL.
+func podService(t testing.TB, admin kubernetes.Interface, ns, name string, addr *net.TCPAddr) string {
 	t.Helper()
 	ctx := t.Context()
-	if err := ensureLoopbackCIDR(ctx, admin); err != nil {
-		t.Fatalf("create the loopback ServiceCIDR: %v", err)
+	ip, ok := netip.AddrFromSlice(addr.IP)
+	if !ok {
+		t.Fatalf("listener address %s", addr)
 	}
+	ip = ip.Unmap()
 	// A manifest played out may name its namespace before it is applied.
 	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("create namespace %s: %v", ns, err)
 	}
+	selector := map[string]string{"app.kubernetes.io/name": name}
+	port := int32(addr.Port)
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: corev1.ServiceSpec{
-			ClusterIP: addr.IP.String(),
-			Ports:     []corev1.ServicePort{{Name: "http", Port: int32(addr.Port), Protocol: corev1.ProtocolTCP}},
-			// nsman dials only a Service with a selector; none of its
-			// Pods need exist, since the receiver listens on the ClusterIP.
-			Selector: map[string]string{"app.kubernetes.io/name": name},
+			Ports:    []corev1.ServicePort{{Name: "http", Port: port, TargetPort: intstr.FromInt32(port), Protocol: corev1.ProtocolTCP}},
+			Selector: selector,
 		},
 	}
-	// The ServiceCIDR is usable once the API server's allocator has seen it.
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, last = admin.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
-		if apierrors.IsInvalid(last) {
-			return false, nil
-		}
-		return last == nil, last
-	})
-	if err != nil {
-		t.Fatalf("create Service %s/%s at %s: %v (last: %v)", ns, name, addr.IP, err, last)
+	if _, err := admin.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create Service %s/%s: %v", ns, name, err)
 	}
+	pod := ReadyPod(t, admin, ns, name+"-"+strconv.Itoa(addr.Port), selector, ip)
+	ServiceEndpoint(t, admin, ns, name, pod, port)
 	return "http://" + name + "." + ns + ".svc.cluster.local:" + strconv.Itoa(addr.Port)
+}
+
+// ReadyPod creates, as admin, Pod name of namespace ns with labels on a
+// node no kubelet runs, and writes its status as a kubelet would: Running,
+// Ready, at ip. Each of muts may change the Pod, its status included,
+// before it is created.
+func ReadyPod(t testing.TB, admin kubernetes.Interface, ns, name string, labels map[string]string, ip netip.Addr, muts ...func(*corev1.Pod)) *corev1.Pod {
+	t.Helper()
+	ctx := t.Context()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: staticNode}}
+	if _, err := admin.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	want := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec: corev1.PodSpec{
+			NodeName: staticNode, RestartPolicy: corev1.RestartPolicyNever,
+			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+			Containers:  []corev1.Container{{Name: "receiver", Image: "registry.invalid/receiver:1"}},
+		},
+		Status: corev1.PodStatus{
+			Phase: corev1.PodRunning, PodIP: ip.String(), PodIPs: []corev1.PodIP{{IP: ip.String()}}, StartTime: &now,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}},
+		},
+	}
+	for _, mut := range muts {
+		mut(want)
+	}
+	pod, err := admin.CoreV1().Pods(ns).Create(ctx, want, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create Pod %s/%s: %v", ns, name, err)
+	}
+	pod.Status = want.Status
+	pod, err = admin.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatalf("write the status of Pod %s/%s: %v", ns, name, err)
+	}
+	return pod
+}
+
+// ServiceEndpoint writes, as admin, an EndpointSlice of Service name of
+// namespace ns that gives pod's IP as a ready endpoint of its port "http"
+// at port, as the EndpointSlice controller would (it leaves a slice
+// managed by another alone).
+func ServiceEndpoint(t testing.TB, admin kubernetes.Interface, ns, name string, pod *corev1.Pod, port int32) {
+	t.Helper()
+	ref := &corev1.ObjectReference{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}
+	EndpointSlice(t, admin, ns, name, pod.Name, netip.AddrPortFrom(netip.MustParseAddr(pod.Status.PodIP), uint16(port)), ref)
+}
+
+// EndpointSlice writes, as admin, EndpointSlice sliceName of Service name
+// of namespace ns that gives at as a ready endpoint of its port "http",
+// with ref as the endpoint's target (none when nil): as the controller
+// would for a Pod, or by hand.
+func EndpointSlice(t testing.TB, admin kubernetes.Interface, ns, name, sliceName string, at netip.AddrPort, ref *corev1.ObjectReference) {
+	t.Helper()
+	addressType := discoveryv1.AddressTypeIPv4
+	if at.Addr().Is6() {
+		addressType = discoveryv1.AddressTypeIPv6
+	}
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   sliceName,
+			Labels: map[string]string{discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: "nsman-test"},
+		},
+		AddressType: addressType,
+		Ports:       []discoveryv1.EndpointPort{{Name: new("http"), Port: new(int32(at.Port())), Protocol: new(corev1.ProtocolTCP)}},
+		Endpoints: []discoveryv1.Endpoint{{
+			Addresses:  []string{at.Addr().String()},
+			Conditions: discoveryv1.EndpointConditions{Ready: new(true)},
+			TargetRef:  ref,
+		}},
+	}
+	if _, err := admin.DiscoveryV1().EndpointSlices(ns).Create(t.Context(), slice, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create EndpointSlice %s/%s: %v", ns, slice.Name, err)
+	}
+}
+
+// ReceiverIP is the address of this host that a test's receivers listen
+// on, as Pods' endpoints.
+func ReceiverIP(t testing.TB) netip.Addr {
+	t.Helper()
+	ip, err := receiverIP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ip
 }
 
 // serves reports whether the Receiver is reachable as Service name of

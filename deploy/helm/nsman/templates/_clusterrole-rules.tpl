@@ -21,7 +21,9 @@ wildcards, no Secrets, no CRD writes.
   resources: [namespaces]
   verbs: [list, patch, delete]
 # PODS_SUCCEED and PODS_FAILED checks; what a DELETE reclaims: the CPU
-# and memory its pods not finished request; IDLE: the newest pod created.
+# and memory its pods not finished request; IDLE: the newest pod created;
+# a tenant's WEBHOOK to a Service of its own namespace: whether an
+# endpoint is a Pod its selector picks (metadata, filtered by the server).
 - apiGroups: [""]
   resources: [pods]
   verbs: [list]
@@ -29,10 +31,15 @@ wildcards, no Secrets, no CRD writes.
 - apiGroups: [""]
   resources: [persistentvolumeclaims]
   verbs: [list]
-# A tenant's WEBHOOK to a Service of its own namespace: its type, selector, ClusterIP
+# A tenant's WEBHOOK to a Service of its own namespace: its type, selector
 # and ports (a list by name); what a DELETE reclaims: its LoadBalancers.
 - apiGroups: [""]
   resources: [services]
+  verbs: [list]
+# A tenant's WEBHOOK to a Service of its own namespace: the endpoints to
+# dial, each checked against its Pod.
+- apiGroups: [discovery.k8s.io]
+  resources: [endpointslices]
   verbs: [list]
 # PODS_SUCCEED: a Job whose pods match and that has not finished holds
 # the check back; PODS_FAILED: a failed Job holds; IDLE: the newest Job
