@@ -185,7 +185,7 @@ func TestTenantHostIsComparedAsDialled(t *testing.T) {
 		"hook.team-a.%EF%BD%93vc", // the same, percent-encoded
 		"HOOK.TEAM-A.ЅVC",         // a Cyrillic capital DZE for the S
 		"hook.team-a.svc。",        // an ideographic full stop
-		"hook.team-a.s­vc",        // a soft hyphen, which IDNA drops
+		"hook.team-a.s\u00advc",   // a soft hyphen, which IDNA drops
 		"bücher.example",          // an IDN written in Unicode: xn--bcher-kva.example is its form
 	} {
 		raw := fmt.Sprintf("http://%s:%d/b", host, port)
