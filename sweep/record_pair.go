@@ -7,13 +7,54 @@ import (
 	"maps"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/nsman/nsman/policy"
 )
 
-// PairAnnotationPrefix, followed by a rule's UID, is the annotation on a
-// namespace that holds the rule's record of it (PairStatus, as JSON),
-// written only when there is something to keep.
+// PairAnnotationPrefix begins the annotation on a namespace that holds a
+// rule's record of it (PairStatus, as JSON), written only when there is
+// something to keep: PairAnnotation.
 const PairAnnotationPrefix = "nsman.k8s.consol.de/rule-"
+
+// PairAnnotation is the annotation that holds the records of the rule of
+// UID uid: PairAnnotationPrefix and a digest of the UID. Whoever reads the
+// namespace learns the key, not the rule's UID; a rule recreated under the
+// same name (another UID) starts afresh.
+func PairAnnotation(uid types.UID) string {
+	return PairAnnotationPrefix + digest("record/%s", uid)
+}
+
+// legacyPairAnnotation is where earlier versions kept the rule's record:
+// PairAnnotationPrefix and the rule's UID itself. A record found there
+// alone is read as the rule's, and moved to PairAnnotation by the next
+// write of it, so that a rule never acts twice for a record it wrote
+// before.
+func legacyPairAnnotation(uid types.UID) string {
+	return PairAnnotationPrefix + string(uid)
+}
+
+// pairAnnotations are the annotations that hold records of the rules of
+// uids, at either key: the others are records of rules that are gone.
+func pairAnnotations(uids map[types.UID]bool) map[string]bool {
+	keys := make(map[string]bool, 2*len(uids))
+	for uid := range uids {
+		keys[PairAnnotation(uid)], keys[legacyPairAnnotation(uid)] = true, true
+	}
+	return keys
+}
+
+// recordOf is the rule's record of ns as listed and the annotation that
+// holds it: key, else legacy, else none.
+func recordOf(ns namespaceInfo, key, legacy string) (raw, at string) {
+	if raw, ok := ns.pairs[key]; ok {
+		return raw, key
+	}
+	if raw, ok := ns.pairs[legacy]; ok {
+		return raw, legacy
+	}
+	return "", ""
+}
 
 // PairStatus is a rule's record of one namespace, which lives on the
 // namespace: a namespace recreated under the same name starts afresh.
@@ -36,7 +77,9 @@ type PairStatus struct {
 type pairRecord struct {
 	s    *Sweeper
 	rule *policy.Manager
-	key  string
+	// key is PairAnnotation, legacy the rule's legacyPairAnnotation; at
+	// is the one that held the record as listed (none: "").
+	key, legacy, at string
 	// ns is the namespace as listed.
 	ns namespaceInfo
 	// toldFailure: the rule's status lists a failed action on the
@@ -74,7 +117,7 @@ func (pr *pairRecord) unchanged(listed, now namespaceInfo) bool {
 		listed, now = withoutTouch(listed), withoutTouch(now)
 	}
 	return now.uid == listed.uid && !now.terminating && now.labels == listed.labels && now.hold == listed.hold && now.expires == listed.expires && now.touched == listed.touched &&
-		now.pairs[pr.key] == listed.pairs[pr.key]
+		now.pairs[pr.key] == listed.pairs[pr.key] && now.pairs[pr.legacy] == listed.pairs[pr.legacy]
 }
 
 func (pr *pairRecord) claim(ctx context.Context, c Claim, _ Entry, final bool) error {
@@ -96,7 +139,7 @@ func (pr *pairRecord) claim(ctx context.Context, c Claim, _ Entry, final bool) e
 func (pr *pairRecord) write(ctx context.Context, o outcome) error {
 	switch {
 	case pr.claimed != nil:
-		err := pr.replace(ctx, mustJSON(*pr.claimed), pr.after(*pr.claimed, o))
+		err := pr.replace(ctx, pr.key, mustJSON(*pr.claimed), pr.after(*pr.claimed, o))
 		if lostClaim(err) {
 			return fmt.Errorf("the namespace's record changed since this sweep claimed it: %w", err)
 		}
@@ -104,7 +147,7 @@ func (pr *pairRecord) write(ctx context.Context, o outcome) error {
 	case o.last != nil:
 		// A DELETE's, which may have left the namespace terminating: it
 		// replaces the record as listed, if it is still that.
-		err := pr.replace(ctx, pr.ns.pairs[pr.key], pr.after(pr.stored, o))
+		err := pr.replace(ctx, pr.at, pr.ns.pairs[pr.at], pr.after(pr.stored, o))
 		if lostClaim(err) {
 			return fmt.Errorf("namespace %s's record %w", pr.ns.name, errChanged)
 		}
@@ -141,26 +184,36 @@ func needsRecord(e Entry, checks map[string]policy.CheckState, stored Progress) 
 }
 
 // writeAsListed writes st as the pair's record with a merge patch
-// conditional on the namespace's resourceVersion (see asListed).
+// conditional on the namespace's resourceVersion (see asListed), removing
+// a record listed at the legacy key.
 func (pr *pairRecord) writeAsListed(ctx context.Context, st PairStatus) error {
-	record := mustJSON(st)
+	annotations := map[string]any{pr.key: mustJSON(st)}
+	if _, ok := pr.ns.pairs[pr.legacy]; ok {
+		annotations[pr.legacy] = nil // null removes it in a merge patch
+	}
 	return pr.s.asListed(ctx, pr.ns, pr.unchanged, func(resourceVersion string) error {
 		body := mustJSON(map[string]any{"metadata": map[string]any{
 			"resourceVersion": resourceVersion,
-			"annotations":     map[string]any{pr.key: record},
+			"annotations":     annotations,
 		}})
 		return pr.s.writer.patchNamespace(ctx, pr.ns.name, apiPatch{body: []byte(body)})
 	})
 }
 
-// replace replaces the record was with st, if it is still was; with no
-// record before, st is merged in on the namespace's uid (it may have no
-// annotations for a JSON patch to add to).
-func (pr *pairRecord) replace(ctx context.Context, was string, st PairStatus) error {
+// replace replaces the record was, at annotation at, with st at pr.key,
+// if it is still was; with no record before (at is ""), st is merged in on
+// the namespace's uid (it may have no annotations for a JSON patch to add
+// to).
+func (pr *pairRecord) replace(ctx context.Context, at, was string, st PairStatus) error {
 	// The uid in a merge patch is a precondition: never a namespace recreated.
 	patch := apiPatch{body: []byte(mustJSON(map[string]any{"metadata": map[string]any{"uid": pr.ns.uid, "annotations": map[string]any{pr.key: mustJSON(st)}}}))}
-	if path := annotationPointer(pr.key); was != "" {
+	switch path := annotationPointer(pr.key); {
+	case at == pr.key:
 		patch = jsonPatch("", patchOp{"test", path, was}, patchOp{"replace", path, mustJSON(st)})
+	case at != "":
+		// A record at the legacy key moves to pr.key.
+		old := annotationPointer(at)
+		patch = jsonPatch("", patchOp{"test", old, was}, patchOp{Op: "remove", Path: old}, patchOp{"add", path, mustJSON(st)})
 	}
 	return pr.s.retry(ctx, func(ctx context.Context) error {
 		return pr.s.writer.patchNamespace(ctx, pr.ns.name, patch)

@@ -156,7 +156,8 @@ type ruleRun struct {
 	rule *policy.Manager
 	// base is the rule's entry, which each pair's starts from.
 	base Entry
-	key  string
+	// key is the rule's PairAnnotation, legacy its legacyPairAnnotation.
+	key, legacy string
 	// ruleHold is the rule's own hold, judged once: one ignored is
 	// reported on the rule (ruleHoldIgnored), not on every namespace.
 	ruleHold, ruleHoldIgnored string
@@ -180,7 +181,7 @@ type ruleRun struct {
 }
 
 func (s *Sweeper) newRuleRun(r *sweepRun, obj *unstructured.Unstructured, m policy.Manager, stored Status) *ruleRun {
-	ru := &ruleRun{s: s, r: r, rule: &m, key: PairAnnotationPrefix + string(m.UID), tally: &ruleTally{}, failedLatest: map[string]bool{},
+	ru := &ruleRun{s: s, r: r, rule: &m, key: PairAnnotation(m.UID), legacy: legacyPairAnnotation(m.UID), tally: &ruleTally{}, failedLatest: map[string]bool{},
 		base: Entry{Namespace: m.Namespace, Name: m.Name, Rule: true}}
 	ru.ruleHold = obj.GetAnnotations()[HoldAnnotation]
 	ru.ruleHoldIgnored = holdsAt([]hold{{on: "rule " + m.Namespace + "/" + m.Name, value: ru.ruleHold}}, r.now, s.cfg.MaxHold).ignored
@@ -212,7 +213,7 @@ func (ru *ruleRun) match(namespaces map[string]namespaceInfo) ([]Entry, int) {
 		if slices.Contains(s.cfg.ProtectedNamespaces, name) || slices.Contains(s.cfg.TrustedNamespaces, name) || !m.Rule.Matches(name, ns.labels) {
 			continue
 		}
-		if ns.terminating && !lostDelete(ns.pairs[ru.key]) {
+		if record, _ := recordOf(ns, ru.key, ru.legacy); ns.terminating && !lostDelete(record) {
 			// The shard that owns the rule tells them all, in its status.
 			if deletes(*m) && ru.owner {
 				ru.terminating = append(ru.terminating, ns)
@@ -281,7 +282,8 @@ func (ru *ruleRun) evaluate(ctx context.Context, i int, check podsCheck) (pairWo
 		return pairWork{}, false
 	}
 	ns := ru.pairs[i]
-	rec := &pairRecord{s: ru.s, rule: ru.rule, key: ru.key, ns: ns, now: ru.r.now, stored: decodePair(ns.pairs[ru.key]),
+	record, at := recordOf(ns, ru.key, ru.legacy)
+	rec := &pairRecord{s: ru.s, rule: ru.rule, key: ru.key, legacy: ru.legacy, at: at, ns: ns, now: ru.r.now, stored: decodePair(record),
 		toldFailure: ru.failedLatest[ns.name], events: ru.tally}
 	d := ru.s.evaluatePair(ctx, ru.r, rec, e, check, ru.ruleHold)
 	if d.plan == nil && !needsRecord(d.entry, d.checks, rec.stored.Progress) {

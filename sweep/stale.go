@@ -4,7 +4,6 @@ import (
 	"context"
 	"maps"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -47,6 +46,7 @@ func (s *Sweeper) removeStaleRecords(ctx context.Context, r *sweepRun, managers 
 		keys, values []string
 	}
 	var found []stale
+	live := pairAnnotations(managers)
 	for _, name := range slices.Sorted(maps.Keys(namespaces)) {
 		ns := namespaces[name]
 		if len(ns.pairs) == 0 || ns.terminating || ShardOf(ns.uid, s.cfg.ShardCount) != s.cfg.ShardIndex {
@@ -54,7 +54,7 @@ func (s *Sweeper) removeStaleRecords(ctx context.Context, r *sweepRun, managers 
 		}
 		f := stale{namespace: name}
 		for _, key := range slices.Sorted(maps.Keys(ns.pairs)) {
-			if managers[types.UID(strings.TrimPrefix(key, PairAnnotationPrefix))] {
+			if live[key] {
 				continue
 			}
 			// A record that holds no time (edited by hand, say) stays.

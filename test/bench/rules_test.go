@@ -94,7 +94,7 @@ func measureRules(t *testing.T, bin string, n, due int) ([]measurement, string) 
 		return fmt.Sprintf("%d pods", pods), err
 	}, trusted...)
 
-	key, ruleRef := sweep.PairAnnotationPrefix+string(rule.GetUID()), rulesNamespace+"/"+ruleName
+	key, ruleRef := sweep.PairAnnotation(rule.GetUID()), rulesNamespace+"/"+ruleName
 	var dels, floors []measurement
 	for r := range deleteRounds {
 		// due namespaces with a Running pod become due: the pod succeeds,

@@ -712,3 +712,125 @@ func TestHelmChartAdmissionPolicyRefusesWhatNsmanWouldNot(t *testing.T) {
 		t.Errorf("namespace %s not deleted", other)
 	}
 }
+
+// tenantClient is a ServiceAccount of namespace home that may get, update
+// and patch every namespace, its status and finalize subresources
+// included, and create namespaces: more than a platform gives a tenant,
+// which lets nothing but the admission policy refuse its writes.
+func tenantClient(ctx context.Context, t *testing.T, home string) (kubernetes.Interface, string) {
+	t.Helper()
+	const sa = "tenant"
+	name := "nsman-test-tenant-" + home
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{""}, Resources: []string{"namespaces", "namespaces/status", "namespaces/finalize"}, Verbs: []string{"get", "update", "patch", "create"},
+	}}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: home, Name: sa}}}
+	if _, err := shared.Admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := shared.Admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = shared.Admin.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = shared.Admin.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	cfg, err := shared.ServiceAccountConfig(ctx, home, sa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client, cluster.ServiceAccountUser(home, sa)
+}
+
+// TestRuleRecordHidesTheRuleUID: a tenant sets a hold that does not parse
+// on its namespace, and the rule that waits on it records that it ignored
+// it; nothing the tenant can read on its namespace holds the rule's UID.
+func TestRuleRecordHidesTheRuleUID(t *testing.T) {
+	e := setup(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	home := shared.Namespace(t)
+	target := labelled(t, home, 1)[0]
+	tenant, _ := tenantClient(ctx, t, home)
+	if _, err := tenant.CoreV1().Namespaces().Patch(ctx, target, types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:"soon"}}}`, sweep.HoldAnnotation)), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createManager(t, managerObj(home, "waits", home, []any{ttlPolicy("in an hour", 3600, deleteAction)}, selecting(home)))
+	uid := string(e.Manager(t, home, "waits").GetUID())
+	res := e.Sweep(t, "-l", caseLabel+"="+home, "--trusted-namespaces", home)
+	wantCode(t, res, 0)
+	if p := res.Pair(t, home, "waits", target); p.State != sweep.StateWaiting || p.HoldIgnored == "" {
+		t.Fatalf("pair: %q (%s), hold ignored %q, want waiting with the hold ignored", p.State, p.Message, p.HoldIgnored)
+	}
+	ns, err := tenant.CoreV1().Namespaces().Get(ctx, target, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	records := 0
+	for k, v := range ns.Annotations {
+		if strings.HasPrefix(k, sweep.PairAnnotationPrefix) {
+			records++
+		}
+		if strings.Contains(k, uid) || strings.Contains(v, uid) {
+			t.Errorf("annotation %s=%s on %s holds the rule's UID %s", k, v, target, uid)
+		}
+	}
+	if records != 1 {
+		t.Errorf("%d records on %s, want the rule's one: %v", records, target, ns.Annotations)
+	}
+}
+
+// TestLegacyRuleRecordIsReadAndMoved: a record kept under the rule's UID,
+// as nsman wrote it before, is the rule's: its policy that fired does not
+// fire again, and the next write of the record moves it under the key
+// that hides the UID.
+func TestLegacyRuleRecordIsReadAndMoved(t *testing.T) {
+	e := setup(t)
+	home := shared.Namespace(t)
+	target := labelled(t, home, 1)[0]
+	recv := nsmantest.NewReceiver(t)
+	// A stage, then a final policy in an hour.
+	now := ttlPolicy("now", 0, webhookAction(recv.URL+"/now"))
+	now["final"] = false
+	createManager(t, managerObj(home, "moved", home, []any{now, ttlPolicy("in an hour", 3600, webhookAction(recv.URL+"/later"))}, selecting(home)))
+	rule := e.Manager(t, home, "moved")
+	args := []string{"-l", caseLabel + "=" + home, "--trusted-namespaces", home}
+	res := e.Sweep(t, args...)
+	wantCode(t, res, 0)
+	key, legacy := sweep.PairAnnotation(rule.GetUID()), sweep.PairAnnotationPrefix+string(rule.GetUID())
+	_, ns := pairRecord(t, target, rule.GetUID())
+	record := ns.Annotations[key]
+	if record == "" || len(recv.Deliveries()) != 1 {
+		t.Fatalf("first sweep: record %q, %d deliveries, want a record and 1", record, len(recv.Deliveries()))
+	}
+	// As nsman kept it before; and a hold that does not parse, which the
+	// rule records.
+	pointer := func(k string) string { return "/metadata/annotations/" + strings.ReplaceAll(k, "/", "~1") }
+	move := fmt.Sprintf(`[{"op":"test","path":%q,"value":%q},{"op":"remove","path":%q},{"op":"add","path":%q,"value":%q},{"op":"add","path":%q,"value":"soon"}]`,
+		pointer(key), record, pointer(key), pointer(legacy), record, pointer(sweep.HoldAnnotation))
+	if _, err := shared.Admin.CoreV1().Namespaces().Patch(t.Context(), target, types.JSONPatchType, []byte(move), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	res = e.Sweep(t, args...)
+	wantCode(t, res, 0)
+	if p := res.Pair(t, home, "moved", target); p.State != sweep.StateWaiting || p.HoldIgnored == "" {
+		t.Errorf("pair: %q (%s), hold ignored %q, want waiting for the next policy, the hold ignored", p.State, p.Message, p.HoldIgnored)
+	}
+	if n := len(recv.Deliveries()); n != 1 {
+		t.Errorf("%d deliveries, want 1: the record under the rule's UID was not read", n)
+	}
+	st, ns := pairRecord(t, target, rule.GetUID())
+	if _, ok := ns.Annotations[legacy]; ok {
+		t.Errorf("the record under the rule's UID is still there: %v", ns.Annotations)
+	}
+	if st.LastAction == nil || st.LastAction.Policy != "now" || st.LastAction.Result != sweep.ResultSucceeded || st.IgnoredHold == "" {
+		t.Errorf("record %+v, want the first policy's success and the hold ignored", st)
+	}
+}

@@ -112,7 +112,7 @@ func letPairBackoffPass(t *testing.T, namespace string, ruleUID types.UID) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{sweep.PairAnnotationPrefix + string(ruleUID): string(raw)}}})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{sweep.PairAnnotation(ruleUID): string(raw)}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -270,7 +270,7 @@ func playOutRule(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver, objs 
 			t.Fatal(err)
 		}
 		for _, m := range rules {
-			if record, ok := got.Annotations[sweep.PairAnnotationPrefix+string(m.UID)]; ok {
+			if record, ok := got.Annotations[sweep.PairAnnotation(m.UID)]; ok {
 				t.Errorf("namespace %s, which rule %s/%s does not match, has its record %s", ns.GetName(), m.Namespace, m.Name, record)
 			}
 		}

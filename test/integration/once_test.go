@@ -493,7 +493,7 @@ func TestRuleLostDeleteAnswerIsConfirmed(t *testing.T) {
 	createManager(t, managerObj(home, "gone", home, []any{ttlPolicy("delete at once", 3600, deleteAction)}, selecting(home)))
 	rule := e.Manager(t, home, "gone")
 	m, _ := policy.Parse(rule)
-	key := sweep.PairAnnotationPrefix + string(rule.GetUID())
+	key := sweep.PairAnnotation(rule.GetUID())
 	for _, ns := range []string{lost, refused} {
 		keepTerminating(t, ns)
 		last := sweep.LastAction{Policy: "delete at once", Action: "DELETE", Result: sweep.ResultFailed, Time: time.Now().UTC(), Uncertain: ns == lost}

@@ -61,7 +61,7 @@ func pairRecord(t *testing.T, namespace string, ruleUID types.UID) (sweep.PairSt
 		t.Fatal(err)
 	}
 	var st sweep.PairStatus
-	if raw, ok := ns.Annotations[sweep.PairAnnotationPrefix+string(ruleUID)]; ok {
+	if raw, ok := ns.Annotations[sweep.PairAnnotation(ruleUID)]; ok {
 		if err := json.Unmarshal([]byte(raw), &st); err != nil {
 			t.Fatalf("record on %s: %v", namespace, err)
 		}
@@ -464,7 +464,7 @@ func TestRuleMinChecksProgressPerPair(t *testing.T) {
 	if st, _ := pairRecord(t, passing, rule.GetUID()); st.Checks["tests passed"].Passed != 1 {
 		t.Errorf("record on %s: %+v, want one check passed", passing, st)
 	}
-	if _, ns := pairRecord(t, running, rule.GetUID()); ns.Annotations[sweep.PairAnnotationPrefix+string(rule.GetUID())] != "" {
+	if _, ns := pairRecord(t, running, rule.GetUID()); ns.Annotations[sweep.PairAnnotation(rule.GetUID())] != "" {
 		t.Errorf("a namespace with nothing to keep got a record: %v", ns.Annotations)
 	}
 	time.Sleep(2100 * time.Millisecond) // periodSeconds 1, on the API server's clock of whole seconds
@@ -584,7 +584,7 @@ func TestRuleClaimSurvivesPauseAndResume(t *testing.T) {
 	dead := sweep.PairStatus{Rule: home + "/claimed", Progress: sweep.Progress{Claim: &sweep.Claim{Policy: "at once", Action: "WEBHOOK", Sweep: "dead",
 		Expires: time.Now().Add(-time.Minute).UTC(), Generation: rule.GetGeneration(), TargetUID: ns.UID, Spec: m.Arming}}}
 	raw, _ := json.Marshal(dead)
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{sweep.PairAnnotationPrefix + string(rule.GetUID()): string(raw)}}})
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{sweep.PairAnnotation(rule.GetUID()): string(raw)}}})
 	if _, err := shared.Admin.CoreV1().Namespaces().Patch(t.Context(), target, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -685,7 +685,7 @@ func TestStaleRecordsOfGoneRules(t *testing.T) {
 	// A manager that is no rule now may be one again (its selector
 	// restored): its records stay.
 	createManager(t, managerObj(home, "was-a-rule", home, []any{ttlPolicy("later", 3600, deleteAction)}, targeting(home)))
-	wasRule := sweep.PairAnnotationPrefix + string(e.Manager(t, home, "was-a-rule").GetUID())
+	wasRule := sweep.PairAnnotation(e.Manager(t, home, "was-a-rule").GetUID())
 	annotate(matched, map[string]string{gone: record(home+"/gone", old), recent: record(home+"/recent", young), wasRule: record(home+"/was-a-rule", old)})
 	annotate(elsewhere, map[string]string{gone: record(home+"/gone", old)})
 	args := []string{"-l", caseLabel + "=" + home, "--trusted-namespaces", home}
@@ -718,7 +718,7 @@ func TestStaleRecordsOfGoneRules(t *testing.T) {
 		{elsewhere, gone, false},
 		{matched, recent, true},
 		{matched, wasRule, true},
-		{matched, sweep.PairAnnotationPrefix + string(rule.GetUID()), true},
+		{matched, sweep.PairAnnotation(rule.GetUID()), true},
 	} {
 		if got := has(c.ns, c.key); got != c.want {
 			t.Errorf("namespace %s has %s: %v, want %v", c.ns, c.key, got, c.want)

@@ -176,7 +176,7 @@ func (m mix) checkConverged(t *testing.T, e *nsmantest.Env, recv *nsmantest.Rece
 			t.Fatal(err)
 		}
 		var st sweep.PairStatus
-		if err := json.Unmarshal([]byte(obj.Annotations[sweep.PairAnnotationPrefix+string(uid)]), &st); err != nil || st.LastAction == nil || st.LastAction.Result != sweep.ResultSucceeded || st.Claim != nil {
+		if err := json.Unmarshal([]byte(obj.Annotations[sweep.PairAnnotation(uid)]), &st); err != nil || st.LastAction == nil || st.LastAction.Result != sweep.ResultSucceeded || st.Claim != nil {
 			t.Errorf("rule %s on %s not converged: record %+v (%v)", action, ns, st, err)
 		}
 		checkActed(t, "rule "+action, ns, keys[ns])

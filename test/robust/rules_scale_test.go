@@ -89,7 +89,7 @@ func TestRuleAtScaleUnderAPIFaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		raw, ok := obj.Annotations[sweep.PairAnnotationPrefix+string(created.GetUID())]
+		raw, ok := obj.Annotations[sweep.PairAnnotation(created.GetUID())]
 		var st sweep.PairStatus
 		if ok && json.Unmarshal([]byte(raw), &st) != nil {
 			t.Errorf("record on %s does not decode: %s", ns, raw)
