@@ -29,6 +29,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nsman/nsman/cmd"
+	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
@@ -344,9 +345,10 @@ func TestAdmissionPolicyFencesNsmansServiceAccount(t *testing.T) {
 	})
 }
 
-// basePolicy reads deploy/base/admission-policy.yaml: the policy and its
-// binding.
-func basePolicy(t *testing.T) (policy, binding *unstructured.Unstructured) {
+// basePolicy reads deploy/base/admission-policy.yaml: the policy named
+// name and its binding (nsman: the fence around nsman's ServiceAccount;
+// nsman-records: nsman's records).
+func basePolicy(t *testing.T, name string) (policy, binding *unstructured.Unstructured) {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(nsmantest.RepoRoot(), "deploy", "base", "admission-policy.yaml"))
 	if err != nil {
@@ -356,22 +358,40 @@ func basePolicy(t *testing.T) (policy, binding *unstructured.Unstructured) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return findKind(t, objs, policyKind), findKind(t, objs, bindingKind)
+	return findNamed(t, objs, policyKind, name), findNamed(t, objs, bindingKind, name)
 }
 
-// findKind returns the one object of kind among objs.
-func findKind(t *testing.T, objs []*unstructured.Unstructured, kind string) *unstructured.Unstructured {
+// findNamed returns the one object of kind named name among objs.
+func findNamed(t *testing.T, objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
 	t.Helper()
 	var found []*unstructured.Unstructured
 	for _, o := range objs {
-		if o.GetKind() == kind {
+		if o.GetKind() == kind && o.GetName() == name {
 			found = append(found, o)
 		}
 	}
 	if len(found) != 1 {
-		t.Fatalf("%d %ss, want 1", len(found), kind)
+		t.Fatalf("%d %ss named %s, want 1", len(found), kind, name)
 	}
 	return found[0]
+}
+
+// recordsSuffix ends the name of the policy, and binding, that keeps
+// nsman's records nsman's: <name of the fence>-records.
+const recordsSuffix = "-records"
+
+// The variable of the records policy that holds the users nsman runs as.
+const writersVariable = "nsmanServiceAccounts"
+
+// writersFor is the users the records policy lets write records, as its
+// first variable says.
+func writersFor(t *testing.T, obj *unstructured.Unstructured) string {
+	t.Helper()
+	p := typedPolicy(t, obj)
+	if len(p.Spec.Variables) == 0 || p.Spec.Variables[0].Name != writersVariable {
+		t.Fatalf("%s: variables %+v, want %s first (overlays patch it by its index)", identity(obj), p.Spec.Variables, writersVariable)
+	}
+	return p.Spec.Variables[0].Expression
 }
 
 // typedPolicy converts a rendered policy, failing on a field that
@@ -460,25 +480,34 @@ func defaultProtected(t *testing.T) []string {
 }
 
 // wantPolicyAgrees checks a build of the manifests (kustomize's, the
-// chart's): its policy protects what its CronJob's --protected-namespaces
-// does, and fences the ServiceAccount the CronJob runs as.
+// chart's): its fence, named after the CronJob's ServiceAccount, protects
+// what its CronJob's --protected-namespaces does and fences that
+// ServiceAccount; its records policy lets that ServiceAccount write
+// records; each is bound to deny.
 func wantPolicyAgrees(t *testing.T, objs []*unstructured.Unstructured) {
 	t.Helper()
 	cj := typedCronJob(t, cronJobObject(t, objs))
-	configured, username := policyFor(t, findKind(t, objs, policyKind))
+	sa := cj.Spec.JobTemplate.Spec.Template.Spec.ServiceAccountName
+	configured, username := policyFor(t, findNamed(t, objs, policyKind, sa))
 	if want := celList(protectedFlag(t, nsmanContainer(t, cj).Args)); configured != want {
 		t.Errorf("the policy's %s is %s, the CronJob's --protected-namespaces %s", configuredVariable, configured, want)
 	}
-	if want := usernameCondition(cj.Namespace, cj.Spec.JobTemplate.Spec.Template.Spec.ServiceAccountName); username != want {
+	if want := usernameCondition(cj.Namespace, sa); username != want {
 		t.Errorf("the policy matches %s, want the CronJob's ServiceAccount: %s", username, want)
 	}
-	b := findKind(t, objs, bindingKind)
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(b.Object, binding, true); err != nil {
-		t.Fatal(err)
+	user := fmt.Sprintf("'system:serviceaccount:%s:%s'", cj.Namespace, sa)
+	if writers := writersFor(t, findNamed(t, objs, policyKind, sa+recordsSuffix)); !strings.HasPrefix(writers, "["+user) {
+		t.Errorf("the records policy lets %s write records, want the CronJob's ServiceAccount first: %s", writers, user)
 	}
-	if p := findKind(t, objs, policyKind); binding.Spec.PolicyName != p.GetName() || !slices.Equal(binding.Spec.ValidationActions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}) || binding.Spec.ParamRef != nil || binding.Spec.MatchResources != nil {
-		t.Errorf("binding %+v, want policy %s with validationActions [Deny] alone", binding.Spec, p.GetName())
+	for _, name := range []string{sa, sa + recordsSuffix} {
+		b := findNamed(t, objs, bindingKind, name)
+		binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(b.Object, binding, true); err != nil {
+			t.Fatal(err)
+		}
+		if binding.Spec.PolicyName != name || !slices.Equal(binding.Spec.ValidationActions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}) || binding.Spec.ParamRef != nil || binding.Spec.MatchResources != nil {
+			t.Errorf("binding %s %+v, want policy %s with validationActions [Deny] alone", name, binding.Spec, name)
+		}
 	}
 }
 
@@ -557,7 +586,7 @@ func TestAdmissionPolicyAgreesWithTheCronJob(t *testing.T) {
 // same rules, another ServiceAccount and list.
 func chartPolicy(t *testing.T, namespace, name string, configured []string) (policy, binding map[string]any) {
 	t.Helper()
-	p, b := basePolicy(t)
+	p, b := basePolicy(t, "nsman")
 	p, b = p.DeepCopy(), b.DeepCopy()
 	p.SetName(name)
 	b.SetName(name)
@@ -610,7 +639,7 @@ func TestHelmChartAdmissionPolicyFollowsProtectedNamespaces(t *testing.T) {
 				kind string
 				want map[string]any
 			}{{policyKind, wantPolicy}, {bindingKind, wantBinding}} {
-				got := withoutChartMetadata(findKind(t, objs, c.kind))
+				got := withoutChartMetadata(findNamed(t, objs, c.kind, tc.fullname))
 				if !reflect.DeepEqual(got, c.want) {
 					g, _ := json.MarshalIndent(got, "", "  ")
 					w, _ := json.MarshalIndent(c.want, "", "  ")
@@ -623,7 +652,7 @@ func TestHelmChartAdmissionPolicyFollowsProtectedNamespaces(t *testing.T) {
 	t.Run("admissionPolicy.enabled=false", func(t *testing.T) {
 		objs := helmTemplate(t, "--set", "admissionPolicy.enabled=false")
 		for _, o := range objs {
-			if o.GetKind() == policyKind || o.GetKind() == bindingKind {
+			if (o.GetKind() == policyKind || o.GetKind() == bindingKind) && o.GetName() == "nsman" {
 				t.Errorf("%s rendered with admissionPolicy.enabled=false", identity(o))
 			}
 		}
@@ -655,7 +684,10 @@ func TestHelmChartAdmissionPolicyRefusesWhatNsmanWouldNot(t *testing.T) {
 	defer cancel()
 	const name = "nsman-fence-test"
 	protected, other, home := shared.Namespace(t), shared.Namespace(t), shared.Namespace(t)
-	objs := helmTemplate(t, "--set", "fullnameOverride="+name,
+	// Not the records policy, which would refuse every other nsman its
+	// records (TestRecordsPolicyKeepsRuleRecordsNsmans tries deploy/base's,
+	// which the chart renders by default).
+	objs := helmTemplate(t, "--set", "fullnameOverride="+name, "--set", "recordsPolicy.enabled=false",
 		"--set-json", fmt.Sprintf(`protectedNamespaces=["default","namespace-manager",%q]`, protected))
 	kinds := map[string]bool{"ServiceAccount": true, "ClusterRole": true, "ClusterRoleBinding": true, policyKind: true, bindingKind: true}
 	for _, o := range objs {
@@ -713,6 +745,14 @@ func TestHelmChartAdmissionPolicyRefusesWhatNsmanWouldNot(t *testing.T) {
 	}
 }
 
+// RecordsPolicy names the ValidatingAdmissionPolicy of
+// deploy/base/admission-policy.yaml that keeps nsman's records nsman's,
+// which its refusals name.
+const RecordsPolicy = "ValidatingAdmissionPolicy 'nsman-records'"
+
+// recordsRefusal is what the records policy's refusals say.
+const recordsRefusal = "nsman.k8s.consol.de/rule-* annotations are written by nsman only"
+
 // tenantClient is a ServiceAccount of namespace home that may get, update
 // and patch every namespace, its status and finalize subresources
 // included, and create namespaces: more than a platform gives a tenant,
@@ -746,6 +786,210 @@ func tenantClient(ctx context.Context, t *testing.T, home string) (kubernetes.In
 		t.Fatal(err)
 	}
 	return client, cluster.ServiceAccountUser(home, sa)
+}
+
+// TestRecordsPolicyKeepsRuleRecordsNsmans: under deploy/base's policies, a
+// tenant ServiceAccount that may patch, update and create namespaces is
+// refused adding, changing or removing a rule's record
+// (nsman.k8s.consol.de/rule-*) on a namespace, whichever way it writes,
+// with the policy's message, and the record stays as nsman wrote it; it
+// may still set a hold, a touch and an expiry date, and change the
+// namespace otherwise. nsman's sweep writes its records (a claim, then
+// the record of the action) with the policy in force, and an admin
+// (system:masters) is not held.
+func TestRecordsPolicyKeepsRuleRecordsNsmans(t *testing.T) {
+	e := setup(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	home := shared.Namespace(t)
+	target := labelled(t, home, 1)[0]
+	tenant, user := tenantClient(ctx, t, home)
+	forged := sweep.PairAnnotationPrefix + "forged"
+	patch := func(pt types.PatchType, data string, opts metav1.PatchOptions) error {
+		_, err := tenant.CoreV1().Namespaces().Patch(ctx, target, pt, []byte(data), opts)
+		return err
+	}
+	// In force once it refuses the tenant a forged record.
+	var last error
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		last = patch(types.MergePatchType, fmt.Sprintf(`{"metadata":{"annotations":{%q:"{}"}}}`, forged), metav1.PatchOptions{DryRun: dryRun})
+		return apierrors.IsForbidden(last) && strings.Contains(last.Error(), RecordsPolicy), nil
+	}); err != nil {
+		t.Fatalf("the records policy does not refuse %s a forged record: %v (%v)", user, last, err)
+	}
+
+	// nsman writes its records under the policy.
+	recv := nsmantest.NewReceiver(t)
+	createManager(t, managerObj(home, "recorded", home, []any{ttlPolicy("now", 0, webhookAction(recv.URL+"/now"))}, selecting(home)))
+	rule := e.Manager(t, home, "recorded")
+	res := e.Sweep(t, "-l", caseLabel+"="+home, "--trusted-namespaces", home)
+	wantCode(t, res, 0)
+	wantPairs(t, res, home, "recorded", []string{target}, sweep.StateFired, "the sweep")
+	key := sweep.PairAnnotation(rule.GetUID())
+	st, ns := pairRecord(t, target, rule.GetUID())
+	if st.LastAction == nil || st.LastAction.Result != sweep.ResultSucceeded || st.Claim != nil {
+		t.Fatalf("nsman's record on %s: %+v, want its WEBHOOK's success", target, st)
+	}
+	record := ns.Annotations[key]
+
+	succeeded := st
+	succeeded.LastAction.Time = time.Now().UTC()
+	changed, err := json.Marshal(succeeded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pointer := "/metadata/annotations/" + strings.ReplaceAll(key, "/", "~1")
+	without := func() *corev1.Namespace {
+		t.Helper()
+		ns, err := tenant.CoreV1().Namespaces().Get(ctx, target, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		delete(ns.Annotations, key)
+		return ns
+	}
+	t.Run("refused", func(t *testing.T) {
+		for _, tc := range []struct {
+			name string
+			do   func() error
+			// what names the record refused.
+			what string
+		}{
+			{"add a record", func() error {
+				return patch(types.MergePatchType, fmt.Sprintf(`{"metadata":{"annotations":{%q:"{}"}}}`, forged), metav1.PatchOptions{})
+			}, forged},
+			{"change nsman's record", func() error {
+				return patch(types.MergePatchType, string(mergePatch(map[string]any{"metadata": map[string]any{"annotations": map[string]any{key: string(changed)}}})), metav1.PatchOptions{})
+			}, key},
+			{"remove nsman's record", func() error {
+				return patch(types.MergePatchType, fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, key), metav1.PatchOptions{})
+			}, key},
+			{"remove it with a JSON patch", func() error {
+				return patch(types.JSONPatchType, fmt.Sprintf(`[{"op":"remove","path":%q}]`, pointer), metav1.PatchOptions{})
+			}, key},
+			{"change it with a strategic merge patch", func() error {
+				return patch(types.StrategicMergePatchType, string(mergePatch(map[string]any{"metadata": map[string]any{"annotations": map[string]any{key: "{}"}}})), metav1.PatchOptions{})
+			}, key},
+			{"replace the namespace without it", func() error {
+				_, err := tenant.CoreV1().Namespaces().Update(ctx, without(), metav1.UpdateOptions{})
+				return err
+			}, key},
+			{"add one with an annotation of its own", func() error {
+				return patch(types.MergePatchType, fmt.Sprintf(`{"metadata":{"annotations":{%q:"{}","example.com/owner":"tenant",%q:"2030-01-01T00:00:00Z"}}}`, forged, sweep.HoldAnnotation), metav1.PatchOptions{})
+			}, forged},
+			{"create a namespace with one", func() error {
+				_, err := tenant.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+					GenerateName: "nsman-test-forged-", Annotations: map[string]string{forged: "{}"},
+				}}, metav1.CreateOptions{DryRun: dryRun})
+				return err
+			}, forged},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				deniedBy(t, tc.do(), RecordsPolicy, recordsRefusal)
+				deniedBy(t, tc.do(), RecordsPolicy, user+" may not add, change or remove "+tc.what)
+			})
+		}
+		// The status and finalize subresources write a namespace's
+		// metadata too: the policy holds them as the namespace itself.
+		for _, tc := range []struct {
+			name string
+			do   func() error
+		}{
+			{"status", func() error {
+				_, err := tenant.CoreV1().Namespaces().UpdateStatus(ctx, without(), metav1.UpdateOptions{})
+				return err
+			}},
+			{"finalize", func() error {
+				_, err := tenant.CoreV1().Namespaces().Finalize(ctx, without(), metav1.UpdateOptions{})
+				return err
+			}},
+		} {
+			t.Run("remove it through "+tc.name, func(t *testing.T) {
+				deniedBy(t, tc.do(), RecordsPolicy, user+" may not add, change or remove "+key)
+			})
+		}
+		got, err := shared.Admin.CoreV1().Namespaces().Get(ctx, target, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Annotations[key] != record {
+			t.Errorf("nsman's record on %s is %q, want %q, as nsman wrote it", target, got.Annotations[key], record)
+		}
+		if _, ok := got.Annotations[forged]; ok {
+			t.Errorf("a forged record %s on %s", forged, target)
+		}
+	})
+
+	t.Run("allowed", func(t *testing.T) {
+		for _, tc := range []struct {
+			name string
+			do   func() error
+		}{
+			{"a hold", func() error {
+				return patch(types.MergePatchType, fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, sweep.HoldAnnotation, time.Now().Add(time.Hour).UTC().Format(time.RFC3339)), metav1.PatchOptions{})
+			}},
+			{"a touch", func() error {
+				return patch(types.MergePatchType, fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, policy.TouchedAnnotation, time.Now().UTC().Format(time.RFC3339)), metav1.PatchOptions{})
+			}},
+			{"an expiry date", func() error {
+				return patch(types.MergePatchType, fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, policy.ExpiresAnnotation, time.Now().Add(24*time.Hour).UTC().Format(time.RFC3339)), metav1.PatchOptions{})
+			}},
+			{"the hold removed", func() error {
+				return patch(types.MergePatchType, fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, sweep.HoldAnnotation), metav1.PatchOptions{})
+			}},
+			{"a label and an annotation of its own", func() error {
+				return patch(types.MergePatchType, `{"metadata":{"labels":{"team":"tenant"},"annotations":{"example.com/owner":"tenant"}}}`, metav1.PatchOptions{})
+			}},
+			{"the namespace replaced with the record as it is", func() error {
+				ns, err := tenant.CoreV1().Namespaces().Get(ctx, target, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				ns.Annotations["example.com/note"] = "replaced"
+				_, err = tenant.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{})
+				return err
+			}},
+			{"a namespace created without a record", func() error {
+				_, err := tenant.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+					GenerateName: "nsman-test-tenant-", Annotations: map[string]string{sweep.HoldAnnotation: "2030-01-01T00:00:00Z"},
+				}}, metav1.CreateOptions{DryRun: dryRun})
+				return err
+			}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				if err := tc.do(); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	})
+
+	// system:masters, the break-glass identity, is not held.
+	t.Run("an admin is not affected", func(t *testing.T) {
+		if _, err := shared.Admin.CoreV1().Namespaces().Patch(ctx, target, types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, key)), metav1.PatchOptions{DryRun: dryRun}); err != nil {
+			t.Errorf("admin removes a record: %v", err)
+		}
+	})
+
+	// The API server type-checks the policy against Namespace.
+	t.Run("type checking", func(t *testing.T) {
+		var p *admissionregistrationv1.ValidatingAdmissionPolicy
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			var err error
+			p, err = shared.Admin.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, "nsman-records", metav1.GetOptions{})
+			return err == nil && p.Status.ObservedGeneration == p.Generation && p.Status.TypeChecking != nil, nil
+		})
+		if err != nil {
+			t.Fatalf("the policy's status was not written: %v", err)
+		}
+		if w := p.Status.TypeChecking.ExpressionWarnings; len(w) > 0 {
+			t.Errorf("type checking warns: %+v", w)
+		}
+	})
+
+	if n := len(recv.Deliveries()); n != 1 {
+		t.Errorf("%d deliveries, want 1", n)
+	}
 }
 
 // TestRuleRecordHidesTheRuleUID: a tenant sets a hold that does not parse
@@ -833,4 +1077,68 @@ func TestLegacyRuleRecordIsReadAndMoved(t *testing.T) {
 	if st.LastAction == nil || st.LastAction.Policy != "now" || st.LastAction.Result != sweep.ResultSucceeded || st.IgnoredHold == "" {
 		t.Errorf("record %+v, want the first policy's success and the hold ignored", st)
 	}
+}
+
+// TestHelmChartRecordsPolicy: the chart renders deploy/base's records
+// policy and binding, with the rules unchanged, by default, letting its own
+// ServiceAccount and recordsPolicy.extraWriters write the records;
+// recordsPolicy.enabled=false renders neither (and leaves the fence);
+// a writer that would break the expression is refused.
+func TestHelmChartRecordsPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		flags    []string
+		fullname string
+		writers  string
+	}{
+		{"defaults", nil, "nsman", "['system:serviceaccount:" + chartNamespace + ":nsman']"},
+		{"another release namespace and name", []string{"--namespace", "platform", "--set", "fullnameOverride=sweeper"}, "sweeper", "['system:serviceaccount:platform:sweeper']"},
+		{"extra writers", []string{"--set-json", `recordsPolicy.extraWriters=["system:serviceaccount:other:nsman"]`}, "nsman",
+			"['system:serviceaccount:" + chartNamespace + ":nsman', 'system:serviceaccount:other:nsman']"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := helmTemplate(t, tc.flags...)
+			wantPolicyAgrees(t, objs)
+			p, b := basePolicy(t, "nsman"+recordsSuffix)
+			p, b = p.DeepCopy(), b.DeepCopy()
+			name := tc.fullname + recordsSuffix
+			p.SetName(name)
+			b.SetName(name)
+			if err := unstructured.SetNestedField(b.Object, name, "spec", "policyName"); err != nil {
+				t.Fatal(err)
+			}
+			vars, _, _ := unstructured.NestedSlice(p.Object, "spec", "variables")
+			vars[0].(map[string]any)["expression"] = tc.writers
+			if err := unstructured.SetNestedSlice(p.Object, vars, "spec", "variables"); err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []*unstructured.Unstructured{p, b} {
+				got := withoutChartMetadata(findNamed(t, objs, want.GetKind(), name))
+				if !reflect.DeepEqual(got, want.Object) {
+					g, _ := json.MarshalIndent(got, "", "  ")
+					w, _ := json.MarshalIndent(want.Object, "", "  ")
+					t.Errorf("the chart's %s, its labels set aside:\n%s\nwant deploy/base's for this release:\n%s", want.GetKind(), g, w)
+				}
+			}
+		})
+	}
+
+	t.Run("recordsPolicy.enabled=false", func(t *testing.T) {
+		objs := helmTemplate(t, "--set", "recordsPolicy.enabled=false")
+		for _, o := range objs {
+			if (o.GetKind() == policyKind || o.GetKind() == bindingKind) && o.GetName() == "nsman"+recordsSuffix {
+				t.Errorf("%s rendered with recordsPolicy.enabled=false", identity(o))
+			}
+		}
+		findNamed(t, objs, policyKind, "nsman")
+	})
+
+	t.Run("a writer that is no user name", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		_, err := runHelm(ctx, t, "template", chartRelease, chartDir, "--set-json", `recordsPolicy.extraWriters=["x' || true || '"]`)
+		if err == nil || !strings.Contains(err.Error(), "is no user name") {
+			t.Errorf("helm template with a quote in recordsPolicy.extraWriters: %v, want it refused", err)
+		}
+	})
 }
