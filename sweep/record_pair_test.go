@@ -1,13 +1,20 @@
 package sweep
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"maps"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+
+	"github.com/nsman/nsman/policy"
 )
 
 // TestPairAnnotationHidesTheRuleUID: the key of a rule's record, which
@@ -64,5 +71,53 @@ func TestRecordOfReadsTheLegacyKey(t *testing.T) {
 	}
 	if live := pairAnnotations(map[types.UID]bool{uid: true}); !live[key] || !live[legacy] || len(live) != 2 {
 		t.Errorf("pairAnnotations: %v, want %s and %s", live, key, legacy)
+	}
+}
+
+// namespacePatcher applies namespace patches to a fake clientset, which
+// applies JSON patches as the API server does; it is no other writer.
+type namespacePatcher struct {
+	writer
+	kube *kubefake.Clientset
+}
+
+func (w namespacePatcher) patchNamespace(ctx context.Context, name string, p apiPatch) error {
+	_, err := w.kube.CoreV1().Namespaces().Patch(ctx, name, p.patchType(), p.body, metav1.PatchOptions{})
+	return err
+}
+
+// TestReplaceMovesALegacyRecord: a record written after an action
+// replaces one listed under the legacy key with the record under the key
+// that hides the UID, only if the listed one is still there as listed.
+func TestReplaceMovesALegacyRecord(t *testing.T) {
+	uid := types.UID("0b6f2c1e-5d0a-4b8e-9a61-7e3f1c2d4a5b")
+	key, legacy := PairAnnotation(uid), legacyPairAnnotation(uid)
+	was := mustJSON(PairStatus{Rule: "home/rule", Progress: Progress{IgnoredHold: "x"}})
+	next := PairStatus{Rule: "home/rule", Progress: Progress{LastAction: &LastAction{Policy: "p", Action: policy.ActionDelete, Result: ResultFailed}}}
+	for _, tc := range []struct {
+		name    string
+		now     string // the legacy record when the patch is sent
+		wantErr bool
+	}{
+		{"as listed", was, false},
+		{"changed since", mustJSON(PairStatus{Rule: "home/rule"}), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kube := kubefake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a", UID: "ns-uid", Annotations: map[string]string{legacy: tc.now, "other": "kept"}}})
+			pr := &pairRecord{s: &Sweeper{writer: namespacePatcher{kube: kube}}, key: key, legacy: legacy, at: legacy,
+				ns: namespaceInfo{name: "team-a", uid: "ns-uid", pairs: map[string]string{legacy: was}}}
+			err := pr.replace(t.Context(), pr.at, was, next)
+			ns, getErr := kube.CoreV1().Namespaces().Get(t.Context(), "team-a", metav1.GetOptions{})
+			if getErr != nil {
+				t.Fatal(getErr)
+			}
+			want := map[string]string{key: mustJSON(next), "other": "kept"}
+			if tc.wantErr {
+				want = map[string]string{legacy: tc.now, "other": "kept"}
+			}
+			if (err != nil) != tc.wantErr || !maps.Equal(ns.Annotations, want) {
+				t.Errorf("replace: %v, annotations %v; want error %v, annotations %v", err, ns.Annotations, tc.wantErr, want)
+			}
+		})
 	}
 }
