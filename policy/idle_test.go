@@ -112,3 +112,25 @@ func TestIdleOutsideWindowsSaysTheIgnoredTouch(t *testing.T) {
 		t.Errorf("%s, %+v; want it waiting for the window, saying the touch is ignored", out.Verdict, out.Policies)
 	}
 }
+
+// A touch older than the namespace's creation is not its last activity:
+// a namespace recreated under an old name, with the annotation its
+// manifest kept, waits a whole idle period from its creation.
+func TestIdleTouchOlderThanCreation(t *testing.T) {
+	day := 24 * time.Hour
+	m := mgr(idle("idle a day", day))
+	recreated := at(10 * day)
+	in := Input{Now: recreated.Add(time.Hour), TargetCreated: recreated, TargetTouched: at(day).Format(time.RFC3339)}
+	for _, activity := range []*Activity{nil, {}} {
+		in.Activity = activity
+		out := Evaluate(m, in)
+		if out.Verdict != Wait || len(out.Policies) != 1 {
+			t.Errorf("activity %+v: %s, %+v; want to wait a day from the creation, asking nothing", activity, out.Verdict, out.Policies)
+			continue
+		}
+		if st := out.Policies[0]; !out.NextDue.Equal(recreated.Add(day)) || st.LastActivity == nil ||
+			*st.LastActivity != (Activity{At: recreated, What: ActivityCreated}) || st.Problem != "" {
+			t.Errorf("activity %+v: %s, due %v, %+v; want to wait a day from the creation, the old touch not its last activity", activity, out.Verdict, out.NextDue, out.Policies)
+		}
+	}
+}
