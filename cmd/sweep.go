@@ -96,7 +96,7 @@ failed, 2 on a usage or configuration error.`,
 	fs.StringVarP(&o.selector, "selector", "l", "", "only managers matching this label selector")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "make no change at all; print what would happen")
 	fs.StringVar(&o.at, "at", "", "with --dry-run, evaluate at this RFC 3339 time instead of now")
-	fs.IntVar(&o.maxActions, "max-actions", 0, "act on at most this many managers per sweep; the rest wait for the next (0: no limit)")
+	fs.IntVar(&o.maxActions, "max-actions", 0, "act on at most this many managers or rule namespaces per sweep, shared round-robin across the namespaces acted on; the rest wait for the next (0: no limit)")
 	fs.IntVar(&o.concurrency, "concurrency", sweep.DefaultConcurrency, "managers handled at once")
 	fs.StringSliceVar(&o.trustedNamespaces, "trusted-namespaces", o.trustedNamespaces, "namespaces whose managers may target other namespaces, and where rules may live: exactly those listed, the namespace nsman runs in included only if listed (unset: the namespace nsman runs in, its pod's, or with --dry-run outside a pod its CronJob's; none when it is not known). A listed namespace that does not exist is reported by every sweep: whoever creates it gets trusted managers")
 	fs.StringSliceVar(&o.protectedNamespaces, "protected-namespaces", o.protectedNamespaces, "namespaces never deleted, scaled down or notified about, in addition to kube-system, kube-public, kube-node-lease and the namespace nsman runs in, which always are; the list given replaces only the default")

@@ -82,6 +82,8 @@ type decision struct {
 	plan *plan
 	// untouched: nothing is to be written.
 	untouched bool
+	// granted: the plan has its place under --max-actions (see fairShare).
+	granted bool
 	// stuckOnly: of the record, only what it says of a stuck target is to
 	// be written (a manager deactivated by its DELETE); stuckUnread: what
 	// it says of it is kept, the target not read.
@@ -266,7 +268,7 @@ func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Ma
 			in.Activity, fromIndex = &activity, indexed
 			continue
 		case policy.Fire:
-			if fromIndex && m.Policies[out.Policy].Condition.Type == policy.ConditionIdle && held.until.IsZero() && !r.frozen && !s.capReached(r) {
+			if fromIndex && m.Policies[out.Policy].Condition.Type == policy.ConditionIdle && held.until.IsZero() && !r.frozen && !s.beyondCap(r, e) {
 				// The sweep's index misses what was created since it was
 				// listed: the namespace's own lists confirm it is idle,
 				// unless a hold, a freeze or --max-actions keeps the plan

@@ -67,8 +67,8 @@ func (s *Sweeper) carryOut(ctx context.Context, r *sweepRun, rec record, d decis
 		// --max-actions.
 		_, o := s.outcomeOf(e, p, fmt.Errorf("webhook: %w", deferral), r.now, rec.prior().last)
 		e, recorded = s.save(ctx, rec, o)
-	case s.cfg.MaxActions > 0 && r.actions.Add(1) > int64(s.cfg.MaxActions):
-		e.State, e.Message = StateDeferred, fmt.Sprintf("%s; deferred: --max-actions %d reached", p.reason, s.cfg.MaxActions)
+	case s.cfg.MaxActions > 0 && !d.granted:
+		e.State, e.Message = StateDeferred, fmt.Sprintf("%s; deferred: --max-actions %d reached (its places go round-robin across namespaces)", p.reason, s.cfg.MaxActions)
 		e, recorded = s.save(ctx, rec, outcome{entry: e})
 	default:
 		e, acted, recorded = s.act(ctx, r, rec, d)
@@ -77,10 +77,45 @@ func (s *Sweeper) carryOut(ctx context.Context, r *sweepRun, rec record, d decis
 	return e
 }
 
-// capReached reports whether --max-actions is reached: a plan made now is
-// deferred.
-func (s *Sweeper) capReached(r *sweepRun) bool {
-	return s.cfg.MaxActions > 0 && r.actions.Load() >= int64(s.cfg.MaxActions)
+// wantsPlace reports whether carrying out d takes a place under
+// --max-actions: an action is due, and nothing else keeps it from starting
+// (a freeze, an interrupt, a receiver silent earlier in the sweep).
+func (s *Sweeper) wantsPlace(r *sweepRun, d decision) bool {
+	p := d.plan
+	switch {
+	case s.cfg.MaxActions == 0 || d.untouched || p == nil || p.step == stepDeactivate || p.step == stepConfirmDelete || r.frozen || r.stop.Err() != nil:
+		return false
+	case p.step == stepAct && p.policy.Action.Type == policy.ActionWebhook:
+		return s.writer.silent(s.scope(d.manager), p.policy.Action.URL) == nil
+	}
+	return true
+}
+
+// offer offers the subject of entry e a place under --max-actions (see
+// fairShare), carryOut to carry out its decision once granted one, or
+// deferred; the one pushed out, if any, is deferred at once. The places
+// are granted, and acted on, once every subject is evaluated (grant).
+func (s *Sweeper) offer(r *sweepRun, e Entry, carryOut func(granted bool)) {
+	if out := r.share.offer(&candidate{namespace: e.Target, key: e.Namespace + "/" + e.Name, carryOut: carryOut}); out != nil {
+		out.carryOut(false)
+	}
+}
+
+// beyondCap reports whether the subject of entry e would be deferred by
+// --max-actions were its plan offered now.
+func (s *Sweeper) beyondCap(r *sweepRun, e Entry) bool {
+	return s.cfg.MaxActions > 0 && r.share.beyond(e.Target, e.Namespace+"/"+e.Name)
+}
+
+// grant carries out the plans placed under --max-actions, Concurrency at a
+// time, then what waited for them (the rules with pairs among them).
+func (s *Sweeper) grant(r *sweepRun) {
+	if s.cfg.MaxActions == 0 {
+		return
+	}
+	granted := r.share.granted()
+	r.bounded(len(granted), func(i int) { granted[i].carryOut(true) })
+	r.bounded(len(r.afterGrant), func(i int) { r.afterGrant[i]() })
 }
 
 // save records a final entry, if the record keeps anything of it, and

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -115,13 +116,24 @@ func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l listed) []Entry
 	namespaces, _ := s.namespaces(ctx, r)
 	entries, matched := ru.match(namespaces)
 	ru.actInChunks(ctx, ru.screen(ctx))
-	entries = append(entries, ru.entries...)
-	entries = append(entries, ru.stuck(ctx)...)
-	ru.tally.flush(ctx, own.events)
-	if owner {
-		s.summarize(ctx, own, m, matched, entries, ru.ruleHoldIgnored)
+	finish := func() []Entry {
+		entries = append(entries, ru.entries...)
+		entries = append(entries, ru.stuck(ctx)...)
+		ru.tally.flush(ctx, own.events)
+		if owner {
+			s.summarize(ctx, own, m, matched, entries, ru.ruleHoldIgnored)
+		}
+		return entries
 	}
-	return entries
+	if ru.offered.Load() {
+		// Its status and Events say what became of the pairs offered a
+		// place under --max-actions: they wait for the grant.
+		r.afterGrantMu.Lock()
+		r.afterGrant = append(r.afterGrant, func() { s.done(ctx, r, finish()) })
+		r.afterGrantMu.Unlock()
+		return nil
+	}
+	return finish()
 }
 
 // gateRule reports whether rule obj stands over its namespaces this sweep
@@ -178,6 +190,8 @@ type ruleRun struct {
 	index        *labelIndex
 	unconfirmed  []bool
 	perNamespace podsCheck
+	// offered: a pair was offered a place under --max-actions.
+	offered atomic.Bool
 }
 
 func (s *Sweeper) newRuleRun(r *sweepRun, obj *unstructured.Unstructured, m policy.Manager, stored Status) *ruleRun {
@@ -392,6 +406,14 @@ func (ru *ruleRun) actInChunks(ctx context.Context, pending []int) {
 		r.bounded(len(todo), func(k int) {
 			w := todo[k]
 			todo[k] = pairWork{} // what is carried out is not kept twice
+			if s.wantsPlace(r, w.d) {
+				ru.offered.Store(true)
+				s.offer(r, w.d.entry, func(granted bool) {
+					w.d.granted = granted
+					ru.entries[w.index] = s.carryOut(ctx, r, w.rec, w.d)
+				})
+				return
+			}
 			ru.entries[w.index] = s.carryOut(ctx, r, w.rec, w.d)
 		})
 	}

@@ -37,7 +37,8 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	r := &sweepRun{status: status, stop: ctx, governed: map[string][]governor{}, pairSlots: make(chan struct{}, s.cfg.Concurrency)}
+	r := &sweepRun{status: status, stop: ctx, governed: map[string][]governor{}, pairSlots: make(chan struct{}, s.cfg.Concurrency),
+		share: newFairShare(s.cfg.MaxActions)}
 	// Work already started outlives an interrupt by InterruptGrace, so that
 	// an action under way finishes and is recorded; nothing new starts.
 	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
@@ -50,6 +51,9 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	// Rules go last: the namespaces they may touch depend on every manager.
 	s.queueRules(ctx, r, &l, q)
 	q.wg.Wait()
+	// Every subject evaluated, the places under --max-actions go round-robin
+	// across namespaces.
+	s.grant(r)
 
 	interrupted := ctx.Err()
 	if l.err != nil && interrupted == nil && !l.any {
@@ -82,9 +86,13 @@ type sweepRun struct {
 	frozenUntil time.Time
 	// stop is done once the sweep is interrupted: no action starts after
 	// it, while those under way go on for InterruptGrace.
-	stop    context.Context
-	status  statusLocation
-	actions atomic.Int64
+	stop   context.Context
+	status statusLocation
+	// share hands out the places of --max-actions; afterGrant is what
+	// waits for them to be carried out (see grant).
+	share        *fairShare
+	afterGrantMu sync.Mutex
+	afterGrant   []func()
 
 	nsOnce sync.Once
 	nsErr  error
@@ -154,6 +162,13 @@ func (s *Sweeper) startWorkers(ctx, work context.Context, r *sweepRun) *queue {
 				default:
 					rec := s.managerRecord(r, l)
 					d := s.evaluateManager(work, r, l.obj, rec.stored)
+					if s.wantsPlace(r, d) {
+						s.offer(r, d.entry, func(granted bool) {
+							d.granted = granted
+							s.done(work, r, []Entry{s.carryOut(work, r, rec, d)})
+						})
+						continue
+					}
 					if d.plan != nil && d.plan.step != stepDeactivate && d.plan.policy.Action.Type == policy.ActionWebhook {
 						q.hooks.put(hookJob{l: l, rec: rec, d: d})
 						continue

@@ -1,0 +1,117 @@
+package sweep
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// fairShare hands out the places of --max-actions round-robin across the
+// namespaces acted on: every subject that wants one is offered first, and
+// the places go one per namespace per round (a namespace's subjects by key,
+// the namespaces by name in a round), so that one namespace with many due
+// managers takes no more than any other. It keeps the max subjects first
+// in that order, and pushes out the one that falls beyond: the order of the
+// offers makes no difference, and what it holds is bounded by max.
+//
+// A subject pushed out never comes back: its rank in its namespace only
+// grows as offers come, and the last place kept only moves forward.
+//
+// Rounds rather than a share of ceil(max / namespaces) each: which
+// namespaces have an action due is known only once every subject is
+// evaluated, and a fixed share would leave unused the places of namespaces
+// with fewer due than their share, where rounds give them to the others.
+type fairShare struct {
+	mu  sync.Mutex
+	max int
+	// kept holds the subjects placed so far by namespace, each by key; n
+	// counts them.
+	kept map[string][]*candidate
+	n    int
+	// cut is, by namespace, the least key pushed out: a later offer of a
+	// key after it is beyond the cap too.
+	cut map[string]string
+}
+
+// candidate is one subject offered a place: namespace is the namespace it
+// acts on, key names it there (its manager's, or its rule's, namespace/name),
+// and carryOut carries out its decision, granted a place or deferred.
+type candidate struct {
+	namespace, key string
+	carryOut       func(granted bool)
+}
+
+func newFairShare(max int) *fairShare {
+	return &fairShare{max: max, kept: map[string][]*candidate{}, cut: map[string]string{}}
+}
+
+// offer places c, and returns the candidate pushed out, c itself or one
+// placed before, to be deferred; nil while the places last.
+func (f *fairShare) offer(c *candidate) *candidate {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if cut, ok := f.cut[c.namespace]; ok && c.key > cut {
+		return c
+	}
+	kept := f.kept[c.namespace]
+	i, _ := slices.BinarySearchFunc(kept, c.key, func(k *candidate, key string) int { return strings.Compare(k.key, key) })
+	f.kept[c.namespace] = slices.Insert(kept, i, c)
+	if f.n++; f.n <= f.max {
+		return nil
+	}
+	// The last of all is the last of the namespace that holds the most,
+	// the last by name of those that hold as many.
+	last := ""
+	for ns, cs := range f.kept {
+		if len(cs) > len(f.kept[last]) || len(cs) == len(f.kept[last]) && ns > last {
+			last = ns
+		}
+	}
+	cs := f.kept[last]
+	out := cs[len(cs)-1]
+	f.kept[last] = cs[:len(cs)-1]
+	if len(f.kept[last]) == 0 {
+		delete(f.kept, last)
+	}
+	f.n--
+	if cut, ok := f.cut[last]; !ok || out.key < cut {
+		f.cut[last] = out.key
+	}
+	return out
+}
+
+// beyond reports whether a subject keyed key in namespace would be pushed
+// out were it offered now: its plan is deferred anyway.
+func (f *fairShare) beyond(namespace, key string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if cut, ok := f.cut[namespace]; ok && key > cut {
+		return true
+	}
+	kept := f.kept[namespace]
+	if f.n < f.max || len(kept) > 0 && key < kept[len(kept)-1].key {
+		return false
+	}
+	for ns, cs := range f.kept {
+		if ns != namespace && (len(cs) > len(kept)+1 || len(cs) == len(kept)+1 && ns > namespace) {
+			return false
+		}
+	}
+	return true
+}
+
+// granted returns the subjects placed, round by round.
+func (f *fairShare) granted() []*candidate {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var all []*candidate
+	for round := 0; len(all) < f.n; round++ {
+		for _, ns := range slices.Sorted(maps.Keys(f.kept)) {
+			if cs := f.kept[ns]; round < len(cs) {
+				all = append(all, cs[round])
+			}
+		}
+	}
+	return all
+}
