@@ -220,17 +220,24 @@ func TestIdle(t *testing.T) {
 // TestIdleIndexIsConfirmed: past sweep.ActivityIndexAfter namespaces, a
 // rule's IDLE reads the last activity from the sweep's cluster-wide lists,
 // once; what they say is idle is read again in its namespace before it
-// acts. Here a ReplicaSet is created in every namespace as the last of
-// the lists (pods) is read, after the ReplicaSets were: a namespace the
-// cluster-wide lists answered must wait, not go.
+// acts. Here the rule's status says it matched more, so that the lists
+// answer every namespace from the first; a ReplicaSet is created in every
+// namespace as the first of them is read again, after every cluster-wide
+// list, whatever their order: each namespace must wait on it, not go.
 func TestIdleIndexIsConfirmed(t *testing.T) {
 	e := setup(t)
 	home, targets, newest := idleRule(t)
 	caseID, n := home, len(targets)
+	args := []string{"-l", caseLabel + "=" + caseID, "--trusted-namespaces", home, "--reclaim=false"}
+	// A sweep while they are new writes the rule's status: it matched n.
+	res := e.Sweep(t, args...)
+	wantCode(t, res, 0)
+	wantPairs(t, res, home, "idle", targets, sweep.StateWaiting, "while new")
 	kubeconfig := e.KubeconfigThrough(t, func(rp *httputil.ReverseProxy) http.Handler {
 		var once sync.Once
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method == http.MethodGet && r.URL.Path == "/api/v1/pods" {
+			if r.Method == http.MethodGet && slices.Contains(targets, namespaceOfPath(r.URL.Path)) {
+				// Every request in a namespace waits for the ReplicaSets.
 				once.Do(func() {
 					for _, ns := range targets {
 						if _, err := shared.Admin.AppsV1().ReplicaSets(ns).Create(context.Background(), replicaSet("deploy"), metav1.CreateOptions{}); err != nil {
@@ -247,31 +254,25 @@ func TestIdleIndexIsConfirmed(t *testing.T) {
 	// created in a later second, are not.
 	waitPast(newest)
 	at := newest.Add(time.Minute + 500*time.Millisecond).Format(time.RFC3339Nano)
-	var res nsmantest.Result
 	lists := listsDuring(t, e, func() {
-		res = e.Sweep(t, "--kubeconfig", kubeconfig, "-l", caseLabel+"="+caseID, "--trusted-namespaces", home, "--dry-run", "--at", at, "--reclaim=false")
+		res = e.Sweep(t, append(args, "--kubeconfig", kubeconfig, "--dry-run", "--at", at)...)
 	})
 	wantCode(t, res, 0)
-	waiting := 0
 	for _, ns := range targets {
-		switch p := res.Pair(t, home, "idle", ns); p.State {
-		case sweep.StateWaiting:
-			waiting++
-			if p.LastActivity == nil || p.LastActivity.What != "ReplicaSet deploy created" {
-				t.Errorf("%s waits on %+v, want its ReplicaSet", ns, p.LastActivity)
-			}
-		case sweep.StatePlanned:
-		default:
-			t.Errorf("%s: %s (%s), want waiting or planned", ns, p.State, p.Message)
+		p := res.Pair(t, home, "idle", ns)
+		if p.State != sweep.StateWaiting {
+			t.Errorf("%s: %s (%s), want waiting on its ReplicaSet", ns, p.State, p.Message)
+		} else if p.LastActivity == nil || p.LastActivity.What != "ReplicaSet deploy created" {
+			t.Errorf("%s waits on %+v, want its ReplicaSet", ns, p.LastActivity)
 		}
-	}
-	if waiting < n-sweep.ActivityIndexAfter {
-		t.Errorf("%d of %d namespaces wait on their ReplicaSet; want at least the %d past the index threshold", waiting, n, n-sweep.ActivityIndexAfter)
 	}
 	for _, resource := range []string{"pods", "replicasets", "controllerrevisions", "jobs"} {
 		if lists[resource+" cluster-wide"] != 1 {
 			t.Errorf("%s listed cluster-wide %d times, want once: %v", resource, lists[resource+" cluster-wide"], lists)
 		}
+	}
+	if lists["replicasets by namespace"] != n {
+		t.Errorf("ReplicaSets listed in %d namespaces, want each of the %d read again once: %v", lists["replicasets by namespace"], n, lists)
 	}
 }
 
