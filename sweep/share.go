@@ -13,7 +13,8 @@ import (
 // the namespaces by name in a round), so that one namespace with many due
 // managers takes no more than any other. It keeps the max subjects first
 // in that order, and pushes out the one that falls beyond: the order of the
-// offers makes no difference, and what it holds is bounded by max.
+// offers makes no difference, and what it holds is bounded: max subjects,
+// and a key for each namespace with one pushed out.
 //
 // A subject pushed out never comes back: its rank in its namespace only
 // grows as offers come, and the last place kept only moves forward.
