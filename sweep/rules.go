@@ -409,7 +409,14 @@ func (ru *ruleRun) actInChunks(ctx context.Context, pending []int) {
 			if s.wantsPlace(r, w.d) {
 				ru.offered.Store(true)
 				s.offer(r, w.d.entry, func(granted bool) {
-					w.d.granted = granted
+					if granted {
+						// Read again just before it acts, one namespace
+						// by itself.
+						e := ru.base
+						e.Target = w.rec.ns.name
+						w.d = s.evaluatePair(ctx, r, w.rec, e, ru.perNamespace, ru.ruleHold)
+						w.d.granted = true
+					}
 					ru.entries[w.index] = s.carryOut(ctx, r, w.rec, w.d)
 				})
 				return

@@ -83,7 +83,8 @@ func (f *fairShare) offer(c *candidate) *candidate {
 }
 
 // beyond reports whether a subject keyed key in namespace would be pushed
-// out were it offered now: its plan is deferred anyway.
+// out were it offered now (its plan is deferred anyway); never for one
+// placed already.
 func (f *fairShare) beyond(namespace, key string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -91,6 +92,9 @@ func (f *fairShare) beyond(namespace, key string) bool {
 		return true
 	}
 	kept := f.kept[namespace]
+	if _, placed := slices.BinarySearchFunc(kept, key, func(k *candidate, key string) int { return strings.Compare(k.key, key) }); placed {
+		return false
+	}
 	if f.n < f.max || len(kept) > 0 && key < kept[len(kept)-1].key {
 		return false
 	}

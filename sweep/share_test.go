@@ -53,6 +53,9 @@ func TestFairShareIsRoundRobinInAnyOrder(t *testing.T) {
 				}
 				var got []string
 				for _, c := range f.granted() {
+					if f.beyond(c.namespace, c.key) {
+						t.Errorf("%s: placed, but beyond says it would be pushed out", c.key)
+					}
 					got = append(got, c.key)
 					c.carryOut(true)
 				}

@@ -164,7 +164,12 @@ func (s *Sweeper) startWorkers(ctx, work context.Context, r *sweepRun) *queue {
 					d := s.evaluateManager(work, r, l.obj, rec.stored)
 					if s.wantsPlace(r, d) {
 						s.offer(r, d.entry, func(granted bool) {
-							d.granted = granted
+							if granted {
+								// Read again just before it acts, as when
+								// it was evaluated.
+								d = s.evaluateManager(work, r, l.obj, rec.stored)
+								d.granted = true
+							}
 							s.done(work, r, []Entry{s.carryOut(work, r, rec, d)})
 						})
 						continue
