@@ -238,6 +238,10 @@ func markupEscape(s string) string {
 			b.WriteString("@\u200b")
 		case c == ':' && strings.HasPrefix(string(runes[i+1:min(i+3, len(runes))]), "//"):
 			b.WriteString(":\u200b")
+		case c == '.' && word(i-1) && word(i+1):
+			// Slack links a bare domain, Mattermost www.: no host of a
+			// tenant's becomes one.
+			b.WriteString(".\u200b")
 		case strings.ContainsRune("\\`*~[]", c), c == '_' && !(word(i-1) && word(i+1)):
 			b.WriteByte('\\')
 			b.WriteRune(c)

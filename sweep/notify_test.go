@@ -208,11 +208,25 @@ func TestSlackBodyEscapesMarkdown(t *testing.T) {
 	}
 	for _, want := range []string{
 		`(policy "clean_up after \_a day\_")`,
-		"!\\[x\\](http:\u200b//evil.example/pixel.png) \\[Log in again\\](https:\u200b//evil.example/login) \\*now\\* \\_here\\_ \\~\\~gone\\~\\~ \\`code\\` \\\\\\[ \\~town-square # Heading  &gt; quoted  gnp.exe",
+		"!\\[x\\](http:\u200b//evil.\u200bexample/pixel.\u200bpng) \\[Log in again\\](https:\u200b//evil.\u200bexample/login) \\*now\\* \\_here\\_ \\~\\~gone\\~\\~ \\`code\\` \\\\\\[ \\~town-square # Heading  &gt; quoted  gnp.\u200bexe",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("text lacks %q:\n%s", want, text)
 		}
+	}
+}
+
+// A bare domain is no link either: Slack links evil.example, Mattermost
+// www.evil.example.
+func TestSlackBodyBreaksBareDomains(t *testing.T) {
+	got := markupEscape("Log in again at www.evil.example/login or evil.example, v1.2")
+	for _, linked := range []string{"www.evil", "evil.example", "v1.2"} {
+		if strings.Contains(got, linked) {
+			t.Errorf("%q keeps %q whole", got, linked)
+		}
+	}
+	if want := "Log in again at www.\u200bevil.\u200bexample/login or evil.\u200bexample, v1.\u200b2"; got != want {
+		t.Errorf("escaped %q, want %q", got, want)
 	}
 }
 
@@ -253,7 +267,7 @@ func TestSlackBodyLeavesOutAnnotationValues(t *testing.T) {
 			t.Errorf("json body %s: %v, want the message unchanged", body, err)
 		}
 	}
-	if text := slackText(t, Notification{Message: out.Reason}); !strings.Contains(text, "(annotation nsman.k8s.consol.de/touched: its value is not an RFC 3339 time (2026-11-24T09:30:00Z): ignored)") {
+	if text := slackText(t, Notification{Message: out.Reason}); !strings.Contains(text, "(annotation "+markupEscape(policy.TouchedAnnotation)+": its value is not an RFC 3339 time (2026-11-24T09:30:00Z): ignored)") {
 		t.Errorf("text does not say the touched annotation was ignored:\n%s", text)
 	}
 }

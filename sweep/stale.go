@@ -3,6 +3,7 @@ package sweep
 import (
 	"context"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -68,9 +69,11 @@ func (s *Sweeper) removeStaleRecords(ctx context.Context, r *sweepRun, managers 
 	}
 	var done staleRemoval
 	if len(found) > MaxStaleNamespaces {
-		// Starting where the sweep's minute says, not at the first name:
-		// namespaces whose patch keeps failing cannot hold up the rest.
-		start := int(r.now.Unix()/60) % len(found)
+		// Starting at a place drawn anew each sweep, not at the first name
+		// nor where a clock says (an hourly schedule would always start at
+		// the same few): no namespace is left out for good, and those whose
+		// patch keeps failing cannot hold up the rest.
+		start := rand.IntN(len(found))
 		found = slices.Concat(found[start:], found[:start])
 		for _, f := range found[MaxStaleNamespaces:] {
 			done.left += len(f.keys)

@@ -355,8 +355,8 @@ func (s *Sender) Deliver(ctx context.Context, route Route, rawURL string, body [
 		}
 		wait, asked, ok := s.retryDelay(d.Attempts, resp, time.Now(), s.timeout-waited)
 		if !ok {
-			return gaveUp(fmt.Errorf("webhook %s: %w %s; Retry-After %q exceeds the %s an attempt may take",
-				target, err, d.after(), resp.Header.Get("Retry-After"), s.timeout))
+			return gaveUp(fmt.Errorf("webhook %s: %w %s; Retry-After %q exceeds the %s left of the %s a delivery may wait for its receiver",
+				target, err, d.after(), resp.Header.Get("Retry-After"), s.timeout-waited, s.timeout))
 		}
 		if asked {
 			waited += wait

@@ -777,7 +777,7 @@ func TestRetryAfterHoldsNoWorkerPastTheTimeout(t *testing.T) {
 		srv, requests := busy("30")
 		wg.Go(func() {
 			d, err := s.Deliver(ctx, Route{Scope: fmt.Sprintf("team-%d", i)}, srv.URL, []byte("{}"), "k")
-			if err == nil || d.Attempts != 1 || requests.Load() != 1 || !strings.Contains(err.Error(), `Retry-After "30" exceeds the 1s an attempt may take`) {
+			if err == nil || d.Attempts != 1 || requests.Load() != 1 || !strings.Contains(err.Error(), `Retry-After "30" exceeds the 1s left of the 1s a delivery may wait for its receiver`) {
 				t.Errorf("receiver %d: %+v, %v after %d requests; want one attempt ending on the Retry-After", i, d, err, requests.Load())
 			}
 		})
