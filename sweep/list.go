@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 )
 
 // A sweep lists NamespaceManagers as JSON and decodes of each only what it
@@ -189,4 +191,89 @@ func (s *Sweeper) listPage(ctx context.Context, namespace string, opts metav1.Li
 	}
 	data, _ := result.Raw()
 	return decodePage(data)
+}
+
+// eachStreamed calls fn with every item of the list that request makes for
+// opts, in pages of pageSize, decoding the response as it arrives, one item
+// at a time, into a T: a page costs the memory of its largest item (at most
+// the API server's object limit, about 1.5 MiB), not of all its items, and
+// of an item only the fields T names are kept. It is for lists of objects a
+// tenant writes whole, where a page of 500 decoded at once could take
+// gigabytes. An error from fn ends the listing with that error.
+func eachStreamed[T any](ctx context.Context, pageSize int64, opts metav1.ListOptions, request func() *rest.Request, fn func(*T) error) error {
+	opts.Limit = pageSize
+	for {
+		body, err := request().
+			SpecificallyVersionedParams(&opts, scheme.ParameterCodec, metav1.Unversioned).
+			SetHeader("Accept", "application/json").
+			Stream(ctx)
+		if err != nil {
+			return err
+		}
+		next, err := decodeStreamed(body, fn)
+		body.Close()
+		if err != nil || next == "" {
+			return err
+		}
+		opts.Continue = next
+	}
+}
+
+// decodeStreamed decodes a list from r, calling fn with each item, and
+// returns the list's continue token.
+func decodeStreamed[T any](r io.Reader, fn func(*T) error) (string, error) {
+	dec := json.NewDecoder(r)
+	var meta metav1.ListMeta
+	delim := func(want json.Delim) error {
+		tok, err := dec.Token()
+		if err == nil && tok != want {
+			err = fmt.Errorf("decode a list: %v where %v was expected", tok, want)
+		}
+		return err
+	}
+	if err := delim('{'); err != nil {
+		return "", err
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return "", err
+		}
+		switch key {
+		case "metadata":
+			err = dec.Decode(&meta)
+		case "items":
+			err = decodeItems(dec, fn)
+		default:
+			var skipped json.RawMessage
+			err = dec.Decode(&skipped)
+		}
+		if err != nil {
+			return "", fmt.Errorf("decode a list: %w", err)
+		}
+	}
+	return meta.Continue, delim('}')
+}
+
+// decodeItems decodes a list's items, an array or null, calling fn with
+// each.
+func decodeItems[T any](dec *json.Decoder, fn func(*T) error) error {
+	tok, err := dec.Token()
+	if err != nil || tok == nil {
+		return err
+	}
+	if tok != json.Delim('[') {
+		return fmt.Errorf("items: %v where an array was expected", tok)
+	}
+	for dec.More() {
+		var item T
+		if err := dec.Decode(&item); err != nil {
+			return err
+		}
+		if err := fn(&item); err != nil {
+			return err
+		}
+	}
+	_, err = dec.Token() // ']'
+	return err
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/pager"
 
 	"github.com/nsman/nsman/policy"
@@ -110,23 +111,136 @@ func (s *Sweeper) check(ctx context.Context, r *sweepRun, q podsQuery, namespace
 			}
 		}
 	}
-	pods, err := s.clients.Kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String(), FieldSelector: q.phase, Limit: 1})
+	// Metadata only, one pod: whatever the pods hold, this reads one name.
+	pods, err := s.clients.Metadata.Resource(corev1.SchemeGroupVersion.WithResource("pods")).Namespace(namespace).List(ctx,
+		metav1.ListOptions{LabelSelector: selector.String(), FieldSelector: q.phase, Limit: 1})
 	if err != nil {
 		return policy.PodsCheck{}, fmt.Errorf("check pods in %s: %w", namespace, err)
 	}
 	if len(pods.Items) > 0 {
 		return q.answer(q.pod(pods.Items[0].Name)), nil
 	}
-	jobs, err := s.clients.Kube.BatchV1().Jobs(namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return policy.PodsCheck{}, fmt.Errorf("check jobs in %s: %w", namespace, err)
+	jobs := s.namespaceJobs(ctx, r, namespace)
+	if jobs.err != nil {
+		return policy.PodsCheck{}, fmt.Errorf("check jobs in %s: %w", namespace, jobs.err)
 	}
-	for i := range jobs.Items {
-		if job := &jobs.Items[i]; q.job(job) && selector.Matches(labels.Set(job.Spec.Template.Labels)) {
-			return q.answer(q.jobWords(job)), nil
-		}
+	if what, found := jobs.of(q).find(namespace, selector); found {
+		return q.answer(what), nil
 	}
 	return policy.PodsCheck{}, nil
+}
+
+// MaxJobsRead is how many Jobs a sweep reads in one namespace for its pods
+// checks; in a namespace that holds more, or whose Jobs' pod templates
+// carry more than maxIndexBytes of distinct labels, they fail, saying so,
+// and their policies wait.
+const MaxJobsRead = 5000
+
+// maxIndexBytes bounds the labels (and the words that go with them) a
+// labelIndex keeps: a tenant can give every pod or Job a label set of
+// about 1 MB.
+const maxIndexBytes = 16 << 20
+
+// jobFields is what a pods check reads of a Job: a list of Jobs is decoded
+// one Job at a time into it (see eachStreamed), whatever else each holds.
+type jobFields struct {
+	Metadata struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"metadata"`
+	Spec struct {
+		Template struct {
+			Metadata struct {
+				Labels map[string]string `json:"labels"`
+			} `json:"metadata"`
+		} `json:"template"`
+	} `json:"spec"`
+	Status struct {
+		Succeeded  int32 `json:"succeeded"`
+		Conditions []struct {
+			Type   batchv1.JobConditionType `json:"type"`
+			Status corev1.ConditionStatus   `json:"status"`
+		} `json:"conditions"`
+	} `json:"status"`
+}
+
+// job is f as a Job, for the queries' predicates and words.
+func (f *jobFields) job() *batchv1.Job {
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: f.Metadata.Name, Namespace: f.Metadata.Namespace}}
+	job.Status.Succeeded = f.Status.Succeeded
+	for _, c := range f.Status.Conditions {
+		job.Status.Conditions = append(job.Status.Conditions, batchv1.JobCondition{Type: c.Type, Status: c.Status})
+	}
+	return job
+}
+
+// jobsRequest lists the Jobs of namespace (all, when empty), as JSON.
+func (s *Sweeper) jobsRequest(namespace string) func() *rest.Request {
+	return func() *rest.Request {
+		return s.clients.Kube.BatchV1().RESTClient().Get().Namespace(namespace).Resource("jobs")
+	}
+}
+
+// sweepJobs is what one sweep read of the Jobs of namespaces, each
+// namespace once however many checks ask (a tenant's managers all target
+// their own namespace); its zero value is ready.
+type sweepJobs struct {
+	mu          sync.Mutex
+	byNamespace map[string]*jobsRead
+}
+
+// jobsRead is what a namespace's Jobs hold back or fail, per query.
+type jobsRead struct {
+	once                 sync.Once
+	notSucceeded, failed *labelIndex
+	err                  error
+}
+
+// of is the index of what q looks for.
+func (j *jobsRead) of(q podsQuery) *labelIndex {
+	if q.final {
+		return j.failed
+	}
+	return j.notSucceeded
+}
+
+// namespaceJobs reads the Jobs of namespace once a sweep: paged, decoded
+// one at a time into jobFields, at most MaxJobsRead of them and
+// maxIndexBytes of labels, within namespaceReadTimeout.
+func (s *Sweeper) namespaceJobs(ctx context.Context, r *sweepRun, namespace string) *jobsRead {
+	r.jobs.mu.Lock()
+	if r.jobs.byNamespace == nil {
+		r.jobs.byNamespace = map[string]*jobsRead{}
+	}
+	j := r.jobs.byNamespace[namespace]
+	if j == nil {
+		j = &jobsRead{}
+		r.jobs.byNamespace[namespace] = j
+	}
+	r.jobs.mu.Unlock()
+	j.once.Do(func() {
+		ctx, cancel := context.WithTimeout(ctx, s.namespaceReadTimeout())
+		defer cancel()
+		j.notSucceeded, j.failed = newLabelIndex(), newLabelIndex()
+		read := 0
+		j.err = eachStreamed(ctx, s.cfg.PageSize, metav1.ListOptions{}, s.jobsRequest(namespace), func(f *jobFields) error {
+			if read++; read > MaxJobsRead {
+				return fmt.Errorf("more than %d Jobs in the namespace; a pods check reads no more", MaxJobsRead)
+			}
+			job := f.job()
+			for _, q := range []podsQuery{notSucceededQuery, failedQuery} {
+				if q.job(job) {
+					j.of(q).add(namespace, q.jobWords(job), f.Spec.Template.Metadata.Labels)
+				}
+			}
+			if j.notSucceeded.size+j.failed.size > maxIndexBytes {
+				return fmt.Errorf("the Jobs' pod templates carry more than %d MiB of labels; a pods check reads no more", maxIndexBytes>>20)
+			}
+			return nil
+		})
+		j.notSucceeded.seen, j.failed.seen = nil, nil
+	})
+	return j
 }
 
 // labelIndex holds, per namespace, the distinct label sets of the pods
@@ -140,6 +254,8 @@ type labelIndex struct {
 	pods, jobs int
 	// seen dedupes label sets while the index is built.
 	seen map[nsLabels]struct{}
+	// size is the bytes of labels and words held.
+	size int
 }
 
 type nsLabels struct {
@@ -173,6 +289,7 @@ func (x *labelIndex) add(namespace, what string, set map[string]string) {
 		return
 	}
 	x.seen[nsLabels{namespace, packed}] = struct{}{}
+	x.size += len(packed.packed) + len(what)
 	x.byNamespace[namespace] = append(x.byNamespace[namespace], foundLabels{what: what, labels: packed})
 }
 
@@ -188,14 +305,21 @@ func (s *Sweeper) listIndex(ctx context.Context, q podsQuery, podSelector string
 			x.add(m.Namespace, q.pod(m.Name), m.Labels)
 		}
 	})
+	if err == nil && x.size > maxIndexBytes {
+		err = fmt.Errorf("the pods carry more than %d MiB of labels", maxIndexBytes>>20)
+	}
 	if err == nil && withJobs {
-		jobs := func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return s.clients.Kube.BatchV1().Jobs("").List(ctx, opts)
-		}
-		err = eachItem(ctx, s.cfg.PageSize, metav1.ListOptions{}, jobs, func(job *batchv1.Job) {
+		// Jobs are whole objects a tenant writes: decoded one at a time,
+		// of each only what a check reads.
+		err = eachStreamed(ctx, s.cfg.PageSize, metav1.ListOptions{}, s.jobsRequest(metav1.NamespaceAll), func(f *jobFields) error {
+			job := f.job()
 			if x.jobs++; kept(job.Namespace) && q.job(job) {
-				x.add(job.Namespace, q.jobWords(job), job.Spec.Template.Labels)
+				x.add(job.Namespace, q.jobWords(job), f.Spec.Template.Metadata.Labels)
 			}
+			if x.size > maxIndexBytes {
+				return fmt.Errorf("the pods and the Jobs' pod templates carry more than %d MiB of labels", maxIndexBytes>>20)
+			}
+			return nil
 		})
 	}
 	x.seen = nil

@@ -6,11 +6,9 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	kubefake "k8s.io/client-go/kubernetes/fake"
 	metadatafake "k8s.io/client-go/metadata/fake"
 	"k8s.io/utils/ptr"
 
@@ -110,10 +108,11 @@ func TestConfirmerAnswersForTheWholeChunk(t *testing.T) {
 	}
 	running := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: "busy", Name: "run", Labels: map[string]string{"app": "e2e"}}}
-	elsewhere := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "elsewhere", Name: "run", Labels: map[string]string{"app": "e2e"}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
-	s := &Sweeper{cfg: Config{PageSize: DefaultPageSize}, log: slog.New(slog.DiscardHandler),
-		clients: Clients{Metadata: metadatafake.NewSimpleMetadataClient(scheme, running), Kube: kubefake.NewClientset(elsewhere)}}
+	elsewhere := running.DeepCopy()
+	elsewhere.Namespace = "elsewhere"
+	_, kube := newJobsServer(t)
+	s := &Sweeper{cfg: Config{PageSize: DefaultPageSize, ClaimTTL: DefaultClaimTTL}, log: slog.New(slog.DiscardHandler),
+		clients: Clients{Metadata: metadatafake.NewSimpleMetadataClient(scheme, running, elsewhere), Kube: kube}}
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "k8s.consol.de/v1beta1", "kind": "NamespaceManager",
 		"metadata": map[string]any{"name": "leftovers", "namespace": "platform", "uid": "u", "generation": int64(1)},

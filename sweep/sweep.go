@@ -111,6 +111,8 @@ type sweepRun struct {
 	// pods that have not succeeded, failures the failed pods and Jobs.
 	podChecks         atomic.Int64
 	pending, failures onceIndex
+	// jobs holds what the checks read of each namespace's Jobs.
+	jobs sweepJobs
 
 	// governed maps each namespace single-target managers (of any shard)
 	// may act on to those managers: rules leave it alone if one of them
