@@ -13,7 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/nsman/nsman/policy"
@@ -209,13 +211,23 @@ func eachWorkload(ctx context.Context, clients Clients, namespace string, select
 	)
 	for _, sel := range selectors {
 		resource := workloadResources[sel.Kind]
-		list, err := clients.Dynamic.Resource(resource).Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(sel.Labels).String()})
+		// Workloads are whole objects a tenant writes: paged, and decoded
+		// one at a time into the few fields a change reads.
+		list := func() *rest.Request {
+			return clients.Kube.AppsV1().RESTClient().Get().Namespace(namespace).Resource(resource.Resource)
+		}
+		var selected []*unstructured.Unstructured
+		err := eachStreamed(ctx, workloadPage, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(sel.Labels).String()}, list, func(f *workloadFields) error {
+			w, err := f.unstructured(resource, sel.Kind)
+			if err == nil {
+				selected = append(selected, w)
+			}
+			return err
+		})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("list %s in %s: %w", resource.Resource, namespace, err))
-			continue
 		}
-		for i := range list.Items {
-			w := &list.Items[i]
+		for _, w := range selected {
 			id := sel.Kind + "/" + w.GetName()
 			if done[id] {
 				continue // selected twice
@@ -231,6 +243,56 @@ func eachWorkload(ctx context.Context, clients Clients, namespace string, select
 		}
 	}
 	return effects, errors.Join(errs...)
+}
+
+// workloadPage is the page size of a namespace's workloads: each is decoded
+// on its own (see eachStreamed), and what is kept of it is a few hundred
+// bytes, so a page costs a request, not memory.
+const workloadPage = 500
+
+// workloadFields is what SCALE_DOWN and restore read of a workload: its
+// name, version, replicas, record of them, and its pod template's requests
+// (for what scaling it frees).
+type workloadFields struct {
+	Metadata struct {
+		Name            string            `json:"name"`
+		Namespace       string            `json:"namespace"`
+		ResourceVersion string            `json:"resourceVersion"`
+		Annotations     map[string]string `json:"annotations"`
+	} `json:"metadata"`
+	Spec struct {
+		Replicas *int64 `json:"replicas,omitempty"`
+		Template struct {
+			Spec podRequests `json:"spec"`
+		} `json:"template"`
+	} `json:"spec"`
+}
+
+// unstructured is f as the workload changes read it: these fields alone,
+// and of the annotations ReplicasAnnotation alone.
+func (f *workloadFields) unstructured(resource schema.GroupVersionResource, kind string) (*unstructured.Unstructured, error) {
+	var kept struct {
+		Metadata struct {
+			Name            string            `json:"name"`
+			Namespace       string            `json:"namespace"`
+			ResourceVersion string            `json:"resourceVersion"`
+			Annotations     map[string]string `json:"annotations,omitempty"`
+		} `json:"metadata"`
+		Spec any `json:"spec"`
+	}
+	kept.Metadata.Name, kept.Metadata.Namespace, kept.Metadata.ResourceVersion = f.Metadata.Name, f.Metadata.Namespace, f.Metadata.ResourceVersion
+	if v, ok := f.Metadata.Annotations[ReplicasAnnotation]; ok {
+		kept.Metadata.Annotations = map[string]string{ReplicasAnnotation: v}
+	}
+	kept.Spec = f.Spec
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&kept)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s/%s: %w", kind, f.Metadata.Namespace, f.Metadata.Name, err)
+	}
+	w := &unstructured.Unstructured{Object: obj}
+	w.SetAPIVersion(resource.GroupVersion().String())
+	w.SetKind(kind)
+	return w, nil
 }
 
 // scaleToZero sets one workload's replicas to zero and records the count it

@@ -3,6 +3,7 @@ package sweep
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	eventsv1 "k8s.io/api/events/v1"
@@ -132,5 +133,41 @@ func TestScaleToZeroRecordsTheLastCount(t *testing.T) {
 				t.Errorf("patch %s: want resourceVersion 1, record %s, replicas 0", patches[0], tt.wantRecord)
 			}
 		})
+	}
+}
+
+// A workload as SCALE_DOWN lists it keeps what a change reads (name,
+// version, replicas, their record, the template's requests) and nothing of
+// the rest, however large.
+func TestWorkloadFieldsKeepWhatIsRead(t *testing.T) {
+	big := strings.Repeat("x", 1<<20)
+	data := `{"kind":"DeploymentList","metadata":{},"items":[{"metadata":{"name":"web","namespace":"team","resourceVersion":"7",` +
+		`"annotations":{"` + ReplicasAnnotation + `":"3","other":"` + big[:200<<10] + `"}},"spec":{"replicas":2,"template":{"spec":{` +
+		`"initContainers":[{"name":"proxy","restartPolicy":"Always","resources":{"requests":{"cpu":"100m","memory":"64Mi"}}}],` +
+		`"containers":[{"name":"web","args":["` + big + `"],"resources":{"requests":{"cpu":"400m","memory":"256Mi"}}}]}}}}]}`
+	var got []*unstructured.Unstructured
+	if _, err := decodeStreamed(strings.NewReader(data), func(f *workloadFields) error {
+		w, err := f.unstructured(deploymentsResource, "Deployment")
+		got = append(got, w)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 {
+		t.Fatalf("%d workloads, want 1", len(got))
+	}
+	w := got[0]
+	if w.GetName() != "web" || w.GetNamespace() != "team" || w.GetResourceVersion() != "7" || w.GetKind() != "Deployment" || w.GetAPIVersion() != "apps/v1" {
+		t.Errorf("metadata %v", w.Object["metadata"])
+	}
+	if a := w.GetAnnotations(); len(a) != 1 || a[ReplicasAnnotation] != "3" {
+		t.Errorf("annotations %v, want the record alone", a)
+	}
+	if specReplicas(w) != 2 {
+		t.Errorf("replicas %d, want 2", specReplicas(w))
+	}
+	reclaimWant(t, "2 replicas", workloadReclaimed(w), "1", "640Mi", "0", 0)
+	if size := len(mustJSON(w.Object)); size > 1<<10 {
+		t.Errorf("%d bytes kept of a workload of more than 1 MiB", size)
 	}
 }
