@@ -45,18 +45,56 @@ var activityResources = []struct {
 // activities is what one sweep knows of the last activity in namespaces;
 // its zero value is ready, and it is safe for concurrent use.
 type activities struct {
-	// asked counts the namespaces asked about.
-	asked atomic.Int64
-	// ahead counts the managers listed whose last status says they read
-	// the activity (see readsActivity); past ActivityIndexAfter, or with a
-	// rule over more namespaces (see ruleReadsActivity), indexed is set and
-	// every namespace is answered from the index, from the first.
-	ahead   atomic.Int64
+	// mu guards asked, the namespaces asked about, each read once a sweep
+	// however many subjects ask, and ahead, those the managers listed say
+	// will be (see readsActivity): both count namespaces, not managers, so
+	// that many IDLE managers of one namespace cost its four lists, once.
+	// Past ActivityIndexAfter of either, or with a rule over more
+	// namespaces (see ruleReadsActivity), indexed is set and every
+	// namespace is answered from the index, from the first.
+	mu      sync.Mutex
+	asked   map[string]*activityRead
+	ahead   map[string]bool
 	indexed atomic.Bool
 	// once lists index past ActivityIndexAfter namespaces: the newest
 	// creation in each namespace that has any; nil when listing failed.
 	once  sync.Once
 	index map[string]created
+}
+
+// activityRead is the last activity read in one namespace.
+type activityRead struct {
+	once     sync.Once
+	activity policy.Activity
+	err      error
+}
+
+// ask returns the read of namespace, and how many namespaces were asked
+// about.
+func (x *activities) ask(namespace string) (*activityRead, int) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.asked == nil {
+		x.asked = map[string]*activityRead{}
+	}
+	read := x.asked[namespace]
+	if read == nil {
+		read = &activityRead{}
+		x.asked[namespace] = read
+	}
+	return read, len(x.asked)
+}
+
+// expect counts namespace among those the managers listed will read.
+func (x *activities) expect(namespace string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.ahead == nil {
+		x.ahead = map[string]bool{}
+	}
+	if x.ahead[namespace] = true; len(x.ahead) > ActivityIndexAfter {
+		x.indexed.Store(true)
+	}
 }
 
 // created is the newest object created in a namespace.
@@ -79,13 +117,14 @@ func (c created) activity() policy.Activity {
 // was created since it was listed is missing from it, so that it can keep
 // an IDLE policy waiting, not let it hold (evaluatePolicies confirms).
 func (s *Sweeper) lastActivity(ctx context.Context, x *activities, namespace string) (a policy.Activity, indexed bool, err error) {
-	if x.indexed.Load() || x.asked.Add(1) > ActivityIndexAfter {
+	read, asked := x.ask(namespace)
+	if x.indexed.Load() || asked > ActivityIndexAfter {
 		if index := s.activityIndex(ctx, x); index != nil {
 			return index[namespace].activity(), true, nil
 		}
 	}
-	a, err = s.namespaceActivity(ctx, namespace)
-	return a, false, err
+	read.once.Do(func() { read.activity, read.err = s.namespaceActivity(ctx, namespace) })
+	return read.activity, false, read.err
 }
 
 // namespaceActivity is the newest creation in namespace, read from its own
@@ -103,10 +142,14 @@ func (s *Sweeper) namespaceActivity(ctx context.Context, namespace string) (poli
 }
 
 // activityIndex returns the sweep's index of the last activity in every
-// namespace, listed once. When listing it fails, it is nil, and namespaces
-// are read one by one.
+// namespace, listed once, within --claim-ttl (as the reclaim index): a
+// cluster of very many pods holds up the IDLE policies waiting on it that
+// long at most. When listing it fails, it is nil, and namespaces are read
+// one by one.
 func (s *Sweeper) activityIndex(ctx context.Context, x *activities) map[string]created {
 	x.once.Do(func() {
+		ctx, cancel := context.WithTimeout(ctx, s.cfg.ClaimTTL)
+		defer cancel()
 		index, err := s.listCreated(ctx, metav1.NamespaceAll)
 		if err != nil {
 			s.log.Warn("reading the last activity namespace by namespace", "error",
@@ -162,19 +205,35 @@ func withoutTouch(ns namespaceInfo) namespaceInfo {
 	return ns
 }
 
-// countAhead counts, of a page of managers, those of this shard whose last
-// status says they read the activity (see readsActivity), before any of
-// them is evaluated: a sweep that will read more than ActivityIndexAfter
-// namespaces lists the index at the first, rather than reading that many
-// one by one first (128 requests a sweep, where the index costs a page of
-// each of the four per 500 objects).
+// countAhead counts, of a page of managers, the target namespaces of those
+// of this shard whose last status says they read the activity (see
+// readsActivity), before any of them is evaluated: a sweep that will read
+// more than ActivityIndexAfter namespaces lists the index at the first,
+// rather than reading that many one by one first (128 requests a sweep,
+// where the index costs a page of each of the four per 500 objects).
 func (s *Sweeper) countAhead(x *activities, page *managerPage, now time.Time) {
 	for i := range page.Items {
 		it := &page.Items[i]
-		if readsActivity(it.Status, now) && ShardOf(it.Metadata.UID, s.cfg.ShardCount) == s.cfg.ShardIndex && x.ahead.Add(1) > ActivityIndexAfter {
-			x.indexed.Store(true)
+		if !readsActivity(it.Status, now) || ShardOf(it.Metadata.UID, s.cfg.ShardCount) != s.cfg.ShardIndex {
+			continue
+		}
+		// A manager may read another namespace than its own only from a
+		// trusted one.
+		if target := it.target(); target == it.Metadata.Namespace || slices.Contains(s.cfg.TrustedNamespaces, it.Metadata.Namespace) {
+			x.expect(target)
 		}
 	}
+}
+
+// target is the namespace a listed manager targets, as policy.Manager's
+// Target says (a rule's is none, and is not counted here).
+func (it *listedItem) target() string {
+	if spec, ok := it.Spec.(map[string]any); ok {
+		if ns, ok := spec["namespace"].(string); ok && ns != "" {
+			return ns
+		}
+	}
+	return it.Metadata.Name
 }
 
 // readsActivity reports whether a manager's status (under nsman's CRD) says

@@ -323,8 +323,8 @@ func TestTouchedBeforeTheDelete(t *testing.T) {
 	}
 }
 
-// In a freeze, what the sweep's cluster-wide lists say is idle is not read
-// again namespace by namespace: nothing acts on it.
+// In a freeze, nothing acts whatever the activity says: no namespace's
+// activity is read, by namespace or cluster-wide.
 func TestIdleInAFreezeIsNotConfirmed(t *testing.T) {
 	e := setup(t)
 	home, targets, newest := idleRule(t)
@@ -337,12 +337,62 @@ func TestIdleInAFreezeIsNotConfirmed(t *testing.T) {
 	})
 	wantCode(t, res, 0)
 	for _, ns := range targets {
-		if p := res.Pair(t, home, "idle", ns); p.State != sweep.StateWaiting || !strings.Contains(p.Message, "idle 1m0s since") {
-			t.Errorf("%s: %s (%s), want waiting for the freeze's end, idle", ns, p.State, p.Message)
+		if p := res.Pair(t, home, "idle", ns); p.State != sweep.StateWaiting || !strings.Contains(p.Message, "is not read in a freeze") {
+			t.Errorf("%s: %s (%s), want waiting for the freeze's end, its activity not read", ns, p.State, p.Message)
 		}
 	}
-	if inNamespace := lists["replicasets by namespace"]; inNamespace != sweep.ActivityIndexAfter {
-		t.Errorf("ReplicaSets listed in %d namespaces, want %d: those before the sweep's index, none to confirm it", inNamespace, sweep.ActivityIndexAfter)
+	if inNamespace, clusterWide := lists["replicasets by namespace"], lists["replicasets cluster-wide"]; inNamespace != 0 || clusterWide != 0 {
+		t.Errorf("ReplicaSets listed in %d namespaces and %d times cluster-wide in a freeze, want none", inNamespace, clusterWide)
+	}
+}
+
+// Many IDLE managers of one namespace read its activity once, and never
+// the sweep's cluster-wide lists: sweep.ActivityIndexAfter counts
+// namespaces, not managers.
+func TestIdleManagersOfOneNamespaceReadItOnce(t *testing.T) {
+	e := setup(t)
+	ns := shared.Namespace(t)
+	caseID := ns
+	n := sweep.ActivityIndexAfter + 1
+	for i := range n {
+		createManager(t, managerObj(ns, fmt.Sprintf("idle-%02d", i), caseID, []any{idlePolicy("idle a minute", 60, deleteAction)}, targeting(ns)))
+	}
+	at := createdAt(t, ns).Add(2 * time.Minute)
+	var res nsmantest.Result
+	lists := listsDuring(t, e, func() {
+		res = e.Sweep(t, "-l", caseLabel+"="+caseID, "--dry-run", "--at", at.Format(time.RFC3339), "--reclaim=false")
+	})
+	wantCode(t, res, 0)
+	for i := range n {
+		wantState(t, res, ns, fmt.Sprintf("idle-%02d", i), sweep.StatePlanned)
+	}
+	if inNamespace, clusterWide := lists["replicasets by namespace"], lists["replicasets cluster-wide"]; inNamespace != 1 || clusterWide != 0 {
+		t.Errorf("%d IDLE managers of one namespace: ReplicaSets listed %d times in it and %d times cluster-wide, want 1 and 0", n, inNamespace, clusterWide)
+	}
+}
+
+// A manager under a hold reads no activity: whatever it says, the hold
+// keeps the manager waiting.
+func TestIdleUnderAHoldReadsNoActivity(t *testing.T) {
+	e := setup(t)
+	ns := shared.Namespace(t)
+	caseID := ns
+	at := createdAt(t, ns).Add(2 * time.Minute)
+	held := managerObj(ns, ns, caseID, []any{idlePolicy("idle a minute", 60, deleteAction)})
+	held.SetAnnotations(map[string]string{sweep.HoldAnnotation: at.Add(time.Hour).UTC().Format(time.RFC3339)})
+	createManager(t, held)
+	var res nsmantest.Result
+	lists := listsDuring(t, e, func() {
+		res = e.Sweep(t, "-l", caseLabel+"="+caseID, "--dry-run", "--at", at.Format(time.RFC3339), "--reclaim=false")
+	})
+	wantCode(t, res, 0)
+	if got := wantState(t, res, ns, ns, sweep.StateWaiting); got.HeldUntil == nil || !strings.Contains(got.Message, "is not read while it is held") {
+		t.Errorf("held: %s (%s), held until %v; want waiting for the hold's end, its activity not read", got.State, got.Message, got.HeldUntil)
+	}
+	for _, r := range []string{"replicasets", "controllerrevisions", "jobs", "pods"} {
+		if got := lists[r+" by namespace"] + lists[r+" cluster-wide"]; got != 0 {
+			t.Errorf("a held manager: %s listed %d times, want none", r, got)
+		}
 	}
 }
 

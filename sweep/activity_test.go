@@ -1,0 +1,122 @@
+package sweep
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/metadata"
+	metadatafake "k8s.io/client-go/metadata/fake"
+	"k8s.io/client-go/rest"
+)
+
+// The sweep's cluster-wide activity index is given up after --claim-ttl,
+// as the reclaim index is, and the namespace read then, after its own
+// timeout: an IDLE policy waits that long at most.
+func TestActivityIndexIsBounded(t *testing.T) {
+	stalled := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	defer stalled.Close()
+	client, err := metadata.NewForConfig(&rest.Config{Host: stalled.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Sweeper{cfg: Config{PageSize: DefaultPageSize, ClaimTTL: 2 * time.Second}, clients: Clients{Metadata: client}, log: slog.New(slog.DiscardHandler)}
+	x := &activities{}
+	x.indexed.Store(true)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	began := time.Now()
+	_, indexed, err := s.lastActivity(ctx, x, "team")
+	bound := s.cfg.ClaimTTL + s.namespaceReadTimeout() + time.Second
+	if took := time.Since(began); err == nil || indexed || took > bound {
+		t.Errorf("an index that never answers: %v (indexed %v) after %v; want an error within %v", err, indexed, took, bound)
+	}
+}
+
+// activityClient is a metadata client that serves nothing and records the
+// lists made.
+func activityClient(t *testing.T) *metadatafake.FakeMetadataClient {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := metav1.AddMetaToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	return metadatafake.NewSimpleMetadataClient(scheme)
+}
+
+// lists counts client's lists in a namespace and cluster-wide.
+func lists(client *metadatafake.FakeMetadataClient) (inNamespace, clusterWide int) {
+	for _, a := range client.Actions() {
+		if a.GetVerb() != "list" {
+			continue
+		}
+		if a.GetNamespace() == "" {
+			clusterWide++
+		} else {
+			inNamespace++
+		}
+	}
+	return inNamespace, clusterWide
+}
+
+// ActivityIndexAfter counts namespaces, not the subjects that ask: many
+// IDLE managers of one namespace read its four lists once, and never the
+// cluster-wide ones.
+func TestActivityIndexCountsNamespaces(t *testing.T) {
+	client := activityClient(t)
+	s := &Sweeper{cfg: Config{PageSize: DefaultPageSize, ClaimTTL: DefaultClaimTTL}, clients: Clients{Metadata: client}, log: slog.New(slog.DiscardHandler)}
+	x := &activities{}
+	for range ActivityIndexAfter + 8 {
+		if _, indexed, err := s.lastActivity(t.Context(), x, "team"); err != nil || indexed {
+			t.Fatalf("%v (indexed %v)", err, indexed)
+		}
+	}
+	if in, all := lists(client); in != len(activityResources) || all != 0 {
+		t.Errorf("%d asks about one namespace: %d lists in it and %d cluster-wide, want %d and 0", ActivityIndexAfter+8, in, all, len(activityResources))
+	}
+	for i := range ActivityIndexAfter {
+		if _, _, err := s.lastActivity(t.Context(), x, fmt.Sprintf("other-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, indexed, err := s.lastActivity(t.Context(), x, "team"); err != nil || !indexed {
+		t.Errorf("past %d namespaces: %v (indexed %v), want the index's answer", ActivityIndexAfter, err, indexed)
+	}
+}
+
+// The managers counted ahead are counted by the namespace they target.
+func TestCountAheadCountsNamespaces(t *testing.T) {
+	s := &Sweeper{cfg: Config{TrustedNamespaces: []string{"platform"}}}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	status := []byte(`{"lastActivity":{"at":"2025-12-31T00:00:00Z","what":"ReplicaSet web created"}}`)
+	page := func(namespace string, spec func(i int) any) *managerPage {
+		p := &managerPage{}
+		for i := range ActivityIndexAfter + 1 {
+			it := listedItem{Spec: spec(i), Status: status}
+			it.Metadata.Namespace, it.Metadata.Name, it.Metadata.UID = namespace, fmt.Sprintf("m-%d", i), types.UID(fmt.Sprint(i))
+			p.Items = append(p.Items, it)
+		}
+		return p
+	}
+	x := &activities{}
+	s.countAhead(x, page("team", func(int) any { return map[string]any{"namespace": "team"} }), now)
+	if x.indexed.Load() {
+		t.Errorf("%d managers of one namespace set the index ahead", ActivityIndexAfter+1)
+	}
+	// A tenant's managers that name other namespaces read none of them.
+	s.countAhead(x, page("team", func(i int) any { return map[string]any{"namespace": fmt.Sprintf("other-%d", i)} }), now)
+	if x.indexed.Load() {
+		t.Errorf("%d managers of a tenant targeting other namespaces set the index ahead", ActivityIndexAfter+1)
+	}
+	s.countAhead(x, page("platform", func(i int) any { return map[string]any{"namespace": fmt.Sprintf("other-%d", i)} }), now)
+	if !x.indexed.Load() {
+		t.Errorf("%d managers of a trusted namespace, each targeting its own, did not set the index ahead", ActivityIndexAfter+1)
+	}
+}
