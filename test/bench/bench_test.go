@@ -24,8 +24,8 @@ import (
 const Command = "make bench"
 
 // parts are what NSMAN_BENCH_ONLY may name: the managers, the rule (issue
-// 13), half the managers IDLE (issue 25).
-var parts = []string{"managers", "rules", "idle"}
+// 13), half the managers IDLE (issue 25), the hostile tenant (issue 31).
+var parts = []string{"managers", "rules", "idle", "hostile"}
 
 // The sizes and the due managers of a complete run; BENCHMARKS.md is
 // written only from one.
@@ -40,8 +40,8 @@ const defaultDue = 1000
 // measures the floors and nsman sweeps, prints the document and writes it
 // to BENCHMARKS.md (NSMAN_BENCH_OUT to write elsewhere).
 // NSMAN_BENCH_GO_PKGS names packages whose Go benchmarks it runs first, on
-// the same tree. NSMAN_BENCH_ONLY=managers, =rules or =idle runs one part
-// alone.
+// the same tree. NSMAN_BENCH_ONLY=managers, =rules, =idle or =hostile runs
+// one part alone.
 //
 // It names the commit measured, builds the nsman it measures from the same
 // tree, and writes BENCHMARKS.md only from a complete run (default sizes
@@ -140,6 +140,9 @@ func TestBenchmarks(t *testing.T) {
 			rep.Idle = append(rep.Idle, r...)
 			rep.KubeVersion = v
 		}
+	}
+	if runs("hostile") {
+		rep.Hostile, rep.KubeVersion = measureHostile(t, bin)
 	}
 	if t.Failed() && official {
 		t.Fatal("not writing BENCHMARKS.md: a measurement failed its checks")

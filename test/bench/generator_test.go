@@ -121,6 +121,7 @@ func syntheticReport(delWrites map[string]int, tree treeState) report {
 	rep.Rows = append(syntheticRows(1000, due, delWrites, "0.90"), syntheticRows(10000, due, delWrites, "3.10")...)
 	rep.Rules = syntheticRules(10000, due, map[string]int{"list namespaces": 21, "patch namespaces": due, "delete namespaces": due, "create events": 1, "patch namespacemanagers/status": 1})
 	rep.Idle = syntheticIdle(1000, 0.3)
+	rep.Hostile = syntheticHostile(80 << 10)
 	return rep
 }
 
@@ -212,7 +213,7 @@ func TestRenderClaimThenDelete(t *testing.T) {
 	}
 	// Every row the document cites exists.
 	full := syntheticReport(nil, tree)
-	rows := len(full.Rows) + len(full.Rules) + len(full.Idle)
+	rows := len(full.Rows) + len(full.Rules) + len(full.Idle) + len(full.Hostile)
 	for _, m := range regexp.MustCompile(`#(\d+)`).FindAllStringSubmatch(doc, -1) {
 		if id, _ := strconv.Atoi(m[1]); id < 1 || id > rows {
 			t.Errorf("document cites row #%s of %d", m[1], rows)
@@ -403,12 +404,12 @@ func TestRenderIdle(t *testing.T) {
 	if row := targetRow(t, doc, 1000, "IDLE: zero writes in a no-op sweep"); !strings.Contains(row, "| 0 (#36) | yes | 25 |") {
 		t.Errorf("IDLE writes target: %s", row)
 	}
-	if !strings.Contains(doc, "and 25 (what IDLE reads)") {
+	if !strings.Contains(doc, ", 25 (what IDLE reads) and 31 (a hostile tenant)") {
 		t.Errorf("sources do not name issue 25")
 	}
 	an := section(doc, "## Analysis")
 	for _, want := range []string{
-		"**Targets.** 18 of the 20 targets",
+		"**Targets.** 19 of the 21 targets",
 		"**Half the managers IDLE.** At 1000 managers, the no-op sweep took 0.30 s (#36): 1.20× the read floor with the activity lists\n(0.25 s (#35)) and 1.50× the read floor (#34)",
 		"it made 137 requests, 132 of them lists of pods, ReplicaSets,\nControllerRevisions and Jobs, where the floor with the activity lists made 9, 4 of them those lists (more: list controllerrevisions 32, list jobs 32, list pods 32, list replicasets 32)",
 		"1000 managers, half of them IDLE: 39.0 MiB (#36).",
@@ -443,5 +444,43 @@ func TestRenderIdle(t *testing.T) {
 	}
 	if row := targetRow(t, doc, 200, "IDLE: no-op sweep ≤ 1.3 × read floor"); !strings.Contains(row, "| – (set at 1000) | 25 |") {
 		t.Errorf("IDLE target at 200: %s", row)
+	}
+}
+
+// syntheticHostile is the hostile tenant's row, at peak RSS rss KiB.
+func syntheticHostile(rss int64) []measurement {
+	return []measurement{{N: hostileManagers, What: hostileSweepLabel(), Wall: 9 * time.Second, MaxRSS: rss,
+		Audited: map[string]int{"list namespacemanagers": 2, "list jobs": 1, "delete namespaces": 40},
+		States:  map[sweep.State]int{sweep.StateWaiting: hostileManagers, sweep.StateFired: hostileRuleNamespaces}}}
+}
+
+// The hostile tenant's part has a section of its own, after the IDLE
+// part's, and its target is met or missed by the sweep's peak RSS.
+func TestRenderHostile(t *testing.T) {
+	tree := treeState{Commit: strings.Repeat("e", 40), Describe: "eeeeeee"}
+	rep := syntheticReport(map[string]int{"delete namespaces": 1000}, tree)
+	doc := render(rep)
+	heading := "## A hostile tenant (issue 31)"
+	idle, hostile := strings.Index(doc, "## 1000 managers, half of them IDLE"), strings.Index(doc, heading)
+	if hostile < 0 || hostile < idle {
+		t.Fatalf("no section %q after the IDLE part's:\n%s", heading, doc)
+	}
+	sec := section(doc, heading)
+	for _, want := range []string{"80 Running pods (`app=web`) and 80 Jobs", "300 managers\nof about 200 KiB each",
+		"over 40 namespaces, past the 32 after", "| 300 | " + hostileSweepLabel() + " | 9.00 s | 43 | 40 |", "| 80.0 MiB |"} {
+		if !strings.Contains(sec, want) {
+			t.Errorf("hostile section lacks %q:\n%s", want, sec)
+		}
+	}
+	what := "hostile tenant: peak RSS ≤ 96 MiB (the chart's limit is 128Mi)"
+	if row := targetRow(t, doc, 300, what); !strings.Contains(row, "| 80.0 MiB (#") || !strings.Contains(row, "| yes | 31 |") {
+		t.Errorf("target row %q, want 80.0 MiB met", row)
+	}
+	rep.Hostile = syntheticHostile(120 << 10)
+	if row := targetRow(t, render(rep), 300, what); !strings.Contains(row, "| **no** | 31 |") {
+		t.Errorf("target row %q at 120 MiB, want it missed", row)
+	}
+	if !strings.Contains(doc, "The hostile tenant: 80.0 MiB (#") {
+		t.Errorf("the analysis does not say the hostile tenant's peak RSS")
 	}
 }

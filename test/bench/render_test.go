@@ -19,9 +19,9 @@ import (
 type report struct {
 	// Rows are the managers' part, for each of Sizes; Rules the rule's;
 	// Idle the part with half the managers IDLE (issue 25), for each size
-	// it measured.
-	Rows, Rules, Idle []measurement
-	Sizes             []int
+	// it measured; Hostile the hostile tenant's (issue 31).
+	Rows, Rules, Idle, Hostile []measurement
+	Sizes                      []int
 	// Due is how many managers (or a rule's namespaces) come due per
 	// DELETE sweep and per write floor.
 	Due         int
@@ -197,8 +197,8 @@ func sizesOf(rows []measurement) []int {
 
 // render writes BENCHMARKS.md: every figure in it comes from rep.
 func render(rep report) string {
-	parts := numbered(rep.Rows, rep.Rules, rep.Idle)
-	rows, rules, idle := parts[0], parts[1], parts[2]
+	parts := numbered(rep.Rows, rep.Rules, rep.Idle, rep.Hostile)
+	rows, rules, idle, hostile := parts[0], parts[1], parts[2], parts[3]
 	idleSizes := sizesOf(idle)
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
@@ -212,6 +212,7 @@ func render(rep report) string {
 		targets = append(targets, ruleTargets(rules, ruleN, due)...)
 	}
 	targets = append(targets, idleTargets(idle, idleSizes)...)
+	targets = append(targets, hostileTargets(hostile)...)
 
 	p("\n## How it is measured\n\n")
 	method(&b, rep)
@@ -230,6 +231,11 @@ func render(rep report) string {
 		idleMethod(&b, idleSizes)
 		table(&b, idle, "managers")
 	}
+	if len(hostile) > 0 {
+		p("\n## A hostile tenant (issue 31)\n\n")
+		hostileMethod(&b)
+		table(&b, hostile, "subjects")
+	}
 	if len(rows)+len(rules) > 0 {
 		writesTable(&b, rows, rules, rep.Sizes, ruleN, due)
 	}
@@ -246,13 +252,13 @@ func render(rep report) string {
 		}
 		p("| %d | %s | %s | %s | %s |\n", tg.N, tg.What, tg.Measured, met, tg.Source)
 	}
-	p("\nSources: issues 6, 12, 13, 24 (what a sweep's DELETEs free, `--reclaim`) and 25 (what IDLE reads), point 10 and the\n")
+	p("\nSources: issues 6, 12, 13, 24 (what a sweep's DELETEs free, `--reclaim`), 25 (what IDLE reads) and 31 (a hostile tenant), point 10 and the\n")
 	p("“must hold” of the issue “One executor, and tests that cannot lie” (OE). The bounds are constants of\n")
 	p("test/bench/render_test.go; “met” is computed from the rows cited.\n")
 
 	growth(&b, rows, rep.Sizes, due)
 	sharding(&b, rows, rep.Sizes, due)
-	analysis(&b, rep, rows, rules, idle, targets)
+	analysis(&b, rep, rows, rules, idle, hostile, targets)
 
 	p("\n## Go benchmarks\n\n")
 	if rep.GoBench == "" {
@@ -704,7 +710,7 @@ func sharding(b *strings.Builder, rows rowSet, sizes []int, due int) {
 
 // analysis writes what the rows say, each figure computed from the rows it
 // cites.
-func analysis(b *strings.Builder, rep report, rows, rules, idle rowSet, targets []target) {
+func analysis(b *strings.Builder, rep report, rows, rules, idle, hostile rowSet, targets []target) {
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	due := rep.Due
 	p("\n## Analysis\n\n")
@@ -731,7 +737,7 @@ func analysis(b *strings.Builder, rep report, rows, rules, idle rowSet, targets 
 	p("\n\n")
 
 	// Load and spread.
-	all := slices.Concat(rows, rules, idle)
+	all := slices.Concat(rows, rules, idle, hostile)
 	if len(all) > 0 {
 		lo, hi := all[0], all[0]
 		busy := 0
@@ -833,6 +839,9 @@ func analysis(b *strings.Builder, rep report, rows, rules, idle rowSet, targets 
 	for _, n := range sizesOf(idle) {
 		peak, at := peakRSS(idle, n)
 		p(" %d managers, half of them IDLE: %s (%s).", n, mib(peak), at.ref())
+	}
+	for _, m := range hostile {
+		p(" The hostile tenant: %s (%s), against the %d MiB bound.", mib(m.MaxRSS), m.ref(), hostileRSSBoundMiB)
 	}
 	p("\n")
 
