@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/utils/ptr"
 )
@@ -166,13 +167,14 @@ func (s *Sweeper) listFreed(ctx context.Context, x *reclaims, namespace string) 
 		})
 	}
 	each(0, func(add func(string, func(*freed))) error {
-		pods := func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return core.Pods(namespace).List(ctx, opts)
-		}
-		err := eachItem(ctx, s.cfg.PageSize, metav1.ListOptions{FieldSelector: unfinishedPods}, pods, func(pod *corev1.Pod) {
+		// Pods are whole objects a tenant writes (up to about 1.5 MiB
+		// each): decoded one at a time, of each its requests alone.
+		pods := func() *rest.Request { return core.RESTClient().Get().Namespace(namespace).Resource("pods") }
+		err := eachStreamed(ctx, s.cfg.PageSize, metav1.ListOptions{FieldSelector: unfinishedPods}, pods, func(pod *podFields) error {
 			if pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
-				add(pod.Namespace, func(f *freed) { f.addPod(pod) })
+				add(pod.Metadata.Namespace, func(f *freed) { f.addPod(&corev1.Pod{Spec: pod.Spec.spec()}) })
 			}
+			return nil
 		})
 		if err != nil {
 			return fmt.Errorf("list pods (%s): %w", unfinishedPods, err)
@@ -238,6 +240,17 @@ func (s *Sweeper) eachLoadBalancer(ctx context.Context, x *reclaims, namespace s
 		x.allServices.Store(true)
 	}
 	return eachItem(ctx, s.cfg.PageSize, metav1.ListOptions{}, list, keep)
+}
+
+// podFields is what reclaim reads of a pod.
+type podFields struct {
+	Metadata struct {
+		Namespace string `json:"namespace"`
+	} `json:"metadata"`
+	Spec   podRequests `json:"spec"`
+	Status struct {
+		Phase corev1.PodPhase `json:"phase"`
+	} `json:"status"`
 }
 
 // podRequests is what the requests of a pod (or a pod template) are

@@ -2,6 +2,8 @@ package sweep
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -21,6 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
@@ -66,12 +70,61 @@ func reclaimService(namespace, name string, typ corev1.ServiceType) *corev1.Serv
 	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Spec: corev1.ServiceSpec{Type: typ}}
 }
 
-func reclaimSweeper(client *kubefake.Clientset, log *slog.Logger) *Sweeper {
+func reclaimSweeper(t *testing.T, client *kubefake.Clientset, log *slog.Logger) *Sweeper {
+	t.Helper()
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Sweeper{cfg: Config{PageSize: DefaultPageSize, ClaimTTL: DefaultClaimTTL}, clients: Clients{Kube: client}, log: log}
+	return &Sweeper{cfg: Config{PageSize: DefaultPageSize, ClaimTTL: DefaultClaimTTL}, clients: Clients{Kube: podsOverHTTP(t, client)}, log: log}
 }
+
+// podsOverHTTP is client, but for its lists of pods, which nsman reads
+// through the REST client as they arrive (see eachStreamed): those are
+// served over HTTP from client, which records them as its own.
+func podsOverHTTP(t *testing.T, client *kubefake.Clientset) kubernetes.Interface {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		namespace, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/api/v1/namespaces/"), "/")
+		if r.URL.Path == "/api/v1/pods" {
+			namespace = ""
+		}
+		list, err := client.CoreV1().Pods(namespace).List(r.Context(), metav1.ListOptions{
+			LabelSelector: r.URL.Query().Get("labelSelector"), FieldSelector: r.URL.Query().Get("fieldSelector")})
+		w.Header().Set("Content-Type", "application/json")
+		if err != nil {
+			status := apierrors.NewInternalError(err).Status()
+			var known apierrors.APIStatus
+			if errors.As(err, &known) {
+				status = known.Status()
+			}
+			w.WriteHeader(int(status.Code))
+			_ = json.NewEncoder(w).Encode(status)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(list)
+	}))
+	t.Cleanup(srv.Close)
+	rc, err := rest.RESTClientFor(&rest.Config{Host: srv.URL, APIPath: "/api",
+		ContentConfig: rest.ContentConfig{GroupVersion: &corev1.SchemeGroupVersion, NegotiatedSerializer: scheme.Codecs.WithoutConversion()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return restCore{Clientset: client, core: coreOverREST{CoreV1Interface: client.CoreV1(), rest: rc}}
+}
+
+type restCore struct {
+	*kubefake.Clientset
+	core typedcorev1.CoreV1Interface
+}
+
+func (c restCore) CoreV1() typedcorev1.CoreV1Interface { return c.core }
+
+type coreOverREST struct {
+	typedcorev1.CoreV1Interface
+	rest rest.Interface
+}
+
+func (c coreOverREST) RESTClient() rest.Interface { return c.rest }
 
 // reclaimWant fails unless got is cpu, memory, storage (as quantities)
 // and loadBalancers.
@@ -134,7 +187,7 @@ func TestReclaimPodRequests(t *testing.T) {
 		{"no requests", corev1.PodSpec{Containers: []corev1.Container{reclaimContainer("a", "", "")}}, "0", "0"},
 	} {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "p"}, Spec: tt.spec, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
-		s := reclaimSweeper(kubefake.NewClientset(p), nil)
+		s := reclaimSweeper(t, kubefake.NewClientset(p), nil)
 		got, err := s.namespaceReclaimed(t.Context(), &reclaims{}, "team")
 		if err != nil {
 			t.Fatal(err)
@@ -166,7 +219,7 @@ func TestReclaimExcludesFinishedPods(t *testing.T) {
 		selectors = append(selectors, a.(k8stesting.ListAction).GetListRestrictions().Fields)
 		return false, nil, nil
 	})
-	got, err := reclaimSweeper(client, nil).namespaceReclaimed(t.Context(), &reclaims{}, "team")
+	got, err := reclaimSweeper(t, client, nil).namespaceReclaimed(t.Context(), &reclaims{}, "team")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +249,7 @@ func TestReclaimStorageAndLoadBalancers(t *testing.T) {
 		serviceSelectors = append(serviceSelectors, a.(k8stesting.ListAction).GetListRestrictions().Fields.String())
 		return false, nil, nil
 	})
-	got, err := reclaimSweeper(client, nil).namespaceReclaimed(t.Context(), &reclaims{}, "team")
+	got, err := reclaimSweeper(t, client, nil).namespaceReclaimed(t.Context(), &reclaims{}, "team")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +278,7 @@ func TestReclaimServicesWithoutTypeSelector(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	s, x := reclaimSweeper(client, nil), &reclaims{}
+	s, x := reclaimSweeper(t, client, nil), &reclaims{}
 	for _, ns := range []string{"a", "b"} {
 		got, err := s.namespaceReclaimed(t.Context(), x, ns)
 		if err != nil {
@@ -275,11 +328,11 @@ func TestReclaimClusterWideIsPerNamespace(t *testing.T) {
 	nonZero := 0
 	for i := range namespaces + 1 {
 		ns := fmt.Sprintf("team-%03d", i) // the last does not exist
-		want, err := reclaimSweeper(perNamespace, nil).namespaceReclaimed(t.Context(), &reclaims{}, ns)
+		want, err := reclaimSweeper(t, perNamespace, nil).namespaceReclaimed(t.Context(), &reclaims{}, ns)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := reclaimSweeper(clusterWide, nil).namespaceReclaimed(t.Context(), indexed, ns)
+		got, err := reclaimSweeper(t, clusterWide, nil).namespaceReclaimed(t.Context(), indexed, ns)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -309,7 +362,7 @@ func TestReclaimClusterWideIsPerNamespace(t *testing.T) {
 func TestReclaimConcurrentDeletes(t *testing.T) {
 	const namespaces, workers = 200, 16
 	client := kubefake.NewClientset(reclaimCluster(namespaces)...)
-	s, x := reclaimSweeper(client, nil), &reclaims{}
+	s, x := reclaimSweeper(t, client, nil), &reclaims{}
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -338,7 +391,7 @@ func TestReclaimConcurrentDeletes(t *testing.T) {
 
 	var want Reclaimed
 	for i := range namespaces {
-		got, err := reclaimSweeper(kubefake.NewClientset(reclaimCluster(namespaces)...), nil).namespaceReclaimed(t.Context(), &reclaims{}, fmt.Sprintf("team-%03d", i))
+		got, err := reclaimSweeper(t, kubefake.NewClientset(reclaimCluster(namespaces)...), nil).namespaceReclaimed(t.Context(), &reclaims{}, fmt.Sprintf("team-%03d", i))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -365,7 +418,7 @@ func TestReclaimIndexFailureFallsBack(t *testing.T) {
 		return false, nil, nil
 	})
 	var log bytes.Buffer
-	s, x := reclaimSweeper(client, slog.New(slog.NewTextHandler(&log, nil))), &reclaims{}
+	s, x := reclaimSweeper(t, client, slog.New(slog.NewTextHandler(&log, nil))), &reclaims{}
 	x.asked.Store(ReclaimIndexAfter)
 	for range 3 {
 		got, err := s.namespaceReclaimed(t.Context(), x, "team-003")
