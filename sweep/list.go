@@ -1,11 +1,14 @@
 package sweep
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -63,15 +66,38 @@ type listedItem struct {
 	Status json.RawMessage `json:"status"`
 }
 
-// decodePage decodes a page of a NamespaceManager list. Keys match
-// case-sensitively, as the API server's own decoding does.
+// decodePage decodes a page of a NamespaceManager list.
 func decodePage(data []byte) (*managerPage, error) {
+	return decodeManagers(bytes.NewReader(data))
+}
+
+// decodeManagers decodes a page of a NamespaceManager list as it is read,
+// one manager at a time (see decodeStreamed), keeping of each only what
+// listedItem names and, of its annotations, nsman's: a tenant can make a
+// manager weigh some 1.5 MiB, most of it annotations and managed fields,
+// and a page holds 500. Keys match case-sensitively, as the API server's
+// own decoding does.
+func decodeManagers(r io.Reader) (*managerPage, error) {
 	page := &managerPage{}
-	if err := utiljson.Unmarshal(data, page); err != nil {
+	meta, err := decodeStreamed(r, func(raw *json.RawMessage) error {
+		var it listedItem
+		if err := utiljson.Unmarshal(*raw, &it); err != nil {
+			return err
+		}
+		maps.DeleteFunc(it.Metadata.Annotations, func(k, _ string) bool { return !strings.HasPrefix(k, managerAnnotations) })
+		page.Items = append(page.Items, it)
+		return nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("decode a page of NamespaceManagers: %w", err)
 	}
+	page.Metadata = meta
 	return page, nil
 }
+
+// managerAnnotations prefixes the annotations of a manager that nsman
+// reads: its hold, and its status under the original CRD.
+const managerAnnotations = "nsman.k8s.consol.de/"
 
 // A page and its items are runtime.Objects for the pager, which reads the
 // page's continue token and hands on its items; nothing copies them.
@@ -92,9 +118,7 @@ func (it *listedItem) listed() listed {
 	}
 	annotations := make(map[string]any, len(it.Metadata.Annotations))
 	for k, v := range it.Metadata.Annotations {
-		if k != lastApplied {
-			annotations[k] = v
-		}
+		annotations[k] = v
 	}
 	if len(annotations) > 0 {
 		meta["annotations"] = annotations
@@ -105,9 +129,6 @@ func (it *listedItem) listed() listed {
 	}
 	return listed{obj: &unstructured.Unstructured{Object: obj}, status: it.Status}
 }
-
-// lastApplied is the annotation in which kubectl apply keeps the manifest.
-const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
 // eachManager calls fn with every NamespaceManager the sweep selects (with
 // all, of the whole cluster), in list order, with eachItem; once ctx is
@@ -182,15 +203,13 @@ func (s *Sweeper) listPage(ctx context.Context, namespace string, opts metav1.Li
 	result := s.clients.Managers.Get().
 		NamespaceIfScoped(namespace, namespace != "").
 		Resource(ManagerResource.Resource).
-		SpecificallyVersionedParams(&opts, scheme.ParameterCodec, metav1.Unversioned).
-		Do(ctx)
-	// Error turns the server's Status into the error it describes; Raw's
-	// own error is the same one, undecoded.
-	if err := result.Error(); err != nil {
+		SpecificallyVersionedParams(&opts, scheme.ParameterCodec, metav1.Unversioned)
+	body, err := result.Stream(ctx)
+	if err != nil {
 		return nil, err
 	}
-	data, _ := result.Raw()
-	return decodePage(data)
+	defer body.Close()
+	return decodeManagers(body)
 }
 
 // eachStreamed calls fn with every item of the list that request makes for
@@ -210,34 +229,33 @@ func eachStreamed[T any](ctx context.Context, pageSize int64, opts metav1.ListOp
 		if err != nil {
 			return err
 		}
-		next, err := decodeStreamed(body, fn)
+		meta, err := decodeStreamed(body, fn)
 		body.Close()
-		if err != nil || next == "" {
+		if err != nil || meta.Continue == "" {
 			return err
 		}
-		opts.Continue = next
+		opts.Continue = meta.Continue
 	}
 }
 
 // decodeStreamed decodes a list from r, calling fn with each item, and
-// returns the list's continue token.
-func decodeStreamed[T any](r io.Reader, fn func(*T) error) (string, error) {
+// returns the list's metadata. Keys match case-sensitively.
+func decodeStreamed[T any](r io.Reader, fn func(*T) error) (metav1.ListMeta, error) {
 	dec := json.NewDecoder(r)
 	var meta metav1.ListMeta
-	delim := func(want json.Delim) error {
-		tok, err := dec.Token()
-		if err == nil && tok != want {
-			err = fmt.Errorf("decode a list: %v where %v was expected", tok, want)
-		}
-		return err
-	}
-	if err := delim('{'); err != nil {
-		return "", err
+	tok, err := dec.Token()
+	switch {
+	case err != nil:
+		return meta, fmt.Errorf("decode a list: %w", err)
+	case tok == nil: // null: no list, no items
+		return meta, expectEOF(dec)
+	case tok != json.Delim('{'):
+		return meta, fmt.Errorf("decode a list: %v where an object was expected", tok)
 	}
 	for dec.More() {
 		key, err := dec.Token()
 		if err != nil {
-			return "", err
+			return meta, fmt.Errorf("decode a list: %w", err)
 		}
 		switch key {
 		case "metadata":
@@ -249,10 +267,21 @@ func decodeStreamed[T any](r io.Reader, fn func(*T) error) (string, error) {
 			err = dec.Decode(&skipped)
 		}
 		if err != nil {
-			return "", fmt.Errorf("decode a list: %w", err)
+			return meta, fmt.Errorf("decode a list: %w", err)
 		}
 	}
-	return meta.Continue, delim('}')
+	if _, err := dec.Token(); err != nil { // '}'
+		return meta, fmt.Errorf("decode a list: %w", err)
+	}
+	return meta, expectEOF(dec)
+}
+
+// expectEOF fails unless dec has nothing more than white space to read.
+func expectEOF(dec *json.Decoder) error {
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("decode a list: data after the list (%v)", err)
+	}
+	return nil
 }
 
 // decodeItems decodes a list's items, an array or null, calling fn with

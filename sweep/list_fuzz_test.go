@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -91,7 +93,7 @@ func agree(t *testing.T, i int, got listed, want *unstructured.Unstructured) {
 		t.Fatalf("item %d: metadata %v, want %v", i, g.Object, want.Object)
 	}
 	wantAnnotations := want.GetAnnotations()
-	delete(wantAnnotations, lastApplied)
+	maps.DeleteFunc(wantAnnotations, func(k, _ string) bool { return !strings.HasPrefix(k, managerAnnotations) })
 	if ga := g.GetAnnotations(); len(ga)+len(wantAnnotations) > 0 && !reflect.DeepEqual(ga, wantAnnotations) {
 		t.Fatalf("item %d: annotations %v, want %v", i, ga, wantAnnotations)
 	}
@@ -199,7 +201,7 @@ func exampleItems(tb testing.TB) []string {
 			manifest, _ := json.Marshal(obj)
 			meta := obj["metadata"].(map[string]any)
 			meta["uid"], meta["resourceVersion"], meta["generation"] = fmt.Sprintf("uid-%d", len(items)), fmt.Sprint(100+len(items)), 1
-			meta["annotations"] = map[string]any{lastApplied: string(manifest), HoldAnnotation: "2026-01-02T00:00:00Z"}
+			meta["annotations"] = map[string]any{"kubectl.kubernetes.io/last-applied-configuration": string(manifest), HoldAnnotation: "2026-01-02T00:00:00Z"}
 			obj["status"] = map[string]any{"state": "waiting", "observedGeneration": 1, "message": "TTL 1h0m0s elapses at 2026-01-01T01:00:00Z"}
 			item, _ := json.Marshal(obj)
 			items = append(items, string(item))

@@ -165,9 +165,9 @@ func TestDecodeStreamed(t *testing.T) {
 	data := `{"kind":"JobList","items":[{"metadata":{"name":"a","annotations":{"x":"y"}},"spec":{"template":{"metadata":{"labels":{"k":"v"}}}}},` +
 		`{"metadata":{"name":"b"},"status":{"succeeded":2,"conditions":[{"type":"Complete","status":"True"}]}}],"metadata":{"continue":"next"}}`
 	var got []*jobFields
-	next, err := decodeStreamed(strings.NewReader(data), func(f *jobFields) error { got = append(got, f); return nil })
-	if err != nil || next != "next" {
-		t.Fatalf("continue %q, %v; want next", next, err)
+	meta, err := decodeStreamed(strings.NewReader(data), func(f *jobFields) error { got = append(got, f); return nil })
+	if err != nil || meta.Continue != "next" {
+		t.Fatalf("continue %q, %v; want next", meta.Continue, err)
 	}
 	if len(got) != 2 || got[0].Metadata.Name != "a" || !labels.SelectorFromSet(map[string]string{"k": "v"}).Matches(labels.Set(got[0].Spec.Template.Metadata.Labels)) ||
 		got[1].Status.Succeeded != 2 || !jobEnded(got[1].job(), batchv1.JobComplete) {
