@@ -10,11 +10,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 
 	"github.com/nsman/nsman/policy"
 )
@@ -162,19 +163,21 @@ func (s *Sweeper) activityIndex(ctx context.Context, x *activities) map[string]c
 }
 
 // listCreated lists the activity resources in namespace (all, when
-// metav1.NamespaceAll), paged and metadata only, and keeps the newest
-// creation in each namespace.
+// metav1.NamespaceAll), paged and metadata only, decoded one object at a
+// time (see eachMetadata), and keeps the newest creation in each
+// namespace.
 func (s *Sweeper) listCreated(ctx context.Context, namespace string) (map[string]created, error) {
 	newest := map[string]created{}
 	for _, r := range activityResources {
-		client := s.clients.Metadata.Resource(r.resource).Namespace(namespace)
-		list := func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return client.List(ctx, opts)
+		list := func() *rest.Request {
+			return s.restClient(r.resource.GroupVersion()).Get().Namespace(namespace).Resource(r.resource.Resource)
 		}
-		err := eachItem(ctx, s.cfg.PageSize, metav1.ListOptions{}, list, func(m *metav1.PartialObjectMetadata) {
+		err := eachMetadata(ctx, s.cfg.PageSize, metav1.ListOptions{}, list, func(o *objectMeta) error {
+			m := &o.Metadata
 			if at := m.CreationTimestamp.Time; at.After(newest[m.Namespace].at) {
 				newest[m.Namespace] = created{at: at, kind: r.kind, name: m.Name}
 			}
+			return nil
 		})
 		if err != nil {
 			return nil, fmt.Errorf("list %s: %w", r.resource.GroupResource(), err)
@@ -264,4 +267,16 @@ func (s *Sweeper) ruleReadsActivity(r *sweepRun, l listed) bool {
 	}
 	m, problems := policy.Parse(l.obj)
 	return len(problems) == 0 && !m.Deactivated && slices.Contains(s.cfg.TrustedNamespaces, m.Namespace) && idles(m)
+}
+
+// restClient is the REST client of the typed clients for gv, of the
+// activity resources' group versions.
+func (s *Sweeper) restClient(gv schema.GroupVersion) rest.Interface {
+	switch gv {
+	case appsv1.SchemeGroupVersion:
+		return s.clients.Kube.AppsV1().RESTClient()
+	case batchv1.SchemeGroupVersion:
+		return s.clients.Kube.BatchV1().RESTClient()
+	}
+	return s.clients.Kube.CoreV1().RESTClient()
 }

@@ -6,14 +6,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/metadata"
-	metadatafake "k8s.io/client-go/metadata/fake"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
 
@@ -23,11 +22,11 @@ import (
 func TestActivityIndexIsBounded(t *testing.T) {
 	stalled := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
 	defer stalled.Close()
-	client, err := metadata.NewForConfig(&rest.Config{Host: stalled.URL})
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: stalled.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Sweeper{cfg: Config{PageSize: DefaultPageSize, ClaimTTL: 2 * time.Second}, clients: Clients{Metadata: client}, log: slog.New(slog.DiscardHandler)}
+	s := &Sweeper{cfg: Config{PageSize: DefaultPageSize, ClaimTTL: 2 * time.Second}, clients: Clients{Kube: client}, log: slog.New(slog.DiscardHandler)}
 	x := &activities{}
 	x.indexed.Store(true)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
@@ -40,45 +39,45 @@ func TestActivityIndexIsBounded(t *testing.T) {
 	}
 }
 
-// activityClient is a metadata client that serves nothing and records the
-// lists made.
-func activityClient(t *testing.T) *metadatafake.FakeMetadataClient {
-	t.Helper()
-	scheme := runtime.NewScheme()
-	if err := metav1.AddMetaToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	return metadatafake.NewSimpleMetadataClient(scheme)
+// emptyLists serves every list empty, as metadata, and counts the lists
+// in a namespace and cluster-wide.
+type emptyLists struct {
+	inNamespace, clusterWide atomic.Int64
 }
 
-// lists counts client's lists in a namespace and cluster-wide.
-func lists(client *metadatafake.FakeMetadataClient) (inNamespace, clusterWide int) {
-	for _, a := range client.Actions() {
-		if a.GetVerb() != "list" {
-			continue
-		}
-		if a.GetNamespace() == "" {
-			clusterWide++
-		} else {
-			inNamespace++
-		}
+func (l *emptyLists) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.Contains(r.URL.Path, "/namespaces/") {
+		l.inNamespace.Add(1)
+	} else {
+		l.clusterWide.Add(1)
 	}
-	return inNamespace, clusterWide
+	if !strings.Contains(r.Header.Get("Accept"), "as=PartialObjectMetadataList") {
+		http.Error(w, "lists of activity are read as metadata", http.StatusNotAcceptable)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte(`{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":{},"items":[]}`))
 }
 
 // ActivityIndexAfter counts namespaces, not the subjects that ask: many
 // IDLE managers of one namespace read its four lists once, and never the
 // cluster-wide ones.
 func TestActivityIndexCountsNamespaces(t *testing.T) {
-	client := activityClient(t)
-	s := &Sweeper{cfg: Config{PageSize: DefaultPageSize, ClaimTTL: DefaultClaimTTL}, clients: Clients{Metadata: client}, log: slog.New(slog.DiscardHandler)}
+	served := &emptyLists{}
+	srv := httptest.NewServer(served)
+	defer srv.Close()
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Sweeper{cfg: Config{PageSize: DefaultPageSize, ClaimTTL: DefaultClaimTTL}, clients: Clients{Kube: client}, log: slog.New(slog.DiscardHandler)}
 	x := &activities{}
 	for range ActivityIndexAfter + 8 {
 		if _, indexed, err := s.lastActivity(t.Context(), x, "team"); err != nil || indexed {
 			t.Fatalf("%v (indexed %v)", err, indexed)
 		}
 	}
-	if in, all := lists(client); in != len(activityResources) || all != 0 {
+	if in, all := served.inNamespace.Load(), served.clusterWide.Load(); in != int64(len(activityResources)) || all != 0 {
 		t.Errorf("%d asks about one namespace: %d lists in it and %d cluster-wide, want %d and 0", ActivityIndexAfter+8, in, all, len(activityResources))
 	}
 	for i := range ActivityIndexAfter {

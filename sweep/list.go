@@ -220,11 +220,38 @@ func (s *Sweeper) listPage(ctx context.Context, namespace string, opts metav1.Li
 // tenant writes whole, where a page of 500 decoded at once could take
 // gigabytes. An error from fn ends the listing with that error.
 func eachStreamed[T any](ctx context.Context, pageSize int64, opts metav1.ListOptions, request func() *rest.Request, fn func(*T) error) error {
+	return eachStreamedAs(ctx, "application/json", pageSize, opts, request, fn)
+}
+
+// asMetadata asks the API server for a list of metadata only
+// (PartialObjectMetadataList), as client-go's metadata client does.
+const asMetadata = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+
+// objectMeta is what a sweep reads of an object listed as metadata (see
+// eachMetadata): annotations and managed fields, the bulk of it, are
+// skipped.
+type objectMeta struct {
+	Metadata struct {
+		Name              string            `json:"name"`
+		Namespace         string            `json:"namespace"`
+		CreationTimestamp metav1.Time       `json:"creationTimestamp"`
+		Labels            map[string]string `json:"labels"`
+	} `json:"metadata"`
+}
+
+// eachMetadata is eachStreamed over the metadata of the objects listed,
+// for objects a tenant writes: each one's annotations (up to 256 KiB) are
+// read past, not kept, and a page of 500 costs one object's metadata.
+func eachMetadata(ctx context.Context, pageSize int64, opts metav1.ListOptions, request func() *rest.Request, fn func(*objectMeta) error) error {
+	return eachStreamedAs(ctx, asMetadata, pageSize, opts, request, fn)
+}
+
+func eachStreamedAs[T any](ctx context.Context, accept string, pageSize int64, opts metav1.ListOptions, request func() *rest.Request, fn func(*T) error) error {
 	opts.Limit = pageSize
 	for {
 		body, err := request().
 			SpecificallyVersionedParams(&opts, scheme.ParameterCodec, metav1.Unversioned).
-			SetHeader("Accept", "application/json").
+			SetHeader("Accept", accept).
 			Stream(ctx)
 		if err != nil {
 			return err

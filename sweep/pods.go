@@ -294,20 +294,23 @@ func (x *labelIndex) add(namespace, what string, set map[string]string) {
 }
 
 // listIndex lists, cluster-wide and paged, the pods q selects (metadata
-// only; matching podSelector, when set) and, withJobs, the Jobs, and
+// only, decoded one at a time; matching podSelector, when set) and,
+// withJobs, the Jobs, and
 // indexes what q looks for in the namespaces keep holds (all, when nil).
 func (s *Sweeper) listIndex(ctx context.Context, q podsQuery, podSelector string, withJobs bool, keep map[string]bool) (*labelIndex, error) {
 	x := newLabelIndex()
 	kept := func(namespace string) bool { return keep == nil || keep[namespace] }
 	opts := metav1.ListOptions{FieldSelector: q.phase, LabelSelector: podSelector}
-	err := eachItem(ctx, s.cfg.PageSize, opts, s.metadataLister("pods"), func(m *metav1.PartialObjectMetadata) {
-		if x.pods++; kept(m.Namespace) {
+	pods := func() *rest.Request { return s.clients.Kube.CoreV1().RESTClient().Get().Resource("pods") }
+	err := eachMetadata(ctx, s.cfg.PageSize, opts, pods, func(o *objectMeta) error {
+		if m := &o.Metadata; kept(m.Namespace) {
 			x.add(m.Namespace, q.pod(m.Name), m.Labels)
 		}
+		if x.pods++; x.size > maxIndexBytes {
+			return fmt.Errorf("the pods carry more than %d MiB of labels", maxIndexBytes>>20)
+		}
+		return nil
 	})
-	if err == nil && x.size > maxIndexBytes {
-		err = fmt.Errorf("the pods carry more than %d MiB of labels", maxIndexBytes>>20)
-	}
 	if err == nil && withJobs {
 		// Jobs are whole objects a tenant writes: decoded one at a time,
 		// of each only what a check reads.

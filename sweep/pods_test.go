@@ -27,7 +27,10 @@ import (
 // of the limit asked (the continue token is the index of the next Job), as
 // the API server does; requests counts the pages served.
 type jobsServer struct {
-	jobs     []*batchv1.Job
+	jobs []*batchv1.Job
+	// pods are served, cluster-wide and as metadata, as the sweep's index
+	// lists them.
+	pods     []metav1.PartialObjectMetadata
 	requests atomic.Int64
 	// limits are the limits asked, in order.
 	limits chan int
@@ -47,6 +50,22 @@ func newJobsServer(t *testing.T, jobs ...*batchv1.Job) (*jobsServer, kubernetes.
 
 func (js *jobsServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	js.requests.Add(1)
+	if r.URL.Path == "/api/v1/pods" {
+		selector, err := labels.Parse(r.URL.Query().Get("labelSelector"))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		list := metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadataList"}}
+		for _, p := range js.pods {
+			if selector.Matches(labels.Set(p.Labels)) {
+				list.Items = append(list.Items, p)
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(list)
+		return
+	}
 	path := strings.TrimPrefix(r.URL.Path, "/apis/batch/v1/")
 	namespace := ""
 	if rest, ok := strings.CutPrefix(path, "namespaces/"); ok {

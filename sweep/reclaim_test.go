@@ -25,7 +25,6 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
@@ -514,11 +513,11 @@ func TestReclaimReadIsBounded(t *testing.T) {
 func TestActivityReadIsBounded(t *testing.T) {
 	stalled := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
 	defer stalled.Close()
-	client, err := metadata.NewForConfig(&rest.Config{Host: stalled.URL})
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: stalled.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Sweeper{cfg: Config{PageSize: DefaultPageSize, ClaimTTL: MinClaimTTL}, clients: Clients{Metadata: client}, log: slog.New(slog.DiscardHandler)}
+	s := &Sweeper{cfg: Config{PageSize: DefaultPageSize, ClaimTTL: MinClaimTTL}, clients: Clients{Kube: client}, log: slog.New(slog.DiscardHandler)}
 	began := time.Now()
 	_, indexed, err := s.lastActivity(t.Context(), &activities{}, "team")
 	if took := time.Since(began); err == nil || indexed || took > s.namespaceReadTimeout()+time.Second {

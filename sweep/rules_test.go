@@ -110,7 +110,8 @@ func TestConfirmerAnswersForTheWholeChunk(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "busy", Name: "run", Labels: map[string]string{"app": "e2e"}}}
 	elsewhere := running.DeepCopy()
 	elsewhere.Namespace = "elsewhere"
-	_, kube := newJobsServer(t)
+	js, kube := newJobsServer(t)
+	js.pods = []metav1.PartialObjectMetadata{*running, *elsewhere}
 	s := &Sweeper{cfg: Config{PageSize: DefaultPageSize, ClaimTTL: DefaultClaimTTL}, log: slog.New(slog.DiscardHandler),
 		clients: Clients{Metadata: metadatafake.NewSimpleMetadataClient(scheme, running, elsewhere), Kube: kube}}
 	obj := &unstructured.Unstructured{Object: map[string]any{
