@@ -182,11 +182,12 @@ func (s *Sweeper) listFreed(ctx context.Context, x *reclaims, namespace string) 
 		return nil
 	})
 	each(1, func(add func(string, func(*freed))) error {
-		claims := func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return core.PersistentVolumeClaims(namespace).List(ctx, opts)
+		claims := func() *rest.Request {
+			return core.RESTClient().Get().Namespace(namespace).Resource("persistentvolumeclaims")
 		}
-		err := eachItem(ctx, s.cfg.PageSize, metav1.ListOptions{}, claims, func(pvc *corev1.PersistentVolumeClaim) {
-			add(pvc.Namespace, func(f *freed) { f.storage += pvc.Spec.Resources.Requests.Storage().Value() })
+		err := eachStreamed(ctx, s.cfg.PageSize, metav1.ListOptions{}, claims, func(pvc *claimFields) error {
+			add(pvc.Metadata.Namespace, func(f *freed) { f.storage += pvc.Spec.Resources.Requests.Storage().Value() })
+			return nil
 		})
 		if err != nil {
 			return fmt.Errorf("list persistentvolumeclaims: %w", err)
@@ -194,8 +195,8 @@ func (s *Sweeper) listFreed(ctx context.Context, x *reclaims, namespace string) 
 		return nil
 	})
 	each(2, func(add func(string, func(*freed))) error {
-		err := s.eachLoadBalancer(ctx, x, namespace, func(svc *corev1.Service) {
-			add(svc.Namespace, func(f *freed) { f.loadBalancers++ })
+		err := s.eachLoadBalancer(ctx, x, namespace, func(svc *serviceFields) {
+			add(svc.Metadata.Namespace, func(f *freed) { f.loadBalancers++ })
 		})
 		if err != nil {
 			return fmt.Errorf("list services: %w", err)
@@ -222,24 +223,46 @@ func (s *Sweeper) listFreed(ctx context.Context, x *reclaims, namespace string) 
 // namespace (all, when empty): selected by the API server, else, when it
 // refuses the selector (before 1.31), from a list of every Service, from
 // then on in this sweep.
-func (s *Sweeper) eachLoadBalancer(ctx context.Context, x *reclaims, namespace string, fn func(*corev1.Service)) error {
-	list := func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		return s.clients.Kube.CoreV1().Services(namespace).List(ctx, opts)
+func (s *Sweeper) eachLoadBalancer(ctx context.Context, x *reclaims, namespace string, fn func(*serviceFields)) error {
+	list := func() *rest.Request {
+		return s.clients.Kube.CoreV1().RESTClient().Get().Namespace(namespace).Resource("services")
 	}
 	seen := 0
-	keep := func(svc *corev1.Service) {
+	keep := func(svc *serviceFields) error {
 		if seen++; svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
 			fn(svc)
 		}
+		return nil
 	}
 	if !x.allServices.Load() {
-		err := eachItem(ctx, s.cfg.PageSize, metav1.ListOptions{FieldSelector: loadBalancerServices}, list, keep)
+		err := eachStreamed(ctx, s.cfg.PageSize, metav1.ListOptions{FieldSelector: loadBalancerServices}, list, keep)
 		if !apierrors.IsBadRequest(err) || seen > 0 {
 			return err
 		}
 		x.allServices.Store(true)
 	}
-	return eachItem(ctx, s.cfg.PageSize, metav1.ListOptions{}, list, keep)
+	return eachStreamed(ctx, s.cfg.PageSize, metav1.ListOptions{}, list, keep)
+}
+
+// claimFields and serviceFields are what reclaim reads of a
+// PersistentVolumeClaim and of a Service: their lists are decoded one
+// object at a time into them (see eachStreamed).
+type claimFields struct {
+	Metadata struct {
+		Namespace string `json:"namespace"`
+	} `json:"metadata"`
+	Spec struct {
+		Resources corev1.VolumeResourceRequirements `json:"resources"`
+	} `json:"spec"`
+}
+
+type serviceFields struct {
+	Metadata struct {
+		Namespace string `json:"namespace"`
+	} `json:"metadata"`
+	Spec struct {
+		Type corev1.ServiceType `json:"type"`
+	} `json:"spec"`
 }
 
 // podFields is what reclaim reads of a pod.

@@ -74,21 +74,34 @@ func reclaimSweeper(t *testing.T, client *kubefake.Clientset, log *slog.Logger) 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Sweeper{cfg: Config{PageSize: DefaultPageSize, ClaimTTL: DefaultClaimTTL}, clients: Clients{Kube: podsOverHTTP(t, client)}, log: log}
+	return &Sweeper{cfg: Config{PageSize: DefaultPageSize, ClaimTTL: DefaultClaimTTL}, clients: Clients{Kube: coreListsOverHTTP(t, client)}, log: log}
 }
 
-// podsOverHTTP is client, but for its lists of pods, which nsman reads
-// through the REST client as they arrive (see eachStreamed): those are
-// served over HTTP from client, which records them as its own.
-func podsOverHTTP(t *testing.T, client *kubefake.Clientset) kubernetes.Interface {
+// coreListsOverHTTP is client, but for its lists of pods,
+// PersistentVolumeClaims and Services, which nsman reads through the REST
+// client as they arrive (see eachStreamed): those are served over HTTP
+// from client, which records them as its own.
+func coreListsOverHTTP(t *testing.T, client *kubefake.Clientset) kubernetes.Interface {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		namespace, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/api/v1/namespaces/"), "/")
-		if r.URL.Path == "/api/v1/pods" {
-			namespace = ""
+		namespace, resource := "", strings.TrimPrefix(r.URL.Path, "/api/v1/")
+		if rest, ok := strings.CutPrefix(resource, "namespaces/"); ok {
+			namespace, resource, _ = strings.Cut(rest, "/")
 		}
-		list, err := client.CoreV1().Pods(namespace).List(r.Context(), metav1.ListOptions{
-			LabelSelector: r.URL.Query().Get("labelSelector"), FieldSelector: r.URL.Query().Get("fieldSelector")})
+		opts := metav1.ListOptions{LabelSelector: r.URL.Query().Get("labelSelector"), FieldSelector: r.URL.Query().Get("fieldSelector")}
+		var list runtime.Object
+		var err error
+		switch resource {
+		case "pods":
+			list, err = client.CoreV1().Pods(namespace).List(r.Context(), opts)
+		case "persistentvolumeclaims":
+			list, err = client.CoreV1().PersistentVolumeClaims(namespace).List(r.Context(), opts)
+		case "services":
+			list, err = client.CoreV1().Services(namespace).List(r.Context(), opts)
+		default:
+			http.NotFound(w, r)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		if err != nil {
 			status := apierrors.NewInternalError(err).Status()
