@@ -334,3 +334,44 @@ func TestEachManagerStopsWithItsContext(t *testing.T) {
 		t.Errorf("%d pages fetched after the sweep stopped: %q", len(queries)-1, queries)
 	}
 }
+
+// A page larger than wholePage is decoded as it is read, to the same
+// managers as a page decoded at once, each keeping nsman's annotations
+// only; a cut-off or trailing page fails either way.
+func TestDecodeLargePage(t *testing.T) {
+	padding := strings.Repeat("p", 240<<10)
+	var items []string
+	for i := range wholePage/len(padding) + 4 {
+		item := strings.Replace(storedManager(i), `"annotations":{`, `"annotations":{"padding":"`+padding+`","`+HoldAnnotation+`":"2026-12-01T00:00:00Z",`, 1)
+		items = append(items, item)
+	}
+	data := listPage("next", items...)
+	if len(data) <= wholePage {
+		t.Fatalf("a page of %d bytes, want more than %d", len(data), wholePage)
+	}
+	large, err := decodePage([]byte(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(large.Items) != len(items) || large.Metadata.Continue != "next" {
+		t.Fatalf("%d items, continue %q; want %d, next", len(large.Items), large.Metadata.Continue, len(items))
+	}
+	for i, item := range items {
+		small, err := decodePage([]byte(listPage("", item)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, want := large.Items[i].listed(), small.Items[0].listed()
+		if !reflect.DeepEqual(got.obj.Object, want.obj.Object) || string(got.status) != string(want.status) {
+			t.Fatalf("item %d of the large page: %v, want %v", i, got.obj.Object, want.obj.Object)
+		}
+		if a := got.obj.GetAnnotations(); len(a) != 1 || a[HoldAnnotation] == "" {
+			t.Errorf("item %d: annotations %v, want nsman's hold alone", i, a)
+		}
+	}
+	for _, bad := range []string{data[:len(data)-1], data + "{}"} {
+		if _, err := decodePage([]byte(bad)); err == nil {
+			t.Errorf("a page of %d bytes cut off, or with data after it, decoded", len(bad))
+		}
+	}
+}
