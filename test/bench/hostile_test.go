@@ -97,6 +97,12 @@ func measureHostile(t *testing.T, bin string) ([]measurement, string) {
 	if got := m.States[sweep.StateFired]; got != hostileRuleNamespaces {
 		t.Errorf("hostile tenant: the rule fired on %d namespaces, want %d (%v)", got, hostileRuleNamespaces, m.States)
 	}
+	// What the row is for: the managers' checks read the Jobs, and what
+	// the DELETEs free is read from the cluster-wide lists.
+	if m.count("list", "jobs") == 0 || m.count("list", "persistentvolumeclaims") <= sweep.ReclaimIndexAfter {
+		t.Errorf("hostile tenant: the sweep listed Jobs %d times and PersistentVolumeClaims %d times; want the managers' checks to read the Jobs, and the reclaim index (%s)",
+			m.count("list", "jobs"), m.count("list", "persistentvolumeclaims"), describe(m.Audited))
+	}
 	return s.rows, s.version
 }
 
@@ -143,7 +149,7 @@ func (s seeder) hostile(ctx context.Context) error {
 	return inParallel(ctx, seedConcurrency, hostileManagers, func(ctx context.Context, i int) error {
 		m := newManager(hostileNamespace, fmt.Sprintf("suite-%03d", i), map[string]any{"namespace": hostileNamespace, "policies": []any{
 			map[string]any{"name": "passed", "action": map[string]any{"type": policy.ActionDelete}, "condition": map[string]any{
-				"type": policy.ConditionPodsSucceed, "params": map[string]any{"podLabels": map[string]any{"app": "e2e"}}}},
+				"type": policy.ConditionPodsSucceed, "params": map[string]any{"initialDelaySeconds": int64(0), "podLabels": map[string]any{"app": "e2e"}}}},
 		}})
 		m.SetLabels(map[string]string{setLabel: hostileNamespace})
 		m.SetAnnotations(map[string]string{"padding": padding})
@@ -170,7 +176,7 @@ func hostileMethod(b *strings.Builder) {
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	p("A fresh control plane of its own. Seeded: one tenant namespace, `%s`, holding %d Running pods (`app=web`) and %d Jobs\n", hostileNamespace, hostilePods, hostileJobs)
 	p("(suspended, pod template `app=e2e`, never finished), each of about %d bytes (container arguments), and %d managers\n", hostileObjectBytes, hostileManagers)
-	p("of about %d KiB each (an annotation), PODS_SUCCEED on `app=e2e` → DELETE, which the Jobs keep waiting: every check reads\n", hostileManagerBytes>>10)
+	p("of about %d KiB each (an annotation), PODS_SUCCEED (initialDelaySeconds 0) on `app=e2e` → DELETE, which the Jobs keep waiting: every check reads\n", hostileManagerBytes>>10)
 	p("the namespace's Jobs. Beside it, a rule in `%s` (trusted) with `TTL` 0 → DELETE over %d namespaces, past the %d after\n", hostileRulesNamespace, hostileRuleNamespaces, sweep.ReclaimIndexAfter)
 	p("which what the DELETEs free is read from one cluster-wide list of the pods not finished, the tenant's among them. One sweep is\n")
 	p("measured: it must leave the tenant's managers waiting and delete the rule's namespaces, within the peak RSS of the target.\n\n")
