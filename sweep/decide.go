@@ -261,7 +261,7 @@ func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Ma
 			in.Pods[out.Policy] = answer
 			continue
 		case policy.NeedActivity:
-			if why, due := s.activityUnread(r, held); why != "" {
+			if why, due := s.activityUnread(r, held, e); why != "" {
 				e.State, e.Due = StateWaiting, due
 				e.Message = fmt.Sprintf("policy %q: the last activity in namespace %s is not read %s", m.Policies[out.Policy].Name, e.Target, why)
 				return held.apply(decision{manager: m, entry: e, checks: out.Checks})
@@ -307,13 +307,13 @@ func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Ma
 // when, while a hold, a freeze or --max-actions keeps the subject from
 // acting whatever it says: its four lists would buy nothing. Empty: read
 // it.
-func (s *Sweeper) activityUnread(r *sweepRun, held holdState) (string, *time.Time) {
+func (s *Sweeper) activityUnread(r *sweepRun, held holdState, e Entry) (string, *time.Time) {
 	switch {
 	case !held.until.IsZero():
 		return "while it is held", timePtr(held.until)
 	case r.frozen:
 		return fmt.Sprintf("in a freeze; frozen until %s (--freeze)", r.frozenUntil.UTC().Format(time.RFC3339)), timePtr(r.frozenUntil)
-	case s.capReached(r):
+	case s.beyondCap(r, e):
 		return fmt.Sprintf("once --max-actions %d is reached", s.cfg.MaxActions), nil
 	}
 	return "", nil
