@@ -1,6 +1,8 @@
 package sweep
 
 import (
+	"fmt"
+	"hash/fnv"
 	"maps"
 	"slices"
 	"strings"
@@ -9,9 +11,11 @@ import (
 
 // fairShare hands out the places of --max-actions round-robin across the
 // namespaces acted on: every subject that wants one is offered first, and
-// the places go one per namespace per round (a namespace's subjects by key,
-// the namespaces by name in a round), so that one namespace with many due
-// managers takes no more than any other. It keeps the max subjects first
+// the places go one per namespace per round (a namespace's subjects, and
+// the namespaces in a round, in an order drawn anew for each sweep), so
+// that one namespace with many due managers takes no more than any other,
+// and no namespace or subject is last in every sweep: names a tenant
+// chooses win no place. It keeps the max subjects first
 // in that order, and pushes out the one that falls beyond: the order of the
 // offers makes no difference, and what it holds is bounded: max subjects,
 // and a key for each namespace with one pushed out.
@@ -26,6 +30,8 @@ import (
 type fairShare struct {
 	mu  sync.Mutex
 	max int
+	// salt draws this sweep's order (see rank).
+	salt string
 	// kept holds the subjects placed so far by namespace, each by key; n
 	// counts them.
 	kept map[string][]*candidate
@@ -41,10 +47,28 @@ type fairShare struct {
 type candidate struct {
 	namespace, key string
 	carryOut       func(granted bool)
+	// nsRank and keyRank are namespace and key ranked for this sweep.
+	nsRank, keyRank string
 }
 
-func newFairShare(max int) *fairShare {
-	return &fairShare{max: max, kept: map[string][]*candidate{}, cut: map[string]string{}}
+// newFairShare shares max places in the order that salt, the sweep's ID,
+// draws; "" keeps the order of the names.
+func newFairShare(max int, salt string) *fairShare {
+	return &fairShare{max: max, salt: salt, kept: map[string][]*candidate{}, cut: map[string]string{}}
+}
+
+// rank is name's place in this sweep's order: a hash of the salt and the
+// name, then the name (unique, whatever the hash); the name alone when
+// there is no salt.
+func (f *fairShare) rank(name string) string {
+	if f.salt == "" {
+		return name
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(f.salt))
+	_, _ = h.Write([]byte{0})
+	_, _ = h.Write([]byte(name))
+	return fmt.Sprintf("%016x/%s", h.Sum64(), name)
 }
 
 // offer places c, and returns the candidate pushed out, c itself or one
@@ -52,12 +76,13 @@ func newFairShare(max int) *fairShare {
 func (f *fairShare) offer(c *candidate) *candidate {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if cut, ok := f.cut[c.namespace]; ok && c.key > cut {
+	c.nsRank, c.keyRank = f.rank(c.namespace), f.rank(c.key)
+	if cut, ok := f.cut[c.nsRank]; ok && c.keyRank > cut {
 		return c
 	}
-	kept := f.kept[c.namespace]
-	i, _ := slices.BinarySearchFunc(kept, c.key, func(k *candidate, key string) int { return strings.Compare(k.key, key) })
-	f.kept[c.namespace] = slices.Insert(kept, i, c)
+	kept := f.kept[c.nsRank]
+	i, _ := slices.BinarySearchFunc(kept, c.keyRank, func(k *candidate, key string) int { return strings.Compare(k.keyRank, key) })
+	f.kept[c.nsRank] = slices.Insert(kept, i, c)
 	if f.n++; f.n <= f.max {
 		return nil
 	}
@@ -76,8 +101,8 @@ func (f *fairShare) offer(c *candidate) *candidate {
 		delete(f.kept, last)
 	}
 	f.n--
-	if cut, ok := f.cut[last]; !ok || out.key < cut {
-		f.cut[last] = out.key
+	if cut, ok := f.cut[last]; !ok || out.keyRank < cut {
+		f.cut[last] = out.keyRank
 	}
 	return out
 }
@@ -88,14 +113,15 @@ func (f *fairShare) offer(c *candidate) *candidate {
 func (f *fairShare) beyond(namespace, key string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	namespace, key = f.rank(namespace), f.rank(key)
 	if cut, ok := f.cut[namespace]; ok && key > cut {
 		return true
 	}
 	kept := f.kept[namespace]
-	if _, placed := slices.BinarySearchFunc(kept, key, func(k *candidate, key string) int { return strings.Compare(k.key, key) }); placed {
+	if _, placed := slices.BinarySearchFunc(kept, key, func(k *candidate, key string) int { return strings.Compare(k.keyRank, key) }); placed {
 		return false
 	}
-	if f.n < f.max || len(kept) > 0 && key < kept[len(kept)-1].key {
+	if f.n < f.max || len(kept) > 0 && key < kept[len(kept)-1].keyRank {
 		return false
 	}
 	for ns, cs := range f.kept {

@@ -32,7 +32,7 @@ func TestFairShareIsRoundRobinInAnyOrder(t *testing.T) {
 			for range 50 {
 				order := slices.Clone(subjects)
 				rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
-				f := newFairShare(tt.max)
+				f := newFairShare(tt.max, "")
 				carried := map[string]string{}
 				for _, s := range order {
 					beyond := f.beyond(s.namespace, s.key)
@@ -71,5 +71,51 @@ func TestFairShareIsRoundRobinInAnyOrder(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Each sweep draws its own order (its ID the salt): still one place per
+// namespace per round, but no namespace and no subject is last in every
+// sweep, whatever it is named; a tenant's early names win nothing.
+func TestFairShareRotatesAcrossSweeps(t *testing.T) {
+	type subject struct{ namespace, key string }
+	var subjects []subject
+	for _, ns := range []string{"0-a", "0-b", "0-c", "z"} {
+		for i := range 3 {
+			subjects = append(subjects, subject{ns, fmt.Sprintf("%s/m%d", ns, i)})
+		}
+	}
+	subjects = append(subjects, subject{"z", "platform/rule"})
+	placedIn, placed := map[string]int{}, map[string]int{}
+	const sweeps = 200
+	for i := range sweeps {
+		f := newFairShare(3, fmt.Sprintf("host-%08x", i))
+		for _, s := range subjects {
+			if out := f.offer(&candidate{namespace: s.namespace, key: s.key, carryOut: func(bool) {}}); out != nil {
+				out.carryOut(false)
+			}
+		}
+		got := map[string]int{}
+		for _, c := range f.granted() {
+			got[c.namespace]++
+			placed[c.key]++
+		}
+		for ns, n := range got {
+			if n != 1 {
+				t.Fatalf("sweep %d: %d places in namespace %s, want at most one each of 3 places among 4 namespaces: %v", i, n, ns, got)
+			}
+			placedIn[ns]++
+		}
+	}
+	for _, s := range subjects {
+		// 3 of 4 namespaces a sweep, then one of 3 or 4 subjects: a
+		// subject is placed in about a fifth of the sweeps; never is a
+		// starvation, not chance.
+		if placed[s.key] < sweeps/20 {
+			t.Errorf("%s placed in %d of %d sweeps, want its share: %v", s.key, placed[s.key], sweeps, placed)
+		}
+	}
+	if placedIn["z"] < sweeps/2 {
+		t.Errorf("namespace z placed in %d of %d sweeps, want about 3 in 4", placedIn["z"], sweeps)
 	}
 }

@@ -38,7 +38,7 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 		return Report{}, err
 	}
 	r := &sweepRun{status: status, stop: ctx, governed: map[string][]governor{}, pairSlots: make(chan struct{}, s.cfg.Concurrency),
-		share: newFairShare(s.cfg.MaxActions)}
+		share: newFairShare(s.cfg.MaxActions, s.cfg.SweepID)}
 	// Work already started outlives an interrupt by InterruptGrace, so that
 	// an action under way finishes and is recorded; nothing new starts.
 	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
