@@ -559,7 +559,7 @@ func namespaceInfoOf(m *metav1.PartialObjectMetadata) namespaceInfo {
 func (s *Sweeper) namespaces(ctx context.Context, r *sweepRun) (map[string]namespaceInfo, error) {
 	r.nsOnce.Do(func() {
 		r.ns = map[string]namespaceInfo{}
-		r.nsErr = eachItem(ctx, s.cfg.PageSize, metav1.ListOptions{}, s.metadataLister("namespaces"), func(m *metav1.PartialObjectMetadata) {
+		r.nsErr = s.eachNamespace(ctx, func(m *metav1.PartialObjectMetadata) {
 			r.ns[m.Name] = namespaceInfoOf(m)
 		})
 		if r.nsErr != nil {

@@ -1,0 +1,63 @@
+package sweep
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nsman/nsman/policy"
+)
+
+// A namespace is kept as namespaceInfoOf reads it: its name, uid, version,
+// times and labels as listed; of its annotations, nsman's alone, a hold,
+// expiry date or touch cut at maxNamespaceValue, a rule's record whole.
+// 200 KiB of a tenant's own annotations are read past.
+func TestNamespaceListKeepsWhatIsRead(t *testing.T) {
+	created := metav1.NewTime(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
+	deleting := metav1.NewTime(created.Add(time.Hour))
+	record := `{"rule":"namespace-manager/leftovers","fired":["delete"]}`
+	long := strings.Repeat("9", 1024)
+	listed := metav1.PartialObjectMetadataList{Items: []metav1.PartialObjectMetadata{
+		{ObjectMeta: metav1.ObjectMeta{Name: "team-a", UID: "u-a", ResourceVersion: "7", CreationTimestamp: created, Labels: map[string]string{"team": "a"},
+			Annotations: map[string]string{"example.com/blob": strings.Repeat("x", 200<<10), HoldAnnotation: "2026-12-01T09:00:00Z",
+				PairAnnotationPrefix + "0123": record, policy.TouchedAnnotation: long, policy.ExpiresAnnotation: "2026-12-24"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "gone", UID: "u-g", ResourceVersion: "8", CreationTimestamp: created, DeletionTimestamp: &deleting}},
+	}}
+	listed.Continue = "next"
+	data, err := json.Marshal(listed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []*metav1.PartialObjectMetadata
+	meta, err := decodeStreamed(bytes.NewReader(data), func(it *namespaceItem) error {
+		got = append(got, it.metadata())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if meta.Continue != "next" || len(got) != 2 {
+		t.Fatalf("continue %q, %d namespaces; want next and 2", meta.Continue, len(got))
+	}
+	want := listed.Items[0].DeepCopy()
+	delete(want.Annotations, "example.com/blob")
+	want.Annotations[policy.TouchedAnnotation] = long[:maxNamespaceValue]
+	if !equality.Semantic.DeepEqual(got[0].ObjectMeta, want.ObjectMeta) {
+		t.Errorf("kept %+v\nwant %+v", got[0].ObjectMeta, want.ObjectMeta)
+	}
+	if info := namespaceInfoOf(got[1]); info.name != "gone" || !info.terminating || !info.deleting.Equal(deleting.Time) || info.uid != "u-g" {
+		t.Errorf("terminating namespace read as %+v", info)
+	}
+	kept := 0
+	for k, v := range got[0].Annotations {
+		kept += len(k) + len(v)
+	}
+	if kept > 1<<10 {
+		t.Errorf("%d bytes of annotations kept of a namespace, want what nsman reads (under 1 KiB)", kept)
+	}
+}
