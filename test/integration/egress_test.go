@@ -115,13 +115,25 @@ func TestWebhookEgressByTrust(t *testing.T) {
 // its tenant removed after the first attempt (to write its endpoints by
 // hand) is refused, and the receiver hears no second request.
 func TestServiceChangedBetweenAttemptsIsRefused(t *testing.T) {
+	refusedAfterTheFirstAttempt(t, "refused: since the first attempt, the Service sink has no selector", func(ctx context.Context, ns string) error {
+		_, err := shared.Admin.CoreV1().Services(ns).Patch(ctx, "sink", types.MergePatchType, []byte(`{"spec":{"selector":null}}`), metav1.PatchOptions{})
+		return err
+	})
+}
+
+// refusedAfterTheFirstAttempt has a tenant's webhook to a Service of its
+// own namespace answered 503 with Retry-After, once change has changed the
+// Service or its Pods, and checks the retry is refused with want, with no
+// second request.
+func refusedAfterTheFirstAttempt(t *testing.T, want string, change func(ctx context.Context, ns string) error) {
+	t.Helper()
 	e := setup(t)
 	ns := shared.Namespace(t)
 	var requests atomic.Int32
 	url := nsmantest.ServeAsService(t, shared.Admin, ns, "sink", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if requests.Add(1) == 1 {
-			if _, err := shared.Admin.CoreV1().Services(ns).Patch(r.Context(), "sink", types.MergePatchType, []byte(`{"spec":{"selector":null}}`), metav1.PatchOptions{}); err != nil {
-				t.Errorf("remove the selector: %v", err)
+			if err := change(r.Context(), ns); err != nil {
+				t.Errorf("after the first attempt: %v", err)
 			}
 			w.Header().Set("Retry-After", "1")
 		}
@@ -131,7 +143,7 @@ func TestServiceChangedBetweenAttemptsIsRefused(t *testing.T) {
 
 	res := e.Sweep(t, "-l", caseLabel+"="+ns)
 	got := wantState(t, res, ns, ns, sweep.StateFailed)
-	if want := "refused: since the first attempt, the Service sink has no selector"; !strings.HasPrefix(got.Message, want) || requests.Load() != 1 {
+	if !strings.HasPrefix(got.Message, want) || requests.Load() != 1 {
 		t.Errorf("%q after %d requests: want %q after one", got.Message, requests.Load(), want)
 	}
 }
@@ -235,28 +247,14 @@ func TestTenantServiceReachesOnlyItsOwnPods(t *testing.T) {
 // A tenant's Pods are read again before every retry: a Pod its Service's
 // selector no longer picks after the first attempt is dialled no more.
 func TestPodLeftTheServiceBetweenAttemptsIsRefused(t *testing.T) {
-	e := setup(t)
-	ns := shared.Namespace(t)
-	var requests atomic.Int32
-	url := nsmantest.ServeAsService(t, shared.Admin, ns, "sink", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if requests.Add(1) == 1 {
-			pods, err := shared.Admin.CoreV1().Pods(ns).List(r.Context(), metav1.ListOptions{})
-			if err != nil || len(pods.Items) != 1 {
-				t.Errorf("the Service's Pod: %v, %d Pods", err, len(pods.Items))
-			} else if _, err := shared.Admin.CoreV1().Pods(ns).Patch(r.Context(), pods.Items[0].Name, types.MergePatchType, []byte(`{"metadata":{"labels":{"app.kubernetes.io/name":"elsewhere"}}}`), metav1.PatchOptions{}); err != nil {
-				t.Errorf("relabel the Pod: %v", err)
-			}
-			w.Header().Set("Retry-After", "1")
+	refusedAfterTheFirstAttempt(t, "refused: since the first attempt, the Service sink has no ready endpoint of a Pod it selects", func(ctx context.Context, ns string) error {
+		pods, err := shared.Admin.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil || len(pods.Items) != 1 {
+			return fmt.Errorf("the Service's Pod: %v, %d Pods", err, len(pods.Items))
 		}
-		w.WriteHeader(http.StatusServiceUnavailable)
-	}), nil)
-	createManager(t, managerObj(ns, ns, ns, []any{ttlPolicy("report at once", 0, webhookAction(url+"/hook"))}))
-
-	res := e.Sweep(t, "-l", caseLabel+"="+ns)
-	got := wantState(t, res, ns, ns, sweep.StateFailed)
-	if want := "refused: since the first attempt, the Service sink has no ready endpoint of a Pod it selects"; !strings.HasPrefix(got.Message, want) || requests.Load() != 1 {
-		t.Errorf("%q after %d requests: want %q after one", got.Message, requests.Load(), want)
-	}
+		_, err = shared.Admin.CoreV1().Pods(ns).Patch(ctx, pods.Items[0].Name, types.MergePatchType, []byte(`{"metadata":{"labels":{"app.kubernetes.io/name":"elsewhere"}}}`), metav1.PatchOptions{})
+		return err
+	})
 }
 
 // loopbackServiceCIDR is where the ClusterIPs of
