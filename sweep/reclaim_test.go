@@ -78,7 +78,7 @@ func reclaimSweeper(t *testing.T, client *kubefake.Clientset, log *slog.Logger) 
 }
 
 // coreListsOverHTTP is client, but for its lists of pods,
-// PersistentVolumeClaims and Services, which nsman reads through the REST
+// PersistentVolumeClaims, Services and namespaces, which nsman reads through the REST
 // client as they arrive (see eachStreamed): those are served over HTTP
 // from client, which records them as its own.
 func coreListsOverHTTP(t *testing.T, client *kubefake.Clientset) kubernetes.Interface {
@@ -98,6 +98,8 @@ func coreListsOverHTTP(t *testing.T, client *kubefake.Clientset) kubernetes.Inte
 			list, err = client.CoreV1().PersistentVolumeClaims(namespace).List(r.Context(), opts)
 		case "services":
 			list, err = client.CoreV1().Services(namespace).List(r.Context(), opts)
+		case "namespaces":
+			list, err = client.CoreV1().Namespaces().List(r.Context(), opts)
 		default:
 			http.NotFound(w, r)
 			return

@@ -13,8 +13,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 
 	"github.com/nsman/nsman/policy"
 )
@@ -107,13 +108,17 @@ func (s *Sweeper) stuckIndex(ctx context.Context, x *stuckNamespaces) map[string
 	}
 	x.indexOnce.Do(func() {
 		index := map[string]*corev1.Namespace{}
-		list := func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return s.clients.Kube.CoreV1().Namespaces().List(ctx, opts)
+		list := func() *rest.Request {
+			return s.restClient(corev1.SchemeGroupVersion).Get().Resource("namespaces")
 		}
-		err := eachItem(ctx, s.cfg.PageSize, metav1.ListOptions{}, list, func(n *corev1.Namespace) {
-			if n.DeletionTimestamp != nil {
-				index[n.Name] = n.DeepCopy() // not the page
+		// Whole namespaces, 500 a page, each decoded as it arrives into
+		// what stuckReasons reads: annotations (up to 256 KiB each) and
+		// managed fields are read past, not kept.
+		err := eachStreamed(ctx, s.cfg.PageSize, metav1.ListOptions{}, list, func(n *stuckFields) error {
+			if n.Metadata.DeletionTimestamp != nil {
+				index[n.Metadata.Name] = n.namespace()
 			}
+			return nil
 		})
 		if err != nil {
 			s.log.Warn("reading stuck namespaces one by one", "error", fmt.Errorf("list namespaces: %w", err).Error())
@@ -122,6 +127,24 @@ func (s *Sweeper) stuckIndex(ctx context.Context, x *stuckNamespaces) map[string
 		x.index = index
 	})
 	return x.index
+}
+
+// stuckFields is what stuckReasons reads of a namespace.
+type stuckFields struct {
+	Metadata struct {
+		Name              string       `json:"name"`
+		UID               types.UID    `json:"uid"`
+		DeletionTimestamp *metav1.Time `json:"deletionTimestamp"`
+		Finalizers        []string     `json:"finalizers"`
+	} `json:"metadata"`
+	Spec   corev1.NamespaceSpec   `json:"spec"`
+	Status corev1.NamespaceStatus `json:"status"`
+}
+
+func (f *stuckFields) namespace() *corev1.Namespace {
+	m := &f.Metadata
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: m.Name, UID: m.UID, DeletionTimestamp: m.DeletionTimestamp, Finalizers: m.Finalizers},
+		Spec: f.Spec, Status: f.Status}
 }
 
 // failingGroups names the API group versions discovery fails on now, each

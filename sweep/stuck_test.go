@@ -174,7 +174,8 @@ func TestStuckNamespacesReadOnceWhenMany(t *testing.T) {
 	client := kubefake.NewClientset()
 	var infos []namespaceInfo
 	for i := range stuckIndexAfter + 8 {
-		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ns-%02d", i), UID: types.UID(fmt.Sprint("uid-", i)), DeletionTimestamp: &deleted},
+		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ns-%02d", i), UID: types.UID(fmt.Sprint("uid-", i)), DeletionTimestamp: &deleted,
+			Annotations: map[string]string{"example.com/blob": strings.Repeat("x", 64<<10)}},
 			Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{"example.com/own"}}}
 		if err := client.Tracker().Add(n); err != nil {
 			t.Fatal(err)
@@ -198,7 +199,7 @@ func TestStuckNamespacesReadOnceWhenMany(t *testing.T) {
 		}
 		return true, &corev1.NamespaceList{Items: []corev1.Namespace{*obj.(*corev1.Namespace)}}, nil
 	})
-	s := &Sweeper{cfg: Config{PageSize: DefaultPageSize, StuckAfter: DefaultStuckAfter}, clients: Clients{Kube: client}, log: slog.New(slog.DiscardHandler)}
+	s := &Sweeper{cfg: Config{PageSize: DefaultPageSize, StuckAfter: DefaultStuckAfter}, clients: Clients{Kube: coreListsOverHTTP(t, client)}, log: slog.New(slog.DiscardHandler)}
 	r := &sweepRun{now: now}
 	for _, ns := range infos {
 		st, err := s.stuck(t.Context(), r, ns)
@@ -208,6 +209,13 @@ func TestStuckNamespacesReadOnceWhenMany(t *testing.T) {
 	}
 	if byName != stuckIndexAfter || all != 1 {
 		t.Errorf("%d reads by name and %d lists of every namespace; want %d and 1", byName, all, stuckIndexAfter)
+	}
+	// The list keeps of each namespace what says why it is stuck, not its
+	// annotations.
+	for name, n := range r.stuck.index {
+		if len(n.Annotations) > 0 || n.Spec.Finalizers == nil {
+			t.Errorf("%s kept with %d annotations and finalizers %v; want none and its finalizers", name, len(n.Annotations), n.Spec.Finalizers)
+		}
 	}
 	if st, err := s.stuck(t.Context(), &sweepRun{now: now}, namespaceInfo{name: "ns-00", uid: "another", terminating: true, deleting: deleted.Time}); st != nil || err != nil {
 		t.Errorf("a namespace recreated under the name: %+v, %v; want it not told stuck", st, err)
