@@ -32,12 +32,12 @@ type fairShare struct {
 	max int
 	// salt draws this sweep's order (see rank).
 	salt string
-	// kept holds the subjects placed so far by namespace, each by key; n
-	// counts them.
+	// kept holds the subjects placed so far by namespace rank, each in the
+	// order of its key's rank (see rank); n counts them.
 	kept map[string][]*candidate
 	n    int
-	// cut is, by namespace, the least key pushed out: a later offer of a
-	// key after it is beyond the cap too.
+	// cut is, by namespace rank, the least key rank pushed out: a later
+	// offer of a key after it is beyond the cap too.
 	cut map[string]string
 }
 
@@ -87,7 +87,7 @@ func (f *fairShare) offer(c *candidate) *candidate {
 		return nil
 	}
 	// The last of all is the last of the namespace that holds the most,
-	// the last by name of those that hold as many.
+	// the last by rank of those that hold as many.
 	last := ""
 	for ns, cs := range f.kept {
 		if len(cs) > len(f.kept[last]) || len(cs) == len(f.kept[last]) && ns > last {
