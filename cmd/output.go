@@ -11,12 +11,12 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/report"
 )
 
 // writeReport prints a sweep report as a table or as JSON (the schema is
-// sweep.Report, versioned by sweep.ReportVersion).
-func writeReport(w io.Writer, format string, r sweep.Report) error {
+// report.Report, versioned by report.ReportVersion).
+func writeReport(w io.Writer, format string, r report.Report) error {
 	if format == "json" {
 		return writeJSON(w, r)
 	}
@@ -96,7 +96,7 @@ func writeReport(w io.Writer, format string, r sweep.Report) error {
 
 // writeJSON writes r as json.Encoder with a two-space indent would, one
 // entry at a time: the whole report is never held twice more as text.
-func writeJSON(w io.Writer, r sweep.Report) error {
+func writeJSON(w io.Writer, r report.Report) error {
 	bw := bufio.NewWriter(w)
 	write := func(v any, prefix string) {
 		data, err := json.MarshalIndent(v, prefix, "  ")
@@ -109,7 +109,7 @@ func writeJSON(w io.Writer, r sweep.Report) error {
 	write(r.Version, "  ")
 	_, _ = bw.WriteString(",\n  \"managers\": ")
 	switch {
-	case len(r.Entries) == 0: // never null (see sweep.Report.MarshalJSON)
+	case len(r.Entries) == 0: // never null (see report.Report.MarshalJSON)
 		_, _ = bw.WriteString("[]")
 	default:
 		_, _ = bw.WriteString("[\n")
@@ -131,7 +131,7 @@ func writeJSON(w io.Writer, r sweep.Report) error {
 
 // reclaimedColumn is what an entry's action freed, in a few characters:
 // "cpu=1500m mem=2Gi storage=10Gi lb=1", or "-".
-func reclaimedColumn(r *sweep.Reclaimed) string {
+func reclaimedColumn(r *report.Reclaimed) string {
 	if r == nil {
 		return "-"
 	}

@@ -9,26 +9,26 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/report"
 )
 
 // The streamed JSON report is byte for byte what json.Encoder writes.
 func TestWriteJSONMatchesTheEncoder(t *testing.T) {
 	due := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
-	entries := []sweep.Entry{
-		{Namespace: "a", Name: "a", Target: "a", State: sweep.StateWaiting, Due: &due, Message: "TTL <1h> & more",
-			Conditions: []sweep.Condition{{Policy: "p", Detail: "d \"quoted\" ü", Due: &due}}},
-		{Namespace: "b", Name: "b", State: sweep.StateInvalid, Problems: []string{"spec.policies: Required value"}},
-		{Namespace: "c", Name: "c", State: sweep.StateFired, Policy: "p", Action: "SCALE_DOWN", Effects: []string{"scale Deployment/web from 3 to 0"}},
-		{Namespace: "d", Name: "leftovers", Rule: true, Target: "e2e-1", State: sweep.StateDone, Policy: "p", Action: "DELETE"},
+	entries := []report.Entry{
+		{Namespace: "a", Name: "a", Target: "a", State: report.StateWaiting, Due: &due, Message: "TTL <1h> & more",
+			Conditions: []report.Condition{{Policy: "p", Detail: "d \"quoted\" ü", Due: &due}}},
+		{Namespace: "b", Name: "b", State: report.StateInvalid, Problems: []string{"spec.policies: Required value"}},
+		{Namespace: "c", Name: "c", State: report.StateFired, Policy: "p", Action: "SCALE_DOWN", Effects: []string{"scale Deployment/web from 3 to 0"}},
+		{Namespace: "d", Name: "leftovers", Rule: true, Target: "e2e-1", State: report.StateDone, Policy: "p", Action: "DELETE"},
 	}
-	summary := sweep.Summary{Now: due, Managers: 3, States: map[sweep.State]int{sweep.StateWaiting: 1, sweep.StateInvalid: 1, sweep.StateFired: 1},
-		Requests: map[string]int{"get": 4, "patch": 2}, DurationSeconds: 0.25, Shard: &sweep.Shard{Index: 1, Count: 2, Skipped: 4}}
-	for name, r := range map[string]sweep.Report{
-		"entries":    {Version: sweep.ReportVersion, Entries: entries, Summary: summary},
-		"one entry":  {Version: sweep.ReportVersion, Entries: entries[:1], Summary: summary},
-		"no entries": {Version: sweep.ReportVersion, Entries: []sweep.Entry{}, Summary: summary},
-		"nil":        {Version: sweep.ReportVersion},
+	summary := report.Summary{Now: due, Managers: 3, States: map[report.State]int{report.StateWaiting: 1, report.StateInvalid: 1, report.StateFired: 1},
+		Requests: map[string]int{"get": 4, "patch": 2}, DurationSeconds: 0.25, Shard: &report.Shard{Index: 1, Count: 2, Skipped: 4}}
+	for name, r := range map[string]report.Report{
+		"entries":    {Version: report.ReportVersion, Entries: entries, Summary: summary},
+		"one entry":  {Version: report.ReportVersion, Entries: entries[:1], Summary: summary},
+		"no entries": {Version: report.ReportVersion, Entries: []report.Entry{}, Summary: summary},
+		"nil":        {Version: report.ReportVersion},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var want, got bytes.Buffer
@@ -54,9 +54,9 @@ func TestWriteJSONMatchesTheEncoder(t *testing.T) {
 
 // A rule's entries say so in the table, next to the namespace each is on.
 func TestTextReportMarksRules(t *testing.T) {
-	r := sweep.Report{Version: sweep.ReportVersion, Entries: []sweep.Entry{
-		{Namespace: "d", Name: "leftovers", Rule: true, Target: "e2e-1", State: sweep.StateDone},
-		{Namespace: "a", Name: "a", Target: "a", State: sweep.StateWaiting},
+	r := report.Report{Version: report.ReportVersion, Entries: []report.Entry{
+		{Namespace: "d", Name: "leftovers", Rule: true, Target: "e2e-1", State: report.StateDone},
+		{Namespace: "a", Name: "a", Target: "a", State: report.StateWaiting},
 	}}
 	var out bytes.Buffer
 	if err := writeReport(&out, "text", r); err != nil {
@@ -76,13 +76,13 @@ func TestTextReportMarksRules(t *testing.T) {
 // many namespaces are stuck.
 func TestTextReportSaysReclaimedAndStuck(t *testing.T) {
 	since := time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
-	freed := sweep.Reclaimed{CPU: resource.MustParse("1500m"), Memory: resource.MustParse("2Gi"), Storage: resource.MustParse("10Gi"), LoadBalancers: 1}
-	stuck := &sweep.Stuck{Since: since, Reasons: []sweep.StuckReason{{Reason: sweep.StuckFinalizersRemaining, Message: "example.com/hold in 1 resource instances"}}}
+	freed := report.Reclaimed{CPU: resource.MustParse("1500m"), Memory: resource.MustParse("2Gi"), Storage: resource.MustParse("10Gi"), LoadBalancers: 1}
+	stuck := &report.Stuck{Since: since, Reasons: []report.StuckReason{{Reason: report.StuckFinalizersRemaining, Message: "example.com/hold in 1 resource instances"}}}
 	for _, dry := range []bool{false, true} {
-		r := sweep.Report{Version: sweep.ReportVersion, Entries: []sweep.Entry{
-			{Namespace: "a", Name: "a", Target: "a", State: sweep.StateFired, Action: "DELETE", Reclaimed: &freed},
-			{Namespace: "b", Name: "b", Target: "held", State: sweep.StateTargetTerminating, Stuck: stuck},
-		}, Summary: sweep.Summary{DryRun: dry, Reclaimed: &freed, Stuck: 1}}
+		r := report.Report{Version: report.ReportVersion, Entries: []report.Entry{
+			{Namespace: "a", Name: "a", Target: "a", State: report.StateFired, Action: "DELETE", Reclaimed: &freed},
+			{Namespace: "b", Name: "b", Target: "held", State: report.StateTargetTerminating, Stuck: stuck},
+		}, Summary: report.Summary{DryRun: dry, Reclaimed: &freed, Stuck: 1}}
 		var out bytes.Buffer
 		if err := writeReport(&out, "text", r); err != nil {
 			t.Fatal(err)
@@ -104,7 +104,7 @@ func TestTextReportSaysReclaimedAndStuck(t *testing.T) {
 // A trusted namespace that does not exist is said after the summary, with
 // why it matters; the stuck line still follows.
 func TestTextReportSaysMissingTrusted(t *testing.T) {
-	r := sweep.Report{Version: sweep.ReportVersion, Summary: sweep.Summary{MissingTrusted: []string{"namespace-manager", "ops"}, Stuck: 1}}
+	r := report.Report{Version: report.ReportVersion, Summary: report.Summary{MissingTrusted: []string{"namespace-manager", "ops"}, Stuck: 1}}
 	var out bytes.Buffer
 	if err := writeReport(&out, "text", r); err != nil {
 		t.Fatal(err)
@@ -115,7 +115,7 @@ func TestTextReportSaysMissingTrusted(t *testing.T) {
 		}
 	}
 	out.Reset()
-	if err := writeReport(&out, "text", sweep.Report{Version: sweep.ReportVersion}); err != nil {
+	if err := writeReport(&out, "text", report.Report{Version: report.ReportVersion}); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(out.String(), "trusted") {

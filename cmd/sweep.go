@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/webhook"
 )
@@ -300,13 +301,13 @@ func (o *sweepOptions) run(c *cobra.Command) error {
 	if err != nil {
 		return usageError{err}
 	}
-	report, err := sweeper.Run(c.Context())
+	rep, err := sweeper.Run(c.Context())
 	interrupted := errors.Is(err, sweep.ErrInterrupted)
 	if err != nil && !interrupted {
 		// The sweep could not run at all: no cluster, or no CRD.
 		return usageError{err}
 	}
-	if err := writeReport(c.OutOrStdout(), o.output, report); err != nil {
+	if err := writeReport(c.OutOrStdout(), o.output, rep); err != nil {
 		return err
 	}
 	if o.pushgatewayURL != "" {
@@ -314,7 +315,7 @@ func (o *sweepOptions) run(c *cobra.Command) error {
 		// push is logged, and does not change the exit code. A dry run is no
 		// successful sweep: it acted on nothing.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Context()), pushTimeout)
-		perr := sweep.PushMetrics(ctx, o.pushgatewayURL, sweep.DefaultMetricsJob, report, !report.Failed() && !report.Summary.DryRun && !interrupted, nil)
+		perr := sweep.PushMetrics(ctx, o.pushgatewayURL, sweep.DefaultMetricsJob, rep, !rep.Failed() && !rep.Summary.DryRun && !interrupted, nil)
 		cancel()
 		switch {
 		case errors.Is(perr, sweep.ErrCountersLeftOut):
@@ -326,10 +327,10 @@ func (o *sweepOptions) run(c *cobra.Command) error {
 	switch {
 	case interrupted:
 		return err
-	case report.Summary.ListError != "":
-		return fmt.Errorf("%s; %d manager(s) failed", report.Summary.ListError, report.Summary.States[sweep.StateFailed])
-	case report.Failed():
-		return fmt.Errorf("%d manager(s) failed", report.Summary.States[sweep.StateFailed])
+	case rep.Summary.ListError != "":
+		return fmt.Errorf("%s; %d manager(s) failed", rep.Summary.ListError, rep.Summary.States[report.StateFailed])
+	case rep.Failed():
+		return fmt.Errorf("%d manager(s) failed", rep.Summary.States[report.StateFailed])
 	}
 	return nil
 }

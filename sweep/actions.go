@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/webhook"
 )
 
@@ -40,13 +41,13 @@ var (
 // it freed, for a DELETE or SCALE_DOWN when known.
 type applied struct {
 	effects   []string
-	reclaimed *Reclaimed
+	reclaimed *report.Reclaimed
 }
 
 // apply performs plan p's action through the writer and returns what it
 // did (would do, dry). A fresh DELETE is made as listed (see asListed),
 // after what it frees (freed, nil when unknown) was read.
-func (s *Sweeper) apply(ctx context.Context, m policy.Manager, rec record, p *plan, freed *Reclaimed) (applied, error) {
+func (s *Sweeper) apply(ctx context.Context, m policy.Manager, rec record, p *plan, freed *report.Reclaimed) (applied, error) {
 	t := p.target
 	switch p.policy.Action.Type {
 	case policy.ActionDelete:
@@ -81,7 +82,7 @@ func (s *Sweeper) apply(ctx context.Context, m policy.Manager, rec record, p *pl
 // nil for any other plan and with --reclaim=false. When reading it fails
 // or takes too long (see namespaceReclaimed), the error says why: the
 // DELETE goes ahead, what it freed unknown.
-func (s *Sweeper) freedByDelete(ctx context.Context, r *sweepRun, p *plan) (*Reclaimed, error) {
+func (s *Sweeper) freedByDelete(ctx context.Context, r *sweepRun, p *plan) (*report.Reclaimed, error) {
 	if s.cfg.SkipReclaim || p.step != stepAct || p.policy.Action.Type != policy.ActionDelete {
 		return nil, nil
 	}
@@ -181,11 +182,11 @@ func (s *Sweeper) namespaceNow(ctx context.Context, name string) (namespaceInfo,
 // one request each, recording the count each had (see scaleToZero), and
 // sums what the workloads scaled free (with --reclaim).
 func (s *Sweeper) scaleDown(ctx context.Context, namespace string, selectors []policy.Selector) (applied, error) {
-	var freed Reclaimed
+	var freed report.Reclaimed
 	effects, err := eachWorkload(ctx, s.clients, namespace, selectors, func(resource schema.GroupVersionResource, kind string, w *unstructured.Unstructured) (string, error) {
 		effect, scaled, err := s.scaleToZero(ctx, resource, kind, w)
 		if scaled != nil {
-			freed.add(workloadReclaimed(scaled))
+			freed.Add(workloadReclaimed(scaled))
 		}
 		return effect, err
 	})

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/report"
 )
 
 // ActivityIndexAfter is the number of namespaces of one sweep whose last
@@ -248,8 +249,8 @@ func readsActivity(status []byte, now time.Time) bool {
 		return false
 	}
 	var st struct {
-		LastActivity *LastActivity `json:"lastActivity"`
-		NextDue      *metav1.Time  `json:"nextDue"`
+		LastActivity *report.LastActivity `json:"lastActivity"`
+		NextDue      *metav1.Time         `json:"nextDue"`
 	}
 	if json.Unmarshal(status, &st) != nil || st.LastActivity == nil {
 		return false

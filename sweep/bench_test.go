@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/report"
 )
 
 // benchManagers is the fleet size nsman must stay cheap at (issue 6).
@@ -21,19 +22,19 @@ const benchManagers = 10_000
 
 // benchEntries returns n waiting entries as a sweep reports them: even ones
 // wait on a TTL, odd ones on pods that have not succeeded.
-func benchEntries(n int, now time.Time) []Entry {
-	entries := make([]Entry, 0, n)
+func benchEntries(n int, now time.Time) []report.Entry {
+	entries := make([]report.Entry, 0, n)
 	for i := range n {
 		name := fmt.Sprintf("team-%05d", i)
-		e := Entry{Namespace: name, Name: name, Target: name, State: StateWaiting}
+		e := report.Entry{Namespace: name, Name: name, Target: name, State: report.StateWaiting}
 		if i%2 == 0 {
 			due := now.Add(time.Duration(i) * time.Second).UTC()
 			e.Due = &due
 			e.Message = "TTL 24h0m0s elapses at " + due.Format(time.RFC3339)
-			e.Conditions = []Condition{{Policy: "expire", Detail: e.Message, Due: &due}}
+			e.Conditions = []report.Condition{{Policy: "expire", Detail: e.Message, Due: &due}}
 		} else {
 			e.Message = "not every pod matching app=e2e Succeeded: pod e2e-0 has not succeeded"
-			e.Conditions = []Condition{{Policy: "tests done", Detail: e.Message}}
+			e.Conditions = []report.Condition{{Policy: "tests done", Detail: e.Message}}
 		}
 		entries = append(entries, e)
 	}
@@ -90,8 +91,8 @@ func BenchmarkStatusSteadyState(b *testing.B) {
 // `nsman sweep -o json` prints it (indented).
 func BenchmarkReportJSON(b *testing.B) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	r := Report{Version: ReportVersion, Entries: benchEntries(benchManagers, now), Summary: Summary{
-		Now: now, Managers: benchManagers, States: map[State]int{StateWaiting: benchManagers},
+	r := report.Report{Version: report.ReportVersion, Entries: benchEntries(benchManagers, now), Summary: report.Summary{
+		Now: now, Managers: benchManagers, States: map[report.State]int{report.StateWaiting: benchManagers},
 		Requests: map[string]int{"get": 5041},
 	}}
 	b.ReportAllocs()
@@ -134,7 +135,7 @@ func BenchmarkDecodePage(b *testing.B) {
 				b.Fatal(err)
 			}
 			for i := range page.Items {
-				if st := store.read(page.Items[i].listed()); st.State != StateWaiting {
+				if st := store.read(page.Items[i].listed()); st.State != report.StateWaiting {
 					b.Fatalf("status read as %+v", st)
 				}
 			}
@@ -193,13 +194,13 @@ func BenchmarkRulePairs(b *testing.B) {
 			CreationTimestamp: metav1.NewTime(now.Add(-time.Hour)), Labels: map[string]string{"ci": "e2e"}}}))
 		x.add(name, notSucceeded("e2e-0"), map[string]string{"app": "e2e"})
 	}
-	ru.entries = make([]Entry, len(ru.pairs))
+	ru.entries = make([]report.Entry, len(ru.pairs))
 	x.seen = nil
 	b.ReportAllocs()
 	for b.Loop() {
 		for i := range ru.pairs {
 			var passed bool
-			if _, work := ru.evaluate(context.Background(), i, x.answers(nil, &passed)); work || passed || ru.entries[i].State != StateWaiting {
+			if _, work := ru.evaluate(context.Background(), i, x.answers(nil, &passed)); work || passed || ru.entries[i].State != report.StateWaiting {
 				b.Fatalf("%s: %s (%s), want waiting", ru.pairs[i].name, ru.entries[i].State, ru.entries[i].Message)
 			}
 		}

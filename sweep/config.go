@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/webhook"
 )
 
@@ -189,7 +190,7 @@ func New(cfg Config, clients Clients, sender *webhook.Sender, log *slog.Logger) 
 	cfg.MaxHold, cfg.StuckAfter = cmp.Or(cfg.MaxHold, DefaultMaxHold), cmp.Or(cfg.StuckAfter, DefaultStuckAfter)
 	cfg.ProtectedNamespaces = WithProtectedFloor(cfg.ProtectedNamespaces)
 	s := &Sweeper{cfg: cfg, clients: clients, log: log, writer: newWriter(clients, sender, cfg.DryRun)}
-	if cfg.NotifyURL != "" && s.writer.done() == StateFired {
+	if cfg.NotifyURL != "" && s.writer.done() == report.StateFired {
 		if sender == nil {
 			return nil, errors.New("notifications need a webhook sender")
 		}

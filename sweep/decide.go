@@ -8,11 +8,13 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/report"
 )
 
 // A subject (a manager, or one namespace of a rule) is handled in two
@@ -75,7 +77,7 @@ type decision struct {
 	manager policy.Manager
 	// entry is the report entry: final without a plan, else what the
 	// executor starts from.
-	entry Entry
+	entry report.Entry
 	// checks is the minChecks progress a waiting subject records.
 	checks map[string]policy.CheckState
 	// plan, when set, is work for the executor.
@@ -98,14 +100,14 @@ var parseManager = policy.Parse
 // listed is stored. It reads the sweep's namespaces and, for pods
 // conditions, pods; it writes nothing.
 func (s *Sweeper) evaluateManager(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured, stored Status) decision {
-	e := Entry{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	e := report.Entry{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 	m, problems := parseManager(obj)
 	e.Target = m.Target()
 	if m.Deactivated {
 		if d, ok := s.deletedTerminating(ctx, r, m, e, stored); ok {
 			return d
 		}
-		return untouched(m, e, StateDeactivated, "spec.deactivated is true")
+		return untouched(m, e, report.StateDeactivated, "spec.deactivated is true")
 	}
 	if d, live := s.liveClaim(m, e, stored.Claim); live {
 		return d
@@ -114,7 +116,7 @@ func (s *Sweeper) evaluateManager(ctx context.Context, r *sweepRun, obj *unstruc
 		return decision{manager: m, entry: invalid(e, problems)}
 	}
 	if msg := s.refuse(m); msg != "" {
-		e.State, e.Message = StateForbidden, msg
+		e.State, e.Message = report.StateForbidden, msg
 		return decision{manager: m, entry: e}
 	}
 
@@ -142,7 +144,7 @@ func (s *Sweeper) evaluateManager(ctx context.Context, r *sweepRun, obj *unstruc
 	}
 	switch {
 	case !exists:
-		e.State, e.Message = StateTargetMissing, fmt.Sprintf("namespace %s does not exist", e.Target)
+		e.State, e.Message = report.StateTargetMissing, fmt.Sprintf("namespace %s does not exist", e.Target)
 		return decision{manager: m, entry: e}
 	case ns.terminating:
 		e, unread := s.terminating(ctx, r, e, ns, fmt.Sprintf("namespace %s is terminating", e.Target))
@@ -171,7 +173,7 @@ func backOff(d decision, stored Progress, spec string, now time.Time) decision {
 	if failures == 0 {
 		why = "a deferred delivery"
 	}
-	return untouched(d.manager, e, StateDeferred, fmt.Sprintf("%s; the webhook backs off after %s: next attempt at %s", p.reason, why, until.UTC().Format(time.RFC3339)))
+	return untouched(d.manager, e, report.StateDeferred, fmt.Sprintf("%s; the webhook backs off after %s: next attempt at %s", p.reason, why, until.UTC().Format(time.RFC3339)))
 }
 
 // claimSkew is how much later than --claim-ttl after the server's now a
@@ -189,27 +191,27 @@ func (c *Claim) live(now time.Time, ttl time.Duration) bool {
 
 // liveClaim is the verdict of a claim that holds (see Claim.live), whatever
 // its generation: its action may be under way, and any write could wipe it.
-func (s *Sweeper) liveClaim(m policy.Manager, e Entry, c *Claim) (decision, bool) {
+func (s *Sweeper) liveClaim(m policy.Manager, e report.Entry, c *Claim) (decision, bool) {
 	if c == nil || !c.live(s.clock(), s.cfg.ClaimTTL) {
 		return decision{}, false
 	}
 	e.Policy, e.Action = c.Policy, c.Action
-	return untouched(m, e, StateBusy, fmt.Sprintf("claimed by sweep %s until %s", c.Sweep, c.Expires.UTC().Format(time.RFC3339))), true
+	return untouched(m, e, report.StateBusy, fmt.Sprintf("claimed by sweep %s until %s", c.Sweep, c.Expires.UTC().Format(time.RFC3339))), true
 }
 
 // invalid is the entry of a manager or rule whose spec has problems.
-func invalid(e Entry, problems field.ErrorList) Entry {
+func invalid(e report.Entry, problems field.ErrorList) report.Entry {
 	for _, p := range problems {
 		e.Problems = append(e.Problems, p.Error())
 	}
-	e.State, e.Message = StateInvalid, fmt.Sprintf("%d problem(s); first: %s", len(problems), problems[0].Error())
+	e.State, e.Message = report.StateInvalid, fmt.Sprintf("%d problem(s); first: %s", len(problems), problems[0].Error())
 	return e
 }
 
 // completeClaim is the verdict of an expired claim, whose sweep did not
 // finish: one of this spec is completed, under its generation, whatever
 // became of the target; one of another spec is void.
-func completeClaim(m policy.Manager, e Entry, c *Claim, t target) (decision, bool) {
+func completeClaim(m policy.Manager, e report.Entry, c *Claim, t target) (decision, bool) {
 	if c == nil {
 		return decision{}, false
 	}
@@ -227,7 +229,7 @@ func completeClaim(m policy.Manager, e Entry, c *Claim, t target) (decision, boo
 
 // confirmDelete is the verdict of a DELETE recorded, for this spec, as
 // failed without an answer, whose namespace went: the answer was lost.
-func confirmDelete(m policy.Manager, e Entry, stored Progress, spec string, t target) (decision, bool) {
+func confirmDelete(m policy.Manager, e report.Entry, stored Progress, spec string, t target) (decision, bool) {
 	last := stored.LastAction
 	if last == nil || !last.Uncertain || last.Action != policy.ActionDelete || !t.going || !sameSpec(m, stored.ObservedGeneration, spec) {
 		return decision{}, false
@@ -244,7 +246,7 @@ func confirmDelete(m policy.Manager, e Entry, stored Progress, spec string, t ta
 // progress stored (the stages fired in m's generation, or spec, skipped),
 // then the holds: a plan when a policy holds and no hold keeps it, else
 // the waiting entry with its minChecks progress.
-func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Manager, e Entry, t target, check podsCheck, stored Progress, spec string, holds ...hold) decision {
+func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Manager, e report.Entry, t target, check podsCheck, stored Progress, spec string, holds ...hold) decision {
 	in := policy.Input{Now: r.now, TargetCreated: t.listed.created, Checks: stored.Checks, Pods: map[int]policy.PodsCheck{}, Fired: firedIn(stored.Fired, m.Generation, spec),
 		TargetExpires: t.listed.expires, TargetTouched: t.listed.touched}
 	held := holdsAt(holds, r.now, s.cfg.MaxHold)
@@ -262,7 +264,7 @@ func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Ma
 			continue
 		case policy.NeedActivity:
 			if why, due := s.activityUnread(r, held, e); why != "" {
-				e.State, e.Due = StateWaiting, due
+				e.State, e.Due = report.StateWaiting, due
 				e.Message = fmt.Sprintf("policy %q: the last activity in namespace %s is not read %s", m.Policies[out.Policy].Name, e.Target, why)
 				return held.apply(decision{manager: m, entry: e, checks: out.Checks})
 			}
@@ -295,7 +297,7 @@ func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Ma
 		for _, p := range out.Policies {
 			details = append(details, p.Detail)
 		}
-		e.State, e.Message = StateWaiting, strings.Join(details, "; ")
+		e.State, e.Message = report.StateWaiting, strings.Join(details, "; ")
 		e.AnnotationIgnored, e.LastActivity = ignoredAnnotation(out.Policies), lastActivity(out.Policies)
 		e.Due = timePtr(out.NextDue)
 		e.Conditions = conditions(out.Policies)
@@ -307,7 +309,7 @@ func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Ma
 // when, while a hold, a freeze or --max-actions keeps the subject from
 // acting whatever it says: its four lists would buy nothing. Empty: read
 // it.
-func (s *Sweeper) activityUnread(r *sweepRun, held holdState, e Entry) (string, *time.Time) {
+func (s *Sweeper) activityUnread(r *sweepRun, held holdState, e report.Entry) (string, *time.Time) {
 	switch {
 	case !held.until.IsZero():
 		return "while it is held", timePtr(held.until)
@@ -332,14 +334,14 @@ func ignoredAnnotation(states []policy.PolicyState) string {
 }
 
 // untouched is a final decision that writes nothing.
-func untouched(m policy.Manager, e Entry, state State, msg string) decision {
+func untouched(m policy.Manager, e report.Entry, state report.State, msg string) decision {
 	e.State, e.Message = state, msg
 	return decision{manager: m, entry: e, untouched: true}
 }
 
 // planned is the decision to carry out p, for m's generation unless p
 // names another.
-func planned(m policy.Manager, e Entry, conds []Condition, p plan) decision {
+func planned(m policy.Manager, e report.Entry, conds []report.Condition, p plan) decision {
 	p.generation = cmp.Or(p.generation, m.Generation)
 	e.Policy, e.Action, e.Conditions = p.policy.Name, p.policy.Action.Type, conds
 	return decision{manager: m, entry: e, plan: &p}
@@ -364,4 +366,31 @@ func (s *Sweeper) refuse(m policy.Manager) string {
 			m.Namespace, m.Namespace, target, how, strings.Join(s.cfg.TrustedNamespaces, ", "))
 	}
 	return ""
+}
+
+// lastActivity is the last activity the first IDLE policy evaluated
+// counted, nil when none did.
+func lastActivity(states []policy.PolicyState) *report.LastActivity {
+	for _, s := range states {
+		if a := s.LastActivity; a != nil {
+			return &report.LastActivity{At: metav1.NewTime(a.At.UTC()), What: a.What}
+		}
+	}
+	return nil
+}
+
+func conditions(states []policy.PolicyState) []report.Condition {
+	out := make([]report.Condition, 0, len(states))
+	for _, s := range states {
+		out = append(out, report.Condition{Policy: s.Name, Holds: s.Holds, Detail: s.Detail, Due: timePtr(s.Due)})
+	}
+	return out
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
 }

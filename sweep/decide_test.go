@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/webhook"
 )
 
@@ -98,7 +99,7 @@ func TestDeactivatedParsedOnce(t *testing.T) {
 	r := &sweepRun{governed: map[string][]governor{}}
 	s.noteGoverned(r, dormant)
 	d := s.evaluateManager(t.Context(), r, dormant, Status{})
-	if d.entry.State != StateDeactivated || shielding(r.governed["preview-7"]) != "" || len(r.governed["preview-7"]) != 1 {
+	if d.entry.State != report.StateDeactivated || shielding(r.governed["preview-7"]) != "" || len(r.governed["preview-7"]) != 1 {
 		t.Errorf("entry %+v, governors %+v: want it deactivated, noted as a governor that does not shield", d.entry, r.governed)
 	}
 	if parses["dormant"] != 1 {
@@ -128,11 +129,11 @@ func TestFailedBefore(t *testing.T) {
 		want bool
 	}{
 		{"nothing before", nil, false},
-		{"a success", &LastAction{Policy: "report", Result: ResultSucceeded}, false},
-		{"a failure", &LastAction{Policy: "report", Result: ResultFailed, Failures: 1}, true},
-		{"another policy's failure", &LastAction{Policy: "other", Result: ResultFailed, Failures: 1}, false},
-		{"a deferral alone", &LastAction{Policy: "report", Result: ResultFailed, Deferred: true}, false},
-		{"a deferral after a failure", &LastAction{Policy: "report", Result: ResultFailed, Deferred: true, Failures: 1}, true},
+		{"a success", &LastAction{Policy: "report", Result: report.ResultSucceeded}, false},
+		{"a failure", &LastAction{Policy: "report", Result: report.ResultFailed, Failures: 1}, true},
+		{"another policy's failure", &LastAction{Policy: "other", Result: report.ResultFailed, Failures: 1}, false},
+		{"a deferral alone", &LastAction{Policy: "report", Result: report.ResultFailed, Deferred: true}, false},
+		{"a deferral after a failure", &LastAction{Policy: "report", Result: report.ResultFailed, Deferred: true, Failures: 1}, true},
 	} {
 		if got := failedBefore(tt.last, p); got != tt.want {
 			t.Errorf("%s: failedBefore = %t, want %t", tt.name, got, tt.want)
@@ -146,7 +147,7 @@ func TestFailedBefore(t *testing.T) {
 func TestWebhookOutcomeBacksOff(t *testing.T) {
 	now := time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC)
 	p := &plan{policy: policy.Policy{Name: "report", Action: policy.Action{Type: policy.ActionWebhook}}}
-	prev := &LastAction{Policy: "report", Action: policy.ActionWebhook, Result: ResultFailed, Failures: 2}
+	prev := &LastAction{Policy: "report", Action: policy.ActionWebhook, Result: report.ResultFailed, Failures: 2}
 	for _, tt := range []struct {
 		name     string
 		err      error
@@ -160,13 +161,13 @@ func TestWebhookOutcomeBacksOff(t *testing.T) {
 		{"the Service forbidden to read", &unreadService{name: "sink", lasting: true}, 3, 4 * time.Minute, false},
 		{"the Service unread again before a retry", tenantError{summary: "failed: the Service sink could not be read", err: fmt.Errorf("webhook http://sink.team-a.svc: %w", &unreadService{name: "sink"})}, 2, 0, false},
 	} {
-		_, o := (&Sweeper{}).outcomeOf(Entry{}, p, tt.err, now, prev)
+		_, o := (&Sweeper{}).outcomeOf(report.Entry{}, p, tt.err, now, prev)
 		last := o.last
 		var next time.Duration
 		if last.NextAttempt != nil {
 			next = last.NextAttempt.Sub(now)
 		}
-		if last.Result != ResultFailed || last.Failures != tt.failures || next != tt.next || last.Deferred != tt.deferred {
+		if last.Result != report.ResultFailed || last.Failures != tt.failures || next != tt.next || last.Deferred != tt.deferred {
 			t.Errorf("%s: %+v; want failed, %d failures, next attempt in %s, deferred %t", tt.name, last, tt.failures, tt.next, tt.deferred)
 		}
 	}

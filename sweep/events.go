@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/report"
 )
 
 // eventSink hears what became of each subject a sweep handled, and tells
@@ -26,16 +27,16 @@ type eventSink interface {
 	// tell hears e, the entry a subject ends the sweep with; acted: an
 	// action was attempted; recorded: what e says was recorded (or needed
 	// no record).
-	tell(ctx context.Context, e Entry, before prior, acted, recorded bool)
+	tell(ctx context.Context, e report.Entry, before prior, acted, recorded bool)
 }
 
 // eventKinds are the states that get an Event on the manager: what nsman
 // did, what failed, and what it refused.
-var eventKinds = map[State]struct{ kind, reason string }{
-	StateFired:     {corev1.EventTypeNormal, "Fired"},
-	StateFailed:    {corev1.EventTypeWarning, "Failed"},
-	StateInvalid:   {corev1.EventTypeWarning, "Invalid"},
-	StateForbidden: {corev1.EventTypeWarning, "Forbidden"},
+var eventKinds = map[report.State]struct{ kind, reason string }{
+	report.StateFired:     {corev1.EventTypeNormal, "Fired"},
+	report.StateFailed:    {corev1.EventTypeWarning, "Failed"},
+	report.StateInvalid:   {corev1.EventTypeWarning, "Invalid"},
+	report.StateForbidden: {corev1.EventTypeWarning, "Forbidden"},
 }
 
 // holdIgnored and annotationIgnored are the Event reasons for holds, and an
@@ -54,8 +55,8 @@ type managerEvents struct {
 	now time.Time
 }
 
-func (ev managerEvents) tell(ctx context.Context, e Entry, before prior, acted, recorded bool) {
-	if !recorded || e.State == StateFired && e.Action == policy.ActionDelete && e.Target == ev.obj.GetNamespace() {
+func (ev managerEvents) tell(ctx context.Context, e report.Entry, before prior, acted, recorded bool) {
+	if !recorded || e.State == report.StateFired && e.Action == policy.ActionDelete && e.Target == ev.obj.GetNamespace() {
 		// The manager went with the namespace it deleted, and its Events
 		// would: the outcome is in the logs, the report and the metrics.
 		return
@@ -71,7 +72,7 @@ func (ev managerEvents) tell(ctx context.Context, e Entry, before prior, acted, 
 	}
 	// A manager whose own namespace is stuck is told of it in no Event: its
 	// namespace takes no new object.
-	if e.Stuck != nil && e.Stuck.cause() != before.stuck && e.Target != ev.obj.GetNamespace() {
+	if e.Stuck != nil && e.Stuck.Cause() != before.stuck && e.Target != ev.obj.GetNamespace() {
 		ev.emit(ctx, corev1.EventTypeWarning, namespaceStuck, "Evaluate", stuckNote(e.Target, e.Stuck))
 	}
 }
@@ -80,7 +81,7 @@ func (ev managerEvents) tell(ctx context.Context, e Entry, before prior, acted, 
 const namespaceStuck = "NamespaceStuck"
 
 // stuckNote is the Event note of namespace stuck as st says.
-func stuckNote(namespace string, st *Stuck) string {
+func stuckNote(namespace string, st *report.Stuck) string {
 	parts := make([]string, 0, len(st.Reasons))
 	for _, r := range st.Reasons {
 		parts = append(parts, r.Reason+": "+r.Message)
@@ -123,13 +124,13 @@ type ruleTally struct {
 	fired, failed, ignored, ignoredAnnotation []string
 }
 
-func (t *ruleTally) tell(_ context.Context, e Entry, before prior, _, _ bool) {
+func (t *ruleTally) tell(_ context.Context, e report.Entry, before prior, _, _ bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch {
-	case e.State == StateFired:
+	case e.State == report.StateFired:
 		t.fired = append(t.fired, e.Target)
-	case e.State == StateFailed && !before.failed:
+	case e.State == report.StateFailed && !before.failed:
 		t.failed = append(t.failed, e.Target+": "+e.Message)
 	}
 	if e.HoldIgnored != "" && e.HoldIgnored != before.ignoredHold {
@@ -143,12 +144,12 @@ func (t *ruleTally) tell(_ context.Context, e Entry, before prior, _, _ bool) {
 // flush runs once every pair was told.
 func (t *ruleTally) flush(ctx context.Context, rule managerEvents) {
 	var parts []string
-	k := eventKinds[StateFired]
+	k := eventKinds[report.StateFired]
 	if len(t.fired) > 0 {
 		parts = append(parts, fmt.Sprintf("acted on %d namespace(s): %s", len(t.fired), listed10(t.fired)))
 	}
 	if len(t.failed) > 0 {
-		k, parts = eventKinds[StateFailed], append(parts, fmt.Sprintf("failed on %d namespace(s): %s", len(t.failed), listed10(t.failed)))
+		k, parts = eventKinds[report.StateFailed], append(parts, fmt.Sprintf("failed on %d namespace(s): %s", len(t.failed), listed10(t.failed)))
 	}
 	if len(parts) > 0 {
 		rule.emit(ctx, k.kind, k.reason, "Act", strings.Join(parts, "; "))

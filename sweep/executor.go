@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/webhook"
 )
 
@@ -39,7 +40,7 @@ const recordTimeout = 5 * time.Second
 
 // carryOut carries out decision d for the subject whose record is rec, and
 // tells rec's sink what became of it.
-func (s *Sweeper) carryOut(ctx context.Context, r *sweepRun, rec record, d decision) Entry {
+func (s *Sweeper) carryOut(ctx context.Context, r *sweepRun, rec record, d decision) report.Entry {
 	p, e := d.plan, d.entry
 	acted, recorded := false, true
 	var deferral error // the receiver, or the tenant's, timed out earlier in this sweep
@@ -55,7 +56,7 @@ func (s *Sweeper) carryOut(ctx context.Context, r *sweepRun, rec record, d decis
 	case r.frozen:
 		// Nothing acts in a freeze: due, the subject waits for its end. A
 		// claim to complete stays as it is, for the first sweep after.
-		e.State, e.Message, e.Due = StateWaiting, fmt.Sprintf("%s; frozen until %s (--freeze)", p.reason, r.frozenUntil.UTC().Format(time.RFC3339)), timePtr(r.frozenUntil)
+		e.State, e.Message, e.Due = report.StateWaiting, fmt.Sprintf("%s; frozen until %s (--freeze)", p.reason, r.frozenUntil.UTC().Format(time.RFC3339)), timePtr(r.frozenUntil)
 		if p.step != stepCompleteClaim {
 			e, recorded = s.save(ctx, rec, outcome{entry: e, checks: d.checks})
 		}
@@ -68,7 +69,7 @@ func (s *Sweeper) carryOut(ctx context.Context, r *sweepRun, rec record, d decis
 		_, o := s.outcomeOf(e, p, fmt.Errorf("webhook: %w", deferral), r.now, rec.prior().last)
 		e, recorded = s.save(ctx, rec, o)
 	case s.cfg.MaxActions > 0 && !d.granted:
-		e.State, e.Message = StateDeferred, fmt.Sprintf("%s; deferred: --max-actions %d reached (its places go round-robin across namespaces)", p.reason, s.cfg.MaxActions)
+		e.State, e.Message = report.StateDeferred, fmt.Sprintf("%s; deferred: --max-actions %d reached (its places go round-robin across namespaces)", p.reason, s.cfg.MaxActions)
 		e, recorded = s.save(ctx, rec, outcome{entry: e})
 	default:
 		e, acted, recorded = s.act(ctx, r, rec, d)
@@ -95,7 +96,7 @@ func (s *Sweeper) wantsPlace(r *sweepRun, d decision) bool {
 // fairShare), carryOut to carry out its decision once granted one, or
 // deferred; the one pushed out, if any, is deferred at once. The places
 // are granted, and acted on, once every subject is evaluated (grant).
-func (s *Sweeper) offer(r *sweepRun, e Entry, carryOut func(granted bool)) {
+func (s *Sweeper) offer(r *sweepRun, e report.Entry, carryOut func(granted bool)) {
 	if out := r.share.offer(&candidate{namespace: e.Target, key: e.Namespace + "/" + e.Name, carryOut: carryOut}); out != nil {
 		out.carryOut(false)
 	}
@@ -103,7 +104,7 @@ func (s *Sweeper) offer(r *sweepRun, e Entry, carryOut func(granted bool)) {
 
 // beyondCap reports whether the subject of entry e would be deferred by
 // --max-actions were its plan offered now.
-func (s *Sweeper) beyondCap(r *sweepRun, e Entry) bool {
+func (s *Sweeper) beyondCap(r *sweepRun, e report.Entry) bool {
 	return s.cfg.MaxActions > 0 && r.share.beyond(e.Target, e.Namespace+"/"+e.Name)
 }
 
@@ -120,7 +121,7 @@ func (s *Sweeper) grant(r *sweepRun) {
 
 // save records a final entry, if the record keeps anything of it, and
 // reports whether it did (or had nothing to).
-func (s *Sweeper) save(ctx context.Context, rec record, o outcome) (Entry, bool) {
+func (s *Sweeper) save(ctx context.Context, rec record, o outcome) (report.Entry, bool) {
 	if err := rec.write(ctx, o); changedSinceListed(err) {
 		return busy(o.entry, err), false
 	} else if err != nil {
@@ -135,7 +136,7 @@ func (s *Sweeper) save(ctx context.Context, rec record, o outcome) (Entry, bool)
 // ClaimTTL after it is made, in the API server's time, and the action's
 // deadline is claimMargin earlier, counted from the same moment: no other
 // sweep takes the claim over while the action may run.
-func (s *Sweeper) act(ctx context.Context, r *sweepRun, rec record, d decision) (Entry, bool, bool) {
+func (s *Sweeper) act(ctx context.Context, r *sweepRun, rec record, d decision) (report.Entry, bool, bool) {
 	p, e := d.plan, d.entry
 	// What a fresh DELETE frees is read before it, within bounds of its
 	// own: the action's deadline starts after, and an interrupt meanwhile
@@ -170,7 +171,7 @@ func (s *Sweeper) act(ctx context.Context, r *sweepRun, rec record, d decision) 
 	case err == nil && unknown != nil:
 		r.reclaimUnknown.Add(1)
 		e.Effects = append(e.Effects, "what it freed is not known: "+unknown.Error())
-	case err == nil || did.reclaimed != nil && !did.reclaimed.isZero():
+	case err == nil || did.reclaimed != nil && !did.reclaimed.IsZero():
 		// A SCALE_DOWN that failed part-way freed what it scaled.
 		e.Reclaimed = did.reclaimed
 	}
@@ -194,18 +195,18 @@ func (s *Sweeper) act(ctx context.Context, r *sweepRun, rec record, d decision) 
 // failed with err, prev being the last action recorded before. A WEBHOOK
 // that failed or was deferred backs off (see webhookBackoff), unless no
 // receiver was tried for want of its Service, for a cause that may pass.
-func (s *Sweeper) outcomeOf(e Entry, p *plan, err error, now time.Time, prev *LastAction) (Entry, outcome) {
-	last := &LastAction{Policy: p.policy.Name, Action: p.policy.Action.Type, Result: ResultSucceeded, Message: truncate(p.reason, maxMessage), Time: now.UTC(),
+func (s *Sweeper) outcomeOf(e report.Entry, p *plan, err error, now time.Time, prev *LastAction) (report.Entry, outcome) {
+	last := &LastAction{Policy: p.policy.Name, Action: p.policy.Action.Type, Result: report.ResultSucceeded, Message: truncate(p.reason, maxMessage), Time: now.UTC(),
 		TargetUID: p.target.uid}
 	if err != nil {
 		e = failedEntry(e, err)
-		last.Result, last.Message = ResultFailed, truncate(err.Error(), maxMessage)
+		last.Result, last.Message = report.ResultFailed, truncate(err.Error(), maxMessage)
 		last.Uncertain = p.policy.Action.Type == policy.ActionDelete && uncertain(err)
 		last.Reclaimed = e.Reclaimed
 		if p.policy.Action.Type == policy.ActionWebhook {
 			// A deferral backs off as the failures before it did, a failure
 			// one step further.
-			if prev != nil && prev.Result == ResultFailed && prev.Policy == p.policy.Name && prev.Action == policy.ActionWebhook {
+			if prev != nil && prev.Result == report.ResultFailed && prev.Policy == p.policy.Name && prev.Action == policy.ActionWebhook {
 				last.Failures = prev.Failures
 			}
 			if u, unread := errors.AsType[*unreadService](err); unread && !u.lasting {
@@ -219,7 +220,7 @@ func (s *Sweeper) outcomeOf(e Entry, p *plan, err error, now time.Time, prev *La
 			last.NextAttempt = timePtr(now.Add(webhookBackoff(last.Failures)).UTC())
 			e.Due = last.NextAttempt
 			if last.Deferred {
-				e.State = StateDeferred
+				e.State = report.StateDeferred
 			}
 		}
 		return e, outcome{entry: e, last: last}
@@ -238,7 +239,7 @@ func (s *Sweeper) outcomeOf(e Entry, p *plan, err error, now time.Time, prev *La
 // a DELETE whose answer was lost was carried out (fired), or a manager's
 // deactivation is missing, which is all it does (deactivated: the sweep
 // that acted reported the action).
-func (s *Sweeper) finish(ctx context.Context, r *sweepRun, rec record, p *plan, e Entry) (Entry, bool) {
+func (s *Sweeper) finish(ctx context.Context, r *sweepRun, rec record, p *plan, e report.Entry) (report.Entry, bool) {
 	e.Effects = []string{p.policy.Action.Type + " succeeded before; nothing left to do"}
 	o := outcome{entry: s.succeeded(e, p), done: true}
 	if p.step == stepConfirmDelete {
@@ -246,8 +247,8 @@ func (s *Sweeper) finish(ctx context.Context, r *sweepRun, rec record, p *plan, 
 		_, o = s.outcomeOf(e, p, nil, r.now, nil)
 	}
 	e, recorded := s.save(ctx, rec, o)
-	if p.step == stepDeactivate && e.State == StateFired {
-		e.State = StateDeactivated
+	if p.step == stepDeactivate && e.State == report.StateFired {
+		e.State = report.StateDeactivated
 	}
 	return e, recorded
 }
@@ -277,26 +278,26 @@ func (s *Sweeper) asListed(ctx context.Context, ns namespaceInfo, unchanged func
 }
 
 // succeeded is the entry of a plan carried out: fired (planned, dry).
-func (s *Sweeper) succeeded(e Entry, p *plan) Entry {
+func (s *Sweeper) succeeded(e report.Entry, p *plan) report.Entry {
 	e.State, e.Message = s.writer.done(), p.reason
 	return e
 }
 
 // busy is the entry of a subject that changed since it was listed (err).
-func busy(e Entry, err error) Entry {
-	e.State, e.Message = StateBusy, err.Error()+"; left to the next sweep"
+func busy(e report.Entry, err error) report.Entry {
+	e.State, e.Message = report.StateBusy, err.Error()+"; left to the next sweep"
 	return e
 }
 
-func failedEntry(e Entry, err error) Entry {
-	e.State, e.Message = StateFailed, err.Error()
+func failedEntry(e report.Entry, err error) report.Entry {
+	e.State, e.Message = report.StateFailed, err.Error()
 	return e
 }
 
 // notReached is the entry of a subject an interrupted sweep stopped at
 // before what.
-func notReached(e Entry, what string) Entry {
-	return Entry{Namespace: e.Namespace, Name: e.Name, Rule: e.Rule, Target: e.Target, State: StateDeferred,
+func notReached(e report.Entry, what string) report.Entry {
+	return report.Entry{Namespace: e.Namespace, Name: e.Name, Rule: e.Rule, Target: e.Target, State: report.StateDeferred,
 		Message: "the sweep was interrupted before " + what}
 }
 
@@ -331,5 +332,5 @@ func transient(err error) bool {
 // failedBefore reports whether last is a failure of p's policy, told
 // already: a deferral is none, unless failures came before it.
 func failedBefore(last *LastAction, p *plan) bool {
-	return last != nil && last.Result == ResultFailed && (!last.Deferred || last.Failures > 0) && last.Policy == p.policy.Name
+	return last != nil && last.Result == report.ResultFailed && (!last.Deferred || last.Failures > 0) && last.Policy == p.policy.Name
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/nsman/nsman/report"
 )
 
 // HoldAnnotation, set to an RFC 3339 time on a namespace, holds every
@@ -75,10 +77,10 @@ func (st holdState) apply(d decision) decision {
 	switch {
 	case until.IsZero():
 	case d.plan != nil && d.plan.step == stepAct:
-		d.entry.State, d.entry.Message = StateWaiting, fmt.Sprintf("policy %q holds, but %s", d.plan.policy.Name, held)
+		d.entry.State, d.entry.Message = report.StateWaiting, fmt.Sprintf("policy %q holds, but %s", d.plan.policy.Name, held)
 		d.entry.Policy, d.entry.Action, d.entry.Due = "", "", &until
 		d.plan = nil
-	case d.entry.State == StateWaiting:
+	case d.entry.State == report.StateWaiting:
 		d.entry.Message += "; " + held
 		if d.entry.Due != nil && d.entry.Due.Before(until) {
 			d.entry.Due = &until

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nsman/nsman/report"
 )
 
 // A hold in force keeps a decision that would act waiting until it ends;
@@ -46,17 +48,17 @@ func TestHoldApply(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	until := now.Add(time.Hour)
 	st := holdState{until: until, by: "namespace a"}
-	d := st.apply(decision{entry: Entry{State: StatePlanned}, plan: &plan{step: stepAct}})
-	if d.plan != nil || d.entry.State != StateWaiting || d.entry.Due == nil || !d.entry.Due.Equal(until) || d.entry.HeldUntil == nil {
+	d := st.apply(decision{entry: report.Entry{State: report.StatePlanned}, plan: &plan{step: stepAct}})
+	if d.plan != nil || d.entry.State != report.StateWaiting || d.entry.Due == nil || !d.entry.Due.Equal(until) || d.entry.HeldUntil == nil {
 		t.Errorf("held action: %+v", d)
 	}
 	early := now.Add(time.Minute)
-	d = st.apply(decision{entry: Entry{State: StateWaiting, Due: &early}})
+	d = st.apply(decision{entry: report.Entry{State: report.StateWaiting, Due: &early}})
 	if !d.entry.Due.Equal(until) || !strings.Contains(d.entry.Message, "held until") {
 		t.Errorf("held wait: due %v, message %q", d.entry.Due, d.entry.Message)
 	}
 	late := now.Add(2 * time.Hour)
-	if d = st.apply(decision{entry: Entry{State: StateWaiting, Due: &late}}); !d.entry.Due.Equal(late) {
+	if d = st.apply(decision{entry: report.Entry{State: report.StateWaiting, Due: &late}}); !d.entry.Due.Equal(late) {
 		t.Errorf("a due time after the hold moved to %v", d.entry.Due)
 	}
 	// Completing a claim is finishing an action already started: no hold.

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/report"
 )
 
 // storedManager is NamespaceManager i as the API server lists it after
@@ -96,7 +97,7 @@ func TestDecodePageKeepsWhatTheSweepReads(t *testing.T) {
 		t.Errorf("decoded\n%#v\nwant\n%#v", m.obj.Object, want)
 	}
 	st := statusLocation{subresource: true}.read(m)
-	if st.State != StateWaiting || st.Target != "team-00007" || st.ObservedGeneration != 1 || len(st.Conditions) != 1 {
+	if st.State != report.StateWaiting || st.Target != "team-00007" || st.ObservedGeneration != 1 || len(st.Conditions) != 1 {
 		t.Errorf("status read as %+v", st)
 	}
 }

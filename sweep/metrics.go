@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/push"
 
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/report"
 )
 
 // DefaultMetricsJob is the Pushgateway job that PushMetrics groups a sweep's
@@ -27,9 +28,9 @@ const DefaultMetricsJob = "nsman"
 // metricStates lists every State, so that nsman_managers has a series for
 // each one, 0 when no manager is in it: dashboards and alerts see a zero
 // rather than no data.
-var metricStates = []State{
-	StateDeactivated, StateInvalid, StateForbidden, StateTargetMissing, StateTargetTerminating,
-	StateWaiting, StatePlanned, StateFired, StateFailed, StateDeferred, StateBusy, StateDone, StateGoverned,
+var metricStates = []report.State{
+	report.StateDeactivated, report.StateInvalid, report.StateForbidden, report.StateTargetMissing, report.StateTargetTerminating,
+	report.StateWaiting, report.StatePlanned, report.StateFired, report.StateFailed, report.StateDeferred, report.StateBusy, report.StateDone, report.StateGoverned,
 }
 
 // metricActions are the action types nsman_actions always has series for.
@@ -38,7 +39,7 @@ var metricActions = []string{policy.ActionDelete, policy.ActionScaleDown, policy
 // actionResults are the values of nsman_actions's result label: an
 // action's Result, or planned (dry run) or deferred (over the cap, or a
 // WEBHOOK deferred or backing off).
-var actionResults = []string{ResultSucceeded, ResultFailed, string(StatePlanned), string(StateDeferred)}
+var actionResults = []string{report.ResultSucceeded, report.ResultFailed, string(report.StatePlanned), string(report.StateDeferred)}
 
 // metricMethods are the HTTP methods nsman_api_requests always has series for,
 // so that the metric is in every push (see PushMetrics) and reads 0 rather
@@ -54,16 +55,16 @@ var reclaimedActions = []string{policy.ActionDelete, policy.ActionScaleDown}
 // amount of one entry.
 var reclaimedCounters = []struct {
 	name, help string
-	amount     func(*Reclaimed) float64
+	amount     func(*report.Reclaimed) float64
 }{
 	{"nsman_reclaimed_cpu_cores_total", "CPU cores requested by the pods that nsman actions removed, by action type, summed over nsman sweeps.",
-		func(r *Reclaimed) float64 { return r.CPU.AsApproximateFloat64() }},
+		func(r *report.Reclaimed) float64 { return r.CPU.AsApproximateFloat64() }},
 	{"nsman_reclaimed_memory_bytes_total", "Bytes of memory requested by the pods that nsman actions removed, by action type, summed over nsman sweeps.",
-		func(r *Reclaimed) float64 { return r.Memory.AsApproximateFloat64() }},
+		func(r *report.Reclaimed) float64 { return r.Memory.AsApproximateFloat64() }},
 	{"nsman_reclaimed_storage_bytes_total", "Bytes of storage requested by the PersistentVolumeClaims that nsman actions removed, by action type, summed over nsman sweeps.",
-		func(r *Reclaimed) float64 { return r.Storage.AsApproximateFloat64() }},
+		func(r *report.Reclaimed) float64 { return r.Storage.AsApproximateFloat64() }},
 	{"nsman_reclaimed_load_balancers_total", "Services of type LoadBalancer that nsman actions removed, by action type, summed over nsman sweeps.",
-		func(r *Reclaimed) float64 { return float64(r.LoadBalancers) }},
+		func(r *report.Reclaimed) float64 { return float64(r.LoadBalancers) }},
 }
 
 // ErrCountersLeftOut is wrapped by the error PushMetrics returns when the
@@ -146,7 +147,7 @@ const maxTotalsDrain = 64 << 10
 // push. Nothing guards against that here; it does not happen because the
 // CronJob forbids concurrent runs, and each shard pushes to a group of its
 // own.
-func PushMetrics(ctx context.Context, url, job string, r Report, lastSuccess bool, client *http.Client) error {
+func PushMetrics(ctx context.Context, url, job string, r report.Report, lastSuccess bool, client *http.Client) error {
 	if job == "" {
 		job = DefaultMetricsJob
 	}
@@ -409,7 +410,7 @@ func (b *boundedReader) Read(p []byte) (int, error) {
 // reclaimedTotals are the reclaimedCounters, each series at its total in
 // totals plus what r's actions freed: every entry whose Reclaimed is set,
 // but for planned ones, and none in a dry run.
-func reclaimedTotals(totals map[string]map[string]float64, r Report) []prometheus.Collector {
+func reclaimedTotals(totals map[string]map[string]float64, r report.Report) []prometheus.Collector {
 	var out []prometheus.Collector
 	for _, c := range reclaimedCounters {
 		values := map[string]float64{}
@@ -431,8 +432,8 @@ func reclaimedTotals(totals map[string]map[string]float64, r Report) []prometheu
 // state (a SCALE_DOWN that failed part-way carries what it did scale
 // down), but for a planned entry, and for any entry of a dry run, which
 // freed nothing.
-func countsReclaimed(r Report, e Entry) bool {
-	return e.Reclaimed != nil && e.State != StatePlanned && !r.Summary.DryRun
+func countsReclaimed(r report.Report, e report.Entry) bool {
+	return e.Reclaimed != nil && e.State != report.StatePlanned && !r.Summary.DryRun
 }
 
 // constCounters is a counter family of one label, a series for each value
@@ -455,7 +456,7 @@ func (c *constCounters) Collect(ch chan<- prometheus.Metric) {
 
 // sweepGauges are the metric families every push carries, each with every
 // series it can have.
-func sweepGauges(r Report) []prometheus.Collector {
+func sweepGauges(r report.Report) []prometheus.Collector {
 	actions := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "nsman_actions",
 		Help: "Actions of the last nsman sweep, by action type and result: succeeded, failed, planned (dry run) or deferred (over --max-actions; a WEBHOOK whose receiver timed out in the sweep, or backing off).",
@@ -490,7 +491,7 @@ func sweepGauges(r Report) []prometheus.Collector {
 			"result", []string{"sent", "failed"}, r.Summary.Notifications),
 		gauge("nsman_dry_run", "1 when the last nsman sweep was a dry run, else 0.", oneIf(r.Summary.DryRun)),
 		byLabel("nsman_namespaces_stuck", "Namespaces that the last nsman sweep found stuck in Terminating (beyond --stuck-after), by reason; a namespace held for two reasons counts under both.",
-			"reason", StuckReasons, stuck),
+			"reason", report.StuckReasons, stuck),
 		gauge("nsman_namespaces_stuck_oldest_seconds", "Seconds since the deletion of the namespace stuck in Terminating the longest, as of the last nsman sweep; 0 when none is.", oldest),
 	}
 }
@@ -499,7 +500,7 @@ func sweepGauges(r Report) []prometheus.Collector {
 // reason, each once however many entries name it, and returns how long
 // (in seconds, at r.Summary.Now) the one stuck the longest has been
 // Terminating, 0 when none is.
-func stuckCounts(r Report) (byReason map[string]int, oldest float64) {
+func stuckCounts(r report.Report) (byReason map[string]int, oldest float64) {
 	seen := map[string]map[string]bool{} // by reason, then namespace
 	var since time.Time
 	for _, e := range r.Entries {
@@ -558,10 +559,10 @@ func byLabel[K ~string](name, help, label string, always []K, counts map[K]int) 
 
 // actionResult is the result label under which entry e counts in
 // nsman_actions, and false when e attempted no action.
-func actionResult(e Entry) (string, bool) {
+func actionResult(e report.Entry) (string, bool) {
 	result, ok := resultOf[e.State]
 	return result, ok && e.Action != ""
 }
 
 // resultOf is the result of an action whose entry is in a state.
-var resultOf = map[State]string{StateFired: ResultSucceeded, StateFailed: ResultFailed, StatePlanned: string(StatePlanned), StateDeferred: string(StateDeferred)}
+var resultOf = map[report.State]string{report.StateFired: report.ResultSucceeded, report.StateFailed: report.ResultFailed, report.StatePlanned: string(report.StatePlanned), report.StateDeferred: string(report.StateDeferred)}

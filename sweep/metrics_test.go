@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/report"
 )
 
 // fakeGateway is a Pushgateway's push API on loopback: it decodes what is
@@ -303,19 +304,19 @@ func wantSeries(t *testing.T, fams map[string]*dto.MetricFamily, want ...series)
 	}
 }
 
-func state(s State) map[string]string   { return map[string]string{"state": string(s)} }
-func method(m string) map[string]string { return map[string]string{"method": m} }
+func state(s report.State) map[string]string { return map[string]string{"state": string(s)} }
+func method(m string) map[string]string      { return map[string]string{"method": m} }
 func action(a, result string) map[string]string {
 	return map[string]string{"action": a, "result": result}
 }
 
 // reportOf builds a Report of entries with the summary a sweep computes.
-func reportOf(now time.Time, dryRun bool, requests map[string]int, entries ...Entry) Report {
-	states := map[State]int{}
+func reportOf(now time.Time, dryRun bool, requests map[string]int, entries ...report.Entry) report.Report {
+	states := map[report.State]int{}
 	for _, e := range entries {
 		states[e.State]++
 	}
-	return Report{Version: ReportVersion, Entries: entries, Summary: Summary{
+	return report.Report{Version: report.ReportVersion, Entries: entries, Summary: report.Summary{
 		Now: now, DryRun: dryRun, Managers: len(entries), States: states, Requests: requests, DurationSeconds: 1.25,
 	}}
 }
@@ -325,15 +326,15 @@ var metricsNow = time.Date(2026, 3, 1, 9, 30, 15, 500_000_000, time.UTC)
 func TestPushMetricsOfASweep(t *testing.T) {
 	gw := newFakeGateway(t)
 	r := reportOf(metricsNow, false, map[string]int{"get": 7, "patch": 5, "delete": 2, "post": 1},
-		Entry{Name: "a", State: StateFired, Action: policy.ActionDelete},
-		Entry{Name: "b", State: StateFired, Action: policy.ActionDelete},
-		Entry{Name: "c", State: StateFired, Action: policy.ActionWebhook},
-		Entry{Name: "d", State: StateFailed, Action: policy.ActionScaleDown},
-		Entry{Name: "e", State: StateFailed}, // an API request failed before any action
-		Entry{Name: "f", State: StateDeferred, Action: policy.ActionDelete},
-		Entry{Name: "g", State: StateBusy, Action: policy.ActionDelete}, // another sweep acts
-		Entry{Name: "h", State: StateWaiting},
-		Entry{Name: "i", State: StateInvalid},
+		report.Entry{Name: "a", State: report.StateFired, Action: policy.ActionDelete},
+		report.Entry{Name: "b", State: report.StateFired, Action: policy.ActionDelete},
+		report.Entry{Name: "c", State: report.StateFired, Action: policy.ActionWebhook},
+		report.Entry{Name: "d", State: report.StateFailed, Action: policy.ActionScaleDown},
+		report.Entry{Name: "e", State: report.StateFailed}, // an API request failed before any action
+		report.Entry{Name: "f", State: report.StateDeferred, Action: policy.ActionDelete},
+		report.Entry{Name: "g", State: report.StateBusy, Action: policy.ActionDelete}, // another sweep acts
+		report.Entry{Name: "h", State: report.StateWaiting},
+		report.Entry{Name: "i", State: report.StateInvalid},
 	)
 	if err := PushMetrics(t.Context(), gw.URL, "", r, false, nil); err != nil {
 		t.Fatal(err)
@@ -349,14 +350,14 @@ func TestPushMetricsOfASweep(t *testing.T) {
 	wantSeries(t, req.Families,
 		series{"nsman_sweep_duration_seconds", nil, 1.25},
 		series{"nsman_dry_run", nil, 0},
-		series{"nsman_managers", state(StateFired), 3},
-		series{"nsman_managers", state(StateFailed), 2},
-		series{"nsman_managers", state(StateDeferred), 1},
-		series{"nsman_managers", state(StateBusy), 1},
-		series{"nsman_managers", state(StateWaiting), 1},
-		series{"nsman_managers", state(StateInvalid), 1},
-		series{"nsman_managers", state(StatePlanned), 0},
-		series{"nsman_managers", state(StateTargetMissing), 0},
+		series{"nsman_managers", state(report.StateFired), 3},
+		series{"nsman_managers", state(report.StateFailed), 2},
+		series{"nsman_managers", state(report.StateDeferred), 1},
+		series{"nsman_managers", state(report.StateBusy), 1},
+		series{"nsman_managers", state(report.StateWaiting), 1},
+		series{"nsman_managers", state(report.StateInvalid), 1},
+		series{"nsman_managers", state(report.StatePlanned), 0},
+		series{"nsman_managers", state(report.StateTargetMissing), 0},
 		series{"nsman_actions", action("DELETE", "succeeded"), 2},
 		series{"nsman_actions", action("DELETE", "deferred"), 1},
 		series{"nsman_actions", action("DELETE", "failed"), 0},
@@ -389,8 +390,8 @@ func TestPushMetricsOfASweep(t *testing.T) {
 func TestPushMetricsOfADryRun(t *testing.T) {
 	gw := newFakeGateway(t)
 	r := reportOf(metricsNow, true, map[string]int{"get": 3},
-		Entry{Name: "a", State: StatePlanned, Action: policy.ActionDelete},
-		Entry{Name: "b", State: StatePlanned, Action: policy.ActionWebhook},
+		report.Entry{Name: "a", State: report.StatePlanned, Action: policy.ActionDelete},
+		report.Entry{Name: "b", State: report.StatePlanned, Action: policy.ActionWebhook},
 	)
 	if err := PushMetrics(t.Context(), gw.URL, "nsman-preview", r, true, nil); err != nil {
 		t.Fatal(err)
@@ -401,7 +402,7 @@ func TestPushMetricsOfADryRun(t *testing.T) {
 	}
 	wantSeries(t, req.Families,
 		series{"nsman_dry_run", nil, 1},
-		series{"nsman_managers", state(StatePlanned), 2},
+		series{"nsman_managers", state(report.StatePlanned), 2},
 		series{"nsman_actions", action("DELETE", "planned"), 1},
 		series{"nsman_actions", action("WEBHOOK", "planned"), 1},
 		series{"nsman_actions", action("DELETE", "succeeded"), 0},
@@ -413,8 +414,8 @@ func TestPushMetricsOfADryRun(t *testing.T) {
 func TestPushMetricsOfShards(t *testing.T) {
 	gw := newFakeGateway(t)
 	for i := range 2 {
-		r := reportOf(metricsNow, false, nil, Entry{Name: "a", State: StateFired, Action: policy.ActionDelete})
-		r.Summary.Shard = &Shard{Index: i, Count: 2}
+		r := reportOf(metricsNow, false, nil, report.Entry{Name: "a", State: report.StateFired, Action: policy.ActionDelete})
+		r.Summary.Shard = &report.Shard{Index: i, Count: 2}
 		if err := PushMetrics(t.Context(), gw.URL, "", r, true, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -426,14 +427,14 @@ func TestPushMetricsOfShards(t *testing.T) {
 	}
 }
 
-// TestPushMetricsHasEveryState reads the State constants from report.go, so
+// TestPushMetricsHasEveryState reads the State constants from report/report.go, so
 // that a State added there without a nsman_managers series fails here.
 func TestPushMetricsHasEveryState(t *testing.T) {
-	f, err := parser.ParseFile(token.NewFileSet(), "report.go", nil, 0)
+	f, err := parser.ParseFile(token.NewFileSet(), "../report/report.go", nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var states []State
+	var states []report.State
 	ast.Inspect(f, func(n ast.Node) bool {
 		vs, ok := n.(*ast.ValueSpec)
 		if !ok {
@@ -446,7 +447,7 @@ func TestPushMetricsHasEveryState(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					states = append(states, State(s))
+					states = append(states, report.State(s))
 				}
 			}
 		}
@@ -479,13 +480,13 @@ func TestPushMetricsHasEveryState(t *testing.T) {
 func TestPushMetricsFailedSweepKeepsLastSuccess(t *testing.T) {
 	gw := newFakeGateway(t)
 	ok := reportOf(metricsNow, false, map[string]int{"get": 2, "patch": 2, "delete": 1},
-		Entry{Name: "a", State: StateFired, Action: policy.ActionDelete})
+		report.Entry{Name: "a", State: report.StateFired, Action: policy.ActionDelete})
 	if err := PushMetrics(t.Context(), gw.URL, "", ok, true, nil); err != nil {
 		t.Fatal(err)
 	}
 	later := metricsNow.Add(10 * time.Minute)
 	failed := reportOf(later, false, map[string]int{"get": 2, "patch": 2, "post": 1},
-		Entry{Name: "b", State: StateFailed, Action: policy.ActionWebhook})
+		report.Entry{Name: "b", State: report.StateFailed, Action: policy.ActionWebhook})
 	if err := PushMetrics(t.Context(), gw.URL, "", failed, false, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -498,8 +499,8 @@ func TestPushMetricsFailedSweepKeepsLastSuccess(t *testing.T) {
 		series{"nsman_last_success_timestamp_seconds", nil, float64(metricsNow.UnixMilli()) / 1e3},
 		series{"nsman_actions", action("WEBHOOK", "failed"), 1},
 		series{"nsman_actions", action("DELETE", "succeeded"), 0},
-		series{"nsman_managers", state(StateFired), 0},
-		series{"nsman_managers", state(StateFailed), 1},
+		series{"nsman_managers", state(report.StateFired), 0},
+		series{"nsman_managers", state(report.StateFailed), 1},
 		series{"nsman_api_requests", method("delete"), 0},
 		series{"nsman_api_requests", method("post"), 1},
 	)
@@ -571,10 +572,10 @@ func TestPushMetricsCountsHolds(t *testing.T) {
 	gw := newFakeGateway(t)
 	until := metricsNow.Add(time.Hour)
 	r := reportOf(metricsNow, false, nil,
-		Entry{Namespace: "a", Name: "a", State: StateWaiting, HeldUntil: &until},
-		Entry{Namespace: "b", Name: "b", State: StateWaiting, HeldUntil: &until, HoldIgnored: "x"},
-		Entry{Namespace: "c", Name: "c", State: StateWaiting, HoldIgnored: "y"},
-		Entry{Namespace: "d", Name: "d", State: StateWaiting},
+		report.Entry{Namespace: "a", Name: "a", State: report.StateWaiting, HeldUntil: &until},
+		report.Entry{Namespace: "b", Name: "b", State: report.StateWaiting, HeldUntil: &until, HoldIgnored: "x"},
+		report.Entry{Namespace: "c", Name: "c", State: report.StateWaiting, HoldIgnored: "y"},
+		report.Entry{Namespace: "d", Name: "d", State: report.StateWaiting},
 	)
 	if err := PushMetrics(t.Context(), gw.URL, "", r, true, nil); err != nil {
 		t.Fatal(err)
@@ -602,10 +603,10 @@ func TestPushMetricsCountsNotifications(t *testing.T) {
 func reasonLabel(r string) map[string]string { return map[string]string{"reason": r} }
 
 // stuckSince is a Stuck of namespace deleted d before metricsNow.
-func stuckSince(d time.Duration, reasons ...string) *Stuck {
-	st := &Stuck{Since: metricsNow.Add(-d)}
+func stuckSince(d time.Duration, reasons ...string) *report.Stuck {
+	st := &report.Stuck{Since: metricsNow.Add(-d)}
 	for _, r := range reasons {
-		st.Reasons = append(st.Reasons, StuckReason{Reason: r, Message: "held by " + r})
+		st.Reasons = append(st.Reasons, report.StuckReason{Reason: r, Message: "held by " + r})
 	}
 	return st
 }
@@ -616,39 +617,39 @@ func stuckSince(d time.Duration, reasons ...string) *Stuck {
 func TestPushMetricsCountsStuckNamespaces(t *testing.T) {
 	gw := newFakeGateway(t)
 	r := reportOf(metricsNow, false, nil,
-		Entry{Namespace: "a", Name: "m", Target: "a", State: StateTargetTerminating, Stuck: stuckSince(2*time.Hour, StuckContentRemaining, StuckNamespaceFinalizers)},
-		Entry{Namespace: "rules", Name: "r", Rule: true, Target: "a", State: StateTargetTerminating, Stuck: stuckSince(2*time.Hour, StuckContentRemaining, StuckNamespaceFinalizers)},
-		Entry{Namespace: "b", Name: "m", Target: "b", State: StateTargetTerminating, Stuck: stuckSince(30*time.Minute+500*time.Millisecond, StuckContentRemaining)},
-		Entry{Namespace: "c", Name: "m", Target: "c", State: StateTargetTerminating}, // not stuck yet
+		report.Entry{Namespace: "a", Name: "m", Target: "a", State: report.StateTargetTerminating, Stuck: stuckSince(2*time.Hour, report.StuckContentRemaining, report.StuckNamespaceFinalizers)},
+		report.Entry{Namespace: "rules", Name: "r", Rule: true, Target: "a", State: report.StateTargetTerminating, Stuck: stuckSince(2*time.Hour, report.StuckContentRemaining, report.StuckNamespaceFinalizers)},
+		report.Entry{Namespace: "b", Name: "m", Target: "b", State: report.StateTargetTerminating, Stuck: stuckSince(30*time.Minute+500*time.Millisecond, report.StuckContentRemaining)},
+		report.Entry{Namespace: "c", Name: "m", Target: "c", State: report.StateTargetTerminating}, // not stuck yet
 	)
 	mustPushAll(t, gw, r)
 	fams := gw.Requests()[0].Families
 	wantSeries(t, fams,
-		series{"nsman_namespaces_stuck", reasonLabel(StuckContentRemaining), 2},
-		series{"nsman_namespaces_stuck", reasonLabel(StuckNamespaceFinalizers), 1},
+		series{"nsman_namespaces_stuck", reasonLabel(report.StuckContentRemaining), 2},
+		series{"nsman_namespaces_stuck", reasonLabel(report.StuckNamespaceFinalizers), 1},
 		series{"nsman_namespaces_stuck_oldest_seconds", nil, 7200},
 	)
-	for _, rs := range StuckReasons {
-		if rs != StuckContentRemaining && rs != StuckNamespaceFinalizers {
+	for _, rs := range report.StuckReasons {
+		if rs != report.StuckContentRemaining && rs != report.StuckNamespaceFinalizers {
 			wantSeries(t, fams, series{"nsman_namespaces_stuck", reasonLabel(rs), 0})
 		}
 	}
-	if n := len(fams["nsman_namespaces_stuck"].GetMetric()); n != len(StuckReasons) {
-		t.Errorf("nsman_namespaces_stuck has %d series, want one per reason (%d)", n, len(StuckReasons))
+	if n := len(fams["nsman_namespaces_stuck"].GetMetric()); n != len(report.StuckReasons) {
+		t.Errorf("nsman_namespaces_stuck has %d series, want one per reason (%d)", n, len(report.StuckReasons))
 	}
 
 	// The next sweep finds none stuck: every series is pushed, at 0.
-	mustPushAll(t, gw, reportOf(metricsNow.Add(time.Hour), false, nil, Entry{Namespace: "c", Name: "m", Target: "c", State: StateWaiting}))
+	mustPushAll(t, gw, reportOf(metricsNow.Add(time.Hour), false, nil, report.Entry{Namespace: "c", Name: "m", Target: "c", State: report.StateWaiting}))
 	group := gw.Group("/metrics/job/nsman")
 	wantSeries(t, group, series{"nsman_namespaces_stuck_oldest_seconds", nil, 0})
-	for _, rs := range StuckReasons {
+	for _, rs := range report.StuckReasons {
 		wantSeries(t, group, series{"nsman_namespaces_stuck", reasonLabel(rs), 0})
 	}
 }
 
 // mustPushAll pushes r's metrics to gw, and fails unless the counters were
 // pushed too.
-func mustPushAll(t *testing.T, gw *fakeGateway, r Report) {
+func mustPushAll(t *testing.T, gw *fakeGateway, r report.Report) {
 	t.Helper()
 	if err := PushMetrics(t.Context(), gw.URL, "", r, true, nil); err != nil {
 		t.Fatalf("PushMetrics: %v", err)
@@ -696,8 +697,8 @@ func wantNoTotals(t *testing.T, fams map[string]*dto.MetricFamily) {
 	}
 }
 
-func freeing(cpu, memory, storage string, lbs int) *Reclaimed {
-	return &Reclaimed{CPU: resource.MustParse(cpu), Memory: resource.MustParse(memory), Storage: resource.MustParse(storage), LoadBalancers: lbs}
+func freeing(cpu, memory, storage string, lbs int) *report.Reclaimed {
+	return &report.Reclaimed{CPU: resource.MustParse(cpu), Memory: resource.MustParse(memory), Storage: resource.MustParse(storage), LoadBalancers: lbs}
 }
 
 // The nsman_reclaimed_* counters start from 0 and add, push after push,
@@ -705,22 +706,22 @@ func freeing(cpu, memory, storage string, lbs int) *Reclaimed {
 // freed what it did before failing), but for planned ones and dry runs.
 func TestPushMetricsReclaimedTotals(t *testing.T) {
 	gw := newFakeGateway(t)
-	mustPushAll(t, gw, reportOf(metricsNow, false, nil, Entry{Name: "w", State: StateWaiting}))
+	mustPushAll(t, gw, reportOf(metricsNow, false, nil, report.Entry{Name: "w", State: report.StateWaiting}))
 	wantPushedTotals(t, gw.Requests()[0].Families, nil) // the first sweep ever: 0
 
 	first := reportOf(metricsNow, false, nil,
-		Entry{Name: "a", State: StateFired, Action: policy.ActionDelete, Reclaimed: freeing("250m", "1Gi", "10Gi", 1)},
-		Entry{Name: "b", State: StateFired, Action: policy.ActionDelete, Reclaimed: freeing("1", "512Mi", "0", 0)},
-		Entry{Name: "c", State: StateFired, Action: policy.ActionScaleDown, Reclaimed: freeing("1500m", "2G", "0", 0)},
-		Entry{Name: "d", State: StatePlanned, Action: policy.ActionDelete, Reclaimed: freeing("100", "1Ti", "1Ti", 100)}, // freed nothing
+		report.Entry{Name: "a", State: report.StateFired, Action: policy.ActionDelete, Reclaimed: freeing("250m", "1Gi", "10Gi", 1)},
+		report.Entry{Name: "b", State: report.StateFired, Action: policy.ActionDelete, Reclaimed: freeing("1", "512Mi", "0", 0)},
+		report.Entry{Name: "c", State: report.StateFired, Action: policy.ActionScaleDown, Reclaimed: freeing("1500m", "2G", "0", 0)},
+		report.Entry{Name: "d", State: report.StatePlanned, Action: policy.ActionDelete, Reclaimed: freeing("100", "1Ti", "1Ti", 100)}, // freed nothing
 		// A SCALE_DOWN that failed part-way, having scaled one workload down.
-		Entry{Name: "e", State: StateFailed, Action: policy.ActionScaleDown, Reclaimed: freeing("500m", "1G", "0", 0)},
+		report.Entry{Name: "e", State: report.StateFailed, Action: policy.ActionScaleDown, Reclaimed: freeing("500m", "1G", "0", 0)},
 		// A DELETE whose outcome could not be recorded.
-		Entry{Name: "e2", State: StateFailed, Action: policy.ActionDelete, Reclaimed: freeing("1", "0", "5Gi", 0)},
-		Entry{Name: "f", State: StateDeferred, Action: policy.ActionScaleDown},
-		Entry{Name: "f2", State: StateFailed, Action: policy.ActionDelete},                                               // failed, nothing freed
-		Entry{Name: "f3", State: StateFired, Action: policy.ActionWebhook, Reclaimed: freeing("100", "1Ti", "1Ti", 100)}, // no such series
-		Entry{Name: "g", State: StateFired, Action: policy.ActionDelete},                                                 // nothing to free
+		report.Entry{Name: "e2", State: report.StateFailed, Action: policy.ActionDelete, Reclaimed: freeing("1", "0", "5Gi", 0)},
+		report.Entry{Name: "f", State: report.StateDeferred, Action: policy.ActionScaleDown},
+		report.Entry{Name: "f2", State: report.StateFailed, Action: policy.ActionDelete},                                               // failed, nothing freed
+		report.Entry{Name: "f3", State: report.StateFired, Action: policy.ActionWebhook, Reclaimed: freeing("100", "1Ti", "1Ti", 100)}, // no such series
+		report.Entry{Name: "g", State: report.StateFired, Action: policy.ActionDelete},                                                 // nothing to free
 	)
 	mustPushAll(t, gw, first)
 	afterFirst := map[string]pushedTotals{
@@ -730,8 +731,8 @@ func TestPushMetricsReclaimedTotals(t *testing.T) {
 	wantPushedTotals(t, gw.Requests()[1].Families, afterFirst)
 
 	second := reportOf(metricsNow.Add(time.Hour), false, nil,
-		Entry{Name: "h", State: StateFired, Action: policy.ActionDelete, Reclaimed: freeing("500m", "256Mi", "1Gi", 2)},
-		Entry{Name: "i", State: StateFired, Action: policy.ActionScaleDown, Reclaimed: freeing("2", "1G", "0", 0)},
+		report.Entry{Name: "h", State: report.StateFired, Action: policy.ActionDelete, Reclaimed: freeing("500m", "256Mi", "1Gi", 2)},
+		report.Entry{Name: "i", State: report.StateFired, Action: policy.ActionScaleDown, Reclaimed: freeing("2", "1G", "0", 0)},
 	)
 	mustPushAll(t, gw, second)
 	afterSecond := map[string]pushedTotals{
@@ -747,7 +748,7 @@ func TestPushMetricsReclaimedTotals(t *testing.T) {
 	// A dry run neither reads nor pushes the totals: its planned actions
 	// freed nothing, and the totals stay.
 	dry := reportOf(metricsNow.Add(2*time.Hour), true, nil,
-		Entry{Name: "j", State: StatePlanned, Action: policy.ActionDelete, Reclaimed: freeing("4", "4Gi", "4Gi", 4)})
+		report.Entry{Name: "j", State: report.StatePlanned, Action: policy.ActionDelete, Reclaimed: freeing("4", "4Gi", "4Gi", 4)})
 	mustPushAll(t, gw, dry)
 	wantNoTotals(t, gw.Requests()[3].Families)
 	if n := gw.Reads(); n != 3 {
@@ -763,11 +764,11 @@ func TestPushMetricsReclaimedTotalsOfShards(t *testing.T) {
 	gw := newFakeGateway(t)
 	for range 2 {
 		mustPushAll(t, gw, reportOf(metricsNow, false, nil,
-			Entry{Name: "x", State: StateFired, Action: policy.ActionDelete, Reclaimed: freeing("8", "0", "0", 8)}))
+			report.Entry{Name: "x", State: report.StateFired, Action: policy.ActionDelete, Reclaimed: freeing("8", "0", "0", 8)}))
 		for i := range 2 {
 			r := reportOf(metricsNow, false, nil,
-				Entry{Name: "a", State: StateFired, Action: policy.ActionDelete, Reclaimed: freeing(strconv.Itoa(i+1), "0", "0", 0)})
-			r.Summary.Shard = &Shard{Index: i, Count: 2}
+				report.Entry{Name: "a", State: report.StateFired, Action: policy.ActionDelete, Reclaimed: freeing(strconv.Itoa(i+1), "0", "0", 0)})
+			r.Summary.Shard = &report.Shard{Index: i, Count: 2}
 			mustPushAll(t, gw, r)
 		}
 	}
@@ -780,7 +781,7 @@ func TestPushMetricsReclaimedTotalsOfShards(t *testing.T) {
 // counters, which keep their totals, and PushMetrics says so.
 func TestPushMetricsReadFails(t *testing.T) {
 	r := reportOf(metricsNow, false, nil,
-		Entry{Name: "a", State: StateFired, Action: policy.ActionDelete, Reclaimed: freeing("1", "1Gi", "1Gi", 1)})
+		report.Entry{Name: "a", State: report.StateFired, Action: policy.ActionDelete, Reclaimed: freeing("1", "1Gi", "1Gi", 1)})
 	before := map[string]pushedTotals{policy.ActionDelete: {cpu: 1, memory: 1 << 30, storage: 1 << 30, lbs: 1}}
 	for _, tc := range []struct {
 		name  string
@@ -815,7 +816,7 @@ func TestPushMetricsReadFails(t *testing.T) {
 				t.Fatalf("%d pushes, want 2", len(reqs))
 			}
 			wantNoTotals(t, reqs[1].Families)
-			wantSeries(t, reqs[1].Families, series{"nsman_managers", state(StateFired), 1},
+			wantSeries(t, reqs[1].Families, series{"nsman_managers", state(report.StateFired), 1},
 				series{"nsman_last_success_timestamp_seconds", nil, float64(later.Summary.Now.UnixMilli()) / 1e3})
 			wantPushedTotals(t, gw.Group("/metrics/job/nsman"), before)
 		})
@@ -831,7 +832,7 @@ func TestPushMetricsReadsALargeGateway(t *testing.T) {
 	const others = 50_000
 	gw := newFakeGateway(t)
 	r := reportOf(metricsNow, false, nil,
-		Entry{Name: "a", State: StateFired, Action: policy.ActionDelete, Reclaimed: freeing("1", "1Gi", "1Gi", 1)})
+		report.Entry{Name: "a", State: report.StateFired, Action: policy.ActionDelete, Reclaimed: freeing("1", "1Gi", "1Gi", 1)})
 	mustPushAll(t, gw, r)
 	gw.mu.Lock()
 	gw.readOthers = others
@@ -969,17 +970,17 @@ func TestDecodeTotals(t *testing.T) {
 func TestCountsReclaimed(t *testing.T) {
 	freed := freeing("1", "0", "0", 0)
 	for _, tc := range []struct {
-		e      Entry
+		e      report.Entry
 		dryRun bool
 		want   bool
 	}{
-		{Entry{State: StateFired, Reclaimed: freed}, false, true},
-		{Entry{State: StateFailed, Reclaimed: freed}, false, true},
-		{Entry{State: StateDeactivated, Reclaimed: freed}, false, true},
-		{Entry{State: StateFired}, false, false},
-		{Entry{State: StatePlanned, Reclaimed: freed}, false, false},
-		{Entry{State: StateFired, Reclaimed: freed}, true, false},
-		{Entry{State: StateFailed, Reclaimed: freed}, true, false},
+		{report.Entry{State: report.StateFired, Reclaimed: freed}, false, true},
+		{report.Entry{State: report.StateFailed, Reclaimed: freed}, false, true},
+		{report.Entry{State: report.StateDeactivated, Reclaimed: freed}, false, true},
+		{report.Entry{State: report.StateFired}, false, false},
+		{report.Entry{State: report.StatePlanned, Reclaimed: freed}, false, false},
+		{report.Entry{State: report.StateFired, Reclaimed: freed}, true, false},
+		{report.Entry{State: report.StateFailed, Reclaimed: freed}, true, false},
 	} {
 		r := reportOf(metricsNow, tc.dryRun, nil, tc.e)
 		if got := countsReclaimed(r, tc.e); got != tc.want {

@@ -12,6 +12,7 @@ import (
 	"unicode"
 
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/webhook"
 )
 
@@ -35,7 +36,7 @@ type Notification struct {
 	Message string   `json:"message,omitempty"`
 	Effects []string `json:"effects,omitempty"`
 	// Reclaimed is what a DELETE or SCALE_DOWN freed.
-	Reclaimed *Reclaimed `json:"reclaimed,omitempty"`
+	Reclaimed *report.Reclaimed `json:"reclaimed,omitempty"`
 	// Time is the sweep's time (the API server's).
 	Time    time.Time `json:"time"`
 	Sweep   string    `json:"sweep"`
@@ -113,13 +114,13 @@ func RedactURL(raw string) string {
 // a sweep completing a claim, carries the same key. A notification that
 // fails is logged, without the URL's path, and counted; it changes nothing
 // else.
-func (s *Sweeper) notify(ctx context.Context, r *sweepRun, m policy.Manager, p *plan, effects []string, reclaimed *Reclaimed, actionErr error, failedBefore bool) {
+func (s *Sweeper) notify(ctx context.Context, r *sweepRun, m policy.Manager, p *plan, effects []string, reclaimed *report.Reclaimed, actionErr error, failedBefore bool) {
 	if s.notifier == nil || actionErr != nil && failedBefore {
 		return
 	}
-	result, message := ResultSucceeded, p.reason
+	result, message := report.ResultSucceeded, p.reason
 	if actionErr != nil {
-		result, message = ResultFailed, actionErr.Error()
+		result, message = report.ResultFailed, actionErr.Error()
 	}
 	n := Notification{
 		Manager: NotificationManager{Namespace: m.Namespace, Name: m.Name}, Rule: m.Rule != nil, Target: p.target.name,

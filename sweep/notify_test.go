@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/webhook"
 )
 
@@ -98,7 +99,7 @@ func TestSlackBodyEscapes(t *testing.T) {
 	}
 	n := Notification{
 		Manager: NotificationManager{Namespace: "team-a", Name: "m<!here>"}, Target: "preview-1",
-		Policy: "tell <@U123> & co @channel @here @all", Action: policy.ActionWebhook, Result: ResultFailed,
+		Policy: "tell <@U123> & co @channel @here @all", Action: policy.ActionWebhook, Result: report.ResultFailed,
 		Message: failure.Error(), Effects: []string{"POST " + hook + "/hook?a=1&b=<2>"},
 	}
 	text := slackText(t, n)
@@ -136,7 +137,7 @@ func TestSlackBodyEscapes(t *testing.T) {
 func TestSlackBodyKeepsNsmansWords(t *testing.T) {
 	text := slackText(t, Notification{
 		Manager: NotificationManager{Namespace: "ops", Name: "e2e-leftovers"}, Rule: true, Target: "e2e-42",
-		Policy: "delete after a day", Action: policy.ActionDelete, Result: ResultSucceeded,
+		Policy: "delete after a day", Action: policy.ActionDelete, Result: report.ResultSucceeded,
 		Message: "TTL 24h0m0s elapsed at 2026-11-23T17:00:00Z", Effects: []string{"delete namespace e2e-42"},
 	})
 	want := "nsman: DELETE of namespace e2e-42 by rule ops/e2e-leftovers (policy \"delete after a day\") succeeded: TTL 24h0m0s elapsed at 2026-11-23T17:00:00Z\ndelete namespace e2e-42"
@@ -149,8 +150,8 @@ func TestSlackBodyKeepsNsmansWords(t *testing.T) {
 // what it freed.
 func TestSlackBodySaysWhatWasReclaimed(t *testing.T) {
 	text := slackText(t, Notification{
-		Manager: NotificationManager{Namespace: "ops", Name: "cleaner"}, Target: "e2e-42", Policy: "ttl", Action: policy.ActionDelete, Result: ResultSucceeded,
-		Reclaimed: &Reclaimed{CPU: resource.MustParse("1500m"), Memory: resource.MustParse("2Gi"), Storage: resource.MustParse("10Gi"), LoadBalancers: 1},
+		Manager: NotificationManager{Namespace: "ops", Name: "cleaner"}, Target: "e2e-42", Policy: "ttl", Action: policy.ActionDelete, Result: report.ResultSucceeded,
+		Reclaimed: &report.Reclaimed{CPU: resource.MustParse("1500m"), Memory: resource.MustParse("2Gi"), Storage: resource.MustParse("10Gi"), LoadBalancers: 1},
 	})
 	if want := "\nreclaimed: cpu 1500m, memory 2Gi, storage 10Gi, 1 load balancer(s)"; !strings.HasSuffix(text, want) {
 		t.Errorf("text\n%s\nwant it to end with %q", text, want)
@@ -191,7 +192,7 @@ func markupLeft(text string) []string {
 func TestSlackBodyEscapesMarkdown(t *testing.T) {
 	n := Notification{
 		Manager: NotificationManager{Namespace: "team-a", Name: "preview"}, Target: "preview-1",
-		Policy: "clean_up after _a day_", Action: policy.ActionScaleDown, Result: ResultFailed,
+		Policy: "clean_up after _a day_", Action: policy.ActionScaleDown, Result: report.ResultFailed,
 		Message: markdown, Effects: []string{"scale deployment team-a/web: " + markdown},
 	}
 	text := slackText(t, n)
@@ -248,7 +249,7 @@ func TestSlackBodyLeavesOutAnnotationValues(t *testing.T) {
 		truncate(out.Reason, strings.Index(out.Reason, "evil.example")+20),
 		fmt.Sprintf("annotation %s: %v: the namespace never expires by it", policy.ExpiresAnnotation, expiryErr),
 	} {
-		n := Notification{Manager: NotificationManager{Namespace: "team-a", Name: "preview"}, Target: "preview", Policy: "idle a day", Action: policy.ActionDelete, Result: ResultSucceeded, Message: msg}
+		n := Notification{Manager: NotificationManager{Namespace: "team-a", Name: "preview"}, Target: "preview", Policy: "idle a day", Action: policy.ActionDelete, Result: report.ResultSucceeded, Message: msg}
 		text := slackText(t, n)
 		for _, raw := range []string{"evil", "Log in", "pixel", "Heading", "quoted", "gnp"} {
 			if strings.Contains(text, raw) {

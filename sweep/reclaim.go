@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nsman/nsman/report"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -75,26 +76,13 @@ func (f *freed) addPod(pod *corev1.Pod) {
 }
 
 // reclaimed is f as a report says it.
-func (f freed) reclaimed() Reclaimed {
-	return Reclaimed{
+func (f freed) reclaimed() report.Reclaimed {
+	return report.Reclaimed{
 		CPU:           *resource.NewMilliQuantity(f.cpu, resource.DecimalSI),
 		Memory:        *resource.NewQuantity(f.memory, resource.BinarySI),
 		Storage:       *resource.NewQuantity(f.storage, resource.BinarySI),
 		LoadBalancers: f.loadBalancers,
 	}
-}
-
-// add adds what o frees to r.
-func (r *Reclaimed) add(o Reclaimed) {
-	r.CPU.Add(o.CPU)
-	r.Memory.Add(o.Memory)
-	r.Storage.Add(o.Storage)
-	r.LoadBalancers += o.LoadBalancers
-}
-
-// isZero reports whether r frees nothing.
-func (r Reclaimed) isZero() bool {
-	return r.CPU.IsZero() && r.Memory.IsZero() && r.Storage.IsZero() && r.LoadBalancers == 0
 }
 
 // namespaceReclaimed is what deleting namespace frees, read now (per
@@ -104,7 +92,7 @@ func (r Reclaimed) isZero() bool {
 // A namespace's own lists are bounded by namespaceReadTimeout, the sweep's index
 // by --claim-ttl: a namespace full of claims or Services delays its DELETE
 // that long at most, and is deleted, what it frees unknown.
-func (s *Sweeper) namespaceReclaimed(ctx context.Context, x *reclaims, namespace string) (Reclaimed, error) {
+func (s *Sweeper) namespaceReclaimed(ctx context.Context, x *reclaims, namespace string) (report.Reclaimed, error) {
 	if x.asked.Add(1) > ReclaimIndexAfter {
 		if index := s.reclaimIndex(ctx, x); index != nil {
 			return index[namespace].reclaimed(), nil
@@ -114,7 +102,7 @@ func (s *Sweeper) namespaceReclaimed(ctx context.Context, x *reclaims, namespace
 	defer cancel()
 	byNamespace, err := s.listFreed(ctx, x, namespace)
 	if err != nil {
-		return Reclaimed{}, fmt.Errorf("read what deleting %s reclaims: %w", namespace, err)
+		return report.Reclaimed{}, fmt.Errorf("read what deleting %s reclaims: %w", namespace, err)
 	}
 	return byNamespace[namespace].reclaimed(), nil
 }
@@ -307,7 +295,7 @@ func (p podRequests) spec() corev1.PodSpec {
 // as listed, unstructured) from its spec.replicas (default 1) to zero
 // frees: replicas × its pod template's requests. A workload whose spec
 // does not convert frees nothing that can be told.
-func workloadReclaimed(w *unstructured.Unstructured) Reclaimed {
+func workloadReclaimed(w *unstructured.Unstructured) report.Reclaimed {
 	var workload struct {
 		Spec struct {
 			Replicas *int32                 `json:"replicas"`
@@ -315,7 +303,7 @@ func workloadReclaimed(w *unstructured.Unstructured) Reclaimed {
 		} `json:"spec"`
 	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(w.Object, &workload); err != nil {
-		return Reclaimed{}
+		return report.Reclaimed{}
 	}
 	var pod freed
 	pod.addPod(&corev1.Pod{Spec: workload.Spec.Template.Spec})

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nsman/nsman/report"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -142,7 +143,7 @@ func (c coreOverREST) RESTClient() rest.Interface { return c.rest }
 
 // reclaimWant fails unless got is cpu, memory, storage (as quantities)
 // and loadBalancers.
-func reclaimWant(t *testing.T, what string, got Reclaimed, cpu, memory, storage string, loadBalancers int) {
+func reclaimWant(t *testing.T, what string, got report.Reclaimed, cpu, memory, storage string, loadBalancers int) {
 	t.Helper()
 	if got.CPU.Cmp(resource.MustParse(cpu)) != 0 || got.Memory.Cmp(resource.MustParse(memory)) != 0 ||
 		got.Storage.Cmp(resource.MustParse(storage)) != 0 || got.LoadBalancers != loadBalancers {
@@ -207,8 +208,8 @@ func TestReclaimPodRequests(t *testing.T) {
 			t.Fatal(err)
 		}
 		reclaimWant(t, tt.name, got, tt.cpu, tt.memory, "0", 0)
-		if tt.cpu == "0" && !got.isZero() {
-			t.Errorf("%s: isZero = false, want true", tt.name)
+		if tt.cpu == "0" && !got.IsZero() {
+			t.Errorf("%s: IsZero = false, want true", tt.name)
 		}
 	}
 }
@@ -353,7 +354,7 @@ func TestReclaimClusterWideIsPerNamespace(t *testing.T) {
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("%s: cluster-wide %v, namespace by namespace %v", ns, got, want)
 		}
-		if !want.isZero() {
+		if !want.IsZero() {
 			nonZero++
 		}
 	}
@@ -380,7 +381,7 @@ func TestReclaimConcurrentDeletes(t *testing.T) {
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
-		sum  Reclaimed
+		sum  report.Reclaimed
 		todo = make(chan string)
 	)
 	for range workers {
@@ -392,7 +393,7 @@ func TestReclaimConcurrentDeletes(t *testing.T) {
 					continue
 				}
 				mu.Lock()
-				sum.add(got)
+				sum.Add(got)
 				mu.Unlock()
 			}
 		})
@@ -403,13 +404,13 @@ func TestReclaimConcurrentDeletes(t *testing.T) {
 	close(todo)
 	wg.Wait()
 
-	var want Reclaimed
+	var want report.Reclaimed
 	for i := range namespaces {
 		got, err := reclaimSweeper(t, kubefake.NewClientset(reclaimCluster(namespaces)...), nil).namespaceReclaimed(t.Context(), &reclaims{}, fmt.Sprintf("team-%03d", i))
 		if err != nil {
 			t.Fatal(err)
 		}
-		want.add(got)
+		want.Add(got)
 	}
 	if want.CPU.Cmp(sum.CPU) != 0 || want.Memory.Cmp(sum.Memory) != 0 || want.Storage.Cmp(sum.Storage) != 0 || want.LoadBalancers != sum.LoadBalancers {
 		t.Errorf("workers summed %v, want %v", sum, want)
@@ -476,7 +477,7 @@ func TestWorkloadReclaimed(t *testing.T) {
 	}
 	reclaimWant(t, "3 replicas", workloadReclaimed(deployment(ptr.To[int32](3))), "1500m", "960Mi", "0", 0)
 	reclaimWant(t, "replicas unset", workloadReclaimed(deployment(nil)), "500m", "320Mi", "0", 0)
-	if got := workloadReclaimed(deployment(ptr.To[int32](0))); !got.isZero() {
+	if got := workloadReclaimed(deployment(ptr.To[int32](0))); !got.IsZero() {
 		t.Errorf("0 replicas: %v, want nothing", got)
 	}
 	// As the dynamic client decodes a list's item.
@@ -491,18 +492,18 @@ func TestWorkloadReclaimed(t *testing.T) {
 
 // TestReclaimedAdd: sums keep exact quantities, and zero is nothing.
 func TestReclaimedAdd(t *testing.T) {
-	var r Reclaimed
-	if !r.isZero() {
-		t.Error("the zero Reclaimed: isZero = false")
+	var r report.Reclaimed
+	if !r.IsZero() {
+		t.Error("the zero Reclaimed: IsZero = false")
 	}
-	r.add(freed{cpu: 1500, memory: 1 << 30}.reclaimed())
-	r.add(freed{cpu: 250, memory: 512 << 20, storage: 10 << 30, loadBalancers: 1}.reclaimed())
+	r.Add(freed{cpu: 1500, memory: 1 << 30}.reclaimed())
+	r.Add(freed{cpu: 250, memory: 512 << 20, storage: 10 << 30, loadBalancers: 1}.reclaimed())
 	reclaimWant(t, "sum", r, "1750m", "1536Mi", "10Gi", 1)
-	if r.isZero() {
-		t.Error("a sum of something: isZero = true")
+	if r.IsZero() {
+		t.Error("a sum of something: IsZero = true")
 	}
-	if only := (Reclaimed{LoadBalancers: 1}); only.isZero() {
-		t.Error("one LoadBalancer: isZero = true")
+	if only := (report.Reclaimed{LoadBalancers: 1}); only.IsZero() {
+		t.Error("one LoadBalancer: IsZero = true")
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/report"
 )
 
 // Progress is what nsman keeps of a subject between sweeps to act once: a
@@ -55,7 +56,7 @@ func (p Progress) clone() Progress {
 // ignored.
 func (p Progress) backingOff(m policy.Manager, policyName, spec string, now time.Time) (time.Time, int) {
 	last := p.LastAction
-	if last == nil || last.Result != ResultFailed || last.Action != policy.ActionWebhook || last.Policy != policyName ||
+	if last == nil || last.Result != report.ResultFailed || last.Action != policy.ActionWebhook || last.Policy != policyName ||
 		last.NextAttempt == nil || !now.Before(*last.NextAttempt) || last.NextAttempt.After(now.Add(maxWebhookBackoff+claimSkew)) ||
 		!sameSpec(m, p.ObservedGeneration, spec) {
 		return time.Time{}, 0
@@ -66,7 +67,7 @@ func (p Progress) backingOff(m policy.Manager, policyName, spec string, now time
 // doneFor reports whether a final policy's action succeeded for m's spec.
 func (p Progress) doneFor(m policy.Manager, spec string) bool {
 	last := p.LastAction
-	if last == nil || last.Result != ResultSucceeded || !sameSpec(m, p.ObservedGeneration, spec) {
+	if last == nil || last.Result != report.ResultSucceeded || !sameSpec(m, p.ObservedGeneration, spec) {
 		return false
 	}
 	i := policyIndex(m, last.Policy)
@@ -150,7 +151,7 @@ type LastAction struct {
 	Failures    int        `json:"failures,omitempty"`
 	NextAttempt *time.Time `json:"nextAttempt,omitempty"`
 	// Reclaimed is what a DELETE or SCALE_DOWN freed.
-	Reclaimed *Reclaimed `json:"reclaimed,omitempty"`
+	Reclaimed *report.Reclaimed `json:"reclaimed,omitempty"`
 	// TargetUID is the uid of the namespace acted on: a namespace recreated
 	// under its name since is another.
 	TargetUID types.UID `json:"targetUID,omitempty"`
@@ -175,12 +176,6 @@ func webhookBackoff(n int) time.Duration {
 	return min(minWebhookBackoff<<max(n-1, 0), maxWebhookBackoff)
 }
 
-// Results in LastAction.
-const (
-	ResultSucceeded = "succeeded"
-	ResultFailed    = "failed"
-)
-
 // uncertain reports an error after which an API request may or may not
 // have taken effect: no answer, or a server error.
 func uncertain(err error) bool {
@@ -202,7 +197,7 @@ type record interface {
 	prior() prior
 	// claim writes claim c with acting, the entry that says so, dropping
 	// minChecks progress when final.
-	claim(ctx context.Context, c Claim, acting Entry, final bool) error
+	claim(ctx context.Context, c Claim, acting report.Entry, final bool) error
 	// write writes what the record keeps of o, if that changed. After a
 	// claim, o replaces it, if it is still this sweep's.
 	write(ctx context.Context, o outcome) error
@@ -214,7 +209,7 @@ type record interface {
 
 // outcome is what a record keeps of one entry of a sweep.
 type outcome struct {
-	entry Entry
+	entry report.Entry
 	// checks is the minChecks progress of a waiting entry.
 	checks map[string]policy.CheckState
 	// last is the outcome of an action; stage names its policy when not
@@ -229,7 +224,7 @@ type outcome struct {
 
 // prior is what a record said before this sweep.
 type prior struct {
-	state State
+	state report.State
 	last  *LastAction
 	// failed: the latest action had failed (or the rule's status lists a
 	// failure on the namespace).

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/report"
 )
 
 // StatusAnnotation holds a manager's Status, as JSON, under the original CRD,
@@ -32,14 +33,14 @@ const StatusAnnotation = "nsman.k8s.consol.de/status"
 type Status struct {
 	Progress
 	// State is the State of the manager's report entry.
-	State State `json:"state,omitempty"`
+	State report.State `json:"state,omitempty"`
 	// Target is the namespace the manager acts on.
 	Target string `json:"target,omitempty"`
 	// NextDue is when a waiting manager is next due, when time alone decides.
 	NextDue *metav1.Time `json:"nextDue,omitempty"`
 	// LastActivity is, for IDLE, the newest activity in the target the
 	// last sweep counted.
-	LastActivity *LastActivity `json:"lastActivity,omitempty"`
+	LastActivity *report.LastActivity `json:"lastActivity,omitempty"`
 	// Message says why, in a sentence.
 	Message string `json:"message,omitempty"`
 	// Conditions holds ConditionFired.
@@ -48,7 +49,7 @@ type Status struct {
 	Rule *RuleSummary `json:"rule,omitempty"`
 	// Stuck says why the target, which the manager deleted or aims at, is
 	// stuck in Terminating, as first seen with this cause.
-	Stuck *Stuck `json:"stuck,omitempty"`
+	Stuck *report.Stuck `json:"stuck,omitempty"`
 }
 
 // clone returns a copy that shares nothing the sweep modifies in place.
@@ -58,27 +59,22 @@ func (st Status) clone() Status {
 	return st
 }
 
-// StateActing is never in a report: a manager's status shows it while the
-// sweep that claimed it acts (ConditionFired False, InProgress), so that it
-// says an action succeeded only after it did.
-const StateActing State = "acting"
-
 // ConditionFired is True once the manager's action succeeded; while False,
 // its reason says why not yet.
 const ConditionFired = "Fired"
 
 // Reasons of ConditionFired, by state.
-var conditionReasons = map[State]string{
-	StateActing:            "InProgress",
-	StateWaiting:           "Waiting",
-	StateFired:             "Fired",
-	StateFailed:            "Failed",
-	StateDeferred:          "Deferred",
-	StateInvalid:           "Invalid",
-	StateForbidden:         "Forbidden",
-	StateTargetMissing:     "TargetMissing",
-	StateTargetTerminating: "TargetTerminating",
-	StateWatching:          "Watching",
+var conditionReasons = map[report.State]string{
+	StateActing:                   "InProgress",
+	report.StateWaiting:           "Waiting",
+	report.StateFired:             "Fired",
+	report.StateFailed:            "Failed",
+	report.StateDeferred:          "Deferred",
+	report.StateInvalid:           "Invalid",
+	report.StateForbidden:         "Forbidden",
+	report.StateTargetMissing:     "TargetMissing",
+	report.StateTargetTerminating: "TargetTerminating",
+	StateWatching:                 "Watching",
 }
 
 // maxMessage bounds the messages stored on a manager.
@@ -86,7 +82,7 @@ const maxMessage = 1024
 
 // observe sets the fields that describe entry e, keeping the condition's
 // transition time when its status did not change.
-func (st *Status) observe(e Entry, generation int64, now time.Time) {
+func (st *Status) observe(e report.Entry, generation int64, now time.Time) {
 	st.ObservedGeneration = generation
 	st.State = e.State
 	st.Target = e.Target
@@ -96,7 +92,7 @@ func (st *Status) observe(e Entry, generation int64, now time.Time) {
 	}
 	st.Message = truncate(e.Message, maxMessage)
 	status := metav1.ConditionFalse
-	if e.State == StateFired {
+	if e.State == report.StateFired {
 		status = metav1.ConditionTrue
 	}
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
@@ -228,8 +224,8 @@ func (s *Sweeper) managerRecord(r *sweepRun, l listed) *managerRecord {
 
 func (mr *managerRecord) prior() prior {
 	last := mr.stored.LastAction
-	return prior{state: mr.stored.State, last: last, failed: last != nil && last.Result == ResultFailed && (!last.Deferred || last.Failures > 0), ignoredHold: mr.stored.IgnoredHold,
-		ignoredAnnotation: mr.stored.IgnoredAnnotation, stuck: mr.stored.Stuck.cause()}
+	return prior{state: mr.stored.State, last: last, failed: last != nil && last.Result == report.ResultFailed && (!last.Deferred || last.Failures > 0), ignoredHold: mr.stored.IgnoredHold,
+		ignoredAnnotation: mr.stored.IgnoredAnnotation, stuck: mr.stored.Stuck.Cause()}
 }
 
 func (mr *managerRecord) sink() eventSink { return mr.events }
@@ -240,7 +236,7 @@ func (mr *managerRecord) unchanged(listed, now namespaceInfo) bool {
 	return now.uid == listed.uid && !now.terminating && now.hold == listed.hold && now.expires == listed.expires && now.touched == listed.touched
 }
 
-func (mr *managerRecord) claim(ctx context.Context, c Claim, acting Entry, final bool) error {
+func (mr *managerRecord) claim(ctx context.Context, c Claim, acting report.Entry, final bool) error {
 	claimed := mr.stored.clone()
 	claimed.observe(acting, mr.obj.GetGeneration(), mr.now)
 	if final {
@@ -326,7 +322,7 @@ func (mr *managerRecord) keep(st *Status, o outcome) {
 	st.observe(o.entry, generation, mr.now)
 	st.IgnoredHold, st.IgnoredAnnotation = o.entry.HoldIgnored, o.entry.AnnotationIgnored
 	st.LastActivity = o.entry.LastActivity
-	if o.entry.State == StateWaiting {
+	if o.entry.State == report.StateWaiting {
 		st.Checks = o.checks
 	}
 	if o.last != nil {
@@ -351,7 +347,7 @@ func (mr *managerRecord) deactivate(ctx context.Context, o outcome) error {
 
 // saveSummary writes a rule's own status, entry e and the summary of its
 // namespaces, when they changed; its pairs keep the rest.
-func (mr *managerRecord) saveSummary(ctx context.Context, e Entry, sum RuleSummary) error {
+func (mr *managerRecord) saveSummary(ctx context.Context, e report.Entry, sum RuleSummary) error {
 	next := mr.stored.clone()
 	next.observe(e, mr.obj.GetGeneration(), mr.now)
 	next.Progress = Progress{ObservedGeneration: next.ObservedGeneration, Fired: next.Fired, IgnoredHold: e.HoldIgnored}
@@ -399,3 +395,8 @@ func jsonPatch(subresource string, ops ...patchOp) apiPatch {
 func annotationPointer(key string) string {
 	return "/metadata/annotations/" + strings.ReplaceAll(key, "/", "~1")
 }
+
+// StateActing is never in a report: a manager's status shows it while the
+// sweep that claimed it acts (ConditionFired False, InProgress), so that it
+// says an action succeeded only after it did.
+const StateActing report.State = "acting"

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/report"
 )
 
 // applyPatch applies a manager patch to obj the way the API server applies a
@@ -43,7 +44,7 @@ func sampleStatus() Status {
 			Claim:              &Claim{Policy: "p", Action: policy.ActionDelete, Sweep: "s1", Expires: at, Generation: 4, TargetUID: "u1"},
 			Checks:             map[string]policy.CheckState{"p": {Generation: 4, Passed: 2, Last: at}, "q": {Generation: 4, Passed: 1, Last: at}},
 		},
-		State:   StateWaiting,
+		State:   report.StateWaiting,
 		Target:  "ci-123",
 		NextDue: &metav1.Time{Time: at},
 		Message: "TTL 1h elapses at 2026-01-02T03:04:05Z",
@@ -67,7 +68,7 @@ func TestStateStoreRoundTrip(t *testing.T) {
 		second := first
 		second.Claim = nil
 		second.Checks = map[string]policy.CheckState{"p": first.Checks["p"]}
-		second.State = StateFired
+		second.State = report.StateFired
 		p, _ = store.update(first, second, "", false)
 		obj = applyPatch(t, obj, p)
 		if got := store.read(listedOf(t, obj)); mustJSON(got) != mustJSON(second) {
@@ -115,19 +116,19 @@ func TestUpdateDeactivates(t *testing.T) {
 func TestObserveKeepsTransitionTimeWhileUnchanged(t *testing.T) {
 	t1 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var st Status
-	st.observe(Entry{State: StateWaiting, Target: "ns", Message: "waiting"}, 1, t1)
-	st.observe(Entry{State: StateFailed, Target: "ns", Message: "failed once"}, 1, t1.Add(time.Minute))
+	st.observe(report.Entry{State: report.StateWaiting, Target: "ns", Message: "waiting"}, 1, t1)
+	st.observe(report.Entry{State: report.StateFailed, Target: "ns", Message: "failed once"}, 1, t1.Add(time.Minute))
 	c := st.Conditions[0]
 	if c.Type != ConditionFired || c.Status != metav1.ConditionFalse || c.Reason != "Failed" || !c.LastTransitionTime.Time.Equal(t1) {
 		t.Fatalf("condition %+v: want False/Failed since %v", c, t1)
 	}
 	t3 := t1.Add(2 * time.Minute)
-	st.observe(Entry{State: StateFired, Target: "ns", Message: "done"}, 2, t3)
+	st.observe(report.Entry{State: report.StateFired, Target: "ns", Message: "done"}, 2, t3)
 	c = st.Conditions[0]
 	if len(st.Conditions) != 1 || c.Status != metav1.ConditionTrue || c.Reason != "Fired" || !c.LastTransitionTime.Time.Equal(t3) || c.ObservedGeneration != 2 {
 		t.Fatalf("conditions %+v: want one True/Fired since %v", st.Conditions, t3)
 	}
-	if st.State != StateFired || st.ObservedGeneration != 2 || st.NextDue != nil {
+	if st.State != report.StateFired || st.ObservedGeneration != 2 || st.NextDue != nil {
 		t.Errorf("status %+v", st)
 	}
 }
@@ -137,9 +138,9 @@ func TestObserveKeepsTransitionTimeWhileUnchanged(t *testing.T) {
 func TestUpdateSeesAConditionChange(t *testing.T) {
 	t1 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var stored Status
-	stored.observe(Entry{State: StateWaiting, Target: "ns", Message: "waiting"}, 1, t1)
+	stored.observe(report.Entry{State: report.StateWaiting, Target: "ns", Message: "waiting"}, 1, t1)
 	next := stored.clone()
-	next.observe(Entry{State: StateFired, Target: "ns", Message: "done"}, 1, t1.Add(time.Minute))
+	next.observe(report.Entry{State: report.StateFired, Target: "ns", Message: "done"}, 1, t1.Add(time.Minute))
 	if stored.Conditions[0].Status != metav1.ConditionFalse {
 		t.Fatal("observing the next status changed the stored one")
 	}
@@ -153,12 +154,12 @@ func TestUpdateSeesAConditionChange(t *testing.T) {
 
 func TestCloneSharesNothingTheSweepChanges(t *testing.T) {
 	st := sampleStatus()
-	st.LastAction = &LastAction{Policy: "p", Action: policy.ActionDelete, Result: ResultSucceeded}
+	st.LastAction = &LastAction{Policy: "p", Action: policy.ActionDelete, Result: report.ResultSucceeded}
 	st.Conditions = []metav1.Condition{{Type: ConditionFired, Status: metav1.ConditionTrue}}
 	want := mustJSON(st)
 
 	c := st.clone()
-	c.LastAction.Result = ResultFailed
+	c.LastAction.Result = report.ResultFailed
 	c.Conditions[0].Status = metav1.ConditionFalse
 	c.Checks["p"] = policy.CheckState{}
 	if got := mustJSON(st); got != want {
@@ -169,7 +170,7 @@ func TestCloneSharesNothingTheSweepChanges(t *testing.T) {
 func TestSettleTestsTheClaimFirst(t *testing.T) {
 	claimed := sampleStatus()
 	final := claimed.clone()
-	final.Claim, final.State = nil, StateFired
+	final.Claim, final.State = nil, report.StateFired
 	for _, tc := range []struct {
 		name       string
 		store      statusLocation

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/report"
 )
 
 // PairAnnotationPrefix begins the annotation on a namespace that holds a
@@ -103,7 +104,7 @@ func decodePair(raw string) PairStatus {
 
 func (pr *pairRecord) prior() prior {
 	last := pr.stored.LastAction
-	return prior{last: last, failed: last != nil && last.Result == ResultFailed && (!last.Deferred || last.Failures > 0) || pr.toldFailure, ignoredHold: pr.stored.IgnoredHold, ignoredAnnotation: pr.stored.IgnoredAnnotation}
+	return prior{last: last, failed: last != nil && last.Result == report.ResultFailed && (!last.Deferred || last.Failures > 0) || pr.toldFailure, ignoredHold: pr.stored.IgnoredHold, ignoredAnnotation: pr.stored.IgnoredAnnotation}
 }
 
 func (pr *pairRecord) sink() eventSink { return pr.events }
@@ -120,7 +121,7 @@ func (pr *pairRecord) unchanged(listed, now namespaceInfo) bool {
 		now.pairs[pr.key] == listed.pairs[pr.key] && now.pairs[pr.legacy] == listed.pairs[pr.legacy]
 }
 
-func (pr *pairRecord) claim(ctx context.Context, c Claim, _ Entry, final bool) error {
+func (pr *pairRecord) claim(ctx context.Context, c Claim, _ report.Entry, final bool) error {
 	claimed := pr.stored
 	claimed.Progress = claimed.Progress.clone()
 	claimed.Rule = pr.rule.Namespace + "/" + pr.rule.Name
@@ -179,8 +180,8 @@ func (pr *pairRecord) after(from PairStatus, o outcome) PairStatus {
 
 // needsRecord reports whether a waiting pair has something to record:
 // minChecks progress, or a change in the holds or the annotations it ignores.
-func needsRecord(e Entry, checks map[string]policy.CheckState, stored Progress) bool {
-	return e.State == StateWaiting && (e.HoldIgnored != stored.IgnoredHold || e.AnnotationIgnored != stored.IgnoredAnnotation || !maps.Equal(checks, stored.Checks))
+func needsRecord(e report.Entry, checks map[string]policy.CheckState, stored Progress) bool {
+	return e.State == report.StateWaiting && (e.HoldIgnored != stored.IgnoredHold || e.AnnotationIgnored != stored.IgnoredAnnotation || !maps.Equal(checks, stored.Checks))
 }
 
 // writeAsListed writes st as the pair's record with a merge patch

@@ -15,6 +15,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/report"
 )
 
 // TestPairAnnotationHidesTheRuleUID: the key of a rule's record, which
@@ -93,7 +94,7 @@ func TestReplaceMovesALegacyRecord(t *testing.T) {
 	uid := types.UID("0b6f2c1e-5d0a-4b8e-9a61-7e3f1c2d4a5b")
 	key, legacy := PairAnnotation(uid), legacyPairAnnotation(uid)
 	was := mustJSON(PairStatus{Rule: "home/rule", Progress: Progress{IgnoredHold: "x"}})
-	next := PairStatus{Rule: "home/rule", Progress: Progress{LastAction: &LastAction{Policy: "p", Action: policy.ActionDelete, Result: ResultFailed}}}
+	next := PairStatus{Rule: "home/rule", Progress: Progress{LastAction: &LastAction{Policy: "p", Action: policy.ActionDelete, Result: report.ResultFailed}}}
 	for _, tc := range []struct {
 		name    string
 		now     string // the legacy record when the patch is sent

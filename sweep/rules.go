@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/report"
 )
 
 // A rule is a manager with a namespaceSelector or namePatterns instead of
@@ -27,9 +28,6 @@ import (
 // maxLatest bounds the latest actions a rule's status lists.
 const maxLatest = 10
 
-// StateWatching is a rule's state in its status; never in a report.
-const StateWatching State = "watching"
-
 // RuleSummary is what a rule's status says about the namespaces it
 // matches. Its size does not grow with their number.
 type RuleSummary struct {
@@ -39,7 +37,7 @@ type RuleSummary struct {
 	// States counts the matched namespaces by the state the last sweep
 	// found them in. With --shard-count above 1, only the pairs of the
 	// shard that owns the rule are counted.
-	States map[State]int `json:"states,omitempty"`
+	States map[report.State]int `json:"states,omitempty"`
 	// Latest lists the rule's latest actions, newest first, at most 10.
 	Latest []PairAction `json:"latest,omitempty"`
 	// Stuck lists the namespaces the rule would delete that are stuck in
@@ -50,7 +48,7 @@ type RuleSummary struct {
 // StuckNamespace is a namespace stuck in Terminating, and why.
 type StuckNamespace struct {
 	Namespace string `json:"namespace"`
-	Stuck
+	report.Stuck
 }
 
 // PairAction is one action a rule took on one namespace.
@@ -61,7 +59,7 @@ type PairAction struct {
 	Result    string    `json:"result"`
 	Time      time.Time `json:"time"`
 	// Reclaimed is what a DELETE or SCALE_DOWN that succeeded freed.
-	Reclaimed *Reclaimed `json:"reclaimed,omitempty"`
+	Reclaimed *report.Reclaimed `json:"reclaimed,omitempty"`
 }
 
 // isRule reports whether a listed manager's spec has a namespaceSelector
@@ -101,7 +99,7 @@ func firingKey(m policy.Manager, p *plan) string {
 // handleRule evaluates a rule on every namespace it matches and carries out
 // what that decided: one entry per pair of this shard, or, from the shard
 // that owns the rule, one for a rule that does not stand.
-func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l listed) []Entry {
+func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l listed) []report.Entry {
 	own := s.managerRecord(r, l)
 	owner := ShardOf(l.obj.GetUID(), s.cfg.ShardCount) == s.cfg.ShardIndex
 	m, d, stands := s.gateRule(ctx, r, l.obj)
@@ -109,14 +107,14 @@ func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l listed) []Entry
 		if !owner {
 			return nil
 		}
-		return []Entry{s.carryOut(ctx, r, own, d)}
+		return []report.Entry{s.carryOut(ctx, r, own, d)}
 	}
 	ru := s.newRuleRun(r, l.obj, m, own.stored)
 	ru.owner = owner
 	namespaces, _ := s.namespaces(ctx, r)
 	entries, matched := ru.match(namespaces)
 	ru.actInChunks(ctx, ru.screen(ctx))
-	finish := func() []Entry {
+	finish := func() []report.Entry {
 		entries = append(entries, ru.entries...)
 		entries = append(entries, ru.stuck(ctx)...)
 		ru.tally.flush(ctx, own.events)
@@ -140,19 +138,19 @@ func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l listed) []Entry
 // (valid, active, in a trusted namespace, every manager and the namespaces
 // listed), and else the decision about the rule itself.
 func (s *Sweeper) gateRule(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured) (policy.Manager, decision, bool) {
-	e := Entry{Namespace: obj.GetNamespace(), Name: obj.GetName(), Rule: true}
+	e := report.Entry{Namespace: obj.GetNamespace(), Name: obj.GetName(), Rule: true}
 	m, problems := policy.Parse(obj)
 	switch {
 	case m.Deactivated:
-		return m, untouched(m, e, StateDeactivated, "spec.deactivated is true: the rule is paused"), false
+		return m, untouched(m, e, report.StateDeactivated, "spec.deactivated is true: the rule is paused"), false
 	case len(problems) > 0:
 		return m, decision{manager: m, entry: invalid(e, problems)}, false
 	case !slices.Contains(s.cfg.TrustedNamespaces, m.Namespace):
-		e.State, e.Message = StateForbidden, fmt.Sprintf("a rule may only live in a trusted namespace (%s), not %s",
+		e.State, e.Message = report.StateForbidden, fmt.Sprintf("a rule may only live in a trusted namespace (%s), not %s",
 			strings.Join(s.cfg.TrustedNamespaces, ", "), m.Namespace)
 		return m, decision{manager: m, entry: e}, false
 	case r.rulesBlocked != "":
-		return m, untouched(m, e, StateDeferred, r.rulesBlocked), false
+		return m, untouched(m, e, report.StateDeferred, r.rulesBlocked), false
 	}
 	if _, err := s.namespaces(ctx, r); err != nil {
 		return m, decision{manager: m, entry: failedEntry(e, err), untouched: true}, false
@@ -167,7 +165,7 @@ type ruleRun struct {
 	r    *sweepRun
 	rule *policy.Manager
 	// base is the rule's entry, which each pair's starts from.
-	base Entry
+	base report.Entry
 	// key is the rule's PairAnnotation, legacy its legacyPairAnnotation.
 	key, legacy string
 	// ruleHold is the rule's own hold, judged once: one ignored is
@@ -178,7 +176,7 @@ type ruleRun struct {
 	failedLatest map[string]bool
 	tally        *ruleTally
 	pairs        []namespaceInfo
-	entries      []Entry
+	entries      []report.Entry
 	// terminating are the namespaces the rule matches but for being
 	// terminating, when it deletes and this shard owns it: stuck, they get
 	// an entry. owner: this shard owns the rule.
@@ -196,7 +194,7 @@ type ruleRun struct {
 
 func (s *Sweeper) newRuleRun(r *sweepRun, obj *unstructured.Unstructured, m policy.Manager, stored Status) *ruleRun {
 	ru := &ruleRun{s: s, r: r, rule: &m, key: PairAnnotation(m.UID), legacy: legacyPairAnnotation(m.UID), tally: &ruleTally{}, failedLatest: map[string]bool{},
-		base: Entry{Namespace: m.Namespace, Name: m.Name, Rule: true}}
+		base: report.Entry{Namespace: m.Namespace, Name: m.Name, Rule: true}}
 	ru.ruleHold = obj.GetAnnotations()[HoldAnnotation]
 	ru.ruleHoldIgnored = holdsAt([]hold{{on: "rule " + m.Namespace + "/" + m.Name, value: ru.ruleHold}}, r.now, s.cfg.MaxHold).ignored
 	if ru.ruleHoldIgnored != "" {
@@ -204,7 +202,7 @@ func (s *Sweeper) newRuleRun(r *sweepRun, obj *unstructured.Unstructured, m poli
 	}
 	if stored.Rule != nil {
 		for _, a := range stored.Rule.Latest {
-			if a.Result == ResultFailed {
+			if a.Result == report.ResultFailed {
 				ru.failedLatest[a.Namespace] = true
 			}
 		}
@@ -218,9 +216,9 @@ func (s *Sweeper) newRuleRun(r *sweepRun, obj *unstructured.Unstructured, m poli
 // matches a protected namespace, a trusted one (where managers and rules
 // live, its own included), or one being deleted, but where its record says
 // a DELETE got no answer, to be confirmed.
-func (ru *ruleRun) match(namespaces map[string]namespaceInfo) ([]Entry, int) {
+func (ru *ruleRun) match(namespaces map[string]namespaceInfo) ([]report.Entry, int) {
 	s, m := ru.s, ru.rule
-	var governed []Entry
+	var governed []report.Entry
 	matched := 0
 	for _, name := range slices.Sorted(maps.Keys(namespaces)) {
 		ns := namespaces[name]
@@ -240,21 +238,21 @@ func (ru *ruleRun) match(namespaces map[string]namespaceInfo) ([]Entry, int) {
 		}
 		if manager := shielding(ru.r.governed[name]); manager != "" && !m.Rule.Enforce {
 			g := ru.base
-			g.Target, g.State, g.Message = name, StateGoverned, fmt.Sprintf("manager %s aims at namespace %s and governs it alone", manager, name)
+			g.Target, g.State, g.Message = name, report.StateGoverned, fmt.Sprintf("manager %s aims at namespace %s and governs it alone", manager, name)
 			governed = append(governed, g)
 			continue
 		}
 		ru.pairs = append(ru.pairs, ns)
 	}
-	ru.entries = make([]Entry, len(ru.pairs))
+	ru.entries = make([]report.Entry, len(ru.pairs))
 	return governed, matched
 }
 
 // stuck returns the entries of the namespaces the rule would delete that
 // are stuck in Terminating (see Sweeper.stuck); those terminating for less
 // than --stuck-after get none, as before.
-func (ru *ruleRun) stuck(ctx context.Context) []Entry {
-	var entries []Entry
+func (ru *ruleRun) stuck(ctx context.Context) []report.Entry {
+	var entries []report.Entry
 	for _, ns := range ru.terminating {
 		e := ru.base
 		e.Target = ns.name
@@ -308,7 +306,7 @@ func (ru *ruleRun) evaluate(ctx context.Context, i int, check podsCheck) (pairWo
 }
 
 // evaluatePair decides what to do with one pair, writing nothing.
-func (s *Sweeper) evaluatePair(ctx context.Context, r *sweepRun, pr *pairRecord, e Entry, check podsCheck, ruleHold string) decision {
+func (s *Sweeper) evaluatePair(ctx context.Context, r *sweepRun, pr *pairRecord, e report.Entry, check podsCheck, ruleHold string) decision {
 	m, stored := *pr.rule, pr.stored
 	t := target{name: e.Target, uid: pr.ns.uid, listed: pr.ns, going: pr.ns.terminating, home: true}
 	if d, live := s.liveClaim(m, e, stored.Claim); live {
@@ -320,13 +318,13 @@ func (s *Sweeper) evaluatePair(ctx context.Context, r *sweepRun, pr *pairRecord,
 	if stored.doneFor(m, stored.Spec) {
 		last := stored.LastAction
 		e.Policy, e.Action = last.Policy, last.Action
-		return untouched(m, e, StateDone, fmt.Sprintf("policy %q fired (%s) at %s; done until the rule changes", last.Policy, last.Action, last.Time.UTC().Format(time.RFC3339)))
+		return untouched(m, e, report.StateDone, fmt.Sprintf("policy %q fired (%s) at %s; done until the rule changes", last.Policy, last.Action, last.Time.UTC().Format(time.RFC3339)))
 	}
 	if d, ok := confirmDelete(m, e, stored.Progress, stored.Spec, t); ok {
 		return d
 	}
 	if t.going {
-		return untouched(m, e, StateTargetTerminating, fmt.Sprintf("namespace %s is terminating", e.Target))
+		return untouched(m, e, report.StateTargetTerminating, fmt.Sprintf("namespace %s is terminating", e.Target))
 	}
 	return backOff(s.evaluatePolicies(ctx, r, m, e, t, check, stored.Progress, m.Arming,
 		hold{on: "namespace " + e.Target, value: pr.ns.hold}, hold{on: "rule " + m.Namespace + "/" + m.Name, value: ruleHold}),
@@ -380,7 +378,7 @@ func (ru *ruleRun) actInChunks(ctx context.Context, pending []int) {
 		chunk := pending[first:min(first+PairChunk, len(pending))]
 		if r.stop.Err() != nil {
 			for _, i := range pending[first:] {
-				ru.entries[i] = notReached(Entry{Namespace: ru.base.Namespace, Name: ru.base.Name, Rule: true, Target: ru.pairs[i].name}, "it got to this namespace")
+				ru.entries[i] = notReached(report.Entry{Namespace: ru.base.Namespace, Name: ru.base.Name, Rule: true, Target: ru.pairs[i].name}, "it got to this namespace")
 			}
 			return
 		}
@@ -464,7 +462,7 @@ func (s *Sweeper) ruleEvaluated(r *sweepRun, l listed) int {
 	if stored.Rule.States != nil {
 		evaluated = 0
 		for state, n := range stored.Rule.States {
-			if state != StateGoverned {
+			if state != report.StateGoverned {
 				evaluated += n
 			}
 		}
@@ -480,19 +478,19 @@ func checksPods(m policy.Manager) bool {
 // summarize writes the rule's status when what it summarizes changed: the
 // namespaces matched, this sweep's pairs by state, the latest actions. A
 // failure is logged: the next sweep writes it again.
-func (s *Sweeper) summarize(ctx context.Context, own *managerRecord, m policy.Manager, matched int, entries []Entry, holdIgnored string) {
+func (s *Sweeper) summarize(ctx context.Context, own *managerRecord, m policy.Manager, matched int, entries []report.Entry, holdIgnored string) {
 	stored := own.stored
-	sum := RuleSummary{Matched: matched, States: map[State]int{}}
+	sum := RuleSummary{Matched: matched, States: map[report.State]int{}}
 	var due *time.Time
 	var acted []PairAction
 	for _, e := range entries {
 		sum.States[e.State]++
 		// A waiting namespace's; not a failed WEBHOOK's next attempt, which
 		// would rewrite the rule at every failure.
-		if e.State == StateWaiting && e.Due != nil && (due == nil || e.Due.Before(*due)) {
+		if e.State == report.StateWaiting && e.Due != nil && (due == nil || e.Due.Before(*due)) {
 			due = e.Due
 		}
-		if result := resultOf[e.State]; (e.State == StateFired || e.State == StateFailed) && e.Policy != "" {
+		if result := resultOf[e.State]; (e.State == report.StateFired || e.State == report.StateFailed) && e.Policy != "" {
 			acted = append(acted, PairAction{Namespace: e.Target, Policy: e.Policy, Action: e.Action, Result: result, Time: own.now.UTC(), Reclaimed: e.Reclaimed})
 		}
 	}
@@ -503,7 +501,7 @@ func (s *Sweeper) summarize(ctx context.Context, own *managerRecord, m policy.Ma
 		// A failure already listed stays as it was listed: a pair failing
 		// sweep after sweep rewrites nothing.
 		acted = slices.DeleteFunc(acted, func(a PairAction) bool {
-			return a.Result == ResultFailed && slices.ContainsFunc(stored.Rule.Latest, func(b PairAction) bool {
+			return a.Result == report.ResultFailed && slices.ContainsFunc(stored.Rule.Latest, func(b PairAction) bool {
 				return b.Namespace == a.Namespace && b.Policy == a.Policy && b.Action == a.Action && b.Result == a.Result
 			})
 		})
@@ -513,7 +511,7 @@ func (s *Sweeper) summarize(ctx context.Context, own *managerRecord, m policy.Ma
 	sum.Latest = acted[:min(len(acted), maxLatest)]
 	newlyStuck := sum.keepStuck(entries, stored.Rule)
 
-	e := Entry{Namespace: m.Namespace, Name: m.Name, State: StateWatching, Due: due,
+	e := report.Entry{Namespace: m.Namespace, Name: m.Name, State: StateWatching, Due: due,
 		Message: fmt.Sprintf("matches %d namespace(s)%s", matched, byState(sum.States)), HoldIgnored: holdIgnored}
 	if holdIgnored != "" {
 		e.Message += "; hold ignored: " + holdIgnored
@@ -534,8 +532,8 @@ func (s *Sweeper) summarize(ctx context.Context, own *managerRecord, m policy.Ma
 // could not be read this sweep), and returns those listed whose cause is
 // new, with why: they get an Event. A namespace past the first maxLatest
 // is counted in the states, and told once it is listed.
-func (sum *RuleSummary) keepStuck(entries []Entry, stored *RuleSummary) []string {
-	was := map[string]*Stuck{}
+func (sum *RuleSummary) keepStuck(entries []report.Entry, stored *RuleSummary) []string {
+	was := map[string]*report.Stuck{}
 	if stored != nil {
 		for i := range stored.Stuck {
 			was[stored.Stuck[i].Namespace] = &stored.Stuck[i].Stuck
@@ -546,7 +544,7 @@ func (sum *RuleSummary) keepStuck(entries []Entry, stored *RuleSummary) []string
 		switch {
 		case e.Stuck != nil:
 			stuck = append(stuck, StuckNamespace{Namespace: e.Target, Stuck: *e.Stuck})
-		case e.State == StateTargetTerminating && was[e.Target] != nil:
+		case e.State == report.StateTargetTerminating && was[e.Target] != nil:
 			// Not read this sweep: as stored.
 			stuck = append(stuck, StuckNamespace{Namespace: e.Target, Stuck: *was[e.Target]})
 		}
@@ -554,8 +552,8 @@ func (sum *RuleSummary) keepStuck(entries []Entry, stored *RuleSummary) []string
 	slices.SortFunc(stuck, func(a, b StuckNamespace) int { return cmp.Compare(a.Namespace, b.Namespace) })
 	var told []string
 	for _, n := range stuck[:min(len(stuck), maxLatest)] {
-		if was[n.Namespace].cause() != n.cause() {
-			told = append(told, n.Namespace+" ("+n.cause()+")")
+		if was[n.Namespace].Cause() != n.Cause() {
+			told = append(told, n.Namespace+" ("+n.Cause()+")")
 		}
 		sum.Stuck = append(sum.Stuck, StuckNamespace{Namespace: n.Namespace, Stuck: *sameCause(was[n.Namespace], &n.Stuck)})
 	}
@@ -563,14 +561,17 @@ func (sum *RuleSummary) keepStuck(entries []Entry, stored *RuleSummary) []string
 }
 
 // byState says ": 3 waiting, 1 done" for counts by state, in a stable order.
-func byState(states map[State]int) string {
+func byState(states map[report.State]int) string {
 	if len(states) == 0 {
 		return ""
 	}
-	keys := slices.SortedFunc(maps.Keys(states), func(a, b State) int { return cmp.Compare(a, b) })
+	keys := slices.SortedFunc(maps.Keys(states), func(a, b report.State) int { return cmp.Compare(a, b) })
 	parts := make([]string, 0, len(keys))
 	for _, k := range keys {
 		parts = append(parts, fmt.Sprintf("%d %s", states[k], k))
 	}
 	return ": " + strings.Join(parts, ", ")
 }
+
+// StateWatching is a rule's state in its status; never in a report.
+const StateWatching report.State = "watching"

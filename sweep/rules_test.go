@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/report"
 )
 
 // TestIndexAhead: a sweep lists the pods index beside the namespaces only
@@ -38,7 +39,7 @@ func TestIndexAhead(t *testing.T) {
 	rule := func(namespace string, matched int, deactivated bool, policies ...any) listed {
 		var summary *RuleSummary
 		if matched >= 0 {
-			summary = &RuleSummary{Matched: matched, States: map[State]int{StateWaiting: matched}}
+			summary = &RuleSummary{Matched: matched, States: map[report.State]int{report.StateWaiting: matched}}
 		}
 		return ruleWith(namespace, summary, deactivated, policies...)
 	}
@@ -56,8 +57,8 @@ func TestIndexAhead(t *testing.T) {
 		{"paused", rule("platform", 5000, true, pods), false},
 		{"not in a trusted namespace", rule("team-a", 5000, false, pods), false},
 		{"invalid", rule("platform", 5000, false, map[string]any{"name": "broken"}), false},
-		{"most governed", ruleWith("platform", &RuleSummary{Matched: 5000, States: map[State]int{StateGoverned: 4950, StateWaiting: 50}}, false, pods), false},
-		{"states by shard, many waiting", ruleWith("platform", &RuleSummary{Matched: 5000, States: map[State]int{StateGoverned: 10, StateWaiting: 101}}, false, pods), true},
+		{"most governed", ruleWith("platform", &RuleSummary{Matched: 5000, States: map[report.State]int{report.StateGoverned: 4950, report.StateWaiting: 50}}, false, pods), false},
+		{"states by shard, many waiting", ruleWith("platform", &RuleSummary{Matched: 5000, States: map[report.State]int{report.StateGoverned: 10, report.StateWaiting: 101}}, false, pods), true},
 		{"no states yet", ruleWith("platform", &RuleSummary{Matched: PodIndexAfter + 1}, false, pods), true},
 	} {
 		if got := s.indexAhead(r, tt.rule); got != tt.want {

@@ -18,13 +18,3 @@ func ShardOf(uid types.UID, count int) int {
 	_, _ = h.Write([]byte(uid))
 	return int(h.Sum64() % uint64(count))
 }
-
-// Shard describes the part of the managers one sweep handles.
-type Shard struct {
-	// Index is this sweep's shard, from 0 to Count-1.
-	Index int `json:"index"`
-	// Count is the number of shards the managers are split into.
-	Count int `json:"count"`
-	// Skipped counts the managers listed that belong to other shards.
-	Skipped int `json:"skipped"`
-}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/report"
 )
 
 // A namespace that a manager deleted or aims at, or that a rule with a
@@ -51,13 +52,13 @@ type stuckNamespaces struct {
 
 type stuckRead struct {
 	once  sync.Once
-	stuck *Stuck
+	stuck *report.Stuck
 	err   error
 }
 
 // stuck returns why namespace ns, as listed, is stuck at now, or nil while
 // it is not terminating, or not for StuckAfter yet.
-func (s *Sweeper) stuck(ctx context.Context, r *sweepRun, ns namespaceInfo) (*Stuck, error) {
+func (s *Sweeper) stuck(ctx context.Context, r *sweepRun, ns namespaceInfo) (*report.Stuck, error) {
 	if !ns.terminating || ns.deleting.IsZero() || r.now.Sub(ns.deleting) < s.cfg.StuckAfter {
 		return nil, nil
 	}
@@ -79,7 +80,7 @@ func (s *Sweeper) stuck(ctx context.Context, r *sweepRun, ns namespaceInfo) (*St
 // readStuck reads namespace ns whole (a list by name: nsman may list
 // namespaces, not get them) and says why it is stuck; gone meanwhile, it
 // is not.
-func (s *Sweeper) readStuck(ctx context.Context, x *stuckNamespaces, ns namespaceInfo) (*Stuck, error) {
+func (s *Sweeper) readStuck(ctx context.Context, x *stuckNamespaces, ns namespaceInfo) (*report.Stuck, error) {
 	var n *corev1.Namespace
 	if index := s.stuckIndex(ctx, x); index != nil {
 		n = index[ns.name]
@@ -97,7 +98,7 @@ func (s *Sweeper) readStuck(ctx context.Context, x *stuckNamespaces, ns namespac
 	if n == nil || n.UID != ns.uid || n.DeletionTimestamp == nil {
 		return nil, nil
 	}
-	return &Stuck{Since: n.DeletionTimestamp.UTC(), Reasons: stuckReasons(n, func() []string { return s.failingGroups(x) })}, nil
+	return &report.Stuck{Since: n.DeletionTimestamp.UTC(), Reasons: stuckReasons(n, func() []string { return s.failingGroups(x) })}, nil
 }
 
 // stuckIndex is every terminating namespace, listed once past
@@ -167,10 +168,10 @@ func (s *Sweeper) failingGroups(x *stuckNamespaces) []string {
 
 // stuckReasons says what holds namespace n in Terminating, in the order a
 // person would clear it; failing names the API groups discovery fails on.
-func stuckReasons(n *corev1.Namespace, failing func() []string) []StuckReason {
-	var reasons []StuckReason
+func stuckReasons(n *corev1.Namespace, failing func() []string) []report.StuckReason {
+	var reasons []report.StuckReason
 	add := func(reason, msg string) {
-		reasons = append(reasons, StuckReason{Reason: reason, Message: truncate(msg, maxMessage)})
+		reasons = append(reasons, report.StuckReason{Reason: reason, Message: truncate(msg, maxMessage)})
 	}
 	conds := map[corev1.NamespaceConditionType]string{}
 	for _, c := range n.Status.Conditions {
@@ -182,19 +183,19 @@ func stuckReasons(n *corev1.Namespace, failing func() []string) []StuckReason {
 		if groups := failing(); len(groups) > 0 {
 			msg = strings.Join(groups, "; ") + ": the namespace controller finishes deleting no namespace of the cluster until it is available again, or the APIService is deleted"
 		}
-		add(StuckDiscoveryFailure, msg)
+		add(report.StuckDiscoveryFailure, msg)
 	}
 	if msg, ok := conds[corev1.NamespaceDeletionGVParsingFailure]; ok {
-		add(StuckGroupVersionParsingFailure, msg)
+		add(report.StuckGroupVersionParsingFailure, msg)
 	}
 	if msg, ok := conds[corev1.NamespaceDeletionContentFailure]; ok {
-		add(StuckContentFailure, msg)
+		add(report.StuckContentFailure, msg)
 	}
 	if msg, ok := conds[corev1.NamespaceFinalizersRemaining]; ok {
-		add(StuckFinalizersRemaining, msg+": the controller that owns each finalizer (named by its prefix) has not removed it; is it still installed?")
+		add(report.StuckFinalizersRemaining, msg+": the controller that owns each finalizer (named by its prefix) has not removed it; is it still installed?")
 	}
 	if msg, ok := conds[corev1.NamespaceContentRemaining]; ok {
-		add(StuckContentRemaining, msg)
+		add(report.StuckContentRemaining, msg)
 	}
 	own := slices.DeleteFunc(slices.Clone(n.Spec.Finalizers), func(f corev1.FinalizerName) bool { return f == corev1.FinalizerKubernetes })
 	if len(own) > 0 || len(n.Finalizers) > 0 {
@@ -205,33 +206,18 @@ func stuckReasons(n *corev1.Namespace, failing func() []string) []StuckReason {
 		for _, f := range n.Finalizers {
 			names = append(names, "metadata.finalizers "+f)
 		}
-		add(StuckNamespaceFinalizers, "the namespace's own finalizers remain ("+strings.Join(names, ", ")+"): whoever added them must remove them")
+		add(report.StuckNamespaceFinalizers, "the namespace's own finalizers remain ("+strings.Join(names, ", ")+"): whoever added them must remove them")
 	}
 	if len(reasons) == 0 {
-		add(StuckUnknown, "the namespace controller has said nothing of what is left: is kube-controller-manager running?")
+		add(report.StuckUnknown, "the namespace controller has said nothing of what is left: is kube-controller-manager running?")
 	}
 	return reasons
-}
-
-// cause is what identifies why st is stuck: its reasons, not their words,
-// which change with the counts of objects left, and with whatever names a
-// tenant gives the finalizers in its namespace. A sweep writes the status,
-// and an Event, only when it changes.
-func (st *Stuck) cause() string {
-	if st == nil {
-		return ""
-	}
-	reasons := make([]string, 0, len(st.Reasons))
-	for _, r := range st.Reasons {
-		reasons = append(reasons, r.Reason)
-	}
-	return strings.Join(reasons, ",")
 }
 
 // stuckMessage is the entry's message for namespace name, stuck as st
 // says: its reasons named, their words in st (which change with counts of
 // objects left, and would rewrite the status at every sweep).
-func stuckMessage(name string, st *Stuck) string {
+func stuckMessage(name string, st *report.Stuck) string {
 	reasons := make([]string, 0, len(st.Reasons))
 	for _, r := range st.Reasons {
 		reasons = append(reasons, r.Reason)
@@ -243,8 +229,8 @@ func stuckMessage(name string, st *Stuck) string {
 // terminating is the entry of a subject whose target ns is terminating:
 // stuck, when it is, with why. Reading why may fail (unread): the entry
 // says so, and what the record says of it is kept as it was.
-func (s *Sweeper) terminating(ctx context.Context, r *sweepRun, e Entry, ns namespaceInfo, msg string) (_ Entry, unread bool) {
-	e.State, e.Message = StateTargetTerminating, msg
+func (s *Sweeper) terminating(ctx context.Context, r *sweepRun, e report.Entry, ns namespaceInfo, msg string) (_ report.Entry, unread bool) {
+	e.State, e.Message = report.StateTargetTerminating, msg
 	st, err := s.stuck(ctx, r, ns)
 	switch {
 	case err != nil:
@@ -262,12 +248,12 @@ func (s *Sweeper) terminating(ctx context.Context, r *sweepRun, e Entry, ns name
 // A status that still says stuck of a namespace now gone is cleared. The
 // tenancy guards come first: what the status of a manager they refuse says
 // of another namespace is its tenant's word, and no namespace is read for it.
-func (s *Sweeper) deletedTerminating(ctx context.Context, r *sweepRun, m policy.Manager, e Entry, stored Status) (decision, bool) {
+func (s *Sweeper) deletedTerminating(ctx context.Context, r *sweepRun, m policy.Manager, e report.Entry, stored Status) (decision, bool) {
 	if s.refuse(m) != "" {
 		return decision{}, false
 	}
 	last := stored.LastAction
-	deleted := last != nil && last.Action == policy.ActionDelete && last.Result == ResultSucceeded && e.Target != m.Namespace
+	deleted := last != nil && last.Action == policy.ActionDelete && last.Result == report.ResultSucceeded && e.Target != m.Namespace
 	if !deleted && stored.Stuck == nil {
 		return decision{}, false
 	}
@@ -285,7 +271,7 @@ func (s *Sweeper) deletedTerminating(ctx context.Context, r *sweepRun, m policy.
 			return decision{}, false
 		}
 		// Gone: the status says stuck no more.
-		e.State, e.Message = StateDeactivated, "spec.deactivated is true"
+		e.State, e.Message = report.StateDeactivated, "spec.deactivated is true"
 		return decision{manager: m, entry: e, stuckOnly: true}, true
 	}
 	e.Policy, e.Action = last.Policy, last.Action
@@ -296,8 +282,8 @@ func (s *Sweeper) deletedTerminating(ctx context.Context, r *sweepRun, m policy.
 // sameCause is the stuck record to keep, was being stored and now what a
 // sweep found: was while the cause is the same, so that a count of objects
 // left going down rewrites nothing.
-func sameCause(was, now *Stuck) *Stuck {
-	if was != nil && now != nil && was.cause() == now.cause() {
+func sameCause(was, now *report.Stuck) *report.Stuck {
+	if was != nil && now != nil && was.Cause() == now.Cause() {
 		return was
 	}
 	return now

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nsman/nsman/report"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -33,7 +34,7 @@ func TestStuckReasons(t *testing.T) {
 				cond(corev1.NamespaceDeletionDiscoveryFailure, corev1.ConditionTrue, "Discovery failed for some groups, 1 failing: ..."),
 				cond(corev1.NamespaceContentRemaining, corev1.ConditionFalse, "All content successfully removed"),
 			}}},
-			want:  []string{StuckDiscoveryFailure},
+			want:  []string{report.StuckDiscoveryFailure},
 			words: []string{"APIService v1.metrics.example", "finishes deleting no namespace of the cluster until"},
 		},
 		{
@@ -42,7 +43,7 @@ func TestStuckReasons(t *testing.T) {
 				cond(corev1.NamespaceDeletionDiscoveryFailure, corev1.ConditionTrue, "Discovery failed for some groups, 1 failing: x/v1"),
 			}}},
 			none:  true,
-			want:  []string{StuckDiscoveryFailure},
+			want:  []string{report.StuckDiscoveryFailure},
 			words: []string{"Discovery failed for some groups, 1 failing: x/v1"},
 		},
 		{
@@ -51,7 +52,7 @@ func TestStuckReasons(t *testing.T) {
 				cond(corev1.NamespaceContentRemaining, corev1.ConditionTrue, "Some resources are remaining: widgets.example.com has 2 resource instances"),
 				cond(corev1.NamespaceFinalizersRemaining, corev1.ConditionTrue, "Some content in the namespace has finalizers remaining: example.com/hold in 2 resource instances"),
 			}}},
-			want:  []string{StuckFinalizersRemaining, StuckContentRemaining},
+			want:  []string{report.StuckFinalizersRemaining, report.StuckContentRemaining},
 			words: []string{"example.com/hold in 2 resource instances", "named by its prefix", "widgets.example.com has 2"},
 		},
 		{
@@ -60,20 +61,20 @@ func TestStuckReasons(t *testing.T) {
 				cond(corev1.NamespaceDeletionContentFailure, corev1.ConditionTrue, "Failed to delete all resource types, 1 remaining: forbidden"),
 				cond(corev1.NamespaceDeletionGVParsingFailure, corev1.ConditionTrue, "bad group version"),
 			}}},
-			want:  []string{StuckGroupVersionParsingFailure, StuckContentFailure},
+			want:  []string{report.StuckGroupVersionParsingFailure, report.StuckContentFailure},
 			words: []string{"forbidden", "bad group version"},
 		},
 		{
 			name: "finalizers of its own",
 			ns: corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Finalizers: []string{"example.com/meta"}},
 				Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes, "example.com/spec"}}},
-			want:  []string{StuckNamespaceFinalizers},
+			want:  []string{report.StuckNamespaceFinalizers},
 			words: []string{"spec.finalizers example.com/spec, metadata.finalizers example.com/meta"},
 		},
 		{
 			name:  "nothing said",
 			ns:    corev1.Namespace{Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes}}},
-			want:  []string{StuckUnknown},
+			want:  []string{report.StuckUnknown},
 			words: []string{"kube-controller-manager"},
 		},
 	}
@@ -101,7 +102,7 @@ func TestStuckReasons(t *testing.T) {
 					t.Errorf("messages %q lack %q", all.String(), w)
 				}
 			}
-			if discovery := tt.want[0] == StuckDiscoveryFailure; (asked > 0) != discovery {
+			if discovery := tt.want[0] == report.StuckDiscoveryFailure; (asked > 0) != discovery {
 				t.Errorf("discovery asked %d times; want it asked only for a discovery failure", asked)
 			}
 		})
@@ -110,24 +111,24 @@ func TestStuckReasons(t *testing.T) {
 
 func TestStuckCauseIgnoresCounts(t *testing.T) {
 	since := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
-	stuck := func(msg string, reason string) *Stuck {
-		return &Stuck{Since: since, Reasons: []StuckReason{{Reason: reason, Message: msg}}}
+	stuck := func(msg string, reason string) *report.Stuck {
+		return &report.Stuck{Since: since, Reasons: []report.StuckReason{{Reason: reason, Message: msg}}}
 	}
-	was := stuck("example.com/hold in 3 resource instances", StuckFinalizersRemaining)
-	if got := sameCause(was, stuck("example.com/hold in 1 resource instances", StuckFinalizersRemaining)); got != was {
+	was := stuck("example.com/hold in 3 resource instances", report.StuckFinalizersRemaining)
+	if got := sameCause(was, stuck("example.com/hold in 1 resource instances", report.StuckFinalizersRemaining)); got != was {
 		t.Errorf("fewer objects left: kept %+v, want the record as stored", got)
 	}
-	if got := sameCause(was, stuck("example.com/renamed in 1 resource instances", StuckFinalizersRemaining)); got != was {
+	if got := sameCause(was, stuck("example.com/renamed in 1 resource instances", report.StuckFinalizersRemaining)); got != was {
 		t.Errorf("a finalizer renamed (a tenant may, at every sweep): kept %+v, want the record as stored", got)
 	}
-	other := stuck("widgets.example.com has 1 resource instances", StuckContentRemaining)
+	other := stuck("widgets.example.com has 1 resource instances", report.StuckContentRemaining)
 	if got := sameCause(was, other); got != other {
 		t.Errorf("another reason: kept %+v, want the new cause", got)
 	}
 	if got := sameCause(was, nil); got != nil {
 		t.Errorf("not stuck any more: kept %+v, want none", got)
 	}
-	if (*Stuck)(nil).cause() != "" {
+	if (*report.Stuck)(nil).Cause() != "" {
 		t.Error("no stuck record has a cause")
 	}
 }
@@ -138,11 +139,11 @@ func TestStuckCauseIgnoresCounts(t *testing.T) {
 // namespace past the first 10 is told once it is listed.
 func TestRuleKeepsStuck(t *testing.T) {
 	since := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
-	entries := func(n int, count string) []Entry {
-		var out []Entry
+	entries := func(n int, count string) []report.Entry {
+		var out []report.Entry
 		for i := range n {
-			out = append(out, Entry{Target: fmt.Sprintf("ns-%02d", i), State: StateTargetTerminating,
-				Stuck: &Stuck{Since: since, Reasons: []StuckReason{{Reason: StuckContentRemaining, Message: "widgets has " + count + " resource instances"}}}})
+			out = append(out, report.Entry{Target: fmt.Sprintf("ns-%02d", i), State: report.StateTargetTerminating,
+				Stuck: &report.Stuck{Since: since, Reasons: []report.StuckReason{{Reason: report.StuckContentRemaining, Message: "widgets has " + count + " resource instances"}}}})
 		}
 		return out
 	}
@@ -203,7 +204,7 @@ func TestStuckNamespacesReadOnceWhenMany(t *testing.T) {
 	r := &sweepRun{now: now}
 	for _, ns := range infos {
 		st, err := s.stuck(t.Context(), r, ns)
-		if err != nil || st == nil || st.cause() != StuckNamespaceFinalizers || !st.Since.Equal(deleted.UTC()) {
+		if err != nil || st == nil || st.Cause() != report.StuckNamespaceFinalizers || !st.Since.Equal(deleted.UTC()) {
 			t.Fatalf("%s: %+v, %v; want it stuck on its own finalizer", ns.name, st, err)
 		}
 	}

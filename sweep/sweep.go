@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/report"
 )
 
 // ErrInterrupted means the sweep was stopped (SIGTERM, say) before it got to
@@ -31,11 +32,11 @@ var ErrNotInstalled = errors.New("the NamespaceManager CRD (namespacemanagers.k8
 // and never stop the sweep. The error is for a sweep that could not run at
 // all (no API server, CRD not installed), or ErrInterrupted, with the Report
 // of what it did, when ctx was cancelled before it got to every manager.
-func (s *Sweeper) Run(ctx context.Context) (Report, error) {
+func (s *Sweeper) Run(ctx context.Context) (report.Report, error) {
 	began := time.Now()
 	status, err := s.statusLocation()
 	if err != nil {
-		return Report{}, err
+		return report.Report{}, err
 	}
 	r := &sweepRun{status: status, stop: ctx, governed: map[string][]governor{}, pairSlots: make(chan struct{}, s.cfg.Concurrency),
 		share: newFairShare(s.cfg.MaxActions, s.cfg.SweepID)}
@@ -59,9 +60,9 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	if l.err != nil && interrupted == nil && !l.any {
 		// Nothing was listed: the sweep could not run at all.
 		if apierrors.IsNotFound(l.err) {
-			return Report{}, ErrNotInstalled
+			return report.Report{}, ErrNotInstalled
 		}
-		return Report{}, fmt.Errorf("list NamespaceManagers: %w", l.err)
+		return report.Report{}, fmt.Errorf("list NamespaceManagers: %w", l.err)
 	}
 	if !l.any {
 		r.now = s.now()
@@ -69,12 +70,12 @@ func (s *Sweeper) Run(ctx context.Context) (Report, error) {
 	if l.everyManager != nil && interrupted == nil {
 		l.stale = s.removeStaleRecords(work, r, l.everyManager)
 	}
-	report := s.report(r, l, began)
-	report.Summary.MissingTrusted = s.missingTrusted(work, r)
+	rep := s.report(r, l, began)
+	rep.Summary.MissingTrusted = s.missingTrusted(work, r)
 	if interrupted != nil {
-		return report, fmt.Errorf("%w: %w", ErrInterrupted, interrupted)
+		return rep, fmt.Errorf("%w: %w", ErrInterrupted, interrupted)
 	}
-	return report, nil
+	return rep, nil
 }
 
 // sweepRun is the state of one Run.
@@ -127,10 +128,10 @@ type sweepRun struct {
 	notifySent, notifyFailed atomic.Int64
 
 	mu      sync.Mutex
-	entries []Entry
+	entries []report.Entry
 }
 
-func (r *sweepRun) add(entries ...Entry) {
+func (r *sweepRun) add(entries ...report.Entry) {
 	r.mu.Lock()
 	r.entries = append(r.entries, entries...)
 	r.mu.Unlock()
@@ -155,7 +156,7 @@ func (s *Sweeper) startWorkers(ctx, work context.Context, r *sweepRun) *queue {
 	for range s.cfg.Concurrency {
 		evaluating.Go(func() {
 			for l := range q.jobs {
-				var entries []Entry
+				var entries []report.Entry
 				switch {
 				case ctx.Err() != nil:
 					entries = s.unhandled(l)
@@ -172,7 +173,7 @@ func (s *Sweeper) startWorkers(ctx, work context.Context, r *sweepRun) *queue {
 								d = s.evaluateManager(work, r, l.obj, rec.stored)
 								d.granted = true
 							}
-							s.done(work, r, []Entry{s.carryOut(work, r, rec, d)})
+							s.done(work, r, []report.Entry{s.carryOut(work, r, rec, d)})
 						})
 						continue
 					}
@@ -180,7 +181,7 @@ func (s *Sweeper) startWorkers(ctx, work context.Context, r *sweepRun) *queue {
 						q.hooks.put(hookJob{l: l, rec: rec, d: d})
 						continue
 					}
-					entries = []Entry{s.carryOut(work, r, rec, d)}
+					entries = []report.Entry{s.carryOut(work, r, rec, d)}
 				}
 				s.done(work, r, entries)
 			}
@@ -191,7 +192,7 @@ func (s *Sweeper) startWorkers(ctx, work context.Context, r *sweepRun) *queue {
 			for job, ok := q.hooks.take(); ok; job, ok = q.hooks.take() {
 				entries := s.unhandled(job.l)
 				if ctx.Err() == nil {
-					entries = []Entry{s.carryOut(work, r, job.rec, job.d)}
+					entries = []report.Entry{s.carryOut(work, r, job.rec, job.d)}
 				}
 				s.done(work, r, entries)
 			}
@@ -205,7 +206,7 @@ func (s *Sweeper) startWorkers(ctx, work context.Context, r *sweepRun) *queue {
 }
 
 // done logs and reports entries.
-func (s *Sweeper) done(ctx context.Context, r *sweepRun, entries []Entry) {
+func (s *Sweeper) done(ctx context.Context, r *sweepRun, entries []report.Entry) {
 	for _, e := range entries {
 		s.logDecision(ctx, e)
 	}
@@ -359,48 +360,48 @@ func (s *Sweeper) queueRules(ctx context.Context, r *sweepRun, l *listing, q *qu
 }
 
 // report is the Report of run r.
-func (s *Sweeper) report(r *sweepRun, l listing, began time.Time) Report {
-	slices.SortFunc(r.entries, func(a, b Entry) int {
+func (s *Sweeper) report(r *sweepRun, l listing, began time.Time) report.Report {
+	slices.SortFunc(r.entries, func(a, b report.Entry) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Target, b.Target))
 	})
-	report := Report{Version: ReportVersion, Entries: r.entries, Summary: Summary{
+	rep := report.Report{Version: report.ReportVersion, Entries: r.entries, Summary: report.Summary{
 		Now:             r.now.UTC(),
 		DryRun:          s.cfg.DryRun,
 		Managers:        len(r.entries),
-		States:          map[State]int{},
+		States:          map[report.State]int{},
 		Requests:        s.clients.Observer.Requests(),
 		DurationSeconds: time.Since(began).Seconds(),
 		StaleRecords:    l.stale.removed,
 	}}
-	report.Summary.StaleRecordsLeft = l.stale.left
+	rep.Summary.StaleRecordsLeft = l.stale.left
 	if l.err != nil && r.stop.Err() == nil {
-		report.Summary.ListError = fmt.Sprintf("list NamespaceManagers: %v", l.err)
+		rep.Summary.ListError = fmt.Sprintf("list NamespaceManagers: %v", l.err)
 	}
 	if s.notifier != nil {
-		report.Summary.Notifications = map[string]int{"sent": int(r.notifySent.Load()), "failed": int(r.notifyFailed.Load())}
+		rep.Summary.Notifications = map[string]int{"sent": int(r.notifySent.Load()), "failed": int(r.notifyFailed.Load())}
 	}
 	if s.cfg.ShardCount > 1 {
-		report.Summary.Shard = &Shard{Index: s.cfg.ShardIndex, Count: s.cfg.ShardCount, Skipped: l.skipped}
+		rep.Summary.Shard = &report.Shard{Index: s.cfg.ShardIndex, Count: s.cfg.ShardCount, Skipped: l.skipped}
 	}
 	stuck := map[string]bool{}
 	for _, e := range r.entries {
-		report.Summary.States[e.State]++
+		rep.Summary.States[e.State]++
 		if e.Stuck != nil {
 			stuck[e.Target] = true
 		}
 		if e.Reclaimed != nil {
-			if report.Summary.Reclaimed == nil {
-				report.Summary.Reclaimed = &Reclaimed{}
+			if rep.Summary.Reclaimed == nil {
+				rep.Summary.Reclaimed = &report.Reclaimed{}
 			}
-			report.Summary.Reclaimed.add(*e.Reclaimed)
+			rep.Summary.Reclaimed.Add(*e.Reclaimed)
 		}
 	}
-	report.Summary.ReclaimUnknown = int(r.reclaimUnknown.Load())
+	rep.Summary.ReclaimUnknown = int(r.reclaimUnknown.Load())
 	if r.frozen {
-		report.Summary.FrozenUntil = timePtr(r.frozenUntil)
+		rep.Summary.FrozenUntil = timePtr(r.frozenUntil)
 	}
-	report.Summary.Stuck = len(stuck)
-	return report
+	rep.Summary.Stuck = len(stuck)
+	return rep
 }
 
 // missingTrusted is the trusted namespaces that do not exist, from the
@@ -467,12 +468,12 @@ func shielding(governors []governor) string {
 
 // unhandled is the report of a manager an interrupted sweep did not
 // handle: its entry, or a rule's, from the shard that owns the rule.
-func (s *Sweeper) unhandled(l listed) []Entry {
-	e := Entry{Namespace: l.obj.GetNamespace(), Name: l.obj.GetName(), Rule: isRule(l.obj)}
+func (s *Sweeper) unhandled(l listed) []report.Entry {
+	e := report.Entry{Namespace: l.obj.GetNamespace(), Name: l.obj.GetName(), Rule: isRule(l.obj)}
 	if e.Rule && ShardOf(l.obj.GetUID(), s.cfg.ShardCount) != s.cfg.ShardIndex {
 		return nil
 	}
-	return []Entry{notReached(e, "it got to this manager")}
+	return []report.Entry{notReached(e, "it got to this manager")}
 }
 
 // statusLocation asks the API server whether NamespaceManagers have a
@@ -571,12 +572,12 @@ func (s *Sweeper) namespaces(ctx context.Context, r *sweepRun) (map[string]names
 
 // logDecision logs one line per entry with stable keys; what changes
 // nothing (waiting, deactivated, done, governed) at debug level.
-func (s *Sweeper) logDecision(ctx context.Context, e Entry) {
+func (s *Sweeper) logDecision(ctx context.Context, e report.Entry) {
 	level := slog.LevelInfo
 	switch e.State {
-	case StateFailed:
+	case report.StateFailed:
 		level = slog.LevelError
-	case StateWaiting, StateDeactivated, StateDone, StateGoverned:
+	case report.StateWaiting, report.StateDeactivated, report.StateDone, report.StateGoverned:
 		level = slog.LevelDebug
 	}
 	if !s.log.Enabled(ctx, level) {
@@ -598,7 +599,7 @@ func (s *Sweeper) logDecision(ctx context.Context, e Entry) {
 		attrs = append(attrs, slog.String("reclaimed", e.Reclaimed.String()))
 	}
 	if e.Stuck != nil {
-		attrs = append(attrs, slog.String("stuck", e.Stuck.cause()))
+		attrs = append(attrs, slog.String("stuck", e.Stuck.Cause()))
 	}
 	if e.Due != nil {
 		attrs = append(attrs, slog.Time("due", *e.Due))

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/webhook"
 )
 
@@ -17,7 +18,7 @@ import (
 // fired (and so tell no notification).
 type writer interface {
 	// done is the state of an action carried out through the writer.
-	done() State
+	done() report.State
 	// patchManager applies a patch to a NamespaceManager or, with a
 	// subresource, to its status.
 	patchManager(ctx context.Context, namespace, name string, patch apiPatch) error
@@ -65,7 +66,7 @@ func (w *apiWriter) patchManager(ctx context.Context, namespace, name string, pa
 	return req.Body(patch.body).Do(ctx).Error()
 }
 
-func (w *apiWriter) done() State { return StateFired }
+func (w *apiWriter) done() report.State { return report.StateFired }
 
 func (w *apiWriter) patchNamespace(ctx context.Context, name string, patch apiPatch) error {
 	_, err := w.clients.Kube.CoreV1().Namespaces().Patch(ctx, name, patch.patchType(), patch.body, metav1.PatchOptions{})
@@ -109,7 +110,7 @@ func (w *apiWriter) event(ctx context.Context, ev *eventsv1.Event) error {
 // dryRunWriter sends nothing: a dry run makes no mutating request at all.
 type dryRunWriter struct{}
 
-func (dryRunWriter) done() State                                                      { return StatePlanned }
+func (dryRunWriter) done() report.State                                               { return report.StatePlanned }
 func (dryRunWriter) patchManager(context.Context, string, string, apiPatch) error     { return nil }
 func (dryRunWriter) patchNamespace(context.Context, string, apiPatch) error           { return nil }
 func (dryRunWriter) deleteNamespace(context.Context, string, types.UID, string) error { return nil }

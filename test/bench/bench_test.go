@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -110,7 +110,7 @@ func TestBenchmarks(t *testing.T) {
 	if got := flags["concurrency"]; got != strconv.Itoa(floorConcurrency) {
 		t.Fatalf("nsman sweep --concurrency defaults to %q, the floors run %d workers (sweep.DefaultConcurrency)", got, floorConcurrency)
 	}
-	rep := report{Sizes: sizes, Due: due, Began: time.Now(), Tree: tree, AllowModified: allowModified,
+	rep := benchRun{Sizes: sizes, Due: due, Began: time.Now(), Tree: tree, AllowModified: allowModified,
 		Nsman: version, Flags: flags, GoPkgs: goPkgs, Partial: partial}
 	if len(goPkgs) > 0 {
 		if rep.GoBench, err = goBenchmarks(t.Context(), root, goPkgs); err != nil {
@@ -319,7 +319,7 @@ func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 			t.Fatal(err)
 		}
 		m := finalized(set, s.measureSweep(deleteSweepLabel(due), "-l", only(set)))
-		if got := m.States[sweep.StateFired]; got != due {
+		if got := m.States[report.StateFired]; got != due {
 			t.Errorf("N=%d: DELETE sweep %d fired %d, want %d (%v)", n, r, got, due, m.States)
 		}
 		if reclaimReads(m) == 0 {
@@ -332,7 +332,7 @@ func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 			t.Fatal(err)
 		}
 		m = finalized(set, s.measureSweep(noReclaimLabel(due), "-l", only(set), "--reclaim=false"))
-		if got := m.States[sweep.StateFired]; got != due {
+		if got := m.States[report.StateFired]; got != due {
 			t.Errorf("N=%d: DELETE sweep %d with --reclaim=false fired %d, want %d (%v)", n, r, got, due, m.States)
 		}
 		if got := reclaimReads(m); got != 0 {
@@ -356,7 +356,7 @@ func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 	// Diagnostic: the same sweep without client-side throttling, to tell
 	// nsman's default --qps and --burst from the rest of its cost.
 	fast := finalized(setDueUnthrottled, s.sweepRow(unthrottledLabel(due), "-l", only(seeded(setDueUnthrottled)), "--qps", "100000", "--burst", "100000"))
-	if got := fast.States[sweep.StateFired]; got != due {
+	if got := fast.States[report.StateFired]; got != due {
 		t.Errorf("N=%d: unthrottled DELETE sweep fired %d, want %d (%v)", n, got, due, fast.States)
 	}
 	// The same DELETE sweep split among 2 and 4 shards run side by side.
@@ -377,7 +377,7 @@ func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 		}
 		wg.Wait()
 		m := measurement{What: shardsLabel(due, shards), Wall: time.Since(start),
-			HTTP: map[string]int{}, States: map[sweep.State]int{}}
+			HTTP: map[string]int{}, States: map[report.State]int{}}
 		var per []string
 		for i, run := range runs {
 			if errs[i] != nil {
@@ -393,13 +393,13 @@ func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 			for k, v := range run.Summary.States {
 				m.States[k] += v
 			}
-			per = append(per, fmt.Sprintf("%d fired in %.2f s", run.Summary.States[sweep.StateFired], run.Wall.Seconds()))
+			per = append(per, fmt.Sprintf("%d fired in %.2f s", run.Summary.States[report.StateFired], run.Wall.Seconds()))
 		}
 		m.Note = "shards: " + strings.Join(per, "; ")
-		if got := m.States[sweep.StateFired]; got != due {
+		if got := m.States[report.StateFired]; got != due {
 			t.Errorf("N=%d, %d shards: fired %d, want %d (%v)", n, shards, got, due, m.States)
 		}
-		if got := m.States[sweep.StateWaiting]; got != n {
+		if got := m.States[report.StateWaiting]; got != n {
 			t.Errorf("N=%d, %d shards: %d waiting, want each of the %d background managers once (%v)", n, shards, got, n, m.States)
 		}
 		s.record(finalized(set, m))

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/report"
 )
 
 // The tests in this file need no control plane: they check what the
@@ -35,8 +35,8 @@ func syntheticRows(n, due int, delWrites map[string]int, load string) []measurem
 		}
 		return m
 	}
-	waiting := map[sweep.State]int{sweep.StateWaiting: n}
-	fired := map[sweep.State]int{sweep.StateWaiting: n, sweep.StateFired: due}
+	waiting := map[report.State]int{report.StateWaiting: n}
+	fired := map[report.State]int{report.StateWaiting: n, report.StateFired: due}
 	runs := func(a, b, c float64) []time.Duration { return []time.Duration{s(a), s(b), s(c)} }
 	rows := []measurement{
 		{What: "nsman sweep, first (records status)", Wall: s(2), Audited: with(map[string]int{"patch namespacemanagers/status": n}), MaxRSS: 30 << 10, States: waiting},
@@ -63,11 +63,11 @@ func syntheticRows(n, due int, delWrites map[string]int, load string) []measurem
 func syntheticRules(n, due int, delWrites map[string]int) []measurement {
 	s := func(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
 	rows := []measurement{
-		{What: "nsman sweep, first (records the rule's status)", Wall: s(1), Audited: map[string]int{"patch namespacemanagers/status": 1}, MaxRSS: 50 << 10, States: map[sweep.State]int{sweep.StateWaiting: n}},
+		{What: "nsman sweep, first (records the rule's status)", Wall: s(1), Audited: map[string]int{"patch namespacemanagers/status": 1}, MaxRSS: 50 << 10, States: map[report.State]int{report.StateWaiting: n}},
 		{What: readFloorLabel, Wall: s(0.25), Audited: map[string]int{"list namespaces": 21}},
 		{What: "floor + paged LIST of pods not succeeded", Wall: s(0.45), Audited: map[string]int{"list namespaces": 21, "list pods": 21}},
-		{What: noopLabel, Wall: s(0.5), Audited: map[string]int{"list namespaces": 21, "list pods": 21}, MaxRSS: 55 << 10, States: map[sweep.State]int{sweep.StateWaiting: n}},
-		{What: deleteSweepLabel(due), Wall: s(4), Audited: delWrites, MaxRSS: 56 << 10, States: map[sweep.State]int{sweep.StateFired: due, sweep.StateWaiting: n - due}},
+		{What: noopLabel, Wall: s(0.5), Audited: map[string]int{"list namespaces": 21, "list pods": 21}, MaxRSS: 55 << 10, States: map[report.State]int{report.StateWaiting: n}},
+		{What: deleteSweepLabel(due), Wall: s(4), Audited: delWrites, MaxRSS: 56 << 10, States: map[report.State]int{report.StateFired: due, report.StateWaiting: n - due}},
 		{What: ruleWriteFloorLabel(due), Wall: s(2), Audited: map[string]int{"patch namespaces": due, "delete namespaces": due}},
 	}
 	for i := range rows {
@@ -96,7 +96,7 @@ func syntheticIdle(n int, noop float64) []measurement {
 		}
 		return out
 	}
-	waiting := map[sweep.State]int{sweep.StateWaiting: n}
+	waiting := map[report.State]int{report.StateWaiting: n}
 	rows := []measurement{
 		{What: "nsman sweep, first (records status)", Wall: s(2), Audited: with(lists, activity(33), map[string]int{"patch namespacemanagers/status": n}), MaxRSS: 36 << 10, States: waiting},
 		{What: readFloorLabel, Wall: s(0.2), Audited: lists, Runs: []time.Duration{s(0.2), s(0.21), s(0.19)}},
@@ -110,9 +110,9 @@ func syntheticIdle(n int, noop float64) []measurement {
 	return rows
 }
 
-func syntheticReport(delWrites map[string]int, tree treeState) report {
+func syntheticReport(delWrites map[string]int, tree treeState) benchRun {
 	const due = 1000
-	rep := report{
+	rep := benchRun{
 		Sizes: []int{1000, 10000}, Due: due, KubeVersion: "v1.36.3", Began: time.Date(2026, 11, 24, 3, 0, 0, 0, time.UTC),
 		Tree: tree, Nsman: "nsman " + tree.Describe + " go1.26.8 linux/amd64",
 		Flags:   map[string]string{"concurrency": "16", "qps": "500", "burst": "1000"},
@@ -280,7 +280,7 @@ func TestRenderOnePart(t *testing.T) {
 	managers.Rules, managers.Idle, managers.Sizes, managers.Rows = nil, nil, []int{1000}, full.Rows[:len(full.Rows)/2]
 	idle := full
 	idle.Rows, idle.Rules, idle.Sizes, idle.Partial = nil, nil, nil, []string{"NSMAN_BENCH_ONLY=idle"}
-	for name, rep := range map[string]report{"rules": rules, "managers at 1000": managers, "idle": idle} {
+	for name, rep := range map[string]benchRun{"rules": rules, "managers at 1000": managers, "idle": idle} {
 		doc := render(rep)
 		for _, not := range []string{"\n\n\n", "NaN", "Inf", "%!"} {
 			if strings.Contains(doc, not) {
@@ -451,7 +451,7 @@ func TestRenderIdle(t *testing.T) {
 func syntheticHostile(rss int64) []measurement {
 	return []measurement{{N: hostileManagers, What: hostileSweepLabel(), Wall: 9 * time.Second, MaxRSS: rss,
 		Audited: map[string]int{"list namespacemanagers": 2, "list jobs": 1, "delete namespaces": 40},
-		States:  map[sweep.State]int{sweep.StateWaiting: hostileManagers, sweep.StateFired: hostileRuleNamespaces}}}
+		States:  map[report.State]int{report.StateWaiting: hostileManagers, report.StateFired: hostileRuleNamespaces}}}
 }
 
 // The hostile tenant's part has a section of its own, after the IDLE

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 )
 
@@ -91,10 +92,10 @@ func measureHostile(t *testing.T, bin string) ([]measurement, string) {
 		t.Fatal(err)
 	}
 	m := s.sweepRow(hostileSweepLabel(), "--trusted-namespaces", hostileRulesNamespace)
-	if got := m.States[sweep.StateWaiting]; got != hostileManagers {
+	if got := m.States[report.StateWaiting]; got != hostileManagers {
 		t.Errorf("hostile tenant: %d waiting, want its %d managers (%v)", got, hostileManagers, m.States)
 	}
-	if got := m.States[sweep.StateFired]; got != hostileRuleNamespaces {
+	if got := m.States[report.StateFired]; got != hostileRuleNamespaces {
 		t.Errorf("hostile tenant: the rule fired on %d namespaces, want %d (%v)", got, hostileRuleNamespaces, m.States)
 	}
 	// What the row is for: the managers' checks read the Jobs, and what

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 )
 
@@ -119,7 +120,7 @@ func measureIdle(t *testing.T, bin string, n int) ([]measurement, string) {
 	}
 	first := s.sweepRow("nsman sweep, first (records status)")
 	inTime(first)
-	if got := first.States[sweep.StateWaiting]; got != n {
+	if got := first.States[report.StateWaiting]; got != n {
 		t.Errorf("N=%d first sweep: %d waiting, want %d (%v)", n, got, n, first.States)
 	}
 	if err := countedRevisions(ctx, s, oldest, idle); err != nil {

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
@@ -58,7 +59,7 @@ type measurement struct {
 	// times in the order run.
 	Runs []time.Duration
 	// States counts the managers by state, for sweeps.
-	States map[sweep.State]int
+	States map[report.State]int
 	Note   string
 	// Load is the 1-minute load average after the measurement.
 	Load string
@@ -381,7 +382,7 @@ type sweepRun struct {
 	Wall    time.Duration
 	MaxRSS  int64
 	Code    int
-	Summary sweep.Summary
+	Summary report.Summary
 	Stderr  string
 }
 
@@ -397,13 +398,13 @@ func runSweep(ctx context.Context, command []string, kubeconfig string, args ...
 	if err != nil {
 		return run, fmt.Errorf("nsman %s: %w; stderr:\n%s", strings.Join(all[1:], " "), err, tail(run.Stderr, 2000))
 	}
-	var report struct {
-		Summary sweep.Summary `json:"summary"`
+	var out struct {
+		Summary report.Summary `json:"summary"`
 	}
-	if err := json.Unmarshal(stdout.Bytes(), &report); err != nil {
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
 		return run, fmt.Errorf("nsman %s: exit %d, report not JSON (%v); stderr:\n%s", strings.Join(all[1:], " "), run.Code, err, tail(run.Stderr, 2000))
 	}
-	run.Summary = report.Summary
+	run.Summary = out.Summary
 	return run, nil
 }
 
@@ -580,7 +581,7 @@ func (s *session) noop(what string, args ...string) measurement {
 	if w := m.writes(); w != 0 {
 		s.t.Errorf("N=%d %s: %d write requests: %s", s.n, what, w, describe(m.Audited))
 	}
-	if got := m.States[sweep.StateWaiting]; got != s.n {
+	if got := m.States[report.StateWaiting]; got != s.n {
 		s.t.Errorf("N=%d %s: %d waiting, want %d (%v)", s.n, what, got, s.n, m.States)
 	}
 	return m

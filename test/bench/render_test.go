@@ -9,14 +9,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nsman/nsman/report"
+
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
-// report is everything a run measured and what it measured it on: render
+// benchRun is everything a run measured and what it measured it on: render
 // writes BENCHMARKS.md from it, and from nothing else.
-type report struct {
+type benchRun struct {
 	// Rows are the managers' part, for each of Sizes; Rules the rule's;
 	// Idle the part with half the managers IDLE (issue 25), for each size
 	// it measured; Hostile the hostile tenant's (issue 31).
@@ -196,7 +198,7 @@ func sizesOf(rows []measurement) []int {
 }
 
 // render writes BENCHMARKS.md: every figure in it comes from rep.
-func render(rep report) string {
+func render(rep benchRun) string {
 	parts := numbered(rep.Rows, rep.Rules, rep.Idle, rep.Hostile)
 	rows, rules, idle, hostile := parts[0], parts[1], parts[2], parts[3]
 	idleSizes := sizesOf(idle)
@@ -275,7 +277,7 @@ func render(rep report) string {
 }
 
 // header writes the title, the commit measured and the machine.
-func header(b *strings.Builder, rep report) {
+func header(b *strings.Builder, rep benchRun) {
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	p("# nsman benchmarks\n\n")
 	by := "`" + Command + "`"
@@ -306,7 +308,7 @@ func header(b *strings.Builder, rep report) {
 }
 
 // method describes the managers' part and what is common to both.
-func method(b *strings.Builder, rep report) {
+func method(b *strings.Builder, rep benchRun) {
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	due := rep.Due
 	flags := func(names ...string) string {
@@ -508,7 +510,7 @@ func writesOf(m measurement, per int) (each map[string]int, eachTotal int, besid
 // nsman fired, or the floor's targets.
 func perDue(m measurement, due int) int {
 	if m.States != nil {
-		return m.States[sweep.StateFired]
+		return m.States[report.StateFired]
 	}
 	return due
 }
@@ -696,7 +698,7 @@ func sharding(b *strings.Builder, rows rowSet, sizes []int, due int) {
 	p("| N | shards | row | wall | speed-up | requests | reads | writes | peak RSS of a shard | fired per shard |\n|---:|---:|---|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, n := range sizes {
 		one := rows.must(n, deleteSweepLabel(due))
-		p("| %d | 1 | %s | %s | 1.0× | %d | %d | %d | %s | %d |\n", n, one.ref(), sec(one.Wall), one.total(), one.reads(), one.writes(), mib(one.MaxRSS), one.States[sweep.StateFired])
+		p("| %d | 1 | %s | %s | 1.0× | %d | %d | %d | %s | %d |\n", n, one.ref(), sec(one.Wall), one.total(), one.reads(), one.writes(), mib(one.MaxRSS), one.States[report.StateFired])
 		for _, shards := range shardCounts {
 			m, ok := rows.get(n, shardsLabel(due, shards))
 			if !ok {
@@ -710,7 +712,7 @@ func sharding(b *strings.Builder, rows rowSet, sizes []int, due int) {
 
 // analysis writes what the rows say, each figure computed from the rows it
 // cites.
-func analysis(b *strings.Builder, rep report, rows, rules, idle, hostile rowSet, targets []target) {
+func analysis(b *strings.Builder, rep benchRun, rows, rules, idle, hostile rowSet, targets []target) {
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	due := rep.Due
 	p("\n## Analysis\n\n")

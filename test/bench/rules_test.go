@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 )
 
@@ -107,10 +108,10 @@ func measureRules(t *testing.T, bin string, n, due int) ([]measurement, string) 
 		m := s.measureSweep(deleteSweepLabel(due), trusted...)
 		// The namespaces deleted in earlier rounds are terminating, which
 		// no rule matches.
-		if got, want := m.States[sweep.StateFired], due; got != want {
+		if got, want := m.States[report.StateFired], due; got != want {
 			t.Errorf("rule over %d: DELETE sweep %d fired %d, want %d (%v)", n, r, got, want, m.States)
 		}
-		if got, want := m.States[sweep.StateWaiting], n-(r+1)*due; got != want {
+		if got, want := m.States[report.StateWaiting], n-(r+1)*due; got != want {
 			t.Errorf("rule over %d: DELETE sweep %d left %d waiting, want %d (%v)", n, r, got, want, m.States)
 		}
 		dels = append(dels, m)

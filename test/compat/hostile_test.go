@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
@@ -62,13 +63,13 @@ func TestHostileManagers(t *testing.T) {
 	}
 	// The hostile managers the sweep met, as its report has them.
 	faults := 0
-	if got := res.Entry(t, many, many); got.State != sweep.StateWaiting || len(got.Conditions) != 1000 {
+	if got := res.Entry(t, many, many); got.State != report.StateWaiting || len(got.Conditions) != 1000 {
 		t.Errorf("manager with 1,000 policies: %s with %d conditions, want waiting on all 1,000", got.State, len(got.Conditions))
 	} else {
 		faults++
 	}
 	invalid := res.Entry(t, huge, huge)
-	if invalid.State != sweep.StateInvalid || len(invalid.Problems) == 0 {
+	if invalid.State != report.StateInvalid || len(invalid.Problems) == 0 {
 		t.Fatalf("manager with a 1 MiB label: %s %v, want invalid", invalid.State, invalid.Problems)
 	}
 	faults++
@@ -77,7 +78,7 @@ func TestHostileManagers(t *testing.T) {
 			t.Errorf("a problem of %d bytes", len(p))
 		}
 	}
-	if got := res.Entry(t, due, due); got.State != sweep.StateFired {
+	if got := res.Entry(t, due, due); got.State != report.StateFired {
 		t.Errorf("ordinary manager: %s (%s), want fired", got.State, got.Message)
 	}
 	if len(res.Stderr) > 64<<10 {
@@ -114,7 +115,7 @@ type hostileCase struct {
 	what            string
 	namespace, name string
 	obj             *unstructured.Unstructured
-	want            sweep.State
+	want            report.State
 	// mention is a field path or phrase the message or a problem must hold.
 	mention string
 }
@@ -199,7 +200,7 @@ func TestHostileManagersInOneSweep(t *testing.T) {
 
 	// kinds build the i-th case in namespace home.
 	type kind func(c *hostileCase, home string, i int)
-	untrusted := func(what, name, target string, policy map[string]any, want sweep.State, mention string) kind {
+	untrusted := func(what, name, target string, policy map[string]any, want report.State, mention string) kind {
 		return func(c *hostileCase, home string, _ int) {
 			c.what, c.namespace, c.name, c.want, c.mention = what, home, cmp.Or(name, home), want, mention
 			if c.mention == "" {
@@ -212,26 +213,26 @@ func TestHostileManagersInOneSweep(t *testing.T) {
 		}
 	}
 	kinds := []kind{
-		untrusted("targets another namespace by spec.namespace", "", victim, deleteNow, sweep.StateForbidden, ""),
-		untrusted("targets another namespace by its name", victim, "", deleteNow, sweep.StateForbidden, ""),
-		untrusted("is named after a protected namespace", "kube-system", "", deleteNow, sweep.StateForbidden, "namespace kube-system is protected"),
-		untrusted("targets a protected namespace by spec.namespace", "", "default", deleteNow, sweep.StateForbidden, "namespace default is protected"),
-		untrusted("targets a non-ASCII namespace", "", "müll-ns", deleteNow, sweep.StateInvalid, "spec.namespace"),
-		untrusted("has a non-ASCII label name", "", "", podsSucceed(map[string]any{"grüße": "x"}), sweep.StateInvalid, "podLabels[grüße]"),
-		untrusted("has a non-ASCII label value", "", "", podsSucceed(map[string]any{"app": "tschüß"}), sweep.StateInvalid, "podLabels[app]"),
-		untrusted("scales a non-ASCII kind", "", "", scaleDown(map[string]any{"kind": "Deplöyment"}), sweep.StateInvalid, "selectors[0].kind"),
-		untrusted("scales by a non-ASCII label", "", "", scaleDown(map[string]any{"kind": "Deployment", "labels": map[string]any{"äpp": "wéb"}}), sweep.StateInvalid, "selectors[0].labels[äpp]"),
-		untrusted("posts to a non-ASCII host with credentials", "", "", webhook("http://nutzer:geheim@bücher.example/hook", 0), sweep.StateInvalid, "action.params.url"),
+		untrusted("targets another namespace by spec.namespace", "", victim, deleteNow, report.StateForbidden, ""),
+		untrusted("targets another namespace by its name", victim, "", deleteNow, report.StateForbidden, ""),
+		untrusted("is named after a protected namespace", "kube-system", "", deleteNow, report.StateForbidden, "namespace kube-system is protected"),
+		untrusted("targets a protected namespace by spec.namespace", "", "default", deleteNow, report.StateForbidden, "namespace default is protected"),
+		untrusted("targets a non-ASCII namespace", "", "müll-ns", deleteNow, report.StateInvalid, "spec.namespace"),
+		untrusted("has a non-ASCII label name", "", "", podsSucceed(map[string]any{"grüße": "x"}), report.StateInvalid, "podLabels[grüße]"),
+		untrusted("has a non-ASCII label value", "", "", podsSucceed(map[string]any{"app": "tschüß"}), report.StateInvalid, "podLabels[app]"),
+		untrusted("scales a non-ASCII kind", "", "", scaleDown(map[string]any{"kind": "Deplöyment"}), report.StateInvalid, "selectors[0].kind"),
+		untrusted("scales by a non-ASCII label", "", "", scaleDown(map[string]any{"kind": "Deployment", "labels": map[string]any{"äpp": "wéb"}}), report.StateInvalid, "selectors[0].labels[äpp]"),
+		untrusted("posts to a non-ASCII host with credentials", "", "", webhook("http://nutzer:geheim@bücher.example/hook", 0), report.StateInvalid, "action.params.url"),
 		// The original CRD prunes the fields of an object under
 		// podLabels and selectors[].labels (the API server warns of them):
 		// an object arrives empty.
-		untrusted("has an object as a pod label value", "", "", podsSucceed(map[string]any{"app": map[string]any{"name": "web"}}), sweep.StateInvalid, "podLabels[app]"),
-		untrusted("has a list as a pod label value", "", "", podsSucceed(map[string]any{"app": []any{"web", int64(1)}}), sweep.StateInvalid, "podLabels[app]"),
-		untrusted("has null as a pod label value", "", "", podsSucceed(map[string]any{"app": nil}), sweep.StateInvalid, "podLabels[app]"),
-		untrusted("has an object as a workload label value", "", "", scaleDown(map[string]any{"kind": "Deployment", "labels": map[string]any{"app": map[string]any{}}}), sweep.StateInvalid, "selectors[0].labels[app]"),
-		untrusted("has a list as a workload label value", "", "", scaleDown(map[string]any{"kind": "StatefulSet", "labels": map[string]any{"app": []any{}}}), sweep.StateInvalid, "selectors[0].labels[app]"),
-		untrusted("has null as a workload label value", "", "", scaleDown(map[string]any{"kind": "Deployment", "labels": map[string]any{"app": nil}}), sweep.StateInvalid, "selectors[0].labels[app]"),
-		untrusted("has a label value out of range as a number", "", "", podsSucceed(map[string]any{"app": -1.5e300}), sweep.StateInvalid, "podLabels[app]"),
+		untrusted("has an object as a pod label value", "", "", podsSucceed(map[string]any{"app": map[string]any{"name": "web"}}), report.StateInvalid, "podLabels[app]"),
+		untrusted("has a list as a pod label value", "", "", podsSucceed(map[string]any{"app": []any{"web", int64(1)}}), report.StateInvalid, "podLabels[app]"),
+		untrusted("has null as a pod label value", "", "", podsSucceed(map[string]any{"app": nil}), report.StateInvalid, "podLabels[app]"),
+		untrusted("has an object as a workload label value", "", "", scaleDown(map[string]any{"kind": "Deployment", "labels": map[string]any{"app": map[string]any{}}}), report.StateInvalid, "selectors[0].labels[app]"),
+		untrusted("has a list as a workload label value", "", "", scaleDown(map[string]any{"kind": "StatefulSet", "labels": map[string]any{"app": []any{}}}), report.StateInvalid, "selectors[0].labels[app]"),
+		untrusted("has null as a workload label value", "", "", scaleDown(map[string]any{"kind": "Deployment", "labels": map[string]any{"app": nil}}), report.StateInvalid, "selectors[0].labels[app]"),
+		untrusted("has a label value out of range as a number", "", "", podsSucceed(map[string]any{"app": -1.5e300}), report.StateInvalid, "podLabels[app]"),
 		// Numbers and booleans are the label text, as in the original
 		// operator; a non-ASCII host is an internationalised domain name.
 		// Both are valid, and wait.
@@ -239,16 +240,16 @@ func TestHostileManagersInOneSweep(t *testing.T) {
 			"name":      "delete when pods succeed",
 			"condition": map[string]any{"type": "PODS_SUCCEED", "params": map[string]any{"initialDelaySeconds": int64(3600), "podLabels": map[string]any{"replicas": int64(3), "canary": true, "ratio": 0.5}}},
 			"action":    map[string]any{"type": "DELETE"},
-		}, sweep.StateWaiting, "after the initial delay"),
-		untrusted("posts to a non-ASCII host later", "", "", webhook("http://bücher.example/hook", 3600), sweep.StateWaiting, "TTL 1h0m0s elapses"),
-		untrusted("is an ordinary due manager", "", "", deleteNow, sweep.StateFired, "TTL 0s elapsed"),
-		untrusted("is another ordinary due manager", "", "", deleteNow, sweep.StateFired, "TTL 0s elapsed"),
+		}, report.StateWaiting, "after the initial delay"),
+		untrusted("posts to a non-ASCII host later", "", "", webhook("http://bücher.example/hook", 3600), report.StateWaiting, "TTL 1h0m0s elapses"),
+		untrusted("is an ordinary due manager", "", "", deleteNow, report.StateFired, "TTL 0s elapsed"),
+		untrusted("is another ordinary due manager", "", "", deleteNow, report.StateFired, "TTL 0s elapsed"),
 	}
 	for _, target := range protectedTargets {
 		kinds = append(kinds, func(c *hostileCase, _ string, i int) {
 			c.what = "in the trusted namespace, targets protected " + target
 			c.namespace, c.name = nsmantest.ServiceAccountNamespace, fmt.Sprintf("%s-%d", victim, i)
-			c.want, c.mention = sweep.StateForbidden, "namespace "+target+" is protected"
+			c.want, c.mention = report.StateForbidden, "namespace "+target+" is protected"
 			c.obj = manager(c.namespace, c.name, victim, deleteNow)
 			_ = unstructured.SetNestedField(c.obj.Object, target, "spec", "namespace")
 		})
@@ -318,18 +319,18 @@ func TestHostileManagersInOneSweep(t *testing.T) {
 			continue
 		}
 		switch c.want {
-		case sweep.StateFired:
+		case report.StateFired:
 			fired[c.namespace] = true
 			if !e.NamespaceGoneOrTerminating(t, c.namespace) {
 				t.Errorf("ordinary manager %s fired but its namespace stays", c.namespace)
 			}
 			continue
-		case sweep.StateInvalid, sweep.StateForbidden:
+		case report.StateInvalid, report.StateForbidden:
 			hostile++
-			if c.want == sweep.StateInvalid && len(got.Problems) == 0 {
+			if c.want == report.StateInvalid && len(got.Problems) == 0 {
 				t.Errorf("manager that %s: invalid without problems", c.what)
 			}
-			reason := map[sweep.State]string{sweep.StateInvalid: "Invalid", sweep.StateForbidden: "Forbidden"}[c.want]
+			reason := map[report.State]string{report.StateInvalid: "Invalid", report.StateForbidden: "Forbidden"}[c.want]
 			if rs := reasons[ref{c.namespace, c.name}]; len(rs) != 1 || rs[0] != reason {
 				t.Errorf("manager that %s: events %v, want one %s", c.what, rs, reason)
 			}
@@ -405,7 +406,7 @@ func TestTrustedNamespaceDefaults(t *testing.T) {
 			_ = managers.Namespace(home).Delete(context.Background(), id, metav1.DeleteOptions{})
 		})
 		res := e.Sweep(t, "--dry-run", "-l", "nsman.test/case="+id)
-		if got := res.Entry(t, home, id); got.State != sweep.StateForbidden || !strings.Contains(got.Message, "protected") {
+		if got := res.Entry(t, home, id); got.State != report.StateForbidden || !strings.Contains(got.Message, "protected") {
 			t.Errorf("manager in %s targeting %s, swept from outside a pod: %s (%s), want forbidden as protected", home, home, got.State, got.Message)
 		}
 	})
@@ -422,7 +423,7 @@ func TestTrustedNamespaceDefaults(t *testing.T) {
 		}
 		res := e.Sweep(t, "--dry-run", "-l", "nsman.test/case="+tenant)
 		got := res.Entry(t, tenant, tenant)
-		if got.State != sweep.StateForbidden || strings.Count(got.Message, home) != 1 {
+		if got.State != report.StateForbidden || strings.Count(got.Message, home) != 1 {
 			t.Errorf("refusal %s (%s), want forbidden naming %s once", got.State, got.Message, home)
 		}
 	})

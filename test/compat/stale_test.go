@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
@@ -70,12 +71,12 @@ func TestStaleSweepLeavesAClaimAlone(t *testing.T) {
 		t.Errorf("the claim is gone while its action is under way: status %+v", status)
 	}
 	third := e.Sweep(t, args...)
-	if got := third.Entry(t, ns, "b-claimed"); got.State != sweep.StateBusy {
+	if got := third.Entry(t, ns, "b-claimed"); got.State != report.StateBusy {
 		t.Errorf("a sweep during the claimed action: %s (%s), want busy", got.State, got.Message)
 	}
 
 	res := <-claiming
-	if got := res.Entry(t, ns, "b-claimed"); got.State != sweep.StateFired {
+	if got := res.Entry(t, ns, "b-claimed"); got.State != report.StateFired {
 		t.Errorf("claiming sweep: %s (%s), want fired", got.State, got.Message)
 	}
 	if n := len(hook.Deliveries()); n != 1 {

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 )
 
@@ -57,7 +58,7 @@ func TestInvalidManagerUnderTheOriginalCRD(t *testing.T) {
 		"spec.policies[0].condition.params.periodSeconds",
 		"spec.policies[0].action.params.url",
 	}
-	if invalid.State != sweep.StateInvalid || len(invalid.Problems) != len(want) {
+	if invalid.State != report.StateInvalid || len(invalid.Problems) != len(want) {
 		t.Fatalf("entry %+v, want invalid with %d problems", invalid, len(want))
 	}
 	for i, path := range want {
@@ -65,7 +66,7 @@ func TestInvalidManagerUnderTheOriginalCRD(t *testing.T) {
 			t.Errorf("problem %d = %q, want one at %s", i, invalid.Problems[i], path)
 		}
 	}
-	if got := res.Entry(t, good, good); got.State != sweep.StateFired {
+	if got := res.Entry(t, good, good); got.State != report.StateFired {
 		t.Errorf("valid manager: %s (%s), want fired", got.State, got.Message)
 	}
 	if e.NamespaceGoneOrTerminating(t, bad) {
@@ -98,10 +99,10 @@ func TestClaimsInAnnotations(t *testing.T) {
 		})
 	}
 	res := e.Sweep(t, "-l", "nsman.test/case="+live)
-	if got := res.Entry(t, home, live); got.State != sweep.StateBusy {
+	if got := res.Entry(t, home, live); got.State != report.StateBusy {
 		t.Errorf("live claim: %s (%s), want busy", got.State, got.Message)
 	}
-	if got := res.Entry(t, home, expired); got.State != sweep.StateFired {
+	if got := res.Entry(t, home, expired); got.State != report.StateFired {
 		t.Errorf("expired claim: %s (%s), want fired", got.State, got.Message)
 	}
 	if e.NamespaceGoneOrTerminating(t, live) || !e.NamespaceGoneOrTerminating(t, expired) {
@@ -114,7 +115,7 @@ func TestClaimsInAnnotations(t *testing.T) {
 	if err := json.Unmarshal([]byte(e.Manager(t, home, expired).GetAnnotations()[sweep.StatusAnnotation]), &status); err != nil {
 		t.Fatal(err)
 	}
-	if status.Claim != nil || status.LastAction == nil || status.LastAction.Result != sweep.ResultSucceeded || status.State != sweep.StateFired {
+	if status.Claim != nil || status.LastAction == nil || status.LastAction.Result != report.ResultSucceeded || status.State != report.StateFired {
 		t.Errorf("status annotation after completion: %+v", status)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -87,12 +87,12 @@ spec:
 	if code != 0 {
 		t.Fatalf("sweep: exit %d\n%s", code, stderr)
 	}
-	var report sweep.Report
-	if err := json.Unmarshal([]byte(stdout), &report); err != nil {
+	var rep report.Report
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatalf("report is not JSON: %v\n%s", err, stdout)
 	}
-	if report.Version != sweep.ReportVersion || len(report.Entries) != 1 || report.Entries[0].State != sweep.StateWaiting {
-		t.Fatalf("report %+v, want one waiting manager", report)
+	if rep.Version != report.ReportVersion || len(rep.Entries) != 1 || rep.Entries[0].State != report.StateWaiting {
+		t.Fatalf("report %+v, want one waiting manager", rep)
 	}
 	// JSON logs: outside a pod, with no CronJob taken, that nothing is
 	// trusted; then one line per decision with stable keys.

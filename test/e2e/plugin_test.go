@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -131,12 +131,12 @@ spec:
 	if code != 0 {
 		t.Fatalf("kubectl nsman sweep --dry-run: exit %d\n%s", code, stderr)
 	}
-	var report sweep.Report
-	if err := json.Unmarshal([]byte(stdout), &report); err != nil {
+	var rep report.Report
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatalf("report is not JSON: %v\n%s", err, stdout)
 	}
-	if len(report.Entries) != 1 || report.Entries[0].State != sweep.StatePlanned {
-		t.Fatalf("report %+v, want the manager's DELETE planned, not done", report)
+	if len(rep.Entries) != 1 || rep.Entries[0].State != report.StatePlanned {
+		t.Fatalf("report %+v, want the manager's DELETE planned, not done", rep)
 	}
 	cs, err := kubernetes.NewForConfig(shared.AdminConfig)
 	if err != nil {

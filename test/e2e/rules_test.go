@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -53,20 +53,20 @@ spec:
       action: {type: DELETE}
 `))
 
-	sweepOnce := func() sweep.Report {
+	sweepOnce := func() report.Report {
 		t.Helper()
 		stdout, stderr, code := run(t, bin, "sweep", "--kubeconfig", env.Kubeconfig, "-n", home, "--trusted-namespaces", home, "-o", "json")
 		if code != 0 {
 			t.Fatalf("sweep: exit %d\n%s", code, stderr)
 		}
-		var report sweep.Report
-		if err := json.Unmarshal([]byte(stdout), &report); err != nil {
+		var rep report.Report
+		if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 			t.Fatalf("report: %v\n%s", err, stdout)
 		}
-		return report
+		return rep
 	}
-	states := func(r sweep.Report) map[string]sweep.State {
-		out := map[string]sweep.State{}
+	states := func(r report.Report) map[string]report.State {
+		out := map[string]report.State{}
 		for _, e := range r.Entries {
 			if e.Rule && e.Name == "leftovers" {
 				out[e.Target] = e.State
@@ -77,15 +77,15 @@ spec:
 
 	got := states(sweepOnce())
 	for _, ns := range leftovers {
-		if got[ns] != sweep.StateFired || !env.NamespaceGoneOrTerminating(t, ns) {
+		if got[ns] != report.StateFired || !env.NamespaceGoneOrTerminating(t, ns) {
 			t.Errorf("leftover %s: %q, deleted %v; want fired and deleted", ns, got[ns], env.NamespaceGoneOrTerminating(t, ns))
 		}
 	}
-	if got[managed] != sweep.StateGoverned || env.NamespaceGoneOrTerminating(t, managed) {
+	if got[managed] != report.StateGoverned || env.NamespaceGoneOrTerminating(t, managed) {
 		t.Errorf("managed %s: %q; want governed and kept", managed, got[managed])
 	}
 	got = states(sweepOnce())
-	if len(got) != 1 || got[managed] != sweep.StateGoverned {
+	if len(got) != 1 || got[managed] != report.StateGoverned {
 		t.Errorf("second sweep: %v, want only the governed namespace", got)
 	}
 	stdout, _, code := run(t, bin, "sweep", "--kubeconfig", env.Kubeconfig, "-n", home, "--trusted-namespaces", home)

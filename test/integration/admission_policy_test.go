@@ -30,6 +30,7 @@ import (
 
 	"github.com/nsman/nsman/cmd"
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
@@ -732,14 +733,14 @@ func TestHelmChartAdmissionPolicyRefusesWhatNsmanWouldNot(t *testing.T) {
 	createManager(t, managerObj(home, "other", caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}, targeting(other)))
 	res := sa.Sweep(t, "-l", caseLabel+"="+caseID, "--trusted-namespaces", home)
 	wantCode(t, res, cmd.ExitFailed)
-	got := wantState(t, res, home, "protected", sweep.StateFailed)
+	got := wantState(t, res, home, "protected", report.StateFailed)
 	if want := "may not delete namespace " + protected + ": it is protected"; !strings.Contains(got.Message, policy) || !strings.Contains(got.Message, want) {
 		t.Errorf("message %q, want the refusal of %s: %q", got.Message, policy, want)
 	}
 	if e.NamespaceGoneOrTerminating(t, protected) {
 		t.Errorf("namespace %s deleted", protected)
 	}
-	wantState(t, res, home, "other", sweep.StateFired)
+	wantState(t, res, home, "other", report.StateFired)
 	if !e.NamespaceGoneOrTerminating(t, other) {
 		t.Errorf("namespace %s not deleted", other)
 	}
@@ -824,10 +825,10 @@ func TestRecordsPolicyKeepsRuleRecordsNsmans(t *testing.T) {
 	rule := e.Manager(t, home, "recorded")
 	res := e.Sweep(t, "-l", caseLabel+"="+home, "--trusted-namespaces", home)
 	wantCode(t, res, 0)
-	wantPairs(t, res, home, "recorded", []string{target}, sweep.StateFired, "the sweep")
+	wantPairs(t, res, home, "recorded", []string{target}, report.StateFired, "the sweep")
 	key := sweep.PairAnnotation(rule.GetUID())
 	st, ns := pairRecord(t, target, rule.GetUID())
-	if st.LastAction == nil || st.LastAction.Result != sweep.ResultSucceeded || st.Claim != nil {
+	if st.LastAction == nil || st.LastAction.Result != report.ResultSucceeded || st.Claim != nil {
 		t.Fatalf("nsman's record on %s: %+v, want its WEBHOOK's success", target, st)
 	}
 	record := ns.Annotations[key]
@@ -1009,7 +1010,7 @@ func TestRuleRecordHidesTheRuleUID(t *testing.T) {
 	uid := string(e.Manager(t, home, "waits").GetUID())
 	res := e.Sweep(t, "-l", caseLabel+"="+home, "--trusted-namespaces", home)
 	wantCode(t, res, 0)
-	if p := res.Pair(t, home, "waits", target); p.State != sweep.StateWaiting || p.HoldIgnored == "" {
+	if p := res.Pair(t, home, "waits", target); p.State != report.StateWaiting || p.HoldIgnored == "" {
 		t.Fatalf("pair: %q (%s), hold ignored %q, want waiting with the hold ignored", p.State, p.Message, p.HoldIgnored)
 	}
 	ns, err := tenant.CoreV1().Namespaces().Get(ctx, target, metav1.GetOptions{})
@@ -1064,7 +1065,7 @@ func TestLegacyRuleRecordIsReadAndMoved(t *testing.T) {
 
 	res = e.Sweep(t, args...)
 	wantCode(t, res, 0)
-	if p := res.Pair(t, home, "moved", target); p.State != sweep.StateWaiting || p.HoldIgnored == "" {
+	if p := res.Pair(t, home, "moved", target); p.State != report.StateWaiting || p.HoldIgnored == "" {
 		t.Errorf("pair: %q (%s), hold ignored %q, want waiting for the next policy, the hold ignored", p.State, p.Message, p.HoldIgnored)
 	}
 	if n := len(recv.Deliveries()); n != 1 {
@@ -1074,7 +1075,7 @@ func TestLegacyRuleRecordIsReadAndMoved(t *testing.T) {
 	if _, ok := ns.Annotations[legacy]; ok {
 		t.Errorf("the record under the rule's UID is still there: %v", ns.Annotations)
 	}
-	if st.LastAction == nil || st.LastAction.Policy != "now" || st.LastAction.Result != sweep.ResultSucceeded || st.IgnoredHold == "" {
+	if st.LastAction == nil || st.LastAction.Policy != "now" || st.LastAction.Result != report.ResultSucceeded || st.IgnoredHold == "" {
 		t.Errorf("record %+v, want the first policy's success and the hold ignored", st)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
@@ -57,8 +58,8 @@ func TestDeleteRecordedOverAManagerChangedMeanwhile(t *testing.T) {
 	})
 	res := e.Sweep(t, "--kubeconfig", kubeconfig, "-l", caseLabel+"="+target)
 	wantCode(t, res, 0)
-	wantState(t, res, home, name, sweep.StateFired)
-	if st := managerStatus(t, home, name); st.LastAction == nil || st.LastAction.Result != sweep.ResultSucceeded || !e.Deactivated(t, home, name) {
+	wantState(t, res, home, name, report.StateFired)
+	if st := managerStatus(t, home, name); st.LastAction == nil || st.LastAction.Result != report.ResultSucceeded || !e.Deactivated(t, home, name) {
 		t.Errorf("after the DELETE: lastAction %+v, deactivated %v; want recorded and deactivated", st.LastAction, e.Deactivated(t, home, name))
 	}
 }
@@ -93,7 +94,7 @@ func TestDeleteAsListedIsNotRetried(t *testing.T) {
 	})
 	res := e.Sweep(t, "--kubeconfig", kubeconfig, "-l", caseLabel+"="+target)
 	wantCode(t, res, 1)
-	wantState(t, res, home, name, sweep.StateFailed)
+	wantState(t, res, home, name, report.StateFailed)
 	if deletes != 1 {
 		t.Errorf("%d DELETEs sent, want one", deletes)
 	}
@@ -101,7 +102,7 @@ func TestDeleteAsListedIsNotRetried(t *testing.T) {
 		t.Fatalf("lastAction %+v, want the DELETE recorded as failed without an answer", st.LastAction)
 	}
 	next := e.Sweep(t, "-l", caseLabel+"="+target)
-	if got := wantState(t, next, home, name, sweep.StateFired); !strings.Contains(got.Message, "answer was lost") || !e.Deactivated(t, home, name) {
+	if got := wantState(t, next, home, name, report.StateFired); !strings.Contains(got.Message, "answer was lost") || !e.Deactivated(t, home, name) {
 		t.Errorf("next sweep: %q, deactivated %v; want the DELETE confirmed", got.Message, e.Deactivated(t, home, name))
 	}
 }
@@ -135,7 +136,7 @@ func TestConflictOfNoPreconditionFailsADelete(t *testing.T) {
 	res := e.Sweep(t, "--kubeconfig", kubeconfig, "-l", caseLabel+"="+caseID)
 	wantCode(t, res, 1)
 	for _, ns := range []string{fresh, claimed} {
-		if got := wantState(t, res, ns, ns, sweep.StateFailed); !strings.Contains(got.Message, "denied the request") {
+		if got := wantState(t, res, ns, ns, report.StateFailed); !strings.Contains(got.Message, "denied the request") {
 			t.Errorf("%s: %q, want the webhook's refusal", ns, got.Message)
 		}
 		if e.Deactivated(t, ns, ns) || e.NamespaceGoneOrTerminating(t, ns) {
@@ -168,7 +169,7 @@ func TestDeactivationFailedOnceIsDoneNextSweep(t *testing.T) {
 		}
 	}
 	res := e.Sweep(t, "-l", caseLabel+"="+ns)
-	wantState(t, res, ns, ns, sweep.StateDeactivated)
+	wantState(t, res, ns, ns, report.StateDeactivated)
 	if !e.Deactivated(t, ns, ns) || len(recv.Deliveries()) != 1 {
 		t.Errorf("deactivated %v, %d deliveries; want deactivated after one", e.Deactivated(t, ns, ns), len(recv.Deliveries()))
 	}

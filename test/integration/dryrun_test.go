@@ -7,7 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -35,7 +35,7 @@ func TestDryRunWritesNothingAndPlansTheRealSweep(t *testing.T) {
 	if n := len(recv.Deliveries()); n > 0 {
 		t.Fatalf("dry run sent %d webhooks", n)
 	}
-	if !dry.Report.Summary.DryRun || dry.Report.Summary.States[sweep.StatePlanned] != 3 {
+	if !dry.Report.Summary.DryRun || dry.Report.Summary.States[report.StatePlanned] != 3 {
 		t.Fatalf("dry run summary %+v, want 3 planned", dry.Report.Summary)
 	}
 	for _, ns := range []string{del, scale, hook} {
@@ -50,7 +50,7 @@ func TestDryRunWritesNothingAndPlansTheRealSweep(t *testing.T) {
 	// What happens tomorrow: --at evaluates at another time.
 	tomorrow := time.Now().Add(25 * time.Hour).UTC().Format(time.RFC3339)
 	ahead := e.Sweep(t, "-l", selector, "--dry-run", "--at", tomorrow)
-	wantState(t, ahead, later, later, sweep.StatePlanned)
+	wantState(t, ahead, later, later, report.StatePlanned)
 	if bad := e.Sweep(t, "-l", selector, "--at", tomorrow); bad.Code != 2 {
 		t.Fatalf("--at without --dry-run: exit %d, want 2", bad.Code)
 	}
@@ -58,13 +58,13 @@ func TestDryRunWritesNothingAndPlansTheRealSweep(t *testing.T) {
 	real := e.Sweep(t, "-l", selector)
 	wantCode(t, real, 0)
 	for _, ns := range []string{del, scale, hook} {
-		plan := wantState(t, dry, ns, ns, sweep.StatePlanned)
-		done := wantState(t, real, ns, ns, sweep.StateFired)
+		plan := wantState(t, dry, ns, ns, report.StatePlanned)
+		done := wantState(t, real, ns, ns, report.StateFired)
 		if plan.Policy != done.Policy || plan.Action != done.Action || !slices.Equal(plan.Effects, done.Effects) {
 			t.Errorf("%s: planned %s %s %q, did %s %s %q", ns, plan.Policy, plan.Action, plan.Effects, done.Policy, done.Action, done.Effects)
 		}
 	}
-	wantState(t, real, later, later, sweep.StateWaiting)
+	wantState(t, real, later, later, report.StateWaiting)
 	if n := len(recv.Deliveries()); n != 1 {
 		t.Fatalf("real sweep sent %d webhooks, want 1", n)
 	}

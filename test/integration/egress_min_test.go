@@ -5,6 +5,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
@@ -26,7 +27,7 @@ func TestTenantServiceOnTheOldestKubernetes(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := env.Sweep(t, "-l", caseLabel+"="+ns)
-	wantState(t, res, ns, ns, sweep.StateFired)
+	wantState(t, res, ns, ns, report.StateFired)
 	if got := len(recv.Deliveries()); got != 1 {
 		t.Errorf("%d deliveries to the Service's Pod, want 1", got)
 	}

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
@@ -73,8 +74,8 @@ func TestWebhookEgressByTrust(t *testing.T) {
 	})
 
 	res := e.Sweep(t, "-l", caseLabel+"="+caseID)
-	wantState(t, res, own, own, sweep.StateFired)
-	wantState(t, res, trusted, loopback, sweep.StateFired)
+	wantState(t, res, own, own, report.StateFired)
+	wantState(t, res, trusted, loopback, report.StateFired)
 	for _, tt := range []struct{ ns, want string }{
 		{loopback, "refused: a loopback address; a tenant's webhook may reach public addresses and Services of its own namespace"},
 		{other, "refused: Service sink is of namespace " + own + ": a webhook may reach Services of its manager's own namespace (" + other + ") only"},
@@ -84,7 +85,7 @@ func TestWebhookEgressByTrust(t *testing.T) {
 		{silent, "failed: no connection"},
 		{handmade, "refused: the Service sink has no selector"},
 	} {
-		got := wantState(t, res, tt.ns, tt.ns, sweep.StateFailed)
+		got := wantState(t, res, tt.ns, tt.ns, report.StateFailed)
 		if !strings.HasPrefix(got.Message, tt.want) {
 			t.Errorf("%s: message %q, want it to begin %q", tt.ns, got.Message, tt.want)
 		}
@@ -142,7 +143,7 @@ func refusedAfterTheFirstAttempt(t *testing.T, want string, change func(ctx cont
 	createManager(t, managerObj(ns, ns, ns, []any{ttlPolicy("report at once", 0, webhookAction(url+"/hook"))}))
 
 	res := e.Sweep(t, "-l", caseLabel+"="+ns)
-	got := wantState(t, res, ns, ns, sweep.StateFailed)
+	got := wantState(t, res, ns, ns, report.StateFailed)
 	if !strings.HasPrefix(got.Message, want) || requests.Load() != 1 {
 		t.Errorf("%q after %d requests: want %q after one", got.Message, requests.Load(), want)
 	}
@@ -228,14 +229,14 @@ func TestTenantServiceReachesOnlyItsOwnPods(t *testing.T) {
 	res := e.Sweep(t, "-l", caseLabel+"="+caseID)
 	for name, tt := range tenants {
 		if name == "own" {
-			wantState(t, res, tt.ns, tt.ns, sweep.StateFired)
+			wantState(t, res, tt.ns, tt.ns, report.StateFired)
 			if tt.endpoint.Load() != 1 || tt.proxied.Load() != 0 {
 				t.Errorf("own Pod: %d requests at the Pod, %d at the ClusterIP; want one at the Pod", tt.endpoint.Load(), tt.proxied.Load())
 			}
 			continue
 		}
 		got, _ := res.Lookup(tt.ns, tt.ns)
-		if want := "refused: the Service sink has no ready endpoint of a Pod it selects in namespace " + tt.ns; got.State != sweep.StateFailed || !strings.HasPrefix(got.Message, want) {
+		if want := "refused: the Service sink has no ready endpoint of a Pod it selects in namespace " + tt.ns; got.State != report.StateFailed || !strings.HasPrefix(got.Message, want) {
 			t.Errorf("%s: %s %q, want failed, the message beginning %q", name, got.State, got.Message, want)
 		}
 		if tt.endpoint.Load() != 0 || tt.proxied.Load() != 0 {

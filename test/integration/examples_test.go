@@ -18,6 +18,7 @@ import (
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
@@ -156,7 +157,7 @@ func playOutRule(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver, objs 
 	})
 
 	args := []string{"-l", nsmantest.PlayOutLabel + "=" + run, "--trusted-namespaces", ruleExampleHome}
-	fired := map[string]sweep.Entry{} // by namespace/name/target
+	fired := map[string]report.Entry{} // by namespace/name/target
 	waitedOnPods := map[string]bool{}
 	warned := map[string]bool{} // pairs told of an annotation ignored
 	idle := slices.ContainsFunc(slices.Collect(maps.Values(rules)), func(m policy.Manager) bool {
@@ -207,11 +208,11 @@ func playOutRule(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver, objs 
 				warned[pair], warnedNow[id] = true, true
 			}
 			switch entry.State {
-			case sweep.StateWaiting:
+			case report.StateWaiting:
 				if strings.Contains(entry.Message, "not every pod") {
 					waitedOnPods[pair] = true
 				}
-			case sweep.StateFired:
+			case report.StateFired:
 				if _, again := fired[pair]; again {
 					t.Errorf("rule %s fired on %s twice", id, entry.Target)
 				}
@@ -219,7 +220,7 @@ func playOutRule(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver, objs 
 				actedNow[id] = true
 				checkPairFired(t, e, m, entry, recv, waitedOnPods[pair])
 				checkIdleFired(t, m, entry, res.Report.Summary.Now, created[entry.Target], namespaces)
-			case sweep.StateDone:
+			case report.StateDone:
 				if _, ok := fired[pair]; !ok {
 					t.Errorf("rule %s done on %s without having fired", id, entry.Target)
 				}
@@ -251,7 +252,7 @@ func playOutRule(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver, objs 
 		}
 		for pair, entry := range fired {
 			if strings.HasPrefix(pair, id+"/") && !slices.ContainsFunc(st.Rule.Latest, func(a sweep.PairAction) bool {
-				return a.Namespace == entry.Target && a.Policy == entry.Policy && a.Result == sweep.ResultSucceeded
+				return a.Namespace == entry.Target && a.Policy == entry.Policy && a.Result == report.ResultSucceeded
 			}) {
 				t.Errorf("rule %s status lists %+v among its latest actions, want its action on %s", id, st.Rule.Latest, entry.Target)
 			}
@@ -299,7 +300,7 @@ func playOutRule(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver, objs 
 	res = e.Sweep(t, args...)
 	wantCode(t, res, 0)
 	for _, entry := range res.Report.Entries {
-		if entry.State != sweep.StateDone {
+		if entry.State != report.StateDone {
 			t.Errorf("after acting, rule %s/%s on %s is %s (%s)", entry.Namespace, entry.Name, entry.Target, entry.State, entry.Message)
 		}
 	}
@@ -315,21 +316,21 @@ func playOutRule(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver, objs 
 // pair is what the dry run just before planned: a planned action with the
 // same policy and effects, or, unplanned, an action that only pods that
 // succeeded or a due time that came in between allow.
-func comparePairPlan(t *testing.T, plan, real nsmantest.Result, got sweep.Entry) {
+func comparePairPlan(t *testing.T, plan, real nsmantest.Result, got report.Entry) {
 	t.Helper()
 	id := got.Namespace + "/" + got.Name + " on " + got.Target
-	var p sweep.Entry
+	var p report.Entry
 	for _, entry := range plan.Report.Entries {
 		if entry.Rule && entry.Namespace == got.Namespace && entry.Name == got.Name && entry.Target == got.Target {
 			p = entry
 		}
 	}
 	switch {
-	case p.State == sweep.StatePlanned && got.State != sweep.StateFired:
+	case p.State == report.StatePlanned && got.State != report.StateFired:
 		t.Errorf("%s: planned %s, but the sweep left it %s (%s)", id, p.Action, got.State, got.Message)
-	case p.State == sweep.StatePlanned && (got.Policy != p.Policy || got.Action != p.Action || !slices.Equal(got.Effects, p.Effects)):
+	case p.State == report.StatePlanned && (got.Policy != p.Policy || got.Action != p.Action || !slices.Equal(got.Effects, p.Effects)):
 		t.Errorf("%s: planned %s %s %q, did %s %s %q", id, p.Policy, p.Action, p.Effects, got.Policy, got.Action, got.Effects)
-	case p.State != sweep.StatePlanned && got.State == sweep.StateFired && !(p.State == sweep.StateWaiting &&
+	case p.State != report.StatePlanned && got.State == report.StateFired && !(p.State == report.StateWaiting &&
 		(strings.Contains(p.Message, "not every pod") || (p.Due != nil && !p.Due.After(real.Report.Summary.Now)))):
 		t.Errorf("%s: fired %s though the dry run before said %s (%s)", id, got.Action, p.State, p.Message)
 	}
@@ -341,7 +342,7 @@ func comparePairPlan(t *testing.T, plan, real nsmantest.Result, got sweep.Entry)
 // the sweep (created), and that its annotationIgnored names the touched
 // annotation where the namespace's in the manifest does not parse or is
 // more than policy.TouchLeeway ahead of the sweep (now), and only there.
-func checkIdleFired(t *testing.T, m policy.Manager, entry sweep.Entry, now, created time.Time, namespaces []*unstructured.Unstructured) {
+func checkIdleFired(t *testing.T, m policy.Manager, entry report.Entry, now, created time.Time, namespaces []*unstructured.Unstructured) {
 	t.Helper()
 	i := slices.IndexFunc(m.Policies, func(p policy.Policy) bool { return p.Name == entry.Policy })
 	if i < 0 || m.Policies[i].Condition.Type != policy.ConditionIdle {
@@ -425,7 +426,7 @@ func newestCreated(t *testing.T, namespace string) time.Time {
 
 // checkPairFired checks what a rule did to one namespace when its sweep
 // reports the pair fired.
-func checkPairFired(t *testing.T, e *nsmantest.Env, m policy.Manager, entry sweep.Entry, recv *nsmantest.Receiver, waitedOnPods bool) {
+func checkPairFired(t *testing.T, e *nsmantest.Env, m policy.Manager, entry report.Entry, recv *nsmantest.Receiver, waitedOnPods bool) {
 	t.Helper()
 	id := m.Namespace + "/" + m.Name + " on " + entry.Target
 	i := slices.IndexFunc(m.Policies, func(p policy.Policy) bool { return p.Name == entry.Policy })

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nsman/nsman/policy"
-	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/report"
 )
 
 // expiresPolicy is an EXPIRES condition, at params.at when at is set, else
@@ -54,12 +54,12 @@ func TestExpires(t *testing.T) {
 
 	res := e.Sweep(t, args...)
 	wantCode(t, res, 0)
-	wantState(t, res, home, "past", sweep.StateFired)
-	d := wantState(t, res, home, "dated", sweep.StateWaiting)
+	wantState(t, res, home, "past", report.StateFired)
+	d := wantState(t, res, home, "dated", report.StateWaiting)
 	if want := time.Date(2099, 1, 2, 0, 0, 0, 0, time.UTC); d.Due == nil || !d.Due.Equal(want) || !strings.Contains(d.Message, "expires at 2099-01-02T00:00:00Z (annotation") {
 		t.Errorf("dated: due %v, %q; want due at the end of 2099-01-01 UTC", d.Due, d.Message)
 	}
-	m := wantState(t, res, home, "misdated", sweep.StateWaiting)
+	m := wantState(t, res, home, "misdated", report.StateWaiting)
 	if !strings.Contains(m.AnnotationIgnored, `"next friday" is neither an RFC 3339 time`) {
 		t.Errorf("misdated: annotationIgnored %q, want the annotation named as not parsing", m.AnnotationIgnored)
 	}
@@ -79,18 +79,18 @@ func TestExpires(t *testing.T) {
 
 	// A dry run at the due time plans the DELETE.
 	plan := e.Sweep(t, append(args, "--dry-run", "--at", "2099-01-02T00:00:00Z")...)
-	wantState(t, plan, home, "dated", sweep.StatePlanned)
+	wantState(t, plan, home, "dated", report.StatePlanned)
 
 	// Again: the same annotation tells nothing new.
 	res = e.Sweep(t, args...)
-	wantState(t, res, home, "misdated", sweep.StateWaiting)
+	wantState(t, res, home, "misdated", report.StateWaiting)
 	if n := warnings(); n != 1 {
 		t.Errorf("%d AnnotationIgnored Events after a second sweep, want still 1", n)
 	}
 	// Mended, and past: it expires, and says no more that it is ignored.
 	annotateExpiry(t, misdated, "2020-02-29")
 	res = e.Sweep(t, args...)
-	if got := wantState(t, res, home, "misdated", sweep.StateFired); !strings.Contains(got.Message, "expired at 2020-03-01T00:00:00Z") || got.AnnotationIgnored != "" {
+	if got := wantState(t, res, home, "misdated", report.StateFired); !strings.Contains(got.Message, "expired at 2020-03-01T00:00:00Z") || got.AnnotationIgnored != "" {
 		t.Errorf("misdated, mended: %+v; want it expired at the end of 2020-02-29", got)
 	}
 }
@@ -115,10 +115,10 @@ func TestExpiryChangedBeforeTheDelete(t *testing.T) {
 		})
 	})
 	res := e.Sweep(t, "--kubeconfig", kubeconfig, "-l", caseLabel+"="+home, "--trusted-namespaces", home)
-	wantState(t, res, home, "expiring", sweep.StateBusy)
+	wantState(t, res, home, "expiring", report.StateBusy)
 	if e.NamespaceGoneOrTerminating(t, target) {
 		t.Fatal("the namespace was deleted though its expiry was pushed back before the DELETE")
 	}
 	res = e.Sweep(t, "-l", caseLabel+"="+home, "--trusted-namespaces", home)
-	wantState(t, res, home, "expiring", sweep.StateWaiting)
+	wantState(t, res, home, "expiring", report.StateWaiting)
 }

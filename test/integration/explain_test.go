@@ -23,6 +23,7 @@ import (
 
 	"github.com/nsman/nsman/cmd"
 	"github.com/nsman/nsman/explain"
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
@@ -302,7 +303,7 @@ spec:
   insecureSkipTLSVerify: true
 `))
 	args := []string{"-l", caseLabel + "=" + ns, "--stuck-after", "1s"}
-	wantState(t, e.Sweep(t, args...), home, "deleter", sweep.StateFired)
+	wantState(t, e.Sweep(t, args...), home, "deleter", report.StateFired)
 	var r explain.Report
 	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		var stdout, stderr bytes.Buffer
@@ -328,8 +329,8 @@ spec:
 	}) {
 		t.Errorf("steps %+v: want the APIService's, with its command", r.Unblock)
 	}
-	d := wantState(t, e.Sweep(t, args...), home, "deleter", sweep.StateTargetTerminating)
-	if !hasReason(d.Stuck, sweep.StuckDiscoveryFailure, "APIService v1.gone.nsman.test (gone.nsman.test/v1) is unavailable") {
+	d := wantState(t, e.Sweep(t, args...), home, "deleter", report.StateTargetTerminating)
+	if !hasReason(d.Stuck, report.StuckDiscoveryFailure, "APIService v1.gone.nsman.test (gone.nsman.test/v1) is unavailable") {
 		t.Errorf("the deleter's entry %+v (stuck %+v): want the discovery failure, naming the APIService", d, d.Stuck)
 	}
 }

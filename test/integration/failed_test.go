@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
@@ -85,13 +86,13 @@ func TestPodsFailed(t *testing.T) {
 	}
 	res := e.Sweep(t, "-l", caseLabel+"="+caseID)
 	wantCode(t, res, 0)
-	if got := wantState(t, res, quiet, quiet, sweep.StateWaiting); !strings.Contains(got.Message, "no pod matching role=e2e has failed") {
+	if got := wantState(t, res, quiet, quiet, report.StateWaiting); !strings.Contains(got.Message, "no pod matching role=e2e has failed") {
 		t.Errorf("quiet namespace: %q", got.Message)
 	}
-	if got := wantState(t, res, failedPod, failedPod, sweep.StateFired); got.Message != "a pod matching role=e2e failed: pod broke failed" {
+	if got := wantState(t, res, failedPod, failedPod, report.StateFired); got.Message != "a pod matching role=e2e failed: pod broke failed" {
 		t.Errorf("failed pod: %q", got.Message)
 	}
-	if got := wantState(t, res, failedJob, failedJob, sweep.StateFired); got.Message != "a pod matching role=e2e failed: job e2e failed" {
+	if got := wantState(t, res, failedJob, failedJob, report.StateFired); got.Message != "a pod matching role=e2e failed: job e2e failed" {
 		t.Errorf("failed Job: %q", got.Message)
 	}
 	if n := len(recv.Deliveries()); n != 2 {
@@ -124,11 +125,11 @@ func TestPodsFailedFromTheIndex(t *testing.T) {
 	res := e.Sweep(t, "-l", caseLabel+"="+caseID, "--dry-run", "--reclaim=false")
 	wantCode(t, res, 0)
 	for ns := range failing {
-		if got := wantState(t, res, ns, ns, sweep.StatePlanned); got.Message != "a pod matching role=e2e failed: pod broke failed" {
+		if got := wantState(t, res, ns, ns, report.StatePlanned); got.Message != "a pod matching role=e2e failed: pod broke failed" {
 			t.Errorf("%s: %q", ns, got.Message)
 		}
 	}
-	if got := res.Report.Summary.States[sweep.StateWaiting]; got != n-len(failing) {
+	if got := res.Report.Summary.States[report.StateWaiting]; got != n-len(failing) {
 		t.Errorf("%d waiting, want %d", got, n-len(failing))
 	}
 	if w := e.Writes(t)[before:]; len(w) != 0 {

@@ -15,7 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/report"
 )
 
 // --max-actions goes round-robin across the namespaces acted on, a rule's
@@ -45,7 +45,7 @@ func TestMaxActionsAreSharedAcrossNamespaces(t *testing.T) {
 		wantCode(t, res, 0)
 		planned := map[string]int{}
 		for _, entry := range res.Report.Entries {
-			if entry.State == sweep.StatePlanned {
+			if entry.State == report.StatePlanned {
 				planned[entry.Target]++
 			}
 		}
@@ -54,7 +54,7 @@ func TestMaxActionsAreSharedAcrossNamespaces(t *testing.T) {
 				t.Errorf("sweep %d: %d action(s) planned in namespace %s, want 1 in each of %d namespaces (planned: %v)", sweepNo, planned[ns], ns, len(namespaces), planned)
 			}
 		}
-		if got := res.Report.Summary.States; got[sweep.StateDeferred] != 10+2+2-len(namespaces) {
+		if got := res.Report.Summary.States; got[report.StateDeferred] != 10+2+2-len(namespaces) {
 			t.Errorf("sweep %d: states %v, want %d deferred", sweepNo, got, 10+2+2-len(namespaces))
 		}
 	}
@@ -104,10 +104,10 @@ func TestMaxActionsActOnFreshReads(t *testing.T) {
 	})
 	res := e.Sweep(t, "--kubeconfig", kubeconfig, "-l", caseLabel+"="+caseID, "--trusted-namespaces", home, "--max-actions", "2")
 	wantCode(t, res, 0)
-	if got := wantState(t, res, managed, managed, sweep.StateWaiting); !strings.Contains(got.Message, "pod late") {
+	if got := wantState(t, res, managed, managed, report.StateWaiting); !strings.Contains(got.Message, "pod late") {
 		t.Errorf("manager: %s, want it waiting on pod late", got.Message)
 	}
-	if p := res.Pair(t, home, "rule", ruled); p.State != sweep.StateWaiting || !strings.Contains(p.Message, "pod late") {
+	if p := res.Pair(t, home, "rule", ruled); p.State != report.StateWaiting || !strings.Contains(p.Message, "pod late") {
 		t.Errorf("rule on %s: %s (%s), want waiting on pod late", ruled, p.State, p.Message)
 	}
 	for _, ns := range []string{managed, ruled} {

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
@@ -27,7 +28,7 @@ func TestRecordWithoutDeactivationIsFinished(t *testing.T) {
 	gen := e.Manager(t, ns, ns).GetGeneration()
 	status, err := json.Marshal(map[string]any{"status": sweep.Status{Progress: sweep.Progress{
 		ObservedGeneration: gen,
-		LastAction:         &sweep.LastAction{Policy: "notify at once", Action: "WEBHOOK", Result: sweep.ResultSucceeded, Time: time.Now().UTC()},
+		LastAction:         &sweep.LastAction{Policy: "notify at once", Action: "WEBHOOK", Result: report.ResultSucceeded, Time: time.Now().UTC()},
 	}}})
 	if err != nil {
 		t.Fatal(err)
@@ -38,10 +39,10 @@ func TestRecordWithoutDeactivationIsFinished(t *testing.T) {
 
 	res := e.Sweep(t, "-l", caseLabel+"="+ns)
 	wantCode(t, res, 0)
-	if got := wantState(t, res, ns, ns, sweep.StateDeactivated); len(got.Effects) != 1 || !strings.Contains(got.Effects[0], "nothing left to do") {
+	if got := wantState(t, res, ns, ns, report.StateDeactivated); len(got.Effects) != 1 || !strings.Contains(got.Effects[0], "nothing left to do") {
 		t.Errorf("effects %q, want nothing done: the action was done before", got.Effects)
 	}
-	if st := managerStatus(t, ns, ns); st.State != sweep.StateFired || condition(st).Status != metav1.ConditionTrue {
+	if st := managerStatus(t, ns, ns); st.State != report.StateFired || condition(st).Status != metav1.ConditionTrue {
 		t.Errorf("status %s, condition %+v; want fired", st.State, condition(st))
 	}
 	if n := len(recv.Deliveries()); n != 0 {

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 )
 
@@ -38,8 +39,8 @@ func TestForgedStatusReadsNoOtherNamespace(t *testing.T) {
 		t.Helper()
 		createManager(t, managerObj(ns, name, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}, targeting(victim), deactivated))
 		// Later than the namespace's creation, as a DELETE of it would be.
-		last := sweep.LastAction{Policy: "delete at once", Action: "DELETE", Result: sweep.ResultSucceeded, Time: time.Now().Add(time.Minute).UTC()}
-		patch, err := json.Marshal(map[string]any{"status": map[string]any{"state": sweep.StateFired, "target": victim, "lastAction": last}})
+		last := sweep.LastAction{Policy: "delete at once", Action: "DELETE", Result: report.ResultSucceeded, Time: time.Now().Add(time.Minute).UTC()}
+		patch, err := json.Marshal(map[string]any{"status": map[string]any{"state": report.StateFired, "target": victim, "lastAction": last}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,7 +55,7 @@ func TestForgedStatusReadsNoOtherNamespace(t *testing.T) {
 	res := e.Sweep(t, "-l", caseLabel+"="+caseID, "--trusted-namespaces", trusted, "--stuck-after", "1s")
 	wantCode(t, res, 0)
 	for _, m := range []struct{ ns, name string }{{tenant, "forged"}, {trusted, "no-uid"}} {
-		got := wantState(t, res, m.ns, m.name, sweep.StateDeactivated)
+		got := wantState(t, res, m.ns, m.name, report.StateDeactivated)
 		if got.Stuck != nil || strings.Contains(got.Message, "stuck") {
 			t.Errorf("%s/%s: entry %+v (stuck %+v): want nothing read of %s", m.ns, m.name, got, got.Stuck, victim)
 		}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/nsman/nsman/cmd"
-	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/report"
 )
 
 // TestFreeze: in a freeze (--freeze, or a line of --freeze-file) nothing
@@ -33,21 +33,21 @@ func TestFreeze(t *testing.T) {
 
 	res := e.Sweep(t, append(args, "--freeze", first, "--freeze-file", calendar)...)
 	wantCode(t, res, 0)
-	w := wantState(t, res, home, "due", sweep.StateWaiting)
+	w := wantState(t, res, home, "due", report.StateWaiting)
 	if w.Due == nil || !w.Due.Equal(end) || !strings.Contains(w.Message, "frozen until "+end.Format(time.RFC3339)) {
 		t.Errorf("in a freeze: due %v, %q; want it waiting until %s", w.Due, w.Message, end)
 	}
 	if until := res.Report.Summary.FrozenUntil; until == nil || !until.Equal(end) {
 		t.Errorf("summary frozenUntil %v, want %s", until, end)
 	}
-	if st := managerStatus(t, home, "due"); st.NextDue == nil || !st.NextDue.Time.Equal(end) || st.State != sweep.StateWaiting {
+	if st := managerStatus(t, home, "due"); st.NextDue == nil || !st.NextDue.Time.Equal(end) || st.State != report.StateWaiting {
 		t.Errorf("status in a freeze: %s, nextDue %v; want waiting until %s", st.State, st.NextDue, end)
 	}
 	if e.NamespaceGoneOrTerminating(t, target) {
 		t.Fatal("a sweep in a freeze deleted the namespace")
 	}
 	plan := e.Sweep(t, append(args, "--freeze", first, "--freeze-file", calendar, "--dry-run", "--at", end.Format(time.RFC3339))...)
-	wantState(t, plan, home, "due", sweep.StatePlanned)
+	wantState(t, plan, home, "due", report.StatePlanned)
 
 	for _, bad := range [][]string{{"--freeze", "tomorrow"}, {"--freeze", "2026-12-24/2026-12-26", "--freeze-time-zone", "Mars/Olympus_Mons"}, {"--freeze-file", calendar + ".missing"}} {
 		if res := e.Sweep(t, append(args, bad...)...); res.Code != cmd.ExitUsage || !strings.Contains(res.Stderr, "freeze") {
@@ -58,5 +58,5 @@ func TestFreeze(t *testing.T) {
 		t.Fatal("a sweep with a freeze that does not parse ran")
 	}
 	res = e.Sweep(t, args...)
-	wantState(t, res, home, "due", sweep.StateFired)
+	wantState(t, res, home, "due", report.StateFired)
 }

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
@@ -199,9 +200,9 @@ func TestHelmInstallSweepsAsTheChartsServiceAccount(t *testing.T) {
 	res := sa.Sweep(t, append(slices.Clone(args), "-l", caseLabel+"="+caseID)...)
 	wantCode(t, res, 0)
 	for _, ns := range []string{del, scale, hook, idle} {
-		wantState(t, res, ns, ns, sweep.StateFired)
+		wantState(t, res, ns, ns, report.StateFired)
 	}
-	if p := res.Pair(t, installNamespace, "rule", ruled); p.State != sweep.StateFired {
+	if p := res.Pair(t, installNamespace, "rule", ruled); p.State != report.StateFired {
 		t.Fatalf("rule on %s: %q (%s), want fired", ruled, p.State, p.Message)
 	}
 	after, err := c.AuditedRequests(ctx, sa.User)

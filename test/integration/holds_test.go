@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nsman/nsman/cmd"
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/cluster"
 )
@@ -91,16 +92,16 @@ func TestHoldKeepsADueDeleteWaiting(t *testing.T) {
 
 	res := e.Sweep(t, "-l", caseLabel+"="+ns)
 	wantCode(t, res, 0)
-	waiting := wantState(t, res, ns, ns, sweep.StateWaiting)
+	waiting := wantState(t, res, ns, ns, report.StateWaiting)
 	if !strings.Contains(waiting.Message, "namespace "+ns+" is held until") || waiting.Due == nil || !waiting.Due.Equal(until) || waiting.HeldUntil == nil {
 		t.Errorf("held: %q, due %v, heldUntil %v; want the hold named and due at %v", waiting.Message, waiting.Due, waiting.HeldUntil, until)
 	}
 	plan := e.Sweep(t, "-l", caseLabel+"="+ns, "--dry-run", "--at", until.Add(time.Second).Format(time.RFC3339))
-	wantState(t, plan, ns, ns, sweep.StatePlanned)
+	wantState(t, plan, ns, ns, report.StatePlanned)
 
 	time.Sleep(time.Until(until.Add(1100 * time.Millisecond)))
 	res = e.Sweep(t, "-l", caseLabel+"="+ns)
-	wantState(t, res, ns, ns, sweep.StateFired)
+	wantState(t, res, ns, ns, report.StateFired)
 	if !e.NamespaceGoneOrTerminating(t, ns) {
 		t.Error("not deleted once the hold ended")
 	}
@@ -132,13 +133,13 @@ func TestHoldsIgnoredAndManagerHolds(t *testing.T) {
 
 	res := e.Sweep(t, "-l", caseLabel+"="+caseID)
 	wantCode(t, res, 0)
-	if w := wantState(t, res, far, far, sweep.StateWaiting); !strings.Contains(w.HoldIgnored, "more than --max-hold") || !strings.Contains(w.Message, "hold ignored") {
+	if w := wantState(t, res, far, far, report.StateWaiting); !strings.Contains(w.HoldIgnored, "more than --max-hold") || !strings.Contains(w.Message, "hold ignored") {
 		t.Errorf("far hold: %+v", w)
 	}
-	if f := wantState(t, res, bad, bad, sweep.StateFired); !strings.Contains(f.HoldIgnored, "not an RFC 3339 time") {
+	if f := wantState(t, res, bad, bad, report.StateFired); !strings.Contains(f.HoldIgnored, "not an RFC 3339 time") {
 		t.Errorf("unparseable hold: %+v", f)
 	}
-	if w := wantState(t, res, own, own, sweep.StateWaiting); !strings.Contains(w.Message, "manager "+own+"/"+own+" is held until") {
+	if w := wantState(t, res, own, own, report.StateWaiting); !strings.Contains(w.Message, "manager "+own+"/"+own+" is held until") {
 		t.Errorf("manager hold: %q", w.Message)
 	}
 	warnings := func() int {
@@ -160,7 +161,7 @@ func TestHoldsIgnoredAndManagerHolds(t *testing.T) {
 		t.Fatalf("release: exit %d, %q", code, out)
 	}
 	res = e.Sweep(t, "-l", caseLabel+"="+caseID)
-	wantState(t, res, own, own, sweep.StateFired)
+	wantState(t, res, own, own, report.StateFired)
 
 	// A rule's pair waits on its namespace's hold.
 	home := shared.Namespace(t)
@@ -179,10 +180,10 @@ func TestHoldsIgnoredAndManagerHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	res = e.Sweep(t, "-l", caseLabel+"="+home, "--trusted-namespaces", home)
-	if p := res.Pair(t, home, "held-rule", target); p.State != sweep.StateWaiting || p.HeldUntil == nil {
+	if p := res.Pair(t, home, "held-rule", target); p.State != report.StateWaiting || p.HeldUntil == nil {
 		t.Errorf("held pair: %q (%s)", p.State, p.Message)
 	}
-	if p := res.Pair(t, home, "badly-held-rule", loose); p.State != sweep.StateWaiting || p.HoldIgnored != "" {
+	if p := res.Pair(t, home, "badly-held-rule", loose); p.State != report.StateWaiting || p.HoldIgnored != "" {
 		t.Errorf("pair of a rule with an ignored hold: %+v", p)
 	}
 	rule := e.Manager(t, home, "badly-held-rule")

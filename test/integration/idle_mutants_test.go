@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 )
 
@@ -34,7 +35,7 @@ func TestIdleTouchOlderThanCreation(t *testing.T) {
 
 	res := e.Sweep(t, "-l", caseLabel+"="+ns, "--dry-run", "--at", created.Add(30*time.Second).Format(time.RFC3339))
 	wantCode(t, res, 0)
-	got := wantState(t, res, ns, ns, sweep.StateWaiting)
+	got := wantState(t, res, ns, ns, report.StateWaiting)
 	wantActivity(t, ns, got.LastActivity, created, policy.ActivityCreated)
 	if got.Due == nil || !got.Due.Equal(created.Add(time.Minute)) {
 		t.Errorf("due %v, want a minute after the creation, %s", got.Due, created.Add(time.Minute).UTC().Format(time.RFC3339))
@@ -62,14 +63,14 @@ func TestIdleUnderAHold(t *testing.T) {
 
 	res := e.Sweep(t, args...)
 	wantCode(t, res, 0)
-	got := wantState(t, res, managed, managed, sweep.StateWaiting)
+	got := wantState(t, res, managed, managed, report.StateWaiting)
 	if got.HeldUntil == nil || !got.HeldUntil.Equal(until) {
 		t.Errorf("manager: held until %v, want %s", got.HeldUntil, until.Format(time.RFC3339))
 	}
-	if p := res.Pair(t, home, "idle", held); p.State != sweep.StateWaiting || p.HeldUntil == nil || !p.HeldUntil.Equal(until) {
+	if p := res.Pair(t, home, "idle", held); p.State != report.StateWaiting || p.HeldUntil == nil || !p.HeldUntil.Equal(until) {
 		t.Errorf("rule on the held namespace %s: %s (%s) held until %v, want waiting until %s", held, p.State, p.Message, p.HeldUntil, until.Format(time.RFC3339))
 	}
-	if p := res.Pair(t, home, "idle", free); p.State != sweep.StateFired {
+	if p := res.Pair(t, home, "idle", free); p.State != report.StateFired {
 		t.Errorf("rule on %s, not held: %s (%s), want fired", free, p.State, p.Message)
 	}
 	for _, ns := range []string{managed, held} {
@@ -83,10 +84,10 @@ func TestIdleUnderAHold(t *testing.T) {
 
 	res = e.Sweep(t, append(args, "--dry-run", "--at", until.Add(time.Second).Format(time.RFC3339))...)
 	wantCode(t, res, 0)
-	if got := wantState(t, res, managed, managed, sweep.StatePlanned); got.HeldUntil != nil {
+	if got := wantState(t, res, managed, managed, report.StatePlanned); got.HeldUntil != nil {
 		t.Errorf("manager after the hold: held until %v, want no hold", got.HeldUntil)
 	}
-	if p := res.Pair(t, home, "idle", held); p.State != sweep.StatePlanned || p.HeldUntil != nil {
+	if p := res.Pair(t, home, "idle", held); p.State != report.StatePlanned || p.HeldUntil != nil {
 		t.Errorf("rule on %s after the hold: %s (%s) held until %v, want planned", held, p.State, p.Message, p.HeldUntil)
 	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/nsman/nsman/cmd"
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
@@ -97,7 +98,7 @@ func createReplicaSet(t *testing.T, ns, name string) time.Time {
 }
 
 // wantActivity checks an entry's last activity.
-func wantActivity(t *testing.T, who string, got *sweep.LastActivity, at time.Time, what string) {
+func wantActivity(t *testing.T, who string, got *report.LastActivity, at time.Time, what string) {
 	t.Helper()
 	if got == nil || !got.At.Time.Equal(at) || got.What != what {
 		t.Errorf("%s: last activity %+v, want %q at %s", who, got, what, at.UTC().Format(time.RFC3339))
@@ -153,13 +154,13 @@ func TestIdle(t *testing.T) {
 	}
 	res := e.Sweep(t, args...)
 	wantCode(t, res, 0)
-	g := wantState(t, res, home, "gone", sweep.StateFired)
+	g := wantState(t, res, home, "gone", report.StateFired)
 	wantActivity(t, "gone", g.LastActivity, created[gone], "namespace created")
 	if !strings.Contains(g.Message, "idle 1s since") {
 		t.Errorf("gone: %q, want it idle a second", g.Message)
 	}
 	// Created under a minute ago: it waits on its creation.
-	d := wantState(t, res, home, deployed, sweep.StateWaiting)
+	d := wantState(t, res, home, deployed, report.StateWaiting)
 	wantActivity(t, deployed, d.LastActivity, created[deployed], "namespace created")
 	if due := created[deployed].Add(time.Minute); d.Due == nil || !d.Due.Equal(due) {
 		t.Errorf("%s: due %v, want %v", deployed, d.Due, due)
@@ -167,8 +168,8 @@ func TestIdle(t *testing.T) {
 	if st := managerStatus(t, home, deployed); st.LastActivity == nil || !st.LastActivity.At.Time.Equal(created[deployed]) || st.LastActivity.What != "namespace created" {
 		t.Errorf("%s's status says last activity %+v, want its creation", deployed, st.LastActivity)
 	}
-	wantActivity(t, touched, wantState(t, res, home, touched, sweep.StateWaiting).LastActivity, touchedAt, "touched (annotation "+policy.TouchedAnnotation+")")
-	m := wantState(t, res, home, misdated, sweep.StateWaiting)
+	wantActivity(t, touched, wantState(t, res, home, touched, report.StateWaiting).LastActivity, touchedAt, "touched (annotation "+policy.TouchedAnnotation+")")
+	m := wantState(t, res, home, misdated, report.StateWaiting)
 	wantActivity(t, misdated, m.LastActivity, created[misdated], "namespace created")
 	if want := `annotation ` + policy.TouchedAnnotation + `: "yesterday" is not an RFC 3339 time (2026-11-24T09:30:00Z): ignored`; m.AnnotationIgnored != want || !strings.Contains(m.Message, want) {
 		t.Errorf("%s: annotationIgnored %q, %q; want %q", misdated, m.AnnotationIgnored, m.Message, want)
@@ -200,18 +201,18 @@ func TestIdle(t *testing.T) {
 	// A minute after its creation, deployed's ReplicaSet keeps it: its due
 	// time is a minute after the rollout.
 	plan := e.Sweep(t, append(args, "--dry-run", "--at", created[deployed].Add(time.Minute).Format(time.RFC3339))...)
-	d = wantState(t, plan, home, deployed, sweep.StateWaiting)
+	d = wantState(t, plan, home, deployed, report.StateWaiting)
 	wantActivity(t, deployed, d.LastActivity, rolledOut, "ReplicaSet web-7d9f created")
 	if due := rolledOut.Add(time.Minute); d.Due == nil || !d.Due.Equal(due) || !strings.Contains(d.Message, "last activity: ReplicaSet web-7d9f created at") {
 		t.Errorf("%s at a minute: due %v, %q; want due a minute after the rollout, %v", deployed, d.Due, d.Message, due)
 	}
-	wantState(t, plan, home, touched, sweep.StateWaiting)
+	wantState(t, plan, home, touched, report.StateWaiting)
 	plan = e.Sweep(t, append(args, "--dry-run", "--at", rolledOut.Add(time.Minute).Format(time.RFC3339))...)
-	wantActivity(t, deployed, wantState(t, plan, home, deployed, sweep.StatePlanned).LastActivity, rolledOut, "ReplicaSet web-7d9f created")
-	wantState(t, plan, home, touched, sweep.StatePlanned)
-	wantState(t, plan, home, misdated, sweep.StatePlanned)
+	wantActivity(t, deployed, wantState(t, plan, home, deployed, report.StatePlanned).LastActivity, rolledOut, "ReplicaSet web-7d9f created")
+	wantState(t, plan, home, touched, report.StatePlanned)
+	wantState(t, plan, home, misdated, report.StatePlanned)
 	// A second sweep tells nothing new.
-	wantState(t, e.Sweep(t, args...), home, misdated, sweep.StateWaiting)
+	wantState(t, e.Sweep(t, args...), home, misdated, report.StateWaiting)
 	if n := ignoredEvents(); n != 1 {
 		t.Errorf("%d AnnotationIgnored Events on %s after a second sweep, want still 1", n, misdated)
 	}
@@ -232,7 +233,7 @@ func TestIdleIndexIsConfirmed(t *testing.T) {
 	// A sweep while they are new writes the rule's status: it matched n.
 	res := e.Sweep(t, args...)
 	wantCode(t, res, 0)
-	wantPairs(t, res, home, "idle", targets, sweep.StateWaiting, "while new")
+	wantPairs(t, res, home, "idle", targets, report.StateWaiting, "while new")
 	kubeconfig := e.KubeconfigThrough(t, func(rp *httputil.ReverseProxy) http.Handler {
 		var once sync.Once
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -260,7 +261,7 @@ func TestIdleIndexIsConfirmed(t *testing.T) {
 	wantCode(t, res, 0)
 	for _, ns := range targets {
 		p := res.Pair(t, home, "idle", ns)
-		if p.State != sweep.StateWaiting {
+		if p.State != report.StateWaiting {
 			t.Errorf("%s: %s (%s), want waiting on its ReplicaSet", ns, p.State, p.Message)
 		} else if p.LastActivity == nil || p.LastActivity.What != "ReplicaSet deploy created" {
 			t.Errorf("%s waits on %+v, want its ReplicaSet", ns, p.LastActivity)
@@ -307,8 +308,8 @@ func TestTouchedBeforeTheDelete(t *testing.T) {
 		})
 	})
 	res := e.Sweep(t, "--kubeconfig", kubeconfig, "-l", caseLabel+"="+home, "--trusted-namespaces", home)
-	wantState(t, res, home, "idle", sweep.StateBusy)
-	wantState(t, res, home, "ttl", sweep.StateFired)
+	wantState(t, res, home, "idle", report.StateBusy)
+	wantState(t, res, home, "ttl", report.StateFired)
 	if e.NamespaceGoneOrTerminating(t, target) {
 		t.Fatal("the namespace was deleted though it was touched before the DELETE")
 	}
@@ -318,7 +319,7 @@ func TestTouchedBeforeTheDelete(t *testing.T) {
 	}
 	// At the touch (a dry run, so that the time is the touch's second).
 	res = e.Sweep(t, "-l", caseLabel+"="+home, "--trusted-namespaces", home, "--dry-run", "--at", ns.Annotations[policy.TouchedAnnotation])
-	if w := wantState(t, res, home, "idle", sweep.StateWaiting); w.LastActivity == nil || !strings.HasPrefix(w.LastActivity.What, "touched") {
+	if w := wantState(t, res, home, "idle", report.StateWaiting); w.LastActivity == nil || !strings.HasPrefix(w.LastActivity.What, "touched") {
 		t.Errorf("after the touch: %+v, want it waiting on the touch", w.LastActivity)
 	}
 }
@@ -337,7 +338,7 @@ func TestIdleInAFreezeIsNotConfirmed(t *testing.T) {
 	})
 	wantCode(t, res, 0)
 	for _, ns := range targets {
-		if p := res.Pair(t, home, "idle", ns); p.State != sweep.StateWaiting || !strings.Contains(p.Message, "is not read in a freeze") {
+		if p := res.Pair(t, home, "idle", ns); p.State != report.StateWaiting || !strings.Contains(p.Message, "is not read in a freeze") {
 			t.Errorf("%s: %s (%s), want waiting for the freeze's end, its activity not read", ns, p.State, p.Message)
 		}
 	}
@@ -364,7 +365,7 @@ func TestIdleManagersOfOneNamespaceReadItOnce(t *testing.T) {
 	})
 	wantCode(t, res, 0)
 	for i := range n {
-		wantState(t, res, ns, fmt.Sprintf("idle-%02d", i), sweep.StatePlanned)
+		wantState(t, res, ns, fmt.Sprintf("idle-%02d", i), report.StatePlanned)
 	}
 	if inNamespace, clusterWide := lists["replicasets by namespace"], lists["replicasets cluster-wide"]; inNamespace != 1 || clusterWide != 0 {
 		t.Errorf("%d IDLE managers of one namespace: ReplicaSets listed %d times in it and %d times cluster-wide, want 1 and 0", n, inNamespace, clusterWide)
@@ -386,7 +387,7 @@ func TestIdleUnderAHoldReadsNoActivity(t *testing.T) {
 		res = e.Sweep(t, "-l", caseLabel+"="+caseID, "--dry-run", "--at", at.Format(time.RFC3339), "--reclaim=false")
 	})
 	wantCode(t, res, 0)
-	if got := wantState(t, res, ns, ns, sweep.StateWaiting); got.HeldUntil == nil || !strings.Contains(got.Message, "is not read while it is held") {
+	if got := wantState(t, res, ns, ns, report.StateWaiting); got.HeldUntil == nil || !strings.Contains(got.Message, "is not read while it is held") {
 		t.Errorf("held: %s (%s), held until %v; want waiting for the hold's end, its activity not read", got.State, got.Message, got.HeldUntil)
 	}
 	for _, r := range []string{"replicasets", "controllerrevisions", "jobs", "pods"} {
@@ -430,7 +431,7 @@ func TestIdleIndexAhead(t *testing.T) {
 		res := e.Sweep(t, args...)
 		wantCode(t, res, 0)
 		for _, ns := range targets {
-			if w := wantState(t, res, ns, ns, sweep.StateWaiting); w.LastActivity == nil || w.LastActivity.What != "ReplicaSet web created" {
+			if w := wantState(t, res, ns, ns, report.StateWaiting); w.LastActivity == nil || w.LastActivity.What != "ReplicaSet web created" {
 				t.Fatalf("%s: %+v, want it waiting on its ReplicaSet", ns, w.LastActivity)
 			}
 		}
@@ -443,7 +444,7 @@ func TestIdleIndexAhead(t *testing.T) {
 	in, all = lists(func() {
 		res := e.Sweep(t, append(args, "--dry-run", "--at", rolledOut.Add(time.Second).Format(time.RFC3339))...)
 		for _, ns := range ruled {
-			if p := res.Pair(t, home, "rule", ns); p.State != sweep.StateWaiting {
+			if p := res.Pair(t, home, "rule", ns); p.State != report.StateWaiting {
 				t.Errorf("rule on %s: %s (%s), want waiting", ns, p.State, p.Message)
 			}
 		}
@@ -454,7 +455,7 @@ func TestIdleIndexAhead(t *testing.T) {
 	// The rule alone: its status says it matched more.
 	in, all = lists(func() {
 		res := e.Sweep(t, append(args, "--namespace", home, "--dry-run", "--at", rolledOut.Add(time.Second).Format(time.RFC3339))...)
-		if p := res.Pair(t, home, "rule", ruled[0]); p.State != sweep.StateWaiting {
+		if p := res.Pair(t, home, "rule", ruled[0]); p.State != report.StateWaiting {
 			t.Errorf("rule on %s: %s (%s), want waiting", ruled[0], p.State, p.Message)
 		}
 	})

@@ -10,7 +10,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -78,8 +78,8 @@ func TestDryRunSeesWhatTheCronJobSees(t *testing.T) {
 	}
 
 	as := laptop("--dry-run", "--config-from=auto", "-l", sel)
-	wantState(t, as, installed, "remote", sweep.StatePlanned)
-	if got := wantState(t, as, guarded, guarded, sweep.StateForbidden); !strings.Contains(got.Message, "namespace "+guarded+" is protected") {
+	wantState(t, as, installed, "remote", report.StatePlanned)
+	if got := wantState(t, as, guarded, guarded, report.StateForbidden); !strings.Contains(got.Message, "namespace "+guarded+" is protected") {
 		t.Errorf("%s: %q, want it protected as the CronJob's flags say", guarded, got.Message)
 	}
 	for _, want := range []string{"dry run as CronJob " + installed + "/nsman sweeps", "--protected-namespaces=default,namespace-manager," + guarded, "--max-hold=1h"} {
@@ -87,24 +87,24 @@ func TestDryRunSeesWhatTheCronJobSees(t *testing.T) {
 			t.Errorf("stderr does not say %q:\n%s", want, as.Stderr)
 		}
 	}
-	if explicit := laptop("--dry-run", "--config-from="+installed+"/nsman", "-l", sel); explicit.Code != 0 || explicit.Entry(t, installed, "remote").State != sweep.StatePlanned {
+	if explicit := laptop("--dry-run", "--config-from="+installed+"/nsman", "-l", sel); explicit.Code != 0 || explicit.Entry(t, installed, "remote").State != report.StatePlanned {
 		t.Errorf("--config-from %s/nsman: exit %d, %+v; want it as the CronJob sees it", installed, explicit.Code, explicit.Report.Entries)
 	}
 
 	// Flags given here win over the CronJob's.
 	mine := laptop("--dry-run", "--config-from=auto", "--protected-namespaces=default", "-l", sel)
-	wantState(t, mine, guarded, guarded, sweep.StatePlanned)
-	wantState(t, mine, installed, "remote", sweep.StatePlanned)
+	wantState(t, mine, guarded, guarded, report.StatePlanned)
+	wantState(t, mine, installed, "remote", report.StatePlanned)
 
 	// This command's flags alone: the installed namespace is no one's.
 	alone := laptop("--dry-run", "--config-from=none", "-l", sel)
-	wantState(t, alone, installed, "remote", sweep.StateForbidden)
-	wantState(t, alone, guarded, guarded, sweep.StatePlanned)
+	wantState(t, alone, installed, "remote", report.StateForbidden)
+	wantState(t, alone, guarded, guarded, report.StatePlanned)
 
 	// In a pod, its namespace is nsman's: no lookup.
 	t.Setenv("POD_NAMESPACE", target)
 	inPod := laptop("--dry-run", "--config-from=auto", "-l", sel)
-	wantState(t, inPod, installed, "remote", sweep.StateForbidden)
+	wantState(t, inPod, installed, "remote", report.StateForbidden)
 	if strings.Contains(inPod.Stderr, "dry run as CronJob") {
 		t.Errorf("a sweep in a pod took the CronJob's configuration:\n%s", inPod.Stderr)
 	}
@@ -126,7 +126,7 @@ func TestDryRunSeesWhatTheCronJobSees(t *testing.T) {
 	}
 	// One who may not list CronJobs (nsman's ServiceAccount): this
 	// command's flags alone, and a warning that says why.
-	if denied := e.Sweep(t, "--dry-run", "-l", sel, "--config-from=auto"); denied.Code != 0 || denied.Entry(t, installed, "remote").State != sweep.StateForbidden ||
+	if denied := e.Sweep(t, "--dry-run", "-l", sel, "--config-from=auto"); denied.Code != 0 || denied.Entry(t, installed, "remote").State != report.StateForbidden ||
 		!strings.Contains(denied.Stderr, "nsman's CronJob could not be looked for") {
 		t.Errorf("a dry run that may not list CronJobs: exit %d, want 0, its own flags and a warning\n%s", denied.Code, denied.Stderr)
 	}

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
@@ -41,7 +42,7 @@ func TestMaxHoldFromTheCommandLine(t *testing.T) {
 	}
 	held := func(res nsmantest.Result, ns string) {
 		t.Helper()
-		w := wantState(t, res, ns, ns, sweep.StateWaiting)
+		w := wantState(t, res, ns, ns, report.StateWaiting)
 		until := holds[ns]
 		if w.HeldUntil == nil || !w.HeldUntil.Equal(until) || w.Due == nil || !w.Due.Equal(until) || w.HoldIgnored != "" ||
 			!strings.Contains(w.Message, "namespace "+ns+" is held until") {
@@ -60,7 +61,7 @@ func TestMaxHoldFromTheCommandLine(t *testing.T) {
 	res = e.Sweep(t, "-l", caseLabel+"="+caseID, "--max-hold", "2h")
 	wantCode(t, res, 0)
 	held(res, inside)
-	f := wantState(t, res, beyond, beyond, sweep.StateFired)
+	f := wantState(t, res, beyond, beyond, report.StateFired)
 	want := fmt.Sprintf("ends %s, more than --max-hold 2h0m0s ahead", holds[beyond].Format(time.RFC3339))
 	if !strings.Contains(f.HoldIgnored, want) || f.HeldUntil != nil || f.Policy != "delete at once" {
 		t.Errorf("%s: holdIgnored %q (want one saying %q), heldUntil %v, policy %q", beyond, f.HoldIgnored, want, f.HeldUntil, f.Policy)

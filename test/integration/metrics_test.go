@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
@@ -28,7 +29,7 @@ func TestMetricsPushedToPushgateway(t *testing.T) {
 	createManager(t, managerObj(due, due, due, []any{ttlPolicy("delete when old", 0, deleteAction)}))
 	res := e.Sweep(t, "-l", caseLabel+"="+due, "--pushgateway-url", gw)
 	wantCode(t, res, 0)
-	wantState(t, res, due, due, sweep.StateFired)
+	wantState(t, res, due, due, report.StateFired)
 	wantPushed(t, res)
 
 	m := scrapePushgateway(t, gw)
@@ -59,7 +60,7 @@ func TestMetricsPushedToPushgateway(t *testing.T) {
 	createManager(t, managerObj(hook, hook, hook, []any{ttlPolicy("notify at once", 0, webhookAction(recv.URL+"/hook"))}))
 	res = e.Sweep(t, "-l", caseLabel+"="+hook, "--pushgateway-url", gw)
 	wantCode(t, res, 1)
-	wantState(t, res, hook, hook, sweep.StateFailed)
+	wantState(t, res, hook, hook, report.StateFailed)
 	wantPushed(t, res)
 
 	m = scrapePushgateway(t, gw)

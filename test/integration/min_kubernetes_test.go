@@ -9,6 +9,7 @@ import (
 
 	"github.com/nsman/nsman/deploy"
 	"github.com/nsman/nsman/doctor"
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
@@ -63,7 +64,7 @@ func TestOnTheOldestKubernetes(t *testing.T) {
 	}
 	res := env.Sweep(t, "-l", caseLabel+"="+target)
 	wantCode(t, res, 0)
-	wantState(t, res, target, target, sweep.StateFired)
+	wantState(t, res, target, target, report.StateFired)
 	if !env.NamespaceGoneOrTerminating(t, target) {
 		t.Errorf("namespace %s not deleted", target)
 	}

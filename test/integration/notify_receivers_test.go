@@ -13,6 +13,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
@@ -128,7 +129,7 @@ type swept struct {
 	res     nsmantest.Result
 	elapsed time.Duration
 	target  string
-	entry   sweep.Entry
+	entry   report.Entry
 	status  sweep.Status
 }
 
@@ -193,11 +194,11 @@ func TestUndeliverableNotifications(t *testing.T) {
 		name   string
 		action func(target string) map[string]any
 		code   int
-		state  sweep.State
+		state  report.State
 	}{
-		{"DELETE", func(string) map[string]any { return deleteAction }, 0, sweep.StateFired},
-		{"WEBHOOK", func(target string) map[string]any { return webhookAction(hooks.URL + "/" + target) }, 0, sweep.StateFired},
-		{"failing WEBHOOK", func(target string) map[string]any { return webhookAction(failing.URL + "/" + target) }, 1, sweep.StateFailed},
+		{"DELETE", func(string) map[string]any { return deleteAction }, 0, report.StateFired},
+		{"WEBHOOK", func(target string) map[string]any { return webhookAction(hooks.URL + "/" + target) }, 0, report.StateFired},
+		{"failing WEBHOOK", func(target string) map[string]any { return webhookAction(failing.URL + "/" + target) }, 1, report.StateFailed},
 	}
 	receivers := []struct {
 		name string
@@ -265,7 +266,7 @@ func checkDone(t *testing.T, e *nsmantest.Env, action string, s swept, hooks, fa
 		if !e.NamespaceGoneOrTerminating(t, s.target) {
 			t.Errorf("namespace %s not deleted", s.target)
 		}
-		if s.status.LastAction == nil || s.status.LastAction.Result != sweep.ResultSucceeded || !e.Deactivated(t, nsmantest.ServiceAccountNamespace, s.target) {
+		if s.status.LastAction == nil || s.status.LastAction.Result != report.ResultSucceeded || !e.Deactivated(t, nsmantest.ServiceAccountNamespace, s.target) {
 			t.Errorf("DELETE: record %+v", s.status)
 		}
 		return

@@ -19,6 +19,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 	"github.com/nsman/nsman/webhook"
@@ -64,10 +65,10 @@ func TestNotifications(t *testing.T) {
 	if len(got) != 2 || len(keys) != 2 || len(notify.Deliveries()) != 2 {
 		t.Fatalf("notifications %+v, want one for %s and one for %s", got, del, hook)
 	}
-	if n := got[del]; n.Result != sweep.ResultSucceeded || n.Action != "DELETE" || n.Policy != "delete at once" || n.Manager.Name != del || n.Sweep == "" || n.Version == "" || len(n.Effects) != 1 {
+	if n := got[del]; n.Result != report.ResultSucceeded || n.Action != "DELETE" || n.Policy != "delete at once" || n.Manager.Name != del || n.Sweep == "" || n.Version == "" || len(n.Effects) != 1 {
 		t.Errorf("DELETE notification %+v", n)
 	}
-	if n := got[hook]; n.Result != sweep.ResultFailed || n.Action != "WEBHOOK" || !strings.Contains(n.Message, "400") {
+	if n := got[hook]; n.Result != report.ResultFailed || n.Action != "WEBHOOK" || !strings.Contains(n.Message, "400") {
 		t.Errorf("failed WEBHOOK notification %+v", n)
 	}
 	if s := res.Report.Summary.Notifications; s["sent"] != 2 || s["failed"] != 0 {
@@ -77,7 +78,7 @@ func TestNotifications(t *testing.T) {
 	// told once.
 	letBackoffPass(t, home, hook)
 	res = e.Sweep(t, args...)
-	wantState(t, res, home, hook, sweep.StateFailed)
+	wantState(t, res, home, hook, report.StateFailed)
 	if n := len(notify.Deliveries()); n != 2 {
 		t.Errorf("%d notifications after the same failure again, want still 2", n)
 	}
@@ -87,7 +88,7 @@ func TestNotifications(t *testing.T) {
 	createManager(t, managerObj(slackDue, slackDue, slackDue, []any{ttlPolicy("delete at once", 0, deleteAction)}))
 	res = e.Sweep(t, "-l", caseLabel+"="+slackDue, "--notify-url", refusing.URL+"/slack", "--notify-format", "slack")
 	wantCode(t, res, 0)
-	wantState(t, res, slackDue, slackDue, sweep.StateFired)
+	wantState(t, res, slackDue, slackDue, report.StateFired)
 	if s := res.Report.Summary.Notifications; s["failed"] != 1 {
 		t.Errorf("summary notifications %v, want 1 failed", s)
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
@@ -78,14 +79,14 @@ func TestClaimOutlivesAnActionReachedLate(t *testing.T) {
 	go func() { first <- e.Sweep(t, append([]string{"--kubeconfig", firstConfig}, sweepArgs...)...) }()
 	recv.WaitArrivals(t, len(names)) // the late manager's webhook is under way
 	second := e.Sweep(t, append([]string{"--kubeconfig", secondConfig}, sweepArgs...)...)
-	if got := second.Entry(t, ns, "b-late"); got.State != sweep.StateBusy {
+	if got := second.Entry(t, ns, "b-late"); got.State != report.StateBusy {
 		t.Errorf("second sweep: late manager %s (%s), want busy while the first sweep's action is under way", got.State, got.Message)
 	}
 	res := <-first
 	spans.Check(t)
 	wantCode(t, res, 0)
 	for _, name := range names {
-		wantState(t, res, ns, name, sweep.StateFired)
+		wantState(t, res, ns, name, report.StateFired)
 	}
 	deliveries := recv.Deliveries()
 	if len(deliveries) != len(names) {
@@ -118,7 +119,7 @@ func TestLiveClaimOfAnOlderSpecMeansBusy(t *testing.T) {
 
 	res := e.Sweep(t, "-l", caseLabel+"="+ns)
 	wantCode(t, res, 0)
-	busy := wantState(t, res, ns, ns, sweep.StateBusy)
+	busy := wantState(t, res, ns, ns, report.StateBusy)
 	if !strings.Contains(busy.Message, "dead-sweep") {
 		t.Errorf("message %q does not name the claiming sweep", busy.Message)
 	}
@@ -136,7 +137,7 @@ func TestStatusSaysSucceededOnlyAfterTheAction(t *testing.T) {
 	during := managerStatus(t, ns, ns)
 	res := <-done
 	wantCode(t, res, 0)
-	wantState(t, res, ns, ns, sweep.StateFired)
+	wantState(t, res, ns, ns, report.StateFired)
 
 	if c := condition(during); during.State != sweep.StateActing || c.Status != metav1.ConditionFalse || c.Reason != "InProgress" {
 		t.Errorf("while the action ran: state %q, Fired=%s (%s), want acting, False (InProgress)", during.State, c.Status, c.Reason)
@@ -148,10 +149,10 @@ func TestStatusSaysSucceededOnlyAfterTheAction(t *testing.T) {
 		t.Errorf("while the action ran: no claim in %+v", during)
 	}
 	after := managerStatus(t, ns, ns)
-	if c := condition(after); after.State != sweep.StateFired || c.Status != metav1.ConditionTrue {
+	if c := condition(after); after.State != report.StateFired || c.Status != metav1.ConditionTrue {
 		t.Errorf("after the action: state %q, Fired=%s, want fired, True", after.State, c.Status)
 	}
-	if after.LastAction == nil || after.LastAction.Result != sweep.ResultSucceeded {
+	if after.LastAction == nil || after.LastAction.Result != report.ResultSucceeded {
 		t.Errorf("after the action: lastAction %+v, want succeeded", after.LastAction)
 	}
 	if after.Claim != nil {
@@ -178,8 +179,8 @@ func TestADeleteIsItsOwnClaim(t *testing.T) {
 	before := len(e.Writes(t))
 	res := e.Sweep(t, "-l", caseLabel+"="+caseID)
 	wantCode(t, res, 0)
-	wantState(t, res, own, own, sweep.StateFired)
-	wantState(t, res, trusted, other, sweep.StateFired)
+	wantState(t, res, own, own, report.StateFired)
+	wantState(t, res, trusted, other, report.StateFired)
 	writes := e.Writes(t)[before:]
 
 	byManager := map[string][]string{}
@@ -208,7 +209,7 @@ func TestADeleteIsItsOwnClaim(t *testing.T) {
 	if !e.Deactivated(t, trusted, other) {
 		t.Error("the manager of another namespace was not deactivated")
 	}
-	if st := managerStatus(t, trusted, other); st.LastAction == nil || st.LastAction.Result != sweep.ResultSucceeded || st.Claim != nil {
+	if st := managerStatus(t, trusted, other); st.LastAction == nil || st.LastAction.Result != report.ResultSucceeded || st.Claim != nil {
 		t.Errorf("the manager of another namespace: lastAction %+v, claim %+v; want succeeded and no claim", st.LastAction, st.Claim)
 	}
 
@@ -217,7 +218,7 @@ func TestADeleteIsItsOwnClaim(t *testing.T) {
 	before = len(e.Writes(t))
 	again := e.Sweep(t, "-l", caseLabel+"="+caseID)
 	wantCode(t, again, 0)
-	if got, ok := again.Lookup(own, own); ok && got.State != sweep.StateTargetTerminating {
+	if got, ok := again.Lookup(own, own); ok && got.State != report.StateTargetTerminating {
 		t.Errorf("next sweep: %s (%s), want target-terminating until the manager is gone", got.State, got.Message)
 	}
 	if w := e.Writes(t)[before:]; len(w) > 0 {
@@ -286,7 +287,7 @@ func TestDeleteRereadsANamespaceChangedSinceListed(t *testing.T) {
 	before := len(e.Writes(t))
 	res := e.Sweep(t, "--kubeconfig", kubeconfig, "-l", caseLabel+"="+caseID)
 	wantCode(t, res, 0)
-	wantState(t, res, annotated, annotated, sweep.StateFired)
+	wantState(t, res, annotated, annotated, report.StateFired)
 	deletes := map[string][]int{}
 	for _, w := range e.Writes(t)[before:] {
 		if w.Verb == "delete" && w.Resource == "namespaces" {
@@ -296,14 +297,14 @@ func TestDeleteRereadsANamespaceChangedSinceListed(t *testing.T) {
 	if want := map[string][]int{annotated: {409, 200}, held: {409}}; fmt.Sprint(deletes) != fmt.Sprint(want) {
 		t.Errorf("DELETEs by namespace and answer %v, want %v: refused as listed, then once at the new version where the decision stands", deletes, want)
 	}
-	if got := wantState(t, res, held, held, sweep.StateBusy); !strings.Contains(got.Message, "changed since this sweep listed it") {
+	if got := wantState(t, res, held, held, report.StateBusy); !strings.Contains(got.Message, "changed since this sweep listed it") {
 		t.Errorf("held meanwhile: %q", got.Message)
 	}
 	if !e.NamespaceGoneOrTerminating(t, annotated) || e.NamespaceGoneOrTerminating(t, held) {
 		t.Errorf("deleted: %s %v, %s %v; want the first only", annotated, e.NamespaceGoneOrTerminating(t, annotated), held, e.NamespaceGoneOrTerminating(t, held))
 	}
 	next := e.Sweep(t, "-l", caseLabel+"="+caseID)
-	if got := wantState(t, next, held, held, sweep.StateWaiting); got.HeldUntil == nil {
+	if got := wantState(t, next, held, held, report.StateWaiting); got.HeldUntil == nil {
 		t.Errorf("next sweep: %q, want held", got.Message)
 	}
 }
@@ -339,7 +340,7 @@ func TestRecordNeverOverwritesAnotherSweepsClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := <-done
-	got := wantState(t, res, ns, ns, sweep.StateFailed)
+	got := wantState(t, res, ns, ns, report.StateFailed)
 	if !strings.Contains(got.Message, "changed since this sweep claimed it") {
 		t.Errorf("message %q does not say the claim was lost", got.Message)
 	}
@@ -369,7 +370,7 @@ func TestLiveClaimOutranksEveryVerdict(t *testing.T) {
 	// manager.
 	res := e.Sweep(t, "-l", caseLabel+"="+target, "--trusted-namespaces", "elsewhere")
 	wantCode(t, res, 0)
-	wantState(t, res, home, target, sweep.StateBusy)
+	wantState(t, res, home, target, report.StateBusy)
 	if st := managerStatus(t, home, target); st.Claim == nil || st.Claim.Sweep != "dead-sweep" {
 		t.Errorf("status %+v: the live claim was written over", st)
 	}
@@ -391,18 +392,18 @@ func TestDeferredCompletionKeepsTheClaim(t *testing.T) {
 	}
 	res := e.Sweep(t, "-l", caseLabel+"="+caseID, "--max-actions", "1")
 	wantCode(t, res, 0)
-	if got := res.Report.Summary.States; got[sweep.StateFired] != 1 || got[sweep.StateDeferred] != 1 {
+	if got := res.Report.Summary.States; got[report.StateFired] != 1 || got[report.StateDeferred] != 1 {
 		t.Fatalf("states %v, want 1 fired and 1 deferred", got)
 	}
 	deferred := first
-	if res.Entry(t, second, second).State == sweep.StateDeferred {
+	if res.Entry(t, second, second).State == report.StateDeferred {
 		deferred = second
 	}
 	if st := managerStatus(t, deferred, deferred); st.Claim == nil || st.Claim.Sweep != "dead-sweep" {
 		t.Errorf("deferred manager's status %+v: the dead sweep's claim was dropped", st)
 	}
 	res = e.Sweep(t, "-l", caseLabel+"="+caseID)
-	got := wantState(t, res, deferred, deferred, sweep.StateFired)
+	got := wantState(t, res, deferred, deferred, report.StateFired)
 	if !strings.Contains(got.Message, "expired claim of sweep dead-sweep") {
 		t.Errorf("message %q, want the dead sweep's claim completed", got.Message)
 	}
@@ -427,8 +428,8 @@ func TestDeleteOfATerminatingNamespace(t *testing.T) {
 	}
 	res := e.Sweep(t, "-l", caseLabel+"="+target, "--concurrency", "1")
 	wantCode(t, res, 0)
-	wantState(t, res, home, names[0], sweep.StateFired)
-	if got := wantState(t, res, home, names[1], sweep.StateBusy); len(got.Effects) != 0 || !strings.Contains(got.Message, "namespace "+target+" changed since this sweep listed it") {
+	wantState(t, res, home, names[0], report.StateFired)
+	if got := wantState(t, res, home, names[1], report.StateBusy); len(got.Effects) != 0 || !strings.Contains(got.Message, "namespace "+target+" changed since this sweep listed it") {
 		t.Errorf("second DELETE: %q, effects %q; want left to the next sweep", got.Message, got.Effects)
 	}
 	if st := managerStatus(t, home, names[1]); st.LastAction != nil || st.Claim != nil {
@@ -438,7 +439,7 @@ func TestDeleteOfATerminatingNamespace(t *testing.T) {
 		t.Error("namespace not terminating")
 	}
 	next := e.Sweep(t, "-l", caseLabel+"="+target)
-	wantState(t, next, home, names[1], sweep.StateTargetTerminating)
+	wantState(t, next, home, names[1], report.StateTargetTerminating)
 }
 
 // A DELETE recorded as failed without an answer is done once its namespace
@@ -454,7 +455,7 @@ func TestLostDeleteAnswerIsConfirmedOnlyWhenUncertain(t *testing.T) {
 		t.Cleanup(func() {
 			_ = e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Delete(context.Background(), target, metav1.DeleteOptions{})
 		})
-		last := sweep.LastAction{Policy: "delete at once", Action: "DELETE", Result: sweep.ResultFailed, Time: time.Now().UTC(), Uncertain: target == lost}
+		last := sweep.LastAction{Policy: "delete at once", Action: "DELETE", Result: report.ResultFailed, Time: time.Now().UTC(), Uncertain: target == lost}
 		status, err := json.Marshal(map[string]any{"status": sweep.Status{Progress: sweep.Progress{ObservedGeneration: e.Manager(t, home, target).GetGeneration(), LastAction: &last}}})
 		if err != nil {
 			t.Fatal(err)
@@ -471,10 +472,10 @@ func TestLostDeleteAnswerIsConfirmedOnlyWhenUncertain(t *testing.T) {
 	}
 	res := e.Sweep(t, "-l", caseLabel+"="+caseID)
 	wantCode(t, res, 0)
-	if got := wantState(t, res, home, lost, sweep.StateFired); !strings.Contains(got.Message, "answer was lost") {
+	if got := wantState(t, res, home, lost, report.StateFired); !strings.Contains(got.Message, "answer was lost") {
 		t.Errorf("lost answer: message %q", got.Message)
 	}
-	if got, _ := res.Lookup(home, refused); got.State == sweep.StateFired {
+	if got, _ := res.Lookup(home, refused); got.State == report.StateFired {
 		t.Errorf("a refused DELETE was confirmed by someone else's delete: %+v", got)
 	}
 }
@@ -496,7 +497,7 @@ func TestRuleLostDeleteAnswerIsConfirmed(t *testing.T) {
 	key := sweep.PairAnnotation(rule.GetUID())
 	for _, ns := range []string{lost, refused} {
 		keepTerminating(t, ns)
-		last := sweep.LastAction{Policy: "delete at once", Action: "DELETE", Result: sweep.ResultFailed, Time: time.Now().UTC(), Uncertain: ns == lost}
+		last := sweep.LastAction{Policy: "delete at once", Action: "DELETE", Result: report.ResultFailed, Time: time.Now().UTC(), Uncertain: ns == lost}
 		raw, _ := json.Marshal(sweep.PairStatus{Rule: home + "/gone", Spec: m.Arming, Progress: sweep.Progress{ObservedGeneration: rule.GetGeneration(), LastAction: &last}})
 		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{key: string(raw)}}})
 		if _, err := shared.Admin.CoreV1().Namespaces().Patch(t.Context(), ns, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
@@ -508,7 +509,7 @@ func TestRuleLostDeleteAnswerIsConfirmed(t *testing.T) {
 	}
 	res := e.Sweep(t, "-l", caseLabel+"="+home, "--trusted-namespaces", home)
 	wantCode(t, res, 0)
-	if p := res.Pair(t, home, "gone", lost); p.State != sweep.StateFired || !strings.Contains(p.Message, "answer was lost") {
+	if p := res.Pair(t, home, "gone", lost); p.State != report.StateFired || !strings.Contains(p.Message, "answer was lost") {
 		t.Errorf("lost answer: %q (%s), want fired, the answer lost", p.State, p.Message)
 	}
 	for _, p := range res.Report.Entries {
@@ -516,7 +517,7 @@ func TestRuleLostDeleteAnswerIsConfirmed(t *testing.T) {
 			t.Errorf("refused DELETE: the rule matched the terminating namespace: %+v", p)
 		}
 	}
-	if st, _ := pairRecord(t, lost, rule.GetUID()); st.LastAction == nil || st.LastAction.Result != sweep.ResultSucceeded || st.LastAction.Uncertain {
+	if st, _ := pairRecord(t, lost, rule.GetUID()); st.LastAction == nil || st.LastAction.Result != report.ResultSucceeded || st.LastAction.Uncertain {
 		t.Errorf("record on %s after the confirmation: %+v, want the DELETE done", lost, st.LastAction)
 	}
 	events, err := shared.Admin.EventsV1().Events(home).List(t.Context(), metav1.ListOptions{FieldSelector: "regarding.name=gone"})

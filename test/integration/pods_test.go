@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
@@ -78,9 +79,9 @@ func TestPodsChecksAtScale(t *testing.T) {
 		ns, name, _ := strings.Cut(id, "/")
 		got := res.Entry(t, ns, name)
 		switch {
-		case fire && got.State != sweep.StateFired:
+		case fire && got.State != report.StateFired:
 			t.Errorf("%s: %s (%s), want fired: every pod of its suite succeeded", id, got.State, got.Message)
-		case !fire && (got.State != sweep.StateWaiting || !waitingOnPod.MatchString(got.Message)):
+		case !fire && (got.State != report.StateWaiting || !waitingOnPod.MatchString(got.Message)):
 			// The same words whether the check used the index or not: the
 			// status must not change with the way a manager was checked.
 			t.Errorf("%s: %s (%q), want waiting with a message matching %s", id, got.State, got.Message, waitingOnPod)
@@ -223,16 +224,16 @@ func TestRuleConfirmsChecksInOneList(t *testing.T) {
 	if lateErr != nil {
 		t.Fatalf("start a pod in %s: %v", late, lateErr)
 	}
-	if p := res.Pair(t, home, "passed", late); p.State != sweep.StateWaiting || !strings.Contains(p.Message, "pod rerun has not succeeded") {
+	if p := res.Pair(t, home, "passed", late); p.State != report.StateWaiting || !strings.Contains(p.Message, "pod rerun has not succeeded") {
 		t.Errorf("%s, where a pod started after the index was listed: %s (%s), want waiting on pod rerun", late, p.State, p.Message)
 	}
-	if p := res.Pair(t, home, "passed", withJob); p.State != sweep.StateWaiting || !strings.Contains(p.Message, "job next-suite has not finished") {
+	if p := res.Pair(t, home, "passed", withJob); p.State != report.StateWaiting || !strings.Contains(p.Message, "job next-suite has not finished") {
 		t.Errorf("%s, with a Job that has not finished: %s (%s), want waiting on job next-suite", withJob, p.State, p.Message)
 	}
 	for i, ns := range targets[2:] {
 		p := res.Pair(t, home, "passed", ns)
-		if want := sweep.StateFired; i+2 >= confirmPassing {
-			want = sweep.StateWaiting
+		if want := report.StateFired; i+2 >= confirmPassing {
+			want = report.StateWaiting
 			if p.State != want || !strings.Contains(p.Message, "pod test has not succeeded") {
 				t.Errorf("%s, with a Running pod: %s (%s), want waiting on pod test", ns, p.State, p.Message)
 			}
@@ -283,14 +284,14 @@ func TestRuleConfirmsChecksInOneList(t *testing.T) {
 	if !ahead {
 		t.Errorf("second sweep: no pods list while the namespaces were being listed")
 	}
-	if got, want := res.Report.Summary.States[sweep.StateDone], confirmPassing-2; got != want {
+	if got, want := res.Report.Summary.States[report.StateDone], confirmPassing-2; got != want {
 		t.Errorf("second sweep: %d pairs done, want %d (%v)", got, want, res.Report.Summary.States)
 	}
 	if got := len(recv.Deliveries()); got != confirmPassing-2 {
 		t.Errorf("%d webhooks delivered after the second sweep, want still %d", got, confirmPassing-2)
 	}
 	wantLists(t, e, before, map[string]int{"pods cluster-wide": 1, "pods by namespace": 1, "jobs by namespace": 1})
-	if p := res.Pair(t, home, "passed", withJob); p.State != sweep.StateWaiting || !strings.Contains(p.Message, "job next-suite has not finished") {
+	if p := res.Pair(t, home, "passed", withJob); p.State != report.StateWaiting || !strings.Contains(p.Message, "job next-suite has not finished") {
 		t.Errorf("second sweep, %s: %s (%s), want waiting on job next-suite", withJob, p.State, p.Message)
 	}
 }
@@ -367,9 +368,9 @@ func TestRuleConfirmsNamespaceByNamespaceWhenAListFails(t *testing.T) {
 	for i, ns := range c.targets[:confirmPassing] {
 		p := res.Pair(t, c.home, "passed", ns)
 		switch {
-		case i == 1 && (p.State != sweep.StateWaiting || !strings.Contains(p.Message, "job next-suite has not finished")):
+		case i == 1 && (p.State != report.StateWaiting || !strings.Contains(p.Message, "job next-suite has not finished")):
 			t.Errorf("%s, with a Job that has not finished: %s (%s), want waiting on job next-suite", ns, p.State, p.Message)
-		case i != 1 && p.State != sweep.StateFired:
+		case i != 1 && p.State != report.StateFired:
 			t.Errorf("%s, whose pods all succeeded: %s (%s), want fired", ns, p.State, p.Message)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
@@ -34,7 +35,7 @@ func TestProtectedFloorOutlastsTheFlag(t *testing.T) {
 	res := e.Sweep(t, "-l", caseLabel+"="+caseID, "--protected-namespaces=something-else")
 	wantCode(t, res, 0)
 	for name, target := range managers {
-		got := wantState(t, res, nsmantest.ServiceAccountNamespace, name, sweep.StateForbidden)
+		got := wantState(t, res, nsmantest.ServiceAccountNamespace, name, report.StateForbidden)
 		if want := "namespace " + target + " is protected"; !strings.Contains(got.Message, want) {
 			t.Errorf("%s: message %q does not say %q", name, got.Message, want)
 		}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
@@ -151,9 +152,9 @@ func TestShippedRBACIsExactlyWhatASweepUses(t *testing.T) {
 	res := e.Sweep(t, "-l", caseLabel+"="+caseID, "--trusted-namespaces", ruleHome)
 	wantCode(t, res, 0)
 	for _, ns := range []string{del, scale, hook, idle} {
-		wantState(t, res, ns, ns, sweep.StateFired)
+		wantState(t, res, ns, ns, report.StateFired)
 	}
-	if p := res.Pair(t, ruleHome, "rule", ruled); p.State != sweep.StateFired {
+	if p := res.Pair(t, ruleHome, "rule", ruled); p.State != report.StateFired {
 		t.Fatalf("rule on %s: %q (%s), want fired", ruled, p.State, p.Message)
 	}
 	after, err := shared.AuditedRequests(t.Context(), e.User)

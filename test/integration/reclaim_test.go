@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
@@ -23,7 +24,7 @@ func requesting(name, cpu, memory string) corev1.Container {
 }
 
 // wantReclaimed checks what an entry, or a sum, says was freed.
-func wantReclaimed(t *testing.T, what string, got *sweep.Reclaimed, cpu, memory, storage string, lbs int) {
+func wantReclaimed(t *testing.T, what string, got *report.Reclaimed, cpu, memory, storage string, lbs int) {
 	t.Helper()
 	if got == nil {
 		t.Errorf("%s: nothing said of what was reclaimed", what)
@@ -98,8 +99,8 @@ func TestReclaimed(t *testing.T) {
 	// memory; the pod that succeeded frees nothing.
 	dry := e.Sweep(t, append(args, "--dry-run")...)
 	wantCode(t, dry, 0)
-	wantReclaimed(t, "dry run's DELETE", wantState(t, dry, home, "deleter", sweep.StatePlanned).Reclaimed, "1250m", "128Mi", "1524Mi", 1)
-	wantReclaimed(t, "dry run's SCALE_DOWN", wantState(t, dry, home, "scaler", sweep.StatePlanned).Reclaimed, "300m", "150Mi", "0", 0)
+	wantReclaimed(t, "dry run's DELETE", wantState(t, dry, home, "deleter", report.StatePlanned).Reclaimed, "1250m", "128Mi", "1524Mi", 1)
+	wantReclaimed(t, "dry run's SCALE_DOWN", wantState(t, dry, home, "scaler", report.StatePlanned).Reclaimed, "300m", "150Mi", "0", 0)
 	wantReclaimed(t, "dry run's summary", dry.Report.Summary.Reclaimed, "1550m", "278Mi", "1524Mi", 1)
 	if e.NamespaceGoneOrTerminating(t, target) {
 		t.Fatal("the dry run deleted the namespace")
@@ -107,15 +108,15 @@ func TestReclaimed(t *testing.T) {
 
 	res := e.Sweep(t, args...)
 	wantCode(t, res, 0)
-	wantReclaimed(t, "DELETE", wantState(t, res, home, "deleter", sweep.StateFired).Reclaimed, "1250m", "128Mi", "1524Mi", 1)
-	wantReclaimed(t, "SCALE_DOWN", wantState(t, res, home, "scaler", sweep.StateFired).Reclaimed, "300m", "150Mi", "0", 0)
+	wantReclaimed(t, "DELETE", wantState(t, res, home, "deleter", report.StateFired).Reclaimed, "1250m", "128Mi", "1524Mi", 1)
+	wantReclaimed(t, "SCALE_DOWN", wantState(t, res, home, "scaler", report.StateFired).Reclaimed, "300m", "150Mi", "0", 0)
 	wantReclaimed(t, "summary", res.Report.Summary.Reclaimed, "1550m", "278Mi", "1524Mi", 1)
 	if st := managerStatus(t, home, "deleter"); st.LastAction == nil {
 		t.Error("the deleter's status has no last action")
 	} else {
 		wantReclaimed(t, "the deleter's status", st.LastAction.Reclaimed, "1250m", "128Mi", "1524Mi", 1)
 	}
-	told := map[string]*sweep.Reclaimed{}
+	told := map[string]*report.Reclaimed{}
 	for _, d := range notify.Deliveries() {
 		var n sweep.Notification
 		if err := json.Unmarshal(d.Body, &n); err != nil {
@@ -152,7 +153,7 @@ func TestReclaimedByManyDeletes(t *testing.T) {
 	total := 0
 	for i, ns := range targets {
 		p := res.Pair(t, home, "reaper", ns)
-		if p.State != sweep.StateFired {
+		if p.State != report.StateFired {
 			t.Fatalf("rule on %s: %s (%s), want fired", ns, p.State, p.Message)
 		}
 		wantReclaimed(t, "DELETE of "+ns, p.Reclaimed, fmt.Sprintf("%dm", 10*(i+1)), "1Mi", "0", 0)
@@ -196,5 +197,5 @@ func TestReclaimedTotalsOnAPushgateway(t *testing.T) {
 	m.want(t, "nsman_reclaimed_cpu_cores_total", labels("action", "DELETE"), 0.75)
 	m.want(t, "nsman_reclaimed_memory_bytes_total", labels("action", "DELETE"), 2*(1<<30))
 	m.want(t, "nsman_reclaimed_cpu_cores_total", labels("action", "SCALE_DOWN"), 0)
-	m.want(t, "nsman_namespaces_stuck", labels("reason", sweep.StuckFinalizersRemaining), 0)
+	m.want(t, "nsman_namespaces_stuck", labels("reason", report.StuckFinalizersRemaining), 0)
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
@@ -71,7 +72,7 @@ func pairRecord(t *testing.T, namespace string, ruleUID types.UID) (sweep.PairSt
 
 // wantPairs checks that rule namespace/name's pair on each of namespaces is
 // in state want; when says in which case.
-func wantPairs(t *testing.T, res nsmantest.Result, namespace, name string, namespaces []string, want sweep.State, when string) {
+func wantPairs(t *testing.T, res nsmantest.Result, namespace, name string, namespaces []string, want report.State, when string) {
 	t.Helper()
 	for _, ns := range namespaces {
 		if p := res.Pair(t, namespace, name, ns); p.State != want {
@@ -112,11 +113,11 @@ func TestWhoShieldsANamespaceFromARule(t *testing.T) {
 	res := e.Sweep(t, "-l", caseLabel+"="+caseID, "--trusted-namespaces", home)
 	wantCode(t, res, 0)
 	for _, tt := range []struct{ rule, ns string }{{"leftovers", dormant}, {"enforced", dormant}, {"enforced", governed}} {
-		if p := res.Pair(t, home, tt.rule, tt.ns); p.State != sweep.StateFired {
+		if p := res.Pair(t, home, tt.rule, tt.ns); p.State != report.StateFired {
 			t.Errorf("rule %s on %s: %q (%s), want fired", tt.rule, tt.ns, p.State, p.Message)
 		}
 	}
-	if p := res.Pair(t, home, "leftovers", governed); p.State != sweep.StateGoverned || !strings.Contains(p.Message, governed+"/"+governed) {
+	if p := res.Pair(t, home, "leftovers", governed); p.State != report.StateGoverned || !strings.Contains(p.Message, governed+"/"+governed) {
 		t.Errorf("rule leftovers on %s: %q (%s), want governed by its active manager", governed, p.State, p.Message)
 	}
 	paths := map[string]int{}
@@ -151,17 +152,17 @@ func TestRuleActsOnceOnEachNamespaceItMatches(t *testing.T) {
 	if len(problems) > 0 {
 		t.Fatal(problems)
 	}
-	if g := res.Pair(t, home, "leftovers", governed); g.State != sweep.StateGoverned || !strings.Contains(g.Message, home+"/its-own") {
+	if g := res.Pair(t, home, "leftovers", governed); g.State != report.StateGoverned || !strings.Contains(g.Message, home+"/its-own") {
 		t.Errorf("governed namespace: %q (%s), want governed by %s/its-own", g.State, g.Message, home)
 	}
 	keys := map[string]bool{}
 	for _, ns := range free {
 		p := res.Pair(t, home, "leftovers", ns)
-		if p.State != sweep.StateFired || p.Policy != "report it" {
+		if p.State != report.StateFired || p.Policy != "report it" {
 			t.Errorf("namespace %s: %q (%s), want fired by %q", ns, p.State, p.Message, "report it")
 		}
 		st, obj := pairRecord(t, ns, rule.GetUID())
-		if st.Claim != nil || st.LastAction == nil || st.LastAction.Result != sweep.ResultSucceeded || st.ObservedGeneration != rule.GetGeneration() {
+		if st.Claim != nil || st.LastAction == nil || st.LastAction.Result != report.ResultSucceeded || st.ObservedGeneration != rule.GetGeneration() {
 			t.Errorf("record on %s: %+v, want a succeeded action of generation %d and no claim", ns, st, rule.GetGeneration())
 		}
 		keys[sweep.PairIdempotencyKey(m, "report it", obj.UID)] = true
@@ -178,7 +179,7 @@ func TestRuleActsOnceOnEachNamespaceItMatches(t *testing.T) {
 		delete(keys, k)
 	}
 	st := managerStatus(t, home, "leftovers")
-	if st.State != sweep.StateWatching || st.Rule == nil || st.Rule.Matched != 4 || st.Rule.States[sweep.StateFired] != 3 || st.Rule.States[sweep.StateGoverned] != 1 || len(st.Rule.Latest) != 3 {
+	if st.State != sweep.StateWatching || st.Rule == nil || st.Rule.Matched != 4 || st.Rule.States[report.StateFired] != 3 || st.Rule.States[report.StateGoverned] != 1 || len(st.Rule.Latest) != 3 {
 		t.Errorf("rule status %+v (summary %+v), want watching, 4 matched, 3 fired, 1 governed, 3 latest", st, st.Rule)
 	}
 	if e.Deactivated(t, home, "leftovers") {
@@ -188,7 +189,7 @@ func TestRuleActsOnceOnEachNamespaceItMatches(t *testing.T) {
 	before := len(e.Writes(t))
 	res = e.Sweep(t, sweepArgs...)
 	wantCode(t, res, 0)
-	wantPairs(t, res, home, "leftovers", free, sweep.StateDone, "second sweep")
+	wantPairs(t, res, home, "leftovers", free, report.StateDone, "second sweep")
 	if n := len(recv.Deliveries()); n != len(free) {
 		t.Errorf("%d deliveries after the second sweep, want still %d", n, len(free))
 	}
@@ -216,7 +217,7 @@ func TestRuleActsOnceOnEachNamespaceItMatches(t *testing.T) {
 	res = e.Sweep(t, sweepArgs...)
 	wantCode(t, res, 0)
 	for _, ns := range free {
-		if p := res.Pair(t, home, "leftovers", ns); p.State != sweep.StateFired || p.Policy != "report it again" {
+		if p := res.Pair(t, home, "leftovers", ns); p.State != report.StateFired || p.Policy != "report it again" {
 			t.Errorf("after the edit, namespace %s: %q (%s), want fired again", ns, p.State, p.Message)
 		}
 	}
@@ -249,7 +250,7 @@ func TestRuleDeletesByNamePattern(t *testing.T) {
 	res := e.Sweep(t, "-l", caseLabel+"="+caseID, "--trusted-namespaces", home)
 	wantCode(t, res, 0)
 	for _, ns := range doomed {
-		if p := res.Pair(t, home, "by-name", ns); p.State != sweep.StateFired || !slices.Equal(p.Effects, []string{"delete namespace " + ns}) {
+		if p := res.Pair(t, home, "by-name", ns); p.State != report.StateFired || !slices.Equal(p.Effects, []string{"delete namespace " + ns}) {
 			t.Errorf("namespace %s: %q %q (%s), want fired, deleted", ns, p.State, p.Effects, p.Message)
 		}
 		if !e.NamespaceGoneOrTerminating(t, ns) {
@@ -297,7 +298,7 @@ func TestRuleOutsideATrustedNamespaceIsForbidden(t *testing.T) {
 	createManager(t, managerObj(home, "untrusted", home, []any{ttlPolicy("gone at once", 0, deleteAction)}, selecting(home)))
 	res := e.Sweep(t, "-l", caseLabel+"="+home, "--trusted-namespaces", "elsewhere")
 	wantCode(t, res, 0)
-	if got := wantState(t, res, home, "untrusted", sweep.StateForbidden); !got.Rule {
+	if got := wantState(t, res, home, "untrusted", report.StateForbidden); !got.Rule {
 		t.Errorf("entry %+v does not say it is a rule", got)
 	}
 	if e.NamespaceGoneOrTerminating(t, targets[0]) {
@@ -328,7 +329,7 @@ func TestRulesUnderConcurrentSweeps(t *testing.T) {
 	fired := map[string]int{}
 	for _, res := range results {
 		for _, ns := range targets {
-			if res.Pair(t, home, "race", ns).State == sweep.StateFired {
+			if res.Pair(t, home, "race", ns).State == report.StateFired {
 				fired[ns]++
 			}
 		}
@@ -367,14 +368,14 @@ func TestRuleDryRunAndAt(t *testing.T) {
 	res := e.Sweep(t, append(args, "--dry-run")...)
 	wantCode(t, res, 0)
 	for _, ns := range targets {
-		if p := res.Pair(t, home, "in-an-hour", ns); p.State != sweep.StateWaiting || p.Due == nil {
+		if p := res.Pair(t, home, "in-an-hour", ns); p.State != report.StateWaiting || p.Due == nil {
 			t.Errorf("dry run now, %s: %q due %v, want waiting with a due time", ns, p.State, p.Due)
 		}
 	}
 	tomorrow := time.Now().Add(24 * time.Hour).UTC().Format(time.RFC3339)
 	res = e.Sweep(t, append(args, "--dry-run", "--at", tomorrow)...)
 	wantCode(t, res, 0)
-	wantPairs(t, res, home, "in-an-hour", targets, sweep.StatePlanned, "dry run tomorrow")
+	wantPairs(t, res, home, "in-an-hour", targets, report.StatePlanned, "dry run tomorrow")
 	if w := e.Writes(t)[before:]; len(w) != 0 {
 		t.Errorf("dry runs made %d mutating requests: %+v", len(w), w)
 	}
@@ -385,12 +386,12 @@ func TestRuleDryRunAndAt(t *testing.T) {
 	setPolicies(t, e, home, "in-an-hour", ttlPolicy("at once", 0, webhookAction(recv.URL+"/dry")))
 	res = e.Sweep(t, append(args, "--max-actions", "1")...)
 	wantCode(t, res, 0)
-	if res.Report.Summary.States[sweep.StateFired] != 1 || res.Report.Summary.States[sweep.StateDeferred] != 2 {
+	if res.Report.Summary.States[report.StateFired] != 1 || res.Report.Summary.States[report.StateDeferred] != 2 {
 		t.Errorf("--max-actions 1: states %v, want 1 fired and 2 deferred", res.Report.Summary.States)
 	}
 	res = e.Sweep(t, args...)
 	wantCode(t, res, 0)
-	if res.Report.Summary.States[sweep.StateFired] != 2 || res.Report.Summary.States[sweep.StateDone] != 1 {
+	if res.Report.Summary.States[report.StateFired] != 2 || res.Report.Summary.States[report.StateDone] != 1 {
 		t.Errorf("after the cap: states %v, want 2 fired and 1 done", res.Report.Summary.States)
 	}
 	if n := len(recv.Deliveries()); n != 3 {
@@ -412,7 +413,7 @@ func TestRulePairsSplitAmongShards(t *testing.T) {
 		res := e.Sweep(t, "-l", caseLabel+"="+home, "--trusted-namespaces", home, "--shard-count", "3", "--shard-index", fmt.Sprint(i))
 		wantCode(t, res, 0)
 		for _, entry := range res.Report.Entries {
-			if entry.Rule && entry.State == sweep.StateFired {
+			if entry.Rule && entry.State == report.StateFired {
 				fired[entry.Target]++
 			}
 		}
@@ -435,7 +436,7 @@ func TestRulePairsSplitAmongShards(t *testing.T) {
 	res := e.Sweep(t, "-l", caseLabel+"="+home, "--trusted-namespaces", home)
 	wantCode(t, res, 0)
 	st := managerStatus(t, home, "sharded")
-	if st.Rule == nil || st.Rule.States[sweep.StateFired] != len(targets) || len(st.Rule.Latest) != 10 {
+	if st.Rule == nil || st.Rule.States[report.StateFired] != len(targets) || len(st.Rule.Latest) != 10 {
 		t.Errorf("rule status %+v, want %d fired and the latest 10 actions", st.Rule, len(targets))
 	}
 }
@@ -458,7 +459,7 @@ func TestRuleMinChecksProgressPerPair(t *testing.T) {
 
 	res := e.Sweep(t, args...)
 	wantCode(t, res, 0)
-	if p := res.Pair(t, home, "checks", passing); p.State != sweep.StateWaiting {
+	if p := res.Pair(t, home, "checks", passing); p.State != report.StateWaiting {
 		t.Fatalf("first check on %s: %q (%s), want waiting", passing, p.State, p.Message)
 	}
 	if st, _ := pairRecord(t, passing, rule.GetUID()); st.Checks["tests passed"].Passed != 1 {
@@ -470,10 +471,10 @@ func TestRuleMinChecksProgressPerPair(t *testing.T) {
 	time.Sleep(2100 * time.Millisecond) // periodSeconds 1, on the API server's clock of whole seconds
 	res = e.Sweep(t, args...)
 	wantCode(t, res, 0)
-	if p := res.Pair(t, home, "checks", passing); p.State != sweep.StateFired {
+	if p := res.Pair(t, home, "checks", passing); p.State != report.StateFired {
 		t.Errorf("second check on %s: %q (%s), want fired", passing, p.State, p.Message)
 	}
-	if p := res.Pair(t, home, "checks", running); p.State != sweep.StateWaiting || e.NamespaceGoneOrTerminating(t, running) {
+	if p := res.Pair(t, home, "checks", running); p.State != report.StateWaiting || e.NamespaceGoneOrTerminating(t, running) {
 		t.Errorf("%s with a running pod: %q (%s), want waiting", running, p.State, p.Message)
 	}
 }
@@ -551,8 +552,8 @@ func TestRuleGovernanceAndPause(t *testing.T) {
 
 	res := e.Sweep(t, args...)
 	wantCode(t, res, 0)
-	wantState(t, res, tenant, "shield", sweep.StateForbidden)
-	wantPairs(t, res, home, "pausable", targets, sweep.StateFired, "a forbidden manager governs nothing")
+	wantState(t, res, tenant, "shield", report.StateForbidden)
+	wantPairs(t, res, home, "pausable", targets, report.StateFired, "a forbidden manager governs nothing")
 	for _, deactivated := range []bool{true, false} {
 		patch := fmt.Sprintf(`{"spec":{"deactivated":%t}}`, deactivated)
 		if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Patch(t.Context(), "pausable", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
@@ -561,7 +562,7 @@ func TestRuleGovernanceAndPause(t *testing.T) {
 		res = e.Sweep(t, args...)
 		wantCode(t, res, 0)
 	}
-	wantPairs(t, res, home, "pausable", targets, sweep.StateDone, "after pause and resume")
+	wantPairs(t, res, home, "pausable", targets, report.StateDone, "after pause and resume")
 	if n := len(recv.Deliveries()); n != len(targets) {
 		t.Errorf("%d deliveries, want %d: resuming re-sent them", n, len(targets))
 	}
@@ -596,7 +597,7 @@ func TestRuleClaimSurvivesPauseAndResume(t *testing.T) {
 	}
 	res := e.Sweep(t, "-l", caseLabel+"="+home, "--trusted-namespaces", home)
 	wantCode(t, res, 0)
-	if p := res.Pair(t, home, "claimed", target); p.State != sweep.StateFired || !strings.Contains(p.Message, "completing the expired claim of sweep dead") {
+	if p := res.Pair(t, home, "claimed", target); p.State != report.StateFired || !strings.Contains(p.Message, "completing the expired claim of sweep dead") {
 		t.Errorf("pair: %q (%s), want the dead sweep's claim completed", p.State, p.Message)
 	}
 	got := recv.Deliveries()
@@ -639,7 +640,7 @@ func TestRulesShareANamespace(t *testing.T) {
 		t.Fatal(touchErr)
 	}
 	for _, rule := range []string{"tell-qa", "tell-ops"} {
-		wantPairs(t, res, home, rule, targets, sweep.StateFired, "two rules due on one namespace")
+		wantPairs(t, res, home, rule, targets, report.StateFired, "two rules due on one namespace")
 	}
 	byPath := map[string]int{}
 	for _, d := range recv.Deliveries() {
@@ -665,7 +666,7 @@ func TestStaleRecordsOfGoneRules(t *testing.T) {
 	createManager(t, managerObj(home, "standing", home, []any{ttlPolicy("now", 0, webhookAction(recv.URL+"/standing"))}, selecting(home)))
 	record := func(rule string, at time.Time) string {
 		data, err := json.Marshal(sweep.PairStatus{Rule: rule, Progress: sweep.Progress{ObservedGeneration: 1,
-			LastAction: &sweep.LastAction{Policy: "now", Action: policy.ActionWebhook, Result: sweep.ResultSucceeded, Time: at.UTC()}}})
+			LastAction: &sweep.LastAction{Policy: "now", Action: policy.ActionWebhook, Result: report.ResultSucceeded, Time: at.UTC()}}})
 		if err != nil {
 			t.Fatal(err)
 		}

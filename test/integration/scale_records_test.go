@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nsman/nsman/cmd"
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
@@ -28,7 +29,7 @@ func scaledDown(t *testing.T) string {
 	createManager(t, managerObj(ns, ns, ns, []any{ttlPolicy("scale at once", 0, scaleDownAction)}))
 	res := env.Sweep(t, "-l", caseLabel+"="+ns)
 	wantCode(t, res, 0)
-	wantState(t, res, ns, ns, sweep.StateFired)
+	wantState(t, res, ns, ns, report.StateFired)
 	wantWorkload(t, ns, "web", 0, "3")
 	wantWorkload(t, ns, "db", 0, "2")
 	return ns
@@ -48,7 +49,7 @@ func TestScaleDownRecordsTheLastCount(t *testing.T) {
 	rearm(t, ns, ns)
 	res := e.Sweep(t, "-l", caseLabel+"="+ns)
 	wantCode(t, res, 0)
-	fired := wantState(t, res, ns, ns, sweep.StateFired)
+	fired := wantState(t, res, ns, ns, report.StateFired)
 	if want := "scale Deployment/web from 5 to 0"; !slices.Contains(fired.Effects, want) {
 		t.Errorf("effects %q, want %q", fired.Effects, want)
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/nsman/nsman/cmd"
-	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -74,7 +74,7 @@ func TestShardsCoverEveryManagerOnce(t *testing.T) {
 				t.Errorf("%s handled by two shards", id)
 			}
 			managers[id] = true
-			if entry.State == sweep.StateFired {
+			if entry.State == report.StateFired {
 				fired++
 			}
 		}

@@ -7,7 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -53,7 +53,7 @@ func TestStagesFireOnePerSweep(t *testing.T) {
 	for i, want := range []string{"warn the owners", "park it", "delete it"} {
 		res := e.Sweep(t, args...)
 		wantCode(t, res, 0)
-		got := wantState(t, res, home, "lifecycle", sweep.StateFired)
+		got := wantState(t, res, home, "lifecycle", report.StateFired)
 		if got.Policy != want {
 			t.Fatalf("sweep %d fired %q, want %q", i+1, got.Policy, want)
 		}
@@ -78,7 +78,7 @@ func TestStagesFireOnePerSweep(t *testing.T) {
 	}
 	// Deactivated; while the namespace it deleted terminates, it says so.
 	res := e.Sweep(t, args...)
-	if got := res.Entry(t, home, "lifecycle"); got.State != sweep.StateDeactivated && got.State != sweep.StateTargetTerminating {
+	if got := res.Entry(t, home, "lifecycle"); got.State != report.StateDeactivated && got.State != report.StateTargetTerminating {
 		t.Errorf("manager lifecycle: state %q (%s), want deactivated, or target-terminating while its namespace goes", got.State, got.Message)
 	}
 	if n := len(recv.Deliveries()); n != 1 {
@@ -112,7 +112,7 @@ func TestStagesOnceUnderConcurrentSweeps(t *testing.T) {
 				mu.Lock()
 				defer mu.Unlock()
 				for _, entry := range res.Report.Entries {
-					if entry.State == sweep.StateFired {
+					if entry.State == report.StateFired {
 						fired[entry.Name+"/"+entry.Policy]++
 					}
 				}
@@ -158,9 +158,9 @@ func TestRuleStagesPerNamespace(t *testing.T) {
 	}, selecting(home)))
 	args := []string{"-l", caseLabel + "=" + home, "--trusted-namespaces", home}
 	for i, want := range []struct {
-		state  sweep.State
+		state  report.State
 		policy string
-	}{{sweep.StateFired, "warn the owners"}, {sweep.StateFired, "report done"}, {sweep.StateDone, "report done"}} {
+	}{{report.StateFired, "warn the owners"}, {report.StateFired, "report done"}, {report.StateDone, "report done"}} {
 		res := e.Sweep(t, args...)
 		wantCode(t, res, 0)
 		for _, ns := range targets {

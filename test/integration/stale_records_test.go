@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
@@ -22,7 +23,7 @@ import (
 func staleRecord(t *testing.T, rule string) string {
 	t.Helper()
 	data, err := json.Marshal(sweep.PairStatus{Rule: rule, Progress: sweep.Progress{ObservedGeneration: 1,
-		LastAction: &sweep.LastAction{Policy: "now", Action: policy.ActionWebhook, Result: sweep.ResultSucceeded, Time: time.Now().Add(-2 * sweep.StaleRecordAge).UTC()}}})
+		LastAction: &sweep.LastAction{Policy: "now", Action: policy.ActionWebhook, Result: report.ResultSucceeded, Time: time.Now().Add(-2 * sweep.StaleRecordAge).UTC()}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -53,10 +53,10 @@ func TestSilentReceiverStallsNothing(t *testing.T) {
 	res := e.Sweep(t, args...)
 	took := time.Since(began)
 	for _, ns := range deleted {
-		wantState(t, res, ns, ns, sweep.StateFired)
+		wantState(t, res, ns, ns, report.StateFired)
 	}
 	for _, ns := range ruled {
-		if p := res.Pair(t, ruleHome, "leftovers", ns); p.State != sweep.StateFired {
+		if p := res.Pair(t, ruleHome, "leftovers", ns); p.State != report.StateFired {
 			t.Errorf("rule on %s: %q (%s), want fired", ns, p.State, p.Message)
 		}
 	}
@@ -106,7 +106,7 @@ func TestSilentReceiverStallsNothing(t *testing.T) {
 	res = e.Sweep(t, args...)
 	took = time.Since(began)
 	for i := range silentManagers {
-		if got := res.Entry(t, home, fmt.Sprintf("silent-%02d", i)); got.State != sweep.StateDeferred || !strings.Contains(got.Message, "backs off") {
+		if got := res.Entry(t, home, fmt.Sprintf("silent-%02d", i)); got.State != report.StateDeferred || !strings.Contains(got.Message, "backs off") {
 			t.Errorf("next sweep, silent-%02d: %q (%s), want deferred, backing off", i, got.State, got.Message)
 		}
 	}
@@ -146,7 +146,7 @@ func TestPortHoppingTenantSpendsItsSilentReceivers(t *testing.T) {
 	began := time.Now()
 	res := e.Sweep(t, "-l", caseLabel+"="+caseID, "--concurrency", fmt.Sprint(concurrency), "--webhook-timeout", timeout.String())
 	took := time.Since(began)
-	wantState(t, res, neighbour, neighbour, sweep.StateFired)
+	wantState(t, res, neighbour, neighbour, report.StateFired)
 	var refs []manager
 	for i := range hops {
 		refs = append(refs, manager{hopper, fmt.Sprintf("hop-%02d", i)})
@@ -227,9 +227,9 @@ func timedOutOrDeferred(t *testing.T, res nsmantest.Result, timedOut, deferral s
 	t.Helper()
 	for _, m := range managers {
 		switch got := res.Entry(t, m.namespace, m.name); {
-		case got.State == sweep.StateFailed && strings.HasPrefix(got.Message, timedOut):
+		case got.State == report.StateFailed && strings.HasPrefix(got.Message, timedOut):
 			failed = append(failed, m)
-		case got.State == sweep.StateDeferred && strings.Contains(got.Message, deferral):
+		case got.State == report.StateDeferred && strings.Contains(got.Message, deferral):
 			deferred = append(deferred, m)
 		default:
 			t.Errorf("%s/%s: %q (%s), want it failed (%s) or deferred (%s)", m.namespace, m.name, got.State, got.Message, timedOut, deferral)

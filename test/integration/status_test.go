@@ -11,6 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
@@ -56,7 +57,7 @@ func TestStatusAndEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.State != sweep.StateWaiting || st.Target != waiting || st.NextDue == nil || !st.NextDue.Equal(&metav1.Time{Time: ns.CreationTimestamp.Add(time.Hour)}) {
+	if st.State != report.StateWaiting || st.Target != waiting || st.NextDue == nil || !st.NextDue.Equal(&metav1.Time{Time: ns.CreationTimestamp.Add(time.Hour)}) {
 		t.Errorf("waiting manager status %+v", st)
 	}
 	if c := condition(st); c.Status != metav1.ConditionFalse || c.Reason != "Waiting" || c.ObservedGeneration != st.ObservedGeneration || st.ObservedGeneration == 0 {
@@ -64,8 +65,8 @@ func TestStatusAndEvents(t *testing.T) {
 	}
 	// Fired: the last action and the condition; the claim is gone.
 	st = managerStatus(t, home, fired)
-	if c := condition(st); st.State != sweep.StateFired || c.Status != metav1.ConditionTrue || c.Reason != "Fired" ||
-		st.LastAction == nil || st.LastAction.Result != sweep.ResultSucceeded || st.LastAction.Action != "DELETE" {
+	if c := condition(st); st.State != report.StateFired || c.Status != metav1.ConditionTrue || c.Reason != "Fired" ||
+		st.LastAction == nil || st.LastAction.Result != report.ResultSucceeded || st.LastAction.Action != "DELETE" {
 		t.Errorf("fired manager status %+v", st)
 	}
 	if st.Claim != nil || st.LastAction.Policy != "delete at once" || st.ObservedGeneration == 0 {
@@ -76,7 +77,7 @@ func TestStatusAndEvents(t *testing.T) {
 	}
 	// Refused.
 	st = managerStatus(t, tenant, tenant)
-	if c := condition(st); st.State != sweep.StateForbidden || c.Reason != "Forbidden" || !strings.Contains(st.Message, "may only target") {
+	if c := condition(st); st.State != report.StateForbidden || c.Reason != "Forbidden" || !strings.Contains(st.Message, "may only target") {
 		t.Errorf("refused manager status %+v", st)
 	}
 

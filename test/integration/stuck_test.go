@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/report"
 )
 
 // stuckEvents counts the NamespaceStuck Events on manager name in ns.
@@ -27,8 +27,8 @@ func stuckEvents(t *testing.T, ns, name string) int {
 }
 
 // hasReason reports whether st names reason, in a message holding words.
-func hasReason(st *sweep.Stuck, reason, words string) bool {
-	return st != nil && slices.ContainsFunc(st.Reasons, func(r sweep.StuckReason) bool {
+func hasReason(st *report.Stuck, reason, words string) bool {
+	return st != nil && slices.ContainsFunc(st.Reasons, func(r report.StuckReason) bool {
 		return r.Reason == reason && strings.Contains(r.Message, words)
 	})
 }
@@ -65,8 +65,8 @@ func TestStuckNamespacesAreTold(t *testing.T) {
 
 	res := e.Sweep(t, args...)
 	wantCode(t, res, 0)
-	wantState(t, res, home, "deleter", sweep.StateFired)
-	if p := res.Pair(t, home, "reaper", ruled); p.State != sweep.StateFired {
+	wantState(t, res, home, "deleter", report.StateFired)
+	if p := res.Pair(t, home, "reaper", ruled); p.State != report.StateFired {
 		t.Fatalf("rule on %s: %s (%s), want fired", ruled, p.State, p.Message)
 	}
 	// The namespace controller says why once it has deleted what it can.
@@ -81,23 +81,23 @@ func TestStuckNamespacesAreTold(t *testing.T) {
 
 	res = e.Sweep(t, args...)
 	wantCode(t, res, 0)
-	d := wantState(t, res, home, "deleter", sweep.StateTargetTerminating)
-	if !hasReason(d.Stuck, sweep.StuckFinalizersRemaining, "nsman.test/held") || d.Policy != "delete at once" || !strings.Contains(d.Message, "nsman explain "+held) {
+	d := wantState(t, res, home, "deleter", report.StateTargetTerminating)
+	if !hasReason(d.Stuck, report.StuckFinalizersRemaining, "nsman.test/held") || d.Policy != "delete at once" || !strings.Contains(d.Message, "nsman explain "+held) {
 		t.Errorf("deleter's entry %+v (stuck %+v): want the finalizer nsman.test/held named, the policy that deleted, and nsman explain", d, d.Stuck)
 	}
 	p := res.Pair(t, home, "reaper", ruled)
-	if p.State != sweep.StateTargetTerminating || !hasReason(p.Stuck, sweep.StuckNamespaceFinalizers, "spec.finalizers nsman.test/own") {
+	if p.State != report.StateTargetTerminating || !hasReason(p.Stuck, report.StuckNamespaceFinalizers, "spec.finalizers nsman.test/own") {
 		t.Errorf("rule's entry on %s: %+v (stuck %+v), want target-terminating and the namespace's own finalizer named", ruled, p, p.Stuck)
 	}
 	if res.Report.Summary.Stuck != 2 {
 		t.Errorf("summary counts %d stuck namespaces, want 2", res.Report.Summary.Stuck)
 	}
 	st := managerStatus(t, home, "deleter")
-	if !hasReason(st.Stuck, sweep.StuckFinalizersRemaining, "nsman.test/held") || st.State != sweep.StateFired || condition(st).Status != metav1.ConditionTrue {
+	if !hasReason(st.Stuck, report.StuckFinalizersRemaining, "nsman.test/held") || st.State != report.StateFired || condition(st).Status != metav1.ConditionTrue {
 		t.Errorf("deleter's status %+v: want it stuck, and still fired", st)
 	}
 	rule := managerStatus(t, home, "reaper")
-	if rule.Rule == nil || len(rule.Rule.Stuck) != 1 || rule.Rule.Stuck[0].Namespace != ruled || !hasReason(&rule.Rule.Stuck[0].Stuck, sweep.StuckNamespaceFinalizers, "nsman.test/own") {
+	if rule.Rule == nil || len(rule.Rule.Stuck) != 1 || rule.Rule.Stuck[0].Namespace != ruled || !hasReason(&rule.Rule.Stuck[0].Stuck, report.StuckNamespaceFinalizers, "nsman.test/own") {
 		t.Errorf("rule's status %+v: want %s listed stuck, with why", rule.Rule, ruled)
 	}
 	if a, b := stuckEvents(t, home, "deleter"), stuckEvents(t, home, "reaper"); a != 1 || b != 1 {
@@ -110,7 +110,7 @@ func TestStuckNamespacesAreTold(t *testing.T) {
 		before[name] = e.Manager(t, home, name).GetResourceVersion()
 	}
 	res = e.Sweep(t, args...)
-	wantState(t, res, home, "deleter", sweep.StateTargetTerminating)
+	wantState(t, res, home, "deleter", report.StateTargetTerminating)
 	for _, name := range []string{"deleter", "reaper"} {
 		if now := e.Manager(t, home, name).GetResourceVersion(); now != before[name] {
 			t.Errorf("%s written again (resourceVersion %s → %s) though the cause is the same", name, before[name], now)
@@ -131,7 +131,7 @@ func TestStuckNamespacesAreTold(t *testing.T) {
 		t.Fatalf("namespace %s still there once released", held)
 	}
 	res = e.Sweep(t, args...)
-	wantState(t, res, home, "deleter", sweep.StateDeactivated)
+	wantState(t, res, home, "deleter", report.StateDeactivated)
 	if st := managerStatus(t, home, "deleter"); st.Stuck != nil {
 		t.Errorf("deleter's status still says stuck once %s went: %+v", held, st.Stuck)
 	}

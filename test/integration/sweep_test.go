@@ -16,11 +16,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
-func wantState(t *testing.T, res nsmantest.Result, ns, name string, want sweep.State) sweep.Entry {
+func wantState(t *testing.T, res nsmantest.Result, ns, name string, want report.State) report.Entry {
 	t.Helper()
 	e := res.Entry(t, ns, name)
 	if e.State != want {
@@ -45,11 +46,11 @@ func TestTTLDeletesOnceDueAndOnlyOnce(t *testing.T) {
 
 	res := e.Sweep(t, "-l", caseLabel+"="+caseID)
 	wantCode(t, res, 0)
-	fired := wantState(t, res, due, due, sweep.StateFired)
+	fired := wantState(t, res, due, due, report.StateFired)
 	if want := []string{"delete namespace " + due}; !slices.Equal(fired.Effects, want) {
 		t.Errorf("effects %q, want %q", fired.Effects, want)
 	}
-	waiting := wantState(t, res, notDue, notDue, sweep.StateWaiting)
+	waiting := wantState(t, res, notDue, notDue, report.StateWaiting)
 	ns, err := shared.Admin.CoreV1().Namespaces().Get(t.Context(), notDue, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +69,7 @@ func TestTTLDeletesOnceDueAndOnlyOnce(t *testing.T) {
 	before := len(e.Writes(t))
 	again := e.Sweep(t, "-l", caseLabel+"="+caseID)
 	wantCode(t, again, 0)
-	wantState(t, again, notDue, notDue, sweep.StateWaiting)
+	wantState(t, again, notDue, notDue, report.StateWaiting)
 	if writes := e.Writes(t)[before:]; len(writes) > 0 {
 		t.Fatalf("a sweep with nothing to do wrote:\n%v", writes)
 	}
@@ -82,14 +83,14 @@ func TestPodsSucceed(t *testing.T) {
 		name   string
 		pods   map[string]corev1.PodPhase // name -> phase, labelled main unless prefixed "aux"
 		params func(map[string]any)
-		want   sweep.State
+		want   report.State
 		detail string
 	}{
-		{name: "failed pod blocks", pods: map[string]corev1.PodPhase{"a": corev1.PodSucceeded, "b": corev1.PodFailed}, want: sweep.StateWaiting, detail: "pod b has not succeeded"},
-		{name: "running pod blocks", pods: map[string]corev1.PodPhase{"a": corev1.PodRunning}, want: sweep.StateWaiting, detail: "pod a has not succeeded"},
-		{name: "succeeded pods fire despite unmatched running pods", pods: map[string]corev1.PodPhase{"a": corev1.PodSucceeded, "b": corev1.PodSucceeded, "aux-c": corev1.PodRunning}, want: sweep.StateFired},
-		{name: "no matching pod fires", pods: map[string]corev1.PodPhase{"aux-c": corev1.PodRunning}, want: sweep.StateFired},
-		{name: "not before the initial delay", pods: map[string]corev1.PodPhase{"a": corev1.PodSucceeded}, params: func(p map[string]any) { p["initialDelaySeconds"] = int64(3600) }, want: sweep.StateWaiting, detail: "initial delay"},
+		{name: "failed pod blocks", pods: map[string]corev1.PodPhase{"a": corev1.PodSucceeded, "b": corev1.PodFailed}, want: report.StateWaiting, detail: "pod b has not succeeded"},
+		{name: "running pod blocks", pods: map[string]corev1.PodPhase{"a": corev1.PodRunning}, want: report.StateWaiting, detail: "pod a has not succeeded"},
+		{name: "succeeded pods fire despite unmatched running pods", pods: map[string]corev1.PodPhase{"a": corev1.PodSucceeded, "b": corev1.PodSucceeded, "aux-c": corev1.PodRunning}, want: report.StateFired},
+		{name: "no matching pod fires", pods: map[string]corev1.PodPhase{"aux-c": corev1.PodRunning}, want: report.StateFired},
+		{name: "not before the initial delay", pods: map[string]corev1.PodPhase{"a": corev1.PodSucceeded}, params: func(p map[string]any) { p["initialDelaySeconds"] = int64(3600) }, want: report.StateWaiting, detail: "initial delay"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -113,7 +114,7 @@ func TestPodsSucceed(t *testing.T) {
 			if !strings.Contains(got.Message, tt.detail) {
 				t.Errorf("message %q does not contain %q", got.Message, tt.detail)
 			}
-			if deleted := env.NamespaceGoneOrTerminating(t, ns); deleted != (tt.want == sweep.StateFired) {
+			if deleted := env.NamespaceGoneOrTerminating(t, ns); deleted != (tt.want == report.StateFired) {
 				t.Errorf("namespace deleted = %v", deleted)
 			}
 		})
@@ -139,15 +140,15 @@ func TestGuards(t *testing.T) {
 	res := e.Sweep(t, "-l", caseLabel+"="+caseID)
 	wantCode(t, res, 0)
 	for _, name := range []string{"by-spec", other} {
-		got := wantState(t, res, home, name, sweep.StateForbidden)
+		got := wantState(t, res, home, name, report.StateForbidden)
 		if !strings.Contains(got.Message, "may only target "+home) {
 			t.Errorf("%s: message %q does not explain the refusal", name, got.Message)
 		}
 	}
-	if got := wantState(t, res, nsmantest.ServiceAccountNamespace, "protected-"+home, sweep.StateForbidden); !strings.Contains(got.Message, "protected") {
+	if got := wantState(t, res, nsmantest.ServiceAccountNamespace, "protected-"+home, report.StateForbidden); !strings.Contains(got.Message, "protected") {
 		t.Errorf("message %q does not say the target is protected", got.Message)
 	}
-	wantState(t, res, home, home, sweep.StateDeactivated)
+	wantState(t, res, home, home, report.StateDeactivated)
 	for _, ns := range []string{home, other, "kube-public"} {
 		if e.NamespaceGoneOrTerminating(t, ns) {
 			t.Errorf("namespace %s deleted", ns)
@@ -168,7 +169,7 @@ func TestWebhookFailureIsRetriedWithTheSameKey(t *testing.T) {
 
 	res := e.Sweep(t, "-l", caseLabel+"="+ns)
 	wantCode(t, res, 1)
-	wantState(t, res, ns, ns, sweep.StateFailed)
+	wantState(t, res, ns, ns, report.StateFailed)
 	if e.Deactivated(t, ns, ns) {
 		t.Fatal("manager deactivated after a failed webhook")
 	}
@@ -176,7 +177,7 @@ func TestWebhookFailureIsRetriedWithTheSameKey(t *testing.T) {
 	if failures != 3 {
 		t.Errorf("%d attempts against a failing receiver, want 3", failures)
 	}
-	if last := managerStatus(t, ns, ns).LastAction; last == nil || last.Result != sweep.ResultFailed || !strings.Contains(last.Message, "500") {
+	if last := managerStatus(t, ns, ns).LastAction; last == nil || last.Result != report.ResultFailed || !strings.Contains(last.Message, "500") {
 		t.Errorf("status.lastAction %+v, want a failure naming the 500", last)
 	}
 
@@ -184,16 +185,16 @@ func TestWebhookFailureIsRetriedWithTheSameKey(t *testing.T) {
 	letBackoffPass(t, ns, ns)
 	res = e.Sweep(t, "-l", caseLabel+"="+ns)
 	wantCode(t, res, 0)
-	wantState(t, res, ns, ns, sweep.StateFired)
+	wantState(t, res, ns, ns, report.StateFired)
 	if !e.Deactivated(t, ns, ns) {
 		t.Fatal("manager not deactivated after the webhook succeeded")
 	}
-	if st := managerStatus(t, ns, ns); st.LastAction == nil || st.LastAction.Result != sweep.ResultSucceeded ||
+	if st := managerStatus(t, ns, ns); st.LastAction == nil || st.LastAction.Result != report.ResultSucceeded ||
 		st.LastAction.Policy != "notify at once" || st.Claim != nil || condition(st).Status != metav1.ConditionTrue || condition(st).Reason != "Fired" {
 		t.Errorf("status %+v, want a succeeded lastAction of the policy, no claim and the Fired condition True", st)
 	}
 	res = e.Sweep(t, "-l", caseLabel+"="+ns)
-	wantState(t, res, ns, ns, sweep.StateDeactivated)
+	wantState(t, res, ns, ns, report.StateDeactivated)
 
 	deliveries := recv.Deliveries()
 	if len(deliveries) != failures+1 {
@@ -230,13 +231,13 @@ func TestMaxActionsDefersTheRest(t *testing.T) {
 	}
 	res := e.Sweep(t, "-l", caseLabel+"="+caseID, "--max-actions", "1")
 	wantCode(t, res, 0)
-	if got := res.Report.Summary.States; got[sweep.StateFired] != 1 || got[sweep.StateDeferred] != 2 {
+	if got := res.Report.Summary.States; got[report.StateFired] != 1 || got[report.StateDeferred] != 2 {
 		t.Fatalf("states %v, want 1 fired and 2 deferred", got)
 	}
 	res = e.Sweep(t, "-l", caseLabel+"="+caseID)
 	wantCode(t, res, 0)
 	// The first manager went, or is going, with the namespace it deleted.
-	if got := res.Report.Summary.States; got[sweep.StateFired] != 2 || got[sweep.StateFired]+got[sweep.StateTargetTerminating] != len(res.Report.Entries) {
+	if got := res.Report.Summary.States; got[report.StateFired] != 2 || got[report.StateFired]+got[report.StateTargetTerminating] != len(res.Report.Entries) {
 		t.Fatalf("next sweep: states %v, want 2 fired, and the first manager gone or target-terminating", got)
 	}
 	for _, ns := range namespaces {
@@ -254,7 +255,7 @@ func TestMinChecksNeedsConsecutivePasses(t *testing.T) {
 		func(p map[string]any) { p["minChecks"] = int64(2) })}))
 
 	res := e.Sweep(t, "-l", caseLabel+"="+ns)
-	got := wantState(t, res, ns, ns, sweep.StateWaiting)
+	got := wantState(t, res, ns, ns, report.StateWaiting)
 	if !strings.Contains(got.Message, "1 of 2 checks passed") {
 		t.Errorf("message %q does not count the check", got.Message)
 	}
@@ -264,7 +265,7 @@ func TestMinChecksNeedsConsecutivePasses(t *testing.T) {
 	// The next counted check is a period (1s) later.
 	err := wait.PollUntilContextTimeout(t.Context(), 500*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
 		res = e.Sweep(t, "-l", caseLabel+"="+ns)
-		return res.Entry(t, ns, ns).State == sweep.StateFired, nil
+		return res.Entry(t, ns, ns).State == report.StateFired, nil
 	})
 	if err != nil {
 		t.Fatalf("second passing check did not fire: %s", res.Entry(t, ns, ns).Message)
@@ -331,14 +332,14 @@ func TestClaims(t *testing.T) {
 
 	res := e.Sweep(t, "-l", caseLabel+"="+caseID)
 	wantCode(t, res, 0)
-	busy := wantState(t, res, live, live, sweep.StateBusy)
+	busy := wantState(t, res, live, live, report.StateBusy)
 	if !strings.Contains(busy.Message, "dead-sweep") {
 		t.Errorf("message %q does not name the claiming sweep", busy.Message)
 	}
 	if e.NamespaceGoneOrTerminating(t, live) || e.Deactivated(t, live, live) {
 		t.Error("a claimed manager was acted on")
 	}
-	done := wantState(t, res, expired, expired, sweep.StateFired)
+	done := wantState(t, res, expired, expired, report.StateFired)
 	if !strings.Contains(done.Message, "expired claim") {
 		t.Errorf("message %q does not say the claim was completed", done.Message)
 	}
@@ -347,7 +348,7 @@ func TestClaims(t *testing.T) {
 	}
 	// The claimed namespace is gone: the claim is complete, and the new
 	// namespace of the same name is left alone.
-	wantState(t, res, recreated, recreated, sweep.StateFired)
+	wantState(t, res, recreated, recreated, report.StateFired)
 	if e.NamespaceGoneOrTerminating(t, recreated) {
 		t.Error("a namespace recreated since the claim was deleted")
 	}
@@ -355,7 +356,7 @@ func TestClaims(t *testing.T) {
 		t.Error("completed claim did not deactivate its manager")
 	}
 	// A claim from the future holds nobody off: it is completed.
-	if got := wantState(t, res, future, future, sweep.StateFired); !strings.Contains(got.Message, "expired claim") {
+	if got := wantState(t, res, future, future, report.StateFired); !strings.Contains(got.Message, "expired claim") {
 		t.Errorf("claim an hour ahead: message %q, want it completed as expired", got.Message)
 	}
 	if !e.NamespaceGoneOrTerminating(t, future) {
@@ -391,7 +392,7 @@ func TestUnfinishedJobHoldsPodsSucceedBack(t *testing.T) {
 	createManager(t, managerObj(ns, ns, ns, []any{podsPolicy("delete when tests pass", map[string]any{"component": "main"}, deleteAction)}))
 
 	res := e.Sweep(t, "-l", caseLabel+"="+ns)
-	got := wantState(t, res, ns, ns, sweep.StateWaiting)
+	got := wantState(t, res, ns, ns, report.StateWaiting)
 	if !strings.Contains(got.Message, "job e2e has not finished") {
 		t.Errorf("message %q does not name the unfinished job", got.Message)
 	}
@@ -401,7 +402,7 @@ func TestUnfinishedJobHoldsPodsSucceedBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	res = e.Sweep(t, "-l", caseLabel+"="+ns)
-	wantState(t, res, ns, ns, sweep.StateFired)
+	wantState(t, res, ns, ns, report.StateFired)
 }
 
 // A sweep that finds no manager (a newcomer's first run on an empty
@@ -413,17 +414,17 @@ func TestEmptySweepPrintsEmptyLists(t *testing.T) {
 	if res.Code != 0 {
 		t.Fatalf("exit %d\n%s", res.Code, res.Stderr)
 	}
-	var report struct {
+	var rep struct {
 		Managers json.RawMessage `json:"managers"`
 		Summary  struct {
 			States   json.RawMessage `json:"states"`
 			Requests json.RawMessage `json:"requests"`
 		} `json:"summary"`
 	}
-	if err := json.Unmarshal([]byte(res.Stdout), &report); err != nil {
+	if err := json.Unmarshal([]byte(res.Stdout), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if string(report.Managers) != "[]" || string(report.Summary.States) != "{}" || !strings.HasPrefix(string(report.Summary.Requests), "{") {
-		t.Errorf("managers %s, states %s, requests %s: want [], {} and an object\n%s", report.Managers, report.Summary.States, report.Summary.Requests, res.Stdout)
+	if string(rep.Managers) != "[]" || string(rep.Summary.States) != "{}" || !strings.HasPrefix(string(rep.Summary.Requests), "{") {
+		t.Errorf("managers %s, states %s, requests %s: want [], {} and an object\n%s", rep.Managers, rep.Summary.States, rep.Summary.Requests, res.Stdout)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
@@ -37,7 +38,7 @@ func TestDefaultTrustsOnlyTheOwnNamespace(t *testing.T) {
 
 	res := e.Sweep(t, "-l", caseLabel+"="+caseID)
 	wantCode(t, res, 0)
-	got := wantState(t, res, foreign, rule, sweep.StateForbidden)
+	got := wantState(t, res, foreign, rule, report.StateForbidden)
 	if want := "a rule may only live in a trusted namespace (" + own + "), not " + foreign; !strings.Contains(got.Message, want) {
 		t.Errorf("rule in %s: message %q, want it to say %q", foreign, got.Message, want)
 	}
@@ -46,8 +47,8 @@ func TestDefaultTrustsOnlyTheOwnNamespace(t *testing.T) {
 			t.Errorf("namespace %s deleted by a rule in %s, which nothing trusts", ns, foreign)
 		}
 	}
-	if p := res.Pair(t, own, "leftovers", mine[0]); p.State != sweep.StateFired {
-		t.Errorf("the rule in nsman's own namespace on %s: %s (%s), want %s", mine[0], p.State, p.Message, sweep.StateFired)
+	if p := res.Pair(t, own, "leftovers", mine[0]); p.State != report.StateFired {
+		t.Errorf("the rule in nsman's own namespace on %s: %s (%s), want %s", mine[0], p.State, p.Message, report.StateFired)
 	}
 	if len(res.Report.Summary.MissingTrusted) != 0 {
 		t.Errorf("summary.missingTrusted %v, want none: nsman's own namespace exists", res.Report.Summary.MissingTrusted)

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -25,10 +25,10 @@ func TestWebhookAllow(t *testing.T) {
 	wantRefused := func(t *testing.T, res nsmantest.Result, ns, host string) {
 		t.Helper()
 		msg := "host " + host + " is not in --webhook-allow"
-		if entry := wantState(t, res, ns, ns, sweep.StateFailed); !strings.Contains(entry.Message, msg) {
+		if entry := wantState(t, res, ns, ns, report.StateFailed); !strings.Contains(entry.Message, msg) {
 			t.Errorf("manager %s: report message %q, want it to say %q", ns, entry.Message, msg)
 		}
-		if last := managerStatus(t, ns, ns).LastAction; last == nil || last.Result != sweep.ResultFailed || !strings.Contains(last.Message, msg) {
+		if last := managerStatus(t, ns, ns).LastAction; last == nil || last.Result != report.ResultFailed || !strings.Contains(last.Message, msg) {
 			t.Errorf("manager %s: status.lastAction %+v, want a failure saying %q", ns, last, msg)
 		}
 		if e.Deactivated(t, ns, ns) {
@@ -51,7 +51,7 @@ func TestWebhookAllow(t *testing.T) {
 	letBackoffPass(t, byName, byName)
 	res = e.Sweep(t, "-l", caseLabel+"="+caseID, "--webhook-allow", "localhost")
 	wantCode(t, res, 1)
-	wantState(t, res, byName, byName, sweep.StateFired)
+	wantState(t, res, byName, byName, report.StateFired)
 	wantRefused(t, res, byIP, "127.0.0.1")
 	if !e.Deactivated(t, byName, byName) {
 		t.Errorf("manager %s not deactivated after its webhook was delivered", byName)
@@ -61,7 +61,7 @@ func TestWebhookAllow(t *testing.T) {
 	letBackoffPass(t, byIP, byIP)
 	res = e.Sweep(t, "-l", caseLabel+"="+caseID, "--webhook-allow", "127.0.0.0/8")
 	wantCode(t, res, 0)
-	wantState(t, res, byIP, byIP, sweep.StateFired)
+	wantState(t, res, byIP, byIP, report.StateFired)
 	if !e.Deactivated(t, byIP, byIP) {
 		t.Errorf("manager %s not deactivated after its webhook was delivered", byIP)
 	}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/nsman/nsman/cmd"
-	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/report"
 )
 
 // inWindows gives a policy windows.
@@ -41,7 +41,7 @@ func TestWindows(t *testing.T) {
 
 	res := e.Sweep(t, args...)
 	wantCode(t, res, 0)
-	w := wantState(t, res, home, "later", sweep.StateWaiting)
+	w := wantState(t, res, home, "later", report.StateWaiting)
 	if w.Due == nil || !w.Due.Equal(opens) || !strings.Contains(w.Message, "outside its windows (every day "+hhmm(opens)+"-") || !w.Conditions[0].Holds {
 		t.Errorf("later: due %v, %q, %+v; want it waiting for %s, its condition holding", w.Due, w.Message, w.Conditions, opens)
 	}
@@ -51,8 +51,8 @@ func TestWindows(t *testing.T) {
 	if e.NamespaceGoneOrTerminating(t, later) {
 		t.Error("a policy outside its window deleted its namespace")
 	}
-	wantState(t, res, home, "open", sweep.StateFired)
-	if m := wantState(t, res, home, "mars", sweep.StateInvalid); !strings.Contains(strings.Join(m.Problems, "\n"), "windows[0].timeZone") {
+	wantState(t, res, home, "open", report.StateFired)
+	if m := wantState(t, res, home, "mars", report.StateInvalid); !strings.Contains(strings.Join(m.Problems, "\n"), "windows[0].timeZone") {
 		t.Errorf("mars: problems %q, want the time zone named", m.Problems)
 	}
 	if code, out := validate(t, marsManager); code != cmd.ExitFailed || !strings.Contains(out, "must be a time zone of the IANA database") {
@@ -60,5 +60,5 @@ func TestWindows(t *testing.T) {
 	}
 
 	plan := e.Sweep(t, append(args, "--dry-run", "--at", opens.Format(time.RFC3339))...)
-	wantState(t, plan, home, "later", sweep.StatePlanned)
+	wantState(t, plan, home, "later", report.StatePlanned)
 }

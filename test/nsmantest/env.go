@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/nsman/nsman/cmd"
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/cluster"
 )
@@ -239,14 +240,14 @@ func Decode(manifest []byte) ([]*unstructured.Unstructured, error) {
 
 // Result is what one nsman sweep printed and returned.
 type Result struct {
-	Report sweep.Report
+	Report report.Report
 	Code   int
 	Stdout string // the report as printed
 	Stderr string
 }
 
 // Entry returns the report entry of manager namespace/name.
-func (r Result) Entry(t testing.TB, namespace, name string) sweep.Entry {
+func (r Result) Entry(t testing.TB, namespace, name string) report.Entry {
 	t.Helper()
 	e, ok := r.Lookup(namespace, name)
 	if !ok {
@@ -256,7 +257,7 @@ func (r Result) Entry(t testing.TB, namespace, name string) sweep.Entry {
 }
 
 // Pair returns the report entry of rule namespace/name on namespace target.
-func (r Result) Pair(t testing.TB, namespace, name, target string) sweep.Entry {
+func (r Result) Pair(t testing.TB, namespace, name, target string) report.Entry {
 	t.Helper()
 	for _, e := range r.Report.Entries {
 		if e.Rule && e.Namespace == namespace && e.Name == name && e.Target == target {
@@ -264,18 +265,18 @@ func (r Result) Pair(t testing.TB, namespace, name, target string) sweep.Entry {
 		}
 	}
 	t.Fatalf("no report entry for rule %s/%s on namespace %s; stderr:\n%s", namespace, name, target, r.Stderr)
-	return sweep.Entry{}
+	return report.Entry{}
 }
 
 // Lookup returns the report entry of manager namespace/name, if the sweep
 // listed it.
-func (r Result) Lookup(namespace, name string) (sweep.Entry, bool) {
+func (r Result) Lookup(namespace, name string) (report.Entry, bool) {
 	for _, e := range r.Report.Entries {
 		if e.Namespace == namespace && e.Name == name {
 			return e, true
 		}
 	}
-	return sweep.Entry{}, false
+	return report.Entry{}, false
 }
 
 // Sweep runs `nsman sweep -o json` as nsman's ServiceAccount with args. A

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 )
 
@@ -172,11 +173,11 @@ func (e *Env) PlayOut(t *testing.T, recv *Receiver, objs []*unstructured.Unstruc
 				continue
 			}
 			switch entry.State {
-			case sweep.StateWaiting:
+			case report.StateWaiting:
 				if strings.Contains(entry.Message, "not every pod") {
 					waitedOnPods[id] = true
 				}
-			case sweep.StateFired:
+			case report.StateFired:
 				// A stage (final: false) leaves the manager standing: the
 				// play-out goes on until a final policy fires.
 				if i := slices.IndexFunc(m.Policies, func(p policy.Policy) bool { return p.Name == entry.Policy }); i < 0 || m.Policies[i].Final {
@@ -186,11 +187,11 @@ func (e *Env) PlayOut(t *testing.T, recv *Receiver, objs []*unstructured.Unstruc
 				}
 				stages[id+"/"+entry.Policy] = true
 				e.checkFired(ctx, t, m, entry, recv, workloads[m.Target()], waitedOnPods[id])
-			case sweep.StateDeactivated:
+			case report.StateDeactivated:
 				if !fired[id] {
 					t.Fatalf("manager %s deactivated without firing", id)
 				}
-			case sweep.StateTargetTerminating:
+			case report.StateTargetTerminating:
 				// A manager that deleted its own namespace goes with it; one
 				// that deleted another says so while it terminates.
 				if !fired[id] || m.Target() != m.Namespace && entry.Action != policy.ActionDelete {
@@ -213,8 +214,8 @@ func (e *Env) PlayOut(t *testing.T, recv *Receiver, objs []*unstructured.Unstruc
 		// Gone with its namespace, or still looking at the one it deleted
 		// while it terminates.
 		terminating := m.Target() == m.Namespace || slices.ContainsFunc(m.Policies, func(p policy.Policy) bool { return p.Final && p.Action.Type == policy.ActionDelete })
-		if got, listed := res.Lookup(m.Namespace, m.Name); listed && got.State != sweep.StateDeactivated &&
-			!(terminating && got.State == sweep.StateTargetTerminating) {
+		if got, listed := res.Lookup(m.Namespace, m.Name); listed && got.State != report.StateDeactivated &&
+			!(terminating && got.State == report.StateTargetTerminating) {
 			t.Errorf("after firing, manager %s/%s is %s", m.Namespace, m.Name, got.State)
 		}
 	}
@@ -256,11 +257,11 @@ func comparePlan(t *testing.T, plan, real Result) {
 		r, listed := real.Lookup(p.Namespace, p.Name)
 		id := p.Namespace + "/" + p.Name
 		switch {
-		case p.State == sweep.StatePlanned && (!listed || r.State != sweep.StateFired):
+		case p.State == report.StatePlanned && (!listed || r.State != report.StateFired):
 			t.Errorf("%s: planned %s, but the sweep left it %s (%s)", id, p.Action, r.State, r.Message)
-		case p.State == sweep.StatePlanned && (r.Policy != p.Policy || r.Action != p.Action || !slices.Equal(r.Effects, p.Effects)):
+		case p.State == report.StatePlanned && (r.Policy != p.Policy || r.Action != p.Action || !slices.Equal(r.Effects, p.Effects)):
 			t.Errorf("%s: planned %s %s %q, did %s %s %q", id, p.Policy, p.Action, p.Effects, r.Policy, r.Action, r.Effects)
-		case p.State != sweep.StatePlanned && listed && r.State == sweep.StateFired && !changedSince(p, real.Report.Summary.Now):
+		case p.State != report.StatePlanned && listed && r.State == report.StateFired && !changedSince(p, real.Report.Summary.Now):
 			t.Errorf("%s: fired %s though the dry run before said %s (%s)", id, r.Action, p.State, p.Message)
 		}
 	}
@@ -269,14 +270,14 @@ func comparePlan(t *testing.T, plan, real Result) {
 // changedSince reports whether a manager the dry run found waiting may
 // rightly fire in a sweep evaluated at now: its pods may have succeeded in
 // between, or the time it was due may have come.
-func changedSince(plan sweep.Entry, now time.Time) bool {
-	if plan.State != sweep.StateWaiting {
+func changedSince(plan report.Entry, now time.Time) bool {
+	if plan.State != report.StateWaiting {
 		return false
 	}
 	return strings.Contains(plan.Message, "not every pod") || (plan.Due != nil && !plan.Due.After(now))
 }
 
-func (e *Env) checkFired(ctx context.Context, t *testing.T, m policy.Manager, entry sweep.Entry, recv *Receiver, workloads []*unstructured.Unstructured, waitedOnPods bool) {
+func (e *Env) checkFired(ctx context.Context, t *testing.T, m policy.Manager, entry report.Entry, recv *Receiver, workloads []*unstructured.Unstructured, waitedOnPods bool) {
 	t.Helper()
 	id := m.Namespace + "/" + m.Name
 	i := slices.IndexFunc(m.Policies, func(p policy.Policy) bool { return p.Name == entry.Policy })

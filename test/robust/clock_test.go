@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nsman/nsman/cmd"
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/webhook"
 )
@@ -50,15 +51,15 @@ func TestLocalClockAheadFiresNothingEarly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	report, err := s.Run(t.Context())
+	rep, err := s.Run(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(report.Entries) != 1 || report.Entries[0].State != sweep.StateWaiting {
-		t.Fatalf("report %+v: want the manager waiting", report.Entries)
+	if len(rep.Entries) != 1 || rep.Entries[0].State != report.StateWaiting {
+		t.Fatalf("report %+v: want the manager waiting", rep.Entries)
 	}
-	if d := time.Since(report.Summary.Now); d < -2*time.Second || d > 2*time.Second {
-		t.Errorf("evaluated at %v, %v from the server's now", report.Summary.Now, d)
+	if d := time.Since(rep.Summary.Now); d < -2*time.Second || d > 2*time.Second {
+		t.Errorf("evaluated at %v, %v from the server's now", rep.Summary.Now, d)
 	}
 	if !strings.Contains(logs.String(), "local clock differs") {
 		t.Errorf("skew not logged:\n%s", logs.String())

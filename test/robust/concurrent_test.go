@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
@@ -116,7 +117,7 @@ func TestConcurrentSweepsActOnce(t *testing.T) {
 	// to start together, so that some list the managers while others are
 	// already acting on them.
 	spans := nsmantest.NewSpans()
-	reports := make([]sweep.Report, sweeps)
+	reports := make([]report.Report, sweeps)
 	for i := range sweeps {
 		kubeconfig := spans.Kubeconfig(t, e, fmt.Sprint(i))
 		wg.Go(func() {
@@ -141,7 +142,7 @@ func TestConcurrentSweepsActOnce(t *testing.T) {
 
 	fired := 0
 	for i, r := range reports {
-		fired += r.Summary.States[sweep.StateFired]
+		fired += r.Summary.States[report.StateFired]
 		t.Logf("sweep %d: %v", i, r.Summary.States)
 	}
 	if fired != managers {
@@ -153,7 +154,7 @@ func TestConcurrentSweepsActOnce(t *testing.T) {
 			for _, entry := range r.Entries {
 				id := entry.Namespace + "/" + entry.Name
 				said[id] = append(said[id], fmt.Sprintf("sweep %d: %s %s (%s) %q", i, entry.State, entry.Action, entry.Message, entry.Effects))
-				if entry.State == sweep.StateFired {
+				if entry.State == report.StateFired {
 					firings[id]++
 				}
 			}

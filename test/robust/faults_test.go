@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -159,8 +159,8 @@ func faultySweep(t *testing.T, e *nsmantest.Env, bin, run string, seed uint64) i
 	began := time.Now()
 	out, err := exec.Command(bin, "sweep", "--kubeconfig", kubeconfig, "-l", "nsman.test/crash="+run, "--claim-ttl", "20s", "--log-level", "error", "-o", "json").Output()
 	took := time.Since(began)
-	var report sweep.Report
-	if jerr := json.Unmarshal(out, &report); jerr != nil {
+	var rep report.Report
+	if jerr := json.Unmarshal(out, &rep); jerr != nil {
 		// The sweep may not even start when its first requests fail; that
 		// is an exit 2 with a clear message, and the clean sweep catches up.
 		t.Logf("faulty sweep printed no report (%v): %v", err, jerr)
@@ -169,10 +169,10 @@ func faultySweep(t *testing.T, e *nsmantest.Env, bin, run string, seed uint64) i
 		if exit, ok := err.(*exec.ExitError); ok {
 			code = exit.ExitCode()
 		}
-		if (code == 1) != report.Failed() || code > 1 {
-			t.Errorf("faulty sweep: exit %d with %d failed", code, report.Summary.States[sweep.StateFailed])
+		if (code == 1) != rep.Failed() || code > 1 {
+			t.Errorf("faulty sweep: exit %d with %d failed", code, rep.Summary.States[report.StateFailed])
 		}
-		t.Logf("faulty sweep: %v in %s, exit %d", report.Summary.States, took.Round(time.Millisecond), code)
+		t.Logf("faulty sweep: %v in %s, exit %d", rep.Summary.States, took.Round(time.Millisecond), code)
 	}
 	if took > time.Minute {
 		t.Errorf("the faulty sweep took %s", took)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
@@ -76,7 +77,7 @@ func TestListingThatFailsHalfWay(t *testing.T) {
 	if !strings.Contains(res.Report.Summary.ListError, "refused by the test proxy") {
 		t.Errorf("summary listError %q does not say why the listing stopped", res.Report.Summary.ListError)
 	}
-	if got := res.Report.Summary.States[sweep.StateFired]; got != 4 || len(res.Report.Entries) != 4 {
+	if got := res.Report.Summary.States[report.StateFired]; got != 4 || len(res.Report.Entries) != 4 {
 		t.Errorf("report: %d entries, %d fired; want the 4 managers of the first two pages, fired", len(res.Report.Entries), got)
 	}
 	if n := len(recv.Deliveries()); n != 4 {
@@ -166,7 +167,7 @@ func TestListingResumesPastAnExpiredContinueToken(t *testing.T) {
 	if !strings.Contains(res.Stderr, "continue token expired") {
 		t.Errorf("no expired continue token met: the test did not test it; stderr:\n%s", res.Stderr)
 	}
-	if got := res.Report.Summary.States[sweep.StateFired]; got != 6 || res.Report.Summary.ListError != "" {
+	if got := res.Report.Summary.States[report.StateFired]; got != 6 || res.Report.Summary.ListError != "" {
 		t.Errorf("%d of 6 managers fired, listError %q", got, res.Report.Summary.ListError)
 	}
 }

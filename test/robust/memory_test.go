@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
@@ -100,8 +101,8 @@ func TestHostileTenantMemory(t *testing.T) {
 	if err != nil || res.Code != 0 {
 		t.Fatalf("exit %d (%v), want 0\n%s", res.Code, err, stderr.String())
 	}
-	var report sweep.Report
-	if err := json.Unmarshal(stdout.Bytes(), &report); err != nil {
+	var rep report.Report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		t.Fatal(err)
 	}
 	rss := res.MaxRSS >> 10 // MiB
@@ -109,17 +110,17 @@ func TestHostileTenantMemory(t *testing.T) {
 	if rss > 96 {
 		t.Errorf("peak RSS %d MiB, want at most 96: a list of a tenant's objects was held whole", rss)
 	}
-	for _, got := range report.Entries {
-		want := sweep.StateWaiting
+	for _, got := range rep.Entries {
+		want := report.StateWaiting
 		if got.Name == "night" {
-			want = sweep.StateFired
+			want = report.StateFired
 		}
-		if got.State != want || want == sweep.StateWaiting && !strings.Contains(got.Message, "has not finished") {
+		if got.State != want || want == report.StateWaiting && !strings.Contains(got.Message, "has not finished") {
 			t.Errorf("%s: %s (%s), want %s", got.Name, got.State, got.Message, want)
 		}
 	}
-	if len(report.Entries) != managers+1 {
-		t.Errorf("%d entries, want %d", len(report.Entries), managers+1)
+	if len(rep.Entries) != managers+1 {
+		t.Errorf("%d entries, want %d", len(rep.Entries), managers+1)
 	}
 	scaled := 0
 	for i := range deployments {

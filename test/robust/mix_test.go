@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
@@ -176,7 +177,7 @@ func (m mix) checkConverged(t *testing.T, e *nsmantest.Env, recv *nsmantest.Rece
 			t.Fatal(err)
 		}
 		var st sweep.PairStatus
-		if err := json.Unmarshal([]byte(obj.Annotations[sweep.PairAnnotation(uid)]), &st); err != nil || st.LastAction == nil || st.LastAction.Result != sweep.ResultSucceeded || st.Claim != nil {
+		if err := json.Unmarshal([]byte(obj.Annotations[sweep.PairAnnotation(uid)]), &st); err != nil || st.LastAction == nil || st.LastAction.Result != report.ResultSucceeded || st.Claim != nil {
 			t.Errorf("rule %s on %s not converged: record %+v (%v)", action, ns, st, err)
 		}
 		checkActed(t, "rule "+action, ns, keys[ns])

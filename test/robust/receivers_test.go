@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -84,15 +84,15 @@ func TestHostileReceivers(t *testing.T) {
 	// address is none of a tenant's Services, and refused.
 	cases := map[string]struct {
 		url       func(ns string) string
-		want      sweep.State
+		want      report.State
 		wantInMsg string
 	}{
-		"hang":      {func(ns string) string { return hostile(ns, "hang", handlers["hang"], false) + "/h" }, sweep.StateFailed, "timed out after 3 attempts"},
-		"trickle":   {func(ns string) string { return hostile(ns, "trickle", handlers["trickle"], false) + "/t" }, sweep.StateFired, ""}, // a 200 is the answer; the body is not waited for
-		"big":       {func(ns string) string { return hostile(ns, "big", handlers["big"], false) + "/b" }, sweep.StateFired, ""},
-		"redirect":  {func(ns string) string { return hostile(ns, "redirect", handlers["redirect"], false) + "/r" }, sweep.StateFailed, "failed: HTTP 302"},
-		"untrusted": {func(ns string) string { return hostile(ns, "untrusted", handlers["untrusted"], true) + "/u" }, sweep.StateFailed, "failed: no connection"},
-		"metadata":  {func(string) string { return "http://169.254.169.254/latest/meta-data/" }, sweep.StateFailed, "refused"},
+		"hang":      {func(ns string) string { return hostile(ns, "hang", handlers["hang"], false) + "/h" }, report.StateFailed, "timed out after 3 attempts"},
+		"trickle":   {func(ns string) string { return hostile(ns, "trickle", handlers["trickle"], false) + "/t" }, report.StateFired, ""}, // a 200 is the answer; the body is not waited for
+		"big":       {func(ns string) string { return hostile(ns, "big", handlers["big"], false) + "/b" }, report.StateFired, ""},
+		"redirect":  {func(ns string) string { return hostile(ns, "redirect", handlers["redirect"], false) + "/r" }, report.StateFailed, "failed: HTTP 302"},
+		"untrusted": {func(ns string) string { return hostile(ns, "untrusted", handlers["untrusted"], true) + "/u" }, report.StateFailed, "failed: no connection"},
+		"metadata":  {func(string) string { return "http://169.254.169.254/latest/meta-data/" }, report.StateFailed, "refused"},
 	}
 	names := map[string]string{}
 	for name, c := range cases {
@@ -113,8 +113,8 @@ func TestHostileReceivers(t *testing.T) {
 	if err != nil || res.Code != 1 {
 		t.Fatalf("exit %d (%v), want status 1 for the failed webhooks\n%s", res.Code, err, stderr.String())
 	}
-	var report sweep.Report
-	if err := json.Unmarshal(stdout.Bytes(), &report); err != nil {
+	var rep report.Report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		t.Fatal(err)
 	}
 	rss := res.MaxRSS // KiB
@@ -127,14 +127,14 @@ func TestHostileReceivers(t *testing.T) {
 	}
 	for name, c := range cases {
 		ns := names[name]
-		got := report.Entries[indexOf(t, report, ns)]
+		got := rep.Entries[indexOf(t, rep, ns)]
 		if got.State != c.want || !strings.Contains(got.Message, c.wantInMsg) {
 			t.Errorf("%s: %s (%s), want %s mentioning %q", name, got.State, got.Message, c.want, c.wantInMsg)
 		}
-		if c.want == sweep.StateFailed {
+		if c.want == report.StateFailed {
 			st := e.Manager(t, ns, ns).Object["status"].(map[string]any)
 			last, _ := st["lastAction"].(map[string]any)
-			if last["result"] != sweep.ResultFailed || e.Deactivated(t, ns, ns) {
+			if last["result"] != report.ResultFailed || e.Deactivated(t, ns, ns) {
 				t.Errorf("%s: status %v, want a failed lastAction and the manager active", name, st)
 			}
 			if msg, _ := last["message"].(string); !strings.Contains(msg, c.wantInMsg) {
@@ -142,7 +142,7 @@ func TestHostileReceivers(t *testing.T) {
 			}
 		}
 	}
-	if got := report.Entries[indexOf(t, report, ordinary)]; got.State != sweep.StateFired {
+	if got := rep.Entries[indexOf(t, rep, ordinary)]; got.State != report.StateFired {
 		t.Errorf("the ordinary manager: %s (%s), want fired", got.State, got.Message)
 	}
 	// The tenant read "failed: no connection" of the untrusted receiver;
@@ -151,7 +151,7 @@ func TestHostileReceivers(t *testing.T) {
 	if cause := logged[names["untrusted"]]; !strings.Contains(cause, "certificate signed by unknown authority") {
 		t.Errorf("untrusted: nsman logged %q, want the certificate's fault; log:\n%s", cause, stderr.String())
 	}
-	if msg := report.Entries[indexOf(t, report, names["untrusted"])].Message; strings.Contains(msg, "certificate") {
+	if msg := rep.Entries[indexOf(t, rep, names["untrusted"])].Message; strings.Contains(msg, "certificate") {
 		t.Errorf("untrusted: the tenant reads %q, which names the certificate", msg)
 	}
 	for name, n := range reached {
@@ -177,7 +177,7 @@ func undelivered(t *testing.T, logText string) map[string]string {
 	return errs
 }
 
-func indexOf(t *testing.T, r sweep.Report, ns string) int {
+func indexOf(t *testing.T, r report.Report, ns string) int {
 	t.Helper()
 	for i, e := range r.Entries {
 		if e.Namespace == ns {

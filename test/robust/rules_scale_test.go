@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
@@ -100,7 +101,7 @@ func TestRuleAtScaleUnderAPIFaults(t *testing.T) {
 		if len(keys[ns]) != 1 {
 			t.Errorf("namespace %s, whose pods all succeeded, told under keys %v, want exactly one", ns, keys[ns])
 		}
-		if st, _ := record(ns); st.LastAction == nil || st.LastAction.Result != sweep.ResultSucceeded || st.Claim != nil {
+		if st, _ := record(ns); st.LastAction == nil || st.LastAction.Result != report.ResultSucceeded || st.Claim != nil {
 			t.Errorf("namespace %s not converged: record %+v", ns, st)
 		}
 	}
@@ -111,7 +112,7 @@ func TestRuleAtScaleUnderAPIFaults(t *testing.T) {
 		if st, ok := record(ns); ok && (st.LastAction != nil || st.Claim != nil) {
 			t.Errorf("namespace %s, with a Running pod, acted on: record %+v", ns, st)
 		}
-		if p := res.Pair(t, ruleHome, run, ns); p.State != sweep.StateWaiting {
+		if p := res.Pair(t, ruleHome, run, ns); p.State != report.StateWaiting {
 			t.Errorf("clean sweep, %s: %s (%s), want waiting", ns, p.State, p.Message)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
@@ -81,11 +82,11 @@ func TestSIGTERMFinishesWhatIsUnderWay(t *testing.T) {
 	}
 	t.Logf("exited %s after SIGTERM", took.Round(time.Millisecond))
 
-	var report sweep.Report
-	if err := json.Unmarshal(stdout.Bytes(), &report); err != nil {
+	var rep report.Report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		t.Fatalf("no report after SIGTERM: %v\n%s", err, stdout.String())
 	}
-	if got := report.Summary.States; got[sweep.StateFired] != 1 || got[sweep.StateDeferred]+got[sweep.StateFired] != len(names) {
+	if got := rep.Summary.States; got[report.StateFired] != 1 || got[report.StateDeferred]+got[report.StateFired] != len(names) {
 		t.Errorf("states %v, want 1 fired and the rest deferred", got)
 	}
 	if n := len(delivered); n != 1 {
@@ -105,7 +106,7 @@ func TestSIGTERMFinishesWhatIsUnderWay(t *testing.T) {
 		}
 		if e.Deactivated(t, ns, ns) {
 			deactivated++
-			if result, _, _ := unstructured.NestedString(m.Object, "status", "lastAction", "result"); result != sweep.ResultSucceeded {
+			if result, _, _ := unstructured.NestedString(m.Object, "status", "lastAction", "result"); result != report.ResultSucceeded {
 				t.Errorf("deactivated manager %s: lastAction result %q, want succeeded", ns, result)
 			}
 		}

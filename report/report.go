@@ -1,14 +1,13 @@
-package sweep
+package report
 
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/nsman/nsman/policy"
 )
 
 // State is what a sweep did with one manager. The values are part of the
@@ -102,17 +101,6 @@ type LastActivity struct {
 	What string      `json:"what"`
 }
 
-// lastActivity is the last activity the first IDLE policy evaluated
-// counted, nil when none did.
-func lastActivity(states []policy.PolicyState) *LastActivity {
-	for _, s := range states {
-		if a := s.LastActivity; a != nil {
-			return &LastActivity{At: metav1.NewTime(a.At.UTC()), What: a.What}
-		}
-	}
-	return nil
-}
-
 // Stuck says why a namespace is still Terminating.
 type Stuck struct {
 	// Since is the namespace's deletionTimestamp.
@@ -174,28 +162,40 @@ func (r Reclaimed) String() string {
 	return fmt.Sprintf("cpu %s, memory %s, storage %s, %d load balancer(s)", r.CPU.String(), r.Memory.String(), r.Storage.String(), r.LoadBalancers)
 }
 
+// Add adds what o frees to r.
+func (r *Reclaimed) Add(o Reclaimed) {
+	r.CPU.Add(o.CPU)
+	r.Memory.Add(o.Memory)
+	r.Storage.Add(o.Storage)
+	r.LoadBalancers += o.LoadBalancers
+}
+
+// IsZero reports whether r frees nothing.
+func (r Reclaimed) IsZero() bool {
+	return r.CPU.IsZero() && r.Memory.IsZero() && r.Storage.IsZero() && r.LoadBalancers == 0
+}
+
+// Cause is what identifies why st is stuck: its reasons, not their words,
+// which change with the counts of objects left, and with whatever names a
+// tenant gives the finalizers in its namespace. A sweep writes the status,
+// and an Event, only when it changes.
+func (st *Stuck) Cause() string {
+	if st == nil {
+		return ""
+	}
+	reasons := make([]string, 0, len(st.Reasons))
+	for _, r := range st.Reasons {
+		reasons = append(reasons, r.Reason)
+	}
+	return strings.Join(reasons, ",")
+}
+
 // Condition is one policy's condition state in an Entry.
 type Condition struct {
 	Policy string     `json:"policy"`
 	Holds  bool       `json:"holds"`
 	Detail string     `json:"detail"`
 	Due    *time.Time `json:"due,omitempty"`
-}
-
-func conditions(states []policy.PolicyState) []Condition {
-	out := make([]Condition, 0, len(states))
-	for _, s := range states {
-		out = append(out, Condition{Policy: s.Name, Holds: s.Holds, Detail: s.Detail, Due: timePtr(s.Due)})
-	}
-	return out
-}
-
-func timePtr(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	t = t.UTC()
-	return &t
 }
 
 // Summary totals a sweep.
@@ -253,6 +253,16 @@ type Report struct {
 	Summary Summary `json:"summary"`
 }
 
+// Shard describes the part of the managers one sweep handles.
+type Shard struct {
+	// Index is this sweep's shard, from 0 to Count-1.
+	Index int `json:"index"`
+	// Count is the number of shards the managers are split into.
+	Count int `json:"count"`
+	// Skipped counts the managers listed that belong to other shards.
+	Skipped int `json:"skipped"`
+}
+
 // MarshalJSON writes r with every list a list, never null: an empty
 // cluster's report has "managers": [], so that jq '.managers[]' works.
 func (r Report) MarshalJSON() ([]byte, error) {
@@ -280,3 +290,10 @@ const ReportVersion = "nsman.sweep/v1"
 
 // Failed reports whether any manager failed, or the listing did.
 func (r Report) Failed() bool { return r.Summary.States[StateFailed] > 0 || r.Summary.ListError != "" }
+
+// Results of an action: in a manager's LastAction, and the label of
+// nsman_actions_total.
+const (
+	ResultSucceeded = "succeeded"
+	ResultFailed    = "failed"
+)
