@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nsman/nsman/metrics"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/webhook"
@@ -315,10 +316,10 @@ func (o *sweepOptions) run(c *cobra.Command) error {
 		// push is logged, and does not change the exit code. A dry run is no
 		// successful sweep: it acted on nothing.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Context()), pushTimeout)
-		perr := sweep.PushMetrics(ctx, o.pushgatewayURL, sweep.DefaultMetricsJob, rep, !rep.Failed() && !rep.Summary.DryRun && !interrupted, nil)
+		perr := metrics.PushMetrics(ctx, o.pushgatewayURL, metrics.DefaultMetricsJob, rep, !rep.Failed() && !rep.Summary.DryRun && !interrupted, nil)
 		cancel()
 		switch {
-		case errors.Is(perr, sweep.ErrCountersLeftOut):
+		case errors.Is(perr, metrics.ErrCountersLeftOut):
 			log.Warn("metrics pushed without the reclaimed totals", "url", o.pushgatewayURL, "error", perr.Error())
 		case perr != nil:
 			log.Error("metrics not pushed", "url", o.pushgatewayURL, "error", perr.Error())

@@ -297,3 +297,17 @@ const (
 	ResultSucceeded = "succeeded"
 	ResultFailed    = "failed"
 )
+
+// ResultOf is what an entry in state s says of its action: succeeded,
+// failed, planned or deferred; "" when s says none was tried.
+func ResultOf(s State) string {
+	switch s {
+	case StateFired:
+		return ResultSucceeded
+	case StateFailed:
+		return ResultFailed
+	case StatePlanned, StateDeferred:
+		return string(s)
+	}
+	return ""
+}

@@ -490,7 +490,7 @@ func (s *Sweeper) summarize(ctx context.Context, own *managerRecord, m policy.Ma
 		if e.State == report.StateWaiting && e.Due != nil && (due == nil || e.Due.Before(*due)) {
 			due = e.Due
 		}
-		if result := resultOf[e.State]; (e.State == report.StateFired || e.State == report.StateFailed) && e.Policy != "" {
+		if result := report.ResultOf(e.State); (e.State == report.StateFired || e.State == report.StateFailed) && e.Policy != "" {
 			acted = append(acted, PairAction{Namespace: e.Target, Policy: e.Policy, Action: e.Action, Result: result, Time: own.now.UTC(), Reclaimed: e.Reclaimed})
 		}
 	}

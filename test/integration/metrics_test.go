@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/nsman/nsman/metrics"
 	"github.com/nsman/nsman/report"
-	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -121,7 +121,7 @@ func labels(nameValues ...string) map[string]string {
 // empty instance).
 func (s scraped) value(t *testing.T, name string, l map[string]string) float64 {
 	t.Helper()
-	want := map[string]string{"job": sweep.DefaultMetricsJob}
+	want := map[string]string{"job": metrics.DefaultMetricsJob}
 	maps.Copy(want, l)
 	mf, ok := s[name]
 	if !ok {

@@ -1,4 +1,4 @@
-package sweep
+package metrics
 
 import (
 	"bufio"
@@ -552,15 +552,12 @@ func TestPushMetricsErrors(t *testing.T) {
 	})
 	t.Run("client is used", func(t *testing.T) {
 		gw := newFakeGateway(t)
-		var used bool
-		client := &http.Client{Transport: roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-			used = true
-			return http.DefaultTransport.RoundTrip(req)
-		})}
+		transport := &usedTransport{}
+		client := &http.Client{Transport: transport}
 		if err := PushMetrics(t.Context(), gw.URL, "", r, true, client); err != nil {
 			t.Fatal(err)
 		}
-		if !used {
+		if !transport.used {
 			t.Error("the push did not go through the given client")
 		}
 	})
@@ -987,4 +984,12 @@ func TestCountsReclaimed(t *testing.T) {
 			t.Errorf("countsReclaimed of a %s entry with Reclaimed %v, dry run %v: %v, want %v", tc.e.State, tc.e.Reclaimed != nil, tc.dryRun, got, tc.want)
 		}
 	}
+}
+
+// usedTransport says whether a request went through it.
+type usedTransport struct{ used bool }
+
+func (u *usedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	u.used = true
+	return http.DefaultTransport.RoundTrip(req)
 }

@@ -1,4 +1,4 @@
-package sweep
+package metrics
 
 import (
 	"cmp"
@@ -560,9 +560,6 @@ func byLabel[K ~string](name, help, label string, always []K, counts map[K]int) 
 // actionResult is the result label under which entry e counts in
 // nsman_actions, and false when e attempted no action.
 func actionResult(e report.Entry) (string, bool) {
-	result, ok := resultOf[e.State]
-	return result, ok && e.Action != ""
+	result := report.ResultOf(e.State)
+	return result, result != "" && e.Action != ""
 }
-
-// resultOf is the result of an action whose entry is in a state.
-var resultOf = map[report.State]string{report.StateFired: report.ResultSucceeded, report.StateFailed: report.ResultFailed, report.StatePlanned: string(report.StatePlanned), report.StateDeferred: string(report.StateDeferred)}
