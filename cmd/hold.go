@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/sweep"
 )
 
@@ -29,7 +30,7 @@ func newHoldCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "hold NAMESPACE (--for DURATION | --until TIME | --release)",
 		Short: "Keep every manager and rule from acting on a namespace until a time, or one manager with --manager",
-		Long: `Writes the annotation ` + sweep.HoldAnnotation + ` (an RFC 3339 time) on the
+		Long: `Writes the annotation ` + status.HoldAnnotation + ` (an RFC 3339 time) on the
 namespace, which holds every manager and rule acting on it until then, or
 removes it with --release. With --manager NAME, it writes it on that
 NamespaceManager in NAMESPACE instead, which holds that manager alone: a

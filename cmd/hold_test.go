@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/sweep"
 )
 
@@ -15,7 +16,7 @@ import (
 // The merge patch is what sweep.Hold sends.
 func TestHoldPatch(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 500, time.UTC)
-	key := `"` + sweep.HoldAnnotation + `"`
+	key := `"` + status.HoldAnnotation + `"`
 	tests := []struct {
 		name string
 		o    holdOptions

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/metrics"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
@@ -103,7 +104,7 @@ failed, 2 on a usage or configuration error.`,
 	fs.StringSliceVar(&o.trustedNamespaces, "trusted-namespaces", o.trustedNamespaces, "namespaces whose managers may target other namespaces, and where rules may live: exactly those listed, the namespace nsman runs in included only if listed (unset: the namespace nsman runs in, its pod's, or with --dry-run outside a pod its CronJob's; none when it is not known). A listed namespace that does not exist is reported by every sweep: whoever creates it gets trusted managers")
 	fs.StringSliceVar(&o.protectedNamespaces, "protected-namespaces", o.protectedNamespaces, "namespaces never deleted, scaled down or notified about, in addition to kube-system, kube-public, kube-node-lease and the namespace nsman runs in, which always are; the list given replaces only the default")
 	fs.DurationVar(&o.webhookTimeout, "webhook-timeout", 10*time.Second, "timeout of one webhook attempt")
-	fs.DurationVar(&o.maxHold, "max-hold", sweep.DefaultMaxHold, "a hold (annotation "+sweep.HoldAnnotation+") ending further ahead than this is ignored and reported (0: the default)")
+	fs.DurationVar(&o.maxHold, "max-hold", sweep.DefaultMaxHold, "a hold (annotation "+status.HoldAnnotation+") ending further ahead than this is ignored and reported (0: the default)")
 	fs.DurationVar(&o.claimTTL, "claim-ttl", sweep.DefaultClaimTTL, "how long a claim holds a manager: an action not done by then (less 5s) is given up, and a later sweep may complete the claim of a sweep that died (at least 10s; 0: the default)")
 	fs.DurationVar(&o.stuckAfter, "stuck-after", sweep.DefaultStuckAfter, "a namespace a manager deleted or aims at, or a DELETE rule matches, that is still Terminating this long after its deletion is reported stuck, with why (0: the default)")
 	fs.BoolVar(&o.reclaim, "reclaim", true, "tell what each DELETE and SCALE_DOWN frees (CPU and memory requested by the pods that go, storage requested by the PersistentVolumeClaims, LoadBalancer Services), read before a DELETE")

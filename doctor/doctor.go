@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nsman/nsman/deploy"
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/webhook"
@@ -217,7 +218,7 @@ func crdOf(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface
 		// Under the original CRD nsman keeps its status in an annotation.
 		gap.pruned = slices.DeleteFunc(gap.pruned, func(p string) bool { return p == "status" })
 		c.Status = Warning
-		c.Message = "the original operator's CRD (no status subresource): a sweep works under it, keeping its status in the annotation " + sweep.StatusAnnotation + ", but the API server prunes or refuses what nsman adds"
+		c.Message = "the original operator's CRD (no status subresource): a sweep works under it, keeping its status in the annotation " + status.StatusAnnotation + ", but the API server prunes or refuses what nsman adds"
 		c.Details = gap.lines()
 		c.Fix = "replace it with nsman's CRD, which keeps every manager: docs/migrating.md"
 		return c

@@ -18,14 +18,11 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/webhook"
 )
-
-// ReplicasAnnotation records on a workload the replicas it had before nsman
-// scaled it down; nsman restore puts them back.
-const ReplicasAnnotation = "nsman.k8s.consol.de/replicas-before-scale-down"
 
 // Workload resources SCALE_DOWN acts on.
 var (
@@ -282,8 +279,8 @@ func (f *workloadFields) unstructured(resource schema.GroupVersionResource, kind
 		Spec any `json:"spec"`
 	}
 	kept.Metadata.Name, kept.Metadata.Namespace, kept.Metadata.ResourceVersion = f.Metadata.Name, f.Metadata.Namespace, f.Metadata.ResourceVersion
-	if v, ok := f.Metadata.Annotations[ReplicasAnnotation]; ok {
-		kept.Metadata.Annotations = map[string]string{ReplicasAnnotation: v}
+	if v, ok := f.Metadata.Annotations[status.ReplicasAnnotation]; ok {
+		kept.Metadata.Annotations = map[string]string{status.ReplicasAnnotation: v}
 	}
 	kept.Spec = f.Spec
 	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&kept)
@@ -313,7 +310,7 @@ func (s *Sweeper) scaleToZero(ctx context.Context, resource schema.GroupVersionR
 		}
 		from = w
 		return map[string]any{
-			"metadata": map[string]any{"annotations": map[string]any{ReplicasAnnotation: strconv.FormatInt(replicas, 10)}},
+			"metadata": map[string]any{"annotations": map[string]any{status.ReplicasAnnotation: strconv.FormatInt(replicas, 10)}},
 			"spec":     map[string]any{"replicas": 0},
 		}, fmt.Sprintf("scale %s/%s from %d to 0", kind, w.GetName(), replicas), nil
 	})

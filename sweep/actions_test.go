@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nsman/nsman/internal/status"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -74,7 +75,7 @@ func TestScaleToZeroRecomputesAfterAConflict(t *testing.T) {
 	if err := json.Unmarshal(w.patches[1], &retry); err != nil {
 		t.Fatal(err)
 	}
-	if retry.Metadata.ResourceVersion != "2" || retry.Metadata.Annotations[ReplicasAnnotation] != "5" || retry.Spec.Replicas != 0 {
+	if retry.Metadata.ResourceVersion != "2" || retry.Metadata.Annotations[status.ReplicasAnnotation] != "5" || retry.Spec.Replicas != 0 {
 		t.Errorf("retried patch %s: want resourceVersion 2, record 5, replicas 0", w.patches[1])
 	}
 }
@@ -100,7 +101,7 @@ func TestScaleToZeroRecordsTheLastCount(t *testing.T) {
 			s := &Sweeper{writer: w}
 			d := deployment(tt.replicas, "1")
 			if tt.record != "" {
-				d.SetAnnotations(map[string]string{ReplicasAnnotation: tt.record})
+				d.SetAnnotations(map[string]string{status.ReplicasAnnotation: tt.record})
 			}
 			effect, from, err := s.scaleToZero(t.Context(), deploymentsResource, "Deployment", d)
 			if err != nil {
@@ -129,7 +130,7 @@ func TestScaleToZeroRecordsTheLastCount(t *testing.T) {
 			if err := json.Unmarshal(patches[0], &patch); err != nil {
 				t.Fatal(err)
 			}
-			if patch.Metadata.ResourceVersion != "1" || patch.Metadata.Annotations[ReplicasAnnotation] != tt.wantRecord || patch.Spec.Replicas != 0 {
+			if patch.Metadata.ResourceVersion != "1" || patch.Metadata.Annotations[status.ReplicasAnnotation] != tt.wantRecord || patch.Spec.Replicas != 0 {
 				t.Errorf("patch %s: want resourceVersion 1, record %s, replicas 0", patches[0], tt.wantRecord)
 			}
 		})
@@ -142,7 +143,7 @@ func TestScaleToZeroRecordsTheLastCount(t *testing.T) {
 func TestWorkloadFieldsKeepWhatIsRead(t *testing.T) {
 	big := strings.Repeat("x", 1<<20)
 	data := `{"kind":"DeploymentList","metadata":{},"items":[{"metadata":{"name":"web","namespace":"team","resourceVersion":"7",` +
-		`"annotations":{"` + ReplicasAnnotation + `":"3","other":"` + big[:200<<10] + `"}},"spec":{"replicas":2,"template":{"spec":{` +
+		`"annotations":{"` + status.ReplicasAnnotation + `":"3","other":"` + big[:200<<10] + `"}},"spec":{"replicas":2,"template":{"spec":{` +
 		`"initContainers":[{"name":"proxy","restartPolicy":"Always","resources":{"requests":{"cpu":"100m","memory":"64Mi"}}}],` +
 		`"containers":[{"name":"web","args":["` + big + `"],"resources":{"requests":{"cpu":"400m","memory":"256Mi"}}}]}}}}]}`
 	var got []*unstructured.Unstructured
@@ -160,7 +161,7 @@ func TestWorkloadFieldsKeepWhatIsRead(t *testing.T) {
 	if w.GetName() != "web" || w.GetNamespace() != "team" || w.GetResourceVersion() != "7" || w.GetKind() != "Deployment" || w.GetAPIVersion() != "apps/v1" {
 		t.Errorf("metadata %v", w.Object["metadata"])
 	}
-	if a := w.GetAnnotations(); len(a) != 1 || a[ReplicasAnnotation] != "3" {
+	if a := w.GetAnnotations(); len(a) != 1 || a[status.ReplicasAnnotation] != "3" {
 		t.Errorf("annotations %v, want the record alone", a)
 	}
 	if specReplicas(w) != 2 {

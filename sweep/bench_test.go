@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 )
@@ -50,9 +51,9 @@ func BenchmarkStatusFirstSweep(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, e := range entries {
-			var next Status
-			next.observe(e, 1, now)
-			if _, changed := store.update(Status{}, next, "", false); !changed {
+			var next status.Status
+			next.Observe(e, 1, now)
+			if _, changed := store.update(status.Status{}, next, "", false); !changed {
 				b.Fatal("no patch for a manager without status")
 			}
 		}
@@ -69,8 +70,8 @@ func BenchmarkStatusSteadyState(b *testing.B) {
 	store := statusLocation{subresource: true}
 	managers := make([]listed, len(entries))
 	for i, e := range entries {
-		var st Status
-		st.observe(e, 1, now)
+		var st status.Status
+		st.Observe(e, 1, now)
 		managers[i] = listed{status: json.RawMessage(mustJSON(st))}
 	}
 	b.ReportAllocs()
@@ -78,7 +79,7 @@ func BenchmarkStatusSteadyState(b *testing.B) {
 		for i, m := range managers {
 			stored := store.read(m)
 			next := stored
-			next.observe(entries[i], 1, now.Add(time.Minute))
+			next.Observe(entries[i], 1, now.Add(time.Minute))
 			if _, changed := store.update(stored, next, "", false); changed {
 				b.Fatalf("%s: steady state writes a patch", entries[i].Name)
 			}
@@ -186,7 +187,7 @@ func BenchmarkRulePairs(b *testing.B) {
 	}
 	s := &Sweeper{cfg: Config{MaxHold: DefaultMaxHold, PageSize: DefaultPageSize}}
 	r := &sweepRun{now: now, stop: context.Background()}
-	ru := s.newRuleRun(r, obj, m, Status{})
+	ru := s.newRuleRun(r, obj, m, status.Status{})
 	x := newLabelIndex()
 	for i := range benchManagers {
 		name := fmt.Sprintf("e2e-%05d", i)

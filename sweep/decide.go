@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 )
@@ -99,7 +100,7 @@ var parseManager = policy.Parse
 // evaluateManager decides what to do with one manager, whose Status as
 // listed is stored. It reads the sweep's namespaces and, for pods
 // conditions, pods; it writes nothing.
-func (s *Sweeper) evaluateManager(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured, stored Status) decision {
+func (s *Sweeper) evaluateManager(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured, stored status.Status) decision {
 	e := report.Entry{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 	m, problems := parseManager(obj)
 	e.Target = m.Target()
@@ -135,7 +136,7 @@ func (s *Sweeper) evaluateManager(ctx context.Context, r *sweepRun, obj *unstruc
 	if d, ok := completeClaim(m, e, stored.Claim, t); ok {
 		return d
 	}
-	if stored.doneFor(m, "") {
+	if doneFor(stored.Progress, m, "") {
 		// Only the deactivation is missing.
 		return planned(m, e, nil, plan{step: stepDeactivate, policy: m.Policies[policyIndex(m, stored.LastAction.Policy)], reason: "the action succeeded before; deactivated now", target: t})
 	}
@@ -151,19 +152,19 @@ func (s *Sweeper) evaluateManager(ctx context.Context, r *sweepRun, obj *unstruc
 		return decision{manager: m, entry: e, stuckUnread: unread}
 	}
 	return backOff(s.evaluatePolicies(ctx, r, m, e, t, s.checks(r, false), stored.Progress, "",
-		hold{on: "namespace " + e.Target, value: ns.hold}, hold{on: "manager " + m.Namespace + "/" + m.Name, value: obj.GetAnnotations()[HoldAnnotation]}),
+		hold{on: "namespace " + e.Target, value: ns.hold}, hold{on: "manager " + m.Namespace + "/" + m.Name, value: obj.GetAnnotations()[status.HoldAnnotation]}),
 		stored.Progress, "", r.now)
 }
 
 // backOff turns d's plan to deliver a WEBHOOK into a deferral while the
 // record stored (of spec, a rule's record's) says its delivery backs off:
 // no attempt before then, so a silent receiver costs a sweep nothing.
-func backOff(d decision, stored Progress, spec string, now time.Time) decision {
+func backOff(d decision, stored status.Progress, spec string, now time.Time) decision {
 	p := d.plan
 	if p == nil || p.step != stepAct || p.policy.Action.Type != policy.ActionWebhook {
 		return d
 	}
-	until, failures := stored.backingOff(d.manager, p.policy.Name, spec, now)
+	until, failures := backingOff(stored, d.manager, p.policy.Name, spec, now)
 	if until.IsZero() {
 		return d
 	}
@@ -176,23 +177,10 @@ func backOff(d decision, stored Progress, spec string, now time.Time) decision {
 	return untouched(d.manager, e, report.StateDeferred, fmt.Sprintf("%s; the webhook backs off after %s: next attempt at %s", p.reason, why, until.UTC().Format(time.RFC3339)))
 }
 
-// claimSkew is how much later than --claim-ttl after the server's now a
-// claim may expire and still hold: the server's time, as two sweeps read it
-// from its Date header (whole seconds), may differ by that much.
-const claimSkew = 5 * time.Second
-
-// live reports whether claim c holds at now: it has not expired, and it
-// does not expire further ahead than a sweep with ttl could have set. A
-// claim from the future (a clock far ahead, or one written by hand) would
-// otherwise keep every sweep away until then.
-func (c *Claim) live(now time.Time, ttl time.Duration) bool {
-	return c != nil && now.Before(c.Expires) && !c.Expires.After(now.Add(ttl+claimSkew))
-}
-
 // liveClaim is the verdict of a claim that holds (see Claim.live), whatever
 // its generation: its action may be under way, and any write could wipe it.
-func (s *Sweeper) liveClaim(m policy.Manager, e report.Entry, c *Claim) (decision, bool) {
-	if c == nil || !c.live(s.clock(), s.cfg.ClaimTTL) {
+func (s *Sweeper) liveClaim(m policy.Manager, e report.Entry, c *status.Claim) (decision, bool) {
+	if c == nil || !c.Live(s.clock(), s.cfg.ClaimTTL) {
 		return decision{}, false
 	}
 	e.Policy, e.Action = c.Policy, c.Action
@@ -211,7 +199,7 @@ func invalid(e report.Entry, problems field.ErrorList) report.Entry {
 // completeClaim is the verdict of an expired claim, whose sweep did not
 // finish: one of this spec is completed, under its generation, whatever
 // became of the target; one of another spec is void.
-func completeClaim(m policy.Manager, e report.Entry, c *Claim, t target) (decision, bool) {
+func completeClaim(m policy.Manager, e report.Entry, c *status.Claim, t target) (decision, bool) {
 	if c == nil {
 		return decision{}, false
 	}
@@ -229,7 +217,7 @@ func completeClaim(m policy.Manager, e report.Entry, c *Claim, t target) (decisi
 
 // confirmDelete is the verdict of a DELETE recorded, for this spec, as
 // failed without an answer, whose namespace went: the answer was lost.
-func confirmDelete(m policy.Manager, e report.Entry, stored Progress, spec string, t target) (decision, bool) {
+func confirmDelete(m policy.Manager, e report.Entry, stored status.Progress, spec string, t target) (decision, bool) {
 	last := stored.LastAction
 	if last == nil || !last.Uncertain || last.Action != policy.ActionDelete || !t.going || !sameSpec(m, stored.ObservedGeneration, spec) {
 		return decision{}, false
@@ -246,8 +234,8 @@ func confirmDelete(m policy.Manager, e report.Entry, stored Progress, spec strin
 // progress stored (the stages fired in m's generation, or spec, skipped),
 // then the holds: a plan when a policy holds and no hold keeps it, else
 // the waiting entry with its minChecks progress.
-func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Manager, e report.Entry, t target, check podsCheck, stored Progress, spec string, holds ...hold) decision {
-	in := policy.Input{Now: r.now, TargetCreated: t.listed.created, Checks: stored.Checks, Pods: map[int]policy.PodsCheck{}, Fired: firedIn(stored.Fired, m.Generation, spec),
+func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Manager, e report.Entry, t target, check podsCheck, stored status.Progress, spec string, holds ...hold) decision {
+	in := policy.Input{Now: r.now, TargetCreated: t.listed.created, Checks: stored.Checks, Pods: map[int]policy.PodsCheck{}, Fired: status.FiredIn(stored.Fired, m.Generation, spec),
 		TargetExpires: t.listed.expires, TargetTouched: t.listed.touched}
 	held := holdsAt(holds, r.now, s.cfg.MaxHold)
 	// fromIndex: in.Activity is the sweep's index's (see lastActivity).

@@ -9,39 +9,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/webhook"
 )
-
-// A claim holds from when it is made until it expires, and only while its
-// expiry lies no further ahead than a sweep with the same --claim-ttl could
-// have set it, give or take claimSkew.
-func TestClaimLive(t *testing.T) {
-	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	const ttl = time.Minute
-	for _, tt := range []struct {
-		name    string
-		expires time.Time
-		want    bool
-	}{
-		{"expired", now.Add(-time.Second), false},
-		{"expiring now", now, false},
-		{"just made", now.Add(ttl), true},
-		{"within the skew", now.Add(ttl + claimSkew), true},
-		{"beyond the skew", now.Add(ttl + claimSkew + time.Second), false},
-		{"an hour ahead", now.Add(time.Hour), false},
-		{"years ahead", now.AddDate(10, 0, 0), false},
-	} {
-		if got := (&Claim{Expires: tt.expires}).live(now, ttl); got != tt.want {
-			t.Errorf("%s: live = %t, want %t", tt.name, got, tt.want)
-		}
-	}
-	var none *Claim
-	if none.live(now, ttl) {
-		t.Error("no claim is live")
-	}
-}
 
 // Of a namespace's managers, only one that is active and valid shields it
 // from rules.
@@ -98,7 +70,7 @@ func TestDeactivatedParsedOnce(t *testing.T) {
 	s := &Sweeper{}
 	r := &sweepRun{governed: map[string][]governor{}}
 	s.noteGoverned(r, dormant)
-	d := s.evaluateManager(t.Context(), r, dormant, Status{})
+	d := s.evaluateManager(t.Context(), r, dormant, status.Status{})
 	if d.entry.State != report.StateDeactivated || shielding(r.governed["preview-7"]) != "" || len(r.governed["preview-7"]) != 1 {
 		t.Errorf("entry %+v, governors %+v: want it deactivated, noted as a governor that does not shield", d.entry, r.governed)
 	}
@@ -125,15 +97,15 @@ func TestFailedBefore(t *testing.T) {
 	p := &plan{policy: policy.Policy{Name: "report"}}
 	for _, tt := range []struct {
 		name string
-		last *LastAction
+		last *status.LastAction
 		want bool
 	}{
 		{"nothing before", nil, false},
-		{"a success", &LastAction{Policy: "report", Result: report.ResultSucceeded}, false},
-		{"a failure", &LastAction{Policy: "report", Result: report.ResultFailed, Failures: 1}, true},
-		{"another policy's failure", &LastAction{Policy: "other", Result: report.ResultFailed, Failures: 1}, false},
-		{"a deferral alone", &LastAction{Policy: "report", Result: report.ResultFailed, Deferred: true}, false},
-		{"a deferral after a failure", &LastAction{Policy: "report", Result: report.ResultFailed, Deferred: true, Failures: 1}, true},
+		{"a success", &status.LastAction{Policy: "report", Result: report.ResultSucceeded}, false},
+		{"a failure", &status.LastAction{Policy: "report", Result: report.ResultFailed, Failures: 1}, true},
+		{"another policy's failure", &status.LastAction{Policy: "other", Result: report.ResultFailed, Failures: 1}, false},
+		{"a deferral alone", &status.LastAction{Policy: "report", Result: report.ResultFailed, Deferred: true}, false},
+		{"a deferral after a failure", &status.LastAction{Policy: "report", Result: report.ResultFailed, Deferred: true, Failures: 1}, true},
 	} {
 		if got := failedBefore(tt.last, p); got != tt.want {
 			t.Errorf("%s: failedBefore = %t, want %t", tt.name, got, tt.want)
@@ -147,7 +119,7 @@ func TestFailedBefore(t *testing.T) {
 func TestWebhookOutcomeBacksOff(t *testing.T) {
 	now := time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC)
 	p := &plan{policy: policy.Policy{Name: "report", Action: policy.Action{Type: policy.ActionWebhook}}}
-	prev := &LastAction{Policy: "report", Action: policy.ActionWebhook, Result: report.ResultFailed, Failures: 2}
+	prev := &status.LastAction{Policy: "report", Action: policy.ActionWebhook, Result: report.ResultFailed, Failures: 2}
 	for _, tt := range []struct {
 		name     string
 		err      error

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 )
@@ -103,9 +104,9 @@ func (ev managerEvents) emit(ctx context.Context, kind, reason, action, note str
 		Type:                kind,
 		Reason:              reason,
 		Action:              action,
-		Note:                truncate(note, maxMessage),
+		Note:                status.Truncate(note, status.MaxMessage),
 		ReportingController: "nsman.k8s.consol.de/sweep",
-		ReportingInstance:   truncate(ev.s.cfg.SweepID, 128),
+		ReportingInstance:   status.Truncate(ev.s.cfg.SweepID, 128),
 	}
 	if e.Action == "" {
 		e.Action = "Evaluate"

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/webhook"
@@ -148,10 +149,10 @@ func (s *Sweeper) act(ctx context.Context, r *sweepRun, rec record, d decision) 
 	deadline := time.Now().Add(s.cfg.ClaimTTL - claimMargin)
 	claimed := p.step != stepAct || p.policy.Action.Type != policy.ActionDelete
 	if claimed {
-		c := Claim{Policy: p.policy.Name, Action: p.policy.Action.Type, Sweep: s.cfg.SweepID,
+		c := status.Claim{Policy: p.policy.Name, Action: p.policy.Action.Type, Sweep: s.cfg.SweepID,
 			Expires: s.clock().Add(s.cfg.ClaimTTL).UTC(), Generation: p.generation, TargetUID: p.target.uid}
 		acting := e
-		acting.State, acting.Message = StateActing, fmt.Sprintf("sweep %s is acting (%s): %s", s.cfg.SweepID, p.policy.Action.Type, p.reason)
+		acting.State, acting.Message = status.StateActing, fmt.Sprintf("sweep %s is acting (%s): %s", s.cfg.SweepID, p.policy.Action.Type, p.reason)
 		if err := rec.claim(ctx, c, acting, p.policy.Final); changedSinceListed(err) {
 			return busy(e, err), false, false
 		} else if err != nil {
@@ -195,12 +196,12 @@ func (s *Sweeper) act(ctx context.Context, r *sweepRun, rec record, d decision) 
 // failed with err, prev being the last action recorded before. A WEBHOOK
 // that failed or was deferred backs off (see webhookBackoff), unless no
 // receiver was tried for want of its Service, for a cause that may pass.
-func (s *Sweeper) outcomeOf(e report.Entry, p *plan, err error, now time.Time, prev *LastAction) (report.Entry, outcome) {
-	last := &LastAction{Policy: p.policy.Name, Action: p.policy.Action.Type, Result: report.ResultSucceeded, Message: truncate(p.reason, maxMessage), Time: now.UTC(),
+func (s *Sweeper) outcomeOf(e report.Entry, p *plan, err error, now time.Time, prev *status.LastAction) (report.Entry, outcome) {
+	last := &status.LastAction{Policy: p.policy.Name, Action: p.policy.Action.Type, Result: report.ResultSucceeded, Message: status.Truncate(p.reason, status.MaxMessage), Time: now.UTC(),
 		TargetUID: p.target.uid}
 	if err != nil {
 		e = failedEntry(e, err)
-		last.Result, last.Message = report.ResultFailed, truncate(err.Error(), maxMessage)
+		last.Result, last.Message = report.ResultFailed, status.Truncate(err.Error(), status.MaxMessage)
 		last.Uncertain = p.policy.Action.Type == policy.ActionDelete && uncertain(err)
 		last.Reclaimed = e.Reclaimed
 		if p.policy.Action.Type == policy.ActionWebhook {
@@ -331,6 +332,6 @@ func transient(err error) bool {
 
 // failedBefore reports whether last is a failure of p's policy, told
 // already: a deferral is none, unless failures came before it.
-func failedBefore(last *LastAction, p *plan) bool {
+func failedBefore(last *status.LastAction, p *plan) bool {
 	return last != nil && last.Result == report.ResultFailed && (!last.Deferred || last.Failures > 0) && last.Policy == p.policy.Name
 }

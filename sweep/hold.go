@@ -6,13 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/report"
 )
-
-// HoldAnnotation, set to an RFC 3339 time on a namespace, holds every
-// manager and rule acting on that namespace until then; on a manager, it
-// holds that manager (a rule: all its namespaces). nsman hold writes it.
-const HoldAnnotation = "nsman.k8s.consol.de/hold-until"
 
 // DefaultMaxHold is how far ahead of now a hold may end; one further is
 // ignored, so that nobody keeps a namespace forever with one annotation.
@@ -54,9 +50,9 @@ func holdsAt(holds []hold, now time.Time, max time.Duration) holdState {
 		until, err := time.Parse(time.RFC3339, h.value)
 		switch {
 		case err != nil:
-			ignored = append(ignored, fmt.Sprintf("%s on %s is not an RFC 3339 time (%q)", HoldAnnotation, h.on, truncate(h.value, 64)))
+			ignored = append(ignored, fmt.Sprintf("%s on %s is not an RFC 3339 time (%q)", status.HoldAnnotation, h.on, status.Truncate(h.value, 64)))
 		case until.Sub(now) > max+holdLeeway:
-			ignored = append(ignored, fmt.Sprintf("%s on %s ends %s, more than --max-hold %s ahead", HoldAnnotation, h.on, until.UTC().Format(time.RFC3339), max))
+			ignored = append(ignored, fmt.Sprintf("%s on %s ends %s, more than --max-hold %s ahead", status.HoldAnnotation, h.on, until.UTC().Format(time.RFC3339), max))
 		case until.After(now) && until.After(st.until):
 			st.until, st.by = until.UTC(), h.on
 		}
@@ -69,7 +65,7 @@ func holdsAt(holds []hold, now time.Time, max time.Duration) holdState {
 // than the hold ends, while a hold is in force, and says in every decision
 // the hold that keeps it waiting, or the holds ignored.
 func (st holdState) apply(d decision) decision {
-	held := fmt.Sprintf("%s is held until %s (%s)", st.by, st.until.Format(time.RFC3339), HoldAnnotation)
+	held := fmt.Sprintf("%s is held until %s (%s)", st.by, st.until.Format(time.RFC3339), status.HoldAnnotation)
 	until := st.until
 	if !until.IsZero() {
 		d.entry.HeldUntil = &until
@@ -99,7 +95,7 @@ func Hold(ctx context.Context, clients Clients, namespace, manager string, until
 	if !until.IsZero() {
 		value = until.UTC().Format(time.RFC3339)
 	}
-	patch := apiPatch{body: []byte(mustJSON(map[string]any{"metadata": map[string]any{"annotations": map[string]any{HoldAnnotation: value}}}))}
+	patch := apiPatch{body: []byte(mustJSON(map[string]any{"metadata": map[string]any{"annotations": map[string]any{status.HoldAnnotation: value}}}))}
 	w := newWriter(clients, nil, dryRun)
 	if manager == "" {
 		return patch.body, w.patchNamespace(ctx, namespace, patch)

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"strings"
 
+	"github.com/nsman/nsman/internal/status"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -120,7 +121,7 @@ const wholePage = 8 << 20
 
 // onlyNsmans removes from a manager's annotations all but nsman's.
 func onlyNsmans(annotations map[string]string) {
-	maps.DeleteFunc(annotations, func(k, _ string) bool { return !strings.HasPrefix(k, managerAnnotations) })
+	maps.DeleteFunc(annotations, func(k, _ string) bool { return !strings.HasPrefix(k, status.AnnotationPrefix) })
 }
 
 // caseSensitiveItem is a listedItem decoded as the API server decodes:
@@ -130,10 +131,6 @@ type caseSensitiveItem listedItem
 func (it *caseSensitiveItem) UnmarshalJSON(data []byte) error {
 	return utiljson.Unmarshal(data, (*listedItem)(it))
 }
-
-// managerAnnotations prefixes the annotations of a manager that nsman
-// reads: its hold, and its status under the original CRD.
-const managerAnnotations = "nsman.k8s.consol.de/"
 
 // A page and its items are runtime.Objects for the pager, which reads the
 // page's continue token and hands on its items; nothing copies them.

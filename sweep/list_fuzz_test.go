@@ -19,6 +19,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/yaml"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 )
 
@@ -93,7 +94,7 @@ func agree(t *testing.T, i int, got listed, want *unstructured.Unstructured) {
 		t.Fatalf("item %d: metadata %v, want %v", i, g.Object, want.Object)
 	}
 	wantAnnotations := want.GetAnnotations()
-	maps.DeleteFunc(wantAnnotations, func(k, _ string) bool { return !strings.HasPrefix(k, managerAnnotations) })
+	maps.DeleteFunc(wantAnnotations, func(k, _ string) bool { return !strings.HasPrefix(k, status.AnnotationPrefix) })
 	if ga := g.GetAnnotations(); len(ga)+len(wantAnnotations) > 0 && !reflect.DeepEqual(ga, wantAnnotations) {
 		t.Fatalf("item %d: annotations %v, want %v", i, ga, wantAnnotations)
 	}
@@ -112,11 +113,11 @@ func agree(t *testing.T, i int, got listed, want *unstructured.Unstructured) {
 				raw, _ = json.Marshal(status)
 			}
 		} else {
-			raw = []byte(wantAnnotations[StatusAnnotation])
+			raw = []byte(wantAnnotations[status.StatusAnnotation])
 		}
-		var st Status
+		var st status.Status
 		if len(raw) > 0 && json.Unmarshal(raw, &st) != nil {
-			st = Status{}
+			st = status.Status{}
 		}
 		if read := store.read(got); mustJSON(read) != mustJSON(st) {
 			t.Fatalf("item %d, subresource=%v: record read %s, want %s", i, store.subresource, mustJSON(read), mustJSON(st))
@@ -201,7 +202,7 @@ func exampleItems(tb testing.TB) []string {
 			manifest, _ := json.Marshal(obj)
 			meta := obj["metadata"].(map[string]any)
 			meta["uid"], meta["resourceVersion"], meta["generation"] = fmt.Sprintf("uid-%d", len(items)), fmt.Sprint(100+len(items)), 1
-			meta["annotations"] = map[string]any{"kubectl.kubernetes.io/last-applied-configuration": string(manifest), HoldAnnotation: "2026-01-02T00:00:00Z"}
+			meta["annotations"] = map[string]any{"kubectl.kubernetes.io/last-applied-configuration": string(manifest), status.HoldAnnotation: "2026-01-02T00:00:00Z"}
 			obj["status"] = map[string]any{"state": "waiting", "observedGeneration": 1, "message": "TTL 1h0m0s elapses at 2026-01-01T01:00:00Z"}
 			item, _ := json.Marshal(obj)
 			items = append(items, string(item))

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 )
@@ -136,18 +137,18 @@ func TestDecodePageAgreesWithTheDynamicClient(t *testing.T) {
 				u.GetAPIVersion(), u.GetKind(), u.GetResourceVersion())
 		}
 		wantAnnotations := u.GetAnnotations()
-		maps.DeleteFunc(wantAnnotations, func(k, _ string) bool { return !strings.HasPrefix(k, managerAnnotations) })
+		maps.DeleteFunc(wantAnnotations, func(k, _ string) bool { return !strings.HasPrefix(k, status.AnnotationPrefix) })
 		if got := got.obj.GetAnnotations(); len(got)+len(wantAnnotations) > 0 && !reflect.DeepEqual(got, wantAnnotations) {
 			t.Errorf("item %d: annotations %v, want %v", i, got, wantAnnotations)
 		}
 		for _, store := range []statusLocation{{subresource: true}, {subresource: false}} {
-			var want Status
+			var want status.Status
 			if store.subresource {
 				if raw, ok := u.Object["status"].(map[string]any); ok {
 					data, _ := json.Marshal(raw)
 					_ = json.Unmarshal(data, &want)
 				}
-			} else if raw, ok := wantAnnotations[StatusAnnotation]; ok {
+			} else if raw, ok := wantAnnotations[status.StatusAnnotation]; ok {
 				_ = json.Unmarshal([]byte(raw), &want)
 			}
 			if got := store.read(got); mustJSON(got) != mustJSON(want) {
@@ -343,7 +344,7 @@ func TestDecodeLargePage(t *testing.T) {
 	padding := strings.Repeat("p", 240<<10)
 	var items []string
 	for i := range wholePage/len(padding) + 4 {
-		item := strings.Replace(storedManager(i), `"annotations":{`, `"annotations":{"padding":"`+padding+`","`+HoldAnnotation+`":"2026-12-01T00:00:00Z",`, 1)
+		item := strings.Replace(storedManager(i), `"annotations":{`, `"annotations":{"padding":"`+padding+`","`+status.HoldAnnotation+`":"2026-12-01T00:00:00Z",`, 1)
 		items = append(items, item)
 	}
 	data := listPage("next", items...)
@@ -366,7 +367,7 @@ func TestDecodeLargePage(t *testing.T) {
 		if !reflect.DeepEqual(got.obj.Object, want.obj.Object) || string(got.status) != string(want.status) {
 			t.Fatalf("item %d of the large page: %v, want %v", i, got.obj.Object, want.obj.Object)
 		}
-		if a := got.obj.GetAnnotations(); len(a) != 1 || a[HoldAnnotation] == "" {
+		if a := got.obj.GetAnnotations(); len(a) != 1 || a[status.HoldAnnotation] == "" {
 			t.Errorf("item %d: annotations %v, want nsman's hold alone", i, a)
 		}
 	}

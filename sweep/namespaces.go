@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 )
 
@@ -65,13 +66,13 @@ func (a *nsmansAnnotations) UnmarshalJSON(data []byte) error {
 		}
 		key, _ := tok.(string)
 		switch {
-		case strings.HasPrefix(key, PairAnnotationPrefix):
+		case strings.HasPrefix(key, status.PairAnnotationPrefix):
 			var v string
 			if err := dec.Decode(&v); err != nil {
 				return err
 			}
 			kept[key] = v
-		case key == HoldAnnotation || key == policy.ExpiresAnnotation || key == policy.TouchedAnnotation:
+		case key == status.HoldAnnotation || key == policy.ExpiresAnnotation || key == policy.TouchedAnnotation:
 			var v string
 			if err := dec.Decode(&v); err != nil {
 				return err

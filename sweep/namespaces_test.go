@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 )
 
@@ -24,8 +25,8 @@ func TestNamespaceListKeepsWhatIsRead(t *testing.T) {
 	long := strings.Repeat("9", 1024)
 	listed := metav1.PartialObjectMetadataList{Items: []metav1.PartialObjectMetadata{
 		{ObjectMeta: metav1.ObjectMeta{Name: "team-a", UID: "u-a", ResourceVersion: "7", CreationTimestamp: created, Labels: map[string]string{"team": "a"},
-			Annotations: map[string]string{"example.com/blob": strings.Repeat("x", 200<<10), HoldAnnotation: "2026-12-01T09:00:00Z",
-				PairAnnotationPrefix + "0123": record, policy.TouchedAnnotation: long, policy.ExpiresAnnotation: "2026-12-24"}}},
+			Annotations: map[string]string{"example.com/blob": strings.Repeat("x", 200<<10), status.HoldAnnotation: "2026-12-01T09:00:00Z",
+				status.PairAnnotationPrefix + "0123": record, policy.TouchedAnnotation: long, policy.ExpiresAnnotation: "2026-12-24"}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "gone", UID: "u-g", ResourceVersion: "8", CreationTimestamp: created, DeletionTimestamp: &deleting}},
 	}}
 	listed.Continue = "next"

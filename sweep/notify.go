@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/webhook"
@@ -124,13 +125,13 @@ func (s *Sweeper) notify(ctx context.Context, r *sweepRun, m policy.Manager, p *
 	}
 	n := Notification{
 		Manager: NotificationManager{Namespace: m.Namespace, Name: m.Name}, Rule: m.Rule != nil, Target: p.target.name,
-		Policy: p.policy.Name, Action: p.policy.Action.Type, Result: result, Message: truncate(message, maxMessage), Effects: effects,
+		Policy: p.policy.Name, Action: p.policy.Action.Type, Result: result, Message: status.Truncate(message, status.MaxMessage), Effects: effects,
 		Time: r.now.UTC(), Sweep: s.cfg.SweepID, Version: s.cfg.Version,
 	}
 	n.Reclaimed = reclaimed // a SCALE_DOWN that failed part-way freed what it scaled
 	body, err := notificationBody(n, s.notifier.format)
 	if err == nil {
-		_, err = s.notifier.sender.Send(ctx, s.notifier.url, body, digest("%s/%s", firingKey(m, p), result))
+		_, err = s.notifier.sender.Send(ctx, s.notifier.url, body, status.Digest("%s/%s", firingKey(m, p), result))
 	}
 	if err != nil {
 		r.notifyFailed.Add(1)

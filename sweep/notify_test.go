@@ -22,6 +22,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/webhook"
@@ -246,7 +247,7 @@ func TestSlackBodyLeavesOutAnnotationValues(t *testing.T) {
 	_, expiryErr := policy.ParseExpiry(markdown)
 	for _, msg := range []string{
 		out.Reason,
-		truncate(out.Reason, strings.Index(out.Reason, "evil.example")+20),
+		status.Truncate(out.Reason, strings.Index(out.Reason, "evil.example")+20),
 		fmt.Sprintf("annotation %s: %v: the namespace never expires by it", policy.ExpiresAnnotation, expiryErr),
 	} {
 		n := Notification{Manager: NotificationManager{Namespace: "team-a", Name: "preview"}, Target: "preview", Policy: "idle a day", Action: policy.ActionDelete, Result: report.ResultSucceeded, Message: msg}

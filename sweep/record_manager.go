@@ -2,121 +2,20 @@ package sweep
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 
-	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/report"
 )
-
-// StatusAnnotation holds a manager's Status, as JSON, under the original CRD,
-// which has no status subresource. Under nsman's CRD the same record is the
-// status.
-const StatusAnnotation = "nsman.k8s.consol.de/status"
-
-// Status is what nsman records on a manager: its Progress, and what the
-// last sweep found, written only when it changes.
-type Status struct {
-	Progress
-	// State is the State of the manager's report entry.
-	State report.State `json:"state,omitempty"`
-	// Target is the namespace the manager acts on.
-	Target string `json:"target,omitempty"`
-	// NextDue is when a waiting manager is next due, when time alone decides.
-	NextDue *metav1.Time `json:"nextDue,omitempty"`
-	// LastActivity is, for IDLE, the newest activity in the target the
-	// last sweep counted.
-	LastActivity *report.LastActivity `json:"lastActivity,omitempty"`
-	// Message says why, in a sentence.
-	Message string `json:"message,omitempty"`
-	// Conditions holds ConditionFired.
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
-	// Rule summarizes, for a rule, the namespaces it matches.
-	Rule *RuleSummary `json:"rule,omitempty"`
-	// Stuck says why the target, which the manager deleted or aims at, is
-	// stuck in Terminating, as first seen with this cause.
-	Stuck *report.Stuck `json:"stuck,omitempty"`
-}
-
-// clone returns a copy that shares nothing the sweep modifies in place.
-func (st Status) clone() Status {
-	st.Progress = st.Progress.clone()
-	st.Conditions = slices.Clone(st.Conditions)
-	return st
-}
-
-// ConditionFired is True once the manager's action succeeded; while False,
-// its reason says why not yet.
-const ConditionFired = "Fired"
-
-// Reasons of ConditionFired, by state.
-var conditionReasons = map[report.State]string{
-	StateActing:                   "InProgress",
-	report.StateWaiting:           "Waiting",
-	report.StateFired:             "Fired",
-	report.StateFailed:            "Failed",
-	report.StateDeferred:          "Deferred",
-	report.StateInvalid:           "Invalid",
-	report.StateForbidden:         "Forbidden",
-	report.StateTargetMissing:     "TargetMissing",
-	report.StateTargetTerminating: "TargetTerminating",
-	StateWatching:                 "Watching",
-}
-
-// maxMessage bounds the messages stored on a manager.
-const maxMessage = 1024
-
-// observe sets the fields that describe entry e, keeping the condition's
-// transition time when its status did not change.
-func (st *Status) observe(e report.Entry, generation int64, now time.Time) {
-	st.ObservedGeneration = generation
-	st.State = e.State
-	st.Target = e.Target
-	st.NextDue = nil
-	if e.Due != nil {
-		st.NextDue = &metav1.Time{Time: *e.Due}
-	}
-	st.Message = truncate(e.Message, maxMessage)
-	status := metav1.ConditionFalse
-	if e.State == report.StateFired {
-		status = metav1.ConditionTrue
-	}
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-		Type:               ConditionFired,
-		Status:             status,
-		ObservedGeneration: generation,
-		LastTransitionTime: metav1.Time{Time: now.UTC().Truncate(time.Second)},
-		Reason:             conditionReasons[e.State],
-		Message:            st.Message,
-	})
-}
-
-// truncate cuts s to at most n bytes, ending in "..." when cut, and never
-// in the middle of a UTF-8 sequence: the API server refuses invalid UTF-8.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := max(n-3, 0)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
-}
 
 // statusLocation is where a manager's Status lives: the status subresource
 // of nsman's CRD, or StatusAnnotation under the original one.
@@ -141,14 +40,14 @@ func (p apiPatch) patchType() types.PatchType {
 
 // read decodes the Status of a listed manager. A record that does not
 // decode (edited by hand, say) counts as absent.
-func (l statusLocation) read(m listed) Status {
+func (l statusLocation) read(m listed) status.Status {
 	raw := []byte(m.status)
 	if !l.subresource {
-		raw = []byte(m.obj.GetAnnotations()[StatusAnnotation])
+		raw = []byte(m.obj.GetAnnotations()[status.StatusAnnotation])
 	}
-	var st Status
+	var st status.Status
 	if len(raw) > 0 && json.Unmarshal(raw, &st) != nil {
-		return Status{}
+		return status.Status{}
 	}
 	return st
 }
@@ -157,7 +56,7 @@ func (l statusLocation) read(m listed) Status {
 // false when they are equal. A resourceVersion makes it conditional.
 // deactivate sets spec.deactivated in the same patch, which only the
 // annotation can do (else deactivatePatch).
-func (l statusLocation) update(from, to Status, resourceVersion string, deactivate bool) (apiPatch, bool) {
+func (l statusLocation) update(from, to status.Status, resourceVersion string, deactivate bool) (apiPatch, bool) {
 	if mustJSON(from) == mustJSON(to) && !deactivate {
 		return apiPatch{}, false
 	}
@@ -174,7 +73,7 @@ func (l statusLocation) update(from, to Status, resourceVersion string, deactiva
 		body["status"] = json.RawMessage(diff)
 		return apiPatch{subresource: "status", body: []byte(mustJSON(body))}, true
 	}
-	metadata["annotations"] = map[string]any{StatusAnnotation: mustJSON(to)}
+	metadata["annotations"] = map[string]any{status.StatusAnnotation: mustJSON(to)}
 	if deactivate {
 		body["spec"] = map[string]any{"deactivated": true}
 	}
@@ -190,12 +89,12 @@ func deactivatePatch() apiPatch {
 // settle returns the patch that replaces the claimed Status, which this
 // sweep wrote, with to: a JSON patch that tests first that the claim is
 // still this sweep's. deactivate is as for update.
-func (l statusLocation) settle(claimed, to Status, deactivate bool) apiPatch {
+func (l statusLocation) settle(claimed, to status.Status, deactivate bool) apiPatch {
 	if l.subresource {
 		return jsonPatch("status", patchOp{"test", "/status/claim/sweep", claimed.Claim.Sweep}, patchOp{"replace", "/status", to})
 	}
 	// The annotation is compared whole: it is the string the claim wrote.
-	path := annotationPointer(StatusAnnotation)
+	path := annotationPointer(status.StatusAnnotation)
 	ops := []patchOp{{"test", path, mustJSON(claimed)}, {"replace", path, mustJSON(to)}}
 	if deactivate {
 		ops = append(ops, patchOp{"add", "/spec/deactivated", true})
@@ -211,8 +110,8 @@ type managerRecord struct {
 	at      statusLocation
 	obj     *unstructured.Unstructured
 	now     time.Time
-	stored  Status
-	claimed *Status
+	stored  status.Status
+	claimed *status.Status
 	events  managerEvents
 }
 
@@ -236,9 +135,9 @@ func (mr *managerRecord) unchanged(listed, now namespaceInfo) bool {
 	return now.uid == listed.uid && !now.terminating && now.hold == listed.hold && now.expires == listed.expires && now.touched == listed.touched
 }
 
-func (mr *managerRecord) claim(ctx context.Context, c Claim, acting report.Entry, final bool) error {
-	claimed := mr.stored.clone()
-	claimed.observe(acting, mr.obj.GetGeneration(), mr.now)
+func (mr *managerRecord) claim(ctx context.Context, c status.Claim, acting report.Entry, final bool) error {
+	claimed := mr.stored.Clone()
+	claimed.Observe(acting, mr.obj.GetGeneration(), mr.now)
 	if final {
 		// A stage leaves the manager standing, with the progress of the
 		// policies after it.
@@ -259,7 +158,7 @@ func (mr *managerRecord) claim(ctx context.Context, c Claim, acting report.Entry
 func (mr *managerRecord) write(ctx context.Context, o outcome) error {
 	deactivate := o.done && !mr.at.subresource
 	if mr.claimed != nil {
-		next := mr.claimed.clone()
+		next := mr.claimed.Clone()
 		next.Claim = nil
 		mr.keep(&next, o)
 		if err := mr.s.writeManager(ctx, mr.at.settle(*mr.claimed, next, deactivate), mr.obj); lostClaim(err) {
@@ -278,12 +177,12 @@ func (mr *managerRecord) write(ctx context.Context, o outcome) error {
 			now, err := mr.s.managerNow(ctx, mr.obj)
 			if err != nil || now.obj.GetUID() != mr.obj.GetUID() || now.obj.GetGeneration() != mr.obj.GetGeneration() {
 				return fmt.Errorf("the manager %w", errChanged)
-			} else if st := mr.at.read(now); st.Claim.live(mr.s.clock(), mr.s.cfg.ClaimTTL) {
+			} else if st := mr.at.read(now); st.Claim.Live(mr.s.clock(), mr.s.cfg.ClaimTTL) {
 				return fmt.Errorf("the manager %w: sweep %s claimed it", errChanged, st.Claim.Sweep)
 			}
 			mr.obj, mr.stored = now.obj, mr.at.read(now)
 		}
-		next := mr.stored.clone()
+		next := mr.stored.Clone()
 		mr.keep(&next, o)
 		// A stored claim here has expired: one of an older spec is void,
 		// one of a manager done is over; one of this spec stays for a later
@@ -311,7 +210,7 @@ func (mr *managerRecord) write(ctx context.Context, o outcome) error {
 }
 
 // keep sets in st what o says.
-func (mr *managerRecord) keep(st *Status, o outcome) {
+func (mr *managerRecord) keep(st *status.Status, o outcome) {
 	if !o.stuckUnread {
 		st.Stuck = sameCause(st.Stuck, o.entry.Stuck)
 	}
@@ -319,7 +218,7 @@ func (mr *managerRecord) keep(st *Status, o outcome) {
 		return
 	}
 	generation := mr.obj.GetGeneration()
-	st.observe(o.entry, generation, mr.now)
+	st.Observe(o.entry, generation, mr.now)
 	st.IgnoredHold, st.IgnoredAnnotation = o.entry.HoldIgnored, o.entry.AnnotationIgnored
 	st.LastActivity = o.entry.LastActivity
 	if o.entry.State == report.StateWaiting {
@@ -329,7 +228,7 @@ func (mr *managerRecord) keep(st *Status, o outcome) {
 		st.LastAction = o.last
 	}
 	if o.stage != "" {
-		st.Fired = addFired(st.Fired, o.stage, generation, "", mr.now)
+		st.Fired = status.AddFired(st.Fired, o.stage, generation, "", mr.now)
 	}
 }
 
@@ -347,28 +246,16 @@ func (mr *managerRecord) deactivate(ctx context.Context, o outcome) error {
 
 // saveSummary writes a rule's own status, entry e and the summary of its
 // namespaces, when they changed; its pairs keep the rest.
-func (mr *managerRecord) saveSummary(ctx context.Context, e report.Entry, sum RuleSummary) error {
-	next := mr.stored.clone()
-	next.observe(e, mr.obj.GetGeneration(), mr.now)
-	next.Progress = Progress{ObservedGeneration: next.ObservedGeneration, Fired: next.Fired, IgnoredHold: e.HoldIgnored}
+func (mr *managerRecord) saveSummary(ctx context.Context, e report.Entry, sum status.RuleSummary) error {
+	next := mr.stored.Clone()
+	next.Observe(e, mr.obj.GetGeneration(), mr.now)
+	next.Progress = status.Progress{ObservedGeneration: next.ObservedGeneration, Fired: next.Fired, IgnoredHold: e.HoldIgnored}
 	next.Rule = &sum
 	patch, changed := mr.at.update(mr.stored, next, mr.obj.GetResourceVersion(), false)
 	if !changed {
 		return nil
 	}
 	return mr.s.writeManager(ctx, patch, mr.obj)
-}
-
-// IdempotencyKey identifies one firing of one policy of one manager
-// generation, derived, not stored: a sweep completing a claim sends it too.
-func IdempotencyKey(m policy.Manager, policyName string) string {
-	return digest("%s/%d/%s", m.UID, m.Generation, policyName)
-}
-
-// digest is 16 bytes of the SHA-256 of the formatted string, in hex.
-func digest(format string, a ...any) string {
-	sum := sha256.Sum256(fmt.Appendf(nil, format, a...))
-	return hex.EncodeToString(sum[:16])
 }
 
 func mustJSON(v any) string {
@@ -395,8 +282,3 @@ func jsonPatch(subresource string, ops ...patchOp) apiPatch {
 func annotationPointer(key string) string {
 	return "/metadata/annotations/" + strings.ReplaceAll(key, "/", "~1")
 }
-
-// StateActing is never in a report: a manager's status shows it while the
-// sweep that claimed it acts (ConditionFired False, InProgress), so that it
-// says an action succeeded only after it did.
-const StateActing report.State = "acting"

@@ -6,12 +6,12 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 )
@@ -36,12 +36,12 @@ func applyPatch(t *testing.T, obj *unstructured.Unstructured, p apiPatch) *unstr
 	return out
 }
 
-func sampleStatus() Status {
+func sampleStatus() status.Status {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	return Status{
-		Progress: Progress{
+	return status.Status{
+		Progress: status.Progress{
 			ObservedGeneration: 4,
-			Claim:              &Claim{Policy: "p", Action: policy.ActionDelete, Sweep: "s1", Expires: at, Generation: 4, TargetUID: "u1"},
+			Claim:              &status.Claim{Policy: "p", Action: policy.ActionDelete, Sweep: "s1", Expires: at, Generation: 4, TargetUID: "u1"},
 			Checks:             map[string]policy.CheckState{"p": {Generation: 4, Passed: 2, Last: at}, "q": {Generation: 4, Passed: 1, Last: at}},
 		},
 		State:   report.StateWaiting,
@@ -55,7 +55,7 @@ func TestStateStoreRoundTrip(t *testing.T) {
 	for _, store := range []statusLocation{{subresource: false}, {subresource: true}} {
 		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "k8s.consol.de/v1beta1", "kind": "NamespaceManager", "metadata": map[string]any{"name": "m"}}}
 		first := sampleStatus()
-		p, changed := store.update(Status{}, first, "", false)
+		p, changed := store.update(status.Status{}, first, "", false)
 		if !changed || (p.subresource == "status") != store.subresource {
 			t.Fatalf("subresource=%v: changed=%v subresource=%q", store.subresource, changed, p.subresource)
 		}
@@ -82,7 +82,7 @@ func TestStateStoreRoundTrip(t *testing.T) {
 
 func TestUpdateIsConditionalOnResourceVersion(t *testing.T) {
 	for _, store := range []statusLocation{{subresource: false}, {subresource: true}} {
-		p, _ := store.update(Status{}, sampleStatus(), "42", false)
+		p, _ := store.update(status.Status{}, sampleStatus(), "42", false)
 		var body map[string]any
 		if err := json.Unmarshal(p.body, &body); err != nil {
 			t.Fatal(err)
@@ -113,34 +113,14 @@ func TestUpdateDeactivates(t *testing.T) {
 	}
 }
 
-func TestObserveKeepsTransitionTimeWhileUnchanged(t *testing.T) {
-	t1 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var st Status
-	st.observe(report.Entry{State: report.StateWaiting, Target: "ns", Message: "waiting"}, 1, t1)
-	st.observe(report.Entry{State: report.StateFailed, Target: "ns", Message: "failed once"}, 1, t1.Add(time.Minute))
-	c := st.Conditions[0]
-	if c.Type != ConditionFired || c.Status != metav1.ConditionFalse || c.Reason != "Failed" || !c.LastTransitionTime.Time.Equal(t1) {
-		t.Fatalf("condition %+v: want False/Failed since %v", c, t1)
-	}
-	t3 := t1.Add(2 * time.Minute)
-	st.observe(report.Entry{State: report.StateFired, Target: "ns", Message: "done"}, 2, t3)
-	c = st.Conditions[0]
-	if len(st.Conditions) != 1 || c.Status != metav1.ConditionTrue || c.Reason != "Fired" || !c.LastTransitionTime.Time.Equal(t3) || c.ObservedGeneration != 2 {
-		t.Fatalf("conditions %+v: want one True/Fired since %v", st.Conditions, t3)
-	}
-	if st.State != report.StateFired || st.ObservedGeneration != 2 || st.NextDue != nil {
-		t.Errorf("status %+v", st)
-	}
-}
-
 // A record's next status must not share its conditions with the stored one,
 // or the update would see no change in them.
 func TestUpdateSeesAConditionChange(t *testing.T) {
 	t1 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var stored Status
-	stored.observe(report.Entry{State: report.StateWaiting, Target: "ns", Message: "waiting"}, 1, t1)
-	next := stored.clone()
-	next.observe(report.Entry{State: report.StateFired, Target: "ns", Message: "done"}, 1, t1.Add(time.Minute))
+	var stored status.Status
+	stored.Observe(report.Entry{State: report.StateWaiting, Target: "ns", Message: "waiting"}, 1, t1)
+	next := stored.Clone()
+	next.Observe(report.Entry{State: report.StateFired, Target: "ns", Message: "done"}, 1, t1.Add(time.Minute))
 	if stored.Conditions[0].Status != metav1.ConditionFalse {
 		t.Fatal("observing the next status changed the stored one")
 	}
@@ -152,24 +132,9 @@ func TestUpdateSeesAConditionChange(t *testing.T) {
 	}
 }
 
-func TestCloneSharesNothingTheSweepChanges(t *testing.T) {
-	st := sampleStatus()
-	st.LastAction = &LastAction{Policy: "p", Action: policy.ActionDelete, Result: report.ResultSucceeded}
-	st.Conditions = []metav1.Condition{{Type: ConditionFired, Status: metav1.ConditionTrue}}
-	want := mustJSON(st)
-
-	c := st.clone()
-	c.LastAction.Result = report.ResultFailed
-	c.Conditions[0].Status = metav1.ConditionFalse
-	c.Checks["p"] = policy.CheckState{}
-	if got := mustJSON(st); got != want {
-		t.Errorf("changing the clone changed the original:\n%s\nwant\n%s", got, want)
-	}
-}
-
 func TestSettleTestsTheClaimFirst(t *testing.T) {
 	claimed := sampleStatus()
-	final := claimed.clone()
+	final := claimed.Clone()
 	final.Claim, final.State = nil, report.StateFired
 	for _, tc := range []struct {
 		name       string
@@ -213,20 +178,17 @@ func TestSettleTestsTheClaimFirst(t *testing.T) {
 	}
 }
 
-func TestTruncateKeepsRunesWhole(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		n    int
-		want string
-	}{
-		{"short", 10, "short"},
-		{"abcdefghij", 8, "abcde..."},
-		{"ééééé", 8, "éé..."}, // 10 bytes; a cut at 5 would split the third é
-		{"日本語のテキスト", 10, "日本..."},
-	} {
-		got := truncate(tc.in, tc.n)
-		if got != tc.want || !utf8.ValidString(got) || len(got) > tc.n {
-			t.Errorf("truncate(%q, %d) = %q, want %q (valid UTF-8, at most %d bytes)", tc.in, tc.n, got, tc.want, tc.n)
-		}
+func TestCloneSharesNothingTheSweepChanges(t *testing.T) {
+	st := sampleStatus()
+	st.LastAction = &status.LastAction{Policy: "p", Action: policy.ActionDelete, Result: report.ResultSucceeded}
+	st.Conditions = []metav1.Condition{{Type: status.ConditionFired, Status: metav1.ConditionTrue}}
+	want := mustJSON(st)
+
+	c := st.Clone()
+	c.LastAction.Result = report.ResultFailed
+	c.Conditions[0].Status = metav1.ConditionFalse
+	c.Checks["p"] = policy.CheckState{}
+	if got := mustJSON(st); got != want {
+		t.Errorf("changing the clone changed the original:\n%s\nwant\n%s", got, want)
 	}
 }

@@ -2,48 +2,14 @@ package sweep
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
-
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 )
-
-// PairAnnotationPrefix begins the annotation on a namespace that holds a
-// rule's record of it (PairStatus, as JSON), written only when there is
-// something to keep: PairAnnotation.
-const PairAnnotationPrefix = "nsman.k8s.consol.de/rule-"
-
-// PairAnnotation is the annotation that holds the records of the rule of
-// UID uid: PairAnnotationPrefix and a digest of the UID. Whoever reads the
-// namespace learns the key, not the rule's UID; a rule recreated under the
-// same name (another UID) starts afresh.
-func PairAnnotation(uid types.UID) string {
-	return PairAnnotationPrefix + digest("record/%s", uid)
-}
-
-// legacyPairAnnotation is where earlier versions kept the rule's record:
-// PairAnnotationPrefix and the rule's UID itself. A record found there
-// alone is read as the rule's, and moved to PairAnnotation by the next
-// write of it, so that a rule never acts twice for a record it wrote
-// before.
-func legacyPairAnnotation(uid types.UID) string {
-	return PairAnnotationPrefix + string(uid)
-}
-
-// pairAnnotations are the annotations that hold records of the rules of
-// uids, at either key: the others are records of rules that are gone.
-func pairAnnotations(uids map[types.UID]bool) map[string]bool {
-	keys := make(map[string]bool, 2*len(uids))
-	for uid := range uids {
-		keys[PairAnnotation(uid)], keys[legacyPairAnnotation(uid)] = true, true
-	}
-	return keys
-}
 
 // recordOf is the rule's record of ns as listed and the annotation that
 // holds it: key, else legacy, else none.
@@ -55,21 +21,6 @@ func recordOf(ns namespaceInfo, key, legacy string) (raw, at string) {
 		return raw, legacy
 	}
 	return "", ""
-}
-
-// PairStatus is a rule's record of one namespace, which lives on the
-// namespace: a namespace recreated under the same name starts afresh.
-type PairStatus struct {
-	// Rule names the rule, namespace/name, for whoever reads the namespace.
-	Rule string `json:"rule"`
-	Progress
-	// Spec identifies the spec of ObservedGeneration apart from
-	// spec.deactivated (policy.Manager.Arming): pausing and resuming a rule
-	// re-arms nothing.
-	Spec string `json:"spec,omitempty"`
-	// Written dates a record that holds no other time, for a rule that is
-	// gone (see removeStaleRecords).
-	Written *time.Time `json:"written,omitempty"`
 }
 
 // pairRecord is a rule's record of one namespace. A deferral is not
@@ -87,19 +38,9 @@ type pairRecord struct {
 	// namespace, told already.
 	toldFailure bool
 	now         time.Time
-	stored      PairStatus
-	claimed     *PairStatus
+	stored      status.PairStatus
+	claimed     *status.PairStatus
 	events      *ruleTally
-}
-
-// decodePair decodes a pair's record; one that does not decode (edited by
-// hand) counts as absent.
-func decodePair(raw string) PairStatus {
-	var st PairStatus
-	if raw != "" && json.Unmarshal([]byte(raw), &st) != nil {
-		return PairStatus{}
-	}
-	return st
 }
 
 func (pr *pairRecord) prior() prior {
@@ -121,9 +62,9 @@ func (pr *pairRecord) unchanged(listed, now namespaceInfo) bool {
 		now.pairs[pr.key] == listed.pairs[pr.key] && now.pairs[pr.legacy] == listed.pairs[pr.legacy]
 }
 
-func (pr *pairRecord) claim(ctx context.Context, c Claim, _ report.Entry, final bool) error {
+func (pr *pairRecord) claim(ctx context.Context, c status.Claim, _ report.Entry, final bool) error {
 	claimed := pr.stored
-	claimed.Progress = claimed.Progress.clone()
+	claimed.Progress = claimed.Progress.Clone()
 	claimed.Rule = pr.rule.Namespace + "/" + pr.rule.Name
 	if final {
 		claimed.Checks = nil
@@ -159,35 +100,35 @@ func (pr *pairRecord) write(ctx context.Context, o outcome) error {
 	}
 	next := pr.stored
 	next.Rule, next.Checks, next.IgnoredHold, next.IgnoredAnnotation = pr.rule.Namespace+"/"+pr.rule.Name, o.checks, o.entry.HoldIgnored, o.entry.AnnotationIgnored
-	if next.lastTime().IsZero() {
+	if next.LastTime().IsZero() {
 		next.Written = timePtr(pr.now)
 	}
 	return pr.writeAsListed(ctx, next)
 }
 
 // after is from with o kept, and no claim.
-func (pr *pairRecord) after(from PairStatus, o outcome) PairStatus {
+func (pr *pairRecord) after(from status.PairStatus, o outcome) status.PairStatus {
 	final := from
-	final.Progress = from.Progress.clone()
+	final.Progress = from.Progress.Clone()
 	final.Rule, final.Claim, final.ObservedGeneration, final.Spec, final.IgnoredHold = pr.rule.Namespace+"/"+pr.rule.Name, nil, pr.rule.Generation, pr.rule.Arming, o.entry.HoldIgnored
 	final.IgnoredAnnotation = o.entry.AnnotationIgnored
 	final.LastAction = o.last
 	if o.stage != "" {
-		final.Fired = addFired(final.Fired, o.stage, pr.rule.Generation, pr.rule.Arming, pr.now)
+		final.Fired = status.AddFired(final.Fired, o.stage, pr.rule.Generation, pr.rule.Arming, pr.now)
 	}
 	return final
 }
 
 // needsRecord reports whether a waiting pair has something to record:
 // minChecks progress, or a change in the holds or the annotations it ignores.
-func needsRecord(e report.Entry, checks map[string]policy.CheckState, stored Progress) bool {
+func needsRecord(e report.Entry, checks map[string]policy.CheckState, stored status.Progress) bool {
 	return e.State == report.StateWaiting && (e.HoldIgnored != stored.IgnoredHold || e.AnnotationIgnored != stored.IgnoredAnnotation || !maps.Equal(checks, stored.Checks))
 }
 
 // writeAsListed writes st as the pair's record with a merge patch
 // conditional on the namespace's resourceVersion (see asListed), removing
 // a record listed at the legacy key.
-func (pr *pairRecord) writeAsListed(ctx context.Context, st PairStatus) error {
+func (pr *pairRecord) writeAsListed(ctx context.Context, st status.PairStatus) error {
 	annotations := map[string]any{pr.key: mustJSON(st)}
 	if _, ok := pr.ns.pairs[pr.legacy]; ok {
 		annotations[pr.legacy] = nil // null removes it in a merge patch
@@ -205,7 +146,7 @@ func (pr *pairRecord) writeAsListed(ctx context.Context, st PairStatus) error {
 // if it is still was; with no record before (at is ""), st is merged in on
 // the namespace's uid (it may have no annotations for a JSON patch to add
 // to).
-func (pr *pairRecord) replace(ctx context.Context, at, was string, st PairStatus) error {
+func (pr *pairRecord) replace(ctx context.Context, at, was string, st status.PairStatus) error {
 	// The uid in a merge patch is a precondition: never a namespace recreated.
 	patch := apiPatch{body: []byte(mustJSON(map[string]any{"metadata": map[string]any{"uid": pr.ns.uid, "annotations": map[string]any{pr.key: mustJSON(st)}}}))}
 	switch path := annotationPointer(pr.key); {
@@ -219,31 +160,4 @@ func (pr *pairRecord) replace(ctx context.Context, at, was string, st PairStatus
 	return pr.s.retry(ctx, func(ctx context.Context) error {
 		return pr.s.writer.patchNamespace(ctx, pr.ns.name, patch)
 	})
-}
-
-// lastTime is the latest time the record holds: of its claim, its last
-// action, its minChecks progress, its stages, or when it was written.
-func (p PairStatus) lastTime() time.Time {
-	var last time.Time
-	later := func(t time.Time) {
-		if t.After(last) {
-			last = t
-		}
-	}
-	if p.Written != nil {
-		later(*p.Written)
-	}
-	if p.Claim != nil {
-		later(p.Claim.Expires)
-	}
-	if p.LastAction != nil {
-		later(p.LastAction.Time)
-	}
-	for _, c := range p.Checks {
-		later(c.Last)
-	}
-	for _, f := range p.Fired {
-		later(f.Time)
-	}
-	return last
 }

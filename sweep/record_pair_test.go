@@ -2,56 +2,25 @@ package sweep
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"maps"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 )
-
-// TestPairAnnotationHidesTheRuleUID: the key of a rule's record, which
-// whoever reads the namespace sees, is a valid annotation key that does
-// not hold the rule's UID, one per rule.
-func TestPairAnnotationHidesTheRuleUID(t *testing.T) {
-	a, b := types.UID("0b6f2c1e-5d0a-4b8e-9a61-7e3f1c2d4a5b"), types.UID("0b6f2c1e-5d0a-4b8e-9a61-7e3f1c2d4a5c")
-	key := PairAnnotation(a)
-	if errs := validation.IsQualifiedName(key); len(errs) > 0 {
-		t.Errorf("%s is no annotation key: %v", key, errs)
-	}
-	if !strings.HasPrefix(key, PairAnnotationPrefix) {
-		t.Errorf("%s does not begin with %s", key, PairAnnotationPrefix)
-	}
-	for _, part := range strings.Split(string(a), "-") {
-		if strings.Contains(key, part) {
-			t.Errorf("%s holds %q, a part of the rule's UID %s", key, part, a)
-		}
-	}
-	// What docs/rules.md tells to compute it with: printf 'record/%s' UID
-	// | sha256sum | cut -c1-32.
-	sum := sha256.Sum256([]byte("record/" + string(a)))
-	if want := PairAnnotationPrefix + hex.EncodeToString(sum[:])[:32]; key != want {
-		t.Errorf("PairAnnotation(%s) = %s, want %s as docs/rules.md computes it", a, key, want)
-	}
-	if key != PairAnnotation(a) || key == PairAnnotation(b) {
-		t.Errorf("PairAnnotation(%s) = %s, PairAnnotation(%s) = %s: want one key per rule, always the same", a, key, b, PairAnnotation(b))
-	}
-}
 
 // TestRecordOfReadsTheLegacyKey: a record written under the rule's UID
 // (legacyPairAnnotation) is the rule's while none is under its
 // PairAnnotation; the newer one wins.
 func TestRecordOfReadsTheLegacyKey(t *testing.T) {
 	uid := types.UID("0b6f2c1e-5d0a-4b8e-9a61-7e3f1c2d4a5b")
-	key, legacy := PairAnnotation(uid), legacyPairAnnotation(uid)
+	key, legacy := status.PairAnnotation(uid), status.LegacyPairAnnotation(uid)
 	for _, tc := range []struct {
 		name          string
 		pairs         map[string]string
@@ -61,7 +30,7 @@ func TestRecordOfReadsTheLegacyKey(t *testing.T) {
 		{"legacy", map[string]string{legacy: "old"}, "old", legacy},
 		{"current", map[string]string{key: "new"}, "new", key},
 		{"both", map[string]string{key: "new", legacy: "old"}, "new", key},
-		{"another rule's", map[string]string{PairAnnotation("other"): "x"}, "", ""},
+		{"another rule's", map[string]string{status.PairAnnotation("other"): "x"}, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			raw, at := recordOf(namespaceInfo{pairs: tc.pairs}, key, legacy)
@@ -70,7 +39,7 @@ func TestRecordOfReadsTheLegacyKey(t *testing.T) {
 			}
 		})
 	}
-	if live := pairAnnotations(map[types.UID]bool{uid: true}); !live[key] || !live[legacy] || len(live) != 2 {
+	if live := status.PairAnnotations(map[types.UID]bool{uid: true}); !live[key] || !live[legacy] || len(live) != 2 {
 		t.Errorf("pairAnnotations: %v, want %s and %s", live, key, legacy)
 	}
 }
@@ -92,16 +61,16 @@ func (w namespacePatcher) patchNamespace(ctx context.Context, name string, p api
 // that hides the UID, only if the listed one is still there as listed.
 func TestReplaceMovesALegacyRecord(t *testing.T) {
 	uid := types.UID("0b6f2c1e-5d0a-4b8e-9a61-7e3f1c2d4a5b")
-	key, legacy := PairAnnotation(uid), legacyPairAnnotation(uid)
-	was := mustJSON(PairStatus{Rule: "home/rule", Progress: Progress{IgnoredHold: "x"}})
-	next := PairStatus{Rule: "home/rule", Progress: Progress{LastAction: &LastAction{Policy: "p", Action: policy.ActionDelete, Result: report.ResultFailed}}}
+	key, legacy := status.PairAnnotation(uid), status.LegacyPairAnnotation(uid)
+	was := mustJSON(status.PairStatus{Rule: "home/rule", Progress: status.Progress{IgnoredHold: "x"}})
+	next := status.PairStatus{Rule: "home/rule", Progress: status.Progress{LastAction: &status.LastAction{Policy: "p", Action: policy.ActionDelete, Result: report.ResultFailed}}}
 	for _, tc := range []struct {
 		name    string
 		now     string // the legacy record when the patch is sent
 		wantErr bool
 	}{
 		{"as listed", was, false},
-		{"changed since", mustJSON(PairStatus{Rule: "home/rule"}), true},
+		{"changed since", mustJSON(status.PairStatus{Rule: "home/rule"}), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			kube := kubefake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a", UID: "ns-uid", Annotations: map[string]string{legacy: tc.now, "other": "kept"}}})

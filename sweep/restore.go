@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/nsman/nsman/internal/status"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -24,16 +25,16 @@ func Restore(ctx context.Context, clients Clients, namespace string, dryRun bool
 
 func restoreOne(ctx context.Context, clients Clients, w writer, resource schema.GroupVersionResource, kind string, obj *unstructured.Unstructured) (string, error) {
 	effect, err := changeWorkload(ctx, clients, w, resource, obj, func(obj *unstructured.Unstructured) (map[string]any, string, error) {
-		recorded, ok := obj.GetAnnotations()[ReplicasAnnotation]
+		recorded, ok := obj.GetAnnotations()[status.ReplicasAnnotation]
 		if !ok {
 			return nil, "", nil
 		}
 		id := kind + "/" + obj.GetName()
 		replicas, err := strconv.ParseInt(recorded, 10, 32)
 		if err != nil || replicas < 0 {
-			return nil, "", fmt.Errorf("%s: annotation %s=%q is not a replica count", id, ReplicasAnnotation, recorded)
+			return nil, "", fmt.Errorf("%s: annotation %s=%q is not a replica count", id, status.ReplicasAnnotation, recorded)
 		}
-		dropRecord := map[string]any{"annotations": map[string]any{ReplicasAnnotation: nil}}
+		dropRecord := map[string]any{"annotations": map[string]any{status.ReplicasAnnotation: nil}}
 		if current := specReplicas(obj); current != 0 {
 			return map[string]any{"metadata": dropRecord},
 				fmt.Sprintf("leave %s at %d replicas: scaled since nsman scaled it down; drop its record of %d", id, current, replicas), nil

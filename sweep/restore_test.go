@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/nsman/nsman/internal/status"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
@@ -31,7 +32,7 @@ func decodeRestorePatch(t *testing.T, data []byte) restorePatch {
 
 // dropsRecord reports whether a patch removes the record and nothing else.
 func dropsRecord(p restorePatch) bool {
-	v, ok := p.Metadata.Annotations[ReplicasAnnotation]
+	v, ok := p.Metadata.Annotations[status.ReplicasAnnotation]
 	return ok && v == nil && p.Spec.Replicas == nil
 }
 
@@ -57,7 +58,7 @@ func TestRestoreOne(t *testing.T) {
 			w := &conflictOnce{patches: [][]byte{nil}} // no conflict
 			d := deployment(tt.replicas, "1")
 			if tt.record != "" {
-				d.SetAnnotations(map[string]string{ReplicasAnnotation: tt.record})
+				d.SetAnnotations(map[string]string{status.ReplicasAnnotation: tt.record})
 			}
 			effect, err := restoreOne(t.Context(), Clients{}, w, deploymentsResource, "Deployment", d)
 			if err != nil {
@@ -77,7 +78,7 @@ func TestRestoreOne(t *testing.T) {
 				t.Fatalf("%d patches, want 1", len(patches))
 			}
 			p := decodeRestorePatch(t, patches[0])
-			if v, ok := p.Metadata.Annotations[ReplicasAnnotation]; !ok || v != nil {
+			if v, ok := p.Metadata.Annotations[status.ReplicasAnnotation]; !ok || v != nil {
 				t.Errorf("patch %s does not remove the record", patches[0])
 			}
 			if p.Metadata.ResourceVersion != "1" {
@@ -98,9 +99,9 @@ func TestRestoreOneRecomputesAfterAConflict(t *testing.T) {
 	// conditional on the version read again, leaves the replicas alone and
 	// only drops the record.
 	fresh := deployment(4, "2")
-	fresh.SetAnnotations(map[string]string{ReplicasAnnotation: "3"})
+	fresh.SetAnnotations(map[string]string{status.ReplicasAnnotation: "3"})
 	listed := deployment(0, "1")
-	listed.SetAnnotations(map[string]string{ReplicasAnnotation: "3"})
+	listed.SetAnnotations(map[string]string{status.ReplicasAnnotation: "3"})
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{deploymentsResource: "DeploymentList"}, fresh)
 	w := &conflictOnce{}

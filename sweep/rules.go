@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 )
@@ -24,43 +25,6 @@ import (
 // carried out as a single-target manager is, once per spec of the rule (a
 // change of spec.deactivated alone does not count). The rule's own status
 // only summarizes, within a fixed size.
-
-// maxLatest bounds the latest actions a rule's status lists.
-const maxLatest = 10
-
-// RuleSummary is what a rule's status says about the namespaces it
-// matches. Its size does not grow with their number.
-type RuleSummary struct {
-	// Matched counts the namespaces the rule matches, those governed by a
-	// single-target manager included.
-	Matched int `json:"matched"`
-	// States counts the matched namespaces by the state the last sweep
-	// found them in. With --shard-count above 1, only the pairs of the
-	// shard that owns the rule are counted.
-	States map[report.State]int `json:"states,omitempty"`
-	// Latest lists the rule's latest actions, newest first, at most 10.
-	Latest []PairAction `json:"latest,omitempty"`
-	// Stuck lists the namespaces the rule would delete that are stuck in
-	// Terminating, at most 10, by name.
-	Stuck []StuckNamespace `json:"stuck,omitempty"`
-}
-
-// StuckNamespace is a namespace stuck in Terminating, and why.
-type StuckNamespace struct {
-	Namespace string `json:"namespace"`
-	report.Stuck
-}
-
-// PairAction is one action a rule took on one namespace.
-type PairAction struct {
-	Namespace string    `json:"namespace"`
-	Policy    string    `json:"policy"`
-	Action    string    `json:"action"`
-	Result    string    `json:"result"`
-	Time      time.Time `json:"time"`
-	// Reclaimed is what a DELETE or SCALE_DOWN that succeeded freed.
-	Reclaimed *report.Reclaimed `json:"reclaimed,omitempty"`
-}
 
 // isRule reports whether a listed manager's spec has a namespaceSelector
 // or namePatterns; Parse judges whether it is a valid rule.
@@ -79,21 +43,14 @@ func aimsAt(obj *unstructured.Unstructured) string {
 	return obj.GetName()
 }
 
-// PairIdempotencyKey identifies one firing of one policy of one rule
-// generation on one namespace (uid): a namespace recreated under the same
-// name gets a new one.
-func PairIdempotencyKey(m policy.Manager, policyName string, namespaceUID types.UID) string {
-	return digest("%s/%d/%s/%s", m.UID, m.Generation, policyName, namespaceUID)
-}
-
 // firingKey identifies the firing of p's policy by m, in the generation the
 // plan is for: IdempotencyKey, or a rule's PairIdempotencyKey.
 func firingKey(m policy.Manager, p *plan) string {
 	m.Generation = p.generation
 	if m.Rule == nil {
-		return IdempotencyKey(m, p.policy.Name)
+		return status.IdempotencyKey(m, p.policy.Name)
 	}
-	return PairIdempotencyKey(m, p.policy.Name, p.target.uid)
+	return status.PairIdempotencyKey(m, p.policy.Name, p.target.uid)
 }
 
 // handleRule evaluates a rule on every namespace it matches and carries out
@@ -192,10 +149,10 @@ type ruleRun struct {
 	offered atomic.Bool
 }
 
-func (s *Sweeper) newRuleRun(r *sweepRun, obj *unstructured.Unstructured, m policy.Manager, stored Status) *ruleRun {
-	ru := &ruleRun{s: s, r: r, rule: &m, key: PairAnnotation(m.UID), legacy: legacyPairAnnotation(m.UID), tally: &ruleTally{}, failedLatest: map[string]bool{},
+func (s *Sweeper) newRuleRun(r *sweepRun, obj *unstructured.Unstructured, m policy.Manager, stored status.Status) *ruleRun {
+	ru := &ruleRun{s: s, r: r, rule: &m, key: status.PairAnnotation(m.UID), legacy: status.LegacyPairAnnotation(m.UID), tally: &ruleTally{}, failedLatest: map[string]bool{},
 		base: report.Entry{Namespace: m.Namespace, Name: m.Name, Rule: true}}
-	ru.ruleHold = obj.GetAnnotations()[HoldAnnotation]
+	ru.ruleHold = obj.GetAnnotations()[status.HoldAnnotation]
 	ru.ruleHoldIgnored = holdsAt([]hold{{on: "rule " + m.Namespace + "/" + m.Name, value: ru.ruleHold}}, r.now, s.cfg.MaxHold).ignored
 	if ru.ruleHoldIgnored != "" {
 		ru.ruleHold = ""
@@ -273,7 +230,7 @@ func lostDelete(raw string) bool {
 	if raw == "" {
 		return false
 	}
-	last := decodePair(raw).LastAction
+	last := status.DecodePair(raw).LastAction
 	return last != nil && last.Uncertain && last.Action == policy.ActionDelete
 }
 
@@ -295,7 +252,7 @@ func (ru *ruleRun) evaluate(ctx context.Context, i int, check podsCheck) (pairWo
 	}
 	ns := ru.pairs[i]
 	record, at := recordOf(ns, ru.key, ru.legacy)
-	rec := &pairRecord{s: ru.s, rule: ru.rule, key: ru.key, legacy: ru.legacy, at: at, ns: ns, now: ru.r.now, stored: decodePair(record),
+	rec := &pairRecord{s: ru.s, rule: ru.rule, key: ru.key, legacy: ru.legacy, at: at, ns: ns, now: ru.r.now, stored: status.DecodePair(record),
 		toldFailure: ru.failedLatest[ns.name], events: ru.tally}
 	d := ru.s.evaluatePair(ctx, ru.r, rec, e, check, ru.ruleHold)
 	if d.plan == nil && !needsRecord(d.entry, d.checks, rec.stored.Progress) {
@@ -315,7 +272,7 @@ func (s *Sweeper) evaluatePair(ctx context.Context, r *sweepRun, pr *pairRecord,
 	if d, ok := completeClaim(m, e, stored.Claim, t); ok {
 		return d
 	}
-	if stored.doneFor(m, stored.Spec) {
+	if doneFor(stored.Progress, m, stored.Spec) {
 		last := stored.LastAction
 		e.Policy, e.Action = last.Policy, last.Action
 		return untouched(m, e, report.StateDone, fmt.Sprintf("policy %q fired (%s) at %s; done until the rule changes", last.Policy, last.Action, last.Time.UTC().Format(time.RFC3339)))
@@ -480,9 +437,9 @@ func checksPods(m policy.Manager) bool {
 // failure is logged: the next sweep writes it again.
 func (s *Sweeper) summarize(ctx context.Context, own *managerRecord, m policy.Manager, matched int, entries []report.Entry, holdIgnored string) {
 	stored := own.stored
-	sum := RuleSummary{Matched: matched, States: map[report.State]int{}}
+	sum := status.RuleSummary{Matched: matched, States: map[report.State]int{}}
 	var due *time.Time
-	var acted []PairAction
+	var acted []status.PairAction
 	for _, e := range entries {
 		sum.States[e.State]++
 		// A waiting namespace's; not a failed WEBHOOK's next attempt, which
@@ -491,7 +448,7 @@ func (s *Sweeper) summarize(ctx context.Context, own *managerRecord, m policy.Ma
 			due = e.Due
 		}
 		if result := report.ResultOf(e.State); (e.State == report.StateFired || e.State == report.StateFailed) && e.Policy != "" {
-			acted = append(acted, PairAction{Namespace: e.Target, Policy: e.Policy, Action: e.Action, Result: result, Time: own.now.UTC(), Reclaimed: e.Reclaimed})
+			acted = append(acted, status.PairAction{Namespace: e.Target, Policy: e.Policy, Action: e.Action, Result: result, Time: own.now.UTC(), Reclaimed: e.Reclaimed})
 		}
 	}
 	if len(sum.States) == 0 {
@@ -500,18 +457,18 @@ func (s *Sweeper) summarize(ctx context.Context, own *managerRecord, m policy.Ma
 	if stored.Rule != nil {
 		// A failure already listed stays as it was listed: a pair failing
 		// sweep after sweep rewrites nothing.
-		acted = slices.DeleteFunc(acted, func(a PairAction) bool {
-			return a.Result == report.ResultFailed && slices.ContainsFunc(stored.Rule.Latest, func(b PairAction) bool {
+		acted = slices.DeleteFunc(acted, func(a status.PairAction) bool {
+			return a.Result == report.ResultFailed && slices.ContainsFunc(stored.Rule.Latest, func(b status.PairAction) bool {
 				return b.Namespace == a.Namespace && b.Policy == a.Policy && b.Action == a.Action && b.Result == a.Result
 			})
 		})
 		acted = append(acted, stored.Rule.Latest...)
 	}
-	slices.SortStableFunc(acted, func(a, b PairAction) int { return b.Time.Compare(a.Time) })
-	sum.Latest = acted[:min(len(acted), maxLatest)]
-	newlyStuck := sum.keepStuck(entries, stored.Rule)
+	slices.SortStableFunc(acted, func(a, b status.PairAction) int { return b.Time.Compare(a.Time) })
+	sum.Latest = acted[:min(len(acted), status.MaxLatest)]
+	newlyStuck := keepStuck(&sum, entries, stored.Rule)
 
-	e := report.Entry{Namespace: m.Namespace, Name: m.Name, State: StateWatching, Due: due,
+	e := report.Entry{Namespace: m.Namespace, Name: m.Name, State: status.StateWatching, Due: due,
 		Message: fmt.Sprintf("matches %d namespace(s)%s", matched, byState(sum.States)), HoldIgnored: holdIgnored}
 	if holdIgnored != "" {
 		e.Message += "; hold ignored: " + holdIgnored
@@ -532,30 +489,30 @@ func (s *Sweeper) summarize(ctx context.Context, own *managerRecord, m policy.Ma
 // could not be read this sweep), and returns those listed whose cause is
 // new, with why: they get an Event. A namespace past the first maxLatest
 // is counted in the states, and told once it is listed.
-func (sum *RuleSummary) keepStuck(entries []report.Entry, stored *RuleSummary) []string {
+func keepStuck(sum *status.RuleSummary, entries []report.Entry, stored *status.RuleSummary) []string {
 	was := map[string]*report.Stuck{}
 	if stored != nil {
 		for i := range stored.Stuck {
 			was[stored.Stuck[i].Namespace] = &stored.Stuck[i].Stuck
 		}
 	}
-	var stuck []StuckNamespace
+	var stuck []status.StuckNamespace
 	for _, e := range entries {
 		switch {
 		case e.Stuck != nil:
-			stuck = append(stuck, StuckNamespace{Namespace: e.Target, Stuck: *e.Stuck})
+			stuck = append(stuck, status.StuckNamespace{Namespace: e.Target, Stuck: *e.Stuck})
 		case e.State == report.StateTargetTerminating && was[e.Target] != nil:
 			// Not read this sweep: as stored.
-			stuck = append(stuck, StuckNamespace{Namespace: e.Target, Stuck: *was[e.Target]})
+			stuck = append(stuck, status.StuckNamespace{Namespace: e.Target, Stuck: *was[e.Target]})
 		}
 	}
-	slices.SortFunc(stuck, func(a, b StuckNamespace) int { return cmp.Compare(a.Namespace, b.Namespace) })
+	slices.SortFunc(stuck, func(a, b status.StuckNamespace) int { return cmp.Compare(a.Namespace, b.Namespace) })
 	var told []string
-	for _, n := range stuck[:min(len(stuck), maxLatest)] {
+	for _, n := range stuck[:min(len(stuck), status.MaxLatest)] {
 		if was[n.Namespace].Cause() != n.Cause() {
 			told = append(told, n.Namespace+" ("+n.Cause()+")")
 		}
-		sum.Stuck = append(sum.Stuck, StuckNamespace{Namespace: n.Namespace, Stuck: *sameCause(was[n.Namespace], &n.Stuck)})
+		sum.Stuck = append(sum.Stuck, status.StuckNamespace{Namespace: n.Namespace, Stuck: *sameCause(was[n.Namespace], &n.Stuck)})
 	}
 	return told
 }
@@ -572,6 +529,3 @@ func byState(states map[report.State]int) string {
 	}
 	return ": " + strings.Join(parts, ", ")
 }
-
-// StateWatching is a rule's state in its status; never in a report.
-const StateWatching report.State = "watching"

@@ -4,14 +4,13 @@ import (
 	"encoding/json"
 	"log/slog"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	metadatafake "k8s.io/client-go/metadata/fake"
-	"k8s.io/utils/ptr"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 )
@@ -21,25 +20,25 @@ import (
 func TestIndexAhead(t *testing.T) {
 	pods := map[string]any{"name": "done", "condition": map[string]any{"type": "PODS_SUCCEED", "params": map[string]any{"podLabels": map[string]any{"app": "e2e"}}}, "action": map[string]any{"type": "DELETE"}}
 	ttl := map[string]any{"name": "late", "condition": map[string]any{"type": "TTL", "params": map[string]any{"ttlSeconds": int64(60)}}, "action": map[string]any{"type": "DELETE"}}
-	ruleWith := func(namespace string, summary *RuleSummary, deactivated bool, policies ...any) listed {
+	ruleWith := func(namespace string, summary *status.RuleSummary, deactivated bool, policies ...any) listed {
 		spec := map[string]any{"namePatterns": []any{"e2e-*"}, "policies": policies}
 		if deactivated {
 			spec["deactivated"] = true
 		}
-		var status []byte
+		var st []byte
 		if summary != nil {
-			status, _ = json.Marshal(Status{Rule: summary})
+			st, _ = json.Marshal(status.Status{Rule: summary})
 		}
-		return listed{status: status, obj: &unstructured.Unstructured{Object: map[string]any{
+		return listed{status: st, obj: &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "k8s.consol.de/v1beta1", "kind": "NamespaceManager",
 			"metadata": map[string]any{"name": "leftovers", "namespace": namespace, "uid": "u", "generation": int64(1)},
 			"spec":     spec,
 		}}}
 	}
 	rule := func(namespace string, matched int, deactivated bool, policies ...any) listed {
-		var summary *RuleSummary
+		var summary *status.RuleSummary
 		if matched >= 0 {
-			summary = &RuleSummary{Matched: matched, States: map[report.State]int{report.StateWaiting: matched}}
+			summary = &status.RuleSummary{Matched: matched, States: map[report.State]int{report.StateWaiting: matched}}
 		}
 		return ruleWith(namespace, summary, deactivated, policies...)
 	}
@@ -57,9 +56,9 @@ func TestIndexAhead(t *testing.T) {
 		{"paused", rule("platform", 5000, true, pods), false},
 		{"not in a trusted namespace", rule("team-a", 5000, false, pods), false},
 		{"invalid", rule("platform", 5000, false, map[string]any{"name": "broken"}), false},
-		{"most governed", ruleWith("platform", &RuleSummary{Matched: 5000, States: map[report.State]int{report.StateGoverned: 4950, report.StateWaiting: 50}}, false, pods), false},
-		{"states by shard, many waiting", ruleWith("platform", &RuleSummary{Matched: 5000, States: map[report.State]int{report.StateGoverned: 10, report.StateWaiting: 101}}, false, pods), true},
-		{"no states yet", ruleWith("platform", &RuleSummary{Matched: PodIndexAfter + 1}, false, pods), true},
+		{"most governed", ruleWith("platform", &status.RuleSummary{Matched: 5000, States: map[report.State]int{report.StateGoverned: 4950, report.StateWaiting: 50}}, false, pods), false},
+		{"states by shard, many waiting", ruleWith("platform", &status.RuleSummary{Matched: 5000, States: map[report.State]int{report.StateGoverned: 10, report.StateWaiting: 101}}, false, pods), true},
+		{"no states yet", ruleWith("platform", &status.RuleSummary{Matched: PodIndexAfter + 1}, false, pods), true},
 	} {
 		if got := s.indexAhead(r, tt.rule); got != tt.want {
 			t.Errorf("%s: indexAhead = %v, want %v", tt.name, got, tt.want)
@@ -67,34 +66,8 @@ func TestIndexAhead(t *testing.T) {
 	}
 	// Four shards: the one owning the rule evaluates about a quarter.
 	s.cfg.ShardCount = 4
-	if s.indexAhead(r, ruleWith("platform", &RuleSummary{Matched: 4 * PodIndexAfter}, false, pods)) {
+	if s.indexAhead(r, ruleWith("platform", &status.RuleSummary{Matched: 4 * PodIndexAfter}, false, pods)) {
 		t.Errorf("4 shards, %d matched, no states: indexAhead = true, want false", 4*PodIndexAfter)
-	}
-}
-
-// TestLastWritten: a record's latest time is that of its claim, last
-// action, minChecks progress or stages, whichever is latest.
-func TestLastWritten(t *testing.T) {
-	at := func(minutes int) time.Time { return time.Date(2026, 1, 1, 0, minutes, 0, 0, time.UTC) }
-	for _, tt := range []struct {
-		name string
-		st   PairStatus
-		want time.Time
-	}{
-		{"claim", PairStatus{Progress: Progress{Claim: &Claim{Expires: at(5)}, LastAction: &LastAction{Time: at(1)}}}, at(5)},
-		{"last action", PairStatus{Progress: Progress{LastAction: &LastAction{Time: at(7)}, Fired: []FiredPolicy{{Time: at(3)}}}}, at(7)},
-		{"progress", PairStatus{Progress: Progress{Checks: map[string]policy.CheckState{"a": {Last: at(2)}, "b": {Last: at(9)}}}}, at(9)},
-		{"stage", PairStatus{Progress: Progress{Fired: []FiredPolicy{{Time: at(4)}, {Time: at(8)}}}}, at(8)},
-		{"written", PairStatus{Rule: "ns/rule", Progress: Progress{IgnoredHold: "unparseable"}, Written: ptr.To(at(6))}, at(6)},
-		{"nothing", PairStatus{Rule: "ns/rule"}, time.Time{}},
-	} {
-		raw, _ := json.Marshal(tt.st)
-		if got := decodePair(string(raw)).lastTime(); !got.Equal(tt.want) {
-			t.Errorf("%s: lastTime = %v, want %v", tt.name, got, tt.want)
-		}
-	}
-	if got := decodePair("{not json").lastTime(); !got.IsZero() {
-		t.Errorf("a record that does not decode: lastTime = %v, want the zero time", got)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nsman/nsman/internal/status"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -47,7 +48,7 @@ func (s *Sweeper) removeStaleRecords(ctx context.Context, r *sweepRun, managers 
 		keys, values []string
 	}
 	var found []stale
-	live := pairAnnotations(managers)
+	live := status.PairAnnotations(managers)
 	for _, name := range slices.Sorted(maps.Keys(namespaces)) {
 		ns := namespaces[name]
 		if len(ns.pairs) == 0 || ns.terminating || ShardOf(ns.uid, s.cfg.ShardCount) != s.cfg.ShardIndex {
@@ -59,7 +60,7 @@ func (s *Sweeper) removeStaleRecords(ctx context.Context, r *sweepRun, managers 
 				continue
 			}
 			// A record that holds no time (edited by hand, say) stays.
-			if last := decodePair(ns.pairs[key]).lastTime(); !last.IsZero() && last.Before(r.now.Add(-StaleRecordAge)) {
+			if last := status.DecodePair(ns.pairs[key]).LastTime(); !last.IsZero() && last.Before(r.now.Add(-StaleRecordAge)) {
 				f.keys, f.values = append(f.keys, key), append(f.values, ns.pairs[key])
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nsman/nsman/internal/status"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -41,12 +42,12 @@ func TestStaleRecordsOnePatchEach(t *testing.T) {
 	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	old := fmt.Sprintf(`{"written":%q}`, now.Add(-2*StaleRecordAge).Format(time.RFC3339))
 	pairs := map[string]string{
-		PairAnnotationPrefix + "standing": old,
-		PairAnnotationPrefix + "recent":   fmt.Sprintf(`{"written":%q}`, now.Add(-time.Minute).Format(time.RFC3339)),
-		PairAnnotationPrefix + "no-time":  `{}`,
+		status.PairAnnotationPrefix + "standing": old,
+		status.PairAnnotationPrefix + "recent":   fmt.Sprintf(`{"written":%q}`, now.Add(-time.Minute).Format(time.RFC3339)),
+		status.PairAnnotationPrefix + "no-time":  `{}`,
 	}
 	for i := range 300 {
-		pairs[PairAnnotationPrefix+fmt.Sprintf("gone-%03d", i)] = old
+		pairs[status.PairAnnotationPrefix+fmt.Sprintf("gone-%03d", i)] = old
 	}
 	w := &patchRecorder{patches: map[string][]apiPatch{}}
 	s := &Sweeper{cfg: Config{ShardCount: 1, Concurrency: 4}, writer: w, log: slog.New(slog.DiscardHandler)}
@@ -67,7 +68,7 @@ func TestStaleRecordsOnePatchEach(t *testing.T) {
 		removed[remove.Path] = true
 	}
 	for key := range pairs {
-		if want := strings.HasPrefix(key, PairAnnotationPrefix+"gone-"); removed[annotationPointer(key)] != want {
+		if want := strings.HasPrefix(key, status.PairAnnotationPrefix+"gone-"); removed[annotationPointer(key)] != want {
 			t.Errorf("%s removed: %v, want %v", key, !want, want)
 		}
 	}
@@ -82,7 +83,7 @@ func TestStaleRecordsBounded(t *testing.T) {
 	namespaces := map[string]namespaceInfo{}
 	for i := range MaxStaleNamespaces + 3 {
 		name := fmt.Sprintf("ns-%02d", i)
-		namespaces[name] = namespaceInfo{name: name, uid: types.UID("u-" + name), pairs: map[string]string{PairAnnotationPrefix + "a": old, PairAnnotationPrefix + "b": old}}
+		namespaces[name] = namespaceInfo{name: name, uid: types.UID("u-" + name), pairs: map[string]string{status.PairAnnotationPrefix + "a": old, status.PairAnnotationPrefix + "b": old}}
 	}
 	w := &patchRecorder{patches: map[string][]apiPatch{}}
 	s := &Sweeper{cfg: Config{ShardCount: 1, Concurrency: 4}, writer: w, log: slog.New(slog.DiscardHandler)}

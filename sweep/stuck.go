@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 )
@@ -171,7 +172,7 @@ func (s *Sweeper) failingGroups(x *stuckNamespaces) []string {
 func stuckReasons(n *corev1.Namespace, failing func() []string) []report.StuckReason {
 	var reasons []report.StuckReason
 	add := func(reason, msg string) {
-		reasons = append(reasons, report.StuckReason{Reason: reason, Message: truncate(msg, maxMessage)})
+		reasons = append(reasons, report.StuckReason{Reason: reason, Message: status.Truncate(msg, status.MaxMessage)})
 	}
 	conds := map[corev1.NamespaceConditionType]string{}
 	for _, c := range n.Status.Conditions {
@@ -248,7 +249,7 @@ func (s *Sweeper) terminating(ctx context.Context, r *sweepRun, e report.Entry, 
 // A status that still says stuck of a namespace now gone is cleared. The
 // tenancy guards come first: what the status of a manager they refuse says
 // of another namespace is its tenant's word, and no namespace is read for it.
-func (s *Sweeper) deletedTerminating(ctx context.Context, r *sweepRun, m policy.Manager, e report.Entry, stored Status) (decision, bool) {
+func (s *Sweeper) deletedTerminating(ctx context.Context, r *sweepRun, m policy.Manager, e report.Entry, stored status.Status) (decision, bool) {
 	if s.refuse(m) != "" {
 		return decision{}, false
 	}

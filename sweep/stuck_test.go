@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/report"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -147,22 +148,22 @@ func TestRuleKeepsStuck(t *testing.T) {
 		}
 		return out
 	}
-	var first RuleSummary
-	if told := first.keepStuck(entries(12, "3"), nil); len(told) != maxLatest || len(first.Stuck) != maxLatest || first.Stuck[9].Namespace != "ns-09" {
-		t.Fatalf("first sweep: told %d, listed %+v; want the first %d by name", len(told), first.Stuck, maxLatest)
+	var first status.RuleSummary
+	if told := keepStuck(&first, entries(12, "3"), nil); len(told) != status.MaxLatest || len(first.Stuck) != status.MaxLatest || first.Stuck[9].Namespace != "ns-09" {
+		t.Fatalf("first sweep: told %d, listed %+v; want the first %d by name", len(told), first.Stuck, status.MaxLatest)
 	}
-	var again RuleSummary
-	if told := again.keepStuck(entries(12, "1"), &first); len(told) != 0 || !strings.Contains(again.Stuck[0].Reasons[0].Message, "has 3 resource") {
+	var again status.RuleSummary
+	if told := keepStuck(&again, entries(12, "1"), &first); len(told) != 0 || !strings.Contains(again.Stuck[0].Reasons[0].Message, "has 3 resource") {
 		t.Errorf("same causes, fewer objects: told %q, listed %+v; want nothing told, the record as first seen", told, again.Stuck[0])
 	}
 	unread := entries(12, "1")
 	unread[0].Stuck = nil
-	var third RuleSummary
-	if told := third.keepStuck(unread, &again); len(told) != 0 || len(third.Stuck) != maxLatest || third.Stuck[0].Namespace != "ns-00" {
+	var third status.RuleSummary
+	if told := keepStuck(&third, unread, &again); len(told) != 0 || len(third.Stuck) != status.MaxLatest || third.Stuck[0].Namespace != "ns-00" {
 		t.Errorf("ns-00 not read: told %q, listed %+v; want it kept as stored", told, third.Stuck)
 	}
-	var fourth RuleSummary
-	if told := fourth.keepStuck(entries(12, "1")[1:], &third); len(told) != 1 || !strings.Contains(told[0], "ns-10") {
+	var fourth status.RuleSummary
+	if told := keepStuck(&fourth, entries(12, "1")[1:], &third); len(told) != 1 || !strings.Contains(told[0], "ns-10") {
 		t.Errorf("ns-00 gone: told %q; want ns-10, now listed, told once", told)
 	}
 }

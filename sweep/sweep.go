@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 )
@@ -543,9 +544,9 @@ func namespaceInfoOf(m *metav1.PartialObjectMetadata) namespaceInfo {
 	if m.DeletionTimestamp != nil {
 		info.deleting = m.DeletionTimestamp.Time
 	}
-	info.hold, info.expires, info.touched = m.Annotations[HoldAnnotation], m.Annotations[policy.ExpiresAnnotation], m.Annotations[policy.TouchedAnnotation]
+	info.hold, info.expires, info.touched = m.Annotations[status.HoldAnnotation], m.Annotations[policy.ExpiresAnnotation], m.Annotations[policy.TouchedAnnotation]
 	for k, v := range m.Annotations {
-		if strings.HasPrefix(k, PairAnnotationPrefix) {
+		if strings.HasPrefix(k, status.PairAnnotationPrefix) {
 			if info.pairs == nil {
 				info.pairs = map[string]string{}
 			}

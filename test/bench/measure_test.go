@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
@@ -280,7 +281,7 @@ func writeFloor(ctx context.Context, cfg *rest.Config, targets []writeTarget, wh
 	return parallel(ctx, len(targets), func(ctx context.Context, i int) error {
 		t := targets[i]
 		managers := dyn.Resource(sweep.ManagerResource).Namespace(t.name)
-		status := sweep.Status{Progress: sweep.Progress{Claim: &sweep.Claim{
+		status := status.Status{Progress: status.Progress{Claim: &status.Claim{
 			Policy: "cleanup", Action: policy.ActionDelete, Sweep: sweepID, Expires: now.Add(time.Minute), Generation: 1, TargetUID: t.uid,
 		}}}
 		claim, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": t.resourceVersion}, "status": status})

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/report"
 
 	"github.com/nsman/nsman/policy"
@@ -366,7 +367,7 @@ func ruleMethod(b *strings.Builder, n, due int) {
 	p("Then, %d times over, %d of the namespaces with a Running pod are made due by setting their pod's phase to Succeeded (the end\n", deleteRounds, due)
 	p("of a test run), and nsman sweeps; what it wrote per namespace is in \"Writes per due manager\". In turn, the write floor\n")
 	p("(annotate, delete) makes, per namespace, a merge patch of the namespace conditional on its listed resourceVersion that sets the\n")
-	p("annotation `%s<digest of the rule UID>` to a claim, then the namespace DELETE (UID precondition, background propagation), on %d\n", sweep.PairAnnotationPrefix, due)
+	p("annotation `%s<digest of the rule UID>` to a claim, then the namespace DELETE (UID precondition, background propagation), on %d\n", status.PairAnnotationPrefix, due)
 	p("other namespaces seeded for it (labelled `%s=off`, each with a Succeeded pod), with %d workers, unthrottled, as the\n", ruleLabel, floorConcurrency)
 	p("ServiceAccount. The rows are the median runs; the notes list every run. Each sweep handles the namespaces the rule still\n")
 	p("matches: those deleted in earlier rounds are terminating, which no rule matches.\n\n")

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
@@ -95,7 +96,7 @@ func measureRules(t *testing.T, bin string, n, due int) ([]measurement, string) 
 		return fmt.Sprintf("%d pods", pods), err
 	}, trusted...)
 
-	key, ruleRef := sweep.PairAnnotation(rule.GetUID()), rulesNamespace+"/"+ruleName
+	key, ruleRef := status.PairAnnotation(rule.GetUID()), rulesNamespace+"/"+ruleName
 	var dels, floors []measurement
 	for r := range deleteRounds {
 		// due namespaces with a Running pod become due: the pod succeeds,
@@ -161,7 +162,7 @@ func ruleWriteFloor(ctx context.Context, cfg *rest.Config, targets []writeTarget
 	expires := time.Now().UTC().Add(time.Minute)
 	return parallel(ctx, len(targets), func(ctx context.Context, i int) error {
 		t := targets[i]
-		record, err := json.Marshal(sweep.PairStatus{Rule: rule, Progress: sweep.Progress{Claim: &sweep.Claim{
+		record, err := json.Marshal(status.PairStatus{Rule: rule, Progress: status.Progress{Claim: &status.Claim{
 			Policy: "pods", Action: policy.ActionDelete, Sweep: "write-floor", Expires: expires, Generation: 1, TargetUID: t.uid,
 		}}})
 		if err != nil {

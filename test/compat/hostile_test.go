@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/cluster"
@@ -85,8 +86,8 @@ func TestHostileManagers(t *testing.T) {
 		t.Errorf("%d bytes of logs for three managers", len(res.Stderr))
 	}
 	for _, ns := range []string{many, huge} {
-		raw := e.Manager(t, ns, ns).GetAnnotations()[sweep.StatusAnnotation]
-		var st sweep.Status
+		raw := e.Manager(t, ns, ns).GetAnnotations()[status.StatusAnnotation]
+		var st status.Status
 		if err := json.Unmarshal([]byte(raw), &st); err != nil {
 			t.Fatalf("status of %s: %v", ns, err)
 		}
@@ -335,8 +336,8 @@ func TestHostileManagersInOneSweep(t *testing.T) {
 				t.Errorf("manager that %s: events %v, want one %s", c.what, rs, reason)
 			}
 		}
-		var st sweep.Status
-		if err := json.Unmarshal([]byte(e.Manager(t, c.namespace, c.name).GetAnnotations()[sweep.StatusAnnotation]), &st); err != nil {
+		var st status.Status
+		if err := json.Unmarshal([]byte(e.Manager(t, c.namespace, c.name).GetAnnotations()[status.StatusAnnotation]), &st); err != nil {
 			t.Errorf("manager that %s: status annotation: %v", c.what, err)
 		} else if st.State != c.want || st.Message == "" {
 			t.Errorf("manager that %s: status %s %q, want %s with a message", c.what, st.State, st.Message, c.want)

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
@@ -63,12 +64,12 @@ func TestStaleSweepLeavesAClaimAlone(t *testing.T) {
 	hook.WaitArrivals(t, 1)
 
 	<-stale // it reached b-claimed after the claim, with its listed view
-	var status sweep.Status
-	if err := json.Unmarshal([]byte(e.Manager(t, ns, "b-claimed").GetAnnotations()[sweep.StatusAnnotation]), &status); err != nil {
+	var st status.Status
+	if err := json.Unmarshal([]byte(e.Manager(t, ns, "b-claimed").GetAnnotations()[status.StatusAnnotation]), &st); err != nil {
 		t.Fatal(err)
 	}
-	if status.Claim == nil {
-		t.Errorf("the claim is gone while its action is under way: status %+v", status)
+	if st.Claim == nil {
+		t.Errorf("the claim is gone while its action is under way: status %+v", st)
 	}
 	third := e.Sweep(t, args...)
 	if got := third.Entry(t, ns, "b-claimed"); got.State != report.StateBusy {

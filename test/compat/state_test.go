@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 )
@@ -89,8 +90,8 @@ func TestClaimsInAnnotations(t *testing.T) {
 		if target == expired {
 			until = time.Now().Add(-time.Minute)
 		}
-		status, _ := json.Marshal(sweep.Status{Progress: sweep.Progress{Claim: &sweep.Claim{Policy: "delete at once", Action: "DELETE", Sweep: "dead-sweep", Expires: until, Generation: 1}}})
-		obj.SetAnnotations(map[string]string{sweep.StatusAnnotation: string(status)})
+		st, _ := json.Marshal(status.Status{Progress: status.Progress{Claim: &status.Claim{Policy: "delete at once", Action: "DELETE", Sweep: "dead-sweep", Expires: until, Generation: 1}}})
+		obj.SetAnnotations(map[string]string{status.StatusAnnotation: string(st)})
 		if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Create(t.Context(), obj, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -111,11 +112,11 @@ func TestClaimsInAnnotations(t *testing.T) {
 	if !e.Deactivated(t, home, expired) || e.Deactivated(t, home, live) {
 		t.Error("wrong manager deactivated")
 	}
-	var status sweep.Status
-	if err := json.Unmarshal([]byte(e.Manager(t, home, expired).GetAnnotations()[sweep.StatusAnnotation]), &status); err != nil {
+	var st status.Status
+	if err := json.Unmarshal([]byte(e.Manager(t, home, expired).GetAnnotations()[status.StatusAnnotation]), &st); err != nil {
 		t.Fatal(err)
 	}
-	if status.Claim != nil || status.LastAction == nil || status.LastAction.Result != report.ResultSucceeded || status.State != report.StateFired {
-		t.Errorf("status annotation after completion: %+v", status)
+	if st.Claim != nil || st.LastAction == nil || st.LastAction.Result != report.ResultSucceeded || st.State != report.StateFired {
+		t.Errorf("status annotation after completion: %+v", st)
 	}
 }

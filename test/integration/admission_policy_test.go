@@ -29,9 +29,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nsman/nsman/cmd"
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
-	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
 )
@@ -246,14 +246,14 @@ func TestAdmissionPolicyFencesNsmansServiceAccount(t *testing.T) {
 		// A rule's claim and record: a merge patch of nsman's annotation,
 		// conditional on the resourceVersion (or the uid); a stale record's
 		// removal: a JSON patch that tests it, then removes it.
-		record := sweep.PairAnnotationPrefix + "00000000-0000-0000-0000-000000000000"
+		record := status.PairAnnotationPrefix + "00000000-0000-0000-0000-000000000000"
 		if err := nsPatch(tenant, types.MergePatchType, mergePatch(map[string]any{"metadata": map[string]any{
 			"resourceVersion": ns.ResourceVersion, "annotations": map[string]any{record: `{"rule":"x/y"}`},
 		}}), metav1.PatchOptions{}); err != nil {
 			t.Errorf("nsman's annotation written on a namespace: %v", err)
 		}
 		if err := nsPatch(tenant, types.MergePatchType, mergePatch(map[string]any{"metadata": map[string]any{
-			"uid": ns.UID, "annotations": map[string]any{sweep.HoldAnnotation: "2030-01-01T00:00:00Z"},
+			"uid": ns.UID, "annotations": map[string]any{status.HoldAnnotation: "2030-01-01T00:00:00Z"},
 		}}), metav1.PatchOptions{}); err != nil {
 			t.Errorf("nsman's hold written on a namespace: %v", err)
 		}
@@ -281,13 +281,13 @@ func TestAdmissionPolicyFencesNsmansServiceAccount(t *testing.T) {
 				t.Fatal(err)
 			}
 			if err := w.patch(types.MergePatchType, mergePatch(map[string]any{
-				"metadata": map[string]any{"resourceVersion": obj.GetResourceVersion(), "annotations": map[string]any{sweep.ReplicasAnnotation: "2"}},
+				"metadata": map[string]any{"resourceVersion": obj.GetResourceVersion(), "annotations": map[string]any{status.ReplicasAnnotation: "2"}},
 				"spec":     map[string]any{"replicas": 0},
 			})); err != nil {
 				t.Errorf("%s scaled down: %v", w.kind, err)
 			}
 			if err := w.patch(types.MergePatchType, mergePatch(map[string]any{
-				"metadata": map[string]any{"annotations": map[string]any{sweep.ReplicasAnnotation: nil}},
+				"metadata": map[string]any{"annotations": map[string]any{status.ReplicasAnnotation: nil}},
 				"spec":     map[string]any{"replicas": 2},
 			})); err != nil {
 				t.Errorf("%s restored: %v", w.kind, err)
@@ -805,7 +805,7 @@ func TestRecordsPolicyKeepsRuleRecordsNsmans(t *testing.T) {
 	home := shared.Namespace(t)
 	target := labelled(t, home, 1)[0]
 	tenant, user := tenantClient(ctx, t, home)
-	forged := sweep.PairAnnotationPrefix + "forged"
+	forged := status.PairAnnotationPrefix + "forged"
 	patch := func(pt types.PatchType, data string, opts metav1.PatchOptions) error {
 		_, err := tenant.CoreV1().Namespaces().Patch(ctx, target, pt, []byte(data), opts)
 		return err
@@ -826,7 +826,7 @@ func TestRecordsPolicyKeepsRuleRecordsNsmans(t *testing.T) {
 	res := e.Sweep(t, "-l", caseLabel+"="+home, "--trusted-namespaces", home)
 	wantCode(t, res, 0)
 	wantPairs(t, res, home, "recorded", []string{target}, report.StateFired, "the sweep")
-	key := sweep.PairAnnotation(rule.GetUID())
+	key := status.PairAnnotation(rule.GetUID())
 	st, ns := pairRecord(t, target, rule.GetUID())
 	if st.LastAction == nil || st.LastAction.Result != report.ResultSucceeded || st.Claim != nil {
 		t.Fatalf("nsman's record on %s: %+v, want its WEBHOOK's success", target, st)
@@ -876,7 +876,7 @@ func TestRecordsPolicyKeepsRuleRecordsNsmans(t *testing.T) {
 				return err
 			}, key},
 			{"add one with an annotation of its own", func() error {
-				return patch(types.MergePatchType, fmt.Sprintf(`{"metadata":{"annotations":{%q:"{}","example.com/owner":"tenant",%q:"2030-01-01T00:00:00Z"}}}`, forged, sweep.HoldAnnotation), metav1.PatchOptions{})
+				return patch(types.MergePatchType, fmt.Sprintf(`{"metadata":{"annotations":{%q:"{}","example.com/owner":"tenant",%q:"2030-01-01T00:00:00Z"}}}`, forged, status.HoldAnnotation), metav1.PatchOptions{})
 			}, forged},
 			{"create a namespace with one", func() error {
 				_, err := tenant.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
@@ -927,7 +927,7 @@ func TestRecordsPolicyKeepsRuleRecordsNsmans(t *testing.T) {
 			do   func() error
 		}{
 			{"a hold", func() error {
-				return patch(types.MergePatchType, fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, sweep.HoldAnnotation, time.Now().Add(time.Hour).UTC().Format(time.RFC3339)), metav1.PatchOptions{})
+				return patch(types.MergePatchType, fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, status.HoldAnnotation, time.Now().Add(time.Hour).UTC().Format(time.RFC3339)), metav1.PatchOptions{})
 			}},
 			{"a touch", func() error {
 				return patch(types.MergePatchType, fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, policy.TouchedAnnotation, time.Now().UTC().Format(time.RFC3339)), metav1.PatchOptions{})
@@ -936,7 +936,7 @@ func TestRecordsPolicyKeepsRuleRecordsNsmans(t *testing.T) {
 				return patch(types.MergePatchType, fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, policy.ExpiresAnnotation, time.Now().Add(24*time.Hour).UTC().Format(time.RFC3339)), metav1.PatchOptions{})
 			}},
 			{"the hold removed", func() error {
-				return patch(types.MergePatchType, fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, sweep.HoldAnnotation), metav1.PatchOptions{})
+				return patch(types.MergePatchType, fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, status.HoldAnnotation), metav1.PatchOptions{})
 			}},
 			{"a label and an annotation of its own", func() error {
 				return patch(types.MergePatchType, `{"metadata":{"labels":{"team":"tenant"},"annotations":{"example.com/owner":"tenant"}}}`, metav1.PatchOptions{})
@@ -952,7 +952,7 @@ func TestRecordsPolicyKeepsRuleRecordsNsmans(t *testing.T) {
 			}},
 			{"a namespace created without a record", func() error {
 				_, err := tenant.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-					GenerateName: "nsman-test-tenant-", Annotations: map[string]string{sweep.HoldAnnotation: "2030-01-01T00:00:00Z"},
+					GenerateName: "nsman-test-tenant-", Annotations: map[string]string{status.HoldAnnotation: "2030-01-01T00:00:00Z"},
 				}}, metav1.CreateOptions{DryRun: dryRun})
 				return err
 			}},
@@ -1003,7 +1003,7 @@ func TestRuleRecordHidesTheRuleUID(t *testing.T) {
 	home := shared.Namespace(t)
 	target := labelled(t, home, 1)[0]
 	tenant, _ := tenantClient(ctx, t, home)
-	if _, err := tenant.CoreV1().Namespaces().Patch(ctx, target, types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:"soon"}}}`, sweep.HoldAnnotation)), metav1.PatchOptions{}); err != nil {
+	if _, err := tenant.CoreV1().Namespaces().Patch(ctx, target, types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:"soon"}}}`, status.HoldAnnotation)), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	createManager(t, managerObj(home, "waits", home, []any{ttlPolicy("in an hour", 3600, deleteAction)}, selecting(home)))
@@ -1019,7 +1019,7 @@ func TestRuleRecordHidesTheRuleUID(t *testing.T) {
 	}
 	records := 0
 	for k, v := range ns.Annotations {
-		if strings.HasPrefix(k, sweep.PairAnnotationPrefix) {
+		if strings.HasPrefix(k, status.PairAnnotationPrefix) {
 			records++
 		}
 		if strings.Contains(k, uid) || strings.Contains(v, uid) {
@@ -1048,7 +1048,7 @@ func TestLegacyRuleRecordIsReadAndMoved(t *testing.T) {
 	args := []string{"-l", caseLabel + "=" + home, "--trusted-namespaces", home}
 	res := e.Sweep(t, args...)
 	wantCode(t, res, 0)
-	key, legacy := sweep.PairAnnotation(rule.GetUID()), sweep.PairAnnotationPrefix+string(rule.GetUID())
+	key, legacy := status.PairAnnotation(rule.GetUID()), status.PairAnnotationPrefix+string(rule.GetUID())
 	_, ns := pairRecord(t, target, rule.GetUID())
 	record := ns.Annotations[key]
 	if record == "" || len(recv.Deliveries()) != 1 {
@@ -1058,7 +1058,7 @@ func TestLegacyRuleRecordIsReadAndMoved(t *testing.T) {
 	// rule records.
 	pointer := func(k string) string { return "/metadata/annotations/" + strings.ReplaceAll(k, "/", "~1") }
 	move := fmt.Sprintf(`[{"op":"test","path":%q,"value":%q},{"op":"remove","path":%q},{"op":"add","path":%q,"value":%q},{"op":"add","path":%q,"value":"soon"}]`,
-		pointer(key), record, pointer(key), pointer(legacy), record, pointer(sweep.HoldAnnotation))
+		pointer(key), record, pointer(key), pointer(legacy), record, pointer(status.HoldAnnotation))
 	if _, err := shared.Admin.CoreV1().Namespaces().Patch(t.Context(), target, types.JSONPatchType, []byte(move), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}

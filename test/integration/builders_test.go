@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
@@ -112,7 +113,7 @@ func letPairBackoffPass(t *testing.T, namespace string, ruleUID types.UID) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{sweep.PairAnnotation(ruleUID): string(raw)}}})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{status.PairAnnotation(ruleUID): string(raw)}}})
 	if err != nil {
 		t.Fatal(err)
 	}

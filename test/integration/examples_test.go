@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
@@ -246,12 +247,12 @@ func playOutRule(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver, objs 
 			t.Errorf("rule %s was deactivated; a rule keeps standing", id)
 		}
 		st := managerStatus(t, m.Namespace, m.Name)
-		if st.State != sweep.StateWatching || st.Rule == nil {
+		if st.State != status.StateWatching || st.Rule == nil {
 			t.Errorf("rule %s status: %s (%s), summary %+v; want watching, with a summary", id, st.State, st.Message, st.Rule)
 			continue
 		}
 		for pair, entry := range fired {
-			if strings.HasPrefix(pair, id+"/") && !slices.ContainsFunc(st.Rule.Latest, func(a sweep.PairAction) bool {
+			if strings.HasPrefix(pair, id+"/") && !slices.ContainsFunc(st.Rule.Latest, func(a status.PairAction) bool {
 				return a.Namespace == entry.Target && a.Policy == entry.Policy && a.Result == report.ResultSucceeded
 			}) {
 				t.Errorf("rule %s status lists %+v among its latest actions, want its action on %s", id, st.Rule.Latest, entry.Target)
@@ -271,7 +272,7 @@ func playOutRule(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver, objs 
 			t.Fatal(err)
 		}
 		for _, m := range rules {
-			if record, ok := got.Annotations[sweep.PairAnnotation(m.UID)]; ok {
+			if record, ok := got.Annotations[status.PairAnnotation(m.UID)]; ok {
 				t.Errorf("namespace %s, which rule %s/%s does not match, has its record %s", ns.GetName(), m.Namespace, m.Name, record)
 			}
 		}
@@ -459,7 +460,7 @@ func checkPairFired(t *testing.T, e *nsmantest.Env, m policy.Manager, entry repo
 		if err != nil {
 			t.Fatal(err)
 		}
-		key := sweep.PairIdempotencyKey(m, p.Name, ns.UID)
+		key := status.PairIdempotencyKey(m, p.Name, ns.UID)
 		n := 0
 		for _, d := range recv.Deliveries() {
 			var body struct {

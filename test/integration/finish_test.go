@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
@@ -26,9 +27,9 @@ func TestRecordWithoutDeactivationIsFinished(t *testing.T) {
 	recv := nsmantest.NewReceiver(t)
 	createManager(t, managerObj(ns, ns, ns, []any{ttlPolicy("notify at once", 0, webhookAction(recv.URL+"/hook"))}))
 	gen := e.Manager(t, ns, ns).GetGeneration()
-	status, err := json.Marshal(map[string]any{"status": sweep.Status{Progress: sweep.Progress{
+	status, err := json.Marshal(map[string]any{"status": status.Status{Progress: status.Progress{
 		ObservedGeneration: gen,
-		LastAction:         &sweep.LastAction{Policy: "notify at once", Action: "WEBHOOK", Result: report.ResultSucceeded, Time: time.Now().UTC()},
+		LastAction:         &status.LastAction{Policy: "notify at once", Action: "WEBHOOK", Result: report.ResultSucceeded, Time: time.Now().UTC()},
 	}}})
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 )
@@ -39,7 +40,7 @@ func TestForgedStatusReadsNoOtherNamespace(t *testing.T) {
 		t.Helper()
 		createManager(t, managerObj(ns, name, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}, targeting(victim), deactivated))
 		// Later than the namespace's creation, as a DELETE of it would be.
-		last := sweep.LastAction{Policy: "delete at once", Action: "DELETE", Result: report.ResultSucceeded, Time: time.Now().Add(time.Minute).UTC()}
+		last := status.LastAction{Policy: "delete at once", Action: "DELETE", Result: report.ResultSucceeded, Time: time.Now().Add(time.Minute).UTC()}
 		patch, err := json.Marshal(map[string]any{"status": map[string]any{"state": report.StateFired, "target": victim, "lastAction": last}})
 		if err != nil {
 			t.Fatal(err)

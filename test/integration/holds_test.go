@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nsman/nsman/cmd"
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/cluster"
@@ -75,7 +76,7 @@ func TestHoldKeepsADueDeleteWaiting(t *testing.T) {
 	if code, out := runHold(t, kubeconfig, ns, "--for", "4s", "--dry-run"); code != 0 || !strings.Contains(out, "would be held until") {
 		t.Errorf("dry run: exit %d, %q", code, out)
 	}
-	if got, _ := shared.Admin.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{}); got.Annotations[sweep.HoldAnnotation] != "" {
+	if got, _ := shared.Admin.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{}); got.Annotations[status.HoldAnnotation] != "" {
 		t.Fatalf("a dry run wrote the hold")
 	}
 	if code, out := runHold(t, kubeconfig, ns, "--for", "4s"); code != 0 {
@@ -85,9 +86,9 @@ func TestHoldKeepsADueDeleteWaiting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	until, err := time.Parse(time.RFC3339, got.Annotations[sweep.HoldAnnotation])
+	until, err := time.Parse(time.RFC3339, got.Annotations[status.HoldAnnotation])
 	if err != nil {
-		t.Fatalf("hold annotation %q: %v", got.Annotations[sweep.HoldAnnotation], err)
+		t.Fatalf("hold annotation %q: %v", got.Annotations[status.HoldAnnotation], err)
 	}
 
 	res := e.Sweep(t, "-l", caseLabel+"="+ns)
@@ -118,7 +119,7 @@ func TestHoldsIgnoredAndManagerHolds(t *testing.T) {
 	caseID := far
 	month := time.Now().Add(31 * 24 * time.Hour).UTC().Format(time.RFC3339)
 	for ns, value := range map[string]string{far: month, bad: "next tuesday"} {
-		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, sweep.HoldAnnotation, value)
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, status.HoldAnnotation, value)
 		if _, err := shared.Admin.CoreV1().Namespaces().Patch(t.Context(), ns, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -166,7 +167,7 @@ func TestHoldsIgnoredAndManagerHolds(t *testing.T) {
 	// A rule's pair waits on its namespace's hold.
 	home := shared.Namespace(t)
 	target := labelled(t, home, 1)[0]
-	hold := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, sweep.HoldAnnotation, time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+	hold := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, status.HoldAnnotation, time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
 	if _, err := shared.Admin.CoreV1().Namespaces().Patch(t.Context(), target, types.MergePatchType, []byte(hold), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +176,7 @@ func TestHoldsIgnoredAndManagerHolds(t *testing.T) {
 	// writes nothing on the namespaces it waits on.
 	loose := labelled(t, "bad-"+home, 1)[0]
 	createManager(t, managerObj(home, "badly-held-rule", home, []any{ttlPolicy("in an hour", 3600, deleteAction)}, selecting("bad-"+home)))
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"soon"}}}`, sweep.HoldAnnotation)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"soon"}}}`, status.HoldAnnotation)
 	if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Patch(t.Context(), "badly-held-rule", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -9,9 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
-	"github.com/nsman/nsman/sweep"
 )
 
 // setNamespaceAnnotation sets annotation key of namespace ns to value.
@@ -57,7 +57,7 @@ func TestIdleUnderAHold(t *testing.T) {
 	waitPast(lastCreated(t, []string{managed, held, free}))
 	until := time.Now().Add(time.Hour).Truncate(time.Second).UTC()
 	for _, ns := range []string{managed, held} {
-		setNamespaceAnnotation(t, ns, sweep.HoldAnnotation, until.Format(time.RFC3339))
+		setNamespaceAnnotation(t, ns, status.HoldAnnotation, until.Format(time.RFC3339))
 	}
 	args := []string{"-l", caseLabel + "=" + caseID, "--trusted-namespaces", home}
 

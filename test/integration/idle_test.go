@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nsman/nsman/cmd"
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
@@ -380,7 +381,7 @@ func TestIdleUnderAHoldReadsNoActivity(t *testing.T) {
 	caseID := ns
 	at := createdAt(t, ns).Add(2 * time.Minute)
 	held := managerObj(ns, ns, caseID, []any{idlePolicy("idle a minute", 60, deleteAction)})
-	held.SetAnnotations(map[string]string{sweep.HoldAnnotation: at.Add(time.Hour).UTC().Format(time.RFC3339)})
+	held.SetAnnotations(map[string]string{status.HoldAnnotation: at.Add(time.Hour).UTC().Format(time.RFC3339)})
 	createManager(t, held)
 	var res nsmantest.Result
 	lists := listsDuring(t, e, func() {

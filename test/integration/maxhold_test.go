@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/report"
-	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -34,7 +34,7 @@ func TestMaxHoldFromTheCommandLine(t *testing.T) {
 		beyond: now.Add(2*time.Hour + holdLeeway + time.Minute),
 	}
 	for ns, until := range holds {
-		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, sweep.HoldAnnotation, until.Format(time.RFC3339))
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, status.HoldAnnotation, until.Format(time.RFC3339))
 		if _, err := shared.Admin.CoreV1().Namespaces().Patch(t.Context(), ns, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
@@ -130,7 +131,7 @@ type swept struct {
 	elapsed time.Duration
 	target  string
 	entry   report.Entry
-	status  sweep.Status
+	status  status.Status
 }
 
 // sweepOne creates a manager in namespace-manager whose only policy acts

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
@@ -139,7 +140,7 @@ func TestStatusSaysSucceededOnlyAfterTheAction(t *testing.T) {
 	wantCode(t, res, 0)
 	wantState(t, res, ns, ns, report.StateFired)
 
-	if c := condition(during); during.State != sweep.StateActing || c.Status != metav1.ConditionFalse || c.Reason != "InProgress" {
+	if c := condition(during); during.State != status.StateActing || c.Status != metav1.ConditionFalse || c.Reason != "InProgress" {
 		t.Errorf("while the action ran: state %q, Fired=%s (%s), want acting, False (InProgress)", during.State, c.Status, c.Reason)
 	}
 	if during.LastAction != nil {
@@ -273,7 +274,7 @@ func TestDeleteRereadsANamespaceChangedSinceListed(t *testing.T) {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Method == http.MethodDelete {
 				once.Do(func() {
-					for ns, key := range map[string]string{annotated: "nsman.test/note", held: sweep.HoldAnnotation} {
+					for ns, key := range map[string]string{annotated: "nsman.test/note", held: status.HoldAnnotation} {
 						patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, key, time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
 						if _, err := shared.Admin.CoreV1().Namespaces().Patch(context.Background(), ns, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 							t.Error(err)
@@ -318,9 +319,9 @@ func write(r cluster.Request) string {
 }
 
 // claimStatus is the status a sweep writes when it claims a manager.
-func claimStatus(generation int64, claim sweep.Claim) ([]byte, error) {
+func claimStatus(generation int64, claim status.Claim) ([]byte, error) {
 	return json.Marshal(map[string]any{"status": map[string]any{
-		"observedGeneration": generation, "state": sweep.StateActing, "claim": claim,
+		"observedGeneration": generation, "state": status.StateActing, "claim": claim,
 	}})
 }
 
@@ -331,7 +332,7 @@ func claimStatus(generation int64, claim sweep.Claim) ([]byte, error) {
 func TestRecordNeverOverwritesAnotherSweepsClaim(t *testing.T) {
 	e := setup(t)
 	ns, done := sweepWithWebhookUnderWay(t)
-	other := sweep.Claim{Policy: "notify", Action: "WEBHOOK", Sweep: "other-sweep", Expires: time.Now().Add(liveClaimFor).UTC(), Generation: e.Manager(t, ns, ns).GetGeneration()}
+	other := status.Claim{Policy: "notify", Action: "WEBHOOK", Sweep: "other-sweep", Expires: time.Now().Add(liveClaimFor).UTC(), Generation: e.Manager(t, ns, ns).GetGeneration()}
 	patch, err := claimStatus(other.Generation, other)
 	if err != nil {
 		t.Fatal(err)
@@ -455,8 +456,8 @@ func TestLostDeleteAnswerIsConfirmedOnlyWhenUncertain(t *testing.T) {
 		t.Cleanup(func() {
 			_ = e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Delete(context.Background(), target, metav1.DeleteOptions{})
 		})
-		last := sweep.LastAction{Policy: "delete at once", Action: "DELETE", Result: report.ResultFailed, Time: time.Now().UTC(), Uncertain: target == lost}
-		status, err := json.Marshal(map[string]any{"status": sweep.Status{Progress: sweep.Progress{ObservedGeneration: e.Manager(t, home, target).GetGeneration(), LastAction: &last}}})
+		last := status.LastAction{Policy: "delete at once", Action: "DELETE", Result: report.ResultFailed, Time: time.Now().UTC(), Uncertain: target == lost}
+		status, err := json.Marshal(map[string]any{"status": status.Status{Progress: status.Progress{ObservedGeneration: e.Manager(t, home, target).GetGeneration(), LastAction: &last}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -494,11 +495,11 @@ func TestRuleLostDeleteAnswerIsConfirmed(t *testing.T) {
 	createManager(t, managerObj(home, "gone", home, []any{ttlPolicy("delete at once", 3600, deleteAction)}, selecting(home)))
 	rule := e.Manager(t, home, "gone")
 	m, _ := policy.Parse(rule)
-	key := sweep.PairAnnotation(rule.GetUID())
+	key := status.PairAnnotation(rule.GetUID())
 	for _, ns := range []string{lost, refused} {
 		keepTerminating(t, ns)
-		last := sweep.LastAction{Policy: "delete at once", Action: "DELETE", Result: report.ResultFailed, Time: time.Now().UTC(), Uncertain: ns == lost}
-		raw, _ := json.Marshal(sweep.PairStatus{Rule: home + "/gone", Spec: m.Arming, Progress: sweep.Progress{ObservedGeneration: rule.GetGeneration(), LastAction: &last}})
+		last := status.LastAction{Policy: "delete at once", Action: "DELETE", Result: report.ResultFailed, Time: time.Now().UTC(), Uncertain: ns == lost}
+		raw, _ := json.Marshal(status.PairStatus{Rule: home + "/gone", Spec: m.Arming, Progress: status.Progress{ObservedGeneration: rule.GetGeneration(), LastAction: &last}})
 		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{key: string(raw)}}})
 		if _, err := shared.Admin.CoreV1().Namespaces().Patch(t.Context(), ns, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)

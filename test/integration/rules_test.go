@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
@@ -55,14 +56,14 @@ func labelled(t *testing.T, id string, n int) []string {
 }
 
 // pairRecord reads a rule's record on a namespace.
-func pairRecord(t *testing.T, namespace string, ruleUID types.UID) (sweep.PairStatus, *corev1.Namespace) {
+func pairRecord(t *testing.T, namespace string, ruleUID types.UID) (status.PairStatus, *corev1.Namespace) {
 	t.Helper()
 	ns, err := shared.Admin.CoreV1().Namespaces().Get(t.Context(), namespace, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st sweep.PairStatus
-	if raw, ok := ns.Annotations[sweep.PairAnnotation(ruleUID)]; ok {
+	var st status.PairStatus
+	if raw, ok := ns.Annotations[status.PairAnnotation(ruleUID)]; ok {
 		if err := json.Unmarshal([]byte(raw), &st); err != nil {
 			t.Fatalf("record on %s: %v", namespace, err)
 		}
@@ -165,7 +166,7 @@ func TestRuleActsOnceOnEachNamespaceItMatches(t *testing.T) {
 		if st.Claim != nil || st.LastAction == nil || st.LastAction.Result != report.ResultSucceeded || st.ObservedGeneration != rule.GetGeneration() {
 			t.Errorf("record on %s: %+v, want a succeeded action of generation %d and no claim", ns, st, rule.GetGeneration())
 		}
-		keys[sweep.PairIdempotencyKey(m, "report it", obj.UID)] = true
+		keys[status.PairIdempotencyKey(m, "report it", obj.UID)] = true
 	}
 	got := recv.Deliveries()
 	if len(got) != len(free) {
@@ -179,7 +180,7 @@ func TestRuleActsOnceOnEachNamespaceItMatches(t *testing.T) {
 		delete(keys, k)
 	}
 	st := managerStatus(t, home, "leftovers")
-	if st.State != sweep.StateWatching || st.Rule == nil || st.Rule.Matched != 4 || st.Rule.States[report.StateFired] != 3 || st.Rule.States[report.StateGoverned] != 1 || len(st.Rule.Latest) != 3 {
+	if st.State != status.StateWatching || st.Rule == nil || st.Rule.Matched != 4 || st.Rule.States[report.StateFired] != 3 || st.Rule.States[report.StateGoverned] != 1 || len(st.Rule.Latest) != 3 {
 		t.Errorf("rule status %+v (summary %+v), want watching, 4 matched, 3 fired, 1 governed, 3 latest", st, st.Rule)
 	}
 	if e.Deactivated(t, home, "leftovers") {
@@ -465,7 +466,7 @@ func TestRuleMinChecksProgressPerPair(t *testing.T) {
 	if st, _ := pairRecord(t, passing, rule.GetUID()); st.Checks["tests passed"].Passed != 1 {
 		t.Errorf("record on %s: %+v, want one check passed", passing, st)
 	}
-	if _, ns := pairRecord(t, running, rule.GetUID()); ns.Annotations[sweep.PairAnnotation(rule.GetUID())] != "" {
+	if _, ns := pairRecord(t, running, rule.GetUID()); ns.Annotations[status.PairAnnotation(rule.GetUID())] != "" {
 		t.Errorf("a namespace with nothing to keep got a record: %v", ns.Annotations)
 	}
 	time.Sleep(2100 * time.Millisecond) // periodSeconds 1, on the API server's clock of whole seconds
@@ -582,10 +583,10 @@ func TestRuleClaimSurvivesPauseAndResume(t *testing.T) {
 	rule := e.Manager(t, home, "claimed")
 	m, _ := policy.Parse(rule)
 	_, ns := pairRecord(t, target, rule.GetUID())
-	dead := sweep.PairStatus{Rule: home + "/claimed", Progress: sweep.Progress{Claim: &sweep.Claim{Policy: "at once", Action: "WEBHOOK", Sweep: "dead",
+	dead := status.PairStatus{Rule: home + "/claimed", Progress: status.Progress{Claim: &status.Claim{Policy: "at once", Action: "WEBHOOK", Sweep: "dead",
 		Expires: time.Now().Add(-time.Minute).UTC(), Generation: rule.GetGeneration(), TargetUID: ns.UID, Spec: m.Arming}}}
 	raw, _ := json.Marshal(dead)
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{sweep.PairAnnotation(rule.GetUID()): string(raw)}}})
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{status.PairAnnotation(rule.GetUID()): string(raw)}}})
 	if _, err := shared.Admin.CoreV1().Namespaces().Patch(t.Context(), target, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -601,7 +602,7 @@ func TestRuleClaimSurvivesPauseAndResume(t *testing.T) {
 		t.Errorf("pair: %q (%s), want the dead sweep's claim completed", p.State, p.Message)
 	}
 	got := recv.Deliveries()
-	if want := sweep.PairIdempotencyKey(m, "at once", ns.UID); len(got) != 1 || got[0].Header.Get("Idempotency-Key") != want {
+	if want := status.PairIdempotencyKey(m, "at once", ns.UID); len(got) != 1 || got[0].Header.Get("Idempotency-Key") != want {
 		t.Errorf("deliveries %d, want one under the dead sweep's key %s", len(got), want)
 	}
 }
@@ -665,15 +666,15 @@ func TestStaleRecordsOfGoneRules(t *testing.T) {
 	recv := nsmantest.NewReceiver(t)
 	createManager(t, managerObj(home, "standing", home, []any{ttlPolicy("now", 0, webhookAction(recv.URL+"/standing"))}, selecting(home)))
 	record := func(rule string, at time.Time) string {
-		data, err := json.Marshal(sweep.PairStatus{Rule: rule, Progress: sweep.Progress{ObservedGeneration: 1,
-			LastAction: &sweep.LastAction{Policy: "now", Action: policy.ActionWebhook, Result: report.ResultSucceeded, Time: at.UTC()}}})
+		data, err := json.Marshal(status.PairStatus{Rule: rule, Progress: status.Progress{ObservedGeneration: 1,
+			LastAction: &status.LastAction{Policy: "now", Action: policy.ActionWebhook, Result: report.ResultSucceeded, Time: at.UTC()}}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return string(data)
 	}
 	old, young := time.Now().Add(-2*sweep.StaleRecordAge), time.Now().Add(-time.Minute)
-	gone, recent := sweep.PairAnnotationPrefix+"0f0e0d0c-gone", sweep.PairAnnotationPrefix+"0f0e0d0c-recent"
+	gone, recent := status.PairAnnotationPrefix+"0f0e0d0c-gone", status.PairAnnotationPrefix+"0f0e0d0c-recent"
 	annotate := func(ns string, annotations map[string]string) {
 		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
 		if err != nil {
@@ -686,7 +687,7 @@ func TestStaleRecordsOfGoneRules(t *testing.T) {
 	// A manager that is no rule now may be one again (its selector
 	// restored): its records stay.
 	createManager(t, managerObj(home, "was-a-rule", home, []any{ttlPolicy("later", 3600, deleteAction)}, targeting(home)))
-	wasRule := sweep.PairAnnotation(e.Manager(t, home, "was-a-rule").GetUID())
+	wasRule := status.PairAnnotation(e.Manager(t, home, "was-a-rule").GetUID())
 	annotate(matched, map[string]string{gone: record(home+"/gone", old), recent: record(home+"/recent", young), wasRule: record(home+"/was-a-rule", old)})
 	annotate(elsewhere, map[string]string{gone: record(home+"/gone", old)})
 	args := []string{"-l", caseLabel + "=" + home, "--trusted-namespaces", home}
@@ -719,7 +720,7 @@ func TestStaleRecordsOfGoneRules(t *testing.T) {
 		{elsewhere, gone, false},
 		{matched, recent, true},
 		{matched, wasRule, true},
-		{matched, sweep.PairAnnotation(rule.GetUID()), true},
+		{matched, status.PairAnnotation(rule.GetUID()), true},
 	} {
 		if got := has(c.ns, c.key); got != c.want {
 			t.Errorf("namespace %s has %s: %v, want %v", c.ns, c.key, got, c.want)

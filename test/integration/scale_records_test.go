@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nsman/nsman/cmd"
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
@@ -131,7 +132,7 @@ func wantWorkload(t *testing.T, ns, name string, replicas int32, record string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, recorded := d.Annotations[sweep.ReplicasAnnotation]
+	got, recorded := d.Annotations[status.ReplicasAnnotation]
 	if *d.Spec.Replicas != replicas || got != record || (record == "" && recorded) {
 		t.Errorf("Deployment %s/%s: replicas %d, record %q (present %v); want %d and %q", ns, name, *d.Spec.Replicas, got, recorded, replicas, record)
 	}

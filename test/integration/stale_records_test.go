@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
@@ -22,8 +23,8 @@ import (
 // sweep.StaleRecordAge ago.
 func staleRecord(t *testing.T, rule string) string {
 	t.Helper()
-	data, err := json.Marshal(sweep.PairStatus{Rule: rule, Progress: sweep.Progress{ObservedGeneration: 1,
-		LastAction: &sweep.LastAction{Policy: "now", Action: policy.ActionWebhook, Result: report.ResultSucceeded, Time: time.Now().Add(-2 * sweep.StaleRecordAge).UTC()}}})
+	data, err := json.Marshal(status.PairStatus{Rule: rule, Progress: status.Progress{ObservedGeneration: 1,
+		LastAction: &status.LastAction{Policy: "now", Action: policy.ActionWebhook, Result: report.ResultSucceeded, Time: time.Now().Add(-2 * sweep.StaleRecordAge).UTC()}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +89,7 @@ func TestStaleRecordsOnePatchPerNamespace(t *testing.T) {
 	bogus := shared.Namespace(t)
 	records := map[string]string{}
 	for i := range 300 {
-		records[sweep.PairAnnotationPrefix+fmt.Sprintf("0f0e0d0c-bogus-%03d", i)] = staleRecord(t, home+"/bogus")
+		records[status.PairAnnotationPrefix+fmt.Sprintf("0f0e0d0c-bogus-%03d", i)] = staleRecord(t, home+"/bogus")
 	}
 	annotateNamespace(t, bogus, records)
 	res, patched := staleSweep(t, e, home)
@@ -107,14 +108,14 @@ func TestStaleRecordsOnePatchPerNamespace(t *testing.T) {
 	var many []string
 	for i := range sweep.MaxStaleNamespaces + 1 {
 		ns := shared.Namespace(t)
-		annotateNamespace(t, ns, map[string]string{sweep.PairAnnotationPrefix + fmt.Sprintf("0f0e0d0c-gone-%02d", i): staleRecord(t, home+"/gone")})
+		annotateNamespace(t, ns, map[string]string{status.PairAnnotationPrefix + fmt.Sprintf("0f0e0d0c-gone-%02d", i): staleRecord(t, home+"/gone")})
 		many = append(many, ns)
 	}
 	left := func() []string {
 		var out []string
 		for _, name := range many {
 			_, ns := pairRecord(t, name, "")
-			if slices.ContainsFunc(slices.Collect(maps.Keys(ns.Annotations)), func(key string) bool { return strings.HasPrefix(key, sweep.PairAnnotationPrefix) }) {
+			if slices.ContainsFunc(slices.Collect(maps.Keys(ns.Annotations)), func(key string) bool { return strings.HasPrefix(key, status.PairAnnotationPrefix) }) {
 				out = append(out, name)
 			}
 		}

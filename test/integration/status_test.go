@@ -11,15 +11,16 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
-func condition(st sweep.Status) metav1.Condition {
+func condition(st status.Status) metav1.Condition {
 	for _, c := range st.Conditions {
-		if c.Type == sweep.ConditionFired {
+		if c.Type == status.ConditionFired {
 			return c
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
@@ -273,9 +274,9 @@ func TestMinChecksNeedsConsecutivePasses(t *testing.T) {
 }
 
 // managerStatus decodes the status nsman keeps under its own CRD.
-func managerStatus(t *testing.T, ns, name string) sweep.Status {
+func managerStatus(t *testing.T, ns, name string) status.Status {
 	t.Helper()
-	var st sweep.Status
+	var st status.Status
 	raw, ok := env.Manager(t, ns, name).Object["status"]
 	if !ok {
 		return st
@@ -298,7 +299,7 @@ const liveClaimFor = 45 * time.Second
 func setClaim(t *testing.T, ns, name string, expires time.Time, targetUID types.UID) {
 	t.Helper()
 	m := env.Manager(t, ns, name)
-	claim := sweep.Claim{Policy: "delete at once", Action: "DELETE", Sweep: "dead-sweep", Expires: expires, Generation: m.GetGeneration(), TargetUID: targetUID}
+	claim := status.Claim{Policy: "delete at once", Action: "DELETE", Sweep: "dead-sweep", Expires: expires, Generation: m.GetGeneration(), TargetUID: targetUID}
 	patch, err := claimStatus(m.GetGeneration(), claim)
 	if err != nil {
 		t.Fatal(err)

@@ -17,9 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
-	"github.com/nsman/nsman/sweep"
 )
 
 // PlayOutLabel marks the managers of one PlayOut, which sweeps only them.
@@ -361,7 +361,7 @@ func (e *Env) checkScaledDown(ctx context.Context, t *testing.T, id, target stri
 			t.Fatal(err)
 		}
 		now, _, _ := unstructured.NestedInt64(got.Object, "spec", "replicas")
-		record, recorded := got.GetAnnotations()[sweep.ReplicasAnnotation]
+		record, recorded := got.GetAnnotations()[status.ReplicasAnnotation]
 		name := w.GetKind() + "/" + w.GetName()
 		switch {
 		case selected && (now != 0 || record != strconv.FormatInt(replicas, 10)):
@@ -383,7 +383,7 @@ func (e *Env) checkScaledDown(ctx context.Context, t *testing.T, id, target stri
 		}
 		name := w.GetKind() + "/" + w.GetName()
 		now, _, _ := unstructured.NestedInt64(got.Object, "spec", "replicas")
-		if _, recorded := got.GetAnnotations()[sweep.ReplicasAnnotation]; now != wantReplicas[name] || recorded {
+		if _, recorded := got.GetAnnotations()[status.ReplicasAnnotation]; now != wantReplicas[name] || recorded {
 			t.Errorf("after restore %s has replicas %d (record kept: %v), want %d", name, now, recorded, wantReplicas[name])
 		}
 	}

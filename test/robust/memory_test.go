@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
@@ -128,7 +129,7 @@ func TestHostileTenantMemory(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ptr.Deref(d.Spec.Replicas, 1) == 0 && d.Annotations[sweep.ReplicasAnnotation] == "1" {
+		if ptr.Deref(d.Spec.Replicas, 1) == 0 && d.Annotations[status.ReplicasAnnotation] == "1" {
 			scaled++
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
@@ -176,8 +177,8 @@ func (m mix) checkConverged(t *testing.T, e *nsmantest.Env, recv *nsmantest.Rece
 		if err != nil {
 			t.Fatal(err)
 		}
-		var st sweep.PairStatus
-		if err := json.Unmarshal([]byte(obj.Annotations[sweep.PairAnnotation(uid)]), &st); err != nil || st.LastAction == nil || st.LastAction.Result != report.ResultSucceeded || st.Claim != nil {
+		var st status.PairStatus
+		if err := json.Unmarshal([]byte(obj.Annotations[status.PairAnnotation(uid)]), &st); err != nil || st.LastAction == nil || st.LastAction.Result != report.ResultSucceeded || st.Claim != nil {
 			t.Errorf("rule %s on %s not converged: record %+v (%v)", action, ns, st, err)
 		}
 		checkActed(t, "rule "+action, ns, keys[ns])
@@ -194,8 +195,8 @@ func checkActed(t *testing.T, action, ns string, keys map[string]bool) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if *d.Spec.Replicas != 0 || d.Annotations[sweep.ReplicasAnnotation] != "2" {
-			t.Errorf("%s: deployment in %s: replicas %d, record %q", action, ns, *d.Spec.Replicas, d.Annotations[sweep.ReplicasAnnotation])
+		if *d.Spec.Replicas != 0 || d.Annotations[status.ReplicasAnnotation] != "2" {
+			t.Errorf("%s: deployment in %s: replicas %d, record %q", action, ns, *d.Spec.Replicas, d.Annotations[status.ReplicasAnnotation])
 		}
 	case strings.HasSuffix(action, "WEBHOOK"):
 		if len(keys) != 1 {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
@@ -85,13 +86,13 @@ func TestRuleAtScaleUnderAPIFaults(t *testing.T) {
 		}
 		keys[body.Namespace][d.Header.Get("Idempotency-Key")] = true
 	}
-	record := func(ns string) (sweep.PairStatus, bool) {
+	record := func(ns string) (status.PairStatus, bool) {
 		obj, err := shared.Admin.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		raw, ok := obj.Annotations[sweep.PairAnnotation(created.GetUID())]
-		var st sweep.PairStatus
+		raw, ok := obj.Annotations[status.PairAnnotation(created.GetUID())]
+		var st status.PairStatus
 		if ok && json.Unmarshal([]byte(raw), &st) != nil {
 			t.Errorf("record on %s does not decode: %s", ns, raw)
 		}

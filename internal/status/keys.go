@@ -1,0 +1,79 @@
+package status
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+
+	"github.com/nsman/nsman/policy"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// PairIdempotencyKey identifies one firing of one policy of one rule
+// generation on one namespace (uid): a namespace recreated under the same
+// name gets a new one.
+func PairIdempotencyKey(m policy.Manager, policyName string, namespaceUID types.UID) string {
+	return Digest("%s/%d/%s/%s", m.UID, m.Generation, policyName, namespaceUID)
+}
+
+// PairAnnotationPrefix begins the annotation on a namespace that holds a
+// rule's record of it (PairStatus, as JSON), written only when there is
+// something to keep: PairAnnotation.
+const PairAnnotationPrefix = "nsman.k8s.consol.de/rule-"
+
+// PairAnnotation is the annotation that holds the records of the rule of
+// UID uid: PairAnnotationPrefix and a digest of the UID. Whoever reads the
+// namespace learns the key, not the rule's UID; a rule recreated under the
+// same name (another UID) starts afresh.
+func PairAnnotation(uid types.UID) string {
+	return PairAnnotationPrefix + Digest("record/%s", uid)
+}
+
+// LegacyPairAnnotation is where earlier versions kept the rule's record:
+// PairAnnotationPrefix and the rule's UID itself. A record found there
+// alone is read as the rule's, and moved to PairAnnotation by the next
+// write of it, so that a rule never acts twice for a record it wrote
+// before.
+func LegacyPairAnnotation(uid types.UID) string {
+	return PairAnnotationPrefix + string(uid)
+}
+
+// PairAnnotations are the annotations that hold records of the rules of
+// uids, at either key: the others are records of rules that are gone.
+func PairAnnotations(uids map[types.UID]bool) map[string]bool {
+	keys := make(map[string]bool, 2*len(uids))
+	for uid := range uids {
+		keys[PairAnnotation(uid)], keys[LegacyPairAnnotation(uid)] = true, true
+	}
+	return keys
+}
+
+// StatusAnnotation holds a manager's Status, as JSON, under the original CRD,
+// which has no status subresource. Under nsman's CRD the same record is the
+// status.
+const StatusAnnotation = "nsman.k8s.consol.de/status"
+
+// IdempotencyKey identifies one firing of one policy of one manager
+// generation, derived, not stored: a sweep completing a claim sends it too.
+func IdempotencyKey(m policy.Manager, policyName string) string {
+	return Digest("%s/%d/%s", m.UID, m.Generation, policyName)
+}
+
+// Digest is 16 bytes of the SHA-256 of the formatted string, in hex.
+func Digest(format string, a ...any) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, format, a...))
+	return hex.EncodeToString(sum[:16])
+}
+
+// AnnotationPrefix prefixes the annotations of a manager that nsman
+// reads: its hold, and its status under the original CRD.
+const AnnotationPrefix = "nsman.k8s.consol.de/"
+
+// HoldAnnotation, set to an RFC 3339 time on a namespace, holds every
+// manager and rule acting on that namespace until then; on a manager, it
+// holds that manager (a rule: all its namespaces). nsman hold writes it.
+const HoldAnnotation = "nsman.k8s.consol.de/hold-until"
+
+// ReplicasAnnotation records on a workload the replicas it had before nsman
+// scaled it down; nsman restore puts them back.
+const ReplicasAnnotation = "nsman.k8s.consol.de/replicas-before-scale-down"
