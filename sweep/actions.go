@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/webhook"
@@ -54,7 +55,7 @@ func (s *Sweeper) apply(ctx context.Context, m policy.Manager, rec record, p *pl
 				unchanged = func(listed, now namespaceInfo) bool { return rec.unchanged(withoutTouch(listed), withoutTouch(now)) }
 			}
 			err := s.asListed(ctx, t.listed, unchanged, func(resourceVersion string) error {
-				return s.writer.deleteNamespace(ctx, t.name, t.uid, resourceVersion)
+				return s.writer.DeleteNamespace(ctx, t.name, t.uid, resourceVersion)
 			})
 			if err != nil {
 				return applied{}, fmt.Errorf("delete namespace %s: %w", t.name, err)
@@ -104,7 +105,7 @@ func (s *Sweeper) post(ctx context.Context, m policy.Manager, p *plan, t target)
 		return nil, err
 	}
 	key := firingKey(m, p)
-	d, err := s.writer.deliver(ctx, route, p.policy.Action.URL, body, key)
+	d, err := s.writer.Deliver(ctx, route, p.policy.Action.URL, body, key)
 	switch {
 	case err == nil:
 	case webhook.Deferred(err):
@@ -148,7 +149,7 @@ func (s *Sweeper) deleteClaimed(ctx context.Context, t target) ([]string, error)
 	if t.going {
 		return []string{effect + " (already being deleted)"}, nil
 	}
-	err := s.writer.deleteNamespace(ctx, t.name, t.uid, "")
+	err := s.writer.DeleteNamespace(ctx, t.name, t.uid, "")
 	if apierrors.IsConflict(err) {
 		if now, exists, rerr := s.namespaceNow(ctx, t.name); rerr == nil && (!exists || now.uid != t.uid) {
 			return []string{effect + " (already gone; a new namespace of that name is left alone)"}, nil
@@ -329,7 +330,7 @@ func (s *Sweeper) scaleToZero(ctx context.Context, resource schema.GroupVersionR
 // meanwhile, it is read again and the patch recomputed, so that a recorded
 // count is never stale. change returns a nil patch when nothing is to be
 // done. A workload deleted meanwhile needs nothing.
-func changeWorkload(ctx context.Context, clients Clients, w writer, resource schema.GroupVersionResource, obj *unstructured.Unstructured,
+func changeWorkload(ctx context.Context, clients Clients, w write.Writer, resource schema.GroupVersionResource, obj *unstructured.Unstructured,
 	change func(*unstructured.Unstructured) (patch map[string]any, effect string, err error)) (string, error) {
 	var effect string
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -345,7 +346,7 @@ func changeWorkload(ctx context.Context, clients Clients, w writer, resource sch
 		}
 		meta["resourceVersion"] = obj.GetResourceVersion()
 		effect = e
-		err = w.patchWorkload(ctx, resource, obj.GetNamespace(), obj.GetName(), []byte(mustJSON(patch)))
+		err = w.PatchWorkload(ctx, resource, obj.GetNamespace(), obj.GetName(), []byte(write.MustJSON(patch)))
 		if apierrors.IsConflict(err) {
 			fresh, getErr := reread(ctx, clients, resource, obj)
 			if getErr != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/internal/write"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -18,11 +19,11 @@ import (
 // conflictOnce is a writer whose first workload patch meets a conflict, as
 // when someone scaled the workload between nsman's read and its write.
 type conflictOnce struct {
-	dryRunWriter
+	write.Writer
 	patches [][]byte
 }
 
-func (w *conflictOnce) patchWorkload(_ context.Context, resource schema.GroupVersionResource, _, name string, patch []byte) error {
+func (w *conflictOnce) PatchWorkload(_ context.Context, resource schema.GroupVersionResource, _, name string, patch []byte) error {
 	w.patches = append(w.patches, patch)
 	if len(w.patches) == 1 {
 		return apierrors.NewConflict(resource.GroupResource(), name, nil)
@@ -30,7 +31,7 @@ func (w *conflictOnce) patchWorkload(_ context.Context, resource schema.GroupVer
 	return nil
 }
 
-func (w *conflictOnce) event(context.Context, *eventsv1.Event) error { return nil }
+func (w *conflictOnce) Event(context.Context, *eventsv1.Event) error { return nil }
 
 func deployment(replicas int64, resourceVersion string) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
@@ -49,7 +50,7 @@ func TestScaleToZeroRecomputesAfterAConflict(t *testing.T) {
 	scheme := runtime.NewScheme()
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme,
 		map[schema.GroupVersionResource]string{deploymentsResource: "DeploymentList"}, fresh)
-	w := &conflictOnce{}
+	w := &conflictOnce{Writer: dryRun}
 	s := &Sweeper{clients: Clients{Dynamic: dyn}, writer: w}
 
 	effect, from, err := s.scaleToZero(t.Context(), deploymentsResource, "Deployment", deployment(3, "1"))
@@ -97,7 +98,7 @@ func TestScaleToZeroRecordsTheLastCount(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := &conflictOnce{patches: [][]byte{nil}} // no conflict
+			w := &conflictOnce{Writer: dryRun, patches: [][]byte{nil}} // no conflict
 			s := &Sweeper{writer: w}
 			d := deployment(tt.replicas, "1")
 			if tt.record != "" {
@@ -168,7 +169,11 @@ func TestWorkloadFieldsKeepWhatIsRead(t *testing.T) {
 		t.Errorf("replicas %d, want 2", specReplicas(w))
 	}
 	reclaimWant(t, "2 replicas", workloadReclaimed(w), "1", "640Mi", "0", 0)
-	if size := len(mustJSON(w.Object)); size > 1<<10 {
+	if size := len(write.MustJSON(w.Object)); size > 1<<10 {
 		t.Errorf("%d bytes kept of a workload of more than 1 MiB", size)
 	}
 }
+
+// dryRun writes nothing: the test writers embed it and override what they
+// record.
+var dryRun = write.New(nil, nil, nil, nil, true)

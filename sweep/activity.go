@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
+	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 )
@@ -192,8 +193,8 @@ func (s *Sweeper) listCreated(ctx context.Context, namespace string) (map[string
 // it as activity.
 func Touch(ctx context.Context, clients Clients, namespace string, at time.Time, dryRun bool) ([]byte, error) {
 	value := at.UTC().Truncate(time.Second).Format(time.RFC3339)
-	patch := apiPatch{body: []byte(mustJSON(map[string]any{"metadata": map[string]any{"annotations": map[string]any{policy.TouchedAnnotation: value}}}))}
-	return patch.body, newWriter(clients, nil, dryRun).patchNamespace(ctx, namespace, patch)
+	patch := write.Patch{Body: []byte(write.MustJSON(map[string]any{"metadata": map[string]any{"annotations": map[string]any{policy.TouchedAnnotation: value}}}))}
+	return patch.Body, write.New(clients.Kube, clients.Dynamic, clients.Managers, nil, dryRun).PatchNamespace(ctx, namespace, patch)
 }
 
 // idles reports whether m has an IDLE policy, the one kind that reads the

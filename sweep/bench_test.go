@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 )
@@ -72,7 +73,7 @@ func BenchmarkStatusSteadyState(b *testing.B) {
 	for i, e := range entries {
 		var st status.Status
 		st.Observe(e, 1, now)
-		managers[i] = listed{status: json.RawMessage(mustJSON(st))}
+		managers[i] = listed{status: json.RawMessage(write.MustJSON(st))}
 	}
 	b.ReportAllocs()
 	for b.Loop() {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
+	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/webhook"
@@ -176,7 +177,7 @@ type Sweeper struct {
 	log     *slog.Logger
 	// writer is where a dry run differs (newWriter); notifier is nil
 	// without Config.NotifyURL or actions that are done.
-	writer   writer
+	writer   write.Writer
 	notifier *notifier
 }
 
@@ -189,8 +190,8 @@ func New(cfg Config, clients Clients, sender *webhook.Sender, log *slog.Logger) 
 	cfg.ClaimTTL, cfg.InterruptGrace = cmp.Or(cfg.ClaimTTL, DefaultClaimTTL), cmp.Or(cfg.InterruptGrace, DefaultInterruptGrace)
 	cfg.MaxHold, cfg.StuckAfter = cmp.Or(cfg.MaxHold, DefaultMaxHold), cmp.Or(cfg.StuckAfter, DefaultStuckAfter)
 	cfg.ProtectedNamespaces = WithProtectedFloor(cfg.ProtectedNamespaces)
-	s := &Sweeper{cfg: cfg, clients: clients, log: log, writer: newWriter(clients, sender, cfg.DryRun)}
-	if cfg.NotifyURL != "" && s.writer.done() == report.StateFired {
+	s := &Sweeper{cfg: cfg, clients: clients, log: log, writer: write.New(clients.Kube, clients.Dynamic, clients.Managers, sender, cfg.DryRun)}
+	if cfg.NotifyURL != "" && s.writer.Done() == report.StateFired {
 		if sender == nil {
 			return nil, errors.New("notifications need a webhook sender")
 		}

@@ -111,7 +111,7 @@ func (ev managerEvents) emit(ctx context.Context, kind, reason, action, note str
 	if e.Action == "" {
 		e.Action = "Evaluate"
 	}
-	if err := ev.s.writer.event(ctx, e); err != nil {
+	if err := ev.s.writer.Event(ctx, e); err != nil {
 		ev.s.log.Warn("event not written", "manager", obj.GetNamespace()+"/"+obj.GetName(), "reason", reason, "error", err.Error())
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/webhook"
@@ -46,7 +47,7 @@ func (s *Sweeper) carryOut(ctx context.Context, r *sweepRun, rec record, d decis
 	acted, recorded := false, true
 	var deferral error // the receiver, or the tenant's, timed out earlier in this sweep
 	if !d.untouched && p != nil && p.step == stepAct && p.policy.Action.Type == policy.ActionWebhook {
-		deferral = s.writer.silent(s.scope(d.manager), p.policy.Action.URL)
+		deferral = s.writer.Silent(s.scope(d.manager), p.policy.Action.URL)
 	}
 	switch {
 	case d.untouched:
@@ -88,7 +89,7 @@ func (s *Sweeper) wantsPlace(r *sweepRun, d decision) bool {
 	case s.cfg.MaxActions == 0 || d.untouched || p == nil || p.step == stepDeactivate || p.step == stepConfirmDelete || r.frozen || r.stop.Err() != nil:
 		return false
 	case p.step == stepAct && p.policy.Action.Type == policy.ActionWebhook:
-		return s.writer.silent(s.scope(d.manager), p.policy.Action.URL) == nil
+		return s.writer.Silent(s.scope(d.manager), p.policy.Action.URL) == nil
 	}
 	return true
 }
@@ -280,7 +281,7 @@ func (s *Sweeper) asListed(ctx context.Context, ns namespaceInfo, unchanged func
 
 // succeeded is the entry of a plan carried out: fired (planned, dry).
 func (s *Sweeper) succeeded(e report.Entry, p *plan) report.Entry {
-	e.State, e.Message = s.writer.done(), p.reason
+	e.State, e.Message = s.writer.Done(), p.reason
 	return e
 }
 
@@ -304,9 +305,9 @@ func notReached(e report.Entry, what string) report.Entry {
 
 // writeManager patches manager obj, retrying transient failures (see retry). A
 // manager gone (with its namespace) needs nothing.
-func (s *Sweeper) writeManager(ctx context.Context, patch apiPatch, obj *unstructured.Unstructured) error {
+func (s *Sweeper) writeManager(ctx context.Context, patch write.Patch, obj *unstructured.Unstructured) error {
 	err := s.retry(ctx, func(ctx context.Context) error {
-		return s.writer.patchManager(ctx, obj.GetNamespace(), obj.GetName(), patch)
+		return s.writer.PatchManager(ctx, obj.GetNamespace(), obj.GetName(), patch)
 	})
 	if apierrors.IsNotFound(err) {
 		return nil

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/report"
 )
 
@@ -95,10 +96,10 @@ func Hold(ctx context.Context, clients Clients, namespace, manager string, until
 	if !until.IsZero() {
 		value = until.UTC().Format(time.RFC3339)
 	}
-	patch := apiPatch{body: []byte(mustJSON(map[string]any{"metadata": map[string]any{"annotations": map[string]any{status.HoldAnnotation: value}}}))}
-	w := newWriter(clients, nil, dryRun)
+	patch := write.Patch{Body: []byte(write.MustJSON(map[string]any{"metadata": map[string]any{"annotations": map[string]any{status.HoldAnnotation: value}}}))}
+	w := write.New(clients.Kube, clients.Dynamic, clients.Managers, nil, dryRun)
 	if manager == "" {
-		return patch.body, w.patchNamespace(ctx, namespace, patch)
+		return patch.Body, w.PatchNamespace(ctx, namespace, patch)
 	}
-	return patch.body, w.patchManager(ctx, namespace, manager, patch)
+	return patch.Body, w.PatchManager(ctx, namespace, manager, patch)
 }

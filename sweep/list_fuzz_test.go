@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/policy"
 )
 
@@ -119,8 +120,8 @@ func agree(t *testing.T, i int, got listed, want *unstructured.Unstructured) {
 		if len(raw) > 0 && json.Unmarshal(raw, &st) != nil {
 			st = status.Status{}
 		}
-		if read := store.read(got); mustJSON(read) != mustJSON(st) {
-			t.Fatalf("item %d, subresource=%v: record read %s, want %s", i, store.subresource, mustJSON(read), mustJSON(st))
+		if read := store.read(got); write.MustJSON(read) != write.MustJSON(st) {
+			t.Fatalf("item %d, subresource=%v: record read %s, want %s", i, store.subresource, write.MustJSON(read), write.MustJSON(st))
 		}
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 )
@@ -151,8 +152,8 @@ func TestDecodePageAgreesWithTheDynamicClient(t *testing.T) {
 			} else if raw, ok := wantAnnotations[status.StatusAnnotation]; ok {
 				_ = json.Unmarshal([]byte(raw), &want)
 			}
-			if got := store.read(got); mustJSON(got) != mustJSON(want) {
-				t.Errorf("item %d, subresource=%v: read %s, want %s", i, store.subresource, mustJSON(got), mustJSON(want))
+			if got := store.read(got); write.MustJSON(got) != write.MustJSON(want) {
+				t.Errorf("item %d, subresource=%v: read %s, want %s", i, store.subresource, write.MustJSON(got), write.MustJSON(want))
 			}
 		}
 	}

@@ -4,16 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/report"
 )
 
@@ -21,21 +20,6 @@ import (
 // of nsman's CRD, or StatusAnnotation under the original one.
 type statusLocation struct {
 	subresource bool
-}
-
-// apiPatch is one patch of a manager (its status with subresource
-// "status") or a namespace: a JSON merge patch, or an RFC 6902 JSON patch.
-type apiPatch struct {
-	subresource string
-	jsonPatch   bool
-	body        []byte
-}
-
-func (p apiPatch) patchType() types.PatchType {
-	if p.jsonPatch {
-		return types.JSONPatchType
-	}
-	return types.MergePatchType
 }
 
 // read decodes the Status of a listed manager. A record that does not
@@ -56,9 +40,9 @@ func (l statusLocation) read(m listed) status.Status {
 // false when they are equal. A resourceVersion makes it conditional.
 // deactivate sets spec.deactivated in the same patch, which only the
 // annotation can do (else deactivatePatch).
-func (l statusLocation) update(from, to status.Status, resourceVersion string, deactivate bool) (apiPatch, bool) {
-	if mustJSON(from) == mustJSON(to) && !deactivate {
-		return apiPatch{}, false
+func (l statusLocation) update(from, to status.Status, resourceVersion string, deactivate bool) (write.Patch, bool) {
+	if write.MustJSON(from) == write.MustJSON(to) && !deactivate {
+		return write.Patch{}, false
 	}
 	metadata := map[string]any{}
 	if resourceVersion != "" {
@@ -66,40 +50,40 @@ func (l statusLocation) update(from, to status.Status, resourceVersion string, d
 	}
 	body := map[string]any{"metadata": metadata}
 	if l.subresource {
-		diff, err := jsonpatch.CreateMergePatch([]byte(mustJSON(from)), []byte(mustJSON(to)))
+		diff, err := jsonpatch.CreateMergePatch([]byte(write.MustJSON(from)), []byte(write.MustJSON(to)))
 		if err != nil {
 			panic(err) // both sides are marshalled Status values
 		}
 		body["status"] = json.RawMessage(diff)
-		return apiPatch{subresource: "status", body: []byte(mustJSON(body))}, true
+		return write.Patch{Subresource: "status", Body: []byte(write.MustJSON(body))}, true
 	}
-	metadata["annotations"] = map[string]any{status.StatusAnnotation: mustJSON(to)}
+	metadata["annotations"] = map[string]any{status.StatusAnnotation: write.MustJSON(to)}
 	if deactivate {
 		body["spec"] = map[string]any{"deactivated": true}
 	}
-	return apiPatch{body: []byte(mustJSON(body))}, true
+	return write.Patch{Body: []byte(write.MustJSON(body))}, true
 }
 
 // deactivatePatch sets spec.deactivated. It touches no claim, so it needs
 // no condition.
-func deactivatePatch() apiPatch {
-	return apiPatch{body: []byte(`{"spec":{"deactivated":true}}`)}
+func deactivatePatch() write.Patch {
+	return write.Patch{Body: []byte(`{"spec":{"deactivated":true}}`)}
 }
 
 // settle returns the patch that replaces the claimed Status, which this
 // sweep wrote, with to: a JSON patch that tests first that the claim is
 // still this sweep's. deactivate is as for update.
-func (l statusLocation) settle(claimed, to status.Status, deactivate bool) apiPatch {
+func (l statusLocation) settle(claimed, to status.Status, deactivate bool) write.Patch {
 	if l.subresource {
-		return jsonPatch("status", patchOp{"test", "/status/claim/sweep", claimed.Claim.Sweep}, patchOp{"replace", "/status", to})
+		return write.JSONPatch("status", write.PatchOp{Op: "test", Path: "/status/claim/sweep", Value: claimed.Claim.Sweep}, write.PatchOp{Op: "replace", Path: "/status", Value: to})
 	}
 	// The annotation is compared whole: it is the string the claim wrote.
-	path := annotationPointer(status.StatusAnnotation)
-	ops := []patchOp{{"test", path, mustJSON(claimed)}, {"replace", path, mustJSON(to)}}
+	path := write.AnnotationPointer(status.StatusAnnotation)
+	ops := []write.PatchOp{{Op: "test", Path: path, Value: write.MustJSON(claimed)}, {Op: "replace", Path: path, Value: write.MustJSON(to)}}
 	if deactivate {
-		ops = append(ops, patchOp{"add", "/spec/deactivated", true})
+		ops = append(ops, write.PatchOp{Op: "add", Path: "/spec/deactivated", Value: true})
 	}
-	return jsonPatch("", ops...)
+	return write.JSONPatch("", ops...)
 }
 
 // managerRecord is a manager's record: its Status where statusLocation
@@ -145,7 +129,7 @@ func (mr *managerRecord) claim(ctx context.Context, c status.Claim, acting repor
 	}
 	claimed.Claim = &c
 	patch, _ := mr.at.update(mr.stored, claimed, mr.obj.GetResourceVersion(), false)
-	if err := mr.s.writer.patchManager(ctx, mr.obj.GetNamespace(), mr.obj.GetName(), patch); err != nil {
+	if err := mr.s.writer.PatchManager(ctx, mr.obj.GetNamespace(), mr.obj.GetName(), patch); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return fmt.Errorf("the manager %w", errChanged)
 		}
@@ -256,29 +240,4 @@ func (mr *managerRecord) saveSummary(ctx context.Context, e report.Entry, sum st
 		return nil
 	}
 	return mr.s.writeManager(ctx, patch, mr.obj)
-}
-
-func mustJSON(v any) string {
-	data, err := json.Marshal(v)
-	if err != nil {
-		panic(err) // only plain structs and maps are marshalled
-	}
-	return string(data)
-}
-
-// patchOp is one operation of an RFC 6902 JSON patch.
-type patchOp struct {
-	Op    string `json:"op"`
-	Path  string `json:"path"`
-	Value any    `json:"value"`
-}
-
-// jsonPatch is the JSON patch of ops, of the subresource when it is set.
-func jsonPatch(subresource string, ops ...patchOp) apiPatch {
-	return apiPatch{subresource: subresource, jsonPatch: true, body: []byte(mustJSON(ops))}
-}
-
-// annotationPointer is the JSON pointer to annotation key, for a JSON patch.
-func annotationPointer(key string) string {
-	return "/metadata/annotations/" + strings.ReplaceAll(key, "/", "~1")
 }

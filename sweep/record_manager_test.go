@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 )
@@ -19,13 +20,13 @@ import (
 // applyPatch applies a manager patch to obj the way the API server applies a
 // JSON merge patch (a status patch to the whole object, as the status
 // subresource sees it).
-func applyPatch(t *testing.T, obj *unstructured.Unstructured, p apiPatch) *unstructured.Unstructured {
+func applyPatch(t *testing.T, obj *unstructured.Unstructured, p write.Patch) *unstructured.Unstructured {
 	t.Helper()
 	current, err := obj.MarshalJSON()
 	if err != nil {
 		t.Fatal(err)
 	}
-	merged, err := jsonpatch.MergePatch(current, p.body)
+	merged, err := jsonpatch.MergePatch(current, p.Body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,12 +57,12 @@ func TestStateStoreRoundTrip(t *testing.T) {
 		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "k8s.consol.de/v1beta1", "kind": "NamespaceManager", "metadata": map[string]any{"name": "m"}}}
 		first := sampleStatus()
 		p, changed := store.update(status.Status{}, first, "", false)
-		if !changed || (p.subresource == "status") != store.subresource {
-			t.Fatalf("subresource=%v: changed=%v subresource=%q", store.subresource, changed, p.subresource)
+		if !changed || (p.Subresource == "status") != store.subresource {
+			t.Fatalf("subresource=%v: changed=%v subresource=%q", store.subresource, changed, p.Subresource)
 		}
 		obj = applyPatch(t, obj, p)
-		if got := store.read(listedOf(t, obj)); mustJSON(got) != mustJSON(first) {
-			t.Fatalf("subresource=%v: read %s, want %s", store.subresource, mustJSON(got), mustJSON(first))
+		if got := store.read(listedOf(t, obj)); write.MustJSON(got) != write.MustJSON(first) {
+			t.Fatalf("subresource=%v: read %s, want %s", store.subresource, write.MustJSON(got), write.MustJSON(first))
 		}
 		// Removing the claim and one of two checks must remove them, not
 		// merge them into what is stored.
@@ -71,8 +72,8 @@ func TestStateStoreRoundTrip(t *testing.T) {
 		second.State = report.StateFired
 		p, _ = store.update(first, second, "", false)
 		obj = applyPatch(t, obj, p)
-		if got := store.read(listedOf(t, obj)); mustJSON(got) != mustJSON(second) {
-			t.Errorf("subresource=%v: after update read %s, want %s", store.subresource, mustJSON(got), mustJSON(second))
+		if got := store.read(listedOf(t, obj)); write.MustJSON(got) != write.MustJSON(second) {
+			t.Errorf("subresource=%v: after update read %s, want %s", store.subresource, write.MustJSON(got), write.MustJSON(second))
 		}
 		if _, changed := store.update(second, second, "", false); changed {
 			t.Errorf("subresource=%v: no change, but a patch", store.subresource)
@@ -84,7 +85,7 @@ func TestUpdateIsConditionalOnResourceVersion(t *testing.T) {
 	for _, store := range []statusLocation{{subresource: false}, {subresource: true}} {
 		p, _ := store.update(status.Status{}, sampleStatus(), "42", false)
 		var body map[string]any
-		if err := json.Unmarshal(p.body, &body); err != nil {
+		if err := json.Unmarshal(p.Body, &body); err != nil {
 			t.Fatal(err)
 		}
 		if rv := body["metadata"].(map[string]any)["resourceVersion"]; rv != "42" {
@@ -98,18 +99,18 @@ func TestUpdateDeactivates(t *testing.T) {
 	// Under the original CRD one patch records and deactivates, even when
 	// the record is unchanged.
 	p, changed := statusLocation{}.update(st, st, "", true)
-	if !changed || p.subresource != "" || !json.Valid(p.body) {
-		t.Fatalf("annotation store: changed=%v subresource=%q", changed, p.subresource)
+	if !changed || p.Subresource != "" || !json.Valid(p.Body) {
+		t.Fatalf("annotation store: changed=%v subresource=%q", changed, p.Subresource)
 	}
 	var body struct {
 		Spec struct{ Deactivated bool } `json:"spec"`
 	}
-	_ = json.Unmarshal(p.body, &body)
+	_ = json.Unmarshal(p.Body, &body)
 	if !body.Spec.Deactivated {
-		t.Errorf("annotation store patch %s does not set spec.deactivated", p.body)
+		t.Errorf("annotation store patch %s does not set spec.deactivated", p.Body)
 	}
-	if d := deactivatePatch(); d.subresource != "" || string(d.body) != `{"spec":{"deactivated":true}}` {
-		t.Errorf("deactivatePatch = %q %s", d.subresource, d.body)
+	if d := deactivatePatch(); d.Subresource != "" || string(d.Body) != `{"spec":{"deactivated":true}}` {
+		t.Errorf("deactivatePatch = %q %s", d.Subresource, d.Body)
 	}
 }
 
@@ -126,8 +127,8 @@ func TestUpdateSeesAConditionChange(t *testing.T) {
 	}
 	for _, store := range []statusLocation{{subresource: false}, {subresource: true}} {
 		p, changed := store.update(stored, next, "", false)
-		if !changed || !strings.Contains(string(p.body), "conditions") || !strings.Contains(string(p.body), "True") {
-			t.Errorf("subresource=%v: patch %s does not carry the changed condition", store.subresource, p.body)
+		if !changed || !strings.Contains(string(p.Body), "conditions") || !strings.Contains(string(p.Body), "True") {
+			t.Errorf("subresource=%v: patch %s does not carry the changed condition", store.subresource, p.Body)
 		}
 	}
 }
@@ -145,20 +146,20 @@ func TestSettleTestsTheClaimFirst(t *testing.T) {
 		wantTest   any
 	}{
 		{"status subresource", statusLocation{subresource: true}, false, "status", []string{"test", "replace"}, claimed.Claim.Sweep},
-		{"annotation", statusLocation{}, false, "", []string{"test", "replace"}, mustJSON(claimed)},
-		{"annotation, deactivating", statusLocation{}, true, "", []string{"test", "replace", "add"}, mustJSON(claimed)},
+		{"annotation", statusLocation{}, false, "", []string{"test", "replace"}, write.MustJSON(claimed)},
+		{"annotation, deactivating", statusLocation{}, true, "", []string{"test", "replace", "add"}, write.MustJSON(claimed)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := tc.store.settle(claimed, final, tc.deactivate)
-			if !p.jsonPatch || p.subresource != tc.wantSub {
-				t.Fatalf("patch json=%v subresource=%q, want a JSON patch of %q", p.jsonPatch, p.subresource, tc.wantSub)
+			if !p.JSON || p.Subresource != tc.wantSub {
+				t.Fatalf("patch json=%v subresource=%q, want a JSON patch of %q", p.JSON, p.Subresource, tc.wantSub)
 			}
 			var ops []struct {
 				Op    string `json:"op"`
 				Path  string `json:"path"`
 				Value any    `json:"value"`
 			}
-			if err := json.Unmarshal(p.body, &ops); err != nil {
+			if err := json.Unmarshal(p.Body, &ops); err != nil {
 				t.Fatal(err)
 			}
 			var names []string
@@ -182,13 +183,13 @@ func TestCloneSharesNothingTheSweepChanges(t *testing.T) {
 	st := sampleStatus()
 	st.LastAction = &status.LastAction{Policy: "p", Action: policy.ActionDelete, Result: report.ResultSucceeded}
 	st.Conditions = []metav1.Condition{{Type: status.ConditionFired, Status: metav1.ConditionTrue}}
-	want := mustJSON(st)
+	want := write.MustJSON(st)
 
 	c := st.Clone()
 	c.LastAction.Result = report.ResultFailed
 	c.Conditions[0].Status = metav1.ConditionFalse
 	c.Checks["p"] = policy.CheckState{}
-	if got := mustJSON(st); got != want {
+	if got := write.MustJSON(st); got != want {
 		t.Errorf("changing the clone changed the original:\n%s\nwant\n%s", got, want)
 	}
 }

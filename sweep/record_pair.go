@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 )
@@ -81,7 +82,7 @@ func (pr *pairRecord) claim(ctx context.Context, c status.Claim, _ report.Entry,
 func (pr *pairRecord) write(ctx context.Context, o outcome) error {
 	switch {
 	case pr.claimed != nil:
-		err := pr.replace(ctx, pr.key, mustJSON(*pr.claimed), pr.after(*pr.claimed, o))
+		err := pr.replace(ctx, pr.key, write.MustJSON(*pr.claimed), pr.after(*pr.claimed, o))
 		if lostClaim(err) {
 			return fmt.Errorf("the namespace's record changed since this sweep claimed it: %w", err)
 		}
@@ -129,16 +130,16 @@ func needsRecord(e report.Entry, checks map[string]policy.CheckState, stored sta
 // conditional on the namespace's resourceVersion (see asListed), removing
 // a record listed at the legacy key.
 func (pr *pairRecord) writeAsListed(ctx context.Context, st status.PairStatus) error {
-	annotations := map[string]any{pr.key: mustJSON(st)}
+	annotations := map[string]any{pr.key: write.MustJSON(st)}
 	if _, ok := pr.ns.pairs[pr.legacy]; ok {
 		annotations[pr.legacy] = nil // null removes it in a merge patch
 	}
 	return pr.s.asListed(ctx, pr.ns, pr.unchanged, func(resourceVersion string) error {
-		body := mustJSON(map[string]any{"metadata": map[string]any{
+		body := write.MustJSON(map[string]any{"metadata": map[string]any{
 			"resourceVersion": resourceVersion,
 			"annotations":     annotations,
 		}})
-		return pr.s.writer.patchNamespace(ctx, pr.ns.name, apiPatch{body: []byte(body)})
+		return pr.s.writer.PatchNamespace(ctx, pr.ns.name, write.Patch{Body: []byte(body)})
 	})
 }
 
@@ -148,16 +149,16 @@ func (pr *pairRecord) writeAsListed(ctx context.Context, st status.PairStatus) e
 // to).
 func (pr *pairRecord) replace(ctx context.Context, at, was string, st status.PairStatus) error {
 	// The uid in a merge patch is a precondition: never a namespace recreated.
-	patch := apiPatch{body: []byte(mustJSON(map[string]any{"metadata": map[string]any{"uid": pr.ns.uid, "annotations": map[string]any{pr.key: mustJSON(st)}}}))}
-	switch path := annotationPointer(pr.key); {
+	patch := write.Patch{Body: []byte(write.MustJSON(map[string]any{"metadata": map[string]any{"uid": pr.ns.uid, "annotations": map[string]any{pr.key: write.MustJSON(st)}}}))}
+	switch path := write.AnnotationPointer(pr.key); {
 	case at == pr.key:
-		patch = jsonPatch("", patchOp{"test", path, was}, patchOp{"replace", path, mustJSON(st)})
+		patch = write.JSONPatch("", write.PatchOp{Op: "test", Path: path, Value: was}, write.PatchOp{Op: "replace", Path: path, Value: write.MustJSON(st)})
 	case at != "":
 		// A record at the legacy key moves to pr.key.
-		old := annotationPointer(at)
-		patch = jsonPatch("", patchOp{"test", old, was}, patchOp{Op: "remove", Path: old}, patchOp{"add", path, mustJSON(st)})
+		old := write.AnnotationPointer(at)
+		patch = write.JSONPatch("", write.PatchOp{Op: "test", Path: old, Value: was}, write.PatchOp{Op: "remove", Path: old}, write.PatchOp{Op: "add", Path: path, Value: write.MustJSON(st)})
 	}
 	return pr.s.retry(ctx, func(ctx context.Context) error {
-		return pr.s.writer.patchNamespace(ctx, pr.ns.name, patch)
+		return pr.s.writer.PatchNamespace(ctx, pr.ns.name, patch)
 	})
 }

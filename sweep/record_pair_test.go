@@ -11,6 +11,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 
 	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 )
@@ -47,12 +48,12 @@ func TestRecordOfReadsTheLegacyKey(t *testing.T) {
 // namespacePatcher applies namespace patches to a fake clientset, which
 // applies JSON patches as the API server does; it is no other writer.
 type namespacePatcher struct {
-	writer
+	write.Writer
 	kube *kubefake.Clientset
 }
 
-func (w namespacePatcher) patchNamespace(ctx context.Context, name string, p apiPatch) error {
-	_, err := w.kube.CoreV1().Namespaces().Patch(ctx, name, p.patchType(), p.body, metav1.PatchOptions{})
+func (w namespacePatcher) PatchNamespace(ctx context.Context, name string, p write.Patch) error {
+	_, err := w.kube.CoreV1().Namespaces().Patch(ctx, name, p.Type(), p.Body, metav1.PatchOptions{})
 	return err
 }
 
@@ -62,7 +63,7 @@ func (w namespacePatcher) patchNamespace(ctx context.Context, name string, p api
 func TestReplaceMovesALegacyRecord(t *testing.T) {
 	uid := types.UID("0b6f2c1e-5d0a-4b8e-9a61-7e3f1c2d4a5b")
 	key, legacy := status.PairAnnotation(uid), status.LegacyPairAnnotation(uid)
-	was := mustJSON(status.PairStatus{Rule: "home/rule", Progress: status.Progress{IgnoredHold: "x"}})
+	was := write.MustJSON(status.PairStatus{Rule: "home/rule", Progress: status.Progress{IgnoredHold: "x"}})
 	next := status.PairStatus{Rule: "home/rule", Progress: status.Progress{LastAction: &status.LastAction{Policy: "p", Action: policy.ActionDelete, Result: report.ResultFailed}}}
 	for _, tc := range []struct {
 		name    string
@@ -70,7 +71,7 @@ func TestReplaceMovesALegacyRecord(t *testing.T) {
 		wantErr bool
 	}{
 		{"as listed", was, false},
-		{"changed since", mustJSON(status.PairStatus{Rule: "home/rule"}), true},
+		{"changed since", write.MustJSON(status.PairStatus{Rule: "home/rule"}), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			kube := kubefake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a", UID: "ns-uid", Annotations: map[string]string{legacy: tc.now, "other": "kept"}}})
@@ -81,7 +82,7 @@ func TestReplaceMovesALegacyRecord(t *testing.T) {
 			if getErr != nil {
 				t.Fatal(getErr)
 			}
-			want := map[string]string{key: mustJSON(next), "other": "kept"}
+			want := map[string]string{key: write.MustJSON(next), "other": "kept"}
 			if tc.wantErr {
 				want = map[string]string{legacy: tc.now, "other": "kept"}
 			}

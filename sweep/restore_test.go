@@ -55,7 +55,7 @@ func TestRestoreOne(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := &conflictOnce{patches: [][]byte{nil}} // no conflict
+			w := &conflictOnce{Writer: dryRun, patches: [][]byte{nil}} // no conflict
 			d := deployment(tt.replicas, "1")
 			if tt.record != "" {
 				d.SetAnnotations(map[string]string{status.ReplicasAnnotation: tt.record})
@@ -104,7 +104,7 @@ func TestRestoreOneRecomputesAfterAConflict(t *testing.T) {
 	listed.SetAnnotations(map[string]string{status.ReplicasAnnotation: "3"})
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{deploymentsResource: "DeploymentList"}, fresh)
-	w := &conflictOnce{}
+	w := &conflictOnce{Writer: dryRun}
 
 	effect, err := restoreOne(t.Context(), Clients{Dynamic: dyn}, w, deploymentsResource, "Deployment", listed)
 	if err != nil {

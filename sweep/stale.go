@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/internal/write"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -91,13 +92,13 @@ func (s *Sweeper) removeStaleRecords(ctx context.Context, r *sweepRun, managers 
 		f := found[i]
 		// One operation pair a record: 256 KiB of annotations hold at most
 		// some 4,400 records, within the API server's 10,000 operations.
-		ops := make([]patchOp, 0, 2*len(f.keys))
+		ops := make([]write.PatchOp, 0, 2*len(f.keys))
 		for j, key := range f.keys {
-			path := annotationPointer(key)
-			ops = append(ops, patchOp{"test", path, f.values[j]}, patchOp{Op: "remove", Path: path})
+			path := write.AnnotationPointer(key)
+			ops = append(ops, write.PatchOp{Op: "test", Path: path, Value: f.values[j]}, write.PatchOp{Op: "remove", Path: path})
 		}
 		attrs := []any{"namespace", f.namespace, "records", len(f.keys), "dryRun", s.cfg.DryRun}
-		if err := s.writer.patchNamespace(ctx, f.namespace, jsonPatch("", ops...)); err != nil {
+		if err := s.writer.PatchNamespace(ctx, f.namespace, write.JSONPatch("", ops...)); err != nil {
 			s.log.Warn("the records of rules that are gone were not removed", append(attrs, "error", err.Error())...)
 			return
 		}

@@ -11,17 +11,18 @@ import (
 	"time"
 
 	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/internal/write"
 	"k8s.io/apimachinery/pkg/types"
 )
 
 // patchRecorder is a writer that keeps the namespace patches it is given.
 type patchRecorder struct {
-	dryRunWriter
+	write.Writer
 	mu      sync.Mutex
-	patches map[string][]apiPatch
+	patches map[string][]write.Patch
 }
 
-func (w *patchRecorder) patchNamespace(_ context.Context, name string, patch apiPatch) error {
+func (w *patchRecorder) PatchNamespace(_ context.Context, name string, patch write.Patch) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.patches[name] = append(w.patches[name], patch)
@@ -49,15 +50,15 @@ func TestStaleRecordsOnePatchEach(t *testing.T) {
 	for i := range 300 {
 		pairs[status.PairAnnotationPrefix+fmt.Sprintf("gone-%03d", i)] = old
 	}
-	w := &patchRecorder{patches: map[string][]apiPatch{}}
+	w := &patchRecorder{Writer: dryRun, patches: map[string][]write.Patch{}}
 	s := &Sweeper{cfg: Config{ShardCount: 1, Concurrency: 4}, writer: w, log: slog.New(slog.DiscardHandler)}
 	done := s.removeStaleRecords(t.Context(), staleRun(now, map[string]namespaceInfo{"tenant": {name: "tenant", uid: "u1", pairs: pairs}}), map[types.UID]bool{"standing": true})
 	if done.removed != 300 || done.left != 0 || len(w.patches["tenant"]) != 1 {
 		t.Fatalf("removed %d, left %d, with %d patches; want 300, 0, one patch", done.removed, done.left, len(w.patches["tenant"]))
 	}
-	var ops []patchOp
-	if err := json.Unmarshal(w.patches["tenant"][0].body, &ops); err != nil || !w.patches["tenant"][0].jsonPatch {
-		t.Fatalf("patch %s: %v, want a JSON patch", w.patches["tenant"][0].body, err)
+	var ops []write.PatchOp
+	if err := json.Unmarshal(w.patches["tenant"][0].Body, &ops); err != nil || !w.patches["tenant"][0].JSON {
+		t.Fatalf("patch %s: %v, want a JSON patch", w.patches["tenant"][0].Body, err)
 	}
 	removed := map[string]bool{}
 	for i := 0; i < len(ops); i += 2 {
@@ -68,7 +69,7 @@ func TestStaleRecordsOnePatchEach(t *testing.T) {
 		removed[remove.Path] = true
 	}
 	for key := range pairs {
-		if want := strings.HasPrefix(key, status.PairAnnotationPrefix+"gone-"); removed[annotationPointer(key)] != want {
+		if want := strings.HasPrefix(key, status.PairAnnotationPrefix+"gone-"); removed[write.AnnotationPointer(key)] != want {
 			t.Errorf("%s removed: %v, want %v", key, !want, want)
 		}
 	}
@@ -85,7 +86,7 @@ func TestStaleRecordsBounded(t *testing.T) {
 		name := fmt.Sprintf("ns-%02d", i)
 		namespaces[name] = namespaceInfo{name: name, uid: types.UID("u-" + name), pairs: map[string]string{status.PairAnnotationPrefix + "a": old, status.PairAnnotationPrefix + "b": old}}
 	}
-	w := &patchRecorder{patches: map[string][]apiPatch{}}
+	w := &patchRecorder{Writer: dryRun, patches: map[string][]write.Patch{}}
 	s := &Sweeper{cfg: Config{ShardCount: 1, Concurrency: 4}, writer: w, log: slog.New(slog.DiscardHandler)}
 	done := s.removeStaleRecords(t.Context(), staleRun(now, namespaces), nil)
 	if len(w.patches) != MaxStaleNamespaces || done.removed != 2*MaxStaleNamespaces || done.left != 6 || done.leftNamespaces != 3 {
@@ -94,7 +95,7 @@ func TestStaleRecordsBounded(t *testing.T) {
 	for name := range w.patches {
 		delete(namespaces, name)
 	}
-	w.patches = map[string][]apiPatch{}
+	w.patches = map[string][]write.Patch{}
 	done = s.removeStaleRecords(t.Context(), staleRun(now.Add(5*time.Minute), namespaces), nil)
 	if len(w.patches) != 3 || done.removed != 6 || done.left != 0 {
 		t.Errorf("next sweep: %d namespaces patched, %+v; want the 3 left", len(w.patches), done)

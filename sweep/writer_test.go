@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/nsman/nsman/internal/write"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
@@ -26,12 +27,12 @@ func TestPatchManager(t *testing.T) {
 		}
 		_, _ = w.Write([]byte(`{"apiVersion":"k8s.consol.de/v1beta1","kind":"NamespaceManager","metadata":{"name":"m","namespace":"team-a"}}`))
 	})
-	w := &apiWriter{clients: Clients{Managers: managersClientFor(t, server)}}
+	w := write.New(nil, nil, managersClientFor(t, server), nil, false)
 
-	if err := w.patchManager(t.Context(), "team-a", "m", deactivatePatch()); err != nil {
+	if err := w.PatchManager(t.Context(), "team-a", "m", deactivatePatch()); err != nil {
 		t.Fatal(err)
 	}
-	err := w.patchManager(t.Context(), "team-a", "m", apiPatch{subresource: "status", body: []byte(`{"status":{"state":"fired"}}`)})
+	err := w.PatchManager(t.Context(), "team-a", "m", write.Patch{Subresource: "status", Body: []byte(`{"status":{"state":"fired"}}`)})
 	if !apierrors.IsConflict(err) {
 		t.Errorf("status patch: error %v, want a conflict", err)
 	}
