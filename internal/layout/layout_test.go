@@ -88,7 +88,6 @@ var writers = map[string]string{
 	"cmd":            "",
 	// Access reviews are created, not the objects nsman manages.
 	"doctor": "",
-	"sweep":  "until internal/write holds the writer",
 }
 
 // Bounds of issue 32.
