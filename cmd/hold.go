@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/sweep"
 )
@@ -107,7 +108,7 @@ func (o *holdOptions) run(c *cobra.Command, namespace string) error {
 	if !until.IsZero() {
 		what = "held until " + until.Format(time.RFC3339)
 	}
-	var clients sweep.Clients
+	var clients cluster.Clients
 	if !o.dryRun {
 		if clients, err = o.kube.clients(); err != nil {
 			return err

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/sweep"
 )
@@ -33,7 +34,7 @@ func TestHoldPatch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := sweep.Hold(t.Context(), sweep.Clients{}, "ns", "", until, true)
+			got, err := sweep.Hold(t.Context(), cluster.Clients{}, "ns", "", until, true)
 			if err != nil || string(got) != tt.want {
 				t.Errorf("patch %s (%v), want %s", got, err, tt.want)
 			}

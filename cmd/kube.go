@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/internal/cluster"
 )
 
 // kubeOptions are the flags that reach a cluster, as kubectl users expect:
@@ -38,19 +38,19 @@ func (o *kubeOptions) addFlags(fs *pflag.FlagSet) {
 }
 
 // clients builds the API clients, all observed by one APIObserver.
-func (o *kubeOptions) clients() (sweep.Clients, error) {
+func (o *kubeOptions) clients() (cluster.Clients, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = o.kubeconfig
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.context}).ClientConfig()
 	if err != nil {
-		return sweep.Clients{}, usageError{err}
+		return cluster.Clients{}, usageError{err}
 	}
 	cfg.QPS, cfg.Burst = o.qps, o.burst
 	if o.quiet {
 		cfg.WarningHandler = rest.NoWarnings{}
 	}
 	cfg.UserAgent = "nsman/" + version
-	c, err := NewClients(cfg, sweep.NewAPIObserver(nil))
+	c, err := NewClients(cfg, cluster.NewAPIObserver(nil))
 	if err != nil {
 		return c, usageError{err}
 	}
@@ -60,7 +60,7 @@ func (o *kubeOptions) clients() (sweep.Clients, error) {
 // reachableClients are clients() of a cluster that answered: a command
 // that only reads says "cannot be reached" (a usage error) rather than
 // reporting each of its reads failed.
-func (o *kubeOptions) reachableClients() (sweep.Clients, error) {
+func (o *kubeOptions) reachableClients() (cluster.Clients, error) {
 	c, err := o.clients()
 	if err != nil {
 		return c, err
@@ -73,10 +73,10 @@ func (o *kubeOptions) reachableClients() (sweep.Clients, error) {
 
 // NewClients builds the API clients a sweep uses from cfg, all observed by
 // observer.
-func NewClients(cfg *rest.Config, observer *sweep.APIObserver) (sweep.Clients, error) {
+func NewClients(cfg *rest.Config, observer *cluster.APIObserver) (cluster.Clients, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(observer.Wrap)
-	c := sweep.Clients{Observer: observer}
+	c := cluster.Clients{Observer: observer}
 	var err error
 	if c.Managers, err = managersClient(cfg); err != nil {
 		return c, err
@@ -97,7 +97,7 @@ func NewClients(cfg *rest.Config, observer *sweep.APIObserver) (sweep.Clients, e
 // speaks JSON, the only encoding custom resources are served in.
 func managersClient(cfg *rest.Config) (rest.Interface, error) {
 	cfg = dynamic.ConfigFor(cfg)
-	gv := sweep.ManagerResource.GroupVersion()
+	gv := cluster.ManagerResource.GroupVersion()
 	cfg.GroupVersion, cfg.APIPath = &gv, "/apis"
 	return rest.RESTClientFor(cfg)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/sweep"
 )
@@ -54,7 +55,7 @@ func (o *touchOptions) run(c *cobra.Command, args []string) error {
 			namespaces = append(namespaces, namespace)
 		}
 	}
-	var clients sweep.Clients
+	var clients cluster.Clients
 	if !o.dryRun {
 		var err error
 		if clients, err = o.kube.clients(); err != nil {

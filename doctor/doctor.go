@@ -27,9 +27,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nsman/nsman/deploy"
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
-	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/webhook"
 )
 
@@ -255,7 +255,7 @@ func upgradeFix(annotations map[string]string, own string) string {
 // for a caller who may not read CRDs.
 func crdByDiscovery(kube kubernetes.Interface) Check {
 	c := Check{Name: "crd"}
-	resources, err := kube.Discovery().ServerResourcesForGroupVersion(sweep.ManagerResource.GroupVersion().String())
+	resources, err := kube.Discovery().ServerResourcesForGroupVersion(cluster.ManagerResource.GroupVersion().String())
 	has := func(name string) bool {
 		return resources != nil && slices.ContainsFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Name == name })
 	}
@@ -328,7 +328,7 @@ func permissions(ctx context.Context, kube kubernetes.Interface, serviceAccount 
 		}
 	}
 	var missing []string
-	for _, p := range sweep.Permissions {
+	for _, p := range cluster.Permissions {
 		attrs := &authorizationv1.ResourceAttributes{Verb: p.Verb, Group: p.Group, Resource: p.Resource, Subresource: p.Subresource}
 		allowed, err := review(attrs)
 		if apierrors.IsForbidden(err) && who != "you" {
@@ -348,19 +348,19 @@ func permissions(ctx context.Context, kube kubernetes.Interface, serviceAccount 
 	switch {
 	case len(missing) > 0 && notNsman:
 		c.Status = Warning
-		c.Message = fmt.Sprintf("%s may not do %d of the %d things a sweep does", who, len(missing), len(sweep.Permissions))
+		c.Message = fmt.Sprintf("%s may not do %d of the %d things a sweep does", who, len(missing), len(cluster.Permissions))
 		c.Details = append(c.Details, missing...)
 		c.Fix = notNsmanFix
 	case len(missing) > 0:
 		c.Status = Failed
-		c.Message = fmt.Sprintf("%s may not do %d of the %d things a sweep does", who, len(missing), len(sweep.Permissions))
+		c.Message = fmt.Sprintf("%s may not do %d of the %d things a sweep does", who, len(missing), len(cluster.Permissions))
 		c.Details = append(c.Details, missing...)
 		c.Fix = "grant them to " + who + ", cluster-wide: nsman's ClusterRole (deploy/base/rbac.yaml, or the chart's) holds exactly these"
 	case notNsman:
-		c.Status, c.Message = Warning, fmt.Sprintf("%s may do all %d things a sweep does", who, len(sweep.Permissions))
+		c.Status, c.Message = Warning, fmt.Sprintf("%s may do all %d things a sweep does", who, len(cluster.Permissions))
 		c.Fix = notNsmanFix
 	default:
-		c.Status, c.Message = OK, fmt.Sprintf("%s may do all %d things a sweep does", who, len(sweep.Permissions))
+		c.Status, c.Message = OK, fmt.Sprintf("%s may do all %d things a sweep does", who, len(cluster.Permissions))
 	}
 	return c
 }

@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"strconv"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -18,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/policy"
@@ -52,7 +52,9 @@ func (s *Sweeper) apply(ctx context.Context, m policy.Manager, rec record, p *pl
 		if p.step == stepAct {
 			unchanged := rec.unchanged
 			if !idles(m) {
-				unchanged = func(listed, now namespaceInfo) bool { return rec.unchanged(withoutTouch(listed), withoutTouch(now)) }
+				unchanged = func(listed, now cluster.Namespace) bool {
+					return rec.unchanged(withoutTouch(listed), withoutTouch(now))
+				}
 			}
 			err := s.asListed(ctx, t.listed, unchanged, func(resourceVersion string) error {
 				return s.writer.DeleteNamespace(ctx, t.name, t.uid, resourceVersion)
@@ -151,7 +153,7 @@ func (s *Sweeper) deleteClaimed(ctx context.Context, t target) ([]string, error)
 	}
 	err := s.writer.DeleteNamespace(ctx, t.name, t.uid, "")
 	if apierrors.IsConflict(err) {
-		if now, exists, rerr := s.namespaceNow(ctx, t.name); rerr == nil && (!exists || now.uid != t.uid) {
+		if now, exists, rerr := s.reads().NamespaceNow(ctx, t.name); rerr == nil && (!exists || now.UID != t.uid) {
 			return []string{effect + " (already gone; a new namespace of that name is left alone)"}, nil
 		}
 	}
@@ -162,18 +164,6 @@ func (s *Sweeper) deleteClaimed(ctx context.Context, t target) ([]string, error)
 		return nil, fmt.Errorf("delete namespace %s: %w", t.name, err)
 	}
 	return []string{effect}, nil
-}
-
-// namespaceNow reads one namespace again, with a list by name: nsman may
-// list namespaces, not get them.
-func (s *Sweeper) namespaceNow(ctx context.Context, name string) (namespaceInfo, bool, error) {
-	list, err := s.clients.Metadata.Resource(corev1.SchemeGroupVersion.WithResource("namespaces")).List(ctx, metav1.ListOptions{
-		FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(),
-	})
-	if err != nil || len(list.Items) == 0 {
-		return namespaceInfo{}, false, err
-	}
-	return namespaceInfoOf(&list.Items[0]), true, nil
 }
 
 // scaleDown scales every selected workload with replicas above zero to zero,
@@ -198,7 +188,7 @@ func (s *Sweeper) scaleDown(ctx context.Context, namespace string, selectors []p
 // eachWorkload calls change once with each Deployment and StatefulSet of
 // namespace that selectors select (all, without), and returns the effects
 // and the errors joined: one workload that fails stops no other.
-func eachWorkload(ctx context.Context, clients Clients, namespace string, selectors []policy.Selector,
+func eachWorkload(ctx context.Context, clients cluster.Clients, namespace string, selectors []policy.Selector,
 	change func(schema.GroupVersionResource, string, *unstructured.Unstructured) (string, error)) ([]string, error) {
 	if len(selectors) == 0 {
 		selectors = []policy.Selector{{Kind: policy.KindDeployment}, {Kind: policy.KindStatefulSet}}
@@ -216,7 +206,7 @@ func eachWorkload(ctx context.Context, clients Clients, namespace string, select
 			return clients.Kube.AppsV1().RESTClient().Get().Namespace(namespace).Resource(resource.Resource)
 		}
 		var selected []*unstructured.Unstructured
-		err := eachStreamed(ctx, workloadPage, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(sel.Labels).String()}, list, func(f *workloadFields) error {
+		err := cluster.EachStreamed(ctx, workloadPage, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(sel.Labels).String()}, list, func(f *workloadFields) error {
 			w, err := f.unstructured(resource, sel.Kind)
 			if err == nil {
 				selected = append(selected, w)
@@ -330,7 +320,7 @@ func (s *Sweeper) scaleToZero(ctx context.Context, resource schema.GroupVersionR
 // meanwhile, it is read again and the patch recomputed, so that a recorded
 // count is never stale. change returns a nil patch when nothing is to be
 // done. A workload deleted meanwhile needs nothing.
-func changeWorkload(ctx context.Context, clients Clients, w write.Writer, resource schema.GroupVersionResource, obj *unstructured.Unstructured,
+func changeWorkload(ctx context.Context, clients cluster.Clients, w write.Writer, resource schema.GroupVersionResource, obj *unstructured.Unstructured,
 	change func(*unstructured.Unstructured) (patch map[string]any, effect string, err error)) (string, error) {
 	var effect string
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -364,7 +354,7 @@ func changeWorkload(ctx context.Context, clients Clients, w write.Writer, resour
 
 // reread reads a workload again with a list by name, so that nsman needs no
 // permission beyond list and patch.
-func reread(ctx context.Context, clients Clients, resource schema.GroupVersionResource, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+func reread(ctx context.Context, clients cluster.Clients, resource schema.GroupVersionResource, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	list, err := clients.Dynamic.Resource(resource).Namespace(obj.GetNamespace()).List(ctx, metav1.ListOptions{
 		FieldSelector: fields.OneTermEqualSelector("metadata.name", obj.GetName()).String(),
 	})

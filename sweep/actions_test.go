@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
 	eventsv1 "k8s.io/api/events/v1"
@@ -51,7 +52,7 @@ func TestScaleToZeroRecomputesAfterAConflict(t *testing.T) {
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme,
 		map[schema.GroupVersionResource]string{deploymentsResource: "DeploymentList"}, fresh)
 	w := &conflictOnce{Writer: dryRun}
-	s := &Sweeper{clients: Clients{Dynamic: dyn}, writer: w}
+	s := &Sweeper{clients: cluster.Clients{Dynamic: dyn}, writer: w}
 
 	effect, from, err := s.scaleToZero(t.Context(), deploymentsResource, "Deployment", deployment(3, "1"))
 	if err != nil {
@@ -148,7 +149,7 @@ func TestWorkloadFieldsKeepWhatIsRead(t *testing.T) {
 		`"initContainers":[{"name":"proxy","restartPolicy":"Always","resources":{"requests":{"cpu":"100m","memory":"64Mi"}}}],` +
 		`"containers":[{"name":"web","args":["` + big + `"],"resources":{"requests":{"cpu":"400m","memory":"256Mi"}}}]}}}}]}`
 	var got []*unstructured.Unstructured
-	if _, err := decodeStreamed(strings.NewReader(data), func(f *workloadFields) error {
+	if _, err := cluster.DecodeStreamed(strings.NewReader(data), func(f *workloadFields) error {
 		w, err := f.unstructured(deploymentsResource, "Deployment")
 		got = append(got, w)
 		return err

@@ -10,13 +10,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
@@ -172,9 +172,9 @@ func (s *Sweeper) listCreated(ctx context.Context, namespace string) (map[string
 	newest := map[string]created{}
 	for _, r := range activityResources {
 		list := func() *rest.Request {
-			return s.restClient(r.resource.GroupVersion()).Get().Namespace(namespace).Resource(r.resource.Resource)
+			return s.reads().RESTClient(r.resource.GroupVersion()).Get().Namespace(namespace).Resource(r.resource.Resource)
 		}
-		err := eachMetadata(ctx, s.cfg.PageSize, metav1.ListOptions{}, list, func(o *objectMeta) error {
+		err := cluster.EachMetadata(ctx, s.cfg.PageSize, metav1.ListOptions{}, list, func(o *cluster.ObjectMeta) error {
 			m := &o.Metadata
 			if at := m.CreationTimestamp.Time; at.After(newest[m.Namespace].at) {
 				newest[m.Namespace] = created{at: at, kind: r.kind, name: m.Name}
@@ -191,7 +191,7 @@ func (s *Sweeper) listCreated(ctx context.Context, namespace string) (map[string
 // Touch writes policy.TouchedAnnotation at at (UTC, to the second) on
 // namespace, unless dryRun, and returns the patch: an IDLE condition counts
 // it as activity.
-func Touch(ctx context.Context, clients Clients, namespace string, at time.Time, dryRun bool) ([]byte, error) {
+func Touch(ctx context.Context, clients cluster.Clients, namespace string, at time.Time, dryRun bool) ([]byte, error) {
 	value := at.UTC().Truncate(time.Second).Format(time.RFC3339)
 	patch := write.Patch{Body: []byte(write.MustJSON(map[string]any{"metadata": map[string]any{"annotations": map[string]any{policy.TouchedAnnotation: value}}}))}
 	return patch.Body, write.New(clients.Kube, clients.Dynamic, clients.Managers, nil, dryRun).PatchNamespace(ctx, namespace, patch)
@@ -205,8 +205,8 @@ func idles(m policy.Manager) bool {
 
 // withoutTouch is ns without its touched annotation: a decision of no IDLE
 // policy does not change with it.
-func withoutTouch(ns namespaceInfo) namespaceInfo {
-	ns.touched = ""
+func withoutTouch(ns cluster.Namespace) cluster.Namespace {
+	ns.Touched = ""
 	return ns
 }
 
@@ -216,23 +216,23 @@ func withoutTouch(ns namespaceInfo) namespaceInfo {
 // more than ActivityIndexAfter namespaces lists the index at the first,
 // rather than reading that many one by one first (128 requests a sweep,
 // where the index costs a page of each of the four per 500 objects).
-func (s *Sweeper) countAhead(x *activities, page *managerPage, now time.Time) {
+func (s *Sweeper) countAhead(x *activities, page *cluster.ManagerPage, now time.Time) {
 	for i := range page.Items {
 		it := &page.Items[i]
-		if !readsActivity(it.Status, now) || ShardOf(it.Metadata.UID, s.cfg.ShardCount) != s.cfg.ShardIndex {
+		if !readsActivity(it.Status, now) || cluster.ShardOf(it.Metadata.UID, s.cfg.ShardCount) != s.cfg.ShardIndex {
 			continue
 		}
 		// A manager may read another namespace than its own only from a
 		// trusted one.
-		if target := it.target(); target == it.Metadata.Namespace || slices.Contains(s.cfg.TrustedNamespaces, it.Metadata.Namespace) {
+		if target := listedTarget(it); target == it.Metadata.Namespace || slices.Contains(s.cfg.TrustedNamespaces, it.Metadata.Namespace) {
 			x.expect(target)
 		}
 	}
 }
 
-// target is the namespace a listed manager targets, as policy.Manager's
-// Target says (a rule's is none, and is not counted here).
-func (it *listedItem) target() string {
+// listedTarget is the namespace a listed manager targets, as
+// policy.Manager's Target says (a rule's is none, and is not counted here).
+func listedTarget(it *cluster.ListedItem) string {
 	if spec, ok := it.Spec.(map[string]any); ok {
 		if ns, ok := spec["namespace"].(string); ok && ns != "" {
 			return ns
@@ -263,22 +263,10 @@ func readsActivity(status []byte, now time.Time) bool {
 // ruleReadsActivity reports whether rule l, with an IDLE policy, had more
 // than ActivityIndexAfter namespaces to evaluate, as far as its last status
 // tells (see ruleEvaluated).
-func (s *Sweeper) ruleReadsActivity(r *sweepRun, l listed) bool {
+func (s *Sweeper) ruleReadsActivity(r *sweepRun, l cluster.Listed) bool {
 	if s.ruleEvaluated(r, l) <= ActivityIndexAfter {
 		return false
 	}
-	m, problems := policy.Parse(l.obj)
+	m, problems := policy.Parse(l.Obj)
 	return len(problems) == 0 && !m.Deactivated && slices.Contains(s.cfg.TrustedNamespaces, m.Namespace) && idles(m)
-}
-
-// restClient is the REST client of the typed clients for gv, of the
-// activity resources' group versions.
-func (s *Sweeper) restClient(gv schema.GroupVersion) rest.Interface {
-	switch gv {
-	case appsv1.SchemeGroupVersion:
-		return s.clients.Kube.AppsV1().RESTClient()
-	case batchv1.SchemeGroupVersion:
-		return s.clients.Kube.BatchV1().RESTClient()
-	}
-	return s.clients.Kube.CoreV1().RESTClient()
 }

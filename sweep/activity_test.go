@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -26,7 +27,7 @@ func TestActivityIndexIsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Sweeper{cfg: Config{PageSize: DefaultPageSize, ClaimTTL: 2 * time.Second}, clients: Clients{Kube: client}, log: slog.New(slog.DiscardHandler)}
+	s := &Sweeper{cfg: Config{PageSize: DefaultPageSize, ClaimTTL: 2 * time.Second}, clients: cluster.Clients{Kube: client}, log: slog.New(slog.DiscardHandler)}
 	x := &activities{}
 	x.indexed.Store(true)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
@@ -70,7 +71,7 @@ func TestActivityIndexCountsNamespaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Sweeper{cfg: Config{PageSize: DefaultPageSize, ClaimTTL: DefaultClaimTTL}, clients: Clients{Kube: client}, log: slog.New(slog.DiscardHandler)}
+	s := &Sweeper{cfg: Config{PageSize: DefaultPageSize, ClaimTTL: DefaultClaimTTL}, clients: cluster.Clients{Kube: client}, log: slog.New(slog.DiscardHandler)}
 	x := &activities{}
 	for range ActivityIndexAfter + 8 {
 		if _, indexed, err := s.lastActivity(t.Context(), x, "team"); err != nil || indexed {
@@ -95,10 +96,10 @@ func TestCountAheadCountsNamespaces(t *testing.T) {
 	s := &Sweeper{cfg: Config{TrustedNamespaces: []string{"platform"}}}
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	status := []byte(`{"lastActivity":{"at":"2025-12-31T00:00:00Z","what":"ReplicaSet web created"}}`)
-	page := func(namespace string, spec func(i int) any) *managerPage {
-		p := &managerPage{}
+	page := func(namespace string, spec func(i int) any) *cluster.ManagerPage {
+		p := &cluster.ManagerPage{}
 		for i := range ActivityIndexAfter + 1 {
-			it := listedItem{Spec: spec(i), Status: status}
+			it := cluster.ListedItem{Spec: spec(i), Status: status}
 			it.Metadata.Namespace, it.Metadata.Name, it.Metadata.UID = namespace, fmt.Sprintf("m-%d", i), types.UID(fmt.Sprint(i))
 			p.Items = append(p.Items, it)
 		}

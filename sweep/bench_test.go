@@ -10,9 +10,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/policy"
@@ -69,11 +69,11 @@ func BenchmarkStatusSteadyState(b *testing.B) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	entries := benchEntries(benchManagers, now)
 	store := statusLocation{subresource: true}
-	managers := make([]listed, len(entries))
+	managers := make([]cluster.Listed, len(entries))
 	for i, e := range entries {
 		var st status.Status
 		st.Observe(e, 1, now)
-		managers[i] = listed{status: json.RawMessage(write.MustJSON(st))}
+		managers[i] = cluster.Listed{Status: json.RawMessage(write.MustJSON(st))}
 	}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -110,61 +110,6 @@ func BenchmarkReportJSON(b *testing.B) {
 	b.ReportMetric(float64(size), "bytes/report")
 }
 
-// benchPages is what listing benchManagers returns: pages of DefaultPageSize
-// managers as the API server stores them after kubectl apply and a sweep.
-func benchPages() [][]byte {
-	var pages [][]byte
-	for first := 0; first < benchManagers; first += DefaultPageSize {
-		items := make([]string, 0, DefaultPageSize)
-		for i := first; i < min(first+DefaultPageSize, benchManagers); i++ {
-			items = append(items, storedManager(i))
-		}
-		pages = append(pages, []byte(listPage("", items...)))
-	}
-	return pages
-}
-
-// BenchmarkDecodePage decodes the list of 10,000 managers as a sweep does,
-// and reads each one's status: what listing costs nsman itself.
-func BenchmarkDecodePage(b *testing.B) {
-	pages := benchPages()
-	store := statusLocation{subresource: true}
-	b.ReportAllocs()
-	for b.Loop() {
-		for _, data := range pages {
-			page, err := decodePage(data)
-			if err != nil {
-				b.Fatal(err)
-			}
-			for i := range page.Items {
-				if st := store.read(page.Items[i].listed()); st.State != report.StateWaiting {
-					b.Fatalf("status read as %+v", st)
-				}
-			}
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchManagers), "ns/manager")
-}
-
-// BenchmarkDecodePageUnstructured decodes the same list as the dynamic
-// client does, for comparison: every field of every manager into maps.
-func BenchmarkDecodePageUnstructured(b *testing.B) {
-	pages := benchPages()
-	b.ReportAllocs()
-	for b.Loop() {
-		for _, data := range pages {
-			obj, err := runtime.Decode(unstructured.UnstructuredJSONScheme, data)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if n := len(obj.(*unstructured.UnstructuredList).Items); n != DefaultPageSize {
-				b.Fatalf("%d managers in a page", n)
-			}
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchManagers), "ns/manager")
-}
-
 // BenchmarkRulePairs evaluates one rule (a TTL of a day, then
 // PODS_SUCCEED) on 10,000 namespaces that each hold a pod that has not
 // succeeded, screened with the sweep's index: what a no-op sweep of a rule
@@ -192,7 +137,7 @@ func BenchmarkRulePairs(b *testing.B) {
 	x := newLabelIndex()
 	for i := range benchManagers {
 		name := fmt.Sprintf("e2e-%05d", i)
-		ru.pairs = append(ru.pairs, namespaceInfoOf(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name),
+		ru.pairs = append(ru.pairs, cluster.NamespaceOf(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name),
 			CreationTimestamp: metav1.NewTime(now.Add(-time.Hour)), Labels: map[string]string{"ci": "e2e"}}}))
 		x.add(name, notSucceeded("e2e-0"), map[string]string{"app": "e2e"})
 	}
@@ -203,7 +148,7 @@ func BenchmarkRulePairs(b *testing.B) {
 		for i := range ru.pairs {
 			var passed bool
 			if _, work := ru.evaluate(context.Background(), i, x.answers(nil, &passed)); work || passed || ru.entries[i].State != report.StateWaiting {
-				b.Fatalf("%s: %s (%s), want waiting", ru.pairs[i].name, ru.entries[i].State, ru.entries[i].Message)
+				b.Fatalf("%s: %s (%s), want waiting", ru.pairs[i].Name, ru.entries[i].State, ru.entries[i].Message)
 			}
 		}
 	}

@@ -8,21 +8,11 @@ import (
 	"slices"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/rest"
-
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/write"
-	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/webhook"
 )
-
-// ManagerResource is the NamespaceManager resource, served by the original
-// CRD and by nsman's.
-var ManagerResource = schema.GroupVersionResource{Group: policy.Group, Version: policy.Version, Resource: policy.Resource}
 
 // Config is a typed sweep configuration; cmd builds it from flags.
 type Config struct {
@@ -152,28 +142,10 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Clients are the API clients a sweep uses. All share one APIObserver.
-type Clients struct {
-	// Managers is a REST client for NamespaceManagers' API group
-	// (k8s.consol.de/v1beta1, JSON), whichever CRD serves them: a sweep
-	// lists and patches managers through it, decoding only what it reads.
-	Managers rest.Interface
-	// Dynamic reads and scales workloads.
-	Dynamic dynamic.Interface
-	// Kube lists pods and Jobs, deletes namespaces, writes Events and
-	// discovers whether the CRD has a status subresource.
-	Kube kubernetes.Interface
-	// Metadata lists namespaces, and pods past PodIndexAfter checks,
-	// without their specs.
-	Metadata metadata.Interface
-	// Observer supplies the server's clock and counts requests.
-	Observer *APIObserver
-}
-
 // Sweeper runs sweeps.
 type Sweeper struct {
 	cfg     Config
-	clients Clients
+	clients cluster.Clients
 	log     *slog.Logger
 	// writer is where a dry run differs (newWriter); notifier is nil
 	// without Config.NotifyURL or actions that are done.
@@ -182,7 +154,7 @@ type Sweeper struct {
 }
 
 // New returns a Sweeper. sender delivers WEBHOOK actions and notifications.
-func New(cfg Config, clients Clients, sender *webhook.Sender, log *slog.Logger) (*Sweeper, error) {
+func New(cfg Config, clients cluster.Clients, sender *webhook.Sender, log *slog.Logger) (*Sweeper, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -202,4 +174,9 @@ func New(cfg Config, clients Clients, sender *webhook.Sender, log *slog.Logger) 
 		s.notifier = newNotifier(cfg.NotifyURL, cfg.NotifyFormat, notifySender)
 	}
 	return s, nil
+}
+
+// reads is the reader of s's clients and configuration.
+func (s *Sweeper) reads() cluster.Reader {
+	return cluster.Reader{Clients: s.clients, PageSize: s.cfg.PageSize, Namespace: s.cfg.Namespace, LabelSelector: s.cfg.LabelSelector, Log: s.log}
 }

@@ -1,11 +1,13 @@
 package sweep
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
 	"testing"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/policy"
 )
 
@@ -21,7 +23,7 @@ func TestNewKeepsTheProtectedFloor(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			given := slices.Clone(tt.protected)
-			s, err := New(Config{ProtectedNamespaces: given, TrustedNamespaces: []string{"ops"}}, Clients{}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			s, err := New(Config{ProtectedNamespaces: given, TrustedNamespaces: []string{"ops"}}, cluster.Clients{}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -47,5 +49,20 @@ func TestProtectedFloorIsACopy(t *testing.T) {
 	floor[0] = "changed"
 	if got := ProtectedFloor(); !slices.Equal(got, []string{"kube-system", "kube-public", "kube-node-lease"}) {
 		t.Errorf("ProtectedFloor() = %v after a caller changed its copy", got)
+	}
+}
+
+func TestConfigRejectsBadShards(t *testing.T) {
+	for _, tt := range []struct{ index, count int }{{1, 1}, {0, -1}, {-1, 2}, {2, 2}, {1, 0}} {
+		t.Run(fmt.Sprintf("%d of %d", tt.index, tt.count), func(t *testing.T) {
+			if err := (Config{ShardIndex: tt.index, ShardCount: tt.count}).Validate(); err == nil {
+				t.Error("accepted")
+			}
+		})
+	}
+	for _, tt := range []struct{ index, count int }{{0, 0}, {0, 1}, {3, 4}} {
+		if err := (Config{ShardIndex: tt.index, ShardCount: tt.count}).Validate(); err != nil {
+			t.Errorf("shard %d of %d: %v", tt.index, tt.count, err)
+		}
 	}
 }

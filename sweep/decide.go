@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
@@ -61,7 +62,7 @@ type target struct {
 	// made: a DELETE never removes a namespace recreated under its name.
 	uid types.UID
 	// listed is the namespace as listed (zero when it does not exist).
-	listed namespaceInfo
+	listed cluster.Namespace
 	// going: the namespace is terminating or gone already.
 	going bool
 	// home: the subject's record lives in the namespace, uid and all (the
@@ -126,7 +127,7 @@ func (s *Sweeper) evaluateManager(ctx context.Context, r *sweepRun, obj *unstruc
 		return decision{manager: m, entry: failedEntry(e, err)}
 	}
 	ns, exists := namespaces[e.Target]
-	t := target{name: e.Target, uid: ns.uid, listed: ns, going: !exists || ns.terminating, home: exists && e.Target == m.Namespace}
+	t := target{name: e.Target, uid: ns.UID, listed: ns, going: !exists || ns.Terminating, home: exists && e.Target == m.Namespace}
 	if t.going && e.Target == m.Namespace {
 		// Nothing is written: the manager goes with its namespace, which
 		// takes no new Event.
@@ -147,12 +148,12 @@ func (s *Sweeper) evaluateManager(ctx context.Context, r *sweepRun, obj *unstruc
 	case !exists:
 		e.State, e.Message = report.StateTargetMissing, fmt.Sprintf("namespace %s does not exist", e.Target)
 		return decision{manager: m, entry: e}
-	case ns.terminating:
+	case ns.Terminating:
 		e, unread := s.terminating(ctx, r, e, ns, fmt.Sprintf("namespace %s is terminating", e.Target))
 		return decision{manager: m, entry: e, stuckUnread: unread}
 	}
 	return backOff(s.evaluatePolicies(ctx, r, m, e, t, s.checks(r, false), stored.Progress, "",
-		hold{on: "namespace " + e.Target, value: ns.hold}, hold{on: "manager " + m.Namespace + "/" + m.Name, value: obj.GetAnnotations()[status.HoldAnnotation]}),
+		hold{on: "namespace " + e.Target, value: ns.Hold}, hold{on: "manager " + m.Namespace + "/" + m.Name, value: obj.GetAnnotations()[status.HoldAnnotation]}),
 		stored.Progress, "", r.now)
 }
 
@@ -207,10 +208,10 @@ func completeClaim(m policy.Manager, e report.Entry, c *status.Claim, t target) 
 	if i < 0 || !sameSpec(m, c.Generation, c.Spec) {
 		return decision{}, false
 	}
-	exists := t.listed.uid != ""
-	t.uid = cmp.Or(c.TargetUID, t.listed.uid)
-	t.home = t.home && t.uid == t.listed.uid
-	t.recreated = exists && t.uid != t.listed.uid
+	exists := t.listed.UID != ""
+	t.uid = cmp.Or(c.TargetUID, t.listed.UID)
+	t.home = t.home && t.uid == t.listed.UID
+	t.recreated = exists && t.uid != t.listed.UID
 	return planned(m, e, nil, plan{step: stepCompleteClaim, policy: m.Policies[i], generation: c.Generation,
 		reason: "completing the expired claim of sweep " + c.Sweep, target: t}), true
 }
@@ -235,8 +236,8 @@ func confirmDelete(m policy.Manager, e report.Entry, stored status.Progress, spe
 // then the holds: a plan when a policy holds and no hold keeps it, else
 // the waiting entry with its minChecks progress.
 func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Manager, e report.Entry, t target, check podsCheck, stored status.Progress, spec string, holds ...hold) decision {
-	in := policy.Input{Now: r.now, TargetCreated: t.listed.created, Checks: stored.Checks, Pods: map[int]policy.PodsCheck{}, Fired: status.FiredIn(stored.Fired, m.Generation, spec),
-		TargetExpires: t.listed.expires, TargetTouched: t.listed.touched}
+	in := policy.Input{Now: r.now, TargetCreated: t.listed.Created, Checks: stored.Checks, Pods: map[int]policy.PodsCheck{}, Fired: status.FiredIn(stored.Fired, m.Generation, spec),
+		TargetExpires: t.listed.Expires, TargetTouched: t.listed.Touched}
 	held := holdsAt(holds, r.now, s.cfg.MaxHold)
 	// fromIndex: in.Activity is the sweep's index's (see lastActivity).
 	fromIndex := false

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/policy"
@@ -258,23 +259,23 @@ func (s *Sweeper) finish(ctx context.Context, r *sweepRun, rec record, p *plan, 
 // asListed calls write with namespace ns's resourceVersion as listed; when
 // the namespace changed since, it is read again and written at the version
 // read if unchanged says the decision stands, else errChanged.
-func (s *Sweeper) asListed(ctx context.Context, ns namespaceInfo, unchanged func(listed, now namespaceInfo) bool, write func(resourceVersion string) error) error {
-	resourceVersion := ns.resourceVersion
+func (s *Sweeper) asListed(ctx context.Context, ns cluster.Namespace, unchanged func(listed, now cluster.Namespace) bool, write func(resourceVersion string) error) error {
+	resourceVersion := ns.ResourceVersion
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		err := write(resourceVersion)
 		if !apierrors.IsConflict(err) {
 			return err
 		}
-		now, exists, rerr := s.namespaceNow(ctx, ns.name)
+		now, exists, rerr := s.reads().NamespaceNow(ctx, ns.Name)
 		switch {
 		case rerr != nil:
-			return fmt.Errorf("namespace %s %w (reading it again failed: %v)", ns.name, errChanged, rerr)
+			return fmt.Errorf("namespace %s %w (reading it again failed: %v)", ns.Name, errChanged, rerr)
 		case !exists || !unchanged(ns, now):
-			return fmt.Errorf("namespace %s %w", ns.name, errChanged)
-		case now.resourceVersion == resourceVersion:
+			return fmt.Errorf("namespace %s %w", ns.Name, errChanged)
+		case now.ResourceVersion == resourceVersion:
 			return fmt.Errorf("refused: %v", err) // a 409 of no precondition (a webhook's)
 		}
-		resourceVersion = now.resourceVersion
+		resourceVersion = now.ResourceVersion
 		return err
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/report"
@@ -91,7 +92,7 @@ func (st holdState) apply(d decision) decision {
 
 // Hold writes HoldAnnotation ending at until (zero: removes it) on
 // namespace or that manager in it, unless dryRun, and returns the patch.
-func Hold(ctx context.Context, clients Clients, namespace, manager string, until time.Time, dryRun bool) ([]byte, error) {
+func Hold(ctx context.Context, clients cluster.Clients, namespace, manager string, until time.Time, dryRun bool) ([]byte, error) {
 	var value any // null removes the annotation in a merge patch
 	if !until.IsZero() {
 		value = until.UTC().Format(time.RFC3339)

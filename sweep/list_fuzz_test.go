@@ -19,6 +19,8 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/yaml"
 
+	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/cluster/clustertest"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/policy"
@@ -34,8 +36,8 @@ import (
 // kubectl's last-applied copy), spec, how it parses and its record in
 // either store; and the continue token.
 func FuzzDecodePage(f *testing.F) {
-	f.Add([]byte(listPage("next", storedManager(1))))
-	f.Add([]byte(listPage("")))
+	f.Add([]byte(clustertest.ListPage("next", clustertest.StoredManager(1))))
+	f.Add([]byte(clustertest.ListPage("")))
 	for _, item := range []string{
 		`{"apiVersion":"k8s.consol.de/v1beta1","kind":"NamespaceManager","metadata":{"name":"a","namespace":"a","uid":"u-a","generation":3,"resourceVersion":"5",` +
 			`"annotations":{"nsman.k8s.consol.de/status":"{\"state\":\"waiting\",\"observedGeneration\":3}","team":"e2e"}},"spec":"delete me","Spec":{"deactivated":true}}`,
@@ -46,18 +48,18 @@ func FuzzDecodePage(f *testing.F) {
 		`{"apiVersion":"k8s.consol.de/v1beta1","kind":"NamespaceManager","metadata":{"name":"d","namespace":"d","uid":"u-d","annotations":{"x":""}},"status":{"state":7,"claim":{"sweep":"s"}}}`,
 		`{"metadata":{"name":"e","Namespace":"e"},"Metadata":{"name":"f"},"spec":{"policies":[{"name":"p p","condition":{"type":"TTL","params":{"ttlSeconds":-0}},"action":{"type":"DELETE"}}]},"status":{"state":"waiting","State":"failed"}}`,
 	} {
-		f.Add([]byte(listPage("", item)))
+		f.Add([]byte(clustertest.ListPage("", item)))
 	}
 	for _, item := range exampleItems(f) {
-		f.Add([]byte(listPage("", item)))
+		f.Add([]byte(clustertest.ListPage("", item)))
 	}
 	f.Add([]byte(`{"kind":"NamespaceManagerList","metadata":{},"items":null}`))
 	f.Add([]byte(`{"items":[null,{}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if page, err := decodePage(data); err == nil {
+		if page, err := cluster.DecodePage(data); err == nil {
 			for i := range page.Items {
-				m := page.Items[i].listed()
-				policy.Parse(m.obj)
+				m := page.Items[i].Listed()
+				policy.Parse(m.Obj)
 				statusLocation{subresource: true}.read(m)
 				statusLocation{}.read(m)
 			}
@@ -66,7 +68,7 @@ func FuzzDecodePage(f *testing.F) {
 		if !ok {
 			return
 		}
-		page, err := decodePage(sent)
+		page, err := cluster.DecodePage(sent)
 		if err != nil {
 			t.Fatalf("a page the API server could send does not decode: %v\n%s", err, sent)
 		}
@@ -79,7 +81,7 @@ func FuzzDecodePage(f *testing.F) {
 			t.Fatalf("%d items, continue %q; the dynamic client: %d, %q", len(page.Items), page.Metadata.Continue, len(list.Items), list.GetContinue())
 		}
 		for i := range list.Items {
-			want, got := &list.Items[i], page.Items[i].listed()
+			want, got := &list.Items[i], page.Items[i].Listed()
 			agree(t, i, got, want)
 		}
 	})
@@ -87,9 +89,9 @@ func FuzzDecodePage(f *testing.F) {
 
 // agree fails t unless item i as a sweep lists it (got) agrees with the
 // dynamic client's decoding of it (want).
-func agree(t *testing.T, i int, got listed, want *unstructured.Unstructured) {
+func agree(t *testing.T, i int, got cluster.Listed, want *unstructured.Unstructured) {
 	t.Helper()
-	g := got.obj
+	g := got.Obj
 	if g.GetAPIVersion() != want.GetAPIVersion() || g.GetKind() != want.GetKind() || g.GetName() != want.GetName() || g.GetNamespace() != want.GetNamespace() ||
 		g.GetUID() != want.GetUID() || g.GetResourceVersion() != want.GetResourceVersion() || g.GetGeneration() != want.GetGeneration() {
 		t.Fatalf("item %d: metadata %v, want %v", i, g.Object, want.Object)

@@ -22,6 +22,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
@@ -309,7 +310,7 @@ func notifyURL(host string) string {
 func notifyOnce(t *testing.T, cfg Config, sender *webhook.Sender) (logs string, r *sweepRun) {
 	t.Helper()
 	var buf bytes.Buffer
-	s, err := New(cfg, Clients{}, sender, slog.New(slog.NewJSONHandler(&buf, nil)))
+	s, err := New(cfg, cluster.Clients{}, sender, slog.New(slog.NewJSONHandler(&buf, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -421,11 +422,11 @@ func TestNotificationSigningKey(t *testing.T) {
 		})
 	}
 
-	s, err := New(Config{DryRun: true, NotifyURL: "https://hooks.example.com/x", NotifySigningKey: notifyKey}, Clients{}, nil, slog.New(slog.DiscardHandler))
+	s, err := New(Config{DryRun: true, NotifyURL: "https://hooks.example.com/x", NotifySigningKey: notifyKey}, cluster.Clients{}, nil, slog.New(slog.DiscardHandler))
 	if err != nil || s.notifier != nil {
 		t.Errorf("dry run: notifier %v, error %v; want none", s.notifier, err)
 	}
-	if _, err := New(Config{NotifyURL: "https://hooks.example.com/x"}, Clients{}, nil, slog.New(slog.DiscardHandler)); err == nil {
+	if _, err := New(Config{NotifyURL: "https://hooks.example.com/x"}, cluster.Clients{}, nil, slog.New(slog.DiscardHandler)); err == nil {
 		t.Error("notifications without a sender accepted")
 	}
 }

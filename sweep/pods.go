@@ -10,10 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/pager"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/policy"
 )
 
@@ -223,7 +222,7 @@ func (s *Sweeper) namespaceJobs(ctx context.Context, r *sweepRun, namespace stri
 		defer cancel()
 		j.notSucceeded, j.failed = newLabelIndex(), newLabelIndex()
 		read := 0
-		j.err = eachStreamed(ctx, s.cfg.PageSize, metav1.ListOptions{}, s.jobsRequest(namespace), func(f *jobFields) error {
+		j.err = cluster.EachStreamed(ctx, s.cfg.PageSize, metav1.ListOptions{}, s.jobsRequest(namespace), func(f *jobFields) error {
 			if read++; read > MaxJobsRead {
 				return fmt.Errorf("more than %d Jobs in the namespace; a pods check reads no more", MaxJobsRead)
 			}
@@ -260,12 +259,12 @@ type labelIndex struct {
 
 type nsLabels struct {
 	namespace string
-	labels    packedLabels
+	labels    cluster.PackedLabels
 }
 
 type foundLabels struct {
 	what   string
-	labels packedLabels
+	labels cluster.PackedLabels
 }
 
 func newLabelIndex() *labelIndex {
@@ -284,12 +283,12 @@ func (x *labelIndex) find(namespace string, selector labels.Selector) (string, b
 
 // add indexes what under namespace and label set, once per label set.
 func (x *labelIndex) add(namespace, what string, set map[string]string) {
-	packed := packLabels("", set)
+	packed := cluster.PackLabels("", set)
 	if _, dup := x.seen[nsLabels{namespace, packed}]; dup {
 		return
 	}
 	x.seen[nsLabels{namespace, packed}] = struct{}{}
-	x.size += len(packed.packed) + len(what)
+	x.size += len(packed.Packed) + len(what)
 	x.byNamespace[namespace] = append(x.byNamespace[namespace], foundLabels{what: what, labels: packed})
 }
 
@@ -302,7 +301,7 @@ func (s *Sweeper) listIndex(ctx context.Context, q podsQuery, podSelector string
 	kept := func(namespace string) bool { return keep == nil || keep[namespace] }
 	opts := metav1.ListOptions{FieldSelector: q.phase, LabelSelector: podSelector}
 	pods := func() *rest.Request { return s.clients.Kube.CoreV1().RESTClient().Get().Resource("pods") }
-	err := eachMetadata(ctx, s.cfg.PageSize, opts, pods, func(o *objectMeta) error {
+	err := cluster.EachMetadata(ctx, s.cfg.PageSize, opts, pods, func(o *cluster.ObjectMeta) error {
 		if m := &o.Metadata; kept(m.Namespace) {
 			x.add(m.Namespace, q.pod(m.Name), m.Labels)
 		}
@@ -314,7 +313,7 @@ func (s *Sweeper) listIndex(ctx context.Context, q podsQuery, podSelector string
 	if err == nil && withJobs {
 		// Jobs are whole objects a tenant writes: decoded one at a time,
 		// of each only what a check reads.
-		err = eachStreamed(ctx, s.cfg.PageSize, metav1.ListOptions{}, s.jobsRequest(metav1.NamespaceAll), func(f *jobFields) error {
+		err = cluster.EachStreamed(ctx, s.cfg.PageSize, metav1.ListOptions{}, s.jobsRequest(metav1.NamespaceAll), func(f *jobFields) error {
 			job := f.job()
 			if x.jobs++; kept(job.Namespace) && q.job(job) {
 				x.add(job.Namespace, q.jobWords(job), f.Spec.Template.Metadata.Labels)
@@ -471,29 +470,4 @@ func (x *labelIndex) answers(check podsCheck, passed *bool) podsCheck {
 		}
 		return policy.PodsCheck{}, nil
 	}
-}
-
-// metadataLister lists a core resource (namespaces, pods), metadata only.
-func (s *Sweeper) metadataLister(resource string) func(context.Context, metav1.ListOptions) (runtime.Object, error) {
-	client := s.clients.Metadata.Resource(corev1.SchemeGroupVersion.WithResource(resource))
-	return func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		return client.List(ctx, opts)
-	}
-}
-
-// eachItem calls fn with every object that list returns for opts, in pages
-// of pageSize with client-go's pager: the page in hand, and the next one
-// being fetched. An expired continue token ends it with the error (the
-// pager falls back to a full list only in List, which holds every page).
-func eachItem[T runtime.Object](ctx context.Context, pageSize int64, opts metav1.ListOptions, list func(context.Context, metav1.ListOptions) (runtime.Object, error), fn func(T)) error {
-	p := pager.New(list)
-	p.PageSize, p.PageBufferSize = pageSize, 0
-	return p.EachListItem(ctx, opts, func(o runtime.Object) error {
-		item, ok := o.(T)
-		if !ok {
-			return fmt.Errorf("unexpected list item %T", o)
-		}
-		fn(item)
-		return nil
-	})
 }

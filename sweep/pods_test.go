@@ -20,6 +20,7 @@ import (
 	metadatafake "k8s.io/client-go/metadata/fake"
 	"k8s.io/client-go/rest"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/policy"
 )
 
@@ -108,7 +109,7 @@ func podsSweeper(t *testing.T, kube kubernetes.Interface, pods ...runtime.Object
 		t.Fatal(err)
 	}
 	return &Sweeper{cfg: Config{PageSize: 2, ClaimTTL: DefaultClaimTTL}, log: slog.New(slog.DiscardHandler),
-		clients: Clients{Metadata: metadatafake.NewSimpleMetadataClient(scheme, pods...), Kube: kube}}
+		clients: cluster.Clients{Metadata: metadatafake.NewSimpleMetadataClient(scheme, pods...), Kube: kube}}
 }
 
 // The Jobs of a namespace are read once a sweep, in pages, however many
@@ -184,7 +185,7 @@ func TestDecodeStreamed(t *testing.T) {
 	data := `{"kind":"JobList","items":[{"metadata":{"name":"a","annotations":{"x":"y"}},"spec":{"template":{"metadata":{"labels":{"k":"v"}}}}},` +
 		`{"metadata":{"name":"b"},"status":{"succeeded":2,"conditions":[{"type":"Complete","status":"True"}]}}],"metadata":{"continue":"next"}}`
 	var got []*jobFields
-	meta, err := decodeStreamed(strings.NewReader(data), func(f *jobFields) error { got = append(got, f); return nil })
+	meta, err := cluster.DecodeStreamed(strings.NewReader(data), func(f *jobFields) error { got = append(got, f); return nil })
 	if err != nil || meta.Continue != "next" {
 		t.Fatalf("continue %q, %v; want next", meta.Continue, err)
 	}
@@ -192,10 +193,10 @@ func TestDecodeStreamed(t *testing.T) {
 		got[1].Status.Succeeded != 2 || !jobEnded(got[1].job(), batchv1.JobComplete) {
 		t.Errorf("decoded %+v", got)
 	}
-	if _, err := decodeStreamed(strings.NewReader(`{"items":null}`), func(*jobFields) error { return nil }); err != nil {
+	if _, err := cluster.DecodeStreamed(strings.NewReader(`{"items":null}`), func(*jobFields) error { return nil }); err != nil {
 		t.Errorf("items null: %v", err)
 	}
-	if _, err := decodeStreamed(strings.NewReader(`{"items":[{"metadata":`), func(*jobFields) error { return nil }); err == nil {
+	if _, err := cluster.DecodeStreamed(strings.NewReader(`{"items":[{"metadata":`), func(*jobFields) error { return nil }); err == nil {
 		t.Error("a list cut short decoded without an error")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/report"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -158,7 +159,7 @@ func (s *Sweeper) listFreed(ctx context.Context, x *reclaims, namespace string) 
 		// Pods are whole objects a tenant writes (up to about 1.5 MiB
 		// each): decoded one at a time, of each its requests alone.
 		pods := func() *rest.Request { return core.RESTClient().Get().Namespace(namespace).Resource("pods") }
-		err := eachStreamed(ctx, s.cfg.PageSize, metav1.ListOptions{FieldSelector: unfinishedPods}, pods, func(pod *podFields) error {
+		err := cluster.EachStreamed(ctx, s.cfg.PageSize, metav1.ListOptions{FieldSelector: unfinishedPods}, pods, func(pod *podFields) error {
 			if pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
 				add(pod.Metadata.Namespace, func(f *freed) { f.addPod(&corev1.Pod{Spec: pod.Spec.spec()}) })
 			}
@@ -173,7 +174,7 @@ func (s *Sweeper) listFreed(ctx context.Context, x *reclaims, namespace string) 
 		claims := func() *rest.Request {
 			return core.RESTClient().Get().Namespace(namespace).Resource("persistentvolumeclaims")
 		}
-		err := eachStreamed(ctx, s.cfg.PageSize, metav1.ListOptions{}, claims, func(pvc *claimFields) error {
+		err := cluster.EachStreamed(ctx, s.cfg.PageSize, metav1.ListOptions{}, claims, func(pvc *claimFields) error {
 			add(pvc.Metadata.Namespace, func(f *freed) { f.storage += pvc.Spec.Resources.Requests.Storage().Value() })
 			return nil
 		})
@@ -223,13 +224,13 @@ func (s *Sweeper) eachLoadBalancer(ctx context.Context, x *reclaims, namespace s
 		return nil
 	}
 	if !x.allServices.Load() {
-		err := eachStreamed(ctx, s.cfg.PageSize, metav1.ListOptions{FieldSelector: loadBalancerServices}, list, keep)
+		err := cluster.EachStreamed(ctx, s.cfg.PageSize, metav1.ListOptions{FieldSelector: loadBalancerServices}, list, keep)
 		if !apierrors.IsBadRequest(err) || seen > 0 {
 			return err
 		}
 		x.allServices.Store(true)
 	}
-	return eachStreamed(ctx, s.cfg.PageSize, metav1.ListOptions{}, list, keep)
+	return cluster.EachStreamed(ctx, s.cfg.PageSize, metav1.ListOptions{}, list, keep)
 }
 
 // claimFields and serviceFields are what reclaim reads of a

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/report"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -75,7 +76,7 @@ func reclaimSweeper(t *testing.T, client *kubefake.Clientset, log *slog.Logger) 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Sweeper{cfg: Config{PageSize: DefaultPageSize, ClaimTTL: DefaultClaimTTL}, clients: Clients{Kube: coreListsOverHTTP(t, client)}, log: log}
+	return &Sweeper{cfg: Config{PageSize: DefaultPageSize, ClaimTTL: DefaultClaimTTL}, clients: cluster.Clients{Kube: coreListsOverHTTP(t, client)}, log: log}
 }
 
 // coreListsOverHTTP is client, but for its lists of pods,
@@ -516,7 +517,7 @@ func TestReclaimReadIsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Sweeper{cfg: Config{PageSize: DefaultPageSize, ClaimTTL: MinClaimTTL}, clients: Clients{Kube: client}, log: slog.New(slog.DiscardHandler)}
+	s := &Sweeper{cfg: Config{PageSize: DefaultPageSize, ClaimTTL: MinClaimTTL}, clients: cluster.Clients{Kube: client}, log: slog.New(slog.DiscardHandler)}
 	began := time.Now()
 	_, err = s.namespaceReclaimed(t.Context(), &reclaims{}, "team")
 	if took := time.Since(began); err == nil || took > s.namespaceReadTimeout()+time.Second {
@@ -533,7 +534,7 @@ func TestActivityReadIsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Sweeper{cfg: Config{PageSize: DefaultPageSize, ClaimTTL: MinClaimTTL}, clients: Clients{Kube: client}, log: slog.New(slog.DiscardHandler)}
+	s := &Sweeper{cfg: Config{PageSize: DefaultPageSize, ClaimTTL: MinClaimTTL}, clients: cluster.Clients{Kube: client}, log: slog.New(slog.DiscardHandler)}
 	began := time.Now()
 	_, indexed, err := s.lastActivity(t.Context(), &activities{}, "team")
 	if took := time.Since(began); err == nil || indexed || took > s.namespaceReadTimeout()+time.Second {

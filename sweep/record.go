@@ -7,6 +7,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
@@ -87,7 +88,7 @@ type record interface {
 	write(ctx context.Context, o outcome) error
 	// unchanged reports whether a namespace, read again as now, is as
 	// listed for what the decision rests on.
-	unchanged(listed, now namespaceInfo) bool
+	unchanged(listed, now cluster.Namespace) bool
 	sink() eventSink
 }
 

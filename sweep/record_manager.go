@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/report"
@@ -24,10 +25,10 @@ type statusLocation struct {
 
 // read decodes the Status of a listed manager. A record that does not
 // decode (edited by hand, say) counts as absent.
-func (l statusLocation) read(m listed) status.Status {
-	raw := []byte(m.status)
+func (l statusLocation) read(m cluster.Listed) status.Status {
+	raw := []byte(m.Status)
 	if !l.subresource {
-		raw = []byte(m.obj.GetAnnotations()[status.StatusAnnotation])
+		raw = []byte(m.Obj.GetAnnotations()[status.StatusAnnotation])
 	}
 	var st status.Status
 	if len(raw) > 0 && json.Unmarshal(raw, &st) != nil {
@@ -100,9 +101,9 @@ type managerRecord struct {
 }
 
 // managerRecord is manager l's record, as listed in sweep r.
-func (s *Sweeper) managerRecord(r *sweepRun, l listed) *managerRecord {
-	return &managerRecord{s: s, at: r.status, obj: l.obj, now: r.now, stored: r.status.read(l),
-		events: managerEvents{s: s, obj: l.obj, now: r.now}}
+func (s *Sweeper) managerRecord(r *sweepRun, l cluster.Listed) *managerRecord {
+	return &managerRecord{s: s, at: r.status, obj: l.Obj, now: r.now, stored: r.status.read(l),
+		events: managerEvents{s: s, obj: l.Obj, now: r.now}}
 }
 
 func (mr *managerRecord) prior() prior {
@@ -115,8 +116,8 @@ func (mr *managerRecord) sink() eventSink { return mr.events }
 
 // unchanged: a manager's decision read its target's uid, hold, expiry and
 // (with an IDLE policy: see apply) touched annotation.
-func (mr *managerRecord) unchanged(listed, now namespaceInfo) bool {
-	return now.uid == listed.uid && !now.terminating && now.hold == listed.hold && now.expires == listed.expires && now.touched == listed.touched
+func (mr *managerRecord) unchanged(listed, now cluster.Namespace) bool {
+	return now.UID == listed.UID && !now.Terminating && now.Hold == listed.Hold && now.Expires == listed.Expires && now.Touched == listed.Touched
 }
 
 func (mr *managerRecord) claim(ctx context.Context, c status.Claim, acting report.Entry, final bool) error {
@@ -158,13 +159,13 @@ func (mr *managerRecord) write(ctx context.Context, o outcome) error {
 	reread := false
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if reread {
-			now, err := mr.s.managerNow(ctx, mr.obj)
-			if err != nil || now.obj.GetUID() != mr.obj.GetUID() || now.obj.GetGeneration() != mr.obj.GetGeneration() {
+			now, err := mr.s.reads().ManagerNow(ctx, mr.obj)
+			if err != nil || now.Obj.GetUID() != mr.obj.GetUID() || now.Obj.GetGeneration() != mr.obj.GetGeneration() {
 				return fmt.Errorf("the manager %w", errChanged)
 			} else if st := mr.at.read(now); st.Claim.Live(mr.s.clock(), mr.s.cfg.ClaimTTL) {
 				return fmt.Errorf("the manager %w: sweep %s claimed it", errChanged, st.Claim.Sweep)
 			}
-			mr.obj, mr.stored = now.obj, mr.at.read(now)
+			mr.obj, mr.stored = now.Obj, mr.at.read(now)
 		}
 		next := mr.stored.Clone()
 		mr.keep(&next, o)

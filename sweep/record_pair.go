@@ -6,6 +6,7 @@ import (
 	"maps"
 	"time"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/policy"
@@ -14,11 +15,11 @@ import (
 
 // recordOf is the rule's record of ns as listed and the annotation that
 // holds it: key, else legacy, else none.
-func recordOf(ns namespaceInfo, key, legacy string) (raw, at string) {
-	if raw, ok := ns.pairs[key]; ok {
+func recordOf(ns cluster.Namespace, key, legacy string) (raw, at string) {
+	if raw, ok := ns.Pairs[key]; ok {
 		return raw, key
 	}
-	if raw, ok := ns.pairs[legacy]; ok {
+	if raw, ok := ns.Pairs[legacy]; ok {
 		return raw, legacy
 	}
 	return "", ""
@@ -34,7 +35,7 @@ type pairRecord struct {
 	// is the one that held the record as listed (none: "").
 	key, legacy, at string
 	// ns is the namespace as listed.
-	ns namespaceInfo
+	ns cluster.Namespace
 	// toldFailure: the rule's status lists a failed action on the
 	// namespace, told already.
 	toldFailure bool
@@ -55,12 +56,12 @@ func (pr *pairRecord) sink() eventSink { return pr.events }
 // expiry and (with an IDLE policy) touched annotations, and the pair's own
 // record; another rule's record or anybody's
 // annotation is no reason to wait.
-func (pr *pairRecord) unchanged(listed, now namespaceInfo) bool {
+func (pr *pairRecord) unchanged(listed, now cluster.Namespace) bool {
 	if !idles(*pr.rule) {
 		listed, now = withoutTouch(listed), withoutTouch(now)
 	}
-	return now.uid == listed.uid && !now.terminating && now.labels == listed.labels && now.hold == listed.hold && now.expires == listed.expires && now.touched == listed.touched &&
-		now.pairs[pr.key] == listed.pairs[pr.key] && now.pairs[pr.legacy] == listed.pairs[pr.legacy]
+	return now.UID == listed.UID && !now.Terminating && now.Labels == listed.Labels && now.Hold == listed.Hold && now.Expires == listed.Expires && now.Touched == listed.Touched &&
+		now.Pairs[pr.key] == listed.Pairs[pr.key] && now.Pairs[pr.legacy] == listed.Pairs[pr.legacy]
 }
 
 func (pr *pairRecord) claim(ctx context.Context, c status.Claim, _ report.Entry, final bool) error {
@@ -90,9 +91,9 @@ func (pr *pairRecord) write(ctx context.Context, o outcome) error {
 	case o.last != nil:
 		// A DELETE's, which may have left the namespace terminating: it
 		// replaces the record as listed, if it is still that.
-		err := pr.replace(ctx, pr.at, pr.ns.pairs[pr.at], pr.after(pr.stored, o))
+		err := pr.replace(ctx, pr.at, pr.ns.Pairs[pr.at], pr.after(pr.stored, o))
 		if lostClaim(err) {
-			return fmt.Errorf("namespace %s's record %w", pr.ns.name, errChanged)
+			return fmt.Errorf("namespace %s's record %w", pr.ns.Name, errChanged)
 		}
 		return err
 	case !needsRecord(o.entry, o.checks, pr.stored.Progress):
@@ -131,7 +132,7 @@ func needsRecord(e report.Entry, checks map[string]policy.CheckState, stored sta
 // a record listed at the legacy key.
 func (pr *pairRecord) writeAsListed(ctx context.Context, st status.PairStatus) error {
 	annotations := map[string]any{pr.key: write.MustJSON(st)}
-	if _, ok := pr.ns.pairs[pr.legacy]; ok {
+	if _, ok := pr.ns.Pairs[pr.legacy]; ok {
 		annotations[pr.legacy] = nil // null removes it in a merge patch
 	}
 	return pr.s.asListed(ctx, pr.ns, pr.unchanged, func(resourceVersion string) error {
@@ -139,7 +140,7 @@ func (pr *pairRecord) writeAsListed(ctx context.Context, st status.PairStatus) e
 			"resourceVersion": resourceVersion,
 			"annotations":     annotations,
 		}})
-		return pr.s.writer.PatchNamespace(ctx, pr.ns.name, write.Patch{Body: []byte(body)})
+		return pr.s.writer.PatchNamespace(ctx, pr.ns.Name, write.Patch{Body: []byte(body)})
 	})
 }
 
@@ -149,7 +150,7 @@ func (pr *pairRecord) writeAsListed(ctx context.Context, st status.PairStatus) e
 // to).
 func (pr *pairRecord) replace(ctx context.Context, at, was string, st status.PairStatus) error {
 	// The uid in a merge patch is a precondition: never a namespace recreated.
-	patch := write.Patch{Body: []byte(write.MustJSON(map[string]any{"metadata": map[string]any{"uid": pr.ns.uid, "annotations": map[string]any{pr.key: write.MustJSON(st)}}}))}
+	patch := write.Patch{Body: []byte(write.MustJSON(map[string]any{"metadata": map[string]any{"uid": pr.ns.UID, "annotations": map[string]any{pr.key: write.MustJSON(st)}}}))}
 	switch path := write.AnnotationPointer(pr.key); {
 	case at == pr.key:
 		patch = write.JSONPatch("", write.PatchOp{Op: "test", Path: path, Value: was}, write.PatchOp{Op: "replace", Path: path, Value: write.MustJSON(st)})
@@ -159,6 +160,6 @@ func (pr *pairRecord) replace(ctx context.Context, at, was string, st status.Pai
 		patch = write.JSONPatch("", write.PatchOp{Op: "test", Path: old, Value: was}, write.PatchOp{Op: "remove", Path: old}, write.PatchOp{Op: "add", Path: path, Value: write.MustJSON(st)})
 	}
 	return pr.s.retry(ctx, func(ctx context.Context) error {
-		return pr.s.writer.PatchNamespace(ctx, pr.ns.name, patch)
+		return pr.s.writer.PatchNamespace(ctx, pr.ns.Name, patch)
 	})
 }

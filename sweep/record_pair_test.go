@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/policy"
@@ -34,7 +35,7 @@ func TestRecordOfReadsTheLegacyKey(t *testing.T) {
 		{"another rule's", map[string]string{status.PairAnnotation("other"): "x"}, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			raw, at := recordOf(namespaceInfo{pairs: tc.pairs}, key, legacy)
+			raw, at := recordOf(cluster.Namespace{Pairs: tc.pairs}, key, legacy)
 			if raw != tc.wantRaw || at != tc.want {
 				t.Errorf("recordOf: %q at %q, want %q at %q", raw, at, tc.wantRaw, tc.want)
 			}
@@ -76,7 +77,7 @@ func TestReplaceMovesALegacyRecord(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			kube := kubefake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a", UID: "ns-uid", Annotations: map[string]string{legacy: tc.now, "other": "kept"}}})
 			pr := &pairRecord{s: &Sweeper{writer: namespacePatcher{kube: kube}}, key: key, legacy: legacy, at: legacy,
-				ns: namespaceInfo{name: "team-a", uid: "ns-uid", pairs: map[string]string{legacy: was}}}
+				ns: cluster.Namespace{Name: "team-a", UID: "ns-uid", Pairs: map[string]string{legacy: was}}}
 			err := pr.replace(t.Context(), pr.at, was, next)
 			ns, getErr := kube.CoreV1().Namespaces().Get(t.Context(), "team-a", metav1.GetOptions{})
 			if getErr != nil {

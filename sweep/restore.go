@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,14 +18,14 @@ import (
 // someone else since is left alone, and its record removed too: it no longer
 // applies, and kept it would bring back an old count at a later restore. It
 // returns what it did, or with dryRun what it would do.
-func Restore(ctx context.Context, clients Clients, namespace string, dryRun bool) ([]string, error) {
+func Restore(ctx context.Context, clients cluster.Clients, namespace string, dryRun bool) ([]string, error) {
 	w := write.New(clients.Kube, clients.Dynamic, clients.Managers, nil, dryRun)
 	return eachWorkload(ctx, clients, namespace, nil, func(resource schema.GroupVersionResource, kind string, obj *unstructured.Unstructured) (string, error) {
 		return restoreOne(ctx, clients, w, resource, kind, obj)
 	})
 }
 
-func restoreOne(ctx context.Context, clients Clients, w write.Writer, resource schema.GroupVersionResource, kind string, obj *unstructured.Unstructured) (string, error) {
+func restoreOne(ctx context.Context, clients cluster.Clients, w write.Writer, resource schema.GroupVersionResource, kind string, obj *unstructured.Unstructured) (string, error) {
 	effect, err := changeWorkload(ctx, clients, w, resource, obj, func(obj *unstructured.Unstructured) (map[string]any, string, error) {
 		recorded, ok := obj.GetAnnotations()[status.ReplicasAnnotation]
 		if !ok {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -60,7 +61,7 @@ func TestRestoreOne(t *testing.T) {
 			if tt.record != "" {
 				d.SetAnnotations(map[string]string{status.ReplicasAnnotation: tt.record})
 			}
-			effect, err := restoreOne(t.Context(), Clients{}, w, deploymentsResource, "Deployment", d)
+			effect, err := restoreOne(t.Context(), cluster.Clients{}, w, deploymentsResource, "Deployment", d)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -106,7 +107,7 @@ func TestRestoreOneRecomputesAfterAConflict(t *testing.T) {
 		map[schema.GroupVersionResource]string{deploymentsResource: "DeploymentList"}, fresh)
 	w := &conflictOnce{Writer: dryRun}
 
-	effect, err := restoreOne(t.Context(), Clients{Dynamic: dyn}, w, deploymentsResource, "Deployment", listed)
+	effect, err := restoreOne(t.Context(), cluster.Clients{Dynamic: dyn}, w, deploymentsResource, "Deployment", listed)
 	if err != nil {
 		t.Fatal(err)
 	}

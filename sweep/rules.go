@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
@@ -56,17 +57,17 @@ func firingKey(m policy.Manager, p *plan) string {
 // handleRule evaluates a rule on every namespace it matches and carries out
 // what that decided: one entry per pair of this shard, or, from the shard
 // that owns the rule, one for a rule that does not stand.
-func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l listed) []report.Entry {
+func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l cluster.Listed) []report.Entry {
 	own := s.managerRecord(r, l)
-	owner := ShardOf(l.obj.GetUID(), s.cfg.ShardCount) == s.cfg.ShardIndex
-	m, d, stands := s.gateRule(ctx, r, l.obj)
+	owner := cluster.ShardOf(l.Obj.GetUID(), s.cfg.ShardCount) == s.cfg.ShardIndex
+	m, d, stands := s.gateRule(ctx, r, l.Obj)
 	if !stands {
 		if !owner {
 			return nil
 		}
 		return []report.Entry{s.carryOut(ctx, r, own, d)}
 	}
-	ru := s.newRuleRun(r, l.obj, m, own.stored)
+	ru := s.newRuleRun(r, l.Obj, m, own.stored)
 	ru.owner = owner
 	namespaces, _ := s.namespaces(ctx, r)
 	entries, matched := ru.match(namespaces)
@@ -132,12 +133,12 @@ type ruleRun struct {
 	// lists, told already.
 	failedLatest map[string]bool
 	tally        *ruleTally
-	pairs        []namespaceInfo
+	pairs        []cluster.Namespace
 	entries      []report.Entry
 	// terminating are the namespaces the rule matches but for being
 	// terminating, when it deletes and this shard owns it: stuck, they get
 	// an entry. owner: this shard owns the rule.
-	terminating []namespaceInfo
+	terminating []cluster.Namespace
 	owner       bool
 	// index is the pods index the pairs were screened with, if they were,
 	// and unconfirmed marks those it let pass; perNamespace checks one
@@ -173,16 +174,16 @@ func (s *Sweeper) newRuleRun(r *sweepRun, obj *unstructured.Unstructured, m poli
 // matches a protected namespace, a trusted one (where managers and rules
 // live, its own included), or one being deleted, but where its record says
 // a DELETE got no answer, to be confirmed.
-func (ru *ruleRun) match(namespaces map[string]namespaceInfo) ([]report.Entry, int) {
+func (ru *ruleRun) match(namespaces map[string]cluster.Namespace) ([]report.Entry, int) {
 	s, m := ru.s, ru.rule
 	var governed []report.Entry
 	matched := 0
 	for _, name := range slices.Sorted(maps.Keys(namespaces)) {
 		ns := namespaces[name]
-		if slices.Contains(s.cfg.ProtectedNamespaces, name) || slices.Contains(s.cfg.TrustedNamespaces, name) || !m.Rule.Matches(name, ns.labels) {
+		if slices.Contains(s.cfg.ProtectedNamespaces, name) || slices.Contains(s.cfg.TrustedNamespaces, name) || !m.Rule.Matches(name, ns.Labels) {
 			continue
 		}
-		if record, _ := recordOf(ns, ru.key, ru.legacy); ns.terminating && !lostDelete(record) {
+		if record, _ := recordOf(ns, ru.key, ru.legacy); ns.Terminating && !lostDelete(record) {
 			// The shard that owns the rule tells them all, in its status.
 			if deletes(*m) && ru.owner {
 				ru.terminating = append(ru.terminating, ns)
@@ -190,7 +191,7 @@ func (ru *ruleRun) match(namespaces map[string]namespaceInfo) ([]report.Entry, i
 			continue
 		}
 		matched++
-		if ShardOf(types.UID(string(m.UID)+"/"+string(ns.uid)), s.cfg.ShardCount) != s.cfg.ShardIndex {
+		if cluster.ShardOf(types.UID(string(m.UID)+"/"+string(ns.UID)), s.cfg.ShardCount) != s.cfg.ShardIndex {
 			continue
 		}
 		if manager := shielding(ru.r.governed[name]); manager != "" && !m.Rule.Enforce {
@@ -212,8 +213,8 @@ func (ru *ruleRun) stuck(ctx context.Context) []report.Entry {
 	var entries []report.Entry
 	for _, ns := range ru.terminating {
 		e := ru.base
-		e.Target = ns.name
-		if e, unread := ru.s.terminating(ctx, ru.r, e, ns, fmt.Sprintf("namespace %s is terminating", ns.name)); e.Stuck != nil || unread {
+		e.Target = ns.Name
+		if e, unread := ru.s.terminating(ctx, ru.r, e, ns, fmt.Sprintf("namespace %s is terminating", ns.Name)); e.Stuck != nil || unread {
 			entries = append(entries, e)
 		}
 	}
@@ -245,7 +246,7 @@ type pairWork struct {
 // pair without is final, its entry kept and told.
 func (ru *ruleRun) evaluate(ctx context.Context, i int, check podsCheck) (pairWork, bool) {
 	e := ru.base
-	e.Target = ru.pairs[i].name
+	e.Target = ru.pairs[i].Name
 	if ru.r.stop.Err() != nil {
 		ru.entries[i] = notReached(e, "it got to this namespace")
 		return pairWork{}, false
@@ -253,7 +254,7 @@ func (ru *ruleRun) evaluate(ctx context.Context, i int, check podsCheck) (pairWo
 	ns := ru.pairs[i]
 	record, at := recordOf(ns, ru.key, ru.legacy)
 	rec := &pairRecord{s: ru.s, rule: ru.rule, key: ru.key, legacy: ru.legacy, at: at, ns: ns, now: ru.r.now, stored: status.DecodePair(record),
-		toldFailure: ru.failedLatest[ns.name], events: ru.tally}
+		toldFailure: ru.failedLatest[ns.Name], events: ru.tally}
 	d := ru.s.evaluatePair(ctx, ru.r, rec, e, check, ru.ruleHold)
 	if d.plan == nil && !needsRecord(d.entry, d.checks, rec.stored.Progress) {
 		ru.entries[i] = ru.s.carryOut(ctx, ru.r, rec, d)
@@ -265,7 +266,7 @@ func (ru *ruleRun) evaluate(ctx context.Context, i int, check podsCheck) (pairWo
 // evaluatePair decides what to do with one pair, writing nothing.
 func (s *Sweeper) evaluatePair(ctx context.Context, r *sweepRun, pr *pairRecord, e report.Entry, check podsCheck, ruleHold string) decision {
 	m, stored := *pr.rule, pr.stored
-	t := target{name: e.Target, uid: pr.ns.uid, listed: pr.ns, going: pr.ns.terminating, home: true}
+	t := target{name: e.Target, uid: pr.ns.UID, listed: pr.ns, going: pr.ns.Terminating, home: true}
 	if d, live := s.liveClaim(m, e, stored.Claim); live {
 		return d
 	}
@@ -284,7 +285,7 @@ func (s *Sweeper) evaluatePair(ctx context.Context, r *sweepRun, pr *pairRecord,
 		return untouched(m, e, report.StateTargetTerminating, fmt.Sprintf("namespace %s is terminating", e.Target))
 	}
 	return backOff(s.evaluatePolicies(ctx, r, m, e, t, check, stored.Progress, m.Arming,
-		hold{on: "namespace " + e.Target, value: pr.ns.hold}, hold{on: "rule " + m.Namespace + "/" + m.Name, value: ruleHold}),
+		hold{on: "namespace " + e.Target, value: pr.ns.Hold}, hold{on: "rule " + m.Namespace + "/" + m.Name, value: ruleHold}),
 		stored.Progress, stored.Spec, r.now)
 }
 
@@ -335,13 +336,13 @@ func (ru *ruleRun) actInChunks(ctx context.Context, pending []int) {
 		chunk := pending[first:min(first+PairChunk, len(pending))]
 		if r.stop.Err() != nil {
 			for _, i := range pending[first:] {
-				ru.entries[i] = notReached(report.Entry{Namespace: ru.base.Namespace, Name: ru.base.Name, Rule: true, Target: ru.pairs[i].name}, "it got to this namespace")
+				ru.entries[i] = notReached(report.Entry{Namespace: ru.base.Namespace, Name: ru.base.Name, Rule: true, Target: ru.pairs[i].Name}, "it got to this namespace")
 			}
 			return
 		}
 		names, again := make([]string, 0, len(chunk)), 0
 		for _, i := range chunk {
-			names = append(names, ru.pairs[i].name)
+			names = append(names, ru.pairs[i].Name)
 			if ru.unconfirmed != nil && ru.unconfirmed[i] {
 				again++
 			}
@@ -368,7 +369,7 @@ func (ru *ruleRun) actInChunks(ctx context.Context, pending []int) {
 						// Read again just before it acts, one namespace
 						// by itself.
 						e := ru.base
-						e.Target = w.rec.ns.name
+						e.Target = w.rec.ns.Name
 						w.d = s.evaluatePair(ctx, r, w.rec, e, ru.perNamespace, ru.ruleHold)
 						w.d.granted = true
 					}
@@ -400,17 +401,17 @@ func (r *sweepRun) bounded(n int, fn func(i int)) {
 // than PodIndexAfter namespaces to evaluate (governed ones aside), stands,
 // and has a PODS_SUCCEED policy. The sweep then lists the index beside the
 // namespaces rather than after them.
-func (s *Sweeper) indexAhead(r *sweepRun, l listed) bool {
+func (s *Sweeper) indexAhead(r *sweepRun, l cluster.Listed) bool {
 	if s.ruleEvaluated(r, l) <= PodIndexAfter {
 		return false
 	}
-	m, problems := policy.Parse(l.obj)
+	m, problems := policy.Parse(l.Obj)
 	return len(problems) == 0 && !m.Deactivated && slices.Contains(s.cfg.TrustedNamespaces, m.Namespace) && checksPods(m)
 }
 
 // ruleEvaluated is how many namespaces rule l had to evaluate (governed ones
 // aside) in this shard, as its last status tells; 0 without one.
-func (s *Sweeper) ruleEvaluated(r *sweepRun, l listed) int {
+func (s *Sweeper) ruleEvaluated(r *sweepRun, l cluster.Listed) int {
 	stored := r.status.read(l)
 	if stored.Rule == nil {
 		return 0

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	metadatafake "k8s.io/client-go/metadata/fake"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
@@ -20,7 +21,7 @@ import (
 func TestIndexAhead(t *testing.T) {
 	pods := map[string]any{"name": "done", "condition": map[string]any{"type": "PODS_SUCCEED", "params": map[string]any{"podLabels": map[string]any{"app": "e2e"}}}, "action": map[string]any{"type": "DELETE"}}
 	ttl := map[string]any{"name": "late", "condition": map[string]any{"type": "TTL", "params": map[string]any{"ttlSeconds": int64(60)}}, "action": map[string]any{"type": "DELETE"}}
-	ruleWith := func(namespace string, summary *status.RuleSummary, deactivated bool, policies ...any) listed {
+	ruleWith := func(namespace string, summary *status.RuleSummary, deactivated bool, policies ...any) cluster.Listed {
 		spec := map[string]any{"namePatterns": []any{"e2e-*"}, "policies": policies}
 		if deactivated {
 			spec["deactivated"] = true
@@ -29,13 +30,13 @@ func TestIndexAhead(t *testing.T) {
 		if summary != nil {
 			st, _ = json.Marshal(status.Status{Rule: summary})
 		}
-		return listed{status: st, obj: &unstructured.Unstructured{Object: map[string]any{
+		return cluster.Listed{Status: st, Obj: &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "k8s.consol.de/v1beta1", "kind": "NamespaceManager",
 			"metadata": map[string]any{"name": "leftovers", "namespace": namespace, "uid": "u", "generation": int64(1)},
 			"spec":     spec,
 		}}}
 	}
-	rule := func(namespace string, matched int, deactivated bool, policies ...any) listed {
+	rule := func(namespace string, matched int, deactivated bool, policies ...any) cluster.Listed {
 		var summary *status.RuleSummary
 		if matched >= 0 {
 			summary = &status.RuleSummary{Matched: matched, States: map[report.State]int{report.StateWaiting: matched}}
@@ -46,7 +47,7 @@ func TestIndexAhead(t *testing.T) {
 	r := &sweepRun{status: statusLocation{subresource: true}}
 	for _, tt := range []struct {
 		name string
-		rule listed
+		rule cluster.Listed
 		want bool
 	}{
 		{"matched many, checks pods", rule("platform", PodIndexAfter+1, false, ttl, pods), true},
@@ -87,7 +88,7 @@ func TestConfirmerAnswersForTheWholeChunk(t *testing.T) {
 	js, kube := newJobsServer(t)
 	js.pods = []metav1.PartialObjectMetadata{*running, *elsewhere}
 	s := &Sweeper{cfg: Config{PageSize: DefaultPageSize, ClaimTTL: DefaultClaimTTL}, log: slog.New(slog.DiscardHandler),
-		clients: Clients{Metadata: metadatafake.NewSimpleMetadataClient(scheme, running, elsewhere), Kube: kube}}
+		clients: cluster.Clients{Metadata: metadatafake.NewSimpleMetadataClient(scheme, running, elsewhere), Kube: kube}}
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "k8s.consol.de/v1beta1", "kind": "NamespaceManager",
 		"metadata": map[string]any{"name": "leftovers", "namespace": "platform", "uid": "u", "generation": int64(1)},

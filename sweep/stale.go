@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
 	"k8s.io/apimachinery/pkg/types"
@@ -52,17 +53,17 @@ func (s *Sweeper) removeStaleRecords(ctx context.Context, r *sweepRun, managers 
 	live := status.PairAnnotations(managers)
 	for _, name := range slices.Sorted(maps.Keys(namespaces)) {
 		ns := namespaces[name]
-		if len(ns.pairs) == 0 || ns.terminating || ShardOf(ns.uid, s.cfg.ShardCount) != s.cfg.ShardIndex {
+		if len(ns.Pairs) == 0 || ns.Terminating || cluster.ShardOf(ns.UID, s.cfg.ShardCount) != s.cfg.ShardIndex {
 			continue
 		}
 		f := stale{namespace: name}
-		for _, key := range slices.Sorted(maps.Keys(ns.pairs)) {
+		for _, key := range slices.Sorted(maps.Keys(ns.Pairs)) {
 			if live[key] {
 				continue
 			}
 			// A record that holds no time (edited by hand, say) stays.
-			if last := status.DecodePair(ns.pairs[key]).LastTime(); !last.IsZero() && last.Before(r.now.Add(-StaleRecordAge)) {
-				f.keys, f.values = append(f.keys, key), append(f.values, ns.pairs[key])
+			if last := status.DecodePair(ns.Pairs[key]).LastTime(); !last.IsZero() && last.Before(r.now.Add(-StaleRecordAge)) {
+				f.keys, f.values = append(f.keys, key), append(f.values, ns.Pairs[key])
 			}
 		}
 		if len(f.keys) > 0 {

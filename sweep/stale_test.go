@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
 	"k8s.io/apimachinery/pkg/types"
@@ -30,7 +31,7 @@ func (w *patchRecorder) PatchNamespace(_ context.Context, name string, patch wri
 }
 
 // staleRun is a sweep run at now whose namespaces are listed as given.
-func staleRun(now time.Time, namespaces map[string]namespaceInfo) *sweepRun {
+func staleRun(now time.Time, namespaces map[string]cluster.Namespace) *sweepRun {
 	r := &sweepRun{now: now, stop: context.Background(), pairSlots: make(chan struct{}, 4)}
 	r.nsOnce.Do(func() { r.ns = namespaces })
 	return r
@@ -52,7 +53,7 @@ func TestStaleRecordsOnePatchEach(t *testing.T) {
 	}
 	w := &patchRecorder{Writer: dryRun, patches: map[string][]write.Patch{}}
 	s := &Sweeper{cfg: Config{ShardCount: 1, Concurrency: 4}, writer: w, log: slog.New(slog.DiscardHandler)}
-	done := s.removeStaleRecords(t.Context(), staleRun(now, map[string]namespaceInfo{"tenant": {name: "tenant", uid: "u1", pairs: pairs}}), map[types.UID]bool{"standing": true})
+	done := s.removeStaleRecords(t.Context(), staleRun(now, map[string]cluster.Namespace{"tenant": {Name: "tenant", UID: "u1", Pairs: pairs}}), map[types.UID]bool{"standing": true})
 	if done.removed != 300 || done.left != 0 || len(w.patches["tenant"]) != 1 {
 		t.Fatalf("removed %d, left %d, with %d patches; want 300, 0, one patch", done.removed, done.left, len(w.patches["tenant"]))
 	}
@@ -81,10 +82,10 @@ func TestStaleRecordsOnePatchEach(t *testing.T) {
 func TestStaleRecordsBounded(t *testing.T) {
 	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	old := fmt.Sprintf(`{"written":%q}`, now.Add(-2*StaleRecordAge).Format(time.RFC3339))
-	namespaces := map[string]namespaceInfo{}
+	namespaces := map[string]cluster.Namespace{}
 	for i := range MaxStaleNamespaces + 3 {
 		name := fmt.Sprintf("ns-%02d", i)
-		namespaces[name] = namespaceInfo{name: name, uid: types.UID("u-" + name), pairs: map[string]string{status.PairAnnotationPrefix + "a": old, status.PairAnnotationPrefix + "b": old}}
+		namespaces[name] = cluster.Namespace{Name: name, UID: types.UID("u-" + name), Pairs: map[string]string{status.PairAnnotationPrefix + "a": old, status.PairAnnotationPrefix + "b": old}}
 	}
 	w := &patchRecorder{Writer: dryRun, patches: map[string][]write.Patch{}}
 	s := &Sweeper{cfg: Config{ShardCount: 1, Concurrency: 4}, writer: w, log: slog.New(slog.DiscardHandler)}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
@@ -59,8 +60,8 @@ type stuckRead struct {
 
 // stuck returns why namespace ns, as listed, is stuck at now, or nil while
 // it is not terminating, or not for StuckAfter yet.
-func (s *Sweeper) stuck(ctx context.Context, r *sweepRun, ns namespaceInfo) (*report.Stuck, error) {
-	if !ns.terminating || ns.deleting.IsZero() || r.now.Sub(ns.deleting) < s.cfg.StuckAfter {
+func (s *Sweeper) stuck(ctx context.Context, r *sweepRun, ns cluster.Namespace) (*report.Stuck, error) {
+	if !ns.Terminating || ns.Deleting.IsZero() || r.now.Sub(ns.Deleting) < s.cfg.StuckAfter {
 		return nil, nil
 	}
 	x := &r.stuck
@@ -68,10 +69,10 @@ func (s *Sweeper) stuck(ctx context.Context, r *sweepRun, ns namespaceInfo) (*re
 	if x.byNS == nil {
 		x.byNS = map[string]*stuckRead{}
 	}
-	read := x.byNS[ns.name]
+	read := x.byNS[ns.Name]
 	if read == nil {
 		read = &stuckRead{}
-		x.byNS[ns.name] = read
+		x.byNS[ns.Name] = read
 	}
 	x.mu.Unlock()
 	read.once.Do(func() { read.stuck, read.err = s.readStuck(ctx, x, ns) })
@@ -81,22 +82,22 @@ func (s *Sweeper) stuck(ctx context.Context, r *sweepRun, ns namespaceInfo) (*re
 // readStuck reads namespace ns whole (a list by name: nsman may list
 // namespaces, not get them) and says why it is stuck; gone meanwhile, it
 // is not.
-func (s *Sweeper) readStuck(ctx context.Context, x *stuckNamespaces, ns namespaceInfo) (*report.Stuck, error) {
+func (s *Sweeper) readStuck(ctx context.Context, x *stuckNamespaces, ns cluster.Namespace) (*report.Stuck, error) {
 	var n *corev1.Namespace
 	if index := s.stuckIndex(ctx, x); index != nil {
-		n = index[ns.name]
+		n = index[ns.Name]
 	} else {
 		list, err := s.clients.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{
-			FieldSelector: fields.OneTermEqualSelector("metadata.name", ns.name).String(),
+			FieldSelector: fields.OneTermEqualSelector("metadata.name", ns.Name).String(),
 		})
 		if err != nil {
-			return nil, fmt.Errorf("read namespace %s to say why it is stuck: %w", ns.name, err)
+			return nil, fmt.Errorf("read namespace %s to say why it is stuck: %w", ns.Name, err)
 		}
 		if len(list.Items) > 0 {
 			n = &list.Items[0]
 		}
 	}
-	if n == nil || n.UID != ns.uid || n.DeletionTimestamp == nil {
+	if n == nil || n.UID != ns.UID || n.DeletionTimestamp == nil {
 		return nil, nil
 	}
 	return &report.Stuck{Since: n.DeletionTimestamp.UTC(), Reasons: stuckReasons(n, func() []string { return s.failingGroups(x) })}, nil
@@ -111,12 +112,12 @@ func (s *Sweeper) stuckIndex(ctx context.Context, x *stuckNamespaces) map[string
 	x.indexOnce.Do(func() {
 		index := map[string]*corev1.Namespace{}
 		list := func() *rest.Request {
-			return s.restClient(corev1.SchemeGroupVersion).Get().Resource("namespaces")
+			return s.reads().RESTClient(corev1.SchemeGroupVersion).Get().Resource("namespaces")
 		}
 		// Whole namespaces, 500 a page, each decoded as it arrives into
 		// what stuckReasons reads: annotations (up to 256 KiB each) and
 		// managed fields are read past, not kept.
-		err := eachStreamed(ctx, s.cfg.PageSize, metav1.ListOptions{}, list, func(n *stuckFields) error {
+		err := cluster.EachStreamed(ctx, s.cfg.PageSize, metav1.ListOptions{}, list, func(n *stuckFields) error {
 			if n.Metadata.DeletionTimestamp != nil {
 				index[n.Metadata.Name] = n.namespace()
 			}
@@ -230,7 +231,7 @@ func stuckMessage(name string, st *report.Stuck) string {
 // terminating is the entry of a subject whose target ns is terminating:
 // stuck, when it is, with why. Reading why may fail (unread): the entry
 // says so, and what the record says of it is kept as it was.
-func (s *Sweeper) terminating(ctx context.Context, r *sweepRun, e report.Entry, ns namespaceInfo, msg string) (_ report.Entry, unread bool) {
+func (s *Sweeper) terminating(ctx context.Context, r *sweepRun, e report.Entry, ns cluster.Namespace, msg string) (_ report.Entry, unread bool) {
 	e.State, e.Message = report.StateTargetTerminating, msg
 	st, err := s.stuck(ctx, r, ns)
 	switch {
@@ -238,7 +239,7 @@ func (s *Sweeper) terminating(ctx context.Context, r *sweepRun, e report.Entry, 
 		e.Message += "; " + err.Error()
 		return e, true
 	case st != nil:
-		e.Stuck, e.Message = st, stuckMessage(ns.name, st)
+		e.Stuck, e.Message = st, stuckMessage(ns.Name, st)
 	}
 	return e, false
 }
@@ -266,8 +267,8 @@ func (s *Sweeper) deletedTerminating(ctx context.Context, r *sweepRun, m policy.
 	// The namespace it deleted, not one recreated under its name since,
 	// nor one a status written by hand names: a record without targetUID
 	// matches none.
-	deleted = deleted && exists && last.TargetUID != "" && last.TargetUID == ns.uid
-	if !deleted || !ns.terminating {
+	deleted = deleted && exists && last.TargetUID != "" && last.TargetUID == ns.UID
+	if !deleted || !ns.Terminating {
 		if stored.Stuck == nil {
 			return decision{}, false
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/report"
 	corev1 "k8s.io/api/core/v1"
@@ -174,7 +175,7 @@ func TestStuckNamespacesReadOnceWhenMany(t *testing.T) {
 	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	deleted := metav1.NewTime(now.Add(-time.Hour))
 	client := kubefake.NewClientset()
-	var infos []namespaceInfo
+	var infos []cluster.Namespace
 	for i := range stuckIndexAfter + 8 {
 		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ns-%02d", i), UID: types.UID(fmt.Sprint("uid-", i)), DeletionTimestamp: &deleted,
 			Annotations: map[string]string{"example.com/blob": strings.Repeat("x", 64<<10)}},
@@ -182,7 +183,7 @@ func TestStuckNamespacesReadOnceWhenMany(t *testing.T) {
 		if err := client.Tracker().Add(n); err != nil {
 			t.Fatal(err)
 		}
-		infos = append(infos, namespaceInfo{name: n.Name, uid: n.UID, terminating: true, deleting: deleted.Time})
+		infos = append(infos, cluster.Namespace{Name: n.Name, UID: n.UID, Terminating: true, Deleting: deleted.Time})
 	}
 	byName, all := 0, 0
 	// The fake selects by labels alone: the field selector by name is
@@ -201,12 +202,12 @@ func TestStuckNamespacesReadOnceWhenMany(t *testing.T) {
 		}
 		return true, &corev1.NamespaceList{Items: []corev1.Namespace{*obj.(*corev1.Namespace)}}, nil
 	})
-	s := &Sweeper{cfg: Config{PageSize: DefaultPageSize, StuckAfter: DefaultStuckAfter}, clients: Clients{Kube: coreListsOverHTTP(t, client)}, log: slog.New(slog.DiscardHandler)}
+	s := &Sweeper{cfg: Config{PageSize: DefaultPageSize, StuckAfter: DefaultStuckAfter}, clients: cluster.Clients{Kube: coreListsOverHTTP(t, client)}, log: slog.New(slog.DiscardHandler)}
 	r := &sweepRun{now: now}
 	for _, ns := range infos {
 		st, err := s.stuck(t.Context(), r, ns)
 		if err != nil || st == nil || st.Cause() != report.StuckNamespaceFinalizers || !st.Since.Equal(deleted.UTC()) {
-			t.Fatalf("%s: %+v, %v; want it stuck on its own finalizer", ns.name, st, err)
+			t.Fatalf("%s: %+v, %v; want it stuck on its own finalizer", ns.Name, st, err)
 		}
 	}
 	if byName != stuckIndexAfter || all != 1 {
@@ -219,7 +220,7 @@ func TestStuckNamespacesReadOnceWhenMany(t *testing.T) {
 			t.Errorf("%s kept with %d annotations and finalizers %v; want none and its finalizers", name, len(n.Annotations), n.Spec.Finalizers)
 		}
 	}
-	if st, err := s.stuck(t.Context(), &sweepRun{now: now}, namespaceInfo{name: "ns-00", uid: "another", terminating: true, deleting: deleted.Time}); st != nil || err != nil {
+	if st, err := s.stuck(t.Context(), &sweepRun{now: now}, cluster.Namespace{Name: "ns-00", UID: "another", Terminating: true, Deleting: deleted.Time}); st != nil || err != nil {
 		t.Errorf("a namespace recreated under the name: %+v, %v; want it not told stuck", st, err)
 	}
 }

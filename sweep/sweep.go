@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 )
@@ -98,7 +97,7 @@ type sweepRun struct {
 
 	nsOnce sync.Once
 	nsErr  error
-	ns     map[string]namespaceInfo
+	ns     map[string]cluster.Namespace
 	// stuck holds the namespaces read to say why they are stuck.
 	stuck stuckNamespaces
 	// reclaims is what the sweep read of what DELETEs free; reclaimUnknown
@@ -121,7 +120,7 @@ type sweepRun struct {
 	// shields it. rules are handled once the listing is complete, else
 	// deferred (rulesBlocked).
 	governed     map[string][]governor
-	rules        []listed
+	rules        []cluster.Listed
 	rulesBlocked string
 	// pairSlots bounds the rules' pairs handled at once (see bounded).
 	pairSlots chan struct{}
@@ -142,7 +141,7 @@ func (r *sweepRun) add(entries ...report.Entry) {
 // actions they decide on to Concurrency more (hooks): a receiver that
 // keeps nsman waiting holds up no DELETE, SCALE_DOWN or rule.
 type queue struct {
-	jobs  chan listed
+	jobs  chan cluster.Listed
 	hooks hookQueue
 	wg    sync.WaitGroup
 }
@@ -151,7 +150,7 @@ type queue struct {
 // carry out the decision, with work; once ctx is done, what is queued is
 // reported as not reached.
 func (s *Sweeper) startWorkers(ctx, work context.Context, r *sweepRun) *queue {
-	q := &queue{jobs: make(chan listed)}
+	q := &queue{jobs: make(chan cluster.Listed)}
 	q.hooks.ready = sync.NewCond(&q.hooks.mu)
 	var evaluating sync.WaitGroup
 	for range s.cfg.Concurrency {
@@ -161,17 +160,17 @@ func (s *Sweeper) startWorkers(ctx, work context.Context, r *sweepRun) *queue {
 				switch {
 				case ctx.Err() != nil:
 					entries = s.unhandled(l)
-				case isRule(l.obj):
+				case isRule(l.Obj):
 					entries = s.handleRule(work, r, l)
 				default:
 					rec := s.managerRecord(r, l)
-					d := s.evaluateManager(work, r, l.obj, rec.stored)
+					d := s.evaluateManager(work, r, l.Obj, rec.stored)
 					if s.wantsPlace(r, d) {
 						s.offer(r, d.entry, func(granted bool) {
 							if granted {
 								// Read again just before it acts, as when
 								// it was evaluated.
-								d = s.evaluateManager(work, r, l.obj, rec.stored)
+								d = s.evaluateManager(work, r, l.Obj, rec.stored)
 								d.granted = true
 							}
 							s.done(work, r, []report.Entry{s.carryOut(work, r, rec, d)})
@@ -216,7 +215,7 @@ func (s *Sweeper) done(ctx context.Context, r *sweepRun, entries []report.Entry)
 
 // hookJob is a manager's WEBHOOK decision, to carry out.
 type hookJob struct {
-	l   listed
+	l   cluster.Listed
 	rec record
 	d   decision
 }
@@ -263,7 +262,7 @@ func (h *hookQueue) close() {
 }
 
 // give queues l, unless ctx is done first: then l is reported unhandled.
-func (s *Sweeper) give(ctx context.Context, r *sweepRun, q *queue, l listed) {
+func (s *Sweeper) give(ctx context.Context, r *sweepRun, q *queue, l cluster.Listed) {
 	if ctx.Err() == nil {
 		select {
 		case q.jobs <- l:
@@ -295,16 +294,16 @@ func (s *Sweeper) listManagers(ctx, work context.Context, r *sweepRun, q *queue)
 	var l listing
 	uids := map[types.UID]bool{}
 	indexing := false
-	countAhead := func(page *managerPage) { s.countAhead(&r.activities, page, s.clock()) }
-	l.err = s.eachManagerPaged(ctx, false, countAhead, func(m listed) {
-		uids[m.obj.GetUID()] = true
+	countAhead := func(page *cluster.ManagerPage) { s.countAhead(&r.activities, page, s.clock()) }
+	l.err = s.reads().EachManagerPaged(ctx, false, countAhead, func(m cluster.Listed) {
+		uids[m.Obj.GetUID()] = true
 		if !l.any {
 			l.any = true
 			r.now = s.now()
 			r.frozenUntil, r.frozen = frozenUntil(s.cfg.Freezes, r.now)
 			q.wg.Go(func() { _, _ = s.namespaces(work, r) })
 		}
-		if isRule(m.obj) {
+		if isRule(m.Obj) {
 			r.rules = append(r.rules, m)
 			if !indexing && s.indexAhead(r, m) {
 				indexing = true
@@ -315,8 +314,8 @@ func (s *Sweeper) listManagers(ctx, work context.Context, r *sweepRun, q *queue)
 			}
 			return
 		}
-		s.noteGoverned(r, m.obj)
-		if ShardOf(m.obj.GetUID(), s.cfg.ShardCount) != s.cfg.ShardIndex {
+		s.noteGoverned(r, m.Obj)
+		if cluster.ShardOf(m.Obj.GetUID(), s.cfg.ShardCount) != s.cfg.ShardIndex {
 			l.skipped++
 			return
 		}
@@ -342,10 +341,10 @@ func (s *Sweeper) queueRules(ctx context.Context, r *sweepRun, l *listing, q *qu
 		r.rulesBlocked = "rules wait for a sweep that lists every manager: listing the managers failed"
 	case l.everyManager == nil && len(r.rules) > 0:
 		all := map[types.UID]bool{}
-		err := s.eachManager(ctx, true, func(m listed) {
-			all[m.obj.GetUID()] = true
-			if !isRule(m.obj) {
-				s.noteGoverned(r, m.obj)
+		err := s.reads().EachManager(ctx, true, func(m cluster.Listed) {
+			all[m.Obj.GetUID()] = true
+			if !isRule(m.Obj) {
+				s.noteGoverned(r, m.Obj)
 			}
 		})
 		switch {
@@ -418,7 +417,7 @@ func (s *Sweeper) missingTrusted(ctx context.Context, r *sweepRun) []string {
 			known = true
 		} else {
 			found := false
-			err := eachItem(ctx, 1, metav1.ListOptions{FieldSelector: "metadata.name=" + name}, s.metadataLister("namespaces"), func(*metav1.PartialObjectMetadata) { found = true })
+			err := cluster.EachItem(ctx, 1, metav1.ListOptions{FieldSelector: "metadata.name=" + name}, s.reads().MetadataLister("namespaces"), func(*metav1.PartialObjectMetadata) { found = true })
 			exists, known = found, err == nil
 		}
 		if known && !exists {
@@ -469,9 +468,9 @@ func shielding(governors []governor) string {
 
 // unhandled is the report of a manager an interrupted sweep did not
 // handle: its entry, or a rule's, from the shard that owns the rule.
-func (s *Sweeper) unhandled(l listed) []report.Entry {
-	e := report.Entry{Namespace: l.obj.GetNamespace(), Name: l.obj.GetName(), Rule: isRule(l.obj)}
-	if e.Rule && ShardOf(l.obj.GetUID(), s.cfg.ShardCount) != s.cfg.ShardIndex {
+func (s *Sweeper) unhandled(l cluster.Listed) []report.Entry {
+	e := report.Entry{Namespace: l.Obj.GetNamespace(), Name: l.Obj.GetName(), Rule: isRule(l.Obj)}
+	if e.Rule && cluster.ShardOf(l.Obj.GetUID(), s.cfg.ShardCount) != s.cfg.ShardIndex {
 		return nil
 	}
 	return []report.Entry{notReached(e, "it got to this manager")}
@@ -480,7 +479,7 @@ func (s *Sweeper) unhandled(l listed) []report.Entry {
 // statusLocation asks the API server whether NamespaceManagers have a
 // status subresource (nsman's CRD) or not (the original one).
 func (s *Sweeper) statusLocation() (statusLocation, error) {
-	gv := ManagerResource.GroupVersion().String()
+	gv := cluster.ManagerResource.GroupVersion().String()
 	resources, err := s.clients.Kube.Discovery().ServerResourcesForGroupVersion(gv)
 	if apierrors.IsNotFound(err) {
 		return statusLocation{}, ErrNotInstalled
@@ -491,10 +490,10 @@ func (s *Sweeper) statusLocation() (statusLocation, error) {
 	has := func(name string) bool {
 		return slices.ContainsFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Name == name })
 	}
-	if !has(ManagerResource.Resource) {
+	if !has(cluster.ManagerResource.Resource) {
 		return statusLocation{}, ErrNotInstalled
 	}
-	return statusLocation{subresource: has(ManagerResource.Resource + "/status")}, nil
+	return statusLocation{subresource: has(cluster.ManagerResource.Resource + "/status")}, nil
 }
 
 // now is the time to evaluate at, as clock has it, with a warning when the
@@ -520,49 +519,13 @@ func (s *Sweeper) clock() time.Time {
 	return time.Now()
 }
 
-type namespaceInfo struct {
-	name        string
-	uid         types.UID
-	created     time.Time
-	terminating bool
-	// deleting is the deletionTimestamp of a terminating namespace.
-	deleting time.Time
-	// labels are what rules select by, pairs the rules' records by key
-	// (PairAnnotationPrefix annotations).
-	labels          packedLabels
-	resourceVersion string
-	pairs           map[string]string
-	// hold is the namespace's HoldAnnotation, empty when it has none;
-	// expires its policy.ExpiresAnnotation, touched its
-	// policy.TouchedAnnotation.
-	hold, expires, touched string
-}
-
-func namespaceInfoOf(m *metav1.PartialObjectMetadata) namespaceInfo {
-	info := namespaceInfo{name: m.Name, uid: m.UID, created: m.CreationTimestamp.Time, terminating: m.DeletionTimestamp != nil,
-		labels: packLabels(m.Name, m.Labels), resourceVersion: m.ResourceVersion}
-	if m.DeletionTimestamp != nil {
-		info.deleting = m.DeletionTimestamp.Time
-	}
-	info.hold, info.expires, info.touched = m.Annotations[status.HoldAnnotation], m.Annotations[policy.ExpiresAnnotation], m.Annotations[policy.TouchedAnnotation]
-	for k, v := range m.Annotations {
-		if strings.HasPrefix(k, status.PairAnnotationPrefix) {
-			if info.pairs == nil {
-				info.pairs = map[string]string{}
-			}
-			info.pairs[k] = v
-		}
-	}
-	return info
-}
-
 // namespaces lists the namespaces once per sweep, on first need, so that a
 // manager costs no request of its own to find its target.
-func (s *Sweeper) namespaces(ctx context.Context, r *sweepRun) (map[string]namespaceInfo, error) {
+func (s *Sweeper) namespaces(ctx context.Context, r *sweepRun) (map[string]cluster.Namespace, error) {
 	r.nsOnce.Do(func() {
-		r.ns = map[string]namespaceInfo{}
-		r.nsErr = s.eachNamespace(ctx, func(m *metav1.PartialObjectMetadata) {
-			r.ns[m.Name] = namespaceInfoOf(m)
+		r.ns = map[string]cluster.Namespace{}
+		r.nsErr = s.reads().EachNamespace(ctx, func(m *metav1.PartialObjectMetadata) {
+			r.ns[m.Name] = cluster.NamespaceOf(m)
 		})
 		if r.nsErr != nil {
 			r.nsErr = fmt.Errorf("list namespaces: %w", r.nsErr)

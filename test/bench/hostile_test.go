@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
@@ -83,7 +84,7 @@ func measureHostile(t *testing.T, bin string) ([]measurement, string) {
 		"namespaceSelector": map[string]any{"matchLabels": map[string]any{ruleLabel: "on"}},
 		"policies":          []any{deletePolicy("ttl", ttlDue)},
 	})
-	if _, err := s.env.Dynamic.Resource(sweep.ManagerResource).Namespace(hostileRulesNamespace).Create(ctx, rule, metav1.CreateOptions{}); err != nil {
+	if _, err := s.env.Dynamic.Resource(cluster.ManagerResource).Namespace(hostileRulesNamespace).Create(ctx, rule, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create rule: %v", err)
 	}
 	s.step("seeded the hostile tenant and the rule over %d namespaces in %s", hostileRuleNamespaces, time.Since(began).Round(time.Millisecond))
@@ -155,7 +156,7 @@ func (s seeder) hostile(ctx context.Context) error {
 		m.SetLabels(map[string]string{setLabel: hostileNamespace})
 		m.SetAnnotations(map[string]string{"padding": padding})
 		return create(ctx, func() error {
-			_, err := s.dyn.Resource(sweep.ManagerResource).Namespace(hostileNamespace).Create(ctx, m, metav1.CreateOptions{})
+			_, err := s.dyn.Resource(cluster.ManagerResource).Namespace(hostileNamespace).Create(ctx, m, metav1.CreateOptions{})
 			return err
 		})
 	})

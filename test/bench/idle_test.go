@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/report"
-	"github.com/nsman/nsman/sweep"
 )
 
 // The IDLE benchmark (issue 25): N managers, half of them IDLE, in a control
@@ -206,7 +206,7 @@ func createdRange(ctx context.Context, cfg *rest.Config, resource schema.GroupVe
 // manager, its namespace's ControllerRevision as the last activity: it
 // read the activity, and the later sweeps find the same.
 func countedRevisions(ctx context.Context, s *session, oldest time.Time, want int) error {
-	list, err := s.env.Dynamic.Resource(sweep.ManagerResource).List(ctx, metav1.ListOptions{LabelSelector: setLabel + "=" + idlePrefix})
+	list, err := s.env.Dynamic.Resource(cluster.ManagerResource).List(ctx, metav1.ListOptions{LabelSelector: setLabel + "=" + idlePrefix})
 	if err != nil {
 		return err
 	}

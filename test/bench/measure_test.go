@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	nsmancluster "github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
@@ -136,7 +137,7 @@ func floorLists(ctx context.Context, cfg *rest.Config) (managers, namespaces int
 	}
 	opts := metav1.ListOptions{Limit: pageSize}
 	for {
-		list, err := dyn.Resource(sweep.ManagerResource).List(ctx, opts)
+		list, err := dyn.Resource(nsmancluster.ManagerResource).List(ctx, opts)
 		if err != nil {
 			return 0, 0, fmt.Errorf("list managers: %w", err)
 		}
@@ -218,7 +219,7 @@ func prepareWriteFloor(ctx context.Context, cfg *rest.Config, set string) ([]wri
 	for _, ns := range namespaces {
 		uids[ns.name] = ns.uid
 	}
-	list, err := dyn.Resource(sweep.ManagerResource).List(ctx, metav1.ListOptions{LabelSelector: setLabel + "=" + set})
+	list, err := dyn.Resource(nsmancluster.ManagerResource).List(ctx, metav1.ListOptions{LabelSelector: setLabel + "=" + set})
 	if err != nil {
 		return nil, err
 	}
@@ -280,7 +281,7 @@ func writeFloor(ctx context.Context, cfg *rest.Config, targets []writeTarget, wh
 	const sweepID = "write-floor"
 	return parallel(ctx, len(targets), func(ctx context.Context, i int) error {
 		t := targets[i]
-		managers := dyn.Resource(sweep.ManagerResource).Namespace(t.name)
+		managers := dyn.Resource(nsmancluster.ManagerResource).Namespace(t.name)
 		status := status.Status{Progress: status.Progress{Claim: &status.Claim{
 			Policy: "cleanup", Action: policy.ActionDelete, Sweep: sweepID, Expires: now.Add(time.Minute), Generation: 1, TargetUID: t.uid,
 		}}}

@@ -14,10 +14,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
-	"github.com/nsman/nsman/sweep"
 )
 
 // The rules benchmark (issue 13): one rule over n namespaces, in a control
@@ -80,7 +80,7 @@ func measureRules(t *testing.T, bin string, n, due int) ([]measurement, string) 
 	if err := s.seed.namespace(ctx, rulesNamespace, nil); err != nil {
 		t.Fatal(err)
 	}
-	rule, err := s.env.Dynamic.Resource(sweep.ManagerResource).Namespace(rulesNamespace).Create(ctx, ruleObject(), metav1.CreateOptions{})
+	rule, err := s.env.Dynamic.Resource(cluster.ManagerResource).Namespace(rulesNamespace).Create(ctx, ruleObject(), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create rule: %v", err)
 	}

@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/policy"
-	"github.com/nsman/nsman/sweep"
 )
 
 // setLabel tells the seeded sets apart, so that a sweep or a write floor
@@ -127,7 +127,7 @@ func (s seeder) one(ctx context.Context, name, set string, k kind) error {
 	}
 	m := managerObject(name, set, k)
 	if err := create(ctx, func() error {
-		_, err := s.dyn.Resource(sweep.ManagerResource).Namespace(name).Create(ctx, m, metav1.CreateOptions{})
+		_, err := s.dyn.Resource(cluster.ManagerResource).Namespace(name).Create(ctx, m, metav1.CreateOptions{})
 		return err
 	}); err != nil {
 		return fmt.Errorf("create manager %s: %w", name, err)

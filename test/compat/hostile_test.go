@@ -13,9 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	nsmancluster "github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/report"
-	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
 )
@@ -32,7 +32,7 @@ func TestHostileManagers(t *testing.T) {
 	create := func(obj *unstructured.Unstructured) {
 		t.Helper()
 		obj.SetLabels(map[string]string{label: many})
-		if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(obj.GetNamespace()).Create(t.Context(), obj, metav1.CreateOptions{}); err != nil {
+		if _, err := e.Dynamic.Resource(nsmancluster.ManagerResource).Namespace(obj.GetNamespace()).Create(t.Context(), obj, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -145,7 +145,7 @@ func TestHostileManagersInOneSweep(t *testing.T) {
 	t.Setenv("POD_NAMESPACE", nsmantest.ServiceAccountNamespace)
 	victim := shared.Namespace(t)
 	const label = "nsman.test/hostile-mix"
-	managers := e.Dynamic.Resource(sweep.ManagerResource)
+	managers := e.Dynamic.Resource(nsmancluster.ManagerResource)
 
 	// What the original CRD refuses at admission never reaches nsman.
 	rejected := 0
@@ -389,7 +389,7 @@ func setPolicy(obj *unstructured.Unstructured, value any, fields ...string) {
 func TestTrustedNamespaceDefaults(t *testing.T) {
 	e := setup(t)
 	const home = nsmantest.ServiceAccountNamespace
-	managers := e.Dynamic.Resource(sweep.ManagerResource)
+	managers := e.Dynamic.Resource(nsmancluster.ManagerResource)
 
 	// A manager in the trusted namespace-manager that targets
 	// namespace-manager itself would delete every trusted manager with it.

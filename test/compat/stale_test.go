@@ -9,9 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/report"
-	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -37,7 +37,7 @@ func TestStaleSweepLeavesAClaimAlone(t *testing.T) {
 		t.Helper()
 		obj := manager(ns, name, ns, policy)
 		_ = unstructured.SetNestedField(obj.Object, ns, "spec", "namespace")
-		if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(ns).Create(t.Context(), obj, metav1.CreateOptions{}); err != nil {
+		if _, err := e.Dynamic.Resource(cluster.ManagerResource).Namespace(ns).Create(t.Context(), obj, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -56,7 +56,7 @@ func TestStaleSweepLeavesAClaimAlone(t *testing.T) {
 	// b-claimed becomes due; another sweep claims it and calls its slow
 	// receiver.
 	edit := []byte(`{"spec":{"policies":[{"name":"notify","condition":{"type":"TTL","params":{"ttlSeconds":0}},"action":{"type":"WEBHOOK","params":{"url":"` + hookURL + `/b-claimed"}}}]}}`)
-	if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(ns).Patch(t.Context(), "b-claimed", types.MergePatchType, edit, metav1.PatchOptions{}); err != nil {
+	if _, err := e.Dynamic.Resource(cluster.ManagerResource).Namespace(ns).Patch(t.Context(), "b-claimed", types.MergePatchType, edit, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	claiming := make(chan nsmantest.Result, 1)

@@ -9,9 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/report"
-	"github.com/nsman/nsman/sweep"
 )
 
 func manager(ns, name, label string, policy map[string]any) *unstructured.Unstructured {
@@ -38,7 +38,7 @@ func TestInvalidManagerUnderTheOriginalCRD(t *testing.T) {
 	bad, good := shared.Namespace(t), shared.Namespace(t)
 	create := func(obj *unstructured.Unstructured) {
 		t.Helper()
-		if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(obj.GetNamespace()).Create(t.Context(), obj, metav1.CreateOptions{}); err != nil {
+		if _, err := e.Dynamic.Resource(cluster.ManagerResource).Namespace(obj.GetNamespace()).Create(t.Context(), obj, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -92,11 +92,11 @@ func TestClaimsInAnnotations(t *testing.T) {
 		}
 		st, _ := json.Marshal(status.Status{Progress: status.Progress{Claim: &status.Claim{Policy: "delete at once", Action: "DELETE", Sweep: "dead-sweep", Expires: until, Generation: 1}}})
 		obj.SetAnnotations(map[string]string{status.StatusAnnotation: string(st)})
-		if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Create(t.Context(), obj, metav1.CreateOptions{}); err != nil {
+		if _, err := e.Dynamic.Resource(cluster.ManagerResource).Namespace(home).Create(t.Context(), obj, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
-			_ = e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Delete(t.Context(), target, metav1.DeleteOptions{})
+			_ = e.Dynamic.Resource(cluster.ManagerResource).Namespace(home).Delete(t.Context(), target, metav1.DeleteOptions{})
 		})
 	}
 	res := e.Sweep(t, "-l", "nsman.test/case="+live)

@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
-	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -69,7 +69,7 @@ func webhookAction(url string) map[string]any {
 
 func createManager(t *testing.T, obj *unstructured.Unstructured) {
 	t.Helper()
-	_, err := env.Dynamic.Resource(sweep.ManagerResource).Namespace(obj.GetNamespace()).Create(t.Context(), obj, metav1.CreateOptions{})
+	_, err := env.Dynamic.Resource(cluster.ManagerResource).Namespace(obj.GetNamespace()).Create(t.Context(), obj, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create manager %s/%s: %v", obj.GetNamespace(), obj.GetName(), err)
 	}
@@ -95,7 +95,7 @@ func letBackoffPass(t *testing.T, ns, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := env.Dynamic.Resource(sweep.ManagerResource).Namespace(ns).Patch(t.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+	if _, err := env.Dynamic.Resource(cluster.ManagerResource).Namespace(ns).Patch(t.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
 		t.Fatal(err)
 	}
 }

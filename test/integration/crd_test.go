@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/nsman/nsman/cmd"
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/policy"
-	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/fixtures/original"
 	"github.com/nsman/nsman/test/nsmantest"
 )
@@ -105,7 +105,7 @@ func validate(t *testing.T, obj *unstructured.Unstructured) (int, string) {
 
 func dryRunCreate(t *testing.T, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	t.Helper()
-	return env.Dynamic.Resource(sweep.ManagerResource).Namespace(obj.GetNamespace()).
+	return env.Dynamic.Resource(cluster.ManagerResource).Namespace(obj.GetNamespace()).
 		Create(t.Context(), obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 }
 

@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/report"
-	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -25,7 +25,7 @@ func trustedDeleter(t *testing.T, target string) string {
 	home := nsmantest.ServiceAccountNamespace
 	createManager(t, managerObj(home, target, target, []any{ttlPolicy("delete at once", 0, deleteAction)}, targeting(target)))
 	t.Cleanup(func() {
-		_ = env.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Delete(context.Background(), target, metav1.DeleteOptions{})
+		_ = env.Dynamic.Resource(cluster.ManagerResource).Namespace(home).Delete(context.Background(), target, metav1.DeleteOptions{})
 	})
 	return target
 }
@@ -50,7 +50,7 @@ func TestDeleteRecordedOverAManagerChangedMeanwhile(t *testing.T) {
 			rp.ServeHTTP(w, r)
 			if isDelete(r, target) {
 				patch := []byte(`{"metadata":{"labels":{"nsman.test/touched":"yes"}}}`)
-				if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+				if _, err := e.Dynamic.Resource(cluster.ManagerResource).Namespace(home).Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 					t.Error(err)
 				}
 			}

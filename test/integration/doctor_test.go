@@ -16,7 +16,7 @@ import (
 
 	"github.com/nsman/nsman/cmd"
 	"github.com/nsman/nsman/doctor"
-	"github.com/nsman/nsman/sweep"
+	nsmancluster "github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/fixtures/original"
 	"github.com/nsman/nsman/test/nsmantest"
@@ -129,7 +129,7 @@ func TestDoctorSaysWhatToFix(t *testing.T) {
 	r.want(t, "javaOperator", doctor.OK, "does not run")
 	r.want(t, "webhooks", doctor.OK, "tenants' managers: public addresses and Services of their own namespace")
 	// An admin's own permissions say nothing of nsman's.
-	r.want(t, "permissions", doctor.Warning, fmt.Sprintf("you may do all %d things a sweep does", len(sweep.Permissions)))
+	r.want(t, "permissions", doctor.Warning, fmt.Sprintf("you may do all %d things a sweep does", len(nsmancluster.Permissions)))
 	if fix := r.check(t, "permissions").Fix; !strings.Contains(fix, "not nsman's") {
 		t.Errorf("permissions fix %q, want it to say these are not nsman's", fix)
 	}
@@ -184,8 +184,8 @@ func TestDoctorSaysWhatToFix(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("POD_NAMESPACE", installNamespace)
-	r = runDoctorUntil(t, saKubeconfig, "permissions", fmt.Sprintf("you may not do 2 of the %d", len(sweep.Permissions)))
-	r.want(t, "permissions", doctor.Failed, fmt.Sprintf("you may not do 2 of the %d", len(sweep.Permissions)), "patch deployments.apps (SCALE_DOWN and restore)", "patch statefulsets.apps")
+	r = runDoctorUntil(t, saKubeconfig, "permissions", fmt.Sprintf("you may not do 2 of the %d", len(nsmancluster.Permissions)))
+	r.want(t, "permissions", doctor.Failed, fmt.Sprintf("you may not do 2 of the %d", len(nsmancluster.Permissions)), "patch deployments.apps (SCALE_DOWN and restore)", "patch statefulsets.apps")
 	r.want(t, "namespaces", doctor.OK, "nsman runs in "+installNamespace+" (its pod), which is protected and trusted", "may hold rules): "+installNamespace+"\n")
 	// Its ServiceAccount may not read CRDs: discovery tells nsman's.
 	r.want(t, "crd", doctor.Warning, "nsman's CRD", "may not get customresourcedefinitions")
@@ -211,8 +211,8 @@ spec:
               args: [sweep, --trusted-namespaces=platform, --webhook-allow=hooks.example.com]
 `
 	env.Apply(t, []byte(cronJob))
-	r = runDoctorUntil(t, admin, "permissions", "ServiceAccount "+installNamespace+fmt.Sprintf("/nsman may not do 2 of the %d", len(sweep.Permissions)))
-	r.want(t, "permissions", doctor.Failed, "ServiceAccount "+installNamespace+fmt.Sprintf("/nsman may not do 2 of the %d", len(sweep.Permissions)), "patch deployments.apps")
+	r = runDoctorUntil(t, admin, "permissions", "ServiceAccount "+installNamespace+fmt.Sprintf("/nsman may not do 2 of the %d", len(nsmancluster.Permissions)))
+	r.want(t, "permissions", doctor.Failed, "ServiceAccount "+installNamespace+fmt.Sprintf("/nsman may not do 2 of the %d", len(nsmancluster.Permissions)), "patch deployments.apps")
 	r.want(t, "namespaces", doctor.Failed, "trusted namespace(s) that do not exist: platform; nsman runs in "+installNamespace+" (CronJob "+installNamespace+"/nsman)", "trusted (may target other namespaces, may hold rules): platform\n",
 		"trusted namespace platform does not exist")
 	r.want(t, "webhooks", doctor.OK, "receivers --webhook-allow admits: hooks.example.com")
@@ -294,7 +294,7 @@ subjects:
 		t.Fatal(err)
 	}
 	r = runDoctorUntil(t, viewer, "namespaces", "(CronJob "+installNamespace+"/nsman)")
-	r.want(t, "permissions", doctor.Warning, "you may not create subjectaccessreviews", fmt.Sprintf("you may not do %[1]d of the %[1]d", len(sweep.Permissions)))
+	r.want(t, "permissions", doctor.Warning, "you may not create subjectaccessreviews", fmt.Sprintf("you may not do %[1]d of the %[1]d", len(nsmancluster.Permissions)))
 	// It may not list namespaces: whether the trusted ones exist is not told.
 	r.want(t, "namespaces", doctor.OK, "(CronJob "+installNamespace+"/nsman)", "whether trusted namespace platform exists could not be told")
 
@@ -330,7 +330,7 @@ spec:
 	env.Apply(t, bytes.ReplaceAll(policy, []byte("system:serviceaccount:namespace-manager:nsman"), []byte("system:serviceaccount:"+installNamespace+":nsman")))
 	env.Apply(t, rbac)
 	env.Apply(t, []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: platform\n"))
-	r = runDoctorUntil(t, admin, "permissions", fmt.Sprintf("may do all %d", len(sweep.Permissions)))
+	r = runDoctorUntil(t, admin, "permissions", fmt.Sprintf("may do all %d", len(nsmancluster.Permissions)))
 	r.want(t, "javaOperator", doctor.OK, "does not run", "scaled to zero")
 	r.want(t, "cronJob", doctor.OK, "succeeded")
 	r.want(t, "admissionPolicy", doctor.OK, "the ValidatingAdmissionPolicy nsman (binding nsman, Deny) fences system:serviceaccount:"+installNamespace+":nsman")
@@ -338,7 +338,7 @@ spec:
 	if r.code != cmd.ExitOK {
 		t.Errorf("all well: exit %d (%s), report %+v", r.code, r.stderr, r.report)
 	}
-	r.want(t, "permissions", doctor.OK, "ServiceAccount "+installNamespace+fmt.Sprintf("/nsman may do all %d", len(sweep.Permissions)))
+	r.want(t, "permissions", doctor.OK, "ServiceAccount "+installNamespace+fmt.Sprintf("/nsman may do all %d", len(nsmancluster.Permissions)))
 
 	// The text report: a line per check, the verdict last.
 	var stdout, stderr bytes.Buffer

@@ -5,8 +5,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	nsmancluster "github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/report"
-	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
 )
@@ -23,7 +23,7 @@ func TestTenantServiceOnTheOldestKubernetes(t *testing.T) {
 	ns := c.Namespace(t)
 	recv := nsmantest.NewReceiver(t)
 	url := recv.ServiceURL(t, c.Admin, ns, "sink") + "/hooks/done"
-	if _, err := env.Dynamic.Resource(sweep.ManagerResource).Namespace(ns).Create(ctx, managerObj(ns, ns, ns, []any{ttlPolicy("report at once", 0, webhookAction(url))}), metav1.CreateOptions{}); err != nil {
+	if _, err := env.Dynamic.Resource(nsmancluster.ManagerResource).Namespace(ns).Create(ctx, managerObj(ns, ns, ns, []any{ttlPolicy("report at once", 0, webhookAction(url))}), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	res := env.Sweep(t, "-l", caseLabel+"="+ns)

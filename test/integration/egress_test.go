@@ -20,8 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/report"
-	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -70,7 +70,7 @@ func TestWebhookEgressByTrust(t *testing.T) {
 	trusted := nsmantest.ServiceAccountNamespace
 	createManager(t, managerObj(trusted, loopback, caseID, []any{ttlPolicy("report at once", 0, webhookAction(recv.URL+"/trusted"))}, targeting(loopback)))
 	t.Cleanup(func() {
-		_ = e.Dynamic.Resource(sweep.ManagerResource).Namespace(trusted).Delete(context.Background(), loopback, metav1.DeleteOptions{})
+		_ = e.Dynamic.Resource(cluster.ManagerResource).Namespace(trusted).Delete(context.Background(), loopback, metav1.DeleteOptions{})
 	})
 
 	res := e.Sweep(t, "-l", caseLabel+"="+caseID)

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
@@ -153,7 +154,7 @@ func playOutRule(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver, objs 
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		for _, m := range rules {
-			_ = e.Dynamic.Resource(sweep.ManagerResource).Namespace(m.Namespace).Delete(ctx, m.Name, metav1.DeleteOptions{})
+			_ = e.Dynamic.Resource(cluster.ManagerResource).Namespace(m.Namespace).Delete(ctx, m.Name, metav1.DeleteOptions{})
 		}
 	})
 

@@ -23,8 +23,8 @@ import (
 
 	"github.com/nsman/nsman/cmd"
 	"github.com/nsman/nsman/explain"
+	nsmancluster "github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/report"
-	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
 )
@@ -288,7 +288,7 @@ func TestExplainUnavailableAPIService(t *testing.T) {
 	ns := c.Namespace(t)
 	home := nsmantest.ServiceAccountNamespace
 	deleter := managerObj(home, "deleter", ns, []any{ttlPolicy("delete at once", 0, deleteAction)}, targeting(ns))
-	if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Create(ctx, deleter, metav1.CreateOptions{}); err != nil {
+	if _, err := e.Dynamic.Resource(nsmancluster.ManagerResource).Namespace(home).Create(ctx, deleter, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.Apply(t, []byte(`apiVersion: apiregistration.k8s.io/v1

@@ -19,7 +19,7 @@ import (
 
 	"github.com/nsman/nsman/deploy"
 	"github.com/nsman/nsman/doctor"
-	"github.com/nsman/nsman/sweep"
+	nsmancluster "github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/fixtures/original"
 	"github.com/nsman/nsman/test/nsmantest"
@@ -51,7 +51,7 @@ func TestHelmUpgradesTheCRD(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	managers := dyn.Resource(sweep.ManagerResource)
+	managers := dyn.Resource(nsmancluster.ManagerResource)
 
 	// The original operator's install: its CRD, and a manager of its
 	// example 01.

@@ -24,8 +24,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	nsmancluster "github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/report"
-	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
 )
@@ -166,7 +166,7 @@ func TestHelmInstallSweepsAsTheChartsServiceAccount(t *testing.T) {
 		t.Fatal(err)
 	}
 	recv := nsmantest.NewReceiver(t)
-	managers := dyn.Resource(sweep.ManagerResource)
+	managers := dyn.Resource(nsmancluster.ManagerResource)
 	for _, obj := range []*unstructured.Unstructured{
 		managerObj(del, del, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}),
 		// IDLE reads what was created in a namespace once it is old enough.

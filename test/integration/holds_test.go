@@ -14,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nsman/nsman/cmd"
+	nsmancluster "github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/report"
-	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/cluster"
 )
 
@@ -177,7 +177,7 @@ func TestHoldsIgnoredAndManagerHolds(t *testing.T) {
 	loose := labelled(t, "bad-"+home, 1)[0]
 	createManager(t, managerObj(home, "badly-held-rule", home, []any{ttlPolicy("in an hour", 3600, deleteAction)}, selecting("bad-"+home)))
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"soon"}}}`, status.HoldAnnotation)
-	if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Patch(t.Context(), "badly-held-rule", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+	if _, err := e.Dynamic.Resource(nsmancluster.ManagerResource).Namespace(home).Patch(t.Context(), "badly-held-rule", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	res = e.Sweep(t, "-l", caseLabel+"="+home, "--trusted-namespaces", home)

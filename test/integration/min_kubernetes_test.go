@@ -9,8 +9,8 @@ import (
 
 	"github.com/nsman/nsman/deploy"
 	"github.com/nsman/nsman/doctor"
+	nsmancluster "github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/report"
-	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
 )
@@ -41,7 +41,7 @@ func TestOnTheOldestKubernetes(t *testing.T) {
 	for _, tc := range malformedCases() {
 		obj := validManager(ns)
 		tc.mutate(obj.Object)
-		_, err := env.Dynamic.Resource(sweep.ManagerResource).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		_, err := env.Dynamic.Resource(nsmancluster.ManagerResource).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		switch {
 		case err == nil:
 			t.Errorf("%s: admitted, want rejected naming %s", tc.name, tc.field)
@@ -52,14 +52,14 @@ func TestOnTheOldestKubernetes(t *testing.T) {
 	for _, tc := range edgeCases() {
 		obj := validManager(ns)
 		tc.mutate(obj.Object)
-		if _, err := env.Dynamic.Resource(sweep.ManagerResource).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		if _, err := env.Dynamic.Resource(nsmancluster.ManagerResource).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
 			t.Errorf("%s: not admitted: %v", tc.name, err)
 		}
 	}
 
 	// A sweep as nsman's ServiceAccount, under the admission policy.
 	target := c.Namespace(t)
-	if _, err := env.Dynamic.Resource(sweep.ManagerResource).Namespace(target).Create(ctx, managerObj(target, target, target, []any{ttlPolicy("delete at once", 0, deleteAction)}), metav1.CreateOptions{}); err != nil {
+	if _, err := env.Dynamic.Resource(nsmancluster.ManagerResource).Namespace(target).Create(ctx, managerObj(target, target, target, []any{ttlPolicy("delete at once", 0, deleteAction)}), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	res := env.Sweep(t, "-l", caseLabel+"="+target)

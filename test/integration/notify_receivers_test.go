@@ -13,9 +13,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/report"
-	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -143,7 +143,7 @@ func sweepOne(t *testing.T, e *nsmantest.Env, action func(target string) map[str
 	target := shared.Namespace(t)
 	createManager(t, managerObj(home, target, target, []any{ttlPolicy("act at once", 0, action(target))}, targeting(target)))
 	t.Cleanup(func() {
-		_ = e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Delete(context.Background(), target, metav1.DeleteOptions{})
+		_ = e.Dynamic.Resource(cluster.ManagerResource).Namespace(home).Delete(context.Background(), target, metav1.DeleteOptions{})
 	})
 	start := time.Now()
 	res := e.Sweep(t, append([]string{"-l", caseLabel + "=" + target, "--webhook-timeout", notifyTimeout.String()}, args...)...)

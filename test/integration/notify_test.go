@@ -19,6 +19,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
@@ -41,7 +42,7 @@ func TestNotifications(t *testing.T) {
 	home := nsmantest.ServiceAccountNamespace
 	createManager(t, managerObj(home, hook, caseID, []any{ttlPolicy("report at once", 0, webhookAction(refusing.URL+"/hook"))}, targeting(hook)))
 	t.Cleanup(func() {
-		_ = e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Delete(context.Background(), hook, metav1.DeleteOptions{})
+		_ = e.Dynamic.Resource(cluster.ManagerResource).Namespace(home).Delete(context.Background(), hook, metav1.DeleteOptions{})
 	})
 	createManager(t, managerObj(idle, idle, caseID, []any{ttlPolicy("in an hour", 3600, deleteAction)}))
 	notify := nsmantest.NewReceiver(t)

@@ -16,10 +16,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	nsmancluster "github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
-	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
 )
@@ -111,7 +111,7 @@ func TestLiveClaimOfAnOlderSpecMeansBusy(t *testing.T) {
 	setClaim(t, ns, ns, time.Now().Add(liveClaimFor), got.UID)
 	// The spec changes while the claiming sweep acts: a new generation.
 	edit := []byte(`{"spec":{"policies":[{"name":"delete at once","condition":{"type":"TTL","params":{"ttlSeconds":1}},"action":{"type":"DELETE"}}]}}`)
-	if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(ns).Patch(t.Context(), ns, types.MergePatchType, edit, metav1.PatchOptions{}); err != nil {
+	if _, err := e.Dynamic.Resource(nsmancluster.ManagerResource).Namespace(ns).Patch(t.Context(), ns, types.MergePatchType, edit, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if gen := e.Manager(t, ns, ns).GetGeneration(); gen < 2 {
@@ -174,7 +174,7 @@ func TestADeleteIsItsOwnClaim(t *testing.T) {
 	trusted := nsmantest.ServiceAccountNamespace
 	createManager(t, managerObj(trusted, other, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}))
 	t.Cleanup(func() {
-		_ = e.Dynamic.Resource(sweep.ManagerResource).Namespace(trusted).Delete(context.Background(), other, metav1.DeleteOptions{})
+		_ = e.Dynamic.Resource(nsmancluster.ManagerResource).Namespace(trusted).Delete(context.Background(), other, metav1.DeleteOptions{})
 	})
 
 	before := len(e.Writes(t))
@@ -337,7 +337,7 @@ func TestRecordNeverOverwritesAnotherSweepsClaim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(ns).Patch(t.Context(), ns, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+	if _, err := e.Dynamic.Resource(nsmancluster.ManagerResource).Namespace(ns).Patch(t.Context(), ns, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
 		t.Fatal(err)
 	}
 	res := <-done
@@ -363,7 +363,7 @@ func TestLiveClaimOutranksEveryVerdict(t *testing.T) {
 	target := shared.Namespace(t)
 	createManager(t, managerObj(home, target, target, []any{ttlPolicy("delete at once", 0, deleteAction)}))
 	t.Cleanup(func() {
-		_ = e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Delete(context.Background(), target, metav1.DeleteOptions{})
+		_ = e.Dynamic.Resource(nsmancluster.ManagerResource).Namespace(home).Delete(context.Background(), target, metav1.DeleteOptions{})
 	})
 	setClaim(t, home, target, time.Now().Add(liveClaimFor), "")
 
@@ -424,7 +424,7 @@ func TestDeleteOfATerminatingNamespace(t *testing.T) {
 	for _, name := range names {
 		createManager(t, managerObj(home, name, target, []any{ttlPolicy("delete at once", 0, deleteAction)}, targeting(target)))
 		t.Cleanup(func() {
-			_ = e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Delete(context.Background(), name, metav1.DeleteOptions{})
+			_ = e.Dynamic.Resource(nsmancluster.ManagerResource).Namespace(home).Delete(context.Background(), name, metav1.DeleteOptions{})
 		})
 	}
 	res := e.Sweep(t, "-l", caseLabel+"="+target, "--concurrency", "1")
@@ -454,14 +454,14 @@ func TestLostDeleteAnswerIsConfirmedOnlyWhenUncertain(t *testing.T) {
 	for _, target := range []string{lost, refused} {
 		createManager(t, managerObj(home, target, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}))
 		t.Cleanup(func() {
-			_ = e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Delete(context.Background(), target, metav1.DeleteOptions{})
+			_ = e.Dynamic.Resource(nsmancluster.ManagerResource).Namespace(home).Delete(context.Background(), target, metav1.DeleteOptions{})
 		})
 		last := status.LastAction{Policy: "delete at once", Action: "DELETE", Result: report.ResultFailed, Time: time.Now().UTC(), Uncertain: target == lost}
 		status, err := json.Marshal(map[string]any{"status": status.Status{Progress: status.Progress{ObservedGeneration: e.Manager(t, home, target).GetGeneration(), LastAction: &last}}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Patch(t.Context(), target, types.MergePatchType, status, metav1.PatchOptions{}, "status"); err != nil {
+		if _, err := e.Dynamic.Resource(nsmancluster.ManagerResource).Namespace(home).Patch(t.Context(), target, types.MergePatchType, status, metav1.PatchOptions{}, "status"); err != nil {
 			t.Fatal(err)
 		}
 		if err := shared.Admin.CoreV1().Namespaces().Delete(t.Context(), target, metav1.DeleteOptions{}); err != nil {

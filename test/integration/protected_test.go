@@ -7,8 +7,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/report"
-	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -28,7 +28,7 @@ func TestProtectedFloorOutlastsTheFlag(t *testing.T) {
 	for name, target := range managers {
 		createManager(t, managerObj(nsmantest.ServiceAccountNamespace, name, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}, targeting(target)))
 		t.Cleanup(func() {
-			_ = e.Dynamic.Resource(sweep.ManagerResource).Namespace(nsmantest.ServiceAccountNamespace).Delete(context.Background(), name, metav1.DeleteOptions{})
+			_ = e.Dynamic.Resource(cluster.ManagerResource).Namespace(nsmantest.ServiceAccountNamespace).Delete(context.Background(), name, metav1.DeleteOptions{})
 		})
 	}
 

@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
+	nsmancluster "github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/report"
-	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
 )
@@ -165,7 +165,7 @@ func TestShippedRBACIsExactlyWhatASweepUses(t *testing.T) {
 	wantGrantedUsed(t, granted, after[len(before):])
 	// What nsman doctor checks is what the ClusterRole grants.
 	listed := map[string]bool{}
-	for _, p := range sweep.Permissions {
+	for _, p := range nsmancluster.Permissions {
 		res := p.Group + "/" + p.Resource
 		if p.Subresource != "" {
 			res += "/" + p.Subresource

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
@@ -89,7 +90,7 @@ func setPolicies(t *testing.T, e *nsmantest.Env, namespace, name string, policie
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(namespace).Patch(t.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := e.Dynamic.Resource(cluster.ManagerResource).Namespace(namespace).Patch(t.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -557,7 +558,7 @@ func TestRuleGovernanceAndPause(t *testing.T) {
 	wantPairs(t, res, home, "pausable", targets, report.StateFired, "a forbidden manager governs nothing")
 	for _, deactivated := range []bool{true, false} {
 		patch := fmt.Sprintf(`{"spec":{"deactivated":%t}}`, deactivated)
-		if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Patch(t.Context(), "pausable", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		if _, err := e.Dynamic.Resource(cluster.ManagerResource).Namespace(home).Patch(t.Context(), "pausable", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		res = e.Sweep(t, args...)
@@ -592,7 +593,7 @@ func TestRuleClaimSurvivesPauseAndResume(t *testing.T) {
 	}
 	for _, deactivated := range []bool{true, false} {
 		p := fmt.Sprintf(`{"spec":{"deactivated":%t}}`, deactivated)
-		if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Patch(t.Context(), "claimed", types.MergePatchType, []byte(p), metav1.PatchOptions{}); err != nil {
+		if _, err := e.Dynamic.Resource(cluster.ManagerResource).Namespace(home).Patch(t.Context(), "claimed", types.MergePatchType, []byte(p), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

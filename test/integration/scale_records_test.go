@@ -11,9 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nsman/nsman/cmd"
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/report"
-	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -119,7 +119,7 @@ func scaleByHand(t *testing.T, ns, name string, replicas int32) {
 func rearm(t *testing.T, ns, name string) {
 	t.Helper()
 	patch := []byte(`{"spec":{"deactivated":false}}`)
-	if _, err := env.Dynamic.Resource(sweep.ManagerResource).Namespace(ns).Patch(t.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := env.Dynamic.Resource(cluster.ManagerResource).Namespace(ns).Patch(t.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }

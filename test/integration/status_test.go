@@ -11,9 +11,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	nsmancluster "github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/report"
-	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
 )
@@ -42,7 +42,7 @@ func TestStatusAndEvents(t *testing.T) {
 	createManager(t, managerObj(own, own, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}))
 	createManager(t, managerObj(tenant, tenant, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}, targeting(other)))
 	t.Cleanup(func() {
-		_ = e.Dynamic.Resource(sweep.ManagerResource).Namespace(home).Delete(context.Background(), fired, metav1.DeleteOptions{})
+		_ = e.Dynamic.Resource(nsmancluster.ManagerResource).Namespace(home).Delete(context.Background(), fired, metav1.DeleteOptions{})
 	})
 
 	before, err := shared.AuditedRequests(t.Context(), e.User)

@@ -16,9 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/report"
-	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -134,7 +134,7 @@ func TestGuards(t *testing.T) {
 	// Deactivated.
 	createManager(t, managerObj(home, home, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}, deactivated))
 	t.Cleanup(func() {
-		_ = e.Dynamic.Resource(sweep.ManagerResource).Namespace(nsmantest.ServiceAccountNamespace).Delete(context.Background(), "protected-"+home, metav1.DeleteOptions{})
+		_ = e.Dynamic.Resource(cluster.ManagerResource).Namespace(nsmantest.ServiceAccountNamespace).Delete(context.Background(), "protected-"+home, metav1.DeleteOptions{})
 	})
 	rvBefore := e.Manager(t, home, home).GetResourceVersion()
 
@@ -304,7 +304,7 @@ func setClaim(t *testing.T, ns, name string, expires time.Time, targetUID types.
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := env.Dynamic.Resource(sweep.ManagerResource).Namespace(ns).Patch(t.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+	if _, err := env.Dynamic.Resource(cluster.ManagerResource).Namespace(ns).Patch(t.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -8,8 +8,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/report"
-	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -31,7 +31,7 @@ func TestDefaultTrustsOnlyTheOwnNamespace(t *testing.T) {
 	createManager(t, managerObj(foreign, rule, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}, selecting(caseID),
 		func(spec map[string]any) { spec["enforce"] = true }))
 	t.Cleanup(func() {
-		_ = e.Dynamic.Resource(sweep.ManagerResource).Namespace(foreign).Delete(context.Background(), rule, metav1.DeleteOptions{})
+		_ = e.Dynamic.Resource(cluster.ManagerResource).Namespace(foreign).Delete(context.Background(), rule, metav1.DeleteOptions{})
 	})
 	// The platform's own rule, in the namespace nsman runs in, still acts.
 	createManager(t, managerObj(own, "leftovers", caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}, selecting(caseID+"-own")))

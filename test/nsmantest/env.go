@@ -30,8 +30,8 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/nsman/nsman/cmd"
+	nsmancluster "github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/report"
-	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/cluster"
 )
 
@@ -128,7 +128,7 @@ func Setup(ctx context.Context, c *cluster.Cluster, crd []byte) (*Env, error) {
 		return nil, err
 	}
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := saDyn.Resource(sweep.ManagerResource).List(ctx, metav1.ListOptions{Limit: 1})
+		_, err := saDyn.Resource(nsmancluster.ManagerResource).List(ctx, metav1.ListOptions{Limit: 1})
 		return err == nil, nil
 	})
 	if err != nil {
@@ -304,7 +304,7 @@ func (e *Env) Sweep(t testing.TB, args ...string) Result {
 // Manager reads a NamespaceManager as admin.
 func (e *Env) Manager(t testing.TB, namespace, name string) *unstructured.Unstructured {
 	t.Helper()
-	obj, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(namespace).Get(t.Context(), name, metav1.GetOptions{})
+	obj, err := e.Dynamic.Resource(nsmancluster.ManagerResource).Namespace(namespace).Get(t.Context(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

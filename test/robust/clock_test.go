@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nsman/nsman/cmd"
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/webhook"
@@ -33,7 +34,7 @@ func TestLocalClockAheadFiresNothingEarly(t *testing.T) {
 			"action":    map[string]any{"type": "DELETE"},
 		}}},
 	}}
-	if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(ns).Create(t.Context(), m, metav1.CreateOptions{}); err != nil {
+	if _, err := e.Dynamic.Resource(cluster.ManagerResource).Namespace(ns).Create(t.Context(), m, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -41,7 +42,7 @@ func TestLocalClockAheadFiresNothingEarly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	observer := sweep.NewAPIObserver(func() time.Time { return time.Now().Add(time.Hour) })
+	observer := cluster.NewAPIObserver(func() time.Time { return time.Now().Add(time.Hour) })
 	clients, err := cmd.NewClients(cfg, observer)
 	if err != nil {
 		t.Fatal(err)

@@ -15,8 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/report"
-	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -104,7 +104,7 @@ func TestConcurrentSweepsActOnce(t *testing.T) {
 				"action":    action,
 			}}},
 		}}
-		_, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(ns).Create(ctx, m, metav1.CreateOptions{})
+		_, err := e.Dynamic.Resource(cluster.ManagerResource).Namespace(ns).Create(ctx, m, metav1.CreateOptions{})
 		return err
 	})
 

@@ -18,7 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -208,7 +208,7 @@ func createManager(t *testing.T, e *nsmantest.Env, ns, run string, ttl int64, ac
 			"action":    action,
 		}}},
 	}}
-	if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(ns).Create(t.Context(), m, metav1.CreateOptions{}); err != nil {
+	if _, err := e.Dynamic.Resource(cluster.ManagerResource).Namespace(ns).Create(t.Context(), m, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/report"
-	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -38,7 +38,7 @@ func notifyingManagers(t *testing.T, e *nsmantest.Env, ns string, n int, url fun
 				"action":    map[string]any{"type": "WEBHOOK", "params": map[string]any{"url": url(i) + "/" + name}},
 			}}},
 		}}
-		if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(ns).Create(t.Context(), obj, metav1.CreateOptions{}); err != nil {
+		if _, err := e.Dynamic.Resource(cluster.ManagerResource).Namespace(ns).Create(t.Context(), obj, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -108,7 +108,7 @@ func TestListingResumesPastAnExpiredContinueToken(t *testing.T) {
 	notifyingManagers(t, e, ns, 6, func(int) string { return sink })
 	// A continue token from before the compaction tells when the API server
 	// answers such tokens 410.
-	managers := e.Dynamic.Resource(sweep.ManagerResource).Namespace(ns)
+	managers := e.Dynamic.Resource(cluster.ManagerResource).Namespace(ns)
 	probe, err := managers.List(t.Context(), metav1.ListOptions{Limit: 1})
 	if err != nil || probe.GetContinue() == "" {
 		t.Fatalf("probe list: %v (continue %q)", err, probe.GetContinue())

@@ -14,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/report"
-	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -75,7 +75,7 @@ func TestHostileTenantMemory(t *testing.T) {
 				"action":    map[string]any{"type": "DELETE"},
 			}}},
 		}}
-		if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(ns).Create(t.Context(), m, metav1.CreateOptions{}); err != nil {
+		if _, err := e.Dynamic.Resource(cluster.ManagerResource).Namespace(ns).Create(t.Context(), m, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -89,7 +89,7 @@ func TestHostileTenantMemory(t *testing.T) {
 			"action":    map[string]any{"type": "SCALE_DOWN"},
 		}}},
 	}}
-	if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(ns).Create(t.Context(), scaleDown, metav1.CreateOptions{}); err != nil {
+	if _, err := e.Dynamic.Resource(cluster.ManagerResource).Namespace(ns).Create(t.Context(), scaleDown, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 

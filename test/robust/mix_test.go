@@ -12,9 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/report"
-	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -112,7 +112,7 @@ func (m *mix) seedRules(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver
 				}},
 			},
 		}}
-		created, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(ruleHome).Create(ctx, rule, metav1.CreateOptions{})
+		created, err := e.Dynamic.Resource(cluster.ManagerResource).Namespace(ruleHome).Create(ctx, rule, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

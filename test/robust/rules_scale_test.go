@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
@@ -62,7 +63,7 @@ func TestRuleAtScaleUnderAPIFaults(t *testing.T) {
 		},
 	}}
 	ensureRuleHome(t)
-	created, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(ruleHome).Create(ctx, rule, metav1.CreateOptions{})
+	created, err := e.Dynamic.Resource(cluster.ManagerResource).Namespace(ruleHome).Create(ctx, rule, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

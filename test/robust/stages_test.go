@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -61,7 +61,7 @@ func TestKilledStagedSweepsConverge(t *testing.T) {
 				map[string]any{"name": "report", "condition": map[string]any{"type": "TTL", "params": map[string]any{"ttlSeconds": int64(0)}}, "action": webhook("/report")},
 			}},
 		}}
-		if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(ns).Create(ctx, m, metav1.CreateOptions{}); err != nil {
+		if _, err := e.Dynamic.Resource(cluster.ManagerResource).Namespace(ns).Create(ctx, m, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		runs[i] = run{ns: ns, label: label, proxy: newKillingProxy(int64(i/3 + 1))}

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
@@ -50,7 +51,7 @@ func TestSIGTERMFinishesWhatIsUnderWay(t *testing.T) {
 				"action":    map[string]any{"type": "WEBHOOK", "params": map[string]any{"url": url + "/hook"}},
 			}}},
 		}}
-		if _, err := e.Dynamic.Resource(sweep.ManagerResource).Namespace(ns).Create(t.Context(), m, metav1.CreateOptions{}); err != nil {
+		if _, err := e.Dynamic.Resource(cluster.ManagerResource).Namespace(ns).Create(t.Context(), m, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,4 +1,4 @@
-package sweep
+package cluster
 
 import (
 	"bytes"
@@ -28,26 +28,26 @@ import (
 // and kubectl's last-applied copy included, which at 10,000 managers was
 // half of a no-op sweep's CPU time (BenchmarkDecodePage).
 
-// listed is a NamespaceManager as a sweep reads it from its list.
-type listed struct {
-	// obj holds what policy.Parse and the sweep read: apiVersion, kind,
+// Listed is a NamespaceManager as a sweep reads it from its list.
+type Listed struct {
+	// Obj holds what policy.Parse and the sweep read: apiVersion, kind,
 	// name, namespace, uid, resourceVersion, generation, every annotation but
 	// kubectl's last-applied copy, and spec, as unstructured content, so
 	// that Parse judges whatever the original CRD let through.
-	obj *unstructured.Unstructured
-	// status is the status as stored, decoded by statusLocation.read only where
+	Obj *unstructured.Unstructured
+	// Status is the Status as stored, decoded by statusLocation.read only where
 	// it is nsman's record.
-	status json.RawMessage
+	Status json.RawMessage
 }
 
-// managerPage is one page of a NamespaceManager list, decoded no further
+// ManagerPage is one page of a NamespaceManager list, decoded no further
 // than a sweep needs.
-type managerPage struct {
+type ManagerPage struct {
 	Metadata metav1.ListMeta `json:"metadata"`
-	Items    []listedItem    `json:"items"`
+	Items    []ListedItem    `json:"items"`
 }
 
-type listedItem struct {
+type ListedItem struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
 	// Metadata is validated by the API server under either CRD, so it
@@ -67,8 +67,8 @@ type listedItem struct {
 	Status json.RawMessage `json:"status"`
 }
 
-// decodePage decodes a page of a NamespaceManager list held in memory.
-func decodePage(data []byte) (*managerPage, error) {
+// DecodePage decodes a page of a NamespaceManager list held in memory.
+func DecodePage(data []byte) (*ManagerPage, error) {
 	if len(data) <= wholePage {
 		return decodeWhole(data)
 	}
@@ -83,7 +83,7 @@ func decodePage(data []byte) (*managerPage, error) {
 // larger one as it is read, one manager at a time (see decodeStreamed), so
 // that it costs the memory of its largest manager. Keys match
 // case-sensitively, as the API server's own decoding does.
-func decodeManagers(r io.Reader) (*managerPage, error) {
+func decodeManagers(r io.Reader) (*ManagerPage, error) {
 	head, err := io.ReadAll(io.LimitReader(r, wholePage+1))
 	if err != nil {
 		return nil, fmt.Errorf("read a page of NamespaceManagers: %w", err)
@@ -91,10 +91,10 @@ func decodeManagers(r io.Reader) (*managerPage, error) {
 	if len(head) <= wholePage {
 		return decodeWhole(head)
 	}
-	page := &managerPage{}
-	meta, err := decodeStreamed(io.MultiReader(bytes.NewReader(head), r), func(it *caseSensitiveItem) error {
+	page := &ManagerPage{}
+	meta, err := DecodeStreamed(io.MultiReader(bytes.NewReader(head), r), func(it *caseSensitiveItem) error {
 		onlyNsmans(it.Metadata.Annotations)
-		page.Items = append(page.Items, listedItem(*it))
+		page.Items = append(page.Items, ListedItem(*it))
 		return nil
 	})
 	if err != nil {
@@ -105,8 +105,8 @@ func decodeManagers(r io.Reader) (*managerPage, error) {
 }
 
 // decodeWhole decodes a page of managers at once.
-func decodeWhole(data []byte) (*managerPage, error) {
-	page := &managerPage{}
+func decodeWhole(data []byte) (*ManagerPage, error) {
+	page := &ManagerPage{}
 	if err := utiljson.Unmarshal(data, page); err != nil {
 		return nil, fmt.Errorf("decode a page of NamespaceManagers: %w", err)
 	}
@@ -126,22 +126,22 @@ func onlyNsmans(annotations map[string]string) {
 
 // caseSensitiveItem is a listedItem decoded as the API server decodes:
 // keys matched case-sensitively, from the decoder's buffer, uncopied.
-type caseSensitiveItem listedItem
+type caseSensitiveItem ListedItem
 
 func (it *caseSensitiveItem) UnmarshalJSON(data []byte) error {
-	return utiljson.Unmarshal(data, (*listedItem)(it))
+	return utiljson.Unmarshal(data, (*ListedItem)(it))
 }
 
 // A page and its items are runtime.Objects for the pager, which reads the
 // page's continue token and hands on its items; nothing copies them.
-func (p *managerPage) GetObjectKind() schema.ObjectKind  { return schema.EmptyObjectKind }
-func (p *managerPage) DeepCopyObject() runtime.Object    { c := *p; return &c }
-func (p *managerPage) GetListMeta() metav1.ListInterface { return &p.Metadata }
-func (it *listedItem) GetObjectKind() schema.ObjectKind  { return schema.EmptyObjectKind }
-func (it *listedItem) DeepCopyObject() runtime.Object    { c := *it; return &c }
+func (p *ManagerPage) GetObjectKind() schema.ObjectKind  { return schema.EmptyObjectKind }
+func (p *ManagerPage) DeepCopyObject() runtime.Object    { c := *p; return &c }
+func (p *ManagerPage) GetListMeta() metav1.ListInterface { return &p.Metadata }
+func (it *ListedItem) GetObjectKind() schema.ObjectKind  { return schema.EmptyObjectKind }
+func (it *ListedItem) DeepCopyObject() runtime.Object    { c := *it; return &c }
 
-// listed is the item as the sweep reads it.
-func (it *listedItem) listed() listed {
+// Listed is the item as the sweep reads it.
+func (it *ListedItem) Listed() Listed {
 	meta := map[string]any{
 		"name":            it.Metadata.Name,
 		"namespace":       it.Metadata.Namespace,
@@ -160,32 +160,32 @@ func (it *listedItem) listed() listed {
 	if it.Spec != nil {
 		obj["spec"] = it.Spec
 	}
-	return listed{obj: &unstructured.Unstructured{Object: obj}, status: it.Status}
+	return Listed{Obj: &unstructured.Unstructured{Object: obj}, Status: it.Status}
 }
 
-// eachManager calls fn with every NamespaceManager the sweep selects (with
+// EachManager calls fn with every NamespaceManager the sweep selects (with
 // all, of the whole cluster), in list order, with eachItem; once ctx is
 // done it finishes the page in hand. A page refused 410 with a continue
 // token (the list's snapshot was compacted away between two pages) is
 // fetched with that token, at most maxExpiredContinues times: it resumes
 // after the last manager listed from a newer snapshot, where one created or
 // deleted since may be missed but none is listed twice.
-func (s *Sweeper) eachManager(ctx context.Context, all bool, fn func(listed)) error {
-	return s.eachManagerPaged(ctx, all, nil, fn)
+func (rd Reader) EachManager(ctx context.Context, all bool, fn func(Listed)) error {
+	return rd.EachManagerPaged(ctx, all, nil, fn)
 }
 
-// eachManagerPaged is eachManager, calling onPage (when set) with each page
+// EachManagerPaged is eachManager, calling onPage (when set) with each page
 // before fn with any of its managers.
-func (s *Sweeper) eachManagerPaged(ctx context.Context, all bool, onPage func(*managerPage), fn func(listed)) error {
-	opts := metav1.ListOptions{LabelSelector: s.cfg.LabelSelector}
-	namespace := s.cfg.Namespace
+func (rd Reader) EachManagerPaged(ctx context.Context, all bool, onPage func(*ManagerPage), fn func(Listed)) error {
+	opts := metav1.ListOptions{LabelSelector: rd.LabelSelector}
+	namespace := rd.Namespace
 	if all {
 		opts.LabelSelector, namespace = "", ""
 	}
 	expired := 0
 	page := func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 		for {
-			page, err := s.listPage(ctx, namespace, opts)
+			page, err := rd.listPage(ctx, namespace, opts)
 			if err == nil && onPage != nil {
 				onPage(page)
 			}
@@ -194,11 +194,11 @@ func (s *Sweeper) eachManagerPaged(ctx context.Context, all bool, onPage func(*m
 				return page, err
 			}
 			expired++
-			s.log.Warn("continue token expired; listing the rest from a newer snapshot", "error", err.Error())
+			rd.Log.Warn("continue token expired; listing the rest from a newer snapshot", "error", err.Error())
 			opts.Continue = next
 		}
 	}
-	return eachItem(ctx, s.cfg.PageSize, opts, page, func(it *listedItem) { fn(it.listed()) })
+	return EachItem(ctx, rd.PageSize, opts, page, func(it *ListedItem) { fn(it.Listed()) })
 }
 
 // maxExpiredContinues bounds how often one sweep resumes a listing past an
@@ -218,22 +218,22 @@ func continueAfterExpiry(err error) (string, bool) {
 	return status.Status().Continue, true
 }
 
-// managerNow reads manager obj again with a list by name: nsman may list
+// ManagerNow reads manager obj again with a list by name: nsman may list
 // managers, not get them.
-func (s *Sweeper) managerNow(ctx context.Context, obj *unstructured.Unstructured) (listed, error) {
-	page, err := s.listPage(ctx, obj.GetNamespace(), metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", obj.GetName()).String()})
+func (rd Reader) ManagerNow(ctx context.Context, obj *unstructured.Unstructured) (Listed, error) {
+	page, err := rd.listPage(ctx, obj.GetNamespace(), metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", obj.GetName()).String()})
 	if err == nil && len(page.Items) == 0 {
 		err = apierrors.NewNotFound(ManagerResource.GroupResource(), obj.GetName())
 	}
 	if err != nil {
-		return listed{}, err
+		return Listed{}, err
 	}
-	return page.Items[0].listed(), nil
+	return page.Items[0].Listed(), nil
 }
 
 // listPage fetches and decodes one page of NamespaceManagers.
-func (s *Sweeper) listPage(ctx context.Context, namespace string, opts metav1.ListOptions) (*managerPage, error) {
-	result := s.clients.Managers.Get().
+func (rd Reader) listPage(ctx context.Context, namespace string, opts metav1.ListOptions) (*ManagerPage, error) {
+	result := rd.Clients.Managers.Get().
 		NamespaceIfScoped(namespace, namespace != "").
 		Resource(ManagerResource.Resource).
 		SpecificallyVersionedParams(&opts, scheme.ParameterCodec, metav1.Unversioned)
@@ -245,14 +245,14 @@ func (s *Sweeper) listPage(ctx context.Context, namespace string, opts metav1.Li
 	return decodeManagers(body)
 }
 
-// eachStreamed calls fn with every item of the list that request makes for
+// EachStreamed calls fn with every item of the list that request makes for
 // opts, in pages of pageSize, decoding the response as it arrives, one item
 // at a time, into a T: a page costs the memory of its largest item (at most
 // the API server's object limit, about 1.5 MiB), not of all its items, and
 // of an item only the fields T names are kept. It is for lists of objects a
 // tenant writes whole, where a page of 500 decoded at once could take
 // gigabytes. An error from fn ends the listing with that error.
-func eachStreamed[T any](ctx context.Context, pageSize int64, opts metav1.ListOptions, request func() *rest.Request, fn func(*T) error) error {
+func EachStreamed[T any](ctx context.Context, pageSize int64, opts metav1.ListOptions, request func() *rest.Request, fn func(*T) error) error {
 	return eachStreamedAs(ctx, "application/json", pageSize, opts, request, fn)
 }
 
@@ -260,10 +260,10 @@ func eachStreamed[T any](ctx context.Context, pageSize int64, opts metav1.ListOp
 // (PartialObjectMetadataList), as client-go's metadata client does.
 const asMetadata = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 
-// objectMeta is what a sweep reads of an object listed as metadata (see
+// ObjectMeta is what a sweep reads of an object listed as metadata (see
 // eachMetadata): annotations and managed fields, the bulk of it, are
 // skipped.
-type objectMeta struct {
+type ObjectMeta struct {
 	Metadata struct {
 		Name              string            `json:"name"`
 		Namespace         string            `json:"namespace"`
@@ -272,10 +272,10 @@ type objectMeta struct {
 	} `json:"metadata"`
 }
 
-// eachMetadata is eachStreamed over the metadata of the objects listed,
+// EachMetadata is eachStreamed over the metadata of the objects listed,
 // for objects a tenant writes: each one's annotations (up to 256 KiB) are
 // read past, not kept, and a page of 500 costs one object's metadata.
-func eachMetadata(ctx context.Context, pageSize int64, opts metav1.ListOptions, request func() *rest.Request, fn func(*objectMeta) error) error {
+func EachMetadata(ctx context.Context, pageSize int64, opts metav1.ListOptions, request func() *rest.Request, fn func(*ObjectMeta) error) error {
 	return eachStreamedAs(ctx, asMetadata, pageSize, opts, request, fn)
 }
 
@@ -289,7 +289,7 @@ func eachStreamedAs[T any](ctx context.Context, accept string, pageSize int64, o
 		if err != nil {
 			return err
 		}
-		meta, err := decodeStreamed(body, fn)
+		meta, err := DecodeStreamed(body, fn)
 		body.Close()
 		if err != nil || meta.Continue == "" {
 			return err
@@ -298,9 +298,9 @@ func eachStreamedAs[T any](ctx context.Context, accept string, pageSize int64, o
 	}
 }
 
-// decodeStreamed decodes a list from r, calling fn with each item, and
+// DecodeStreamed decodes a list from r, calling fn with each item, and
 // returns the list's metadata. Keys match case-sensitively.
-func decodeStreamed[T any](r io.Reader, fn func(*T) error) (metav1.ListMeta, error) {
+func DecodeStreamed[T any](r io.Reader, fn func(*T) error) (metav1.ListMeta, error) {
 	dec := json.NewDecoder(r)
 	var meta metav1.ListMeta
 	tok, err := dec.Token()

@@ -1,4 +1,4 @@
-package sweep
+package cluster
 
 import (
 	"fmt"
@@ -63,21 +63,6 @@ func TestShardOfCoversAndBalances(t *testing.T) {
 			if n < even*95/100 || n > even*105/100 {
 				t.Errorf("%d shards: shard %d has %d managers, want about %d (%v)", count, i, n, even, per)
 			}
-		}
-	}
-}
-
-func TestConfigRejectsBadShards(t *testing.T) {
-	for _, tt := range []struct{ index, count int }{{1, 1}, {0, -1}, {-1, 2}, {2, 2}, {1, 0}} {
-		t.Run(fmt.Sprintf("%d of %d", tt.index, tt.count), func(t *testing.T) {
-			if err := (Config{ShardIndex: tt.index, ShardCount: tt.count}).Validate(); err == nil {
-				t.Error("accepted")
-			}
-		})
-	}
-	for _, tt := range []struct{ index, count int }{{0, 0}, {0, 1}, {3, 4}} {
-		if err := (Config{ShardIndex: tt.index, ShardCount: tt.count}).Validate(); err != nil {
-			t.Errorf("shard %d of %d: %v", tt.index, tt.count, err)
 		}
 	}
 }

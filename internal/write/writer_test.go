@@ -1,11 +1,11 @@
-package sweep
+package write
 
 import (
 	"io"
 	"net/http"
 	"testing"
 
-	"github.com/nsman/nsman/internal/write"
+	"github.com/nsman/nsman/internal/cluster/clustertest"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
@@ -27,12 +27,12 @@ func TestPatchManager(t *testing.T) {
 		}
 		_, _ = w.Write([]byte(`{"apiVersion":"k8s.consol.de/v1beta1","kind":"NamespaceManager","metadata":{"name":"m","namespace":"team-a"}}`))
 	})
-	w := write.New(nil, nil, managersClientFor(t, server), nil, false)
+	w := New(nil, nil, clustertest.ManagersClient(t, server), nil, false)
 
-	if err := w.PatchManager(t.Context(), "team-a", "m", deactivatePatch()); err != nil {
+	if err := w.PatchManager(t.Context(), "team-a", "m", Patch{Body: []byte(`{"spec":{"deactivated":true}}`)}); err != nil {
 		t.Fatal(err)
 	}
-	err := w.PatchManager(t.Context(), "team-a", "m", write.Patch{Subresource: "status", Body: []byte(`{"status":{"state":"fired"}}`)})
+	err := w.PatchManager(t.Context(), "team-a", "m", Patch{Subresource: "status", Body: []byte(`{"status":{"state":"fired"}}`)})
 	if !apierrors.IsConflict(err) {
 		t.Errorf("status patch: error %v, want a conflict", err)
 	}

@@ -1,4 +1,4 @@
-package sweep
+package cluster
 
 import (
 	"bytes"
@@ -99,13 +99,13 @@ func (it *namespaceItem) metadata() *metav1.PartialObjectMetadata {
 		CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp, Labels: m.Labels, Annotations: m.Annotations}}
 }
 
-// eachNamespace calls fn with every namespace, listed as metadata in pages
+// EachNamespace calls fn with every namespace, listed as metadata in pages
 // of the sweep's page size, decoded one at a time (see above).
-func (s *Sweeper) eachNamespace(ctx context.Context, fn func(*metav1.PartialObjectMetadata)) error {
+func (rd Reader) EachNamespace(ctx context.Context, fn func(*metav1.PartialObjectMetadata)) error {
 	list := func() *rest.Request {
-		return s.restClient(corev1.SchemeGroupVersion).Get().Resource("namespaces")
+		return rd.RESTClient(corev1.SchemeGroupVersion).Get().Resource("namespaces")
 	}
-	return eachStreamedAs(ctx, asMetadata, s.cfg.PageSize, metav1.ListOptions{}, list, func(it *namespaceItem) error {
+	return eachStreamedAs(ctx, asMetadata, rd.PageSize, metav1.ListOptions{}, list, func(it *namespaceItem) error {
 		fn(it.metadata())
 		return nil
 	})

@@ -1,4 +1,4 @@
-package sweep
+package cluster
 
 import (
 	"bytes"
@@ -35,7 +35,7 @@ func TestNamespaceListKeepsWhatIsRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []*metav1.PartialObjectMetadata
-	meta, err := decodeStreamed(bytes.NewReader(data), func(it *namespaceItem) error {
+	meta, err := DecodeStreamed(bytes.NewReader(data), func(it *namespaceItem) error {
 		got = append(got, it.metadata())
 		return nil
 	})
@@ -51,7 +51,7 @@ func TestNamespaceListKeepsWhatIsRead(t *testing.T) {
 	if !equality.Semantic.DeepEqual(got[0].ObjectMeta, want.ObjectMeta) {
 		t.Errorf("kept %+v\nwant %+v", got[0].ObjectMeta, want.ObjectMeta)
 	}
-	if info := namespaceInfoOf(got[1]); info.name != "gone" || !info.terminating || !info.deleting.Equal(deleting.Time) || info.uid != "u-g" {
+	if info := NamespaceOf(got[1]); info.Name != "gone" || !info.Terminating || !info.Deleting.Equal(deleting.Time) || info.UID != "u-g" {
 		t.Errorf("terminating namespace read as %+v", info)
 	}
 	kept := 0

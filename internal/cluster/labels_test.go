@@ -1,4 +1,4 @@
-package sweep
+package cluster
 
 import (
 	"testing"
@@ -10,7 +10,7 @@ import (
 // label included, and selectors match it as they match the map.
 func TestPackedLabels(t *testing.T) {
 	set := map[string]string{nameLabel: "e2e-1", "ci": "e2e", "team": "", "example.com/tier": "a=b"}
-	l := packLabels("e2e-1", set)
+	l := PackLabels("e2e-1", set)
 	for k, want := range set {
 		if got, ok := l.Lookup(k); !ok || got != want {
 			t.Errorf("Lookup(%q) = %q, %v; want %q, true", k, got, ok, want)
@@ -20,10 +20,10 @@ func TestPackedLabels(t *testing.T) {
 		t.Error("a label the namespace lacks is found")
 	}
 	// A name label that does not hold the name (or none) is kept as is.
-	if got := packLabels("other", set).Get(nameLabel); got != "e2e-1" {
+	if got := PackLabels("other", set).Get(nameLabel); got != "e2e-1" {
 		t.Errorf("name label %q, want the stored e2e-1", got)
 	}
-	if packLabels("e2e-1", map[string]string{"ci": "e2e"}).Has(nameLabel) {
+	if PackLabels("e2e-1", map[string]string{"ci": "e2e"}).Has(nameLabel) {
 		t.Error("a namespace without the name label has it")
 	}
 	for _, sel := range []string{"ci=e2e", "ci in (e2e,x),team", "!missing", "kubernetes.io/metadata.name=e2e-1", "example.com/tier", "ci!=e2e", "team=x"} {
