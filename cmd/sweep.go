@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/internal/tell"
 	"github.com/nsman/nsman/metrics"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
@@ -116,7 +117,7 @@ failed, 2 on a usage or configuration error.`,
 	fs.StringVar(&o.notifyURL, "notify-url", "", "after every action that fired or failed (not in a dry run), POST a notification here, delivered as WEBHOOK actions are (timeout, retries, address policy, --webhook-allow, signature); the URL is a credential that this flag shows to anyone who can see the process or the pod spec: in a cluster, use --notify-url-file")
 	fs.StringVar(&o.notifyURLFile, "notify-url-file", "", "as --notify-url, with the URL read from this file (once, at start; surrounding white space trimmed), e.g. a mounted Secret's key")
 	fs.StringVar(&o.notifyKeyFile, "notify-signing-key-file", "", "file with the key that signs notifications (HMAC-SHA256) in place of --webhook-signing-key-file's (default: notifications are signed as WEBHOOK requests are)")
-	fs.StringVar(&o.notifyFormat, "notify-format", sweep.NotifyJSON, "notification body: json, or slack (a {\"text\": ...} body that Slack and Mattermost incoming webhooks accept)")
+	fs.StringVar(&o.notifyFormat, "notify-format", tell.NotifyJSON, "notification body: json, or slack (a {\"text\": ...} body that Slack and Mattermost incoming webhooks accept)")
 	fs.StringVar(&o.pushgatewayURL, "pushgateway-url", "", "push the sweep's metrics to this Prometheus Pushgateway at the end of each sweep")
 	fs.Int64Var(&o.chunkSize, "chunk-size", sweep.DefaultPageSize, "objects per list request (managers, namespaces, pods), as kubectl's --chunk-size")
 	fs.IntVar(&o.shardCount, "shard-count", 1, "split the managers among this many sweeps run side by side, by a hash of their UID")
@@ -213,7 +214,7 @@ func (o *sweepOptions) notifyConfig() (string, []byte, error) {
 		return "", nil, errors.New("--notify-url and --notify-url-file: give one, not both")
 	case o.notifyURL != "":
 		if !notifiable(o.notifyURL) {
-			return "", nil, fmt.Errorf("--notify-url %s: want an absolute http or https URL", sweep.RedactURL(o.notifyURL))
+			return "", nil, fmt.Errorf("--notify-url %s: want an absolute http or https URL", tell.RedactURL(o.notifyURL))
 		}
 	case o.notifyURLFile != "":
 		data, err := os.ReadFile(o.notifyURLFile)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/internal/tell"
 	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
@@ -374,4 +375,32 @@ func specReplicas(w *unstructured.Unstructured) int64 {
 		return 1
 	}
 	return n
+}
+
+// notify sends the notification of the outcome of plan p's action, when
+// the sweep has a notifier; a failure is told once. Its Idempotency-Key is
+// derived from the firing's and the result: the same outcome, told again by
+// a sweep completing a claim, carries the same key. A notification that
+// fails is logged, without the URL's path, and counted; it changes nothing
+// else.
+func (s *Sweeper) notify(ctx context.Context, r *sweepRun, m policy.Manager, p *plan, effects []string, reclaimed *report.Reclaimed, actionErr error, failedBefore bool) {
+	if s.notifier == nil || actionErr != nil && failedBefore {
+		return
+	}
+	result, message := report.ResultSucceeded, p.reason
+	if actionErr != nil {
+		result, message = report.ResultFailed, actionErr.Error()
+	}
+	n := tell.Notification{
+		Manager: tell.NotificationManager{Namespace: m.Namespace, Name: m.Name}, Rule: m.Rule != nil, Target: p.target.name,
+		Policy: p.policy.Name, Action: p.policy.Action.Type, Result: result, Message: status.Truncate(message, status.MaxMessage), Effects: effects,
+		Time: r.now.UTC(), Sweep: s.cfg.SweepID, Version: s.cfg.Version,
+	}
+	n.Reclaimed = reclaimed // a SCALE_DOWN that failed part-way freed what it scaled
+	if err := s.notifier.Send(ctx, n, status.Digest("%s/%s", firingKey(m, p), result)); err != nil {
+		r.notifyFailed.Add(1)
+		s.log.Error("notification not delivered", "manager", m.Namespace+"/"+m.Name, "namespace", p.target.name, "policy", p.policy.Name, "error", s.notifier.Redact(err))
+		return
+	}
+	r.notifySent.Add(1)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/tell"
 	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/webhook"
@@ -126,8 +127,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--concurrency must not be negative")
 	case c.ClaimTTL != 0 && c.ClaimTTL < MinClaimTTL:
 		return fmt.Errorf("--claim-ttl must be at least %s", MinClaimTTL)
-	case c.NotifyFormat != "" && c.NotifyFormat != NotifyJSON && c.NotifyFormat != NotifySlack:
-		return fmt.Errorf("--notify-format must be %s or %s, not %q", NotifyJSON, NotifySlack, c.NotifyFormat)
+	case c.NotifyFormat != "" && c.NotifyFormat != tell.NotifyJSON && c.NotifyFormat != tell.NotifySlack:
+		return fmt.Errorf("--notify-format must be %s or %s, not %q", tell.NotifyJSON, tell.NotifySlack, c.NotifyFormat)
 	case c.MaxHold < 0:
 		return fmt.Errorf("--max-hold must not be negative")
 	case c.StuckAfter < 0:
@@ -150,7 +151,7 @@ type Sweeper struct {
 	// writer is where a dry run differs (newWriter); notifier is nil
 	// without Config.NotifyURL or actions that are done.
 	writer   write.Writer
-	notifier *notifier
+	notifier *tell.Notifier
 }
 
 // New returns a Sweeper. sender delivers WEBHOOK actions and notifications.
@@ -171,7 +172,7 @@ func New(cfg Config, clients cluster.Clients, sender *webhook.Sender, log *slog.
 		if len(cfg.NotifySigningKey) > 0 {
 			notifySender = sender.WithSigningKey(cfg.NotifySigningKey)
 		}
-		s.notifier = newNotifier(cfg.NotifyURL, cfg.NotifyFormat, notifySender)
+		s.notifier = tell.NewNotifier(cfg.NotifyURL, cfg.NotifyFormat, notifySender)
 	}
 	return s, nil
 }

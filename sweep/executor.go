@@ -69,7 +69,7 @@ func (s *Sweeper) carryOut(ctx context.Context, r *sweepRun, rec record, d decis
 	case deferral != nil:
 		// Deferred, backing off, with no claim and no place under
 		// --max-actions.
-		_, o := s.outcomeOf(e, p, fmt.Errorf("webhook: %w", deferral), r.now, rec.prior().last)
+		_, o := s.outcomeOf(e, p, fmt.Errorf("webhook: %w", deferral), r.now, rec.prior().Last)
 		e, recorded = s.save(ctx, rec, o)
 	case s.cfg.MaxActions > 0 && !d.granted:
 		e.State, e.Message = report.StateDeferred, fmt.Sprintf("%s; deferred: --max-actions %d reached (its places go round-robin across namespaces)", p.reason, s.cfg.MaxActions)
@@ -77,7 +77,7 @@ func (s *Sweeper) carryOut(ctx context.Context, r *sweepRun, rec record, d decis
 	default:
 		e, acted, recorded = s.act(ctx, r, rec, d)
 	}
-	rec.sink().tell(ctx, e, rec.prior(), acted, recorded)
+	rec.sink().Tell(ctx, e, rec.prior(), acted, recorded)
 	return e
 }
 
@@ -179,13 +179,13 @@ func (s *Sweeper) act(ctx context.Context, r *sweepRun, rec record, d decision) 
 		e.Reclaimed = did.reclaimed
 	}
 	if !webhook.Deferred(err) {
-		defer s.notify(ctx, r, d.manager, p, e.Effects, e.Reclaimed, err, failedBefore(rec.prior().last, p))
+		defer s.notify(ctx, r, d.manager, p, e.Effects, e.Reclaimed, err, failedBefore(rec.prior().Last, p))
 	}
 	if err == nil && p.policy.Action.Type == policy.ActionDelete && p.target.home {
 		// The record went with the namespace.
 		return s.succeeded(e, p), true, true
 	}
-	e, o := s.outcomeOf(e, p, err, r.now, rec.prior().last)
+	e, o := s.outcomeOf(e, p, err, r.now, rec.prior().Last)
 	if werr := rec.write(ctx, o); werr != nil && err != nil {
 		return failedEntry(e, fmt.Errorf("%s; recording it failed: %w", e.Message, werr)), true, false
 	} else if werr != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/internal/tell"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 )
@@ -79,7 +80,7 @@ func uncertain(err error) bool {
 // DELETE, on the record listed.
 type record interface {
 	// prior is what the record said as listed.
-	prior() prior
+	prior() status.Prior
 	// claim writes claim c with acting, the entry that says so, dropping
 	// minChecks progress when final.
 	claim(ctx context.Context, c status.Claim, acting report.Entry, final bool) error
@@ -89,7 +90,7 @@ type record interface {
 	// unchanged reports whether a namespace, read again as now, is as
 	// listed for what the decision rests on.
 	unchanged(listed, now cluster.Namespace) bool
-	sink() eventSink
+	sink() tell.Sink
 }
 
 // outcome is what a record keeps of one entry of a sweep.
@@ -105,18 +106,6 @@ type outcome struct {
 	// stuckOnly: only what e says of a stuck target is kept; stuckUnread:
 	// the record's is kept as it was (see decision).
 	stuckOnly, stuckUnread bool
-}
-
-// prior is what a record said before this sweep.
-type prior struct {
-	state report.State
-	last  *status.LastAction
-	// failed: the latest action had failed (or the rule's status lists a
-	// failure on the namespace).
-	failed                         bool
-	ignoredHold, ignoredAnnotation string
-	// stuck is the cause of the stuck target recorded (Stuck.cause).
-	stuck string
 }
 
 // errChanged: what the decision rests on changed since the sweep listed

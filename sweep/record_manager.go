@@ -13,6 +13,7 @@ import (
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/internal/tell"
 	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/report"
 )
@@ -97,22 +98,22 @@ type managerRecord struct {
 	now     time.Time
 	stored  status.Status
 	claimed *status.Status
-	events  managerEvents
+	events  tell.ManagerEvents
 }
 
 // managerRecord is manager l's record, as listed in sweep r.
 func (s *Sweeper) managerRecord(r *sweepRun, l cluster.Listed) *managerRecord {
 	return &managerRecord{s: s, at: r.status, obj: l.Obj, now: r.now, stored: r.status.read(l),
-		events: managerEvents{s: s, obj: l.Obj, now: r.now}}
+		events: tell.ManagerEvents{Writer: s.writer, Log: s.log, SweepID: s.cfg.SweepID, Obj: l.Obj, Now: r.now}}
 }
 
-func (mr *managerRecord) prior() prior {
+func (mr *managerRecord) prior() status.Prior {
 	last := mr.stored.LastAction
-	return prior{state: mr.stored.State, last: last, failed: last != nil && last.Result == report.ResultFailed && (!last.Deferred || last.Failures > 0), ignoredHold: mr.stored.IgnoredHold,
-		ignoredAnnotation: mr.stored.IgnoredAnnotation, stuck: mr.stored.Stuck.Cause()}
+	return status.Prior{State: mr.stored.State, Last: last, Failed: last != nil && last.Result == report.ResultFailed && (!last.Deferred || last.Failures > 0), IgnoredHold: mr.stored.IgnoredHold,
+		IgnoredAnnotation: mr.stored.IgnoredAnnotation, Stuck: mr.stored.Stuck.Cause()}
 }
 
-func (mr *managerRecord) sink() eventSink { return mr.events }
+func (mr *managerRecord) sink() tell.Sink { return mr.events }
 
 // unchanged: a manager's decision read its target's uid, hold, expiry and
 // (with an IDLE policy: see apply) touched annotation.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/internal/tell"
 	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
@@ -42,15 +43,15 @@ type pairRecord struct {
 	now         time.Time
 	stored      status.PairStatus
 	claimed     *status.PairStatus
-	events      *ruleTally
+	events      *tell.RuleTally
 }
 
-func (pr *pairRecord) prior() prior {
+func (pr *pairRecord) prior() status.Prior {
 	last := pr.stored.LastAction
-	return prior{last: last, failed: last != nil && last.Result == report.ResultFailed && (!last.Deferred || last.Failures > 0) || pr.toldFailure, ignoredHold: pr.stored.IgnoredHold, ignoredAnnotation: pr.stored.IgnoredAnnotation}
+	return status.Prior{Last: last, Failed: last != nil && last.Result == report.ResultFailed && (!last.Deferred || last.Failures > 0) || pr.toldFailure, IgnoredHold: pr.stored.IgnoredHold, IgnoredAnnotation: pr.stored.IgnoredAnnotation}
 }
 
-func (pr *pairRecord) sink() eventSink { return pr.events }
+func (pr *pairRecord) sink() tell.Sink { return pr.events }
 
 // unchanged: a pair's decision read its namespace's uid, labels, hold,
 // expiry and (with an IDLE policy) touched annotations, and the pair's own

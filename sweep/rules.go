@@ -17,6 +17,7 @@ import (
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/internal/tell"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 )
@@ -75,7 +76,7 @@ func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l cluster.Listed)
 	finish := func() []report.Entry {
 		entries = append(entries, ru.entries...)
 		entries = append(entries, ru.stuck(ctx)...)
-		ru.tally.flush(ctx, own.events)
+		ru.tally.Flush(ctx, own.events)
 		if owner {
 			s.summarize(ctx, own, m, matched, entries, ru.ruleHoldIgnored)
 		}
@@ -132,7 +133,7 @@ type ruleRun struct {
 	// failedLatest names the namespaces whose failure the rule's status
 	// lists, told already.
 	failedLatest map[string]bool
-	tally        *ruleTally
+	tally        *tell.RuleTally
 	pairs        []cluster.Namespace
 	entries      []report.Entry
 	// terminating are the namespaces the rule matches but for being
@@ -151,7 +152,7 @@ type ruleRun struct {
 }
 
 func (s *Sweeper) newRuleRun(r *sweepRun, obj *unstructured.Unstructured, m policy.Manager, stored status.Status) *ruleRun {
-	ru := &ruleRun{s: s, r: r, rule: &m, key: status.PairAnnotation(m.UID), legacy: status.LegacyPairAnnotation(m.UID), tally: &ruleTally{}, failedLatest: map[string]bool{},
+	ru := &ruleRun{s: s, r: r, rule: &m, key: status.PairAnnotation(m.UID), legacy: status.LegacyPairAnnotation(m.UID), tally: &tell.RuleTally{}, failedLatest: map[string]bool{},
 		base: report.Entry{Namespace: m.Namespace, Name: m.Name, Rule: true}}
 	ru.ruleHold = obj.GetAnnotations()[status.HoldAnnotation]
 	ru.ruleHoldIgnored = holdsAt([]hold{{on: "rule " + m.Namespace + "/" + m.Name, value: ru.ruleHold}}, r.now, s.cfg.MaxHold).ignored
@@ -478,10 +479,10 @@ func (s *Sweeper) summarize(ctx context.Context, own *managerRecord, m policy.Ma
 		s.log.Warn("rule status not written", "manager", m.Namespace+"/"+m.Name, "error", err.Error())
 		return
 	}
-	own.sink().tell(ctx, e, own.prior(), false, true)
+	own.sink().Tell(ctx, e, own.prior(), false, true)
 	if len(newlyStuck) > 0 {
-		own.events.emit(ctx, corev1.EventTypeWarning, namespaceStuck, "Evaluate", fmt.Sprintf("%d namespace(s) newly stuck in Terminating: %s; status.rule.stuck says why, nsman explain NAMESPACE what holds each",
-			len(newlyStuck), listed10(newlyStuck)))
+		own.events.Emit(ctx, corev1.EventTypeWarning, tell.NamespaceStuck, "Evaluate", fmt.Sprintf("%d namespace(s) newly stuck in Terminating: %s; status.rule.stuck says why, nsman explain NAMESPACE what holds each",
+			len(newlyStuck), tell.FirstTen(newlyStuck)))
 	}
 }
 

@@ -53,12 +53,14 @@ var layers = map[string][]string{
 	},
 	// decide declares the interfaces it needs (namespaces, pods checks,
 	// activity, stuck, the action budget) rather than importing probe.
-	"internal/decide":  {"internal/cluster", "internal/status", "report", "policy"},
-	"internal/record":  {"internal/write", "internal/cluster", "internal/status", "report", "policy"},
-	"internal/probe":   {"internal/cluster", "internal/status", "report", "policy"},
-	"internal/tell":    {"internal/write", "internal/cluster", "internal/status", "report", "webhook", "policy"},
-	"internal/write":   {"internal/cluster", "internal/status", "report", "webhook", "policy"},
-	"internal/cluster": {"internal/status", "report", "policy"},
+	"internal/decide": {"internal/cluster", "internal/status", "report", "policy"},
+	"internal/record": {"internal/write", "internal/cluster", "internal/status", "report", "policy"},
+	"internal/probe":  {"internal/cluster", "internal/status", "report", "policy"},
+	"internal/tell":   {"internal/write", "internal/cluster", "internal/status", "report", "webhook", "policy"},
+	// telltest is test fixtures: a receiver that answers as a hostile one.
+	"internal/tell/telltest": {},
+	"internal/write":         {"internal/cluster", "internal/status", "report", "webhook", "policy"},
+	"internal/cluster":       {"internal/status", "report", "policy"},
 	// clustertest is test fixtures of managers as listed, for the tests of
 	// the packages that read them.
 	"internal/cluster/clustertest": {"internal/cluster", "policy"},

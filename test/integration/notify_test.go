@@ -20,8 +20,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/tell"
 	"github.com/nsman/nsman/report"
-	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 	"github.com/nsman/nsman/webhook"
 )
@@ -53,10 +53,10 @@ func TestNotifications(t *testing.T) {
 	}
 	res := e.Sweep(t, args...)
 	wantCode(t, res, 1) // the webhook failed
-	got := map[string]sweep.Notification{}
+	got := map[string]tell.Notification{}
 	keys := map[string]bool{}
 	for _, d := range notify.Deliveries() {
-		var n sweep.Notification
+		var n tell.Notification
 		if err := json.Unmarshal(d.Body, &n); err != nil {
 			t.Fatalf("notification %s: %v", d.Body, err)
 		}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/nsman/nsman/internal/tell"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
@@ -118,7 +119,7 @@ func TestReclaimed(t *testing.T) {
 	}
 	told := map[string]*report.Reclaimed{}
 	for _, d := range notify.Deliveries() {
-		var n sweep.Notification
+		var n tell.Notification
 		if err := json.Unmarshal(d.Body, &n); err != nil {
 			t.Fatalf("notification %s: %v", d.Body, err)
 		}

@@ -1,4 +1,4 @@
-package sweep
+package tell
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/webhook"
@@ -50,10 +49,10 @@ type NotificationManager struct {
 	Name      string `json:"name"`
 }
 
-// notifier sends the notifications of Config.NotifyURL in one format,
+// Notifier sends the notifications of Config.NotifyURL in one format,
 // through its own sender (signed with Config.NotifySigningKey when set). A
 // dry run has none: it sends nothing.
-type notifier struct {
+type Notifier struct {
 	url, format string
 	sender      *webhook.Sender
 	// hidden are the forms of url that an error may quote (as given, and
@@ -63,8 +62,8 @@ type notifier struct {
 	shown  string
 }
 
-func newNotifier(rawURL, format string, sender *webhook.Sender) *notifier {
-	n := &notifier{url: rawURL, format: format, sender: sender, hidden: []string{rawURL}, shown: RedactURL(rawURL)}
+func NewNotifier(rawURL, format string, sender *webhook.Sender) *Notifier {
+	n := &Notifier{url: rawURL, format: format, sender: sender, hidden: []string{rawURL}, shown: RedactURL(rawURL)}
 	if u, err := url.Parse(rawURL); err == nil {
 		n.hidden = append(n.hidden, u.String(), u.Redacted())
 	}
@@ -72,12 +71,12 @@ func newNotifier(rawURL, format string, sender *webhook.Sender) *notifier {
 	return n
 }
 
-// redact is err's message with the notification URL cut down to its scheme
+// Redact is err's message with the notification URL cut down to its scheme
 // and host: a Slack or Mattermost incoming-webhook URL is a credential,
 // its path the secret, and the webhook package quotes the URL in full (but
 // a password). A message that would still name the URL's path, query or
 // user after that says only where and that it failed.
-func (n *notifier) redact(err error) string {
+func (n *Notifier) Redact(err error) string {
 	msg := err.Error()
 	for _, h := range n.hidden {
 		msg = strings.ReplaceAll(msg, h, n.shown)
@@ -90,6 +89,16 @@ func (n *notifier) redact(err error) string {
 		}
 	}
 	return msg
+}
+
+// Send sends notification n in n's format, with idempotencyKey.
+func (n *Notifier) Send(ctx context.Context, note Notification, idempotencyKey string) error {
+	body, err := notificationBody(note, n.format)
+	if err != nil {
+		return err
+	}
+	_, err = n.sender.Send(ctx, n.url, body, idempotencyKey)
+	return err
 }
 
 // RedactURL renders a URL as its scheme and host alone, followed by "/…"
@@ -107,38 +116,6 @@ func RedactURL(raw string) string {
 		shown += "/…"
 	}
 	return shown
-}
-
-// notify sends the notification of the outcome of plan p's action, when
-// the sweep has a notifier; a failure is told once. Its Idempotency-Key is
-// derived from the firing's and the result: the same outcome, told again by
-// a sweep completing a claim, carries the same key. A notification that
-// fails is logged, without the URL's path, and counted; it changes nothing
-// else.
-func (s *Sweeper) notify(ctx context.Context, r *sweepRun, m policy.Manager, p *plan, effects []string, reclaimed *report.Reclaimed, actionErr error, failedBefore bool) {
-	if s.notifier == nil || actionErr != nil && failedBefore {
-		return
-	}
-	result, message := report.ResultSucceeded, p.reason
-	if actionErr != nil {
-		result, message = report.ResultFailed, actionErr.Error()
-	}
-	n := Notification{
-		Manager: NotificationManager{Namespace: m.Namespace, Name: m.Name}, Rule: m.Rule != nil, Target: p.target.name,
-		Policy: p.policy.Name, Action: p.policy.Action.Type, Result: result, Message: status.Truncate(message, status.MaxMessage), Effects: effects,
-		Time: r.now.UTC(), Sweep: s.cfg.SweepID, Version: s.cfg.Version,
-	}
-	n.Reclaimed = reclaimed // a SCALE_DOWN that failed part-way freed what it scaled
-	body, err := notificationBody(n, s.notifier.format)
-	if err == nil {
-		_, err = s.notifier.sender.Send(ctx, s.notifier.url, body, status.Digest("%s/%s", firingKey(m, p), result))
-	}
-	if err != nil {
-		r.notifyFailed.Add(1)
-		s.log.Error("notification not delivered", "manager", m.Namespace+"/"+m.Name, "namespace", p.target.name, "policy", p.policy.Name, "error", s.notifier.redact(err))
-		return
-	}
-	r.notifySent.Add(1)
 }
 
 // notificationBody renders n as json, or as a {"text": ...} body that Slack

@@ -1,10 +1,11 @@
-package sweep
+package tell
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -15,20 +16,21 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 )
 
-// eventSink hears what became of each subject a sweep handled, and tells
+// Sink hears what became of each subject a sweep handled, and tells
 // it in Events on the manager: at once for a manager (managerEvents), in
 // one or two Events per sweep for a rule's namespaces (ruleTally). Events are
 // written synchronously, to be there when the process exits; a failure to
 // write one is logged, never fatal.
-type eventSink interface {
-	// tell hears e, the entry a subject ends the sweep with; acted: an
+type Sink interface {
+	// Tell hears e, the entry a subject ends the sweep with; acted: an
 	// action was attempted; recorded: what e says was recorded (or needed
 	// no record).
-	tell(ctx context.Context, e report.Entry, before prior, acted, recorded bool)
+	Tell(ctx context.Context, e report.Entry, before status.Prior, acted, recorded bool)
 }
 
 // eventKinds are the states that get an Event on the manager: what nsman
@@ -47,39 +49,41 @@ const (
 	annotationIgnored = "AnnotationIgnored"
 )
 
-// managerEvents tells, of what was recorded, an action's outcome each time
+// ManagerEvents tells, of what was recorded, an action's outcome each time
 // (a failing action at every attempt), another state when it changes,
 // holds newly ignored.
-type managerEvents struct {
-	s   *Sweeper
-	obj *unstructured.Unstructured
-	now time.Time
+type ManagerEvents struct {
+	Writer  write.Writer
+	Log     *slog.Logger
+	SweepID string
+	Obj     *unstructured.Unstructured
+	Now     time.Time
 }
 
-func (ev managerEvents) tell(ctx context.Context, e report.Entry, before prior, acted, recorded bool) {
-	if !recorded || e.State == report.StateFired && e.Action == policy.ActionDelete && e.Target == ev.obj.GetNamespace() {
+func (ev ManagerEvents) Tell(ctx context.Context, e report.Entry, before status.Prior, acted, recorded bool) {
+	if !recorded || e.State == report.StateFired && e.Action == policy.ActionDelete && e.Target == ev.Obj.GetNamespace() {
 		// The manager went with the namespace it deleted, and its Events
 		// would: the outcome is in the logs, the report and the metrics.
 		return
 	}
-	if k, ok := eventKinds[e.State]; ok && (acted || e.State != before.state) {
-		ev.emit(ctx, k.kind, k.reason, e.Action, e.Message)
+	if k, ok := eventKinds[e.State]; ok && (acted || e.State != before.State) {
+		ev.Emit(ctx, k.kind, k.reason, e.Action, e.Message)
 	}
-	if e.HoldIgnored != "" && e.HoldIgnored != before.ignoredHold {
-		ev.emit(ctx, corev1.EventTypeWarning, holdIgnored, "Evaluate", e.HoldIgnored)
+	if e.HoldIgnored != "" && e.HoldIgnored != before.IgnoredHold {
+		ev.Emit(ctx, corev1.EventTypeWarning, holdIgnored, "Evaluate", e.HoldIgnored)
 	}
-	if e.AnnotationIgnored != "" && e.AnnotationIgnored != before.ignoredAnnotation {
-		ev.emit(ctx, corev1.EventTypeWarning, annotationIgnored, "Evaluate", e.AnnotationIgnored)
+	if e.AnnotationIgnored != "" && e.AnnotationIgnored != before.IgnoredAnnotation {
+		ev.Emit(ctx, corev1.EventTypeWarning, annotationIgnored, "Evaluate", e.AnnotationIgnored)
 	}
 	// A manager whose own namespace is stuck is told of it in no Event: its
 	// namespace takes no new object.
-	if e.Stuck != nil && e.Stuck.Cause() != before.stuck && e.Target != ev.obj.GetNamespace() {
-		ev.emit(ctx, corev1.EventTypeWarning, namespaceStuck, "Evaluate", stuckNote(e.Target, e.Stuck))
+	if e.Stuck != nil && e.Stuck.Cause() != before.Stuck && e.Target != ev.Obj.GetNamespace() {
+		ev.Emit(ctx, corev1.EventTypeWarning, NamespaceStuck, "Evaluate", stuckNote(e.Target, e.Stuck))
 	}
 }
 
-// namespaceStuck is the Event reason for a target stuck in Terminating.
-const namespaceStuck = "NamespaceStuck"
+// NamespaceStuck is the Event reason for a target stuck in Terminating.
+const NamespaceStuck = "NamespaceStuck"
 
 // stuckNote is the Event note of namespace stuck as st says.
 func stuckNote(namespace string, st *report.Stuck) string {
@@ -91,14 +95,14 @@ func stuckNote(namespace string, st *report.Stuck) string {
 		namespace, st.Since.UTC().Format(time.RFC3339), strings.Join(parts, "; "), namespace)
 }
 
-// emit writes one Event on the manager.
-func (ev managerEvents) emit(ctx context.Context, kind, reason, action, note string) {
-	obj := ev.obj
+// Emit writes one Event on the manager.
+func (ev ManagerEvents) Emit(ctx context.Context, kind, reason, action, note string) {
+	obj := ev.Obj
 	suffix := make([]byte, 8)
 	_, _ = rand.Read(suffix)
 	e := &eventsv1.Event{
 		ObjectMeta: metav1.ObjectMeta{Namespace: obj.GetNamespace(), Name: obj.GetName() + "." + hex.EncodeToString(suffix)},
-		EventTime:  metav1.NewMicroTime(ev.now),
+		EventTime:  metav1.NewMicroTime(ev.Now),
 		Regarding: corev1.ObjectReference{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName(),
 			UID: obj.GetUID(), ResourceVersion: obj.GetResourceVersion()},
 		Type:                kind,
@@ -106,66 +110,66 @@ func (ev managerEvents) emit(ctx context.Context, kind, reason, action, note str
 		Action:              action,
 		Note:                status.Truncate(note, status.MaxMessage),
 		ReportingController: "nsman.k8s.consol.de/sweep",
-		ReportingInstance:   status.Truncate(ev.s.cfg.SweepID, 128),
+		ReportingInstance:   status.Truncate(ev.SweepID, 128),
 	}
 	if e.Action == "" {
 		e.Action = "Evaluate"
 	}
-	if err := ev.s.writer.Event(ctx, e); err != nil {
-		ev.s.log.Warn("event not written", "manager", obj.GetNamespace()+"/"+obj.GetName(), "reason", reason, "error", err.Error())
+	if err := ev.Writer.Event(ctx, e); err != nil {
+		ev.Log.Warn("event not written", "manager", obj.GetNamespace()+"/"+obj.GetName(), "reason", reason, "error", err.Error())
 	}
 }
 
-// ruleTally gathers what a sweep did with a rule's namespaces, recorded or
+// RuleTally gathers what a sweep did with a rule's namespaces, recorded or
 // not, and tells it in at most two Events on the rule (flush): the actions
 // that fired and the failures that are new, and the holds newly ignored;
 // none for a sweep that changed nothing.
-type ruleTally struct {
+type RuleTally struct {
 	mu                                        sync.Mutex
 	fired, failed, ignored, ignoredAnnotation []string
 }
 
-func (t *ruleTally) tell(_ context.Context, e report.Entry, before prior, _, _ bool) {
+func (t *RuleTally) Tell(_ context.Context, e report.Entry, before status.Prior, _, _ bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch {
 	case e.State == report.StateFired:
 		t.fired = append(t.fired, e.Target)
-	case e.State == report.StateFailed && !before.failed:
+	case e.State == report.StateFailed && !before.Failed:
 		t.failed = append(t.failed, e.Target+": "+e.Message)
 	}
-	if e.HoldIgnored != "" && e.HoldIgnored != before.ignoredHold {
+	if e.HoldIgnored != "" && e.HoldIgnored != before.IgnoredHold {
 		t.ignored = append(t.ignored, e.Target+": "+e.HoldIgnored)
 	}
-	if e.AnnotationIgnored != "" && e.AnnotationIgnored != before.ignoredAnnotation {
+	if e.AnnotationIgnored != "" && e.AnnotationIgnored != before.IgnoredAnnotation {
 		t.ignoredAnnotation = append(t.ignoredAnnotation, e.Target+": "+e.AnnotationIgnored)
 	}
 }
 
-// flush runs once every pair was told.
-func (t *ruleTally) flush(ctx context.Context, rule managerEvents) {
+// Flush runs once every pair was told.
+func (t *RuleTally) Flush(ctx context.Context, rule ManagerEvents) {
 	var parts []string
 	k := eventKinds[report.StateFired]
 	if len(t.fired) > 0 {
-		parts = append(parts, fmt.Sprintf("acted on %d namespace(s): %s", len(t.fired), listed10(t.fired)))
+		parts = append(parts, fmt.Sprintf("acted on %d namespace(s): %s", len(t.fired), FirstTen(t.fired)))
 	}
 	if len(t.failed) > 0 {
-		k, parts = eventKinds[report.StateFailed], append(parts, fmt.Sprintf("failed on %d namespace(s): %s", len(t.failed), listed10(t.failed)))
+		k, parts = eventKinds[report.StateFailed], append(parts, fmt.Sprintf("failed on %d namespace(s): %s", len(t.failed), FirstTen(t.failed)))
 	}
 	if len(parts) > 0 {
-		rule.emit(ctx, k.kind, k.reason, "Act", strings.Join(parts, "; "))
+		rule.Emit(ctx, k.kind, k.reason, "Act", strings.Join(parts, "; "))
 	}
 	if len(t.ignored) > 0 {
-		rule.emit(ctx, corev1.EventTypeWarning, holdIgnored, "Evaluate", fmt.Sprintf("holds ignored on %d namespace(s): %s", len(t.ignored), listed10(t.ignored)))
+		rule.Emit(ctx, corev1.EventTypeWarning, holdIgnored, "Evaluate", fmt.Sprintf("holds ignored on %d namespace(s): %s", len(t.ignored), FirstTen(t.ignored)))
 	}
 	if len(t.ignoredAnnotation) > 0 {
-		rule.emit(ctx, corev1.EventTypeWarning, annotationIgnored, "Evaluate", fmt.Sprintf("annotations ignored on %d namespace(s): %s",
-			len(t.ignoredAnnotation), listed10(t.ignoredAnnotation)))
+		rule.Emit(ctx, corev1.EventTypeWarning, annotationIgnored, "Evaluate", fmt.Sprintf("annotations ignored on %d namespace(s): %s",
+			len(t.ignoredAnnotation), FirstTen(t.ignoredAnnotation)))
 	}
 }
 
-// listed10 joins at most 10 items, saying how many more there are.
-func listed10(items []string) string {
+// FirstTen joins at most 10 items, saying how many more there are.
+func FirstTen(items []string) string {
 	if len(items) <= 10 {
 		return strings.Join(items, ", ")
 	}

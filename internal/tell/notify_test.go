@@ -1,19 +1,9 @@
-package sweep
+package tell
 
 import (
-	"bufio"
-	"bytes"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strconv"
 	"strings"
@@ -22,47 +12,12 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/internal/tell/telltest"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/webhook"
 )
-
-// evil is what a receiver, or whoever names a manager, might write to
-// reach the platform team's channel: a channel-wide mention and a link
-// whose text hides where it goes.
-const evil = "<!channel> <https://evil.example|click> & co"
-
-// answering starts a receiver that answers every request with the raw
-// status line statusLine ("HTTP/1.1 400 ..."), so that the reason phrase
-// is the receiver's own, as net/http's server would not write it.
-func answering(t *testing.T, statusLine string) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer func() { _ = c.Close() }()
-				req, err := http.ReadRequest(bufio.NewReader(c))
-				if err != nil {
-					return
-				}
-				_, _ = io.Copy(io.Discard, req.Body)
-				_, _ = io.WriteString(c, statusLine+"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-			}()
-		}
-	}()
-	return "http://" + l.Addr().String()
-}
 
 // sendError is the error of a real webhook.Sender's one attempt to rawURL.
 func sendError(t *testing.T, rawURL string) error {
@@ -93,7 +48,7 @@ func slackText(t *testing.T, n Notification) string {
 // and a failed webhook shows its status code, not the receiver's reason
 // phrase; nsman's own words are left as they are.
 func TestSlackBodyEscapes(t *testing.T) {
-	hook := answering(t, "HTTP/1.1 400 "+evil)
+	hook := telltest.Answering(t, "HTTP/1.1 400 "+telltest.Evil)
 	failure := sendError(t, hook+"/hook")
 	// The webhook package tells the code alone, whatever phrase came with it.
 	if strings.Contains(failure.Error(), "channel") || !strings.Contains(failure.Error(), "HTTP 400 after 1 attempt") {
@@ -296,80 +251,10 @@ func TestRedactURL(t *testing.T) {
 	}
 }
 
-// secrets are the parts of notifyURLs that nothing may show.
-var secrets = []string{"T0SECRET", "B0SECRET", "XXSECRET", "QSECRET", "PWSECRET", "USERSECRET"}
-
 // notifyURL is a notification URL to host whose every part but scheme and
 // host is secret.
 func notifyURL(host string) string {
 	return "http://USERSECRET:PWSECRET@" + host + "/services/T0SECRET/B0SECRET/XXSECRET?token=QSECRET"
-}
-
-// notifyOnce makes a Sweeper that notifies rawURL with sender, logging to
-// a buffer, and has it tell of a failed WEBHOOK action.
-func notifyOnce(t *testing.T, cfg Config, sender *webhook.Sender) (logs string, r *sweepRun) {
-	t.Helper()
-	var buf bytes.Buffer
-	s, err := New(cfg, cluster.Clients{}, sender, slog.New(slog.NewJSONHandler(&buf, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r = &sweepRun{now: time.Now()}
-	m := policy.Manager{Namespace: "team-a", Name: "preview", UID: "uid-1", Generation: 1}
-	p := &plan{policy: policy.Policy{Name: "report", Action: policy.Action{Type: policy.ActionWebhook, URL: "http://hook.team-a.svc/x"}}, target: target{name: "preview"}}
-	s.notify(t.Context(), r, m, p, nil, nil, errors.New("webhook http://hook.team-a.svc: HTTP 500 after 3 attempts"), false)
-	return buf.String(), r
-}
-
-// TestNotifyLogsNoURLSecret: a notification that fails is logged with the
-// URL's scheme and host, never its path, query or user, whatever the
-// failure.
-func TestNotifyLogsNoURLSecret(t *testing.T) {
-	refusing := func(t *testing.T) string {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		_ = l.Close()
-		return addr
-	}
-	for _, tt := range []struct {
-		name string
-		host func(t *testing.T) string
-	}{
-		{"status", func(t *testing.T) string {
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusInternalServerError) }))
-			t.Cleanup(srv.Close)
-			return strings.TrimPrefix(srv.URL, "http://")
-		}},
-		{"reason phrase", func(t *testing.T) string {
-			return strings.TrimPrefix(answering(t, "HTTP/1.1 400 "+evil), "http://")
-		}},
-		{"connection refused", refusing},
-		{"refused by the allow list", func(*testing.T) string { return "10.255.255.1:9" }},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			host := tt.host(t)
-			allow, err := webhook.ParseAllowList([]string{"127.0.0.1/32"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			sender := webhook.NewSender(webhook.Options{MaxAttempts: 1, Timeout: 5 * time.Second, Allow: allow})
-			logs, r := notifyOnce(t, Config{NotifyURL: notifyURL(host), NotifyFormat: NotifySlack}, sender)
-			if r.notifyFailed.Load() != 1 || r.notifySent.Load() != 0 {
-				t.Errorf("%d failed, %d sent, want 1 failed", r.notifyFailed.Load(), r.notifySent.Load())
-			}
-			if !strings.Contains(logs, "notification not delivered") || !strings.Contains(logs, "http://"+host) {
-				t.Errorf("logs name neither the failure nor the receiver http://%s:\n%s", host, logs)
-			}
-			for _, s := range secrets {
-				if strings.Contains(logs, s) {
-					t.Errorf("logs show %s:\n%s", s, logs)
-				}
-			}
-		})
-	}
 }
 
 // TestNotifierRedact: what is left of an error that quotes the URL in any
@@ -377,7 +262,7 @@ func TestNotifyLogsNoURLSecret(t *testing.T) {
 // not shown.
 func TestNotifierRedact(t *testing.T) {
 	raw := notifyURL("hooks.example.com")
-	n := newNotifier(raw, NotifySlack, nil)
+	n := NewNotifier(raw, NotifySlack, nil)
 	for _, tt := range []struct{ err, want string }{
 		{"webhook " + raw + ": 500 Internal Server Error after 3 attempts", "webhook http://hooks.example.com/…: 500 Internal Server Error after 3 attempts"},
 		{"webhook http://USERSECRET:xxxxx@hooks.example.com/services/T0SECRET/B0SECRET/XXSECRET?token=QSECRET: no host", "webhook http://hooks.example.com/…: no host"},
@@ -385,61 +270,8 @@ func TestNotifierRedact(t *testing.T) {
 		{`parse "/services/T0SECRET/B0SECRET/XXSECRET": invalid`, "notification to http://hooks.example.com/… failed (the error named the URL, and is not shown)"},
 		{"token=QSECRET refused", "notification to http://hooks.example.com/… failed (the error named the URL, and is not shown)"},
 	} {
-		if got := n.redact(errors.New(tt.err)); got != tt.want {
+		if got := n.Redact(errors.New(tt.err)); got != tt.want {
 			t.Errorf("redact(%q)\n = %q\nwant %q", tt.err, got, tt.want)
 		}
 	}
-}
-
-// TestNotificationSigningKey: notifications are signed with
-// Config.NotifySigningKey when it is set, WEBHOOK actions' key
-// otherwise; a dry run has no notifier.
-func TestNotificationSigningKey(t *testing.T) {
-	webhookKey, notifyKey := []byte("webhook-key"), []byte("notify-key")
-	for _, tt := range []struct {
-		name      string
-		configKey []byte
-		verifyKey []byte
-	}{
-		{"own key", notifyKey, notifyKey},
-		{"webhook key", nil, webhookKey},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			got := make(chan error, 1)
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				body, _ := io.ReadAll(r.Body)
-				got <- signedWith(r, body, tt.verifyKey)
-			}))
-			defer srv.Close()
-			sender := webhook.NewSender(webhook.Options{MaxAttempts: 1, SigningKey: webhookKey})
-			logs, r := notifyOnce(t, Config{NotifyURL: srv.URL + "/nsman", NotifySigningKey: tt.configKey}, sender)
-			if r.notifySent.Load() != 1 {
-				t.Fatalf("notification not sent:\n%s", logs)
-			}
-			if err := <-got; err != nil {
-				t.Errorf("signature under the %s: %v", tt.name, err)
-			}
-		})
-	}
-
-	s, err := New(Config{DryRun: true, NotifyURL: "https://hooks.example.com/x", NotifySigningKey: notifyKey}, cluster.Clients{}, nil, slog.New(slog.DiscardHandler))
-	if err != nil || s.notifier != nil {
-		t.Errorf("dry run: notifier %v, error %v; want none", s.notifier, err)
-	}
-	if _, err := New(Config{NotifyURL: "https://hooks.example.com/x"}, cluster.Clients{}, nil, slog.New(slog.DiscardHandler)); err == nil {
-		t.Error("notifications without a sender accepted")
-	}
-}
-
-// signedWith checks r's version 1 signature (webhook.SignatureHeader: the
-// HMAC-SHA256 of the timestamp, a dot and the body), which every 1.x
-// release sends.
-func signedWith(r *http.Request, body, key []byte) error {
-	mac := hmac.New(sha256.New, key)
-	mac.Write([]byte(r.Header.Get(webhook.TimestampHeader) + "."))
-	mac.Write(body)
-	if got, want := r.Header.Get(webhook.SignatureHeader), "sha256="+hex.EncodeToString(mac.Sum(nil)); got != want {
-		return fmt.Errorf("signature %q, want %q", got, want)
-	}
-	return nil
 }
