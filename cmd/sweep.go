@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nsman/nsman/internal/decide"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/tell"
 	"github.com/nsman/nsman/metrics"
@@ -392,14 +393,14 @@ func sweepID() string {
 
 // readFreezes is --freeze and --freeze-file's freezes, dates read in
 // --freeze-time-zone.
-func (o *sweepOptions) readFreezes() ([]sweep.Freeze, error) {
+func (o *sweepOptions) readFreezes() ([]decide.Freeze, error) {
 	loc, err := time.LoadLocation(o.freezeTimeZone)
 	if err != nil || o.freezeTimeZone == "" || o.freezeTimeZone == "Local" {
 		return nil, fmt.Errorf("--freeze-time-zone %q: want an IANA time zone such as Europe/Berlin or UTC", o.freezeTimeZone)
 	}
-	var out []sweep.Freeze
+	var out []decide.Freeze
 	for _, s := range o.freezes {
-		f, err := sweep.ParseFreeze(s, loc)
+		f, err := decide.ParseFreeze(s, loc)
 		if err != nil {
 			return nil, fmt.Errorf("--freeze %w", err)
 		}
@@ -413,7 +414,7 @@ func (o *sweepOptions) readFreezes() ([]sweep.Freeze, error) {
 		return nil, fmt.Errorf("--freeze-file: %w", err)
 	}
 	defer file.Close()
-	fromFile, err := sweep.ReadFreezes(file, o.freezeFile, loc)
+	fromFile, err := decide.ReadFreezes(file, o.freezeFile, loc)
 	if err != nil {
 		return nil, fmt.Errorf("--freeze-file %w", err)
 	}

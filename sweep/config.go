@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/decide"
 	"github.com/nsman/nsman/internal/tell"
 	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/report"
@@ -79,7 +80,7 @@ type Config struct {
 	// DELETE reads nothing before it (--reclaim=false).
 	SkipReclaim bool
 	// Freezes are times in which nothing acts (--freeze, --freeze-file).
-	Freezes []Freeze
+	Freezes []decide.Freeze
 }
 
 // ProtectedFloor is the namespaces New always protects, whatever
@@ -133,7 +134,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--max-hold must not be negative")
 	case c.StuckAfter < 0:
 		return fmt.Errorf("--stuck-after must not be negative")
-	case slices.ContainsFunc(c.Freezes, func(f Freeze) bool { return !f.End.After(f.Start) }):
+	case slices.ContainsFunc(c.Freezes, func(f decide.Freeze) bool { return !f.End.After(f.Start) }):
 		return fmt.Errorf("a freeze ends before it starts")
 	case c.ShardCount < 0:
 		return fmt.Errorf("--shard-count must not be negative")

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/decide"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 )
@@ -300,7 +301,7 @@ func (s *Sweeper) listManagers(ctx, work context.Context, r *sweepRun, q *queue)
 		if !l.any {
 			l.any = true
 			r.now = s.now()
-			r.frozenUntil, r.frozen = frozenUntil(s.cfg.Freezes, r.now)
+			r.frozenUntil, r.frozen = decide.FrozenUntil(s.cfg.Freezes, r.now)
 			q.wg.Go(func() { _, _ = s.namespaces(work, r) })
 		}
 		if isRule(m.Obj) {

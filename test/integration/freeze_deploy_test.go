@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
-	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/internal/decide"
 )
 
 // The freeze calendar as the chart and the freeze overlay mount it: the
@@ -49,13 +49,13 @@ func writeCalendar(t *testing.T, calendar string) string {
 
 // parseCalendar reads calendar as nsman's --freeze-file does, its dates in
 // zone, and fails t unless every line parses.
-func parseCalendar(t *testing.T, calendar, zone string) []sweep.Freeze {
+func parseCalendar(t *testing.T, calendar, zone string) []decide.Freeze {
 	t.Helper()
 	loc, err := time.LoadLocation(zone)
 	if err != nil {
 		t.Fatalf("--freeze-time-zone=%s: %v", zone, err)
 	}
-	freezes, err := sweep.ReadFreezes(strings.NewReader(calendar), "calendar", loc)
+	freezes, err := decide.ReadFreezes(strings.NewReader(calendar), "calendar", loc)
 	if err != nil {
 		t.Fatalf("the calendar does not parse: %v\n%s", err, calendar)
 	}

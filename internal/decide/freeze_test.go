@@ -1,4 +1,4 @@
-package sweep
+package decide
 
 import (
 	"strings"
@@ -70,7 +70,7 @@ func TestFrozenUntil(t *testing.T) {
 		"2026-12-23T23:59:59Z": "",
 		"2027-01-01T00:00:00Z": "2027-01-02T00:00:00Z",
 	} {
-		end, frozen := frozenUntil(freezes, at(now))
+		end, frozen := FrozenUntil(freezes, at(now))
 		if frozen != (want != "") || frozen && !end.Equal(at(want)) {
 			t.Errorf("frozenUntil(%s) = %v, %v; want %q", now, end, frozen, want)
 		}

@@ -1,4 +1,4 @@
-package sweep
+package decide
 
 import (
 	"bufio"
@@ -76,9 +76,9 @@ func ReadFreezes(r io.Reader, name string, loc *time.Location) ([]Freeze, error)
 	return out, nil
 }
 
-// frozenUntil reports whether now is in one of freezes, and then when the
+// FrozenUntil reports whether now is in one of freezes, and then when the
 // freezes that hold it, one running into the next, end.
-func frozenUntil(freezes []Freeze, now time.Time) (time.Time, bool) {
+func FrozenUntil(freezes []Freeze, now time.Time) (time.Time, bool) {
 	var end time.Time
 	for changed := true; changed; {
 		changed = false
