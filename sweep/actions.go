@@ -57,7 +57,7 @@ func (s *Sweeper) apply(ctx context.Context, m policy.Manager, rec record, p *pl
 					return rec.unchanged(withoutTouch(listed), withoutTouch(now))
 				}
 			}
-			err := s.asListed(ctx, t.listed, unchanged, func(resourceVersion string) error {
+			err := write.AsListed(ctx, t.listed, s.reads().NamespaceNow, unchanged, func(resourceVersion string) error {
 				return s.writer.DeleteNamespace(ctx, t.name, t.uid, resourceVersion)
 			})
 			if err != nil {

@@ -6,12 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/util/retry"
-
-	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/policy"
@@ -36,10 +30,6 @@ import (
 // of its claim, so that no sweep can take over a claim whose action may still
 // run.
 const claimMargin = 5 * time.Second
-
-// recordTimeout bounds a write of a record, made even after an interrupt,
-// so that a claim is released and a failure seen.
-const recordTimeout = 5 * time.Second
 
 // carryOut carries out decision d for the subject whose record is rec, and
 // tells rec's sink what became of it.
@@ -125,7 +115,7 @@ func (s *Sweeper) grant(r *sweepRun) {
 // save records a final entry, if the record keeps anything of it, and
 // reports whether it did (or had nothing to).
 func (s *Sweeper) save(ctx context.Context, rec record, o outcome) (report.Entry, bool) {
-	if err := rec.write(ctx, o); changedSinceListed(err) {
+	if err := rec.write(ctx, o); write.ChangedSinceListed(err) {
 		return busy(o.entry, err), false
 	} else if err != nil {
 		return failedEntry(o.entry, fmt.Errorf("record the outcome: %w", err)), false
@@ -155,7 +145,7 @@ func (s *Sweeper) act(ctx context.Context, r *sweepRun, rec record, d decision) 
 			Expires: s.clock().Add(s.cfg.ClaimTTL).UTC(), Generation: p.generation, TargetUID: p.target.uid}
 		acting := e
 		acting.State, acting.Message = status.StateActing, fmt.Sprintf("sweep %s is acting (%s): %s", s.cfg.SweepID, p.policy.Action.Type, p.reason)
-		if err := rec.claim(ctx, c, acting, p.policy.Final); changedSinceListed(err) {
+		if err := rec.claim(ctx, c, acting, p.policy.Final); write.ChangedSinceListed(err) {
 			return busy(e, err), false, false
 		} else if err != nil {
 			e, recorded := s.save(ctx, rec, outcome{entry: failedEntry(e, fmt.Errorf("claim: %w", err))})
@@ -165,7 +155,7 @@ func (s *Sweeper) act(ctx context.Context, r *sweepRun, rec record, d decision) 
 	actCtx, cancel := context.WithDeadline(ctx, deadline)
 	did, err := s.apply(actCtx, d.manager, rec, p, freed)
 	cancel()
-	if !claimed && changedSinceListed(err) {
+	if !claimed && write.ChangedSinceListed(err) {
 		// The DELETE found the namespace changed: nothing was done.
 		return busy(e, err), false, false
 	}
@@ -204,7 +194,7 @@ func (s *Sweeper) outcomeOf(e report.Entry, p *plan, err error, now time.Time, p
 	if err != nil {
 		e = failedEntry(e, err)
 		last.Result, last.Message = report.ResultFailed, status.Truncate(err.Error(), status.MaxMessage)
-		last.Uncertain = p.policy.Action.Type == policy.ActionDelete && uncertain(err)
+		last.Uncertain = p.policy.Action.Type == policy.ActionDelete && write.Uncertain(err)
 		last.Reclaimed = e.Reclaimed
 		if p.policy.Action.Type == policy.ActionWebhook {
 			// A deferral backs off as the failures before it did, a failure
@@ -256,30 +246,6 @@ func (s *Sweeper) finish(ctx context.Context, r *sweepRun, rec record, p *plan, 
 	return e, recorded
 }
 
-// asListed calls write with namespace ns's resourceVersion as listed; when
-// the namespace changed since, it is read again and written at the version
-// read if unchanged says the decision stands, else errChanged.
-func (s *Sweeper) asListed(ctx context.Context, ns cluster.Namespace, unchanged func(listed, now cluster.Namespace) bool, write func(resourceVersion string) error) error {
-	resourceVersion := ns.ResourceVersion
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		err := write(resourceVersion)
-		if !apierrors.IsConflict(err) {
-			return err
-		}
-		now, exists, rerr := s.reads().NamespaceNow(ctx, ns.Name)
-		switch {
-		case rerr != nil:
-			return fmt.Errorf("namespace %s %w (reading it again failed: %v)", ns.Name, errChanged, rerr)
-		case !exists || !unchanged(ns, now):
-			return fmt.Errorf("namespace %s %w", ns.Name, errChanged)
-		case now.ResourceVersion == resourceVersion:
-			return fmt.Errorf("refused: %v", err) // a 409 of no precondition (a webhook's)
-		}
-		resourceVersion = now.ResourceVersion
-		return err
-	})
-}
-
 // succeeded is the entry of a plan carried out: fired (planned, dry).
 func (s *Sweeper) succeeded(e report.Entry, p *plan) report.Entry {
 	e.State, e.Message = s.writer.Done(), p.reason
@@ -302,34 +268,6 @@ func failedEntry(e report.Entry, err error) report.Entry {
 func notReached(e report.Entry, what string) report.Entry {
 	return report.Entry{Namespace: e.Namespace, Name: e.Name, Rule: e.Rule, Target: e.Target, State: report.StateDeferred,
 		Message: "the sweep was interrupted before " + what}
-}
-
-// writeManager patches manager obj, retrying transient failures (see retry). A
-// manager gone (with its namespace) needs nothing.
-func (s *Sweeper) writeManager(ctx context.Context, patch write.Patch, obj *unstructured.Unstructured) error {
-	err := s.retry(ctx, func(ctx context.Context) error {
-		return s.writer.PatchManager(ctx, obj.GetNamespace(), obj.GetName(), patch)
-	})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
-}
-
-// retry makes a record's write, retrying transient failures, within
-// recordTimeout even after an interrupt.
-func (s *Sweeper) retry(ctx context.Context, write func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-	defer cancel()
-	return retry.OnError(wait.Backoff{Steps: 4, Duration: 200 * time.Millisecond, Factor: 2}, transient, func() error {
-		return write(ctx)
-	})
-}
-
-// transient reports an error that a retry may not meet again.
-func transient(err error) bool {
-	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
-		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err)
 }
 
 // failedBefore reports whether last is a failure of p's policy, told

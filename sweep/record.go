@@ -2,10 +2,7 @@ package sweep
 
 import (
 	"context"
-	"errors"
 	"time"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
@@ -62,16 +59,6 @@ func webhookBackoff(n int) time.Duration {
 	return min(minWebhookBackoff<<max(n-1, 0), maxWebhookBackoff)
 }
 
-// uncertain reports an error after which an API request may or may not
-// have taken effect: no answer, or a server error.
-func uncertain(err error) bool {
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) {
-		return true
-	}
-	return status.Status().Code >= 500 || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err)
-}
-
 // record is where a subject's Progress is kept: a managerRecord or a
 // pairRecord, made from what the sweep listed. The executor writes through
 // it alone. A write that follows no claim of this sweep's is conditional on
@@ -107,18 +94,3 @@ type outcome struct {
 	// the record's is kept as it was (see decision).
 	stuckOnly, stuckUnread bool
 }
-
-// errChanged: what the decision rests on changed since the sweep listed
-// the subject.
-var errChanged = errors.New("changed since this sweep listed it")
-
-// changedSinceListed reports a write refused because the subject is not as
-// listed any more.
-func changedSinceListed(err error) bool {
-	return apierrors.IsConflict(err) || apierrors.IsNotFound(err) || errors.Is(err, errChanged)
-}
-
-// lostClaim reports the outcome of a claimed action refused because the
-// claim is not this sweep's any more: a JSON patch whose test failed, or
-// whose tested path is gone, is answered 422 (Invalid).
-func lostClaim(err error) bool { return apierrors.IsInvalid(err) }

@@ -133,7 +133,7 @@ func (mr *managerRecord) claim(ctx context.Context, c status.Claim, acting repor
 	patch, _ := mr.at.update(mr.stored, claimed, mr.obj.GetResourceVersion(), false)
 	if err := mr.s.writer.PatchManager(ctx, mr.obj.GetNamespace(), mr.obj.GetName(), patch); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			return fmt.Errorf("the manager %w", errChanged)
+			return fmt.Errorf("the manager %w", write.ErrChanged)
 		}
 		return err
 	}
@@ -147,7 +147,7 @@ func (mr *managerRecord) write(ctx context.Context, o outcome) error {
 		next := mr.claimed.Clone()
 		next.Claim = nil
 		mr.keep(&next, o)
-		if err := mr.s.writeManager(ctx, mr.at.settle(*mr.claimed, next, deactivate), mr.obj); lostClaim(err) {
+		if err := write.PatchManagerRecord(ctx, mr.s.writer, mr.at.settle(*mr.claimed, next, deactivate), mr.obj); write.LostClaim(err) {
 			return fmt.Errorf("the manager changed since this sweep claimed it: %w", err)
 		} else if err != nil {
 			return err
@@ -162,9 +162,9 @@ func (mr *managerRecord) write(ctx context.Context, o outcome) error {
 		if reread {
 			now, err := mr.s.reads().ManagerNow(ctx, mr.obj)
 			if err != nil || now.Obj.GetUID() != mr.obj.GetUID() || now.Obj.GetGeneration() != mr.obj.GetGeneration() {
-				return fmt.Errorf("the manager %w", errChanged)
+				return fmt.Errorf("the manager %w", write.ErrChanged)
 			} else if st := mr.at.read(now); st.Claim.Live(mr.s.clock(), mr.s.cfg.ClaimTTL) {
-				return fmt.Errorf("the manager %w: sweep %s claimed it", errChanged, st.Claim.Sweep)
+				return fmt.Errorf("the manager %w: sweep %s claimed it", write.ErrChanged, st.Claim.Sweep)
 			}
 			mr.obj, mr.stored = now.Obj, mr.at.read(now)
 		}
@@ -180,14 +180,14 @@ func (mr *managerRecord) write(ctx context.Context, o outcome) error {
 		if !changed {
 			return nil
 		}
-		err := mr.s.writeManager(ctx, patch, mr.obj)
+		err := write.PatchManagerRecord(ctx, mr.s.writer, patch, mr.obj)
 		if reread = o.last != nil; apierrors.IsConflict(err) && !reread {
-			return fmt.Errorf("the manager %w", errChanged)
+			return fmt.Errorf("the manager %w", write.ErrChanged)
 		}
 		return err
 	})
 	if apierrors.IsConflict(err) {
-		err = fmt.Errorf("the manager %w", errChanged)
+		err = fmt.Errorf("the manager %w", write.ErrChanged)
 	}
 	if err != nil {
 		return err
@@ -224,7 +224,7 @@ func (mr *managerRecord) deactivate(ctx context.Context, o outcome) error {
 	if !o.done || !mr.at.subresource {
 		return nil
 	}
-	if err := mr.s.writeManager(ctx, deactivatePatch(), mr.obj); err != nil {
+	if err := write.PatchManagerRecord(ctx, mr.s.writer, deactivatePatch(), mr.obj); err != nil {
 		return fmt.Errorf("deactivate the manager (a later sweep completes it): %w", err)
 	}
 	return nil
@@ -241,5 +241,5 @@ func (mr *managerRecord) saveSummary(ctx context.Context, e report.Entry, sum st
 	if !changed {
 		return nil
 	}
-	return mr.s.writeManager(ctx, patch, mr.obj)
+	return write.PatchManagerRecord(ctx, mr.s.writer, patch, mr.obj)
 }

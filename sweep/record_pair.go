@@ -85,7 +85,7 @@ func (pr *pairRecord) write(ctx context.Context, o outcome) error {
 	switch {
 	case pr.claimed != nil:
 		err := pr.replace(ctx, pr.key, write.MustJSON(*pr.claimed), pr.after(*pr.claimed, o))
-		if lostClaim(err) {
+		if write.LostClaim(err) {
 			return fmt.Errorf("the namespace's record changed since this sweep claimed it: %w", err)
 		}
 		return err
@@ -93,8 +93,8 @@ func (pr *pairRecord) write(ctx context.Context, o outcome) error {
 		// A DELETE's, which may have left the namespace terminating: it
 		// replaces the record as listed, if it is still that.
 		err := pr.replace(ctx, pr.at, pr.ns.Pairs[pr.at], pr.after(pr.stored, o))
-		if lostClaim(err) {
-			return fmt.Errorf("namespace %s's record %w", pr.ns.Name, errChanged)
+		if write.LostClaim(err) {
+			return fmt.Errorf("namespace %s's record %w", pr.ns.Name, write.ErrChanged)
 		}
 		return err
 	case !needsRecord(o.entry, o.checks, pr.stored.Progress):
@@ -136,7 +136,7 @@ func (pr *pairRecord) writeAsListed(ctx context.Context, st status.PairStatus) e
 	if _, ok := pr.ns.Pairs[pr.legacy]; ok {
 		annotations[pr.legacy] = nil // null removes it in a merge patch
 	}
-	return pr.s.asListed(ctx, pr.ns, pr.unchanged, func(resourceVersion string) error {
+	return write.AsListed(ctx, pr.ns, pr.s.reads().NamespaceNow, pr.unchanged, func(resourceVersion string) error {
 		body := write.MustJSON(map[string]any{"metadata": map[string]any{
 			"resourceVersion": resourceVersion,
 			"annotations":     annotations,
@@ -160,7 +160,7 @@ func (pr *pairRecord) replace(ctx context.Context, at, was string, st status.Pai
 		old := write.AnnotationPointer(at)
 		patch = write.JSONPatch("", write.PatchOp{Op: "test", Path: old, Value: was}, write.PatchOp{Op: "remove", Path: old}, write.PatchOp{Op: "add", Path: path, Value: write.MustJSON(st)})
 	}
-	return pr.s.retry(ctx, func(ctx context.Context) error {
+	return write.Retry(ctx, func(ctx context.Context) error {
 		return pr.s.writer.PatchNamespace(ctx, pr.ns.Name, patch)
 	})
 }
