@@ -121,7 +121,7 @@ func (ev ManagerEvents) Emit(ctx context.Context, kind, reason, action, note str
 }
 
 // RuleTally gathers what a sweep did with a rule's namespaces, recorded or
-// not, and tells it in at most two Events on the rule (flush): the actions
+// not, and tells it in at most three Events on the rule (Flush): the actions
 // that fired and the failures that are new, and the holds newly ignored;
 // none for a sweep that changed nothing.
 type RuleTally struct {
