@@ -122,8 +122,8 @@ func (ev ManagerEvents) Emit(ctx context.Context, kind, reason, action, note str
 
 // RuleTally gathers what a sweep did with a rule's namespaces, recorded or
 // not, and tells it in at most three Events on the rule (Flush): the actions
-// that fired and the failures that are new, and the holds newly ignored;
-// none for a sweep that changed nothing.
+// that fired and the failures that are new, the holds newly ignored, and
+// the annotations newly ignored; none for a sweep that changed nothing.
 type RuleTally struct {
 	mu                                        sync.Mutex
 	fired, failed, ignored, ignoredAnnotation []string
