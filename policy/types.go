@@ -2,6 +2,7 @@ package policy
 
 import (
 	"path"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -85,6 +86,11 @@ func (m Manager) Target() string {
 		return m.TargetNamespace
 	}
 	return m.Name
+}
+
+// Idles reports whether one of m's policies has an IDLE condition.
+func (m Manager) Idles() bool {
+	return slices.ContainsFunc(m.Policies, func(p Policy) bool { return p.Condition.Type == ConditionIdle })
 }
 
 // Policy pairs a condition with the action to take when it holds.

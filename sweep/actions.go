@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/tell"
 	"github.com/nsman/nsman/internal/write"
@@ -46,15 +47,15 @@ type applied struct {
 // apply performs plan p's action through the writer and returns what it
 // did (would do, dry). A fresh DELETE is made as listed (see asListed),
 // after what it frees (freed, nil when unknown) was read.
-func (s *Sweeper) apply(ctx context.Context, m policy.Manager, rec record, p *plan, freed *report.Reclaimed) (applied, error) {
+func (s *Sweeper) apply(ctx context.Context, m policy.Manager, rec record.Record, p *plan, freed *report.Reclaimed) (applied, error) {
 	t := p.target
 	switch p.policy.Action.Type {
 	case policy.ActionDelete:
 		if p.step == stepAct {
-			unchanged := rec.unchanged
-			if !idles(m) {
+			unchanged := rec.Unchanged
+			if !m.Idles() {
 				unchanged = func(listed, now cluster.Namespace) bool {
-					return rec.unchanged(withoutTouch(listed), withoutTouch(now))
+					return rec.Unchanged(listed.WithoutTouch(), now.WithoutTouch())
 				}
 			}
 			err := write.AsListed(ctx, t.listed, s.reads().NamespaceNow, unchanged, func(resourceVersion string) error {

@@ -197,19 +197,6 @@ func Touch(ctx context.Context, clients cluster.Clients, namespace string, at ti
 	return patch.Body, write.New(clients.Kube, clients.Dynamic, clients.Managers, nil, dryRun).PatchNamespace(ctx, namespace, patch)
 }
 
-// idles reports whether m has an IDLE policy, the one kind that reads the
-// target's touched annotation.
-func idles(m policy.Manager) bool {
-	return slices.ContainsFunc(m.Policies, func(p policy.Policy) bool { return p.Condition.Type == policy.ConditionIdle })
-}
-
-// withoutTouch is ns without its touched annotation: a decision of no IDLE
-// policy does not change with it.
-func withoutTouch(ns cluster.Namespace) cluster.Namespace {
-	ns.Touched = ""
-	return ns
-}
-
 // countAhead counts, of a page of managers, the target namespaces of those
 // of this shard whose last status says they read the activity (see
 // readsActivity), before any of them is evaluated: a sweep that will read
@@ -268,5 +255,5 @@ func (s *Sweeper) ruleReadsActivity(r *sweepRun, l cluster.Listed) bool {
 		return false
 	}
 	m, problems := policy.Parse(l.Obj)
-	return len(problems) == 0 && !m.Deactivated && slices.Contains(s.cfg.TrustedNamespaces, m.Namespace) && idles(m)
+	return len(problems) == 0 && !m.Deactivated && slices.Contains(s.cfg.TrustedNamespaces, m.Namespace) && m.Idles()
 }

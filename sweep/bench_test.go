@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/policy"
@@ -48,13 +49,13 @@ func benchEntries(n int, now time.Time) []report.Entry {
 func BenchmarkStatusFirstSweep(b *testing.B) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	entries := benchEntries(benchManagers, now)
-	store := statusLocation{subresource: true}
+	store := record.StatusLocation{Subresource: true}
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, e := range entries {
 			var next status.Status
 			next.Observe(e, 1, now)
-			if _, changed := store.update(status.Status{}, next, "", false); !changed {
+			if _, changed := store.Update(status.Status{}, next, "", false); !changed {
 				b.Fatal("no patch for a manager without status")
 			}
 		}
@@ -68,7 +69,7 @@ func BenchmarkStatusFirstSweep(b *testing.B) {
 func BenchmarkStatusSteadyState(b *testing.B) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	entries := benchEntries(benchManagers, now)
-	store := statusLocation{subresource: true}
+	store := record.StatusLocation{Subresource: true}
 	managers := make([]cluster.Listed, len(entries))
 	for i, e := range entries {
 		var st status.Status
@@ -78,10 +79,10 @@ func BenchmarkStatusSteadyState(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		for i, m := range managers {
-			stored := store.read(m)
+			stored := store.Read(m)
 			next := stored
 			next.Observe(entries[i], 1, now.Add(time.Minute))
-			if _, changed := store.update(stored, next, "", false); changed {
+			if _, changed := store.Update(stored, next, "", false); changed {
 				b.Fatalf("%s: steady state writes a patch", entries[i].Name)
 			}
 		}

@@ -134,7 +134,7 @@ func TestWebhookOutcomeBacksOff(t *testing.T) {
 		{"the Service unread again before a retry", tenantError{summary: "failed: the Service sink could not be read", err: fmt.Errorf("webhook http://sink.team-a.svc: %w", &unreadService{name: "sink"})}, 2, 0, false},
 	} {
 		_, o := (&Sweeper{}).outcomeOf(report.Entry{}, p, tt.err, now, prev)
-		last := o.last
+		last := o.Last
 		var next time.Duration
 		if last.NextAttempt != nil {
 			next = last.NextAttempt.Sub(now)

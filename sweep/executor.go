@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/policy"
@@ -33,7 +34,7 @@ const claimMargin = 5 * time.Second
 
 // carryOut carries out decision d for the subject whose record is rec, and
 // tells rec's sink what became of it.
-func (s *Sweeper) carryOut(ctx context.Context, r *sweepRun, rec record, d decision) report.Entry {
+func (s *Sweeper) carryOut(ctx context.Context, r *sweepRun, rec record.Record, d decision) report.Entry {
 	p, e := d.plan, d.entry
 	acted, recorded := false, true
 	var deferral error // the receiver, or the tenant's, timed out earlier in this sweep
@@ -43,7 +44,7 @@ func (s *Sweeper) carryOut(ctx context.Context, r *sweepRun, rec record, d decis
 	switch {
 	case d.untouched:
 	case p == nil:
-		e, recorded = s.save(ctx, rec, outcome{entry: e, checks: d.checks, stuckOnly: d.stuckOnly, stuckUnread: d.stuckUnread})
+		e, recorded = s.save(ctx, rec, record.Outcome{Entry: e, Checks: d.checks, StuckOnly: d.stuckOnly, StuckUnread: d.stuckUnread})
 	case p.step == stepDeactivate || p.step == stepConfirmDelete:
 		e, recorded = s.finish(ctx, r, rec, p, e)
 	case r.frozen:
@@ -51,7 +52,7 @@ func (s *Sweeper) carryOut(ctx context.Context, r *sweepRun, rec record, d decis
 		// claim to complete stays as it is, for the first sweep after.
 		e.State, e.Message, e.Due = report.StateWaiting, fmt.Sprintf("%s; frozen until %s (--freeze)", p.reason, r.frozenUntil.UTC().Format(time.RFC3339)), timePtr(r.frozenUntil)
 		if p.step != stepCompleteClaim {
-			e, recorded = s.save(ctx, rec, outcome{entry: e, checks: d.checks})
+			e, recorded = s.save(ctx, rec, record.Outcome{Entry: e, Checks: d.checks})
 		}
 	case r.stop.Err() != nil:
 		// Interrupted while this subject was evaluated: no action starts.
@@ -59,15 +60,15 @@ func (s *Sweeper) carryOut(ctx context.Context, r *sweepRun, rec record, d decis
 	case deferral != nil:
 		// Deferred, backing off, with no claim and no place under
 		// --max-actions.
-		_, o := s.outcomeOf(e, p, fmt.Errorf("webhook: %w", deferral), r.now, rec.prior().Last)
+		_, o := s.outcomeOf(e, p, fmt.Errorf("webhook: %w", deferral), r.now, rec.Prior().Last)
 		e, recorded = s.save(ctx, rec, o)
 	case s.cfg.MaxActions > 0 && !d.granted:
 		e.State, e.Message = report.StateDeferred, fmt.Sprintf("%s; deferred: --max-actions %d reached (its places go round-robin across namespaces)", p.reason, s.cfg.MaxActions)
-		e, recorded = s.save(ctx, rec, outcome{entry: e})
+		e, recorded = s.save(ctx, rec, record.Outcome{Entry: e})
 	default:
 		e, acted, recorded = s.act(ctx, r, rec, d)
 	}
-	rec.sink().Tell(ctx, e, rec.prior(), acted, recorded)
+	rec.Sink().Tell(ctx, e, rec.Prior(), acted, recorded)
 	return e
 }
 
@@ -114,13 +115,13 @@ func (s *Sweeper) grant(r *sweepRun) {
 
 // save records a final entry, if the record keeps anything of it, and
 // reports whether it did (or had nothing to).
-func (s *Sweeper) save(ctx context.Context, rec record, o outcome) (report.Entry, bool) {
-	if err := rec.write(ctx, o); write.ChangedSinceListed(err) {
-		return busy(o.entry, err), false
+func (s *Sweeper) save(ctx context.Context, rec record.Record, o record.Outcome) (report.Entry, bool) {
+	if err := rec.Write(ctx, o); write.ChangedSinceListed(err) {
+		return busy(o.Entry, err), false
 	} else if err != nil {
-		return failedEntry(o.entry, fmt.Errorf("record the outcome: %w", err)), false
+		return failedEntry(o.Entry, fmt.Errorf("record the outcome: %w", err)), false
 	}
-	return o.entry, true
+	return o.Entry, true
 }
 
 // act carries out the plan's action, claimed first unless it is a fresh
@@ -129,7 +130,7 @@ func (s *Sweeper) save(ctx context.Context, rec record, o outcome) (report.Entry
 // ClaimTTL after it is made, in the API server's time, and the action's
 // deadline is claimMargin earlier, counted from the same moment: no other
 // sweep takes the claim over while the action may run.
-func (s *Sweeper) act(ctx context.Context, r *sweepRun, rec record, d decision) (report.Entry, bool, bool) {
+func (s *Sweeper) act(ctx context.Context, r *sweepRun, rec record.Record, d decision) (report.Entry, bool, bool) {
 	p, e := d.plan, d.entry
 	// What a fresh DELETE frees is read before it, within bounds of its
 	// own: the action's deadline starts after, and an interrupt meanwhile
@@ -145,10 +146,10 @@ func (s *Sweeper) act(ctx context.Context, r *sweepRun, rec record, d decision) 
 			Expires: s.clock().Add(s.cfg.ClaimTTL).UTC(), Generation: p.generation, TargetUID: p.target.uid}
 		acting := e
 		acting.State, acting.Message = status.StateActing, fmt.Sprintf("sweep %s is acting (%s): %s", s.cfg.SweepID, p.policy.Action.Type, p.reason)
-		if err := rec.claim(ctx, c, acting, p.policy.Final); write.ChangedSinceListed(err) {
+		if err := rec.Claim(ctx, c, acting, p.policy.Final); write.ChangedSinceListed(err) {
 			return busy(e, err), false, false
 		} else if err != nil {
-			e, recorded := s.save(ctx, rec, outcome{entry: failedEntry(e, fmt.Errorf("claim: %w", err))})
+			e, recorded := s.save(ctx, rec, record.Outcome{Entry: failedEntry(e, fmt.Errorf("claim: %w", err))})
 			return e, false, recorded
 		}
 	}
@@ -169,14 +170,14 @@ func (s *Sweeper) act(ctx context.Context, r *sweepRun, rec record, d decision) 
 		e.Reclaimed = did.reclaimed
 	}
 	if !webhook.Deferred(err) {
-		defer s.notify(ctx, r, d.manager, p, e.Effects, e.Reclaimed, err, failedBefore(rec.prior().Last, p))
+		defer s.notify(ctx, r, d.manager, p, e.Effects, e.Reclaimed, err, failedBefore(rec.Prior().Last, p))
 	}
 	if err == nil && p.policy.Action.Type == policy.ActionDelete && p.target.home {
 		// The record went with the namespace.
 		return s.succeeded(e, p), true, true
 	}
-	e, o := s.outcomeOf(e, p, err, r.now, rec.prior().Last)
-	if werr := rec.write(ctx, o); werr != nil && err != nil {
+	e, o := s.outcomeOf(e, p, err, r.now, rec.Prior().Last)
+	if werr := rec.Write(ctx, o); werr != nil && err != nil {
 		return failedEntry(e, fmt.Errorf("%s; recording it failed: %w", e.Message, werr)), true, false
 	} else if werr != nil {
 		return failedEntry(e, fmt.Errorf("action done, but recording it failed: %w", werr)), true, false
@@ -188,7 +189,7 @@ func (s *Sweeper) act(ctx context.Context, r *sweepRun, rec record, d decision) 
 // failed with err, prev being the last action recorded before. A WEBHOOK
 // that failed or was deferred backs off (see webhookBackoff), unless no
 // receiver was tried for want of its Service, for a cause that may pass.
-func (s *Sweeper) outcomeOf(e report.Entry, p *plan, err error, now time.Time, prev *status.LastAction) (report.Entry, outcome) {
+func (s *Sweeper) outcomeOf(e report.Entry, p *plan, err error, now time.Time, prev *status.LastAction) (report.Entry, record.Outcome) {
 	last := &status.LastAction{Policy: p.policy.Name, Action: p.policy.Action.Type, Result: report.ResultSucceeded, Message: status.Truncate(p.reason, status.MaxMessage), Time: now.UTC(),
 		TargetUID: p.target.uid}
 	if err != nil {
@@ -204,7 +205,7 @@ func (s *Sweeper) outcomeOf(e report.Entry, p *plan, err error, now time.Time, p
 			}
 			if u, unread := errors.AsType[*unreadService](err); unread && !u.lasting {
 				// No receiver was tried: nothing to back off from.
-				return e, outcome{entry: e, last: last}
+				return e, record.Outcome{Entry: e, Last: last}
 			}
 			last.Deferred = webhook.Deferred(err)
 			if !last.Deferred {
@@ -216,14 +217,14 @@ func (s *Sweeper) outcomeOf(e report.Entry, p *plan, err error, now time.Time, p
 				e.State = report.StateDeferred
 			}
 		}
-		return e, outcome{entry: e, last: last}
+		return e, record.Outcome{Entry: e, Last: last}
 	}
 	e = s.succeeded(e, p)
 	last.Reclaimed = e.Reclaimed
-	o := outcome{entry: e, last: last, done: p.policy.Final}
+	o := record.Outcome{Entry: e, Last: last, Done: p.policy.Final}
 	if !p.policy.Final {
 		// A stage: recorded as fired, the subject left standing.
-		o.stage = p.policy.Name
+		o.Stage = p.policy.Name
 	}
 	return e, o
 }
@@ -232,9 +233,9 @@ func (s *Sweeper) outcomeOf(e report.Entry, p *plan, err error, now time.Time, p
 // a DELETE whose answer was lost was carried out (fired), or a manager's
 // deactivation is missing, which is all it does (deactivated: the sweep
 // that acted reported the action).
-func (s *Sweeper) finish(ctx context.Context, r *sweepRun, rec record, p *plan, e report.Entry) (report.Entry, bool) {
+func (s *Sweeper) finish(ctx context.Context, r *sweepRun, rec record.Record, p *plan, e report.Entry) (report.Entry, bool) {
 	e.Effects = []string{p.policy.Action.Type + " succeeded before; nothing left to do"}
-	o := outcome{entry: s.succeeded(e, p), done: true}
+	o := record.Outcome{Entry: s.succeeded(e, p), Done: true}
 	if p.step == stepConfirmDelete {
 		e.Effects = []string{"delete namespace " + p.target.name + " (gone after it)"}
 		_, o = s.outcomeOf(e, p, nil, r.now, nil)

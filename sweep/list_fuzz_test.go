@@ -21,6 +21,7 @@ import (
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/cluster/clustertest"
+	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/policy"
@@ -60,8 +61,8 @@ func FuzzDecodePage(f *testing.F) {
 			for i := range page.Items {
 				m := page.Items[i].Listed()
 				policy.Parse(m.Obj)
-				statusLocation{subresource: true}.read(m)
-				statusLocation{}.read(m)
+				record.StatusLocation{Subresource: true}.Read(m)
+				record.StatusLocation{}.Read(m)
 			}
 		}
 		sent, ok := asSent(data)
@@ -109,9 +110,9 @@ func agree(t *testing.T, i int, got cluster.Listed, want *unstructured.Unstructu
 	if !reflect.DeepEqual(gotM, wantM) || fmt.Sprint(gotErrs) != fmt.Sprint(wantErrs) {
 		t.Fatalf("item %d: parsed\n%+v %v\nwant\n%+v %v", i, gotM, gotErrs, wantM, wantErrs)
 	}
-	for _, store := range []statusLocation{{subresource: true}, {subresource: false}} {
+	for _, store := range []record.StatusLocation{{Subresource: true}, {Subresource: false}} {
 		var raw []byte
-		if store.subresource {
+		if store.Subresource {
 			if status, ok := want.Object["status"]; ok {
 				raw, _ = json.Marshal(status)
 			}
@@ -122,8 +123,8 @@ func agree(t *testing.T, i int, got cluster.Listed, want *unstructured.Unstructu
 		if len(raw) > 0 && json.Unmarshal(raw, &st) != nil {
 			st = status.Status{}
 		}
-		if read := store.read(got); write.MustJSON(read) != write.MustJSON(st) {
-			t.Fatalf("item %d, subresource=%v: record read %s, want %s", i, store.subresource, write.MustJSON(read), write.MustJSON(st))
+		if read := store.Read(got); write.MustJSON(read) != write.MustJSON(st) {
+			t.Fatalf("item %d, subresource=%v: record read %s, want %s", i, store.Subresource, write.MustJSON(read), write.MustJSON(st))
 		}
 	}
 }

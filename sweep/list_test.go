@@ -13,6 +13,7 @@ import (
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/cluster/clustertest"
+	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/policy"
@@ -54,7 +55,7 @@ func TestDecodePageKeepsWhatTheSweepReads(t *testing.T) {
 	if !reflect.DeepEqual(m.Obj.Object, want) {
 		t.Errorf("decoded\n%#v\nwant\n%#v", m.Obj.Object, want)
 	}
-	st := statusLocation{subresource: true}.read(m)
+	st := record.StatusLocation{Subresource: true}.Read(m)
 	if st.State != report.StateWaiting || st.Target != "team-00007" || st.ObservedGeneration != 1 || len(st.Conditions) != 1 {
 		t.Errorf("status read as %+v", st)
 	}
@@ -98,9 +99,9 @@ func TestDecodePageAgreesWithTheDynamicClient(t *testing.T) {
 		if got := got.Obj.GetAnnotations(); len(got)+len(wantAnnotations) > 0 && !reflect.DeepEqual(got, wantAnnotations) {
 			t.Errorf("item %d: annotations %v, want %v", i, got, wantAnnotations)
 		}
-		for _, store := range []statusLocation{{subresource: true}, {subresource: false}} {
+		for _, store := range []record.StatusLocation{{Subresource: true}, {Subresource: false}} {
 			var want status.Status
-			if store.subresource {
+			if store.Subresource {
 				if raw, ok := u.Object["status"].(map[string]any); ok {
 					data, _ := json.Marshal(raw)
 					_ = json.Unmarshal(data, &want)
@@ -108,8 +109,8 @@ func TestDecodePageAgreesWithTheDynamicClient(t *testing.T) {
 			} else if raw, ok := wantAnnotations[status.StatusAnnotation]; ok {
 				_ = json.Unmarshal([]byte(raw), &want)
 			}
-			if got := store.read(got); write.MustJSON(got) != write.MustJSON(want) {
-				t.Errorf("item %d, subresource=%v: read %s, want %s", i, store.subresource, write.MustJSON(got), write.MustJSON(want))
+			if got := store.Read(got); write.MustJSON(got) != write.MustJSON(want) {
+				t.Errorf("item %d, subresource=%v: read %s, want %s", i, store.Subresource, write.MustJSON(got), write.MustJSON(want))
 			}
 		}
 	}
@@ -133,7 +134,7 @@ func benchPages() [][]byte {
 // and reads each one's status: what listing costs nsman itself.
 func BenchmarkDecodePage(b *testing.B) {
 	pages := benchPages()
-	store := statusLocation{subresource: true}
+	store := record.StatusLocation{Subresource: true}
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, data := range pages {
@@ -142,7 +143,7 @@ func BenchmarkDecodePage(b *testing.B) {
 				b.Fatal(err)
 			}
 			for i := range page.Items {
-				if st := store.read(page.Items[i].Listed()); st.State != report.StateWaiting {
+				if st := store.Read(page.Items[i].Listed()); st.State != report.StateWaiting {
 					b.Fatalf("status read as %+v", st)
 				}
 			}

@@ -1,14 +1,15 @@
 package sweep
 
 import (
-	"context"
 	"time"
 
 	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/tell"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // backingOff is the time before which no sweep delivers policy's WEBHOOK
@@ -59,38 +60,18 @@ func webhookBackoff(n int) time.Duration {
 	return min(minWebhookBackoff<<max(n-1, 0), maxWebhookBackoff)
 }
 
-// record is where a subject's Progress is kept: a managerRecord or a
-// pairRecord, made from what the sweep listed. The executor writes through
-// it alone. A write that follows no claim of this sweep's is conditional on
-// the version listed (errChanged when the subject is not as listed any
-// more: it is left to the next sweep), or, for the outcome of a rule's
-// DELETE, on the record listed.
-type record interface {
-	// prior is what the record said as listed.
-	prior() status.Prior
-	// claim writes claim c with acting, the entry that says so, dropping
-	// minChecks progress when final.
-	claim(ctx context.Context, c status.Claim, acting report.Entry, final bool) error
-	// write writes what the record keeps of o, if that changed. After a
-	// claim, o replaces it, if it is still this sweep's.
-	write(ctx context.Context, o outcome) error
-	// unchanged reports whether a namespace, read again as now, is as
-	// listed for what the decision rests on.
-	unchanged(listed, now cluster.Namespace) bool
-	sink() tell.Sink
+// recordEnv is s's.
+func (s *Sweeper) recordEnv() record.Env {
+	return record.Env{Writer: s.writer, Reads: s.reads(), Clock: s.clock, ClaimTTL: s.cfg.ClaimTTL}
 }
 
-// outcome is what a record keeps of one entry of a sweep.
-type outcome struct {
-	entry report.Entry
-	// checks is the minChecks progress of a waiting entry.
-	checks map[string]policy.CheckState
-	// last is the outcome of an action; stage names its policy when not
-	// final; done: a final policy's action succeeded.
-	last  *status.LastAction
-	stage string
-	done  bool
-	// stuckOnly: only what e says of a stuck target is kept; stuckUnread:
-	// the record's is kept as it was (see decision).
-	stuckOnly, stuckUnread bool
+// managerRecord is manager l's record, as listed in sweep r.
+func (s *Sweeper) managerRecord(r *sweepRun, l cluster.Listed) *record.Manager {
+	return &record.Manager{Env: s.recordEnv(), At: r.status, Obj: l.Obj, Now: r.now, Stored: r.status.Read(l),
+		Events: s.eventsOn(l.Obj, r.now)}
+}
+
+// eventsOn writes the Events on manager (or rule) obj, at now.
+func (s *Sweeper) eventsOn(obj *unstructured.Unstructured, now time.Time) tell.ManagerEvents {
+	return tell.ManagerEvents{Writer: s.writer, Log: s.log, SweepID: s.cfg.SweepID, Obj: obj, Now: now}
 }

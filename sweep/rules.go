@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/tell"
 	"github.com/nsman/nsman/policy"
@@ -68,7 +69,7 @@ func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l cluster.Listed)
 		}
 		return []report.Entry{s.carryOut(ctx, r, own, d)}
 	}
-	ru := s.newRuleRun(r, l.Obj, m, own.stored)
+	ru := s.newRuleRun(r, l.Obj, m, own.Stored)
 	ru.owner = owner
 	namespaces, _ := s.namespaces(ctx, r)
 	entries, matched := ru.match(namespaces)
@@ -76,7 +77,7 @@ func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l cluster.Listed)
 	finish := func() []report.Entry {
 		entries = append(entries, ru.entries...)
 		entries = append(entries, ru.stuck(ctx)...)
-		ru.tally.Flush(ctx, own.events)
+		ru.tally.Flush(ctx, s.eventsOn(own.Obj, own.Now))
 		if owner {
 			s.summarize(ctx, own, m, matched, entries, ru.ruleHoldIgnored)
 		}
@@ -184,7 +185,7 @@ func (ru *ruleRun) match(namespaces map[string]cluster.Namespace) ([]report.Entr
 		if slices.Contains(s.cfg.ProtectedNamespaces, name) || slices.Contains(s.cfg.TrustedNamespaces, name) || !m.Rule.Matches(name, ns.Labels) {
 			continue
 		}
-		if record, _ := recordOf(ns, ru.key, ru.legacy); ns.Terminating && !lostDelete(record) {
+		if record, _ := record.Of(ns, ru.key, ru.legacy); ns.Terminating && !lostDelete(record) {
 			// The shard that owns the rule tells them all, in its status.
 			if deletes(*m) && ru.owner {
 				ru.terminating = append(ru.terminating, ns)
@@ -238,7 +239,7 @@ func lostDelete(raw string) bool {
 
 // pairWork is a pair with something to carry out.
 type pairWork struct {
-	rec   *pairRecord
+	rec   *record.Pair
 	d     decision
 	index int
 }
@@ -253,11 +254,11 @@ func (ru *ruleRun) evaluate(ctx context.Context, i int, check podsCheck) (pairWo
 		return pairWork{}, false
 	}
 	ns := ru.pairs[i]
-	record, at := recordOf(ns, ru.key, ru.legacy)
-	rec := &pairRecord{s: ru.s, rule: ru.rule, key: ru.key, legacy: ru.legacy, at: at, ns: ns, now: ru.r.now, stored: status.DecodePair(record),
-		toldFailure: ru.failedLatest[ns.Name], events: ru.tally}
+	rc, at := record.Of(ns, ru.key, ru.legacy)
+	rec := &record.Pair{Env: ru.s.recordEnv(), Rule: ru.rule, Key: ru.key, Legacy: ru.legacy, At: at, Namespace: ns, Now: ru.r.now, Stored: status.DecodePair(rc),
+		ToldFailure: ru.failedLatest[ns.Name], Events: ru.tally}
 	d := ru.s.evaluatePair(ctx, ru.r, rec, e, check, ru.ruleHold)
-	if d.plan == nil && !needsRecord(d.entry, d.checks, rec.stored.Progress) {
+	if d.plan == nil && !record.NeedsRecord(d.entry, d.checks, rec.Stored.Progress) {
 		ru.entries[i] = ru.s.carryOut(ctx, ru.r, rec, d)
 		return pairWork{}, false
 	}
@@ -265,9 +266,9 @@ func (ru *ruleRun) evaluate(ctx context.Context, i int, check podsCheck) (pairWo
 }
 
 // evaluatePair decides what to do with one pair, writing nothing.
-func (s *Sweeper) evaluatePair(ctx context.Context, r *sweepRun, pr *pairRecord, e report.Entry, check podsCheck, ruleHold string) decision {
-	m, stored := *pr.rule, pr.stored
-	t := target{name: e.Target, uid: pr.ns.UID, listed: pr.ns, going: pr.ns.Terminating, home: true}
+func (s *Sweeper) evaluatePair(ctx context.Context, r *sweepRun, pr *record.Pair, e report.Entry, check podsCheck, ruleHold string) decision {
+	m, stored := *pr.Rule, pr.Stored
+	t := target{name: e.Target, uid: pr.Namespace.UID, listed: pr.Namespace, going: pr.Namespace.Terminating, home: true}
 	if d, live := s.liveClaim(m, e, stored.Claim); live {
 		return d
 	}
@@ -286,7 +287,7 @@ func (s *Sweeper) evaluatePair(ctx context.Context, r *sweepRun, pr *pairRecord,
 		return untouched(m, e, report.StateTargetTerminating, fmt.Sprintf("namespace %s is terminating", e.Target))
 	}
 	return backOff(s.evaluatePolicies(ctx, r, m, e, t, check, stored.Progress, m.Arming,
-		hold{on: "namespace " + e.Target, value: pr.ns.Hold}, hold{on: "rule " + m.Namespace + "/" + m.Name, value: ruleHold}),
+		hold{on: "namespace " + e.Target, value: pr.Namespace.Hold}, hold{on: "rule " + m.Namespace + "/" + m.Name, value: ruleHold}),
 		stored.Progress, stored.Spec, r.now)
 }
 
@@ -370,7 +371,7 @@ func (ru *ruleRun) actInChunks(ctx context.Context, pending []int) {
 						// Read again just before it acts, one namespace
 						// by itself.
 						e := ru.base
-						e.Target = w.rec.ns.Name
+						e.Target = w.rec.Namespace.Name
 						w.d = s.evaluatePair(ctx, r, w.rec, e, ru.perNamespace, ru.ruleHold)
 						w.d.granted = true
 					}
@@ -413,7 +414,7 @@ func (s *Sweeper) indexAhead(r *sweepRun, l cluster.Listed) bool {
 // ruleEvaluated is how many namespaces rule l had to evaluate (governed ones
 // aside) in this shard, as its last status tells; 0 without one.
 func (s *Sweeper) ruleEvaluated(r *sweepRun, l cluster.Listed) int {
-	stored := r.status.read(l)
+	stored := r.status.Read(l)
 	if stored.Rule == nil {
 		return 0
 	}
@@ -437,8 +438,8 @@ func checksPods(m policy.Manager) bool {
 // summarize writes the rule's status when what it summarizes changed: the
 // namespaces matched, this sweep's pairs by state, the latest actions. A
 // failure is logged: the next sweep writes it again.
-func (s *Sweeper) summarize(ctx context.Context, own *managerRecord, m policy.Manager, matched int, entries []report.Entry, holdIgnored string) {
-	stored := own.stored
+func (s *Sweeper) summarize(ctx context.Context, own *record.Manager, m policy.Manager, matched int, entries []report.Entry, holdIgnored string) {
+	stored := own.Stored
 	sum := status.RuleSummary{Matched: matched, States: map[report.State]int{}}
 	var due *time.Time
 	var acted []status.PairAction
@@ -450,7 +451,7 @@ func (s *Sweeper) summarize(ctx context.Context, own *managerRecord, m policy.Ma
 			due = e.Due
 		}
 		if result := report.ResultOf(e.State); (e.State == report.StateFired || e.State == report.StateFailed) && e.Policy != "" {
-			acted = append(acted, status.PairAction{Namespace: e.Target, Policy: e.Policy, Action: e.Action, Result: result, Time: own.now.UTC(), Reclaimed: e.Reclaimed})
+			acted = append(acted, status.PairAction{Namespace: e.Target, Policy: e.Policy, Action: e.Action, Result: result, Time: own.Now.UTC(), Reclaimed: e.Reclaimed})
 		}
 	}
 	if len(sum.States) == 0 {
@@ -475,13 +476,13 @@ func (s *Sweeper) summarize(ctx context.Context, own *managerRecord, m policy.Ma
 	if holdIgnored != "" {
 		e.Message += "; hold ignored: " + holdIgnored
 	}
-	if err := own.saveSummary(ctx, e, sum); err != nil {
+	if err := own.SaveSummary(ctx, e, sum); err != nil {
 		s.log.Warn("rule status not written", "manager", m.Namespace+"/"+m.Name, "error", err.Error())
 		return
 	}
-	own.sink().Tell(ctx, e, own.prior(), false, true)
+	own.Sink().Tell(ctx, e, own.Prior(), false, true)
 	if len(newlyStuck) > 0 {
-		own.events.Emit(ctx, corev1.EventTypeWarning, tell.NamespaceStuck, "Evaluate", fmt.Sprintf("%d namespace(s) newly stuck in Terminating: %s; status.rule.stuck says why, nsman explain NAMESPACE what holds each",
+		s.eventsOn(own.Obj, own.Now).Emit(ctx, corev1.EventTypeWarning, tell.NamespaceStuck, "Evaluate", fmt.Sprintf("%d namespace(s) newly stuck in Terminating: %s; status.rule.stuck says why, nsman explain NAMESPACE what holds each",
 			len(newlyStuck), tell.FirstTen(newlyStuck)))
 	}
 }
@@ -514,7 +515,7 @@ func keepStuck(sum *status.RuleSummary, entries []report.Entry, stored *status.R
 		if was[n.Namespace].Cause() != n.Cause() {
 			told = append(told, n.Namespace+" ("+n.Cause()+")")
 		}
-		sum.Stuck = append(sum.Stuck, status.StuckNamespace{Namespace: n.Namespace, Stuck: *sameCause(was[n.Namespace], &n.Stuck)})
+		sum.Stuck = append(sum.Stuck, status.StuckNamespace{Namespace: n.Namespace, Stuck: *status.SameCause(was[n.Namespace], &n.Stuck)})
 	}
 	return told
 }

@@ -11,6 +11,7 @@ import (
 	metadatafake "k8s.io/client-go/metadata/fake"
 
 	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
@@ -44,7 +45,7 @@ func TestIndexAhead(t *testing.T) {
 		return ruleWith(namespace, summary, deactivated, policies...)
 	}
 	s := &Sweeper{cfg: Config{TrustedNamespaces: []string{"platform"}}}
-	r := &sweepRun{status: statusLocation{subresource: true}}
+	r := &sweepRun{status: record.StatusLocation{Subresource: true}}
 	for _, tt := range []struct {
 		name string
 		rule cluster.Listed

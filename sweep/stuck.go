@@ -280,13 +280,3 @@ func (s *Sweeper) deletedTerminating(ctx context.Context, r *sweepRun, m policy.
 	e, unread := s.terminating(ctx, r, e, ns, fmt.Sprintf("namespace %s, deleted by policy %q at %s, is terminating", e.Target, last.Policy, last.Time.UTC().Format(time.RFC3339)))
 	return decision{manager: m, entry: e, stuckOnly: true, stuckUnread: unread}, true
 }
-
-// sameCause is the stuck record to keep, was being stored and now what a
-// sweep found: was while the cause is the same, so that a count of objects
-// left going down rewrites nothing.
-func sameCause(was, now *report.Stuck) *report.Stuck {
-	if was != nil && now != nil && was.Cause() == now.Cause() {
-		return was
-	}
-	return now
-}

@@ -117,17 +117,17 @@ func TestStuckCauseIgnoresCounts(t *testing.T) {
 		return &report.Stuck{Since: since, Reasons: []report.StuckReason{{Reason: reason, Message: msg}}}
 	}
 	was := stuck("example.com/hold in 3 resource instances", report.StuckFinalizersRemaining)
-	if got := sameCause(was, stuck("example.com/hold in 1 resource instances", report.StuckFinalizersRemaining)); got != was {
+	if got := status.SameCause(was, stuck("example.com/hold in 1 resource instances", report.StuckFinalizersRemaining)); got != was {
 		t.Errorf("fewer objects left: kept %+v, want the record as stored", got)
 	}
-	if got := sameCause(was, stuck("example.com/renamed in 1 resource instances", report.StuckFinalizersRemaining)); got != was {
+	if got := status.SameCause(was, stuck("example.com/renamed in 1 resource instances", report.StuckFinalizersRemaining)); got != was {
 		t.Errorf("a finalizer renamed (a tenant may, at every sweep): kept %+v, want the record as stored", got)
 	}
 	other := stuck("widgets.example.com has 1 resource instances", report.StuckContentRemaining)
-	if got := sameCause(was, other); got != other {
+	if got := status.SameCause(was, other); got != other {
 		t.Errorf("another reason: kept %+v, want the new cause", got)
 	}
-	if got := sameCause(was, nil); got != nil {
+	if got := status.SameCause(was, nil); got != nil {
 		t.Errorf("not stuck any more: kept %+v, want none", got)
 	}
 	if (*report.Stuck)(nil).Cause() != "" {

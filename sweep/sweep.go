@@ -18,6 +18,7 @@ import (
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/decide"
+	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 )
@@ -89,7 +90,7 @@ type sweepRun struct {
 	// stop is done once the sweep is interrupted: no action starts after
 	// it, while those under way go on for InterruptGrace.
 	stop   context.Context
-	status statusLocation
+	status record.StatusLocation
 	// share hands out the places of --max-actions; afterGrant is what
 	// waits for them to be carried out (see grant).
 	share        *fairShare
@@ -165,13 +166,13 @@ func (s *Sweeper) startWorkers(ctx, work context.Context, r *sweepRun) *queue {
 					entries = s.handleRule(work, r, l)
 				default:
 					rec := s.managerRecord(r, l)
-					d := s.evaluateManager(work, r, l.Obj, rec.stored)
+					d := s.evaluateManager(work, r, l.Obj, rec.Stored)
 					if s.wantsPlace(r, d) {
 						s.offer(r, d.entry, func(granted bool) {
 							if granted {
 								// Read again just before it acts, as when
 								// it was evaluated.
-								d = s.evaluateManager(work, r, l.Obj, rec.stored)
+								d = s.evaluateManager(work, r, l.Obj, rec.Stored)
 								d.granted = true
 							}
 							s.done(work, r, []report.Entry{s.carryOut(work, r, rec, d)})
@@ -217,7 +218,7 @@ func (s *Sweeper) done(ctx context.Context, r *sweepRun, entries []report.Entry)
 // hookJob is a manager's WEBHOOK decision, to carry out.
 type hookJob struct {
 	l   cluster.Listed
-	rec record
+	rec record.Record
 	d   decision
 }
 
@@ -479,22 +480,22 @@ func (s *Sweeper) unhandled(l cluster.Listed) []report.Entry {
 
 // statusLocation asks the API server whether NamespaceManagers have a
 // status subresource (nsman's CRD) or not (the original one).
-func (s *Sweeper) statusLocation() (statusLocation, error) {
+func (s *Sweeper) statusLocation() (record.StatusLocation, error) {
 	gv := cluster.ManagerResource.GroupVersion().String()
 	resources, err := s.clients.Kube.Discovery().ServerResourcesForGroupVersion(gv)
 	if apierrors.IsNotFound(err) {
-		return statusLocation{}, ErrNotInstalled
+		return record.StatusLocation{}, ErrNotInstalled
 	}
 	if err != nil {
-		return statusLocation{}, fmt.Errorf("discover %s: %w", gv, err)
+		return record.StatusLocation{}, fmt.Errorf("discover %s: %w", gv, err)
 	}
 	has := func(name string) bool {
 		return slices.ContainsFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Name == name })
 	}
 	if !has(cluster.ManagerResource.Resource) {
-		return statusLocation{}, ErrNotInstalled
+		return record.StatusLocation{}, ErrNotInstalled
 	}
-	return statusLocation{subresource: has(cluster.ManagerResource.Resource + "/status")}, nil
+	return record.StatusLocation{Subresource: has(cluster.ManagerResource.Resource + "/status")}, nil
 }
 
 // now is the time to evaluate at, as clock has it, with a warning when the

@@ -141,3 +141,10 @@ func (rd Reader) NamespaceNow(ctx context.Context, name string) (Namespace, bool
 	}
 	return NamespaceOf(&list.Items[0]), true, nil
 }
+
+// WithoutTouch is ns without its touched annotation: a decision of no IDLE
+// policy does not change with it.
+func (ns Namespace) WithoutTouch() Namespace {
+	ns.Touched = ""
+	return ns
+}

@@ -235,3 +235,13 @@ const ClaimSkew = 5 * time.Second
 func (c *Claim) Live(now time.Time, ttl time.Duration) bool {
 	return c != nil && now.Before(c.Expires) && !c.Expires.After(now.Add(ttl+ClaimSkew))
 }
+
+// SameCause is the stuck record to keep, was being stored and now what a
+// sweep found: was while the cause is the same, so that a count of objects
+// left going down rewrites nothing.
+func SameCause(was, now *report.Stuck) *report.Stuck {
+	if was != nil && now != nil && was.Cause() == now.Cause() {
+		return was
+	}
+	return now
+}

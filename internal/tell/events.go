@@ -21,18 +21,6 @@ import (
 	"github.com/nsman/nsman/report"
 )
 
-// Sink hears what became of each subject a sweep handled, and tells
-// it in Events on the manager: at once for a manager (managerEvents), in
-// one or two Events per sweep for a rule's namespaces (ruleTally). Events are
-// written synchronously, to be there when the process exits; a failure to
-// write one is logged, never fatal.
-type Sink interface {
-	// Tell hears e, the entry a subject ends the sweep with; acted: an
-	// action was attempted; recorded: what e says was recorded (or needed
-	// no record).
-	Tell(ctx context.Context, e report.Entry, before status.Prior, acted, recorded bool)
-}
-
 // eventKinds are the states that get an Event on the manager: what nsman
 // did, what failed, and what it refused.
 var eventKinds = map[report.State]struct{ kind, reason string }{

@@ -1,4 +1,4 @@
-package sweep
+package record
 
 import (
 	"context"
@@ -13,22 +13,21 @@ import (
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
-	"github.com/nsman/nsman/internal/tell"
 	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/report"
 )
 
-// statusLocation is where a manager's Status lives: the status subresource
+// StatusLocation is where a manager's Status lives: the status subresource
 // of nsman's CRD, or StatusAnnotation under the original one.
-type statusLocation struct {
-	subresource bool
+type StatusLocation struct {
+	Subresource bool
 }
 
-// read decodes the Status of a listed manager. A record that does not
+// Read decodes the Status of a listed manager. A record that does not
 // decode (edited by hand, say) counts as absent.
-func (l statusLocation) read(m cluster.Listed) status.Status {
+func (l StatusLocation) Read(m cluster.Listed) status.Status {
 	raw := []byte(m.Status)
-	if !l.subresource {
+	if !l.Subresource {
 		raw = []byte(m.Obj.GetAnnotations()[status.StatusAnnotation])
 	}
 	var st status.Status
@@ -38,11 +37,11 @@ func (l statusLocation) read(m cluster.Listed) status.Status {
 	return st
 }
 
-// update returns the patch that turns the stored Status from into to, and
+// Update returns the patch that turns the stored Status from into to, and
 // false when they are equal. A resourceVersion makes it conditional.
 // deactivate sets spec.deactivated in the same patch, which only the
 // annotation can do (else deactivatePatch).
-func (l statusLocation) update(from, to status.Status, resourceVersion string, deactivate bool) (write.Patch, bool) {
+func (l StatusLocation) Update(from, to status.Status, resourceVersion string, deactivate bool) (write.Patch, bool) {
 	if write.MustJSON(from) == write.MustJSON(to) && !deactivate {
 		return write.Patch{}, false
 	}
@@ -51,7 +50,7 @@ func (l statusLocation) update(from, to status.Status, resourceVersion string, d
 		metadata["resourceVersion"] = resourceVersion
 	}
 	body := map[string]any{"metadata": metadata}
-	if l.subresource {
+	if l.Subresource {
 		diff, err := jsonpatch.CreateMergePatch([]byte(write.MustJSON(from)), []byte(write.MustJSON(to)))
 		if err != nil {
 			panic(err) // both sides are marshalled Status values
@@ -75,8 +74,8 @@ func deactivatePatch() write.Patch {
 // settle returns the patch that replaces the claimed Status, which this
 // sweep wrote, with to: a JSON patch that tests first that the claim is
 // still this sweep's. deactivate is as for update.
-func (l statusLocation) settle(claimed, to status.Status, deactivate bool) write.Patch {
-	if l.subresource {
+func (l StatusLocation) settle(claimed, to status.Status, deactivate bool) write.Patch {
+	if l.Subresource {
 		return write.JSONPatch("status", write.PatchOp{Op: "test", Path: "/status/claim/sweep", Value: claimed.Claim.Sweep}, write.PatchOp{Op: "replace", Path: "/status", Value: to})
 	}
 	// The annotation is compared whole: it is the string the claim wrote.
@@ -88,50 +87,44 @@ func (l statusLocation) settle(claimed, to status.Status, deactivate bool) write
 	return write.JSONPatch("", ops...)
 }
 
-// managerRecord is a manager's record: its Status where statusLocation
+// Manager is a manager's record: its Status where statusLocation
 // says. A final action deactivates the manager; a deferral is recorded, as
 // every final entry is.
-type managerRecord struct {
-	s       *Sweeper
-	at      statusLocation
-	obj     *unstructured.Unstructured
-	now     time.Time
-	stored  status.Status
+type Manager struct {
+	Env     Env
+	At      StatusLocation
+	Obj     *unstructured.Unstructured
+	Now     time.Time
+	Stored  status.Status
 	claimed *status.Status
-	events  tell.ManagerEvents
+	Events  Sink
 }
 
-// managerRecord is manager l's record, as listed in sweep r.
-func (s *Sweeper) managerRecord(r *sweepRun, l cluster.Listed) *managerRecord {
-	return &managerRecord{s: s, at: r.status, obj: l.Obj, now: r.now, stored: r.status.read(l),
-		events: tell.ManagerEvents{Writer: s.writer, Log: s.log, SweepID: s.cfg.SweepID, Obj: l.Obj, Now: r.now}}
+func (mr *Manager) Prior() status.Prior {
+	last := mr.Stored.LastAction
+	return status.Prior{State: mr.Stored.State, Last: last, Failed: last != nil && last.Result == report.ResultFailed && (!last.Deferred || last.Failures > 0), IgnoredHold: mr.Stored.IgnoredHold,
+		IgnoredAnnotation: mr.Stored.IgnoredAnnotation, Stuck: mr.Stored.Stuck.Cause()}
 }
 
-func (mr *managerRecord) prior() status.Prior {
-	last := mr.stored.LastAction
-	return status.Prior{State: mr.stored.State, Last: last, Failed: last != nil && last.Result == report.ResultFailed && (!last.Deferred || last.Failures > 0), IgnoredHold: mr.stored.IgnoredHold,
-		IgnoredAnnotation: mr.stored.IgnoredAnnotation, Stuck: mr.stored.Stuck.Cause()}
-}
+func (mr *Manager) Sink() Sink { return mr.Events }
 
-func (mr *managerRecord) sink() tell.Sink { return mr.events }
-
-// unchanged: a manager's decision read its target's uid, hold, expiry and
+// Unchanged: a manager's decision read its target's uid, hold, expiry and
 // (with an IDLE policy: see apply) touched annotation.
-func (mr *managerRecord) unchanged(listed, now cluster.Namespace) bool {
+func (mr *Manager) Unchanged(listed, now cluster.Namespace) bool {
 	return now.UID == listed.UID && !now.Terminating && now.Hold == listed.Hold && now.Expires == listed.Expires && now.Touched == listed.Touched
 }
 
-func (mr *managerRecord) claim(ctx context.Context, c status.Claim, acting report.Entry, final bool) error {
-	claimed := mr.stored.Clone()
-	claimed.Observe(acting, mr.obj.GetGeneration(), mr.now)
+func (mr *Manager) Claim(ctx context.Context, c status.Claim, acting report.Entry, final bool) error {
+	claimed := mr.Stored.Clone()
+	claimed.Observe(acting, mr.Obj.GetGeneration(), mr.Now)
 	if final {
 		// A stage leaves the manager standing, with the progress of the
 		// policies after it.
 		claimed.Checks = nil
 	}
 	claimed.Claim = &c
-	patch, _ := mr.at.update(mr.stored, claimed, mr.obj.GetResourceVersion(), false)
-	if err := mr.s.writer.PatchManager(ctx, mr.obj.GetNamespace(), mr.obj.GetName(), patch); err != nil {
+	patch, _ := mr.At.Update(mr.Stored, claimed, mr.Obj.GetResourceVersion(), false)
+	if err := mr.Env.Writer.PatchManager(ctx, mr.Obj.GetNamespace(), mr.Obj.GetName(), patch); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return fmt.Errorf("the manager %w", write.ErrChanged)
 		}
@@ -141,13 +134,13 @@ func (mr *managerRecord) claim(ctx context.Context, c status.Claim, acting repor
 	return nil
 }
 
-func (mr *managerRecord) write(ctx context.Context, o outcome) error {
-	deactivate := o.done && !mr.at.subresource
+func (mr *Manager) Write(ctx context.Context, o Outcome) error {
+	deactivate := o.Done && !mr.At.Subresource
 	if mr.claimed != nil {
 		next := mr.claimed.Clone()
 		next.Claim = nil
 		mr.keep(&next, o)
-		if err := write.PatchManagerRecord(ctx, mr.s.writer, mr.at.settle(*mr.claimed, next, deactivate), mr.obj); write.LostClaim(err) {
+		if err := write.PatchManagerRecord(ctx, mr.Env.Writer, mr.At.settle(*mr.claimed, next, deactivate), mr.Obj); write.LostClaim(err) {
 			return fmt.Errorf("the manager changed since this sweep claimed it: %w", err)
 		} else if err != nil {
 			return err
@@ -160,28 +153,28 @@ func (mr *managerRecord) write(ctx context.Context, o outcome) error {
 	reread := false
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if reread {
-			now, err := mr.s.reads().ManagerNow(ctx, mr.obj)
-			if err != nil || now.Obj.GetUID() != mr.obj.GetUID() || now.Obj.GetGeneration() != mr.obj.GetGeneration() {
+			now, err := mr.Env.Reads.ManagerNow(ctx, mr.Obj)
+			if err != nil || now.Obj.GetUID() != mr.Obj.GetUID() || now.Obj.GetGeneration() != mr.Obj.GetGeneration() {
 				return fmt.Errorf("the manager %w", write.ErrChanged)
-			} else if st := mr.at.read(now); st.Claim.Live(mr.s.clock(), mr.s.cfg.ClaimTTL) {
+			} else if st := mr.At.Read(now); st.Claim.Live(mr.Env.Clock(), mr.Env.ClaimTTL) {
 				return fmt.Errorf("the manager %w: sweep %s claimed it", write.ErrChanged, st.Claim.Sweep)
 			}
-			mr.obj, mr.stored = now.Obj, mr.at.read(now)
+			mr.Obj, mr.Stored = now.Obj, mr.At.Read(now)
 		}
-		next := mr.stored.Clone()
+		next := mr.Stored.Clone()
 		mr.keep(&next, o)
 		// A stored claim here has expired: one of an older spec is void,
 		// one of a manager done is over; one of this spec stays for a later
 		// sweep to complete (this one deferred it, or could not claim it).
-		if next.Claim != nil && (o.done || next.Claim.Generation != mr.obj.GetGeneration()) {
+		if next.Claim != nil && (o.Done || next.Claim.Generation != mr.Obj.GetGeneration()) {
 			next.Claim = nil
 		}
-		patch, changed := mr.at.update(mr.stored, next, mr.obj.GetResourceVersion(), deactivate)
+		patch, changed := mr.At.Update(mr.Stored, next, mr.Obj.GetResourceVersion(), deactivate)
 		if !changed {
 			return nil
 		}
-		err := write.PatchManagerRecord(ctx, mr.s.writer, patch, mr.obj)
-		if reread = o.last != nil; apierrors.IsConflict(err) && !reread {
+		err := write.PatchManagerRecord(ctx, mr.Env.Writer, patch, mr.Obj)
+		if reread = o.Last != nil; apierrors.IsConflict(err) && !reread {
 			return fmt.Errorf("the manager %w", write.ErrChanged)
 		}
 		return err
@@ -196,50 +189,50 @@ func (mr *managerRecord) write(ctx context.Context, o outcome) error {
 }
 
 // keep sets in st what o says.
-func (mr *managerRecord) keep(st *status.Status, o outcome) {
-	if !o.stuckUnread {
-		st.Stuck = sameCause(st.Stuck, o.entry.Stuck)
+func (mr *Manager) keep(st *status.Status, o Outcome) {
+	if !o.StuckUnread {
+		st.Stuck = status.SameCause(st.Stuck, o.Entry.Stuck)
 	}
-	if o.stuckOnly {
+	if o.StuckOnly {
 		return
 	}
-	generation := mr.obj.GetGeneration()
-	st.Observe(o.entry, generation, mr.now)
-	st.IgnoredHold, st.IgnoredAnnotation = o.entry.HoldIgnored, o.entry.AnnotationIgnored
-	st.LastActivity = o.entry.LastActivity
-	if o.entry.State == report.StateWaiting {
-		st.Checks = o.checks
+	generation := mr.Obj.GetGeneration()
+	st.Observe(o.Entry, generation, mr.Now)
+	st.IgnoredHold, st.IgnoredAnnotation = o.Entry.HoldIgnored, o.Entry.AnnotationIgnored
+	st.LastActivity = o.Entry.LastActivity
+	if o.Entry.State == report.StateWaiting {
+		st.Checks = o.Checks
 	}
-	if o.last != nil {
-		st.LastAction = o.last
+	if o.Last != nil {
+		st.LastAction = o.Last
 	}
-	if o.stage != "" {
-		st.Fired = status.AddFired(st.Fired, o.stage, generation, "", mr.now)
+	if o.Stage != "" {
+		st.Fired = status.AddFired(st.Fired, o.Stage, generation, "", mr.Now)
 	}
 }
 
 // deactivate sets spec.deactivated once a final action is done, where the
 // status subresource kept it from the record's own patch.
-func (mr *managerRecord) deactivate(ctx context.Context, o outcome) error {
-	if !o.done || !mr.at.subresource {
+func (mr *Manager) deactivate(ctx context.Context, o Outcome) error {
+	if !o.Done || !mr.At.Subresource {
 		return nil
 	}
-	if err := write.PatchManagerRecord(ctx, mr.s.writer, deactivatePatch(), mr.obj); err != nil {
+	if err := write.PatchManagerRecord(ctx, mr.Env.Writer, deactivatePatch(), mr.Obj); err != nil {
 		return fmt.Errorf("deactivate the manager (a later sweep completes it): %w", err)
 	}
 	return nil
 }
 
-// saveSummary writes a rule's own status, entry e and the summary of its
+// SaveSummary writes a rule's own status, entry e and the summary of its
 // namespaces, when they changed; its pairs keep the rest.
-func (mr *managerRecord) saveSummary(ctx context.Context, e report.Entry, sum status.RuleSummary) error {
-	next := mr.stored.Clone()
-	next.Observe(e, mr.obj.GetGeneration(), mr.now)
+func (mr *Manager) SaveSummary(ctx context.Context, e report.Entry, sum status.RuleSummary) error {
+	next := mr.Stored.Clone()
+	next.Observe(e, mr.Obj.GetGeneration(), mr.Now)
 	next.Progress = status.Progress{ObservedGeneration: next.ObservedGeneration, Fired: next.Fired, IgnoredHold: e.HoldIgnored}
 	next.Rule = &sum
-	patch, changed := mr.at.update(mr.stored, next, mr.obj.GetResourceVersion(), false)
+	patch, changed := mr.At.Update(mr.Stored, next, mr.Obj.GetResourceVersion(), false)
 	if !changed {
 		return nil
 	}
-	return write.PatchManagerRecord(ctx, mr.s.writer, patch, mr.obj)
+	return write.PatchManagerRecord(ctx, mr.Env.Writer, patch, mr.Obj)
 }

@@ -1,4 +1,4 @@
-package sweep
+package record
 
 import (
 	"encoding/json"
@@ -54,16 +54,16 @@ func sampleStatus() status.Status {
 }
 
 func TestStateStoreRoundTrip(t *testing.T) {
-	for _, store := range []statusLocation{{subresource: false}, {subresource: true}} {
+	for _, store := range []StatusLocation{{Subresource: false}, {Subresource: true}} {
 		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "k8s.consol.de/v1beta1", "kind": "NamespaceManager", "metadata": map[string]any{"name": "m"}}}
 		first := sampleStatus()
-		p, changed := store.update(status.Status{}, first, "", false)
-		if !changed || (p.Subresource == "status") != store.subresource {
-			t.Fatalf("subresource=%v: changed=%v subresource=%q", store.subresource, changed, p.Subresource)
+		p, changed := store.Update(status.Status{}, first, "", false)
+		if !changed || (p.Subresource == "status") != store.Subresource {
+			t.Fatalf("subresource=%v: changed=%v subresource=%q", store.Subresource, changed, p.Subresource)
 		}
 		obj = applyPatch(t, obj, p)
-		if got := store.read(listedOf(t, obj)); write.MustJSON(got) != write.MustJSON(first) {
-			t.Fatalf("subresource=%v: read %s, want %s", store.subresource, write.MustJSON(got), write.MustJSON(first))
+		if got := store.Read(listedOf(t, obj)); write.MustJSON(got) != write.MustJSON(first) {
+			t.Fatalf("subresource=%v: read %s, want %s", store.Subresource, write.MustJSON(got), write.MustJSON(first))
 		}
 		// Removing the claim and one of two checks must remove them, not
 		// merge them into what is stored.
@@ -71,26 +71,26 @@ func TestStateStoreRoundTrip(t *testing.T) {
 		second.Claim = nil
 		second.Checks = map[string]policy.CheckState{"p": first.Checks["p"]}
 		second.State = report.StateFired
-		p, _ = store.update(first, second, "", false)
+		p, _ = store.Update(first, second, "", false)
 		obj = applyPatch(t, obj, p)
-		if got := store.read(listedOf(t, obj)); write.MustJSON(got) != write.MustJSON(second) {
-			t.Errorf("subresource=%v: after update read %s, want %s", store.subresource, write.MustJSON(got), write.MustJSON(second))
+		if got := store.Read(listedOf(t, obj)); write.MustJSON(got) != write.MustJSON(second) {
+			t.Errorf("subresource=%v: after update read %s, want %s", store.Subresource, write.MustJSON(got), write.MustJSON(second))
 		}
-		if _, changed := store.update(second, second, "", false); changed {
-			t.Errorf("subresource=%v: no change, but a patch", store.subresource)
+		if _, changed := store.Update(second, second, "", false); changed {
+			t.Errorf("subresource=%v: no change, but a patch", store.Subresource)
 		}
 	}
 }
 
 func TestUpdateIsConditionalOnResourceVersion(t *testing.T) {
-	for _, store := range []statusLocation{{subresource: false}, {subresource: true}} {
-		p, _ := store.update(status.Status{}, sampleStatus(), "42", false)
+	for _, store := range []StatusLocation{{Subresource: false}, {Subresource: true}} {
+		p, _ := store.Update(status.Status{}, sampleStatus(), "42", false)
 		var body map[string]any
 		if err := json.Unmarshal(p.Body, &body); err != nil {
 			t.Fatal(err)
 		}
 		if rv := body["metadata"].(map[string]any)["resourceVersion"]; rv != "42" {
-			t.Errorf("subresource=%v: resourceVersion %v, want 42", store.subresource, rv)
+			t.Errorf("subresource=%v: resourceVersion %v, want 42", store.Subresource, rv)
 		}
 	}
 }
@@ -99,7 +99,7 @@ func TestUpdateDeactivates(t *testing.T) {
 	st := sampleStatus()
 	// Under the original CRD one patch records and deactivates, even when
 	// the record is unchanged.
-	p, changed := statusLocation{}.update(st, st, "", true)
+	p, changed := StatusLocation{}.Update(st, st, "", true)
 	if !changed || p.Subresource != "" || !json.Valid(p.Body) {
 		t.Fatalf("annotation store: changed=%v subresource=%q", changed, p.Subresource)
 	}
@@ -126,10 +126,10 @@ func TestUpdateSeesAConditionChange(t *testing.T) {
 	if stored.Conditions[0].Status != metav1.ConditionFalse {
 		t.Fatal("observing the next status changed the stored one")
 	}
-	for _, store := range []statusLocation{{subresource: false}, {subresource: true}} {
-		p, changed := store.update(stored, next, "", false)
+	for _, store := range []StatusLocation{{Subresource: false}, {Subresource: true}} {
+		p, changed := store.Update(stored, next, "", false)
 		if !changed || !strings.Contains(string(p.Body), "conditions") || !strings.Contains(string(p.Body), "True") {
-			t.Errorf("subresource=%v: patch %s does not carry the changed condition", store.subresource, p.Body)
+			t.Errorf("subresource=%v: patch %s does not carry the changed condition", store.Subresource, p.Body)
 		}
 	}
 }
@@ -140,15 +140,15 @@ func TestSettleTestsTheClaimFirst(t *testing.T) {
 	final.Claim, final.State = nil, report.StateFired
 	for _, tc := range []struct {
 		name       string
-		store      statusLocation
+		store      StatusLocation
 		deactivate bool
 		wantSub    string
 		wantOps    []string
 		wantTest   any
 	}{
-		{"status subresource", statusLocation{subresource: true}, false, "status", []string{"test", "replace"}, claimed.Claim.Sweep},
-		{"annotation", statusLocation{}, false, "", []string{"test", "replace"}, write.MustJSON(claimed)},
-		{"annotation, deactivating", statusLocation{}, true, "", []string{"test", "replace", "add"}, write.MustJSON(claimed)},
+		{"status subresource", StatusLocation{Subresource: true}, false, "status", []string{"test", "replace"}, claimed.Claim.Sweep},
+		{"annotation", StatusLocation{}, false, "", []string{"test", "replace"}, write.MustJSON(claimed)},
+		{"annotation, deactivating", StatusLocation{}, true, "", []string{"test", "replace", "add"}, write.MustJSON(claimed)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := tc.store.settle(claimed, final, tc.deactivate)
