@@ -10,9 +10,11 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/cluster/clustertest"
 	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
@@ -154,4 +156,59 @@ func BenchmarkRulePairs(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchManagers), "ns/pair")
+}
+
+// benchPages is what listing benchManagers returns: pages of DefaultPageSize
+// managers as the API server stores them after kubectl apply and a sweep.
+func benchPages() [][]byte {
+	var pages [][]byte
+	for first := 0; first < benchManagers; first += DefaultPageSize {
+		items := make([]string, 0, DefaultPageSize)
+		for i := first; i < min(first+DefaultPageSize, benchManagers); i++ {
+			items = append(items, clustertest.StoredManager(i))
+		}
+		pages = append(pages, []byte(clustertest.ListPage("", items...)))
+	}
+	return pages
+}
+
+// BenchmarkDecodePage decodes the list of 10,000 managers as a sweep does,
+// and reads each one's status: what listing costs nsman itself.
+func BenchmarkDecodePage(b *testing.B) {
+	pages := benchPages()
+	store := record.StatusLocation{Subresource: true}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, data := range pages {
+			page, err := cluster.DecodePage(data)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := range page.Items {
+				if st := store.Read(page.Items[i].Listed()); st.State != report.StateWaiting {
+					b.Fatalf("status read as %+v", st)
+				}
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchManagers), "ns/manager")
+}
+
+// BenchmarkDecodePageUnstructured decodes the same list as the dynamic
+// client does, for comparison: every field of every manager into maps.
+func BenchmarkDecodePageUnstructured(b *testing.B) {
+	pages := benchPages()
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, data := range pages {
+			obj, err := runtime.Decode(unstructured.UnstructuredJSONScheme, data)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if n := len(obj.(*unstructured.UnstructuredList).Items); n != DefaultPageSize {
+				b.Fatalf("%d managers in a page", n)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchManagers), "ns/manager")
 }

@@ -1,4 +1,4 @@
-package sweep
+package record
 
 import (
 	"encoding/json"
@@ -13,7 +13,6 @@ import (
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/cluster/clustertest"
-	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/policy"
@@ -55,7 +54,7 @@ func TestDecodePageKeepsWhatTheSweepReads(t *testing.T) {
 	if !reflect.DeepEqual(m.Obj.Object, want) {
 		t.Errorf("decoded\n%#v\nwant\n%#v", m.Obj.Object, want)
 	}
-	st := record.StatusLocation{Subresource: true}.Read(m)
+	st := StatusLocation{Subresource: true}.Read(m)
 	if st.State != report.StateWaiting || st.Target != "team-00007" || st.ObservedGeneration != 1 || len(st.Conditions) != 1 {
 		t.Errorf("status read as %+v", st)
 	}
@@ -99,7 +98,7 @@ func TestDecodePageAgreesWithTheDynamicClient(t *testing.T) {
 		if got := got.Obj.GetAnnotations(); len(got)+len(wantAnnotations) > 0 && !reflect.DeepEqual(got, wantAnnotations) {
 			t.Errorf("item %d: annotations %v, want %v", i, got, wantAnnotations)
 		}
-		for _, store := range []record.StatusLocation{{Subresource: true}, {Subresource: false}} {
+		for _, store := range []StatusLocation{{Subresource: true}, {Subresource: false}} {
 			var want status.Status
 			if store.Subresource {
 				if raw, ok := u.Object["status"].(map[string]any); ok {
@@ -114,59 +113,4 @@ func TestDecodePageAgreesWithTheDynamicClient(t *testing.T) {
 			}
 		}
 	}
-}
-
-// benchPages is what listing benchManagers returns: pages of DefaultPageSize
-// managers as the API server stores them after kubectl apply and a sweep.
-func benchPages() [][]byte {
-	var pages [][]byte
-	for first := 0; first < benchManagers; first += DefaultPageSize {
-		items := make([]string, 0, DefaultPageSize)
-		for i := first; i < min(first+DefaultPageSize, benchManagers); i++ {
-			items = append(items, clustertest.StoredManager(i))
-		}
-		pages = append(pages, []byte(clustertest.ListPage("", items...)))
-	}
-	return pages
-}
-
-// BenchmarkDecodePage decodes the list of 10,000 managers as a sweep does,
-// and reads each one's status: what listing costs nsman itself.
-func BenchmarkDecodePage(b *testing.B) {
-	pages := benchPages()
-	store := record.StatusLocation{Subresource: true}
-	b.ReportAllocs()
-	for b.Loop() {
-		for _, data := range pages {
-			page, err := cluster.DecodePage(data)
-			if err != nil {
-				b.Fatal(err)
-			}
-			for i := range page.Items {
-				if st := store.Read(page.Items[i].Listed()); st.State != report.StateWaiting {
-					b.Fatalf("status read as %+v", st)
-				}
-			}
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchManagers), "ns/manager")
-}
-
-// BenchmarkDecodePageUnstructured decodes the same list as the dynamic
-// client does, for comparison: every field of every manager into maps.
-func BenchmarkDecodePageUnstructured(b *testing.B) {
-	pages := benchPages()
-	b.ReportAllocs()
-	for b.Loop() {
-		for _, data := range pages {
-			obj, err := runtime.Decode(unstructured.UnstructuredJSONScheme, data)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if n := len(obj.(*unstructured.UnstructuredList).Items); n != DefaultPageSize {
-				b.Fatalf("%d managers in a page", n)
-			}
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchManagers), "ns/manager")
 }

@@ -1,4 +1,4 @@
-package sweep
+package record
 
 import (
 	"bytes"
@@ -21,7 +21,6 @@ import (
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/cluster/clustertest"
-	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/policy"
@@ -61,8 +60,8 @@ func FuzzDecodePage(f *testing.F) {
 			for i := range page.Items {
 				m := page.Items[i].Listed()
 				policy.Parse(m.Obj)
-				record.StatusLocation{Subresource: true}.Read(m)
-				record.StatusLocation{}.Read(m)
+				StatusLocation{Subresource: true}.Read(m)
+				StatusLocation{}.Read(m)
 			}
 		}
 		sent, ok := asSent(data)
@@ -110,7 +109,7 @@ func agree(t *testing.T, i int, got cluster.Listed, want *unstructured.Unstructu
 	if !reflect.DeepEqual(gotM, wantM) || fmt.Sprint(gotErrs) != fmt.Sprint(wantErrs) {
 		t.Fatalf("item %d: parsed\n%+v %v\nwant\n%+v %v", i, gotM, gotErrs, wantM, wantErrs)
 	}
-	for _, store := range []record.StatusLocation{{Subresource: true}, {Subresource: false}} {
+	for _, store := range []StatusLocation{{Subresource: true}, {Subresource: false}} {
 		var raw []byte
 		if store.Subresource {
 			if status, ok := want.Object["status"]; ok {
@@ -182,7 +181,7 @@ func untyped(v any) map[string]any {
 // generation, kubectl's last-applied copy, a hold, and a record.
 func exampleItems(tb testing.TB) []string {
 	tb.Helper()
-	files, err := filepath.Glob(filepath.Join("..", "examples", "*.yaml"))
+	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "*.yaml"))
 	if err != nil || len(files) == 0 {
 		tb.Fatalf("no examples: %v", err)
 	}
