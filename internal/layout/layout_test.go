@@ -109,9 +109,9 @@ const (
 // longer over its bound all fail, so that moving code lowers the entries
 // and no new exception comes in.
 var knownOver = map[string]int{
-	"sweep": 6505,
+	"sweep": 4498,
 
-	"sweep.Sweeper": 87,
+	"sweep.Sweeper": 79,
 
 	"cmd.sweepOptions.config":          70,
 	"cmd.sweepOptions.run":             64,
