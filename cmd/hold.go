@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/execute"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/sweep"
 )
@@ -114,7 +115,7 @@ func (o *holdOptions) run(c *cobra.Command, namespace string) error {
 			return err
 		}
 	}
-	patch, err := sweep.Hold(c.Context(), clients, namespace, o.manager, until, o.dryRun)
+	patch, err := execute.Hold(c.Context(), clients, namespace, o.manager, until, o.dryRun)
 	if err != nil {
 		return fmt.Errorf("hold %s: %w", target, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/execute"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/sweep"
 )
@@ -34,7 +35,7 @@ func TestHoldPatch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := sweep.Hold(t.Context(), cluster.Clients{}, "ns", "", until, true)
+			got, err := execute.Hold(t.Context(), cluster.Clients{}, "ns", "", until, true)
 			if err != nil || string(got) != tt.want {
 				t.Errorf("patch %s (%v), want %s", got, err, tt.want)
 			}

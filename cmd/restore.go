@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nsman/nsman/sweep"
+	"github.com/nsman/nsman/internal/execute"
 )
 
 // restoreOptions holds the flags of nsman restore.
@@ -30,7 +30,7 @@ func newRestoreCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			effects, err := sweep.Restore(c.Context(), clients, o.namespace, o.dryRun)
+			effects, err := execute.Restore(c.Context(), clients, o.namespace, o.dryRun)
 			for _, e := range effects {
 				fmt.Fprintln(c.OutOrStdout(), e)
 			}

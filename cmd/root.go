@@ -57,7 +57,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 
 // Execute runs nsman with args and returns the process exit code.
 func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return execute(ctx, newRootCommand(stdout, stderr), args, stderr)
+	return runCommand(ctx, newRootCommand(stdout, stderr), args, stderr)
 }
 
 // ExecuteAs is Execute for a binary started as argv0 (os.Args[0]). Named
@@ -68,10 +68,10 @@ func ExecuteAs(ctx context.Context, argv0 string, args []string, stdout, stderr 
 	if isKubectlPlugin(argv0) {
 		renameAsKubectlPlugin(root)
 	}
-	return execute(ctx, root, args, stderr)
+	return runCommand(ctx, root, args, stderr)
 }
 
-func execute(ctx context.Context, root *cobra.Command, args []string, stderr io.Writer) int {
+func runCommand(ctx context.Context, root *cobra.Command, args []string, stderr io.Writer) int {
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {

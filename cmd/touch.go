@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/execute"
 	"github.com/nsman/nsman/policy"
-	"github.com/nsman/nsman/sweep"
 )
 
 // touchOptions holds the flags of nsman touch.
@@ -65,7 +65,7 @@ func (o *touchOptions) run(c *cobra.Command, args []string) error {
 	at := o.now().UTC().Truncate(time.Second)
 	var failed []error
 	for _, namespace := range namespaces {
-		patch, err := sweep.Touch(c.Context(), clients, namespace, at, o.dryRun)
+		patch, err := execute.Touch(c.Context(), clients, namespace, at, o.dryRun)
 		if err != nil {
 			// The others are touched all the same: one namespace gone or
 			// forbidden keeps no other from being kept.

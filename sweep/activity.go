@@ -17,7 +17,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/nsman/nsman/internal/cluster"
-	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 )
@@ -186,15 +185,6 @@ func (s *Sweeper) listCreated(ctx context.Context, namespace string) (map[string
 		}
 	}
 	return newest, nil
-}
-
-// Touch writes policy.TouchedAnnotation at at (UTC, to the second) on
-// namespace, unless dryRun, and returns the patch: an IDLE condition counts
-// it as activity.
-func Touch(ctx context.Context, clients cluster.Clients, namespace string, at time.Time, dryRun bool) ([]byte, error) {
-	value := at.UTC().Truncate(time.Second).Format(time.RFC3339)
-	patch := write.Patch{Body: []byte(write.MustJSON(map[string]any{"metadata": map[string]any{"annotations": map[string]any{policy.TouchedAnnotation: value}}}))}
-	return patch.Body, write.New(clients.Kube, clients.Dynamic, clients.Managers, nil, dryRun).PatchNamespace(ctx, namespace, patch)
 }
 
 // countAhead counts, of a page of managers, the target namespaces of those

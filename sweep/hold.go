@@ -1,14 +1,11 @@
 package sweep
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
-	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/report"
 )
 
@@ -88,19 +85,4 @@ func (st holdState) apply(d decision) decision {
 		d.entry.Message += "; hold ignored: " + st.ignored
 	}
 	return d
-}
-
-// Hold writes HoldAnnotation ending at until (zero: removes it) on
-// namespace or that manager in it, unless dryRun, and returns the patch.
-func Hold(ctx context.Context, clients cluster.Clients, namespace, manager string, until time.Time, dryRun bool) ([]byte, error) {
-	var value any // null removes the annotation in a merge patch
-	if !until.IsZero() {
-		value = until.UTC().Format(time.RFC3339)
-	}
-	patch := write.Patch{Body: []byte(write.MustJSON(map[string]any{"metadata": map[string]any{"annotations": map[string]any{status.HoldAnnotation: value}}}))}
-	w := write.New(clients.Kube, clients.Dynamic, clients.Managers, nil, dryRun)
-	if manager == "" {
-		return patch.Body, w.PatchNamespace(ctx, namespace, patch)
-	}
-	return patch.Body, w.PatchManager(ctx, namespace, manager, patch)
 }

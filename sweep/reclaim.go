@@ -161,7 +161,7 @@ func (s *Sweeper) listFreed(ctx context.Context, x *reclaims, namespace string) 
 		pods := func() *rest.Request { return core.RESTClient().Get().Namespace(namespace).Resource("pods") }
 		err := cluster.EachStreamed(ctx, s.cfg.PageSize, metav1.ListOptions{FieldSelector: unfinishedPods}, pods, func(pod *podFields) error {
 			if pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
-				add(pod.Metadata.Namespace, func(f *freed) { f.addPod(&corev1.Pod{Spec: pod.Spec.spec()}) })
+				add(pod.Metadata.Namespace, func(f *freed) { f.addPod(&corev1.Pod{Spec: pod.Spec.Spec()}) })
 			}
 			return nil
 		})
@@ -259,37 +259,10 @@ type podFields struct {
 	Metadata struct {
 		Namespace string `json:"namespace"`
 	} `json:"metadata"`
-	Spec   podRequests `json:"spec"`
+	Spec   cluster.PodRequests `json:"spec"`
 	Status struct {
 		Phase corev1.PodPhase `json:"phase"`
 	} `json:"status"`
-}
-
-// podRequests is what the requests of a pod (or a pod template) are
-// computed from: a list of pods or workloads is decoded into it, one at a
-// time, whatever else they hold.
-type podRequests struct {
-	Containers     []containerRequests          `json:"containers,omitempty"`
-	InitContainers []containerRequests          `json:"initContainers,omitempty"`
-	Overhead       corev1.ResourceList          `json:"overhead,omitempty"`
-	Resources      *corev1.ResourceRequirements `json:"resources,omitempty"`
-}
-
-type containerRequests struct {
-	Resources     corev1.ResourceRequirements    `json:"resources"`
-	RestartPolicy *corev1.ContainerRestartPolicy `json:"restartPolicy,omitempty"`
-}
-
-// spec is p as a PodSpec, for resourcehelper.
-func (p podRequests) spec() corev1.PodSpec {
-	containers := func(cs []containerRequests) []corev1.Container {
-		out := make([]corev1.Container, len(cs))
-		for i, c := range cs {
-			out[i] = corev1.Container{Resources: c.Resources, RestartPolicy: c.RestartPolicy}
-		}
-		return out
-	}
-	return corev1.PodSpec{Containers: containers(p.Containers), InitContainers: containers(p.InitContainers), Overhead: p.Overhead, Resources: p.Resources}
 }
 
 // workloadReclaimed is what scaling workload w (a Deployment or StatefulSet

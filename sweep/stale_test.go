@@ -102,3 +102,6 @@ func TestStaleRecordsBounded(t *testing.T) {
 		t.Errorf("next sweep: %d namespaces patched, %+v; want the 3 left", len(w.patches), done)
 	}
 }
+
+// dryRun writes nothing: the recording writers embed it.
+var dryRun = write.New(nil, nil, nil, nil, true)

@@ -109,9 +109,9 @@ const (
 // longer over its bound all fail, so that moving code lowers the entries
 // and no new exception comes in.
 var knownOver = map[string]int{
-	"sweep": 4498,
+	"sweep": 4182,
 
-	"sweep.Sweeper": 79,
+	"sweep.Sweeper": 78,
 
 	"cmd.sweepOptions.config":          70,
 	"cmd.sweepOptions.run":             64,

@@ -1,4 +1,4 @@
-package sweep
+package execute
 
 import (
 	"context"
@@ -20,13 +20,15 @@ import (
 // returns what it did, or with dryRun what it would do.
 func Restore(ctx context.Context, clients cluster.Clients, namespace string, dryRun bool) ([]string, error) {
 	w := write.New(clients.Kube, clients.Dynamic, clients.Managers, nil, dryRun)
-	return eachWorkload(ctx, clients, namespace, nil, func(resource schema.GroupVersionResource, kind string, obj *unstructured.Unstructured) (string, error) {
-		return restoreOne(ctx, clients, w, resource, kind, obj)
+	return EachWorkload(ctx, clients, namespace, nil, func(resource schema.GroupVersionResource, kind string, obj *unstructured.Unstructured) (string, error) {
+		return RestoreOne(ctx, clients, w, resource, kind, obj)
 	})
 }
 
-func restoreOne(ctx context.Context, clients cluster.Clients, w write.Writer, resource schema.GroupVersionResource, kind string, obj *unstructured.Unstructured) (string, error) {
-	effect, err := changeWorkload(ctx, clients, w, resource, obj, func(obj *unstructured.Unstructured) (map[string]any, string, error) {
+// RestoreOne restores workload obj (of kind, as resource) through w, as
+// Restore does each: its return is what it did, or would do in a dry run.
+func RestoreOne(ctx context.Context, clients cluster.Clients, w write.Writer, resource schema.GroupVersionResource, kind string, obj *unstructured.Unstructured) (string, error) {
+	effect, err := ChangeWorkload(ctx, clients, w, resource, obj, func(obj *unstructured.Unstructured) (map[string]any, string, error) {
 		recorded, ok := obj.GetAnnotations()[status.ReplicasAnnotation]
 		if !ok {
 			return nil, "", nil
@@ -37,7 +39,7 @@ func restoreOne(ctx context.Context, clients cluster.Clients, w write.Writer, re
 			return nil, "", fmt.Errorf("%s: annotation %s=%q is not a replica count", id, status.ReplicasAnnotation, recorded)
 		}
 		dropRecord := map[string]any{"annotations": map[string]any{status.ReplicasAnnotation: nil}}
-		if current := specReplicas(obj); current != 0 {
+		if current := SpecReplicas(obj); current != 0 {
 			return map[string]any{"metadata": dropRecord},
 				fmt.Sprintf("leave %s at %d replicas: scaled since nsman scaled it down; drop its record of %d", id, current, replicas), nil
 		}

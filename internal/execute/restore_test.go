@@ -1,4 +1,4 @@
-package sweep
+package execute
 
 import (
 	"encoding/json"
@@ -61,7 +61,7 @@ func TestRestoreOne(t *testing.T) {
 			if tt.record != "" {
 				d.SetAnnotations(map[string]string{status.ReplicasAnnotation: tt.record})
 			}
-			effect, err := restoreOne(t.Context(), cluster.Clients{}, w, deploymentsResource, "Deployment", d)
+			effect, err := RestoreOne(t.Context(), cluster.Clients{}, w, DeploymentsResource, "Deployment", d)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -104,10 +104,10 @@ func TestRestoreOneRecomputesAfterAConflict(t *testing.T) {
 	listed := deployment(0, "1")
 	listed.SetAnnotations(map[string]string{status.ReplicasAnnotation: "3"})
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{deploymentsResource: "DeploymentList"}, fresh)
+		map[schema.GroupVersionResource]string{DeploymentsResource: "DeploymentList"}, fresh)
 	w := &conflictOnce{Writer: dryRun}
 
-	effect, err := restoreOne(t.Context(), cluster.Clients{Dynamic: dyn}, w, deploymentsResource, "Deployment", listed)
+	effect, err := RestoreOne(t.Context(), cluster.Clients{Dynamic: dyn}, w, DeploymentsResource, "Deployment", listed)
 	if err != nil {
 		t.Fatal(err)
 	}
