@@ -1,15 +1,12 @@
 package integration
 
 import (
-	"bufio"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -21,6 +18,7 @@ import (
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/tell"
+	"github.com/nsman/nsman/internal/tell/telltest"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/test/nsmantest"
 	"github.com/nsman/nsman/webhook"
@@ -254,42 +252,13 @@ func signedWith(header http.Header, body []byte, key string) error {
 	return nil
 }
 
-// answeringReceiver answers every request with the raw status line
-// statusLine, whose reason phrase is the receiver's own to choose.
-func answeringReceiver(t *testing.T, statusLine string) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer func() { _ = c.Close() }()
-				req, err := http.ReadRequest(bufio.NewReader(c))
-				if err != nil {
-					return
-				}
-				_, _ = io.Copy(io.Discard, req.Body)
-				_, _ = io.WriteString(c, statusLine+"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-			}()
-		}
-	}()
-	return "http://" + l.Addr().String()
-}
-
 // TestSlackNotificationOfAFailedWebhook: a WEBHOOK receiver that fails
 // with a reason phrase meant for the platform team's channel (a
 // channel-wide mention, a disguised link) does not reach it: the Slack
 // notification says "HTTP 400", and has no <, > or & of anyone but nsman.
 func TestSlackNotificationOfAFailedWebhook(t *testing.T) {
 	e := setup(t)
-	hook := answeringReceiver(t, "HTTP/1.1 400 <!channel> <https://evil.example|click> & co")
+	hook := telltest.Answering(t, "HTTP/1.1 400 "+telltest.Evil)
 	notify := nsmantest.NewReceiver(t)
 	s := sweepOne(t, e, func(target string) map[string]any { return webhookAction(hook + "/" + target) },
 		"--notify-url", notify.URL+"/slack", "--notify-format", "slack")
