@@ -9,9 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/decide"
 	"github.com/nsman/nsman/internal/execute"
 	"github.com/nsman/nsman/internal/status"
-	"github.com/nsman/nsman/sweep"
 )
 
 // holdOptions holds the flags of nsman hold.
@@ -53,7 +53,7 @@ ignored and reported: renewing a hold is a deliberate act.`,
 	c.Flags().BoolVar(&o.release, "release", false, "remove the hold")
 	c.Flags().StringVar(&o.manager, "manager", "", "hold this NamespaceManager in NAMESPACE rather than the namespace")
 	c.Flags().BoolVar(&o.dryRun, "dry-run", false, "make no change; print the patch that would be sent")
-	c.Flags().DurationVar(&o.maxHold, "max-hold", sweep.DefaultMaxHold, "refuse a hold ending further ahead than this: the sweep's --max-hold, beyond which it ignores holds (0: the default)")
+	c.Flags().DurationVar(&o.maxHold, "max-hold", decide.DefaultMaxHold, "refuse a hold ending further ahead than this: the sweep's --max-hold, beyond which it ignores holds (0: the default)")
 	return c
 }
 
@@ -88,7 +88,7 @@ func (o *holdOptions) until() (time.Time, error) {
 		until = t
 	}
 	// 0 is the default, as for a sweep's --max-hold.
-	if maxHold := cmp.Or(o.maxHold, sweep.DefaultMaxHold); until.Sub(now) > maxHold {
+	if maxHold := cmp.Or(o.maxHold, decide.DefaultMaxHold); until.Sub(now) > maxHold {
 		// A sweep ignores a hold further ahead than its --max-hold: refused
 		// here rather than written and ignored there.
 		return time.Time{}, usageError{fmt.Errorf("a hold until %s is more than --max-hold %s ahead, which a sweep ignores", until.UTC().Format(time.RFC3339), maxHold)}

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/decide"
 	"github.com/nsman/nsman/internal/execute"
 	"github.com/nsman/nsman/internal/status"
-	"github.com/nsman/nsman/sweep"
 )
 
 // nsman hold writes the annotation at now + --for or --until, removes it
@@ -30,7 +30,7 @@ func TestHoldPatch(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.o.now, tt.o.maxHold = func() time.Time { return now }, sweep.DefaultMaxHold
+			tt.o.now, tt.o.maxHold = func() time.Time { return now }, decide.DefaultMaxHold
 			until, err := tt.o.until()
 			if err != nil {
 				t.Fatal(err)
@@ -50,7 +50,7 @@ func TestHoldPatch(t *testing.T) {
 		"beyond max":   {forD: 721 * time.Hour},
 	} {
 		t.Run(name, func(t *testing.T) {
-			o.now, o.maxHold = func() time.Time { return now }, sweep.DefaultMaxHold
+			o.now, o.maxHold = func() time.Time { return now }, decide.DefaultMaxHold
 			var usage usageError
 			if _, err := o.until(); !errors.As(err, &usage) {
 				t.Errorf("error %v, want a usage error", err)
@@ -67,7 +67,7 @@ func TestHoldMaxHoldZeroIsTheDefault(t *testing.T) {
 	if got, err := o.until(); err != nil || !got.Equal(now.Add(48*time.Hour)) {
 		t.Errorf("--for 48h --max-hold 0: %v, %v; want the hold written", got, err)
 	}
-	o.forD = sweep.DefaultMaxHold + time.Hour
+	o.forD = decide.DefaultMaxHold + time.Hour
 	if _, err := o.until(); err == nil || !strings.Contains(err.Error(), "more than --max-hold 720h0m0s ahead") {
 		t.Errorf("--for 721h --max-hold 0: %v, want it refused beyond the default", err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/cluster/clustertest"
+	"github.com/nsman/nsman/internal/decide"
 	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
@@ -134,7 +135,7 @@ func BenchmarkRulePairs(b *testing.B) {
 	if len(problems) > 0 {
 		b.Fatal(problems)
 	}
-	s := &Sweeper{cfg: Config{MaxHold: DefaultMaxHold, PageSize: DefaultPageSize}}
+	s := &Sweeper{cfg: Config{MaxHold: decide.DefaultMaxHold, PageSize: DefaultPageSize}}
 	r := &sweepRun{now: now, stop: context.Background()}
 	ru := s.newRuleRun(r, obj, m, status.Status{})
 	x := newLabelIndex()

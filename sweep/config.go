@@ -162,7 +162,7 @@ func New(cfg Config, clients cluster.Clients, sender *webhook.Sender, log *slog.
 	}
 	cfg.Concurrency, cfg.PageSize = cmp.Or(cfg.Concurrency, DefaultConcurrency), cmp.Or(cfg.PageSize, DefaultPageSize)
 	cfg.ClaimTTL, cfg.InterruptGrace = cmp.Or(cfg.ClaimTTL, DefaultClaimTTL), cmp.Or(cfg.InterruptGrace, DefaultInterruptGrace)
-	cfg.MaxHold, cfg.StuckAfter = cmp.Or(cfg.MaxHold, DefaultMaxHold), cmp.Or(cfg.StuckAfter, DefaultStuckAfter)
+	cfg.MaxHold, cfg.StuckAfter = cmp.Or(cfg.MaxHold, decide.DefaultMaxHold), cmp.Or(cfg.StuckAfter, DefaultStuckAfter)
 	cfg.ProtectedNamespaces = WithProtectedFloor(cfg.ProtectedNamespaces)
 	s := &Sweeper{cfg: cfg, clients: clients, log: log, writer: write.New(clients.Kube, clients.Dynamic, clients.Managers, sender, cfg.DryRun)}
 	if cfg.NotifyURL != "" && s.writer.Done() == report.StateFired {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/decide"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
@@ -153,7 +154,7 @@ func (s *Sweeper) evaluateManager(ctx context.Context, r *sweepRun, obj *unstruc
 		return decision{manager: m, entry: e, stuckUnread: unread}
 	}
 	return backOff(s.evaluatePolicies(ctx, r, m, e, t, s.checks(r, false), stored.Progress, "",
-		hold{on: "namespace " + e.Target, value: ns.Hold}, hold{on: "manager " + m.Namespace + "/" + m.Name, value: obj.GetAnnotations()[status.HoldAnnotation]}),
+		decide.Hold{On: "namespace " + e.Target, Value: ns.Hold}, decide.Hold{On: "manager " + m.Namespace + "/" + m.Name, Value: obj.GetAnnotations()[status.HoldAnnotation]}),
 		stored.Progress, "", r.now)
 }
 
@@ -235,10 +236,10 @@ func confirmDelete(m policy.Manager, e report.Entry, stored status.Progress, spe
 // progress stored (the stages fired in m's generation, or spec, skipped),
 // then the holds: a plan when a policy holds and no hold keeps it, else
 // the waiting entry with its minChecks progress.
-func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Manager, e report.Entry, t target, check podsCheck, stored status.Progress, spec string, holds ...hold) decision {
+func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Manager, e report.Entry, t target, check podsCheck, stored status.Progress, spec string, holds ...decide.Hold) decision {
 	in := policy.Input{Now: r.now, TargetCreated: t.listed.Created, Checks: stored.Checks, Pods: map[int]policy.PodsCheck{}, Fired: status.FiredIn(stored.Fired, m.Generation, spec),
 		TargetExpires: t.listed.Expires, TargetTouched: t.listed.Touched}
-	held := holdsAt(holds, r.now, s.cfg.MaxHold)
+	held := decide.HoldsAt(holds, r.now, s.cfg.MaxHold)
 	// fromIndex: in.Activity is the sweep's index's (see lastActivity).
 	fromIndex := false
 	for {
@@ -247,7 +248,7 @@ func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Ma
 		case policy.NeedPods:
 			answer, err := check(ctx, e.Target, m.Policies[out.Policy].Condition)
 			if err != nil {
-				return held.apply(decision{manager: m, entry: failedEntry(e, err)})
+				return applyHold(held, decision{manager: m, entry: failedEntry(e, err)})
 			}
 			in.Pods[out.Policy] = answer
 			continue
@@ -255,23 +256,23 @@ func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Ma
 			if why, due := s.activityUnread(r, held, e); why != "" {
 				e.State, e.Due = report.StateWaiting, due
 				e.Message = fmt.Sprintf("policy %q: the last activity in namespace %s is not read %s", m.Policies[out.Policy].Name, e.Target, why)
-				return held.apply(decision{manager: m, entry: e, checks: out.Checks})
+				return applyHold(held, decision{manager: m, entry: e, checks: out.Checks})
 			}
 			activity, indexed, err := s.lastActivity(ctx, &r.activities, e.Target)
 			if err != nil {
-				return held.apply(decision{manager: m, entry: failedEntry(e, err)})
+				return applyHold(held, decision{manager: m, entry: failedEntry(e, err)})
 			}
 			in.Activity, fromIndex = &activity, indexed
 			continue
 		case policy.Fire:
-			if fromIndex && m.Policies[out.Policy].Condition.Type == policy.ConditionIdle && held.until.IsZero() && !r.frozen && !s.beyondCap(r, e) {
+			if fromIndex && m.Policies[out.Policy].Condition.Type == policy.ConditionIdle && held.Until.IsZero() && !r.frozen && !s.beyondCap(r, e) {
 				// The sweep's index misses what was created since it was
 				// listed: the namespace's own lists confirm it is idle,
 				// unless a hold, a freeze or --max-actions keeps the plan
 				// from acting.
 				activity, err := s.namespaceActivity(ctx, e.Target)
 				if err != nil {
-					return held.apply(decision{manager: m, entry: failedEntry(e, err)})
+					return applyHold(held, decision{manager: m, entry: failedEntry(e, err)})
 				}
 				in.Activity, fromIndex = &activity, false
 				continue
@@ -280,7 +281,7 @@ func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Ma
 			d := planned(m, e, conditions(out.Policies), plan{step: stepAct, policy: m.Policies[out.Policy], reason: out.Reason, target: t})
 			// A hold may keep the plan waiting, with its progress.
 			d.checks = out.Checks
-			return held.apply(d)
+			return applyHold(held, d)
 		}
 		details := make([]string, 0, len(out.Policies))
 		for _, p := range out.Policies {
@@ -290,7 +291,7 @@ func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Ma
 		e.AnnotationIgnored, e.LastActivity = ignoredAnnotation(out.Policies), lastActivity(out.Policies)
 		e.Due = timePtr(out.NextDue)
 		e.Conditions = conditions(out.Policies)
-		return held.apply(decision{manager: m, entry: e, checks: out.Checks})
+		return applyHold(held, decision{manager: m, entry: e, checks: out.Checks})
 	}
 }
 
@@ -298,10 +299,10 @@ func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Ma
 // when, while a hold, a freeze or --max-actions keeps the subject from
 // acting whatever it says: its four lists would buy nothing. Empty: read
 // it.
-func (s *Sweeper) activityUnread(r *sweepRun, held holdState, e report.Entry) (string, *time.Time) {
+func (s *Sweeper) activityUnread(r *sweepRun, held decide.Holds, e report.Entry) (string, *time.Time) {
 	switch {
-	case !held.until.IsZero():
-		return "while it is held", timePtr(held.until)
+	case !held.Until.IsZero():
+		return "while it is held", timePtr(held.Until)
 	case r.frozen:
 		return fmt.Sprintf("in a freeze; frozen until %s (--freeze)", r.frozenUntil.UTC().Format(time.RFC3339)), timePtr(r.frozenUntil)
 	case s.beyondCap(r, e):

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/decide"
 	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/tell"
@@ -156,7 +157,7 @@ func (s *Sweeper) newRuleRun(r *sweepRun, obj *unstructured.Unstructured, m poli
 	ru := &ruleRun{s: s, r: r, rule: &m, key: status.PairAnnotation(m.UID), legacy: status.LegacyPairAnnotation(m.UID), tally: &tell.RuleTally{}, failedLatest: map[string]bool{},
 		base: report.Entry{Namespace: m.Namespace, Name: m.Name, Rule: true}}
 	ru.ruleHold = obj.GetAnnotations()[status.HoldAnnotation]
-	ru.ruleHoldIgnored = holdsAt([]hold{{on: "rule " + m.Namespace + "/" + m.Name, value: ru.ruleHold}}, r.now, s.cfg.MaxHold).ignored
+	ru.ruleHoldIgnored = decide.HoldsAt([]decide.Hold{{On: "rule " + m.Namespace + "/" + m.Name, Value: ru.ruleHold}}, r.now, s.cfg.MaxHold).Ignored
 	if ru.ruleHoldIgnored != "" {
 		ru.ruleHold = ""
 	}
@@ -287,7 +288,7 @@ func (s *Sweeper) evaluatePair(ctx context.Context, r *sweepRun, pr *record.Pair
 		return untouched(m, e, report.StateTargetTerminating, fmt.Sprintf("namespace %s is terminating", e.Target))
 	}
 	return backOff(s.evaluatePolicies(ctx, r, m, e, t, check, stored.Progress, m.Arming,
-		hold{on: "namespace " + e.Target, value: pr.Namespace.Hold}, hold{on: "rule " + m.Namespace + "/" + m.Name, value: ruleHold}),
+		decide.Hold{On: "namespace " + e.Target, Value: pr.Namespace.Hold}, decide.Hold{On: "rule " + m.Namespace + "/" + m.Name, Value: ruleHold}),
 		stored.Progress, stored.Spec, r.now)
 }
 

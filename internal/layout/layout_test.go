@@ -109,7 +109,7 @@ const (
 // longer over its bound all fail, so that moving code lowers the entries
 // and no new exception comes in.
 var knownOver = map[string]int{
-	"sweep": 4182,
+	"sweep": 4133,
 
 	"sweep.Sweeper": 78,
 
