@@ -25,6 +25,8 @@ import (
 	"k8s.io/client-go/tools/pager"
 )
 
+// Namespace is what a sweep reads of a namespace: what its managers and
+// rules decide on, and what writes to it are conditional on.
 type Namespace struct {
 	Name        string
 	UID         types.UID
@@ -43,6 +45,7 @@ type Namespace struct {
 	Hold, Expires, Touched string
 }
 
+// NamespaceOf is what a sweep keeps of namespace m, listed as metadata.
 func NamespaceOf(m *metav1.PartialObjectMetadata) Namespace {
 	info := Namespace{Name: m.Name, UID: m.UID, Created: m.CreationTimestamp.Time, Terminating: m.DeletionTimestamp != nil,
 		Labels: PackLabels(m.Name, m.Labels), ResourceVersion: m.ResourceVersion}

@@ -2,6 +2,11 @@ package execute
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"testing"
 
 	"github.com/nsman/nsman/internal/cluster"
@@ -9,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // restorePatch is the part of a workload patch restore writes.
@@ -119,5 +126,62 @@ func TestRestoreOneRecomputesAfterAConflict(t *testing.T) {
 	}
 	if p := decodeRestorePatch(t, w.patches[1]); p.Metadata.ResourceVersion != "2" || !dropsRecord(p) {
 		t.Errorf("retried patch %s: want resourceVersion 2, the record removed and the replicas untouched", w.patches[1])
+	}
+}
+
+// TestRestore lists a namespace's Deployments and StatefulSets (as the
+// API server pages them) and restores those nsman scaled down: one scaled
+// back, one left as someone scaled it since, one never scaled; a dry run
+// says the same and writes nothing.
+func TestRestore(t *testing.T) {
+	item := func(kind, name string, replicas int, record string) string {
+		annotations := ""
+		if record != "" {
+			annotations = fmt.Sprintf(`,"annotations":{%q:%q}`, status.ReplicasAnnotation, record)
+		}
+		return fmt.Sprintf(`{"apiVersion":"apps/v1","kind":%q,"metadata":{"name":%q,"namespace":"team-a","resourceVersion":"1"%s},"spec":{"replicas":%d}}`,
+			kind, name, annotations, replicas)
+	}
+	lists := map[string]string{
+		"/apis/apps/v1/namespaces/team-a/deployments":  `{"kind":"DeploymentList","apiVersion":"apps/v1","metadata":{},"items":[` + item("Deployment", "web", 0, "3") + `,` + item("Deployment", "api", 2, "4") + `]}`,
+		"/apis/apps/v1/namespaces/team-a/statefulsets": `{"kind":"StatefulSetList","apiVersion":"apps/v1","metadata":{},"items":[` + item("StatefulSet", "db", 1, "") + `]}`,
+	}
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, ok := lists[r.URL.Path]
+		if !ok || r.Method != http.MethodGet {
+			http.Error(w, "unexpected "+r.Method+" "+r.URL.Path, http.StatusNotFound)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, body)
+	}))
+	t.Cleanup(server.Close)
+	kube, err := kubernetes.NewForConfig(&rest.Config{Host: server.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"scale Deployment/web from 0 to 3", "leave Deployment/api at 2 replicas: scaled since nsman scaled it down; drop its record of 4"}
+	for _, dryRun := range []bool{true, false} {
+		web, api := deployment(0, "1"), deployment(2, "1")
+		web.SetNamespace("team-a")
+		api.SetNamespace("team-a")
+		api.SetName("api")
+		dyn := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), web, api)
+		effects, err := Restore(t.Context(), cluster.Clients{Kube: kube, Dynamic: dyn}, "team-a", dryRun)
+		if err != nil {
+			t.Fatalf("dry run %v: %v", dryRun, err)
+		}
+		if !slices.Equal(effects, want) {
+			t.Errorf("dry run %v: %q, want %q", dryRun, effects, want)
+		}
+		var patches int
+		for _, a := range dyn.Actions() {
+			if a.GetVerb() == "patch" {
+				patches++
+			}
+		}
+		if wantPatches := map[bool]int{true: 0, false: 2}[dryRun]; patches != wantPatches {
+			t.Errorf("dry run %v: %d patches, want %d", dryRun, patches, wantPatches)
+		}
 	}
 }
