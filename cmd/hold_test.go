@@ -15,7 +15,7 @@ import (
 // nsman hold writes the annotation at now + --for or --until, removes it
 // with --release, and refuses anything but exactly one of them, a time
 // past, or one further ahead than --max-hold (which a sweep would ignore).
-// The merge patch is what sweep.Hold sends.
+// The merge patch is what execute.Hold sends.
 func TestHoldPatch(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 500, time.UTC)
 	key := `"` + status.HoldAnnotation + `"`

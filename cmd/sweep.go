@@ -207,7 +207,7 @@ func (o *sweepOptions) config(flags *pflag.FlagSet) (sweep.Config, error) {
 // notifyConfig reads the notification URL, from --notify-url or
 // --notify-url-file, and the key of --notify-signing-key-file. The URL is
 // a credential: no error shows more of it than its scheme and host
-// (sweep.RedactURL), and one about the file none of what it holds.
+// (tell.RedactURL), and one about the file none of what it holds.
 func (o *sweepOptions) notifyConfig() (string, []byte, error) {
 	rawURL := o.notifyURL
 	switch {

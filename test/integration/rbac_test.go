@@ -173,7 +173,7 @@ func TestShippedRBACIsExactlyWhatASweepUses(t *testing.T) {
 		listed[p.Verb+" "+res] = true
 	}
 	if !maps.Equal(listed, granted) {
-		t.Errorf("sweep.Permissions %v, the ClusterRole grants %v: want the same", slices.Sorted(maps.Keys(listed)), slices.Sorted(maps.Keys(granted)))
+		t.Errorf("cluster.Permissions %v, the ClusterRole grants %v: want the same", slices.Sorted(maps.Keys(listed)), slices.Sorted(maps.Keys(granted)))
 	}
 	for _, forbidden := range []string{"secrets", "customresourcedefinitions"} {
 		for g := range granted {
