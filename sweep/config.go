@@ -149,7 +149,7 @@ type Sweeper struct {
 	cfg     Config
 	clients cluster.Clients
 	log     *slog.Logger
-	// writer is where a dry run differs (newWriter); notifier is nil
+	// writer is where a dry run differs (write.New); notifier is nil
 	// without Config.NotifyURL or actions that are done.
 	writer   write.Writer
 	notifier *tell.Notifier

@@ -17,8 +17,8 @@ import (
 // The executor is the one place a decision is carried out, for a manager
 // and for one namespace of a rule alike: the action cap, the claim, the
 // action, the notification, the record of the outcome and the Events. What
-// differs is their record's (managerRecord, pairRecord) and their sink's
-// (managerEvents, ruleTally).
+// differs is their record's (record.Manager, record.Pair) and their sink's
+// (tell.ManagerEvents, tell.RuleTally).
 //
 // No write clobbers another sweep's: a claim, and a record written without
 // one, are conditional on the version listed (or test the record listed);

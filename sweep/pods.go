@@ -141,7 +141,7 @@ const MaxJobsRead = 5000
 const maxIndexBytes = 16 << 20
 
 // jobFields is what a pods check reads of a Job: a list of Jobs is decoded
-// one Job at a time into it (see eachStreamed), whatever else each holds.
+// one Job at a time into it (see cluster.EachStreamed), whatever else each holds.
 type jobFields struct {
 	Metadata struct {
 		Name      string `json:"name"`

@@ -235,7 +235,7 @@ func (s *Sweeper) eachLoadBalancer(ctx context.Context, x *reclaims, namespace s
 
 // claimFields and serviceFields are what reclaim reads of a
 // PersistentVolumeClaim and of a Service: their lists are decoded one
-// object at a time into them (see eachStreamed).
+// object at a time into them (see cluster.EachStreamed).
 type claimFields struct {
 	Metadata struct {
 		Namespace string `json:"namespace"`

@@ -81,7 +81,7 @@ func reclaimSweeper(t *testing.T, client *kubefake.Clientset, log *slog.Logger) 
 
 // coreListsOverHTTP is client, but for its lists of pods,
 // PersistentVolumeClaims, Services and namespaces, which nsman reads through the REST
-// client as they arrive (see eachStreamed): those are served over HTTP
+// client as they arrive (see cluster.EachStreamed): those are served over HTTP
 // from client, which records them as its own.
 func coreListsOverHTTP(t *testing.T, client *kubefake.Clientset) kubernetes.Interface {
 	t.Helper()

@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-// packedLabels answers as the label map it was packed from, the name
+// PackedLabels answers as the label map it was packed from, the name
 // label included, and selectors match it as they match the map.
 func TestPackedLabels(t *testing.T) {
 	set := map[string]string{nameLabel: "e2e-1", "ci": "e2e", "team": "", "example.com/tier": "a=b"}

@@ -35,8 +35,8 @@ type Listed struct {
 	// kubectl's last-applied copy, and spec, as unstructured content, so
 	// that Parse judges whatever the original CRD let through.
 	Obj *unstructured.Unstructured
-	// Status is the Status as stored, decoded by statusLocation.read only where
-	// it is nsman's record.
+	// Status is the status as stored, decoded by record.StatusLocation.Read
+	// only where it is nsman's record.
 	Status json.RawMessage
 }
 
@@ -164,7 +164,7 @@ func (it *ListedItem) Listed() Listed {
 }
 
 // EachManager calls fn with every NamespaceManager the sweep selects (with
-// all, of the whole cluster), in list order, with eachItem; once ctx is
+// all, of the whole cluster), in list order, with EachItem; once ctx is
 // done it finishes the page in hand. A page refused 410 with a continue
 // token (the list's snapshot was compacted away between two pages) is
 // fetched with that token, at most maxExpiredContinues times: it resumes
@@ -174,7 +174,7 @@ func (rd Reader) EachManager(ctx context.Context, all bool, fn func(Listed)) err
 	return rd.EachManagerPaged(ctx, all, nil, fn)
 }
 
-// EachManagerPaged is eachManager, calling onPage (when set) with each page
+// EachManagerPaged is EachManager, calling onPage (when set) with each page
 // before fn with any of its managers.
 func (rd Reader) EachManagerPaged(ctx context.Context, all bool, onPage func(*ManagerPage), fn func(Listed)) error {
 	opts := metav1.ListOptions{LabelSelector: rd.LabelSelector}

@@ -27,10 +27,10 @@ type Hold struct {
 // Holds is what a pair's or a manager's holds amount to at one time.
 type Holds struct {
 	// Until is the latest end of the holds in force, zero when none is;
-	// by names the object that holds Until then.
+	// By names the object that holds until then.
 	Until time.Time
 	By    string
-	// Ignored says why holds were Ignored: unparseable, or ending further
+	// Ignored says why holds were ignored: unparseable, or ending further
 	// ahead than the maximum.
 	Ignored string
 }

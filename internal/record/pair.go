@@ -31,7 +31,7 @@ func Of(ns cluster.Namespace, key, legacy string) (raw, at string) {
 type Pair struct {
 	Env  Env
 	Rule *policy.Manager
-	// Key is PairAnnotation, Legacy the rule's legacyPairAnnotation; At
+	// Key is PairAnnotation, Legacy the rule's status.LegacyPairAnnotation; At
 	// is the one that held the record as listed (none: "").
 	Key, Legacy, At string
 	// Namespace is the namespace as listed.

@@ -11,16 +11,16 @@ import (
 	"github.com/nsman/nsman/report"
 )
 
-// Record is where a subject's Progress is kept: a managerRecord or a
-// pairRecord, made from what the sweep listed. The executor writes through
-// it alone. A write that follows no claim of this sweep's is conditional on
-// the version listed (errChanged when the subject is not as listed any
-// more: it is left to the next sweep), or, for the outcome of a rule's
-// DELETE, on the Record listed.
+// Record is where a subject's Progress is kept: a Manager or a Pair, made
+// from what the sweep listed. The executor writes through it alone. A
+// write that follows no claim of this sweep's is conditional on the version
+// listed (write.ErrChanged when the subject is not as listed any more: it
+// is left to the next sweep), or, for the outcome of a rule's DELETE, on
+// the record listed.
 type Record interface {
 	// Prior is what the record said as listed.
 	Prior() status.Prior
-	// Claim writes Claim c with acting, the entry that says so, dropping
+	// Claim writes claim c with acting, the entry that says so, dropping
 	// minChecks progress when final.
 	Claim(ctx context.Context, c status.Claim, acting report.Entry, final bool) error
 	// Write writes what the record keeps of o, if that changed. After a

@@ -209,7 +209,7 @@ type LastAction struct {
 	Uncertain bool `json:"uncertain,omitempty"`
 	// Failures counts the WEBHOOK deliveries of this policy that failed or
 	// were deferred in a row; NextAttempt is when a sweep may try again
-	// (webhookBackoff after the latest): none does before.
+	// (the sweep's backoff after the latest): none does before.
 	Failures    int        `json:"failures,omitempty"`
 	NextAttempt *time.Time `json:"nextAttempt,omitempty"`
 	// Reclaimed is what a DELETE or SCALE_DOWN freed.

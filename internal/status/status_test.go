@@ -112,7 +112,7 @@ func TestTruncateKeepsRunesWhole(t *testing.T) {
 
 // A claim holds from when it is made until it expires, and only while its
 // expiry lies no further ahead than a sweep with the same --claim-ttl could
-// have set it, give or take claimSkew.
+// have set it, give or take ClaimSkew.
 func TestClaimLive(t *testing.T) {
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	const ttl = time.Minute
