@@ -127,8 +127,7 @@ type ruleRun struct {
 	rule *policy.Manager
 	// base is the rule's entry, which each pair's starts from.
 	base report.Entry
-	// key is the rule's status.PairAnnotation, legacy its
-	// status.LegacyPairAnnotation.
+	// key is the rule's status.PairAnnotation, legacy its legacy one.
 	key, legacy string
 	// ruleHold is the rule's own hold, judged once: one ignored is
 	// reported on the rule (ruleHoldIgnored), not on every namespace.
