@@ -11,6 +11,7 @@ import (
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/execute"
+	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/tell"
@@ -65,13 +66,13 @@ func (s *Sweeper) apply(ctx context.Context, m policy.Manager, rec record.Record
 
 // freedByDelete is what plan p's fresh DELETE will free, read before it;
 // nil for any other plan and with --reclaim=false. When reading it fails
-// or takes too long (see namespaceReclaimed), the error says why: the
+// or takes too long (see probe.Reclaim.Namespace), the error says why: the
 // DELETE goes ahead, what it freed unknown.
 func (s *Sweeper) freedByDelete(ctx context.Context, r *sweepRun, p *plan) (*report.Reclaimed, error) {
 	if s.cfg.SkipReclaim || p.step != stepAct || p.policy.Action.Type != policy.ActionDelete {
 		return nil, nil
 	}
-	freed, err := s.namespaceReclaimed(ctx, &r.reclaims, p.target.name)
+	freed, err := r.reclaim.Namespace(ctx, p.target.name)
 	if err != nil {
 		s.log.Warn("what the DELETE frees is not known", "namespace", p.target.name, "error", err.Error())
 		return nil, err
@@ -159,7 +160,7 @@ func (s *Sweeper) scaleDown(ctx context.Context, namespace string, selectors []p
 	effects, err := execute.EachWorkload(ctx, s.clients, namespace, selectors, func(resource schema.GroupVersionResource, kind string, w *unstructured.Unstructured) (string, error) {
 		effect, scaled, err := execute.ScaleToZero(ctx, s.clients, s.writer, resource, kind, w)
 		if scaled != nil {
-			freed.Add(workloadReclaimed(scaled))
+			freed.Add(probe.ScalingFrees(scaled))
 		}
 		return effect, err
 	})

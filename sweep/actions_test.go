@@ -6,6 +6,7 @@ import (
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/execute"
+	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -41,7 +42,9 @@ func TestWorkloadFieldsKeepWhatIsRead(t *testing.T) {
 	if execute.SpecReplicas(w) != 2 {
 		t.Errorf("replicas %d, want 2", execute.SpecReplicas(w))
 	}
-	reclaimWant(t, "2 replicas", workloadReclaimed(w), "1", "640Mi", "0", 0)
+	if freed := probe.ScalingFrees(w); freed.CPU.String() != "1" || freed.Memory.String() != "640Mi" {
+		t.Errorf("frees %s CPU and %s memory, want 1 and 640Mi", freed.CPU.String(), freed.Memory.String())
+	}
 	if size := len(write.MustJSON(w.Object)); size > 1<<10 {
 		t.Errorf("%d bytes kept of a workload of more than 1 MiB", size)
 	}

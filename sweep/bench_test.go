@@ -16,6 +16,7 @@ import (
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/cluster/clustertest"
 	"github.com/nsman/nsman/internal/decide"
+	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
@@ -138,20 +139,19 @@ func BenchmarkRulePairs(b *testing.B) {
 	s := &Sweeper{cfg: Config{MaxHold: decide.DefaultMaxHold, PageSize: DefaultPageSize}}
 	r := &sweepRun{now: now, stop: context.Background()}
 	ru := s.newRuleRun(r, obj, m, status.Status{})
-	x := newLabelIndex()
+	x := probe.NewIndex()
 	for i := range benchManagers {
 		name := fmt.Sprintf("e2e-%05d", i)
 		ru.pairs = append(ru.pairs, cluster.NamespaceOf(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name),
 			CreationTimestamp: metav1.NewTime(now.Add(-time.Hour)), Labels: map[string]string{"ci": "e2e"}}}))
-		x.add(name, notSucceeded("e2e-0"), map[string]string{"app": "e2e"})
+		x.Add(name, "pod e2e-0 has not succeeded", map[string]string{"app": "e2e"})
 	}
 	ru.entries = make([]report.Entry, len(ru.pairs))
-	x.seen = nil
 	b.ReportAllocs()
 	for b.Loop() {
 		for i := range ru.pairs {
 			var passed bool
-			if _, work := ru.evaluate(context.Background(), i, x.answers(nil, &passed)); work || passed || ru.entries[i].State != report.StateWaiting {
+			if _, work := ru.evaluate(context.Background(), i, x.Answers(nil, &passed)); work || passed || ru.entries[i].State != report.StateWaiting {
 				b.Fatalf("%s: %s (%s), want waiting", ru.pairs[i].Name, ru.entries[i].State, ru.entries[i].Message)
 			}
 		}

@@ -10,10 +10,12 @@ import (
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/decide"
+	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/tell"
 	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/webhook"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Config is a typed sweep configuration; cmd builds it from flags.
@@ -181,4 +183,16 @@ func New(cfg Config, clients cluster.Clients, sender *webhook.Sender, log *slog.
 // reads is the reader of s's clients and configuration.
 func (s *Sweeper) reads() cluster.Reader {
 	return cluster.Reader{Clients: s.clients, PageSize: s.cfg.PageSize, Namespace: s.cfg.Namespace, LabelSelector: s.cfg.LabelSelector, Log: s.log}
+}
+
+// probe gives sweep r what it reads of namespaces: one of each probe.
+func (s *Sweeper) probe(r *sweepRun) {
+	reads := probe.Reads{Reader: s.reads(), ClaimTTL: s.cfg.ClaimTTL}
+	r.pods, r.activity = probe.NewPods(reads), probe.NewActivity(reads)
+	r.reclaim, r.stuck = probe.NewReclaim(reads), probe.NewStuck(reads, s.cfg.StuckAfter)
+}
+
+// ours reports whether the manager of uid is of this sweep's shard.
+func (s *Sweeper) ours(uid types.UID) bool {
+	return cluster.ShardOf(uid, s.cfg.ShardCount) == s.cfg.ShardIndex
 }

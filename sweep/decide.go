@@ -15,6 +15,7 @@ import (
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/decide"
+	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
@@ -153,7 +154,7 @@ func (s *Sweeper) evaluateManager(ctx context.Context, r *sweepRun, obj *unstruc
 		e, unread := s.terminating(ctx, r, e, ns, fmt.Sprintf("namespace %s is terminating", e.Target))
 		return decision{manager: m, entry: e, stuckUnread: unread}
 	}
-	return backOff(s.evaluatePolicies(ctx, r, m, e, t, s.checks(r, false), stored.Progress, "",
+	return backOff(s.evaluatePolicies(ctx, r, m, e, t, r.pods.Checks(false), stored.Progress, "",
 		decide.Hold{On: "namespace " + e.Target, Value: ns.Hold}, decide.Hold{On: "manager " + m.Namespace + "/" + m.Name, Value: obj.GetAnnotations()[status.HoldAnnotation]}),
 		stored.Progress, "", r.now)
 }
@@ -236,7 +237,7 @@ func confirmDelete(m policy.Manager, e report.Entry, stored status.Progress, spe
 // progress stored (the stages fired in m's generation, or spec, skipped),
 // then the holds: a plan when a policy holds and no hold keeps it, else
 // the waiting entry with its minChecks progress.
-func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Manager, e report.Entry, t target, check podsCheck, stored status.Progress, spec string, holds ...decide.Hold) decision {
+func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Manager, e report.Entry, t target, check probe.Check, stored status.Progress, spec string, holds ...decide.Hold) decision {
 	in := policy.Input{Now: r.now, TargetCreated: t.listed.Created, Checks: stored.Checks, Pods: map[int]policy.PodsCheck{}, Fired: status.FiredIn(stored.Fired, m.Generation, spec),
 		TargetExpires: t.listed.Expires, TargetTouched: t.listed.Touched}
 	held := decide.HoldsAt(holds, r.now, s.cfg.MaxHold)
@@ -258,7 +259,7 @@ func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Ma
 				e.Message = fmt.Sprintf("policy %q: the last activity in namespace %s is not read %s", m.Policies[out.Policy].Name, e.Target, why)
 				return applyHold(held, decision{manager: m, entry: e, checks: out.Checks})
 			}
-			activity, indexed, err := s.lastActivity(ctx, &r.activities, e.Target)
+			activity, indexed, err := r.activity.Last(ctx, e.Target)
 			if err != nil {
 				return applyHold(held, decision{manager: m, entry: failedEntry(e, err)})
 			}
@@ -270,7 +271,7 @@ func (s *Sweeper) evaluatePolicies(ctx context.Context, r *sweepRun, m policy.Ma
 				// listed: the namespace's own lists confirm it is idle,
 				// unless a hold, a freeze or --max-actions keeps the plan
 				// from acting.
-				activity, err := s.namespaceActivity(ctx, e.Target)
+				activity, err := r.activity.Read(ctx, e.Target)
 				if err != nil {
 					return applyHold(held, decision{manager: m, entry: failedEntry(e, err)})
 				}
@@ -383,4 +384,57 @@ func timePtr(t time.Time) *time.Time {
 	}
 	t = t.UTC()
 	return &t
+}
+
+// terminating is the entry of a subject whose target ns is terminating:
+// stuck, when it is, with why. Reading why may fail (unread): the entry
+// says so, and what the record says of it is kept as it was.
+func (s *Sweeper) terminating(ctx context.Context, r *sweepRun, e report.Entry, ns cluster.Namespace, msg string) (_ report.Entry, unread bool) {
+	e.State, e.Message = report.StateTargetTerminating, msg
+	st, err := r.stuck.Of(ctx, ns, r.now)
+	switch {
+	case err != nil:
+		e.Message += "; " + err.Error()
+		return e, true
+	case st != nil:
+		e.Stuck, e.Message = st, probe.Message(ns.Name, st)
+	}
+	return e, false
+}
+
+// deletedTerminating is the verdict of a manager deactivated by its
+// DELETE while its target is still terminating: its entry says so, and a
+// stuck namespace is written in its status (only when the cause changes).
+// A status that still says stuck of a namespace now gone is cleared. The
+// tenancy guards come first: what the status of a manager they refuse says
+// of another namespace is its tenant's word, and no namespace is read for it.
+func (s *Sweeper) deletedTerminating(ctx context.Context, r *sweepRun, m policy.Manager, e report.Entry, stored status.Status) (decision, bool) {
+	if s.refuse(m) != "" {
+		return decision{}, false
+	}
+	last := stored.LastAction
+	deleted := last != nil && last.Action == policy.ActionDelete && last.Result == report.ResultSucceeded && e.Target != m.Namespace
+	if !deleted && stored.Stuck == nil {
+		return decision{}, false
+	}
+	namespaces, err := s.namespaces(ctx, r)
+	if err != nil {
+		return decision{}, false
+	}
+	ns, exists := namespaces[e.Target]
+	// The namespace it deleted, not one recreated under its name since,
+	// nor one a status written by hand names: a record without targetUID
+	// matches none.
+	deleted = deleted && exists && last.TargetUID != "" && last.TargetUID == ns.UID
+	if !deleted || !ns.Terminating {
+		if stored.Stuck == nil {
+			return decision{}, false
+		}
+		// Gone: the status says stuck no more.
+		e.State, e.Message = report.StateDeactivated, "spec.deactivated is true"
+		return decision{manager: m, entry: e, stuckOnly: true}, true
+	}
+	e.Policy, e.Action = last.Policy, last.Action
+	e, unread := s.terminating(ctx, r, e, ns, fmt.Sprintf("namespace %s, deleted by policy %q at %s, is terminating", e.Target, last.Policy, last.Time.UTC().Format(time.RFC3339)))
+	return decision{manager: m, entry: e, stuckOnly: true, stuckUnread: unread}, true
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/webhook"
 )
@@ -99,7 +100,7 @@ func (s *Sweeper) route(ctx context.Context, m policy.Manager, rawURL string) (w
 	endpoints := func(ctx context.Context) ([]netip.AddrPort, error) {
 		// Bound: one Service by name and what podEndpoints reads, within
 		// the namespace read timeout (a quarter of --claim-ttl, at most 10 s).
-		ctx, cancel := context.WithTimeout(ctx, s.namespaceReadTimeout())
+		ctx, cancel := context.WithTimeout(ctx, probe.Reads{ClaimTTL: s.cfg.ClaimTTL}.NamespaceTimeout())
 		defer cancel()
 		since := ""
 		if first != nil {

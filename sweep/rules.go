@@ -17,6 +17,7 @@ import (
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/decide"
+	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/tell"
@@ -146,9 +147,9 @@ type ruleRun struct {
 	// index is the pods index the pairs were screened with, if they were,
 	// and unconfirmed marks those it let pass; perNamespace checks one
 	// namespace by itself.
-	index        *labelIndex
+	index        *probe.Index
 	unconfirmed  []bool
-	perNamespace podsCheck
+	perNamespace probe.Check
 	// offered: a pair was offered a place under --max-actions.
 	offered atomic.Bool
 }
@@ -210,7 +211,7 @@ func (ru *ruleRun) match(namespaces map[string]cluster.Namespace) ([]report.Entr
 }
 
 // stuck returns the entries of the namespaces the rule would delete that
-// are stuck in Terminating (see Sweeper.stuck); those terminating for less
+// are stuck in Terminating (see probe.Stuck); those terminating for less
 // than --stuck-after get none, as before.
 func (ru *ruleRun) stuck(ctx context.Context) []report.Entry {
 	var entries []report.Entry
@@ -247,7 +248,7 @@ type pairWork struct {
 
 // evaluate evaluates pair i with check, and returns its work, if any: a
 // pair without is final, its entry kept and told.
-func (ru *ruleRun) evaluate(ctx context.Context, i int, check podsCheck) (pairWork, bool) {
+func (ru *ruleRun) evaluate(ctx context.Context, i int, check probe.Check) (pairWork, bool) {
 	e := ru.base
 	e.Target = ru.pairs[i].Name
 	if ru.r.stop.Err() != nil {
@@ -267,7 +268,7 @@ func (ru *ruleRun) evaluate(ctx context.Context, i int, check podsCheck) (pairWo
 }
 
 // evaluatePair decides what to do with one pair, writing nothing.
-func (s *Sweeper) evaluatePair(ctx context.Context, r *sweepRun, pr *record.Pair, e report.Entry, check podsCheck, ruleHold string) decision {
+func (s *Sweeper) evaluatePair(ctx context.Context, r *sweepRun, pr *record.Pair, e report.Entry, check probe.Check, ruleHold string) decision {
 	m, stored := *pr.Rule, pr.Stored
 	t := target{name: e.Target, uid: pr.Namespace.UID, listed: pr.Namespace, going: pr.Namespace.Terminating, home: true}
 	if d, live := s.liveClaim(m, e, stored.Claim); live {
@@ -300,21 +301,21 @@ const PairChunk = 256
 // with the sweep's index of pods that have not succeeded: that settles the
 // pairs it finds such a pod in, and those with nothing to carry out. The
 // others are evaluated again in their chunk, on reads made then (see
-// confirmer): the index cannot let a check pass, as a pod may have started
+// probe.Confirmer): the index cannot let a check pass, as a pod may have started
 // since it was listed.
 func (ru *ruleRun) screen(ctx context.Context) []int {
-	s, r := ru.s, ru.r
+	r := ru.r
 	// So many PODS_FAILED checks would pass PodIndexAfter anyway: the index
 	// of failed pods and Jobs answers them from the first.
-	ru.perNamespace = s.checks(r, len(ru.pairs) > PodIndexAfter)
-	if len(ru.pairs) > PodIndexAfter && checksPods(*ru.rule) {
-		ru.index, _ = s.sweepIndex(ctx, r, notSucceededQuery) // without it, every pair is checked in its chunk
+	ru.perNamespace = r.pods.Checks(len(ru.pairs) > probe.PodIndexAfter)
+	if len(ru.pairs) > probe.PodIndexAfter && checksPods(*ru.rule) {
+		ru.index, _ = r.pods.Pending(ctx) // without it, every pair is checked in its chunk
 	}
 	work := make([]bool, len(ru.pairs))
 	if ru.index != nil {
 		ru.unconfirmed = make([]bool, len(ru.pairs))
 		r.bounded(len(ru.pairs), func(i int) {
-			_, work[i] = ru.evaluate(ctx, i, ru.index.answers(ru.perNamespace, &ru.unconfirmed[i]))
+			_, work[i] = ru.evaluate(ctx, i, ru.index.Answers(ru.perNamespace, &ru.unconfirmed[i]))
 		})
 	}
 	// A pair screened with nothing to carry out is not evaluated again.
@@ -334,7 +335,7 @@ func (ru *ruleRun) screen(ctx context.Context) []int {
 // writes; chunks keep the time between a pair's check and its action short.
 func (ru *ruleRun) actInChunks(ctx context.Context, pending []int) {
 	s, r := ru.s, ru.r
-	confirm := s.confirmer(*ru.rule, ru.index, ru.perNamespace)
+	confirm := r.pods.Confirmer(*ru.rule, ru.index, ru.perNamespace)
 	for first := 0; first < len(pending); first += PairChunk {
 		chunk := pending[first:min(first+PairChunk, len(pending))]
 		if r.stop.Err() != nil {
@@ -350,7 +351,7 @@ func (ru *ruleRun) actInChunks(ctx context.Context, pending []int) {
 				again++
 			}
 		}
-		check := confirm.checks(ctx, names, again)
+		check := confirm.Checks(ctx, names, again)
 		var (
 			mu   sync.Mutex
 			todo []pairWork
@@ -405,7 +406,7 @@ func (r *sweepRun) bounded(n int, fn func(i int)) {
 // and has a PODS_SUCCEED policy. The sweep then lists the index beside the
 // namespaces rather than after them.
 func (s *Sweeper) indexAhead(r *sweepRun, l cluster.Listed) bool {
-	if s.ruleEvaluated(r, l) <= PodIndexAfter {
+	if s.ruleEvaluated(r, l) <= probe.PodIndexAfter {
 		return false
 	}
 	m, problems := policy.Parse(l.Obj)
@@ -532,4 +533,15 @@ func byState(states map[report.State]int) string {
 		parts = append(parts, fmt.Sprintf("%d %s", states[k], k))
 	}
 	return ": " + strings.Join(parts, ", ")
+}
+
+// ruleReadsActivity reports whether rule l, with an IDLE policy, had more
+// than ActivityIndexAfter namespaces to evaluate, as far as its last status
+// tells (see ruleEvaluated).
+func (s *Sweeper) ruleReadsActivity(r *sweepRun, l cluster.Listed) bool {
+	if s.ruleEvaluated(r, l) <= probe.ActivityIndexAfter {
+		return false
+	}
+	m, problems := policy.Parse(l.Obj)
+	return len(problems) == 0 && !m.Deactivated && slices.Contains(s.cfg.TrustedNamespaces, m.Namespace) && m.Idles()
 }

@@ -2,18 +2,17 @@ package sweep
 
 import (
 	"encoding/json"
-	"log/slog"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	metadatafake "k8s.io/client-go/metadata/fake"
 
 	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/internal/status"
-	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 )
 
@@ -51,16 +50,16 @@ func TestIndexAhead(t *testing.T) {
 		rule cluster.Listed
 		want bool
 	}{
-		{"matched many, checks pods", rule("platform", PodIndexAfter+1, false, ttl, pods), true},
+		{"matched many, checks pods", rule("platform", probe.PodIndexAfter+1, false, ttl, pods), true},
 		{"no status yet", rule("platform", -1, false, pods), false},
-		{"matched few", rule("platform", PodIndexAfter, false, pods), false},
+		{"matched few", rule("platform", probe.PodIndexAfter, false, pods), false},
 		{"no PODS_SUCCEED", rule("platform", 5000, false, ttl), false},
 		{"paused", rule("platform", 5000, true, pods), false},
 		{"not in a trusted namespace", rule("team-a", 5000, false, pods), false},
 		{"invalid", rule("platform", 5000, false, map[string]any{"name": "broken"}), false},
 		{"most governed", ruleWith("platform", &status.RuleSummary{Matched: 5000, States: map[report.State]int{report.StateGoverned: 4950, report.StateWaiting: 50}}, false, pods), false},
 		{"states by shard, many waiting", ruleWith("platform", &status.RuleSummary{Matched: 5000, States: map[report.State]int{report.StateGoverned: 10, report.StateWaiting: 101}}, false, pods), true},
-		{"no states yet", ruleWith("platform", &status.RuleSummary{Matched: PodIndexAfter + 1}, false, pods), true},
+		{"no states yet", ruleWith("platform", &status.RuleSummary{Matched: probe.PodIndexAfter + 1}, false, pods), true},
 	} {
 		if got := s.indexAhead(r, tt.rule); got != tt.want {
 			t.Errorf("%s: indexAhead = %v, want %v", tt.name, got, tt.want)
@@ -68,50 +67,65 @@ func TestIndexAhead(t *testing.T) {
 	}
 	// Four shards: the one owning the rule evaluates about a quarter.
 	s.cfg.ShardCount = 4
-	if s.indexAhead(r, ruleWith("platform", &status.RuleSummary{Matched: 4 * PodIndexAfter}, false, pods)) {
-		t.Errorf("4 shards, %d matched, no states: indexAhead = true, want false", 4*PodIndexAfter)
+	if s.indexAhead(r, ruleWith("platform", &status.RuleSummary{Matched: 4 * probe.PodIndexAfter}, false, pods)) {
+		t.Errorf("4 shards, %d matched, no states: indexAhead = true, want false", 4*probe.PodIndexAfter)
 	}
 }
 
-// TestConfirmerAnswersForTheWholeChunk: a list made to check again the
-// namespaces the index let pass answers for every namespace of the chunk
-// (a namespace due by another policy, with a pod running, is not let
-// pass), and a namespace outside the chunk is asked by itself.
-func TestConfirmerAnswersForTheWholeChunk(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := metav1.AddMetaToScheme(scheme); err != nil {
-		t.Fatal(err)
+func TestStuckCauseIgnoresCounts(t *testing.T) {
+	since := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	stuck := func(msg string, reason string) *report.Stuck {
+		return &report.Stuck{Since: since, Reasons: []report.StuckReason{{Reason: reason, Message: msg}}}
 	}
-	running := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: "busy", Name: "run", Labels: map[string]string{"app": "e2e"}}}
-	elsewhere := running.DeepCopy()
-	elsewhere.Namespace = "elsewhere"
-	js, kube := newJobsServer(t)
-	js.pods = []metav1.PartialObjectMetadata{*running, *elsewhere}
-	s := &Sweeper{cfg: Config{PageSize: DefaultPageSize, ClaimTTL: DefaultClaimTTL}, log: slog.New(slog.DiscardHandler),
-		clients: cluster.Clients{Metadata: metadatafake.NewSimpleMetadataClient(scheme, running, elsewhere), Kube: kube}}
-	obj := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "k8s.consol.de/v1beta1", "kind": "NamespaceManager",
-		"metadata": map[string]any{"name": "leftovers", "namespace": "platform", "uid": "u", "generation": int64(1)},
-		"spec": map[string]any{"namePatterns": []any{"*"}, "policies": []any{
-			map[string]any{"name": "done", "condition": map[string]any{"type": "PODS_SUCCEED", "params": map[string]any{"podLabels": map[string]any{"app": "e2e"}}}, "action": map[string]any{"type": "DELETE"}},
-		}},
-	}}
-	m, problems := policy.Parse(obj)
-	if len(problems) > 0 {
-		t.Fatal(problems)
+	was := stuck("example.com/hold in 3 resource instances", report.StuckFinalizersRemaining)
+	if got := status.SameCause(was, stuck("example.com/hold in 1 resource instances", report.StuckFinalizersRemaining)); got != was {
+		t.Errorf("fewer objects left: kept %+v, want the record as stored", got)
 	}
-	index := newLabelIndex()
-	r := &sweepRun{}
-	check := s.confirmer(m, index, s.checks(r, false)).checks(t.Context(), []string{"a", "b", "c", "busy"}, 3)
-	cond := m.Policies[0].Condition
-	for ns, want := range map[string]int{"a": 0, "busy": 1, "elsewhere": 1} {
-		got, err := check(t.Context(), ns, cond)
-		if err != nil {
-			t.Fatal(err)
+	if got := status.SameCause(was, stuck("example.com/renamed in 1 resource instances", report.StuckFinalizersRemaining)); got != was {
+		t.Errorf("a finalizer renamed (a tenant may, at every sweep): kept %+v, want the record as stored", got)
+	}
+	other := stuck("widgets.example.com has 1 resource instances", report.StuckContentRemaining)
+	if got := status.SameCause(was, other); got != other {
+		t.Errorf("another reason: kept %+v, want the new cause", got)
+	}
+	if got := status.SameCause(was, nil); got != nil {
+		t.Errorf("not stuck any more: kept %+v, want none", got)
+	}
+	if (*report.Stuck)(nil).Cause() != "" {
+		t.Error("no stuck record has a cause")
+	}
+}
+
+// A rule's status lists its first 10 stuck namespaces by name, each as
+// first seen with its cause; a sweep that finds the same causes (counts
+// aside), or cannot read a listed namespace, tells nothing new, and a
+// namespace past the first 10 is told once it is listed.
+func TestRuleKeepsStuck(t *testing.T) {
+	since := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	entries := func(n int, count string) []report.Entry {
+		var out []report.Entry
+		for i := range n {
+			out = append(out, report.Entry{Target: fmt.Sprintf("ns-%02d", i), State: report.StateTargetTerminating,
+				Stuck: &report.Stuck{Since: since, Reasons: []report.StuckReason{{Reason: report.StuckContentRemaining, Message: "widgets has " + count + " resource instances"}}}})
 		}
-		if got.NotSucceeded != want {
-			t.Errorf("%s: %+v, want %d not succeeded", ns, got, want)
-		}
+		return out
+	}
+	var first status.RuleSummary
+	if told := keepStuck(&first, entries(12, "3"), nil); len(told) != status.MaxLatest || len(first.Stuck) != status.MaxLatest || first.Stuck[9].Namespace != "ns-09" {
+		t.Fatalf("first sweep: told %d, listed %+v; want the first %d by name", len(told), first.Stuck, status.MaxLatest)
+	}
+	var again status.RuleSummary
+	if told := keepStuck(&again, entries(12, "1"), &first); len(told) != 0 || !strings.Contains(again.Stuck[0].Reasons[0].Message, "has 3 resource") {
+		t.Errorf("same causes, fewer objects: told %q, listed %+v; want nothing told, the record as first seen", told, again.Stuck[0])
+	}
+	unread := entries(12, "1")
+	unread[0].Stuck = nil
+	var third status.RuleSummary
+	if told := keepStuck(&third, unread, &again); len(told) != 0 || len(third.Stuck) != status.MaxLatest || third.Stuck[0].Namespace != "ns-00" {
+		t.Errorf("ns-00 not read: told %q, listed %+v; want it kept as stored", told, third.Stuck)
+	}
+	var fourth status.RuleSummary
+	if told := keepStuck(&fourth, entries(12, "1")[1:], &third); len(told) != 1 || !strings.Contains(told[0], "ns-10") {
+		t.Errorf("ns-00 gone: told %q; want ns-10, now listed, told once", told)
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/decide"
+	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
@@ -42,6 +43,7 @@ func (s *Sweeper) Run(ctx context.Context) (report.Report, error) {
 	}
 	r := &sweepRun{status: status, stop: ctx, governed: map[string][]governor{}, pairSlots: make(chan struct{}, s.cfg.Concurrency),
 		share: newFairShare(s.cfg.MaxActions, s.cfg.SweepID)}
+	s.probe(r)
 	// Work already started outlives an interrupt by InterruptGrace, so that
 	// an action under way finishes and is recorded; nothing new starts.
 	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
@@ -100,22 +102,15 @@ type sweepRun struct {
 	nsOnce sync.Once
 	nsErr  error
 	ns     map[string]cluster.Namespace
-	// stuck holds the namespaces read to say why they are stuck.
-	stuck stuckNamespaces
-	// reclaims is what the sweep read of what DELETEs free; reclaimUnknown
-	// counts the DELETEs done whose reclaim could not be read.
-	reclaims       reclaims
+	// What the sweep reads of namespaces to decide on them, each read
+	// once however many subjects ask (see probe).
+	pods     *probe.Pods
+	activity *probe.Activity
+	reclaim  *probe.Reclaim
+	stuck    *probe.Stuck
+	// reclaimUnknown counts the DELETEs done whose reclaim could not be
+	// read.
 	reclaimUnknown atomic.Int64
-	// activities is what the sweep read of the last activity in
-	// namespaces (IDLE).
-	activities activities
-
-	// podChecks counts pods checks (see PodIndexAfter); pending indexes the
-	// pods that have not succeeded, failures the failed pods and Jobs.
-	podChecks         atomic.Int64
-	pending, failures onceIndex
-	// jobs holds what the checks read of each namespace's Jobs.
-	jobs sweepJobs
 
 	// governed maps each namespace single-target managers (of any shard)
 	// may act on to those managers: rules leave it alone if one of them
@@ -296,7 +291,9 @@ func (s *Sweeper) listManagers(ctx, work context.Context, r *sweepRun, q *queue)
 	var l listing
 	uids := map[types.UID]bool{}
 	indexing := false
-	countAhead := func(page *cluster.ManagerPage) { s.countAhead(&r.activities, page, s.clock()) }
+	countAhead := func(page *cluster.ManagerPage) {
+		r.activity.ExpectAhead(page, s.clock(), s.ours, s.cfg.TrustedNamespaces)
+	}
 	l.err = s.reads().EachManagerPaged(ctx, false, countAhead, func(m cluster.Listed) {
 		uids[m.Obj.GetUID()] = true
 		if !l.any {
@@ -309,10 +306,10 @@ func (s *Sweeper) listManagers(ctx, work context.Context, r *sweepRun, q *queue)
 			r.rules = append(r.rules, m)
 			if !indexing && s.indexAhead(r, m) {
 				indexing = true
-				q.wg.Go(func() { _, _ = s.sweepIndex(work, r, notSucceededQuery) })
+				q.wg.Go(func() { _, _ = r.pods.Pending(work) })
 			}
 			if s.ruleReadsActivity(r, m) {
-				r.activities.indexed.Store(true)
+				r.activity.IndexAll()
 			}
 			return
 		}

@@ -109,9 +109,9 @@ const (
 // longer over its bound all fail, so that moving code lowers the entries
 // and no new exception comes in.
 var knownOver = map[string]int{
-	"sweep": 4133,
+	"sweep": 2922,
 
-	"sweep.Sweeper": 78,
+	"sweep.Sweeper": 58,
 
 	"cmd.sweepOptions.config":          70,
 	"cmd.sweepOptions.run":             64,
@@ -119,7 +119,6 @@ var knownOver = map[string]int{
 	"doctor.permissions":               64,
 	"metrics.decodeTotals":             88,
 	"policy.parser.rule":               67,
-	"sweep.Sweeper.listFreed":          70,
 	"sweep.Sweeper.removeStaleRecords": 69,
 	"sweep.Sweeper.route":              76,
 	"webhook.NewSender":                62,

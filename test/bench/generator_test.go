@@ -373,7 +373,7 @@ func TestRenderIdle(t *testing.T) {
 	for _, want := range []string{
 		"A fresh control plane of its own for each size up to 1000 (N = 1000), where the targets are set",
 		"(idleSeconds 60) → DELETE, then N/2 with `TTL` 86400 s → DELETE (not due)",
-		"`nsman.k8s.consol.de/touched`", "for the first 32\nnamespaces of a sweep (sweep.ActivityIndexAfter)",
+		"`nsman.k8s.consol.de/touched`", "for the first 32\nnamespaces of a sweep (probe.ActivityIndexAfter)",
 		"until the IDLE namespaces are 60 s old, then creates one ControllerRevision in each",
 		"measured 3 times, interleaved", "(metadata only, page size 500) of each of pods, ReplicaSets,\nControllerRevisions and Jobs, cluster-wide",
 		"the generator fails the run if one does not",

@@ -226,7 +226,7 @@ func countedRevisions(ctx context.Context, s *session, oldest time.Time, want in
 }
 
 // floorActivityLists lists, cluster-wide, paged and metadata only, what
-// IDLE counts as activity: what nsman reads past sweep.ActivityIndexAfter
+// IDLE counts as activity: what nsman reads past probe.ActivityIndexAfter
 // namespaces.
 func floorActivityLists(ctx context.Context, cfg *rest.Config) (string, error) {
 	var counts []string

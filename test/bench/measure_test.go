@@ -151,7 +151,7 @@ func floorLists(ctx context.Context, cfg *rest.Config) (managers, namespaces int
 }
 
 // floorPodsList lists, paged and metadata only, the pods that have not
-// succeeded: the index nsman's pods checks use past sweep.PodIndexAfter.
+// succeeded: the index nsman's pods checks use past probe.PodIndexAfter.
 func floorPodsList(ctx context.Context, cfg *rest.Config) (int, error) {
 	return metadataPages(ctx, cfg, "pods", metav1.ListOptions{FieldSelector: "status.phase!=Succeeded"})
 }

@@ -9,11 +9,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/report"
 
 	"github.com/nsman/nsman/policy"
-	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -326,7 +326,7 @@ func method(b *strings.Builder, rep benchRun) {
 	p("runs touch the same namespaces. A round runs nsman's sweep, then the sweep with `--reclaim=false`, then each of those floors,\n")
 	p("in turn; the rows are the median runs, and their notes list every run. nsman's DELETE sweep reads, before each DELETE, what it\n")
 	p("frees (sweep/reclaim.go): three lists per namespace (pods not finished, PersistentVolumeClaims, LoadBalancer Services) for the\n")
-	p("first %d DELETEs, then the same three lists once, cluster-wide and paged; with `--reclaim=false` it reads none of them. One more set\n", sweep.ReclaimIndexAfter)
+	p("first %d DELETEs, then the same three lists once, cluster-wide and paged; with `--reclaim=false` it reads none of them. One more set\n", probe.ReclaimIndexAfter)
 	p("is seeded for the unthrottled diagnostic and one for each sharded run. Each set is seeded just before its run, untimed, and\n")
 	p("the namespaces a run deleted are finalized after it, untimed, as the namespace controller (which the API tier lacks) would:\n")
 	p("each run finds the N managers, their namespaces and its own set, not the namespaces of other runs.\n\n")
@@ -382,9 +382,9 @@ func idleMethod(b *strings.Builder, sizes []int) {
 	p("untimed, to `%s`. Seeded: N managers, each in its own namespace and targeting it; first N/2 with one policy, `IDLE`\n", Command)
 	p("(idleSeconds %d) → DELETE, then N/2 with `TTL` 86400 s → DELETE (not due). A sweep reads nothing for an IDLE policy until\n", s)
 	p("idleSeconds have passed since its namespace's creation (or its `%s` annotation); from then on it reads\n", policy.TouchedAnnotation)
-	p("the namespace's activity, the newest creation of a pod, ReplicaSet, ControllerRevision or Job in it: for the first %d\n", sweep.ActivityIndexAfter)
-	p("namespaces of a sweep (sweep.ActivityIndexAfter), four paged lists in the namespace, metadata only; past them, the same four\n")
-	p("lists once, cluster-wide and paged; from the first namespace when the managers' statuses say more than %d of them read their\n", sweep.ActivityIndexAfter)
+	p("the namespace's activity, the newest creation of a pod, ReplicaSet, ControllerRevision or Job in it: for the first %d\n", probe.ActivityIndexAfter)
+	p("namespaces of a sweep (probe.ActivityIndexAfter), four paged lists in the namespace, metadata only; past them, the same four\n")
+	p("lists once, cluster-wide and paged; from the first namespace when the managers' statuses say more than %d of them read their\n", probe.ActivityIndexAfter)
 	p("activity in the sweep before, as after the first sweep here. An IDLE policy that would hold on the cluster-wide lists' answer is confirmed with the\n")
 	p("namespace's own four lists; one that waits is not. So that every IDLE manager reads its activity and still waits, the\n")
 	p("generator waits, untimed, until the IDLE namespaces are %d s old, then creates one ControllerRevision in each (no controller\n", s)

@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
+	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/report"
-	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -105,7 +105,7 @@ func TestPodsFailed(t *testing.T) {
 // ways, with the same words as a check of its own.
 func TestPodsFailedFromTheIndex(t *testing.T) {
 	e := setup(t)
-	n := sweep.PodIndexAfter + 100
+	n := probe.PodIndexAfter + 100
 	caseID := ""
 	failing := map[string]bool{}
 	for i := range n {
@@ -138,7 +138,7 @@ func TestPodsFailedFromTheIndex(t *testing.T) {
 	// Per-namespace checks stop at the threshold: at most two requests
 	// each (failed pods, then Jobs), then the index's lists. Checked one by
 	// one, the 200 would take 300.
-	if gets := res.Report.Summary.Requests["get"]; gets > 2*sweep.PodIndexAfter+20 {
+	if gets := res.Report.Summary.Requests["get"]; gets > 2*probe.PodIndexAfter+20 {
 		t.Errorf("%d list requests for %d checks: the index was not used", gets, n)
 	}
 }

@@ -19,10 +19,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nsman/nsman/cmd"
+	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
-	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -45,14 +45,14 @@ func createdAt(t *testing.T, ns string) time.Time {
 	return got.CreationTimestamp.Time
 }
 
-// idleRule creates sweep.ActivityIndexAfter + 8 namespaces and, in a
+// idleRule creates probe.ActivityIndexAfter + 8 namespaces and, in a
 // namespace of its own (also the case's ID), a rule "idle" over them with
 // an IDLE policy of a minute; it returns that namespace, the namespaces
 // and the newest one's creation.
 func idleRule(t *testing.T) (home string, targets []string, newest time.Time) {
 	t.Helper()
 	home = shared.Namespace(t)
-	targets = labelled(t, home, sweep.ActivityIndexAfter+8)
+	targets = labelled(t, home, probe.ActivityIndexAfter+8)
 	createManager(t, managerObj(home, "idle", home, []any{idlePolicy("idle a minute", 60, deleteAction)}, selecting(home)))
 	return home, targets, lastCreated(t, targets)
 }
@@ -219,7 +219,7 @@ func TestIdle(t *testing.T) {
 	}
 }
 
-// TestIdleIndexIsConfirmed: past sweep.ActivityIndexAfter namespaces, a
+// TestIdleIndexIsConfirmed: past probe.ActivityIndexAfter namespaces, a
 // rule's IDLE reads the last activity from the sweep's cluster-wide lists,
 // once; what they say is idle is read again in its namespace before it
 // acts. Here the rule's status says it matched more, so that the lists
@@ -349,13 +349,13 @@ func TestIdleInAFreezeIsNotConfirmed(t *testing.T) {
 }
 
 // Many IDLE managers of one namespace read its activity once, and never
-// the sweep's cluster-wide lists: sweep.ActivityIndexAfter counts
+// the sweep's cluster-wide lists: probe.ActivityIndexAfter counts
 // namespaces, not managers.
 func TestIdleManagersOfOneNamespaceReadItOnce(t *testing.T) {
 	e := setup(t)
 	ns := shared.Namespace(t)
 	caseID := ns
-	n := sweep.ActivityIndexAfter + 1
+	n := probe.ActivityIndexAfter + 1
 	for i := range n {
 		createManager(t, managerObj(ns, fmt.Sprintf("idle-%02d", i), caseID, []any{idlePolicy("idle a minute", 60, deleteAction)}, targeting(ns)))
 	}
@@ -399,14 +399,14 @@ func TestIdleUnderAHoldReadsNoActivity(t *testing.T) {
 }
 
 // A sweep whose managers' last status says more than
-// sweep.ActivityIndexAfter of them read their namespace's activity reads
+// probe.ActivityIndexAfter of them read their namespace's activity reads
 // it from the sweep's cluster-wide lists from the first, rather than that
 // many namespaces one by one first; so does a rule over more namespaces.
 func TestIdleIndexAhead(t *testing.T) {
 	e := setup(t)
 	home := shared.Namespace(t)
 	caseID := home
-	n := sweep.ActivityIndexAfter + 8
+	n := probe.ActivityIndexAfter + 8
 	var targets []string
 	for range n {
 		ns := shared.Namespace(t)
@@ -437,8 +437,8 @@ func TestIdleIndexAhead(t *testing.T) {
 			}
 		}
 	})
-	if in != sweep.ActivityIndexAfter || all != 1 {
-		t.Errorf("first sweep: ReplicaSets listed in %d namespaces and %d times cluster-wide, want %d and 1", in, all, sweep.ActivityIndexAfter)
+	if in != probe.ActivityIndexAfter || all != 1 {
+		t.Errorf("first sweep: ReplicaSets listed in %d namespaces and %d times cluster-wide, want %d and 1", in, all, probe.ActivityIndexAfter)
 	}
 	// The next (a dry run, at a time the ReplicaSets are recent) reads them
 	// all from the index.
@@ -470,7 +470,7 @@ func TestIdleIndexAhead(t *testing.T) {
 func TestIdleBeyondTheCapIsNotConfirmed(t *testing.T) {
 	e := setup(t)
 	caseID := shared.Namespace(t)
-	n := sweep.ActivityIndexAfter + 8
+	n := probe.ActivityIndexAfter + 8
 	var targets []string
 	for range n {
 		ns := shared.Namespace(t)

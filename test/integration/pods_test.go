@@ -19,13 +19,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/report"
-	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
-// Past sweep.PodIndexAfter pods checks, a sweep answers them from one
+// Past probe.PodIndexAfter pods checks, a sweep answers them from one
 // cluster-wide list of pods that have not succeeded; its decisions must be
 // those that checks namespace by namespace make. 120 PODS_SUCCEED managers,
 // 30 in each of 4 namespaces, each watch their own suite of pods: a suite
@@ -116,7 +116,7 @@ func TestPodsChecksAtScale(t *testing.T) {
 	if clusterWide < 1 {
 		t.Errorf("no cluster-wide pods list after %d checks", checks)
 	}
-	if limit := sweep.PodIndexAfter + fires + len(recv.Deliveries()); perNamespace > limit || perNamespace < fires {
+	if limit := probe.PodIndexAfter + fires + len(recv.Deliveries()); perNamespace > limit || perNamespace < fires {
 		t.Errorf("%d pods lists by namespace for %d checks, want between %d and %d", perNamespace, checks, fires, limit)
 	}
 	t.Logf("%d checks: %d pods lists by namespace, %d cluster-wide; %d fired", checks, perNamespace, clusterWide, fires)
@@ -141,7 +141,7 @@ type confirmCase struct {
 func newConfirmCase(t *testing.T) confirmCase {
 	t.Helper()
 	c := confirmCase{home: shared.Namespace(t), e2e: map[string]string{"app": "e2e"}}
-	c.targets = labelled(t, c.home, sweep.PodIndexAfter+confirmPassing)
+	c.targets = labelled(t, c.home, probe.PodIndexAfter+confirmPassing)
 	for i, ns := range c.targets {
 		phase := corev1.PodSucceeded
 		if i >= confirmPassing {

@@ -11,9 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/report"
-	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -34,7 +34,7 @@ func TestRuleAtScaleUnderAPIFaults(t *testing.T) {
 	const run, due = "rule-scale", 40
 	e2e := map[string]string{"app": "e2e"}
 	var passing, running []string
-	for i := range sweep.PodIndexAfter + due {
+	for i := range probe.PodIndexAfter + due {
 		ns := shared.Namespace(t)
 		patch := []byte(`{"metadata":{"labels":{"nsman.test/rule":"` + run + `"}}}`)
 		if _, err := shared.Admin.CoreV1().Namespaces().Patch(ctx, ns, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {

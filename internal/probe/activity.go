@@ -1,4 +1,4 @@
-package sweep
+package probe
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
 	"github.com/nsman/nsman/internal/cluster"
@@ -44,16 +45,17 @@ var activityResources = []struct {
 	{corev1.SchemeGroupVersion.WithResource("pods"), "Pod"},
 }
 
-// activities is what one sweep knows of the last activity in namespaces;
-// its zero value is ready, and it is safe for concurrent use.
-type activities struct {
+// Activity is what one sweep knows of the last activity in namespaces
+// (see NewActivity); it is safe for concurrent use.
+type Activity struct {
+	reads Reads
 	// mu guards asked, the namespaces asked about, each read once a sweep
 	// however many subjects ask, and ahead, those the managers listed say
 	// will be (see readsActivity): both count namespaces, not managers, so
 	// that many IDLE managers of one namespace cost its four lists, once.
 	// Past ActivityIndexAfter of either, or with a rule over more
 	// namespaces (see ruleReadsActivity), indexed is set and every
-	// namespace is answered from the index, from the first.
+	// namespace is answered from the index, from the first (see IndexAll).
 	mu      sync.Mutex
 	asked   map[string]*activityRead
 	ahead   map[string]bool
@@ -71,9 +73,15 @@ type activityRead struct {
 	err      error
 }
 
+// NewActivity returns the activity reads of a sweep that reads with reads.
+func NewActivity(reads Reads) *Activity { return &Activity{reads: reads} }
+
+// IndexAll answers every namespace from the sweep's index, from the first.
+func (x *Activity) IndexAll() { x.indexed.Store(true) }
+
 // ask returns the read of namespace, and how many namespaces were asked
 // about.
-func (x *activities) ask(namespace string) (*activityRead, int) {
+func (x *Activity) ask(namespace string) (*activityRead, int) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.asked == nil {
@@ -88,7 +96,7 @@ func (x *activities) ask(namespace string) (*activityRead, int) {
 }
 
 // expect counts namespace among those the managers listed will read.
-func (x *activities) expect(namespace string) {
+func (x *Activity) expect(namespace string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.ahead == nil {
@@ -112,49 +120,49 @@ func (c created) activity() policy.Activity {
 	return policy.Activity{At: c.at, What: fmt.Sprintf("%s %s created", c.kind, c.name)}
 }
 
-// lastActivity is the newest creation of a pod, ReplicaSet,
+// Last is the newest creation of a pod, ReplicaSet,
 // ControllerRevision or Job in namespace (a zero At: none). Past
 // ActivityIndexAfter namespaces it comes from the sweep's cluster-wide
 // index, and indexed is true: what the index found did happen, but what
 // was created since it was listed is missing from it, so that it can keep
-// an IDLE policy waiting, not let it hold (evaluatePolicies confirms).
-func (s *Sweeper) lastActivity(ctx context.Context, x *activities, namespace string) (a policy.Activity, indexed bool, err error) {
+// an IDLE policy waiting, not let it hold (its caller confirms with Read).
+func (x *Activity) Last(ctx context.Context, namespace string) (a policy.Activity, indexed bool, err error) {
 	read, asked := x.ask(namespace)
 	if x.indexed.Load() || asked > ActivityIndexAfter {
-		if index := s.activityIndex(ctx, x); index != nil {
+		if index := x.sweepIndex(ctx); index != nil {
 			return index[namespace].activity(), true, nil
 		}
 	}
-	read.once.Do(func() { read.activity, read.err = s.namespaceActivity(ctx, namespace) })
+	read.once.Do(func() { read.activity, read.err = x.Read(ctx, namespace) })
 	return read.activity, false, read.err
 }
 
-// namespaceActivity is the newest creation in namespace, read from its own
-// lists, bounded by namespaceReadTimeout: a namespace of very many pods
+// Read is the newest creation in namespace, read from its own
+// lists, bounded by Reads.NamespaceTimeout: a namespace of very many pods
 // fails its IDLE policy's read (and the policy waits) rather than holding
 // up a worker of the sweep.
-func (s *Sweeper) namespaceActivity(ctx context.Context, namespace string) (policy.Activity, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.namespaceReadTimeout())
+func (x *Activity) Read(ctx context.Context, namespace string) (policy.Activity, error) {
+	ctx, cancel := context.WithTimeout(ctx, x.reads.NamespaceTimeout())
 	defer cancel()
-	byNamespace, err := s.listCreated(ctx, namespace)
+	byNamespace, err := x.reads.listCreated(ctx, namespace)
 	if err != nil {
 		return policy.Activity{}, fmt.Errorf("read the last activity in %s: %w", namespace, err)
 	}
 	return byNamespace[namespace].activity(), nil
 }
 
-// activityIndex returns the sweep's index of the last activity in every
+// sweepIndex returns the sweep's index of the last activity in every
 // namespace, listed once, within --claim-ttl (as the reclaim index): a
 // cluster of very many pods holds up the IDLE policies waiting on it that
 // long at most. When listing it fails, it is nil, and namespaces are read
 // one by one.
-func (s *Sweeper) activityIndex(ctx context.Context, x *activities) map[string]created {
+func (x *Activity) sweepIndex(ctx context.Context) map[string]created {
 	x.once.Do(func() {
-		ctx, cancel := context.WithTimeout(ctx, s.cfg.ClaimTTL)
+		ctx, cancel := context.WithTimeout(ctx, x.reads.ClaimTTL)
 		defer cancel()
-		index, err := s.listCreated(ctx, metav1.NamespaceAll)
+		index, err := x.reads.listCreated(ctx, metav1.NamespaceAll)
 		if err != nil {
-			s.log.Warn("reading the last activity namespace by namespace", "error",
+			x.reads.Log.Warn("reading the last activity namespace by namespace", "error",
 				fmt.Errorf("list for the sweep's index of the last activity: %w", err).Error())
 			return
 		}
@@ -165,43 +173,43 @@ func (s *Sweeper) activityIndex(ctx context.Context, x *activities) map[string]c
 
 // listCreated lists the activity resources in namespace (all, when
 // metav1.NamespaceAll), paged and metadata only, decoded one object at a
-// time (see eachMetadata), and keeps the newest creation in each
+// time (see cluster.EachMetadata), and keeps the newest creation in each
 // namespace.
-func (s *Sweeper) listCreated(ctx context.Context, namespace string) (map[string]created, error) {
+func (r Reads) listCreated(ctx context.Context, namespace string) (map[string]created, error) {
 	newest := map[string]created{}
-	for _, r := range activityResources {
+	for _, res := range activityResources {
 		list := func() *rest.Request {
-			return s.reads().RESTClient(r.resource.GroupVersion()).Get().Namespace(namespace).Resource(r.resource.Resource)
+			return r.RESTClient(res.resource.GroupVersion()).Get().Namespace(namespace).Resource(res.resource.Resource)
 		}
-		err := cluster.EachMetadata(ctx, s.cfg.PageSize, metav1.ListOptions{}, list, func(o *cluster.ObjectMeta) error {
+		err := cluster.EachMetadata(ctx, r.PageSize, metav1.ListOptions{}, list, func(o *cluster.ObjectMeta) error {
 			m := &o.Metadata
 			if at := m.CreationTimestamp.Time; at.After(newest[m.Namespace].at) {
-				newest[m.Namespace] = created{at: at, kind: r.kind, name: m.Name}
+				newest[m.Namespace] = created{at: at, kind: res.kind, name: m.Name}
 			}
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("list %s: %w", r.resource.GroupResource(), err)
+			return nil, fmt.Errorf("list %s: %w", res.resource.GroupResource(), err)
 		}
 	}
 	return newest, nil
 }
 
-// countAhead counts, of a page of managers, the target namespaces of those
-// of this shard whose last status says they read the activity (see
+// ExpectAhead counts, of a page of managers, the target namespaces of those
+// ours says are of this sweep (its shard) whose last status says they read the activity (see
 // readsActivity), before any of them is evaluated: a sweep that will read
 // more than ActivityIndexAfter namespaces lists the index at the first,
 // rather than reading that many one by one first (128 requests a sweep,
 // where the index costs a page of each of the four per 500 objects).
-func (s *Sweeper) countAhead(x *activities, page *cluster.ManagerPage, now time.Time) {
+func (x *Activity) ExpectAhead(page *cluster.ManagerPage, now time.Time, ours func(types.UID) bool, trusted []string) {
 	for i := range page.Items {
 		it := &page.Items[i]
-		if !readsActivity(it.Status, now) || cluster.ShardOf(it.Metadata.UID, s.cfg.ShardCount) != s.cfg.ShardIndex {
+		if !readsActivity(it.Status, now) || !ours(it.Metadata.UID) {
 			continue
 		}
 		// A manager may read another namespace than its own only from a
 		// trusted one.
-		if target := listedTarget(it); target == it.Metadata.Namespace || slices.Contains(s.cfg.TrustedNamespaces, it.Metadata.Namespace) {
+		if target := listedTarget(it); target == it.Metadata.Namespace || slices.Contains(trusted, it.Metadata.Namespace) {
 			x.expect(target)
 		}
 	}
@@ -235,15 +243,4 @@ func readsActivity(status []byte, now time.Time) bool {
 	}
 	read := st.LastActivity.What != policy.ActivityCreated && st.LastActivity.What != policy.ActivityTouched
 	return read || st.NextDue != nil && !st.NextDue.After(now)
-}
-
-// ruleReadsActivity reports whether rule l, with an IDLE policy, had more
-// than ActivityIndexAfter namespaces to evaluate, as far as its last status
-// tells (see ruleEvaluated).
-func (s *Sweeper) ruleReadsActivity(r *sweepRun, l cluster.Listed) bool {
-	if s.ruleEvaluated(r, l) <= ActivityIndexAfter {
-		return false
-	}
-	m, problems := policy.Parse(l.Obj)
-	return len(problems) == 0 && !m.Deactivated && slices.Contains(s.cfg.TrustedNamespaces, m.Namespace) && m.Idles()
 }

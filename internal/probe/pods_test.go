@@ -1,9 +1,8 @@
-package sweep
+package probe
 
 import (
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -102,14 +102,15 @@ func testJob(namespace, name string, template map[string]string, ended ...batchv
 	return job
 }
 
-func podsSweeper(t *testing.T, kube kubernetes.Interface, pods ...runtime.Object) *Sweeper {
+func podsOf(t *testing.T, kube kubernetes.Interface, pods ...runtime.Object) *Pods {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := metav1.AddMetaToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	return &Sweeper{cfg: Config{PageSize: 2, ClaimTTL: DefaultClaimTTL}, log: slog.New(slog.DiscardHandler),
-		clients: cluster.Clients{Metadata: metadatafake.NewSimpleMetadataClient(scheme, pods...), Kube: kube}}
+	reads := testReads(cluster.Clients{Metadata: metadatafake.NewSimpleMetadataClient(scheme, pods...), Kube: kube}, defaultClaimTTL, nil)
+	reads.PageSize = 2
+	return NewPods(reads)
 }
 
 // The Jobs of a namespace are read once a sweep, in pages, however many
@@ -127,9 +128,8 @@ func TestNamespaceJobsReadOnce(t *testing.T) {
 		testJob("team", "broken", map[string]string{"suite": "c"}, batchv1.JobFailed),
 		testJob("other", "running", map[string]string{"suite": "a"}))
 	js, kube := newJobsServer(t, jobs...)
-	s := podsSweeper(t, kube)
-	r := &sweepRun{}
-	check := s.checks(r, false)
+	p := podsOf(t, kube)
+	check := p.Checks(false)
 	for _, c := range []struct {
 		cond                 string
 		suite                string
@@ -159,7 +159,7 @@ func TestNamespaceJobsReadOnce(t *testing.T) {
 			t.Errorf("a page of %d Jobs asked, want the page size, 2", limit)
 		}
 	}
-	if x := r.jobs.byNamespace["team"]; x.notSucceeded.size+x.failed.size > 1<<10 {
+	if x := p.jobs.byNamespace["team"]; x.notSucceeded.size+x.failed.size > 1<<10 {
 		t.Errorf("%d bytes kept of team's Jobs, want the labels and words only", x.notSucceeded.size+x.failed.size)
 	}
 }
@@ -171,9 +171,9 @@ func TestNamespaceJobsAreCapped(t *testing.T) {
 		jobs[i] = testJob("team", fmt.Sprintf("j-%d", i), nil, batchv1.JobComplete)
 	}
 	_, kube := newJobsServer(t, jobs...)
-	s := podsSweeper(t, kube)
-	s.cfg.PageSize = DefaultPageSize
-	_, err := s.checks(&sweepRun{}, false)(t.Context(), "team", policy.Condition{Type: policy.ConditionPodsSucceed})
+	p := podsOf(t, kube)
+	p.reads.PageSize = defaultPageSize
+	_, err := p.Checks(false)(t.Context(), "team", policy.Condition{Type: policy.ConditionPodsSucceed})
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("more than %d Jobs", MaxJobsRead)) {
 		t.Errorf("%d Jobs: %v, want an error that says more than %d", len(jobs), err, MaxJobsRead)
 	}
@@ -198,5 +198,46 @@ func TestDecodeStreamed(t *testing.T) {
 	}
 	if _, err := cluster.DecodeStreamed(strings.NewReader(`{"items":[{"metadata":`), func(*jobFields) error { return nil }); err == nil {
 		t.Error("a list cut short decoded without an error")
+	}
+}
+
+// TestConfirmerAnswersForTheWholeChunk: a list made to check again the
+// namespaces the index let pass answers for every namespace of the chunk
+// (a namespace due by another policy, with a pod running, is not let
+// pass), and a namespace outside the chunk is asked by itself.
+func TestConfirmerAnswersForTheWholeChunk(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := metav1.AddMetaToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	running := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "busy", Name: "run", Labels: map[string]string{"app": "e2e"}}}
+	elsewhere := running.DeepCopy()
+	elsewhere.Namespace = "elsewhere"
+	js, kube := newJobsServer(t)
+	js.pods = []metav1.PartialObjectMetadata{*running, *elsewhere}
+	p := NewPods(testReads(cluster.Clients{Metadata: metadatafake.NewSimpleMetadataClient(scheme, running, elsewhere), Kube: kube}, defaultClaimTTL, nil))
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "k8s.consol.de/v1beta1", "kind": "NamespaceManager",
+		"metadata": map[string]any{"name": "leftovers", "namespace": "platform", "uid": "u", "generation": int64(1)},
+		"spec": map[string]any{"namePatterns": []any{"*"}, "policies": []any{
+			map[string]any{"name": "done", "condition": map[string]any{"type": "PODS_SUCCEED", "params": map[string]any{"podLabels": map[string]any{"app": "e2e"}}}, "action": map[string]any{"type": "DELETE"}},
+		}},
+	}}
+	m, problems := policy.Parse(obj)
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	index := NewIndex()
+	check := p.Confirmer(m, index, p.Checks(false)).Checks(t.Context(), []string{"a", "b", "c", "busy"}, 3)
+	cond := m.Policies[0].Condition
+	for ns, want := range map[string]int{"a": 0, "busy": 1, "elsewhere": 1} {
+		got, err := check(t.Context(), ns, cond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.NotSucceeded != want {
+			t.Errorf("%s: %+v, want %d not succeeded", ns, got, want)
+		}
 	}
 }

@@ -1,10 +1,11 @@
-package sweep
+package probe
 
 import (
 	"context"
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -80,17 +81,32 @@ func jobEnded(job *batchv1.Job, types ...batchv1.JobConditionType) bool {
 	})
 }
 
-// podsCheck answers the pods condition c of a policy on a namespace.
-type podsCheck func(ctx context.Context, namespace string, c policy.Condition) (policy.PodsCheck, error)
+// Check answers the pods condition c of a policy on a namespace.
+type Check func(ctx context.Context, namespace string, c policy.Condition) (policy.PodsCheck, error)
 
-// checks answers pods conditions (see check); with failedIndexed, the
+// Pods answers the pods checks of one sweep: namespace by namespace, then
+// from indexes it lists once. Its zero value is not ready: see NewPods.
+type Pods struct {
+	reads Reads
+	// checked counts pods checks (see PodIndexAfter); pending indexes the
+	// pods that have not succeeded, failures the failed pods and Jobs.
+	checked           atomic.Int64
+	pending, failures onceIndex
+	// jobs holds what the checks read of each namespace's Jobs.
+	jobs sweepJobs
+}
+
+// NewPods returns the pods checks of a sweep that reads with reads.
+func NewPods(reads Reads) *Pods { return &Pods{reads: reads} }
+
+// Checks answers pods conditions (see check); with failedIndexed, the
 // index of failed pods and Jobs answers PODS_FAILED from the first check.
-func (s *Sweeper) checks(r *sweepRun, failedIndexed bool) podsCheck {
+func (p *Pods) Checks(failedIndexed bool) Check {
 	return func(ctx context.Context, namespace string, c policy.Condition) (policy.PodsCheck, error) {
 		if c.Type == policy.ConditionPodsFailed {
-			return s.check(ctx, r, failedQuery, namespace, c.PodLabels, failedIndexed)
+			return p.check(ctx, failedQuery, namespace, c.PodLabels, failedIndexed)
 		}
-		return s.check(ctx, r, notSucceededQuery, namespace, c.PodLabels, false)
+		return p.check(ctx, notSucceededQuery, namespace, c.PodLabels, false)
 	}
 }
 
@@ -98,10 +114,10 @@ func (s *Sweeper) checks(r *sweepRun, failedIndexed bool) podsCheck {
 // pod (a single request, however many pods there are) and, when there is
 // none, the Jobs. Past PodIndexAfter checks in a sweep, or with indexed,
 // the sweep's index of q answers first.
-func (s *Sweeper) check(ctx context.Context, r *sweepRun, q podsQuery, namespace string, podLabels map[string]string, indexed bool) (policy.PodsCheck, error) {
+func (p *Pods) check(ctx context.Context, q podsQuery, namespace string, podLabels map[string]string, indexed bool) (policy.PodsCheck, error) {
 	selector := labels.SelectorFromSet(podLabels)
-	if r.podChecks.Add(1) > PodIndexAfter || indexed {
-		if x, err := s.sweepIndex(ctx, r, q); err == nil {
+	if p.checked.Add(1) > PodIndexAfter || indexed {
+		if x, err := p.index(ctx, q); err == nil {
 			if what, found := x.find(namespace, selector); found {
 				return q.answer(what), nil
 			}
@@ -111,7 +127,7 @@ func (s *Sweeper) check(ctx context.Context, r *sweepRun, q podsQuery, namespace
 		}
 	}
 	// Metadata only, one pod: whatever the pods hold, this reads one name.
-	pods, err := s.clients.Metadata.Resource(corev1.SchemeGroupVersion.WithResource("pods")).Namespace(namespace).List(ctx,
+	pods, err := p.reads.Clients.Metadata.Resource(corev1.SchemeGroupVersion.WithResource("pods")).Namespace(namespace).List(ctx,
 		metav1.ListOptions{LabelSelector: selector.String(), FieldSelector: q.phase, Limit: 1})
 	if err != nil {
 		return policy.PodsCheck{}, fmt.Errorf("check pods in %s: %w", namespace, err)
@@ -119,7 +135,7 @@ func (s *Sweeper) check(ctx context.Context, r *sweepRun, q podsQuery, namespace
 	if len(pods.Items) > 0 {
 		return q.answer(q.pod(pods.Items[0].Name)), nil
 	}
-	jobs := s.namespaceJobs(ctx, r, namespace)
+	jobs := p.namespaceJobs(ctx, namespace)
 	if jobs.err != nil {
 		return policy.PodsCheck{}, fmt.Errorf("check jobs in %s: %w", namespace, jobs.err)
 	}
@@ -136,7 +152,7 @@ func (s *Sweeper) check(ctx context.Context, r *sweepRun, q podsQuery, namespace
 const MaxJobsRead = 5000
 
 // maxIndexBytes bounds the labels (and the words that go with them) a
-// labelIndex keeps: a tenant can give every pod or Job a label set of
+// Index keeps: a tenant can give every pod or Job a label set of
 // about 1 MB.
 const maxIndexBytes = 16 << 20
 
@@ -174,9 +190,9 @@ func (f *jobFields) job() *batchv1.Job {
 }
 
 // jobsRequest lists the Jobs of namespace (all, when empty), as JSON.
-func (s *Sweeper) jobsRequest(namespace string) func() *rest.Request {
+func (r Reads) jobsRequest(namespace string) func() *rest.Request {
 	return func() *rest.Request {
-		return s.clients.Kube.BatchV1().RESTClient().Get().Namespace(namespace).Resource("jobs")
+		return r.Clients.Kube.BatchV1().RESTClient().Get().Namespace(namespace).Resource("jobs")
 	}
 }
 
@@ -191,12 +207,12 @@ type sweepJobs struct {
 // jobsRead is what a namespace's Jobs hold back or fail, per query.
 type jobsRead struct {
 	once                 sync.Once
-	notSucceeded, failed *labelIndex
+	notSucceeded, failed *Index
 	err                  error
 }
 
 // of is the index of what q looks for.
-func (j *jobsRead) of(q podsQuery) *labelIndex {
+func (j *jobsRead) of(q podsQuery) *Index {
 	if q.final {
 		return j.failed
 	}
@@ -205,31 +221,31 @@ func (j *jobsRead) of(q podsQuery) *labelIndex {
 
 // namespaceJobs reads the Jobs of namespace once a sweep: paged, decoded
 // one at a time into jobFields, at most MaxJobsRead of them and
-// maxIndexBytes of labels, within namespaceReadTimeout.
-func (s *Sweeper) namespaceJobs(ctx context.Context, r *sweepRun, namespace string) *jobsRead {
-	r.jobs.mu.Lock()
-	if r.jobs.byNamespace == nil {
-		r.jobs.byNamespace = map[string]*jobsRead{}
+// maxIndexBytes of labels, within Reads.NamespaceTimeout.
+func (p *Pods) namespaceJobs(ctx context.Context, namespace string) *jobsRead {
+	p.jobs.mu.Lock()
+	if p.jobs.byNamespace == nil {
+		p.jobs.byNamespace = map[string]*jobsRead{}
 	}
-	j := r.jobs.byNamespace[namespace]
+	j := p.jobs.byNamespace[namespace]
 	if j == nil {
 		j = &jobsRead{}
-		r.jobs.byNamespace[namespace] = j
+		p.jobs.byNamespace[namespace] = j
 	}
-	r.jobs.mu.Unlock()
+	p.jobs.mu.Unlock()
 	j.once.Do(func() {
-		ctx, cancel := context.WithTimeout(ctx, s.namespaceReadTimeout())
+		ctx, cancel := context.WithTimeout(ctx, p.reads.NamespaceTimeout())
 		defer cancel()
-		j.notSucceeded, j.failed = newLabelIndex(), newLabelIndex()
+		j.notSucceeded, j.failed = NewIndex(), NewIndex()
 		read := 0
-		j.err = cluster.EachStreamed(ctx, s.cfg.PageSize, metav1.ListOptions{}, s.jobsRequest(namespace), func(f *jobFields) error {
+		j.err = cluster.EachStreamed(ctx, p.reads.PageSize, metav1.ListOptions{}, p.reads.jobsRequest(namespace), func(f *jobFields) error {
 			if read++; read > MaxJobsRead {
 				return fmt.Errorf("more than %d Jobs in the namespace; a pods check reads no more", MaxJobsRead)
 			}
 			job := f.job()
 			for _, q := range []podsQuery{notSucceededQuery, failedQuery} {
 				if q.job(job) {
-					j.of(q).add(namespace, q.jobWords(job), f.Spec.Template.Metadata.Labels)
+					j.of(q).Add(namespace, q.jobWords(job), f.Spec.Template.Metadata.Labels)
 				}
 			}
 			if j.notSucceeded.size+j.failed.size > maxIndexBytes {
@@ -242,10 +258,10 @@ func (s *Sweeper) namespaceJobs(ctx context.Context, r *sweepRun, namespace stri
 	return j
 }
 
-// labelIndex holds, per namespace, the distinct label sets of the pods
+// Index holds, per namespace, the distinct label sets of the pods
 // (and Jobs' pod templates) a query found, each with the words a check
 // reports when it finds one.
-type labelIndex struct {
+type Index struct {
 	// byNamespace maps a namespace to its distinct label sets, packed: a
 	// map of maps cost a sweep 8 MiB of peak RSS at 10,000 namespaces.
 	byNamespace map[string][]foundLabels
@@ -267,12 +283,13 @@ type foundLabels struct {
 	labels cluster.PackedLabels
 }
 
-func newLabelIndex() *labelIndex {
-	return &labelIndex{byNamespace: map[string][]foundLabels{}, seen: map[nsLabels]struct{}{}}
+// NewIndex returns an empty index, to build with Add.
+func NewIndex() *Index {
+	return &Index{byNamespace: map[string][]foundLabels{}, seen: map[nsLabels]struct{}{}}
 }
 
 // find returns what the index holds in namespace matching selector.
-func (x *labelIndex) find(namespace string, selector labels.Selector) (string, bool) {
+func (x *Index) find(namespace string, selector labels.Selector) (string, bool) {
 	for _, p := range x.byNamespace[namespace] {
 		if selector.Matches(p.labels) {
 			return p.what, true
@@ -281,8 +298,12 @@ func (x *labelIndex) find(namespace string, selector labels.Selector) (string, b
 	return "", false
 }
 
-// add indexes what under namespace and label set, once per label set.
-func (x *labelIndex) add(namespace, what string, set map[string]string) {
+// Add indexes what under namespace and label set, once per label set
+// while the index is built.
+func (x *Index) Add(namespace, what string, set map[string]string) {
+	if x.seen == nil {
+		x.seen = map[nsLabels]struct{}{}
+	}
 	packed := cluster.PackLabels("", set)
 	if _, dup := x.seen[nsLabels{namespace, packed}]; dup {
 		return
@@ -296,14 +317,14 @@ func (x *labelIndex) add(namespace, what string, set map[string]string) {
 // only, decoded one at a time; matching podSelector, when set) and,
 // withJobs, the Jobs, and
 // indexes what q looks for in the namespaces keep holds (all, when nil).
-func (s *Sweeper) listIndex(ctx context.Context, q podsQuery, podSelector string, withJobs bool, keep map[string]bool) (*labelIndex, error) {
-	x := newLabelIndex()
+func (r Reads) listIndex(ctx context.Context, q podsQuery, podSelector string, withJobs bool, keep map[string]bool) (*Index, error) {
+	x := NewIndex()
 	kept := func(namespace string) bool { return keep == nil || keep[namespace] }
 	opts := metav1.ListOptions{FieldSelector: q.phase, LabelSelector: podSelector}
-	pods := func() *rest.Request { return s.clients.Kube.CoreV1().RESTClient().Get().Resource("pods") }
-	err := cluster.EachMetadata(ctx, s.cfg.PageSize, opts, pods, func(o *cluster.ObjectMeta) error {
+	pods := func() *rest.Request { return r.Clients.Kube.CoreV1().RESTClient().Get().Resource("pods") }
+	err := cluster.EachMetadata(ctx, r.PageSize, opts, pods, func(o *cluster.ObjectMeta) error {
 		if m := &o.Metadata; kept(m.Namespace) {
-			x.add(m.Namespace, q.pod(m.Name), m.Labels)
+			x.Add(m.Namespace, q.pod(m.Name), m.Labels)
 		}
 		if x.pods++; x.size > maxIndexBytes {
 			return fmt.Errorf("the pods carry more than %d MiB of labels", maxIndexBytes>>20)
@@ -313,10 +334,10 @@ func (s *Sweeper) listIndex(ctx context.Context, q podsQuery, podSelector string
 	if err == nil && withJobs {
 		// Jobs are whole objects a tenant writes: decoded one at a time,
 		// of each only what a check reads.
-		err = cluster.EachStreamed(ctx, s.cfg.PageSize, metav1.ListOptions{}, s.jobsRequest(metav1.NamespaceAll), func(f *jobFields) error {
+		err = cluster.EachStreamed(ctx, r.PageSize, metav1.ListOptions{}, r.jobsRequest(metav1.NamespaceAll), func(f *jobFields) error {
 			job := f.job()
 			if x.jobs++; kept(job.Namespace) && q.job(job) {
-				x.add(job.Namespace, q.jobWords(job), f.Spec.Template.Metadata.Labels)
+				x.Add(job.Namespace, q.jobWords(job), f.Spec.Template.Metadata.Labels)
 			}
 			if x.size > maxIndexBytes {
 				return fmt.Errorf("the pods and the Jobs' pod templates carry more than %d MiB of labels", maxIndexBytes>>20)
@@ -331,37 +352,41 @@ func (s *Sweeper) listIndex(ctx context.Context, q podsQuery, podSelector string
 // onceIndex is a sweep's index of one query, listed once, on first need.
 type onceIndex struct {
 	once sync.Once
-	x    *labelIndex
+	x    *Index
 	err  error
 }
 
-// sweepIndex returns the sweep's index of q, listed once: of pods only
+// Pending returns the sweep's index of the pods that have not succeeded,
+// listed once (see index).
+func (p *Pods) Pending(ctx context.Context) (*Index, error) { return p.index(ctx, notSucceededQuery) }
+
+// index returns the sweep's index of q, listed once: of pods only
 // unless q is final. When listing it fails, checks are made namespace by
 // namespace.
-func (s *Sweeper) sweepIndex(ctx context.Context, r *sweepRun, q podsQuery) (*labelIndex, error) {
-	o := &r.pending
+func (p *Pods) index(ctx context.Context, q podsQuery) (*Index, error) {
+	o := &p.pending
 	if q.final {
-		o = &r.failures
+		o = &p.failures
 	}
 	o.once.Do(func() {
-		o.x, o.err = s.listIndex(ctx, q, "", q.final, nil)
+		o.x, o.err = p.reads.listIndex(ctx, q, "", q.final, nil)
 		if o.err != nil {
 			o.x, o.err = nil, fmt.Errorf("list pods (%s) for the sweep's index: %w", q.phase, o.err)
-			s.log.Warn("checking pods namespace by namespace", "error", o.err.Error())
+			p.reads.Log.Warn("checking pods namespace by namespace", "error", o.err.Error())
 		}
 	})
 	return o.x, o.err
 }
 
-// confirmer checks again, chunk by chunk, the PODS_SUCCEED checks of a
+// Confirmer checks again, chunk by chunk, the PODS_SUCCEED checks of a
 // rule's namespaces that the sweep's index let pass: namespace by namespace
 // (pods, then Jobs), or with one list of each, whichever costs fewer
 // requests.
-type confirmer struct {
-	s *Sweeper
+type Confirmer struct {
+	reads Reads
 	// perNamespace answers checks namespace by namespace, and conditions
 	// other than PODS_SUCCEED.
-	perNamespace podsCheck
+	perNamespace Check
 	// podSelector selects the pods the rule's PODS_SUCCEED policies look
 	// at, when they all look at the same ones; else it is empty.
 	podSelector string
@@ -373,12 +398,12 @@ type confirmer struct {
 	byNamespaceOnly bool
 }
 
-// confirmer returns the confirmer of rule m's checks that index, the
+// Confirmer returns the confirmer of rule m's checks that index, the
 // sweep's index (nil: none), let pass.
-func (s *Sweeper) confirmer(m policy.Manager, index *labelIndex, perNamespace podsCheck) *confirmer {
-	c := &confirmer{s: s, perNamespace: perNamespace, jobPages: -1, byNamespaceOnly: index == nil}
+func (p *Pods) Confirmer(m policy.Manager, index *Index, perNamespace Check) *Confirmer {
+	c := &Confirmer{reads: p.reads, perNamespace: perNamespace, jobPages: -1, byNamespaceOnly: index == nil}
 	if index != nil {
-		c.podPages = pages(index.pods, s.cfg.PageSize)
+		c.podPages = pages(index.pods, p.reads.PageSize)
 	}
 	var selectors []string
 	for _, p := range m.Policies {
@@ -393,22 +418,22 @@ func (s *Sweeper) confirmer(m policy.Manager, index *labelIndex, perNamespace po
 	return c
 }
 
-// checks returns how to answer the pods checks of a chunk of namespaces,
+// Checks returns how to answer the pods checks of a chunk of namespaces,
 // again of which are to be checked again. A list answers for every
 // namespace of the chunk, and for those only.
-func (c *confirmer) checks(ctx context.Context, chunk []string, again int) podsCheck {
+func (c *Confirmer) Checks(ctx context.Context, chunk []string, again int) Check {
 	perNamespace := c.perNamespace
 	if c.byNamespaceOnly || 2*again <= c.podPages+1 {
 		return perNamespace
 	}
 	if c.jobPages < 0 {
-		jobs, err := c.s.countJobs(ctx)
+		jobs, err := c.reads.countJobs(ctx)
 		if err != nil {
-			c.s.log.Warn("checking pods namespace by namespace", "error", err.Error())
+			c.reads.Log.Warn("checking pods namespace by namespace", "error", err.Error())
 			c.byNamespaceOnly = true
 			return perNamespace
 		}
-		c.jobPages = pages(jobs, c.s.cfg.PageSize)
+		c.jobPages = pages(jobs, c.reads.PageSize)
 	}
 	if 2*again <= c.podPages+c.jobPages {
 		return perNamespace
@@ -417,15 +442,15 @@ func (c *confirmer) checks(ctx context.Context, chunk []string, again int) podsC
 	for _, ns := range chunk {
 		want[ns] = true
 	}
-	x, err := c.s.listIndex(ctx, notSucceededQuery, c.podSelector, true, want)
+	x, err := c.reads.listIndex(ctx, notSucceededQuery, c.podSelector, true, want)
 	if err != nil {
-		c.s.log.Warn("checking pods namespace by namespace", "error", fmt.Errorf("list pods that have not succeeded and jobs: %w", err).Error())
+		c.reads.Log.Warn("checking pods namespace by namespace", "error", fmt.Errorf("list pods that have not succeeded and jobs: %w", err).Error())
 		c.byNamespaceOnly = true
 		return perNamespace
 	}
 	// The next chunk's estimate: what this list took.
-	c.podPages, c.jobPages = pages(x.pods, c.s.cfg.PageSize), pages(x.jobs, c.s.cfg.PageSize)
-	listed := x.answers(perNamespace, nil)
+	c.podPages, c.jobPages = pages(x.pods, c.reads.PageSize), pages(x.jobs, c.reads.PageSize)
+	listed := x.Answers(perNamespace, nil)
 	return func(ctx context.Context, namespace string, cond policy.Condition) (policy.PodsCheck, error) {
 		if !want[namespace] {
 			return perNamespace(ctx, namespace, cond)
@@ -436,8 +461,8 @@ func (c *confirmer) checks(ctx context.Context, chunk []string, again int) podsC
 
 // countJobs counts the Jobs of the cluster with one request: a list of one,
 // metadata only, whose remainingItemCount tells the rest.
-func (s *Sweeper) countJobs(ctx context.Context) (int, error) {
-	list, err := s.clients.Metadata.Resource(batchv1.SchemeGroupVersion.WithResource("jobs")).List(ctx, metav1.ListOptions{Limit: 1})
+func (r Reads) countJobs(ctx context.Context) (int, error) {
+	list, err := r.Clients.Metadata.Resource(batchv1.SchemeGroupVersion.WithResource("jobs")).List(ctx, metav1.ListOptions{Limit: 1})
 	switch {
 	case err != nil:
 		return 0, fmt.Errorf("count jobs: %w", err)
@@ -454,10 +479,10 @@ func pages(n int, pageSize int64) int {
 	return max(1, (n+int(pageSize)-1)/int(pageSize))
 }
 
-// answers answers PODS_SUCCEED checks from x, and other conditions with
+// Answers answers PODS_SUCCEED checks from x, and other conditions with
 // check. A namespace in which x holds nothing that matches passes, and
 // passed is set: x being the sweep's index, the caller checks it again.
-func (x *labelIndex) answers(check podsCheck, passed *bool) podsCheck {
+func (x *Index) Answers(check Check, passed *bool) Check {
 	return func(ctx context.Context, namespace string, c policy.Condition) (policy.PodsCheck, error) {
 		if c.Type != policy.ConditionPodsSucceed {
 			return check(ctx, namespace, c)

@@ -1,4 +1,4 @@
-package sweep
+package probe
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/report"
@@ -45,9 +44,10 @@ var unfinishedPods = fields.AndSelectors(
 // the API server selects on from Kubernetes 1.31.
 var loadBalancerServices = fields.OneTermEqualSelector("spec.type", string(corev1.ServiceTypeLoadBalancer)).String()
 
-// reclaims is what one sweep knows of what DELETEs free; its zero value is
-// ready, and it is safe for concurrent use.
-type reclaims struct {
+// Reclaim is what one sweep knows of what DELETEs free (see NewReclaim);
+// it is safe for concurrent use.
+type Reclaim struct {
+	reads Reads
 	// asked counts the namespaces asked about.
 	asked atomic.Int64
 	// once lists index, what each namespace frees (absent: nothing), past
@@ -58,6 +58,9 @@ type reclaims struct {
 	// (before 1.31): they are listed all, and filtered here.
 	allServices atomic.Bool
 }
+
+// NewReclaim returns the reclaim reads of a sweep that reads with reads.
+func NewReclaim(reads Reads) *Reclaim { return &Reclaim{reads: reads} }
 
 // freed is what a namespace frees, summed: 32 bytes a namespace in the
 // sweep's index, where a Reclaimed holds three Quantities (about 180).
@@ -86,46 +89,39 @@ func (f freed) reclaimed() report.Reclaimed {
 	}
 }
 
-// namespaceReclaimed is what deleting namespace frees, read now (per
+// Namespace is what deleting namespace frees, read now (per
 // namespace, or from the sweep's cluster-wide sums past ReclaimIndexAfter
 // namespaces).
 //
-// A namespace's own lists are bounded by namespaceReadTimeout, the sweep's index
+// A namespace's own lists are bounded by Reads.NamespaceTimeout, the sweep's index
 // by --claim-ttl: a namespace full of claims or Services delays its DELETE
 // that long at most, and is deleted, what it frees unknown.
-func (s *Sweeper) namespaceReclaimed(ctx context.Context, x *reclaims, namespace string) (report.Reclaimed, error) {
+func (x *Reclaim) Namespace(ctx context.Context, namespace string) (report.Reclaimed, error) {
 	if x.asked.Add(1) > ReclaimIndexAfter {
-		if index := s.reclaimIndex(ctx, x); index != nil {
+		if index := x.sweepIndex(ctx); index != nil {
 			return index[namespace].reclaimed(), nil
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.namespaceReadTimeout())
+	ctx, cancel := context.WithTimeout(ctx, x.reads.NamespaceTimeout())
 	defer cancel()
-	byNamespace, err := s.listFreed(ctx, x, namespace)
+	byNamespace, err := x.listFreed(ctx, namespace)
 	if err != nil {
 		return report.Reclaimed{}, fmt.Errorf("read what deleting %s reclaims: %w", namespace, err)
 	}
 	return byNamespace[namespace].reclaimed(), nil
 }
 
-// namespaceReadTimeout bounds the lists a sweep reads of one namespace
-// before it acts, of objects a tenant may make many of (what it frees, its
-// last activity): a quarter of --claim-ttl, at most 10s.
-func (s *Sweeper) namespaceReadTimeout() time.Duration {
-	return min(s.cfg.ClaimTTL/4, 10*time.Second)
-}
-
-// reclaimIndex returns the sweep's index of what namespaces free, listed
+// sweepIndex returns the sweep's index of what namespaces free, listed
 // once. When listing it fails, it is nil, and namespaces are read one by
 // one.
-func (s *Sweeper) reclaimIndex(ctx context.Context, x *reclaims) map[string]freed {
+func (x *Reclaim) sweepIndex(ctx context.Context) map[string]freed {
 	x.once.Do(func() {
-		ctx, cancel := context.WithTimeout(ctx, s.cfg.ClaimTTL)
+		ctx, cancel := context.WithTimeout(ctx, x.reads.ClaimTTL)
 		defer cancel()
-		index, err := s.listFreed(ctx, x, metav1.NamespaceAll)
+		index, err := x.listFreed(ctx, metav1.NamespaceAll)
 		if err != nil {
 			err = fmt.Errorf("list for the sweep's index of what DELETEs reclaim: %w", err)
-			s.log.Warn("reading what DELETEs reclaim namespace by namespace", "error", err.Error())
+			x.reads.Log.Warn("reading what DELETEs reclaim namespace by namespace", "error", err.Error())
 			return
 		}
 		x.index = index
@@ -137,17 +133,17 @@ func (s *Sweeper) reclaimIndex(ctx context.Context, x *reclaims) map[string]free
 // LoadBalancer Services of namespace (all, when empty), the three at once
 // (one after the other, they were most of what reclaim added to a sweep of
 // 1,000 DELETEs), and sums what each namespace frees.
-func (s *Sweeper) listFreed(ctx context.Context, x *reclaims, namespace string) (map[string]freed, error) {
-	core := s.clients.Kube.CoreV1()
+func (x *Reclaim) listFreed(ctx context.Context, namespace string) (map[string]freed, error) {
+	lists := []func(context.Context, string, addFreed) error{x.podsFree, x.claimsFree, x.loadBalancersFree}
 	var (
 		wg    sync.WaitGroup
-		parts [3]map[string]freed
-		errs  [3]error
+		parts = make([]map[string]freed, len(lists))
+		errs  = make([]error, len(lists))
 	)
-	each := func(i int, list func(add func(namespace string, fn func(*freed))) error) {
+	for i, list := range lists {
 		wg.Go(func() {
 			part := map[string]freed{}
-			errs[i] = list(func(namespace string, fn func(*freed)) {
+			errs[i] = list(ctx, namespace, func(namespace string, fn func(*freed)) {
 				f := part[namespace]
 				fn(&f)
 				part[namespace] = f
@@ -155,45 +151,8 @@ func (s *Sweeper) listFreed(ctx context.Context, x *reclaims, namespace string) 
 			parts[i] = part
 		})
 	}
-	each(0, func(add func(string, func(*freed))) error {
-		// Pods are whole objects a tenant writes (up to about 1.5 MiB
-		// each): decoded one at a time, of each its requests alone.
-		pods := func() *rest.Request { return core.RESTClient().Get().Namespace(namespace).Resource("pods") }
-		err := cluster.EachStreamed(ctx, s.cfg.PageSize, metav1.ListOptions{FieldSelector: unfinishedPods}, pods, func(pod *podFields) error {
-			if pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
-				add(pod.Metadata.Namespace, func(f *freed) { f.addPod(&corev1.Pod{Spec: pod.Spec.Spec()}) })
-			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("list pods (%s): %w", unfinishedPods, err)
-		}
-		return nil
-	})
-	each(1, func(add func(string, func(*freed))) error {
-		claims := func() *rest.Request {
-			return core.RESTClient().Get().Namespace(namespace).Resource("persistentvolumeclaims")
-		}
-		err := cluster.EachStreamed(ctx, s.cfg.PageSize, metav1.ListOptions{}, claims, func(pvc *claimFields) error {
-			add(pvc.Metadata.Namespace, func(f *freed) { f.storage += pvc.Spec.Resources.Requests.Storage().Value() })
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("list persistentvolumeclaims: %w", err)
-		}
-		return nil
-	})
-	each(2, func(add func(string, func(*freed))) error {
-		err := s.eachLoadBalancer(ctx, x, namespace, func(svc *serviceFields) {
-			add(svc.Metadata.Namespace, func(f *freed) { f.loadBalancers++ })
-		})
-		if err != nil {
-			return fmt.Errorf("list services: %w", err)
-		}
-		return nil
-	})
 	wg.Wait()
-	if err := errors.Join(errs[:]...); err != nil {
+	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	byNamespace := parts[0]
@@ -208,13 +167,61 @@ func (s *Sweeper) listFreed(ctx context.Context, x *reclaims, namespace string) 
 	return byNamespace, nil
 }
 
+// addFreed adds, with fn, to what a namespace frees.
+type addFreed func(namespace string, fn func(*freed))
+
+// podsFree adds what the pods not finished in namespace request.
+func (x *Reclaim) podsFree(ctx context.Context, namespace string, add addFreed) error {
+	// Pods are whole objects a tenant writes (up to about 1.5 MiB
+	// each): decoded one at a time, of each its requests alone.
+	pods := func() *rest.Request {
+		return x.reads.Clients.Kube.CoreV1().RESTClient().Get().Namespace(namespace).Resource("pods")
+	}
+	err := cluster.EachStreamed(ctx, x.reads.PageSize, metav1.ListOptions{FieldSelector: unfinishedPods}, pods, func(pod *podFields) error {
+		if pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
+			add(pod.Metadata.Namespace, func(f *freed) { f.addPod(&corev1.Pod{Spec: pod.Spec.Spec()}) })
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("list pods (%s): %w", unfinishedPods, err)
+	}
+	return nil
+}
+
+// claimsFree adds the storage the PVCs of namespace request.
+func (x *Reclaim) claimsFree(ctx context.Context, namespace string, add addFreed) error {
+	claims := func() *rest.Request {
+		return x.reads.Clients.Kube.CoreV1().RESTClient().Get().Namespace(namespace).Resource("persistentvolumeclaims")
+	}
+	err := cluster.EachStreamed(ctx, x.reads.PageSize, metav1.ListOptions{}, claims, func(pvc *claimFields) error {
+		add(pvc.Metadata.Namespace, func(f *freed) { f.storage += pvc.Spec.Resources.Requests.Storage().Value() })
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("list persistentvolumeclaims: %w", err)
+	}
+	return nil
+}
+
+// loadBalancersFree counts the LoadBalancer Services of namespace.
+func (x *Reclaim) loadBalancersFree(ctx context.Context, namespace string, add addFreed) error {
+	err := x.eachLoadBalancer(ctx, namespace, func(svc *serviceFields) {
+		add(svc.Metadata.Namespace, func(f *freed) { f.loadBalancers++ })
+	})
+	if err != nil {
+		return fmt.Errorf("list services: %w", err)
+	}
+	return nil
+}
+
 // eachLoadBalancer calls fn with every Service of type LoadBalancer in
 // namespace (all, when empty): selected by the API server, else, when it
 // refuses the selector (before 1.31), from a list of every Service, from
 // then on in this sweep.
-func (s *Sweeper) eachLoadBalancer(ctx context.Context, x *reclaims, namespace string, fn func(*serviceFields)) error {
+func (x *Reclaim) eachLoadBalancer(ctx context.Context, namespace string, fn func(*serviceFields)) error {
 	list := func() *rest.Request {
-		return s.clients.Kube.CoreV1().RESTClient().Get().Namespace(namespace).Resource("services")
+		return x.reads.Clients.Kube.CoreV1().RESTClient().Get().Namespace(namespace).Resource("services")
 	}
 	seen := 0
 	keep := func(svc *serviceFields) error {
@@ -224,13 +231,13 @@ func (s *Sweeper) eachLoadBalancer(ctx context.Context, x *reclaims, namespace s
 		return nil
 	}
 	if !x.allServices.Load() {
-		err := cluster.EachStreamed(ctx, s.cfg.PageSize, metav1.ListOptions{FieldSelector: loadBalancerServices}, list, keep)
+		err := cluster.EachStreamed(ctx, x.reads.PageSize, metav1.ListOptions{FieldSelector: loadBalancerServices}, list, keep)
 		if !apierrors.IsBadRequest(err) || seen > 0 {
 			return err
 		}
 		x.allServices.Store(true)
 	}
-	return cluster.EachStreamed(ctx, s.cfg.PageSize, metav1.ListOptions{}, list, keep)
+	return cluster.EachStreamed(ctx, x.reads.PageSize, metav1.ListOptions{}, list, keep)
 }
 
 // claimFields and serviceFields are what reclaim reads of a
@@ -265,11 +272,11 @@ type podFields struct {
 	} `json:"status"`
 }
 
-// workloadReclaimed is what scaling workload w (a Deployment or StatefulSet
+// ScalingFrees is what scaling workload w (a Deployment or StatefulSet
 // as listed, unstructured) from its spec.replicas (default 1) to zero
 // frees: replicas × its pod template's requests. A workload whose spec
 // does not convert frees nothing that can be told.
-func workloadReclaimed(w *unstructured.Unstructured) report.Reclaimed {
+func ScalingFrees(w *unstructured.Unstructured) report.Reclaimed {
 	var workload struct {
 		Spec struct {
 			Replicas *int32                 `json:"replicas"`

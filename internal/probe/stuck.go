@@ -1,4 +1,4 @@
-package sweep
+package probe
 
 import (
 	"context"
@@ -19,7 +19,6 @@ import (
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
-	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 )
 
@@ -36,10 +35,15 @@ import (
 // every namespace deleted in the cluster, and a rule may match them all.
 const stuckIndexAfter = 32
 
-// stuckNamespaces is what a sweep found of the stuck namespaces it read.
-type stuckNamespaces struct {
-	mu   sync.Mutex
-	byNS map[string]*stuckRead
+// Stuck is what a sweep found of the stuck namespaces it read (see
+// NewStuck); it is safe for concurrent use.
+type Stuck struct {
+	reads Reads
+	// after is --stuck-after: how long a namespace terminates before it
+	// is stuck.
+	after time.Duration
+	mu    sync.Mutex
+	byNS  map[string]*stuckRead
 	// asked counts the namespaces read; past stuckIndexAfter, index holds
 	// every terminating namespace, whole, listed once (nil when that
 	// failed: they are read one by one).
@@ -52,19 +56,22 @@ type stuckNamespaces struct {
 	failing       []string
 }
 
+// NewStuck returns the stuck namespaces of a sweep that reads with reads,
+// a namespace Terminating for longer than after being stuck.
+func NewStuck(reads Reads, after time.Duration) *Stuck { return &Stuck{reads: reads, after: after} }
+
 type stuckRead struct {
 	once  sync.Once
 	stuck *report.Stuck
 	err   error
 }
 
-// stuck returns why namespace ns, as listed, is stuck at now, or nil while
-// it is not terminating, or not for StuckAfter yet.
-func (s *Sweeper) stuck(ctx context.Context, r *sweepRun, ns cluster.Namespace) (*report.Stuck, error) {
-	if !ns.Terminating || ns.Deleting.IsZero() || r.now.Sub(ns.Deleting) < s.cfg.StuckAfter {
+// Of returns why namespace ns, as listed, is stuck at now, or nil while
+// it is not terminating, or not for long enough yet.
+func (x *Stuck) Of(ctx context.Context, ns cluster.Namespace, now time.Time) (*report.Stuck, error) {
+	if !ns.Terminating || ns.Deleting.IsZero() || now.Sub(ns.Deleting) < x.after {
 		return nil, nil
 	}
-	x := &r.stuck
 	x.mu.Lock()
 	if x.byNS == nil {
 		x.byNS = map[string]*stuckRead{}
@@ -75,19 +82,19 @@ func (s *Sweeper) stuck(ctx context.Context, r *sweepRun, ns cluster.Namespace) 
 		x.byNS[ns.Name] = read
 	}
 	x.mu.Unlock()
-	read.once.Do(func() { read.stuck, read.err = s.readStuck(ctx, x, ns) })
+	read.once.Do(func() { read.stuck, read.err = x.read(ctx, ns) })
 	return read.stuck, read.err
 }
 
-// readStuck reads namespace ns whole (a list by name: nsman may list
+// read reads namespace ns whole (a list by name: nsman may list
 // namespaces, not get them) and says why it is stuck; gone meanwhile, it
 // is not.
-func (s *Sweeper) readStuck(ctx context.Context, x *stuckNamespaces, ns cluster.Namespace) (*report.Stuck, error) {
+func (x *Stuck) read(ctx context.Context, ns cluster.Namespace) (*report.Stuck, error) {
 	var n *corev1.Namespace
-	if index := s.stuckIndex(ctx, x); index != nil {
+	if index := x.sweepIndex(ctx); index != nil {
 		n = index[ns.Name]
 	} else {
-		list, err := s.clients.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{
+		list, err := x.reads.Clients.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{
 			FieldSelector: fields.OneTermEqualSelector("metadata.name", ns.Name).String(),
 		})
 		if err != nil {
@@ -100,31 +107,31 @@ func (s *Sweeper) readStuck(ctx context.Context, x *stuckNamespaces, ns cluster.
 	if n == nil || n.UID != ns.UID || n.DeletionTimestamp == nil {
 		return nil, nil
 	}
-	return &report.Stuck{Since: n.DeletionTimestamp.UTC(), Reasons: stuckReasons(n, func() []string { return s.failingGroups(x) })}, nil
+	return &report.Stuck{Since: n.DeletionTimestamp.UTC(), Reasons: stuckReasons(n, x.failingGroups)}, nil
 }
 
-// stuckIndex is every terminating namespace, listed once past
+// sweepIndex is every terminating namespace, listed once past
 // stuckIndexAfter namespaces read; nil before, or when listing failed.
-func (s *Sweeper) stuckIndex(ctx context.Context, x *stuckNamespaces) map[string]*corev1.Namespace {
+func (x *Stuck) sweepIndex(ctx context.Context) map[string]*corev1.Namespace {
 	if x.asked.Add(1) <= stuckIndexAfter {
 		return nil
 	}
 	x.indexOnce.Do(func() {
 		index := map[string]*corev1.Namespace{}
 		list := func() *rest.Request {
-			return s.reads().RESTClient(corev1.SchemeGroupVersion).Get().Resource("namespaces")
+			return x.reads.RESTClient(corev1.SchemeGroupVersion).Get().Resource("namespaces")
 		}
 		// Whole namespaces, 500 a page, each decoded as it arrives into
 		// what stuckReasons reads: annotations (up to 256 KiB each) and
 		// managed fields are read past, not kept.
-		err := cluster.EachStreamed(ctx, s.cfg.PageSize, metav1.ListOptions{}, list, func(n *stuckFields) error {
+		err := cluster.EachStreamed(ctx, x.reads.PageSize, metav1.ListOptions{}, list, func(n *stuckFields) error {
 			if n.Metadata.DeletionTimestamp != nil {
 				index[n.Metadata.Name] = n.namespace()
 			}
 			return nil
 		})
 		if err != nil {
-			s.log.Warn("reading stuck namespaces one by one", "error", fmt.Errorf("list namespaces: %w", err).Error())
+			x.reads.Log.Warn("reading stuck namespaces one by one", "error", fmt.Errorf("list namespaces: %w", err).Error())
 			return
 		}
 		x.index = index
@@ -153,9 +160,9 @@ func (f *stuckFields) namespace() *corev1.Namespace {
 // failingGroups names the API group versions discovery fails on now, each
 // with the APIService that serves it (named version.group, as the API
 // server requires) and the error: once per sweep.
-func (s *Sweeper) failingGroups(x *stuckNamespaces) []string {
+func (x *Stuck) failingGroups() []string {
 	x.discoveryOnce.Do(func() {
-		_, _, err := discovery.ServerGroupsAndResources(s.clients.Kube.Discovery())
+		_, _, err := discovery.ServerGroupsAndResources(x.reads.Clients.Kube.Discovery())
 		var failed *discovery.ErrGroupDiscoveryFailed
 		if !errors.As(err, &failed) {
 			return
@@ -216,67 +223,14 @@ func stuckReasons(n *corev1.Namespace, failing func() []string) []report.StuckRe
 	return reasons
 }
 
-// stuckMessage is the entry's message for namespace name, stuck as st
+// Message is the entry's message for namespace name, stuck as st
 // says: its reasons named, their words in st (which change with counts of
 // objects left, and would rewrite the status at every sweep).
-func stuckMessage(name string, st *report.Stuck) string {
+func Message(name string, st *report.Stuck) string {
 	reasons := make([]string, 0, len(st.Reasons))
 	for _, r := range st.Reasons {
 		reasons = append(reasons, r.Reason)
 	}
 	return fmt.Sprintf("namespace %s is stuck in Terminating since %s (%s); nsman explain %s says what holds it",
 		name, st.Since.UTC().Format(time.RFC3339), strings.Join(reasons, ", "), name)
-}
-
-// terminating is the entry of a subject whose target ns is terminating:
-// stuck, when it is, with why. Reading why may fail (unread): the entry
-// says so, and what the record says of it is kept as it was.
-func (s *Sweeper) terminating(ctx context.Context, r *sweepRun, e report.Entry, ns cluster.Namespace, msg string) (_ report.Entry, unread bool) {
-	e.State, e.Message = report.StateTargetTerminating, msg
-	st, err := s.stuck(ctx, r, ns)
-	switch {
-	case err != nil:
-		e.Message += "; " + err.Error()
-		return e, true
-	case st != nil:
-		e.Stuck, e.Message = st, stuckMessage(ns.Name, st)
-	}
-	return e, false
-}
-
-// deletedTerminating is the verdict of a manager deactivated by its
-// DELETE while its target is still terminating: its entry says so, and a
-// stuck namespace is written in its status (only when the cause changes).
-// A status that still says stuck of a namespace now gone is cleared. The
-// tenancy guards come first: what the status of a manager they refuse says
-// of another namespace is its tenant's word, and no namespace is read for it.
-func (s *Sweeper) deletedTerminating(ctx context.Context, r *sweepRun, m policy.Manager, e report.Entry, stored status.Status) (decision, bool) {
-	if s.refuse(m) != "" {
-		return decision{}, false
-	}
-	last := stored.LastAction
-	deleted := last != nil && last.Action == policy.ActionDelete && last.Result == report.ResultSucceeded && e.Target != m.Namespace
-	if !deleted && stored.Stuck == nil {
-		return decision{}, false
-	}
-	namespaces, err := s.namespaces(ctx, r)
-	if err != nil {
-		return decision{}, false
-	}
-	ns, exists := namespaces[e.Target]
-	// The namespace it deleted, not one recreated under its name since,
-	// nor one a status written by hand names: a record without targetUID
-	// matches none.
-	deleted = deleted && exists && last.TargetUID != "" && last.TargetUID == ns.UID
-	if !deleted || !ns.Terminating {
-		if stored.Stuck == nil {
-			return decision{}, false
-		}
-		// Gone: the status says stuck no more.
-		e.State, e.Message = report.StateDeactivated, "spec.deactivated is true"
-		return decision{manager: m, entry: e, stuckOnly: true}, true
-	}
-	e.Policy, e.Action = last.Policy, last.Action
-	e, unread := s.terminating(ctx, r, e, ns, fmt.Sprintf("namespace %s, deleted by policy %q at %s, is terminating", e.Target, last.Policy, last.Time.UTC().Format(time.RFC3339)))
-	return decision{manager: m, entry: e, stuckOnly: true, stuckUnread: unread}, true
 }

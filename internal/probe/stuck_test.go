@@ -1,14 +1,12 @@
-package sweep
+package probe
 
 import (
 	"fmt"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nsman/nsman/internal/cluster"
-	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/report"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -111,64 +109,6 @@ func TestStuckReasons(t *testing.T) {
 	}
 }
 
-func TestStuckCauseIgnoresCounts(t *testing.T) {
-	since := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
-	stuck := func(msg string, reason string) *report.Stuck {
-		return &report.Stuck{Since: since, Reasons: []report.StuckReason{{Reason: reason, Message: msg}}}
-	}
-	was := stuck("example.com/hold in 3 resource instances", report.StuckFinalizersRemaining)
-	if got := status.SameCause(was, stuck("example.com/hold in 1 resource instances", report.StuckFinalizersRemaining)); got != was {
-		t.Errorf("fewer objects left: kept %+v, want the record as stored", got)
-	}
-	if got := status.SameCause(was, stuck("example.com/renamed in 1 resource instances", report.StuckFinalizersRemaining)); got != was {
-		t.Errorf("a finalizer renamed (a tenant may, at every sweep): kept %+v, want the record as stored", got)
-	}
-	other := stuck("widgets.example.com has 1 resource instances", report.StuckContentRemaining)
-	if got := status.SameCause(was, other); got != other {
-		t.Errorf("another reason: kept %+v, want the new cause", got)
-	}
-	if got := status.SameCause(was, nil); got != nil {
-		t.Errorf("not stuck any more: kept %+v, want none", got)
-	}
-	if (*report.Stuck)(nil).Cause() != "" {
-		t.Error("no stuck record has a cause")
-	}
-}
-
-// A rule's status lists its first 10 stuck namespaces by name, each as
-// first seen with its cause; a sweep that finds the same causes (counts
-// aside), or cannot read a listed namespace, tells nothing new, and a
-// namespace past the first 10 is told once it is listed.
-func TestRuleKeepsStuck(t *testing.T) {
-	since := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
-	entries := func(n int, count string) []report.Entry {
-		var out []report.Entry
-		for i := range n {
-			out = append(out, report.Entry{Target: fmt.Sprintf("ns-%02d", i), State: report.StateTargetTerminating,
-				Stuck: &report.Stuck{Since: since, Reasons: []report.StuckReason{{Reason: report.StuckContentRemaining, Message: "widgets has " + count + " resource instances"}}}})
-		}
-		return out
-	}
-	var first status.RuleSummary
-	if told := keepStuck(&first, entries(12, "3"), nil); len(told) != status.MaxLatest || len(first.Stuck) != status.MaxLatest || first.Stuck[9].Namespace != "ns-09" {
-		t.Fatalf("first sweep: told %d, listed %+v; want the first %d by name", len(told), first.Stuck, status.MaxLatest)
-	}
-	var again status.RuleSummary
-	if told := keepStuck(&again, entries(12, "1"), &first); len(told) != 0 || !strings.Contains(again.Stuck[0].Reasons[0].Message, "has 3 resource") {
-		t.Errorf("same causes, fewer objects: told %q, listed %+v; want nothing told, the record as first seen", told, again.Stuck[0])
-	}
-	unread := entries(12, "1")
-	unread[0].Stuck = nil
-	var third status.RuleSummary
-	if told := keepStuck(&third, unread, &again); len(told) != 0 || len(third.Stuck) != status.MaxLatest || third.Stuck[0].Namespace != "ns-00" {
-		t.Errorf("ns-00 not read: told %q, listed %+v; want it kept as stored", told, third.Stuck)
-	}
-	var fourth status.RuleSummary
-	if told := keepStuck(&fourth, entries(12, "1")[1:], &third); len(told) != 1 || !strings.Contains(told[0], "ns-10") {
-		t.Errorf("ns-00 gone: told %q; want ns-10, now listed, told once", told)
-	}
-}
-
 // Past stuckIndexAfter stuck namespaces, a sweep reads the rest from one
 // list of every namespace, and says the same of each.
 func TestStuckNamespacesReadOnceWhenMany(t *testing.T) {
@@ -202,10 +142,10 @@ func TestStuckNamespacesReadOnceWhenMany(t *testing.T) {
 		}
 		return true, &corev1.NamespaceList{Items: []corev1.Namespace{*obj.(*corev1.Namespace)}}, nil
 	})
-	s := &Sweeper{cfg: Config{PageSize: DefaultPageSize, StuckAfter: DefaultStuckAfter}, clients: cluster.Clients{Kube: coreListsOverHTTP(t, client)}, log: slog.New(slog.DiscardHandler)}
-	r := &sweepRun{now: now}
+	reads := testReads(cluster.Clients{Kube: coreListsOverHTTP(t, client)}, defaultClaimTTL, nil)
+	x := NewStuck(reads, defaultStuckAfter)
 	for _, ns := range infos {
-		st, err := s.stuck(t.Context(), r, ns)
+		st, err := x.Of(t.Context(), ns, now)
 		if err != nil || st == nil || st.Cause() != report.StuckNamespaceFinalizers || !st.Since.Equal(deleted.UTC()) {
 			t.Fatalf("%s: %+v, %v; want it stuck on its own finalizer", ns.Name, st, err)
 		}
@@ -215,12 +155,12 @@ func TestStuckNamespacesReadOnceWhenMany(t *testing.T) {
 	}
 	// The list keeps of each namespace what says why it is stuck, not its
 	// annotations.
-	for name, n := range r.stuck.index {
+	for name, n := range x.index {
 		if len(n.Annotations) > 0 || n.Spec.Finalizers == nil {
 			t.Errorf("%s kept with %d annotations and finalizers %v; want none and its finalizers", name, len(n.Annotations), n.Spec.Finalizers)
 		}
 	}
-	if st, err := s.stuck(t.Context(), &sweepRun{now: now}, cluster.Namespace{Name: "ns-00", UID: "another", Terminating: true, Deleting: deleted.Time}); st != nil || err != nil {
+	if st, err := NewStuck(reads, defaultStuckAfter).Of(t.Context(), cluster.Namespace{Name: "ns-00", UID: "another", Terminating: true, Deleting: deleted.Time}, now); st != nil || err != nil {
 		t.Errorf("a namespace recreated under the name: %+v, %v; want it not told stuck", st, err)
 	}
 }

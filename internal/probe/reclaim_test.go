@@ -1,4 +1,4 @@
-package sweep
+package probe
 
 import (
 	"bytes"
@@ -71,12 +71,12 @@ func reclaimService(namespace, name string, typ corev1.ServiceType) *corev1.Serv
 	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Spec: corev1.ServiceSpec{Type: typ}}
 }
 
-func reclaimSweeper(t *testing.T, client *kubefake.Clientset, log *slog.Logger) *Sweeper {
+func reclaimOf(t *testing.T, client *kubefake.Clientset, log *slog.Logger) *Reclaim {
 	t.Helper()
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Sweeper{cfg: Config{PageSize: DefaultPageSize, ClaimTTL: DefaultClaimTTL}, clients: cluster.Clients{Kube: coreListsOverHTTP(t, client)}, log: log}
+	return NewReclaim(testReads(cluster.Clients{Kube: coreListsOverHTTP(t, client)}, defaultClaimTTL, log))
 }
 
 // coreListsOverHTTP is client, but for its lists of pods,
@@ -203,8 +203,7 @@ func TestReclaimPodRequests(t *testing.T) {
 		{"no requests", corev1.PodSpec{Containers: []corev1.Container{reclaimContainer("a", "", "")}}, "0", "0"},
 	} {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "p"}, Spec: tt.spec, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
-		s := reclaimSweeper(t, kubefake.NewClientset(p), nil)
-		got, err := s.namespaceReclaimed(t.Context(), &reclaims{}, "team")
+		got, err := reclaimOf(t, kubefake.NewClientset(p), nil).Namespace(t.Context(), "team")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -235,7 +234,7 @@ func TestReclaimExcludesFinishedPods(t *testing.T) {
 		selectors = append(selectors, a.(k8stesting.ListAction).GetListRestrictions().Fields)
 		return false, nil, nil
 	})
-	got, err := reclaimSweeper(t, client, nil).namespaceReclaimed(t.Context(), &reclaims{}, "team")
+	got, err := reclaimOf(t, client, nil).Namespace(t.Context(), "team")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +264,7 @@ func TestReclaimStorageAndLoadBalancers(t *testing.T) {
 		serviceSelectors = append(serviceSelectors, a.(k8stesting.ListAction).GetListRestrictions().Fields.String())
 		return false, nil, nil
 	})
-	got, err := reclaimSweeper(t, client, nil).namespaceReclaimed(t.Context(), &reclaims{}, "team")
+	got, err := reclaimOf(t, client, nil).Namespace(t.Context(), "team")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,9 +293,9 @@ func TestReclaimServicesWithoutTypeSelector(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	s, x := reclaimSweeper(t, client, nil), &reclaims{}
+	x := reclaimOf(t, client, nil)
 	for _, ns := range []string{"a", "b"} {
-		got, err := s.namespaceReclaimed(t.Context(), x, ns)
+		got, err := x.Namespace(t.Context(), ns)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -309,7 +308,7 @@ func TestReclaimServicesWithoutTypeSelector(t *testing.T) {
 	client.PrependReactor("list", "services", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(corev1.Resource("services"), "", fmt.Errorf("no"))
 	})
-	if _, err := s.namespaceReclaimed(t.Context(), &reclaims{}, "a"); !apierrors.IsForbidden(err) {
+	if _, err := NewReclaim(x.reads).Namespace(t.Context(), "a"); !apierrors.IsForbidden(err) {
 		t.Errorf("services forbidden: error %v, want it forbidden", err)
 	}
 }
@@ -339,16 +338,16 @@ func TestReclaimClusterWideIsPerNamespace(t *testing.T) {
 	const namespaces = 3 * ReclaimIndexAfter
 	objs := reclaimCluster(namespaces)
 	perNamespace, clusterWide := kubefake.NewClientset(objs...), kubefake.NewClientset(objs...)
-	indexed := &reclaims{}
+	indexed := reclaimOf(t, clusterWide, nil)
 	indexed.asked.Store(ReclaimIndexAfter)
 	nonZero := 0
 	for i := range namespaces + 1 {
 		ns := fmt.Sprintf("team-%03d", i) // the last does not exist
-		want, err := reclaimSweeper(t, perNamespace, nil).namespaceReclaimed(t.Context(), &reclaims{}, ns)
+		want, err := reclaimOf(t, perNamespace, nil).Namespace(t.Context(), ns)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := reclaimSweeper(t, clusterWide, nil).namespaceReclaimed(t.Context(), indexed, ns)
+		got, err := indexed.Namespace(t.Context(), ns)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -378,7 +377,7 @@ func TestReclaimClusterWideIsPerNamespace(t *testing.T) {
 func TestReclaimConcurrentDeletes(t *testing.T) {
 	const namespaces, workers = 200, 16
 	client := kubefake.NewClientset(reclaimCluster(namespaces)...)
-	s, x := reclaimSweeper(t, client, nil), &reclaims{}
+	x := reclaimOf(t, client, nil)
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -388,7 +387,7 @@ func TestReclaimConcurrentDeletes(t *testing.T) {
 	for range workers {
 		wg.Go(func() {
 			for ns := range todo {
-				got, err := s.namespaceReclaimed(t.Context(), x, ns)
+				got, err := x.Namespace(t.Context(), ns)
 				if err != nil {
 					t.Error(err)
 					continue
@@ -407,7 +406,7 @@ func TestReclaimConcurrentDeletes(t *testing.T) {
 
 	var want report.Reclaimed
 	for i := range namespaces {
-		got, err := reclaimSweeper(t, kubefake.NewClientset(reclaimCluster(namespaces)...), nil).namespaceReclaimed(t.Context(), &reclaims{}, fmt.Sprintf("team-%03d", i))
+		got, err := reclaimOf(t, kubefake.NewClientset(reclaimCluster(namespaces)...), nil).Namespace(t.Context(), fmt.Sprintf("team-%03d", i))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -434,10 +433,10 @@ func TestReclaimIndexFailureFallsBack(t *testing.T) {
 		return false, nil, nil
 	})
 	var log bytes.Buffer
-	s, x := reclaimSweeper(t, client, slog.New(slog.NewTextHandler(&log, nil))), &reclaims{}
+	x := reclaimOf(t, client, slog.New(slog.NewTextHandler(&log, nil)))
 	x.asked.Store(ReclaimIndexAfter)
 	for range 3 {
-		got, err := s.namespaceReclaimed(t.Context(), x, "team-003")
+		got, err := x.Namespace(t.Context(), "team-003")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -476,9 +475,9 @@ func TestWorkloadReclaimed(t *testing.T) {
 		}
 		return &unstructured.Unstructured{Object: obj}
 	}
-	reclaimWant(t, "3 replicas", workloadReclaimed(deployment(ptr.To[int32](3))), "1500m", "960Mi", "0", 0)
-	reclaimWant(t, "replicas unset", workloadReclaimed(deployment(nil)), "500m", "320Mi", "0", 0)
-	if got := workloadReclaimed(deployment(ptr.To[int32](0))); !got.IsZero() {
+	reclaimWant(t, "3 replicas", ScalingFrees(deployment(ptr.To[int32](3))), "1500m", "960Mi", "0", 0)
+	reclaimWant(t, "replicas unset", ScalingFrees(deployment(nil)), "500m", "320Mi", "0", 0)
+	if got := ScalingFrees(deployment(ptr.To[int32](0))); !got.IsZero() {
 		t.Errorf("0 replicas: %v, want nothing", got)
 	}
 	// As the dynamic client decodes a list's item.
@@ -488,7 +487,7 @@ func TestWorkloadReclaimed(t *testing.T) {
 		"resources": {"requests": {"cpu": "1500m", "memory": "2Gi"}}}]}}}, "status": {"replicas": 2}}`)); err != nil {
 		t.Fatal(err)
 	}
-	reclaimWant(t, "statefulset", workloadReclaimed(&sts), "3", "4Gi", "0", 0)
+	reclaimWant(t, "statefulset", ScalingFrees(&sts), "3", "4Gi", "0", 0)
 }
 
 // TestReclaimedAdd: sums keep exact quantities, and zero is nothing.
@@ -509,7 +508,7 @@ func TestReclaimedAdd(t *testing.T) {
 }
 
 // A namespace whose lists do not answer delays its DELETE by
-// namespaceReadTimeout at most: the read gives up, saying so.
+// Reads.NamespaceTimeout at most: the read gives up, saying so.
 func TestReclaimReadIsBounded(t *testing.T) {
 	stalled := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
 	defer stalled.Close()
@@ -517,16 +516,16 @@ func TestReclaimReadIsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Sweeper{cfg: Config{PageSize: DefaultPageSize, ClaimTTL: MinClaimTTL}, clients: cluster.Clients{Kube: client}, log: slog.New(slog.DiscardHandler)}
+	reads := testReads(cluster.Clients{Kube: client}, minClaimTTL, nil)
 	began := time.Now()
-	_, err = s.namespaceReclaimed(t.Context(), &reclaims{}, "team")
-	if took := time.Since(began); err == nil || took > s.namespaceReadTimeout()+time.Second {
-		t.Errorf("a read that never answers: %v after %v; want an error after %v", err, took, s.namespaceReadTimeout())
+	_, err = NewReclaim(reads).Namespace(t.Context(), "team")
+	if took := time.Since(began); err == nil || took > reads.NamespaceTimeout()+time.Second {
+		t.Errorf("a read that never answers: %v after %v; want an error after %v", err, took, reads.NamespaceTimeout())
 	}
 }
 
 // A namespace's activity that never comes is given up after
-// namespaceReadTimeout, with an error: its IDLE policy does not hold.
+// Reads.NamespaceTimeout, with an error: its IDLE policy does not hold.
 func TestActivityReadIsBounded(t *testing.T) {
 	stalled := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
 	defer stalled.Close()
@@ -534,10 +533,10 @@ func TestActivityReadIsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Sweeper{cfg: Config{PageSize: DefaultPageSize, ClaimTTL: MinClaimTTL}, clients: cluster.Clients{Kube: client}, log: slog.New(slog.DiscardHandler)}
+	reads := testReads(cluster.Clients{Kube: client}, minClaimTTL, nil)
 	began := time.Now()
-	_, indexed, err := s.lastActivity(t.Context(), &activities{}, "team")
-	if took := time.Since(began); err == nil || indexed || took > s.namespaceReadTimeout()+time.Second {
-		t.Errorf("a read that never answers: %v after %v; want an error after %v", err, took, s.namespaceReadTimeout())
+	_, indexed, err := NewActivity(reads).Last(t.Context(), "team")
+	if took := time.Since(began); err == nil || indexed || took > reads.NamespaceTimeout()+time.Second {
+		t.Errorf("a read that never answers: %v after %v; want an error after %v", err, took, reads.NamespaceTimeout())
 	}
 }

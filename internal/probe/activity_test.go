@@ -1,9 +1,8 @@
-package sweep
+package probe
 
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -27,14 +26,13 @@ func TestActivityIndexIsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Sweeper{cfg: Config{PageSize: DefaultPageSize, ClaimTTL: 2 * time.Second}, clients: cluster.Clients{Kube: client}, log: slog.New(slog.DiscardHandler)}
-	x := &activities{}
+	x := NewActivity(testReads(cluster.Clients{Kube: client}, 2*time.Second, nil))
 	x.indexed.Store(true)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	began := time.Now()
-	_, indexed, err := s.lastActivity(ctx, x, "team")
-	bound := s.cfg.ClaimTTL + s.namespaceReadTimeout() + time.Second
+	_, indexed, err := x.Last(ctx, "team")
+	bound := x.reads.ClaimTTL + x.reads.NamespaceTimeout() + time.Second
 	if took := time.Since(began); err == nil || indexed || took > bound {
 		t.Errorf("an index that never answers: %v (indexed %v) after %v; want an error within %v", err, indexed, took, bound)
 	}
@@ -71,10 +69,9 @@ func TestActivityIndexCountsNamespaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Sweeper{cfg: Config{PageSize: DefaultPageSize, ClaimTTL: DefaultClaimTTL}, clients: cluster.Clients{Kube: client}, log: slog.New(slog.DiscardHandler)}
-	x := &activities{}
+	x := NewActivity(testReads(cluster.Clients{Kube: client}, defaultClaimTTL, nil))
 	for range ActivityIndexAfter + 8 {
-		if _, indexed, err := s.lastActivity(t.Context(), x, "team"); err != nil || indexed {
+		if _, indexed, err := x.Last(t.Context(), "team"); err != nil || indexed {
 			t.Fatalf("%v (indexed %v)", err, indexed)
 		}
 	}
@@ -82,18 +79,17 @@ func TestActivityIndexCountsNamespaces(t *testing.T) {
 		t.Errorf("%d asks about one namespace: %d lists in it and %d cluster-wide, want %d and 0", ActivityIndexAfter+8, in, all, len(activityResources))
 	}
 	for i := range ActivityIndexAfter {
-		if _, _, err := s.lastActivity(t.Context(), x, fmt.Sprintf("other-%d", i)); err != nil {
+		if _, _, err := x.Last(t.Context(), fmt.Sprintf("other-%d", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, indexed, err := s.lastActivity(t.Context(), x, "team"); err != nil || !indexed {
+	if _, indexed, err := x.Last(t.Context(), "team"); err != nil || !indexed {
 		t.Errorf("past %d namespaces: %v (indexed %v), want the index's answer", ActivityIndexAfter, err, indexed)
 	}
 }
 
 // The managers counted ahead are counted by the namespace they target.
 func TestCountAheadCountsNamespaces(t *testing.T) {
-	s := &Sweeper{cfg: Config{TrustedNamespaces: []string{"platform"}}}
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	status := []byte(`{"lastActivity":{"at":"2025-12-31T00:00:00Z","what":"ReplicaSet web created"}}`)
 	page := func(namespace string, spec func(i int) any) *cluster.ManagerPage {
@@ -105,17 +101,17 @@ func TestCountAheadCountsNamespaces(t *testing.T) {
 		}
 		return p
 	}
-	x := &activities{}
-	s.countAhead(x, page("team", func(int) any { return map[string]any{"namespace": "team"} }), now)
+	x, all := &Activity{}, func(types.UID) bool { return true }
+	x.ExpectAhead(page("team", func(int) any { return map[string]any{"namespace": "team"} }), now, all, []string{"platform"})
 	if x.indexed.Load() {
 		t.Errorf("%d managers of one namespace set the index ahead", ActivityIndexAfter+1)
 	}
 	// A tenant's managers that name other namespaces read none of them.
-	s.countAhead(x, page("team", func(i int) any { return map[string]any{"namespace": fmt.Sprintf("other-%d", i)} }), now)
+	x.ExpectAhead(page("team", func(i int) any { return map[string]any{"namespace": fmt.Sprintf("other-%d", i)} }), now, all, []string{"platform"})
 	if x.indexed.Load() {
 		t.Errorf("%d managers of a tenant targeting other namespaces set the index ahead", ActivityIndexAfter+1)
 	}
-	s.countAhead(x, page("platform", func(i int) any { return map[string]any{"namespace": fmt.Sprintf("other-%d", i)} }), now)
+	x.ExpectAhead(page("platform", func(i int) any { return map[string]any{"namespace": fmt.Sprintf("other-%d", i)} }), now, all, []string{"platform"})
 	if !x.indexed.Load() {
 		t.Errorf("%d managers of a trusted namespace, each targeting its own, did not set the index ahead", ActivityIndexAfter+1)
 	}

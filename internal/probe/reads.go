@@ -1,0 +1,23 @@
+package probe
+
+import (
+	"time"
+
+	"github.com/nsman/nsman/internal/cluster"
+)
+
+// Reads is how every probe of a sweep reads: the cluster's clients, the
+// page size and the logger, and the time the sweep gives a read.
+type Reads struct {
+	cluster.Reader
+	// ClaimTTL bounds a sweep's cluster-wide index: a cluster of very many
+	// objects holds up what waits on it that long at most.
+	ClaimTTL time.Duration
+}
+
+// NamespaceTimeout bounds the lists a sweep reads of one namespace before
+// it acts, of objects a tenant may make many of (what it frees, its last
+// activity, its Jobs): a quarter of ClaimTTL, at most 10s.
+func (r Reads) NamespaceTimeout() time.Duration {
+	return min(r.ClaimTTL/4, 10*time.Second)
+}
