@@ -108,38 +108,10 @@ func NewSender(o Options) *Sender {
 		deny = checkDenyList
 	}
 	allow := o.Allow
-	// The transport dials the URL's host and port; the check on the
-	// addresses it resolves to depends on that host.
-	platform := func(ctx context.Context, network, address string) (net.Conn, error) {
-		host, _, err := net.SplitHostPort(address)
-		if err != nil {
-			return nil, &refusedError{address: address, err: err}
-		}
-		if err := dialsURLHost(ctx, host); err != nil {
-			return nil, err
-		}
-		d := net.Dialer{Control: dialControl(allow.addressCheck(host, deny))}
-		return d.DialContext(ctx, network, address)
-	}
-	tenant := func(ctx context.Context, network, address string) (net.Conn, error) {
-		host, port, err := net.SplitHostPort(address)
-		if err != nil {
-			return nil, &refusedError{address: address, err: err}
-		}
-		if err := dialsURLHost(ctx, host); err != nil {
-			return nil, err
-		}
-		if r := routeOf(ctx); len(r.Endpoints) > 0 {
-			return dialEndpoints(ctx, network, r.Endpoints, deny)
-		}
-		d := net.Dialer{Control: dialControl(allow.tenantCheck(host, deny))}
-		return d.DialContext(ctx, network, net.JoinHostPort(host, port))
-	}
-
 	s := &Sender{
 		silence:     newSilence(),
-		client:      newClient(platform, o.TLSConfig, max(o.Timeout, 0)),
-		tenant:      newClient(tenant, o.TLSConfig, max(o.Timeout, 0)),
+		client:      newClient(platformDialer(allow, deny), o.TLSConfig, max(o.Timeout, 0)),
+		tenant:      newClient(tenantDialer(allow, deny), o.TLSConfig, max(o.Timeout, 0)),
 		timeout:     o.Timeout,
 		maxAttempts: o.MaxAttempts,
 		userAgent:   o.UserAgent,
@@ -163,6 +135,45 @@ func NewSender(o Options) *Sender {
 		s.maxBodyRead = defaultMaxBodyRead
 	}
 	return s
+}
+
+// platformDialer dials the receivers the platform team chose, at what the
+// URL's host resolves to, each address checked by the allow list and deny.
+// The transport dials the URL's host and port; the check on the addresses
+// it resolves to depends on that host.
+func platformDialer(allow *AllowList, deny func(netip.Addr) error) func(ctx context.Context, network, address string) (net.Conn, error) {
+	return func(ctx context.Context, network, address string) (net.Conn, error) {
+		host, _, err := net.SplitHostPort(address)
+		if err != nil {
+			return nil, &refusedError{address: address, err: err}
+		}
+		if err := dialsURLHost(ctx, host); err != nil {
+			return nil, err
+		}
+		d := net.Dialer{Control: dialControl(allow.addressCheck(host, deny))}
+		return d.DialContext(ctx, network, address)
+	}
+}
+
+// tenantDialer dials the receivers chosen in a tenant's namespace: at the
+// endpoints the request's Route names, each checked by deny alone (the
+// tenant's Pods are the tenant's), or else at what the URL's host resolves
+// to, each address checked by the allow list's rule for tenants.
+func tenantDialer(allow *AllowList, deny func(netip.Addr) error) func(ctx context.Context, network, address string) (net.Conn, error) {
+	return func(ctx context.Context, network, address string) (net.Conn, error) {
+		host, port, err := net.SplitHostPort(address)
+		if err != nil {
+			return nil, &refusedError{address: address, err: err}
+		}
+		if err := dialsURLHost(ctx, host); err != nil {
+			return nil, err
+		}
+		if r := routeOf(ctx); len(r.Endpoints) > 0 {
+			return dialEndpoints(ctx, network, r.Endpoints, deny)
+		}
+		d := net.Dialer{Control: dialControl(allow.tenantCheck(host, deny))}
+		return d.DialContext(ctx, network, net.JoinHostPort(host, port))
+	}
 }
 
 // dialEndpoints dials endpoints in turn, each checked by deny, and returns
