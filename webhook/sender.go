@@ -277,40 +277,11 @@ func (s *Sender) Deliver(ctx context.Context, route Route, rawURL string, body [
 		d.Duration = time.Since(start)
 		return d, err
 	}
-
-	u, err := url.Parse(rawURL)
+	u, toPods, err := s.admit(ctx, route, rawURL, idempotencyKey)
 	if err != nil {
-		// Not the *url.Error itself: it quotes the URL, password included.
-		if uerr, ok := errors.AsType[*url.Error](err); ok {
-			err = uerr.Err
-		}
-		return done(fmt.Errorf("webhook: %w", &invalidURLError{err: err}))
+		return done(err)
 	}
-	target := Origin(u)
-	if err := checkURL(u); err != nil {
-		return done(fmt.Errorf("webhook %s: %w", target, &invalidURLError{err: err}))
-	}
-	// toPods: the receiver is a tenant's own Pods, dialled at the
-	// endpoints route names (checked again before every attempt).
-	toPods := route.Tenant && (len(route.Endpoints) > 0 || route.Recheck != nil)
-	if toPods && len(route.Endpoints) == 0 {
-		return done(fmt.Errorf("webhook %s: %w", target, &recheckError{err: errNoEndpoint}))
-	}
-	if !toPods {
-		if err := s.allow.check(u.Hostname()); err != nil {
-			return done(fmt.Errorf("webhook %s: %w", target, err))
-		}
-	}
-	if idempotencyKey == "" {
-		return done(fmt.Errorf("webhook %s: empty idempotency key", target))
-	}
-	if err := ctx.Err(); err != nil {
-		return done(fmt.Errorf("webhook %s: %w", target, err))
-	}
-	receiver := receiverKey(u)
-	if err := s.silence.deferral(route.Scope, receiver); err != nil {
-		return done(fmt.Errorf("webhook %s: %w", target, err))
-	}
+	target, receiver := Origin(u), receiverKey(u)
 	// gaveUp ends a failed delivery. One that held its worker for an
 	// attempt's timeout or longer (slow answers, Retry-After waits, the
 	// action's deadline) counts as a timed-out attempt does: the receiver
@@ -323,36 +294,20 @@ func (s *Sender) Deliver(ctx context.Context, route Route, rawURL string, body [
 		return done(err)
 	}
 	ctx = context.WithValue(ctx, urlHostKey{}, u.Hostname())
-	client := s.client
-	if route.Tenant {
-		client = s.tenant
-	}
 
 	// waited is how long this Send paused for Retry-After so far: at most
 	// s.timeout in all.
 	var waited time.Duration
 	for {
 		if d.Attempts > 0 && route.Recheck != nil {
-			endpoints, err := route.Recheck(ctx)
-			if err == nil && len(endpoints) == 0 {
-				err = errNoEndpoint
-			}
+			endpoints, err := recheckEndpoints(ctx, route)
 			if err != nil {
-				return done(fmt.Errorf("webhook %s: %w", target, &recheckError{err: err}))
+				return done(fmt.Errorf("webhook %s: %w", target, err))
 			}
 			route.Endpoints = endpoints
 		}
-		actx := ctx
-		if route.Tenant {
-			actx = context.WithValue(ctx, routeKey{}, route)
-		}
-		resp, err := s.attempt(actx, client, u, body, idempotencyKey, toPods)
+		resp, err := s.routedAttempt(ctx, route, u, body, idempotencyKey, toPods)
 		d.Attempts++
-		if resp == nil && timedOut(err) && ctx.Err() == nil {
-			// Every other delivery to this receiver, in this sweep, would
-			// wait as long: each is deferred instead (this one goes on).
-			s.silence.mark(route.Scope, receiver)
-		}
 		d.StatusCode = 0
 		if resp != nil {
 			d.StatusCode = resp.StatusCode
@@ -361,25 +316,115 @@ func (s *Sender) Deliver(ctx context.Context, route Route, rawURL string, body [
 			}
 			err = &statusError{code: resp.StatusCode}
 		}
-		if d.Attempts >= s.maxAttempts || ctx.Err() != nil || !retryable(resp, err) || s.silence.exhausted(route.Scope) {
-			return gaveUp(fmt.Errorf("webhook %s: %w %s", target, err, d.after()))
+		paused, stop := s.awaitRetry(ctx, route.Scope, target, d, resp, err, s.timeout-waited)
+		if stop != nil {
+			return gaveUp(stop)
 		}
-		wait, asked, ok := s.retryDelay(d.Attempts, resp, time.Now(), s.timeout-waited)
-		if !ok {
-			return gaveUp(fmt.Errorf("webhook %s: %w %s; Retry-After %q exceeds the %s left of the %s a delivery may wait for its receiver",
-				target, err, d.after(), resp.Header.Get("Retry-After"), s.timeout-waited, s.timeout))
+		waited += paused
+	}
+}
+
+// admit refuses, before any network I/O, a delivery that could not be
+// made or may not be: an invalid URL, a host the allow list refuses
+// whatever it resolves to (unless the receiver is a tenant's own Pods,
+// which the allow list does not judge), a tenant's Pods without an
+// endpoint, an empty idempotency key, a context already done and a
+// receiver silent in route's scope. It returns the URL parsed, and
+// whether the receiver is a tenant's own Pods, dialled at the endpoints
+// route names (checked again before every attempt).
+func (s *Sender) admit(ctx context.Context, route Route, rawURL, idempotencyKey string) (*url.URL, bool, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		// Not the *url.Error itself: it quotes the URL, password included.
+		if uerr, ok := errors.AsType[*url.Error](err); ok {
+			err = uerr.Err
 		}
-		if asked {
-			waited += wait
-		}
-		if cerr := sleep(ctx, wait); cerr != nil {
-			return gaveUp(fmt.Errorf("webhook %s: %w %s, last: %w", target, cerr, d.after(), err))
-		}
-		if s.silence.exhausted(route.Scope) {
-			// The tenant's other receivers timed out meanwhile.
-			return gaveUp(fmt.Errorf("webhook %s: %w %s", target, err, d.after()))
+		return nil, false, fmt.Errorf("webhook: %w", &invalidURLError{err: err})
+	}
+	target := Origin(u)
+	if err := checkURL(u); err != nil {
+		return nil, false, fmt.Errorf("webhook %s: %w", target, &invalidURLError{err: err})
+	}
+	toPods := route.Tenant && (len(route.Endpoints) > 0 || route.Recheck != nil)
+	if toPods && len(route.Endpoints) == 0 {
+		return nil, false, fmt.Errorf("webhook %s: %w", target, &recheckError{err: errNoEndpoint})
+	}
+	if !toPods {
+		if err := s.allow.check(u.Hostname()); err != nil {
+			return nil, false, fmt.Errorf("webhook %s: %w", target, err)
 		}
 	}
+	if idempotencyKey == "" {
+		return nil, false, fmt.Errorf("webhook %s: empty idempotency key", target)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, false, fmt.Errorf("webhook %s: %w", target, err)
+	}
+	if err := s.silence.deferral(route.Scope, receiverKey(u)); err != nil {
+		return nil, false, fmt.Errorf("webhook %s: %w", target, err)
+	}
+	return u, toPods, nil
+}
+
+// routedAttempt makes one attempt of a delivery on route (a tenant's
+// through the tenant's pool, with route, its endpoints as last read, in
+// the context tenantDialer reads it from), and marks the receiver silent
+// in route's scope when the attempt got no answer in time.
+func (s *Sender) routedAttempt(ctx context.Context, route Route, u *url.URL, body []byte, key string, fresh bool) (*http.Response, error) {
+	client, actx := s.client, ctx
+	if route.Tenant {
+		client, actx = s.tenant, context.WithValue(ctx, routeKey{}, route)
+	}
+	resp, err := s.attempt(actx, client, u, body, key, fresh)
+	if resp == nil && timedOut(err) && ctx.Err() == nil {
+		// Every other delivery to this receiver, in this sweep, would
+		// wait as long: each is deferred instead (this one goes on).
+		s.silence.mark(route.Scope, receiverKey(u))
+	}
+	return resp, err
+}
+
+// recheckEndpoints reads route's endpoints again before a retry: the Pods
+// they were chosen from may have changed since the last attempt, and none
+// left ends the delivery as an error of Recheck's does.
+func recheckEndpoints(ctx context.Context, route Route) ([]netip.AddrPort, error) {
+	endpoints, err := route.Recheck(ctx)
+	if err == nil && len(endpoints) == 0 {
+		err = errNoEndpoint
+	}
+	if err != nil {
+		return nil, &recheckError{err: err}
+	}
+	return endpoints, nil
+}
+
+// awaitRetry pauses before the next attempt of a delivery to target whose
+// last attempt failed with resp and err, and returns how much of the pause
+// was the receiver's Retry-After, which budget bounds (what is left of
+// s.timeout for such waits). It returns instead the error the delivery
+// gives up with: its attempts spent, ctx done, a failure that would fail
+// again, a Retry-After beyond budget, or scope's receivers all silent (a
+// tenant's, before the pause or during it).
+func (s *Sender) awaitRetry(ctx context.Context, scope, target string, d Delivery, resp *http.Response, err error, budget time.Duration) (time.Duration, error) {
+	if d.Attempts >= s.maxAttempts || ctx.Err() != nil || !retryable(resp, err) || s.silence.exhausted(scope) {
+		return 0, fmt.Errorf("webhook %s: %w %s", target, err, d.after())
+	}
+	wait, asked, ok := s.retryDelay(d.Attempts, resp, time.Now(), budget)
+	if !ok {
+		return 0, fmt.Errorf("webhook %s: %w %s; Retry-After %q exceeds the %s left of the %s a delivery may wait for its receiver",
+			target, err, d.after(), resp.Header.Get("Retry-After"), budget, s.timeout)
+	}
+	if cerr := sleep(ctx, wait); cerr != nil {
+		return 0, fmt.Errorf("webhook %s: %w %s, last: %w", target, cerr, d.after(), err)
+	}
+	if s.silence.exhausted(scope) {
+		// The tenant's other receivers timed out meanwhile.
+		return 0, fmt.Errorf("webhook %s: %w %s", target, err, d.after())
+	}
+	if !asked {
+		return 0, nil
+	}
+	return wait, nil
 }
 
 // attempt makes one request within the per-attempt timeout. It returns either

@@ -121,7 +121,6 @@ var knownOver = map[string]int{
 	"policy.parser.rule":               67,
 	"sweep.Sweeper.removeStaleRecords": 69,
 	"sweep.Sweeper.route":              76,
-	"webhook.Sender.Deliver":           111,
 }
 
 // goPackage is what go list says of a package.
