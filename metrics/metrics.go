@@ -248,86 +248,113 @@ func decodeTotals(body io.Reader, grouping map[string]string) (_ map[string]map[
 		}
 	}()
 	in := &boundedReader{r: body}
-	dec := json.NewDecoder(in)
-	// bound lets dec read up to maxTotalsValue past where it is, enough for
-	// the next token or value.
-	bound := func() { in.limit = dec.InputOffset() + maxTotalsValue }
-	bound()
-	if err := wantDelim(dec, '{'); err != nil {
+	d := &totalsDecoder{in: in, dec: json.NewDecoder(in), grouping: grouping}
+	d.bound()
+	if err := wantDelim(d.dec, '{'); err != nil {
 		return nil, err
 	}
-	var status string
-	var totals map[string]map[string]float64 // the group's, once found
-	done := func() bool { return status == "success" && totals != nil }
-	for dec.More() {
-		bound()
-		key, err := dec.Token()
+	for d.dec.More() {
+		d.bound()
+		key, err := d.dec.Token()
 		if err != nil {
 			return nil, err
 		}
-		bound()
-		switch key {
-		case "status":
-			if err := dec.Decode(&status); err != nil {
-				return nil, fmt.Errorf("status: %w", err)
-			}
-			if status != "success" {
-				return nil, fmt.Errorf("status %q, not success", status)
-			}
-		case "data":
-			t, err := dec.Token()
-			if err != nil {
-				return nil, err
-			}
-			if t == nil { // null: no group
-				break
-			}
-			if t != json.Delim('[') {
-				return nil, fmt.Errorf("data is %v, not a list of groups", t)
-			}
-			for dec.More() {
-				bound()
-				var group map[string]json.RawMessage
-				if err := dec.Decode(&group); err != nil {
-					return nil, fmt.Errorf("a group: %w", err)
-				}
-				if totals != nil {
-					continue // found, but the status is still to come
-				}
-				found, err := groupTotals(group, grouping)
-				if err != nil {
-					return nil, err
-				}
-				totals = found
-				if done() {
-					return totals, nil
-				}
-			}
-			bound()
-			if err := wantDelim(dec, ']'); err != nil {
-				return nil, err
-			}
-		default:
-			var skipped json.RawMessage
-			if err := dec.Decode(&skipped); err != nil {
-				return nil, fmt.Errorf("%v: %w", key, err)
-			}
+		d.bound()
+		if err := d.member(key); err != nil {
+			return nil, err
 		}
-		if done() {
-			return totals, nil
+		if d.done() {
+			return d.totals, nil
 		}
 	}
-	bound()
-	if err := wantDelim(dec, '}'); err != nil {
+	d.bound()
+	if err := wantDelim(d.dec, '}'); err != nil {
 		return nil, err
 	}
-	if status != "success" {
-		return nil, fmt.Errorf("status %q, not success", status)
+	if d.status != "success" {
+		return nil, fmt.Errorf("status %q, not success", d.status)
 	}
-	if totals == nil {
-		totals = map[string]map[string]float64{}
+	if d.totals == nil {
+		d.totals = map[string]map[string]float64{}
 	}
-	return totals, nil
+	return d.totals, nil
+}
+
+// totalsDecoder is decodeTotals part way through an answer: the stream it
+// reads, bounded, and what it has found so far.
+type totalsDecoder struct {
+	in       *boundedReader
+	dec      *json.Decoder
+	grouping map[string]string
+	status   string
+	totals   map[string]map[string]float64 // the group's, once found
+}
+
+// bound lets dec read up to maxTotalsValue past where it is, enough for
+// the next token or value.
+func (d *totalsDecoder) bound() { d.in.limit = d.dec.InputOffset() + maxTotalsValue }
+
+// done says whether the answer has told all decodeTotals needs of it: the
+// rest need not be read.
+func (d *totalsDecoder) done() bool { return d.status == "success" && d.totals != nil }
+
+// member decodes the value of key, a key of the answer's object: the
+// status, the groups of data, or a value of another key, skipped.
+func (d *totalsDecoder) member(key json.Token) error {
+	switch key {
+	case "status":
+		if err := d.dec.Decode(&d.status); err != nil {
+			return fmt.Errorf("status: %w", err)
+		}
+		if d.status != "success" {
+			return fmt.Errorf("status %q, not success", d.status)
+		}
+	case "data":
+		return d.groups()
+	default:
+		var skipped json.RawMessage
+		if err := d.dec.Decode(&skipped); err != nil {
+			return fmt.Errorf("%v: %w", key, err)
+		}
+	}
+	return nil
+}
+
+// groups decodes data, a list of groups (or null, none), a group at a
+// time, and keeps the totals of the first whose labels are grouping. Once
+// it has them after a status of success, it stops in the middle of the
+// list: decodeTotals reads no further.
+func (d *totalsDecoder) groups() error {
+	t, err := d.dec.Token()
+	if err != nil {
+		return err
+	}
+	if t == nil { // null: no group
+		return nil
+	}
+	if t != json.Delim('[') {
+		return fmt.Errorf("data is %v, not a list of groups", t)
+	}
+	for d.dec.More() {
+		d.bound()
+		var group map[string]json.RawMessage
+		if err := d.dec.Decode(&group); err != nil {
+			return fmt.Errorf("a group: %w", err)
+		}
+		if d.totals != nil {
+			continue // found, but the status is still to come
+		}
+		found, err := groupTotals(group, d.grouping)
+		if err != nil {
+			return err
+		}
+		d.totals = found
+		if d.done() {
+			return nil
+		}
+	}
+	d.bound()
+	return wantDelim(d.dec, ']')
 }
 
 // groupTotals returns the totals of the reclaimedCounters in group, an
