@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -285,63 +286,77 @@ func (p *parser) rule(spec map[string]any, specPath *field.Path) *Rule {
 	}
 	r := &Rule{}
 	if hasSel {
-		sp := specPath.Child("namespaceSelector")
-		obj, ok := rawSel.(map[string]any)
-		var ls metav1.LabelSelector
-		switch err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj, &ls, true); {
-		case !ok:
-			p.errs = append(p.errs, field.Invalid(sp, rawSel, "must be a label selector: matchLabels and/or matchExpressions"))
-		case err != nil:
-			p.errs = append(p.errs, field.Invalid(sp, rawSel, "must be a label selector: "+err.Error()))
-		case len(ls.MatchLabels) == 0 && len(ls.MatchExpressions) == 0:
-			// Such a selector matches every namespace, and is what the API
-			// server leaves of one whose only field it pruned (a typo).
-			p.errs = append(p.errs, field.Required(sp, `matchLabels or matchExpressions: an empty selector would match every namespace (namePatterns: ["*"] says so, if that is meant)`))
-		default:
-			if errs := metav1validation.ValidateLabelSelector(&ls, metav1validation.LabelSelectorValidationOptions{}, sp); len(errs) > 0 {
-				p.errs = append(p.errs, errs...)
-				break
-			}
-			sel, err := metav1.LabelSelectorAsSelector(&ls)
-			if err != nil {
-				p.errs = append(p.errs, field.Invalid(sp, rawSel, err.Error()))
-				break
-			}
-			r.Selector = sel
-		}
+		r.Selector = p.namespaceSelector(rawSel, specPath.Child("namespaceSelector"))
 	}
 	if hasPat {
-		pp := specPath.Child("namePatterns")
-		list, ok := rawPat.([]any)
-		switch {
-		case !ok:
-			p.errs = append(p.errs, field.Invalid(pp, rawPat, "must be a list of name patterns"))
-		case len(list) == 0:
-			p.errs = append(p.errs, field.Required(pp, "at least one pattern, or leave namePatterns out"))
-		case len(list) > maxPatterns:
-			p.errs = append(p.errs, field.TooMany(pp, len(list), maxPatterns))
-		}
-		if len(list) > maxPatterns {
-			list = nil
-		}
-		for i, item := range list {
-			ip := pp.Index(i)
-			pat, ok := item.(string)
-			switch {
-			case !ok:
-				p.errs = append(p.errs, field.Invalid(ip, item, "must be a string"))
-			case pat == "":
-				p.errs = append(p.errs, field.Required(ip, "a shell-style pattern such as e2e-*"))
-			case len(pat) > maxPatternLength:
-				p.errs = append(p.errs, field.TooLong(ip, pat, maxPatternLength))
-			case !validPattern(pat):
-				p.errs = append(p.errs, field.Invalid(ip, pat, "must be a shell-style pattern (path.Match syntax: *, ?, [a-z], \\ escapes); a [ is not closed or a \\ ends it"))
-			default:
-				r.Patterns = append(r.Patterns, pat)
-			}
-		}
+		r.Patterns = p.namePatterns(rawPat, specPath.Child("namePatterns"))
 	}
 	return r
+}
+
+// namespaceSelector reads a rule's spec.namespaceSelector, raw, at sp; nil
+// when it is not a valid selector that names something (reported).
+func (p *parser) namespaceSelector(raw any, sp *field.Path) labels.Selector {
+	obj, ok := raw.(map[string]any)
+	var ls metav1.LabelSelector
+	switch err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj, &ls, true); {
+	case !ok:
+		p.errs = append(p.errs, field.Invalid(sp, raw, "must be a label selector: matchLabels and/or matchExpressions"))
+	case err != nil:
+		p.errs = append(p.errs, field.Invalid(sp, raw, "must be a label selector: "+err.Error()))
+	case len(ls.MatchLabels) == 0 && len(ls.MatchExpressions) == 0:
+		// Such a selector matches every namespace, and is what the API
+		// server leaves of one whose only field it pruned (a typo).
+		p.errs = append(p.errs, field.Required(sp, `matchLabels or matchExpressions: an empty selector would match every namespace (namePatterns: ["*"] says so, if that is meant)`))
+	default:
+		if errs := metav1validation.ValidateLabelSelector(&ls, metav1validation.LabelSelectorValidationOptions{}, sp); len(errs) > 0 {
+			p.errs = append(p.errs, errs...)
+			return nil
+		}
+		sel, err := metav1.LabelSelectorAsSelector(&ls)
+		if err != nil {
+			p.errs = append(p.errs, field.Invalid(sp, raw, err.Error()))
+			return nil
+		}
+		return sel
+	}
+	return nil
+}
+
+// namePatterns reads a rule's spec.namePatterns, raw, at pp: the patterns
+// that are valid, the others reported; none of a list over maxPatterns,
+// which is reported whole.
+func (p *parser) namePatterns(raw any, pp *field.Path) []string {
+	list, ok := raw.([]any)
+	switch {
+	case !ok:
+		p.errs = append(p.errs, field.Invalid(pp, raw, "must be a list of name patterns"))
+	case len(list) == 0:
+		p.errs = append(p.errs, field.Required(pp, "at least one pattern, or leave namePatterns out"))
+	case len(list) > maxPatterns:
+		p.errs = append(p.errs, field.TooMany(pp, len(list), maxPatterns))
+	}
+	if len(list) > maxPatterns {
+		list = nil
+	}
+	var patterns []string
+	for i, item := range list {
+		ip := pp.Index(i)
+		pat, ok := item.(string)
+		switch {
+		case !ok:
+			p.errs = append(p.errs, field.Invalid(ip, item, "must be a string"))
+		case pat == "":
+			p.errs = append(p.errs, field.Required(ip, "a shell-style pattern such as e2e-*"))
+		case len(pat) > maxPatternLength:
+			p.errs = append(p.errs, field.TooLong(ip, pat, maxPatternLength))
+		case !validPattern(pat):
+			p.errs = append(p.errs, field.Invalid(ip, pat, "must be a shell-style pattern (path.Match syntax: *, ?, [a-z], \\ escapes); a [ is not closed or a \\ ends it"))
+		default:
+			patterns = append(patterns, pat)
+		}
+	}
+	return patterns
 }
 
 // validPattern reports whether pat is well-formed path.Match syntax;

@@ -117,7 +117,6 @@ var knownOver = map[string]int{
 	"cmd.sweepOptions.run":             64,
 	"cmd.writeReport":                  77,
 	"doctor.permissions":               64,
-	"policy.parser.rule":               67,
 	"sweep.Sweeper.removeStaleRecords": 69,
 	"sweep.Sweeper.route":              76,
 }
