@@ -300,12 +300,13 @@ func serviceAccountGroups(namespace string) []string {
 	return []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"}
 }
 
-func permissions(ctx context.Context, kube kubernetes.Interface, serviceAccount string, inPod bool) Check {
-	c := Check{Name: "permissions"}
-	// Outside nsman's pod, the caller's permissions say nothing of nsman's.
-	notNsman := !inPod && serviceAccount == ""
-	const notNsmanFix = "these are your permissions, not nsman's: run nsman doctor where nsman's CronJob is installed (--config-from NAMESPACE/NAME names it), or in its pod"
-	self := func(attrs *authorizationv1.ResourceAttributes) (bool, error) {
+// accessReview says whether someone may do what attrs describe, as the API
+// server answers an access review.
+type accessReview func(attrs *authorizationv1.ResourceAttributes) (bool, error)
+
+// selfReview asks about the caller's own permissions.
+func selfReview(ctx context.Context, kube kubernetes.Interface) accessReview {
+	return func(attrs *authorizationv1.ResourceAttributes) (bool, error) {
 		r, err := kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
 			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: attrs},
 		}, metav1.CreateOptions{})
@@ -314,18 +315,31 @@ func permissions(ctx context.Context, kube kubernetes.Interface, serviceAccount 
 		}
 		return r.Status.Allowed, nil
 	}
+}
+
+// serviceAccountReview asks about the permissions of the ServiceAccount
+// name in namespace ns, with the groups its token carries.
+func serviceAccountReview(ctx context.Context, kube kubernetes.Interface, ns, name string) accessReview {
+	return func(attrs *authorizationv1.ResourceAttributes) (bool, error) {
+		r, err := kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+			Spec: authorizationv1.SubjectAccessReviewSpec{ResourceAttributes: attrs, User: "system:serviceaccount:" + ns + ":" + name, Groups: serviceAccountGroups(ns)},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return false, err
+		}
+		return r.Status.Allowed, nil
+	}
+}
+
+func permissions(ctx context.Context, kube kubernetes.Interface, serviceAccount string, inPod bool) Check {
+	c := Check{Name: "permissions"}
+	// Outside nsman's pod, the caller's permissions say nothing of nsman's.
+	notNsman := !inPod && serviceAccount == ""
+	const notNsmanFix = "these are your permissions, not nsman's: run nsman doctor where nsman's CronJob is installed (--config-from NAMESPACE/NAME names it), or in its pod"
+	self := selfReview(ctx, kube)
 	who, review := "you", self
 	if ns, name, ok := strings.Cut(serviceAccount, "/"); ok {
-		who = "ServiceAccount " + serviceAccount
-		review = func(attrs *authorizationv1.ResourceAttributes) (bool, error) {
-			r, err := kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
-				Spec: authorizationv1.SubjectAccessReviewSpec{ResourceAttributes: attrs, User: "system:serviceaccount:" + ns + ":" + name, Groups: serviceAccountGroups(ns)},
-			}, metav1.CreateOptions{})
-			if err != nil {
-				return false, err
-			}
-			return r.Status.Allowed, nil
-		}
+		who, review = "ServiceAccount "+serviceAccount, serviceAccountReview(ctx, kube, ns, name)
 	}
 	var missing []string
 	for _, p := range cluster.Permissions {

@@ -116,7 +116,6 @@ var knownOver = map[string]int{
 	"cmd.sweepOptions.config":          70,
 	"cmd.sweepOptions.run":             64,
 	"cmd.writeReport":                  77,
-	"doctor.permissions":               64,
 	"sweep.Sweeper.removeStaleRecords": 69,
 	"sweep.Sweeper.route":              76,
 }
