@@ -20,9 +20,19 @@ func writeReport(w io.Writer, format string, r report.Report) error {
 	if format == "json" {
 		return writeJSON(w, r)
 	}
+	if err := writeEntries(w, r.Entries); err != nil {
+		return err
+	}
+	return writeSummary(w, r.Summary)
+}
+
+// writeEntries prints the table of a report's entries, a row each, with
+// its effects, problems and the reasons it is stuck on lines of their own
+// under the message.
+func writeEntries(w io.Writer, entries []report.Entry) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "MANAGER\tTARGET\tPOLICY\tSTATE\tACTION\tDUE\tRECLAIMED\tMESSAGE")
-	for _, e := range r.Entries {
+	for _, e := range entries {
 		due := "-"
 		if e.Due != nil {
 			due = e.Due.Format(time.RFC3339)
@@ -44,51 +54,55 @@ func writeReport(w io.Writer, format string, r report.Report) error {
 			}
 		}
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
+	return tw.Flush()
+}
+
+// writeSummary prints the lines under the table: the sweep's counts, what
+// it freed, and what it left to whoever reads it (a freeze, trusted
+// namespaces that do not exist, namespaces stuck in Terminating).
+func writeSummary(w io.Writer, summary report.Summary) error {
 	mode := "sweep"
-	if r.Summary.DryRun {
+	if summary.DryRun {
 		mode = "dry run"
 	}
 	var states []string
-	for _, s := range slices.Sorted(maps.Keys(r.Summary.States)) {
-		states = append(states, fmt.Sprintf("%d %s", r.Summary.States[s], s))
+	for _, s := range slices.Sorted(maps.Keys(summary.States)) {
+		states = append(states, fmt.Sprintf("%d %s", summary.States[s], s))
 	}
 	var requests int
-	for _, n := range r.Summary.Requests {
+	for _, n := range summary.Requests {
 		requests += n
 	}
 	if _, err := fmt.Fprintf(w, "\n%s at %s: %d managers (%s); %d API requests in %.2fs\n",
-		mode, r.Summary.Now.Format(time.RFC3339), r.Summary.Managers, strings.Join(states, ", "), requests, r.Summary.DurationSeconds); err != nil {
+		mode, summary.Now.Format(time.RFC3339), summary.Managers, strings.Join(states, ", "), requests, summary.DurationSeconds); err != nil {
 		return err
 	}
-	if freed := r.Summary.Reclaimed; freed != nil {
+	if freed := summary.Reclaimed; freed != nil {
 		verb := "reclaimed"
-		if r.Summary.DryRun {
+		if summary.DryRun {
 			verb = "would reclaim"
 		}
 		if _, err := fmt.Fprintf(w, "%s: %s\n", verb, freed); err != nil {
 			return err
 		}
 	}
-	if n := r.Summary.ReclaimUnknown; n > 0 {
+	if n := summary.ReclaimUnknown; n > 0 {
 		if _, err := fmt.Fprintf(w, "what %d DELETE(s) freed is not known: their effects say why\n", n); err != nil {
 			return err
 		}
 	}
-	if until := r.Summary.FrozenUntil; until != nil {
+	if until := summary.FrozenUntil; until != nil {
 		if _, err := fmt.Fprintf(w, "frozen until %s: no action started; what is due waits until then\n", until.Format(time.RFC3339)); err != nil {
 			return err
 		}
 	}
-	if missing := r.Summary.MissingTrusted; len(missing) > 0 {
+	if missing := summary.MissingTrusted; len(missing) > 0 {
 		if _, err := fmt.Fprintf(w, "trusted namespace(s) that do not exist: %s: whoever may create namespaces may create one, and its managers and rules would be trusted; create them yourself, or leave them out of --trusted-namespaces\n", strings.Join(missing, ", ")); err != nil {
 			return err
 		}
 	}
-	if r.Summary.Stuck > 0 {
-		_, err := fmt.Fprintf(w, "%d namespace(s) stuck in Terminating: nsman explain NAMESPACE says what holds each\n", r.Summary.Stuck)
+	if summary.Stuck > 0 {
+		_, err := fmt.Fprintf(w, "%d namespace(s) stuck in Terminating: nsman explain NAMESPACE says what holds each\n", summary.Stuck)
 		return err
 	}
 	return nil

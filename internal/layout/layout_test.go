@@ -115,7 +115,6 @@ var knownOver = map[string]int{
 
 	"cmd.sweepOptions.config":          70,
 	"cmd.sweepOptions.run":             64,
-	"cmd.writeReport":                  77,
 	"sweep.Sweeper.removeStaleRecords": 69,
 	"sweep.Sweeper.route":              76,
 }
