@@ -70,11 +70,12 @@ func newSweepCommand() *cobra.Command { return newSweepOptions().command() }
 
 func newSweepOptions() *sweepOptions {
 	// No namespace is trusted by default but the one nsman runs in (see
-	// config): a default naming a namespace that may not exist would trust
-	// whoever creates it. namespace-manager, where deploy/ and the original
-	// operator install, stays protected: protecting opens nothing. The
-	// protected floor (sweep.ProtectedFloor and nsman's own namespace) is
-	// not a default: config adds it whatever the flag says.
+	// namespaceTrust): a default naming a namespace that may not exist
+	// would trust whoever creates it. namespace-manager, where deploy/ and
+	// the original operator install, stays protected: protecting opens
+	// nothing. The protected floor (sweep.ProtectedFloor and nsman's own
+	// namespace) is not a default: namespaceTrust adds it whatever the flag
+	// says.
 	return &sweepOptions{
 		protectedNamespaces: []string{"default", "namespace-manager"},
 	}
@@ -127,24 +128,10 @@ failed, 2 on a usage or configuration error.`,
 	return c
 }
 
-// config turns the flags into a sweep.Config. The namespace nsman runs in
-// is always protected, with sweep.ProtectedFloor: a flag naming other
-// namespaces must not leave nsman's own CronJob and managers open. It is
-// the only one trusted while --trusted-namespaces is unset (none when it is
-// not known): a list of trusted namespaces given is the whole list, so that
-// trust never grows beyond what was written.
+// config turns the flags into a sweep.Config (see namespaceTrust for the
+// namespaces it trusts and protects).
 func (o *sweepOptions) config(flags *pflag.FlagSet) (sweep.Config, error) {
-	trusted, protected := o.trustedNamespaces, o.protectedNamespaces
-	if !flags.Changed("trusted-namespaces") {
-		trusted = []string{}
-	}
-	if own := cmp.Or(o.own, ownNamespace()); own != "" {
-		if !flags.Changed("trusted-namespaces") {
-			trusted = []string{own}
-		}
-		protected = append(slices.Clone(protected), own)
-	}
-	protected = sweep.WithProtectedFloor(protected)
+	trusted, protected := o.namespaceTrust(flags)
 	cfg := sweep.Config{
 		Namespace:           o.namespace,
 		LabelSelector:       o.selector,
@@ -167,16 +154,11 @@ func (o *sweepOptions) config(flags *pflag.FlagSet) (sweep.Config, error) {
 	if o.shardCount < 1 {
 		return cfg, errors.New("--shard-count must be at least 1")
 	}
-	if v, set := os.LookupEnv(jobIndexEnv); set && !flags.Changed("shard-index") {
-		i, err := strconv.Atoi(v)
-		switch {
-		case err != nil || i < 0:
-			return cfg, fmt.Errorf("$%s=%q: want the index of an Indexed Job's pod, or --shard-index", jobIndexEnv, v)
-		case i >= o.shardCount:
-			return cfg, fmt.Errorf("$%s is %d but --shard-count is %d: set --shard-count to the Indexed Job's completions", jobIndexEnv, i, o.shardCount)
-		}
-		cfg.ShardIndex = i
+	shardIndex, err := o.shardIndexOf(flags)
+	if err != nil {
+		return cfg, err
 	}
+	cfg.ShardIndex = shardIndex
 	if o.at != "" {
 		at, err := time.Parse(time.RFC3339, o.at)
 		if err != nil {
@@ -202,6 +184,45 @@ func (o *sweepOptions) config(flags *pflag.FlagSet) (sweep.Config, error) {
 		return cfg, err
 	}
 	return cfg, cfg.Validate()
+}
+
+// namespaceTrust returns the namespaces a sweep trusts and those it
+// protects. The namespace nsman runs in is always protected, with
+// sweep.ProtectedFloor: a flag naming other namespaces must not leave
+// nsman's own CronJob and managers open. It is the only one trusted while
+// --trusted-namespaces is unset (none when it is not known): a list of
+// trusted namespaces given is the whole list, so that trust never grows
+// beyond what was written.
+func (o *sweepOptions) namespaceTrust(flags *pflag.FlagSet) (trusted, protected []string) {
+	trusted, protected = o.trustedNamespaces, o.protectedNamespaces
+	if !flags.Changed("trusted-namespaces") {
+		trusted = []string{}
+	}
+	if own := cmp.Or(o.own, ownNamespace()); own != "" {
+		if !flags.Changed("trusted-namespaces") {
+			trusted = []string{own}
+		}
+		protected = append(slices.Clone(protected), own)
+	}
+	return trusted, sweep.WithProtectedFloor(protected)
+}
+
+// shardIndexOf returns the shard this sweep handles: --shard-index, or the
+// index of an Indexed Job's pod ($JOB_COMPLETION_INDEX) when the flag
+// is not given, so that one Job's pods share the managers out.
+func (o *sweepOptions) shardIndexOf(flags *pflag.FlagSet) (int, error) {
+	v, set := os.LookupEnv(jobIndexEnv)
+	if !set || flags.Changed("shard-index") {
+		return o.shardIndex, nil
+	}
+	i, err := strconv.Atoi(v)
+	switch {
+	case err != nil || i < 0:
+		return 0, fmt.Errorf("$%s=%q: want the index of an Indexed Job's pod, or --shard-index", jobIndexEnv, v)
+	case i >= o.shardCount:
+		return 0, fmt.Errorf("$%s is %d but --shard-count is %d: set --shard-count to the Indexed Job's completions", jobIndexEnv, i, o.shardCount)
+	}
+	return i, nil
 }
 
 // notifyConfig reads the notification URL, from --notify-url or
