@@ -336,18 +336,7 @@ func (o *sweepOptions) run(c *cobra.Command) error {
 		return err
 	}
 	if o.pushgatewayURL != "" {
-		// A sweep's work is done whether or not its metrics arrive: a failed
-		// push is logged, and does not change the exit code. A dry run is no
-		// successful sweep: it acted on nothing.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Context()), pushTimeout)
-		perr := metrics.PushMetrics(ctx, o.pushgatewayURL, metrics.DefaultMetricsJob, rep, !rep.Failed() && !rep.Summary.DryRun && !interrupted, nil)
-		cancel()
-		switch {
-		case errors.Is(perr, metrics.ErrCountersLeftOut):
-			log.Warn("metrics pushed without the reclaimed totals", "url", o.pushgatewayURL, "error", perr.Error())
-		case perr != nil:
-			log.Error("metrics not pushed", "url", o.pushgatewayURL, "error", perr.Error())
-		}
+		o.pushMetrics(c.Context(), rep, interrupted, log)
 	}
 	switch {
 	case interrupted:
@@ -394,6 +383,23 @@ func (o *sweepOptions) asInstalled(ctx context.Context, flags *pflag.FlagSet, ku
 	log.Info("dry run as "+inst.String()+" sweeps (--config-from none for this command's flags alone)",
 		"namespace", inst.namespace, "flags", strings.Join(taken, " "))
 	return cfg, nil
+}
+
+// pushMetrics pushes a sweep's metrics to --pushgateway-url, within
+// pushTimeout even when the sweep was interrupted. A sweep's work is done
+// whether or not its metrics arrive: a failed push is logged, and does not
+// change the exit code. A dry run is no successful sweep: it acted on
+// nothing.
+func (o *sweepOptions) pushMetrics(ctx context.Context, rep report.Report, interrupted bool, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pushTimeout)
+	err := metrics.PushMetrics(ctx, o.pushgatewayURL, metrics.DefaultMetricsJob, rep, !rep.Failed() && !rep.Summary.DryRun && !interrupted, nil)
+	cancel()
+	switch {
+	case errors.Is(err, metrics.ErrCountersLeftOut):
+		log.Warn("metrics pushed without the reclaimed totals", "url", o.pushgatewayURL, "error", err.Error())
+	case err != nil:
+		log.Error("metrics not pushed", "url", o.pushgatewayURL, "error", err.Error())
+	}
 }
 
 // pushTimeout bounds the metrics push, so that a hanging Pushgateway cannot

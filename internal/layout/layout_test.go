@@ -113,7 +113,6 @@ var knownOver = map[string]int{
 
 	"sweep.Sweeper": 58,
 
-	"cmd.sweepOptions.run":             64,
 	"sweep.Sweeper.removeStaleRecords": 69,
 	"sweep.Sweeper.route":              76,
 }
