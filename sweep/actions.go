@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/decide"
 	"github.com/nsman/nsman/internal/execute"
 	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/record"
@@ -31,50 +32,50 @@ type applied struct {
 // apply performs plan p's action through the writer and returns what it
 // did (would do, dry). A fresh DELETE is made as listed (see asListed),
 // after what it frees (freed, nil when unknown) was read.
-func (s *Sweeper) apply(ctx context.Context, m policy.Manager, rec record.Record, p *plan, freed *report.Reclaimed) (applied, error) {
-	t := p.target
-	switch p.policy.Action.Type {
+func (s *Sweeper) apply(ctx context.Context, m policy.Manager, rec record.Record, p *decide.Plan, freed *report.Reclaimed) (applied, error) {
+	t := p.Target
+	switch p.Policy.Action.Type {
 	case policy.ActionDelete:
-		if p.step == stepAct {
+		if p.Step == decide.StepAct {
 			unchanged := rec.Unchanged
 			if !m.Idles() {
 				unchanged = func(listed, now cluster.Namespace) bool {
 					return rec.Unchanged(listed.WithoutTouch(), now.WithoutTouch())
 				}
 			}
-			err := write.AsListed(ctx, t.listed, s.reads().NamespaceNow, unchanged, func(resourceVersion string) error {
-				return s.writer.DeleteNamespace(ctx, t.name, t.uid, resourceVersion)
+			err := write.AsListed(ctx, t.Listed, s.reads().NamespaceNow, unchanged, func(resourceVersion string) error {
+				return s.writer.DeleteNamespace(ctx, t.Name, t.UID, resourceVersion)
 			})
 			if err != nil {
-				return applied{}, fmt.Errorf("delete namespace %s: %w", t.name, err)
+				return applied{}, fmt.Errorf("delete namespace %s: %w", t.Name, err)
 			}
-			return applied{effects: []string{"delete namespace " + t.name}, reclaimed: freed}, nil
+			return applied{effects: []string{"delete namespace " + t.Name}, reclaimed: freed}, nil
 		}
 		effects, err := s.deleteClaimed(ctx, t)
 		return applied{effects: effects}, err
 	case policy.ActionScaleDown:
-		if t.recreated {
-			return applied{effects: []string{"scale down in namespace " + t.name + ": the namespace the claim was made for is gone; the new one of that name is left alone"}}, nil
+		if t.Recreated {
+			return applied{effects: []string{"scale down in namespace " + t.Name + ": the namespace the claim was made for is gone; the new one of that name is left alone"}}, nil
 		}
-		return s.scaleDown(ctx, t.name, p.policy.Action.Selectors)
+		return s.scaleDown(ctx, t.Name, p.Policy.Action.Selectors)
 	case policy.ActionWebhook:
 		effects, err := s.post(ctx, m, p, t)
 		return applied{effects: effects}, err
 	}
-	return applied{}, fmt.Errorf("unknown action %q", p.policy.Action.Type)
+	return applied{}, fmt.Errorf("unknown action %q", p.Policy.Action.Type)
 }
 
 // freedByDelete is what plan p's fresh DELETE will free, read before it;
 // nil for any other plan and with --reclaim=false. When reading it fails
 // or takes too long (see probe.Reclaim.Namespace), the error says why: the
 // DELETE goes ahead, what it freed unknown.
-func (s *Sweeper) freedByDelete(ctx context.Context, r *sweepRun, p *plan) (*report.Reclaimed, error) {
-	if s.cfg.SkipReclaim || p.step != stepAct || p.policy.Action.Type != policy.ActionDelete {
+func (s *Sweeper) freedByDelete(ctx context.Context, r *sweepRun, p *decide.Plan) (*report.Reclaimed, error) {
+	if s.cfg.SkipReclaim || p.Step != decide.StepAct || p.Policy.Action.Type != policy.ActionDelete {
 		return nil, nil
 	}
-	freed, err := r.reclaim.Namespace(ctx, p.target.name)
+	freed, err := r.reclaim.Namespace(ctx, p.Target.Name)
 	if err != nil {
-		s.log.Warn("what the DELETE frees is not known", "namespace", p.target.name, "error", err.Error())
+		s.log.Warn("what the DELETE frees is not known", "namespace", p.Target.Name, "error", err.Error())
 		return nil, err
 	}
 	return &freed, nil
@@ -83,17 +84,17 @@ func (s *Sweeper) freedByDelete(ctx context.Context, r *sweepRun, p *plan) (*rep
 // post sends plan p's webhook of manager m about namespace t, as the trust
 // of m's namespace allows (see route). What a tenant reads of a failure is
 // webhook.Summary; the whole error goes to nsman's log.
-func (s *Sweeper) post(ctx context.Context, m policy.Manager, p *plan, t target) ([]string, error) {
-	route, err := s.route(ctx, m, p.policy.Action.URL)
+func (s *Sweeper) post(ctx context.Context, m policy.Manager, p *decide.Plan, t decide.Target) ([]string, error) {
+	route, err := s.route(ctx, m, p.Policy.Action.URL)
 	if err != nil {
 		return nil, err
 	}
-	body, err := webhook.Body(m.Namespace, m.Name, p.policy.Raw, t.name)
+	body, err := webhook.Body(m.Namespace, m.Name, p.Policy.Raw, t.Name)
 	if err != nil {
 		return nil, err
 	}
 	key := firingKey(m, p)
-	d, err := s.writer.Deliver(ctx, route, p.policy.Action.URL, body, key)
+	d, err := s.writer.Deliver(ctx, route, p.Policy.Action.URL, body, key)
 	switch {
 	case err == nil:
 	case webhook.Deferred(err):
@@ -101,13 +102,13 @@ func (s *Sweeper) post(ctx context.Context, m policy.Manager, p *plan, t target)
 	case route.Tenant || m.Rule != nil:
 		// A tenant reads a manager's record; a rule's record of a
 		// namespace is on that namespace, for its tenant to read.
-		s.log.Warn("webhook not delivered", "manager", m.Namespace+"/"+m.Name, "namespace", t.name, "policy", p.policy.Name, "error", err.Error())
+		s.log.Warn("webhook not delivered", "manager", m.Namespace+"/"+m.Name, "namespace", t.Name, "policy", p.Policy.Name, "error", err.Error())
 		return nil, tenantError{summary: webhook.Summary(d, err), err: err}
 	default:
 		return nil, err
 	}
 	// By origin: a URL's path or query may be a credential.
-	return []string{fmt.Sprintf("POST %s (Idempotency-Key %s)", origin(p.policy.Action.URL), key)}, nil
+	return []string{fmt.Sprintf("POST %s (Idempotency-Key %s)", origin(p.Policy.Action.URL), key)}, nil
 }
 
 // origin is how a webhook's URL is shown: its scheme and host.
@@ -132,14 +133,14 @@ func (e tenantError) Unwrap() error { return e.err }
 // deleteClaimed deletes, for an expired claim, the namespace it was made
 // for, by UID; one going or gone needs nothing, one recreated since is
 // left alone. A 409 is read again: a webhook may refuse with one too.
-func (s *Sweeper) deleteClaimed(ctx context.Context, t target) ([]string, error) {
-	effect := "delete namespace " + t.name
-	if t.going {
+func (s *Sweeper) deleteClaimed(ctx context.Context, t decide.Target) ([]string, error) {
+	effect := "delete namespace " + t.Name
+	if t.Going {
 		return []string{effect + " (already being deleted)"}, nil
 	}
-	err := s.writer.DeleteNamespace(ctx, t.name, t.uid, "")
+	err := s.writer.DeleteNamespace(ctx, t.Name, t.UID, "")
 	if apierrors.IsConflict(err) {
-		if now, exists, rerr := s.reads().NamespaceNow(ctx, t.name); rerr == nil && (!exists || now.UID != t.uid) {
+		if now, exists, rerr := s.reads().NamespaceNow(ctx, t.Name); rerr == nil && (!exists || now.UID != t.UID) {
 			return []string{effect + " (already gone; a new namespace of that name is left alone)"}, nil
 		}
 	}
@@ -147,7 +148,7 @@ func (s *Sweeper) deleteClaimed(ctx context.Context, t target) ([]string, error)
 	case apierrors.IsNotFound(err):
 		return []string{effect + " (already gone)"}, nil
 	case err != nil:
-		return nil, fmt.Errorf("delete namespace %s: %w", t.name, err)
+		return nil, fmt.Errorf("delete namespace %s: %w", t.Name, err)
 	}
 	return []string{effect}, nil
 }
@@ -177,23 +178,23 @@ func (s *Sweeper) scaleDown(ctx context.Context, namespace string, selectors []p
 // a sweep completing a claim, carries the same key. A notification that
 // fails is logged, without the URL's path, and counted; it changes nothing
 // else.
-func (s *Sweeper) notify(ctx context.Context, r *sweepRun, m policy.Manager, p *plan, effects []string, reclaimed *report.Reclaimed, actionErr error, failedBefore bool) {
+func (s *Sweeper) notify(ctx context.Context, r *sweepRun, m policy.Manager, p *decide.Plan, effects []string, reclaimed *report.Reclaimed, actionErr error, failedBefore bool) {
 	if s.notifier == nil || actionErr != nil && failedBefore {
 		return
 	}
-	result, message := report.ResultSucceeded, p.reason
+	result, message := report.ResultSucceeded, p.Reason
 	if actionErr != nil {
 		result, message = report.ResultFailed, actionErr.Error()
 	}
 	n := tell.Notification{
-		Manager: tell.NotificationManager{Namespace: m.Namespace, Name: m.Name}, Rule: m.Rule != nil, Target: p.target.name,
-		Policy: p.policy.Name, Action: p.policy.Action.Type, Result: result, Message: status.Truncate(message, status.MaxMessage), Effects: effects,
+		Manager: tell.NotificationManager{Namespace: m.Namespace, Name: m.Name}, Rule: m.Rule != nil, Target: p.Target.Name,
+		Policy: p.Policy.Name, Action: p.Policy.Action.Type, Result: result, Message: status.Truncate(message, status.MaxMessage), Effects: effects,
 		Time: r.now.UTC(), Sweep: s.cfg.SweepID, Version: s.cfg.Version,
 	}
 	n.Reclaimed = reclaimed // a SCALE_DOWN that failed part-way freed what it scaled
 	if err := s.notifier.Send(ctx, n, status.Digest("%s/%s", firingKey(m, p), result)); err != nil {
 		r.notifyFailed.Add(1)
-		s.log.Error("notification not delivered", "manager", m.Namespace+"/"+m.Name, "namespace", p.target.name, "policy", p.policy.Name, "error", s.notifier.Redact(err))
+		s.log.Error("notification not delivered", "manager", m.Namespace+"/"+m.Name, "namespace", p.Target.Name, "policy", p.Policy.Name, "error", s.notifier.Redact(err))
 		return
 	}
 	r.notifySent.Add(1)

@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -190,6 +191,15 @@ func (s *Sweeper) probe(r *sweepRun) {
 	reads := probe.Reads{Reader: s.reads(), ClaimTTL: s.cfg.ClaimTTL}
 	r.pods, r.activity = probe.NewPods(reads), probe.NewActivity(reads)
 	r.reclaim, r.stuck = probe.NewReclaim(reads), probe.NewStuck(reads, s.cfg.StuckAfter)
+}
+
+// evaluator is sweep r's, once its time is known.
+func (s *Sweeper) evaluator(r *sweepRun) *decide.Evaluator {
+	return &decide.Evaluator{Now: r.now, Clock: s.clock, Frozen: r.frozen, FrozenUntil: r.frozenUntil,
+		ClaimTTL: s.cfg.ClaimTTL, MaxHold: s.cfg.MaxHold, MaxActions: s.cfg.MaxActions,
+		Trusted: s.cfg.TrustedNamespaces, Protected: s.cfg.ProtectedNamespaces,
+		Namespaces: func(ctx context.Context) (map[string]cluster.Namespace, error) { return s.namespaces(ctx, r) },
+		Activity:   r.activity, Stuck: r.stuck, Budget: r.share}
 }
 
 // ours reports whether the manager of uid is of this sweep's shard.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nsman/nsman/internal/decide"
 	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
@@ -34,25 +35,25 @@ const claimMargin = 5 * time.Second
 
 // carryOut carries out decision d for the subject whose record is rec, and
 // tells rec's sink what became of it.
-func (s *Sweeper) carryOut(ctx context.Context, r *sweepRun, rec record.Record, d decision) report.Entry {
-	p, e := d.plan, d.entry
+func (s *Sweeper) carryOut(ctx context.Context, r *sweepRun, rec record.Record, d decide.Decision) report.Entry {
+	p, e := d.Plan, d.Entry
 	acted, recorded := false, true
 	var deferral error // the receiver, or the tenant's, timed out earlier in this sweep
-	if !d.untouched && p != nil && p.step == stepAct && p.policy.Action.Type == policy.ActionWebhook {
-		deferral = s.writer.Silent(s.scope(d.manager), p.policy.Action.URL)
+	if !d.Untouched && p != nil && p.Step == decide.StepAct && p.Policy.Action.Type == policy.ActionWebhook {
+		deferral = s.writer.Silent(s.scope(d.Manager), p.Policy.Action.URL)
 	}
 	switch {
-	case d.untouched:
+	case d.Untouched:
 	case p == nil:
-		e, recorded = s.save(ctx, rec, record.Outcome{Entry: e, Checks: d.checks, StuckOnly: d.stuckOnly, StuckUnread: d.stuckUnread})
-	case p.step == stepDeactivate || p.step == stepConfirmDelete:
+		e, recorded = s.save(ctx, rec, record.Outcome{Entry: e, Checks: d.Checks, StuckOnly: d.StuckOnly, StuckUnread: d.StuckUnread})
+	case p.Step == decide.StepDeactivate || p.Step == decide.StepConfirmDelete:
 		e, recorded = s.finish(ctx, r, rec, p, e)
 	case r.frozen:
 		// Nothing acts in a freeze: due, the subject waits for its end. A
 		// claim to complete stays as it is, for the first sweep after.
-		e.State, e.Message, e.Due = report.StateWaiting, fmt.Sprintf("%s; frozen until %s (--freeze)", p.reason, r.frozenUntil.UTC().Format(time.RFC3339)), timePtr(r.frozenUntil)
-		if p.step != stepCompleteClaim {
-			e, recorded = s.save(ctx, rec, record.Outcome{Entry: e, Checks: d.checks})
+		e.State, e.Message, e.Due = report.StateWaiting, fmt.Sprintf("%s; frozen until %s (--freeze)", p.Reason, r.frozenUntil.UTC().Format(time.RFC3339)), decide.TimePtr(r.frozenUntil)
+		if p.Step != decide.StepCompleteClaim {
+			e, recorded = s.save(ctx, rec, record.Outcome{Entry: e, Checks: d.Checks})
 		}
 	case r.stop.Err() != nil:
 		// Interrupted while this subject was evaluated: no action starts.
@@ -62,8 +63,8 @@ func (s *Sweeper) carryOut(ctx context.Context, r *sweepRun, rec record.Record, 
 		// --max-actions.
 		_, o := s.outcomeOf(e, p, fmt.Errorf("webhook: %w", deferral), r.now, rec.Prior().Last)
 		e, recorded = s.save(ctx, rec, o)
-	case s.cfg.MaxActions > 0 && !d.granted:
-		e.State, e.Message = report.StateDeferred, fmt.Sprintf("%s; deferred: --max-actions %d reached (its places go round-robin across namespaces)", p.reason, s.cfg.MaxActions)
+	case s.cfg.MaxActions > 0 && !d.Granted:
+		e.State, e.Message = report.StateDeferred, fmt.Sprintf("%s; deferred: --max-actions %d reached (its places go round-robin across namespaces)", p.Reason, s.cfg.MaxActions)
 		e, recorded = s.save(ctx, rec, record.Outcome{Entry: e})
 	default:
 		e, acted, recorded = s.act(ctx, r, rec, d)
@@ -75,13 +76,13 @@ func (s *Sweeper) carryOut(ctx context.Context, r *sweepRun, rec record.Record, 
 // wantsPlace reports whether carrying out d takes a place under
 // --max-actions: an action is due, and nothing else keeps it from starting
 // (a freeze, an interrupt, a receiver silent earlier in the sweep).
-func (s *Sweeper) wantsPlace(r *sweepRun, d decision) bool {
-	p := d.plan
+func (s *Sweeper) wantsPlace(r *sweepRun, d decide.Decision) bool {
+	p := d.Plan
 	switch {
-	case s.cfg.MaxActions == 0 || d.untouched || p == nil || p.step == stepDeactivate || p.step == stepConfirmDelete || r.frozen || r.stop.Err() != nil:
+	case s.cfg.MaxActions == 0 || d.Untouched || p == nil || p.Step == decide.StepDeactivate || p.Step == decide.StepConfirmDelete || r.frozen || r.stop.Err() != nil:
 		return false
-	case p.step == stepAct && p.policy.Action.Type == policy.ActionWebhook:
-		return s.writer.Silent(s.scope(d.manager), p.policy.Action.URL) == nil
+	case p.Step == decide.StepAct && p.Policy.Action.Type == policy.ActionWebhook:
+		return s.writer.Silent(s.scope(d.Manager), p.Policy.Action.URL) == nil
 	}
 	return true
 }
@@ -94,12 +95,6 @@ func (s *Sweeper) offer(r *sweepRun, e report.Entry, carryOut func(granted bool)
 	if out := r.share.offer(&candidate{namespace: e.Target, key: e.Namespace + "/" + e.Name, carryOut: carryOut}); out != nil {
 		out.carryOut(false)
 	}
-}
-
-// beyondCap reports whether the subject of entry e would be deferred by
-// --max-actions were its plan offered now.
-func (s *Sweeper) beyondCap(r *sweepRun, e report.Entry) bool {
-	return s.cfg.MaxActions > 0 && r.share.beyond(e.Target, e.Namespace+"/"+e.Name)
 }
 
 // grant carries out the plans placed under --max-actions, Concurrency at a
@@ -119,7 +114,7 @@ func (s *Sweeper) save(ctx context.Context, rec record.Record, o record.Outcome)
 	if err := rec.Write(ctx, o); write.ChangedSinceListed(err) {
 		return busy(o.Entry, err), false
 	} else if err != nil {
-		return failedEntry(o.Entry, fmt.Errorf("record the outcome: %w", err)), false
+		return decide.Failed(o.Entry, fmt.Errorf("record the outcome: %w", err)), false
 	}
 	return o.Entry, true
 }
@@ -130,8 +125,8 @@ func (s *Sweeper) save(ctx context.Context, rec record.Record, o record.Outcome)
 // ClaimTTL after it is made, in the API server's time, and the action's
 // deadline is claimMargin earlier, counted from the same moment: no other
 // sweep takes the claim over while the action may run.
-func (s *Sweeper) act(ctx context.Context, r *sweepRun, rec record.Record, d decision) (report.Entry, bool, bool) {
-	p, e := d.plan, d.entry
+func (s *Sweeper) act(ctx context.Context, r *sweepRun, rec record.Record, d decide.Decision) (report.Entry, bool, bool) {
+	p, e := d.Plan, d.Entry
 	// What a fresh DELETE frees is read before it, within bounds of its
 	// own: the action's deadline starts after, and an interrupt meanwhile
 	// keeps the DELETE from starting.
@@ -140,21 +135,21 @@ func (s *Sweeper) act(ctx context.Context, r *sweepRun, rec record.Record, d dec
 		return notReached(e, "it acted"), false, true
 	}
 	deadline := time.Now().Add(s.cfg.ClaimTTL - claimMargin)
-	claimed := p.step != stepAct || p.policy.Action.Type != policy.ActionDelete
+	claimed := p.Step != decide.StepAct || p.Policy.Action.Type != policy.ActionDelete
 	if claimed {
-		c := status.Claim{Policy: p.policy.Name, Action: p.policy.Action.Type, Sweep: s.cfg.SweepID,
-			Expires: s.clock().Add(s.cfg.ClaimTTL).UTC(), Generation: p.generation, TargetUID: p.target.uid}
+		c := status.Claim{Policy: p.Policy.Name, Action: p.Policy.Action.Type, Sweep: s.cfg.SweepID,
+			Expires: s.clock().Add(s.cfg.ClaimTTL).UTC(), Generation: p.Generation, TargetUID: p.Target.UID}
 		acting := e
-		acting.State, acting.Message = status.StateActing, fmt.Sprintf("sweep %s is acting (%s): %s", s.cfg.SweepID, p.policy.Action.Type, p.reason)
-		if err := rec.Claim(ctx, c, acting, p.policy.Final); write.ChangedSinceListed(err) {
+		acting.State, acting.Message = status.StateActing, fmt.Sprintf("sweep %s is acting (%s): %s", s.cfg.SweepID, p.Policy.Action.Type, p.Reason)
+		if err := rec.Claim(ctx, c, acting, p.Policy.Final); write.ChangedSinceListed(err) {
 			return busy(e, err), false, false
 		} else if err != nil {
-			e, recorded := s.save(ctx, rec, record.Outcome{Entry: failedEntry(e, fmt.Errorf("claim: %w", err))})
+			e, recorded := s.save(ctx, rec, record.Outcome{Entry: decide.Failed(e, fmt.Errorf("claim: %w", err))})
 			return e, false, recorded
 		}
 	}
 	actCtx, cancel := context.WithDeadline(ctx, deadline)
-	did, err := s.apply(actCtx, d.manager, rec, p, freed)
+	did, err := s.apply(actCtx, d.Manager, rec, p, freed)
 	cancel()
 	if !claimed && write.ChangedSinceListed(err) {
 		// The DELETE found the namespace changed: nothing was done.
@@ -170,37 +165,37 @@ func (s *Sweeper) act(ctx context.Context, r *sweepRun, rec record.Record, d dec
 		e.Reclaimed = did.reclaimed
 	}
 	if !webhook.Deferred(err) {
-		defer s.notify(ctx, r, d.manager, p, e.Effects, e.Reclaimed, err, failedBefore(rec.Prior().Last, p))
+		defer s.notify(ctx, r, d.Manager, p, e.Effects, e.Reclaimed, err, failedBefore(rec.Prior().Last, p))
 	}
-	if err == nil && p.policy.Action.Type == policy.ActionDelete && p.target.home {
+	if err == nil && p.Policy.Action.Type == policy.ActionDelete && p.Target.Home {
 		// The record went with the namespace.
 		return s.succeeded(e, p), true, true
 	}
 	e, o := s.outcomeOf(e, p, err, r.now, rec.Prior().Last)
 	if werr := rec.Write(ctx, o); werr != nil && err != nil {
-		return failedEntry(e, fmt.Errorf("%s; recording it failed: %w", e.Message, werr)), true, false
+		return decide.Failed(e, fmt.Errorf("%s; recording it failed: %w", e.Message, werr)), true, false
 	} else if werr != nil {
-		return failedEntry(e, fmt.Errorf("action done, but recording it failed: %w", werr)), true, false
+		return decide.Failed(e, fmt.Errorf("action done, but recording it failed: %w", werr)), true, false
 	}
 	return e, true, true
 }
 
 // outcomeOf is the entry and the record of plan p's action, done or
 // failed with err, prev being the last action recorded before. A WEBHOOK
-// that failed or was deferred backs off (see webhookBackoff), unless no
+// that failed or was deferred backs off (see decide.WebhookBackoff), unless no
 // receiver was tried for want of its Service, for a cause that may pass.
-func (s *Sweeper) outcomeOf(e report.Entry, p *plan, err error, now time.Time, prev *status.LastAction) (report.Entry, record.Outcome) {
-	last := &status.LastAction{Policy: p.policy.Name, Action: p.policy.Action.Type, Result: report.ResultSucceeded, Message: status.Truncate(p.reason, status.MaxMessage), Time: now.UTC(),
-		TargetUID: p.target.uid}
+func (s *Sweeper) outcomeOf(e report.Entry, p *decide.Plan, err error, now time.Time, prev *status.LastAction) (report.Entry, record.Outcome) {
+	last := &status.LastAction{Policy: p.Policy.Name, Action: p.Policy.Action.Type, Result: report.ResultSucceeded, Message: status.Truncate(p.Reason, status.MaxMessage), Time: now.UTC(),
+		TargetUID: p.Target.UID}
 	if err != nil {
-		e = failedEntry(e, err)
+		e = decide.Failed(e, err)
 		last.Result, last.Message = report.ResultFailed, status.Truncate(err.Error(), status.MaxMessage)
-		last.Uncertain = p.policy.Action.Type == policy.ActionDelete && write.Uncertain(err)
+		last.Uncertain = p.Policy.Action.Type == policy.ActionDelete && write.Uncertain(err)
 		last.Reclaimed = e.Reclaimed
-		if p.policy.Action.Type == policy.ActionWebhook {
+		if p.Policy.Action.Type == policy.ActionWebhook {
 			// A deferral backs off as the failures before it did, a failure
 			// one step further.
-			if prev != nil && prev.Result == report.ResultFailed && prev.Policy == p.policy.Name && prev.Action == policy.ActionWebhook {
+			if prev != nil && prev.Result == report.ResultFailed && prev.Policy == p.Policy.Name && prev.Action == policy.ActionWebhook {
 				last.Failures = prev.Failures
 			}
 			if u, unread := errors.AsType[*unreadService](err); unread && !u.lasting {
@@ -211,7 +206,7 @@ func (s *Sweeper) outcomeOf(e report.Entry, p *plan, err error, now time.Time, p
 			if !last.Deferred {
 				last.Failures++
 			}
-			last.NextAttempt = timePtr(now.Add(webhookBackoff(last.Failures)).UTC())
+			last.NextAttempt = decide.TimePtr(now.Add(decide.WebhookBackoff(last.Failures)).UTC())
 			e.Due = last.NextAttempt
 			if last.Deferred {
 				e.State = report.StateDeferred
@@ -221,10 +216,10 @@ func (s *Sweeper) outcomeOf(e report.Entry, p *plan, err error, now time.Time, p
 	}
 	e = s.succeeded(e, p)
 	last.Reclaimed = e.Reclaimed
-	o := record.Outcome{Entry: e, Last: last, Done: p.policy.Final}
-	if !p.policy.Final {
+	o := record.Outcome{Entry: e, Last: last, Done: p.Policy.Final}
+	if !p.Policy.Final {
 		// A stage: recorded as fired, the subject left standing.
-		o.Stage = p.policy.Name
+		o.Stage = p.Policy.Name
 	}
 	return e, o
 }
@@ -233,34 +228,29 @@ func (s *Sweeper) outcomeOf(e report.Entry, p *plan, err error, now time.Time, p
 // a DELETE whose answer was lost was carried out (fired), or a manager's
 // deactivation is missing, which is all it does (deactivated: the sweep
 // that acted reported the action).
-func (s *Sweeper) finish(ctx context.Context, r *sweepRun, rec record.Record, p *plan, e report.Entry) (report.Entry, bool) {
-	e.Effects = []string{p.policy.Action.Type + " succeeded before; nothing left to do"}
+func (s *Sweeper) finish(ctx context.Context, r *sweepRun, rec record.Record, p *decide.Plan, e report.Entry) (report.Entry, bool) {
+	e.Effects = []string{p.Policy.Action.Type + " succeeded before; nothing left to do"}
 	o := record.Outcome{Entry: s.succeeded(e, p), Done: true}
-	if p.step == stepConfirmDelete {
-		e.Effects = []string{"delete namespace " + p.target.name + " (gone after it)"}
+	if p.Step == decide.StepConfirmDelete {
+		e.Effects = []string{"delete namespace " + p.Target.Name + " (gone after it)"}
 		_, o = s.outcomeOf(e, p, nil, r.now, nil)
 	}
 	e, recorded := s.save(ctx, rec, o)
-	if p.step == stepDeactivate && e.State == report.StateFired {
+	if p.Step == decide.StepDeactivate && e.State == report.StateFired {
 		e.State = report.StateDeactivated
 	}
 	return e, recorded
 }
 
 // succeeded is the entry of a plan carried out: fired (planned, dry).
-func (s *Sweeper) succeeded(e report.Entry, p *plan) report.Entry {
-	e.State, e.Message = s.writer.Done(), p.reason
+func (s *Sweeper) succeeded(e report.Entry, p *decide.Plan) report.Entry {
+	e.State, e.Message = s.writer.Done(), p.Reason
 	return e
 }
 
 // busy is the entry of a subject that changed since it was listed (err).
 func busy(e report.Entry, err error) report.Entry {
 	e.State, e.Message = report.StateBusy, err.Error()+"; left to the next sweep"
-	return e
-}
-
-func failedEntry(e report.Entry, err error) report.Entry {
-	e.State, e.Message = report.StateFailed, err.Error()
 	return e
 }
 
@@ -273,6 +263,6 @@ func notReached(e report.Entry, what string) report.Entry {
 
 // failedBefore reports whether last is a failure of p's policy, told
 // already: a deferral is none, unless failures came before it.
-func failedBefore(last *status.LastAction, p *plan) bool {
-	return last != nil && last.Result == report.ResultFailed && (!last.Deferred || last.Failures > 0) && last.Policy == p.policy.Name
+func failedBefore(last *status.LastAction, p *decide.Plan) bool {
+	return last != nil && last.Result == report.ResultFailed && (!last.Deferred || last.Failures > 0) && last.Policy == p.Policy.Name
 }

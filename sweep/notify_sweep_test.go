@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/decide"
 	"github.com/nsman/nsman/internal/tell"
 	"github.com/nsman/nsman/internal/tell/telltest"
 	"github.com/nsman/nsman/policy"
@@ -34,7 +35,7 @@ func notifyOnce(t *testing.T, cfg Config, sender *webhook.Sender) (logs string, 
 	}
 	r = &sweepRun{now: time.Now()}
 	m := policy.Manager{Namespace: "team-a", Name: "preview", UID: "uid-1", Generation: 1}
-	p := &plan{policy: policy.Policy{Name: "report", Action: policy.Action{Type: policy.ActionWebhook, URL: "http://hook.team-a.svc/x"}}, target: target{name: "preview"}}
+	p := &decide.Plan{Policy: policy.Policy{Name: "report", Action: policy.Action{Type: policy.ActionWebhook, URL: "http://hook.team-a.svc/x"}}, Target: decide.Target{Name: "preview"}}
 	s.notify(t.Context(), r, m, p, nil, nil, errors.New("webhook http://hook.team-a.svc: HTTP 500 after 3 attempts"), false)
 	return buf.String(), r
 }

@@ -38,24 +38,14 @@ func isRule(obj *unstructured.Unstructured) bool {
 	return spec["namespaceSelector"] != nil || spec["namePatterns"] != nil
 }
 
-// aimsAt is the namespace a single-target manager aims at, valid or not:
-// spec.namespace when it is a non-empty string, else its name.
-func aimsAt(obj *unstructured.Unstructured) string {
-	spec, _ := obj.Object["spec"].(map[string]any)
-	if ns, _ := spec["namespace"].(string); ns != "" {
-		return ns
-	}
-	return obj.GetName()
-}
-
 // firingKey identifies the firing of p's policy by m, in the generation the
 // plan is for: IdempotencyKey, or a rule's PairIdempotencyKey.
-func firingKey(m policy.Manager, p *plan) string {
-	m.Generation = p.generation
+func firingKey(m policy.Manager, p *decide.Plan) string {
+	m.Generation = p.Generation
 	if m.Rule == nil {
-		return status.IdempotencyKey(m, p.policy.Name)
+		return status.IdempotencyKey(m, p.Policy.Name)
 	}
-	return status.PairIdempotencyKey(m, p.policy.Name, p.target.uid)
+	return status.PairIdempotencyKey(m, p.Policy.Name, p.Target.UID)
 }
 
 // handleRule evaluates a rule on every namespace it matches and carries out
@@ -99,25 +89,25 @@ func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l cluster.Listed)
 // gateRule reports whether rule obj stands over its namespaces this sweep
 // (valid, active, in a trusted namespace, every manager and the namespaces
 // listed), and else the decision about the rule itself.
-func (s *Sweeper) gateRule(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured) (policy.Manager, decision, bool) {
+func (s *Sweeper) gateRule(ctx context.Context, r *sweepRun, obj *unstructured.Unstructured) (policy.Manager, decide.Decision, bool) {
 	e := report.Entry{Namespace: obj.GetNamespace(), Name: obj.GetName(), Rule: true}
 	m, problems := policy.Parse(obj)
 	switch {
 	case m.Deactivated:
-		return m, untouched(m, e, report.StateDeactivated, "spec.deactivated is true: the rule is paused"), false
+		return m, decide.Untouched(m, e, report.StateDeactivated, "spec.deactivated is true: the rule is paused"), false
 	case len(problems) > 0:
-		return m, decision{manager: m, entry: invalid(e, problems)}, false
+		return m, decide.Decision{Manager: m, Entry: decide.Invalid(e, problems)}, false
 	case !slices.Contains(s.cfg.TrustedNamespaces, m.Namespace):
 		e.State, e.Message = report.StateForbidden, fmt.Sprintf("a rule may only live in a trusted namespace (%s), not %s",
 			strings.Join(s.cfg.TrustedNamespaces, ", "), m.Namespace)
-		return m, decision{manager: m, entry: e}, false
+		return m, decide.Decision{Manager: m, Entry: e}, false
 	case r.rulesBlocked != "":
-		return m, untouched(m, e, report.StateDeferred, r.rulesBlocked), false
+		return m, decide.Untouched(m, e, report.StateDeferred, r.rulesBlocked), false
 	}
 	if _, err := s.namespaces(ctx, r); err != nil {
-		return m, decision{manager: m, entry: failedEntry(e, err), untouched: true}, false
+		return m, decide.Decision{Manager: m, Entry: decide.Failed(e, err), Untouched: true}, false
 	}
-	return m, decision{}, true
+	return m, decide.Decision{}, true
 }
 
 // ruleRun is one rule's handling in one sweep: its namespaces of this
@@ -198,7 +188,7 @@ func (ru *ruleRun) match(namespaces map[string]cluster.Namespace) ([]report.Entr
 		if cluster.ShardOf(types.UID(string(m.UID)+"/"+string(ns.UID)), s.cfg.ShardCount) != s.cfg.ShardIndex {
 			continue
 		}
-		if manager := shielding(ru.r.governed[name]); manager != "" && !m.Rule.Enforce {
+		if manager := ru.r.governed.Shielding(name); manager != "" && !m.Rule.Enforce {
 			g := ru.base
 			g.Target, g.State, g.Message = name, report.StateGoverned, fmt.Sprintf("manager %s aims at namespace %s and governs it alone", manager, name)
 			governed = append(governed, g)
@@ -218,7 +208,7 @@ func (ru *ruleRun) stuck(ctx context.Context) []report.Entry {
 	for _, ns := range ru.terminating {
 		e := ru.base
 		e.Target = ns.Name
-		if e, unread := ru.s.terminating(ctx, ru.r, e, ns, fmt.Sprintf("namespace %s is terminating", ns.Name)); e.Stuck != nil || unread {
+		if e, unread := ru.r.eval.Terminating(ctx, e, ns, fmt.Sprintf("namespace %s is terminating", ns.Name)); e.Stuck != nil || unread {
 			entries = append(entries, e)
 		}
 	}
@@ -242,7 +232,7 @@ func lostDelete(raw string) bool {
 // pairWork is a pair with something to carry out.
 type pairWork struct {
 	rec   *record.Pair
-	d     decision
+	d     decide.Decision
 	index int
 }
 
@@ -259,38 +249,12 @@ func (ru *ruleRun) evaluate(ctx context.Context, i int, check probe.Check) (pair
 	rc, at := record.Of(ns, ru.key, ru.legacy)
 	rec := &record.Pair{Env: ru.s.recordEnv(), Rule: ru.rule, Key: ru.key, Legacy: ru.legacy, At: at, Namespace: ns, Now: ru.r.now, Stored: status.DecodePair(rc),
 		ToldFailure: ru.failedLatest[ns.Name], Events: ru.tally}
-	d := ru.s.evaluatePair(ctx, ru.r, rec, e, check, ru.ruleHold)
-	if d.plan == nil && !record.NeedsRecord(d.entry, d.checks, rec.Stored.Progress) {
+	d := ru.r.eval.EvaluatePair(ctx, *rec.Rule, rec.Namespace, rec.Stored, e, decide.Check(check), ru.ruleHold)
+	if d.Plan == nil && !record.NeedsRecord(d.Entry, d.Checks, rec.Stored.Progress) {
 		ru.entries[i] = ru.s.carryOut(ctx, ru.r, rec, d)
 		return pairWork{}, false
 	}
 	return pairWork{rec: rec, d: d, index: i}, true
-}
-
-// evaluatePair decides what to do with one pair, writing nothing.
-func (s *Sweeper) evaluatePair(ctx context.Context, r *sweepRun, pr *record.Pair, e report.Entry, check probe.Check, ruleHold string) decision {
-	m, stored := *pr.Rule, pr.Stored
-	t := target{name: e.Target, uid: pr.Namespace.UID, listed: pr.Namespace, going: pr.Namespace.Terminating, home: true}
-	if d, live := s.liveClaim(m, e, stored.Claim); live {
-		return d
-	}
-	if d, ok := completeClaim(m, e, stored.Claim, t); ok {
-		return d
-	}
-	if doneFor(stored.Progress, m, stored.Spec) {
-		last := stored.LastAction
-		e.Policy, e.Action = last.Policy, last.Action
-		return untouched(m, e, report.StateDone, fmt.Sprintf("policy %q fired (%s) at %s; done until the rule changes", last.Policy, last.Action, last.Time.UTC().Format(time.RFC3339)))
-	}
-	if d, ok := confirmDelete(m, e, stored.Progress, stored.Spec, t); ok {
-		return d
-	}
-	if t.going {
-		return untouched(m, e, report.StateTargetTerminating, fmt.Sprintf("namespace %s is terminating", e.Target))
-	}
-	return backOff(s.evaluatePolicies(ctx, r, m, e, t, check, stored.Progress, m.Arming,
-		decide.Hold{On: "namespace " + e.Target, Value: pr.Namespace.Hold}, decide.Hold{On: "rule " + m.Namespace + "/" + m.Name, Value: ruleHold}),
-		stored.Progress, stored.Spec, r.now)
 }
 
 // PairChunk is how many pairs are evaluated before they are acted on.
@@ -368,14 +332,14 @@ func (ru *ruleRun) actInChunks(ctx context.Context, pending []int) {
 			todo[k] = pairWork{} // what is carried out is not kept twice
 			if s.wantsPlace(r, w.d) {
 				ru.offered.Store(true)
-				s.offer(r, w.d.entry, func(granted bool) {
+				s.offer(r, w.d.Entry, func(granted bool) {
 					if granted {
 						// Read again just before it acts, one namespace
 						// by itself.
 						e := ru.base
 						e.Target = w.rec.Namespace.Name
-						w.d = s.evaluatePair(ctx, r, w.rec, e, ru.perNamespace, ru.ruleHold)
-						w.d.granted = true
+						w.d = r.eval.EvaluatePair(ctx, *w.rec.Rule, w.rec.Namespace, w.rec.Stored, e, decide.Check(ru.perNamespace), ru.ruleHold)
+						w.d.Granted = true
 					}
 					ru.entries[w.index] = s.carryOut(ctx, r, w.rec, w.d)
 				})

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/nsman/nsman/report"
 )
 
 // fairShare hands out the places of --max-actions round-robin across the
@@ -145,4 +147,10 @@ func (f *fairShare) granted() []*candidate {
 		}
 	}
 	return all
+}
+
+// BeyondCap reports whether the subject of entry e would be deferred by
+// --max-actions were its plan offered now.
+func (f *fairShare) BeyondCap(e report.Entry) bool {
+	return f.max > 0 && f.beyond(e.Target, e.Namespace+"/"+e.Name)
 }

@@ -13,7 +13,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nsman/nsman/internal/cluster"
@@ -41,7 +40,7 @@ func (s *Sweeper) Run(ctx context.Context) (report.Report, error) {
 	if err != nil {
 		return report.Report{}, err
 	}
-	r := &sweepRun{status: status, stop: ctx, governed: map[string][]governor{}, pairSlots: make(chan struct{}, s.cfg.Concurrency),
+	r := &sweepRun{status: status, stop: ctx, governed: decide.NewGovernors(s.cfg.TrustedNamespaces), pairSlots: make(chan struct{}, s.cfg.Concurrency),
 		share: newFairShare(s.cfg.MaxActions, s.cfg.SweepID)}
 	s.probe(r)
 	// Work already started outlives an interrupt by InterruptGrace, so that
@@ -112,11 +111,12 @@ type sweepRun struct {
 	// read.
 	reclaimUnknown atomic.Int64
 
-	// governed maps each namespace single-target managers (of any shard)
-	// may act on to those managers: rules leave it alone if one of them
-	// shields it. rules are handled once the listing is complete, else
-	// deferred (rulesBlocked).
-	governed     map[string][]governor
+	// eval evaluates the sweep's subjects, from its first page on.
+	eval *decide.Evaluator
+	// governed are the managers that may shield a namespace from rules.
+	// rules are handled once the listing is complete, else deferred
+	// (rulesBlocked).
+	governed     *decide.Governors
 	rules        []cluster.Listed
 	rulesBlocked string
 	// pairSlots bounds the rules' pairs handled at once (see bounded).
@@ -161,20 +161,20 @@ func (s *Sweeper) startWorkers(ctx, work context.Context, r *sweepRun) *queue {
 					entries = s.handleRule(work, r, l)
 				default:
 					rec := s.managerRecord(r, l)
-					d := s.evaluateManager(work, r, l.Obj, rec.Stored)
+					d := r.eval.EvaluateManager(work, l.Obj, rec.Stored, decide.Check(r.pods.Checks(false)))
 					if s.wantsPlace(r, d) {
-						s.offer(r, d.entry, func(granted bool) {
+						s.offer(r, d.Entry, func(granted bool) {
 							if granted {
 								// Read again just before it acts, as when
 								// it was evaluated.
-								d = s.evaluateManager(work, r, l.Obj, rec.Stored)
-								d.granted = true
+								d = r.eval.EvaluateManager(work, l.Obj, rec.Stored, decide.Check(r.pods.Checks(false)))
+								d.Granted = true
 							}
 							s.done(work, r, []report.Entry{s.carryOut(work, r, rec, d)})
 						})
 						continue
 					}
-					if d.plan != nil && d.plan.step != stepDeactivate && d.plan.policy.Action.Type == policy.ActionWebhook {
+					if d.Plan != nil && d.Plan.Step != decide.StepDeactivate && d.Plan.Policy.Action.Type == policy.ActionWebhook {
 						q.hooks.put(hookJob{l: l, rec: rec, d: d})
 						continue
 					}
@@ -214,7 +214,7 @@ func (s *Sweeper) done(ctx context.Context, r *sweepRun, entries []report.Entry)
 type hookJob struct {
 	l   cluster.Listed
 	rec record.Record
-	d   decision
+	d   decide.Decision
 }
 
 // hookQueue holds the WEBHOOK decisions not carried out yet. Unbounded,
@@ -300,6 +300,7 @@ func (s *Sweeper) listManagers(ctx, work context.Context, r *sweepRun, q *queue)
 			l.any = true
 			r.now = s.now()
 			r.frozenUntil, r.frozen = decide.FrozenUntil(s.cfg.Freezes, r.now)
+			r.eval = s.evaluator(r)
 			q.wg.Go(func() { _, _ = s.namespaces(work, r) })
 		}
 		if isRule(m.Obj) {
@@ -313,7 +314,7 @@ func (s *Sweeper) listManagers(ctx, work context.Context, r *sweepRun, q *queue)
 			}
 			return
 		}
-		s.noteGoverned(r, m.Obj)
+		r.governed.Note(m.Obj)
 		if cluster.ShardOf(m.Obj.GetUID(), s.cfg.ShardCount) != s.cfg.ShardIndex {
 			l.skipped++
 			return
@@ -343,7 +344,7 @@ func (s *Sweeper) queueRules(ctx context.Context, r *sweepRun, l *listing, q *qu
 		err := s.reads().EachManager(ctx, true, func(m cluster.Listed) {
 			all[m.Obj.GetUID()] = true
 			if !isRule(m.Obj) {
-				s.noteGoverned(r, m.Obj)
+				r.governed.Note(m.Obj)
 			}
 		})
 		switch {
@@ -397,7 +398,7 @@ func (s *Sweeper) report(r *sweepRun, l listing, began time.Time) report.Report 
 	}
 	rep.Summary.ReclaimUnknown = int(r.reclaimUnknown.Load())
 	if r.frozen {
-		rep.Summary.FrozenUntil = timePtr(r.frozenUntil)
+		rep.Summary.FrozenUntil = decide.TimePtr(r.frozenUntil)
 	}
 	rep.Summary.Stuck = len(stuck)
 	return rep
@@ -425,44 +426,6 @@ func (s *Sweeper) missingTrusted(ctx context.Context, r *sweepRun) []string {
 		}
 	}
 	return missing
-}
-
-// noteGoverned records a single-target manager as a governor of the
-// namespace it aims at, if the manager may act on it: it lives there, or in
-// a trusted namespace. A manager the guards refuse shields nothing from
-// rules, nor does one deactivated or invalid. It is parsed here, keeping
-// two strings and a bool: keeping the manager for later held every
-// manager's object for the whole sweep (peak RSS 87 MiB at 10,000, not 52).
-// A deactivated one is told by spec.deactivated alone: it is parsed once a
-// sweep, by evaluateManager.
-func (s *Sweeper) noteGoverned(r *sweepRun, obj *unstructured.Unstructured) {
-	target := aimsAt(obj)
-	if target == obj.GetNamespace() || slices.Contains(s.cfg.TrustedNamespaces, obj.GetNamespace()) {
-		shields := false
-		if spec, _ := obj.Object["spec"].(map[string]any); spec["deactivated"] != true {
-			m, problems := parseManager(obj)
-			shields = !m.Deactivated && len(problems) == 0
-		}
-		r.governed[target] = append(r.governed[target], governor{name: obj.GetNamespace() + "/" + obj.GetName(), shields: shields})
-	}
-}
-
-// governor is a single-target manager that may act on a namespace; it
-// shields it from rules while it is active and valid.
-type governor struct {
-	name    string
-	shields bool
-}
-
-// shielding returns the name of the first of governors that shields its
-// namespace from rules, or "" when none does.
-func shielding(governors []governor) string {
-	for _, g := range governors {
-		if g.shields {
-			return g.name
-		}
-	}
-	return ""
 }
 
 // unhandled is the report of a manager an interrupted sweep did not

@@ -222,15 +222,3 @@ func stuckReasons(n *corev1.Namespace, failing func() []string) []report.StuckRe
 	}
 	return reasons
 }
-
-// Message is the entry's message for namespace name, stuck as st
-// says: its reasons named, their words in st (which change with counts of
-// objects left, and would rewrite the status at every sweep).
-func Message(name string, st *report.Stuck) string {
-	reasons := make([]string, 0, len(st.Reasons))
-	for _, r := range st.Reasons {
-		reasons = append(reasons, r.Reason)
-	}
-	return fmt.Sprintf("namespace %s is stuck in Terminating since %s (%s); nsman explain %s says what holds it",
-		name, st.Since.UTC().Format(time.RFC3339), strings.Join(reasons, ", "), name)
-}

@@ -15,7 +15,7 @@ import (
 )
 
 // holdLeeway is how far beyond --max-hold a hold may end and still hold
-// (sweep/hold.go).
+// (internal/decide/holds.go).
 const holdLeeway = 5 * time.Minute
 
 // TestMaxHoldFromTheCommandLine: --max-hold travels from the command line

@@ -1,0 +1,529 @@
+package decide
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/report"
+)
+
+// A subject (a manager, or one namespace of a rule) is handled in two
+// steps, as the descheduler separates its strategies from its evictor:
+// evaluation reads it and returns a decision, writing nothing; the executor
+// carries the decision out. The verdicts both kinds share are here.
+
+// Step is the kind of work a plan asks of the executor.
+type Step int
+
+const (
+	// StepAct applies the policy's action and records the outcome.
+	StepAct Step = iota
+	// StepCompleteClaim applies again the action of a sweep that claimed
+	// it and died, on the namespace the claim was made for (DELETE and
+	// SCALE_DOWN are idempotent; a webhook is re-sent under its key).
+	StepCompleteClaim
+	// StepDeactivate: the action succeeded before; only the deactivation
+	// is missing.
+	StepDeactivate
+	// StepConfirmDelete: a DELETE was recorded as failed without an answer
+	// (a reset connection, a timeout), and the namespace went: the answer
+	// was lost, not the delete.
+	StepConfirmDelete
+)
+
+// Plan is what the executor is to do for one subject.
+type Plan struct {
+	Step   Step
+	Policy policy.Policy
+	// Generation is the manager (or rule) generation the plan is for, the
+	// claim's when completing one: a webhook's key is derived from it.
+	Generation int64
+	// Reason says why, in a sentence.
+	Reason string
+	Target Target
+}
+
+// Target is a resolved target namespace.
+type Target struct {
+	Name string
+	// UID is the namespace's when the plan (or the claim completed) was
+	// made: a DELETE never removes a namespace recreated under its name.
+	UID types.UID
+	// Listed is the namespace as listed (zero when it does not exist).
+	Listed cluster.Namespace
+	// Going: the namespace is terminating or gone already.
+	Going bool
+	// Home: the subject's record lives in the namespace, uid and all (the
+	// manager's own, a rule's of it), and goes with it.
+	Home bool
+	// Recreated: completing a claim, the namespace of that name is not
+	// the one the claim was made for.
+	Recreated bool
+}
+
+// Decision is what evaluation concluded for one subject.
+type Decision struct {
+	// Manager is the parsed manager, or rule.
+	Manager policy.Manager
+	// Entry is the report entry: final without a plan, else what the
+	// executor starts from.
+	Entry report.Entry
+	// Checks is the minChecks progress a waiting subject records.
+	Checks map[string]policy.CheckState
+	// Plan, when set, is work for the executor.
+	Plan *Plan
+	// Untouched: nothing is to be written.
+	Untouched bool
+	// Granted: the plan has its place under --max-actions (see Budget).
+	Granted bool
+	// StuckOnly: of the record, only what it says of a stuck target is to
+	// be written (a manager deactivated by its DELETE); StuckUnread: what
+	// it says of it is kept, the target not read.
+	StuckOnly, StuckUnread bool
+}
+
+// Evaluator evaluates the managers and rule pairs of one sweep: it reads
+// (namespaces, pods checks, activity, stuck namespaces) and writes nothing.
+type Evaluator struct {
+	// Now is the sweep's time; Clock tells the time now, by which a claim
+	// is live.
+	Now   time.Time
+	Clock func() time.Time
+	// Frozen: Now is in a freeze, which ends (with any it runs into) at
+	// FrozenUntil.
+	Frozen      bool
+	FrozenUntil time.Time
+	// ClaimTTL, MaxHold and MaxActions are --claim-ttl, --max-hold and
+	// --max-actions; Trusted and Protected the namespaces a sweep trusts
+	// and protects.
+	ClaimTTL, MaxHold  time.Duration
+	MaxActions         int
+	Trusted, Protected []string
+	// Namespaces are the sweep's, listed once.
+	Namespaces func(ctx context.Context) (map[string]cluster.Namespace, error)
+	Activity   Activity
+	Stuck      Stuck
+	// Budget is --max-actions' share of the sweep.
+	Budget Budget
+}
+
+// Check answers the pods condition c of a policy on a namespace.
+type Check func(ctx context.Context, namespace string, c policy.Condition) (policy.PodsCheck, error)
+
+// Activity is the last activity in namespaces, for IDLE: Last as the sweep
+// read it (from its index, indexed), Read from the namespace's own lists.
+type Activity interface {
+	Last(ctx context.Context, namespace string) (a policy.Activity, indexed bool, err error)
+	Read(ctx context.Context, namespace string) (policy.Activity, error)
+}
+
+// Stuck says why a namespace, as listed, is stuck in Terminating at now,
+// or nil while it is not (yet).
+type Stuck interface {
+	Of(ctx context.Context, ns cluster.Namespace, now time.Time) (*report.Stuck, error)
+}
+
+// Budget tells whether --max-actions would defer the subject of entry e.
+type Budget interface {
+	BeyondCap(e report.Entry) bool
+}
+
+// parseManager is policy.Parse; a test counts the parses of a sweep
+// through it.
+var parseManager = policy.Parse
+
+// EvaluateManager decides what to do with one manager, whose Status as
+// listed is stored, answering its pods conditions with check. It reads the
+// sweep's namespaces; it writes nothing.
+func (ev *Evaluator) EvaluateManager(ctx context.Context, obj *unstructured.Unstructured, stored status.Status, check Check) Decision {
+	e := report.Entry{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	m, problems := parseManager(obj)
+	e.Target = m.Target()
+	if m.Deactivated {
+		if d, ok := ev.deletedTerminating(ctx, m, e, stored); ok {
+			return d
+		}
+		return Untouched(m, e, report.StateDeactivated, "spec.deactivated is true")
+	}
+	if d, live := ev.liveClaim(m, e, stored.Claim); live {
+		return d
+	}
+	if len(problems) > 0 {
+		return Decision{Manager: m, Entry: Invalid(e, problems)}
+	}
+	if msg := ev.Refuse(m); msg != "" {
+		e.State, e.Message = report.StateForbidden, msg
+		return Decision{Manager: m, Entry: e}
+	}
+
+	namespaces, err := ev.Namespaces(ctx)
+	if err != nil {
+		return Decision{Manager: m, Entry: Failed(e, err)}
+	}
+	ns, exists := namespaces[e.Target]
+	t := Target{Name: e.Target, UID: ns.UID, Listed: ns, Going: !exists || ns.Terminating, Home: exists && e.Target == m.Namespace}
+	if t.Going && e.Target == m.Namespace {
+		// Nothing is written: the manager goes with its namespace, which
+		// takes no new Event.
+		e, _ = ev.Terminating(ctx, e, ns, fmt.Sprintf("namespace %s, where this manager lives, is being deleted; the manager goes with it", e.Target))
+		return Decision{Manager: m, Entry: e, Untouched: true}
+	}
+	if d, ok := completeClaim(m, e, stored.Claim, t); ok {
+		return d
+	}
+	if doneFor(stored.Progress, m, "") {
+		// Only the deactivation is missing.
+		return planned(m, e, nil, Plan{Step: StepDeactivate, Policy: m.Policies[policyIndex(m, stored.LastAction.Policy)], Reason: "the action succeeded before; deactivated now", Target: t})
+	}
+	if d, ok := confirmDelete(m, e, stored.Progress, "", t); ok {
+		return d
+	}
+	switch {
+	case !exists:
+		e.State, e.Message = report.StateTargetMissing, fmt.Sprintf("namespace %s does not exist", e.Target)
+		return Decision{Manager: m, Entry: e}
+	case ns.Terminating:
+		e, unread := ev.Terminating(ctx, e, ns, fmt.Sprintf("namespace %s is terminating", e.Target))
+		return Decision{Manager: m, Entry: e, StuckUnread: unread}
+	}
+	return backOff(ev.evaluatePolicies(ctx, m, e, t, check, stored.Progress, "",
+		Hold{On: "namespace " + e.Target, Value: ns.Hold}, Hold{On: "manager " + m.Namespace + "/" + m.Name, Value: obj.GetAnnotations()[status.HoldAnnotation]}),
+		stored.Progress, "", ev.Now)
+}
+
+// EvaluatePair decides what to do with rule m's pair of namespace ns,
+// whose record is stored, answering its pods conditions with check and
+// holding it by the rule's hold (ruleHold); it writes nothing.
+func (ev *Evaluator) EvaluatePair(ctx context.Context, m policy.Manager, ns cluster.Namespace, stored status.PairStatus, e report.Entry, check Check, ruleHold string) Decision {
+	t := Target{Name: e.Target, UID: ns.UID, Listed: ns, Going: ns.Terminating, Home: true}
+	if d, live := ev.liveClaim(m, e, stored.Claim); live {
+		return d
+	}
+	if d, ok := completeClaim(m, e, stored.Claim, t); ok {
+		return d
+	}
+	if doneFor(stored.Progress, m, stored.Spec) {
+		last := stored.LastAction
+		e.Policy, e.Action = last.Policy, last.Action
+		return Untouched(m, e, report.StateDone, fmt.Sprintf("policy %q fired (%s) at %s; done until the rule changes", last.Policy, last.Action, last.Time.UTC().Format(time.RFC3339)))
+	}
+	if d, ok := confirmDelete(m, e, stored.Progress, stored.Spec, t); ok {
+		return d
+	}
+	if t.Going {
+		return Untouched(m, e, report.StateTargetTerminating, fmt.Sprintf("namespace %s is terminating", e.Target))
+	}
+	return backOff(ev.evaluatePolicies(ctx, m, e, t, check, stored.Progress, m.Arming,
+		Hold{On: "namespace " + e.Target, Value: ns.Hold}, Hold{On: "rule " + m.Namespace + "/" + m.Name, Value: ruleHold}),
+		stored.Progress, stored.Spec, ev.Now)
+}
+
+// backOff turns d's plan to deliver a WEBHOOK into a deferral while the
+// record stored (of spec, a rule's record's) says its delivery backs off:
+// no attempt before then, so a silent receiver costs a sweep nothing.
+func backOff(d Decision, stored status.Progress, spec string, now time.Time) Decision {
+	p := d.Plan
+	if p == nil || p.Step != StepAct || p.Policy.Action.Type != policy.ActionWebhook {
+		return d
+	}
+	until, failures := backingOff(stored, d.Manager, p.Policy.Name, spec, now)
+	if until.IsZero() {
+		return d
+	}
+	e := d.Entry
+	e.Due = TimePtr(until)
+	why := fmt.Sprintf("%d failed deliveries in a row", failures)
+	if failures == 0 {
+		why = "a deferred delivery"
+	}
+	return Untouched(d.Manager, e, report.StateDeferred, fmt.Sprintf("%s; the webhook backs off after %s: next attempt at %s", p.Reason, why, until.UTC().Format(time.RFC3339)))
+}
+
+// liveClaim is the verdict of a claim that holds (see Claim.live), whatever
+// its generation: its action may be under way, and any write could wipe it.
+func (ev *Evaluator) liveClaim(m policy.Manager, e report.Entry, c *status.Claim) (Decision, bool) {
+	if c == nil || !c.Live(ev.Clock(), ev.ClaimTTL) {
+		return Decision{}, false
+	}
+	e.Policy, e.Action = c.Policy, c.Action
+	return Untouched(m, e, report.StateBusy, fmt.Sprintf("claimed by sweep %s until %s", c.Sweep, c.Expires.UTC().Format(time.RFC3339))), true
+}
+
+// Invalid is the entry of a manager or rule whose spec has problems.
+func Invalid(e report.Entry, problems field.ErrorList) report.Entry {
+	for _, p := range problems {
+		e.Problems = append(e.Problems, p.Error())
+	}
+	e.State, e.Message = report.StateInvalid, fmt.Sprintf("%d problem(s); first: %s", len(problems), problems[0].Error())
+	return e
+}
+
+// completeClaim is the verdict of an expired claim, whose sweep did not
+// finish: one of this spec is completed, under its generation, whatever
+// became of the target; one of another spec is void.
+func completeClaim(m policy.Manager, e report.Entry, c *status.Claim, t Target) (Decision, bool) {
+	if c == nil {
+		return Decision{}, false
+	}
+	i := policyIndex(m, c.Policy)
+	if i < 0 || !sameSpec(m, c.Generation, c.Spec) {
+		return Decision{}, false
+	}
+	exists := t.Listed.UID != ""
+	t.UID = cmp.Or(c.TargetUID, t.Listed.UID)
+	t.Home = t.Home && t.UID == t.Listed.UID
+	t.Recreated = exists && t.UID != t.Listed.UID
+	return planned(m, e, nil, Plan{Step: StepCompleteClaim, Policy: m.Policies[i], Generation: c.Generation,
+		Reason: "completing the expired claim of sweep " + c.Sweep, Target: t}), true
+}
+
+// confirmDelete is the verdict of a DELETE recorded, for this spec, as
+// failed without an answer, whose namespace went: the answer was lost.
+func confirmDelete(m policy.Manager, e report.Entry, stored status.Progress, spec string, t Target) (Decision, bool) {
+	last := stored.LastAction
+	if last == nil || !last.Uncertain || last.Action != policy.ActionDelete || !t.Going || !sameSpec(m, stored.ObservedGeneration, spec) {
+		return Decision{}, false
+	}
+	i := policyIndex(m, last.Policy)
+	if i < 0 {
+		return Decision{}, false
+	}
+	return planned(m, e, nil, Plan{Step: StepConfirmDelete, Policy: m.Policies[i],
+		Reason: "namespace " + t.Name + " went after a DELETE whose answer was lost", Target: t}), true
+}
+
+// evaluatePolicies evaluates m's policies on namespace t, with the
+// progress stored (the stages fired in m's generation, or spec, skipped),
+// then the holds: a plan when a policy holds and no hold keeps it, else
+// the waiting entry with its minChecks progress.
+func (ev *Evaluator) evaluatePolicies(ctx context.Context, m policy.Manager, e report.Entry, t Target, check Check, stored status.Progress, spec string, holds ...Hold) Decision {
+	in := policy.Input{Now: ev.Now, TargetCreated: t.Listed.Created, Checks: stored.Checks, Pods: map[int]policy.PodsCheck{}, Fired: status.FiredIn(stored.Fired, m.Generation, spec),
+		TargetExpires: t.Listed.Expires, TargetTouched: t.Listed.Touched}
+	held := HoldsAt(holds, ev.Now, ev.MaxHold)
+	// fromIndex: in.Activity is the sweep's index's (see Activity).
+	fromIndex := false
+	for {
+		out := policy.Evaluate(m, in)
+		switch out.Verdict {
+		case policy.NeedPods:
+			answer, err := check(ctx, e.Target, m.Policies[out.Policy].Condition)
+			if err != nil {
+				return applyHold(held, Decision{Manager: m, Entry: Failed(e, err)})
+			}
+			in.Pods[out.Policy] = answer
+			continue
+		case policy.NeedActivity:
+			if why, due := ev.activityUnread(held, e); why != "" {
+				e.State, e.Due = report.StateWaiting, due
+				e.Message = fmt.Sprintf("policy %q: the last activity in namespace %s is not read %s", m.Policies[out.Policy].Name, e.Target, why)
+				return applyHold(held, Decision{Manager: m, Entry: e, Checks: out.Checks})
+			}
+			activity, indexed, err := ev.Activity.Last(ctx, e.Target)
+			if err != nil {
+				return applyHold(held, Decision{Manager: m, Entry: Failed(e, err)})
+			}
+			in.Activity, fromIndex = &activity, indexed
+			continue
+		case policy.Fire:
+			if fromIndex && m.Policies[out.Policy].Condition.Type == policy.ConditionIdle && held.Until.IsZero() && !ev.Frozen && !ev.Budget.BeyondCap(e) {
+				// The sweep's index misses what was created since it was
+				// listed: the namespace's own lists confirm it is idle,
+				// unless a hold, a freeze or --max-actions keeps the plan
+				// from acting.
+				activity, err := ev.Activity.Read(ctx, e.Target)
+				if err != nil {
+					return applyHold(held, Decision{Manager: m, Entry: Failed(e, err)})
+				}
+				in.Activity, fromIndex = &activity, false
+				continue
+			}
+			e.AnnotationIgnored, e.LastActivity = ignoredAnnotation(out.Policies), lastActivity(out.Policies)
+			d := planned(m, e, conditions(out.Policies), Plan{Step: StepAct, Policy: m.Policies[out.Policy], Reason: out.Reason, Target: t})
+			// A hold may keep the plan waiting, with its progress.
+			d.Checks = out.Checks
+			return applyHold(held, d)
+		}
+		details := make([]string, 0, len(out.Policies))
+		for _, p := range out.Policies {
+			details = append(details, p.Detail)
+		}
+		e.State, e.Message = report.StateWaiting, strings.Join(details, "; ")
+		e.AnnotationIgnored, e.LastActivity = ignoredAnnotation(out.Policies), lastActivity(out.Policies)
+		e.Due = TimePtr(out.NextDue)
+		e.Conditions = conditions(out.Policies)
+		return applyHold(held, Decision{Manager: m, Entry: e, Checks: out.Checks})
+	}
+}
+
+// activityUnread says why an IDLE policy's activity is not read, and until
+// when, while a hold, a freeze or --max-actions keeps the subject from
+// acting whatever it says: its four lists would buy nothing. Empty: read
+// it.
+func (ev *Evaluator) activityUnread(held Holds, e report.Entry) (string, *time.Time) {
+	switch {
+	case !held.Until.IsZero():
+		return "while it is held", TimePtr(held.Until)
+	case ev.Frozen:
+		return fmt.Sprintf("in a freeze; frozen until %s (--freeze)", ev.FrozenUntil.UTC().Format(time.RFC3339)), TimePtr(ev.FrozenUntil)
+	case ev.Budget.BeyondCap(e):
+		return fmt.Sprintf("once --max-actions %d is reached", ev.MaxActions), nil
+	}
+	return "", nil
+}
+
+// ignoredAnnotation says the policies' problems, each once: the
+// annotations of the target they ignore (see policy.PolicyState.Problem).
+func ignoredAnnotation(states []policy.PolicyState) string {
+	var problems []string
+	for _, s := range states {
+		if s.Problem != "" && !slices.Contains(problems, s.Problem) {
+			problems = append(problems, s.Problem)
+		}
+	}
+	return strings.Join(problems, "; ")
+}
+
+// Untouched is a final decision that writes nothing.
+func Untouched(m policy.Manager, e report.Entry, state report.State, msg string) Decision {
+	e.State, e.Message = state, msg
+	return Decision{Manager: m, Entry: e, Untouched: true}
+}
+
+// planned is the decision to carry out p, for m's generation unless p
+// names another.
+func planned(m policy.Manager, e report.Entry, conds []report.Condition, p Plan) Decision {
+	p.Generation = cmp.Or(p.Generation, m.Generation)
+	e.Policy, e.Action, e.Conditions = p.Policy.Name, p.Policy.Action.Type, conds
+	return Decision{Manager: m, Entry: e, Plan: &p}
+}
+
+func policyIndex(m policy.Manager, name string) int {
+	return slices.IndexFunc(m.Policies, func(p policy.Policy) bool { return p.Name == name })
+}
+
+// Refuse applies the tenancy guards, returning why a manager may not act.
+func (ev *Evaluator) Refuse(m policy.Manager) string {
+	target := m.Target()
+	if slices.Contains(ev.Protected, target) {
+		return fmt.Sprintf("namespace %s is protected", target)
+	}
+	if target != m.Namespace && !slices.Contains(ev.Trusted, m.Namespace) {
+		how := "spec.namespace"
+		if m.TargetNamespace == "" {
+			how = "its name"
+		}
+		return fmt.Sprintf("a manager in namespace %s may only target %s, not %s (by %s); trusted namespaces: %s",
+			m.Namespace, m.Namespace, target, how, strings.Join(ev.Trusted, ", "))
+	}
+	return ""
+}
+
+// lastActivity is the last activity the first IDLE policy evaluated
+// counted, nil when none did.
+func lastActivity(states []policy.PolicyState) *report.LastActivity {
+	for _, s := range states {
+		if a := s.LastActivity; a != nil {
+			return &report.LastActivity{At: metav1.NewTime(a.At.UTC()), What: a.What}
+		}
+	}
+	return nil
+}
+
+func conditions(states []policy.PolicyState) []report.Condition {
+	out := make([]report.Condition, 0, len(states))
+	for _, s := range states {
+		out = append(out, report.Condition{Policy: s.Name, Holds: s.Holds, Detail: s.Detail, Due: TimePtr(s.Due)})
+	}
+	return out
+}
+
+func TimePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}
+
+// Terminating is the entry of a subject whose target ns is terminating:
+// stuck, when it is, with why. Reading why may fail (unread): the entry
+// says so, and what the record says of it is kept as it was.
+func (ev *Evaluator) Terminating(ctx context.Context, e report.Entry, ns cluster.Namespace, msg string) (_ report.Entry, unread bool) {
+	e.State, e.Message = report.StateTargetTerminating, msg
+	st, err := ev.Stuck.Of(ctx, ns, ev.Now)
+	switch {
+	case err != nil:
+		e.Message += "; " + err.Error()
+		return e, true
+	case st != nil:
+		e.Stuck, e.Message = st, stuckMessage(ns.Name, st)
+	}
+	return e, false
+}
+
+// deletedTerminating is the verdict of a manager deactivated by its
+// DELETE while its target is still terminating: its entry says so, and a
+// stuck namespace is written in its status (only when the cause changes).
+// A status that still says stuck of a namespace now gone is cleared. The
+// tenancy guards come first: what the status of a manager they refuse says
+// of another namespace is its tenant's word, and no namespace is read for it.
+func (ev *Evaluator) deletedTerminating(ctx context.Context, m policy.Manager, e report.Entry, stored status.Status) (Decision, bool) {
+	if ev.Refuse(m) != "" {
+		return Decision{}, false
+	}
+	last := stored.LastAction
+	deleted := last != nil && last.Action == policy.ActionDelete && last.Result == report.ResultSucceeded && e.Target != m.Namespace
+	if !deleted && stored.Stuck == nil {
+		return Decision{}, false
+	}
+	namespaces, err := ev.Namespaces(ctx)
+	if err != nil {
+		return Decision{}, false
+	}
+	ns, exists := namespaces[e.Target]
+	// The namespace it deleted, not one recreated under its name since,
+	// nor one a status written by hand names: a record without targetUID
+	// matches none.
+	deleted = deleted && exists && last.TargetUID != "" && last.TargetUID == ns.UID
+	if !deleted || !ns.Terminating {
+		if stored.Stuck == nil {
+			return Decision{}, false
+		}
+		// Gone: the status says stuck no more.
+		e.State, e.Message = report.StateDeactivated, "spec.deactivated is true"
+		return Decision{Manager: m, Entry: e, StuckOnly: true}, true
+	}
+	e.Policy, e.Action = last.Policy, last.Action
+	e, unread := ev.Terminating(ctx, e, ns, fmt.Sprintf("namespace %s, deleted by policy %q at %s, is terminating", e.Target, last.Policy, last.Time.UTC().Format(time.RFC3339)))
+	return Decision{Manager: m, Entry: e, StuckOnly: true, StuckUnread: unread}, true
+}
+
+// stuckMessage is the entry's message for namespace name, stuck as st
+// says: its reasons named, their words in st (which change with counts of
+// objects left, and would rewrite the status at every sweep).
+func stuckMessage(name string, st *report.Stuck) string {
+	reasons := make([]string, 0, len(st.Reasons))
+	for _, r := range st.Reasons {
+		reasons = append(reasons, r.Reason)
+	}
+	return fmt.Sprintf("namespace %s is stuck in Terminating since %s (%s); nsman explain %s says what holds it",
+		name, st.Since.UTC().Format(time.RFC3339), strings.Join(reasons, ", "), name)
+}
+
+// Failed is e, failed with err.
+func Failed(e report.Entry, err error) report.Entry {
+	e.State, e.Message = report.StateFailed, err.Error()
+	return e
+}
