@@ -11,7 +11,9 @@ import (
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/decide"
+	"github.com/nsman/nsman/internal/execute"
 	"github.com/nsman/nsman/internal/probe"
+	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/internal/tell"
 	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/report"
@@ -156,6 +158,9 @@ type Sweeper struct {
 	// without Config.NotifyURL or actions that are done.
 	writer   write.Writer
 	notifier *tell.Notifier
+	// env is what the records of managers and rules' pairs are read and
+	// written with.
+	env record.Env
 }
 
 // New returns a Sweeper. sender delivers WEBHOOK actions and notifications.
@@ -168,6 +173,7 @@ func New(cfg Config, clients cluster.Clients, sender *webhook.Sender, log *slog.
 	cfg.MaxHold, cfg.StuckAfter = cmp.Or(cfg.MaxHold, decide.DefaultMaxHold), cmp.Or(cfg.StuckAfter, DefaultStuckAfter)
 	cfg.ProtectedNamespaces = WithProtectedFloor(cfg.ProtectedNamespaces)
 	s := &Sweeper{cfg: cfg, clients: clients, log: log, writer: write.New(clients.Kube, clients.Dynamic, clients.Managers, sender, cfg.DryRun)}
+	s.env = record.Env{Writer: s.writer, Reads: s.reads(), Clock: s.clock, ClaimTTL: cfg.ClaimTTL}
 	if cfg.NotifyURL != "" && s.writer.Done() == report.StateFired {
 		if sender == nil {
 			return nil, errors.New("notifications need a webhook sender")
@@ -193,9 +199,16 @@ func (s *Sweeper) probe(r *sweepRun) {
 	r.reclaim, r.stuck = probe.NewReclaim(reads), probe.NewStuck(reads, s.cfg.StuckAfter)
 }
 
-// evaluator is sweep r's, once its time is known.
-func (s *Sweeper) evaluator(r *sweepRun) *decide.Evaluator {
-	return &decide.Evaluator{Now: r.now, Clock: s.clock, Frozen: r.frozen, FrozenUntil: r.frozenUntil,
+// begin sets sweep r's time, from its first page on, and what evaluates
+// and carries out its subjects at that time.
+func (s *Sweeper) begin(r *sweepRun) {
+	r.now = s.now()
+	r.frozenUntil, r.frozen = decide.FrozenUntil(s.cfg.Freezes, r.now)
+	r.exec = &execute.Executor{Writer: s.writer, Reads: s.reads(), Notifier: s.notifier, Reclaim: r.reclaim, Log: s.log,
+		Now: r.now, Clock: s.clock, Frozen: r.frozen, FrozenUntil: r.frozenUntil, Stop: r.stop,
+		SweepID: s.cfg.SweepID, Version: s.cfg.Version, ClaimTTL: s.cfg.ClaimTTL, MaxActions: s.cfg.MaxActions,
+		Trusted: s.cfg.TrustedNamespaces, SkipReclaim: s.cfg.SkipReclaim, Places: r.share}
+	r.eval = &decide.Evaluator{Now: r.now, Clock: s.clock, Frozen: r.frozen, FrozenUntil: r.frozenUntil,
 		ClaimTTL: s.cfg.ClaimTTL, MaxHold: s.cfg.MaxHold, MaxActions: s.cfg.MaxActions,
 		Trusted: s.cfg.TrustedNamespaces, Protected: s.cfg.ProtectedNamespaces,
 		Namespaces: func(ctx context.Context) (map[string]cluster.Namespace, error) { return s.namespaces(ctx, r) },

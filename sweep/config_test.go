@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/decide"
 	"github.com/nsman/nsman/policy"
 )
 
@@ -29,11 +30,11 @@ func TestNewKeepsTheProtectedFloor(t *testing.T) {
 			}
 			for _, ns := range append(ProtectedFloor(), tt.protected...) {
 				m := policy.Manager{Namespace: "ops", Name: "expiry", TargetNamespace: ns}
-				if why := s.evaluator(&sweepRun{}).Refuse(m); why != "namespace "+ns+" is protected" {
+				if why := (&decide.Evaluator{Trusted: s.cfg.TrustedNamespaces, Protected: s.cfg.ProtectedNamespaces}).Refuse(m); why != "namespace "+ns+" is protected" {
 					t.Errorf("target %s: refusal %q, want it protected", ns, why)
 				}
 			}
-			if why := s.evaluator(&sweepRun{}).Refuse(policy.Manager{Namespace: "ops", Name: "expiry", TargetNamespace: "team"}); why != "" {
+			if why := (&decide.Evaluator{Trusted: s.cfg.TrustedNamespaces, Protected: s.cfg.ProtectedNamespaces}).Refuse(policy.Manager{Namespace: "ops", Name: "expiry", TargetNamespace: "team"}); why != "" {
 				t.Errorf("target team refused: %q", why)
 			}
 			if !slices.Equal(given, tt.protected) {

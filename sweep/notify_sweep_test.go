@@ -18,6 +18,7 @@ import (
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/decide"
+	"github.com/nsman/nsman/internal/execute"
 	"github.com/nsman/nsman/internal/tell"
 	"github.com/nsman/nsman/internal/tell/telltest"
 	"github.com/nsman/nsman/policy"
@@ -26,18 +27,18 @@ import (
 
 // notifyOnce makes a Sweeper that notifies rawURL with sender, logging to
 // a buffer, and has it tell of a failed WEBHOOK action.
-func notifyOnce(t *testing.T, cfg Config, sender *webhook.Sender) (logs string, r *sweepRun) {
+func notifyOnce(t *testing.T, cfg Config, sender *webhook.Sender) (logs string, x *execute.Executor) {
 	t.Helper()
 	var buf bytes.Buffer
 	s, err := New(cfg, cluster.Clients{}, sender, slog.New(slog.NewJSONHandler(&buf, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r = &sweepRun{now: time.Now()}
+	x = &execute.Executor{Notifier: s.notifier, Log: s.log, Now: time.Now(), SweepID: s.cfg.SweepID, Version: s.cfg.Version}
 	m := policy.Manager{Namespace: "team-a", Name: "preview", UID: "uid-1", Generation: 1}
 	p := &decide.Plan{Policy: policy.Policy{Name: "report", Action: policy.Action{Type: policy.ActionWebhook, URL: "http://hook.team-a.svc/x"}}, Target: decide.Target{Name: "preview"}}
-	s.notify(t.Context(), r, m, p, nil, nil, errors.New("webhook http://hook.team-a.svc: HTTP 500 after 3 attempts"), false)
-	return buf.String(), r
+	x.Notify(t.Context(), m, p, nil, nil, errors.New("webhook http://hook.team-a.svc: HTTP 500 after 3 attempts"), false)
+	return buf.String(), x
 }
 
 // TestNotifyLogsNoURLSecret: a notification that fails is logged with the
@@ -75,9 +76,9 @@ func TestNotifyLogsNoURLSecret(t *testing.T) {
 				t.Fatal(err)
 			}
 			sender := webhook.NewSender(webhook.Options{MaxAttempts: 1, Timeout: 5 * time.Second, Allow: allow})
-			logs, r := notifyOnce(t, Config{NotifyURL: notifyURL(host), NotifyFormat: tell.NotifySlack}, sender)
-			if r.notifyFailed.Load() != 1 || r.notifySent.Load() != 0 {
-				t.Errorf("%d failed, %d sent, want 1 failed", r.notifyFailed.Load(), r.notifySent.Load())
+			logs, x := notifyOnce(t, Config{NotifyURL: notifyURL(host), NotifyFormat: tell.NotifySlack}, sender)
+			if x.Counts.NotifyFailed.Load() != 1 || x.Counts.NotifySent.Load() != 0 {
+				t.Errorf("%d failed, %d sent, want 1 failed", x.Counts.NotifyFailed.Load(), x.Counts.NotifySent.Load())
 			}
 			if !strings.Contains(logs, "notification not delivered") || !strings.Contains(logs, "http://"+host) {
 				t.Errorf("logs name neither the failure nor the receiver http://%s:\n%s", host, logs)
@@ -112,8 +113,8 @@ func TestNotificationSigningKey(t *testing.T) {
 			}))
 			defer srv.Close()
 			sender := webhook.NewSender(webhook.Options{MaxAttempts: 1, SigningKey: webhookKey})
-			logs, r := notifyOnce(t, Config{NotifyURL: srv.URL + "/nsman", NotifySigningKey: tt.configKey}, sender)
-			if r.notifySent.Load() != 1 {
+			logs, x := notifyOnce(t, Config{NotifyURL: srv.URL + "/nsman", NotifySigningKey: tt.configKey}, sender)
+			if x.Counts.NotifySent.Load() != 1 {
 				t.Fatalf("notification not sent:\n%s", logs)
 			}
 			if err := <-got; err != nil {

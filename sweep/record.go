@@ -9,14 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// recordEnv is s's.
-func (s *Sweeper) recordEnv() record.Env {
-	return record.Env{Writer: s.writer, Reads: s.reads(), Clock: s.clock, ClaimTTL: s.cfg.ClaimTTL}
-}
-
 // managerRecord is manager l's record, as listed in sweep r.
 func (s *Sweeper) managerRecord(r *sweepRun, l cluster.Listed) *record.Manager {
-	return &record.Manager{Env: s.recordEnv(), At: r.status, Obj: l.Obj, Now: r.now, Stored: r.status.Read(l),
+	return &record.Manager{Env: s.env, At: r.status, Obj: l.Obj, Now: r.now, Stored: r.status.Read(l),
 		Events: s.eventsOn(l.Obj, r.now)}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/decide"
+	"github.com/nsman/nsman/internal/execute"
 	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/internal/status"
@@ -38,16 +39,6 @@ func isRule(obj *unstructured.Unstructured) bool {
 	return spec["namespaceSelector"] != nil || spec["namePatterns"] != nil
 }
 
-// firingKey identifies the firing of p's policy by m, in the generation the
-// plan is for: IdempotencyKey, or a rule's PairIdempotencyKey.
-func firingKey(m policy.Manager, p *decide.Plan) string {
-	m.Generation = p.Generation
-	if m.Rule == nil {
-		return status.IdempotencyKey(m, p.Policy.Name)
-	}
-	return status.PairIdempotencyKey(m, p.Policy.Name, p.Target.UID)
-}
-
 // handleRule evaluates a rule on every namespace it matches and carries out
 // what that decided: one entry per pair of this shard, or, from the shard
 // that owns the rule, one for a rule that does not stand.
@@ -59,7 +50,7 @@ func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l cluster.Listed)
 		if !owner {
 			return nil
 		}
-		return []report.Entry{s.carryOut(ctx, r, own, d)}
+		return []report.Entry{r.exec.CarryOut(ctx, own, d)}
 	}
 	ru := s.newRuleRun(r, l.Obj, m, own.Stored)
 	ru.owner = owner
@@ -242,16 +233,16 @@ func (ru *ruleRun) evaluate(ctx context.Context, i int, check probe.Check) (pair
 	e := ru.base
 	e.Target = ru.pairs[i].Name
 	if ru.r.stop.Err() != nil {
-		ru.entries[i] = notReached(e, "it got to this namespace")
+		ru.entries[i] = execute.NotReached(e, "it got to this namespace")
 		return pairWork{}, false
 	}
 	ns := ru.pairs[i]
 	rc, at := record.Of(ns, ru.key, ru.legacy)
-	rec := &record.Pair{Env: ru.s.recordEnv(), Rule: ru.rule, Key: ru.key, Legacy: ru.legacy, At: at, Namespace: ns, Now: ru.r.now, Stored: status.DecodePair(rc),
+	rec := &record.Pair{Env: ru.s.env, Rule: ru.rule, Key: ru.key, Legacy: ru.legacy, At: at, Namespace: ns, Now: ru.r.now, Stored: status.DecodePair(rc),
 		ToldFailure: ru.failedLatest[ns.Name], Events: ru.tally}
 	d := ru.r.eval.EvaluatePair(ctx, *rec.Rule, rec.Namespace, rec.Stored, e, decide.Check(check), ru.ruleHold)
 	if d.Plan == nil && !record.NeedsRecord(d.Entry, d.Checks, rec.Stored.Progress) {
-		ru.entries[i] = ru.s.carryOut(ctx, ru.r, rec, d)
+		ru.entries[i] = ru.r.exec.CarryOut(ctx, rec, d)
 		return pairWork{}, false
 	}
 	return pairWork{rec: rec, d: d, index: i}, true
@@ -298,13 +289,13 @@ func (ru *ruleRun) screen(ctx context.Context) []int {
 // cache to catch up with every write before them, away from this sweep's
 // writes; chunks keep the time between a pair's check and its action short.
 func (ru *ruleRun) actInChunks(ctx context.Context, pending []int) {
-	s, r := ru.s, ru.r
+	r := ru.r
 	confirm := r.pods.Confirmer(*ru.rule, ru.index, ru.perNamespace)
 	for first := 0; first < len(pending); first += PairChunk {
 		chunk := pending[first:min(first+PairChunk, len(pending))]
 		if r.stop.Err() != nil {
 			for _, i := range pending[first:] {
-				ru.entries[i] = notReached(report.Entry{Namespace: ru.base.Namespace, Name: ru.base.Name, Rule: true, Target: ru.pairs[i].Name}, "it got to this namespace")
+				ru.entries[i] = execute.NotReached(report.Entry{Namespace: ru.base.Namespace, Name: ru.base.Name, Rule: true, Target: ru.pairs[i].Name}, "it got to this namespace")
 			}
 			return
 		}
@@ -330,9 +321,9 @@ func (ru *ruleRun) actInChunks(ctx context.Context, pending []int) {
 		r.bounded(len(todo), func(k int) {
 			w := todo[k]
 			todo[k] = pairWork{} // what is carried out is not kept twice
-			if s.wantsPlace(r, w.d) {
+			if r.exec.WantsPlace(w.d) {
 				ru.offered.Store(true)
-				s.offer(r, w.d.Entry, func(granted bool) {
+				r.exec.Offer(w.d.Entry, func(granted bool) {
 					if granted {
 						// Read again just before it acts, one namespace
 						// by itself.
@@ -341,11 +332,11 @@ func (ru *ruleRun) actInChunks(ctx context.Context, pending []int) {
 						w.d = r.eval.EvaluatePair(ctx, *w.rec.Rule, w.rec.Namespace, w.rec.Stored, e, decide.Check(ru.perNamespace), ru.ruleHold)
 						w.d.Granted = true
 					}
-					ru.entries[w.index] = s.carryOut(ctx, r, w.rec, w.d)
+					ru.entries[w.index] = r.exec.CarryOut(ctx, w.rec, w.d)
 				})
 				return
 			}
-			ru.entries[w.index] = s.carryOut(ctx, r, w.rec, w.d)
+			ru.entries[w.index] = r.exec.CarryOut(ctx, w.rec, w.d)
 		})
 	}
 }
@@ -364,27 +355,33 @@ func (r *sweepRun) bounded(n int, fn func(i int)) {
 	wg.Wait()
 }
 
-// indexAhead reports whether rule l is to be screened with the sweep's
-// pods index (see screen), as far as its last status tells: it had more
-// than PodIndexAfter namespaces to evaluate (governed ones aside), stands,
-// and has a PODS_SUCCEED policy. The sweep then lists the index beside the
-// namespaces rather than after them.
-func (s *Sweeper) indexAhead(r *sweepRun, l cluster.Listed) bool {
-	if s.ruleEvaluated(r, l) <= probe.PodIndexAfter {
-		return false
+// readsAhead reports, as far as rule l's last status tells, whether it is
+// to be screened with the sweep's pods index (see screen: it had more than
+// PodIndexAfter namespaces to evaluate, governed ones aside, and has a
+// PODS_SUCCEED policy), and whether it reads the activity of more than
+// ActivityIndexAfter namespaces (it has an IDLE policy); either only while
+// it stands. The sweep then lists those indexes beside the namespaces
+// rather than after them.
+func (s *Sweeper) readsAhead(r *sweepRun, l cluster.Listed) (podsIndex, activityIndex bool) {
+	evaluated := ruleEvaluated(r.status.Read(l), s.cfg.ShardCount)
+	if evaluated <= min(probe.PodIndexAfter, probe.ActivityIndexAfter) {
+		return false, false
 	}
 	m, problems := policy.Parse(l.Obj)
-	return len(problems) == 0 && !m.Deactivated && slices.Contains(s.cfg.TrustedNamespaces, m.Namespace) && checksPods(m)
+	if len(problems) > 0 || m.Deactivated || !slices.Contains(s.cfg.TrustedNamespaces, m.Namespace) {
+		return false, false
+	}
+	return evaluated > probe.PodIndexAfter && checksPods(m), evaluated > probe.ActivityIndexAfter && m.Idles()
 }
 
-// ruleEvaluated is how many namespaces rule l had to evaluate (governed ones
-// aside) in this shard, as its last status tells; 0 without one.
-func (s *Sweeper) ruleEvaluated(r *sweepRun, l cluster.Listed) int {
-	stored := r.status.Read(l)
+// ruleEvaluated is how many namespaces a rule whose status is stored had to
+// evaluate (governed ones aside) in each of shards, as that status tells; 0
+// without one.
+func ruleEvaluated(stored status.Status, shards int) int {
 	if stored.Rule == nil {
 		return 0
 	}
-	evaluated := stored.Rule.Matched / max(1, s.cfg.ShardCount)
+	evaluated := stored.Rule.Matched / max(1, shards)
 	if stored.Rule.States != nil {
 		evaluated = 0
 		for state, n := range stored.Rule.States {
@@ -497,15 +494,4 @@ func byState(states map[report.State]int) string {
 		parts = append(parts, fmt.Sprintf("%d %s", states[k], k))
 	}
 	return ": " + strings.Join(parts, ", ")
-}
-
-// ruleReadsActivity reports whether rule l, with an IDLE policy, had more
-// than ActivityIndexAfter namespaces to evaluate, as far as its last status
-// tells (see ruleEvaluated).
-func (s *Sweeper) ruleReadsActivity(r *sweepRun, l cluster.Listed) bool {
-	if s.ruleEvaluated(r, l) <= probe.ActivityIndexAfter {
-		return false
-	}
-	m, problems := policy.Parse(l.Obj)
-	return len(problems) == 0 && !m.Deactivated && slices.Contains(s.cfg.TrustedNamespaces, m.Namespace) && m.Idles()
 }

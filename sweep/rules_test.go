@@ -17,7 +17,8 @@ import (
 )
 
 // TestIndexAhead: a sweep lists the pods index beside the namespaces only
-// for a rule that will be screened with it, as its last status tells.
+// for a rule that will be screened with it, and the activity index for an
+// IDLE rule over many namespaces, as its last status tells.
 func TestIndexAhead(t *testing.T) {
 	pods := map[string]any{"name": "done", "condition": map[string]any{"type": "PODS_SUCCEED", "params": map[string]any{"podLabels": map[string]any{"app": "e2e"}}}, "action": map[string]any{"type": "DELETE"}}
 	ttl := map[string]any{"name": "late", "condition": map[string]any{"type": "TTL", "params": map[string]any{"ttlSeconds": int64(60)}}, "action": map[string]any{"type": "DELETE"}}
@@ -61,14 +62,32 @@ func TestIndexAhead(t *testing.T) {
 		{"states by shard, many waiting", ruleWith("platform", &status.RuleSummary{Matched: 5000, States: map[report.State]int{report.StateGoverned: 10, report.StateWaiting: 101}}, false, pods), true},
 		{"no states yet", ruleWith("platform", &status.RuleSummary{Matched: probe.PodIndexAfter + 1}, false, pods), true},
 	} {
-		if got := s.indexAhead(r, tt.rule); got != tt.want {
-			t.Errorf("%s: indexAhead = %v, want %v", tt.name, got, tt.want)
+		if got, _ := s.readsAhead(r, tt.rule); got != tt.want {
+			t.Errorf("%s: readsAhead (pods) = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	// An IDLE rule reads the activity index past ActivityIndexAfter
+	// namespaces, and the pods index only past PodIndexAfter.
+	idle := map[string]any{"name": "idle", "condition": map[string]any{"type": "IDLE", "params": map[string]any{"idleSeconds": int64(3600)}}, "action": map[string]any{"type": "DELETE"}}
+	for _, tt := range []struct {
+		name                 string
+		rule                 cluster.Listed
+		wantPods, wantActive bool
+	}{
+		{"IDLE, matched few", rule("platform", probe.ActivityIndexAfter, false, idle, pods), false, false},
+		{"IDLE, matched more", rule("platform", probe.ActivityIndexAfter+1, false, idle, pods), false, true},
+		{"IDLE, matched many", rule("platform", probe.PodIndexAfter+1, false, idle, pods), true, true},
+		{"no IDLE, matched many", rule("platform", probe.PodIndexAfter+1, false, ttl), false, false},
+		{"IDLE, paused", rule("platform", 5000, true, idle), false, false},
+	} {
+		if gotPods, gotActivity := s.readsAhead(r, tt.rule); gotPods != tt.wantPods || gotActivity != tt.wantActive {
+			t.Errorf("%s: readsAhead = %v, %v; want %v, %v", tt.name, gotPods, gotActivity, tt.wantPods, tt.wantActive)
 		}
 	}
 	// Four shards: the one owning the rule evaluates about a quarter.
 	s.cfg.ShardCount = 4
-	if s.indexAhead(r, ruleWith("platform", &status.RuleSummary{Matched: 4 * probe.PodIndexAfter}, false, pods)) {
-		t.Errorf("4 shards, %d matched, no states: indexAhead = true, want false", 4*probe.PodIndexAfter)
+	if got, _ := s.readsAhead(r, ruleWith("platform", &status.RuleSummary{Matched: 4 * probe.PodIndexAfter}, false, pods)); got {
+		t.Errorf("4 shards, %d matched, no states: readsAhead (pods) = true, want false", 4*probe.PodIndexAfter)
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/decide"
+	"github.com/nsman/nsman/internal/execute"
 	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/policy"
@@ -41,7 +41,7 @@ func (s *Sweeper) Run(ctx context.Context) (report.Report, error) {
 		return report.Report{}, err
 	}
 	r := &sweepRun{status: status, stop: ctx, governed: decide.NewGovernors(s.cfg.TrustedNamespaces), pairSlots: make(chan struct{}, s.cfg.Concurrency),
-		share: newFairShare(s.cfg.MaxActions, s.cfg.SweepID)}
+		share: execute.NewFairShare(s.cfg.MaxActions, s.cfg.SweepID)}
 	s.probe(r)
 	// Work already started outlives an interrupt by InterruptGrace, so that
 	// an action under way finishes and is recorded; nothing new starts.
@@ -57,7 +57,10 @@ func (s *Sweeper) Run(ctx context.Context) (report.Report, error) {
 	q.wg.Wait()
 	// Every subject evaluated, the places under --max-actions go round-robin
 	// across namespaces.
-	s.grant(r)
+	if r.exec != nil && s.cfg.MaxActions > 0 {
+		r.exec.Grant(r.bounded)
+		r.bounded(len(r.afterGrant), func(i int) { r.afterGrant[i]() })
+	}
 
 	interrupted := ctx.Err()
 	if l.err != nil && interrupted == nil && !l.any {
@@ -71,7 +74,10 @@ func (s *Sweeper) Run(ctx context.Context) (report.Report, error) {
 		r.now = s.now()
 	}
 	if l.everyManager != nil && interrupted == nil {
-		l.stale = s.removeStaleRecords(work, r, l.everyManager)
+		if namespaces, err := s.namespaces(work, r); err == nil {
+			stale := record.Stale{Writer: s.writer, Log: s.log, DryRun: s.cfg.DryRun, Now: r.now, Ours: s.ours, Bounded: r.bounded, Stop: r.stop}
+			l.stale = stale.Remove(work, namespaces, l.everyManager)
+		}
 	}
 	rep := s.report(r, l, began)
 	rep.Summary.MissingTrusted = s.missingTrusted(work, r)
@@ -93,8 +99,8 @@ type sweepRun struct {
 	stop   context.Context
 	status record.StatusLocation
 	// share hands out the places of --max-actions; afterGrant is what
-	// waits for them to be carried out (see grant).
-	share        *fairShare
+	// waits for them to be carried out (see Run).
+	share        *execute.FairShare
 	afterGrantMu sync.Mutex
 	afterGrant   []func()
 
@@ -107,12 +113,11 @@ type sweepRun struct {
 	activity *probe.Activity
 	reclaim  *probe.Reclaim
 	stuck    *probe.Stuck
-	// reclaimUnknown counts the DELETEs done whose reclaim could not be
-	// read.
-	reclaimUnknown atomic.Int64
 
-	// eval evaluates the sweep's subjects, from its first page on.
+	// eval evaluates the sweep's subjects, exec carries out what it
+	// decided, from its first page on.
 	eval *decide.Evaluator
+	exec *execute.Executor
 	// governed are the managers that may shield a namespace from rules.
 	// rules are handled once the listing is complete, else deferred
 	// (rulesBlocked).
@@ -121,8 +126,6 @@ type sweepRun struct {
 	rulesBlocked string
 	// pairSlots bounds the rules' pairs handled at once (see bounded).
 	pairSlots chan struct{}
-	// notifySent and notifyFailed count the notifications of --notify-url.
-	notifySent, notifyFailed atomic.Int64
 
 	mu      sync.Mutex
 	entries []report.Entry
@@ -162,15 +165,15 @@ func (s *Sweeper) startWorkers(ctx, work context.Context, r *sweepRun) *queue {
 				default:
 					rec := s.managerRecord(r, l)
 					d := r.eval.EvaluateManager(work, l.Obj, rec.Stored, decide.Check(r.pods.Checks(false)))
-					if s.wantsPlace(r, d) {
-						s.offer(r, d.Entry, func(granted bool) {
+					if r.exec.WantsPlace(d) {
+						r.exec.Offer(d.Entry, func(granted bool) {
 							if granted {
 								// Read again just before it acts, as when
 								// it was evaluated.
 								d = r.eval.EvaluateManager(work, l.Obj, rec.Stored, decide.Check(r.pods.Checks(false)))
 								d.Granted = true
 							}
-							s.done(work, r, []report.Entry{s.carryOut(work, r, rec, d)})
+							s.done(work, r, []report.Entry{r.exec.CarryOut(work, rec, d)})
 						})
 						continue
 					}
@@ -178,7 +181,7 @@ func (s *Sweeper) startWorkers(ctx, work context.Context, r *sweepRun) *queue {
 						q.hooks.put(hookJob{l: l, rec: rec, d: d})
 						continue
 					}
-					entries = []report.Entry{s.carryOut(work, r, rec, d)}
+					entries = []report.Entry{r.exec.CarryOut(work, rec, d)}
 				}
 				s.done(work, r, entries)
 			}
@@ -189,7 +192,7 @@ func (s *Sweeper) startWorkers(ctx, work context.Context, r *sweepRun) *queue {
 			for job, ok := q.hooks.take(); ok; job, ok = q.hooks.take() {
 				entries := s.unhandled(job.l)
 				if ctx.Err() == nil {
-					entries = []report.Entry{s.carryOut(work, r, job.rec, job.d)}
+					entries = []report.Entry{r.exec.CarryOut(work, job.rec, job.d)}
 				}
 				s.done(work, r, entries)
 			}
@@ -280,7 +283,7 @@ type listing struct {
 	// everyManager holds the UID of every manager of the cluster, when the
 	// sweep listed them all: the records of rules not among them are stale.
 	everyManager map[types.UID]bool
-	stale        staleRemoval
+	stale        record.StaleRemoval
 }
 
 // listManagers lists the managers the sweep selects and queues those of
@@ -298,18 +301,17 @@ func (s *Sweeper) listManagers(ctx, work context.Context, r *sweepRun, q *queue)
 		uids[m.Obj.GetUID()] = true
 		if !l.any {
 			l.any = true
-			r.now = s.now()
-			r.frozenUntil, r.frozen = decide.FrozenUntil(s.cfg.Freezes, r.now)
-			r.eval = s.evaluator(r)
+			s.begin(r)
 			q.wg.Go(func() { _, _ = s.namespaces(work, r) })
 		}
 		if isRule(m.Obj) {
 			r.rules = append(r.rules, m)
-			if !indexing && s.indexAhead(r, m) {
+			podsIndex, activityIndex := s.readsAhead(r, m)
+			if !indexing && podsIndex {
 				indexing = true
 				q.wg.Go(func() { _, _ = r.pods.Pending(work) })
 			}
-			if s.ruleReadsActivity(r, m) {
+			if activityIndex {
 				r.activity.IndexAll()
 			}
 			return
@@ -361,6 +363,10 @@ func (s *Sweeper) queueRules(ctx context.Context, r *sweepRun, l *listing, q *qu
 
 // report is the Report of run r.
 func (s *Sweeper) report(r *sweepRun, l listing, began time.Time) report.Report {
+	counts := &execute.Counts{}
+	if r.exec != nil {
+		counts = &r.exec.Counts
+	}
 	slices.SortFunc(r.entries, func(a, b report.Entry) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Target, b.Target))
 	})
@@ -371,14 +377,14 @@ func (s *Sweeper) report(r *sweepRun, l listing, began time.Time) report.Report 
 		States:          map[report.State]int{},
 		Requests:        s.clients.Observer.Requests(),
 		DurationSeconds: time.Since(began).Seconds(),
-		StaleRecords:    l.stale.removed,
+		StaleRecords:    l.stale.Removed,
 	}}
-	rep.Summary.StaleRecordsLeft = l.stale.left
+	rep.Summary.StaleRecordsLeft = l.stale.Left
 	if l.err != nil && r.stop.Err() == nil {
 		rep.Summary.ListError = fmt.Sprintf("list NamespaceManagers: %v", l.err)
 	}
 	if s.notifier != nil {
-		rep.Summary.Notifications = map[string]int{"sent": int(r.notifySent.Load()), "failed": int(r.notifyFailed.Load())}
+		rep.Summary.Notifications = map[string]int{"sent": int(counts.NotifySent.Load()), "failed": int(counts.NotifyFailed.Load())}
 	}
 	if s.cfg.ShardCount > 1 {
 		rep.Summary.Shard = &report.Shard{Index: s.cfg.ShardIndex, Count: s.cfg.ShardCount, Skipped: l.skipped}
@@ -396,7 +402,7 @@ func (s *Sweeper) report(r *sweepRun, l listing, began time.Time) report.Report 
 			rep.Summary.Reclaimed.Add(*e.Reclaimed)
 		}
 	}
-	rep.Summary.ReclaimUnknown = int(r.reclaimUnknown.Load())
+	rep.Summary.ReclaimUnknown = int(counts.ReclaimUnknown.Load())
 	if r.frozen {
 		rep.Summary.FrozenUntil = decide.TimePtr(r.frozenUntil)
 	}
@@ -435,7 +441,7 @@ func (s *Sweeper) unhandled(l cluster.Listed) []report.Entry {
 	if e.Rule && cluster.ShardOf(l.Obj.GetUID(), s.cfg.ShardCount) != s.cfg.ShardIndex {
 		return nil
 	}
-	return []report.Entry{notReached(e, "it got to this manager")}
+	return []report.Entry{execute.NotReached(e, "it got to this manager")}
 }
 
 // statusLocation asks the API server whether NamespaceManagers have a

@@ -1,7 +1,9 @@
-// Package execute carries out what a sweep, or a command, decided. It
-// holds the workload changes of SCALE_DOWN and nsman restore (a workload
-// changed conditional on the version read, read again on a conflict) and
-// the writes of nsman hold and nsman touch; every request goes through the
-// Writer of package write. The executor of a sweep (claims, the action
-// cap, records, Events) is still package sweep's.
+// Package execute carries out what a sweep, or a command, decided. The
+// Executor of a sweep is the one place a decision is acted on, for a
+// manager and for one namespace of a rule alike: the places of
+// --max-actions (FairShare), the claim, the action (a DELETE, SCALE_DOWN's
+// workload changes, a WEBHOOK routed as the trust of its manager's
+// namespace allows), the notification, the record of the outcome and the
+// Events. It also holds nsman restore and the writes of nsman hold and
+// nsman touch. Every request goes through the Writer of package write.
 package execute

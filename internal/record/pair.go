@@ -129,7 +129,7 @@ func NeedsRecord(e report.Entry, checks map[string]policy.CheckState, stored sta
 }
 
 // writeAsListed writes st as the pair's record with a merge patch
-// conditional on the namespace's resourceVersion (see asListed), removing
+// conditional on the namespace's resourceVersion (see write.AsListed), removing
 // a record listed at the legacy key.
 func (pr *Pair) writeAsListed(ctx context.Context, st status.PairStatus) error {
 	annotations := map[string]any{pr.Key: write.MustJSON(st)}

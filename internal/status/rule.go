@@ -58,7 +58,7 @@ type PairStatus struct {
 	// re-arms nothing.
 	Spec string `json:"spec,omitempty"`
 	// Written dates a record that holds no other time, for a rule that is
-	// gone (see removeStaleRecords).
+	// gone (see record.Stale).
 	Written *time.Time `json:"written,omitempty"`
 }
 

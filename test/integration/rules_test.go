@@ -19,10 +19,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
-	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -666,7 +666,7 @@ func TestStaleRecordsOfGoneRules(t *testing.T) {
 	matched, elsewhere := labelled(t, home, 1)[0], shared.Namespace(t)
 	recv := nsmantest.NewReceiver(t)
 	createManager(t, managerObj(home, "standing", home, []any{ttlPolicy("now", 0, webhookAction(recv.URL+"/standing"))}, selecting(home)))
-	record := func(rule string, at time.Time) string {
+	storedPair := func(rule string, at time.Time) string {
 		data, err := json.Marshal(status.PairStatus{Rule: rule, Progress: status.Progress{ObservedGeneration: 1,
 			LastAction: &status.LastAction{Policy: "now", Action: policy.ActionWebhook, Result: report.ResultSucceeded, Time: at.UTC()}}})
 		if err != nil {
@@ -674,7 +674,7 @@ func TestStaleRecordsOfGoneRules(t *testing.T) {
 		}
 		return string(data)
 	}
-	old, young := time.Now().Add(-2*sweep.StaleRecordAge), time.Now().Add(-time.Minute)
+	old, young := time.Now().Add(-2*record.StaleRecordAge), time.Now().Add(-time.Minute)
 	gone, recent := status.PairAnnotationPrefix+"0f0e0d0c-gone", status.PairAnnotationPrefix+"0f0e0d0c-recent"
 	annotate := func(ns string, annotations map[string]string) {
 		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
@@ -689,8 +689,8 @@ func TestStaleRecordsOfGoneRules(t *testing.T) {
 	// restored): its records stay.
 	createManager(t, managerObj(home, "was-a-rule", home, []any{ttlPolicy("later", 3600, deleteAction)}, targeting(home)))
 	wasRule := status.PairAnnotation(e.Manager(t, home, "was-a-rule").GetUID())
-	annotate(matched, map[string]string{gone: record(home+"/gone", old), recent: record(home+"/recent", young), wasRule: record(home+"/was-a-rule", old)})
-	annotate(elsewhere, map[string]string{gone: record(home+"/gone", old)})
+	annotate(matched, map[string]string{gone: storedPair(home+"/gone", old), recent: storedPair(home+"/recent", young), wasRule: storedPair(home+"/was-a-rule", old)})
+	annotate(elsewhere, map[string]string{gone: storedPair(home+"/gone", old)})
 	args := []string{"-l", caseLabel + "=" + home, "--trusted-namespaces", home}
 	has := func(ns, key string) bool {
 		_, obj := pairRecord(t, ns, "")

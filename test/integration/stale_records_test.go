@@ -12,19 +12,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
-	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
 // staleRecord is the record of a rule, acted on long before
-// sweep.StaleRecordAge ago.
+// record.StaleRecordAge ago.
 func staleRecord(t *testing.T, rule string) string {
 	t.Helper()
 	data, err := json.Marshal(status.PairStatus{Rule: rule, Progress: status.Progress{ObservedGeneration: 1,
-		LastAction: &status.LastAction{Policy: "now", Action: policy.ActionWebhook, Result: report.ResultSucceeded, Time: time.Now().Add(-2 * sweep.StaleRecordAge).UTC()}}})
+		LastAction: &status.LastAction{Policy: "now", Action: policy.ActionWebhook, Result: report.ResultSucceeded, Time: time.Now().Add(-2 * record.StaleRecordAge).UTC()}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func staleSweep(t *testing.T, e *nsmantest.Env, home string) (nsmantest.Result, 
 // TestStaleRecordsOnePatchPerNamespace: whoever may annotate a namespace
 // can write any number of records of rules that do not exist. A sweep
 // removes all of a namespace's with one patch, and patches at most
-// sweep.MaxStaleNamespaces namespaces; the report says how many records
+// record.MaxStaleNamespaces namespaces; the report says how many records
 // it left, which the next sweep removes.
 func TestStaleRecordsOnePatchPerNamespace(t *testing.T) {
 	e := setup(t)
@@ -106,7 +106,7 @@ func TestStaleRecordsOnePatchPerNamespace(t *testing.T) {
 
 	// One namespace more than a sweep cleans: the rest waits for the next.
 	var many []string
-	for i := range sweep.MaxStaleNamespaces + 1 {
+	for i := range record.MaxStaleNamespaces + 1 {
 		ns := shared.Namespace(t)
 		annotateNamespace(t, ns, map[string]string{status.PairAnnotationPrefix + fmt.Sprintf("0f0e0d0c-gone-%02d", i): staleRecord(t, home+"/gone")})
 		many = append(many, ns)
@@ -122,9 +122,9 @@ func TestStaleRecordsOnePatchPerNamespace(t *testing.T) {
 		return out
 	}
 	res, patched = staleSweep(t, e, home)
-	if len(patched) != sweep.MaxStaleNamespaces || res.Report.Summary.StaleRecordsLeft != 1 || res.Report.Summary.StaleRecords != sweep.MaxStaleNamespaces {
+	if len(patched) != record.MaxStaleNamespaces || res.Report.Summary.StaleRecordsLeft != 1 || res.Report.Summary.StaleRecords != record.MaxStaleNamespaces {
 		t.Errorf("first sweep: %d namespaces patched, summary.staleRecords %d, staleRecordsLeft %d; want %d, %d and 1",
-			len(patched), res.Report.Summary.StaleRecords, res.Report.Summary.StaleRecordsLeft, sweep.MaxStaleNamespaces, sweep.MaxStaleNamespaces)
+			len(patched), res.Report.Summary.StaleRecords, res.Report.Summary.StaleRecordsLeft, record.MaxStaleNamespaces, record.MaxStaleNamespaces)
 	}
 	if got := left(); len(got) != 1 {
 		t.Errorf("first sweep left records on %v, want one namespace", got)

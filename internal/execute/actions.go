@@ -1,4 +1,4 @@
-package sweep
+package execute
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/decide"
-	"github.com/nsman/nsman/internal/execute"
 	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/internal/status"
@@ -30,9 +29,9 @@ type applied struct {
 }
 
 // apply performs plan p's action through the writer and returns what it
-// did (would do, dry). A fresh DELETE is made as listed (see asListed),
+// did (would do, dry). A fresh DELETE is made as listed (see write.AsListed),
 // after what it frees (freed, nil when unknown) was read.
-func (s *Sweeper) apply(ctx context.Context, m policy.Manager, rec record.Record, p *decide.Plan, freed *report.Reclaimed) (applied, error) {
+func (x *Executor) apply(ctx context.Context, m policy.Manager, rec record.Record, p *decide.Plan, freed *report.Reclaimed) (applied, error) {
 	t := p.Target
 	switch p.Policy.Action.Type {
 	case policy.ActionDelete:
@@ -43,23 +42,23 @@ func (s *Sweeper) apply(ctx context.Context, m policy.Manager, rec record.Record
 					return rec.Unchanged(listed.WithoutTouch(), now.WithoutTouch())
 				}
 			}
-			err := write.AsListed(ctx, t.Listed, s.reads().NamespaceNow, unchanged, func(resourceVersion string) error {
-				return s.writer.DeleteNamespace(ctx, t.Name, t.UID, resourceVersion)
+			err := write.AsListed(ctx, t.Listed, x.Reads.NamespaceNow, unchanged, func(resourceVersion string) error {
+				return x.Writer.DeleteNamespace(ctx, t.Name, t.UID, resourceVersion)
 			})
 			if err != nil {
 				return applied{}, fmt.Errorf("delete namespace %s: %w", t.Name, err)
 			}
 			return applied{effects: []string{"delete namespace " + t.Name}, reclaimed: freed}, nil
 		}
-		effects, err := s.deleteClaimed(ctx, t)
+		effects, err := x.deleteClaimed(ctx, t)
 		return applied{effects: effects}, err
 	case policy.ActionScaleDown:
 		if t.Recreated {
 			return applied{effects: []string{"scale down in namespace " + t.Name + ": the namespace the claim was made for is gone; the new one of that name is left alone"}}, nil
 		}
-		return s.scaleDown(ctx, t.Name, p.Policy.Action.Selectors)
+		return x.scaleDown(ctx, t.Name, p.Policy.Action.Selectors)
 	case policy.ActionWebhook:
-		effects, err := s.post(ctx, m, p, t)
+		effects, err := x.post(ctx, m, p, t)
 		return applied{effects: effects}, err
 	}
 	return applied{}, fmt.Errorf("unknown action %q", p.Policy.Action.Type)
@@ -69,13 +68,13 @@ func (s *Sweeper) apply(ctx context.Context, m policy.Manager, rec record.Record
 // nil for any other plan and with --reclaim=false. When reading it fails
 // or takes too long (see probe.Reclaim.Namespace), the error says why: the
 // DELETE goes ahead, what it freed unknown.
-func (s *Sweeper) freedByDelete(ctx context.Context, r *sweepRun, p *decide.Plan) (*report.Reclaimed, error) {
-	if s.cfg.SkipReclaim || p.Step != decide.StepAct || p.Policy.Action.Type != policy.ActionDelete {
+func (x *Executor) freedByDelete(ctx context.Context, p *decide.Plan) (*report.Reclaimed, error) {
+	if x.SkipReclaim || p.Step != decide.StepAct || p.Policy.Action.Type != policy.ActionDelete {
 		return nil, nil
 	}
-	freed, err := r.reclaim.Namespace(ctx, p.Target.Name)
+	freed, err := x.Reclaim.Namespace(ctx, p.Target.Name)
 	if err != nil {
-		s.log.Warn("what the DELETE frees is not known", "namespace", p.Target.Name, "error", err.Error())
+		x.Log.Warn("what the DELETE frees is not known", "namespace", p.Target.Name, "error", err.Error())
 		return nil, err
 	}
 	return &freed, nil
@@ -84,8 +83,8 @@ func (s *Sweeper) freedByDelete(ctx context.Context, r *sweepRun, p *decide.Plan
 // post sends plan p's webhook of manager m about namespace t, as the trust
 // of m's namespace allows (see route). What a tenant reads of a failure is
 // webhook.Summary; the whole error goes to nsman's log.
-func (s *Sweeper) post(ctx context.Context, m policy.Manager, p *decide.Plan, t decide.Target) ([]string, error) {
-	route, err := s.route(ctx, m, p.Policy.Action.URL)
+func (x *Executor) post(ctx context.Context, m policy.Manager, p *decide.Plan, t decide.Target) ([]string, error) {
+	route, err := x.route(ctx, m, p.Policy.Action.URL)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +93,7 @@ func (s *Sweeper) post(ctx context.Context, m policy.Manager, p *decide.Plan, t 
 		return nil, err
 	}
 	key := firingKey(m, p)
-	d, err := s.writer.Deliver(ctx, route, p.Policy.Action.URL, body, key)
+	d, err := x.Writer.Deliver(ctx, route, p.Policy.Action.URL, body, key)
 	switch {
 	case err == nil:
 	case webhook.Deferred(err):
@@ -102,7 +101,7 @@ func (s *Sweeper) post(ctx context.Context, m policy.Manager, p *decide.Plan, t 
 	case route.Tenant || m.Rule != nil:
 		// A tenant reads a manager's record; a rule's record of a
 		// namespace is on that namespace, for its tenant to read.
-		s.log.Warn("webhook not delivered", "manager", m.Namespace+"/"+m.Name, "namespace", t.Name, "policy", p.Policy.Name, "error", err.Error())
+		x.Log.Warn("webhook not delivered", "manager", m.Namespace+"/"+m.Name, "namespace", t.Name, "policy", p.Policy.Name, "error", err.Error())
 		return nil, tenantError{summary: webhook.Summary(d, err), err: err}
 	default:
 		return nil, err
@@ -133,14 +132,14 @@ func (e tenantError) Unwrap() error { return e.err }
 // deleteClaimed deletes, for an expired claim, the namespace it was made
 // for, by UID; one going or gone needs nothing, one recreated since is
 // left alone. A 409 is read again: a webhook may refuse with one too.
-func (s *Sweeper) deleteClaimed(ctx context.Context, t decide.Target) ([]string, error) {
+func (x *Executor) deleteClaimed(ctx context.Context, t decide.Target) ([]string, error) {
 	effect := "delete namespace " + t.Name
 	if t.Going {
 		return []string{effect + " (already being deleted)"}, nil
 	}
-	err := s.writer.DeleteNamespace(ctx, t.Name, t.UID, "")
+	err := x.Writer.DeleteNamespace(ctx, t.Name, t.UID, "")
 	if apierrors.IsConflict(err) {
-		if now, exists, rerr := s.reads().NamespaceNow(ctx, t.Name); rerr == nil && (!exists || now.UID != t.UID) {
+		if now, exists, rerr := x.Reads.NamespaceNow(ctx, t.Name); rerr == nil && (!exists || now.UID != t.UID) {
 			return []string{effect + " (already gone; a new namespace of that name is left alone)"}, nil
 		}
 	}
@@ -156,30 +155,30 @@ func (s *Sweeper) deleteClaimed(ctx context.Context, t decide.Target) ([]string,
 // scaleDown scales every selected workload with replicas above zero to zero,
 // one request each, recording the count each had (see ScaleToZero), and
 // sums what the workloads scaled free (with --reclaim).
-func (s *Sweeper) scaleDown(ctx context.Context, namespace string, selectors []policy.Selector) (applied, error) {
+func (x *Executor) scaleDown(ctx context.Context, namespace string, selectors []policy.Selector) (applied, error) {
 	var freed report.Reclaimed
-	effects, err := execute.EachWorkload(ctx, s.clients, namespace, selectors, func(resource schema.GroupVersionResource, kind string, w *unstructured.Unstructured) (string, error) {
-		effect, scaled, err := execute.ScaleToZero(ctx, s.clients, s.writer, resource, kind, w)
+	effects, err := EachWorkload(ctx, x.Reads.Clients, namespace, selectors, func(resource schema.GroupVersionResource, kind string, w *unstructured.Unstructured) (string, error) {
+		effect, scaled, err := ScaleToZero(ctx, x.Reads.Clients, x.Writer, resource, kind, w)
 		if scaled != nil {
 			freed.Add(probe.ScalingFrees(scaled))
 		}
 		return effect, err
 	})
 	out := applied{effects: effects}
-	if !s.cfg.SkipReclaim {
+	if !x.SkipReclaim {
 		out.reclaimed = &freed
 	}
 	return out, err
 }
 
-// notify sends the notification of the outcome of plan p's action, when
+// Notify sends the notification of the outcome of plan p's action, when
 // the sweep has a notifier; a failure is told once. Its Idempotency-Key is
 // derived from the firing's and the result: the same outcome, told again by
 // a sweep completing a claim, carries the same key. A notification that
 // fails is logged, without the URL's path, and counted; it changes nothing
 // else.
-func (s *Sweeper) notify(ctx context.Context, r *sweepRun, m policy.Manager, p *decide.Plan, effects []string, reclaimed *report.Reclaimed, actionErr error, failedBefore bool) {
-	if s.notifier == nil || actionErr != nil && failedBefore {
+func (x *Executor) Notify(ctx context.Context, m policy.Manager, p *decide.Plan, effects []string, reclaimed *report.Reclaimed, actionErr error, failedBefore bool) {
+	if x.Notifier == nil || actionErr != nil && failedBefore {
 		return
 	}
 	result, message := report.ResultSucceeded, p.Reason
@@ -189,13 +188,13 @@ func (s *Sweeper) notify(ctx context.Context, r *sweepRun, m policy.Manager, p *
 	n := tell.Notification{
 		Manager: tell.NotificationManager{Namespace: m.Namespace, Name: m.Name}, Rule: m.Rule != nil, Target: p.Target.Name,
 		Policy: p.Policy.Name, Action: p.Policy.Action.Type, Result: result, Message: status.Truncate(message, status.MaxMessage), Effects: effects,
-		Time: r.now.UTC(), Sweep: s.cfg.SweepID, Version: s.cfg.Version,
+		Time: x.Now.UTC(), Sweep: x.SweepID, Version: x.Version,
 	}
 	n.Reclaimed = reclaimed // a SCALE_DOWN that failed part-way freed what it scaled
-	if err := s.notifier.Send(ctx, n, status.Digest("%s/%s", firingKey(m, p), result)); err != nil {
-		r.notifyFailed.Add(1)
-		s.log.Error("notification not delivered", "manager", m.Namespace+"/"+m.Name, "namespace", p.Target.Name, "policy", p.Policy.Name, "error", s.notifier.Redact(err))
+	if err := x.Notifier.Send(ctx, n, status.Digest("%s/%s", firingKey(m, p), result)); err != nil {
+		x.Counts.NotifyFailed.Add(1)
+		x.Log.Error("notification not delivered", "manager", m.Namespace+"/"+m.Name, "namespace", p.Target.Name, "policy", p.Policy.Name, "error", x.Notifier.Redact(err))
 		return
 	}
-	r.notifySent.Add(1)
+	x.Counts.NotifySent.Add(1)
 }

@@ -1,4 +1,4 @@
-package sweep
+package execute
 
 import (
 	"net/url"
@@ -122,13 +122,13 @@ func TestSlicePort(t *testing.T) {
 }
 
 // A tenant's URL whose host is not in ASCII form is refused before it is
-// judged (nothing is read: the Sweeper here has no clients), as the
+// judged (nothing is read: the Executor here has no clients), as the
 // webhook's transport would dial and pool it as another name.
 func TestRouteRefusesAHostNotInASCIIForm(t *testing.T) {
-	s := &Sweeper{}
+	x := &Executor{}
 	m := policy.Manager{Namespace: "team-b", Name: "m"}
 	for _, raw := range []string{"http://hook.team-a.ｓｖｃ/x", "http://ｓink.team-b.svc/x", "http://sink.team-b.%EF%BD%93vc/x"} {
-		_, err := s.route(t.Context(), m, raw)
+		_, err := x.route(t.Context(), m, raw)
 		if r, ok := err.(*refusal); !ok || !strings.Contains(r.reason, "is not in ASCII form") {
 			t.Errorf("%s: %v, want refused as not in ASCII form", raw, err)
 		}

@@ -1,11 +1,10 @@
-package sweep
+package execute
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/nsman/nsman/internal/cluster"
-	"github.com/nsman/nsman/internal/execute"
 	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
@@ -22,8 +21,8 @@ func TestWorkloadFieldsKeepWhatIsRead(t *testing.T) {
 		`"initContainers":[{"name":"proxy","restartPolicy":"Always","resources":{"requests":{"cpu":"100m","memory":"64Mi"}}}],` +
 		`"containers":[{"name":"web","args":["` + big + `"],"resources":{"requests":{"cpu":"400m","memory":"256Mi"}}}]}}}}]}`
 	var got []*unstructured.Unstructured
-	if _, err := cluster.DecodeStreamed(strings.NewReader(data), func(f *execute.WorkloadFields) error {
-		w, err := f.Unstructured(execute.DeploymentsResource, "Deployment")
+	if _, err := cluster.DecodeStreamed(strings.NewReader(data), func(f *WorkloadFields) error {
+		w, err := f.Unstructured(DeploymentsResource, "Deployment")
 		got = append(got, w)
 		return err
 	}); err != nil {
@@ -39,8 +38,8 @@ func TestWorkloadFieldsKeepWhatIsRead(t *testing.T) {
 	if a := w.GetAnnotations(); len(a) != 1 || a[status.ReplicasAnnotation] != "3" {
 		t.Errorf("annotations %v, want the record alone", a)
 	}
-	if execute.SpecReplicas(w) != 2 {
-		t.Errorf("replicas %d, want 2", execute.SpecReplicas(w))
+	if SpecReplicas(w) != 2 {
+		t.Errorf("replicas %d, want 2", SpecReplicas(w))
 	}
 	if freed := probe.ScalingFrees(w); freed.CPU.String() != "1" || freed.Memory.String() != "640Mi" {
 		t.Errorf("frees %s CPU and %s memory, want 1 and 640Mi", freed.CPU.String(), freed.Memory.String())

@@ -1,4 +1,4 @@
-package sweep
+package execute
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 	"github.com/nsman/nsman/report"
 )
 
-// fairShare hands out the places of --max-actions round-robin across the
+// FairShare hands out the places of --max-actions round-robin across the
 // namespaces acted on: every subject that wants one is offered first, and
 // the places go one per namespace per round (a namespace's subjects, and
 // the namespaces in a round, in an order drawn anew for each sweep), so
@@ -29,7 +29,7 @@ import (
 // namespaces have an action due is known only once every subject is
 // evaluated, and a fixed share would leave unused the places of namespaces
 // with fewer due than their share, where rounds give them to the others.
-type fairShare struct {
+type FairShare struct {
 	mu  sync.Mutex
 	max int
 	// salt draws this sweep's order (see rank).
@@ -53,16 +53,16 @@ type candidate struct {
 	nsRank, keyRank string
 }
 
-// newFairShare shares max places in the order that salt, the sweep's ID,
+// NewFairShare shares max places in the order that salt, the sweep's ID,
 // draws; "" keeps the order of the names.
-func newFairShare(max int, salt string) *fairShare {
-	return &fairShare{max: max, salt: salt, kept: map[string][]*candidate{}, cut: map[string]string{}}
+func NewFairShare(max int, salt string) *FairShare {
+	return &FairShare{max: max, salt: salt, kept: map[string][]*candidate{}, cut: map[string]string{}}
 }
 
 // rank is name's place in this sweep's order: a hash of the salt and the
 // name, then the name (unique, whatever the hash); the name alone when
 // there is no salt.
-func (f *fairShare) rank(name string) string {
+func (f *FairShare) rank(name string) string {
 	if f.salt == "" {
 		return name
 	}
@@ -75,7 +75,7 @@ func (f *fairShare) rank(name string) string {
 
 // offer places c, and returns the candidate pushed out, c itself or one
 // placed before, to be deferred; nil while the places last.
-func (f *fairShare) offer(c *candidate) *candidate {
+func (f *FairShare) offer(c *candidate) *candidate {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c.nsRank, c.keyRank = f.rank(c.namespace), f.rank(c.key)
@@ -112,7 +112,7 @@ func (f *fairShare) offer(c *candidate) *candidate {
 // beyond reports whether a subject keyed key in namespace would be pushed
 // out were it offered now (its plan is deferred anyway); never for one
 // placed already.
-func (f *fairShare) beyond(namespace, key string) bool {
+func (f *FairShare) beyond(namespace, key string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	namespace, key = f.rank(namespace), f.rank(key)
@@ -135,7 +135,7 @@ func (f *fairShare) beyond(namespace, key string) bool {
 }
 
 // granted returns the subjects placed, round by round.
-func (f *fairShare) granted() []*candidate {
+func (f *FairShare) granted() []*candidate {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var all []*candidate
@@ -151,6 +151,6 @@ func (f *fairShare) granted() []*candidate {
 
 // BeyondCap reports whether the subject of entry e would be deferred by
 // --max-actions were its plan offered now.
-func (f *fairShare) BeyondCap(e report.Entry) bool {
+func (f *FairShare) BeyondCap(e report.Entry) bool {
 	return f.max > 0 && f.beyond(e.Target, e.Namespace+"/"+e.Name)
 }

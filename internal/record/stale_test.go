@@ -1,4 +1,4 @@
-package sweep
+package record
 
 import (
 	"context"
@@ -30,11 +30,22 @@ func (w *patchRecorder) PatchNamespace(_ context.Context, name string, patch wri
 	return nil
 }
 
-// staleRun is a sweep run at now whose namespaces are listed as given.
-func staleRun(now time.Time, namespaces map[string]cluster.Namespace) *sweepRun {
-	r := &sweepRun{now: now, stop: context.Background(), pairSlots: make(chan struct{}, 4)}
-	r.nsOnce.Do(func() { r.ns = namespaces })
-	return r
+// staleAt removes stale records at now through w, every namespace of its
+// shard, four at a time.
+func staleAt(now time.Time, w write.Writer) Stale {
+	bounded := func(n int, fn func(i int)) {
+		var wg sync.WaitGroup
+		slots := make(chan struct{}, 4)
+		for i := range n {
+			slots <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-slots }()
+				fn(i)
+			})
+		}
+		wg.Wait()
+	}
+	return Stale{Writer: w, Log: slog.New(slog.DiscardHandler), Now: now, Ours: func(types.UID) bool { return true }, Bounded: bounded, Stop: context.Background()}
 }
 
 // TestStaleRecordsOnePatchEach: the records of rules that are gone on a
@@ -52,10 +63,9 @@ func TestStaleRecordsOnePatchEach(t *testing.T) {
 		pairs[status.PairAnnotationPrefix+fmt.Sprintf("gone-%03d", i)] = old
 	}
 	w := &patchRecorder{Writer: dryRun, patches: map[string][]write.Patch{}}
-	s := &Sweeper{cfg: Config{ShardCount: 1, Concurrency: 4}, writer: w, log: slog.New(slog.DiscardHandler)}
-	done := s.removeStaleRecords(t.Context(), staleRun(now, map[string]cluster.Namespace{"tenant": {Name: "tenant", UID: "u1", Pairs: pairs}}), map[types.UID]bool{"standing": true})
-	if done.removed != 300 || done.left != 0 || len(w.patches["tenant"]) != 1 {
-		t.Fatalf("removed %d, left %d, with %d patches; want 300, 0, one patch", done.removed, done.left, len(w.patches["tenant"]))
+	done := staleAt(now, w).Remove(t.Context(), map[string]cluster.Namespace{"tenant": {Name: "tenant", UID: "u1", Pairs: pairs}}, map[types.UID]bool{"standing": true})
+	if done.Removed != 300 || done.Left != 0 || len(w.patches["tenant"]) != 1 {
+		t.Fatalf("removed %d, left %d, with %d patches; want 300, 0, one patch", done.Removed, done.Left, len(w.patches["tenant"]))
 	}
 	var ops []write.PatchOp
 	if err := json.Unmarshal(w.patches["tenant"][0].Body, &ops); err != nil || !w.patches["tenant"][0].JSON {
@@ -88,17 +98,16 @@ func TestStaleRecordsBounded(t *testing.T) {
 		namespaces[name] = cluster.Namespace{Name: name, UID: types.UID("u-" + name), Pairs: map[string]string{status.PairAnnotationPrefix + "a": old, status.PairAnnotationPrefix + "b": old}}
 	}
 	w := &patchRecorder{Writer: dryRun, patches: map[string][]write.Patch{}}
-	s := &Sweeper{cfg: Config{ShardCount: 1, Concurrency: 4}, writer: w, log: slog.New(slog.DiscardHandler)}
-	done := s.removeStaleRecords(t.Context(), staleRun(now, namespaces), nil)
-	if len(w.patches) != MaxStaleNamespaces || done.removed != 2*MaxStaleNamespaces || done.left != 6 || done.leftNamespaces != 3 {
+	done := staleAt(now, w).Remove(t.Context(), namespaces, nil)
+	if len(w.patches) != MaxStaleNamespaces || done.Removed != 2*MaxStaleNamespaces || done.Left != 6 || done.LeftNamespaces != 3 {
 		t.Fatalf("%d namespaces patched, %+v; want %d, %d removed, 6 left on 3 namespaces", len(w.patches), done, MaxStaleNamespaces, 2*MaxStaleNamespaces)
 	}
 	for name := range w.patches {
 		delete(namespaces, name)
 	}
 	w.patches = map[string][]write.Patch{}
-	done = s.removeStaleRecords(t.Context(), staleRun(now.Add(5*time.Minute), namespaces), nil)
-	if len(w.patches) != 3 || done.removed != 6 || done.left != 0 {
+	done = staleAt(now.Add(5*time.Minute), w).Remove(t.Context(), namespaces, nil)
+	if len(w.patches) != 3 || done.Removed != 6 || done.Left != 0 {
 		t.Errorf("next sweep: %d namespaces patched, %+v; want the 3 left", len(w.patches), done)
 	}
 }

@@ -1,4 +1,4 @@
-package sweep
+package execute
 
 import (
 	"fmt"
@@ -32,7 +32,7 @@ func TestFairShareIsRoundRobinInAnyOrder(t *testing.T) {
 			for range 50 {
 				order := slices.Clone(subjects)
 				rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
-				f := newFairShare(tt.max, "")
+				f := NewFairShare(tt.max, "")
 				carried := map[string]string{}
 				for _, s := range order {
 					beyond := f.beyond(s.namespace, s.key)
@@ -89,7 +89,7 @@ func TestFairShareRotatesAcrossSweeps(t *testing.T) {
 	placedIn, placed := map[string]int{}, map[string]int{}
 	const sweeps = 200
 	for i := range sweeps {
-		f := newFairShare(3, fmt.Sprintf("host-%08x", i))
+		f := NewFairShare(3, fmt.Sprintf("host-%08x", i))
 		for _, s := range subjects {
 			if out := f.offer(&candidate{namespace: s.namespace, key: s.key, carryOut: func(bool) {}}); out != nil {
 				out.carryOut(false)

@@ -1,14 +1,19 @@
-package sweep
+package execute
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"sync/atomic"
 	"time"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/decide"
+	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/internal/tell"
 	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
@@ -28,89 +33,128 @@ import (
 // UID and resourceVersion as listed, it succeeds for one sweep only (the
 // first changes the namespace), which alone records, tells and notifies.
 
+// Executor carries out the decisions of one sweep: it alone writes,
+// through Writer, and tells what it did.
+type Executor struct {
+	// Writer is where every write goes (the API, or nowhere in a dry
+	// run); Reads reads the cluster; Notifier (nil: none) sends
+	// --notify-url's notifications; Reclaim reads what a DELETE frees.
+	Writer   write.Writer
+	Reads    cluster.Reader
+	Notifier *tell.Notifier
+	Reclaim  *probe.Reclaim
+	Log      *slog.Logger
+	// Now is the sweep's time; Clock tells the time now, by which a claim
+	// expires.
+	Now   time.Time
+	Clock func() time.Time
+	// Frozen: Now is in a freeze, which ends (with any it runs into) at
+	// FrozenUntil.
+	Frozen      bool
+	FrozenUntil time.Time
+	// Stop is done once the sweep is interrupted: no action starts after
+	// it, while those under way go on.
+	Stop context.Context
+	// SweepID, Version, ClaimTTL, MaxActions, Trusted and SkipReclaim are
+	// the sweep's: its ID, nsman's version, --claim-ttl, --max-actions,
+	// the namespaces it trusts and --reclaim=false.
+	SweepID, Version string
+	ClaimTTL         time.Duration
+	MaxActions       int
+	Trusted          []string
+	SkipReclaim      bool
+	// Places hands out the places of --max-actions.
+	Places *FairShare
+	// Counts are what the report sums of the sweep's actions.
+	Counts Counts
+}
+
+// Counts are what a sweep's report says of its actions beyond the entries.
+type Counts struct {
+	// ReclaimUnknown counts the DELETEs done whose reclaim could not be
+	// read; NotifySent and NotifyFailed the notifications of --notify-url.
+	ReclaimUnknown, NotifySent, NotifyFailed atomic.Int64
+}
+
 // claimMargin is kept between the end of an action's deadline and the expiry
 // of its claim, so that no sweep can take over a claim whose action may still
 // run.
 const claimMargin = 5 * time.Second
 
-// carryOut carries out decision d for the subject whose record is rec, and
+// CarryOut carries out decision d for the subject whose record is rec, and
 // tells rec's sink what became of it.
-func (s *Sweeper) carryOut(ctx context.Context, r *sweepRun, rec record.Record, d decide.Decision) report.Entry {
+func (x *Executor) CarryOut(ctx context.Context, rec record.Record, d decide.Decision) report.Entry {
 	p, e := d.Plan, d.Entry
 	acted, recorded := false, true
 	var deferral error // the receiver, or the tenant's, timed out earlier in this sweep
 	if !d.Untouched && p != nil && p.Step == decide.StepAct && p.Policy.Action.Type == policy.ActionWebhook {
-		deferral = s.writer.Silent(s.scope(d.Manager), p.Policy.Action.URL)
+		deferral = x.Writer.Silent(x.scope(d.Manager), p.Policy.Action.URL)
 	}
 	switch {
 	case d.Untouched:
 	case p == nil:
-		e, recorded = s.save(ctx, rec, record.Outcome{Entry: e, Checks: d.Checks, StuckOnly: d.StuckOnly, StuckUnread: d.StuckUnread})
+		e, recorded = x.save(ctx, rec, record.Outcome{Entry: e, Checks: d.Checks, StuckOnly: d.StuckOnly, StuckUnread: d.StuckUnread})
 	case p.Step == decide.StepDeactivate || p.Step == decide.StepConfirmDelete:
-		e, recorded = s.finish(ctx, r, rec, p, e)
-	case r.frozen:
+		e, recorded = x.finish(ctx, rec, p, e)
+	case x.Frozen:
 		// Nothing acts in a freeze: due, the subject waits for its end. A
 		// claim to complete stays as it is, for the first sweep after.
-		e.State, e.Message, e.Due = report.StateWaiting, fmt.Sprintf("%s; frozen until %s (--freeze)", p.Reason, r.frozenUntil.UTC().Format(time.RFC3339)), decide.TimePtr(r.frozenUntil)
+		e.State, e.Message, e.Due = report.StateWaiting, fmt.Sprintf("%s; frozen until %s (--freeze)", p.Reason, x.FrozenUntil.UTC().Format(time.RFC3339)), decide.TimePtr(x.FrozenUntil)
 		if p.Step != decide.StepCompleteClaim {
-			e, recorded = s.save(ctx, rec, record.Outcome{Entry: e, Checks: d.Checks})
+			e, recorded = x.save(ctx, rec, record.Outcome{Entry: e, Checks: d.Checks})
 		}
-	case r.stop.Err() != nil:
+	case x.Stop.Err() != nil:
 		// Interrupted while this subject was evaluated: no action starts.
-		e = notReached(e, "it acted")
+		e = NotReached(e, "it acted")
 	case deferral != nil:
 		// Deferred, backing off, with no claim and no place under
 		// --max-actions.
-		_, o := s.outcomeOf(e, p, fmt.Errorf("webhook: %w", deferral), r.now, rec.Prior().Last)
-		e, recorded = s.save(ctx, rec, o)
-	case s.cfg.MaxActions > 0 && !d.Granted:
-		e.State, e.Message = report.StateDeferred, fmt.Sprintf("%s; deferred: --max-actions %d reached (its places go round-robin across namespaces)", p.Reason, s.cfg.MaxActions)
-		e, recorded = s.save(ctx, rec, record.Outcome{Entry: e})
+		_, o := x.outcomeOf(e, p, fmt.Errorf("webhook: %w", deferral), x.Now, rec.Prior().Last)
+		e, recorded = x.save(ctx, rec, o)
+	case x.MaxActions > 0 && !d.Granted:
+		e.State, e.Message = report.StateDeferred, fmt.Sprintf("%s; deferred: --max-actions %d reached (its places go round-robin across namespaces)", p.Reason, x.MaxActions)
+		e, recorded = x.save(ctx, rec, record.Outcome{Entry: e})
 	default:
-		e, acted, recorded = s.act(ctx, r, rec, d)
+		e, acted, recorded = x.act(ctx, rec, d)
 	}
 	rec.Sink().Tell(ctx, e, rec.Prior(), acted, recorded)
 	return e
 }
 
-// wantsPlace reports whether carrying out d takes a place under
+// WantsPlace reports whether carrying out d takes a place under
 // --max-actions: an action is due, and nothing else keeps it from starting
 // (a freeze, an interrupt, a receiver silent earlier in the sweep).
-func (s *Sweeper) wantsPlace(r *sweepRun, d decide.Decision) bool {
+func (x *Executor) WantsPlace(d decide.Decision) bool {
 	p := d.Plan
 	switch {
-	case s.cfg.MaxActions == 0 || d.Untouched || p == nil || p.Step == decide.StepDeactivate || p.Step == decide.StepConfirmDelete || r.frozen || r.stop.Err() != nil:
+	case x.MaxActions == 0 || d.Untouched || p == nil || p.Step == decide.StepDeactivate || p.Step == decide.StepConfirmDelete || x.Frozen || x.Stop.Err() != nil:
 		return false
 	case p.Step == decide.StepAct && p.Policy.Action.Type == policy.ActionWebhook:
-		return s.writer.Silent(s.scope(d.Manager), p.Policy.Action.URL) == nil
+		return x.Writer.Silent(x.scope(d.Manager), p.Policy.Action.URL) == nil
 	}
 	return true
 }
 
-// offer offers the subject of entry e a place under --max-actions (see
-// fairShare), carryOut to carry out its decision once granted one, or
+// Offer offers the subject of entry e a place under --max-actions (see
+// FairShare), carryOut to carry out its decision once granted one, or
 // deferred; the one pushed out, if any, is deferred at once. The places
-// are granted, and acted on, once every subject is evaluated (grant).
-func (s *Sweeper) offer(r *sweepRun, e report.Entry, carryOut func(granted bool)) {
-	if out := r.share.offer(&candidate{namespace: e.Target, key: e.Namespace + "/" + e.Name, carryOut: carryOut}); out != nil {
+// are granted, and acted on, once every subject is evaluated (Grant).
+func (x *Executor) Offer(e report.Entry, carryOut func(granted bool)) {
+	if out := x.Places.offer(&candidate{namespace: e.Target, key: e.Namespace + "/" + e.Name, carryOut: carryOut}); out != nil {
 		out.carryOut(false)
 	}
 }
 
-// grant carries out the plans placed under --max-actions, Concurrency at a
-// time, then what waited for them (the rules with pairs among them).
-func (s *Sweeper) grant(r *sweepRun) {
-	if s.cfg.MaxActions == 0 {
-		return
-	}
-	granted := r.share.granted()
-	r.bounded(len(granted), func(i int) { granted[i].carryOut(true) })
-	r.bounded(len(r.afterGrant), func(i int) { r.afterGrant[i]() })
+// Grant carries out the plans placed under --max-actions, each call of
+// bounded (which calls fn(0) … fn(n-1) and waits for them) at a time.
+func (x *Executor) Grant(bounded func(n int, fn func(i int))) {
+	granted := x.Places.granted()
+	bounded(len(granted), func(i int) { granted[i].carryOut(true) })
 }
 
 // save records a final entry, if the record keeps anything of it, and
 // reports whether it did (or had nothing to).
-func (s *Sweeper) save(ctx context.Context, rec record.Record, o record.Outcome) (report.Entry, bool) {
+func (x *Executor) save(ctx context.Context, rec record.Record, o record.Outcome) (report.Entry, bool) {
 	if err := rec.Write(ctx, o); write.ChangedSinceListed(err) {
 		return busy(o.Entry, err), false
 	} else if err != nil {
@@ -125,31 +169,31 @@ func (s *Sweeper) save(ctx context.Context, rec record.Record, o record.Outcome)
 // ClaimTTL after it is made, in the API server's time, and the action's
 // deadline is claimMargin earlier, counted from the same moment: no other
 // sweep takes the claim over while the action may run.
-func (s *Sweeper) act(ctx context.Context, r *sweepRun, rec record.Record, d decide.Decision) (report.Entry, bool, bool) {
+func (x *Executor) act(ctx context.Context, rec record.Record, d decide.Decision) (report.Entry, bool, bool) {
 	p, e := d.Plan, d.Entry
 	// What a fresh DELETE frees is read before it, within bounds of its
 	// own: the action's deadline starts after, and an interrupt meanwhile
 	// keeps the DELETE from starting.
-	freed, unknown := s.freedByDelete(ctx, r, p)
-	if r.stop.Err() != nil {
-		return notReached(e, "it acted"), false, true
+	freed, unknown := x.freedByDelete(ctx, p)
+	if x.Stop.Err() != nil {
+		return NotReached(e, "it acted"), false, true
 	}
-	deadline := time.Now().Add(s.cfg.ClaimTTL - claimMargin)
+	deadline := time.Now().Add(x.ClaimTTL - claimMargin)
 	claimed := p.Step != decide.StepAct || p.Policy.Action.Type != policy.ActionDelete
 	if claimed {
-		c := status.Claim{Policy: p.Policy.Name, Action: p.Policy.Action.Type, Sweep: s.cfg.SweepID,
-			Expires: s.clock().Add(s.cfg.ClaimTTL).UTC(), Generation: p.Generation, TargetUID: p.Target.UID}
+		c := status.Claim{Policy: p.Policy.Name, Action: p.Policy.Action.Type, Sweep: x.SweepID,
+			Expires: x.Clock().Add(x.ClaimTTL).UTC(), Generation: p.Generation, TargetUID: p.Target.UID}
 		acting := e
-		acting.State, acting.Message = status.StateActing, fmt.Sprintf("sweep %s is acting (%s): %s", s.cfg.SweepID, p.Policy.Action.Type, p.Reason)
+		acting.State, acting.Message = status.StateActing, fmt.Sprintf("sweep %s is acting (%s): %s", x.SweepID, p.Policy.Action.Type, p.Reason)
 		if err := rec.Claim(ctx, c, acting, p.Policy.Final); write.ChangedSinceListed(err) {
 			return busy(e, err), false, false
 		} else if err != nil {
-			e, recorded := s.save(ctx, rec, record.Outcome{Entry: decide.Failed(e, fmt.Errorf("claim: %w", err))})
+			e, recorded := x.save(ctx, rec, record.Outcome{Entry: decide.Failed(e, fmt.Errorf("claim: %w", err))})
 			return e, false, recorded
 		}
 	}
 	actCtx, cancel := context.WithDeadline(ctx, deadline)
-	did, err := s.apply(actCtx, d.Manager, rec, p, freed)
+	did, err := x.apply(actCtx, d.Manager, rec, p, freed)
 	cancel()
 	if !claimed && write.ChangedSinceListed(err) {
 		// The DELETE found the namespace changed: nothing was done.
@@ -158,20 +202,20 @@ func (s *Sweeper) act(ctx context.Context, r *sweepRun, rec record.Record, d dec
 	e.Effects = did.effects
 	switch {
 	case err == nil && unknown != nil:
-		r.reclaimUnknown.Add(1)
+		x.Counts.ReclaimUnknown.Add(1)
 		e.Effects = append(e.Effects, "what it freed is not known: "+unknown.Error())
 	case err == nil || did.reclaimed != nil && !did.reclaimed.IsZero():
 		// A SCALE_DOWN that failed part-way freed what it scaled.
 		e.Reclaimed = did.reclaimed
 	}
 	if !webhook.Deferred(err) {
-		defer s.notify(ctx, r, d.Manager, p, e.Effects, e.Reclaimed, err, failedBefore(rec.Prior().Last, p))
+		defer x.Notify(ctx, d.Manager, p, e.Effects, e.Reclaimed, err, failedBefore(rec.Prior().Last, p))
 	}
 	if err == nil && p.Policy.Action.Type == policy.ActionDelete && p.Target.Home {
 		// The record went with the namespace.
-		return s.succeeded(e, p), true, true
+		return x.succeeded(e, p), true, true
 	}
-	e, o := s.outcomeOf(e, p, err, r.now, rec.Prior().Last)
+	e, o := x.outcomeOf(e, p, err, x.Now, rec.Prior().Last)
 	if werr := rec.Write(ctx, o); werr != nil && err != nil {
 		return decide.Failed(e, fmt.Errorf("%s; recording it failed: %w", e.Message, werr)), true, false
 	} else if werr != nil {
@@ -184,7 +228,7 @@ func (s *Sweeper) act(ctx context.Context, r *sweepRun, rec record.Record, d dec
 // failed with err, prev being the last action recorded before. A WEBHOOK
 // that failed or was deferred backs off (see decide.WebhookBackoff), unless no
 // receiver was tried for want of its Service, for a cause that may pass.
-func (s *Sweeper) outcomeOf(e report.Entry, p *decide.Plan, err error, now time.Time, prev *status.LastAction) (report.Entry, record.Outcome) {
+func (x *Executor) outcomeOf(e report.Entry, p *decide.Plan, err error, now time.Time, prev *status.LastAction) (report.Entry, record.Outcome) {
 	last := &status.LastAction{Policy: p.Policy.Name, Action: p.Policy.Action.Type, Result: report.ResultSucceeded, Message: status.Truncate(p.Reason, status.MaxMessage), Time: now.UTC(),
 		TargetUID: p.Target.UID}
 	if err != nil {
@@ -214,7 +258,7 @@ func (s *Sweeper) outcomeOf(e report.Entry, p *decide.Plan, err error, now time.
 		}
 		return e, record.Outcome{Entry: e, Last: last}
 	}
-	e = s.succeeded(e, p)
+	e = x.succeeded(e, p)
 	last.Reclaimed = e.Reclaimed
 	o := record.Outcome{Entry: e, Last: last, Done: p.Policy.Final}
 	if !p.Policy.Final {
@@ -228,14 +272,14 @@ func (s *Sweeper) outcomeOf(e report.Entry, p *decide.Plan, err error, now time.
 // a DELETE whose answer was lost was carried out (fired), or a manager's
 // deactivation is missing, which is all it does (deactivated: the sweep
 // that acted reported the action).
-func (s *Sweeper) finish(ctx context.Context, r *sweepRun, rec record.Record, p *decide.Plan, e report.Entry) (report.Entry, bool) {
+func (x *Executor) finish(ctx context.Context, rec record.Record, p *decide.Plan, e report.Entry) (report.Entry, bool) {
 	e.Effects = []string{p.Policy.Action.Type + " succeeded before; nothing left to do"}
-	o := record.Outcome{Entry: s.succeeded(e, p), Done: true}
+	o := record.Outcome{Entry: x.succeeded(e, p), Done: true}
 	if p.Step == decide.StepConfirmDelete {
 		e.Effects = []string{"delete namespace " + p.Target.Name + " (gone after it)"}
-		_, o = s.outcomeOf(e, p, nil, r.now, nil)
+		_, o = x.outcomeOf(e, p, nil, x.Now, nil)
 	}
-	e, recorded := s.save(ctx, rec, o)
+	e, recorded := x.save(ctx, rec, o)
 	if p.Step == decide.StepDeactivate && e.State == report.StateFired {
 		e.State = report.StateDeactivated
 	}
@@ -243,8 +287,8 @@ func (s *Sweeper) finish(ctx context.Context, r *sweepRun, rec record.Record, p 
 }
 
 // succeeded is the entry of a plan carried out: fired (planned, dry).
-func (s *Sweeper) succeeded(e report.Entry, p *decide.Plan) report.Entry {
-	e.State, e.Message = s.writer.Done(), p.Reason
+func (x *Executor) succeeded(e report.Entry, p *decide.Plan) report.Entry {
+	e.State, e.Message = x.Writer.Done(), p.Reason
 	return e
 }
 
@@ -254,9 +298,9 @@ func busy(e report.Entry, err error) report.Entry {
 	return e
 }
 
-// notReached is the entry of a subject an interrupted sweep stopped at
+// NotReached is the entry of a subject an interrupted sweep stopped at
 // before what.
-func notReached(e report.Entry, what string) report.Entry {
+func NotReached(e report.Entry, what string) report.Entry {
 	return report.Entry{Namespace: e.Namespace, Name: e.Name, Rule: e.Rule, Target: e.Target, State: report.StateDeferred,
 		Message: "the sweep was interrupted before " + what}
 }
@@ -265,4 +309,14 @@ func notReached(e report.Entry, what string) report.Entry {
 // already: a deferral is none, unless failures came before it.
 func failedBefore(last *status.LastAction, p *decide.Plan) bool {
 	return last != nil && last.Result == report.ResultFailed && (!last.Deferred || last.Failures > 0) && last.Policy == p.Policy.Name
+}
+
+// firingKey identifies the firing of p's policy by m, in the generation the
+// plan is for: IdempotencyKey, or a rule's PairIdempotencyKey.
+func firingKey(m policy.Manager, p *decide.Plan) string {
+	m.Generation = p.Generation
+	if m.Rule == nil {
+		return status.IdempotencyKey(m, p.Policy.Name)
+	}
+	return status.PairIdempotencyKey(m, p.Policy.Name, p.Target.UID)
 }

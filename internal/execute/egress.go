@@ -1,4 +1,4 @@
-package sweep
+package execute
 
 import (
 	"context"
@@ -51,16 +51,16 @@ func (u *unreadService) Error() string { return "failed: the Service " + u.name 
 
 // scope is where manager m's webhooks are chosen (webhook.Route.Scope):
 // the platform's ("") for a rule or a trusted manager, else m's namespace.
-func (s *Sweeper) scope(m policy.Manager) string {
-	if m.Rule != nil || slices.Contains(s.cfg.TrustedNamespaces, m.Namespace) {
+func (x *Executor) scope(m policy.Manager) string {
+	if m.Rule != nil || slices.Contains(x.Trusted, m.Namespace) {
 		return ""
 	}
 	return m.Namespace
 }
 
 // route is how the webhook of manager m to rawURL may go, or a refusal.
-func (s *Sweeper) route(ctx context.Context, m policy.Manager, rawURL string) (webhook.Route, error) {
-	if s.scope(m) == "" {
+func (x *Executor) route(ctx context.Context, m policy.Manager, rawURL string) (webhook.Route, error) {
+	if x.scope(m) == "" {
 		return webhook.Route{}, nil
 	}
 	u, err := url.Parse(rawURL)
@@ -86,27 +86,38 @@ func (s *Sweeper) route(ctx context.Context, m policy.Manager, rawURL string) (w
 	if err != nil {
 		return webhook.Route{}, &refusal{err.Error()}
 	}
+	endpoints := x.serviceEndpoints(m, namespace, name, port)
+	eps, err := endpoints(ctx)
+	if err != nil {
+		return webhook.Route{}, err
+	}
+	return webhook.Route{Tenant: true, Scope: m.Namespace, Endpoints: eps, Recheck: endpoints}, nil
+}
+
+// serviceEndpoints reads, at each call, the endpoints manager m's webhook
+// may dial for Service name of namespace at port, or a refusal.
+func (x *Executor) serviceEndpoints(m policy.Manager, namespace, name string, port int32) func(ctx context.Context) ([]netip.AddrPort, error) {
 	// unread logs why the Service could not be read, and tells the tenant
 	// only that it could not.
 	unread := func(err error) error {
-		s.log.Warn("webhook not delivered", "manager", m.Namespace+"/"+m.Name, "error", fmt.Sprintf("read Service %s/%s: %v", namespace, name, err))
+		x.Log.Warn("webhook not delivered", "manager", m.Namespace+"/"+m.Name, "error", fmt.Sprintf("read Service %s/%s: %v", namespace, name, err))
 		return &unreadService{name: name, lasting: apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)}
 	}
-	// endpoints reads the Service and the endpoints of its own Pods that
+	// What it returns reads the Service and the endpoints of its own Pods that
 	// serve port: first what the Service was, then, before every retry,
 	// what it is now (a Retry-After may leave its tenant time to change
 	// it); a Service replaced meanwhile is refused.
 	var first *corev1.Service
-	endpoints := func(ctx context.Context) ([]netip.AddrPort, error) {
+	return func(ctx context.Context) ([]netip.AddrPort, error) {
 		// Bound: one Service by name and what podEndpoints reads, within
 		// the namespace read timeout (a quarter of --claim-ttl, at most 10 s).
-		ctx, cancel := context.WithTimeout(ctx, probe.Reads{ClaimTTL: s.cfg.ClaimTTL}.NamespaceTimeout())
+		ctx, cancel := context.WithTimeout(ctx, probe.Reads{ClaimTTL: x.ClaimTTL}.NamespaceTimeout())
 		defer cancel()
 		since := ""
 		if first != nil {
 			since = "since the first attempt, "
 		}
-		svc, err := s.service(ctx, namespace, name)
+		svc, err := x.service(ctx, namespace, name)
 		switch {
 		case err != nil:
 			return nil, unread(err)
@@ -119,7 +130,7 @@ func (s *Sweeper) route(ctx context.Context, m policy.Manager, rawURL string) (w
 		if err != nil {
 			return nil, &refusal{since + err.Error()}
 		}
-		eps, err := s.podEndpoints(ctx, svc, sp)
+		eps, err := x.podEndpoints(ctx, svc, sp)
 		if err != nil {
 			return nil, unread(err)
 		}
@@ -129,17 +140,12 @@ func (s *Sweeper) route(ctx context.Context, m policy.Manager, rawURL string) (w
 		first = svc
 		return eps, nil
 	}
-	eps, err := endpoints(ctx)
-	if err != nil {
-		return webhook.Route{}, err
-	}
-	return webhook.Route{Tenant: true, Scope: m.Namespace, Endpoints: eps, Recheck: endpoints}, nil
 }
 
 // service reads Service name of namespace with a list by name (RBAC grants
 // list only), nil when there is none.
-func (s *Sweeper) service(ctx context.Context, namespace, name string) (*corev1.Service, error) {
-	list, err := s.clients.Kube.CoreV1().Services(namespace).List(ctx, metav1.ListOptions{
+func (x *Executor) service(ctx context.Context, namespace, name string) (*corev1.Service, error) {
+	list, err := x.Reads.Clients.Kube.CoreV1().Services(namespace).List(ctx, metav1.ListOptions{
 		FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(),
 	})
 	if err != nil || len(list.Items) == 0 {
@@ -220,8 +226,8 @@ const (
 // Bound: one page of maxEndpointSlices EndpointSlices, at most
 // maxEndpointChecks Pods read by a metadata-only list of at most one each,
 // within the caller's deadline.
-func (s *Sweeper) podEndpoints(ctx context.Context, svc *corev1.Service, sp corev1.ServicePort) ([]netip.AddrPort, error) {
-	list, err := s.clients.Kube.DiscoveryV1().EndpointSlices(svc.Namespace).List(ctx, metav1.ListOptions{
+func (x *Executor) podEndpoints(ctx context.Context, svc *corev1.Service, sp corev1.ServicePort) ([]netip.AddrPort, error) {
+	list, err := x.Reads.Clients.Kube.DiscoveryV1().EndpointSlices(svc.Namespace).List(ctx, metav1.ListOptions{
 		LabelSelector: labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: svc.Name}).String(),
 		Limit:         maxEndpointSlices,
 	})
@@ -253,7 +259,7 @@ func (s *Sweeper) podEndpoints(ctx context.Context, svc *corev1.Service, sp core
 				continue
 			}
 			checks++
-			own, err := s.ownPod(ctx, svc.Namespace, ref, selector, addr)
+			own, err := x.ownPod(ctx, svc.Namespace, ref, selector, addr)
 			if err != nil {
 				return nil, err
 			}
@@ -282,8 +288,8 @@ func slicePort(ports []discoveryv1.EndpointPort, name string) (uint16, bool) {
 // ownPod reports whether ref names a running Pod of namespace that selector
 // picks, is not hostNetwork (whose IP is its node's) and has addr as its
 // IP: the API server filters, so that only the Pod's metadata comes back.
-func (s *Sweeper) ownPod(ctx context.Context, namespace string, ref *corev1.ObjectReference, selector labels.Selector, addr netip.Addr) (bool, error) {
-	list, err := s.clients.Metadata.Resource(corev1.SchemeGroupVersion.WithResource("pods")).Namespace(namespace).List(ctx, metav1.ListOptions{
+func (x *Executor) ownPod(ctx context.Context, namespace string, ref *corev1.ObjectReference, selector labels.Selector, addr netip.Addr) (bool, error) {
+	list, err := x.Reads.Clients.Metadata.Resource(corev1.SchemeGroupVersion.WithResource("pods")).Namespace(namespace).List(ctx, metav1.ListOptions{
 		LabelSelector: selector.String(),
 		FieldSelector: fields.AndSelectors(
 			fields.OneTermEqualSelector("metadata.name", ref.Name),
