@@ -9,6 +9,9 @@ import (
 	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/decide"
 	"github.com/nsman/nsman/internal/execute"
@@ -18,7 +21,6 @@ import (
 	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/webhook"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // Config is a typed sweep configuration; cmd builds it from flags.
@@ -218,4 +220,15 @@ func (s *Sweeper) begin(r *sweepRun) {
 // ours reports whether the manager of uid is of this sweep's shard.
 func (s *Sweeper) ours(uid types.UID) bool {
 	return cluster.ShardOf(uid, s.cfg.ShardCount) == s.cfg.ShardIndex
+}
+
+// managerRecord is manager l's record, as listed in sweep r.
+func (s *Sweeper) managerRecord(r *sweepRun, l cluster.Listed) *record.Manager {
+	return &record.Manager{Env: s.env, At: r.status, Obj: l.Obj, Now: r.now, Stored: r.status.Read(l),
+		Events: s.eventsOn(l.Obj, r.now)}
+}
+
+// eventsOn writes the Events on manager (or rule) obj, at now.
+func (s *Sweeper) eventsOn(obj *unstructured.Unstructured, now time.Time) tell.ManagerEvents {
+	return tell.ManagerEvents{Writer: s.writer, Log: s.log, SweepID: s.cfg.SweepID, Obj: obj, Now: now}
 }
