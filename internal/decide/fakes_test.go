@@ -182,6 +182,22 @@ func managerHold(d time.Duration) func(*unstructured.Unstructured) {
 	}
 }
 
+// newRule is a rule in the trusted namespace, generation 4, matching
+// preview-* namespaces, with policies ps (policy "expire" when none).
+func newRule(t *testing.T, ps ...map[string]any) policy.Manager {
+	t.Helper()
+	if len(ps) == 0 {
+		ps = []map[string]any{pol("expire", ttl(3600), deleteAction)}
+	}
+	obj := newManager(livesIn(trusted, "previews"), noTarget, spec("namePatterns", []any{"preview-*"}), policies(ps...))
+	obj.SetGeneration(4)
+	m, problems := policy.Parse(obj)
+	if len(problems) > 0 || m.Rule == nil || m.Arming == "" {
+		t.Fatalf("rule: %v (rule %v, arming %q)", problems, m.Rule, m.Arming)
+	}
+	return m
+}
+
 // wantPlan is what a case expects of a Decision's Plan.
 type wantPlan struct {
 	step       Step
