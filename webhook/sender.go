@@ -143,11 +143,8 @@ func NewSender(o Options) *Sender {
 // it resolves to depends on that host.
 func platformDialer(allow *AllowList, deny func(netip.Addr) error) func(ctx context.Context, network, address string) (net.Conn, error) {
 	return func(ctx context.Context, network, address string) (net.Conn, error) {
-		host, _, err := net.SplitHostPort(address)
+		host, _, err := urlHostPort(ctx, address)
 		if err != nil {
-			return nil, &refusedError{address: address, err: err}
-		}
-		if err := dialsURLHost(ctx, host); err != nil {
 			return nil, err
 		}
 		d := net.Dialer{Control: dialControl(allow.addressCheck(host, deny))}
@@ -161,11 +158,8 @@ func platformDialer(allow *AllowList, deny func(netip.Addr) error) func(ctx cont
 // to, each address checked by the allow list's rule for tenants.
 func tenantDialer(allow *AllowList, deny func(netip.Addr) error) func(ctx context.Context, network, address string) (net.Conn, error) {
 	return func(ctx context.Context, network, address string) (net.Conn, error) {
-		host, port, err := net.SplitHostPort(address)
+		host, port, err := urlHostPort(ctx, address)
 		if err != nil {
-			return nil, &refusedError{address: address, err: err}
-		}
-		if err := dialsURLHost(ctx, host); err != nil {
 			return nil, err
 		}
 		if r := routeOf(ctx); len(r.Endpoints) > 0 {
@@ -174,6 +168,21 @@ func tenantDialer(allow *AllowList, deny func(netip.Addr) error) func(ctx contex
 		d := net.Dialer{Control: dialControl(allow.tenantCheck(host, deny))}
 		return d.DialContext(ctx, network, net.JoinHostPort(host, port))
 	}
+}
+
+// urlHostPort splits the address the transport dials into its host and
+// port, refusing a host that is not the one the request's URL names, as it
+// was judged: the transport dials, and keys its pool on, a form of the host
+// of its own (see CheckHost), which must be the same.
+func urlHostPort(ctx context.Context, address string) (host, port string, err error) {
+	host, port, err = net.SplitHostPort(address)
+	if err != nil {
+		return "", "", &refusedError{address: address, err: err}
+	}
+	if want, ok := ctx.Value(urlHostKey{}).(string); !ok || host != want {
+		return "", "", &refusedError{address: host, err: errors.New("not the host the URL names")}
+	}
+	return host, port, nil
 }
 
 // dialEndpoints dials endpoints in turn, each checked by deny, and returns
@@ -195,16 +204,6 @@ func dialEndpoints(ctx context.Context, network string, endpoints []netip.AddrPo
 }
 
 type urlHostKey struct{}
-
-// dialsURLHost refuses a dial whose host is not the one the request's URL
-// names, as it was judged: the transport dials, and keys its pool on, a
-// form of the host of its own (see CheckHost), which must be the same.
-func dialsURLHost(ctx context.Context, host string) error {
-	if want, ok := ctx.Value(urlHostKey{}).(string); !ok || host != want {
-		return &refusedError{address: host, err: errors.New("not the host the URL names")}
-	}
-	return nil
-}
 
 // newClient is an HTTP client that dials with dial and follows no redirect:
 // the receiver named in the manifest is the only one nsman talks to.

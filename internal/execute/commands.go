@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	"github.com/nsman/nsman/policy"
 )
 
 // Restore undoes SCALE_DOWN in namespace: every Deployment and StatefulSet
@@ -52,4 +55,28 @@ func RestoreOne(ctx context.Context, clients cluster.Clients, w write.Writer, re
 		return "", fmt.Errorf("restore %s %s/%s: %w", kind, obj.GetNamespace(), obj.GetName(), err)
 	}
 	return effect, nil
+}
+
+// Hold writes HoldAnnotation ending at until (zero: removes it) on
+// namespace or that manager in it, unless dryRun, and returns the patch.
+func Hold(ctx context.Context, clients cluster.Clients, namespace, manager string, until time.Time, dryRun bool) ([]byte, error) {
+	var value any // null removes the annotation in a merge patch
+	if !until.IsZero() {
+		value = until.UTC().Format(time.RFC3339)
+	}
+	patch := write.Patch{Body: []byte(write.MustJSON(map[string]any{"metadata": map[string]any{"annotations": map[string]any{status.HoldAnnotation: value}}}))}
+	w := write.New(clients.Kube, clients.Dynamic, clients.Managers, nil, dryRun)
+	if manager == "" {
+		return patch.Body, w.PatchNamespace(ctx, namespace, patch)
+	}
+	return patch.Body, w.PatchManager(ctx, namespace, manager, patch)
+}
+
+// Touch writes policy.TouchedAnnotation at at (UTC, to the second) on
+// namespace, unless dryRun, and returns the patch: an IDLE condition counts
+// it as activity.
+func Touch(ctx context.Context, clients cluster.Clients, namespace string, at time.Time, dryRun bool) ([]byte, error) {
+	value := at.UTC().Truncate(time.Second).Format(time.RFC3339)
+	patch := write.Patch{Body: []byte(write.MustJSON(map[string]any{"metadata": map[string]any{"annotations": map[string]any{policy.TouchedAnnotation: value}}}))}
+	return patch.Body, write.New(clients.Kube, clients.Dynamic, clients.Managers, nil, dryRun).PatchNamespace(ctx, namespace, patch)
 }
