@@ -44,7 +44,7 @@ const (
 )
 
 // activityResources are what an IDLE condition counts the creation of as
-// activity, in the order nsman lists them (sweep/activity.go).
+// activity, in the order nsman lists them (internal/probe/activity.go).
 var activityResources = []schema.GroupVersionResource{
 	appsv1.SchemeGroupVersion.WithResource("replicasets"),
 	appsv1.SchemeGroupVersion.WithResource("controllerrevisions"),

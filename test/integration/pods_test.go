@@ -111,7 +111,7 @@ func TestPodsChecksAtScale(t *testing.T) {
 	}
 	// Every check up to PodIndexAfter asks its namespace; after that only a
 	// check the index lets pass does, to confirm it. Each webhook to the
-	// namespace's Service reads the Pod it dials too (sweep/egress.go).
+	// namespace's Service reads the Pod it dials too (internal/execute/egress.go).
 	checks := namespaces * suites
 	if clusterWide < 1 {
 		t.Errorf("no cluster-wide pods list after %d checks", checks)
