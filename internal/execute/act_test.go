@@ -159,30 +159,50 @@ func TestAct(t *testing.T) {
 // A WEBHOOK's delivery goes as its manager's scope says: a tenant's to a
 // public URL is a tenant's route, a rule's or a trusted manager's the
 // platform's; what a tenant reads of a failure (a rule's is on the tenant's
-// namespace) is its summary, not the receiver's words.
+// namespace) is its summary, not the receiver's words. A refusal, or a
+// policy no body can be made of, sends nothing; an effect shows the URL's
+// origin alone, as its path or query may be a credential.
 func TestPostRoutes(t *testing.T) {
 	for _, tt := range []struct {
 		name       string
 		d          decide.Decision
 		deliverErr error
-		route      webhook.Route
-		message    string
+		// route is the route delivered on; message what the error says
+		// (with no route: nothing delivered), effect the first of the
+		// effects of a delivery.
+		route   *webhook.Route
+		message string
+		effect  string
 	}{
-		{"a rule's", decision(webhookTo("http://hooks.example.com/x"), rule), errors.New("dial tcp: refused"), webhook.Route{}, "failed: no connection"},
-		{"a tenant's", decision(webhookTo("http://hooks.example.com/x")), errors.New("dial tcp: refused"), webhook.Route{Tenant: true, Scope: "team-a"}, "failed: no connection"},
-		{"a trusted manager's", decision(webhookTo("http://hooks.example.com/x"), func(d *decide.Decision) { d.Manager.Namespace = "platform" }), errors.New("dial tcp: refused"), webhook.Route{}, "dial tcp: refused"},
+		{name: "a rule's", d: decision(webhookTo("http://hooks.example.com/x"), rule), deliverErr: errors.New("dial tcp: refused"),
+			route: &webhook.Route{}, message: "failed: no connection"},
+		{name: "a tenant's", d: decision(webhookTo("http://hooks.example.com/x")), deliverErr: errors.New("dial tcp: refused"),
+			route: &webhook.Route{Tenant: true, Scope: "team-a"}, message: "failed: no connection"},
+		{name: "a trusted manager's", d: decision(webhookTo("http://hooks.example.com/x"), func(d *decide.Decision) { d.Manager.Namespace = "platform" }), deliverErr: errors.New("dial tcp: refused"),
+			route: &webhook.Route{}, message: "dial tcp: refused"},
+		{name: "a tenant's refused", d: decision(webhookTo("http://sink.team-b.svc/x")), message: "refused: Service sink is of namespace team-b"},
+		{name: "a policy that is no JSON", d: decision(webhookTo("http://hooks.example.com/x"), rule, func(d *decide.Decision) { d.Plan.Policy.Raw = map[string]any{"x": func() {}} }),
+			message: "webhook body: json: unsupported type: func()"},
+		{name: "a delivery shown by its origin", d: decision(webhookTo("http://hooks.example.com/secret?token=x"), rule),
+			route: &webhook.Route{}, effect: "POST http://hooks.example.com (Idempotency-Key "},
+		{name: "a delivery to a URL that does not parse, not shown", d: decision(webhookTo("http://[::1/x"), rule),
+			route: &webhook.Route{}, effect: "POST (a URL that does not parse) (Idempotency-Key "},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			w := newFakeWriter()
 			w.deliverErr = tt.deliverErr
 			x := newExecutor(t, w, emptyReader(t))
 			x.Trusted = []string{"platform"}
-			_, err := x.post(t.Context(), tt.d.Manager, tt.d.Plan, tt.d.Plan.Target)
-			if len(w.delivered) != 1 || w.delivered[0].Tenant != tt.route.Tenant || w.delivered[0].Scope != tt.route.Scope {
-				t.Fatalf("delivered %+v, want once, as %+v", w.delivered, tt.route)
+			effects, err := x.post(t.Context(), tt.d.Manager, tt.d.Plan, tt.d.Plan.Target)
+			if tt.route == nil && len(w.delivered) != 0 ||
+				tt.route != nil && (len(w.delivered) != 1 || w.delivered[0].Tenant != tt.route.Tenant || w.delivered[0].Scope != tt.route.Scope) {
+				t.Fatalf("delivered %+v, want as %+v", w.delivered, tt.route)
 			}
-			if err == nil || !strings.HasPrefix(err.Error(), tt.message) || !errors.Is(err, tt.deliverErr) {
+			if got := fmt.Sprint(err); tt.message == "" && err != nil || !strings.HasPrefix(got, tt.message) || tt.deliverErr != nil && !errors.Is(err, tt.deliverErr) {
 				t.Errorf("error %v, want %q, wrapping %v", err, tt.message, tt.deliverErr)
+			}
+			if tt.effect == "" && effects != nil || tt.effect != "" && (len(effects) != 1 || !strings.HasPrefix(effects[0], tt.effect)) {
+				t.Errorf("effects %q, want %q", effects, tt.effect)
 			}
 		})
 	}
@@ -335,6 +355,26 @@ func TestActReclaim(t *testing.T) {
 				t.Errorf("effects %q; want it to say what was freed is unknown: %t", e.Effects, tt.unknown > 0)
 			}
 		})
+	}
+}
+
+// A final policy's action done ends its subject; a stage is recorded as
+// fired, the subject left standing.
+func TestOutcomeOfStage(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		final bool
+		stage string
+	}{
+		{"final", true, ""},
+		{"a stage", false, "expire"},
+	} {
+		d := decision(func(d *decide.Decision) { d.Plan.Policy.Final = tt.final })
+		x := newExecutor(t, newFakeWriter(), emptyReader(t))
+		e, o := x.outcomeOf(d.Entry, d.Plan, nil, sweepNow, nil)
+		if e.State != report.StatePlanned || o.Done != tt.final || o.Stage != tt.stage || o.Last == nil || o.Last.Result != report.ResultSucceeded {
+			t.Errorf("%s: %s, %+v; want planned, done %t, stage %q, succeeded", tt.name, e.State, o, tt.final, tt.stage)
+		}
 	}
 }
 

@@ -174,7 +174,8 @@ func webhookTo(url string) func(*decide.Decision) {
 	}
 }
 
-// scaleDown makes the policy a SCALE_DOWN of every Deployment.
+// scaleDownAll makes the policy a SCALE_DOWN of every Deployment and
+// StatefulSet.
 func scaleDownAll(d *decide.Decision) {
 	d.Plan.Policy.Action = policy.Action{Type: policy.ActionScaleDown}
 	d.Entry.Action = policy.ActionScaleDown

@@ -180,6 +180,12 @@ func TestRoute(t *testing.T) {
 				s.Endpoints[0].TargetRef.Kind = "Node"
 				return s
 			}()), err: "has no ready endpoint of a Pod it selects"},
+		{name: "an EndpointSlice of another port", url: "http://sink.team-a.svc/x", pods: []fakePod{sinkPod()},
+			objs: withSlice(func() *discoveryv1.EndpointSlice {
+				s := sinkSlice("10.0.0.5")
+				*s.Ports[0].Name = "metrics"
+				return s
+			}()), err: "has no ready endpoint of a Pod it selects"},
 		{name: "an FQDN EndpointSlice", url: "http://sink.team-a.svc/x", pods: []fakePod{sinkPod()},
 			objs: withSlice(func() *discoveryv1.EndpointSlice {
 				s := sinkSlice("10.0.0.5")
