@@ -277,7 +277,10 @@ func (c *Cluster) startAPITier(ctx context.Context, bins binaries) error {
 		"--service-account-issuer=https://kubernetes.default.svc",
 		"--service-account-key-file="+keys.serviceAccountKey,
 		"--service-account-signing-key-file="+keys.serviceAccountKey,
-		"--service-cluster-ip-range=10.0.0.0/24",
+		// A /16: the control plane of a package's tests is shared, and
+		// without the namespace controller no Service it creates goes;
+		// the long robustness tests make more than a /24's 254.
+		"--service-cluster-ip-range=10.0.0.0/16",
 		"--disable-admission-plugins=ServiceAccount",
 		"--audit-policy-file="+policyPath,
 		"--audit-log-path="+c.auditLog,
