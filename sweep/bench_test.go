@@ -16,6 +16,7 @@ import (
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/cluster/clustertest"
 	"github.com/nsman/nsman/internal/decide"
+	"github.com/nsman/nsman/internal/execute"
 	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/internal/status"
@@ -137,7 +138,9 @@ func BenchmarkRulePairs(b *testing.B) {
 		b.Fatal(problems)
 	}
 	s := &Sweeper{cfg: Config{MaxHold: decide.DefaultMaxHold, PageSize: DefaultPageSize}}
-	r := &sweepRun{now: now, stop: context.Background()}
+	r := &sweepRun{now: now, stop: context.Background(), share: execute.NewFairShare(0, "")}
+	r.eval = &decide.Evaluator{Now: now, Clock: func() time.Time { return now }, MaxHold: decide.DefaultMaxHold, Budget: r.share}
+	r.exec = &execute.Executor{Now: now, Stop: r.stop, Places: r.share}
 	ru := s.newRuleRun(r, obj, m, status.Status{})
 	x := probe.NewIndex()
 	for i := range benchManagers {
