@@ -69,8 +69,9 @@ REFERENCE = $(CURDIR)/../shared/reference
 REFERENCE_PKG = ./test/fixtures/original/
 
 .PHONY: test-unit
-test-unit: ## Unit tests (no control plane); with ../shared/reference beside the repository, also the original-operator fixture's agreement with it
+test-unit: ## Unit tests (no control plane), and each Go benchmark run once so that one that no longer runs fails here, not in make bench; with ../shared/reference beside the repository, also the original-operator fixture's agreement with it
 	go test -race -count=1 $(UNIT_PKGS)
+	go test -count=1 -run '^$$' -bench . -benchtime 1x $(UNIT_PKGS)
 	go test -race -count=1 -skip '^TestBenchmarks$$' ./test/bench/
 	@if [ -d '$(REFERENCE)' ]; then \
 		echo "go test -count=1 -tags reference $(REFERENCE_PKG)"; \
