@@ -217,8 +217,8 @@ func (s *Sweeper) begin(r *sweepRun) {
 		Activity:   r.activity, Stuck: r.stuck, Budget: r.share}
 }
 
-// ours reports whether the object of uid (a manager, or a namespace whose
-// stale records a shard removes) is of this sweep's shard.
+// ours reports whether the object of uid (a manager, a rule's pair, or a
+// namespace whose stale records a shard removes) is of this sweep's shard.
 func (s *Sweeper) ours(uid types.UID) bool {
 	return cluster.ShardOf(uid, s.cfg.ShardCount) == s.cfg.ShardIndex
 }

@@ -44,7 +44,7 @@ func isRule(obj *unstructured.Unstructured) bool {
 // that owns the rule, one for a rule that does not stand.
 func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l cluster.Listed) []report.Entry {
 	own := s.managerRecord(r, l)
-	owner := cluster.ShardOf(l.Obj.GetUID(), s.cfg.ShardCount) == s.cfg.ShardIndex
+	owner := s.ours(l.Obj.GetUID())
 	m, d, stands := s.gateRule(ctx, r, l.Obj)
 	if !stands {
 		if !owner {
@@ -176,7 +176,7 @@ func (ru *ruleRun) match(namespaces map[string]cluster.Namespace) ([]report.Entr
 			continue
 		}
 		matched++
-		if cluster.ShardOf(types.UID(string(m.UID)+"/"+string(ns.UID)), s.cfg.ShardCount) != s.cfg.ShardIndex {
+		if !s.ours(types.UID(string(m.UID) + "/" + string(ns.UID))) {
 			continue
 		}
 		if manager := ru.r.governed.Shielding(name); manager != "" && !m.Rule.Enforce {

@@ -317,7 +317,7 @@ func (s *Sweeper) listManagers(ctx, work context.Context, r *sweepRun, q *queue)
 			return
 		}
 		r.governed.Note(m.Obj)
-		if cluster.ShardOf(m.Obj.GetUID(), s.cfg.ShardCount) != s.cfg.ShardIndex {
+		if !s.ours(m.Obj.GetUID()) {
 			l.skipped++
 			return
 		}
@@ -438,7 +438,7 @@ func (s *Sweeper) missingTrusted(ctx context.Context, r *sweepRun) []string {
 // handle: its entry, or a rule's, from the shard that owns the rule.
 func (s *Sweeper) unhandled(l cluster.Listed) []report.Entry {
 	e := report.Entry{Namespace: l.Obj.GetNamespace(), Name: l.Obj.GetName(), Rule: isRule(l.Obj)}
-	if e.Rule && cluster.ShardOf(l.Obj.GetUID(), s.cfg.ShardCount) != s.cfg.ShardIndex {
+	if e.Rule && !s.ours(l.Obj.GetUID()) {
 		return nil
 	}
 	return []report.Entry{execute.NotReached(e, "it got to this manager")}

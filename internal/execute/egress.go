@@ -111,7 +111,7 @@ func (x *Executor) serviceEndpoints(m policy.Manager, namespace, name string, po
 	return func(ctx context.Context) ([]netip.AddrPort, error) {
 		// Bound: one Service by name and what podEndpoints reads, within
 		// the namespace read timeout (a quarter of --claim-ttl, at most 10 s).
-		ctx, cancel := context.WithTimeout(ctx, probe.Reads{ClaimTTL: x.ClaimTTL}.NamespaceTimeout())
+		ctx, cancel := context.WithTimeout(ctx, probe.NamespaceTimeout(x.ClaimTTL))
 		defer cancel()
 		since := ""
 		if first != nil {

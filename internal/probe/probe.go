@@ -24,7 +24,11 @@ type Reads struct {
 
 // NamespaceTimeout bounds the lists a sweep reads of one namespace before
 // it acts, of objects a tenant may make many of (what it frees, its last
-// activity, its Jobs): a quarter of ClaimTTL, at most 10s.
-func (r Reads) NamespaceTimeout() time.Duration {
-	return min(r.ClaimTTL/4, 10*time.Second)
+// activity, its Jobs, a webhook's Service): a quarter of claimTTL, at most
+// 10s.
+func NamespaceTimeout(claimTTL time.Duration) time.Duration {
+	return min(claimTTL/4, 10*time.Second)
 }
+
+// NamespaceTimeout is r's: see the function of that name.
+func (r Reads) NamespaceTimeout() time.Duration { return NamespaceTimeout(r.ClaimTTL) }
