@@ -41,8 +41,8 @@ func TestWorkloadFieldsKeepWhatIsRead(t *testing.T) {
 	if SpecReplicas(w) != 2 {
 		t.Errorf("replicas %d, want 2", SpecReplicas(w))
 	}
-	if freed := probe.ScalingFrees(w); freed.CPU.String() != "1" || freed.Memory.String() != "640Mi" {
-		t.Errorf("frees %s CPU and %s memory, want 1 and 640Mi", freed.CPU.String(), freed.Memory.String())
+	if freed := probe.ScalingFrees(w); freed.CPU.String() != "1" || freed.Memory.String() != "640Mi" || !freed.Storage.IsZero() || freed.LoadBalancers != 0 {
+		t.Errorf("frees %s CPU, %s memory, %s storage, %d LoadBalancers; want 1, 640Mi, 0, 0", freed.CPU.String(), freed.Memory.String(), freed.Storage.String(), freed.LoadBalancers)
 	}
 	if size := len(write.MustJSON(w.Object)); size > 1<<10 {
 		t.Errorf("%d bytes kept of a workload of more than 1 MiB", size)
