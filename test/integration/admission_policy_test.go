@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -16,19 +17,25 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/nsman/nsman/cmd"
+	nsmancluster "github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
@@ -108,6 +115,182 @@ func workloads(t *testing.T, namespace string) {
 	}
 }
 
+// The annotations nsman writes on workloads beside the replicas record
+// (status.ReplicasAnnotation), and what the fence says it allows of each
+// kind.
+const (
+	suspendRecord       = "nsman.k8s.consol.de/suspend-before-scale-down"
+	pausedReplicas      = "autoscaling.keda.sh/paused-replicas"
+	pausedRecord        = "nsman.k8s.consol.de/paused-replicas-before-scale-down"
+	fluxReconcile       = "kustomize.toolkit.fluxcd.io/reconcile"
+	reconcileRecord     = "nsman.k8s.consol.de/reconcile-before-sleep"
+	reconcileAllowed    = fluxReconcile + ", " + reconcileRecord
+	scaleKindAllowed    = "nsman may change only spec.replicas and the annotations " + status.ReplicasAnnotation + ", " + reconcileAllowed + " of "
+	cronJobAllowed      = "nsman may change only spec.suspend and the annotations " + suspendRecord + ", " + reconcileAllowed + " of "
+	scaledObjectAllowed = "nsman may change only the annotations " + pausedReplicas + ", " + pausedRecord + ", " + reconcileAllowed + " of "
+)
+
+var (
+	deploymentResource  = appsv1.SchemeGroupVersion.WithResource("deployments")
+	jobResource         = batchv1.SchemeGroupVersion.WithResource("jobs")
+	priorityClassRes    = schedulingv1.SchemeGroupVersion.WithResource("priorityclasses")
+	scaledObjectRes     = nsmantest.ScaledObjectResource
+	rolloutResource     = nsmantest.RolloutResource
+	namespacedResources = map[schema.GroupVersionResource]string{
+		deploymentResource: "Deployment", cronJobResource: "CronJob", jobResource: "Job",
+		scaledObjectRes: "ScaledObject", rolloutResource: "Rollout",
+	}
+)
+
+// grantPatch lets the ServiceAccount namespace/name patch CronJobs, Jobs,
+// ScaledObjects, Rollouts and PriorityClasses, whatever deploy/'s RBAC
+// grants: the fence tests put the admission policy to the test, not RBAC.
+func grantPatch(ctx context.Context, t *testing.T, client dynamic.Interface, namespace, name string) {
+	t.Helper()
+	role := "nsman-test-patch-" + namespace + "-" + name
+	if _, err := shared.Admin.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{"batch"}, Resources: []string{"cronjobs", "jobs"}, Verbs: []string{"patch"}},
+		{APIGroups: []string{scaledObjectRes.Group}, Resources: []string{scaledObjectRes.Resource}, Verbs: []string{"patch"}},
+		{APIGroups: []string{rolloutResource.Group}, Resources: []string{rolloutResource.Resource}, Verbs: []string{"patch"}},
+		{APIGroups: []string{priorityClassRes.Group}, Resources: []string{priorityClassRes.Resource}, Verbs: []string{"patch"}},
+	}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := shared.Admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: namespace, Name: name}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = shared.Admin.RbacV1().ClusterRoleBindings().Delete(context.Background(), role, metav1.DeleteOptions{})
+		_ = shared.Admin.RbacV1().ClusterRoles().Delete(context.Background(), role, metav1.DeleteOptions{})
+	})
+	// In force once the last rule lets it patch a PriorityClass (an empty
+	// patch of one it creates: it changes nothing, which the fence allows).
+	pc := priorityClass(ctx, t, role)
+	var last error
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, last = client.Resource(priorityClassRes).Patch(ctx, pc, types.MergePatchType, []byte(`{}`), metav1.PatchOptions{DryRun: dryRun})
+		return last == nil, nil
+	}); err != nil {
+		t.Fatalf("%s/%s may not patch a PriorityClass: %v (%v)", namespace, name, last, err)
+	}
+}
+
+// priorityClass creates, as admin, a PriorityClass named name: a
+// cluster-scoped object nsman's ServiceAccount may be granted to patch.
+func priorityClass(ctx context.Context, t *testing.T, name string) string {
+	t.Helper()
+	if _, err := shared.Admin.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: 1000}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = shared.Admin.SchedulingV1().PriorityClasses().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	return name
+}
+
+// sleepers creates, as admin, in namespace the kinds beside Deployments
+// and StatefulSets that nsman puts to sleep, each named prefix + its role:
+// a CronJob nightly that runs; a ScaledObject web that is not paused and
+// one paused at 3 replicas, and one odd whose spec is no map (a kind with
+// a scale subresource cannot have such a spec); a Rollout canary with 3
+// replicas, and one bare without spec or annotations.
+func sleepers(ctx context.Context, t *testing.T, client dynamic.Interface, namespace, prefix string) {
+	t.Helper()
+	container := map[string]any{"name": "main", "image": "registry.invalid/job:1"}
+	for _, o := range []struct {
+		res schema.GroupVersionResource
+		obj map[string]any
+	}{
+		{cronJobResource, map[string]any{"metadata": map[string]any{"name": prefix + "nightly"}, "spec": map[string]any{
+			"schedule": "0 1 * * *", "suspend": false,
+			"jobTemplate": map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+				"restartPolicy": "Never", "containers": []any{container},
+			}}}},
+		}}},
+		{scaledObjectRes, map[string]any{"metadata": map[string]any{"name": prefix + "web"}, "spec": map[string]any{
+			"scaleTargetRef": map[string]any{"name": "web"}, "maxReplicaCount": int64(5),
+		}}},
+		{scaledObjectRes, map[string]any{"metadata": map[string]any{"name": prefix + "paused", "annotations": map[string]any{pausedReplicas: "3"}}, "spec": map[string]any{
+			"scaleTargetRef": map[string]any{"name": "db"},
+		}}},
+		{rolloutResource, map[string]any{"metadata": map[string]any{"name": prefix + "canary"}, "spec": map[string]any{
+			"replicas": int64(3), "strategy": map[string]any{"canary": map[string]any{}},
+		}}},
+		{rolloutResource, map[string]any{"metadata": map[string]any{"name": prefix + "bare"}}},
+		{scaledObjectRes, map[string]any{"metadata": map[string]any{"name": prefix + "odd"}, "spec": "paused"}},
+	} {
+		obj := &unstructured.Unstructured{Object: o.obj}
+		obj.SetAPIVersion(o.res.GroupVersion().String())
+		obj.SetKind(namespacedResources[o.res])
+		if _, err := client.Resource(o.res).Namespace(namespace).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create %s %s/%s: %v", obj.GetKind(), namespace, obj.GetName(), err)
+		}
+		t.Cleanup(func() {
+			_ = client.Resource(o.res).Namespace(namespace).Delete(context.Background(), obj.GetName(), metav1.DeleteOptions{})
+		})
+	}
+}
+
+// saDynamic is a dynamic client that acts as the ServiceAccount of
+// kubeconfig.
+func saDynamic(t *testing.T, kubeconfig string) dynamic.Interface {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client
+}
+
+// patchAs sends client's merge patch of res namespace/name; with
+// atVersion, as nsman sends its writes, conditional on the resourceVersion
+// it has now.
+func patchAs(ctx context.Context, client dynamic.Interface, res schema.GroupVersionResource, namespace, name string, patch map[string]any, atVersion bool, opts metav1.PatchOptions) error {
+	r := client.Resource(res)
+	var c dynamic.ResourceInterface = r
+	if namespace != "" {
+		c = r.Namespace(namespace)
+	}
+	if !atVersion {
+		_, err := c.Patch(ctx, name, types.MergePatchType, mergePatch(patch), opts)
+		return err
+	}
+	// A controller may write the object in between (a Deployment's
+	// status): read it again, as nsman does.
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		obj, err := env.Dynamic.Resource(res).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		at := maps.Clone(patch)
+		meta, _ := at["metadata"].(map[string]any)
+		meta = maps.Clone(meta)
+		if meta == nil {
+			meta = map[string]any{}
+		}
+		meta["resourceVersion"] = obj.GetResourceVersion()
+		at["metadata"] = meta
+		_, err = c.Patch(ctx, name, types.MergePatchType, mergePatch(at), opts)
+		return err
+	})
+}
+
+// annotated is a merge patch of metadata.annotations and, unless nil, spec.
+func annotated(annotations map[string]any, spec map[string]any) map[string]any {
+	p := map[string]any{"metadata": map[string]any{"annotations": annotations}}
+	if spec != nil {
+		p["spec"] = spec
+	}
+	return p
+}
+
 // TestAdmissionPolicyFencesNsmansServiceAccount: as nsman's ServiceAccount,
 // under deploy/base's RBAC and admission policy, every write RBAC grants
 // but a sweep never makes is refused with the policy's message, and each
@@ -139,6 +322,40 @@ func TestAdmissionPolicyFencesNsmansServiceAccount(t *testing.T) {
 	t.Cleanup(func() {
 		_ = shared.Admin.AppsV1().Deployments(own).Delete(context.Background(), "fence-"+tenant, metav1.DeleteOptions{})
 	})
+	// The other kinds nsman puts to sleep, in the tenant namespace and in
+	// its own; a batch Job, which is no CronJob; a cluster-scoped object;
+	// and a manager in nsman's own namespace, which a sweep deactivates.
+	nsmantest.InstallFixtureCRDs(t, e.Dynamic)
+	sleepers(ctx, t, e.Dynamic, tenant, "")
+	// A CronJob's name has room for 52 characters: the tenant namespace's
+	// random suffix tells this test's apart.
+	ownPrefix := "fence-" + tenant[strings.LastIndex(tenant, "-")+1:] + "-"
+	sleepers(ctx, t, e.Dynamic, own, ownPrefix)
+	if _, err := shared.Admin.BatchV1().Jobs(tenant).Create(ctx, &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "once"},
+		Spec: batchv1.JobSpec{Suspend: ptr.To(true), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "main", Image: "registry.invalid/job:1"}},
+		}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ownManager := "fence-" + tenant
+	createManager(t, managerObj(own, ownManager, tenant, []any{ttlPolicy("in ten years", 10*365*24*3600, deleteAction)}, targeting(tenant)))
+	t.Cleanup(func() {
+		_ = e.Dynamic.Resource(nsmancluster.ManagerResource).Namespace(own).Delete(context.Background(), ownManager, metav1.DeleteOptions{})
+	})
+	saDyn := saDynamic(t, e.Kubeconfig)
+	grantPatch(ctx, t, saDyn, nsmantest.ServiceAccountNamespace, nsmantest.ServiceAccountName)
+	pc := priorityClass(ctx, t, "nsman-test-fence-"+tenant)
+	crPatch := func(res schema.GroupVersionResource, namespace, name, patch string) func() error {
+		return func() error {
+			var p map[string]any
+			if err := json.Unmarshal([]byte(patch), &p); err != nil {
+				return err
+			}
+			return patchAs(ctx, saDyn, res, namespace, name, p, false, metav1.PatchOptions{})
+		}
+	}
 
 	policy := nsmantest.AdmissionPolicy
 	nsPatch := func(name string, pt types.PatchType, patch []byte, opts metav1.PatchOptions) error {
@@ -218,6 +435,59 @@ func TestAdmissionPolicyFencesNsmansServiceAccount(t *testing.T) {
 			{"scale a Deployment in nsman's own namespace", func() error {
 				return deploymentPatch(own, "fence-"+tenant, types.MergePatchType, []byte(`{"spec":{"replicas":0}}`))
 			}, policy, "may not change Deployment " + own + "/fence-" + tenant + ": namespace " + own + " is protected"},
+			{"Flux's reconcile annotation on a Deployment in nsman's own namespace", crPatch(deploymentResource, own, "fence-"+tenant, `{"metadata":{"annotations":{"`+fluxReconcile+`":"disabled","`+reconcileRecord+`":""}}}`),
+				policy, "may not change Deployment " + own + "/fence-" + tenant + ": namespace " + own + " is protected"},
+			{"suspend a CronJob in nsman's own namespace", crPatch(cronJobResource, own, ownPrefix+"nightly", `{"spec":{"suspend":true},"metadata":{"annotations":{"`+suspendRecord+`":"false"}}}`),
+				policy, "may not change CronJob " + own + "/" + ownPrefix + "nightly: namespace " + own + " is protected"},
+			{"pause a ScaledObject in nsman's own namespace", crPatch(scaledObjectRes, own, ownPrefix+"web", `{"metadata":{"annotations":{"`+pausedReplicas+`":"0","`+pausedRecord+`":""}}}`),
+				policy, "may not change ScaledObject " + own + "/" + ownPrefix + "web: namespace " + own + " is protected"},
+			{"scale a Rollout in nsman's own namespace", crPatch(rolloutResource, own, ownPrefix+"canary", `{"spec":{"replicas":0},"metadata":{"annotations":{"`+status.ReplicasAnnotation+`":"3"}}}`),
+				policy, "may not change Rollout " + own + "/" + ownPrefix + "canary: namespace " + own + " is protected"},
+			{"a Deployment's labels, as the message says what it allows", func() error {
+				return deploymentPatch(tenant, "web", types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"x"}}}`))
+			}, policy, scaleKindAllowed + "Deployment " + tenant + "/web, not metadata.labels"},
+			{"a ScaledObject's pause on a Deployment", crPatch(deploymentResource, tenant, "web", `{"metadata":{"annotations":{"`+pausedReplicas+`":"0"}}}`),
+				policy, "of Deployment " + tenant + "/web, not annotation " + pausedReplicas},
+			{"a CronJob's schedule", crPatch(cronJobResource, tenant, "nightly", `{"spec":{"schedule":"* * * * *"}}`),
+				policy, cronJobAllowed + "CronJob " + tenant + "/nightly, not spec.schedule"},
+			{"a CronJob's schedule with its suspension", crPatch(cronJobResource, tenant, "nightly", `{"spec":{"suspend":true,"schedule":"* * * * *"},"metadata":{"annotations":{"`+suspendRecord+`":"false"}}}`),
+				policy, "of CronJob " + tenant + "/nightly, not spec.schedule"},
+			{"the replicas record on a CronJob", crPatch(cronJobResource, tenant, "nightly", `{"spec":{"suspend":true},"metadata":{"annotations":{"`+status.ReplicasAnnotation+`":"1"}}}`),
+				policy, "of CronJob " + tenant + "/nightly, not annotation " + status.ReplicasAnnotation},
+			{"a CronJob's labels", crPatch(cronJobResource, tenant, "nightly", `{"metadata":{"labels":{"team":"x"}}}`),
+				policy, "of CronJob " + tenant + "/nightly, not metadata.labels"},
+			// A Job is of group batch but no CronJob: it is not suspended.
+			{"a Job's spec.suspend", func() error {
+				return patchAs(ctx, saDyn, jobResource, tenant, "once", map[string]any{"spec": map[string]any{"suspend": false}}, false, metav1.PatchOptions{DryRun: dryRun})
+			}, policy, scaleKindAllowed + "Job " + tenant + "/once, not spec.suspend"},
+			{"a ScaledObject's spec", crPatch(scaledObjectRes, tenant, "web", `{"spec":{"maxReplicaCount":0}}`),
+				policy, scaledObjectAllowed + "ScaledObject " + tenant + "/web, not spec.maxReplicaCount"},
+			{"a ScaledObject's spec with its pause", crPatch(scaledObjectRes, tenant, "web", `{"spec":{"maxReplicaCount":0},"metadata":{"annotations":{"`+pausedReplicas+`":"0","`+pausedRecord+`":""}}}`),
+				policy, "of ScaledObject " + tenant + "/web, not spec.maxReplicaCount"},
+			{"another autoscaling.keda.sh annotation of a ScaledObject", crPatch(scaledObjectRes, tenant, "web", `{"metadata":{"annotations":{"autoscaling.keda.sh/paused":"true"}}}`),
+				policy, "of ScaledObject " + tenant + "/web, not annotation autoscaling.keda.sh/paused"},
+			{"the replicas record on a ScaledObject", crPatch(scaledObjectRes, tenant, "web", `{"metadata":{"annotations":{"`+status.ReplicasAnnotation+`":"1"}}}`),
+				policy, "of ScaledObject " + tenant + "/web, not annotation " + status.ReplicasAnnotation},
+			{"a ScaledObject's labels", crPatch(scaledObjectRes, tenant, "web", `{"metadata":{"labels":{"team":"x"}}}`),
+				policy, "of ScaledObject " + tenant + "/web, not metadata.labels"},
+			{"a Rollout's strategy", crPatch(rolloutResource, tenant, "canary", `{"spec":{"strategy":{"blueGreen":{}}}}`),
+				policy, scaleKindAllowed + "Rollout " + tenant + "/canary, not spec.strategy"},
+			{"a Rollout's spec.suspend", crPatch(rolloutResource, tenant, "canary", `{"spec":{"suspend":true}}`),
+				policy, "of Rollout " + tenant + "/canary, not spec.suspend"},
+			{"the suspend record on a Rollout", crPatch(rolloutResource, tenant, "canary", `{"metadata":{"annotations":{"`+suspendRecord+`":"false"}}}`),
+				policy, "of Rollout " + tenant + "/canary, not annotation " + suspendRecord},
+			{"a Rollout's labels", crPatch(rolloutResource, tenant, "canary", `{"metadata":{"labels":{"team":"x"}}}`),
+				policy, "of Rollout " + tenant + "/canary, not metadata.labels"},
+			{"a field of a Rollout beside its spec", crPatch(rolloutResource, tenant, "canary", `{"data":{"script":"mine"}}`),
+				policy, "of Rollout " + tenant + "/canary, not data"},
+			{"a spec field of a Rollout without spec", crPatch(rolloutResource, tenant, "bare", `{"spec":{"template":{}}}`),
+				policy, "of Rollout " + tenant + "/bare, not spec.template"},
+			{"a label on a Rollout without spec or annotations", crPatch(rolloutResource, tenant, "bare", `{"metadata":{"labels":{"team":"x"}}}`),
+				policy, "of Rollout " + tenant + "/bare, not metadata.labels"},
+			{"the spec of a ScaledObject whose spec is no map", crPatch(scaledObjectRes, tenant, "odd", `{"spec":"running"}`),
+				policy, "of ScaledObject " + tenant + "/odd, not spec"},
+			{"Flux's reconcile annotation on a cluster-scoped object", crPatch(priorityClassRes, "", pc, `{"metadata":{"annotations":{"`+fluxReconcile+`":"disabled"}}}`),
+				policy, "nsman may change no cluster-scoped object but namespaces: not PriorityClass " + pc},
 		} {
 			t.Run(tc.name, func(t *testing.T) { deniedBy(t, tc.do(), tc.by, tc.want) })
 		}
@@ -235,6 +505,26 @@ func TestAdmissionPolicyFencesNsmansServiceAccount(t *testing.T) {
 		}
 		if d.Spec.Template.Spec.Containers[0].Image != "registry.invalid/web:1" || ptr.Deref(d.Spec.Replicas, 0) != 2 || d.Spec.Paused {
 			t.Errorf("Deployment %s/web changed: image %s, replicas %d, paused %v", tenant, d.Spec.Template.Spec.Containers[0].Image, ptr.Deref(d.Spec.Replicas, 0), d.Spec.Paused)
+		}
+		for _, o := range []struct {
+			res  schema.GroupVersionResource
+			name string
+			path []string
+			want any
+		}{
+			{cronJobResource, "nightly", []string{"spec", "schedule"}, "0 1 * * *"},
+			{cronJobResource, "nightly", []string{"spec", "suspend"}, false},
+			{scaledObjectRes, "web", []string{"spec", "maxReplicaCount"}, int64(5)},
+			{rolloutResource, "canary", []string{"spec", "strategy"}, map[string]any{"canary": map[string]any{}}},
+			{rolloutResource, "bare", []string{"spec"}, nil},
+		} {
+			obj, err := e.Dynamic.Resource(o.res).Namespace(tenant).Get(ctx, o.name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, _, _ := unstructured.NestedFieldNoCopy(obj.Object, o.path...); !reflect.DeepEqual(got, o.want) || len(obj.GetLabels()) > 0 || len(obj.GetAnnotations()) > 0 {
+				t.Errorf("%s %s/%s changed: %s %v, labels %v, annotations %v, want %v and none", obj.GetKind(), tenant, o.name, strings.Join(o.path, "."), got, obj.GetLabels(), obj.GetAnnotations(), o.want)
+			}
 		}
 	})
 
@@ -294,6 +584,67 @@ func TestAdmissionPolicyFencesNsmansServiceAccount(t *testing.T) {
 			}
 		}
 
+		// Each write of a sleep and a wake, each conditional on the
+		// resourceVersion: Flux's switch off and back, with its record; the
+		// sleep with its record, the wake that drops it; the sleep again,
+		// and the record alone removed (a wake that finds the workload
+		// changed since).
+		for _, w := range []struct {
+			name string
+			res  schema.GroupVersionResource
+			// object is in the tenant namespace; record is the annotation
+			// that sleep writes and wake removes.
+			object, record string
+			sleep, wake    map[string]any
+		}{
+			{"Deployment", deploymentResource, "web", status.ReplicasAnnotation,
+				annotated(map[string]any{status.ReplicasAnnotation: "2"}, map[string]any{"replicas": 0}),
+				annotated(map[string]any{status.ReplicasAnnotation: nil}, map[string]any{"replicas": 2})},
+			{"CronJob", cronJobResource, "nightly", suspendRecord,
+				annotated(map[string]any{suspendRecord: "false"}, map[string]any{"suspend": true}),
+				annotated(map[string]any{suspendRecord: nil}, map[string]any{"suspend": false})},
+			{"ScaledObject", scaledObjectRes, "web", pausedRecord,
+				annotated(map[string]any{pausedReplicas: "0", pausedRecord: ""}, nil),
+				annotated(map[string]any{pausedReplicas: nil, pausedRecord: nil}, nil)},
+			{"ScaledObject paused before", scaledObjectRes, "paused", pausedRecord,
+				annotated(map[string]any{pausedReplicas: "0", pausedRecord: "3"}, nil),
+				annotated(map[string]any{pausedReplicas: "3", pausedRecord: nil}, nil)},
+			{"Rollout (a scale subresource)", rolloutResource, "canary", status.ReplicasAnnotation,
+				annotated(map[string]any{status.ReplicasAnnotation: "3"}, map[string]any{"replicas": 0}),
+				annotated(map[string]any{status.ReplicasAnnotation: nil}, map[string]any{"replicas": 3})},
+			// Flux first: on an object without annotations.
+			{"Rollout without spec or annotations", rolloutResource, "bare", status.ReplicasAnnotation,
+				annotated(map[string]any{status.ReplicasAnnotation: "1"}, map[string]any{"replicas": 0}),
+				annotated(map[string]any{status.ReplicasAnnotation: nil}, map[string]any{"replicas": 1})},
+		} {
+			t.Run(w.name, func(t *testing.T) {
+				for _, step := range []struct {
+					name  string
+					patch map[string]any
+				}{
+					{"Flux switched off", annotated(map[string]any{fluxReconcile: "disabled", reconcileRecord: ""}, nil)},
+					{"Flux switched back", annotated(map[string]any{fluxReconcile: nil, reconcileRecord: nil}, nil)},
+					{"sleep", w.sleep},
+					{"wake", w.wake},
+					{"sleep again", w.sleep},
+					{"its record removed alone", annotated(map[string]any{w.record: nil}, nil)},
+				} {
+					if err := patchAs(ctx, saDyn, w.res, tenant, w.object, step.patch, true, metav1.PatchOptions{}); err != nil {
+						t.Errorf("%s: %v", step.name, err)
+					}
+				}
+			})
+		}
+		// Flux's switch on an object whose spec is no map.
+		if err := patchAs(ctx, saDyn, scaledObjectRes, tenant, "odd", annotated(map[string]any{fluxReconcile: "disabled", reconcileRecord: "enabled"}, nil), true, metav1.PatchOptions{}); err != nil {
+			t.Errorf("Flux switched off on a ScaledObject whose spec is no map: %v", err)
+		}
+		// A sweep deactivates a manager whose last policy fired, in nsman's
+		// own namespace as in any other: the fence leaves managers to RBAC.
+		if err := patchAs(ctx, saDyn, nsmancluster.ManagerResource, own, ownManager, map[string]any{"spec": map[string]any{"deactivated": true}}, true, metav1.PatchOptions{}); err != nil {
+			t.Errorf("a manager in %s deactivated: %v", own, err)
+		}
+
 		// A DELETE of a namespace nobody protects, with nsman's
 		// preconditions.
 		doomedNS, err := shared.Admin.CoreV1().Namespaces().Get(ctx, doomed, metav1.GetOptions{})
@@ -325,6 +676,9 @@ func TestAdmissionPolicyFencesNsmansServiceAccount(t *testing.T) {
 		}
 		if _, err := admin.AppsV1().Deployments(own).Patch(ctx, "fence-"+tenant, types.MergePatchType, []byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{}); err != nil {
 			t.Errorf("admin scales a Deployment in %s: %v", own, err)
+		}
+		if _, err := admin.BatchV1().CronJobs(own).Patch(ctx, ownPrefix+"nightly", types.MergePatchType, []byte(`{"spec":{"schedule":"* * * * *"}}`), metav1.PatchOptions{}); err != nil {
+			t.Errorf("admin changes a CronJob's schedule in %s: %v", own, err)
 		}
 	})
 
@@ -743,6 +1097,47 @@ func TestHelmChartAdmissionPolicyRefusesWhatNsmanWouldNot(t *testing.T) {
 	wantState(t, res, home, "other", report.StateFired)
 	if !e.NamespaceGoneOrTerminating(t, other) {
 		t.Errorf("namespace %s not deleted", other)
+	}
+
+	// The other kinds nsman puts to sleep, under the chart's policy.
+	nsmantest.InstallFixtureCRDs(t, e.Dynamic)
+	sleepers(ctx, t, e.Dynamic, home, "")
+	sleepers(ctx, t, e.Dynamic, protected, "")
+	saDyn := saDynamic(t, sa.Kubeconfig)
+	grantPatch(ctx, t, saDyn, chartNamespace, name)
+	for _, tc := range []struct {
+		name      string
+		res       schema.GroupVersionResource
+		namespace string
+		object    string
+		patch     map[string]any
+		// want is what the refusal says; "" when the write is allowed.
+		want string
+	}{
+		{"a CronJob suspended", cronJobResource, home, "nightly", annotated(map[string]any{suspendRecord: "false"}, map[string]any{"suspend": true}), ""},
+		{"a ScaledObject paused", scaledObjectRes, home, "web", annotated(map[string]any{pausedReplicas: "0", pausedRecord: ""}, nil), ""},
+		{"a Rollout scaled down", rolloutResource, home, "canary", annotated(map[string]any{status.ReplicasAnnotation: "3"}, map[string]any{"replicas": 0}), ""},
+		{"Flux switched off on a Rollout without spec or annotations", rolloutResource, home, "bare", annotated(map[string]any{fluxReconcile: "disabled", reconcileRecord: ""}, nil), ""},
+		{"a CronJob's schedule", cronJobResource, home, "nightly", map[string]any{"spec": map[string]any{"schedule": "* * * * *"}},
+			cronJobAllowed + "CronJob " + home + "/nightly, not spec.schedule"},
+		{"a ScaledObject's spec", scaledObjectRes, home, "web", map[string]any{"spec": map[string]any{"maxReplicaCount": 0}},
+			scaledObjectAllowed + "ScaledObject " + home + "/web, not spec.maxReplicaCount"},
+		{"a Rollout's labels", rolloutResource, home, "canary", map[string]any{"metadata": map[string]any{"labels": map[string]any{"team": "x"}}},
+			scaleKindAllowed + "Rollout " + home + "/canary, not metadata.labels"},
+		{"a CronJob suspended in a protected namespace", cronJobResource, protected, "nightly", annotated(map[string]any{suspendRecord: "false"}, map[string]any{"suspend": true}),
+			"may not change CronJob " + protected + "/nightly: namespace " + protected + " is protected"},
+		{"a Rollout scaled down in a protected namespace", rolloutResource, protected, "canary", annotated(map[string]any{status.ReplicasAnnotation: "3"}, map[string]any{"replicas": 0}),
+			"may not change Rollout " + protected + "/canary: namespace " + protected + " is protected"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := patchAs(ctx, saDyn, tc.res, tc.namespace, tc.object, tc.patch, true, metav1.PatchOptions{})
+			switch {
+			case tc.want != "":
+				deniedBy(t, err, policy, tc.want)
+			case err != nil:
+				t.Errorf("refused: %v", err)
+			}
+		})
 	}
 }
 
