@@ -3,6 +3,7 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -20,7 +21,7 @@ func newRestoreCommand() *cobra.Command {
 	o := &restoreOptions{}
 	c := &cobra.Command{
 		Use:   "restore -n NAMESPACE",
-		Short: "Undo a SCALE_DOWN: scale the namespace's workloads back to their recorded replicas",
+		Short: "Undo a SCALE_DOWN: bring back the state recorded on the namespace's workloads (replicas, CronJobs' suspend, KEDA pauses)",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
 			if o.namespace == "" {
@@ -30,9 +31,12 @@ func newRestoreCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			effects, err := execute.Restore(c.Context(), clients, o.namespace, o.dryRun)
+			effects, skipped, err := execute.Restore(c.Context(), clients, o.namespace, o.dryRun)
 			for _, e := range effects {
 				fmt.Fprintln(c.OutOrStdout(), e)
+			}
+			if len(skipped) > 0 {
+				fmt.Fprintf(c.ErrOrStderr(), "nsman: not checked, you may not list them: %s\n", strings.Join(skipped, ", "))
 			}
 			if len(effects) == 0 && err == nil {
 				fmt.Fprintf(c.OutOrStdout(), "nothing to restore in %s\n", o.namespace)

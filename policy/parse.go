@@ -574,21 +574,46 @@ func (p *parser) selectors(params map[string]any, path *field.Path) []Selector {
 		}
 		s := Selector{Labels: p.labels(obj, "labels", ip)}
 		kind, wrongType := p.optionalStr(obj, "kind", ip)
-		switch strings.ToLower(kind) {
-		case "deployment":
-			s.Kind = KindDeployment
-		case "statefulset":
-			s.Kind = KindStatefulSet
-		case "":
+		switch known := knownKind(kind); {
+		case known != "":
+			s.Kind = known
+		case kind == "":
 			if !wrongType {
-				p.errs = append(p.errs, field.Required(ip.Child("kind"), "Deployment or StatefulSet"))
+				p.errs = append(p.errs, field.Required(ip.Child("kind"), "Deployment, StatefulSet, CronJob, ScaledObject or a kind with a scale subresource"))
 			}
+		case !ScaleKindName.MatchString(kind):
+			p.errs = append(p.errs, field.Invalid(ip.Child("kind"), kind, "must be Deployment, StatefulSet, CronJob, ScaledObject or a kind with a scale subresource, as Kind or Kind.group"))
+		case knownKind(strings.TrimSuffix(kind, "s")) != "":
+			p.errs = append(p.errs, field.Invalid(ip.Child("kind"), kind, "must name the kind, not the resource: "+knownKind(strings.TrimSuffix(kind, "s"))))
+		case slices.Contains(unscalable, strings.ToLower(kind)):
+			p.errs = append(p.errs, field.Invalid(ip.Child("kind"), kind, "has no scale subresource: nsman cannot put it to sleep"))
 		default:
-			p.errs = append(p.errs, field.NotSupported(ip.Child("kind"), kind, []string{KindDeployment, KindStatefulSet}))
+			s.Kind = kind
 		}
 		out = append(out, s)
 	}
 	return out
+}
+
+// ScaleKindName is what a selector's kind must look like when it is none of
+// KnownKinds: a kind's name, alone or followed by its API group (as kubectl
+// writes Rollout.argoproj.io). The CRD checks the same expression.
+var ScaleKindName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]{0,62}(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+
+// unscalable are built-in kinds without a scale subresource that a
+// selector may be expected to name, refused here rather than when the
+// action runs.
+var unscalable = []string{"pod", "pods", "daemonset", "daemonsets", "job", "jobs"}
+
+// knownKind is the one of KnownKinds kind names in any letter case, "" for
+// none.
+func knownKind(kind string) string {
+	for _, k := range KnownKinds {
+		if strings.EqualFold(k, kind) {
+			return k
+		}
+	}
+	return ""
 }
 
 // object returns the object under key, nil when absent (an error when

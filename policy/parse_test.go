@@ -395,6 +395,8 @@ func TestParse(t *testing.T) {
 				map[string]any{"kind": "Deployment"},
 				map[string]any{"kind": "statefulSet", "labels": map[string]any{"tier": "db", "replicas": int64(3)}},
 				map[string]any{"kind": "DEPLOYMENT", "labels": map[string]any{}},
+				map[string]any{"kind": "cronjob"},
+				map[string]any{"kind": "SCALEDOBJECT"},
 			}}}, "spec", "policies", "0", "action")),
 			want: wantManager(func(m *Manager) {
 				m.Policies[0].Action = Action{Type: ActionScaleDown, Selectors: []Selector{
@@ -403,6 +405,21 @@ func TestParse(t *testing.T) {
 					{Kind: KindDeployment},
 					{Kind: KindStatefulSet, Labels: map[string]string{"tier": "db", "replicas": "3"}},
 					{Kind: KindDeployment},
+					{Kind: KindCronJob},
+					{Kind: KindScaledObject},
+				}}
+			}),
+		},
+		{
+			name: "SCALE_DOWN selector kinds with a scale subresource are kept as written",
+			obj: manager(set(map[string]any{"type": ActionScaleDown, "params": map[string]any{"selectors": []any{
+				map[string]any{"kind": "Rollout.argoproj.io"},
+				map[string]any{"kind": "replicaSet", "labels": map[string]any{"tier": "web"}},
+			}}}, "spec", "policies", "0", "action")),
+			want: wantManager(func(m *Manager) {
+				m.Policies[0].Action = Action{Type: ActionScaleDown, Selectors: []Selector{
+					{Kind: "Rollout.argoproj.io"},
+					{Kind: "replicaSet", Labels: map[string]string{"tier": "web"}},
 				}}
 			}),
 		},
@@ -632,10 +649,13 @@ func TestParseRejects(t *testing.T) {
 		{name: "selectors is an object", obj: manager(scaleDown(map[string]any{"kind": "Deployment"})), want: []fieldErr{invalid(p0 + ".action.params.selectors")}},
 		{name: "a selector is a string", obj: manager(scaleDown([]any{"Deployment"})), want: []fieldErr{invalid(p0 + ".action.params.selectors[0]")}},
 		{name: "a selector without kind", obj: manager(scaleDown([]any{map[string]any{"labels": map[string]any{"a": "b"}}})), want: []fieldErr{required(p0 + ".action.params.selectors[0].kind")}},
-		{name: "a selector of kind Pod", obj: manager(scaleDown([]any{map[string]any{"kind": "Pod"}})), want: []fieldErr{notSupported(p0 + ".action.params.selectors[0].kind")}},
-		{name: "a selector of kind ReplicaSet", obj: manager(scaleDown([]any{map[string]any{"kind": "ReplicaSet"}})), want: []fieldErr{notSupported(p0 + ".action.params.selectors[0].kind")}},
-		{name: "a selector of plural kind", obj: manager(scaleDown([]any{map[string]any{"kind": "deployments"}})), want: []fieldErr{notSupported(p0 + ".action.params.selectors[0].kind")}},
-		{name: "a selector kind with a group", obj: manager(scaleDown([]any{map[string]any{"kind": "apps/Deployment"}})), want: []fieldErr{notSupported(p0 + ".action.params.selectors[0].kind")}},
+		{name: "a selector of kind Pod", obj: manager(scaleDown([]any{map[string]any{"kind": "Pod"}})), want: []fieldErr{invalid(p0 + ".action.params.selectors[0].kind")}},
+		{name: "a selector of kind DaemonSet", obj: manager(scaleDown([]any{map[string]any{"kind": "daemonSet"}})), want: []fieldErr{invalid(p0 + ".action.params.selectors[0].kind")}},
+		{name: "a selector of plural kind", obj: manager(scaleDown([]any{map[string]any{"kind": "deployments"}})), want: []fieldErr{invalid(p0 + ".action.params.selectors[0].kind")}},
+		{name: "a selector of plural known kind", obj: manager(scaleDown([]any{map[string]any{"kind": "CronJobs"}})), want: []fieldErr{invalid(p0 + ".action.params.selectors[0].kind")}},
+		{name: "a selector kind with a group path", obj: manager(scaleDown([]any{map[string]any{"kind": "apps/Deployment"}})), want: []fieldErr{invalid(p0 + ".action.params.selectors[0].kind")}},
+		{name: "a selector kind with an upper-case group", obj: manager(scaleDown([]any{map[string]any{"kind": "Rollout.Argoproj.io"}})), want: []fieldErr{invalid(p0 + ".action.params.selectors[0].kind")}},
+		{name: "a selector kind with an empty group", obj: manager(scaleDown([]any{map[string]any{"kind": "Rollout."}})), want: []fieldErr{invalid(p0 + ".action.params.selectors[0].kind")}},
 		{name: "a selector kind that is a number", obj: manager(scaleDown([]any{map[string]any{"kind": int64(1)}})), want: []fieldErr{invalid(p0 + ".action.params.selectors[0].kind")}},
 		{
 			name: "selector labels with an invalid key and value",

@@ -32,11 +32,19 @@ const (
 	ActionWebhook    = "WEBHOOK"
 )
 
-// Workload kinds a SCALE_DOWN selector can name (in any letter case).
+// Workload kinds a SCALE_DOWN selector names in any letter case, each
+// written to in its own way (scaled, suspended, paused). A selector may
+// also name any other kind with a scale subresource, as Kind or
+// Kind.group, which the cluster's discovery resolves when the action runs.
 const (
-	KindDeployment  = "Deployment"
-	KindStatefulSet = "StatefulSet"
+	KindDeployment   = "Deployment"
+	KindStatefulSet  = "StatefulSet"
+	KindCronJob      = "CronJob"
+	KindScaledObject = "ScaledObject"
 )
+
+// KnownKinds are the kinds a selector names without discovery.
+var KnownKinds = []string{KindDeployment, KindStatefulSet, KindCronJob, KindScaledObject}
 
 // Defaults of the original operator, and nsman's minChecks.
 const (
@@ -162,7 +170,9 @@ type Action struct {
 
 // Selector picks workloads of one kind by their own labels.
 type Selector struct {
-	// Kind is KindDeployment or KindStatefulSet, normalized from any case.
+	// Kind is one of KnownKinds, normalized from any case, or the name of
+	// another kind with a scale subresource as written (Kind or Kind.group;
+	// see ScaleKindName).
 	Kind string
 	// Labels the workload itself must carry; empty matches all of Kind.
 	Labels map[string]string

@@ -45,6 +45,12 @@ var Permissions = []Permission{
 	{Verb: "patch", Group: "apps", Resource: "deployments", Why: "SCALE_DOWN and restore"},
 	{Verb: "list", Group: "apps", Resource: "statefulsets", Why: "SCALE_DOWN and restore"},
 	{Verb: "patch", Group: "apps", Resource: "statefulsets", Why: "SCALE_DOWN and restore"},
+	{Verb: "list", Group: "batch", Resource: "cronjobs", Why: "SCALE_DOWN and restore: CronJobs suspended"},
+	{Verb: "patch", Group: "batch", Resource: "cronjobs", Why: "SCALE_DOWN and restore: CronJobs suspended"},
+	{Verb: "list", Group: "keda.sh", Resource: "scaledobjects", Why: "SCALE_DOWN and restore: KEDA ScaledObjects paused at zero"},
+	{Verb: "patch", Group: "keda.sh", Resource: "scaledobjects", Why: "SCALE_DOWN and restore: KEDA ScaledObjects paused at zero"},
+	{Verb: "list", Group: "argoproj.io", Resource: "rollouts", Why: "SCALE_DOWN and restore: Argo Rollouts scaled to zero"},
+	{Verb: "patch", Group: "argoproj.io", Resource: "rollouts", Why: "SCALE_DOWN and restore: Argo Rollouts scaled to zero"},
 	{Verb: "list", Group: "apps", Resource: "replicasets", Why: "IDLE: ReplicaSets created (a Deployment rolled out)"},
 	{Verb: "list", Group: "apps", Resource: "controllerrevisions", Why: "IDLE: ControllerRevisions created (a StatefulSet or DaemonSet rolled out)"},
 }

@@ -420,3 +420,52 @@ func TestApplyScaleDown(t *testing.T) {
 		t.Errorf("effects %q, reclaimed %v, %d patches, error %v; want web scaled from 3, once, what it frees summed", did.effects, did.reclaimed, w.patches, err)
 	}
 }
+
+// A SCALE_DOWN whose selectors name other kinds puts each to sleep its own
+// way, leaves alone what is labelled keep-awake and a ReplicaSet its
+// Deployment controls, and sums what scaled replicas free (a CronJob
+// suspended frees nothing counted).
+func TestApplyScaleDownKinds(t *testing.T) {
+	bodies := discoveryBodies()
+	bodies["/apis/apps/v1/namespaces/ns/deployments"] = `{"kind":"DeploymentList","apiVersion":"apps/v1","metadata":{},"items":[` +
+		`{"metadata":{"name":"web","namespace":"ns","resourceVersion":"1","labels":{"` + status.KeepAwakeLabel + `":"true"}},"spec":{"replicas":3}}]}`
+	bodies["/apis/apps/v1/namespaces/ns/replicasets"] = `{"kind":"ReplicaSetList","apiVersion":"apps/v1","metadata":{},"items":[` +
+		`{"metadata":{"name":"web-1","namespace":"ns","resourceVersion":"1","ownerReferences":[{"apiVersion":"apps/v1","kind":"Deployment","name":"web","uid":"u","controller":true}]},"spec":{"replicas":3}},` +
+		`{"metadata":{"name":"solo","namespace":"ns","resourceVersion":"1"},"spec":{"replicas":2,"template":{"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"100m"}}}]}}}}]}`
+	bodies["/apis/batch/v1/namespaces/ns/cronjobs"] = `{"kind":"CronJobList","apiVersion":"batch/v1","metadata":{},"items":[` +
+		`{"metadata":{"name":"report","namespace":"ns","resourceVersion":"1"},"spec":{"schedule":"@daily","jobTemplate":{"spec":{"template":{"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"4"}}}]}}}}}}]}`
+	w := newFakeWriter()
+	reads := emptyReader(t)
+	reads.Clients.Kube = apiServer(t, bodies)
+	x := newExecutor(t, w, reads)
+	x.SkipReclaim = false
+	d := decision(scaleDownAll, func(d *decide.Decision) {
+		d.Plan.Target.Name = "ns"
+		d.Plan.Policy.Action.Selectors = []policy.Selector{{Kind: policy.KindCronJob}, {Kind: "replicaset"}, {Kind: policy.KindDeployment}}
+	})
+	did, err := x.apply(t.Context(), d.Manager, &fakeRecord{}, d.Plan, nil)
+	want := []string{"suspend CronJob/report", "scale ReplicaSet/solo from 2 to 0", "leave Deployment/web awake: labelled " + status.KeepAwakeLabel}
+	if err != nil || !slices.Equal(did.effects, want) || did.reclaimed == nil || did.reclaimed.CPU.String() != "200m" || w.patches != 2 {
+		t.Errorf("effects %q, reclaimed %v, %d patches, error %v; want %q, 200m CPU, 2 patches", did.effects, did.reclaimed, w.patches, err, want)
+	}
+}
+
+// A SCALE_DOWN naming a kind the cluster does not serve fails before it
+// writes anything, whatever the other selectors select.
+func TestApplyScaleDownUnknownKind(t *testing.T) {
+	bodies := discoveryBodies()
+	bodies["/apis/apps/v1/namespaces/ns/deployments"] = `{"kind":"DeploymentList","apiVersion":"apps/v1","metadata":{},"items":[` +
+		`{"metadata":{"name":"web","namespace":"ns","resourceVersion":"1"},"spec":{"replicas":3}}]}`
+	w := newFakeWriter()
+	reads := emptyReader(t)
+	reads.Clients.Kube = apiServer(t, bodies)
+	x := newExecutor(t, w, reads)
+	d := decision(scaleDownAll, func(d *decide.Decision) {
+		d.Plan.Target.Name = "ns"
+		d.Plan.Policy.Action.Selectors = []policy.Selector{{Kind: policy.KindDeployment}, {Kind: "Rollout.example.com"}}
+	})
+	_, err := x.apply(t.Context(), d.Manager, &fakeRecord{}, d.Plan, nil)
+	if want := "scale down in namespace ns: selectors[1]: kind Rollout.example.com: the cluster serves no kind of that name with a scale subresource"; err == nil || err.Error() != want || w.patches != 0 {
+		t.Errorf("error %v, %d patches; want %q and none", err, w.patches, want)
+	}
+}

@@ -2,12 +2,12 @@ package execute
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
@@ -15,44 +15,45 @@ import (
 	"github.com/nsman/nsman/policy"
 )
 
-// Restore undoes SCALE_DOWN in namespace: every Deployment and StatefulSet
-// that carries ReplicasAnnotation and still has zero replicas gets its
-// recorded count back, and the record is removed. A workload scaled by
-// someone else since is left alone, and its record removed too: it no longer
-// applies, and kept it would bring back an old count at a later restore. It
-// returns what it did, or with dryRun what it would do.
-func Restore(ctx context.Context, clients cluster.Clients, namespace string, dryRun bool) ([]string, error) {
+// Restore undoes SCALE_DOWN in namespace: every workload of every kind
+// nsman puts to sleep (Kinds.All) that carries a record gets the state it
+// recorded back, and the record is removed. A workload changed by someone
+// else since is left alone, and its record removed too: it no longer
+// applies, and kept it would bring back an old state at a later restore. It
+// returns what it did, or with dryRun what it would do, and the kinds found
+// by discovery that the caller may not list: skipped, not an error, since
+// nsman writes only to the kinds its RBAC grants.
+func Restore(ctx context.Context, clients cluster.Clients, namespace string, dryRun bool) (effects, skipped []string, err error) {
 	w := write.New(clients.Kube, clients.Dynamic, clients.Managers, nil, dryRun)
-	return EachWorkload(ctx, clients, namespace, nil, func(resource schema.GroupVersionResource, kind string, obj *unstructured.Unstructured) (string, error) {
-		return RestoreOne(ctx, clients, w, resource, kind, obj)
-	})
+	var kinds Kinds
+	all, discoveryErr := kinds.All(clients.Kube)
+	errs := []error{discoveryErr}
+	for _, sel := range all {
+		done, err := EachWorkload(ctx, clients, namespace, []Selection{sel}, func(kind Kind, obj *unstructured.Unstructured) (string, error) {
+			return Wake(ctx, clients, w, kind, obj)
+		})
+		effects = append(effects, done...)
+		if sel.Kind.found && apierrors.IsForbidden(err) && len(done) == 0 {
+			skipped = append(skipped, sel.Kind.Resource.GroupResource().String())
+			continue
+		}
+		errs = append(errs, err)
+	}
+	if discoveryErr != nil {
+		errs[0] = fmt.Errorf("kinds with a scale subresource: %w", discoveryErr)
+	}
+	return effects, skipped, errors.Join(errs...)
 }
 
-// RestoreOne restores workload obj (of kind, as resource) through w, as
-// Restore does each: its return is what it did, or would do in a dry run.
-func RestoreOne(ctx context.Context, clients cluster.Clients, w write.Writer, resource schema.GroupVersionResource, kind string, obj *unstructured.Unstructured) (string, error) {
-	effect, err := ChangeWorkload(ctx, clients, w, resource, obj, func(obj *unstructured.Unstructured) (map[string]any, string, error) {
-		recorded, ok := obj.GetAnnotations()[status.ReplicasAnnotation]
-		if !ok {
-			return nil, "", nil
-		}
-		id := kind + "/" + obj.GetName()
-		replicas, err := strconv.ParseInt(recorded, 10, 32)
-		if err != nil || replicas < 0 {
-			return nil, "", fmt.Errorf("%s: annotation %s=%q is not a replica count", id, status.ReplicasAnnotation, recorded)
-		}
-		dropRecord := map[string]any{"annotations": map[string]any{status.ReplicasAnnotation: nil}}
-		if current := SpecReplicas(obj); current != 0 {
-			return map[string]any{"metadata": dropRecord},
-				fmt.Sprintf("leave %s at %d replicas: scaled since nsman scaled it down; drop its record of %d", id, current, replicas), nil
-		}
-		return map[string]any{
-			"metadata": dropRecord,
-			"spec":     map[string]any{"replicas": replicas},
-		}, fmt.Sprintf("scale %s from 0 to %d", id, replicas), nil
+// Wake wakes workload obj of kind through w, as its record says (see way):
+// its return is what it did, or would do in a dry run.
+func Wake(ctx context.Context, clients cluster.Clients, w write.Writer, kind Kind, obj *unstructured.Unstructured) (string, error) {
+	id := kind.Name + "/" + obj.GetName()
+	effect, err := ChangeWorkload(ctx, clients, w, kind.Resource, obj, func(obj *unstructured.Unstructured) (map[string]any, string, error) {
+		return kind.way.wake(id, obj)
 	})
 	if err != nil {
-		return "", fmt.Errorf("restore %s %s/%s: %w", kind, obj.GetNamespace(), obj.GetName(), err)
+		return "", fmt.Errorf("restore %s %s/%s: %w", kind.Name, obj.GetNamespace(), obj.GetName(), err)
 	}
 	return effect, nil
 }

@@ -11,7 +11,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/decide"
@@ -72,6 +71,8 @@ type Executor struct {
 	Places *FairShare
 	// Counts are what the report sums of the sweep's actions.
 	Counts Counts
+
+	kinds Kinds
 }
 
 // Counts are what a sweep's report says of its actions beyond the entries.
@@ -457,15 +458,20 @@ func (x *Executor) deleteClaimed(ctx context.Context, t decide.Target) ([]string
 	return []string{effect}, nil
 }
 
-// scaleDown scales every selected workload with replicas above zero to zero,
-// one request each, recording the count each had (see ScaleToZero), and
-// sums what the workloads scaled free (with --reclaim).
+// scaleDown puts every selected workload to sleep (see Sleep), one request
+// each, and sums what the workloads scaled free (with --reclaim). The
+// selectors' kinds are resolved first: one the cluster does not serve
+// fails the action before anything is written.
 func (x *Executor) scaleDown(ctx context.Context, namespace string, selectors []policy.Selector) (applied, error) {
+	selections, err := x.kinds.Resolve(x.Reads.Clients.Kube, selectors)
+	if err != nil {
+		return applied{}, fmt.Errorf("scale down in namespace %s: %w", namespace, err)
+	}
 	var freed report.Reclaimed
-	effects, err := EachWorkload(ctx, x.Reads.Clients, namespace, selectors, func(resource schema.GroupVersionResource, kind string, w *unstructured.Unstructured) (string, error) {
-		effect, scaled, err := ScaleToZero(ctx, x.Reads.Clients, x.Writer, resource, kind, w)
-		if scaled != nil {
-			freed.Add(probe.ScalingFrees(scaled))
+	effects, err := EachWorkload(ctx, x.Reads.Clients, namespace, selections, func(kind Kind, w *unstructured.Unstructured) (string, error) {
+		effect, from, err := Sleep(ctx, x.Reads.Clients, x.Writer, kind, w)
+		if from != nil { // a CronJob or ScaledObject has no spec.template: it frees nothing counted
+			freed.Add(probe.ScalingFrees(from))
 		}
 		return effect, err
 	})

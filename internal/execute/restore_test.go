@@ -3,19 +3,17 @@ package execute
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/policy"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 )
 
 // restorePatch is the part of a workload patch restore writes.
@@ -44,7 +42,7 @@ func dropsRecord(p restorePatch) bool {
 	return ok && v == nil && p.Spec.Replicas == nil
 }
 
-func TestRestoreOne(t *testing.T) {
+func TestWakeReplicas(t *testing.T) {
 	tests := []struct {
 		name       string
 		replicas   int64
@@ -68,7 +66,7 @@ func TestRestoreOne(t *testing.T) {
 			if tt.record != "" {
 				d.SetAnnotations(map[string]string{status.ReplicasAnnotation: tt.record})
 			}
-			effect, err := RestoreOne(t.Context(), cluster.Clients{}, w, DeploymentsResource, "Deployment", d)
+			effect, err := Wake(t.Context(), cluster.Clients{}, w, knownKinds[policy.KindDeployment], d)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -102,7 +100,7 @@ func TestRestoreOne(t *testing.T) {
 	}
 }
 
-func TestRestoreOneRecomputesAfterAConflict(t *testing.T) {
+func TestWakeReplicasRecomputesAfterAConflict(t *testing.T) {
 	// Listed at zero; scaled up by hand before restore's patch. The retry,
 	// conditional on the version read again, leaves the replicas alone and
 	// only drops the record.
@@ -114,7 +112,7 @@ func TestRestoreOneRecomputesAfterAConflict(t *testing.T) {
 		map[schema.GroupVersionResource]string{DeploymentsResource: "DeploymentList"}, fresh)
 	w := &conflictOnce{Writer: dryRun}
 
-	effect, err := RestoreOne(t.Context(), cluster.Clients{Dynamic: dyn}, w, DeploymentsResource, "Deployment", listed)
+	effect, err := Wake(t.Context(), cluster.Clients{Dynamic: dyn}, w, knownKinds[policy.KindDeployment], listed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,59 +127,86 @@ func TestRestoreOneRecomputesAfterAConflict(t *testing.T) {
 	}
 }
 
-// TestRestore lists a namespace's Deployments and StatefulSets (as the
-// API server pages them) and restores those nsman scaled down: one scaled
-// back, one left as someone scaled it since, one never scaled; a dry run
-// says the same and writes nothing.
+// TestRestore lists, in a namespace, the workloads of every kind nsman
+// puts to sleep (as the API server pages them; ScaledObjects not served)
+// and wakes those it put to sleep: one scaled back, one left as someone
+// scaled it since, one never scaled, a CronJob resumed, a Rollout (found by
+// discovery) scaled back, a kind it may not list skipped; a dry run says
+// the same and writes nothing.
 func TestRestore(t *testing.T) {
-	item := func(kind, name string, replicas int, record string) string {
+	item := func(kind, name string, spec, record string) string {
 		annotations := ""
 		if record != "" {
-			annotations = fmt.Sprintf(`,"annotations":{%q:%q}`, status.ReplicasAnnotation, record)
+			annotations = `,"annotations":{` + record + `}`
 		}
-		return fmt.Sprintf(`{"apiVersion":"apps/v1","kind":%q,"metadata":{"name":%q,"namespace":"team-a","resourceVersion":"1"%s},"spec":{"replicas":%d}}`,
-			kind, name, annotations, replicas)
+		return fmt.Sprintf(`{"kind":%q,"metadata":{"name":%q,"namespace":"team-a","resourceVersion":"1"%s},"spec":{%s}}`, kind, name, annotations, spec)
 	}
-	lists := map[string]string{
-		"/apis/apps/v1/namespaces/team-a/deployments":  `{"kind":"DeploymentList","apiVersion":"apps/v1","metadata":{},"items":[` + item("Deployment", "web", 0, "3") + `,` + item("Deployment", "api", 2, "4") + `]}`,
-		"/apis/apps/v1/namespaces/team-a/statefulsets": `{"kind":"StatefulSetList","apiVersion":"apps/v1","metadata":{},"items":[` + item("StatefulSet", "db", 1, "") + `]}`,
+	list := func(items ...string) string {
+		return `{"kind":"List","apiVersion":"v1","metadata":{},"items":[` + strings.Join(items, ",") + `]}`
 	}
-	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, ok := lists[r.URL.Path]
-		if !ok || r.Method != http.MethodGet {
-			http.Error(w, "unexpected "+r.Method+" "+r.URL.Path, http.StatusNotFound)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, body)
-	}))
-	t.Cleanup(server.Close)
-	kube, err := kubernetes.NewForConfig(&rest.Config{Host: server.URL})
-	if err != nil {
-		t.Fatal(err)
+	replicasRecord := func(n string) string { return fmt.Sprintf("%q:%q", status.ReplicasAnnotation, n) }
+	bodies := discoveryBodies()
+	for path, body := range map[string]string{
+		"/apis/apps/v1/namespaces/team-a/deployments":           list(item("Deployment", "web", `"replicas":0`, replicasRecord("3")), item("Deployment", "api", `"replicas":2`, replicasRecord("4"))),
+		"/apis/apps/v1/namespaces/team-a/statefulsets":          list(item("StatefulSet", "db", `"replicas":1`, "")),
+		"/apis/batch/v1/namespaces/team-a/cronjobs":             list(item("CronJob", "report", `"suspend":true`, fmt.Sprintf("%q:%q", status.SuspendAnnotation, "false"))),
+		"/apis/argoproj.io/v1alpha1/namespaces/team-a/rollouts": list(item("Rollout", "canary", `"replicas":0`, replicasRecord("5"))),
+		"/apis/apps/v1/namespaces/team-a/replicasets":           list(),
+		"/api/v1/namespaces/team-a/replicationcontrollers":      list(),
+		"/apis/example.com/v1/namespaces/team-a/widgets":        list(),
+		"/apis/other.example.com/v1/namespaces/team-a/widgets":  forbidden,
+	} {
+		bodies[path] = body
 	}
-	want := []string{"scale Deployment/web from 0 to 3", "leave Deployment/api at 2 replicas: scaled since nsman scaled it down; drop its record of 4"}
+	kube := apiServer(t, bodies)
+	want := []string{
+		"scale Deployment/web from 0 to 3", "leave Deployment/api at 2 replicas: scaled since nsman scaled it down; drop its record of 4",
+		"resume CronJob/report", "scale Rollout/canary from 0 to 5",
+	}
 	for _, dryRun := range []bool{true, false} {
 		web, api := deployment(0, "1"), deployment(2, "1")
 		web.SetNamespace("team-a")
 		api.SetNamespace("team-a")
 		api.SetName("api")
-		dyn := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), web, api)
-		effects, err := Restore(t.Context(), cluster.Clients{Kube: kube, Dynamic: dyn}, "team-a", dryRun)
+		report := workload("CronJob", map[string]any{"suspend": true}, nil)
+		report.SetAPIVersion("batch/v1")
+		canary := workload("Rollout", map[string]any{"replicas": int64(0)}, nil)
+		canary.SetAPIVersion("argoproj.io/v1alpha1")
+		for _, w := range []*unstructured.Unstructured{report, canary} {
+			w.SetNamespace("team-a")
+		}
+		report.SetName("report")
+		canary.SetName("canary")
+		dyn := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), web, api, report, canary)
+		effects, skipped, err := Restore(t.Context(), cluster.Clients{Kube: kube, Dynamic: dyn}, "team-a", dryRun)
 		if err != nil {
 			t.Fatalf("dry run %v: %v", dryRun, err)
+		}
+		if want := []string{"widgets.other.example.com"}; !slices.Equal(skipped, want) {
+			t.Errorf("dry run %v: skipped %q, want %q", dryRun, skipped, want)
 		}
 		if !slices.Equal(effects, want) {
 			t.Errorf("dry run %v: %q, want %q", dryRun, effects, want)
 		}
-		var patches int
+		var patched []string
 		for _, a := range dyn.Actions() {
 			if a.GetVerb() == "patch" {
-				patches++
+				patched = append(patched, a.GetResource().Resource)
 			}
 		}
-		if wantPatches := map[bool]int{true: 0, false: 2}[dryRun]; patches != wantPatches {
-			t.Errorf("dry run %v: %d patches, want %d", dryRun, patches, wantPatches)
+		if wantPatched := map[bool]string{true: "", false: "deployments deployments cronjobs rollouts"}[dryRun]; strings.Join(patched, " ") != wantPatched {
+			t.Errorf("dry run %v: patched %q, want %q", dryRun, patched, wantPatched)
 		}
+	}
+}
+
+// A known kind restore may not list is an error, not skipped: nsman writes
+// to it by default.
+func TestRestoreForbiddenKnownKind(t *testing.T) {
+	bodies := discoveryBodies()
+	bodies["/apis/apps/v1/namespaces/team-a/deployments"] = forbidden
+	_, skipped, err := Restore(t.Context(), cluster.Clients{Kube: apiServer(t, bodies)}, "team-a", true)
+	if err == nil || !strings.Contains(err.Error(), "list deployments.apps in team-a: ") || len(skipped) != 0 {
+		t.Errorf("error %v, skipped %q; want the list of Deployments refused, nothing skipped", err, skipped)
 	}
 }

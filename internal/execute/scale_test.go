@@ -8,6 +8,7 @@ import (
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
+	"github.com/nsman/nsman/policy"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -42,7 +43,7 @@ func deployment(replicas int64, resourceVersion string) *unstructured.Unstructur
 	}}
 }
 
-func TestScaleToZeroRecomputesAfterAConflict(t *testing.T) {
+func TestSleepReplicasRecomputesAfterAConflict(t *testing.T) {
 	// Listed with 3 replicas; scaled to 5 by someone else before nsman's
 	// patch. The record must say 5, and the retry be conditional on the
 	// version read again.
@@ -53,7 +54,7 @@ func TestScaleToZeroRecomputesAfterAConflict(t *testing.T) {
 	w := &conflictOnce{Writer: dryRun}
 	clients := cluster.Clients{Dynamic: dyn}
 
-	effect, from, err := ScaleToZero(t.Context(), clients, w, DeploymentsResource, "Deployment", deployment(3, "1"))
+	effect, from, err := Sleep(t.Context(), clients, w, knownKinds[policy.KindDeployment], deployment(3, "1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func TestScaleToZeroRecomputesAfterAConflict(t *testing.T) {
 	}
 }
 
-func TestScaleToZeroRecordsTheLastCount(t *testing.T) {
+func TestSleepReplicasRecordsTheLastCount(t *testing.T) {
 	// A record is the count the workload had when nsman last scaled it to
 	// zero: one left by an earlier scale-down, since undone by hand, is
 	// overwritten; a workload at zero keeps its record and is not written.
@@ -103,7 +104,7 @@ func TestScaleToZeroRecordsTheLastCount(t *testing.T) {
 			if tt.record != "" {
 				d.SetAnnotations(map[string]string{status.ReplicasAnnotation: tt.record})
 			}
-			effect, from, err := ScaleToZero(t.Context(), cluster.Clients{}, w, DeploymentsResource, "Deployment", d)
+			effect, from, err := Sleep(t.Context(), cluster.Clients{}, w, knownKinds[policy.KindDeployment], d)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,57 +19,49 @@ import (
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
-	"github.com/nsman/nsman/policy"
 )
 
-// Workload resources SCALE_DOWN acts on.
-var (
-	DeploymentsResource  = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
-	StatefulSetsResource = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"}
-	workloadResources    = map[string]schema.GroupVersionResource{
-		policy.KindDeployment:  DeploymentsResource,
-		policy.KindStatefulSet: StatefulSetsResource,
-	}
-)
-
-// EachWorkload calls change once with each Deployment and StatefulSet of
-// namespace that selectors select (all, without), and returns the effects
-// and the errors joined: one workload that fails stops no other.
-func EachWorkload(ctx context.Context, clients cluster.Clients, namespace string, selectors []policy.Selector,
-	change func(schema.GroupVersionResource, string, *unstructured.Unstructured) (string, error)) ([]string, error) {
-	if len(selectors) == 0 {
-		selectors = []policy.Selector{{Kind: policy.KindDeployment}, {Kind: policy.KindStatefulSet}}
-	}
+// EachWorkload calls change once with each workload of namespace that
+// selections select, and returns the effects and the errors joined: one
+// workload that fails stops no other. A kind the cluster does not serve
+// (KEDA not installed) has no workloads.
+func EachWorkload(ctx context.Context, clients cluster.Clients, namespace string, selections []Selection,
+	change func(Kind, *unstructured.Unstructured) (string, error)) ([]string, error) {
 	var (
 		effects []string
 		errs    []error
-		done    = map[string]bool{}
+		done    = map[schema.GroupResource]map[string]bool{}
 	)
-	for _, sel := range selectors {
-		resource := workloadResources[sel.Kind]
+	for _, sel := range selections {
+		resource := sel.Kind.Resource
 		// Workloads are whole objects a tenant writes: paged, and decoded
 		// one at a time into the few fields a change reads.
 		list := func() *rest.Request {
-			return clients.Kube.AppsV1().RESTClient().Get().Namespace(namespace).Resource(resource.Resource)
+			return clients.Kube.Discovery().RESTClient().Get().AbsPath(resourcePath(resource, namespace)...)
 		}
 		var selected []*unstructured.Unstructured
 		err := cluster.EachStreamed(ctx, workloadPage, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(sel.Labels).String()}, list, func(f *WorkloadFields) error {
-			w, err := f.Unstructured(resource, sel.Kind)
+			if sel.Kind.found && f.controlled() {
+				return nil // its controller's to scale
+			}
+			w, err := f.Unstructured(sel.Kind)
 			if err == nil {
 				selected = append(selected, w)
 			}
 			return err
 		})
-		if err != nil {
-			errs = append(errs, fmt.Errorf("list %s in %s: %w", resource.Resource, namespace, err))
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("list %s in %s: %w", resource.GroupResource(), namespace, err))
+		}
+		if done[resource.GroupResource()] == nil {
+			done[resource.GroupResource()] = map[string]bool{}
 		}
 		for _, w := range selected {
-			id := sel.Kind + "/" + w.GetName()
-			if done[id] {
+			if done[resource.GroupResource()][w.GetName()] {
 				continue // selected twice
 			}
-			done[id] = true
-			effect, err := change(resource, sel.Kind, w)
+			done[resource.GroupResource()][w.GetName()] = true
+			effect, err := change(sel.Kind, w)
 			if err != nil {
 				errs = append(errs, err)
 			}
@@ -81,53 +73,89 @@ func EachWorkload(ctx context.Context, clients cluster.Clients, namespace string
 	return effects, errors.Join(errs...)
 }
 
+// resourcePath is the path of resource's objects in namespace.
+func resourcePath(resource schema.GroupVersionResource, namespace string) []string {
+	if resource.Group == "" {
+		return []string{"/api", resource.Version, "namespaces", namespace, resource.Resource}
+	}
+	return []string{"/apis", resource.Group, resource.Version, "namespaces", namespace, resource.Resource}
+}
+
 // workloadPage is the page size of a namespace's workloads: each is decoded
 // on its own (see eachStreamed), and what is kept of it is a few hundred
 // bytes, so a page costs a request, not memory.
 const workloadPage = 500
 
-// WorkloadFields is what SCALE_DOWN and restore read of a workload: its
-// name, version, replicas, record of them, and its pod template's requests
-// (for what scaling it frees).
+// WorkloadFields is what a sleep and a wake read of a workload: its name,
+// version, whether it is controlled or kept awake, its replicas or
+// suspend, its records, and its pod template's requests (for what scaling
+// it frees).
 type WorkloadFields struct {
 	Metadata struct {
 		Name            string            `json:"name"`
 		Namespace       string            `json:"namespace"`
 		ResourceVersion string            `json:"resourceVersion"`
+		Labels          map[string]string `json:"labels"`
 		Annotations     map[string]string `json:"annotations"`
+		OwnerReferences []struct {
+			Controller *bool `json:"controller"`
+		} `json:"ownerReferences"`
 	} `json:"metadata"`
 	Spec struct {
 		Replicas *int64 `json:"replicas,omitempty"`
+		Suspend  *bool  `json:"suspend,omitempty"`
 		Template struct {
 			Spec cluster.PodRequests `json:"spec"`
 		} `json:"template"`
 	} `json:"spec"`
 }
 
-// Unstructured is f as the workload changes read it: these fields alone,
-// and of the annotations ReplicasAnnotation alone.
-func (f *WorkloadFields) Unstructured(resource schema.GroupVersionResource, kind string) (*unstructured.Unstructured, error) {
+// keptAnnotations are the annotations a sleep or a wake reads.
+var keptAnnotations = []string{status.ReplicasAnnotation, status.SuspendAnnotation, status.PausedReplicasAnnotation, KedaPausedReplicas}
+
+// controlled reports whether another object controls f's (a Deployment its
+// ReplicaSets).
+func (f *WorkloadFields) controlled() bool {
+	return slices.ContainsFunc(f.Metadata.OwnerReferences, func(o struct {
+		Controller *bool `json:"controller"`
+	}) bool {
+		return o.Controller != nil && *o.Controller
+	})
+}
+
+// Unstructured is f as the workload changes read it: these fields alone, of
+// the annotations keptAnnotations alone and of the labels KeepAwakeLabel.
+func (f *WorkloadFields) Unstructured(kind Kind) (*unstructured.Unstructured, error) {
 	var kept struct {
 		Metadata struct {
 			Name            string            `json:"name"`
 			Namespace       string            `json:"namespace"`
 			ResourceVersion string            `json:"resourceVersion"`
+			Labels          map[string]string `json:"labels,omitempty"`
 			Annotations     map[string]string `json:"annotations,omitempty"`
 		} `json:"metadata"`
 		Spec any `json:"spec"`
 	}
 	kept.Metadata.Name, kept.Metadata.Namespace, kept.Metadata.ResourceVersion = f.Metadata.Name, f.Metadata.Namespace, f.Metadata.ResourceVersion
-	if v, ok := f.Metadata.Annotations[status.ReplicasAnnotation]; ok {
-		kept.Metadata.Annotations = map[string]string{status.ReplicasAnnotation: v}
+	for _, key := range keptAnnotations {
+		if v, ok := f.Metadata.Annotations[key]; ok {
+			if kept.Metadata.Annotations == nil {
+				kept.Metadata.Annotations = map[string]string{}
+			}
+			kept.Metadata.Annotations[key] = v
+		}
+	}
+	if v, ok := f.Metadata.Labels[status.KeepAwakeLabel]; ok {
+		kept.Metadata.Labels = map[string]string{status.KeepAwakeLabel: v}
 	}
 	kept.Spec = f.Spec
 	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&kept)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s/%s: %w", kind, f.Metadata.Namespace, f.Metadata.Name, err)
+		return nil, fmt.Errorf("%s %s/%s: %w", kind.Name, f.Metadata.Namespace, f.Metadata.Name, err)
 	}
 	w := &unstructured.Unstructured{Object: obj}
-	w.SetAPIVersion(resource.GroupVersion().String())
-	w.SetKind(kind)
+	w.SetAPIVersion(kind.Resource.GroupVersion().String())
+	w.SetKind(kind.Name)
 	return w, nil
 }
 
@@ -192,33 +220,39 @@ func SpecReplicas(w *unstructured.Unstructured) int64 {
 	return n
 }
 
-// ScaleToZero sets one workload's replicas to zero, through wr, and records the count it
-// had, overwriting any record: a record is always the count the workload had
-// when nsman last scaled it to zero, so an older one, left by a scale-down
-// undone by hand since, must not survive to be restored. A workload already
-// at zero is not written to, and keeps its record.
+// Sleep puts one workload of kind to sleep, through wr, in one request that
+// records what it undoes (see way). A workload asleep already, or labelled
+// KeepAwakeLabel, is not written to.
 //
-// It returns the workload as scaled from, nil when it was not.
-func ScaleToZero(ctx context.Context, clients cluster.Clients, wr write.Writer, resource schema.GroupVersionResource, kind string, w *unstructured.Unstructured) (string, *unstructured.Unstructured, error) {
+// It returns the workload as it was before, nil when it was not written to.
+func Sleep(ctx context.Context, clients cluster.Clients, wr write.Writer, kind Kind, w *unstructured.Unstructured) (string, *unstructured.Unstructured, error) {
+	id := kind.Name + "/" + w.GetName()
+	if w.GetLabels()[status.KeepAwakeLabel] == "true" {
+		return "leave " + id + " awake: labelled " + status.KeepAwakeLabel, nil, nil
+	}
 	var from *unstructured.Unstructured
-	effect, err := ChangeWorkload(ctx, clients, wr, resource, w, func(w *unstructured.Unstructured) (map[string]any, string, error) {
-		replicas := SpecReplicas(w)
-		if replicas == 0 {
-			from = nil
-			return nil, "", nil
-		}
+	effect, err := ChangeWorkload(ctx, clients, wr, kind.Resource, w, func(w *unstructured.Unstructured) (map[string]any, string, error) {
+		patch, effect := kind.way.sleep(id, w)
 		from = w
-		return map[string]any{
-			"metadata": map[string]any{"annotations": map[string]any{status.ReplicasAnnotation: strconv.FormatInt(replicas, 10)}},
-			"spec":     map[string]any{"replicas": 0},
-		}, fmt.Sprintf("scale %s/%s from %d to 0", kind, w.GetName(), replicas), nil
+		return patch, effect, nil
 	})
 	if err != nil {
-		return "", nil, fmt.Errorf("scale %s %s/%s: %w", kind, w.GetNamespace(), w.GetName(), err)
+		return "", nil, fmt.Errorf("%s %s %s/%s: %w", sleepVerb(kind), kind.Name, w.GetNamespace(), w.GetName(), err)
 	}
 	if effect == "" {
-		// Already at zero, or deleted meanwhile.
+		// Asleep already, or deleted meanwhile.
 		from = nil
 	}
 	return effect, from, nil
+}
+
+// sleepVerb is what a sleep of kind does, for its errors.
+func sleepVerb(kind Kind) string {
+	switch kind.way.(type) {
+	case suspend:
+		return "suspend"
+	case pause:
+		return "pause"
+	}
+	return "scale"
 }

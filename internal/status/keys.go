@@ -77,3 +77,16 @@ const HoldAnnotation = "nsman.k8s.consol.de/hold-until"
 // ReplicasAnnotation records on a workload the replicas it had before nsman
 // scaled it down; nsman restore puts them back.
 const ReplicasAnnotation = "nsman.k8s.consol.de/replicas-before-scale-down"
+
+// SuspendAnnotation, "false", records on a CronJob that nsman suspended it
+// and that it ran before; nsman restore resumes it.
+const SuspendAnnotation = "nsman.k8s.consol.de/suspend-before-scale-down"
+
+// PausedReplicasAnnotation records on a KEDA ScaledObject the value its
+// autoscaling.keda.sh/paused-replicas had before nsman paused it at zero,
+// "" for none; nsman restore brings it back, or removes the pause.
+const PausedReplicasAnnotation = "nsman.k8s.consol.de/paused-replicas-before-scale-down"
+
+// KeepAwakeLabel, "true" on a workload, keeps nsman from scaling, suspending
+// or pausing it.
+const KeepAwakeLabel = "nsman.k8s.consol.de/keep-awake"

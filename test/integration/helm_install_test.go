@@ -143,7 +143,7 @@ func TestHelmInstallSweepsAsTheChartsServiceAccount(t *testing.T) {
 		t.Fatalf("the chart's admission policy does not refuse a DELETE of %s: %v (%v)", installNamespace, refused, err)
 	}
 
-	del, scale, hook, ruled, idle := c.Namespace(t), c.Namespace(t), c.Namespace(t), c.Namespace(t), c.Namespace(t)
+	del, scale, hook, ruled, idle, kinds := c.Namespace(t), c.Namespace(t), c.Namespace(t), c.Namespace(t), c.Namespace(t), c.Namespace(t)
 	caseID := del
 	if _, err := c.Admin.CoreV1().Namespaces().Patch(ctx, ruled, types.MergePatchType, []byte(`{"metadata":{"labels":{"`+ruleLabel+`":"`+caseID+`"}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
@@ -173,6 +173,7 @@ func TestHelmInstallSweepsAsTheChartsServiceAccount(t *testing.T) {
 		managerObj(idle, idle, caseID, []any{idlePolicy("idle a second", 1, deleteAction)}),
 		managerObj(scale, scale, caseID, []any{podsPolicy("scale when no tests run", map[string]any{"component": "tests"}, map[string]any{"type": "SCALE_DOWN"})}),
 		managerObj(hook, hook, caseID, []any{ttlPolicy("notify at once", 0, webhookAction(recv.ServiceURL(t, c.Admin, hook, "sink")+"/done"))}),
+		parkingEveryKind(t, c.Admin, dyn, kinds, caseID),
 		// A rule in nsman's own namespace, which is trusted while
 		// trustedNamespaces is unset.
 		managerObj(installNamespace, "rule", caseID, []any{ttlPolicy("notify at once", 0, webhookAction(recv.URL+"/rule"))}, selecting(caseID)),
@@ -199,7 +200,7 @@ func TestHelmInstallSweepsAsTheChartsServiceAccount(t *testing.T) {
 	}
 	res := sa.Sweep(t, append(slices.Clone(args), "-l", caseLabel+"="+caseID)...)
 	wantCode(t, res, 0)
-	for _, ns := range []string{del, scale, hook, idle} {
+	for _, ns := range []string{del, scale, hook, idle, kinds} {
 		wantState(t, res, ns, ns, report.StateFired)
 	}
 	if p := res.Pair(t, installNamespace, "rule", ruled); p.State != report.StateFired {

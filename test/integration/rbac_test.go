@@ -102,7 +102,7 @@ func used(reqs []cluster.Request) map[string]bool {
 }
 
 // TestShippedRBACIsExactlyWhatASweepUses runs one sweep that deletes, scales
-// down, calls a webhook, checks pods, writes events and acts by a rule, as the shipped
+// down (each kind the ClusterRole names), calls a webhook, checks pods, writes events and acts by a rule, as the shipped
 // ServiceAccount under the RBAC authorizer, then compares what it did (audit
 // log) with what the ClusterRole grants: nothing unused, nothing missing,
 // nothing denied.
@@ -139,6 +139,10 @@ func TestShippedRBACIsExactlyWhatASweepUses(t *testing.T) {
 	createManager(t, managerObj(idle, idle, caseID, []any{idlePolicy("idle a second", 1, deleteAction)}))
 	createManager(t, managerObj(scale, scale, caseID, []any{podsPolicy("scale when no tests run", map[string]any{"component": "tests"}, map[string]any{"type": "SCALE_DOWN"})}))
 	createManager(t, managerObj(hook, hook, caseID, []any{ttlPolicy("notify at once", 0, webhookAction(recv.ServiceURL(t, shared.Admin, hook, "sink")+"/done"))}))
+	// SCALE_DOWN of the other kinds the ClusterRole names: a CronJob
+	// suspended, a KEDA ScaledObject paused, an Argo Rollout scaled.
+	kinds := shared.Namespace(t)
+	createManager(t, parkingEveryKind(t, shared.Admin, env.Dynamic, kinds, caseID))
 	// A rule's record of a namespace is an annotation on it.
 	ruleHome := shared.Namespace(t)
 	ruled := labelled(t, caseID, 1)[0]
@@ -151,7 +155,7 @@ func TestShippedRBACIsExactlyWhatASweepUses(t *testing.T) {
 	waitPast(createdAt(t, idle))
 	res := e.Sweep(t, "-l", caseLabel+"="+caseID, "--trusted-namespaces", ruleHome)
 	wantCode(t, res, 0)
-	for _, ns := range []string{del, scale, hook, idle} {
+	for _, ns := range []string{del, scale, hook, idle, kinds} {
 		wantState(t, res, ns, ns, report.StateFired)
 	}
 	if p := res.Pair(t, ruleHome, "rule", ruled); p.State != report.StateFired {

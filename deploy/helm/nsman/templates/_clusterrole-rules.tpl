@@ -52,9 +52,21 @@ wildcards, no Secrets, no CRD writes.
   resources: [events]
   verbs: [create]
 # SCALE_DOWN and restore (a workload that changed meanwhile is read again
-# with a list by name).
+# with a list by name): Deployments and StatefulSets scaled to zero,
+# CronJobs suspended, KEDA ScaledObjects paused at zero, Argo Rollouts
+# scaled. Another kind with a scale subresource that a selector names
+# needs a rule of its own (docs/managers.md).
 - apiGroups: [apps]
   resources: [deployments, statefulsets]
+  verbs: [list, patch]
+- apiGroups: [batch]
+  resources: [cronjobs]
+  verbs: [list, patch]
+- apiGroups: [keda.sh]
+  resources: [scaledobjects]
+  verbs: [list, patch]
+- apiGroups: [argoproj.io]
+  resources: [rollouts]
   verbs: [list, patch]
 # IDLE: the newest ReplicaSet (a Deployment rolled out) and
 # ControllerRevision (a StatefulSet or DaemonSet rolled out) created (nsman
