@@ -131,15 +131,13 @@ const (
 )
 
 var (
-	deploymentResource  = appsv1.SchemeGroupVersion.WithResource("deployments")
-	jobResource         = batchv1.SchemeGroupVersion.WithResource("jobs")
-	priorityClassRes    = schedulingv1.SchemeGroupVersion.WithResource("priorityclasses")
-	scaledObjectRes     = nsmantest.ScaledObjectResource
-	rolloutResource     = nsmantest.RolloutResource
-	namespacedResources = map[schema.GroupVersionResource]string{
-		deploymentResource: "Deployment", cronJobResource: "CronJob", jobResource: "Job",
-		scaledObjectRes: "ScaledObject", rolloutResource: "Rollout",
-	}
+	deploymentResource = appsv1.SchemeGroupVersion.WithResource("deployments")
+	jobResource        = batchv1.SchemeGroupVersion.WithResource("jobs")
+	priorityClassRes   = schedulingv1.SchemeGroupVersion.WithResource("priorityclasses")
+	scaledObjectRes    = nsmantest.ScaledObjectResource
+	rolloutResource    = nsmantest.RolloutResource
+	// The kind of each resource that sleepers creates.
+	sleeperKinds = map[schema.GroupVersionResource]string{cronJobResource: "CronJob", scaledObjectRes: "ScaledObject", rolloutResource: "Rollout"}
 )
 
 // grantPatch lets the ServiceAccount namespace/name patch CronJobs, Jobs,
@@ -224,7 +222,7 @@ func sleepers(ctx context.Context, t *testing.T, client dynamic.Interface, names
 	} {
 		obj := &unstructured.Unstructured{Object: o.obj}
 		obj.SetAPIVersion(o.res.GroupVersion().String())
-		obj.SetKind(namespacedResources[o.res])
+		obj.SetKind(sleeperKinds[o.res])
 		if _, err := client.Resource(o.res).Namespace(namespace).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("create %s %s/%s: %v", obj.GetKind(), namespace, obj.GetName(), err)
 		}
@@ -292,9 +290,11 @@ func annotated(annotations map[string]any, spec map[string]any) map[string]any {
 }
 
 // TestAdmissionPolicyFencesNsmansServiceAccount: as nsman's ServiceAccount,
-// under deploy/base's RBAC and admission policy, every write RBAC grants
-// but a sweep never makes is refused with the policy's message, and each
-// write a sweep makes goes through; an admin is not affected. (A real
+// under deploy/base's RBAC and admission policy (and a grant to patch the
+// other kinds nsman puts to sleep: CronJobs, KEDA ScaledObjects, Argo
+// Rollouts, whose CRDs test/fixtures/crds stands in for), every write a
+// sweep never makes is refused with the policy's message, and each write
+// a sweep makes goes through; an admin is not affected. (A real
 // sweep doing every action under the policy: every other integration
 // test, TestShippedRBACIsExactlyWhatASweepUses among them.)
 func TestAdmissionPolicyFencesNsmansServiceAccount(t *testing.T) {
@@ -1032,7 +1032,9 @@ func TestHelmChartAdmissionPolicyFollowsProtectedNamespaces(t *testing.T) {
 // a test namespace, then runs a sweep as that ServiceAccount without
 // --protected-namespaces, as an nsman that protected less than it should:
 // its DELETE of that namespace is refused by the API server, with the
-// policy's message, while its DELETE of another goes through.
+// policy's message, while its DELETE of another goes through. The same
+// ServiceAccount, granted to patch them, may put a CronJob, a ScaledObject
+// and a Rollout to sleep, in that namespace not, and change nothing else.
 func TestHelmChartAdmissionPolicyRefusesWhatNsmanWouldNot(t *testing.T) {
 	e := setup(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
