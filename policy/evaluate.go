@@ -86,6 +86,10 @@ type Input struct {
 	// ControllerRevision or Job in the target, once looked for (NeedActivity):
 	// nil before; a zero At when there is none.
 	Activity *Activity
+	// Asleep names the SLEEP policy the target was put to sleep by, as
+	// nsman recorded it; "" when the target is awake. It decides whether a
+	// SLEEP policy that holds (or no longer does) is a transition at all.
+	Asleep string
 }
 
 // Activity is something that happened in a namespace, and when.
@@ -126,6 +130,11 @@ type Outcome struct {
 	Policy int
 	// Reason says why the policy fires.
 	Reason string
+	// Wake is set when Verdict is Fire and the transition wakes the target:
+	// it is asleep and no SLEEP policy holds any longer. Policy is then the
+	// SLEEP policy Input.Asleep names, or the manager's first SLEEP policy
+	// when Input.Asleep names none of them (the spec changed since).
+	Wake bool
 	// NextDue is the earliest time at which waiting can end through time
 	// alone; zero when only a change of pods can end it.
 	NextDue time.Time

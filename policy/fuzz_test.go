@@ -329,7 +329,7 @@ func checkParse(t *testing.T, u *unstructured.Unstructured) (m Manager, ok bool)
 	}
 	for _, p := range m.Policies {
 		if !slices.Contains([]string{ConditionTTL, ConditionPodsSucceed, ConditionPodsFailed, ConditionExpires, ConditionIdle}, p.Condition.Type) ||
-			!slices.Contains([]string{ActionDelete, ActionScaleDown, ActionWebhook}, p.Action.Type) {
+			!slices.Contains([]string{ActionDelete, ActionScaleDown, ActionWebhook, ActionSleep}, p.Action.Type) {
 			t.Fatalf("valid manager with policy %q: condition %q, action %q", p.Name, p.Condition.Type, p.Action.Type)
 		}
 	}

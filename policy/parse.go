@@ -41,7 +41,7 @@ func Parse(obj *unstructured.Unstructured) (Manager, field.ErrorList) {
 // ParseStrict is Parse, refusing also what nsman's CRD refuses at
 // admission beyond it (nsman validate checks a manifest so): the bounds
 // that keep the CRD's rules' cost estimable (64 policies, 16 SCALE_DOWN
-// selectors, 64 labels in a map, a url of 2048 characters), every
+// or SLEEP selectors, 64 labels in a map, a url of 2048 characters), every
 // parameter the CRD declares whatever the condition or action type, and
 // label values that are strings. A sweep uses Parse: under the original
 // CRD, which checks none of this, such a manager still works.
@@ -411,6 +411,12 @@ func (p *parser) policies(spec map[string]any, specPath *field.Path) []Policy {
 		pol.Condition = p.condition(p.object(obj, "condition", ip, true), ip.Child("condition"))
 		pol.Action = p.action(p.object(obj, "action", ip, true), ip.Child("action"))
 		pol.Windows = p.windows(obj, ip)
+		if pol.Action.Type == ActionSleep {
+			if explicit, _ := obj["final"].(bool); explicit {
+				p.errs = append(p.errs, field.Invalid(ip.Child("final"), true, "a SLEEP policy is never final: it sleeps and wakes as its condition and windows say"))
+			}
+			pol.Final = false
+		}
 		policies = append(policies, pol)
 	}
 	return policies
@@ -497,7 +503,7 @@ func (p *parser) action(obj map[string]any, path *field.Path) Action {
 	pp := path.Child("params")
 	switch a.Type {
 	case ActionDelete:
-	case ActionScaleDown:
+	case ActionScaleDown, ActionSleep:
 		a.Selectors = p.selectors(params, pp)
 	case ActionWebhook:
 		a.URL = p.url(params, pp, true)
@@ -506,14 +512,14 @@ func (p *parser) action(obj map[string]any, path *field.Path) Action {
 			p.errs = append(p.errs, field.Required(path.Child("type"), ""))
 		}
 	default:
-		p.errs = append(p.errs, field.NotSupported(path.Child("type"), a.Type, []string{ActionDelete, ActionScaleDown, ActionWebhook}))
+		p.errs = append(p.errs, field.NotSupported(path.Child("type"), a.Type, []string{ActionDelete, ActionScaleDown, ActionWebhook, ActionSleep}))
 	}
 	if p.strict {
 		// The CRD checks every parameter it declares, used or not.
 		if a.Type != ActionWebhook {
 			p.url(params, pp, false)
 		}
-		if a.Type != ActionScaleDown {
+		if a.Type != ActionScaleDown && a.Type != ActionSleep {
 			p.selectors(params, pp)
 		}
 	}

@@ -424,6 +424,63 @@ func TestParse(t *testing.T) {
 			}),
 		},
 		{
+			name: "SLEEP without params sleeps every workload and is never final",
+			obj:  manager(set(map[string]any{"type": ActionSleep}, "spec", "policies", "0", "action")),
+			want: wantManager(func(m *Manager) {
+				m.Policies[0].Action = Action{Type: ActionSleep}
+				m.Policies[0].Final = false
+			}),
+		},
+		{
+			name: "SLEEP with final false",
+			obj: manager(set(map[string]any{"type": ActionSleep}, "spec", "policies", "0", "action"),
+				set(false, "spec", "policies", "0", "final")),
+			want: wantManager(func(m *Manager) {
+				m.Policies[0].Action = Action{Type: ActionSleep}
+				m.Policies[0].Final = false
+			}),
+		},
+		{
+			name: "SLEEP with final null",
+			obj: manager(set(map[string]any{"type": ActionSleep}, "spec", "policies", "0", "action"),
+				set(nil, "spec", "policies", "0", "final")),
+			want: wantManager(func(m *Manager) {
+				m.Policies[0].Action = Action{Type: ActionSleep}
+				m.Policies[0].Final = false
+			}),
+		},
+		{
+			name: "SLEEP selectors as SCALE_DOWN's",
+			obj: manager(set(map[string]any{"type": ActionSleep, "params": map[string]any{"selectors": []any{
+				map[string]any{"kind": "deployment", "labels": map[string]any{"tier": "web"}},
+				map[string]any{"kind": "CRONJOB"},
+				map[string]any{"kind": "scaledObject"},
+				map[string]any{"kind": "Rollout.argoproj.io"},
+			}}}, "spec", "policies", "0", "action")),
+			want: wantManager(func(m *Manager) {
+				m.Policies[0].Action = Action{Type: ActionSleep, Selectors: []Selector{
+					{Kind: KindDeployment, Labels: map[string]string{"tier": "web"}},
+					{Kind: KindCronJob},
+					{Kind: KindScaledObject},
+					{Kind: "Rollout.argoproj.io"},
+				}}
+				m.Policies[0].Final = false
+			}),
+		},
+		{
+			name: "a SLEEP policy between final ones leaves them final",
+			obj: manager(policies(
+				ttlPolicy("delete after an hour"),
+				ttlPolicy("sleep at once", set(map[string]any{"type": ActionSleep}, "action")),
+				ttlPolicy("stage", set(false, "final")),
+			)),
+			want: wantManager(wantPolicies(
+				wantTTL("delete after an hour", 40*time.Second),
+				Policy{Name: "sleep at once", Condition: Condition{Type: ConditionTTL, TTL: 40 * time.Second}, Action: Action{Type: ActionSleep}},
+				Policy{Name: "stage", Condition: Condition{Type: ConditionTTL, TTL: 40 * time.Second}, Action: Action{Type: ActionDelete}},
+			)),
+		},
+		{
 			name: "WEBHOOK with an http url",
 			obj: manager(set(map[string]any{"type": ActionWebhook, "params": map[string]any{
 				"url": "http://receiver.ci-tools.svc.cluster.local/hooks/namespace-done",
@@ -669,6 +726,37 @@ func TestParseRejects(t *testing.T) {
 			},
 		},
 		{name: "selector labels is a list", obj: manager(scaleDown([]any{map[string]any{"kind": "Deployment", "labels": []any{"a=b"}}})), want: []fieldErr{invalid(p0 + ".action.params.selectors[0].labels")}},
+
+		// SLEEP.
+		{
+			name: "SLEEP with final true",
+			obj: manager(set(map[string]any{"type": ActionSleep}, "spec", "policies", "0", "action"),
+				set(true, "spec", "policies", "0", "final")),
+			want: []fieldErr{invalid(p0 + ".final")},
+		},
+		{
+			name: "SLEEP with final a string",
+			obj: manager(set(map[string]any{"type": ActionSleep}, "spec", "policies", "0", "action"),
+				set("true", "spec", "policies", "0", "final")),
+			want: []fieldErr{invalid(p0 + ".final")},
+		},
+		{
+			name: "SLEEP in lower case",
+			obj:  manager(set("sleep", "spec", "policies", "0", "action", "type")),
+			want: []fieldErr{notSupported(p0 + ".action.type")},
+		},
+		{
+			name: "a SLEEP selector of kind DaemonSet",
+			obj: manager(set(map[string]any{"type": ActionSleep, "params": map[string]any{"selectors": []any{map[string]any{"kind": "DaemonSet"}}}},
+				"spec", "policies", "0", "action")),
+			want: []fieldErr{invalid(p0 + ".action.params.selectors[0].kind")},
+		},
+		{
+			name: "SLEEP selectors an object",
+			obj: manager(set(map[string]any{"type": ActionSleep, "params": map[string]any{"selectors": map[string]any{"kind": "Deployment"}}},
+				"spec", "policies", "0", "action")),
+			want: []fieldErr{invalid(p0 + ".action.params.selectors")},
+		},
 
 		// WEBHOOK url.
 		{name: "WEBHOOK without params", obj: manager(webhook(nil)), want: []fieldErr{required(p0 + ".action.params.url")}},
@@ -1444,6 +1532,8 @@ func TestParseStrict(t *testing.T) {
 		{"periodSeconds a string on a TTL condition", set("10", "spec", "policies", "0", "condition", "params", "periodSeconds"), []fieldErr{invalid(p0 + ".condition.params.periodSeconds")}},
 		{"an ftp url on a DELETE action", set(map[string]any{"url": "ftp://x"}, "spec", "policies", "0", "action", "params"), []fieldErr{invalid(p0 + ".action.params.url")}},
 		{"17 selectors on a DELETE action", set(map[string]any{"selectors": many(17, func(int) any { return map[string]any{"kind": "Deployment"} })}, "spec", "policies", "0", "action", "params"), []fieldErr{tooMany(p0 + ".action.params.selectors")}},
+		{"17 selectors on a SLEEP action", set(map[string]any{"type": ActionSleep, "params": map[string]any{"selectors": many(17, func(int) any { return map[string]any{"kind": "CronJob"} })}}, "spec", "policies", "0", "action"), []fieldErr{tooMany(p0 + ".action.params.selectors")}},
+		{"a url a number on a SLEEP action", set(map[string]any{"type": ActionSleep, "params": map[string]any{"url": int64(1)}}, "spec", "policies", "0", "action"), []fieldErr{invalid(p0 + ".action.params.url")}},
 		{"a url of 2049 characters", policies(ttlPolicy("report", set(map[string]any{"type": ActionWebhook, "params": map[string]any{"url": "https://hooks.example.com/" + strings.Repeat("x", 2049-26)}}, "action"))), []fieldErr{tooLong(p0 + ".action.params.url")}},
 	} {
 		obj := manager(tt.mutate)
@@ -1451,8 +1541,8 @@ func TestParseStrict(t *testing.T) {
 			t.Errorf("%s: Parse() = %v, want it accepted (a sweep takes it)", tt.name, errs)
 		}
 		_, errs := ParseStrict(obj)
-		if got, want := fieldErrs(errs), sortedErrs(tt.want); !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: ParseStrict() errors = %v, want %v\nfull errors: %v", tt.name, got, want, errs)
+		if got, want := fieldErrs(errs), sortedErrs(tt.want); !reflect.DeepEqual(got, want) || len(errs) != len(want) {
+			t.Errorf("%s: ParseStrict() errors = %v, want %v, each once\nfull errors: %v", tt.name, got, want, errs)
 		}
 	}
 	// At the bounds, and with nothing beyond Parse, it accepts what Parse does.

@@ -30,9 +30,13 @@ const (
 	ActionDelete     = "DELETE"
 	ActionScaleDown  = "SCALE_DOWN"
 	ActionWebhook    = "WEBHOOK"
+	// ActionSleep is nsman's own: it needs nsman's CRD. Unlike the others
+	// it does not fire once: while its policy holds the target is asleep,
+	// and once no SLEEP policy of the manager holds it wakes.
+	ActionSleep = "SLEEP"
 )
 
-// Workload kinds a SCALE_DOWN selector names in any letter case, each
+// Workload kinds a SCALE_DOWN or SLEEP selector names in any letter case, each
 // written to in its own way (scaled, suspended, paused). A selector may
 // also name any other kind with a scale subresource, as Kind or
 // Kind.group, which the cluster's discovery resolves when the action runs.
@@ -111,10 +115,12 @@ type Policy struct {
 	// Final is policies[].final (default true): a final policy firing ends
 	// the manager (deactivates it; for a rule, ends the pair); one that is
 	// not fires once per generation and leaves the manager standing, and
-	// later sweeps go on to the policies after it.
+	// later sweeps go on to the policies after it. A SLEEP policy is never
+	// final: it acts at each transition between asleep and awake.
 	Final bool
 	// Windows, when set, are the only times the policy may act: holding
-	// outside them, it waits for the next to open.
+	// outside them, it waits for the next to open. A SLEEP policy holds
+	// only inside them: its windows are when the target sleeps.
 	Windows []Window
 }
 
@@ -159,10 +165,11 @@ const ExpiresAnnotation = "nsman.k8s.consol.de/expires"
 
 // Action is what a policy does when it holds.
 type Action struct {
-	// Type is ActionDelete, ActionScaleDown or ActionWebhook.
+	// Type is ActionDelete, ActionScaleDown, ActionWebhook or ActionSleep.
 	Type string
-	// Selectors pick the workloads SCALE_DOWN scales to zero; none means
-	// every Deployment and StatefulSet in the target.
+	// Selectors pick the workloads SCALE_DOWN or SLEEP puts to sleep; none
+	// means, for SCALE_DOWN, every Deployment and StatefulSet in the
+	// target, for SLEEP every workload of a kind nsman puts to sleep.
 	Selectors []Selector
 	// URL is where WEBHOOK posts.
 	URL string
