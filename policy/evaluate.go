@@ -112,7 +112,9 @@ type PolicyState struct {
 	// Detail says why it holds, or what it waits for.
 	Detail string
 	// Due is when the condition can next change through time alone; zero
-	// when only pods can change it.
+	// when only pods can change it. For a SLEEP policy while the target is
+	// asleep, it is when the sleep ends through time alone (zero when only
+	// activity or pods can end it, or the policy does not hold).
 	Due time.Time
 	// Problem says which annotation of the target the condition ignores,
 	// and why: an ExpiresAnnotation that does not parse (the condition
@@ -139,7 +141,8 @@ type Outcome struct {
 	// alone; zero when only a change of pods can end it.
 	NextDue time.Time
 	// Policies describes each policy evaluated, in order; policies after one
-	// that fires are not evaluated.
+	// that fires are not evaluated. A SLEEP transition describes the SLEEP
+	// policies judged, the one firing last.
 	Policies []PolicyState
 	// Checks is the progress to persist. It equals Input.Checks when nothing
 	// changed.
@@ -147,14 +150,26 @@ type Outcome struct {
 }
 
 // Evaluate applies m's policies in order at in.Now: the first whose condition
-// holds fires. It is pure: pods checks are asked for (NeedPods) rather than
-// made, so a manager that is not due costs no request.
+// holds fires. SLEEP policies instead say together, at the first of them,
+// whether the target should be asleep: one that holds puts an awake target
+// to sleep, none holding wakes an asleep one (Outcome.Wake), and else the
+// walk goes on past them. It is pure: pods checks are asked for (NeedPods)
+// rather than made, so a manager that is not due costs no request.
 func Evaluate(m Manager, in Input) Outcome {
 	out := Outcome{Checks: maps.Clone(in.Checks)}
+	var sleeping map[int]PolicyState
 	for i, p := range m.Policies {
 		state := PolicyState{Name: p.Name}
 		verdict := Wait
 		switch {
+		case p.Action.Type == ActionSleep:
+			if sleeping == nil {
+				var done bool
+				if sleeping, done = evaluateSleep(&out, m, in); done {
+					return out
+				}
+			}
+			state = sleeping[i]
 		case !p.Final && in.Fired[p.Name]:
 			state.Detail = "fired already in this generation"
 		case len(p.Windows) > 0:

@@ -32,7 +32,8 @@ var fuzzCreated = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // selector and by name patterns, stages, PODS_FAILED, minChecks, label
 // values that are numbers, the bounds of a duration, whole numbers spelled
 // as floats, a hold (which Parse leaves to the sweep), a deactivated
-// manager.
+// manager, SLEEP policies in windows, idle, on pods, before and after a
+// DELETE.
 var extraManagers = []string{
 	`{"apiVersion":"k8s.consol.de/v1beta1","kind":"NamespaceManager","metadata":{"name":"failed-e2e","namespace":"namespace-manager","uid":"u-1","generation":3},"spec":{"namespaceSelector":{"matchExpressions":[{"key":"ci","operator":"In","values":["e2e","smoke"]},{"key":"keep","operator":"DoesNotExist"}]},"policies":[{"name":"report a failure","final":false,"condition":{"type":"PODS_FAILED","params":{"podLabels":{"role":"e2e"},"initialDelaySeconds":0}},"action":{"type":"WEBHOOK","params":{"url":"https://hooks.example.com/nsman"}}},{"name":"delete after a day","condition":{"type":"TTL","params":{"ttlSeconds":86400}},"action":{"type":"DELETE"}}]}}`,
 	`{"metadata":{"name":"previews","namespace":"namespace-manager","generation":1},"spec":{"namePatterns":["pr-[0-9]*","preview-?","e2e-\\*"],"policies":[{"name":"park it","final":false,"condition":{"type":"TTL","params":{"ttlSeconds":3600}},"action":{"type":"SCALE_DOWN","params":{"selectors":[{"kind":"StatefulSet"},{"kind":"deployment","labels":{"tier":"web"}}]}}},{"name":"delete it","final":true,"condition":{"type":"TTL","params":{"ttlSeconds":7200}},"action":{"type":"DELETE"}}]}}`,
@@ -41,6 +42,8 @@ var extraManagers = []string{
 	`{"metadata":{"name":"m","namespace":"namespace-manager"},"spec":{"namespace":"target-1","deactivated":true,"policies":[{"name":"delete at once","condition":{"type":"TTL","params":{"ttlSeconds":0}},"action":{"type":"DELETE"}}]}}`,
 	`{"metadata":{"name":"far"},"spec":{"policies":[{"name":"the far end","condition":{"type":"PODS_SUCCEED","params":{"initialDelaySeconds":2147483647,"periodSeconds":2147483647,"minChecks":2147483647}},"action":{"type":"DELETE"}},{"name":"no sooner","condition":{"type":"TTL","params":{"ttlSeconds":2147483647}},"action":{"type":"DELETE"}}]}}`,
 	`{"metadata":{"name":"floats","namespace":"floats"},"spec":{"policies":[{"name":"when tests pass","condition":{"type":"PODS_SUCCEED","params":{"podLabels":{"run":7.0},"initialDelaySeconds":3e1,"periodSeconds":10.0,"minChecks":2.0}},"action":{"type":"DELETE"}},{"name":"backstop","condition":{"type":"TTL","params":{"ttlSeconds":7.2e3}},"action":{"type":"DELETE"}}]}}`,
+	`{"metadata":{"name":"sleepy","namespace":"namespace-manager","generation":4},"spec":{"namePatterns":["dev-*"],"policies":[{"name":"nights and weekends","condition":{"type":"TTL","params":{"ttlSeconds":0}},"action":{"type":"SLEEP","params":{"selectors":[{"kind":"Deployment"},{"kind":"cronjob","labels":{"tier":"batch"}}]}},"windows":[{"from":"20:00","to":"07:00","timeZone":"Europe/Berlin"},{"days":["Sat","Sun"],"from":"07:00","to":"20:00","timeZone":"Europe/Berlin"}]},{"name":"when idle","condition":{"type":"IDLE","params":{"idleSeconds":3600}},"action":{"type":"SLEEP"}},{"name":"delete when stale","condition":{"type":"IDLE","params":{"idleSeconds":604800}},"action":{"type":"DELETE"}}]}}`,
+	`{"metadata":{"name":"sleep-late","generation":1},"spec":{"policies":[{"name":"backstop","condition":{"type":"TTL","params":{"ttlSeconds":86400}},"action":{"type":"DELETE"}},{"name":"sleep when pods pass","final":false,"condition":{"type":"PODS_SUCCEED","params":{"initialDelaySeconds":0,"minChecks":2}},"action":{"type":"SLEEP"},"windows":[{"from":"22:00","to":"06:00"}]},{"name":"sleep on failure","condition":{"type":"PODS_FAILED","params":{"initialDelaySeconds":0}},"action":{"type":"SLEEP"}}]}}`,
 	`{"metadata":{"name":"held","namespace":"held","annotations":{"nsman.k8s.consol.de/hold-until":"2026-01-02T00:00:00Z"}},"spec":{"policies":[{"name":"delete at once","condition":{"type":"TTL","params":{"ttlSeconds":0}},"action":{"type":"DELETE"}}]}}`,
 }
 
@@ -112,11 +115,13 @@ func decode(data []byte) *unstructured.Unstructured {
 // under the original CRD may hold anything, and evaluates whatever parses.
 // Neither may panic; problems are bounded and name their field; a manager
 // that parses without problems is well-formed, parses the same after a JSON
-// round trip, and evaluates as checkEvaluation requires.
+// round trip, and evaluates as checkEvaluation requires; at an odd offset,
+// asleep by its first SLEEP policy.
 func FuzzParseAndEvaluate(f *testing.F) {
 	for _, m := range validManagers(f) {
 		f.Add(m, int64(0))
 		f.Add(m, int64(90000))
+		f.Add(m, int64(90001)) // asleep
 	}
 	for _, s := range hostileManagers {
 		f.Add([]byte(s), int64(3600))
@@ -130,28 +135,37 @@ func FuzzParseAndEvaluate(f *testing.F) {
 		if !ok {
 			return
 		}
-		checkEvaluation(t, m, Input{Now: fuzzCreated.Add(time.Duration(offset) * time.Second), TargetCreated: fuzzCreated}, uint16(offset))
+		in := Input{Now: fuzzCreated.Add(time.Duration(offset) * time.Second), TargetCreated: fuzzCreated}
+		if i := slices.IndexFunc(m.Policies, func(p Policy) bool { return p.Action.Type == ActionSleep }); i >= 0 && offset%2 != 0 {
+			in.Asleep = m.Policies[i].Name
+		}
+		checkEvaluation(t, m, in, uint16(offset))
 	})
 }
 
 // FuzzEvaluateManager starts from a valid manager (base), sets one field
 // of it (slot: which field of which policy) to a fuzzed number, string or
 // bool, and evaluates it on a fuzzed input: the time, the pods checks'
-// results, PODS_SUCCEED progress and the stages fired. Most executions get
-// past decoding and parsing into Evaluate.
+// results, PODS_SUCCEED progress, the stages fired and the SLEEP policy the
+// target is asleep by (asleep: 0 awake, else the name of policy asleep-1,
+// modulo their number, or of none at 0xff). Most executions get past
+// decoding and parsing into Evaluate.
 func FuzzEvaluateManager(f *testing.F) {
 	bases := validManagers(f)
 	for i := range bases {
 		for slot := range slots {
-			f.Add(uint8(i), uint8(slot), int64(60), "e2e", true, int64(61_000), uint16(0), uint8(0), int64(0), uint8(0))
+			f.Add(uint8(i), uint8(slot), int64(60), "e2e", true, int64(61_000), uint16(0), uint8(0), int64(0), uint8(0), uint8(0))
 		}
-		f.Add(uint8(i), uint8(0), int64(0), "", false, int64(0), uint16(0xffff), uint8(1), int64(55_000), uint8(1))
+		f.Add(uint8(i), uint8(0), int64(0), "", false, int64(0), uint16(0xffff), uint8(1), int64(55_000), uint8(1), uint8(1))
 		// One check of minChecks passed 6s ago, one more due.
-		f.Add(uint8(i), uint8(0), int64(60), "", false, int64(61_000), uint16(0), uint8(1), int64(55_000), uint8(0))
-		f.Add(uint8(i), uint8(2), int64(MaxSeconds), "x", false, int64(1<<40), uint16(0x5555), uint8(2), int64(-1), uint8(0xff))
-		f.Add(uint8(i), uint8(3), int64(MaxSeconds+1), "-", true, int64(-1), uint16(0xaaaa), uint8(9), int64(1<<40), uint8(2))
+		f.Add(uint8(i), uint8(0), int64(60), "", false, int64(61_000), uint16(0), uint8(1), int64(55_000), uint8(0), uint8(2))
+		f.Add(uint8(i), uint8(2), int64(MaxSeconds), "x", false, int64(1<<40), uint16(0x5555), uint8(2), int64(-1), uint8(0xff), uint8(0xff))
+		f.Add(uint8(i), uint8(3), int64(MaxSeconds+1), "-", true, int64(-1), uint16(0xaaaa), uint8(9), int64(1<<40), uint8(2), uint8(3))
+		// Asleep at noon UTC, outside the nights, and at 21:00 UTC.
+		f.Add(uint8(i), uint8(7), int64(3), "", false, int64(12*3600_000), uint16(0), uint8(0), int64(0), uint8(0), uint8(1))
+		f.Add(uint8(i), uint8(7), int64(3), "", false, int64(21*3600_000), uint16(0x5555), uint8(0), int64(0), uint8(0), uint8(2))
 	}
-	f.Fuzz(func(t *testing.T, base, slot uint8, n int64, s string, b bool, offset int64, pods uint16, passed uint8, last int64, fired uint8) {
+	f.Fuzz(func(t *testing.T, base, slot uint8, n int64, s string, b bool, offset int64, pods uint16, passed uint8, last int64, fired, asleep uint8) {
 		u := decode(bases[int(base)%len(bases)])
 		slots[int(slot)%len(slots)](u.Object, int(slot)/len(slots), n, s, b)
 		// Parse reads what a JSON decoder made: strings are UTF-8.
@@ -188,6 +202,13 @@ func FuzzEvaluateManager(f *testing.F) {
 		if b {
 			in.TargetTouched = s
 		}
+		switch asleep {
+		case 0:
+		case 0xff:
+			in.Asleep = "a policy gone"
+		default:
+			in.Asleep = m.Policies[int(asleep-1)%len(m.Policies)].Name
+		}
 		checkEvaluation(t, m, in, pods)
 	})
 }
@@ -214,8 +235,9 @@ var slots = []func(obj map[string]any, i int, n int64, s string, b bool){
 			{"type": ActionDelete},
 			{"type": ActionScaleDown, "params": map[string]any{"selectors": []any{map[string]any{"kind": s}}}},
 			{"type": ActionWebhook, "params": map[string]any{"url": s}},
+			{"type": ActionSleep, "params": map[string]any{"selectors": []any{map[string]any{"kind": s}}}},
 		}
-		policy(obj, i)["action"] = actions[uint64(n)%3]
+		policy(obj, i)["action"] = actions[uint64(n)%uint64(len(actions))]
 	},
 	func(obj map[string]any, i int, _ int64, s string, _ bool) { policy(obj, i)["name"] = s },
 	func(obj map[string]any, i int, _ int64, _ string, b bool) { policy(obj, i)["final"] = b },
@@ -367,12 +389,15 @@ func sameManager(a, b Manager) bool {
 // evaluated again. Every evaluation must be deterministic,
 // leave the input as it was, and be consistent:
 //   - Fire names a policy in range that holds, not a stage fired already,
-//     and no due time;
+//     and no due time; a SLEEP policy's puts an awake target to sleep, or
+//     wakes an asleep one (Wake), when no SLEEP policy holds, and then
+//     names the policy it was asleep by, else the first SLEEP policy;
 //   - NeedPods names a PODS_SUCCEED or PODS_FAILED policy not yet checked;
 //   - NeedActivity names an IDLE policy, once;
-//   - Wait describes every policy, none holding, and its NextDue is the
-//     earliest of their due times, after Now; nothing but pods ends the
-//     wait before then.
+//   - Wait describes every policy, none holding but the SLEEP policies
+//     that keep an asleep target asleep, and its NextDue is the earliest
+//     of their due times, after Now; nothing but pods ends the wait before
+//     then.
 //
 // There are at most as many NeedPods as policies.
 func checkEvaluation(t *testing.T, m Manager, in Input, bits uint16) {
@@ -393,10 +418,11 @@ func checkEvaluation(t *testing.T, m Manager, in Input, bits uint16) {
 				t.Fatalf("fired policy %d of %d", out.Policy, len(m.Policies))
 			}
 			p := m.Policies[out.Policy]
-			if len(out.Policies) == 0 || !out.Policies[len(out.Policies)-1].Holds || out.Policies[len(out.Policies)-1].Name != p.Name || out.Reason == "" {
-				t.Fatalf("fired policy %d (%q), described as %+v, reason %q", out.Policy, p.Name, out.Policies, out.Reason)
+			if len(out.Policies) == 0 || out.Policies[len(out.Policies)-1].Holds == out.Wake || out.Policies[len(out.Policies)-1].Name != p.Name || out.Reason == "" {
+				t.Fatalf("fired policy %d (%q), wake %v, described as %+v, reason %q", out.Policy, p.Name, out.Wake, out.Policies, out.Reason)
 			}
-			if !p.Final && in.Fired[p.Name] {
+			checkSleep(t, m, in, out)
+			if !p.Final && in.Fired[p.Name] && p.Action.Type != ActionSleep {
 				t.Fatalf("stage %q fired again", p.Name)
 			}
 			if !out.NextDue.IsZero() {
@@ -435,13 +461,58 @@ func checkEvaluation(t *testing.T, m Manager, in Input, bits uint16) {
 	t.Fatalf("evaluation asked for pods more often than there are policies")
 }
 
+// checkSleep checks a firing: a SLEEP policy's is a transition between
+// asleep and awake, anything else leaves the target as it is.
+func checkSleep(t *testing.T, m Manager, in Input, out Outcome) {
+	t.Helper()
+	p := m.Policies[out.Policy]
+	isSleep := func(name string) bool {
+		i := slices.IndexFunc(m.Policies, func(p Policy) bool { return p.Name == name })
+		return i >= 0 && m.Policies[i].Action.Type == ActionSleep
+	}
+	switch {
+	case p.Action.Type != ActionSleep:
+		if out.Wake {
+			t.Fatalf("policy %q, a %s, wakes", p.Name, p.Action.Type)
+		}
+	case !out.Wake:
+		if in.Asleep != "" {
+			t.Fatalf("policy %q puts a target asleep by %q to sleep", p.Name, in.Asleep)
+		}
+	default:
+		first := slices.IndexFunc(m.Policies, func(p Policy) bool { return p.Action.Type == ActionSleep })
+		if in.Asleep == "" || (isSleep(in.Asleep) && p.Name != in.Asleep) || (!isSleep(in.Asleep) && out.Policy != first) {
+			t.Fatalf("policy %d (%q) wakes a target asleep by %q", out.Policy, p.Name, in.Asleep)
+		}
+		for _, st := range out.Policies {
+			if st.Holds && isSleep(st.Name) {
+				t.Fatalf("wakes while SLEEP policy %q holds: %+v", st.Name, out.Policies)
+			}
+		}
+	}
+}
+
 func checkWait(t *testing.T, m Manager, in Input, out Outcome) {
 	t.Helper()
 	if len(out.Policies) != len(m.Policies) {
 		t.Fatalf("waiting, %d of %d policies described", len(out.Policies), len(m.Policies))
 	}
 	var earliest time.Time
+	sleeps, asleep := false, false
 	for i, st := range out.Policies {
+		if m.Policies[i].Action.Type == ActionSleep {
+			sleeps = true
+			if st.Holds {
+				if in.Asleep == "" {
+					t.Fatalf("waiting, awake, but SLEEP policy %q holds", st.Name)
+				}
+				asleep = true
+			}
+			if !st.Due.IsZero() && (earliest.IsZero() || st.Due.Before(earliest)) {
+				earliest = st.Due
+			}
+			continue
+		}
 		// A policy that holds waits only outside its windows, until the
 		// next opens.
 		if open := nextOpen(m.Policies[i].Windows, in.Now); st.Holds && (open.IsZero() || open.Equal(in.Now) || !st.Due.Equal(open)) {
@@ -450,6 +521,9 @@ func checkWait(t *testing.T, m Manager, in Input, out Outcome) {
 		if !st.Due.IsZero() && (earliest.IsZero() || st.Due.Before(earliest)) {
 			earliest = st.Due
 		}
+	}
+	if sleeps && in.Asleep != "" && !asleep {
+		t.Fatalf("waiting, asleep by %q, but no SLEEP policy holds: %+v", in.Asleep, out.Policies)
 	}
 	if !out.NextDue.Equal(earliest) {
 		t.Fatalf("next due %v, the earliest due time %v", out.NextDue, earliest)
@@ -465,7 +539,13 @@ func checkWait(t *testing.T, m Manager, in Input, out Outcome) {
 	} else {
 		later.Now = out.NextDue.Add(-time.Nanosecond)
 	}
-	if v := Evaluate(m, later).Verdict; v != Wait {
-		t.Fatalf("waiting at %v until %v, but %v at %v", in.Now, out.NextDue, v, later.Now)
+	switch again := Evaluate(m, later); {
+	case again.Verdict == Wait:
+	case asleep && (again.Verdict == NeedPods || again.Verdict == NeedActivity) && m.Policies[again.Policy].Action.Type == ActionSleep:
+		// Asleep, a SLEEP policy that did not hold may ask for pods or
+		// activity before the sleep ends: whatever they say, the policy
+		// that holds still does, and nothing changes.
+	default:
+		t.Fatalf("waiting at %v until %v, but %v at %v", in.Now, out.NextDue, again.Verdict, later.Now)
 	}
 }

@@ -115,3 +115,33 @@ func describeWindows(windows []Window) string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// openUntil is when the windows open at t close: the latest close of
+// those open at t, zero when none is.
+func openUntil(windows []Window, t time.Time) time.Time {
+	var until time.Time
+	for _, w := range windows {
+		ly, lm, ld := t.In(w.Location).Date()
+		// The day before (a window that crosses midnight) and the day of t.
+		for offset := -1; offset <= 0; offset++ {
+			y, m, d := time.Date(ly, lm, ld+offset, 12, 0, 0, 0, w.Location).Date()
+			open, close, ok := w.span(y, m, d)
+			if ok && !open.After(t) && close.After(t) && close.After(until) {
+				until = close
+			}
+		}
+	}
+	return until
+}
+
+// openWindow is the one of windows open at t that stays open longest, for
+// messages; false when none is.
+func openWindow(windows []Window, t time.Time) (Window, bool) {
+	until := openUntil(windows, t)
+	for _, w := range windows {
+		if openUntil([]Window{w}, t).Equal(until) && !until.IsZero() {
+			return w, true
+		}
+	}
+	return Window{}, false
+}

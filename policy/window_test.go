@@ -109,3 +109,41 @@ func TestEvaluateInWindows(t *testing.T) {
 		t.Errorf("a backstop after a policy waiting for its window: %s policy %d, want the backstop to fire", out.Verdict, out.Policy)
 	}
 }
+
+// openUntil is when the windows open at a time close: across midnight, a
+// change of clocks, and of two open at once the later; zero when none is
+// open, as at the very instant one closes.
+func TestOpenUntil(t *testing.T) {
+	berlin := zone(t, "Europe/Berlin")
+	nights := Window{From: 20 * 60, To: 7 * 60, Location: berlin}
+	saturday := Window{Days: []time.Weekday{time.Saturday}, From: 7 * 60, To: 20 * 60, Location: berlin}
+	tests := []struct {
+		name    string
+		windows []Window
+		at      string
+		want    string // "" for none open
+	}{
+		{"closed at noon", []Window{nights}, "2026-11-24T12:00:00Z", ""},
+		{"open as it opens", []Window{nights}, "2026-11-24T19:00:00Z", "2026-11-25T06:00:00Z"},
+		{"open after midnight", []Window{nights}, "2026-11-24T23:30:00Z", "2026-11-25T06:00:00Z"},
+		{"closed as it closes", []Window{nights}, "2026-11-25T06:00:00Z", ""},
+		// 2026-10-25: opened 20:00 CEST (18:00 UTC), closes 07:00 CET.
+		{"open through the autumn change", []Window{nights}, "2026-10-25T01:30:00Z", "2026-10-25T06:00:00Z"},
+		// 2026-03-29: opened 20:00 CET (19:00 UTC), closes 07:00 CEST.
+		{"open through the spring change", []Window{nights}, "2026-03-29T01:30:00Z", "2026-03-29T05:00:00Z"},
+		{"a Saturday window on a Saturday", []Window{saturday}, "2026-11-28T10:00:00Z", "2026-11-28T19:00:00Z"},
+		{"a Saturday window on a Friday", []Window{saturday}, "2026-11-27T10:00:00Z", ""},
+		{"of two open, the later close", []Window{{From: 18 * 60, To: 23 * 60, Location: time.UTC}, nights}, "2026-11-24T19:30:00Z", "2026-11-25T06:00:00Z"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := openUntil(tt.windows, utc(tt.at))
+			if (tt.want == "" && !got.IsZero()) || (tt.want != "" && !got.Equal(utc(tt.want))) {
+				t.Errorf("openUntil(%s) = %v, want %q", tt.at, got, tt.want)
+			}
+			if open := nextOpen(tt.windows, utc(tt.at)).Equal(utc(tt.at)); open != (tt.want != "") {
+				t.Errorf("nextOpen says open %v, openUntil %v", open, got)
+			}
+		})
+	}
+}
