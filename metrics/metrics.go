@@ -30,11 +30,11 @@ const DefaultMetricsJob = "nsman"
 // rather than no data.
 var metricStates = []report.State{
 	report.StateDeactivated, report.StateInvalid, report.StateForbidden, report.StateTargetMissing, report.StateTargetTerminating,
-	report.StateWaiting, report.StatePlanned, report.StateFired, report.StateFailed, report.StateDeferred, report.StateBusy, report.StateDone, report.StateGoverned,
+	report.StateWaiting, report.StatePlanned, report.StateFired, report.StateFailed, report.StateDeferred, report.StateBusy, report.StateDone, report.StateGoverned, report.StateAsleep,
 }
 
 // metricActions are the action types nsman_actions always has series for.
-var metricActions = []string{policy.ActionDelete, policy.ActionScaleDown, policy.ActionWebhook}
+var metricActions = []string{policy.ActionDelete, policy.ActionScaleDown, policy.ActionWebhook, policy.ActionSleep}
 
 // actionResults are the values of nsman_actions's result label: an
 // action's Result, or planned (dry run) or deferred (over the cap, or a
@@ -520,7 +520,19 @@ func sweepGauges(r report.Report) []prometheus.Collector {
 		byLabel("nsman_namespaces_stuck", "Namespaces that the last nsman sweep found stuck in Terminating (beyond --stuck-after), by reason; a namespace held for two reasons counts under both.",
 			"reason", report.StuckReasons, stuck),
 		gauge("nsman_namespaces_stuck_oldest_seconds", "Seconds since the deletion of the namespace stuck in Terminating the longest, as of the last nsman sweep; 0 when none is.", oldest),
+		gauge("nsman_namespaces_asleep", "Namespaces a SLEEP policy keeps asleep as the last nsman sweep left them: those it put to sleep included, those it woke not.", float64(asleep(r))),
 	}
+}
+
+// asleep counts the namespaces r's entries leave asleep, each once.
+func asleep(r report.Report) int {
+	namespaces := map[string]bool{}
+	for _, e := range r.Entries {
+		if e.State == report.StateAsleep || e.State == report.StateFired && e.Action == policy.ActionSleep && !e.Woke {
+			namespaces[e.Target] = true
+		}
+	}
+	return len(namespaces)
 }
 
 // stuckCounts counts the namespaces that r's entries say are stuck, by

@@ -373,14 +373,14 @@ func TestPushMetricsOfASweep(t *testing.T) {
 	)
 	// Every action type and result has a series, and no other does: an
 	// entry without an action, or a busy one, counts nowhere.
-	if n := len(req.Families["nsman_actions"].GetMetric()); n != 3*4 {
-		t.Errorf("nsman_actions has %d series, want 12", n)
+	if n := len(req.Families["nsman_actions"].GetMetric()); n != 4*4 {
+		t.Errorf("nsman_actions has %d series, want 16", n)
 	}
 	if _, ok := req.Families["nsman_last_success_timestamp_seconds"]; ok {
 		t.Error("a failed sweep pushed nsman_last_success_timestamp_seconds")
 	}
 	names := slices.Sorted(maps.Keys(req.Families))
-	want := []string{"nsman_actions", "nsman_api_requests", "nsman_dry_run", "nsman_holds", "nsman_managers", "nsman_namespaces_stuck", "nsman_namespaces_stuck_oldest_seconds", "nsman_notifications",
+	want := []string{"nsman_actions", "nsman_api_requests", "nsman_dry_run", "nsman_holds", "nsman_managers", "nsman_namespaces_asleep", "nsman_namespaces_stuck", "nsman_namespaces_stuck_oldest_seconds", "nsman_notifications",
 		"nsman_reclaimed_cpu_cores_total", "nsman_reclaimed_load_balancers_total", "nsman_reclaimed_memory_bytes_total", "nsman_reclaimed_storage_bytes_total", "nsman_sweep_duration_seconds"}
 	if !slices.Equal(names, want) {
 		t.Errorf("pushed %q, want %q", names, want)
@@ -642,6 +642,22 @@ func TestPushMetricsCountsStuckNamespaces(t *testing.T) {
 	for _, rs := range report.StuckReasons {
 		wantSeries(t, group, series{"nsman_namespaces_stuck", reasonLabel(rs), 0})
 	}
+}
+
+// nsman_namespaces_asleep counts the namespaces a sweep leaves asleep,
+// each once: asleep, or put to sleep in it; not woken, nor planned in a
+// dry run.
+func TestPushMetricsCountsAsleepNamespaces(t *testing.T) {
+	gw := newFakeGateway(t)
+	mustPushAll(t, gw, reportOf(metricsNow, false, nil,
+		report.Entry{Namespace: "a", Name: "m", Target: "a", State: report.StateAsleep},
+		report.Entry{Namespace: "rules", Name: "r", Rule: true, Target: "a", State: report.StateAsleep},
+		report.Entry{Namespace: "rules", Name: "r", Rule: true, Target: "b", State: report.StateFired, Action: policy.ActionSleep},
+		report.Entry{Namespace: "rules", Name: "r", Rule: true, Target: "c", State: report.StateFired, Action: policy.ActionSleep, Woke: true},
+		report.Entry{Namespace: "rules", Name: "r", Rule: true, Target: "d", State: report.StatePlanned, Action: policy.ActionSleep},
+		report.Entry{Namespace: "e", Name: "m", Target: "e", State: report.StateFired, Action: policy.ActionScaleDown},
+	))
+	wantSeries(t, gw.Requests()[0].Families, series{"nsman_namespaces_asleep", nil, 2})
 }
 
 // mustPushAll pushes r's metrics to gw, and fails unless the counters were

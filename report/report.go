@@ -46,6 +46,9 @@ const (
 	// StateGoverned: the namespace matches a rule, but a single-target
 	// manager aims at it, and governs it alone.
 	StateGoverned State = "governed"
+	// StateAsleep: a SLEEP policy put the target to sleep and still holds;
+	// it wakes when the policy stops holding.
+	StateAsleep State = "asleep"
 )
 
 // Entry is the report on one manager.
@@ -72,6 +75,9 @@ type Entry struct {
 	// Effects lists what the action did, or would do in a dry run
 	// (e.g. "scale Deployment/web from 3 to 0").
 	Effects []string `json:"effects,omitempty"`
+	// Woke: the action was a SLEEP policy's wake (else, for a SLEEP, its
+	// sleep).
+	Woke bool `json:"woke,omitempty"`
 	// HeldUntil is when the hold that keeps the manager (or pair) from
 	// acting ends (HoldAnnotation).
 	HeldUntil *time.Time `json:"heldUntil,omitempty"`

@@ -172,6 +172,7 @@ func TestResultOf(t *testing.T) {
 		StateBusy:              "",
 		StateDone:              "",
 		StateGoverned:          "",
+		StateAsleep:            "",
 		"":                     "",
 		"no-such-state":        "",
 	}

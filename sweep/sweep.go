@@ -503,13 +503,13 @@ func (s *Sweeper) namespaces(ctx context.Context, r *sweepRun) (map[string]clust
 }
 
 // logDecision logs one line per entry with stable keys; what changes
-// nothing (waiting, deactivated, done, governed) at debug level.
+// nothing (waiting, deactivated, done, governed, asleep) at debug level.
 func (s *Sweeper) logDecision(ctx context.Context, e report.Entry) {
 	level := slog.LevelInfo
 	switch e.State {
 	case report.StateFailed:
 		level = slog.LevelError
-	case report.StateWaiting, report.StateDeactivated, report.StateDone, report.StateGoverned:
+	case report.StateWaiting, report.StateDeactivated, report.StateDone, report.StateGoverned, report.StateAsleep:
 		level = slog.LevelDebug
 	}
 	if !s.log.Enabled(ctx, level) {

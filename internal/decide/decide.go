@@ -53,6 +53,9 @@ type Plan struct {
 	// Reason says why, in a sentence.
 	Reason string
 	Target Target
+	// Wake: the policy is a SLEEP that no longer holds, and the target,
+	// asleep, wakes.
+	Wake bool
 }
 
 // Target is a resolved target namespace.
@@ -311,6 +314,9 @@ func confirmDelete(m policy.Manager, e report.Entry, stored status.Progress, spe
 func (ev *Evaluator) evaluatePolicies(ctx context.Context, m policy.Manager, e report.Entry, t Target, check Check, stored status.Progress, spec string, holds ...Hold) Decision {
 	in := policy.Input{Now: ev.Now, TargetCreated: t.Listed.Created, Checks: stored.Checks, Pods: map[int]policy.PodsCheck{}, Fired: status.FiredIn(stored.Fired, m.Generation, spec),
 		TargetExpires: t.Listed.Expires, TargetTouched: t.Listed.Touched}
+	if stored.Asleep != nil {
+		in.Asleep = stored.Asleep.Policy
+	}
 	held := HoldsAt(holds, ev.Now, ev.MaxHold)
 	// fromIndex: in.Activity is the sweep's index's (see Activity).
 	fromIndex := false
@@ -350,21 +356,57 @@ func (ev *Evaluator) evaluatePolicies(ctx context.Context, m policy.Manager, e r
 				continue
 			}
 			e.AnnotationIgnored, e.LastActivity = ignoredAnnotation(out.Policies), lastActivity(out.Policies)
-			d := planned(m, e, conditions(out.Policies), Plan{Step: StepAct, Policy: m.Policies[out.Policy], Reason: out.Reason, Target: t})
+			d := planned(m, e, conditions(out.Policies), Plan{Step: StepAct, Policy: m.Policies[out.Policy], Reason: out.Reason, Target: t, Wake: out.Wake})
 			// A hold may keep the plan waiting, with its progress.
 			d.Checks = out.Checks
 			return applyHold(held, d)
 		}
-		details := make([]string, 0, len(out.Policies))
-		for _, p := range out.Policies {
-			details = append(details, p.Detail)
-		}
-		e.State, e.Message = report.StateWaiting, strings.Join(details, "; ")
-		e.AnnotationIgnored, e.LastActivity = ignoredAnnotation(out.Policies), lastActivity(out.Policies)
-		e.Due = TimePtr(out.NextDue)
-		e.Conditions = conditions(out.Policies)
-		return applyHold(held, Decision{Manager: m, Entry: e, Checks: out.Checks})
+		return applyHold(held, waiting(m, e, t, stored.Asleep, out))
 	}
+}
+
+// waiting is the decision on subject e when no policy fires: waiting, with
+// what each policy waits for, or asleep when a SLEEP policy put the target
+// to sleep (by, nil when awake).
+func waiting(m policy.Manager, e report.Entry, t Target, by *status.Asleep, out policy.Outcome) Decision {
+	details := make([]string, 0, len(out.Policies))
+	for _, p := range out.Policies {
+		details = append(details, p.Detail)
+	}
+	e.State, e.Message = report.StateWaiting, strings.Join(details, "; ")
+	e.AnnotationIgnored, e.LastActivity = ignoredAnnotation(out.Policies), lastActivity(out.Policies)
+	e.Due = TimePtr(out.NextDue)
+	e.Conditions = conditions(out.Policies)
+	if by != nil {
+		return asleep(m, e, t, by, out)
+	}
+	return Decision{Manager: m, Entry: e, Checks: out.Checks}
+}
+
+// asleep is the decision on a target a SLEEP policy put to sleep, evaluated
+// as e with no transition due: asleep, or, when that sleep failed part-way
+// and a SLEEP policy still holds, a plan to put the rest to sleep. A target
+// asleep by a policy the manager no longer has wakes (policy.Evaluate wakes
+// it only by a SLEEP policy it has).
+func asleep(m policy.Manager, e report.Entry, t Target, by *status.Asleep, out policy.Outcome) Decision {
+	sleeping := slices.IndexFunc(m.Policies, func(p policy.Policy) bool { return p.Action.Type == policy.ActionSleep })
+	waited := e
+	e.State, e.Message, e.Due = "", "", nil // for a plan
+	if sleeping < 0 {
+		gone := policy.Policy{Name: by.Policy, Action: policy.Action{Type: policy.ActionSleep}}
+		return planned(m, e, e.Conditions, Plan{Step: StepAct, Policy: gone, Reason: fmt.Sprintf("policy %q that put the namespace to sleep is gone: wake", by.Policy), Target: t, Wake: true})
+	}
+	for _, st := range out.Policies {
+		p := m.Policies[policyIndex(m, st.Name)]
+		if by.Partial && st.Holds && p.Action.Type == policy.ActionSleep {
+			d := planned(m, e, e.Conditions, Plan{Step: StepAct, Policy: p, Reason: fmt.Sprintf("%s; the last sleep failed part-way: the rest sleeps now", st.Detail), Target: t})
+			d.Checks = out.Checks
+			return d
+		}
+	}
+	waited.State = report.StateAsleep
+	waited.Message = fmt.Sprintf("asleep since %s (policy %q); %s", by.Since.UTC().Format(time.RFC3339), by.Policy, waited.Message)
+	return Decision{Manager: m, Entry: waited, Checks: out.Checks}
 }
 
 // activityUnread says why an IDLE policy's activity is not read, and until

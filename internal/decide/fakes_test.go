@@ -131,6 +131,7 @@ func podsSucceed(minChecks int64) map[string]any {
 }
 
 var (
+	sleepAction   = map[string]any{"type": policy.ActionSleep}
 	deleteAction  = map[string]any{"type": policy.ActionDelete}
 	webhookAction = map[string]any{"type": policy.ActionWebhook, "params": map[string]any{"url": "https://hooks.example/notify"}}
 )
@@ -208,6 +209,7 @@ type wantPlan struct {
 	name                   string
 	uid                    types.UID
 	going, home, recreated bool
+	wake                   bool
 }
 
 // want is what a case expects of a Decision: every field is checked, a
@@ -261,7 +263,7 @@ func checkDecision(t *testing.T, d Decision, w want) {
 		t.Errorf("plan %+v, want none", *p)
 	default:
 		got := wantPlan{step: p.Step, policy: p.Policy.Name, generation: p.Generation, reason: p.Reason, name: p.Target.Name, uid: p.Target.UID,
-			going: p.Target.Going, home: p.Target.Home, recreated: p.Target.Recreated}
+			going: p.Target.Going, home: p.Target.Home, recreated: p.Target.Recreated, wake: p.Wake}
 		wp := *w.plan
 		if !strings.Contains(got.reason, wp.reason) || wp.reason == "" {
 			t.Errorf("plan's reason %q, want one saying %q", got.reason, wp.reason)

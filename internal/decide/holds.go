@@ -73,9 +73,12 @@ func applyHold(st Holds, d Decision) Decision {
 	case until.IsZero():
 	case d.Plan != nil && d.Plan.Step == StepAct:
 		d.Entry.State, d.Entry.Message = report.StateWaiting, fmt.Sprintf("policy %q holds, but %s", d.Plan.Policy.Name, held)
+		if d.Plan.Wake {
+			d.Entry.State, d.Entry.Message = report.StateAsleep, fmt.Sprintf("policy %q would wake the namespace, but %s", d.Plan.Policy.Name, held)
+		}
 		d.Entry.Policy, d.Entry.Action, d.Entry.Due = "", "", &until
 		d.Plan = nil
-	case d.Entry.State == report.StateWaiting:
+	case d.Entry.State == report.StateWaiting || d.Entry.State == report.StateAsleep:
 		d.Entry.Message += "; " + held
 		if d.Entry.Due != nil && d.Entry.Due.Before(until) {
 			d.Entry.Due = &until

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/nsman/nsman/internal/cluster"
@@ -27,22 +26,13 @@ func Restore(ctx context.Context, clients cluster.Clients, namespace string, dry
 	w := write.New(clients.Kube, clients.Dynamic, clients.Managers, nil, dryRun)
 	var kinds Kinds
 	all, discoveryErr := kinds.All(clients.Kube)
-	errs := []error{discoveryErr}
-	for _, sel := range all {
-		done, err := EachWorkload(ctx, clients, namespace, []Selection{sel}, func(kind Kind, obj *unstructured.Unstructured) (string, error) {
-			return Wake(ctx, clients, w, kind, obj)
-		})
-		effects = append(effects, done...)
-		if sel.Kind.found && apierrors.IsForbidden(err) && len(done) == 0 {
-			skipped = append(skipped, sel.Kind.Resource.GroupResource().String())
-			continue
-		}
-		errs = append(errs, err)
-	}
 	if discoveryErr != nil {
-		errs[0] = fmt.Errorf("kinds with a scale subresource: %w", discoveryErr)
+		discoveryErr = fmt.Errorf("kinds with a scale subresource: %w", discoveryErr)
 	}
-	return effects, skipped, errors.Join(errs...)
+	effects, skipped, err = EachKind(ctx, clients, namespace, all, true, func(kind Kind, obj *unstructured.Unstructured) (string, error) {
+		return Wake(ctx, clients, w, kind, obj)
+	})
+	return effects, skipped, errors.Join(discoveryErr, err)
 }
 
 // Wake wakes workload obj of kind through w, as its record says (see way):

@@ -106,6 +106,9 @@ func (x *Executor) CarryOut(ctx context.Context, rec record.Record, d decide.Dec
 		// Nothing acts in a freeze: due, the subject waits for its end. A
 		// claim to complete stays as it is, for the first sweep after.
 		e.State, e.Message, e.Due = report.StateWaiting, fmt.Sprintf("%s; frozen until %s (--freeze)", p.Reason, x.FrozenUntil.UTC().Format(time.RFC3339)), decide.TimePtr(x.FrozenUntil)
+		if p.Wake {
+			e.State = report.StateAsleep // a freeze wakes nothing
+		}
 		if p.Step != decide.StepCompleteClaim {
 			e, recorded = x.save(ctx, rec, record.Outcome{Entry: e, Checks: d.Checks})
 		}
@@ -222,6 +225,8 @@ func (x *Executor) act(ctx context.Context, rec record.Record, d decide.Decision
 		return x.succeeded(e, p), true, true
 	}
 	e, o := x.outcomeOf(e, p, err, x.Now, rec.Prior().Last)
+	slept(&o, p, err, x.Now)
+	e = o.Entry
 	if werr := rec.Write(ctx, o); werr != nil && err != nil {
 		return decide.Failed(e, fmt.Errorf("%s; recording it failed: %w", e.Message, werr)), true, false
 	} else if werr != nil {
@@ -267,11 +272,27 @@ func (x *Executor) outcomeOf(e report.Entry, p *decide.Plan, err error, now time
 	e = x.succeeded(e, p)
 	last.Reclaimed = e.Reclaimed
 	o := record.Outcome{Entry: e, Last: last, Done: p.Policy.Final}
-	if !p.Policy.Final {
+	if !p.Policy.Final && p.Policy.Action.Type != policy.ActionSleep {
 		// A stage: recorded as fired, the subject left standing.
 		o.Stage = p.Policy.Name
 	}
 	return e, o
+}
+
+// slept sets in o the SLEEP state plan p leaves, its action done or failed
+// with err: awake after a wake; asleep after a sleep, part-way when it
+// failed (the next sweep puts the rest to sleep, or wakes what slept once
+// the policy stops holding). A wake that failed leaves the target asleep,
+// to be woken again.
+func slept(o *record.Outcome, p *decide.Plan, err error, now time.Time) {
+	switch {
+	case p.Policy.Action.Type != policy.ActionSleep:
+	case p.Wake:
+		o.Woke = err == nil
+	default:
+		o.Asleep = &status.Asleep{Policy: p.Policy.Name, Since: now.UTC(), Partial: err != nil}
+	}
+	o.Entry.Woke = p.Wake
 }
 
 // finish records a plan whose action was done before, making no claim:
@@ -363,6 +384,11 @@ func (x *Executor) apply(ctx context.Context, m policy.Manager, rec record.Recor
 			return applied{effects: []string{"scale down in namespace " + t.Name + ": the namespace the claim was made for is gone; the new one of that name is left alone"}}, nil
 		}
 		return x.scaleDown(ctx, t.Name, p.Policy.Action.Selectors)
+	case policy.ActionSleep:
+		if t.Recreated {
+			return applied{effects: []string{"sleep or wake in namespace " + t.Name + ": the namespace the claim was made for is gone; the new one of that name is left alone"}}, nil
+		}
+		return x.sleep(ctx, t.Name, p.Policy.Action.Selectors, p.Wake)
 	case policy.ActionWebhook:
 		effects, err := x.post(ctx, m, p, t)
 		return applied{effects: effects}, err
@@ -467,8 +493,37 @@ func (x *Executor) scaleDown(ctx context.Context, namespace string, selectors []
 	if err != nil {
 		return applied{}, fmt.Errorf("scale down in namespace %s: %w", namespace, err)
 	}
+	return x.putToSleep(ctx, namespace, selections, false)
+}
+
+// sleep puts the workloads a SLEEP policy selects to sleep, or wakes them:
+// with no selectors, those of every kind nsman puts to sleep (Kinds.All)
+// that its RBAC lets it list.
+func (x *Executor) sleep(ctx context.Context, namespace string, selectors []policy.Selector, wake bool) (applied, error) {
+	verb := map[bool]string{false: "sleep", true: "wake"}[wake]
+	every := len(selectors) == 0
+	selections, err := x.kinds.Resolve(x.Reads.Clients.Kube, selectors)
+	if every {
+		selections, err = x.kinds.All(x.Reads.Clients.Kube)
+	}
+	if err != nil && !every {
+		return applied{}, fmt.Errorf("%s in namespace %s: %w", verb, namespace, err)
+	}
+	if !wake {
+		did, sleepErr := x.putToSleep(ctx, namespace, selections, every)
+		return did, errors.Join(err, sleepErr)
+	}
+	effects, _, wakeErr := EachKind(ctx, x.Reads.Clients, namespace, selections, every, func(kind Kind, w *unstructured.Unstructured) (string, error) {
+		return Wake(ctx, x.Reads.Clients, x.Writer, kind, w)
+	})
+	return applied{effects: effects}, errors.Join(err, wakeErr)
+}
+
+// putToSleep puts selections' workloads to sleep (see Sleep) and sums what
+// they free; optional: as EachKind's.
+func (x *Executor) putToSleep(ctx context.Context, namespace string, selections []Selection, optional bool) (applied, error) {
 	var freed report.Reclaimed
-	effects, err := EachWorkload(ctx, x.Reads.Clients, namespace, selections, func(kind Kind, w *unstructured.Unstructured) (string, error) {
+	effects, _, err := EachKind(ctx, x.Reads.Clients, namespace, selections, optional, func(kind Kind, w *unstructured.Unstructured) (string, error) {
 		effect, from, err := Sleep(ctx, x.Reads.Clients, x.Writer, kind, w)
 		if from != nil { // a CronJob or ScaledObject has no spec.template: it frees nothing counted
 			freed.Add(probe.ScalingFrees(from))

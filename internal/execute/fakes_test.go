@@ -96,6 +96,7 @@ type fakeWriter struct {
 	deliverErr error
 	delivered  []webhook.Route
 	patches    int
+	patchErr   error
 }
 
 func newFakeWriter() *fakeWriter { return &fakeWriter{Writer: dryRun} }
@@ -124,7 +125,7 @@ func (w *fakeWriter) Deliver(_ context.Context, route webhook.Route, _ string, _
 
 func (w *fakeWriter) PatchWorkload(context.Context, schema.GroupVersionResource, string, string, []byte) error {
 	w.patches++
-	return nil
+	return w.patchErr
 }
 
 // newExecutor is the executor of a sweep at sweepNow that writes through w
@@ -179,6 +180,16 @@ func webhookTo(url string) func(*decide.Decision) {
 func scaleDownAll(d *decide.Decision) {
 	d.Plan.Policy.Action = policy.Action{Type: policy.ActionScaleDown}
 	d.Entry.Action = policy.ActionScaleDown
+}
+
+// sleeping makes the policy "nights", a SLEEP of the target's Deployments
+// that wakes it when wake.
+func sleeping(wake bool) func(*decide.Decision) {
+	return func(d *decide.Decision) {
+		d.Plan.Policy = policy.Policy{Name: "nights", Action: policy.Action{Type: policy.ActionSleep, Selectors: []policy.Selector{{Kind: policy.KindDeployment}}}}
+		d.Plan.Wake = wake
+		d.Entry.Policy, d.Entry.Action = "nights", policy.ActionSleep
+	}
 }
 
 // rule makes the manager a rule, whose records are the platform's.

@@ -73,6 +73,25 @@ func EachWorkload(ctx context.Context, clients cluster.Clients, namespace string
 	return effects, errors.Join(errs...)
 }
 
+// EachKind is EachWorkload over selections one kind at a time. Optional:
+// a kind found by discovery that the caller may not list is skipped, and
+// named in skipped, rather than an error: nsman writes only to the kinds
+// its RBAC grants.
+func EachKind(ctx context.Context, clients cluster.Clients, namespace string, selections []Selection, optional bool,
+	change func(Kind, *unstructured.Unstructured) (string, error)) (effects, skipped []string, err error) {
+	var errs []error
+	for _, sel := range selections {
+		done, err := EachWorkload(ctx, clients, namespace, []Selection{sel}, change)
+		effects = append(effects, done...)
+		if optional && sel.Kind.found && apierrors.IsForbidden(err) && len(done) == 0 {
+			skipped = append(skipped, sel.Kind.Resource.GroupResource().String())
+			continue
+		}
+		errs = append(errs, err)
+	}
+	return effects, skipped, errors.Join(errs...)
+}
+
 // resourcePath is the path of resource's objects in namespace.
 func resourcePath(resource schema.GroupVersionResource, namespace string) []string {
 	if resource.Group == "" {

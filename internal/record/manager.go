@@ -209,6 +209,7 @@ func (mr *Manager) keep(st *status.Status, o Outcome) {
 	if o.Stage != "" {
 		st.Fired = status.AddFired(st.Fired, o.Stage, generation, "", mr.Now)
 	}
+	st.Asleep = o.sleep(st.Asleep)
 }
 
 // deactivate sets spec.deactivated once a final action is done, where the

@@ -119,6 +119,7 @@ func (pr *Pair) after(from status.PairStatus, o Outcome) status.PairStatus {
 	if o.Stage != "" {
 		final.Fired = status.AddFired(final.Fired, o.Stage, pr.Rule.Generation, pr.Rule.Arming, pr.Now)
 	}
+	final.Asleep = o.sleep(final.Asleep)
 	return final
 }
 

@@ -42,9 +42,25 @@ type Outcome struct {
 	Last  *status.LastAction
 	Stage string
 	Done  bool
+	// Asleep, set, replaces the record's SLEEP state: the target was put
+	// to sleep (or part of it); Woke clears it.
+	Asleep *status.Asleep
+	Woke   bool
 	// StuckOnly: only what e says of a stuck target is kept; StuckUnread:
 	// the record's is kept as it was (see decision).
 	StuckOnly, StuckUnread bool
+}
+
+// sleep is the SLEEP state a record keeps after o, was being the one
+// before.
+func (o Outcome) sleep(was *status.Asleep) *status.Asleep {
+	switch {
+	case o.Woke:
+		return nil
+	case o.Asleep != nil:
+		return o.Asleep
+	}
+	return was
 }
 
 // Env is what a record needs of the sweep: the writer, a reader to

@@ -60,6 +60,7 @@ var conditionReasons = map[report.State]string{
 	report.StateTargetMissing:     "TargetMissing",
 	report.StateTargetTerminating: "TargetTerminating",
 	StateWatching:                 "Watching",
+	report.StateAsleep:            "Asleep",
 }
 
 // MaxMessage bounds the messages stored on a manager.
@@ -131,6 +132,18 @@ type Progress struct {
 	// (policy.ExpiresAnnotation, policy.TouchedAnnotation) is ignored,
 	// while it is: a Warning Event is written when it changes.
 	IgnoredAnnotation string `json:"ignoredAnnotation,omitempty"`
+	// Asleep is set while a SLEEP policy keeps the target asleep: from the
+	// sweep that put it to sleep (or tried to) to the one that woke it.
+	Asleep *Asleep `json:"asleep,omitempty"`
+}
+
+// Asleep says which SLEEP policy put the target to sleep, and when.
+type Asleep struct {
+	Policy string    `json:"policy"`
+	Since  time.Time `json:"since"`
+	// Partial: the sleep failed part-way; the next sweep puts the rest to
+	// sleep while the policy holds, or wakes what slept once it does not.
+	Partial bool `json:"partial,omitempty"`
 }
 
 // Clone returns a copy that shares nothing a sweep modifies in place.

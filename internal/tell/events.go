@@ -30,6 +30,24 @@ var eventKinds = map[report.State]struct{ kind, reason string }{
 	report.StateForbidden: {corev1.EventTypeWarning, "Forbidden"},
 }
 
+// Reasons of the Event of a SLEEP policy's transition, in place of Fired.
+const (
+	Slept = "Slept"
+	Woke  = "Woke"
+)
+
+// reasonOf is the reason of the Event of e, fired by reason unless e is a
+// SLEEP policy's transition.
+func reasonOf(e report.Entry, reason string) string {
+	switch {
+	case e.State != report.StateFired || e.Action != policy.ActionSleep:
+		return reason
+	case e.Woke:
+		return Woke
+	}
+	return Slept
+}
+
 // holdIgnored and annotationIgnored are the Event reasons for holds, and an
 // expiry or touched annotation, nsman ignored.
 const (
@@ -55,7 +73,7 @@ func (ev ManagerEvents) Tell(ctx context.Context, e report.Entry, before status.
 		return
 	}
 	if k, ok := eventKinds[e.State]; ok && (acted || e.State != before.State) {
-		ev.Emit(ctx, k.kind, k.reason, e.Action, e.Message)
+		ev.Emit(ctx, k.kind, reasonOf(e, k.reason), e.Action, e.Message)
 	}
 	if e.HoldIgnored != "" && e.HoldIgnored != before.IgnoredHold {
 		ev.Emit(ctx, corev1.EventTypeWarning, holdIgnored, "Evaluate", e.HoldIgnored)

@@ -1,0 +1,50 @@
+package decide
+
+import (
+	"testing"
+	"time"
+
+	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/report"
+)
+
+// A SLEEP policy puts its target to sleep while it holds and wakes it once
+// it does not: the record says which policy put it to sleep. A hold keeps
+// either from happening, a sleep that failed part-way is completed, a
+// target asleep by a policy since removed wakes, and a DELETE after the
+// SLEEP fires while asleep.
+func TestEvaluateManagerSleep(t *testing.T) {
+	asleepBy := func(name string, partial bool) status.Status {
+		return status.Status{Progress: status.Progress{Asleep: &status.Asleep{Policy: name, Since: now.Add(-time.Hour), Partial: partial}}}
+	}
+	holds := policies(pol("nights", ttl(3600), sleepAction))
+	waits := policies(pol("nights", ttl(3*3600), sleepAction))
+	listed := []cluster.Namespace{targetNS()}
+	plan := func(policy, reason string, wake bool) *wantPlan {
+		return &wantPlan{step: StepAct, policy: policy, generation: 3, reason: reason, name: target, uid: "ns-uid-1", wake: wake}
+	}
+	runManagerCases(t, []managerCase{
+		{name: "awake, the policy holds: sleep", obj: newManager(holds), listed: listed, lists: 1,
+			want: want{policy: "nights", plan: plan("nights", "TTL 1h0m0s elapsed at 2026-11-23T11:00:00Z", false)}},
+		{name: "asleep, the policy holds: asleep", obj: newManager(holds), stored: asleepBy("nights", false), listed: listed, lists: 1,
+			want: want{state: report.StateAsleep, msg: `asleep since 2026-11-23T11:00:00Z (policy "nights"); `}},
+		{name: "asleep, the policy no longer holds: wake", obj: newManager(waits), stored: asleepBy("nights", false), listed: listed, lists: 1,
+			want: want{policy: "nights", plan: plan("nights", "TTL 3h0m0s elapses", true)}},
+		{name: "awake, the policy does not hold: waiting", obj: newManager(waits), listed: listed, lists: 1,
+			want: want{state: report.StateWaiting, msg: "TTL 3h0m0s elapses at 2026-11-23T13:00:00Z", due: timeAt(time.Hour)}},
+		{name: "asleep part-way, the policy holds: the rest sleeps", obj: newManager(holds), stored: asleepBy("nights", true), listed: listed, lists: 1,
+			want: want{policy: "nights", plan: plan("nights", "the last sleep failed part-way: the rest sleeps now", false)}},
+		{name: "asleep part-way, the policy no longer holds: wake", obj: newManager(waits), stored: asleepBy("nights", true), listed: listed, lists: 1,
+			want: want{policy: "nights", plan: plan("nights", "TTL 3h0m0s elapses", true)}},
+		{name: "asleep by a policy since removed: wake", obj: newManager(), stored: asleepBy("old", false), listed: []cluster.Namespace{targetNS(func(ns *cluster.Namespace) { ns.Created = now })}, lists: 1,
+			want: want{policy: "old", plan: plan("old", `policy "old" that put the namespace to sleep is gone: wake`, true)}},
+		{name: "asleep, a wake held", obj: newManager(waits), stored: asleepBy("nights", false), listed: []cluster.Namespace{targetNS(nsHold(time.Hour))}, lists: 1,
+			want: want{state: report.StateAsleep, msg: `policy "nights" would wake the namespace, but namespace preview-7 is held until ` + at(time.Hour), due: timeAt(time.Hour), heldUntil: timeAt(time.Hour)}},
+		{name: "awake, a sleep held", obj: newManager(holds), listed: []cluster.Namespace{targetNS(nsHold(time.Hour))}, lists: 1,
+			want: want{state: report.StateWaiting, msg: `policy "nights" holds, but namespace preview-7 is held until ` + at(time.Hour), due: timeAt(time.Hour), heldUntil: timeAt(time.Hour)}},
+		{name: "asleep, a DELETE after the SLEEP holds", obj: newManager(policies(pol("nights", ttl(3600), sleepAction), pol("expire", ttl(7200), deleteAction))),
+			stored: asleepBy("nights", false), listed: listed, lists: 1,
+			want: want{policy: "expire", plan: plan("expire", "TTL 2h0m0s elapsed", false)}},
+	})
+}

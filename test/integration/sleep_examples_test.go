@@ -1,0 +1,229 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
+
+	"github.com/nsman/nsman/cmd"
+	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/report"
+	"github.com/nsman/nsman/test/nsmantest"
+)
+
+// sleepExamples are the examples whose rules sleep: TestSleepExamplesPlayOut
+// plays them out, TestExamplesPlayOut leaves them to it.
+var sleepExamples = []string{"sleep-idle-previews.yaml", "sleep-nights-weekends.yaml"}
+
+// workloadLine is what a sleep and a wake change of a Deployment or
+// CronJob, as one line.
+func workloadLine(t *testing.T, kind, ns, name string) string {
+	t.Helper()
+	switch kind {
+	case "Deployment":
+		d, err := shared.Admin.AppsV1().Deployments(ns).Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, recorded := d.Annotations[status.ReplicasAnnotation]
+		return fmt.Sprintf("Deployment %s/%s replicas %d recorded %t", ns, name, *d.Spec.Replicas, recorded)
+	case "CronJob":
+		cj, err := shared.Admin.BatchV1().CronJobs(ns).Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, recorded := cj.Annotations[status.SuspendAnnotation]
+		return fmt.Sprintf("CronJob %s/%s suspend %t recorded %t", ns, name, cj.Spec.Suspend != nil && *cj.Spec.Suspend, recorded)
+	}
+	t.Fatalf("no workload line for kind %s", kind)
+	return ""
+}
+
+// TestSleepExamplesPlayOut plays out each example whose rule sleeps: its
+// SLEEP policy made to hold now (windows open now, idle times of seconds;
+// its other policies as written, which do not fire in the test), each
+// namespace the rule matches is put to sleep (every workload but those
+// labelled keep-awake or suspended before), stays asleep at the next sweep,
+// and is woken as it was, by its window closing or by nsman touch.
+func TestSleepExamplesPlayOut(t *testing.T) {
+	e := setup(t)
+	for _, name := range sleepExamples {
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join(nsmantest.RepoRoot(), "examples", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			objs, err := nsmantest.Decode(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			playOutSleep(t, e, objs)
+		})
+	}
+}
+
+func playOutSleep(t *testing.T, e *nsmantest.Env, objs []*unstructured.Unstructured) {
+	t.Helper()
+	run := fmt.Sprintf("sleep-run-%d", time.Now().UnixNano())
+	var rule *unstructured.Unstructured
+	var m policy.Manager
+	var workloads []*unstructured.Unstructured
+	for _, obj := range objs {
+		switch obj.GetKind() {
+		case policy.Kind:
+			rule = obj
+			holdsNow(t, obj)
+			obj.SetLabels(map[string]string{nsmantest.PlayOutLabel: run})
+			var problems []error
+			if m, problems = parseRule(obj); len(problems) > 0 {
+				t.Fatalf("rule %s invalid: %v", obj.GetName(), problems)
+			}
+		case "Deployment", "CronJob":
+			workloads = append(workloads, obj)
+		}
+	}
+	var targets []string
+	for _, obj := range objs {
+		if obj.GetKind() == "Namespace" && obj.GetName() != m.Namespace && m.Rule.Matches(obj.GetName(), k8slabels.Set(obj.GetLabels())) {
+			targets = append(targets, obj.GetName())
+		}
+	}
+	if rule == nil || len(targets) == 0 || len(workloads) == 0 {
+		t.Fatalf("the example has no rule, no namespace it matches or no workload")
+	}
+	var manifest bytes.Buffer
+	for _, obj := range objs {
+		data, err := json.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		manifest.Write(append(data, '\n'))
+	}
+	e.Apply(t, manifest.Bytes())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = e.Dynamic.Resource(cluster.ManagerResource).Namespace(m.Namespace).Delete(ctx, m.Name, metav1.DeleteOptions{})
+	})
+	awake := map[string]string{}
+	for _, w := range workloads {
+		awake[w.GetNamespace()+"/"+w.GetName()] = workloadLine(t, w.GetKind(), w.GetNamespace(), w.GetName())
+	}
+	args := []string{"-l", nsmantest.PlayOutLabel + "=" + run, "--trusted-namespaces", m.Namespace}
+	sweepUntil := func(want report.State) {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		for {
+			res := e.Sweep(t, args...)
+			wantCode(t, res, 0)
+			states := map[report.State]int{}
+			for _, ns := range targets {
+				states[res.Pair(t, m.Namespace, m.Name, ns).State]++
+			}
+			if states[want] == len(targets) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after a minute, the rule's namespaces are %v, want all %s", states, want)
+			}
+			time.Sleep(time.Second)
+		}
+	}
+
+	sweepUntil(report.StateFired)
+	for _, w := range workloads {
+		id := w.GetNamespace() + "/" + w.GetName()
+		got := workloadLine(t, w.GetKind(), w.GetNamespace(), w.GetName())
+		untouched := w.GetLabels()[status.KeepAwakeLabel] == "true" || strings.Contains(awake[id], "suspend true")
+		asleep := strings.Contains(got, "replicas 0 recorded true") || strings.Contains(got, "suspend true recorded true")
+		if untouched && got != awake[id] || !untouched && !asleep {
+			t.Errorf("asleep: %s; was %s (left alone: %t)", got, awake[id], untouched)
+		}
+	}
+	sweepUntil(report.StateAsleep)
+
+	if slices.ContainsFunc(m.Policies, func(p policy.Policy) bool { return p.Action.Type == policy.ActionSleep && len(p.Windows) > 0 }) {
+		closeWindows(t, e, rule)
+	} else {
+		for _, ns := range targets {
+			var out bytes.Buffer
+			if code := cmd.Execute(t.Context(), []string{"touch", "--kubeconfig", shared.Kubeconfig, ns}, &out, &out); code != 0 {
+				t.Fatalf("nsman touch %s: exit %d: %s", ns, code, out.String())
+			}
+		}
+	}
+	sweepUntil(report.StateFired)
+	for _, w := range workloads {
+		id := w.GetNamespace() + "/" + w.GetName()
+		if got := workloadLine(t, w.GetKind(), w.GetNamespace(), w.GetName()); got != awake[id] {
+			t.Errorf("woken: %s, want %s as before", got, awake[id])
+		}
+	}
+}
+
+// holdsNow makes a rule's SLEEP policies hold now: windows open now, idle
+// times of two seconds. Its other policies are left as written.
+func holdsNow(t *testing.T, obj *unstructured.Unstructured) {
+	t.Helper()
+	policies, _, _ := unstructured.NestedSlice(obj.Object, "spec", "policies")
+	for _, p := range policies {
+		pm := p.(map[string]any)
+		if typ, _, _ := unstructured.NestedString(pm, "action", "type"); typ != policy.ActionSleep {
+			continue
+		}
+		if _, ok := pm["windows"]; ok {
+			now := time.Now().UTC()
+			pm["windows"] = []any{map[string]any{"from": now.Add(-time.Hour).Format("15:04"), "to": now.Add(2 * time.Hour).Format("15:04")}}
+		}
+		if typ, _, _ := unstructured.NestedString(pm, "condition", "type"); typ == policy.ConditionIdle {
+			_ = unstructured.SetNestedField(pm, int64(2), "condition", "params", "idleSeconds")
+		}
+	}
+	_ = unstructured.SetNestedSlice(obj.Object, policies, "spec", "policies")
+}
+
+// closeWindows moves the rule's SLEEP windows away from now.
+func closeWindows(t *testing.T, e *nsmantest.Env, obj *unstructured.Unstructured) {
+	t.Helper()
+	live, err := e.Dynamic.Resource(cluster.ManagerResource).Namespace(obj.GetNamespace()).Get(t.Context(), obj.GetName(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	policies, _, _ := unstructured.NestedSlice(live.Object, "spec", "policies")
+	now := time.Now().UTC()
+	for _, p := range policies {
+		if pm := p.(map[string]any); pm["windows"] != nil {
+			pm["windows"] = []any{map[string]any{"from": now.Add(3 * time.Hour).Format("15:04"), "to": now.Add(4 * time.Hour).Format("15:04")}}
+		}
+	}
+	_ = unstructured.SetNestedSlice(live.Object, policies, "spec", "policies")
+	if _, err := e.Dynamic.Resource(cluster.ManagerResource).Namespace(obj.GetNamespace()).Update(t.Context(), live, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// parseRule is policy.Parse, its problems as errors.
+func parseRule(obj *unstructured.Unstructured) (policy.Manager, []error) {
+	m, problems := policy.Parse(obj)
+	var errs []error
+	for _, p := range problems {
+		errs = append(errs, p)
+	}
+	if m.Rule == nil {
+		errs = append(errs, fmt.Errorf("%s is no rule", obj.GetName()))
+	}
+	return m, errs
+}

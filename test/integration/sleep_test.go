@@ -1,0 +1,178 @@
+package integration
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/status"
+	nsmanwrite "github.com/nsman/nsman/internal/write"
+	"github.com/nsman/nsman/report"
+)
+
+// sleepPolicy is a SLEEP policy "nights" whose one window, in UTC, is open
+// from from to to after now (negative: before).
+func sleepPolicy(from, to time.Duration) map[string]any {
+	now := time.Now().UTC()
+	return map[string]any{
+		"name":      "nights",
+		"condition": map[string]any{"type": "TTL", "params": map[string]any{"ttlSeconds": int64(0)}},
+		"windows":   []any{map[string]any{"from": now.Add(from).Format("15:04"), "to": now.Add(to).Format("15:04"), "timeZone": "UTC"}},
+		"action":    map[string]any{"type": "SLEEP"},
+	}
+}
+
+// sleepEvents are the Events of reason on manager name in ns.
+func sleepEvents(t *testing.T, ns, name, reason string) int {
+	t.Helper()
+	list, err := shared.Admin.EventsV1().Events(ns).List(t.Context(), metav1.ListOptions{FieldSelector: "reason=" + reason + ",regarding.name=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(list.Items)
+}
+
+// workloadVersions are the resourceVersions of the Deployment and CronJob
+// of the sleep test.
+func workloadVersions(t *testing.T, ns string) string {
+	t.Helper()
+	d, err := shared.Admin.AppsV1().Deployments(ns).Get(t.Context(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cj, err := shared.Admin.BatchV1().CronJobs(ns).Get(t.Context(), "report", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.ResourceVersion + "/" + cj.ResourceVersion
+}
+
+// A SLEEP policy puts its namespace to sleep while its window is open, and
+// the sweeps after leave it asleep, writing nothing to its workloads; once
+// the window no longer holds now it wakes, each workload as it was. The
+// manager is never deactivated, its status says asleep since when, and
+// Events Slept and Woke say each transition.
+func TestSleepPolicyPutsToSleepAndWakes(t *testing.T) {
+	e := setup(t)
+	ns := shared.Namespace(t)
+	createDeployment(t, ns, "web", 2)
+	createCronJob(t, ns, "report", false)
+	createManager(t, managerObj(ns, ns, ns, []any{sleepPolicy(-time.Hour, 2*time.Hour)}))
+
+	res := e.Sweep(t, "-l", caseLabel+"="+ns)
+	wantCode(t, res, 0)
+	slept := wantState(t, res, ns, ns, report.StateFired)
+	if slept.Action != "SLEEP" || slept.Woke {
+		t.Errorf("entry %+v, want a SLEEP that slept", slept)
+	}
+	wantWorkload(t, ns, "web", 0, "2")
+	if got := kindsLine(t, ns); got != `CronJob/report suspend true record "false"` {
+		t.Errorf("CronJob after the sleep: %s", got)
+	}
+	st := managerStatus(t, ns, ns)
+	if st.Asleep == nil || st.Asleep.Policy != "nights" || st.Asleep.Partial || e.Deactivated(t, ns, ns) {
+		t.Fatalf("status asleep %+v, deactivated %t; want asleep by nights, not deactivated", st.Asleep, e.Deactivated(t, ns, ns))
+	}
+
+	versions := workloadVersions(t, ns)
+	res = e.Sweep(t, "-l", caseLabel+"="+ns)
+	wantCode(t, res, 0)
+	asleep := wantState(t, res, ns, ns, report.StateAsleep)
+	if !strings.Contains(asleep.Message, `(policy "nights")`) {
+		t.Errorf("asleep entry says %q", asleep.Message)
+	}
+	if got := workloadVersions(t, ns); got != versions {
+		t.Errorf("a sweep while asleep wrote to the workloads: versions %s, were %s", got, versions)
+	}
+
+	// The window moves away from now: the policy no longer holds.
+	patch := fmt.Appendf(nil, `{"spec":{"policies":[%s]}}`, nsmanwrite.MustJSON(sleepPolicy(3*time.Hour, 4*time.Hour)))
+	if _, err := env.Dynamic.Resource(cluster.ManagerResource).Namespace(ns).Patch(t.Context(), ns, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	res = e.Sweep(t, "-l", caseLabel+"="+ns)
+	wantCode(t, res, 0)
+	woke := wantState(t, res, ns, ns, report.StateFired)
+	if woke.Action != "SLEEP" || !woke.Woke {
+		t.Errorf("entry %+v, want a SLEEP that woke", woke)
+	}
+	wantWorkload(t, ns, "web", 2, "")
+	if got := kindsLine(t, ns); got != `CronJob/report suspend false` {
+		t.Errorf("CronJob after the wake: %s", got)
+	}
+	if st := managerStatus(t, ns, ns); st.Asleep != nil || e.Deactivated(t, ns, ns) {
+		t.Errorf("status asleep %+v, deactivated %t; want awake, not deactivated", st.Asleep, e.Deactivated(t, ns, ns))
+	}
+	res = e.Sweep(t, "-l", caseLabel+"="+ns)
+	wantState(t, res, ns, ns, report.StateWaiting)
+	for reason, want := range map[string]int{"Slept": 1, "Woke": 1} {
+		if n := sleepEvents(t, ns, ns, reason); n != want {
+			t.Errorf("%d Events %s, want %d", n, reason, want)
+		}
+	}
+}
+
+// kindsLine is the CronJob report of ns as kindsState writes it.
+func kindsLine(t *testing.T, ns string) string {
+	t.Helper()
+	cj, err := shared.Admin.BatchV1().CronJobs(ns).Get(t.Context(), "report", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := fmt.Sprintf("CronJob/report suspend %v", *cj.Spec.Suspend)
+	if v, ok := cj.Annotations[status.SuspendAnnotation]; ok {
+		line += fmt.Sprintf(" record %q", v)
+	}
+	return line
+}
+
+// A rule's SLEEP puts each namespace it matches to sleep and wakes it, its
+// record of the namespace saying asleep in between; the rule, never
+// deactivated, acts at each transition once.
+func TestRuleSleepsAndWakesItsNamespaces(t *testing.T) {
+	e := setup(t)
+	home := shared.Namespace(t)
+	caseID := home
+	targets := labelled(t, caseID, 2)
+	for _, ns := range targets {
+		createDeployment(t, ns, "web", 1)
+	}
+	createManager(t, managerObj(home, "dev-nights", caseID, []any{sleepPolicy(-time.Hour, 2*time.Hour)}, selecting(caseID)))
+	rule := env.Manager(t, home, "dev-nights")
+	sweep := func(want report.State, when string) {
+		t.Helper()
+		res := e.Sweep(t, "-l", caseLabel+"="+caseID, "--trusted-namespaces", home)
+		wantCode(t, res, 0)
+		wantPairs(t, res, home, "dev-nights", targets, want, when)
+	}
+
+	sweep(report.StateFired, "the window opened")
+	for _, ns := range targets {
+		wantWorkload(t, ns, "web", 0, "1")
+		if st, _ := pairRecord(t, ns, rule.GetUID()); st.Asleep == nil || st.Asleep.Policy != "nights" {
+			t.Errorf("record on %s: asleep %+v, want asleep by nights", ns, st.Asleep)
+		}
+	}
+	sweep(report.StateAsleep, "asleep")
+
+	patch := fmt.Appendf(nil, `{"spec":{"policies":[%s]}}`, nsmanwrite.MustJSON(sleepPolicy(3*time.Hour, 4*time.Hour)))
+	if _, err := env.Dynamic.Resource(cluster.ManagerResource).Namespace(home).Patch(t.Context(), "dev-nights", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sweep(report.StateFired, "the window closed")
+	for _, ns := range targets {
+		wantWorkload(t, ns, "web", 1, "")
+		if st, _ := pairRecord(t, ns, rule.GetUID()); st.Asleep != nil {
+			t.Errorf("record on %s: asleep %+v, want awake", ns, st.Asleep)
+		}
+	}
+	sweep(report.StateWaiting, "awake")
+	if e.Deactivated(t, home, "dev-nights") {
+		t.Error("the rule was deactivated")
+	}
+}
