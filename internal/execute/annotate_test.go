@@ -17,10 +17,11 @@ import (
 	"github.com/nsman/nsman/policy"
 )
 
-// TestHoldAndTouchAnnotateTheNamespace: a hold is written as RFC 3339 UTC
-// and removed with a null; a touch is the time to the second, UTC; a dry
-// run returns the same patch and sends nothing.
-func TestHoldAndTouchAnnotateTheNamespace(t *testing.T) {
+// TestHoldWakeAndTouchAnnotateTheNamespace: a hold or a wake is written as
+// RFC 3339 UTC under its own key and removed with a null; a touch is the
+// time to the second, UTC; a dry run returns the same patch and sends
+// nothing.
+func TestHoldWakeAndTouchAnnotateTheNamespace(t *testing.T) {
 	at := time.Date(2026, 11, 28, 3, 4, 5, 600_000_000, time.FixedZone("CET", 3600))
 	tests := []struct {
 		name    string
@@ -35,6 +36,14 @@ func TestHoldAndTouchAnnotateTheNamespace(t *testing.T) {
 		{"release", func(c cluster.Clients, dry bool) ([]byte, error) {
 			return Hold(t.Context(), c, "team-a", "", time.Time{}, dry)
 		}, status.HoldAnnotation, "", `{"metadata":{"annotations":{"nsman.k8s.consol.de/hold-until":null}}}`, map[string]string{status.HoldAnnotation: "2026-11-30T00:00:00Z"}},
+		{"wake", func(c cluster.Clients, dry bool) ([]byte, error) {
+			return WakeUntil(t.Context(), c, "team-a", "", at, dry)
+		},
+			status.WakeAnnotation, "2026-11-28T02:04:05Z", `{"metadata":{"annotations":{"nsman.k8s.consol.de/wake-until":"2026-11-28T02:04:05Z"}}}`, nil},
+		{"wake released", func(c cluster.Clients, dry bool) ([]byte, error) {
+			return WakeUntil(t.Context(), c, "team-a", "", time.Time{}, dry)
+		}, status.WakeAnnotation, "", `{"metadata":{"annotations":{"nsman.k8s.consol.de/wake-until":null}}}`,
+			map[string]string{status.WakeAnnotation: "2026-11-30T00:00:00Z", status.HoldAnnotation: "2026-11-30T00:00:00Z"}},
 		{"touch", func(c cluster.Clients, dry bool) ([]byte, error) { return Touch(t.Context(), c, "team-a", at, dry) },
 			policy.TouchedAnnotation, "2026-11-28T02:04:05Z", `{"metadata":{"annotations":{"nsman.k8s.consol.de/touched":"2026-11-28T02:04:05Z"}}}`, nil},
 	}
@@ -62,31 +71,53 @@ func TestHoldAndTouchAnnotateTheNamespace(t *testing.T) {
 				case !dryRun && tt.want != "" && got != tt.want:
 					t.Errorf("%s = %q, want %q", tt.key, got, tt.want)
 				}
+				others, before := maps.Clone(ns.Annotations), maps.Clone(tt.already)
+				delete(others, tt.key)
+				delete(before, tt.key)
+				if !maps.Equal(others, before) {
+					t.Errorf("dry run %v: other annotations %v, want %v as they were", dryRun, others, before)
+				}
 			}
 		})
 	}
 }
 
-// TestHoldAManager: a hold on one manager patches that manager, not its
-// namespace.
-func TestHoldAManager(t *testing.T) {
-	var method, path, body string
-	managers := clustertest.ManagersClient(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		data, _ := io.ReadAll(r.Body)
-		method, path, body = r.Method, r.URL.Path, string(data)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"apiVersion":"k8s.consol.de/v1beta1","kind":"NamespaceManager","metadata":{"name":"preview","namespace":"team-a"}}`))
-	}))
-	kube := kubefake.NewClientset()
+// TestHoldAndWakeAManager: a hold or a wake on one manager patches that
+// manager, not its namespace.
+func TestHoldAndWakeAManager(t *testing.T) {
 	until := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	if _, err := Hold(t.Context(), cluster.Clients{Kube: kube, Managers: managers}, "team-a", "preview", until, false); err != nil {
-		t.Fatal(err)
-	}
-	if method != http.MethodPatch || path != "/apis/k8s.consol.de/v1beta1/namespaces/team-a/namespacemanagers/preview" ||
-		body != `{"metadata":{"annotations":{"nsman.k8s.consol.de/hold-until":"2026-12-01T00:00:00Z"}}}` {
-		t.Errorf("%s %s %s, want the hold patched onto the manager", method, path, body)
-	}
-	if n := len(kube.Actions()); n != 0 {
-		t.Errorf("%d requests for namespaces, want none", n)
+	for _, tt := range []struct {
+		name  string
+		write func(cluster.Clients) ([]byte, error)
+		body  string
+	}{
+		{"hold", func(c cluster.Clients) ([]byte, error) {
+			return Hold(t.Context(), c, "team-a", "preview", until, false)
+		},
+			`{"metadata":{"annotations":{"nsman.k8s.consol.de/hold-until":"2026-12-01T00:00:00Z"}}}`},
+		{"wake", func(c cluster.Clients) ([]byte, error) {
+			return WakeUntil(t.Context(), c, "team-a", "preview", until, false)
+		},
+			`{"metadata":{"annotations":{"nsman.k8s.consol.de/wake-until":"2026-12-01T00:00:00Z"}}}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var method, path, body string
+			managers := clustertest.ManagersClient(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				data, _ := io.ReadAll(r.Body)
+				method, path, body = r.Method, r.URL.Path, string(data)
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write([]byte(`{"apiVersion":"k8s.consol.de/v1beta1","kind":"NamespaceManager","metadata":{"name":"preview","namespace":"team-a"}}`))
+			}))
+			kube := kubefake.NewClientset()
+			if _, err := tt.write(cluster.Clients{Kube: kube, Managers: managers}); err != nil {
+				t.Fatal(err)
+			}
+			if method != http.MethodPatch || path != "/apis/k8s.consol.de/v1beta1/namespaces/team-a/namespacemanagers/preview" || body != tt.body {
+				t.Errorf("%s %s %s, want %s patched onto the manager", method, path, body, tt.body)
+			}
+			if n := len(kube.Actions()); n != 0 {
+				t.Errorf("%d requests for namespaces, want none", n)
+			}
+		})
 	}
 }

@@ -51,11 +51,24 @@ func Wake(ctx context.Context, clients cluster.Clients, w write.Writer, kind Kin
 // Hold writes HoldAnnotation ending at until (zero: removes it) on
 // namespace or that manager in it, unless dryRun, and returns the patch.
 func Hold(ctx context.Context, clients cluster.Clients, namespace, manager string, until time.Time, dryRun bool) ([]byte, error) {
+	return annotateUntil(ctx, clients, status.HoldAnnotation, namespace, manager, until, dryRun)
+}
+
+// WakeUntil writes WakeAnnotation ending at until (zero: removes it) on
+// namespace or that manager in it, unless dryRun, and returns the patch.
+func WakeUntil(ctx context.Context, clients cluster.Clients, namespace, manager string, until time.Time, dryRun bool) ([]byte, error) {
+	return annotateUntil(ctx, clients, status.WakeAnnotation, namespace, manager, until, dryRun)
+}
+
+// annotateUntil writes annotation key, until as RFC 3339 UTC (zero: removes
+// it), on namespace or that manager in it, unless dryRun, and returns the
+// patch: a hold and a wake are written, and bounded by a sweep, alike.
+func annotateUntil(ctx context.Context, clients cluster.Clients, key, namespace, manager string, until time.Time, dryRun bool) ([]byte, error) {
 	var value any // null removes the annotation in a merge patch
 	if !until.IsZero() {
 		value = until.UTC().Format(time.RFC3339)
 	}
-	patch := write.Patch{Body: []byte(write.MustJSON(map[string]any{"metadata": map[string]any{"annotations": map[string]any{status.HoldAnnotation: value}}}))}
+	patch := write.Patch{Body: []byte(write.MustJSON(map[string]any{"metadata": map[string]any{"annotations": map[string]any{key: value}}}))}
 	w := write.New(clients.Kube, clients.Dynamic, clients.Managers, nil, dryRun)
 	if manager == "" {
 		return patch.Body, w.PatchNamespace(ctx, namespace, patch)

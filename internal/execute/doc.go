@@ -4,6 +4,6 @@
 // --max-actions (FairShare), the claim, the action (a DELETE, SCALE_DOWN's
 // workload changes, a WEBHOOK routed as the trust of its manager's
 // namespace allows), the notification, the record of the outcome and the
-// Events. It also holds nsman restore and the writes of nsman hold and
-// nsman touch. Every request goes through the Writer of package write.
+// Events. It also holds nsman restore and the writes of nsman hold, nsman
+// wake and nsman touch. Every request goes through the Writer of package write.
 package execute

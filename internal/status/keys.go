@@ -66,13 +66,21 @@ func Digest(format string, a ...any) string {
 }
 
 // AnnotationPrefix prefixes the annotations of a manager that nsman
-// reads: its hold, and its status under the original CRD.
+// reads: its hold, its wake, and its status under the original CRD.
 const AnnotationPrefix = "nsman.k8s.consol.de/"
 
 // HoldAnnotation, set to an RFC 3339 time on a namespace, holds every
 // manager and rule acting on that namespace until then; on a manager, it
 // holds that manager (a rule: all its namespaces). nsman hold writes it.
 const HoldAnnotation = "nsman.k8s.consol.de/hold-until"
+
+// WakeAnnotation, set to an RFC 3339 time on a namespace, wakes it until
+// then from the sleep of every SLEEP policy acting on it, and the sweep
+// after that time puts it to sleep again if its policy still holds; on a
+// manager, it wakes that manager's target (a rule: all its namespaces).
+// nsman wake writes it. One ending further ahead than a sweep's --max-hold
+// is ignored, as such a hold is: waking for long is a deliberate act too.
+const WakeAnnotation = "nsman.k8s.consol.de/wake-until"
 
 // ReplicasAnnotation records on a workload the replicas it had before nsman
 // scaled it down; nsman restore puts them back.
