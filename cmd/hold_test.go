@@ -21,12 +21,12 @@ func TestHoldPatch(t *testing.T) {
 	key := `"` + status.HoldAnnotation + `"`
 	tests := []struct {
 		name string
-		o    holdOptions
+		o    untilOptions
 		want string
 	}{
-		{name: "for", o: holdOptions{forD: 48 * time.Hour}, want: `{"metadata":{"annotations":{` + key + `:"2026-11-25T12:00:00Z"}}}`},
-		{name: "until", o: holdOptions{untilTime: "2026-12-04T19:00:00+01:00"}, want: `{"metadata":{"annotations":{` + key + `:"2026-12-04T18:00:00Z"}}}`},
-		{name: "release", o: holdOptions{release: true}, want: `{"metadata":{"annotations":{` + key + `:null}}}`},
+		{name: "for", o: untilOptions{forD: 48 * time.Hour}, want: `{"metadata":{"annotations":{` + key + `:"2026-11-25T12:00:00Z"}}}`},
+		{name: "until", o: untilOptions{untilTime: "2026-12-04T19:00:00+01:00"}, want: `{"metadata":{"annotations":{` + key + `:"2026-12-04T18:00:00Z"}}}`},
+		{name: "release", o: untilOptions{release: true}, want: `{"metadata":{"annotations":{` + key + `:null}}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -41,7 +41,7 @@ func TestHoldPatch(t *testing.T) {
 			}
 		})
 	}
-	for name, o := range map[string]holdOptions{
+	for name, o := range map[string]untilOptions{
 		"none":         {},
 		"two":          {forD: time.Hour, release: true},
 		"bad until":    {untilTime: "tomorrow"},
@@ -63,7 +63,7 @@ func TestHoldPatch(t *testing.T) {
 // written, one beyond 720h refused.
 func TestHoldMaxHoldZeroIsTheDefault(t *testing.T) {
 	now := time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
-	o := holdOptions{forD: 48 * time.Hour, now: func() time.Time { return now }}
+	o := untilOptions{forD: 48 * time.Hour, now: func() time.Time { return now }}
 	if got, err := o.until(); err != nil || !got.Equal(now.Add(48*time.Hour)) {
 		t.Errorf("--for 48h --max-hold 0: %v, %v; want the hold written", got, err)
 	}

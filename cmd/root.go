@@ -51,7 +51,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newVersionCommand(), newSweepCommand(), newValidateCommand(), newRestoreCommand(), newHoldCommand(), newTouchCommand(), newDoctorCommand(), newExplainCommand())
+	root.AddCommand(newVersionCommand(), newSweepCommand(), newValidateCommand(), newRestoreCommand(), newHoldCommand(), newWakeCommand(), newTouchCommand(), newDoctorCommand(), newExplainCommand())
 	return root
 }
 
