@@ -43,6 +43,8 @@ type Namespace struct {
 	// Expires its policy.ExpiresAnnotation, Touched its
 	// policy.TouchedAnnotation.
 	Hold, Expires, Touched string
+	// Wake is the namespace's WakeAnnotation, empty when it has none.
+	Wake string
 }
 
 // NamespaceOf is what a sweep keeps of namespace m, listed as metadata.
@@ -53,6 +55,7 @@ func NamespaceOf(m *metav1.PartialObjectMetadata) Namespace {
 		info.Deleting = m.DeletionTimestamp.Time
 	}
 	info.Hold, info.Expires, info.Touched = m.Annotations[status.HoldAnnotation], m.Annotations[policy.ExpiresAnnotation], m.Annotations[policy.TouchedAnnotation]
+	info.Wake = m.Annotations[status.WakeAnnotation]
 	for k, v := range m.Annotations {
 		if strings.HasPrefix(k, status.PairAnnotationPrefix) {
 			if info.Pairs == nil {

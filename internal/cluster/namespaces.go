@@ -21,13 +21,13 @@ import (
 // KiB of annotations, and a page holds 500: decoded whole, as client-go's
 // metadata client does, a page cost 128 MB. Each namespace is decoded as
 // it arrives (eachStreamedAs), and of its annotations only nsman's are
-// kept: the rules' records, which nsman writes, and the hold, the expiry
-// date and the touch, each cut at maxNamespaceValue bytes (a time is some
-// 30): a namespace kept for the sweep costs what nsman reads of it.
+// kept: the rules' records, which nsman writes, and the hold, the wake, the
+// expiry date and the touch, each cut at maxNamespaceValue bytes (a time is
+// some 30): a namespace kept for the sweep costs what nsman reads of it.
 
-// maxNamespaceValue bounds the value of a hold, an expiry date or a touch
-// that a sweep keeps; a longer one is cut, does not parse, and is reported
-// ignored as any value that does not parse.
+// maxNamespaceValue bounds the value of a hold, a wake, an expiry date or a
+// touch that a sweep keeps; a longer one is cut, does not parse, and is
+// reported ignored as any value that does not parse.
 const maxNamespaceValue = 256
 
 // namespaceItem is a namespace as a sweep reads it from its list.
@@ -72,7 +72,7 @@ func (a *nsmansAnnotations) UnmarshalJSON(data []byte) error {
 				return err
 			}
 			kept[key] = v
-		case key == status.HoldAnnotation || key == policy.ExpiresAnnotation || key == policy.TouchedAnnotation:
+		case key == status.HoldAnnotation || key == status.WakeAnnotation || key == policy.ExpiresAnnotation || key == policy.TouchedAnnotation:
 			var v string
 			if err := dec.Decode(&v); err != nil {
 				return err

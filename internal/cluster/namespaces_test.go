@@ -16,8 +16,8 @@ import (
 
 // A namespace is kept as namespaceInfoOf reads it: its name, uid, version,
 // times and labels as listed; of its annotations, nsman's alone, a hold,
-// expiry date or touch cut at maxNamespaceValue, a rule's record whole.
-// 200 KiB of a tenant's own annotations are read past.
+// wake, expiry date or touch cut at maxNamespaceValue, a rule's record
+// whole. 200 KiB of a tenant's own annotations are read past.
 func TestNamespaceListKeepsWhatIsRead(t *testing.T) {
 	created := metav1.NewTime(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
 	deleting := metav1.NewTime(created.Add(time.Hour))
@@ -26,7 +26,8 @@ func TestNamespaceListKeepsWhatIsRead(t *testing.T) {
 	listed := metav1.PartialObjectMetadataList{Items: []metav1.PartialObjectMetadata{
 		{ObjectMeta: metav1.ObjectMeta{Name: "team-a", UID: "u-a", ResourceVersion: "7", CreationTimestamp: created, Labels: map[string]string{"team": "a"},
 			Annotations: map[string]string{"example.com/blob": strings.Repeat("x", 200<<10), status.HoldAnnotation: "2026-12-01T09:00:00Z",
-				status.PairAnnotationPrefix + "0123": record, policy.TouchedAnnotation: long, policy.ExpiresAnnotation: "2026-12-24"}}},
+				status.PairAnnotationPrefix + "0123": record, policy.TouchedAnnotation: long, policy.ExpiresAnnotation: "2026-12-24",
+				status.WakeAnnotation: "2026-11-01T20:00:00Z" + long}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "gone", UID: "u-g", ResourceVersion: "8", CreationTimestamp: created, DeletionTimestamp: &deleting}},
 	}}
 	listed.Continue = "next"
@@ -48,8 +49,12 @@ func TestNamespaceListKeepsWhatIsRead(t *testing.T) {
 	want := listed.Items[0].DeepCopy()
 	delete(want.Annotations, "example.com/blob")
 	want.Annotations[policy.TouchedAnnotation] = long[:maxNamespaceValue]
+	want.Annotations[status.WakeAnnotation] = want.Annotations[status.WakeAnnotation][:maxNamespaceValue]
 	if !equality.Semantic.DeepEqual(got[0].ObjectMeta, want.ObjectMeta) {
 		t.Errorf("kept %+v\nwant %+v", got[0].ObjectMeta, want.ObjectMeta)
+	}
+	if info := NamespaceOf(got[0]); info.Wake != want.Annotations[status.WakeAnnotation] || info.Hold != "2026-12-01T09:00:00Z" {
+		t.Errorf("wake %q, hold %q; want the wake as kept, the hold as listed", info.Wake, info.Hold)
 	}
 	if info := NamespaceOf(got[1]); info.Name != "gone" || !info.Terminating || !info.Deleting.Equal(deleting.Time) || info.UID != "u-g" {
 		t.Errorf("terminating namespace read as %+v", info)

@@ -56,15 +56,15 @@ func TestManagerNow(t *testing.T) {
 }
 
 // TestNamespaceNow: a namespace read again keeps what a sweep reads of it
-// (uid, version, labels, deletion, hold, expiry, touch and the rules'
-// records), and a namespace gone is not an error.
+// (uid, version, labels, deletion, hold, wake, expiry, touch and the
+// rules' records), and a namespace gone is not an error.
 func TestNamespaceNow(t *testing.T) {
 	deleted := metav1.NewTime(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
 	ns := &metav1.PartialObjectMetadata{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
 		ObjectMeta: metav1.ObjectMeta{Name: "team-a", UID: "u-1", ResourceVersion: "7", DeletionTimestamp: &deleted,
 			Labels: map[string]string{"ci": "e2e", corev1.LabelMetadataName: "team-a"},
-			Annotations: map[string]string{status.HoldAnnotation: "h", policy.ExpiresAnnotation: "e", policy.TouchedAnnotation: "t",
+			Annotations: map[string]string{status.HoldAnnotation: "h", status.WakeAnnotation: "w", policy.ExpiresAnnotation: "e", policy.TouchedAnnotation: "t",
 				status.PairAnnotationPrefix + "abc": "{}", "other": "x"}},
 	}
 	scheme := runtime.NewScheme()
@@ -78,7 +78,7 @@ func TestNamespaceNow(t *testing.T) {
 	}
 	if got.Name != "team-a" || got.UID != "u-1" || got.ResourceVersion != "7" || !got.Terminating || !got.Deleting.Equal(deleted.Time) ||
 		got.Labels.Get("ci") != "e2e" || got.Labels.Get(corev1.LabelMetadataName) != "team-a" ||
-		got.Hold != "h" || got.Expires != "e" || got.Touched != "t" || len(got.Pairs) != 1 || got.Pairs[status.PairAnnotationPrefix+"abc"] != "{}" {
+		got.Hold != "h" || got.Wake != "w" || got.Expires != "e" || got.Touched != "t" || len(got.Pairs) != 1 || got.Pairs[status.PairAnnotationPrefix+"abc"] != "{}" {
 		t.Errorf("read %+v", got)
 	}
 	if untouched := got.WithoutTouch(); untouched.Touched != "" || untouched.Hold != "h" || got.Touched != "t" {
