@@ -233,6 +233,12 @@ func idling(params map[string]any) func(map[string]any) {
 	}
 }
 
+// sleeping makes validManager's policy i a SLEEP policy, its params (the
+// selectors of policy 1) kept.
+func sleeping(i int) func(map[string]any) {
+	return setAt(policy.ActionSleep, "spec", "policies", i, "action", "type")
+}
+
 // asRule makes validManager a rule over the namespaces whose names match
 // patterns, in place of its spec.namespace.
 func asRule(patterns ...any) func(map[string]any) {
@@ -322,6 +328,13 @@ func malformedCases() []malformedCase {
 		{name: "unknown action type", mutate: setAt("ARCHIVE", "spec", "policies", 0, "action", "type"), field: "spec.policies[0].action.type"},
 		{name: "lower-case action type", mutate: setAt("delete", "spec", "policies", 0, "action", "type"), field: "spec.policies[0].action.type"},
 		{name: "action without type", mutate: deleteAt("spec", "policies", 0, "action", "type"), field: "spec.policies[0].action.type"},
+		{name: "SLEEP in lower case", mutate: setAt("sleep", "spec", "policies", 0, "action", "type"), field: "spec.policies[0].action.type"},
+		{name: "SLEEP with final true", mutate: inTurn(sleeping(0), setAt(true, "spec", "policies", 0, "final")), field: "spec.policies[0].final"},
+		{name: "SLEEP with final true in windows", mutate: inTurn(sleeping(0), setAt(true, "spec", "policies", 0, "final"), windowed(window("20:00", "07:00", "Europe/Berlin"))),
+			field: "spec.policies[0].final"},
+		{name: "SLEEP selector kind DaemonSet", mutate: inTurn(sleeping(1), setAt("DaemonSet", under(scaleSelector, "kind")...)), field: "spec.policies[1].action.params.selectors[0].kind"},
+		{name: "SLEEP selector kind a resource", mutate: inTurn(sleeping(1), setAt("cronjobs", under(scaleSelector, "kind")...)), field: "spec.policies[1].action.params.selectors[0].kind"},
+		{name: "SLEEP selectors not a list", mutate: inTurn(sleeping(1), setAt("Deployment", "spec", "policies", 1, "action", "params", "selectors")), field: "spec.policies[1].action.params.selectors"},
 		{name: "selector kind DaemonSet", mutate: setAt("DaemonSet", under(scaleSelector, "kind")...), field: "spec.policies[1].action.params.selectors[0].kind"},
 		{name: "selector kind empty", mutate: setAt("", under(scaleSelector, "kind")...), field: "spec.policies[1].action.params.selectors[0].kind"},
 		{name: "selector without kind", mutate: deleteAt(under(scaleSelector, "kind")...), field: "spec.policies[1].action.params.selectors[0].kind"},
@@ -409,6 +422,9 @@ func malformedCases() []malformedCase {
 			field:        "spec.policies",
 			parseAccepts: "the CRD bounds the list so that the cost of the uniqueness rule can be estimated"},
 		{name: "17 selectors", mutate: setAt(manySelectors(17), "spec", "policies", 1, "action", "params", "selectors"),
+			field:        "spec.policies[1].action.params.selectors",
+			parseAccepts: "the CRD bounds the list so that the cost of the label name rule can be estimated"},
+		{name: "17 selectors on a SLEEP action", mutate: inTurn(sleeping(1), setAt(manySelectors(17), "spec", "policies", 1, "action", "params", "selectors")),
 			field:        "spec.policies[1].action.params.selectors",
 			parseAccepts: "the CRD bounds the list so that the cost of the label name rule can be estimated"},
 		{name: "65 podLabels", mutate: setAt(manyLabels(65), under(podsParams, "podLabels")...),
@@ -528,6 +544,15 @@ func edgeCases() []edgeCase {
 		{name: "kind in mixed case", mutate: setAt("statefulSet", under(scaleSelector, "kind")...)},
 		{name: "selector without labels", mutate: deleteAt(under(scaleSelector, "labels")...)},
 		{name: "SCALE_DOWN without params", mutate: deleteAt("spec", "policies", 1, "action", "params")},
+		{name: "SLEEP without params", mutate: inTurn(sleeping(0), deleteAt("spec", "policies", 0, "action", "params"))},
+		{name: "SLEEP with selectors", mutate: sleeping(1)},
+		{name: "SLEEP with 16 selectors", mutate: inTurn(sleeping(1), setAt(manySelectors(16), "spec", "policies", 1, "action", "params", "selectors"))},
+		{name: "SLEEP with final false", mutate: inTurn(sleeping(0), setAt(false, "spec", "policies", 0, "final"))},
+		{name: "SLEEP at night and weekends in Europe/Berlin or when idle beside a final WEBHOOK", mutate: inTurn(
+			sleeping(0), windowed(window("20:00", "07:00", "Europe/Berlin"), window("07:00", "20:00", "Europe/Berlin", "Sat", "Sun")),
+			sleeping(1), setAt(map[string]any{"type": "IDLE", "params": map[string]any{"idleSeconds": int64(3600)}}, "spec", "policies", 1, "condition"),
+			setAt(true, "spec", "policies", 2, "final"),
+		)},
 		{name: "16 selectors", mutate: setAt(manySelectors(16), "spec", "policies", 1, "action", "params", "selectors")},
 		{name: "64 policies", mutate: setAt(manyTTLPolicies(64), "spec", "policies")},
 		{name: "64 podLabels", mutate: setAt(manyLabels(64), under(podsParams, "podLabels")...)},

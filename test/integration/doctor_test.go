@@ -147,18 +147,18 @@ func TestDoctorSaysWhatToFix(t *testing.T) {
 		t.Errorf("original CRD: details %q name status, which nsman keeps in an annotation there", c.Details)
 	}
 
-	// An nsman CRD of an older release: without final, PODS_FAILED, EXPIRES
-	// and IDLE.
+	// An nsman CRD of an older release: without final, PODS_FAILED, EXPIRES,
+	// IDLE and SLEEP.
 	current := nsmantest.CRD(t)
 	env.Apply(t, staleCRD(t))
 	r = runDoctor(t, admin)
 	r.want(t, "crd", doctor.Failed, "older than this nsman", "spec.policies[].final: pruned (stages)", "PODS_FAILED refused", "EXPIRES refused (the EXPIRES condition)",
-		"IDLE refused (the IDLE condition)")
+		"IDLE refused (the IDLE condition)", "spec.policies[].action.type: SLEEP refused")
 	if r.code != cmd.ExitFailed {
 		t.Errorf("stale CRD: exit %d, want %d", r.code, cmd.ExitFailed)
 	}
-	if c := r.check(t, "crd"); len(c.Details) != 4 {
-		t.Errorf("stale CRD: details %q, want exactly the four things it lacks", c.Details)
+	if c := r.check(t, "crd"); len(c.Details) != 5 {
+		t.Errorf("stale CRD: details %q, want exactly the five things it lacks", c.Details)
 	}
 
 	// nsman's CRD, and an install whose ClusterRole lacks patch on
@@ -351,13 +351,27 @@ spec:
 }
 
 // staleCRD is nsman's CRD as an older release had it: without stages
-// (policies[].final) and the PODS_FAILED, EXPIRES and IDLE conditions.
+// (policies[].final), the PODS_FAILED, EXPIRES and IDLE conditions and the
+// SLEEP action, whose rule on final goes with them.
 func staleCRD(t *testing.T) []byte {
 	t.Helper()
 	current := nsmantest.CRD(t)
-	stale := bytes.Replace(current, []byte("enum: [TTL, PODS_SUCCEED, PODS_FAILED, EXPIRES, IDLE]"), []byte("enum: [TTL, PODS_SUCCEED]"), 1)
-	if bytes.Equal(stale, current) {
-		t.Fatal("deploy/base/crd.yaml: no condition type enum where the test looks for it")
+	stale := current
+	for _, r := range [][2]string{
+		{"enum: [TTL, PODS_SUCCEED, PODS_FAILED, EXPIRES, IDLE]", "enum: [TTL, PODS_SUCCEED]"},
+		{"enum: [DELETE, SCALE_DOWN, WEBHOOK, SLEEP]", "enum: [DELETE, SCALE_DOWN, WEBHOOK]"},
+		{`                    x-kubernetes-validations:
+                      - rule: "!(has(self.final) && self.final && self.action.type == 'SLEEP')"
+                        fieldPath: .final
+                        reason: FieldValueInvalid
+                        message: "a SLEEP policy is never final: it sleeps and wakes as its condition and windows say"
+`, ""},
+	} {
+		older := bytes.Replace(stale, []byte(r[0]), []byte(r[1]), 1)
+		if bytes.Equal(older, stale) {
+			t.Fatalf("deploy/base/crd.yaml: no %q where the test looks for it", r[0])
+		}
+		stale = older
 	}
 	return dropProperty(t, stale, "final:")
 }
