@@ -84,6 +84,7 @@ type Manager struct {
 	// they match.
 	Rule *Rule
 	// Policies in the order they are evaluated; the first that holds fires.
+	// SLEEP policies are judged together instead (see Evaluate).
 	Policies []Policy
 }
 
