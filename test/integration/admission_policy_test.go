@@ -1329,6 +1329,12 @@ func TestRecordsPolicyKeepsRuleRecordsNsmans(t *testing.T) {
 			{"a touch", func() error {
 				return patch(types.MergePatchType, fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, policy.TouchedAnnotation, time.Now().UTC().Format(time.RFC3339)), metav1.PatchOptions{})
 			}},
+			{"a wake", func() error {
+				return patch(types.MergePatchType, fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, status.WakeAnnotation, time.Now().Add(time.Hour).UTC().Format(time.RFC3339)), metav1.PatchOptions{})
+			}},
+			{"the wake removed", func() error {
+				return patch(types.MergePatchType, fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, status.WakeAnnotation), metav1.PatchOptions{})
+			}},
 			{"an expiry date", func() error {
 				return patch(types.MergePatchType, fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, policy.ExpiresAnnotation, time.Now().Add(24*time.Hour).UTC().Format(time.RFC3339)), metav1.PatchOptions{})
 			}},
