@@ -82,6 +82,11 @@ type Input struct {
 	// TargetExpires is the target's ExpiresAnnotation, "" when it has none;
 	// TargetTouched its TouchedAnnotation.
 	TargetExpires, TargetTouched string
+	// WokenUntil, when after Now, is when a wake on demand (WakeAnnotation
+	// on the target or the manager, which WokenBy names) ends: until then
+	// no SLEEP policy holds, and an asleep target wakes.
+	WokenUntil time.Time
+	WokenBy    string
 	// Activity is the newest creation of a pod, ReplicaSet,
 	// ControllerRevision or Job in the target, once looked for (NeedActivity):
 	// nil before; a zero At when there is none.

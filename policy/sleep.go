@@ -18,34 +18,30 @@ const maxChained = 64
 // there. done is true when out is that answer; else states are the SLEEP
 // policies' states, by index, for the walk to record in their turn.
 func evaluateSleep(out *Outcome, m Manager, in Input) (states map[int]PolicyState, done bool) {
-	var order, held []int
+	var order []int
 	for i, p := range m.Policies {
 		if p.Action.Type == ActionSleep {
 			order = append(order, i)
 		}
 	}
-	states = make(map[int]PolicyState, len(order))
-	want := -1
-	for _, i := range order {
-		p := m.Policies[i]
-		state := PolicyState{Name: p.Name}
-		verdict, conditionHolds := judgeSleep(&state, out, m.Generation, i, p, in)
-		switch verdict {
-		case NeedPods, NeedActivity:
-			out.Verdict, out.Policy = verdict, i
-			return nil, true
-		case Fire:
-			if want < 0 {
-				want = i
+	states, want, held, done := judgeSleepers(out, m, in, order)
+	if done {
+		return nil, true
+	}
+	if in.WokenUntil.After(in.Now) {
+		// Woken on demand: no SLEEP policy holds until then.
+		woken := fmt.Sprintf("woken until %s by %s (%s)", stamp(in.WokenUntil), in.WokenBy, WakeAnnotation)
+		for _, i := range order {
+			if state := states[i]; state.Holds {
+				state.Holds, state.Detail, state.Due = false, state.Detail+"; "+woken, in.WokenUntil
+				states[i] = state
 			}
 		}
-		if conditionHolds {
-			held = append(held, i)
+		if in.Asleep != "" {
+			*out = wake(*out, m, in, order, states)
+			return nil, true
 		}
-		states[i] = state
-		if want >= 0 && in.Asleep == "" {
-			break // it falls asleep: the policies after want change nothing
-		}
+		return states, false
 	}
 	switch {
 	case in.Asleep == "" && want >= 0:
@@ -60,23 +56,57 @@ func evaluateSleep(out *Outcome, m Manager, in Input) (states map[int]PolicyStat
 		*out = wake(*out, m, in, order, states)
 		return nil, true
 	case in.Asleep != "":
-		end := sleepEnd(m, held, in.Now)
-		for _, i := range order {
-			state := states[i]
-			// Asleep, a due time is when the sleep ends, not when a
-			// policy that does not hold would start to.
-			state.Due = time.Time{}
-			if state.Holds {
-				state.Due = end
-				state.Detail += ": asleep"
-				if !end.IsZero() {
-					state.Detail += " until " + stamp(end)
-				}
-			}
-			states[i] = state
-		}
+		asleepUntil(states, order, sleepEnd(m, held, in.Now))
 	}
 	return states, false
+}
+
+// judgeSleepers judges the SLEEP policies of m (order) at in: their
+// states, the first that holds (want, -1 for none) and those whose
+// condition holds (held); done when out asks for pods or activity.
+func judgeSleepers(out *Outcome, m Manager, in Input, order []int) (states map[int]PolicyState, want int, held []int, done bool) {
+	states, want = make(map[int]PolicyState, len(order)), -1
+	for _, i := range order {
+		p := m.Policies[i]
+		state := PolicyState{Name: p.Name}
+		verdict, conditionHolds := judgeSleep(&state, out, m.Generation, i, p, in)
+		switch verdict {
+		case NeedPods, NeedActivity:
+			out.Verdict, out.Policy = verdict, i
+			return nil, -1, nil, true
+		case Fire:
+			if want < 0 {
+				want = i
+			}
+		}
+		if conditionHolds {
+			held = append(held, i)
+		}
+		states[i] = state
+		if want >= 0 && in.Asleep == "" && in.WokenUntil.IsZero() {
+			break // it falls asleep: the policies after want change nothing
+		}
+	}
+	return states, want, held, false
+}
+
+// asleepUntil says in the states of the SLEEP policies (order) of a target
+// asleep that it is, until end (zero: until activity or pods end it).
+func asleepUntil(states map[int]PolicyState, order []int, end time.Time) {
+	for _, i := range order {
+		state := states[i]
+		// Asleep, a due time is when the sleep ends, not when a policy
+		// that does not hold would start to.
+		state.Due = time.Time{}
+		if state.Holds {
+			state.Due = end
+			state.Detail += ": asleep"
+			if !end.IsZero() {
+				state.Detail += " until " + stamp(end)
+			}
+		}
+		states[i] = state
+	}
 }
 
 // wake is out firing the wake of a target asleep (by in.Asleep) that no

@@ -13,6 +13,10 @@ func sleepPolicy(name string, c Condition, windows ...Window) Policy {
 
 func asleep(policy string) func(*Input) { return func(in *Input) { in.Asleep = policy } }
 
+func wokenUntil(t time.Time) func(*Input) {
+	return func(in *Input) { in.WokenUntil, in.WokenBy = t, "namespace preview" }
+}
+
 func activity(at time.Time, what string) func(*Input) {
 	return func(in *Input) { in.Activity = &Activity{At: at, What: what} }
 }
@@ -118,6 +122,31 @@ func TestEvaluateSleep(t *testing.T) {
 			in:     in(closes, asleep(n)),
 			want:   Outcome{Verdict: Fire, Wake: true, Policy: 0, Policies: []PolicyState{waiting(n, reopens)}},
 			reason: `policy "nights" no longer holds (TTL 0s elapsed at 2026-03-14T09:26:53Z; outside its windows (every day 20:00-07:00 Europe/Berlin) until 2026-11-25T19:00:00Z): wake`,
+		},
+		{
+			name:   "asleep in its window, woken on demand: wake",
+			m:      mgr(nights),
+			in:     in(utc("2026-11-24T23:30:00Z"), asleep(n), wokenUntil(utc("2026-11-25T01:00:00Z"))),
+			want:   Outcome{Verdict: Fire, Wake: true, Policy: 0, Policies: []PolicyState{waiting(n, utc("2026-11-25T01:00:00Z"))}},
+			reason: `policy "nights" no longer holds (TTL 0s elapsed at 2026-03-14T09:26:53Z; in its window every day 20:00-07:00 Europe/Berlin until 2026-11-25T06:00:00Z; woken until 2026-11-25T01:00:00Z by namespace preview (nsman.k8s.consol.de/wake-until)): wake`,
+		},
+		{
+			name: "awake in its window, woken on demand: it sleeps when the wake ends",
+			m:    mgr(nights),
+			in:   in(utc("2026-11-24T23:30:00Z"), wokenUntil(utc("2026-11-25T01:00:00Z"))),
+			want: Outcome{Verdict: Wait, NextDue: utc("2026-11-25T01:00:00Z"), Policies: []PolicyState{waiting(n, utc("2026-11-25T01:00:00Z"))}},
+		},
+		{
+			name: "awake in its window, a wake that ended: sleep",
+			m:    mgr(nights),
+			in:   in(utc("2026-11-24T23:30:00Z"), wokenUntil(utc("2026-11-24T23:30:00Z"))),
+			want: Outcome{Verdict: Fire, Policy: 0, Policies: []PolicyState{sleeping(n, closes)}},
+		},
+		{
+			name: "awake outside its windows, woken on demand: nothing changes",
+			m:    mgr(nights),
+			in:   in(noon, wokenUntil(utc("2026-11-24T13:00:00Z"))),
+			want: Outcome{Verdict: Wait, NextDue: opens, Policies: []PolicyState{waiting(n, opens)}},
 		},
 		{
 			name: "awake as the window closes: nothing to do until it reopens",

@@ -154,6 +154,11 @@ type Condition struct {
 	Idle time.Duration
 }
 
+// WakeAnnotation, an RFC 3339 time on a target namespace or on its
+// manager, wakes the target until then: no SLEEP policy holds meanwhile
+// (see Input.WokenUntil). nsman wake writes it.
+const WakeAnnotation = "nsman.k8s.consol.de/wake-until"
+
 // TouchedAnnotation on a namespace is a time (RFC 3339) something happened
 // in it that an IDLE condition counts as activity: CI writes it at each
 // deploy, nsman touch writes it.

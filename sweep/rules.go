@@ -111,9 +111,10 @@ type ruleRun struct {
 	base report.Entry
 	// key is the rule's status.PairAnnotation, legacy its legacy one.
 	key, legacy string
-	// ruleHold is the rule's own hold, judged once: one ignored is
-	// reported on the rule (ruleHoldIgnored), not on every namespace.
-	ruleHold, ruleHoldIgnored string
+	// ruleHolds are the rule's own hold and wake, judged once: one ignored
+	// is reported on the rule (ruleHoldIgnored), not on every namespace.
+	ruleHolds       []decide.Hold
+	ruleHoldIgnored string
 	// failedLatest names the namespaces whose failure the rule's status
 	// lists, told already.
 	failedLatest map[string]bool
@@ -138,11 +139,16 @@ type ruleRun struct {
 func (s *Sweeper) newRuleRun(r *sweepRun, obj *unstructured.Unstructured, m policy.Manager, stored status.Status) *ruleRun {
 	ru := &ruleRun{s: s, r: r, rule: &m, key: status.PairAnnotation(m.UID), legacy: status.LegacyPairAnnotation(m.UID), tally: &tell.RuleTally{}, failedLatest: map[string]bool{},
 		base: report.Entry{Namespace: m.Namespace, Name: m.Name, Rule: true}}
-	ru.ruleHold = obj.GetAnnotations()[status.HoldAnnotation]
-	ru.ruleHoldIgnored = decide.HoldsAt([]decide.Hold{{On: "rule " + m.Namespace + "/" + m.Name, Value: ru.ruleHold}}, r.now, s.cfg.MaxHold).Ignored
-	if ru.ruleHoldIgnored != "" {
-		ru.ruleHold = ""
+	var ignored []string
+	for _, h := range []decide.Hold{{On: "rule " + m.Namespace + "/" + m.Name, Value: obj.GetAnnotations()[status.HoldAnnotation]},
+		decide.Wake("rule "+m.Namespace+"/"+m.Name, obj.GetAnnotations()[status.WakeAnnotation])} {
+		if why := decide.HoldsAt([]decide.Hold{h}, r.now, s.cfg.MaxHold).Ignored; why != "" {
+			ignored = append(ignored, why)
+		} else if h.Value != "" {
+			ru.ruleHolds = append(ru.ruleHolds, h)
+		}
 	}
+	ru.ruleHoldIgnored = strings.Join(ignored, "; ")
 	if stored.Rule != nil {
 		for _, a := range stored.Rule.Latest {
 			if a.Result == report.ResultFailed {
@@ -240,7 +246,7 @@ func (ru *ruleRun) evaluate(ctx context.Context, i int, check probe.Check) (pair
 	rc, at := record.Of(ns, ru.key, ru.legacy)
 	rec := &record.Pair{Env: ru.s.env, Rule: ru.rule, Key: ru.key, Legacy: ru.legacy, At: at, Namespace: ns, Now: ru.r.now, Stored: status.DecodePair(rc),
 		ToldFailure: ru.failedLatest[ns.Name], Events: ru.tally}
-	d := ru.r.eval.EvaluatePair(ctx, *rec.Rule, rec.Namespace, rec.Stored, e, decide.Check(check), ru.ruleHold)
+	d := ru.r.eval.EvaluatePair(ctx, *rec.Rule, rec.Namespace, rec.Stored, e, decide.Check(check), ru.ruleHolds...)
 	if d.Plan == nil && !record.NeedsRecord(d.Entry, d.Checks, rec.Stored.Progress) {
 		ru.entries[i] = ru.r.exec.CarryOut(ctx, rec, d)
 		return pairWork{}, false
@@ -329,7 +335,7 @@ func (ru *ruleRun) actInChunks(ctx context.Context, pending []int) {
 						// by itself.
 						e := ru.base
 						e.Target = w.rec.Namespace.Name
-						w.d = r.eval.EvaluatePair(ctx, *w.rec.Rule, w.rec.Namespace, w.rec.Stored, e, decide.Check(ru.perNamespace), ru.ruleHold)
+						w.d = r.eval.EvaluatePair(ctx, *w.rec.Rule, w.rec.Namespace, w.rec.Stored, e, decide.Check(ru.perNamespace), ru.ruleHolds...)
 						w.d.Granted = true
 					}
 					ru.entries[w.index] = r.exec.CarryOut(ctx, w.rec, w.d)

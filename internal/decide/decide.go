@@ -202,14 +202,16 @@ func (ev *Evaluator) EvaluateManager(ctx context.Context, obj *unstructured.Unst
 		return Decision{Manager: m, Entry: e, StuckUnread: unread}
 	}
 	return backOff(ev.evaluatePolicies(ctx, m, e, t, check, stored.Progress, "",
-		Hold{On: "namespace " + e.Target, Value: ns.Hold}, Hold{On: "manager " + m.Namespace + "/" + m.Name, Value: obj.GetAnnotations()[status.HoldAnnotation]}),
+		Hold{On: "namespace " + e.Target, Value: ns.Hold}, Hold{On: "manager " + m.Namespace + "/" + m.Name, Value: obj.GetAnnotations()[status.HoldAnnotation]},
+		Wake("namespace "+e.Target, ns.Wake), Wake("manager "+m.Namespace+"/"+m.Name, obj.GetAnnotations()[status.WakeAnnotation])),
 		stored.Progress, "", ev.Now)
 }
 
 // EvaluatePair decides what to do with rule m's pair of namespace ns,
 // whose record is stored, answering its pods conditions with check and
-// holding it by the rule's hold (ruleHold); it writes nothing.
-func (ev *Evaluator) EvaluatePair(ctx context.Context, m policy.Manager, ns cluster.Namespace, stored status.PairStatus, e report.Entry, check Check, ruleHold string) Decision {
+// holding it, or waking it, by the rule's own hold and wake (rule, judged
+// by the caller, those ignored left out); it writes nothing.
+func (ev *Evaluator) EvaluatePair(ctx context.Context, m policy.Manager, ns cluster.Namespace, stored status.PairStatus, e report.Entry, check Check, rule ...Hold) Decision {
 	t := Target{Name: e.Target, UID: ns.UID, Listed: ns, Going: ns.Terminating, Home: true}
 	if d, live := ev.liveClaim(m, e, stored.Claim); live {
 		return d
@@ -229,7 +231,7 @@ func (ev *Evaluator) EvaluatePair(ctx context.Context, m policy.Manager, ns clus
 		return Untouched(m, e, report.StateTargetTerminating, fmt.Sprintf("namespace %s is terminating", e.Target))
 	}
 	return backOff(ev.evaluatePolicies(ctx, m, e, t, check, stored.Progress, m.Arming,
-		Hold{On: "namespace " + e.Target, Value: ns.Hold}, Hold{On: "rule " + m.Namespace + "/" + m.Name, Value: ruleHold}),
+		append([]Hold{{On: "namespace " + e.Target, Value: ns.Hold}, Wake("namespace "+e.Target, ns.Wake)}, rule...)...),
 		stored.Progress, stored.Spec, ev.Now)
 }
 
@@ -317,7 +319,10 @@ func (ev *Evaluator) evaluatePolicies(ctx context.Context, m policy.Manager, e r
 	if stored.Asleep != nil {
 		in.Asleep = stored.Asleep.Policy
 	}
-	held := HoldsAt(holds, ev.Now, ev.MaxHold)
+	holds, wakes := split(holds)
+	held, woken := HoldsAt(holds, ev.Now, ev.MaxHold), HoldsAt(wakes, ev.Now, ev.MaxHold)
+	held.Ignored = strings.Join(slices.DeleteFunc([]string{held.Ignored, woken.Ignored}, func(s string) bool { return s == "" }), "; ")
+	in.WokenUntil, in.WokenBy = woken.Until, woken.By
 	// fromIndex: in.Activity is the sweep's index's (see Activity).
 	fromIndex := false
 	for {

@@ -99,7 +99,7 @@ func TestEvaluatePair(t *testing.T) {
 				Activity: &fakeActivity{}, Stuck: fakeStuck{}, Budget: &fakeBudget{}}
 			var pods fakeCheck
 			e := report.Entry{Namespace: trusted, Name: "previews", Rule: true, Target: tt.ns.Name}
-			d := ev.EvaluatePair(t.Context(), tt.rule, tt.ns, tt.stored, e, pods.check, tt.ruleHold)
+			d := ev.EvaluatePair(t.Context(), tt.rule, tt.ns, tt.stored, e, pods.check, Hold{On: "rule " + tt.rule.Namespace + "/" + tt.rule.Name, Value: tt.ruleHold})
 			checkDecision(t, d, tt.want)
 			if !d.Entry.Rule || d.Entry.Target != target || len(pods.asked) != 0 {
 				t.Errorf("entry %+v, pods checked in %v: want the rule's entry for %s, no pods checked", d.Entry, pods.asked, target)

@@ -18,11 +18,37 @@ const DefaultMaxHold = 720 * time.Hour
 // the sweep began.
 const holdLeeway = 5 * time.Minute
 
-// Hold is a status.HoldAnnotation as found on an object.
+// Hold is a status.HoldAnnotation, or with Key a status.WakeAnnotation,
+// as found on an object: both end at a time, judged alike.
 type Hold struct {
 	// On names the object: "namespace X" or "manager ns/name".
 	On    string
 	Value string
+	// Key is the annotation, status.HoldAnnotation when empty.
+	Key string
+}
+
+// key is h's annotation.
+func (h Hold) key() string {
+	if h.Key == "" {
+		return status.HoldAnnotation
+	}
+	return h.Key
+}
+
+// Wake is a status.WakeAnnotation found on object on.
+func Wake(on, value string) Hold { return Hold{On: on, Value: value, Key: status.WakeAnnotation} }
+
+// split is holds in two: the holds, and the wakes.
+func split(holds []Hold) (held, woken []Hold) {
+	for _, h := range holds {
+		if h.key() == status.WakeAnnotation {
+			woken = append(woken, h)
+		} else {
+			held = append(held, h)
+		}
+	}
+	return held, woken
 }
 
 // Holds is what a pair's or a manager's holds amount to at one time.
@@ -36,9 +62,9 @@ type Holds struct {
 	Ignored string
 }
 
-// HoldsAt judges holds at now: a hold that has ended is no hold, one that
-// does not parse or ends more than max (and holdLeeway) after now is
-// ignored.
+// HoldsAt judges holds (or wakes) at now: a hold that has ended is no
+// hold, one that does not parse or ends more than max (and holdLeeway)
+// after now is ignored.
 func HoldsAt(holds []Hold, now time.Time, max time.Duration) Holds {
 	var st Holds
 	var ignored []string
@@ -49,9 +75,9 @@ func HoldsAt(holds []Hold, now time.Time, max time.Duration) Holds {
 		until, err := time.Parse(time.RFC3339, h.Value)
 		switch {
 		case err != nil:
-			ignored = append(ignored, fmt.Sprintf("%s on %s is not an RFC 3339 time (%q)", status.HoldAnnotation, h.On, status.Truncate(h.Value, 64)))
+			ignored = append(ignored, fmt.Sprintf("%s on %s is not an RFC 3339 time (%q)", h.key(), h.On, status.Truncate(h.Value, 64)))
 		case until.Sub(now) > max+holdLeeway:
-			ignored = append(ignored, fmt.Sprintf("%s on %s ends %s, more than --max-hold %s ahead", status.HoldAnnotation, h.On, until.UTC().Format(time.RFC3339), max))
+			ignored = append(ignored, fmt.Sprintf("%s on %s ends %s, more than --max-hold %s ahead", h.key(), h.On, until.UTC().Format(time.RFC3339), max))
 		case until.After(now) && until.After(st.Until):
 			st.Until, st.By = until.UTC(), h.On
 		}

@@ -7,7 +7,18 @@ import (
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/report"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
+
+func nsWake(d time.Duration) func(*cluster.Namespace) {
+	return func(ns *cluster.Namespace) { ns.Wake = at(d) }
+}
+
+func managerWake(d time.Duration) func(*unstructured.Unstructured) {
+	return func(obj *unstructured.Unstructured) {
+		obj.SetAnnotations(map[string]string{status.WakeAnnotation: at(d)})
+	}
+}
 
 // A SLEEP policy puts its target to sleep while it holds and wakes it once
 // it does not: the record says which policy put it to sleep. A hold keeps
@@ -43,6 +54,12 @@ func TestEvaluateManagerSleep(t *testing.T) {
 			want: want{state: report.StateAsleep, msg: `policy "nights" would wake the namespace, but namespace preview-7 is held until ` + at(time.Hour), due: timeAt(time.Hour), heldUntil: timeAt(time.Hour)}},
 		{name: "awake, a sleep held", obj: newManager(holds), listed: []cluster.Namespace{targetNS(nsHold(time.Hour))}, lists: 1,
 			want: want{state: report.StateWaiting, msg: `policy "nights" holds, but namespace preview-7 is held until ` + at(time.Hour), due: timeAt(time.Hour), heldUntil: timeAt(time.Hour)}},
+		{name: "asleep, woken on demand: wake", obj: newManager(holds), stored: asleepBy("nights", false), listed: []cluster.Namespace{targetNS(nsWake(time.Hour))}, lists: 1,
+			want: want{policy: "nights", plan: plan("nights", "woken until "+at(time.Hour)+" by namespace preview-7 (nsman.k8s.consol.de/wake-until)", true)}},
+		{name: "awake, woken on demand by the manager: waiting until the wake ends", obj: newManager(holds, managerWake(time.Hour)), listed: listed, lists: 1,
+			want: want{state: report.StateWaiting, msg: "woken until " + at(time.Hour) + " by manager nsman/cleanup", due: timeAt(time.Hour)}},
+		{name: "asleep, a wake beyond --max-hold ignored", obj: newManager(holds), stored: asleepBy("nights", false), listed: []cluster.Namespace{targetNS(nsWake(31 * 24 * time.Hour))}, lists: 1,
+			want: want{state: report.StateAsleep, msg: "; hold ignored: nsman.k8s.consol.de/wake-until on namespace preview-7 ends " + at(31*24*time.Hour) + ", more than --max-hold 720h0m0s ahead"}},
 		{name: "asleep, a DELETE after the SLEEP holds", obj: newManager(policies(pol("nights", ttl(3600), sleepAction), pol("expire", ttl(7200), deleteAction))),
 			stored: asleepBy("nights", false), listed: listed, lists: 1,
 			want: want{policy: "expire", plan: plan("expire", "TTL 2h0m0s elapsed", false)}},

@@ -80,7 +80,7 @@ const HoldAnnotation = "nsman.k8s.consol.de/hold-until"
 // manager, it wakes that manager's target (a rule: all its namespaces).
 // nsman wake writes it. One ending further ahead than a sweep's --max-hold
 // is ignored, as such a hold is: waking for long is a deliberate act too.
-const WakeAnnotation = "nsman.k8s.consol.de/wake-until"
+const WakeAnnotation = policy.WakeAnnotation
 
 // ReplicasAnnotation records on a workload the replicas it had before nsman
 // scaled it down; nsman restore puts them back.

@@ -176,3 +176,52 @@ func TestRuleSleepsAndWakesItsNamespaces(t *testing.T) {
 		t.Error("the rule was deactivated")
 	}
 }
+
+// wake runs nsman wake with args as the test's admin and fails unless it
+// exits 0.
+func wake(t *testing.T, args ...string) {
+	t.Helper()
+	if code, out := runWake(t, shared.Kubeconfig, args...); code != 0 {
+		t.Fatalf("nsman wake %v: exit %d: %s", args, code, out)
+	}
+}
+
+// nsman wake wakes an asleep namespace until the time it writes, the sweep
+// after that time puts it to sleep again while its policy holds, and a wake
+// on a rule wakes each of its namespaces.
+func TestWakeOnDemand(t *testing.T) {
+	e := setup(t)
+	ns := shared.Namespace(t)
+	createDeployment(t, ns, "web", 2)
+	createManager(t, managerObj(ns, ns, ns, []any{sleepPolicy(-time.Hour, 2*time.Hour)}))
+	sweep := func(want report.State, woke bool) {
+		t.Helper()
+		res := e.Sweep(t, "-l", caseLabel+"="+ns)
+		wantCode(t, res, 0)
+		if got := wantState(t, res, ns, ns, want); got.Woke != woke {
+			t.Errorf("entry %+v: woke %t, want %t", got, got.Woke, woke)
+		}
+	}
+	sweep(report.StateFired, false)
+	wantWorkload(t, ns, "web", 0, "2")
+
+	wake(t, ns, "--for", "4s")
+	sweep(report.StateFired, true)
+	wantWorkload(t, ns, "web", 2, "")
+	sweep(report.StateWaiting, false) // woken: the policy waits for the wake to end
+	time.Sleep(5 * time.Second)
+	sweep(report.StateFired, false)
+	wantWorkload(t, ns, "web", 0, "2")
+
+	// A wake on a rule wakes its namespaces.
+	home := shared.Namespace(t)
+	targets := labelled(t, home, 1)
+	createDeployment(t, targets[0], "web", 1)
+	createManager(t, managerObj(home, "dev-nights", home, []any{sleepPolicy(-time.Hour, 2*time.Hour)}, selecting(home)))
+	args := []string{"-l", caseLabel + "=" + home, "--trusted-namespaces", home}
+	wantPairs(t, e.Sweep(t, args...), home, "dev-nights", targets, report.StateFired, "asleep")
+	wantWorkload(t, targets[0], "web", 0, "1")
+	wake(t, home, "--manager", "dev-nights", "--for", "1h")
+	wantPairs(t, e.Sweep(t, args...), home, "dev-nights", targets, report.StateFired, "woken by the rule")
+	wantWorkload(t, targets[0], "web", 1, "")
+}
