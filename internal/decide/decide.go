@@ -56,6 +56,8 @@ type Plan struct {
 	// Wake: the policy is a SLEEP that no longer holds, and the target,
 	// asleep, wakes.
 	Wake bool
+	// ClaimedBy, completing a claim, is the sweep that made it.
+	ClaimedBy string
 }
 
 // Target is a resolved target namespace.
@@ -291,7 +293,7 @@ func completeClaim(m policy.Manager, e report.Entry, c *status.Claim, t Target) 
 	t.Home = t.Home && t.UID == t.Listed.UID
 	t.Recreated = exists && t.UID != t.Listed.UID
 	return planned(m, e, nil, Plan{Step: StepCompleteClaim, Policy: m.Policies[i], Generation: c.Generation,
-		Reason: "completing the expired claim of sweep " + c.Sweep, Target: t}), true
+		Reason: "completing the expired claim of sweep " + c.Sweep, Target: t, Wake: c.Wake, ClaimedBy: c.Sweep}), true
 }
 
 // confirmDelete is the verdict of a DELETE recorded, for this spec, as

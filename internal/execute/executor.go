@@ -1,6 +1,7 @@
 package execute
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -190,7 +191,7 @@ func (x *Executor) act(ctx context.Context, rec record.Record, d decide.Decision
 	deadline := time.Now().Add(x.ClaimTTL - claimMargin)
 	claimed := p.Step != decide.StepAct || p.Policy.Action.Type != policy.ActionDelete
 	if claimed {
-		c := status.Claim{Policy: p.Policy.Name, Action: p.Policy.Action.Type, Sweep: x.SweepID,
+		c := status.Claim{Policy: p.Policy.Name, Action: p.Policy.Action.Type, Sweep: x.SweepID, Wake: p.Wake,
 			Expires: x.Clock().Add(x.ClaimTTL).UTC(), Generation: p.Generation, TargetUID: p.Target.UID}
 		acting := e
 		acting.State, acting.Message = status.StateActing, fmt.Sprintf("sweep %s is acting (%s): %s", x.SweepID, p.Policy.Action.Type, p.Reason)
@@ -336,6 +337,17 @@ func NotReached(e report.Entry, what string) report.Entry {
 // already: a deferral is none, unless failures came before it.
 func failedBefore(last *status.LastAction, p *decide.Plan) bool {
 	return last != nil && last.Result == report.ResultFailed && (!last.Deferred || last.Failures > 0) && last.Policy == p.Policy.Name
+}
+
+// notificationKey identifies the firing of p's policy by m that a
+// notification tells: firingKey, and for a SLEEP policy, which fires at
+// each transition, the transition and the sweep that claimed it (this
+// one, or the one whose claim it completes).
+func (x *Executor) notificationKey(m policy.Manager, p *decide.Plan) string {
+	if p.Policy.Action.Type != policy.ActionSleep {
+		return firingKey(m, p)
+	}
+	return fmt.Sprintf("%s/wake=%t/%s", firingKey(m, p), p.Wake, cmp.Or(p.ClaimedBy, x.SweepID))
 }
 
 // firingKey identifies the firing of p's policy by m, in the generation the
@@ -557,7 +569,8 @@ func (x *Executor) Notify(ctx context.Context, m policy.Manager, p *decide.Plan,
 		Time: x.Now.UTC(), Sweep: x.SweepID, Version: x.Version,
 	}
 	n.Reclaimed = reclaimed // a SCALE_DOWN that failed part-way freed what it scaled
-	if err := x.Notifier.Send(ctx, n, status.Digest("%s/%s", firingKey(m, p), result)); err != nil {
+	n.Woke = p.Wake
+	if err := x.Notifier.Send(ctx, n, status.Digest("%s/%s", x.notificationKey(m, p), result)); err != nil {
 		x.Counts.NotifyFailed.Add(1)
 		x.Log.Error("notification not delivered", "manager", m.Namespace+"/"+m.Name, "namespace", p.Target.Name, "policy", p.Policy.Name, "error", x.Notifier.Redact(err))
 		return

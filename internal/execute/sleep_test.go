@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/nsman/nsman/internal/decide"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/report"
 )
@@ -63,6 +64,9 @@ func TestCarryOutSleep(t *testing.T) {
 			if len(rec.claims) != tt.claims || len(rec.writes) != 1 {
 				t.Fatalf("%d claims, %d writes; want %d, 1", len(rec.claims), len(rec.writes), tt.claims)
 			}
+			if len(rec.claims) > 0 && rec.claims[0].Wake != tt.wake {
+				t.Errorf("claimed wake %t, want %t: a sweep completing the claim must know which transition it was", rec.claims[0].Wake, tt.wake)
+			}
 			o := rec.writes[0]
 			if o.Done || o.Stage != "" || o.Woke != tt.woke || !sameAsleep(o.Asleep, tt.asleep) {
 				t.Errorf("recorded done %t, stage %q, woke %t, asleep %+v; want not done, no stage, woke %t, asleep %+v", o.Done, o.Stage, o.Woke, o.Asleep, tt.woke, tt.asleep)
@@ -73,4 +77,25 @@ func TestCarryOutSleep(t *testing.T) {
 
 func sameAsleep(a, b *status.Asleep) bool {
 	return a == nil && b == nil || a != nil && b != nil && a.Policy == b.Policy && a.Since.Equal(b.Since) && a.Partial == b.Partial
+}
+
+// Each transition of a SLEEP policy is a firing of its own: its
+// notification's key differs between a sleep and a wake and between
+// sweeps, and a sweep completing a claim uses the key of the sweep that
+// made it.
+func TestNotificationKeyOfASleep(t *testing.T) {
+	x := newExecutor(t, newFakeWriter(), emptyReader(t))
+	d := decision(sleeping(false))
+	sleep := x.notificationKey(d.Manager, d.Plan)
+	wake := x.notificationKey(d.Manager, decision(sleeping(true)).Plan)
+	completing := decision(sleeping(false), func(d *decide.Decision) { d.Plan.Step, d.Plan.ClaimedBy = decide.StepCompleteClaim, x.SweepID })
+	later := newExecutor(t, newFakeWriter(), emptyReader(t))
+	later.SweepID = "sweep-2"
+	if sleep == wake || sleep != later.notificationKey(completing.Manager, completing.Plan) || sleep == later.notificationKey(d.Manager, d.Plan) {
+		t.Errorf("keys: sleep %q, wake %q, completed by a later sweep %q, a later sweep's own %q", sleep, wake,
+			later.notificationKey(completing.Manager, completing.Plan), later.notificationKey(d.Manager, d.Plan))
+	}
+	if plain := decision(); x.notificationKey(plain.Manager, plain.Plan) != firingKey(plain.Manager, plain.Plan) {
+		t.Error("the key of another action changed")
+	}
 }

@@ -207,6 +207,8 @@ type Claim struct {
 	// Spec, on a rule's claim, is the rule's policy.Manager.Arming: a claim
 	// survives pausing and resuming the rule.
 	Spec string `json:"spec,omitempty"`
+	// Wake: the claim is a SLEEP policy's wake, not its sleep.
+	Wake bool `json:"wake,omitempty"`
 }
 
 // LastAction records the outcome of the latest action.

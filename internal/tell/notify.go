@@ -35,6 +35,8 @@ type Notification struct {
 	Result  string   `json:"result"`
 	Message string   `json:"message,omitempty"`
 	Effects []string `json:"effects,omitempty"`
+	// Woke: the action was a SLEEP policy's wake, not its sleep.
+	Woke bool `json:"woke,omitempty"`
 	// Reclaimed is what a DELETE or SCALE_DOWN freed.
 	Reclaimed *report.Reclaimed `json:"reclaimed,omitempty"`
 	// Time is the sweep's time (the API server's).
@@ -134,8 +136,12 @@ func notificationBody(n Notification, format string) ([]byte, error) {
 	if n.Rule {
 		kind = "rule"
 	}
+	action := n.Action
+	if n.Woke {
+		action += " (wake)"
+	}
 	text := fmt.Sprintf("nsman: %s of namespace %s by %s %s/%s (policy %s) %s",
-		markupEscape(n.Action), markupEscape(n.Target), kind, markupEscape(n.Manager.Namespace), markupEscape(n.Manager.Name), markupEscape(strconv.Quote(n.Policy)), n.Result)
+		markupEscape(action), markupEscape(n.Target), kind, markupEscape(n.Manager.Namespace), markupEscape(n.Manager.Name), markupEscape(strconv.Quote(n.Policy)), n.Result)
 	if n.Message != "" {
 		text += ": " + markupEscape(withoutAnnotationValues(n.Message))
 	}

@@ -275,3 +275,22 @@ func TestNotifierRedact(t *testing.T) {
 		}
 	}
 }
+
+// A SLEEP policy's wake says so, in both formats; its sleep does not.
+func TestNotificationsTellAWake(t *testing.T) {
+	for _, woke := range []bool{false, true} {
+		n := Notification{Manager: NotificationManager{Namespace: "ops", Name: "dev-nights"}, Rule: true, Target: "dev-7",
+			Policy: "nights", Action: policy.ActionSleep, Result: report.ResultSucceeded, Woke: woke}
+		want := map[bool]string{false: "nsman: SLEEP of namespace dev-7", true: "nsman: SLEEP (wake) of namespace dev-7"}[woke]
+		if text := slackText(t, n); !strings.HasPrefix(text, want) {
+			t.Errorf("woke %t: text %q, want it to begin %q", woke, text, want)
+		}
+		body, err := notificationBody(n, NotifyJSON)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(string(body), `"woke":true`); got != woke {
+			t.Errorf("woke %t: JSON %s", woke, body)
+		}
+	}
+}
