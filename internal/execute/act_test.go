@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/nsman/nsman/internal/cluster/clustertest"
 	"github.com/nsman/nsman/internal/decide"
 	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/status"
@@ -426,7 +427,7 @@ func TestApplyScaleDown(t *testing.T) {
 // Deployment controls, and sums what scaled replicas free (a CronJob
 // suspended frees nothing counted).
 func TestApplyScaleDownKinds(t *testing.T) {
-	bodies := discoveryBodies()
+	bodies := clustertest.DiscoveryBodies()
 	bodies["/apis/apps/v1/namespaces/ns/deployments"] = `{"kind":"DeploymentList","apiVersion":"apps/v1","metadata":{},"items":[` +
 		`{"metadata":{"name":"web","namespace":"ns","resourceVersion":"1","labels":{"` + status.KeepAwakeLabel + `":"true"}},"spec":{"replicas":3}}]}`
 	bodies["/apis/apps/v1/namespaces/ns/replicasets"] = `{"kind":"ReplicaSetList","apiVersion":"apps/v1","metadata":{},"items":[` +
@@ -436,7 +437,7 @@ func TestApplyScaleDownKinds(t *testing.T) {
 		`{"metadata":{"name":"report","namespace":"ns","resourceVersion":"1"},"spec":{"schedule":"@daily","jobTemplate":{"spec":{"template":{"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"4"}}}]}}}}}}]}`
 	w := newFakeWriter()
 	reads := emptyReader(t)
-	reads.Clients.Kube = apiServer(t, bodies)
+	reads.Clients.Kube = clustertest.APIServer(t, bodies)
 	x := newExecutor(t, w, reads)
 	x.SkipReclaim = false
 	d := decision(scaleDownAll, func(d *decide.Decision) {
@@ -453,12 +454,12 @@ func TestApplyScaleDownKinds(t *testing.T) {
 // A SCALE_DOWN naming a kind the cluster does not serve fails before it
 // writes anything, whatever the other selectors select.
 func TestApplyScaleDownUnknownKind(t *testing.T) {
-	bodies := discoveryBodies()
+	bodies := clustertest.DiscoveryBodies()
 	bodies["/apis/apps/v1/namespaces/ns/deployments"] = `{"kind":"DeploymentList","apiVersion":"apps/v1","metadata":{},"items":[` +
 		`{"metadata":{"name":"web","namespace":"ns","resourceVersion":"1"},"spec":{"replicas":3}}]}`
 	w := newFakeWriter()
 	reads := emptyReader(t)
-	reads.Clients.Kube = apiServer(t, bodies)
+	reads.Clients.Kube = clustertest.APIServer(t, bodies)
 	x := newExecutor(t, w, reads)
 	d := decision(scaleDownAll, func(d *decide.Decision) {
 		d.Plan.Target.Name = "ns"

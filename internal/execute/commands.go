@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/policy"
@@ -24,12 +25,12 @@ import (
 // nsman writes only to the kinds its RBAC grants.
 func Restore(ctx context.Context, clients cluster.Clients, namespace string, dryRun bool) (effects, skipped []string, err error) {
 	w := write.New(clients.Kube, clients.Dynamic, clients.Managers, nil, dryRun)
-	var kinds Kinds
+	var kinds probe.Kinds
 	all, discoveryErr := kinds.All(clients.Kube)
 	if discoveryErr != nil {
 		discoveryErr = fmt.Errorf("kinds with a scale subresource: %w", discoveryErr)
 	}
-	effects, skipped, err = EachKind(ctx, clients, namespace, all, true, func(kind Kind, obj *unstructured.Unstructured) (string, error) {
+	effects, skipped, err = EachKind(ctx, clients, namespace, all, true, func(kind probe.Kind, obj *unstructured.Unstructured) (string, error) {
 		return Wake(ctx, clients, w, kind, obj)
 	})
 	return effects, skipped, errors.Join(discoveryErr, err)
@@ -37,10 +38,10 @@ func Restore(ctx context.Context, clients cluster.Clients, namespace string, dry
 
 // Wake wakes workload obj of kind through w, as its record says (see way):
 // its return is what it did, or would do in a dry run.
-func Wake(ctx context.Context, clients cluster.Clients, w write.Writer, kind Kind, obj *unstructured.Unstructured) (string, error) {
+func Wake(ctx context.Context, clients cluster.Clients, w write.Writer, kind probe.Kind, obj *unstructured.Unstructured) (string, error) {
 	id := kind.Name + "/" + obj.GetName()
 	effect, err := ChangeWorkload(ctx, clients, w, kind.Resource, obj, func(obj *unstructured.Unstructured) (map[string]any, string, error) {
-		return kind.way.wake(id, obj)
+		return ways[kind.Way].wake(id, obj)
 	})
 	if err != nil {
 		return "", fmt.Errorf("restore %s %s/%s: %w", kind.Name, obj.GetNamespace(), obj.GetName(), err)

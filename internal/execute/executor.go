@@ -73,7 +73,7 @@ type Executor struct {
 	// Counts are what the report sums of the sweep's actions.
 	Counts Counts
 
-	kinds Kinds
+	kinds probe.Kinds
 }
 
 // Counts are what a sweep's report says of its actions beyond the entries.
@@ -525,7 +525,7 @@ func (x *Executor) sleep(ctx context.Context, namespace string, selectors []poli
 		did, sleepErr := x.putToSleep(ctx, namespace, selections, every)
 		return did, errors.Join(err, sleepErr)
 	}
-	effects, _, wakeErr := EachKind(ctx, x.Reads.Clients, namespace, selections, every, func(kind Kind, w *unstructured.Unstructured) (string, error) {
+	effects, _, wakeErr := EachKind(ctx, x.Reads.Clients, namespace, selections, every, func(kind probe.Kind, w *unstructured.Unstructured) (string, error) {
 		return Wake(ctx, x.Reads.Clients, x.Writer, kind, w)
 	})
 	return applied{effects: effects}, errors.Join(err, wakeErr)
@@ -533,9 +533,9 @@ func (x *Executor) sleep(ctx context.Context, namespace string, selectors []poli
 
 // putToSleep puts selections' workloads to sleep (see Sleep) and sums what
 // they free; optional: as EachKind's.
-func (x *Executor) putToSleep(ctx context.Context, namespace string, selections []Selection, optional bool) (applied, error) {
+func (x *Executor) putToSleep(ctx context.Context, namespace string, selections []probe.Selection, optional bool) (applied, error) {
 	var freed report.Reclaimed
-	effects, _, err := EachKind(ctx, x.Reads.Clients, namespace, selections, optional, func(kind Kind, w *unstructured.Unstructured) (string, error) {
+	effects, _, err := EachKind(ctx, x.Reads.Clients, namespace, selections, optional, func(kind probe.Kind, w *unstructured.Unstructured) (string, error) {
 		effect, from, err := Sleep(ctx, x.Reads.Clients, x.Writer, kind, w)
 		if from != nil { // a CronJob or ScaledObject has no spec.template: it frees nothing counted
 			freed.Add(probe.ScalingFrees(from))

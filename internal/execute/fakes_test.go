@@ -16,6 +16,7 @@ import (
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/decide"
+	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
@@ -218,3 +219,6 @@ func emptyReader(t *testing.T) cluster.Reader { return readerOf(t, nil) }
 func namespaceMeta(name string, uid types.UID) *metav1.PartialObjectMetadata {
 	return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, UID: uid, ResourceVersion: "8"}}
 }
+
+// deploymentKind is the known kind Deployment.
+var deploymentKind, _ = probe.KnownKind(policy.KindDeployment)

@@ -8,7 +8,6 @@ import (
 	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
-	"github.com/nsman/nsman/policy"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -23,7 +22,7 @@ func TestWorkloadFieldsKeepWhatIsRead(t *testing.T) {
 		`"containers":[{"name":"web","args":["` + big + `"],"resources":{"requests":{"cpu":"400m","memory":"256Mi"}}}]}}}}]}`
 	var got []*unstructured.Unstructured
 	if _, err := cluster.DecodeStreamed(strings.NewReader(data), func(f *WorkloadFields) error {
-		w, err := f.Unstructured(knownKinds[policy.KindDeployment])
+		w, err := f.Unstructured(deploymentKind)
 		got = append(got, w)
 		return err
 	}); err != nil {

@@ -8,8 +8,9 @@ import (
 	"testing"
 
 	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/cluster/clustertest"
+	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/status"
-	"github.com/nsman/nsman/policy"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -66,7 +67,7 @@ func TestWakeReplicas(t *testing.T) {
 			if tt.record != "" {
 				d.SetAnnotations(map[string]string{status.ReplicasAnnotation: tt.record})
 			}
-			effect, err := Wake(t.Context(), cluster.Clients{}, w, knownKinds[policy.KindDeployment], d)
+			effect, err := Wake(t.Context(), cluster.Clients{}, w, deploymentKind, d)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -109,10 +110,10 @@ func TestWakeReplicasRecomputesAfterAConflict(t *testing.T) {
 	listed := deployment(0, "1")
 	listed.SetAnnotations(map[string]string{status.ReplicasAnnotation: "3"})
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{DeploymentsResource: "DeploymentList"}, fresh)
+		map[schema.GroupVersionResource]string{probe.DeploymentsResource: "DeploymentList"}, fresh)
 	w := &conflictOnce{Writer: dryRun}
 
-	effect, err := Wake(t.Context(), cluster.Clients{Dynamic: dyn}, w, knownKinds[policy.KindDeployment], listed)
+	effect, err := Wake(t.Context(), cluster.Clients{Dynamic: dyn}, w, deploymentKind, listed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestRestore(t *testing.T) {
 		return `{"kind":"List","apiVersion":"v1","metadata":{},"items":[` + strings.Join(items, ",") + `]}`
 	}
 	replicasRecord := func(n string) string { return fmt.Sprintf("%q:%q", status.ReplicasAnnotation, n) }
-	bodies := discoveryBodies()
+	bodies := clustertest.DiscoveryBodies()
 	for path, body := range map[string]string{
 		"/apis/apps/v1/namespaces/team-a/deployments":           list(item("Deployment", "web", `"replicas":0`, replicasRecord("3")), item("Deployment", "api", `"replicas":2`, replicasRecord("4"))),
 		"/apis/apps/v1/namespaces/team-a/statefulsets":          list(item("StatefulSet", "db", `"replicas":1`, "")),
@@ -154,11 +155,11 @@ func TestRestore(t *testing.T) {
 		"/apis/apps/v1/namespaces/team-a/replicasets":           list(),
 		"/api/v1/namespaces/team-a/replicationcontrollers":      list(),
 		"/apis/example.com/v1/namespaces/team-a/widgets":        list(),
-		"/apis/other.example.com/v1/namespaces/team-a/widgets":  forbidden,
+		"/apis/other.example.com/v1/namespaces/team-a/widgets":  clustertest.Forbidden,
 	} {
 		bodies[path] = body
 	}
-	kube := apiServer(t, bodies)
+	kube := clustertest.APIServer(t, bodies)
 	want := []string{
 		"scale Deployment/web from 0 to 3", "leave Deployment/api at 2 replicas: scaled since nsman scaled it down; drop its record of 4",
 		"resume CronJob/report", "scale Rollout/canary from 0 to 5",
@@ -203,9 +204,9 @@ func TestRestore(t *testing.T) {
 // A known kind restore may not list is an error, not skipped: nsman writes
 // to it by default.
 func TestRestoreForbiddenKnownKind(t *testing.T) {
-	bodies := discoveryBodies()
-	bodies["/apis/apps/v1/namespaces/team-a/deployments"] = forbidden
-	_, skipped, err := Restore(t.Context(), cluster.Clients{Kube: apiServer(t, bodies)}, "team-a", true)
+	bodies := clustertest.DiscoveryBodies()
+	bodies["/apis/apps/v1/namespaces/team-a/deployments"] = clustertest.Forbidden
+	_, skipped, err := Restore(t.Context(), cluster.Clients{Kube: clustertest.APIServer(t, bodies)}, "team-a", true)
 	if err == nil || !strings.Contains(err.Error(), "list deployments.apps in team-a: ") || len(skipped) != 0 {
 		t.Errorf("error %v, skipped %q; want the list of Deployments refused, nothing skipped", err, skipped)
 	}

@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
-	"github.com/nsman/nsman/policy"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -50,11 +50,11 @@ func TestSleepReplicasRecomputesAfterAConflict(t *testing.T) {
 	fresh := deployment(5, "2")
 	scheme := runtime.NewScheme()
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme,
-		map[schema.GroupVersionResource]string{DeploymentsResource: "DeploymentList"}, fresh)
+		map[schema.GroupVersionResource]string{probe.DeploymentsResource: "DeploymentList"}, fresh)
 	w := &conflictOnce{Writer: dryRun}
 	clients := cluster.Clients{Dynamic: dyn}
 
-	effect, from, err := Sleep(t.Context(), clients, w, knownKinds[policy.KindDeployment], deployment(3, "1"))
+	effect, from, err := Sleep(t.Context(), clients, w, deploymentKind, deployment(3, "1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestSleepReplicasRecordsTheLastCount(t *testing.T) {
 			if tt.record != "" {
 				d.SetAnnotations(map[string]string{status.ReplicasAnnotation: tt.record})
 			}
-			effect, from, err := Sleep(t.Context(), cluster.Clients{}, w, knownKinds[policy.KindDeployment], d)
+			effect, from, err := Sleep(t.Context(), cluster.Clients{}, w, deploymentKind, d)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/nsman/nsman/internal/cluster/clustertest"
 	"github.com/nsman/nsman/internal/decide"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/report"
@@ -46,12 +47,12 @@ func TestCarryOutSleep(t *testing.T) {
 		{name: "a wake in a freeze: still asleep", wake: true, frozen: true, listed: deployments("0", "2"), state: report.StateAsleep},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			bodies := discoveryBodies()
+			bodies := clustertest.DiscoveryBodies()
 			bodies["/apis/apps/v1/namespaces/team-a/deployments"] = tt.listed
 			w := newFakeWriter()
 			w.done, w.patchErr = report.StateFired, tt.patchErr
 			reads := emptyReader(t)
-			reads.Clients.Kube = apiServer(t, bodies)
+			reads.Clients.Kube = clustertest.APIServer(t, bodies)
 			x := newExecutor(t, w, reads)
 			if tt.frozen {
 				frozen(x)

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
 )
@@ -25,8 +26,8 @@ import (
 // selections select, and returns the effects and the errors joined: one
 // workload that fails stops no other. A kind the cluster does not serve
 // (KEDA not installed) has no workloads.
-func EachWorkload(ctx context.Context, clients cluster.Clients, namespace string, selections []Selection,
-	change func(Kind, *unstructured.Unstructured) (string, error)) ([]string, error) {
+func EachWorkload(ctx context.Context, clients cluster.Clients, namespace string, selections []probe.Selection,
+	change func(probe.Kind, *unstructured.Unstructured) (string, error)) ([]string, error) {
 	var (
 		effects []string
 		errs    []error
@@ -41,7 +42,7 @@ func EachWorkload(ctx context.Context, clients cluster.Clients, namespace string
 		}
 		var selected []*unstructured.Unstructured
 		err := cluster.EachStreamed(ctx, workloadPage, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(sel.Labels).String()}, list, func(f *WorkloadFields) error {
-			if sel.Kind.found && f.controlled() {
+			if sel.Kind.Found && f.controlled() {
 				return nil // its controller's to scale
 			}
 			w, err := f.Unstructured(sel.Kind)
@@ -77,13 +78,13 @@ func EachWorkload(ctx context.Context, clients cluster.Clients, namespace string
 // a kind found by discovery that the caller may not list is skipped, and
 // named in skipped, rather than an error: nsman writes only to the kinds
 // its RBAC grants.
-func EachKind(ctx context.Context, clients cluster.Clients, namespace string, selections []Selection, optional bool,
-	change func(Kind, *unstructured.Unstructured) (string, error)) (effects, skipped []string, err error) {
+func EachKind(ctx context.Context, clients cluster.Clients, namespace string, selections []probe.Selection, optional bool,
+	change func(probe.Kind, *unstructured.Unstructured) (string, error)) (effects, skipped []string, err error) {
 	var errs []error
 	for _, sel := range selections {
-		done, err := EachWorkload(ctx, clients, namespace, []Selection{sel}, change)
+		done, err := EachWorkload(ctx, clients, namespace, []probe.Selection{sel}, change)
 		effects = append(effects, done...)
-		if optional && sel.Kind.found && apierrors.IsForbidden(err) && len(done) == 0 {
+		if optional && sel.Kind.Found && apierrors.IsForbidden(err) && len(done) == 0 {
 			skipped = append(skipped, sel.Kind.Resource.GroupResource().String())
 			continue
 		}
@@ -130,7 +131,7 @@ type WorkloadFields struct {
 }
 
 // keptAnnotations are the annotations a sleep or a wake reads.
-var keptAnnotations = []string{status.ReplicasAnnotation, status.SuspendAnnotation, status.PausedReplicasAnnotation, KedaPausedReplicas}
+var keptAnnotations = []string{status.ReplicasAnnotation, status.SuspendAnnotation, status.PausedReplicasAnnotation, status.KedaPausedReplicas}
 
 // controlled reports whether another object controls f's (a Deployment its
 // ReplicaSets).
@@ -144,7 +145,7 @@ func (f *WorkloadFields) controlled() bool {
 
 // Unstructured is f as the workload changes read it: these fields alone, of
 // the annotations keptAnnotations alone and of the labels KeepAwakeLabel.
-func (f *WorkloadFields) Unstructured(kind Kind) (*unstructured.Unstructured, error) {
+func (f *WorkloadFields) Unstructured(kind probe.Kind) (*unstructured.Unstructured, error) {
 	var kept struct {
 		Metadata struct {
 			Name            string            `json:"name"`
@@ -244,14 +245,14 @@ func SpecReplicas(w *unstructured.Unstructured) int64 {
 // KeepAwakeLabel, is not written to.
 //
 // It returns the workload as it was before, nil when it was not written to.
-func Sleep(ctx context.Context, clients cluster.Clients, wr write.Writer, kind Kind, w *unstructured.Unstructured) (string, *unstructured.Unstructured, error) {
+func Sleep(ctx context.Context, clients cluster.Clients, wr write.Writer, kind probe.Kind, w *unstructured.Unstructured) (string, *unstructured.Unstructured, error) {
 	id := kind.Name + "/" + w.GetName()
 	if w.GetLabels()[status.KeepAwakeLabel] == "true" {
 		return "leave " + id + " awake: labelled " + status.KeepAwakeLabel, nil, nil
 	}
 	var from *unstructured.Unstructured
 	effect, err := ChangeWorkload(ctx, clients, wr, kind.Resource, w, func(w *unstructured.Unstructured) (map[string]any, string, error) {
-		patch, effect := kind.way.sleep(id, w)
+		patch, effect := ways[kind.Way].sleep(id, w)
 		from = w
 		return patch, effect, nil
 	})
@@ -266,11 +267,11 @@ func Sleep(ctx context.Context, clients cluster.Clients, wr write.Writer, kind K
 }
 
 // sleepVerb is what a sleep of kind does, for its errors.
-func sleepVerb(kind Kind) string {
-	switch kind.way.(type) {
-	case suspend:
+func sleepVerb(kind probe.Kind) string {
+	switch kind.Way {
+	case probe.WaySuspend:
 		return "suspend"
-	case pause:
+	case probe.WayPause:
 		return "pause"
 	}
 	return "scale"

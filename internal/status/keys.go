@@ -95,6 +95,11 @@ const SuspendAnnotation = "nsman.k8s.consol.de/suspend-before-scale-down"
 // "" for none; nsman restore brings it back, or removes the pause.
 const PausedReplicasAnnotation = "nsman.k8s.consol.de/paused-replicas-before-scale-down"
 
+// KedaPausedReplicas is KEDA's annotation that holds a ScaledObject's
+// target at that many replicas, whatever its triggers say: nsman pauses a
+// ScaledObject at "0".
+const KedaPausedReplicas = "autoscaling.keda.sh/paused-replicas"
+
 // KeepAwakeLabel, "true" on a workload, keeps nsman from scaling, suspending
 // or pausing it.
 const KeepAwakeLabel = "nsman.k8s.consol.de/keep-awake"

@@ -1,0 +1,190 @@
+package probe
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nsman/nsman/policy"
+)
+
+// Way is how a kind of workload is put to sleep.
+type Way int
+
+const (
+	// WayReplicas: a kind with a scale subresource, replicas at
+	// spec.replicas, scaled to zero.
+	WayReplicas Way = iota
+	// WaySuspend: a CronJob, suspended.
+	WaySuspend
+	// WayPause: a KEDA ScaledObject, paused at zero replicas.
+	WayPause
+)
+
+// Kind is a kind of workload nsman puts to sleep and wakes, and the way it
+// does.
+type Kind struct {
+	// Name is the kind's name as its API serves it: Deployment, Rollout.
+	Name     string
+	Resource schema.GroupVersionResource
+	// Found is set for a kind found by discovery, whose objects controlled
+	// by another (a Deployment's ReplicaSets) are their controller's to
+	// scale, and left alone.
+	Found bool
+	Way   Way
+}
+
+// Selection is a kind and the labels its workloads must carry (none: all).
+type Selection struct {
+	Kind   Kind
+	Labels map[string]string
+}
+
+// Workload resources nsman reads and writes without discovery.
+var (
+	DeploymentsResource   = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	StatefulSetsResource  = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"}
+	CronJobsResource      = schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "cronjobs"}
+	ScaledObjectsResource = schema.GroupVersionResource{Group: "keda.sh", Version: "v1alpha1", Resource: "scaledobjects"}
+	knownKinds            = map[string]Kind{
+		policy.KindDeployment:   {Name: policy.KindDeployment, Resource: DeploymentsResource, Way: WayReplicas},
+		policy.KindStatefulSet:  {Name: policy.KindStatefulSet, Resource: StatefulSetsResource, Way: WayReplicas},
+		policy.KindCronJob:      {Name: policy.KindCronJob, Resource: CronJobsResource, Way: WaySuspend},
+		policy.KindScaledObject: {Name: policy.KindScaledObject, Resource: ScaledObjectsResource, Way: WayPause},
+	}
+	// defaultSelections are what a SCALE_DOWN without selectors scales, as
+	// the original operator did.
+	defaultSelections = []Selection{{Kind: knownKinds[policy.KindDeployment]}, {Kind: knownKinds[policy.KindStatefulSet]}}
+)
+
+// KnownKind is the kind of policy.KnownKinds named name, and whether it is
+// one.
+func KnownKind(name string) (Kind, bool) {
+	k, ok := knownKinds[name]
+	return k, ok
+}
+
+// Kinds resolves selectors' kinds, asking the cluster's discovery once,
+// and only when a selector names a kind that is none of policy.KnownKinds.
+// Its zero value is ready; it is safe for concurrent use.
+type Kinds struct {
+	once  sync.Once
+	found []Kind
+	err   error
+}
+
+// Resolve returns the selections of selectors, defaultSelections for none,
+// or an error naming every selector whose kind the cluster does not serve
+// with a scale subresource: a SCALE_DOWN resolves all of them before it
+// writes anything.
+func (k *Kinds) Resolve(kube kubernetes.Interface, selectors []policy.Selector) ([]Selection, error) {
+	if len(selectors) == 0 {
+		return defaultSelections, nil
+	}
+	out := make([]Selection, 0, len(selectors))
+	var errs []error
+	for i, sel := range selectors {
+		kind, ok := knownKinds[sel.Kind]
+		if !ok {
+			var err error
+			if kind, err = k.find(kube, sel.Kind); err != nil {
+				errs = append(errs, fmt.Errorf("selectors[%d]: %w", i, err))
+				continue
+			}
+		}
+		out = append(out, Selection{Kind: kind, Labels: sel.Labels})
+	}
+	return out, errors.Join(errs...)
+}
+
+// All is every kind nsman may have put to sleep in the cluster: the known
+// ones and each kind with a scale subresource discovery finds.
+func (k *Kinds) All(kube kubernetes.Interface) ([]Selection, error) {
+	found, err := k.discover(kube)
+	out := make([]Selection, 0, len(knownKinds)+len(found))
+	for _, name := range policy.KnownKinds {
+		out = append(out, Selection{Kind: knownKinds[name]})
+	}
+	for _, kind := range found {
+		if !slices.ContainsFunc(out, func(s Selection) bool { return s.Kind.Resource.GroupResource() == kind.Resource.GroupResource() }) {
+			out = append(out, Selection{Kind: kind})
+		}
+	}
+	return out, err
+}
+
+// find is the kind with a scale subresource that name (Kind or Kind.group)
+// names, the kind in any letter case.
+func (k *Kinds) find(kube kubernetes.Interface, name string) (Kind, error) {
+	found, err := k.discover(kube)
+	kind, group, grouped := strings.Cut(name, ".")
+	var matches []Kind
+	for _, f := range found {
+		if strings.EqualFold(f.Name, kind) && (!grouped || f.Resource.Group == group) {
+			matches = append(matches, f)
+		}
+	}
+	switch {
+	case len(matches) == 1:
+		return matches[0], nil
+	case len(matches) > 1:
+		names := make([]string, len(matches))
+		for i, m := range matches {
+			names[i] = m.Name + "." + m.Resource.Group
+		}
+		return Kind{}, fmt.Errorf("kind %s is served by several API groups (%s): name one as Kind.group", name, strings.Join(names, ", "))
+	case err != nil:
+		return Kind{}, fmt.Errorf("kind %s: discovery failed: %w", name, err)
+	}
+	return Kind{}, fmt.Errorf("kind %s: the cluster serves no kind of that name with a scale subresource", name)
+}
+
+// discover lists, once, every namespaced kind the API server serves with a
+// scale subresource, in its group's preferred version. Groups that failed
+// discovery are missing, and the error says which.
+func (k *Kinds) discover(kube kubernetes.Interface) ([]Kind, error) {
+	k.once.Do(func() {
+		groups, lists, err := discovery.ServerGroupsAndResources(kube.Discovery())
+		k.err = err
+		preferred := map[string]bool{}
+		for _, g := range groups {
+			preferred[g.PreferredVersion.GroupVersion] = true
+		}
+		for _, list := range lists {
+			if !preferred[list.GroupVersion] {
+				continue
+			}
+			gv, perr := schema.ParseGroupVersion(list.GroupVersion)
+			if perr != nil {
+				continue
+			}
+			k.found = append(k.found, scaleKinds(gv, list.APIResources)...)
+		}
+	})
+	return k.found, k.err
+}
+
+// scaleKinds are the namespaced resources of gv that have a scale
+// subresource and can be listed and patched.
+func scaleKinds(gv schema.GroupVersion, resources []metav1.APIResource) []Kind {
+	var out []Kind
+	for _, r := range resources {
+		parent, sub, ok := strings.Cut(r.Name, "/")
+		if !ok || sub != "scale" {
+			continue
+		}
+		i := slices.IndexFunc(resources, func(p metav1.APIResource) bool { return p.Name == parent })
+		if i < 0 || !resources[i].Namespaced || !slices.Contains(resources[i].Verbs, "list") || !slices.Contains(resources[i].Verbs, "patch") {
+			continue
+		}
+		out = append(out, Kind{Name: resources[i].Kind, Resource: gv.WithResource(parent), Found: true, Way: WayReplicas})
+	}
+	return out
+}

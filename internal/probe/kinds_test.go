@@ -1,0 +1,117 @@
+package probe
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/nsman/nsman/internal/cluster/clustertest"
+	"github.com/nsman/nsman/policy"
+)
+
+func TestKindsResolve(t *testing.T) {
+	tests := []struct {
+		name      string
+		selectors []policy.Selector
+		want      []string // group/version/resource of each selection
+		wantErr   string   // "" for none
+	}{
+		{name: "none: Deployments and StatefulSets", want: []string{"apps/v1/deployments", "apps/v1/statefulsets"}},
+		{name: "known kinds", selectors: []policy.Selector{{Kind: policy.KindCronJob}, {Kind: policy.KindScaledObject, Labels: map[string]string{"a": "b"}}},
+			want: []string{"batch/v1/cronjobs", "keda.sh/v1alpha1/scaledobjects"}},
+		{name: "a kind found, in its preferred version", selectors: []policy.Selector{{Kind: "rollout"}}, want: []string{"argoproj.io/v1alpha1/rollouts"}},
+		{name: "a kind with its group", selectors: []policy.Selector{{Kind: "Rollout.argoproj.io"}}, want: []string{"argoproj.io/v1alpha1/rollouts"}},
+		{name: "a built-in kind found", selectors: []policy.Selector{{Kind: "ReplicaSet"}, {Kind: "replicationcontroller"}}, want: []string{"apps/v1/replicasets", "v1/replicationcontrollers"}},
+		{name: "a kind of two groups, named with one", selectors: []policy.Selector{{Kind: "Widget.other.example.com"}}, want: []string{"other.example.com/v1/widgets"}},
+		{name: "a kind of two groups", selectors: []policy.Selector{{Kind: "Widget"}}, wantErr: "selectors[0]: kind Widget is served by several API groups (Widget.example.com, Widget.other.example.com): name one as Kind.group"},
+		{name: "a kind in another group", selectors: []policy.Selector{{Kind: "Rollout.example.com"}}, wantErr: "selectors[0]: kind Rollout.example.com: the cluster serves no kind of that name with a scale subresource"},
+		{name: "a kind without a scale subresource", selectors: []policy.Selector{{Kind: "Deployment"}, {Kind: "Job"}}, wantErr: "selectors[1]: kind Job: the cluster serves no kind of that name with a scale subresource"},
+		{name: "a kind that cannot be patched", selectors: []policy.Selector{{Kind: "Gadget"}}, wantErr: "selectors[0]: kind Gadget: the cluster serves no kind of that name with a scale subresource"},
+		{name: "a cluster-scoped kind", selectors: []policy.Selector{{Kind: "Pool"}}, wantErr: "selectors[0]: kind Pool: the cluster serves no kind of that name with a scale subresource"},
+		{name: "kinds nobody serves", selectors: []policy.Selector{{Kind: "Rollout.argoproj.io"}, {Kind: "Nothing"}, {Kind: "Nothing.else.io"}},
+			wantErr: "selectors[1]: kind Nothing: the cluster serves no kind of that name with a scale subresource\nselectors[2]: kind Nothing.else.io: the cluster serves no kind of that name with a scale subresource"},
+	}
+	kube := clustertest.APIServer(t, clustertest.DiscoveryBodies())
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var kinds Kinds
+			got, err := kinds.Resolve(kube, tt.selectors)
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("error %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var resources []string
+			for i, s := range got {
+				resources = append(resources, s.Kind.Resource.GroupVersion().String()+"/"+s.Kind.Resource.Resource)
+				if i < len(tt.selectors) && !reflect.DeepEqual(s.Labels, tt.selectors[i].Labels) {
+					t.Errorf("selection %d labels %v, want %v", i, s.Labels, tt.selectors[i].Labels)
+				}
+			}
+			if strings.Join(resources, " ") != strings.Join(tt.want, " ") {
+				t.Errorf("resolved %q, want %q", resources, tt.want)
+			}
+		})
+	}
+}
+
+// Discovery is asked once per Kinds, however many selectors it resolves.
+func TestKindsDiscoverOnce(t *testing.T) {
+	bodies := clustertest.DiscoveryBodies()
+	var asked int
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/apis" {
+			asked++
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, bodies[r.URL.Path])
+	}))
+	t.Cleanup(server.Close)
+	kube, err := kubernetes.NewForConfig(&rest.Config{Host: server.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds Kinds
+	for range 3 {
+		if _, err := kinds.Resolve(kube, []policy.Selector{{Kind: "Rollout"}, {Kind: "ReplicaSet"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := kinds.All(kube); err != nil {
+		t.Fatal(err)
+	}
+	if asked != 1 {
+		t.Errorf("discovery asked %d times, want 1", asked)
+	}
+	var unused Kinds
+	if _, err := unused.Resolve(kube, []policy.Selector{{Kind: policy.KindCronJob}}); err != nil || asked != 1 {
+		t.Errorf("known kinds alone: discovery asked %d times in all, error %v; want no more", asked, err)
+	}
+}
+
+func TestKindsAll(t *testing.T) {
+	var kinds Kinds
+	all, err := kinds.All(clustertest.APIServer(t, clustertest.DiscoveryBodies()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range all {
+		got = append(got, s.Kind.Name+" "+s.Kind.Resource.GroupVersion().String())
+	}
+	want := []string{"Deployment apps/v1", "StatefulSet apps/v1", "CronJob batch/v1", "ScaledObject keda.sh/v1alpha1",
+		"ReplicationController v1", "ReplicaSet apps/v1", "Rollout argoproj.io/v1alpha1", "Widget example.com/v1", "Widget other.example.com/v1"}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Errorf("all kinds:\n%q\nwant\n%q", got, want)
+	}
+}
