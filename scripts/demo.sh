@@ -3,7 +3,8 @@
 # examples/, show the dry-run plan and what it would reclaim, run a real
 # sweep, show what happened, play more scenes (stages, a tenant's webhook, a
 # rule, a laptop dry run, nsman doctor, a namespace stuck in Terminating,
-# expiry dates, idle previews, windows, freezes), then tear down.
+# expiry dates, idle previews, windows, sleep and wake, freezes), then tear
+# down.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,9 +50,9 @@ until [ -s "$work/webhooks.log" ]; do sleep 0.1; done
 receiver=$(head -n 1 "$work/webhooks.log")
 echo "receiver at $receiver"
 
-step "applying examples/ (the webhook example pointed at the receiver; stages, rules, expiry dates, idle previews and windows get scenes of their own below)"
+step "applying examples/ (the webhook example pointed at the receiver; stages, rules, expiry dates, idle previews, windows and sleeps get scenes of their own below)"
 for f in examples/*.yaml; do
-	case "$f" in examples/rule-* | examples/lifecycle-stages.yaml | examples/windows-* | examples/idle-*) continue ;; esac
+	case "$f" in examples/rule-* | examples/lifecycle-stages.yaml | examples/windows-* | examples/idle-* | examples/sleep-*) continue ;; esac
 	sed "s#http://webhook-receiver\.[a-z0-9-]*\.svc:8080#$receiver#" "$f"
 	echo "---"
 done | kubectl apply -f -
@@ -269,6 +270,76 @@ echo "its TTL passed at a Tuesday's 14:00 (a dry run --at): it waits for the win
 nsman sweep --dry-run -n demo-windows --at "$(date -u -d "$(date -u -d 'next tuesday' +%Y-%m-%d) 13:00" +%Y-%m-%dT%H:%M:%SZ)"
 echo "and at 21:00 that day it acts"
 nsman sweep --dry-run -n demo-windows --at "$(date -u -d "$(date -u -d 'next tuesday' +%Y-%m-%d) 20:00" +%Y-%m-%dT%H:%M:%SZ)"
+
+step "sleep and wake: examples/sleep-nights-weekends.yaml puts every demo-dev-* namespace to sleep at night and at the weekend, Europe/Berlin"
+kubectl apply -f examples/sleep-nights-weekends.yaml
+kubectl -n namespace-manager label namespacemanager demo-dev-nights demo=sleep
+echo "a Tuesday at 21:00 in Berlin (a dry run --at): demo-dev-team would sleep (web and sync; api is labelled keep-awake, nightly-report suspended already)"
+nsman sweep --dry-run -l demo=sleep --at "$(TZ=Europe/Berlin date -d 'next tuesday 21:00' +%Y-%m-%dT%H:%M:%S%:z)"
+echo "at 10:00 that day it is awake, and waits for the night"
+nsman sweep --dry-run -l demo=sleep --at "$(TZ=Europe/Berlin date -d 'next tuesday 10:00' +%Y-%m-%dT%H:%M:%S%:z)"
+echo "examples/sleep-idle-previews.yaml: demo-preview-idle-4711 sleeps once nothing has happened in it for two hours (a dry run --at)"
+kubectl apply -f examples/sleep-idle-previews.yaml
+kubectl -n namespace-manager label namespacemanager demo-preview-idle demo=sleep-idle
+nsman sweep --dry-run -l demo=sleep-idle --at "$(date -u -d '+2 hours 5 min' +%Y-%m-%dT%H:%M:%SZ)"
+
+step "for real: demo-sleep-now's manager sleeps it in a window open now (UTC), nsman wake wakes it for 15 s, then it sleeps again"
+kubectl create namespace demo-sleep-now
+kubectl apply -f - <<YAML
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: demo-sleep-now}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: registry.k8s.io/pause:3.10}]}
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: sync, namespace: demo-sleep-now}
+spec:
+  schedule: "*/30 * * * *"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: Never
+          containers: [{name: sync, image: registry.k8s.io/pause:3.10}]
+---
+apiVersion: k8s.consol.de/v1beta1
+kind: NamespaceManager
+metadata: {name: demo-sleep-now, namespace: demo-sleep-now}
+spec:
+  policies:
+    - name: sleep now
+      condition: {type: TTL, params: {ttlSeconds: 0}}
+      windows: [{from: "$(date -u -d '-1 min' +%H:%M)", to: "$(date -u -d '+15 min' +%H:%M)", timeZone: UTC}]
+      action: {type: SLEEP}
+YAML
+workloads() {
+	kubectl -n demo-sleep-now get deployments,cronjobs \
+		-o custom-columns='KIND:.kind,NAME:.metadata.name,REPLICAS:.spec.replicas,SUSPEND:.spec.suspend,REPLICAS-BEFORE:.metadata.annotations.nsman\.k8s\.consol\.de/replicas-before-scale-down,SUSPEND-BEFORE:.metadata.annotations.nsman\.k8s\.consol\.de/suspend-before-scale-down'
+}
+nsman sweep -n demo-sleep-now
+echo "asleep: web at 0 replicas and sync suspended, each with a record of what it had; an Event Slept on the manager"
+workloads
+kubectl -n demo-sleep-now get events --field-selector reason=Slept -o custom-columns=REASON:.reason,MESSAGE:.message
+echo "a sweep while asleep writes nothing to the workloads; the manager says since when, and NEXT DUE when it wakes"
+nsman sweep -n demo-sleep-now
+kubectl -n demo-sleep-now get nsman demo-sleep-now
+kubectl -n demo-sleep-now get nsman demo-sleep-now -o jsonpath='status.asleep: {.status.asleep}{"\n"}'
+echo "someone needs it now: nsman wake, and the next sweep wakes it"
+bin/nsman wake demo-sleep-now --for 15s
+nsman sweep -n demo-sleep-now
+workloads
+sleep 16
+echo "the wake is over and the window still open: the next sweep puts it to sleep again"
+nsman sweep -n demo-sleep-now
+workloads
+kubectl -n demo-sleep-now get events --field-selector involvedObject.kind=NamespaceManager --sort-by=.metadata.creationTimestamp \
+	-o custom-columns=REASON:.reason,MESSAGE:.message
 
 step "freezes: nothing acts over the holidays (--freeze, or --freeze-file, a calendar); due managers wait until the freeze ends"
 nsman sweep --dry-run -n demo-windows --at "$(date -u -d "$(date -u -d 'next tuesday' +%Y-%m-%d) 20:00" +%Y-%m-%dT%H:%M:%SZ)" \
