@@ -78,6 +78,9 @@ type Entry struct {
 	// Woke: the action was a SLEEP policy's wake (else, for a SLEEP, its
 	// sleep).
 	Woke bool `json:"woke,omitempty"`
+	// Undone says, of a target asleep whose workloads were woken since, who
+	// woke which: one line per field manager, "BY: Kind/name, ...".
+	Undone []string `json:"undone,omitempty"`
 	// HeldUntil is when the hold that keeps the manager (or pair) from
 	// acting ends (HoldAnnotation).
 	HeldUntil *time.Time `json:"heldUntil,omitempty"`

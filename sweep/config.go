@@ -199,6 +199,8 @@ func (s *Sweeper) probe(r *sweepRun) {
 	reads := probe.Reads{Reader: s.reads(), ClaimTTL: s.cfg.ClaimTTL}
 	r.pods, r.activity = probe.NewPods(reads), probe.NewActivity(reads)
 	r.reclaim, r.stuck = probe.NewReclaim(reads), probe.NewStuck(reads, s.cfg.StuckAfter)
+	r.kinds = &probe.Kinds{}
+	r.awake = probe.NewAwake(reads, r.kinds)
 }
 
 // begin sets sweep r's time, from its first page on, and what evaluates
@@ -209,12 +211,12 @@ func (s *Sweeper) begin(r *sweepRun) {
 	r.exec = &execute.Executor{Writer: s.writer, Reads: s.reads(), Notifier: s.notifier, Reclaim: r.reclaim, Log: s.log,
 		Now: r.now, Clock: s.clock, Frozen: r.frozen, FrozenUntil: r.frozenUntil, Stop: r.stop,
 		SweepID: s.cfg.SweepID, Version: s.cfg.Version, ClaimTTL: s.cfg.ClaimTTL, MaxActions: s.cfg.MaxActions,
-		Trusted: s.cfg.TrustedNamespaces, SkipReclaim: s.cfg.SkipReclaim, Places: r.share}
+		Trusted: s.cfg.TrustedNamespaces, SkipReclaim: s.cfg.SkipReclaim, Places: r.share, Kinds: r.kinds}
 	r.eval = &decide.Evaluator{Now: r.now, Clock: s.clock, Frozen: r.frozen, FrozenUntil: r.frozenUntil,
 		ClaimTTL: s.cfg.ClaimTTL, MaxHold: s.cfg.MaxHold, MaxActions: s.cfg.MaxActions,
 		Trusted: s.cfg.TrustedNamespaces, Protected: s.cfg.ProtectedNamespaces,
 		Namespaces: func(ctx context.Context) (map[string]cluster.Namespace, error) { return s.namespaces(ctx, r) },
-		Activity:   r.activity, Stuck: r.stuck, Budget: r.share}
+		Activity:   r.activity, Stuck: r.stuck, Budget: r.share, Awake: r.awake}
 }
 
 // ours reports whether the object of uid (a manager, a rule's pair, or a

@@ -113,6 +113,10 @@ type sweepRun struct {
 	activity *probe.Activity
 	reclaim  *probe.Reclaim
 	stuck    *probe.Stuck
+	// kinds resolves the kinds of workloads that sleep, awake tells those
+	// awake in namespaces kept asleep.
+	kinds *probe.Kinds
+	awake *probe.Awake
 
 	// eval evaluates the sweep's subjects, exec carries out what it
 	// decided, from its first page on.

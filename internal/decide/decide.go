@@ -58,6 +58,11 @@ type Plan struct {
 	Wake bool
 	// ClaimedBy, completing a claim, is the sweep that made it.
 	ClaimedBy string
+	// Resleep: the target is asleep, but workloads of it are awake again
+	// (or new); they are put back to sleep, with no claim: each write is
+	// conditional on the workload as read, and one asleep already is not
+	// written to.
+	Resleep bool
 }
 
 // Target is a resolved target namespace.
@@ -122,6 +127,16 @@ type Evaluator struct {
 	Stuck      Stuck
 	// Budget is --max-actions' share of the sweep.
 	Budget Budget
+	// Awake tells what is awake in a namespace kept asleep.
+	Awake Awake
+}
+
+// Awake tells the workloads awake in a namespace a SLEEP policy keeps
+// asleep, of the kinds named (none: every kind), as lines "BY: Kind/name,
+// ...": BY is the field manager that woke them, "someone" when unknown,
+// "new" for workloads never put to sleep.
+type Awake interface {
+	In(ctx context.Context, namespace string, kinds []string) ([]string, error)
 }
 
 // Check answers the pods condition c of a policy on a namespace.
@@ -368,14 +383,14 @@ func (ev *Evaluator) evaluatePolicies(ctx context.Context, m policy.Manager, e r
 			d.Checks = out.Checks
 			return applyHold(held, d)
 		}
-		return applyHold(held, waiting(m, e, t, stored.Asleep, out))
+		return applyHold(held, ev.waiting(ctx, m, e, t, stored.Asleep, out))
 	}
 }
 
 // waiting is the decision on subject e when no policy fires: waiting, with
 // what each policy waits for, or asleep when a SLEEP policy put the target
 // to sleep (by, nil when awake).
-func waiting(m policy.Manager, e report.Entry, t Target, by *status.Asleep, out policy.Outcome) Decision {
+func (ev *Evaluator) waiting(ctx context.Context, m policy.Manager, e report.Entry, t Target, by *status.Asleep, out policy.Outcome) Decision {
 	details := make([]string, 0, len(out.Policies))
 	for _, p := range out.Policies {
 		details = append(details, p.Detail)
@@ -385,17 +400,18 @@ func waiting(m policy.Manager, e report.Entry, t Target, by *status.Asleep, out 
 	e.Due = TimePtr(out.NextDue)
 	e.Conditions = conditions(out.Policies)
 	if by != nil {
-		return asleep(m, e, t, by, out)
+		return ev.asleep(ctx, m, e, t, by, out)
 	}
 	return Decision{Manager: m, Entry: e, Checks: out.Checks}
 }
 
 // asleep is the decision on a target a SLEEP policy put to sleep, evaluated
 // as e with no transition due: asleep, or, when that sleep failed part-way
-// and a SLEEP policy still holds, a plan to put the rest to sleep. A target
-// asleep by a policy the manager no longer has wakes (policy.Evaluate wakes
-// it only by a SLEEP policy it has).
-func asleep(m policy.Manager, e report.Entry, t Target, by *status.Asleep, out policy.Outcome) Decision {
+// and a SLEEP policy still holds, a plan to put the rest to sleep, or, when
+// workloads are awake again, to put them back to sleep (see resleep). A
+// target asleep by a policy the manager no longer has wakes
+// (policy.Evaluate wakes it only by a SLEEP policy it has).
+func (ev *Evaluator) asleep(ctx context.Context, m policy.Manager, e report.Entry, t Target, by *status.Asleep, out policy.Outcome) Decision {
 	sleeping := slices.IndexFunc(m.Policies, func(p policy.Policy) bool { return p.Action.Type == policy.ActionSleep })
 	waited := e
 	e.State, e.Message, e.Due = "", "", nil // for a plan
@@ -413,7 +429,36 @@ func asleep(m policy.Manager, e report.Entry, t Target, by *status.Asleep, out p
 	}
 	waited.State = report.StateAsleep
 	waited.Message = fmt.Sprintf("asleep since %s (policy %q); %s", by.Since.UTC().Format(time.RFC3339), by.Policy, waited.Message)
-	return Decision{Manager: m, Entry: waited, Checks: out.Checks}
+	return ev.resleep(ctx, m, Decision{Manager: m, Entry: waited, Checks: out.Checks}, e, t, by)
+}
+
+// resleep is d, the decision on target t asleep by policy by, or, when
+// workloads of the kinds that policy selects are awake in it, a plan to
+// put them back to sleep, whose entry names who woke them (Entry.Undone).
+// What cannot be read is said, and changes nothing.
+func (ev *Evaluator) resleep(ctx context.Context, m policy.Manager, d Decision, e report.Entry, t Target, by *status.Asleep) Decision {
+	i := policyIndex(m, by.Policy)
+	if i < 0 || ev.Awake == nil || ev.Frozen {
+		return d
+	}
+	p := m.Policies[i]
+	kinds := make([]string, 0, len(p.Action.Selectors))
+	for _, sel := range p.Action.Selectors {
+		kinds = append(kinds, sel.Kind)
+	}
+	awake, err := ev.Awake.In(ctx, t.Name, kinds)
+	switch {
+	case err != nil:
+		d.Entry.Message += "; whether its workloads are still asleep is not known: " + err.Error()
+		return d
+	case len(awake) == 0:
+		return d
+	}
+	e.Undone = slices.DeleteFunc(slices.Clone(awake), func(s string) bool { return strings.HasPrefix(s, "new: ") })
+	reason := fmt.Sprintf("asleep since %s (policy %q), but awake: %s; back to sleep", by.Since.UTC().Format(time.RFC3339), by.Policy, strings.Join(awake, "; "))
+	resleep := planned(m, e, d.Entry.Conditions, Plan{Step: StepAct, Policy: p, Reason: reason, Target: t, Resleep: true})
+	resleep.Checks = d.Checks
+	return resleep
 }
 
 // activityUnread says why an IDLE policy's activity is not read, and until

@@ -27,6 +27,7 @@ type managerCase struct {
 	stuck   fakeStuck
 	budget  []bool
 	frozen  bool
+	awake   *fakeAwake
 	want    want
 	// The namespaces' lists, the activity index's answers, the namespace's
 	// own lists read and the pods checks a case expects.
@@ -35,7 +36,7 @@ type managerCase struct {
 
 // evaluator is the sweep's, at now, with the fakes of c.
 func (c *managerCase) evaluator(lists *int) *Evaluator {
-	return &Evaluator{
+	ev := &Evaluator{
 		Now: now, Clock: func() time.Time { return now },
 		Frozen: c.frozen, FrozenUntil: now.Add(3 * time.Hour),
 		ClaimTTL: 5 * time.Minute, MaxHold: DefaultMaxHold, MaxActions: 5,
@@ -53,6 +54,10 @@ func (c *managerCase) evaluator(lists *int) *Evaluator {
 		},
 		Activity: &c.act, Stuck: c.stuck, Budget: &fakeBudget{answers: c.budget},
 	}
+	if c.awake != nil {
+		ev.Awake = c.awake
+	}
+	return ev
 }
 
 func runManagerCases(t *testing.T, cases []managerCase) {

@@ -60,6 +60,19 @@ func (s fakeStuck) Of(context.Context, cluster.Namespace, time.Time) (*report.St
 	return s.stuck, s.err
 }
 
+// fakeAwake answers what is awake in every namespace, and records the
+// kinds it was asked about.
+type fakeAwake struct {
+	awake []string
+	err   error
+	asked [][]string
+}
+
+func (a *fakeAwake) In(_ context.Context, _ string, kinds []string) ([]string, error) {
+	a.asked = append(a.asked, kinds)
+	return a.awake, a.err
+}
+
 // fakeBudget answers BeyondCap from answers in turn, the last one from
 // then on: the budget is shared, and may run out between two questions.
 type fakeBudget struct {
@@ -209,7 +222,7 @@ type wantPlan struct {
 	name                   string
 	uid                    types.UID
 	going, home, recreated bool
-	wake                   bool
+	wake, resleep          bool
 }
 
 // want is what a case expects of a Decision: every field is checked, a
@@ -263,7 +276,7 @@ func checkDecision(t *testing.T, d Decision, w want) {
 		t.Errorf("plan %+v, want none", *p)
 	default:
 		got := wantPlan{step: p.Step, policy: p.Policy.Name, generation: p.Generation, reason: p.Reason, name: p.Target.Name, uid: p.Target.UID,
-			going: p.Target.Going, home: p.Target.Home, recreated: p.Target.Recreated, wake: p.Wake}
+			going: p.Target.Going, home: p.Target.Home, recreated: p.Target.Recreated, wake: p.Wake, resleep: p.Resleep}
 		wp := *w.plan
 		if !strings.Contains(got.reason, wp.reason) || wp.reason == "" {
 			t.Errorf("plan's reason %q, want one saying %q", got.reason, wp.reason)

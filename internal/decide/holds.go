@@ -99,8 +99,11 @@ func applyHold(st Holds, d Decision) Decision {
 	case until.IsZero():
 	case d.Plan != nil && d.Plan.Step == StepAct:
 		d.Entry.State, d.Entry.Message = report.StateWaiting, fmt.Sprintf("policy %q holds, but %s", d.Plan.Policy.Name, held)
-		if d.Plan.Wake {
+		switch {
+		case d.Plan.Wake:
 			d.Entry.State, d.Entry.Message = report.StateAsleep, fmt.Sprintf("policy %q would wake the namespace, but %s", d.Plan.Policy.Name, held)
+		case d.Plan.Resleep:
+			d.Entry.State, d.Entry.Message = report.StateAsleep, fmt.Sprintf("%s, but %s", strings.TrimSuffix(d.Plan.Reason, "; back to sleep"), held)
 		}
 		d.Entry.Policy, d.Entry.Action, d.Entry.Due = "", "", &until
 		d.Plan = nil

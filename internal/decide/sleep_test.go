@@ -1,6 +1,8 @@
 package decide
 
 import (
+	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -71,4 +73,59 @@ func TestEvaluateManagerSleep(t *testing.T) {
 			stored: asleepBy("nights", false), listed: listed, lists: 1,
 			want: want{policy: "expire", plan: plan("expire", "TTL 2h0m0s elapsed", false)}},
 	})
+}
+
+// A target asleep whose workloads are awake again (or new) is put back to
+// sleep, by the policy it sleeps by, with no new transition: the entry
+// names who woke them, but not the new ones. What cannot be read is said
+// and changes nothing; a freeze reads nothing.
+func TestEvaluateManagerResleep(t *testing.T) {
+	asleepBy := status.Status{Progress: status.Progress{Asleep: &status.Asleep{Policy: "nights", Since: now.Add(-time.Hour)}}}
+	selective := policies(pol("nights", ttl(3600), map[string]any{"type": "SLEEP", "params": map[string]any{"selectors": []any{
+		map[string]any{"kind": "deployment"}, map[string]any{"kind": "Rollout.argoproj.io"}}}}))
+	listed := []cluster.Namespace{targetNS()}
+	resleep := func(reason string) *wantPlan {
+		return &wantPlan{step: StepAct, policy: "nights", generation: 3, reason: reason, name: target, uid: "ns-uid-1", resleep: true}
+	}
+	asleepMsg := `asleep since 2026-11-23T11:00:00Z (policy "nights"); `
+	for _, c := range []struct {
+		managerCase
+		undone []string
+		kinds  []string
+	}{
+		{managerCase: managerCase{name: "undone by kubectl, and a new one: back to sleep", obj: newManager(selective), stored: asleepBy, listed: listed, lists: 1,
+			awake: &fakeAwake{awake: []string{"kubectl: Deployment/web", "new: Deployment/api"}},
+			want:  want{policy: "nights", plan: resleep(`asleep since 2026-11-23T11:00:00Z (policy "nights"), but awake: kubectl: Deployment/web; new: Deployment/api; back to sleep`)}},
+			undone: []string{"kubectl: Deployment/web"}, kinds: []string{"Deployment", "Rollout.argoproj.io"}},
+		{managerCase: managerCase{name: "only new ones: back to sleep, nobody undid it", obj: newManager(selective), stored: asleepBy, listed: listed, lists: 1,
+			awake: &fakeAwake{awake: []string{"new: Deployment/api"}},
+			want:  want{policy: "nights", plan: resleep("but awake: new: Deployment/api; back to sleep")}},
+			kinds: []string{"Deployment", "Rollout.argoproj.io"}},
+		{managerCase: managerCase{name: "all asleep", obj: newManager(selective), stored: asleepBy, listed: listed, lists: 1, awake: &fakeAwake{},
+			want: want{state: report.StateAsleep, msg: asleepMsg}},
+			kinds: []string{"Deployment", "Rollout.argoproj.io"}},
+		{managerCase: managerCase{name: "unknown: asleep, said", obj: newManager(policies(pol("nights", ttl(3600), sleepAction))), stored: asleepBy, listed: listed, lists: 1,
+			awake: &fakeAwake{err: errors.New("list deployments.apps: forbidden")},
+			want:  want{state: report.StateAsleep, msg: "; whether its workloads are still asleep is not known: list deployments.apps: forbidden"}},
+			kinds: []string{}},
+		{managerCase: managerCase{name: "frozen: nothing read", obj: newManager(selective), stored: asleepBy, listed: listed, lists: 1, frozen: true,
+			awake: &fakeAwake{awake: []string{"kubectl: Deployment/web"}},
+			want:  want{state: report.StateAsleep, msg: asleepMsg}}},
+		{managerCase: managerCase{name: "held: asleep, said", obj: newManager(selective), stored: asleepBy, listed: []cluster.Namespace{targetNS(nsHold(time.Hour))}, lists: 1,
+			awake: &fakeAwake{awake: []string{"kubectl: Deployment/web"}},
+			want:  want{state: report.StateAsleep, msg: "but awake: kubectl: Deployment/web, but namespace preview-7 is held until " + at(time.Hour), due: timeAt(time.Hour), heldUntil: timeAt(time.Hour)}},
+			undone: []string{"kubectl: Deployment/web"}, kinds: []string{"Deployment", "Rollout.argoproj.io"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			lists := 0
+			d := c.evaluator(&lists).EvaluateManager(t.Context(), c.obj, c.stored, c.pods.check)
+			checkDecision(t, d, c.want)
+			if !slices.Equal(d.Entry.Undone, c.undone) {
+				t.Errorf("undone %q, want %q", d.Entry.Undone, c.undone)
+			}
+			if c.kinds == nil && len(c.awake.asked) != 0 || c.kinds != nil && (len(c.awake.asked) != 1 || !slices.Equal(c.awake.asked[0], c.kinds)) {
+				t.Errorf("asked about kinds %q, want %q", c.awake.asked, c.kinds)
+			}
+		})
+	}
 }

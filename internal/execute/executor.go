@@ -72,8 +72,9 @@ type Executor struct {
 	Places *FairShare
 	// Counts are what the report sums of the sweep's actions.
 	Counts Counts
-
-	kinds probe.Kinds
+	// Kinds resolves the kinds of workloads SCALE_DOWN and SLEEP select,
+	// discovering them once per sweep.
+	Kinds *probe.Kinds
 }
 
 // Counts are what a sweep's report says of its actions beyond the entries.
@@ -189,22 +190,20 @@ func (x *Executor) act(ctx context.Context, rec record.Record, d decide.Decision
 		return NotReached(e, "it acted"), false, true
 	}
 	deadline := time.Now().Add(x.ClaimTTL - claimMargin)
-	claimed := p.Step != decide.StepAct || p.Policy.Action.Type != policy.ActionDelete
+	claimed := (p.Step != decide.StepAct || p.Policy.Action.Type != policy.ActionDelete) && !p.Resleep
 	if claimed {
-		c := status.Claim{Policy: p.Policy.Name, Action: p.Policy.Action.Type, Sweep: x.SweepID, Wake: p.Wake,
-			Expires: x.Clock().Add(x.ClaimTTL).UTC(), Generation: p.Generation, TargetUID: p.Target.UID}
-		acting := e
-		acting.State, acting.Message = status.StateActing, fmt.Sprintf("sweep %s is acting (%s): %s", x.SweepID, p.Policy.Action.Type, p.Reason)
-		if err := rec.Claim(ctx, c, acting, p.Policy.Final); write.ChangedSinceListed(err) {
-			return busy(e, err), false, false
-		} else if err != nil {
-			e, recorded := x.save(ctx, rec, record.Outcome{Entry: decide.Failed(e, fmt.Errorf("claim: %w", err))})
+		if e, ok, recorded := x.claim(ctx, rec, p, e); !ok {
 			return e, false, recorded
 		}
 	}
 	actCtx, cancel := context.WithDeadline(ctx, deadline)
 	did, err := x.apply(actCtx, d.Manager, rec, p, freed)
 	cancel()
+	if p.Resleep && err == nil && len(did.effects) == 0 {
+		// Read again, nothing was awake: another sweep was first.
+		e.State, e.Message, e.Undone = report.StateAsleep, p.Reason+"; nothing was awake when read again", nil
+		return e, false, true
+	}
 	if !claimed && write.ChangedSinceListed(err) {
 		// The DELETE found the namespace changed: nothing was done.
 		return busy(e, err), false, false
@@ -232,6 +231,22 @@ func (x *Executor) act(ctx context.Context, rec record.Record, d decide.Decision
 		return decide.Failed(e, fmt.Errorf("%s; recording it failed: %w", e.Message, werr)), true, false
 	} else if werr != nil {
 		return decide.Failed(e, fmt.Errorf("action done, but recording it failed: %w", werr)), true, false
+	}
+	return e, true, true
+}
+
+// claim claims the subject of plan p, whose entry is e, for this sweep:
+// ok, or the entry it ends with and whether that was recorded.
+func (x *Executor) claim(ctx context.Context, rec record.Record, p *decide.Plan, e report.Entry) (_ report.Entry, ok, recorded bool) {
+	c := status.Claim{Policy: p.Policy.Name, Action: p.Policy.Action.Type, Sweep: x.SweepID, Wake: p.Wake,
+		Expires: x.Clock().Add(x.ClaimTTL).UTC(), Generation: p.Generation, TargetUID: p.Target.UID}
+	acting := e
+	acting.State, acting.Message = status.StateActing, fmt.Sprintf("sweep %s is acting (%s): %s", x.SweepID, p.Policy.Action.Type, p.Reason)
+	if err := rec.Claim(ctx, c, acting, p.Policy.Final); write.ChangedSinceListed(err) {
+		return busy(e, err), false, false
+	} else if err != nil {
+		e, recorded := x.save(ctx, rec, record.Outcome{Entry: decide.Failed(e, fmt.Errorf("claim: %w", err))})
+		return e, false, recorded
 	}
 	return e, true, true
 }
@@ -287,7 +302,8 @@ func (x *Executor) outcomeOf(e report.Entry, p *decide.Plan, err error, now time
 // to be woken again.
 func slept(o *record.Outcome, p *decide.Plan, err error, now time.Time) {
 	switch {
-	case p.Policy.Action.Type != policy.ActionSleep:
+	case p.Policy.Action.Type != policy.ActionSleep, p.Resleep:
+		// A target put back to sleep stays asleep since it first was.
 	case p.Wake:
 		o.Woke = err == nil
 	default:
@@ -501,7 +517,7 @@ func (x *Executor) deleteClaimed(ctx context.Context, t decide.Target) ([]string
 // selectors' kinds are resolved first: one the cluster does not serve
 // fails the action before anything is written.
 func (x *Executor) scaleDown(ctx context.Context, namespace string, selectors []policy.Selector) (applied, error) {
-	selections, err := x.kinds.Resolve(x.Reads.Clients.Kube, selectors)
+	selections, err := x.Kinds.Resolve(x.Reads.Clients.Kube, selectors)
 	if err != nil {
 		return applied{}, fmt.Errorf("scale down in namespace %s: %w", namespace, err)
 	}
@@ -514,9 +530,9 @@ func (x *Executor) scaleDown(ctx context.Context, namespace string, selectors []
 func (x *Executor) sleep(ctx context.Context, namespace string, selectors []policy.Selector, wake bool) (applied, error) {
 	verb := map[bool]string{false: "sleep", true: "wake"}[wake]
 	every := len(selectors) == 0
-	selections, err := x.kinds.Resolve(x.Reads.Clients.Kube, selectors)
+	selections, err := x.Kinds.Resolve(x.Reads.Clients.Kube, selectors)
 	if every {
-		selections, err = x.kinds.All(x.Reads.Clients.Kube)
+		selections, err = x.Kinds.All(x.Reads.Clients.Kube)
 	}
 	if err != nil && !every {
 		return applied{}, fmt.Errorf("%s in namespace %s: %w", verb, namespace, err)

@@ -135,7 +135,7 @@ func (w *fakeWriter) PatchWorkload(context.Context, schema.GroupVersionResource,
 func newExecutor(t *testing.T, w write.Writer, reads cluster.Reader) *Executor {
 	t.Helper()
 	return &Executor{Writer: w, Reads: reads, Log: slog.New(slog.DiscardHandler), Now: sweepNow, Clock: func() time.Time { return sweepNow },
-		Stop: t.Context(), SweepID: "sweep-1", Version: "test", ClaimTTL: time.Minute, SkipReclaim: true}
+		Stop: t.Context(), SweepID: "sweep-1", Version: "test", ClaimTTL: time.Minute, SkipReclaim: true, Kinds: &probe.Kinds{}}
 }
 
 // listedTeamA is namespace team-a as the sweep listed it.

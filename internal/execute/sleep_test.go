@@ -26,6 +26,7 @@ func TestCarryOutSleep(t *testing.T) {
 	for _, tt := range []struct {
 		name     string
 		wake     bool
+		resleep  bool
 		frozen   bool
 		listed   string
 		patchErr error
@@ -34,17 +35,20 @@ func TestCarryOutSleep(t *testing.T) {
 		state   report.State
 		effect  string
 		claims  int
+		writes  int
 		asleep  *status.Asleep
 		woke    bool
 		partial bool
 	}{
-		{name: "sleep", listed: deployments("2", ""), state: report.StateFired, effect: "scale Deployment/web from 2 to 0", claims: 1,
+		{name: "sleep", listed: deployments("2", ""), state: report.StateFired, effect: "scale Deployment/web from 2 to 0", claims: 1, writes: 1,
 			asleep: &status.Asleep{Policy: "nights", Since: sweepNow}},
-		{name: "a sleep that failed: asleep part-way", listed: deployments("2", ""), patchErr: boom, state: report.StateFailed, claims: 1,
+		{name: "a sleep that failed: asleep part-way", listed: deployments("2", ""), patchErr: boom, state: report.StateFailed, claims: 1, writes: 1,
 			asleep: &status.Asleep{Policy: "nights", Since: sweepNow, Partial: true}},
-		{name: "wake", wake: true, listed: deployments("0", "2"), state: report.StateFired, effect: "scale Deployment/web from 0 to 2", claims: 1, woke: true},
-		{name: "a wake that failed: still asleep", wake: true, listed: deployments("0", "2"), patchErr: boom, state: report.StateFailed, claims: 1},
-		{name: "a wake in a freeze: still asleep", wake: true, frozen: true, listed: deployments("0", "2"), state: report.StateAsleep},
+		{name: "wake", wake: true, listed: deployments("0", "2"), state: report.StateFired, effect: "scale Deployment/web from 0 to 2", claims: 1, writes: 1, woke: true},
+		{name: "a wake that failed: still asleep", wake: true, listed: deployments("0", "2"), patchErr: boom, state: report.StateFailed, claims: 1, writes: 1},
+		{name: "a wake in a freeze: still asleep", wake: true, frozen: true, listed: deployments("0", "2"), state: report.StateAsleep, writes: 1},
+		{name: "back to sleep, unclaimed, the sleep kept as it was", resleep: true, listed: deployments("3", "2"), state: report.StateFired, effect: "scale Deployment/web from 3 to 0", writes: 1},
+		{name: "back to sleep, but nothing is awake by now: nothing written", resleep: true, listed: deployments("0", "2"), state: report.StateAsleep},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			bodies := clustertest.DiscoveryBodies()
@@ -58,12 +62,15 @@ func TestCarryOutSleep(t *testing.T) {
 				frozen(x)
 			}
 			rec := &fakeRecord{}
-			e := x.CarryOut(t.Context(), rec, decision(sleeping(tt.wake)))
+			e := x.CarryOut(t.Context(), rec, decision(sleeping(tt.wake), func(d *decide.Decision) { d.Plan.Resleep = tt.resleep }))
 			if e.State != tt.state || tt.effect != "" && (len(e.Effects) != 1 || e.Effects[0] != tt.effect) || e.Woke != (tt.wake && !tt.frozen) {
 				t.Errorf("entry %s %q (woke %t), effects %q; want %s, %q", e.State, e.Message, e.Woke, e.Effects, tt.state, tt.effect)
 			}
-			if len(rec.claims) != tt.claims || len(rec.writes) != 1 {
-				t.Fatalf("%d claims, %d writes; want %d, 1", len(rec.claims), len(rec.writes), tt.claims)
+			if len(rec.claims) != tt.claims || len(rec.writes) != tt.writes {
+				t.Fatalf("%d claims, %d writes; want %d, %d", len(rec.claims), len(rec.writes), tt.claims, tt.writes)
+			}
+			if tt.writes == 0 {
+				return
 			}
 			if len(rec.claims) > 0 && rec.claims[0].Wake != tt.wake {
 				t.Errorf("claimed wake %t, want %t: a sweep completing the claim must know which transition it was", rec.claims[0].Wake, tt.wake)

@@ -38,7 +38,7 @@ func EachWorkload(ctx context.Context, clients cluster.Clients, namespace string
 		// Workloads are whole objects a tenant writes: paged, and decoded
 		// one at a time into the few fields a change reads.
 		list := func() *rest.Request {
-			return clients.Kube.Discovery().RESTClient().Get().AbsPath(resourcePath(resource, namespace)...)
+			return clients.Kube.Discovery().RESTClient().Get().AbsPath(probe.ResourcePath(resource, namespace)...)
 		}
 		var selected []*unstructured.Unstructured
 		err := cluster.EachStreamed(ctx, workloadPage, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(sel.Labels).String()}, list, func(f *WorkloadFields) error {
@@ -91,14 +91,6 @@ func EachKind(ctx context.Context, clients cluster.Clients, namespace string, se
 		errs = append(errs, err)
 	}
 	return effects, skipped, errors.Join(errs...)
-}
-
-// resourcePath is the path of resource's objects in namespace.
-func resourcePath(resource schema.GroupVersionResource, namespace string) []string {
-	if resource.Group == "" {
-		return []string{"/api", resource.Version, "namespaces", namespace, resource.Resource}
-	}
-	return []string{"/apis", resource.Group, resource.Version, "namespaces", namespace, resource.Resource}
 }
 
 // workloadPage is the page size of a namespace's workloads: each is decoded

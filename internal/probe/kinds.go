@@ -188,3 +188,16 @@ func scaleKinds(gv schema.GroupVersion, resources []metav1.APIResource) []Kind {
 	}
 	return out
 }
+
+// ResourcePath is the path of resource's objects in namespace, or in every
+// namespace when it is metav1.NamespaceAll.
+func ResourcePath(resource schema.GroupVersionResource, namespace string) []string {
+	path := []string{"/apis", resource.Group, resource.Version}
+	if resource.Group == "" {
+		path = []string{"/api", resource.Version}
+	}
+	if namespace != metav1.NamespaceAll {
+		path = append(path, "namespaces", namespace)
+	}
+	return append(path, resource.Resource)
+}

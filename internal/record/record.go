@@ -74,7 +74,7 @@ type Env struct {
 
 // Sink hears what became of each subject a sweep handled, and tells it in
 // Events on the manager: package tell's ManagerEvents at once for a
-// manager, its RuleTally in at most three Events per sweep for a rule's
+// manager, its RuleTally in at most four Events per sweep for a rule's
 // namespaces. Events are written synchronously, to be there when the
 // process exits; a failure to write one is logged, never fatal.
 type Sink interface {

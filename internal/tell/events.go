@@ -30,10 +30,13 @@ var eventKinds = map[report.State]struct{ kind, reason string }{
 	report.StateForbidden: {corev1.EventTypeWarning, "Forbidden"},
 }
 
-// Reasons of the Event of a SLEEP policy's transition, in place of Fired.
+// Reasons of the Event of a SLEEP policy's transition, in place of Fired,
+// and of the Warning Event that says who woke workloads of a target asleep
+// (one per field manager).
 const (
-	Slept = "Slept"
-	Woke  = "Woke"
+	Slept       = "Slept"
+	Woke        = "Woke"
+	SleepUndone = "SleepUndone"
 )
 
 // reasonOf is the reason of the Event of e, fired by reason unless e is a
@@ -77,6 +80,11 @@ func (ev ManagerEvents) Tell(ctx context.Context, e report.Entry, before status.
 	}
 	if e.HoldIgnored != "" && e.HoldIgnored != before.IgnoredHold {
 		ev.Emit(ctx, corev1.EventTypeWarning, holdIgnored, "Evaluate", e.HoldIgnored)
+	}
+	if e.State == report.StateFired {
+		for _, cause := range e.Undone {
+			ev.Emit(ctx, corev1.EventTypeWarning, SleepUndone, e.Action, fmt.Sprintf("woken while namespace %s was asleep, put back to sleep: %s", e.Target, cause))
+		}
 	}
 	if e.AnnotationIgnored != "" && e.AnnotationIgnored != before.IgnoredAnnotation {
 		ev.Emit(ctx, corev1.EventTypeWarning, annotationIgnored, "Evaluate", e.AnnotationIgnored)
@@ -127,12 +135,13 @@ func (ev ManagerEvents) Emit(ctx context.Context, kind, reason, action, note str
 }
 
 // RuleTally gathers what a sweep did with a rule's namespaces, recorded or
-// not, and tells it in at most three Events on the rule (Flush): the actions
-// that fired and the failures that are new, the holds newly ignored, and
-// the annotations newly ignored; none for a sweep that changed nothing.
+// not, and tells it in at most four Events on the rule (Flush): the actions
+// that fired and the failures that are new, the holds newly ignored, the
+// annotations newly ignored, and the workloads woken while asleep and put
+// back to sleep; none for a sweep that changed nothing.
 type RuleTally struct {
-	mu                                        sync.Mutex
-	fired, failed, ignored, ignoredAnnotation []string
+	mu                                                sync.Mutex
+	fired, failed, ignored, ignoredAnnotation, undone []string
 }
 
 func (t *RuleTally) Tell(_ context.Context, e report.Entry, before status.Prior, _, _ bool) {
@@ -141,6 +150,9 @@ func (t *RuleTally) Tell(_ context.Context, e report.Entry, before status.Prior,
 	switch {
 	case e.State == report.StateFired:
 		t.fired = append(t.fired, e.Target)
+		for _, cause := range e.Undone {
+			t.undone = append(t.undone, e.Target+": "+cause)
+		}
 	case e.State == report.StateFailed && !before.Failed:
 		t.failed = append(t.failed, e.Target+": "+e.Message)
 	}
@@ -171,6 +183,9 @@ func (t *RuleTally) Flush(ctx context.Context, rule ManagerEvents) {
 	if len(t.ignoredAnnotation) > 0 {
 		rule.Emit(ctx, corev1.EventTypeWarning, annotationIgnored, "Evaluate", fmt.Sprintf("annotations ignored on %d namespace(s): %s",
 			len(t.ignoredAnnotation), FirstTen(t.ignoredAnnotation)))
+	}
+	if len(t.undone) > 0 {
+		rule.Emit(ctx, corev1.EventTypeWarning, SleepUndone, "Act", fmt.Sprintf("woken while asleep, put back to sleep, in %d namespace(s): %s", len(t.undone), FirstTen(t.undone)))
 	}
 }
 

@@ -112,6 +112,14 @@ func TestManagerEventsTell(t *testing.T) {
 			want: []told{{"Normal", "Slept", policy.ActionSleep, "acted"}}},
 		{name: "woke", entry: func() report.Entry { e := fired(policy.ActionSleep); e.Woke = true; return e }(), before: status.Prior{State: report.StateAsleep}, acted: true, recorded: true,
 			want: []told{{"Normal", "Woke", policy.ActionSleep, "acted"}}},
+		{name: "put back to sleep", entry: func() report.Entry {
+			e := fired(policy.ActionSleep)
+			e.Target, e.Undone = "dev-7", []string{"kubectl: Deployment/web", "argocd-application-controller: Rollout/canary"}
+			return e
+		}(), before: status.Prior{State: report.StateAsleep}, acted: true, recorded: true,
+			want: []told{{"Normal", "Slept", policy.ActionSleep, "acted"},
+				{"Warning", "SleepUndone", policy.ActionSleep, "woken while namespace dev-7 was asleep, put back to sleep: kubectl: Deployment/web"},
+				{"Warning", "SleepUndone", policy.ActionSleep, "woken while namespace dev-7 was asleep, put back to sleep: argocd-application-controller: Rollout/canary"}}},
 		{name: "a wake failed", entry: report.Entry{State: report.StateFailed, Action: policy.ActionSleep, Woke: true, Message: "boom"}, before: status.Prior{State: report.StateAsleep}, acted: true, recorded: true,
 			want: []told{{"Warning", "Failed", policy.ActionSleep, "boom"}}},
 		{name: "fired twice", entry: fired(policy.ActionWebhook), before: status.Prior{State: report.StateFired}, acted: true, recorded: true,
@@ -337,6 +345,8 @@ func TestRuleTallyFlush(t *testing.T) {
 		}},
 		{name: "fired", heard: []heard{fired("a"), fired("b")},
 			want: []told{{"Normal", "Fired", "Act", "acted on 2 namespace(s): a, b"}}},
+		{name: "put back to sleep", heard: []heard{{entry: report.Entry{Target: "a", State: report.StateFired, Action: policy.ActionSleep, Undone: []string{"kubectl: Deployment/web"}}}},
+			want: []told{{"Normal", "Fired", "Act", "acted on 1 namespace(s): a"}, {"Warning", "SleepUndone", "Act", "woken while asleep, put back to sleep, in 1 namespace(s): a: kubectl: Deployment/web"}}},
 		{name: "failed, new", heard: []heard{failed("a", false)},
 			want: []told{{"Warning", "Failed", "Act", "failed on 1 namespace(s): a: boom"}}},
 		{name: "fired and failed", heard: []heard{fired("a"), failed("b", false), failed("c", true)},

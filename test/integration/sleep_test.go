@@ -13,6 +13,7 @@ import (
 	"github.com/nsman/nsman/internal/status"
 	nsmanwrite "github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/report"
+	"github.com/nsman/nsman/test/nsmantest"
 )
 
 // sleepPolicy is a SLEEP policy "nights" whose one window, in UTC, is open
@@ -37,19 +38,16 @@ func sleepEvents(t *testing.T, ns, name, reason string) int {
 	return len(list.Items)
 }
 
-// workloadVersions are the resourceVersions of the Deployment and CronJob
-// of the sleep test.
-func workloadVersions(t *testing.T, ns string) string {
+// workloadWrites are nsman's writes so far to the workloads of ns.
+func workloadWrites(t *testing.T, e *nsmantest.Env, ns string) []string {
 	t.Helper()
-	d, err := shared.Admin.AppsV1().Deployments(ns).Get(t.Context(), "web", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
+	var out []string
+	for _, w := range e.Writes(t) {
+		if w.Namespace == ns && w.Resource != "namespacemanagers" && w.Resource != "events" {
+			out = append(out, w.String())
+		}
 	}
-	cj, err := shared.Admin.BatchV1().CronJobs(ns).Get(t.Context(), "report", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d.ResourceVersion + "/" + cj.ResourceVersion
+	return out
 }
 
 // A SLEEP policy puts its namespace to sleep while its window is open, and
@@ -79,15 +77,15 @@ func TestSleepPolicyPutsToSleepAndWakes(t *testing.T) {
 		t.Fatalf("status asleep %+v, deactivated %t; want asleep by nights, not deactivated", st.Asleep, e.Deactivated(t, ns, ns))
 	}
 
-	versions := workloadVersions(t, ns)
+	before := len(workloadWrites(t, e, ns))
 	res = e.Sweep(t, "-l", caseLabel+"="+ns)
 	wantCode(t, res, 0)
 	asleep := wantState(t, res, ns, ns, report.StateAsleep)
 	if !strings.Contains(asleep.Message, `(policy "nights")`) {
 		t.Errorf("asleep entry says %q", asleep.Message)
 	}
-	if got := workloadVersions(t, ns); got != versions {
-		t.Errorf("a sweep while asleep wrote to the workloads: versions %s, were %s", got, versions)
+	if writes := workloadWrites(t, e, ns)[before:]; len(writes) > 0 {
+		t.Errorf("a sweep while asleep wrote to the workloads: %v", writes)
 	}
 
 	// The window moves away from now: the policy no longer holds.
@@ -224,4 +222,43 @@ func TestWakeOnDemand(t *testing.T) {
 	wake(t, home, "--manager", "dev-nights", "--for", "1h")
 	wantPairs(t, e.Sweep(t, args...), home, "dev-nights", targets, report.StateFired, "woken by the rule")
 	wantWorkload(t, targets[0], "web", 1, "")
+}
+
+// A workload woken by someone else while its namespace sleeps is put back
+// to sleep by the next sweep, which names who woke it (the field manager
+// that last set its replicas) in its entry and a Warning Event; a sweep
+// with nothing awake writes nothing.
+func TestSleepUndoneIsPutBackToSleep(t *testing.T) {
+	e := setup(t)
+	ns := shared.Namespace(t)
+	createDeployment(t, ns, "web", 2)
+	createCronJob(t, ns, "report", false)
+	createManager(t, managerObj(ns, ns, ns, []any{sleepPolicy(-time.Hour, 2*time.Hour)}))
+	res := e.Sweep(t, "-l", caseLabel+"="+ns)
+	wantState(t, res, ns, ns, report.StateFired)
+	wantWorkload(t, ns, "web", 0, "2")
+
+	scaleByHand(t, ns, "web", 3)
+	res = e.Sweep(t, "-l", caseLabel+"="+ns)
+	wantCode(t, res, 0)
+	back := wantState(t, res, ns, ns, report.StateFired)
+	if back.Woke || len(back.Undone) != 1 || !strings.HasSuffix(back.Undone[0], ": Deployment/web") || strings.HasPrefix(back.Undone[0], "new:") {
+		t.Errorf("entry %+v: want web put back to sleep, naming who woke it", back)
+	}
+	wantWorkload(t, ns, "web", 0, "3")
+	if writes := workloadWrites(t, e, ns); len(writes) != 3 {
+		t.Errorf("nsman wrote %v to the workloads: want the sleep of web and report, then web put back to sleep", writes)
+	}
+	if n := sleepEvents(t, ns, ns, "SleepUndone"); n != 1 {
+		t.Errorf("%d Events SleepUndone, want 1", n)
+	}
+	if st := managerStatus(t, ns, ns); st.Asleep == nil || st.Asleep.Policy != "nights" {
+		t.Errorf("status asleep %+v, want still asleep by nights", st.Asleep)
+	}
+
+	before := len(workloadWrites(t, e, ns))
+	wantState(t, e.Sweep(t, "-l", caseLabel+"="+ns), ns, ns, report.StateAsleep)
+	if writes := workloadWrites(t, e, ns)[before:]; len(writes) > 0 {
+		t.Errorf("a sweep with nothing awake wrote: %v", writes)
+	}
 }

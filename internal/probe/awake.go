@@ -1,0 +1,251 @@
+package probe
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/status"
+)
+
+// AwakeIndexAfter is the number of namespaces asked about in one sweep
+// after which Awake stops listing namespace by namespace (a request per
+// kind each) and lists every kind once, cluster-wide and paged.
+const AwakeIndexAfter = 20
+
+// MaxAwake bounds the workloads the cluster-wide index keeps: past it, the
+// index is given up and namespaces are read one by one.
+const MaxAwake = 100_000
+
+// Awake finds the workloads awake in the namespaces a SLEEP policy keeps
+// asleep: scaled above zero, a CronJob not suspended, a ScaledObject not
+// paused at zero, but for those labelled status.KeepAwakeLabel and, of a
+// kind found by discovery, those another object controls. Of each it says
+// who woke it: the field manager that last set what keeps it awake. A sweep
+// makes one; it is safe for concurrent use.
+type Awake struct {
+	reads Reads
+	kinds *Kinds
+	asked atomic.Int64
+	once  sync.Once
+	index map[string][]Awoken // by namespace; nil: not built, or given up
+}
+
+// Awoken is a workload awake where it should sleep.
+type Awoken struct {
+	// Kind is its kind's name, Group its API group.
+	Kind, Group, Name string
+	// Undone: it carries nsman's record of a sleep, so someone woke it
+	// since; else it was never put to sleep (created since, say).
+	Undone bool
+	// By is the field manager that last set what keeps it awake, "" when
+	// the object does not say.
+	By string
+}
+
+// NewAwake is the Awake of a sweep that reads through reads and resolves
+// kinds with kinds.
+func NewAwake(reads Reads, kinds *Kinds) *Awake { return &Awake{reads: reads, kinds: kinds} }
+
+// In returns the workloads awake in namespace of the kinds named (Kind or
+// Kind.group, any letter case; none: every kind), grouped by who woke
+// them: one line per field manager, "BY: Kind/name, ..." ("someone" when
+// unknown, "new" for workloads never put to sleep).
+func (a *Awake) In(ctx context.Context, namespace string, kinds []string) ([]string, error) {
+	var found []Awoken
+	if a.asked.Add(1) > AwakeIndexAfter && a.sweepIndex(ctx) != nil {
+		found = a.index[namespace]
+	} else {
+		ctx, cancel := context.WithTimeout(ctx, a.reads.NamespaceTimeout())
+		defer cancel()
+		byNamespace, err := a.list(ctx, namespace, 0)
+		if err != nil {
+			return nil, err
+		}
+		found = byNamespace[namespace]
+	}
+	return causes(found, kinds), nil
+}
+
+// sweepIndex lists, once, every kind's workloads awake cluster-wide; nil
+// when that failed or found more than MaxAwake.
+func (a *Awake) sweepIndex(ctx context.Context) map[string][]Awoken {
+	a.once.Do(func() {
+		ctx, cancel := context.WithTimeout(ctx, a.reads.ClaimTTL)
+		defer cancel()
+		index, err := a.list(ctx, metav1.NamespaceAll, MaxAwake)
+		if err != nil {
+			a.reads.Log.Warn("reading awake workloads namespace by namespace", "error", fmt.Errorf("list for the sweep's index of awake workloads: %w", err).Error())
+			return
+		}
+		a.index = index
+	})
+	return a.index
+}
+
+// errTooManyAwake ends an index past MaxAwake.
+var errTooManyAwake = errors.New("more awake workloads than the index keeps")
+
+// list lists the workloads of every kind nsman may list in namespace (all,
+// with metav1.NamespaceAll), paged and decoded one at a time, and keeps the
+// awake ones, at most max (0: no bound).
+func (a *Awake) list(ctx context.Context, namespace string, max int) (map[string][]Awoken, error) {
+	selections, discoveryErr := a.kinds.All(a.reads.Clients.Kube)
+	out, kept := map[string][]Awoken{}, 0
+	for _, sel := range selections {
+		kind := sel.Kind
+		list := func() *rest.Request {
+			return a.reads.Clients.Kube.Discovery().RESTClient().Get().AbsPath(ResourcePath(kind.Resource, namespace)...)
+		}
+		err := cluster.EachStreamed(ctx, a.reads.PageSize, metav1.ListOptions{}, list, func(f *awakeFields) error {
+			if w, awake := f.awoken(kind); awake {
+				if kept++; max > 0 && kept > max {
+					return errTooManyAwake
+				}
+				out[f.Metadata.Namespace] = append(out[f.Metadata.Namespace], w)
+			}
+			return nil
+		})
+		switch {
+		case err == nil, apierrors.IsNotFound(err):
+		case kind.Found && apierrors.IsForbidden(err):
+			// A kind nsman may not list is one it never put to sleep.
+		default:
+			return nil, fmt.Errorf("list %s: %w", kind.Resource.GroupResource(), err)
+		}
+	}
+	if discoveryErr != nil {
+		return nil, fmt.Errorf("kinds with a scale subresource: %w", discoveryErr)
+	}
+	return out, nil
+}
+
+// causes groups found, of the kinds named (none: all), by who woke them.
+func causes(found []Awoken, kinds []string) []string {
+	by := map[string][]string{}
+	for _, w := range found {
+		if len(kinds) > 0 && !slices.ContainsFunc(kinds, func(k string) bool { return names(w, k) }) {
+			continue
+		}
+		who := w.By
+		switch {
+		case !w.Undone:
+			who = "new"
+		case who == "":
+			who = "someone"
+		}
+		by[who] = append(by[who], w.Kind+"/"+w.Name)
+	}
+	out := make([]string, 0, len(by))
+	for who, ws := range by {
+		sort.Strings(ws)
+		out = append(out, who+": "+strings.Join(ws, ", "))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// names reports whether selector kind k (Kind or Kind.group, the kind in
+// any letter case) names w's kind.
+func names(w Awoken, k string) bool {
+	kind, group, grouped := strings.Cut(k, ".")
+	return strings.EqualFold(kind, w.Kind) && (!grouped || group == w.Group)
+}
+
+// awakeFields is what Awake reads of a workload.
+type awakeFields struct {
+	Metadata struct {
+		Name            string            `json:"name"`
+		Namespace       string            `json:"namespace"`
+		Labels          map[string]string `json:"labels"`
+		Annotations     map[string]string `json:"annotations"`
+		OwnerReferences []struct {
+			Controller *bool `json:"controller"`
+		} `json:"ownerReferences"`
+		ManagedFields []struct {
+			Manager  string          `json:"manager"`
+			Time     *metav1.Time    `json:"time"`
+			FieldsV1 json.RawMessage `json:"fieldsV1"`
+		} `json:"managedFields"`
+	} `json:"metadata"`
+	Spec struct {
+		Replicas *int64 `json:"replicas"`
+		Suspend  *bool  `json:"suspend"`
+	} `json:"spec"`
+}
+
+// awoken is f as an Awoken of kind, and whether it is awake where it
+// should sleep.
+func (f *awakeFields) awoken(kind Kind) (Awoken, bool) {
+	m := &f.Metadata
+	if m.Labels[status.KeepAwakeLabel] == "true" || kind.Found && slices.ContainsFunc(m.OwnerReferences, func(o struct {
+		Controller *bool `json:"controller"`
+	}) bool {
+		return o.Controller != nil && *o.Controller
+	}) {
+		return Awoken{}, false
+	}
+	var awake bool
+	var record string
+	var field []string
+	switch kind.Way {
+	case WaySuspend:
+		awake, record, field = f.Spec.Suspend == nil || !*f.Spec.Suspend, status.SuspendAnnotation, []string{"f:spec", "f:suspend"}
+	case WayPause:
+		awake, record, field = m.Annotations[status.KedaPausedReplicas] != "0", status.PausedReplicasAnnotation, []string{"f:metadata", "f:annotations", "f:" + status.KedaPausedReplicas}
+	default:
+		awake, record, field = f.Spec.Replicas == nil || *f.Spec.Replicas > 0, status.ReplicasAnnotation, []string{"f:spec", "f:replicas"}
+	}
+	if !awake {
+		return Awoken{}, false
+	}
+	_, undone := m.Annotations[record]
+	return Awoken{Kind: kind.Name, Group: kind.Resource.Group, Name: m.Name, Undone: undone, By: f.lastSet(field)}, true
+}
+
+// lastSet is the field manager that last set the field at path (of
+// fieldsV1 keys), "" when none says it owns it.
+func (f *awakeFields) lastSet(path []string) string {
+	var by string
+	var at time.Time
+	for _, mf := range f.Metadata.ManagedFields {
+		if !owns(mf.FieldsV1, path) {
+			continue
+		}
+		if t := mf.Time; by == "" || t != nil && t.After(at) {
+			by = mf.Manager
+			if t != nil {
+				at = t.Time
+			}
+		}
+	}
+	return by
+}
+
+// owns reports whether fieldsV1 has path.
+func owns(fields json.RawMessage, path []string) bool {
+	for _, key := range path {
+		var level map[string]json.RawMessage
+		if json.Unmarshal(fields, &level) != nil {
+			return false
+		}
+		next, ok := level[key]
+		if !ok {
+			return false
+		}
+		fields = next
+	}
+	return true
+}

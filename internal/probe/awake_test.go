@@ -1,0 +1,142 @@
+package probe
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/cluster/clustertest"
+	"github.com/nsman/nsman/internal/status"
+)
+
+// awakeBodies are the discovery documents of clustertest and, in namespace
+// ns (and cluster-wide), Deployments, CronJobs and ReplicaSets awake and
+// asleep: web scaled up by kubectl after nsman put it to sleep (an older
+// owner of its replicas too), api new, pinned kept awake, db asleep; a
+// CronJob resumed by Argo CD; a ReplicaSet its Deployment controls, and one
+// of its own. ScaledObjects are not served.
+func awakeBodies(ns string) map[string]string {
+	item := func(name, labels, annotations, owners, managed, spec string) string {
+		return fmt.Sprintf(`{"metadata":{"name":%q,"namespace":%q,"labels":{%s},"annotations":{%s},"ownerReferences":[%s],"managedFields":[%s]},"spec":{%s}}`,
+			name, ns, labels, annotations, owners, managed, spec)
+	}
+	managed := func(manager, at, fields string) string {
+		return fmt.Sprintf(`{"manager":%q,"operation":"Update","time":%q,"fieldsType":"FieldsV1","fieldsV1":%s}`, manager, at, fields)
+	}
+	replicasOwned := `{"f:spec":{"f:replicas":{},"f:template":{}}}`
+	record := fmt.Sprintf("%q:%q", status.ReplicasAnnotation, "2")
+	list := func(items ...string) string {
+		return `{"kind":"List","apiVersion":"v1","metadata":{},"items":[` + strings.Join(items, ",") + `]}`
+	}
+	deployments := list(
+		item("web", "", record, "", managed("kubectl-client-side-apply", "2026-11-20T10:00:00Z", replicasOwned)+","+managed("nsman", "2026-11-27T19:00:00Z", `{"f:metadata":{"f:annotations":{}}}`)+","+managed("kubectl", "2026-11-27T22:00:00Z", replicasOwned), `"replicas":3`),
+		item("api", "", "", "", managed("helm", "2026-11-20T10:00:00Z", replicasOwned), `"replicas":1`),
+		item("pinned", fmt.Sprintf("%q:%q", status.KeepAwakeLabel, "true"), "", "", "", `"replicas":1`),
+		item("db", "", record, "", "", `"replicas":0`),
+	)
+	cronjobs := list(item("report", "", fmt.Sprintf("%q:%q", status.SuspendAnnotation, "false"), "", managed("argocd-application-controller", "2026-11-27T23:00:00Z", `{"f:spec":{"f:suspend":{}}}`), `"suspend":false`))
+	replicasets := list(
+		item("web-1", "", "", `{"controller":true,"kind":"Deployment","name":"web","uid":"u","apiVersion":"apps/v1"}`, "", `"replicas":3`),
+		item("solo", "", "", "", "", `"replicas":1`),
+	)
+	empty := list()
+	bodies := clustertest.DiscoveryBodies()
+	for _, prefix := range []string{"/namespaces/" + ns, ""} {
+		bodies["/apis/apps/v1"+prefix+"/deployments"] = deployments
+		bodies["/apis/apps/v1"+prefix+"/statefulsets"] = empty
+		bodies["/apis/apps/v1"+prefix+"/replicasets"] = replicasets
+		bodies["/apis/batch/v1"+prefix+"/cronjobs"] = cronjobs
+		bodies["/api/v1"+prefix+"/replicationcontrollers"] = empty
+		bodies["/apis/argoproj.io/v1alpha1"+prefix+"/rollouts"] = empty
+		bodies["/apis/example.com/v1"+prefix+"/widgets"] = clustertest.Forbidden
+		bodies["/apis/other.example.com/v1"+prefix+"/widgets"] = empty
+	}
+	return bodies
+}
+
+func awakeReads(kube kubernetes.Interface) Reads {
+	return Reads{Reader: cluster.Reader{Clients: cluster.Clients{Kube: kube}, PageSize: 500, Log: slog.New(slog.DiscardHandler)}, ClaimTTL: time.Minute}
+}
+
+func TestAwakeIn(t *testing.T) {
+	kube := clustertest.APIServer(t, awakeBodies("dev-7"))
+	for _, tt := range []struct {
+		name  string
+		kinds []string
+		want  []string
+	}{
+		{name: "every kind", want: []string{"argocd-application-controller: CronJob/report", "kubectl: Deployment/web", "new: Deployment/api, ReplicaSet/solo"}},
+		{name: "Deployments", kinds: []string{"deployment"}, want: []string{"kubectl: Deployment/web", "new: Deployment/api"}},
+		{name: "CronJobs by group", kinds: []string{"CronJob.batch"}, want: []string{"argocd-application-controller: CronJob/report"}},
+		{name: "a kind of another group", kinds: []string{"CronJob.example.com"}, want: []string{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := NewAwake(awakeReads(kube), &Kinds{}).In(t.Context(), "dev-7", tt.kinds)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("awake %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// Past AwakeIndexAfter namespaces, Awake lists each kind once,
+// cluster-wide, and answers from that list.
+func TestAwakeIndex(t *testing.T) {
+	bodies := awakeBodies("dev-7")
+	var mu sync.Mutex
+	clusterWide := 0
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		if strings.HasSuffix(r.URL.Path, "/deployments") && !strings.Contains(r.URL.Path, "/namespaces/") {
+			clusterWide++
+		}
+		mu.Unlock()
+		body, ok := bodies[r.URL.Path]
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case !ok:
+			w.WriteHeader(http.StatusNotFound)
+			body = `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`
+		case body == clustertest.Forbidden:
+			w.WriteHeader(http.StatusForbidden)
+			body = `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403}`
+		}
+		_, _ = io.WriteString(w, body)
+	}))
+	t.Cleanup(server.Close)
+	kube, err := kubernetes.NewForConfig(&rest.Config{Host: server.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := NewAwake(awakeReads(kube), &Kinds{})
+	for i := range AwakeIndexAfter + 5 {
+		ns := fmt.Sprintf("other-%d", i)
+		if i == AwakeIndexAfter+4 {
+			ns = "dev-7"
+		}
+		got, err := a.In(t.Context(), ns, []string{"Deployment"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]int{true: 2, false: 0}[ns == "dev-7"]; len(got) != want {
+			t.Errorf("%s: awake %q, want %d causes", ns, got, want)
+		}
+	}
+	if clusterWide != 1 {
+		t.Errorf("Deployments listed cluster-wide %d times, want once", clusterWide)
+	}
+}
