@@ -380,6 +380,13 @@ func (s *Sweeper) readsAhead(r *sweepRun, l cluster.Listed) (podsIndex, activity
 	return evaluated > probe.PodIndexAfter && checksPods(m), evaluated > probe.ActivityIndexAfter && m.Idles()
 }
 
+// sleepsAhead reports, as far as a rule's stored status tells, whether more
+// than probe.AwakeIndexAfter of its namespaces were asleep: the sweep then
+// asks what is awake in each from its index, from the first.
+func sleepsAhead(stored status.Status) bool {
+	return stored.Rule != nil && stored.Rule.States[report.StateAsleep] > probe.AwakeIndexAfter
+}
+
 // ruleEvaluated is how many namespaces a rule whose status is stored had to
 // evaluate (governed ones aside) in each of shards, as that status tells; 0
 // without one.

@@ -148,3 +148,22 @@ func TestRuleKeepsStuck(t *testing.T) {
 		t.Errorf("ns-00 gone: told %q; want ns-10, now listed, told once", told)
 	}
 }
+
+// A rule whose last status counts more than probe.AwakeIndexAfter
+// namespaces asleep has them asked about from the index, from the first.
+func TestSleepsAhead(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		st   status.Status
+		want bool
+	}{
+		{name: "no status"},
+		{name: "few asleep", st: status.Status{Rule: &status.RuleSummary{States: map[report.State]int{report.StateAsleep: probe.AwakeIndexAfter}}}},
+		{name: "many asleep", st: status.Status{Rule: &status.RuleSummary{States: map[report.State]int{report.StateAsleep: probe.AwakeIndexAfter + 1}}}, want: true},
+		{name: "many waiting", st: status.Status{Rule: &status.RuleSummary{States: map[report.State]int{report.StateWaiting: 5 * probe.AwakeIndexAfter}}}},
+	} {
+		if got := sleepsAhead(tt.st); got != tt.want {
+			t.Errorf("%s: sleepsAhead = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -300,6 +300,7 @@ func (s *Sweeper) listManagers(ctx, work context.Context, r *sweepRun, q *queue)
 	indexing := false
 	countAhead := func(page *cluster.ManagerPage) {
 		r.activity.ExpectAhead(page, s.clock(), s.ours, s.cfg.TrustedNamespaces)
+		r.awake.ExpectAhead(page, s.ours)
 	}
 	l.err = s.reads().EachManagerPaged(ctx, false, countAhead, func(m cluster.Listed) {
 		uids[m.Obj.GetUID()] = true
@@ -317,6 +318,9 @@ func (s *Sweeper) listManagers(ctx, work context.Context, r *sweepRun, q *queue)
 			}
 			if activityIndex {
 				r.activity.IndexAll()
+			}
+			if sleepsAhead(r.status.Read(m)) {
+				r.awake.IndexAll()
 			}
 			return
 		}

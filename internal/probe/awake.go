@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
 	"github.com/nsman/nsman/internal/cluster"
@@ -38,9 +40,29 @@ const MaxAwake = 100_000
 type Awake struct {
 	reads Reads
 	kinds *Kinds
-	asked atomic.Int64
-	once  sync.Once
-	index map[string][]Awoken // by namespace; nil: not built, or given up
+	// asked counts the namespaces asked about, ahead those the managers
+	// listed say are asleep; past AwakeIndexAfter of either, or with a
+	// rule over more (IndexAll), indexed is set and every namespace is
+	// answered from the index, from the first.
+	asked, ahead atomic.Int64
+	indexed      atomic.Bool
+	once         sync.Once
+	index        map[string][]Awoken // by namespace; nil: not built, or given up
+}
+
+// IndexAll answers every namespace from the sweep's index, from the first.
+func (a *Awake) IndexAll() { a.indexed.Store(true) }
+
+// ExpectAhead counts, of a page of managers, those of this sweep (ours)
+// whose status says their target is asleep, before any is evaluated: a
+// sweep that will ask about more than AwakeIndexAfter lists the index at
+// the first, rather than that many namespaces one by one first.
+func (a *Awake) ExpectAhead(page *cluster.ManagerPage, ours func(types.UID) bool) {
+	for i := range page.Items {
+		if it := &page.Items[i]; bytes.Contains(it.Status, []byte(`"asleep":{`)) && ours(it.Metadata.UID) && a.ahead.Add(1) > AwakeIndexAfter {
+			a.indexed.Store(true)
+		}
+	}
 }
 
 // Awoken is a workload awake where it should sleep.
@@ -65,7 +87,7 @@ func NewAwake(reads Reads, kinds *Kinds) *Awake { return &Awake{reads: reads, ki
 // unknown, "new" for workloads never put to sleep).
 func (a *Awake) In(ctx context.Context, namespace string, kinds []string) ([]string, error) {
 	var found []Awoken
-	if a.asked.Add(1) > AwakeIndexAfter && a.sweepIndex(ctx) != nil {
+	if (a.indexed.Load() || a.asked.Add(1) > AwakeIndexAfter) && a.sweepIndex(ctx) != nil {
 		found = a.index[namespace]
 	} else {
 		ctx, cancel := context.WithTimeout(ctx, a.reads.NamespaceTimeout())

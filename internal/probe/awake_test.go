@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -123,6 +124,12 @@ func TestAwakeIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := NewAwake(awakeReads(kube), &Kinds{})
+	ahead := NewAwake(awakeReads(kube), &Kinds{})
+	ahead.IndexAll()
+	if got, err := ahead.In(t.Context(), "dev-7", []string{"Deployment"}); err != nil || len(got) != 2 || clusterWide != 1 {
+		t.Fatalf("indexing all: awake %q (%v), Deployments listed cluster-wide %d times; want 2 causes from one cluster-wide list", got, err, clusterWide)
+	}
+	clusterWide = 0
 	for i := range AwakeIndexAfter + 5 {
 		ns := fmt.Sprintf("other-%d", i)
 		if i == AwakeIndexAfter+4 {
@@ -138,5 +145,47 @@ func TestAwakeIndex(t *testing.T) {
 	}
 	if clusterWide != 1 {
 		t.Errorf("Deployments listed cluster-wide %d times, want once", clusterWide)
+	}
+}
+
+// Managers listed whose status says their target is asleep are counted
+// ahead: past AwakeIndexAfter of this sweep's, the index answers from the
+// first ask; those of other shards do not count.
+func TestAwakeExpectAhead(t *testing.T) {
+	page := &cluster.ManagerPage{}
+	for i := range 2 * (AwakeIndexAfter + 1) {
+		var it cluster.ListedItem
+		it.Metadata.UID = types.UID(fmt.Sprintf("m-%d", i))
+		it.Status = []byte(`{"state":"asleep","asleep":{"policy":"nights","since":"2026-11-27T19:00:00Z"}}`)
+		page.Items = append(page.Items, it)
+	}
+	ours := func(uid types.UID) bool {
+		return strings.HasSuffix(string(uid), "0") || strings.HasSuffix(string(uid), "2")
+	}
+	for _, tt := range []struct {
+		name  string
+		items int
+		want  bool
+	}{
+		{name: "few", items: AwakeIndexAfter + 1},
+		{name: "many, few of them this sweep's", items: 2 * (AwakeIndexAfter + 1)},
+	} {
+		a := NewAwake(awakeReads(nil), &Kinds{})
+		a.ExpectAhead(&cluster.ManagerPage{Items: page.Items[:tt.items]}, ours)
+		if got := a.indexed.Load(); got != tt.want {
+			t.Errorf("%s: indexed %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	a := NewAwake(awakeReads(nil), &Kinds{})
+	a.ExpectAhead(page, func(types.UID) bool { return true })
+	if !a.indexed.Load() {
+		t.Errorf("%d managers asleep: not indexed", len(page.Items))
+	}
+	quiet := NewAwake(awakeReads(nil), &Kinds{})
+	for range 3 {
+		quiet.ExpectAhead(&cluster.ManagerPage{Items: []cluster.ListedItem{{Status: []byte(`{"state":"waiting","message":"asleep since"}`)}}}, func(types.UID) bool { return true })
+	}
+	if quiet.indexed.Load() || quiet.ahead.Load() != 0 {
+		t.Errorf("managers awake counted: %d", quiet.ahead.Load())
 	}
 }
