@@ -12,6 +12,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/decide"
@@ -541,9 +542,10 @@ func (x *Executor) sleep(ctx context.Context, namespace string, selectors []poli
 		did, sleepErr := x.putToSleep(ctx, namespace, selections, every)
 		return did, errors.Join(err, sleepErr)
 	}
-	effects, _, wakeErr := EachKind(ctx, x.Reads.Clients, namespace, selections, every, func(kind probe.Kind, w *unstructured.Unstructured) (string, error) {
+	effects, skipped, wakeErr := EachKind(ctx, x.Reads.Clients, namespace, selections, every, func(kind probe.Kind, w *unstructured.Unstructured) (string, error) {
 		return Wake(ctx, x.Reads.Clients, x.Writer, kind, w)
 	})
+	deny(x.Kinds, skipped)
 	return applied{effects: effects}, errors.Join(err, wakeErr)
 }
 
@@ -551,18 +553,27 @@ func (x *Executor) sleep(ctx context.Context, namespace string, selectors []poli
 // they free; optional: as EachKind's.
 func (x *Executor) putToSleep(ctx context.Context, namespace string, selections []probe.Selection, optional bool) (applied, error) {
 	var freed report.Reclaimed
-	effects, _, err := EachKind(ctx, x.Reads.Clients, namespace, selections, optional, func(kind probe.Kind, w *unstructured.Unstructured) (string, error) {
+	effects, skipped, err := EachKind(ctx, x.Reads.Clients, namespace, selections, optional, func(kind probe.Kind, w *unstructured.Unstructured) (string, error) {
 		effect, from, err := Sleep(ctx, x.Reads.Clients, x.Writer, kind, w)
 		if from != nil { // a CronJob or ScaledObject has no spec.template: it frees nothing counted
 			freed.Add(probe.ScalingFrees(from))
 		}
 		return effect, err
 	})
+	deny(x.Kinds, skipped)
 	out := applied{effects: effects}
 	if !x.SkipReclaim {
 		out.reclaimed = &freed
 	}
 	return out, err
+}
+
+// deny drops the kinds of skipped, which nsman may not list, from the
+// sweep's kinds.
+func deny(kinds *probe.Kinds, skipped []string) {
+	for _, r := range skipped {
+		kinds.Deny(schema.ParseGroupResource(r))
+	}
 }
 
 // Notify sends the notification of the outcome of plan p's action, when

@@ -144,6 +144,7 @@ func (a *Awake) list(ctx context.Context, namespace string, max int) (map[string
 		case err == nil, apierrors.IsNotFound(err):
 		case kind.Found && apierrors.IsForbidden(err):
 			// A kind nsman may not list is one it never put to sleep.
+			a.kinds.Deny(kind.Resource.GroupResource())
 		default:
 			return nil, fmt.Errorf("list %s: %w", kind.Resource.GroupResource(), err)
 		}

@@ -78,7 +78,14 @@ type Kinds struct {
 	once  sync.Once
 	found []Kind
 	err   error
+	// denied are the kinds found that the sweep may not list (see Deny).
+	denied sync.Map
 }
+
+// Deny drops the kind found of resource from All for the rest of the sweep:
+// the caller may not list it, and asking again would only be refused
+// again.
+func (k *Kinds) Deny(resource schema.GroupResource) { k.denied.Store(resource, true) }
 
 // Resolve returns the selections of selectors, defaultSelections for none,
 // or an error naming every selector whose kind the cluster does not serve
@@ -113,6 +120,9 @@ func (k *Kinds) All(kube kubernetes.Interface) ([]Selection, error) {
 		out = append(out, Selection{Kind: knownKinds[name]})
 	}
 	for _, kind := range found {
+		if _, denied := k.denied.Load(kind.Resource.GroupResource()); denied {
+			continue
+		}
 		if !slices.ContainsFunc(out, func(s Selection) bool { return s.Kind.Resource.GroupResource() == kind.Resource.GroupResource() }) {
 			out = append(out, Selection{Kind: kind})
 		}
