@@ -9,6 +9,8 @@ import (
 	"net/http/httputil"
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -75,6 +77,14 @@ func killed(state *os.ProcessState) bool {
 // twice carries the same Idempotency-Key. Under NSMAN_LONG=1, 100 sweeps of
 // 32 managers each are killed at points spread over a whole sweep's
 // requests, counted first by a sweep that is let through.
+//
+// Beside them, sweeps of mixes of SLEEP alone (see seedSleepMix) are
+// killed at each request of a whole sweep, counted first by a sweep that
+// is let through, and one clean sweep over them all puts every workload to
+// sleep with its record. Then their windows move away from now, sweeps are
+// killed again at each request of the sweep that wakes them, and one clean
+// sweep wakes every workload. Each workload is put to sleep once, and
+// restored once.
 func TestKilledSweepsConverge(t *testing.T) {
 	began := time.Now()
 	e := setup(t)
@@ -83,14 +93,8 @@ func TestKilledSweepsConverge(t *testing.T) {
 	ctx := t.Context()
 
 	points, perMix := nsmantest.Scale(20, 100), nsmantest.Scale(4, 32)
-	mixes := make([]mix, points)
-	for i := range mixes {
-		mixes[i] = seedMix(t, e, recv, fmt.Sprintf("kill-%d", i+1), perMix)
-	}
-	before, err := shared.AuditedRequests(ctx, e.User)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var sleepMixes []mix
+	var sleepRuns []string
 	runs := 0
 	start := func(m mix, p *killingProxy) (*exec.Cmd, *bytes.Buffer) {
 		kubeconfig := e.KubeconfigThrough(t, func(rp *httputil.ReverseProxy) http.Handler { p.proxy = rp; return p })
@@ -104,7 +108,99 @@ func TestKilledSweepsConverge(t *testing.T) {
 		runs++
 		return cmd, &stderr
 	}
+	// count sweeps mix m let through and returns the number of requests
+	// of that whole sweep.
+	count := func(m mix, what string) int64 {
+		p := newKillingProxy(math.MaxInt64)
+		cmd, stderr := start(m, p)
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("reference sweep: %v\n%s", err, stderr)
+		}
+		n := p.seen.Load()
+		t.Logf("a whole sweep of mix %s that %s makes %d requests", m.run, what, n)
+		return n
+	}
 
+	// killAll starts, all at once, a sweep of each of ms through a proxy
+	// of its own that kills the i-th at killAt(i), waits for them, and
+	// returns the kill points, the number of sweeps killed, and when every
+	// claim a dead sweep left has expired. They act on managers of their
+	// own: they run side by side to save time, not to race.
+	killAll := func(ms []mix, killAt func(i int) int64) ([]int64, int, time.Time) {
+		var wg sync.WaitGroup
+		proxies := make([]*killingProxy, len(ms))
+		dead := make([]bool, len(ms))
+		for i, m := range ms {
+			p := newKillingProxy(killAt(i))
+			proxies[i] = p
+			cmd, stderr := start(m, p)
+			wg.Go(func() {
+				err := cmd.Wait()
+				dead[i] = killed(cmd.ProcessState)
+				reached := p.seen.Load() >= p.killAt
+				switch {
+				case err != nil && !reached:
+					t.Logf("sweep %d ended before its kill point: %v\n%s", p.killAt, err, stderr.String())
+				case reached && !dead[i]:
+					t.Logf("sweep %d reached its kill point but was not killed: %v\n%s", p.killAt, err, stderr.String())
+				}
+			})
+		}
+		wg.Wait()
+		// Claims last 10s from the last kill.
+		expired := time.Now().Add(11 * time.Second)
+		// A kill counts when the operating system says the sweep died of it.
+		at := make([]int64, len(ms))
+		kills, reached := 0, 0
+		for i, p := range proxies {
+			at[i] = p.killAt
+			if dead[i] {
+				kills++
+			}
+			if p.seen.Load() >= p.killAt {
+				reached++
+			}
+		}
+		// Every kill point lies within a whole sweep's requests: nearly
+		// every point must have been reached, and its sweep killed there.
+		if kills < len(ms)-max(3, len(ms)/10) {
+			t.Fatalf("only %d of %d sweeps were killed (%d reached their kill point): the kill points miss the request sequence, or the kills failed", kills, len(ms), reached)
+		}
+		t.Logf("%d of %d sweeps killed mid-way", kills, len(ms))
+		return at, kills, expired
+	}
+	// sweepSleepMixes sweeps every SLEEP mix cleanly, in one sweep, and
+	// checks each, killed at at, with check.
+	sweepSleepMixes := func(phase string, at []int64, check func(*testing.T, mix, nsmantest.Result)) {
+		res := e.Sweep(t, "-l", "nsman.test/crash in ("+strings.Join(sleepRuns, ",")+")")
+		runs++
+		if res.Code != 0 {
+			t.Fatalf("clean sweep of the SLEEP mixes %s: exit %d\n%s", phase, res.Code, res.Stderr)
+		}
+		for i, m := range sleepMixes {
+			t.Run(fmt.Sprintf("%s SLEEP killed at request %d", phase, at[i]), func(t *testing.T) { check(t, m, res) })
+		}
+	}
+
+	// The SLEEP mixes first, as many as a whole sweep of one makes
+	// requests, each killed at one: their claims expire while the mixes
+	// are seeded.
+	sleepReference := seedSleepMix(t, e, "kill-sleep-reference")
+	sleepPoints := int(count(sleepReference, "puts to sleep"))
+	for i := range sleepPoints {
+		m := seedSleepMix(t, e, fmt.Sprintf("kill-sleep-%d", i+1))
+		sleepMixes, sleepRuns = append(sleepMixes, m), append(sleepRuns, m.run)
+	}
+	before, err := shared.AuditedRequests(ctx, e.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sleepAt, sleepKills, sleepExpired := killAll(sleepMixes, func(i int) int64 { return int64(i + 1) })
+
+	mixes := make([]mix, points)
+	for i := range mixes {
+		mixes[i] = seedMix(t, e, recv, fmt.Sprintf("kill-%d", i+1), perMix)
+	}
 	// Short: the first requests, one after the other. Long: a sweep over a
 	// mix of the same size, let through, counts the requests of a whole
 	// sweep, and the kill points are spread evenly over them.
@@ -112,60 +208,32 @@ func TestKilledSweepsConverge(t *testing.T) {
 	var reference mix
 	if nsmantest.Long() {
 		reference = seedMix(t, e, recv, "kill-reference", perMix)
-		p := newKillingProxy(math.MaxInt64)
-		cmd, stderr := start(reference, p)
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("reference sweep: %v\n%s", err, stderr)
-		}
-		n := p.seen.Load()
-		t.Logf("a whole sweep over %d managers makes %d requests", perMix, n)
+		n := count(reference, "acts")
 		killAt = func(i int) int64 { return 1 + int64(i)*(n-1)/int64(points) }
 	}
+	mixAt, kills, mixesExpired := killAll(mixes, killAt)
 
-	// All the killed sweeps at once, each through its own proxy. They act
-	// on managers of their own: they run side by side to save time, not to
-	// race.
-	var wg sync.WaitGroup
-	proxies := make([]*killingProxy, points)
-	dead := make([]bool, points)
-	for i, m := range mixes {
-		p := newKillingProxy(killAt(i))
-		proxies[i] = p
-		cmd, stderr := start(m, p)
-		wg.Go(func() {
-			err := cmd.Wait()
-			dead[i] = killed(cmd.ProcessState)
-			reached := p.seen.Load() >= p.killAt
-			switch {
-			case err != nil && !reached:
-				t.Logf("sweep %d ended before its kill point: %v\n%s", p.killAt, err, stderr.String())
-			case reached && !dead[i]:
-				t.Logf("sweep %d reached its kill point but was not killed: %v\n%s", p.killAt, err, stderr.String())
-			}
-		})
+	time.Sleep(time.Until(sleepExpired))
+	sweepSleepMixes("asleep", sleepAt, func(t *testing.T, m mix, res nsmantest.Result) { m.checkConverged(t, e, recv, res) })
+	asleep, err := shared.AuditedRequests(ctx, e.User)
+	if err != nil {
+		t.Fatal(err)
 	}
-	wg.Wait()
-	// A kill counts when the operating system says the sweep died of it.
-	kills, reached := 0, 0
-	for i, p := range proxies {
-		if dead[i] {
-			kills++
-		}
-		if p.seen.Load() >= p.killAt {
-			reached++
-		}
+	// The wake: killed at each request of the sweep that wakes a SLEEP
+	// mix, or spread over them if there are more requests than mixes.
+	for _, m := range append(slices.Clone(sleepMixes), sleepReference) {
+		m.wakeUp(t, e)
 	}
-	// A sweep over four managers makes about twenty requests: nearly every
-	// point must have been reached, and its sweep killed there.
-	if kills < points-max(3, points/10) {
-		t.Fatalf("only %d of %d sweeps were killed (%d reached their kill point): the kill points miss the request sequence, or the kills failed", kills, points, reached)
+	n := count(sleepReference, "wakes")
+	wakeAt := func(i int) int64 { return 1 + int64(i)%n }
+	if n > int64(sleepPoints) {
+		wakeAt = func(i int) int64 { return 1 + int64(i)*(n-1)/int64(sleepPoints) }
 	}
-	t.Logf("%d of %d sweeps killed mid-way", kills, points)
+	sleepAt, wakeKills, wakeExpired := killAll(sleepMixes, wakeAt)
 
-	// Every claim a dead sweep left has expired after 10s.
-	time.Sleep(11 * time.Second)
+	time.Sleep(time.Until(mixesExpired))
 	for i, m := range mixes {
-		t.Run(fmt.Sprintf("killed at request %d", proxies[i].killAt), func(t *testing.T) {
+		t.Run(fmt.Sprintf("killed at request %d", mixAt[i]), func(t *testing.T) {
 			res := e.Sweep(t, "-l", "nsman.test/crash="+m.run)
 			runs++
 			if res.Code != 0 {
@@ -179,14 +247,40 @@ func TestKilledSweepsConverge(t *testing.T) {
 		runs++
 		reference.checkConverged(t, e, recv, res)
 	}
+	time.Sleep(time.Until(wakeExpired))
+	sweepSleepMixes("awake", sleepAt, func(t *testing.T, m mix, res nsmantest.Result) { m.checkAwake(t, e, res) })
 	after, err := shared.AuditedRequests(ctx, e.User)
 	if err != nil {
 		t.Fatal(err)
 	}
+
 	// A webhook whose sweep was killed is re-sent under the same key, as it
-	// must be; any other repeat is a duplicate.
+	// must be; any other repeat is a duplicate. The workloads of the SLEEP
+	// mixes are counted in each phase on its own (see tally): before the
+	// wake, every patch puts one to sleep; after, every one is a restore.
 	applied := countActions(t, after[len(before):], recv.Deliveries())
-	nsmantest.Figures{Runs: runs, Faults: kills, Actions: applied.actions(), Duplicates: applied.duplicates(true), Began: began}.Log(t)
+	slept := countActions(t, asleep[len(before):], nil)
+	woke := countActions(t, after[len(asleep):], nil)
+	dups := 0
+	for _, m := range sleepMixes {
+		for _, ns := range m.sleeping() {
+			if slept.scales[ns] != 1 || slept.suspends[ns] != 1 || woke.scales[ns] != 1 || woke.suspends[ns] != 1 {
+				t.Errorf("workloads in %s: Deployment patched %d times to put it to sleep and %d times in the wake, CronJob %d and %d times; want once each",
+					ns, slept.scales[ns], woke.scales[ns], slept.suspends[ns], woke.suspends[ns])
+			}
+			dups += max(slept.scales[ns]-1, 0) + max(slept.suspends[ns]-1, 0) + max(woke.scales[ns]-1, 0) + max(woke.suspends[ns]-1, 0)
+			delete(applied.scales, ns)
+			delete(applied.suspends, ns)
+		}
+	}
+	for _, m := range mixes {
+		for _, ns := range m.sleeping() {
+			if applied.scales[ns] != 1 || applied.suspends[ns] != 1 {
+				t.Errorf("workloads in %s: Deployment patched %d times, CronJob %d times; want once each", ns, applied.scales[ns], applied.suspends[ns])
+			}
+		}
+	}
+	nsmantest.Figures{Runs: runs, Faults: sleepKills + kills + wakeKills, Actions: applied.actions() + slept.actions() + woke.actions(), Duplicates: applied.duplicates(true) + dups, Began: began}.Log(t)
 }
 
 func createDeployment(t *testing.T, ns string, replicas int32) {
@@ -198,15 +292,21 @@ func createDeployment(t *testing.T, ns string, replicas int32) {
 
 func createManager(t *testing.T, e *nsmantest.Env, ns, run string, ttl int64, action map[string]any) {
 	t.Helper()
+	createManagerWith(t, e, ns, run, map[string]any{
+		"name":      "act when due",
+		"condition": map[string]any{"type": "TTL", "params": map[string]any{"ttlSeconds": ttl}},
+		"action":    action,
+	})
+}
+
+// createManagerWith creates manager ns in ns, labelled run, of policy alone.
+func createManagerWith(t *testing.T, e *nsmantest.Env, ns, run string, policy map[string]any) {
+	t.Helper()
 	m := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "k8s.consol.de/v1beta1",
 		"kind":       "NamespaceManager",
 		"metadata":   map[string]any{"namespace": ns, "name": ns, "labels": map[string]any{"nsman.test/crash": run}},
-		"spec": map[string]any{"policies": []any{map[string]any{
-			"name":      "act when due",
-			"condition": map[string]any{"type": "TTL", "params": map[string]any{"ttlSeconds": ttl}},
-			"action":    action,
-		}}},
+		"spec":       map[string]any{"policies": []any{policy}},
 	}}
 	if _, err := e.Dynamic.Resource(cluster.ManagerResource).Namespace(ns).Create(t.Context(), m, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -69,8 +69,8 @@ func (p *faultyProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// TestSweepUnderAPIFaults runs a sweep of 40 managers (30 due) through an
-// API server connection that fails about one request in ten (at least one,
+// TestSweepUnderAPIFaults runs a sweep of 40 managers (30 due) and 5 SLEEP
+// managers through an API server connection that fails about one request in ten (at least one,
 // as the proxy counts them): it ends within its deadline, and one clean
 // sweep after it converges with nothing lost and nothing done twice. Under
 // NSMAN_LONG=1 it does so in five rounds of 120 managers, each with faults
@@ -108,7 +108,7 @@ func TestSweepUnderAPIFaults(t *testing.T) {
 
 // faultyRound seeds n managers labelled run, sweeps them through a faulty
 // proxy seeded with seed, then cleanly once the claims have expired, checks
-// that they converged with every delete and scale-down done once, and
+// that they converged with every delete, scale-down and sleep done once, and
 // returns the number of faults injected.
 func faultyRound(t *testing.T, e *nsmantest.Env, bin string, recv *nsmantest.Receiver, run string, seed uint64, n int) int {
 	t.Helper()
@@ -131,10 +131,13 @@ func faultyRound(t *testing.T, e *nsmantest.Env, bin string, recv *nsmantest.Rec
 		t.Fatal(err)
 	}
 	applied := countActions(t, after[len(before):], nil)
-	deletes, scales := applied.deletes, applied.scales
+	deletes, scales, suspends := applied.deletes, applied.scales, applied.suspends
 	due := maps.Clone(m.due)
 	for ns, v := range m.ruled {
 		due[ns], _ = ruledAction(v)
+	}
+	for _, ns := range m.sleepers {
+		due[ns] = "SLEEP"
 	}
 	for ns, action := range due {
 		switch {
@@ -142,6 +145,8 @@ func faultyRound(t *testing.T, e *nsmantest.Env, bin string, recv *nsmantest.Rec
 			t.Errorf("namespace %s deleted %d times", ns, deletes[ns])
 		case action == "SCALE_DOWN" && scales[ns] != 1:
 			t.Errorf("deployment in %s scaled %d times", ns, scales[ns])
+		case action == "SLEEP" && (scales[ns] != 1 || suspends[ns] != 1):
+			t.Errorf("workloads in %s put to sleep: deployment %d times, cronjob %d times", ns, scales[ns], suspends[ns])
 		}
 	}
 	m.checkConverged(t, e, recv, res)

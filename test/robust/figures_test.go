@@ -9,10 +9,16 @@ import (
 )
 
 // tally is the destructive actions nsman applied, by target namespace:
-// namespace deletes and Deployment scale-downs that succeeded, as the audit
-// log has nsman's requests, and webhooks as the receiver got them.
+// namespace deletes, Deployment and CronJob patches that succeeded, as the
+// audit log has nsman's requests, and webhooks as the receiver got them.
+// Each patch of a workload is conditional on the version nsman read: one
+// that lost a race was refused (409) and is not counted, so a conditional
+// retry counts once. Over a span in which nsman only puts workloads to
+// sleep (or scales them down), scales and suspends count those; over one
+// in which it only wakes them, the restores.
 type tally struct {
 	deletes, scales map[string]int
+	suspends        map[string]int
 	deliveries      map[string]int
 	// keys are the Idempotency-Keys of the webhooks for each namespace.
 	keys map[string]map[string]bool
@@ -22,13 +28,15 @@ type tally struct {
 // deliveries of its receiver.
 func countActions(t *testing.T, reqs []cluster.Request, deliveries []nsmantest.Delivery) tally {
 	t.Helper()
-	c := tally{deletes: map[string]int{}, scales: map[string]int{}, deliveries: map[string]int{}, keys: map[string]map[string]bool{}}
+	c := tally{deletes: map[string]int{}, scales: map[string]int{}, suspends: map[string]int{}, deliveries: map[string]int{}, keys: map[string]map[string]bool{}}
 	for _, r := range reqs {
 		switch {
 		case r.Verb == "delete" && r.Resource == "namespaces" && r.Code == 200:
 			c.deletes[r.Name]++
 		case r.Verb == "patch" && r.Resource == "deployments" && r.Code == 200:
 			c.scales[r.Namespace]++
+		case r.Verb == "patch" && r.Resource == "cronjobs" && r.Code == 200:
+			c.suspends[r.Namespace]++
 		}
 	}
 	for _, d := range deliveries {
@@ -48,7 +56,7 @@ func countActions(t *testing.T, reqs []cluster.Request, deliveries []nsmantest.D
 // actions is the number of destructive requests and deliveries.
 func (c tally) actions() int {
 	n := 0
-	for _, m := range []map[string]int{c.deletes, c.scales, c.deliveries} {
+	for _, m := range []map[string]int{c.deletes, c.scales, c.suspends, c.deliveries} {
 		for _, v := range m {
 			n += v
 		}
@@ -56,8 +64,9 @@ func (c tally) actions() int {
 	return n
 }
 
-// duplicates counts actions applied more than once: a namespace deleted or
-// a Deployment scaled twice, a webhook sent under two Idempotency-Keys. When
+// duplicates counts actions applied more than once: a namespace deleted,
+// a Deployment scaled or a CronJob patched twice, a webhook sent under two
+// Idempotency-Keys. When
 // resent is false, where no sweep died and no answer was lost, a webhook
 // delivered twice under the same key counts too; otherwise that is the
 // re-send the specification asks for.
@@ -68,6 +77,9 @@ func (c tally) duplicates(resent bool) int {
 		dups += extra(n)
 	}
 	for _, n := range c.scales {
+		dups += extra(n)
+	}
+	for _, n := range c.suspends {
 		dups += extra(n)
 	}
 	for ns, keys := range c.keys {

@@ -3,30 +3,40 @@ package robust
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
 // mix is a set of managers labelled nsman.test/crash=run: due ones of each
 // action (DELETE, SCALE_DOWN of a 2-replica Deployment, WEBHOOK to recv, as
-// Service "sink" of the manager's own namespace: the managers are tenants')
-// and idle ones that are not due. Its rules, in a trusted namespace, call
-// recv at its loopback address.
+// Service "sink" of the manager's own namespace: the managers are tenants'),
+// idle ones that are not due, and SLEEP ones whose window is open now, each
+// over a 2-replica Deployment and a CronJob. Its rules, in a trusted
+// namespace, call recv at its loopback address.
 type mix struct {
 	run  string
 	due  map[string]string // namespace -> action
 	idle []string
+	// sleepers are the namespaces of the SLEEP managers, each the
+	// manager's own.
+	sleepers []string
 	// ruled maps each namespace a rule of the mix acts on to the action;
 	// rules maps each rule's name to its uid.
 	ruled map[string]string
@@ -45,7 +55,8 @@ func ensureRuleHome(t *testing.T) {
 }
 
 // seedMix creates n managers, one in each of n namespaces, cycling through
-// the three actions and an idle one.
+// the three actions and an idle one, and a SLEEP manager for every eight
+// of them (one at least).
 func seedMix(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver, run string, n int) mix {
 	t.Helper()
 	m := mix{run: run, due: map[string]string{}}
@@ -67,22 +78,79 @@ func seedMix(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver, run strin
 		}
 		createManager(t, e, ns, run, ttl, policy)
 	}
-	m.seedRules(t, e, recv)
+	for range (n + 7) / 8 {
+		ns := shared.Namespace(t)
+		createSleepers(t, ns)
+		createManagerWith(t, e, ns, run, sleepPolicy(-time.Hour, 2*time.Hour))
+		m.sleepers = append(m.sleepers, ns)
+	}
+	m.seedRules(t, e, recv, allRules)
 	return m
 }
 
-// seedRules adds rules to the mix, each due on namespaces of its own: a
-// WEBHOOK rule over two, a DELETE rule over one and a SCALE_DOWN rule over
-// one with a 2-replica Deployment.
-func (m *mix) seedRules(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver) {
+// seedSleepMix creates a mix of SLEEP alone, its window open now: one
+// manager and one rule over one namespace, each over a 2-replica
+// Deployment and a CronJob. Its sweeps are short, so that a sweep can be
+// killed at each of their requests.
+func seedSleepMix(t *testing.T, e *nsmantest.Env, run string) mix {
+	t.Helper()
+	m := mix{run: run, due: map[string]string{}}
+	ns := shared.Namespace(t)
+	createSleepers(t, ns)
+	createManagerWith(t, e, ns, run, sleepPolicy(-time.Hour, 2*time.Hour))
+	m.sleepers = append(m.sleepers, ns)
+	m.seedRules(t, e, nil, []ruleSpec{{"SLEEP", 1}})
+	return m
+}
+
+// sleepPolicy is a SLEEP policy "nights" whose one window, in UTC, is open
+// from from to to after now (negative: before): a window around now holds
+// at once, one ahead of now does not.
+func sleepPolicy(from, to time.Duration) map[string]any {
+	now := time.Now().UTC()
+	return map[string]any{
+		"name":      "nights",
+		"condition": map[string]any{"type": "TTL", "params": map[string]any{"ttlSeconds": int64(0)}},
+		"windows":   []any{map[string]any{"from": now.Add(from).Format("15:04"), "to": now.Add(to).Format("15:04"), "timeZone": "UTC"}},
+		"action":    map[string]any{"type": "SLEEP"},
+	}
+}
+
+// createSleepers creates what a SLEEP puts to sleep in ns: Deployment "web"
+// of 2 replicas and CronJob "report", running.
+func createSleepers(t *testing.T, ns string) {
+	t.Helper()
+	createDeployment(t, ns, 2)
+	cj := &batchv1.CronJob{
+		ObjectMeta: metav1.ObjectMeta{Name: "report"},
+		Spec: batchv1.CronJobSpec{Schedule: "0 3 * * *", Suspend: ptr.To(false), JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "main", Image: "registry.invalid/report:1"}}}},
+		}}},
+	}
+	if _, err := shared.Admin.BatchV1().CronJobs(ns).Create(t.Context(), cj, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ruleSpec is a rule of a mix: its action, and over how many namespaces.
+type ruleSpec struct {
+	action string
+	n      int
+}
+
+// allRules are the rules of a whole mix: a WEBHOOK rule over two
+// namespaces, a DELETE rule over one, a SCALE_DOWN rule over one with a
+// 2-replica Deployment, and a SLEEP rule whose window is open now over one
+// with a 2-replica Deployment and a CronJob.
+var allRules = []ruleSpec{{"WEBHOOK", 2}, {"DELETE", 1}, {"SCALE_DOWN", 1}, {"SLEEP", 1}}
+
+// seedRules adds rules to the mix, each due on namespaces of its own.
+func (m *mix) seedRules(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver, rules []ruleSpec) {
 	t.Helper()
 	ctx := t.Context()
 	ensureRuleHome(t)
 	m.ruled, m.rules = map[string]string{}, map[string]types.UID{}
-	for _, r := range []struct {
-		action string
-		n      int
-	}{{"WEBHOOK", 2}, {"DELETE", 1}, {"SCALE_DOWN", 1}} {
+	for _, r := range rules {
 		name := strings.ToLower("rule-" + r.action + "-" + m.run)
 		for range r.n {
 			ns := shared.Namespace(t)
@@ -90,8 +158,11 @@ func (m *mix) seedRules(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver
 			if _, err := shared.Admin.CoreV1().Namespaces().Patch(ctx, ns, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			if r.action == "SCALE_DOWN" {
+			switch r.action {
+			case "SCALE_DOWN":
 				createDeployment(t, ns, 2)
+			case "SLEEP":
+				createSleepers(t, ns)
 			}
 			m.ruled[ns] = r.action
 		}
@@ -99,17 +170,21 @@ func (m *mix) seedRules(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver
 		if r.action == "WEBHOOK" {
 			action["params"] = map[string]any{"url": recv.URL + "/" + name}
 		}
+		policy := map[string]any{
+			"name":      "act when due",
+			"condition": map[string]any{"type": "TTL", "params": map[string]any{"ttlSeconds": int64(0)}},
+			"action":    action,
+		}
+		if r.action == "SLEEP" {
+			policy = sleepPolicy(-time.Hour, 2*time.Hour)
+		}
 		rule := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "k8s.consol.de/v1beta1",
 			"kind":       "NamespaceManager",
 			"metadata":   map[string]any{"namespace": ruleHome, "name": strings.ReplaceAll(name, "_", "-"), "labels": map[string]any{"nsman.test/crash": m.run}},
 			"spec": map[string]any{
 				"namespaceSelector": map[string]any{"matchLabels": map[string]any{"nsman.test/rule": name}},
-				"policies": []any{map[string]any{
-					"name":      "act when due",
-					"condition": map[string]any{"type": "TTL", "params": map[string]any{"ttlSeconds": int64(0)}},
-					"action":    action,
-				}},
+				"policies":          []any{policy},
 			},
 		}}
 		created, err := e.Dynamic.Resource(cluster.ManagerResource).Namespace(ruleHome).Create(ctx, rule, metav1.CreateOptions{})
@@ -165,6 +240,12 @@ func (m mix) checkConverged(t *testing.T, e *nsmantest.Env, recv *nsmantest.Rece
 			t.Errorf("manager %s was not due but was acted on", ns)
 		}
 	}
+	for _, ns := range m.sleepers {
+		if st := managerProgress(t, e, ns); !settled(st) || st.Asleep == nil || st.Asleep.Policy != "nights" || st.Asleep.Partial || e.Deactivated(t, ns, ns) {
+			t.Errorf("SLEEP manager %s not converged asleep (deactivated %t): status %+v asleep %+v; entry %+v", ns, e.Deactivated(t, ns, ns), st, st.Asleep, res.Entry(t, ns, ns))
+		}
+		checkActed(t, "SLEEP", ns, nil)
+	}
 	for ns, v := range m.ruled {
 		action, uid := ruledAction(v)
 		if action == "DELETE" {
@@ -173,23 +254,132 @@ func (m mix) checkConverged(t *testing.T, e *nsmantest.Env, recv *nsmantest.Rece
 			}
 			continue
 		}
-		obj, err := shared.Admin.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var st status.PairStatus
-		if err := json.Unmarshal([]byte(obj.Annotations[status.PairAnnotation(uid)]), &st); err != nil || st.LastAction == nil || st.LastAction.Result != report.ResultSucceeded || st.Claim != nil {
-			t.Errorf("rule %s on %s not converged: record %+v (%v)", action, ns, st, err)
+		st, err := pairProgress(t, ns, uid)
+		if err != nil || !settled(st) || action == "SLEEP" && (st.Asleep == nil || st.Asleep.Partial) {
+			t.Errorf("rule %s on %s not converged: record %+v asleep %+v (%v)", action, ns, st, st.Asleep, err)
 		}
 		checkActed(t, "rule "+action, ns, keys[ns])
 	}
 }
 
-// checkActed checks what a converged SCALE_DOWN or WEBHOOK left in ns: the
-// Deployment at zero with its count recorded, or one Idempotency-Key.
+// settled reports whether p records an action that succeeded, and no claim.
+func settled(p status.Progress) bool {
+	return p.LastAction != nil && p.LastAction.Result == report.ResultSucceeded && p.Claim == nil
+}
+
+// managerProgress is what the status of the manager named ns in ns records.
+func managerProgress(t *testing.T, e *nsmantest.Env, ns string) status.Progress {
+	t.Helper()
+	var st status.Status
+	if raw, ok := e.Manager(t, ns, ns).Object["status"]; ok {
+		data, err := json.Marshal(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(data, &st); err != nil {
+			t.Fatalf("status of %s: %v", ns, err)
+		}
+	}
+	return st.Progress
+}
+
+// pairProgress is the record the rule of uid keeps on namespace ns.
+func pairProgress(t *testing.T, ns string, uid types.UID) (status.Progress, error) {
+	t.Helper()
+	obj, err := shared.Admin.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st status.PairStatus
+	err = json.Unmarshal([]byte(obj.Annotations[status.PairAnnotation(uid)]), &st)
+	return st.Progress, err
+}
+
+// sleeping are the namespaces of the mix that a SLEEP acts on, its
+// managers' and its rule's.
+func (m mix) sleeping() []string {
+	out := slices.Clone(m.sleepers)
+	for ns, v := range m.ruled {
+		if action, _ := ruledAction(v); action == "SLEEP" {
+			out = append(out, ns)
+		}
+	}
+	return out
+}
+
+// wakeUp moves the windows of the mix's SLEEP managers and rule away from
+// now: their policies no longer hold, and the next sweep wakes them.
+func (m mix) wakeUp(t *testing.T, e *nsmantest.Env) {
+	t.Helper()
+	patch := fmt.Appendf(nil, `{"spec":{"policies":[%s]}}`, write.MustJSON(sleepPolicy(3*time.Hour, 4*time.Hour)))
+	targets := map[string]string{} // manager name -> its namespace
+	for _, ns := range m.sleepers {
+		targets[ns] = ns
+	}
+	for name := range m.rules {
+		if strings.HasPrefix(name, "rule-sleep-") {
+			targets[name] = ruleHome
+		}
+	}
+	for name, ns := range targets {
+		if _, err := e.Dynamic.Resource(cluster.ManagerResource).Namespace(ns).Patch(t.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// checkAwake checks that every SLEEP of the mix woke: its workloads as
+// before the sleep, without records, its manager's status or its rule's
+// record awake and settled, no manager deactivated.
+func (m mix) checkAwake(t *testing.T, e *nsmantest.Env, res nsmantest.Result) {
+	t.Helper()
+	for _, ns := range m.sleepers {
+		if st := managerProgress(t, e, ns); !settled(st) || st.Asleep != nil || e.Deactivated(t, ns, ns) {
+			t.Errorf("SLEEP manager %s not converged awake (deactivated %t): status %+v asleep %+v; entry %+v", ns, e.Deactivated(t, ns, ns), st, st.Asleep, res.Entry(t, ns, ns))
+		}
+	}
+	for ns, v := range m.ruled {
+		if action, uid := ruledAction(v); action == "SLEEP" {
+			if st, err := pairProgress(t, ns, uid); err != nil || !settled(st) || st.Asleep != nil {
+				t.Errorf("rule SLEEP on %s not converged awake: record %+v asleep %+v (%v)", ns, st, st.Asleep, err)
+			}
+		}
+	}
+	for _, ns := range m.sleeping() {
+		d, cj := sleepersIn(t, ns)
+		if *d.Spec.Replicas != 2 || d.Annotations[status.ReplicasAnnotation] != "" || *cj.Spec.Suspend || cj.Annotations[status.SuspendAnnotation] != "" {
+			t.Errorf("woken workloads in %s: deployment replicas %d record %q, cronjob suspend %t record %q", ns,
+				*d.Spec.Replicas, d.Annotations[status.ReplicasAnnotation], *cj.Spec.Suspend, cj.Annotations[status.SuspendAnnotation])
+		}
+	}
+}
+
+// sleepersIn reads what createSleepers made in ns.
+func sleepersIn(t *testing.T, ns string) (*appsv1.Deployment, *batchv1.CronJob) {
+	t.Helper()
+	d, err := shared.Admin.AppsV1().Deployments(ns).Get(t.Context(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cj, err := shared.Admin.BatchV1().CronJobs(ns).Get(t.Context(), "report", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, cj
+}
+
+// checkActed checks what a converged SCALE_DOWN, SLEEP or WEBHOOK left in
+// ns: the Deployment at zero with its count recorded (a SLEEP's CronJob
+// suspended with its record too), or one Idempotency-Key.
 func checkActed(t *testing.T, action, ns string, keys map[string]bool) {
 	t.Helper()
 	switch {
+	case strings.HasSuffix(action, "SLEEP"):
+		d, cj := sleepersIn(t, ns)
+		if *d.Spec.Replicas != 0 || d.Annotations[status.ReplicasAnnotation] != "2" || !*cj.Spec.Suspend || cj.Annotations[status.SuspendAnnotation] != "false" {
+			t.Errorf("%s: workloads in %s: deployment replicas %d record %q, cronjob suspend %t record %q", action, ns,
+				*d.Spec.Replicas, d.Annotations[status.ReplicasAnnotation], *cj.Spec.Suspend, cj.Annotations[status.SuspendAnnotation])
+		}
 	case strings.HasSuffix(action, "SCALE_DOWN"):
 		d, err := shared.Admin.AppsV1().Deployments(ns).Get(t.Context(), "web", metav1.GetOptions{})
 		if err != nil {
