@@ -14,8 +14,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/internal/write"
+	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/test/nsmantest"
 )
@@ -191,4 +195,206 @@ func TestConcurrentSweepsActOnce(t *testing.T) {
 	// No sweep dies here and no answer is lost: a webhook delivered twice,
 	// even under one key, is a duplicate.
 	nsmantest.Figures{Runs: sweeps, Actions: applied.actions(), Duplicates: applied.duplicates(false), Began: began}.Log(t)
+}
+
+// TestConcurrentSweepsSleepAndWakeOnce starts four sweeps together over 20
+// SLEEP managers and a SLEEP rule over 8 namespaces (eight sweeps over 200
+// and 50 under NSMAN_LONG=1), each namespace with a 2-replica Deployment
+// and a CronJob, their windows open now: each target is put to sleep by
+// one sweep, each workload patched once, with its record. Then the windows
+// move away from now and four sweeps start together again: each target
+// wakes once, each workload restored once.
+func TestConcurrentSweepsSleepAndWakeOnce(t *testing.T) {
+	managers, ruled, sweeps := nsmantest.Scale(20, 200), nsmantest.Scale(8, 50), nsmantest.Scale(4, 8)
+	began := time.Now()
+	e := setup(t)
+	bin := buildNsman(t)
+	ctx := t.Context()
+	label, run := "nsman.test/concurrent-sleep", fmt.Sprint(managers)
+	ensureRuleHome(t)
+
+	namespaces := make([]string, managers+ruled)
+	inParallel(t, len(namespaces), func(i int) error {
+		ns, err := shared.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "concurrent-sleep-", Labels: map[string]string{label: run}}}, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		namespaces[i] = ns.Name
+		if _, err := shared.Admin.AppsV1().Deployments(ns.Name).Create(ctx, nsmantest.Deployment("web", 2), metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		_, err = shared.Admin.BatchV1().CronJobs(ns.Name).Create(ctx, cronJob(), metav1.CreateOptions{})
+		return err
+	})
+	// The first namespaces have a manager each; the rule's are the rest,
+	// which it selects by label.
+	manager := func(ns, name string, policy map[string]any, selected bool) *unstructured.Unstructured {
+		spec := map[string]any{"policies": []any{policy}}
+		if selected {
+			spec["namespaceSelector"] = map[string]any{"matchLabels": map[string]any{"nsman.test/rule": "sleep-" + run}}
+		}
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "k8s.consol.de/v1beta1",
+			"kind":       "NamespaceManager",
+			"metadata":   map[string]any{"namespace": ns, "name": name, "labels": map[string]any{label: run}},
+			"spec":       spec,
+		}}
+	}
+	inParallel(t, len(namespaces), func(i int) error {
+		ns := namespaces[i]
+		if i >= managers {
+			patch := fmt.Sprintf(`{"metadata":{"labels":{"nsman.test/rule":"sleep-%s"}}}`, run)
+			_, err := shared.Admin.CoreV1().Namespaces().Patch(ctx, ns, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+			return err
+		}
+		_, err := e.Dynamic.Resource(cluster.ManagerResource).Namespace(ns).Create(ctx, manager(ns, ns, sleepPolicy(-time.Hour, 2*time.Hour), false), metav1.CreateOptions{})
+		return err
+	})
+	ruleName := "concurrent-sleep-" + run
+	created, err := e.Dynamic.Resource(cluster.ManagerResource).Namespace(ruleHome).Create(ctx, manager(ruleHome, ruleName, sleepPolicy(-time.Hour, 2*time.Hour), true), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule := created.GetUID()
+	// progress is the record of the SLEEP acting on the i-th namespace.
+	progress := func(i int) status.Progress {
+		if i < managers {
+			return managerProgress(t, e, namespaces[i])
+		}
+		st, err := pairProgress(t, namespaces[i], rule)
+		if err != nil {
+			t.Fatalf("record of rule %s on %s: %v", ruleName, namespaces[i], err)
+		}
+		return st
+	}
+
+	applied, duplicates := 0, 0
+	for _, phase := range []struct {
+		name string
+		wake bool
+	}{{"sleep", false}, {"wake", true}} {
+		if phase.wake {
+			patch := fmt.Appendf(nil, `{"spec":{"policies":[%s]}}`, write.MustJSON(sleepPolicy(3*time.Hour, 4*time.Hour)))
+			for i, ns := range append(namespaces[:managers:managers], ruleHome) {
+				name := ns
+				if i == managers {
+					name = ruleName
+				}
+				if _, err := e.Dynamic.Resource(cluster.ManagerResource).Namespace(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		before, err := shared.AuditedRequests(ctx, e.User)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reports := raceSweeps(t, e, bin, label+"="+run, sweeps)
+		after, err := shared.AuditedRequests(ctx, e.User)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		// Each target is fired by one sweep, in the phase's direction.
+		fired := map[string]int{}
+		for _, r := range reports {
+			for _, entry := range r.Entries {
+				if entry.State == report.StateFired {
+					fired[entry.Target]++
+					if entry.Action != policy.ActionSleep || entry.Woke != phase.wake {
+						t.Errorf("%s: %s/%s on %s fired %s (woke %t)", phase.name, entry.Namespace, entry.Name, entry.Target, entry.Action, entry.Woke)
+					}
+				}
+			}
+		}
+		// Every workload patch of the phase is its sleep, or its restore
+		// (see tally).
+		counted := countActions(t, after[len(before):], nil)
+		for i, ns := range namespaces {
+			st := progress(i)
+			d, cj := sleepersIn(t, ns)
+			want := `replicas 0 record "2", suspend true record "false"`
+			if phase.wake {
+				want = `replicas 2 record "", suspend false record ""`
+			}
+			if got := fmt.Sprintf("replicas %d record %q, suspend %t record %q", *d.Spec.Replicas, d.Annotations[status.ReplicasAnnotation], *cj.Spec.Suspend, cj.Annotations[status.SuspendAnnotation]); got != want {
+				t.Errorf("%s: workloads in %s: %s, want %s", phase.name, ns, got, want)
+			}
+			if !settled(st) || (st.Asleep == nil) == !phase.wake {
+				t.Errorf("%s: record of %s: %+v, asleep %+v", phase.name, ns, st, st.Asleep)
+			}
+			if fired[ns] != 1 || counted.scales[ns] != 1 || counted.suspends[ns] != 1 {
+				t.Errorf("%s: %s fired by %d sweeps, its Deployment patched %d times, its CronJob %d times; want once each", phase.name, ns, fired[ns], counted.scales[ns], counted.suspends[ns])
+			}
+		}
+		if len(counted.scales) != len(namespaces) || len(counted.suspends) != len(namespaces) {
+			t.Errorf("%s: Deployments patched in %d namespaces, CronJobs in %d, want %d", phase.name, len(counted.scales), len(counted.suspends), len(namespaces))
+		}
+		applied += counted.actions()
+		duplicates += counted.duplicates(false)
+	}
+	for i, ns := range namespaces[:managers] {
+		if e.Deactivated(t, ns, ns) {
+			t.Errorf("SLEEP manager %d (%s) deactivated", i, ns)
+		}
+	}
+	if e.Deactivated(t, ruleHome, ruleName) {
+		t.Errorf("SLEEP rule %s deactivated", ruleName)
+	}
+	nsmantest.Figures{Runs: 2 * sweeps, Actions: applied, Duplicates: duplicates, Began: began}.Log(t)
+}
+
+// raceSweeps runs n sweeps of the managers that selector selects at once,
+// each through a proxy of its own that times its requests, checks that
+// they overlapped, and returns their reports.
+func raceSweeps(t *testing.T, e *nsmantest.Env, bin, selector string, n int) []report.Report {
+	t.Helper()
+	spans := nsmantest.NewSpans()
+	reports := make([]report.Report, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		kubeconfig := spans.Kubeconfig(t, e, fmt.Sprint(i))
+		wg.Go(func() {
+			cmd := exec.Command(bin, "sweep", "-o", "json", "--kubeconfig", kubeconfig, "-l", selector, "--log-level", "warn")
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Run(); err != nil {
+				t.Errorf("sweep %d: %v\n%s", i, err, stderr.String())
+				return
+			}
+			if err := json.Unmarshal(stdout.Bytes(), &reports[i]); err != nil {
+				t.Errorf("sweep %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	spans.Check(t)
+	for i, r := range reports {
+		t.Logf("sweep %d: %v", i, r.Summary.States)
+	}
+	return reports
+}
+
+// inParallel runs f(i) for each i below n, sixteen at a time, and fails the
+// test on the first error.
+func inParallel(t *testing.T, n int, f func(i int) error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	sem := make(chan struct{}, 16)
+	for i := range n {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if err := f(i); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
 }

@@ -121,14 +121,18 @@ func sleepPolicy(from, to time.Duration) map[string]any {
 func createSleepers(t *testing.T, ns string) {
 	t.Helper()
 	createDeployment(t, ns, 2)
-	cj := &batchv1.CronJob{
+	if _, err := shared.Admin.BatchV1().CronJobs(ns).Create(t.Context(), cronJob(), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// cronJob is CronJob "report", running.
+func cronJob() *batchv1.CronJob {
+	return &batchv1.CronJob{
 		ObjectMeta: metav1.ObjectMeta{Name: "report"},
 		Spec: batchv1.CronJobSpec{Schedule: "0 3 * * *", Suspend: ptr.To(false), JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "main", Image: "registry.invalid/report:1"}}}},
 		}}},
-	}
-	if _, err := shared.Admin.BatchV1().CronJobs(ns).Create(t.Context(), cj, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
 	}
 }
 
