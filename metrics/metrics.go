@@ -48,7 +48,7 @@ var metricMethods = []string{"get", "post", "put", "patch", "delete"}
 
 // reclaimedActions are the action types the nsman_reclaimed_* counters
 // always have series for: those that free resources.
-var reclaimedActions = []string{policy.ActionDelete, policy.ActionScaleDown}
+var reclaimedActions = []string{policy.ActionDelete, policy.ActionScaleDown, policy.ActionSleep}
 
 // reclaimedCounters are the counter families that total, over sweeps, what
 // actions freed (Entry.Reclaimed; see countsReclaimed), each with the

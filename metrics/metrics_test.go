@@ -678,11 +678,11 @@ func counterValue(fams map[string]*dto.MetricFamily, name string, labels map[str
 type pushedTotals struct{ cpu, memory, storage, lbs float64 }
 
 // wantPushedTotals fails unless fams has every nsman_reclaimed_* counter,
-// with a series for each of DELETE and SCALE_DOWN alone, at the values of
-// want.
+// with a series for each of DELETE, SCALE_DOWN and SLEEP alone, at the
+// values of want.
 func wantPushedTotals(t *testing.T, fams map[string]*dto.MetricFamily, want map[string]pushedTotals) {
 	t.Helper()
-	for _, a := range []string{policy.ActionDelete, policy.ActionScaleDown} {
+	for _, a := range []string{policy.ActionDelete, policy.ActionScaleDown, policy.ActionSleep} {
 		w := want[a]
 		for name, v := range map[string]float64{"nsman_reclaimed_cpu_cores_total": w.cpu, "nsman_reclaimed_memory_bytes_total": w.memory,
 			"nsman_reclaimed_storage_bytes_total": w.storage, "nsman_reclaimed_load_balancers_total": w.lbs} {
@@ -693,8 +693,8 @@ func wantPushedTotals(t *testing.T, fams map[string]*dto.MetricFamily, want map[
 			case math.Abs(got-v) > 1e-9*max(1, v):
 				t.Errorf("%s{action=%s} = %v, want %v", name, a, got, v)
 			}
-			if n := len(fams[name].GetMetric()); ok && n != 2 {
-				t.Errorf("%s has %d series, want DELETE and SCALE_DOWN", name, n)
+			if n := len(fams[name].GetMetric()); ok && n != 3 {
+				t.Errorf("%s has %d series, want DELETE, SCALE_DOWN and SLEEP", name, n)
 			}
 		}
 	}
@@ -735,11 +735,13 @@ func TestPushMetricsReclaimedTotals(t *testing.T) {
 		report.Entry{Name: "f2", State: report.StateFailed, Action: policy.ActionDelete},                                               // failed, nothing freed
 		report.Entry{Name: "f3", State: report.StateFired, Action: policy.ActionWebhook, Reclaimed: freeing("100", "1Ti", "1Ti", 100)}, // no such series
 		report.Entry{Name: "g", State: report.StateFired, Action: policy.ActionDelete},                                                 // nothing to free
+		report.Entry{Name: "s", State: report.StateFired, Action: policy.ActionSleep, Reclaimed: freeing("750m", "1G", "0", 0)},
 	)
 	mustPushAll(t, gw, first)
 	afterFirst := map[string]pushedTotals{
 		policy.ActionDelete:    {cpu: 2.25, memory: 1<<30 + 512<<20, storage: 15 << 30, lbs: 1},
 		policy.ActionScaleDown: {cpu: 2, memory: 3e9},
+		policy.ActionSleep:     {cpu: 0.75, memory: 1e9},
 	}
 	wantPushedTotals(t, gw.Requests()[1].Families, afterFirst)
 
@@ -751,6 +753,7 @@ func TestPushMetricsReclaimedTotals(t *testing.T) {
 	afterSecond := map[string]pushedTotals{
 		policy.ActionDelete:    {cpu: 2.75, memory: 1<<30 + 768<<20, storage: 16 << 30, lbs: 3},
 		policy.ActionScaleDown: {cpu: 4, memory: 4e9},
+		policy.ActionSleep:     {cpu: 0.75, memory: 1e9},
 	}
 	wantPushedTotals(t, gw.Requests()[2].Families, afterSecond)
 	wantPushedTotals(t, gw.Group("/metrics/job/nsman"), afterSecond)
