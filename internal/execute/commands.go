@@ -41,7 +41,12 @@ func Restore(ctx context.Context, clients cluster.Clients, namespace string, dry
 func Wake(ctx context.Context, clients cluster.Clients, w write.Writer, kind probe.Kind, obj *unstructured.Unstructured) (string, error) {
 	id := kind.Name + "/" + obj.GetName()
 	effect, err := ChangeWorkload(ctx, clients, w, kind.Resource, obj, func(obj *unstructured.Unstructured) (map[string]any, string, error) {
-		return ways[kind.Way].wake(id, obj)
+		patch, effect, err := ways[kind.Way].wake(id, obj)
+		if err != nil {
+			return nil, "", err
+		}
+		patch, effect = fluxBack(patch, effect, obj)
+		return patch, effect, nil
 	})
 	if err != nil {
 		return "", fmt.Errorf("restore %s %s/%s: %w", kind.Name, obj.GetNamespace(), obj.GetName(), err)

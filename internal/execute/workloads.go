@@ -123,7 +123,11 @@ type WorkloadFields struct {
 }
 
 // keptAnnotations are the annotations a sleep or a wake reads.
-var keptAnnotations = []string{status.ReplicasAnnotation, status.SuspendAnnotation, status.PausedReplicasAnnotation, status.KedaPausedReplicas}
+var keptAnnotations = []string{status.ReplicasAnnotation, status.SuspendAnnotation, status.PausedReplicasAnnotation, status.KedaPausedReplicas,
+	status.FluxReconcileAnnotation, status.ReconcileAnnotation}
+
+// keptLabels are the labels a sleep or a wake reads.
+var keptLabels = []string{status.KeepAwakeLabel, status.FluxNameLabel}
 
 // controlled reports whether another object controls f's (a Deployment its
 // ReplicaSets).
@@ -157,8 +161,13 @@ func (f *WorkloadFields) Unstructured(kind probe.Kind) (*unstructured.Unstructur
 			kept.Metadata.Annotations[key] = v
 		}
 	}
-	if v, ok := f.Metadata.Labels[status.KeepAwakeLabel]; ok {
-		kept.Metadata.Labels = map[string]string{status.KeepAwakeLabel: v}
+	for _, key := range keptLabels {
+		if v, ok := f.Metadata.Labels[key]; ok {
+			if kept.Metadata.Labels == nil {
+				kept.Metadata.Labels = map[string]string{}
+			}
+			kept.Metadata.Labels[key] = v
+		}
 	}
 	kept.Spec = f.Spec
 	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&kept)
@@ -246,7 +255,7 @@ func Sleep(ctx context.Context, clients cluster.Clients, wr write.Writer, kind p
 	effect, err := ChangeWorkload(ctx, clients, wr, kind.Resource, w, func(w *unstructured.Unstructured) (map[string]any, string, error) {
 		patch, effect := ways[kind.Way].sleep(id, w)
 		from = w
-		return patch, effect, nil
+		return fluxOff(patch, effect, w)
 	})
 	if err != nil {
 		return "", nil, fmt.Errorf("%s %s %s/%s: %w", sleepVerb(kind), kind.Name, w.GetNamespace(), w.GetName(), err)
@@ -256,6 +265,55 @@ func Sleep(ctx context.Context, clients cluster.Clients, wr write.Writer, kind p
 		from = nil
 	}
 	return effect, from, nil
+}
+
+// fluxOff adds to patch, which puts w to sleep, Flux's switch that keeps it
+// from reverting the sleep, when Flux applies w and the switch is not off
+// already, with the record of its value.
+func fluxOff(patch map[string]any, effect string, w *unstructured.Unstructured) (map[string]any, string, error) {
+	prior, had := w.GetAnnotations()[status.FluxReconcileAnnotation]
+	if patch == nil || w.GetLabels()[status.FluxNameLabel] == "" || had && prior == "disabled" {
+		return patch, effect, nil
+	}
+	annotations(patch)[status.FluxReconcileAnnotation] = "disabled"
+	annotations(patch)[status.ReconcileAnnotation] = prior
+	return patch, effect + "; Flux reconcile disabled", nil
+}
+
+// fluxBack adds to patch, which wakes w (nil: w has no record of a sleep),
+// the value of Flux's switch recorded when nsman turned it off.
+func fluxBack(patch map[string]any, effect string, w *unstructured.Unstructured) (map[string]any, string) {
+	prior, recorded := w.GetAnnotations()[status.ReconcileAnnotation]
+	if !recorded {
+		return patch, effect
+	}
+	if patch == nil {
+		patch, effect = map[string]any{}, "restore Flux's reconcile of "+w.GetKind()+"/"+w.GetName()
+	} else {
+		effect += "; Flux reconcile restored"
+	}
+	var value any // null removes it
+	if prior != "" {
+		value = prior
+	}
+	annotations(patch)[status.FluxReconcileAnnotation] = value
+	annotations(patch)[status.ReconcileAnnotation] = nil
+	return patch, effect
+}
+
+// annotations is the annotations map of merge patch patch, made if need be.
+func annotations(patch map[string]any) map[string]any {
+	meta, _ := patch["metadata"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+		patch["metadata"] = meta
+	}
+	a, _ := meta["annotations"].(map[string]any)
+	if a == nil {
+		a = map[string]any{}
+		meta["annotations"] = a
+	}
+	return a
 }
 
 // sleepVerb is what a sleep of kind does, for its errors.

@@ -100,6 +100,16 @@ const PausedReplicasAnnotation = "nsman.k8s.consol.de/paused-replicas-before-sca
 // ScaledObject at "0".
 const KedaPausedReplicas = "autoscaling.keda.sh/paused-replicas"
 
+// FluxReconcileAnnotation, "disabled" on an object Flux's kustomize-controller
+// applies (it carries FluxNameLabel), keeps Flux from reverting it: nsman
+// sets it on the workloads it puts to sleep, and ReconcileAnnotation
+// records the value it had ("" for none), which the wake brings back.
+const (
+	FluxReconcileAnnotation = "kustomize.toolkit.fluxcd.io/reconcile"
+	FluxNameLabel           = "kustomize.toolkit.fluxcd.io/name"
+	ReconcileAnnotation     = "nsman.k8s.consol.de/reconcile-before-sleep"
+)
+
 // KeepAwakeLabel, "true" on a workload, keeps nsman from scaling, suspending
 // or pausing it.
 const KeepAwakeLabel = "nsman.k8s.consol.de/keep-awake"

@@ -262,3 +262,37 @@ func TestSleepUndoneIsPutBackToSleep(t *testing.T) {
 		t.Errorf("a sweep with nothing awake wrote: %v", writes)
 	}
 }
+
+// A workload Flux applies has Flux's reconcile turned off while it sleeps,
+// as nsman's ServiceAccount under its admission policy, and back as it was
+// at the wake.
+func TestSleepTurnsFluxOffAndBack(t *testing.T) {
+	e := setup(t)
+	ns := shared.Namespace(t)
+	d := nsmantest.Deployment("web", 2)
+	d.Labels = map[string]string{status.FluxNameLabel: "apps"}
+	if _, err := shared.Admin.AppsV1().Deployments(ns).Create(t.Context(), d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createManager(t, managerObj(ns, ns, ns, []any{sleepPolicy(-time.Hour, 2*time.Hour)}))
+	flux := func() (string, bool) {
+		t.Helper()
+		got, err := shared.Admin.AppsV1().Deployments(ns).Get(t.Context(), "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, ok := got.Annotations[status.FluxReconcileAnnotation]
+		return v, ok
+	}
+	wantState(t, e.Sweep(t, "-l", caseLabel+"="+ns), ns, ns, report.StateFired)
+	if v, ok := flux(); v != "disabled" || !ok {
+		t.Errorf("asleep: Flux reconcile %q (%t), want disabled", v, ok)
+	}
+	wantWorkload(t, ns, "web", 0, "2")
+	wake(t, ns, "--for", "1h")
+	wantState(t, e.Sweep(t, "-l", caseLabel+"="+ns), ns, ns, report.StateFired)
+	if v, ok := flux(); ok {
+		t.Errorf("woken: Flux reconcile %q, want the annotation gone, as before the sleep", v)
+	}
+	wantWorkload(t, ns, "web", 2, "")
+}
