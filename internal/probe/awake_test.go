@@ -2,10 +2,7 @@ package probe
 
 import (
 	"fmt"
-	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -14,7 +11,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/cluster/clustertest"
@@ -100,29 +96,13 @@ func TestAwakeIndex(t *testing.T) {
 	bodies := awakeBodies("dev-7")
 	var mu sync.Mutex
 	clusterWide := 0
-	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	kube := clustertest.APIServer(t, bodies, func(path string) {
 		mu.Lock()
-		if strings.HasSuffix(r.URL.Path, "/deployments") && !strings.Contains(r.URL.Path, "/namespaces/") {
+		defer mu.Unlock()
+		if strings.HasSuffix(path, "/deployments") && !strings.Contains(path, "/namespaces/") {
 			clusterWide++
 		}
-		mu.Unlock()
-		body, ok := bodies[r.URL.Path]
-		w.Header().Set("Content-Type", "application/json")
-		switch {
-		case !ok:
-			w.WriteHeader(http.StatusNotFound)
-			body = `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`
-		case body == clustertest.Forbidden:
-			w.WriteHeader(http.StatusForbidden)
-			body = `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403}`
-		}
-		_, _ = io.WriteString(w, body)
-	}))
-	t.Cleanup(server.Close)
-	kube, err := kubernetes.NewForConfig(&rest.Config{Host: server.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	a := NewAwake(awakeReads(kube), &Kinds{})
 	ahead := NewAwake(awakeReads(kube), &Kinds{})
 	ahead.IndexAll()

@@ -1,15 +1,10 @@
 package probe
 
 import (
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
-
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/nsman/nsman/internal/cluster/clustertest"
 	"github.com/nsman/nsman/policy"
@@ -67,20 +62,12 @@ func TestKindsResolve(t *testing.T) {
 
 // Discovery is asked once per Kinds, however many selectors it resolves.
 func TestKindsDiscoverOnce(t *testing.T) {
-	bodies := clustertest.DiscoveryBodies()
-	var asked int
-	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/apis" {
-			asked++
+	var asked atomic.Int64
+	kube := clustertest.APIServer(t, clustertest.DiscoveryBodies(), func(path string) {
+		if path == "/apis" {
+			asked.Add(1)
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, bodies[r.URL.Path])
-	}))
-	t.Cleanup(server.Close)
-	kube, err := kubernetes.NewForConfig(&rest.Config{Host: server.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	var kinds Kinds
 	for range 3 {
 		if _, err := kinds.Resolve(kube, []policy.Selector{{Kind: "Rollout"}, {Kind: "ReplicaSet"}}); err != nil {
@@ -90,12 +77,12 @@ func TestKindsDiscoverOnce(t *testing.T) {
 	if _, err := kinds.All(kube); err != nil {
 		t.Fatal(err)
 	}
-	if asked != 1 {
-		t.Errorf("discovery asked %d times, want 1", asked)
+	if asked.Load() != 1 {
+		t.Errorf("discovery asked %d times, want 1", asked.Load())
 	}
 	var unused Kinds
-	if _, err := unused.Resolve(kube, []policy.Selector{{Kind: policy.KindCronJob}}); err != nil || asked != 1 {
-		t.Errorf("known kinds alone: discovery asked %d times in all, error %v; want no more", asked, err)
+	if _, err := unused.Resolve(kube, []policy.Selector{{Kind: policy.KindCronJob}}); err != nil || asked.Load() != 1 {
+		t.Errorf("known kinds alone: discovery asked %d times in all, error %v; want no more", asked.Load(), err)
 	}
 }
 

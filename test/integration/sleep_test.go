@@ -28,6 +28,17 @@ func sleepPolicy(from, to time.Duration) map[string]any {
 	}
 }
 
+// sleepyNamespace is a new namespace with a Deployment web of 2 replicas,
+// a CronJob report, and a manager whose SLEEP policy holds now.
+func sleepyNamespace(t *testing.T) string {
+	t.Helper()
+	ns := shared.Namespace(t)
+	createDeployment(t, ns, "web", 2)
+	createCronJob(t, ns, "report", false)
+	createManager(t, managerObj(ns, ns, ns, []any{sleepPolicy(-time.Hour, 2*time.Hour)}))
+	return ns
+}
+
 // sleepEvents are the Events of reason on manager name in ns.
 func sleepEvents(t *testing.T, ns, name, reason string) int {
 	t.Helper()
@@ -57,10 +68,7 @@ func workloadWrites(t *testing.T, e *nsmantest.Env, ns string) []string {
 // Events Slept and Woke say each transition.
 func TestSleepPolicyPutsToSleepAndWakes(t *testing.T) {
 	e := setup(t)
-	ns := shared.Namespace(t)
-	createDeployment(t, ns, "web", 2)
-	createCronJob(t, ns, "report", false)
-	createManager(t, managerObj(ns, ns, ns, []any{sleepPolicy(-time.Hour, 2*time.Hour)}))
+	ns := sleepyNamespace(t)
 
 	res := e.Sweep(t, "-l", caseLabel+"="+ns)
 	wantCode(t, res, 0)
@@ -230,10 +238,7 @@ func TestWakeOnDemand(t *testing.T) {
 // with nothing awake writes nothing.
 func TestSleepUndoneIsPutBackToSleep(t *testing.T) {
 	e := setup(t)
-	ns := shared.Namespace(t)
-	createDeployment(t, ns, "web", 2)
-	createCronJob(t, ns, "report", false)
-	createManager(t, managerObj(ns, ns, ns, []any{sleepPolicy(-time.Hour, 2*time.Hour)}))
+	ns := sleepyNamespace(t)
 	res := e.Sweep(t, "-l", caseLabel+"="+ns)
 	wantState(t, res, ns, ns, report.StateFired)
 	wantWorkload(t, ns, "web", 0, "2")

@@ -15,10 +15,14 @@ import (
 const Forbidden = "\x00forbidden"
 
 // APIServer is a clientset whose API server answers GETs of the paths in
-// bodies (JSON), and 404 to anything else.
-func APIServer(t *testing.T, bodies map[string]string) kubernetes.Interface {
+// bodies (JSON), and 404 to anything else; each observe hears every path
+// asked, as the server gets it (concurrently).
+func APIServer(t *testing.T, bodies map[string]string, observe ...func(path string)) kubernetes.Interface {
 	t.Helper()
 	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, o := range observe {
+			o(r.URL.Path)
+		}
 		body, ok := bodies[r.URL.Path]
 		if !ok || r.Method != http.MethodGet {
 			http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`, http.StatusNotFound)
