@@ -78,6 +78,8 @@ type Kinds struct {
 	once  sync.Once
 	found []Kind
 	err   error
+	// served are the resources discovery found, of every version.
+	served map[schema.GroupVersionResource]bool
 	// denied are the kinds found that the sweep may not list (see Deny).
 	denied sync.Map
 }
@@ -112,12 +114,15 @@ func (k *Kinds) Resolve(kube kubernetes.Interface, selectors []policy.Selector) 
 }
 
 // All is every kind nsman may have put to sleep in the cluster: the known
-// ones and each kind with a scale subresource discovery finds.
+// ones the cluster serves (all of them when discovery failed) and each
+// kind with a scale subresource discovery finds, less those denied.
 func (k *Kinds) All(kube kubernetes.Interface) ([]Selection, error) {
 	found, err := k.discover(kube)
 	out := make([]Selection, 0, len(knownKinds)+len(found))
 	for _, name := range policy.KnownKinds {
-		out = append(out, Selection{Kind: knownKinds[name]})
+		if kind := knownKinds[name]; err != nil || k.served[kind.Resource] {
+			out = append(out, Selection{Kind: kind})
+		}
 	}
 	for _, kind := range found {
 		if _, denied := k.denied.Load(kind.Resource.GroupResource()); denied {
@@ -167,15 +172,18 @@ func (k *Kinds) discover(kube kubernetes.Interface) ([]Kind, error) {
 		for _, g := range groups {
 			preferred[g.PreferredVersion.GroupVersion] = true
 		}
+		k.served = map[schema.GroupVersionResource]bool{}
 		for _, list := range lists {
-			if !preferred[list.GroupVersion] {
-				continue
-			}
 			gv, perr := schema.ParseGroupVersion(list.GroupVersion)
 			if perr != nil {
 				continue
 			}
-			k.found = append(k.found, scaleKinds(gv, list.APIResources)...)
+			for _, r := range list.APIResources {
+				k.served[gv.WithResource(r.Name)] = true
+			}
+			if preferred[list.GroupVersion] {
+				k.found = append(k.found, scaleKinds(gv, list.APIResources)...)
+			}
 		}
 	})
 	return k.found, k.err

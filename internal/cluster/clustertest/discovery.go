@@ -71,6 +71,7 @@ func DiscoveryBodies() map[string]string {
 		"/apis":   string(groups),
 		"/api/v1": list("v1", resource("pods", "Pod", true, rw...), resource("replicationcontrollers", "ReplicationController", true, rw...), resource("replicationcontrollers/scale", "Scale", true, "get", "patch")),
 		"/apis/apps/v1": list("apps/v1", resource("deployments", "Deployment", true, rw...), resource("deployments/scale", "Scale", true, "get", "patch"),
+			resource("statefulsets", "StatefulSet", true, rw...), resource("statefulsets/scale", "Scale", true, "get", "patch"),
 			resource("replicasets", "ReplicaSet", true, rw...), resource("replicasets/scale", "Scale", true, "get", "patch"), resource("daemonsets", "DaemonSet", true, rw...)),
 		"/apis/batch/v1":               list("batch/v1", resource("cronjobs", "CronJob", true, rw...), resource("jobs", "Job", true, rw...)),
 		"/apis/argoproj.io/v1alpha1":   list("argoproj.io/v1alpha1", resource("rollouts", "Rollout", true, rw...), resource("rollouts/scale", "Scale", true, "get", "patch")),
