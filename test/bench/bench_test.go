@@ -24,8 +24,9 @@ import (
 const Command = "make bench"
 
 // parts are what NSMAN_BENCH_ONLY may name: the managers, the rule (issue
-// 13), half the managers IDLE (issue 25), the hostile tenant (issue 31).
-var parts = []string{"managers", "rules", "idle", "hostile"}
+// 13), half the managers IDLE (issue 25), the hostile tenant (issue 31), a
+// SLEEP rule (issue 33).
+var parts = []string{"managers", "rules", "idle", "hostile", "sleep"}
 
 // The sizes and the due managers of a complete run; BENCHMARKS.md is
 // written only from one.
@@ -36,12 +37,14 @@ const defaultDue = 1000
 // TestBenchmarks seeds N managers for each size in NSMAN_BENCH_SIZES
 // (default 1000,10000), each in a fresh API-tier control plane, then one
 // rule over as many namespaces as the largest size, in another, then, for
-// each size up to 1000, N managers half of which are IDLE, in another,
-// measures the floors and nsman sweeps, prints the document and writes it
-// to BENCHMARKS.md (NSMAN_BENCH_OUT to write elsewhere).
-// NSMAN_BENCH_GO_PKGS names packages whose Go benchmarks it runs first, on
-// the same tree. NSMAN_BENCH_ONLY=managers, =rules, =idle or =hostile runs
-// one part alone.
+// each size up to 1000, N managers half of which are IDLE, in another, the
+// hostile tenant in another, then a SLEEP rule over as many namespaces as
+// the largest size up to 1000, in another, measures the floors and nsman
+// sweeps, prints the document and writes it to BENCHMARKS.md
+// (NSMAN_BENCH_OUT to write elsewhere). NSMAN_BENCH_GO_PKGS names packages
+// whose Go benchmarks it runs first, on the same tree.
+// NSMAN_BENCH_ONLY=managers, =rules, =idle, =hostile or =sleep runs one part
+// alone.
 //
 // It names the commit measured, builds the nsman it measures from the same
 // tree, and writes BENCHMARKS.md only from a complete run (default sizes
@@ -143,6 +146,9 @@ func TestBenchmarks(t *testing.T) {
 	}
 	if runs("hostile") {
 		rep.Hostile, rep.KubeVersion = measureHostile(t, bin)
+	}
+	if runs("sleep") {
+		rep.Sleep, rep.KubeVersion = measureSleep(t, bin, sleepSize(sizes))
 	}
 	if t.Failed() && official {
 		t.Fatal("not writing BENCHMARKS.md: a measurement failed its checks")

@@ -404,7 +404,7 @@ func TestRenderIdle(t *testing.T) {
 	if row := targetRow(t, doc, 1000, "IDLE: zero writes in a no-op sweep"); !strings.Contains(row, "| 0 (#36) | yes | 25 |") {
 		t.Errorf("IDLE writes target: %s", row)
 	}
-	if !strings.Contains(doc, ", 25 (what IDLE reads) and 31 (a hostile tenant)") {
+	if !strings.Contains(doc, ", 25 (what IDLE reads), 31 (a hostile tenant)") {
 		t.Errorf("sources do not name issue 25")
 	}
 	an := section(doc, "## Analysis")
@@ -482,5 +482,157 @@ func TestRenderHostile(t *testing.T) {
 	}
 	if !strings.Contains(doc, "The hostile tenant: 80.0 MiB (#") {
 		t.Errorf("the analysis does not say the hostile tenant's peak RSS")
+	}
+}
+
+// syntheticSleep are the rows of the SLEEP rule's part over n namespaces,
+// as measureSleep makes them: the sleep sweep takes sleep seconds against 2
+// for its floor, the sweep while asleep asleep seconds against 0.1 for the
+// read floor with the workload lists, the wake 2.5 s against 2; each sleep
+// and wake writes perNamespace per namespace.
+func syntheticSleep(n int, sleep, asleep float64, perNamespace map[string]int) []measurement {
+	s := func(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
+	times := func(m map[string]int, k int) map[string]int {
+		out := map[string]int{}
+		for key, v := range m {
+			out[key] = v * k
+		}
+		return out
+	}
+	with := func(ms ...map[string]int) map[string]int {
+		out := map[string]int{}
+		for _, m := range ms {
+			for k, v := range m {
+				out[k] += v
+			}
+		}
+		return out
+	}
+	floorWrites := map[string]int{"patch namespaces": 2, "patch deployments": 2, "patch cronjobs": 1}
+	lists := map[string]int{"list deployments": 1, "list statefulsets": 1, "list cronjobs": 1}
+	managers := map[string]int{"list namespacemanagers": 1, "list namespaces": 1}
+	once := map[string]int{"create events": 1, "patch namespacemanagers/status": 1}
+	fired := map[report.State]int{report.StateFired: n}
+	asleepStates := map[report.State]int{report.StateAsleep: n}
+	rows := []measurement{
+		{What: sleepSweepLabel(n), Wall: s(sleep), Audited: with(managers, times(lists, n), times(perNamespace, n), once), MaxRSS: 33 << 10, States: fired,
+			Runs: []time.Duration{s(sleep), s(sleep + 0.5), s(sleep - 0.1)}},
+		{What: sleepFloorLabel(n), Wall: s(2), Audited: times(floorWrites, n)},
+		{What: firstAsleepLabel, Wall: s(0.3), Audited: with(managers, times(lists, 21), map[string]int{"patch namespacemanagers/status": 1}), MaxRSS: 32 << 10, States: asleepStates},
+		{What: readFloorLabel, Wall: s(0.05), Audited: managers},
+		{What: sleepListsPrefix + " (deployments, statefulsets, cronjobs)", Wall: s(0.1), Audited: with(managers, lists), Note: "300 deployments, 0 statefulsets, 150 cronjobs, none awake"},
+		{What: asleepLabel, Wall: s(asleep), Audited: with(managers, lists), MaxRSS: 31 << 10, States: asleepStates},
+		{What: wakeSweepLabel(n), Wall: s(2.5), Audited: with(managers, times(lists, n), times(perNamespace, n), once), MaxRSS: 34 << 10, States: fired},
+		{What: wakeFloorLabel(n), Wall: s(2), Audited: times(floorWrites, n)},
+	}
+	for i := range rows {
+		rows[i].N, rows[i].Load = n, "1.10"
+	}
+	return rows
+}
+
+// The SLEEP rule's part (issue 33) has a section of its own, after the
+// hostile tenant's, and its targets are met or missed by the rows: the
+// sleep and the wake against their write floors, the sweep while asleep
+// against the read floor with the workload lists and by its writes, the
+// writes per namespace against the floors'.
+func TestRenderSleep(t *testing.T) {
+	tree := treeState{Commit: strings.Repeat("a", 40), Describe: "aaaaaaa"}
+	asFloor := map[string]int{"patch namespaces": 2, "patch deployments": 2, "patch cronjobs": 1}
+	const (
+		sleepWhat  = "SLEEP: sweep that puts 1000 namespaces to sleep ≤ 1.5 × its write floor"
+		asleepWhat = "SLEEP: sweep while asleep ≤ 1.3 × read floor incl. the workload lists"
+		zeroWhat   = "SLEEP: zero writes in a sweep while asleep"
+		wakeWhat   = "SLEEP: sweep that wakes 1000 namespaces ≤ 1.5 × its write floor"
+		writesWhat = "SLEEP: writes per namespace of the sleep and the wake = their write floors'"
+	)
+	for _, c := range []struct {
+		name          string
+		n             int
+		sleep, asleep float64
+		perNamespace  map[string]int
+		asleepWrites  map[string]int
+		want          map[string]string // target → "measured | met"
+	}{
+		{name: "met", n: 1000, sleep: 2.8, asleep: 0.12, perNamespace: asFloor, want: map[string]string{
+			sleepWhat:  "2.80 s (#38) / 2.00 s (#39) = 1.40× | yes",
+			asleepWhat: "0.12 s (#43) / 0.10 s (#42) = 1.20× (floor without them: 0.05 s (#41), 2.40×) | yes",
+			zeroWhat:   "0 (#43) | yes",
+			wakeWhat:   "2.50 s (#44) / 2.00 s (#45) = 1.25× | yes",
+			writesWhat: "sleep 5 (#38) vs 5 (#39), wake 5 (#44) vs 5 (#45) | yes",
+		}},
+		{name: "slow sleep, slow and writing while asleep", n: 1000, sleep: 3.2, asleep: 0.2, perNamespace: asFloor,
+			asleepWrites: map[string]int{"patch deployments": 4}, want: map[string]string{
+				sleepWhat:  "= 1.60× | **no**",
+				asleepWhat: "= 2.00× | **no**",
+				zeroWhat:   "4 (#43) | **no**",
+				wakeWhat:   "= 1.25× | yes",
+			}},
+		{name: "more writes than the floor", n: 1000, sleep: 2.8, asleep: 0.12,
+			perNamespace: map[string]int{"patch namespaces": 3, "patch deployments": 2, "patch cronjobs": 1}, want: map[string]string{
+				writesWhat: "sleep 6 (#38) vs 5 (#39), wake 6 (#44) vs 5 (#45) | **no**",
+			}},
+		{name: "at another size", n: 100, sleep: 3.2, asleep: 0.12, perNamespace: asFloor, want: map[string]string{
+			"SLEEP: sweep that puts 100 namespaces to sleep ≤ 1.5 × its write floor": "= 1.60× | – (set at 1000)",
+			asleepWhat: "= 1.20× | – (set at 1000)",
+			zeroWhat:   "0 (#43) | yes",
+		}},
+	} {
+		rep := syntheticReport(map[string]int{"delete namespaces": 1000}, tree)
+		rep.Sleep = syntheticSleep(c.n, c.sleep, c.asleep, c.perNamespace)
+		for k, v := range c.asleepWrites {
+			rep.Sleep[5].Audited[k] = v
+		}
+		doc := render(rep)
+		for what, want := range c.want {
+			measured, met, _ := strings.Cut(want, " | ")
+			row := targetRow(t, doc, c.n, what)
+			if !strings.Contains(row, measured) || !strings.Contains(row, "| "+met+" | 33 |") {
+				t.Errorf("%s: target %s\nwant %q, met %s", c.name, row, measured, met)
+			}
+		}
+		for _, not := range []string{"NaN", "Inf", "%!", "\n\n\n"} {
+			if strings.Contains(doc, not) {
+				t.Errorf("%s: document holds %q", c.name, not)
+			}
+		}
+	}
+
+	rep := syntheticReport(map[string]int{"delete namespaces": 1000}, tree)
+	rep.Sleep = syntheticSleep(1000, 2.8, 0.12, asFloor)
+	doc := render(rep)
+	heading := "## A SLEEP rule over 1000 namespaces of 3 workloads (issue 33)"
+	hostile, sleep := strings.Index(doc, "## A hostile tenant"), strings.Index(doc, heading)
+	if sleep < 0 || sleep < hostile {
+		t.Fatalf("no section %q after the hostile tenant's:\n%s", heading, doc)
+	}
+	sec := section(doc, heading)
+	for _, want := range []string{
+		"at the largest size measured up to 1000 (N = 1000)", "the Deployments `web` and `api` of 1 replica and the CronJob `nightly`",
+		"here deployments, statefulsets, cronjobs.", "for the first 20\n(probe.AwakeIndexAfter)",
+		"- the sleep write floor, per namespace: the claim", "`nsman.k8s.consol.de/replicas-before-scale-down`",
+		"5 writes, the requests nsman sends", "- the wake write floor", "decoding of each object its replicas, suspend or pause alone",
+		"| #38 | 1000 | nsman sweep, SLEEP puts 1000 namespaces to sleep | 2.80 s | 8004 | 5002 |",
+		"| #43 | 1000 | nsman sweep, while asleep (nothing to do) | 0.12 s | 5 | 0 |",
+	} {
+		if !strings.Contains(sec, want) {
+			t.Errorf("SLEEP section lacks %q:\n%s", want, sec)
+		}
+	}
+	an := section(doc, "## Analysis")
+	for _, want := range []string{
+		"**A SLEEP rule over 1000 namespaces.** The sweep that put them to sleep took 2.80 s (#38): 1.40× its write floor (2.00 s (#39)).\nIt made 8004 requests, 5002 of them writes",
+		"per namespace patch cronjobs 1, patch deployments 2, patch namespaces 2, and create events 1, patch namespacemanagers/status 1 besides",
+		"patch namespaces 2;\nits requests beyond the floor's: create events 1, list cronjobs 1000, list deployments 1000",
+		"the next took 0.12 s (#43): 1.20× the read floor with the workload\nlists (0.10 s (#42))",
+		"The sweep that woke them took 2.50 s (#44): 1.25× its write floor",
+		"The SLEEP rule over 1000 namespaces: 34.0 MiB (#44).",
+	} {
+		if !strings.Contains(an, want) {
+			t.Errorf("analysis lacks %q:\n%s", want, an)
+		}
+	}
+	if !strings.Contains(doc, "31 (a hostile tenant)\nand 33 (sleep and wake)") {
+		t.Errorf("sources do not name issue 33")
 	}
 }

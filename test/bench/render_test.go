@@ -22,9 +22,10 @@ import (
 type benchRun struct {
 	// Rows are the managers' part, for each of Sizes; Rules the rule's;
 	// Idle the part with half the managers IDLE (issue 25), for each size
-	// it measured; Hostile the hostile tenant's (issue 31).
-	Rows, Rules, Idle, Hostile []measurement
-	Sizes                      []int
+	// it measured; Hostile the hostile tenant's (issue 31); Sleep the
+	// SLEEP rule's (issue 33).
+	Rows, Rules, Idle, Hostile, Sleep []measurement
+	Sizes                             []int
 	// Due is how many managers (or a rule's namespaces) come due per
 	// DELETE sweep and per write floor.
 	Due         int
@@ -200,8 +201,8 @@ func sizesOf(rows []measurement) []int {
 
 // render writes BENCHMARKS.md: every figure in it comes from rep.
 func render(rep benchRun) string {
-	parts := numbered(rep.Rows, rep.Rules, rep.Idle, rep.Hostile)
-	rows, rules, idle, hostile := parts[0], parts[1], parts[2], parts[3]
+	parts := numbered(rep.Rows, rep.Rules, rep.Idle, rep.Hostile, rep.Sleep)
+	rows, rules, idle, hostile, sleep := parts[0], parts[1], parts[2], parts[3], parts[4]
 	idleSizes := sizesOf(idle)
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
@@ -216,6 +217,7 @@ func render(rep benchRun) string {
 	}
 	targets = append(targets, idleTargets(idle, idleSizes)...)
 	targets = append(targets, hostileTargets(hostile)...)
+	targets = append(targets, sleepTargets(sleep)...)
 
 	p("\n## How it is measured\n\n")
 	method(&b, rep)
@@ -239,6 +241,11 @@ func render(rep benchRun) string {
 		hostileMethod(&b)
 		table(&b, hostile, "subjects")
 	}
+	if len(sleep) > 0 {
+		p("\n## A SLEEP rule over %d namespaces of %d workloads (issue 33)\n\n", sleep[0].N, sleepWorkloads)
+		sleepMethod(&b, sleep)
+		table(&b, sleep, "pairs")
+	}
 	if len(rows)+len(rules) > 0 {
 		writesTable(&b, rows, rules, rep.Sizes, ruleN, due)
 	}
@@ -255,13 +262,13 @@ func render(rep benchRun) string {
 		}
 		p("| %d | %s | %s | %s | %s |\n", tg.N, tg.What, tg.Measured, met, tg.Source)
 	}
-	p("\nSources: issues 6, 12, 13, 24 (what a sweep's DELETEs free, `--reclaim`), 25 (what IDLE reads) and 31 (a hostile tenant), point 10 and the\n")
-	p("“must hold” of the issue “One executor, and tests that cannot lie” (OE). The bounds are constants of\n")
-	p("test/bench/render_test.go; “met” is computed from the rows cited.\n")
+	p("\nSources: issues 6, 12, 13, 24 (what a sweep's DELETEs free, `--reclaim`), 25 (what IDLE reads), 31 (a hostile tenant)\n")
+	p("and 33 (sleep and wake), point 10 and the “must hold” of the issue “One executor, and tests that cannot lie” (OE). The bounds\n")
+	p("are constants of test/bench/render_test.go; “met” is computed from the rows cited.\n")
 
 	growth(&b, rows, rep.Sizes, due)
 	sharding(&b, rows, rep.Sizes, due)
-	analysis(&b, rep, rows, rules, idle, hostile, targets)
+	analysis(&b, rep, rows, rules, idle, hostile, sleep, targets)
 
 	p("\n## Go benchmarks\n\n")
 	if rep.GoBench == "" {
@@ -713,7 +720,7 @@ func sharding(b *strings.Builder, rows rowSet, sizes []int, due int) {
 
 // analysis writes what the rows say, each figure computed from the rows it
 // cites.
-func analysis(b *strings.Builder, rep benchRun, rows, rules, idle, hostile rowSet, targets []target) {
+func analysis(b *strings.Builder, rep benchRun, rows, rules, idle, hostile, sleep rowSet, targets []target) {
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	due := rep.Due
 	p("\n## Analysis\n\n")
@@ -740,7 +747,7 @@ func analysis(b *strings.Builder, rep benchRun, rows, rules, idle, hostile rowSe
 	p("\n\n")
 
 	// Load and spread.
-	all := slices.Concat(rows, rules, idle, hostile)
+	all := slices.Concat(rows, rules, idle, hostile, sleep)
 	if len(all) > 0 {
 		lo, hi := all[0], all[0]
 		busy := 0
@@ -827,6 +834,7 @@ func analysis(b *strings.Builder, rep benchRun, rows, rules, idle, hostile rowSe
 		p(",\nwhere the write floor (annotate, delete) writes %d per namespace: %.2f× that floor's time (%s).\n\n", perTarget, ratio(del.Wall, wf.Wall), wf.at())
 	}
 	idleAnalysis(b, idle)
+	sleepAnalysis(b, sleep)
 
 	p("**Peak RSS.**")
 	for _, n := range rep.Sizes {
@@ -845,6 +853,10 @@ func analysis(b *strings.Builder, rep benchRun, rows, rules, idle, hostile rowSe
 	}
 	for _, m := range hostile {
 		p(" The hostile tenant: %s (%s), against the %d MiB bound.", mib(m.MaxRSS), m.ref(), hostileRSSBoundMiB)
+	}
+	if len(sleep) > 0 {
+		peak, at := peakRSS(sleep, sleep[0].N)
+		p(" The SLEEP rule over %d namespaces: %s (%s).", sleep[0].N, mib(peak), at.ref())
 	}
 	p("\n")
 
