@@ -437,7 +437,12 @@ func (ev *Evaluator) asleep(ctx context.Context, m policy.Manager, e report.Entr
 // put them back to sleep, whose entry names who woke them (Entry.Undone).
 // What cannot be read is said, and changes nothing.
 func (ev *Evaluator) resleep(ctx context.Context, m policy.Manager, d Decision, e report.Entry, t Target, by *status.Asleep) Decision {
+	// The policy it sleeps by, else (renamed, or now another action) the
+	// first SLEEP policy: never another action's.
 	i := policyIndex(m, by.Policy)
+	if i < 0 || m.Policies[i].Action.Type != policy.ActionSleep {
+		i = slices.IndexFunc(m.Policies, func(p policy.Policy) bool { return p.Action.Type == policy.ActionSleep })
+	}
 	if i < 0 || ev.Awake == nil || ev.Frozen {
 		return d
 	}

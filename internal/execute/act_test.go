@@ -470,3 +470,19 @@ func TestApplyScaleDownUnknownKind(t *testing.T) {
 		t.Errorf("error %v, %d patches; want %q and none", err, w.patches, want)
 	}
 }
+
+// A wake or a re-sleep is only ever done by a SLEEP policy: one that names
+// another action does nothing, however it came to be planned.
+func TestApplyWakeOnlyBySleep(t *testing.T) {
+	for _, mod := range []func(*decide.Decision){
+		func(d *decide.Decision) { d.Plan.Wake = true },
+		func(d *decide.Decision) { d.Plan.Resleep = true },
+	} {
+		w := newFakeWriter()
+		x := newExecutor(t, w, emptyReader(t))
+		d := decision(mod) // a DELETE of team-a
+		if _, err := x.apply(t.Context(), d.Manager, &fakeRecord{}, d.Plan, nil); err == nil || len(w.deletes) != 0 {
+			t.Errorf("error %v, %d DELETEs; want refused, none", err, len(w.deletes))
+		}
+	}
+}

@@ -389,6 +389,9 @@ type applied struct {
 // after what it frees (freed, nil when unknown) was read.
 func (x *Executor) apply(ctx context.Context, m policy.Manager, rec record.Record, p *decide.Plan, freed *report.Reclaimed) (applied, error) {
 	t := p.Target
+	if (p.Wake || p.Resleep) && p.Policy.Action.Type != policy.ActionSleep {
+		return applied{}, fmt.Errorf("policy %q is a %s, not a SLEEP: no wake or sleep by it", p.Policy.Name, p.Policy.Action.Type)
+	}
 	switch p.Policy.Action.Type {
 	case policy.ActionDelete:
 		if p.Step == decide.StepAct {
