@@ -200,7 +200,7 @@ func (x *Executor) act(ctx context.Context, rec record.Record, d decide.Decision
 	actCtx, cancel := context.WithDeadline(ctx, deadline)
 	did, err := x.apply(actCtx, d.Manager, rec, p, freed)
 	cancel()
-	if p.Resleep && err == nil && len(did.effects) == 0 {
+	if p.Resleep && err == nil && did.slept == 0 {
 		// Read again, nothing was awake: another sweep was first.
 		e.State, e.Message, e.Undone = report.StateAsleep, p.Reason+"; nothing was awake when read again", nil
 		return e, false, true
@@ -382,6 +382,8 @@ func firingKey(m policy.Manager, p *decide.Plan) string {
 type applied struct {
 	effects   []string
 	reclaimed *report.Reclaimed
+	// slept counts the workloads a sleep changed (would change, dry).
+	slept int
 }
 
 // apply performs plan p's action through the writer and returns what it
@@ -556,15 +558,17 @@ func (x *Executor) sleep(ctx context.Context, namespace string, selectors []poli
 // they free; optional: as EachKind's.
 func (x *Executor) putToSleep(ctx context.Context, namespace string, selections []probe.Selection, optional bool) (applied, error) {
 	var freed report.Reclaimed
+	slept := 0
 	effects, skipped, err := EachKind(ctx, x.Reads.Clients, namespace, selections, optional, func(kind probe.Kind, w *unstructured.Unstructured) (string, error) {
 		effect, from, err := Sleep(ctx, x.Reads.Clients, x.Writer, kind, w)
 		if from != nil { // a CronJob or ScaledObject has no spec.template: it frees nothing counted
+			slept++
 			freed.Add(probe.ScalingFrees(from))
 		}
 		return effect, err
 	})
 	deny(x.Kinds, skipped)
-	out := applied{effects: effects}
+	out := applied{effects: effects, slept: slept}
 	if !x.SkipReclaim {
 		out.reclaimed = &freed
 	}

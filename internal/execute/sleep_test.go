@@ -23,6 +23,7 @@ func TestCarryOutSleep(t *testing.T) {
 		return `{"kind":"DeploymentList","apiVersion":"apps/v1","metadata":{},"items":[{"metadata":{"name":"web","namespace":"team-a","resourceVersion":"1"` + annotations + `},"spec":{"replicas":` + replicas + `}}]}`
 	}
 	boom := errors.New("admission webhook said no")
+	keptAwake := `{"kind":"DeploymentList","apiVersion":"apps/v1","metadata":{},"items":[{"metadata":{"name":"api","namespace":"team-a","resourceVersion":"1","labels":{"` + status.KeepAwakeLabel + `":"true"}},"spec":{"replicas":1}}]}`
 	for _, tt := range []struct {
 		name     string
 		wake     bool
@@ -49,6 +50,7 @@ func TestCarryOutSleep(t *testing.T) {
 		{name: "a wake in a freeze: still asleep", wake: true, frozen: true, listed: deployments("0", "2"), state: report.StateAsleep, writes: 1},
 		{name: "back to sleep, unclaimed, the sleep kept as it was", resleep: true, listed: deployments("3", "2"), state: report.StateFired, effect: "scale Deployment/web from 3 to 0", writes: 1},
 		{name: "back to sleep, but nothing is awake by now: nothing written", resleep: true, listed: deployments("0", "2"), state: report.StateAsleep},
+		{name: "back to sleep, but only a workload kept awake is: nothing written", resleep: true, listed: keptAwake, state: report.StateAsleep},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			bodies := clustertest.DiscoveryBodies()
