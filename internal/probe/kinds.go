@@ -72,8 +72,9 @@ func KnownKind(name string) (Kind, bool) {
 }
 
 // Kinds resolves selectors' kinds, asking the cluster's discovery once,
-// and only when a selector names a kind that is none of policy.KnownKinds.
-// Its zero value is ready; it is safe for concurrent use.
+// when a selector names a kind that is none of policy.KnownKinds or every
+// kind is asked for (All). Its zero value is ready; it is safe for
+// concurrent use.
 type Kinds struct {
 	once  sync.Once
 	found []Kind
