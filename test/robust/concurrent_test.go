@@ -49,28 +49,11 @@ func TestConcurrentSweepsActOnce(t *testing.T) {
 
 	actions := []string{"DELETE", "SCALE_DOWN", "WEBHOOK"}
 	namespaces := make([]string, managers)
-	var wg sync.WaitGroup
-	errs := make(chan error, managers)
-	sem := make(chan struct{}, 16)
 	// parallel runs f(i) for each manager i, sixteen at a time, and fails
 	// the test on the first error.
 	parallel := func(f func(i int) error) {
 		t.Helper()
-		for i := range managers {
-			wg.Go(func() {
-				sem <- struct{}{}
-				defer func() { <-sem }()
-				if err := f(i); err != nil {
-					errs <- err
-				}
-			})
-		}
-		wg.Wait()
-		select {
-		case err := <-errs:
-			t.Fatal(err)
-		default:
-		}
+		inParallel(t, managers, f)
 	}
 	parallel(func(i int) error {
 		ns, err := shared.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "concurrent-"}}, metav1.CreateOptions{})
@@ -122,6 +105,7 @@ func TestConcurrentSweepsActOnce(t *testing.T) {
 	// already acting on them.
 	spans := nsmantest.NewSpans()
 	reports := make([]report.Report, sweeps)
+	var wg sync.WaitGroup
 	for i := range sweeps {
 		kubeconfig := spans.Kubeconfig(t, e, fmt.Sprint(i))
 		wg.Go(func() {
