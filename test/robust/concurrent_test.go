@@ -99,39 +99,17 @@ func TestConcurrentSweepsActOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Each sweep through a proxy of its own, which times its requests: the
-	// sweeps must have overlapped. They start as the processes do, not held
-	// to start together, so that some list the managers while others are
-	// already acting on them.
-	spans := nsmantest.NewSpans()
-	reports := make([]report.Report, sweeps)
-	var wg sync.WaitGroup
-	for i := range sweeps {
-		kubeconfig := spans.Kubeconfig(t, e, fmt.Sprint(i))
-		wg.Go(func() {
-			cmd := exec.Command(bin, "sweep", "-o", "json", "--kubeconfig", kubeconfig, "-l", label+"="+run, "--log-level", "warn")
-			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			if err := cmd.Run(); err != nil {
-				t.Errorf("sweep %d: %v\n%s", i, err, stderr.String())
-				return
-			}
-			if err := json.Unmarshal(stdout.Bytes(), &reports[i]); err != nil {
-				t.Errorf("sweep %d: %v", i, err)
-			}
-		})
-	}
-	wg.Wait()
-	spans.Check(t)
+	// The sweeps start as the processes do, not held to start together, so
+	// that some list the managers while others are already acting on them.
+	reports := raceSweeps(t, e, bin, label+"="+run, sweeps)
 	after, err := shared.AuditedRequests(ctx, e.User)
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	fired := 0
-	for i, r := range reports {
+	for _, r := range reports {
 		fired += r.Summary.States[report.StateFired]
-		t.Logf("sweep %d: %v", i, r.Summary.States)
 	}
 	if fired != managers {
 		t.Errorf("the sweeps fired %d actions in all, want %d", fired, managers)
@@ -183,8 +161,8 @@ func TestConcurrentSweepsActOnce(t *testing.T) {
 
 // TestConcurrentSweepsSleepAndWakeOnce starts four sweeps together over 20
 // SLEEP managers and a SLEEP rule over 8 namespaces (eight sweeps over 200
-// and 50 under NSMAN_LONG=1), each namespace with a 2-replica Deployment
-// and a CronJob, their windows open now: each target is put to sleep by
+// and 50 under NSMAN_LONG=1), each namespace with a workload of each way
+// (see makeSleepers), their windows open now: each target is put to sleep by
 // one sweep, each workload patched once, with its record. Then the windows
 // move away from now and four sweeps start together again: each target
 // wakes once, each workload restored once.
@@ -204,11 +182,7 @@ func TestConcurrentSweepsSleepAndWakeOnce(t *testing.T) {
 			return err
 		}
 		namespaces[i] = ns.Name
-		if _, err := shared.Admin.AppsV1().Deployments(ns.Name).Create(ctx, nsmantest.Deployment("web", 2), metav1.CreateOptions{}); err != nil {
-			return err
-		}
-		_, err = shared.Admin.BatchV1().CronJobs(ns.Name).Create(ctx, cronJob(), metav1.CreateOptions{})
-		return err
+		return makeSleepers(ctx, e, ns.Name)
 	})
 	// The first namespaces have a manager each; the rule's are the rest,
 	// which it selects by label.
@@ -296,23 +270,22 @@ func TestConcurrentSweepsSleepAndWakeOnce(t *testing.T) {
 		counted := countActions(t, after[len(before):], nil)
 		for i, ns := range namespaces {
 			st := progress(i)
-			d, cj := sleepersIn(t, ns)
-			want := `replicas 0 record "2", suspend true record "false"`
+			want := asleepLine
 			if phase.wake {
-				want = `replicas 2 record "", suspend false record ""`
+				want = awakeLine
 			}
-			if got := fmt.Sprintf("replicas %d record %q, suspend %t record %q", *d.Spec.Replicas, d.Annotations[status.ReplicasAnnotation], *cj.Spec.Suspend, cj.Annotations[status.SuspendAnnotation]); got != want {
+			if got := sleepersLine(t, e, ns); got != want {
 				t.Errorf("%s: workloads in %s: %s, want %s", phase.name, ns, got, want)
 			}
 			if !settled(st) || (st.Asleep == nil) == !phase.wake {
 				t.Errorf("%s: record of %s: %+v, asleep %+v", phase.name, ns, st, st.Asleep)
 			}
-			if fired[ns] != 1 || counted.scales[ns] != 1 || counted.suspends[ns] != 1 {
-				t.Errorf("%s: %s fired by %d sweeps, its Deployment patched %d times, its CronJob %d times; want once each", phase.name, ns, fired[ns], counted.scales[ns], counted.suspends[ns])
+			if got := counted.sleepPatches(ns); fired[ns] != 1 || got != patchedOnce {
+				t.Errorf("%s: %s fired by %d sweeps, its workloads patched: %s; want once each", phase.name, ns, fired[ns], got)
 			}
 		}
-		if len(counted.scales) != len(namespaces) || len(counted.suspends) != len(namespaces) {
-			t.Errorf("%s: Deployments patched in %d namespaces, CronJobs in %d, want %d", phase.name, len(counted.scales), len(counted.suspends), len(namespaces))
+		if n := counted.actions(); n != 4*len(namespaces) {
+			t.Errorf("%s: %d workload patches, want one for each of the 4 workloads of %d namespaces", phase.name, n, len(namespaces))
 		}
 		applied += counted.actions()
 		duplicates += counted.duplicates(false)

@@ -265,19 +265,17 @@ func TestKilledSweepsConverge(t *testing.T) {
 	dups := 0
 	for _, m := range sleepMixes {
 		for _, ns := range m.sleeping() {
-			if slept.scales[ns] != 1 || slept.suspends[ns] != 1 || woke.scales[ns] != 1 || woke.suspends[ns] != 1 {
-				t.Errorf("workloads in %s: Deployment patched %d times to put it to sleep and %d times in the wake, CronJob %d and %d times; want once each",
-					ns, slept.scales[ns], woke.scales[ns], slept.suspends[ns], woke.suspends[ns])
+			if got := slept.sleepPatches(ns) + "; " + woke.sleepPatches(ns); got != patchedOnce+"; "+patchedOnce {
+				t.Errorf("workloads in %s patched to put them to sleep, then in the wake: %s; want once each", ns, got)
 			}
-			dups += max(slept.scales[ns]-1, 0) + max(slept.suspends[ns]-1, 0) + max(woke.scales[ns]-1, 0) + max(woke.suspends[ns]-1, 0)
-			delete(applied.scales, ns)
-			delete(applied.suspends, ns)
+			dups += slept.extraPatches(ns) + woke.extraPatches(ns)
+			applied.forget(ns)
 		}
 	}
 	for _, m := range mixes {
 		for _, ns := range m.sleeping() {
-			if applied.scales[ns] != 1 || applied.suspends[ns] != 1 {
-				t.Errorf("workloads in %s: Deployment patched %d times, CronJob %d times; want once each", ns, applied.scales[ns], applied.suspends[ns])
+			if got := applied.sleepPatches(ns); got != patchedOnce {
+				t.Errorf("workloads in %s patched: %s; want once each", ns, got)
 			}
 		}
 	}

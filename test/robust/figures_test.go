@@ -2,6 +2,7 @@ package robust
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/nsman/nsman/test/cluster"
@@ -9,17 +10,19 @@ import (
 )
 
 // tally is the destructive actions nsman applied, by target namespace:
-// namespace deletes, Deployment and CronJob patches that succeeded, as the
-// audit log has nsman's requests, and webhooks as the receiver got them.
+// namespace deletes, Deployment, CronJob, ScaledObject and Rollout patches
+// that succeeded, as the audit log has nsman's requests, and webhooks as
+// the receiver got them.
 // Each patch of a workload is conditional on the version nsman read: one
 // that lost a race was refused (409) and is not counted, so a conditional
 // retry counts once. Over a span in which nsman only puts workloads to
-// sleep (or scales them down), scales and suspends count those; over one
-// in which it only wakes them, the restores.
+// sleep (or scales them down), the workload patches count those; over
+// one in which it only wakes them, the restores.
 type tally struct {
-	deletes, scales map[string]int
-	suspends        map[string]int
-	deliveries      map[string]int
+	deletes, scales  map[string]int
+	suspends         map[string]int
+	pauses, rollouts map[string]int
+	deliveries       map[string]int
 	// keys are the Idempotency-Keys of the webhooks for each namespace.
 	keys map[string]map[string]bool
 }
@@ -28,7 +31,8 @@ type tally struct {
 // deliveries of its receiver.
 func countActions(t *testing.T, reqs []cluster.Request, deliveries []nsmantest.Delivery) tally {
 	t.Helper()
-	c := tally{deletes: map[string]int{}, scales: map[string]int{}, suspends: map[string]int{}, deliveries: map[string]int{}, keys: map[string]map[string]bool{}}
+	c := tally{deletes: map[string]int{}, scales: map[string]int{}, suspends: map[string]int{}, pauses: map[string]int{}, rollouts: map[string]int{},
+		deliveries: map[string]int{}, keys: map[string]map[string]bool{}}
 	for _, r := range reqs {
 		switch {
 		case r.Verb == "delete" && r.Resource == "namespaces" && r.Code == 200:
@@ -37,6 +41,10 @@ func countActions(t *testing.T, reqs []cluster.Request, deliveries []nsmantest.D
 			c.scales[r.Namespace]++
 		case r.Verb == "patch" && r.Resource == "cronjobs" && r.Code == 200:
 			c.suspends[r.Namespace]++
+		case r.Verb == "patch" && r.Resource == "scaledobjects" && r.Code == 200:
+			c.pauses[r.Namespace]++
+		case r.Verb == "patch" && r.Resource == "rollouts" && r.Code == 200:
+			c.rollouts[r.Namespace]++
 		}
 	}
 	for _, d := range deliveries {
@@ -56,7 +64,7 @@ func countActions(t *testing.T, reqs []cluster.Request, deliveries []nsmantest.D
 // actions is the number of destructive requests and deliveries.
 func (c tally) actions() int {
 	n := 0
-	for _, m := range []map[string]int{c.deletes, c.scales, c.suspends, c.deliveries} {
+	for _, m := range []map[string]int{c.deletes, c.scales, c.suspends, c.pauses, c.rollouts, c.deliveries} {
 		for _, v := range m {
 			n += v
 		}
@@ -79,8 +87,10 @@ func (c tally) duplicates(resent bool) int {
 	for _, n := range c.scales {
 		dups += extra(n)
 	}
-	for _, n := range c.suspends {
-		dups += extra(n)
+	for _, m := range []map[string]int{c.suspends, c.pauses, c.rollouts} {
+		for _, n := range m {
+			dups += extra(n)
+		}
 	}
 	for ns, keys := range c.keys {
 		if resent {
@@ -90,4 +100,31 @@ func (c tally) duplicates(resent bool) int {
 		}
 	}
 	return dups
+}
+
+// patchedOnce is sleepPatches of a namespace whose workloads (see
+// makeSleepers) were each patched once.
+const patchedOnce = "Deployment 1, CronJob 1, ScaledObject 1, Rollout 1"
+
+// sleepPatches says how many times each workload of makeSleepers in ns was
+// patched.
+func (c tally) sleepPatches(ns string) string {
+	return fmt.Sprintf("Deployment %d, CronJob %d, ScaledObject %d, Rollout %d", c.scales[ns], c.suspends[ns], c.pauses[ns], c.rollouts[ns])
+}
+
+// extraPatches is how many more times than once the workloads of
+// makeSleepers in ns were patched.
+func (c tally) extraPatches(ns string) int {
+	n := 0
+	for _, m := range []map[string]int{c.scales, c.suspends, c.pauses, c.rollouts} {
+		n += max(m[ns]-1, 0)
+	}
+	return n
+}
+
+// forget drops the workload patches in ns from the tally.
+func (c tally) forget(ns string) {
+	for _, m := range []map[string]int{c.scales, c.suspends, c.pauses, c.rollouts} {
+		delete(m, ns)
+	}
 }

@@ -40,5 +40,6 @@ func setup(t *testing.T) *nsmantest.Env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	nsmantest.InstallFixtureCRDs(t, env.Dynamic) // the KEDA and Argo Rollouts kinds a SLEEP puts to sleep
 	return env
 }

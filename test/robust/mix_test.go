@@ -1,19 +1,21 @@
 package robust
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
@@ -28,7 +30,7 @@ import (
 // action (DELETE, SCALE_DOWN of a 2-replica Deployment, WEBHOOK to recv, as
 // Service "sink" of the manager's own namespace: the managers are tenants'),
 // idle ones that are not due, and SLEEP ones whose window is open now, each
-// over a 2-replica Deployment and a CronJob. Its rules, in a trusted
+// over a workload of each way (see makeSleepers). Its rules, in a trusted
 // namespace, call recv at its loopback address.
 type mix struct {
 	run  string
@@ -80,7 +82,7 @@ func seedMix(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver, run strin
 	}
 	for range (n + 7) / 8 {
 		ns := shared.Namespace(t)
-		createSleepers(t, ns)
+		createSleepers(t, e, ns)
 		createManagerWith(t, e, ns, run, sleepPolicy(-time.Hour, 2*time.Hour))
 		m.sleepers = append(m.sleepers, ns)
 	}
@@ -89,14 +91,14 @@ func seedMix(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver, run strin
 }
 
 // seedSleepMix creates a mix of SLEEP alone, its window open now: one
-// manager and one rule over one namespace, each over a 2-replica
-// Deployment and a CronJob. Its sweeps are short, so that a sweep can be
+// manager and one rule over one namespace, each over a workload of each
+// way (see makeSleepers). Its sweeps are short, so that a sweep can be
 // killed at each of their requests.
 func seedSleepMix(t *testing.T, e *nsmantest.Env, run string) mix {
 	t.Helper()
 	m := mix{run: run, due: map[string]string{}}
 	ns := shared.Namespace(t)
-	createSleepers(t, ns)
+	createSleepers(t, e, ns)
 	createManagerWith(t, e, ns, run, sleepPolicy(-time.Hour, 2*time.Hour))
 	m.sleepers = append(m.sleepers, ns)
 	m.seedRules(t, e, nil, []ruleSpec{{"SLEEP", 1}})
@@ -116,14 +118,80 @@ func sleepPolicy(from, to time.Duration) map[string]any {
 	}
 }
 
-// createSleepers creates what a SLEEP puts to sleep in ns: Deployment "web"
-// of 2 replicas and CronJob "report", running.
-func createSleepers(t *testing.T, ns string) {
+// createSleepers creates what a SLEEP puts to sleep in ns (see
+// makeSleepers).
+func createSleepers(t *testing.T, e *nsmantest.Env, ns string) {
 	t.Helper()
-	createDeployment(t, ns, 2)
-	if _, err := shared.Admin.BatchV1().CronJobs(ns).Create(t.Context(), cronJob(), metav1.CreateOptions{}); err != nil {
+	if err := makeSleepers(t.Context(), e, ns); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// makeSleepers creates, as admin, one workload in ns for each way nsman
+// puts one to sleep: Deployment "web" of 2 replicas and Rollout "canary" of
+// 3 (a kind found by discovery, test/fixtures/crds), scaled to 0; CronJob
+// "report", running, suspended; ScaledObject "queue", not paused, paused.
+func makeSleepers(ctx context.Context, e *nsmantest.Env, ns string) error {
+	if _, err := shared.Admin.AppsV1().Deployments(ns).Create(ctx, nsmantest.Deployment("web", 2), metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	if _, err := shared.Admin.BatchV1().CronJobs(ns).Create(ctx, cronJob(), metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	for res, obj := range map[schema.GroupVersionResource]map[string]any{
+		nsmantest.ScaledObjectResource: {"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject", "metadata": map[string]any{"name": "queue"},
+			"spec": map[string]any{"scaleTargetRef": map[string]any{"name": "web"}}},
+		nsmantest.RolloutResource: {"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout", "metadata": map[string]any{"name": "canary"},
+			"spec": map[string]any{"replicas": int64(3)}},
+	} {
+		if _, err := e.Dynamic.Resource(res).Namespace(ns).Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// asleepLine and awakeLine are sleepersLine of the workloads of
+// makeSleepers put to sleep, each with its record, and awake as made.
+const (
+	asleepLine = `web 0 "2", report true "false", queue "0" "", canary 0 "3"`
+	awakeLine  = `web 2 -, report false -, queue - -, canary 3 -`
+)
+
+// sleepersLine says what makeSleepers made in ns is at now and the record
+// nsman keeps on each ("-": none): replicas, suspend, KEDA's
+// paused-replicas, replicas.
+func sleepersLine(t *testing.T, e *nsmantest.Env, ns string) string {
+	t.Helper()
+	ctx := t.Context()
+	d, err := shared.Admin.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cj, err := shared.Admin.BatchV1().CronJobs(ns).Get(ctx, "report", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	so, err := e.Dynamic.Resource(nsmantest.ScaledObjectResource).Namespace(ns).Get(ctx, "queue", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro, err := e.Dynamic.Resource(nsmantest.RolloutResource).Namespace(ns).Get(ctx, "canary", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := func(annotations map[string]string, key string) string {
+		if v, ok := annotations[key]; ok {
+			return strconv.Quote(v)
+		}
+		return "-"
+	}
+	replicas, _, _ := unstructured.NestedInt64(ro.Object, "spec", "replicas")
+	return fmt.Sprintf("web %d %s, report %t %s, queue %s %s, canary %d %s",
+		*d.Spec.Replicas, value(d.Annotations, status.ReplicasAnnotation),
+		*cj.Spec.Suspend, value(cj.Annotations, status.SuspendAnnotation),
+		value(so.GetAnnotations(), status.KedaPausedReplicas), value(so.GetAnnotations(), status.PausedReplicasAnnotation),
+		replicas, value(ro.GetAnnotations(), status.ReplicasAnnotation))
 }
 
 // cronJob is CronJob "report", running.
@@ -145,7 +213,7 @@ type ruleSpec struct {
 // allRules are the rules of a whole mix: a WEBHOOK rule over two
 // namespaces, a DELETE rule over one, a SCALE_DOWN rule over one with a
 // 2-replica Deployment, and a SLEEP rule whose window is open now over one
-// with a 2-replica Deployment and a CronJob.
+// with a workload of each way (see makeSleepers).
 var allRules = []ruleSpec{{"WEBHOOK", 2}, {"DELETE", 1}, {"SCALE_DOWN", 1}, {"SLEEP", 1}}
 
 // seedRules adds rules to the mix, each due on namespaces of its own.
@@ -166,7 +234,7 @@ func (m *mix) seedRules(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver
 			case "SCALE_DOWN":
 				createDeployment(t, ns, 2)
 			case "SLEEP":
-				createSleepers(t, ns)
+				createSleepers(t, e, ns)
 			}
 			m.ruled[ns] = r.action
 		}
@@ -237,7 +305,7 @@ func (m mix) checkConverged(t *testing.T, e *nsmantest.Env, recv *nsmantest.Rece
 		if !e.Deactivated(t, ns, ns) {
 			t.Errorf("%s manager %s not converged: %+v", action, ns, res.Entry(t, ns, ns))
 		}
-		checkActed(t, action, ns, keys[ns])
+		checkActed(t, e, action, ns, keys[ns])
 	}
 	for _, ns := range m.idle {
 		if e.Deactivated(t, ns, ns) || e.NamespaceGoneOrTerminating(t, ns) {
@@ -248,7 +316,7 @@ func (m mix) checkConverged(t *testing.T, e *nsmantest.Env, recv *nsmantest.Rece
 		if st := managerProgress(t, e, ns); !settled(st) || st.Asleep == nil || st.Asleep.Policy != "nights" || st.Asleep.Partial || e.Deactivated(t, ns, ns) {
 			t.Errorf("SLEEP manager %s not converged asleep (deactivated %t): status %+v asleep %+v; entry %+v", ns, e.Deactivated(t, ns, ns), st, st.Asleep, res.Entry(t, ns, ns))
 		}
-		checkActed(t, "SLEEP", ns, nil)
+		checkActed(t, e, "SLEEP", ns, nil)
 	}
 	for ns, v := range m.ruled {
 		action, uid := ruledAction(v)
@@ -262,7 +330,7 @@ func (m mix) checkConverged(t *testing.T, e *nsmantest.Env, recv *nsmantest.Rece
 		if err != nil || !settled(st) || action == "SLEEP" && (st.Asleep == nil || st.Asleep.Partial) {
 			t.Errorf("rule %s on %s not converged: record %+v asleep %+v (%v)", action, ns, st, st.Asleep, err)
 		}
-		checkActed(t, "rule "+action, ns, keys[ns])
+		checkActed(t, e, "rule "+action, ns, keys[ns])
 	}
 }
 
@@ -350,39 +418,21 @@ func (m mix) checkAwake(t *testing.T, e *nsmantest.Env, res nsmantest.Result) {
 		}
 	}
 	for _, ns := range m.sleeping() {
-		d, cj := sleepersIn(t, ns)
-		if *d.Spec.Replicas != 2 || d.Annotations[status.ReplicasAnnotation] != "" || *cj.Spec.Suspend || cj.Annotations[status.SuspendAnnotation] != "" {
-			t.Errorf("woken workloads in %s: deployment replicas %d record %q, cronjob suspend %t record %q", ns,
-				*d.Spec.Replicas, d.Annotations[status.ReplicasAnnotation], *cj.Spec.Suspend, cj.Annotations[status.SuspendAnnotation])
+		if got := sleepersLine(t, e, ns); got != awakeLine {
+			t.Errorf("woken workloads in %s: %s, want %s", ns, got, awakeLine)
 		}
 	}
 }
 
-// sleepersIn reads what createSleepers made in ns.
-func sleepersIn(t *testing.T, ns string) (*appsv1.Deployment, *batchv1.CronJob) {
-	t.Helper()
-	d, err := shared.Admin.AppsV1().Deployments(ns).Get(t.Context(), "web", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cj, err := shared.Admin.BatchV1().CronJobs(ns).Get(t.Context(), "report", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d, cj
-}
-
 // checkActed checks what a converged SCALE_DOWN, SLEEP or WEBHOOK left in
-// ns: the Deployment at zero with its count recorded (a SLEEP's CronJob
-// suspended with its record too), or one Idempotency-Key.
-func checkActed(t *testing.T, action, ns string, keys map[string]bool) {
+// ns: the Deployment at zero with its count recorded (a SLEEP's workloads
+// all asleep with their records), or one Idempotency-Key.
+func checkActed(t *testing.T, e *nsmantest.Env, action, ns string, keys map[string]bool) {
 	t.Helper()
 	switch {
 	case strings.HasSuffix(action, "SLEEP"):
-		d, cj := sleepersIn(t, ns)
-		if *d.Spec.Replicas != 0 || d.Annotations[status.ReplicasAnnotation] != "2" || !*cj.Spec.Suspend || cj.Annotations[status.SuspendAnnotation] != "false" {
-			t.Errorf("%s: workloads in %s: deployment replicas %d record %q, cronjob suspend %t record %q", action, ns,
-				*d.Spec.Replicas, d.Annotations[status.ReplicasAnnotation], *cj.Spec.Suspend, cj.Annotations[status.SuspendAnnotation])
+		if got := sleepersLine(t, e, ns); got != asleepLine {
+			t.Errorf("%s: workloads in %s: %s, want %s", action, ns, got, asleepLine)
 		}
 	case strings.HasSuffix(action, "SCALE_DOWN"):
 		d, err := shared.Admin.AppsV1().Deployments(ns).Get(t.Context(), "web", metav1.GetOptions{})
