@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/cluster/clustertest"
@@ -209,5 +211,35 @@ func TestRestoreForbiddenKnownKind(t *testing.T) {
 	_, skipped, err := Restore(t.Context(), cluster.Clients{Kube: clustertest.APIServer(t, bodies)}, "team-a", true)
 	if err == nil || !strings.Contains(err.Error(), "list deployments.apps in team-a: ") || len(skipped) != 0 {
 		t.Errorf("error %v, skipped %q; want the list of Deployments refused, nothing skipped", err, skipped)
+	}
+}
+
+// Restore lists a namespace's kinds at once: the API server holds each
+// list until three are in flight together (or a second has passed).
+func TestRestoreListsTheKindsAtOnce(t *testing.T) {
+	bodies := clustertest.DiscoveryBodies()
+	for _, path := range []string{"/apis/apps/v1/namespaces/team-a/deployments", "/apis/apps/v1/namespaces/team-a/statefulsets",
+		"/apis/batch/v1/namespaces/team-a/cronjobs", "/apis/argoproj.io/v1alpha1/namespaces/team-a/rollouts"} {
+		bodies[path] = `{"kind":"List","apiVersion":"v1","metadata":{},"items":[]}`
+	}
+	const together = 3
+	var inFlight, most atomic.Int64
+	kube := clustertest.APIServer(t, bodies, func(path string) {
+		if !strings.Contains(path, "/namespaces/team-a/") {
+			return
+		}
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		for end := time.Now().Add(time.Second); most.Load() < together && time.Now().Before(end); {
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+	if _, _, err := Restore(t.Context(), cluster.Clients{Kube: kube, Dynamic: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())}, "team-a", false); err != nil {
+		t.Fatal(err)
+	}
+	if got := most.Load(); got < together {
+		t.Errorf("at most %d lists of team-a in flight together, want %d or more", got, together)
 	}
 }
