@@ -243,3 +243,23 @@ func TestRestoreListsTheKindsAtOnce(t *testing.T) {
 		t.Errorf("at most %d lists of team-a in flight together, want %d or more", got, together)
 	}
 }
+
+// A workload two selections of its kind both select (labels app=web and
+// tier=front) is changed once, not a second time from the copy listed
+// before the first change.
+func TestEachKindChangesAWorkloadSelectedTwiceOnce(t *testing.T) {
+	bodies := clustertest.DiscoveryBodies()
+	bodies["/apis/apps/v1/namespaces/team-a/deployments"] = `{"kind":"DeploymentList","apiVersion":"apps/v1","metadata":{},"items":[` +
+		`{"metadata":{"name":"web","namespace":"team-a","resourceVersion":"1","labels":{"app":"web","tier":"front"}},"spec":{"replicas":2}}]}`
+	deployment, _ := probe.KnownKind("Deployment")
+	selections := []probe.Selection{{Kind: deployment, Labels: map[string]string{"app": "web"}}, {Kind: deployment, Labels: map[string]string{"tier": "front"}}}
+	var changed []string
+	_, _, err := EachKind(t.Context(), cluster.Clients{Kube: clustertest.APIServer(t, bodies)}, "team-a", selections, false,
+		func(kind probe.Kind, w *unstructured.Unstructured) (string, error) {
+			changed = append(changed, kind.Name+"/"+w.GetName())
+			return "", nil
+		})
+	if err != nil || !slices.Equal(changed, []string{"Deployment/web"}) {
+		t.Errorf("changed %q, error %v; want Deployment/web once", changed, err)
+	}
+}

@@ -41,18 +41,22 @@ func EachKind(ctx context.Context, clients cluster.Clients, namespace string, se
 	}
 	wg.Wait()
 	var errs []error
+	done := map[schema.GroupResource]map[string]bool{}
 	for i, sel := range selections {
+		gr := sel.Kind.Resource.GroupResource()
 		if optional && sel.Kind.Found && apierrors.IsForbidden(listed[i].err) {
-			skipped = append(skipped, sel.Kind.Resource.GroupResource().String())
+			skipped = append(skipped, gr.String())
 			continue
 		}
 		errs = append(errs, listed[i].err)
-		done := map[string]bool{}
+		if done[gr] == nil {
+			done[gr] = map[string]bool{}
+		}
 		for _, w := range listed[i].workloads {
-			if done[w.GetName()] {
-				continue // selected twice
+			if done[gr][w.GetName()] {
+				continue // selected by two selections: changed once
 			}
-			done[w.GetName()] = true
+			done[gr][w.GetName()] = true
 			effect, err := change(sel.Kind, w)
 			if err != nil {
 				errs = append(errs, err)
