@@ -68,7 +68,7 @@ func (o *sweepOptions) doctor(c *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	opts := doctor.Options{Version: version}
+	opts := doctor.Options{Version: Version()}
 	if own := ownNamespace(); own != "" {
 		if o.configFrom != configFromAuto && o.configFrom != configFromNone {
 			return usageError{fmt.Errorf("--config-from applies outside a pod only (no $POD_NAMESPACE)")}

@@ -49,7 +49,7 @@ func (o *kubeOptions) clients() (cluster.Clients, error) {
 	if o.quiet {
 		cfg.WarningHandler = rest.NoWarnings{}
 	}
-	cfg.UserAgent = "nsman/" + version
+	cfg.UserAgent = "nsman/" + Version()
 	c, err := NewClients(cfg, cluster.NewAPIObserver(nil))
 	if err != nil {
 		return c, usageError{err}

@@ -146,7 +146,7 @@ func (o *sweepOptions) config(flags *pflag.FlagSet) (sweep.Config, error) {
 		StuckAfter:          o.stuckAfter,
 		SkipReclaim:         !o.reclaim,
 		NotifyFormat:        o.notifyFormat,
-		Version:             version,
+		Version:             Version(),
 		ShardIndex:          o.shardIndex,
 		ShardCount:          o.shardCount,
 		PageSize:            o.chunkSize,
@@ -274,7 +274,7 @@ func notifiable(rawURL string) bool {
 }
 
 func (o *sweepOptions) webhookOptions() (webhook.Options, error) {
-	opts := webhook.Options{Timeout: o.webhookTimeout, UserAgent: "nsman/" + version}
+	opts := webhook.Options{Timeout: o.webhookTimeout, UserAgent: "nsman/" + Version()}
 	if o.webhookTimeout <= 0 {
 		return opts, errors.New("--webhook-timeout must be positive")
 	}
