@@ -115,8 +115,9 @@ test-long: control-plane ## Long variants, not in make test: each fuzz target fo
 	NSMAN_LONG=1 go test -count=1 -timeout 60m -v ./test/robust/ ./test/compat/ | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|figures:'
 
 .PHONY: docs
-docs: ## Regenerate the flags reference in docs/flags.md from the commands
+docs: ## Regenerate the flags reference in docs/flags.md from the commands and the CRD reference in docs/reference.md from deploy/base/crd.yaml
 	go test ./cmd -run '^TestFlagsReferenceUpToDate$$' -update
+	go test ./internal/crdref -run '^TestReferenceUpToDate$$' -update
 
 .PHONY: bench
 bench: control-plane ## Benchmarks: Go benchmarks of the unit packages, then 1,000 and 10,000 managers, a rule over 10,000 namespaces, 1,000 managers half IDLE, a hostile tenant and a SLEEP rule over 1,000 namespaces of 3 workloads on a real API server; writes BENCHMARKS.md, naming the commit measured (refuses a tree with uncommitted changes or untracked files, unless NSMAN_BENCH_ALLOW_MODIFIED=1)

@@ -72,6 +72,8 @@ var layers = map[string][]string{
 	// deploy holds manifests, layout no code at all.
 	"deploy":          {},
 	"internal/layout": {},
+	// crdref renders the CRD's reference from the CRD and policy's defaults.
+	"internal/crdref": {"deploy", "policy"},
 }
 
 // edge is an import of one package of nsman by another.
