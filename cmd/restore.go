@@ -27,7 +27,7 @@ func newRestoreCommand() *cobra.Command {
 			if o.namespace == "" {
 				return usageError{errors.New("-n NAMESPACE is required")}
 			}
-			clients, err := o.kube.clients()
+			clients, err := o.kube.reachableClients()
 			if err != nil {
 				return err
 			}

@@ -133,3 +133,22 @@ func TestPluginExamplesSayKubectlNsman(t *testing.T) {
 	}
 	visit(root)
 }
+
+// The commands that write to a cluster exit 2, as sweep, doctor and
+// explain do, when the cluster cannot be reached: it is no write that
+// failed.
+func TestWritersExitUsageWhenUnreachable(t *testing.T) {
+	unreachable := unreachableKubeconfig(t)
+	for _, args := range [][]string{
+		{"restore", "-n", "team-a"},
+		{"hold", "team-a", "--for", "1h"},
+		{"wake", "team-a", "--for", "1h"},
+		{"touch", "team-a"},
+	} {
+		var stdout, stderr bytes.Buffer
+		args = append(args, "--kubeconfig", unreachable)
+		if code := Execute(t.Context(), args, &stdout, &stderr); code != ExitUsage || !strings.Contains(stderr.String(), "the cluster cannot be reached") {
+			t.Errorf("nsman %q: exit %d, stderr %q; want exit %d saying the cluster cannot be reached", args, code, stderr.String(), ExitUsage)
+		}
+	}
+}

@@ -58,7 +58,7 @@ func (o *touchOptions) run(c *cobra.Command, args []string) error {
 	var clients cluster.Clients
 	if !o.dryRun {
 		var err error
-		if clients, err = o.kube.clients(); err != nil {
+		if clients, err = o.kube.reachableClients(); err != nil {
 			return err
 		}
 	}

@@ -89,7 +89,7 @@ func (o *untilOptions) run(c *cobra.Command, namespace string) error {
 	}
 	var clients cluster.Clients
 	if !o.dryRun {
-		if clients, err = o.kube.clients(); err != nil {
+		if clients, err = o.kube.reachableClients(); err != nil {
 			return err
 		}
 	}
