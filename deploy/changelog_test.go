@@ -61,7 +61,7 @@ All notable changes.
 
 ### Fixed
 
-- another
+- another ([docs/operating.md](docs/operating.md#holds), [the spec](https://semver.org/), [below](#fixed))
 
 ## [1.2.0-rc.1] - 2027-01-15
 
@@ -93,12 +93,15 @@ func TestChangelogSection(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
+		args    []string // before the version
 		version string
 		want    string // stdout, when the status is 0
 		code    int
 		stderr  []string // each in stderr
 	}{
-		{name: "a section between others, its version the prefix of another's", version: "1.2.1", want: "### Added\n\n- one line\n  continued\n\n### Fixed\n\n- another\n"},
+		{name: "a section between others, its version the prefix of another's", version: "1.2.1", want: "### Added\n\n- one line\n  continued\n\n### Fixed\n\n- another ([docs/operating.md](docs/operating.md#holds), [the spec](https://semver.org/), [below](#fixed))\n"},
+		{name: "relative links made absolute", args: []string{"-b", "https://github.com/nsman/nsman/blob/v1.2.1/"}, version: "1.2.1", want: "### Added\n\n- one line\n  continued\n\n### Fixed\n\n- another ([docs/operating.md](https://github.com/nsman/nsman/blob/v1.2.1/docs/operating.md#holds), [the spec](https://semver.org/), [below](#fixed))\n"},
+		{name: "a base that is no URL", args: []string{"-b", "https://x/a&b"}, version: "1.2.1", code: 2, stderr: []string{"-b https://x/a&b: want a URL"}},
 		{name: "the version a prefix names", version: "1.2.10", want: "### Fixed\n\n- the tenth\n"},
 		{name: "a pre-release", version: "1.2.0-rc.1", want: "- a pre-release\n"},
 		{name: "the last, before the link definitions", version: "1.0.0", want: "### Added\n\n- the first release\n"},
@@ -112,7 +115,7 @@ func TestChangelogSection(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			stdout, stderr, code := changelogSection(t, tc.version, fixture)
+			stdout, stderr, code := changelogSection(t, append(tc.args, tc.version, fixture)...)
 			if code != tc.code {
 				t.Fatalf("exit status %d, want %d; stderr: %s", code, tc.code, stderr)
 			}
@@ -195,7 +198,7 @@ func TestReleaseNotesFromTheChangelog(t *testing.T) {
 		}
 	}
 	notes := run("release", "Create the release")
-	section := strings.Index(notes, `scripts/changelog-section.sh "$VERSION"`)
+	section := strings.Index(notes, `scripts/changelog-section.sh -b "https://github.com/$GH_REPO/blob/$TAG" "$VERSION"`)
 	digests := strings.Index(notes, "$IMAGE_DIGEST")
 	written := strings.Index(notes, `} > "$RUNNER_TEMP/notes.md"`)
 	if section < 0 || digests < section || written < digests || !strings.Contains(notes, `--notes-file "$RUNNER_TEMP/notes.md"`) {

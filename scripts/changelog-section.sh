@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# changelog-section.sh VERSION [FILE]: print what CHANGELOG.md (or FILE)
-# says of the release VERSION (X.Y.Z, without the tag's v): the lines under
-# its heading "## [VERSION] - YYYY-MM-DD", up to the next "## [" heading or
-# the link definitions that end a Keep a Changelog file, blank lines at
-# either end left out. The release workflow checks with it that a tag has
-# a section before anything is published, and puts the section at the top
-# of the release's notes (docs/release.md).
+# changelog-section.sh [-b BASE_URL] VERSION [FILE]: print what
+# CHANGELOG.md (or FILE) says of the release VERSION (X.Y.Z, without the
+# tag's v): the lines under its heading "## [VERSION] - YYYY-MM-DD", up to
+# the next "## [" heading or the link definitions that end a Keep a
+# Changelog file, blank lines at either end left out. With -b, relative
+# links (docs/operating.md#holds) are made absolute under BASE_URL, since
+# a release's notes are not read beside the files they link. The release
+# workflow checks with it that a tag has a section before anything is
+# published, and puts the section at the top of the release's notes
+# (docs/release.md).
 #
 # Exit status: 0 with the section on stdout; 1, saying why on stderr, when
 # VERSION is Unreleased, has no section or several, its heading has no
@@ -13,8 +16,25 @@
 set -euo pipefail
 
 me=${0##*/}
+base=
+while getopts b: opt; do
+	case $opt in
+	b) base=${OPTARG%/} ;;
+	*)
+		echo "usage: $me [-b BASE_URL] VERSION [FILE]" >&2
+		exit 2
+		;;
+	esac
+done
+shift $((OPTIND - 1))
+case $base in
+*[!A-Za-z0-9:/._~%+-]*)
+	echo "$me: -b $base: want a URL of letters, digits and :/._~%+-" >&2
+	exit 2
+	;;
+esac
 if [ $# -lt 1 ] || [ $# -gt 2 ] || [ -z "$1" ]; then
-	echo "usage: $me VERSION [FILE]" >&2
+	echo "usage: $me [-b BASE_URL] VERSION [FILE]" >&2
 	exit 2
 fi
 version=$1
@@ -69,7 +89,14 @@ section=$(awk -v version="$version" '
 ' "$file") || status=$?
 
 case $status in
-0) printf '%s\n' "$section" ;;
+0)
+	if [ -n "$base" ]; then
+		# A link target without a scheme, an anchor or a leading / is
+		# relative to the repository's top directory.
+		section=$(printf '%s\n' "$section" | sed -E "s|\]\(([A-Za-z0-9_.-][^):]*)\)|](${base}/\1)|g")
+	fi
+	printf '%s\n' "$section"
+	;;
 3) echo "$me: $file has no section for $version: move the entries under '## [Unreleased]' into '## [$version] - YYYY-MM-DD' before tagging v$version (docs/release.md)" >&2 ;;
 4) echo "$me: $file has more than one section for $version" >&2 ;;
 5) echo "$me: $file: the heading of $version must be '## [$version] - YYYY-MM-DD', the release's date" >&2 ;;
