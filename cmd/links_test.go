@@ -15,10 +15,10 @@ import (
 const repoRoot = ".."
 
 // linkedDocs lists the Markdown files whose relative links must resolve: the
-// README, CONTRIBUTING.md and everything under docs/.
+// README, CONTRIBUTING.md, CHANGELOG.md and everything under docs/.
 func linkedDocs(t *testing.T) []string {
 	t.Helper()
-	files := []string{"README.md", "CONTRIBUTING.md"}
+	files := []string{"README.md", "CONTRIBUTING.md", "CHANGELOG.md"}
 	err := filepath.WalkDir(filepath.Join(repoRoot, "docs"), func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -39,7 +39,7 @@ func linkedDocs(t *testing.T) []string {
 }
 
 // TestDocLinksResolve fails on any relative link in README.md,
-// CONTRIBUTING.md or docs/ whose file does not exist, or whose #anchor names
+// CONTRIBUTING.md, CHANGELOG.md or docs/ whose file does not exist, or whose #anchor names
 // no heading of the Markdown file it points to (by GitHub's slug rules).
 func TestDocLinksResolve(t *testing.T) {
 	anchors := map[string]map[string]bool{} // by path from repoRoot

@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -110,5 +111,28 @@ func TestOneMinimumKubernetes(t *testing.T) {
 	}
 	if want := ">=" + MinKubernetes + ".0-0"; chart.KubeVersion != want {
 		t.Errorf("the chart's kubeVersion is %q, want %q (MinKubernetes)", chart.KubeVersion, want)
+	}
+}
+
+// TestTestedKubernetesVersions: docs/release.md names the Kubernetes
+// releases the tests run on as test/tools pins them, the oldest being
+// MinKubernetes.
+func TestTestedKubernetesVersions(t *testing.T) {
+	pinned := regexp.MustCompile(`(?m)^(?:require[ \t]+|[ \t]+)k8s\.io/kubernetes (v([0-9]+\.[0-9]+)\.[0-9]+) `)
+	release := read(t, "docs/release.md")
+	for _, tc := range []struct{ module, row string }{
+		{module: "test/tools/kube", row: "| %s (%s) | `test/tools/kube` |"},
+		{module: "test/tools/kube-min", row: "| %s (%s), the oldest supported | `test/tools/kube-min` |"},
+	} {
+		m := pinned.FindStringSubmatch(read(t, tc.module+"/go.mod"))
+		if m == nil {
+			t.Fatalf("%s/go.mod pins no k8s.io/kubernetes", tc.module)
+		}
+		if row := fmt.Sprintf(tc.row, m[2], m[1]); !strings.Contains(release, row) {
+			t.Errorf("docs/release.md has no row %q for the Kubernetes %s pins", row, tc.module)
+		}
+		if tc.module == "test/tools/kube-min" && m[2] != MinKubernetes {
+			t.Errorf("%s pins Kubernetes %s, MinKubernetes is %s", tc.module, m[2], MinKubernetes)
+		}
 	}
 }
