@@ -283,9 +283,9 @@ func TestMarkdownLinks(t *testing.T) {
 }
 
 // The README is a user's front door, short enough to read to the end: what
-// nsman is, getting the CLI, a first dry run, installing in dry-run mode,
-// and the two commands of a contributor, make demo and make test (which
-// .ci/run runs).
+// nsman is, then trying it and installing it (in dry-run mode first) in its
+// first screens, then the CLI and a first dry run, and the two commands of
+// a contributor, make demo and make test (which .ci/run runs).
 func TestReadmeIsAFrontDoor(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("..", "README.md"))
 	if err != nil {
@@ -305,6 +305,29 @@ func TestReadmeIsAFrontDoor(t *testing.T) {
 	} {
 		if !strings.Contains(readme, want) {
 			t.Errorf("README.md does not say %q", want)
+		}
+	}
+	// A newcomer meets them in this order, each within the lines given.
+	at := 0
+	for _, step := range []struct {
+		text   string
+		within int
+	}{
+		{"## Try it\n", 15},
+		{"\nmake demo\n", 20},
+		{"## Install\n", 45},
+		{"helm install nsman oci://ghcr.io/nsman/charts/nsman", 60},
+		{"## The CLI\n", 120},
+		{"## A first dry run\n", 140},
+	} {
+		i := strings.Index(readme[at:], step.text)
+		if i < 0 {
+			t.Errorf("README.md does not say %q after what comes before it", step.text)
+			break
+		}
+		at += i
+		if line := strings.Count(readme[:at], "\n") + 1; line > step.within {
+			t.Errorf("README.md says %q at line %d, want it within the first %d", step.text, line, step.within)
 		}
 	}
 	ci, err := os.ReadFile(filepath.Join("..", ".ci", "run"))
