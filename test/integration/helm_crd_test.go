@@ -29,8 +29,9 @@ import (
 // plane of its own: the original operator's CRD, installed with kubectl
 // apply, holds a manager; helm install refuses to take the CRD over unless
 // told (--take-ownership); a chart of an older release installs its older
-// nsman CRD in place of the original's, keeping the manager; helm upgrade
-// to this chart brings the CRD to this chart's schema (nsman doctor says
+// nsman CRD in place of the original's, keeping the manager; over a CRD
+// changed by hand helm upgrade stops at a field conflict, and with
+// --force-conflicts brings the CRD to this chart's schema (nsman doctor says
 // so, and a stage's final is kept); helm uninstall leaves the CRD and the
 // managers.
 func TestHelmUpgradesTheCRD(t *testing.T) {
@@ -83,8 +84,17 @@ func TestHelmUpgradesTheCRD(t *testing.T) {
 	r := runDoctor(t, c.Kubeconfig)
 	r.want(t, "crd", doctor.Failed, "older than this nsman", "spec.policies[].final: pruned")
 
+	// Someone changes a field of the CRD by hand: Helm 4 applies
+	// server-side, so helm upgrade stops at the field another manager owns
+	// until --force-conflicts, as docs/helm.md says.
+	kubectl("patch", "crd", "namespacemanagers.k8s.consol.de", "--type", "merge", "-p", `{"spec":{"names":{"shortNames":["nsm"]}}}`)
+	upgrade := []string{"upgrade", chartRelease, chartDir, "--namespace", installNamespace}
+	if err := helm(upgrade...); err == nil || !strings.Contains(err.Error(), "conflict") {
+		t.Fatalf("helm upgrade over a CRD changed by hand: %v, want a field conflict until --force-conflicts", err)
+	}
+
 	// helm upgrade to this chart: the CRD follows.
-	if err := helm("upgrade", chartRelease, chartDir, "--namespace", installNamespace); err != nil {
+	if err := helm(append(upgrade, "--force-conflicts")...); err != nil {
 		t.Fatal(err)
 	}
 	r = runDoctor(t, c.Kubeconfig)
