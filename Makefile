@@ -11,9 +11,9 @@ CACHE := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/nsman
 # Packages that need no control plane (with test/nsmantest, whose own tests
 # need none), and those that start one.
 UNIT_PKGS = $(shell go list ./... | grep -v '/test/') ./test/nsmantest/ ./test/fixtures/original/
-INTEGRATION_PKGS = ./test/cluster/... ./test/integration/... ./test/compat/... ./test/robust/...
+INTEGRATION_PKGS = ./test/cluster/... ./test/integration/... ./test/compat/... ./test/robust/... ./test/monitoring/...
 E2E_PKGS = ./test/e2e/...
-TOOL_MODULES = test/tools/kube test/tools/kube-min test/tools/etcd test/tools/kwok test/tools/lint test/tools/pushgateway test/tools/helm
+TOOL_MODULES = test/tools/kube test/tools/kube-min test/tools/etcd test/tools/kwok test/tools/lint test/tools/pushgateway test/tools/helm test/tools/promtool
 
 STATICCHECK_VERSION = $(shell cd test/tools/lint && go list -m -f '{{.Version}}' honnef.co/go/tools)
 STATICCHECK = $(CACHE)/staticcheck-$(STATICCHECK_VERSION)/staticcheck
@@ -57,7 +57,7 @@ install-plugin: build ## Link kubectl-nsman in PLUGIN_DIR (default: go env GOBIN
 		*) echo "$(PLUGIN_DIR) is not on PATH: add it, then try: kubectl nsman version" ;; esac
 
 .PHONY: control-plane
-control-plane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, the oldest supported kube-apiserver, kwok, the Pushgateway and Helm into the user cache (once)
+control-plane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, the oldest supported kube-apiserver, kwok, the Pushgateway, Helm and promtool into the user cache (once)
 	test/tools/build.sh
 
 .PHONY: test

@@ -267,7 +267,8 @@ func dropAddedLabels(chart, base any) {
 
 // TestHelmChartCRDIsDeployBaseCRD: the chart's template renders
 // deploy/base's CRD, kept byte for byte in files/, so that the two never
-// drift (TestHelmChartDefaultsRenderDeployBase compares what it renders);
+// drift (TestHelmChartDefaultsRenderDeployBase compares what it renders),
+// and so are the alerting rules and the dashboard of deploy/monitoring;
 // there is no crds/, which Helm would install once and never upgrade.
 func TestHelmChartCRDIsDeployBaseCRD(t *testing.T) {
 	got := chartFile(t, "files/namespacemanagers.k8s.consol.de.yaml")
@@ -278,8 +279,17 @@ func TestHelmChartCRDIsDeployBaseCRD(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(entries) != 1 {
-		t.Errorf("%s/files holds %d files, want the CRD alone", chartDir, len(entries))
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if want := []string{"namespacemanagers.k8s.consol.de.yaml", "nsman-alerts.yaml", "nsman-dashboard.json"}; !slices.Equal(names, want) {
+		t.Errorf("%s/files holds %q, want %q: the CRD and the monitoring files alone", chartDir, names, want)
+	}
+	for _, name := range []string{alertsFile, dashboardFile} {
+		if !bytes.Equal(chartFile(t, "files/"+filepath.Base(name)), repoFile(t, name)) {
+			t.Errorf("%s/files/%s differs from %s: copy it again", chartDir, filepath.Base(name), name)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(nsmantest.RepoRoot(), chartDir, "crds")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("%s/crds: %v, want none: Helm never upgrades what it holds", chartDir, err)
@@ -593,6 +603,7 @@ func TestHelmChartValues(t *testing.T) {
 			wantShards(t, r, 1)
 			wantNoSigningKey(t, r)
 			wantNoFreezeCalendar(t, r)
+			wantNoMonitoring(t, r)
 			if r.cj.Spec.Suspend != nil {
 				t.Errorf("suspend %v, want unset", *r.cj.Spec.Suspend)
 			}
@@ -728,6 +739,24 @@ func TestHelmChartValues(t *testing.T) {
 				t.Errorf("Secret %s data %v, want the key at key", notifyKeySecret, data)
 			}
 		}},
+		{"alerts, in the release namespace", []string{"--set", "monitoring.prometheusRule.enabled=true"}, func(t *testing.T, r rendered) {
+			wantPrometheusRule(t, r, chartNamespace, nil, nil)
+			if obj := dashboardConfigMap(r); obj != nil {
+				t.Errorf("ConfigMap %s rendered, want no dashboard", obj.GetName())
+			}
+		}},
+		{"the dashboard, labelled for Grafana's sidecar", []string{"--set", "monitoring.dashboard.enabled=true,commonAnnotations.team=platform"}, func(t *testing.T, r rendered) {
+			wantDashboard(t, r, chartNamespace, map[string]string{grafanaLabel: "1"}, map[string]string{"team": "platform"})
+			if obj := r.find(prometheusRule); obj != nil {
+				t.Errorf("PrometheusRule %s rendered, want none", obj.GetName())
+			}
+		}},
+		{"the dashboard, labelled otherwise (the default label null), elsewhere", []string{"--set", "monitoring.dashboard.enabled=true,monitoring.dashboard.namespace=grafana", "--set-json", `monitoring.dashboard.labels={"grafana_dashboard":null,"dashboards":"nsman"}`}, func(t *testing.T, r rendered) {
+			wantDashboard(t, r, "grafana", map[string]string{"dashboards": "nsman"}, nil)
+			if v, ok := dashboardConfigMap(r).GetLabels()[grafanaLabel]; ok {
+				t.Errorf("label %s=%q kept, want the labels given in its place", grafanaLabel, v)
+			}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.check(t, render(t, tc.flags...)) })
 	}
@@ -779,6 +808,11 @@ func TestHelmChartSchemaRefusesWrongValues(t *testing.T) {
 		{"freeze.calendar={a,b}", "/freeze/calendar"},
 		{"freeze.existingConfigMapKey=", "/freeze/existingConfigMapKey"},
 		{"freeze.timezone=UTC", "additional properties 'timezone' not allowed"},
+		{"monitoring.prometheusRule.enable=true", "additional properties 'enable' not allowed"},
+		{"monitoring.prometheusrule.enabled=true", "additional properties 'prometheusrule' not allowed"},
+		{"monitoring.dashboard.enabled=yes", "/monitoring/dashboard/enabled"},
+		{"monitoring.dashboard.namespace=Grafana", "/monitoring/dashboard/namespace"},
+		{"monitoring.prometheusRule.additionalRuleLabels.team=1", "/monitoring/prometheusRule/additionalRuleLabels/team"},
 		{"freeze.existingConfigMap=a,freeze.calendar=2026-12-24/2026-12-26", "freeze: set existingConfigMap or calendar, not both"},
 	} {
 		t.Run(tc.set, func(t *testing.T) {
@@ -855,6 +889,7 @@ var ciValues = map[string]func(t *testing.T, r rendered){
 			t.Errorf("calendar %q: %d ranges, want a few", calendar, len(freezes))
 		}
 	},
+	monitoringValues: checkMonitoringValues,
 	"notify-values.yaml": func(t *testing.T, r rendered) {
 		wantSecretFile(t, r, notifyURLSecret, "url", notifyURLDir, "url")
 		wantArgs(t, r, notifyURLFlag, "--notify-format=slack")
@@ -1073,7 +1108,7 @@ func TestHelmChartValuesFiles(t *testing.T) {
 			r := render(t, "-f", filepath.Join(chartDir, "ci", name))
 			ciValues[name](t, r)
 
-			admitDryRun(ctx, t, shared.AdminConfig, r.objs, restricted)
+			admitDryRun(ctx, t, shared.AdminConfig, withoutPrometheusRules(r.objs), restricted)
 			if err := createPodDryRun(ctx, restricted, podFrom(r.cj)); err != nil {
 				t.Fatalf("pod rejected under Pod Security restricted: %v", err)
 			}

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/nsman/nsman/metrics"
 	"github.com/nsman/nsman/report"
@@ -86,25 +84,7 @@ type scraped map[string]*dto.MetricFamily
 // scrapePushgateway reads the Pushgateway's /metrics as Prometheus would.
 func scrapePushgateway(t *testing.T, url string) scraped {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url+"/metrics", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Accept", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s/metrics: %s", url, resp.Status)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("parse %s/metrics: %v", url, err)
-	}
-	return fams
+	return nsmantest.ScrapePushgateway(t, url)
 }
 
 // labels builds a label set from name, value pairs.

@@ -1,0 +1,199 @@
+// Package monitoring tests nsman's alerting rules and Grafana dashboard
+// (deploy/monitoring/) with promtool, on the series a real Pushgateway
+// serves after nsman's own code pushed sweeps' reports to it.
+package monitoring
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/nsman/nsman/metrics"
+	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/report"
+	"github.com/nsman/nsman/test/nsmantest"
+)
+
+// step is how long a timeline does one thing: a sweep a minute, each with
+// the report sweep returns for its time, or, with sweep nil, nothing
+// pushed while Prometheus goes on scraping what the Pushgateway holds.
+type step struct {
+	minutes int
+	sweep   func(at time.Time) report.Report
+}
+
+// sampled are the series Prometheus stores from scraping the Pushgateway
+// once a minute, in promtool's input_series notation: by series
+// (name{labels}), a value a minute, "_" where the series was not there.
+type sampled map[string][]string
+
+// pushTimeout bounds one push, as nsman sweep's own bound does.
+const pushTimeout = 10 * time.Second
+
+// record plays steps against a Pushgateway of its own: each minute, from
+// the Unix epoch (promtool's time 0), pushes the sweep's report as nsman
+// sweep does, then scrapes the Pushgateway and keeps every series of the
+// families named nsman_*, with the labels Prometheus keeps under
+// honor_labels: true (the Pushgateway's empty instance label drops out).
+func record(t *testing.T, steps []step) sampled {
+	t.Helper()
+	gw := nsmantest.StartPushgateway(t)
+	out := sampled{}
+	minute := 0
+	for _, s := range steps {
+		for range s.minutes {
+			at := time.Unix(0, 0).UTC().Add(time.Duration(minute) * time.Minute)
+			if s.sweep != nil {
+				push(t, gw, s.sweep(at))
+			}
+			for series, v := range scrape(t, gw) {
+				for len(out[series]) < minute {
+					out[series] = append(out[series], "_")
+				}
+				out[series] = append(out[series], v)
+			}
+			minute++
+		}
+	}
+	for series := range out {
+		for len(out[series]) < minute {
+			out[series] = append(out[series], "_")
+		}
+	}
+	return out
+}
+
+// push pushes r's metrics as nsman sweep does (cmd/sweep.go): the success
+// timestamp only for a sweep that did not fail and was no dry run.
+func push(t *testing.T, gw string, r report.Report) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), pushTimeout)
+	defer cancel()
+	if err := metrics.PushMetrics(ctx, gw, "", r, !r.Failed() && !r.Summary.DryRun, nil); err != nil {
+		t.Fatalf("push: %v", err)
+	}
+}
+
+// scrape returns the value of every series of nsman's families that the
+// Pushgateway at gw serves, by series in promtool's notation.
+func scrape(t *testing.T, gw string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for name, mf := range nsmantest.ScrapePushgateway(t, gw) {
+		if !strings.HasPrefix(name, "nsman_") {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			out[seriesName(name, m)] = strconv.FormatFloat(value(mf, m), 'g', -1, 64)
+		}
+	}
+	return out
+}
+
+// seriesName is name{labels} with m's labels that have a value, sorted.
+func seriesName(name string, m *dto.Metric) string {
+	labels := map[string]string{}
+	for _, l := range m.GetLabel() {
+		if l.GetValue() != "" {
+			labels[l.GetName()] = l.GetValue()
+		}
+	}
+	var pairs []string
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		pairs = append(pairs, k+"="+strconv.Quote(labels[k]))
+	}
+	return name + "{" + strings.Join(pairs, ",") + "}"
+}
+
+func value(mf *dto.MetricFamily, m *dto.Metric) float64 {
+	switch mf.GetType() {
+	case dto.MetricType_COUNTER:
+		return m.GetCounter().GetValue()
+	case dto.MetricType_GAUGE:
+		return m.GetGauge().GetValue()
+	default:
+		return m.GetUntyped().GetValue()
+	}
+}
+
+// inputSeries is s as promtool's input_series.
+func (s sampled) inputSeries() []inputSeries {
+	var out []inputSeries
+	for _, series := range slices.Sorted(maps.Keys(s)) {
+		out = append(out, inputSeries{Series: series, Values: strings.Join(s[series], " ")})
+	}
+	return out
+}
+
+// sweepOf is the report of a sweep at at made of entries, counted as
+// nsman's sweep counts them, with sent and failed notifications.
+func sweepOf(at time.Time, notifications map[string]int, entries ...report.Entry) report.Report {
+	states := map[report.State]int{}
+	for _, e := range entries {
+		states[e.State]++
+	}
+	return report.Report{Version: report.ReportVersion, Entries: entries, Summary: report.Summary{
+		Now: at, Managers: len(entries), States: states, DurationSeconds: 2.5,
+		Requests: map[string]int{"get": 12, "patch": 2, "delete": 1}, Notifications: notifications,
+	}}
+}
+
+// sharded puts r in shard index of count.
+func sharded(r report.Report, index, count int) report.Report {
+	r.Summary.Shard = &report.Shard{Index: index, Count: count}
+	return r
+}
+
+// The entries the timelines' sweeps are made of.
+func deleted(name string) report.Entry {
+	return report.Entry{Name: name, Namespace: name, Target: name, State: report.StateFired, Action: policy.ActionDelete,
+		Reclaimed: &report.Reclaimed{CPU: resource.MustParse("1500m"), Memory: resource.MustParse("2Gi"), Storage: resource.MustParse("10Gi"), LoadBalancers: 1}}
+}
+
+func webhookFailed(name string) report.Entry {
+	return report.Entry{Name: name, Namespace: name, Target: name, State: report.StateFailed, Action: policy.ActionWebhook,
+		Message: "POST: 500 Internal Server Error"}
+}
+
+func asleep(name string) report.Entry {
+	return report.Entry{Name: name, Namespace: name, Target: name, State: report.StateAsleep, Action: policy.ActionSleep}
+}
+
+func waiting(name string) report.Entry {
+	return report.Entry{Name: name, Namespace: name, Target: name, State: report.StateWaiting}
+}
+
+// stuckSince is an entry whose target has been Terminating since since,
+// held by finalizers nobody removes.
+func stuckSince(name string, since time.Time) report.Entry {
+	return report.Entry{Name: name, Namespace: "platform", Target: name, State: report.StateTargetTerminating,
+		Stuck: &report.Stuck{Since: since, Reasons: []report.StuckReason{{Reason: report.StuckFinalizersRemaining, Message: "1 PersistentVolumeClaim with finalizers"}}}}
+}
+
+// The sweeps of the timelines.
+func healthy(at time.Time) report.Report {
+	return sweepOf(at, map[string]int{"sent": 1}, deleted("team-a"), asleep("team-b"), waiting("team-c"))
+}
+
+func failing(at time.Time) report.Report {
+	return sweepOf(at, map[string]int{"sent": 1, "failed": 1}, waiting("team-c"), webhookFailed("team-d"))
+}
+
+func stuck(at time.Time) report.Report {
+	return sweepOf(at, nil, waiting("team-c"), stuckSince("team-e", time.Unix(0, 0).UTC().Add(-20*time.Minute)))
+}
+
+func shardOneOfTwo(sweep func(time.Time) report.Report) func(time.Time) report.Report {
+	return func(at time.Time) report.Report { return sharded(sweep(at), 1, 2) }
+}
+
+// minutes is a promtool duration of n minutes.
+func minutes(n int) string { return fmt.Sprintf("%dm", n) }
