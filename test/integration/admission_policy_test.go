@@ -1043,8 +1043,10 @@ func TestHelmChartAdmissionPolicyRefusesWhatNsmanWouldNot(t *testing.T) {
 	protected, other, home := shared.Namespace(t), shared.Namespace(t), shared.Namespace(t)
 	// Not the records policy, which would refuse every other nsman its
 	// records (TestRecordsPolicyKeepsRuleRecordsNsmans tries deploy/base's,
-	// which the chart renders by default).
-	objs := helmTemplate(t, "--set", "fullnameOverride="+name, "--set", "recordsPolicy.enabled=false",
+	// which the chart renders by default), nor the roles for the built-in
+	// ones, which would give every test's users NamespaceManagers
+	// (TestTeamsManageManagersThroughBuiltInRoles tries them).
+	objs := helmTemplate(t, "--set", "fullnameOverride="+name, "--set", "recordsPolicy.enabled=false", "--set", "rbac.aggregateClusterRoles=false",
 		"--set-json", fmt.Sprintf(`protectedNamespaces=["default","namespace-manager",%q]`, protected))
 	kinds := map[string]bool{"ServiceAccount": true, "ClusterRole": true, "ClusterRoleBinding": true, policyKind: true, bindingKind: true}
 	for _, o := range objs {

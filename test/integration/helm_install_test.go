@@ -69,7 +69,7 @@ func TestHelmInstallSweepsAsTheChartsServiceAccount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"ClusterRole /nsman", "ClusterRoleBinding /nsman", "CronJob nsman/nsman", "CustomResourceDefinition /namespacemanagers.k8s.consol.de", "ServiceAccount nsman/nsman", "ValidatingAdmissionPolicy /nsman", "ValidatingAdmissionPolicy /nsman-records", "ValidatingAdmissionPolicyBinding /nsman", "ValidatingAdmissionPolicyBinding /nsman-records"}
+	want := []string{"ClusterRole /nsman", "ClusterRole /nsman-edit", "ClusterRole /nsman-view", "ClusterRoleBinding /nsman", "CronJob nsman/nsman", "CustomResourceDefinition /namespacemanagers.k8s.consol.de", "ServiceAccount nsman/nsman", "ValidatingAdmissionPolicy /nsman", "ValidatingAdmissionPolicy /nsman-records", "ValidatingAdmissionPolicyBinding /nsman", "ValidatingAdmissionPolicyBinding /nsman-records"}
 	if got := identities(manifest); !slices.Equal(got, want) {
 		t.Errorf("the release holds %q, want %q", got, want)
 	}

@@ -646,6 +646,12 @@ func TestHelmChartValues(t *testing.T) {
 			}
 			wantArgs(t, r, "--freeze=2026-12-24/2026-12-26", freezeFileFlag, signingKeyFlag, notifyURLFlag, "--notify-format=json")
 		}},
+		{"rbac.aggregateClusterRoles=false", []string{"--set", "rbac.aggregateClusterRoles=false"}, func(t *testing.T, r rendered) {
+			wantClusterRoles(t, r, "nsman")
+		}},
+		{"rbac unset, as a release of a chart before it keeps its values (--reuse-values)", []string{"--set", "rbac=null"}, func(t *testing.T, r rendered) {
+			wantClusterRoles(t, r, "nsman", "nsman-edit", "nsman-view")
+		}},
 		{"crds.keep=false", []string{"--set", "crds.keep=false"}, func(t *testing.T, r rendered) {
 			crd := r.find("CustomResourceDefinition")
 			if crd == nil {
@@ -762,6 +768,22 @@ func TestHelmChartValues(t *testing.T) {
 	}
 }
 
+// wantClusterRoles checks that the chart renders the ClusterRoles named,
+// and no other.
+func wantClusterRoles(t *testing.T, r rendered, names ...string) {
+	t.Helper()
+	var got []string
+	for _, o := range r.objs {
+		if o.GetKind() == "ClusterRole" {
+			got = append(got, o.GetName())
+		}
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, names) {
+		t.Errorf("ClusterRoles %q rendered, want %q", got, names)
+	}
+}
+
 // TestHelmChartSchemaRefusesWrongValues: values.schema.json makes a typo
 // or a value of the wrong kind fail before anything renders, and the
 // templates refuse a signing key given twice.
@@ -778,6 +800,8 @@ func TestHelmChartSchemaRefusesWrongValues(t *testing.T) {
 		{"webhook.signingkey.value=x", "additional properties 'signingkey' not allowed"},
 		{"podSecurityContext.runAsUsr=1000", "additional properties 'runAsUsr' not allowed"},
 		{"networkPolicy.enable=true", "additional properties 'enable' not allowed"},
+		{"rbac.aggregateClusterRole=false", "additional properties 'aggregateClusterRole' not allowed"},
+		{"rbac.aggregateClusterRoles=no", "/rbac/aggregateClusterRoles"},
 		{"dryRun=yes", "/dryRun"},
 		{"shards=0", "/shards"},
 		{"maxActions=-1", "/maxActions"},
@@ -979,6 +1003,11 @@ var ciValues = map[string]func(t *testing.T, r rendered){
 			want := "namespace-sweeper"
 			if (o.GetKind() == policyKind || o.GetKind() == bindingKind) && strings.HasSuffix(o.GetName(), recordsSuffix) {
 				want += recordsSuffix // the records policy, beside the fence
+			}
+			if o.GetKind() == "ClusterRole" && strings.HasPrefix(o.GetName(), want+"-") {
+				if role := strings.TrimPrefix(o.GetName(), want+"-"); role == "edit" || role == "view" {
+					want = o.GetName() // the roles for the built-in edit and view
+				}
 			}
 			if o.GetName() != want {
 				t.Errorf("%s, want it named %s", identity(o), want)
