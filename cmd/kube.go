@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -57,15 +58,18 @@ func (o *kubeOptions) clients() (cluster.Clients, error) {
 	return c, nil
 }
 
-// reachableClients are clients() of a cluster that answered: a command
-// that only reads says "cannot be reached" (a usage error) rather than
-// reporting each of its reads failed.
+// reachableClients are clients() of a cluster that answered its version:
+// a command says the cluster cannot be reached, or refused its
+// credentials, as a usage error (exit 2) rather than report each of its
+// requests failed.
 func (o *kubeOptions) reachableClients() (cluster.Clients, error) {
 	c, err := o.clients()
 	if err != nil {
 		return c, err
 	}
-	if _, err := c.Kube.Discovery().ServerVersion(); err != nil {
+	if _, err := c.Kube.Discovery().ServerVersion(); apierrors.IsUnauthorized(err) {
+		return c, usageError{fmt.Errorf("the cluster refused these credentials: %w", err)}
+	} else if err != nil {
 		return c, usageError{fmt.Errorf("the cluster cannot be reached: %w", err)}
 	}
 	return c, nil

@@ -3,6 +3,10 @@ package cmd
 import (
 	"bytes"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -135,20 +139,37 @@ func TestPluginExamplesSayKubectlNsman(t *testing.T) {
 }
 
 // The commands that write to a cluster exit 2, as sweep, doctor and
-// explain do, when the cluster cannot be reached: it is no write that
-// failed.
+// explain do, when the cluster cannot be reached or refuses the
+// credentials: it is no write that failed.
 func TestWritersExitUsageWhenUnreachable(t *testing.T) {
-	unreachable := unreachableKubeconfig(t)
-	for _, args := range [][]string{
-		{"restore", "-n", "team-a"},
-		{"hold", "team-a", "--for", "1h"},
-		{"wake", "team-a", "--for", "1h"},
-		{"touch", "team-a"},
-	} {
-		var stdout, stderr bytes.Buffer
-		args = append(args, "--kubeconfig", unreachable)
-		if code := Execute(t.Context(), args, &stdout, &stderr); code != ExitUsage || !strings.Contains(stderr.String(), "the cluster cannot be reached") {
-			t.Errorf("nsman %q: exit %d, stderr %q; want exit %d saying the cluster cannot be reached", args, code, stderr.String(), ExitUsage)
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Unauthorized","code":401}`)
+	}))
+	t.Cleanup(refusing.Close)
+	refused := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(refused, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "`+refusing.URL+`"}}]
+users: [{name: u, user: {token: expired}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for kubeconfig, want := range map[string]string{unreachableKubeconfig(t): "the cluster cannot be reached", refused: "the cluster refused these credentials"} {
+		for _, args := range [][]string{
+			{"restore", "-n", "team-a"},
+			{"hold", "team-a", "--for", "1h"},
+			{"wake", "team-a", "--for", "1h"},
+			{"touch", "team-a"},
+		} {
+			var stdout, stderr bytes.Buffer
+			args = append(args, "--kubeconfig", kubeconfig)
+			if code := Execute(t.Context(), args, &stdout, &stderr); code != ExitUsage || !strings.Contains(stderr.String(), want) {
+				t.Errorf("nsman %q: exit %d, stderr %q; want exit %d saying %s", args, code, stderr.String(), ExitUsage, want)
+			}
 		}
 	}
 }

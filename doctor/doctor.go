@@ -11,6 +11,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -246,9 +247,33 @@ func crdOf(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface
 // release that owns it, if one does.
 func upgradeFix(annotations map[string]string, own string) string {
 	if release := annotations["meta.helm.sh/release-name"]; release != "" {
-		return "upgrade the Helm release that owns it to the chart of this nsman: helm upgrade " + release + " oci://ghcr.io/nsman/charts/nsman --version " + own + " -n " + annotations["meta.helm.sh/release-namespace"] + " --reuse-values (the chart upgrades its CRD)"
+		chart := "oci://ghcr.io/nsman/charts/nsman"
+		if v, ok := chartVersion(own); ok {
+			chart += " --version " + v
+		} else {
+			chart += " --version X.Y.Z (this nsman's release; " + own + " is none)"
+		}
+		return "upgrade the Helm release that owns it to the chart of this nsman: helm upgrade " + release + " " + chart + " -n " + annotations["meta.helm.sh/release-namespace"] + " --reuse-values (the chart upgrades its CRD)"
 	}
 	return "upgrade it: kubectl apply --server-side -f deploy/base/crd.yaml of this release"
+}
+
+// release is a release's tag, vMAJOR.MINOR.PATCH with an optional
+// pre-release; git describe's -N-gCOMMIT, a pseudo-version (its
+// pre-release ends in a timestamp and a commit) and +build are not.
+var (
+	release    = regexp.MustCompile(`^v([0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.]+)?)$`)
+	notRelease = regexp.MustCompile(`-[0-9]+-g[0-9a-f]+$|[0-9]{14}-[0-9a-f]{12}$`)
+)
+
+// chartVersion is the chart version of the release nsman version v is
+// (the tag without its v), or false when v names no release.
+func chartVersion(v string) (string, bool) {
+	m := release.FindStringSubmatch(v)
+	if m == nil || notRelease.MatchString(v) {
+		return "", false
+	}
+	return m[1], true
 }
 
 // crdByDiscovery tells nsman's CRD from the original by discovery alone,

@@ -147,3 +147,26 @@ func TestEmbeddedCRD(t *testing.T) {
 		}
 	}
 }
+
+// The chart version doctor's fix names is a release's tag without its v,
+// and none for a build that is no release.
+func TestChartVersion(t *testing.T) {
+	for _, tt := range []struct {
+		version, want string
+		ok            bool
+	}{
+		{"v1.2.3", "1.2.3", true},
+		{"v1.3.0-rc.1", "1.3.0-rc.1", true},
+		{"v1.2.3-4-g8ad10db", "", false},
+		{"v0.0.0-20261128124410-8ad10db0ce61", "", false},
+		{"v1.2.4-0.20261128124410-8ad10db0ce61", "", false},
+		{"v0.0.0-20261128124410-8ad10db0ce61+dirty", "", false},
+		{"dev", "", false},
+		{"dev-8ad10db0ce61", "", false},
+		{"1.2.3", "", false},
+	} {
+		if got, ok := chartVersion(tt.version); got != tt.want || ok != tt.ok {
+			t.Errorf("chartVersion(%q) = %q, %t; want %q, %t", tt.version, got, ok, tt.want, tt.ok)
+		}
+	}
+}
