@@ -122,9 +122,12 @@ func TestActionExamplesLint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// actionlint resolves uses: ./ in a project, a directory with .git.
 	workflows := filepath.Join(repo, ".github", "workflows")
-	if err := os.MkdirAll(workflows, 0o755); err != nil {
-		t.Fatal(err)
+	for _, d := range []string{workflows, filepath.Join(repo, ".git")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := os.WriteFile(filepath.Join(repo, "action.yml"), action, 0o644); err != nil {
 		t.Fatal(err)
@@ -359,7 +362,7 @@ func TestActionInstallFailsClosed(t *testing.T) {
 				t.Errorf("%s is there (%v): want nothing installed", res.installed, err)
 			}
 			if got := len(rel.Requested()) > 0; got != tt.download {
-				t.Errorf("downloads %v, want some: %v", rel.Requested(), tt.download)
+				t.Errorf("downloaded %v; want downloads: %v", rel.Requested(), tt.download)
 			}
 			if !strings.Contains(res.log, "nsman is not installed") {
 				t.Errorf("the log does not say nsman is not installed:\n%s", res.log)
@@ -418,5 +421,25 @@ func TestGitLabTemplateSweeps(t *testing.T) {
 				t.Errorf("namespace deleted: %v, want %v", got, tt.deleted)
 			}
 		})
+	}
+}
+
+// TestActionSummaryFenceHoldsTheReport: a report with lines of backticks
+// (a tenant's words) stays in one code block of the summary, whose fence is
+// longer than any of them. A script stands in for nsman.
+func TestActionSummaryFenceHoldsTheReport(t *testing.T) {
+	const reportText = "MANAGER\n```\n## not a heading\n````\n"
+	fake := filepath.Join(t.TempDir(), "nsman")
+	script := "#!/bin/sh\nif [ \"$1\" = version ]; then echo fake; exit 0; fi\nprintf '%s' '" + reportText + "'\nexit 1\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rel := serveRelease(t, fake, nil)
+	res := runAction(t, map[string]string{"version": testVersion}, "NSMAN_DOWNLOAD_URL="+rel.URL)
+	if res.code != 1 {
+		t.Fatalf("exit %d, want the stand-in's 1\n%s", res.code, res.log)
+	}
+	if want := "\n`````text\n" + reportText + "`````\n"; !strings.HasSuffix(res.summary, want) {
+		t.Errorf("summary:\n%s\nwant it to end with:\n%s", res.summary, want)
 	}
 }
