@@ -12,7 +12,8 @@
 #                      selector
 #   NSMAN_DRY_RUN      true (the default) or false: --dry-run, or act
 #   NSMAN_OUTPUT       text (the default) or json: --output
-#   NSMAN_KUBECONFIG   --kubeconfig (default: $KUBECONFIG, ~/.kube/config)
+#   NSMAN_KUBECONFIG   --kubeconfig (default: $KUBECONFIG, ~/.kube/config or
+#                      the in-cluster config)
 #   NSMAN_ARGS         more flags of nsman sweep, split at white space (no
 #                      quoting), after those above
 #   NSMAN_REPORT       the report's file (default nsman-report.txt, or
