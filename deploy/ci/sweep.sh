@@ -38,6 +38,7 @@ json) report=${NSMAN_REPORT:-nsman-report.json} ;;
 esac
 # No report of an earlier sweep may pass for this one's.
 rm -f "$report"
+: >"$report" || fail "cannot write the report to $report"
 
 set -- sweep --output "$output"
 case $dry_run in
