@@ -106,7 +106,7 @@ test-integration: control-plane ## Tests against a real control plane
 	go test -count=1 -timeout 20m $(INTEGRATION_PKGS)
 
 .PHONY: test-e2e
-test-e2e: control-plane ## End-to-end tests of the built commands
+test-e2e: control-plane $(ACTIONLINT) ## End-to-end tests of the built commands, and of the CI steps nsman ships (action.yml, deploy/ci/), whose examples actionlint checks
 	go test -count=1 -timeout 20m $(E2E_PKGS)
 
 .PHONY: test-long
@@ -125,7 +125,7 @@ bench: control-plane ## Benchmarks: Go benchmarks of the unit packages, then 1,0
 	NSMAN_BENCH=1 NSMAN_BENCH_GO_PKGS='$(UNIT_PKGS)' go test -count=1 -run '^TestBenchmarks$$' -timeout 60m -v ./test/bench/
 
 .PHONY: lint
-lint: $(STATICCHECK) $(ACTIONLINT) ## gofmt, go vet, staticcheck, go mod tidy and actionlint on .github/workflows (with shellcheck, if on PATH)
+lint: $(STATICCHECK) $(ACTIONLINT) ## gofmt, go vet, staticcheck, go mod tidy, actionlint on .github/workflows (with shellcheck, if on PATH) and shellcheck on deploy/ci's scripts (if on PATH)
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	go vet ./...
@@ -135,6 +135,12 @@ lint: $(STATICCHECK) $(ACTIONLINT) ## gofmt, go vet, staticcheck, go mod tidy an
 	go mod tidy -diff
 	for m in $(TOOL_MODULES); do (cd $$m && go mod tidy -diff); done
 	$(ACTIONLINT) .github/workflows/*.yml
+	@if command -v shellcheck >/dev/null 2>&1; then \
+		echo "shellcheck deploy/ci/*.sh deploy/ci/github/*.sh"; \
+		shellcheck deploy/ci/*.sh deploy/ci/github/*.sh; \
+	else \
+		echo "shellcheck not on PATH: the CI steps' scripts (deploy/ci/) not checked"; \
+	fi
 
 $(STATICCHECK):
 	cd test/tools/lint && go build -o $@ honnef.co/go/tools/cmd/staticcheck

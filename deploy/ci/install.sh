@@ -1,0 +1,100 @@
+#!/bin/sh
+# install.sh: download the nsman release binary NSMAN_VERSION for this
+# machine's OS and architecture into NSMAN_INSTALL_DIR, after checking its
+# SHA-256 against the release's checksums.txt. nsman's GitHub Action
+# (action.yml) runs this file; its GitLab CI template
+# (deploy/ci/nsman.gitlab-ci.yml) holds the same lines.
+#
+#   NSMAN_VERSION       the release tag, vX.Y.Z (required: no "latest", so
+#                       that a pipeline runs the same binary every time)
+#   NSMAN_DOWNLOAD_URL  where releases are downloaded from, as
+#                       BASE/vX.Y.Z/nsman-OS-ARCH and BASE/vX.Y.Z/checksums.txt
+#                       (default https://github.com/nsman/nsman/releases/download)
+#   NSMAN_INSTALL_DIR   where nsman goes (default $RUNNER_TEMP/nsman, else
+#                       $TMPDIR/nsman, else /tmp/nsman)
+#
+# It needs curl or wget, and sha256sum or shasum. Exit status: 0 when
+# NSMAN_INSTALL_DIR/nsman is the verified binary; 2, saying why, when it is
+# not (a bad version, no binary for this machine, a download that failed, a
+# checksum that is missing or does not match): nsman's code for a sweep
+# that could not run.
+set -eu
+
+# No trap cleans up: in GitLab CI this runs in the job's own shell, whose
+# traps are the runner's.
+tmp=
+fail() {
+	echo "nsman install: $*; nsman is not installed" >&2
+	if [ -n "$tmp" ]; then
+		rm -rf "$tmp"
+	fi
+	exit 2
+}
+
+version=${NSMAN_VERSION:-}
+base=${NSMAN_DOWNLOAD_URL:-https://github.com/nsman/nsman/releases/download}
+dir=${NSMAN_INSTALL_DIR:-${RUNNER_TEMP:-${TMPDIR:-/tmp}}/nsman}
+
+# One line, a tag as releases are tagged: the version goes into a URL.
+case $version in
+*'
+'*) fail "NSMAN_VERSION holds several lines" ;;
+esac
+printf '%s\n' "$version" | grep -Eq '^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$' ||
+	fail "NSMAN_VERSION is \"$version\": want a release tag such as v1.2.3"
+
+case $(uname -s) in
+Linux) os=linux ;;
+Darwin) os=darwin ;;
+*) fail "no release binary for $(uname -s)" ;;
+esac
+case $(uname -m) in
+x86_64 | amd64) arch=amd64 ;;
+aarch64 | arm64) arch=arm64 ;;
+*) fail "no release binary for $(uname -m)" ;;
+esac
+asset=nsman-$os-$arch
+
+# download URL FILE
+download() {
+	if command -v curl >/dev/null 2>&1; then
+		curl -fsSL --retry 3 -o "$2" "$1"
+	elif command -v wget >/dev/null 2>&1; then
+		wget -q -O "$2" "$1"
+	else
+		fail "neither curl nor wget is installed"
+	fi
+}
+
+# sha256 FILE prints the file's SHA-256 in hex.
+sha256() {
+	if command -v sha256sum >/dev/null 2>&1; then
+		sha256sum "$1" | cut -d ' ' -f 1
+	elif command -v shasum >/dev/null 2>&1; then
+		shasum -a 256 "$1" | cut -d ' ' -f 1
+	else
+		fail "neither sha256sum nor shasum is installed"
+	fi
+}
+
+mkdir -p "$dir" || fail "cannot create $dir"
+tmp=$(mktemp -d "$dir/.download.XXXXXX") || fail "cannot create a directory in $dir"
+echo "nsman install: $base/$version/$asset" >&2
+download "$base/$version/checksums.txt" "$tmp/checksums.txt" || fail "cannot download $base/$version/checksums.txt"
+download "$base/$version/$asset" "$tmp/$asset" || fail "cannot download $base/$version/$asset"
+
+# checksums.txt is sha256sum's output: HASH, two spaces (or a space and a
+# *), the file name. Exactly one line must name the binary.
+want=$(awk -v f="$asset" '$2 == f || $2 == "*" f { print $1 }' "$tmp/checksums.txt")
+case $want in
+'') fail "checksums.txt of $version has no line for $asset" ;;
+*'
+'*) fail "checksums.txt of $version has several lines for $asset" ;;
+esac
+got=$(sha256 "$tmp/$asset")
+[ "$got" = "$want" ] || fail "$asset of $version has SHA-256 $got, but checksums.txt says $want"
+
+chmod 0755 "$tmp/$asset"
+mv -f "$tmp/$asset" "$dir/nsman"
+rm -rf "$tmp"
+"$dir/nsman" version || fail "$dir/nsman does not run"

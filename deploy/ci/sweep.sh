@@ -1,0 +1,69 @@
+#!/bin/sh
+# sweep.sh: run nsman sweep once with the options below, write its report to
+# NSMAN_REPORT and the job's log, and exit with nsman's exit status. nsman's
+# GitHub Action (action.yml) runs this file; its GitLab CI template
+# (deploy/ci/nsman.gitlab-ci.yml) holds the same lines. Each option is
+# passed to nsman as one argument, never read as shell.
+#
+#   NSMAN_INSTALL_DIR  where install.sh put nsman (the same default)
+#   NSMAN_NAMESPACE    --namespace: only the managers in this namespace
+#                      (default: all namespaces)
+#   NSMAN_SELECTOR     --selector: only the managers matching this label
+#                      selector
+#   NSMAN_DRY_RUN      true (the default) or false: --dry-run, or act
+#   NSMAN_OUTPUT       text (the default) or json: --output
+#   NSMAN_KUBECONFIG   --kubeconfig (default: $KUBECONFIG, ~/.kube/config or
+#                      the in-cluster config)
+#   NSMAN_ARGS         more flags of nsman sweep, split at white space (no
+#                      quoting), after those above
+#   NSMAN_REPORT       the report's file (default nsman-report.txt, or
+#                      nsman-report.json with NSMAN_OUTPUT=json)
+#
+# Exit status: nsman's, 0, 1 or 2 (docs/operating.md#exit-codes); 2 also
+# when an option above is not one of its values.
+set -eu
+
+fail() {
+	echo "nsman sweep: $*" >&2
+	exit 2
+}
+
+bin=${NSMAN_INSTALL_DIR:-${RUNNER_TEMP:-${TMPDIR:-/tmp}}/nsman}/nsman
+dry_run=${NSMAN_DRY_RUN:-true}
+output=${NSMAN_OUTPUT:-text}
+case $output in
+text) report=${NSMAN_REPORT:-nsman-report.txt} ;;
+json) report=${NSMAN_REPORT:-nsman-report.json} ;;
+*) fail "NSMAN_OUTPUT is \"$output\": want text or json" ;;
+esac
+# No report of an earlier sweep may pass for this one's.
+rm -f "$report"
+: >"$report" || fail "cannot write the report to $report"
+
+set -- sweep --output "$output"
+case $dry_run in
+true) set -- "$@" --dry-run ;;
+false) ;;
+*) fail "NSMAN_DRY_RUN is \"$dry_run\": want true or false" ;;
+esac
+if [ -n "${NSMAN_NAMESPACE:-}" ]; then
+	set -- "$@" --namespace "$NSMAN_NAMESPACE"
+fi
+if [ -n "${NSMAN_SELECTOR:-}" ]; then
+	set -- "$@" --selector "$NSMAN_SELECTOR"
+fi
+if [ -n "${NSMAN_KUBECONFIG:-}" ]; then
+	set -- "$@" --kubeconfig "$NSMAN_KUBECONFIG"
+fi
+# Split, not globbed: a * in NSMAN_ARGS stays a *.
+set -f
+# shellcheck disable=SC2086
+set -- "$@" ${NSMAN_ARGS:-}
+set +f
+
+[ -x "$bin" ] || fail "$bin is not installed (install.sh installs it)"
+echo "nsman $*" >&2
+code=0
+"$bin" "$@" >"$report" || code=$?
+cat "$report"
+exit "$code"

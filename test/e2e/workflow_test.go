@@ -1,0 +1,445 @@
+package e2e
+
+import (
+	"encoding/json"
+	"maps"
+	"net/http"
+	"net/http/httputil"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/nsman/nsman/report"
+	"github.com/nsman/nsman/test/cluster"
+	"github.com/nsman/nsman/test/nsmantest"
+)
+
+// TestActionPassesInputsOnlyByEnv: every input of action.yml reaches a step
+// as an environment variable, whole, and no step's shell holds an
+// expression (script injection): each run is a call of a script of the
+// repository, which the tests run.
+func TestActionPassesInputsOnlyByEnv(t *testing.T) {
+	a := readAction(t)
+	if a.Runs.Using != "composite" || len(a.Runs.Steps) == 0 {
+		t.Fatalf("runs.using %q with %d steps: want a composite action", a.Runs.Using, len(a.Runs.Steps))
+	}
+	if v := a.Inputs["version"]; !v.Required || v.Default != nil {
+		t.Errorf("input version: required %v, default %v; want required with no default (no latest)", v.Required, v.Default)
+	}
+	if d := a.Inputs["dry-run"].Default; d == nil || *d != "true" {
+		t.Errorf("input dry-run defaults to %v, want \"true\"", d)
+	}
+	passed := map[string]bool{}
+	for i, step := range a.Runs.Steps {
+		if strings.Contains(step.Run, "${{") {
+			t.Errorf("step %d's run %q holds an expression", i, step.Run)
+		}
+		m := runScript.FindStringSubmatch(step.Run)
+		if m == nil {
+			t.Errorf("step %d runs %q: want \"$GITHUB_ACTION_PATH/SCRIPT\"", i, step.Run)
+			continue
+		}
+		if fi, err := os.Stat(filepath.Join(nsmantest.RepoRoot(), m[1])); err != nil || fi.Mode()&0o111 == 0 {
+			t.Errorf("step %d runs %s: not an executable file of the repository (%v)", i, m[1], err)
+		}
+		for k, v := range step.Env {
+			for _, e := range expression.FindAllStringSubmatch(v, -1) {
+				name, isInput := strings.CutPrefix(e[1], "inputs.")
+				switch {
+				case isInput && v == e[0]:
+					passed[name] = true
+				case e[1] == "runner.temp":
+				default:
+					t.Errorf("step %d: env %s=%q: want an input whole, or runner.temp", i, k, v)
+				}
+			}
+		}
+	}
+	for name := range a.Inputs {
+		if !passed[name] {
+			t.Errorf("input %s is passed to no step", name)
+		}
+	}
+	for _, name := range []string{"exit-code", "report"} {
+		if _, ok := a.Outputs[name]; !ok {
+			t.Errorf("no output %s", name)
+		}
+	}
+}
+
+// TestGitLabTemplateIsTheScripts: the template's script is the action's
+// scripts, line for line (less their #! line), so that the two behave
+// alike; its job sets no variables, which would hide a pipeline's; and its
+// artifacts are the reports sweep.sh writes.
+func TestGitLabTemplateIsTheScripts(t *testing.T) {
+	job := readGitLabJob(t)
+	scripts := []string{"install.sh", "sweep.sh"}
+	if len(job.Script) != len(scripts) {
+		t.Fatalf("the template's script has %d entries, want %d: %v", len(job.Script), len(scripts), scripts)
+	}
+	for i, name := range scripts {
+		data, err := os.ReadFile(filepath.Join(nsmantest.RepoRoot(), "deploy", "ci", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, want, _ := strings.Cut(string(data), "\n")
+		if job.Script[i] != want {
+			t.Errorf("script entry %d is not deploy/ci/%s less its first line: copy it, indented by 6 spaces", i, name)
+		}
+	}
+	if len(job.Variables) != 0 {
+		t.Errorf("the job sets variables %v: they would hide the including pipeline's top-level ones", job.Variables)
+	}
+	if job.Artifacts.When != "always" || !slices.Contains(job.Artifacts.Paths, "nsman-report.txt") || !slices.Contains(job.Artifacts.Paths, "nsman-report.json") {
+		t.Errorf("artifacts %+v: want nsman-report.txt and nsman-report.json, always", job.Artifacts)
+	}
+}
+
+// TestActionExamplesLint: actionlint checks each workflow of docs/ci.md that
+// uses the action, with the action as the repository's action.yml: its
+// inputs exist, the required ones are given, and the action's metadata
+// parses. (actionlint lints workflows, not an action's own file.)
+func TestActionExamplesLint(t *testing.T) {
+	dir, err := cluster.ToolDir("lint", "github.com/rhysd/actionlint", "actionlint")
+	if err != nil {
+		t.Fatal(err)
+	}
+	actionlint := filepath.Join(dir, "actionlint")
+	if _, err := os.Stat(actionlint); err != nil {
+		t.Fatalf("%s not found: make test-e2e (or make lint) builds it", actionlint)
+	}
+	doc, err := os.ReadFile(filepath.Join(nsmantest.RepoRoot(), "docs", "ci.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := t.TempDir()
+	action, err := os.ReadFile(filepath.Join(nsmantest.RepoRoot(), "action.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// actionlint resolves uses: ./ in a project, a directory with .git.
+	workflows := filepath.Join(repo, ".github", "workflows")
+	for _, d := range []string{workflows, filepath.Join(repo, ".git")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(repo, "action.yml"), action, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	uses := regexp.MustCompile(`uses: nsman/nsman@\S+`)
+	var files []string
+	for i, m := range regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(doc), -1) {
+		if !uses.MatchString(m[1]) {
+			continue
+		}
+		f := filepath.Join(workflows, "example-"+string(rune('a'+i))+".yml")
+		if err := os.WriteFile(f, []byte(uses.ReplaceAllString(m[1], "uses: ./")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	if len(files) == 0 {
+		t.Fatal("docs/ci.md has no yaml example that uses nsman/nsman@")
+	}
+	cmd := exec.Command(actionlint, files...)
+	cmd.Dir = repo
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("actionlint on docs/ci.md's examples: %v\n%s", err, out)
+	}
+}
+
+// workflowSetup installs nsman's CRD and RBAC, builds nsman and serves it
+// as a release, and makes a namespace with two managers: one labelled
+// ci=yes that is due (it expired in 2020) and deletes the namespace, and
+// one that waits an hour.
+func workflowSetup(t *testing.T) (*nsmantest.Env, *release, string) {
+	t.Helper()
+	env, err := nsmantest.Setup(t.Context(), shared, nsmantest.CRD(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := serveRelease(t, nsmanBinary(t), nil)
+	ns := shared.Namespace(t)
+	env.Apply(t, []byte(`apiVersion: k8s.consol.de/v1beta1
+kind: NamespaceManager
+metadata:
+  name: `+ns+`
+  namespace: `+ns+`
+  labels: {ci: "yes"}
+spec:
+  policies:
+    - name: expired
+      condition: {type: EXPIRES, params: {at: "2020-01-01T00:00:00Z"}}
+      action: {type: DELETE}
+---
+apiVersion: k8s.consol.de/v1beta1
+kind: NamespaceManager
+metadata:
+  name: later
+  namespace: `+ns+`
+spec:
+  namespace: `+ns+`
+  policies:
+    - name: in_an_hour
+      condition: {type: TTL, params: {ttlSeconds: 3600}}
+      action: {type: DELETE}
+`))
+	return env, rel, ns
+}
+
+// refusingDeletes is a kubeconfig of nsman's ServiceAccount through a proxy
+// that refuses the DELETE of namespace ns, as an admission webhook would.
+func refusingDeletes(t *testing.T, env *nsmantest.Env, ns string) string {
+	return env.KubeconfigThrough(t, func(rp *httputil.ReverseProxy) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodDelete && r.URL.Path == "/api/v1/namespaces/"+ns {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusConflict)
+				_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","message":"admission webhook \"guard\" denied the request","code":409}`))
+				return
+			}
+			rp.ServeHTTP(w, r)
+		})
+	})
+}
+
+// states reads a report, text or JSON, as manager -> state (a text
+// report's policies here are one word each).
+func states(t *testing.T, data []byte, isJSON bool) map[string]string {
+	t.Helper()
+	got := map[string]string{}
+	if isJSON {
+		var rep report.Report
+		if err := json.Unmarshal(data, &rep); err != nil {
+			t.Fatalf("report is not JSON: %v\n%s", err, data)
+		}
+		for _, e := range rep.Entries {
+			got[e.Namespace+"/"+e.Name] = string(e.State)
+		}
+		return got
+	}
+	for line := range strings.Lines(string(data)) {
+		if f := strings.Fields(line); len(f) > 3 && strings.Contains(f[0], "/") {
+			got[f[0]] = f[3]
+		}
+	}
+	return got
+}
+
+// TestActionSweeps runs the action's steps against the control plane: a dry
+// run plans and changes nothing, the inputs select and shape the sweep, and
+// nsman's exit status 0, 1 or 2 is the step's and the output exit-code's,
+// with the report in the job summary and the report file.
+func TestActionSweeps(t *testing.T) {
+	env, rel, ns := workflowSetup(t)
+	due := ns + "/" + ns
+	jobEnv := []string{"NSMAN_DOWNLOAD_URL=" + rel.URL, "KUBECONFIG=" + env.Kubeconfig}
+	tests := []struct {
+		name    string
+		inputs  map[string]string
+		jobEnv  []string
+		code    int
+		states  map[string]string // manager -> state in the report; nil: no report
+		json    bool
+		deleted bool
+		summary string
+	}{
+		{
+			name:    "a dry run by default plans and changes nothing",
+			inputs:  map[string]string{"namespace": ns},
+			states:  map[string]string{due: "planned", ns + "/later": "waiting"},
+			summary: "### nsman sweep (dry run): exit 0",
+		},
+		{
+			name:    "selector, json, kubeconfig and args",
+			inputs:  map[string]string{"namespace": ns, "selector": "ci=yes", "output": "json", "kubeconfig": env.Kubeconfig, "args": "--log-level debug\n--at 2019-06-01T00:00:00Z"},
+			jobEnv:  []string{"KUBECONFIG="},
+			states:  map[string]string{due: "waiting"},
+			json:    true,
+			summary: "```json\n{",
+		},
+		{
+			name:    "a failed action exits 1",
+			inputs:  map[string]string{"namespace": ns, "selector": "ci=yes", "dry-run": "false", "kubeconfig": refusingDeletes(t, env, ns)},
+			code:    1,
+			states:  map[string]string{due: "failed"},
+			summary: "### nsman sweep: exit 1",
+		},
+		{
+			name:    "no cluster exits 2",
+			inputs:  map[string]string{"namespace": ns, "kubeconfig": filepath.Join(t.TempDir(), "missing")},
+			code:    2,
+			summary: "### nsman sweep (dry run): exit 2\n\nthe sweep could not run",
+		},
+		{
+			name:    "dry-run neither true nor false exits 2",
+			inputs:  map[string]string{"namespace": ns, "dry-run": "yes"},
+			code:    2,
+			summary: "exit 2",
+		},
+		{
+			name:    "a real run deletes",
+			inputs:  map[string]string{"namespace": ns, "selector": "ci=yes", "dry-run": "false"},
+			states:  map[string]string{due: "fired"},
+			deleted: true,
+			summary: "### nsman sweep: exit 0",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			inputs := map[string]string{"version": testVersion}
+			maps.Copy(inputs, tt.inputs)
+			res := runAction(t, inputs, append(slices.Clone(jobEnv), tt.jobEnv...)...)
+			if res.code != tt.code || res.stepsRun != 2 || res.outputs["exit-code"] != strconv.Itoa(tt.code) {
+				t.Fatalf("exit %d after %d steps, output exit-code %q; want %d after 2\n%s", res.code, res.stepsRun, res.outputs["exit-code"], tt.code, res.log)
+			}
+			if !strings.Contains(res.summary, tt.summary) {
+				t.Errorf("summary does not hold %q:\n%s", tt.summary, res.summary)
+			}
+			data, err := os.ReadFile(res.outputs["report"])
+			if tt.states == nil {
+				if len(data) != 0 {
+					t.Errorf("report %s: %q, want none", res.outputs["report"], data)
+				}
+			} else {
+				if err != nil {
+					t.Fatalf("output report: %v", err)
+				}
+				if got := states(t, data, tt.json); !maps.Equal(got, tt.states) {
+					t.Errorf("report says %v, want %v\n%s", got, tt.states, data)
+				}
+				if !strings.Contains(res.summary, string(data)) {
+					t.Errorf("the summary does not hold the report:\n%s", res.summary)
+				}
+			}
+			if got := env.NamespaceGoneOrTerminating(t, ns); got != tt.deleted {
+				t.Errorf("namespace deleted: %v, want %v", got, tt.deleted)
+			}
+		})
+	}
+}
+
+// TestActionInstallFailsClosed: a binary whose checksum is wrong, missing or
+// said twice, a version that is no release tag, or a release that is not
+// there, fails the install step with 2, before anything runs: no sweep
+// step, no nsman installed.
+func TestActionInstallFailsClosed(t *testing.T) {
+	bin := nsmanBinary(t)
+	tests := []struct {
+		name      string
+		version   string
+		checksums func(string) string
+		download  bool // whether anything is downloaded before it fails
+	}{
+		{"a wrong checksum", testVersion, func(s string) string {
+			return strings.Replace(s, thisAsset, "nsman-other", 1) + strings.Repeat("0", 64) + "  " + thisAsset + "\n"
+		}, true},
+		{"no checksum", testVersion, func(s string) string {
+			return regexp.MustCompile(`(?m)^.*  `+thisAsset+`\n`).ReplaceAllString(s, "")
+		}, true},
+		{"two checksums", testVersion, func(s string) string { return s + strings.Repeat("0", 64) + " *" + thisAsset + "\n" }, true},
+		{"a release not there", "v0.0.1", nil, true},
+		{"latest", "latest", nil, false},
+		{"no version", "", nil, false},
+		{"two lines", testVersion + "\n" + testVersion, nil, false},
+		{"a path", "v1.2.3/../../x", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rel := serveRelease(t, bin, tt.checksums)
+			inputs := map[string]string{"version": tt.version}
+			res := runAction(t, inputs, "NSMAN_DOWNLOAD_URL="+rel.URL)
+			if res.code != 2 || res.stepsRun != 1 || res.outputs["exit-code"] != "" || res.summary != "" {
+				t.Fatalf("exit %d after %d steps, output exit-code %q, summary %q; want 2 after the install step alone\n%s", res.code, res.stepsRun, res.outputs["exit-code"], res.summary, res.log)
+			}
+			if _, err := os.Stat(res.installed); !os.IsNotExist(err) {
+				t.Errorf("%s is there (%v): want nothing installed", res.installed, err)
+			}
+			if got := len(rel.Requested()) > 0; got != tt.download {
+				t.Errorf("downloaded %v; want downloads: %v", rel.Requested(), tt.download)
+			}
+			if !strings.Contains(res.log, "nsman is not installed") {
+				t.Errorf("the log does not say nsman is not installed:\n%s", res.log)
+			}
+		})
+	}
+}
+
+// TestGitLabTemplateSweeps runs the template's script in bash with its
+// variables: the same install, sweep and exit status as the action's, the
+// report in the project directory where the artifacts are taken from.
+func TestGitLabTemplateSweeps(t *testing.T) {
+	env, rel, ns := workflowSetup(t)
+	due := ns + "/" + ns
+	vars := []string{"NSMAN_VERSION=" + testVersion, "NSMAN_DOWNLOAD_URL=" + rel.URL, "KUBECONFIG=" + env.Kubeconfig, "NSMAN_NAMESPACE=" + ns}
+	tests := []struct {
+		name    string
+		vars    []string
+		code    int
+		report  string // the artifact
+		states  map[string]string
+		deleted bool
+	}{
+		{"a dry run by default", nil, 0, "nsman-report.txt", map[string]string{due: "planned", ns + "/later": "waiting"}, false},
+		{"a wrong checksum", []string{"NSMAN_DOWNLOAD_URL=" + serveRelease(t, nsmanBinary(t), func(s string) string {
+			return strings.ReplaceAll(s, thisAsset, "nsman-other") + strings.Repeat("0", 64) + "  " + thisAsset + "\n"
+		}).URL}, 2, "", nil, false},
+		{"a failed action", []string{"NSMAN_DRY_RUN=false", "NSMAN_SELECTOR=ci=yes", "NSMAN_KUBECONFIG=" + refusingDeletes(t, env, ns)}, 1, "nsman-report.txt", map[string]string{due: "failed"}, false},
+		{"no cluster", []string{"KUBECONFIG=" + filepath.Join(t.TempDir(), "missing")}, 2, "nsman-report.txt", map[string]string{}, false},
+		{"a real run", []string{"NSMAN_DRY_RUN=false", "NSMAN_SELECTOR=ci=yes", "NSMAN_OUTPUT=json"}, 0, "nsman-report.json", map[string]string{due: "fired"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, log, project := runGitLab(t, append(slices.Clone(vars), tt.vars...)...)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d\n%s", code, tt.code, log)
+			}
+			reports, _ := filepath.Glob(filepath.Join(project, "nsman-report.*"))
+			if tt.report == "" {
+				if len(reports) != 0 || strings.Contains(log, "nsman sweep --") {
+					t.Fatalf("reports %v, or a sweep ran, after a failed install\n%s", reports, log)
+				}
+				return
+			}
+			if len(reports) != 1 || filepath.Base(reports[0]) != tt.report {
+				t.Fatalf("reports %v, want %s", reports, tt.report)
+			}
+			data, err := os.ReadFile(reports[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := states(t, data, strings.HasSuffix(tt.report, ".json")); !maps.Equal(got, tt.states) {
+				t.Errorf("report says %v, want %v\n%s", got, tt.states, data)
+			}
+			if got := env.NamespaceGoneOrTerminating(t, ns); got != tt.deleted {
+				t.Errorf("namespace deleted: %v, want %v", got, tt.deleted)
+			}
+		})
+	}
+}
+
+// TestActionSummaryFenceHoldsTheReport: a report with lines of backticks
+// (a tenant's words) stays in one code block of the summary, whose fence is
+// longer than any of them. A script stands in for nsman.
+func TestActionSummaryFenceHoldsTheReport(t *testing.T) {
+	const reportText = "MANAGER\n```\n## not a heading\n````\n"
+	fake := filepath.Join(t.TempDir(), "nsman")
+	script := "#!/bin/sh\nif [ \"$1\" = version ]; then echo fake; exit 0; fi\nprintf '%s' '" + reportText + "'\nexit 1\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rel := serveRelease(t, fake, nil)
+	res := runAction(t, map[string]string{"version": testVersion}, "NSMAN_DOWNLOAD_URL="+rel.URL)
+	if res.code != 1 {
+		t.Fatalf("exit %d, want the stand-in's 1\n%s", res.code, res.log)
+	}
+	if want := "\n`````text\n" + reportText + "`````\n"; !strings.HasSuffix(res.summary, want) {
+		t.Errorf("summary:\n%s\nwant it to end with:\n%s", res.summary, want)
+	}
+}
