@@ -72,7 +72,7 @@ func wantPrometheusRule(t *testing.T, r rendered, namespace string, labels, rule
 		}
 	}
 	got, _, _ := unstructured.NestedSlice(obj.Object, "spec", "groups")
-	if len(groups) == 0 || !reflect.DeepEqual(jsonRoundTrip(t, got), jsonRoundTrip(t, groups)) {
+	if len(groups) == 0 || !reflect.DeepEqual(normalized(t, got), normalized(t, groups)) {
 		t.Errorf("PrometheusRule groups differ from %s's with labels %v:\n%v\nwant\n%v", alertsFile, ruleLabels, got, groups)
 	}
 	data, err := json.Marshal(map[string]any{"groups": got}) // YAML, as JSON is
@@ -139,19 +139,6 @@ func wantLabels(t *testing.T, obj *unstructured.Unstructured, labels map[string]
 			t.Errorf("%s %s label %s=%q, want %q", obj.GetKind(), obj.GetName(), k, got[k], v)
 		}
 	}
-}
-
-func jsonRoundTrip(t *testing.T, v any) any {
-	t.Helper()
-	data, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out any
-	if err := json.Unmarshal(data, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // withoutPrometheusRules are objs but the PrometheusRules, which no API
