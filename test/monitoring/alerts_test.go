@@ -124,10 +124,10 @@ var alertTimelines = []struct {
 		{119, "NsmanNotificationsFailing", nil},
 	}},
 	{"a shard's sweeps fail after ten minutes", []step{{10, shardOneOfTwo(healthy)}, {110, shardOneOfTwo(failing)}}, []alertCheck{
-		// Failing since minute 10: not yet for long enough.
-		{20, "NsmanSweepsFailing", nil},
-		{20, "NsmanActionsFailing", nil},
-		{20, "NsmanNotificationsFailing", nil},
+		// Failing since minute 10: two failed sweeps are not yet a pattern.
+		{11, "NsmanSweepsFailing", nil},
+		{11, "NsmanActionsFailing", nil},
+		{11, "NsmanNotificationsFailing", nil},
 		{45, "NsmanSweepsFailing", []firing{{"job": "nsman", "shard": "1"}}},
 		{45, "NsmanActionsFailing", []firing{{"job": "nsman", "shard": "1", "action": "WEBHOOK"}}},
 		{45, "NsmanNotificationsFailing", []firing{{"job": "nsman", "shard": "1"}}},
@@ -147,6 +147,61 @@ var alertTimelines = []struct {
 		{45, "NsmanMetricsAbsent", nil},
 		{75, "NsmanMetricsAbsent", []firing{{"job": "nsman"}}},
 		{75, "NsmanNoSuccessfulSweep", nil},
+	}},
+	// Failures 1, 2, 4, 8 ... minutes apart, then an hour and a minute
+	// (a sweep that started a little sooner than the one that failed),
+	// deferred in between; the receiver is back at minute 307.
+	{"a WEBHOOK's receiver is down and its delivery backs off", []step{
+		{307, inMinutes(webhookDown, webhookWaits, 0, 1, 3, 7, 15, 31, 63, 124, 185, 246)}, {18, healthy},
+	}, []alertCheck{
+		{2, "NsmanSweepsFailing", nil},
+		{2, "NsmanActionsFailing", nil},
+		{3, "NsmanSweepsFailing", []firing{{"job": "nsman"}}},
+		{3, "NsmanActionsFailing", []firing{{"job": "nsman", "action": "WEBHOOK"}}},
+		// Once an hour is as often as the delivery is tried.
+		{100, "NsmanSweepsFailing", []firing{{"job": "nsman"}}},
+		{240, "NsmanActionsFailing", []firing{{"job": "nsman", "action": "WEBHOOK"}}},
+		// A minute before the next attempt, an hour after the last.
+		{245, "NsmanSweepsFailing", []firing{{"job": "nsman"}}},
+		{245, "NsmanActionsFailing", []firing{{"job": "nsman", "action": "WEBHOOK"}}},
+		{300, "NsmanSweepsFailing", []firing{{"job": "nsman"}}},
+		{300, "NsmanActionsFailing", []firing{{"job": "nsman", "action": "WEBHOOK"}}},
+		// The sweeps between attempts succeed.
+		{300, "NsmanNoSuccessfulSweep", nil},
+		// More than 75 minutes since the last failure.
+		{323, "NsmanSweepsFailing", nil},
+		{323, "NsmanActionsFailing", nil},
+	}},
+	{"a sweep fails once", []step{{10, healthy}, {1, failing}, {110, healthy}}, []alertCheck{
+		{11, "NsmanSweepsFailing", nil},
+		{11, "NsmanActionsFailing", nil},
+		{11, "NsmanNotificationsFailing", nil},
+		{60, "NsmanSweepsFailing", nil},
+		{60, "NsmanActionsFailing", nil},
+		{119, "NsmanSweepsFailing", nil},
+		{119, "NsmanActionsFailing", nil},
+		{119, "NsmanNotificationsFailing", nil},
+	}},
+	{"notifications are lost in a quiet cluster", []step{{120, inMinutes(notificationLost, quiet, 0, 30, 60, 90)}}, []alertCheck{
+		{59, "NsmanNotificationsFailing", nil},
+		{60, "NsmanNotificationsFailing", []firing{{"job": "nsman"}}},
+		{119, "NsmanNotificationsFailing", []firing{{"job": "nsman"}}},
+		{119, "NsmanActionsFailing", nil},
+	}},
+	{"a dry-run install", []step{{130, dryRun}}, []alertCheck{
+		{75, "NsmanMetricsAbsent", nil},
+		{129, "NsmanMetricsAbsent", nil},
+		{129, "NsmanNoSuccessfulSweep", nil},
+	}},
+	{"sweeps switch to dry run after ten minutes", []step{{10, healthy}, {120, dryRun}}, []alertCheck{
+		{75, "NsmanNoSuccessfulSweep", nil},
+		{129, "NsmanNoSuccessfulSweep", nil},
+		{129, "NsmanMetricsAbsent", nil},
+	}},
+	{"a dry run, then real sweeps that all fail", []step{{10, dryRun}, {80, failing}}, []alertCheck{
+		// Not dry since minute 10.
+		{65, "NsmanMetricsAbsent", nil},
+		{75, "NsmanMetricsAbsent", []firing{{"job": "nsman"}}},
 	}},
 	{"a namespace stays stuck", []step{{60, stuck}}, []alertCheck{
 		{20, "NsmanNamespacesStuck", nil},

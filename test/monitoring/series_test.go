@@ -163,6 +163,17 @@ func webhookFailed(name string) report.Entry {
 		Message: "POST: 500 Internal Server Error"}
 }
 
+// webhookBackingOff is a WEBHOOK that failed in an earlier sweep and is
+// not tried again before its backoff has passed.
+func webhookBackingOff(name string) report.Entry {
+	return report.Entry{Name: name, Namespace: name, Target: name, State: report.StateDeferred, Action: policy.ActionWebhook,
+		Message: "backing off after 1 failure(s)"}
+}
+
+func plannedDelete(name string) report.Entry {
+	return report.Entry{Name: name, Namespace: name, Target: name, State: report.StatePlanned, Action: policy.ActionDelete}
+}
+
 func asleep(name string) report.Entry {
 	return report.Entry{Name: name, Namespace: name, Target: name, State: report.StateAsleep, Action: policy.ActionSleep}
 }
@@ -189,6 +200,45 @@ func failing(at time.Time) report.Report {
 
 func stuck(at time.Time) report.Report {
 	return sweepOf(at, nil, waiting("team-c"), stuckSince("team-e", time.Unix(0, 0).UTC().Add(-20*time.Minute)))
+}
+
+// A WEBHOOK whose receiver is down, in the sweeps that try it and in those
+// between, while it backs off.
+func webhookDown(at time.Time) report.Report {
+	return sweepOf(at, nil, waiting("team-c"), webhookFailed("team-d"))
+}
+
+func webhookWaits(at time.Time) report.Report {
+	return sweepOf(at, nil, waiting("team-c"), webhookBackingOff("team-d"))
+}
+
+// A sweep that deleted a namespace and could not tell anyone, and one with
+// nothing to do or tell.
+func notificationLost(at time.Time) report.Report {
+	return sweepOf(at, map[string]int{"failed": 1}, deleted("team-a"), waiting("team-c"))
+}
+
+func quiet(at time.Time) report.Report {
+	return sweepOf(at, nil, waiting("team-c"))
+}
+
+// dryRun is a sweep with --dry-run: it plans, acts on nothing, and pushes
+// no success timestamp.
+func dryRun(at time.Time) report.Report {
+	r := sweepOf(at, nil, plannedDelete("team-a"), waiting("team-c"))
+	r.Summary.DryRun = true
+	return r
+}
+
+// inMinutes sweeps as on in the given minutes of a timeline, and as off in
+// the others.
+func inMinutes(on, off func(time.Time) report.Report, at ...int) func(time.Time) report.Report {
+	return func(now time.Time) report.Report {
+		if slices.Contains(at, int(now.Sub(time.Unix(0, 0))/time.Minute)) {
+			return on(now)
+		}
+		return off(now)
+	}
 }
 
 func shardOneOfTwo(sweep func(time.Time) report.Report) func(time.Time) report.Report {
