@@ -2,9 +2,10 @@ package cmd
 
 import (
 	"flag"
-	"os"
 	"strings"
 	"testing"
+
+	"github.com/nsman/nsman/internal/docgen"
 )
 
 var update = flag.Bool("update", false, "rewrite the flags reference in docs/flags.md")
@@ -22,29 +23,7 @@ const (
 // has drifted from the commands; `make docs` runs it with -update, which
 // rewrites the reference instead.
 func TestFlagsReferenceUpToDate(t *testing.T) {
-	data, err := os.ReadFile(flagsReferencePath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := string(data)
-	start := strings.Index(doc, referenceStart)
-	end := strings.Index(doc, referenceEnd)
-	if start < 0 || end < start {
-		t.Fatalf("%s has no flags reference between %q and %q", flagsReferencePath, referenceStart, referenceEnd)
-	}
-	want := FlagsReference()
-	got := doc[start+len(referenceStart) : end]
-	if got == want {
-		return
-	}
-	if *update {
-		doc = doc[:start+len(referenceStart)] + want + doc[end:]
-		if err := os.WriteFile(flagsReferencePath, []byte(doc), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	t.Fatalf("the flags reference in %s is out of date: run make docs\n--- want\n%s", flagsReferencePath, want)
+	docgen.Section(t, flagsReferencePath, referenceStart, referenceEnd, "flags reference", FlagsReference(), *update)
 }
 
 func TestFlagsReferenceCoversEveryFlag(t *testing.T) {

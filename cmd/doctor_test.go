@@ -13,11 +13,16 @@ import (
 
 // unreachableKubeconfig is a kubeconfig of a cluster that never answers.
 func unreachableKubeconfig(t *testing.T) string {
+	return kubeconfigOf(t, "https://127.0.0.1:1")
+}
+
+// kubeconfigOf is a kubeconfig of the API server at server, with a token.
+func kubeconfigOf(t *testing.T, server string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := os.WriteFile(path, []byte(`apiVersion: v1
 kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+clusters: [{name: c, cluster: {server: "`+server+`"}}]
 users: [{name: u, user: {token: x}}]
 contexts: [{name: c, context: {cluster: c, user: u}}]
 current-context: c

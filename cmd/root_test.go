@@ -5,8 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -148,16 +146,7 @@ func TestWritersExitUsageWhenUnreachable(t *testing.T) {
 		_, _ = io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Unauthorized","code":401}`)
 	}))
 	t.Cleanup(refusing.Close)
-	refused := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(refused, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "`+refusing.URL+`"}}]
-users: [{name: u, user: {token: expired}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-current-context: c
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	refused := kubeconfigOf(t, refusing.URL)
 	for kubeconfig, want := range map[string]string{unreachableKubeconfig(t): "the cluster cannot be reached", refused: "the cluster refused these credentials"} {
 		for _, args := range [][]string{
 			{"restore", "-n", "team-a"},

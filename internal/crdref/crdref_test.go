@@ -2,10 +2,11 @@ package crdref
 
 import (
 	"flag"
-	"os"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/nsman/nsman/internal/docgen"
 )
 
 var update = flag.Bool("update", false, "rewrite the CRD reference in docs/reference.md")
@@ -23,31 +24,11 @@ const (
 // drifted from the CRD; `make docs` runs it with -update, which rewrites
 // the reference instead.
 func TestReferenceUpToDate(t *testing.T) {
-	data, err := os.ReadFile(referencePath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := string(data)
-	start := strings.Index(doc, referenceStart)
-	end := strings.Index(doc, referenceEnd)
-	if start < 0 || end < start {
-		t.Fatalf("%s has no CRD reference between %q and %q", referencePath, referenceStart, referenceEnd)
-	}
 	want, err := Reference()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := doc[start+len(referenceStart) : end]; got == want {
-		return
-	}
-	if *update {
-		doc = doc[:start+len(referenceStart)] + want + doc[end:]
-		if err := os.WriteFile(referencePath, []byte(doc), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	t.Fatalf("the CRD reference in %s is out of date: run make docs\n--- want\n%s", referencePath, want)
+	docgen.Section(t, referencePath, referenceStart, referenceEnd, "CRD reference", want, *update)
 }
 
 // Every field of the CRD says what it is, so that kubectl explain tells

@@ -72,6 +72,9 @@ var layers = map[string][]string{
 	// deploy holds manifests, layout no code at all.
 	"deploy":          {},
 	"internal/layout": {},
+	// docgen keeps the generated part of a document, for the tests of
+	// the packages that generate one.
+	"internal/docgen": {},
 	// crdref renders the CRD's reference from the CRD and policy's defaults.
 	"internal/crdref": {"deploy", "policy"},
 }
