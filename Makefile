@@ -57,11 +57,18 @@ install-plugin: build ## Link kubectl-nsman in PLUGIN_DIR (default: go env GOBIN
 		*) echo "$(PLUGIN_DIR) is not on PATH: add it, then try: kubectl nsman version" ;; esac
 
 .PHONY: control-plane
-control-plane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, the oldest supported kube-apiserver, kwok, the Pushgateway, Helm and promtool into the user cache (once)
+control-plane: $(HELM) ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, the oldest supported kube-apiserver, kwok, the Pushgateway, Helm and promtool into the user cache (once)
 	test/tools/build.sh
 
+# make test runs in two phases. First the control plane builds (most of a
+# cold run's building) beside the checks that need no cluster, two jobs at a
+# time for this kind of 2-core machine, each job's output printed whole when
+# it ends. Then, one after the other, the unit tests, whose timeouts under
+# -race want the cores to themselves, and the suites that start control planes.
 .PHONY: test
-test: lint helm-lint build-cross test-unit fuzz test-integration test-e2e ## Everything CI runs: lint, the chart's lint, the arm64 cross-builds, unit, fuzz (briefly), integration and end-to-end tests
+test: ## Everything CI runs: the control plane's build beside lint, the chart's lint, the arm64 cross-builds and fuzz (briefly); then unit, integration and end-to-end tests
+	$(MAKE) --no-print-directory -j2 --output-sync=target control-plane lint helm-lint build-cross fuzz
+	$(MAKE) --no-print-directory test-unit test-integration test-e2e
 
 # The original operator's files, which test/fixtures/original describes:
 # present beside some clones, never part of the repository.
@@ -160,7 +167,8 @@ helm-lint: $(HELM) ## helm lint --strict and helm template of deploy/helm/nsman,
 		$(HELM) template nsman $(CHART) --namespace namespace-manager $${values:+-f $$values} >/dev/null; \
 	done
 
-# The same build as test/tools/build.sh's, which the tests use.
+# The same build as test/tools/build.sh's, which the tests use; control-plane
+# depends on it, so that make test's two jobs never build Helm twice at once.
 $(HELM):
 	cd test/tools/helm && go build -ldflags '-X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)' -o $@ helm.sh/helm/v4/cmd/helm
 
