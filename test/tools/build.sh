@@ -16,18 +16,20 @@ cache="${XDG_CACHE_HOME:-$HOME/.cache}/nsman"
 # version DIR MODULE prints the version of MODULE that the tools module DIR pins.
 version() { (cd "$tools/$1" && go list -m -f '{{.Version}}' "$2"); }
 
-# build DIR OUT NAME PACKAGE [GO BUILD FLAGS...] builds PACKAGE of the tools
-# module DIR into OUT/NAME unless it is there already.
+# build DIR OUT NAME PACKAGE LDFLAGS [GO BUILD FLAGS...] builds PACKAGE of
+# the tools module DIR into OUT/NAME unless it is there already, as the
+# Makefile's TOOL_BUILD builds its tools: without debug information, and
+# with the compiler collecting its garbage less often (a fifth faster cold).
 build() {
-	local dir=$1 out=$2 name=$3 pkg=$4
-	shift 4
+	local dir=$1 out=$2 name=$3 pkg=$4 ldflags=$5
+	shift 5
 	if [ -x "$out/$name" ]; then
 		return
 	fi
 	mkdir -p "$out"
 	echo "building $name into $out" >&2
 	local start=$SECONDS
-	(cd "$tools/$dir" && go build "$@" -o "$out/.$name.tmp" "$pkg")
+	(cd "$tools/$dir" && GOGC=400 go build -gcflags=all=-dwarf=false -ldflags "-s -w $ldflags" "$@" -o "$out/.$name.tmp" "$pkg")
 	mv -f "$out/.$name.tmp" "$out/$name"
 	echo "built $name in $((SECONDS - start))s" >&2
 }
@@ -37,21 +39,21 @@ kube_out="$cache/kubernetes-$kube"
 minor=$(echo "$kube" | cut -d. -f2)
 kube_ldflags="-X k8s.io/component-base/version.gitVersion=$kube -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
 for bin in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
-	build kube "$kube_out" "$bin" "k8s.io/kubernetes/cmd/$bin" -ldflags "$kube_ldflags"
+	build kube "$kube_out" "$bin" "k8s.io/kubernetes/cmd/$bin" "$kube_ldflags"
 done
 
 # The kube-apiserver of the oldest Kubernetes nsman supports, on which the
 # tests install nsman's CRD, RBAC and admission policy.
 kube_min=$(version kube-min k8s.io/kubernetes)
 kube_min_ldflags="-X k8s.io/component-base/version.gitVersion=$kube_min -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(echo "$kube_min" | cut -d. -f2) -X k8s.io/component-base/version.gitTreeState=clean"
-build kube-min "$cache/kubernetes-$kube_min" kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver -ldflags "$kube_min_ldflags"
+build kube-min "$cache/kubernetes-$kube_min" kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$kube_min_ldflags"
 
 etcd=$(version etcd go.etcd.io/etcd/server/v3)
-build etcd "$cache/etcd-$etcd" etcd go.etcd.io/etcd/server/v3
+build etcd "$cache/etcd-$etcd" etcd go.etcd.io/etcd/server/v3 ""
 
 kwok=$(version kwok sigs.k8s.io/kwok)
 kwok_out="$cache/kwok-$kwok"
-build kwok "$kwok_out" kwok sigs.k8s.io/kwok/cmd/kwok
+build kwok "$kwok_out" kwok sigs.k8s.io/kwok/cmd/kwok ""
 if [ ! -s "$kwok_out/stages.yaml" ]; then
 	# kwok only moves nodes and pods through their lifecycle when given Stages;
 	# its module ships them.
@@ -69,13 +71,13 @@ fi
 # from github.com/prometheus/common/version, as the release builds set it.
 pushgateway=$(version pushgateway github.com/prometheus/pushgateway)
 build pushgateway "$cache/pushgateway-$pushgateway" pushgateway github.com/prometheus/pushgateway \
-	-ldflags "-X github.com/prometheus/common/version.Version=${pushgateway#v}"
+	"-X github.com/prometheus/common/version.Version=${pushgateway#v}"
 
 # Helm, which make helm-lint and the chart's integration tests run. Its
 # version string is set as Helm's own release builds set it.
 helm=$(version helm helm.sh/helm/v4)
 build helm "$cache/helm-$helm" helm helm.sh/helm/v4/cmd/helm \
-	-ldflags "-X helm.sh/helm/v4/internal/version.version=$helm"
+	"-X helm.sh/helm/v4/internal/version.version=$helm"
 
 # promtool, which tests nsman's alerting rules and its dashboard's queries.
 # remove_all_sd leaves out the service discovery plugins, which checking
@@ -88,4 +90,4 @@ prometheus=$(version promtool github.com/prometheus/prometheus)
 prometheus_minor=${prometheus#v0.}
 prometheus_release="3.$((${prometheus_minor%%.*} - 300)).${prometheus_minor#*.}"
 build promtool "$cache/promtool-$prometheus" promtool github.com/prometheus/prometheus/cmd/promtool \
-	-tags remove_all_sd -ldflags "-X github.com/prometheus/common/version.Version=$prometheus_release"
+	"-X github.com/prometheus/common/version.Version=$prometheus_release" -tags remove_all_sd
