@@ -186,7 +186,9 @@ func runAction(t *testing.T, inputs map[string]string, jobEnv ...string) actionR
 		if err := os.WriteFile(script, []byte(step.Run+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		res.code = runLogged(t, &log, res.workspace, env, "bash", "--noprofile", "--norc", "-eo", "pipefail", script)
+		cmd := exec.Command("bash", "--noprofile", "--norc", "-eo", "pipefail", script)
+		cmd.Dir, cmd.Env = res.workspace, env
+		res.code = runLogged(t, &log, cmd)
 		res.stepsRun++
 		stepOutputs[step.ID] = readOutputs(t, outFile)
 		summary, err := os.ReadFile(summaryFile)
@@ -257,12 +259,11 @@ func baseEnv(t *testing.T) []string {
 	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "TMPDIR=" + t.TempDir()}
 }
 
-// runLogged runs a command in dir with env only, its stdout and stderr into
-// log, and returns its exit status.
-func runLogged(t *testing.T, log *bytes.Buffer, dir string, env []string, name string, args ...string) int {
+// runLogged runs cmd, its stdout and stderr into log, and returns its exit
+// status.
+func runLogged(t *testing.T, log *bytes.Buffer, cmd *exec.Cmd) int {
 	t.Helper()
-	cmd := exec.Command(name, args...)
-	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, env, log, log
+	cmd.Stdout, cmd.Stderr = log, log
 	err := cmd.Run()
 	var exit *exec.ExitError
 	switch {
@@ -271,7 +272,7 @@ func runLogged(t *testing.T, log *bytes.Buffer, dir string, env []string, name s
 	case errors.As(err, &exit):
 		return exit.ExitCode()
 	}
-	t.Fatalf("%s %v: %v", name, args, err)
+	t.Fatalf("%v: %v", cmd.Args, err)
 	return 0
 }
 
@@ -302,17 +303,30 @@ func readGitLabJob(t *testing.T) gitlabJob {
 	return job
 }
 
-// runGitLab runs the template's script as GitLab's runner runs a job's in
-// bash: its entries one after the other in one shell with set -eo pipefail,
-// in the project directory, with the job's variables in the environment.
-// It returns the exit status, the log and the project directory.
-func runGitLab(t *testing.T, variables ...string) (int, string, string) {
+// gitlabShell is a shell GitLab's runner runs a job's script in, and the
+// line it starts the script with: bash where the job's image has it, else
+// sh, which set -o pipefail would stop where it lacks pipefail (dash 0.5.12,
+// Debian 12's /bin/sh).
+type gitlabShell struct{ name, prelude string }
+
+var gitlabShells = []gitlabShell{
+	{"bash", "set -eo pipefail\n"},
+	{"sh", "if set -o | grep -q pipefail; then set -o pipefail; fi; set -e\n"},
+}
+
+// runGitLab runs the template's script as GitLab's runner runs a job's: its
+// entries one after the other in one shell, which reads them from its
+// standard input after the shell's prelude, in the project directory, with
+// the job's variables in the environment. It returns the exit status, the
+// log and the project directory.
+func runGitLab(t *testing.T, shell gitlabShell, variables ...string) (int, string, string) {
 	t.Helper()
 	job := readGitLabJob(t)
 	project := t.TempDir()
-	script := "set -eo pipefail\n" + strings.Join(job.Script, "\n")
-	env := append(baseEnv(t), "CI_PROJECT_DIR="+project)
+	cmd := exec.Command(shell.name, "-s")
+	cmd.Dir, cmd.Env = project, append(append(baseEnv(t), "CI_PROJECT_DIR="+project), variables...)
+	cmd.Stdin = strings.NewReader(shell.prelude + strings.Join(job.Script, "\n") + "\n")
 	var log bytes.Buffer
-	code := runLogged(t, &log, project, append(env, variables...), "bash", "--noprofile", "--norc", "-c", script)
+	code := runLogged(t, &log, cmd)
 	return code, log.String(), project
 }

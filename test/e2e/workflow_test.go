@@ -371,10 +371,16 @@ func TestActionInstallFailsClosed(t *testing.T) {
 	}
 }
 
-// TestGitLabTemplateSweeps runs the template's script in bash with its
-// variables: the same install, sweep and exit status as the action's, the
-// report in the project directory where the artifacts are taken from.
+// TestGitLabTemplateSweeps runs the template's script in bash and in sh with
+// its variables: the same install, sweep and exit status as the action's,
+// the report in the project directory where the artifacts are taken from.
 func TestGitLabTemplateSweeps(t *testing.T) {
+	for _, shell := range gitlabShells {
+		t.Run(shell.name, func(t *testing.T) { testGitLabTemplateSweeps(t, shell) })
+	}
+}
+
+func testGitLabTemplateSweeps(t *testing.T, shell gitlabShell) {
 	env, rel, ns := workflowSetup(t)
 	due := ns + "/" + ns
 	vars := []string{"NSMAN_VERSION=" + testVersion, "NSMAN_DOWNLOAD_URL=" + rel.URL, "KUBECONFIG=" + env.Kubeconfig, "NSMAN_NAMESPACE=" + ns}
@@ -396,7 +402,7 @@ func TestGitLabTemplateSweeps(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, log, project := runGitLab(t, append(slices.Clone(vars), tt.vars...)...)
+			code, log, project := runGitLab(t, shell, append(slices.Clone(vars), tt.vars...)...)
 			if code != tt.code {
 				t.Fatalf("exit %d, want %d\n%s", code, tt.code, log)
 			}
