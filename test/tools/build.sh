@@ -19,7 +19,8 @@ version() { (cd "$tools/$1" && go list -m -f '{{.Version}}' "$2"); }
 # build DIR OUT NAME PACKAGE LDFLAGS [GO BUILD FLAGS...] builds PACKAGE of
 # the tools module DIR into OUT/NAME unless it is there already, as the
 # Makefile's TOOL_BUILD builds its tools: without debug information, and
-# with the compiler collecting its garbage less often (a fifth faster cold).
+# with the compiler collecting its garbage less often (a fifth to a quarter
+# faster cold).
 build() {
 	local dir=$1 out=$2 name=$3 pkg=$4 ldflags=$5
 	shift 5
