@@ -57,8 +57,11 @@ func TestNoProcessOutlivesTheTests(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			pidFile := filepath.Join(t.TempDir(), "pids")
+			// The child's state directory goes under its own TMPDIR, which
+			// the test removes: a killed child cannot remove it itself.
+			tmp := t.TempDir()
 			child := exec.Command(os.Args[0], "-test.run=^$")
-			child.Env = append(os.Environ(), childModeEnv+"="+mode, childPidsEnv+"="+pidFile)
+			child.Env = append(os.Environ(), childModeEnv+"="+mode, childPidsEnv+"="+pidFile, "TMPDIR="+tmp)
 			var out bytes.Buffer
 			child.Stdout, child.Stderr = &out, &out
 			proceed, err := child.StdinPipe()
@@ -114,6 +117,19 @@ func TestNoProcessOutlivesTheTests(t *testing.T) {
 					_ = syscall.Kill(pid, syscall.SIGKILL)
 					t.Errorf("component %d still running after the child ended (%s)", pid, mode)
 				}
+			}
+			// Stop removes the state directory; only a killed child leaves
+			// it, in the TMPDIR given it.
+			left, err := filepath.Glob(filepath.Join(tmp, "nsman-cluster-*"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := 0
+			if mode == "kill" {
+				want = 1
+			}
+			if len(left) != want {
+				t.Errorf("state directories left in the child's TMPDIR after it ended (%s): %v, want %d", mode, left, want)
 			}
 		})
 	}

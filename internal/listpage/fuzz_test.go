@@ -1,4 +1,4 @@
-package record
+package listpage_test
 
 import (
 	"bytes"
@@ -19,10 +19,9 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/yaml"
 
-	"github.com/nsman/nsman/internal/cluster"
-	"github.com/nsman/nsman/internal/cluster/clustertest"
+	"github.com/nsman/nsman/internal/listpage"
+	"github.com/nsman/nsman/internal/listpage/listpagetest"
 	"github.com/nsman/nsman/internal/status"
-	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/policy"
 )
 
@@ -36,8 +35,8 @@ import (
 // kubectl's last-applied copy), spec, how it parses and its record in
 // either store; and the continue token.
 func FuzzDecodePage(f *testing.F) {
-	f.Add([]byte(clustertest.ListPage("next", clustertest.StoredManager(1))))
-	f.Add([]byte(clustertest.ListPage("")))
+	f.Add([]byte(listpagetest.ListPage("next", listpagetest.StoredManager(1))))
+	f.Add([]byte(listpagetest.ListPage("")))
 	for _, item := range []string{
 		`{"apiVersion":"k8s.consol.de/v1beta1","kind":"NamespaceManager","metadata":{"name":"a","namespace":"a","uid":"u-a","generation":3,"resourceVersion":"5",` +
 			`"annotations":{"nsman.k8s.consol.de/status":"{\"state\":\"waiting\",\"observedGeneration\":3}","team":"e2e"}},"spec":"delete me","Spec":{"deactivated":true}}`,
@@ -48,27 +47,27 @@ func FuzzDecodePage(f *testing.F) {
 		`{"apiVersion":"k8s.consol.de/v1beta1","kind":"NamespaceManager","metadata":{"name":"d","namespace":"d","uid":"u-d","annotations":{"x":""}},"status":{"state":7,"claim":{"sweep":"s"}}}`,
 		`{"metadata":{"name":"e","Namespace":"e"},"Metadata":{"name":"f"},"spec":{"policies":[{"name":"p p","condition":{"type":"TTL","params":{"ttlSeconds":-0}},"action":{"type":"DELETE"}}]},"status":{"state":"waiting","State":"failed"}}`,
 	} {
-		f.Add([]byte(clustertest.ListPage("", item)))
+		f.Add([]byte(listpagetest.ListPage("", item)))
 	}
 	for _, item := range exampleItems(f) {
-		f.Add([]byte(clustertest.ListPage("", item)))
+		f.Add([]byte(listpagetest.ListPage("", item)))
 	}
 	f.Add([]byte(`{"kind":"NamespaceManagerList","metadata":{},"items":null}`))
 	f.Add([]byte(`{"items":[null,{}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if page, err := cluster.DecodePage(data); err == nil {
+		if page, err := listpage.DecodePage(data); err == nil {
 			for i := range page.Items {
 				m := page.Items[i].Listed()
 				policy.Parse(m.Obj)
-				StatusLocation{Subresource: true}.Read(m)
-				StatusLocation{}.Read(m)
+				m.Record(true)
+				m.Record(false)
 			}
 		}
 		sent, ok := asSent(data)
 		if !ok {
 			return
 		}
-		page, err := cluster.DecodePage(sent)
+		page, err := listpage.DecodePage(sent)
 		if err != nil {
 			t.Fatalf("a page the API server could send does not decode: %v\n%s", err, sent)
 		}
@@ -89,7 +88,7 @@ func FuzzDecodePage(f *testing.F) {
 
 // agree fails t unless item i as a sweep lists it (got) agrees with the
 // dynamic client's decoding of it (want).
-func agree(t *testing.T, i int, got cluster.Listed, want *unstructured.Unstructured) {
+func agree(t *testing.T, i int, got listpage.Listed, want *unstructured.Unstructured) {
 	t.Helper()
 	g := got.Obj
 	if g.GetAPIVersion() != want.GetAPIVersion() || g.GetKind() != want.GetKind() || g.GetName() != want.GetName() || g.GetNamespace() != want.GetNamespace() ||
@@ -109,9 +108,9 @@ func agree(t *testing.T, i int, got cluster.Listed, want *unstructured.Unstructu
 	if !reflect.DeepEqual(gotM, wantM) || fmt.Sprint(gotErrs) != fmt.Sprint(wantErrs) {
 		t.Fatalf("item %d: parsed\n%+v %v\nwant\n%+v %v", i, gotM, gotErrs, wantM, wantErrs)
 	}
-	for _, store := range []StatusLocation{{Subresource: true}, {Subresource: false}} {
+	for _, subresource := range []bool{true, false} {
 		var raw []byte
-		if store.Subresource {
+		if subresource {
 			if status, ok := want.Object["status"]; ok {
 				raw, _ = json.Marshal(status)
 			}
@@ -122,10 +121,19 @@ func agree(t *testing.T, i int, got cluster.Listed, want *unstructured.Unstructu
 		if len(raw) > 0 && json.Unmarshal(raw, &st) != nil {
 			st = status.Status{}
 		}
-		if read := store.Read(got); write.MustJSON(read) != write.MustJSON(st) {
-			t.Fatalf("item %d, subresource=%v: record read %s, want %s", i, store.Subresource, write.MustJSON(read), write.MustJSON(st))
+		if read := got.Record(subresource); mustJSON(read) != mustJSON(st) {
+			t.Fatalf("item %d, subresource=%v: record read %s, want %s", i, subresource, mustJSON(read), mustJSON(st))
 		}
 	}
+}
+
+// mustJSON is v as JSON.
+func mustJSON(v any) string {
+	data, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(data)
 }
 
 // asSent returns the page the API server would send for data: data
