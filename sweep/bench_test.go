@@ -14,9 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nsman/nsman/internal/cluster"
-	"github.com/nsman/nsman/internal/cluster/clustertest"
 	"github.com/nsman/nsman/internal/decide"
 	"github.com/nsman/nsman/internal/execute"
+	"github.com/nsman/nsman/internal/listpage"
+	"github.com/nsman/nsman/internal/listpage/listpagetest"
 	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/internal/status"
@@ -75,11 +76,11 @@ func BenchmarkStatusSteadyState(b *testing.B) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	entries := benchEntries(benchManagers, now)
 	store := record.StatusLocation{Subresource: true}
-	managers := make([]cluster.Listed, len(entries))
+	managers := make([]listpage.Listed, len(entries))
 	for i, e := range entries {
 		var st status.Status
 		st.Observe(e, 1, now)
-		managers[i] = cluster.Listed{Status: json.RawMessage(write.MustJSON(st))}
+		managers[i] = listpage.Listed{Status: json.RawMessage(write.MustJSON(st))}
 	}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -169,9 +170,9 @@ func benchPages() [][]byte {
 	for first := 0; first < benchManagers; first += DefaultPageSize {
 		items := make([]string, 0, DefaultPageSize)
 		for i := first; i < min(first+DefaultPageSize, benchManagers); i++ {
-			items = append(items, clustertest.StoredManager(i))
+			items = append(items, listpagetest.StoredManager(i))
 		}
-		pages = append(pages, []byte(clustertest.ListPage("", items...)))
+		pages = append(pages, []byte(listpagetest.ListPage("", items...)))
 	}
 	return pages
 }
@@ -184,7 +185,7 @@ func BenchmarkDecodePage(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, data := range pages {
-			page, err := cluster.DecodePage(data)
+			page, err := listpage.DecodePage(data)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/decide"
 	"github.com/nsman/nsman/internal/execute"
+	"github.com/nsman/nsman/internal/listpage"
 	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/internal/tell"
@@ -226,7 +227,7 @@ func (s *Sweeper) ours(uid types.UID) bool {
 }
 
 // managerRecord is manager l's record, as listed in sweep r.
-func (s *Sweeper) managerRecord(r *sweepRun, l cluster.Listed) *record.Manager {
+func (s *Sweeper) managerRecord(r *sweepRun, l listpage.Listed) *record.Manager {
 	return &record.Manager{Env: s.env, At: r.status, Obj: l.Obj, Now: r.now, Stored: r.status.Read(l),
 		Events: s.eventsOn(l.Obj, r.now)}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/decide"
 	"github.com/nsman/nsman/internal/execute"
+	"github.com/nsman/nsman/internal/listpage"
 	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/internal/status"
@@ -42,7 +43,7 @@ func isRule(obj *unstructured.Unstructured) bool {
 // handleRule evaluates a rule on every namespace it matches and carries out
 // what that decided: one entry per pair of this shard, or, from the shard
 // that owns the rule, one for a rule that does not stand.
-func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l cluster.Listed) []report.Entry {
+func (s *Sweeper) handleRule(ctx context.Context, r *sweepRun, l listpage.Listed) []report.Entry {
 	own := s.managerRecord(r, l)
 	owner := s.ours(l.Obj.GetUID())
 	m, d, stands := s.gateRule(ctx, r, l.Obj)
@@ -368,7 +369,7 @@ func (r *sweepRun) bounded(n int, fn func(i int)) {
 // ActivityIndexAfter namespaces (it has an IDLE policy); either only while
 // it stands. The sweep then lists those indexes beside the namespaces
 // rather than after them.
-func (s *Sweeper) readsAhead(r *sweepRun, l cluster.Listed) (podsIndex, activityIndex bool) {
+func (s *Sweeper) readsAhead(r *sweepRun, l listpage.Listed) (podsIndex, activityIndex bool) {
 	evaluated := ruleEvaluated(r.status.Read(l), s.cfg.ShardCount)
 	if evaluated <= min(probe.PodIndexAfter, probe.ActivityIndexAfter) {
 		return false, false

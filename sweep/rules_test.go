@@ -9,7 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/listpage"
 	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/internal/status"
@@ -22,7 +22,7 @@ import (
 func TestIndexAhead(t *testing.T) {
 	pods := map[string]any{"name": "done", "condition": map[string]any{"type": "PODS_SUCCEED", "params": map[string]any{"podLabels": map[string]any{"app": "e2e"}}}, "action": map[string]any{"type": "DELETE"}}
 	ttl := map[string]any{"name": "late", "condition": map[string]any{"type": "TTL", "params": map[string]any{"ttlSeconds": int64(60)}}, "action": map[string]any{"type": "DELETE"}}
-	ruleWith := func(namespace string, summary *status.RuleSummary, deactivated bool, policies ...any) cluster.Listed {
+	ruleWith := func(namespace string, summary *status.RuleSummary, deactivated bool, policies ...any) listpage.Listed {
 		spec := map[string]any{"namePatterns": []any{"e2e-*"}, "policies": policies}
 		if deactivated {
 			spec["deactivated"] = true
@@ -31,13 +31,13 @@ func TestIndexAhead(t *testing.T) {
 		if summary != nil {
 			st, _ = json.Marshal(status.Status{Rule: summary})
 		}
-		return cluster.Listed{Status: st, Obj: &unstructured.Unstructured{Object: map[string]any{
+		return listpage.Listed{Status: st, Obj: &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "k8s.consol.de/v1beta1", "kind": "NamespaceManager",
 			"metadata": map[string]any{"name": "leftovers", "namespace": namespace, "uid": "u", "generation": int64(1)},
 			"spec":     spec,
 		}}}
 	}
-	rule := func(namespace string, matched int, deactivated bool, policies ...any) cluster.Listed {
+	rule := func(namespace string, matched int, deactivated bool, policies ...any) listpage.Listed {
 		var summary *status.RuleSummary
 		if matched >= 0 {
 			summary = &status.RuleSummary{Matched: matched, States: map[report.State]int{report.StateWaiting: matched}}
@@ -48,7 +48,7 @@ func TestIndexAhead(t *testing.T) {
 	r := &sweepRun{status: record.StatusLocation{Subresource: true}}
 	for _, tt := range []struct {
 		name string
-		rule cluster.Listed
+		rule listpage.Listed
 		want bool
 	}{
 		{"matched many, checks pods", rule("platform", probe.PodIndexAfter+1, false, ttl, pods), true},
@@ -71,7 +71,7 @@ func TestIndexAhead(t *testing.T) {
 	idle := map[string]any{"name": "idle", "condition": map[string]any{"type": "IDLE", "params": map[string]any{"idleSeconds": int64(3600)}}, "action": map[string]any{"type": "DELETE"}}
 	for _, tt := range []struct {
 		name                 string
-		rule                 cluster.Listed
+		rule                 listpage.Listed
 		wantPods, wantActive bool
 	}{
 		{"IDLE, matched few", rule("platform", probe.ActivityIndexAfter, false, idle, pods), false, false},

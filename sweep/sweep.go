@@ -17,6 +17,7 @@ import (
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/decide"
 	"github.com/nsman/nsman/internal/execute"
+	"github.com/nsman/nsman/internal/listpage"
 	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/policy"
@@ -126,7 +127,7 @@ type sweepRun struct {
 	// rules are handled once the listing is complete, else deferred
 	// (rulesBlocked).
 	governed     *decide.Governors
-	rules        []cluster.Listed
+	rules        []listpage.Listed
 	rulesBlocked string
 	// pairSlots bounds the rules' pairs handled at once (see bounded).
 	pairSlots chan struct{}
@@ -145,7 +146,7 @@ func (r *sweepRun) add(entries ...report.Entry) {
 // actions they decide on to Concurrency more (hooks): a receiver that
 // keeps nsman waiting holds up no DELETE, SCALE_DOWN or rule.
 type queue struct {
-	jobs  chan cluster.Listed
+	jobs  chan listpage.Listed
 	hooks hookQueue
 	wg    sync.WaitGroup
 }
@@ -154,7 +155,7 @@ type queue struct {
 // carry out the decision, with work; once ctx is done, what is queued is
 // reported as not reached.
 func (s *Sweeper) startWorkers(ctx, work context.Context, r *sweepRun) *queue {
-	q := &queue{jobs: make(chan cluster.Listed)}
+	q := &queue{jobs: make(chan listpage.Listed)}
 	q.hooks.ready = sync.NewCond(&q.hooks.mu)
 	var evaluating sync.WaitGroup
 	for range s.cfg.Concurrency {
@@ -219,7 +220,7 @@ func (s *Sweeper) done(ctx context.Context, r *sweepRun, entries []report.Entry)
 
 // hookJob is a manager's WEBHOOK decision, to carry out.
 type hookJob struct {
-	l   cluster.Listed
+	l   listpage.Listed
 	rec record.Record
 	d   decide.Decision
 }
@@ -266,7 +267,7 @@ func (h *hookQueue) close() {
 }
 
 // give queues l, unless ctx is done first: then l is reported unhandled.
-func (s *Sweeper) give(ctx context.Context, r *sweepRun, q *queue, l cluster.Listed) {
+func (s *Sweeper) give(ctx context.Context, r *sweepRun, q *queue, l listpage.Listed) {
 	if ctx.Err() == nil {
 		select {
 		case q.jobs <- l:
@@ -298,11 +299,11 @@ func (s *Sweeper) listManagers(ctx, work context.Context, r *sweepRun, q *queue)
 	var l listing
 	uids := map[types.UID]bool{}
 	indexing := false
-	countAhead := func(page *cluster.ManagerPage) {
+	countAhead := func(page *listpage.ManagerPage) {
 		r.activity.ExpectAhead(page, s.clock(), s.ours, s.cfg.TrustedNamespaces)
 		r.awake.ExpectAhead(page, s.ours)
 	}
-	l.err = s.reads().EachManagerPaged(ctx, false, countAhead, func(m cluster.Listed) {
+	l.err = s.reads().EachManagerPaged(ctx, false, countAhead, func(m listpage.Listed) {
 		uids[m.Obj.GetUID()] = true
 		if !l.any {
 			l.any = true
@@ -351,7 +352,7 @@ func (s *Sweeper) queueRules(ctx context.Context, r *sweepRun, l *listing, q *qu
 		r.rulesBlocked = "rules wait for a sweep that lists every manager: listing the managers failed"
 	case l.everyManager == nil && len(r.rules) > 0:
 		all := map[types.UID]bool{}
-		err := s.reads().EachManager(ctx, true, func(m cluster.Listed) {
+		err := s.reads().EachManager(ctx, true, func(m listpage.Listed) {
 			all[m.Obj.GetUID()] = true
 			if !isRule(m.Obj) {
 				r.governed.Note(m.Obj)
@@ -444,7 +445,7 @@ func (s *Sweeper) missingTrusted(ctx context.Context, r *sweepRun) []string {
 
 // unhandled is the report of a manager an interrupted sweep did not
 // handle: its entry, or a rule's, from the shard that owns the rule.
-func (s *Sweeper) unhandled(l cluster.Listed) []report.Entry {
+func (s *Sweeper) unhandled(l listpage.Listed) []report.Entry {
 	e := report.Entry{Namespace: l.Obj.GetNamespace(), Name: l.Obj.GetName(), Rule: isRule(l.Obj)}
 	if e.Rule && !s.ours(l.Obj.GetUID()) {
 		return nil

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 
@@ -16,16 +15,9 @@ import (
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/cluster/clustertest"
-	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/internal/listpage"
+	"github.com/nsman/nsman/internal/listpage/listpagetest"
 )
-
-func TestDecodePageRejectsWhatIsNotAList(t *testing.T) {
-	for _, data := range []string{`<html>`, `{"items":{}}`, `{"items":[{"metadata":{"generation":"one"}}]}`} {
-		if _, err := cluster.DecodePage([]byte(data)); err == nil {
-			t.Errorf("%s: decoded", data)
-		}
-	}
-}
 
 // pagedServer serves a NamespaceManager list in pages of the given items,
 // as the API server pages it, and records the queries it got.
@@ -73,7 +65,7 @@ func (p *pagedServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if i+1 < len(p.pages) {
 		next = fmt.Sprintf("page-%d", i+1)
 	}
-	_, _ = w.Write([]byte(clustertest.ListPage(next, p.pages[i]...)))
+	_, _ = w.Write([]byte(listpagetest.ListPage(next, p.pages[i]...)))
 }
 
 // readerFor is a cluster.Reader that lists managers from server.
@@ -84,10 +76,10 @@ func readerFor(t *testing.T, server http.Handler, r cluster.Reader) cluster.Read
 }
 
 func TestEachManagerPages(t *testing.T) {
-	server := &pagedServer{pages: [][]string{{clustertest.StoredManager(0), clustertest.StoredManager(1)}, {clustertest.StoredManager(2)}, {clustertest.StoredManager(3), clustertest.StoredManager(4)}}}
+	server := &pagedServer{pages: [][]string{{listpagetest.StoredManager(0), listpagetest.StoredManager(1)}, {listpagetest.StoredManager(2)}, {listpagetest.StoredManager(3), listpagetest.StoredManager(4)}}}
 	s := readerFor(t, server, cluster.Reader{Namespace: "team-a", LabelSelector: "tier=e2e", PageSize: 2})
 	var names []string
-	if err := s.EachManager(t.Context(), false, func(m cluster.Listed) { names = append(names, m.Obj.GetName()) }); err != nil {
+	if err := s.EachManager(t.Context(), false, func(m listpage.Listed) { names = append(names, m.Obj.GetName()) }); err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"team-00000", "team-00001", "team-00002", "team-00003", "team-00004"}; !reflect.DeepEqual(names, want) {
@@ -104,8 +96,8 @@ func TestEachManagerPages(t *testing.T) {
 		}
 	}
 
-	everywhere := &pagedServer{pages: [][]string{{clustertest.StoredManager(0)}}}
-	if err := readerFor(t, everywhere, cluster.Reader{PageSize: 500}).EachManager(t.Context(), false, func(cluster.Listed) {}); err != nil {
+	everywhere := &pagedServer{pages: [][]string{{listpagetest.StoredManager(0)}}}
+	if err := readerFor(t, everywhere, cluster.Reader{PageSize: 500}).EachManager(t.Context(), false, func(listpage.Listed) {}); err != nil {
 		t.Fatal(err)
 	}
 	if _, paths := everywhere.seen(); !reflect.DeepEqual(paths, []string{"/apis/k8s.consol.de/v1beta1/namespacemanagers"}) {
@@ -117,11 +109,11 @@ func TestEachManagerPages(t *testing.T) {
 // resumes after the last manager listed: the listing goes on with it.
 func TestEachManagerResumesPastAnExpiredToken(t *testing.T) {
 	server := &pagedServer{
-		pages:   [][]string{{clustertest.StoredManager(0), clustertest.StoredManager(1)}, {clustertest.StoredManager(2)}, {clustertest.StoredManager(3), clustertest.StoredManager(4)}},
+		pages:   [][]string{{listpagetest.StoredManager(0), listpagetest.StoredManager(1)}, {listpagetest.StoredManager(2)}, {listpagetest.StoredManager(3), listpagetest.StoredManager(4)}},
 		expired: map[string]string{"page-1": "page-2"},
 	}
 	var names []string
-	if err := readerFor(t, server, cluster.Reader{PageSize: 2}).EachManager(t.Context(), false, func(m cluster.Listed) { names = append(names, m.Obj.GetName()) }); err != nil {
+	if err := readerFor(t, server, cluster.Reader{PageSize: 2}).EachManager(t.Context(), false, func(m listpage.Listed) { names = append(names, m.Obj.GetName()) }); err != nil {
 		t.Fatal(err)
 	}
 	// The manager on the expired page was removed meanwhile, say: the new
@@ -131,7 +123,7 @@ func TestEachManagerResumesPastAnExpiredToken(t *testing.T) {
 	}
 	// A 410 without a token, or on the first page, ends the listing.
 	server = &pagedServer{status: http.StatusGone, body: `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Expired","code":410}`}
-	if err := readerFor(t, server, cluster.Reader{PageSize: 2}).EachManager(t.Context(), false, func(cluster.Listed) {}); !apierrors.IsResourceExpired(err) {
+	if err := readerFor(t, server, cluster.Reader{PageSize: 2}).EachManager(t.Context(), false, func(listpage.Listed) {}); !apierrors.IsResourceExpired(err) {
 		t.Errorf("error %v, want the 410", err)
 	}
 }
@@ -152,7 +144,7 @@ func TestEachManagerReportsTheServersError(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.reason, func(t *testing.T) {
 			server := &pagedServer{status: tt.code, body: fmt.Sprintf(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":%q,"code":%d,"message":%q}`, tt.reason, tt.code, tt.message)}
-			err := readerFor(t, server, cluster.Reader{PageSize: 500}).EachManager(t.Context(), false, func(cluster.Listed) { t.Error("a manager from an error") })
+			err := readerFor(t, server, cluster.Reader{PageSize: 500}).EachManager(t.Context(), false, func(listpage.Listed) { t.Error("a manager from an error") })
 			if !tt.is(err) || err.Error() != tt.message {
 				t.Errorf("error %v, want %s: %s", err, tt.reason, tt.message)
 			}
@@ -163,11 +155,11 @@ func TestEachManagerReportsTheServersError(t *testing.T) {
 // Once ctx is done, the page in hand is finished and no further page is
 // fetched.
 func TestEachManagerStopsWithItsContext(t *testing.T) {
-	server := &pagedServer{pages: [][]string{{clustertest.StoredManager(0), clustertest.StoredManager(1)}, {clustertest.StoredManager(2)}, {clustertest.StoredManager(3)}, {clustertest.StoredManager(4)}}}
+	server := &pagedServer{pages: [][]string{{listpagetest.StoredManager(0), listpagetest.StoredManager(1)}, {listpagetest.StoredManager(2)}, {listpagetest.StoredManager(3)}, {listpagetest.StoredManager(4)}}}
 	s := readerFor(t, server, cluster.Reader{PageSize: 2})
 	ctx, cancel := context.WithCancel(t.Context())
 	var names []string
-	err := s.EachManager(ctx, false, func(m cluster.Listed) {
+	err := s.EachManager(ctx, false, func(m listpage.Listed) {
 		names = append(names, m.Obj.GetName())
 		cancel()
 	})
@@ -181,46 +173,5 @@ func TestEachManagerStopsWithItsContext(t *testing.T) {
 	// none after it.
 	if queries, _ := server.seen(); len(queries) > 2 {
 		t.Errorf("%d pages fetched after the sweep stopped: %q", len(queries)-1, queries)
-	}
-}
-
-// A page larger than cluster.WholePage is decoded as it is read, to the same
-// managers as a page decoded at once, each keeping nsman's annotations
-// only; a cut-off or trailing page fails either way.
-func TestDecodeLargePage(t *testing.T) {
-	padding := strings.Repeat("p", 240<<10)
-	var items []string
-	for i := range cluster.WholePage/len(padding) + 4 {
-		item := strings.Replace(clustertest.StoredManager(i), `"annotations":{`, `"annotations":{"padding":"`+padding+`","`+status.HoldAnnotation+`":"2026-12-01T00:00:00Z",`, 1)
-		items = append(items, item)
-	}
-	data := clustertest.ListPage("next", items...)
-	if len(data) <= cluster.WholePage {
-		t.Fatalf("a page of %d bytes, want more than %d", len(data), cluster.WholePage)
-	}
-	large, err := cluster.DecodePage([]byte(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(large.Items) != len(items) || large.Metadata.Continue != "next" {
-		t.Fatalf("%d items, continue %q; want %d, next", len(large.Items), large.Metadata.Continue, len(items))
-	}
-	for i, item := range items {
-		small, err := cluster.DecodePage([]byte(clustertest.ListPage("", item)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, want := large.Items[i].Listed(), small.Items[0].Listed()
-		if !reflect.DeepEqual(got.Obj.Object, want.Obj.Object) || string(got.Status) != string(want.Status) {
-			t.Fatalf("item %d of the large page: %v, want %v", i, got.Obj.Object, want.Obj.Object)
-		}
-		if a := got.Obj.GetAnnotations(); len(a) != 1 || a[status.HoldAnnotation] == "" {
-			t.Errorf("item %d: annotations %v, want nsman's hold alone", i, a)
-		}
-	}
-	for _, bad := range []string{data[:len(data)-1], data + "{}"} {
-		if _, err := cluster.DecodePage([]byte(bad)); err == nil {
-			t.Errorf("a page of %d bytes cut off, or with data after it, decoded", len(bad))
-		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nsman/nsman/internal/listpage"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 )
@@ -36,7 +37,7 @@ func TestNamespaceListKeepsWhatIsRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []*metav1.PartialObjectMetadata
-	meta, err := DecodeStreamed(bytes.NewReader(data), func(it *namespaceItem) error {
+	meta, err := listpage.DecodeStreamed(bytes.NewReader(data), func(it *namespaceItem) error {
 		got = append(got, it.metadata())
 		return nil
 	})

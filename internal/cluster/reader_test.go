@@ -15,6 +15,7 @@ import (
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/cluster/clustertest"
+	"github.com/nsman/nsman/internal/listpage/listpagetest"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 )
@@ -27,7 +28,7 @@ func TestManagerNow(t *testing.T) {
 		items []string
 		want  string
 	}{
-		{"listed", []string{clustertest.StoredManager(3)}, "team-00003"},
+		{"listed", []string{listpagetest.StoredManager(3)}, "team-00003"},
 		{"gone", nil, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -35,7 +36,7 @@ func TestManagerNow(t *testing.T) {
 			server := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				query = r.URL.RawQuery
 				w.Header().Set("Content-Type", "application/json")
-				_, _ = w.Write([]byte(clustertest.ListPage("", tt.items...)))
+				_, _ = w.Write([]byte(listpagetest.ListPage("", tt.items...)))
 			})
 			rd := cluster.Reader{Clients: cluster.Clients{Managers: clustertest.ManagersClient(t, server)}}
 			obj := &unstructured.Unstructured{}

@@ -4,11 +4,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nsman/nsman/internal/cluster"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/nsman/nsman/internal/listpage"
 	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // A workload as SCALE_DOWN lists it keeps what a change reads (name,
@@ -21,7 +22,7 @@ func TestWorkloadFieldsKeepWhatIsRead(t *testing.T) {
 		`"initContainers":[{"name":"proxy","restartPolicy":"Always","resources":{"requests":{"cpu":"100m","memory":"64Mi"}}}],` +
 		`"containers":[{"name":"web","args":["` + big + `"],"resources":{"requests":{"cpu":"400m","memory":"256Mi"}}}]}}}}]}`
 	var got []*unstructured.Unstructured
-	if _, err := cluster.DecodeStreamed(strings.NewReader(data), func(f *WorkloadFields) error {
+	if _, err := listpage.DecodeStreamed(strings.NewReader(data), func(f *WorkloadFields) error {
 		w, err := f.Unstructured(deploymentKind)
 		got = append(got, w)
 		return err

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/listpage"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 )
@@ -201,7 +202,7 @@ func (r Reads) listCreated(ctx context.Context, namespace string) (map[string]cr
 // more than ActivityIndexAfter namespaces lists the index at the first,
 // rather than reading that many one by one first (128 requests a sweep,
 // where the index costs a page of each of the four per 500 objects).
-func (x *Activity) ExpectAhead(page *cluster.ManagerPage, now time.Time, ours func(types.UID) bool, trusted []string) {
+func (x *Activity) ExpectAhead(page *listpage.ManagerPage, now time.Time, ours func(types.UID) bool, trusted []string) {
 	for i := range page.Items {
 		it := &page.Items[i]
 		if !readsActivity(it.Status, now) || !ours(it.Metadata.UID) {
@@ -217,7 +218,7 @@ func (x *Activity) ExpectAhead(page *cluster.ManagerPage, now time.Time, ours fu
 
 // listedTarget is the namespace a listed manager targets, as
 // policy.Manager's Target says (a rule's is none, and is not counted here).
-func listedTarget(it *cluster.ListedItem) string {
+func listedTarget(it *listpage.ListedItem) string {
 	if spec, ok := it.Spec.(map[string]any); ok {
 		if ns, ok := spec["namespace"].(string); ok && ns != "" {
 			return ns

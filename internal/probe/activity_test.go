@@ -10,10 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nsman/nsman/internal/cluster"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/listpage"
 )
 
 // The sweep's cluster-wide activity index is given up after --claim-ttl,
@@ -92,10 +94,10 @@ func TestActivityIndexCountsNamespaces(t *testing.T) {
 func TestCountAheadCountsNamespaces(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	status := []byte(`{"lastActivity":{"at":"2025-12-31T00:00:00Z","what":"ReplicaSet web created"}}`)
-	page := func(namespace string, spec func(i int) any) *cluster.ManagerPage {
-		p := &cluster.ManagerPage{}
+	page := func(namespace string, spec func(i int) any) *listpage.ManagerPage {
+		p := &listpage.ManagerPage{}
 		for i := range ActivityIndexAfter + 1 {
-			it := cluster.ListedItem{Spec: spec(i), Status: status}
+			it := listpage.ListedItem{Spec: spec(i), Status: status}
 			it.Metadata.Namespace, it.Metadata.Name, it.Metadata.UID = namespace, fmt.Sprintf("m-%d", i), types.UID(fmt.Sprint(i))
 			p.Items = append(p.Items, it)
 		}

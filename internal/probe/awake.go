@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/listpage"
 	"github.com/nsman/nsman/internal/status"
 )
 
@@ -57,7 +58,7 @@ func (a *Awake) IndexAll() { a.indexed.Store(true) }
 // whose status says their target is asleep, before any is evaluated: a
 // sweep that will ask about more than AwakeIndexAfter lists the index at
 // the first, rather than that many namespaces one by one first.
-func (a *Awake) ExpectAhead(page *cluster.ManagerPage, ours func(types.UID) bool) {
+func (a *Awake) ExpectAhead(page *listpage.ManagerPage, ours func(types.UID) bool) {
 	for i := range page.Items {
 		if it := &page.Items[i]; bytes.Contains(it.Status, []byte(`"asleep":{`)) && ours(it.Metadata.UID) && a.ahead.Add(1) > AwakeIndexAfter {
 			a.indexed.Store(true)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/cluster/clustertest"
+	"github.com/nsman/nsman/internal/listpage"
 	"github.com/nsman/nsman/internal/status"
 )
 
@@ -132,9 +133,9 @@ func TestAwakeIndex(t *testing.T) {
 // ahead: past AwakeIndexAfter of this sweep's, the index answers from the
 // first ask; those of other shards do not count.
 func TestAwakeExpectAhead(t *testing.T) {
-	page := &cluster.ManagerPage{}
+	page := &listpage.ManagerPage{}
 	for i := range 2 * (AwakeIndexAfter + 1) {
-		var it cluster.ListedItem
+		var it listpage.ListedItem
 		it.Metadata.UID = types.UID(fmt.Sprintf("m-%d", i))
 		it.Status = []byte(`{"state":"asleep","asleep":{"policy":"nights","since":"2026-11-27T19:00:00Z"}}`)
 		page.Items = append(page.Items, it)
@@ -151,7 +152,7 @@ func TestAwakeExpectAhead(t *testing.T) {
 		{name: "many, few of them this sweep's", items: 2 * (AwakeIndexAfter + 1)},
 	} {
 		a := NewAwake(awakeReads(nil), &Kinds{})
-		a.ExpectAhead(&cluster.ManagerPage{Items: page.Items[:tt.items]}, ours)
+		a.ExpectAhead(&listpage.ManagerPage{Items: page.Items[:tt.items]}, ours)
 		if got := a.indexed.Load(); got != tt.want {
 			t.Errorf("%s: indexed %v, want %v", tt.name, got, tt.want)
 		}
@@ -163,7 +164,7 @@ func TestAwakeExpectAhead(t *testing.T) {
 	}
 	quiet := NewAwake(awakeReads(nil), &Kinds{})
 	for range 3 {
-		quiet.ExpectAhead(&cluster.ManagerPage{Items: []cluster.ListedItem{{Status: []byte(`{"state":"waiting","message":"asleep since"}`)}}}, func(types.UID) bool { return true })
+		quiet.ExpectAhead(&listpage.ManagerPage{Items: []listpage.ListedItem{{Status: []byte(`{"state":"waiting","message":"asleep since"}`)}}}, func(types.UID) bool { return true })
 	}
 	if quiet.indexed.Load() || quiet.ahead.Load() != 0 {
 		t.Errorf("managers awake counted: %d", quiet.ahead.Load())

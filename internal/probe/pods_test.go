@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/listpage"
 	"github.com/nsman/nsman/policy"
 )
 
@@ -185,7 +186,7 @@ func TestDecodeStreamed(t *testing.T) {
 	data := `{"kind":"JobList","items":[{"metadata":{"name":"a","annotations":{"x":"y"}},"spec":{"template":{"metadata":{"labels":{"k":"v"}}}}},` +
 		`{"metadata":{"name":"b"},"status":{"succeeded":2,"conditions":[{"type":"Complete","status":"True"}]}}],"metadata":{"continue":"next"}}`
 	var got []*jobFields
-	meta, err := cluster.DecodeStreamed(strings.NewReader(data), func(f *jobFields) error { got = append(got, f); return nil })
+	meta, err := listpage.DecodeStreamed(strings.NewReader(data), func(f *jobFields) error { got = append(got, f); return nil })
 	if err != nil || meta.Continue != "next" {
 		t.Fatalf("continue %q, %v; want next", meta.Continue, err)
 	}
@@ -193,10 +194,10 @@ func TestDecodeStreamed(t *testing.T) {
 		got[1].Status.Succeeded != 2 || !jobEnded(got[1].job(), batchv1.JobComplete) {
 		t.Errorf("decoded %+v", got)
 	}
-	if _, err := cluster.DecodeStreamed(strings.NewReader(`{"items":null}`), func(*jobFields) error { return nil }); err != nil {
+	if _, err := listpage.DecodeStreamed(strings.NewReader(`{"items":null}`), func(*jobFields) error { return nil }); err != nil {
 		t.Errorf("items null: %v", err)
 	}
-	if _, err := cluster.DecodeStreamed(strings.NewReader(`{"items":[{"metadata":`), func(*jobFields) error { return nil }); err == nil {
+	if _, err := listpage.DecodeStreamed(strings.NewReader(`{"items":[{"metadata":`), func(*jobFields) error { return nil }); err == nil {
 		t.Error("a list cut short decoded without an error")
 	}
 }

@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/nsman/nsman/internal/cluster"
-	"github.com/nsman/nsman/internal/cluster/clustertest"
+	"github.com/nsman/nsman/internal/listpage"
+	"github.com/nsman/nsman/internal/listpage/listpagetest"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/policy"
@@ -30,7 +30,7 @@ func unstructuredItems(t testing.TB, page string) []unstructured.Unstructured {
 }
 
 func TestDecodePageKeepsWhatTheSweepReads(t *testing.T) {
-	page, err := cluster.DecodePage([]byte(clustertest.ListPage("next", clustertest.StoredManager(7))))
+	page, err := listpage.DecodePage([]byte(listpagetest.ListPage("next", listpagetest.StoredManager(7))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestDecodePageKeepsWhatTheSweepReads(t *testing.T) {
 // dynamic client's decoding of it does, and its record reads the same.
 func TestDecodePageAgreesWithTheDynamicClient(t *testing.T) {
 	items := []string{
-		clustertest.StoredManager(1),
+		listpagetest.StoredManager(1),
 		// Under the original CRD: a spec of the wrong type, a key that
 		// differs from spec in case only, a float where an integer belongs,
 		// the record in an annotation, no status.
@@ -77,8 +77,8 @@ func TestDecodePageAgreesWithTheDynamicClient(t *testing.T) {
 		`{"apiVersion":"k8s.consol.de/v1beta1","kind":"NamespaceManager","metadata":{"name":"c","namespace":"c","uid":"u-c"},"spec":null,"status":"not a record"}`,
 		`{"apiVersion":"k8s.consol.de/v1beta1","kind":"NamespaceManager","metadata":{"name":"d","namespace":"d","uid":"u-d"}}`,
 	}
-	data := clustertest.ListPage("", items...)
-	page, err := cluster.DecodePage([]byte(data))
+	data := listpagetest.ListPage("", items...)
+	page, err := listpage.DecodePage([]byte(data))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/listpage"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/report"
@@ -23,18 +24,10 @@ type StatusLocation struct {
 	Subresource bool
 }
 
-// Read decodes the Status of a listed manager. A record that does not
-// decode (edited by hand, say) counts as absent.
-func (l StatusLocation) Read(m cluster.Listed) status.Status {
-	raw := []byte(m.Status)
-	if !l.Subresource {
-		raw = []byte(m.Obj.GetAnnotations()[status.StatusAnnotation])
-	}
-	var st status.Status
-	if len(raw) > 0 && json.Unmarshal(raw, &st) != nil {
-		return status.Status{}
-	}
-	return st
+// Read decodes the Status of a listed manager where l keeps it. A record
+// that does not decode (edited by hand, say) counts as absent.
+func (l StatusLocation) Read(m listpage.Listed) status.Status {
+	return m.Record(l.Subresource)
 }
 
 // Update returns the patch that turns the stored Status from into to, and

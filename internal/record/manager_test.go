@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/listpage"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/policy"
@@ -196,13 +196,13 @@ func TestCloneSharesNothingTheSweepChanges(t *testing.T) {
 }
 
 // listedOf is obj as a sweep lists it: obj in a page of its own, decoded.
-func listedOf(t testing.TB, obj *unstructured.Unstructured) cluster.Listed {
+func listedOf(t testing.TB, obj *unstructured.Unstructured) listpage.Listed {
 	t.Helper()
 	data, err := obj.MarshalJSON()
 	if err != nil {
 		t.Fatal(err)
 	}
-	page, err := cluster.DecodePage([]byte(`{"apiVersion":"k8s.consol.de/v1beta1","kind":"NamespaceManagerList","metadata":{},"items":[` + string(data) + `]}`))
+	page, err := listpage.DecodePage([]byte(`{"apiVersion":"k8s.consol.de/v1beta1","kind":"NamespaceManagerList","metadata":{},"items":[` + string(data) + `]}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/cluster/clustertest"
+	"github.com/nsman/nsman/internal/listpage/listpagetest"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/policy"
@@ -107,7 +108,7 @@ func managerServer(t *testing.T, obj *unstructured.Unstructured, st *status.Stat
 			items = append(items, string(data))
 		}
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(clustertest.ListPage("", items...)))
+		_, _ = w.Write([]byte(listpagetest.ListPage("", items...)))
 	})
 	return cluster.Reader{Clients: cluster.Clients{Managers: clustertest.ManagersClient(t, handler)}}
 }
