@@ -69,9 +69,9 @@ func (o *sweepOptions) doctor(c *cobra.Command) error {
 		return err
 	}
 	opts := doctor.Options{Version: Version()}
-	if own := ownNamespace(); own != "" {
+	if own := o.kube.ownNamespace(); own != "" {
 		if o.configFrom != configFromAuto && o.configFrom != configFromNone {
-			return usageError{fmt.Errorf("--config-from applies outside a pod only (no $POD_NAMESPACE)")}
+			return usageError{fmt.Errorf("--config-from applies from outside the cluster only (no $POD_NAMESPACE, and not the in-cluster config)")}
 		}
 		opts.Namespaces.Own, opts.Namespaces.From = own, "its pod"
 		opts.InPod = true

@@ -32,7 +32,9 @@ prints the commands, with what running them costs. Together a step's commands
 release every object it names; every name in them is shell-quoted, and a name
 that would not print as it is reaches kubectl as JSON on stdin. The text
 report shows a control character of a name escaped (\x1b); -o json keeps
-names exact.
+names exact. Each command names the cluster that was read with the
+--kubeconfig (made absolute) and --context given here, so that, pasted,
+it does not run against whatever context kubectl has by then.
 
 Exit status: 0 when it could tell, 1 when the namespace does not exist, 2 on a
 usage error or when the cluster cannot be reached.`,
@@ -47,7 +49,7 @@ usage error or when the cluster cannot be reached.`,
 			if err != nil {
 				return err
 			}
-			r, err := explain.Explain(c.Context(), clients.Kube, clients.Metadata, clients.Dynamic, args[0])
+			r, err := explain.Explain(c.Context(), clients.Kube, clients.Metadata, clients.Dynamic, args[0], kube.cluster())
 			if err != nil {
 				return err
 			}

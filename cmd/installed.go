@@ -217,4 +217,4 @@ func (o *sweepOptions) adopt(flags *pflag.FlagSet, inst *installation) ([]string
 
 // errNotADryRun: only a dry run outside a pod takes an installed
 // configuration.
-var errNotADryRun = errors.New("--config-from applies to a dry run outside a pod only (--dry-run, and no $POD_NAMESPACE)")
+var errNotADryRun = errors.New("--config-from applies to a dry run from outside the cluster only (--dry-run, no $POD_NAMESPACE, and not the in-cluster config)")

@@ -1,10 +1,12 @@
 package cmd
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -14,7 +16,9 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/nsman/nsman/explain"
 	"github.com/nsman/nsman/internal/cluster"
 )
 
@@ -29,6 +33,8 @@ type kubeOptions struct {
 	// quiet drops the API server's warnings (nsman explain lists every
 	// resource, deprecated ones too).
 	quiet bool
+	// serviceAccountDir stands for serviceAccountDir in tests.
+	serviceAccountDir string
 }
 
 func (o *kubeOptions) addFlags(fs *pflag.FlagSet) {
@@ -36,6 +42,17 @@ func (o *kubeOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.context, "context", "", "kubeconfig context to use")
 	fs.Float32Var(&o.qps, "qps", 500, "API requests per second the client may make")
 	fs.IntVar(&o.burst, "burst", 1000, "API requests the client may burst above --qps")
+}
+
+// cluster is the cluster these flags name, as the commands that nsman
+// explain prints name it: the kubeconfig made absolute, so that a
+// command pasted in another directory reads the same file.
+func (o *kubeOptions) cluster() explain.Cluster {
+	c := explain.Cluster{Kubeconfig: o.kubeconfig, Context: o.context}
+	if abs, err := filepath.Abs(c.Kubeconfig); c.Kubeconfig != "" && err == nil {
+		c.Kubeconfig = abs
+	}
+	return c
 }
 
 // clients builds the API clients, all observed by one APIObserver.
@@ -106,16 +123,50 @@ func managersClient(cfg *rest.Config) (rest.Interface, error) {
 	return rest.RESTClientFor(cfg)
 }
 
-// ownNamespace is the namespace nsman runs in, when it runs in a pod.
-func ownNamespace() string {
+// serviceAccountDir is where a pod's ServiceAccount token and namespace
+// are mounted, and where client-go's in-cluster config reads them.
+const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+// ownNamespace is the namespace nsman runs in, which it trusts and
+// protects: $POD_NAMESPACE when set (deploy/ and the chart set it from the
+// pod's metadata.namespace), else its ServiceAccount's, but only when nsman
+// reaches the cluster through the in-cluster config. With a kubeconfig
+// nsman sweeps a cluster from outside whatever pod it runs in: a CI
+// runner's pod has a ServiceAccount too, and the runner's namespace, in
+// the runner's cluster, is nothing the swept cluster's platform team chose
+// to trust.
+func (o *kubeOptions) ownNamespace() string {
 	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
 		return ns
 	}
-	data, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+	dir := cmp.Or(o.serviceAccountDir, serviceAccountDir)
+	if !o.inCluster(dir) {
+		return ""
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "namespace"))
 	if err != nil {
 		return ""
 	}
 	return strings.TrimSpace(string(data))
+}
+
+// inCluster says whether clients() uses the in-cluster config: no
+// --kubeconfig, --context or $KUBECONFIG, no kubeconfig file with anything
+// in it, and a pod's environment. It asks what clientcmd's deferred loading
+// asks before it falls back to the in-cluster config, with dir for the
+// ServiceAccount's files so that tests need no pod.
+func (o *kubeOptions) inCluster(dir string) bool {
+	if o.kubeconfig != "" || o.context != "" || os.Getenv("KUBECONFIG") != "" {
+		return false
+	}
+	if raw, err := clientcmd.NewDefaultClientConfigLoadingRules().Load(); err != nil || !clientcmdapi.IsConfigEmpty(raw) {
+		return false
+	}
+	if os.Getenv("KUBERNETES_SERVICE_HOST") == "" || os.Getenv("KUBERNETES_SERVICE_PORT") == "" {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(dir, "token"))
+	return err == nil
 }
 
 // logOptions choose the log format and level. Logs go to stderr.

@@ -198,7 +198,7 @@ func (o *sweepOptions) namespaceTrust(flags *pflag.FlagSet) (trusted, protected 
 	if !flags.Changed("trusted-namespaces") {
 		trusted = []string{}
 	}
-	if own := cmp.Or(o.own, ownNamespace()); own != "" {
+	if own := cmp.Or(o.own, o.kube.ownNamespace()); own != "" {
 		if !flags.Changed("trusted-namespaces") {
 			trusted = []string{own}
 		}
@@ -315,7 +315,7 @@ func (o *sweepOptions) run(c *cobra.Command) error {
 		return err
 	}
 	if len(cfg.TrustedNamespaces) == 0 && !c.Flags().Changed("trusted-namespaces") {
-		log.Warn("no namespace is trusted: the namespace nsman runs in is not known (no $POD_NAMESPACE, and no CronJob of nsman's taken with --config-from); managers may target only their own namespace and rules are refused (--trusted-namespaces names the trusted ones)")
+		log.Warn("no namespace is trusted: the namespace nsman runs in is not known (no $POD_NAMESPACE, no in-cluster config, and no CronJob of nsman's taken with --config-from); managers may target only their own namespace and rules are refused (--trusted-namespaces names the trusted ones)")
 	}
 	// Read again: --webhook-allow may be the installed CronJob's.
 	webhookOpts, err := o.webhookOptions()
@@ -355,9 +355,9 @@ func (o *sweepOptions) run(c *cobra.Command) error {
 func (o *sweepOptions) asInstalled(ctx context.Context, flags *pflag.FlagSet, kube kubernetes.Interface, cfg sweep.Config, log *slog.Logger) (sweep.Config, error) {
 	explicit := o.configFrom != configFromAuto && o.configFrom != configFromNone
 	switch {
-	case explicit && (!o.dryRun || ownNamespace() != ""):
+	case explicit && (!o.dryRun || o.kube.ownNamespace() != ""):
 		return cfg, usageError{errNotADryRun}
-	case !o.dryRun || ownNamespace() != "":
+	case !o.dryRun || o.kube.ownNamespace() != "":
 		return cfg, nil
 	}
 	inst, err := findInstallation(ctx, kube, o.configFrom)

@@ -31,6 +31,9 @@ import (
 // Report is what holds a namespace, and what would unblock it.
 type Report struct {
 	Namespace string `json:"namespace"`
+	// Cluster is what the commands of Unblock name kubectl's cluster with:
+	// the --kubeconfig and --context explain was given (none when neither).
+	Cluster Cluster `json:"cluster"`
 	// Phase is Active or Terminating.
 	Phase             string       `json:"phase"`
 	DeletionTimestamp *metav1.Time `json:"deletionTimestamp,omitempty"`
@@ -98,8 +101,9 @@ var ErrNotFound = errors.New("namespace not found")
 
 var apiServices = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
 
-// Explain reads what holds namespace.
-func Explain(ctx context.Context, kube kubernetes.Interface, md metadata.Interface, dyn dynamic.Interface, namespace string) (Report, error) {
+// Explain reads what holds namespace, and writes the commands that would
+// release it for the cluster kubectl is told of with cluster.
+func Explain(ctx context.Context, kube kubernetes.Interface, md metadata.Interface, dyn dynamic.Interface, namespace string, cluster Cluster) (Report, error) {
 	ns, err := kube.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return Report{}, fmt.Errorf("%w: %s", ErrNotFound, namespace)
@@ -108,7 +112,7 @@ func Explain(ctx context.Context, kube kubernetes.Interface, md metadata.Interfa
 		return Report{}, err
 	}
 	r := Report{
-		Namespace: namespace, Phase: string(ns.Status.Phase), DeletionTimestamp: ns.DeletionTimestamp,
+		Namespace: namespace, Cluster: cluster, Phase: string(ns.Status.Phase), DeletionTimestamp: ns.DeletionTimestamp,
 		Conditions: ns.Status.Conditions, Finalizers: []string{}, Remaining: []Resource{}, Unlisted: []Unlisted{},
 		UnavailableAPIServices: []APIService{}, Unblock: []Step{},
 	}
@@ -199,7 +203,7 @@ func (r *Report) list(ctx context.Context, md metadata.Interface, gvr schema.Gro
 		r.Unblock = append(r.Unblock, Step{
 			Holds:    fmt.Sprintf("%d %s hold the finalizer %s (%s)", len(names), name, f, strings.Join(first(names, 5), ", ")),
 			Unblock:  "the controller that owns " + f + owner(f) + " removes it once it has cleaned up: check that it runs and read its logs",
-			Commands: releaseCommands(namespace, name, gvr.GroupVersion().String(), kind, names),
+			Commands: releaseCommands(r.Cluster.kubectl(), namespace, name, gvr.GroupVersion().String(), kind, names),
 			Warning:  "removing a finalizer skips the cleanup it guards: what its controller would have deleted elsewhere (cloud resources, records in other systems) is left behind",
 		})
 	}
@@ -231,7 +235,7 @@ func (r *Report) namespaceFinalizers(ns *corev1.Namespace) {
 		r.Unblock = append(r.Unblock, Step{
 			Holds:    "the namespace's own finalizer " + string(f) + " (spec.finalizers)",
 			Unblock:  "whoever added " + string(f) + owner(string(f)) + " removes it once done",
-			Commands: []string{"kubectl get namespace " + shellQuote(ns.Name) + " -o json | jq " + shellQuote(".spec.finalizers -= ["+asciiJSON(string(f))+"]") + " | kubectl replace --raw " + shellQuote("/api/v1/namespaces/"+ns.Name+"/finalize") + " -f -"},
+			Commands: []string{r.Cluster.kubectl() + " get namespace " + shellQuote(ns.Name) + " -o json | jq " + shellQuote(".spec.finalizers -= ["+asciiJSON(string(f))+"]") + " | " + r.Cluster.kubectl() + " replace --raw " + shellQuote("/api/v1/namespaces/"+ns.Name+"/finalize") + " -f -"},
 			Warning:  "removing it skips whatever its owner does before the namespace goes",
 		})
 	}
@@ -239,7 +243,7 @@ func (r *Report) namespaceFinalizers(ns *corev1.Namespace) {
 		r.Unblock = append(r.Unblock, Step{
 			Holds:    "the namespace's own finalizer " + f + " (metadata.finalizers)",
 			Unblock:  "the controller that owns " + f + owner(f) + " removes it once done",
-			Commands: []string{"kubectl patch namespace " + shellQuote(ns.Name) + " " + unfinalize},
+			Commands: []string{r.Cluster.kubectl() + " patch namespace " + shellQuote(ns.Name) + " " + unfinalize},
 			Warning:  "removing it skips whatever its owner does before the namespace goes",
 		})
 	}
@@ -282,7 +286,7 @@ func (r *Report) apiServices(ctx context.Context, dyn dynamic.Interface) {
 		r.Unblock = append(r.Unblock, Step{
 			Holds:    "the APIService " + a.Name + " is unavailable (" + strings.TrimSpace(a.Reason+": "+a.Message) + "): while discovery fails, no namespace of the cluster finishes deleting",
 			Unblock:  "bring back the Service " + a.Service + " and the pods behind it, or, if nothing should serve " + a.Name + " any more, delete the APIService",
-			Commands: []string{"kubectl delete apiservice " + shellQuote(a.Name)},
+			Commands: []string{r.Cluster.kubectl() + " delete apiservice " + shellQuote(a.Name)},
 			Warning:  "deleting it removes the API it serves from the cluster until its owner installs it again",
 		})
 	}

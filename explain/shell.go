@@ -74,13 +74,35 @@ const releaseChunk = 8 << 10
 // succeeds on one that has none left.
 const unfinalize = `--type=merge -p '{"metadata":{"finalizers":null}}'`
 
-// releaseCommands are the commands that remove the finalizers of every
-// object of names, of resource (kind in group version gv) in namespace.
-// Names are shell-quoted, after --, since a name may begin with -. A name
+// Cluster is the cluster explain read, as kubectl is told it: the
+// --kubeconfig and --context given to nsman, if any, so that a command
+// pasted from the report runs against the cluster it was written for, not
+// whatever context kubectl has by then.
+type Cluster struct {
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	Context    string `json:"context,omitempty"`
+}
+
+// kubectl is the start of every command explain prints: kubectl and the
+// flags that name the cluster, each shell-quoted.
+func (c Cluster) kubectl() string {
+	cmd := "kubectl"
+	if c.Kubeconfig != "" {
+		cmd += " --kubeconfig " + shellQuote(c.Kubeconfig)
+	}
+	if c.Context != "" {
+		cmd += " --context " + shellQuote(c.Context)
+	}
+	return cmd
+}
+
+// releaseCommands are the commands, each started by kubectl
+// (Cluster.kubectl), that remove the finalizers of every object of names,
+// of resource (kind in group version gv) in namespace. Names are shell-quoted, after --, since a name may begin with -. A name
 // that does not print as it is (RBAC names, for one, may hold escapes and
 // newlines) is not put on the command line: its object is given to kubectl
 // on stdin, as JSON in printable ASCII.
-func releaseCommands(namespace, resource, gv, kind string, names []string) []string {
+func releaseCommands(kubectl, namespace, resource, gv, kind string, names []string) []string {
 	var plain, other [][]string
 	var plainBytes, otherBytes int
 	add := func(chunks *[][]string, size *int, name string, n int) {
@@ -100,11 +122,11 @@ func releaseCommands(namespace, resource, gv, kind string, names []string) []str
 	}
 	var out []string
 	for _, chunk := range plain {
-		out = append(out, "kubectl -n "+shellQuote(namespace)+" patch "+unfinalize+" -- "+shellQuote(resource)+" "+strings.Join(chunk, " "))
+		out = append(out, kubectl+" -n "+shellQuote(namespace)+" patch "+unfinalize+" -- "+shellQuote(resource)+" "+strings.Join(chunk, " "))
 	}
 	for _, chunk := range other {
 		list := `{"apiVersion":"v1","kind":"List","items":[` + strings.Join(chunk, ",") + `]}`
-		out = append(out, "printf '%s\\n' '"+list+"' | kubectl patch -f - "+unfinalize)
+		out = append(out, "printf '%s\\n' '"+list+"' | "+kubectl+" patch -f - "+unfinalize)
 	}
 	return out
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -59,13 +60,15 @@ func TestASCIIJSON(t *testing.T) {
 // TestReleaseCommands: the commands of a step name every object it
 // holds, each exactly once, and print as they are: a name that does not
 // is given on stdin as JSON. Run by sh with a kubectl that records its
-// arguments and stdin, they reach kubectl intact and run nothing else.
+// arguments and stdin, they reach kubectl intact, each naming the cluster
+// explain read, and run nothing else.
 func TestReleaseCommands(t *testing.T) {
 	names := append([]string{}, hostileNames...)
 	for i := range 600 {
 		names = append(names, fmt.Sprintf("role-%s-%d", strings.Repeat("x", i%40), i))
 	}
-	cmds := releaseCommands("team-a", "roles.rbac.authorization.k8s.io", "rbac.authorization.k8s.io/v1", "Role", names)
+	cluster := Cluster{Kubeconfig: "/home/me/a kube's $(config)", Context: "prod; rm -rf ~"}
+	cmds := releaseCommands(cluster.kubectl(), "team-a", "roles.rbac.authorization.k8s.io", "rbac.authorization.k8s.io/v1", "Role", names)
 	if len(cmds) < 3 {
 		t.Errorf("%d commands for %d names: want them split so that each stays short", len(cmds), len(names))
 	}
@@ -80,7 +83,7 @@ func TestReleaseCommands(t *testing.T) {
 	}
 	// A kubectl that writes, a file per call, each argument and then its
 	// stdin, each ended by a NUL.
-	fake := "#!/bin/sh\nf=$(mktemp -p " + calls + ")\nfor a in \"$@\"; do printf '%s\\0' \"$a\" >>\"$f\"; done\nif [ \"$2\" = -f ]; then cat >>\"$f\"; printf '\\0' >>\"$f\"; fi\n"
+	fake := "#!/bin/sh\nf=$(mktemp -p " + calls + ")\nfor a in \"$@\"; do printf '%s\\0' \"$a\" >>\"$f\"; done\ncase \" $* \" in *\" -f - \"*) cat >>\"$f\"; printf '\\0' >>\"$f\" ;; esac\n"
 	if err := os.WriteFile(filepath.Join(bin, "kubectl"), []byte(fake), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -112,6 +115,11 @@ func TestReleaseCommands(t *testing.T) {
 			t.Fatal(err)
 		}
 		args := strings.Split(strings.TrimSuffix(string(raw), "\x00"), "\x00")
+		if len(args) < 4 || !slices.Equal(args[:4], []string{"--kubeconfig", cluster.Kubeconfig, "--context", cluster.Context}) {
+			t.Errorf("kubectl called with %.500q: want it to name the cluster first", args)
+			continue
+		}
+		args = args[4:]
 		switch {
 		case len(args) > 7 && args[0] == "-n" && args[1] == "team-a" && args[2] == "patch" && strings.Join(args[3:7], " ") == `--type=merge -p {"metadata":{"finalizers":null}} --` && args[7] == "roles.rbac.authorization.k8s.io":
 			for _, name := range args[8:] {

@@ -20,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/nsman/nsman/cmd"
 	"github.com/nsman/nsman/explain"
@@ -111,10 +113,14 @@ func TestExplainStuckNamespaces(t *testing.T) {
 	if i < 0 || len(r.Unblock[i].Commands) == 0 || r.Unblock[i].Warning == "" || !strings.Contains(r.Unblock[i].Unblock, "its prefix names explain.nsman.test") {
 		t.Fatalf("steps %+v: want one for the finalizer, naming its owner, with a command and a warning", r.Unblock)
 	}
+	// -o json: the cluster read, and the commands naming it.
+	if want := (explain.Cluster{Kubeconfig: shared.Kubeconfig}); r.Cluster != want {
+		t.Errorf("cluster %+v, want %+v: the --kubeconfig given", r.Cluster, want)
+	}
 	if !slices.ContainsFunc(r.Unblock[i].Commands, func(c string) bool {
-		return strings.HasPrefix(c, "kubectl ") && strings.Contains(c, " widgets.explain.nsman.test w1")
+		return strings.HasPrefix(c, "kubectl --kubeconfig "+shared.Kubeconfig+" -n ") && strings.Contains(c, " widgets.explain.nsman.test w1")
 	}) {
-		t.Fatalf("commands %q: want kubectl patching widgets.explain.nsman.test w1", r.Unblock[i].Commands)
+		t.Fatalf("commands %q: want kubectl --kubeconfig %s patching widgets.explain.nsman.test w1", r.Unblock[i].Commands, shared.Kubeconfig)
 	}
 	// The commands as printed, pasted into a shell.
 	pasteCommands(ctx, t, held)
@@ -165,13 +171,17 @@ func TestExplainStuckNamespaces(t *testing.T) {
 
 // pasteCommands runs nsman explain on namespace, as text, and runs every
 // command it prints, each as a person would paste it into a shell: sh -c,
-// with kubectl on the PATH and pointed at the test cluster, in a directory
-// of its own, which must stay empty (no name ran a command). It returns the
-// report as printed.
+// with kubectl on the PATH, in a directory of its own, which must stay
+// empty (no name ran a command). explain reads the test cluster through a
+// kubeconfig whose current context is another cluster, with --context;
+// kubectl's own $KUBECONFIG, when the commands run, is that other cluster
+// alone: the commands reach the test cluster only by naming it as explain
+// was told to. It returns the report as printed.
 func pasteCommands(ctx context.Context, t *testing.T, namespace string) string {
 	t.Helper()
+	kubeconfig, contextName, elsewhere := twoClusters(t)
 	var stdout, stderr bytes.Buffer
-	if code := cmd.Execute(ctx, []string{"explain", namespace, "--kubeconfig", shared.Kubeconfig}, &stdout, &stderr); code != cmd.ExitOK {
+	if code := cmd.Execute(ctx, []string{"explain", namespace, "--kubeconfig", kubeconfig, "--context", contextName}, &stdout, &stderr); code != cmd.ExitOK {
 		t.Fatalf("nsman explain %s: exit %d: %s", namespace, code, stderr.String())
 	}
 	var commands []string
@@ -195,7 +205,7 @@ func pasteCommands(ctx context.Context, t *testing.T, namespace string) string {
 		t.Fatalf("nsman explain %s printed no command:\n%s", namespace, stdout.String())
 	}
 	dir := t.TempDir()
-	env := append(os.Environ(), "PATH="+filepath.Dir(nsmantest.Kubectl(t))+":"+os.Getenv("PATH"), "KUBECONFIG="+shared.Kubeconfig)
+	env := append(os.Environ(), "PATH="+filepath.Dir(nsmantest.Kubectl(t))+":"+os.Getenv("PATH"), "KUBECONFIG="+elsewhere)
 	for _, c := range commands {
 		sh := exec.CommandContext(ctx, "sh", "-c", c)
 		sh.Dir, sh.Env = dir, env
@@ -207,6 +217,42 @@ func pasteCommands(ctx context.Context, t *testing.T, namespace string) string {
 		t.Errorf("pasting the commands made %v: a name ran a command", entries)
 	}
 	return stdout.String()
+}
+
+// twoClusters writes two kubeconfigs: one of the test cluster, as the
+// context it returns, and of a cluster that is not there, as the current
+// context; and one of that other cluster alone.
+func twoClusters(t *testing.T) (kubeconfig, contextName, elsewhere string) {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(shared.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	contextName = cfg.CurrentContext
+	other := clientcmdapi.NewConfig()
+	other.Clusters["elsewhere"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1"}
+	other.AuthInfos["elsewhere"] = &clientcmdapi.AuthInfo{Token: "not-this-one"}
+	other.Contexts["elsewhere"] = &clientcmdapi.Context{Cluster: "elsewhere", AuthInfo: "elsewhere"}
+	other.CurrentContext = "elsewhere"
+	elsewhere = filepath.Join(t.TempDir(), "elsewhere")
+	if err := clientcmd.WriteToFile(*other, elsewhere); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range other.Clusters {
+		cfg.Clusters[name] = c
+	}
+	for name, a := range other.AuthInfos {
+		cfg.AuthInfos[name] = a
+	}
+	for name, c := range other.Contexts {
+		cfg.Contexts[name] = c
+	}
+	cfg.CurrentContext = "elsewhere"
+	kubeconfig = filepath.Join(t.TempDir(), "two clusters's config")
+	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	return kubeconfig, contextName, elsewhere
 }
 
 // TestExplainHostileNames deletes a namespace whose Roles (RBAC names may

@@ -111,7 +111,7 @@ func TestDryRunSeesWhatTheCronJobSees(t *testing.T) {
 	t.Setenv("POD_NAMESPACE", "")
 
 	t.Setenv("POD_NAMESPACE", target)
-	if inPodExplicit := laptop("--dry-run", "--config-from="+installed+"/nsman", "-l", sel); inPodExplicit.Code != 2 || !strings.Contains(inPodExplicit.Stderr, "--config-from applies to a dry run outside a pod") {
+	if inPodExplicit := laptop("--dry-run", "--config-from="+installed+"/nsman", "-l", sel); inPodExplicit.Code != 2 || !strings.Contains(inPodExplicit.Stderr, "--config-from applies to a dry run from outside the cluster") {
 		t.Errorf("--config-from NAMESPACE/NAME in a pod: exit %d, want it refused\n%s", inPodExplicit.Code, inPodExplicit.Stderr)
 	}
 	t.Setenv("POD_NAMESPACE", "")
