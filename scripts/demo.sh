@@ -234,7 +234,8 @@ spec:
 YAML
 nsman sweep -l demo=stuck
 until kubectl get namespace preview-stuck -o jsonpath='{.status.conditions[?(@.type=="NamespaceFinalizersRemaining")].status}' | grep -q True; do sleep 1; done
-bin/nsman explain preview-stuck
+echo "given --kubeconfig (or --context), every command it prints names that cluster, so that pasted later it cannot hit another"
+bin/nsman explain preview-stuck --kubeconfig "$KUBECONFIG"
 echo "a sweep says it too, past --stuck-after (10m by default; 1s here): stuck lines in its report, the manager's status, a Warning Event"
 sleep 2
 nsman sweep -l demo=stuck --stuck-after 1s
