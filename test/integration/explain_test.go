@@ -371,7 +371,7 @@ spec:
 		t.Errorf("not read %+v: want the group gone.nsman.test/v1", r.Unlisted)
 	}
 	if !slices.ContainsFunc(r.Unblock, func(s explain.Step) bool {
-		return strings.Contains(s.Holds, "APIService v1.gone.nsman.test is unavailable") && slices.Equal(s.Commands, []string{"kubectl delete apiservice v1.gone.nsman.test"}) && strings.Contains(s.Holds, "no namespace of the cluster")
+		return strings.Contains(s.Holds, "APIService v1.gone.nsman.test is unavailable") && slices.Equal(s.Commands, []string{"kubectl --kubeconfig " + c.Kubeconfig + " delete apiservice v1.gone.nsman.test"}) && strings.Contains(s.Holds, "no namespace of the cluster")
 	}) {
 		t.Errorf("steps %+v: want the APIService's, with its command", r.Unblock)
 	}
