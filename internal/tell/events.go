@@ -32,7 +32,8 @@ var eventKinds = map[report.State]struct{ kind, reason string }{
 
 // Reasons of the Event of a SLEEP policy's transition, in place of Fired,
 // and of the Warning Event that says who woke workloads of a target asleep
-// (one per target and sweep, whatever the number of field managers).
+// and that they were put back to sleep (one per target and sweep, whatever
+// the number of field managers).
 const (
 	Slept       = "Slept"
 	Woke        = "Woke"
@@ -75,15 +76,17 @@ func (ev ManagerEvents) Tell(ctx context.Context, e report.Entry, before status.
 		// would: the outcome is in the logs, the report and the metrics.
 		return
 	}
-	if k, ok := eventKinds[e.State]; ok && (acted || e.State != before.State) {
+	// Workloads woken and put back to sleep are told in one Event,
+	// SleepUndone, in place of Slept: each Event is a write the tenant who
+	// wakes them could multiply.
+	undone := e.State == report.StateFired && len(e.Undone) > 0
+	if k, ok := eventKinds[e.State]; ok && (acted || e.State != before.State) && !undone {
 		ev.Emit(ctx, k.kind, reasonOf(e, k.reason), e.Action, e.Message)
 	}
 	if e.HoldIgnored != "" && e.HoldIgnored != before.IgnoredHold {
 		ev.Emit(ctx, corev1.EventTypeWarning, holdIgnored, "Evaluate", e.HoldIgnored)
 	}
-	if e.State == report.StateFired && len(e.Undone) > 0 {
-		// One Event however many field managers woke workloads: each is a
-		// write the tenant could multiply.
+	if undone {
 		ev.Emit(ctx, corev1.EventTypeWarning, SleepUndone, e.Action, fmt.Sprintf("woken by %s while namespace %s was asleep; put back to sleep", wokenBy(e.Undone), e.Target))
 	}
 	if e.AnnotationIgnored != "" && e.AnnotationIgnored != before.IgnoredAnnotation {

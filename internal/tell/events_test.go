@@ -117,8 +117,7 @@ func TestManagerEventsTell(t *testing.T) {
 			e.Target, e.Undone = "dev-7", []string{"kubectl: Deployment/web", "argocd-application-controller: Rollout/canary"}
 			return e
 		}(), before: status.Prior{State: report.StateAsleep}, acted: true, recorded: true,
-			want: []told{{"Normal", "Slept", policy.ActionSleep, "acted"},
-				{"Warning", "SleepUndone", policy.ActionSleep, "woken by kubectl, argocd-application-controller while namespace dev-7 was asleep; put back to sleep"}}},
+			want: []told{{"Warning", "SleepUndone", policy.ActionSleep, "woken by kubectl, argocd-application-controller while namespace dev-7 was asleep; put back to sleep"}}},
 		{name: "put back to sleep, woken by many: one Event", entry: func() report.Entry {
 			e := fired(policy.ActionSleep)
 			e.Target = "dev-7"
@@ -128,8 +127,7 @@ func TestManagerEventsTell(t *testing.T) {
 			e.Undone[1] = "a: b: Deployment/w01, Deployment/x" // a field manager's name may hold ": "
 			return e
 		}(), before: status.Prior{State: report.StateAsleep}, acted: true, recorded: true,
-			want: []told{{"Normal", "Slept", policy.ActionSleep, "acted"},
-				{"Warning", "SleepUndone", policy.ActionSleep, "woken by fighter-00, a: b, fighter-02 and 57 more while namespace dev-7 was asleep; put back to sleep"}}},
+			want: []told{{"Warning", "SleepUndone", policy.ActionSleep, "woken by fighter-00, a: b, fighter-02 and 57 more while namespace dev-7 was asleep; put back to sleep"}}},
 		{name: "a wake failed", entry: report.Entry{State: report.StateFailed, Action: policy.ActionSleep, Woke: true, Message: "boom"}, before: status.Prior{State: report.StateAsleep}, acted: true, recorded: true,
 			want: []told{{"Warning", "Failed", policy.ActionSleep, "boom"}}},
 		{name: "fired twice", entry: fired(policy.ActionWebhook), before: status.Prior{State: report.StateFired}, acted: true, recorded: true,
