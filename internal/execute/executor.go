@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -76,6 +77,32 @@ type Executor struct {
 	// Kinds resolves the kinds of workloads SCALE_DOWN and SLEEP select,
 	// discovering them once per sweep.
 	Kinds *probe.Kinds
+	// resleeps counts, by namespace, the workloads this sweep put back to
+	// sleep (see MaxResleep).
+	resleepsMu sync.Mutex
+	resleeps   map[string]int
+}
+
+// MaxResleep bounds the workloads put back to sleep in a namespace in one
+// sweep, whoever asks (each one patch, and its retries on a conflict): a
+// tenant who wakes more has the rest put back by the next sweeps, and sizes
+// no sweep's writes. Under --max-actions, a namespace put back to sleep
+// takes one place, shared round-robin as any action's.
+const MaxResleep = 50
+
+// takeResleep reports whether one more workload of namespace may be put back
+// to sleep in this sweep, and counts it.
+func (x *Executor) takeResleep(namespace string) bool {
+	x.resleepsMu.Lock()
+	defer x.resleepsMu.Unlock()
+	if x.resleeps == nil {
+		x.resleeps = map[string]int{}
+	}
+	if x.resleeps[namespace] >= MaxResleep {
+		return false
+	}
+	x.resleeps[namespace]++
+	return true
 }
 
 // Counts are what a sweep's report says of its actions beyond the entries.
@@ -201,8 +228,12 @@ func (x *Executor) act(ctx context.Context, rec record.Record, d decide.Decision
 	did, err := x.apply(actCtx, d.Manager, rec, p, freed)
 	cancel()
 	if p.Resleep && err == nil && did.slept == 0 {
-		// Read again, nothing was awake: another sweep was first.
+		// Read again, nothing was awake: another sweep was first; or this
+		// sweep put MaxResleep of the namespace back to sleep already.
 		e.State, e.Message, e.Undone = report.StateAsleep, p.Reason+"; nothing was awake when read again", nil
+		if did.left > 0 {
+			e.Message = p.Reason + "; " + leftAwake(did.left)
+		}
 		return e, false, true
 	}
 	if !claimed && write.ChangedSinceListed(err) {
@@ -382,8 +413,9 @@ func firingKey(m policy.Manager, p *decide.Plan) string {
 type applied struct {
 	effects   []string
 	reclaimed *report.Reclaimed
-	// slept counts the workloads a sleep changed (would change, dry).
-	slept int
+	// slept counts the workloads a sleep changed (would change, dry);
+	// left those awake it left to the next sweeps (MaxResleep).
+	slept, left int
 }
 
 // apply performs plan p's action through the writer and returns what it
@@ -422,7 +454,7 @@ func (x *Executor) apply(ctx context.Context, m policy.Manager, rec record.Recor
 		if t.Recreated {
 			return applied{effects: []string{"sleep or wake in namespace " + t.Name + ": the namespace the claim was made for is gone; the new one of that name is left alone"}}, nil
 		}
-		return x.sleep(ctx, t.Name, p.Policy.Action.Selectors, p.Wake)
+		return x.sleep(ctx, t.Name, p.Policy.Action.Selectors, p.Wake, p.Resleep)
 	case policy.ActionWebhook:
 		effects, err := x.post(ctx, m, p, t)
 		return applied{effects: effects}, err
@@ -527,13 +559,14 @@ func (x *Executor) scaleDown(ctx context.Context, namespace string, selectors []
 	if err != nil {
 		return applied{}, fmt.Errorf("scale down in namespace %s: %w", namespace, err)
 	}
-	return x.putToSleep(ctx, namespace, selections, false)
+	return x.putToSleep(ctx, namespace, selections, false, false)
 }
 
 // sleep puts the workloads a SLEEP policy selects to sleep, or wakes them:
 // with no selectors, those of every kind nsman puts to sleep (Kinds.All)
-// that its RBAC lets it list.
-func (x *Executor) sleep(ctx context.Context, namespace string, selectors []policy.Selector, wake bool) (applied, error) {
+// that its RBAC lets it list. Resleep: they are put back to sleep, at most
+// MaxResleep of the namespace in this sweep.
+func (x *Executor) sleep(ctx context.Context, namespace string, selectors []policy.Selector, wake, resleep bool) (applied, error) {
 	verb := map[bool]string{false: "sleep", true: "wake"}[wake]
 	every := len(selectors) == 0
 	selections, err := x.Kinds.Resolve(x.Reads.Clients.Kube, selectors)
@@ -544,7 +577,7 @@ func (x *Executor) sleep(ctx context.Context, namespace string, selectors []poli
 		return applied{}, fmt.Errorf("%s in namespace %s: %w", verb, namespace, err)
 	}
 	if !wake {
-		did, sleepErr := x.putToSleep(ctx, namespace, selections, every)
+		did, sleepErr := x.putToSleep(ctx, namespace, selections, every, resleep)
 		return did, errors.Join(err, sleepErr)
 	}
 	effects, skipped, wakeErr := EachKind(ctx, x.Reads.Clients, namespace, selections, every, func(kind probe.Kind, w *unstructured.Unstructured) (string, error) {
@@ -555,11 +588,16 @@ func (x *Executor) sleep(ctx context.Context, namespace string, selectors []poli
 }
 
 // putToSleep puts selections' workloads to sleep (see Sleep) and sums what
-// they free; optional: as EachKind's.
-func (x *Executor) putToSleep(ctx context.Context, namespace string, selections []probe.Selection, optional bool) (applied, error) {
+// they free; optional: as EachKind's. Resleep: back to sleep, at most
+// MaxResleep of the namespace in this sweep, the rest counted and left.
+func (x *Executor) putToSleep(ctx context.Context, namespace string, selections []probe.Selection, optional, resleep bool) (applied, error) {
 	var freed report.Reclaimed
-	slept := 0
+	slept, left := 0, 0
 	effects, skipped, err := EachKind(ctx, x.Reads.Clients, namespace, selections, optional, func(kind probe.Kind, w *unstructured.Unstructured) (string, error) {
+		if resleep && awake(kind, w) && !x.takeResleep(namespace) {
+			left++
+			return "", nil
+		}
 		effect, from, err := Sleep(ctx, x.Reads.Clients, x.Writer, kind, w)
 		if from != nil { // a CronJob or ScaledObject has no spec.template: it frees nothing counted
 			slept++
@@ -568,11 +606,25 @@ func (x *Executor) putToSleep(ctx context.Context, namespace string, selections 
 		return effect, err
 	})
 	deny(x.Kinds, skipped)
-	out := applied{effects: effects, slept: slept}
+	if left > 0 {
+		effects = append(effects, leftAwake(left))
+	}
+	out := applied{effects: effects, slept: slept, left: left}
 	if !x.SkipReclaim {
 		out.reclaimed = &freed
 	}
 	return out, err
+}
+
+// leftAwake says that n workloads awake were left to the next sweeps.
+func leftAwake(n int) string {
+	return fmt.Sprintf("%d more awake, left to the next sweeps: at most %d are put back to sleep in a namespace per sweep", n, MaxResleep)
+}
+
+// awake reports whether Sleep would write to w, of kind, as listed.
+func awake(kind probe.Kind, w *unstructured.Unstructured) bool {
+	patch, _ := ways[kind.Way].sleep("", w)
+	return patch != nil && w.GetLabels()[status.KeepAwakeLabel] != "true"
 }
 
 // deny drops the kinds of skipped, which nsman may not list, from the
