@@ -77,31 +77,32 @@ type Executor struct {
 	// Kinds resolves the kinds of workloads SCALE_DOWN and SLEEP select,
 	// discovering them once per sweep.
 	Kinds *probe.Kinds
-	// resleeps counts, by namespace, the workloads this sweep put back to
-	// sleep (see MaxResleep).
-	resleepsMu sync.Mutex
-	resleeps   map[string]int
+	// reslept holds the namespaces this sweep put back to sleep (see
+	// firstResleep).
+	resleptMu sync.Mutex
+	reslept   map[string]bool
 }
 
 // MaxResleep bounds the workloads put back to sleep in a namespace in one
-// sweep, whoever asks (each one patch, and its retries on a conflict): a
-// tenant who wakes more has the rest put back by the next sweeps, and sizes
-// no sweep's writes. Under --max-actions, a namespace put back to sleep
-// takes one place, shared round-robin as any action's.
+// sweep (each one patch, and its retries on a conflict): a tenant who wakes
+// more has the rest put back by the next sweeps, and sizes no sweep's
+// writes. Under --max-actions, a namespace put back to sleep takes one
+// place, shared round-robin as any action's.
 const MaxResleep = 50
 
-// takeResleep reports whether one more workload of namespace may be put back
-// to sleep in this sweep, and counts it.
-func (x *Executor) takeResleep(namespace string) bool {
-	x.resleepsMu.Lock()
-	defer x.resleepsMu.Unlock()
-	if x.resleeps == nil {
-		x.resleeps = map[string]int{}
+// firstResleep reports whether namespace was not put back to sleep yet in
+// this sweep, and marks it: of the managers and rules that keep it asleep,
+// one puts it back, once, and tells it in one Event, however many there are.
+func (x *Executor) firstResleep(namespace string) bool {
+	x.resleptMu.Lock()
+	defer x.resleptMu.Unlock()
+	if x.reslept == nil {
+		x.reslept = map[string]bool{}
 	}
-	if x.resleeps[namespace] >= MaxResleep {
+	if x.reslept[namespace] {
 		return false
 	}
-	x.resleeps[namespace]++
+	x.reslept[namespace] = true
 	return true
 }
 
@@ -217,6 +218,10 @@ func (x *Executor) act(ctx context.Context, rec record.Record, d decide.Decision
 	if x.Stop.Err() != nil {
 		return NotReached(e, "it acted"), false, true
 	}
+	if p.Resleep && !x.firstResleep(p.Target.Name) {
+		e.State, e.Message, e.Undone = report.StateAsleep, p.Reason+"; put back to sleep by another manager or rule in this sweep", nil
+		return e, false, true
+	}
 	deadline := time.Now().Add(x.ClaimTTL - claimMargin)
 	claimed := (p.Step != decide.StepAct || p.Policy.Action.Type != policy.ActionDelete) && !p.Resleep
 	if claimed {
@@ -228,12 +233,8 @@ func (x *Executor) act(ctx context.Context, rec record.Record, d decide.Decision
 	did, err := x.apply(actCtx, d.Manager, rec, p, freed)
 	cancel()
 	if p.Resleep && err == nil && did.slept == 0 {
-		// Read again, nothing was awake: another sweep was first; or this
-		// sweep put MaxResleep of the namespace back to sleep already.
+		// Read again, nothing was awake: another sweep was first.
 		e.State, e.Message, e.Undone = report.StateAsleep, p.Reason+"; nothing was awake when read again", nil
-		if did.left > 0 {
-			e.Message = p.Reason + "; " + leftAwake(did.left)
-		}
 		return e, false, true
 	}
 	if !claimed && write.ChangedSinceListed(err) {
@@ -413,9 +414,8 @@ func firingKey(m policy.Manager, p *decide.Plan) string {
 type applied struct {
 	effects   []string
 	reclaimed *report.Reclaimed
-	// slept counts the workloads a sleep changed (would change, dry);
-	// left those awake it left to the next sweeps (MaxResleep).
-	slept, left int
+	// slept counts the workloads a sleep changed (would change, dry).
+	slept int
 }
 
 // apply performs plan p's action through the writer and returns what it
@@ -565,7 +565,7 @@ func (x *Executor) scaleDown(ctx context.Context, namespace string, selectors []
 // sleep puts the workloads a SLEEP policy selects to sleep, or wakes them:
 // with no selectors, those of every kind nsman puts to sleep (Kinds.All)
 // that its RBAC lets it list. Resleep: they are put back to sleep, at most
-// MaxResleep of the namespace in this sweep.
+// MaxResleep of them.
 func (x *Executor) sleep(ctx context.Context, namespace string, selectors []policy.Selector, wake, resleep bool) (applied, error) {
 	verb := map[bool]string{false: "sleep", true: "wake"}[wake]
 	every := len(selectors) == 0
@@ -589,14 +589,17 @@ func (x *Executor) sleep(ctx context.Context, namespace string, selectors []poli
 
 // putToSleep puts selections' workloads to sleep (see Sleep) and sums what
 // they free; optional: as EachKind's. Resleep: back to sleep, at most
-// MaxResleep of the namespace in this sweep, the rest counted and left.
+// MaxResleep of them, the rest counted and left to the next sweeps.
 func (x *Executor) putToSleep(ctx context.Context, namespace string, selections []probe.Selection, optional, resleep bool) (applied, error) {
 	var freed report.Reclaimed
-	slept, left := 0, 0
+	slept, taken, left := 0, 0, 0
 	effects, skipped, err := EachKind(ctx, x.Reads.Clients, namespace, selections, optional, func(kind probe.Kind, w *unstructured.Unstructured) (string, error) {
-		if resleep && awake(kind, w) && !x.takeResleep(namespace) {
-			left++
-			return "", nil
+		if resleep && awake(kind, w) {
+			if taken == MaxResleep {
+				left++
+				return "", nil
+			}
+			taken++
 		}
 		effect, from, err := Sleep(ctx, x.Reads.Clients, x.Writer, kind, w)
 		if from != nil { // a CronJob or ScaledObject has no spec.template: it frees nothing counted
@@ -609,7 +612,7 @@ func (x *Executor) putToSleep(ctx context.Context, namespace string, selections 
 	if left > 0 {
 		effects = append(effects, leftAwake(left))
 	}
-	out := applied{effects: effects, slept: slept, left: left}
+	out := applied{effects: effects, slept: slept}
 	if !x.SkipReclaim {
 		out.reclaimed = &freed
 	}
