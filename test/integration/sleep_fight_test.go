@@ -144,3 +144,51 @@ func distinct(patches []string) []string {
 	}
 	return slices.Sorted(maps.Keys(names))
 }
+
+// Under --max-actions, a namespace put back to sleep takes one place, and
+// the places go round-robin across namespaces as any action's: with one
+// place, each sweep puts one namespace back and defers the others, until
+// all are asleep again.
+func TestResleepTakesAPlaceUnderMaxActions(t *testing.T) {
+	e := setup(t)
+	caseID := shared.Namespace(t)
+	namespaces := []string{shared.Namespace(t), shared.Namespace(t), shared.Namespace(t)}
+	for _, ns := range namespaces {
+		createDeployment(t, ns, "web", 1)
+		createDeployment(t, ns, "api", 1)
+		createManager(t, managerObj(ns, ns, caseID, []any{sleepPolicy(-time.Hour, 2*time.Hour)}))
+	}
+	args := []string{"-l", caseLabel + "=" + caseID}
+	res := e.Sweep(t, args...)
+	for _, ns := range namespaces {
+		wantState(t, res, ns, ns, report.StateFired)
+		for _, name := range []string{"web", "api"} {
+			if _, err := shared.Admin.AppsV1().Deployments(ns).Patch(t.Context(), name, types.MergePatchType, []byte(`{"spec":{"replicas":2}}`),
+				metav1.PatchOptions{FieldManager: "fighter"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	reslept := map[string]bool{}
+	for sweepNo := range len(namespaces) {
+		res := e.Sweep(t, append(args, "--max-actions", "1")...)
+		wantCode(t, res, 0)
+		var fired []string
+		for _, ns := range namespaces {
+			switch entry := res.Entry(t, ns, ns); {
+			case entry.State == report.StateFired:
+				fired = append(fired, ns)
+				reslept[ns] = true
+			case reslept[ns] && entry.State != report.StateAsleep, !reslept[ns] && entry.State != report.StateDeferred:
+				t.Errorf("sweep %d: %s %s %q; want asleep once put back, deferred before", sweepNo, ns, entry.State, entry.Message)
+			}
+		}
+		if len(fired) != 1 {
+			t.Errorf("sweep %d put %q back to sleep; want one namespace, --max-actions 1", sweepNo, fired)
+		}
+	}
+	for _, ns := range namespaces {
+		wantWorkload(t, ns, "web", 0, "2")
+		wantWorkload(t, ns, "api", 0, "2")
+	}
+}
