@@ -34,9 +34,9 @@ const AwakeIndexAfter = 20
 const MaxAwake = 100_000
 
 // MaxAwakeIn bounds the workloads awake that a read keeps of one namespace,
-// by namespace as by the index: past it, the read says there are more
-// (AwakeIn.More), and those are named by a later sweep, once the first are
-// put back to sleep. One namespace read alone stops listing there.
+// read alone as by the index: past it, the read says there are more (In's
+// more), named by a later sweep once the first are put back to sleep. One
+// namespace read alone stops listing there.
 const MaxAwakeIn = 100
 
 // Awake finds the workloads awake in the namespaces a SLEEP policy keeps
@@ -141,8 +141,9 @@ var errNamespaceFull = errors.New("more awake workloads than a namespace's read 
 
 // list lists the workloads of every kind nsman may list in namespace (all,
 // with metav1.NamespaceAll), paged and decoded one at a time, and keeps the
-// awake ones, at most MaxAwakeIn of a namespace and max in all (0: no
-// bound); the read of one namespace stops at the first past MaxAwakeIn.
+// awake ones, at most MaxAwakeIn of a namespace; it gives up past max awake
+// in all (0: no bound), and the read of one namespace stops at the first
+// past MaxAwakeIn.
 func (a *Awake) list(ctx context.Context, namespace string, max int) (map[string]*awakeIn, error) {
 	selections, discoveryErr := a.kinds.All(a.reads.Clients.Kube)
 	out, kept := map[string]*awakeIn{}, 0
