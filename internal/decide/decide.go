@@ -134,9 +134,10 @@ type Evaluator struct {
 // Awake tells the workloads awake in a namespace a SLEEP policy keeps
 // asleep, of the kinds named (none: every kind), as lines "BY: Kind/name,
 // ...": BY is the field manager that woke them, "someone" when unknown,
-// "new" for workloads never put to sleep.
+// "new" for workloads never put to sleep; more: more were awake than one
+// read names (probe.MaxAwakeIn), of any kind.
 type Awake interface {
-	In(ctx context.Context, namespace string, kinds []string) ([]string, error)
+	In(ctx context.Context, namespace string, kinds []string) (awake []string, more bool, err error)
 }
 
 // Check answers the pods condition c of a policy on a namespace.
@@ -451,15 +452,20 @@ func (ev *Evaluator) resleep(ctx context.Context, m policy.Manager, d Decision, 
 	for _, sel := range p.Action.Selectors {
 		kinds = append(kinds, sel.Kind)
 	}
-	awake, err := ev.Awake.In(ctx, t.Name, kinds)
+	awake, more, err := ev.Awake.In(ctx, t.Name, kinds)
 	switch {
 	case err != nil:
 		d.Entry.Message += "; whether its workloads are still asleep is not known: " + err.Error()
 		return d
-	case len(awake) == 0:
+	case len(awake) == 0 && !more:
 		return d
 	}
 	e.Undone = slices.DeleteFunc(slices.Clone(awake), func(s string) bool { return strings.HasPrefix(s, "new: ") })
+	if more {
+		// Those past the read's bound may be of the kinds selected: the
+		// sleep reads them again, and the next sweeps name them.
+		awake = append(awake, "more past what one read names")
+	}
 	reason := fmt.Sprintf("asleep since %s (policy %q), but awake: %s; back to sleep", by.Since.UTC().Format(time.RFC3339), by.Policy, strings.Join(awake, "; "))
 	resleep := planned(m, e, d.Entry.Conditions, Plan{Step: StepAct, Policy: p, Reason: reason, Target: t, Resleep: true})
 	resleep.Checks = d.Checks

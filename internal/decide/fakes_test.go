@@ -64,13 +64,14 @@ func (s fakeStuck) Of(context.Context, cluster.Namespace, time.Time) (*report.St
 // kinds it was asked about.
 type fakeAwake struct {
 	awake []string
+	more  bool
 	err   error
 	asked [][]string
 }
 
-func (a *fakeAwake) In(_ context.Context, _ string, kinds []string) ([]string, error) {
+func (a *fakeAwake) In(_ context.Context, _ string, kinds []string) ([]string, bool, error) {
 	a.asked = append(a.asked, kinds)
-	return a.awake, a.err
+	return a.awake, a.more, a.err
 }
 
 // fakeBudget answers BeyondCap from answers in turn, the last one from

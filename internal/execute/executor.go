@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -76,6 +77,33 @@ type Executor struct {
 	// Kinds resolves the kinds of workloads SCALE_DOWN and SLEEP select,
 	// discovering them once per sweep.
 	Kinds *probe.Kinds
+	// reslept holds the namespaces this sweep put back to sleep (see
+	// firstResleep).
+	resleptMu sync.Mutex
+	reslept   map[string]bool
+}
+
+// MaxResleep bounds the workloads put back to sleep in a namespace in one
+// sweep (each one patch, and its retries on a conflict): a tenant who wakes
+// more has the rest put back by the next sweeps, and sizes no sweep's
+// writes. Under --max-actions, a namespace put back to sleep takes one
+// place, shared round-robin as any action's.
+const MaxResleep = 50
+
+// firstResleep reports whether namespace was not put back to sleep yet in
+// this sweep, and marks it: of the managers and rules that keep it asleep,
+// one puts it back, once, and tells it in one Event, however many there are.
+func (x *Executor) firstResleep(namespace string) bool {
+	x.resleptMu.Lock()
+	defer x.resleptMu.Unlock()
+	if x.reslept == nil {
+		x.reslept = map[string]bool{}
+	}
+	if x.reslept[namespace] {
+		return false
+	}
+	x.reslept[namespace] = true
+	return true
 }
 
 // Counts are what a sweep's report says of its actions beyond the entries.
@@ -189,6 +217,10 @@ func (x *Executor) act(ctx context.Context, rec record.Record, d decide.Decision
 	freed, unknown := x.freedByDelete(ctx, p)
 	if x.Stop.Err() != nil {
 		return NotReached(e, "it acted"), false, true
+	}
+	if p.Resleep && !x.firstResleep(p.Target.Name) {
+		e.State, e.Message, e.Undone = report.StateAsleep, p.Reason+"; put back to sleep by another manager or rule in this sweep", nil
+		return e, false, true
 	}
 	deadline := time.Now().Add(x.ClaimTTL - claimMargin)
 	claimed := (p.Step != decide.StepAct || p.Policy.Action.Type != policy.ActionDelete) && !p.Resleep
@@ -422,7 +454,7 @@ func (x *Executor) apply(ctx context.Context, m policy.Manager, rec record.Recor
 		if t.Recreated {
 			return applied{effects: []string{"sleep or wake in namespace " + t.Name + ": the namespace the claim was made for is gone; the new one of that name is left alone"}}, nil
 		}
-		return x.sleep(ctx, t.Name, p.Policy.Action.Selectors, p.Wake)
+		return x.sleep(ctx, t.Name, p.Policy.Action.Selectors, p.Wake, p.Resleep)
 	case policy.ActionWebhook:
 		effects, err := x.post(ctx, m, p, t)
 		return applied{effects: effects}, err
@@ -527,13 +559,14 @@ func (x *Executor) scaleDown(ctx context.Context, namespace string, selectors []
 	if err != nil {
 		return applied{}, fmt.Errorf("scale down in namespace %s: %w", namespace, err)
 	}
-	return x.putToSleep(ctx, namespace, selections, false)
+	return x.putToSleep(ctx, namespace, selections, false, false)
 }
 
 // sleep puts the workloads a SLEEP policy selects to sleep, or wakes them:
 // with no selectors, those of every kind nsman puts to sleep (Kinds.All)
-// that its RBAC lets it list.
-func (x *Executor) sleep(ctx context.Context, namespace string, selectors []policy.Selector, wake bool) (applied, error) {
+// that its RBAC lets it list. Resleep: they are put back to sleep, at most
+// MaxResleep of them.
+func (x *Executor) sleep(ctx context.Context, namespace string, selectors []policy.Selector, wake, resleep bool) (applied, error) {
 	verb := map[bool]string{false: "sleep", true: "wake"}[wake]
 	every := len(selectors) == 0
 	selections, err := x.Kinds.Resolve(x.Reads.Clients.Kube, selectors)
@@ -544,7 +577,7 @@ func (x *Executor) sleep(ctx context.Context, namespace string, selectors []poli
 		return applied{}, fmt.Errorf("%s in namespace %s: %w", verb, namespace, err)
 	}
 	if !wake {
-		did, sleepErr := x.putToSleep(ctx, namespace, selections, every)
+		did, sleepErr := x.putToSleep(ctx, namespace, selections, every, resleep)
 		return did, errors.Join(err, sleepErr)
 	}
 	effects, skipped, wakeErr := EachKind(ctx, x.Reads.Clients, namespace, selections, every, func(kind probe.Kind, w *unstructured.Unstructured) (string, error) {
@@ -555,11 +588,19 @@ func (x *Executor) sleep(ctx context.Context, namespace string, selectors []poli
 }
 
 // putToSleep puts selections' workloads to sleep (see Sleep) and sums what
-// they free; optional: as EachKind's.
-func (x *Executor) putToSleep(ctx context.Context, namespace string, selections []probe.Selection, optional bool) (applied, error) {
+// they free; optional: as EachKind's. Resleep: back to sleep, at most
+// MaxResleep of them, the rest counted and left to the next sweeps.
+func (x *Executor) putToSleep(ctx context.Context, namespace string, selections []probe.Selection, optional, resleep bool) (applied, error) {
 	var freed report.Reclaimed
-	slept := 0
+	slept, taken, left := 0, 0, 0
 	effects, skipped, err := EachKind(ctx, x.Reads.Clients, namespace, selections, optional, func(kind probe.Kind, w *unstructured.Unstructured) (string, error) {
+		if resleep && awake(kind, w) {
+			if taken == MaxResleep {
+				left++
+				return "", nil
+			}
+			taken++
+		}
 		effect, from, err := Sleep(ctx, x.Reads.Clients, x.Writer, kind, w)
 		if from != nil { // a CronJob or ScaledObject has no spec.template: it frees nothing counted
 			slept++
@@ -568,11 +609,25 @@ func (x *Executor) putToSleep(ctx context.Context, namespace string, selections 
 		return effect, err
 	})
 	deny(x.Kinds, skipped)
+	if left > 0 {
+		effects = append(effects, leftAwake(left))
+	}
 	out := applied{effects: effects, slept: slept}
 	if !x.SkipReclaim {
 		out.reclaimed = &freed
 	}
 	return out, err
+}
+
+// leftAwake says that n workloads awake were left to the next sweeps.
+func leftAwake(n int) string {
+	return fmt.Sprintf("%d more awake, left to the next sweeps: at most %d are put back to sleep in a namespace per sweep", n, MaxResleep)
+}
+
+// awake reports whether Sleep would write to w, of kind, as listed.
+func awake(kind probe.Kind, w *unstructured.Unstructured) bool {
+	patch, _ := ways[kind.Way].sleep("", w)
+	return patch != nil && w.GetLabels()[status.KeepAwakeLabel] != "true"
 }
 
 // deny drops the kinds of skipped, which nsman may not list, from the

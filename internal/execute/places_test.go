@@ -33,6 +33,7 @@ func TestWantsPlace(t *testing.T) {
 		{name: "a DELETE, a receiver silent", x: []func(*Executor){maxActions(1)}, d: decision(), silent: silent, want: true},
 		{name: "a claim to complete", x: []func(*Executor){maxActions(1)}, d: decision(step(decide.StepCompleteClaim)), want: true},
 		{name: "a DELETE", x: []func(*Executor){maxActions(1)}, d: decision(), want: true},
+		{name: "a namespace put back to sleep", x: []func(*Executor){maxActions(1)}, d: decision(sleeping(false), func(d *decide.Decision) { d.Plan.Resleep = true }), want: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			w := newFakeWriter()

@@ -2,6 +2,8 @@ package execute
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/nsman/nsman/internal/cluster/clustertest"
@@ -107,5 +109,40 @@ func TestNotificationKeyOfASleep(t *testing.T) {
 	}
 	if plain := decision(); x.notificationKey(plain.Manager, plain.Plan) != firingKey(plain.Manager, plain.Plan) {
 		t.Error("the key of another action changed")
+	}
+}
+
+// Putting a namespace back to sleep writes to at most MaxResleep of its
+// workloads, the rest counted in the entry, left to the next sweeps; and
+// of the subjects that keep it asleep, one puts it back in a sweep, the
+// others write nothing and name no one. A sleep that is a transition has
+// no such bound.
+func TestResleepBounded(t *testing.T) {
+	items := make([]string, 0, MaxResleep+10)
+	for i := range MaxResleep + 10 {
+		items = append(items, fmt.Sprintf(`{"metadata":{"name":"w%02d","namespace":"team-a","resourceVersion":"1","annotations":{%q:"1"}},"spec":{"replicas":1}}`, i, status.ReplicasAnnotation))
+	}
+	bodies := clustertest.DiscoveryBodies()
+	bodies["/apis/apps/v1/namespaces/team-a/deployments"] = `{"kind":"DeploymentList","apiVersion":"apps/v1","metadata":{},"items":[` + strings.Join(items, ",") + `]}`
+	reads := emptyReader(t)
+	reads.Clients.Kube = clustertest.APIServer(t, bodies)
+	w := newFakeWriter()
+	w.done = report.StateFired
+	x := newExecutor(t, w, reads)
+	resleep := decision(sleeping(false), func(d *decide.Decision) { d.Plan.Resleep, d.Entry.Undone = true, []string{"kubectl: Deployment/w00"} })
+	left := fmt.Sprintf("10 more awake, left to the next sweeps: at most %d are put back to sleep in a namespace per sweep", MaxResleep)
+	e := x.CarryOut(t.Context(), &fakeRecord{}, resleep)
+	if w.patches != MaxResleep || e.State != report.StateFired || len(e.Effects) != MaxResleep+1 || e.Effects[MaxResleep] != left {
+		t.Errorf("put back to sleep: %d patches, entry %s, %d effects %q; want %d patches, fired, the last effect %q", w.patches, e.State, len(e.Effects), e.Effects, MaxResleep, left)
+	}
+	// Another subject of the namespace, in the same sweep: nothing more.
+	before := w.patches
+	e = x.CarryOut(t.Context(), &fakeRecord{}, resleep)
+	if got := w.patches - before; got != 0 || e.State != report.StateAsleep || !strings.HasSuffix(e.Message, "; put back to sleep by another manager or rule in this sweep") || e.Undone != nil {
+		t.Errorf("put back to sleep again in the sweep: %d patches, entry %s %q, undone %q; want none, asleep, said, no one undone", got, e.State, e.Message, e.Undone)
+	}
+	before = w.patches
+	if e := x.CarryOut(t.Context(), &fakeRecord{}, decision(sleeping(false))); w.patches-before != MaxResleep+10 || e.State != report.StateFired {
+		t.Errorf("a sleep: %d patches (%s), want %d", w.patches-before, e.State, MaxResleep+10)
 	}
 }

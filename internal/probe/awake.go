@@ -2,6 +2,7 @@ package probe
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,6 +33,12 @@ const AwakeIndexAfter = 20
 // index is given up and namespaces are read one by one.
 const MaxAwake = 100_000
 
+// MaxAwakeIn bounds the workloads awake that a read keeps of one namespace,
+// read alone as by the index: past it, the read says there are more (In's
+// more), named by a later sweep once the first are put back to sleep. One
+// namespace read alone stops listing there.
+const MaxAwakeIn = 100
+
 // Awake finds the workloads awake in the namespaces a SLEEP policy keeps
 // asleep: scaled above zero, a CronJob not suspended, a ScaledObject not
 // paused at zero, but for those labelled status.KeepAwakeLabel and, of a
@@ -48,7 +55,14 @@ type Awake struct {
 	asked, ahead atomic.Int64
 	indexed      atomic.Bool
 	once         sync.Once
-	index        map[string][]Awoken // by namespace; nil: not built, or given up
+	index        map[string]*awakeIn // by namespace; nil: not built, or given up
+}
+
+// awakeIn is what a read keeps of one namespace: at most MaxAwakeIn
+// workloads, and whether there were more.
+type awakeIn struct {
+	found []Awoken
+	more  bool
 }
 
 // IndexAll answers every namespace from the sweep's index, from the first.
@@ -85,26 +99,27 @@ func NewAwake(reads Reads, kinds *Kinds) *Awake { return &Awake{reads: reads, ki
 // In returns the workloads awake in namespace of the kinds named (Kind or
 // Kind.group, any letter case; none: every kind), grouped by who woke
 // them: one line per field manager, "BY: Kind/name, ..." ("someone" when
-// unknown, "new" for workloads never put to sleep).
-func (a *Awake) In(ctx context.Context, namespace string, kinds []string) ([]string, error) {
-	var found []Awoken
+// unknown, "new" for workloads never put to sleep); more: more than
+// MaxAwakeIn were awake, of any kind, and those past it are not named.
+func (a *Awake) In(ctx context.Context, namespace string, kinds []string) (_ []string, more bool, _ error) {
+	in := &awakeIn{}
 	if (a.indexed.Load() || a.asked.Add(1) > AwakeIndexAfter) && a.sweepIndex(ctx) != nil {
-		found = a.index[namespace]
+		in = cmp.Or(a.index[namespace], in)
 	} else {
 		ctx, cancel := context.WithTimeout(ctx, a.reads.NamespaceTimeout())
 		defer cancel()
 		byNamespace, err := a.list(ctx, namespace, 0)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		found = byNamespace[namespace]
+		in = cmp.Or(byNamespace[namespace], in)
 	}
-	return causes(found, kinds), nil
+	return causes(in.found, kinds), in.more, nil
 }
 
 // sweepIndex lists, once, every kind's workloads awake cluster-wide; nil
 // when that failed or found more than MaxAwake.
-func (a *Awake) sweepIndex(ctx context.Context) map[string][]Awoken {
+func (a *Awake) sweepIndex(ctx context.Context) map[string]*awakeIn {
 	a.once.Do(func() {
 		ctx, cancel := context.WithTimeout(ctx, a.reads.ClaimTTL)
 		defer cancel()
@@ -121,27 +136,48 @@ func (a *Awake) sweepIndex(ctx context.Context) map[string][]Awoken {
 // errTooManyAwake ends an index past MaxAwake.
 var errTooManyAwake = errors.New("more awake workloads than the index keeps")
 
+// errNamespaceFull ends the read of one namespace past MaxAwakeIn.
+var errNamespaceFull = errors.New("more awake workloads than a namespace's read keeps")
+
 // list lists the workloads of every kind nsman may list in namespace (all,
 // with metav1.NamespaceAll), paged and decoded one at a time, and keeps the
-// awake ones, at most max (0: no bound).
-func (a *Awake) list(ctx context.Context, namespace string, max int) (map[string][]Awoken, error) {
+// awake ones, at most MaxAwakeIn of a namespace; it gives up past max awake
+// in all (0: no bound), and the read of one namespace stops at the first
+// past MaxAwakeIn.
+func (a *Awake) list(ctx context.Context, namespace string, max int) (map[string]*awakeIn, error) {
 	selections, discoveryErr := a.kinds.All(a.reads.Clients.Kube)
-	out, kept := map[string][]Awoken{}, 0
+	out, kept := map[string]*awakeIn{}, 0
 	for _, sel := range selections {
 		kind := sel.Kind
 		list := func() *rest.Request {
 			return a.reads.Clients.Kube.Discovery().RESTClient().Get().AbsPath(ResourcePath(kind.Resource, namespace)...)
 		}
 		err := cluster.EachStreamed(ctx, a.reads.PageSize, metav1.ListOptions{}, list, func(f *awakeFields) error {
-			if w, awake := f.awoken(kind); awake {
-				if kept++; max > 0 && kept > max {
-					return errTooManyAwake
-				}
-				out[f.Metadata.Namespace] = append(out[f.Metadata.Namespace], w)
+			w, awake := f.awoken(kind)
+			if !awake {
+				return nil
 			}
+			if kept++; max > 0 && kept > max {
+				return errTooManyAwake
+			}
+			in := out[f.Metadata.Namespace]
+			if in == nil {
+				in = &awakeIn{}
+				out[f.Metadata.Namespace] = in
+			}
+			if len(in.found) == MaxAwakeIn {
+				in.more = true
+				if namespace != metav1.NamespaceAll {
+					return errNamespaceFull
+				}
+				return nil
+			}
+			in.found = append(in.found, w)
 			return nil
 		})
 		switch {
+		case errors.Is(err, errNamespaceFull):
+			return out, nil
 		case err == nil, apierrors.IsNotFound(err):
 		case kind.Found && apierrors.IsForbidden(err):
 			// A kind nsman may not list is one it never put to sleep.

@@ -80,12 +80,12 @@ func TestAwakeIn(t *testing.T) {
 		{name: "a kind of another group", kinds: []string{"CronJob.example.com"}, want: []string{}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := NewAwake(awakeReads(kube), &Kinds{}).In(t.Context(), "dev-7", tt.kinds)
+			got, more, err := NewAwake(awakeReads(kube), &Kinds{}).In(t.Context(), "dev-7", tt.kinds)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Equal(got, tt.want) {
-				t.Errorf("awake %q, want %q", got, tt.want)
+			if !slices.Equal(got, tt.want) || more {
+				t.Errorf("awake %q (more %v), want %q", got, more, tt.want)
 			}
 		})
 	}
@@ -107,7 +107,7 @@ func TestAwakeIndex(t *testing.T) {
 	a := NewAwake(awakeReads(kube), &Kinds{})
 	ahead := NewAwake(awakeReads(kube), &Kinds{})
 	ahead.IndexAll()
-	if got, err := ahead.In(t.Context(), "dev-7", []string{"Deployment"}); err != nil || len(got) != 2 || clusterWide != 1 {
+	if got, _, err := ahead.In(t.Context(), "dev-7", []string{"Deployment"}); err != nil || len(got) != 2 || clusterWide != 1 {
 		t.Fatalf("indexing all: awake %q (%v), Deployments listed cluster-wide %d times; want 2 causes from one cluster-wide list", got, err, clusterWide)
 	}
 	clusterWide = 0
@@ -116,7 +116,7 @@ func TestAwakeIndex(t *testing.T) {
 		if i == AwakeIndexAfter+4 {
 			ns = "dev-7"
 		}
-		got, err := a.In(t.Context(), ns, []string{"Deployment"})
+		got, _, err := a.In(t.Context(), ns, []string{"Deployment"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,6 +126,51 @@ func TestAwakeIndex(t *testing.T) {
 	}
 	if clusterWide != 1 {
 		t.Errorf("Deployments listed cluster-wide %d times, want once", clusterWide)
+	}
+}
+
+// A read keeps at most MaxAwakeIn workloads awake of a namespace, namespace
+// by namespace as in the index, and says there were more: the workloads a
+// tenant wakes size no read. Read alone, the namespace's list stops there.
+func TestAwakeInBounded(t *testing.T) {
+	bodies := awakeBodies("dev-7")
+	items := make([]string, 0, MaxAwakeIn+50)
+	for i := range MaxAwakeIn + 50 {
+		items = append(items, fmt.Sprintf(`{"metadata":{"name":"w%03d","namespace":"dev-7","annotations":{%q:"1"},"managedFields":[{"manager":"fighter-%03d","operation":"Update",`+
+			`"time":"2026-11-27T22:00:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{"f:replicas":{}}}}]},"spec":{"replicas":1}}`, i, status.ReplicasAnnotation, i))
+	}
+	many := `{"kind":"List","apiVersion":"v1","metadata":{},"items":[` + strings.Join(items, ",") + `]}`
+	bodies["/apis/apps/v1/namespaces/dev-7/deployments"], bodies["/apis/apps/v1/deployments"] = many, many
+	var mu sync.Mutex
+	listed := map[string]int{}
+	kube := clustertest.APIServer(t, bodies, func(path string) {
+		mu.Lock()
+		defer mu.Unlock()
+		listed[path]++
+	})
+	indexed := NewAwake(awakeReads(kube), &Kinds{})
+	indexed.IndexAll()
+	for name, a := range map[string]*Awake{"by namespace": NewAwake(awakeReads(kube), &Kinds{}), "by the index": indexed} {
+		got, more, err := a.In(t.Context(), "dev-7", []string{"Deployment"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		named := 0
+		for _, line := range got {
+			named += strings.Count(line, "Deployment/")
+		}
+		if named != MaxAwakeIn || !more {
+			t.Errorf("%s: %d Deployments named (more %v), want %d and more", name, named, more, MaxAwakeIn)
+		}
+	}
+	// Read alone, the namespace is read no further than its Deployments,
+	// listed first: no kind after them is.
+	mu.Lock()
+	defer mu.Unlock()
+	for path := range listed {
+		if strings.Contains(path, "/namespaces/dev-7/") && !strings.HasSuffix(path, "/deployments") {
+			t.Errorf("listed %s after the namespace's Deployments said more than %d awake", path, MaxAwakeIn)
+		}
 	}
 }
 

@@ -32,7 +32,8 @@ var eventKinds = map[report.State]struct{ kind, reason string }{
 
 // Reasons of the Event of a SLEEP policy's transition, in place of Fired,
 // and of the Warning Event that says who woke workloads of a target asleep
-// (one per field manager).
+// and that they were put back to sleep (one per target and sweep, whatever
+// the number of field managers).
 const (
 	Slept       = "Slept"
 	Woke        = "Woke"
@@ -75,16 +76,18 @@ func (ev ManagerEvents) Tell(ctx context.Context, e report.Entry, before status.
 		// would: the outcome is in the logs, the report and the metrics.
 		return
 	}
-	if k, ok := eventKinds[e.State]; ok && (acted || e.State != before.State) {
+	// Workloads woken and put back to sleep are told in one Event,
+	// SleepUndone, in place of Slept: each Event is a write the tenant who
+	// wakes them could multiply.
+	undone := e.State == report.StateFired && len(e.Undone) > 0
+	if k, ok := eventKinds[e.State]; ok && (acted || e.State != before.State) && !undone {
 		ev.Emit(ctx, k.kind, reasonOf(e, k.reason), e.Action, e.Message)
 	}
 	if e.HoldIgnored != "" && e.HoldIgnored != before.IgnoredHold {
 		ev.Emit(ctx, corev1.EventTypeWarning, holdIgnored, "Evaluate", e.HoldIgnored)
 	}
-	if e.State == report.StateFired {
-		for _, cause := range e.Undone {
-			ev.Emit(ctx, corev1.EventTypeWarning, SleepUndone, e.Action, fmt.Sprintf("woken while namespace %s was asleep, put back to sleep: %s", e.Target, cause))
-		}
+	if undone {
+		ev.Emit(ctx, corev1.EventTypeWarning, SleepUndone, e.Action, fmt.Sprintf("woken by %s while namespace %s was asleep; put back to sleep", wokenBy(e.Undone), e.Target))
 	}
 	if e.AnnotationIgnored != "" && e.AnnotationIgnored != before.IgnoredAnnotation {
 		ev.Emit(ctx, corev1.EventTypeWarning, annotationIgnored, "Evaluate", e.AnnotationIgnored)
@@ -150,8 +153,8 @@ func (t *RuleTally) Tell(_ context.Context, e report.Entry, before status.Prior,
 	switch {
 	case e.State == report.StateFired:
 		t.fired = append(t.fired, e.Target)
-		for _, cause := range e.Undone {
-			t.undone = append(t.undone, e.Target+": "+cause)
+		if len(e.Undone) > 0 {
+			t.undone = append(t.undone, e.Target+" (woken by "+wokenBy(e.Undone)+")")
 		}
 	case e.State == report.StateFailed && !before.Failed:
 		t.failed = append(t.failed, e.Target+": "+e.Message)
@@ -190,9 +193,30 @@ func (t *RuleTally) Flush(ctx context.Context, rule ManagerEvents) {
 }
 
 // FirstTen joins at most 10 items, saying how many more there are.
-func FirstTen(items []string) string {
-	if len(items) <= 10 {
+func FirstTen(items []string) string { return firstFew(items, 10) }
+
+// firstFew joins at most n items, saying how many more there are.
+func firstFew(items []string, n int) string {
+	if len(items) <= n {
 		return strings.Join(items, ", ")
 	}
-	return strings.Join(items[:10], ", ") + fmt.Sprintf(" and %d more", len(items)-10)
+	return strings.Join(items[:n], ", ") + fmt.Sprintf(" and %d more", len(items)-n)
+}
+
+// namedWakers is how many field managers a SleepUndone Event names.
+const namedWakers = 3
+
+// wokenBy names the field managers of undone (report.Entry.Undone, lines
+// "BY: Kind/name, ..."), the first namedWakers of them, and counts the rest.
+func wokenBy(undone []string) string {
+	by := make([]string, 0, len(undone))
+	for _, line := range undone {
+		// The last ": ": a field manager's name may hold one, a workload's
+		// kind and name may not.
+		if i := strings.LastIndex(line, ": "); i >= 0 {
+			line = line[:i]
+		}
+		by = append(by, line)
+	}
+	return firstFew(by, namedWakers)
 }

@@ -117,9 +117,17 @@ func TestManagerEventsTell(t *testing.T) {
 			e.Target, e.Undone = "dev-7", []string{"kubectl: Deployment/web", "argocd-application-controller: Rollout/canary"}
 			return e
 		}(), before: status.Prior{State: report.StateAsleep}, acted: true, recorded: true,
-			want: []told{{"Normal", "Slept", policy.ActionSleep, "acted"},
-				{"Warning", "SleepUndone", policy.ActionSleep, "woken while namespace dev-7 was asleep, put back to sleep: kubectl: Deployment/web"},
-				{"Warning", "SleepUndone", policy.ActionSleep, "woken while namespace dev-7 was asleep, put back to sleep: argocd-application-controller: Rollout/canary"}}},
+			want: []told{{"Warning", "SleepUndone", policy.ActionSleep, "woken by kubectl, argocd-application-controller while namespace dev-7 was asleep; put back to sleep"}}},
+		{name: "put back to sleep, woken by many: one Event", entry: func() report.Entry {
+			e := fired(policy.ActionSleep)
+			e.Target = "dev-7"
+			for i := range 60 {
+				e.Undone = append(e.Undone, fmt.Sprintf("fighter-%02d: Deployment/w%02d", i, i))
+			}
+			e.Undone[1] = "a: b: Deployment/w01, Deployment/x" // a field manager's name may hold ": "
+			return e
+		}(), before: status.Prior{State: report.StateAsleep}, acted: true, recorded: true,
+			want: []told{{"Warning", "SleepUndone", policy.ActionSleep, "woken by fighter-00, a: b, fighter-02 and 57 more while namespace dev-7 was asleep; put back to sleep"}}},
 		{name: "a wake failed", entry: report.Entry{State: report.StateFailed, Action: policy.ActionSleep, Woke: true, Message: "boom"}, before: status.Prior{State: report.StateAsleep}, acted: true, recorded: true,
 			want: []told{{"Warning", "Failed", policy.ActionSleep, "boom"}}},
 		{name: "fired twice", entry: fired(policy.ActionWebhook), before: status.Prior{State: report.StateFired}, acted: true, recorded: true,
@@ -346,7 +354,12 @@ func TestRuleTallyFlush(t *testing.T) {
 		{name: "fired", heard: []heard{fired("a"), fired("b")},
 			want: []told{{"Normal", "Fired", "Act", "acted on 2 namespace(s): a, b"}}},
 		{name: "put back to sleep", heard: []heard{{entry: report.Entry{Target: "a", State: report.StateFired, Action: policy.ActionSleep, Undone: []string{"kubectl: Deployment/web"}}}},
-			want: []told{{"Normal", "Fired", "Act", "acted on 1 namespace(s): a"}, {"Warning", "SleepUndone", "Act", "woken while asleep, put back to sleep, in 1 namespace(s): a: kubectl: Deployment/web"}}},
+			want: []told{{"Normal", "Fired", "Act", "acted on 1 namespace(s): a"}, {"Warning", "SleepUndone", "Act", "woken while asleep, put back to sleep, in 1 namespace(s): a (woken by kubectl)"}}},
+		{name: "put back to sleep, woken by many in two namespaces: one Event", heard: []heard{
+			{entry: report.Entry{Target: "a", State: report.StateFired, Action: policy.ActionSleep, Undone: []string{"p: Deployment/x", "q: Deployment/y", "r: Deployment/z", "s: CronJob/c"}}},
+			{entry: report.Entry{Target: "b", State: report.StateFired, Action: policy.ActionSleep, Undone: []string{"kubectl: Deployment/web, Deployment/api"}}}},
+			want: []told{{"Normal", "Fired", "Act", "acted on 2 namespace(s): a, b"},
+				{"Warning", "SleepUndone", "Act", "woken while asleep, put back to sleep, in 2 namespace(s): a (woken by p, q, r and 1 more), b (woken by kubectl)"}}},
 		{name: "failed, new", heard: []heard{failed("a", false)},
 			want: []told{{"Warning", "Failed", "Act", "failed on 1 namespace(s): a: boom"}}},
 		{name: "fired and failed", heard: []heard{fired("a"), failed("b", false), failed("c", true)},
