@@ -14,8 +14,14 @@
 #   NSMAN_OUTPUT       text (the default) or json: --output
 #   NSMAN_KUBECONFIG   --kubeconfig (default: $KUBECONFIG, ~/.kube/config or
 #                      the in-cluster config)
+#   NSMAN_TRUSTED_NAMESPACES
+#                      --trusted-namespaces: the namespaces whose managers may
+#                      target other namespaces, and where rules may live,
+#                      comma-separated (default: none; never the namespace of
+#                      the runner's pod, which is not the swept cluster's to
+#                      trust). Always passed, and said on stderr
 #   NSMAN_ARGS         more flags of nsman sweep, split at white space (no
-#                      quoting), after those above
+#                      quoting), after those above; not --trusted-namespaces
 #   NSMAN_REPORT       the report's file (default nsman-report.txt, or
 #                      nsman-report.json with NSMAN_OUTPUT=json)
 #
@@ -36,6 +42,12 @@ text) report=${NSMAN_REPORT:-nsman-report.txt} ;;
 json) report=${NSMAN_REPORT:-nsman-report.json} ;;
 *) fail "NSMAN_OUTPUT is \"$output\": want text or json" ;;
 esac
+# Commas, and namespace names as Kubernetes spells them: "a, b" is a and
+# b, never " b", which would trust nothing that the line below says.
+trusted=$(printf '%s' "${NSMAN_TRUSTED_NAMESPACES:-}" | tr -d ' \t\r\n')
+if [ -n "$trusted" ] && ! printf '%s\n' "$trusted" | grep -Eq '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(,[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$'; then
+	fail "NSMAN_TRUSTED_NAMESPACES is \"$NSMAN_TRUSTED_NAMESPACES\": want namespace names, comma-separated"
+fi
 # No report of an earlier sweep may pass for this one's.
 rm -f "$report"
 : >"$report" || fail "cannot write the report to $report"
@@ -55,13 +67,29 @@ fi
 if [ -n "${NSMAN_KUBECONFIG:-}" ]; then
 	set -- "$@" --kubeconfig "$NSMAN_KUBECONFIG"
 fi
+# Always given, so that nsman trusts what is written here and nothing it
+# finds: unset, it would trust $POD_NAMESPACE, the runner's pod's.
+set -- "$@" --trusted-namespaces="$trusted"
 # Split, not globbed: a * in NSMAN_ARGS stays a *.
 set -f
 # shellcheck disable=SC2086
 set -- "$@" ${NSMAN_ARGS:-}
 set +f
 
+given=0
+for arg; do
+	case $arg in
+	--trusted-namespaces | --trusted-namespaces=*) given=$((given + 1)) ;;
+	esac
+done
+[ "$given" -eq 1 ] || fail "--trusted-namespaces in NSMAN_ARGS: name the trusted namespaces in NSMAN_TRUSTED_NAMESPACES"
+
 [ -x "$bin" ] || fail "$bin is not installed (install.sh installs it)"
+if [ -n "$trusted" ]; then
+	echo "nsman trusts: $(printf '%s' "$trusted" | sed 's/,/, /g')" >&2
+else
+	echo "nsman trusts no namespace: managers may target only their own" >&2
+fi
 echo "nsman $*" >&2
 code=0
 "$bin" "$@" >"$report" || code=$?

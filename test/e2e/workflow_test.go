@@ -449,3 +449,78 @@ func TestActionSummaryFenceHoldsTheReport(t *testing.T) {
 		t.Errorf("summary:\n%s\nwant it to end with:\n%s", res.summary, want)
 	}
 }
+
+// TestCITrustsOnlyWhatItIsTold: the CI step runs in a runner's pod, whose
+// namespace ($POD_NAMESPACE, its ServiceAccount's) nsman would trust by
+// default; the step trusts the namespaces its input names and no other,
+// and says which on stderr. A manager in a namespace named as the runner's,
+// aimed at another team's namespace, is forbidden and deletes nothing
+// unless that input names its namespace.
+func TestCITrustsOnlyWhatItIsTold(t *testing.T) {
+	env, err := nsmantest.Setup(t.Context(), shared, nsmantest.CRD(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := serveRelease(t, nsmanBinary(t), nil)
+	runner, victim := shared.Namespace(t), shared.Namespace(t)
+	env.Apply(t, []byte(`apiVersion: k8s.consol.de/v1beta1
+kind: NamespaceManager
+metadata:
+  name: takeover
+  namespace: `+runner+`
+spec:
+  namespace: `+victim+`
+  policies:
+    - name: expired
+      condition: {type: EXPIRES, params: {at: "2020-01-01T00:00:00Z"}}
+      action: {type: DELETE}
+`))
+	manager := runner + "/takeover"
+	tests := []struct {
+		name    string
+		trusted string // the input, NSMAN_TRUSTED_NAMESPACES
+		dryRun  string
+		state   string
+		says    string
+	}{
+		{"nothing trusted: forbidden", "", "false", "forbidden", "nsman trusts no namespace: managers may target only their own\n"},
+		{"the namespace named trusted", " " + runner + " ", "true", "planned", "nsman trusts: " + runner + "\n"},
+	}
+	// run runs the step, with $POD_NAMESPACE the runner's, and returns its
+	// exit status, log and report.
+	runs := map[string]func(t *testing.T, trusted, dryRun string) (int, string, []byte){
+		"action": func(t *testing.T, trusted, dryRun string) (int, string, []byte) {
+			inputs := map[string]string{"version": testVersion, "namespace": runner, "dry-run": dryRun, "trusted-namespaces": trusted}
+			res := runAction(t, inputs, "NSMAN_DOWNLOAD_URL="+rel.URL, "KUBECONFIG="+env.Kubeconfig, "POD_NAMESPACE="+runner)
+			data, _ := os.ReadFile(res.outputs["report"])
+			return res.code, res.log, data
+		},
+	}
+	for _, shell := range gitlabShells {
+		runs["gitlab "+shell.name] = func(t *testing.T, trusted, dryRun string) (int, string, []byte) {
+			code, log, project := runGitLab(t, shell, "NSMAN_VERSION="+testVersion, "NSMAN_DOWNLOAD_URL="+rel.URL, "KUBECONFIG="+env.Kubeconfig,
+				"POD_NAMESPACE="+runner, "NSMAN_NAMESPACE="+runner, "NSMAN_DRY_RUN="+dryRun, "NSMAN_TRUSTED_NAMESPACES="+trusted)
+			data, _ := os.ReadFile(filepath.Join(project, "nsman-report.txt"))
+			return code, log, data
+		}
+	}
+	for _, how := range slices.Sorted(maps.Keys(runs)) {
+		for _, tt := range tests {
+			t.Run(how+"/"+tt.name, func(t *testing.T) {
+				code, log, data := runs[how](t, tt.trusted, tt.dryRun)
+				if code != 0 {
+					t.Fatalf("exit %d, want 0\n%s", code, log)
+				}
+				if got := states(t, data, false); !maps.Equal(got, map[string]string{manager: tt.state}) {
+					t.Errorf("report says %v, want %s %s\n%s", got, manager, tt.state, data)
+				}
+				if !strings.Contains(log, tt.says) {
+					t.Errorf("the log does not say %q:\n%s", tt.says, log)
+				}
+				if env.NamespaceGoneOrTerminating(t, victim) {
+					t.Fatalf("namespace %s, which a manager in %s aimed at, was deleted", victim, runner)
+				}
+			})
+		}
+	}
+}
