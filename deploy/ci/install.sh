@@ -9,7 +9,9 @@
 #                       that a pipeline runs the same binary every time)
 #   NSMAN_DOWNLOAD_URL  where releases are downloaded from, as
 #                       BASE/vX.Y.Z/nsman-OS-ARCH and BASE/vX.Y.Z/checksums.txt
-#                       (default https://github.com/nsman/nsman/releases/download)
+#                       (default https://github.com/nsman/nsman/releases/download;
+#                       another is shown as its scheme and host alone, as nsman
+#                       shows a URL that may hold a credential)
 #   NSMAN_INSTALL_DIR   where nsman goes (default $RUNNER_TEMP/nsman, else
 #                       $TMPDIR/nsman, else /tmp/nsman)
 #
@@ -31,8 +33,30 @@ fail() {
 	exit 2
 }
 
+# redact_url URL prints URL as nsman shows one that may be a credential (as
+# tell.RedactURL does): its scheme and host, then "/…" if it had more.
+redact_url() {
+	rest=${1#*://}
+	scheme=${1%%://*}
+	authority=${rest%%[/?#]*}
+	host=${authority##*@}
+	if [ "$rest" = "$1" ] || ! printf '%s\n' "$scheme" | grep -Eq '^[A-Za-z][A-Za-z0-9+.-]*$' ||
+		! printf '%s\n' "$host" | grep -Eq '^([A-Za-z0-9._~%-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]*)?$'; then
+		echo '(a URL that is not shown)'
+	elif [ "$host" = "$authority" ] && { [ "$rest" = "$authority" ] || [ "$rest" = "$authority/" ]; }; then
+		echo "$scheme://$host"
+	else
+		echo "$scheme://$host/…"
+	fi
+}
+
 version=${NSMAN_VERSION:-}
-base=${NSMAN_DOWNLOAD_URL:-https://github.com/nsman/nsman/releases/download}
+github=https://github.com/nsman/nsman/releases/download
+base=${NSMAN_DOWNLOAD_URL:-$github}
+shown=$base
+if [ "$base" != "$github" ]; then
+	shown=$(redact_url "$base")
+fi
 dir=${NSMAN_INSTALL_DIR:-${RUNNER_TEMP:-${TMPDIR:-/tmp}}/nsman}
 
 # One line, a tag as releases are tagged: the version goes into a URL.
@@ -79,9 +103,9 @@ sha256() {
 
 mkdir -p "$dir" || fail "cannot create $dir"
 tmp=$(mktemp -d "$dir/.download.XXXXXX") || fail "cannot create a directory in $dir"
-echo "nsman install: $base/$version/$asset" >&2
-download "$base/$version/checksums.txt" "$tmp/checksums.txt" || fail "cannot download $base/$version/checksums.txt"
-download "$base/$version/$asset" "$tmp/$asset" || fail "cannot download $base/$version/$asset"
+echo "nsman install: $shown/$version/$asset" >&2
+download "$base/$version/checksums.txt" "$tmp/checksums.txt" || fail "cannot download $shown/$version/checksums.txt"
+download "$base/$version/$asset" "$tmp/$asset" || fail "cannot download $shown/$version/$asset"
 
 # checksums.txt is sha256sum's output: HASH, two spaces (or a space and a
 # *), the file name. Exactly one line must name the binary.

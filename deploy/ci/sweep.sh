@@ -3,7 +3,11 @@
 # NSMAN_REPORT and the job's log, and exit with nsman's exit status. nsman's
 # GitHub Action (action.yml) runs this file; its GitLab CI template
 # (deploy/ci/nsman.gitlab-ci.yml) holds the same lines. Each option is
-# passed to nsman as one argument, never read as shell.
+# passed to nsman as one argument, never read as shell. The command line it
+# prints shows no secret: the values of flags that take a URL (--*-url),
+# and any argument that holds ://, as nsman shows such a URL (scheme and
+# host), and those of flags that take a file (--*-file, --kubeconfig) as
+# <file>.
 #
 #   NSMAN_INSTALL_DIR  where install.sh put nsman (the same default)
 #   NSMAN_NAMESPACE    --namespace: only the managers in this namespace
@@ -32,6 +36,23 @@ set -eu
 fail() {
 	echo "nsman sweep: $*" >&2
 	exit 2
+}
+
+# redact_url URL prints URL as nsman shows one that may be a credential (as
+# tell.RedactURL does): its scheme and host, then "/…" if it had more.
+redact_url() {
+	rest=${1#*://}
+	scheme=${1%%://*}
+	authority=${rest%%[/?#]*}
+	host=${authority##*@}
+	if [ "$rest" = "$1" ] || ! printf '%s\n' "$scheme" | grep -Eq '^[A-Za-z][A-Za-z0-9+.-]*$' ||
+		! printf '%s\n' "$host" | grep -Eq '^([A-Za-z0-9._~%-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]*)?$'; then
+		echo '(a URL that is not shown)'
+	elif [ "$host" = "$authority" ] && { [ "$rest" = "$authority" ] || [ "$rest" = "$authority/" ]; }; then
+		echo "$scheme://$host"
+	else
+		echo "$scheme://$host/…"
+	fi
 }
 
 bin=${NSMAN_INSTALL_DIR:-${RUNNER_TEMP:-${TMPDIR:-/tmp}}/nsman}/nsman
@@ -76,11 +97,31 @@ set -f
 set -- "$@" ${NSMAN_ARGS:-}
 set +f
 
+# The command line as printed: what nsman never prints of its flags is not
+# printed here either.
+shown=nsman
+value=
 given=0
 for arg; do
-	case $arg in
-	--trusted-namespaces | --trusted-namespaces=*) given=$((given + 1)) ;;
-	esac
+	if [ -n "$value" ]; then
+		case $value in
+		url) arg=$(redact_url "$arg") ;;
+		*) arg='<file>' ;;
+		esac
+		value=
+	else
+		case $arg in
+		--trusted-namespaces | --trusted-namespaces=*) given=$((given + 1)) ;;
+		esac
+		case $arg in
+		--*-url=*) arg=${arg%%=*}=$(redact_url "${arg#*=}") ;;
+		--*-file=* | --kubeconfig=*) arg=${arg%%=*}='<file>' ;;
+		--*-url) value='url' ;;
+		--*-file | --kubeconfig) value='file' ;;
+		*://*) arg=$(redact_url "$arg") ;;
+		esac
+	fi
+	shown="$shown $arg"
 done
 [ "$given" -eq 1 ] || fail "--trusted-namespaces in NSMAN_ARGS: name the trusted namespaces in NSMAN_TRUSTED_NAMESPACES"
 
@@ -90,7 +131,7 @@ if [ -n "$trusted" ]; then
 else
 	echo "nsman trusts no namespace: managers may target only their own" >&2
 fi
-echo "nsman $*" >&2
+echo "$shown" >&2
 code=0
 "$bin" "$@" >"$report" || code=$?
 cat "$report"

@@ -249,6 +249,7 @@ func TestActionSweeps(t *testing.T) {
 		json    bool
 		deleted bool
 		summary string
+		hidden  string // what neither the log nor the summary may hold
 	}{
 		{
 			name:    "a dry run by default plans and changes nothing",
@@ -284,6 +285,13 @@ func TestActionSweeps(t *testing.T) {
 			summary: "exit 2",
 		},
 		{
+			name:    "a notify URL's secret path is not shown",
+			inputs:  map[string]string{"namespace": ns, "args": "--notify-url https://hooks.example.com/services/T0/B0/s3cr3t-path?token=s3cr3t-query"},
+			states:  map[string]string{due: "planned", ns + "/later": "waiting"},
+			summary: "### nsman sweep (dry run): exit 0",
+			hidden:  "s3cr3t",
+		},
+		{
 			name:    "a real run deletes",
 			inputs:  map[string]string{"namespace": ns, "selector": "ci=yes", "dry-run": "false"},
 			states:  map[string]string{due: "fired"},
@@ -301,6 +309,9 @@ func TestActionSweeps(t *testing.T) {
 			}
 			if !strings.Contains(res.summary, tt.summary) {
 				t.Errorf("summary does not hold %q:\n%s", tt.summary, res.summary)
+			}
+			if tt.hidden != "" && strings.Contains(res.log+res.summary, tt.hidden) {
+				t.Errorf("the log or the summary shows %q:\n%s\n%s", tt.hidden, res.log, res.summary)
 			}
 			data, err := os.ReadFile(res.outputs["report"])
 			if tt.states == nil {
@@ -522,5 +533,81 @@ spec:
 				}
 			})
 		}
+	}
+}
+
+// standIn is a script that stands in for nsman as a release binary: it
+// writes its arguments, one a line, to $NSMAN_STAND_IN_ARGS and prints
+// report as its report.
+func standIn(t *testing.T, report string) string {
+	t.Helper()
+	fake := filepath.Join(t.TempDir(), "nsman")
+	script := "#!/bin/sh\nif [ \"$1\" = version ]; then echo fake; exit 0; fi\nprintf '%s\\n' \"$@\" >\"$NSMAN_STAND_IN_ARGS\"\nprintf '%s\\n' '" + report + "'\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return fake
+}
+
+// TestCICommandLineShowsNoSecret: the command line the CI step prints
+// shows the values of flags that take a URL as nsman shows such a URL (its
+// scheme and host), those of flags that take a file as <file>, and any
+// other argument holding a URL as a URL; nsman gets them whole. A stand-in
+// for nsman records what it got.
+func TestCICommandLineShowsNoSecret(t *testing.T) {
+	rel := serveRelease(t, standIn(t, "REPORT"), nil)
+	args := []string{
+		"--notify-url", "https://hooks.example.com/services/T0/B0/s3cr3t-path",
+		"--notify-url=https://hooks.example.com/s3cr3t-2?token=s3cr3t-query",
+		"--pushgateway-url=http://user:s3cr3t-pw@pg.example.com:9091/",
+		"--pushgateway-url", "http://pg.example.com:9091",
+		"--notify-url-file", "/run/s3cr3t-dir/url",
+		"--webhook-signing-key-file=/run/s3cr3t-dir/key",
+		"--freeze-file", "/run/s3cr3t-dir/holidays",
+		"https://h.example.com/#s3cr3t-fragment",
+		"--at", "2020-01-01T00:00:00Z",
+	}
+	kubeconfig := "/run/s3cr3t-dir/kubeconfig"
+	want := "nsman sweep --output text --dry-run --kubeconfig <file> --trusted-namespaces= " +
+		"--notify-url https://hooks.example.com/… --notify-url=https://hooks.example.com/… " +
+		"--pushgateway-url=http://pg.example.com:9091/… --pushgateway-url http://pg.example.com:9091 " +
+		"--notify-url-file <file> --webhook-signing-key-file=<file> --freeze-file <file> " +
+		"https://h.example.com/… --at 2020-01-01T00:00:00Z\n"
+	wantArgs := slices.Concat([]string{"sweep", "--output", "text", "--dry-run", "--kubeconfig", kubeconfig, "--trusted-namespaces="}, args)
+	runs := map[string]func(t *testing.T, got string) (int, string){
+		"action": func(t *testing.T, got string) (int, string) {
+			res := runAction(t, map[string]string{"version": testVersion, "kubeconfig": kubeconfig, "args": strings.Join(args, " ")},
+				"NSMAN_DOWNLOAD_URL="+rel.URL, "NSMAN_STAND_IN_ARGS="+got)
+			return res.code, res.log + res.summary
+		},
+	}
+	for _, shell := range gitlabShells {
+		runs["gitlab "+shell.name] = func(t *testing.T, got string) (int, string) {
+			code, log, _ := runGitLab(t, shell, "NSMAN_VERSION="+testVersion, "NSMAN_DOWNLOAD_URL="+rel.URL, "NSMAN_STAND_IN_ARGS="+got,
+				"NSMAN_KUBECONFIG="+kubeconfig, "NSMAN_ARGS="+strings.Join(args, "\n"))
+			return code, log
+		}
+	}
+	for _, how := range slices.Sorted(maps.Keys(runs)) {
+		t.Run(how, func(t *testing.T) {
+			got := filepath.Join(t.TempDir(), "args")
+			code, log := runs[how](t, got)
+			if code != 0 {
+				t.Fatalf("exit %d, want 0\n%s", code, log)
+			}
+			if !strings.Contains(log, "\n"+want) {
+				t.Errorf("the log does not show the command line\n%s\nit shows:\n%s", want, log)
+			}
+			if strings.Contains(log, "s3cr3t") {
+				t.Errorf("the log shows a secret:\n%s", log)
+			}
+			data, err := os.ReadFile(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gotArgs := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n"); !slices.Equal(gotArgs, wantArgs) {
+				t.Errorf("nsman got\n%q\nwant\n%q", gotArgs, wantArgs)
+			}
+		})
 	}
 }
