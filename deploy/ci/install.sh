@@ -1,9 +1,9 @@
 #!/bin/sh
 # install.sh: download the nsman release binary NSMAN_VERSION for this
 # machine's OS and architecture into NSMAN_INSTALL_DIR, after checking its
-# SHA-256 against the release's checksums.txt. nsman's GitHub Action
-# (action.yml) runs this file; its GitLab CI template
-# (deploy/ci/nsman.gitlab-ci.yml) holds the same lines.
+# SHA-256 against the release's checksums.txt, and against NSMAN_SHA256 when
+# set. nsman's GitHub Action (action.yml) runs this file; its GitLab CI
+# template (deploy/ci/nsman.gitlab-ci.yml) holds the same lines.
 #
 #   NSMAN_VERSION       the release tag, vX.Y.Z (required: no "latest", so
 #                       that a pipeline runs the same binary every time)
@@ -12,14 +12,18 @@
 #                       (default https://github.com/nsman/nsman/releases/download;
 #                       another is shown as its scheme and host alone, as nsman
 #                       shows a URL that may hold a credential)
+#   NSMAN_SHA256        the SHA-256 the binary must have, 64 hex digits
+#                       (default: none). checksums.txt comes from where the
+#                       binary does: it finds a damaged download, not a forged
+#                       one; this pin, written in the pipeline, finds both
 #   NSMAN_INSTALL_DIR   where nsman goes (default $RUNNER_TEMP/nsman, else
 #                       $TMPDIR/nsman, else /tmp/nsman)
 #
 # It needs curl or wget, and sha256sum or shasum. Exit status: 0 when
 # NSMAN_INSTALL_DIR/nsman is the verified binary; 2, saying why, when it is
-# not (a bad version, no binary for this machine, a download that failed, a
-# checksum that is missing or does not match): nsman's code for a sweep
-# that could not run.
+# not (a bad version or pin, no binary for this machine, a download that
+# failed, a checksum that is missing or does not match, or a binary that is
+# not the one pinned): nsman's code for a sweep that could not run.
 set -eu
 
 # No trap cleans up: in GitLab CI this runs in the job's own shell, whose
@@ -57,6 +61,7 @@ shown=$base
 if [ "$base" != "$github" ]; then
 	shown=$(redact_url "$base")
 fi
+pin=$(printf '%s' "${NSMAN_SHA256:-}" | tr 'A-F' 'a-f')
 dir=${NSMAN_INSTALL_DIR:-${RUNNER_TEMP:-${TMPDIR:-/tmp}}/nsman}
 
 # One line, a tag as releases are tagged: the version goes into a URL.
@@ -66,6 +71,12 @@ case $version in
 esac
 printf '%s\n' "$version" | grep -Eq '^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$' ||
 	fail "NSMAN_VERSION is \"$version\": want a release tag such as v1.2.3"
+case $pin in
+*[!0-9a-f]*) fail "NSMAN_SHA256 is \"$NSMAN_SHA256\": want the binary's SHA-256, 64 hex digits" ;;
+esac
+if [ -n "$pin" ] && [ ${#pin} -ne 64 ]; then
+	fail "NSMAN_SHA256 is \"$NSMAN_SHA256\": want the binary's SHA-256, 64 hex digits"
+fi
 
 case $(uname -s) in
 Linux) os=linux ;;
@@ -117,6 +128,9 @@ case $want in
 esac
 got=$(sha256 "$tmp/$asset")
 [ "$got" = "$want" ] || fail "$asset of $version has SHA-256 $got, but checksums.txt says $want"
+if [ -n "$pin" ] && [ "$got" != "$pin" ]; then
+	fail "$asset of $version has SHA-256 $got, but NSMAN_SHA256 pins $pin"
+fi
 
 chmod 0755 "$tmp/$asset"
 mv -f "$tmp/$asset" "$dir/nsman"

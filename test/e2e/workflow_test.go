@@ -365,26 +365,69 @@ func TestActionInstallFailsClosed(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rel := serveRelease(t, bin, tt.checksums)
 			inputs := map[string]string{"version": tt.version}
-			res := runAction(t, inputs, "NSMAN_DOWNLOAD_URL="+rel.URL)
-			if res.code != 2 || res.stepsRun != 1 || res.outputs["exit-code"] != "" || res.summary != "" {
-				t.Fatalf("exit %d after %d steps, output exit-code %q, summary %q; want 2 after the install step alone\n%s", res.code, res.stepsRun, res.outputs["exit-code"], res.summary, res.log)
-			}
-			if _, err := os.Stat(res.installed); !os.IsNotExist(err) {
-				t.Errorf("%s is there (%v): want nothing installed", res.installed, err)
-			}
-			if got := len(rel.Requested()) > 0; got != tt.download {
-				t.Errorf("downloaded %v; want downloads: %v", rel.Requested(), tt.download)
-			}
-			if !strings.Contains(res.log, "nsman is not installed") {
-				t.Errorf("the log does not say nsman is not installed:\n%s", res.log)
-			}
+			checkNotInstalled(t, rel, runAction(t, inputs, "NSMAN_DOWNLOAD_URL="+rel.URL), tt.download)
 		})
 	}
 }
 
+// checkNotInstalled: the action's run failed its install step with 2, before
+// anything ran, nothing installed; download says whether anything was
+// downloaded first.
+func checkNotInstalled(t *testing.T, rel *release, res actionRun, download bool) {
+	t.Helper()
+	if res.code != 2 || res.stepsRun != 1 || res.outputs["exit-code"] != "" || res.summary != "" {
+		t.Fatalf("exit %d after %d steps, output exit-code %q, summary %q; want 2 after the install step alone\n%s", res.code, res.stepsRun, res.outputs["exit-code"], res.summary, res.log)
+	}
+	if _, err := os.Stat(res.installed); !os.IsNotExist(err) {
+		t.Errorf("%s is there (%v): want nothing installed", res.installed, err)
+	}
+	if got := len(rel.Requested()) > 0; got != download {
+		t.Errorf("downloaded %v; want downloads: %v", rel.Requested(), download)
+	}
+	if !strings.Contains(res.log, "nsman is not installed") {
+		t.Errorf("the log does not say nsman is not installed:\n%s", res.log)
+	}
+}
+
+// TestActionInstallChecksThePin: the input sha256 pins the binary, whatever
+// checksums.txt (which comes from where the binary does) says: a binary of
+// another hash, or a pin that is no SHA-256, fails the install with 2
+// before nsman runs; the binary pinned, in either case, installs.
+func TestActionInstallChecksThePin(t *testing.T) {
+	bin := nsmanBinary(t)
+	tests := []struct {
+		name     string
+		sha256   func(*release) string
+		download bool // whether anything is downloaded before it fails
+	}{
+		{"a binary not the one pinned", func(*release) string { return strings.Repeat("0", 64) }, true},
+		{"a pin that is no SHA-256", func(r *release) string { return r.SHA256[:63] + "g" }, false},
+		{"a short pin", func(r *release) string { return r.SHA256[:63] }, false},
+		{"a pin of two lines", func(r *release) string { return r.SHA256 + "\n" + r.SHA256 }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rel := serveRelease(t, bin, nil)
+			inputs := map[string]string{"version": testVersion, "sha256": tt.sha256(rel)}
+			checkNotInstalled(t, rel, runAction(t, inputs, "NSMAN_DOWNLOAD_URL="+rel.URL), tt.download)
+		})
+	}
+	for _, pin := range []func(*release) string{
+		func(r *release) string { return r.SHA256 },
+		func(r *release) string { return strings.ToUpper(r.SHA256) },
+	} {
+		rel := serveRelease(t, bin, nil)
+		res := runAction(t, map[string]string{"version": testVersion, "sha256": pin(rel), "kubeconfig": filepath.Join(t.TempDir(), "missing")}, "NSMAN_DOWNLOAD_URL="+rel.URL)
+		if res.stepsRun != 2 || !strings.Contains(res.log, "nsman "+testVersion+" ") {
+			t.Errorf("sha256 %s: %d steps run; want nsman installed and run\n%s", pin(rel), res.stepsRun, res.log)
+		}
+	}
+}
+
 // TestGitLabTemplateSweeps runs the template's script in bash and in sh with
-// its variables: the same install, sweep and exit status as the action's,
-// the report in the project directory where the artifacts are taken from.
+// its variables: the same install (NSMAN_SHA256 pinning the binary), sweep
+// and exit status as the action's, the report in the project directory
+// where the artifacts are taken from.
 func TestGitLabTemplateSweeps(t *testing.T) {
 	for _, shell := range gitlabShells {
 		t.Run(shell.name, func(t *testing.T) { testGitLabTemplateSweeps(t, shell) })
@@ -407,9 +450,10 @@ func testGitLabTemplateSweeps(t *testing.T, shell gitlabShell) {
 		{"a wrong checksum", []string{"NSMAN_DOWNLOAD_URL=" + serveRelease(t, nsmanBinary(t), func(s string) string {
 			return strings.ReplaceAll(s, thisAsset, "nsman-other") + strings.Repeat("0", 64) + "  " + thisAsset + "\n"
 		}).URL}, 2, "", nil, false},
+		{"a binary not the one pinned", []string{"NSMAN_SHA256=" + strings.Repeat("0", 64)}, 2, "", nil, false},
 		{"a failed action", []string{"NSMAN_DRY_RUN=false", "NSMAN_SELECTOR=ci=yes", "NSMAN_KUBECONFIG=" + refusingDeletes(t, env, ns)}, 1, "nsman-report.txt", map[string]string{due: "failed"}, false},
 		{"no cluster", []string{"KUBECONFIG=" + filepath.Join(t.TempDir(), "missing")}, 2, "nsman-report.txt", map[string]string{}, false},
-		{"a real run", []string{"NSMAN_DRY_RUN=false", "NSMAN_SELECTOR=ci=yes", "NSMAN_OUTPUT=json"}, 0, "nsman-report.json", map[string]string{due: "fired"}, true},
+		{"a real run, the binary pinned", []string{"NSMAN_DRY_RUN=false", "NSMAN_SELECTOR=ci=yes", "NSMAN_OUTPUT=json", "NSMAN_SHA256=" + rel.SHA256}, 0, "nsman-report.json", map[string]string{due: "fired"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
