@@ -28,6 +28,10 @@
 #                      quoting), after those above; not --trusted-namespaces
 #   NSMAN_REPORT       the report's file (default nsman-report.txt, or
 #                      nsman-report.json with NSMAN_OUTPUT=json)
+#   NSMAN_ARTIFACT     true (the default) or false: false writes the report to
+#                      a temporary file outside the working directory, removed
+#                      once printed, so that no artifact keeps it (not with
+#                      NSMAN_REPORT)
 #
 # Exit status: nsman's, 0, 1 or 2 (docs/operating.md#exit-codes); 2 also
 # when an option above is not one of its values.
@@ -58,6 +62,7 @@ redact_url() {
 bin=${NSMAN_INSTALL_DIR:-${RUNNER_TEMP:-${TMPDIR:-/tmp}}/nsman}/nsman
 dry_run=${NSMAN_DRY_RUN:-true}
 output=${NSMAN_OUTPUT:-text}
+artifact=${NSMAN_ARTIFACT:-true}
 case $output in
 text) report=${NSMAN_REPORT:-nsman-report.txt} ;;
 json) report=${NSMAN_REPORT:-nsman-report.json} ;;
@@ -69,9 +74,17 @@ trusted=$(printf '%s' "${NSMAN_TRUSTED_NAMESPACES:-}" | tr -d ' \t\r\n')
 if [ -n "$trusted" ] && ! printf '%s\n' "$trusted" | grep -Eq '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(,[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$'; then
 	fail "NSMAN_TRUSTED_NAMESPACES is \"$NSMAN_TRUSTED_NAMESPACES\": want namespace names, comma-separated"
 fi
-# No report of an earlier sweep may pass for this one's.
-rm -f "$report"
-: >"$report" || fail "cannot write the report to $report"
+case $artifact in
+true)
+	# No report of an earlier sweep may pass for this one's.
+	rm -f "$report"
+	: >"$report" || fail "cannot write the report to $report"
+	;;
+false)
+	[ -z "${NSMAN_REPORT:-}" ] || fail "NSMAN_REPORT and NSMAN_ARTIFACT=false: give one, not both"
+	;;
+*) fail "NSMAN_ARTIFACT is \"$artifact\": want true or false" ;;
+esac
 
 set -- sweep --output "$output"
 case $dry_run in
@@ -132,7 +145,13 @@ else
 	echo "nsman trusts no namespace: managers may target only their own" >&2
 fi
 echo "$shown" >&2
+if [ "$artifact" = false ]; then
+	report=$(mktemp "${TMPDIR:-/tmp}/nsman-report.XXXXXX") || fail "cannot create the report's temporary file"
+fi
 code=0
 "$bin" "$@" >"$report" || code=$?
 cat "$report"
+if [ "$artifact" = false ]; then
+	rm -f "$report"
+fi
 exit "$code"

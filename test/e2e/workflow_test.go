@@ -250,6 +250,7 @@ func TestActionSweeps(t *testing.T) {
 		deleted bool
 		summary string
 		hidden  string // what neither the log nor the summary may hold
+		noSum   bool   // no summary at all
 	}{
 		{
 			name:    "a dry run by default plans and changes nothing",
@@ -292,6 +293,18 @@ func TestActionSweeps(t *testing.T) {
 			hidden:  "s3cr3t",
 		},
 		{
+			name:   "no summary",
+			inputs: map[string]string{"namespace": ns, "summary": "false"},
+			states: map[string]string{due: "planned", ns + "/later": "waiting"},
+			noSum:  true,
+		},
+		{
+			name:   "summary neither true nor false exits 2",
+			inputs: map[string]string{"namespace": ns, "summary": "no"},
+			code:   2,
+			noSum:  true,
+		},
+		{
 			name:    "a real run deletes",
 			inputs:  map[string]string{"namespace": ns, "selector": "ci=yes", "dry-run": "false"},
 			states:  map[string]string{due: "fired"},
@@ -306,6 +319,9 @@ func TestActionSweeps(t *testing.T) {
 			res := runAction(t, inputs, append(slices.Clone(jobEnv), tt.jobEnv...)...)
 			if res.code != tt.code || res.stepsRun != 2 || res.outputs["exit-code"] != strconv.Itoa(tt.code) {
 				t.Fatalf("exit %d after %d steps, output exit-code %q; want %d after 2\n%s", res.code, res.stepsRun, res.outputs["exit-code"], tt.code, res.log)
+			}
+			if tt.noSum && res.summary != "" {
+				t.Errorf("summary %q, want none", res.summary)
 			}
 			if !strings.Contains(res.summary, tt.summary) {
 				t.Errorf("summary does not hold %q:\n%s", tt.summary, res.summary)
@@ -325,7 +341,7 @@ func TestActionSweeps(t *testing.T) {
 				if got := states(t, data, tt.json); !maps.Equal(got, tt.states) {
 					t.Errorf("report says %v, want %v\n%s", got, tt.states, data)
 				}
-				if !strings.Contains(res.summary, string(data)) {
+				if !tt.noSum && !strings.Contains(res.summary, string(data)) {
 					t.Errorf("the summary does not hold the report:\n%s", res.summary)
 				}
 			}
@@ -651,6 +667,33 @@ func TestCICommandLineShowsNoSecret(t *testing.T) {
 			}
 			if gotArgs := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n"); !slices.Equal(gotArgs, wantArgs) {
 				t.Errorf("nsman got\n%q\nwant\n%q", gotArgs, wantArgs)
+			}
+		})
+	}
+}
+
+// TestGitLabTemplateWithoutArtifact: NSMAN_ARTIFACT=false leaves no report
+// in the project directory, where the artifact is taken from, nor in
+// TMPDIR, where it was written; the log still shows it. Anything but true
+// or false exits 2 before nsman runs.
+func TestGitLabTemplateWithoutArtifact(t *testing.T) {
+	rel := serveRelease(t, standIn(t, "REPORT-LINE"), nil)
+	for _, shell := range gitlabShells {
+		t.Run(shell.name, func(t *testing.T) {
+			tmp := t.TempDir()
+			vars := []string{"NSMAN_VERSION=" + testVersion, "NSMAN_DOWNLOAD_URL=" + rel.URL, "NSMAN_STAND_IN_ARGS=" + filepath.Join(t.TempDir(), "args"), "TMPDIR=" + tmp}
+			code, log, project := runGitLab(t, shell, append(slices.Clone(vars), "NSMAN_ARTIFACT=false")...)
+			if code != 0 || !strings.Contains(log, "\nREPORT-LINE\n") {
+				t.Fatalf("exit %d, want 0 with the report in the log\n%s", code, log)
+			}
+			for _, dir := range []string{project, tmp} {
+				if reports, _ := filepath.Glob(filepath.Join(dir, "nsman-report*")); len(reports) != 0 {
+					t.Errorf("reports %v left behind", reports)
+				}
+			}
+			code, log, project = runGitLab(t, shell, append(slices.Clone(vars), "NSMAN_ARTIFACT=no")...)
+			if reports, _ := filepath.Glob(filepath.Join(project, "nsman-report*")); code != 2 || strings.Contains(log, "REPORT-LINE") || len(reports) != 0 {
+				t.Errorf("NSMAN_ARTIFACT=no: exit %d, reports %v; want 2 before nsman runs\n%s", code, reports, log)
 			}
 		})
 	}
