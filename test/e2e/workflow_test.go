@@ -612,10 +612,12 @@ func standIn(t *testing.T, report string) string {
 // TestCICommandLineShowsNoSecret: the command line the CI step prints
 // shows the values of flags that take a URL as nsman shows such a URL (its
 // scheme and host), those of flags that take a file as <file>, and any
-// other argument holding a URL as a URL; nsman gets them whole. A stand-in
-// for nsman records what it got.
+// other argument holding a URL as a URL; nsman gets them whole. The
+// install shows a download URL that is not GitHub's by its scheme and host
+// too. A stand-in for nsman records what it got.
 func TestCICommandLineShowsNoSecret(t *testing.T) {
 	rel := serveRelease(t, standIn(t, "REPORT"), nil)
+	download := strings.Replace(rel.URL, "http://", "http://mirror:s3cr3t-download@", 1)
 	args := []string{
 		"--notify-url", "https://hooks.example.com/services/T0/B0/s3cr3t-path",
 		"--notify-url=https://hooks.example.com/s3cr3t-2?token=s3cr3t-query",
@@ -637,13 +639,13 @@ func TestCICommandLineShowsNoSecret(t *testing.T) {
 	runs := map[string]func(t *testing.T, got string) (int, string){
 		"action": func(t *testing.T, got string) (int, string) {
 			res := runAction(t, map[string]string{"version": testVersion, "kubeconfig": kubeconfig, "args": strings.Join(args, " ")},
-				"NSMAN_DOWNLOAD_URL="+rel.URL, "NSMAN_STAND_IN_ARGS="+got)
+				"NSMAN_DOWNLOAD_URL="+download, "NSMAN_STAND_IN_ARGS="+got)
 			return res.code, res.log + res.summary
 		},
 	}
 	for _, shell := range gitlabShells {
 		runs["gitlab "+shell.name] = func(t *testing.T, got string) (int, string) {
-			code, log, _ := runGitLab(t, shell, "NSMAN_VERSION="+testVersion, "NSMAN_DOWNLOAD_URL="+rel.URL, "NSMAN_STAND_IN_ARGS="+got,
+			code, log, _ := runGitLab(t, shell, "NSMAN_VERSION="+testVersion, "NSMAN_DOWNLOAD_URL="+download, "NSMAN_STAND_IN_ARGS="+got,
 				"NSMAN_KUBECONFIG="+kubeconfig, "NSMAN_ARGS="+strings.Join(args, "\n"))
 			return code, log
 		}
