@@ -38,8 +38,16 @@ fail() {
 }
 
 # redact_url URL prints URL as nsman shows one that may be a credential (as
-# tell.RedactURL does): its scheme and host, then "/…" if it had more.
+# tell.RedactURL does): its scheme and host, then "/…" if it had more; one
+# of several lines, which grep would read apart, not at all.
 redact_url() {
+	case $1 in
+	*'
+'*)
+		echo '(a URL that is not shown)'
+		return
+		;;
+	esac
 	rest=${1#*://}
 	scheme=${1%%://*}
 	authority=${rest%%[/?#]*}

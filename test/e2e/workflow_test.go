@@ -674,6 +674,20 @@ func TestCICommandLineShowsNoSecret(t *testing.T) {
 	}
 }
 
+// TestInstallShowsNoMirrorSecret: a download URL of several lines, whose
+// lines grep would read apart, is not shown at all when its download fails.
+func TestInstallShowsNoMirrorSecret(t *testing.T) {
+	rel := serveRelease(t, standIn(t, "REPORT"), nil)
+	download := "s3cr3t-line\n" + strings.Replace(rel.URL, "127.0.0.1", "127.0.0.1.invalid", 1)
+	res := runAction(t, map[string]string{"version": testVersion}, "NSMAN_DOWNLOAD_URL="+download)
+	if res.code != 2 || res.stepsRun != 1 {
+		t.Fatalf("exit %d after %d steps; want the install to fail with 2\n%s", res.code, res.stepsRun, res.log)
+	}
+	if strings.Contains(res.log, "s3cr3t") || !strings.Contains(res.log, "(a URL that is not shown)") {
+		t.Errorf("the log shows the download URL, or does not say it is not shown:\n%s", res.log)
+	}
+}
+
 // TestGitLabTemplateWithoutArtifact: NSMAN_ARTIFACT=false leaves no report
 // in the project directory, where the artifact is taken from, nor in
 // TMPDIR, where it was written; the log still shows it. Anything but true
