@@ -714,3 +714,45 @@ func TestGitLabTemplateWithoutArtifact(t *testing.T) {
 		})
 	}
 }
+
+// TestCITrustedNamespacesChecked: the trusted namespaces are namespace
+// names, comma-separated, white space around them dropped, and said as
+// passed; anything else, or --trusted-namespaces in the extra flags, exits
+// 2 before nsman runs, so that what the step says it trusts is what nsman
+// trusts. A stand-in for nsman records what it got.
+func TestCITrustedNamespacesChecked(t *testing.T) {
+	rel := serveRelease(t, standIn(t, "REPORT"), nil)
+	tests := []struct {
+		name, trusted, args string
+		passed              string // the flag nsman gets; "": nsman does not run
+		says                string
+	}{
+		{"two, spaced", " platform, ci-2 ", "", "--trusted-namespaces=platform,ci-2", "nsman trusts: platform, ci-2\n"},
+		{"none", "", "--at 2020-01-01T00:00:00Z", "--trusted-namespaces=", "nsman trusts no namespace: managers may target only their own\n"},
+		{"an empty name", "a,,b", "", "", "NSMAN_TRUSTED_NAMESPACES is"},
+		{"not a namespace name", "Team_A", "", "", "NSMAN_TRUSTED_NAMESPACES is"},
+		{"a flag", "--all", "", "", "NSMAN_TRUSTED_NAMESPACES is"},
+		{"the flag in args", "", "--trusted-namespaces=kube-system", "", "--trusted-namespaces in NSMAN_ARGS"},
+		{"the flag in args, its value apart", "a", "--trusted-namespaces kube-system", "", "--trusted-namespaces in NSMAN_ARGS"},
+	}
+	for _, tt := range tests {
+		for _, shell := range gitlabShells {
+			t.Run(tt.name+"/"+shell.name, func(t *testing.T) {
+				got := filepath.Join(t.TempDir(), "args")
+				code, log, _ := runGitLab(t, shell, "NSMAN_VERSION="+testVersion, "NSMAN_DOWNLOAD_URL="+rel.URL, "NSMAN_STAND_IN_ARGS="+got,
+					"NSMAN_TRUSTED_NAMESPACES="+tt.trusted, "NSMAN_ARGS="+tt.args)
+				data, err := os.ReadFile(got)
+				if tt.passed == "" {
+					if code != 2 || err == nil {
+						t.Errorf("exit %d, nsman ran: %v; want 2 before nsman runs\n%s", code, err == nil, log)
+					}
+				} else if code != 0 || !slices.Contains(strings.Split(string(data), "\n"), tt.passed) {
+					t.Errorf("exit %d, nsman got %q; want 0 and %s\n%s", code, data, tt.passed, log)
+				}
+				if !strings.Contains(log, tt.says) {
+					t.Errorf("the log does not say %q:\n%s", tt.says, log)
+				}
+			})
+		}
+	}
+}
