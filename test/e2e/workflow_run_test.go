@@ -38,7 +38,8 @@ var thisAsset = "nsman-" + runtime.GOOS + "-" + runtime.GOARCH
 // machine, with a checksums.txt that lists every release binary, laid out as
 // GitHub's release downloads are. It records the paths asked for.
 type release struct {
-	URL string // the base URL, as NSMAN_DOWNLOAD_URL takes it
+	URL    string // the base URL, as NSMAN_DOWNLOAD_URL takes it
+	SHA256 string // the binary's, in hex, as NSMAN_SHA256 pins it
 
 	mu        sync.Mutex
 	requested []string
@@ -69,7 +70,7 @@ func serveRelease(t *testing.T, bin string, checksums func(string) string) *rele
 		releasePath + "/" + testVersion + "/" + thisAsset:  data,
 		releasePath + "/" + testVersion + "/checksums.txt": []byte(sums),
 	}
-	r := &release{}
+	r := &release{SHA256: hex.EncodeToString(sum[:])}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.mu.Lock()
 		r.requested = append(r.requested, req.URL.Path)

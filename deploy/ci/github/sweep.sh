@@ -1,8 +1,10 @@
 #!/bin/sh
 # The sweep step of nsman's GitHub Action (action.yml): deploy/ci/sweep.sh,
 # then its exit status and the report's path as the step's outputs
-# exit-code and report, and the report in the job's summary. It exits with
-# nsman's exit status.
+# exit-code and report, and the report in the job's summary unless
+# NSMAN_SUMMARY is false (the summary, as the log, is for anyone who may
+# read the workflow run). It exits with nsman's exit status; with 2, and
+# no summary, when NSMAN_SUMMARY is neither true nor false.
 set -eu
 
 case ${NSMAN_OUTPUT:-text} in
@@ -17,7 +19,15 @@ export NSMAN_REPORT
 rm -f "$NSMAN_REPORT"
 
 code=0
-"$(dirname "$0")/../sweep.sh" || code=$?
+summary=${NSMAN_SUMMARY:-true}
+case $summary in
+true | false) "$(dirname "$0")/../sweep.sh" || code=$? ;;
+*)
+	echo "nsman sweep: NSMAN_SUMMARY is \"$summary\": want true or false" >&2
+	code=2
+	summary=false
+	;;
+esac
 
 case $code in
 0) meaning='every attempted action succeeded, or none was due' ;;
@@ -34,6 +44,10 @@ fi
 	echo "exit-code=$code"
 	echo "report=$NSMAN_REPORT"
 } >>"$GITHUB_OUTPUT"
+
+if [ "$summary" = false ]; then
+	exit "$code"
+fi
 
 # The report goes in a code block whose fence is longer than any run of
 # backticks in it: names and messages in the report are tenants' to choose,
