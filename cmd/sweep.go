@@ -394,12 +394,18 @@ func (o *sweepOptions) pushMetrics(ctx context.Context, rep report.Report, inter
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pushTimeout)
 	err := metrics.PushMetrics(ctx, o.pushgatewayURL, metrics.DefaultMetricsJob, rep, !rep.Failed() && !rep.Summary.DryRun && !interrupted, nil)
 	cancel()
-	switch {
-	case errors.Is(err, metrics.ErrCountersLeftOut):
-		log.Warn("metrics pushed without the reclaimed totals", "url", o.pushgatewayURL, "error", err.Error())
-	case err != nil:
-		log.Error("metrics not pushed", "url", o.pushgatewayURL, "error", err.Error())
+	if err == nil {
+		return
 	}
+	// The URL may carry a credential (a user, a token in its path), as
+	// --notify-url's does: logged as notifications log theirs.
+	shown := tell.RedactURL(o.pushgatewayURL)
+	msg := strings.ReplaceAll(err.Error(), o.pushgatewayURL, shown)
+	if errors.Is(err, metrics.ErrCountersLeftOut) {
+		log.Warn("metrics pushed without the reclaimed totals", "url", shown, "error", msg)
+		return
+	}
+	log.Error("metrics not pushed", "url", shown, "error", msg)
 }
 
 // pushTimeout bounds the metrics push, so that a hanging Pushgateway cannot

@@ -2,12 +2,16 @@ package cmd
 
 import (
 	"bytes"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 )
 
@@ -241,6 +245,29 @@ func TestSweepNotifyURLNotEchoed(t *testing.T) {
 		}
 		if out := stdout.String() + stderr.String(); !strings.Contains(out, "want an absolute http or https URL") || strings.Contains(out, "SECRET") {
 			t.Errorf("%v: output %q, want the refusal without the URL's path, query or password", args, out)
+		}
+	}
+}
+
+// TestPushMetricsURLNotLogged: a push that fails is logged with the
+// Pushgateway's URL as notifications log theirs, scheme and host: its
+// path or user may be a credential.
+func TestPushMetricsURLNotLogged(t *testing.T) {
+	gateway := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "no", http.StatusInternalServerError)
+	}))
+	defer gateway.Close()
+	host := strings.TrimPrefix(gateway.URL, "http://")
+	for _, url := range []string{
+		gateway.URL + "/T0SECRET/pushgateway",
+		"http://user:PWSECRET@" + host + "/TOKENSECRET",
+	} {
+		var logs bytes.Buffer
+		o := newSweepOptions()
+		o.pushgatewayURL = url
+		o.pushMetrics(t.Context(), report.Report{}, false, slog.New(slog.NewTextHandler(&logs, nil)))
+		if !strings.Contains(logs.String(), "metrics not pushed") || !strings.Contains(logs.String(), "http://"+host+"/…") || strings.Contains(logs.String(), "SECRET") {
+			t.Errorf("--pushgateway-url %s: logged %q, want the failure with the URL's scheme and host alone", url, logs.String())
 		}
 	}
 }
