@@ -18,9 +18,11 @@ type Route struct {
 	Tenant bool
 	// Scope is where the receiver was chosen (a tenant's namespace, or ""
 	// for the platform): a receiver that timed out defers later deliveries
-	// to it of the same scope only, never another tenant's nor the
-	// platform's; and a tenant's scope whose receivers timed out twice
-	// defers all its later deliveries.
+	// to it of every tenant when a tenant's, of the platform when the
+	// platform's, never one of the other; a tenant's scope whose receivers
+	// timed out twice defers all its later deliveries; and tenants'
+	// deliveries that ended silent spend the tenants' time of the sweep
+	// (see silence).
 	Scope string
 	// Endpoints, when set, are dialled instead of what the URL's host
 	// resolves to, in turn until one connects: the ready endpoints of the
