@@ -227,6 +227,54 @@ func TestSilentHostOfManyNamespaces(t *testing.T) {
 	}
 }
 
+// Managers of many tenants' namespaces whose WEBHOOKs each go to a host of
+// their own that accepts connections and never answers cost a sweep what
+// it waits on silent receivers for tenants, 2 × --webhook-timeout ×
+// --concurrency of worker time (and the attempts under way then): fewer
+// than 3 × --concurrency attempts, one each, about 3 timeouts of wall
+// time; the other deliveries are deferred. With the defaults
+// (--webhook-timeout 10s, --concurrency 16).
+func TestSilentHostsOfManyNamespacesAreBounded(t *testing.T) {
+	e := setup(t)
+	const (
+		namespaces = 60
+		// What the sweep may take (it took 132 s when each namespace
+		// tried its host 3 times).
+		bound   = 75 * time.Second
+		workers = 16
+	)
+	caseID := shared.Namespace(t)
+	var (
+		refs  []manager
+		hosts []*holding
+	)
+	for range namespaces {
+		ns := shared.Namespace(t)
+		hold := holdingListener(t)
+		hosts = append(hosts, hold)
+		createManager(t, managerObj(ns, "hook", caseID, []any{ttlPolicy("report at once", 0, webhookAction("http://"+hold.addr+"/hook"))}, targeting(ns)))
+		refs = append(refs, manager{ns, "hook"})
+	}
+	began := time.Now()
+	res := e.Sweep(t, "-l", caseLabel+"="+caseID, "--webhook-allow", "127.0.0.1")
+	took := time.Since(began)
+	timedOut, deferrals := timedOutOrDeferred(t, res, "timed out", "took what this sweep waits for tenants' webhooks", refs)
+	var connections int64
+	for _, h := range hosts {
+		connections += h.accepted.Load()
+	}
+	t.Logf("sweep: %s; %d timed out, %d deferred; %d connections accepted", took.Round(time.Millisecond), len(timedOut), len(deferrals), connections)
+	if took > bound {
+		t.Errorf("the sweep took %s, want at most %s", took, bound)
+	}
+	if len(timedOut) >= 3*workers || connections != int64(len(timedOut)) {
+		t.Errorf("%d deliveries timed out with %d connections: want fewer than %d, one attempt each", len(timedOut), connections, 3*workers)
+	}
+	if len(deferrals) == 0 {
+		t.Error("no delivery deferred: want those past the sweep's time for silent receivers deferred")
+	}
+}
+
 // holding is a TCP listener that accepts every connection, counts it, and
 // never writes a byte.
 type holding struct {
