@@ -122,7 +122,9 @@ func (a *AllowList) tenantCheck(host string, deny func(netip.Addr) error) func(n
 
 // Summary says what became of a Send in words a tenant may read: "refused:
 // <reason>" when the address policy or the URL stopped it, "deferred: ..."
-// when its receiver timed out earlier in the sweep, "failed: HTTP
+// when its receiver, or receivers of its tenant's namespace, timed out
+// earlier in the sweep, or tenants' silent receivers took the sweep's time
+// for them (see silence), "failed: HTTP
 // <code>" when the receiver answered, "timed out", or "failed: no
 // connection" for every other network failure, whose text (connection
 // refused, reset, a certificate) would tell a tenant what listens where.
