@@ -274,7 +274,7 @@ func notifiable(rawURL string) bool {
 }
 
 func (o *sweepOptions) webhookOptions() (webhook.Options, error) {
-	opts := webhook.Options{Timeout: o.webhookTimeout, UserAgent: "nsman/" + Version()}
+	opts := webhook.Options{Timeout: o.webhookTimeout, UserAgent: "nsman/" + Version(), Workers: o.concurrency}
 	if o.webhookTimeout <= 0 {
 		return opts, errors.New("--webhook-timeout must be positive")
 	}

@@ -157,6 +157,7 @@ type queue struct {
 func (s *Sweeper) startWorkers(ctx, work context.Context, r *sweepRun) *queue {
 	q := &queue{jobs: make(chan listpage.Listed)}
 	q.hooks.ready = sync.NewCond(&q.hooks.mu)
+	q.hooks.offset = rotation(s.clock())
 	var evaluating sync.WaitGroup
 	for range s.cfg.Concurrency {
 		evaluating.Go(func() {
@@ -216,54 +217,6 @@ func (s *Sweeper) done(ctx context.Context, r *sweepRun, entries []report.Entry)
 		s.logDecision(ctx, e)
 	}
 	r.add(entries...)
-}
-
-// hookJob is a manager's WEBHOOK decision, to carry out.
-type hookJob struct {
-	l   listpage.Listed
-	rec record.Record
-	d   decide.Decision
-}
-
-// hookQueue holds the WEBHOOK decisions not carried out yet. Unbounded,
-// rather than a channel, so that an evaluating worker never waits on a
-// receiver: the jobs are small, and no more than the managers listed.
-type hookQueue struct {
-	mu     sync.Mutex
-	ready  *sync.Cond
-	jobs   []hookJob
-	closed bool
-}
-
-func (h *hookQueue) put(j hookJob) {
-	h.mu.Lock()
-	h.jobs = append(h.jobs, j)
-	h.mu.Unlock()
-	h.ready.Signal()
-}
-
-// take returns the next job, waiting for one; false once the queue is
-// closed and empty.
-func (h *hookQueue) take() (hookJob, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for len(h.jobs) == 0 && !h.closed {
-		h.ready.Wait()
-	}
-	if len(h.jobs) == 0 {
-		return hookJob{}, false
-	}
-	j := h.jobs[0]
-	h.jobs[0] = hookJob{}
-	h.jobs = h.jobs[1:]
-	return j, true
-}
-
-func (h *hookQueue) close() {
-	h.mu.Lock()
-	h.closed = true
-	h.mu.Unlock()
-	h.ready.Broadcast()
 }
 
 // give queues l, unless ctx is done first: then l is reported unhandled.

@@ -18,9 +18,11 @@ type Route struct {
 	Tenant bool
 	// Scope is where the receiver was chosen (a tenant's namespace, or ""
 	// for the platform): a receiver that timed out defers later deliveries
-	// to it of the same scope only, never another tenant's nor the
-	// platform's; and a tenant's scope whose receivers timed out twice
-	// defers all its later deliveries.
+	// to it of every tenant when a tenant's, of the platform when the
+	// platform's, never one of the other; a tenant's scope whose receivers
+	// timed out twice defers all its later deliveries; and tenants'
+	// deliveries that ended silent spend the tenants' time of the sweep
+	// (see silence).
 	Scope string
 	// Endpoints, when set, are dialled instead of what the URL's host
 	// resolves to, in turn until one connects: the ready endpoints of the
@@ -120,7 +122,9 @@ func (a *AllowList) tenantCheck(host string, deny func(netip.Addr) error) func(n
 
 // Summary says what became of a Send in words a tenant may read: "refused:
 // <reason>" when the address policy or the URL stopped it, "deferred: ..."
-// when its receiver timed out earlier in the sweep, "failed: HTTP
+// when its receiver, or receivers of its tenant's namespace, timed out
+// earlier in the sweep, or tenants' silent receivers took the sweep's time
+// for them (see silence), "failed: HTTP
 // <code>" when the receiver answered, "timed out", or "failed: no
 // connection" for every other network failure, whose text (connection
 // refused, reset, a certificate) would tell a tenant what listens where.

@@ -23,6 +23,8 @@ const (
 	defaultTimeout     = 10 * time.Second
 	defaultMaxAttempts = 3
 	defaultMaxBodyRead = 64 << 10
+	// defaultWorkers is nsman's default --concurrency.
+	defaultWorkers = 16
 	// maxBackoff caps the default exponential backoff.
 	maxBackoff = 30 * time.Second
 	// maxHeaderBytes bounds the response headers, which the transport would
@@ -70,6 +72,11 @@ type Options struct {
 	// TLSConfig is the base TLS configuration (for example custom RootCAs in
 	// tests); it is cloned. Nil means Go's defaults, with verification on.
 	TLSConfig *tls.Config
+	// Workers is how many tenants' deliveries run at once (nsman's
+	// --concurrency): in a Sender's life (a sweep), those that end silent
+	// may take 2 × Timeout × Workers before every later one is deferred
+	// (see silence). 0 means 16.
+	Workers int
 }
 
 // Sender delivers WEBHOOK actions. It holds a connection pool and is safe for
@@ -88,9 +95,11 @@ type Sender struct {
 	backoff        func(retry int) time.Duration // nil: the default policy
 	allow          *AllowList
 	// silence holds the receivers (scheme, host, port) an attempt timed
-	// out on, or a delivery failed slowly on: a later Send to one (in the
-	// same scope), or of a tenant's scope that has spent its silent
-	// receivers, is deferred at once. Copies share it.
+	// out on, or a delivery failed slowly on: a later Send to one (a
+	// tenant's for any tenant, the platform's for the platform), of a
+	// tenant's scope that has spent its silent receivers, or of any tenant
+	// once their silent receivers took the sweep's time for them, is
+	// deferred at once. Copies share it.
 	silence *silence
 }
 
@@ -108,8 +117,10 @@ func NewSender(o Options) *Sender {
 		deny = checkDenyList
 	}
 	allow := o.Allow
+	timeout := cmp.Or(max(o.Timeout, 0), defaultTimeout)
+	workers := cmp.Or(max(o.Workers, 0), defaultWorkers)
 	s := &Sender{
-		silence:     newSilence(),
+		silence:     newSilence(2 * timeout * time.Duration(workers)),
 		client:      newClient(platformDialer(allow, deny), o.TLSConfig, max(o.Timeout, 0)),
 		tenant:      newClient(tenantDialer(allow, deny), o.TLSConfig, max(o.Timeout, 0)),
 		timeout:     o.Timeout,
@@ -281,14 +292,17 @@ func (s *Sender) Deliver(ctx context.Context, route Route, rawURL string, body [
 		return done(err)
 	}
 	target, receiver := Origin(u), receiverKey(u)
-	// gaveUp ends a failed delivery. One that held its worker for an
-	// attempt's timeout or longer (slow answers, Retry-After waits, the
-	// action's deadline) counts as a timed-out attempt does: the receiver
-	// is deferred for the rest of the sweep, and counts against a tenant's
-	// scope. An interrupted sweep's does not.
+	// silent: an attempt got no answer in time.
+	silent := false
+	// gaveUp ends a failed delivery. One whose attempt timed out, or that
+	// held its worker for an attempt's timeout or longer (slow answers,
+	// Retry-After waits, the action's deadline), ended silent: the
+	// receiver is deferred for the rest of the sweep, and a tenant's
+	// counts against its scope and the tenants' time. An interrupted
+	// sweep's does not.
 	gaveUp := func(err error) (Delivery, error) {
-		if time.Since(start) >= s.timeout && !errors.Is(ctx.Err(), context.Canceled) {
-			s.silence.mark(route.Scope, receiver)
+		if took := time.Since(start); (silent || took >= s.timeout) && !errors.Is(ctx.Err(), context.Canceled) {
+			s.silence.end(route.Scope, receiver, took)
 		}
 		return done(err)
 	}
@@ -306,6 +320,7 @@ func (s *Sender) Deliver(ctx context.Context, route Route, rawURL string, body [
 			route.Endpoints = endpoints
 		}
 		resp, err := s.routedAttempt(ctx, route, u, body, idempotencyKey, toPods)
+		silent = silent || resp == nil && timedOut(err) && ctx.Err() == nil
 		d.Attempts++
 		d.StatusCode = 0
 		if resp != nil {
@@ -315,7 +330,7 @@ func (s *Sender) Deliver(ctx context.Context, route Route, rawURL string, body [
 			}
 			err = &statusError{code: resp.StatusCode}
 		}
-		paused, stop := s.awaitRetry(ctx, route.Scope, target, d, resp, err, s.timeout-waited)
+		paused, stop := s.awaitRetry(ctx, route.Scope, receiver, target, d, resp, err, s.timeout-waited)
 		if stop != nil {
 			return gaveUp(stop)
 		}
@@ -377,7 +392,8 @@ func (s *Sender) routedAttempt(ctx context.Context, route Route, u *url.URL, bod
 	resp, err := s.attempt(actx, client, u, body, key, fresh)
 	if resp == nil && timedOut(err) && ctx.Err() == nil {
 		// Every other delivery to this receiver, in this sweep, would
-		// wait as long: each is deferred instead (this one goes on).
+		// wait as long: each is deferred instead, and this one, if a
+		// tenant's, tries it no more.
 		s.silence.mark(route.Scope, receiverKey(u))
 	}
 	return resp, err
@@ -397,15 +413,16 @@ func recheckEndpoints(ctx context.Context, route Route) ([]netip.AddrPort, error
 	return endpoints, nil
 }
 
-// awaitRetry pauses before the next attempt of a delivery to target whose
-// last attempt failed with resp and err, and returns how much of the pause
-// was the receiver's Retry-After, which budget bounds (what is left of
-// s.timeout for such waits). It returns instead the error the delivery
-// gives up with: its attempts spent, ctx done, a failure that would fail
-// again, a Retry-After beyond budget, or scope's receivers all silent (a
-// tenant's, before the pause or during it).
-func (s *Sender) awaitRetry(ctx context.Context, scope, target string, d Delivery, resp *http.Response, err error, budget time.Duration) (time.Duration, error) {
-	if d.Attempts >= s.maxAttempts || ctx.Err() != nil || !retryable(resp, err) || s.silence.exhausted(scope) {
+// awaitRetry pauses before the next attempt of a delivery to receiver
+// (named target) whose last attempt failed with resp and err, and returns
+// how much of the pause was the receiver's Retry-After, which budget
+// bounds (what is left of s.timeout for such waits). It returns instead
+// the error the delivery gives up with: its attempts spent, ctx done, a
+// failure that would fail again, a Retry-After beyond budget, or, for a
+// tenant's, a Send to receiver in scope deferred now, before the pause or
+// after it (see silence.stops).
+func (s *Sender) awaitRetry(ctx context.Context, scope, receiver, target string, d Delivery, resp *http.Response, err error, budget time.Duration) (time.Duration, error) {
+	if d.Attempts >= s.maxAttempts || ctx.Err() != nil || !retryable(resp, err) || s.silence.stops(scope, receiver) {
 		return 0, fmt.Errorf("webhook %s: %w %s", target, err, d.after())
 	}
 	wait, asked, ok := s.retryDelay(d.Attempts, resp, time.Now(), budget)
@@ -416,8 +433,9 @@ func (s *Sender) awaitRetry(ctx context.Context, scope, target string, d Deliver
 	if cerr := sleep(ctx, wait); cerr != nil {
 		return 0, fmt.Errorf("webhook %s: %w %s, last: %w", target, cerr, d.after(), err)
 	}
-	if s.silence.exhausted(scope) {
-		// The tenant's other receivers timed out meanwhile.
+	if s.silence.stops(scope, receiver) {
+		// The receiver, or the tenant's other receivers, timed out
+		// meanwhile, or the tenants' time for silent receivers ran out.
 		return 0, fmt.Errorf("webhook %s: %w %s", target, err, d.after())
 	}
 	if !asked {

@@ -372,7 +372,7 @@ func TestOutcomeOfStage(t *testing.T) {
 	} {
 		d := decision(func(d *decide.Decision) { d.Plan.Policy.Final = tt.final })
 		x := newExecutor(t, newFakeWriter(), emptyReader(t))
-		e, o := x.outcomeOf(d.Entry, d.Plan, nil, sweepNow, nil)
+		e, o := x.outcomeOf(d.Entry, d.Plan, nil, sweepNow, sweepNow, nil)
 		if e.State != report.StatePlanned || o.Done != tt.final || o.Stage != tt.stage || o.Last == nil || o.Last.Result != report.ResultSucceeded {
 			t.Errorf("%s: %s, %+v; want planned, done %t, stage %q, succeeded", tt.name, e.State, o, tt.final, tt.stage)
 		}
@@ -484,5 +484,47 @@ func TestApplyWakeOnlyBySleep(t *testing.T) {
 		if _, err := x.apply(t.Context(), d.Manager, &fakeRecord{}, d.Plan, nil); err == nil || len(w.deletes) != 0 {
 			t.Errorf("error %v, %d DELETEs; want refused, none", err, len(w.deletes))
 		}
+	}
+}
+
+// A WEBHOOK that failed or was deferred backs off from when its delivery
+// ended, or it was deferred, not from the sweep's start: a sweep that
+// spent longer than the backoff on receivers leaves nothing due at once
+// for the next.
+func TestWebhookBacksOffFromTheEndOfItsAttempt(t *testing.T) {
+	const took = 90 * time.Second
+	hook := webhookTo("http://hooks.example.com/x")
+	for _, tt := range []struct {
+		name       string
+		deliverErr error
+		silent     error
+		next       time.Duration
+		deferred   bool
+	}{
+		{name: "timed out", deliverErr: errors.New("no response within 10s"), next: took + 4*time.Minute},
+		{name: "deferred in its delivery", deliverErr: fmt.Errorf("receiver silent: %w", webhook.ErrDeferred), next: took + 2*time.Minute, deferred: true},
+		{name: "deferred before its claim", silent: webhook.ErrDeferred, next: took + 2*time.Minute, deferred: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newFakeWriter()
+			w.deliverErr, w.silent = tt.deliverErr, tt.silent
+			x := newExecutor(t, w, emptyReader(t))
+			now := sweepNow
+			x.Clock = func() time.Time { return now }
+			w.onDeliver = func() { now = now.Add(took) }
+			if tt.silent != nil {
+				now = now.Add(took) // deferred once the sweep was this far
+			}
+			rec := &fakeRecord{prior: failedTwice}
+			e := x.CarryOut(t.Context(), rec, decision(hook, rule))
+			if len(rec.writes) == 0 || rec.writes[len(rec.writes)-1].Last == nil {
+				t.Fatalf("writes %+v, want the outcome recorded", rec.writes)
+			}
+			last := rec.writes[len(rec.writes)-1].Last
+			want := sweepNow.Add(tt.next)
+			if last.NextAttempt == nil || !last.NextAttempt.Equal(want) || last.Deferred != tt.deferred || e.Due == nil || !e.Due.Equal(want) {
+				t.Errorf("last action %+v, due %v; want the next attempt at %s, deferred %t", last, e.Due, want, tt.deferred)
+			}
+		})
 	}
 }

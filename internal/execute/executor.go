@@ -149,7 +149,7 @@ func (x *Executor) CarryOut(ctx context.Context, rec record.Record, d decide.Dec
 	case deferral != nil:
 		// Deferred, backing off, with no claim and no place under
 		// --max-actions.
-		_, o := x.outcomeOf(e, p, fmt.Errorf("webhook: %w", deferral), x.Now, rec.Prior().Last)
+		_, o := x.outcomeOf(e, p, fmt.Errorf("webhook: %w", deferral), x.Now, x.Clock(), rec.Prior().Last)
 		e, recorded = x.save(ctx, rec, o)
 	case x.MaxActions > 0 && !d.Granted:
 		e.State, e.Message = report.StateDeferred, fmt.Sprintf("%s; deferred: --max-actions %d reached (its places go round-robin across namespaces)", p.Reason, x.MaxActions)
@@ -232,6 +232,7 @@ func (x *Executor) act(ctx context.Context, rec record.Record, d decide.Decision
 	actCtx, cancel := context.WithDeadline(ctx, deadline)
 	did, err := x.apply(actCtx, d.Manager, rec, p, freed)
 	cancel()
+	ended := x.Clock()
 	if p.Resleep && err == nil && did.slept == 0 {
 		// Read again, nothing was awake: another sweep was first.
 		e.State, e.Message, e.Undone = report.StateAsleep, p.Reason+"; nothing was awake when read again", nil
@@ -257,7 +258,7 @@ func (x *Executor) act(ctx context.Context, rec record.Record, d decide.Decision
 		// The record went with the namespace.
 		return x.succeeded(e, p), true, true
 	}
-	e, o := x.outcomeOf(e, p, err, x.Now, rec.Prior().Last)
+	e, o := x.outcomeOf(e, p, err, x.Now, ended, rec.Prior().Last)
 	slept(&o, p, err, x.Now)
 	e = o.Entry
 	if werr := rec.Write(ctx, o); werr != nil && err != nil {
@@ -285,10 +286,13 @@ func (x *Executor) claim(ctx context.Context, rec record.Record, p *decide.Plan,
 }
 
 // outcomeOf is the entry and the record of plan p's action, done or
-// failed with err, prev being the last action recorded before. A WEBHOOK
-// that failed or was deferred backs off (see decide.WebhookBackoff), unless no
-// receiver was tried for want of its Service, for a cause that may pass.
-func (x *Executor) outcomeOf(e report.Entry, p *decide.Plan, err error, now time.Time, prev *status.LastAction) (report.Entry, record.Outcome) {
+// failed with err at the sweep's time now, having ended at ended, prev
+// being the last action recorded before. A WEBHOOK that failed or was
+// deferred backs off (see decide.WebhookBackoff) from ended, so that a
+// delivery that outlasted its backoff (a sweep long on receivers) is not
+// due again at once, unless no receiver was tried for want of its
+// Service, for a cause that may pass.
+func (x *Executor) outcomeOf(e report.Entry, p *decide.Plan, err error, now, ended time.Time, prev *status.LastAction) (report.Entry, record.Outcome) {
 	last := &status.LastAction{Policy: p.Policy.Name, Action: p.Policy.Action.Type, Result: report.ResultSucceeded, Message: status.Truncate(p.Reason, status.MaxMessage), Time: now.UTC(),
 		TargetUID: p.Target.UID}
 	if err != nil {
@@ -310,7 +314,7 @@ func (x *Executor) outcomeOf(e report.Entry, p *decide.Plan, err error, now time
 			if !last.Deferred {
 				last.Failures++
 			}
-			last.NextAttempt = decide.TimePtr(now.Add(decide.WebhookBackoff(last.Failures)).UTC())
+			last.NextAttempt = decide.TimePtr(ended.Add(decide.WebhookBackoff(last.Failures)).UTC())
 			e.Due = last.NextAttempt
 			if last.Deferred {
 				e.State = report.StateDeferred
@@ -354,7 +358,7 @@ func (x *Executor) finish(ctx context.Context, rec record.Record, p *decide.Plan
 	o := record.Outcome{Entry: x.succeeded(e, p), Done: true}
 	if p.Step == decide.StepConfirmDelete {
 		e.Effects = []string{"delete namespace " + p.Target.Name + " (gone after it)"}
-		_, o = x.outcomeOf(e, p, nil, x.Now, nil)
+		_, o = x.outcomeOf(e, p, nil, x.Now, x.Now, nil)
 	}
 	e, recorded := x.save(ctx, rec, o)
 	if p.Step == decide.StepDeactivate && e.State == report.StateFired {

@@ -55,7 +55,7 @@ func TestWebhookOutcomeBacksOff(t *testing.T) {
 		{"the Service forbidden to read", &unreadService{name: "sink", lasting: true}, 3, 4 * time.Minute, false},
 		{"the Service unread again before a retry", tenantError{summary: "failed: the Service sink could not be read", err: fmt.Errorf("webhook http://sink.team-a.svc: %w", &unreadService{name: "sink"})}, 2, 0, false},
 	} {
-		_, o := (&Executor{}).outcomeOf(report.Entry{}, p, tt.err, now, prev)
+		_, o := (&Executor{}).outcomeOf(report.Entry{}, p, tt.err, now, now, prev)
 		last := o.Last
 		var next time.Duration
 		if last.NextAttempt != nil {

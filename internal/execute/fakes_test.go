@@ -95,9 +95,11 @@ type fakeWriter struct {
 	deletes    []deleteCall
 	silent     error
 	deliverErr error
-	delivered  []webhook.Route
-	patches    int
-	patchErr   error
+	// onDeliver, when set, runs in each delivery (to move a test's clock).
+	onDeliver func()
+	delivered []webhook.Route
+	patches   int
+	patchErr  error
 }
 
 func newFakeWriter() *fakeWriter { return &fakeWriter{Writer: dryRun} }
@@ -121,6 +123,9 @@ func (w *fakeWriter) Silent(string, string) error { return w.silent }
 
 func (w *fakeWriter) Deliver(_ context.Context, route webhook.Route, _ string, _ []byte, _ string) (webhook.Delivery, error) {
 	w.delivered = append(w.delivered, route)
+	if w.onDeliver != nil {
+		w.onDeliver()
+	}
 	return webhook.Delivery{}, w.deliverErr
 }
 
