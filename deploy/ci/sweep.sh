@@ -78,7 +78,9 @@ json) report=${NSMAN_REPORT:-nsman-report.json} ;;
 esac
 # Commas, and namespace names as Kubernetes spells them: "a, b" is a and
 # b, never " b", which would trust nothing that the line below says.
-trusted=$(printf '%s' "${NSMAN_TRUSTED_NAMESPACES:-}" | tr -d ' \t\r\n')
+# Blank space goes only around the commas and at either end: "a b",
+# or a name a line, is refused, never joined into a name nobody wrote.
+trusted=$(printf '%s' "${NSMAN_TRUSTED_NAMESPACES:-}" | tr '\t\r\n' '   ' | sed 's/ *, */,/g; s/^ *//; s/ *$//')
 if [ -n "$trusted" ] && ! printf '%s\n' "$trusted" | grep -Eq '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(,[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$'; then
 	fail "NSMAN_TRUSTED_NAMESPACES is \"$NSMAN_TRUSTED_NAMESPACES\": want namespace names, comma-separated"
 fi
@@ -90,6 +92,9 @@ true)
 	;;
 false)
 	[ -z "${NSMAN_REPORT:-}" ] || fail "NSMAN_REPORT and NSMAN_ARTIFACT=false: give one, not both"
+	# Nor may an earlier job's report, left in a directory not cleaned,
+	# be kept as this one's artifact.
+	rm -f "$report"
 	;;
 *) fail "NSMAN_ARTIFACT is \"$artifact\": want true or false" ;;
 esac

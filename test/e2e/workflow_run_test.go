@@ -322,8 +322,14 @@ var gitlabShells = []gitlabShell{
 // log and the project directory.
 func runGitLab(t *testing.T, shell gitlabShell, variables ...string) (int, string, string) {
 	t.Helper()
+	return runGitLabIn(t, shell, t.TempDir(), variables...)
+}
+
+// runGitLabIn is runGitLab in the project directory given, as a runner
+// that does not clean it between jobs leaves it.
+func runGitLabIn(t *testing.T, shell gitlabShell, project string, variables ...string) (int, string, string) {
+	t.Helper()
 	job := readGitLabJob(t)
-	project := t.TempDir()
 	cmd := exec.Command(shell.name, "-s")
 	cmd.Dir, cmd.Env = project, append(append(baseEnv(t), "CI_PROJECT_DIR="+project), variables...)
 	cmd.Stdin = strings.NewReader(shell.prelude + strings.Join(job.Script, "\n") + "\n")

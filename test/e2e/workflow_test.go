@@ -707,6 +707,20 @@ func TestGitLabTemplateWithoutArtifact(t *testing.T) {
 					t.Errorf("reports %v left behind", reports)
 				}
 			}
+			// An earlier job's report, in a project directory not cleaned, is
+			// not kept as this job's.
+			if code, log, _ := runGitLabIn(t, shell, project, vars...); code != 0 {
+				t.Fatalf("with the artifact: exit %d\n%s", code, log)
+			}
+			if reports, _ := filepath.Glob(filepath.Join(project, "nsman-report*")); len(reports) != 1 {
+				t.Fatalf("with the artifact: reports %v, want one", reports)
+			}
+			if code, log, _ := runGitLabIn(t, shell, project, append(slices.Clone(vars), "NSMAN_ARTIFACT=false")...); code != 0 {
+				t.Fatalf("exit %d\n%s", code, log)
+			}
+			if reports, _ := filepath.Glob(filepath.Join(project, "nsman-report*")); len(reports) != 0 {
+				t.Errorf("NSMAN_ARTIFACT=false after a job with the artifact: reports %v left for the artifact step to keep", reports)
+			}
 			code, log, project = runGitLab(t, shell, append(slices.Clone(vars), "NSMAN_ARTIFACT=no")...)
 			if reports, _ := filepath.Glob(filepath.Join(project, "nsman-report*")); code != 2 || strings.Contains(log, "REPORT-LINE") || len(reports) != 0 {
 				t.Errorf("NSMAN_ARTIFACT=no: exit %d, reports %v; want 2 before nsman runs\n%s", code, reports, log)
@@ -716,7 +730,8 @@ func TestGitLabTemplateWithoutArtifact(t *testing.T) {
 }
 
 // TestCITrustedNamespacesChecked: the trusted namespaces are namespace
-// names, comma-separated, white space around them dropped, and said as
+// names, comma-separated, white space around them dropped (never joining
+// two names into one nobody wrote), and said as
 // passed; anything else, or --trusted-namespaces in the extra flags, exits
 // 2 before nsman runs, so that what the step says it trusts is what nsman
 // trusts. A stand-in for nsman records what it got.
@@ -729,6 +744,9 @@ func TestCITrustedNamespacesChecked(t *testing.T) {
 	}{
 		{"two, spaced", " platform, ci-2 ", "", "--trusted-namespaces=platform,ci-2", "nsman trusts: platform, ci-2\n"},
 		{"none", "", "--at 2020-01-01T00:00:00Z", "--trusted-namespaces=", "nsman trusts no namespace: managers may target only their own\n"},
+		{"commas across lines", "platform,\n\tci-2\n", "", "--trusted-namespaces=platform,ci-2", "nsman trusts: platform, ci-2\n"},
+		{"two names apart", "platform ci", "", "", "NSMAN_TRUSTED_NAMESPACES is"},
+		{"a name a line", "platform\nci", "", "", "NSMAN_TRUSTED_NAMESPACES is"},
 		{"an empty name", "a,,b", "", "", "NSMAN_TRUSTED_NAMESPACES is"},
 		{"not a namespace name", "Team_A", "", "", "NSMAN_TRUSTED_NAMESPACES is"},
 		{"a flag", "--all", "", "", "NSMAN_TRUSTED_NAMESPACES is"},
