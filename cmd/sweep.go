@@ -399,8 +399,7 @@ func (o *sweepOptions) pushMetrics(ctx context.Context, rep report.Report, inter
 	}
 	// The URL may carry a credential (a user, a token in its path), as
 	// --notify-url's does: logged as notifications log theirs.
-	shown := tell.RedactURL(o.pushgatewayURL)
-	msg := strings.ReplaceAll(err.Error(), o.pushgatewayURL, shown)
+	shown, msg := tell.RedactURL(o.pushgatewayURL), tell.RedactError(o.pushgatewayURL, "the metrics push", err)
 	if errors.Is(err, metrics.ErrCountersLeftOut) {
 		log.Warn("metrics pushed without the reclaimed totals", "url", shown, "error", msg)
 		return

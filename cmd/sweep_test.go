@@ -258,10 +258,18 @@ func TestPushMetricsURLNotLogged(t *testing.T) {
 	}))
 	defer gateway.Close()
 	host := strings.TrimPrefix(gateway.URL, "http://")
+	// No one listens there: the error is the HTTP client's, which quotes
+	// the URL with its password masked.
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	closedHost := strings.TrimPrefix(closed.URL, "http://")
 	for _, url := range []string{
 		gateway.URL + "/T0SECRET/pushgateway",
 		"http://user:PWSECRET@" + host + "/TOKENSECRET",
+		"http://user:PWSECRET@" + closedHost + "/TOKENSECRET",
 	} {
+		host := strings.TrimPrefix(strings.TrimPrefix(url, "http://user:PWSECRET@"), "http://")
+		host, _, _ = strings.Cut(host, "/")
 		var logs bytes.Buffer
 		o := newSweepOptions()
 		o.pushgatewayURL = url

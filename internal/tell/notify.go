@@ -57,36 +57,38 @@ type NotificationManager struct {
 type Notifier struct {
 	url, format string
 	sender      *webhook.Sender
-	// hidden are the forms of url that an error may quote (as given, and
-	// as url.URL renders it, password masked or not), longest first; shown
-	// is what errors say instead (RedactURL).
-	hidden []string
-	shown  string
 }
 
 func NewNotifier(rawURL, format string, sender *webhook.Sender) *Notifier {
-	n := &Notifier{url: rawURL, format: format, sender: sender, hidden: []string{rawURL}, shown: RedactURL(rawURL)}
-	if u, err := url.Parse(rawURL); err == nil {
-		n.hidden = append(n.hidden, u.String(), u.Redacted())
-	}
-	slices.SortFunc(n.hidden, func(a, b string) int { return len(b) - len(a) })
-	return n
+	return &Notifier{url: rawURL, format: format, sender: sender}
 }
 
 // Redact is err's message with the notification URL cut down to its scheme
-// and host: a Slack or Mattermost incoming-webhook URL is a credential,
-// its path the secret, and the webhook package quotes the URL in full (but
-// a password). A message that would still name the URL's path, query or
-// user after that says only where and that it failed.
-func (n *Notifier) Redact(err error) string {
-	msg := err.Error()
-	for _, h := range n.hidden {
-		msg = strings.ReplaceAll(msg, h, n.shown)
+// and host (RedactError): a Slack or Mattermost incoming-webhook URL is a
+// credential, its path the secret, and the webhook package quotes the URL
+// in full (but a password).
+func (n *Notifier) Redact(err error) string { return RedactError(n.url, "notification", err) }
+
+// RedactError is err's message with rawURL, wherever it quotes it (as
+// given, or as url.URL renders it, password masked or not), cut down to its
+// scheme and host (RedactURL). A message that would still name the URL's
+// path, query or user after that says only that what, to where, failed.
+func RedactError(rawURL, what string, err error) string {
+	shown := RedactURL(rawURL)
+	hidden := []string{rawURL}
+	u, perr := url.Parse(rawURL)
+	if perr == nil {
+		hidden = append(hidden, u.String(), u.Redacted())
 	}
-	if u, perr := url.Parse(n.url); perr == nil {
+	slices.SortFunc(hidden, func(a, b string) int { return len(b) - len(a) })
+	msg := err.Error()
+	for _, h := range hidden {
+		msg = strings.ReplaceAll(msg, h, shown)
+	}
+	if perr == nil {
 		for _, secret := range []string{strings.TrimSuffix(u.EscapedPath(), "/"), u.RawQuery, u.Fragment, u.User.String()} {
 			if secret != "" && strings.Contains(msg, secret) {
-				return "notification to " + n.shown + " failed (the error named the URL, and is not shown)"
+				return what + " to " + shown + " failed (the error named the URL, and is not shown)"
 			}
 		}
 	}
