@@ -52,7 +52,7 @@ a usage error or when the cluster cannot be reached.`,
 	for _, name := range doctorFlags {
 		c.Flags().AddFlag(sweepFlags.Lookup(name))
 	}
-	c.Flags().StringVar(&o.configFrom, "config-from", configFromAuto, "outside a pod: judge as nsman's CronJob in the cluster sweeps, taking its namespace, its ServiceAccount and those of its flags not given here: auto (the one labelled "+installedSelector+", if any), NAMESPACE/NAME, or none")
+	c.Flags().StringVar(&o.configFrom, "config-from", configFromAuto, "from outside the cluster (no $POD_NAMESPACE, not the in-cluster config): judge as nsman's CronJob in the cluster sweeps, taking its namespace, its ServiceAccount and those of its flags not given here: auto (the one labelled "+installedSelector+", if any), NAMESPACE/NAME, or none")
 	return c
 }
 

@@ -18,9 +18,10 @@ import (
 	"github.com/nsman/nsman/policy"
 )
 
-// A dry run outside a pod sees what the installed CronJob sees: it takes
-// the CronJob's namespace as the one nsman runs in (trusted and protected
-// as there) and the CronJob's sweep flags as defaults for those not given.
+// A dry run from outside the cluster sees what the installed CronJob sees:
+// it takes the CronJob's namespace as the one nsman runs in (trusted and
+// protected as there) and the CronJob's sweep flags as defaults for those
+// not given.
 
 // installedSelector finds nsman's CronJob, as deploy/ and the chart label it;
 // found so unasked, it counts only if its pods may act as nsman (bound).
@@ -215,6 +216,6 @@ func (o *sweepOptions) adopt(flags *pflag.FlagSet, inst *installation) ([]string
 	return taken, nil
 }
 
-// errNotADryRun: only a dry run outside a pod takes an installed
+// errNotADryRun: only a dry run from outside the cluster takes an installed
 // configuration.
 var errNotADryRun = errors.New("--config-from applies to a dry run from outside the cluster only (--dry-run, no $POD_NAMESPACE, and not the in-cluster config)")

@@ -33,7 +33,8 @@ type kubeOptions struct {
 	// quiet drops the API server's warnings (nsman explain lists every
 	// resource, deprecated ones too).
 	quiet bool
-	// serviceAccountDir stands for serviceAccountDir in tests.
+	// serviceAccountDir is where a test puts a pod's ServiceAccount
+	// files (default: the constant serviceAccountDir).
 	serviceAccountDir string
 }
 

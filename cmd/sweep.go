@@ -61,8 +61,9 @@ type sweepOptions struct {
 	shardCount          int
 	chunkSize           int64
 	configFrom          string
-	// own is the namespace nsman runs in: its pod's, or with --dry-run
-	// outside a pod, that of the CronJob --config-from finds (see run).
+	// own is the namespace nsman runs in: kube.ownNamespace(), or with
+	// --dry-run from outside the cluster, that of the CronJob --config-from
+	// finds (see run).
 	own string
 }
 
@@ -104,7 +105,7 @@ failed, 2 on a usage or configuration error.`,
 	fs.StringVar(&o.at, "at", "", "with --dry-run, evaluate at this RFC 3339 time instead of now")
 	fs.IntVar(&o.maxActions, "max-actions", 0, "act on at most this many managers or rule namespaces per sweep, shared round-robin across the namespaces acted on; the rest wait for the next (0: no limit)")
 	fs.IntVar(&o.concurrency, "concurrency", sweep.DefaultConcurrency, "managers handled at once")
-	fs.StringSliceVar(&o.trustedNamespaces, "trusted-namespaces", o.trustedNamespaces, "namespaces whose managers may target other namespaces, and where rules may live: exactly those listed, the namespace nsman runs in included only if listed (unset: the namespace nsman runs in, its pod's, or with --dry-run outside a pod its CronJob's; none when it is not known). A listed namespace that does not exist is reported by every sweep: whoever creates it gets trusted managers")
+	fs.StringSliceVar(&o.trustedNamespaces, "trusted-namespaces", o.trustedNamespaces, "namespaces whose managers may target other namespaces, and where rules may live: exactly those listed, the namespace nsman runs in included only if listed (unset: the namespace nsman runs in, $POD_NAMESPACE or on the in-cluster config its ServiceAccount's, or with --dry-run from outside the cluster its CronJob's; none when it is not known). A listed namespace that does not exist is reported by every sweep: whoever creates it gets trusted managers")
 	fs.StringSliceVar(&o.protectedNamespaces, "protected-namespaces", o.protectedNamespaces, "namespaces never deleted, scaled down or notified about, in addition to kube-system, kube-public, kube-node-lease and the namespace nsman runs in, which always are; the list given replaces only the default")
 	fs.DurationVar(&o.webhookTimeout, "webhook-timeout", 10*time.Second, "timeout of one webhook attempt")
 	fs.DurationVar(&o.maxHold, "max-hold", decide.DefaultMaxHold, "a hold (annotation "+status.HoldAnnotation+") or a wake ("+status.WakeAnnotation+") ending further ahead than this is ignored and reported (0: the default)")
@@ -123,7 +124,7 @@ failed, 2 on a usage or configuration error.`,
 	fs.StringVar(&o.pushgatewayURL, "pushgateway-url", "", "push the sweep's metrics to this Prometheus Pushgateway at the end of each sweep")
 	fs.Int64Var(&o.chunkSize, "chunk-size", sweep.DefaultPageSize, "objects per list request (managers, namespaces, pods), as kubectl's --chunk-size")
 	fs.IntVar(&o.shardCount, "shard-count", 1, "split the managers among this many sweeps run side by side, by a hash of their UID")
-	fs.StringVar(&o.configFrom, "config-from", configFromAuto, "with --dry-run outside a pod: take the namespace and the sweep flags of nsman's CronJob in the cluster for those not given here, as it sees them: auto (the one labelled "+installedSelector+", if any), NAMESPACE/NAME, or none")
+	fs.StringVar(&o.configFrom, "config-from", configFromAuto, "with --dry-run from outside the cluster (no $POD_NAMESPACE, not the in-cluster config): take the namespace and the sweep flags of nsman's CronJob in the cluster for those not given here, as it sees them: auto (the one labelled "+installedSelector+", if any), NAMESPACE/NAME, or none")
 	fs.IntVar(&o.shardIndex, "shard-index", 0, "the shard this sweep handles, from 0 to --shard-count - 1 (default: $"+jobIndexEnv+" whenever it is set, whatever --shard-count, else 0)")
 	return c
 }
@@ -349,9 +350,9 @@ func (o *sweepOptions) run(c *cobra.Command) error {
 	return nil
 }
 
-// asInstalled returns the configuration of a dry run outside a pod as the
-// installed CronJob would sweep (see findInstallation and adopt), saying
-// which; else cfg as it is.
+// asInstalled returns the configuration of a dry run from outside the
+// cluster as the installed CronJob would sweep (see findInstallation and
+// adopt), saying which; else cfg as it is.
 func (o *sweepOptions) asInstalled(ctx context.Context, flags *pflag.FlagSet, kube kubernetes.Interface, cfg sweep.Config, log *slog.Logger) (sweep.Config, error) {
 	explicit := o.configFrom != configFromAuto && o.configFrom != configFromNone
 	switch {
