@@ -11,7 +11,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/nsman/nsman/internal/cluster"
@@ -547,7 +546,7 @@ func (x *Executor) sleep(ctx context.Context, namespace string, selectors []poli
 		did, sleepErr := x.putToSleep(ctx, namespace, selections, every)
 		return did, errors.Join(err, sleepErr)
 	}
-	effects, skipped, wakeErr := EachKind(ctx, x.Reads.Clients, namespace, selections, every, func(kind probe.Kind, w *unstructured.Unstructured) (string, error) {
+	effects, skipped, wakeErr := EachKind(ctx, x.Reads.Clients, namespace, selections, every, func(kind probe.Kind, w *Workload) (string, error) {
 		return Wake(ctx, x.Reads.Clients, x.Writer, kind, w)
 	})
 	deny(x.Kinds, skipped)
@@ -555,15 +554,20 @@ func (x *Executor) sleep(ctx context.Context, namespace string, selectors []poli
 }
 
 // putToSleep puts selections' workloads to sleep (see Sleep) and sums what
-// they free; optional: as EachKind's.
+// they free; optional: as EachKind's. A workload scaled whose template was
+// not read (larger than MaxRequestsBytes) says so in its effect.
 func (x *Executor) putToSleep(ctx context.Context, namespace string, selections []probe.Selection, optional bool) (applied, error) {
 	var freed report.Reclaimed
 	slept := 0
-	effects, skipped, err := EachKind(ctx, x.Reads.Clients, namespace, selections, optional, func(kind probe.Kind, w *unstructured.Unstructured) (string, error) {
+	effects, skipped, err := EachKind(ctx, x.Reads.Clients, namespace, selections, optional, func(kind probe.Kind, w *Workload) (string, error) {
 		effect, from, err := Sleep(ctx, x.Reads.Clients, x.Writer, kind, w)
 		if from != nil { // a CronJob or ScaledObject has no spec.template: it frees nothing counted
 			slept++
-			freed.Add(probe.ScalingFrees(from))
+			frees, counted := from.Frees()
+			freed.Add(frees)
+			if !counted && kind.Way == probe.WayReplicas && !x.SkipReclaim {
+				effect += fmt.Sprintf("; its requests not counted: %d bytes as listed, more than the %d read for them", from.Requests.Uncounted, MaxRequestsBytes)
+			}
 		}
 		return effect, err
 	})

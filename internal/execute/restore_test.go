@@ -15,7 +15,6 @@ import (
 	"github.com/nsman/nsman/internal/status"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 )
 
@@ -69,7 +68,7 @@ func TestWakeReplicas(t *testing.T) {
 			if tt.record != "" {
 				d.SetAnnotations(map[string]string{status.ReplicasAnnotation: tt.record})
 			}
-			effect, err := Wake(t.Context(), cluster.Clients{}, w, deploymentKind, d)
+			effect, err := Wake(t.Context(), cluster.Clients{}, w, deploymentKind, listed(d))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -109,13 +108,11 @@ func TestWakeReplicasRecomputesAfterAConflict(t *testing.T) {
 	// only drops the record.
 	fresh := deployment(4, "2")
 	fresh.SetAnnotations(map[string]string{status.ReplicasAnnotation: "3"})
-	listed := deployment(0, "1")
-	listed.SetAnnotations(map[string]string{status.ReplicasAnnotation: "3"})
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{probe.DeploymentsResource: "DeploymentList"}, fresh)
+	asListed := deployment(0, "1")
+	asListed.SetAnnotations(map[string]string{status.ReplicasAnnotation: "3"})
 	w := &conflictOnce{Writer: dryRun}
 
-	effect, err := Wake(t.Context(), cluster.Clients{Dynamic: dyn}, w, deploymentKind, listed)
+	effect, err := Wake(t.Context(), servingAgain(t, fresh), w, deploymentKind, listed(asListed))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,8 +252,8 @@ func TestEachKindChangesAWorkloadSelectedTwiceOnce(t *testing.T) {
 	selections := []probe.Selection{{Kind: deployment, Labels: map[string]string{"app": "web"}}, {Kind: deployment, Labels: map[string]string{"tier": "front"}}}
 	var changed []string
 	_, _, err := EachKind(t.Context(), cluster.Clients{Kube: clustertest.APIServer(t, bodies)}, "team-a", selections, false,
-		func(kind probe.Kind, w *unstructured.Unstructured) (string, error) {
-			changed = append(changed, kind.Name+"/"+w.GetName())
+		func(kind probe.Kind, w *Workload) (string, error) {
+			changed = append(changed, kind.Name+"/"+w.Object.GetName())
 			return "", nil
 		})
 	if err != nil || !slices.Equal(changed, []string{"Deployment/web"}) {
