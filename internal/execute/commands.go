@@ -34,7 +34,7 @@ func Restore(ctx context.Context, clients cluster.Clients, namespace string, dry
 	return effects, skipped, errors.Join(discoveryErr, err)
 }
 
-// Wake wakes workload obj of kind through w, as its record says (see way):
+// Wake wakes workload listed of kind through w, as its record says (see way):
 // its return is what it did, or would do in a dry run.
 func Wake(ctx context.Context, clients cluster.Clients, w write.Writer, kind probe.Kind, listed *Workload) (string, error) {
 	id := kind.Name + "/" + listed.Object.GetName()

@@ -3,6 +3,8 @@ package execute
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"net/url"
 	"testing"
 
 	"github.com/nsman/nsman/internal/cluster"
@@ -148,3 +150,28 @@ func TestSleepReplicasRecordsTheLastCount(t *testing.T) {
 // dryRun writes nothing: the test writers embed it and override what they
 // record.
 var dryRun = write.New(nil, nil, nil, nil, true)
+
+// cutOff is a writer whose workload patches end with the action's
+// deadline, as client-go says it: an error that wraps
+// context.DeadlineExceeded.
+type cutOff struct{ write.Writer }
+
+func (cutOff) PatchWorkload(_ context.Context, resource schema.GroupVersionResource, namespace, name string, _ []byte) error {
+	return &url.Error{Op: "Patch", URL: "https://api/apis/apps/v1/namespaces/" + namespace + "/deployments/" + name, Err: context.DeadlineExceeded}
+}
+
+// A patch cut by the action's deadline is an error of the sleep, and of a
+// wake: not the workload said scaled (retry.RetryOnConflict alone answers
+// nil for it, and a SLEEP measured on the control plane reported 40
+// Deployments scaled of which 6 were).
+func TestChangeCutByTheDeadlineFails(t *testing.T) {
+	effect, from, err := Sleep(t.Context(), cluster.Clients{}, cutOff{dryRun}, deploymentKind, listed(deployment(3, "1")))
+	if !errors.Is(err, context.DeadlineExceeded) || effect != "" || from != nil {
+		t.Errorf("sleep: effect %q, scaled from %v, error %v; want no effect and the deadline's error", effect, from, err)
+	}
+	asleep := deployment(0, "1")
+	asleep.SetAnnotations(map[string]string{status.ReplicasAnnotation: "3"})
+	if effect, err := Wake(t.Context(), cluster.Clients{}, cutOff{dryRun}, deploymentKind, listed(asleep)); !errors.Is(err, context.DeadlineExceeded) || effect != "" {
+		t.Errorf("wake: effect %q, error %v; want no effect and the deadline's error", effect, err)
+	}
+}

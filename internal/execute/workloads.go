@@ -306,14 +306,18 @@ func (f *WorkloadFields) Workload(kind probe.Kind) (*Workload, error) {
 // meanwhile, it is read again (decoded as listed: see reread) and the patch
 // recomputed, so that a recorded count is never stale. change returns a nil
 // patch when nothing is to be done. A workload deleted meanwhile needs
-// nothing.
+// nothing. A patch cut by ctx's end is an error, as any other.
 func ChangeWorkload(ctx context.Context, clients cluster.Clients, w write.Writer, kind probe.Kind, obj *Workload,
 	change func(*Workload) (patch map[string]any, effect string, err error)) (string, error) {
 	var effect string
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	// last is the last attempt's error, the one returned: retry.OnError
+	// answers nil for an error that wraps a context's end (wait.Interrupted),
+	// which would say a patch cut by the action's deadline was made.
+	var last error
+	_ = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		patch, e, err := change(obj)
 		if err != nil || patch == nil {
-			effect = e
+			effect, last = e, err
 			return err
 		}
 		meta, _ := patch["metadata"].(map[string]any)
@@ -323,20 +327,21 @@ func ChangeWorkload(ctx context.Context, clients cluster.Clients, w write.Writer
 		}
 		meta["resourceVersion"] = obj.Object.GetResourceVersion()
 		effect = e
-		err = w.PatchWorkload(ctx, kind.Resource, obj.Object.GetNamespace(), obj.Object.GetName(), []byte(write.MustJSON(patch)))
-		if apierrors.IsConflict(err) {
+		last = w.PatchWorkload(ctx, kind.Resource, obj.Object.GetNamespace(), obj.Object.GetName(), []byte(write.MustJSON(patch)))
+		if apierrors.IsConflict(last) {
 			fresh, getErr := reread(ctx, clients, kind, obj.Object)
 			if getErr != nil {
+				last = getErr
 				return getErr
 			}
 			obj = fresh
 		}
-		return err
+		return last
 	})
-	if apierrors.IsNotFound(err) {
+	if apierrors.IsNotFound(last) {
 		return "", nil
 	}
-	return effect, err
+	return effect, last
 }
 
 // reread reads a workload again with a list by name, so that nsman needs no
