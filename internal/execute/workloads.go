@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/retry"
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/nsman/nsman/internal/cluster"
@@ -310,14 +309,10 @@ func (f *WorkloadFields) Workload(kind probe.Kind) (*Workload, error) {
 func ChangeWorkload(ctx context.Context, clients cluster.Clients, w write.Writer, kind probe.Kind, obj *Workload,
 	change func(*Workload) (patch map[string]any, effect string, err error)) (string, error) {
 	var effect string
-	// last is the last attempt's error, the one returned: retry.OnError
-	// answers nil for an error that wraps a context's end (wait.Interrupted),
-	// which would say a patch cut by the action's deadline was made.
-	var last error
-	_ = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := write.RetryOnConflict(func() error {
 		patch, e, err := change(obj)
 		if err != nil || patch == nil {
-			effect, last = e, err
+			effect = e
 			return err
 		}
 		meta, _ := patch["metadata"].(map[string]any)
@@ -327,21 +322,20 @@ func ChangeWorkload(ctx context.Context, clients cluster.Clients, w write.Writer
 		}
 		meta["resourceVersion"] = obj.Object.GetResourceVersion()
 		effect = e
-		last = w.PatchWorkload(ctx, kind.Resource, obj.Object.GetNamespace(), obj.Object.GetName(), []byte(write.MustJSON(patch)))
-		if apierrors.IsConflict(last) {
+		err = w.PatchWorkload(ctx, kind.Resource, obj.Object.GetNamespace(), obj.Object.GetName(), []byte(write.MustJSON(patch)))
+		if apierrors.IsConflict(err) {
 			fresh, getErr := reread(ctx, clients, kind, obj.Object)
 			if getErr != nil {
-				last = getErr
 				return getErr
 			}
 			obj = fresh
 		}
-		return last
+		return err
 	})
-	if apierrors.IsNotFound(last) {
+	if apierrors.IsNotFound(err) {
 		return "", nil
 	}
-	return effect, last
+	return effect, err
 }
 
 // reread reads a workload again with a list by name, so that nsman needs no
