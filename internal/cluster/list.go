@@ -105,7 +105,14 @@ func (rd Reader) listPage(ctx context.Context, namespace string, opts metav1.Lis
 // tenant writes whole, where a page of 500 decoded at once could take
 // gigabytes. An error from fn ends the listing with that error.
 func EachStreamed[T any](ctx context.Context, pageSize int64, opts metav1.ListOptions, request func() *rest.Request, fn func(*T) error) error {
-	return eachStreamedAs(ctx, "application/json", pageSize, opts, request, fn)
+	return eachStreamedAs(ctx, "application/json", pageSize, opts, request, fn, nil)
+}
+
+// EachStreamedPaged is EachStreamed, calling endPage after each page once
+// its response is read and closed: a caller that acts on what a page held
+// acts with no response open. An error from endPage ends the listing.
+func EachStreamedPaged[T any](ctx context.Context, pageSize int64, opts metav1.ListOptions, request func() *rest.Request, fn func(*T) error, endPage func() error) error {
+	return eachStreamedAs(ctx, "application/json", pageSize, opts, request, fn, endPage)
 }
 
 // asMetadata asks the API server for a list of metadata only
@@ -128,10 +135,10 @@ type ObjectMeta struct {
 // for objects a tenant writes: each one's annotations (up to 256 KiB) are
 // read past, not kept, and a page of 500 costs one object's metadata.
 func EachMetadata(ctx context.Context, pageSize int64, opts metav1.ListOptions, request func() *rest.Request, fn func(*ObjectMeta) error) error {
-	return eachStreamedAs(ctx, asMetadata, pageSize, opts, request, fn)
+	return eachStreamedAs(ctx, asMetadata, pageSize, opts, request, fn, nil)
 }
 
-func eachStreamedAs[T any](ctx context.Context, accept string, pageSize int64, opts metav1.ListOptions, request func() *rest.Request, fn func(*T) error) error {
+func eachStreamedAs[T any](ctx context.Context, accept string, pageSize int64, opts metav1.ListOptions, request func() *rest.Request, fn func(*T) error, endPage func() error) error {
 	opts.Limit = pageSize
 	for {
 		body, err := request().
@@ -143,6 +150,9 @@ func eachStreamedAs[T any](ctx context.Context, accept string, pageSize int64, o
 		}
 		meta, err := listpage.DecodeStreamed(body, fn)
 		body.Close()
+		if err == nil && endPage != nil {
+			err = endPage()
+		}
 		if err != nil || meta.Continue == "" {
 			return err
 		}

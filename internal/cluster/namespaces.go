@@ -108,5 +108,5 @@ func (rd Reader) EachNamespace(ctx context.Context, fn func(*metav1.PartialObjec
 	return eachStreamedAs(ctx, asMetadata, rd.PageSize, metav1.ListOptions{}, list, func(it *namespaceItem) error {
 		fn(it.metadata())
 		return nil
-	})
+	}, nil)
 }

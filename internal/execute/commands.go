@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/status"
@@ -30,26 +28,26 @@ func Restore(ctx context.Context, clients cluster.Clients, namespace string, dry
 	if discoveryErr != nil {
 		discoveryErr = fmt.Errorf("kinds with a scale subresource: %w", discoveryErr)
 	}
-	effects, skipped, err = EachKind(ctx, clients, namespace, all, true, func(kind probe.Kind, obj *unstructured.Unstructured) (string, error) {
+	effects, skipped, err = EachKind(ctx, clients, namespace, all, true, func(kind probe.Kind, obj *Workload) (string, error) {
 		return Wake(ctx, clients, w, kind, obj)
 	})
 	return effects, skipped, errors.Join(discoveryErr, err)
 }
 
-// Wake wakes workload obj of kind through w, as its record says (see way):
+// Wake wakes workload listed of kind through w, as its record says (see way):
 // its return is what it did, or would do in a dry run.
-func Wake(ctx context.Context, clients cluster.Clients, w write.Writer, kind probe.Kind, obj *unstructured.Unstructured) (string, error) {
-	id := kind.Name + "/" + obj.GetName()
-	effect, err := ChangeWorkload(ctx, clients, w, kind.Resource, obj, func(obj *unstructured.Unstructured) (map[string]any, string, error) {
-		patch, effect, err := ways[kind.Way].wake(id, obj)
+func Wake(ctx context.Context, clients cluster.Clients, w write.Writer, kind probe.Kind, listed *Workload) (string, error) {
+	id := kind.Name + "/" + listed.Object.GetName()
+	effect, err := ChangeWorkload(ctx, clients, w, kind, listed, func(obj *Workload) (map[string]any, string, error) {
+		patch, effect, err := ways[kind.Way].wake(id, obj.Object)
 		if err != nil {
 			return nil, "", err
 		}
-		patch, effect = fluxBack(patch, effect, obj)
+		patch, effect = fluxBack(patch, effect, obj.Object)
 		return patch, effect, nil
 	})
 	if err != nil {
-		return "", fmt.Errorf("restore %s %s/%s: %w", kind.Name, obj.GetNamespace(), obj.GetName(), err)
+		return "", fmt.Errorf("restore %s %s/%s: %w", kind.Name, listed.Object.GetNamespace(), listed.Object.GetName(), err)
 	}
 	return effect, nil
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/nsman/nsman/internal/cluster"
@@ -584,7 +583,7 @@ func (x *Executor) sleep(ctx context.Context, namespace string, selectors []poli
 		did, sleepErr := x.putToSleep(ctx, namespace, selections, every, resleep)
 		return did, errors.Join(err, sleepErr)
 	}
-	effects, skipped, wakeErr := EachKind(ctx, x.Reads.Clients, namespace, selections, every, func(kind probe.Kind, w *unstructured.Unstructured) (string, error) {
+	effects, skipped, wakeErr := EachKind(ctx, x.Reads.Clients, namespace, selections, every, func(kind probe.Kind, w *Workload) (string, error) {
 		return Wake(ctx, x.Reads.Clients, x.Writer, kind, w)
 	})
 	deny(x.Kinds, skipped)
@@ -592,12 +591,14 @@ func (x *Executor) sleep(ctx context.Context, namespace string, selectors []poli
 }
 
 // putToSleep puts selections' workloads to sleep (see Sleep) and sums what
-// they free; optional: as EachKind's. Resleep: back to sleep, at most
-// MaxResleep of them, the rest counted and left to the next sweeps.
+// they free; optional: as EachKind's. A workload scaled whose template was
+// not read (larger than MaxRequestsBytes) says so in its effect. Resleep:
+// back to sleep, at most MaxResleep of them, the rest counted and left to
+// the next sweeps.
 func (x *Executor) putToSleep(ctx context.Context, namespace string, selections []probe.Selection, optional, resleep bool) (applied, error) {
 	var freed report.Reclaimed
 	slept, taken, left := 0, 0, 0
-	effects, skipped, err := EachKind(ctx, x.Reads.Clients, namespace, selections, optional, func(kind probe.Kind, w *unstructured.Unstructured) (string, error) {
+	effects, skipped, err := EachKind(ctx, x.Reads.Clients, namespace, selections, optional, func(kind probe.Kind, w *Workload) (string, error) {
 		if resleep && awake(kind, w) {
 			if taken == MaxResleep {
 				left++
@@ -608,7 +609,11 @@ func (x *Executor) putToSleep(ctx context.Context, namespace string, selections 
 		effect, from, err := Sleep(ctx, x.Reads.Clients, x.Writer, kind, w)
 		if from != nil { // a CronJob or ScaledObject has no spec.template: it frees nothing counted
 			slept++
-			freed.Add(probe.ScalingFrees(from))
+			frees, counted := from.Frees()
+			freed.Add(frees)
+			if !counted && kind.Way == probe.WayReplicas && !x.SkipReclaim {
+				effect += fmt.Sprintf("; its requests not counted: %d bytes as listed, more than the %d read for them", from.Requests.Uncounted, MaxRequestsBytes)
+			}
 		}
 		return effect, err
 	})
@@ -629,9 +634,9 @@ func leftAwake(n int) string {
 }
 
 // awake reports whether Sleep would write to w, of kind, as listed.
-func awake(kind probe.Kind, w *unstructured.Unstructured) bool {
-	patch, _ := ways[kind.Way].sleep("", w)
-	return patch != nil && w.GetLabels()[status.KeepAwakeLabel] != "true"
+func awake(kind probe.Kind, w *Workload) bool {
+	patch, _ := ways[kind.Way].sleep("", w.Object)
+	return patch != nil && w.Object.GetLabels()[status.KeepAwakeLabel] != "true"
 }
 
 // deny drops the kinds of skipped, which nsman may not list, from the

@@ -129,7 +129,7 @@ func TestSleepAndWakeTurnFluxOffAndBack(t *testing.T) {
 			d := deployment(2, "1")
 			d.SetLabels(tt.labels)
 			d.SetAnnotations(tt.annotations)
-			if _, _, err := Sleep(t.Context(), cluster.Clients{}, w, deploymentKind, d); err != nil {
+			if _, _, err := Sleep(t.Context(), cluster.Clients{}, w, deploymentKind, listed(d)); err != nil {
 				t.Fatal(err)
 			}
 			slept := annotationsOf(t, w.patches[1])
@@ -144,7 +144,7 @@ func TestSleepAndWakeTurnFluxOffAndBack(t *testing.T) {
 				recorded[status.ReconcileAnnotation] = strings.Trim(tt.wantRecord, `"`)
 			}
 			asleep.SetAnnotations(recorded)
-			if _, err := Wake(t.Context(), cluster.Clients{}, w, deploymentKind, asleep); err != nil {
+			if _, err := Wake(t.Context(), cluster.Clients{}, w, deploymentKind, listed(asleep)); err != nil {
 				t.Fatal(err)
 			}
 			woken := annotationsOf(t, w.patches[2])

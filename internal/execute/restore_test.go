@@ -3,6 +3,9 @@ package execute
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -13,10 +16,10 @@ import (
 	"github.com/nsman/nsman/internal/cluster/clustertest"
 	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/status"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // restorePatch is the part of a workload patch restore writes.
@@ -69,7 +72,7 @@ func TestWakeReplicas(t *testing.T) {
 			if tt.record != "" {
 				d.SetAnnotations(map[string]string{status.ReplicasAnnotation: tt.record})
 			}
-			effect, err := Wake(t.Context(), cluster.Clients{}, w, deploymentKind, d)
+			effect, err := Wake(t.Context(), cluster.Clients{}, w, deploymentKind, listed(d))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -109,13 +112,11 @@ func TestWakeReplicasRecomputesAfterAConflict(t *testing.T) {
 	// only drops the record.
 	fresh := deployment(4, "2")
 	fresh.SetAnnotations(map[string]string{status.ReplicasAnnotation: "3"})
-	listed := deployment(0, "1")
-	listed.SetAnnotations(map[string]string{status.ReplicasAnnotation: "3"})
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{probe.DeploymentsResource: "DeploymentList"}, fresh)
+	asListed := deployment(0, "1")
+	asListed.SetAnnotations(map[string]string{status.ReplicasAnnotation: "3"})
 	w := &conflictOnce{Writer: dryRun}
 
-	effect, err := Wake(t.Context(), cluster.Clients{Dynamic: dyn}, w, deploymentKind, listed)
+	effect, err := Wake(t.Context(), servingAgain(t, fresh), w, deploymentKind, listed(asListed))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,27 +162,13 @@ func TestRestore(t *testing.T) {
 	} {
 		bodies[path] = body
 	}
-	kube := clustertest.APIServer(t, bodies)
 	want := []string{
 		"scale Deployment/web from 0 to 3", "leave Deployment/api at 2 replicas: scaled since nsman scaled it down; drop its record of 4",
 		"resume CronJob/report", "scale Rollout/canary from 0 to 5",
 	}
 	for _, dryRun := range []bool{true, false} {
-		web, api := deployment(0, "1"), deployment(2, "1")
-		web.SetNamespace("team-a")
-		api.SetNamespace("team-a")
-		api.SetName("api")
-		report := workload("CronJob", map[string]any{"suspend": true}, nil)
-		report.SetAPIVersion("batch/v1")
-		canary := workload("Rollout", map[string]any{"replicas": int64(0)}, nil)
-		canary.SetAPIVersion("argoproj.io/v1alpha1")
-		for _, w := range []*unstructured.Unstructured{report, canary} {
-			w.SetNamespace("team-a")
-		}
-		report.SetName("report")
-		canary.SetName("canary")
-		dyn := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), web, api, report, canary)
-		effects, skipped, err := Restore(t.Context(), cluster.Clients{Kube: kube, Dynamic: dyn}, "team-a", dryRun)
+		kube, patches := patchingAPIServer(t, bodies)
+		effects, skipped, err := Restore(t.Context(), cluster.Clients{Kube: kube}, "team-a", dryRun)
 		if err != nil {
 			t.Fatalf("dry run %v: %v", dryRun, err)
 		}
@@ -192,10 +179,9 @@ func TestRestore(t *testing.T) {
 			t.Errorf("dry run %v: %q, want %q", dryRun, effects, want)
 		}
 		var patched []string
-		for _, a := range dyn.Actions() {
-			if a.GetVerb() == "patch" {
-				patched = append(patched, a.GetResource().Resource)
-			}
+		for _, path := range *patches {
+			parts := strings.Split(path, "/")
+			patched = append(patched, parts[len(parts)-2])
 		}
 		if wantPatched := map[bool]string{true: "", false: "deployments deployments cronjobs rollouts"}[dryRun]; strings.Join(patched, " ") != wantPatched {
 			t.Errorf("dry run %v: patched %q, want %q", dryRun, patched, wantPatched)
@@ -255,11 +241,43 @@ func TestEachKindChangesAWorkloadSelectedTwiceOnce(t *testing.T) {
 	selections := []probe.Selection{{Kind: deployment, Labels: map[string]string{"app": "web"}}, {Kind: deployment, Labels: map[string]string{"tier": "front"}}}
 	var changed []string
 	_, _, err := EachKind(t.Context(), cluster.Clients{Kube: clustertest.APIServer(t, bodies)}, "team-a", selections, false,
-		func(kind probe.Kind, w *unstructured.Unstructured) (string, error) {
-			changed = append(changed, kind.Name+"/"+w.GetName())
+		func(kind probe.Kind, w *Workload) (string, error) {
+			changed = append(changed, kind.Name+"/"+w.Object.GetName())
 			return "", nil
 		})
 	if err != nil || !slices.Equal(changed, []string{"Deployment/web"}) {
 		t.Errorf("changed %q, error %v; want Deployment/web once", changed, err)
 	}
+}
+
+// patchingAPIServer is clustertest.APIServer's answers to GETs, and a
+// PATCH of any path answered 200 with an empty object, its path recorded
+// in patches.
+func patchingAPIServer(t *testing.T, bodies map[string]string) (kubernetes.Interface, *[]string) {
+	t.Helper()
+	var patches []string
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.Method == http.MethodPatch {
+			patches = append(patches, r.URL.Path)
+			_, _ = io.WriteString(w, "{}")
+			return
+		}
+		body, ok := bodies[r.URL.Path]
+		switch {
+		case !ok || r.Method != http.MethodGet:
+			http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`, http.StatusNotFound)
+		case body == clustertest.Forbidden:
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403}`)
+		default:
+			_, _ = io.WriteString(w, body)
+		}
+	}))
+	t.Cleanup(server.Close)
+	kube, err := kubernetes.NewForConfig(&rest.Config{Host: server.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kube, &patches
 }

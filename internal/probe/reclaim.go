@@ -13,12 +13,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	resourcehelper "k8s.io/component-helpers/resource"
-	"k8s.io/utils/ptr"
 )
 
 // ReclaimIndexAfter is the number of namespaces of one sweep whose reclaim
@@ -270,24 +267,4 @@ type podFields struct {
 	Status struct {
 		Phase corev1.PodPhase `json:"phase"`
 	} `json:"status"`
-}
-
-// ScalingFrees is what scaling workload w (a Deployment or StatefulSet
-// as listed, unstructured) from its spec.replicas (default 1) to zero
-// frees: replicas × its pod template's requests. A workload whose spec
-// does not convert frees nothing that can be told.
-func ScalingFrees(w *unstructured.Unstructured) report.Reclaimed {
-	var workload struct {
-		Spec struct {
-			Replicas *int32                 `json:"replicas"`
-			Template corev1.PodTemplateSpec `json:"template"`
-		} `json:"spec"`
-	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(w.Object, &workload); err != nil {
-		return report.Reclaimed{}
-	}
-	var pod freed
-	pod.addPod(&corev1.Pod{Spec: workload.Spec.Template.Spec})
-	replicas := int64(ptr.Deref(workload.Spec.Replicas, 1))
-	return freed{cpu: replicas * pod.cpu, memory: replicas * pod.memory}.reclaimed()
 }

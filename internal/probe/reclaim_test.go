@@ -15,12 +15,10 @@ import (
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/report"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -453,41 +451,6 @@ func TestReclaimIndexFailureFallsBack(t *testing.T) {
 	if !strings.Contains(log.String(), "level=WARN") || !strings.Contains(log.String(), "namespace by namespace") {
 		t.Errorf("log %q, want a warning that namespaces are read one by one", log.String())
 	}
-}
-
-// TestWorkloadReclaimed: scaling a workload to zero frees its replicas
-// (1 when unset) times its pod template's requests.
-func TestWorkloadReclaimed(t *testing.T) {
-	sidecar := reclaimContainer("proxy", "100m", "64Mi")
-	sidecar.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
-	template := corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-		InitContainers: []corev1.Container{sidecar},
-		Containers:     []corev1.Container{reclaimContainer("web", "400m", "256Mi")},
-	}}
-	deployment := func(replicas *int32) *unstructured.Unstructured {
-		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&appsv1.Deployment{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-			ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "web"},
-			Spec:       appsv1.DeploymentSpec{Replicas: replicas, Template: template},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &unstructured.Unstructured{Object: obj}
-	}
-	reclaimWant(t, "3 replicas", ScalingFrees(deployment(ptr.To[int32](3))), "1500m", "960Mi", "0", 0)
-	reclaimWant(t, "replicas unset", ScalingFrees(deployment(nil)), "500m", "320Mi", "0", 0)
-	if got := ScalingFrees(deployment(ptr.To[int32](0))); !got.IsZero() {
-		t.Errorf("0 replicas: %v, want nothing", got)
-	}
-	// As the dynamic client decodes a list's item.
-	var sts unstructured.Unstructured
-	if err := sts.UnmarshalJSON([]byte(`{"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db", "namespace": "team"},
-		"spec": {"replicas": 2, "serviceName": "db", "template": {"spec": {"containers": [{"name": "db", "image": "registry.invalid/db",
-		"resources": {"requests": {"cpu": "1500m", "memory": "2Gi"}}}]}}}, "status": {"replicas": 2}}`)); err != nil {
-		t.Fatal(err)
-	}
-	reclaimWant(t, "statefulset", ScalingFrees(&sts), "3", "4Gi", "0", 0)
 }
 
 // TestReclaimedAdd: sums keep exact quantities, and zero is nothing.

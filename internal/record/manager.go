@@ -9,7 +9,6 @@ import (
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/listpage"
@@ -144,7 +143,7 @@ func (mr *Manager) Write(ctx context.Context, o Outcome) error {
 	// written over a change since (another sweep's view of the target,
 	// say) unless the spec changed or another sweep's claim is live.
 	reread := false
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := write.RetryOnConflict(func() error {
 		if reread {
 			now, err := mr.Env.Reads.ManagerNow(ctx, mr.Obj)
 			if err != nil || now.Obj.GetUID() != mr.Obj.GetUID() || now.Obj.GetGeneration() != mr.Obj.GetGeneration() {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"testing"
 	"time"
 
@@ -534,5 +535,21 @@ func TestPrior(t *testing.T) {
 				t.Errorf("Manager.Prior: %+v, want failed %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// A record's write cut by its deadline is that error, not a record written
+// (retry.RetryOnConflict alone answers nil for it).
+func TestManagerWriteCutByTheDeadlineFails(t *testing.T) {
+	w := newRecordingWriter(&url.Error{Op: "Patch", URL: "https://api/", Err: context.DeadlineExceeded})
+	mr := &Manager{Env: Env{Writer: w, Clock: func() time.Time { return sweepNow }, ClaimTTL: claimTTL},
+		Obj: managerObj("u1", 3, "7", nil), Now: sweepNow, Stored: storedWithChecks()}
+	fired := report.Entry{Namespace: "home", Name: "m", Target: "ci-1", State: report.StateFired, Policy: "p"}
+	last := &status.LastAction{Policy: "p", Action: policy.ActionScaleDown, Result: report.ResultSucceeded, Time: sweepNow}
+	if err := mr.Write(t.Context(), Outcome{Entry: fired, Last: last}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Write: %v, want the deadline's error", err)
+	}
+	if len(w.sent) == 0 {
+		t.Errorf("Write sent nothing: the test did not reach the write")
 	}
 }

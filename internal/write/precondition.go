@@ -49,7 +49,7 @@ const recordTimeout = 5 * time.Second
 // version read if unchanged says the decision stands, else ErrChanged.
 func AsListed(ctx context.Context, ns cluster.Namespace, reread func(ctx context.Context, name string) (cluster.Namespace, bool, error), unchanged func(listed, now cluster.Namespace) bool, write func(resourceVersion string) error) error {
 	resourceVersion := ns.ResourceVersion
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	return RetryOnConflict(func() error {
 		err := write(resourceVersion)
 		if !apierrors.IsConflict(err) {
 			return err
@@ -85,9 +85,27 @@ func PatchManagerRecord(ctx context.Context, w Writer, patch Patch, obj *unstruc
 func Retry(ctx context.Context, write func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	return retry.OnError(wait.Backoff{Steps: 4, Duration: 200 * time.Millisecond, Factor: 2}, transient, func() error {
+	return OnError(wait.Backoff{Steps: 4, Duration: 200 * time.Millisecond, Factor: 2}, transient, func() error {
 		return write(ctx)
 	})
+}
+
+// OnError is retry.OnError answering the last attempt's error: retry.OnError
+// answers nil for one that wraps a context's end (wait.Interrupted), which
+// would say a write cut by its deadline was made.
+func OnError(backoff wait.Backoff, retriable func(error) bool, fn func() error) error {
+	var last error
+	_ = retry.OnError(backoff, retriable, func() error {
+		last = fn()
+		return last
+	})
+	return last
+}
+
+// RetryOnConflict is retry.RetryOnConflict answering the last attempt's
+// error (see OnError).
+func RetryOnConflict(fn func() error) error {
+	return OnError(retry.DefaultRetry, apierrors.IsConflict, fn)
 }
 
 // transient reports an error that a retry may not meet again.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"syscall"
 	"testing"
@@ -343,5 +344,30 @@ func TestPatchManagerRecord(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A write cut by its context's end is that error, not a write made:
+// retry.RetryOnConflict and retry.OnError answer nil for it, which said a
+// DELETE, a record or a workload patch that never happened was done.
+func TestCutByTheDeadline(t *testing.T) {
+	cut := &url.Error{Op: "Patch", URL: "https://api/", Err: context.DeadlineExceeded}
+	listed := cluster.Namespace{Name: "team-a", ResourceVersion: "10"}
+	reread := func(context.Context, string) (cluster.Namespace, bool, error) { return listed, true, nil }
+	unchanged := func(cluster.Namespace, cluster.Namespace) bool { return true }
+	if err := AsListed(t.Context(), listed, reread, unchanged, func(string) error { return cut }); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("AsListed: %v, want the deadline's error", err)
+	}
+	if err := Retry(t.Context(), func(context.Context) error { return cut }); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Retry: %v, want the deadline's error", err)
+	}
+	calls := 0
+	if err := RetryOnConflict(func() error {
+		if calls++; calls == 1 {
+			return errConflict
+		}
+		return cut
+	}); !errors.Is(err, context.DeadlineExceeded) || calls != 2 {
+		t.Errorf("RetryOnConflict: %v after %d calls, want the deadline's error after 2", err, calls)
 	}
 }

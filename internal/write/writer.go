@@ -3,6 +3,7 @@ package write
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"strings"
 
 	eventsv1 "k8s.io/api/events/v1"
@@ -94,8 +95,22 @@ func (w *apiWriter) DeleteNamespace(ctx context.Context, name string, uid types.
 	return w.kube.CoreV1().RESTClient().Delete().Resource("namespaces").Name(name).Body(&opts).MaxRetries(0).Do(ctx).Error()
 }
 
+// PatchWorkload reads past the workload the API server answers with, never
+// holding it: it is a tenant's to size (decoding the 1.1 MB answer of a
+// Deployment of 7,000 containers allocated 11 MB: TestPatchWorkload), and
+// nothing reads it.
 func (w *apiWriter) PatchWorkload(ctx context.Context, resource schema.GroupVersionResource, namespace, name string, patch []byte) error {
-	_, err := w.dynamic.Resource(resource).Namespace(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	path := []string{"/apis", resource.Group, resource.Version}
+	if resource.Group == "" {
+		path = []string{"/api", resource.Version}
+	}
+	body, err := w.kube.Discovery().RESTClient().Patch(types.MergePatchType).
+		AbsPath(append(path, "namespaces", namespace, resource.Resource, name)...).Body(patch).Stream(ctx)
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	_, err = io.Copy(io.Discard, body)
 	return err
 }
 

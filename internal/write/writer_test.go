@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	goruntime "runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,11 +15,9 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -198,52 +198,72 @@ func TestPatchNamespace(t *testing.T) {
 }
 
 // A workload is scaled down by a merge patch of the resource named, in its
-// namespace.
+// namespace; the workload the API server answers with, however large, is
+// read past, not decoded; a refusal comes back as the error it describes
+// (a change relies on telling a conflict apart).
 func TestPatchWorkload(t *testing.T) {
-	tests := []struct {
-		name     string
-		resource schema.GroupVersionResource
-		kind     string
-	}{
-		{name: "deployment", resource: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, kind: "Deployment"},
-		{name: "statefulset", resource: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"}, kind: "StatefulSet"},
+	var b strings.Builder
+	b.WriteString(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"team-a"},"spec":{"replicas":0,"template":{"spec":{"containers":[`)
+	for i := range 7000 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"name":"c%04d","image":"i","resources":{"requests":{"cpu":"1m","memory":"1Mi"}},"terminationMessagePath":"/dev/termination-log","imagePullPolicy":"Always"}`, i)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			workload := &unstructured.Unstructured{Object: map[string]any{
-				"apiVersion": "apps/v1", "kind": tt.kind,
-				"metadata": map[string]any{"name": "web", "namespace": "team-a"},
-				"spec":     map[string]any{"replicas": int64(3)},
-			}}
-			dyn := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), workload)
-			w := New(nil, dyn, nil, nil, false)
-			patch := []byte(`{"spec":{"replicas":0}}`)
-
-			if err := w.PatchWorkload(t.Context(), tt.resource, "team-a", "web", patch); err != nil {
-				t.Fatal(err)
-			}
-			actions := dyn.Actions()
-			if len(actions) != 1 {
-				t.Fatalf("actions %+v, want 1 patch", actions)
-			}
-			p, ok := actions[0].(k8stesting.PatchAction)
-			if !ok {
-				t.Fatalf("action %+v, want a patch", actions[0])
-			}
-			if p.GetResource() != tt.resource || p.GetNamespace() != "team-a" || p.GetName() != "web" {
-				t.Errorf("patch of %v %s/%s, want %v team-a/web", p.GetResource(), p.GetNamespace(), p.GetName(), tt.resource)
-			}
-			if p.GetPatchType() != types.MergePatchType || string(p.GetPatch()) != string(patch) {
-				t.Errorf("patch %s %s, want %s %s", p.GetPatchType(), p.GetPatch(), types.MergePatchType, patch)
-			}
-			got, err := dyn.Resource(tt.resource).Namespace("team-a").Get(t.Context(), "web", metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if replicas, _, _ := unstructured.NestedInt64(got.Object, "spec", "replicas"); replicas != 0 {
-				t.Errorf("replicas %d after the patch, want 0", replicas)
-			}
-		})
+	b.WriteString(`]}}}}`)
+	answer := b.String()
+	type got struct{ method, path, contentType, body string }
+	var requests []got
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		requests = append(requests, got{r.Method, r.URL.Path, r.Header.Get("Content-Type"), string(body)})
+		w.Header().Set("Content-Type", "application/json")
+		if strings.HasSuffix(r.URL.Path, "/conflicted") {
+			w.WriteHeader(http.StatusConflict)
+			_, _ = io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Conflict","code":409}`)
+			return
+		}
+		_, _ = io.WriteString(w, answer)
+	}))
+	t.Cleanup(server.Close)
+	config := &rest.Config{Host: server.URL}
+	kube, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := New(kube, dyn, nil, nil, false)
+	patch := []byte(`{"spec":{"replicas":0}}`)
+	for _, tt := range []struct {
+		resource schema.GroupVersionResource
+		path     string
+	}{
+		{schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, "/apis/apps/v1/namespaces/team-a/deployments/web"},
+		{schema.GroupVersionResource{Version: "v1", Resource: "replicationcontrollers"}, "/api/v1/namespaces/team-a/replicationcontrollers/web"},
+	} {
+		requests = nil
+		var before, after goruntime.MemStats
+		goruntime.GC()
+		goruntime.ReadMemStats(&before)
+		err := w.PatchWorkload(t.Context(), tt.resource, "team-a", "web", patch)
+		goruntime.ReadMemStats(&after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := got{http.MethodPatch, tt.path, string(types.MergePatchType), string(patch)}
+		if len(requests) != 1 || requests[0] != want {
+			t.Errorf("requests %+v, want %+v", requests, want)
+		}
+		if allocated := after.TotalAlloc - before.TotalAlloc; allocated > 512<<10 {
+			t.Errorf("%s: a patch answered with %d bytes allocated %d bytes, want at most 512 KiB", tt.resource.Resource, len(answer), allocated)
+		}
+	}
+	deployments := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	if err := w.PatchWorkload(t.Context(), deployments, "team-a", "conflicted", patch); !apierrors.IsConflict(err) {
+		t.Errorf("error %v, want a conflict", err)
 	}
 }
 

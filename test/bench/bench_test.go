@@ -24,9 +24,9 @@ import (
 const Command = "make bench"
 
 // parts are what NSMAN_BENCH_ONLY may name: the managers, the rule (issue
-// 13), half the managers IDLE (issue 25), the hostile tenant (issue 31), a
-// SLEEP rule (issue 33).
-var parts = []string{"managers", "rules", "idle", "hostile", "sleep"}
+// 13), half the managers IDLE (issue 25), the hostile tenant (issue 31) or
+// its fat-workloads row alone (issue 44), a SLEEP rule (issue 33).
+var parts = []string{"managers", "rules", "idle", "hostile", fatOnly, "sleep"}
 
 // The sizes and the due managers of a complete run; BENCHMARKS.md is
 // written only from one.
@@ -44,7 +44,7 @@ const defaultDue = 1000
 // (NSMAN_BENCH_OUT to write elsewhere). NSMAN_BENCH_GO_PKGS names packages
 // whose Go benchmarks it runs first, on the same tree.
 // NSMAN_BENCH_ONLY=managers, =rules, =idle, =hostile or =sleep runs one part
-// alone.
+// alone; =hostile-workloads the hostile part's fat-workloads row alone.
 //
 // It names the commit measured, builds the nsman it measures from the same
 // tree, and writes BENCHMARKS.md only from a complete run (default sizes
@@ -146,6 +146,10 @@ func TestBenchmarks(t *testing.T) {
 	}
 	if runs("hostile") {
 		rep.Hostile, rep.KubeVersion = measureHostile(t, bin)
+	}
+	if runs("hostile") || only == fatOnly {
+		fat, version := measureFatWorkloads(t, bin)
+		rep.Hostile, rep.KubeVersion = append(rep.Hostile, fat...), version
 	}
 	if runs("sleep") {
 		rep.Sleep, rep.KubeVersion = measureSleep(t, bin, sleepSize(sizes))

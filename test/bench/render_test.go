@@ -217,6 +217,7 @@ func render(rep benchRun) string {
 	}
 	targets = append(targets, idleTargets(idle, idleSizes)...)
 	targets = append(targets, hostileTargets(hostile)...)
+	targets = append(targets, fatTargets(hostile)...)
 	targets = append(targets, sleepTargets(sleep)...)
 
 	p("\n## How it is measured\n\n")
@@ -238,7 +239,12 @@ func render(rep benchRun) string {
 	}
 	if len(hostile) > 0 {
 		p("\n## A hostile tenant (issue 31)\n\n")
-		hostileMethod(&b)
+		if _, ok := hostile.get(hostileManagers, hostileSweepLabel()); ok {
+			hostileMethod(&b)
+		}
+		if _, ok := hostile.get(2*fatDeployments, fatSweepLabel()); ok {
+			fatMethod(&b)
+		}
 		table(&b, hostile, "subjects")
 	}
 	if len(sleep) > 0 {
