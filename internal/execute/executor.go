@@ -77,32 +77,63 @@ type Executor struct {
 	// Kinds resolves the kinds of workloads SCALE_DOWN and SLEEP select,
 	// discovering them once per sweep.
 	Kinds *probe.Kinds
-	// reslept holds the namespaces this sweep put back to sleep (see
-	// firstResleep).
-	resleptMu sync.Mutex
-	reslept   map[string]bool
+	// resleepMu guards reslept, the workloads of each namespace this
+	// sweep puts back to sleep (see takeResleep), and undoneTold, the
+	// namespaces whose put-back a subject tells (see tellsUndone).
+	resleepMu  sync.Mutex
+	reslept    map[string]map[string]bool
+	undoneTold map[string]bool
 }
 
 // MaxResleep bounds the workloads put back to sleep in a namespace in one
-// sweep (each one patch, and its retries on a conflict): a tenant who wakes
-// more has the rest put back by the next sweeps, and sizes no sweep's
-// writes. Under --max-actions, a namespace put back to sleep takes one
-// place, shared round-robin as any action's.
+// sweep (each one patch, and its retries on a conflict), by all the
+// managers and rules that keep it asleep together: a tenant who wakes more
+// has the rest put back by the next sweeps, and sizes no sweep's writes.
+// Under --max-actions, each subject that puts a namespace back to sleep
+// takes one place, shared round-robin as any action's.
 const MaxResleep = 50
 
-// firstResleep reports whether namespace was not put back to sleep yet in
-// this sweep, and marks it: of the managers and rules that keep it asleep,
-// one puts it back, once, and tells it in one Event, however many there are.
-func (x *Executor) firstResleep(namespace string) bool {
-	x.resleptMu.Lock()
-	defer x.resleptMu.Unlock()
+// takeResleep reports whether the workload of kind named name, awake in
+// namespace, is this subject's to put back to sleep, and counts it: not
+// when another subject of the sweep took it (others), nor past the
+// MaxResleep workloads of a namespace a sweep puts back, whichever managers
+// and rules ask (left).
+func (x *Executor) takeResleep(namespace string, kind probe.Kind, name string) (ok, others bool) {
+	x.resleepMu.Lock()
+	defer x.resleepMu.Unlock()
 	if x.reslept == nil {
-		x.reslept = map[string]bool{}
+		x.reslept = map[string]map[string]bool{}
 	}
-	if x.reslept[namespace] {
+	taken := x.reslept[namespace]
+	if taken == nil {
+		taken = map[string]bool{}
+		x.reslept[namespace] = taken
+	}
+	key := kind.Resource.GroupResource().String() + "/" + name
+	switch {
+	case taken[key]:
+		return false, true
+	case len(taken) == MaxResleep:
+		return false, false
+	}
+	taken[key] = true
+	return true, false
+}
+
+// tellsUndone reports whether the caller, which put workloads of namespace
+// back to sleep, is the first of this sweep to, and marks it: of the
+// managers and rules that put a namespace back, one tells it, in one
+// SleepUndone Event, however many there are.
+func (x *Executor) tellsUndone(namespace string) bool {
+	x.resleepMu.Lock()
+	defer x.resleepMu.Unlock()
+	if x.undoneTold == nil {
+		x.undoneTold = map[string]bool{}
+	}
+	if x.undoneTold[namespace] {
 		return false
 	}
-	x.reslept[namespace] = true
+	x.undoneTold[namespace] = true
 	return true
 }
 
@@ -218,10 +249,6 @@ func (x *Executor) act(ctx context.Context, rec record.Record, d decide.Decision
 	if x.Stop.Err() != nil {
 		return NotReached(e, "it acted"), false, true
 	}
-	if p.Resleep && !x.firstResleep(p.Target.Name) {
-		e.State, e.Message, e.Undone = report.StateAsleep, p.Reason+"; put back to sleep by another manager or rule in this sweep", nil
-		return e, false, true
-	}
 	deadline := time.Now().Add(x.ClaimTTL - claimMargin)
 	claimed := (p.Step != decide.StepAct || p.Policy.Action.Type != policy.ActionDelete) && !p.Resleep
 	if claimed {
@@ -233,10 +260,26 @@ func (x *Executor) act(ctx context.Context, rec record.Record, d decide.Decision
 	did, err := x.apply(actCtx, d.Manager, rec, p, freed)
 	cancel()
 	ended := x.Clock()
-	if p.Resleep && err == nil && did.slept == 0 {
-		// Read again, nothing was awake: another sweep was first.
-		e.State, e.Message, e.Undone = report.StateAsleep, p.Reason+"; nothing was awake when read again", nil
-		return e, false, true
+	if p.Resleep && err == nil {
+		// Of the subjects that put a namespace back to sleep, the first to
+		// write tells it; the others, and those that wrote nothing, name no
+		// one, and leave the record as it is.
+		switch {
+		case did.slept == 0 && did.left > 0:
+			e.State, e.Message, e.Undone = report.StateAsleep, p.Reason+"; "+leftAwake(did.left)+" (put back by other managers or rules of it in this sweep)", nil
+			return e, false, true
+		case did.slept == 0 && did.others > 0:
+			e.State, e.Message, e.Undone = report.StateAsleep, p.Reason+"; put back to sleep by another manager or rule in this sweep", nil
+			return e, false, true
+		case did.slept == 0:
+			// Read again, nothing it selects was awake: another sweep, or
+			// another subject, was first.
+			e.State, e.Message, e.Undone = report.StateAsleep, p.Reason+"; nothing it selects was awake when read again", nil
+			return e, false, true
+		case !x.tellsUndone(p.Target.Name):
+			e.State, e.Message, e.Undone, e.Effects = report.StateAsleep, p.Reason+"; put back to sleep with another manager or rule of it in this sweep, which tells who woke them", nil, did.effects
+			return e, true, true
+		}
 	}
 	if !claimed && write.ChangedSinceListed(err) {
 		// The DELETE found the namespace changed: nothing was done.
@@ -418,8 +461,10 @@ func firingKey(m policy.Manager, p *decide.Plan) string {
 type applied struct {
 	effects   []string
 	reclaimed *report.Reclaimed
-	// slept counts the workloads a sleep changed (would change, dry).
-	slept int
+	// slept counts the workloads a sleep changed (would change, dry);
+	// of those a sleep back found awake, left counts those it left to the
+	// next sweeps, others those another subject of the sweep put back.
+	slept, left, others int
 }
 
 // apply performs plan p's action through the writer and returns what it
@@ -592,35 +637,59 @@ func (x *Executor) sleep(ctx context.Context, namespace string, selectors []poli
 }
 
 // putToSleep puts selections' workloads to sleep (see Sleep) and sums what
-// they free; optional: as EachKind's. Resleep: back to sleep, at most
-// MaxResleep of them, the rest counted and left to the next sweeps.
+// they free; optional: as EachKind's. Resleep: back to sleep, each awake
+// one as the namespace's MaxResleep of the sweep allow (see takeResleep),
+// the rest counted and left to the next sweeps.
 func (x *Executor) putToSleep(ctx context.Context, namespace string, selections []probe.Selection, optional, resleep bool) (applied, error) {
 	var freed report.Reclaimed
-	slept, taken, left := 0, 0, 0
-	effects, skipped, err := EachKind(ctx, x.Reads.Clients, namespace, selections, optional, func(kind probe.Kind, w *unstructured.Unstructured) (string, error) {
-		if resleep && awake(kind, w) {
-			if taken == MaxResleep {
-				left++
-				return "", nil
-			}
-			taken++
-		}
+	slept := 0
+	sleep := func(kind probe.Kind, w *unstructured.Unstructured) (string, error) {
 		effect, from, err := Sleep(ctx, x.Reads.Clients, x.Writer, kind, w)
 		if from != nil { // a CronJob or ScaledObject has no spec.template: it frees nothing counted
 			slept++
 			freed.Add(probe.ScalingFrees(from))
 		}
 		return effect, err
+	}
+	var woken []listedWorkload
+	effects, skipped, err := EachKind(ctx, x.Reads.Clients, namespace, selections, optional, func(kind probe.Kind, w *unstructured.Unstructured) (string, error) {
+		if resleep && awake(kind, w) {
+			woken = append(woken, listedWorkload{kind: kind, w: w})
+			return "", nil
+		}
+		return sleep(kind, w)
 	})
 	deny(x.Kinds, skipped)
+	errs, left, others := []error{err}, 0, 0
+	for _, o := range woken {
+		switch ok, other := x.takeResleep(namespace, o.kind, o.w.GetName()); {
+		case other:
+			others++
+			continue
+		case !ok:
+			left++
+			continue
+		}
+		effect, err := sleep(o.kind, o.w)
+		errs = append(errs, err)
+		if effect != "" {
+			effects = append(effects, effect)
+		}
+	}
 	if left > 0 {
 		effects = append(effects, leftAwake(left))
 	}
-	out := applied{effects: effects, slept: slept}
+	out := applied{effects: effects, slept: slept, left: left, others: others}
 	if !x.SkipReclaim {
 		out.reclaimed = &freed
 	}
-	return out, err
+	return out, errors.Join(errs...)
+}
+
+// listedWorkload is a workload of kind as listed.
+type listedWorkload struct {
+	kind probe.Kind
+	w    *unstructured.Unstructured
 }
 
 // leftAwake says that n workloads awake were left to the next sweeps.

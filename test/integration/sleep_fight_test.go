@@ -34,16 +34,16 @@ func TestSleepUndoneByManyIsBounded(t *testing.T) {
 	createManager(t, managerObj(ns, "too", ns, []any{sleepPolicy(-time.Hour, 2*time.Hour)}, targeting(ns)))
 	args := []string{"-l", caseLabel + "=" + ns}
 	wantState(t, e.Sweep(t, args...), ns, ns, report.StateFired)
-	// one, the other: the entries of the two managers, the one that put the
-	// namespace back to sleep first.
+	// one, the other: the entries of the two managers, the one that told
+	// the namespace put back to sleep first.
 	oneAndOther := func(res nsmantest.Result) (report.Entry, report.Entry) {
 		t.Helper()
 		one, other := res.Entry(t, ns, ns), res.Entry(t, ns, "too")
 		if one.State != report.StateFired {
 			one, other = other, one
 		}
-		if one.State != report.StateFired || other.State != report.StateAsleep || !strings.HasSuffix(other.Message, "; put back to sleep by another manager or rule in this sweep") {
-			t.Fatalf("entries %s %q and %s %q: want one fired, the other asleep, put back to sleep by the one", one.State, one.Message, other.State, other.Message)
+		if one.State != report.StateFired || other.State != report.StateAsleep || len(other.Undone) > 0 {
+			t.Fatalf("entries %s %q and %s %q (undone %q): want one fired, the other asleep, naming no one", one.State, one.Message, other.State, other.Message, other.Undone)
 		}
 		return one, other
 	}
@@ -190,5 +190,76 @@ func TestResleepTakesAPlaceUnderMaxActions(t *testing.T) {
 	for _, ns := range namespaces {
 		wantWorkload(t, ns, "web", 0, "2")
 		wantWorkload(t, ns, "api", 0, "2")
+	}
+}
+
+// A tenant's own SLEEP manager keeps no enforce rule from putting its
+// namespace back to sleep: the manager, which selects Deployments by a
+// label none has and goes first (managers are carried out while listed,
+// rules after), writes nothing, and the rule puts the woken Deployments
+// back, at most execute.MaxResleep a sweep in all, told in one SleepUndone
+// Event a sweep (before: the manager took the namespace, and the rule,
+// skipped, said another had put it back; the Deployments stayed awake).
+func TestTenantManagerKeepsNoRuleFromPuttingBack(t *testing.T) {
+	e := setup(t)
+	home := shared.Namespace(t)
+	caseID := home
+	ns := labelled(t, caseID, 1)[0]
+	const n = execute.MaxResleep + 10
+	for i := range n {
+		createDeployment(t, ns, fmt.Sprintf("w%02d", i), 1)
+	}
+	decoy := sleepPolicy(-time.Hour, 2*time.Hour)
+	decoy["action"] = map[string]any{"type": "SLEEP", "params": map[string]any{"selectors": []any{
+		map[string]any{"kind": "Deployment", "labels": map[string]any{"x": "none"}}}}}
+	createManager(t, managerObj(ns, "decoy", caseID, []any{decoy}, targeting(ns)))
+	createManager(t, managerObj(home, "nights", caseID, []any{sleepPolicy(-time.Hour, 2*time.Hour)}, selecting(caseID),
+		func(spec map[string]any) { spec["enforce"] = true }))
+	// One at a time, the manager first, as the attack has it every sweep.
+	args := []string{"-l", caseLabel + "=" + caseID, "--trusted-namespaces", home, "--concurrency", "1"}
+	res := e.Sweep(t, args...)
+	wantCode(t, res, 0)
+	wantState(t, res, ns, "decoy", report.StateFired)
+	wantPairs(t, res, home, "nights", []string{ns}, report.StateFired, "the window opened")
+	for i := range n {
+		wantWorkload(t, ns, fmt.Sprintf("w%02d", i), 0, "1")
+	}
+
+	undoneEvents := func() int {
+		t.Helper()
+		return sleepEvents(t, ns, "decoy", "SleepUndone") + sleepEvents(t, home, "nights", "SleepUndone")
+	}
+	for i := range n {
+		if _, err := shared.Admin.AppsV1().Deployments(ns).Patch(t.Context(), fmt.Sprintf("w%02d", i), types.MergePatchType, []byte(`{"spec":{"replicas":2}}`),
+			metav1.PatchOptions{FieldManager: "fighter"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The first sweep puts back MaxResleep, the second the rest.
+	var applied []string
+	for sweepNo := range 2 {
+		done, told := len(deploymentPatches(t, e, ns)), undoneEvents()
+		res := e.Sweep(t, args...)
+		wantCode(t, res, 0)
+		if d := res.Entry(t, ns, "decoy"); d.State != report.StateAsleep || len(d.Undone) > 0 || len(d.Effects) > 0 {
+			t.Errorf("sweep %d: the tenant's manager %s %q, effects %q, undone %q; want asleep, writing and naming nothing", sweepNo, d.State, d.Message, d.Effects, d.Undone)
+		}
+		if p := res.Pair(t, home, "nights", ns); p.State != report.StateFired || len(p.Undone) == 0 {
+			t.Errorf("sweep %d: the rule on %s: %s %q, undone %q; want fired, naming who woke them", sweepNo, ns, p.State, p.Message, p.Undone)
+		}
+		patches := deploymentPatches(t, e, ns)[done:]
+		if len(distinct(patches)) > execute.MaxResleep {
+			t.Errorf("sweep %d patched %d Deployments of %s; want at most %d, execute.MaxResleep", sweepNo, len(distinct(patches)), ns, execute.MaxResleep)
+		}
+		if got := undoneEvents() - told; got != 1 {
+			t.Errorf("sweep %d: %d SleepUndone Events; want one", sweepNo, got)
+		}
+		applied = append(applied, appliedTo(patches)...)
+	}
+	if len(distinct(applied)) != n {
+		t.Errorf("two sweeps put %d Deployments back to sleep; want all %d", len(distinct(applied)), n)
+	}
+	for i := range n {
+		wantWorkload(t, ns, fmt.Sprintf("w%02d", i), 0, "2")
 	}
 }
