@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/bits"
 	"net/url"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -639,7 +641,8 @@ func (x *Executor) sleep(ctx context.Context, namespace string, selectors []poli
 // putToSleep puts selections' workloads to sleep (see Sleep) and sums what
 // they free; optional: as EachKind's. Resleep: back to sleep, each awake
 // one as the namespace's MaxResleep of the sweep allow (see takeResleep),
-// the rest counted and left to the next sweeps.
+// from a point that moves each minute (see resleepStart), the rest counted
+// and left to the next sweeps.
 func (x *Executor) putToSleep(ctx context.Context, namespace string, selections []probe.Selection, optional, resleep bool) (applied, error) {
 	var freed report.Reclaimed
 	slept := 0
@@ -661,7 +664,8 @@ func (x *Executor) putToSleep(ctx context.Context, namespace string, selections 
 	})
 	deny(x.Kinds, skipped)
 	errs, left, others := []error{err}, 0, 0
-	for _, o := range woken {
+	start := resleepStart(x.Now, len(woken))
+	for _, o := range slices.Concat(woken[start:], woken[:start]) {
 		switch ok, other := x.takeResleep(namespace, o.kind, o.w.GetName()); {
 		case other:
 			others++
@@ -684,6 +688,16 @@ func (x *Executor) putToSleep(ctx context.Context, namespace string, selections 
 		out.reclaimed = &freed
 	}
 	return out, errors.Join(errs...)
+}
+
+// resleepStart is where, of n workloads awake, the put-back of the sweep
+// at now starts: a point that moves round them by the golden ratio each
+// minute (as the webhook deliveries' ring of sweep's rotation), so that
+// the workloads listed first are not the ones put back in every sweep,
+// and a tenant who wakes them again each minute keeps no other awake.
+func resleepStart(now time.Time, n int) int {
+	start, _ := bits.Mul64(uint64(now.Unix()/60)*0x9e3779b97f4a7c15, uint64(n))
+	return int(start)
 }
 
 // listedWorkload is a workload of kind as listed.

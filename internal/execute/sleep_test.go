@@ -1,11 +1,16 @@
 package execute
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/nsman/nsman/internal/cluster/clustertest"
 	"github.com/nsman/nsman/internal/decide"
@@ -216,5 +221,74 @@ func TestResleepBySubjectsOfOtherSelectors(t *testing.T) {
 					got, e.State, e.Message, e.Effects, e.Undone, tt.secondPatches, tt.secondState, tt.secondUndone, tt.secondLeftSaid)
 			}
 		})
+	}
+}
+
+// namingWriter is a fakeWriter that keeps the names of the workloads
+// patched.
+type namingWriter struct {
+	*fakeWriter
+	patched []string
+}
+
+func (w *namingWriter) PatchWorkload(ctx context.Context, resource schema.GroupVersionResource, namespace, name string, patch []byte) error {
+	w.patched = append(w.patched, name)
+	return w.fakeWriter.PatchWorkload(ctx, resource, namespace, name, patch)
+}
+
+// The put-back of a namespace starts each minute at another of its
+// workloads awake: a tenant who wakes the 50 listed first (aaa-*) again
+// before each sweep no longer keeps the others (zzz-*) awake. Sweeps a
+// minute apart put them all back within 3, five minutes apart within 6,
+// from whichever minute they start (before: never, the same 50 put back
+// first in each).
+func TestResleepStartMovesEachMinute(t *testing.T) {
+	for _, tt := range []struct{ every, sweeps int }{{every: 1, sweeps: 3}, {every: 5, sweeps: 6}} {
+		t.Run(fmt.Sprintf("every %d min", tt.every), func(t *testing.T) { resleepRotates(t, tt.every, tt.sweeps) })
+	}
+}
+
+// resleepRotates plays TestResleepStartMovesEachMinute with sweeps every
+// minutes apart: all zzz-* must be put back in sweeps.
+func resleepRotates(t *testing.T, every, sweeps int) {
+	t.Helper()
+	item := func(name string, replicas int) string {
+		return fmt.Sprintf(`{"metadata":{"name":%q,"namespace":"team-a","resourceVersion":"1","annotations":{%q:"1"}},"spec":{"replicas":%d}}`, name, status.ReplicasAnnotation, replicas)
+	}
+	resleep := decision(sleeping(false), func(d *decide.Decision) {
+		d.Plan.Resleep, d.Entry.Undone = true, []string{"kubectl: Deployment/aaa-00"}
+	})
+	for first := range 60 {
+		awake := map[string]bool{}
+		for i := range MaxResleep {
+			awake[fmt.Sprintf("zzz-%02d", i)] = true
+		}
+		for sweepNo := range sweeps {
+			var items []string
+			for i := range MaxResleep {
+				items = append(items, item(fmt.Sprintf("aaa-%02d", i), 1)) // woken again before each sweep
+			}
+			for i := range MaxResleep {
+				name := fmt.Sprintf("zzz-%02d", i)
+				items = append(items, item(name, map[bool]int{true: 1, false: 0}[awake[name]]))
+			}
+			bodies := clustertest.DiscoveryBodies()
+			bodies["/apis/apps/v1/namespaces/team-a/deployments"] = `{"kind":"DeploymentList","apiVersion":"apps/v1","metadata":{},"items":[` + strings.Join(items, ",") + `]}`
+			reads := emptyReader(t)
+			reads.Clients.Kube = clustertest.APIServer(t, bodies)
+			w := &namingWriter{fakeWriter: newFakeWriter()}
+			w.done = report.StateFired
+			x := newExecutor(t, w, reads)
+			x.Now = sweepNow.Add(time.Duration(first+sweepNo*every) * time.Minute)
+			if e := x.CarryOut(t.Context(), &fakeRecord{}, resleep); e.State != report.StateFired || len(w.patched) != MaxResleep {
+				t.Fatalf("from minute %d, sweep %d: %s %q, %d patched; want fired, %d", first, sweepNo, e.State, e.Message, len(w.patched), MaxResleep)
+			}
+			for _, name := range w.patched {
+				delete(awake, name)
+			}
+		}
+		if len(awake) > 0 {
+			t.Errorf("from minute %d, %d sweeps %d min apart left %d of the zzz-* awake: %q", first, sweeps, every, len(awake), slices.Sorted(maps.Keys(awake)))
+		}
 	}
 }
