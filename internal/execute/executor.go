@@ -125,18 +125,19 @@ func (x *Executor) takeResleep(namespace string, kind probe.Kind, name string) (
 // tellsUndone reports whether the caller, which put workloads of namespace
 // back to sleep, is the first of this sweep to, and marks it: of the
 // managers and rules that put a namespace back, one tells it, in one
-// SleepUndone Event, however many there are.
-func (x *Executor) tellsUndone(namespace string) bool {
+// SleepUndone Event, however many there are. putBack counts the workloads
+// of namespace the sweep's subjects took to put back so far.
+func (x *Executor) tellsUndone(namespace string) (first bool, putBack int) {
 	x.resleepMu.Lock()
 	defer x.resleepMu.Unlock()
 	if x.undoneTold == nil {
 		x.undoneTold = map[string]bool{}
 	}
 	if x.undoneTold[namespace] {
-		return false
+		return false, 0
 	}
 	x.undoneTold[namespace] = true
-	return true
+	return true, len(x.reslept[namespace])
 }
 
 // Counts are what a sweep's report says of its actions beyond the entries.
@@ -262,6 +263,9 @@ func (x *Executor) act(ctx context.Context, rec record.Record, d decide.Decision
 	did, err := x.apply(actCtx, d.Manager, rec, p, freed)
 	cancel()
 	ended := x.Clock()
+	if p.Resleep {
+		e.PutBack, e.LeftAwake = did.slept, did.left
+	}
 	if p.Resleep && err == nil {
 		// Of the subjects that put a namespace back to sleep, the first to
 		// write tells it; the others, and those that wrote nothing, name no
@@ -278,10 +282,14 @@ func (x *Executor) act(ctx context.Context, rec record.Record, d decide.Decision
 			// another subject, was first.
 			e.State, e.Message, e.Undone = report.StateAsleep, p.Reason+"; nothing it selects was awake when read again", nil
 			return e, false, true
-		case !x.tellsUndone(p.Target.Name):
+		}
+		first, putBack := x.tellsUndone(p.Target.Name)
+		if !first {
 			e.State, e.Message, e.Undone, e.Effects = report.StateAsleep, p.Reason+"; put back to sleep with another manager or rule of it in this sweep, which tells who woke them", nil, did.effects
 			return e, true, true
 		}
+		// It tells the namespace's put-back, whoever put back what.
+		e.PutBack = max(e.PutBack, putBack)
 	}
 	if !claimed && write.ChangedSinceListed(err) {
 		// The DELETE found the namespace changed: nothing was done.

@@ -142,6 +142,9 @@ func TestResleepBounded(t *testing.T) {
 	if w.patches != MaxResleep || e.State != report.StateFired || len(e.Effects) != MaxResleep+1 || e.Effects[MaxResleep] != left {
 		t.Errorf("put back to sleep: %d patches, entry %s, %d effects %q; want %d patches, fired, the last effect %q", w.patches, e.State, len(e.Effects), e.Effects, MaxResleep, left)
 	}
+	if e.PutBack != MaxResleep || e.LeftAwake != 10 {
+		t.Errorf("entry counts %d put back, %d left awake; want %d and 10", e.PutBack, e.LeftAwake, MaxResleep)
+	}
 	// Another subject of the namespace, in the same sweep: nothing more,
 	// the 50 put back by the first, the other 10 left (the fake API server
 	// still lists all 60 awake).

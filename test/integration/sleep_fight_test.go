@@ -82,9 +82,11 @@ func TestSleepUndoneByManyIsBounded(t *testing.T) {
 	if !slices.ContainsFunc(back.Effects, func(s string) bool { return strings.HasPrefix(s, left) }) {
 		t.Errorf("effects %q: want one saying %q", back.Effects, left)
 	}
-	if told := newEvents(); len(told) != 1 || !strings.HasPrefix(told[0], "SleepUndone: woken by fighter-00, fighter-01, fighter-02 and 57 more while namespace "+ns+" was asleep") {
-		t.Errorf("%d Events on the managers in the sweep that put the workloads back to sleep, the first %q; want one SleepUndone naming three field managers and 57 more",
-			len(told), told[:min(len(told), 3)])
+	want := fmt.Sprintf("SleepUndone: woken by fighter-00, fighter-01, fighter-02 and 57 more while namespace %s was asleep; %d put back to sleep, %d more left awake to the next sweeps",
+		ns, execute.MaxResleep, n-execute.MaxResleep)
+	if told := newEvents(); len(told) != 1 || told[0] != want {
+		t.Errorf("%d Events on the managers in the sweep that put the workloads back to sleep, the first %q; want one, %q",
+			len(told), told[:min(len(told), 3)], want)
 	}
 	first := deploymentPatches(t, e, ns)[done:]
 	applied := appliedTo(first)
@@ -100,8 +102,8 @@ func TestSleepUndoneByManyIsBounded(t *testing.T) {
 	if len(second) != n-execute.MaxResleep || len(distinct(append(applied, second...))) != n {
 		t.Errorf("the next sweep applied patches to %d Deployments, %d of all in the two; want the %d left, all %d", len(second), len(distinct(append(applied, second...))), n-execute.MaxResleep, n)
 	}
-	if told := newEvents(); len(told) != 1 || !strings.HasPrefix(told[0], "SleepUndone: ") {
-		t.Errorf("Events in the next sweep %q, want one SleepUndone", told)
+	if told := newEvents(); len(told) != 1 || !strings.HasPrefix(told[0], "SleepUndone: ") || !strings.HasSuffix(told[0], " was asleep; put back to sleep") {
+		t.Errorf("Events in the next sweep %q, want one SleepUndone, none left awake", told)
 	}
 	for i := range n {
 		wantWorkload(t, ns, fmt.Sprintf("w%02d", i), 0, "2")
