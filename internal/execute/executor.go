@@ -90,9 +90,10 @@ type Executor struct {
 // MaxResleep bounds the workloads put back to sleep in a namespace in one
 // sweep (each one patch, and its retries on a conflict), by all the
 // managers and rules that keep it asleep together: a tenant who wakes more
-// has the rest put back by the next sweeps, and sizes no sweep's writes.
-// Under --max-actions, each subject that puts a namespace back to sleep
-// takes one place, shared round-robin as any action's.
+// has the rest put back by the next sweeps. The bound is per namespace:
+// across namespaces, --max-actions caps them, each subject that puts a
+// namespace back to sleep taking one place, shared round-robin as any
+// action's (without it, a tenant of 200 namespaces gets up to 200 × 50).
 const MaxResleep = 50
 
 // takeResleep reports whether the workload of kind named name, awake in
