@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/bits"
 	"net/url"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -79,66 +77,8 @@ type Executor struct {
 	// Kinds resolves the kinds of workloads SCALE_DOWN and SLEEP select,
 	// discovering them once per sweep.
 	Kinds *probe.Kinds
-	// resleepMu guards reslept, the workloads of each namespace this
-	// sweep puts back to sleep (see takeResleep), and undoneTold, the
-	// namespaces whose put-back a subject tells (see tellsUndone).
-	resleepMu  sync.Mutex
-	reslept    map[string]map[string]bool
-	undoneTold map[string]bool
-}
-
-// MaxResleep bounds the workloads put back to sleep in a namespace in one
-// sweep (each one patch, and its retries on a conflict), by all the
-// managers and rules that keep it asleep together: a tenant who wakes more
-// has the rest put back by the next sweeps. The bound is per namespace:
-// across namespaces, --max-actions caps them, each subject that puts a
-// namespace back to sleep taking one place, shared round-robin as any
-// action's (without it, a tenant of 200 namespaces gets up to 200 × 50).
-const MaxResleep = 50
-
-// takeResleep reports whether the workload of kind named name, awake in
-// namespace, is this subject's to put back to sleep, and counts it: not
-// when another subject of the sweep took it (others), nor past the
-// MaxResleep workloads of a namespace a sweep puts back, whichever managers
-// and rules ask (left).
-func (x *Executor) takeResleep(namespace string, kind probe.Kind, name string) (ok, others bool) {
-	x.resleepMu.Lock()
-	defer x.resleepMu.Unlock()
-	if x.reslept == nil {
-		x.reslept = map[string]map[string]bool{}
-	}
-	taken := x.reslept[namespace]
-	if taken == nil {
-		taken = map[string]bool{}
-		x.reslept[namespace] = taken
-	}
-	key := kind.Resource.GroupResource().String() + "/" + name
-	switch {
-	case taken[key]:
-		return false, true
-	case len(taken) == MaxResleep:
-		return false, false
-	}
-	taken[key] = true
-	return true, false
-}
-
-// tellsUndone reports whether the caller, which put workloads of namespace
-// back to sleep, is the first of this sweep to, and marks it: of the
-// managers and rules that put a namespace back, one tells it, in one
-// SleepUndone Event, however many there are. putBack counts the workloads
-// of namespace the sweep's subjects took to put back so far.
-func (x *Executor) tellsUndone(namespace string) (first bool, putBack int) {
-	x.resleepMu.Lock()
-	defer x.resleepMu.Unlock()
-	if x.undoneTold == nil {
-		x.undoneTold = map[string]bool{}
-	}
-	if x.undoneTold[namespace] {
-		return false, 0
-	}
-	x.undoneTold[namespace] = true
-	return true, len(x.reslept[namespace])
+	// resleeps is what the sweep's subjects put back to sleep.
+	resleeps resleeps
 }
 
 // Counts are what a sweep's report says of its actions beyond the entries.
@@ -266,31 +206,10 @@ func (x *Executor) act(ctx context.Context, rec record.Record, d decide.Decision
 	ended := x.Clock()
 	if p.Resleep {
 		e.PutBack, e.LeftAwake = did.slept, did.left
-	}
-	if p.Resleep && err == nil {
-		// Of the subjects that put a namespace back to sleep, the first to
-		// write tells it; the others, and those that wrote nothing, name no
-		// one, and leave the record as it is.
-		switch {
-		case did.slept == 0 && did.left > 0:
-			e.State, e.Message, e.Undone = report.StateAsleep, p.Reason+"; "+leftAwake(did.left)+" (put back by other managers or rules of it in this sweep)", nil
-			return e, false, true
-		case did.slept == 0 && did.others > 0:
-			e.State, e.Message, e.Undone = report.StateAsleep, p.Reason+"; put back to sleep by another manager or rule in this sweep", nil
-			return e, false, true
-		case did.slept == 0:
-			// Read again, nothing it selects was awake: another sweep, or
-			// another subject, was first.
-			e.State, e.Message, e.Undone = report.StateAsleep, p.Reason+"; nothing it selects was awake when read again", nil
-			return e, false, true
+		var acted, done bool
+		if e, acted, done = x.resleeps.entry(e, p, did, err); done {
+			return e, acted, true
 		}
-		first, putBack := x.tellsUndone(p.Target.Name)
-		if !first {
-			e.State, e.Message, e.Undone, e.Effects = report.StateAsleep, p.Reason+"; put back to sleep with another manager or rule of it in this sweep, which tells who woke them", nil, did.effects
-			return e, true, true
-		}
-		// It tells the namespace's put-back, whoever put back what.
-		e.PutBack = max(e.PutBack, putBack)
 	}
 	if !claimed && write.ChangedSinceListed(err) {
 		// The DELETE found the namespace changed: nothing was done.
@@ -649,7 +568,7 @@ func (x *Executor) sleep(ctx context.Context, namespace string, selectors []poli
 
 // putToSleep puts selections' workloads to sleep (see Sleep) and sums what
 // they free; optional: as EachKind's. Resleep: back to sleep, each awake
-// one as the namespace's MaxResleep of the sweep allow (see takeResleep),
+// one as the namespace's MaxResleep of the sweep allow (see resleeps.take),
 // from a point that moves each minute (see resleepStart), the rest counted
 // and left to the next sweeps.
 func (x *Executor) putToSleep(ctx context.Context, namespace string, selections []probe.Selection, optional, resleep bool) (applied, error) {
@@ -675,7 +594,7 @@ func (x *Executor) putToSleep(ctx context.Context, namespace string, selections 
 	errs, left, others := []error{err}, 0, 0
 	start := resleepStart(x.Now, len(woken))
 	for _, o := range slices.Concat(woken[start:], woken[:start]) {
-		switch ok, other := x.takeResleep(namespace, o.kind, o.w.GetName()); {
+		switch ok, other := x.resleeps.take(namespace, o.kind, o.w.GetName()); {
 		case other:
 			others++
 			continue
@@ -697,33 +616,6 @@ func (x *Executor) putToSleep(ctx context.Context, namespace string, selections 
 		out.reclaimed = &freed
 	}
 	return out, errors.Join(errs...)
-}
-
-// resleepStart is where, of n workloads awake, the put-back of the sweep
-// at now starts: a point that moves round them by the golden ratio each
-// minute (as the webhook deliveries' ring of sweep's rotation), so that
-// the workloads listed first are not the ones put back in every sweep,
-// and a tenant who wakes them again each minute keeps no other awake.
-func resleepStart(now time.Time, n int) int {
-	start, _ := bits.Mul64(uint64(now.Unix()/60)*0x9e3779b97f4a7c15, uint64(n))
-	return int(start)
-}
-
-// listedWorkload is a workload of kind as listed.
-type listedWorkload struct {
-	kind probe.Kind
-	w    *unstructured.Unstructured
-}
-
-// leftAwake says that n workloads awake were left to the next sweeps.
-func leftAwake(n int) string {
-	return fmt.Sprintf("%d more awake, left to the next sweeps: at most %d are put back to sleep in a namespace per sweep", n, MaxResleep)
-}
-
-// awake reports whether Sleep would write to w, of kind, as listed.
-func awake(kind probe.Kind, w *unstructured.Unstructured) bool {
-	patch, _ := ways[kind.Way].sleep("", w)
-	return patch != nil && w.GetLabels()[status.KeepAwakeLabel] != "true"
 }
 
 // deny drops the kinds of skipped, which nsman may not list, from the
