@@ -250,8 +250,9 @@ func TestTenantManagerKeepsNoRuleFromPuttingBack(t *testing.T) {
 			t.Errorf("sweep %d: the rule on %s: %s %q, undone %q; want fired, naming who woke them", sweepNo, ns, p.State, p.Message, p.Undone)
 		}
 		patches := deploymentPatches(t, e, ns)[done:]
-		if len(distinct(patches)) > execute.MaxResleep {
-			t.Errorf("sweep %d patched %d Deployments of %s; want at most %d, execute.MaxResleep", sweepNo, len(distinct(patches)), ns, execute.MaxResleep)
+		if len(distinct(patches)) > execute.MaxResleep || len(appliedTo(patches)) > execute.MaxResleep {
+			t.Errorf("sweep %d patched %d Deployments of %s (%d patches applied); want at most %d, execute.MaxResleep",
+				sweepNo, len(distinct(patches)), ns, len(appliedTo(patches)), execute.MaxResleep)
 		}
 		if got := undoneEvents() - told; got != 1 {
 			t.Errorf("sweep %d: %d SleepUndone Events; want one", sweepNo, got)
