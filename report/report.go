@@ -81,6 +81,13 @@ type Entry struct {
 	// Undone says, of a target asleep whose workloads were woken since, who
 	// woke which: one line per field manager, "BY: Kind/name, ...".
 	Undone []string `json:"undone,omitempty"`
+	// PutBack and LeftAwake count, of a target asleep whose woken workloads
+	// were put back to sleep, those put back in the sweep (on the entry that
+	// names who woke them, Undone, by every manager and rule of the target
+	// so far; on the others, by this one) and those awake it left to the
+	// next sweeps (a sweep puts back at most 50 of a namespace).
+	PutBack   int `json:"putBack,omitempty"`
+	LeftAwake int `json:"leftAwake,omitempty"`
 	// HeldUntil is when the hold that keeps the manager (or pair) from
 	// acting ends (HoldAnnotation).
 	HeldUntil *time.Time `json:"heldUntil,omitempty"`

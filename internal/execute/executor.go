@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"sync"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -76,33 +76,8 @@ type Executor struct {
 	// Kinds resolves the kinds of workloads SCALE_DOWN and SLEEP select,
 	// discovering them once per sweep.
 	Kinds *probe.Kinds
-	// reslept holds the namespaces this sweep put back to sleep (see
-	// firstResleep).
-	resleptMu sync.Mutex
-	reslept   map[string]bool
-}
-
-// MaxResleep bounds the workloads put back to sleep in a namespace in one
-// sweep (each one patch, and its retries on a conflict): a tenant who wakes
-// more has the rest put back by the next sweeps, and sizes no sweep's
-// writes. Under --max-actions, a namespace put back to sleep takes one
-// place, shared round-robin as any action's.
-const MaxResleep = 50
-
-// firstResleep reports whether namespace was not put back to sleep yet in
-// this sweep, and marks it: of the managers and rules that keep it asleep,
-// one puts it back, once, and tells it in one Event, however many there are.
-func (x *Executor) firstResleep(namespace string) bool {
-	x.resleptMu.Lock()
-	defer x.resleptMu.Unlock()
-	if x.reslept == nil {
-		x.reslept = map[string]bool{}
-	}
-	if x.reslept[namespace] {
-		return false
-	}
-	x.reslept[namespace] = true
-	return true
+	// resleeps is what the sweep's subjects put back to sleep.
+	resleeps resleeps
 }
 
 // Counts are what a sweep's report says of its actions beyond the entries.
@@ -217,10 +192,6 @@ func (x *Executor) act(ctx context.Context, rec record.Record, d decide.Decision
 	if x.Stop.Err() != nil {
 		return NotReached(e, "it acted"), false, true
 	}
-	if p.Resleep && !x.firstResleep(p.Target.Name) {
-		e.State, e.Message, e.Undone = report.StateAsleep, p.Reason+"; put back to sleep by another manager or rule in this sweep", nil
-		return e, false, true
-	}
 	deadline := time.Now().Add(x.ClaimTTL - claimMargin)
 	claimed := (p.Step != decide.StepAct || p.Policy.Action.Type != policy.ActionDelete) && !p.Resleep
 	if claimed {
@@ -232,10 +203,12 @@ func (x *Executor) act(ctx context.Context, rec record.Record, d decide.Decision
 	did, err := x.apply(actCtx, d.Manager, rec, p, freed)
 	cancel()
 	ended := x.Clock()
-	if p.Resleep && err == nil && did.slept == 0 {
-		// Read again, nothing was awake: another sweep was first.
-		e.State, e.Message, e.Undone = report.StateAsleep, p.Reason+"; nothing was awake when read again", nil
-		return e, false, true
+	if p.Resleep {
+		e.PutBack, e.LeftAwake = did.slept, did.left
+		var acted, done bool
+		if e, acted, done = x.resleeps.entry(e, p, did, err); done {
+			return e, acted, true
+		}
 	}
 	if !claimed && write.ChangedSinceListed(err) {
 		// The DELETE found the namespace changed: nothing was done.
@@ -417,8 +390,10 @@ func firingKey(m policy.Manager, p *decide.Plan) string {
 type applied struct {
 	effects   []string
 	reclaimed *report.Reclaimed
-	// slept counts the workloads a sleep changed (would change, dry).
-	slept int
+	// slept counts the workloads a sleep changed (would change, dry);
+	// of those a sleep back found awake, left counts those it left to the
+	// next sweeps, others those another subject of the sweep put back.
+	slept, left, others int
 }
 
 // apply performs plan p's action through the writer and returns what it
@@ -592,20 +567,14 @@ func (x *Executor) sleep(ctx context.Context, namespace string, selectors []poli
 
 // putToSleep puts selections' workloads to sleep (see Sleep) and sums what
 // they free; optional: as EachKind's. A workload scaled whose template was
-// not read (larger than MaxRequestsBytes) says so in its effect. Resleep:
-// back to sleep, at most MaxResleep of them, the rest counted and left to
-// the next sweeps.
+// not read (larger than MaxRequestsBytes) says so in its effect. Resleep: back to sleep, each awake
+// one as the namespace's MaxResleep of the sweep allow (see resleeps.take),
+// from a point that moves each minute (see resleepStart), the rest counted
+// and left to the next sweeps.
 func (x *Executor) putToSleep(ctx context.Context, namespace string, selections []probe.Selection, optional, resleep bool) (applied, error) {
 	var freed report.Reclaimed
-	slept, taken, left := 0, 0, 0
-	effects, skipped, err := EachKind(ctx, x.Reads.Clients, namespace, selections, optional, func(kind probe.Kind, w *Workload) (string, error) {
-		if resleep && awake(kind, w) {
-			if taken == MaxResleep {
-				left++
-				return "", nil
-			}
-			taken++
-		}
+	slept := 0
+	sleep := func(kind probe.Kind, w *Workload) (string, error) {
 		effect, from, err := Sleep(ctx, x.Reads.Clients, x.Writer, kind, w)
 		if from != nil { // a CronJob or ScaledObject has no spec.template: it frees nothing counted
 			slept++
@@ -616,27 +585,46 @@ func (x *Executor) putToSleep(ctx context.Context, namespace string, selections 
 			}
 		}
 		return effect, err
+	}
+	var woken []listedWorkload
+	left, others := 0, 0
+	effects, skipped, err := EachKind(ctx, x.Reads.Clients, namespace, selections, optional, func(kind probe.Kind, w *Workload) (string, error) {
+		switch {
+		case !resleep || !awake(kind, w):
+			return sleep(kind, w)
+		case len(woken) == maxWoken:
+			left++
+		default:
+			woken = append(woken, listedWorkload{kind: kind, w: w})
+		}
+		return "", nil
 	})
 	deny(x.Kinds, skipped)
+	errs := []error{err}
+	start := resleepStart(x.Now, len(woken))
+	for _, o := range slices.Concat(woken[start:], woken[:start]) {
+		switch ok, other := x.resleeps.take(namespace, o.kind, o.w.Object.GetName()); {
+		case other:
+			others++
+			continue
+		case !ok:
+			left++
+			continue
+		}
+		effect, err := sleep(o.kind, o.w)
+		errs = append(errs, err)
+		if effect != "" {
+			effects = append(effects, effect)
+		}
+	}
 	if left > 0 {
 		effects = append(effects, leftAwake(left))
 	}
-	out := applied{effects: effects, slept: slept}
+	out := applied{effects: effects, slept: slept, left: left, others: others}
 	if !x.SkipReclaim {
 		out.reclaimed = &freed
 	}
-	return out, err
-}
-
-// leftAwake says that n workloads awake were left to the next sweeps.
-func leftAwake(n int) string {
-	return fmt.Sprintf("%d more awake, left to the next sweeps: at most %d are put back to sleep in a namespace per sweep", n, MaxResleep)
-}
-
-// awake reports whether Sleep would write to w, of kind, as listed.
-func awake(kind probe.Kind, w *Workload) bool {
-	patch, _ := ways[kind.Way].sleep("", w.Object)
-	return patch != nil && w.Object.GetLabels()[status.KeepAwakeLabel] != "true"
+	return out, errors.Join(errs...)
 }
 
 // deny drops the kinds of skipped, which nsman may not list, from the

@@ -1,14 +1,21 @@
 package execute
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/nsman/nsman/internal/cluster/clustertest"
 	"github.com/nsman/nsman/internal/decide"
 	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 )
 
@@ -113,9 +120,9 @@ func TestNotificationKeyOfASleep(t *testing.T) {
 }
 
 // Putting a namespace back to sleep writes to at most MaxResleep of its
-// workloads, the rest counted in the entry, left to the next sweeps; and
-// of the subjects that keep it asleep, one puts it back in a sweep, the
-// others write nothing and name no one. A sleep that is a transition has
+// workloads in a sweep, the rest counted in the entry, left to the next
+// sweeps, whichever subjects keep it asleep: another in the same sweep
+// writes nothing more and names no one. A sleep that is a transition has
 // no such bound.
 func TestResleepBounded(t *testing.T) {
 	items := make([]string, 0, MaxResleep+10)
@@ -135,14 +142,156 @@ func TestResleepBounded(t *testing.T) {
 	if w.patches != MaxResleep || e.State != report.StateFired || len(e.Effects) != MaxResleep+1 || e.Effects[MaxResleep] != left {
 		t.Errorf("put back to sleep: %d patches, entry %s, %d effects %q; want %d patches, fired, the last effect %q", w.patches, e.State, len(e.Effects), e.Effects, MaxResleep, left)
 	}
-	// Another subject of the namespace, in the same sweep: nothing more.
+	if e.PutBack != MaxResleep || e.LeftAwake != 10 {
+		t.Errorf("entry counts %d put back, %d left awake; want %d and 10", e.PutBack, e.LeftAwake, MaxResleep)
+	}
+	// Another subject of the namespace, in the same sweep: nothing more,
+	// the 50 put back by the first, the other 10 left (the fake API server
+	// still lists all 60 awake).
 	before := w.patches
 	e = x.CarryOut(t.Context(), &fakeRecord{}, resleep)
-	if got := w.patches - before; got != 0 || e.State != report.StateAsleep || !strings.HasSuffix(e.Message, "; put back to sleep by another manager or rule in this sweep") || e.Undone != nil {
-		t.Errorf("put back to sleep again in the sweep: %d patches, entry %s %q, undone %q; want none, asleep, said, no one undone", got, e.State, e.Message, e.Undone)
+	left = "10 more awake, left to the next sweeps"
+	if got := w.patches - before; got != 0 || e.State != report.StateAsleep || !strings.Contains(e.Message, left) || e.Undone != nil {
+		t.Errorf("put back to sleep again in the sweep: %d patches, entry %s %q, undone %q; want none, asleep, %q, no one undone", got, e.State, e.Message, e.Undone, left)
 	}
 	before = w.patches
 	if e := x.CarryOut(t.Context(), &fakeRecord{}, decision(sleeping(false))); w.patches-before != MaxResleep+10 || e.State != report.StateFired {
 		t.Errorf("a sleep: %d patches (%s), want %d", w.patches-before, e.State, MaxResleep+10)
+	}
+}
+
+// awakeList is a list of kind with n workloads named prefix00... of
+// namespace team-a, each woken (replicas 1) after a sleep recorded.
+func awakeList(kind, prefix string, n int) string {
+	items := make([]string, 0, n)
+	for i := range n {
+		items = append(items, fmt.Sprintf(`{"metadata":{"name":"%s%02d","namespace":"team-a","resourceVersion":"1","annotations":{%q:"1"}},"spec":{"replicas":1}}`, prefix, i, status.ReplicasAnnotation))
+	}
+	return fmt.Sprintf(`{"kind":%q,"apiVersion":"apps/v1","metadata":{},"items":[%s]}`, kind, strings.Join(items, ","))
+}
+
+// selectingKind makes the SLEEP policy select kind alone.
+func selectingKind(kind string) func(*decide.Decision) {
+	return func(d *decide.Decision) { d.Plan.Policy.Action.Selectors = []policy.Selector{{Kind: kind}} }
+}
+
+// A subject that puts a namespace back to sleep keeps no other from it:
+// each puts back the workloads it selects, from the namespace's MaxResleep
+// of the sweep, and the first that wrote alone names who woke them. Before,
+// the first to act took the namespace, writing nothing when it selected
+// nothing awake, and the others were told it was put back.
+func TestResleepBySubjectsOfOtherSelectors(t *testing.T) {
+	resleep := func(d *decide.Decision) { d.Plan.Resleep, d.Entry.Undone = true, []string{"kubectl: Deployment/d00"} }
+	for _, tt := range []struct {
+		name           string
+		deployments    int
+		statefulSets   int
+		first          func(*decide.Decision)
+		firstPatches   int
+		firstState     report.State
+		secondPatches  int
+		secondState    report.State
+		secondUndone   bool
+		secondLeftSaid string
+	}{
+		{name: "the first selects StatefulSets, none awake: the second puts the Deployments back and tells it", deployments: 3, first: selectingKind(policy.KindStatefulSet),
+			firstState: report.StateAsleep, secondPatches: 3, secondState: report.StateFired, secondUndone: true},
+		{name: "both put some back, from one budget: the first tells it", deployments: 20, statefulSets: MaxResleep, first: selectingKind(policy.KindStatefulSet),
+			firstPatches: MaxResleep, firstState: report.StateFired, secondState: report.StateAsleep,
+			secondLeftSaid: "20 more awake, left to the next sweeps"},
+		{name: "the first puts back some, the second the rest of the budget", deployments: MaxResleep, statefulSets: 10, first: selectingKind(policy.KindStatefulSet),
+			firstPatches: 10, firstState: report.StateFired, secondPatches: MaxResleep - 10, secondState: report.StateAsleep,
+			secondLeftSaid: "10 more awake, left to the next sweeps"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			bodies := clustertest.DiscoveryBodies()
+			bodies["/apis/apps/v1/namespaces/team-a/deployments"] = awakeList("DeploymentList", "d", tt.deployments)
+			bodies["/apis/apps/v1/namespaces/team-a/statefulsets"] = awakeList("StatefulSetList", "s", tt.statefulSets)
+			reads := emptyReader(t)
+			reads.Clients.Kube = clustertest.APIServer(t, bodies)
+			w := newFakeWriter()
+			w.done = report.StateFired
+			x := newExecutor(t, w, reads)
+			e := x.CarryOut(t.Context(), &fakeRecord{}, decision(sleeping(false), resleep, tt.first))
+			if w.patches != tt.firstPatches || e.State != tt.firstState || (e.Undone != nil) != (tt.firstState == report.StateFired) {
+				t.Errorf("the first: %d patches, entry %s %q, undone %q; want %d, %s", w.patches, e.State, e.Message, e.Undone, tt.firstPatches, tt.firstState)
+			}
+			before := w.patches
+			e = x.CarryOut(t.Context(), &fakeRecord{}, decision(sleeping(false), resleep))
+			if got := w.patches - before; got != tt.secondPatches || e.State != tt.secondState || (e.Undone != nil) != tt.secondUndone ||
+				!slices.ContainsFunc(append(e.Effects, e.Message), func(s string) bool { return strings.Contains(s, tt.secondLeftSaid) }) {
+				t.Errorf("the second: %d patches, entry %s %q, effects %q, undone %q; want %d, %s, undone %t, saying %q",
+					got, e.State, e.Message, e.Effects, e.Undone, tt.secondPatches, tt.secondState, tt.secondUndone, tt.secondLeftSaid)
+			}
+		})
+	}
+}
+
+// namingWriter is a fakeWriter that keeps the names of the workloads
+// patched.
+type namingWriter struct {
+	*fakeWriter
+	patched []string
+}
+
+func (w *namingWriter) PatchWorkload(ctx context.Context, resource schema.GroupVersionResource, namespace, name string, patch []byte) error {
+	w.patched = append(w.patched, name)
+	return w.fakeWriter.PatchWorkload(ctx, resource, namespace, name, patch)
+}
+
+// The put-back of a namespace starts each minute at another of its
+// workloads awake: a tenant who wakes the 50 listed first (aaa-*) again
+// before each sweep no longer keeps the others (zzz-*) awake. Sweeps a
+// minute apart put them all back within 3, five minutes apart within 6,
+// from whichever minute they start (before: never, the same 50 put back
+// first in each).
+func TestResleepStartMovesEachMinute(t *testing.T) {
+	for _, tt := range []struct{ every, sweeps int }{{every: 1, sweeps: 3}, {every: 5, sweeps: 6}} {
+		t.Run(fmt.Sprintf("every %d min", tt.every), func(t *testing.T) { resleepRotates(t, tt.every, tt.sweeps) })
+	}
+}
+
+// resleepRotates plays TestResleepStartMovesEachMinute with sweeps every
+// minutes apart: all zzz-* must be put back in sweeps.
+func resleepRotates(t *testing.T, every, sweeps int) {
+	t.Helper()
+	item := func(name string, replicas int) string {
+		return fmt.Sprintf(`{"metadata":{"name":%q,"namespace":"team-a","resourceVersion":"1","annotations":{%q:"1"}},"spec":{"replicas":%d}}`, name, status.ReplicasAnnotation, replicas)
+	}
+	resleep := decision(sleeping(false), func(d *decide.Decision) {
+		d.Plan.Resleep, d.Entry.Undone = true, []string{"kubectl: Deployment/aaa-00"}
+	})
+	for first := range 60 {
+		awake := map[string]bool{}
+		for i := range MaxResleep {
+			awake[fmt.Sprintf("zzz-%02d", i)] = true
+		}
+		for sweepNo := range sweeps {
+			var items []string
+			for i := range MaxResleep {
+				items = append(items, item(fmt.Sprintf("aaa-%02d", i), 1)) // woken again before each sweep
+			}
+			for i := range MaxResleep {
+				name := fmt.Sprintf("zzz-%02d", i)
+				items = append(items, item(name, map[bool]int{true: 1, false: 0}[awake[name]]))
+			}
+			bodies := clustertest.DiscoveryBodies()
+			bodies["/apis/apps/v1/namespaces/team-a/deployments"] = `{"kind":"DeploymentList","apiVersion":"apps/v1","metadata":{},"items":[` + strings.Join(items, ",") + `]}`
+			reads := emptyReader(t)
+			reads.Clients.Kube = clustertest.APIServer(t, bodies)
+			w := &namingWriter{fakeWriter: newFakeWriter()}
+			w.done = report.StateFired
+			x := newExecutor(t, w, reads)
+			x.Now = sweepNow.Add(time.Duration(first+sweepNo*every) * time.Minute)
+			if e := x.CarryOut(t.Context(), &fakeRecord{}, resleep); e.State != report.StateFired || len(w.patched) != MaxResleep {
+				t.Fatalf("from minute %d, sweep %d: %s %q, %d patched; want fired, %d", first, sweepNo, e.State, e.Message, len(w.patched), MaxResleep)
+			}
+			for _, name := range w.patched {
+				delete(awake, name)
+			}
+		}
+		if len(awake) > 0 {
+			t.Errorf("from minute %d, %d sweeps %d min apart left %d of the zzz-* awake: %q", first, sweeps, every, len(awake), slices.Sorted(maps.Keys(awake)))
+		}
 	}
 }

@@ -118,7 +118,7 @@ func (a *Awake) In(ctx context.Context, namespace string, kinds []string) (_ []s
 }
 
 // sweepIndex lists, once, every kind's workloads awake cluster-wide; nil
-// when that failed or found more than MaxAwake.
+// when that failed or had more than MaxAwake to keep.
 func (a *Awake) sweepIndex(ctx context.Context) map[string]*awakeIn {
 	a.once.Do(func() {
 		ctx, cancel := context.WithTimeout(ctx, a.reads.ClaimTTL)
@@ -141,7 +141,7 @@ var errNamespaceFull = errors.New("more awake workloads than a namespace's read 
 
 // list lists the workloads of every kind nsman may list in namespace (all,
 // with metav1.NamespaceAll), paged and decoded one at a time, and keeps the
-// awake ones, at most MaxAwakeIn of a namespace; it gives up past max awake
+// awake ones, at most MaxAwakeIn of a namespace; it gives up past max kept
 // in all (0: no bound), and the read of one namespace stops at the first
 // past MaxAwakeIn.
 func (a *Awake) list(ctx context.Context, namespace string, max int) (map[string]*awakeIn, error) {
@@ -157,9 +157,6 @@ func (a *Awake) list(ctx context.Context, namespace string, max int) (map[string
 			if !awake {
 				return nil
 			}
-			if kept++; max > 0 && kept > max {
-				return errTooManyAwake
-			}
 			in := out[f.Metadata.Namespace]
 			if in == nil {
 				in = &awakeIn{}
@@ -171,6 +168,11 @@ func (a *Awake) list(ctx context.Context, namespace string, max int) (map[string
 					return errNamespaceFull
 				}
 				return nil
+			}
+			// max counts what is kept: a namespace's past MaxAwakeIn turn
+			// no other's index off.
+			if kept++; max > 0 && kept > max {
+				return errTooManyAwake
 			}
 			in.found = append(in.found, w)
 			return nil

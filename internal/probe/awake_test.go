@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
@@ -171,6 +172,31 @@ func TestAwakeInBounded(t *testing.T) {
 		if strings.Contains(path, "/namespaces/dev-7/") && !strings.HasSuffix(path, "/deployments") {
 			t.Errorf("listed %s after the namespace's Deployments said more than %d awake", path, MaxAwakeIn)
 		}
+	}
+}
+
+// The index's bound counts the workloads it keeps: those of a namespace
+// past its MaxAwakeIn are not, so that one namespace with very many awake
+// keeps no other's from the index (before, they counted, and gave the
+// index up for every namespace).
+func TestAwakeIndexCountsWhatItKeeps(t *testing.T) {
+	bodies := awakeBodies("dev-7")
+	items := make([]string, 0, MaxAwakeIn+51)
+	for i := range MaxAwakeIn + 50 {
+		items = append(items, fmt.Sprintf(`{"metadata":{"name":"w%03d","namespace":"dev-7","annotations":{%q:"1"}},"spec":{"replicas":1}}`, i, status.ReplicasAnnotation))
+	}
+	items = append(items, fmt.Sprintf(`{"metadata":{"name":"late","namespace":"dev-8","annotations":{%q:"1"}},"spec":{"replicas":1}}`, status.ReplicasAnnotation))
+	bodies["/apis/apps/v1/deployments"] = `{"kind":"List","apiVersion":"v1","metadata":{},"items":[` + strings.Join(items, ",") + `]}`
+	a := NewAwake(awakeReads(clustertest.APIServer(t, bodies)), &Kinds{})
+	index, err := a.list(t.Context(), metav1.NamespaceAll, MaxAwakeIn+10)
+	if err != nil {
+		t.Fatalf("index of %d kept, bounded at %d: %v", MaxAwakeIn+1, MaxAwakeIn+10, err)
+	}
+	if in := index["dev-7"]; in == nil || len(in.found) != MaxAwakeIn || !in.more {
+		t.Errorf("dev-7 in the index: %+v; want %d kept and more", in, MaxAwakeIn)
+	}
+	if in := index["dev-8"]; in == nil || len(in.found) != 1 || in.found[0].Name != "late" || in.more {
+		t.Errorf("dev-8 in the index: %+v; want Deployment/late alone", in)
 	}
 }
 

@@ -87,7 +87,7 @@ func (ev ManagerEvents) Tell(ctx context.Context, e report.Entry, before status.
 		ev.Emit(ctx, corev1.EventTypeWarning, holdIgnored, "Evaluate", e.HoldIgnored)
 	}
 	if undone {
-		ev.Emit(ctx, corev1.EventTypeWarning, SleepUndone, e.Action, fmt.Sprintf("woken by %s while namespace %s was asleep; put back to sleep", wokenBy(e.Undone), e.Target))
+		ev.Emit(ctx, corev1.EventTypeWarning, SleepUndone, e.Action, fmt.Sprintf("woken by %s while namespace %s was asleep; %s", wokenBy(e.Undone), e.Target, putBack(e)))
 	}
 	if e.AnnotationIgnored != "" && e.AnnotationIgnored != before.IgnoredAnnotation {
 		ev.Emit(ctx, corev1.EventTypeWarning, annotationIgnored, "Evaluate", e.AnnotationIgnored)
@@ -154,7 +154,7 @@ func (t *RuleTally) Tell(_ context.Context, e report.Entry, before status.Prior,
 	case e.State == report.StateFired:
 		t.fired = append(t.fired, e.Target)
 		if len(e.Undone) > 0 {
-			t.undone = append(t.undone, e.Target+" (woken by "+wokenBy(e.Undone)+")")
+			t.undone = append(t.undone, e.Target+" (woken by "+wokenBy(e.Undone)+leftOf(e)+")")
 		}
 	case e.State == report.StateFailed && !before.Failed:
 		t.failed = append(t.failed, e.Target+": "+e.Message)
@@ -201,6 +201,24 @@ func firstFew(items []string, n int) string {
 		return strings.Join(items, ", ")
 	}
 	return strings.Join(items[:n], ", ") + fmt.Sprintf(" and %d more", len(items)-n)
+}
+
+// putBack says what a SleepUndone Event of e tells was done: put back to
+// sleep, and how many were and were left awake when some were.
+func putBack(e report.Entry) string {
+	if e.LeftAwake == 0 {
+		return "put back to sleep"
+	}
+	return fmt.Sprintf("%d put back to sleep, %d more left awake to the next sweeps", e.PutBack, e.LeftAwake)
+}
+
+// leftOf says, for a rule's SleepUndone Event, how many workloads e put
+// back and left awake, when some were left.
+func leftOf(e report.Entry) string {
+	if e.LeftAwake == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d put back, %d more left awake", e.PutBack, e.LeftAwake)
 }
 
 // namedWakers is how many field managers a SleepUndone Event names.

@@ -128,6 +128,12 @@ func TestManagerEventsTell(t *testing.T) {
 			return e
 		}(), before: status.Prior{State: report.StateAsleep}, acted: true, recorded: true,
 			want: []told{{"Warning", "SleepUndone", policy.ActionSleep, "woken by fighter-00, a: b, fighter-02 and 57 more while namespace dev-7 was asleep; put back to sleep"}}},
+		{name: "put back to sleep, some left awake: the Event counts both", entry: func() report.Entry {
+			e := fired(policy.ActionSleep)
+			e.Target, e.Undone, e.PutBack, e.LeftAwake = "dev-7", []string{"kubectl: Deployment/w00, Deployment/w01"}, 50, 10
+			return e
+		}(), before: status.Prior{State: report.StateAsleep}, acted: true, recorded: true,
+			want: []told{{"Warning", "SleepUndone", policy.ActionSleep, "woken by kubectl while namespace dev-7 was asleep; 50 put back to sleep, 10 more left awake to the next sweeps"}}},
 		{name: "a wake failed", entry: report.Entry{State: report.StateFailed, Action: policy.ActionSleep, Woke: true, Message: "boom"}, before: status.Prior{State: report.StateAsleep}, acted: true, recorded: true,
 			want: []told{{"Warning", "Failed", policy.ActionSleep, "boom"}}},
 		{name: "fired twice", entry: fired(policy.ActionWebhook), before: status.Prior{State: report.StateFired}, acted: true, recorded: true,
@@ -360,6 +366,10 @@ func TestRuleTallyFlush(t *testing.T) {
 			{entry: report.Entry{Target: "b", State: report.StateFired, Action: policy.ActionSleep, Undone: []string{"kubectl: Deployment/web, Deployment/api"}}}},
 			want: []told{{"Normal", "Fired", "Act", "acted on 2 namespace(s): a, b"},
 				{"Warning", "SleepUndone", "Act", "woken while asleep, put back to sleep, in 2 namespace(s): a (woken by p, q, r and 1 more), b (woken by kubectl)"}}},
+		{name: "put back to sleep, some left awake: counted", heard: []heard{
+			{entry: report.Entry{Target: "a", State: report.StateFired, Action: policy.ActionSleep, Undone: []string{"kubectl: Deployment/web"}, PutBack: 50, LeftAwake: 7}}},
+			want: []told{{"Normal", "Fired", "Act", "acted on 1 namespace(s): a"},
+				{"Warning", "SleepUndone", "Act", "woken while asleep, put back to sleep, in 1 namespace(s): a (woken by kubectl; 50 put back, 7 more left awake)"}}},
 		{name: "failed, new", heard: []heard{failed("a", false)},
 			want: []told{{"Warning", "Failed", "Act", "failed on 1 namespace(s): a: boom"}}},
 		{name: "fired and failed", heard: []heard{fired("a"), failed("b", false), failed("c", true)},
