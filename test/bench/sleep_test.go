@@ -134,7 +134,7 @@ func measureSleep(t *testing.T, bin string, n int) ([]measurement, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kinds, err := new(probe.Kinds).All(kube)
+	kinds, _, err := new(probe.Kinds).All(ctx, kube)
 	if err != nil {
 		t.Fatal(err)
 	}
