@@ -660,8 +660,8 @@ func awake(kind probe.Kind, w *Workload) bool {
 
 // refusals are the workloads of kinds found by discovery whose change the
 // API server refused (403) though the kind's access review allowed it (an
-// admission policy or webhook): EachKind calls its change one workload
-// after the other, so they need no lock.
+// admission policy or webhook) or failed: EachKind calls its change one
+// workload after the other, so they need no lock.
 type refusals []string
 
 // keep returns err, or nil after keeping w when err refused the change of
