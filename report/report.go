@@ -82,8 +82,8 @@ type Entry struct {
 	// woke which: one line per field manager, "BY: Kind/name, ...".
 	Undone []string `json:"undone,omitempty"`
 	// Warnings says what a SLEEP without selectors left as it was, though
-	// it did the rest: the API groups whose discovery failed, a workload
-	// whose change the API server refused.
+	// it did the rest: the API groups whose discovery failed, the workloads
+	// whose sleep the API server refused.
 	Warnings []string `json:"warnings,omitempty"`
 	// HeldUntil is when the hold that keeps the manager (or pair) from
 	// acting ends (HoldAnnotation).

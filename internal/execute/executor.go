@@ -572,7 +572,7 @@ func (x *Executor) scaleDown(ctx context.Context, namespace string, selectors []
 // sleep puts the workloads a SLEEP policy selects to sleep, or wakes them:
 // with no selectors, those of every kind nsman puts to sleep (Kinds.All)
 // that its RBAC lets it list and patch. Of those, the API groups whose
-// discovery failed and a workload whose change was refused (403) are
+// discovery failed and a workload whose sleep was refused (403) are
 // warnings of the entry, not a failure: the rest slept or woke. Resleep:
 // they are put back to sleep, at most MaxResleep of them.
 func (x *Executor) sleep(ctx context.Context, namespace string, selectors []policy.Selector, wake, resleep bool) (applied, error) {
@@ -591,14 +591,13 @@ func (x *Executor) sleep(ctx context.Context, namespace string, selectors []poli
 	if !wake {
 		did, actErr = x.putToSleep(ctx, namespace, selections, every, resleep)
 	} else {
-		var refused refusals
+		// A wake writes only to workloads nsman put to sleep (they carry its
+		// record): one refused is a failure, woken again at the next sweep.
 		var skipped []string
 		did.effects, skipped, actErr = EachKind(ctx, x.Reads.Clients, namespace, selections, every, func(kind probe.Kind, w *Workload) (string, error) {
-			effect, err := Wake(ctx, x.Reads.Clients, x.Writer, kind, w)
-			return effect, refused.keep(every, kind, w, err)
+			return Wake(ctx, x.Reads.Clients, x.Writer, kind, w)
 		})
 		deny(x.Kinds, skipped)
-		did.warnings = refused.warnings()
 	}
 	if len(unavailable) > 0 {
 		did.warnings = append([]string{fmt.Sprintf("discovery failed for API group(s) %s: their kinds were neither put to sleep nor woken", strings.Join(unavailable, ", "))},

@@ -93,9 +93,10 @@ func TestCarryOutSleep(t *testing.T) {
 // A SLEEP without selectors puts to sleep every kind offered, and wakes
 // them, even when some are not to be had: a kind found by discovery that
 // nsman may not patch (a bare ReplicaSet, under the shipped ClusterRole) is
-// never written to, a workload whose patch is refused anyway (403) and an
-// API group whose discovery failed are warnings of the entry, which is
-// fired, the target wholly asleep.
+// never written to, and an API group whose discovery failed is a warning
+// of the entry, which is fired. A workload whose sleep is refused anyway
+// (403) is a warning too, the target wholly asleep; one whose wake is
+// refused (it carries nsman's record) fails the wake, to be tried again.
 func TestCarryOutSleepWithoutSelectors(t *testing.T) {
 	list := func(kind, apiVersion string, items ...string) string {
 		return `{"kind":"` + kind + `List","apiVersion":"` + apiVersion + `","metadata":{},"items":[` + strings.Join(items, ",") + `]}`
@@ -127,19 +128,27 @@ func TestCarryOutSleepWithoutSelectors(t *testing.T) {
 			x := newExecutor(t, w, reads)
 			rec := &fakeRecord{}
 			e := x.CarryOut(t.Context(), rec, decision(sleeping(wake), func(d *decide.Decision) { d.Plan.Policy.Action.Selectors = nil }))
-			if e.State != report.StateFired || len(e.Effects) != 1 || e.Effects[0] != effect {
-				t.Errorf("entry %s %q, effects %q; want fired, %q", e.State, e.Message, e.Effects, effect)
-			}
-			want := []string{"discovery failed for API group(s) metrics.example.com/v1beta1: their kinds were neither put to sleep nor woken",
+			state, want := report.StateFired, []string{"discovery failed for API group(s) metrics.example.com/v1beta1: their kinds were neither put to sleep nor woken",
 				"refused (403), left as they were: Rollout/canary"}
+			if wake {
+				state, want = report.StateFailed, want[:1]
+				if !strings.Contains(e.Message, `restore Rollout team-a/canary: rollouts.argoproj.io "canary" is forbidden`) {
+					t.Errorf("message %q, want the wake refused named", e.Message)
+				}
+			}
+			if e.State != state || len(e.Effects) != 1 || e.Effects[0] != effect {
+				t.Errorf("entry %s %q, effects %q; want %s, %q", e.State, e.Message, e.Effects, state, effect)
+			}
 			if strings.Join(e.Warnings, "\n") != strings.Join(want, "\n") {
 				t.Errorf("warnings %q, want %q", e.Warnings, want)
 			}
 			if got := strings.Join(w.patched, " "); got != "deployments/web rollouts/canary" {
 				t.Errorf("patched %s, want web and canary alone: no ReplicaSet, which nsman may not patch", got)
 			}
-			if len(rec.writes) != 1 || rec.writes[0].Woke != wake || !wake && !sameAsleep(rec.writes[0].Asleep, &status.Asleep{Policy: "nights", Since: sweepNow}) {
-				t.Errorf("recorded %+v, want woke %t, or asleep wholly", rec.writes, wake)
+			// A wake refused leaves the target asleep (not woke), to be woken
+			// again; a sleep is whole.
+			if len(rec.writes) != 1 || rec.writes[0].Woke || !wake && !sameAsleep(rec.writes[0].Asleep, &status.Asleep{Policy: "nights", Since: sweepNow}) {
+				t.Errorf("recorded %+v, want not woke, or asleep wholly", rec.writes)
 			}
 		})
 	}
