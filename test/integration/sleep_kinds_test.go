@@ -10,7 +10,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -237,5 +239,110 @@ spec:
 	unavailable(woke)
 	if n := web(); !woke.Woke || n != 3 {
 		t.Errorf("entry %+v, web at %d: want a wake back to 3", woke, n)
+	}
+}
+
+// A SLEEP without selectors whose sleep of one workload of a kind found by
+// discovery (an Argo Rollout, which the shipped ClusterRole lets nsman
+// patch) an admission policy refuses with a 403 puts the rest to sleep,
+// leaves that one as it was and names it in the entry's warnings and a
+// Warning Event Incomplete: the sleep is fired and whole, not failed.
+// (Before, the 403 failed the sleep part-way, at every sweep.)
+func TestSleepRefusedForOneWorkloadIsAWarning(t *testing.T) {
+	e := setup(t)
+	nsmantest.InstallFixtureCRDs(t, env.Dynamic)
+	ns := shared.Namespace(t)
+	createDeployment(t, ns, "web", 2)
+	for _, name := range []string{"canary", "refused"} {
+		createCustom(t, ns, map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
+			"metadata": map[string]any{"name": name}, "spec": map[string]any{"replicas": int64(1)}})
+	}
+	policy := "refuse-" + ns
+	e.Apply(t, fmt.Appendf(nil, `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: %[1]s}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+      - apiGroups: [argoproj.io]
+        apiVersions: ["*"]
+        operations: [UPDATE]
+        resources: [rollouts]
+  matchConditions:
+    - name: this-one
+      expression: object.metadata.namespace == %[2]q && object.metadata.name == "refused"
+  validations:
+    - expression: "false"
+      message: this Rollout is not to be changed
+      reason: Forbidden
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: %[1]s}
+spec:
+  policyName: %[1]s
+  validationActions: [Deny]
+`, policy, ns))
+	t.Cleanup(func() {
+		ctx := context.WithoutCancel(t.Context())
+		_ = shared.Admin.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, policy, metav1.DeleteOptions{})
+		_ = shared.Admin.AdmissionregistrationV1().ValidatingAdmissionPolicies().Delete(ctx, policy, metav1.DeleteOptions{})
+	})
+	// The API server enforces a new policy within seconds: wait until a
+	// dry-run patch is refused.
+	if err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := env.Dynamic.Resource(nsmantest.RolloutResource).Namespace(ns).Patch(ctx, "refused", types.MergePatchType, []byte(`{"spec":{"replicas":0}}`),
+			metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+		return apierrors.IsForbidden(err), nil
+	}); err != nil {
+		t.Fatal("the admission policy never refused a patch of Rollout refused")
+	}
+	createManager(t, managerObj(ns, ns, ns, []any{sleepPolicy(-time.Hour, 2*time.Hour)}))
+
+	res := e.Sweep(t, "-l", caseLabel+"="+ns)
+	wantCode(t, res, 0)
+	slept := wantState(t, res, ns, ns, report.StateFired)
+	if len(slept.Warnings) != 1 || slept.Warnings[0] != "refused (403), left as they were: Rollout/refused" {
+		t.Errorf("warnings %q, want Rollout/refused named", slept.Warnings)
+	}
+	wantWorkload(t, ns, "web", 0, "2")
+	for name, want := range map[string]int64{"canary": 0, "refused": 1} {
+		ro, err := env.Dynamic.Resource(nsmantest.RolloutResource).Namespace(ns).Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, _, _ := unstructured.NestedInt64(ro.Object, "spec", "replicas"); n != want {
+			t.Errorf("Rollout %s at %d replicas, want %d", name, n, want)
+		}
+	}
+	if st := managerStatus(t, ns, ns); st.Asleep == nil || st.Asleep.Partial {
+		t.Errorf("status asleep %+v, want asleep wholly", st.Asleep)
+	}
+	if n := sleepEvents(t, ns, ns, "Incomplete"); n != 1 {
+		t.Errorf("%d Events Incomplete, want 1", n)
+	}
+	// The next sweep finds Rollout refused awake, tries it once more (one
+	// patch, refused), and says the namespace asleep, with no new Event.
+	before, err := shared.AuditedRequests(t.Context(), e.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantState(t, e.Sweep(t, "-l", caseLabel+"="+ns), ns, ns, report.StateAsleep)
+	if n := sleepEvents(t, ns, ns, "Incomplete"); n != 1 {
+		t.Errorf("%d Events Incomplete after the sweep while asleep, want 1", n)
+	}
+	after, err := shared.AuditedRequests(t.Context(), e.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var writes []string
+	for _, r := range after[len(before):] {
+		if r.Namespace == ns && r.Verb == "patch" {
+			writes = append(writes, r.String())
+		}
+	}
+	if want := fmt.Sprintf("patch rollouts.argoproj.io %s/refused -> 403", ns); len(writes) != 1 || writes[0] != want {
+		t.Errorf("the sweep while asleep patched %q, want %q alone", writes, want)
 	}
 }
