@@ -27,8 +27,8 @@ func writeReport(w io.Writer, format string, r report.Report) error {
 }
 
 // writeEntries prints the table of a report's entries, a row each, with
-// its effects, problems and the reasons it is stuck on lines of their own
-// under the message.
+// its effects, warnings, problems and the reasons it is stuck on lines of
+// their own under the message.
 func writeEntries(w io.Writer, entries []report.Entry) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "MANAGER\tTARGET\tPOLICY\tSTATE\tACTION\tDUE\tRECLAIMED\tMESSAGE")
@@ -44,6 +44,9 @@ func writeEntries(w io.Writer, entries []report.Entry) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, dash(e.Target), dash(e.Policy), e.State, dash(e.Action), due, reclaimedColumn(e.Reclaimed), dash(e.Message))
 		for _, effect := range e.Effects {
 			fmt.Fprintf(tw, "\t\t\t\t\t\t\t  %s\n", effect)
+		}
+		for _, warning := range e.Warnings {
+			fmt.Fprintf(tw, "\t\t\t\t\t\t\t  warning: %s\n", warning)
 		}
 		for _, p := range e.Problems {
 			fmt.Fprintf(tw, "\t\t\t\t\t\t\t  %s\n", p)

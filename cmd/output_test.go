@@ -101,6 +101,24 @@ func TestTextReportSaysReclaimedAndStuck(t *testing.T) {
 	}
 }
 
+// A SLEEP's warnings are lines of their own under its row, after its
+// effects.
+func TestTextReportSaysWarnings(t *testing.T) {
+	r := report.Report{Version: report.ReportVersion, Entries: []report.Entry{
+		{Namespace: "a", Name: "a", Target: "a", State: report.StateFired, Action: "SLEEP", Effects: []string{"scale Deployment/web from 2 to 0"},
+			Warnings: []string{"discovery failed for API group(s) metrics.example.com/v1beta1: their kinds were neither put to sleep nor woken"}},
+	}}
+	var out bytes.Buffer
+	if err := writeReport(&out, "text", r); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(out.String(), "\n")
+	if !strings.HasSuffix(lines[2], "  scale Deployment/web from 2 to 0") ||
+		!strings.HasSuffix(lines[3], "  warning: discovery failed for API group(s) metrics.example.com/v1beta1: their kinds were neither put to sleep nor woken") {
+		t.Errorf("report:\n%s\nwant the effect, then the warning, under the row", out.String())
+	}
+}
+
 // A trusted namespace that does not exist is said after the summary, with
 // why it matters; the stuck line still follows.
 func TestTextReportSaysMissingTrusted(t *testing.T) {

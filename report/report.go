@@ -88,6 +88,10 @@ type Entry struct {
 	// next sweeps (a sweep puts back at most 50 of a namespace).
 	PutBack   int `json:"putBack,omitempty"`
 	LeftAwake int `json:"leftAwake,omitempty"`
+	// Warnings says what a SLEEP without selectors left as it was, though
+	// it did the rest: the API groups whose discovery failed, the workloads
+	// whose sleep the API server refused.
+	Warnings []string `json:"warnings,omitempty"`
 	// HeldUntil is when the hold that keeps the manager (or pair) from
 	// acting ends (HoldAnnotation).
 	HeldUntil *time.Time `json:"heldUntil,omitempty"`

@@ -489,6 +489,9 @@ func (s *Sweeper) logDecision(ctx context.Context, e report.Entry) {
 	if len(e.Effects) > 0 {
 		attrs = append(attrs, slog.Any("effects", e.Effects))
 	}
+	if len(e.Warnings) > 0 {
+		attrs = append(attrs, slog.Any("warnings", e.Warnings))
+	}
 	if e.Reclaimed != nil {
 		attrs = append(attrs, slog.String("reclaimed", e.Reclaimed.String()))
 	}

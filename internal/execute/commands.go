@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nsman/nsman/internal/cluster"
@@ -20,13 +21,17 @@ import (
 // applies, and kept it would bring back an old state at a later restore. It
 // returns what it did, or with dryRun what it would do, and the kinds found
 // by discovery that the caller may not list: skipped, not an error, since
-// nsman writes only to the kinds its RBAC grants.
+// nsman writes only to the kinds its RBAC grants (one it may not patch is
+// not offered at all). API groups whose discovery failed are an error that
+// names them, once the workloads of the others are restored.
 func Restore(ctx context.Context, clients cluster.Clients, namespace string, dryRun bool) (effects, skipped []string, err error) {
 	w := write.New(clients.Kube, clients.Dynamic, clients.Managers, nil, dryRun)
 	var kinds probe.Kinds
-	all, discoveryErr := kinds.All(clients.Kube)
+	all, unavailable, discoveryErr := kinds.All(ctx, clients.Kube)
 	if discoveryErr != nil {
 		discoveryErr = fmt.Errorf("kinds with a scale subresource: %w", discoveryErr)
+	} else if len(unavailable) > 0 {
+		discoveryErr = fmt.Errorf("kinds with a scale subresource: discovery failed for %s: their workloads are not restored", strings.Join(unavailable, ", "))
 	}
 	effects, skipped, err = EachKind(ctx, clients, namespace, all, true, func(kind probe.Kind, obj *Workload) (string, error) {
 		return Wake(ctx, clients, w, kind, obj)

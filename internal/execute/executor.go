@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/url"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -214,7 +215,7 @@ func (x *Executor) act(ctx context.Context, rec record.Record, d decide.Decision
 		// The DELETE found the namespace changed: nothing was done.
 		return busy(e, err), false, false
 	}
-	e.Effects = did.effects
+	e.Effects, e.Warnings = did.effects, did.warnings
 	switch {
 	case err == nil && unknown != nil:
 		x.Counts.ReclaimUnknown.Add(1)
@@ -394,6 +395,9 @@ type applied struct {
 	// of those a sleep back found awake, left counts those it left to the
 	// next sweeps, others those another subject of the sweep put back.
 	slept, left, others int
+	// warnings are what a SLEEP without selectors left as it was
+	// (report.Entry.Warnings).
+	warnings []string
 }
 
 // apply performs plan p's action through the writer and returns what it
@@ -542,37 +546,51 @@ func (x *Executor) scaleDown(ctx context.Context, namespace string, selectors []
 
 // sleep puts the workloads a SLEEP policy selects to sleep, or wakes them:
 // with no selectors, those of every kind nsman puts to sleep (Kinds.All)
-// that its RBAC lets it list. Resleep: they are put back to sleep, at most
-// MaxResleep of them.
+// that its RBAC lets it list and patch. Of those, the API groups whose
+// discovery failed and a workload whose sleep was refused (403) are
+// warnings of the entry, not a failure: the rest slept or woke. Resleep:
+// they are put back to sleep, at most MaxResleep of them.
 func (x *Executor) sleep(ctx context.Context, namespace string, selectors []policy.Selector, wake, resleep bool) (applied, error) {
 	verb := map[bool]string{false: "sleep", true: "wake"}[wake]
 	every := len(selectors) == 0
-	selections, err := x.Kinds.Resolve(x.Reads.Clients.Kube, selectors)
+	var selections []probe.Selection
+	var unavailable []string
+	var err error
 	if every {
-		selections, err = x.Kinds.All(x.Reads.Clients.Kube)
-	}
-	if err != nil && !every {
+		selections, unavailable, err = x.Kinds.All(ctx, x.Reads.Clients.Kube)
+	} else if selections, err = x.Kinds.Resolve(x.Reads.Clients.Kube, selectors); err != nil {
 		return applied{}, fmt.Errorf("%s in namespace %s: %w", verb, namespace, err)
 	}
+	var did applied
+	var actErr error
 	if !wake {
-		did, sleepErr := x.putToSleep(ctx, namespace, selections, every, resleep)
-		return did, errors.Join(err, sleepErr)
+		did, actErr = x.putToSleep(ctx, namespace, selections, every, resleep)
+	} else {
+		// A wake writes only to workloads nsman put to sleep (they carry its
+		// record): one refused is a failure, woken again at the next sweep.
+		var skipped []string
+		did.effects, skipped, actErr = EachKind(ctx, x.Reads.Clients, namespace, selections, every, func(kind probe.Kind, w *Workload) (string, error) {
+			return Wake(ctx, x.Reads.Clients, x.Writer, kind, w)
+		})
+		deny(x.Kinds, skipped)
 	}
-	effects, skipped, wakeErr := EachKind(ctx, x.Reads.Clients, namespace, selections, every, func(kind probe.Kind, w *Workload) (string, error) {
-		return Wake(ctx, x.Reads.Clients, x.Writer, kind, w)
-	})
-	deny(x.Kinds, skipped)
-	return applied{effects: effects}, errors.Join(err, wakeErr)
+	if len(unavailable) > 0 {
+		did.warnings = append([]string{fmt.Sprintf("discovery failed for API group(s) %s: their kinds were neither put to sleep nor woken", strings.Join(unavailable, ", "))},
+			did.warnings...)
+	}
+	return did, errors.Join(err, actErr)
 }
 
 // putToSleep puts selections' workloads to sleep (see Sleep) and sums what
-// they free; optional: as EachKind's. A workload scaled whose template was
-// not read (larger than MaxRequestsBytes) says so in its effect. Resleep: back to sleep, each awake
-// one as the namespace's MaxResleep of the sweep allow (see resleeps.take),
-// from a point that moves each minute (see resleepStart), the rest counted
-// and left to the next sweeps.
+// they free; optional: as EachKind's, and a workload of a kind found whose
+// change is refused is a warning. A workload scaled whose template was not
+// read (larger than MaxRequestsBytes) says so in its effect. Resleep: back
+// to sleep, each awake one as the namespace's MaxResleep of the sweep allow
+// (see resleeps.take), from a point that moves each minute (see
+// resleepStart), the rest counted and left to the next sweeps.
 func (x *Executor) putToSleep(ctx context.Context, namespace string, selections []probe.Selection, optional, resleep bool) (applied, error) {
 	var freed report.Reclaimed
+	var refused refusals
 	slept := 0
 	sleep := func(kind probe.Kind, w *Workload) (string, error) {
 		effect, from, err := Sleep(ctx, x.Reads.Clients, x.Writer, kind, w)
@@ -584,7 +602,7 @@ func (x *Executor) putToSleep(ctx context.Context, namespace string, selections 
 				effect += fmt.Sprintf("; its requests not counted: %d bytes as listed, more than the %d read for them", from.Requests.Uncounted, MaxRequestsBytes)
 			}
 		}
-		return effect, err
+		return effect, refused.keep(optional, kind, w, err)
 	}
 	var woken []listedWorkload
 	left, others := 0, 0
@@ -620,11 +638,35 @@ func (x *Executor) putToSleep(ctx context.Context, namespace string, selections 
 	if left > 0 {
 		effects = append(effects, leftAwake(left))
 	}
-	out := applied{effects: effects, slept: slept, left: left, others: others}
+	out := applied{effects: effects, slept: slept, left: left, others: others, warnings: refused.warnings()}
 	if !x.SkipReclaim {
 		out.reclaimed = &freed
 	}
 	return out, errors.Join(errs...)
+}
+
+// refusals are the workloads of kinds found by discovery whose change the
+// API server refused (403) though the kind's access review allowed it (an
+// admission policy or webhook) or failed: EachKind calls its change one
+// workload after the other, so they need no lock.
+type refusals []string
+
+// keep returns err, or nil after keeping w when err refused the change of
+// an optional workload of a kind found.
+func (r *refusals) keep(optional bool, kind probe.Kind, w *Workload, err error) error {
+	if !optional || !kind.Found || !apierrors.IsForbidden(err) {
+		return err
+	}
+	*r = append(*r, kind.Name+"/"+w.Object.GetName())
+	return nil
+}
+
+// warnings is what the entry says of r: one line, at most ten named.
+func (r refusals) warnings() []string {
+	if len(r) == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("refused (403), left as they were: %s", tell.FirstTen(r))}
 }
 
 // deny drops the kinds of skipped, which nsman may not list, from the

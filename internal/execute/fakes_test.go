@@ -100,6 +100,9 @@ type fakeWriter struct {
 	delivered []webhook.Route
 	patches   int
 	patchErr  error
+	// patchErrs answer the patches of a resource (plural), over patchErr.
+	patchErrs map[string]error
+	patched   []string
 }
 
 func newFakeWriter() *fakeWriter { return &fakeWriter{Writer: dryRun} }
@@ -129,8 +132,12 @@ func (w *fakeWriter) Deliver(_ context.Context, route webhook.Route, _ string, _
 	return webhook.Delivery{}, w.deliverErr
 }
 
-func (w *fakeWriter) PatchWorkload(context.Context, schema.GroupVersionResource, string, string, []byte) error {
+func (w *fakeWriter) PatchWorkload(_ context.Context, resource schema.GroupVersionResource, _, name string, _ []byte) error {
 	w.patches++
+	w.patched = append(w.patched, resource.Resource+"/"+name)
+	if err, ok := w.patchErrs[resource.Resource]; ok {
+		return err
+	}
 	return w.patchErr
 }
 

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-
 	"github.com/nsman/nsman/internal/decide"
 	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/status"

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/nsman/nsman/internal/cluster/clustertest"
@@ -89,6 +90,70 @@ func TestCarryOutSleep(t *testing.T) {
 			o := rec.writes[0]
 			if o.Done || o.Stage != "" || o.Woke != tt.woke || !sameAsleep(o.Asleep, tt.asleep) {
 				t.Errorf("recorded done %t, stage %q, woke %t, asleep %+v; want not done, no stage, woke %t, asleep %+v", o.Done, o.Stage, o.Woke, o.Asleep, tt.woke, tt.asleep)
+			}
+		})
+	}
+}
+
+// A SLEEP without selectors puts to sleep every kind offered, and wakes
+// them, even when some are not to be had: a kind found by discovery that
+// nsman may not patch (a bare ReplicaSet, under the shipped ClusterRole) is
+// never written to, and an API group whose discovery failed is a warning
+// of the entry, which is fired. A workload whose sleep is refused anyway
+// (403) is a warning too, the target wholly asleep; one whose wake is
+// refused (it carries nsman's record) fails the wake, to be tried again.
+func TestCarryOutSleepWithoutSelectors(t *testing.T) {
+	list := func(kind, apiVersion string, items ...string) string {
+		return `{"kind":"` + kind + `List","apiVersion":"` + apiVersion + `","metadata":{},"items":[` + strings.Join(items, ",") + `]}`
+	}
+	item := func(name, replicas, record, owners string) string {
+		annotations := ""
+		if record != "" {
+			annotations = `,"annotations":{"` + status.ReplicasAnnotation + `":"` + record + `"}`
+		}
+		return `{"metadata":{"name":"` + name + `","namespace":"team-a","resourceVersion":"1"` + annotations + owners + `},"spec":{"replicas":` + replicas + `}}`
+	}
+	owned := `,"ownerReferences":[{"apiVersion":"apps/v1","kind":"Deployment","name":"web","uid":"u","controller":true}]`
+	refused := apierrors.NewForbidden(schema.GroupResource{Group: "argoproj.io", Resource: "rollouts"}, "canary", errors.New("an admission webhook said no"))
+	for _, wake := range []bool{false, true} {
+		t.Run(map[bool]string{false: "sleep", true: "wake"}[wake], func(t *testing.T) {
+			replicas, record, effect := "2", "", "scale Deployment/web from 2 to 0"
+			if wake {
+				replicas, record, effect = "0", "2", "scale Deployment/web from 0 to 2"
+			}
+			bodies := clustertest.WithUnavailableGroup(t, clustertest.DiscoveryBodies(), "metrics.example.com", "v1beta1")
+			bodies[clustertest.Refusal("patch", "apps", "replicasets")] = ""
+			bodies["/apis/apps/v1/namespaces/team-a/deployments"] = list("Deployment", "apps/v1", item("web", replicas, record, ""))
+			bodies["/apis/apps/v1/namespaces/team-a/replicasets"] = list("ReplicaSet", "apps/v1", item("web-7d9f", "2", "", owned), item("lone", "1", "", ""))
+			bodies["/apis/argoproj.io/v1alpha1/namespaces/team-a/rollouts"] = list("Rollout", "argoproj.io/v1alpha1", item("canary", replicas, record, ""))
+			w := newFakeWriter()
+			w.done, w.patchErrs = report.StateFired, map[string]error{"rollouts": refused}
+			reads := emptyReader(t)
+			reads.Clients.Kube = clustertest.APIServer(t, bodies)
+			x := newExecutor(t, w, reads)
+			rec := &fakeRecord{}
+			e := x.CarryOut(t.Context(), rec, decision(sleeping(wake), func(d *decide.Decision) { d.Plan.Policy.Action.Selectors = nil }))
+			state, want := report.StateFired, []string{"discovery failed for API group(s) metrics.example.com/v1beta1: their kinds were neither put to sleep nor woken",
+				"refused (403), left as they were: Rollout/canary"}
+			if wake {
+				state, want = report.StateFailed, want[:1]
+				if !strings.Contains(e.Message, `restore Rollout team-a/canary: rollouts.argoproj.io "canary" is forbidden`) {
+					t.Errorf("message %q, want the wake refused named", e.Message)
+				}
+			}
+			if e.State != state || len(e.Effects) != 1 || e.Effects[0] != effect {
+				t.Errorf("entry %s %q, effects %q; want %s, %q", e.State, e.Message, e.Effects, state, effect)
+			}
+			if strings.Join(e.Warnings, "\n") != strings.Join(want, "\n") {
+				t.Errorf("warnings %q, want %q", e.Warnings, want)
+			}
+			if got := strings.Join(w.patched, " "); got != "deployments/web rollouts/canary" {
+				t.Errorf("patched %s, want web and canary alone: no ReplicaSet, which nsman may not patch", got)
+			}
+			// A wake refused leaves the target asleep (not woke), to be woken
+			// again; a sleep is whole.
+			if len(rec.writes) != 1 || rec.writes[0].Woke || !wake && !sameAsleep(rec.writes[0].Asleep, &status.Asleep{Policy: "nights", Since: sweepNow}) {
+				t.Errorf("recorded %+v, want not woke, or asleep wholly", rec.writes)
 			}
 		})
 	}

@@ -145,7 +145,9 @@ var errNamespaceFull = errors.New("more awake workloads than a namespace's read 
 // in all (0: no bound), and the read of one namespace stops at the first
 // past MaxAwakeIn.
 func (a *Awake) list(ctx context.Context, namespace string, max int) (map[string]*awakeIn, error) {
-	selections, discoveryErr := a.kinds.All(a.reads.Clients.Kube)
+	// The groups whose discovery failed are left out: every kind known
+	// still answers.
+	selections, _, discoveryErr := a.kinds.All(ctx, a.reads.Clients.Kube)
 	out, kept := map[string]*awakeIn{}, 0
 	for _, sel := range selections {
 		kind := sel.Kind

@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/policy"
 )
 
@@ -73,16 +75,27 @@ func KnownKind(name string) (Kind, bool) {
 
 // Kinds resolves selectors' kinds, asking the cluster's discovery once,
 // when a selector names a kind that is none of policy.KnownKinds or every
-// kind is asked for (All). Its zero value is ready; it is safe for
-// concurrent use.
+// kind is asked for (All), and whether nsman may patch each kind found,
+// once per kind. Its zero value is ready; it is safe for concurrent use.
 type Kinds struct {
 	once  sync.Once
 	found []Kind
-	err   error
+	// err is discovery's: partial (discovery.ErrGroupDiscoveryFailed, the
+	// groups that failed named in it) or whole.
+	err error
 	// served are the resources discovery found, of every version.
 	served map[schema.GroupVersionResource]bool
 	// denied are the kinds found that the sweep may not list (see Deny).
 	denied sync.Map
+	// reviews are the access reviews of the kinds found, by
+	// schema.GroupResource: a *review each.
+	reviews sync.Map
+}
+
+// review is one kind's access review, made once per sweep.
+type review struct {
+	once    sync.Once
+	allowed bool
 }
 
 // Deny drops the kind found of resource from All for the rest of the sweep:
@@ -115,10 +128,21 @@ func (k *Kinds) Resolve(kube kubernetes.Interface, selectors []policy.Selector) 
 }
 
 // All is every kind nsman may have put to sleep in the cluster: the known
-// ones the cluster serves (all of them when discovery failed) and each
-// kind with a scale subresource discovery finds, less those denied.
-func (k *Kinds) All(kube kubernetes.Interface) ([]Selection, error) {
+// ones the cluster serves (all of them when discovery failed wholly) and
+// each kind with a scale subresource discovery finds that nsman may patch
+// everywhere (see mayPatch), less those denied. Discovery that failed for
+// some groups (an APIService whose backend is down) fails those alone:
+// unavailable names them (group/version, sorted), and their kinds are
+// left out; err is discovery's failure when it failed wholly.
+func (k *Kinds) All(ctx context.Context, kube kubernetes.Interface) (selections []Selection, unavailable []string, err error) {
 	found, err := k.discover(kube)
+	if failed, partial := discovery.GroupDiscoveryFailedErrorGroups(err); partial {
+		for gv := range failed {
+			unavailable = append(unavailable, gv.String())
+		}
+		slices.Sort(unavailable)
+		err = nil
+	}
 	out := make([]Selection, 0, len(knownKinds)+len(found))
 	for _, name := range policy.KnownKinds {
 		if kind := knownKinds[name]; err != nil || k.served[kind.Resource] {
@@ -129,11 +153,27 @@ func (k *Kinds) All(kube kubernetes.Interface) ([]Selection, error) {
 		if _, denied := k.denied.Load(kind.Resource.GroupResource()); denied {
 			continue
 		}
-		if !slices.ContainsFunc(out, func(s Selection) bool { return s.Kind.Resource.GroupResource() == kind.Resource.GroupResource() }) {
+		if !slices.ContainsFunc(out, func(s Selection) bool { return s.Kind.Resource.GroupResource() == kind.Resource.GroupResource() }) &&
+			k.mayPatch(ctx, kube, kind) {
 			out = append(out, Selection{Kind: kind})
 		}
 	}
-	return out, err
+	return out, unavailable, err
+}
+
+// mayPatch reports whether nsman may patch kind's objects, asking the API
+// server once per kind per sweep: a kind it may list but not patch (the
+// shipped ClusterRole's ReplicaSets) is not offered for sleep, where every
+// patch would be refused. A review that fails offers the kind: a wake must
+// not miss a kind slept, and a patch refused is a warning of the entry.
+func (k *Kinds) mayPatch(ctx context.Context, kube kubernetes.Interface, kind Kind) bool {
+	v, _ := k.reviews.LoadOrStore(kind.Resource.GroupResource(), &review{})
+	r := v.(*review)
+	r.once.Do(func() {
+		allowed, err := cluster.MayPatchEverywhere(ctx, kube, kind.Resource)
+		r.allowed = allowed || err != nil
+	})
+	return r.allowed
 }
 
 // find is the kind with a scale subresource that name (Kind or Kind.group)
@@ -164,7 +204,9 @@ func (k *Kinds) find(kube kubernetes.Interface, name string) (Kind, error) {
 
 // discover lists, once, every namespaced kind the API server serves with a
 // scale subresource, in its group's preferred version. Groups that failed
-// discovery are missing, and the error says which.
+// discovery are missing, and the error says which. It asks for every
+// version (not ServerPreferredResources) since the known kinds are read at
+// a version of their own, which need not be the preferred one.
 func (k *Kinds) discover(kube kubernetes.Interface) ([]Kind, error) {
 	k.once.Do(func() {
 		groups, lists, err := discovery.ServerGroupsAndResources(kube.Discovery())

@@ -2,7 +2,9 @@ package probe
 
 import (
 	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -74,7 +76,7 @@ func TestKindsDiscoverOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := kinds.All(kube); err != nil {
+	if _, _, err := kinds.All(t.Context(), kube); err != nil {
 		t.Fatal(err)
 	}
 	if asked.Load() != 1 {
@@ -86,19 +88,100 @@ func TestKindsDiscoverOnce(t *testing.T) {
 	}
 }
 
+// All offers the known kinds the cluster serves and, of the kinds found by
+// discovery, those nsman may patch: ReplicaSets, which the shipped
+// ClusterRole lets it list but not patch, are not offered.
 func TestKindsAll(t *testing.T) {
+	bodies := clustertest.DiscoveryBodies()
+	bodies[clustertest.Refusal("patch", "apps", "replicasets")] = ""
 	var kinds Kinds
-	all, err := kinds.All(clustertest.APIServer(t, clustertest.DiscoveryBodies()))
+	all, unavailable, err := kinds.All(t.Context(), clustertest.APIServer(t, bodies))
+	if err != nil || unavailable != nil {
+		t.Fatalf("unavailable %q, error %v; want neither", unavailable, err)
+	}
+	want := []string{"Deployment apps/v1", "StatefulSet apps/v1", "CronJob batch/v1", // not ScaledObject: KEDA is not installed
+		"ReplicationController v1", "Rollout argoproj.io/v1alpha1", "Widget example.com/v1", "Widget other.example.com/v1"}
+	if got := kindNames(all); strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Errorf("all kinds:\n%q\nwant\n%q", got, want)
+	}
+}
+
+// kindNames are the kinds of selections, "Kind group/version" each.
+func kindNames(selections []Selection) []string {
+	var out []string
+	for _, s := range selections {
+		out = append(out, s.Kind.Name+" "+s.Kind.Resource.GroupVersion().String())
+	}
+	return out
+}
+
+// Each kind found by discovery is reviewed once per Kinds, however many
+// workers ask for All at once, and only those: the known kinds are the
+// shipped ClusterRole's.
+func TestKindsAllReviewsEachKindOnce(t *testing.T) {
+	var mu sync.Mutex
+	reviews := 0
+	kube := clustertest.APIServer(t, clustertest.DiscoveryBodies(), func(path string) {
+		if strings.HasSuffix(path, "/selfsubjectaccessreviews") {
+			mu.Lock()
+			reviews++
+			mu.Unlock()
+		}
+	})
+	var kinds Kinds
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if _, _, err := kinds.All(t.Context(), kube); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	// ReplicationController, ReplicaSet, Rollout and the two Widgets.
+	if reviews != 5 {
+		t.Errorf("%d access reviews, want one per kind found: 5", reviews)
+	}
+}
+
+// A group whose discovery fails (an APIService whose backend is down) is
+// named, and fails no other: the kinds that answered are offered.
+func TestKindsAllWithAGroupUnavailable(t *testing.T) {
+	bodies := clustertest.WithUnavailableGroup(t, clustertest.DiscoveryBodies(), "metrics.example.com", "v1beta1")
+	var kinds Kinds
+	all, unavailable, err := kinds.All(t.Context(), clustertest.APIServer(t, bodies))
+	if err != nil {
+		t.Fatalf("error %v, want none: one group failed", err)
+	}
+	if strings.Join(unavailable, " ") != "metrics.example.com/v1beta1" {
+		t.Errorf("unavailable %q, want metrics.example.com/v1beta1", unavailable)
+	}
+	want := []string{"Deployment apps/v1", "StatefulSet apps/v1", "CronJob batch/v1",
+		"ReplicationController v1", "ReplicaSet apps/v1", "Rollout argoproj.io/v1alpha1", "Widget example.com/v1", "Widget other.example.com/v1"}
+	if got := kindNames(all); strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Errorf("all kinds:\n%q\nwant\n%q", got, want)
+	}
+
+	// Discovery that fails wholly offers the known kinds, and says why.
+	bodies["/apis"] = clustertest.Unavailable
+	var none Kinds
+	all, _, err = none.All(t.Context(), clustertest.APIServer(t, bodies))
+	if err == nil || len(all) != len(policy.KnownKinds) {
+		t.Errorf("discovery failed wholly: %q, error %v; want the known kinds and an error", kindNames(all), err)
+	}
+}
+
+// The awake check of a target asleep reads every kind offered, even when an
+// API group fails discovery, and leaves out the kinds nsman may not patch:
+// a bare ReplicaSet it could not have put to sleep is not awake to it.
+func TestAwakeWithAGroupUnavailable(t *testing.T) {
+	bodies := clustertest.WithUnavailableGroup(t, awakeBodies("dev-7"), "metrics.example.com", "v1beta1")
+	bodies[clustertest.Refusal("patch", "apps", "replicasets")] = ""
+	got, _, err := NewAwake(awakeReads(clustertest.APIServer(t, bodies)), &Kinds{}).In(t.Context(), "dev-7", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, s := range all {
-		got = append(got, s.Kind.Name+" "+s.Kind.Resource.GroupVersion().String())
-	}
-	want := []string{"Deployment apps/v1", "StatefulSet apps/v1", "CronJob batch/v1", // not ScaledObject: KEDA is not installed
-		"ReplicationController v1", "ReplicaSet apps/v1", "Rollout argoproj.io/v1alpha1", "Widget example.com/v1", "Widget other.example.com/v1"}
-	if strings.Join(got, ", ") != strings.Join(want, ", ") {
-		t.Errorf("all kinds:\n%q\nwant\n%q", got, want)
+	if want := []string{"argocd-application-controller: CronJob/report", "kubectl: Deployment/web", "new: Deployment/api"}; !slices.Equal(got, want) {
+		t.Errorf("awake %q, want %q", got, want)
 	}
 }

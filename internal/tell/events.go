@@ -40,6 +40,10 @@ const (
 	SleepUndone = "SleepUndone"
 )
 
+// Incomplete is the reason of the Warning Event of an action that did its
+// work but left some as it was: the entry's warnings.
+const Incomplete = "Incomplete"
+
 // reasonOf is the reason of the Event of e, fired by reason unless e is a
 // SLEEP policy's transition.
 func reasonOf(e report.Entry, reason string) string {
@@ -92,6 +96,9 @@ func (ev ManagerEvents) Tell(ctx context.Context, e report.Entry, before status.
 	if e.AnnotationIgnored != "" && e.AnnotationIgnored != before.IgnoredAnnotation {
 		ev.Emit(ctx, corev1.EventTypeWarning, annotationIgnored, "Evaluate", e.AnnotationIgnored)
 	}
+	if acted && len(e.Warnings) > 0 && !undone { // put back to sleep: its one Event is SleepUndone
+		ev.Emit(ctx, corev1.EventTypeWarning, Incomplete, e.Action, strings.Join(e.Warnings, "; "))
+	}
 	// A manager whose own namespace is stuck is told of it in no Event: its
 	// namespace takes no new object.
 	if e.Stuck != nil && e.Stuck.Cause() != before.Stuck && e.Target != ev.Obj.GetNamespace() {
@@ -138,18 +145,24 @@ func (ev ManagerEvents) Emit(ctx context.Context, kind, reason, action, note str
 }
 
 // RuleTally gathers what a sweep did with a rule's namespaces, recorded or
-// not, and tells it in at most four Events on the rule (Flush): the actions
+// not, and tells it in at most five Events on the rule (Flush): the actions
 // that fired and the failures that are new, the holds newly ignored, the
-// annotations newly ignored, and the workloads woken while asleep and put
-// back to sleep; none for a sweep that changed nothing.
+// annotations newly ignored, the workloads woken while asleep and put back
+// to sleep, and the actions that left workloads as they were (warnings);
+// none for a sweep that changed nothing.
 type RuleTally struct {
 	mu                                                sync.Mutex
 	fired, failed, ignored, ignoredAnnotation, undone []string
+	// incomplete are the namespaces acted on with warnings, and theirs.
+	incomplete []string
 }
 
 func (t *RuleTally) Tell(_ context.Context, e report.Entry, before status.Prior, _, _ bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if len(e.Warnings) > 0 { // only an action carried out has any
+		t.incomplete = append(t.incomplete, e.Target+": "+strings.Join(e.Warnings, "; "))
+	}
 	switch {
 	case e.State == report.StateFired:
 		t.fired = append(t.fired, e.Target)
@@ -189,6 +202,9 @@ func (t *RuleTally) Flush(ctx context.Context, rule ManagerEvents) {
 	}
 	if len(t.undone) > 0 {
 		rule.Emit(ctx, corev1.EventTypeWarning, SleepUndone, "Act", fmt.Sprintf("woken while asleep, put back to sleep, in %d namespace(s): %s", len(t.undone), FirstTen(t.undone)))
+	}
+	if len(t.incomplete) > 0 {
+		rule.Emit(ctx, corev1.EventTypeWarning, Incomplete, "Act", fmt.Sprintf("left workloads as they were in %d namespace(s): %s", len(t.incomplete), FirstTen(t.incomplete)))
 	}
 }
 

@@ -458,3 +458,42 @@ func TestFirstTen(t *testing.T) {
 		})
 	}
 }
+
+// An action that did its work but left some as it was (the entry's
+// warnings) is told in a Warning Event Incomplete: on a manager at each
+// action but a put back to sleep, on a rule once per sweep for all its
+// namespaces.
+func TestIncompleteEvents(t *testing.T) {
+	warned := report.Entry{Target: "a", State: report.StateFired, Action: policy.ActionSleep,
+		Warnings: []string{"discovery failed for API group(s) metrics.example.com/v1beta1: their kinds were neither put to sleep nor woken", "refused (403), left as they were: Rollout/canary"}}
+	w := newRecorder()
+	managerEvents(w, nil).Tell(t.Context(), warned, status.Prior{}, true, true)
+	want := []told{{"Normal", "Slept", "SLEEP", ""}, {"Warning", "Incomplete", "SLEEP", strings.Join(warned.Warnings, "; ")}}
+	if got := w.told(); !slices.Equal(got, want) {
+		t.Errorf("manager's Events\n%v\nwant\n%v", got, want)
+	}
+
+	// Put back to sleep, the one Event is SleepUndone: a tenant who wakes
+	// workloads adds no Incomplete to it.
+	w = newRecorder()
+	resleep := warned
+	resleep.Undone = []string{"kubectl: Deployment/web"}
+	managerEvents(w, nil).Tell(t.Context(), resleep, status.Prior{}, true, true)
+	if got := w.told(); len(got) != 1 || got[0].reason != "SleepUndone" {
+		t.Errorf("Events of a sleep put back %v, want SleepUndone alone", got)
+	}
+
+	w = newRecorder()
+	var tally RuleTally
+	tally.Tell(t.Context(), warned, status.Prior{}, true, true)
+	other := warned
+	other.Target = "b"
+	tally.Tell(t.Context(), other, status.Prior{}, true, true)
+	tally.Tell(t.Context(), report.Entry{Target: "c", State: report.StateFired, Action: policy.ActionSleep}, status.Prior{}, true, true)
+	tally.Flush(t.Context(), managerEvents(w, nil))
+	got := w.told()
+	if len(got) != 2 || got[1].kind != "Warning" || got[1].reason != "Incomplete" ||
+		!strings.HasPrefix(got[1].note, "left workloads as they were in 2 namespace(s): a: discovery failed for API group(s) metrics.example.com/v1beta1") {
+		t.Errorf("rule's Events %v, want Fired, then one Incomplete naming a and b", got)
+	}
+}

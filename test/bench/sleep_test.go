@@ -134,7 +134,7 @@ func measureSleep(t *testing.T, bin string, n int) ([]measurement, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kinds, err := new(probe.Kinds).All(kube)
+	kinds, _, err := new(probe.Kinds).All(ctx, kube)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -651,7 +651,8 @@ func sleepMethod(b *strings.Builder, rows rowSet) {
 	p("`%s/%s`, in its own namespace (nsman runs with `--trusted-namespaces %s`), over the first, with one policy: `TTL`\n", sleepRulesNamespace, sleepRuleName, sleepRulesNamespace)
 	p("0 s → SLEEP, no selectors, with one window (UTC) open from an hour before the run to three hours after. Without selectors a SLEEP\n")
 	p("puts to sleep every kind nsman lists (probe.Kinds.All: the known kinds and those with a scale subresource that discovery\n")
-	p("finds; one the cluster does not serve, or the ServiceAccount may not list, answers with an error nsman passes over): here %s.\n\n", kinds)
+	p("finds and an access review, one per kind per sweep, says the ServiceAccount may patch; one the cluster does not serve, or the\n")
+	p("ServiceAccount may not list, answers with an error nsman passes over; the reviews are counted as reads): here %s.\n\n", kinds)
 	p("Then, %d times over: nsman's sweep that puts every namespace to sleep (per namespace: the claim, a list of each kind in it, a\n", sleepRounds)
 	p("patch per workload and the record); the sleep write floor; nsman's first sweep while asleep, which finds the rule's status\n")
 	p("counting the namespaces fired, not asleep, and so reads what is awake namespace by namespace for the first %d\n", probe.AwakeIndexAfter)

@@ -7,21 +7,33 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 )
 
-// Forbidden, as a body of APIServer, answers 403.
-const Forbidden = "\x00forbidden"
+// Forbidden, as a body of APIServer, answers 403; Unavailable 503, as the
+// aggregator answers for an APIService whose backend is down.
+const (
+	Forbidden   = "\x00forbidden"
+	Unavailable = "\x00unavailable"
+)
 
 // APIServer is a clientset whose API server answers GETs of the paths in
-// bodies (JSON), and 404 to anything else; each observe hears every path
-// asked, as the server gets it (concurrently).
+// bodies (JSON), a SelfSubjectAccessReview allowed unless bodies has its
+// Refusal, and 404 to anything else; each observe hears every path asked,
+// as the server gets it (concurrently).
 func APIServer(t *testing.T, bodies map[string]string, observe ...func(path string)) kubernetes.Interface {
 	t.Helper()
 	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for _, o := range observe {
 			o(r.URL.Path)
+		}
+		if r.Method == http.MethodPost && r.URL.Path == accessReviews {
+			answerReview(t, w, r, bodies)
+			return
 		}
 		body, ok := bodies[r.URL.Path]
 		if !ok || r.Method != http.MethodGet {
@@ -29,9 +41,13 @@ func APIServer(t *testing.T, bodies map[string]string, observe ...func(path stri
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		if body == Forbidden {
+		switch body {
+		case Forbidden:
 			w.WriteHeader(http.StatusForbidden)
 			body = `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403}`
+		case Unavailable:
+			w.WriteHeader(http.StatusServiceUnavailable)
+			body = `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"ServiceUnavailable","code":503}`
 		}
 		_, _ = io.WriteString(w, body)
 	}))
@@ -41,6 +57,24 @@ func APIServer(t *testing.T, bodies map[string]string, observe ...func(path stri
 		t.Fatal(err)
 	}
 	return kube
+}
+
+// WithUnavailableGroup adds to bodies, DiscoveryBodies, API group
+// group/version (its preferred), whose discovery answers 503.
+func WithUnavailableGroup(t *testing.T, bodies map[string]string, group, version string) map[string]string {
+	t.Helper()
+	var groups map[string]any
+	if err := json.Unmarshal([]byte(bodies["/apis"]), &groups); err != nil {
+		t.Fatal(err)
+	}
+	gv := map[string]any{"groupVersion": group + "/" + version, "version": version}
+	groups["groups"] = append(groups["groups"].([]any), map[string]any{"name": group, "versions": []any{gv}, "preferredVersion": gv})
+	b, err := json.Marshal(groups)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bodies["/apis"], bodies["/apis/"+group+"/"+version] = string(b), Unavailable
+	return bodies
 }
 
 // DiscoveryBodies are the discovery documents of a cluster that serves
@@ -80,4 +114,36 @@ func DiscoveryBodies() map[string]string {
 		"/apis/other.example.com/v1":   list("other.example.com/v1", resource("widgets", "Widget", true, rw...), resource("widgets/scale", "Scale", true, "get", "patch")),
 		"/apis/cluster.example.com/v1": list("cluster.example.com/v1", resource("pools", "Pool", false, rw...), resource("pools/scale", "Scale", false, "get", "patch")),
 	}
+}
+
+// accessReviews is the path of SelfSubjectAccessReviews.
+const accessReviews = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+
+// Refusal is the key of bodies that has APIServer refuse an access review
+// of verb on resource (plural) of group; its value is not read.
+func Refusal(verb, group, resource string) string {
+	return "\x00refuse " + verb + " " + resource + "." + group
+}
+
+// answerReview answers the SelfSubjectAccessReview r sends: allowed, unless
+// bodies has its Refusal.
+func answerReview(t *testing.T, w http.ResponseWriter, r *http.Request, bodies map[string]string) {
+	// client-go sends it as protobuf or JSON; the deserializer tells which.
+	body, err := io.ReadAll(r.Body)
+	var obj runtime.Object
+	if err == nil {
+		obj, err = runtime.Decode(scheme.Codecs.UniversalDeserializer(), body)
+	}
+	review, ok := obj.(*authorizationv1.SelfSubjectAccessReview)
+	if err != nil || !ok || review.Spec.ResourceAttributes == nil {
+		t.Errorf("access review %T: %v", obj, err)
+		http.Error(w, "bad review", http.StatusBadRequest)
+		return
+	}
+	a := review.Spec.ResourceAttributes
+	_, refused := bodies[Refusal(a.Verb, a.Group, a.Resource)]
+	review.Status.Allowed = !refused
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	_ = json.NewEncoder(w).Encode(review)
 }
