@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,21 +28,8 @@ func nsmanBinary(t *testing.T) string {
 // run runs the binary and returns stdout, stderr and the exit code.
 func run(t *testing.T, bin string, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	// No in-cluster or user kubeconfig may leak into the test.
-	cmd.Env = append(os.Environ(), "KUBECONFIG=", "HOME="+t.TempDir(), "KUBERNETES_SERVICE_HOST=")
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return stdout.String(), stderr.String(), 0
-	case errors.As(err, &exit):
-		return stdout.String(), stderr.String(), exit.ExitCode()
-	}
-	t.Fatalf("run %v: %v", args, err)
-	return "", "", 0
+	return runIn(t, append(os.Environ(), "KUBECONFIG=", "HOME="+t.TempDir(), "KUBERNETES_SERVICE_HOST="), bin, args...)
 }
 
 func TestNsmanBinary(t *testing.T) {

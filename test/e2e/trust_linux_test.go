@@ -1,11 +1,8 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -27,21 +24,9 @@ mkdir -p ` + dir + `
 printf '%s' "$RUNNER_NAMESPACE" >` + dir + `/namespace
 printf 'token' >` + dir + `/token
 exec "$@"`
-	cmd := exec.Command("unshare", append([]string{"--mount", "--map-root-user", "sh", "-c", script, "sh", bin}, args...)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.Env = append(os.Environ(), "RUNNER_NAMESPACE="+namespace, "POD_NAMESPACE=", "KUBECONFIG=", "HOME="+t.TempDir(),
+	env := append(os.Environ(), "RUNNER_NAMESPACE="+namespace, "POD_NAMESPACE=", "KUBECONFIG=", "HOME="+t.TempDir(),
 		"KUBERNETES_SERVICE_HOST=10.96.0.1", "KUBERNETES_SERVICE_PORT=443")
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return stdout.String(), stderr.String(), 0
-	case errors.As(err, &exit):
-		return stdout.String(), stderr.String(), exit.ExitCode()
-	}
-	t.Fatalf("unshare %v: %v\n%s", args, err, stderr.String())
-	return "", "", 0
+	return runIn(t, env, "unshare", append([]string{"--mount", "--map-root-user", "sh", "-c", script, "sh", bin}, args...)...)
 }
 
 // TestRunnerPodNamespaceIsNotTrusted: nsman run with a kubeconfig in a CI
