@@ -360,3 +360,35 @@ func resleepRotates(t *testing.T, every, sweeps int) {
 		}
 	}
 }
+
+// A put-back keeps at most maxWoken of a namespace's workloads awake to
+// choose its MaxResleep among, the first listed: however many a tenant
+// wakes, what a sweep holds of them is bounded, and those past it are
+// counted left, as those past MaxResleep are.
+func TestResleepKeepsAtMostMaxWoken(t *testing.T) {
+	n := maxWoken + MaxResleep
+	// A minute whose start, among all n, would put back some past maxWoken.
+	now := sweepNow
+	for resleepStart(now, n) < maxWoken {
+		now = now.Add(time.Minute)
+	}
+	bodies := clustertest.DiscoveryBodies()
+	bodies["/apis/apps/v1/namespaces/team-a/deployments"] = awakeList("DeploymentList", "w", n)
+	reads := emptyReader(t)
+	reads.Clients.Kube = clustertest.APIServer(t, bodies)
+	w := newFakeWriter()
+	w.done = report.StateFired
+	x := newExecutor(t, w, reads)
+	x.Now = now
+	resleep := decision(sleeping(false), func(d *decide.Decision) { d.Plan.Resleep, d.Entry.Undone = true, []string{"kubectl: Deployment/w00"} })
+	e := x.CarryOut(t.Context(), &fakeRecord{}, resleep)
+	if w.patches != MaxResleep || e.PutBack != MaxResleep || e.LeftAwake != n-MaxResleep {
+		t.Fatalf("%d patches, entry counts %d put back, %d left; want %d, %d, %d", w.patches, e.PutBack, e.LeftAwake, MaxResleep, MaxResleep, n-MaxResleep)
+	}
+	for _, name := range w.patched {
+		var i int
+		if _, err := fmt.Sscanf(name[strings.LastIndex(name, "/w")+2:], "%d", &i); err != nil || i >= maxWoken {
+			t.Errorf("put back %s: want only the first %d listed kept to choose among", name, maxWoken)
+		}
+	}
+}
