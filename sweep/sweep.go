@@ -251,10 +251,19 @@ type listing struct {
 func (s *Sweeper) listManagers(ctx, work context.Context, r *sweepRun, q *queue) listing {
 	var l listing
 	uids := map[types.UID]bool{}
-	indexing := false
+	indexing, awakeIndexing := false, false
+	// The index of awake workloads, once a sweep will answer from it, is
+	// listed beside the managers and the namespaces, not after them.
+	awakeAhead := func() {
+		if !awakeIndexing && r.awake.Indexed() {
+			awakeIndexing = true
+			q.wg.Go(func() { r.awake.Prefetch(work) })
+		}
+	}
 	countAhead := func(page *listpage.ManagerPage) {
 		r.activity.ExpectAhead(page, s.clock(), s.ours, s.cfg.TrustedNamespaces)
 		r.awake.ExpectAhead(page, s.ours)
+		awakeAhead()
 	}
 	l.err = s.reads().EachManagerPaged(ctx, false, countAhead, func(m listpage.Listed) {
 		uids[m.Obj.GetUID()] = true
@@ -275,6 +284,7 @@ func (s *Sweeper) listManagers(ctx, work context.Context, r *sweepRun, q *queue)
 			}
 			if sleepsAhead(r.status.Read(m)) {
 				r.awake.IndexAll()
+				awakeAhead()
 			}
 			return
 		}

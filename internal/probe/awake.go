@@ -68,6 +68,19 @@ type awakeIn struct {
 // IndexAll answers every namespace from the sweep's index, from the first.
 func (a *Awake) IndexAll() { a.indexed.Store(true) }
 
+// Indexed reports whether every namespace will be answered from the
+// sweep's index (IndexAll, or ExpectAhead counted past AwakeIndexAfter).
+func (a *Awake) Indexed() bool { return a.indexed.Load() }
+
+// Prefetch lists the sweep's index now, if Indexed: a sweep that knows it
+// will ask lists it beside its other reads, and the first In waits for
+// what is left of it rather than for all of it.
+func (a *Awake) Prefetch(ctx context.Context) {
+	if a.Indexed() {
+		a.sweepIndex(ctx)
+	}
+}
+
 // ExpectAhead counts, of a page of managers, those of this sweep (ours)
 // whose status says their target is asleep, before any is evaluated: a
 // sweep that will ask about more than AwakeIndexAfter lists the index at
@@ -142,58 +155,126 @@ var errNamespaceFull = errors.New("more awake workloads than a namespace's read 
 // list lists the workloads of every kind nsman may list in namespace (all,
 // with metav1.NamespaceAll), paged and decoded one at a time, and keeps the
 // awake ones, at most MaxAwakeIn of a namespace; it gives up past max kept
-// in all (0: no bound), and the read of one namespace stops at the first
-// past MaxAwakeIn.
+// in all (0: no bound). The read of one namespace lists the kinds in turn
+// and stops at the first workload past MaxAwakeIn; the cluster-wide index
+// lists them side by side (see listAll).
 func (a *Awake) list(ctx context.Context, namespace string, max int) (map[string]*awakeIn, error) {
 	// The groups whose discovery failed are left out: every kind known
 	// still answers.
 	selections, _, discoveryErr := a.kinds.All(ctx, a.reads.Clients.Kube)
-	out, kept := map[string]*awakeIn{}, 0
-	for _, sel := range selections {
-		kind := sel.Kind
-		list := func() *rest.Request {
-			return a.reads.Clients.Kube.Discovery().RESTClient().Get().AbsPath(ResourcePath(kind.Resource, namespace)...)
+	var out map[string]*awakeIn
+	if namespace == metav1.NamespaceAll {
+		var err error
+		if out, err = a.listAll(ctx, selections, max); err != nil {
+			return nil, err
 		}
-		err := cluster.EachStreamed(ctx, a.reads.PageSize, metav1.ListOptions{}, list, func(f *awakeFields) error {
-			w, awake := f.awoken(kind)
-			if !awake {
-				return nil
+	} else {
+		out = map[string]*awakeIn{}
+		var kept atomic.Int64
+		for _, sel := range selections {
+			if err := a.listKind(ctx, sel.Kind, namespace, out, &kept, max); errors.Is(err, errNamespaceFull) {
+				return out, nil
+			} else if err != nil {
+				return nil, err
 			}
-			in := out[f.Metadata.Namespace]
-			if in == nil {
-				in = &awakeIn{}
-				out[f.Metadata.Namespace] = in
-			}
-			if len(in.found) == MaxAwakeIn {
-				in.more = true
-				if namespace != metav1.NamespaceAll {
-					return errNamespaceFull
-				}
-				return nil
-			}
-			// max counts what is kept: a namespace's past MaxAwakeIn turn
-			// no other's index off.
-			if kept++; max > 0 && kept > max {
-				return errTooManyAwake
-			}
-			in.found = append(in.found, w)
-			return nil
-		})
-		switch {
-		case errors.Is(err, errNamespaceFull):
-			return out, nil
-		case err == nil, apierrors.IsNotFound(err):
-		case kind.Found && apierrors.IsForbidden(err):
-			// A kind nsman may not list is one it never put to sleep.
-			a.kinds.Deny(kind.Resource.GroupResource())
-		default:
-			return nil, fmt.Errorf("list %s: %w", kind.Resource.GroupResource(), err)
 		}
 	}
 	if discoveryErr != nil {
 		return nil, fmt.Errorf("kinds with a scale subresource: %w", discoveryErr)
 	}
 	return out, nil
+}
+
+// listAll lists every kind of selections cluster-wide, side by side, each
+// into a map of its own, then merges them in the kinds' order, as one
+// list after the other would have kept them: at most MaxAwakeIn of a
+// namespace, the first kinds' first. kept counts what every kind keeps
+// before the merge, so that max bounds the workloads held at once. Side by
+// side, a sweep while asleep waits for its longest list, not their sum
+// (make bench's sleep part).
+func (a *Awake) listAll(ctx context.Context, selections []Selection, max int) (map[string]*awakeIn, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	byKind := make([]map[string]*awakeIn, len(selections))
+	// The first list to fail says why, and ends the others.
+	var first error
+	var failed sync.Once
+	var kept atomic.Int64
+	var wg sync.WaitGroup
+	for i, sel := range selections {
+		byKind[i] = map[string]*awakeIn{}
+		wg.Go(func() {
+			if err := a.listKind(ctx, sel.Kind, metav1.NamespaceAll, byKind[i], &kept, max); err != nil {
+				failed.Do(func() { first = err; cancel() })
+			}
+		})
+	}
+	wg.Wait()
+	if first != nil {
+		return nil, first
+	}
+	out := map[string]*awakeIn{}
+	for _, kind := range byKind {
+		for namespace, in := range kind {
+			all := out[namespace]
+			if all == nil {
+				all = &awakeIn{}
+				out[namespace] = all
+			}
+			room := MaxAwakeIn - len(all.found)
+			all.found = append(all.found, in.found[:min(room, len(in.found))]...)
+			all.more = all.more || in.more || len(in.found) > room
+		}
+	}
+	return out, nil
+}
+
+// listKind lists kind's workloads in namespace into out, keeping the awake
+// ones, at most MaxAwakeIn of a namespace (then more is set, and a
+// namespace read alone ends with errNamespaceFull), and fails with
+// errTooManyAwake once kept, shared by the kinds listed side by side,
+// passes max (0: no bound). A kind the cluster does not serve has none;
+// one found by discovery that nsman may not list is denied for the sweep.
+func (a *Awake) listKind(ctx context.Context, kind Kind, namespace string, out map[string]*awakeIn, kept *atomic.Int64, max int) error {
+	list := func() *rest.Request {
+		return a.reads.Clients.Kube.Discovery().RESTClient().Get().AbsPath(ResourcePath(kind.Resource, namespace)...)
+	}
+	err := cluster.EachStreamed(ctx, a.reads.PageSize, metav1.ListOptions{}, list, func(f *awakeFields) error {
+		w, awake := f.awoken(kind)
+		if !awake {
+			return nil
+		}
+		in := out[f.Metadata.Namespace]
+		if in == nil {
+			in = &awakeIn{}
+			out[f.Metadata.Namespace] = in
+		}
+		if len(in.found) == MaxAwakeIn {
+			in.more = true
+			if namespace != metav1.NamespaceAll {
+				return errNamespaceFull
+			}
+			return nil
+		}
+		// max counts what is kept: a namespace's past MaxAwakeIn turn
+		// no other's index off.
+		if max > 0 && kept.Add(1) > int64(max) {
+			return errTooManyAwake
+		}
+		in.found = append(in.found, w)
+		return nil
+	})
+	switch {
+	case err == nil, apierrors.IsNotFound(err):
+		return nil
+	case errors.Is(err, errNamespaceFull), errors.Is(err, errTooManyAwake):
+		return err
+	case kind.Found && apierrors.IsForbidden(err):
+		// A kind nsman may not list is one it never put to sleep.
+		a.kinds.Deny(kind.Resource.GroupResource())
+		return nil
+	}
+	return fmt.Errorf("list %s: %w", kind.Resource.GroupResource(), err)
 }
 
 // causes groups found, of the kinds named (none: all), by who woke them.

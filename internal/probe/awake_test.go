@@ -241,3 +241,145 @@ func TestAwakeExpectAhead(t *testing.T) {
 		t.Errorf("managers awake counted: %d", quiet.ahead.Load())
 	}
 }
+
+// sideBySide is an observer of clustertest.APIServer that holds the
+// request role calls the held one until one it calls the releasing one
+// arrives, or a while passes: asked one after the other, the held request
+// waits that while, and the test fails. role is given the path and how
+// many requests it named before.
+type sideBySide struct {
+	role     func(path string, before int) sideRole
+	released chan struct{}
+	once     sync.Once
+	mu       sync.Mutex
+	before   int
+	waited   bool
+}
+
+type sideRole int
+
+const (
+	sideNone sideRole = iota
+	sideHeld
+	sideReleases
+)
+
+func newSideBySide(role func(path string, before int) sideRole) *sideBySide {
+	return &sideBySide{role: role, released: make(chan struct{})}
+}
+
+func (s *sideBySide) observe(path string) {
+	s.mu.Lock()
+	role := s.role(path, s.before)
+	if role != sideNone {
+		s.before++
+	}
+	s.mu.Unlock()
+	switch role {
+	case sideReleases:
+		s.once.Do(func() { close(s.released) })
+	case sideHeld:
+		select {
+		case <-s.released:
+		case <-time.After(3 * time.Second):
+			s.mu.Lock()
+			s.waited = true
+			s.mu.Unlock()
+		}
+	}
+}
+
+// sequential reports whether the held request waited the while out.
+func (s *sideBySide) sequential() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.waited
+}
+
+// The sweep's index lists the kinds side by side: a sweep while asleep
+// waits for its longest list, not for their sum. The Deployments' list
+// (the first kind) is held until the CronJobs' arrives.
+func TestAwakeIndexListsKindsSideBySide(t *testing.T) {
+	s := newSideBySide(func(path string, _ int) sideRole {
+		switch path {
+		case "/apis/apps/v1/deployments":
+			return sideHeld
+		case "/apis/batch/v1/cronjobs":
+			return sideReleases
+		}
+		return sideNone
+	})
+	a := NewAwake(awakeReads(clustertest.APIServer(t, awakeBodies("dev-7"), s.observe)), &Kinds{})
+	a.IndexAll()
+	got, _, err := a.In(t.Context(), "dev-7", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.sequential() {
+		t.Error("the Deployments' list waited out the CronJobs': the index listed the kinds one after the other")
+	}
+	// Merged in the kinds' order, as one list after the other keeps them.
+	if want := []string{"argocd-application-controller: CronJob/report", "kubectl: Deployment/web", "new: Deployment/api, ReplicaSet/solo"}; !slices.Equal(got, want) {
+		t.Errorf("awake from the index: %q, want %q", got, want)
+	}
+}
+
+// Side by side, the index keeps of a namespace what one list after the
+// other keeps: the first kinds' first MaxAwakeIn, and says there are more.
+func TestAwakeIndexMergesInTheKindsOrder(t *testing.T) {
+	bodies := awakeBodies("dev-7")
+	items := make([]string, 0, MaxAwakeIn-1)
+	for i := range MaxAwakeIn - 1 {
+		items = append(items, fmt.Sprintf(`{"metadata":{"name":"w%03d","namespace":"dev-7"},"spec":{"replicas":1}}`, i))
+	}
+	bodies["/apis/apps/v1/deployments"] = `{"kind":"List","apiVersion":"v1","metadata":{},"items":[` + strings.Join(items, ",") + `]}`
+	a := NewAwake(awakeReads(clustertest.APIServer(t, bodies)), &Kinds{})
+	index, err := a.list(t.Context(), metav1.NamespaceAll, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := index["dev-7"]
+	if in == nil || len(in.found) != MaxAwakeIn || !in.more {
+		t.Fatalf("dev-7 in the index: %+v; want %d kept and more", in, MaxAwakeIn)
+	}
+	// 99 Deployments, then the first of the next kinds listed in order:
+	// StatefulSets (none), CronJobs (report), then ReplicaSets (solo) past
+	// the bound.
+	if last := in.found[MaxAwakeIn-1]; last.Kind != "CronJob" || last.Name != "report" {
+		t.Errorf("the last kept: %+v, want CronJob/report", last)
+	}
+}
+
+// A sweep that will answer from its index lists it when it knows, beside
+// its other reads (Prefetch); one that will not lists nothing ahead.
+func TestAwakePrefetch(t *testing.T) {
+	var mu sync.Mutex
+	listed := map[string]int{}
+	kube := clustertest.APIServer(t, awakeBodies("dev-7"), func(path string) {
+		mu.Lock()
+		defer mu.Unlock()
+		listed[path]++
+	})
+	count := func(p string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return listed[p]
+	}
+	byNamespace := NewAwake(awakeReads(kube), &Kinds{})
+	byNamespace.Prefetch(t.Context())
+	if n := count("/apis/apps/v1/deployments"); n != 0 {
+		t.Errorf("a sweep reading namespace by namespace listed the Deployments cluster-wide %d times ahead", n)
+	}
+	a := NewAwake(awakeReads(kube), &Kinds{})
+	a.IndexAll()
+	a.Prefetch(t.Context())
+	if n := count("/apis/apps/v1/deployments"); n != 1 {
+		t.Fatalf("Deployments listed cluster-wide %d times by Prefetch, want once", n)
+	}
+	if _, _, err := a.In(t.Context(), "dev-7", nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := count("/apis/apps/v1/deployments"); n != 1 {
+		t.Errorf("Deployments listed cluster-wide %d times after In, want once: In reads the index Prefetch listed", n)
+	}
+}

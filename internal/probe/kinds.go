@@ -149,12 +149,25 @@ func (k *Kinds) All(ctx context.Context, kube kubernetes.Interface) (selections 
 			out = append(out, Selection{Kind: kind})
 		}
 	}
+	var candidates []Kind
 	for _, kind := range found {
 		if _, denied := k.denied.Load(kind.Resource.GroupResource()); denied {
 			continue
 		}
-		if !slices.ContainsFunc(out, func(s Selection) bool { return s.Kind.Resource.GroupResource() == kind.Resource.GroupResource() }) &&
-			k.mayPatch(ctx, kube, kind) {
+		if !slices.ContainsFunc(out, func(s Selection) bool { return s.Kind.Resource.GroupResource() == kind.Resource.GroupResource() }) {
+			candidates = append(candidates, kind)
+		}
+	}
+	// The reviews are asked side by side: a sweep waits for one, not for
+	// one per kind found.
+	allowed := make([]bool, len(candidates))
+	var wg sync.WaitGroup
+	for i, kind := range candidates {
+		wg.Go(func() { allowed[i] = k.mayPatch(ctx, kube, kind) })
+	}
+	wg.Wait()
+	for i, kind := range candidates {
+		if allowed[i] {
 			out = append(out, Selection{Kind: kind})
 		}
 	}

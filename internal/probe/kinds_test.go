@@ -185,3 +185,25 @@ func TestAwakeWithAGroupUnavailable(t *testing.T) {
 		t.Errorf("awake %q, want %q", got, want)
 	}
 }
+
+// The access reviews of the kinds found are asked side by side: a sweep
+// waits for one, not for one per kind. The first review is held until a
+// second arrives.
+func TestKindsAllReviewsSideBySide(t *testing.T) {
+	s := newSideBySide(func(path string, before int) sideRole {
+		switch {
+		case !strings.HasSuffix(path, "/selfsubjectaccessreviews"):
+			return sideNone
+		case before == 0:
+			return sideHeld
+		}
+		return sideReleases
+	})
+	var kinds Kinds
+	if _, _, err := kinds.All(t.Context(), clustertest.APIServer(t, clustertest.DiscoveryBodies(), s.observe)); err != nil {
+		t.Fatal(err)
+	}
+	if s.sequential() {
+		t.Error("the first access review waited out the second: the reviews were asked one after the other")
+	}
+}
