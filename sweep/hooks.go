@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"sync"
-	"time"
 
 	"github.com/nsman/nsman/internal/decide"
 	"github.com/nsman/nsman/internal/listpage"
@@ -19,7 +18,7 @@ type hookJob struct {
 	d   decide.Decision
 	// first: its last delivery was deferred (a receiver silent earlier in
 	// its sweep, or the sweep's time for silent receivers spent); rank is
-	// its namespace's place in this sweep's rotation (see rotation); seq
+	// its namespace's place in this sweep's rotation (see execute.Rotation); seq
 	// the order it was queued in.
 	first bool
 	rank  uint64
@@ -42,19 +41,10 @@ type hookQueue struct {
 	ready  *sync.Cond
 	jobs   hookHeap
 	closed bool
-	// offset is this sweep's point of the ring (see rotation); queued
+	// offset is this sweep's point of the ring (see execute.Rotation); queued
 	// counts the jobs put.
 	offset uint64
 	queued int
-}
-
-// rotation is the point of the ring of namespaces (see namespaceRank) the
-// sweeps of now's minute start from: it moves by the golden ratio of the
-// ring each minute (a Weyl sequence), so that consecutive sweeps start far
-// apart and every arc of the ring is started from in turn, with no record
-// to keep.
-func rotation(now time.Time) uint64 {
-	return uint64(now.Unix()/60) * 0x9e3779b97f4a7c15
 }
 
 // namespaceRank is namespace's place in a sweep that starts at offset: its

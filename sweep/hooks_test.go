@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nsman/nsman/internal/decide"
+	"github.com/nsman/nsman/internal/execute"
 	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
@@ -36,7 +37,7 @@ func hookOf(namespace, name string, deferred bool) hookJob {
 }
 
 func newHookQueue(at time.Time) *hookQueue {
-	h := &hookQueue{offset: rotation(at)}
+	h := &hookQueue{offset: execute.Rotation(at)}
 	h.ready = sync.NewCond(&h.mu)
 	return h
 }

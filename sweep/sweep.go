@@ -157,7 +157,7 @@ type queue struct {
 func (s *Sweeper) startWorkers(ctx, work context.Context, r *sweepRun) *queue {
 	q := &queue{jobs: make(chan listpage.Listed)}
 	q.hooks.ready = sync.NewCond(&q.hooks.mu)
-	q.hooks.offset = rotation(s.clock())
+	q.hooks.offset = execute.Rotation(s.clock())
 	var evaluating sync.WaitGroup
 	for range s.cfg.Concurrency {
 		evaluating.Go(func() {

@@ -109,13 +109,22 @@ func (r *resleeps) entry(e report.Entry, p *decide.Plan, did applied, err error)
 	return e, true, false
 }
 
+// Rotation is the point of a ring of 2^64 (a hash's, a list's scaled to
+// it) that the sweeps of now's minute start from: it moves by the golden
+// ratio of the ring each minute (a Weyl sequence), so that consecutive
+// sweeps start far apart and every arc of the ring is started from in
+// turn, with no record to keep. The webhook deliveries' queue (sweep) and
+// the put-back of workloads woken (resleepStart) start there.
+func Rotation(now time.Time) uint64 {
+	return uint64(now.Unix()/60) * 0x9e3779b97f4a7c15
+}
+
 // resleepStart is where, of n workloads awake, the put-back of the sweep
-// at now starts: a point that moves round them by the golden ratio each
-// minute (as the webhook deliveries' ring of sweep's rotation), so that
-// the workloads listed first are not the ones put back in every sweep,
-// and a tenant who wakes them again each minute keeps no other awake.
+// at now starts: Rotation scaled to n, so that the workloads listed first
+// are not the ones put back in every sweep, and a tenant who wakes them
+// again each minute keeps no other awake.
 func resleepStart(now time.Time, n int) int {
-	start, _ := bits.Mul64(uint64(now.Unix()/60)*0x9e3779b97f4a7c15, uint64(n))
+	start, _ := bits.Mul64(Rotation(now), uint64(n))
 	return int(start)
 }
 
