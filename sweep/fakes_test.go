@@ -1,12 +1,14 @@
 package sweep
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -252,6 +254,11 @@ func (f *fakeAPI) list(w http.ResponseWriter, r *http.Request, client dynamic.Re
 			kept = append(kept, it)
 		}
 	}
+	// The API server lists in the order of its keys, namespace then name;
+	// the fake's tracker in a map's.
+	slices.SortFunc(kept, func(a, b unstructured.Unstructured) int {
+		return cmp.Or(cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName()))
+	})
 	list.Items = kept
 	if !strings.Contains(r.Header.Get("Accept"), "as=PartialObjectMetadataList") {
 		answer(w, list, nil)

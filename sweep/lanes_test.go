@@ -389,3 +389,40 @@ func TestRunScaleDownAndSleep(t *testing.T) {
 		t.Errorf("the manager's status says its namespace sleeps since %q", since)
 	}
 }
+
+// TestRunWebhookQueued: a WEBHOOK waits for its receiver in the hook
+// queue, not in the worker that evaluated it: a receiver that answers only
+// once the DELETE of the manager listed after it is done holds up nothing.
+func TestRunWebhookQueued(t *testing.T) {
+	deleted := make(chan struct{})
+	var once sync.Once
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		select {
+		case <-deleted:
+		case <-time.After(3 * time.Second):
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	defer receiver.Close()
+	allow, err := webhook.ParseAllowList([]string{"127.0.0.1/32"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFakeAPI(t, true,
+		namespace("team-a", 2*time.Hour, nil, nil), manager("team-a", "team-a", map[string]any{"policies": []any{ttl(60, "WEBHOOK", map[string]any{"url": receiver.URL})}}),
+		namespace("team-b", 2*time.Hour, nil, nil), manager("team-b", "team-b", map[string]any{"policies": []any{ttl(60, "DELETE", nil)}}))
+	f.dyn.PrependReactor("delete", "namespaces", func(clienttesting.Action) (bool, runtime.Object, error) {
+		once.Do(func() { close(deleted) })
+		return false, nil, nil
+	})
+	sender := webhook.NewSender(webhook.Options{MaxAttempts: 1, Timeout: 10 * time.Second, Allow: allow})
+	rep, err := sweepOf(t, f, Config{Concurrency: 1, SkipReclaim: true}, sender).Run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"team-a", "team-b"} {
+		if e := entryOf(t, rep, name, name, ""); e.State != report.StateFired {
+			t.Errorf("%s: %s %s (%s), want fired", name, e.State, e.Action, e.Message)
+		}
+	}
+}
