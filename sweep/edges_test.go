@@ -17,6 +17,8 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/nsman/nsman/internal/decide"
+	"github.com/nsman/nsman/internal/listpage/listpagetest"
+	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/webhook"
@@ -225,4 +227,92 @@ func TestNewRefusesBadConfig(t *testing.T) {
 			t.Errorf("%+v accepted", cfg)
 		}
 	}
+}
+
+// pod is pod namespace/name labelled, in phase.
+func pod(namespace, name string, labels map[string]string, phase string) *unstructured.Unstructured {
+	p := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod", "status": map[string]any{"phase": phase}}}
+	p.SetNamespace(namespace)
+	p.SetName(name)
+	p.SetLabels(labels)
+	p.SetCreationTimestamp(metav1.NewTime(sweepAt.Add(-time.Hour)))
+	return p
+}
+
+// TestRunStoredManagers: managers as the API server stores them after
+// kubectl apply and a sweep (listpagetest) wait while a pod of theirs has
+// not succeeded, and delete their namespace once every one has.
+func TestRunStoredManagers(t *testing.T) {
+	objs := []runtime.Object{}
+	for i := 1; i <= 2; i++ {
+		m := &unstructured.Unstructured{}
+		if err := m.UnmarshalJSON([]byte(listpagetest.StoredManager(i))); err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, m, namespace(m.GetNamespace(), 240*time.Hour, nil, nil))
+	}
+	tests := map[string]string{"role": "e2e-test"}
+	objs = append(objs, pod("team-00001", "e2e", tests, "Running"), pod("team-00002", "e2e", tests, "Succeeded"),
+		pod("team-00002", "web", map[string]string{"app": "web"}, "Running"))
+	f := newFakeAPI(t, true, objs...)
+	rep, err := sweepOf(t, f, Config{SkipReclaim: true}, nil).Run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := entryOf(t, rep, "team-00001", "team-00001", ""); e.State != report.StateWaiting || !strings.Contains(e.Message, "pod e2e has not succeeded") {
+		t.Errorf("a test pod running: %s (%s), want waiting on it", e.State, e.Message)
+	}
+	if e := entryOf(t, rep, "team-00002", "team-00002", ""); e.State != report.StateFired || e.Action != "DELETE" {
+		t.Errorf("every test pod succeeded: %s %s (%s), want fired DELETE", e.State, e.Action, e.Message)
+	}
+	if got := f.actions("delete", "namespaces"); len(got) != 1 || got[0] != "/team-00002" {
+		t.Errorf("deleted %v, want team-00002", got)
+	}
+}
+
+// TestRunRuleScreenedWithIndex: a rule whose last status counts more than
+// probe.PodIndexAfter namespaces is screened with the sweep's index of pods
+// that have not succeeded, then confirmed one namespace at a time: it
+// deletes the one namespace whose tests passed and waits on the rest.
+func TestRunRuleScreenedWithIndex(t *testing.T) {
+	const n = probe.PodIndexAfter + 20
+	tests := map[string]string{"role": "e2e-test"}
+	r := rule("e2e-leftovers", policyOf("tests passed", "PODS_SUCCEED", map[string]any{"podLabels": map[string]any{"role": "e2e-test"}}, "DELETE", nil))
+	r.Object["status"] = map[string]any{"rule": map[string]any{"matched": int64(n), "states": map[string]any{"waiting": int64(n)}}}
+	objs := []runtime.Object{namespace("platform", 48*time.Hour, nil, nil), r}
+	for i := range n {
+		name, phase := fmt.Sprintf("e2e-%03d", i), "Running"
+		if i == 7 {
+			phase = "Succeeded"
+		}
+		objs = append(objs, namespace(name, 2*time.Hour, nil, nil), pod(name, "tests", tests, phase))
+	}
+	f := newFakeAPI(t, true, objs...)
+	rep, err := sweepOf(t, f, Config{TrustedNamespaces: []string{"platform"}, SkipReclaim: true}, nil).Run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fired, waiting := rep.Summary.States[report.StateFired], rep.Summary.States[report.StateWaiting]; fired != 1 || waiting != n-1 {
+		t.Errorf("%d fired, %d waiting, want 1 and %d", fired, waiting, n-1)
+	}
+	if got := f.actions("delete", "namespaces"); len(got) != 1 || got[0] != "/e2e-007" {
+		t.Errorf("deleted %v, want e2e-007", got)
+	}
+	// The pods were listed cluster-wide once (the index), and in a
+	// namespace only to confirm the one the index let pass.
+	if clusterWide, inNamespace := countLists(f.actions("list", "pods")); clusterWide != 1 || inNamespace > 1 {
+		t.Errorf("pods listed cluster-wide %d times, in a namespace %d times; want once, and at most once", clusterWide, inNamespace)
+	}
+}
+
+// countLists counts lists cluster-wide and in a namespace, of f.actions.
+func countLists(namespaces []string) (clusterWide, inNamespace int) {
+	for _, ns := range namespaces {
+		if ns == "" {
+			clusterWide++
+		} else {
+			inNamespace++
+		}
+	}
+	return clusterWide, inNamespace
 }
