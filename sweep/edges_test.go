@@ -316,3 +316,64 @@ func countLists(namespaces []string) (clusterWide, inNamespace int) {
 	}
 	return clusterWide, inNamespace
 }
+
+// TestRunRuleGates: a paused rule, an invalid one and one whose
+// namespaces cannot be listed each get one entry of their own, and reach
+// no namespace.
+func TestRunRuleGates(t *testing.T) {
+	paused := rule("paused", ttl(60, "DELETE", nil))
+	paused.Object["spec"].(map[string]any)["deactivated"] = true
+	objs := func() []runtime.Object {
+		return []runtime.Object{namespace("platform", 48*time.Hour, nil, nil), namespace("e2e-a", 2*time.Hour, nil, nil),
+			paused.DeepCopy(), rule("broken", map[string]any{"name": "no condition"}), rule("fine", ttl(60, "DELETE", nil))}
+	}
+	f := newFakeAPI(t, true, objs()...)
+	rep, err := sweepOf(t, f, Config{TrustedNamespaces: []string{"platform"}, SkipReclaim: true}, nil).Run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]report.State{"paused": report.StateDeactivated, "broken": report.StateInvalid} {
+		if e := entryOf(t, rep, "platform", name, ""); e.State != want || e.Target != "" {
+			t.Errorf("%s: %s on %q (%s), want %s on no namespace", name, e.State, e.Target, e.Message, want)
+		}
+	}
+	if e := entryOf(t, rep, "platform", "fine", "e2e-a"); e.State != report.StateFired {
+		t.Errorf("fine: %s (%s), want fired", e.State, e.Message)
+	}
+
+	f = newFakeAPI(t, true, objs()...)
+	f.dyn.PrependReactor("list", "namespaces", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("etcd is on fire")
+	})
+	if rep, err = sweepOf(t, f, Config{TrustedNamespaces: []string{"platform"}, SkipReclaim: true}, nil).Run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if e := entryOf(t, rep, "platform", "fine", ""); e.State != report.StateFailed || !strings.Contains(e.Message, "list namespaces") {
+		t.Errorf("namespaces not listed: %s (%s), want failed", e.State, e.Message)
+	}
+	if deleted, patched := f.actions("delete", "namespaces"), f.actions("patch", "namespaces"); len(deleted)+len(patched) != 0 {
+		t.Errorf("without the namespaces listed, deleted %v and patched %v", deleted, patched)
+	}
+}
+
+// TestRunNoManagers: a sweep that lists no manager reports none, and the
+// trusted namespaces that do not exist: from its list of every namespace
+// (which stale records need), else (a selector) asked for by name.
+func TestRunNoManagers(t *testing.T) {
+	for _, tt := range []struct {
+		selector string
+		lists    int
+	}{{"", 1}, {"sweep=this", 2}} {
+		f := newFakeAPI(t, true, namespace("ops", 48*time.Hour, nil, nil), namespace("team-a", time.Hour, nil, nil))
+		rep, err := sweepOf(t, f, Config{LabelSelector: tt.selector, TrustedNamespaces: []string{"ops", "missing"}}, nil).Run(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Entries) != 0 || !rep.Summary.Now.Equal(sweepAt) || len(rep.Summary.MissingTrusted) != 1 || rep.Summary.MissingTrusted[0] != "missing" {
+			t.Errorf("selector %q: %d entries at %s, missing trusted %v; want none at %s, missing alone", tt.selector, len(rep.Entries), rep.Summary.Now, rep.Summary.MissingTrusted, sweepAt)
+		}
+		if got := f.actions("list", "namespaces"); len(got) != tt.lists {
+			t.Errorf("selector %q: namespaces listed %d times, want %d", tt.selector, len(got), tt.lists)
+		}
+	}
+}
