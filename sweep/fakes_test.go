@@ -397,7 +397,7 @@ func (f *fakeAPI) gone(name string) bool {
 	return apierrors.IsNotFound(err)
 }
 
-// namespace is namespace name, created created ago, with labels.
+// namespace is namespace name, created created ago, with labels and annotations.
 func namespace(name string, created time.Duration, labels map[string]string, annotations map[string]string) *unstructured.Unstructured {
 	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace"}}
 	ns.SetName(name)
@@ -422,7 +422,7 @@ func manager(namespace, name string, spec map[string]any) *unstructured.Unstruct
 	return m
 }
 
-// policy is a policy named name of condition cond (with params) and
+// policyOf is a policy named name of condition cond (with params) and
 // action act (with params, or nil).
 func policyOf(name, cond string, condParams map[string]any, act string, actParams map[string]any) map[string]any {
 	action := map[string]any{"type": act}
