@@ -328,22 +328,15 @@ func (ru *ruleRun) actInChunks(ctx context.Context, pending []int) {
 		r.bounded(len(todo), func(k int) {
 			w := todo[k]
 			todo[k] = pairWork{} // what is carried out is not kept twice
-			if r.exec.WantsPlace(w.d) {
-				ru.offered.Store(true)
-				r.exec.Offer(w.d.Entry, func(granted bool) {
-					if granted {
-						// Read again just before it acts, one namespace
-						// by itself.
-						e := ru.base
-						e.Target = w.rec.Namespace.Name
-						w.d = r.eval.EvaluatePair(ctx, *w.rec.Rule, w.rec.Namespace, w.rec.Stored, e, decide.Check(ru.perNamespace), ru.ruleHolds...)
-						w.d.Granted = true
-					}
-					ru.entries[w.index] = r.exec.CarryOut(ctx, w.rec, w.d)
-				})
-				return
+			again := func() decide.Decision {
+				// One namespace by itself.
+				e := ru.base
+				e.Target = w.rec.Namespace.Name
+				return r.eval.EvaluatePair(ctx, *w.rec.Rule, w.rec.Namespace, w.rec.Stored, e, decide.Check(ru.perNamespace), ru.ruleHolds...)
 			}
-			ru.entries[w.index] = r.exec.CarryOut(ctx, w.rec, w.d)
+			if r.carry(ctx, subject{rec: w.rec, again: again, done: func(e report.Entry) { ru.entries[w.index] = e }}, w.d) {
+				ru.offered.Store(true)
+			}
 		})
 	}
 }

@@ -20,7 +20,6 @@ import (
 	"github.com/nsman/nsman/internal/listpage"
 	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/record"
-	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 )
 
@@ -170,24 +169,14 @@ func (s *Sweeper) startWorkers(ctx, work context.Context, r *sweepRun) *queue {
 					entries = s.handleRule(work, r, l)
 				default:
 					rec := s.managerRecord(r, l)
-					d := r.eval.EvaluateManager(work, l.Obj, rec.Stored, decide.Check(r.pods.Checks(false)))
-					if r.exec.WantsPlace(d) {
-						r.exec.Offer(d.Entry, func(granted bool) {
-							if granted {
-								// Read again just before it acts, as when
-								// it was evaluated.
-								d = r.eval.EvaluateManager(work, l.Obj, rec.Stored, decide.Check(r.pods.Checks(false)))
-								d.Granted = true
-							}
-							s.done(work, r, []report.Entry{r.exec.CarryOut(work, rec, d)})
-						})
-						continue
+					evaluate := func() decide.Decision {
+						return r.eval.EvaluateManager(work, l.Obj, rec.Stored, decide.Check(r.pods.Checks(false)))
 					}
-					if d.Plan != nil && d.Plan.Step != decide.StepDeactivate && d.Plan.Policy.Action.Type == policy.ActionWebhook {
-						q.hooks.put(hookJob{l: l, rec: rec, d: d})
-						continue
-					}
-					entries = []report.Entry{r.exec.CarryOut(work, rec, d)}
+					r.carry(work, subject{rec: rec, again: evaluate,
+						done: func(e report.Entry) { s.done(work, r, []report.Entry{e}) },
+						hook: func(d decide.Decision) { q.hooks.put(hookJob{l: l, rec: rec, d: d}) },
+					}, evaluate())
+					continue
 				}
 				s.done(work, r, entries)
 			}
