@@ -20,7 +20,6 @@ import (
 	"github.com/nsman/nsman/internal/listpage"
 	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/record"
-	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 )
 
@@ -183,7 +182,7 @@ func (s *Sweeper) startWorkers(ctx, work context.Context, r *sweepRun) *queue {
 						})
 						continue
 					}
-					if d.Plan != nil && d.Plan.Step != decide.StepDeactivate && d.Plan.Policy.Action.Type == policy.ActionWebhook {
+					if d.Plan != nil && d.Plan.Step != decide.StepDeactivate && d.Plan.Policy.Action.Kind().Queues() {
 						q.hooks.put(hookJob{l: l, rec: rec, d: d})
 						continue
 					}
