@@ -34,7 +34,7 @@ func actionConstants(files []sourceFile) map[string]bool {
 				return true
 			}
 			for i, name := range spec.Names {
-				if i < len(spec.Values) && slices.Contains(policy.ActionTypes(), stringLit(spec.Values[i])) {
+				if i < len(spec.Values) && slices.Contains(policy.ActionTypes(), stringOfLit(spec.Values[i])) {
 					names[name.Name] = true
 				}
 			}
@@ -44,8 +44,8 @@ func actionConstants(files []sourceFile) map[string]bool {
 	return names
 }
 
-// stringLit is the value of a string literal, "" for any other expression.
-func stringLit(e ast.Expr) string {
+// stringOfLit is the value of a string literal, "" for any other expression.
+func stringOfLit(e ast.Expr) string {
 	lit, ok := ast.Unparen(e).(*ast.BasicLit)
 	if !ok || lit.Kind != token.STRING {
 		return ""
@@ -60,7 +60,7 @@ func stringLit(e ast.Expr) string {
 func namedActions(f *ast.File, constants map[string]bool) []string {
 	var found []string
 	named := func(e ast.Expr) {
-		if s := stringLit(e); slices.Contains(policy.ActionTypes(), s) {
+		if s := stringOfLit(e); slices.Contains(policy.ActionTypes(), s) {
 			found = append(found, fmt.Sprintf("%s: %q", fset.Position(e.Pos()), s))
 		}
 	}
