@@ -17,12 +17,17 @@ func (scaleDownAction) RemovesTarget() bool   { return false }
 func (scaleDownAction) Queues() bool          { return false }
 func (scaleDownAction) KeepsState() bool      { return false }
 func (scaleDownAction) Reclaims() bool        { return true }
-func (scaleDownAction) params() []actionParam { return []actionParam{selectorsParam} }
+func (scaleDownAction) params() []actionParam { return selectorParams }
+
+// selectorParams are what SCALE_DOWN and SLEEP read.
+var selectorParams = []actionParam{selectorsParam}
 
 // selectorsParam is params.selectors, the workloads SCALE_DOWN and SLEEP
 // pick (Action.Selectors).
-var selectorsParam = actionParam{name: "selectors", read: func(p *parser, params map[string]any, pp *field.Path, a *Action, _ bool) {
+var selectorsParam = actionParam{name: "selectors", read: func(strict bool, params map[string]any, pp *field.Path, a Action, _ bool) (Action, field.ErrorList) {
+	p := parser{strict: strict}
 	a.Selectors = p.selectors(params, pp)
+	return a, p.errs
 }}
 
 func (p *parser) selectors(params map[string]any, path *field.Path) []Selector {

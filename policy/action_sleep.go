@@ -13,4 +13,4 @@ func (sleepAction) RemovesTarget() bool   { return false }
 func (sleepAction) Queues() bool          { return false }
 func (sleepAction) KeepsState() bool      { return true }
 func (sleepAction) Reclaims() bool        { return true }
-func (sleepAction) params() []actionParam { return []actionParam{selectorsParam} }
+func (sleepAction) params() []actionParam { return selectorParams }

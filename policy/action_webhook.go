@@ -16,11 +16,16 @@ func (webhookAction) RemovesTarget() bool   { return false }
 func (webhookAction) Queues() bool          { return true }
 func (webhookAction) KeepsState() bool      { return false }
 func (webhookAction) Reclaims() bool        { return false }
-func (webhookAction) params() []actionParam { return []actionParam{urlParam} }
+func (webhookAction) params() []actionParam { return webhookParams }
+
+// webhookParams are what a WEBHOOK reads.
+var webhookParams = []actionParam{urlParam}
 
 // urlParam is params.url, where a WEBHOOK posts (Action.URL).
-var urlParam = actionParam{name: "url", read: func(p *parser, params map[string]any, pp *field.Path, a *Action, required bool) {
+var urlParam = actionParam{name: "url", read: func(strict bool, params map[string]any, pp *field.Path, a Action, required bool) (Action, field.ErrorList) {
+	p := parser{strict: strict}
 	a.URL = p.url(params, pp, required)
+	return a, p.errs
 }}
 
 // url reads params.url: an absolute http or https URL with a host and no

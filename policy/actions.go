@@ -45,11 +45,14 @@ var actionKinds = []ActionKind{deleteAction{}, scaleDownAction{}, webhookAction{
 // parameter it declares).
 var actionParams = []actionParam{urlParam, selectorsParam}
 
-// actionParam is one parameter of an action, read from params into a;
-// required when the action reads it (a WEBHOOK's url).
+// actionParam is one parameter of an action: read returns a with it read
+// from params, and what is wrong with it; required when the action reads
+// it (a WEBHOOK's url). It takes the parser's strict rather than the
+// parser, which a call through a func value would move to the heap at
+// every parse.
 type actionParam struct {
 	name string
-	read func(p *parser, params map[string]any, pp *field.Path, a *Action, required bool)
+	read func(strict bool, params map[string]any, pp *field.Path, a Action, required bool) (Action, field.ErrorList)
 }
 
 // ActionKindOf is the registered action of type typ; for a type none has,
@@ -96,15 +99,19 @@ func (unknownAction) KeepsState() bool      { return false }
 func (unknownAction) Reclaims() bool        { return false }
 func (unknownAction) params() []actionParam { return nil }
 
-// readAction reads into a the parameters of the action of type typ
-// (wrongType: its type was not a string), and, strict, checks the others.
-func (p *parser) readAction(a *Action, typ string, wrongType bool, params map[string]any, path *field.Path) {
+// readAction is a with the parameters its type reads (wrongType: the type
+// was not a string), the others checked when strict.
+func (p *parser) readAction(a Action, wrongType bool, params map[string]any, path *field.Path) Action {
+	typ := a.Type
 	pp := path.Child("params")
-	kind, known := ActionKindOf(typ), slices.Contains(ActionTypes(), typ)
+	kind := ActionKindOf(typ)
+	_, unknown := kind.(unknownAction)
 	switch {
-	case known:
+	case !unknown:
 		for _, param := range kind.params() {
-			param.read(p, params, pp, a, true)
+			var errs field.ErrorList
+			a, errs = param.read(p.strict, params, pp, a, true)
+			p.errs = append(p.errs, errs...)
 		}
 	case typ == "":
 		if !wrongType {
@@ -115,10 +122,21 @@ func (p *parser) readAction(a *Action, typ string, wrongType bool, params map[st
 	}
 	if p.strict {
 		for _, param := range actionParams {
-			if !slices.ContainsFunc(kind.params(), func(own actionParam) bool { return own.name == param.name }) {
-				var unused Action
-				param.read(p, params, pp, &unused, false)
+			if !reads(kind, param.name) {
+				_, errs := param.read(p.strict, params, pp, Action{}, false)
+				p.errs = append(p.errs, errs...)
 			}
 		}
 	}
+	return a
+}
+
+// reads reports whether an action of kind reads the parameter called name.
+func reads(kind ActionKind, name string) bool {
+	for _, own := range kind.params() {
+		if own.name == name {
+			return true
+		}
+	}
+	return false
 }

@@ -499,8 +499,7 @@ func (p *parser) action(obj map[string]any, path *field.Path) Action {
 	typ, wrongType := p.optionalStr(obj, "type", path)
 	a := Action{Type: typ}
 	params := p.object(obj, "params", path, false)
-	p.readAction(&a, typ, wrongType, params, path)
-	return a
+	return p.readAction(a, wrongType, params, path)
 }
 
 // ScaleKindName is what a selector's kind must look like when it is none of
