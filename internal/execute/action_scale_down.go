@@ -14,11 +14,10 @@ import (
 type scaleDownAction struct{ common }
 
 func (a scaleDownAction) apply(ctx context.Context, x *Executor, _ policy.Manager, _ record.Record, p *decide.Plan, _ *report.Reclaimed) (applied, error) {
-	t := p.Target
-	if t.Recreated {
-		return applied{effects: []string{"scale down in namespace " + t.Name + ": the namespace the claim was made for is gone; the new one of that name is left alone"}}, nil
+	if p.Target.Recreated {
+		return leftAlone("scale down", p.Target), nil
 	}
-	return a.scaleDown(ctx, x, t.Name, p.Policy.Action.Selectors)
+	return a.scaleDown(ctx, x, p.Target.Name, p.Policy.Action.Selectors)
 }
 
 // scaleDown puts every selected workload to sleep (see Sleep), one request

@@ -25,11 +25,10 @@ import (
 type sleepAction struct{ common }
 
 func (a sleepAction) apply(ctx context.Context, x *Executor, _ policy.Manager, _ record.Record, p *decide.Plan, _ *report.Reclaimed) (applied, error) {
-	t := p.Target
-	if t.Recreated {
-		return applied{effects: []string{"sleep or wake in namespace " + t.Name + ": the namespace the claim was made for is gone; the new one of that name is left alone"}}, nil
+	if p.Target.Recreated {
+		return leftAlone("sleep or wake", p.Target), nil
 	}
-	return a.sleep(ctx, x, t.Name, p.Policy.Action.Selectors, p.Wake, p.Resleep)
+	return a.sleep(ctx, x, p.Target.Name, p.Policy.Action.Selectors, p.Wake, p.Resleep)
 }
 
 // keep sets in o the state plan p leaves, its action done or failed with

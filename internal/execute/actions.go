@@ -74,6 +74,12 @@ func (common) failed(e report.Entry, _, _ *status.LastAction, _ error, _ time.Ti
 
 func (common) keep(*record.Outcome, *decide.Plan, error, time.Time) {}
 
+// leftAlone is what an action (what it does) on target t's workloads
+// does once the namespace its claim was made for is gone: nothing.
+func leftAlone(what string, t decide.Target) applied {
+	return applied{effects: []string{what + " in namespace " + t.Name + ": the namespace the claim was made for is gone; the new one of that name is left alone"}}
+}
+
 // unknownAction is a type no action has, which the parser refuses.
 type unknownAction struct {
 	common
