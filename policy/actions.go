@@ -78,6 +78,16 @@ func ActionTypes() []string {
 	return types
 }
 
+// ActionParams are the names of the parameters the actions read, in
+// actionParams' order: those the CRD declares under action.params.
+func ActionParams() []string {
+	names := make([]string, len(actionParams))
+	for i, p := range actionParams {
+		names[i] = p.name
+	}
+	return names
+}
+
 // StateKeepingAction is the type of the registered action that keeps a
 // state (see ActionKind.KeepsState), the one a record of a target asleep
 // is by; "" when none does.
