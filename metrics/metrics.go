@@ -10,6 +10,7 @@ import (
 	"maps"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,7 +35,7 @@ var metricStates = []report.State{
 }
 
 // metricActions are the action types nsman_actions always has series for.
-var metricActions = []string{policy.ActionDelete, policy.ActionScaleDown, policy.ActionWebhook, policy.ActionSleep}
+var metricActions = policy.ActionTypes()
 
 // actionResults are the values of nsman_actions's result label: an
 // action's Result, or planned (dry run) or deferred (over the cap, or a
@@ -48,7 +49,7 @@ var metricMethods = []string{"get", "post", "put", "patch", "delete"}
 
 // reclaimedActions are the action types the nsman_reclaimed_* counters
 // always have series for: those that free resources.
-var reclaimedActions = []string{policy.ActionDelete, policy.ActionScaleDown, policy.ActionSleep}
+var reclaimedActions = slices.DeleteFunc(policy.ActionTypes(), func(typ string) bool { return !policy.ActionKindOf(typ).Reclaims() })
 
 // reclaimedCounters are the counter families that total, over sweeps, what
 // actions freed (Entry.Reclaimed; see countsReclaimed), each with the
@@ -528,7 +529,7 @@ func sweepGauges(r report.Report) []prometheus.Collector {
 func asleep(r report.Report) int {
 	namespaces := map[string]bool{}
 	for _, e := range r.Entries {
-		if e.State == report.StateAsleep || e.State == report.StateFired && e.Action == policy.ActionSleep && !e.Woke {
+		if e.State == report.StateAsleep || e.State == report.StateFired && policy.ActionKindOf(e.Action).KeepsState() && !e.Woke {
 			namespaces[e.Target] = true
 		}
 	}

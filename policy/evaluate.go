@@ -167,7 +167,7 @@ func Evaluate(m Manager, in Input) Outcome {
 		state := PolicyState{Name: p.Name}
 		verdict := Wait
 		switch {
-		case p.Action.Type == ActionSleep:
+		case p.Action.Kind().KeepsState():
 			if sleeping == nil {
 				var done bool
 				if sleeping, done = evaluateSleep(&out, m, in); done {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"net/url"
 	"path"
 	"regexp"
 	"slices"
@@ -411,9 +410,9 @@ func (p *parser) policies(spec map[string]any, specPath *field.Path) []Policy {
 		pol.Condition = p.condition(p.object(obj, "condition", ip, true), ip.Child("condition"))
 		pol.Action = p.action(p.object(obj, "action", ip, true), ip.Child("action"))
 		pol.Windows = p.windows(obj, ip)
-		if pol.Action.Type == ActionSleep {
+		if never := pol.Action.Kind().NeverFinal(); never != "" {
 			if explicit, _ := obj["final"].(bool); explicit {
-				p.errs = append(p.errs, field.Invalid(ip.Child("final"), true, "a SLEEP policy is never final: it sleeps and wakes as its condition and windows say"))
+				p.errs = append(p.errs, field.Invalid(ip.Child("final"), true, "a "+pol.Action.Type+" policy is never final: "+never))
 			}
 			pol.Final = false
 		}
@@ -500,105 +499,7 @@ func (p *parser) action(obj map[string]any, path *field.Path) Action {
 	typ, wrongType := p.optionalStr(obj, "type", path)
 	a := Action{Type: typ}
 	params := p.object(obj, "params", path, false)
-	pp := path.Child("params")
-	switch a.Type {
-	case ActionDelete:
-	case ActionScaleDown, ActionSleep:
-		a.Selectors = p.selectors(params, pp)
-	case ActionWebhook:
-		a.URL = p.url(params, pp, true)
-	case "":
-		if !wrongType {
-			p.errs = append(p.errs, field.Required(path.Child("type"), ""))
-		}
-	default:
-		p.errs = append(p.errs, field.NotSupported(path.Child("type"), a.Type, []string{ActionDelete, ActionScaleDown, ActionWebhook, ActionSleep}))
-	}
-	if p.strict {
-		// The CRD checks every parameter it declares, used or not.
-		if a.Type != ActionWebhook {
-			p.url(params, pp, false)
-		}
-		if a.Type != ActionScaleDown && a.Type != ActionSleep {
-			p.selectors(params, pp)
-		}
-	}
-	return a
-}
-
-// url reads params.url: an absolute http or https URL with a host and no
-// credentials; required, a WEBHOOK's.
-func (p *parser) url(params map[string]any, pp *field.Path, required bool) string {
-	raw, wrongType := p.optionalStr(params, "url", pp)
-	up := pp.Child("url")
-	if wrongType {
-		return raw
-	}
-	if raw == "" {
-		if _, set := params["url"]; required || set {
-			p.errs = append(p.errs, field.Required(up, "WEBHOOK needs an absolute http or https url"))
-		}
-		return raw
-	}
-	if p.strict && len(raw) > maxURLLength {
-		p.errs = append(p.errs, field.TooLong(up, "", maxURLLength))
-		return raw
-	}
-	u, err := url.Parse(raw)
-	switch {
-	case err != nil:
-		p.errs = append(p.errs, field.Invalid(up, raw, err.Error()))
-	case u.Scheme != "http" && u.Scheme != "https":
-		p.errs = append(p.errs, field.Invalid(up, raw, "must be an absolute http or https url"))
-	case u.Host == "" || u.Hostname() == "":
-		p.errs = append(p.errs, field.Invalid(up, raw, "must name a host"))
-	case u.User != nil:
-		p.errs = append(p.errs, field.Invalid(up, raw, "must not carry credentials"))
-	}
-	return raw
-}
-
-func (p *parser) selectors(params map[string]any, path *field.Path) []Selector {
-	sp := path.Child("selectors")
-	raw, ok := params["selectors"]
-	if !ok || raw == nil {
-		return nil
-	}
-	list, ok := raw.([]any)
-	if !ok {
-		p.errs = append(p.errs, field.Invalid(sp, raw, "must be a list"))
-		return nil
-	}
-	p.tooMany(sp, len(list), maxSelectors)
-	out := make([]Selector, 0, len(list))
-	for i, item := range list {
-		ip := sp.Index(i)
-		obj, ok := item.(map[string]any)
-		if !ok {
-			p.errs = append(p.errs, field.Invalid(ip, item, "must be an object"))
-			continue
-		}
-		s := Selector{Labels: p.labels(obj, "labels", ip)}
-		kind, wrongType := p.optionalStr(obj, "kind", ip)
-		switch known := knownKind(kind); {
-		case known != "":
-			s.Kind = known
-		case kind == "":
-			if !wrongType {
-				p.errs = append(p.errs, field.Required(ip.Child("kind"), "Deployment, StatefulSet, CronJob, ScaledObject or a kind with a scale subresource"))
-			}
-		case !ScaleKindName.MatchString(kind):
-			p.errs = append(p.errs, field.Invalid(ip.Child("kind"), kind, "must be Deployment, StatefulSet, CronJob, ScaledObject or a kind with a scale subresource, as Kind or Kind.group"))
-		case knownKind(strings.TrimSuffix(kind, "s")) != "":
-			p.errs = append(p.errs, field.Invalid(ip.Child("kind"), kind, "must name the kind, not the resource: "+knownKind(strings.TrimSuffix(kind, "s"))))
-		case slices.Contains(unscalable, strings.ToLower(kind)):
-			p.errs = append(p.errs, field.Invalid(ip.Child("kind"), kind, "has no scale subresource: nsman cannot put it to sleep"))
-		default:
-			s.Kind = kind
-		}
-		out = append(out, s)
-	}
-	return out
+	return p.readAction(a, wrongType, params, path)
 }
 
 // ScaleKindName is what a selector's kind must look like when it is none of

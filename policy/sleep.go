@@ -20,7 +20,7 @@ const maxChained = 64
 func evaluateSleep(out *Outcome, m Manager, in Input) (states map[int]PolicyState, done bool) {
 	var order []int
 	for i, p := range m.Policies {
-		if p.Action.Type == ActionSleep {
+		if p.Action.Kind().KeepsState() {
 			order = append(order, i)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 
 	"github.com/nsman/nsman/internal/decide"
 	"github.com/nsman/nsman/internal/record"
-	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 )
 
@@ -41,7 +40,7 @@ func (r *sweepRun) carry(ctx context.Context, subj subject, d decide.Decision) (
 			subj.done(r.exec.CarryOut(ctx, subj.rec, d))
 		})
 		return true
-	case subj.hook != nil && d.Plan != nil && d.Plan.Step != decide.StepDeactivate && d.Plan.Policy.Action.Type == policy.ActionWebhook:
+	case subj.hook != nil && d.Plan != nil && d.Plan.Step != decide.StepDeactivate && d.Plan.Policy.Action.Kind().Queues():
 		subj.hook(d)
 	default:
 		subj.done(r.exec.CarryOut(ctx, subj.rec, d))

@@ -215,7 +215,7 @@ func (ru *ruleRun) stuck(ctx context.Context) []report.Entry {
 
 // deletes reports whether m has a DELETE policy.
 func deletes(m policy.Manager) bool {
-	return slices.ContainsFunc(m.Policies, func(p policy.Policy) bool { return p.Action.Type == policy.ActionDelete })
+	return slices.ContainsFunc(m.Policies, func(p policy.Policy) bool { return p.Action.Kind().RemovesTarget() })
 }
 
 // lostDelete reports whether a pair's record says a DELETE got no answer.
@@ -224,7 +224,7 @@ func lostDelete(raw string) bool {
 		return false
 	}
 	last := status.DecodePair(raw).LastAction
-	return last != nil && last.Uncertain && last.Action == policy.ActionDelete
+	return last != nil && last.Uncertain && policy.ActionKindOf(last.Action).RemovesTarget()
 }
 
 // pairWork is a pair with something to carry out.

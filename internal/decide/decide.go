@@ -258,7 +258,7 @@ func (ev *Evaluator) EvaluatePair(ctx context.Context, m policy.Manager, ns clus
 // no attempt before then, so a silent receiver costs a sweep nothing.
 func backOff(d Decision, stored status.Progress, spec string, now time.Time) Decision {
 	p := d.Plan
-	if p == nil || p.Step != StepAct || p.Policy.Action.Type != policy.ActionWebhook {
+	if p == nil || p.Step != StepAct || !p.Policy.Action.Kind().Queues() {
 		return d
 	}
 	until, failures := backingOff(stored, d.Manager, p.Policy.Name, spec, now)
@@ -316,7 +316,7 @@ func completeClaim(m policy.Manager, e report.Entry, c *status.Claim, t Target) 
 // failed without an answer, whose namespace went: the answer was lost.
 func confirmDelete(m policy.Manager, e report.Entry, stored status.Progress, spec string, t Target) (Decision, bool) {
 	last := stored.LastAction
-	if last == nil || !last.Uncertain || last.Action != policy.ActionDelete || !t.Going || !sameSpec(m, stored.ObservedGeneration, spec) {
+	if last == nil || !last.Uncertain || !policy.ActionKindOf(last.Action).RemovesTarget() || !t.Going || !sameSpec(m, stored.ObservedGeneration, spec) {
 		return Decision{}, false
 	}
 	i := policyIndex(m, last.Policy)
@@ -413,16 +413,16 @@ func (ev *Evaluator) waiting(ctx context.Context, m policy.Manager, e report.Ent
 // target asleep by a policy the manager no longer has wakes
 // (policy.Evaluate wakes it only by a SLEEP policy it has).
 func (ev *Evaluator) asleep(ctx context.Context, m policy.Manager, e report.Entry, t Target, by *status.Asleep, out policy.Outcome) Decision {
-	sleeping := slices.IndexFunc(m.Policies, func(p policy.Policy) bool { return p.Action.Type == policy.ActionSleep })
+	sleeping := slices.IndexFunc(m.Policies, keepsState)
 	waited := e
 	e.State, e.Message, e.Due = "", "", nil // for a plan
 	if sleeping < 0 {
-		gone := policy.Policy{Name: by.Policy, Action: policy.Action{Type: policy.ActionSleep}}
+		gone := policy.Policy{Name: by.Policy, Action: policy.Action{Type: policy.StateKeepingAction()}}
 		return planned(m, e, e.Conditions, Plan{Step: StepAct, Policy: gone, Reason: fmt.Sprintf("policy %q that put the namespace to sleep is gone: wake", by.Policy), Target: t, Wake: true})
 	}
 	for _, st := range out.Policies {
 		p := m.Policies[policyIndex(m, st.Name)]
-		if by.Partial && st.Holds && p.Action.Type == policy.ActionSleep {
+		if by.Partial && st.Holds && p.Action.Kind().KeepsState() {
 			d := planned(m, e, e.Conditions, Plan{Step: StepAct, Policy: p, Reason: fmt.Sprintf("%s; the last sleep failed part-way: the rest sleeps now", st.Detail), Target: t})
 			d.Checks = out.Checks
 			return d
@@ -441,8 +441,8 @@ func (ev *Evaluator) resleep(ctx context.Context, m policy.Manager, d Decision, 
 	// The policy it sleeps by, else (renamed, or now another action) the
 	// first SLEEP policy: never another action's.
 	i := policyIndex(m, by.Policy)
-	if i < 0 || m.Policies[i].Action.Type != policy.ActionSleep {
-		i = slices.IndexFunc(m.Policies, func(p policy.Policy) bool { return p.Action.Type == policy.ActionSleep })
+	if i < 0 || !m.Policies[i].Action.Kind().KeepsState() {
+		i = slices.IndexFunc(m.Policies, keepsState)
 	}
 	if i < 0 || ev.Awake == nil || ev.Frozen {
 		return d
@@ -513,6 +513,9 @@ func planned(m policy.Manager, e report.Entry, conds []report.Condition, p Plan)
 	e.Policy, e.Action, e.Conditions = p.Policy.Name, p.Policy.Action.Type, conds
 	return Decision{Manager: m, Entry: e, Plan: &p}
 }
+
+// keepsState reports whether p's action keeps a state (SLEEP's asleep).
+func keepsState(p policy.Policy) bool { return p.Action.Kind().KeepsState() }
 
 func policyIndex(m policy.Manager, name string) int {
 	return slices.IndexFunc(m.Policies, func(p policy.Policy) bool { return p.Name == name })
@@ -590,7 +593,7 @@ func (ev *Evaluator) deletedTerminating(ctx context.Context, m policy.Manager, e
 		return Decision{}, false
 	}
 	last := stored.LastAction
-	deleted := last != nil && last.Action == policy.ActionDelete && last.Result == report.ResultSucceeded && e.Target != m.Namespace
+	deleted := last != nil && policy.ActionKindOf(last.Action).RemovesTarget() && last.Result == report.ResultSucceeded && e.Target != m.Namespace
 	if !deleted && stored.Stuck == nil {
 		return Decision{}, false
 	}
@@ -641,7 +644,7 @@ func Failed(e report.Entry, err error) report.Entry {
 // ignored.
 func backingOff(p status.Progress, m policy.Manager, policyName, spec string, now time.Time) (time.Time, int) {
 	last := p.LastAction
-	if last == nil || last.Result != report.ResultFailed || last.Action != policy.ActionWebhook || last.Policy != policyName ||
+	if last == nil || last.Result != report.ResultFailed || !policy.ActionKindOf(last.Action).Queues() || last.Policy != policyName ||
 		last.NextAttempt == nil || !now.Before(*last.NextAttempt) || last.NextAttempt.After(now.Add(MaxWebhookBackoff+status.ClaimSkew)) ||
 		!sameSpec(m, p.ObservedGeneration, spec) {
 		return time.Time{}, 0

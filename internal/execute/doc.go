@@ -6,4 +6,6 @@
 // namespace allows), the notification, the record of the outcome and the
 // Events. It also holds nsman restore and the writes of nsman hold, nsman
 // wake and nsman touch. Every request goes through the Writer of package write.
+// Each action type is carried out by a home of its own (action_*.go),
+// behind the action interface and registered once (actions.go).
 package execute

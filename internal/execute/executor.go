@@ -3,17 +3,10 @@ package execute
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
-	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/decide"
@@ -99,8 +92,8 @@ func (x *Executor) CarryOut(ctx context.Context, rec record.Record, d decide.Dec
 	p, e := d.Plan, d.Entry
 	acted, recorded := false, true
 	var deferral error // the receiver, or the tenant's, timed out earlier in this sweep
-	if !d.Untouched && p != nil && p.Step == decide.StepAct && p.Policy.Action.Type == policy.ActionWebhook {
-		deferral = x.Writer.Silent(x.scope(d.Manager), p.Policy.Action.URL)
+	if !d.Untouched && p != nil && p.Step == decide.StepAct {
+		deferral = actionOf(p.Policy.Action.Type).deferral(x, d.Manager, p)
 	}
 	switch {
 	case d.Untouched:
@@ -144,8 +137,8 @@ func (x *Executor) WantsPlace(d decide.Decision) bool {
 	switch {
 	case x.MaxActions == 0 || d.Untouched || p == nil || p.Step == decide.StepDeactivate || p.Step == decide.StepConfirmDelete || x.Frozen || x.Stop.Err() != nil:
 		return false
-	case p.Step == decide.StepAct && p.Policy.Action.Type == policy.ActionWebhook:
-		return x.Writer.Silent(x.scope(d.Manager), p.Policy.Action.URL) == nil
+	case p.Step == decide.StepAct:
+		return actionOf(p.Policy.Action.Type).deferral(x, d.Manager, p) == nil
 	}
 	return true
 }
@@ -189,12 +182,12 @@ func (x *Executor) act(ctx context.Context, rec record.Record, d decide.Decision
 	// What a fresh DELETE frees is read before it, within bounds of its
 	// own: the action's deadline starts after, and an interrupt meanwhile
 	// keeps the DELETE from starting.
-	freed, unknown := x.freedByDelete(ctx, p)
+	freed, unknown := actionOf(p.Policy.Action.Type).before(ctx, x, p)
 	if x.Stop.Err() != nil {
 		return NotReached(e, "it acted"), false, true
 	}
 	deadline := time.Now().Add(x.ClaimTTL - claimMargin)
-	claimed := (p.Step != decide.StepAct || p.Policy.Action.Type != policy.ActionDelete) && !p.Resleep
+	claimed := (p.Step != decide.StepAct || !p.Policy.Action.Kind().RemovesTarget()) && !p.Resleep
 	if claimed {
 		if e, ok, recorded := x.claim(ctx, rec, p, e); !ok {
 			return e, false, recorded
@@ -227,7 +220,7 @@ func (x *Executor) act(ctx context.Context, rec record.Record, d decide.Decision
 	if !webhook.Deferred(err) {
 		defer x.Notify(ctx, d.Manager, p, e.Effects, e.Reclaimed, err, failedBefore(rec.Prior().Last, p))
 	}
-	if err == nil && p.Policy.Action.Type == policy.ActionDelete && p.Target.Home {
+	if err == nil && p.Policy.Action.Kind().RemovesTarget() && p.Target.Home {
 		// The record went with the namespace.
 		return x.succeeded(e, p), true, true
 	}
@@ -260,64 +253,35 @@ func (x *Executor) claim(ctx context.Context, rec record.Record, p *decide.Plan,
 
 // outcomeOf is the entry and the record of plan p's action, done or
 // failed with err at the sweep's time now, having ended at ended, prev
-// being the last action recorded before. A WEBHOOK that failed or was
-// deferred backs off (see decide.WebhookBackoff) from ended, so that a
-// delivery that outlasted its backoff (a sweep long on receivers) is not
-// due again at once, unless no receiver was tried for want of its
-// Service, for a cause that may pass.
+// being the last action recorded before. What a failure adds to the
+// record is the action's (see action.failed: a WEBHOOK backs off, a DELETE
+// without an answer is uncertain).
 func (x *Executor) outcomeOf(e report.Entry, p *decide.Plan, err error, now, ended time.Time, prev *status.LastAction) (report.Entry, record.Outcome) {
 	last := &status.LastAction{Policy: p.Policy.Name, Action: p.Policy.Action.Type, Result: report.ResultSucceeded, Message: status.Truncate(p.Reason, status.MaxMessage), Time: now.UTC(),
 		TargetUID: p.Target.UID}
 	if err != nil {
 		e = decide.Failed(e, err)
 		last.Result, last.Message = report.ResultFailed, status.Truncate(err.Error(), status.MaxMessage)
-		last.Uncertain = p.Policy.Action.Type == policy.ActionDelete && write.Uncertain(err)
 		last.Reclaimed = e.Reclaimed
-		if p.Policy.Action.Type == policy.ActionWebhook {
-			// A deferral backs off as the failures before it did, a failure
-			// one step further.
-			if prev != nil && prev.Result == report.ResultFailed && prev.Policy == p.Policy.Name && prev.Action == policy.ActionWebhook {
-				last.Failures = prev.Failures
-			}
-			if u, unread := errors.AsType[*unreadService](err); unread && !u.lasting {
-				// No receiver was tried: nothing to back off from.
-				return e, record.Outcome{Entry: e, Last: last}
-			}
-			last.Deferred = webhook.Deferred(err)
-			if !last.Deferred {
-				last.Failures++
-			}
-			last.NextAttempt = decide.TimePtr(ended.Add(decide.WebhookBackoff(last.Failures)).UTC())
-			e.Due = last.NextAttempt
-			if last.Deferred {
-				e.State = report.StateDeferred
-			}
-		}
+		e = actionOf(p.Policy.Action.Type).failed(e, last, prev, err, ended)
 		return e, record.Outcome{Entry: e, Last: last}
 	}
 	e = x.succeeded(e, p)
 	last.Reclaimed = e.Reclaimed
 	o := record.Outcome{Entry: e, Last: last, Done: p.Policy.Final}
-	if !p.Policy.Final && p.Policy.Action.Type != policy.ActionSleep {
+	if !p.Policy.Final && !p.Policy.Action.Kind().KeepsState() {
 		// A stage: recorded as fired, the subject left standing.
 		o.Stage = p.Policy.Name
 	}
 	return e, o
 }
 
-// slept sets in o the SLEEP state plan p leaves, its action done or failed
-// with err: awake after a wake; asleep after a sleep, part-way when it
-// failed (the next sweep puts the rest to sleep, or wakes what slept once
-// the policy stops holding). A wake that failed leaves the target asleep,
-// to be woken again.
+// slept sets in o the state plan p leaves, its action done or failed
+// with err (see action.keep): a target put back to sleep stays as it was
+// since it first slept.
 func slept(o *record.Outcome, p *decide.Plan, err error, now time.Time) {
-	switch {
-	case p.Policy.Action.Type != policy.ActionSleep, p.Resleep:
-		// A target put back to sleep stays asleep since it first was.
-	case p.Wake:
-		o.Woke = err == nil
-	default:
-		o.Asleep = &status.Asleep{Policy: p.Policy.Name, Since: now.UTC(), Partial: err != nil}
+	if !p.Resleep {
+		actionOf(p.Policy.Action.Type).keep(o, p, err, now)
 	}
 	o.Entry.Woke = p.Wake
 }
@@ -370,7 +334,7 @@ func failedBefore(last *status.LastAction, p *decide.Plan) bool {
 // each transition, the transition and the sweep that claimed it (this
 // one, or the one whose claim it completes).
 func (x *Executor) notificationKey(m policy.Manager, p *decide.Plan) string {
-	if p.Policy.Action.Type != policy.ActionSleep {
+	if !p.Policy.Action.Kind().KeepsState() {
 		return firingKey(m, p)
 	}
 	return fmt.Sprintf("%s/wake=%t/%s", firingKey(m, p), p.Wake, cmp.Or(p.ClaimedBy, x.SweepID))
@@ -400,281 +364,15 @@ type applied struct {
 	warnings []string
 }
 
-// apply performs plan p's action through the writer and returns what it
-// did (would do, dry). A fresh DELETE is made as listed (see write.AsListed),
-// after what it frees (freed, nil when unknown) was read.
+// apply performs plan p's action through its home (see action) and
+// returns what it did (would do, dry). A fresh DELETE is made as listed
+// (see write.AsListed), after what it frees (freed, nil when unknown) was
+// read.
 func (x *Executor) apply(ctx context.Context, m policy.Manager, rec record.Record, p *decide.Plan, freed *report.Reclaimed) (applied, error) {
-	t := p.Target
-	if (p.Wake || p.Resleep) && p.Policy.Action.Type != policy.ActionSleep {
+	if (p.Wake || p.Resleep) && !p.Policy.Action.Kind().KeepsState() {
 		return applied{}, fmt.Errorf("policy %q is a %s, not a SLEEP: no wake or sleep by it", p.Policy.Name, p.Policy.Action.Type)
 	}
-	switch p.Policy.Action.Type {
-	case policy.ActionDelete:
-		if p.Step == decide.StepAct {
-			unchanged := rec.Unchanged
-			if !m.Idles() {
-				unchanged = func(listed, now cluster.Namespace) bool {
-					return rec.Unchanged(listed.WithoutTouch(), now.WithoutTouch())
-				}
-			}
-			err := write.AsListed(ctx, t.Listed, x.Reads.NamespaceNow, unchanged, func(resourceVersion string) error {
-				return x.Writer.DeleteNamespace(ctx, t.Name, t.UID, resourceVersion)
-			})
-			if err != nil {
-				return applied{}, fmt.Errorf("delete namespace %s: %w", t.Name, err)
-			}
-			return applied{effects: []string{"delete namespace " + t.Name}, reclaimed: freed}, nil
-		}
-		effects, err := x.deleteClaimed(ctx, t)
-		return applied{effects: effects}, err
-	case policy.ActionScaleDown:
-		if t.Recreated {
-			return applied{effects: []string{"scale down in namespace " + t.Name + ": the namespace the claim was made for is gone; the new one of that name is left alone"}}, nil
-		}
-		return x.scaleDown(ctx, t.Name, p.Policy.Action.Selectors)
-	case policy.ActionSleep:
-		if t.Recreated {
-			return applied{effects: []string{"sleep or wake in namespace " + t.Name + ": the namespace the claim was made for is gone; the new one of that name is left alone"}}, nil
-		}
-		return x.sleep(ctx, t.Name, p.Policy.Action.Selectors, p.Wake, p.Resleep)
-	case policy.ActionWebhook:
-		effects, err := x.post(ctx, m, p, t)
-		return applied{effects: effects}, err
-	}
-	return applied{}, fmt.Errorf("unknown action %q", p.Policy.Action.Type)
-}
-
-// freedByDelete is what plan p's fresh DELETE will free, read before it;
-// nil for any other plan and with --reclaim=false. When reading it fails
-// or takes too long (see probe.Reclaim.Namespace), the error says why: the
-// DELETE goes ahead, what it freed unknown.
-func (x *Executor) freedByDelete(ctx context.Context, p *decide.Plan) (*report.Reclaimed, error) {
-	if x.SkipReclaim || p.Step != decide.StepAct || p.Policy.Action.Type != policy.ActionDelete {
-		return nil, nil
-	}
-	freed, err := x.Reclaim.Namespace(ctx, p.Target.Name)
-	if err != nil {
-		x.Log.Warn("what the DELETE frees is not known", "namespace", p.Target.Name, "error", err.Error())
-		return nil, err
-	}
-	return &freed, nil
-}
-
-// post sends plan p's webhook of manager m about namespace t, as the trust
-// of m's namespace allows (see route). What a tenant reads of a failure is
-// webhook.Summary; the whole error goes to nsman's log.
-func (x *Executor) post(ctx context.Context, m policy.Manager, p *decide.Plan, t decide.Target) ([]string, error) {
-	route, err := x.route(ctx, m, p.Policy.Action.URL)
-	if err != nil {
-		return nil, err
-	}
-	body, err := webhook.Body(m.Namespace, m.Name, p.Policy.Raw, t.Name)
-	if err != nil {
-		return nil, err
-	}
-	key := firingKey(m, p)
-	d, err := x.Writer.Deliver(ctx, route, p.Policy.Action.URL, body, key)
-	switch {
-	case err == nil:
-	case webhook.Deferred(err):
-		return nil, err
-	case route.Tenant || m.Rule != nil:
-		// A tenant reads a manager's record; a rule's record of a
-		// namespace is on that namespace, for its tenant to read.
-		x.Log.Warn("webhook not delivered", "manager", m.Namespace+"/"+m.Name, "namespace", t.Name, "policy", p.Policy.Name, "error", err.Error())
-		return nil, tenantError{summary: webhook.Summary(d, err), err: err}
-	default:
-		return nil, err
-	}
-	// By origin: a URL's path or query may be a credential.
-	return []string{fmt.Sprintf("POST %s (Idempotency-Key %s)", origin(p.Policy.Action.URL), key)}, nil
-}
-
-// origin is how a webhook's URL is shown: its scheme and host.
-func origin(rawURL string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return "(a URL that does not parse)"
-	}
-	return webhook.Origin(u)
-}
-
-// tenantError is a failed delivery as a tenant reads it (summary), which
-// still tells whether it was deferred (err).
-type tenantError struct {
-	summary string
-	err     error
-}
-
-func (e tenantError) Error() string { return e.summary }
-func (e tenantError) Unwrap() error { return e.err }
-
-// deleteClaimed deletes, for an expired claim, the namespace it was made
-// for, by UID; one going or gone needs nothing, one recreated since is
-// left alone. A 409 is read again: a webhook may refuse with one too.
-func (x *Executor) deleteClaimed(ctx context.Context, t decide.Target) ([]string, error) {
-	effect := "delete namespace " + t.Name
-	if t.Going {
-		return []string{effect + " (already being deleted)"}, nil
-	}
-	err := x.Writer.DeleteNamespace(ctx, t.Name, t.UID, "")
-	if apierrors.IsConflict(err) {
-		if now, exists, rerr := x.Reads.NamespaceNow(ctx, t.Name); rerr == nil && (!exists || now.UID != t.UID) {
-			return []string{effect + " (already gone; a new namespace of that name is left alone)"}, nil
-		}
-	}
-	switch {
-	case apierrors.IsNotFound(err):
-		return []string{effect + " (already gone)"}, nil
-	case err != nil:
-		return nil, fmt.Errorf("delete namespace %s: %w", t.Name, err)
-	}
-	return []string{effect}, nil
-}
-
-// scaleDown puts every selected workload to sleep (see Sleep), one request
-// each, and sums what the workloads scaled free (with --reclaim). The
-// selectors' kinds are resolved first: one the cluster does not serve
-// fails the action before anything is written.
-func (x *Executor) scaleDown(ctx context.Context, namespace string, selectors []policy.Selector) (applied, error) {
-	selections, err := x.Kinds.Resolve(x.Reads.Clients.Kube, selectors)
-	if err != nil {
-		return applied{}, fmt.Errorf("scale down in namespace %s: %w", namespace, err)
-	}
-	return x.putToSleep(ctx, namespace, selections, false, false)
-}
-
-// sleep puts the workloads a SLEEP policy selects to sleep, or wakes them:
-// with no selectors, those of every kind nsman puts to sleep (Kinds.All)
-// that its RBAC lets it list and patch. Of those, the API groups whose
-// discovery failed and a workload whose sleep was refused (403) are
-// warnings of the entry, not a failure: the rest slept or woke. Resleep:
-// they are put back to sleep, at most MaxResleep of them.
-func (x *Executor) sleep(ctx context.Context, namespace string, selectors []policy.Selector, wake, resleep bool) (applied, error) {
-	verb := map[bool]string{false: "sleep", true: "wake"}[wake]
-	every := len(selectors) == 0
-	var selections []probe.Selection
-	var unavailable []string
-	var err error
-	if every {
-		selections, unavailable, err = x.Kinds.All(ctx, x.Reads.Clients.Kube)
-	} else if selections, err = x.Kinds.Resolve(x.Reads.Clients.Kube, selectors); err != nil {
-		return applied{}, fmt.Errorf("%s in namespace %s: %w", verb, namespace, err)
-	}
-	var did applied
-	var actErr error
-	if !wake {
-		did, actErr = x.putToSleep(ctx, namespace, selections, every, resleep)
-	} else {
-		// A wake writes only to workloads nsman put to sleep (they carry its
-		// record): one refused is a failure, woken again at the next sweep.
-		var skipped []string
-		did.effects, skipped, actErr = EachKind(ctx, x.Reads.Clients, namespace, selections, every, func(kind probe.Kind, w *Workload) (string, error) {
-			return Wake(ctx, x.Reads.Clients, x.Writer, kind, w)
-		})
-		deny(x.Kinds, skipped)
-	}
-	if len(unavailable) > 0 {
-		did.warnings = append([]string{fmt.Sprintf("discovery failed for API group(s) %s: their kinds were neither put to sleep nor woken", strings.Join(unavailable, ", "))},
-			did.warnings...)
-	}
-	return did, errors.Join(err, actErr)
-}
-
-// putToSleep puts selections' workloads to sleep (see Sleep) and sums what
-// they free; optional: as EachKind's, and a workload of a kind found whose
-// change is refused is a warning. A workload scaled whose template was not
-// read (larger than MaxRequestsBytes) says so in its effect. Resleep: back
-// to sleep, each awake one as the namespace's MaxResleep of the sweep allow
-// (see resleeps.take), from a point that moves each minute (see
-// resleepStart), the rest counted and left to the next sweeps.
-func (x *Executor) putToSleep(ctx context.Context, namespace string, selections []probe.Selection, optional, resleep bool) (applied, error) {
-	var freed report.Reclaimed
-	var refused refusals
-	slept := 0
-	sleep := func(kind probe.Kind, w *Workload) (string, error) {
-		effect, from, err := Sleep(ctx, x.Reads.Clients, x.Writer, kind, w)
-		if from != nil { // a CronJob or ScaledObject has no spec.template: it frees nothing counted
-			slept++
-			frees, counted := from.Frees()
-			freed.Add(frees)
-			if !counted && kind.Way == probe.WayReplicas && !x.SkipReclaim {
-				effect += fmt.Sprintf("; its requests not counted: %d bytes as listed, more than the %d read for them", from.Requests.Uncounted, MaxRequestsBytes)
-			}
-		}
-		return effect, refused.keep(optional, kind, w, err)
-	}
-	var woken []listedWorkload
-	left, others := 0, 0
-	effects, skipped, err := EachKind(ctx, x.Reads.Clients, namespace, selections, optional, func(kind probe.Kind, w *Workload) (string, error) {
-		switch {
-		case !resleep || !awake(kind, w):
-			return sleep(kind, w)
-		case len(woken) == maxWoken:
-			left++
-		default:
-			woken = append(woken, listedWorkload{kind: kind, w: w})
-		}
-		return "", nil
-	})
-	deny(x.Kinds, skipped)
-	errs := []error{err}
-	start := resleepStart(x.Now, len(woken))
-	for _, o := range slices.Concat(woken[start:], woken[:start]) {
-		switch ok, other := x.resleeps.take(namespace, o.kind, o.w.Object.GetName()); {
-		case other:
-			others++
-			continue
-		case !ok:
-			left++
-			continue
-		}
-		effect, err := sleep(o.kind, o.w)
-		errs = append(errs, err)
-		if effect != "" {
-			effects = append(effects, effect)
-		}
-	}
-	if left > 0 {
-		effects = append(effects, leftAwake(left))
-	}
-	out := applied{effects: effects, slept: slept, left: left, others: others, warnings: refused.warnings()}
-	if !x.SkipReclaim {
-		out.reclaimed = &freed
-	}
-	return out, errors.Join(errs...)
-}
-
-// refusals are the workloads of kinds found by discovery whose change the
-// API server refused (403) though the kind's access review allowed it (an
-// admission policy or webhook) or failed: EachKind calls its change one
-// workload after the other, so they need no lock.
-type refusals []string
-
-// keep returns err, or nil after keeping w when err refused the change of
-// an optional workload of a kind found.
-func (r *refusals) keep(optional bool, kind probe.Kind, w *Workload, err error) error {
-	if !optional || !kind.Found || !apierrors.IsForbidden(err) {
-		return err
-	}
-	*r = append(*r, kind.Name+"/"+w.Object.GetName())
-	return nil
-}
-
-// warnings is what the entry says of r: one line, at most ten named.
-func (r refusals) warnings() []string {
-	if len(r) == 0 {
-		return nil
-	}
-	return []string{fmt.Sprintf("refused (403), left as they were: %s", tell.FirstTen(r))}
-}
-
-// deny drops the kinds of skipped, which nsman may not list, from the
-// sweep's kinds.
-func deny(kinds *probe.Kinds, skipped []string) {
-	for _, r := range skipped {
-		kinds.Deny(schema.ParseGroupResource(r))
-	}
+	return actionOf(p.Policy.Action.Type).apply(ctx, x, m, rec, p, freed)
 }
 
 // Notify sends the notification of the outcome of plan p's action, when
