@@ -58,3 +58,12 @@ func (suspend) Verb() string          { return "suspend" }
 // FreesPods: a CronJob has no spec.template, and its Jobs' pods are its
 // own: suspending it frees nothing counted.
 func (suspend) FreesPods() bool { return false }
+
+func (suspend) Doc() Doc {
+	return Doc{
+		Kinds:  "CronJob",
+		Asleep: "`spec.suspend: true` (no new Job; one running already runs on)",
+		Record: "`" + status.SuspendAnnotation + `: "false"` + "`",
+		Woken:  "resumed; one suspended before the sleep is never touched, and stays suspended",
+	}
+}

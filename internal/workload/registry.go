@@ -1,6 +1,10 @@
 package workload
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
 
 // known are the kinds nsman reads and writes without discovery, each
 // registered once, in policy.KnownKinds' order: the order a sweep lists
@@ -16,16 +20,6 @@ var Scale = Replicas
 
 // Kinds are the known kinds, in their order.
 func Kinds() []Known { return slices.Clone(known) }
-
-// Lookup is the known kind named name (as policy.KnownKinds spells it),
-// and whether there is one.
-func Lookup(name string) (Known, bool) {
-	i := slices.IndexFunc(known, func(k Known) bool { return k.Name == name })
-	if i < 0 {
-		return Known{}, false
-	}
-	return known[i], true
-}
 
 // Permissions are what the registered kinds need: to list and patch each
 // (a workload that changed meanwhile is read again with a list by name).
@@ -44,7 +38,7 @@ func Permissions() []Permission {
 // each.
 func Annotations() []string {
 	var out []string
-	for _, w := range append(ways(), Scale) {
+	for _, w := range ways() {
 		for _, a := range w.Annotations() {
 			if !slices.Contains(out, a) {
 				out = append(out, a)
@@ -54,13 +48,27 @@ func Annotations() []string {
 	return out
 }
 
-// ways are the known kinds' ways.
+// ways are the registered ways, once each: Scale's, then the known
+// kinds' in their order.
 func ways() []Way {
-	out := make([]Way, len(known))
-	for i, k := range known {
-		out[i] = k.Way
+	out := []Way{Scale}
+	for _, k := range known {
+		if !slices.Contains(out, k.Way) {
+			out = append(out, k.Way)
+		}
 	}
 	return out
+}
+
+// Table is docs/sleep.md's table of kinds: a row per way.
+func Table() string {
+	var b strings.Builder
+	b.WriteString("| kind | asleep | its record (on the workload) | woken |\n| --- | --- | --- | --- |\n")
+	for _, w := range ways() {
+		d := w.Doc()
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", d.Kinds, d.Asleep, d.Record, d.Woken)
+	}
+	return b.String()
 }
 
 // dropRecord is the metadata of a patch that removes annotation key.

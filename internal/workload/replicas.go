@@ -76,6 +76,15 @@ func (replicas) Annotations() []string { return []string{status.ReplicasAnnotati
 func (replicas) Verb() string          { return "scale" }
 func (replicas) FreesPods() bool       { return true }
 
+func (replicas) Doc() Doc {
+	return Doc{
+		Kinds:  "Deployment, StatefulSet, Argo Rollout, any kind with a scale subresource",
+		Asleep: "`spec.replicas: 0`",
+		Record: "`" + status.ReplicasAnnotation + "`: the count it had",
+		Woken:  "the count back",
+	}
+}
+
 // SpecReplicas is spec.replicas, which defaults to 1 when unset.
 func SpecReplicas(w *unstructured.Unstructured) int64 {
 	n, found, err := unstructured.NestedInt64(w.Object, "spec", "replicas")

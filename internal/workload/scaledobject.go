@@ -74,3 +74,12 @@ func (pause) Verb() string { return "pause" }
 // FreesPods: KEDA scales the ScaledObject's target, a kind of its own;
 // pausing it frees nothing counted.
 func (pause) FreesPods() bool { return false }
+
+func (pause) Doc() Doc {
+	return Doc{
+		Kinds:  "KEDA ScaledObject",
+		Asleep: "`" + status.KedaPausedReplicas + `: "0"` + "`",
+		Record: "`" + status.PausedReplicasAnnotation + "`: the pause it had, `\"\"` for none",
+		Woken:  "the earlier pause back, or none",
+	}
+}

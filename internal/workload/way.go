@@ -37,6 +37,15 @@ type Way interface {
 	// FreesPods reports whether its sleep scales its pods to zero, so
 	// that what it frees is replicas × its pod template's requests.
 	FreesPods() bool
+	// Doc is its row of docs/sleep.md's table of kinds (Table).
+	Doc() Doc
+}
+
+// Doc is how docs/sleep.md tells a way, in Markdown: the kinds that sleep
+// so, what asleep is, the record kept on the workload, and what a wake
+// brings back.
+type Doc struct {
+	Kinds, Asleep, Record, Woken string
 }
 
 // Spec is what the ways read of a workload's spec, decoded no further: a
