@@ -16,6 +16,9 @@ var cronJob = Known{
 	Way: suspend{}, Why: "SCALE_DOWN and restore: CronJobs suspended",
 }
 
+// suspendField is spec.suspend in fieldsV1 keys, made once.
+var suspendField = []string{"f:spec", "f:suspend"}
+
 // suspend is a CronJob's way. One suspended before is not written to, and
 // stays so.
 type suspend struct{}
@@ -51,7 +54,7 @@ func (suspend) Awake(spec *Spec, _ map[string]string) bool {
 }
 
 func (suspend) Record() string        { return status.SuspendAnnotation }
-func (suspend) AwakeField() []string  { return []string{"f:spec", "f:suspend"} }
+func (suspend) AwakeField() []string  { return suspendField }
 func (suspend) Annotations() []string { return []string{status.SuspendAnnotation} }
 func (suspend) Verb() string          { return "suspend" }
 

@@ -71,7 +71,7 @@ func (replicas) Awake(spec *Spec, _ map[string]string) bool {
 }
 
 func (replicas) Record() string        { return status.ReplicasAnnotation }
-func (replicas) AwakeField() []string  { return []string{"f:spec", "f:replicas"} }
+func (replicas) AwakeField() []string  { return replicasField }
 func (replicas) Annotations() []string { return []string{status.ReplicasAnnotation} }
 func (replicas) Verb() string          { return "scale" }
 func (replicas) FreesPods() bool       { return true }
@@ -84,6 +84,10 @@ func (replicas) Doc() Doc {
 		Woken:  "the count back",
 	}
 }
+
+// replicasField is spec.replicas in fieldsV1 keys, made once: a sweep while
+// asleep asks it of every workload awake.
+var replicasField = []string{"f:spec", "f:replicas"}
 
 // SpecReplicas is spec.replicas, which defaults to 1 when unset.
 func SpecReplicas(w *unstructured.Unstructured) int64 {

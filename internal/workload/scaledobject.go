@@ -18,6 +18,9 @@ var scaledObject = Known{
 	Way: pause{}, Why: "SCALE_DOWN and restore: KEDA ScaledObjects paused at zero",
 }
 
+// pauseField is KEDA's annotation in fieldsV1 keys, made once.
+var pauseField = []string{"f:metadata", "f:annotations", "f:" + status.KedaPausedReplicas}
+
 // pause is a ScaledObject's way, through KEDA's annotation
 // status.KedaPausedReplicas.
 type pause struct{}
@@ -62,10 +65,8 @@ func (pause) Awake(_ *Spec, annotations map[string]string) bool {
 	return annotations[status.KedaPausedReplicas] != "0"
 }
 
-func (pause) Record() string { return status.PausedReplicasAnnotation }
-func (pause) AwakeField() []string {
-	return []string{"f:metadata", "f:annotations", "f:" + status.KedaPausedReplicas}
-}
+func (pause) Record() string       { return status.PausedReplicasAnnotation }
+func (pause) AwakeField() []string { return pauseField }
 func (pause) Annotations() []string {
 	return []string{status.PausedReplicasAnnotation, status.KedaPausedReplicas}
 }

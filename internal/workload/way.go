@@ -26,7 +26,8 @@ type Way interface {
 	// that carries it was woken by someone since.
 	Record() string
 	// AwakeField is the path, in fieldsV1 keys, of the field that keeps
-	// a workload awake: the field manager that set it last woke it.
+	// a workload awake: the field manager that set it last woke it. The
+	// caller does not change it.
 	AwakeField() []string
 	// Annotations are the annotations its sleep and wake read (its
 	// record, and the state held in an annotation), each bounded in bytes
