@@ -138,9 +138,10 @@ test-long: control-plane ## Long variants, not in make test: each fuzz target fo
 	NSMAN_LONG=1 go test -count=1 -timeout 60m -v ./test/robust/ ./test/compat/ | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|figures:'
 
 .PHONY: docs
-docs: ## Regenerate the flags reference in docs/flags.md from the commands and the CRD reference in docs/reference.md from deploy/base/crd.yaml
+docs: ## Regenerate the flags reference in docs/flags.md from the commands, the CRD reference in docs/reference.md from deploy/base/crd.yaml and the table of kinds in docs/sleep.md from internal/workload
 	go test ./cmd -run '^TestFlagsReferenceUpToDate$$' -update
 	go test ./internal/crdref -run '^TestReferenceUpToDate$$' -update
+	go test ./internal/workload -run '^TestSleepDocUpToDate$$' -update
 
 .PHONY: bench
 bench: control-plane ## Benchmarks: Go benchmarks of the unit packages, then 1,000 and 10,000 managers, a rule over 10,000 namespaces, 1,000 managers half IDLE, a hostile tenant, a tenant's fat workloads under SLEEP and SCALE_DOWN, and a SLEEP rule over 1,000 namespaces of 3 workloads on a real API server; writes BENCHMARKS.md, naming the commit measured (refuses a tree with uncommitted changes or untracked files, unless NSMAN_BENCH_ALLOW_MODIFIED=1)

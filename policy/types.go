@@ -36,20 +36,6 @@ const (
 	ActionSleep = "SLEEP"
 )
 
-// Workload kinds a SCALE_DOWN or SLEEP selector names in any letter case, each
-// written to in its own way (scaled, suspended, paused). A selector may
-// also name any other kind with a scale subresource, as Kind or
-// Kind.group, which the cluster's discovery resolves when the action runs.
-const (
-	KindDeployment   = "Deployment"
-	KindStatefulSet  = "StatefulSet"
-	KindCronJob      = "CronJob"
-	KindScaledObject = "ScaledObject"
-)
-
-// KnownKinds are the kinds a selector names without discovery.
-var KnownKinds = []string{KindDeployment, KindStatefulSet, KindCronJob, KindScaledObject}
-
 // Defaults of the original operator, and nsman's minChecks.
 const (
 	DefaultTTL          = 1800 * time.Second

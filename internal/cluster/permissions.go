@@ -1,6 +1,11 @@
 package cluster
 
-import "github.com/nsman/nsman/policy"
+import (
+	"slices"
+
+	"github.com/nsman/nsman/internal/workload"
+	"github.com/nsman/nsman/policy"
+)
 
 // Permission is one verb on one resource that a sweep uses, cluster-wide.
 type Permission struct {
@@ -28,7 +33,7 @@ func (p Permission) String() string {
 // Permissions is every permission a sweep uses, and so what deploy/base's
 // and the chart's ClusterRole grant (the RBAC integration test proves both
 // ways).
-var Permissions = []Permission{
+var Permissions = slices.Concat([]Permission{
 	{Verb: "list", Group: policy.Group, Resource: "namespacemanagers", Why: "list the managers"},
 	{Verb: "patch", Group: policy.Group, Resource: "namespacemanagers", Why: "set spec.deactivated; under the original CRD, claims and status"},
 	{Verb: "patch", Group: policy.Group, Resource: "namespacemanagers", Subresource: "status", Why: "claims and outcomes under nsman's CRD"},
@@ -41,16 +46,17 @@ var Permissions = []Permission{
 	{Verb: "list", Group: "discovery.k8s.io", Resource: "endpointslices", Why: "a tenant's WEBHOOK to a Service of its own namespace: the endpoints of its Pods"},
 	{Verb: "list", Group: "batch", Resource: "jobs", Why: "PODS_SUCCEED and PODS_FAILED: Jobs that hold the check; IDLE: Jobs created"},
 	{Verb: "create", Group: "events.k8s.io", Resource: "events", Why: "Events on managers"},
-	{Verb: "list", Group: "apps", Resource: "deployments", Why: "SCALE_DOWN and restore"},
-	{Verb: "patch", Group: "apps", Resource: "deployments", Why: "SCALE_DOWN and restore"},
-	{Verb: "list", Group: "apps", Resource: "statefulsets", Why: "SCALE_DOWN and restore"},
-	{Verb: "patch", Group: "apps", Resource: "statefulsets", Why: "SCALE_DOWN and restore"},
-	{Verb: "list", Group: "batch", Resource: "cronjobs", Why: "SCALE_DOWN and restore: CronJobs suspended"},
-	{Verb: "patch", Group: "batch", Resource: "cronjobs", Why: "SCALE_DOWN and restore: CronJobs suspended"},
-	{Verb: "list", Group: "keda.sh", Resource: "scaledobjects", Why: "SCALE_DOWN and restore: KEDA ScaledObjects paused at zero"},
-	{Verb: "patch", Group: "keda.sh", Resource: "scaledobjects", Why: "SCALE_DOWN and restore: KEDA ScaledObjects paused at zero"},
-	{Verb: "list", Group: "argoproj.io", Resource: "rollouts", Why: "SCALE_DOWN and restore: Argo Rollouts scaled to zero"},
-	{Verb: "patch", Group: "argoproj.io", Resource: "rollouts", Why: "SCALE_DOWN and restore: Argo Rollouts scaled to zero"},
+}, kindPermissions(), []Permission{
 	{Verb: "list", Group: "apps", Resource: "replicasets", Why: "IDLE: ReplicaSets created (a Deployment rolled out)"},
 	{Verb: "list", Group: "apps", Resource: "controllerrevisions", Why: "IDLE: ControllerRevisions created (a StatefulSet or DaemonSet rolled out)"},
+})
+
+// kindPermissions are what the workload kinds nsman puts to sleep need,
+// as internal/workload registers them.
+func kindPermissions() []Permission {
+	var out []Permission
+	for _, p := range workload.Permissions() {
+		out = append(out, Permission{Verb: p.Verb, Group: p.Group, Resource: p.Resource, Why: p.Why})
+	}
+	return out
 }

@@ -98,7 +98,7 @@ func putToSleep(ctx context.Context, x *Executor, namespace string, selections [
 			slept++
 			frees, counted := from.Frees()
 			freed.Add(frees)
-			if !counted && kind.Way == probe.WayReplicas && !x.SkipReclaim {
+			if !counted && kind.Way.FreesPods() && !x.SkipReclaim {
 				effect += fmt.Sprintf("; its requests not counted: %d bytes as listed, more than the %d read for them", from.Requests.Uncounted, MaxRequestsBytes)
 			}
 		}

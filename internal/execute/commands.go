@@ -39,12 +39,12 @@ func Restore(ctx context.Context, clients cluster.Clients, namespace string, dry
 	return effects, skipped, errors.Join(discoveryErr, err)
 }
 
-// Wake wakes workload listed of kind through w, as its record says (see way):
+// Wake wakes workload listed of kind through w, as its record says (see workload.Way):
 // its return is what it did, or would do in a dry run.
 func Wake(ctx context.Context, clients cluster.Clients, w write.Writer, kind probe.Kind, listed *Workload) (string, error) {
 	id := kind.Name + "/" + listed.Object.GetName()
 	effect, err := ChangeWorkload(ctx, clients, w, kind, listed, func(obj *Workload) (map[string]any, string, error) {
-		patch, effect, err := ways[kind.Way].wake(id, obj.Object)
+		patch, effect, err := kind.Way.Wake(id, obj.Object)
 		if err != nil {
 			return nil, "", err
 		}

@@ -146,6 +146,6 @@ func leftAwake(n int) string {
 
 // awake reports whether Sleep would write to w, of kind, as listed.
 func awake(kind probe.Kind, w *Workload) bool {
-	patch, _ := ways[kind.Way].sleep("", w.Object)
+	patch, _ := kind.Way.Sleep("", w.Object)
 	return patch != nil && w.Object.GetLabels()[status.KeepAwakeLabel] != "true"
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/internal/workload"
 	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/report"
 )
@@ -158,7 +159,7 @@ const maxKeptValue = 256
 type Workload struct {
 	// Object holds its name, namespace and resourceVersion, the labels
 	// keptLabels, the annotations keptAnnotations, spec.replicas and
-	// spec.suspend: what the ways read (see way).
+	// spec.suspend: what the kinds' ways read (see workload.Way).
 	Object *unstructured.Unstructured
 	// Requests is what one pod of its template requests.
 	Requests PodRequests
@@ -201,10 +202,8 @@ type WorkloadFields struct {
 			Controller *bool `json:"controller"`
 		} `json:"ownerReferences"`
 	} `json:"metadata"`
-	Spec struct {
-		Replicas *int64 `json:"replicas,omitempty"`
-		Suspend  *bool  `json:"suspend,omitempty"`
-	} `json:"spec"`
+	// Spec is what the kinds' ways read of a workload's spec.
+	Spec workload.Spec `json:"spec"`
 	// Requests is summed from spec.template.spec as it is decoded: the
 	// containers are not kept.
 	Requests PodRequests `json:"-"`
@@ -238,9 +237,9 @@ func (f *WorkloadFields) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// keptAnnotations are the annotations a sleep or a wake reads.
-var keptAnnotations = []string{status.ReplicasAnnotation, status.SuspendAnnotation, status.PausedReplicasAnnotation, status.KedaPausedReplicas,
-	status.FluxReconcileAnnotation, status.ReconcileAnnotation}
+// keptAnnotations are the annotations a sleep or a wake reads: the kinds'
+// ways' and Flux's.
+var keptAnnotations = append(workload.Annotations(), status.FluxReconcileAnnotation, status.ReconcileAnnotation)
 
 // keptLabels are the labels a sleep or a wake reads.
 var keptLabels = []string{status.KeepAwakeLabel, status.FluxNameLabel}
@@ -362,16 +361,10 @@ func reread(ctx context.Context, clients cluster.Clients, kind probe.Kind, obj *
 }
 
 // SpecReplicas is spec.replicas, which defaults to 1 when unset.
-func SpecReplicas(w *unstructured.Unstructured) int64 {
-	n, found, err := unstructured.NestedInt64(w.Object, "spec", "replicas")
-	if err != nil || !found {
-		return 1
-	}
-	return n
-}
+func SpecReplicas(w *unstructured.Unstructured) int64 { return workload.SpecReplicas(w) }
 
 // Sleep puts one workload of kind to sleep, through wr, in one request that
-// records what it undoes (see way). A workload asleep already, or labelled
+// records what it undoes (see workload.Way). A workload asleep already, or labelled
 // KeepAwakeLabel, is not written to.
 //
 // It returns the workload as it was before, nil when it was not written to.
@@ -383,12 +376,12 @@ func Sleep(ctx context.Context, clients cluster.Clients, wr write.Writer, kind p
 	}
 	var from *Workload
 	effect, err := ChangeWorkload(ctx, clients, wr, kind, listed, func(w *Workload) (map[string]any, string, error) {
-		patch, effect := ways[kind.Way].sleep(id, w.Object)
+		patch, effect := kind.Way.Sleep(id, w.Object)
 		from = w
 		return fluxOff(patch, effect, w.Object)
 	})
 	if err != nil {
-		return "", nil, fmt.Errorf("%s %s %s/%s: %w", sleepVerb(kind), kind.Name, w.GetNamespace(), w.GetName(), err)
+		return "", nil, fmt.Errorf("%s %s %s/%s: %w", kind.Way.Verb(), kind.Name, w.GetNamespace(), w.GetName(), err)
 	}
 	if effect == "" {
 		// Asleep already, or deleted meanwhile.
@@ -444,15 +437,4 @@ func annotations(patch map[string]any) map[string]any {
 		meta["annotations"] = a
 	}
 	return a
-}
-
-// sleepVerb is what a sleep of kind does, for its errors.
-func sleepVerb(kind probe.Kind) string {
-	switch kind.Way {
-	case probe.WaySuspend:
-		return "suspend"
-	case probe.WayPause:
-		return "pause"
-	}
-	return "scale"
 }

@@ -35,6 +35,7 @@ var spelled = []string{"TTL", "PODS_SUCCEED", "PODS_FAILED", "EXPIRES", "IDLE", 
 var homes = []string{
 	"policy/types.go",
 	"policy/actions.go", "policy/action_*.go", "internal/execute/actions.go", "internal/execute/action_*.go",
+	"policy/kinds.go", "internal/workload/*.go",
 }
 
 func home(file string) bool {
@@ -52,7 +53,6 @@ func home(file string) bool {
 // home (issue 45).
 var unhomed = map[string]int{
 	"internal/decide/decide.go": 1,
-	"internal/probe/kinds.go":   10,
 	"internal/probe/pods.go":    3,
 	"policy/evaluate.go":        7,
 	"policy/parse.go":           15,

@@ -22,6 +22,7 @@ import (
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/listpage"
 	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/internal/workload"
 )
 
 // AwakeIndexAfter is the number of namespaces asked about in one sweep
@@ -324,10 +325,8 @@ type awakeFields struct {
 		// while asleep (a CPU profile of make bench's sleep part).
 		ManagedFields json.RawMessage `json:"managedFields"`
 	} `json:"metadata"`
-	Spec struct {
-		Replicas *int64 `json:"replicas"`
-		Suspend  *bool  `json:"suspend"`
-	} `json:"spec"`
+	// Spec is what the kinds' ways read of a workload's spec.
+	Spec workload.Spec `json:"spec"`
 }
 
 // awoken is f as an Awoken of kind, and whether it is awake where it
@@ -341,22 +340,11 @@ func (f *awakeFields) awoken(kind Kind) (Awoken, bool) {
 	}) {
 		return Awoken{}, false
 	}
-	var awake bool
-	var record string
-	var field []string
-	switch kind.Way {
-	case WaySuspend:
-		awake, record, field = f.Spec.Suspend == nil || !*f.Spec.Suspend, status.SuspendAnnotation, []string{"f:spec", "f:suspend"}
-	case WayPause:
-		awake, record, field = m.Annotations[status.KedaPausedReplicas] != "0", status.PausedReplicasAnnotation, []string{"f:metadata", "f:annotations", "f:" + status.KedaPausedReplicas}
-	default:
-		awake, record, field = f.Spec.Replicas == nil || *f.Spec.Replicas > 0, status.ReplicasAnnotation, []string{"f:spec", "f:replicas"}
-	}
-	if !awake {
+	if !kind.Way.Awake(&f.Spec, m.Annotations) {
 		return Awoken{}, false
 	}
-	_, undone := m.Annotations[record]
-	return Awoken{Kind: kind.Name, Group: kind.Resource.Group, Name: m.Name, Undone: undone, By: f.lastSet(field)}, true
+	_, undone := m.Annotations[kind.Way.Record()]
+	return Awoken{Kind: kind.Name, Group: kind.Resource.Group, Name: m.Name, Undone: undone, By: f.lastSet(kind.Way.AwakeField())}, true
 }
 
 // lastSet is the field manager that last set the field at path (of

@@ -14,20 +14,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/workload"
 	"github.com/nsman/nsman/policy"
-)
-
-// Way is how a kind of workload is put to sleep.
-type Way int
-
-const (
-	// WayReplicas: a kind with a scale subresource, replicas at
-	// spec.replicas, scaled to zero.
-	WayReplicas Way = iota
-	// WaySuspend: a CronJob, suspended.
-	WaySuspend
-	// WayPause: a KEDA ScaledObject, paused at zero replicas.
-	WayPause
 )
 
 // Kind is a kind of workload nsman puts to sleep and wakes, and the way it
@@ -40,7 +28,8 @@ type Kind struct {
 	// by another (a Deployment's ReplicaSets) are their controller's to
 	// scale, and left alone.
 	Found bool
-	Way   Way
+	// Way is how it sleeps, as its home in internal/workload says.
+	Way workload.Way
 }
 
 // Selection is a kind and the labels its workloads must carry (none: all).
@@ -49,22 +38,20 @@ type Selection struct {
 	Labels map[string]string
 }
 
-// Workload resources nsman reads and writes without discovery.
-var (
-	DeploymentsResource   = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
-	StatefulSetsResource  = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"}
-	CronJobsResource      = schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "cronjobs"}
-	ScaledObjectsResource = schema.GroupVersionResource{Group: "keda.sh", Version: "v1alpha1", Resource: "scaledobjects"}
-	knownKinds            = map[string]Kind{
-		policy.KindDeployment:   {Name: policy.KindDeployment, Resource: DeploymentsResource, Way: WayReplicas},
-		policy.KindStatefulSet:  {Name: policy.KindStatefulSet, Resource: StatefulSetsResource, Way: WayReplicas},
-		policy.KindCronJob:      {Name: policy.KindCronJob, Resource: CronJobsResource, Way: WaySuspend},
-		policy.KindScaledObject: {Name: policy.KindScaledObject, Resource: ScaledObjectsResource, Way: WayPause},
+// knownKinds are the kinds internal/workload registers, read without
+// discovery; defaultSelections are what a SCALE_DOWN without selectors
+// scales, as the original operator did.
+var knownKinds, defaultSelections = func() (map[string]Kind, []Selection) {
+	byName := map[string]Kind{}
+	var defaults []Selection
+	for _, k := range workload.Kinds() {
+		byName[k.Name] = Kind{Name: k.Name, Resource: k.Resource, Way: k.Way}
+		if k.Default {
+			defaults = append(defaults, Selection{Kind: byName[k.Name]})
+		}
 	}
-	// defaultSelections are what a SCALE_DOWN without selectors scales, as
-	// the original operator did.
-	defaultSelections = []Selection{{Kind: knownKinds[policy.KindDeployment]}, {Kind: knownKinds[policy.KindStatefulSet]}}
-)
+	return byName, defaults
+}()
 
 // KnownKind is the kind of policy.KnownKinds named name, and whether it is
 // one.
@@ -144,8 +131,8 @@ func (k *Kinds) All(ctx context.Context, kube kubernetes.Interface) (selections 
 		err = nil
 	}
 	out := make([]Selection, 0, len(knownKinds)+len(found))
-	for _, name := range policy.KnownKinds {
-		if kind := knownKinds[name]; err != nil || k.served[kind.Resource] {
+	for _, known := range workload.Kinds() {
+		if kind := knownKinds[known.Name]; err != nil || k.served[kind.Resource] {
 			out = append(out, Selection{Kind: kind})
 		}
 	}
@@ -258,7 +245,7 @@ func scaleKinds(gv schema.GroupVersion, resources []metav1.APIResource) []Kind {
 		if i < 0 || !resources[i].Namespaced || !slices.Contains(resources[i].Verbs, "list") || !slices.Contains(resources[i].Verbs, "patch") {
 			continue
 		}
-		out = append(out, Kind{Name: resources[i].Kind, Resource: gv.WithResource(parent), Found: true, Way: WayReplicas})
+		out = append(out, Kind{Name: resources[i].Kind, Resource: gv.WithResource(parent), Found: true, Way: workload.Scale})
 	}
 	return out
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/internal/workload"
 	nsmanwrite "github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
@@ -548,10 +549,7 @@ func floorWorkloadLists(ctx context.Context, cfg *rest.Config, kinds []probe.Sel
 					Metadata struct {
 						Annotations map[string]string `json:"annotations"`
 					} `json:"metadata"`
-					Spec struct {
-						Replicas *int64 `json:"replicas"`
-						Suspend  *bool  `json:"suspend"`
-					} `json:"spec"`
+					Spec workload.Spec `json:"spec"`
 				} `json:"items"`
 			}
 			if err := json.Unmarshal(raw, &page); err != nil {
@@ -559,14 +557,7 @@ func floorWorkloadLists(ctx context.Context, cfg *rest.Config, kinds []probe.Sel
 			}
 			for _, it := range page.Items {
 				objects++
-				switch sel.Kind.Way {
-				case probe.WayReplicas:
-					awake += btoi(ptr.Deref(it.Spec.Replicas, 1) != 0)
-				case probe.WaySuspend:
-					awake += btoi(!ptr.Deref(it.Spec.Suspend, false))
-				case probe.WayPause:
-					awake += btoi(it.Metadata.Annotations[status.KedaPausedReplicas] != "0")
-				}
+				awake += btoi(sel.Kind.Way.Awake(&it.Spec, it.Metadata.Annotations))
 			}
 			if next = page.Metadata.Continue; next == "" {
 				break

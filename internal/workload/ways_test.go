@@ -1,0 +1,104 @@
+package workload
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/nsman/nsman/internal/status"
+)
+
+// object is an object of kind with the given spec and annotations.
+func object(kind string, spec map[string]any, annotations map[string]string) *unstructured.Unstructured {
+	w := &unstructured.Unstructured{Object: map[string]any{"kind": kind, "metadata": map[string]any{"name": "w", "namespace": "ns"}, "spec": spec}}
+	if annotations != nil {
+		w.SetAnnotations(annotations)
+	}
+	return w
+}
+
+func TestWays(t *testing.T) {
+	const (
+		replicasRec = status.ReplicasAnnotation
+		suspendRec  = status.SuspendAnnotation
+		pausedRec   = status.PausedReplicasAnnotation
+	)
+	tests := []struct {
+		name      string
+		way       Way
+		w         *unstructured.Unstructured
+		wantSleep string // the patch, "" for none
+		wantWake  string // the patch, "" for none; "error" for an error
+		sleepSays string
+		wakeSays  string
+	}{
+		{name: "replicas at 3", way: Replicas, w: object("Rollout", map[string]any{"replicas": int64(3)}, nil),
+			wantSleep: `{"metadata":{"annotations":{"` + replicasRec + `":"3"}},"spec":{"replicas":0}}`, sleepSays: "scale Rollout/w from 3 to 0"},
+		{name: "replicas unset count 1", way: Replicas, w: object("Rollout", map[string]any{}, nil),
+			wantSleep: `{"metadata":{"annotations":{"` + replicasRec + `":"1"}},"spec":{"replicas":0}}`, sleepSays: "scale Rollout/w from 1 to 0"},
+		{name: "replicas asleep", way: Replicas, w: object("Rollout", map[string]any{"replicas": int64(0)}, map[string]string{replicasRec: "3"}),
+			wantWake: `{"metadata":{"annotations":{"` + replicasRec + `":null}},"spec":{"replicas":3}}`, wakeSays: "scale Rollout/w from 0 to 3"},
+		{name: "replicas scaled since", way: Replicas, w: object("Rollout", map[string]any{"replicas": int64(2)}, map[string]string{replicasRec: "3"}),
+			wantSleep: `{"metadata":{"annotations":{"` + replicasRec + `":"2"}},"spec":{"replicas":0}}`, sleepSays: "scale Rollout/w from 2 to 0",
+			wantWake: `{"metadata":{"annotations":{"` + replicasRec + `":null}}}`, wakeSays: "leave Rollout/w at 2 replicas: scaled since nsman scaled it down; drop its record of 3"},
+		{name: "replicas with a forged record", way: Replicas, w: object("Rollout", map[string]any{"replicas": int64(0)}, map[string]string{replicasRec: "-1"}), wantWake: "error"},
+		{name: "replicas with a huge record", way: Replicas, w: object("Rollout", map[string]any{"replicas": int64(0)}, map[string]string{replicasRec: "9999999999"}), wantWake: "error"},
+
+		{name: "cronjob running", way: suspend{}, w: object("CronJob", map[string]any{"schedule": "* * * * *"}, nil),
+			wantSleep: `{"metadata":{"annotations":{"` + suspendRec + `":"false"}},"spec":{"suspend":true}}`, sleepSays: "suspend CronJob/w"},
+		{name: "cronjob suspended before", way: suspend{}, w: object("CronJob", map[string]any{"suspend": true}, nil)},
+		{name: "cronjob asleep", way: suspend{}, w: object("CronJob", map[string]any{"suspend": true}, map[string]string{suspendRec: "false"}),
+			wantWake: `{"metadata":{"annotations":{"` + suspendRec + `":null}},"spec":{"suspend":false}}`, wakeSays: "resume CronJob/w"},
+		{name: "cronjob resumed since", way: suspend{}, w: object("CronJob", map[string]any{"suspend": false}, map[string]string{suspendRec: "false"}),
+			wantSleep: `{"metadata":{"annotations":{"` + suspendRec + `":"false"}},"spec":{"suspend":true}}`, sleepSays: "suspend CronJob/w",
+			wantWake: `{"metadata":{"annotations":{"` + suspendRec + `":null}}}`, wakeSays: "leave CronJob/w running: resumed since nsman suspended it; drop its record"},
+		{name: "cronjob with a forged record", way: suspend{}, w: object("CronJob", map[string]any{"suspend": true}, map[string]string{suspendRec: "true"}), wantWake: "error"},
+
+		{name: "scaledobject unpaused", way: pause{}, w: object("ScaledObject", map[string]any{}, nil),
+			wantSleep: `{"metadata":{"annotations":{"` + status.KedaPausedReplicas + `":"0","` + pausedRec + `":""}}}`, sleepSays: "pause ScaledObject/w at 0 replicas"},
+		{name: "scaledobject paused at 2", way: pause{}, w: object("ScaledObject", map[string]any{}, map[string]string{status.KedaPausedReplicas: "2"}),
+			wantSleep: `{"metadata":{"annotations":{"` + status.KedaPausedReplicas + `":"0","` + pausedRec + `":"2"}}}`, sleepSays: "pause ScaledObject/w at 0 replicas (paused at 2 before)"},
+		{name: "scaledobject paused at 0 before", way: pause{}, w: object("ScaledObject", map[string]any{}, map[string]string{status.KedaPausedReplicas: "0"})},
+		{name: "scaledobject asleep, unpaused before", way: pause{}, w: object("ScaledObject", map[string]any{}, map[string]string{status.KedaPausedReplicas: "0", pausedRec: ""}),
+			wantWake: `{"metadata":{"annotations":{"` + status.KedaPausedReplicas + `":null,"` + pausedRec + `":null}}}`, wakeSays: "unpause ScaledObject/w"},
+		{name: "scaledobject asleep, paused at 2 before", way: pause{}, w: object("ScaledObject", map[string]any{}, map[string]string{status.KedaPausedReplicas: "0", pausedRec: "2"}),
+			wantWake: `{"metadata":{"annotations":{"` + status.KedaPausedReplicas + `":"2","` + pausedRec + `":null}}}`, wakeSays: "pause ScaledObject/w at 2 replicas again, as before"},
+		{name: "scaledobject unpaused since", way: pause{}, w: object("ScaledObject", map[string]any{}, map[string]string{pausedRec: "2"}),
+			wantSleep: `{"metadata":{"annotations":{"` + status.KedaPausedReplicas + `":"0","` + pausedRec + `":""}}}`, sleepSays: "pause ScaledObject/w at 0 replicas",
+			wantWake: `{"metadata":{"annotations":{"` + pausedRec + `":null}}}`, wakeSays: "leave ScaledObject/w: its pause changed since nsman paused it; drop its record"},
+		{name: "scaledobject with a forged record", way: pause{}, w: object("ScaledObject", map[string]any{}, map[string]string{status.KedaPausedReplicas: "0", pausedRec: "all"}), wantWake: "error"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id := tt.w.GetKind() + "/w"
+			patch, says := tt.way.Sleep(id, tt.w)
+			if got := patchJSON(patch); got != tt.wantSleep || says != tt.sleepSays {
+				t.Errorf("sleep: %s %q, want %s %q", got, says, tt.wantSleep, tt.sleepSays)
+			}
+			patch, says, err := tt.way.Wake(id, tt.w)
+			if tt.wantWake == "error" {
+				if err == nil || !strings.HasPrefix(err.Error(), id+": annotation ") {
+					t.Errorf("wake: error %v, want one naming %s and its record", err, id)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := patchJSON(patch); got != tt.wantWake || says != tt.wakeSays {
+				t.Errorf("wake: %s %q, want %s %q", got, says, tt.wantWake, tt.wakeSays)
+			}
+		})
+	}
+}
+
+// patchJSON is patch as JSON, "" for nil.
+func patchJSON(patch map[string]any) string {
+	if patch == nil {
+		return ""
+	}
+	b, _ := json.Marshal(patch)
+	return string(b)
+}
