@@ -36,6 +36,7 @@ var homes = []string{
 	"policy/types.go",
 	"policy/actions.go", "policy/action_*.go", "internal/execute/actions.go", "internal/execute/action_*.go",
 	"policy/kinds.go", "internal/workload/*.go",
+	"policy/conditions.go", "policy/condition_*.go",
 }
 
 func home(file string) bool {
@@ -54,9 +55,6 @@ func home(file string) bool {
 var unhomed = map[string]int{
 	"internal/decide/decide.go": 1,
 	"internal/probe/pods.go":    3,
-	"policy/evaluate.go":        7,
-	"policy/parse.go":           15,
-	"policy/sleep.go":           2,
 	"sweep/rules.go":            1,
 }
 
