@@ -141,7 +141,7 @@ func TestConditionAsksForItsEvidence(t *testing.T) {
 // A manager reads what the conditions of its policies need.
 func TestManagerNeeds(t *testing.T) {
 	m := mgr(idle("idle", time.Hour), Policy{Name: "pods", Condition: Condition{Type: ConditionPodsFailed}})
-	if !m.ReadsActivity() || !m.ReadsTouched() || !m.Idles() || !m.ChecksPods(PodsFailed) || m.ChecksPods(PodsNotSucceeded) {
+	if !m.ReadsActivity() || !m.ReadsTouched() || !m.ChecksPods(PodsFailed) || m.ChecksPods(PodsNotSucceeded) {
 		t.Errorf("IDLE and PODS_FAILED: activity %v, touched %v, failed pods %v, pods not succeeded %v",
 			m.ReadsActivity(), m.ReadsTouched(), m.ChecksPods(PodsFailed), m.ChecksPods(PodsNotSucceeded))
 	}

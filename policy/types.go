@@ -86,9 +86,6 @@ func (m Manager) Target() string {
 	return m.Name
 }
 
-// Idles is ReadsTouched, under the name the executor's DELETE calls.
-func (m Manager) Idles() bool { return m.ReadsTouched() }
-
 // Policy pairs a condition with the action to take when it holds.
 type Policy struct {
 	Name      string
