@@ -19,12 +19,15 @@ func (expiresCondition) Type() string       { return ConditionExpires }
 func (expiresCondition) Params() []Param    { return []Param{atParam} }
 func (expiresCondition) Evidence() Evidence { return Evidence{} }
 
-func (expiresCondition) parse(p *parser, params map[string]any, pp *field.Path) Condition {
-	return Condition{At: p.instant(params, atParam.Key, pp)}
+func (expiresCondition) parse(params map[string]any, pp *field.Path, strict bool) (Condition, field.ErrorList) {
+	p := parser{strict: strict}
+	c := Condition{At: p.instant(params, atParam.Key, pp)}
+	return c, p.errs
 }
 
-func (expiresCondition) judge(state *PolicyState, _ *Outcome, _ int64, _ int, p Policy, in Input) Verdict {
-	return judgeExpires(state, p.Condition, in)
+func (expiresCondition) judge(j judging) (Verdict, PolicyState, map[string]CheckState) {
+	verdict := judgeExpires(&j.state, j.p.Condition, j.in)
+	return verdict, j.state, j.checks
 }
 
 // judgeExpires judges an EXPIRES condition: it holds once c.At, else the

@@ -22,12 +22,15 @@ func (idleCondition) Evidence() Evidence {
 	return Evidence{Activity: true, Touched: true}
 }
 
-func (idleCondition) parse(p *parser, params map[string]any, pp *field.Path) Condition {
-	return Condition{Idle: p.secondsParam(params, pp, idleSecondsParam)}
+func (idleCondition) parse(params map[string]any, pp *field.Path, strict bool) (Condition, field.ErrorList) {
+	p := parser{strict: strict}
+	c := Condition{Idle: p.secondsParam(params, pp, idleSecondsParam)}
+	return c, p.errs
 }
 
-func (idleCondition) judge(state *PolicyState, _ *Outcome, _ int64, _ int, p Policy, in Input) Verdict {
-	return judgeIdle(state, p.Condition, in)
+func (idleCondition) judge(j judging) (Verdict, PolicyState, map[string]CheckState) {
+	verdict := judgeIdle(&j.state, j.p.Condition, j.in)
+	return verdict, j.state, j.checks
 }
 
 // What an IDLE condition says of the activity it knows without reading

@@ -14,15 +14,18 @@ func (podsFailedCondition) Type() string       { return ConditionPodsFailed }
 func (podsFailedCondition) Params() []Param    { return []Param{initialDelayParam, podLabelsParam} }
 func (podsFailedCondition) Evidence() Evidence { return Evidence{Pods: PodsFailed} }
 
-func (podsFailedCondition) parse(p *parser, params map[string]any, pp *field.Path) Condition {
-	return Condition{
+func (podsFailedCondition) parse(params map[string]any, pp *field.Path, strict bool) (Condition, field.ErrorList) {
+	p := parser{strict: strict}
+	c := Condition{
 		InitialDelay: p.secondsParam(params, pp, initialDelayParam),
 		PodLabels:    p.labels(params, podLabelsParam.Key, pp),
 	}
+	return c, p.errs
 }
 
-func (podsFailedCondition) judge(state *PolicyState, _ *Outcome, _ int64, i int, p Policy, in Input) Verdict {
-	return judgePodsFailed(state, i, p.Condition, in)
+func (podsFailedCondition) judge(j judging) (Verdict, PolicyState, map[string]CheckState) {
+	verdict := judgePodsFailed(&j.state, j.i, j.p.Condition, j.in)
+	return verdict, j.state, j.checks
 }
 
 // judgePodsFailed judges the i-th policy's PODS_FAILED condition c: it holds

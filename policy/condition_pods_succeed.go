@@ -24,17 +24,21 @@ func (podsSucceedCondition) Params() []Param {
 }
 func (podsSucceedCondition) Evidence() Evidence { return Evidence{Pods: PodsNotSucceeded} }
 
-func (podsSucceedCondition) parse(p *parser, params map[string]any, pp *field.Path) Condition {
-	return Condition{
+func (podsSucceedCondition) parse(params map[string]any, pp *field.Path, strict bool) (Condition, field.ErrorList) {
+	p := parser{strict: strict}
+	c := Condition{
 		InitialDelay: p.secondsParam(params, pp, initialDelayParam),
 		Period:       p.secondsParam(params, pp, periodParam),
 		MinChecks:    int(p.countParam(params, pp, minChecksParam)),
 		PodLabels:    p.labels(params, podLabelsParam.Key, pp),
 	}
+	return c, p.errs
 }
 
-func (podsSucceedCondition) judge(state *PolicyState, out *Outcome, generation int64, i int, p Policy, in Input) Verdict {
-	return judgePodsSucceed(state, out, generation, i, p, in)
+func (podsSucceedCondition) judge(j judging) (Verdict, PolicyState, map[string]CheckState) {
+	out := Outcome{Checks: j.checks}
+	verdict := judgePodsSucceed(&j.state, &out, j.generation, j.i, j.p, j.in)
+	return verdict, j.state, out.Checks
 }
 
 // judgePodsSucceed judges policy p, the i-th, a PODS_SUCCEED condition: it

@@ -17,12 +17,15 @@ func (ttlCondition) Type() string       { return ConditionTTL }
 func (ttlCondition) Params() []Param    { return []Param{ttlSecondsParam} }
 func (ttlCondition) Evidence() Evidence { return Evidence{} }
 
-func (ttlCondition) parse(p *parser, params map[string]any, pp *field.Path) Condition {
-	return Condition{TTL: p.secondsParam(params, pp, ttlSecondsParam)}
+func (ttlCondition) parse(params map[string]any, pp *field.Path, strict bool) (Condition, field.ErrorList) {
+	p := parser{strict: strict}
+	c := Condition{TTL: p.secondsParam(params, pp, ttlSecondsParam)}
+	return c, p.errs
 }
 
-func (ttlCondition) judge(state *PolicyState, _ *Outcome, _ int64, _ int, p Policy, in Input) Verdict {
-	return judgeTTL(state, p.Condition, in)
+func (ttlCondition) judge(j judging) (Verdict, PolicyState, map[string]CheckState) {
+	verdict := judgeTTL(&j.state, j.p.Condition, j.in)
+	return verdict, j.state, j.checks
 }
 
 // judgeTTL judges a TTL condition: it holds once the target is c.TTL old.

@@ -20,11 +20,25 @@ type ConditionType interface {
 	Params() []Param
 	// Evidence is what it needs read of the target beyond its namespace.
 	Evidence() Evidence
-	// parse reads params (at pp) into a Condition of this type.
-	parse(p *parser, params map[string]any, pp *field.Path) Condition
-	// judge judges policy p, the i-th of a manager of generation, by its
-	// condition, saying why in state and keeping progress in out.
-	judge(state *PolicyState, out *Outcome, generation int64, i int, p Policy, in Input) Verdict
+	// parse reads params (at pp) into a Condition of this type, refusing
+	// also what nsman's CRD refuses when strict (see ParseStrict).
+	parse(params map[string]any, pp *field.Path, strict bool) (Condition, field.ErrorList)
+	// judge judges j's policy by its condition: j.state with why, and
+	// j.checks with its progress.
+	judge(j judging) (Verdict, PolicyState, map[string]CheckState)
+}
+
+// judging is a policy being judged by its condition: what the judge reads,
+// and the state and checks it writes and returns. It goes through the
+// interface by value, so that Evaluate's states stay on the stack.
+type judging struct {
+	state      PolicyState
+	checks     map[string]CheckState
+	generation int64
+	// i is the policy's index, p the policy.
+	i  int
+	p  Policy
+	in Input
 }
 
 // conditionTypes are the registered condition types, in the order the

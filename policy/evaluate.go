@@ -195,7 +195,9 @@ func judge(state *PolicyState, out *Outcome, generation int64, i int, p Policy, 
 	if !ok {
 		return Wait
 	}
-	return t.judge(state, out, generation, i, p, in)
+	verdict, judged, checks := t.judge(judging{state: *state, checks: out.Checks, generation: generation, i: i, p: p, in: in})
+	*state, out.Checks = judged, checks
+	return verdict
 }
 
 // judgeInWindows judges policy p, which may act only in its windows: one

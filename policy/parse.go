@@ -432,8 +432,10 @@ func (p *parser) condition(obj map[string]any, path *field.Path) Condition {
 	c := Condition{Type: typ}
 	switch {
 	case known:
-		c = t.parse(p, params, pp)
+		var errs field.ErrorList
+		c, errs = t.parse(params, pp, p.strict)
 		c.Type = typ
+		p.errs = append(p.errs, errs...)
 	case typ == "":
 		if !wrongType {
 			p.errs = append(p.errs, field.Required(path.Child("type"), ""))
