@@ -149,3 +149,20 @@ func TestManagerNeeds(t *testing.T) {
 		t.Error("a TTL manager reads activity, touch or pods")
 	}
 }
+
+// ParseStrict reports the parameters a condition does not read in the
+// registry's order, the same at every run (nsman validate prints them so).
+func TestParseStrictOrdersUnreadParams(t *testing.T) {
+	obj := conditionManager(ConditionTTL, map[string]any{"idleSeconds": int64(0), "minChecks": int64(0), "periodSeconds": int64(0)})
+	want := []string{paramsPath + "periodSeconds", paramsPath + "minChecks", paramsPath + "idleSeconds"}
+	for range 20 {
+		_, errs := ParseStrict(obj)
+		var got []string
+		for _, e := range errs {
+			got = append(got, e.Field)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("ParseStrict reports %v, want %v", got, want)
+		}
+	}
+}
