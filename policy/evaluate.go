@@ -3,10 +3,7 @@ package policy
 import (
 	"fmt"
 	"maps"
-	"strings"
 	"time"
-
-	"k8s.io/apimachinery/pkg/labels"
 )
 
 // Verdict is what an evaluation concluded.
@@ -103,13 +100,6 @@ type Activity struct {
 	What string
 }
 
-// What an IDLE condition says of the activity it knows without reading
-// the namespace: its creation, its TouchedAnnotation.
-const (
-	ActivityCreated = "namespace created"
-	ActivityTouched = "touched (annotation " + TouchedAnnotation + ")"
-)
-
 // PolicyState describes one policy's condition at evaluation time.
 type PolicyState struct {
 	Name  string
@@ -198,21 +188,16 @@ func Evaluate(m Manager, in Input) Outcome {
 	return out
 }
 
-// judge judges policy p, the i-th, by its condition.
+// judge judges policy p, the i-th, by its condition's type; an unknown
+// type never holds.
 func judge(state *PolicyState, out *Outcome, generation int64, i int, p Policy, in Input) Verdict {
-	switch p.Condition.Type {
-	case ConditionTTL:
-		return judgeTTL(state, p.Condition, in)
-	case ConditionPodsSucceed:
-		return judgePodsSucceed(state, out, generation, i, p, in)
-	case ConditionPodsFailed:
-		return judgePodsFailed(state, i, p.Condition, in)
-	case ConditionExpires:
-		return judgeExpires(state, p.Condition, in)
-	case ConditionIdle:
-		return judgeIdle(state, p.Condition, in)
+	t, ok := LookupCondition(p.Condition.Type)
+	if !ok {
+		return Wait
 	}
-	return Wait
+	verdict, judged, checks := t.judge(judging{state: *state, checks: out.Checks, generation: generation, i: i, p: p, in: in})
+	*state, out.Checks = judged, checks
+	return verdict
 }
 
 // judgeInWindows judges policy p, which may act only in its windows: one
@@ -223,7 +208,7 @@ func judge(state *PolicyState, out *Outcome, generation int64, i int, p Policy, 
 func judgeInWindows(state *PolicyState, out *Outcome, generation int64, i int, p Policy, in Input) Verdict {
 	open := nextOpen(p.Windows, in.Now)
 	closed := !open.Equal(in.Now)
-	pods := p.Condition.Type == ConditionPodsSucceed || p.Condition.Type == ConditionPodsFailed
+	pods := p.Condition.Evidence().Pods != NoPods
 	if closed && pods {
 		state.Detail = fmt.Sprintf("outside its windows (%s): pods are checked from %s", describeWindows(p.Windows), stamp(open))
 		state.Due = open
@@ -248,215 +233,11 @@ func judgeInWindows(state *PolicyState, out *Outcome, generation int64, i int, p
 	return verdict
 }
 
-// judgeTTL judges a TTL condition: it holds once the target is c.TTL old.
-func judgeTTL(state *PolicyState, c Condition, in Input) Verdict {
-	due := in.TargetCreated.Add(c.TTL)
-	if !in.Now.Before(due) {
-		state.Holds = true
-		state.Detail = fmt.Sprintf("TTL %s elapsed at %s", c.TTL, stamp(due))
-		return Fire
-	}
-	state.Detail = fmt.Sprintf("TTL %s elapses at %s", c.TTL, stamp(due))
-	state.Due = due
-	return Wait
-}
-
-// judgeExpires judges an EXPIRES condition: it holds once c.At, else the
-// target's ExpiresAnnotation, has passed.
-func judgeExpires(state *PolicyState, c Condition, in Input) Verdict {
-	at, by := c.At, "params.at"
-	if at.IsZero() {
-		if in.TargetExpires == "" {
-			state.Detail = "the namespace has no annotation " + ExpiresAnnotation + ": it never expires by it"
-			return Wait
-		}
-		var err error
-		if at, err = ParseExpiry(in.TargetExpires); err != nil {
-			state.Problem = fmt.Sprintf("annotation %s: %v: the namespace never expires by it", ExpiresAnnotation, err)
-			state.Detail = state.Problem
-			return Wait
-		}
-		by = "annotation " + ExpiresAnnotation
-	}
-	if !in.Now.Before(at) {
-		state.Holds = true
-		state.Detail = fmt.Sprintf("expired at %s (%s)", stamp(at), by)
-		return Fire
-	}
-	state.Detail = fmt.Sprintf("expires at %s (%s)", stamp(at), by)
-	state.Due = at
-	return Wait
-}
-
-// judgeIdle judges an IDLE condition: it holds once the target's last
-// activity is c.Idle old. Its creation and touched annotation are known; the
-// rest (Input.Activity) is asked for only when those alone would let it hold.
-// A touched annotation that does not parse, or says a time more than
-// TouchLeeway ahead of Now, is ignored (and said so, in Problem), as a hold
-// that does not parse is: an annotation keeps no namespace forever.
-func judgeIdle(state *PolicyState, c Condition, in Input) Verdict {
-	last := Activity{At: in.TargetCreated, What: ActivityCreated}
-	if in.TargetTouched != "" {
-		touched, err := ParseTouched(in.TargetTouched)
-		switch {
-		case err != nil:
-			state.Problem = fmt.Sprintf("annotation %s: %v: ignored", TouchedAnnotation, err)
-		case touched.After(in.Now.Add(TouchLeeway)):
-			state.Problem = fmt.Sprintf("annotation %s: %s is more than %s ahead: ignored", TouchedAnnotation, stamp(touched), TouchLeeway)
-		case touched.After(last.At):
-			last = Activity{At: touched, What: ActivityTouched}
-		}
-	}
-	switch {
-	case in.Activity != nil && in.Activity.At.After(last.At):
-		last = *in.Activity
-	case in.Activity == nil && !in.Now.Before(last.At.Add(c.Idle)):
-		return NeedActivity
-	}
-	state.LastActivity = &last
-	due := last.At.Add(c.Idle)
-	ignored := ""
-	if state.Problem != "" {
-		ignored = " (" + state.Problem + ")"
-	}
-	if !in.Now.Before(due) {
-		state.Holds = true
-		state.Detail = fmt.Sprintf("idle %s since %s (last activity: %s)%s", c.Idle, stamp(last.At), last.What, ignored)
-		return Fire
-	}
-	state.Detail = fmt.Sprintf("last activity: %s at %s; idle %s at %s%s", last.What, stamp(last.At), c.Idle, stamp(due), ignored)
-	state.Due = due
-	return Wait
-}
-
-// TouchLeeway is how far ahead of a sweep's clock a TouchedAnnotation may
-// be, and count: the clock of whoever wrote it may run ahead of the API
-// server's.
-const TouchLeeway = 5 * time.Minute
-
-// ParseTouched parses a TouchedAnnotation: an RFC 3339 time, also with a
-// space or a lower-case t between date and time, as RFC 3339 allows (date
-// --rfc-3339=seconds writes one).
-func ParseTouched(s string) (time.Time, error) {
-	normal := s
-	if len(s) > 10 && (s[10] == ' ' || s[10] == 't') {
-		normal = s[:10] + "T" + s[11:]
-	}
-	if strings.HasSuffix(normal, "z") {
-		normal = normal[:len(normal)-1] + "Z"
-	}
-	t, err := time.Parse(time.RFC3339, normal)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%q is not an RFC 3339 time (2026-11-24T09:30:00Z)", cut(s, 64))
-	}
-	return t, nil
-}
-
-// ParseExpiry parses an ExpiresAnnotation: an RFC 3339 time, or a date
-// YYYY-MM-DD, which expires at the end of that day in UTC (midnight after
-// it).
-func ParseExpiry(s string) (time.Time, error) {
-	if t, err := time.Parse(time.RFC3339, s); err == nil {
-		return t, nil
-	}
-	if d, err := time.Parse(time.DateOnly, s); err == nil {
-		return d.AddDate(0, 0, 1), nil
-	}
-	return time.Time{}, fmt.Errorf("%q is neither an RFC 3339 time (2026-12-01T18:00:00Z) nor a date (2026-12-01)", cut(s, 64))
-}
-
-// judgePodsSucceed judges policy p, the i-th, a PODS_SUCCEED condition: it
-// holds once every matching pod succeeded in MinChecks consecutive checks,
-// Period apart, whose progress it keeps in out.Checks under the manager's
-// generation.
-func judgePodsSucceed(state *PolicyState, out *Outcome, generation int64, i int, p Policy, in Input) Verdict {
-	c := p.Condition
-	if delayed(state, in, c, "first pods check") {
-		return Wait
-	}
-	progress := in.Checks[p.Name]
-	if progress.Generation != generation {
-		progress = CheckState{}
-	}
-	if c.MinChecks > 1 && progress.Passed > 0 {
-		if next := progress.Last.Add(c.Period); in.Now.Before(next) {
-			state.Detail = fmt.Sprintf("%d of %d checks passed, next at %s", progress.Passed, c.MinChecks, stamp(next))
-			state.Due = next
-			return Wait
-		}
-	}
-	pods, checked := in.Pods[i]
-	if !checked {
-		return NeedPods
-	}
-	selector := describeSelector(c.PodLabels)
-	if pods.NotSucceeded > 0 {
-		delete(out.Checks, p.Name)
-		state.Detail = fmt.Sprintf("not every pod %s Succeeded: %s", selector, pods.Example)
-		return Wait
-	}
-	passed := progress.Passed + 1
-	if passed >= c.MinChecks {
-		state.Holds = true
-		state.Detail = fmt.Sprintf("every pod %s Succeeded", selector)
-		if c.MinChecks > 1 {
-			state.Detail += fmt.Sprintf(" in %d consecutive checks", passed)
-		}
-		return Fire
-	}
-	if out.Checks == nil {
-		out.Checks = map[string]CheckState{}
-	}
-	out.Checks[p.Name] = CheckState{Generation: generation, Passed: passed, Last: in.Now}
-	state.Due = in.Now.Add(c.Period)
-	state.Detail = fmt.Sprintf("%d of %d checks passed, next at %s", passed, c.MinChecks, stamp(state.Due))
-	return Wait
-}
-
-// judgePodsFailed judges the i-th policy's PODS_FAILED condition c: it holds
-// once a matching pod, or a Job whose pods match, failed.
-func judgePodsFailed(state *PolicyState, i int, c Condition, in Input) Verdict {
-	if delayed(state, in, c, "first check for failed pods") {
-		return Wait
-	}
-	pods, checked := in.Pods[i]
-	if !checked {
-		return NeedPods
-	}
-	selector := describeSelector(c.PodLabels)
-	if pods.Failed > 0 {
-		state.Holds = true
-		state.Detail = fmt.Sprintf("a pod %s failed: %s", selector, pods.Example)
-		return Fire
-	}
-	state.Detail = fmt.Sprintf("no pod %s has failed", selector)
-	return Wait
-}
-
-// delayed reports whether the target is younger than c's initial delay,
-// and then says in state when the first check (what) comes.
-func delayed(state *PolicyState, in Input, c Condition, what string) bool {
-	start := in.TargetCreated.Add(c.InitialDelay)
-	if !in.Now.Before(start) {
-		return false
-	}
-	state.Detail = fmt.Sprintf("%s after the initial delay, at %s", what, stamp(start))
-	state.Due = start
-	return true
-}
-
 func (out Outcome) fire(i int, state PolicyState) Outcome {
 	out.Verdict, out.Policy, out.Reason = Fire, i, state.Detail
 	out.Policies = append(out.Policies, state)
 	out.NextDue = time.Time{}
 	return out
-}
-
-func describeSelector(set map[string]string) string {
-	if len(set) == 0 {
-		return "in the namespace"
-	}
-	return "matching " + labels.SelectorFromSet(set).String()
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }

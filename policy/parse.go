@@ -426,67 +426,47 @@ func (p *parser) condition(obj map[string]any, path *field.Path) Condition {
 		return Condition{}
 	}
 	typ, wrongType := p.optionalStr(obj, "type", path)
-	c := Condition{Type: typ}
 	params := p.object(obj, "params", path, false)
 	pp := path.Child("params")
-	switch c.Type {
-	case ConditionTTL:
-		c.TTL = p.seconds(params, "ttlSeconds", pp, DefaultTTL, 0)
-	case ConditionPodsSucceed:
-		c.InitialDelay = p.seconds(params, "initialDelaySeconds", pp, DefaultInitialDelay, 0)
-		c.Period = p.seconds(params, "periodSeconds", pp, DefaultPeriod, 1)
-		c.MinChecks = int(p.integer(params, "minChecks", pp, DefaultMinChecks, 1))
-		c.PodLabels = p.labels(params, "podLabels", pp)
-	case ConditionPodsFailed:
-		c.InitialDelay = p.seconds(params, "initialDelaySeconds", pp, DefaultInitialDelay, 0)
-		c.PodLabels = p.labels(params, "podLabels", pp)
-	case ConditionExpires:
-		c.At = p.at(params, pp)
-	case ConditionIdle:
-		if _, ok := params["idleSeconds"]; !ok {
-			p.errs = append(p.errs, field.Required(pp.Child("idleSeconds"), "IDLE needs how long nothing may happen"))
-		}
-		c.Idle = p.seconds(params, "idleSeconds", pp, 0, 1)
-	case "":
+	t, known := LookupCondition(typ)
+	c := Condition{Type: typ}
+	switch {
+	case known:
+		var errs field.ErrorList
+		c, errs = t.parse(params, pp, p.strict)
+		c.Type = typ
+		p.errs = append(p.errs, errs...)
+	case typ == "":
 		if !wrongType {
 			p.errs = append(p.errs, field.Required(path.Child("type"), ""))
 		}
 	default:
-		p.errs = append(p.errs, field.NotSupported(path.Child("type"), c.Type, []string{ConditionTTL, ConditionPodsSucceed, ConditionPodsFailed, ConditionExpires, ConditionIdle}))
+		p.errs = append(p.errs, field.NotSupported(path.Child("type"), typ, conditionNames()))
 	}
 	if p.strict {
 		// The CRD checks every parameter it declares, used or not.
-		used := map[string][]string{
-			ConditionTTL:         {"ttlSeconds"},
-			ConditionPodsSucceed: {"initialDelaySeconds", "periodSeconds", "minChecks", "podLabels"},
-			ConditionPodsFailed:  {"initialDelaySeconds", "podLabels"},
-			ConditionExpires:     {"at"},
-			ConditionIdle:        {"idleSeconds"},
-		}[c.Type]
-		for key, min := range map[string]int64{"ttlSeconds": 0, "initialDelaySeconds": 0, "periodSeconds": 1, "minChecks": 1, "idleSeconds": 1} {
-			if !slices.Contains(used, key) {
-				p.integer(params, key, pp, 0, min)
+		var used []Param
+		if known {
+			used = t.Params()
+		}
+		for _, prm := range AllParams() {
+			if !slices.ContainsFunc(used, func(u Param) bool { return u.Key == prm.Key }) {
+				p.checkParam(params, pp, prm)
 			}
-		}
-		if !slices.Contains(used, "podLabels") {
-			p.labels(params, "podLabels", pp)
-		}
-		if !slices.Contains(used, "at") {
-			p.at(params, pp)
 		}
 	}
 	return c
 }
 
-// at is params.at, an RFC 3339 time; zero when absent.
-func (p *parser) at(params map[string]any, pp *field.Path) time.Time {
-	raw, wrongType := p.optionalStr(params, "at", pp)
+// instant is params[key], an RFC 3339 time; zero when absent.
+func (p *parser) instant(params map[string]any, key string, pp *field.Path) time.Time {
+	raw, wrongType := p.optionalStr(params, key, pp)
 	if raw == "" || wrongType {
 		return time.Time{}
 	}
 	t, err := time.Parse(time.RFC3339, raw)
 	if err != nil {
-		p.errs = append(p.errs, field.Invalid(pp.Child("at"), raw, "must be an RFC 3339 time, e.g. 2026-12-01T18:00:00Z"))
+		p.errs = append(p.errs, field.Invalid(pp.Child(key), raw, "must be an RFC 3339 time, e.g. 2026-12-01T18:00:00Z"))
 		return time.Time{}
 	}
 	return t
@@ -603,10 +583,6 @@ func (p *parser) integer(parent map[string]any, key string, path *field.Path, de
 		return def
 	}
 	return n
-}
-
-func (p *parser) seconds(parent map[string]any, key string, path *field.Path, def time.Duration, min int64) time.Duration {
-	return time.Duration(p.integer(parent, key, path, int64(def/time.Second), min)) * time.Second
 }
 
 // labels reads a label map. Values that are numbers or booleans are taken as

@@ -150,7 +150,7 @@ func judgeSleep(state *PolicyState, out *Outcome, generation int64, i int, p Pol
 	open := nextOpen(p.Windows, in.Now)
 	closed := !open.Equal(in.Now)
 	outside := fmt.Sprintf("outside its windows (%s) until %s", describeWindows(p.Windows), stamp(open))
-	if closed && (p.Condition.Type == ConditionPodsSucceed || p.Condition.Type == ConditionPodsFailed) {
+	if closed && p.Condition.Evidence().Pods != NoPods {
 		state.Detail = outside + ": pods are checked then"
 		state.Due = open
 		return Wait, false

@@ -2,7 +2,6 @@ package policy
 
 import (
 	"path"
-	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -87,11 +86,6 @@ func (m Manager) Target() string {
 	return m.Name
 }
 
-// Idles reports whether one of m's policies has an IDLE condition.
-func (m Manager) Idles() bool {
-	return slices.ContainsFunc(m.Policies, func(p Policy) bool { return p.Condition.Type == ConditionIdle })
-}
-
 // Policy pairs a condition with the action to take when it holds.
 type Policy struct {
 	Name      string
@@ -113,7 +107,8 @@ type Policy struct {
 
 // Condition says when a policy holds.
 type Condition struct {
-	// Type is ConditionTTL, ConditionPodsSucceed or ConditionPodsFailed.
+	// Type is one of the registered condition types (ConditionTypes),
+	// each of which reads the fields below that its comment names.
 	Type string
 	// TTL: the policy holds once the target is this old.
 	TTL time.Duration

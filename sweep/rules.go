@@ -371,7 +371,7 @@ func (s *Sweeper) readsAhead(r *sweepRun, l listpage.Listed) (podsIndex, activit
 	if len(problems) > 0 || m.Deactivated || !slices.Contains(s.cfg.TrustedNamespaces, m.Namespace) {
 		return false, false
 	}
-	return evaluated > probe.PodIndexAfter && checksPods(m), evaluated > probe.ActivityIndexAfter && m.Idles()
+	return evaluated > probe.PodIndexAfter && checksPods(m), evaluated > probe.ActivityIndexAfter && m.ReadsActivity()
 }
 
 // sleepsAhead reports, as far as a rule's stored status tells, whether more
@@ -400,10 +400,9 @@ func ruleEvaluated(stored status.Status, shards int) int {
 	return evaluated
 }
 
-// checksPods reports whether m has a PODS_SUCCEED policy.
-func checksPods(m policy.Manager) bool {
-	return slices.ContainsFunc(m.Policies, func(p policy.Policy) bool { return p.Condition.Type == policy.ConditionPodsSucceed })
-}
+// checksPods reports whether a condition of m checks for pods that have
+// not succeeded (PODS_SUCCEED's), which the sweep's index cannot let pass.
+func checksPods(m policy.Manager) bool { return m.ChecksPods(policy.PodsNotSucceeded) }
 
 // summarize writes the rule's status when what it summarizes changed: the
 // namespaces matched, this sweep's pairs by state, the latest actions. A

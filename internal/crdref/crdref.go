@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"sigs.k8s.io/yaml"
 
@@ -39,6 +38,7 @@ type Schema struct {
 	// AdditionalProperties is a schema or a bool; only a schema is read.
 	AdditionalProperties json.RawMessage `json:"additionalProperties"`
 	Validations          []struct {
+		Rule    string `json:"rule"`
 		Message string `json:"message"`
 	} `json:"x-kubernetes-validations"`
 }
@@ -137,27 +137,32 @@ func mapValues(s Schema) (*Schema, error) {
 	return &v, nil
 }
 
-// seconds is d's whole seconds, as the CRD's fields count them.
-func seconds(d time.Duration) string {
-	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
-}
-
 // Defaults are what nsman takes for a field left out, by path: the CRD
 // itself sets none (the API server would then write them into every
 // manager, also the original operator's), nsman applies them as it reads.
-var Defaults = map[string]string{
-	"spec.deactivated":                                     "false",
-	"spec.enforce":                                         "false",
-	"spec.namespace":                                       "the manager's name",
-	"spec.policies[].final":                                "true (a SLEEP policy: false)",
-	"spec.policies[].windows[].days":                       "every day",
-	"spec.policies[].windows[].timeZone":                   "UTC",
-	"spec.policies[].condition.params.ttlSeconds":          seconds(policy.DefaultTTL),
-	"spec.policies[].condition.params.initialDelaySeconds": seconds(policy.DefaultInitialDelay),
-	"spec.policies[].condition.params.periodSeconds":       seconds(policy.DefaultPeriod),
-	"spec.policies[].condition.params.minChecks":           strconv.Itoa(policy.DefaultMinChecks),
-	"spec.policies[].condition.params.podLabels":           "every pod",
-	"spec.policies[].action.params.selectors":              "SCALE_DOWN: every Deployment and StatefulSet; SLEEP: every workload of the kinds it handles",
+// A condition's parameters' are those its registration declares.
+var Defaults = withConditionParams(map[string]string{
+	"spec.deactivated":                        "false",
+	"spec.enforce":                            "false",
+	"spec.namespace":                          "the manager's name",
+	"spec.policies[].final":                   "true (a SLEEP policy: false)",
+	"spec.policies[].windows[].days":          "every day",
+	"spec.policies[].windows[].timeZone":      "UTC",
+	"spec.policies[].action.params.selectors": "SCALE_DOWN: every Deployment and StatefulSet; SLEEP: every workload of the kinds it handles",
+})
+
+// ParamsPath is the path of a condition's parameters in the CRD.
+const ParamsPath = "spec.policies[].condition.params"
+
+// withConditionParams adds to defaults those of every condition
+// parameter that has one (policy.AllParams).
+func withConditionParams(defaults map[string]string) map[string]string {
+	for _, prm := range policy.AllParams() {
+		if def := prm.DefaultText(); def != "" {
+			defaults[ParamsPath+"."+prm.Key] = def
+		}
+	}
+	return defaults
 }
 
 // Reference renders the fields of spec, then of status, as Markdown tables.

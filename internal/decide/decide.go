@@ -366,7 +366,7 @@ func (ev *Evaluator) evaluatePolicies(ctx context.Context, m policy.Manager, e r
 			in.Activity, fromIndex = &activity, indexed
 			continue
 		case policy.Fire:
-			if fromIndex && m.Policies[out.Policy].Condition.Type == policy.ConditionIdle && held.Until.IsZero() && !ev.Frozen && !ev.Budget.BeyondCap(e) {
+			if fromIndex && m.Policies[out.Policy].Condition.Evidence().Activity && held.Until.IsZero() && !ev.Frozen && !ev.Budget.BeyondCap(e) {
 				// The sweep's index misses what was created since it was
 				// listed: the namespace's own lists confirm it is idle,
 				// unless a hold, a freeze or --max-actions keeps the plan

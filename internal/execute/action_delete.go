@@ -27,7 +27,7 @@ func (deleteAction) apply(ctx context.Context, x *Executor, m policy.Manager, re
 		return applied{effects: effects}, err
 	}
 	unchanged := rec.Unchanged
-	if !m.Idles() {
+	if !m.ReadsTouched() {
 		unchanged = func(listed, now cluster.Namespace) bool {
 			return rec.Unchanged(listed.WithoutTouch(), now.WithoutTouch())
 		}

@@ -42,9 +42,10 @@ type podsQuery struct {
 	final bool
 }
 
-// notSucceededQuery is PODS_SUCCEED's: a pod that has not succeeded, or a
-// Job that has not finished (between two of its pods, every pod may have
-// succeeded while the next is yet to be created), holds it back.
+// notSucceededQuery answers policy.PodsNotSucceeded (PODS_SUCCEED): a pod
+// that has not succeeded, or a Job that has not finished (between two of
+// its pods, every pod may have succeeded while the next is yet to be
+// created), holds it back.
 var notSucceededQuery = podsQuery{
 	phase:    "status.phase!=" + string(corev1.PodSucceeded),
 	job:      func(job *batchv1.Job) bool { return !jobEnded(job, batchv1.JobComplete, batchv1.JobFailed) },
@@ -53,8 +54,9 @@ var notSucceededQuery = podsQuery{
 	answer:   func(what string) policy.PodsCheck { return policy.PodsCheck{NotSucceeded: 1, Example: what} },
 }
 
-// failedQuery is PODS_FAILED's: a pod in phase Failed, or a failed Job (a
-// Job that ran out of time has its pods deleted, not failed).
+// failedQuery answers policy.PodsFailed (PODS_FAILED): a pod in phase
+// Failed, or a failed Job (a Job that ran out of time has its pods
+// deleted, not failed).
 var failedQuery = podsQuery{
 	phase:    "status.phase=" + string(corev1.PodFailed),
 	job:      func(job *batchv1.Job) bool { return jobEnded(job, batchv1.JobFailed) },
@@ -99,14 +101,19 @@ type Pods struct {
 // NewPods returns the pods checks of a sweep that reads with reads.
 func NewPods(reads Reads) *Pods { return &Pods{reads: reads} }
 
-// Checks answers pods conditions (see check); with failedIndexed, the
-// index of failed pods and Jobs answers PODS_FAILED from the first check.
+// queries are the pods checks a condition's evidence asks for.
+var queries = map[policy.PodsEvidence]podsQuery{policy.PodsNotSucceeded: notSucceededQuery, policy.PodsFailed: failedQuery}
+
+// Checks answers pods conditions, each with the query its evidence names
+// (see check); with failedIndexed, the index of failed pods and Jobs
+// answers the checks for them from the first.
 func (p *Pods) Checks(failedIndexed bool) Check {
 	return func(ctx context.Context, namespace string, c policy.Condition) (policy.PodsCheck, error) {
-		if c.Type == policy.ConditionPodsFailed {
-			return p.check(ctx, failedQuery, namespace, c.PodLabels, failedIndexed)
+		q, ok := queries[c.Evidence().Pods]
+		if !ok {
+			return policy.PodsCheck{}, fmt.Errorf("check pods in %s: a %s condition reads no pods", namespace, c.Type)
 		}
-		return p.check(ctx, notSucceededQuery, namespace, c.PodLabels, false)
+		return p.check(ctx, q, namespace, c.PodLabels, failedIndexed && q.final)
 	}
 }
 
@@ -378,17 +385,19 @@ func (p *Pods) index(ctx context.Context, q podsQuery) (*Index, error) {
 	return o.x, o.err
 }
 
-// Confirmer checks again, chunk by chunk, the PODS_SUCCEED checks of a
+// Confirmer checks again, chunk by chunk, the checks of pods that have not
+// succeeded (policy.PodsNotSucceeded, PODS_SUCCEED's) of a
 // rule's namespaces that the sweep's index let pass: namespace by namespace
 // (pods, then Jobs), or with one list of each, whichever costs fewer
 // requests.
 type Confirmer struct {
 	reads Reads
-	// perNamespace answers checks namespace by namespace, and conditions
-	// other than PODS_SUCCEED.
+	// perNamespace answers checks namespace by namespace, and the other
+	// pods checks.
 	perNamespace Check
-	// podSelector selects the pods the rule's PODS_SUCCEED policies look
-	// at, when they all look at the same ones; else it is empty.
+	// podSelector selects the pods the rule's policies that check for
+	// pods that have not succeeded look at, when they all look at the same
+	// ones; else it is empty.
 	podSelector string
 	// podPages and jobPages are the pages a list of each takes (jobPages
 	// -1 until counted).
@@ -407,7 +416,7 @@ func (p *Pods) Confirmer(m policy.Manager, index *Index, perNamespace Check) *Co
 	}
 	var selectors []string
 	for _, p := range m.Policies {
-		if p.Condition.Type == policy.ConditionPodsSucceed {
+		if p.Condition.Evidence().Pods == policy.PodsNotSucceeded {
 			selectors = append(selectors, labels.SelectorFromSet(p.Condition.PodLabels).String())
 		}
 	}
@@ -479,12 +488,12 @@ func pages(n int, pageSize int64) int {
 	return max(1, (n+int(pageSize)-1)/int(pageSize))
 }
 
-// Answers answers PODS_SUCCEED checks from x, and other conditions with
-// check. A namespace in which x holds nothing that matches passes, and
+// Answers answers checks of pods that have not succeeded
+// (policy.PodsNotSucceeded) from x, and other conditions with check. A namespace in which x holds nothing that matches passes, and
 // passed is set: x being the sweep's index, the caller checks it again.
 func (x *Index) Answers(check Check, passed *bool) Check {
 	return func(ctx context.Context, namespace string, c policy.Condition) (policy.PodsCheck, error) {
-		if c.Type != policy.ConditionPodsSucceed {
+		if c.Evidence().Pods != policy.PodsNotSucceeded {
 			return check(ctx, namespace, c)
 		}
 		if what, found := x.find(namespace, labels.SelectorFromSet(c.PodLabels)); found {

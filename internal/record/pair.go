@@ -53,11 +53,11 @@ func (pr *Pair) Prior() status.Prior {
 func (pr *Pair) Sink() Sink { return pr.Events }
 
 // Unchanged: a pair's decision read its namespace's uid, labels, hold,
-// expiry and (with an IDLE policy) touched annotations, and the pair's own
+// expiry and (with a condition that reads it, IDLE's) touched annotations, and the pair's own
 // record; another rule's record or anybody's
 // annotation is no reason to wait.
 func (pr *Pair) Unchanged(listed, now cluster.Namespace) bool {
-	if !pr.Rule.Idles() {
+	if !pr.Rule.ReadsTouched() {
 		listed, now = listed.WithoutTouch(), now.WithoutTouch()
 	}
 	return now.UID == listed.UID && !now.Terminating && now.Labels == listed.Labels && now.Hold == listed.Hold && now.Expires == listed.Expires && now.Touched == listed.Touched &&

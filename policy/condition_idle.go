@@ -1,0 +1,105 @@
+package policy
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// idleSecondsParam is IDLE's parameter, required: how long nothing may happen.
+var idleSecondsParam = Param{Key: "idleSeconds", Kind: ParamSeconds, Min: 1, Required: "IDLE needs how long nothing may happen"}
+
+// idleCondition is IDLE: the policy holds once nothing has happened in the
+// target for params.idleSeconds. It reads the target's TouchedAnnotation and asks
+// for its newest activity (Input.Activity).
+type idleCondition struct{}
+
+func (idleCondition) Type() string    { return ConditionIdle }
+func (idleCondition) Params() []Param { return []Param{idleSecondsParam} }
+func (idleCondition) Evidence() Evidence {
+	return Evidence{Activity: true, Touched: true}
+}
+
+func (idleCondition) parse(params map[string]any, pp *field.Path, strict bool) (Condition, field.ErrorList) {
+	p := parser{strict: strict}
+	c := Condition{Idle: p.secondsParam(params, pp, idleSecondsParam)}
+	return c, p.errs
+}
+
+func (idleCondition) judge(j judging) (Verdict, PolicyState, map[string]CheckState) {
+	verdict := judgeIdle(&j.state, j.p.Condition, j.in)
+	return verdict, j.state, j.checks
+}
+
+// What an IDLE condition says of the activity it knows without reading
+// the namespace: its creation, its TouchedAnnotation.
+const (
+	ActivityCreated = "namespace created"
+	ActivityTouched = "touched (annotation " + TouchedAnnotation + ")"
+)
+
+// judgeIdle judges an IDLE condition: it holds once the target's last
+// activity is c.Idle old. Its creation and touched annotation are known; the
+// rest (Input.Activity) is asked for only when those alone would let it hold.
+// A touched annotation that does not parse, or says a time more than
+// TouchLeeway ahead of Now, is ignored (and said so, in Problem), as a hold
+// that does not parse is: an annotation keeps no namespace forever.
+func judgeIdle(state *PolicyState, c Condition, in Input) Verdict {
+	last := Activity{At: in.TargetCreated, What: ActivityCreated}
+	if in.TargetTouched != "" {
+		touched, err := ParseTouched(in.TargetTouched)
+		switch {
+		case err != nil:
+			state.Problem = fmt.Sprintf("annotation %s: %v: ignored", TouchedAnnotation, err)
+		case touched.After(in.Now.Add(TouchLeeway)):
+			state.Problem = fmt.Sprintf("annotation %s: %s is more than %s ahead: ignored", TouchedAnnotation, stamp(touched), TouchLeeway)
+		case touched.After(last.At):
+			last = Activity{At: touched, What: ActivityTouched}
+		}
+	}
+	switch {
+	case in.Activity != nil && in.Activity.At.After(last.At):
+		last = *in.Activity
+	case in.Activity == nil && !in.Now.Before(last.At.Add(c.Idle)):
+		return NeedActivity
+	}
+	state.LastActivity = &last
+	due := last.At.Add(c.Idle)
+	ignored := ""
+	if state.Problem != "" {
+		ignored = " (" + state.Problem + ")"
+	}
+	if !in.Now.Before(due) {
+		state.Holds = true
+		state.Detail = fmt.Sprintf("idle %s since %s (last activity: %s)%s", c.Idle, stamp(last.At), last.What, ignored)
+		return Fire
+	}
+	state.Detail = fmt.Sprintf("last activity: %s at %s; idle %s at %s%s", last.What, stamp(last.At), c.Idle, stamp(due), ignored)
+	state.Due = due
+	return Wait
+}
+
+// TouchLeeway is how far ahead of a sweep's clock a TouchedAnnotation may
+// be, and count: the clock of whoever wrote it may run ahead of the API
+// server's.
+const TouchLeeway = 5 * time.Minute
+
+// ParseTouched parses a TouchedAnnotation: an RFC 3339 time, also with a
+// space or a lower-case t between date and time, as RFC 3339 allows (date
+// --rfc-3339=seconds writes one).
+func ParseTouched(s string) (time.Time, error) {
+	normal := s
+	if len(s) > 10 && (s[10] == ' ' || s[10] == 't') {
+		normal = s[:10] + "T" + s[11:]
+	}
+	if strings.HasSuffix(normal, "z") {
+		normal = normal[:len(normal)-1] + "Z"
+	}
+	t, err := time.Parse(time.RFC3339, normal)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is not an RFC 3339 time (2026-11-24T09:30:00Z)", cut(s, 64))
+	}
+	return t, nil
+}
