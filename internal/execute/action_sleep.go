@@ -15,7 +15,6 @@ import (
 	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/internal/status"
-	"github.com/nsman/nsman/internal/tell"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 )
@@ -147,9 +146,13 @@ func putToSleep(ctx context.Context, x *Executor, namespace string, selections [
 
 // refusals are the workloads of kinds found by discovery whose change the
 // API server refused (403) though the kind's access review allowed it (an
-// admission policy or webhook) or failed: EachKind calls its change one
-// workload after the other, so they need no lock.
-type refusals []string
+// admission policy or webhook) or failed: the first ten named, the rest
+// counted, so that a namespace of many refused keeps no more. EachKind
+// calls its change one workload after the other, so they need no lock.
+type refusals struct {
+	named []string
+	more  int
+}
 
 // keep returns err, or nil after keeping w when err refused the change of
 // an optional workload of a kind found.
@@ -157,16 +160,24 @@ func (r *refusals) keep(optional bool, kind probe.Kind, w *Workload, err error) 
 	if !optional || !kind.Found || !apierrors.IsForbidden(err) {
 		return err
 	}
-	*r = append(*r, kind.Name+"/"+w.Object.GetName())
+	if len(r.named) < 10 {
+		r.named = append(r.named, kind.Name+"/"+w.Object.GetName())
+	} else {
+		r.more++
+	}
 	return nil
 }
 
 // warnings is what the entry says of r: one line, at most ten named.
 func (r refusals) warnings() []string {
-	if len(r) == 0 {
+	if len(r.named) == 0 {
 		return nil
 	}
-	return []string{fmt.Sprintf("refused (403), left as they were: %s", tell.FirstTen(r))}
+	line := "refused (403), left as they were: " + strings.Join(r.named, ", ")
+	if r.more > 0 {
+		line += fmt.Sprintf(" and %d more", r.more)
+	}
+	return []string{line}
 }
 
 // deny drops the kinds of skipped, which nsman may not list, from the

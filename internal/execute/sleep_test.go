@@ -11,10 +11,12 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/nsman/nsman/internal/cluster/clustertest"
 	"github.com/nsman/nsman/internal/decide"
+	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
@@ -390,5 +392,27 @@ func TestResleepKeepsAtMostMaxWoken(t *testing.T) {
 		if _, err := fmt.Sscanf(name[strings.LastIndex(name, "/w")+2:], "%d", &i); err != nil || i >= maxWoken {
 			t.Errorf("put back %s: want only the first %d listed kept to choose among", name, maxWoken)
 		}
+	}
+}
+
+// A namespace of many workloads whose sleep was refused keeps ten of their
+// names and counts the rest: what a tenant makes refused sizes no entry.
+func TestRefusalsKeepTen(t *testing.T) {
+	kind := probe.Kind{Name: "Rollout", Found: true}
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Group: "argoproj.io", Resource: "rollouts"}, "x", errors.New("denied"))
+	var r refusals
+	for i := range 25 {
+		w := &Workload{Object: &unstructured.Unstructured{}}
+		w.Object.SetName(fmt.Sprintf("w%02d", i))
+		if err := r.keep(true, kind, w, forbidden); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(r.named) != 10 {
+		t.Errorf("%d names kept, want 10", len(r.named))
+	}
+	want := "refused (403), left as they were: Rollout/w00, Rollout/w01, Rollout/w02, Rollout/w03, Rollout/w04, Rollout/w05, Rollout/w06, Rollout/w07, Rollout/w08, Rollout/w09 and 15 more"
+	if got := r.warnings(); len(got) != 1 || got[0] != want {
+		t.Errorf("warnings %q, want %q", got, want)
 	}
 }
