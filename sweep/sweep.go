@@ -135,9 +135,15 @@ type sweepRun struct {
 	entries []report.Entry
 }
 
+// add keeps entries, the caller's to give: the first are kept as they
+// are, not copied (a rule's over 10,000 namespaces, say).
 func (r *sweepRun) add(entries ...report.Entry) {
 	r.mu.Lock()
-	r.entries = append(r.entries, entries...)
+	if r.entries == nil {
+		r.entries = entries
+	} else {
+		r.entries = append(r.entries, entries...)
+	}
 	r.mu.Unlock()
 }
 
