@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -165,5 +167,36 @@ func TestSleepsAhead(t *testing.T) {
 		if got := sleepsAhead(tt.st); got != tt.want {
 			t.Errorf("%s: sleepsAhead = %v, want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// bounded calls each fn once, never more than the sweep's slots at once
+// across callers side by side.
+func TestBoundedSharesItsSlots(t *testing.T) {
+	const slots, n = 4, 300
+	r := &sweepRun{pairSlots: make(chan struct{}, slots)}
+	var running, most atomic.Int64
+	calls := make([]atomic.Int64, 2*n)
+	var wg sync.WaitGroup
+	for caller := range 2 {
+		wg.Go(func() {
+			r.bounded(n, func(i int) {
+				now := running.Add(1)
+				for m := most.Load(); now > m && !most.CompareAndSwap(m, now); m = most.Load() {
+				}
+				time.Sleep(100 * time.Microsecond)
+				calls[caller*n+i].Add(1)
+				running.Add(-1)
+			})
+		})
+	}
+	wg.Wait()
+	for i := range calls {
+		if c := calls[i].Load(); c != 1 {
+			t.Fatalf("call %d made %d times, want once", i, c)
+		}
+	}
+	if m := most.Load(); m > slots {
+		t.Errorf("%d calls at once, over the %d slots", m, slots)
 	}
 }
