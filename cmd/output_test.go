@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -24,11 +25,19 @@ func TestWriteJSONMatchesTheEncoder(t *testing.T) {
 	}
 	summary := report.Summary{Now: due, Managers: 3, States: map[report.State]int{report.StateWaiting: 1, report.StateInvalid: 1, report.StateFired: 1},
 		Requests: map[string]int{"get": 4, "patch": 2}, DurationSeconds: 0.25, Shard: &report.Shard{Index: 1, Count: 2, Skipped: 4}}
+	// Past a chunk, in order across chunks (each marshalled side by side).
+	var many []report.Entry
+	for i := range 2*jsonChunk + 7 {
+		e := entries[i%len(entries)]
+		e.Target = fmt.Sprintf("e2e-%04d", i)
+		many = append(many, e)
+	}
 	for name, r := range map[string]report.Report{
-		"entries":    {Version: report.ReportVersion, Entries: entries, Summary: summary},
-		"one entry":  {Version: report.ReportVersion, Entries: entries[:1], Summary: summary},
-		"no entries": {Version: report.ReportVersion, Entries: []report.Entry{}, Summary: summary},
-		"nil":        {Version: report.ReportVersion},
+		"past a chunk": {Version: report.ReportVersion, Entries: many, Summary: summary},
+		"entries":      {Version: report.ReportVersion, Entries: entries, Summary: summary},
+		"one entry":    {Version: report.ReportVersion, Entries: entries[:1], Summary: summary},
+		"no entries":   {Version: report.ReportVersion, Entries: []report.Entry{}, Summary: summary},
+		"nil":          {Version: report.ReportVersion},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var want, got bytes.Buffer
