@@ -1,7 +1,9 @@
 package listpage_test
 
 import (
+	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -56,5 +58,32 @@ func TestDecodeLargePage(t *testing.T) {
 		if _, err := listpage.DecodePage([]byte(bad)); err == nil {
 			t.Errorf("a page of %d bytes cut off, or with data after it, decoded", len(bad))
 		}
+	}
+}
+
+// A streamed list's keys match case-sensitively, as the API server's own
+// decoding does: a custom resource that keeps unknown fields could carry
+// "Replicas" beside "replicas", and the sweep must read the one the API
+// server reads (and scales), not the one a tenant wrote last.
+func TestDecodeStreamedMatchesKeysCaseSensitively(t *testing.T) {
+	type item struct {
+		Spec struct {
+			Replicas *int64 `json:"replicas"`
+		} `json:"spec"`
+	}
+	var got []string
+	_, err := listpage.DecodeStreamed(strings.NewReader(`{"metadata":{"continue":"c"},"items":[{"spec":{"replicas":3,"Replicas":0}},{"Spec":{"replicas":0}},{"spec":{"REPLICAS":0}}]}`), func(it *item) error {
+		if it.Spec.Replicas == nil {
+			got = append(got, "none")
+		} else {
+			got = append(got, fmt.Sprint(*it.Spec.Replicas))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"3", "none", "none"}; !slices.Equal(got, want) {
+		t.Errorf("replicas read %q, want %q: keys matched in another case", got, want)
 	}
 }
