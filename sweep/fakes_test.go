@@ -31,6 +31,7 @@ import (
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/cluster/clustertest"
+	"github.com/nsman/nsman/internal/listpage/listpagetest"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/webhook"
 )
@@ -227,7 +228,8 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // list answers a list, selected by labels (the fake) and fields (here), as
-// metadata when asked for a PartialObjectMetadataList. Pages are not cut:
+// metadata when asked for a PartialObjectMetadataList, in protobuf when
+// that is asked for first. Pages are not cut:
 // the fake lists everything at once.
 func (f *fakeAPI) list(w http.ResponseWriter, r *http.Request, client dynamic.ResourceInterface) {
 	q := r.URL.Query()
@@ -273,7 +275,18 @@ func (f *fakeAPI) list(w http.ResponseWriter, r *http.Request, client dynamic.Re
 		}
 		partial.Items = append(partial.Items, m)
 	}
-	answer(w, partial, nil)
+	if !strings.HasPrefix(r.Header.Get("Accept"), "application/vnd.kubernetes.protobuf") {
+		answer(w, partial, nil)
+		return
+	}
+	// As the API server does, protobuf to a client that asks for it first.
+	data, err := listpagetest.ProtobufMetadata(partial)
+	if err != nil {
+		answer(w, nil, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf")
+	_, _ = w.Write(data)
 }
 
 // fieldsOf is the fields obj may be selected on, as the API server selects

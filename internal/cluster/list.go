@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"io"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -105,23 +106,30 @@ func (rd Reader) listPage(ctx context.Context, namespace string, opts metav1.Lis
 // tenant writes whole, where a page of 500 decoded at once could take
 // gigabytes. An error from fn ends the listing with that error.
 func EachStreamed[T any](ctx context.Context, pageSize int64, opts metav1.ListOptions, request func() *rest.Request, fn func(*T) error) error {
-	return eachStreamedAs(ctx, "application/json", pageSize, opts, request, fn, nil)
+	return eachPage(ctx, "application/json", pageSize, opts, request, streamed(fn), nil)
 }
 
 // EachStreamedPaged is EachStreamed, calling endPage after each page once
 // its response is read and closed: a caller that acts on what a page held
 // acts with no response open. An error from endPage ends the listing.
 func EachStreamedPaged[T any](ctx context.Context, pageSize int64, opts metav1.ListOptions, request func() *rest.Request, fn func(*T) error, endPage func() error) error {
-	return eachStreamedAs(ctx, "application/json", pageSize, opts, request, fn, endPage)
+	return eachPage(ctx, "application/json", pageSize, opts, request, streamed(fn), endPage)
+}
+
+// streamed decodes a JSON page with listpage.DecodeStreamed.
+func streamed[T any](fn func(*T) error) func(io.Reader) (metav1.ListMeta, error) {
+	return func(body io.Reader) (metav1.ListMeta, error) { return listpage.DecodeStreamed(body, fn) }
 }
 
 // asMetadata asks the API server for a list of metadata only
-// (PartialObjectMetadataList), as client-go's metadata client does.
-const asMetadata = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+// (PartialObjectMetadataList), protobuf first, as client-go's metadata
+// client does; JSON where protobuf is not served (see
+// listpage.DecodeMetadata).
+const asMetadata = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 
 // ObjectMeta is what a sweep reads of an object listed as metadata (see
-// eachMetadata): annotations and managed fields, the bulk of it, are
-// skipped.
+// EachMetadata): annotations and managed fields, the bulk of it, are not
+// kept.
 type ObjectMeta struct {
 	Metadata struct {
 		Name              string            `json:"name"`
@@ -131,14 +139,26 @@ type ObjectMeta struct {
 	} `json:"metadata"`
 }
 
-// EachMetadata is eachStreamed over the metadata of the objects listed,
-// for objects a tenant writes: each one's annotations (up to 256 KiB) are
-// read past, not kept, and a page of 500 costs one object's metadata.
-func EachMetadata(ctx context.Context, pageSize int64, opts metav1.ListOptions, request func() *rest.Request, fn func(*ObjectMeta) error) error {
-	return eachStreamedAs(ctx, asMetadata, pageSize, opts, request, fn, nil)
+// objectMetaOf is what a sweep reads of item.
+func objectMetaOf(item *metav1.PartialObjectMetadata) *ObjectMeta {
+	o := &ObjectMeta{}
+	m := &o.Metadata
+	m.Name, m.Namespace, m.CreationTimestamp, m.Labels = item.Name, item.Namespace, item.CreationTimestamp, item.Labels
+	return o
 }
 
-func eachStreamedAs[T any](ctx context.Context, accept string, pageSize int64, opts metav1.ListOptions, request func() *rest.Request, fn func(*T) error, endPage func() error) error {
+// EachMetadata is EachStreamed over the metadata of the objects listed,
+// for objects a tenant writes: each one's annotations (up to 256 KiB) are
+// dropped once read, and a page of 500 costs one object's metadata.
+func EachMetadata(ctx context.Context, pageSize int64, opts metav1.ListOptions, request func() *rest.Request, fn func(*ObjectMeta) error) error {
+	return eachPage(ctx, asMetadata, pageSize, opts, request, func(body io.Reader) (metav1.ListMeta, error) {
+		return listpage.DecodeMetadata(body, fn, objectMetaOf)
+	}, nil)
+}
+
+// eachPage requests the pages of a list, accepting accept, and decodes
+// each with decode as it arrives; endPage, when set, is called after each.
+func eachPage(ctx context.Context, accept string, pageSize int64, opts metav1.ListOptions, request func() *rest.Request, decode func(io.Reader) (metav1.ListMeta, error), endPage func() error) error {
 	opts.Limit = pageSize
 	for {
 		body, err := request().
@@ -148,7 +168,7 @@ func eachStreamedAs[T any](ctx context.Context, accept string, pageSize int64, o
 		if err != nil {
 			return err
 		}
-		meta, err := listpage.DecodeStreamed(body, fn)
+		meta, err := decode(body)
 		body.Close()
 		if err == nil && endPage != nil {
 			err = endPage()

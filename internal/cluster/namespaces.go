@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
+	"github.com/nsman/nsman/internal/listpage"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 )
@@ -20,7 +22,7 @@ import (
 // namespaceInfoOf reads. Whoever may annotate a namespace can give it 256
 // KiB of annotations, and a page holds 500: decoded whole, as client-go's
 // metadata client does, a page cost 128 MB. Each namespace is decoded as
-// it arrives (eachStreamedAs), and of its annotations only nsman's are
+// it arrives (listpage.DecodeMetadata), and of its annotations only nsman's are
 // kept: the rules' records, which nsman writes, and the hold, the wake, the
 // expiry date and the touch, each cut at maxNamespaceValue bytes (a time is
 // some 30): a namespace kept for the sweep costs what nsman reads of it.
@@ -99,14 +101,38 @@ func (it *namespaceItem) metadata() *metav1.PartialObjectMetadata {
 		CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp, Labels: m.Labels, Annotations: m.Annotations}}
 }
 
+// namespaceItemOf is what a sweep keeps of a namespace decoded from
+// protobuf, whole: nsman's annotations, as nsmansAnnotations keeps them.
+func namespaceItemOf(ns *metav1.PartialObjectMetadata) *namespaceItem {
+	it := &namespaceItem{}
+	m := &it.Metadata
+	m.Name, m.UID, m.ResourceVersion, m.CreationTimestamp, m.DeletionTimestamp, m.Labels = ns.Name, ns.UID, ns.ResourceVersion, ns.CreationTimestamp, ns.DeletionTimestamp, ns.Labels
+	for key, v := range ns.Annotations {
+		switch {
+		case strings.HasPrefix(key, status.PairAnnotationPrefix):
+		case key == status.HoldAnnotation || key == status.WakeAnnotation || key == policy.ExpiresAnnotation || key == policy.TouchedAnnotation:
+			v = v[:min(len(v), maxNamespaceValue)]
+		default:
+			continue
+		}
+		if m.Annotations == nil {
+			m.Annotations = nsmansAnnotations{}
+		}
+		m.Annotations[key] = v
+	}
+	return it
+}
+
 // EachNamespace calls fn with every namespace, listed as metadata in pages
 // of the sweep's page size, decoded one at a time (see above).
 func (rd Reader) EachNamespace(ctx context.Context, fn func(*metav1.PartialObjectMetadata)) error {
 	list := func() *rest.Request {
 		return rd.RESTClient(corev1.SchemeGroupVersion).Get().Resource("namespaces")
 	}
-	return eachStreamedAs(ctx, asMetadata, rd.PageSize, metav1.ListOptions{}, list, func(it *namespaceItem) error {
-		fn(it.metadata())
-		return nil
+	return eachPage(ctx, asMetadata, rd.PageSize, metav1.ListOptions{}, list, func(body io.Reader) (metav1.ListMeta, error) {
+		return listpage.DecodeMetadata(body, func(it *namespaceItem) error {
+			fn(it.metadata())
+			return nil
+		}, namespaceItemOf)
 	}, nil)
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nsman/nsman/internal/listpage"
+	"github.com/nsman/nsman/internal/listpage/listpagetest"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 )
@@ -18,7 +19,8 @@ import (
 // A namespace is kept as namespaceInfoOf reads it: its name, uid, version,
 // times and labels as listed; of its annotations, nsman's alone, a hold,
 // wake, expiry date or touch cut at maxNamespaceValue, a rule's record
-// whole. 200 KiB of a tenant's own annotations are read past.
+// whole. 200 KiB of a tenant's own annotations are not kept. So it is from
+// JSON and from protobuf, which the API server sends nsman.
 func TestNamespaceListKeepsWhatIsRead(t *testing.T) {
 	created := metav1.NewTime(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
 	deleting := metav1.NewTime(created.Add(time.Hour))
@@ -32,15 +34,30 @@ func TestNamespaceListKeepsWhatIsRead(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Name: "gone", UID: "u-g", ResourceVersion: "8", CreationTimestamp: created, DeletionTimestamp: &deleting}},
 	}}
 	listed.Continue = "next"
-	data, err := json.Marshal(listed)
+	asJSON, err := json.Marshal(listed)
 	if err != nil {
 		t.Fatal(err)
 	}
+	asProtobuf, err := listpagetest.ProtobufMetadata(&listed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for encoding, data := range map[string][]byte{"json": asJSON, "protobuf": asProtobuf} {
+		t.Run(encoding, func(t *testing.T) { keepsWhatIsRead(t, listed, data) })
+	}
+}
+
+// keepsWhatIsRead decodes data, the list listed in some encoding, as the
+// sweep does, and checks what it keeps (see
+// TestNamespaceListKeepsWhatIsRead).
+func keepsWhatIsRead(t *testing.T, listed metav1.PartialObjectMetadataList, data []byte) {
+	long := strings.Repeat("9", 1024)
+	deleting := listed.Items[1].DeletionTimestamp
 	var got []*metav1.PartialObjectMetadata
-	meta, err := listpage.DecodeStreamed(bytes.NewReader(data), func(it *namespaceItem) error {
+	meta, err := listpage.DecodeMetadata(bytes.NewReader(data), func(it *namespaceItem) error {
 		got = append(got, it.metadata())
 		return nil
-	})
+	}, namespaceItemOf)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,8 @@
 // Package listpagetest holds fixtures for the tests of the packages that
-// decode NamespaceManagers: managers and pages of them as the API server
-// lists them. It needs the standard library only, so that the fuzz target
-// of package listpage builds small.
+// decode lists: NamespaceManagers and pages of them as the API server
+// lists them, and lists of metadata as protobuf. It needs the standard
+// library and apimachinery only, as package listpage does, so that the
+// fuzz target of package listpage builds small.
 package listpagetest
 
 import (
