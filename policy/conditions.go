@@ -78,6 +78,9 @@ type Evidence struct {
 	// Touched: it reads the target's TouchedAnnotation, which a DELETE's
 	// precondition then holds (see Manager.ReadsTouched).
 	Touched bool
+	// Owner: it weighs the target's owner (Input.Owner), read from the
+	// sweep's one list of each owner kind.
+	Owner bool
 }
 
 // PodsEvidence is which pods check a condition asks for.

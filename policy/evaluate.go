@@ -88,6 +88,9 @@ type Input struct {
 	// ControllerRevision or Job in the target, once looked for (NeedActivity):
 	// nil before; a zero At when there is none.
 	Activity *Activity
+	// Owner is the target's owner, for a condition whose Evidence asks for
+	// it: nil when the target names none and its record remembers none.
+	Owner *Owner
 	// Asleep names the SLEEP policy the target was put to sleep by, as
 	// nsman recorded it; "" when the target is awake. It decides whether a
 	// SLEEP policy that holds (or no longer does) is a transition at all.

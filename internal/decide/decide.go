@@ -125,6 +125,8 @@ type Evaluator struct {
 	Namespaces func(ctx context.Context) (map[string]cluster.Namespace, error)
 	Activity   Activity
 	Stuck      Stuck
+	// Owners answers the owner of a target, for a condition that weighs it.
+	Owners Owners
 	// Budget is --max-actions' share of the sweep.
 	Budget Budget
 	// Awake tells what is awake in a namespace kept asleep.
@@ -138,6 +140,13 @@ type Evaluator struct {
 // read names (probe.MaxAwakeIn), of any kind.
 type Awake interface {
 	In(ctx context.Context, namespace string, kinds []string) (awake []string, more bool, err error)
+}
+
+// Owners tells who owns namespace ns, as the sweep read the owner kinds
+// (see policy.Owner): nil when ns names no owner and remembered (the ref
+// a record remembers, "" for none) is empty.
+type Owners interface {
+	Of(ctx context.Context, ns cluster.Namespace, remembered string) *policy.Owner
 }
 
 // Check answers the pods condition c of a policy on a namespace.
