@@ -37,34 +37,37 @@ var layers = map[string][]string{
 	"cmd": {
 		"sweep", "doctor", "explain", "metrics",
 		"internal/execute", "internal/decide", "internal/record", "internal/probe", "internal/tell",
-		"internal/write", "internal/cluster", "internal/workload", "internal/listpage", "internal/status",
+		"internal/write", "internal/cluster", "internal/workload", "internal/owner", "internal/listpage", "internal/status",
 		"report", "deploy", "webhook", "policy",
 	},
-	"doctor":  {"internal/cluster", "internal/listpage", "internal/status", "report", "deploy", "webhook", "policy"},
-	"explain": {"internal/cluster", "internal/listpage", "internal/status", "report", "policy"},
+	"doctor":  {"internal/cluster", "internal/owner", "internal/listpage", "internal/status", "report", "deploy", "webhook", "policy"},
+	"explain": {"internal/cluster", "internal/owner", "internal/listpage", "internal/status", "report", "policy"},
 	"sweep": {
 		"internal/execute", "internal/decide", "internal/record", "internal/probe", "internal/tell",
-		"internal/write", "internal/cluster", "internal/workload", "internal/listpage", "internal/status",
+		"internal/write", "internal/cluster", "internal/workload", "internal/owner", "internal/listpage", "internal/status",
 		"report", "webhook", "policy",
 	},
 	"internal/execute": {
 		"internal/decide", "internal/record", "internal/probe", "internal/tell",
-		"internal/write", "internal/cluster", "internal/workload", "internal/listpage", "internal/status",
+		"internal/write", "internal/cluster", "internal/workload", "internal/owner", "internal/listpage", "internal/status",
 		"report", "webhook", "policy",
 	},
 	// decide declares the interfaces it needs (namespaces, pods checks,
 	// activity, stuck, the action budget) rather than importing probe.
 	"internal/decide": {"internal/cluster", "internal/listpage", "internal/status", "report", "policy"},
 	"internal/record": {"internal/write", "internal/cluster", "internal/listpage", "internal/status", "report", "policy"},
-	"internal/probe":  {"internal/cluster", "internal/workload", "internal/listpage", "internal/status", "report", "policy"},
+	"internal/probe":  {"internal/cluster", "internal/workload", "internal/owner", "internal/listpage", "internal/status", "report", "policy"},
 	"internal/tell":   {"internal/write", "internal/cluster", "internal/listpage", "internal/status", "report", "webhook", "policy"},
 	// telltest is test fixtures: a receiver that answers as a hostile one.
 	"internal/tell/telltest": {},
 	"internal/write":         {"internal/cluster", "internal/listpage", "internal/status", "report", "webhook", "policy"},
-	"internal/cluster":       {"internal/workload", "internal/listpage", "internal/status", "report", "policy"},
+	"internal/cluster":       {"internal/workload", "internal/owner", "internal/listpage", "internal/status", "report", "policy"},
 	// workload is each kind of workload nsman puts to sleep, one home per
 	// way it sleeps, making no request.
 	"internal/workload": {"internal/status", "report", "policy"},
+	// owner is each kind of object that owns a namespace, one home per
+	// kind, making no request.
+	"internal/owner": {"internal/status", "report", "policy"},
 	// listpage decodes what a list answers, with no client.
 	"internal/listpage": {"internal/status", "report", "policy"},
 	// listpagetest is test fixtures of managers and pages of them as
