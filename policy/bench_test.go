@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/nsman/nsman/policy/window"
 )
 
 // benchManagers is the size of the fleet the benchmarks evaluate: the scale
@@ -137,8 +139,8 @@ func windowedManager() *unstructured.Unstructured {
 	zones := []string{"Europe/Berlin", "America/New_York", "Asia/Tokyo", "Australia/Sydney", "Europe/London", "America/Sao_Paulo", "Asia/Kolkata", "Africa/Johannesburg"}
 	policies := make([]any, 0, maxPolicies)
 	for i := range maxPolicies {
-		windows := make([]any, 0, maxWindows)
-		for j := range maxWindows {
+		windows := make([]any, 0, window.MaxWindows)
+		for j := range window.MaxWindows {
 			windows = append(windows, map[string]any{"days": []any{"Mon", "Tue"}, "from": "22:00", "to": "06:00", "timeZone": zones[(i+j)%len(zones)]})
 		}
 		policies = append(policies, map[string]any{
@@ -153,30 +155,4 @@ func windowedManager() *unstructured.Unstructured {
 		"metadata": map[string]any{"namespace": "team-a", "name": "windows", "uid": "uid-w", "generation": int64(1)},
 		"spec":     map[string]any{"policies": policies},
 	}}
-}
-
-// BenchmarkParseWindows parses one manager of 64 policies × 16 windows per
-// op, 1,024 time zones named: with the zones kept once loaded, and with
-// every window loading its zone again (a cache that keeps nothing, as
-// Parse did before zones were kept).
-func BenchmarkParseWindows(b *testing.B) {
-	obj := windowedManager()
-	for _, bc := range []struct {
-		name  string
-		cache *zoneCache
-	}{
-		{"kept", newZoneCache(time.LoadLocation, maxZones)},
-		{"loadedEachTime", newZoneCache(time.LoadLocation, 0)},
-	} {
-		b.Run(bc.name, func(b *testing.B) {
-			defer func(kept *zoneCache) { zones = kept }(zones)
-			zones = bc.cache
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, errs := Parse(obj); len(errs) > 0 {
-					b.Fatal(errs)
-				}
-			}
-		})
-	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"maps"
 	"time"
+
+	"github.com/nsman/nsman/policy/window"
 )
 
 // Verdict is what an evaluation concluded.
@@ -209,29 +211,29 @@ func judge(state *PolicyState, out *Outcome, generation int64, i int, p Policy, 
 // neither pods nor an IDLE policy's activity are read while every window
 // is closed.
 func judgeInWindows(state *PolicyState, out *Outcome, generation int64, i int, p Policy, in Input) Verdict {
-	open := nextOpen(p.Windows, in.Now)
+	open := window.NextOpen(p.Windows, in.Now)
 	closed := !open.Equal(in.Now)
 	pods := p.Condition.Evidence().Pods != NoPods
 	if closed && pods {
-		state.Detail = fmt.Sprintf("outside its windows (%s): pods are checked from %s", describeWindows(p.Windows), stamp(open))
+		state.Detail = fmt.Sprintf("outside its windows (%s): pods are checked from %s", window.Describe(p.Windows), stamp(open))
 		state.Due = open
 		return Wait
 	}
 	verdict := judge(state, out, generation, i, p, in)
 	switch {
 	case verdict == NeedActivity && closed:
-		state.Detail = fmt.Sprintf("outside its windows (%s): its activity is read from %s", describeWindows(p.Windows), stamp(open))
+		state.Detail = fmt.Sprintf("outside its windows (%s): its activity is read from %s", window.Describe(p.Windows), stamp(open))
 		if state.Problem != "" {
 			state.Detail += " (" + state.Problem + ")"
 		}
 		state.Due = open
 		return Wait
 	case verdict == Fire && closed:
-		state.Detail += fmt.Sprintf("; outside its windows (%s): it acts at %s", describeWindows(p.Windows), stamp(open))
+		state.Detail += fmt.Sprintf("; outside its windows (%s): it acts at %s", window.Describe(p.Windows), stamp(open))
 		state.Due = open
 		return Wait
 	case verdict == Wait && !state.Due.IsZero():
-		state.Due = nextOpen(p.Windows, state.Due)
+		state.Due = window.NextOpen(p.Windows, state.Due)
 	}
 	return verdict
 }

@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/nsman/nsman/policy/window"
 )
 
 // The fuzz targets start from the project's own valid managers, so that
@@ -515,7 +517,7 @@ func checkWait(t *testing.T, m Manager, in Input, out Outcome) {
 		}
 		// A policy that holds waits only outside its windows, until the
 		// next opens.
-		if open := nextOpen(m.Policies[i].Windows, in.Now); st.Holds && (open.IsZero() || open.Equal(in.Now) || !st.Due.Equal(open)) {
+		if open := window.NextOpen(m.Policies[i].Windows, in.Now); st.Holds && (open.IsZero() || open.Equal(in.Now) || !st.Due.Equal(open)) {
 			t.Fatalf("waiting, but policy %q holds (windows %v, next open %v, due %v)", st.Name, m.Policies[i].Windows, open, st.Due)
 		}
 		if !st.Due.IsZero() && (earliest.IsZero() || st.Due.Before(earliest)) {

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nsman/nsman/policy/window"
 )
 
 func idle(name string, d time.Duration) Policy {
@@ -86,7 +88,7 @@ func TestIdleLastActivity(t *testing.T) {
 		}
 	}
 	// Outside its windows, IDLE asks for nothing and waits for the opening.
-	m.Policies[0].Windows = []Window{{From: 22 * 60, To: 6 * 60, Location: time.UTC}}
+	m.Policies[0].Windows = []window.Window{{From: 22 * 60, To: 6 * 60, Location: time.UTC}}
 	opens := time.Date(2026, 3, 24, 22, 0, 0, 0, time.UTC)
 	if out := Evaluate(m, Input{Now: opens.Add(-time.Hour), TargetCreated: created}); out.Verdict != Wait || !out.NextDue.Equal(opens) ||
 		!strings.Contains(out.Policies[0].Detail, "its activity is read from "+opens.Format(time.RFC3339)) {
@@ -105,7 +107,7 @@ func TestIdleLastActivity(t *testing.T) {
 // ignored touch too.
 func TestIdleOutsideWindowsSaysTheIgnoredTouch(t *testing.T) {
 	m := mgr(idle("idle a day", 24*time.Hour))
-	m.Policies[0].Windows = []Window{{From: 22 * 60, To: 6 * 60, Location: time.UTC}}
+	m.Policies[0].Windows = []window.Window{{From: 22 * 60, To: 6 * 60, Location: time.UTC}}
 	now := time.Date(2026, 4, 20, 12, 0, 0, 0, time.UTC)
 	out := Evaluate(m, Input{Now: now, TargetCreated: created, TargetTouched: "soon"})
 	if st := out.Policies[0]; out.Verdict != Wait || st.Problem == "" || !strings.Contains(st.Detail, "its activity is read from") || !strings.Contains(st.Detail, st.Problem) {

@@ -23,6 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/nsman/nsman/policy/window"
 )
 
 // policyName is the original CRD's pattern for policy names.
@@ -168,98 +170,7 @@ const (
 	maxSelectors = 16
 	maxLabels    = 64
 	maxURLLength = 2048
-	maxWindows   = 16
 )
-
-// clockTime is a window's from or to, HH:MM on a 24-hour clock.
-var clockTime = regexp.MustCompile(`^([01][0-9]|2[0-3]):([0-5][0-9])$`)
-
-// windows reads policies[].windows: when the policy may act. A time zone
-// that this nsman does not know is refused here (the CRD cannot tell).
-func (p *parser) windows(policy map[string]any, path *field.Path) []Window {
-	wp := path.Child("windows")
-	raw, ok := policy["windows"]
-	if !ok || raw == nil {
-		return nil
-	}
-	list, ok := raw.([]any)
-	if !ok {
-		p.errs = append(p.errs, field.Invalid(wp, raw, "must be a list"))
-		return nil
-	}
-	p.tooMany(wp, len(list), maxWindows)
-	out := make([]Window, 0, len(list))
-	for i, item := range list {
-		ip := wp.Index(i)
-		obj, ok := item.(map[string]any)
-		if !ok {
-			p.errs = append(p.errs, field.Invalid(ip, item, "must be an object"))
-			continue
-		}
-		w := Window{Days: p.days(obj, ip), From: p.clock(obj, "from", ip), To: p.clock(obj, "to", ip), Location: time.UTC}
-		if w.From >= 0 && w.From == w.To {
-			p.errs = append(p.errs, field.Invalid(ip.Child("to"), obj["to"], "must differ from from (a window that crosses midnight ends before it begins: from 22:00 to 06:00)"))
-		}
-		if tz, wrongType := p.optionalStr(obj, "timeZone", ip); tz != "" && !wrongType {
-			loc, err := zones.location(tz)
-			if err != nil || tz == "Local" {
-				p.errs = append(p.errs, field.Invalid(ip.Child("timeZone"), tz, "must be a time zone of the IANA database, such as Europe/Berlin or UTC"))
-			} else {
-				w.Location = loc
-			}
-		}
-		out = append(out, w)
-	}
-	return out
-}
-
-// days reads a window's days: Mon … Sun; every day when absent.
-func (p *parser) days(obj map[string]any, path *field.Path) []time.Weekday {
-	dp := path.Child("days")
-	raw, ok := obj["days"]
-	if !ok || raw == nil {
-		return nil
-	}
-	list, ok := raw.([]any)
-	if !ok {
-		p.errs = append(p.errs, field.Invalid(dp, raw, "must be a list"))
-		return nil
-	}
-	p.tooMany(dp, len(list), len(dayNames))
-	var days []time.Weekday
-	for i, item := range list {
-		name, _ := item.(string)
-		d := slices.Index(dayNames, name)
-		if d < 0 {
-			p.errs = append(p.errs, field.NotSupported(dp.Index(i), item, []string{"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"}))
-			continue
-		}
-		if !slices.Contains(days, time.Weekday(d)) {
-			days = append(days, time.Weekday(d))
-		}
-	}
-	return days
-}
-
-// clock reads a window's from or to, in minutes after midnight; -1 when
-// it is missing or malformed (reported).
-func (p *parser) clock(obj map[string]any, key string, path *field.Path) int {
-	s, wrongType := p.optionalStr(obj, key, path)
-	m := clockTime.FindStringSubmatch(s)
-	switch {
-	case wrongType:
-		return -1
-	case s == "":
-		p.errs = append(p.errs, field.Required(path.Child(key), "HH:MM"))
-		return -1
-	case m == nil:
-		p.errs = append(p.errs, field.Invalid(path.Child(key), s, "must be HH:MM on a 24-hour clock, 00:00 to 23:59"))
-		return -1
-	}
-	h, _ := strconv.Atoi(m[1])
-	mm, _ := strconv.Atoi(m[2])
-	return h*60 + mm
-}
 
 // tooMany reports a list or map of n items above max, under strict.
 func (p *parser) tooMany(path *field.Path, n, max int) {
@@ -409,7 +320,9 @@ func (p *parser) policies(spec map[string]any, specPath *field.Path) []Policy {
 		seen[pol.Name] = true
 		pol.Condition = p.condition(p.object(obj, "condition", ip, true), ip.Child("condition"))
 		pol.Action = p.action(p.object(obj, "action", ip, true), ip.Child("action"))
-		pol.Windows = p.windows(obj, ip)
+		var errs field.ErrorList
+		pol.Windows, errs = window.Parse(obj["windows"], ip.Child("windows"), p.strict)
+		p.errs = append(p.errs, errs...)
 		if never := pol.Action.Kind().NeverFinal(); never != "" {
 			if explicit, _ := obj["final"].(bool); explicit {
 				p.errs = append(p.errs, field.Invalid(ip.Child("final"), true, "a "+pol.Action.Type+" policy is never final: "+never))

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/nsman/nsman/policy/window"
 )
 
 // maxChained bounds how many windows, each opening as another closes,
@@ -147,9 +149,9 @@ func judgeSleep(state *PolicyState, out *Outcome, generation int64, i int, p Pol
 		verdict = judge(state, out, generation, i, p, in)
 		return verdict, verdict == Fire
 	}
-	open := nextOpen(p.Windows, in.Now)
+	open := window.NextOpen(p.Windows, in.Now)
 	closed := !open.Equal(in.Now)
-	outside := fmt.Sprintf("outside its windows (%s) until %s", describeWindows(p.Windows), stamp(open))
+	outside := fmt.Sprintf("outside its windows (%s) until %s", window.Describe(p.Windows), stamp(open))
 	if closed && p.Condition.Evidence().Pods != NoPods {
 		state.Detail = outside + ": pods are checked then"
 		state.Due = open
@@ -170,12 +172,12 @@ func judgeSleep(state *PolicyState, out *Outcome, generation int64, i int, p Pol
 		state.Due = open
 		return Wait, true
 	case verdict == Fire:
-		w, _ := openWindow(p.Windows, in.Now)
-		state.Due = openUntil(p.Windows, in.Now)
+		w, _ := window.Open(p.Windows, in.Now)
+		state.Due = window.OpenUntil(p.Windows, in.Now)
 		state.Detail += fmt.Sprintf("; in its window %s until %s", w, stamp(state.Due))
 		return Fire, true
 	case verdict == Wait && !state.Due.IsZero():
-		state.Due = nextOpen(p.Windows, state.Due)
+		state.Due = window.NextOpen(p.Windows, state.Due)
 	}
 	return verdict, false
 }
@@ -197,7 +199,7 @@ func sleepEnd(m Manager, held []int, now time.Time) time.Time {
 	for range maxChained {
 		later := end
 		for _, i := range held {
-			if until := openUntil(m.Policies[i].Windows, end); until.After(later) {
+			if until := window.OpenUntil(m.Policies[i].Windows, end); until.After(later) {
 				later = until
 			}
 		}

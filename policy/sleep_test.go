@@ -4,10 +4,12 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/nsman/nsman/policy/window"
 )
 
 // sleepPolicy builds a SLEEP policy, as Parse makes one: never final.
-func sleepPolicy(name string, c Condition, windows ...Window) Policy {
+func sleepPolicy(name string, c Condition, windows ...window.Window) Policy {
 	return Policy{Name: name, Condition: c, Action: Action{Type: ActionSleep}, Windows: windows}
 }
 
@@ -52,8 +54,8 @@ func comparableSleep(out Outcome) Outcome {
 // walk go on to the policies after it.
 func TestEvaluateSleep(t *testing.T) {
 	berlin := zone(t, "Europe/Berlin")
-	nightly := Window{From: 20 * 60, To: 7 * 60, Location: berlin}
-	weekend := Window{Days: []time.Weekday{time.Saturday, time.Sunday}, From: 7 * 60, To: 20 * 60, Location: berlin}
+	nightly := window.Window{From: 20 * 60, To: 7 * 60, Location: berlin}
+	weekend := window.Window{Days: []time.Weekday{time.Saturday, time.Sunday}, From: 7 * 60, To: 20 * 60, Location: berlin}
 	const (
 		n    = "nights"
 		w    = "weekends"

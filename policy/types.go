@@ -6,6 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nsman/nsman/policy/window"
 )
 
 // The resource nsman manages, as the original operator defined it.
@@ -102,7 +104,7 @@ type Policy struct {
 	// Windows, when set, are the only times the policy may act: holding
 	// outside them, it waits for the next to open. A SLEEP policy holds
 	// only inside them: its windows are when the target sleeps.
-	Windows []Window
+	Windows []window.Window
 }
 
 // Condition says when a policy holds.

@@ -1,4 +1,7 @@
-package policy
+// Package window is when a policy may act: windows of the week in a time
+// zone, as spec.policies[].windows declares them, parsed and asked when
+// they open and close. It imports nothing of nsman.
+package window
 
 import (
 	"fmt"
@@ -18,7 +21,7 @@ type Window struct {
 }
 
 // dayNames are the days a window names, as spec.policies[].windows[].days
-// spells them.
+// spells them, by time.Weekday.
 var dayNames = []string{"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"}
 
 func (w Window) String() string {
@@ -80,9 +83,9 @@ func wallClock(year int, month time.Month, day, minutes int, loc *time.Location)
 	return t
 }
 
-// nextOpen is the first instant at or after t in which one of windows is
+// NextOpen is the first instant at or after t in which one of windows is
 // open: t itself when one is, and zero when there are no windows.
-func nextOpen(windows []Window, t time.Time) time.Time {
+func NextOpen(windows []Window, t time.Time) time.Time {
 	var next time.Time
 	for _, w := range windows {
 		ly, lm, ld := t.In(w.Location).Date()
@@ -107,8 +110,8 @@ func nextOpen(windows []Window, t time.Time) time.Time {
 	return next
 }
 
-// describeWindows says which windows a policy may act in.
-func describeWindows(windows []Window) string {
+// Describe says which windows a policy may act in.
+func Describe(windows []Window) string {
 	parts := make([]string, 0, len(windows))
 	for _, w := range windows {
 		parts = append(parts, w.String())
@@ -116,9 +119,9 @@ func describeWindows(windows []Window) string {
 	return strings.Join(parts, "; ")
 }
 
-// openUntil is when the windows open at t close: the latest close of
+// OpenUntil is when the windows open at t close: the latest close of
 // those open at t, zero when none is.
-func openUntil(windows []Window, t time.Time) time.Time {
+func OpenUntil(windows []Window, t time.Time) time.Time {
 	var until time.Time
 	for _, w := range windows {
 		ly, lm, ld := t.In(w.Location).Date()
@@ -134,12 +137,12 @@ func openUntil(windows []Window, t time.Time) time.Time {
 	return until
 }
 
-// openWindow is the one of windows open at t that stays open longest, for
+// Open is the one of windows open at t that stays open longest, for
 // messages; false when none is.
-func openWindow(windows []Window, t time.Time) (Window, bool) {
-	until := openUntil(windows, t)
+func Open(windows []Window, t time.Time) (Window, bool) {
+	until := OpenUntil(windows, t)
 	for _, w := range windows {
-		if openUntil([]Window{w}, t).Equal(until) && !until.IsZero() {
+		if OpenUntil([]Window{w}, t).Equal(until) && !until.IsZero() {
 			return w, true
 		}
 	}

@@ -1,7 +1,6 @@
-package policy
+package window
 
 import (
-	"strings"
 	"testing"
 	"time"
 )
@@ -68,45 +67,15 @@ func TestNextOpen(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := nextOpen([]Window{tt.window}, utc(tt.at)); !got.Equal(utc(tt.want)) {
-				t.Errorf("nextOpen(%s, %s) = %s, want %s", tt.window, tt.at, got.UTC().Format(time.RFC3339), tt.want)
+			if got := NextOpen([]Window{tt.window}, utc(tt.at)); !got.Equal(utc(tt.want)) {
+				t.Errorf("NextOpen(%s, %s) = %s, want %s", tt.window, tt.at, got.UTC().Format(time.RFC3339), tt.want)
 			}
 		})
 	}
 	// The earliest of several windows.
 	two := []Window{{Days: []time.Weekday{time.Sunday}, From: 10 * 60, To: 11 * 60, Location: time.UTC}, {From: 23 * 60, To: 23*60 + 30, Location: time.UTC}}
-	if got := nextOpen(two, utc("2026-11-28T12:00:00Z")); !got.Equal(utc("2026-11-28T23:00:00Z")) {
+	if got := NextOpen(two, utc("2026-11-28T12:00:00Z")); !got.Equal(utc("2026-11-28T23:00:00Z")) {
 		t.Errorf("two windows: %s, want the Saturday night one", got)
-	}
-}
-
-// A policy with windows acts only in them: one that holds outside waits
-// for the next to open, still holding; one that waits for a time waits for
-// the first open one from then; pods are not checked while closed.
-func TestEvaluateInWindows(t *testing.T) {
-	nights := []Window{{From: 22 * 60, To: 6 * 60, Location: time.UTC}}
-	withWindows := func(p Policy) Policy { p.Windows = nights; return p }
-	noon := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
-
-	out := Evaluate(mgr(withWindows(expires("expire", noon.Add(-time.Hour)))), Input{Now: noon, TargetCreated: created})
-	if out.Verdict != Wait || !out.NextDue.Equal(noon.Add(10*time.Hour)) || !out.Policies[0].Holds || !strings.Contains(out.Policies[0].Detail, "outside its windows (every day 22:00-06:00 UTC): it acts at 2026-11-24T22:00:00Z") {
-		t.Errorf("holding at noon: %s, due %v, %+v; want to wait for 22:00, still holding", out.Verdict, out.NextDue, out.Policies)
-	}
-	if out := Evaluate(mgr(withWindows(expires("expire", noon.Add(-time.Hour)))), Input{Now: noon.Add(11 * time.Hour), TargetCreated: created}); out.Verdict != Fire {
-		t.Errorf("holding at 23:00: %s, want fire", out.Verdict)
-	}
-	out = Evaluate(mgr(withWindows(expires("expire", noon.Add(2*time.Hour)))), Input{Now: noon, TargetCreated: created})
-	if out.Verdict != Wait || !out.NextDue.Equal(noon.Add(10*time.Hour)) {
-		t.Errorf("due at 14:00, outside: %s, due %v; want the window's 22:00", out.Verdict, out.NextDue)
-	}
-	out = Evaluate(mgr(withWindows(pods("tests pass"))), Input{Now: noon, TargetCreated: created.Add(-24 * time.Hour)})
-	if out.Verdict != Wait || !out.NextDue.Equal(noon.Add(10*time.Hour)) || !strings.Contains(out.Policies[0].Detail, "pods are checked from") {
-		t.Errorf("pods condition, closed: %s, due %v, %+v; want no check before 22:00", out.Verdict, out.NextDue, out.Policies)
-	}
-	// Later policies are evaluated while one waits for its window.
-	out = Evaluate(mgr(withWindows(expires("expire", noon.Add(-time.Hour))), ttl("backstop", 0)), Input{Now: noon, TargetCreated: created})
-	if out.Verdict != Fire || out.Policy != 1 {
-		t.Errorf("a backstop after a policy waiting for its window: %s policy %d, want the backstop to fire", out.Verdict, out.Policy)
 	}
 }
 
@@ -137,11 +106,11 @@ func TestOpenUntil(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := openUntil(tt.windows, utc(tt.at))
+			got := OpenUntil(tt.windows, utc(tt.at))
 			if (tt.want == "" && !got.IsZero()) || (tt.want != "" && !got.Equal(utc(tt.want))) {
-				t.Errorf("openUntil(%s) = %v, want %q", tt.at, got, tt.want)
+				t.Errorf("OpenUntil(%s) = %v, want %q", tt.at, got, tt.want)
 			}
-			if open := nextOpen(tt.windows, utc(tt.at)).Equal(utc(tt.at)); open != (tt.want != "") {
+			if open := NextOpen(tt.windows, utc(tt.at)).Equal(utc(tt.at)); open != (tt.want != "") {
 				t.Errorf("nextOpen says open %v, openUntil %v", open, got)
 			}
 		})

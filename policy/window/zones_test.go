@@ -1,4 +1,4 @@
-package policy
+package window
 
 import (
 	"errors"
@@ -7,31 +7,6 @@ import (
 	"testing"
 	"time"
 )
-
-// TestParseKeepsZones: two parses of a manager whose windows name a time
-// zone get the same *time.Location, loaded once: time.LoadLocation reads
-// and decodes its tzdata file at every call.
-func TestParseKeepsZones(t *testing.T) {
-	obj := windowedManager()
-	first, errs := Parse(obj)
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
-	second, errs := Parse(obj)
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
-	for i, p := range first.Policies {
-		for j, w := range p.Windows {
-			if w.Location.String() == "UTC" {
-				t.Fatalf("policy %d window %d: in UTC, want the zone it names", i, j)
-			}
-			if again := second.Policies[i].Windows[j].Location; again != w.Location {
-				t.Fatalf("policy %d window %d: %s loaded again (%p, then %p); want it kept", i, j, w.Location, w.Location, again)
-			}
-		}
-	}
-}
 
 // TestZoneCache: a name is loaded once however often and however
 // concurrently it is asked for; a name that does not load is not kept (it
