@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -57,6 +58,7 @@ type sweepOptions struct {
 	webhookKeyFile      string
 	webhookAllow        []string
 	pushgatewayURL      string
+	clusterName         string
 	shardIndex          int
 	shardCount          int
 	chunkSize           int64
@@ -122,6 +124,7 @@ failed, 2 on a usage or configuration error.`,
 	fs.StringVar(&o.notifyKeyFile, "notify-signing-key-file", "", "file with the key that signs notifications (HMAC-SHA256) in place of --webhook-signing-key-file's (default: notifications are signed as WEBHOOK requests are)")
 	fs.StringVar(&o.notifyFormat, "notify-format", tell.NotifyJSON, "notification body: json, or slack (a {\"text\": ...} body that Slack and Mattermost incoming webhooks accept)")
 	fs.StringVar(&o.pushgatewayURL, "pushgateway-url", "", "push the sweep's metrics to this Prometheus Pushgateway at the end of each sweep")
+	fs.StringVar(&o.clusterName, "cluster-name", "", "with --pushgateway-url, push the metrics under the grouping label cluster=NAME, which every series pushed then carries: one Pushgateway and one dashboard for the clusters of a fleet (default: no cluster label)")
 	fs.Int64Var(&o.chunkSize, "chunk-size", sweep.DefaultPageSize, "objects per list request (managers, namespaces, pods), as kubectl's --chunk-size")
 	fs.IntVar(&o.shardCount, "shard-count", 1, "split the managers among this many sweeps run side by side, by a hash of their UID")
 	fs.StringVar(&o.configFrom, "config-from", configFromAuto, "with --dry-run from outside the cluster (no $POD_NAMESPACE, not the in-cluster config): take the namespace and the sweep flags of nsman's CronJob in the cluster for those not given here, as it sees them: auto (the one labelled "+installedSelector+", if any), NAMESPACE/NAME, or none")
@@ -180,6 +183,9 @@ func (o *sweepOptions) config(flags *pflag.FlagSet) (sweep.Config, error) {
 	}
 	if o.chunkSize < 1 {
 		return cfg, errors.New("--chunk-size must be at least 1")
+	}
+	if !utf8.ValidString(o.clusterName) {
+		return cfg, errors.New("--cluster-name is not valid UTF-8, which a Prometheus label value must be")
 	}
 	if cfg.NotifyURL, cfg.NotifySigningKey, err = o.notifyConfig(); err != nil {
 		return cfg, err
@@ -393,7 +399,7 @@ func (o *sweepOptions) asInstalled(ctx context.Context, flags *pflag.FlagSet, ku
 // nothing.
 func (o *sweepOptions) pushMetrics(ctx context.Context, rep report.Report, interrupted bool, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pushTimeout)
-	err := metrics.PushMetrics(ctx, o.pushgatewayURL, metrics.DefaultMetricsJob, rep, !rep.Failed() && !rep.Summary.DryRun && !interrupted, nil)
+	err := metrics.PushMetrics(ctx, o.pushgatewayURL, metrics.DefaultMetricsJob, o.clusterName, rep, !rep.Failed() && !rep.Summary.DryRun && !interrupted, nil)
 	cancel()
 	if err == nil {
 		return

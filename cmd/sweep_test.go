@@ -279,3 +279,35 @@ func TestPushMetricsURLNotLogged(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterNameGroupsThePush: --cluster-name pushes the metrics to the
+// group of that cluster; unset, to the group of the job alone, as before.
+func TestClusterNameGroupsThePush(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "/metrics/job/nsman"},
+		{[]string{"--cluster-name=eu-west-1"}, "/metrics/job/nsman/cluster/eu-west-1"},
+	} {
+		var pushed []string
+		gateway := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if req.Method == http.MethodPost {
+				pushed = append(pushed, req.URL.Path)
+			}
+			http.Error(w, "no totals here", http.StatusNotFound)
+		}))
+		o := newSweepOptions()
+		if err := o.command().ParseFlags(append(tc.args, "--pushgateway-url="+gateway.URL)); err != nil {
+			t.Fatal(err)
+		}
+		o.pushMetrics(t.Context(), report.Report{}, false, slog.New(slog.DiscardHandler))
+		gateway.Close()
+		if !slices.Equal(pushed, []string{tc.want}) {
+			t.Errorf("%q: pushed to %q, want %s", tc.args, pushed, tc.want)
+		}
+	}
+	if _, err := sweepConfig(t, []string{"--cluster-name=\xff"}); err == nil || !strings.Contains(err.Error(), "--cluster-name") {
+		t.Errorf("--cluster-name not UTF-8: %v, want it refused", err)
+	}
+}

@@ -91,7 +91,8 @@ const maxTotalsDrain = 64 << 10
 
 // PushMetrics pushes the metrics of the sweep r to the Pushgateway at url
 // (scheme://host:port, as push.New takes it), grouped under job
-// (DefaultMetricsJob when empty) and, for a sharded sweep, shard=<index>:
+// (DefaultMetricsJob when empty), cluster=<cluster> unless cluster is
+// empty, and, for a sharded sweep, shard=<index>:
 // gauges of this one sweep (sweepGauges), and the nsman_reclaimed_*
 // counters, totals over sweeps. Only when lastSuccess (normally
 // !r.Failed()) is nsman_last_success_timestamp_seconds pushed, set to
@@ -112,7 +113,7 @@ const maxTotalsDrain = 64 << 10
 // nsman is a process per sweep, so the counters' totals live in the
 // Pushgateway: before pushing, PushMetrics reads the group's current totals
 // (GET /api/v1/metrics, the Pushgateway's JSON API, the group whose labels
-// are exactly job and shard), adds what this sweep's DELETE and SCALE_DOWN
+// are exactly job, cluster and shard), adds what this sweep's DELETE and SCALE_DOWN
 // actions freed, and pushes the sums, every series (action DELETE and
 // SCALE_DOWN) in the same POST; a family the group does not have yet
 // starts from 0. What an action freed is its entry's Reclaimed, counted
@@ -146,9 +147,9 @@ const maxTotalsDrain = 64 << 10
 // counter, and two sweeps of the same group pushing at once could lose one
 // sweep's increment, each adding to the same total read before the other's
 // push. Nothing guards against that here; it does not happen because the
-// CronJob forbids concurrent runs, and each shard pushes to a group of its
-// own.
-func PushMetrics(ctx context.Context, url, job string, r report.Report, lastSuccess bool, client *http.Client) error {
+// CronJob forbids concurrent runs, and each cluster and shard pushes to a
+// group of its own.
+func PushMetrics(ctx context.Context, url, job, cluster string, r report.Report, lastSuccess bool, client *http.Client) error {
 	if job == "" {
 		job = DefaultMetricsJob
 	}
@@ -156,6 +157,10 @@ func PushMetrics(ctx context.Context, url, job string, r report.Report, lastSucc
 		client = http.DefaultClient
 	}
 	grouping := map[string]string{"job": job}
+	if cluster != "" {
+		// A grouping label, as shard is, not a constant one: the clusters of a fleet pushing to one Pushgateway each keep a group, and totals, of their own.
+		grouping["cluster"] = cluster
+	}
 	if sh := r.Summary.Shard; sh != nil {
 		// Each shard has a group of its own: in one, the shards would
 		// overwrite each other's figures.
@@ -177,8 +182,10 @@ func PushMetrics(ctx context.Context, url, job string, r report.Report, lastSucc
 		}
 	}
 	p := push.New(url, job).Gatherer(reg).Client(client)
-	if sh, ok := grouping["shard"]; ok {
-		p = p.Grouping("shard", sh)
+	for _, name := range []string{"cluster", "shard"} {
+		if v, ok := grouping[name]; ok {
+			p = p.Grouping(name, v)
+		}
 	}
 	if err := p.AddContext(ctx); err != nil {
 		return fmt.Errorf("push metrics to the pushgateway: %w", err)

@@ -91,17 +91,31 @@ func (g *fakeGateway) serve(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "refused", g.status)
 		return
 	}
+	group := groupOf(req.URL.Path)
 	switch req.Method {
 	case http.MethodPut:
-		g.groups[req.URL.Path] = maps.Clone(fams)
+		g.groups[group] = maps.Clone(fams)
 	case http.MethodPost:
-		if g.groups[req.URL.Path] == nil {
-			g.groups[req.URL.Path] = map[string]*dto.MetricFamily{}
+		if g.groups[group] == nil {
+			g.groups[group] = map[string]*dto.MetricFamily{}
 		}
-		maps.Copy(g.groups[req.URL.Path], fams)
+		maps.Copy(g.groups[group], fams)
 	default:
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 	}
+}
+
+// groupOf is the group a push's path names, as the Pushgateway takes it
+// whatever the order of its grouping labels (push.Pusher orders them as a
+// map does): /metrics/job/<job>, then the other labels sorted by name.
+func groupOf(path string) string {
+	kv := strings.Split(strings.TrimPrefix(path, "/metrics/job/"), "/")
+	var pairs []string
+	for i := 1; i+1 < len(kv); i += 2 {
+		pairs = append(pairs, kv[i]+"/"+kv[i+1])
+	}
+	slices.Sort(pairs)
+	return strings.Join(append([]string{"/metrics/job/" + kv[0]}, pairs...), "/")
 }
 
 // serveRead answers GET /api/v1/metrics as the Pushgateway does: a list of
@@ -336,7 +350,7 @@ func TestPushMetricsOfASweep(t *testing.T) {
 		report.Entry{Name: "h", State: report.StateWaiting},
 		report.Entry{Name: "i", State: report.StateInvalid},
 	)
-	if err := PushMetrics(t.Context(), gw.URL, "", r, false, nil); err != nil {
+	if err := PushMetrics(t.Context(), gw.URL, "", "", r, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	reqs := gw.Requests()
@@ -393,7 +407,7 @@ func TestPushMetricsOfADryRun(t *testing.T) {
 		report.Entry{Name: "a", State: report.StatePlanned, Action: policy.ActionDelete},
 		report.Entry{Name: "b", State: report.StatePlanned, Action: policy.ActionWebhook},
 	)
-	if err := PushMetrics(t.Context(), gw.URL, "nsman-preview", r, true, nil); err != nil {
+	if err := PushMetrics(t.Context(), gw.URL, "nsman-preview", "", r, true, nil); err != nil {
 		t.Fatal(err)
 	}
 	req := gw.Requests()[0]
@@ -416,7 +430,7 @@ func TestPushMetricsOfShards(t *testing.T) {
 	for i := range 2 {
 		r := reportOf(metricsNow, false, nil, report.Entry{Name: "a", State: report.StateFired, Action: policy.ActionDelete})
 		r.Summary.Shard = &report.Shard{Index: i, Count: 2}
-		if err := PushMetrics(t.Context(), gw.URL, "", r, true, nil); err != nil {
+		if err := PushMetrics(t.Context(), gw.URL, "", "", r, true, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -458,7 +472,7 @@ func TestPushMetricsHasEveryState(t *testing.T) {
 	}
 
 	gw := newFakeGateway(t)
-	if err := PushMetrics(t.Context(), gw.URL, "", reportOf(metricsNow, false, nil), true, nil); err != nil {
+	if err := PushMetrics(t.Context(), gw.URL, "", "", reportOf(metricsNow, false, nil), true, nil); err != nil {
 		t.Fatal(err)
 	}
 	fams := gw.Requests()[0].Families
@@ -481,13 +495,13 @@ func TestPushMetricsFailedSweepKeepsLastSuccess(t *testing.T) {
 	gw := newFakeGateway(t)
 	ok := reportOf(metricsNow, false, map[string]int{"get": 2, "patch": 2, "delete": 1},
 		report.Entry{Name: "a", State: report.StateFired, Action: policy.ActionDelete})
-	if err := PushMetrics(t.Context(), gw.URL, "", ok, true, nil); err != nil {
+	if err := PushMetrics(t.Context(), gw.URL, "", "", ok, true, nil); err != nil {
 		t.Fatal(err)
 	}
 	later := metricsNow.Add(10 * time.Minute)
 	failed := reportOf(later, false, map[string]int{"get": 2, "patch": 2, "post": 1},
 		report.Entry{Name: "b", State: report.StateFailed, Action: policy.ActionWebhook})
-	if err := PushMetrics(t.Context(), gw.URL, "", failed, false, nil); err != nil {
+	if err := PushMetrics(t.Context(), gw.URL, "", "", failed, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	for i, req := range gw.Requests() {
@@ -507,7 +521,7 @@ func TestPushMetricsFailedSweepKeepsLastSuccess(t *testing.T) {
 
 	// The next successful sweep moves the timestamp on.
 	ok.Summary.Now = later.Add(10 * time.Minute)
-	if err := PushMetrics(t.Context(), gw.URL, "", ok, true, nil); err != nil {
+	if err := PushMetrics(t.Context(), gw.URL, "", "", ok, true, nil); err != nil {
 		t.Fatal(err)
 	}
 	wantSeries(t, gw.Group("/metrics/job/nsman"),
@@ -520,7 +534,7 @@ func TestPushMetricsErrors(t *testing.T) {
 	t.Run("refused", func(t *testing.T) {
 		gw := newFakeGateway(t)
 		gw.status = http.StatusBadRequest
-		err := PushMetrics(t.Context(), gw.URL, "", r, true, nil)
+		err := PushMetrics(t.Context(), gw.URL, "", "", r, true, nil)
 		if err == nil || !strings.HasPrefix(err.Error(), "push metrics") || !strings.Contains(err.Error(), "400") {
 			t.Fatalf("error %v, want one that says the push got a 400", err)
 		}
@@ -533,7 +547,7 @@ func TestPushMetricsErrors(t *testing.T) {
 		gw := newFakeGateway(t)
 		gw.status = http.StatusBadRequest
 		gw.readStatus = http.StatusNotFound
-		err := PushMetrics(t.Context(), gw.URL, "", r, true, nil)
+		err := PushMetrics(t.Context(), gw.URL, "", "", r, true, nil)
 		if err == nil || !strings.Contains(err.Error(), "400") || errors.Is(err, ErrCountersLeftOut) {
 			t.Fatalf("error %v, want the push's 400, not ErrCountersLeftOut", err)
 		}
@@ -542,7 +556,7 @@ func TestPushMetricsErrors(t *testing.T) {
 		gw := newFakeGateway(t)
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
-		err := PushMetrics(ctx, gw.URL, "", r, true, nil)
+		err := PushMetrics(ctx, gw.URL, "", "", r, true, nil)
 		if !errors.Is(err, context.Canceled) || errors.Is(err, ErrCountersLeftOut) {
 			t.Fatalf("error %v, want context.Canceled, not ErrCountersLeftOut", err)
 		}
@@ -554,7 +568,7 @@ func TestPushMetricsErrors(t *testing.T) {
 		gw := newFakeGateway(t)
 		transport := &usedTransport{}
 		client := &http.Client{Transport: transport}
-		if err := PushMetrics(t.Context(), gw.URL, "", r, true, client); err != nil {
+		if err := PushMetrics(t.Context(), gw.URL, "", "", r, true, client); err != nil {
 			t.Fatal(err)
 		}
 		if !transport.used {
@@ -574,7 +588,7 @@ func TestPushMetricsCountsHolds(t *testing.T) {
 		report.Entry{Namespace: "c", Name: "c", State: report.StateWaiting, HoldIgnored: "y"},
 		report.Entry{Namespace: "d", Name: "d", State: report.StateWaiting},
 	)
-	if err := PushMetrics(t.Context(), gw.URL, "", r, true, nil); err != nil {
+	if err := PushMetrics(t.Context(), gw.URL, "", "", r, true, nil); err != nil {
 		t.Fatal(err)
 	}
 	fams := gw.Requests()[0].Families
@@ -586,12 +600,12 @@ func TestPushMetricsCountsNotifications(t *testing.T) {
 	gw := newFakeGateway(t)
 	r := reportOf(metricsNow, false, nil)
 	r.Summary.Notifications = map[string]int{"sent": 3, "failed": 1}
-	if err := PushMetrics(t.Context(), gw.URL, "", r, true, nil); err != nil {
+	if err := PushMetrics(t.Context(), gw.URL, "", "", r, true, nil); err != nil {
 		t.Fatal(err)
 	}
 	wantSeries(t, gw.Requests()[0].Families, series{"nsman_notifications", map[string]string{"result": "sent"}, 3}, series{"nsman_notifications", map[string]string{"result": "failed"}, 1})
 	r.Summary.Notifications = nil
-	if err := PushMetrics(t.Context(), gw.URL, "", r, true, nil); err != nil {
+	if err := PushMetrics(t.Context(), gw.URL, "", "", r, true, nil); err != nil {
 		t.Fatal(err)
 	}
 	wantSeries(t, gw.Requests()[1].Families, series{"nsman_notifications", map[string]string{"result": "sent"}, 0})
@@ -664,7 +678,7 @@ func TestPushMetricsCountsAsleepNamespaces(t *testing.T) {
 // pushed too.
 func mustPushAll(t *testing.T, gw *fakeGateway, r report.Report) {
 	t.Helper()
-	if err := PushMetrics(t.Context(), gw.URL, "", r, true, nil); err != nil {
+	if err := PushMetrics(t.Context(), gw.URL, "", "", r, true, nil); err != nil {
 		t.Fatalf("PushMetrics: %v", err)
 	}
 }
@@ -793,6 +807,38 @@ func TestPushMetricsReclaimedTotalsOfShards(t *testing.T) {
 	wantPushedTotals(t, gw.Group("/metrics/job/nsman/shard/1"), map[string]pushedTotals{policy.ActionDelete: {cpu: 4}})
 }
 
+// The clusters of a fleet push to one Pushgateway side by side, each to a
+// group of its own (and each shard of one within it), each keeping totals
+// of its own, apart from those of a sweep that names no cluster.
+func TestPushMetricsOfClusters(t *testing.T) {
+	gw := newFakeGateway(t)
+	push := func(cluster, cpu string, shard *report.Shard) {
+		t.Helper()
+		r := reportOf(metricsNow, false, nil,
+			report.Entry{Name: "a", State: report.StateFired, Action: policy.ActionDelete, Reclaimed: freeing(cpu, "0", "0", 0)})
+		r.Summary.Shard = shard
+		if err := PushMetrics(t.Context(), gw.URL, "", cluster, r, true, nil); err != nil {
+			t.Fatalf("PushMetrics of cluster %q: %v", cluster, err)
+		}
+	}
+	for range 2 {
+		push("", "8", nil)
+		push("east", "1", nil)
+		push("west", "2", &report.Shard{Index: 1, Count: 2})
+	}
+	var paths []string
+	for _, req := range gw.Requests() {
+		paths = append(paths, groupOf(req.Path))
+	}
+	want := []string{"/metrics/job/nsman", "/metrics/job/nsman/cluster/east", "/metrics/job/nsman/cluster/west/shard/1"}
+	if !slices.Equal(paths[:3], want) {
+		t.Errorf("pushed to %q, want %q", paths[:3], want)
+	}
+	wantPushedTotals(t, gw.Group(want[0]), map[string]pushedTotals{policy.ActionDelete: {cpu: 16}})
+	wantPushedTotals(t, gw.Group(want[1]), map[string]pushedTotals{policy.ActionDelete: {cpu: 2}})
+	wantPushedTotals(t, gw.Group(want[2]), map[string]pushedTotals{policy.ActionDelete: {cpu: 4}})
+}
+
 // When the totals cannot be read, the gauges are pushed without the
 // counters, which keep their totals, and PushMetrics says so.
 func TestPushMetricsReadFails(t *testing.T) {
@@ -823,7 +869,7 @@ func TestPushMetricsReadFails(t *testing.T) {
 			defer cancel()
 			later := r
 			later.Summary.Now = metricsNow.Add(time.Hour)
-			err := PushMetrics(ctx, gw.URL, "", later, true, nil)
+			err := PushMetrics(ctx, gw.URL, "", "", later, true, nil)
 			if !errors.Is(err, ErrCountersLeftOut) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one wrapping ErrCountersLeftOut saying %q", err, tc.want)
 			}

@@ -156,7 +156,7 @@ func withoutPrometheusRules(objs []*unstructured.Unstructured) []*unstructured.U
 
 // checkMonitoringValues is ci/monitoring-values.yaml's check.
 func checkMonitoringValues(t *testing.T, r rendered) {
-	wantArgs(t, r, "--pushgateway-url=http://pushgateway.monitoring:9091")
+	wantArgs(t, r, "--pushgateway-url=http://pushgateway.monitoring:9091", "--cluster-name=eu-west-1")
 	wantPrometheusRule(t, r, chartNamespace, map[string]string{"release": "kube-prometheus-stack"}, map[string]string{"team": "platform"})
 	wantDashboard(t, r, "monitoring", map[string]string{grafanaLabel: "1"}, map[string]string{"grafana_folder": "nsman"})
 }

@@ -646,6 +646,9 @@ func TestHelmChartValues(t *testing.T) {
 			}
 			wantArgs(t, r, "--freeze=2026-12-24/2026-12-26", freezeFileFlag, signingKeyFlag, notifyURLFlag, "--notify-format=json")
 		}},
+		{"clusterName, as a fleet's ApplicationSet sets it", []string{"--set", "pushgateway.url=http://pushgateway.monitoring:9091,clusterName=prod eu/1"}, func(t *testing.T, r rendered) {
+			wantArgs(t, r, "--pushgateway-url=http://pushgateway.monitoring:9091", "--cluster-name=prod eu/1")
+		}},
 		{"rbac.aggregateClusterRoles=false", []string{"--set", "rbac.aggregateClusterRoles=false"}, func(t *testing.T, r rendered) {
 			wantClusterRoles(t, r, "nsman")
 		}},
@@ -818,6 +821,7 @@ func TestHelmChartSchemaRefusesWrongValues(t *testing.T) {
 		{"trustedNamespaces={Team_A}", "/trustedNamespaces/0"},
 		{"extraArgs={sweep}", "/extraArgs/0"},
 		{"pushgateway.url=pushgateway:9091", "/pushgateway/url"},
+		{"clusterName=1", "/clusterName"},
 		{"webhook.signingKey.existingSecret=a,webhook.signingKey.value=b", "set existingSecret or value, not both"},
 		{"notify.url=hooks.slack.com/services/x", "/notify/url"},
 		{"notify.existingSecretKey=", "/notify/existingSecretKey"},

@@ -47,8 +47,8 @@ type (
 
 // grafanaVariables are what the tests put for the variables Grafana
 // expands in a query: values as Grafana would give them over the
-// timelines.
-var grafanaVariables = strings.NewReplacer("$__rate_interval", "5m", "$__interval", "1m", "$__range", "1h")
+// timelines, $cluster as its All (the variable's allValue).
+var grafanaVariables = strings.NewReplacer("$cluster", ".*", "$__rate_interval", "5m", "$__interval", "1m", "$__range", "1h")
 
 func readDashboard(t *testing.T) dashboard {
 	t.Helper()

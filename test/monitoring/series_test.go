@@ -45,39 +45,68 @@ const pushTimeout = 10 * time.Second
 // honor_labels: true (the Pushgateway's empty instance label drops out).
 func record(t *testing.T, steps []step) sampled {
 	t.Helper()
+	return recordFleet(t, map[string][]step{"": steps})
+}
+
+// recordFleet plays the steps of each cluster of fleet as record does,
+// side by side against one Pushgateway: each minute, each cluster's sweep
+// (in the order of their names) pushes as nsman sweep --cluster-name=<its
+// name> does, then the Pushgateway is scraped. A cluster named "" pushes
+// without --cluster-name.
+func recordFleet(t *testing.T, fleet map[string][]step) sampled {
+	t.Helper()
 	gw := nsmantest.StartPushgateway(t)
 	out := sampled{}
-	minute := 0
-	for _, s := range steps {
-		for range s.minutes {
-			at := time.Unix(0, 0).UTC().Add(time.Duration(minute) * time.Minute)
-			if s.sweep != nil {
-				push(t, gw, s.sweep(at))
+	total := 0
+	for _, steps := range fleet {
+		n := 0
+		for _, s := range steps {
+			n += s.minutes
+		}
+		total = max(total, n)
+	}
+	for minute := range total {
+		at := time.Unix(0, 0).UTC().Add(time.Duration(minute) * time.Minute)
+		for _, cluster := range slices.Sorted(maps.Keys(fleet)) {
+			if sweep := sweepAt(fleet[cluster], minute); sweep != nil {
+				push(t, gw, cluster, sweep(at))
 			}
-			for series, v := range scrape(t, gw) {
-				for len(out[series]) < minute {
-					out[series] = append(out[series], "_")
-				}
-				out[series] = append(out[series], v)
+		}
+		for series, v := range scrape(t, gw) {
+			for len(out[series]) < minute {
+				out[series] = append(out[series], "_")
 			}
-			minute++
+			out[series] = append(out[series], v)
 		}
 	}
 	for series := range out {
-		for len(out[series]) < minute {
+		for len(out[series]) < total {
 			out[series] = append(out[series], "_")
 		}
 	}
 	return out
 }
 
-// push pushes r's metrics as nsman sweep does (cmd/sweep.go): the success
-// timestamp only for a sweep that did not fail and was no dry run.
-func push(t *testing.T, gw string, r report.Report) {
+// sweepAt is the sweep steps make at minute, nil for none (a step of
+// nothing pushed, or past the last step).
+func sweepAt(steps []step, minute int) func(at time.Time) report.Report {
+	for _, s := range steps {
+		if minute < s.minutes {
+			return s.sweep
+		}
+		minute -= s.minutes
+	}
+	return nil
+}
+
+// push pushes r's metrics as nsman sweep --cluster-name=cluster does
+// (cmd/sweep.go): the success timestamp only for a sweep that did not fail
+// and was no dry run.
+func push(t *testing.T, gw, cluster string, r report.Report) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), pushTimeout)
 	defer cancel()
-	if err := metrics.PushMetrics(ctx, gw, "", r, !r.Failed() && !r.Summary.DryRun, nil); err != nil {
+	if err := metrics.PushMetrics(ctx, gw, "", cluster, r, !r.Failed() && !r.Summary.DryRun, nil); err != nil {
 		t.Fatalf("push: %v", err)
 	}
 }

@@ -129,6 +129,9 @@ annotations:
 {{- with .Values.pushgateway.url }}
 - {{ printf "--pushgateway-url=%s" . | quote }}
 {{- end }}
+{{- with .Values.clusterName }}
+- {{ printf "--cluster-name=%s" . | quote }}
+{{- end }}
 {{- if include "nsman.notifyURLSecret" . }}
 - --notify-url-file=/etc/nsman/notify/url
 - {{ printf "--notify-format=%s" .Values.notify.format | quote }}
