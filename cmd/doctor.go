@@ -29,7 +29,9 @@ func newDoctorCommand() *cobra.Command {
 against the minimum nsman needs; the NamespaceManager CRD (missing, the original
 operator's and what it cannot hold, or nsman's but older than this binary and the
 fields it would prune); every permission a sweep uses (an access review each,
-naming each missing one); the namespace nsman runs in, and the trusted and
+naming each missing one); which kinds of the objects that own namespaces (Argo
+CD's Application, Flux's Kustomization and HelmRelease) are served and nsman
+may list; the namespace nsman runs in, and the trusted and
 protected namespaces that follow from it (a trusted one that does not exist
 fails: whoever creates it gets trusted managers); the webhook address policy in force; the installed CronJob (its
 ServiceAccount, suspended, --dry-run, its last sweep) and the admission policy

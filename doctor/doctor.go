@@ -1,10 +1,10 @@
 // Package doctor checks a cluster as a sweep would see it: the API
 // server's version, the NamespaceManager CRD, the permissions a sweep uses,
-// the namespaces nsman trusts and protects, the webhook address policy,
-// the installed CronJob and the admission policy that fences it, and
-// whether the Java operator nsman replaces still runs beside it. Each check
-// says what is wrong and how to fix it; nothing is written but access
-// reviews.
+// which kinds of the objects that own namespaces nsman can see, the
+// namespaces nsman trusts and protects, the webhook address policy, the
+// installed CronJob and the admission policy that fences it, and whether
+// the Java operator nsman replaces still runs beside it. Each check says
+// what is wrong and how to fix it; nothing is written but access reviews.
 package doctor
 
 import (
@@ -50,7 +50,8 @@ const (
 // Check is one thing looked at, with what was found.
 type Check struct {
 	// Name is the check's stable name: apiServer, crd, permissions,
-	// namespaces, webhooks, cronJob, admissionPolicy or javaOperator.
+	// ownerKinds, namespaces, webhooks, cronJob, admissionPolicy or
+	// javaOperator.
 	Name    string `json:"name"`
 	Status  Status `json:"status"`
 	Message string `json:"message"`
@@ -126,6 +127,7 @@ func Run(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, 
 		apiServer(kube),
 		crd(ctx, kube, dyn, opts.Version, opts.Installed.image()),
 		permissions(ctx, kube, opts.Installed.serviceAccount(), opts.InPod),
+		ownerKinds(ctx, kube, opts.Installed.serviceAccount(), opts.InPod),
 		namespaces(ctx, kube, opts.Namespaces),
 		webhooks(opts.Allow),
 		cronJob(ctx, kube, opts.Installed),
@@ -356,36 +358,64 @@ func serviceAccountReview(ctx context.Context, kube kubernetes.Interface, ns, na
 	}
 }
 
+// notNsmanFix says why the caller's own permissions say nothing of nsman's.
+const notNsmanFix = "these are your permissions, not nsman's: run nsman doctor where nsman's CronJob is installed (--config-from NAMESPACE/NAME names it), or in its pod"
+
+// reviewer asks whether the ServiceAccount a sweep runs as may do
+// something, or the caller when that is not known or the caller may not
+// ask about others.
+type reviewer struct {
+	// who is whom the answers are of: "you" or "ServiceAccount NS/NAME".
+	who          string
+	review, self accessReview
+	// notNsman: the answers are the caller's, outside nsman's pod.
+	notNsman bool
+	// fellBack says, when the caller may not ask about the ServiceAccount,
+	// that the answers are the caller's own.
+	fellBack string
+}
+
+func newReviewer(ctx context.Context, kube kubernetes.Interface, serviceAccount string, inPod bool) *reviewer {
+	self := selfReview(ctx, kube)
+	// Outside nsman's pod, the caller's permissions say nothing of nsman's.
+	r := &reviewer{who: "you", review: self, self: self, notNsman: !inPod && serviceAccount == ""}
+	if ns, name, ok := strings.Cut(serviceAccount, "/"); ok {
+		r.who, r.review = "ServiceAccount "+serviceAccount, serviceAccountReview(ctx, kube, ns, name)
+	}
+	return r
+}
+
+// allowed is the answer of one review.
+func (r *reviewer) allowed(attrs *authorizationv1.ResourceAttributes) (bool, error) {
+	allowed, err := r.review(attrs)
+	if apierrors.IsForbidden(err) && r.who != "you" {
+		// One may not be allowed to ask about others: then ask about oneself.
+		r.fellBack = "you may not create subjectaccessreviews: these are your own permissions, not " + r.who + "'s"
+		r.who, r.review, r.notNsman = "you", r.self, true
+		allowed, err = r.review(attrs)
+	}
+	return allowed, err
+}
+
 func permissions(ctx context.Context, kube kubernetes.Interface, serviceAccount string, inPod bool) Check {
 	c := Check{Name: "permissions"}
-	// Outside nsman's pod, the caller's permissions say nothing of nsman's.
-	notNsman := !inPod && serviceAccount == ""
-	const notNsmanFix = "these are your permissions, not nsman's: run nsman doctor where nsman's CronJob is installed (--config-from NAMESPACE/NAME names it), or in its pod"
-	self := selfReview(ctx, kube)
-	who, review := "you", self
-	if ns, name, ok := strings.Cut(serviceAccount, "/"); ok {
-		who, review = "ServiceAccount "+serviceAccount, serviceAccountReview(ctx, kube, ns, name)
-	}
+	r := newReviewer(ctx, kube, serviceAccount, inPod)
 	var missing []string
 	for _, p := range cluster.Permissions {
-		attrs := &authorizationv1.ResourceAttributes{Verb: p.Verb, Group: p.Group, Resource: p.Resource, Subresource: p.Subresource}
-		allowed, err := review(attrs)
-		if apierrors.IsForbidden(err) && who != "you" {
-			// One may not be allowed to ask about others: then ask about oneself.
-			c.Details = append(c.Details, "you may not create subjectaccessreviews: these are your own permissions, not "+who+"'s")
-			who, review, notNsman = "you", self, true
-			allowed, err = review(attrs)
-		}
+		allowed, err := r.allowed(&authorizationv1.ResourceAttributes{Verb: p.Verb, Group: p.Group, Resource: p.Resource, Subresource: p.Subresource})
 		if err != nil {
-			c.Status, c.Message = Failed, "the permissions of "+who+" could not be reviewed: "+err.Error()
+			c.Details = appendNonEmpty(c.Details, r.fellBack)
+			c.Status, c.Message = Failed, "the permissions of "+r.who+" could not be reviewed: "+err.Error()
 			return c
 		}
 		if !allowed {
 			missing = append(missing, p.String()+" ("+p.Why+")")
 		}
 	}
+	c.Details = appendNonEmpty(c.Details, r.fellBack)
+	who := r.who
 	switch {
-	case len(missing) > 0 && notNsman:
+	case len(missing) > 0 && r.notNsman:
 		c.Status = Warning
 		c.Message = fmt.Sprintf("%s may not do %d of the %d things a sweep does", who, len(missing), len(cluster.Permissions))
 		c.Details = append(c.Details, missing...)
@@ -395,13 +425,21 @@ func permissions(ctx context.Context, kube kubernetes.Interface, serviceAccount 
 		c.Message = fmt.Sprintf("%s may not do %d of the %d things a sweep does", who, len(missing), len(cluster.Permissions))
 		c.Details = append(c.Details, missing...)
 		c.Fix = "grant them to " + who + ", cluster-wide: nsman's ClusterRole (deploy/base/rbac.yaml, or the chart's) holds exactly these"
-	case notNsman:
+	case r.notNsman:
 		c.Status, c.Message = Warning, fmt.Sprintf("%s may do all %d things a sweep does", who, len(cluster.Permissions))
 		c.Fix = notNsmanFix
 	default:
 		c.Status, c.Message = OK, fmt.Sprintf("%s may do all %d things a sweep does", who, len(cluster.Permissions))
 	}
 	return c
+}
+
+// appendNonEmpty appends line to lines unless it is empty.
+func appendNonEmpty(lines []string, line string) []string {
+	if line == "" {
+		return lines
+	}
+	return append(lines, line)
 }
 
 func namespaces(ctx context.Context, kube kubernetes.Interface, n Namespaces) Check {

@@ -3,6 +3,7 @@ package cluster
 import (
 	"slices"
 
+	"github.com/nsman/nsman/internal/owner"
 	"github.com/nsman/nsman/internal/workload"
 	"github.com/nsman/nsman/policy"
 )
@@ -49,13 +50,23 @@ var Permissions = slices.Concat([]Permission{
 }, kindPermissions(), []Permission{
 	{Verb: "list", Group: "apps", Resource: "replicasets", Why: "IDLE: ReplicaSets created (a Deployment rolled out)"},
 	{Verb: "list", Group: "apps", Resource: "controllerrevisions", Why: "IDLE: ControllerRevisions created (a StatefulSet or DaemonSet rolled out)"},
-})
+}, ownerPermissions())
 
 // kindPermissions are what the workload kinds nsman puts to sleep need,
 // as internal/workload registers them.
 func kindPermissions() []Permission {
 	var out []Permission
 	for _, p := range workload.Permissions() {
+		out = append(out, Permission{Verb: p.Verb, Group: p.Group, Resource: p.Resource, Why: p.Why})
+	}
+	return out
+}
+
+// ownerPermissions are what reading the kinds that own namespaces needs,
+// as internal/owner registers them.
+func ownerPermissions() []Permission {
+	var out []Permission
+	for _, p := range owner.Permissions() {
 		out = append(out, Permission{Verb: p.Verb, Group: p.Group, Resource: p.Resource, Why: p.Why})
 	}
 	return out

@@ -128,6 +128,8 @@ func TestDoctorSaysWhatToFix(t *testing.T) {
 		"trusted (may target other namespaces, may hold rules): none")
 	r.want(t, "javaOperator", doctor.OK, "does not run")
 	r.want(t, "webhooks", doctor.OK, "tenants' managers: public addresses and Services of their own namespace")
+	// No GitOps project's CRD: each owner kind not installed, no fault.
+	r.want(t, "ownerKinds", doctor.OK, "not installed: Application, Kustomization, HelmRelease")
 	// An admin's own permissions say nothing of nsman's.
 	r.want(t, "permissions", doctor.Warning, fmt.Sprintf("you may do all %d things a sweep does", len(nsmancluster.Permissions)))
 	if fix := r.check(t, "permissions").Fix; !strings.Contains(fix, "not nsman's") {
@@ -175,6 +177,7 @@ func TestDoctorSaysWhatToFix(t *testing.T) {
 	}
 	env.Apply(t, []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "+installNamespace+"\n"))
 	env.Apply(t, narrow)
+	nsmantest.InstallGitOpsCRDs(t, env.Dynamic)
 	saCfg, err := c.ServiceAccountConfig(ctx, installNamespace, nsmantest.ServiceAccountName)
 	if err != nil {
 		t.Fatal(err)
@@ -186,6 +189,9 @@ func TestDoctorSaysWhatToFix(t *testing.T) {
 	t.Setenv("POD_NAMESPACE", installNamespace)
 	r = runDoctorUntil(t, saKubeconfig, "permissions", fmt.Sprintf("you may not do 2 of the %d", len(nsmancluster.Permissions)))
 	r.want(t, "permissions", doctor.Failed, fmt.Sprintf("you may not do 2 of the %d", len(nsmancluster.Permissions)), "patch deployments.apps (SCALE_DOWN and restore)", "patch statefulsets.apps")
+	// The Argo CD and Flux CRDs installed: served, and the ClusterRole lets
+	// nsman list each.
+	r.want(t, "ownerKinds", doctor.OK, "you can see Application, Kustomization, HelmRelease", "Application (applications.argoproj.io/v1alpha1): served, and you may list it")
 	r.want(t, "namespaces", doctor.OK, "nsman runs in "+installNamespace+" (its pod), which is protected and trusted", "may hold rules): "+installNamespace+"\n")
 	// Its ServiceAccount may not read CRDs: discovery tells nsman's.
 	r.want(t, "crd", doctor.Warning, "nsman's CRD", "may not get customresourcedefinitions")
@@ -298,6 +304,8 @@ subjects:
 	r.want(t, "permissions", doctor.Warning, "you may not create subjectaccessreviews", fmt.Sprintf("you may not do %d of the %d", len(nsmancluster.Permissions)-1, len(nsmancluster.Permissions)))
 	// It may not list namespaces: whether the trusted ones exist is not told.
 	r.want(t, "namespaces", doctor.OK, "(CronJob "+installNamespace+"/nsman)", "whether trusted namespace platform exists could not be told")
+	// Nor may it list the owner kinds.
+	r.want(t, "ownerKinds", doctor.Warning, "you cannot see Application, Kustomization, HelmRelease", "HelmRelease (helmreleases.helm.toolkit.fluxcd.io/v2): served, but you may not list it", "you may not create subjectaccessreviews")
 
 	// The Java operator still running beside nsman fails; scaled to zero,
 	// it is only to be removed.
@@ -340,6 +348,7 @@ spec:
 		t.Errorf("all well: exit %d (%s), report %+v", r.code, r.stderr, r.report)
 	}
 	r.want(t, "permissions", doctor.OK, "ServiceAccount "+installNamespace+fmt.Sprintf("/nsman may do all %d", len(nsmancluster.Permissions)))
+	r.want(t, "ownerKinds", doctor.OK, "ServiceAccount "+installNamespace+"/nsman can see Application, Kustomization, HelmRelease")
 
 	// The text report: a line per check, the verdict last.
 	var stdout, stderr bytes.Buffer

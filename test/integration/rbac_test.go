@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	nsmancluster "github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/owner"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
@@ -87,6 +88,19 @@ func wantGrantedUsed(t *testing.T, granted map[string]bool, reqs []cluster.Reque
 			t.Errorf("used but not granted: %s", u)
 		}
 	}
+}
+
+// withoutOwnerReads is granted less the reads of the owner kinds
+// (internal/owner), which a sweep makes for an OWNER_GONE policy only: the
+// sweeps that hold the shipped RBAC to what they use weigh no owner until
+// that condition is built (issue 46), and TestNsmanReadsEachOwnerKind
+// makes them as nsman.
+func withoutOwnerReads(granted map[string]bool) map[string]bool {
+	out := maps.Clone(granted)
+	for _, p := range owner.Permissions() {
+		delete(out, p.Verb+" "+p.Group+"/"+p.Resource)
+	}
+	return out
 }
 
 func used(reqs []cluster.Request) map[string]bool {
@@ -166,7 +180,7 @@ func TestShippedRBACIsExactlyWhatASweepUses(t *testing.T) {
 		t.Fatal(err)
 	}
 	granted := grants(t)
-	wantGrantedUsed(t, granted, after[len(before):])
+	wantGrantedUsed(t, withoutOwnerReads(granted), after[len(before):])
 	// What nsman doctor checks is what the ClusterRole grants.
 	listed := map[string]bool{}
 	for _, p := range nsmancluster.Permissions {

@@ -74,4 +74,17 @@ wildcards, no Secrets, no CRD writes.
 - apiGroups: [apps]
   resources: [replicasets, controllerrevisions]
   verbs: [list]
+# OWNER_GONE: the objects that own namespaces, Argo CD's Applications and
+# Flux's Kustomizations and HelmReleases (one list of each per sweep, and
+# one read again by name); reading them is harmless. A kind whose CRD is
+# not installed is skipped.
+- apiGroups: [argoproj.io]
+  resources: [applications]
+  verbs: [get, list]
+- apiGroups: [kustomize.toolkit.fluxcd.io]
+  resources: [kustomizations]
+  verbs: [get, list]
+- apiGroups: [helm.toolkit.fluxcd.io]
+  resources: [helmreleases]
+  verbs: [get, list]
 {{- end }}
