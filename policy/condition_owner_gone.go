@@ -43,15 +43,16 @@ func judgeOwnerGone(state *PolicyState, p Policy, in Input, checks map[string]Ch
 		state.Detail = "the namespace names no owner and its record remembers none: " + ConditionOwnerGone + " never holds on it"
 		return Wait, checks
 	case o.Presence == OwnerUnknown:
-		state.Detail = fmt.Sprintf("whether owner %q (%s) exists is not known: %s", o.Ref, o.By, o.Why)
+		state.Detail = fmt.Sprintf("whether owner %s exists is not known: %s", ownerText(o), cut(o.Why, maxShownText))
 		return Wait, checks
 	}
-	kept := CheckState{Owner: o.Ref}
-	if was := in.Checks[p.Name]; o.Presence == OwnerGone {
+	kept, was := CheckState{Owner: o.Ref}, in.Checks[p.Name]
+	switch {
+	case o.Presence != OwnerGone:
+	case was.Owner == o.Ref && !was.GoneSince.IsZero():
+		kept.GoneSince = was.GoneSince.UTC()
+	default:
 		kept.GoneSince = in.Now.UTC()
-		if was.Owner == o.Ref && !was.GoneSince.IsZero() {
-			kept.GoneSince = was.GoneSince.UTC()
-		}
 	}
 	if checks == nil {
 		checks = map[string]CheckState{}
@@ -60,14 +61,23 @@ func judgeOwnerGone(state *PolicyState, p Policy, in Input, checks map[string]Ch
 	due := kept.GoneSince.Add(grace)
 	switch {
 	case o.Presence == OwnerPresent:
-		state.Detail = fmt.Sprintf("owner %s (%s) exists", o.Ref, o.By)
+		state.Detail = fmt.Sprintf("owner %s exists", ownerText(o))
 		return Wait, checks
 	case !in.Now.Before(due):
 		state.Holds = true
-		state.Detail = fmt.Sprintf("owner %s (%s) gone since %s; grace %s elapsed at %s", o.Ref, o.By, stamp(kept.GoneSince), grace, stamp(due))
+		state.Detail = fmt.Sprintf("owner %s gone since %s; grace %s elapsed at %s", ownerText(o), stamp(kept.GoneSince), grace, stamp(due))
 		return Fire, checks
 	}
-	state.Detail = fmt.Sprintf("owner %s (%s) gone since %s; grace %s elapses at %s", o.Ref, o.By, stamp(kept.GoneSince), grace, stamp(due))
+	state.Detail = fmt.Sprintf("owner %s gone since %s; grace %s elapses at %s", ownerText(o), stamp(kept.GoneSince), grace, stamp(due))
 	state.Due = due
 	return Wait, checks
+}
+
+// ownerText names o in a message, bounded: what a marker says is a
+// tenant's text.
+func ownerText(o *Owner) string {
+	if o.Ref == "" {
+		return "named by " + cut(o.By, maxShownValue)
+	}
+	return cut(o.Ref, maxShownText) + " (" + cut(o.By, maxShownValue) + ")"
 }

@@ -127,3 +127,19 @@ func TestOwnerGoneStateRoundTrips(t *testing.T) {
 		t.Errorf("an owner present is stored as %s (%v); want no goneSince", present, err)
 	}
 }
+
+// What the detail repeats of an owner a tenant's marker names is bounded:
+// a marker that does not parse names no ref, and says so by its key.
+func TestOwnerGoneDetailIsBounded(t *testing.T) {
+	huge := strings.Repeat("x", 100_000)
+	for _, o := range []*Owner{
+		{By: OwnerAnnotation, Why: "annotation " + OwnerAnnotation + ": " + huge + " is not <resource>.<group>/<namespace>/<name>"},
+		{Ref: huge, By: huge, Presence: OwnerGone},
+		{Ref: huge, By: huge, Presence: OwnerPresent},
+	} {
+		out := Evaluate(mgr(ownerGone("orphan", 0)), Input{Now: at(time.Hour), TargetCreated: created, Owner: o})
+		if d := out.Policies[0].Detail; len(d) > 1024 || (o.Ref == "" && !strings.Contains(d, "named by "+OwnerAnnotation)) {
+			t.Errorf("owner %.40q by %.40q: a detail of %d bytes: %.120q", o.Ref, o.By, len(d), d)
+		}
+	}
+}
