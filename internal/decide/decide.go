@@ -90,7 +90,8 @@ type Decision struct {
 	// Entry is the report entry: final without a plan, else what the
 	// executor starts from.
 	Entry report.Entry
-	// Checks is the minChecks progress a waiting subject records.
+	// Checks is the minChecks progress a waiting subject records, and the
+	// owner its OWNER_GONE policies remember (see policy.CheckState).
 	Checks map[string]policy.CheckState
 	// Plan, when set, is work for the executor.
 	Plan *Plan
