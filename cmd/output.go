@@ -30,8 +30,8 @@ func writeReport(w io.Writer, format string, r report.Report) error {
 }
 
 // writeEntries prints the table of a report's entries, a row each, with
-// its effects, warnings, problems and the reasons it is stuck on lines of
-// their own under the message.
+// its target's owner, effects, warnings, problems and the reasons it is
+// stuck on lines of their own under the message.
 func writeEntries(w io.Writer, entries []report.Entry) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "MANAGER\tTARGET\tPOLICY\tSTATE\tACTION\tDUE\tRECLAIMED\tMESSAGE")
@@ -45,6 +45,9 @@ func writeEntries(w io.Writer, entries []report.Entry) error {
 			name += " (rule)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, dash(e.Target), dash(e.Policy), e.State, dash(e.Action), due, reclaimedColumn(e.Reclaimed), dash(e.Message))
+		if e.Owner != "" {
+			fmt.Fprintf(tw, "\t\t\t\t\t\t\t  owner: %s\n", e.Owner)
+		}
 		for _, effect := range e.Effects {
 			fmt.Fprintf(tw, "\t\t\t\t\t\t\t  %s\n", effect)
 		}

@@ -128,6 +128,24 @@ func TestTextReportSaysWarnings(t *testing.T) {
 	}
 }
 
+// The owner of an entry's target is a line of its own under its row,
+// before its effects; an entry without one has none.
+func TestTextReportSaysOwner(t *testing.T) {
+	r := report.Report{Version: report.ReportVersion, Entries: []report.Entry{
+		{Namespace: "a", Name: "a", Rule: true, Target: "pr-12", Owner: "applications.argoproj.io/argocd/pr-12", State: report.StateFired, Action: "DELETE", Effects: []string{"delete namespace pr-12"}},
+		{Namespace: "a", Name: "a", Rule: true, Target: "pr-13", State: report.StateWaiting},
+	}}
+	var out bytes.Buffer
+	if err := writeReport(&out, "text", r); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(out.String(), "\n")
+	if !strings.HasSuffix(lines[2], "  owner: applications.argoproj.io/argocd/pr-12") || !strings.HasSuffix(lines[3], "  delete namespace pr-12") ||
+		!strings.Contains(lines[4], "pr-13") || strings.Count(out.String(), "owner:") != 1 {
+		t.Errorf("report:\n%s\nwant the owner of pr-12 under its row, before its effect, and none for pr-13", out.String())
+	}
+}
+
 // A trusted namespace that does not exist is said after the summary, with
 // why it matters; the stuck line still follows.
 func TestTextReportSaysMissingTrusted(t *testing.T) {

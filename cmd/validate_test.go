@@ -115,7 +115,7 @@ spec:
 func manifestInvalidManagerLines(file string) string {
 	return strings.NewReplacer("FILE", file).Replace(`FILE: ci/broken: spec.policies[0].condition.params.initialDelaySeconds: Invalid value: -5: must be between 0 and 2147483647
 FILE: ci/broken: spec.policies[0].action.params.url: Required value: WEBHOOK needs an absolute http or https url
-FILE: ci/broken: spec.policies[1].condition.type: Unsupported value: "TIME": supported values: "TTL", "PODS_SUCCEED", "PODS_FAILED", "EXPIRES", "IDLE"
+FILE: ci/broken: spec.policies[1].condition.type: Unsupported value: "TIME": supported values: "TTL", "PODS_SUCCEED", "PODS_FAILED", "EXPIRES", "IDLE", "OWNER_GONE"
 `)
 }
 

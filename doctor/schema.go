@@ -21,6 +21,7 @@ var features = map[string]string{
 	"spec.policies[].condition.type=PODS_FAILED":   "the PODS_FAILED condition",
 	"spec.policies[].condition.type=EXPIRES":       "the EXPIRES condition",
 	"spec.policies[].condition.type=IDLE":          "the IDLE condition",
+	"spec.policies[].condition.type=OWNER_GONE":    "the OWNER_GONE condition",
 }
 
 // schemaNode is a node of an OpenAPI v3 schema as decoded from JSON or YAML.

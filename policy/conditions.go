@@ -43,7 +43,7 @@ type judging struct {
 
 // conditionTypes are the registered condition types, in the order the
 // CRD's enum and the parser's messages list them.
-var conditionTypes = []ConditionType{ttlCondition{}, podsSucceedCondition{}, podsFailedCondition{}, expiresCondition{}, idleCondition{}}
+var conditionTypes = []ConditionType{ttlCondition{}, podsSucceedCondition{}, podsFailedCondition{}, expiresCondition{}, idleCondition{}, ownerGoneCondition{}}
 
 // ConditionTypes returns the registered condition types, in order.
 func ConditionTypes() []ConditionType { return slices.Clone(conditionTypes) }

@@ -53,8 +53,9 @@ type PodsCheck struct {
 	Example string
 }
 
-// CheckState is the progress of a PODS_SUCCEED policy with minChecks > 1
-// across sweeps; the sweep persists it on the manager.
+// CheckState is the progress of a PODS_SUCCEED policy with minChecks > 1,
+// or what an OWNER_GONE policy remembers of the target's owner, across
+// sweeps; the sweep persists it in the manager's or pair's record.
 type CheckState struct {
 	// Generation of the manager the progress was made under: a changed spec
 	// starts over.
@@ -63,6 +64,13 @@ type CheckState struct {
 	Passed int `json:"passed"`
 	// Last is when the last of them ran.
 	Last time.Time `json:"last"`
+	// Owner, for OWNER_GONE, is the ref of the target's owner last read
+	// (Owner.Ref), remembered for when no marker names it any more.
+	Owner string `json:"owner,omitempty"`
+	// GoneSince, for OWNER_GONE, is when a sweep first found Owner gone;
+	// zero while it exists. It is in UTC without a monotonic reading, so
+	// that it compares equal after a JSON round trip.
+	GoneSince time.Time `json:"goneSince,omitzero"`
 }
 
 // Input is everything an evaluation depends on besides the manager.

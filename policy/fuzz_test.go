@@ -148,7 +148,8 @@ func FuzzParseAndEvaluate(f *testing.F) {
 // FuzzEvaluateManager starts from a valid manager (base), sets one field
 // of it (slot: which field of which policy) to a fuzzed number, string or
 // bool, and evaluates it on a fuzzed input: the time, the pods checks'
-// results, PODS_SUCCEED progress, the stages fired and the SLEEP policy the
+// results, PODS_SUCCEED progress, the owner OWNER_GONE remembers gone and
+// the one read (by last), the stages fired and the SLEEP policy the
 // target is asleep by (asleep: 0 awake, else the name of policy asleep-1,
 // modulo their number, or of none at 0xff). Most executions get past
 // decoding and parsing into Evaluate.
@@ -194,6 +195,14 @@ func FuzzEvaluateManager(f *testing.F) {
 				}
 				in.Checks[p.Name] = CheckState{Generation: gen, Passed: int(passed & 0x7f), Last: time.UnixMilli(fuzzCreated.UnixMilli() + last)}
 			}
+			if passed > 0 && p.Condition.Type == ConditionOwnerGone {
+				if in.Checks == nil {
+					in.Checks = map[string]CheckState{}
+				}
+				// An earlier sweep found the owner (another one, by the top
+				// bit) gone at last.
+				in.Checks[p.Name] = CheckState{Owner: fuzzOwner(passed & 0x80), GoneSince: time.UnixMilli(fuzzCreated.UnixMilli() + last).UTC()}
+			}
 			if i < 8 && fired&(1<<i) != 0 {
 				if in.Fired == nil {
 					in.Fired = map[string]bool{}
@@ -203,6 +212,10 @@ func FuzzEvaluateManager(f *testing.F) {
 		}
 		if b {
 			in.TargetTouched = s
+		}
+		// The owner read: unknown, present, gone, or none (nil).
+		if presence := OwnerPresence(uint64(last) % 4); presence <= OwnerGone {
+			in.Owner = &Owner{Ref: fuzzOwner(0), By: OwnerAnnotation, Presence: presence, Why: s}
 		}
 		switch asleep {
 		case 0:
@@ -215,6 +228,14 @@ func FuzzEvaluateManager(f *testing.F) {
 	})
 }
 
+// fuzzOwner is the ref of an owner, another one when other is not 0.
+func fuzzOwner(other uint8) string {
+	if other != 0 {
+		return "kustomizations.kustomize.toolkit.fluxcd.io/flux-system/pr-1"
+	}
+	return "applications.argoproj.io/argocd/pr-1"
+}
+
 // slots are the fields FuzzEvaluateManager sets, each on policy i (modulo
 // their number) or on the spec: a number n, a string s or a bool b.
 var slots = []func(obj map[string]any, i int, n int64, s string, b bool){
@@ -223,7 +244,7 @@ var slots = []func(obj map[string]any, i int, n int64, s string, b bool){
 	func(obj map[string]any, i int, n int64, _ string, _ bool) { params(obj, i)["periodSeconds"] = n },
 	func(obj map[string]any, i int, n int64, _ string, _ bool) { params(obj, i)["minChecks"] = n },
 	func(obj map[string]any, i int, n int64, _ string, _ bool) {
-		types := []string{ConditionTTL, ConditionPodsSucceed, ConditionPodsFailed, ConditionExpires, ConditionIdle}
+		types := []string{ConditionTTL, ConditionPodsSucceed, ConditionPodsFailed, ConditionExpires, ConditionIdle, ConditionOwnerGone}
 		policy(obj, i)["condition"].(map[string]any)["type"] = types[uint64(n)%uint64(len(types))]
 	},
 	func(obj map[string]any, i int, _ int64, s string, _ bool) { params(obj, i)["at"] = s },
@@ -299,6 +320,7 @@ var slots = []func(obj map[string]any, i int, n int64, s string, b bool){
 		list[0], list[j] = list[j], list[0]
 	},
 	func(obj map[string]any, i int, n int64, _ string, _ bool) { params(obj, i)["idleSeconds"] = n },
+	func(obj map[string]any, i int, n int64, _ string, _ bool) { params(obj, i)["graceSeconds"] = n },
 }
 
 // policy returns policy i (modulo their number) of a valid manager.
@@ -352,7 +374,7 @@ func checkParse(t *testing.T, u *unstructured.Unstructured) (m Manager, ok bool)
 		t.Fatalf("valid manager without policies: %s", before)
 	}
 	for _, p := range m.Policies {
-		if !slices.Contains([]string{ConditionTTL, ConditionPodsSucceed, ConditionPodsFailed, ConditionExpires, ConditionIdle}, p.Condition.Type) ||
+		if !slices.Contains([]string{ConditionTTL, ConditionPodsSucceed, ConditionPodsFailed, ConditionExpires, ConditionIdle, ConditionOwnerGone}, p.Condition.Type) ||
 			!slices.Contains([]string{ActionDelete, ActionScaleDown, ActionWebhook, ActionSleep}, p.Action.Type) {
 			t.Fatalf("valid manager with policy %q: condition %q, action %q", p.Name, p.Condition.Type, p.Action.Type)
 		}

@@ -135,6 +135,10 @@ type Condition struct {
 	// Idle: its creation, its TouchedAnnotation, and the creation of its
 	// pods, ReplicaSets, ControllerRevisions and Jobs (Input.Activity).
 	Idle time.Duration
+	// OWNER_GONE: the policy holds once the target's owner (Input.Owner)
+	// has been gone for Grace, counted from the first sweep that found it
+	// gone.
+	Grace time.Duration
 }
 
 // WakeAnnotation, an RFC 3339 time on a target namespace or on its

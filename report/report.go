@@ -60,7 +60,11 @@ type Entry struct {
 	Rule bool `json:"rule,omitempty"`
 	// Target is the namespace the manager acts on.
 	Target string `json:"target,omitempty"`
-	State  State  `json:"state"`
+	// Owner names the target's owner, <resource>.<group>/<namespace>/<name>
+	// (policy.Owner.Ref), when a condition of the manager weighs it and one
+	// was read or remembered.
+	Owner string `json:"owner,omitempty"`
+	State State  `json:"state"`
 	// Policy and Action name the policy that holds, if any.
 	Policy string `json:"policy,omitempty"`
 	Action string `json:"action,omitempty"`

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -135,4 +136,23 @@ func shapeOf(k policy.ParamKind) string {
 		return "time"
 	}
 	return "parameter of no kind"
+}
+
+// The CRD declares every field of the checks a sweep keeps in a manager's
+// status (policy.CheckState): the API server prunes a field it does not
+// declare, and OWNER_GONE would lose when the owner went (and write its
+// check again) at every sweep.
+func TestCRDKeepsEveryCheckField(t *testing.T) {
+	fields, err := Fields()
+	if err != nil {
+		t.Fatal(err)
+	}
+	typ := reflect.TypeFor[policy.CheckState]()
+	for i := range typ.NumField() {
+		name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+		path := "status.checks.*." + name
+		if !slices.ContainsFunc(fields, func(f Field) bool { return f.Path == path }) {
+			t.Errorf("the CRD has no %s, which policy.CheckState.%s is kept as", path, typ.Field(i).Name)
+		}
+	}
 }

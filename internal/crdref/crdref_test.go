@@ -73,7 +73,7 @@ func TestReferenceRows(t *testing.T) {
 		"## `spec`\n",
 		"\n## `status`\n",
 		"| `spec.policies` (required) | []object |  | at least 1 item; at most 64 items | ",
-		"| `spec.policies[].condition.type` (required) | string |  | one of `TTL`, `PODS_SUCCEED`, `PODS_FAILED`, `EXPIRES`, `IDLE` | ",
+		"| `spec.policies[].condition.type` (required) | string |  | one of `TTL`, `PODS_SUCCEED`, `PODS_FAILED`, `EXPIRES`, `IDLE`, `OWNER_GONE` | ",
 		"| `spec.policies[].condition.params.ttlSeconds` | integer (int64) | `1800` | ≥ 0; ≤ 2147483647 | ",
 		"| `spec.policies[].windows[].days` | []string | every day | at most 7 items; each: one of `Mon`, ",
 		"| `spec.policies[].condition.params.podLabels` | map[string]string | every pod | at most 64 entries; each value: at most 63 characters; matches ",

@@ -90,7 +90,8 @@ type Decision struct {
 	// Entry is the report entry: final without a plan, else what the
 	// executor starts from.
 	Entry report.Entry
-	// Checks is the minChecks progress a waiting subject records.
+	// Checks is the minChecks progress a waiting subject records, and the
+	// owner its OWNER_GONE policies remember (see policy.CheckState).
 	Checks map[string]policy.CheckState
 	// Plan, when set, is work for the executor.
 	Plan *Plan
@@ -346,6 +347,9 @@ func (ev *Evaluator) evaluatePolicies(ctx context.Context, m policy.Manager, e r
 	if stored.Asleep != nil {
 		in.Asleep = stored.Asleep.Policy
 	}
+	if in.Owner = ev.owner(ctx, m, t, stored.Checks); in.Owner != nil {
+		e.Owner = in.Owner.Ref
+	}
 	holds, wakes := split(holds)
 	held, woken := HoldsAt(holds, ev.Now, ev.MaxHold), HoldsAt(wakes, ev.Now, ev.MaxHold)
 	held.Ignored = strings.Join(slices.DeleteFunc([]string{held.Ignored, woken.Ignored}, func(s string) bool { return s == "" }), "; ")
@@ -395,6 +399,22 @@ func (ev *Evaluator) evaluatePolicies(ctx context.Context, m policy.Manager, e r
 		}
 		return applyHold(held, ev.waiting(ctx, m, e, t, stored.Asleep, out))
 	}
+}
+
+// owner is the owner of target t for m, read once per evaluation when a
+// condition of m weighs it (nil else), with the ref the record of the first
+// policy that does remembers (see policy.CheckState.Owner). Without Owners
+// it is an owner that cannot be read: never gone.
+func (ev *Evaluator) owner(ctx context.Context, m policy.Manager, t Target, checks map[string]policy.CheckState) *policy.Owner {
+	i := slices.IndexFunc(m.Policies, func(p policy.Policy) bool { return p.Condition.Evidence().Owner })
+	if i < 0 {
+		return nil
+	}
+	remembered := checks[m.Policies[i].Name].Owner
+	if ev.Owners == nil {
+		return &policy.Owner{Ref: remembered, By: policy.OwnerRemembered, Why: "this sweep reads no owners"}
+	}
+	return ev.Owners.Of(ctx, t.Listed, remembered)
 }
 
 // waiting is the decision on subject e when no policy fires: waiting, with

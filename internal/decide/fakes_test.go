@@ -74,6 +74,23 @@ func (a *fakeAwake) In(_ context.Context, _ string, kinds []string) ([]string, b
 	return a.awake, a.more, a.err
 }
 
+// fakeOwners answers every namespace's owner with a copy of owner (nil:
+// none), and records the namespaces asked about and the refs remembered.
+type fakeOwners struct {
+	owner      *policy.Owner
+	asked      []string
+	remembered []string
+}
+
+func (o *fakeOwners) Of(_ context.Context, ns cluster.Namespace, remembered string) *policy.Owner {
+	o.asked, o.remembered = append(o.asked, ns.Name), append(o.remembered, remembered)
+	if o.owner == nil {
+		return nil
+	}
+	own := *o.owner
+	return &own
+}
+
 // fakeBudget answers BeyondCap from answers in turn, the last one from
 // then on: the budget is shared, and may run out between two questions.
 type fakeBudget struct {
@@ -138,6 +155,10 @@ func ttl(seconds int64) map[string]any {
 
 func idle(seconds int64) map[string]any {
 	return map[string]any{"type": policy.ConditionIdle, "params": map[string]any{"idleSeconds": seconds}}
+}
+
+func ownerGone(seconds int64) map[string]any {
+	return map[string]any{"type": policy.ConditionOwnerGone, "params": map[string]any{"graceSeconds": seconds}}
 }
 
 func podsSucceed(minChecks int64) map[string]any {

@@ -19,7 +19,7 @@ import (
 // interface, registered once.
 var particular = map[string][]string{
 	"policy": {
-		"ConditionTTL", "ConditionPodsSucceed", "ConditionPodsFailed", "ConditionExpires", "ConditionIdle",
+		"ConditionTTL", "ConditionPodsSucceed", "ConditionPodsFailed", "ConditionExpires", "ConditionIdle", "ConditionOwnerGone",
 		"ActionDelete", "ActionScaleDown", "ActionWebhook", "ActionSleep",
 		"KindDeployment", "KindStatefulSet", "KindCronJob", "KindScaledObject",
 	},
@@ -28,7 +28,7 @@ var particular = map[string][]string{
 // spelled are the values of those names, as a manifest spells them: a
 // comparison or a case outside a home that spells one branches on it as
 // much as one that names it.
-var spelled = []string{"TTL", "PODS_SUCCEED", "PODS_FAILED", "EXPIRES", "IDLE", "DELETE", "SCALE_DOWN", "WEBHOOK", "SLEEP"}
+var spelled = []string{"TTL", "PODS_SUCCEED", "PODS_FAILED", "EXPIRES", "IDLE", "OWNER_GONE", "DELETE", "SCALE_DOWN", "WEBHOOK", "SLEEP"}
 
 // homes are the files that may name a particular condition, action or
 // kind: where each is declared, its home and its registry.

@@ -124,7 +124,8 @@ func (pr *Pair) after(from status.PairStatus, o Outcome) status.PairStatus {
 }
 
 // NeedsRecord reports whether a waiting pair has something to record:
-// minChecks progress, or a change in the holds or the annotations it ignores.
+// minChecks progress, an OWNER_GONE policy's owner or the time it went, or
+// a change in the holds or the annotations it ignores.
 func NeedsRecord(e report.Entry, checks map[string]policy.CheckState, stored status.Progress) bool {
 	return e.State == report.StateWaiting && (e.HoldIgnored != stored.IgnoredHold || e.AnnotationIgnored != stored.IgnoredAnnotation || !maps.Equal(checks, stored.Checks))
 }

@@ -35,7 +35,8 @@ type Record interface {
 // Outcome is what a record keeps of one entry of a sweep.
 type Outcome struct {
 	Entry report.Entry
-	// Checks is the minChecks progress of a waiting entry.
+	// Checks is the minChecks progress of a waiting entry, and the owner
+	// its OWNER_GONE policies remember (see policy.CheckState).
 	Checks map[string]policy.CheckState
 	// Last is the outcome of an action; stage names its policy when not
 	// final; done: a final policy's action succeeded.

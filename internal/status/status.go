@@ -120,7 +120,7 @@ type Progress struct {
 	// LastAction is the outcome of the latest action.
 	LastAction *LastAction `json:"lastAction,omitempty"`
 	// Checks is the progress of PODS_SUCCEED policies with minChecks above
-	// 1, by policy name.
+	// 1, and the owner OWNER_GONE policies remember, by policy name.
 	Checks map[string]policy.CheckState `json:"checks,omitempty"`
 	// Fired lists the stages (policies that are not final) that fired in
 	// this generation, at most one per policy: later sweeps skip them.

@@ -150,17 +150,17 @@ func TestDoctorSaysWhatToFix(t *testing.T) {
 	}
 
 	// An nsman CRD of an older release: without final, PODS_FAILED, EXPIRES,
-	// IDLE and SLEEP.
+	// IDLE, OWNER_GONE and SLEEP.
 	current := nsmantest.CRD(t)
 	env.Apply(t, staleCRD(t))
 	r = runDoctor(t, admin)
 	r.want(t, "crd", doctor.Failed, "older than this nsman", "spec.policies[].final: pruned (stages)", "PODS_FAILED refused", "EXPIRES refused (the EXPIRES condition)",
-		"IDLE refused (the IDLE condition)", "spec.policies[].action.type: SLEEP refused")
+		"IDLE refused (the IDLE condition)", "OWNER_GONE refused (the OWNER_GONE condition)", "spec.policies[].action.type: SLEEP refused")
 	if r.code != cmd.ExitFailed {
 		t.Errorf("stale CRD: exit %d, want %d", r.code, cmd.ExitFailed)
 	}
-	if c := r.check(t, "crd"); len(c.Details) != 5 {
-		t.Errorf("stale CRD: details %q, want exactly the five things it lacks", c.Details)
+	if c := r.check(t, "crd"); len(c.Details) != 6 {
+		t.Errorf("stale CRD: details %q, want exactly the six things it lacks", c.Details)
 	}
 
 	// nsman's CRD, and an install whose ClusterRole lacks patch on
@@ -360,14 +360,14 @@ spec:
 }
 
 // staleCRD is nsman's CRD as an older release had it: without stages
-// (policies[].final), the PODS_FAILED, EXPIRES and IDLE conditions and the
-// SLEEP action, whose rule on final goes with them.
+// (policies[].final), the PODS_FAILED, EXPIRES, IDLE and OWNER_GONE
+// conditions and the SLEEP action, whose rule on final goes with them.
 func staleCRD(t *testing.T) []byte {
 	t.Helper()
 	current := nsmantest.CRD(t)
 	stale := current
 	for _, r := range [][2]string{
-		{"enum: [TTL, PODS_SUCCEED, PODS_FAILED, EXPIRES, IDLE]", "enum: [TTL, PODS_SUCCEED]"},
+		{"enum: [TTL, PODS_SUCCEED, PODS_FAILED, EXPIRES, IDLE, OWNER_GONE]", "enum: [TTL, PODS_SUCCEED]"},
 		{"enum: [DELETE, SCALE_DOWN, WEBHOOK, SLEEP]", "enum: [DELETE, SCALE_DOWN, WEBHOOK]"},
 		{`                    x-kubernetes-validations:
                       - rule: "!(has(self.final) && self.final && self.action.type == 'SLEEP')"

@@ -54,6 +54,10 @@ func Shorten(t testing.TB, admin kubernetes.Interface, obj *unstructured.Unstruc
 			// Below the TTLs' 4 s, so that an IDLE policy before a TTL
 			// backstop fires by itself where nothing happens.
 			shorten("idleSeconds", 2)
+		case policy.ConditionOwnerGone:
+			// Below the TTLs' 4 s too: an owner gone is seen before a
+			// TTL backstop fires.
+			shorten("graceSeconds", 2)
 		}
 		_ = unstructured.SetNestedMap(pm, params, "condition", "params")
 		if _, ok := pm["windows"]; ok {

@@ -1,0 +1,162 @@
+package decide
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/record"
+	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/report"
+)
+
+const ownerRef = "applications.argoproj.io/argocd/preview-7"
+
+func ownerIs(p policy.OwnerPresence) *policy.Owner {
+	return &policy.Owner{Ref: ownerRef, By: "argocd.argoproj.io/tracking-id", Presence: p}
+}
+
+// A manager with an OWNER_GONE policy asks Owners for its target's owner
+// once per evaluation, with the ref its record remembers, says the owner in
+// its entry, and keeps the owner and when it went in its checks; a manager
+// without one never asks.
+func TestEvaluateManagerOwnerGone(t *testing.T) {
+	orphan := newManager(policies(pol("orphan", ownerGone(300), deleteAction)))
+	podsThenOrphan := newManager(policies(pol("tests pass", podsSucceed(1), webhookAction), pol("orphan", ownerGone(300), deleteAction)))
+	remembers := func(c policy.CheckState) status.Status {
+		return status.Status{Progress: status.Progress{ObservedGeneration: 3, Checks: map[string]policy.CheckState{"orphan": c}}}
+	}
+	unknown := &policy.Owner{Ref: ownerRef, By: policy.OwnerRemembered, Why: "applications.argoproj.io is not installed"}
+	tests := []struct {
+		name       string
+		obj        *unstructured.Unstructured
+		stored     status.Status
+		owners     *fakeOwners // nil: the Evaluator has none
+		pods       policy.PodsCheck
+		want       want
+		wantOwner  string
+		remembered []string
+	}{
+		{name: "present: remembered", obj: orphan, owners: &fakeOwners{owner: ownerIs(policy.OwnerPresent)},
+			want:      want{state: report.StateWaiting, msg: ownerRef + " (argocd.argoproj.io/tracking-id) exists", checks: map[string]policy.CheckState{"orphan": {Owner: ownerRef}}},
+			wantOwner: ownerRef, remembered: []string{""}},
+		{name: "found gone: the grace starts", obj: orphan, stored: remembers(policy.CheckState{Owner: ownerRef}), owners: &fakeOwners{owner: ownerIs(policy.OwnerGone)},
+			want:      want{state: report.StateWaiting, msg: "gone since 2026-11-23T12:00:00Z; grace 5m0s elapses at 2026-11-23T12:05:00Z", due: timeAt(5 * time.Minute), checks: map[string]policy.CheckState{"orphan": {Owner: ownerRef, GoneSince: now}}},
+			wantOwner: ownerRef, remembered: []string{ownerRef}},
+		{name: "gone for the grace: fires", obj: orphan, stored: remembers(policy.CheckState{Owner: ownerRef, GoneSince: now.Add(-5 * time.Minute)}), owners: &fakeOwners{owner: ownerIs(policy.OwnerGone)},
+			want: want{policy: "orphan", checks: map[string]policy.CheckState{"orphan": {Owner: ownerRef, GoneSince: now.Add(-5 * time.Minute)}},
+				plan: &wantPlan{step: StepAct, policy: "orphan", generation: 3, reason: "gone since 2026-11-23T11:55:00Z; grace 5m0s elapsed at 2026-11-23T12:00:00Z", name: target, uid: "ns-uid-1"}},
+			wantOwner: ownerRef, remembered: []string{ownerRef}},
+		{name: "unknown: waits, keeps what it remembers", obj: orphan, stored: remembers(policy.CheckState{Owner: ownerRef, GoneSince: now.Add(-time.Hour)}), owners: &fakeOwners{owner: unknown},
+			want:      want{state: report.StateWaiting, msg: "is not known: applications.argoproj.io is not installed", checks: map[string]policy.CheckState{"orphan": {Owner: ownerRef, GoneSince: now.Add(-time.Hour)}}},
+			wantOwner: ownerRef, remembered: []string{ownerRef}},
+		{name: "no owner: never holds", obj: orphan, owners: &fakeOwners{},
+			want: want{state: report.StateWaiting, msg: "the namespace names no owner and its record remembers none"}, remembered: []string{""}},
+		{name: "no Owners: an owner that cannot be read", obj: orphan, stored: remembers(policy.CheckState{Owner: ownerRef, GoneSince: now.Add(-time.Hour)}),
+			want:      want{state: report.StateWaiting, msg: "this sweep reads no owners", checks: map[string]policy.CheckState{"orphan": {Owner: ownerRef, GoneSince: now.Add(-time.Hour)}}},
+			wantOwner: ownerRef},
+		{name: "read once however often the policies are evaluated", obj: podsThenOrphan, owners: &fakeOwners{owner: ownerIs(policy.OwnerPresent)}, pods: policy.PodsCheck{NotSucceeded: 1, Example: "pod e2e is Running"},
+			want:      want{state: report.StateWaiting, msg: "exists", checks: map[string]policy.CheckState{"orphan": {Owner: ownerRef}}},
+			wantOwner: ownerRef, remembered: []string{""}},
+		{name: "no condition weighs an owner: none asked", obj: newManager(), owners: &fakeOwners{owner: ownerIs(policy.OwnerPresent)},
+			want: want{policy: "expire", plan: &wantPlan{step: StepAct, policy: "expire", generation: 3, reason: "TTL 1h0m0s elapsed", name: target, uid: "ns-uid-1"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := managerCase{listed: []cluster.Namespace{targetNS()}, pods: fakeCheck{answer: tt.pods}}
+			lists := 0
+			ev := c.evaluator(&lists)
+			if tt.owners != nil {
+				ev.Owners = tt.owners
+			}
+			d := ev.EvaluateManager(t.Context(), tt.obj, tt.stored, c.pods.check)
+			checkDecision(t, d, tt.want)
+			if d.Entry.Owner != tt.wantOwner {
+				t.Errorf("entry's owner %q, want %q", d.Entry.Owner, tt.wantOwner)
+			}
+			if tt.owners != nil && (!slices.Equal(tt.owners.remembered, tt.remembered) || slices.ContainsFunc(tt.owners.asked, func(ns string) bool { return ns != target })) {
+				t.Errorf("Owners asked of %v, remembering %q; want once per evaluation of %s, remembering %q", tt.owners.asked, tt.owners.remembered, target, tt.remembered)
+			}
+		})
+	}
+}
+
+// A rule's pair with an OWNER_GONE policy records the owner it sees and,
+// once the owner is gone, when a sweep first found it so: the record is
+// written when either changes, and not at the sweeps in between, until
+// the grace has passed and the policy fires.
+func TestEvaluatePairOwnerGone(t *testing.T) {
+	rule := newRule(t, pol("orphan", ownerGone(300), deleteAction))
+	owners := &fakeOwners{}
+	var stored status.PairStatus
+	sweep := func(t *testing.T, at time.Time, presence policy.OwnerPresence) Decision {
+		t.Helper()
+		owners.owner = ownerIs(presence)
+		ev := &Evaluator{Now: at, Clock: func() time.Time { return at }, ClaimTTL: 5 * time.Minute, MaxHold: DefaultMaxHold, Trusted: []string{trusted},
+			Namespaces: func(context.Context) (map[string]cluster.Namespace, error) {
+				return nil, errors.New("a pair is evaluated on the namespace it is given")
+			},
+			Activity: &fakeActivity{}, Stuck: fakeStuck{}, Budget: &fakeBudget{}, Owners: owners}
+		e := report.Entry{Namespace: trusted, Name: "previews", Rule: true, Target: target}
+		var pods fakeCheck
+		d := ev.EvaluatePair(t.Context(), rule, targetNS(), stored, e, pods.check)
+		if d.Entry.Owner != ownerRef {
+			t.Errorf("entry's owner %q, want %q", d.Entry.Owner, ownerRef)
+		}
+		return d
+	}
+	// keep is what the executor writes of a waiting pair, as the namespace's
+	// annotation holds it: JSON.
+	keep := func(t *testing.T, d Decision) {
+		t.Helper()
+		next := stored
+		next.Checks = d.Checks
+		data, err := json.Marshal(next)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored = status.PairStatus{}
+		if err := json.Unmarshal(data, &stored); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps := []struct {
+		name     string
+		at       time.Duration
+		presence policy.OwnerPresence
+		state    report.State
+		written  bool
+		since    time.Time
+	}{
+		{"present: the owner is remembered", 0, policy.OwnerPresent, report.StateWaiting, true, time.Time{}},
+		{"present again: nothing to write", time.Minute, policy.OwnerPresent, report.StateWaiting, false, time.Time{}},
+		{"found gone: when is written", 2 * time.Minute, policy.OwnerGone, report.StateWaiting, true, now.Add(2 * time.Minute)},
+		{"still gone, in the grace: nothing to write", 3 * time.Minute, policy.OwnerGone, report.StateWaiting, false, now.Add(2 * time.Minute)},
+		{"gone for the grace: fires", 7 * time.Minute, policy.OwnerGone, "", false, now.Add(2 * time.Minute)},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			d := sweep(t, now.Add(s.at), s.presence)
+			if d.Entry.State != s.state || (d.Plan != nil) != (s.state == "") {
+				t.Fatalf("state %q, plan %+v (%s); want %q", d.Entry.State, d.Plan, d.Entry.Message, s.state)
+			}
+			if got := d.Checks["orphan"]; got.Owner != ownerRef || !got.GoneSince.Equal(s.since) {
+				t.Errorf("checks %+v, want the owner remembered, gone since %v", d.Checks, s.since)
+			}
+			if s.state != report.StateWaiting {
+				return
+			}
+			if written := record.NeedsRecord(d.Entry, d.Checks, stored.Progress); written != s.written {
+				t.Errorf("the record is written: %t, want %t (checks %+v, stored %+v)", written, s.written, d.Checks, stored.Checks)
+			}
+			keep(t, d)
+		})
+	}
+}
