@@ -38,6 +38,15 @@ func (k Kind) Creates(it *Item) string {
 	return k.creates(it)
 }
 
+// CreatesNamespaces reports whether k's objects may create a namespace
+// (see Creates), which a sweep then reads of each.
+func (k Kind) CreatesNamespaces() bool { return k.creates != nil }
+
+// ReadsSpec reports whether a sweep reads a field of the spec of k's
+// objects (Item.Spec), what Creates reads: else it lists them as metadata
+// only.
+func (k Kind) ReadsSpec() bool { return k.creates != nil }
+
 // known are the owner kinds, each registered once in its home, in the
 // order a sweep lists them and a namespace's markers are read.
 var known = []Kind{application, kustomization, helmRelease}
