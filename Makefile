@@ -13,6 +13,8 @@ CACHE := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/nsman
 UNIT_PKGS = $(shell go list ./... | grep -v '/test/') ./test/nsmantest/ ./test/fixtures/original/
 INTEGRATION_PKGS = ./test/cluster/... ./test/integration/... ./test/compat/... ./test/robust/... ./test/monitoring/...
 E2E_PKGS = ./test/e2e/...
+# test/tools/gitops is not among them: it pins the GitOps projects whose
+# CRDs the tests install and builds nothing, so tidy would drop its pins.
 TOOL_MODULES = test/tools/kube test/tools/kube-min test/tools/etcd test/tools/kwok test/tools/lint test/tools/pushgateway test/tools/helm test/tools/promtool
 
 # How the tools that the tests run are built, here and in test/tools/build.sh:
@@ -68,7 +70,7 @@ install-plugin: build ## Link kubectl-nsman in PLUGIN_DIR (default: go env GOBIN
 		*) echo "$(PLUGIN_DIR) is not on PATH: add it, then try: kubectl nsman version" ;; esac
 
 .PHONY: control-plane
-control-plane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, the oldest supported kube-apiserver, kwok, the Pushgateway, Helm and promtool into the user cache (once)
+control-plane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, the oldest supported kube-apiserver, kwok, the Pushgateway, Helm and promtool, and fetch the Argo CD and Flux CRDs the tests install, into the user cache (once)
 	test/tools/build.sh
 
 .PHONY: test

@@ -2,9 +2,12 @@ package nsmantest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/nsman/nsman/test/cluster"
 )
 
 // The kinds of other projects that test/fixtures/crds stands in for,
@@ -34,8 +39,6 @@ var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Ver
 // an earlier call or the real one: any number of tests may call it.
 func InstallFixtureCRDs(t testing.TB, client dynamic.Interface) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
 	files, err := filepath.Glob(filepath.Join(RepoRoot(), "test", "fixtures", "crds", "*.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -43,6 +46,66 @@ func InstallFixtureCRDs(t testing.TB, client dynamic.Interface) {
 	if len(files) == 0 {
 		t.Fatal("no CRD in test/fixtures/crds")
 	}
+	installCRDs(t, client, files)
+}
+
+// InstallGitOpsCRDs creates the GitOps projects' own CRDs whose objects own
+// namespaces (Argo CD's Application, Flux's Kustomization and HelmRelease),
+// as test/tools/build.sh (make control-plane) fetched them at the versions
+// test/tools/gitops pins, with client (an admin's), and waits until the API
+// server serves each (Established). As InstallFixtureCRDs, it leaves a CRD
+// that exists already as it is: any number of tests may call it. The test
+// fails when the files are not in the cache.
+func InstallGitOpsCRDs(t testing.TB, client dynamic.Interface) {
+	t.Helper()
+	files, err := GitOpsCRDFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	installCRDs(t, client, files)
+}
+
+// GitOpsCRDFiles are the paths in the user cache of the CRDs that
+// test/tools/gitops/crds names, each at the version test/tools/gitops pins;
+// an error names make control-plane when one is missing.
+func GitOpsCRDFiles() ([]string, error) {
+	list := filepath.Join(RepoRoot(), "test", "tools", "gitops", "crds")
+	data, err := os.ReadFile(list)
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	var missing []error
+	for line := range strings.Lines(string(data)) {
+		fields := strings.Fields(line)
+		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
+			continue
+		}
+		if len(fields) != 3 {
+			return nil, fmt.Errorf("%s: %q: want module, prefix and file", list, strings.TrimSpace(line))
+		}
+		dir, err := cluster.ToolDir("gitops", fields[0], fields[1])
+		if err != nil {
+			return nil, err
+		}
+		f := filepath.Join(dir, path.Base(fields[2]))
+		if _, err := os.Stat(f); err != nil {
+			missing = append(missing, cluster.MissingTool(f))
+		}
+		files = append(files, f)
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%s names no CRD", list)
+	}
+	return files, errors.Join(missing...)
+}
+
+// installCRDs creates each CRD of files with client and waits until each
+// is Established; one that exists already is left as it is.
+func installCRDs(t testing.TB, client dynamic.Interface, files []string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
 	var names []string
 	for _, f := range files {
 		data, err := os.ReadFile(f)

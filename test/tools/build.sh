@@ -96,3 +96,26 @@ prometheus_minor=${prometheus#v0.}
 prometheus_release="3.$((${prometheus_minor%%.*} - 300)).${prometheus_minor#*.}"
 build promtool "$cache/promtool-$prometheus" promtool github.com/prometheus/prometheus/cmd/promtool \
 	"-X github.com/prometheus/common/version.Version=$prometheus_release" -tags remove_all_sd
+
+# The CRDs of the GitOps projects whose objects own namespaces (Argo CD's
+# Application, Flux's Kustomization and HelmRelease), which the tests
+# install (no controller runs): each file that test/tools/gitops/crds names,
+# from the release tree of the module test/tools/gitops pins, downloaded
+# through the Go module proxy and checked against its go.sum.
+while read -r module prefix file <&3; do
+	case $module in '' | '#'*) continue ;; esac
+	out="$cache/$prefix-$(version gitops "$module")"
+	name=$(basename "$file")
+	if [ -s "$out/$name" ]; then
+		continue
+	fi
+	src=$(cd "$tools/gitops" && go mod download -json "$module" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	if [ -z "$src" ] || [ ! -s "$src/$file" ]; then
+		echo "$module: no $file in its module" >&2
+		exit 1
+	fi
+	mkdir -p "$out"
+	cat "$src/$file" >"$out/.$name.tmp"
+	mv -f "$out/.$name.tmp" "$out/$name"
+	echo "copied $name into $out" >&2
+done 3<"$tools/gitops/crds"
