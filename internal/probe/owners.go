@@ -22,8 +22,9 @@ import (
 const MaxOwners = 50_000
 
 // MaxOtherOwnerKinds bounds the kinds, besides owner.Kinds, that
-// policy.OwnerAnnotation may have a sweep list (once each): a tenant naming
-// more makes the owners of those others unknown, not a list each.
+// policy.OwnerAnnotation may have a sweep list (once each; a kind the
+// cluster does not serve costs no list and is not counted): a tenant
+// naming more makes the owners of those others unknown, not a list each.
 const MaxOtherOwnerKinds = 3
 
 // Owners is the sweep's owner index, which answers decide.Owners: who owns
@@ -125,17 +126,22 @@ func (x *Owners) list(ctx context.Context, resource schema.GroupResource) *owner
 	if l == nil {
 		l = &ownerList{}
 		x.lists[resource] = l
-		if _, registered := owner.KindOf(resource); !registered {
-			if x.others == MaxOtherOwnerKinds {
-				l.why = fmt.Sprintf("owners of more than %d kinds nsman does not know are named in one sweep: %s is not read", MaxOtherOwnerKinds, resource)
-				l.once.Do(func() {})
-			}
-			x.others++
-		}
 	}
 	x.mu.Unlock()
 	l.once.Do(func() { x.fill(ctx, resource, l) })
 	return l
+}
+
+// another counts one more kind listed besides owner.Kinds, and reports
+// whether it is within MaxOtherOwnerKinds.
+func (x *Owners) another() bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.others == MaxOtherOwnerKinds {
+		return false
+	}
+	x.others++
+	return true
 }
 
 // errTooManyOwners ends a list past MaxOwners objects.
@@ -146,6 +152,9 @@ func (x *Owners) fill(ctx context.Context, resource schema.GroupResource, l *own
 	kind, registered := owner.KindOf(resource)
 	if !registered {
 		found, why := x.resolve(resource)
+		if why == "" && !x.another() {
+			why = fmt.Sprintf("owners of more than %d kinds nsman does not know are named in one sweep: %s is not read", MaxOtherOwnerKinds, resource)
+		}
 		if why != "" {
 			l.why = why
 			return
