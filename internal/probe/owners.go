@@ -78,8 +78,9 @@ func NewOwners(reads Reads, argoCDNamespace string) *Owners {
 
 // Of is ns's owner (see decide.Owners): the one its first marker names
 // (unknown, with the reason, when that marker names none: it does not
-// parse, or names another object), else an Application that creates it,
-// else remembered, the ref its record remembers; nil when none is.
+// parse, or names another object), else an Application in Argo CD's
+// namespace that creates it, else remembered, the ref its record
+// remembers; nil when none is.
 func (x *Owners) Of(ctx context.Context, ns cluster.Namespace, remembered string) *policy.Owner {
 	named := ns.Marks(x.argoCD).Owner()
 	switch {
@@ -171,7 +172,11 @@ func (x *Owners) fill(ctx context.Context, resource schema.GroupResource, l *own
 		}
 		m := &it.Metadata
 		l.present[m.Namespace+"/"+m.Name] = true
-		if ns := kind.Creates(it); ns != "" {
+		// An Application anywhere but Argo CD's own namespace may be a
+		// tenant's (apps in any namespace): its destination would make it
+		// the owner of another tenant's namespace, whose going OWNER_GONE
+		// would then act on.
+		if ns := kind.Creates(it); ns != "" && m.Namespace == x.argoCD {
 			l.creates[ns] = append(l.creates[ns], owner.Ref{Resource: resource, Namespace: m.Namespace, Name: m.Name}.String())
 		}
 		return nil

@@ -86,7 +86,7 @@ func TestOwnersOf(t *testing.T) {
 	x, asked := countedOwners(t, map[string]string{
 		applicationsPath: listOf(ownerItem("argocd", "pr-1", ""), ownerItem("argocd", "preview-3", createsNamespace("pr-3")),
 			ownerItem("argocd", "other-cluster", `{"destination":{"server":"https://prod.example.com","namespace":"pr-5"},"syncPolicy":{"syncOptions":["CreateNamespace=true"]}}`),
-			ownerItem("team-a", "pr-7", ""), deleting),
+			ownerItem("team-a", "pr-7", ""), ownerItem("team-a", "claims-pr-9", createsNamespace("pr-9")), deleting),
 		kustomizationsPath: listOf(ownerItem("flux-system", "k-1", "")),
 		widgetsPath:        listOf(ownerItem("team", "w1", "")),
 	})
@@ -119,6 +119,7 @@ func TestOwnersOf(t *testing.T) {
 		{name: "pr-4", remembered: "applications.argoproj.io/argocd/pr-1", ref: "applications.argoproj.io/argocd/pr-1", by: policy.OwnerRemembered, presence: policy.OwnerPresent},
 		{name: "pr-4", remembered: "pr-4", by: policy.OwnerRemembered, presence: policy.OwnerUnknown, ref: "pr-4", why: "the owner remembered does not parse"},
 		{name: "pr-5", none: true},
+		{name: "pr-9", none: true},
 		{name: "pr-8", annotations: tracked("pr-8", "pr-9"), by: "argocd.argoproj.io/tracking-id", presence: policy.OwnerUnknown, why: "not this namespace"},
 		{name: "pr-8", annotations: map[string]string{"argocd.argoproj.io/tracking-id": "pr-8"}, remembered: "applications.argoproj.io/argocd/pr-8",
 			by: "argocd.argoproj.io/tracking-id", presence: policy.OwnerUnknown, why: "does not parse"},
