@@ -125,7 +125,7 @@ failed, 2 on a usage or configuration error.`,
 	fs.StringVar(&o.pushgatewayURL, "pushgateway-url", "", "push the sweep's metrics to this Prometheus Pushgateway at the end of each sweep")
 	fs.Int64Var(&o.chunkSize, "chunk-size", sweep.DefaultPageSize, "objects per list request (managers, namespaces, pods), as kubectl's --chunk-size")
 	fs.IntVar(&o.shardCount, "shard-count", 1, "split the managers among this many sweeps run side by side, by a hash of their UID")
-	fs.StringVar(&o.argoCDNamespace, "argocd-namespace", sweep.DefaultArgoCDNamespace, "the namespace of the Argo CD Application that an argocd.argoproj.io/tracking-id annotation names by app name alone, for OWNER_GONE (an app name NS_NAME names the Application NAME in NS)")
+	fs.StringVar(&o.argoCDNamespace, "argocd-namespace", sweep.DefaultArgoCDNamespace, "the namespace Argo CD runs in, for OWNER_GONE: an argocd.argoproj.io/tracking-id annotation's app name alone names an Application there (NS_NAME names the Application NAME in NS), and only Applications there own the namespaces they create (CreateNamespace=true)")
 	fs.StringVar(&o.configFrom, "config-from", configFromAuto, "with --dry-run from outside the cluster (no $POD_NAMESPACE, not the in-cluster config): take the namespace and the sweep flags of nsman's CronJob in the cluster for those not given here, as it sees them: auto (the one labelled "+installedSelector+", if any), NAMESPACE/NAME, or none")
 	fs.IntVar(&o.shardIndex, "shard-index", 0, "the shard this sweep handles, from 0 to --shard-count - 1 (default: $"+jobIndexEnv+" whenever it is set, whatever --shard-count, else 0)")
 	return c

@@ -90,9 +90,10 @@ type Config struct {
 	SkipReclaim bool
 	// Freezes are times in which nothing acts (--freeze, --freeze-file).
 	Freezes []decide.Freeze
-	// ArgoCDNamespace is where an Argo CD Application that a tracking id
-	// names by app name alone lives (--argocd-namespace). Empty means
-	// DefaultArgoCDNamespace.
+	// ArgoCDNamespace is the namespace Argo CD runs in
+	// (--argocd-namespace): where an Application that a tracking id names
+	// by app name alone lives, and the Applications that own the namespaces
+	// they create. Empty means DefaultArgoCDNamespace.
 	ArgoCDNamespace string
 }
 
