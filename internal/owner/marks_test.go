@@ -181,3 +181,47 @@ func TestKindOf(t *testing.T) {
 		t.Errorf("KindOf(widgets.example.com) = %v, a kind not registered", k.Name)
 	}
 }
+
+// FuzzMarksOwner: whatever a namespace carries, reading its owner never
+// panics, names an owner only with a ref that parses back to itself and no
+// reason, gives a reason with the marker's key whenever it names none while
+// one is there, and says nothing when none is.
+func FuzzMarksOwner(f *testing.F) {
+	f.Add("pr-12", "", "pr-12:/Namespace:pr-12/pr-12", "", "")
+	f.Add("pr-12", "applications.argoproj.io/argocd/pr-12", "", "", "")
+	f.Add("pr-12", "", "team_pr-12:/Namespace:x/pr-12", "", "")
+	f.Add("pr-12", "", "", "k", "flux-system")
+	f.Add("pr-12", "", "", "", "flux-system")
+	f.Add("pr-12", "a/b", "a:b:c", "K", "")
+	f.Fuzz(func(t *testing.T, ns, annotation, tracking, fluxName, fluxNamespace string) {
+		annotations, labels := map[string]string{}, map[string]string{}
+		if annotation != "" {
+			annotations[policy.OwnerAnnotation] = annotation
+		}
+		if tracking != "" {
+			annotations[trackingID] = tracking
+		}
+		if fluxName != "" {
+			labels["kustomize.toolkit.fluxcd.io/name"] = fluxName
+		}
+		if fluxNamespace != "" {
+			labels["kustomize.toolkit.fluxcd.io/namespace"] = fluxNamespace
+		}
+		m := marks(labels, annotations)
+		m.Namespace = ns
+		got := m.Owner()
+		switch {
+		case got.Names():
+			back, err := ParseRef(got.Ref.String())
+			if err != nil || back != got.Ref || got.Why != "" || got.By == "" {
+				t.Fatalf("named %+v: parsed back as %+v (%v)", got, back, err)
+			}
+		case len(annotations)+len(labels) > 0:
+			if got.Why == "" || got.By == "" {
+				t.Fatalf("markers %q %q named none and said no why: %+v", annotations, labels, got)
+			}
+		case got != (Named{}):
+			t.Fatalf("no marker, and named %+v", got)
+		}
+	})
+}
