@@ -2,8 +2,11 @@ package cluster
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -18,17 +21,45 @@ import (
 // is set (the rest of each object, a tenant's to fill, is read past), as
 // metadata only else. An error from fn ends the listing with it.
 func (rd Reader) EachOwner(ctx context.Context, resource schema.GroupVersionResource, spec bool, fn func(*owner.Item) error) error {
-	path := []string{"/apis", resource.Group, resource.Version, resource.Resource}
-	if resource.Group == "" {
-		path = []string{"/api", resource.Version, resource.Resource}
+	list := func() *rest.Request {
+		return rd.Clients.Kube.Discovery().RESTClient().Get().AbsPath(ownerPath(resource)...)
 	}
-	list := func() *rest.Request { return rd.Clients.Kube.Discovery().RESTClient().Get().AbsPath(path...) }
 	if spec {
 		return EachStreamed(ctx, rd.PageSize, metav1.ListOptions{}, list, fn)
 	}
 	return eachPage(ctx, asMetadata, rd.PageSize, metav1.ListOptions{}, list, func(body io.Reader) (metav1.ListMeta, error) {
 		return listpage.DecodeMetadata(body, fn, ownerItemOf)
 	}, nil)
+}
+
+// ownerPath is the path of resource's objects: cluster-wide, or of one
+// namespace's.
+func ownerPath(resource schema.GroupVersionResource, namespace ...string) []string {
+	path := []string{"/apis", resource.Group, resource.Version}
+	if resource.Group == "" {
+		path = []string{"/api", resource.Version}
+	}
+	if len(namespace) > 0 {
+		path = append(path, "namespaces", namespace[0])
+	}
+	return append(path, resource.Resource)
+}
+
+// OwnerExists reads object namespace/name of resource again, as metadata:
+// whether it exists (being deleted, it does). An object not found is not:
+// the API server's 404 names it. A resource that is not served (its CRD
+// removed since), whose 404 names no object, is an error.
+func (rd Reader) OwnerExists(ctx context.Context, resource schema.GroupVersionResource, namespace, name string) (bool, error) {
+	err := rd.Clients.Kube.Discovery().RESTClient().Get().AbsPath(append(ownerPath(resource, namespace), name)...).
+		SetHeader("Accept", "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1").Do(ctx).Error()
+	var status apierrors.APIStatus
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err) && errors.As(err, &status) && status.Status().Details != nil && status.Status().Details.Name == name:
+		return false, nil
+	}
+	return false, fmt.Errorf("read %s %s/%s: %w", resource.GroupResource(), namespace, name, err)
 }
 
 // ownerItemOf is what a sweep reads of an owner listed as metadata.

@@ -130,6 +130,37 @@ func (x *Owners) Of(ctx context.Context, ns cluster.Namespace, remembered string
 	return x.presence(ctx, ref, policy.OwnerRemembered)
 }
 
+// Now reads owner ref (as Of answered it) again by name, as metadata,
+// within the time a sweep gives a read of one namespace: what acts on an
+// owner's going (a DELETE) asks it just before it acts, since the owner
+// may have come back since its kind was listed. Present or gone, or
+// unknown with why (a ref that does not parse, a kind not served, or a
+// read refused or failed).
+func (x *Owners) Now(ctx context.Context, ref string) (policy.OwnerPresence, string) {
+	r, err := owner.ParseRef(ref)
+	if err != nil {
+		return policy.OwnerUnknown, err.Error()
+	}
+	kind, registered := owner.KindOf(r.Resource)
+	if !registered {
+		found, why := x.resolve(r.Resource)
+		if why != "" {
+			return policy.OwnerUnknown, why
+		}
+		kind.Resource = found.resource
+	}
+	ctx, cancel := context.WithTimeout(ctx, x.reads.NamespaceTimeout())
+	defer cancel()
+	exists, err := x.reads.OwnerExists(ctx, kind.Resource, r.Namespace, r.Name)
+	switch {
+	case err != nil:
+		return policy.OwnerUnknown, err.Error()
+	case exists:
+		return policy.OwnerPresent, ""
+	}
+	return policy.OwnerGone, ""
+}
+
 // presence is the owner ref, named by by, as its kind's list found it.
 func (x *Owners) presence(ctx context.Context, ref owner.Ref, by string) *policy.Owner {
 	l := x.list(ctx, ref.Resource)

@@ -221,3 +221,74 @@ func TestOwnersListIsBounded(t *testing.T) {
 		t.Errorf("an owner list that never answers: %+v after %v; want unknown within 3s", *got, took)
 	}
 }
+
+// Now reads an owner again by name: present, gone when the API server
+// does not find it, unknown when it does not serve its kind or refuses the
+// read.
+func TestOwnersNow(t *testing.T) {
+	notFound := func(what string) string {
+		return `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404` + what + `}`
+	}
+	object := func(ns, name string) string {
+		return `{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"` + name + `","namespace":"` + ns + `"}}`
+	}
+	type answer struct {
+		code int
+		body string
+	}
+	answers := map[string]answer{
+		"/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/pr-1": {http.StatusOK, object("argocd", "pr-1")},
+		// The API server's 404 of an object not found names it; that of a
+		// resource it does not serve (helmreleases here) names none.
+		"/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/pr-2": {http.StatusNotFound, notFound(`,"details":{"name":"pr-2","group":"argoproj.io","kind":"applications"}`)},
+		"/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/flux-system/kustomizations/k": {http.StatusForbidden,
+			`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403,"message":"kustomizations is forbidden"}`},
+		"/apis/example.com/v1/namespaces/team/widgets/w1": {http.StatusOK, object("team", "w1")},
+	}
+	for path, body := range clustertest.DiscoveryBodies() {
+		answers[path] = answer{http.StatusOK, body}
+	}
+	var mu sync.Mutex
+	asked := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		asked[r.URL.Path]++
+		mu.Unlock()
+		a, ok := answers[r.URL.Path]
+		if !ok {
+			a = answer{http.StatusNotFound, notFound(`,"message":"the server could not find the requested resource","details":{}`)}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(a.code)
+		_, _ = w.Write([]byte(a.body))
+	}))
+	defer srv.Close()
+	kube, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := NewOwners(testReads(cluster.Clients{Kube: kube}, defaultClaimTTL, nil), "argocd")
+	for _, tc := range []struct {
+		ref      string
+		presence policy.OwnerPresence
+		why      string
+	}{
+		{"applications.argoproj.io/argocd/pr-1", policy.OwnerPresent, ""},
+		{"applications.argoproj.io/argocd/pr-2", policy.OwnerGone, ""},
+		{"helmreleases.helm.toolkit.fluxcd.io/flux-system/h", policy.OwnerUnknown, "the server could not find the requested resource"},
+		{"kustomizations.kustomize.toolkit.fluxcd.io/flux-system/k", policy.OwnerUnknown, "kustomizations is forbidden"},
+		{"widgets.example.com/team/w1", policy.OwnerPresent, ""},
+		{"gizmos.example.com/team/g", policy.OwnerUnknown, "names a kind that does not exist"},
+		{"applications.argoproj.io/argocd", policy.OwnerUnknown, "is not <resource>.<group>/<namespace>/<name>"},
+	} {
+		presence, why := x.Now(t.Context(), tc.ref)
+		if presence != tc.presence || !strings.Contains(why, tc.why) || tc.why == "" && why != "" {
+			t.Errorf("%s: %v (%q), want %v (%q)", tc.ref, presence, why, tc.presence, tc.why)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n := asked["/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/pr-1"]; n != 1 {
+		t.Errorf("pr-1 read %d times, want once", n)
+	}
+}

@@ -69,9 +69,10 @@ func markedNamespace(t *testing.T, rd cluster.Reader, labels, annotations map[st
 
 // TestOwnerIndexOnTheRealCRDs: the owner index reads Argo CD's and Flux's
 // own CRDs: an owner each marker names is present while it exists (being
-// deleted too), gone once it is deleted; a kind a marker names that does
-// not exist, or one nsman may not list, is unknown; a kind whose CRD is
-// not installed is skipped without an error, its owners unknown.
+// deleted too), gone once it is deleted, and so when read again by name; a
+// kind a marker names that does not exist, or one nsman may not list, is
+// unknown; a kind whose CRD is not installed is skipped without an error,
+// its owners unknown, read again by name too.
 func TestOwnerIndexOnTheRealCRDs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
@@ -154,6 +155,15 @@ func TestOwnerIndexOnTheRealCRDs(t *testing.T) {
 	x, _ = ownerIndex(t, shared.AdminConfig, home)
 	check(x, want{ns: tracked, presence: policy.OwnerGone}, want{ns: kustomized, presence: policy.OwnerGone},
 		want{ns: helmed, presence: policy.OwnerPresent}, want{ns: qualified, presence: policy.OwnerPresent})
+	// Read again by name, as before a DELETE acts on an owner's going.
+	for ref, want := range map[string]policy.OwnerPresence{
+		"applications.argoproj.io/" + home + "/pr-app": policy.OwnerGone, "applications.argoproj.io/" + home + "/deleting": policy.OwnerPresent,
+		"kustomizations.kustomize.toolkit.fluxcd.io/" + home + "/pr-k": policy.OwnerGone, "configmaps/" + home + "/pr-cm": policy.OwnerPresent,
+	} {
+		if got, why := x.Now(ctx, ref); got != want {
+			t.Errorf("%s read again: %v (%s), want %v", ref, got, why, want)
+		}
+	}
 
 	// A user who may not list the owner kinds: unknown, never gone.
 	cfg, err := shared.ServiceAccountConfig(ctx, home, "lists-no-owners")
@@ -171,6 +181,9 @@ func TestOwnerIndexOnTheRealCRDs(t *testing.T) {
 	defer nsmantest.InstallGitOpsCRDs(t, admin)
 	x, _ = ownerIndex(t, shared.AdminConfig, home)
 	check(x, want{ns: helmed, presence: policy.OwnerUnknown, why: "is not installed"}, want{ns: qualified, presence: policy.OwnerPresent})
+	if got, why := x.Now(ctx, "helmreleases.helm.toolkit.fluxcd.io/"+home+"/pr-h"); got != policy.OwnerUnknown {
+		t.Errorf("an owner of a kind not installed, read again: %v (%s), want unknown, never gone", got, why)
+	}
 }
 
 // uninstall deletes the CRD of resource and waits until it is gone.
