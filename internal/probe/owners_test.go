@@ -292,3 +292,28 @@ func TestOwnersNow(t *testing.T) {
 		t.Errorf("pr-1 read %d times, want once", n)
 	}
 }
+
+// The workers of a sweep ask side by side: still one list of each kind,
+// and the same answers.
+func TestOwnersListOnceUnderConcurrency(t *testing.T) {
+	x, asked := countedOwners(t, map[string]string{applicationsPath: listOf(ownerItem("argocd", "pr-1", "")), kustomizationsPath: listOf()})
+	var wg sync.WaitGroup
+	for i := range 64 {
+		wg.Go(func() {
+			name := fmt.Sprintf("pr-%d", i)
+			// Even: the Application pr-1, present; odd: the Kustomization
+			// k, gone.
+			ns, want := ownedNamespace(name, nil, map[string]string{"argocd.argoproj.io/tracking-id": "pr-1:/Namespace:" + name + "/" + name}), policy.OwnerPresent
+			if i%2 == 1 {
+				ns, want = ownedNamespace(name, map[string]string{"kustomize.toolkit.fluxcd.io/name": "k", "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}, nil), policy.OwnerGone
+			}
+			if got := x.Of(t.Context(), ns, ""); got == nil || got.Presence != want {
+				t.Errorf("%s: %+v, want presence %v", name, got, want)
+			}
+		})
+	}
+	wg.Wait()
+	if a, k := asked(applicationsPath), asked(kustomizationsPath); a != 1 || k != 1 {
+		t.Errorf("applications listed %d times, kustomizations %d: want once each", a, k)
+	}
+}
