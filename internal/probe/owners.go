@@ -19,7 +19,8 @@ import (
 
 // MaxOwners bounds the objects of one kind a sweep's owner index reads:
 // a name past it is of an owner whose presence is unknown, never gone.
-// An object costs the index its namespace and name, some 100 bytes.
+// An object costs the index a hash of its namespace and name, some 23
+// bytes (see ownerList.present); one that creates a namespace, its ref.
 const MaxOwners = 50_000
 
 // MaxOtherOwnerKinds bounds the kinds, besides owner.Kinds, that
@@ -37,7 +38,7 @@ const MaxOtherOwnerKinds = 3
 type Owners struct {
 	reads Reads
 	// argoCD is --argocd-namespace: where an Application named by app
-	// name alone lives.
+	// name alone lives, and the Applications that own what they create.
 	argoCD string
 	// mu guards lists, the index of each kind asked about, and others, how
 	// many kinds besides owner.Kinds it lists.
