@@ -43,7 +43,7 @@ const (
 var installedFlags = []string{
 	"namespace", "selector", "max-actions", "trusted-namespaces", "protected-namespaces",
 	"webhook-allow", "max-hold", "claim-ttl", "webhook-timeout", "stuck-after", "reclaim",
-	"freeze", "freeze-time-zone",
+	"freeze", "freeze-time-zone", "argocd-namespace",
 }
 
 // installation is an nsman CronJob: its namespace and name, the flags of

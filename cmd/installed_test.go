@@ -18,13 +18,13 @@ func TestAdoptTakesWhatDecidesTheOutcome(t *testing.T) {
 	inst := &installation{namespace: "nsman", name: "nsman", args: []string{
 		"--log-format=json", "--trusted-namespaces=platform,nsman", "--protected-namespaces", "default,prod",
 		"--webhook-allow=*.hooks.example.com", "--max-hold=24h", "--max-actions=5", "-l", "team=a",
-		"--notify-url-file=/var/run/secrets/notify/url", "--shard-count=3", "--a-flag-of-a-newer-nsman=x",
+		"--notify-url-file=/var/run/secrets/notify/url", "--shard-count=3", "--a-flag-of-a-newer-nsman=x", "--argocd-namespace=gitops",
 	}}
 	taken, err := o.adopt(c.Flags(), inst)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"--selector=team=a", "--max-actions=5", "--trusted-namespaces=platform,nsman", "--protected-namespaces=default,prod", "--webhook-allow=*.hooks.example.com"}
+	want := []string{"--selector=team=a", "--max-actions=5", "--trusted-namespaces=platform,nsman", "--protected-namespaces=default,prod", "--webhook-allow=*.hooks.example.com", "--argocd-namespace=gitops"}
 	if !slices.Equal(taken, want) {
 		t.Errorf("taken %q, want %q", taken, want)
 	}
@@ -40,6 +40,10 @@ func TestAdoptTakesWhatDecidesTheOutcome(t *testing.T) {
 	// namespace protected, as in its pod.
 	if !slices.Equal(cfg.TrustedNamespaces, []string{"platform", "nsman"}) || !slices.Contains(cfg.ProtectedNamespaces, "nsman") || !slices.Contains(cfg.ProtectedNamespaces, "prod") {
 		t.Errorf("trusted %q, protected %q", cfg.TrustedNamespaces, cfg.ProtectedNamespaces)
+	}
+	// Which Application a tracking id names decides OWNER_GONE's outcome.
+	if cfg.ArgoCDNamespace != "gitops" {
+		t.Errorf("Argo CD's namespace %q, want the CronJob's", cfg.ArgoCDNamespace)
 	}
 }
 

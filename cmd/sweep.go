@@ -63,6 +63,7 @@ type sweepOptions struct {
 	shardCount          int
 	chunkSize           int64
 	configFrom          string
+	argoCDNamespace     string
 	// own is the namespace nsman runs in: kube.ownNamespace(), or with
 	// --dry-run from outside the cluster, that of the CronJob --config-from
 	// finds (see run).
@@ -127,6 +128,7 @@ failed, 2 on a usage or configuration error.`,
 	fs.StringVar(&o.clusterName, "cluster-name", "", "with --pushgateway-url, push the metrics under the grouping label cluster=NAME, which every series pushed then carries: one Pushgateway and one dashboard for the clusters of a fleet (default: no cluster label)")
 	fs.Int64Var(&o.chunkSize, "chunk-size", sweep.DefaultPageSize, "objects per list request (managers, namespaces, pods), as kubectl's --chunk-size")
 	fs.IntVar(&o.shardCount, "shard-count", 1, "split the managers among this many sweeps run side by side, by a hash of their UID")
+	fs.StringVar(&o.argoCDNamespace, "argocd-namespace", sweep.DefaultArgoCDNamespace, "the namespace Argo CD runs in, for OWNER_GONE: an argocd.argoproj.io/tracking-id annotation's app name alone names an Application there (NS_NAME names the Application NAME in NS), and only Applications there own the namespaces they create (CreateNamespace=true)")
 	fs.StringVar(&o.configFrom, "config-from", configFromAuto, "with --dry-run from outside the cluster (no $POD_NAMESPACE, not the in-cluster config): take the namespace and the sweep flags of nsman's CronJob in the cluster for those not given here, as it sees them: auto (the one labelled "+installedSelector+", if any), NAMESPACE/NAME, or none")
 	fs.IntVar(&o.shardIndex, "shard-index", 0, "the shard this sweep handles, from 0 to --shard-count - 1 (default: $"+jobIndexEnv+" whenever it is set, whatever --shard-count, else 0)")
 	return c
@@ -154,6 +156,7 @@ func (o *sweepOptions) config(flags *pflag.FlagSet) (sweep.Config, error) {
 		ShardIndex:          o.shardIndex,
 		ShardCount:          o.shardCount,
 		PageSize:            o.chunkSize,
+		ArgoCDNamespace:     o.argoCDNamespace,
 	}
 	if o.shardCount < 1 {
 		return cfg, errors.New("--shard-count must be at least 1")

@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/decide"
@@ -89,6 +90,11 @@ type Config struct {
 	SkipReclaim bool
 	// Freezes are times in which nothing acts (--freeze, --freeze-file).
 	Freezes []decide.Freeze
+	// ArgoCDNamespace is the namespace Argo CD runs in
+	// (--argocd-namespace): where an Application that a tracking id names
+	// by app name alone lives, and the Applications that own the namespaces
+	// they create. Empty means DefaultArgoCDNamespace.
+	ArgoCDNamespace string
 }
 
 // ProtectedFloor is the namespaces New always protects, whatever
@@ -123,6 +129,8 @@ const (
 	// DefaultStuckAfter gives the namespace controller time to empty a
 	// namespace of its pods (30s of grace each) and the rest.
 	DefaultStuckAfter = 10 * time.Minute
+	// DefaultArgoCDNamespace is where Argo CD's install puts it.
+	DefaultArgoCDNamespace = "argocd"
 )
 
 // Validate reports a configuration that cannot run.
@@ -146,6 +154,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("a freeze ends before it starts")
 	case c.ShardCount < 0:
 		return fmt.Errorf("--shard-count must not be negative")
+	case c.ArgoCDNamespace != "" && len(validation.IsDNS1123Label(c.ArgoCDNamespace)) > 0:
+		return fmt.Errorf("--argocd-namespace %q is not a namespace's name", c.ArgoCDNamespace)
 	case c.ShardIndex < 0 || c.ShardIndex >= max(c.ShardCount, 1):
 		return fmt.Errorf("--shard-index %d is not a shard of --shard-count %d: want 0 to %d", c.ShardIndex, max(c.ShardCount, 1), max(c.ShardCount, 1)-1)
 	}
@@ -175,6 +185,7 @@ func New(cfg Config, clients cluster.Clients, sender *webhook.Sender, log *slog.
 	cfg.ClaimTTL, cfg.InterruptGrace = cmp.Or(cfg.ClaimTTL, DefaultClaimTTL), cmp.Or(cfg.InterruptGrace, DefaultInterruptGrace)
 	cfg.MaxHold, cfg.StuckAfter = cmp.Or(cfg.MaxHold, decide.DefaultMaxHold), cmp.Or(cfg.StuckAfter, DefaultStuckAfter)
 	cfg.ProtectedNamespaces = WithProtectedFloor(cfg.ProtectedNamespaces)
+	cfg.ArgoCDNamespace = cmp.Or(cfg.ArgoCDNamespace, DefaultArgoCDNamespace)
 	s := &Sweeper{cfg: cfg, clients: clients, log: log, writer: write.New(clients.Kube, clients.Dynamic, clients.Managers, sender, cfg.DryRun)}
 	s.env = record.Env{Writer: s.writer, Reads: s.reads(), Clock: s.clock, ClaimTTL: cfg.ClaimTTL}
 	if cfg.NotifyURL != "" && s.writer.Done() == report.StateFired {
@@ -202,6 +213,7 @@ func (s *Sweeper) probe(r *sweepRun) {
 	r.reclaim, r.stuck = probe.NewReclaim(reads), probe.NewStuck(reads, s.cfg.StuckAfter)
 	r.kinds = &probe.Kinds{}
 	r.awake = probe.NewAwake(reads, r.kinds)
+	r.owners = probe.NewOwners(reads, s.cfg.ArgoCDNamespace)
 }
 
 // begin sets sweep r's time, from its first page on, and what evaluates
@@ -217,7 +229,7 @@ func (s *Sweeper) begin(r *sweepRun) {
 		ClaimTTL: s.cfg.ClaimTTL, MaxHold: s.cfg.MaxHold, MaxActions: s.cfg.MaxActions,
 		Trusted: s.cfg.TrustedNamespaces, Protected: s.cfg.ProtectedNamespaces,
 		Namespaces: func(ctx context.Context) (map[string]cluster.Namespace, error) { return s.namespaces(ctx, r) },
-		Activity:   r.activity, Stuck: r.stuck, Budget: r.share, Awake: r.awake}
+		Activity:   r.activity, Stuck: r.stuck, Owners: r.owners, Budget: r.share, Awake: r.awake}
 }
 
 // ours reports whether the object of uid (a manager, a rule's pair, or a

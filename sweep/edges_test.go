@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
 
+	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/decide"
 	"github.com/nsman/nsman/internal/listpage/listpagetest"
 	"github.com/nsman/nsman/internal/probe"
@@ -219,6 +221,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		{NotifyFormat: "xml"},
 		{MaxHold: -1},
 		{StuckAfter: -1},
+		{ArgoCDNamespace: "Argo_CD"},
 		{Freezes: []decide.Freeze{{Start: sweepAt, End: sweepAt}}},
 		{ShardCount: -1},
 		{ShardIndex: 2, ShardCount: 2},
@@ -374,6 +377,28 @@ func TestRunNoManagers(t *testing.T) {
 		}
 		if got := f.actions("list", "namespaces"); len(got) != tt.lists {
 			t.Errorf("selector %q: namespaces listed %d times, want %d", tt.selector, len(got), tt.lists)
+		}
+	}
+}
+
+// TestSweepAsksItsOwnerIndex: the evaluator of a sweep asks the sweep's
+// owner index, which reads an app name alone as an Application in
+// --argocd-namespace (default argocd).
+func TestSweepAsksItsOwnerIndex(t *testing.T) {
+	ns := cluster.Namespace{Name: "pr-1", OwnerMarkers: map[string]string{"argocd.argoproj.io/tracking-id": "pr-1:/Namespace:pr-1/pr-1"}}
+	for argoCD, want := range map[string]string{"": "applications.argoproj.io/argocd/pr-1", "gitops": "applications.argoproj.io/gitops/pr-1"} {
+		s, err := New(Config{ArgoCDNamespace: argoCD}, newFakeAPI(t, true).clients(t), nil, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := &sweepRun{}
+		s.probe(r)
+		s.begin(r)
+		if r.eval.Owners == nil {
+			t.Fatal("the evaluator has no owner index")
+		}
+		if got := r.eval.Owners.Of(t.Context(), ns, ""); got == nil || got.Ref != want {
+			t.Errorf("--argocd-namespace %q: owner %+v, want %s", argoCD, got, want)
 		}
 	}
 }

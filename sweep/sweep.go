@@ -117,6 +117,8 @@ type sweepRun struct {
 	// awake in namespaces kept asleep.
 	kinds *probe.Kinds
 	awake *probe.Awake
+	// owners is the owner index (OWNER_GONE).
+	owners *probe.Owners
 
 	// eval evaluates the sweep's subjects, exec carries out what it
 	// decided, from its first page on.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/nsman/nsman/internal/owner"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,6 +47,16 @@ type Namespace struct {
 	Hold, Expires, Touched string
 	// Wake is the namespace's WakeAnnotation, empty when it has none.
 	Wake string
+	// OwnerMarkers are its annotations that name its owner
+	// (owner.Annotations), each cut at owner.MaxMarker+1 bytes; nil for
+	// none. Its labels hold the rest of its markers.
+	OwnerMarkers map[string]string
+}
+
+// Marks are what ns carries that may name its owner, an Application
+// named by app name alone being in argoCDNamespace.
+func (ns Namespace) Marks(argoCDNamespace string) owner.Marks {
+	return owner.Marks{Namespace: ns.Name, Label: ns.Labels.Lookup, Annotations: ns.OwnerMarkers, ArgoCDNamespace: argoCDNamespace}
 }
 
 // NamespaceOf is what a sweep keeps of namespace m, listed as metadata.
@@ -57,11 +69,17 @@ func NamespaceOf(m *metav1.PartialObjectMetadata) Namespace {
 	info.Hold, info.Expires, info.Touched = m.Annotations[status.HoldAnnotation], m.Annotations[policy.ExpiresAnnotation], m.Annotations[policy.TouchedAnnotation]
 	info.Wake = m.Annotations[status.WakeAnnotation]
 	for k, v := range m.Annotations {
-		if strings.HasPrefix(k, status.PairAnnotationPrefix) {
+		switch {
+		case strings.HasPrefix(k, status.PairAnnotationPrefix):
 			if info.Pairs == nil {
 				info.Pairs = map[string]string{}
 			}
 			info.Pairs[k] = v
+		case slices.Contains(ownerAnnotations, k):
+			if info.OwnerMarkers == nil {
+				info.OwnerMarkers = map[string]string{}
+			}
+			info.OwnerMarkers[k] = cut(v, owner.MaxMarker+1)
 		}
 	}
 	return info

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/nsman/nsman/internal/listpage"
+	"github.com/nsman/nsman/internal/owner"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 )
@@ -25,7 +27,8 @@ import (
 // it arrives (listpage.DecodeMetadata), and of its annotations only nsman's are
 // kept: the rules' records, which nsman writes, and the hold, the wake, the
 // expiry date and the touch, each cut at maxNamespaceValue bytes (a time is
-// some 30): a namespace kept for the sweep costs what nsman reads of it.
+// some 30), and the owner markers, cut at owner.MaxMarker+1: a namespace
+// kept for the sweep costs what nsman reads of it.
 
 // maxNamespaceValue bounds the value of a hold, a wake, an expiry date or a
 // touch that a sweep keeps; a longer one is cut, does not parse, and is
@@ -43,6 +46,34 @@ type namespaceItem struct {
 		Labels            map[string]string `json:"labels"`
 		Annotations       nsmansAnnotations `json:"annotations"`
 	} `json:"metadata"`
+}
+
+// keptAnnotation reports whether a sweep keeps a namespace's annotation
+// key, and the bytes of its value it keeps (0: all): the rules' records
+// whole, a hold, wake, expiry date or touch cut at maxNamespaceValue, an
+// owner marker (owner.Annotations) at owner.MaxMarker+1, so that one cut
+// is longer than any that parses. Both decodings of a list ask it.
+func keptAnnotation(key string) (bound int, keep bool) {
+	switch {
+	case strings.HasPrefix(key, status.PairAnnotationPrefix):
+		return 0, true
+	case key == status.HoldAnnotation || key == status.WakeAnnotation || key == policy.ExpiresAnnotation || key == policy.TouchedAnnotation:
+		return maxNamespaceValue, true
+	case slices.Contains(ownerAnnotations, key):
+		return owner.MaxMarker + 1, true
+	}
+	return 0, false
+}
+
+// ownerAnnotations are the owner markers' annotations.
+var ownerAnnotations = owner.Annotations()
+
+// cut is v cut at bound bytes (0: not cut).
+func cut(v string, bound int) string {
+	if bound > 0 && len(v) > bound {
+		return v[:bound]
+	}
+	return v
 }
 
 // nsmansAnnotations are the annotations of a namespace that a sweep reads:
@@ -67,28 +98,19 @@ func (a *nsmansAnnotations) UnmarshalJSON(data []byte) error {
 			return err
 		}
 		key, _ := tok.(string)
-		switch {
-		case strings.HasPrefix(key, status.PairAnnotationPrefix):
-			var v string
-			if err := dec.Decode(&v); err != nil {
-				return err
-			}
-			kept[key] = v
-		case key == status.HoldAnnotation || key == status.WakeAnnotation || key == policy.ExpiresAnnotation || key == policy.TouchedAnnotation:
-			var v string
-			if err := dec.Decode(&v); err != nil {
-				return err
-			}
-			if len(v) > maxNamespaceValue {
-				v = v[:maxNamespaceValue]
-			}
-			kept[key] = v
-		default:
+		bound, keep := keptAnnotation(key)
+		if !keep {
 			var skipped json.RawMessage
 			if err := dec.Decode(&skipped); err != nil {
 				return err
 			}
+			continue
 		}
+		var v string
+		if err := dec.Decode(&v); err != nil {
+			return err
+		}
+		kept[key] = cut(v, bound)
 	}
 	*a = kept
 	return nil
@@ -108,13 +130,11 @@ func namespaceItemOf(ns *metav1.PartialObjectMetadata) *namespaceItem {
 	m := &it.Metadata
 	m.Name, m.UID, m.ResourceVersion, m.CreationTimestamp, m.DeletionTimestamp, m.Labels = ns.Name, ns.UID, ns.ResourceVersion, ns.CreationTimestamp, ns.DeletionTimestamp, ns.Labels
 	for key, v := range ns.Annotations {
-		switch {
-		case strings.HasPrefix(key, status.PairAnnotationPrefix):
-		case key == status.HoldAnnotation || key == status.WakeAnnotation || key == policy.ExpiresAnnotation || key == policy.TouchedAnnotation:
-			v = v[:min(len(v), maxNamespaceValue)]
-		default:
+		bound, keep := keptAnnotation(key)
+		if !keep {
 			continue
 		}
+		v = cut(v, bound)
 		if m.Annotations == nil {
 			m.Annotations = nsmansAnnotations{}
 		}

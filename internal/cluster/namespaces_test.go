@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -12,14 +13,19 @@ import (
 
 	"github.com/nsman/nsman/internal/listpage"
 	"github.com/nsman/nsman/internal/listpage/listpagetest"
+	"github.com/nsman/nsman/internal/owner"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 )
 
+// trackingID is Argo CD's annotation naming an owner, which a sweep keeps.
+const trackingID = "argocd.argoproj.io/tracking-id"
+
 // A namespace is kept as namespaceInfoOf reads it: its name, uid, version,
 // times and labels as listed; of its annotations, nsman's alone, a hold,
 // wake, expiry date or touch cut at maxNamespaceValue, a rule's record
-// whole. 200 KiB of a tenant's own annotations are not kept. So it is from
+// whole, the owner markers (nsman's and Argo CD's tracking id) cut at
+// owner.MaxMarker+1. 200 KiB of a tenant's own annotations are not kept. So it is from
 // JSON and from protobuf, which the API server sends nsman.
 func TestNamespaceListKeepsWhatIsRead(t *testing.T) {
 	created := metav1.NewTime(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
@@ -30,7 +36,8 @@ func TestNamespaceListKeepsWhatIsRead(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Name: "team-a", UID: "u-a", ResourceVersion: "7", CreationTimestamp: created, Labels: map[string]string{"team": "a"},
 			Annotations: map[string]string{"example.com/blob": strings.Repeat("x", 200<<10), status.HoldAnnotation: "2026-12-01T09:00:00Z",
 				status.PairAnnotationPrefix + "0123": record, policy.TouchedAnnotation: long, policy.ExpiresAnnotation: "2026-12-24",
-				status.WakeAnnotation: "2026-11-01T20:00:00Z" + long}}},
+				status.WakeAnnotation: "2026-11-01T20:00:00Z" + long, policy.OwnerAnnotation: "applications.argoproj.io/argocd/pr-12",
+				trackingID: strings.Repeat("t", 200<<10)}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "gone", UID: "u-g", ResourceVersion: "8", CreationTimestamp: created, DeletionTimestamp: &deleting}},
 	}}
 	listed.Continue = "next"
@@ -68,11 +75,16 @@ func keepsWhatIsRead(t *testing.T, listed metav1.PartialObjectMetadataList, data
 	delete(want.Annotations, "example.com/blob")
 	want.Annotations[policy.TouchedAnnotation] = long[:maxNamespaceValue]
 	want.Annotations[status.WakeAnnotation] = want.Annotations[status.WakeAnnotation][:maxNamespaceValue]
+	want.Annotations[trackingID] = want.Annotations[trackingID][:owner.MaxMarker+1]
 	if !equality.Semantic.DeepEqual(got[0].ObjectMeta, want.ObjectMeta) {
 		t.Errorf("kept %+v\nwant %+v", got[0].ObjectMeta, want.ObjectMeta)
 	}
-	if info := NamespaceOf(got[0]); info.Wake != want.Annotations[status.WakeAnnotation] || info.Hold != "2026-12-01T09:00:00Z" {
+	info := NamespaceOf(got[0])
+	if info.Wake != want.Annotations[status.WakeAnnotation] || info.Hold != "2026-12-01T09:00:00Z" {
 		t.Errorf("wake %q, hold %q; want the wake as kept, the hold as listed", info.Wake, info.Hold)
+	}
+	if markers := map[string]string{policy.OwnerAnnotation: "applications.argoproj.io/argocd/pr-12", trackingID: want.Annotations[trackingID]}; !maps.Equal(info.OwnerMarkers, markers) {
+		t.Errorf("owner markers %.80q, want nsman's as listed and the tracking id cut", info.OwnerMarkers)
 	}
 	if info := NamespaceOf(got[1]); info.Name != "gone" || !info.Terminating || !info.Deleting.Equal(deleting.Time) || info.UID != "u-g" {
 		t.Errorf("terminating namespace read as %+v", info)
@@ -81,7 +93,7 @@ func keepsWhatIsRead(t *testing.T, listed metav1.PartialObjectMetadataList, data
 	for k, v := range got[0].Annotations {
 		kept += len(k) + len(v)
 	}
-	if kept > 1<<10 {
-		t.Errorf("%d bytes of annotations kept of a namespace, want what nsman reads (under 1 KiB)", kept)
+	if kept > 1<<10+2*(owner.MaxMarker+1+len(trackingID)) {
+		t.Errorf("%d bytes of annotations kept of a namespace, want what nsman reads (under 1 KiB, and two owner markers)", kept)
 	}
 }

@@ -17,27 +17,53 @@ type Kind struct {
 	Resource schema.GroupVersionResource
 	// Why nsman reads it, as nsman doctor says it.
 	Why string
+	// marker reads the marker by which a namespace names an owner of this
+	// kind (see Marks.named); nil: only policy.OwnerAnnotation does.
+	marker func(m Marks) (named Named, present bool)
+	// creates is the namespace an object of this kind creates, "" for none
+	// (see Kind.Creates); nil: objects of this kind create none.
+	creates func(it *Item) string
 }
 
 // Ref is <resource>.<group>, the way policy.Owner.Ref and
 // policy.OwnerAnnotation name the kind.
 func (k Kind) Ref() string { return k.Resource.GroupResource().String() }
 
-var (
-	application = Kind{Name: "Application", Resource: schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"},
-		Why: "OWNER_GONE: an Argo CD Application that owns a namespace (its tracking id, or CreateNamespace)"}
-	kustomization = Kind{Name: "Kustomization", Resource: schema.GroupVersionResource{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Resource: "kustomizations"},
-		Why: "OWNER_GONE: a Flux Kustomization that owns a namespace (its kustomize.toolkit.fluxcd.io labels)"}
-	helmRelease = Kind{Name: "HelmRelease", Resource: schema.GroupVersionResource{Group: "helm.toolkit.fluxcd.io", Version: "v2", Resource: "helmreleases"},
-		Why: "OWNER_GONE: a Flux HelmRelease that owns a namespace (its helm.toolkit.fluxcd.io labels)"}
-)
+// Creates is the namespace it, an object of kind k, creates and so owns
+// (an Argo CD Application with CreateNamespace=true), "" for none.
+func (k Kind) Creates(it *Item) string {
+	if k.creates == nil {
+		return ""
+	}
+	return k.creates(it)
+}
 
-// known are the owner kinds, each registered once, in the order a sweep
-// lists them.
+// CreatesNamespaces reports whether k's objects may create a namespace
+// (see Creates), which a sweep then reads of each.
+func (k Kind) CreatesNamespaces() bool { return k.creates != nil }
+
+// ReadsSpec reports whether a sweep reads a field of the spec of k's
+// objects (Item.Spec), what Creates reads: else it lists them as metadata
+// only.
+func (k Kind) ReadsSpec() bool { return k.creates != nil }
+
+// known are the owner kinds, each registered once in its home, in the
+// order a sweep lists them and a namespace's markers are read.
 var known = []Kind{application, kustomization, helmRelease}
 
 // Kinds are the owner kinds, in their order.
 func Kinds() []Kind { return slices.Clone(known) }
+
+// KindOf is the registered owner kind of resource, and whether there is
+// one: a kind not registered that policy.OwnerAnnotation names is found by
+// discovery.
+func KindOf(resource schema.GroupResource) (Kind, bool) {
+	i := slices.IndexFunc(known, func(k Kind) bool { return k.Resource.GroupResource() == resource })
+	if i < 0 {
+		return Kind{}, false
+	}
+	return known[i], true
+}
 
 // Permission is one verb on one owner kind that reading it needs,
 // cluster-wide.

@@ -812,6 +812,7 @@ func TestHelmChartSchemaRefusesWrongValues(t *testing.T) {
 		{"claimTTL=2 minutes", "/claimTTL"},
 		{"maxHold=30d", "/maxHold"},
 		{"stuckAfter=-10m", "/stuckAfter"},
+		{"argocdNamespace=Argo_CD", "/argocdNamespace"},
 		{"reclaim=no", "/reclaim"},
 		{"webhook.timeout=10", "/webhook/timeout"},
 		{"log.format=xml", "/log/format"},
@@ -972,7 +973,7 @@ var ciValues = map[string]func(t *testing.T, r rendered){
 			t.Errorf("schedule %q, suspend %v, want */5 * * * * and true", r.cj.Spec.Schedule, ptrString(r.cj.Spec.Suspend))
 		}
 		want := []string{"sweep", "--log-format=text", "--log-level=debug", "--max-actions=10", "--concurrency=4",
-			"--chunk-size=250", "--claim-ttl=2m", "--max-hold=48h", "--stuck-after=30m", "--reclaim=false", "--webhook-timeout=5s",
+			"--chunk-size=250", "--claim-ttl=2m", "--max-hold=48h", "--stuck-after=30m", "--argocd-namespace=gitops", "--reclaim=false", "--webhook-timeout=5s",
 			"--trusted-namespaces=namespace-manager,ci-managers", "--protected-namespaces=default,namespace-manager,production",
 			"--freeze=2025-12-24/2025-12-26", "--freeze=2026-04-03T18:00:00+02:00/2026-04-06T23:59:59+02:00", "--freeze-time-zone=America/New_York",
 			"--pushgateway-url=http://pushgateway.monitoring.svc:9091", "--qps=100"}

@@ -97,6 +97,9 @@ annotations:
 {{- with .Values.stuckAfter }}
 - {{ printf "--stuck-after=%s" . | quote }}
 {{- end }}
+{{- with .Values.argocdNamespace }}
+- {{ printf "--argocd-namespace=%s" . | quote }}
+{{- end }}
 {{- if eq (toString .Values.reclaim) "false" }}
 - --reclaim=false
 {{- end }}
