@@ -3,8 +3,8 @@
 # examples/, show the dry-run plan and what it would reclaim, run a real
 # sweep, show what happened, play more scenes (stages, a tenant's webhook, a
 # rule, a laptop dry run, nsman doctor, a namespace stuck in Terminating,
-# expiry dates, idle previews, windows, sleep and wake, freezes), then tear
-# down.
+# expiry dates, idle previews, GitOps previews, windows, sleep and wake,
+# freezes), then tear down.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +14,13 @@ kube_version=$(cd test/tools/kube && go list -m -f '{{.Version}}' k8s.io/kuberne
 kube_bin="${XDG_CACHE_HOME:-$HOME/.cache}/nsman/kubernetes-$kube_version"
 [ -x "$kube_bin/kubectl" ] || { echo "demo: no $kube_bin/kubectl: run 'make control-plane'" >&2; exit 2; }
 export PATH="$kube_bin:$PATH"
+
+# Argo CD's Application CRD, as make control-plane fetched it at the version
+# test/tools/gitops pins (test/tools/gitops/crds names the file).
+read -r argocd_module argocd_prefix argocd_file < <(grep '^github.com/argoproj/argo-cd/' test/tools/gitops/crds)
+argocd_version=$(cd test/tools/gitops && go list -m -f '{{.Version}}' "$argocd_module")
+application_crd="${XDG_CACHE_HOME:-$HOME/.cache}/nsman/$argocd_prefix-$argocd_version/$(basename "$argocd_file")"
+[ -s "$application_crd" ] || { echo "demo: no $application_crd: run 'make control-plane'" >&2; exit 2; }
 
 step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 # nsman sweeps from here, outside a pod: it does not know the namespace it
@@ -50,9 +57,9 @@ until [ -s "$work/webhooks.log" ]; do sleep 0.1; done
 receiver=$(head -n 1 "$work/webhooks.log")
 echo "receiver at $receiver"
 
-step "applying examples/ (the webhook example pointed at the receiver; stages, rules, expiry dates, idle previews, windows and sleeps get scenes of their own below)"
+step "applying examples/ (the webhook example pointed at the receiver; stages, rules, expiry dates, idle and GitOps previews, windows and sleeps get scenes of their own below)"
 for f in examples/*.yaml; do
-	case "$f" in examples/rule-* | examples/lifecycle-stages.yaml | examples/windows-* | examples/idle-* | examples/sleep-*) continue ;; esac
+	case "$f" in examples/rule-* | examples/lifecycle-stages.yaml | examples/windows-* | examples/idle-* | examples/owner-gone-* | examples/sleep-*) continue ;; esac
 	sed "s#http://webhook-receiver\.[a-z0-9-]*\.svc:8080#$receiver#" "$f"
 	echo "---"
 done | kubectl apply -f -
@@ -264,6 +271,55 @@ nsman sweep --dry-run -l demo=idle --at "$idle_at"
 echo "CI touches demo-idle-touched at its deploy (nsman touch): 72 hours on, it waits too"
 bin/nsman touch demo-idle-touched
 nsman sweep --dry-run -l demo=idle --at "$idle_at"
+
+step "GitOps previews: an Application goes, its namespace follows (examples/owner-gone-previews.yaml: one rule over demo-pr-*, OWNER_GONE then DELETE)"
+echo "Argo CD's own Application CRD (no Argo CD runs here), and an Application per pull request in argocd:"
+kubectl apply --server-side -f "$application_crd"
+kubectl wait --for=condition=Established crd/applications.argoproj.io --timeout=30s
+kubectl create namespace argocd
+kubectl apply -f - <<'YAML'
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: demo-pr-14, namespace: argocd}
+spec:
+  project: default
+  source: {repoURL: https://git.invalid/shop.git, path: deploy/preview, targetRevision: HEAD}
+  destination: {server: https://kubernetes.default.svc, namespace: demo-pr-14}
+---
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: demo-pr-15, namespace: argocd}
+spec:
+  project: default
+  source: {repoURL: https://git.invalid/shop.git, path: deploy/preview, targetRevision: HEAD}
+  destination: {server: https://kubernetes.default.svc, namespace: demo-pr-15}
+  syncPolicy: {syncOptions: [CreateNamespace=true]}
+YAML
+echo "their namespaces as Argo CD's syncs leave them: demo-pr-14 from the source, with Argo CD's tracking id; demo-pr-15 made by CreateNamespace=true, with no marker"
+kubectl apply -f - <<'YAML'
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: demo-pr-14
+  annotations: {argocd.argoproj.io/tracking-id: "demo-pr-14:/Namespace:demo-pr-14/demo-pr-14"}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: demo-pr-15}
+YAML
+echo "the rule, its grace 5 s rather than 5 minutes; the example's demo-pr-12 names an Application that is gone already, demo-pr-13 a Flux Kustomization, whose CRD is not installed here:"
+sed 's/graceSeconds: 300/graceSeconds: 5/' examples/owner-gone-previews.yaml | kubectl apply -f -
+kubectl -n namespace-manager label namespacemanager demo-pr-orphans demo=gitops
+echo "a dry run: each namespace's owner, on the line under its row: demo-pr-12's is gone, demo-pr-14's and demo-pr-15's exist, demo-pr-13's cannot be read (unknown is never gone)"
+nsman sweep --dry-run -l demo=gitops
+echo "pull request 14 closes: the ApplicationSet deletes its Application"
+kubectl -n argocd delete application demo-pr-14
+echo "a sweep finds demo-pr-14's owner gone, and demo-pr-12's: each namespace's record keeps since when"
+nsman sweep -l demo=gitops
+sleep 6
+echo "the grace has passed: demo-pr-12 and demo-pr-14 go; demo-pr-15's Application exists and demo-pr-13's owner cannot be read: they stay"
+nsman sweep -l demo=gitops
+kubectl get namespaces | grep -E '^(NAME|demo-pr-)'
 
 step "windows: examples/windows-night-scale-down.yaml parks a preview only at night or at the weekend, Europe/Berlin"
 kubectl apply -f examples/windows-night-scale-down.yaml
