@@ -117,14 +117,19 @@ func ownedByGone(ctx context.Context, t *testing.T, kube kubernetes.Interface, n
 		t.Fatalf("%d owner kinds, %d namespaces to own: give each kind one", len(kinds), len(namespaces))
 	}
 	for i, k := range kinds {
-		ref := owner.Ref{Resource: k.Resource.GroupResource(), Namespace: namespaces[i], Name: "gone"}
-		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{policy.OwnerAnnotation: ref.String()}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := kube.CoreV1().Namespaces().Patch(ctx, namespaces[i], types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		nameOwner(ctx, t, kube, namespaces[i], owner.Ref{Resource: k.Resource.GroupResource(), Namespace: namespaces[i], Name: "gone"})
+	}
+}
+
+// nameOwner names ref the owner of namespace ns by policy.OwnerAnnotation.
+func nameOwner(ctx context.Context, t *testing.T, kube kubernetes.Interface, ns string, ref owner.Ref) {
+	t.Helper()
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{policy.OwnerAnnotation: ref.String()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().Namespaces().Patch(ctx, ns, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
 
