@@ -95,9 +95,9 @@ func wantGrantedUsed(t *testing.T, granted map[string]bool, reqs []cluster.Reque
 	}
 }
 
-// ownerGonePolicy is an OWNER_GONE policy that fires at the first sweep
+// ownerGoneAtOnce is an OWNER_GONE policy that fires at the first sweep
 // that finds the owner gone.
-func ownerGonePolicy(name string, action map[string]any) map[string]any {
+func ownerGoneAtOnce(name string, action map[string]any) map[string]any {
 	return map[string]any{
 		"name":      name,
 		"condition": map[string]any{"type": policy.ConditionOwnerGone, "params": map[string]any{"graceSeconds": int64(0)}},
@@ -134,7 +134,7 @@ func nameOwner(ctx context.Context, t *testing.T, kube kubernetes.Interface, ns 
 }
 
 // wantOwnerGoneFired checks that entries are of subjects whose
-// ownerGonePolicy fired, naming the owner gone.
+// ownerGoneAtOnce policy fired, naming the owner gone.
 func wantOwnerGoneFired(t *testing.T, entries ...report.Entry) {
 	t.Helper()
 	for _, e := range entries {
@@ -192,13 +192,13 @@ func TestShippedRBACIsExactlyWhatASweepUses(t *testing.T) {
 	// OWNER_GONE lists each owner kind, and gets the owner by name before
 	// it acts: the owner kinds' CRDs are Argo CD's and Flux's own.
 	nsmantest.InstallGitOpsCRDs(t, env.Dynamic)
-	createManager(t, managerObj(del, del, caseID, []any{ownerGonePolicy("delete once the owner went", deleteAction), ttlPolicy("delete at once", 0, deleteAction)}))
+	createManager(t, managerObj(del, del, caseID, []any{ownerGoneAtOnce("delete once the owner went", deleteAction), ttlPolicy("delete at once", 0, deleteAction)}))
 	// IDLE reads what was created in a namespace once it is old enough.
 	idle := shared.Namespace(t)
 	createManager(t, managerObj(idle, idle, caseID, []any{idlePolicy("idle a second", 1, deleteAction)}))
 	createManager(t, managerObj(scale, scale, caseID, []any{podsPolicy("scale when no tests run", map[string]any{"component": "tests"}, map[string]any{"type": "SCALE_DOWN"})}))
 	sink := recv.ServiceURL(t, shared.Admin, hook, "sink") + "/done"
-	createManager(t, managerObj(hook, hook, caseID, []any{ownerGonePolicy("notify once the owner went", webhookAction(sink)), ttlPolicy("notify at once", 0, webhookAction(sink))}))
+	createManager(t, managerObj(hook, hook, caseID, []any{ownerGoneAtOnce("notify once the owner went", webhookAction(sink)), ttlPolicy("notify at once", 0, webhookAction(sink))}))
 	// SCALE_DOWN of the other kinds the ClusterRole names: a CronJob
 	// suspended, a KEDA ScaledObject paused, an Argo Rollout scaled.
 	kinds := shared.Namespace(t)
@@ -206,7 +206,7 @@ func TestShippedRBACIsExactlyWhatASweepUses(t *testing.T) {
 	// A rule's record of a namespace is an annotation on it.
 	ruleHome := shared.Namespace(t)
 	ruled := labelled(t, caseID, 1)[0]
-	createManager(t, managerObj(ruleHome, "rule", caseID, []any{ownerGonePolicy("notify once the owner went", webhookAction(recv.URL+"/rule")), ttlPolicy("notify at once", 0, webhookAction(recv.URL+"/rule"))}, selecting(caseID)))
+	createManager(t, managerObj(ruleHome, "rule", caseID, []any{ownerGoneAtOnce("notify once the owner went", webhookAction(recv.URL+"/rule")), ttlPolicy("notify at once", 0, webhookAction(recv.URL+"/rule"))}, selecting(caseID)))
 	ownedByGone(t.Context(), t, shared.Admin, del, hook, ruled)
 
 	before, err := shared.AuditedRequests(t.Context(), e.User)
