@@ -317,3 +317,31 @@ func TestOwnersListOnceUnderConcurrency(t *testing.T) {
 		t.Errorf("applications listed %d times, kustomizations %d: want once each", a, k)
 	}
 }
+
+// Reading an owner again by name, just before acting, takes at most the
+// time a sweep gives a read of one namespace (a quarter of --claim-ttl):
+// an API server that does not answer makes the owner unknown, never gone,
+// and holds up no worker of the sweep.
+func TestOwnersNowIsBoundedInTime(t *testing.T) {
+	// It answers, with the object, only after 5 s.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(5 * time.Second):
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"pr-1","namespace":"argocd"}}`))
+		}
+	}))
+	defer srv.Close()
+	kube, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimTTL := 400 * time.Millisecond
+	x := NewOwners(testReads(cluster.Clients{Kube: kube}, claimTTL, nil), "argocd")
+	start := time.Now()
+	presence, why := x.Now(t.Context(), "applications.argoproj.io/argocd/pr-1")
+	if took := time.Since(start); presence != policy.OwnerUnknown || !strings.Contains(why, "deadline exceeded") || took > 10*NamespaceTimeout(claimTTL) {
+		t.Errorf("an owner read again from a server that does not answer: %v (%q) after %s; want unknown, within %s", presence, why, took, NamespaceTimeout(claimTTL))
+	}
+}
