@@ -79,7 +79,8 @@ type Evidence struct {
 	// precondition then holds (see Manager.ReadsTouched).
 	Touched bool
 	// Owner: it weighs the target's owner (Input.Owner), read from the
-	// sweep's one list of each owner kind.
+	// sweep's one list of each owner kind. An owner that list did not find
+	// is read again by name before the policy acts.
 	Owner bool
 }
 

@@ -48,13 +48,15 @@ func ownerPath(resource schema.GroupVersionResource, namespace ...string) []stri
 // OwnerExists reads object namespace/name of resource again, as metadata:
 // whether it exists (being deleted, it does). An object not found is not:
 // the API server's 404 names it. A resource that is not served (its CRD
-// removed since), whose 404 names no object, is an error.
+// removed since), whose 404 names no object, is an error. Of an object
+// found, nothing is read: its metadata is what a tenant may pad.
 func (rd Reader) OwnerExists(ctx context.Context, resource schema.GroupVersionResource, namespace, name string) (bool, error) {
-	err := rd.Clients.Kube.Discovery().RESTClient().Get().AbsPath(append(ownerPath(resource, namespace), name)...).
-		SetHeader("Accept", "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1").Do(ctx).Error()
+	body, err := rd.Clients.Kube.Discovery().RESTClient().Get().AbsPath(append(ownerPath(resource, namespace), name)...).
+		SetHeader("Accept", "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1").Stream(ctx)
 	var status apierrors.APIStatus
 	switch {
 	case err == nil:
+		_ = body.Close()
 		return true, nil
 	case apierrors.IsNotFound(err) && errors.As(err, &status) && status.Status().Details != nil && status.Status().Details.Name == name:
 		return false, nil

@@ -148,6 +148,9 @@ type Awake interface {
 // a record remembers, "" for none) is empty.
 type Owners interface {
 	Of(ctx context.Context, ns cluster.Namespace, remembered string) *policy.Owner
+	// Now reads owner ref, as Of answered it, again by name: present,
+	// gone, or unknown with why.
+	Now(ctx context.Context, ref string) (policy.OwnerPresence, string)
 }
 
 // Check answers the pods condition c of a policy on a namespace.
@@ -354,8 +357,8 @@ func (ev *Evaluator) evaluatePolicies(ctx context.Context, m policy.Manager, e r
 	held, woken := HoldsAt(holds, ev.Now, ev.MaxHold), HoldsAt(wakes, ev.Now, ev.MaxHold)
 	held.Ignored = strings.Join(slices.DeleteFunc([]string{held.Ignored, woken.Ignored}, func(s string) bool { return s == "" }), "; ")
 	in.WokenUntil, in.WokenBy = woken.Until, woken.By
-	// fromIndex: in.Activity is the sweep's index's (see Activity).
-	fromIndex := false
+	// The activity and the owner are the sweep's index's until read again.
+	c := confirming{owner: ev.Owners != nil}
 	for {
 		out := policy.Evaluate(m, in)
 		switch out.Verdict {
@@ -376,19 +379,16 @@ func (ev *Evaluator) evaluatePolicies(ctx context.Context, m policy.Manager, e r
 			if err != nil {
 				return applyHold(held, Decision{Manager: m, Entry: Failed(e, err)})
 			}
-			in.Activity, fromIndex = &activity, indexed
+			in.Activity, c.activity = &activity, indexed
 			continue
 		case policy.Fire:
-			if fromIndex && m.Policies[out.Policy].Condition.Evidence().Activity && held.Until.IsZero() && !ev.Frozen && !ev.Budget.BeyondCap(e) {
-				// The sweep's index misses what was created since it was
-				// listed: the namespace's own lists confirm it is idle,
-				// unless a hold, a freeze or --max-actions keeps the plan
-				// from acting.
-				activity, err := ev.Activity.Read(ctx, e.Target)
-				if err != nil {
+			// What the sweep's index says is confirmed before it acts,
+			// unless a hold, a freeze or --max-actions keeps the plan from
+			// acting.
+			if c.due(m.Policies[out.Policy], in) && held.Until.IsZero() && !ev.Frozen && !ev.Budget.BeyondCap(e) {
+				if err := ev.confirm(ctx, e.Target, m.Policies[out.Policy], &in, &c); err != nil {
 					return applyHold(held, Decision{Manager: m, Entry: Failed(e, err)})
 				}
-				in.Activity, fromIndex = &activity, false
 				continue
 			}
 			e.AnnotationIgnored, e.LastActivity = ignoredAnnotation(out.Policies), lastActivity(out.Policies)
@@ -397,8 +397,53 @@ func (ev *Evaluator) evaluatePolicies(ctx context.Context, m policy.Manager, e r
 			d.Checks = out.Checks
 			return applyHold(held, d)
 		}
-		return applyHold(held, ev.waiting(ctx, m, e, t, stored.Asleep, out))
+		d := ev.waiting(ctx, m, e, t, stored.Asleep, out)
+		if c.cameBack {
+			d.Entry.Message += "; the owner came back: read again by name before acting, it exists, though the sweep's list of its kind had not found it"
+		}
+		return applyHold(held, d)
 	}
+}
+
+// confirming is what of an evaluation's evidence the sweep's index
+// answered, to be confirmed before a policy that weighs it acts.
+type confirming struct {
+	// activity: Input.Activity is the index's (see Activity.Last); owner:
+	// Input.Owner is, as Owners.Of answers it.
+	activity, owner bool
+	// cameBack: the index found the owner gone, a read by name present.
+	cameBack bool
+}
+
+// due reports whether policy p, about to fire on in, weighs what the
+// index answered and is yet to be confirmed: the activity (the index
+// misses what was created since it was listed), or an owner gone (it may
+// have come back since its kind was listed).
+func (c *confirming) due(p policy.Policy, in policy.Input) bool {
+	return c.activityDue(p) || c.owner && p.Condition.Evidence().Owner && in.Owner != nil && in.Owner.Presence == policy.OwnerGone
+}
+
+func (c *confirming) activityDue(p policy.Policy) bool {
+	return c.activity && p.Condition.Evidence().Activity
+}
+
+// confirm reads again in target what c says is due for policy p: the
+// activity from the namespace's own lists, or the owner by name
+// (Owners.Now), one read an evaluation each. An owner that cannot be read
+// is unknown, with why, on which OWNER_GONE waits.
+func (ev *Evaluator) confirm(ctx context.Context, target string, p policy.Policy, in *policy.Input, c *confirming) error {
+	if c.activityDue(p) {
+		activity, err := ev.Activity.Read(ctx, target)
+		if err != nil {
+			return err
+		}
+		in.Activity, c.activity = &activity, false
+		return nil
+	}
+	o := *in.Owner
+	o.Presence, o.Why = ev.Owners.Now(ctx, o.Ref)
+	in.Owner, c.owner, c.cameBack = &o, false, o.Presence == policy.OwnerPresent
+	return nil
 }
 
 // owner is the owner of target t for m, read once per evaluation when a

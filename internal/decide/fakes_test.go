@@ -1,6 +1,7 @@
 package decide
 
 import (
+	"cmp"
 	"context"
 	"reflect"
 	"strings"
@@ -75,11 +76,20 @@ func (a *fakeAwake) In(_ context.Context, _ string, kinds []string) ([]string, b
 }
 
 // fakeOwners answers every namespace's owner with a copy of owner (nil:
-// none), and records the namespaces asked about and the refs remembered.
+// none), and records the namespaces asked about and the refs remembered;
+// Now answers now (zero: what owner says) and records the refs read again.
 type fakeOwners struct {
 	owner      *policy.Owner
 	asked      []string
 	remembered []string
+	now        *policy.Owner
+	readAgain  []string
+}
+
+func (o *fakeOwners) Now(_ context.Context, ref string) (policy.OwnerPresence, string) {
+	o.readAgain = append(o.readAgain, ref)
+	answer := cmp.Or(o.now, o.owner)
+	return answer.Presence, answer.Why
 }
 
 func (o *fakeOwners) Of(_ context.Context, ns cluster.Namespace, remembered string) *policy.Owner {

@@ -160,3 +160,108 @@ func TestEvaluatePairOwnerGone(t *testing.T) {
 		})
 	}
 }
+
+// An OWNER_GONE policy about to fire on the sweep's index of owners acts
+// only once a read of its owner by name finds it still gone: present
+// again, it waits and the entry says the owner came back; unknown, it
+// waits with why, keeping when the owner went. The owner is read again
+// once per firing subject, never for one that waits, nor while a hold, a
+// freeze or --max-actions keeps it from acting.
+func TestEvaluateManagerOwnerGoneConfirmed(t *testing.T) {
+	orphan := newManager(policies(pol("orphan", ownerGone(300), deleteAction)))
+	ttlFirst := newManager(policies(pol("expire", ttl(3600), deleteAction), pol("orphan", ownerGone(300), deleteAction)))
+	idleBeside := newManager(policies(pol("idle", idle(3600), deleteAction), pol("orphan", ownerGone(300), deleteAction)))
+	went := now.Add(-10 * time.Minute)
+	stored := status.Status{Progress: status.Progress{ObservedGeneration: 3, Checks: map[string]policy.CheckState{"orphan": {Owner: ownerRef, GoneSince: went}}}}
+	keeps := map[string]policy.CheckState{"orphan": {Owner: ownerRef, GoneSince: went}}
+	fires := want{policy: "orphan", checks: keeps,
+		plan: &wantPlan{step: StepAct, policy: "orphan", generation: 3, reason: "gone since 2026-11-23T11:50:00Z; grace 5m0s elapsed", name: target, uid: "ns-uid-1"}}
+	unread := policy.Owner{Presence: policy.OwnerUnknown, Why: `get applications.argoproj.io "preview-7": context deadline exceeded`}
+	tests := []struct {
+		name      string
+		obj       *unstructured.Unstructured
+		listed    cluster.Namespace
+		stored    status.Status
+		index     policy.OwnerPresence
+		now       *policy.Owner
+		budget    []bool
+		frozen    bool
+		want      want
+		readAgain int
+	}{
+		{name: "gone by the index, gone by name: fires", obj: orphan, listed: targetNS(), stored: stored, index: policy.OwnerGone, want: fires, readAgain: 1},
+		{name: "gone by the index, present by name: came back, waits", obj: orphan, listed: targetNS(), stored: stored, index: policy.OwnerGone, now: ownerIs(policy.OwnerPresent),
+			want:      want{state: report.StateWaiting, msg: ownerRef + " (argocd.argoproj.io/tracking-id) exists; the owner came back", checks: map[string]policy.CheckState{"orphan": {Owner: ownerRef}}},
+			readAgain: 1},
+		{name: "gone by the index, unknown by name: waits with why", obj: orphan, listed: targetNS(), stored: stored, index: policy.OwnerGone, now: &unread,
+			want:      want{state: report.StateWaiting, msg: "is not known: " + unread.Why, checks: keeps},
+			readAgain: 1},
+		{name: "gone in the grace: not read again", obj: orphan, listed: targetNS(), index: policy.OwnerGone,
+			want:      want{state: report.StateWaiting, msg: "grace 5m0s elapses", due: timeAt(5 * time.Minute), checks: map[string]policy.CheckState{"orphan": {Owner: ownerRef, GoneSince: now}}},
+			readAgain: 0},
+		{name: "present: not read again", obj: orphan, listed: targetNS(), stored: stored, index: policy.OwnerPresent,
+			want: want{state: report.StateWaiting, msg: "exists", checks: map[string]policy.CheckState{"orphan": {Owner: ownerRef}}}},
+		{name: "an IDLE policy waits beside it: only the owner is read again", obj: idleBeside, listed: targetNS(), stored: stored, index: policy.OwnerGone,
+			want: want{policy: "orphan", checks: keeps, plan: fires.plan}, readAgain: 1},
+		{name: "another policy fires: not read again", obj: ttlFirst, listed: targetNS(), stored: stored, index: policy.OwnerGone,
+			want: want{policy: "expire", checks: keeps, plan: &wantPlan{step: StepAct, policy: "expire", generation: 3, reason: "TTL 1h0m0s elapsed", name: target, uid: "ns-uid-1"}}},
+		{name: "held: not read again", obj: orphan, listed: targetNS(nsHold(time.Hour)), stored: stored, index: policy.OwnerGone,
+			want: want{state: report.StateWaiting, msg: `policy "orphan" holds, but namespace preview-7 is held until`, due: timeAt(time.Hour), heldUntil: timeAt(time.Hour), checks: keeps}},
+		{name: "frozen: not read again, the executor defers it", obj: orphan, listed: targetNS(), stored: stored, index: policy.OwnerGone, frozen: true, want: fires},
+		{name: "beyond --max-actions: not read again", obj: orphan, listed: targetNS(), stored: stored, index: policy.OwnerGone, budget: []bool{true}, want: fires},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// The index's activity is recent: an IDLE policy waits on it.
+			c := managerCase{listed: []cluster.Namespace{tt.listed}, budget: tt.budget, frozen: tt.frozen,
+				act: fakeActivity{last: policy.Activity{At: now.Add(-time.Minute), What: "pod web-1 created"}, indexed: true}}
+			lists := 0
+			ev := c.evaluator(&lists)
+			owners := &fakeOwners{owner: ownerIs(tt.index), now: tt.now}
+			ev.Owners = owners
+			d := ev.EvaluateManager(t.Context(), tt.obj, tt.stored, c.pods.check)
+			checkDecision(t, d, tt.want)
+			if len(owners.readAgain) != tt.readAgain || slices.ContainsFunc(owners.readAgain, func(ref string) bool { return ref != ownerRef }) {
+				t.Errorf("owner read again %q, want %d times, of %s", owners.readAgain, tt.readAgain, ownerRef)
+			}
+			if len(owners.asked) != 1 || c.act.readCalls != 0 {
+				t.Errorf("Owners asked %d times, the activity read again %d; want once, never", len(owners.asked), c.act.readCalls)
+			}
+		})
+	}
+}
+
+// A rule's pairs read their owner again by name once each that fires on
+// the index's word, and not at all while they wait.
+func TestEvaluatePairsOwnerGoneReadAgain(t *testing.T) {
+	rule := newRule(t, pol("orphan", ownerGone(300), deleteAction))
+	owners := &fakeOwners{}
+	ev := &Evaluator{Now: now, Clock: func() time.Time { return now }, ClaimTTL: 5 * time.Minute, MaxHold: DefaultMaxHold, Trusted: []string{trusted},
+		Activity: &fakeActivity{}, Stuck: fakeStuck{}, Budget: &fakeBudget{}, Owners: owners}
+	pairs := []struct {
+		went     time.Duration // before now; 0: not found gone before
+		presence policy.OwnerPresence
+		fires    bool
+	}{
+		{went: time.Hour, presence: policy.OwnerGone, fires: true},
+		{presence: policy.OwnerGone},
+		{went: time.Minute, presence: policy.OwnerGone},
+		{presence: policy.OwnerPresent},
+		{went: 6 * time.Minute, presence: policy.OwnerGone, fires: true},
+	}
+	for i, p := range pairs {
+		owners.owner = ownerIs(p.presence)
+		var stored status.PairStatus
+		if p.went > 0 {
+			stored.Checks = map[string]policy.CheckState{"orphan": {Owner: ownerRef, GoneSince: now.Add(-p.went)}}
+		}
+		e := report.Entry{Namespace: trusted, Name: "previews", Rule: true, Target: target}
+		var pods fakeCheck
+		if d := ev.EvaluatePair(t.Context(), rule, targetNS(), stored, e, pods.check); (d.Plan != nil) != p.fires {
+			t.Errorf("pair %d: plan %+v (%s), want one: %t", i, d.Plan, d.Entry.Message, p.fires)
+		}
+	}
+	if len(owners.readAgain) != 2 {
+		t.Errorf("owners read again %d times, want 2: once per pair that fires", len(owners.readAgain))
+	}
+}

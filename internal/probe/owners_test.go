@@ -2,10 +2,12 @@ package probe
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -317,3 +319,78 @@ func TestOwnersListOnceUnderConcurrency(t *testing.T) {
 		t.Errorf("applications listed %d times, kustomizations %d: want once each", a, k)
 	}
 }
+
+// Reading an owner again by name, just before acting, takes at most the
+// time a sweep gives a read of one namespace (a quarter of --claim-ttl):
+// an API server that does not answer makes the owner unknown, never gone,
+// and holds up no worker of the sweep.
+func TestOwnersNowIsBoundedInTime(t *testing.T) {
+	// It answers, with the object, only after 5 s.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(5 * time.Second):
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"pr-1","namespace":"argocd"}}`))
+		}
+	}))
+	defer srv.Close()
+	kube, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimTTL := 400 * time.Millisecond
+	x := NewOwners(testReads(cluster.Clients{Kube: kube}, claimTTL, nil), "argocd")
+	start := time.Now()
+	presence, why := x.Now(t.Context(), "applications.argoproj.io/argocd/pr-1")
+	if took := time.Since(start); presence != policy.OwnerUnknown || !strings.Contains(why, "deadline exceeded") || took > 10*NamespaceTimeout(claimTTL) {
+		t.Errorf("an owner read again from a server that does not answer: %v (%q) after %s; want unknown, within %s", presence, why, took, NamespaceTimeout(claimTTL))
+	}
+}
+
+// countingBody counts what is read of a response body.
+type countingBody struct {
+	io.ReadCloser
+	read *atomic.Int64
+}
+
+func (b countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.read.Add(int64(n))
+	return n, err
+}
+
+// Reading an owner again by name reads nothing of it but whether it
+// exists: an owner whose metadata a tenant padded (here 2 MiB of
+// annotations, past what an API server stores, as the bound) costs the
+// sweep none of it.
+func TestOwnersNowReadsNoObject(t *testing.T) {
+	big := `{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"pr-1","namespace":"argocd","annotations":{"pad":"` + strings.Repeat("x", 2<<20) + `"}}}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(big))
+	}))
+	defer srv.Close()
+	var read atomic.Int64
+	cfg := &rest.Config{Host: srv.URL, WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(req *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(req)
+			if resp != nil {
+				resp.Body = countingBody{resp.Body, &read}
+			}
+			return resp, err
+		})
+	}}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := NewOwners(testReads(cluster.Clients{Kube: kube}, defaultClaimTTL, nil), "argocd")
+	if presence, why := x.Now(t.Context(), "applications.argoproj.io/argocd/pr-1"); presence != policy.OwnerPresent || read.Load() > 0 {
+		t.Errorf("an owner of 2 MiB read again: %v (%q), %d bytes of it read; want present, none of it read", presence, why, read.Load())
+	}
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

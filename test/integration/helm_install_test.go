@@ -42,9 +42,11 @@ var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Ver
 // rely on: the chart's CRD is served; the CronJob's pod passes Pod
 // Security "restricted" in the release namespace; a sweep with the
 // CronJob's arguments, as the chart's ServiceAccount, deletes, scales
-// down, calls a webhook and acts by a rule, using exactly what the chart's
-// ClusterRole grants (audit log); helm upgrade changes the CronJob and a
-// typo in a value fails it; helm uninstall leaves the CRD and the managers.
+// down, calls a webhook, acts by a rule and on owners gone (each owner
+// kind, Argo CD's and Flux's CRDs installed), using exactly what the
+// chart's ClusterRole grants (audit log); helm upgrade changes the CronJob
+// and a typo in a value fails it; helm uninstall leaves the CRD and the
+// managers.
 func TestHelmInstallSweepsAsTheChartsServiceAccount(t *testing.T) {
 	ctx, c := ownControlPlane(t, cluster.Options{Tier: cluster.APITier})
 	dyn, err := dynamic.NewForConfig(c.AdminConfig)
@@ -165,18 +167,23 @@ func TestHelmInstallSweepsAsTheChartsServiceAccount(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// OWNER_GONE lists each owner kind, and gets the owner by name before
+	// it acts: the owner kinds' CRDs are Argo CD's and Flux's own.
+	nsmantest.InstallGitOpsCRDs(t, dyn)
+	ownedByGone(ctx, t, c.Admin, del, hook, ruled)
 	recv := nsmantest.NewReceiver(t)
+	sink := recv.ServiceURL(t, c.Admin, hook, "sink") + "/done"
 	managers := dyn.Resource(nsmancluster.ManagerResource)
 	for _, obj := range []*unstructured.Unstructured{
-		managerObj(del, del, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}),
+		managerObj(del, del, caseID, []any{ownerGoneAtOnce("delete once the owner went", deleteAction), ttlPolicy("delete at once", 0, deleteAction)}),
 		// IDLE reads what was created in a namespace once it is old enough.
 		managerObj(idle, idle, caseID, []any{idlePolicy("idle a second", 1, deleteAction)}),
 		managerObj(scale, scale, caseID, []any{podsPolicy("scale when no tests run", map[string]any{"component": "tests"}, map[string]any{"type": "SCALE_DOWN"})}),
-		managerObj(hook, hook, caseID, []any{ttlPolicy("notify at once", 0, webhookAction(recv.ServiceURL(t, c.Admin, hook, "sink")+"/done"))}),
+		managerObj(hook, hook, caseID, []any{ownerGoneAtOnce("notify once the owner went", webhookAction(sink)), ttlPolicy("notify at once", 0, webhookAction(sink))}),
 		parkingEveryKind(t, c.Admin, dyn, kinds, caseID),
 		// A rule in nsman's own namespace, which is trusted while
 		// trustedNamespaces is unset.
-		managerObj(installNamespace, "rule", caseID, []any{ttlPolicy("notify at once", 0, webhookAction(recv.URL+"/rule"))}, selecting(caseID)),
+		managerObj(installNamespace, "rule", caseID, []any{ownerGoneAtOnce("notify once the owner went", webhookAction(recv.URL+"/rule")), ttlPolicy("notify at once", 0, webhookAction(recv.URL+"/rule"))}, selecting(caseID)),
 	} {
 		// The CRD is served a moment after Helm created it.
 		var err error
@@ -206,6 +213,7 @@ func TestHelmInstallSweepsAsTheChartsServiceAccount(t *testing.T) {
 	if p := res.Pair(t, installNamespace, "rule", ruled); p.State != report.StateFired {
 		t.Fatalf("rule on %s: %q (%s), want fired", ruled, p.State, p.Message)
 	}
+	wantOwnerGoneFired(t, res.Entry(t, del, del), res.Entry(t, hook, hook), res.Pair(t, installNamespace, "rule", ruled))
 	after, err := c.AuditedRequests(ctx, sa.User)
 	if err != nil {
 		t.Fatal(err)
@@ -218,7 +226,7 @@ func TestHelmInstallSweepsAsTheChartsServiceAccount(t *testing.T) {
 	if base := grants(t); !maps.Equal(granted, base) {
 		t.Errorf("the installed ClusterRole grants %q, deploy/base/rbac.yaml %q", slices.Sorted(maps.Keys(granted)), slices.Sorted(maps.Keys(base)))
 	}
-	wantGrantedUsed(t, withoutOwnerReads(granted), after[len(before):])
+	wantGrantedUsed(t, granted, after[len(before):])
 
 	// helm upgrade changes the CronJob in place; a typo fails it and
 	// leaves the release as it was.

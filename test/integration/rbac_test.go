@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"context"
+	"encoding/json"
 	"maps"
 	"os"
 	"path/filepath"
@@ -13,10 +15,13 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	nsmancluster "github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/owner"
+	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
@@ -90,17 +95,53 @@ func wantGrantedUsed(t *testing.T, granted map[string]bool, reqs []cluster.Reque
 	}
 }
 
-// withoutOwnerReads is granted less the reads of the owner kinds
-// (internal/owner), which a sweep makes for an OWNER_GONE policy only: the
-// sweeps that hold the shipped RBAC to what they use weigh no owner until
-// that condition is built (issue 46), and TestNsmanReadsEachOwnerKind
-// makes them as nsman.
-func withoutOwnerReads(granted map[string]bool) map[string]bool {
-	out := maps.Clone(granted)
-	for _, p := range owner.Permissions() {
-		delete(out, p.Verb+" "+p.Group+"/"+p.Resource)
+// ownerGoneAtOnce is an OWNER_GONE policy that fires at the first sweep
+// that finds the owner gone.
+func ownerGoneAtOnce(name string, action map[string]any) map[string]any {
+	return map[string]any{
+		"name":      name,
+		"condition": map[string]any{"type": policy.ConditionOwnerGone, "params": map[string]any{"graceSeconds": int64(0)}},
+		"action":    action,
 	}
-	return out
+}
+
+// ownedByGone names, by policy.OwnerAnnotation, an owner of each kind
+// internal/owner knows as the owner of one of namespaces, in that
+// namespace, that does not exist: a sweep whose policies there weigh the
+// owner lists each kind and, before acting on its going, gets it by name,
+// using every permission owner.Permissions asks for.
+func ownedByGone(ctx context.Context, t *testing.T, kube kubernetes.Interface, namespaces ...string) {
+	t.Helper()
+	kinds := owner.Kinds()
+	if len(kinds) > len(namespaces) {
+		t.Fatalf("%d owner kinds, %d namespaces to own: give each kind one", len(kinds), len(namespaces))
+	}
+	for i, k := range kinds {
+		nameOwner(ctx, t, kube, namespaces[i], owner.Ref{Resource: k.Resource.GroupResource(), Namespace: namespaces[i], Name: "gone"})
+	}
+}
+
+// nameOwner names ref the owner of namespace ns by policy.OwnerAnnotation.
+func nameOwner(ctx context.Context, t *testing.T, kube kubernetes.Interface, ns string, ref owner.Ref) {
+	t.Helper()
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{policy.OwnerAnnotation: ref.String()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().Namespaces().Patch(ctx, ns, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wantOwnerGoneFired checks that entries are of subjects whose
+// ownerGoneAtOnce policy fired, naming the owner gone.
+func wantOwnerGoneFired(t *testing.T, entries ...report.Entry) {
+	t.Helper()
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Policy, "once the owner went") || !strings.HasSuffix(e.Owner, "/gone") {
+			t.Errorf("%s/%s on %s: policy %q fired, owner %q; want the OWNER_GONE policy, on the owner gone", e.Namespace, e.Name, e.Target, e.Policy, e.Owner)
+		}
+	}
 }
 
 func used(reqs []cluster.Request) map[string]bool {
@@ -115,11 +156,12 @@ func used(reqs []cluster.Request) map[string]bool {
 	return out
 }
 
-// TestShippedRBACIsExactlyWhatASweepUses runs one sweep that deletes, scales
-// down (each kind the ClusterRole names), calls a webhook, checks pods, writes events and acts by a rule, as the shipped
-// ServiceAccount under the RBAC authorizer, then compares what it did (audit
-// log) with what the ClusterRole grants: nothing unused, nothing missing,
-// nothing denied.
+// TestShippedRBACIsExactlyWhatASweepUses runs one sweep that deletes,
+// scales down (each kind the ClusterRole names), calls a webhook, checks
+// pods, writes events, acts by a rule and on owners gone (each owner kind,
+// Argo CD's and Flux's CRDs installed), as the shipped ServiceAccount under
+// the RBAC authorizer, then compares what it did (audit log) with what the
+// ClusterRole grants: nothing unused, nothing missing, nothing denied.
 func TestShippedRBACIsExactlyWhatASweepUses(t *testing.T) {
 	e := setup(t)
 	del, scale, hook := shared.Namespace(t), shared.Namespace(t), shared.Namespace(t)
@@ -147,12 +189,16 @@ func TestShippedRBACIsExactlyWhatASweepUses(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	createManager(t, managerObj(del, del, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}))
+	// OWNER_GONE lists each owner kind, and gets the owner by name before
+	// it acts: the owner kinds' CRDs are Argo CD's and Flux's own.
+	nsmantest.InstallGitOpsCRDs(t, env.Dynamic)
+	createManager(t, managerObj(del, del, caseID, []any{ownerGoneAtOnce("delete once the owner went", deleteAction), ttlPolicy("delete at once", 0, deleteAction)}))
 	// IDLE reads what was created in a namespace once it is old enough.
 	idle := shared.Namespace(t)
 	createManager(t, managerObj(idle, idle, caseID, []any{idlePolicy("idle a second", 1, deleteAction)}))
 	createManager(t, managerObj(scale, scale, caseID, []any{podsPolicy("scale when no tests run", map[string]any{"component": "tests"}, map[string]any{"type": "SCALE_DOWN"})}))
-	createManager(t, managerObj(hook, hook, caseID, []any{ttlPolicy("notify at once", 0, webhookAction(recv.ServiceURL(t, shared.Admin, hook, "sink")+"/done"))}))
+	sink := recv.ServiceURL(t, shared.Admin, hook, "sink") + "/done"
+	createManager(t, managerObj(hook, hook, caseID, []any{ownerGoneAtOnce("notify once the owner went", webhookAction(sink)), ttlPolicy("notify at once", 0, webhookAction(sink))}))
 	// SCALE_DOWN of the other kinds the ClusterRole names: a CronJob
 	// suspended, a KEDA ScaledObject paused, an Argo Rollout scaled.
 	kinds := shared.Namespace(t)
@@ -160,7 +206,8 @@ func TestShippedRBACIsExactlyWhatASweepUses(t *testing.T) {
 	// A rule's record of a namespace is an annotation on it.
 	ruleHome := shared.Namespace(t)
 	ruled := labelled(t, caseID, 1)[0]
-	createManager(t, managerObj(ruleHome, "rule", caseID, []any{ttlPolicy("notify at once", 0, webhookAction(recv.URL+"/rule"))}, selecting(caseID)))
+	createManager(t, managerObj(ruleHome, "rule", caseID, []any{ownerGoneAtOnce("notify once the owner went", webhookAction(recv.URL+"/rule")), ttlPolicy("notify at once", 0, webhookAction(recv.URL+"/rule"))}, selecting(caseID)))
+	ownedByGone(t.Context(), t, shared.Admin, del, hook, ruled)
 
 	before, err := shared.AuditedRequests(t.Context(), e.User)
 	if err != nil {
@@ -175,12 +222,13 @@ func TestShippedRBACIsExactlyWhatASweepUses(t *testing.T) {
 	if p := res.Pair(t, ruleHome, "rule", ruled); p.State != report.StateFired {
 		t.Fatalf("rule on %s: %q (%s), want fired", ruled, p.State, p.Message)
 	}
+	wantOwnerGoneFired(t, res.Entry(t, del, del), res.Entry(t, hook, hook), res.Pair(t, ruleHome, "rule", ruled))
 	after, err := shared.AuditedRequests(t.Context(), e.User)
 	if err != nil {
 		t.Fatal(err)
 	}
 	granted := grants(t)
-	wantGrantedUsed(t, withoutOwnerReads(granted), after[len(before):])
+	wantGrantedUsed(t, granted, after[len(before):])
 	// What nsman doctor checks is what the ClusterRole grants.
 	listed := map[string]bool{}
 	for _, p := range nsmancluster.Permissions {
