@@ -94,10 +94,6 @@ func (x *Executor) deleteClaimed(ctx context.Context, t decide.Target) ([]string
 	return []string{effect}, nil
 }
 
-// OwnerDeleteGrant says how an installation grants a DELETE via owner the
-// deletion of owners, which nsman's RBAC leaves out by default.
-const OwnerDeleteGrant = "grant it with the chart value owners.deleteVia=true, or the kustomize component deploy/components/owner-delete"
-
 // deleteOwner carries out a DELETE via owner while plan p's owner is not
 // known gone: it deletes the owner, read by name first, with foreground
 // propagation and its UID as precondition, only if it is of a registered
@@ -134,7 +130,7 @@ func (x *Executor) deleteOwner(ctx context.Context, p *decide.Plan) (did applied
 	case apierrors.IsNotFound(err):
 		return applied{}, false, nil
 	case apierrors.IsForbidden(err):
-		return applied{}, true, fmt.Errorf("delete %s %s: %w; %s", kind.Name, o.Ref, err, OwnerDeleteGrant)
+		return applied{}, true, fmt.Errorf("delete %s %s: %w; %s", kind.Name, o.Ref, err, owner.DeleteGrant)
 	case err != nil:
 		return applied{}, true, fmt.Errorf("delete %s %s: %w", kind.Name, o.Ref, err)
 	}

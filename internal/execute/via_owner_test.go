@@ -15,6 +15,7 @@ import (
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/decide"
+	"github.com/nsman/nsman/internal/owner"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 )
@@ -115,7 +116,7 @@ func TestDeleteViaOwner(t *testing.T) {
 		{name: "not an owner kind: fails", owner: &policy.Owner{Ref: "deployments.apps/team-b/web", By: policy.OwnerAnnotation, Presence: policy.OwnerPresent},
 			state: report.StateFailed, msg: "via owner deletes through those kinds only"},
 		{name: "no grant: fails naming it", owner: present, answers: map[string][2]string{appPath: app("team-a", false)}, ownerErr: forbidden,
-			state: report.StateFailed, msg: OwnerDeleteGrant, ownerDeletes: []string{"applications/argocd/pr-12@app-uid"}},
+			state: report.StateFailed, msg: owner.DeleteGrant, ownerDeletes: []string{"applications/argocd/pr-12@app-uid"}},
 		{name: "Kustomization whose labels the namespace carries", owner: flux, listed: &fluxLabelled,
 			answers: map[string][2]string{ksPath: {"200", `{"metadata":{"name":"pr-12","namespace":"flux-system","uid":"ks-uid"},"spec":{"path":"./x"}}`}},
 			state:   report.StateFired, msg: "deleted", ownerDeletes: []string{"kustomizations/flux-system/pr-12@ks-uid"}},

@@ -82,6 +82,11 @@ type Permission struct {
 	Verb, Group, Resource, Why string
 }
 
+// DeleteGrant says how an installation grants a DELETE via owner the
+// deletion of owners (DeletePermissions), which nsman's RBAC leaves out by
+// default.
+const DeleteGrant = "grant it with the chart value owners.deleteVia=true, or the kustomize component deploy/components/owner-delete"
+
 // DeletePermissions are what a DELETE via owner needs beyond reading: to
 // delete an owner of each kind.
 func DeletePermissions() []Permission {
