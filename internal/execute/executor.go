@@ -243,7 +243,7 @@ func (x *Executor) act(ctx context.Context, rec record.Record, d decide.Decision
 // not done, so that a later sweep deletes the namespace once the owner is
 // gone. It tells no notification: the namespace's deletion will.
 func (x *Executor) stays(ctx context.Context, rec record.Record, d decide.Decision, e report.Entry, did applied) (report.Entry, bool, bool) {
-	e.State, e.Message = x.Writer.Done(), did.through
+	e.State, e.Message, e.TargetStays = x.Writer.Done(), did.through, true
 	if did.waits != "" {
 		e.State, e.Message = report.StateWaiting, did.waits
 	}

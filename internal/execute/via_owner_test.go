@@ -143,6 +143,9 @@ func TestDeleteViaOwner(t *testing.T) {
 			if e.State != tt.state || !strings.Contains(e.Message, tt.msg) {
 				t.Errorf("entry %s %q, want %s containing %q", e.State, e.Message, tt.state, tt.msg)
 			}
+			if e.TargetStays != (tt.nsDeletes == 0 && tt.state != report.StateFailed) {
+				t.Errorf("entry's TargetStays %t, with %d namespaces deleted", e.TargetStays, tt.nsDeletes)
+			}
 			if !slices.Equal(w.ownerDeletes, tt.ownerDeletes) || len(w.deletes) != tt.nsDeletes {
 				t.Errorf("owners deleted %v, namespaces %v; want %v and %d", w.ownerDeletes, w.deletes, tt.ownerDeletes, tt.nsDeletes)
 			}

@@ -87,7 +87,8 @@ func TestAdmissionPolicyFencesOwnerDeletes(t *testing.T) {
 // the Application is gone; one with a finalizer no controller removes is
 // being deleted, and its namespace waits; an Application that deploys
 // elsewhere fails the DELETE and nothing is deleted; without the grant it
-// fails naming it; a dry run writes nothing.
+// fails naming it; a dry run writes nothing. The manager, in the namespace
+// that stays, tells of the owner's deletion in an Event.
 func TestDeleteViaOwnerOnTheRealCRD(t *testing.T) {
 	e := setup(t)
 	nsmantest.InstallGitOpsCRDs(t, e.Dynamic)
@@ -150,6 +151,10 @@ func TestDeleteViaOwnerOnTheRealCRD(t *testing.T) {
 		if e.NamespaceGoneOrTerminating(t, ns) {
 			t.Errorf("namespace %s deleted by the sweep that deleted its owner", ns)
 		}
+	}
+	// The manager lives in the namespace, which stays: its Event tells.
+	if n := sleepEvents(t, through, through, "Fired"); n != 1 {
+		t.Errorf("%d Fired Events on manager %s/%s after its owner was deleted, want 1", n, through, through)
 	}
 	if exists, deleting := appExists(finalized); !exists || !deleting {
 		t.Errorf("the Application with a finalizer: exists %t, being deleted %t; want both", exists, deleting)
