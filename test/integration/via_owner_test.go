@@ -182,3 +182,44 @@ func TestDeleteViaOwnerOnTheRealCRD(t *testing.T) {
 		t.Errorf("after the second sweep: %s gone %t, %s gone %t; want only the first", through, e.NamespaceGoneOrTerminating(t, through), finalized, e.NamespaceGoneOrTerminating(t, finalized))
 	}
 }
+
+// A rule's DELETE via owner goes as a manager's: the Application first,
+// the namespace at the next sweep once the Application is gone; the rule's
+// record on the namespace between the two says nothing was done yet.
+func TestRuleDeletesViaOwner(t *testing.T) {
+	e := setup(t)
+	nsmantest.InstallGitOpsCRDs(t, e.Dynamic)
+	ctx := t.Context()
+	apps := owner.Kinds()[0]
+	home := shared.Namespace(t)
+	caseID := home
+	target := labelled(t, caseID, 1)[0]
+	if _, err := e.Dynamic.Resource(apps.Resource).Namespace(target).Create(ctx, application(target, "preview", target), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	nameOwner(ctx, t, shared.Admin, target, owner.Ref{Resource: apps.Resource.GroupResource(), Namespace: target, Name: "preview"})
+	grantOwnerDelete(t, "nsman-via-rule-"+caseID, rbacv1.PolicyRule{APIGroups: []string{apps.Resource.Group}, Resources: []string{apps.Resource.Resource}, Verbs: []string{"delete"}})
+	createManager(t, managerObj(home, "previews", caseID, []any{ttlPolicy("delete through the owner", 0, deleteViaOwner)}, selecting(caseID)))
+
+	first := e.Sweep(t, "-l", caseLabel+"="+caseID, "--trusted-namespaces", home)
+	wantCode(t, first, 0)
+	if p := first.Pair(t, home, "previews", target); p.State != report.StateFired || !strings.Contains(p.Message, "follows once it is gone") {
+		t.Fatalf("first sweep: %s (%s), want fired, the owner deleted", p.State, p.Message)
+	}
+	if e.NamespaceGoneOrTerminating(t, target) {
+		t.Fatal("the namespace went in the sweep that deleted its owner")
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		if _, err := e.Dynamic.Resource(apps.Resource).Namespace(target).Get(ctx, "preview", metav1.GetOptions{}); err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the Application is still there a minute after the sweep deleted it")
+		}
+	}
+	second := e.Sweep(t, "-l", caseLabel+"="+caseID, "--trusted-namespaces", home)
+	wantCode(t, second, 0)
+	if p := second.Pair(t, home, "previews", target); p.State != report.StateFired || !e.NamespaceGoneOrTerminating(t, target) {
+		t.Errorf("second sweep: %s (%s), namespace gone %t; want it deleted", p.State, p.Message, e.NamespaceGoneOrTerminating(t, target))
+	}
+}
