@@ -663,6 +663,7 @@ func syntheticOwners(n int, noop float64, noopLists map[string]int) []measuremen
 		{What: readFloorLabel, Wall: s(0.03), Audited: lists},
 		{What: ownersListsLabel([]owner.Kind{applicationKind()}), Wall: s(0.1), Audited: with(lists, apps), Note: fmt.Sprintf("%d applications", n)},
 		{What: noopLabel, Wall: s(noop), Audited: with(lists, noopLists), MaxRSS: 37 << 10, States: waiting, Runs: []time.Duration{s(noop), s(noop + 0.05), s(noop - 0.01)}},
+		{What: versionLabel, Wall: s(0.04), Audited: map[string]int{}, MaxRSS: 12 << 10},
 		{What: ownersGoneLabel(gone), Wall: s(0.5), Audited: with(lists, apps, reclaim, map[string]int{"delete namespaces": gone, "create events": 1, "patch namespacemanagers/status": 1}),
 			MaxRSS: 39 << 10, States: map[report.State]int{report.StateFired: gone, report.StateWaiting: n - gone}},
 	}
@@ -696,8 +697,8 @@ func TestRenderOwners(t *testing.T) {
 			noopWhat: "0.12 s (#41) / 0.10 s (#40) = 1.20× (floor without them: 0.03 s (#39), 4.00×) | yes",
 			zeroWhat: "0 (#41) | yes",
 			onceWhat: "first applications 2, kustomizations 0, helmreleases 0 (#38), no-op applications 2, kustomizations 0, helmreleases 0 (#41), " +
-				"owners gone applications 2, kustomizations 0, helmreleases 0 (#42); the floor's paged list: applications 2 (#40) | yes",
-			rssWhat: "39.0 MiB (#42) | yes",
+				"owners gone applications 2, kustomizations 0, helmreleases 0 (#43); the floor's paged list: applications 2 (#40) | yes",
+			rssWhat: "39.0 MiB (#43) | yes",
 		}},
 		{name: "slow, writing, a list per namespace", n: 1000, noop: 0.2,
 			noopLists: map[string]int{"list applications": 1000, "patch namespaces": 3}, want: map[string]string{
@@ -748,10 +749,11 @@ func TestRenderOwners(t *testing.T) {
 		"at the largest size measured up to 1000 (N = 1000)", "Application and of Flux's Kustomizations and HelmReleases",
 		"`argocd.argoproj.io/tracking-id:\n<name>:/Namespace:<name>/<name>` that names the Application of its own name in `argocd`",
 		"`--trusted-namespaces bench-owners --argocd-namespace argocd`", "`OWNER_GONE` (graceSeconds 0) → DELETE",
-		"page size\n500) of each owner kind", "3\ntimes over, 100 more Applications are deleted",
+		"(page size 500) of each owner kind the namespaces name", "3\ntimes over, 100 more Applications are deleted",
 		"| #46 | 1000 | nsman sweep, first (records each namespace's owner) | 3.00 s | 1007 | 1001 |",
 		"| #48 | 1000 | floor + paged LIST of each owner kind the rule's namespaces name (applications) | 0.10 s | 6 | 0 |",
-		"| #50 | 1000 | nsman sweep, 100 owners gone: OWNER_GONE (grace 0) → DELETE | 0.50 s | 207 | 102 |",
+		"| #50 | 1000 | diagnostic: nsman version (process start, no request) | 0.04 s | 0 | 0 |",
+		"| #51 | 1000 | nsman sweep, 100 owners gone: OWNER_GONE (grace 0) → DELETE | 0.50 s | 207 | 102 |",
 		"fired 100, waiting 900 |",
 	} {
 		if !strings.Contains(sec, want) {
@@ -761,10 +763,11 @@ func TestRenderOwners(t *testing.T) {
 	an := section(doc, "## Analysis")
 	for _, want := range []string{
 		"**A rule with OWNER_GONE over 1000 namespaces.** The first sweep took 3.00 s (#46) and wrote 1001 requests (patch namespacemanagers/status 1, patch namespaces 1000).",
-		"The no-op sweep took 0.12 s (#49):\n1.20× the read floor with the owner lists (0.10 s (#48)) and 4.00× the read floor (#47), which reads no owner; it made 6 requests,\n2 of them lists of applications, where the floor with the owner lists made 6, 2 of them (more: none).",
-		"The sweep that found 100 owners gone took 0.50 s (#50) and fired 100; it wrote per namespace delete namespaces 1, and create events 1, patch namespacemanagers/status 1 besides;\n" +
+		"The no-op sweep took 0.12 s (#49):\n1.20× the read floor with the owner lists (0.10 s (#48)) and 4.00× the read floor (#47), which reads no owner; it made 6 requests,\n2 of them lists of applications, where the floor with the owner lists made 6, 2 of them (more: none).\n" +
+			"`nsman version`, started as the sweeps are and making no request, took 0.04 s (#50): the no-op sweep less that start is 0.08 s,\n0.80× the read floor with the owner lists",
+		"The sweep that found 100 owners gone took 0.50 s (#51) and fired 100; it wrote per namespace delete namespaces 1, and create events 1, patch namespacemanagers/status 1 besides;\n" +
 			"its requests beyond the no-op sweep's: create events 1, delete namespaces 100, list persistentvolumeclaims 33, list pods 33, list services 33, patch namespacemanagers/status 1.",
-		"The rule with OWNER_GONE over 1000 namespaces: 39.0 MiB (#50).",
+		"The rule with OWNER_GONE over 1000 namespaces: 39.0 MiB (#51).",
 	} {
 		if !strings.Contains(an, want) {
 			t.Errorf("analysis lacks %q:\n%s", want, an)
@@ -783,7 +786,7 @@ func TestRenderOwners(t *testing.T) {
 			t.Errorf("owners alone: document holds %q:\n%s", not, doc)
 		}
 	}
-	if !strings.Contains(doc, "| #4 | 1000 | nsman sweep, no-op (nothing due) |") || !strings.Contains(doc, "**Peak RSS.** The rule with OWNER_GONE over 1000 namespaces: 39.0 MiB (#5).") {
+	if !strings.Contains(doc, "| #4 | 1000 | nsman sweep, no-op (nothing due) |") || !strings.Contains(doc, "**Peak RSS.** The rule with OWNER_GONE over 1000 namespaces: 39.0 MiB (#6).") {
 		t.Errorf("owners alone:\n%s", doc)
 	}
 }

@@ -52,6 +52,9 @@ const (
 	// ownersListsPrefix starts the label of the read floor with the
 	// owner lists.
 	ownersListsPrefix = floorPlusPrefix + "paged LIST of each owner kind the rule's namespaces name"
+	// versionLabel labels the diagnostic of what a sweep costs before its
+	// first request: nsman version, started as the sweeps are.
+	versionLabel = "diagnostic: nsman version (process start, no request)"
 )
 
 // ownersSize is the size the part runs at among sizes.
@@ -138,15 +141,16 @@ func measureOwners(t *testing.T, bin string, n int) ([]measurement, string) {
 	listed(first, 0)
 
 	plusWhat := ownersListsLabel([]owner.Kind{app})
-	var floors, pluses, noops []measurement
+	var floors, pluses, noops, versions []measurement
 	for range readRounds {
 		floors = append(floors, s.readFloor())
 		pluses = append(pluses, s.readFloorPlus(plusWhat, func() (string, error) { return floorOwnerLists(ctx, s.sa, []owner.Kind{app}) }))
 		m := s.noop(noopLabel, args...)
 		listed(m, 0)
 		noops = append(noops, m)
+		versions = append(versions, s.processStart(bin))
 	}
-	s.rows = append(s.rows, median(floors), median(pluses), median(noops))
+	s.rows = append(s.rows, median(floors), median(pluses), median(noops), median(versions))
 
 	var sweeps []measurement
 	for r := range deleteRounds {
@@ -176,6 +180,24 @@ func measureOwners(t *testing.T, bin string, n int) ([]measurement, string) {
 	s.rows = append(s.rows, del)
 	s.step("sweeps finding %d owners gone %s: median %s", gone, walls(sweeps), del.Wall.Round(time.Millisecond))
 	return s.rows, s.version
+}
+
+// processStart measures `nsman version` through the launcher, as the sweeps
+// are run: the process's start, which a sweep pays before its first
+// request and the floors, run in the driver, do not.
+func (s *session) processStart(bin string) measurement {
+	run, err := nsmantest.Launch(s.ctx, nil, nil, bin, "version")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if run.Code != 0 {
+		s.t.Errorf("nsman version exited %d", run.Code)
+	}
+	m := s.measured(measurement{What: versionLabel, Wall: run.Wall, MaxRSS: run.MaxRSS})
+	if m.total() != 0 {
+		s.t.Errorf("nsman version made requests: %s", describe(m.Audited))
+	}
+	return m
 }
 
 // ownerListsCheck returns a check of sweep m, made when deleted of the
@@ -330,14 +352,14 @@ const ownersNoopBound = 1.3
 
 // ownersRows are the owners part's rows, found by label.
 type ownersRows struct {
-	first, floor, lists, noop, gone measurement
+	first, floor, lists, noop, version, gone measurement
 }
 
 func ownersRowsOf(rows rowSet) (ownersRows, int) {
 	n := rows[0].N
 	return ownersRows{
 		first: rows.must(n, ownersFirstLabel), floor: rows.must(n, readFloorLabel), lists: rows.must(n, ownersListsPrefix),
-		noop: rows.must(n, noopLabel), gone: rows.must(n, ownersGoneLabel(ownersGone(n))),
+		noop: rows.must(n, noopLabel), version: rows.must(n, versionLabel), gone: rows.must(n, ownersGoneLabel(ownersGone(n))),
 	}, n
 }
 
@@ -402,9 +424,11 @@ func ownersMethod(b *strings.Builder, rows rowSet) {
 	p("(nsmantest.OwnerObject); no object of the Flux kinds, which no namespace names; and one rule, `%s/%s`, in its own\n", ownersRulesNamespace, ownersRuleName)
 	p("namespace (nsman runs with `--trusted-namespaces %s --argocd-namespace %s`, the latter its default), over the\n", ownersRulesNamespace, argoCDNamespace)
 	p("namespaces, with one policy: `%s` (graceSeconds 0) → DELETE. nsman's first sweep records each namespace's owner;\n", policy.ConditionOwnerGone)
-	p("then the read floor, the read floor with the owner lists and a no-op sweep, every owner present, are measured %d times,\n", readRounds)
-	p("interleaved. The read floor lists the managers and the namespaces as in \"Managers\"; the next row adds one paged list (page size\n")
-	p("%d) of each owner kind the namespaces name, cluster-wide, as nsman reads it (internal/probe/owners.go, cluster.EachOwner):\n", pageSize)
+	p("then the read floor, the read floor with the owner lists, a no-op sweep, every owner present, and, a diagnostic, `nsman\n")
+	p("version` started as the sweeps are (the process's start, which a sweep pays before its first request and the floors, run in\n")
+	p("the driver, do not) are measured %d times, interleaved. The read floor lists the managers and the namespaces as in\n", readRounds)
+	p("\"Managers\"; the next row adds one paged list (page size %d) of each owner kind the namespaces name, cluster-wide, as\n", pageSize)
+	p("nsman reads it (internal/probe/owners.go, cluster.EachOwner):\n")
 	p("the Applications as JSON, decoded into their metadata and the spec fields nsman reads (destination, sync options); a kind\n")
 	p("whose spec nsman does not read would be listed as metadata only, and one no namespace names is not listed at all. Then, %d\n", deleteRounds)
 	p("times over, %d more Applications are deleted (untimed), as when their pull requests close, and nsman sweeps: it finds their\n", gone)
@@ -432,6 +456,9 @@ func ownersAnalysis(b *strings.Builder, rows rowSet) {
 		ratio(r.noop.Wall, r.lists.Wall), r.lists.at(), ratio(r.noop.Wall, r.floor.Wall), r.floor.ref(), r.noop.total())
 	p("%d of them lists of %s, where the floor with the owner lists made %d, %d of them (more: %s).\n",
 		r.noop.count("list", apps), apps, r.lists.total(), r.lists.count("list", apps), cmpOr(describe(moreRequests(r.noop, r.lists)), "none"))
+	net := r.noop.Wall - r.version.Wall
+	p("`nsman version`, started as the sweeps are and making no request, took %s: the no-op sweep less that start is %s,\n", r.version.at(), sec(net))
+	p("%.2f× the read floor with the owner lists, which runs in the driver's process and starts none.\n", ratio(net, r.lists.Wall))
 	p("The sweep that found %d owners gone took %s and fired %d; it wrote per namespace %s", gone, r.gone.at(),
 		r.gone.States[report.StateFired], cmpOr(describe(each), "none"))
 	if len(besides) > 0 {
