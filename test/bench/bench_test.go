@@ -40,8 +40,9 @@ const defaultDue = 1000
 // rule over as many namespaces as the largest size, in another, then, for
 // each size up to 1000, N managers half of which are IDLE, in another, the
 // hostile tenant in another, then a SLEEP rule over as many namespaces as
-// the largest size up to 1000, in another, then a rule with OWNER_GONE over
-// as many namespaces, each owned by an Argo CD Application, in another,
+// the largest size up to 1000, in another, then, for each size, a rule
+// with OWNER_GONE over N namespaces, each owned by an Argo CD Application,
+// in another,
 // measures the floors and nsman sweeps, prints the document and writes it
 // to BENCHMARKS.md (NSMAN_BENCH_OUT to write elsewhere).
 // NSMAN_BENCH_GO_PKGS names packages whose Go benchmarks it runs first, on
@@ -158,7 +159,11 @@ func TestBenchmarks(t *testing.T) {
 		rep.Sleep, rep.KubeVersion = measureSleep(t, bin, sleepSize(sizes))
 	}
 	if runs("owners") {
-		rep.Owners, rep.KubeVersion = measureOwners(t, bin, ownersSize(sizes))
+		for _, n := range sizes {
+			r, v := measureOwners(t, bin, n)
+			rep.Owners = append(rep.Owners, r...)
+			rep.KubeVersion = v
+		}
 	}
 	if t.Failed() && official {
 		t.Fatal("not writing BENCHMARKS.md: a measurement failed its checks")

@@ -693,14 +693,14 @@ func TestRenderOwners(t *testing.T) {
 		noopLists map[string]int
 		want      map[string]string // target → "measured | met"
 	}{
-		{name: "met", n: 1000, noop: 0.12, noopLists: apps, want: map[string]string{
+		{name: "met", n: 10000, noop: 0.12, noopLists: apps, want: map[string]string{
 			noopWhat: "0.12 s (#41) / 0.10 s (#40) = 1.20× (floor without them: 0.03 s (#39), 4.00×) | yes",
 			zeroWhat: "0 (#41) | yes",
 			onceWhat: "first applications 2, kustomizations 0, helmreleases 0 (#38), no-op applications 2, kustomizations 0, helmreleases 0 (#41), " +
 				"owners gone applications 2, kustomizations 0, helmreleases 0 (#43); the floor's paged list: applications 2 (#40) | yes",
 			rssWhat: "39.0 MiB (#43) | yes",
 		}},
-		{name: "slow, writing, a list per namespace", n: 1000, noop: 0.2,
+		{name: "slow, writing, a list per namespace", n: 10000, noop: 0.2,
 			noopLists: map[string]int{"list applications": 1000, "patch namespaces": 3}, want: map[string]string{
 				noopWhat: "= 2.00× | **no**",
 				zeroWhat: "3 (#41) | **no**",
@@ -713,8 +713,12 @@ func TestRenderOwners(t *testing.T) {
 		{name: "no list of the Applications", n: 1000, noop: 0.12, noopLists: nil, want: map[string]string{
 			onceWhat: "no-op applications 0, kustomizations 0, helmreleases 0 (#41) | **no**",
 		}},
+		{name: "at 1000, where the fixed cost weighs most", n: 1000, noop: 0.2, noopLists: apps, want: map[string]string{
+			noopWhat: "= 2.00× | – (set at 10000)",
+			zeroWhat: "0 (#41) | yes",
+		}},
 		{name: "at another size", n: 200, noop: 0.2, noopLists: apps, want: map[string]string{
-			noopWhat: "= 2.00× | – (set at 1000)",
+			noopWhat: "= 2.00× | – (set at 10000)",
 			zeroWhat: "0 (#41) | yes",
 		}},
 	} {
@@ -737,24 +741,28 @@ func TestRenderOwners(t *testing.T) {
 
 	rep := syntheticReport(map[string]int{"delete namespaces": 1000}, tree)
 	rep.Sleep = syntheticSleep(1000, 2.8, 0.12, map[string]int{"patch namespaces": 2, "patch deployments": 2, "patch cronjobs": 1})
-	rep.Owners = syntheticOwners(1000, 0.12, apps)
+	rep.Owners = append(syntheticOwners(1000, 0.12, apps), syntheticOwners(10000, 0.12, apps)...)
 	doc := render(rep)
-	heading := "## A rule with OWNER_GONE over 1000 namespaces that Argo CD Applications own (issue 46)"
+	heading := "## A rule with OWNER_GONE over 1000 and 10000 namespaces that Argo CD Applications own (issue 46)"
 	sleep, owners := strings.Index(doc, "## A SLEEP rule"), strings.Index(doc, heading)
 	if owners < 0 || owners < sleep || sleep < 0 {
 		t.Fatalf("no section %q after the SLEEP rule's:\n%s", heading, doc)
 	}
 	sec := section(doc, heading)
 	for _, want := range []string{
-		"at the largest size measured up to 1000 (N = 1000)", "Application and of Flux's Kustomizations and HelmReleases",
+		"for each size N measured (1000 and 10000)", "Application and of Flux's Kustomizations and HelmReleases",
 		"`argocd.argoproj.io/tracking-id:\n<name>:/Namespace:<name>/<name>` that names the Application of its own name in `argocd`",
 		"`--trusted-namespaces bench-owners --argocd-namespace argocd`", "`OWNER_GONE` (graceSeconds 0) → DELETE",
-		"(page size 500) of each owner kind the namespaces name", "3\ntimes over, 100 more Applications are deleted",
+		"(page size 500) of each owner kind the namespaces name", "3\ntimes over, N/10 more Applications are deleted",
+		"The no-op target is set at 10000, as the managers' is: at 1000\nnamespaces what a sweep pays besides its lists",
 		"| #46 | 1000 | nsman sweep, first (records each namespace's owner) | 3.00 s | 1007 | 1001 |",
 		"| #48 | 1000 | floor + paged LIST of each owner kind the rule's namespaces name (applications) | 0.10 s | 6 | 0 |",
 		"| #50 | 1000 | diagnostic: nsman version (process start, no request) | 0.04 s | 0 | 0 |",
 		"| #51 | 1000 | nsman sweep, 100 owners gone: OWNER_GONE (grace 0) → DELETE | 0.50 s | 207 | 102 |",
 		"fired 100, waiting 900 |",
+		"| #52 | 10000 | nsman sweep, first (records each namespace's owner) | 3.00 s | 10007 | 10001 |",
+		"| #57 | 10000 | nsman sweep, 1000 owners gone: OWNER_GONE (grace 0) → DELETE | 0.50 s | 1107 | 1002 |",
+		"fired 1000, waiting 9000 |",
 	} {
 		if !strings.Contains(sec, want) {
 			t.Errorf("owners section lacks %q:\n%s", want, sec)
@@ -767,7 +775,9 @@ func TestRenderOwners(t *testing.T) {
 			"`nsman version`, started as the sweeps are and making no request, took 0.04 s (#50): the no-op sweep less that start is 0.08 s,\n0.80× the read floor with the owner lists",
 		"The sweep that found 100 owners gone took 0.50 s (#51) and fired 100; it wrote per namespace delete namespaces 1, and create events 1, patch namespacemanagers/status 1 besides;\n" +
 			"its requests beyond the no-op sweep's: create events 1, delete namespaces 100, list persistentvolumeclaims 33, list pods 33, list services 33, patch namespacemanagers/status 1.",
-		"The rule with OWNER_GONE over 1000 namespaces: 39.0 MiB (#51).",
+		"The rule with OWNER_GONE over 1000 namespaces: 39.0 MiB (#51). The rule with OWNER_GONE over 10000 namespaces: 39.0 MiB (#57).",
+		"**A rule with OWNER_GONE over 10000 namespaces.** The first sweep took 3.00 s (#52) and wrote 10001 requests",
+		"The sweep that found 1000 owners gone took 0.50 s (#57) and fired 1000;",
 	} {
 		if !strings.Contains(an, want) {
 			t.Errorf("analysis lacks %q:\n%s", want, an)
@@ -776,9 +786,17 @@ func TestRenderOwners(t *testing.T) {
 	if !strings.Contains(doc, "and 33 (sleep and wake), 46 (namespaces GitOps owns)") {
 		t.Errorf("sources do not name issue 46")
 	}
+	// The no-op target is set at 10000: measured at 1000, marked not set.
+	if row := targetRow(t, doc, 1000, noopWhat); !strings.Contains(row, "= 1.20×") || !strings.Contains(row, "| – (set at 10000) | 46 |") {
+		t.Errorf("no-op target at 1000: %s", row)
+	}
+	if row := targetRow(t, doc, 10000, noopWhat); !strings.Contains(row, "0.12 s (#55) / 0.10 s (#54) = 1.20×") || !strings.Contains(row, "| yes | 46 |") {
+		t.Errorf("no-op target at 10000: %s", row)
+	}
 
 	// The part alone renders with no gaps, numbered from #1.
 	alone := rep
+	alone.Owners = syntheticOwners(1000, 0.12, apps)
 	alone.Rows, alone.Rules, alone.Idle, alone.Hostile, alone.Sleep, alone.Sizes, alone.Partial = nil, nil, nil, nil, nil, nil, []string{"NSMAN_BENCH_ONLY=owners"}
 	doc = render(alone)
 	for _, not := range []string{"\n\n\n", "NaN", "Inf", "%!", "## Managers", "## A SLEEP rule"} {

@@ -255,7 +255,7 @@ func render(rep benchRun) string {
 		table(&b, sleep, "pairs")
 	}
 	if len(owners) > 0 {
-		p("\n## A rule with OWNER_GONE over %d namespaces that Argo CD Applications own (issue 46)\n\n", owners[0].N)
+		p("\n## A rule with OWNER_GONE over %s namespaces that Argo CD Applications own (issue 46)\n\n", andList(sizesOf(owners)))
 		ownersMethod(&b, owners)
 		table(&b, owners, "pairs")
 	}
@@ -872,9 +872,9 @@ func analysis(b *strings.Builder, rep benchRun, rows, rules, idle, hostile, slee
 		peak, at := peakRSS(sleep, sleep[0].N)
 		p(" The SLEEP rule over %d namespaces: %s (%s).", sleep[0].N, mib(peak), at.ref())
 	}
-	if len(owners) > 0 {
-		peak, at := peakRSS(owners, owners[0].N)
-		p(" The rule with OWNER_GONE over %d namespaces: %s (%s).", owners[0].N, mib(peak), at.ref())
+	for _, n := range sizesOf(owners) {
+		peak, at := peakRSS(owners, n)
+		p(" The rule with OWNER_GONE over %d namespaces: %s (%s).", n, mib(peak), at.ref())
 	}
 	p("\n")
 
