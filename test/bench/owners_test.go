@@ -31,8 +31,8 @@ import (
 // namespaces (the "1,000 namespaces, 1,000 Applications") what a
 // sweep pays besides its lists (a process's start, a new connection, the
 // discovery of where managers keep their status, deciding each namespace
-// and writing the report) is most of the sweep; the floors, run in the
-// driver on a connection kept across rounds, pay only the lists.
+// and writing the report) weighs as much as the lists; the floors, run in
+// the driver on a connection kept across rounds, pay only the lists.
 const (
 	// ownersLabel=on is what the rule selects namespaces by.
 	ownersLabel = "nsman.bench/owners"
@@ -446,8 +446,8 @@ func ownersMethod(b *strings.Builder, rows rowSet) {
 	p("other owner kind (audit log), the no-op sweeps wrote nothing and found every namespace waiting, and each sweep after a deletion\n")
 	p("fired on exactly the namespaces whose Applications went. The no-op target is set at %d, as the managers' is: at 1000\n", noopTargetSize)
 	p("namespaces what a sweep pays besides its lists (a process's start, a new connection, the discovery of where managers keep\n")
-	p("their status, deciding each namespace and writing the report) is most of the sweep, where the floors, run in the driver on a\n")
-	p("connection kept across rounds, pay only the lists; the row at 1000 is measured, its target marked not set.\n\n")
+	p("their status, deciding each namespace and writing the report) weighs as much as the lists, where the floors, run in the\n")
+	p("driver on a connection kept across rounds, pay only the lists; the row at 1000 is measured, its target marked not set.\n\n")
 }
 
 // ownersAnalysis writes what the owners part says, at each size measured.
