@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -22,6 +23,7 @@ import (
 	"github.com/nsman/nsman/internal/listpage/listpagetest"
 	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/webhook"
 )
@@ -400,5 +402,33 @@ func TestSweepAsksItsOwnerIndex(t *testing.T) {
 		if got := r.eval.Owners.Of(t.Context(), ns, ""); got == nil || got.Ref != want {
 			t.Errorf("--argocd-namespace %q: owner %+v, want %s", argoCD, got, want)
 		}
+	}
+}
+
+// TestRunRuleListsOwnersAhead: a rule whose last status counts a namespace
+// evaluated, and that weighs owners, has the sweep list the Applications
+// (which create namespaces) beside the namespaces, once, even where no
+// namespace it evaluates needs them (its only namespace names an owner of a
+// kind that does not exist); no other owner kind is listed.
+func TestRunRuleListsOwnersAhead(t *testing.T) {
+	r := rule("e2e-orphans", policyOf("owner gone", "OWNER_GONE", map[string]any{"graceSeconds": int64(0)}, "DELETE", nil))
+	r.Object["status"] = map[string]any{"rule": map[string]any{"matched": int64(1), "states": map[string]any{"waiting": int64(1)}}}
+	marked := map[string]string{policy.OwnerAnnotation: "gizmos.nowhere.example/team/g"}
+	f := newFakeAPI(t, true, namespace("platform", 48*time.Hour, nil, nil), r, namespace("e2e-1", 2*time.Hour, nil, marked))
+	rep, err := sweepOf(t, f, Config{TrustedNamespaces: []string{"platform"}, SkipReclaim: true}, nil).Run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := entryOf(t, rep, "platform", "e2e-orphans", "e2e-1"); e.State != report.StateWaiting || !strings.Contains(e.Message, "does not exist") {
+		t.Errorf("e2e-1: %s (%s), want waiting on an owner of a kind that does not exist", e.State, e.Message)
+	}
+	listed := map[string]int{}
+	for _, p := range f.paths["GET"] {
+		if strings.HasSuffix(p, "applications") || strings.HasSuffix(p, "kustomizations") || strings.HasSuffix(p, "helmreleases") {
+			listed[p]++
+		}
+	}
+	if want := map[string]int{"/apis/argoproj.io/v1alpha1/applications": 1}; !maps.Equal(listed, want) {
+		t.Errorf("owner kinds listed %v, want %v: the Applications ahead, once", listed, want)
 	}
 }

@@ -64,7 +64,10 @@ var (
 type fakeAPI struct {
 	dyn       *dynamicfake.FakeDynamicClient
 	discovery map[string]string
-	mu        sync.Mutex
+	// served are the resources discovery lists, by their list kind: the
+	// others are not found.
+	served map[schema.GroupVersionResource]string
+	mu     sync.Mutex
 	// paths are the paths asked, by method.
 	paths map[string][]string
 }
@@ -84,7 +87,8 @@ func newFakeAPI(t *testing.T, subresource bool, objs ...runtime.Object) *fakeAPI
 	f.discovery["/api/v1"] = withResources(t, f.discovery["/api/v1"], metav1.APIResource{Name: "namespaces", Kind: "Namespace", Verbs: []string{"list", "patch", "delete"}},
 		metav1.APIResource{Name: "services", Kind: "Service", Namespaced: true, Verbs: []string{"list"}},
 		metav1.APIResource{Name: "persistentvolumeclaims", Kind: "PersistentVolumeClaim", Namespaced: true, Verbs: []string{"list"}})
-	f.dyn = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds(t, f.discovery), objs...)
+	f.served = listKinds(t, f.discovery)
+	f.dyn = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), f.served, objs...)
 	return f
 }
 
@@ -180,7 +184,9 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req, ok := parsePath(r.URL.Path)
-	if !ok {
+	if _, served := f.served[req.gvr]; !ok || !served {
+		// As the API server answers a resource it does not serve (a CRD
+		// not installed).
 		answer(w, nil, apierrors.NewNotFound(schema.GroupResource{}, r.URL.Path))
 		return
 	}

@@ -393,6 +393,19 @@ func (s *Sweeper) readsAhead(r *sweepRun, l listpage.Listed) (podsIndex, activit
 	return evaluated > probe.PodIndexAfter && checksPods(m), evaluated > probe.ActivityIndexAfter && m.ReadsActivity()
 }
 
+// weighsOwners reports whether rule l, as far as its last status tells,
+// weighs the owners of namespaces it evaluates (OWNER_GONE) while it
+// stands: the sweep then lists the owner kinds that create namespaces
+// beside the namespaces (see probe.Owners.Prefetch) rather than after.
+func weighsOwners(cfg Config, r *sweepRun, l listpage.Listed) bool {
+	if ruleEvaluated(r.status.Read(l), cfg.ShardCount) == 0 {
+		return false
+	}
+	m, problems := policy.Parse(l.Obj)
+	return len(problems) == 0 && !m.Deactivated && slices.Contains(cfg.TrustedNamespaces, m.Namespace) &&
+		m.Needs(func(e policy.Evidence) bool { return e.Owner })
+}
+
 // sleepsAhead reports, as far as a rule's stored status tells, whether more
 // than probe.AwakeIndexAfter of its namespaces were asleep: the sweep then
 // asks what is awake in each from its index, from the first.

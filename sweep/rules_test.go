@@ -86,6 +86,25 @@ func TestIndexAhead(t *testing.T) {
 			t.Errorf("%s: readsAhead = %v, %v; want %v, %v", tt.name, gotPods, gotActivity, tt.wantPods, tt.wantActive)
 		}
 	}
+	// An OWNER_GONE rule that evaluated a namespace lists the owners ahead,
+	// while it stands.
+	orphans := map[string]any{"name": "orphans", "condition": map[string]any{"type": "OWNER_GONE", "params": map[string]any{"graceSeconds": int64(0)}}, "action": map[string]any{"type": "DELETE"}}
+	for _, tt := range []struct {
+		name string
+		rule listpage.Listed
+		want bool
+	}{
+		{"OWNER_GONE, evaluated one", rule("platform", 1, false, ttl, orphans), true},
+		{"OWNER_GONE, no status yet", rule("platform", -1, false, orphans), false},
+		{"OWNER_GONE, matched none", rule("platform", 0, false, orphans), false},
+		{"no OWNER_GONE", rule("platform", 5000, false, ttl, pods), false},
+		{"OWNER_GONE, paused", rule("platform", 5000, true, orphans), false},
+		{"OWNER_GONE, not in a trusted namespace", rule("team-a", 5000, false, orphans), false},
+	} {
+		if got := weighsOwners(s.cfg, r, tt.rule); got != tt.want {
+			t.Errorf("%s: weighsOwners = %v, want %v", tt.name, got, tt.want)
+		}
+	}
 	// Four shards: the one owning the rule evaluates about a quarter.
 	s.cfg.ShardCount = 4
 	if got, _ := s.readsAhead(r, ruleWith("platform", &status.RuleSummary{Matched: 4 * probe.PodIndexAfter}, false, pods)); got {

@@ -248,7 +248,7 @@ type listing struct {
 func (s *Sweeper) listManagers(ctx, work context.Context, r *sweepRun, q *queue) listing {
 	var l listing
 	uids := map[types.UID]bool{}
-	indexing, awakeIndexing := false, false
+	indexing, awakeIndexing, owning := false, false, false
 	// The index of awake workloads, once a sweep will answer from it, is
 	// listed beside the managers and the namespaces, not after them.
 	awakeAhead := func() {
@@ -278,6 +278,10 @@ func (s *Sweeper) listManagers(ctx, work context.Context, r *sweepRun, q *queue)
 			}
 			if activityIndex {
 				r.activity.IndexAll()
+			}
+			if !owning && weighsOwners(s.cfg, r, m) {
+				owning = true
+				q.wg.Go(func() { r.owners.Prefetch(work) })
 			}
 			if sleepsAhead(r.status.Read(m)) {
 				r.awake.IndexAll()

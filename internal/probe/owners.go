@@ -188,6 +188,20 @@ func (x *Owners) list(ctx context.Context, resource schema.GroupResource) *owner
 	return l
 }
 
+// Prefetch lists the kinds whose objects create namespaces (Argo CD's
+// Applications), which Of asks about for every namespace no marker names:
+// a sweep starts it beside its namespaces' list once a rule that weighs
+// owners is listed, rather than after (10,000 namespaces and Applications:
+// the two lists one after the other were most of a no-op sweep). Of then
+// answers from what it listed; no other kind is listed ahead.
+func (x *Owners) Prefetch(ctx context.Context) {
+	for _, k := range owner.Kinds() {
+		if k.CreatesNamespaces() {
+			x.list(ctx, k.Resource.GroupResource())
+		}
+	}
+}
+
 // another counts one more kind listed besides owner.Kinds, and reports
 // whether it is within MaxOtherOwnerKinds.
 func (x *Owners) another() bool {

@@ -394,3 +394,20 @@ func TestOwnersNowReadsNoObject(t *testing.T) {
 type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// Prefetch lists the Applications, which create namespaces, once, ahead of
+// any namespace: Of then answers from that list, and no other kind is
+// listed until a namespace names it.
+func TestOwnersPrefetch(t *testing.T) {
+	x, asked := countedOwners(t, map[string]string{applicationsPath: listOf(ownerItem("argocd", "preview-3", createsNamespace("pr-3"))), kustomizationsPath: listOf()})
+	x.Prefetch(t.Context())
+	if a, k := asked(applicationsPath), asked(kustomizationsPath); a != 1 || k != 0 {
+		t.Fatalf("Prefetch listed applications %d times, kustomizations %d: want once, none", a, k)
+	}
+	if got := x.Of(t.Context(), ownedNamespace("pr-3", nil, nil), ""); got == nil || got.Presence != policy.OwnerPresent || got.Ref != "applications.argoproj.io/argocd/preview-3" {
+		t.Errorf("owner of pr-3 after Prefetch: %+v, want the Application that creates it", got)
+	}
+	if a := asked(applicationsPath); a != 1 {
+		t.Errorf("applications listed %d times, want once: Of answers from what Prefetch listed", a)
+	}
+}

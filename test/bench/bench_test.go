@@ -25,8 +25,9 @@ const Command = "make bench"
 
 // parts are what NSMAN_BENCH_ONLY may name: the managers, the rule (issue
 // 13), half the managers IDLE (issue 25), the hostile tenant (issue 31) or
-// its fat-workloads row alone (issue 44), a SLEEP rule (issue 33).
-var parts = []string{"managers", "rules", "idle", "hostile", fatOnly, "sleep"}
+// its fat-workloads row alone (issue 44), a SLEEP rule (issue 33), a rule
+// with OWNER_GONE over namespaces Argo CD Applications own (issue 46).
+var parts = []string{"managers", "rules", "idle", "hostile", fatOnly, "sleep", "owners"}
 
 // The sizes and the due managers of a complete run; BENCHMARKS.md is
 // written only from one.
@@ -39,12 +40,15 @@ const defaultDue = 1000
 // rule over as many namespaces as the largest size, in another, then, for
 // each size up to 1000, N managers half of which are IDLE, in another, the
 // hostile tenant in another, then a SLEEP rule over as many namespaces as
-// the largest size up to 1000, in another, measures the floors and nsman
-// sweeps, prints the document and writes it to BENCHMARKS.md
-// (NSMAN_BENCH_OUT to write elsewhere). NSMAN_BENCH_GO_PKGS names packages
-// whose Go benchmarks it runs first, on the same tree.
-// NSMAN_BENCH_ONLY=managers, =rules, =idle, =hostile or =sleep runs one part
-// alone; =hostile-workloads the hostile part's fat-workloads row alone.
+// the largest size up to 1000, in another, then, for each size, a rule
+// with OWNER_GONE over N namespaces, each owned by an Argo CD Application,
+// in another,
+// measures the floors and nsman sweeps, prints the document and writes it
+// to BENCHMARKS.md (NSMAN_BENCH_OUT to write elsewhere).
+// NSMAN_BENCH_GO_PKGS names packages whose Go benchmarks it runs first, on
+// the same tree. NSMAN_BENCH_ONLY=managers, =rules, =idle, =hostile, =sleep
+// or =owners runs one part alone; =hostile-workloads the hostile part's
+// fat-workloads row alone.
 //
 // It names the commit measured, builds the nsman it measures from the same
 // tree, and writes BENCHMARKS.md only from a complete run (default sizes
@@ -153,6 +157,13 @@ func TestBenchmarks(t *testing.T) {
 	}
 	if runs("sleep") {
 		rep.Sleep, rep.KubeVersion = measureSleep(t, bin, sleepSize(sizes))
+	}
+	if runs("owners") {
+		for _, n := range sizes {
+			r, v := measureOwners(t, bin, n)
+			rep.Owners = append(rep.Owners, r...)
+			rep.KubeVersion = v
+		}
 	}
 	if t.Failed() && official {
 		t.Fatal("not writing BENCHMARKS.md: a measurement failed its checks")

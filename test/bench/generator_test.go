@@ -1,12 +1,14 @@
 package bench
 
 import (
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nsman/nsman/internal/owner"
 	"github.com/nsman/nsman/report"
 )
 
@@ -634,5 +636,175 @@ func TestRenderSleep(t *testing.T) {
 	}
 	if !strings.Contains(doc, "31 (a hostile tenant)\nand 33 (sleep and wake)") {
 		t.Errorf("sources do not name issue 33")
+	}
+}
+
+// syntheticOwners are the rows of the owners part over n namespaces, as
+// measureOwners makes them: the no-op sweep takes noop seconds against 0.1
+// for the read floor with the owner lists and lists what noopLists says.
+func syntheticOwners(n int, noop float64, noopLists map[string]int) []measurement {
+	s := func(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
+	with := func(ms ...map[string]int) map[string]int {
+		out := map[string]int{}
+		for _, m := range ms {
+			for k, v := range m {
+				out[k] += v
+			}
+		}
+		return out
+	}
+	gone := ownersGone(n)
+	lists := map[string]int{"list namespacemanagers": 1, "list namespaces": 3}
+	apps := map[string]int{"list applications": 2}
+	reclaim := map[string]int{"list persistentvolumeclaims": 33, "list pods": 33, "list services": 33}
+	waiting := map[report.State]int{report.StateWaiting: n}
+	rows := []measurement{
+		{What: ownersFirstLabel, Wall: s(3), Audited: with(lists, apps, map[string]int{"patch namespaces": n, "patch namespacemanagers/status": 1}), MaxRSS: 36 << 10, States: waiting},
+		{What: readFloorLabel, Wall: s(0.03), Audited: lists},
+		{What: ownersListsLabel([]owner.Kind{applicationKind()}), Wall: s(0.1), Audited: with(lists, apps), Note: fmt.Sprintf("%d applications", n)},
+		{What: noopLabel, Wall: s(noop), Audited: with(lists, noopLists), MaxRSS: 37 << 10, States: waiting, Runs: []time.Duration{s(noop), s(noop + 0.05), s(noop - 0.01)}},
+		{What: versionLabel, Wall: s(0.04), Audited: map[string]int{}, MaxRSS: 12 << 10},
+		{What: ownersGoneLabel(gone), Wall: s(0.5), Audited: with(lists, apps, reclaim, map[string]int{"delete namespaces": gone, "create events": 1, "patch namespacemanagers/status": 1}),
+			MaxRSS: 39 << 10, States: map[report.State]int{report.StateFired: gone, report.StateWaiting: n - gone}},
+	}
+	for i := range rows {
+		rows[i].N, rows[i].Load = n, "1.30"
+	}
+	return rows
+}
+
+// The owners part (issue 46) has a section of its own, after the SLEEP
+// rule's, and its targets are met or missed by the rows: the no-op sweep
+// against the read floor with the owner lists and by its writes, each
+// sweep's lists of each owner kind against the floor's one paged list.
+func TestRenderOwners(t *testing.T) {
+	tree := treeState{Commit: strings.Repeat("a", 40), Describe: "aaaaaaa"}
+	const (
+		noopWhat = "owners: no-op sweep ≤ 1.3 × read floor incl. the owner lists"
+		zeroWhat = "owners: zero writes in a no-op sweep"
+		onceWhat = "owners: one list per owner kind per sweep"
+		rssWhat  = "owners: peak RSS ≤ 64 MiB, over every nsman sweep"
+	)
+	apps := map[string]int{"list applications": 2}
+	for _, c := range []struct {
+		name      string
+		n         int
+		noop      float64
+		noopLists map[string]int
+		want      map[string]string // target → "measured | met"
+	}{
+		{name: "met", n: 10000, noop: 0.12, noopLists: apps, want: map[string]string{
+			noopWhat: "0.12 s (#41) / 0.10 s (#40) = 1.20× (floor without them: 0.03 s (#39), 4.00×) | yes",
+			zeroWhat: "0 (#41) | yes",
+			onceWhat: "first applications 2, kustomizations 0, helmreleases 0 (#38), no-op applications 2, kustomizations 0, helmreleases 0 (#41), " +
+				"owners gone applications 2, kustomizations 0, helmreleases 0 (#43); the floor's paged list: applications 2 (#40) | yes",
+			rssWhat: "39.0 MiB (#43) | yes",
+		}},
+		{name: "slow, writing, a list per namespace", n: 10000, noop: 0.2,
+			noopLists: map[string]int{"list applications": 1000, "patch namespaces": 3}, want: map[string]string{
+				noopWhat: "= 2.00× | **no**",
+				zeroWhat: "3 (#41) | **no**",
+				onceWhat: "no-op applications 1000, kustomizations 0, helmreleases 0 (#41) | **no**",
+			}},
+		{name: "a kind no namespace names listed", n: 1000, noop: 0.12,
+			noopLists: map[string]int{"list applications": 2, "list kustomizations": 1}, want: map[string]string{
+				onceWhat: "no-op applications 2, kustomizations 1, helmreleases 0 (#41) | **no**",
+			}},
+		{name: "no list of the Applications", n: 1000, noop: 0.12, noopLists: nil, want: map[string]string{
+			onceWhat: "no-op applications 0, kustomizations 0, helmreleases 0 (#41) | **no**",
+		}},
+		{name: "at 1000, where the fixed cost weighs most", n: 1000, noop: 0.2, noopLists: apps, want: map[string]string{
+			noopWhat: "= 2.00× | – (set at 10000)",
+			zeroWhat: "0 (#41) | yes",
+		}},
+		{name: "at another size", n: 200, noop: 0.2, noopLists: apps, want: map[string]string{
+			noopWhat: "= 2.00× | – (set at 10000)",
+			zeroWhat: "0 (#41) | yes",
+		}},
+	} {
+		rep := syntheticReport(map[string]int{"delete namespaces": 1000}, tree)
+		rep.Owners = syntheticOwners(c.n, c.noop, c.noopLists)
+		doc := render(rep)
+		for what, want := range c.want {
+			measured, met, _ := strings.Cut(want, " | ")
+			row := targetRow(t, doc, c.n, what)
+			if !strings.Contains(row, measured) || !strings.Contains(row, "| "+met+" | 46") {
+				t.Errorf("%s: target %s\nwant %q, met %s", c.name, row, measured, met)
+			}
+		}
+		for _, not := range []string{"NaN", "Inf", "%!", "\n\n\n"} {
+			if strings.Contains(doc, not) {
+				t.Errorf("%s: document holds %q", c.name, not)
+			}
+		}
+	}
+
+	rep := syntheticReport(map[string]int{"delete namespaces": 1000}, tree)
+	rep.Sleep = syntheticSleep(1000, 2.8, 0.12, map[string]int{"patch namespaces": 2, "patch deployments": 2, "patch cronjobs": 1})
+	rep.Owners = append(syntheticOwners(1000, 0.12, apps), syntheticOwners(10000, 0.12, apps)...)
+	doc := render(rep)
+	heading := "## A rule with OWNER_GONE over 1000 and 10000 namespaces that Argo CD Applications own (issue 46)"
+	sleep, owners := strings.Index(doc, "## A SLEEP rule"), strings.Index(doc, heading)
+	if owners < 0 || owners < sleep || sleep < 0 {
+		t.Fatalf("no section %q after the SLEEP rule's:\n%s", heading, doc)
+	}
+	sec := section(doc, heading)
+	for _, want := range []string{
+		"for each size N measured (1000 and 10000)", "Application and of Flux's Kustomizations and HelmReleases",
+		"`argocd.argoproj.io/tracking-id:\n<name>:/Namespace:<name>/<name>` that names the Application of its own name in `argocd`",
+		"`--trusted-namespaces bench-owners --argocd-namespace argocd`", "`OWNER_GONE` (graceSeconds 0) → DELETE",
+		"(page size 500) of each owner kind the namespaces name", "3\ntimes over, N/10 more Applications are deleted",
+		"The no-op target is set at 10000, as the managers' is: at 1000\nnamespaces what a sweep pays besides its lists",
+		"| #46 | 1000 | nsman sweep, first (records each namespace's owner) | 3.00 s | 1007 | 1001 |",
+		"| #48 | 1000 | floor + paged LIST of each owner kind the rule's namespaces name (applications) | 0.10 s | 6 | 0 |",
+		"| #50 | 1000 | diagnostic: nsman version (process start, no request) | 0.04 s | 0 | 0 |",
+		"| #51 | 1000 | nsman sweep, 100 owners gone: OWNER_GONE (grace 0) → DELETE | 0.50 s | 207 | 102 |",
+		"fired 100, waiting 900 |",
+		"| #52 | 10000 | nsman sweep, first (records each namespace's owner) | 3.00 s | 10007 | 10001 |",
+		"| #57 | 10000 | nsman sweep, 1000 owners gone: OWNER_GONE (grace 0) → DELETE | 0.50 s | 1107 | 1002 |",
+		"fired 1000, waiting 9000 |",
+	} {
+		if !strings.Contains(sec, want) {
+			t.Errorf("owners section lacks %q:\n%s", want, sec)
+		}
+	}
+	an := section(doc, "## Analysis")
+	for _, want := range []string{
+		"**A rule with OWNER_GONE over 1000 namespaces.** The first sweep took 3.00 s (#46) and wrote 1001 requests (patch namespacemanagers/status 1, patch namespaces 1000).",
+		"The no-op sweep took 0.12 s (#49):\n1.20× the read floor with the owner lists (0.10 s (#48)) and 4.00× the read floor (#47), which reads no owner; it made 6 requests,\n2 of them lists of applications, where the floor with the owner lists made 6, 2 of them (more: none).\n" +
+			"`nsman version`, started as the sweeps are and making no request, took 0.04 s (#50): the no-op sweep less that start is 0.08 s,\n0.80× the read floor with the owner lists",
+		"The sweep that found 100 owners gone took 0.50 s (#51) and fired 100; it wrote per namespace delete namespaces 1, and create events 1, patch namespacemanagers/status 1 besides;\n" +
+			"its requests beyond the no-op sweep's: create events 1, delete namespaces 100, list persistentvolumeclaims 33, list pods 33, list services 33, patch namespacemanagers/status 1.",
+		"The rule with OWNER_GONE over 1000 namespaces: 39.0 MiB (#51). The rule with OWNER_GONE over 10000 namespaces: 39.0 MiB (#57).",
+		"**A rule with OWNER_GONE over 10000 namespaces.** The first sweep took 3.00 s (#52) and wrote 10001 requests",
+		"The sweep that found 1000 owners gone took 0.50 s (#57) and fired 1000;",
+	} {
+		if !strings.Contains(an, want) {
+			t.Errorf("analysis lacks %q:\n%s", want, an)
+		}
+	}
+	if !strings.Contains(doc, "and 33 (sleep and wake), 46 (namespaces GitOps owns)") {
+		t.Errorf("sources do not name issue 46")
+	}
+	// The no-op target is set at 10000: measured at 1000, marked not set.
+	if row := targetRow(t, doc, 1000, noopWhat); !strings.Contains(row, "= 1.20×") || !strings.Contains(row, "| – (set at 10000) | 46 |") {
+		t.Errorf("no-op target at 1000: %s", row)
+	}
+	if row := targetRow(t, doc, 10000, noopWhat); !strings.Contains(row, "0.12 s (#55) / 0.10 s (#54) = 1.20×") || !strings.Contains(row, "| yes | 46 |") {
+		t.Errorf("no-op target at 10000: %s", row)
+	}
+
+	// The part alone renders with no gaps, numbered from #1.
+	alone := rep
+	alone.Owners = syntheticOwners(1000, 0.12, apps)
+	alone.Rows, alone.Rules, alone.Idle, alone.Hostile, alone.Sleep, alone.Sizes, alone.Partial = nil, nil, nil, nil, nil, nil, []string{"NSMAN_BENCH_ONLY=owners"}
+	doc = render(alone)
+	for _, not := range []string{"\n\n\n", "NaN", "Inf", "%!", "## Managers", "## A SLEEP rule"} {
+		if strings.Contains(doc, not) {
+			t.Errorf("owners alone: document holds %q:\n%s", not, doc)
+		}
+	}
+	if !strings.Contains(doc, "| #4 | 1000 | nsman sweep, no-op (nothing due) |") || !strings.Contains(doc, "**Peak RSS.** The rule with OWNER_GONE over 1000 namespaces: 39.0 MiB (#6).") {
+		t.Errorf("owners alone:\n%s", doc)
 	}
 }

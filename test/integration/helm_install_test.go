@@ -175,15 +175,15 @@ func TestHelmInstallSweepsAsTheChartsServiceAccount(t *testing.T) {
 	sink := recv.ServiceURL(t, c.Admin, hook, "sink") + "/done"
 	managers := dyn.Resource(nsmancluster.ManagerResource)
 	for _, obj := range []*unstructured.Unstructured{
-		managerObj(del, del, caseID, []any{ownerGoneAtOnce("delete once the owner went", deleteAction), ttlPolicy("delete at once", 0, deleteAction)}),
+		managerObj(del, del, caseID, []any{ownerGonePolicy("delete once the owner went", 0, deleteAction), ttlPolicy("delete at once", 0, deleteAction)}),
 		// IDLE reads what was created in a namespace once it is old enough.
 		managerObj(idle, idle, caseID, []any{idlePolicy("idle a second", 1, deleteAction)}),
 		managerObj(scale, scale, caseID, []any{podsPolicy("scale when no tests run", map[string]any{"component": "tests"}, map[string]any{"type": "SCALE_DOWN"})}),
-		managerObj(hook, hook, caseID, []any{ownerGoneAtOnce("notify once the owner went", webhookAction(sink)), ttlPolicy("notify at once", 0, webhookAction(sink))}),
+		managerObj(hook, hook, caseID, []any{ownerGonePolicy("notify once the owner went", 0, webhookAction(sink)), ttlPolicy("notify at once", 0, webhookAction(sink))}),
 		parkingEveryKind(t, c.Admin, dyn, kinds, caseID),
 		// A rule in nsman's own namespace, which is trusted while
 		// trustedNamespaces is unset.
-		managerObj(installNamespace, "rule", caseID, []any{ownerGoneAtOnce("notify once the owner went", webhookAction(recv.URL+"/rule")), ttlPolicy("notify at once", 0, webhookAction(recv.URL+"/rule"))}, selecting(caseID)),
+		managerObj(installNamespace, "rule", caseID, []any{ownerGonePolicy("notify once the owner went", 0, webhookAction(recv.URL+"/rule")), ttlPolicy("notify at once", 0, webhookAction(recv.URL+"/rule"))}, selecting(caseID)),
 	} {
 		// The CRD is served a moment after Helm created it.
 		var err error

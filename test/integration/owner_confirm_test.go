@@ -32,7 +32,7 @@ func TestOwnerGoneReadAgainBeforeActing(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, ns := range []string{orphaned, owned} {
-		createManager(t, managerObj(ns, ns, caseID, []any{ownerGoneAtOnce("delete once the owner went", deleteAction)}))
+		createManager(t, managerObj(ns, ns, caseID, []any{ownerGonePolicy("delete once the owner went", 0, deleteAction)}))
 	}
 	// gets are the Applications in this test's namespaces nsman read by
 	// name since the audit log held before requests.

@@ -50,13 +50,7 @@ func TestOwnerGoneDeletesWhatItsOwnerLeft(t *testing.T) {
 	}
 	create := func(k owner.Kind, namespace, name string, mutate func(*unstructured.Unstructured)) {
 		t.Helper()
-		obj := nsmantest.OwnerObject(k, namespace, name)
-		if mutate != nil {
-			mutate(obj)
-		}
-		if _, err := admin.Resource(k.Resource).Namespace(namespace).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("create %s %s: %v", k.Name, name, err)
-		}
+		createOwner(ctx, t, admin, k, namespace, name, mutate)
 	}
 	remove := func(k owner.Kind, namespace, name string) {
 		t.Helper()
@@ -64,23 +58,10 @@ func TestOwnerGoneDeletesWhatItsOwnerLeft(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	_, rd := ownerIndex(t, shared.AdminConfig, argo)
 	mark := func(labels, annotations map[string]string) string {
 		t.Helper()
-		name := shared.Namespace(t)
-		ns, err := shared.Admin.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for k, v := range labels {
-			metav1.SetMetaDataLabel(&ns.ObjectMeta, k, v)
-		}
-		for k, v := range annotations {
-			metav1.SetMetaDataAnnotation(&ns.ObjectMeta, k, strings.ReplaceAll(v, "NS", name))
-		}
-		if _, err := shared.Admin.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		return name
+		return markedNamespace(t, rd, labels, annotations).Name
 	}
 	const tracking = "argocd.argoproj.io/tracking-id"
 	kept := mark(nil, map[string]string{tracking: "kept:/Namespace:NS/NS"})

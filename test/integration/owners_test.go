@@ -88,13 +88,7 @@ func TestOwnerIndexOnTheRealCRDs(t *testing.T) {
 	}
 	create := func(k owner.Kind, name string, mutate func(*unstructured.Unstructured)) {
 		t.Helper()
-		obj := nsmantest.OwnerObject(k, home, name)
-		if mutate != nil {
-			mutate(obj)
-		}
-		if _, err := admin.Resource(k.Resource).Namespace(home).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("create %s %s: %v", k.Name, name, err)
-		}
+		createOwner(ctx, t, admin, k, home, name, mutate)
 	}
 	_, rd := ownerIndex(t, shared.AdminConfig, home)
 	tracked := markedNamespace(t, rd, nil, map[string]string{"argocd.argoproj.io/tracking-id": "pr-app:/Namespace:NS/NS"})
@@ -183,6 +177,19 @@ func TestOwnerIndexOnTheRealCRDs(t *testing.T) {
 	check(x, want{ns: helmed, presence: policy.OwnerUnknown, why: "is not installed"}, want{ns: qualified, presence: policy.OwnerPresent})
 	if got, why := x.Now(ctx, "helmreleases.helm.toolkit.fluxcd.io/"+home+"/pr-h"); got != policy.OwnerUnknown {
 		t.Errorf("an owner of a kind not installed, read again: %v (%s), want unknown, never gone", got, why)
+	}
+}
+
+// createOwner creates an object of owner kind k (nsmantest.OwnerObject,
+// changed by mutate when set) in namespace.
+func createOwner(ctx context.Context, t *testing.T, admin dynamic.Interface, k owner.Kind, namespace, name string, mutate func(*unstructured.Unstructured)) {
+	t.Helper()
+	obj := nsmantest.OwnerObject(k, namespace, name)
+	if mutate != nil {
+		mutate(obj)
+	}
+	if _, err := admin.Resource(k.Resource).Namespace(namespace).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create %s %s: %v", k.Name, name, err)
 	}
 }
 

@@ -95,16 +95,6 @@ func wantGrantedUsed(t *testing.T, granted map[string]bool, reqs []cluster.Reque
 	}
 }
 
-// ownerGoneAtOnce is an OWNER_GONE policy that fires at the first sweep
-// that finds the owner gone.
-func ownerGoneAtOnce(name string, action map[string]any) map[string]any {
-	return map[string]any{
-		"name":      name,
-		"condition": map[string]any{"type": policy.ConditionOwnerGone, "params": map[string]any{"graceSeconds": int64(0)}},
-		"action":    action,
-	}
-}
-
 // ownedByGone names, by policy.OwnerAnnotation, an owner of each kind
 // internal/owner knows as the owner of one of namespaces, in that
 // namespace, that does not exist: a sweep whose policies there weigh the
@@ -192,13 +182,13 @@ func TestShippedRBACIsExactlyWhatASweepUses(t *testing.T) {
 	// OWNER_GONE lists each owner kind, and gets the owner by name before
 	// it acts: the owner kinds' CRDs are Argo CD's and Flux's own.
 	nsmantest.InstallGitOpsCRDs(t, env.Dynamic)
-	createManager(t, managerObj(del, del, caseID, []any{ownerGoneAtOnce("delete once the owner went", deleteAction), ttlPolicy("delete at once", 0, deleteAction)}))
+	createManager(t, managerObj(del, del, caseID, []any{ownerGonePolicy("delete once the owner went", 0, deleteAction), ttlPolicy("delete at once", 0, deleteAction)}))
 	// IDLE reads what was created in a namespace once it is old enough.
 	idle := shared.Namespace(t)
 	createManager(t, managerObj(idle, idle, caseID, []any{idlePolicy("idle a second", 1, deleteAction)}))
 	createManager(t, managerObj(scale, scale, caseID, []any{podsPolicy("scale when no tests run", map[string]any{"component": "tests"}, map[string]any{"type": "SCALE_DOWN"})}))
 	sink := recv.ServiceURL(t, shared.Admin, hook, "sink") + "/done"
-	createManager(t, managerObj(hook, hook, caseID, []any{ownerGoneAtOnce("notify once the owner went", webhookAction(sink)), ttlPolicy("notify at once", 0, webhookAction(sink))}))
+	createManager(t, managerObj(hook, hook, caseID, []any{ownerGonePolicy("notify once the owner went", 0, webhookAction(sink)), ttlPolicy("notify at once", 0, webhookAction(sink))}))
 	// SCALE_DOWN of the other kinds the ClusterRole names: a CronJob
 	// suspended, a KEDA ScaledObject paused, an Argo Rollout scaled.
 	kinds := shared.Namespace(t)
@@ -206,7 +196,7 @@ func TestShippedRBACIsExactlyWhatASweepUses(t *testing.T) {
 	// A rule's record of a namespace is an annotation on it.
 	ruleHome := shared.Namespace(t)
 	ruled := labelled(t, caseID, 1)[0]
-	createManager(t, managerObj(ruleHome, "rule", caseID, []any{ownerGoneAtOnce("notify once the owner went", webhookAction(recv.URL+"/rule")), ttlPolicy("notify at once", 0, webhookAction(recv.URL+"/rule"))}, selecting(caseID)))
+	createManager(t, managerObj(ruleHome, "rule", caseID, []any{ownerGonePolicy("notify once the owner went", 0, webhookAction(recv.URL+"/rule")), ttlPolicy("notify at once", 0, webhookAction(recv.URL+"/rule"))}, selecting(caseID)))
 	ownedByGone(t.Context(), t, shared.Admin, del, hook, ruled)
 
 	before, err := shared.AuditedRequests(t.Context(), e.User)
