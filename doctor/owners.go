@@ -46,7 +46,7 @@ func ownerKinds(ctx context.Context, kube kubernetes.Interface, serviceAccount s
 			c.Details = append(c.Details, name+": served, but "+r.who+" may not list it")
 			unseen = append(unseen, k.Name)
 		default:
-			c.Details = append(c.Details, name+": served, and "+r.who+" may list it")
+			c.Details = append(c.Details, name+": served, and "+r.who+" may list it; "+mayDelete(r, k))
 			seen = append(seen, k.Name)
 		}
 	}
@@ -63,6 +63,20 @@ func ownerKinds(ctx context.Context, kube kubernetes.Interface, serviceAccount s
 		c.Fix = "run nsman doctor again once the API server answers (the details say what failed); meanwhile OWNER_GONE may not tell whether their owners exist, and deletes nothing by them"
 	}
 	return c
+}
+
+// mayDelete says whether r's subject may delete objects of kind k, which
+// only a DELETE via owner does (cluster.OptionalPermissions): no fault
+// either way.
+func mayDelete(r *reviewer, k owner.Kind) string {
+	may, err := r.allowed(&authorizationv1.ResourceAttributes{Verb: "delete", Group: k.Resource.Group, Resource: k.Resource.Resource})
+	switch {
+	case err != nil:
+		return "whether " + r.who + " may delete it (DELETE via owner) could not be reviewed: " + err.Error()
+	case !may:
+		return r.who + " may not delete it: a DELETE via owner fails until granted (" + owner.DeleteGrant + ")"
+	}
+	return r.who + " may delete it (DELETE via owner)"
 }
 
 // ownerKindsMessage says which owner kinds who can see, which who cannot,

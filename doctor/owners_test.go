@@ -87,11 +87,25 @@ func TestOwnerKindsServedButNotListable(t *testing.T) {
 	if !strings.Contains(c.Fix, "get and list") {
 		t.Errorf("fix %q does not say what to grant", c.Fix)
 	}
-	if want := "list applications,list kustomizations"; strings.Join(*asked, ",") != want {
+	if want := "list applications,delete applications,list kustomizations"; strings.Join(*asked, ",") != want {
 		t.Errorf("reviewed %q, want %q", *asked, want)
 	}
 	kube, _ = ownerCluster([]string{"Application", "Kustomization", "HelmRelease"}, []string{"applications", "kustomizations", "helmreleases"})
 	wantCheck(t, ownerKinds(t.Context(), kube, "", true), OK, "you can see Application, Kustomization, HelmRelease")
+}
+
+// Of a kind nsman may list, whether it may also delete it is said, which
+// only a DELETE via owner needs: no fault either way, the grant named.
+func TestOwnerKindsSayWhetherDeleteViaOwnerMay(t *testing.T) {
+	kube, _ := ownerCluster([]string{"Application"}, []string{"applications"})
+	wantCheck(t, ownerKinds(t.Context(), kube, "", true), OK,
+		"Application (applications.argoproj.io/v1alpha1): served, and you may list it; you may not delete it: a DELETE via owner fails until granted ("+owner.DeleteGrant+")")
+	kube.PrependReactor("create", "selfsubjectaccessreviews", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		r := a.(clienttesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview)
+		r.Status.Allowed = true
+		return true, r, nil
+	})
+	wantCheck(t, ownerKinds(t.Context(), kube, "", true), OK, "you may list it; you may delete it (DELETE via owner)")
 }
 
 // Outside nsman's pod, the answers are the caller's: about the installed

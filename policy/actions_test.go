@@ -14,7 +14,7 @@ func TestActionKinds(t *testing.T) {
 		params                                  []string
 	}
 	for typ, want := range map[string]props{
-		ActionDelete:    {final: true, removes: true, reclaims: true},
+		ActionDelete:    {final: true, removes: true, reclaims: true, params: []string{"via"}},
 		ActionScaleDown: {final: true, reclaims: true, params: []string{"selectors"}},
 		ActionWebhook:   {final: true, queues: true, params: []string{"url"}},
 		ActionSleep:     {keeps: true, reclaims: true, params: []string{"selectors"}},

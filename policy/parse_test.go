@@ -499,6 +499,13 @@ func TestParse(t *testing.T) {
 			}),
 		},
 		{
+			name: "DELETE via owner",
+			obj:  manager(set(map[string]any{"type": ActionDelete, "params": map[string]any{"via": "owner"}}, "spec", "policies", "0", "action")),
+			want: wantManager(func(m *Manager) {
+				m.Policies[0].Action = Action{Type: ActionDelete, Via: ViaOwner}
+			}),
+		},
+		{
 			name: "WEBHOOK scheme in upper case",
 			obj: manager(set(map[string]any{"type": ActionWebhook, "params": map[string]any{"url": "HTTPS://hooks.example.com/x"}},
 				"spec", "policies", "0", "action")),
@@ -758,6 +765,10 @@ func TestParseRejects(t *testing.T) {
 			want: []fieldErr{invalid(p0 + ".action.params.selectors")},
 		},
 
+		// DELETE via.
+		{name: "DELETE via another", obj: manager(set(map[string]any{"type": ActionDelete, "params": map[string]any{"via": "application"}}, "spec", "policies", "0", "action")), want: []fieldErr{notSupported(p0 + ".action.params.via")}},
+		{name: "DELETE via empty", obj: manager(set(map[string]any{"type": ActionDelete, "params": map[string]any{"via": ""}}, "spec", "policies", "0", "action")), want: []fieldErr{notSupported(p0 + ".action.params.via")}},
+		{name: "DELETE via a number", obj: manager(set(map[string]any{"type": ActionDelete, "params": map[string]any{"via": int64(1)}}, "spec", "policies", "0", "action")), want: []fieldErr{invalid(p0 + ".action.params.via")}},
 		// WEBHOOK url.
 		{name: "WEBHOOK without params", obj: manager(webhook(nil)), want: []fieldErr{required(p0 + ".action.params.url")}},
 		{name: "WEBHOOK without url", obj: manager(webhook(map[string]any{"method": "POST"})), want: []fieldErr{required(p0 + ".action.params.url")}},
@@ -1534,6 +1545,7 @@ func TestParseStrict(t *testing.T) {
 		{"17 selectors on a DELETE action", set(map[string]any{"selectors": many(17, func(int) any { return map[string]any{"kind": "Deployment"} })}, "spec", "policies", "0", "action", "params"), []fieldErr{tooMany(p0 + ".action.params.selectors")}},
 		{"17 selectors on a SLEEP action", set(map[string]any{"type": ActionSleep, "params": map[string]any{"selectors": many(17, func(int) any { return map[string]any{"kind": "CronJob"} })}}, "spec", "policies", "0", "action"), []fieldErr{tooMany(p0 + ".action.params.selectors")}},
 		{"a url a number on a SLEEP action", set(map[string]any{"type": ActionSleep, "params": map[string]any{"url": int64(1)}}, "spec", "policies", "0", "action"), []fieldErr{invalid(p0 + ".action.params.url")}},
+		{"via owner on a SCALE_DOWN action", set(map[string]any{"type": ActionScaleDown, "params": map[string]any{"via": "owner"}}, "spec", "policies", "0", "action"), []fieldErr{invalid(p0 + ".action.params.via")}},
 		{"a url of 2049 characters", policies(ttlPolicy("report", set(map[string]any{"type": ActionWebhook, "params": map[string]any{"url": "https://hooks.example.com/" + strings.Repeat("x", 2049-26)}}, "action"))), []fieldErr{tooLong(p0 + ".action.params.url")}},
 	} {
 		obj := manager(tt.mutate)

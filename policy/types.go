@@ -166,6 +166,9 @@ type Action struct {
 	Selectors []Selector
 	// URL is where WEBHOOK posts.
 	URL string
+	// Via is what a DELETE deletes through: ViaOwner, or "" for the
+	// namespace itself.
+	Via string
 }
 
 // Selector picks workloads of one kind by their own labels.

@@ -64,7 +64,11 @@ type Entry struct {
 	// (policy.Owner.Ref), when a condition of the manager weighs it and one
 	// was read or remembered.
 	Owner string `json:"owner,omitempty"`
-	State State  `json:"state"`
+	// TargetStays: the action, one that deletes the target, left it
+	// standing this sweep (a DELETE via owner deleted the owner first). Not
+	// in the JSON: the entry's message says it.
+	TargetStays bool  `json:"-"`
+	State       State `json:"state"`
 	// Policy and Action name the policy that holds, if any.
 	Policy string `json:"policy,omitempty"`
 	Action string `json:"action,omitempty"`

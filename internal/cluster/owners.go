@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -62,6 +63,28 @@ func (rd Reader) OwnerExists(ctx context.Context, resource schema.GroupVersionRe
 		return false, nil
 	}
 	return false, fmt.Errorf("read %s %s/%s: %w", resource.GroupResource(), namespace, name, err)
+}
+
+// OwnerNow reads object namespace/name of resource again by name, decoded
+// as it arrives into owner.Item's fields (the rest, a tenant's to fill up
+// to the API server's limit, is read past): nil, with no error, when the
+// API server's 404 names it. A resource not served is an error.
+func (rd Reader) OwnerNow(ctx context.Context, resource schema.GroupVersionResource, namespace, name string) (*owner.Item, error) {
+	body, err := rd.Clients.Kube.Discovery().RESTClient().Get().AbsPath(append(ownerPath(resource, namespace), name)...).
+		SetHeader("Accept", "application/json").Stream(ctx)
+	var status apierrors.APIStatus
+	switch {
+	case apierrors.IsNotFound(err) && errors.As(err, &status) && status.Status().Details != nil && status.Status().Details.Name == name:
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("read %s %s/%s: %w", resource.GroupResource(), namespace, name, err)
+	}
+	defer body.Close()
+	it := &owner.Item{}
+	if err := json.NewDecoder(body).Decode(it); err != nil {
+		return nil, fmt.Errorf("read %s %s/%s: %w", resource.GroupResource(), namespace, name, err)
+	}
+	return it, nil
 }
 
 // ownerItemOf is what a sweep reads of an owner listed as metadata.

@@ -71,3 +71,20 @@ func ownerPermissions() []Permission {
 	}
 	return out
 }
+
+// OptionalPermissions are what a sweep uses only where the installation
+// grants it, beyond Permissions: deleting the owners a DELETE via owner
+// deletes through (chart value owners.deleteVia, or the kustomize component
+// deploy/components/owner-delete). nsman doctor's ownerKinds says whether
+// nsman has them; without them such a DELETE fails, naming the grant.
+var OptionalPermissions = ownerDeletePermissions()
+
+// ownerDeletePermissions are what deleting the owner kinds needs, as
+// internal/owner registers them.
+func ownerDeletePermissions() []Permission {
+	var out []Permission
+	for _, p := range owner.DeletePermissions() {
+		out = append(out, Permission{Verb: p.Verb, Group: p.Group, Resource: p.Resource, Why: p.Why})
+	}
+	return out
+}

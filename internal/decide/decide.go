@@ -58,6 +58,10 @@ type Plan struct {
 	Wake bool
 	// ClaimedBy, completing a claim, is the sweep that made it.
 	ClaimedBy string
+	// Owner is the target's owner for a DELETE via owner (see
+	// policy.ViaOwner): nil when the namespace names none; one gone was read
+	// again by name.
+	Owner *policy.Owner
 	// Resleep: the target is asleep, but workloads of it are awake again
 	// (or new); they are put back to sleep, with no claim: each write is
 	// conditional on the workload as read, and one asleep already is not
@@ -391,11 +395,7 @@ func (ev *Evaluator) evaluatePolicies(ctx context.Context, m policy.Manager, e r
 				}
 				continue
 			}
-			e.AnnotationIgnored, e.LastActivity = ignoredAnnotation(out.Policies), lastActivity(out.Policies)
-			d := planned(m, e, conditions(out.Policies), Plan{Step: StepAct, Policy: m.Policies[out.Policy], Reason: out.Reason, Target: t, Wake: out.Wake})
-			// A hold may keep the plan waiting, with its progress.
-			d.Checks = out.Checks
-			return applyHold(held, d)
+			return applyHold(held, ev.fire(ctx, m, e, t, out, in.Owner, c.owner, held))
 		}
 		d := ev.waiting(ctx, m, e, t, stored.Asleep, out)
 		if c.cameBack {
@@ -444,6 +444,44 @@ func (ev *Evaluator) confirm(ctx context.Context, target string, p policy.Policy
 	o.Presence, o.Why = ev.Owners.Now(ctx, o.Ref)
 	in.Owner, c.owner, c.cameBack = &o, false, o.Presence == policy.OwnerPresent
 	return nil
+}
+
+// fire is the decision to act by out's policy of m on target t, with its
+// progress, which a hold (held) may keep waiting. A DELETE via owner's plan
+// carries the owner (see viaOwner): known when a condition weighed it,
+// unconfirmed while as the sweep's list answered it.
+func (ev *Evaluator) fire(ctx context.Context, m policy.Manager, e report.Entry, t Target, out policy.Outcome, known *policy.Owner, unconfirmed bool, held Holds) Decision {
+	e.AnnotationIgnored, e.LastActivity = ignoredAnnotation(out.Policies), lastActivity(out.Policies)
+	d := planned(m, e, conditions(out.Policies), Plan{Step: StepAct, Policy: m.Policies[out.Policy], Reason: out.Reason, Target: t, Wake: out.Wake})
+	d.Checks = out.Checks
+	if d.Plan.Policy.Action.Via == policy.ViaOwner {
+		acting := held.Until.IsZero() && !ev.Frozen && !ev.Budget.BeyondCap(e)
+		if d.Plan.Owner = ev.viaOwner(ctx, t, known, unconfirmed, acting); d.Plan.Owner != nil {
+			d.Entry.Owner = d.Plan.Owner.Ref
+		}
+	}
+	return d
+}
+
+// viaOwner is the owner of target t a DELETE via owner deletes through:
+// known, when a condition weighed it (unconfirmed: as the sweep's list
+// answered it), else asked of Owners; one the list found gone is read again
+// by name when the plan acts, since one come back would recreate the
+// namespace. Without Owners it cannot be read.
+func (ev *Evaluator) viaOwner(ctx context.Context, t Target, known *policy.Owner, unconfirmed, acting bool) *policy.Owner {
+	if ev.Owners == nil {
+		return &policy.Owner{Why: "this sweep reads no owners"}
+	}
+	if known == nil {
+		if known, unconfirmed = ev.Owners.Of(ctx, t.Listed, ""), true; known == nil {
+			return nil
+		}
+	}
+	o := *known
+	if o.Presence == policy.OwnerGone && unconfirmed && acting {
+		o.Presence, o.Why = ev.Owners.Now(ctx, o.Ref)
+	}
+	return &o
 }
 
 // owner is the owner of target t for m, read once per evaluation when a

@@ -265,3 +265,53 @@ func TestEvaluatePairsOwnerGoneReadAgain(t *testing.T) {
 		t.Errorf("owners read again %d times, want 2: once per pair that fires", len(owners.readAgain))
 	}
 }
+
+// A DELETE via owner carries the target's owner in its plan: the one an
+// OWNER_GONE condition weighed, else asked of Owners; one the sweep's list
+// found gone is read again by name, once, and what that read says goes in
+// the plan. A DELETE without via asks for none.
+func TestEvaluateManagerViaOwner(t *testing.T) {
+	viaOwner := map[string]any{"type": policy.ActionDelete, "params": map[string]any{"via": policy.ViaOwner}}
+	ttlVia := newManager(policies(pol("expire", ttl(3600), viaOwner)))
+	orphanVia := newManager(policies(pol("orphan", ownerGone(0), viaOwner)))
+	tests := []struct {
+		name      string
+		obj       *unstructured.Unstructured
+		owners    *fakeOwners // nil: the Evaluator has none
+		want      *policy.Owner
+		asked     int
+		readAgain int
+	}{
+		{name: "TTL, owner present: asked, in the plan", obj: ttlVia, owners: &fakeOwners{owner: ownerIs(policy.OwnerPresent)}, want: ownerIs(policy.OwnerPresent), asked: 1},
+		{name: "TTL, owner gone by the list, present by name", obj: ttlVia, owners: &fakeOwners{owner: ownerIs(policy.OwnerGone), now: ownerIs(policy.OwnerPresent)},
+			want: ownerIs(policy.OwnerPresent), asked: 1, readAgain: 1},
+		{name: "TTL, owner gone by the list and by name", obj: ttlVia, owners: &fakeOwners{owner: ownerIs(policy.OwnerGone)}, want: ownerIs(policy.OwnerGone), asked: 1, readAgain: 1},
+		{name: "TTL, no owner named: none", obj: ttlVia, owners: &fakeOwners{}, asked: 1},
+		{name: "TTL, no Owners: an owner that cannot be read", obj: ttlVia, want: &policy.Owner{Why: "this sweep reads no owners"}},
+		{name: "OWNER_GONE: its owner, read again once", obj: orphanVia, owners: &fakeOwners{owner: ownerIs(policy.OwnerGone)}, want: ownerIs(policy.OwnerGone), asked: 1, readAgain: 1},
+		{name: "TTL without via: none asked", obj: newManager(), owners: &fakeOwners{owner: ownerIs(policy.OwnerPresent)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := managerCase{listed: []cluster.Namespace{targetNS()}}
+			lists := 0
+			ev := c.evaluator(&lists)
+			if tt.owners != nil {
+				ev.Owners = tt.owners
+			}
+			d := ev.EvaluateManager(t.Context(), tt.obj, status.Status{}, c.pods.check)
+			if d.Plan == nil {
+				t.Fatalf("no plan: %s %s", d.Entry.State, d.Entry.Message)
+			}
+			if got := d.Plan.Owner; (got == nil) != (tt.want == nil) || got != nil && *got != *tt.want {
+				t.Errorf("the plan's owner %+v, want %+v", got, tt.want)
+			}
+			if tt.want != nil && d.Entry.Owner != tt.want.Ref {
+				t.Errorf("entry's owner %q, want %q", d.Entry.Owner, tt.want.Ref)
+			}
+			if tt.owners != nil && (len(tt.owners.asked) != tt.asked || len(tt.owners.readAgain) != tt.readAgain) {
+				t.Errorf("Owners asked %d times, read again %d; want %d and %d", len(tt.owners.asked), len(tt.owners.readAgain), tt.asked, tt.readAgain)
+			}
+		})
+	}
+}

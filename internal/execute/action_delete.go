@@ -1,6 +1,7 @@
 package execute
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/decide"
+	"github.com/nsman/nsman/internal/owner"
 	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
@@ -25,6 +27,11 @@ func (deleteAction) apply(ctx context.Context, x *Executor, m policy.Manager, re
 	if p.Step != decide.StepAct {
 		effects, err := x.deleteClaimed(ctx, t)
 		return applied{effects: effects}, err
+	}
+	if p.Policy.Action.Via == policy.ViaOwner && p.Owner != nil && p.Owner.Presence != policy.OwnerGone {
+		if did, through, err := x.deleteOwner(ctx, p); through || err != nil {
+			return did, err
+		}
 	}
 	unchanged := rec.Unchanged
 	if !m.ReadsTouched() {
@@ -85,4 +92,48 @@ func (x *Executor) deleteClaimed(ctx context.Context, t decide.Target) ([]string
 		return nil, fmt.Errorf("delete namespace %s: %w", t.Name, err)
 	}
 	return []string{effect}, nil
+}
+
+// deleteOwner carries out a DELETE via owner while plan p's owner is not
+// known gone: it deletes the owner, read by name first, with foreground
+// propagation and its UID as precondition, only if it is of a registered
+// owner kind and deploys to the target; the namespace stays for a later
+// sweep, once the owner is gone. through is false when the owner turns out
+// gone: the namespace is then deleted as without via. An owner that cannot
+// be read, or is being deleted, waits (applied.waits).
+func (x *Executor) deleteOwner(ctx context.Context, p *decide.Plan) (did applied, through bool, err error) {
+	o, t := p.Owner, p.Target
+	if o.Presence == policy.OwnerUnknown {
+		return applied{waits: fmt.Sprintf("the owner %s cannot be read (%s): nsman deletes no namespace through an owner it cannot see", cmp.Or(o.Ref, o.By), o.Why)}, true, nil
+	}
+	ref, err := owner.ParseRef(o.Ref)
+	if err != nil {
+		return applied{}, true, fmt.Errorf("delete via owner: %w", err)
+	}
+	kind, ok := owner.KindOf(ref.Resource)
+	if !ok {
+		return applied{}, true, fmt.Errorf("owner %s is not an Argo CD Application, a Flux Kustomization or HelmRelease: via owner deletes through those kinds only", o.Ref)
+	}
+	it, err := x.Reads.OwnerNow(ctx, kind.Resource, ref.Namespace, ref.Name)
+	switch {
+	case err != nil:
+		return applied{waits: fmt.Sprintf("the owner %s cannot be read (%v): nsman deletes no namespace through an owner it cannot see", o.Ref, err)}, true, nil
+	case it == nil:
+		return applied{}, false, nil
+	case it.Metadata.DeletionTimestamp != nil:
+		return applied{waits: fmt.Sprintf("owner %s is being deleted; namespace %s follows once it is gone", o.Ref, t.Name)}, true, nil
+	case !kind.DeploysTo(it, t.Listed.Marks("")):
+		return applied{}, true, fmt.Errorf("owner %s does not deploy to namespace %s: nsman deletes through no owner that does not", o.Ref, t.Name)
+	}
+	err = x.Writer.DeleteOwner(ctx, kind.Resource, ref.Namespace, ref.Name, it.Metadata.UID)
+	switch {
+	case apierrors.IsNotFound(err):
+		return applied{}, false, nil
+	case apierrors.IsForbidden(err):
+		return applied{}, true, fmt.Errorf("delete %s %s: %w; %s", kind.Name, o.Ref, err, owner.DeleteGrant)
+	case err != nil:
+		return applied{}, true, fmt.Errorf("delete %s %s: %w", kind.Name, o.Ref, err)
+	}
+	return applied{effects: []string{fmt.Sprintf("delete %s %s/%s (foreground)", kind.Name, ref.Namespace, ref.Name)},
+		through: fmt.Sprintf("owner %s deleted; namespace %s follows once it is gone", o.Ref, t.Name)}, true, nil
 }

@@ -209,6 +209,9 @@ func (x *Executor) act(ctx context.Context, rec record.Record, d decide.Decision
 		return busy(e, err), false, false
 	}
 	e.Effects, e.Warnings = did.effects, did.warnings
+	if err == nil && (did.through != "" || did.waits != "") {
+		return x.stays(ctx, rec, d, e, did)
+	}
 	switch {
 	case err == nil && unknown != nil:
 		x.Counts.ReclaimUnknown.Add(1)
@@ -233,6 +236,19 @@ func (x *Executor) act(ctx context.Context, rec record.Record, d decide.Decision
 		return decide.Failed(e, fmt.Errorf("action done, but recording it failed: %w", werr)), true, false
 	}
 	return e, true, true
+}
+
+// stays records a DELETE via owner that left the namespace standing: the
+// owner deleted (fired, planned in a dry run) or waited on, the policy
+// not done, so that a later sweep deletes the namespace once the owner is
+// gone. It tells no notification: the namespace's deletion will.
+func (x *Executor) stays(ctx context.Context, rec record.Record, d decide.Decision, e report.Entry, did applied) (report.Entry, bool, bool) {
+	e.State, e.Message, e.TargetStays = x.Writer.Done(), did.through, true
+	if did.waits != "" {
+		e.State, e.Message = report.StateWaiting, did.waits
+	}
+	e, recorded := x.save(ctx, rec, record.Outcome{Entry: e, Checks: d.Checks})
+	return e, did.through != "", recorded
 }
 
 // claim claims the subject of plan p, whose entry is e, for this sweep:
@@ -362,6 +378,10 @@ type applied struct {
 	// warnings are what a SLEEP without selectors left as it was
 	// (report.Entry.Warnings).
 	warnings []string
+	// through: a DELETE via owner deleted the owner, and the namespace
+	// stays for a later sweep; waits: it did nothing, waiting on the
+	// owner. Each says why; the policy is not done (see Executor.stays).
+	through, waits string
 }
 
 // apply performs plan p's action through its home (see action) and

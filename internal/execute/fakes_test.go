@@ -103,6 +103,14 @@ type fakeWriter struct {
 	// patchErrs answer the patches of a resource (plural), over patchErr.
 	patchErrs map[string]error
 	patched   []string
+	// ownerDeletes are the DeleteOwners asked for, answered by ownerErr.
+	ownerDeletes []string
+	ownerErr     error
+}
+
+func (w *fakeWriter) DeleteOwner(_ context.Context, resource schema.GroupVersionResource, namespace, name string, uid types.UID) error {
+	w.ownerDeletes = append(w.ownerDeletes, resource.Resource+"/"+namespace+"/"+name+"@"+string(uid))
+	return w.ownerErr
 }
 
 func newFakeWriter() *fakeWriter { return &fakeWriter{Writer: dryRun} }

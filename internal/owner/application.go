@@ -14,7 +14,11 @@ import (
 // creates.
 var application = Kind{Name: "Application", Resource: applications,
 	Why:    "OWNER_GONE: an Argo CD Application that owns a namespace (its tracking id, or CreateNamespace)",
-	marker: trackedBy, creates: createdBy}
+	marker: trackedBy, creates: createdBy, deploysTo: destinedFor}
+
+// destinedFor reports whether Application it deploys to the namespace m
+// marks: its spec.destination.namespace.
+func destinedFor(it *Item, m Marks) bool { return it.Spec.Destination.Namespace == m.Namespace }
 
 // applications is where Applications are served.
 var applications = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}

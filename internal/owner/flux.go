@@ -12,11 +12,11 @@ var (
 	kustomizations = schema.GroupVersionResource{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Resource: "kustomizations"}
 	kustomization  = Kind{Name: "Kustomization", Resource: kustomizations,
 		Why:    "OWNER_GONE: a Flux Kustomization that owns a namespace (its kustomize.toolkit.fluxcd.io labels)",
-		marker: fluxLabels(kustomizations.GroupResource())}
+		marker: fluxLabels(kustomizations.GroupResource()), deploysTo: fluxDeploysTo(kustomizations.GroupResource())}
 	helmReleases = schema.GroupVersionResource{Group: "helm.toolkit.fluxcd.io", Version: "v2", Resource: "helmreleases"}
 	helmRelease  = Kind{Name: "HelmRelease", Resource: helmReleases,
 		Why:    "OWNER_GONE: a Flux HelmRelease that owns a namespace (its helm.toolkit.fluxcd.io labels)",
-		marker: fluxLabels(helmReleases.GroupResource())}
+		marker: fluxLabels(helmReleases.GroupResource()), deploysTo: fluxDeploysTo(helmReleases.GroupResource())}
 )
 
 // fluxLabels reads the labels Flux's controllers write on each object
@@ -42,5 +42,18 @@ func fluxLabels(resource schema.GroupResource) func(m Marks) (Named, bool) {
 			return Named{By: nameKey, Why: fmt.Sprintf("labels %s and %s do not parse: %v", nameKey, namespaceKey, err)}, true
 		}
 		return Named{Ref: ref, By: nameKey}, true
+	}
+}
+
+// fluxDeploysTo reports whether an object of resource deploys to the
+// namespace m marks: its spec.targetNamespace names it, or the namespace
+// carries the object's own labels (it applied the namespace).
+func fluxDeploysTo(resource schema.GroupResource) func(it *Item, m Marks) bool {
+	return func(it *Item, m Marks) bool {
+		if it.Spec.TargetNamespace == m.Namespace {
+			return true
+		}
+		named, present := fluxLabels(resource)(m)
+		return present && named.Names() && named.Ref.Namespace == it.Metadata.Namespace && named.Ref.Name == it.Metadata.Name
 	}
 }

@@ -23,6 +23,17 @@ type Kind struct {
 	// creates is the namespace an object of this kind creates, "" for none
 	// (see Kind.Creates); nil: objects of this kind create none.
 	creates func(it *Item) string
+	// deploysTo reports whether it deploys to the namespace m marks (see
+	// Kind.DeploysTo).
+	deploysTo func(it *Item, m Marks) bool
+}
+
+// DeploysTo reports whether it, an object of kind k read whole, deploys to
+// the namespace whose markers are m: the one object a DELETE via owner
+// deletes through, so that a tenant's marker naming another's object never
+// deletes it.
+func (k Kind) DeploysTo(it *Item, m Marks) bool {
+	return k.deploysTo != nil && k.deploysTo(it, m)
 }
 
 // Ref is <resource>.<group>, the way policy.Owner.Ref and
@@ -69,6 +80,21 @@ func KindOf(resource schema.GroupResource) (Kind, bool) {
 // cluster-wide.
 type Permission struct {
 	Verb, Group, Resource, Why string
+}
+
+// DeleteGrant says how an installation grants a DELETE via owner the
+// deletion of owners (DeletePermissions), which nsman's RBAC leaves out by
+// default.
+const DeleteGrant = "grant it with the chart value owners.deleteVia=true, or the kustomize component deploy/components/owner-delete"
+
+// DeletePermissions are what a DELETE via owner needs beyond reading: to
+// delete an owner of each kind.
+func DeletePermissions() []Permission {
+	var out []Permission
+	for _, k := range known {
+		out = append(out, Permission{"delete", k.Resource.Group, k.Resource.Resource, "DELETE via owner: delete the " + k.Name + " that deploys to a namespace before the namespace"})
+	}
+	return out
 }
 
 // Permissions are what reading the owner kinds needs: to list each, and

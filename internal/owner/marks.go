@@ -147,5 +147,8 @@ type Item struct {
 		SyncPolicy struct {
 			SyncOptions []string `json:"syncOptions"`
 		} `json:"syncPolicy"`
+		// TargetNamespace is where a Flux Kustomization or HelmRelease
+		// deploys, read by a DELETE via owner alone.
+		TargetNamespace string `json:"targetNamespace"`
 	} `json:"spec"`
 }

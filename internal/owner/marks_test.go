@@ -225,3 +225,37 @@ func FuzzMarksOwner(f *testing.F) {
 		}
 	})
 }
+
+// An owner deploys to a namespace, for a DELETE via owner, only as its own
+// spec says (an Application's destination, a Flux object's targetNamespace)
+// or by the Flux labels the namespace carries naming that very object: a
+// marker alone never makes an object deploy there.
+func TestDeploysTo(t *testing.T) {
+	item := func(ns, name, dest, target string) *Item {
+		it := &Item{}
+		it.Metadata.Namespace, it.Metadata.Name = ns, name
+		it.Spec.Destination.Namespace, it.Spec.TargetNamespace = dest, target
+		return it
+	}
+	ks := map[string]string{"kustomize.toolkit.fluxcd.io/name": "pr-12", "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}
+	for _, tc := range []struct {
+		name string
+		kind Kind
+		it   *Item
+		m    Marks
+		want bool
+	}{
+		{"Application to it", application, item("argocd", "pr-12", "pr-12", ""), marks(nil, nil), true},
+		{"Application elsewhere", application, item("argocd", "pr-12", "team-b", ""), marks(nil, nil), false},
+		{"Application whose targetNamespace names it", application, item("argocd", "pr-12", "", "pr-12"), marks(nil, nil), false},
+		{"Kustomization targeting it", kustomization, item("flux-system", "pr-12", "", "pr-12"), marks(nil, nil), true},
+		{"Kustomization whose labels it carries", kustomization, item("flux-system", "pr-12", "", ""), marks(ks, nil), true},
+		{"another Kustomization than its labels name", kustomization, item("flux-system", "pr-13", "", ""), marks(ks, nil), false},
+		{"HelmRelease with a Kustomization's labels", helmRelease, item("flux-system", "pr-12", "", ""), marks(ks, nil), false},
+		{"HelmRelease targeting it", helmRelease, item("flux-system", "pr-12", "", "pr-12"), marks(nil, nil), true},
+	} {
+		if got := tc.kind.DeploysTo(tc.it, tc.m); got != tc.want {
+			t.Errorf("%s: DeploysTo %t, want %t", tc.name, got, tc.want)
+		}
+	}
+}

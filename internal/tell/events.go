@@ -75,7 +75,7 @@ type ManagerEvents struct {
 }
 
 func (ev ManagerEvents) Tell(ctx context.Context, e report.Entry, before status.Prior, acted, recorded bool) {
-	if !recorded || e.State == report.StateFired && policy.ActionKindOf(e.Action).RemovesTarget() && e.Target == ev.Obj.GetNamespace() {
+	if !recorded || e.State == report.StateFired && policy.ActionKindOf(e.Action).RemovesTarget() && !e.TargetStays && e.Target == ev.Obj.GetNamespace() {
 		// The manager went with the namespace it deleted, and its Events
 		// would: the outcome is in the logs, the report and the metrics.
 		return

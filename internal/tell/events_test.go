@@ -142,6 +142,8 @@ func TestManagerEventsTell(t *testing.T) {
 			want: []told{{"Normal", "Fired", policy.ActionDelete, "acted"}}},
 		{name: "DELETE of its own namespace", entry: report.Entry{Target: "team-a", State: report.StateFired, Action: policy.ActionDelete},
 			acted: true, recorded: true},
+		{name: "DELETE via owner of its own namespace, the owner deleted: the namespace stays", entry: report.Entry{Target: "team-a", State: report.StateFired, Action: policy.ActionDelete, TargetStays: true, Message: "owner deleted"},
+			before: status.Prior{State: report.StateWaiting}, acted: true, recorded: true, want: []told{{"Normal", "Fired", policy.ActionDelete, "owner deleted"}}},
 		{name: "failed DELETE of its own namespace",
 			entry: report.Entry{Target: "team-a", State: report.StateFailed, Action: policy.ActionDelete, Message: "denied"},
 			acted: true, recorded: true, want: []told{{"Warning", "Failed", policy.ActionDelete, "denied"}}},

@@ -35,6 +35,10 @@ type Writer interface {
 	// DeleteNamespace deletes the namespace if it still has uid and, when
 	// resourceVersion is set, that version.
 	DeleteNamespace(ctx context.Context, name string, uid types.UID, resourceVersion string) error
+	// DeleteOwner deletes the owner of a namespace (a DELETE via owner) if
+	// it still has uid, with foreground propagation: it goes once what it
+	// owns is gone.
+	DeleteOwner(ctx context.Context, resource schema.GroupVersionResource, namespace, name string, uid types.UID) error
 	// PatchWorkload applies a JSON merge patch to a Deployment or StatefulSet.
 	PatchWorkload(ctx context.Context, resource schema.GroupVersionResource, namespace, name string, patch []byte) error
 	// Post delivers a webhook.
@@ -95,6 +99,12 @@ func (w *apiWriter) DeleteNamespace(ctx context.Context, name string, uid types.
 	return w.kube.CoreV1().RESTClient().Delete().Resource("namespaces").Name(name).Body(&opts).MaxRetries(0).Do(ctx).Error()
 }
 
+func (w *apiWriter) DeleteOwner(ctx context.Context, resource schema.GroupVersionResource, namespace, name string, uid types.UID) error {
+	foreground := metav1.DeletePropagationForeground
+	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}, PropagationPolicy: &foreground}
+	return w.dynamic.Resource(resource).Namespace(namespace).Delete(ctx, name, opts)
+}
+
 // PatchWorkload reads past the workload the API server answers with, never
 // holding it: it is a tenant's to size (decoding the 1.1 MB answer of a
 // Deployment of 7,000 containers allocated 11 MB: TestPatchWorkload), and
@@ -137,6 +147,9 @@ func (dryRunWriter) Done() report.State                                         
 func (dryRunWriter) PatchManager(context.Context, string, string, Patch) error        { return nil }
 func (dryRunWriter) PatchNamespace(context.Context, string, Patch) error              { return nil }
 func (dryRunWriter) DeleteNamespace(context.Context, string, types.UID, string) error { return nil }
+func (dryRunWriter) DeleteOwner(context.Context, schema.GroupVersionResource, string, string, types.UID) error {
+	return nil
+}
 func (dryRunWriter) PatchWorkload(context.Context, schema.GroupVersionResource, string, string, []byte) error {
 	return nil
 }

@@ -1,6 +1,7 @@
 package write
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -142,6 +143,58 @@ func TestDeleteNamespace(t *testing.T) {
 			}
 			if p := r.opts.PropagationPolicy; p == nil || *p != metav1.DeletePropagationBackground {
 				t.Errorf("propagationPolicy %v, want Background", p)
+			}
+		})
+	}
+}
+
+// applications are Argo CD's Applications, an owner a DELETE via owner
+// deletes.
+var applications = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}
+
+// A DELETE via owner deletes the owner named, with foreground propagation
+// and the UID read as precondition, and a refusal comes back.
+func TestDeleteOwner(t *testing.T) {
+	for _, status := range []int{http.StatusOK, http.StatusConflict} {
+		t.Run(fmt.Sprint(status), func(t *testing.T) {
+			var mu sync.Mutex
+			var methods, paths []string
+			var opts metav1.DeleteOptions
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				mu.Lock()
+				methods, paths = append(methods, r.Method), append(paths, r.URL.Path)
+				if err := json.Unmarshal(body, &opts); err != nil {
+					t.Errorf("body %q: %v", body, err)
+				}
+				mu.Unlock()
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(status)
+				result := "Success"
+				if status != http.StatusOK {
+					result = "Failure"
+				}
+				_, _ = fmt.Fprintf(w, `{"kind":"Status","apiVersion":"v1","status":%q,"code":%d,"reason":"Conflict"}`, result, status)
+			}))
+			t.Cleanup(ts.Close)
+			dyn, err := dynamic.NewForConfig(&rest.Config{Host: ts.URL})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = New(nil, dyn, nil, nil, false).DeleteOwner(t.Context(), applications, "argocd", "pr-12", "uid-1")
+			if got := apierrors.IsConflict(err); got != (status == http.StatusConflict) || status == http.StatusOK && err != nil {
+				t.Errorf("error %v on a %d", err, status)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(paths) != 1 || methods[0] != http.MethodDelete || paths[0] != "/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/pr-12" {
+				t.Fatalf("requests %v %v, want one DELETE of /apis/argoproj.io/v1alpha1/namespaces/argocd/applications/pr-12", methods, paths)
+			}
+			if p := opts.Preconditions; p == nil || p.UID == nil || *p.UID != "uid-1" || p.ResourceVersion != nil {
+				t.Errorf("preconditions %+v, want uid uid-1 alone", p)
+			}
+			if p := opts.PropagationPolicy; p == nil || *p != metav1.DeletePropagationForeground {
+				t.Errorf("propagationPolicy %v, want Foreground", p)
 			}
 		})
 	}
@@ -397,6 +450,7 @@ func TestDryRun(t *testing.T) {
 		{"PatchNamespace", func() error { return w.PatchNamespace(ctx, "team-a", Patch{Body: []byte(`{}`)}) }},
 		{"DeleteNamespace", func() error { return w.DeleteNamespace(ctx, "team-a", "uid-1", "42") }},
 		{"PatchWorkload", func() error { return w.PatchWorkload(ctx, deployments, "team-a", "web", []byte(`{}`)) }},
+		{"DeleteOwner", func() error { return w.DeleteOwner(ctx, applications, "argocd", "pr-12", "uid-1") }},
 		{"Post", func() error { return w.Post(ctx, "http://127.0.0.1:1/", []byte(`{}`), "key") }},
 		{"Silent", func() error { return w.Silent("team-a", "http://127.0.0.1:1/") }},
 		{"Event", func() error { return w.Event(ctx, &eventsv1.Event{}) }},

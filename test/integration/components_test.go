@@ -59,7 +59,7 @@ func combinedSnippet(t *testing.T) string {
 }
 
 // TestComponentsCombine: the overlays' components go together. Built all
-// six at once, and as docs/kustomize.md combines four, the result is the
+// seven at once, and as docs/kustomize.md combines four, the result is the
 // base plus what each component's overlay adds alone: its flags, appended
 // in the components' order, its volumes and mounts, its objects, its Job
 // settings; the CronJob and its pod are admitted under Pod Security
@@ -79,8 +79,8 @@ func TestComponentsCombine(t *testing.T) {
 	for _, e := range entries {
 		all = append(all, e.Name())
 	}
-	if len(all) != 6 {
-		t.Fatalf("deploy/components holds %q, want the six overlays' components", all)
+	if len(all) != 7 {
+		t.Fatalf("deploy/components holds %q, want the seven overlays' components", all)
 	}
 	// What each overlay, the base and one component, adds to the base.
 	type addition struct {
@@ -103,7 +103,7 @@ func TestComponentsCombine(t *testing.T) {
 	}
 
 	for name, text := range map[string]string{
-		"all six":             "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [DEPLOY/base]\ncomponents:\n  - DEPLOY/components/" + strings.Join(all, "\n  - DEPLOY/components/") + "\n",
+		"all seven":           "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [DEPLOY/base]\ncomponents:\n  - DEPLOY/components/" + strings.Join(all, "\n  - DEPLOY/components/") + "\n",
 		"docs/kustomize.md's": combinedSnippet(t),
 	} {
 		t.Run(name, func(t *testing.T) {

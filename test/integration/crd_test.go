@@ -418,6 +418,11 @@ func malformedCases() []malformedCase {
 		{name: "ftp url on a DELETE action", mutate: setAt(map[string]any{"url": "ftp://x"}, "spec", "policies", 0, "action", "params"),
 			field:        "spec.policies[0].action.params.url",
 			parseAccepts: "nsman ignores the params its action type does not use; the CRD checks every field it declares"},
+		{name: "DELETE via another", mutate: setAt(map[string]any{"via": "application"}, "spec", "policies", 0, "action", "params"),
+			field: "spec.policies[0].action.params.via"},
+		{name: "via owner on a SCALE_DOWN action", mutate: setAt(map[string]any{"via": "owner"}, "spec", "policies", 1, "action", "params"),
+			field:        "spec.policies[1].action.params.via",
+			parseAccepts: "nsman ignores the params its action type does not use; the CRD checks every field it declares"},
 		{name: "65 policies", mutate: setAt(manyTTLPolicies(65), "spec", "policies"),
 			field:        "spec.policies",
 			parseAccepts: "the CRD bounds the list so that the cost of the uniqueness rule can be estimated"},
@@ -519,6 +524,7 @@ func edgeCases() []edgeCase {
 	const maxSeconds = int64(policy.MaxSeconds)
 	return []edgeCase{
 		{name: "ttlSeconds 0", mutate: setAt(int64(0), under(ttlParams, "ttlSeconds")...)},
+		{name: "DELETE via owner", mutate: setAt(map[string]any{"via": "owner"}, "spec", "policies", 0, "action", "params")},
 		{name: "ttlSeconds at the maximum", mutate: setAt(maxSeconds, under(ttlParams, "ttlSeconds")...)},
 		{name: "initialDelaySeconds 0", mutate: setAt(int64(0), under(podsParams, "initialDelaySeconds")...)},
 		{name: "periodSeconds 1", mutate: setAt(int64(1), under(podsParams, "periodSeconds")...)},

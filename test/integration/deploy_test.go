@@ -18,6 +18,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,6 +29,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"github.com/nsman/nsman/internal/owner"
 	"github.com/nsman/nsman/test/nsmantest"
 	"github.com/nsman/nsman/webhook"
 )
@@ -267,6 +269,11 @@ func TestOverlaysRenderAndAreAdmitted(t *testing.T) {
 				t.Errorf("%s%s: %v", webhookAllowFlag, value, err)
 			}
 		}, added: []string{"NetworkPolicy namespace-manager/nsman-egress"}, checkAdded: checkEgressPolicy},
+		{overlay: "owner-delete", check: func(t *testing.T, cj *batchv1.CronJob) {
+			if args := nsmanContainer(t, cj).Args; !slices.Equal(args, baseArgs) {
+				t.Errorf("args %q, want the base's %q", args, baseArgs)
+			}
+		}, added: []string{"ClusterRole /nsman-owner-delete", "ClusterRoleBinding /nsman-owner-delete"}, checkAdded: checkOwnerDelete},
 		{overlay: "freeze", check: func(t *testing.T, cj *batchv1.CronJob) {
 			checkFreezeOverlay(t, cj, baseArgs)
 		}, added: []string{"ConfigMap namespace-manager/" + freezeConfigMap}, checkAdded: checkFreezeCalendar},
@@ -354,6 +361,54 @@ const webhookAllowFlag = "--webhook-allow="
 var addedResources = map[schema.GroupVersionKind]schema.GroupVersionResource{
 	networkingv1.SchemeGroupVersion.WithKind("NetworkPolicy"): networkingv1.SchemeGroupVersion.WithResource("networkpolicies"),
 	corev1.SchemeGroupVersion.WithKind("ConfigMap"):           corev1.SchemeGroupVersion.WithResource("configmaps"),
+	rbacv1.SchemeGroupVersion.WithKind("ClusterRole"):         rbacv1.SchemeGroupVersion.WithResource("clusterroles"),
+	rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding"):  rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings"),
+}
+
+// checkOwnerDelete checks what lets a DELETE via owner delete owners: a
+// ClusterRole that grants delete on the owner kinds and nothing else, bound
+// to the CronJob's ServiceAccount alone.
+func checkOwnerDelete(t *testing.T, cj *batchv1.CronJob, objs []*unstructured.Unstructured) {
+	t.Helper()
+	var role rbacv1.ClusterRole
+	var binding rbacv1.ClusterRoleBinding
+	for _, o := range objs {
+		var into any
+		switch {
+		case o.GetKind() == "ClusterRole" && strings.HasSuffix(o.GetName(), "-owner-delete"):
+			into = &role
+		case o.GetKind() == "ClusterRoleBinding" && strings.HasSuffix(o.GetName(), "-owner-delete"):
+			into = &binding
+		default:
+			continue
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(o.Object, into, true); err != nil {
+			t.Fatalf("%s: %v", identity(o), err)
+		}
+	}
+	var granted, want []string
+	for _, r := range role.Rules {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				for _, v := range r.Verbs {
+					granted = append(granted, v+" "+res+"."+g)
+				}
+			}
+		}
+	}
+	for _, p := range owner.DeletePermissions() {
+		want = append(want, p.Verb+" "+p.Resource+"."+p.Group)
+	}
+	slices.Sort(granted)
+	slices.Sort(want)
+	if !slices.Equal(granted, want) {
+		t.Errorf("ClusterRole %q grants %q, want %q", role.Name, granted, want)
+	}
+	sa := cj.Spec.JobTemplate.Spec.Template.Spec.ServiceAccountName
+	if binding.RoleRef.Name != role.Name || len(binding.Subjects) != 1 || binding.Subjects[0].Kind != "ServiceAccount" ||
+		binding.Subjects[0].Name != sa || binding.Subjects[0].Namespace != cj.Namespace {
+		t.Errorf("ClusterRoleBinding %+v, want %q bound to ServiceAccount %s/%s alone", binding, role.Name, cj.Namespace, sa)
+	}
 }
 
 // checkEgressPolicy checks the webhook-egress overlay's NetworkPolicy: it
@@ -547,11 +602,13 @@ func createDryRun(ctx context.Context, resource schema.GroupVersionResource, obj
 		return nil, err
 	}
 	o := obj.DeepCopy()
+	opts := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: metav1.FieldValidationStrict}
+	if o.GetNamespace() == "" { // cluster-scoped
+		_, err = client.Resource(resource).Create(ctx, o, opts)
+		return w.all(), err
+	}
 	o.SetNamespace(namespace)
-	_, err = client.Resource(resource).Namespace(namespace).Create(ctx, o, metav1.CreateOptions{
-		DryRun:          []string{metav1.DryRunAll},
-		FieldValidation: metav1.FieldValidationStrict,
-	})
+	_, err = client.Resource(resource).Namespace(namespace).Create(ctx, o, opts)
 	return w.all(), err
 }
 

@@ -924,6 +924,10 @@ var ciValues = map[string]func(t *testing.T, r rendered){
 		wantArgs(t, r, notifyURLFlag, "--notify-format=slack")
 		wantNotifyURLHidden(t, r, "hooks.slack.com")
 	},
+	"owner-delete-values.yaml": func(t *testing.T, r rendered) {
+		wantArgs(t, r)
+		checkOwnerDelete(t, r.cj, r.objs)
+	},
 	"sharded-values.yaml": func(t *testing.T, r rendered) {
 		wantShards(t, r, 4)
 		wantArgs(t, r, "--shard-count=4")
