@@ -134,7 +134,7 @@ func TestOwnerGoneDeletesWhatItsOwnerLeft(t *testing.T) {
 		}
 	}
 	g := res.Pair(t, home, "graced", graced)
-	if g.State != report.StateWaiting || g.Due == nil || g.Due.Sub(time.Now()) < 50*time.Minute || e.NamespaceGoneOrTerminating(t, graced) {
+	if g.State != report.StateWaiting || g.Due == nil || time.Until(*g.Due) < 50*time.Minute || e.NamespaceGoneOrTerminating(t, graced) {
 		t.Fatalf("graced: %s, due %v (%s); want waiting for an hour", g.State, g.Due, g.Message)
 	}
 	first := *g.Due
