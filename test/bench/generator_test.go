@@ -586,18 +586,7 @@ func TestRenderSleep(t *testing.T) {
 			rep.Sleep[5].Audited[k] = v
 		}
 		doc := render(rep)
-		for what, want := range c.want {
-			measured, met, _ := strings.Cut(want, " | ")
-			row := targetRow(t, doc, c.n, what)
-			if !strings.Contains(row, measured) || !strings.Contains(row, "| "+met+" | 33 |") {
-				t.Errorf("%s: target %s\nwant %q, met %s", c.name, row, measured, met)
-			}
-		}
-		for _, not := range []string{"NaN", "Inf", "%!", "\n\n\n"} {
-			if strings.Contains(doc, not) {
-				t.Errorf("%s: document holds %q", c.name, not)
-			}
-		}
+		wantTargets(t, c.name, doc, c.n, c.want, "33 |")
 	}
 
 	rep := syntheticReport(map[string]int{"delete namespaces": 1000}, tree)
@@ -725,18 +714,7 @@ func TestRenderOwners(t *testing.T) {
 		rep := syntheticReport(map[string]int{"delete namespaces": 1000}, tree)
 		rep.Owners = syntheticOwners(c.n, c.noop, c.noopLists)
 		doc := render(rep)
-		for what, want := range c.want {
-			measured, met, _ := strings.Cut(want, " | ")
-			row := targetRow(t, doc, c.n, what)
-			if !strings.Contains(row, measured) || !strings.Contains(row, "| "+met+" | 46") {
-				t.Errorf("%s: target %s\nwant %q, met %s", c.name, row, measured, met)
-			}
-		}
-		for _, not := range []string{"NaN", "Inf", "%!", "\n\n\n"} {
-			if strings.Contains(doc, not) {
-				t.Errorf("%s: document holds %q", c.name, not)
-			}
-		}
+		wantTargets(t, c.name, doc, c.n, c.want, "46")
 	}
 
 	rep := syntheticReport(map[string]int{"delete namespaces": 1000}, tree)
@@ -806,5 +784,24 @@ func TestRenderOwners(t *testing.T) {
 	}
 	if !strings.Contains(doc, "| #4 | 1000 | nsman sweep, no-op (nothing due) |") || !strings.Contains(doc, "**Peak RSS.** The rule with OWNER_GONE over 1000 namespaces: 39.0 MiB (#6).") {
 		t.Errorf("owners alone:\n%s", doc)
+	}
+}
+
+// wantTargets checks, in doc rendered for case name, the target row of size
+// n of each key of want ("measured | met"), whose sources begin with
+// source, and that doc holds no broken figure.
+func wantTargets(t *testing.T, name, doc string, n int, want map[string]string, source string) {
+	t.Helper()
+	for what, w := range want {
+		measured, met, _ := strings.Cut(w, " | ")
+		row := targetRow(t, doc, n, what)
+		if !strings.Contains(row, measured) || !strings.Contains(row, "| "+met+" | "+source) {
+			t.Errorf("%s: target %s\nwant %q, met %s", name, row, measured, met)
+		}
+	}
+	for _, not := range []string{"NaN", "Inf", "%!", "\n\n\n"} {
+		if strings.Contains(doc, not) {
+			t.Errorf("%s: document holds %q", name, not)
+		}
 	}
 }
