@@ -322,27 +322,17 @@ func playOutRule(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver, objs 
 }
 
 // comparePairPlan checks that what a sweep did with a (rule, namespace)
-// pair is what the dry run just before planned: a planned action with the
-// same policy and effects, or, unplanned, an action that only pods that
-// succeeded or a due time that came in between allow.
+// pair is what the dry run just before planned (see
+// nsmantest.ComparePlanned).
 func comparePairPlan(t *testing.T, plan, real nsmantest.Result, got report.Entry) {
 	t.Helper()
-	id := got.Namespace + "/" + got.Name + " on " + got.Target
 	var p report.Entry
 	for _, entry := range plan.Report.Entries {
 		if entry.Rule && entry.Namespace == got.Namespace && entry.Name == got.Name && entry.Target == got.Target {
 			p = entry
 		}
 	}
-	switch {
-	case p.State == report.StatePlanned && got.State != report.StateFired:
-		t.Errorf("%s: planned %s, but the sweep left it %s (%s)", id, p.Action, got.State, got.Message)
-	case p.State == report.StatePlanned && (got.Policy != p.Policy || got.Action != p.Action || !slices.Equal(got.Effects, p.Effects)):
-		t.Errorf("%s: planned %s %s %q, did %s %s %q", id, p.Policy, p.Action, p.Effects, got.Policy, got.Action, got.Effects)
-	case p.State != report.StatePlanned && got.State == report.StateFired && !(p.State == report.StateWaiting &&
-		(strings.Contains(p.Message, "not every pod") || (p.Due != nil && !p.Due.After(real.Report.Summary.Now)))):
-		t.Errorf("%s: fired %s though the dry run before said %s (%s)", id, got.Action, p.State, p.Message)
-	}
+	nsmantest.ComparePlanned(t, got.Namespace+"/"+got.Name+" on "+got.Target, p, got, plan.Report.Summary.Now, real.Report.Summary.Now)
 }
 
 // checkIdleFired checks, when an IDLE policy fired on a namespace, that the
