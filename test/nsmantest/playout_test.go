@@ -16,7 +16,9 @@ type reported struct {
 
 func (e *reported) Helper() {}
 
-func (e *reported) Errorf(format string, args ...any) { e.got = append(e.got, fmt.Sprintf(format, args...)) }
+func (e *reported) Errorf(format string, args ...any) {
+	e.got = append(e.got, fmt.Sprintf(format, args...))
+}
 
 // TestComparePlannedAllowsOnlyAClockASecondBehind checks that a planned
 // action the sweep after it left waiting is an error unless that sweep's
