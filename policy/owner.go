@@ -1,5 +1,7 @@
 package policy
 
+import "fmt"
+
 // Owner is who owns a target namespace, as a sweep read it: the object a
 // marker on the namespace names (Argo CD's tracking id, Flux's labels,
 // OwnerAnnotation), an Argo CD Application that made it (CreateNamespace),
@@ -40,3 +42,13 @@ const OwnerRemembered = "remembered"
 // OwnerAnnotation names a namespace's owner for nsman, where no GitOps
 // tool's marker does: <resource>.<group>/<namespace>/<name>.
 const OwnerAnnotation = "nsman.k8s.consol.de/owner"
+
+// MayRemake says, of a namespace an action removes without deleting its
+// owner first, that owner o, which exists, may make it again (Argo CD's
+// self-heal, Flux's reconciliation); "" when o is nil or not known to exist.
+func (o *Owner) MayRemake(namespace string) string {
+	if o == nil || o.Presence != OwnerPresent {
+		return ""
+	}
+	return fmt.Sprintf("namespace %s is owned by %s, which exists and may make it again (DELETE with via: owner deletes the owner first)", namespace, ownerText(o))
+}

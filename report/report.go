@@ -61,9 +61,18 @@ type Entry struct {
 	// Target is the namespace the manager acts on.
 	Target string `json:"target,omitempty"`
 	// Owner names the target's owner, <resource>.<group>/<namespace>/<name>
-	// (policy.Owner.Ref), when a condition of the manager weighs it and one
-	// was read or remembered.
+	// (policy.Owner.Ref): when a condition of the manager weighs it and one
+	// was read or remembered, or when one that exists may make the target
+	// again (an action removes it, or it came back).
 	Owner string `json:"owner,omitempty"`
+	// MayComeBack: the action removes the target while Owner exists,
+	// which may make it again (Argo CD's self-heal, Flux's reconciliation).
+	MayComeBack bool `json:"mayComeBack,omitempty"`
+	// CameBack: the target came back, made again after this rule deleted
+	// a namespace of its name (as the rule's status's latest actions
+	// remember it); the message says so, and Owner names an owner that
+	// exists, which may have made it.
+	CameBack *CameBack `json:"cameBack,omitempty"`
 	// TargetStays: the action, one that deletes the target, left it
 	// standing this sweep (a DELETE via owner deleted the owner first). Not
 	// in the JSON: the entry's message says it.
@@ -173,6 +182,13 @@ const (
 // series for each.
 var StuckReasons = []string{StuckDiscoveryFailure, StuckGroupVersionParsingFailure, StuckContentFailure,
 	StuckContentRemaining, StuckFinalizersRemaining, StuckNamespaceFinalizers, StuckUnknown}
+
+// CameBack is when a rule deleted a namespace, and when a namespace of
+// that name was made again.
+type CameBack struct {
+	Deleted time.Time `json:"deleted"`
+	Created time.Time `json:"created"`
+}
 
 // Reclaimed is what an action frees: the CPU and memory requested by the
 // pods that go away, the storage requested by the PersistentVolumeClaims

@@ -119,8 +119,10 @@ type ruleRun struct {
 	ruleHolds       []decide.Hold
 	ruleHoldIgnored string
 	// failedLatest names the namespaces whose failure the rule's status
-	// lists, told already.
+	// lists, told already; removed, when the rule's latest actions last
+	// removed a namespace of each name (one made since came back).
 	failedLatest map[string]bool
+	removed      map[string]time.Time
 	tally        *tell.RuleTally
 	pairs        []cluster.Namespace
 	entries      []report.Entry
@@ -141,7 +143,7 @@ type ruleRun struct {
 
 func (s *Sweeper) newRuleRun(r *sweepRun, obj *unstructured.Unstructured, m policy.Manager, stored status.Status) *ruleRun {
 	ru := &ruleRun{s: s, r: r, rule: &m, key: status.PairAnnotation(m.UID), legacy: status.LegacyPairAnnotation(m.UID), tally: &tell.RuleTally{}, failedLatest: map[string]bool{},
-		base: report.Entry{Namespace: m.Namespace, Name: m.Name, Rule: true}}
+		removed: map[string]time.Time{}, base: report.Entry{Namespace: m.Namespace, Name: m.Name, Rule: true}}
 	var ignored []string
 	for _, h := range []decide.Hold{{On: "rule " + m.Namespace + "/" + m.Name, Value: obj.GetAnnotations()[status.HoldAnnotation]},
 		decide.Wake("rule "+m.Namespace+"/"+m.Name, obj.GetAnnotations()[status.WakeAnnotation])} {
@@ -154,8 +156,11 @@ func (s *Sweeper) newRuleRun(r *sweepRun, obj *unstructured.Unstructured, m poli
 	ru.ruleHoldIgnored = strings.Join(ignored, "; ")
 	if stored.Rule != nil {
 		for _, a := range stored.Rule.Latest {
-			if a.Result == report.ResultFailed {
+			switch {
+			case a.Result == report.ResultFailed:
 				ru.failedLatest[a.Namespace] = true
+			case a.Result == report.ResultSucceeded && policy.ActionKindOf(a.Action).RemovesTarget() && a.Time.After(ru.removed[a.Namespace]):
+				ru.removed[a.Namespace] = a.Time
 			}
 		}
 	}
@@ -240,11 +245,22 @@ type pairWork struct {
 	index int
 }
 
+// entry is the entry of the pair of namespace ns as its evaluation starts
+// it: the rule's, its target, and when the namespace came back, made
+// again after the rule removed a namespace of its name.
+func (ru *ruleRun) entry(ns cluster.Namespace) report.Entry {
+	e := ru.base
+	e.Target = ns.Name
+	if removed, ok := ru.removed[ns.Name]; ok && ns.Created.After(removed) {
+		e.CameBack = &report.CameBack{Deleted: removed.UTC(), Created: ns.Created.UTC()}
+	}
+	return e
+}
+
 // evaluate evaluates pair i with check, and returns its work, if any: a
 // pair without is final, its entry kept and told.
 func (ru *ruleRun) evaluate(ctx context.Context, i int, check probe.Check) (pairWork, bool) {
-	e := ru.base
-	e.Target = ru.pairs[i].Name
+	e := ru.entry(ru.pairs[i])
 	if ru.r.stop.Err() != nil {
 		ru.entries[i] = execute.NotReached(e, "it got to this namespace")
 		return pairWork{}, false
@@ -336,9 +352,7 @@ func (ru *ruleRun) actInChunks(ctx context.Context, pending []int) {
 			todo[k] = pairWork{} // what is carried out is not kept twice
 			again := func() decide.Decision {
 				// One namespace by itself.
-				e := ru.base
-				e.Target = w.rec.Namespace.Name
-				return r.eval.EvaluatePair(ctx, *w.rec.Rule, w.rec.Namespace, w.rec.Stored, e, decide.Check(ru.perNamespace), ru.ruleHolds...)
+				return r.eval.EvaluatePair(ctx, *w.rec.Rule, w.rec.Namespace, w.rec.Stored, ru.entry(w.rec.Namespace), decide.Check(ru.perNamespace), ru.ruleHolds...)
 			}
 			if r.carry(ctx, subject{rec: w.rec, again: again, done: func(e report.Entry) { ru.entries[w.index] = e }}, w.d) {
 				ru.offered.Store(true)

@@ -11,10 +11,13 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/decide"
 	"github.com/nsman/nsman/internal/listpage"
 	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 )
 
@@ -217,5 +220,41 @@ func TestBoundedSharesItsSlots(t *testing.T) {
 	}
 	if m := most.Load(); m > slots {
 		t.Errorf("%d calls at once, over the %d slots", m, slots)
+	}
+}
+
+// TestPairEntryCameBack: a pair's entry says its namespace came back when
+// the rule's latest actions hold a DELETE of its name that succeeded
+// before the namespace was made, the latest such; not for a DELETE that
+// failed, an action that removes nothing, one after the namespace was
+// made, or another name.
+func TestPairEntryCameBack(t *testing.T) {
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	at := func(minutes int) time.Time { return now.Add(time.Duration(minutes) * time.Minute) }
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "k8s.consol.de/v1beta1", "kind": "NamespaceManager",
+		"metadata": map[string]any{"name": "previews", "namespace": "rules", "uid": "u", "generation": int64(1)},
+		"spec": map[string]any{"namePatterns": []any{"pr-*"}, "policies": []any{map[string]any{"name": "late",
+			"condition": map[string]any{"type": "TTL", "params": map[string]any{"ttlSeconds": int64(60)}}, "action": map[string]any{"type": "DELETE"}}}},
+	}}
+	m, problems := policy.Parse(obj)
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	latest := []status.PairAction{
+		{Namespace: "pr-1", Action: "DELETE", Result: report.ResultSucceeded, Time: at(-30)},
+		{Namespace: "pr-1", Action: "DELETE", Result: report.ResultSucceeded, Time: at(-20)},
+		{Namespace: "pr-2", Action: "DELETE", Result: report.ResultFailed, Time: at(-20)},
+		{Namespace: "pr-3", Action: "SCALE_DOWN", Result: report.ResultSucceeded, Time: at(-20)},
+		{Namespace: "pr-4", Action: "DELETE", Result: report.ResultSucceeded, Time: at(-5)},
+	}
+	s := &Sweeper{cfg: Config{MaxHold: decide.DefaultMaxHold}}
+	ru := s.newRuleRun(&sweepRun{now: now}, obj, m, status.Status{Rule: &status.RuleSummary{Latest: latest}})
+	want := map[string]*report.CameBack{"pr-1": {Deleted: at(-20), Created: at(-10)}}
+	for _, name := range []string{"pr-1", "pr-2", "pr-3", "pr-4", "pr-5"} {
+		e := ru.entry(cluster.Namespace{Name: name, Created: at(-10)})
+		if got := e.CameBack; (got == nil) != (want[name] == nil) || got != nil && *got != *want[name] || e.Target != name || e.Name != "previews" {
+			t.Errorf("%s: entry %s/%s on %s, came back %+v; want %+v", name, e.Namespace, e.Name, e.Target, got, want[name])
+		}
 	}
 }

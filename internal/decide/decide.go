@@ -245,8 +245,14 @@ func (ev *Evaluator) EvaluateManager(ctx context.Context, obj *unstructured.Unst
 // EvaluatePair decides what to do with rule m's pair of namespace ns,
 // whose record is stored, answering its pods conditions with check and
 // holding it, or waking it, by the rule's own hold and wake (rule, judged
-// by the caller, those ignored left out); it writes nothing.
+// by the caller, those ignored left out); it writes nothing. A namespace
+// that came back (e.CameBack, as the caller found it) says so (see
+// cameBack).
 func (ev *Evaluator) EvaluatePair(ctx context.Context, m policy.Manager, ns cluster.Namespace, stored status.PairStatus, e report.Entry, check Check, rule ...Hold) Decision {
+	return ev.cameBack(ctx, ev.evaluatePair(ctx, m, ns, stored, e, check, rule...), ns)
+}
+
+func (ev *Evaluator) evaluatePair(ctx context.Context, m policy.Manager, ns cluster.Namespace, stored status.PairStatus, e report.Entry, check Check, rule ...Hold) Decision {
 	t := Target{Name: e.Target, UID: ns.UID, Listed: ns, Going: ns.Terminating, Home: true}
 	if d, live := ev.liveClaim(m, e, stored.Claim); live {
 		return d
@@ -449,15 +455,27 @@ func (ev *Evaluator) confirm(ctx context.Context, target string, p policy.Policy
 // fire is the decision to act by out's policy of m on target t, with its
 // progress, which a hold (held) may keep waiting. A DELETE via owner's plan
 // carries the owner (see viaOwner): known when a condition weighed it,
-// unconfirmed while as the sweep's list answered it.
+// unconfirmed while as the sweep's list answered it. Another action that
+// removes the target says, in its reason, an owner that exists (see
+// policy.Owner.MayRemake).
 func (ev *Evaluator) fire(ctx context.Context, m policy.Manager, e report.Entry, t Target, out policy.Outcome, known *policy.Owner, unconfirmed bool, held Holds) Decision {
 	e.AnnotationIgnored, e.LastActivity = ignoredAnnotation(out.Policies), lastActivity(out.Policies)
 	d := planned(m, e, conditions(out.Policies), Plan{Step: StepAct, Policy: m.Policies[out.Policy], Reason: out.Reason, Target: t, Wake: out.Wake})
 	d.Checks = out.Checks
-	if d.Plan.Policy.Action.Via == policy.ViaOwner {
+	switch {
+	case d.Plan.Policy.Action.Via == policy.ViaOwner:
 		acting := held.Until.IsZero() && !ev.Frozen && !ev.Budget.BeyondCap(e)
 		if d.Plan.Owner = ev.viaOwner(ctx, t, known, unconfirmed, acting); d.Plan.Owner != nil {
 			d.Entry.Owner = d.Plan.Owner.Ref
+		}
+	case d.Plan.Policy.Action.Kind().RemovesTarget() && ev.Owners != nil:
+		// The action goes ahead; its entry, Event and notification say
+		// who may make the namespace again.
+		if known == nil {
+			known = ev.Owners.Of(ctx, t.Listed, "")
+		}
+		if says := known.MayRemake(t.Name); says != "" {
+			d.Entry.Owner, d.Entry.MayComeBack, d.Plan.Reason = known.Ref, true, d.Plan.Reason+"; "+says
 		}
 	}
 	return d
@@ -482,6 +500,31 @@ func (ev *Evaluator) viaOwner(ctx context.Context, t Target, known *policy.Owner
 		o.Presence, o.Why = ev.Owners.Now(ctx, o.Ref)
 	}
 	return &o
+}
+
+// cameBack tells, in d's message (or its plan's reason), that its
+// namespace ns came back (d.Entry.CameBack), with the owner that exists
+// and may have made it again, asked of Owners unless d names one already.
+func (ev *Evaluator) cameBack(ctx context.Context, d Decision, ns cluster.Namespace) Decision {
+	c := d.Entry.CameBack
+	if c == nil {
+		return d
+	}
+	if d.Entry.Owner == "" && ev.Owners != nil {
+		if o := ev.Owners.Of(ctx, ns, ""); o != nil && o.Presence == policy.OwnerPresent {
+			d.Entry.Owner = o.Ref
+		}
+	}
+	note := fmt.Sprintf("namespace %s came back: made again at %s, after this rule deleted it at %s", ns.Name, c.Created.Format(time.RFC3339), c.Deleted.Format(time.RFC3339))
+	if d.Entry.Owner != "" {
+		note += ", its owner " + d.Entry.Owner + " still there"
+	}
+	if d.Plan != nil {
+		d.Plan.Reason += "; " + note
+	} else {
+		d.Entry.Message = strings.Join(slices.DeleteFunc([]string{d.Entry.Message, note}, func(s string) bool { return s == "" }), "; ")
+	}
+	return d
 }
 
 // owner is the owner of target t for m, read once per evaluation when a

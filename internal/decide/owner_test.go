@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,8 +66,9 @@ func TestEvaluateManagerOwnerGone(t *testing.T) {
 		{name: "read once however often the policies are evaluated", obj: podsThenOrphan, owners: &fakeOwners{owner: ownerIs(policy.OwnerPresent)}, pods: policy.PodsCheck{NotSucceeded: 1, Example: "pod e2e is Running"},
 			want:      want{state: report.StateWaiting, msg: "exists", checks: map[string]policy.CheckState{"orphan": {Owner: ownerRef}}},
 			wantOwner: ownerRef, remembered: []string{""}},
-		{name: "no condition weighs an owner: none asked", obj: newManager(), owners: &fakeOwners{owner: ownerIs(policy.OwnerPresent)},
-			want: want{policy: "expire", plan: &wantPlan{step: StepAct, policy: "expire", generation: 3, reason: "TTL 1h0m0s elapsed", name: target, uid: "ns-uid-1"}}},
+		{name: "no condition weighs an owner: asked once the DELETE fires", obj: newManager(), owners: &fakeOwners{owner: ownerIs(policy.OwnerPresent)},
+			want:      want{policy: "expire", plan: &wantPlan{step: StepAct, policy: "expire", generation: 3, reason: "TTL 1h0m0s elapsed at 2026-11-23T11:00:00Z; namespace preview-7 is owned by " + ownerRef, name: target, uid: "ns-uid-1"}},
+			wantOwner: ownerRef, remembered: []string{""}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -269,7 +271,7 @@ func TestEvaluatePairsOwnerGoneReadAgain(t *testing.T) {
 // A DELETE via owner carries the target's owner in its plan: the one an
 // OWNER_GONE condition weighed, else asked of Owners; one the sweep's list
 // found gone is read again by name, once, and what that read says goes in
-// the plan. A DELETE without via asks for none.
+// the plan. A DELETE without via asks for one, to say it, and carries none.
 func TestEvaluateManagerViaOwner(t *testing.T) {
 	viaOwner := map[string]any{"type": policy.ActionDelete, "params": map[string]any{"via": policy.ViaOwner}}
 	ttlVia := newManager(policies(pol("expire", ttl(3600), viaOwner)))
@@ -289,7 +291,7 @@ func TestEvaluateManagerViaOwner(t *testing.T) {
 		{name: "TTL, no owner named: none", obj: ttlVia, owners: &fakeOwners{}, asked: 1},
 		{name: "TTL, no Owners: an owner that cannot be read", obj: ttlVia, want: &policy.Owner{Why: "this sweep reads no owners"}},
 		{name: "OWNER_GONE: its owner, read again once", obj: orphanVia, owners: &fakeOwners{owner: ownerIs(policy.OwnerGone)}, want: ownerIs(policy.OwnerGone), asked: 1, readAgain: 1},
-		{name: "TTL without via: none asked", obj: newManager(), owners: &fakeOwners{owner: ownerIs(policy.OwnerPresent)}},
+		{name: "TTL without via: asked, not read again, not in the plan", obj: newManager(), owners: &fakeOwners{owner: ownerIs(policy.OwnerPresent)}, asked: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -311,6 +313,103 @@ func TestEvaluateManagerViaOwner(t *testing.T) {
 			}
 			if tt.owners != nil && (len(tt.owners.asked) != tt.asked || len(tt.owners.readAgain) != tt.readAgain) {
 				t.Errorf("Owners asked %d times, read again %d; want %d and %d", len(tt.owners.asked), len(tt.owners.readAgain), tt.asked, tt.readAgain)
+			}
+		})
+	}
+}
+
+// An action that removes the target without deleting its owner first
+// says, in its entry's owner and its reason (which its Event and its
+// notification carry), an owner that exists and may make the namespace
+// again; an owner gone, unknown or none is not said, and an action that
+// removes nothing asks for none.
+func TestEvaluateDeleteSaysItsOwner(t *testing.T) {
+	scaleDown := newManager(policies(pol("expire", ttl(3600), map[string]any{"type": policy.ActionScaleDown})))
+	unknown := &policy.Owner{Ref: ownerRef, By: "argocd.argoproj.io/tracking-id", Why: "applications.argoproj.io is not installed"}
+	tests := []struct {
+		name      string
+		obj       *unstructured.Unstructured
+		owners    *fakeOwners // nil: the Evaluator has none
+		wantOwner string
+		asked     int
+	}{
+		{name: "present: said", obj: newManager(), owners: &fakeOwners{owner: ownerIs(policy.OwnerPresent)}, wantOwner: ownerRef, asked: 1},
+		{name: "gone: not said", obj: newManager(), owners: &fakeOwners{owner: ownerIs(policy.OwnerGone)}, asked: 1},
+		{name: "unknown: not said", obj: newManager(), owners: &fakeOwners{owner: unknown}, asked: 1},
+		{name: "none", obj: newManager(), owners: &fakeOwners{}, asked: 1},
+		{name: "no Owners: none", obj: newManager()},
+		{name: "SCALE_DOWN: none asked", obj: scaleDown, owners: &fakeOwners{owner: ownerIs(policy.OwnerPresent)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := managerCase{listed: []cluster.Namespace{targetNS()}}
+			lists := 0
+			ev := c.evaluator(&lists)
+			if tt.owners != nil {
+				ev.Owners = tt.owners
+			}
+			d := ev.EvaluateManager(t.Context(), tt.obj, status.Status{}, c.pods.check)
+			if d.Plan == nil {
+				t.Fatalf("no plan: %s %s", d.Entry.State, d.Entry.Message)
+			}
+			says := "; namespace preview-7 is owned by " + ownerRef + " (argocd.argoproj.io/tracking-id), which exists and may make it again (DELETE with via: owner deletes the owner first)"
+			if want := "TTL 1h0m0s elapsed at 2026-11-23T11:00:00Z" + map[bool]string{true: says}[tt.wantOwner != ""]; d.Plan.Reason != want {
+				t.Errorf("reason %q, want %q", d.Plan.Reason, want)
+			}
+			if d.Entry.Owner != tt.wantOwner || d.Entry.MayComeBack != (tt.wantOwner != "") || d.Plan.Owner != nil {
+				t.Errorf("entry's owner %q (may come back: %t), the plan's %+v; want %q, none", d.Entry.Owner, d.Entry.MayComeBack, d.Plan.Owner, tt.wantOwner)
+			}
+			if tt.owners != nil && (len(tt.owners.asked) != tt.asked || len(tt.owners.readAgain) != 0) {
+				t.Errorf("Owners asked %d times, read again %d; want %d and never", len(tt.owners.asked), len(tt.owners.readAgain), tt.asked)
+			}
+		})
+	}
+}
+
+// A rule's pair whose namespace came back (Entry.CameBack, as the sweep
+// found it in the rule's latest actions) says so, with when, in its
+// message or, when a policy fires, its plan's reason, naming an owner that
+// exists; a pair that did not come back asks for no owner to say it.
+func TestEvaluatePairCameBack(t *testing.T) {
+	deleted, created := now.Add(-10*time.Minute), now.Add(-5*time.Minute)
+	note := "namespace preview-7 came back: made again at 2026-11-23T11:55:00Z, after this rule deleted it at 2026-11-23T11:50:00Z"
+	tests := []struct {
+		name      string
+		seconds   int64 // the TTL
+		cameBack  bool
+		owner     *policy.Owner
+		wantOwner string
+		says      string
+		asked     int
+	}{
+		{name: "waiting, its owner there", seconds: 86400, cameBack: true, owner: ownerIs(policy.OwnerPresent), wantOwner: ownerRef, says: note + ", its owner " + ownerRef + " still there", asked: 1},
+		{name: "waiting, its owner gone", seconds: 86400, cameBack: true, owner: ownerIs(policy.OwnerGone), says: note, asked: 1},
+		{name: "waiting, no owner", seconds: 86400, cameBack: true, says: note, asked: 1},
+		{name: "fires: in the reason, with who may make it again", seconds: 60, cameBack: true, owner: ownerIs(policy.OwnerPresent), wantOwner: ownerRef,
+			says: "which exists and may make it again (DELETE with via: owner deletes the owner first); " + note + ", its owner " + ownerRef + " still there", asked: 1},
+		{name: "did not come back", seconds: 86400, owner: ownerIs(policy.OwnerPresent)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			owners := &fakeOwners{owner: tt.owner}
+			ev := &Evaluator{Now: now, Clock: func() time.Time { return now }, ClaimTTL: 5 * time.Minute, MaxHold: DefaultMaxHold, Trusted: []string{trusted},
+				Activity: &fakeActivity{}, Stuck: fakeStuck{}, Budget: &fakeBudget{}, Owners: owners}
+			e := report.Entry{Namespace: trusted, Name: "previews", Rule: true, Target: target}
+			if tt.cameBack {
+				e.CameBack = &report.CameBack{Deleted: deleted, Created: created}
+			}
+			ns := targetNS(func(ns *cluster.Namespace) { ns.Created = created })
+			var pods fakeCheck
+			d := ev.EvaluatePair(t.Context(), newRule(t, pol("expire", ttl(tt.seconds), deleteAction)), ns, status.PairStatus{}, e, pods.check)
+			said := d.Entry.Message
+			if d.Plan != nil {
+				said = d.Plan.Reason
+			}
+			if tt.says == "" && strings.Contains(said, "came back") || tt.says != "" && !strings.HasSuffix(said, tt.says) {
+				t.Errorf("said %q, want it to end in %q", said, tt.says)
+			}
+			if d.Entry.Owner != tt.wantOwner || len(owners.asked) != tt.asked {
+				t.Errorf("entry's owner %q, Owners asked %d times; want %q, %d", d.Entry.Owner, len(owners.asked), tt.wantOwner, tt.asked)
 			}
 		})
 	}

@@ -165,7 +165,11 @@ func (t *RuleTally) Tell(_ context.Context, e report.Entry, before status.Prior,
 	}
 	switch {
 	case e.State == report.StateFired:
-		t.fired = append(t.fired, e.Target)
+		fired := e.Target
+		if e.MayComeBack {
+			fired += " (its owner " + e.Owner + " may make it again)"
+		}
+		t.fired = append(t.fired, fired)
 		if len(e.Undone) > 0 {
 			t.undone = append(t.undone, e.Target+" (woken by "+wokenBy(e.Undone)+leftOf(e)+")")
 		}

@@ -329,7 +329,8 @@ func TestEmitLogsWriteError(t *testing.T) {
 }
 
 // TestRuleTallyFlush: a rule's sweep is told in one Event of what fired
-// (a Warning when failures are new), one of the holds and one of the
+// (with the owner that may make a namespace removed again; a Warning when
+// failures are new), one of the holds and one of the
 // annotations newly ignored, recorded or not; nothing when nothing changed.
 func TestRuleTallyFlush(t *testing.T) {
 	type heard struct {
@@ -372,6 +373,9 @@ func TestRuleTallyFlush(t *testing.T) {
 			{entry: report.Entry{Target: "a", State: report.StateFired, Action: policy.ActionSleep, Undone: []string{"kubectl: Deployment/web"}, PutBack: 50, LeftAwake: 7}}},
 			want: []told{{"Normal", "Fired", "Act", "acted on 1 namespace(s): a"},
 				{"Warning", "SleepUndone", "Act", "woken while asleep, put back to sleep, in 1 namespace(s): a (woken by kubectl; 50 put back, 7 more left awake)"}}},
+		{name: "fired, an owner that exists named", heard: []heard{fired("a"), {entry: report.Entry{Target: "b", State: report.StateFired, Owner: "applications.argoproj.io/argocd/b", MayComeBack: true}},
+			{entry: report.Entry{Target: "c", State: report.StateFired, Owner: "applications.argoproj.io/argocd/c"}}},
+			want: []told{{"Normal", "Fired", "Act", "acted on 3 namespace(s): a, b (its owner applications.argoproj.io/argocd/b may make it again), c"}}},
 		{name: "failed, new", heard: []heard{failed("a", false)},
 			want: []told{{"Warning", "Failed", "Act", "failed on 1 namespace(s): a: boom"}}},
 		{name: "fired and failed", heard: []heard{fired("a"), failed("b", false), failed("c", true)},
