@@ -387,7 +387,7 @@ func TestRunNoManagers(t *testing.T) {
 // owner index, which reads an app name alone as an Application in
 // --argocd-namespace (default argocd).
 func TestSweepAsksItsOwnerIndex(t *testing.T) {
-	ns := cluster.Namespace{Name: "pr-1", OwnerMarkers: map[string]string{"argocd.argoproj.io/tracking-id": "pr-1:/Namespace:pr-1/pr-1"}}
+	ns := cluster.Namespace{Name: "pr-1", OwnerMarkers: cluster.AnnotationsOf(map[string]string{"argocd.argoproj.io/tracking-id": "pr-1:/Namespace:pr-1/pr-1"})}
 	for argoCD, want := range map[string]string{"": "applications.argoproj.io/argocd/pr-1", "gitops": "applications.argoproj.io/gitops/pr-1"} {
 		s, err := New(Config{ArgoCDNamespace: argoCD}, newFakeAPI(t, true).clients(t), nil, slog.New(slog.DiscardHandler))
 		if err != nil {

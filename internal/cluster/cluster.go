@@ -40,7 +40,7 @@ type Namespace struct {
 	// (PairAnnotationPrefix annotations).
 	Labels          PackedLabels
 	ResourceVersion string
-	Pairs           map[string]string
+	Pairs           Annotations
 	// Hold is the namespace's HoldAnnotation, empty when it has none;
 	// Expires its policy.ExpiresAnnotation, Touched its
 	// policy.TouchedAnnotation.
@@ -50,13 +50,13 @@ type Namespace struct {
 	// OwnerMarkers are its annotations that name its owner
 	// (owner.Annotations), each cut at owner.MaxMarker+1 bytes; nil for
 	// none. Its labels hold the rest of its markers.
-	OwnerMarkers map[string]string
+	OwnerMarkers Annotations
 }
 
 // Marks are what ns carries that may name its owner, an Application
 // named by app name alone being in argoCDNamespace.
 func (ns Namespace) Marks(argoCDNamespace string) owner.Marks {
-	return owner.Marks{Namespace: ns.Name, Label: ns.Labels.Lookup, Annotations: ns.OwnerMarkers, ArgoCDNamespace: argoCDNamespace}
+	return owner.Marks{Namespace: ns.Name, Label: ns.Labels.Lookup, Annotations: ns.OwnerMarkers.Map(), ArgoCDNamespace: argoCDNamespace}
 }
 
 // NamespaceOf is what a sweep keeps of namespace m, listed as metadata.
@@ -71,15 +71,9 @@ func NamespaceOf(m *metav1.PartialObjectMetadata) Namespace {
 	for k, v := range m.Annotations {
 		switch {
 		case strings.HasPrefix(k, status.PairAnnotationPrefix):
-			if info.Pairs == nil {
-				info.Pairs = map[string]string{}
-			}
-			info.Pairs[k] = v
+			info.Pairs = info.Pairs.with(k, v)
 		case slices.Contains(ownerAnnotations, k):
-			if info.OwnerMarkers == nil {
-				info.OwnerMarkers = map[string]string{}
-			}
-			info.OwnerMarkers[k] = cut(v, owner.MaxMarker+1)
+			info.OwnerMarkers = info.OwnerMarkers.with(k, cut(v, owner.MaxMarker+1))
 		}
 	}
 	return info

@@ -83,7 +83,7 @@ func keepsWhatIsRead(t *testing.T, listed metav1.PartialObjectMetadataList, data
 	if info.Wake != want.Annotations[status.WakeAnnotation] || info.Hold != "2026-12-01T09:00:00Z" {
 		t.Errorf("wake %q, hold %q; want the wake as kept, the hold as listed", info.Wake, info.Hold)
 	}
-	if markers := map[string]string{policy.OwnerAnnotation: "applications.argoproj.io/argocd/pr-12", trackingID: want.Annotations[trackingID]}; !maps.Equal(info.OwnerMarkers, markers) {
+	if markers := map[string]string{policy.OwnerAnnotation: "applications.argoproj.io/argocd/pr-12", trackingID: want.Annotations[trackingID]}; !maps.Equal(info.OwnerMarkers.Map(), markers) {
 		t.Errorf("owner markers %.80q, want nsman's as listed and the tracking id cut", info.OwnerMarkers)
 	}
 	if info := NamespaceOf(got[1]); info.Name != "gone" || !info.Terminating || !info.Deleting.Equal(deleting.Time) || info.UID != "u-g" {

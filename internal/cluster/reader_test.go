@@ -79,7 +79,7 @@ func TestNamespaceNow(t *testing.T) {
 	}
 	if got.Name != "team-a" || got.UID != "u-1" || got.ResourceVersion != "7" || !got.Terminating || !got.Deleting.Equal(deleted.Time) ||
 		got.Labels.Get("ci") != "e2e" || got.Labels.Get(corev1.LabelMetadataName) != "team-a" ||
-		got.Hold != "h" || got.Wake != "w" || got.Expires != "e" || got.Touched != "t" || len(got.Pairs) != 1 || got.Pairs[status.PairAnnotationPrefix+"abc"] != "{}" {
+		got.Hold != "h" || got.Wake != "w" || got.Expires != "e" || got.Touched != "t" || len(got.Pairs) != 1 || got.Pairs.Value(status.PairAnnotationPrefix+"abc") != "{}" {
 		t.Errorf("read %+v", got)
 	}
 	if untouched := got.WithoutTouch(); untouched.Touched != "" || untouched.Hold != "h" || got.Touched != "t" {

@@ -51,12 +51,7 @@ func createsNamespace(ns string) string {
 func ownedNamespace(name string, labels, annotations map[string]string) cluster.Namespace {
 	ns := cluster.Namespace{}
 	ns.Name, ns.Labels = name, cluster.PackLabels(name, labels)
-	for k, v := range annotations {
-		if ns.OwnerMarkers == nil {
-			ns.OwnerMarkers = map[string]string{}
-		}
-		ns.OwnerMarkers[k] = v
-	}
+	ns.OwnerMarkers = cluster.AnnotationsOf(annotations)
 	return ns
 }
 

@@ -16,10 +16,10 @@ import (
 // Of is the rule's record of ns as listed and the annotation that
 // holds it: key, else legacy, else none.
 func Of(ns cluster.Namespace, key, legacy string) (raw, at string) {
-	if raw, ok := ns.Pairs[key]; ok {
+	if raw, ok := ns.Pairs.Get(key); ok {
 		return raw, key
 	}
-	if raw, ok := ns.Pairs[legacy]; ok {
+	if raw, ok := ns.Pairs.Get(legacy); ok {
 		return raw, legacy
 	}
 	return "", ""
@@ -61,7 +61,7 @@ func (pr *Pair) Unchanged(listed, now cluster.Namespace) bool {
 		listed, now = listed.WithoutTouch(), now.WithoutTouch()
 	}
 	return now.UID == listed.UID && !now.Terminating && now.Labels == listed.Labels && now.Hold == listed.Hold && now.Expires == listed.Expires && now.Touched == listed.Touched &&
-		now.Pairs[pr.Key] == listed.Pairs[pr.Key] && now.Pairs[pr.Legacy] == listed.Pairs[pr.Legacy]
+		now.Pairs.Value(pr.Key) == listed.Pairs.Value(pr.Key) && now.Pairs.Value(pr.Legacy) == listed.Pairs.Value(pr.Legacy)
 }
 
 func (pr *Pair) Claim(ctx context.Context, c status.Claim, _ report.Entry, final bool) error {
@@ -91,7 +91,7 @@ func (pr *Pair) Write(ctx context.Context, o Outcome) error {
 	case o.Last != nil:
 		// A DELETE's, which may have left the namespace terminating: it
 		// replaces the record as listed, if it is still that.
-		err := pr.replace(ctx, pr.At, pr.Namespace.Pairs[pr.At], pr.after(pr.Stored, o))
+		err := pr.replace(ctx, pr.At, pr.Namespace.Pairs.Value(pr.At), pr.after(pr.Stored, o))
 		if write.LostClaim(err) {
 			return fmt.Errorf("namespace %s's record %w", pr.Namespace.Name, write.ErrChanged)
 		}
@@ -135,7 +135,7 @@ func NeedsRecord(e report.Entry, checks map[string]policy.CheckState, stored sta
 // a record listed at the legacy key.
 func (pr *Pair) writeAsListed(ctx context.Context, st status.PairStatus) error {
 	annotations := map[string]any{pr.Key: write.MustJSON(st)}
-	if _, ok := pr.Namespace.Pairs[pr.Legacy]; ok {
+	if _, ok := pr.Namespace.Pairs.Get(pr.Legacy); ok {
 		annotations[pr.Legacy] = nil // null removes it in a merge patch
 	}
 	return write.AsListed(ctx, pr.Namespace, pr.Env.Reads.NamespaceNow, pr.Unchanged, func(resourceVersion string) error {

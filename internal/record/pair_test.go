@@ -35,7 +35,7 @@ func TestRecordOfReadsTheLegacyKey(t *testing.T) {
 		{"another rule's", map[string]string{status.PairAnnotation("other"): "x"}, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			raw, at := Of(cluster.Namespace{Pairs: tc.pairs}, key, legacy)
+			raw, at := Of(cluster.Namespace{Pairs: cluster.AnnotationsOf(tc.pairs)}, key, legacy)
 			if raw != tc.wantRaw || at != tc.want {
 				t.Errorf("recordOf: %q at %q, want %q at %q", raw, at, tc.wantRaw, tc.want)
 			}
@@ -77,7 +77,7 @@ func TestReplaceMovesALegacyRecord(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			kube := kubefake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a", UID: "ns-uid", Annotations: map[string]string{legacy: tc.now, "other": "kept"}}})
 			pr := &Pair{Env: Env{Writer: namespacePatcher{kube: kube}}, Key: key, Legacy: legacy, At: legacy,
-				Namespace: cluster.Namespace{Name: "team-a", UID: "ns-uid", Pairs: map[string]string{legacy: was}}}
+				Namespace: cluster.Namespace{Name: "team-a", UID: "ns-uid", Pairs: cluster.AnnotationsOf(map[string]string{legacy: was})}}
 			err := pr.replace(t.Context(), pr.At, was, next)
 			ns, getErr := kube.CoreV1().Namespaces().Get(t.Context(), "team-a", metav1.GetOptions{})
 			if getErr != nil {

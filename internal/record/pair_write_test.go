@@ -29,7 +29,7 @@ var (
 // listedNamespace is namespace team-a as listed at resourceVersion 7, with
 // annotations pairs.
 func listedNamespace(pairs map[string]string) cluster.Namespace {
-	return cluster.Namespace{Name: "team-a", UID: "ns-uid", ResourceVersion: "7", Labels: cluster.PackLabels("team-a", teamLabels), Pairs: pairs}
+	return cluster.Namespace{Name: "team-a", UID: "ns-uid", ResourceVersion: "7", Labels: cluster.PackLabels("team-a", teamLabels), Pairs: cluster.AnnotationsOf(pairs)}
 }
 
 // namespaceReader answers a re-read of team-a with ns, or with none when
@@ -307,7 +307,7 @@ func TestUnchanged(t *testing.T) {
 	record := write.MustJSON(status.PairStatus{Rule: "home/rule"})
 	listed := cluster.Namespace{Name: "team-a", UID: "ns-uid", ResourceVersion: "7", Labels: cluster.PackLabels("team-a", teamLabels),
 		Hold: "", Expires: "2026-04-01T00:00:00Z", Touched: "2026-03-01T00:00:00Z",
-		Pairs: map[string]string{pairKey: record, status.PairAnnotation("other-rule"): "x"}}
+		Pairs: cluster.AnnotationsOf(map[string]string{pairKey: record, status.PairAnnotation("other-rule"): "x"})}
 	idle := []policy.Policy{{Name: "idle", Condition: policy.Condition{Type: policy.ConditionIdle}}}
 	for _, tc := range []struct {
 		name          string
@@ -324,12 +324,12 @@ func TestUnchanged(t *testing.T) {
 		{"expiry moved", func(ns *cluster.Namespace) { ns.Expires = "2026-05-01T00:00:00Z" }, false, false, false},
 		{"touched, no IDLE policy", func(ns *cluster.Namespace) { ns.Touched = "2026-03-02T00:00:00Z" }, false, true, false},
 		{"touched, an IDLE policy", func(ns *cluster.Namespace) { ns.Touched = "2026-03-02T00:00:00Z" }, true, false, false},
-		{"the pair's record", func(ns *cluster.Namespace) { ns.Pairs = map[string]string{pairKey: "{}"} }, false, false, true},
+		{"the pair's record", func(ns *cluster.Namespace) { ns.Pairs = cluster.AnnotationsOf(map[string]string{pairKey: "{}"}) }, false, false, true},
 		{"the pair's legacy record", func(ns *cluster.Namespace) {
-			ns.Pairs = map[string]string{pairKey: record, legacyKey: "{}", status.PairAnnotation("other-rule"): "x"}
+			ns.Pairs = cluster.AnnotationsOf(map[string]string{pairKey: record, legacyKey: "{}", status.PairAnnotation("other-rule"): "x"})
 		}, false, false, true},
 		{"another rule's record", func(ns *cluster.Namespace) {
-			ns.Pairs = map[string]string{pairKey: record, status.PairAnnotation("other-rule"): "y"}
+			ns.Pairs = cluster.AnnotationsOf(map[string]string{pairKey: record, status.PairAnnotation("other-rule"): "y"})
 		}, false, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -116,13 +116,13 @@ func (st Stale) find(namespaces map[string]cluster.Namespace, managers map[types
 			continue
 		}
 		f := staleIn{namespace: name}
-		for _, key := range slices.Sorted(maps.Keys(ns.Pairs)) {
-			if live[key] {
+		for _, a := range ns.Pairs { // sorted by key
+			if live[a.Key] {
 				continue
 			}
 			// A record that holds no time (edited by hand, say) stays.
-			if last := status.DecodePair(ns.Pairs[key]).LastTime(); !last.IsZero() && last.Before(st.Now.Add(-StaleRecordAge)) {
-				f.keys, f.values = append(f.keys, key), append(f.values, ns.Pairs[key])
+			if last := status.DecodePair(a.Value).LastTime(); !last.IsZero() && last.Before(st.Now.Add(-StaleRecordAge)) {
+				f.keys, f.values = append(f.keys, a.Key), append(f.values, a.Value)
 			}
 		}
 		if len(f.keys) > 0 {

@@ -63,7 +63,7 @@ func TestStaleRecordsOnePatchEach(t *testing.T) {
 		pairs[status.PairAnnotationPrefix+fmt.Sprintf("gone-%03d", i)] = old
 	}
 	w := &patchRecorder{Writer: dryRun, patches: map[string][]write.Patch{}}
-	done := staleAt(now, w).Remove(t.Context(), map[string]cluster.Namespace{"tenant": {Name: "tenant", UID: "u1", Pairs: pairs}}, map[types.UID]bool{"standing": true})
+	done := staleAt(now, w).Remove(t.Context(), map[string]cluster.Namespace{"tenant": {Name: "tenant", UID: "u1", Pairs: cluster.AnnotationsOf(pairs)}}, map[types.UID]bool{"standing": true})
 	if done.Removed != 300 || done.Left != 0 || len(w.patches["tenant"]) != 1 {
 		t.Fatalf("removed %d, left %d, with %d patches; want 300, 0, one patch", done.Removed, done.Left, len(w.patches["tenant"]))
 	}
@@ -95,7 +95,7 @@ func TestStaleRecordsBounded(t *testing.T) {
 	namespaces := map[string]cluster.Namespace{}
 	for i := range MaxStaleNamespaces + 3 {
 		name := fmt.Sprintf("ns-%02d", i)
-		namespaces[name] = cluster.Namespace{Name: name, UID: types.UID("u-" + name), Pairs: map[string]string{status.PairAnnotationPrefix + "a": old, status.PairAnnotationPrefix + "b": old}}
+		namespaces[name] = cluster.Namespace{Name: name, UID: types.UID("u-" + name), Pairs: cluster.AnnotationsOf(map[string]string{status.PairAnnotationPrefix + "a": old, status.PairAnnotationPrefix + "b": old})}
 	}
 	w := &patchRecorder{Writer: dryRun, patches: map[string][]write.Patch{}}
 	done := staleAt(now, w).Remove(t.Context(), namespaces, nil)
