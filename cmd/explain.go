@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"time"
 	"unicode"
@@ -12,15 +13,23 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nsman/nsman/explain"
+	"github.com/nsman/nsman/sweep"
 )
 
 func newExplainCommand() *cobra.Command {
 	kube := kubeOptions{quiet: true}
-	var output string
+	var output, argoCDNamespace string
 	c := &cobra.Command{
 		Use:   "explain NAMESPACE",
-		Short: "Say why a namespace being deleted will not go, and what would unblock it",
-		Long: `Reads, with your own credentials, what holds a namespace in Terminating: the
+		Short: "Say who owns a namespace, whether it came back, and why one being deleted will not go",
+		Long: `Reads, with your own credentials, who owns a namespace, as nsman's sweep
+reads it: the first owner marker it carries (nsman.k8s.consol.de/owner, Argo
+CD's tracking id, Flux's labels), else an Argo CD Application in
+--argocd-namespace that creates it, and whether that owner exists, is gone,
+or cannot be told (why). And whether it came back: the rules whose status
+lists a DELETE of a namespace of its name, before it was made.
+
+For a namespace in Terminating it reads what holds it: the
 namespace controller's conditions, the namespace's own finalizers, the objects
 left in it and the finalizers on them (discovery and a list of every namespaced
 resource), the API groups that could not be discovered and the APIServices
@@ -49,7 +58,7 @@ usage error or when the cluster cannot be reached.`,
 			if err != nil {
 				return err
 			}
-			r, err := explain.Explain(c.Context(), clients.Kube, clients.Metadata, clients.Dynamic, args[0], kube.cluster())
+			r, err := explain.Explain(c.Context(), clients, args[0], explain.Options{Cluster: kube.cluster(), ArgoCDNamespace: argoCDNamespace, Log: slog.New(slog.NewTextHandler(c.ErrOrStderr(), nil))})
 			if err != nil {
 				return err
 			}
@@ -63,6 +72,7 @@ usage error or when the cluster cannot be reached.`,
 	}
 	kube.addFlags(c.Flags())
 	c.Flags().StringVarP(&output, "output", "o", "text", "report format: text or json")
+	c.Flags().StringVar(&argoCDNamespace, "argocd-namespace", sweep.DefaultArgoCDNamespace, argoCDNamespaceHelp)
 	return c
 }
 
@@ -76,10 +86,13 @@ func writeExplain(w io.Writer, r explain.Report) error {
 	v := visible
 	if r.DeletionTimestamp == nil {
 		fmt.Fprintf(&b, "namespace %s is %s: it is not being deleted\n", v(r.Namespace), v(r.Phase))
+		writeOwner(&b, r)
+		writeUnlisted(&b, r.Unlisted)
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
 	fmt.Fprintf(&b, "namespace %s: %s since %s\n", v(r.Namespace), v(r.Phase), r.DeletionTimestamp.UTC().Format(time.RFC3339))
+	writeOwner(&b, r)
 	if len(r.Conditions) > 0 {
 		b.WriteString("\nconditions:\n")
 		for _, c := range r.Conditions {
@@ -104,12 +117,7 @@ func writeExplain(w io.Writer, r explain.Report) error {
 			fmt.Fprintf(&b, "  %s (Service %s): %s: %s\n", v(a.Name), v(a.Service), v(a.Reason), v(a.Message))
 		}
 	}
-	if len(r.Unlisted) > 0 {
-		b.WriteString("\nnot read:\n")
-		for _, u := range r.Unlisted {
-			fmt.Fprintf(&b, "  %s: %s\n", v(u.What), v(u.Error))
-		}
-	}
+	writeUnlisted(&b, r.Unlisted)
 	if len(r.Unblock) == 0 {
 		b.WriteString("\nnothing found that holds it: the namespace controller may not have got to it yet\n")
 	} else {
@@ -127,6 +135,41 @@ func writeExplain(w io.Writer, r explain.Report) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeOwner prints who owns the namespace and the rules that deleted it
+// before it was made, and, when both are there and the owner exists, that
+// the owner may have made it again and what deletes it for good.
+func writeOwner(b *strings.Builder, r explain.Report) {
+	v := visible
+	if o := r.Owner; o != nil {
+		switch {
+		case o.Ref == "":
+			fmt.Fprintf(b, "owner: %s names none: %s\n", v(o.By), v(o.Why))
+		case o.Why != "":
+			fmt.Fprintf(b, "owner: %s (by %s): %s: %s\n", v(o.Ref), v(o.By), v(o.Presence), v(o.Why))
+		default:
+			fmt.Fprintf(b, "owner: %s (by %s): %s\n", v(o.Ref), v(o.By), v(o.Presence))
+		}
+	}
+	for _, c := range r.CameBack {
+		fmt.Fprintf(b, "came back: made again at %s after rule %s deleted it at %s (policy %s)\n",
+			r.Created.UTC().Format(time.RFC3339), v(c.Rule), c.Deleted.UTC().Format(time.RFC3339), v(c.Policy))
+	}
+	if len(r.CameBack) > 0 && r.Owner != nil && r.Owner.Presence == explain.OwnerExists {
+		fmt.Fprintf(b, "  its owner %s exists and may have made it again: a DELETE with params: {via: owner} deletes the owner first, or a rule with OWNER_GONE deletes the namespace once the owner has gone, for good (docs/gitops.md)\n", v(r.Owner.Ref))
+	}
+}
+
+// writeUnlisted prints what could not be read, and why.
+func writeUnlisted(b *strings.Builder, unlisted []explain.Unlisted) {
+	if len(unlisted) == 0 {
+		return
+	}
+	b.WriteString("\nnot read:\n")
+	for _, u := range unlisted {
+		fmt.Fprintf(b, "  %s: %s\n", visible(u.What), visible(u.Error))
+	}
 }
 
 // visible is s with every byte or character that would not print as itself
