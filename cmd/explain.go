@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -83,7 +81,7 @@ usage error or when the cluster cannot be reached.`,
 // can be pasted.
 func writeExplain(w io.Writer, r explain.Report) error {
 	var b strings.Builder
-	v := visible
+	v := explain.Visible
 	if r.DeletionTimestamp == nil {
 		fmt.Fprintf(&b, "namespace %s is %s: it is not being deleted\n", v(r.Namespace), v(r.Phase))
 		writeOwner(&b, r)
@@ -138,26 +136,17 @@ func writeExplain(w io.Writer, r explain.Report) error {
 }
 
 // writeOwner prints who owns the namespace and the rules that deleted it
-// before it was made, and, when both are there and the owner exists, that
-// the owner may have made it again and what deletes it for good.
+// before it was made, and, when both are there and the owner exists, what
+// deletes it for good.
 func writeOwner(b *strings.Builder, r explain.Report) {
-	v := visible
-	if o := r.Owner; o != nil {
-		switch {
-		case o.Ref == "":
-			fmt.Fprintf(b, "owner: %s names none: %s\n", v(o.By), v(o.Why))
-		case o.Why != "":
-			fmt.Fprintf(b, "owner: %s (by %s): %s: %s\n", v(o.Ref), v(o.By), v(o.Presence), v(o.Why))
-		default:
-			fmt.Fprintf(b, "owner: %s (by %s): %s\n", v(o.Ref), v(o.By), v(o.Presence))
-		}
+	if r.Owner != nil {
+		fmt.Fprintf(b, "owner: %s\n", explain.Visible(r.Owner.String()))
 	}
 	for _, c := range r.CameBack {
-		fmt.Fprintf(b, "came back: made again at %s after rule %s deleted it at %s (policy %s)\n",
-			r.Created.UTC().Format(time.RFC3339), v(c.Rule), c.Deleted.UTC().Format(time.RFC3339), v(c.Policy))
+		fmt.Fprintf(b, "came back: %s\n", explain.Visible(c.Sentence(r.Created.Time)))
 	}
 	if len(r.CameBack) > 0 && r.Owner != nil && r.Owner.Presence == explain.OwnerExists {
-		fmt.Fprintf(b, "  its owner %s exists and may have made it again: a DELETE with params: {via: owner} deletes the owner first, or a rule with OWNER_GONE deletes the namespace once the owner has gone, for good (docs/gitops.md)\n", v(r.Owner.Ref))
+		fmt.Fprintf(b, "  %s\n", explain.Visible(explain.ForGood(r.Owner.Ref)))
 	}
 }
 
@@ -168,31 +157,6 @@ func writeUnlisted(b *strings.Builder, unlisted []explain.Unlisted) {
 	}
 	b.WriteString("\nnot read:\n")
 	for _, u := range unlisted {
-		fmt.Fprintf(b, "  %s: %s\n", visible(u.What), visible(u.Error))
+		fmt.Fprintf(b, "  %s: %s\n", explain.Visible(u.What), explain.Visible(u.Error))
 	}
-}
-
-// visible is s with every byte or character that would not print as itself
-// (control and formatting characters, invalid UTF-8) written as an escape:
-// \x1b, \u202e. Hand-written: strconv.Quote would escape \ and " too,
-// which a name keeps as they are.
-func visible(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case unicode.IsPrint(r):
-			b.WriteRune(r)
-		case r < 0x100:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case r > 0xffff:
-			fmt.Fprintf(&b, `\U%08x`, r)
-		default:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		}
-		i += size
-	}
-	return b.String()
 }

@@ -90,3 +90,17 @@ func removedBefore(rule string, latest []status.PairAction, namespace string, cr
 	}
 	return out
 }
+
+// Sentence says, for the text report, that a namespace made at created
+// came back after c.
+func (c CameBack) Sentence(created time.Time) string {
+	return fmt.Sprintf("made again at %s after rule %s deleted it at %s (policy %s)",
+		created.UTC().Format(time.RFC3339), c.Rule, c.Deleted.UTC().Format(time.RFC3339), c.Policy)
+}
+
+// ForGood says, of a namespace that came back while its owner ref exists,
+// who may have made it again and what deletes it for good.
+func ForGood(ref string) string {
+	return "its owner " + ref + " exists and may have made it again: a DELETE with params: {via: owner} deletes the owner first, " +
+		"or a rule with OWNER_GONE deletes the namespace once the owner has gone, for good (docs/gitops.md)"
+}

@@ -222,3 +222,16 @@ func creators(ctx context.Context, dyn dynamic.Interface, k owner.Kind, namespac
 	})
 	return names, err
 }
+
+// String is o as explain's text report says it: the ref, the marker that
+// named it and its presence (and why it is unknown), or the marker that
+// names none, and why.
+func (o Owner) String() string {
+	switch {
+	case o.Ref == "":
+		return o.By + " names none: " + o.Why
+	case o.Why != "":
+		return o.Ref + " (by " + o.By + "): " + o.Presence + ": " + o.Why
+	}
+	return o.Ref + " (by " + o.By + "): " + o.Presence
+}
