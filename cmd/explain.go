@@ -4,23 +4,30 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
 	"github.com/nsman/nsman/explain"
+	"github.com/nsman/nsman/sweep"
 )
 
 func newExplainCommand() *cobra.Command {
 	kube := kubeOptions{quiet: true}
-	var output string
+	var output, argoCDNamespace string
 	c := &cobra.Command{
 		Use:   "explain NAMESPACE",
-		Short: "Say why a namespace being deleted will not go, and what would unblock it",
-		Long: `Reads, with your own credentials, what holds a namespace in Terminating: the
+		Short: "Say who owns a namespace, whether it came back, and why one being deleted will not go",
+		Long: `Reads, with your own credentials, who owns a namespace, as nsman's sweep
+reads it: the first owner marker it carries (nsman.k8s.consol.de/owner, Argo
+CD's tracking id, Flux's labels), else an Argo CD Application in
+--argocd-namespace that creates it, and whether that owner exists, is gone,
+or cannot be told (why). And whether it came back: the rules whose status
+lists a DELETE of a namespace of its name, before it was made.
+
+For a namespace in Terminating it reads what holds it: the
 namespace controller's conditions, the namespace's own finalizers, the objects
 left in it and the finalizers on them (discovery and a list of every namespaced
 resource), the API groups that could not be discovered and the APIServices
@@ -49,7 +56,7 @@ usage error or when the cluster cannot be reached.`,
 			if err != nil {
 				return err
 			}
-			r, err := explain.Explain(c.Context(), clients.Kube, clients.Metadata, clients.Dynamic, args[0], kube.cluster())
+			r, err := explain.Explain(c.Context(), clients, args[0], explain.Options{Cluster: kube.cluster(), ArgoCDNamespace: argoCDNamespace, Log: slog.New(slog.NewTextHandler(c.ErrOrStderr(), nil))})
 			if err != nil {
 				return err
 			}
@@ -63,6 +70,7 @@ usage error or when the cluster cannot be reached.`,
 	}
 	kube.addFlags(c.Flags())
 	c.Flags().StringVarP(&output, "output", "o", "text", "report format: text or json")
+	c.Flags().StringVar(&argoCDNamespace, "argocd-namespace", sweep.DefaultArgoCDNamespace, argoCDNamespaceHelp)
 	return c
 }
 
@@ -73,13 +81,16 @@ usage error or when the cluster cannot be reached.`,
 // can be pasted.
 func writeExplain(w io.Writer, r explain.Report) error {
 	var b strings.Builder
-	v := visible
+	v := explain.Visible
 	if r.DeletionTimestamp == nil {
 		fmt.Fprintf(&b, "namespace %s is %s: it is not being deleted\n", v(r.Namespace), v(r.Phase))
+		writeOwner(&b, r)
+		writeUnlisted(&b, r.Unlisted)
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
 	fmt.Fprintf(&b, "namespace %s: %s since %s\n", v(r.Namespace), v(r.Phase), r.DeletionTimestamp.UTC().Format(time.RFC3339))
+	writeOwner(&b, r)
 	if len(r.Conditions) > 0 {
 		b.WriteString("\nconditions:\n")
 		for _, c := range r.Conditions {
@@ -104,12 +115,7 @@ func writeExplain(w io.Writer, r explain.Report) error {
 			fmt.Fprintf(&b, "  %s (Service %s): %s: %s\n", v(a.Name), v(a.Service), v(a.Reason), v(a.Message))
 		}
 	}
-	if len(r.Unlisted) > 0 {
-		b.WriteString("\nnot read:\n")
-		for _, u := range r.Unlisted {
-			fmt.Fprintf(&b, "  %s: %s\n", v(u.What), v(u.Error))
-		}
-	}
+	writeUnlisted(&b, r.Unlisted)
 	if len(r.Unblock) == 0 {
 		b.WriteString("\nnothing found that holds it: the namespace controller may not have got to it yet\n")
 	} else {
@@ -129,27 +135,28 @@ func writeExplain(w io.Writer, r explain.Report) error {
 	return err
 }
 
-// visible is s with every byte or character that would not print as itself
-// (control and formatting characters, invalid UTF-8) written as an escape:
-// \x1b, \u202e. Hand-written: strconv.Quote would escape \ and " too,
-// which a name keeps as they are.
-func visible(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case unicode.IsPrint(r):
-			b.WriteRune(r)
-		case r < 0x100:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case r > 0xffff:
-			fmt.Fprintf(&b, `\U%08x`, r)
-		default:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		}
-		i += size
+// writeOwner prints who owns the namespace and the rules that deleted it
+// before it was made, and, when both are there and the owner exists, what
+// deletes it for good.
+func writeOwner(b *strings.Builder, r explain.Report) {
+	if r.Owner != nil {
+		fmt.Fprintf(b, "owner: %s\n", explain.Visible(r.Owner.String()))
 	}
-	return b.String()
+	for _, c := range r.CameBack {
+		fmt.Fprintf(b, "came back: %s\n", explain.Visible(c.Sentence(r.Created.Time)))
+	}
+	if len(r.CameBack) > 0 && r.Owner != nil && r.Owner.Presence == explain.OwnerExists {
+		fmt.Fprintf(b, "  %s\n", explain.Visible(explain.ForGood(r.Owner.Ref)))
+	}
+}
+
+// writeUnlisted prints what could not be read, and why.
+func writeUnlisted(b *strings.Builder, unlisted []explain.Unlisted) {
+	if len(unlisted) == 0 {
+		return
+	}
+	b.WriteString("\nnot read:\n")
+	for _, u := range unlisted {
+		fmt.Fprintf(b, "  %s: %s\n", explain.Visible(u.What), explain.Visible(u.Error))
+	}
 }

@@ -81,6 +81,53 @@ func TestWriteExplainEscapes(t *testing.T) {
 	}
 }
 
+// TestWriteExplainOwner: an Active namespace's report says, besides that
+// it is not being deleted, who owns it, that it came back after a rule
+// deleted it, and with an owner that exists what deletes it for good; a
+// tenant's marker and names print escaped.
+func TestWriteExplainOwner(t *testing.T) {
+	made := metav1.NewTime(time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC))
+	deleted := made.Add(-10 * time.Minute)
+	r := explain.Report{Namespace: "pr-12", Phase: "Active", Created: made,
+		Owner:    &explain.Owner{Ref: "applications.argoproj.io/argocd/pr-12", By: "argocd.argoproj.io/tracking-id", Presence: explain.OwnerExists},
+		CameBack: []explain.CameBack{{Rule: "team/previews", Policy: "ttl", Action: "DELETE", Deleted: deleted}},
+		Unlisted: []explain.Unlisted{{What: "applications.argoproj.io in argocd", Error: "forbidden"}},
+	}
+	var out bytes.Buffer
+	if err := writeExplain(&out, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"namespace pr-12 is Active: it is not being deleted\n",
+		"owner: applications.argoproj.io/argocd/pr-12 (by argocd.argoproj.io/tracking-id): exists\n",
+		"came back: made again at 2026-11-24T09:00:00Z after rule team/previews deleted it at 2026-11-24T08:50:00Z (policy ttl)\n",
+		"its owner applications.argoproj.io/argocd/pr-12 exists and may have made it again: a DELETE with params: {via: owner}",
+		"OWNER_GONE",
+		"not read:\n  applications.argoproj.io in argocd: forbidden\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+
+	out.Reset()
+	r.Owner = &explain.Owner{Ref: "applications.argoproj.io/argocd/pr-12", By: "argocd.argoproj.io/tracking-id", Presence: explain.OwnerGone}
+	if err := writeExplain(&out, r); err != nil || strings.Contains(out.String(), "may have made it again") || !strings.Contains(out.String(), "): gone\n") {
+		t.Errorf("an owner gone: %v\n%s", err, out.String())
+	}
+
+	out.Reset()
+	hostile := "x\x1b]0;pwned\x07\nfake"
+	r.Owner = &explain.Owner{By: "argocd.argoproj.io/tracking-id", Presence: explain.OwnerUnknown, Why: "tracking id " + hostile + " does not parse"}
+	r.CameBack[0].Policy = hostile
+	if err := writeExplain(&out, r); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(out.String(), `x\x1b]0;pwned\x07\x0afake`); got != 2 || !strings.Contains(out.String(), "owner: argocd.argoproj.io/tracking-id names none: ") {
+		t.Errorf("the marker shown escaped %d times, want 2 (owner, came back):\n%s", got, out.String())
+	}
+}
+
 // TestExplainUsageErrors: explain exits 2, saying why, without a
 // namespace, with a bad -o, and when the cluster cannot be reached.
 func TestExplainUsageErrors(t *testing.T) {

@@ -128,11 +128,15 @@ failed, 2 on a usage or configuration error.`,
 	fs.StringVar(&o.clusterName, "cluster-name", "", "with --pushgateway-url, push the metrics under the grouping label cluster=NAME, which every series pushed then carries: one Pushgateway and one dashboard for the clusters of a fleet (default: no cluster label)")
 	fs.Int64Var(&o.chunkSize, "chunk-size", sweep.DefaultPageSize, "objects per list request (managers, namespaces, pods), as kubectl's --chunk-size")
 	fs.IntVar(&o.shardCount, "shard-count", 1, "split the managers among this many sweeps run side by side, by a hash of their UID")
-	fs.StringVar(&o.argoCDNamespace, "argocd-namespace", sweep.DefaultArgoCDNamespace, "the namespace Argo CD runs in, for OWNER_GONE: an argocd.argoproj.io/tracking-id annotation's app name alone names an Application there (NS_NAME names the Application NAME in NS), and only Applications there own the namespaces they create (CreateNamespace=true)")
+	fs.StringVar(&o.argoCDNamespace, "argocd-namespace", sweep.DefaultArgoCDNamespace, argoCDNamespaceHelp)
 	fs.StringVar(&o.configFrom, "config-from", configFromAuto, "with --dry-run from outside the cluster (no $POD_NAMESPACE, not the in-cluster config): take the namespace and the sweep flags of nsman's CronJob in the cluster for those not given here, as it sees them: auto (the one labelled "+installedSelector+", if any), NAMESPACE/NAME, or none")
 	fs.IntVar(&o.shardIndex, "shard-index", 0, "the shard this sweep handles, from 0 to --shard-count - 1 (default: $"+jobIndexEnv+" whenever it is set, whatever --shard-count, else 0)")
 	return c
 }
+
+// argoCDNamespaceHelp is --argocd-namespace's help, of nsman sweep and
+// nsman explain alike.
+const argoCDNamespaceHelp = "the namespace Argo CD runs in, for OWNER_GONE: an argocd.argoproj.io/tracking-id annotation's app name alone names an Application there (NS_NAME names the Application NAME in NS), and only Applications there own the namespaces they create (CreateNamespace=true)"
 
 // config turns the flags into a sweep.Config (see namespaceTrust for the
 // namespaces it trusts and protects).

@@ -1,4 +1,5 @@
-// Package explain says why a namespace being deleted will not go: the
+// Package explain says who owns a namespace and whether it came back after
+// a rule deleted it, and why a namespace being deleted will not go: the
 // namespace controller's conditions, the namespace's own finalizers, the
 // objects left in it and the finalizers holding them, the API groups that
 // could not be discovered and the APIServices that are unavailable (either
@@ -11,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -23,9 +25,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/pager"
+
+	"github.com/nsman/nsman/internal/cluster"
 )
 
 // Report is what holds a namespace, and what would unblock it.
@@ -35,7 +38,9 @@ type Report struct {
 	// the --kubeconfig and --context explain was given (none when neither).
 	Cluster Cluster `json:"cluster"`
 	// Phase is Active or Terminating.
-	Phase             string       `json:"phase"`
+	Phase string `json:"phase"`
+	// Created is the namespace's creationTimestamp.
+	Created           metav1.Time  `json:"created"`
 	DeletionTimestamp *metav1.Time `json:"deletionTimestamp,omitempty"`
 	// Conditions are the namespace controller's, as it last wrote them.
 	Conditions []corev1.NamespaceCondition `json:"conditions"`
@@ -53,6 +58,24 @@ type Report struct {
 	UnavailableAPIServices []APIService `json:"unavailableAPIServices"`
 	// Unblock says what would let the deletion go on, a step each.
 	Unblock []Step `json:"unblock"`
+	// Owner is who owns the namespace as nsman's sweep reads it, and
+	// whether it exists; nil when nothing names one.
+	Owner *Owner `json:"owner,omitempty"`
+	// CameBack are the rules that deleted a namespace of this name before
+	// this one was made: it came back.
+	CameBack []CameBack `json:"cameBack,omitempty"`
+}
+
+// Options are what Explain reads with besides its clients.
+type Options struct {
+	// Cluster names the cluster in the commands of Report.Unblock.
+	Cluster Cluster
+	// ArgoCDNamespace is where an Argo CD Application named by app name
+	// alone lives, and the only namespace whose Applications own the
+	// namespaces they create (--argocd-namespace, as a sweep's).
+	ArgoCDNamespace string
+	// Log hears what a sweep's reads warn of (a continue token expired).
+	Log *slog.Logger
 }
 
 // Resource is one resource with objects left in the namespace.
@@ -101,9 +124,12 @@ var ErrNotFound = errors.New("namespace not found")
 
 var apiServices = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
 
-// Explain reads what holds namespace, and writes the commands that would
-// release it for the cluster kubectl is told of with cluster.
-func Explain(ctx context.Context, kube kubernetes.Interface, md metadata.Interface, dyn dynamic.Interface, namespace string, cluster Cluster) (Report, error) {
+// Explain reads who owns namespace and the rules that deleted it before
+// it was made, and, while it is being deleted, what holds it, with the
+// commands that would release it for the cluster kubectl is told of with
+// opts.Cluster. What it cannot read it says in Report.Unlisted.
+func Explain(ctx context.Context, c cluster.Clients, namespace string, opts Options) (Report, error) {
+	kube, md, dyn := c.Kube, c.Metadata, c.Dynamic
 	ns, err := kube.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return Report{}, fmt.Errorf("%w: %s", ErrNotFound, namespace)
@@ -112,7 +138,7 @@ func Explain(ctx context.Context, kube kubernetes.Interface, md metadata.Interfa
 		return Report{}, err
 	}
 	r := Report{
-		Namespace: namespace, Cluster: cluster, Phase: string(ns.Status.Phase), DeletionTimestamp: ns.DeletionTimestamp,
+		Namespace: namespace, Cluster: opts.Cluster, Phase: string(ns.Status.Phase), Created: ns.CreationTimestamp, DeletionTimestamp: ns.DeletionTimestamp,
 		Conditions: ns.Status.Conditions, Finalizers: []string{}, Remaining: []Resource{}, Unlisted: []Unlisted{},
 		UnavailableAPIServices: []APIService{}, Unblock: []Step{},
 	}
@@ -123,6 +149,8 @@ func Explain(ctx context.Context, kube kubernetes.Interface, md metadata.Interfa
 		r.Finalizers = append(r.Finalizers, string(f))
 	}
 	r.Finalizers = append(r.Finalizers, ns.Finalizers...)
+	r.owner(ctx, c, ns, opts.ArgoCDNamespace)
+	r.cameBack(ctx, c, ns, opts.Log)
 	if ns.DeletionTimestamp == nil {
 		return r, nil
 	}
@@ -202,15 +230,15 @@ func (r *Report) list(ctx context.Context, md metadata.Interface, gvr schema.Gro
 		names := byFinalizer[f]
 		r.Unblock = append(r.Unblock, Step{
 			Holds:    fmt.Sprintf("%d %s hold the finalizer %s (%s)", len(names), name, f, strings.Join(first(names, 5), ", ")),
-			Unblock:  "the controller that owns " + f + owner(f) + " removes it once it has cleaned up: check that it runs and read its logs",
+			Unblock:  "the controller that owns " + f + finalizerOwner(f) + " removes it once it has cleaned up: check that it runs and read its logs",
 			Commands: releaseCommands(r.Cluster.kubectl(), namespace, name, gvr.GroupVersion().String(), kind, names),
 			Warning:  "removing a finalizer skips the cleanup it guards: what its controller would have deleted elsewhere (cloud resources, records in other systems) is left behind",
 		})
 	}
 }
 
-// owner names the project a finalizer's prefix points to, when it has one.
-func owner(finalizer string) string {
+// finalizerOwner names the project a finalizer's prefix points to, when it has one.
+func finalizerOwner(finalizer string) string {
 	domain, _, ok := strings.Cut(finalizer, "/")
 	if !ok || !strings.Contains(domain, ".") {
 		return ""
@@ -234,7 +262,7 @@ func (r *Report) namespaceFinalizers(ns *corev1.Namespace) {
 		}
 		r.Unblock = append(r.Unblock, Step{
 			Holds:    "the namespace's own finalizer " + string(f) + " (spec.finalizers)",
-			Unblock:  "whoever added " + string(f) + owner(string(f)) + " removes it once done",
+			Unblock:  "whoever added " + string(f) + finalizerOwner(string(f)) + " removes it once done",
 			Commands: []string{r.Cluster.kubectl() + " get namespace " + shellQuote(ns.Name) + " -o json | jq " + shellQuote(".spec.finalizers -= ["+asciiJSON(string(f))+"]") + " | " + r.Cluster.kubectl() + " replace --raw " + shellQuote("/api/v1/namespaces/"+ns.Name+"/finalize") + " -f -"},
 			Warning:  "removing it skips whatever its owner does before the namespace goes",
 		})
@@ -242,7 +270,7 @@ func (r *Report) namespaceFinalizers(ns *corev1.Namespace) {
 	for _, f := range ns.Finalizers {
 		r.Unblock = append(r.Unblock, Step{
 			Holds:    "the namespace's own finalizer " + f + " (metadata.finalizers)",
-			Unblock:  "the controller that owns " + f + owner(f) + " removes it once done",
+			Unblock:  "the controller that owns " + f + finalizerOwner(f) + " removes it once done",
 			Commands: []string{r.Cluster.kubectl() + " patch namespace " + shellQuote(ns.Name) + " " + unfinalize},
 			Warning:  "removing it skips whatever its owner does before the namespace goes",
 		})

@@ -1,6 +1,7 @@
 package explain
 
 import (
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -129,4 +130,29 @@ func releaseCommands(kubectl, namespace, resource, gv, kind string, names []stri
 		out = append(out, "printf '%s\\n' '"+list+"' | "+kubectl+" patch -f - "+unfinalize)
 	}
 	return out
+}
+
+// Visible is s with every byte or character that would not print as itself
+// (control and formatting characters, invalid UTF-8) written as an escape:
+// \x1b, \u202e. Hand-written: strconv.Quote would escape \ and " too,
+// which a name keeps as they are.
+func Visible(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case unicode.IsPrint(r):
+			b.WriteRune(r)
+		case r < 0x100:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case r > 0xffff:
+			fmt.Fprintf(&b, `\U%08x`, r)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+		i += size
+	}
+	return b.String()
 }
