@@ -320,6 +320,25 @@ sleep 6
 echo "the grace has passed: demo-pr-12 and demo-pr-14 go; demo-pr-15's Application exists and demo-pr-13's owner cannot be read: they stay"
 nsman sweep -l demo=gitops
 kubectl get namespaces | grep -E '^(NAME|demo-pr-)'
+echo "a TTL rule without via over demo-pr-15, whose Application exists: the DELETE goes ahead and says who may make the namespace again"
+kubectl apply -f - <<'YAML'
+apiVersion: k8s.consol.de/v1beta1
+kind: NamespaceManager
+metadata: {name: demo-pr-ttl, namespace: namespace-manager, labels: {demo: gitops-ttl}}
+spec:
+  namePatterns: [demo-pr-15]
+  policies:
+    - name: at once
+      condition: {type: TTL, params: {ttlSeconds: 0}}
+      action: {type: DELETE}
+YAML
+nsman sweep -l demo=gitops-ttl
+kubectl wait --for=delete namespace/demo-pr-15 --timeout=60s
+echo "Argo CD's self-heal makes it again (kubectl in its place here): nsman explain names its owner and the rule that deleted it, and a dry run's entry says it came back"
+kubectl create namespace demo-pr-15
+bin/nsman explain demo-pr-15 --kubeconfig "$KUBECONFIG"
+nsman sweep --dry-run -l demo=gitops-ttl
+kubectl -n namespace-manager delete namespacemanager demo-pr-ttl
 
 step "windows: examples/windows-night-scale-down.yaml parks a preview only at night or at the weekend, Europe/Berlin"
 kubectl apply -f examples/windows-night-scale-down.yaml
