@@ -18,7 +18,7 @@ import (
 
 // doctorFlags are the sweep flags nsman doctor takes: those that decide
 // what its checks judge against.
-var doctorFlags = []string{"kubeconfig", "context", "output", "trusted-namespaces", "protected-namespaces", "webhook-allow"}
+var doctorFlags = []string{"kubeconfig", "context", "trusted-namespaces", "protected-namespaces", "webhook-allow"}
 
 func newDoctorCommand() *cobra.Command {
 	o := newSweepOptions()
@@ -54,12 +54,16 @@ a usage error or when the cluster cannot be reached.`,
 	for _, name := range doctorFlags {
 		c.Flags().AddFlag(sweepFlags.Lookup(name))
 	}
+	c.Flags().StringVarP(&o.output, "output", "o", "text", "report format: text or json")
 	c.Flags().StringVar(&o.configFrom, "config-from", configFromAuto, "from outside the cluster (no $POD_NAMESPACE, not the in-cluster config): judge as nsman's CronJob in the cluster sweeps, taking its namespace, its ServiceAccount and those of its flags not given here: auto (the one labelled "+installedSelector+", if any), NAMESPACE/NAME, or none")
 	return c
 }
 
 func (o *sweepOptions) doctor(c *cobra.Command) error {
 	flags := c.Flags()
+	if o.output != "text" && o.output != "json" {
+		return usageError{fmt.Errorf("-o %q: want text or json", o.output)}
+	}
 	if _, err := o.config(flags); err != nil {
 		return usageError{err}
 	}

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nsman/nsman/internal/decide"
+	"github.com/nsman/nsman/internal/printer"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/tell"
 	"github.com/nsman/nsman/metrics"
@@ -101,7 +102,7 @@ failed, 2 on a usage or configuration error.`,
 	fs := c.Flags()
 	o.kube.addFlags(fs)
 	o.log.addFlags(fs)
-	fs.StringVarP(&o.output, "output", "o", "text", "report format: text or json")
+	fs.StringVarP(&o.output, "output", "o", "text", "report format: text, wide (an OWNER column besides) or json")
 	fs.StringVarP(&o.namespace, "namespace", "n", "", "only managers in this namespace (default: all namespaces)")
 	fs.StringVarP(&o.selector, "selector", "l", "", "only managers matching this label selector")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "make no change at all; print what would happen")
@@ -182,8 +183,8 @@ func (o *sweepOptions) config(flags *pflag.FlagSet) (sweep.Config, error) {
 		return cfg, err
 	}
 	cfg.Freezes = freezes
-	if o.output != "text" && o.output != "json" {
-		return cfg, fmt.Errorf("-o %q: want text or json", o.output)
+	if !slices.Contains(printer.Formats, o.output) {
+		return cfg, fmt.Errorf("-o %q: want %s", o.output, strings.Join(printer.Formats, ", "))
 	}
 	if o.concurrency < 1 {
 		return cfg, errors.New("--concurrency must be at least 1")
@@ -346,7 +347,7 @@ func (o *sweepOptions) run(c *cobra.Command) error {
 		// The sweep could not run at all: no cluster, or no CRD.
 		return usageError{err}
 	}
-	if err := writeReport(c.OutOrStdout(), o.output, rep); err != nil {
+	if err := printer.Report(c.OutOrStdout(), o.output, rep); err != nil {
 		return err
 	}
 	if o.pushgatewayURL != "" {

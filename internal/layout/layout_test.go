@@ -38,7 +38,7 @@ var layers = map[string][]string{
 		"sweep", "doctor", "explain", "metrics",
 		"internal/execute", "internal/decide", "internal/record", "internal/probe", "internal/tell",
 		"internal/write", "internal/cluster", "internal/workload", "internal/owner", "internal/listpage", "internal/status",
-		"report", "deploy", "webhook", "policy",
+		"internal/printer", "report", "deploy", "webhook", "policy",
 	},
 	"doctor":  {"internal/cluster", "internal/owner", "internal/listpage", "internal/status", "report", "deploy", "webhook", "policy"},
 	"explain": {"internal/cluster", "internal/owner", "internal/listpage", "internal/status", "report", "policy"},
@@ -77,8 +77,10 @@ var layers = map[string][]string{
 	// managers, and a fake API server's discovery.
 	"internal/cluster/clustertest": {"internal/cluster", "policy"},
 	"internal/status":              {"report", "policy"},
-	"metrics":                      {"report", "policy"},
-	"report":                       {"policy"},
+	// printer prints a sweep's report, as -o asks.
+	"internal/printer": {"report", "policy"},
+	"metrics":          {"report", "policy"},
+	"report":           {"policy"},
 	// policy's own packages: a part of the domain's vocabulary that
 	// policy imports, and that imports nothing of nsman but policy's own.
 	"policy":        {"policy/window"},

@@ -1,4 +1,7 @@
-package cmd
+// Package printer prints a sweep's report as its reader asked (-o): a table
+// (text, or wide with more columns) or JSON, whose schema is
+// report.Report, versioned by report.ReportVersion.
+package printer
 
 import (
 	"bufio"
@@ -17,24 +20,44 @@ import (
 	"github.com/nsman/nsman/report"
 )
 
-// writeReport prints a sweep report as a table or as JSON (the schema is
-// report.Report, versioned by report.ReportVersion).
-func writeReport(w io.Writer, format string, r report.Report) error {
-	if format == "json" {
+// The formats of Report: a table, the same with more columns, JSON.
+const (
+	Text = "text"
+	Wide = "wide"
+	JSON = "json"
+)
+
+// Formats are the formats Report prints, as -o names them.
+var Formats = []string{Text, Wide, JSON}
+
+// Report prints sweep report r in format (one of Formats).
+func Report(w io.Writer, format string, r report.Report) error {
+	switch format {
+	case JSON:
 		return writeJSON(w, r)
+	case Text, Wide:
+	default:
+		return fmt.Errorf("-o %q: want %s", format, strings.Join(Formats, ", "))
 	}
-	if err := writeEntries(w, r.Entries); err != nil {
+	if err := writeEntries(w, r.Entries, format == Wide); err != nil {
 		return err
 	}
 	return writeSummary(w, r.Summary)
 }
 
 // writeEntries prints the table of a report's entries, a row each, with
-// its target's owner, effects, warnings, problems and the reasons it is
-// stuck on lines of their own under the message.
-func writeEntries(w io.Writer, entries []report.Entry) error {
+// its effects, warnings, problems and the reasons it is stuck on lines of
+// their own under the message; its target's owner is a line too, or a
+// column when wide.
+func writeEntries(w io.Writer, entries []report.Entry, wide bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "MANAGER\tTARGET\tPOLICY\tSTATE\tACTION\tDUE\tRECLAIMED\tMESSAGE")
+	under := "\t\t\t\t\t\t\t  " // the message's column
+	if wide {
+		under = "\t" + under
+		fmt.Fprintln(tw, "MANAGER\tTARGET\tPOLICY\tSTATE\tACTION\tDUE\tRECLAIMED\tOWNER\tMESSAGE")
+	} else {
+		fmt.Fprintln(tw, "MANAGER\tTARGET\tPOLICY\tSTATE\tACTION\tDUE\tRECLAIMED\tMESSAGE")
+	}
 	for _, e := range entries {
 		due := "-"
 		if e.Due != nil {
@@ -44,22 +67,26 @@ func writeEntries(w io.Writer, entries []report.Entry) error {
 		if e.Rule {
 			name += " (rule)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, dash(e.Target), dash(e.Policy), e.State, dash(e.Action), due, reclaimedColumn(e.Reclaimed), dash(e.Message))
-		if e.Owner != "" {
-			fmt.Fprintf(tw, "\t\t\t\t\t\t\t  owner: %s\n", e.Owner)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t", name, dash(e.Target), dash(e.Policy), e.State, dash(e.Action), due, reclaimedColumn(e.Reclaimed))
+		if wide {
+			fmt.Fprintf(tw, "%s\t", dash(e.Owner))
+		}
+		fmt.Fprintf(tw, "%s\n", dash(e.Message))
+		if e.Owner != "" && !wide {
+			fmt.Fprintf(tw, "%sowner: %s\n", under, e.Owner)
 		}
 		for _, effect := range e.Effects {
-			fmt.Fprintf(tw, "\t\t\t\t\t\t\t  %s\n", effect)
+			fmt.Fprintf(tw, "%s%s\n", under, effect)
 		}
 		for _, warning := range e.Warnings {
-			fmt.Fprintf(tw, "\t\t\t\t\t\t\t  warning: %s\n", warning)
+			fmt.Fprintf(tw, "%swarning: %s\n", under, warning)
 		}
 		for _, p := range e.Problems {
-			fmt.Fprintf(tw, "\t\t\t\t\t\t\t  %s\n", p)
+			fmt.Fprintf(tw, "%s%s\n", under, p)
 		}
 		if e.Stuck != nil {
 			for _, reason := range e.Stuck.Reasons {
-				fmt.Fprintf(tw, "\t\t\t\t\t\t\t  stuck, %s: %s\n", reason.Reason, reason.Message)
+				fmt.Fprintf(tw, "%sstuck, %s: %s\n", under, reason.Reason, reason.Message)
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package cmd
+package printer
 
 import (
 	"bytes"
@@ -68,7 +68,7 @@ func TestTextReportMarksRules(t *testing.T) {
 		{Namespace: "a", Name: "a", Target: "a", State: report.StateWaiting},
 	}}
 	var out bytes.Buffer
-	if err := writeReport(&out, "text", r); err != nil {
+	if err := Report(&out, Text, r); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(out.String(), "\n")
@@ -93,7 +93,7 @@ func TestTextReportSaysReclaimedAndStuck(t *testing.T) {
 			{Namespace: "b", Name: "b", Target: "held", State: report.StateTargetTerminating, Stuck: stuck},
 		}, Summary: report.Summary{DryRun: dry, Reclaimed: &freed, Stuck: 1}}
 		var out bytes.Buffer
-		if err := writeReport(&out, "text", r); err != nil {
+		if err := Report(&out, Text, r); err != nil {
 			t.Fatal(err)
 		}
 		lines := strings.Split(out.String(), "\n")
@@ -118,7 +118,7 @@ func TestTextReportSaysWarnings(t *testing.T) {
 			Warnings: []string{"discovery failed for API group(s) metrics.example.com/v1beta1: their kinds were neither put to sleep nor woken"}},
 	}}
 	var out bytes.Buffer
-	if err := writeReport(&out, "text", r); err != nil {
+	if err := Report(&out, Text, r); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(out.String(), "\n")
@@ -136,7 +136,7 @@ func TestTextReportSaysOwner(t *testing.T) {
 		{Namespace: "a", Name: "a", Rule: true, Target: "pr-13", State: report.StateWaiting},
 	}}
 	var out bytes.Buffer
-	if err := writeReport(&out, "text", r); err != nil {
+	if err := Report(&out, Text, r); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(out.String(), "\n")
@@ -151,7 +151,7 @@ func TestTextReportSaysOwner(t *testing.T) {
 func TestTextReportSaysMissingTrusted(t *testing.T) {
 	r := report.Report{Version: report.ReportVersion, Summary: report.Summary{MissingTrusted: []string{"namespace-manager", "ops"}, Stuck: 1}}
 	var out bytes.Buffer
-	if err := writeReport(&out, "text", r); err != nil {
+	if err := Report(&out, Text, r); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"trusted namespace(s) that do not exist: namespace-manager, ops: whoever may create namespaces may create one", "1 namespace(s) stuck in Terminating"} {
@@ -160,10 +160,36 @@ func TestTextReportSaysMissingTrusted(t *testing.T) {
 		}
 	}
 	out.Reset()
-	if err := writeReport(&out, "text", report.Report{Version: report.ReportVersion}); err != nil {
+	if err := Report(&out, Text, report.Report{Version: report.ReportVersion}); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(out.String(), "trusted") {
 		t.Errorf("a report with every trusted namespace there says:\n%s", out.String())
+	}
+}
+
+// -o wide prints the owner of an entry's target in a column of its own,
+// "-" for none, rather than on a line under its row; the lines under a
+// row stay in the message's column.
+func TestWideReportHasAnOwnerColumn(t *testing.T) {
+	r := report.Report{Version: report.ReportVersion, Entries: []report.Entry{
+		{Namespace: "a", Name: "a", Rule: true, Target: "pr-12", Owner: "applications.argoproj.io/argocd/pr-12", State: report.StateFired, Action: "DELETE", Message: "TTL elapsed", Effects: []string{"delete namespace pr-12"}},
+		{Namespace: "a", Name: "a", Rule: true, Target: "pr-13", State: report.StateWaiting, Message: "TTL not elapsed"},
+	}}
+	var out bytes.Buffer
+	if err := Report(&out, Wide, r); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(out.String(), "\n")
+	header, owned, effect, unowned := lines[0], lines[1], lines[2], lines[3]
+	column := func(line, of string) int { return strings.Index(line, of) }
+	if !strings.Contains(header, "RECLAIMED  OWNER") || column(owned, "applications.argoproj.io/argocd/pr-12") != column(header, "OWNER") ||
+		column(owned, "TTL elapsed") != column(header, "MESSAGE") || column(unowned, "TTL not elapsed") != column(header, "MESSAGE") ||
+		strings.TrimSpace(unowned[column(header, "OWNER"):column(header, "MESSAGE")]) != "-" ||
+		column(effect, "delete namespace pr-12") != column(header, "MESSAGE")+2 || strings.Contains(out.String(), "owner:") {
+		t.Errorf("report:\n%s\nwant pr-12's owner in the OWNER column, - for pr-13, the effect under the message and no owner: line", out.String())
+	}
+	if err := Report(&out, "yaml", r); err == nil || !strings.Contains(err.Error(), "want text, wide, json") {
+		t.Errorf("-o yaml: %v, want the formats named", err)
 	}
 }
