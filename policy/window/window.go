@@ -1,6 +1,7 @@
-// Package window is when a policy may act: windows of the week in a time
-// zone, as spec.policies[].windows declares them, parsed and asked when
-// they open and close. It imports nothing of nsman.
+// Package window is when a policy may act: windows of the week, or of
+// dates of the calendar, in a time zone, as spec.policies[].windows
+// declares them, parsed and asked when they open and close. It imports
+// nothing of nsman.
 package window
 
 import (
