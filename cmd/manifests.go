@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -117,19 +118,20 @@ func (r *manifestReport) add(o manifestReport) {
 	r.invalid = append(r.invalid, o.invalid...)
 }
 
-func validateManifestFile(name string) (manifestReport, error) {
+func validateManifestFile(name string, now time.Time) (manifestReport, error) {
 	f, err := os.Open(name)
 	if err != nil {
 		return manifestReport{}, err
 	}
 	defer f.Close()
-	return validateManifests(name, f)
+	return validateManifests(name, f, now)
 }
 
 // validateManifests reads a stream of YAML documents or JSON objects and
 // validates the NamespaceManagers in it, also those inside a List. It stops
 // at the first document it cannot parse and returns what it found so far.
-func validateManifests(name string, r io.Reader) (manifestReport, error) {
+// now is when windows' dates are judged past.
+func validateManifests(name string, r io.Reader, now time.Time) (manifestReport, error) {
 	var report manifestReport
 	decoder := yaml.NewYAMLOrJSONDecoder(r, 4096)
 	for doc := 1; ; doc++ {
@@ -150,16 +152,16 @@ func validateManifests(name string, r io.Reader) (manifestReport, error) {
 		if err := utiljson.Unmarshal(raw, &obj); err != nil {
 			return report, fmt.Errorf("%s: document %d: not an object: %w", name, doc, err)
 		}
-		report.addObject(&unstructured.Unstructured{Object: obj}, fmt.Sprintf("document %d", doc))
+		report.addObject(&unstructured.Unstructured{Object: obj}, fmt.Sprintf("document %d", doc), now)
 	}
 }
 
-func (r *manifestReport) addObject(obj *unstructured.Unstructured, position string) {
+func (r *manifestReport) addObject(obj *unstructured.Unstructured, position string, now time.Time) {
 	if obj.IsList() {
 		items, _ := obj.Object["items"].([]any)
 		for i, item := range items {
 			if m, ok := item.(map[string]any); ok {
-				r.addObject(&unstructured.Unstructured{Object: m}, fmt.Sprintf("%s, item %d", position, i+1))
+				r.addObject(&unstructured.Unstructured{Object: m}, fmt.Sprintf("%s, item %d", position, i+1), now)
 			}
 		}
 		return
@@ -169,7 +171,7 @@ func (r *manifestReport) addObject(obj *unstructured.Unstructured, position stri
 		return
 	}
 	r.managers++
-	errs, deactivated := validateManager(obj)
+	errs, deactivated := validateManager(obj, now)
 	switch {
 	case deactivated:
 		r.deactivated++

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -29,6 +30,8 @@ type validateOptions struct {
 	stdin   io.Reader
 	stdout  io.Writer
 	stderr  io.Writer
+	// now is the clock a window's dates are judged past by.
+	now func() time.Time
 }
 
 // invalidManagersError reports that validation found invalid
@@ -41,7 +44,7 @@ func (e invalidManagersError) Error() string {
 }
 
 func newValidateCommand() *cobra.Command {
-	o := &validateOptions{}
+	o := &validateOptions{now: time.Now}
 	c := &cobra.Command{
 		Use:   "validate -f FILE|DIR ...",
 		Short: "Check NamespaceManager manifests offline, without a cluster",
@@ -49,7 +52,9 @@ func newValidateCommand() *cobra.Command {
 
 Reads YAML or JSON files (several documents each), skips every object that is
 not a NamespaceManager, and validates each NamespaceManager as a sweep would
-and as nsman's CRD does at admission. A deactivated one (spec.deactivated:
+and as nsman's CRD does at admission, and refuses a window whose dates are
+all past (it never opens again; a sweep says so, and does not refuse it).
+A deactivated one (spec.deactivated:
 true), which a sweep skips, is never invalid: its problems are warnings. A directory's Helm chart
 templates are skipped, and said so: validate what they render (helm
 template CHART | nsman validate -f -). Under the original operator's CRD,
@@ -101,11 +106,12 @@ func (o *validateOptions) Validate() error {
 func (o *validateOptions) Run(ctx context.Context) error {
 	var total manifestReport
 	var readErrs []error
+	now := o.now()
 	for _, name := range o.files {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		report, err := o.validateFile(name)
+		report, err := o.validateFile(name, now)
 		total.add(report)
 		if err != nil {
 			readErrs = append(readErrs, err)
@@ -140,19 +146,20 @@ func (o *validateOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-func (o *validateOptions) validateFile(name string) (manifestReport, error) {
+func (o *validateOptions) validateFile(name string, now time.Time) (manifestReport, error) {
 	if name == stdinName {
-		return validateManifests(stdinName, o.stdin)
+		return validateManifests(stdinName, o.stdin, now)
 	}
-	return validateManifestFile(name)
+	return validateManifestFile(name, now)
 }
 
 // validateManager checks one NamespaceManager object the way a sweep would,
 // plus what nsman's CRD refuses at admission (policy.ParseStrict) and what
-// only matters in a manifest: the exact apiVersion, and a name. A
+// only matters in a manifest: the exact apiVersion, a name, and windows
+// whose dates are all past at now (policy.PastWindows). A
 // deactivated manager's problems make it no invalid one, as a sweep skips
 // it; they are warnings, since re-arming it brings them back.
-func validateManager(obj *unstructured.Unstructured) (errs field.ErrorList, deactivated bool) {
+func validateManager(obj *unstructured.Unstructured, now time.Time) (errs field.ErrorList, deactivated bool) {
 	want := policy.Group + "/" + policy.Version
 	if got := obj.GetAPIVersion(); got != want {
 		errs = append(errs, field.NotSupported(field.NewPath("apiVersion"), got, []string{want}))
@@ -161,6 +168,9 @@ func validateManager(obj *unstructured.Unstructured) (errs field.ErrorList, deac
 		errs = append(errs, field.Required(field.NewPath("metadata", "name"), ""))
 	}
 	m, parseErrs := policy.ParseStrict(obj)
+	if len(parseErrs) == 0 {
+		parseErrs = policy.PastWindows(m, now)
+	}
 	return append(errs, parseErrs...), m.Deactivated
 }
 

@@ -220,6 +220,10 @@ func judge(state *PolicyState, out *Outcome, generation int64, i int, p Policy, 
 // is closed.
 func judgeInWindows(state *PolicyState, out *Outcome, generation int64, i int, p Policy, in Input) Verdict {
 	open := window.NextOpen(p.Windows, in.Now)
+	if open.IsZero() {
+		state.Detail, state.Due = noMoreOpen(p), time.Time{}
+		return Wait
+	}
 	closed := !open.Equal(in.Now)
 	pods := p.Condition.Evidence().Pods != NoPods
 	if closed && pods {
@@ -241,7 +245,9 @@ func judgeInWindows(state *PolicyState, out *Outcome, generation int64, i int, p
 		state.Due = open
 		return Wait
 	case verdict == Wait && !state.Due.IsZero():
-		state.Due = window.NextOpen(p.Windows, state.Due)
+		if state.Due = window.NextOpen(p.Windows, state.Due); state.Due.IsZero() {
+			state.Detail += "; " + noMoreOpen(p) + " by then"
+		}
 	}
 	return verdict
 }

@@ -35,7 +35,7 @@ var fuzzCreated = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // values that are numbers, the bounds of a duration, whole numbers spelled
 // as floats, a hold (which Parse leaves to the sweep), a deactivated
 // manager, SLEEP policies in windows, idle, on pods, before and after a
-// DELETE.
+// DELETE, windows on dates.
 var extraManagers = []string{
 	`{"apiVersion":"k8s.consol.de/v1beta1","kind":"NamespaceManager","metadata":{"name":"failed-e2e","namespace":"namespace-manager","uid":"u-1","generation":3},"spec":{"namespaceSelector":{"matchExpressions":[{"key":"ci","operator":"In","values":["e2e","smoke"]},{"key":"keep","operator":"DoesNotExist"}]},"policies":[{"name":"report a failure","final":false,"condition":{"type":"PODS_FAILED","params":{"podLabels":{"role":"e2e"},"initialDelaySeconds":0}},"action":{"type":"WEBHOOK","params":{"url":"https://hooks.example.com/nsman"}}},{"name":"delete after a day","condition":{"type":"TTL","params":{"ttlSeconds":86400}},"action":{"type":"DELETE"}}]}}`,
 	`{"metadata":{"name":"previews","namespace":"namespace-manager","generation":1},"spec":{"namePatterns":["pr-[0-9]*","preview-?","e2e-\\*"],"policies":[{"name":"park it","final":false,"condition":{"type":"TTL","params":{"ttlSeconds":3600}},"action":{"type":"SCALE_DOWN","params":{"selectors":[{"kind":"StatefulSet"},{"kind":"deployment","labels":{"tier":"web"}}]}}},{"name":"delete it","final":true,"condition":{"type":"TTL","params":{"ttlSeconds":7200}},"action":{"type":"DELETE"}}]}}`,
@@ -46,6 +46,7 @@ var extraManagers = []string{
 	`{"metadata":{"name":"floats","namespace":"floats"},"spec":{"policies":[{"name":"when tests pass","condition":{"type":"PODS_SUCCEED","params":{"podLabels":{"run":7.0},"initialDelaySeconds":3e1,"periodSeconds":10.0,"minChecks":2.0}},"action":{"type":"DELETE"}},{"name":"backstop","condition":{"type":"TTL","params":{"ttlSeconds":7.2e3}},"action":{"type":"DELETE"}}]}}`,
 	`{"metadata":{"name":"sleepy","namespace":"namespace-manager","generation":4},"spec":{"namePatterns":["dev-*"],"policies":[{"name":"nights and weekends","condition":{"type":"TTL","params":{"ttlSeconds":0}},"action":{"type":"SLEEP","params":{"selectors":[{"kind":"Deployment"},{"kind":"cronjob","labels":{"tier":"batch"}}]}},"windows":[{"from":"20:00","to":"07:00","timeZone":"Europe/Berlin"},{"days":["Sat","Sun"],"from":"07:00","to":"20:00","timeZone":"Europe/Berlin"}]},{"name":"when idle","condition":{"type":"IDLE","params":{"idleSeconds":3600}},"action":{"type":"SLEEP"}},{"name":"delete when stale","condition":{"type":"IDLE","params":{"idleSeconds":604800}},"action":{"type":"DELETE"}}]}}`,
 	`{"metadata":{"name":"sleep-late","generation":1},"spec":{"policies":[{"name":"backstop","condition":{"type":"TTL","params":{"ttlSeconds":86400}},"action":{"type":"DELETE"}},{"name":"sleep when pods pass","final":false,"condition":{"type":"PODS_SUCCEED","params":{"initialDelaySeconds":0,"minChecks":2}},"action":{"type":"SLEEP"},"windows":[{"from":"22:00","to":"06:00"}]},{"name":"sleep on failure","condition":{"type":"PODS_FAILED","params":{"initialDelaySeconds":0}},"action":{"type":"SLEEP"}}]}}`,
+	`{"metadata":{"name":"holidays","namespace":"namespace-manager","generation":2},"spec":{"namePatterns":["dev-*"],"policies":[{"name":"nights and holidays","condition":{"type":"TTL","params":{"ttlSeconds":0}},"action":{"type":"SLEEP"},"windows":[{"from":"20:00","to":"07:00","timeZone":"Europe/Berlin"},{"dates":["2026-01-01","2026-03-27..2026-03-30","2026-12-24..2027-01-01"],"timeZone":"Europe/Berlin"}]},{"name":"on holiday weekends","condition":{"type":"TTL","params":{"ttlSeconds":3600}},"action":{"type":"SCALE_DOWN"},"windows":[{"dates":["2025-12-20..2026-01-10"],"days":["Sat","Sun"],"from":"09:00","to":"17:00"}]}]}}`,
 	`{"metadata":{"name":"held","namespace":"held","annotations":{"nsman.k8s.consol.de/hold-until":"2026-01-02T00:00:00Z"}},"spec":{"policies":[{"name":"delete at once","condition":{"type":"TTL","params":{"ttlSeconds":0}},"action":{"type":"DELETE"}}]}}`,
 }
 
@@ -251,6 +252,21 @@ var slots = []func(obj map[string]any, i int, n int64, s string, b bool){
 	func(obj map[string]any, i int, n int64, s string, _ bool) {
 		minutes := func(m uint64) string { return fmt.Sprintf("%02d:%02d", m%1440/60, m%60) }
 		w := map[string]any{"from": minutes(uint64(n)), "to": minutes(uint64(n) >> 11), "days": []any{s}}
+		policy(obj, i)["windows"] = []any{w}
+	},
+	func(obj map[string]any, i int, n int64, s string, b bool) {
+		// Dates from the year before the target to two after, ranges up to
+		// a few days past the bound; all day, or at night when b.
+		u := uint64(n)
+		first := fuzzCreated.AddDate(0, 0, int(u%1100)-365)
+		last := first.AddDate(0, 0, int(u>>11%370))
+		w := map[string]any{"dates": []any{first.Format(time.DateOnly) + ".." + last.Format(time.DateOnly), s}}
+		if b {
+			w["from"], w["to"] = "20:00", "07:00"
+		}
+		if u>>20%2 == 1 {
+			w["days"] = []any{"Sat", "Sun"}
+		}
 		policy(obj, i)["windows"] = []any{w}
 	},
 	func(obj map[string]any, i int, n int64, s string, _ bool) {

@@ -150,6 +150,10 @@ func judgeSleep(state *PolicyState, out *Outcome, generation int64, i int, p Pol
 		return verdict, verdict == Fire
 	}
 	open := window.NextOpen(p.Windows, in.Now)
+	if open.IsZero() {
+		state.Detail, state.Due = noMoreOpen(p), time.Time{}
+		return Wait, false
+	}
 	closed := !open.Equal(in.Now)
 	outside := fmt.Sprintf("outside its windows (%s) until %s", window.Describe(p.Windows), stamp(open))
 	if closed && p.Condition.Evidence().Pods != NoPods {
@@ -177,7 +181,9 @@ func judgeSleep(state *PolicyState, out *Outcome, generation int64, i int, p Pol
 		state.Detail += fmt.Sprintf("; in its window %s until %s", w, stamp(state.Due))
 		return Fire, true
 	case verdict == Wait && !state.Due.IsZero():
-		state.Due = window.NextOpen(p.Windows, state.Due)
+		if state.Due = window.NextOpen(p.Windows, state.Due); state.Due.IsZero() {
+			state.Detail += "; " + noMoreOpen(p) + " by then"
+		}
 	}
 	return verdict, false
 }

@@ -147,6 +147,7 @@ var Defaults = withConditionParams(map[string]string{
 	"spec.namespace":                          "the manager's name",
 	"spec.policies[].final":                   "true (a SLEEP policy: false)",
 	"spec.policies[].windows[].days":          "every day",
+	"spec.policies[].windows[].dates":         "every date",
 	"spec.policies[].windows[].timeZone":      "UTC",
 	"spec.policies[].action.params.selectors": "SCALE_DOWN: every Deployment and StatefulSet; SLEEP: every workload of the kinds it handles",
 })

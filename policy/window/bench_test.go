@@ -42,3 +42,43 @@ func BenchmarkParseWindows(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDates parses, per op, a policy's windows at the CRD's bounds of
+// dates (16 windows of 366 ranges each), and asks the next opening of a
+// window whose dates, from now on, are 365 ranges of which none falls on
+// its days before the last: the longest scan NextOpen makes.
+func BenchmarkDates(b *testing.B) {
+	raw := make([]any, MaxWindows)
+	for i := range raw {
+		dates := make([]any, MaxDates)
+		for j := range dates {
+			dates[j] = fmt.Sprintf("%04d-06-01..%04d-06-03", 2000+i*MaxDates/16+j, 2000+i*MaxDates/16+j)
+		}
+		raw[i] = map[string]any{"dates": dates, "from": "22:00", "to": "06:00", "timeZone": "Europe/Berlin"}
+	}
+	b.Run("parse", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, errs := Parse(raw, field.NewPath("windows"), true); len(errs) > 0 {
+				b.Fatal(errs)
+			}
+		}
+	})
+	var dates []string
+	for y := 2026; y < 2026+MaxDates-1; y++ {
+		if d := dayOf(y, 6, 1); d.weekday() != time.Friday && d.weekday() != time.Saturday && d.weekday() != time.Sunday {
+			dates = append(dates, fmt.Sprintf("%04d-06-01..%04d-06-03", y, y))
+		}
+	}
+	dates = append(dates, "9999-12-26") // a Sunday
+	w := dated(time.UTC, 9*60, 10*60, []time.Weekday{time.Sunday}, dates...)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	b.Run("nextOpen", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if NextOpen([]Window{w}, now).IsZero() {
+				b.Fatal("never opens")
+			}
+		}
+	})
+}

@@ -43,10 +43,7 @@ func Parse(raw any, path *field.Path, strict bool) ([]Window, field.ErrorList) {
 			p.errs = append(p.errs, field.Invalid(ip, item, "must be an object"))
 			continue
 		}
-		w := Window{Days: p.days(obj, ip), From: p.clock(obj, "from", ip), To: p.clock(obj, "to", ip), Location: time.UTC}
-		if w.From >= 0 && w.From == w.To {
-			p.errs = append(p.errs, field.Invalid(ip.Child("to"), obj["to"], "must differ from from (a window that crosses midnight ends before it begins: from 22:00 to 06:00)"))
-		}
+		w := p.window(obj, ip)
 		if tz, wrongType := p.optionalStr(obj, "timeZone", ip); tz != "" && !wrongType {
 			loc, err := zones.location(tz)
 			if err != nil || tz == "Local" {
@@ -58,6 +55,25 @@ func Parse(raw any, path *field.Path, strict bool) ([]Window, field.ErrorList) {
 		out = append(out, w)
 	}
 	return out, p.errs
+}
+
+// window reads one window but its time zone: its days, dates and hours.
+// A window of dates may leave out from and to: it is open all day on
+// them, from 00:00 to 00:00 the next day.
+func (p *parser) window(obj map[string]any, path *field.Path) Window {
+	w := Window{Days: p.days(obj, path), Dates: p.dates(obj, path), Location: time.UTC}
+	if obj["dates"] != nil && obj["from"] == nil && obj["to"] == nil {
+		w.From, w.To = 0, 0 // all day
+	} else {
+		w.From, w.To = p.clock(obj, "from", path), p.clock(obj, "to", path)
+		if w.From >= 0 && w.From == w.To {
+			p.errs = append(p.errs, field.Invalid(path.Child("to"), obj["to"], "must differ from from (a window that crosses midnight ends before it begins: from 22:00 to 06:00; a window of dates alone, without from and to, is open all day)"))
+		}
+	}
+	if len(w.Dates) > 0 && !w.opensOnSomeDate() {
+		p.errs = append(p.errs, field.Invalid(path.Child("dates"), describeDates(w.Dates), "none of the dates falls on one of the window's days: it never opens (a window opens on the dates that fall on its days)"))
+	}
+	return w
 }
 
 // days reads a window's days: Mon … Sun; every day when absent.
@@ -97,7 +113,7 @@ func (p *parser) clock(obj map[string]any, key string, path *field.Path) int {
 	case wrongType:
 		return -1
 	case s == "":
-		p.errs = append(p.errs, field.Required(path.Child(key), "HH:MM"))
+		p.errs = append(p.errs, field.Required(path.Child(key), "HH:MM (a window of dates alone, without from and to, is open all day)"))
 		return -1
 	case m == nil:
 		p.errs = append(p.errs, field.Invalid(path.Child(key), s, "must be HH:MM on a 24-hour clock, 00:00 to 23:59"))

@@ -1,6 +1,7 @@
-// Package window is when a policy may act: windows of the week in a time
-// zone, as spec.policies[].windows declares them, parsed and asked when
-// they open and close. It imports nothing of nsman.
+// Package window is when a policy may act: windows of the week, or of
+// dates of the calendar, in a time zone, as spec.policies[].windows
+// declares them, parsed and asked when they open and close. It imports
+// nothing of nsman.
 package window
 
 import (
@@ -11,10 +12,16 @@ import (
 )
 
 // Window is a time of the week in which a policy may act: on Days (every
-// day when empty), from From to To, wall clock in Location. A window whose
-// To is not after its From crosses midnight: it closes on the next day.
+// day when empty) that are among Dates (every date when empty), from From
+// to To, wall clock in Location. A window whose To is not after its From
+// crosses midnight: it closes on the next day, whatever that day is; one
+// whose From equals its To (a window of dates alone: 00:00 to 00:00) is
+// open all day.
 type Window struct {
 	Days []time.Weekday
+	// Dates are the days of the calendar, in Location, the window opens
+	// on: sorted, none overlapping or touching another.
+	Dates []Dates
 	// From and To are minutes after midnight.
 	From, To int
 	Location *time.Location
@@ -33,8 +40,23 @@ func (w Window) String() string {
 		}
 		days = strings.Join(names, ",")
 	}
-	return fmt.Sprintf("%s %s-%s %s", days, clock(w.From), clock(w.To), w.Location)
+	if len(w.Dates) > 0 {
+		if len(w.Days) == 0 {
+			days = "on " + describeDates(w.Dates)
+		} else {
+			days += " on " + describeDates(w.Dates)
+		}
+	}
+	hours := clock(w.From) + "-" + clock(w.To)
+	if w.allDay() {
+		hours = "all day"
+	}
+	return fmt.Sprintf("%s %s %s", days, hours, w.Location)
 }
+
+// allDay says whether the window is open all day on its dates: a window of
+// dates alone.
+func (w Window) allDay() bool { return w.From == w.To }
 
 func clock(minutes int) string { return fmt.Sprintf("%02d:%02d", minutes/60, minutes%60) }
 
@@ -42,7 +64,7 @@ func clock(minutes int) string { return fmt.Sprintf("%02d:%02d", minutes/60, min
 // location) and when it closes, or false when it does not open that day.
 func (w Window) span(year int, month time.Month, day int) (open, close time.Time, ok bool) {
 	date := time.Date(year, month, day, 12, 0, 0, 0, w.Location)
-	if len(w.Days) > 0 && !slices.Contains(w.Days, date.Weekday()) {
+	if len(w.Days) > 0 && !slices.Contains(w.Days, date.Weekday()) || !w.onDate(dayOf(year, month, day)) {
 		return time.Time{}, time.Time{}, false
 	}
 	open = wallClock(year, month, day, w.From, w.Location)
@@ -84,17 +106,17 @@ func wallClock(year int, month time.Month, day, minutes int, loc *time.Location)
 }
 
 // NextOpen is the first instant at or after t in which one of windows is
-// open: t itself when one is, and zero when there are no windows.
+// open: t itself when one is, and zero when there are no windows or none
+// opens again (its dates are past).
 func NextOpen(windows []Window, t time.Time) time.Time {
 	var next time.Time
 	for _, w := range windows {
-		ly, lm, ld := t.In(w.Location).Date()
 		// From the day before (a window that crosses midnight may still be
-		// open) to a week and a day ahead; days stepped at noon, which no
-		// clock skips.
-		for offset := -1; offset <= 8; offset++ {
-			y, m, d := time.Date(ly, lm, ld+offset, 12, 0, 0, 0, w.Location).Date()
-			open, close, ok := w.span(y, m, d)
+		// open): a window without dates to a week and a day ahead, one with
+		// dates through its dates; days stepped at noon, which no clock
+		// skips.
+		for d := range w.candidates(localDay(t, w.Location) - 1) {
+			open, close, ok := w.span(d.date())
 			if !ok || !close.After(t) || !close.After(open) {
 				continue // closed that day, or a window the clock jumps over
 			}
@@ -110,6 +132,11 @@ func NextOpen(windows []Window, t time.Time) time.Time {
 	return next
 }
 
+// localDay is the day of t in loc.
+func localDay(t time.Time, loc *time.Location) Day {
+	return dayOf(t.In(loc).Date())
+}
+
 // Describe says which windows a policy may act in.
 func Describe(windows []Window) string {
 	parts := make([]string, 0, len(windows))
@@ -120,21 +147,47 @@ func Describe(windows []Window) string {
 }
 
 // OpenUntil is when the windows open at t close: the latest close of
-// those open at t, zero when none is.
+// those open at t, zero when none is. A window open all day on its dates
+// closes at the end of the last of the dates that follow on from t's.
 func OpenUntil(windows []Window, t time.Time) time.Time {
 	var until time.Time
 	for _, w := range windows {
-		ly, lm, ld := t.In(w.Location).Date()
+		today := localDay(t, w.Location)
 		// The day before (a window that crosses midnight) and the day of t.
-		for offset := -1; offset <= 0; offset++ {
-			y, m, d := time.Date(ly, lm, ld+offset, 12, 0, 0, 0, w.Location).Date()
-			open, close, ok := w.span(y, m, d)
-			if ok && !open.After(t) && close.After(t) && close.After(until) {
-				until = close
+		for d := today - 1; d <= today; d++ {
+			open, close, ok := w.span(d.date())
+			if ok && !open.After(t) && close.After(t) {
+				if w.allDay() {
+					_, close, _ = w.span(w.lastInRun(d).date())
+				}
+				if close.After(until) {
+					until = close
+				}
 			}
 		}
 	}
 	return until
+}
+
+// lastInRun is, for a window open all day, the last of the days that
+// follow on from d, on each of which it is open: the end of d's range of
+// dates, or sooner the last of its days in a row (at most 7 steps).
+func (w Window) lastInRun(d Day) Day {
+	if len(w.Days) == 0 {
+		i, _ := slices.BinarySearchFunc(w.Dates, d, func(r Dates, d Day) int { return int(r.Last - d) })
+		if i < len(w.Dates) {
+			return w.Dates[i].Last
+		}
+		return d
+	}
+	for range 7 {
+		next := d + 1
+		if !w.onDate(next) || !slices.Contains(w.Days, next.weekday()) {
+			break
+		}
+		d = next
+	}
+	return d
 }
 
 // Open is the one of windows open at t that stays open longest, for
@@ -147,4 +200,10 @@ func Open(windows []Window, t time.Time) (Window, bool) {
 		}
 	}
 	return Window{}, false
+}
+
+// Past says whether w has dates and none of them opens it at or after t:
+// a window that never opens again.
+func Past(w Window, t time.Time) bool {
+	return len(w.Dates) > 0 && NextOpen([]Window{w}, t).IsZero()
 }

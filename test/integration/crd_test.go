@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -318,6 +319,14 @@ func malformedCases() []malformedCase {
 		{name: "window from 9:00", mutate: windowed(window("9:00", "17:00", "")), field: "spec.policies[0].windows[0].from"},
 		{name: "window without to", mutate: windowed(map[string]any{"from": "22:00"}), field: "spec.policies[0].windows[0].to"},
 		{name: "window days a string", mutate: windowed(map[string]any{"from": "22:00", "to": "06:00", "days": "Mon"}), field: "spec.policies[0].windows[0].days"},
+		{name: "window date of two digits a year", mutate: windowed(onDates("26-12-24")), field: "spec.policies[0].windows[0].dates[0]"},
+		{name: "window date in month 13", mutate: windowed(onDates("2026-13-01")), field: "spec.policies[0].windows[0].dates[0]"},
+		{name: "window date in 1969", mutate: windowed(onDates("1969-12-31")), field: "spec.policies[0].windows[0].dates[0]"},
+		{name: "window range without an end", mutate: windowed(onDates("2099-12-24..")), field: "spec.policies[0].windows[0].dates[0]"},
+		{name: "window of 367 dates", mutate: windowed(onDates(manyDates(367)...)), field: "spec.policies[0].windows[0].dates"},
+		{name: "window of no dates", mutate: windowed(onDates()), field: "spec.policies[0].windows[0].dates"},
+		{name: "window of neither hours nor dates", mutate: windowed(map[string]any{"days": []any{"Mon"}}), field: "spec.policies[0].windows[0].from"},
+		{name: "window of dates from an hour without to", mutate: windowed(map[string]any{"dates": []any{"2099-12-24"}, "from": "20:00"}), field: "spec.policies[0].windows[0].to"},
 		{name: "17 windows", mutate: windowed(manyWindows(17)...), field: "spec.policies[0].windows",
 			parseAccepts: "the CRD bounds the list so that the cost of its from != to rule can be estimated"},
 		{name: "unknown condition type", mutate: setAt("NEVER", "spec", "policies", 0, "condition", "type"), field: "spec.policies[0].condition.type"},
@@ -536,6 +545,12 @@ func edgeCases() []edgeCase {
 		{name: "window across midnight on every day in UTC", mutate: windowed(window("22:00", "06:00", ""))},
 		{name: "window on weekdays in a time zone", mutate: windowed(window("00:00", "23:59", "Europe/Berlin", "Mon", "Tue", "Wed", "Thu", "Fri"))},
 		{name: "16 windows", mutate: windowed(manyWindows(16)...)},
+		{name: "window of dates alone", mutate: windowed(onDates("2099-12-24..2100-01-01"))},
+		{name: "window of 366 dates in years 1970 to 9999", mutate: windowed(onDates(append(manyDates(365), "9999-12-31")...))},
+		{name: "window of a range of 366 days", mutate: windowed(onDates("2096-01-01..2096-12-31"))},
+		{name: "window of dates and days and hours across midnight in a time zone", mutate: windowed(map[string]any{
+			"dates": []any{"2099-12-24..2100-01-06", "2100-04-01"}, "days": []any{"Mon", "Thu"}, "from": "20:00", "to": "07:00", "timeZone": "Europe/Berlin",
+		})},
 		{name: "EXPIRES at a time with an offset", mutate: expiring("2026-12-01T18:00:00+01:00")},
 		{name: "EXPIRES without params.at (the namespace's annotation)", mutate: func(obj map[string]any) {
 			setAt("EXPIRES", "spec", "policies", 0, "condition", "type")(obj)
@@ -614,6 +629,24 @@ func TestCRDAdmitsEdgeValues(t *testing.T) {
 			}
 		})
 	}
+}
+
+// onDates is a window open all day on dates.
+func onDates(dates ...string) map[string]any {
+	list := make([]any, len(dates))
+	for i, d := range dates {
+		list[i] = d
+	}
+	return map[string]any{"dates": list}
+}
+
+// manyDates returns n distinct dates, a day each, from 1970-01-01.
+func manyDates(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = time.Date(1970, 1, 1+i, 0, 0, 0, 0, time.UTC).Format(time.DateOnly)
+	}
+	return out
 }
 
 // manyWindows returns n valid windows, an hour each.

@@ -174,8 +174,10 @@ func playOutSleep(t *testing.T, e *nsmantest.Env, objs []*unstructured.Unstructu
 	}
 }
 
-// holdsNow makes a rule's SLEEP policies hold now: windows open now, idle
-// times of two seconds. Its other policies are left as written.
+// holdsNow makes a rule's SLEEP policies hold now: windows open now (of
+// dates, yesterday to tomorrow all day, when the example has a window of
+// dates, so that a sweep sleeps by dates), idle times of two seconds. Its
+// other policies are left as written.
 func holdsNow(t *testing.T, obj *unstructured.Unstructured) {
 	t.Helper()
 	policies, _, _ := unstructured.NestedSlice(obj.Object, "spec", "policies")
@@ -187,6 +189,9 @@ func holdsNow(t *testing.T, obj *unstructured.Unstructured) {
 		if _, ok := pm["windows"]; ok {
 			now := time.Now().UTC()
 			pm["windows"] = []any{map[string]any{"from": now.Add(-time.Hour).Format("15:04"), "to": now.Add(2 * time.Hour).Format("15:04")}}
+			if hasDates(pm) {
+				pm["windows"] = []any{map[string]any{"dates": []any{now.AddDate(0, 0, -1).Format(time.DateOnly) + ".." + now.AddDate(0, 0, 1).Format(time.DateOnly)}}}
+			}
 		}
 		if typ, _, _ := unstructured.NestedString(pm, "condition", "type"); typ == policy.ConditionIdle {
 			_ = unstructured.SetNestedField(pm, int64(2), "condition", "params", "idleSeconds")
@@ -195,7 +200,19 @@ func holdsNow(t *testing.T, obj *unstructured.Unstructured) {
 	_ = unstructured.SetNestedSlice(obj.Object, policies, "spec", "policies")
 }
 
-// closeWindows moves the rule's SLEEP windows away from now.
+// hasDates says whether one of a policy's windows has dates.
+func hasDates(pm map[string]any) bool {
+	windows, _ := pm["windows"].([]any)
+	for _, w := range windows {
+		if wm, ok := w.(map[string]any); ok && wm["dates"] != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// closeWindows moves the rule's SLEEP windows away from now (a window of
+// dates to three days ahead).
 func closeWindows(t *testing.T, e *nsmantest.Env, obj *unstructured.Unstructured) {
 	t.Helper()
 	live, err := e.Dynamic.Resource(cluster.ManagerResource).Namespace(obj.GetNamespace()).Get(t.Context(), obj.GetName(), metav1.GetOptions{})
@@ -206,7 +223,11 @@ func closeWindows(t *testing.T, e *nsmantest.Env, obj *unstructured.Unstructured
 	now := time.Now().UTC()
 	for _, p := range policies {
 		if pm := p.(map[string]any); pm["windows"] != nil {
-			pm["windows"] = []any{map[string]any{"from": now.Add(3 * time.Hour).Format("15:04"), "to": now.Add(4 * time.Hour).Format("15:04")}}
+			later := map[string]any{"from": now.Add(3 * time.Hour).Format("15:04"), "to": now.Add(4 * time.Hour).Format("15:04")}
+			if hasDates(pm) {
+				later = map[string]any{"dates": []any{now.AddDate(0, 0, 3).Format(time.DateOnly)}}
+			}
+			pm["windows"] = []any{later}
 		}
 	}
 	_ = unstructured.SetNestedSlice(live.Object, policies, "spec", "policies")
