@@ -1,13 +1,14 @@
 package nsmantest
 
 import (
+	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
 )
 
 // The request counters that a traffic preset of IDLE queries, named and
@@ -93,7 +94,7 @@ func StartTraffic(t testing.TB) *Traffic {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(tr.nginx, tr.istio, tr.traefik)
-	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := httptest.NewServer(exposition(reg))
 	t.Cleanup(srv.Close)
 	tr.URL = srv.URL
 	tr.Addr = strings.TrimPrefix(srv.URL, "http://")
@@ -154,4 +155,25 @@ func (tr *Traffic) IstioRequests(namespace, service string, n int) {
 func (tr *Traffic) TraefikRequests(namespace, service string, port, n int) {
 	name := namespace + "-" + service + "-" + strconv.Itoa(port) + "@kubernetes"
 	tr.traefik.WithLabelValues("200", "GET", "http", name).Add(float64(n))
+}
+
+// exposition serves what reg gathers in the text format. It is not
+// promhttp's handler, which would bring the modules of its compression into
+// go.sum for this alone; Prometheus asks for the text format too.
+func exposition(reg *prometheus.Registry) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fams, err := reg.Gather()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		format := expfmt.NewFormat(expfmt.TypeTextPlain)
+		w.Header().Set("Content-Type", string(format))
+		enc := expfmt.NewEncoder(w, format)
+		for _, f := range fams {
+			if err := enc.Encode(f); err != nil {
+				return // the scrape fails; the test's wait says so
+			}
+		}
+	})
 }
