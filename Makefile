@@ -70,7 +70,7 @@ install-plugin: build ## Link kubectl-nsman in PLUGIN_DIR (default: go env GOBIN
 		*) echo "$(PLUGIN_DIR) is not on PATH: add it, then try: kubectl nsman version" ;; esac
 
 .PHONY: control-plane
-control-plane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, the oldest supported kube-apiserver, kwok, the Pushgateway, Helm and promtool, and fetch the Argo CD and Flux CRDs the tests install, into the user cache (once)
+control-plane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, the oldest supported kube-apiserver, kwok, the Pushgateway, Helm, promtool and the Prometheus server of the same release, and fetch the Argo CD and Flux CRDs the tests install, into the user cache (once)
 	test/tools/build.sh
 
 .PHONY: test

@@ -1,18 +1,12 @@
 package nsmantest
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -70,85 +64,14 @@ func startPushgateway(t testing.TB, bin string) (string, error) {
 		return "", err
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	var logs syncBuffer
 	// No --persistence.file: the Pushgateway keeps what is pushed in
 	// memory, and each test starts from an empty one.
-	cmd := exec.Command(bin, "--web.listen-address="+addr, "--log.level=warn")
-	cmd.SysProcAttr = &syscall.SysProcAttr{}
-	cluster.SetParentDeathSignal(cmd.SysProcAttr) // dies with a killed test binary
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		return "", fmt.Errorf("start %s: %w", bin, err)
-	}
-	done := make(chan struct{})
-	var waitErr error
-	go func() {
-		waitErr = cmd.Wait()
-		close(done)
-	}()
-	stop := func() {
-		select {
-		case <-done:
-		default:
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	}
-
+	args := []string{"--web.listen-address=" + addr, "--log.level=warn"}
 	url := "http://" + addr
-	if err := waitReady(t.Context(), url+"/-/ready", done); err != nil {
-		stop()
-		if waitErr != nil {
-			err = fmt.Errorf("%w (%v)", err, waitErr)
-		}
-		return "", fmt.Errorf("pushgateway on %s: %w; its output:\n%s", addr, err, logs.String())
+	s, err := startServer(t.Context(), bin, args, url+"/-/ready", pushgatewayStartTimeout)
+	if err != nil {
+		return "", fmt.Errorf("pushgateway on %s: %w", addr, err)
 	}
-	t.Cleanup(stop)
+	t.Cleanup(s.stop)
 	return url, nil
-}
-
-// waitReady polls url until it answers 200, the process ends (done closes)
-// or the start timeout passes.
-func waitReady(ctx context.Context, url string, done <-chan struct{}) error {
-	ctx, cancel := context.WithTimeout(ctx, pushgatewayStartTimeout)
-	defer cancel()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return err
-		}
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-done:
-			return errors.New("exited before it was ready")
-		case <-ctx.Done():
-			return fmt.Errorf("not ready: %w", ctx.Err())
-		case <-tick.C:
-		}
-	}
-}
-
-// syncBuffer is a bytes.Buffer that a process may write while a test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -3,9 +3,10 @@
 # (kube-apiserver, kube-controller-manager, kube-scheduler, the
 # kube-apiserver of the oldest Kubernetes nsman supports, etcd, kwok with
 # kwok's Stage manifests, the Prometheus Pushgateway that the metrics
-# tests push to, the Helm client that lints and installs nsman's chart, and
+# tests push to, the Helm client that lints and installs nsman's chart,
 # the kubectl of the same release as the API server, which the tests run
-# for kubectl kustomize, kubectl apply and kubectl plugins)
+# for kubectl kustomize, kubectl apply and kubectl plugins, promtool, and
+# the Prometheus server of the same release, which the traffic tests query)
 # into ${XDG_CACHE_HOME:-$HOME/.cache}/nsman/<component>-<version>/.
 # A binary already in the cache is never rebuilt, so a fresh clone reuses them.
 set -euo pipefail
@@ -95,6 +96,17 @@ prometheus=$(version promtool github.com/prometheus/prometheus)
 prometheus_minor=${prometheus#v0.}
 prometheus_release="3.$((${prometheus_minor%%.*} - 300)).${prometheus_minor#*.}"
 build promtool "$cache/promtool-$prometheus" promtool github.com/prometheus/prometheus/cmd/promtool \
+	"-X github.com/prometheus/common/version.Version=$prometheus_release" -tags remove_all_sd
+
+# The Prometheus server of the same module and version, which the tests of
+# IDLE from traffic start to scrape an exporter of their own and query. It
+# is built as promtool is, after it (the two share most of their packages),
+# with remove_all_sd: the tests scrape static targets only. It is built
+# without the builtinassets tag, as a `go build` of the module can only be:
+# the web UI's compiled assets are not in the module, so the server serves
+# no UI (its pages answer 404) and the HTTP API (/api/v1/..., /-/ready) as
+# ever.
+build promtool "$cache/prometheus-$prometheus" prometheus github.com/prometheus/prometheus/cmd/prometheus \
 	"-X github.com/prometheus/common/version.Version=$prometheus_release" -tags remove_all_sd
 
 # The CRDs of the GitOps projects whose objects own namespaces (Argo CD's
