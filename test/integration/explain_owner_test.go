@@ -2,24 +2,19 @@ package integration
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/nsman/nsman/cmd"
 	"github.com/nsman/nsman/explain"
 	"github.com/nsman/nsman/internal/cluster"
-	"github.com/nsman/nsman/internal/owner"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/report"
-	"github.com/nsman/nsman/test/nsmantest"
 )
 
 // explainIn runs nsman explain namespace as admin, Argo CD's namespace
@@ -51,17 +46,10 @@ func explainIn(t *testing.T, namespace, argoCD string, asJSON bool) (explain.Rep
 // says what deletes it for good while its owner exists.
 func TestExplainOwnerAndCameBack(t *testing.T) {
 	e := setup(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	admin, err := dynamic.NewForConfig(shared.AdminConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nsmantest.InstallGitOpsCRDs(t, admin)
-	argoCD, rules := shared.Namespace(t), shared.Namespace(t)
-	_, rd := ownerIndex(t, shared.AdminConfig, argoCD)
+	ctx, rules, argoCD, rd := onGitOpsCRDs(t, e)
+	admin := e.Dynamic
 	ns := markedNamespace(t, rd, nil, map[string]string{"argocd.argoproj.io/tracking-id": "pr-app:/Namespace:NS/NS"})
-	apps := owner.Kinds()[slices.IndexFunc(owner.Kinds(), func(k owner.Kind) bool { return k.Name == "Application" })]
+	apps := ownerKind(t, "Application")
 	createOwner(ctx, t, admin, apps, argoCD, "pr-app", nil)
 
 	// A rule over the namespace's name, whose status, written as a sweep

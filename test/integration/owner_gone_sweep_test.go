@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"maps"
 	"strings"
 	"testing"
@@ -9,12 +8,10 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/nsman/nsman/internal/owner"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
-	"github.com/nsman/nsman/test/nsmantest"
 )
 
 // ownerGonePolicy is an OWNER_GONE condition of grace seconds.
@@ -35,14 +32,8 @@ func ownerGonePolicy(name string, grace int64, action map[string]any) map[string
 // recorded once, and the DELETE waits for it.
 func TestOwnerGoneDeletesWhatItsOwnerLeft(t *testing.T) {
 	e := setup(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	admin, err := dynamic.NewForConfig(shared.AdminConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nsmantest.InstallGitOpsCRDs(t, admin)
-	home, argo := shared.Namespace(t), shared.Namespace(t)
+	ctx, home, argo, rd := onGitOpsCRDs(t, e)
+	admin := e.Dynamic
 	caseID := home
 	kinds := map[string]owner.Kind{}
 	for _, k := range owner.Kinds() {
@@ -58,7 +49,6 @@ func TestOwnerGoneDeletesWhatItsOwnerLeft(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, rd := ownerIndex(t, shared.AdminConfig, argo)
 	mark := func(labels, annotations map[string]string) string {
 		t.Helper()
 		return markedNamespace(t, rd, labels, annotations).Name

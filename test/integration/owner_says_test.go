@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -10,9 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
 
-	"github.com/nsman/nsman/internal/owner"
 	"github.com/nsman/nsman/internal/tell"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/test/nsmantest"
@@ -27,26 +24,12 @@ import (
 // deleted it, and its owner.
 func TestDeleteTellsWhoMayMakeItAgain(t *testing.T) {
 	e := setup(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	admin, err := dynamic.NewForConfig(shared.AdminConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nsmantest.InstallGitOpsCRDs(t, admin)
-	home, argo := shared.Namespace(t), shared.Namespace(t)
+	ctx, home, argo, rd := onGitOpsCRDs(t, e)
 	caseID := home
-	_, rd := ownerIndex(t, shared.AdminConfig, argo)
 	const tracking = "argocd.argoproj.io/tracking-id"
 	owned := markedNamespace(t, rd, nil, map[string]string{tracking: "keeper:/Namespace:NS/NS"})
 	plain := markedNamespace(t, rd, nil, nil).Name
-	var application owner.Kind
-	for _, k := range owner.Kinds() {
-		if k.Name == "Application" {
-			application = k
-		}
-	}
-	createOwner(ctx, t, admin, application, argo, "keeper", nil)
+	createOwner(ctx, t, e.Dynamic, ownerKind(t, "Application"), argo, "keeper", nil)
 	ref := "applications.argoproj.io/" + argo + "/keeper"
 	createManager(t, managerObj(home, "expire", caseID, []any{ttlPolicy("at once", 0, deleteAction)}, patterns(owned.Name, plain)))
 	notify := nsmantest.NewReceiver(t)

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +41,30 @@ func ownerIndex(t *testing.T, cfg *rest.Config, argoCD string) (*probe.Owners, c
 	}
 	rd := cluster.Reader{Clients: cluster.Clients{Kube: kube, Metadata: meta}, PageSize: 500, Log: slog.New(slog.DiscardHandler)}
 	return probe.NewOwners(probe.Reads{Reader: rd, ClaimTTL: time.Minute}, argoCD), rd
+}
+
+// onGitOpsCRDs sets test t up on the GitOps projects' own CRDs: within
+// three minutes, in two namespaces of its own, home (for its managers and
+// rules) and argo (Argo CD's), reading namespaces as a sweep does with rd.
+func onGitOpsCRDs(t *testing.T, e *nsmantest.Env) (ctx context.Context, home, argo string, rd cluster.Reader) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	t.Cleanup(cancel)
+	nsmantest.InstallGitOpsCRDs(t, e.Dynamic)
+	home, argo = shared.Namespace(t), shared.Namespace(t)
+	_, rd = ownerIndex(t, shared.AdminConfig, argo)
+	return ctx, home, argo, rd
+}
+
+// ownerKind is the registered owner kind named name (Application,
+// Kustomization, HelmRelease).
+func ownerKind(t *testing.T, name string) owner.Kind {
+	t.Helper()
+	i := slices.IndexFunc(owner.Kinds(), func(k owner.Kind) bool { return k.Name == name })
+	if i < 0 {
+		t.Fatalf("no owner kind %s", name)
+	}
+	return owner.Kinds()[i]
 }
 
 // markedNamespace creates a namespace for t with labels and annotations,
