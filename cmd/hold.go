@@ -21,7 +21,7 @@ removes it with --release. With --manager NAME, it writes it on that
 NamespaceManager in NAMESPACE instead, which holds that manager alone: a
 tenant who may not patch the Namespace can still hold its own manager.
 
-A hold ending further ahead than the sweep's --max-hold (default 720h) is
+A hold ending further ahead than the sweep's --max-hold (default 30d) is
 ignored and reported: renewing a hold is a deliberate act.`,
 		Example: `  nsman hold preview-4711 --for 48h
   nsman hold preview-4711 --until 2026-12-01T18:00:00Z
@@ -31,11 +31,11 @@ ignored and reported: renewing a hold is a deliberate act.`,
 		RunE: func(c *cobra.Command, args []string) error { return o.run(c, args[0]) },
 	}
 	o.kube.addFlags(c.Flags())
-	c.Flags().DurationVar(&o.forD, "for", 0, "hold for this long from now (e.g. 48h)")
+	durationVar(c.Flags(), &o.forD, "for", 0, "hold for this long from now (e.g. 48h, 2d or 1w)")
 	c.Flags().StringVar(&o.untilTime, "until", "", "hold until this RFC 3339 time")
 	c.Flags().BoolVar(&o.release, "release", false, "remove the hold")
 	c.Flags().StringVar(&o.manager, "manager", "", "hold this NamespaceManager in NAMESPACE rather than the namespace")
 	c.Flags().BoolVar(&o.dryRun, "dry-run", false, "make no change; print the patch that would be sent")
-	c.Flags().DurationVar(&o.maxHold, "max-hold", decide.DefaultMaxHold, "refuse a hold ending further ahead than this: the sweep's --max-hold, beyond which it ignores holds (0: the default)")
+	durationVar(c.Flags(), &o.maxHold, "max-hold", decide.DefaultMaxHold, "refuse a hold ending further ahead than this: the sweep's --max-hold, beyond which it ignores holds (0: the default)")
 	return c
 }

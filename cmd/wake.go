@@ -29,7 +29,7 @@ NAMESPACE instead, which wakes the namespace from that manager's sleep
 alone: a tenant who may not patch the Namespace can still wake what its
 own manager put to sleep.
 
-A wake ending further ahead than the sweep's --max-hold (default 720h) is
+A wake ending further ahead than the sweep's --max-hold (default 30d) is
 ignored and reported, as such a hold is: waking for long is a deliberate
 act.`,
 		Example: `  nsman wake dev-alice --for 2h
@@ -40,11 +40,11 @@ act.`,
 		RunE: func(c *cobra.Command, args []string) error { return o.run(c, args[0]) },
 	}
 	o.kube.addFlags(c.Flags())
-	c.Flags().DurationVar(&o.forD, "for", 0, "wake for this long from now (e.g. 2h)")
+	durationVar(c.Flags(), &o.forD, "for", 0, "wake for this long from now (e.g. 2h or 1d12h)")
 	c.Flags().StringVar(&o.untilTime, "until", "", "wake until this RFC 3339 time")
 	c.Flags().BoolVar(&o.release, "release", false, "remove the wake: the next sweep puts the namespace to sleep again if its policy holds")
 	c.Flags().StringVar(&o.manager, "manager", "", "write the wake on this NamespaceManager in NAMESPACE rather than on the namespace")
 	c.Flags().BoolVar(&o.dryRun, "dry-run", false, "make no change; print the patch that would be sent")
-	c.Flags().DurationVar(&o.maxHold, "max-hold", decide.DefaultMaxHold, "refuse a wake ending further ahead than this: the sweep's --max-hold, beyond which it ignores wakes as it ignores holds (0: the default)")
+	durationVar(c.Flags(), &o.maxHold, "max-hold", decide.DefaultMaxHold, "refuse a wake ending further ahead than this: the sweep's --max-hold, beyond which it ignores wakes as it ignores holds (0: the default)")
 	return c
 }
