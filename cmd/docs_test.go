@@ -2,8 +2,13 @@ package cmd
 
 import (
 	"flag"
+	"io"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/nsman/nsman/internal/docgen"
 )
@@ -33,4 +38,25 @@ func TestFlagsReferenceCoversEveryFlag(t *testing.T) {
 			t.Errorf("flags reference lacks %s", name)
 		}
 	}
+}
+
+// TestHelpSaysEachDefaultOnce fails for a flag whose usage names its
+// default, "(default: ...)" or "(0: the default)", where help then prints
+// "(default ...)" too.
+func TestHelpSaysEachDefaultOnce(t *testing.T) {
+	namesDefault := regexp.MustCompile(`\(default|the default\)`)
+	var visit func(c *cobra.Command)
+	visit = func(c *cobra.Command) {
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			one := pflag.NewFlagSet("", pflag.ContinueOnError)
+			one.AddFlag(f)
+			if line := one.FlagUsages(); namesDefault.MatchString(f.Usage) && strings.Contains(line, "(default ") {
+				t.Errorf("%s: says its default twice:\n%s", c.CommandPath(), line)
+			}
+		})
+		for _, sub := range c.Commands() {
+			visit(sub)
+		}
+	}
+	visit(newRootCommand(io.Discard, io.Discard))
 }

@@ -36,6 +36,6 @@ ignored and reported: renewing a hold is a deliberate act.`,
 	c.Flags().BoolVar(&o.release, "release", false, "remove the hold")
 	c.Flags().StringVar(&o.manager, "manager", "", "hold this NamespaceManager in NAMESPACE rather than the namespace")
 	c.Flags().BoolVar(&o.dryRun, "dry-run", false, "make no change; print the patch that would be sent")
-	durationVar(c.Flags(), &o.maxHold, "max-hold", decide.DefaultMaxHold, "refuse a hold ending further ahead than this: the sweep's --max-hold, beyond which it ignores holds (0: the default)")
+	durationVar(c.Flags(), &o.maxHold, "max-hold", decide.DefaultMaxHold, "refuse a hold ending further ahead than this: the sweep's --max-hold, beyond which it ignores holds")
 	return c
 }

@@ -45,6 +45,6 @@ act.`,
 	c.Flags().BoolVar(&o.release, "release", false, "remove the wake: the next sweep puts the namespace to sleep again if its policy holds")
 	c.Flags().StringVar(&o.manager, "manager", "", "write the wake on this NamespaceManager in NAMESPACE rather than on the namespace")
 	c.Flags().BoolVar(&o.dryRun, "dry-run", false, "make no change; print the patch that would be sent")
-	durationVar(c.Flags(), &o.maxHold, "max-hold", decide.DefaultMaxHold, "refuse a wake ending further ahead than this: the sweep's --max-hold, beyond which it ignores wakes as it ignores holds (0: the default)")
+	durationVar(c.Flags(), &o.maxHold, "max-hold", decide.DefaultMaxHold, "refuse a wake ending further ahead than this: the sweep's --max-hold, beyond which it ignores wakes as it ignores holds")
 	return c
 }
