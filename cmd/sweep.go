@@ -374,6 +374,9 @@ func (o *sweepOptions) asInstalled(ctx context.Context, flags *pflag.FlagSet, ku
 		return cfg, usageError{errNotADryRun}
 	case !o.dryRun || o.kube.ownNamespace() != "":
 		return cfg, nil
+	case o.configFrom == configFromNone:
+		log.Info("--config-from none: this command's flags alone")
+		return cfg, nil
 	}
 	inst, err := findInstallation(ctx, kube, o.configFrom)
 	switch {
