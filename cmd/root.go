@@ -42,12 +42,22 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		// cobra's plain error.
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usageError{fmt.Errorf("unknown command %q; see '%s --help'", args[0], c.CommandPath())}
+			if len(args) == 0 {
+				return c.Help()
 			}
-			return c.Help()
+			err := fmt.Errorf("unknown command %q; see '%s --help'", args[0], c.CommandPath())
+			if suggested := c.SuggestionsFor(args[0]); len(suggested) > 0 {
+				err = fmt.Errorf("%w; did you mean %s?", err, strings.Join(suggested, " or "))
+			}
+			return usageError{err}
 		},
+		// What SuggestionsFor offers for a mistyped command: cobra's own
+		// default, which only its unknown-command error would set.
+		SuggestionsMinimumDistance: 2,
+		// --version prints what nsman version does.
+		Version: Version(),
 	}
+	root.SetVersionTemplate(versionLine())
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })

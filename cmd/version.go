@@ -64,8 +64,13 @@ checkout, a pseudo-version that names the commit (+dirty for a tree with
 changes); dev when the build recorded neither (go build -buildvcs=false).`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(c.OutOrStdout(), "nsman %s %s %s/%s\n", Version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			_, err := fmt.Fprint(c.OutOrStdout(), versionLine())
 			return err
 		},
 	}
+}
+
+// versionLine is what nsman version and nsman --version print.
+func versionLine() string {
+	return fmt.Sprintf("nsman %s %s %s/%s\n", Version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
