@@ -33,7 +33,7 @@ func TestFlagsReferenceUpToDate(t *testing.T) {
 
 func TestFlagsReferenceCoversEveryFlag(t *testing.T) {
 	ref := FlagsReference()
-	for _, name := range []string{"--dry-run", "--at", "--max-actions", "--trusted-namespaces", "--protected-namespaces", "--webhook-signing-key-file", "--pushgateway-url", "--concurrency", "--qps", "--burst", "--log-format", "--filename", "nsman restore -n NAMESPACE [flags]"} {
+	for _, name := range []string{"--dry-run", "--at", "--max-actions", "--trusted-namespaces", "--protected-namespaces", "--webhook-signing-key-file", "--pushgateway-url", "--concurrency", "--qps", "--burst", "--log-format", "--filename", "nsman restore [-n] NAMESPACE [flags]"} {
 		if !strings.Contains(ref, name) {
 			t.Errorf("flags reference lacks %s", name)
 		}

@@ -7,9 +7,11 @@ import (
 	"io"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // Exit codes shared by every command.
@@ -141,4 +143,31 @@ func usageArgs(validate cobra.PositionalArgs) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// namespaceFlag is -n, which names a namespace as an argument does, for
+// the commands that act on namespaces they are given (hold, wake, touch,
+// restore): kubectl's habit, and nsman's argument, both take.
+func namespaceFlag(fs *pflag.FlagSet, p *string) {
+	fs.StringVarP(p, "namespace", "n", "", "the namespace, as the NAMESPACE argument names it: give either, or both naming the same")
+}
+
+// namespaceArgs are the namespaces a command is given, -n's and its
+// arguments, each once.
+func namespaceArgs(flag string, args []string) []string {
+	var names []string
+	for _, name := range append([]string{flag}, args...) {
+		if name != "" && !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// oneNamespace is the namespace of a command that acts on one.
+func oneNamespace(flag string, args []string) (string, error) {
+	if names := namespaceArgs(flag, args); len(names) == 1 {
+		return names[0], nil
+	}
+	return "", usageError{errors.New("give one namespace: NAMESPACE, or -n NAMESPACE")}
 }

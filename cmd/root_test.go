@@ -97,7 +97,7 @@ func TestUsageNamesTheInvokedCommand(t *testing.T) {
 				{nil, "Usage:\n  " + tt.name + " [flags]\n  " + tt.name + " [command]\n"},
 				{nil, `Use "` + tt.name + ` [command] --help" for more information`},
 				{[]string{"sweep", "--help"}, "Usage:\n  " + tt.name + " sweep [flags]\n"},
-				{[]string{"restore", "--help"}, "Usage:\n  " + tt.name + " restore -n NAMESPACE [flags]\n"},
+				{[]string{"restore", "--help"}, "Usage:\n  " + tt.name + " restore [-n] NAMESPACE [flags]\n"},
 				{[]string{"version", "--help"}, "Usage:\n  " + tt.name + " version [flags]\n"},
 				{[]string{"validate", "--help"}, "Usage:\n  " + tt.name + " validate -f FILE|DIR ... [flags]\n"},
 				{[]string{"validate", "--help"}, "Examples:\n  " + tt.name + " validate -f examples/\n  " + tt.name + " validate -f manager.yaml"},
