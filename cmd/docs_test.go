@@ -60,3 +60,26 @@ func TestHelpSaysEachDefaultOnce(t *testing.T) {
 	}
 	visit(newRootCommand(io.Discard, io.Discard))
 }
+
+// Every command of nsman's has long help and examples, which --help and
+// docs/flags.md show, and the root's one line names every action.
+func TestEveryCommandHasHelpAndExamples(t *testing.T) {
+	root := newRootCommand(io.Discard, io.Discard)
+	ref := FlagsReference()
+	for _, c := range append(root.Commands(), root) {
+		if c.Name() == "help" || c.Name() == "completion" {
+			continue // cobra's
+		}
+		if c.Long == "" || c.Example == "" {
+			t.Errorf("%s: long help %t, examples %t; want both", c.CommandPath(), c.Long != "", c.Example != "")
+		}
+		if !strings.Contains(ref, c.Example) {
+			t.Errorf("%s: docs/flags.md's reference lacks its examples", c.CommandPath())
+		}
+	}
+	for _, action := range []string{"Delete", "scale down", "sleep", "notify"} {
+		if !strings.Contains(root.Short, action) {
+			t.Errorf("the root's help %q does not name %s", root.Short, action)
+		}
+	}
+}

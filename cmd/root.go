@@ -36,8 +36,19 @@ func (e usageError) Unwrap() error { return e.err }
 // that tests can capture it.
 func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
-		Use:           "nsman",
-		Short:         "Delete, scale down or notify ephemeral namespaces when their NamespaceManager says so",
+		Use:   "nsman",
+		Short: "Delete, scale down, put to sleep or notify about ephemeral namespaces when their NamespaceManager says so",
+		Long: `nsman sweeps namespaces as their NamespaceManagers say: each sweep evaluates
+every manager's policies and applies the first that holds, DELETE, SCALE_DOWN,
+SLEEP (scaled down while the policy holds, woken after) or WEBHOOK (a
+notification). Run nsman sweep from a CronJob; from a laptop, plan with
+nsman sweep --dry-run, check an installation with nsman doctor, and keep a
+namespace with nsman hold, wake or touch.
+
+Installed as kubectl-nsman on PATH, it runs as kubectl nsman.`,
+		Example: `  nsman sweep --dry-run
+  nsman hold preview-4711 --for 2d
+  nsman doctor`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		// Runnable so that an unknown command is a usage error rather than
@@ -60,6 +71,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		Version: Version(),
 	}
 	root.SetVersionTemplate(versionLine())
+	root.Flags().BoolP("version", "v", false, "print nsman's version, as nsman version does")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })

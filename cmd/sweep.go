@@ -91,11 +91,17 @@ func (o *sweepOptions) command() *cobra.Command {
 		Use:   "sweep",
 		Short: "Evaluate every NamespaceManager once and apply the actions that are due",
 		Long: `Lists the NamespaceManagers, evaluates each one's policies in order, applies
-the first that holds (DELETE, SCALE_DOWN or WEBHOOK), sets spec.deactivated
-and exits. Run it from a CronJob, a CI step, or with --dry-run from a laptop.
+the first that holds (DELETE, SCALE_DOWN, SLEEP or WEBHOOK), sets
+spec.deactivated and exits. Run it from a CronJob, a CI step, or with
+--dry-run from a laptop, which takes the flags of nsman's CronJob in the
+cluster (--config-from).
 
 Exit status: 0 when every attempted action succeeded, 1 when any manager
 failed, 2 on a usage or configuration error.`,
+		Example: `  nsman sweep --dry-run
+  nsman sweep --dry-run --at 2026-12-24T18:00:00Z -o wide
+  nsman sweep -n team-a -l env=preview --max-actions 10
+  nsman sweep -o json | jq '.managers[] | select(.state == "failed")'`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error { return o.run(c) },
 	}

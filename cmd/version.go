@@ -61,7 +61,10 @@ func newVersionCommand() *cobra.Command {
 The version is the one a release or make build set; for a binary built with
 go install …@VERSION, that version; for one built with go build in a git
 checkout, a pseudo-version that names the commit (+dirty for a tree with
-changes); dev when the build recorded neither (go build -buildvcs=false).`,
+changes); dev when the build recorded neither (go build -buildvcs=false).
+nsman --version prints the same.`,
+		Example: `  nsman version
+  nsman --version`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
 			_, err := fmt.Fprint(c.OutOrStdout(), versionLine())
