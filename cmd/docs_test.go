@@ -13,7 +13,7 @@ import (
 	"github.com/nsman/nsman/internal/docgen"
 )
 
-var update = flag.Bool("update", false, "rewrite the flags reference in docs/flags.md")
+var update = flag.Bool("update", false, "rewrite the flags reference in docs/flags.md and the help of each command in testdata/help")
 
 // flagsReferencePath is the document that holds the generated flags
 // reference, relative to this package.
