@@ -2,13 +2,18 @@ package cmd
 
 import (
 	"flag"
+	"io"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/nsman/nsman/internal/docgen"
 )
 
-var update = flag.Bool("update", false, "rewrite the flags reference in docs/flags.md")
+var update = flag.Bool("update", false, "rewrite the flags reference in docs/flags.md and the help of each command in testdata/help")
 
 // flagsReferencePath is the document that holds the generated flags
 // reference, relative to this package.
@@ -28,9 +33,53 @@ func TestFlagsReferenceUpToDate(t *testing.T) {
 
 func TestFlagsReferenceCoversEveryFlag(t *testing.T) {
 	ref := FlagsReference()
-	for _, name := range []string{"--dry-run", "--at", "--max-actions", "--trusted-namespaces", "--protected-namespaces", "--webhook-signing-key-file", "--pushgateway-url", "--concurrency", "--qps", "--burst", "--log-format", "--filename", "nsman restore -n NAMESPACE [flags]"} {
+	for _, name := range []string{"--dry-run", "--at", "--max-actions", "--trusted-namespaces", "--protected-namespaces", "--webhook-signing-key-file", "--pushgateway-url", "--concurrency", "--qps", "--burst", "--log-format", "--filename", "nsman restore [-n] NAMESPACE [flags]"} {
 		if !strings.Contains(ref, name) {
 			t.Errorf("flags reference lacks %s", name)
+		}
+	}
+}
+
+// TestHelpSaysEachDefaultOnce fails for a flag whose usage names its
+// default, "(default: ...)" or "(0: the default)", where help then prints
+// "(default ...)" too.
+func TestHelpSaysEachDefaultOnce(t *testing.T) {
+	namesDefault := regexp.MustCompile(`\(default|the default\)`)
+	var visit func(c *cobra.Command)
+	visit = func(c *cobra.Command) {
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			one := pflag.NewFlagSet("", pflag.ContinueOnError)
+			one.AddFlag(f)
+			if line := one.FlagUsages(); namesDefault.MatchString(f.Usage) && strings.Contains(line, "(default ") {
+				t.Errorf("%s: says its default twice:\n%s", c.CommandPath(), line)
+			}
+		})
+		for _, sub := range c.Commands() {
+			visit(sub)
+		}
+	}
+	visit(newRootCommand(io.Discard, io.Discard))
+}
+
+// Every command of nsman's has long help and examples, which --help and
+// docs/flags.md show, and the root's one line names every action.
+func TestEveryCommandHasHelpAndExamples(t *testing.T) {
+	root := newRootCommand(io.Discard, io.Discard)
+	ref := FlagsReference()
+	for _, c := range append(root.Commands(), root) {
+		if c.Name() == "help" || c.Name() == "completion" {
+			continue // cobra's
+		}
+		if c.Long == "" || c.Example == "" {
+			t.Errorf("%s: long help %t, examples %t; want both", c.CommandPath(), c.Long != "", c.Example != "")
+		}
+		if !strings.Contains(ref, c.Example) {
+			t.Errorf("%s: docs/flags.md's reference lacks its examples", c.CommandPath())
+		}
+	}
+	for _, action := range []string{"Delete", "scale down", "sleep", "notify"} {
+		if !strings.Contains(root.Short, action) {
+			t.Errorf("the root's help %q does not name %s", root.Short, action)
 		}
 	}
 }

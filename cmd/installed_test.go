@@ -1,9 +1,15 @@
 package cmd
 
 import (
+	"bytes"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
+
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/nsman/nsman/sweep"
 )
 
 // adopt takes the installed sweep's flags that decide what it sees and may
@@ -93,5 +99,30 @@ func TestAdoptTakesFreezes(t *testing.T) {
 	}
 	if len(cfg.Freezes) != 2 || cfg.Freezes[0].String() != "2026-12-23T23:00:00Z/2026-12-26T23:00:00Z" || o.freezeFile != "" {
 		t.Errorf("freezes %v, file %q; want the two ranges in Berlin's days, and no file", cfg.Freezes, o.freezeFile)
+	}
+}
+
+// A dry run from outside the cluster with --config-from none says that it
+// takes this command's flags alone, not that it looked for a CronJob and
+// found none; with auto, in a cluster without one, it says that.
+func TestConfigFromNoneSaysSo(t *testing.T) {
+	t.Setenv("POD_NAMESPACE", "")
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	for from, want := range map[string]string{
+		configFromNone: `msg="--config-from none: this command's flags alone"`,
+		configFromAuto: `msg="dry run with this command's flags alone: no nsman CronJob in the cluster`,
+	} {
+		o := newSweepOptions()
+		c := o.command()
+		if err := c.Flags().Parse([]string{"--dry-run", "--config-from", from}); err != nil {
+			t.Fatal(err)
+		}
+		var logs bytes.Buffer
+		if _, err := o.asInstalled(t.Context(), c.Flags(), fake.NewClientset(), sweep.Config{}, slog.New(slog.NewTextHandler(&logs, nil))); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("--config-from %s logged %q, want %s", from, logs.String(), want)
+		}
 	}
 }

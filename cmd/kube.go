@@ -2,8 +2,10 @@ package cmd
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -62,7 +64,7 @@ func (o *kubeOptions) clients() (cluster.Clients, error) {
 	rules.ExplicitPath = o.kubeconfig
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.context}).ClientConfig()
 	if err != nil {
-		return cluster.Clients{}, usageError{err}
+		return cluster.Clients{}, usageError{o.kubeconfigError(err)}
 	}
 	cfg.QPS, cfg.Burst = o.qps, o.burst
 	if o.quiet {
@@ -74,6 +76,47 @@ func (o *kubeOptions) clients() (cluster.Clients, error) {
 		return c, usageError{err}
 	}
 	return c, nil
+}
+
+// kubeconfigError is err, a kubeconfig's that failed to load, naming the
+// kubeconfig as it was given when it does not exist or cannot be read:
+// --kubeconfig, else each file of $KUBECONFIG that is so. Only a load that
+// failed is looked at: files of $KUBECONFIG that do not exist are skipped
+// by clientcmd, as by kubectl.
+func (o *kubeOptions) kubeconfigError(err error) error {
+	if o.kubeconfig != "" {
+		if problem := unreadable(o.kubeconfig); problem != "" {
+			return fmt.Errorf("--kubeconfig %s %s", o.kubeconfig, problem)
+		}
+		return err
+	}
+	env := os.Getenv("KUBECONFIG")
+	var problems []string
+	for _, path := range filepath.SplitList(env) {
+		if problem := unreadable(path); path != "" && problem != "" {
+			problems = append(problems, path+" "+problem)
+		}
+	}
+	if len(problems) == 0 {
+		return err
+	}
+	return fmt.Errorf("KUBECONFIG=%s: %s: %w", env, strings.Join(problems, "; "), err)
+}
+
+// unreadable says why the file at path cannot be read, or "" when it can.
+func unreadable(path string) string {
+	f, err := os.Open(path)
+	if err == nil {
+		_, err = f.Read(make([]byte, 1))
+		f.Close()
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "does not exist"
+	case err != nil && !errors.Is(err, io.EOF):
+		return "cannot be read: " + err.Error()
+	}
+	return ""
 }
 
 // reachableClients are clients() of a cluster that answered its version:

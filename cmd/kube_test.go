@@ -1,8 +1,10 @@
 package cmd
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -114,5 +116,37 @@ func TestKubeOptionsCluster(t *testing.T) {
 		if got := tc.opts.cluster(); got != tc.want {
 			t.Errorf("%+v: cluster() = %+v, want %+v", tc.opts, got, tc.want)
 		}
+	}
+}
+
+// A kubeconfig that does not exist or cannot be read is named as it was
+// given, --kubeconfig or $KUBECONFIG, and the command exits 2 as for any
+// cluster it cannot reach.
+func TestMissingKubeconfigNamed(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	t.Setenv("HOME", t.TempDir())
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "nonexistent")
+	tests := []struct {
+		name, env string
+		args      []string
+		want      string
+	}{
+		{name: "flag missing", args: []string{"--kubeconfig", missing}, want: "--kubeconfig " + missing + " does not exist"},
+		{name: "flag unreadable", args: []string{"--kubeconfig", dir}, want: "--kubeconfig " + dir + " cannot be read: "},
+		{name: "variable missing", env: missing, want: "KUBECONFIG=" + missing + ": " + missing + " does not exist"},
+		{name: "variable unreadable", env: missing + string(filepath.ListSeparator) + dir, want: "KUBECONFIG=" + missing + string(filepath.ListSeparator) + dir + ": " + missing + " does not exist; " + dir + " cannot be read: "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("KUBECONFIG", tt.env)
+			for _, command := range [][]string{{"restore", "-n", "ns"}, {"doctor"}, {"sweep", "--dry-run"}, {"hold", "ns", "--for", "1h"}} {
+				var stdout, stderr bytes.Buffer
+				code := Execute(t.Context(), append(command, tt.args...), &stdout, &stderr)
+				if code != ExitUsage || !strings.Contains(stderr.String(), tt.want) {
+					t.Errorf("%s: exit %d, %q; want exit %d naming %q", command[0], code, stderr.String(), ExitUsage, tt.want)
+				}
+			}
+		})
 	}
 }

@@ -7,9 +7,11 @@ import (
 	"io"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // Exit codes shared by every command.
@@ -34,20 +36,42 @@ func (e usageError) Unwrap() error { return e.err }
 // that tests can capture it.
 func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
-		Use:           "nsman",
-		Short:         "Delete, scale down or notify ephemeral namespaces when their NamespaceManager says so",
+		Use:   "nsman",
+		Short: "Delete, scale down, put to sleep or notify about ephemeral namespaces when their NamespaceManager says so",
+		Long: `nsman sweeps namespaces as their NamespaceManagers say: each sweep evaluates
+every manager's policies and applies the first that holds, DELETE, SCALE_DOWN,
+SLEEP (scaled down while the policy holds, woken after) or WEBHOOK (a
+notification). Run nsman sweep from a CronJob; from a laptop, plan with
+nsman sweep --dry-run, check an installation with nsman doctor, and keep a
+namespace with nsman hold, wake or touch.
+
+Installed as kubectl-nsman on PATH, it runs as kubectl nsman.`,
+		Example: `  nsman sweep --dry-run
+  nsman hold preview-4711 --for 2d
+  nsman doctor`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		// Runnable so that an unknown command is a usage error rather than
 		// cobra's plain error.
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usageError{fmt.Errorf("unknown command %q; see '%s --help'", args[0], c.CommandPath())}
+			if len(args) == 0 {
+				return c.Help()
 			}
-			return c.Help()
+			err := fmt.Errorf("unknown command %q; see '%s --help'", args[0], c.CommandPath())
+			if suggested := c.SuggestionsFor(args[0]); len(suggested) > 0 {
+				err = fmt.Errorf("%w; did you mean %s?", err, strings.Join(suggested, " or "))
+			}
+			return usageError{err}
 		},
+		// What SuggestionsFor offers for a mistyped command: cobra's own
+		// default, which only its unknown-command error would set.
+		SuggestionsMinimumDistance: 2,
+		// --version prints what nsman version does.
+		Version: Version(),
 	}
+	root.SetVersionTemplate(versionLine())
+	root.Flags().BoolP("version", "v", false, "print nsman's version, as nsman version does")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
@@ -131,4 +155,31 @@ func usageArgs(validate cobra.PositionalArgs) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// namespaceFlag is -n, which names a namespace as an argument does, for
+// the commands that act on namespaces they are given (hold, wake, touch,
+// restore): kubectl's habit, and nsman's argument, both take.
+func namespaceFlag(fs *pflag.FlagSet, p *string) {
+	fs.StringVarP(p, "namespace", "n", "", "the namespace, as the NAMESPACE argument names it: give either, or both naming the same")
+}
+
+// namespaceArgs are the namespaces a command is given, -n's and its
+// arguments, each once.
+func namespaceArgs(flag string, args []string) []string {
+	var names []string
+	for _, name := range append([]string{flag}, args...) {
+		if name != "" && !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// oneNamespace is the namespace of a command that acts on one.
+func oneNamespace(flag string, args []string) (string, error) {
+	if names := namespaceArgs(flag, args); len(names) == 1 {
+		return names[0], nil
+	}
+	return "", usageError{errors.New("give one namespace: NAMESPACE, or -n NAMESPACE")}
 }

@@ -22,6 +22,9 @@ func TestExecuteExitCodes(t *testing.T) {
 		{name: "version", args: []string{"version"}, wantCode: ExitOK, wantStdout: "nsman dev "},
 		{name: "no command prints help", args: nil, wantCode: ExitOK, wantStdout: "Usage:"},
 		{name: "unknown command", args: []string{"swep"}, wantCode: ExitUsage, wantStderr: `unknown command "swep"`},
+		{name: "mistyped command", args: []string{"swep"}, wantCode: ExitUsage, wantStderr: `unknown command "swep"; see 'nsman --help'; did you mean sweep?`},
+		{name: "mistyped by two", args: []string{"hodl"}, wantCode: ExitUsage, wantStderr: "did you mean hold?"},
+		{name: "version flag", args: []string{"--version"}, wantCode: ExitOK, wantStdout: "nsman dev "},
 		{name: "unknown flag", args: []string{"--bogus"}, wantCode: ExitUsage, wantStderr: "unknown flag: --bogus"},
 		{name: "extra argument", args: []string{"version", "extra"}, wantCode: ExitUsage, wantStderr: `unknown command "extra"`},
 	}
@@ -39,6 +42,25 @@ func TestExecuteExitCodes(t *testing.T) {
 				t.Errorf("stderr = %q, want it to contain %q", stderr.String(), tt.wantStderr)
 			}
 		})
+	}
+}
+
+// nsman --version prints what nsman version prints, and a command far
+// from every command's name is suggested none.
+func TestVersionFlagAndNoSuggestion(t *testing.T) {
+	run := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := Execute(t.Context(), args, &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+	_, want, _ := run("version")
+	for _, flag := range []string{"--version", "-v"} {
+		if code, got, stderr := run(flag); code != ExitOK || got != want {
+			t.Errorf("%s: exit %d, %q (stderr %q), want %q", flag, code, got, stderr, want)
+		}
+	}
+	if code, _, stderr := run("xyz"); code != ExitUsage || strings.Contains(stderr, "did you mean") {
+		t.Errorf("xyz: exit %d, %q: want exit 2 and no suggestion", code, stderr)
 	}
 }
 
@@ -75,7 +97,7 @@ func TestUsageNamesTheInvokedCommand(t *testing.T) {
 				{nil, "Usage:\n  " + tt.name + " [flags]\n  " + tt.name + " [command]\n"},
 				{nil, `Use "` + tt.name + ` [command] --help" for more information`},
 				{[]string{"sweep", "--help"}, "Usage:\n  " + tt.name + " sweep [flags]\n"},
-				{[]string{"restore", "--help"}, "Usage:\n  " + tt.name + " restore -n NAMESPACE [flags]\n"},
+				{[]string{"restore", "--help"}, "Usage:\n  " + tt.name + " restore [-n] NAMESPACE [flags]\n"},
 				{[]string{"version", "--help"}, "Usage:\n  " + tt.name + " version [flags]\n"},
 				{[]string{"validate", "--help"}, "Usage:\n  " + tt.name + " validate -f FILE|DIR ... [flags]\n"},
 				{[]string{"validate", "--help"}, "Examples:\n  " + tt.name + " validate -f examples/\n  " + tt.name + " validate -f manager.yaml"},

@@ -91,11 +91,17 @@ func (o *sweepOptions) command() *cobra.Command {
 		Use:   "sweep",
 		Short: "Evaluate every NamespaceManager once and apply the actions that are due",
 		Long: `Lists the NamespaceManagers, evaluates each one's policies in order, applies
-the first that holds (DELETE, SCALE_DOWN or WEBHOOK), sets spec.deactivated
-and exits. Run it from a CronJob, a CI step, or with --dry-run from a laptop.
+the first that holds (DELETE, SCALE_DOWN, SLEEP or WEBHOOK), sets
+spec.deactivated and exits. Run it from a CronJob, a CI step, or with
+--dry-run from a laptop, which takes the flags of nsman's CronJob in the
+cluster (--config-from).
 
 Exit status: 0 when every attempted action succeeded, 1 when any manager
 failed, 2 on a usage or configuration error.`,
+		Example: `  nsman sweep --dry-run
+  nsman sweep --dry-run --at 2026-12-24T18:00:00Z -o wide
+  nsman sweep -n team-a -l env=preview --max-actions 10
+  nsman sweep -o json | jq '.managers[] | select(.state == "failed")'`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error { return o.run(c) },
 	}
@@ -111,10 +117,10 @@ failed, 2 on a usage or configuration error.`,
 	fs.IntVar(&o.concurrency, "concurrency", sweep.DefaultConcurrency, "managers handled at once")
 	fs.StringSliceVar(&o.trustedNamespaces, "trusted-namespaces", o.trustedNamespaces, "namespaces whose managers may target other namespaces, and where rules may live: exactly those listed, the namespace nsman runs in included only if listed (unset: the namespace nsman runs in, $POD_NAMESPACE or on the in-cluster config its ServiceAccount's, or with --dry-run from outside the cluster its CronJob's; none when it is not known). A listed namespace that does not exist is reported by every sweep: whoever creates it gets trusted managers")
 	fs.StringSliceVar(&o.protectedNamespaces, "protected-namespaces", o.protectedNamespaces, "namespaces never deleted, scaled down or notified about, in addition to kube-system, kube-public, kube-node-lease and the namespace nsman runs in, which always are; the list given replaces only the default")
-	fs.DurationVar(&o.webhookTimeout, "webhook-timeout", 10*time.Second, "timeout of one webhook attempt")
-	fs.DurationVar(&o.maxHold, "max-hold", decide.DefaultMaxHold, "a hold (annotation "+status.HoldAnnotation+") or a wake ("+status.WakeAnnotation+") ending further ahead than this is ignored and reported (0: the default)")
-	fs.DurationVar(&o.claimTTL, "claim-ttl", sweep.DefaultClaimTTL, "how long a claim holds a manager: an action not done by then (less 5s) is given up, and a later sweep may complete the claim of a sweep that died (at least 10s; 0: the default)")
-	fs.DurationVar(&o.stuckAfter, "stuck-after", sweep.DefaultStuckAfter, "a namespace a manager deleted or aims at, or a DELETE rule matches, that is still Terminating this long after its deletion is reported stuck, with why (0: the default)")
+	durationVar(fs, &o.webhookTimeout, "webhook-timeout", 10*time.Second, "timeout of one webhook attempt")
+	durationVar(fs, &o.maxHold, "max-hold", decide.DefaultMaxHold, "a hold (annotation "+status.HoldAnnotation+") or a wake ("+status.WakeAnnotation+") ending further ahead than this is ignored and reported")
+	durationVar(fs, &o.claimTTL, "claim-ttl", sweep.DefaultClaimTTL, "how long a claim holds a manager: an action not done by then (less 5s) is given up, and a later sweep may complete the claim of a sweep that died (at least 10s)")
+	durationVar(fs, &o.stuckAfter, "stuck-after", sweep.DefaultStuckAfter, "a namespace a manager deleted or aims at, or a DELETE rule matches, that is still Terminating this long after its deletion is reported stuck, with why")
 	fs.BoolVar(&o.reclaim, "reclaim", true, "tell what each DELETE and SCALE_DOWN frees (CPU and memory requested by the pods that go, storage requested by the PersistentVolumeClaims, LoadBalancer Services), read before a DELETE")
 	fs.StringArrayVar(&o.freezes, "freeze", nil, "START/END: nothing acts from START to END; what is due waits until END (repeatable; each an RFC 3339 time, or a date YYYY-MM-DD in --freeze-time-zone: a START date is the start of that day, an END date its end)")
 	fs.StringVar(&o.freezeFile, "freeze-file", "", "file of freezes, as --freeze, one START/END a line, # comments (a holiday calendar), read at start")
@@ -373,6 +379,9 @@ func (o *sweepOptions) asInstalled(ctx context.Context, flags *pflag.FlagSet, ku
 	case explicit && (!o.dryRun || o.kube.ownNamespace() != ""):
 		return cfg, usageError{errNotADryRun}
 	case !o.dryRun || o.kube.ownNamespace() != "":
+		return cfg, nil
+	case o.configFrom == configFromNone:
+		log.Info("--config-from none: this command's flags alone")
 		return cfg, nil
 	}
 	inst, err := findInstallation(ctx, kube, o.configFrom)

@@ -3,7 +3,6 @@ package cmd
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -17,8 +16,9 @@ import (
 
 // touchOptions holds the flags of nsman touch.
 type touchOptions struct {
-	kube   kubeOptions
-	dryRun bool
+	kube      kubeOptions
+	namespace string
+	dryRun    bool
 	// now is the time written.
 	now func() time.Time
 }
@@ -26,7 +26,7 @@ type touchOptions struct {
 func newTouchCommand() *cobra.Command {
 	o := &touchOptions{now: time.Now}
 	c := &cobra.Command{
-		Use:   "touch NAMESPACE...",
+		Use:   "touch [-n] NAMESPACE...",
 		Short: "Say that something happened in namespaces now, for IDLE conditions",
 		Long: `Writes the annotation ` + policy.TouchedAnnotation + ` on each namespace: the
 time now, RFC 3339 in UTC. An IDLE condition counts it as activity, as it
@@ -34,25 +34,29 @@ counts the creation of a pod, ReplicaSet, ControllerRevision or Job: run it
 from CI at each deploy to keep a preview environment that is still used.
 
 It needs patch on the namespaces (cluster-scoped): a ClusterRole with
-resourceNames limits it to those CI may touch.`,
+resourceNames limits it to those CI may touch.
+
+Name the namespaces as arguments, or one with -n, as kubectl does.`,
 		Example: `  nsman touch preview-4711
+  nsman touch -n preview-4711
   nsman touch preview-4711 preview-4712 --dry-run`,
-		Args: usageArgs(cobra.MinimumNArgs(1)),
+		Args: usageArgs(cobra.ArbitraryArgs),
 		RunE: func(c *cobra.Command, args []string) error { return o.run(c, args) },
 	}
 	o.kube.addFlags(c.Flags())
+	namespaceFlag(c.Flags(), &o.namespace)
 	c.Flags().BoolVar(&o.dryRun, "dry-run", false, "make no change; print the patch that would be sent")
 	return c
 }
 
 func (o *touchOptions) run(c *cobra.Command, args []string) error {
-	var namespaces []string
-	for _, namespace := range args {
+	namespaces := namespaceArgs(o.namespace, args)
+	if len(namespaces) == 0 {
+		return usageError{errors.New("give a namespace: NAMESPACE..., or -n NAMESPACE")}
+	}
+	for _, namespace := range namespaces {
 		if problems := validation.IsDNS1123Label(namespace); len(problems) > 0 {
 			return usageError{fmt.Errorf("%q is no namespace name: %s", namespace, strings.Join(problems, "; "))}
-		}
-		if !slices.Contains(namespaces, namespace) {
-			namespaces = append(namespaces, namespace)
 		}
 	}
 	var clients cluster.Clients

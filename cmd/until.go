@@ -19,6 +19,7 @@ import (
 // alike.
 type untilOptions struct {
 	kube      kubeOptions
+	namespace string
 	forD      time.Duration
 	untilTime string
 	release   bool
@@ -72,6 +73,15 @@ func (o *untilOptions) until() (time.Time, error) {
 		return time.Time{}, usageError{fmt.Errorf("a %s until %s is more than --max-hold %s ahead, which a sweep ignores", o.noun, until.UTC().Format(time.RFC3339), maxHold)}
 	}
 	return until.UTC(), nil
+}
+
+// runArgs runs on the namespace args or -n name.
+func (o *untilOptions) runArgs(c *cobra.Command, args []string) error {
+	namespace, err := oneNamespace(o.namespace, args)
+	if err != nil {
+		return err
+	}
+	return o.run(c, namespace)
 }
 
 func (o *untilOptions) run(c *cobra.Command, namespace string) error {

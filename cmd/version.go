@@ -61,11 +61,19 @@ func newVersionCommand() *cobra.Command {
 The version is the one a release or make build set; for a binary built with
 go install …@VERSION, that version; for one built with go build in a git
 checkout, a pseudo-version that names the commit (+dirty for a tree with
-changes); dev when the build recorded neither (go build -buildvcs=false).`,
+changes); dev when the build recorded neither (go build -buildvcs=false).
+nsman --version prints the same.`,
+		Example: `  nsman version
+  nsman --version`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(c.OutOrStdout(), "nsman %s %s %s/%s\n", Version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			_, err := fmt.Fprint(c.OutOrStdout(), versionLine())
 			return err
 		},
 	}
+}
+
+// versionLine is what nsman version and nsman --version print.
+func versionLine() string {
+	return fmt.Sprintf("nsman %s %s %s/%s\n", Version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }

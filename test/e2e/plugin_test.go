@@ -90,7 +90,7 @@ func TestPluginThroughKubectl(t *testing.T) {
 	if stdout, stderr, code := kube(env, "nsman", "version"); code != 0 || !strings.HasPrefix(stdout, "nsman "+testVersion+" ") {
 		t.Errorf("kubectl nsman version: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
-	if stdout, stderr, code := kube(env, "nsman", "restore", "--help"); code != 0 || !strings.Contains(stdout, "Usage:\n  kubectl nsman restore -n NAMESPACE [flags]\n") {
+	if stdout, stderr, code := kube(env, "nsman", "restore", "--help"); code != 0 || !strings.Contains(stdout, "Usage:\n  kubectl nsman restore [-n] NAMESPACE [flags]\n") {
 		t.Errorf("kubectl nsman restore --help: exit %d, stdout:\n%s\nstderr: %s", code, stdout, stderr)
 	}
 	if stdout, stderr, code := kube(env, "nsman", "validate", "--help"); code != 0 || !strings.Contains(stdout, "\n  kubectl nsman validate -f examples/\n") {
