@@ -28,6 +28,16 @@ step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 # namespace-manager, where deploy/ installs nsman and the examples keep the
 # managers of other namespaces and the rules, as deploy/'s CronJob does.
 nsman() { bin/nsman "$@" --trusted-namespaces namespace-manager --log-level warn; }
+# established waits until CRD $1 is served: kubectl wait fails at once on a
+# CRD whose status has no conditions yet, as one just created may.
+established() {
+	for _ in $(seq 60); do
+		[ "$(kubectl get crd "$1" -o jsonpath='{.status.conditions[?(@.type=="Established")].status}' 2>/dev/null)" = True ] && return 0
+		sleep 0.5
+	done
+	echo "CRD $1 not established within 30 s" >&2
+	return 1
+}
 
 step "nsman"
 bin/nsman version
@@ -220,7 +230,7 @@ spec:
       storage: true
       schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
 YAML
-kubectl wait --for=condition=Established crd/buckets.demo.nsman.test --timeout=30s
+established buckets.demo.nsman.test
 kubectl create namespace preview-stuck
 kubectl -n preview-stuck apply -f - <<'YAML'
 apiVersion: demo.nsman.test/v1
@@ -275,7 +285,7 @@ nsman sweep --dry-run -l demo=idle --at "$idle_at"
 step "GitOps previews: an Application goes, its namespace follows (examples/owner-gone-previews.yaml: one rule over demo-pr-*, OWNER_GONE then DELETE)"
 echo "Argo CD's own Application CRD (no Argo CD runs here), and an Application per pull request in argocd:"
 kubectl apply --server-side -f "$application_crd"
-kubectl wait --for=condition=Established crd/applications.argoproj.io --timeout=30s
+established applications.argoproj.io
 kubectl create namespace argocd
 kubectl apply -f - <<'YAML'
 apiVersion: argoproj.io/v1alpha1
