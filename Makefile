@@ -11,7 +11,7 @@ CACHE := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/nsman
 # Packages that need no control plane (with test/nsmantest, whose own tests
 # need none), and those that start one.
 UNIT_PKGS = $(shell go list ./... | grep -v '/test/') ./test/nsmantest/ ./test/fixtures/original/
-INTEGRATION_PKGS = ./test/cluster/... ./test/integration/... ./test/compat/... ./test/robust/... ./test/monitoring/...
+INTEGRATION_PKGS = ./test/cluster/... ./test/integration/... ./test/compat/... ./test/robust/... ./test/monitoring/... ./test/traffic/...
 E2E_PKGS = ./test/e2e/...
 # test/tools/gitops is not among them: it pins the GitOps projects whose
 # CRDs the tests install and builds nothing, so tidy would drop its pins.
@@ -140,10 +140,11 @@ test-long: control-plane ## Long variants, not in make test: each fuzz target fo
 	NSMAN_LONG=1 go test -count=1 -timeout 60m -v ./test/robust/ ./test/compat/ | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|figures:'
 
 .PHONY: docs
-docs: ## Regenerate the flags reference in docs/flags.md and each command's --help in cmd/testdata/help from the commands, the CRD reference in docs/reference.md from deploy/base/crd.yaml and the table of kinds in docs/sleep.md from internal/workload
+docs: ## Regenerate the flags reference in docs/flags.md and each command's --help in cmd/testdata/help from the commands, the CRD reference in docs/reference.md from deploy/base/crd.yaml and the tables of kinds and of traffic presets in docs/sleep.md from internal/workload and policy/traffic
 	go test ./cmd -run '^(TestFlagsReferenceUpToDate|TestHelpGolden)$$' -update
 	go test ./internal/crdref -run '^TestReferenceUpToDate$$' -update
 	go test ./internal/workload -run '^TestSleepDocUpToDate$$' -update
+	go test ./policy/traffic -run '^TestTrafficDocUpToDate$$' -update
 
 .PHONY: bench
 bench: control-plane ## Benchmarks: Go benchmarks of the unit packages, then 1,000 and 10,000 managers, a rule over 10,000 namespaces, 1,000 managers half IDLE, a hostile tenant, a tenant's fat workloads under SLEEP and SCALE_DOWN, a SLEEP rule over 1,000 namespaces of 3 workloads, and a rule with OWNER_GONE over 1,000 and 10,000 namespaces, each owned by an Argo CD Application, on a real API server; writes BENCHMARKS.md, naming the commit measured (refuses a tree with uncommitted changes or untracked files, unless NSMAN_BENCH_ALLOW_MODIFIED=1)

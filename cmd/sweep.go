@@ -22,9 +22,11 @@ import (
 
 	"github.com/nsman/nsman/internal/decide"
 	"github.com/nsman/nsman/internal/printer"
+	"github.com/nsman/nsman/internal/prom"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/tell"
 	"github.com/nsman/nsman/metrics"
+	"github.com/nsman/nsman/policy/traffic"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 	"github.com/nsman/nsman/webhook"
@@ -34,6 +36,7 @@ import (
 type sweepOptions struct {
 	kube kubeOptions
 	log  logOptions
+	prom prom.Options
 
 	output              string
 	namespace           string
@@ -108,6 +111,7 @@ failed, 2 on a usage or configuration error.`,
 	fs := c.Flags()
 	o.kube.addFlags(fs)
 	o.log.addFlags(fs)
+	o.prom.AddFlags(fs)
 	fs.StringVarP(&o.output, "output", "o", "text", "report format: text, wide (an OWNER column besides) or json")
 	fs.StringVarP(&o.namespace, "namespace", "n", "", "only managers in this namespace (default: all namespaces)")
 	fs.StringVarP(&o.selector, "selector", "l", "", "only managers matching this label selector")
@@ -172,23 +176,22 @@ func (o *sweepOptions) config(flags *pflag.FlagSet) (sweep.Config, error) {
 	if o.shardCount < 1 {
 		return cfg, errors.New("--shard-count must be at least 1")
 	}
-	shardIndex, err := o.shardIndexOf(flags)
-	if err != nil {
+	var err error
+	if cfg.Traffic.Querier, err = o.prom.Querier(traffic.Names()); err != nil {
 		return cfg, err
 	}
-	cfg.ShardIndex = shardIndex
+	cfg.Traffic.Match = o.prom.Match
+	if cfg.ShardIndex, err = o.shardIndexOf(flags); err != nil {
+		return cfg, err
+	}
 	if o.at != "" {
-		at, err := time.Parse(time.RFC3339, o.at)
-		if err != nil {
+		if cfg.At, err = time.Parse(time.RFC3339, o.at); err != nil {
 			return cfg, fmt.Errorf("--at %q: want an RFC 3339 time such as 2026-01-02T09:00:00Z", o.at)
 		}
-		cfg.At = at
 	}
-	freezes, err := o.readFreezes()
-	if err != nil {
+	if cfg.Freezes, err = o.readFreezes(); err != nil {
 		return cfg, err
 	}
-	cfg.Freezes = freezes
 	if !slices.Contains(printer.Formats, o.output) {
 		return cfg, fmt.Errorf("-o %q: want %s", o.output, strings.Join(printer.Formats, ", "))
 	}

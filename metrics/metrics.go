@@ -529,7 +529,21 @@ func sweepGauges(r report.Report) []prometheus.Collector {
 			"reason", report.StuckReasons, stuck),
 		gauge("nsman_namespaces_stuck_oldest_seconds", "Seconds since the deletion of the namespace stuck in Terminating the longest, as of the last nsman sweep; 0 when none is.", oldest),
 		gauge("nsman_namespaces_asleep", "Namespaces a SLEEP policy keeps asleep as the last nsman sweep left them: those it put to sleep included, those it woke not.", float64(asleep(r))),
+		byLabel("nsman_traffic_queries", "Traffic queries of IDLE conditions (one per source and window) of the last nsman sweep, by result: answered, or unanswered (Prometheus down, a timeout, a query error, an answer too large).",
+			"result", []string{"answered", "unanswered"}, r.Summary.TrafficQueries),
+		gauge("nsman_traffic_unknown", "Managers and rule pairs of the last nsman sweep whose IDLE policy waits for want of an answer of its traffic source.", float64(trafficUnknown(r))),
 	}
+}
+
+// trafficUnknown counts r's entries whose traffic is not known.
+func trafficUnknown(r report.Report) int {
+	n := 0
+	for _, e := range r.Entries {
+		if e.TrafficUnknown() != "" {
+			n++
+		}
+	}
+	return n
 }
 
 // asleep counts the namespaces r's entries leave asleep, each once.

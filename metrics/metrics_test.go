@@ -395,7 +395,8 @@ func TestPushMetricsOfASweep(t *testing.T) {
 	}
 	names := slices.Sorted(maps.Keys(req.Families))
 	want := []string{"nsman_actions", "nsman_api_requests", "nsman_dry_run", "nsman_holds", "nsman_managers", "nsman_namespaces_asleep", "nsman_namespaces_stuck", "nsman_namespaces_stuck_oldest_seconds", "nsman_notifications",
-		"nsman_reclaimed_cpu_cores_total", "nsman_reclaimed_load_balancers_total", "nsman_reclaimed_memory_bytes_total", "nsman_reclaimed_storage_bytes_total", "nsman_sweep_duration_seconds"}
+		"nsman_reclaimed_cpu_cores_total", "nsman_reclaimed_load_balancers_total", "nsman_reclaimed_memory_bytes_total", "nsman_reclaimed_storage_bytes_total", "nsman_sweep_duration_seconds",
+		"nsman_traffic_queries", "nsman_traffic_unknown"}
 	if !slices.Equal(names, want) {
 		t.Errorf("pushed %q, want %q", names, want)
 	}
@@ -672,6 +673,24 @@ func TestPushMetricsCountsAsleepNamespaces(t *testing.T) {
 		report.Entry{Namespace: "e", Name: "m", Target: "e", State: report.StateFired, Action: policy.ActionScaleDown},
 	))
 	wantSeries(t, gw.Requests()[0].Families, series{"nsman_namespaces_asleep", nil, 2})
+}
+
+// nsman_traffic_queries counts the sweep's traffic queries by result,
+// both present; nsman_traffic_unknown the entries that wait for an answer.
+func TestPushMetricsCountsTraffic(t *testing.T) {
+	gw := newFakeGateway(t)
+	requests := 3.0
+	r := reportOf(metricsNow, false, nil,
+		report.Entry{Namespace: "a", Name: "m", Target: "a", State: report.StateWaiting, Traffic: &report.Traffic{Source: "preset istio", Unknown: "connection refused"}},
+		report.Entry{Namespace: "rules", Name: "r", Rule: true, Target: "b", State: report.StateWaiting, Traffic: &report.Traffic{Source: "preset istio", Unknown: "connection refused"}},
+		report.Entry{Namespace: "rules", Name: "r", Rule: true, Target: "c", State: report.StateWaiting, Traffic: &report.Traffic{Source: "a query", Requests: &requests}},
+	)
+	r.Summary.TrafficQueries = map[string]int{"answered": 1, "unanswered": 1}
+	mustPushAll(t, gw, r)
+	families := gw.Requests()[0].Families
+	wantSeries(t, families, series{"nsman_traffic_unknown", nil, 2})
+	wantSeries(t, families, series{"nsman_traffic_queries", map[string]string{"result": "answered"}, 1})
+	wantSeries(t, families, series{"nsman_traffic_queries", map[string]string{"result": "unanswered"}, 1})
 }
 
 // mustPushAll pushes r's metrics to gw, and fails unless the counters were

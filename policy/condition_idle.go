@@ -11,25 +11,29 @@ import (
 // idleSecondsParam is IDLE's parameter, required: how long nothing may happen.
 var idleSecondsParam = Param{Key: "idleSeconds", Kind: ParamSeconds, Min: 1, Required: "IDLE needs how long nothing may happen"}
 
+// trafficParam is IDLE's traffic source: requests to the target within
+// idleSeconds are activity now.
+var trafficParam = Param{Key: "traffic", Kind: ParamTraffic, Absent: "no traffic is read"}
+
 // idleCondition is IDLE: the policy holds once nothing has happened in the
 // target for params.idleSeconds. It reads the target's TouchedAnnotation and asks
 // for its newest activity (Input.Activity).
 type idleCondition struct{}
 
 func (idleCondition) Type() string    { return ConditionIdle }
-func (idleCondition) Params() []Param { return []Param{idleSecondsParam} }
+func (idleCondition) Params() []Param { return []Param{idleSecondsParam, trafficParam} }
 func (idleCondition) Evidence() Evidence {
 	return Evidence{Activity: true, Touched: true}
 }
 
 func (idleCondition) parse(params map[string]any, pp *field.Path, strict bool) (Condition, field.ErrorList) {
 	p := parser{strict: strict}
-	c := Condition{Idle: p.secondsParam(params, pp, idleSecondsParam)}
+	c := Condition{Idle: p.secondsParam(params, pp, idleSecondsParam), Traffic: p.traffic(params, trafficParam.Key, pp)}
 	return c, p.errs
 }
 
 func (idleCondition) judge(j judging) (Verdict, PolicyState, map[string]CheckState) {
-	verdict := judgeIdle(&j.state, j.p.Condition, j.in)
+	verdict := judgeIdle(&j.state, j.p.Condition, j.in, j.i)
 	return verdict, j.state, j.checks
 }
 
@@ -40,13 +44,16 @@ const (
 	ActivityTouched = "touched (annotation " + TouchedAnnotation + ")"
 )
 
-// judgeIdle judges an IDLE condition: it holds once the target's last
-// activity is c.Idle old. Its creation and touched annotation are known; the
-// rest (Input.Activity) is asked for only when those alone would let it hold.
+// judgeIdle judges an IDLE condition, policy i's: it holds once the
+// target's last activity is c.Idle old. Its creation and touched annotation
+// are known; the rest (Input.Activity) is asked for only when those alone
+// would let it hold, and its traffic (Input.Traffic) only when all those
+// would: requests within c.Idle are activity now, and no answer keeps the
+// policy waiting.
 // A touched annotation that does not parse, or says a time more than
 // TouchLeeway ahead of Now, is ignored (and said so, in Problem), as a hold
 // that does not parse is: an annotation keeps no namespace forever.
-func judgeIdle(state *PolicyState, c Condition, in Input) Verdict {
+func judgeIdle(state *PolicyState, c Condition, in Input, i int) Verdict {
 	last := Activity{At: in.TargetCreated, What: ActivityCreated}
 	if in.TargetTouched != "" {
 		touched, err := ParseTouched(in.TargetTouched)
@@ -65,20 +72,44 @@ func judgeIdle(state *PolicyState, c Condition, in Input) Verdict {
 	case in.Activity == nil && !in.Now.Before(last.At.Add(c.Idle)):
 		return NeedActivity
 	}
-	state.LastActivity = &last
-	due := last.At.Add(c.Idle)
 	ignored := ""
 	if state.Problem != "" {
 		ignored = " (" + state.Problem + ")"
 	}
+	if c.Traffic != nil && !in.Now.Before(last.At.Add(c.Idle)) {
+		tr, read := in.Traffic[i]
+		if !read {
+			return NeedTraffic
+		}
+		state.Traffic = &tr
+		if tr.Unknown != "" {
+			state.LastActivity = &last
+			state.Detail = fmt.Sprintf("idle %s since %s by its activity (last: %s), but its traffic (%s) is not known: %s; it waits for an answer%s",
+				c.Idle, stamp(last.At), last.What, tr.Source, tr.Unknown, ignored)
+			return Wait
+		}
+		if tr.Requests > 0 {
+			last = Activity{At: in.Now, What: tr.Activity()}
+		}
+	}
+	state.LastActivity = &last
+	due := last.At.Add(c.Idle)
 	if !in.Now.Before(due) {
 		state.Holds = true
-		state.Detail = fmt.Sprintf("idle %s since %s (last activity: %s)%s", c.Idle, stamp(last.At), last.What, ignored)
+		state.Detail = fmt.Sprintf("idle %s since %s (last activity: %s)%s%s", c.Idle, stamp(last.At), last.What, noRequests(state.Traffic), ignored)
 		return Fire
 	}
 	state.Detail = fmt.Sprintf("last activity: %s at %s; idle %s at %s%s", last.What, stamp(last.At), c.Idle, stamp(due), ignored)
 	state.Due = due
 	return Wait
+}
+
+// noRequests says that tr, when read, counted no request.
+func noRequests(tr *Traffic) string {
+	if tr == nil {
+		return ""
+	}
+	return fmt.Sprintf("; no requests in the last %s (traffic: %s)", tr.Window, tr.Source)
 }
 
 // TouchLeeway is how far ahead of a sweep's clock a TouchedAnnotation may

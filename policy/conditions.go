@@ -124,6 +124,13 @@ func (m Manager) ReadsActivity() bool { return m.Needs(func(e Evidence) bool { r
 // carries the one its decision read.
 func (m Manager) ReadsTouched() bool { return m.Needs(func(e Evidence) bool { return e.Touched }) }
 
+// QueriesTraffic reports whether one of m's conditions reads traffic with
+// a query of its own rather than a preset: only a trusted manager or a
+// rule may.
+func (m Manager) QueriesTraffic() bool {
+	return slices.ContainsFunc(m.Policies, func(p Policy) bool { return p.Condition.Traffic != nil && p.Condition.Traffic.Query != "" })
+}
+
 // ChecksPods reports whether one of m's conditions asks for the pods
 // check q.
 func (m Manager) ChecksPods(q PodsEvidence) bool {
@@ -160,6 +167,9 @@ const (
 	ParamLabels
 	// ParamTime is an RFC 3339 time.
 	ParamTime
+	// ParamTraffic is a traffic source: a preset's name or a query (see
+	// package traffic).
+	ParamTraffic
 )
 
 // DefaultText is what nsman takes for prm when its key is absent, as the
@@ -224,5 +234,7 @@ func (p *parser) checkParam(params map[string]any, pp *field.Path, prm Param) {
 		p.labels(params, prm.Key, pp)
 	case ParamTime:
 		p.instant(params, prm.Key, pp)
+	case ParamTraffic:
+		p.traffic(params, prm.Key, pp)
 	}
 }

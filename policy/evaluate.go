@@ -5,6 +5,7 @@ import (
 	"maps"
 	"time"
 
+	"github.com/nsman/nsman/policy/traffic"
 	"github.com/nsman/nsman/policy/window"
 )
 
@@ -24,6 +25,10 @@ const (
 	// creation and touched annotation alone cannot decide: find its newest
 	// activity, set Input.Activity and evaluate again.
 	NeedActivity
+	// NeedTraffic: Outcome.Policy is an IDLE policy with a traffic source
+	// whose target is idle by every other activity: read its requests in
+	// the condition's window, set Input.Traffic and evaluate again.
+	NeedTraffic
 )
 
 func (v Verdict) String() string {
@@ -34,6 +39,8 @@ func (v Verdict) String() string {
 		return "need-pods"
 	case NeedActivity:
 		return "need-activity"
+	case NeedTraffic:
+		return "need-traffic"
 	}
 	return "wait"
 }
@@ -98,6 +105,9 @@ type Input struct {
 	// ControllerRevision or Job in the target, once looked for (NeedActivity):
 	// nil before; a zero At when there is none.
 	Activity *Activity
+	// Traffic holds the traffic reads made for this evaluation, by policy
+	// index.
+	Traffic map[int]Traffic
 	// Owner is the target's owner, for a condition whose Evidence asks for
 	// it: nil when the target names none and its record remembers none.
 	Owner *Owner
@@ -112,6 +122,9 @@ type Activity struct {
 	At   time.Time
 	What string
 }
+
+// Traffic is what a traffic source answered of a namespace's requests.
+type Traffic = traffic.Answer
 
 // PolicyState describes one policy's condition at evaluation time.
 type PolicyState struct {
@@ -131,6 +144,9 @@ type PolicyState struct {
 	Problem string
 	// LastActivity is, for IDLE, the newest activity it counted.
 	LastActivity *Activity
+	// Traffic is, for IDLE with a traffic source, what the source
+	// answered, once read.
+	Traffic *Traffic
 }
 
 // Outcome is the result of Evaluate.
@@ -186,7 +202,7 @@ func Evaluate(m Manager, in Input) Outcome {
 			verdict = judge(&state, &out, m.Generation, i, p, in)
 		}
 		switch verdict {
-		case NeedPods, NeedActivity:
+		case NeedPods, NeedActivity, NeedTraffic:
 			out.Verdict, out.Policy = verdict, i
 			return out
 		case Fire:
@@ -233,7 +249,7 @@ func judgeInWindows(state *PolicyState, out *Outcome, generation int64, i int, p
 	}
 	verdict := judge(state, out, generation, i, p, in)
 	switch {
-	case verdict == NeedActivity && closed:
+	case (verdict == NeedActivity || verdict == NeedTraffic) && closed:
 		state.Detail = fmt.Sprintf("outside its windows (%s): its activity is read from %s", window.Describe(p.Windows), stamp(open))
 		if state.Problem != "" {
 			state.Detail += " (" + state.Problem + ")"

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/nsman/nsman/policy/traffic"
 	"github.com/nsman/nsman/policy/window"
 )
 
@@ -369,6 +370,20 @@ func (p *parser) condition(obj map[string]any, path *field.Path) Condition {
 		}
 	}
 	return c
+}
+
+// traffic is params[key], a traffic source; nil when absent.
+func (p *parser) traffic(params map[string]any, key string, pp *field.Path) *traffic.Source {
+	obj := p.object(params, key, pp, false)
+	if obj == nil {
+		return nil
+	}
+	s, problem := traffic.Read(obj)
+	if problem != "" {
+		p.errs = append(p.errs, field.Invalid(pp.Child(key), cut(s.Preset+s.Query, 64), problem))
+		return nil
+	}
+	return &s
 }
 
 // instant is params[key], an RFC 3339 time; zero when absent.

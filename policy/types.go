@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nsman/nsman/policy/traffic"
 	"github.com/nsman/nsman/policy/window"
 )
 
@@ -135,6 +136,9 @@ type Condition struct {
 	// Idle: its creation, its TouchedAnnotation, and the creation of its
 	// pods, ReplicaSets, ControllerRevisions and Jobs (Input.Activity).
 	Idle time.Duration
+	// Traffic, for IDLE, is where the target's requests are read, nil for
+	// nowhere: requests within Idle are activity now (Input.Traffic).
+	Traffic *traffic.Source
 	// OWNER_GONE: the policy holds once the target's owner (Input.Owner)
 	// has been gone for Grace, counted from the first sweep that found it
 	// gone.

@@ -122,6 +122,9 @@ type Entry struct {
 	// LastActivity is, for a manager (or pair) with an IDLE policy, the
 	// newest activity in the target that policy counted.
 	LastActivity *LastActivity `json:"lastActivity,omitempty"`
+	// Traffic is, for a manager (or pair) with an IDLE policy that reads
+	// traffic, what its source answered, once the sweep read it.
+	Traffic *Traffic `json:"traffic,omitempty"`
 	// Stuck, on a target-terminating entry, says why the namespace has
 	// been Terminating for longer than --stuck-after.
 	Stuck *Stuck `json:"stuck,omitempty"`
@@ -136,6 +139,29 @@ type Entry struct {
 type LastActivity struct {
 	At   metav1.Time `json:"at"`
 	What string      `json:"what"`
+}
+
+// TrafficUnknown says why the traffic e's IDLE policy read is not known,
+// "" when it is or none was read.
+func (e Entry) TrafficUnknown() string {
+	if e.Traffic == nil {
+		return ""
+	}
+	return e.Traffic.Unknown
+}
+
+// Traffic is what a traffic source answered of the requests to a
+// namespace in a window: their count, or why there is none (Unknown), on
+// which the IDLE policy waits.
+type Traffic struct {
+	// Source is "preset NAME" or "a query".
+	Source        string `json:"source"`
+	WindowSeconds int64  `json:"windowSeconds"`
+	// Requests is nil when Unknown says why there is no answer.
+	Requests *float64 `json:"requests,omitempty"`
+	Unknown  string   `json:"unknown,omitempty"`
+	// Note says other namespaces the requests may have been to.
+	Note string `json:"note,omitempty"`
 }
 
 // Stuck says why a namespace is still Terminating.
@@ -263,6 +289,9 @@ type Summary struct {
 	// Notifications counts the notifications of --notify-url, sent and
 	// failed; absent when there is none to send (no URL, or a dry run).
 	Notifications map[string]int `json:"notifications,omitempty"`
+	// TrafficQueries counts the traffic queries of IDLE conditions (one
+	// per source and window), answered and unanswered.
+	TrafficQueries map[string]int `json:"trafficQueries,omitempty"`
 	// ListError, when set, says why listing the managers stopped half-way:
 	// the report covers the managers listed before.
 	ListError string `json:"listError,omitempty"`

@@ -95,6 +95,9 @@ type Config struct {
 	// by app name alone lives, and the Applications that own the namespaces
 	// they create. Empty means DefaultArgoCDNamespace.
 	ArgoCDNamespace string
+	// Traffic is where IDLE's traffic queries go (--prometheus-url) and how
+	// presets are pinned (--traffic-match).
+	Traffic probe.TrafficConfig
 }
 
 // ProtectedFloor is the namespaces New always protects, whatever
@@ -214,6 +217,7 @@ func (s *Sweeper) probe(r *sweepRun) {
 	r.kinds = &probe.Kinds{}
 	r.awake = probe.NewAwake(reads, r.kinds)
 	r.owners = probe.NewOwners(reads, s.cfg.ArgoCDNamespace)
+	r.traffic = probe.NewTraffic(s.cfg.Traffic, func(ctx context.Context) (map[string]cluster.Namespace, error) { return s.namespaces(ctx, r) })
 }
 
 // begin sets sweep r's time, from its first page on, and what evaluates
@@ -229,7 +233,7 @@ func (s *Sweeper) begin(r *sweepRun) {
 		ClaimTTL: s.cfg.ClaimTTL, MaxHold: s.cfg.MaxHold, MaxActions: s.cfg.MaxActions,
 		Trusted: s.cfg.TrustedNamespaces, Protected: s.cfg.ProtectedNamespaces,
 		Namespaces: func(ctx context.Context) (map[string]cluster.Namespace, error) { return s.namespaces(ctx, r) },
-		Activity:   r.activity, Stuck: r.stuck, Owners: r.owners, Budget: r.share, Awake: r.awake}
+		Activity:   r.activity, Stuck: r.stuck, Owners: r.owners, Budget: r.share, Awake: r.awake, Traffic: r.traffic}
 }
 
 // ours reports whether the object of uid (a manager, a rule's pair, or a

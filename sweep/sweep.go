@@ -118,7 +118,8 @@ type sweepRun struct {
 	kinds *probe.Kinds
 	awake *probe.Awake
 	// owners is the owner index (OWNER_GONE).
-	owners *probe.Owners
+	owners  *probe.Owners
+	traffic *probe.Traffic // IDLE's traffic, a query per source and window
 
 	// eval evaluates the sweep's subjects, exec carries out what it
 	// decided, from its first page on.
@@ -352,7 +353,7 @@ func (s *Sweeper) report(r *sweepRun, l listing, began time.Time) report.Report 
 		DurationSeconds: time.Since(began).Seconds(),
 		StaleRecords:    l.stale.Removed,
 	}}
-	rep.Summary.StaleRecordsLeft = l.stale.Left
+	rep.Summary.StaleRecordsLeft, rep.Summary.TrafficQueries = l.stale.Left, r.traffic.Queries()
 	if l.err != nil && r.stop.Err() == nil {
 		rep.Summary.ListError = fmt.Sprintf("list NamespaceManagers: %v", l.err)
 	}

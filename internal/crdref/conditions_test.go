@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/policy/traffic"
 )
 
 // field returns the CRD's field at path.
@@ -103,6 +104,18 @@ func TestCRDConditionParamsAreRegistered(t *testing.T) {
 	}
 }
 
+// enumOf is s's enum of strings.
+func enumOf(s Schema) []string {
+	var out []string
+	for _, raw := range s.Enum {
+		var v string
+		if json.Unmarshal(raw, &v) == nil {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // wholeBounds are a whole number's bounds in the CRD.
 func wholeBounds(s Schema) string {
 	if s.Minimum == nil || s.Maximum == nil {
@@ -121,6 +134,9 @@ func shape(s Schema) string {
 		return "label map"
 	case s.Type == "string" && s.Format == "date-time":
 		return "time"
+	case s.Type == "object" && s.Properties["query"].MaxLength != nil && *s.Properties["query"].MaxLength == traffic.MaxQuery &&
+		slices.Equal(enumOf(s.Properties["preset"]), traffic.Names()):
+		return "traffic source"
 	}
 	return "field of no parameter's kind"
 }
@@ -134,6 +150,8 @@ func shapeOf(k policy.ParamKind) string {
 		return "label map"
 	case policy.ParamTime:
 		return "time"
+	case policy.ParamTraffic:
+		return "traffic source"
 	}
 	return "parameter of no kind"
 }

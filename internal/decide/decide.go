@@ -136,6 +136,15 @@ type Evaluator struct {
 	Budget Budget
 	// Awake tells what is awake in a namespace kept asleep.
 	Awake Awake
+	// Traffic answers the requests to a namespace, for IDLE with a
+	// traffic source; nil answers that none can be read.
+	Traffic Traffic
+}
+
+// Traffic tells a namespace's requests in the window of IDLE condition c,
+// from its source (c.Traffic), one query per source and window per sweep.
+type Traffic interface {
+	In(ctx context.Context, namespace string, c policy.Condition) policy.Traffic
 }
 
 // Awake tells the workloads awake in a namespace a SLEEP policy keeps
@@ -355,7 +364,7 @@ func confirmDelete(m policy.Manager, e report.Entry, stored status.Progress, spe
 // then the holds: a plan when a policy holds and no hold keeps it, else
 // the waiting entry with its minChecks progress.
 func (ev *Evaluator) evaluatePolicies(ctx context.Context, m policy.Manager, e report.Entry, t Target, check Check, stored status.Progress, spec string, holds ...Hold) Decision {
-	in := policy.Input{Now: ev.Now, TargetCreated: t.Listed.Created, Checks: stored.Checks, Pods: map[int]policy.PodsCheck{}, Fired: status.FiredIn(stored.Fired, m.Generation, spec),
+	in := policy.Input{Now: ev.Now, TargetCreated: t.Listed.Created, Checks: stored.Checks, Pods: map[int]policy.PodsCheck{}, Traffic: map[int]policy.Traffic{}, Fired: status.FiredIn(stored.Fired, m.Generation, spec),
 		TargetExpires: t.Listed.Expires, TargetTouched: t.Listed.Touched}
 	if stored.Asleep != nil {
 		in.Asleep = stored.Asleep.Policy
@@ -379,17 +388,10 @@ func (ev *Evaluator) evaluatePolicies(ctx context.Context, m policy.Manager, e r
 			}
 			in.Pods[out.Policy] = answer
 			continue
-		case policy.NeedActivity:
-			if why, due := ev.activityUnread(held, e); why != "" {
-				e.State, e.Due = report.StateWaiting, due
-				e.Message = fmt.Sprintf("policy %q: the last activity in namespace %s is not read %s", m.Policies[out.Policy].Name, e.Target, why)
-				return applyHold(held, Decision{Manager: m, Entry: e, Checks: out.Checks})
+		case policy.NeedActivity, policy.NeedTraffic:
+			if d, done := ev.readIdle(ctx, m, e, out, held, &in, &c); done {
+				return applyHold(held, d)
 			}
-			activity, indexed, err := ev.Activity.Last(ctx, e.Target)
-			if err != nil {
-				return applyHold(held, Decision{Manager: m, Entry: Failed(e, err)})
-			}
-			in.Activity, c.activity = &activity, indexed
 			continue
 		case policy.Fire:
 			// What the sweep's index says is confirmed before it acts,
@@ -409,6 +411,42 @@ func (ev *Evaluator) evaluatePolicies(ctx context.Context, m policy.Manager, e r
 		}
 		return applyHold(held, d)
 	}
+}
+
+// readIdle reads what IDLE policy out.Policy asks for (out.Verdict): the
+// last activity in target e.Target, or its traffic, into in; done with a
+// decision when it is not read (a hold, a freeze or --max-actions keeps
+// the subject from acting whatever it says) or the read failed.
+func (ev *Evaluator) readIdle(ctx context.Context, m policy.Manager, e report.Entry, out policy.Outcome, held Holds, in *policy.Input, c *confirming) (Decision, bool) {
+	p := m.Policies[out.Policy]
+	what := "the last activity in"
+	if out.Verdict == policy.NeedTraffic {
+		what = "the traffic of"
+	}
+	if why, due := ev.activityUnread(held, e); why != "" {
+		e.State, e.Due = report.StateWaiting, due
+		e.Message = fmt.Sprintf("policy %q: %s namespace %s is not read %s", p.Name, what, e.Target, why)
+		return Decision{Manager: m, Entry: e, Checks: out.Checks}, true
+	}
+	if out.Verdict == policy.NeedTraffic {
+		in.Traffic[out.Policy] = ev.traffic(ctx, e.Target, p.Condition)
+		return Decision{}, false
+	}
+	activity, indexed, err := ev.Activity.Last(ctx, e.Target)
+	if err != nil {
+		return Decision{Manager: m, Entry: Failed(e, err)}, true
+	}
+	in.Activity, c.activity = &activity, indexed
+	return Decision{}, false
+}
+
+// traffic is namespace's requests in IDLE condition c's window, unknown
+// without Traffic.
+func (ev *Evaluator) traffic(ctx context.Context, namespace string, c policy.Condition) policy.Traffic {
+	if ev.Traffic == nil {
+		return policy.Traffic{Window: c.Idle, Unknown: "this sweep reads no traffic"}
+	}
+	return ev.Traffic.In(ctx, namespace, c)
 }
 
 // confirming is what of an evaluation's evidence the sweep's index
@@ -459,7 +497,7 @@ func (ev *Evaluator) confirm(ctx context.Context, target string, p policy.Policy
 // removes the target says, in its reason, an owner that exists (see
 // policy.Owner.MayRemake).
 func (ev *Evaluator) fire(ctx context.Context, m policy.Manager, e report.Entry, t Target, out policy.Outcome, known *policy.Owner, unconfirmed bool, held Holds) Decision {
-	e.AnnotationIgnored, e.LastActivity = ignoredAnnotation(out.Policies), lastActivity(out.Policies)
+	e.AnnotationIgnored, e.LastActivity, e.Traffic = ignoredAnnotation(out.Policies), lastActivity(out.Policies), trafficOf(out.Policies)
 	d := planned(m, e, conditions(out.Policies), Plan{Step: StepAct, Policy: m.Policies[out.Policy], Reason: out.Reason, Target: t, Wake: out.Wake})
 	d.Checks = out.Checks
 	switch {
@@ -552,7 +590,7 @@ func (ev *Evaluator) waiting(ctx context.Context, m policy.Manager, e report.Ent
 		details = append(details, p.Detail)
 	}
 	e.State, e.Message = report.StateWaiting, strings.Join(details, "; ")
-	e.AnnotationIgnored, e.LastActivity = ignoredAnnotation(out.Policies), lastActivity(out.Policies)
+	e.AnnotationIgnored, e.LastActivity, e.Traffic = ignoredAnnotation(out.Policies), lastActivity(out.Policies), trafficOf(out.Policies)
 	e.Due = TimePtr(out.NextDue)
 	e.Conditions = conditions(out.Policies)
 	if by != nil {
@@ -690,6 +728,10 @@ func (ev *Evaluator) Refuse(m policy.Manager) string {
 		return fmt.Sprintf("a manager in namespace %s may only target %s, not %s (by %s); trusted namespaces: %s",
 			m.Namespace, m.Namespace, target, how, strings.Join(ev.Trusted, ", "))
 	}
+	if m.QueriesTraffic() && !slices.Contains(ev.Trusted, m.Namespace) {
+		return fmt.Sprintf("a manager in namespace %s may read traffic only by a preset: a query of its own is for managers in a trusted namespace (%s) and rules",
+			m.Namespace, strings.Join(ev.Trusted, ", "))
+	}
 	return ""
 }
 
@@ -699,6 +741,22 @@ func lastActivity(states []policy.PolicyState) *report.LastActivity {
 	for _, s := range states {
 		if a := s.LastActivity; a != nil {
 			return &report.LastActivity{At: metav1.NewTime(a.At.UTC()), What: a.What}
+		}
+	}
+	return nil
+}
+
+// trafficOf is the traffic the first IDLE policy evaluated read, nil
+// when none did.
+func trafficOf(states []policy.PolicyState) *report.Traffic {
+	for _, s := range states {
+		if tr := s.Traffic; tr != nil {
+			out := &report.Traffic{Source: tr.Source, WindowSeconds: int64(tr.Window / time.Second), Unknown: tr.Unknown, Note: tr.Note}
+			if tr.Unknown == "" {
+				requests := tr.Requests
+				out.Requests = &requests
+			}
+			return out
 		}
 	}
 	return nil

@@ -28,6 +28,7 @@ type managerCase struct {
 	budget  []bool
 	frozen  bool
 	awake   *fakeAwake
+	traffic *fakeTraffic
 	want    want
 	// The namespaces' lists, the activity index's answers, the namespace's
 	// own lists read and the pods checks a case expects.
@@ -56,6 +57,9 @@ func (c *managerCase) evaluator(lists *int) *Evaluator {
 	}
 	if c.awake != nil {
 		ev.Awake = c.awake
+	}
+	if c.traffic != nil {
+		ev.Traffic = c.traffic
 	}
 	return ev
 }

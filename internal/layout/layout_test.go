@@ -38,7 +38,7 @@ var layers = map[string][]string{
 		"sweep", "doctor", "explain", "metrics",
 		"internal/execute", "internal/decide", "internal/record", "internal/probe", "internal/tell",
 		"internal/write", "internal/cluster", "internal/workload", "internal/owner", "internal/listpage", "internal/status",
-		"internal/printer", "internal/duration", "report", "deploy", "webhook", "policy",
+		"internal/printer", "internal/duration", "internal/prom", "report", "deploy", "webhook", "policy", "policy/traffic",
 	},
 	"doctor":  {"internal/cluster", "internal/owner", "internal/listpage", "internal/status", "report", "deploy", "webhook", "policy"},
 	"explain": {"internal/cluster", "internal/owner", "internal/listpage", "internal/status", "report", "policy"},
@@ -56,7 +56,7 @@ var layers = map[string][]string{
 	// activity, stuck, the action budget) rather than importing probe.
 	"internal/decide": {"internal/cluster", "internal/listpage", "internal/status", "report", "policy"},
 	"internal/record": {"internal/write", "internal/cluster", "internal/listpage", "internal/status", "report", "policy"},
-	"internal/probe":  {"internal/cluster", "internal/workload", "internal/owner", "internal/listpage", "internal/status", "report", "policy"},
+	"internal/probe":  {"internal/cluster", "internal/workload", "internal/owner", "internal/listpage", "internal/status", "report", "policy", "policy/traffic"},
 	"internal/tell":   {"internal/write", "internal/cluster", "internal/listpage", "internal/status", "report", "webhook", "policy"},
 	// telltest is test fixtures: a receiver that answers as a hostile one.
 	"internal/tell/telltest": {},
@@ -83,8 +83,12 @@ var layers = map[string][]string{
 	"report":           {"policy"},
 	// policy's own packages: a part of the domain's vocabulary that
 	// policy imports, and that imports nothing of nsman but policy's own.
-	"policy":        {"policy/window"},
-	"policy/window": {},
+	"policy":         {"policy/window", "policy/traffic"},
+	"policy/window":  {},
+	"policy/traffic": {},
+	// prom asks a Prometheus a query, bounded, knowing nothing of what it
+	// means.
+	"internal/prom": {"internal/duration"},
 	"webhook":       {},
 	// deploy holds manifests, layout no code at all.
 	"deploy":          {},

@@ -95,7 +95,7 @@ type Manager struct {
 func (mr *Manager) Prior() status.Prior {
 	last := mr.Stored.LastAction
 	return status.Prior{State: mr.Stored.State, Last: last, Failed: last != nil && last.Result == report.ResultFailed && (!last.Deferred || last.Failures > 0), IgnoredHold: mr.Stored.IgnoredHold,
-		IgnoredAnnotation: mr.Stored.IgnoredAnnotation, Stuck: mr.Stored.Stuck.Cause()}
+		IgnoredAnnotation: mr.Stored.IgnoredAnnotation, TrafficUnknown: mr.Stored.TrafficUnknown, Stuck: mr.Stored.Stuck.Cause()}
 }
 
 func (mr *Manager) Sink() Sink { return mr.Events }
@@ -190,7 +190,7 @@ func (mr *Manager) keep(st *status.Status, o Outcome) {
 	}
 	generation := mr.Obj.GetGeneration()
 	st.Observe(o.Entry, generation, mr.Now)
-	st.IgnoredHold, st.IgnoredAnnotation = o.Entry.HoldIgnored, o.Entry.AnnotationIgnored
+	st.IgnoredHold, st.IgnoredAnnotation, st.TrafficUnknown = o.Entry.HoldIgnored, o.Entry.AnnotationIgnored, o.Entry.TrafficUnknown()
 	st.LastActivity = o.Entry.LastActivity
 	if o.Entry.State == report.StateWaiting {
 		st.Checks = o.Checks

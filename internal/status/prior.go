@@ -13,6 +13,7 @@ type Prior struct {
 	// failure on the namespace).
 	Failed                         bool
 	IgnoredHold, IgnoredAnnotation string
+	TrafficUnknown                 string
 	// Stuck is the cause of the stuck target recorded (report.Stuck.Cause).
 	Stuck string
 }

@@ -132,6 +132,10 @@ type Progress struct {
 	// (policy.ExpiresAnnotation, policy.TouchedAnnotation) is ignored,
 	// while it is: a Warning Event is written when it changes.
 	IgnoredAnnotation string `json:"ignoredAnnotation,omitempty"`
+	// TrafficUnknown says why an IDLE policy's traffic is not known, while
+	// it is not (a manager's record only): a Warning Event is written when
+	// it changes.
+	TrafficUnknown string `json:"trafficUnknown,omitempty"`
 	// Asleep is set while a SLEEP policy keeps the target asleep: from the
 	// sweep that put it to sleep (or tried to) to the one that woke it.
 	Asleep *Asleep `json:"asleep,omitempty"`

@@ -96,6 +96,9 @@ func (ev ManagerEvents) Tell(ctx context.Context, e report.Entry, before status.
 	if e.AnnotationIgnored != "" && e.AnnotationIgnored != before.IgnoredAnnotation {
 		ev.Emit(ctx, corev1.EventTypeWarning, annotationIgnored, "Evaluate", e.AnnotationIgnored)
 	}
+	if why := e.TrafficUnknown(); why != "" && why != before.TrafficUnknown {
+		ev.Emit(ctx, corev1.EventTypeWarning, TrafficUnknown, "Evaluate", trafficNote(e))
+	}
 	if acted && len(e.Warnings) > 0 && !undone { // put back to sleep: its one Event is SleepUndone
 		ev.Emit(ctx, corev1.EventTypeWarning, Incomplete, e.Action, strings.Join(e.Warnings, "; "))
 	}
@@ -104,6 +107,15 @@ func (ev ManagerEvents) Tell(ctx context.Context, e report.Entry, before status.
 	if e.Stuck != nil && e.Stuck.Cause() != before.Stuck && e.Target != ev.Obj.GetNamespace() {
 		ev.Emit(ctx, corev1.EventTypeWarning, NamespaceStuck, "Evaluate", stuckNote(e.Target, e.Stuck))
 	}
+}
+
+// TrafficUnknown is the Event reason for an IDLE policy that waits for
+// want of an answer of its traffic source.
+const TrafficUnknown = "TrafficUnknown"
+
+// trafficNote is the Event note of e's traffic unknown.
+func trafficNote(e report.Entry) string {
+	return fmt.Sprintf("the traffic of namespace %s (%s) is not known, and its IDLE policy waits: %s", e.Target, e.Traffic.Source, e.Traffic.Unknown)
 }
 
 // NamespaceStuck is the Event reason for a target stuck in Terminating.
@@ -153,6 +165,9 @@ func (ev ManagerEvents) Emit(ctx context.Context, kind, reason, action, note str
 type RuleTally struct {
 	mu                                                sync.Mutex
 	fired, failed, ignored, ignoredAnnotation, undone []string
+	// trafficUnknown are the namespaces whose traffic is not known this
+	// sweep: a pair keeps no record of it, and the rule is told each sweep.
+	trafficUnknown []string
 	// incomplete are the namespaces acted on with warnings, and theirs.
 	incomplete []string
 }
@@ -182,6 +197,9 @@ func (t *RuleTally) Tell(_ context.Context, e report.Entry, before status.Prior,
 	if e.AnnotationIgnored != "" && e.AnnotationIgnored != before.IgnoredAnnotation {
 		t.ignoredAnnotation = append(t.ignoredAnnotation, e.Target+": "+e.AnnotationIgnored)
 	}
+	if why := e.TrafficUnknown(); why != "" {
+		t.trafficUnknown = append(t.trafficUnknown, e.Target+": "+why)
+	}
 }
 
 // Flush runs once every pair was told.
@@ -203,6 +221,9 @@ func (t *RuleTally) Flush(ctx context.Context, rule ManagerEvents) {
 	if len(t.ignoredAnnotation) > 0 {
 		rule.Emit(ctx, corev1.EventTypeWarning, annotationIgnored, "Evaluate", fmt.Sprintf("annotations ignored on %d namespace(s): %s",
 			len(t.ignoredAnnotation), FirstTen(t.ignoredAnnotation)))
+	}
+	if len(t.trafficUnknown) > 0 {
+		rule.Emit(ctx, corev1.EventTypeWarning, TrafficUnknown, "Evaluate", fmt.Sprintf("traffic not known, IDLE waits, in %d namespace(s): %s", len(t.trafficUnknown), FirstTen(t.trafficUnknown)))
 	}
 	if len(t.undone) > 0 {
 		rule.Emit(ctx, corev1.EventTypeWarning, SleepUndone, "Act", fmt.Sprintf("woken while asleep, put back to sleep, in %d namespace(s): %s", len(t.undone), FirstTen(t.undone)))

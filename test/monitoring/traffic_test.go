@@ -2,145 +2,162 @@ package monitoring
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
-	"syscall"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/probe"
+	"github.com/nsman/nsman/internal/prom"
+	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/policy/traffic"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
-// The scrape jobs of TestTrafficPresetsSeeEachNamespace, each scraping the
-// one exporter: ingress-nginx's controller as a ServiceMonitor or the
-// usual kubernetes_sd_configs relabelling scrapes it (the pod's namespace
-// as the target label `namespace`, honor_labels false), the same with
-// honor_labels true, and the rest with no namespace label of their own.
-const (
-	nginxJob      = "ingress-nginx"
-	nginxHonorJob = "ingress-nginx-honor-labels"
-	meshJob       = "mesh"
-)
-
-// trafficWindow is the range of each query: far longer than the test runs,
-// so that every sample Prometheus took is in it.
-const trafficWindow = "1m"
-
-// The queries that a traffic preset of IDLE can run, over the series
-// that selector picks (`{job="..."}` here: every job scrapes every
-// counter), each giving a namespace's requests in the window under the
-// label `namespace`.
-
-// nginxPreset: ingress-nginx's `namespace` is `exported_namespace` when the
-// scrape gave the target a `namespace` of its own (the controller pod's),
-// and `namespace` under honor_labels; label_replace takes the first when
-// it is there, so the one query serves both.
-func nginxPreset(selector string) string {
-	return fmt.Sprintf(`sum by (namespace) (label_replace(increase(%s%s[%s]), "namespace", "$1", "exported_namespace", "(.+)"))`,
-		nsmantest.NginxRequests, selector, trafficWindow)
-}
-
-// istioPreset: the namespace served is `destination_service_namespace`.
-func istioPreset(selector string) string {
-	return fmt.Sprintf(`sum by (namespace) (label_replace(increase(%s%s[%s]), "namespace", "$1", "destination_service_namespace", "(.*)"))`,
-		nsmantest.IstioRequests, selector, trafficWindow)
-}
-
-// traefikPreset: Traefik names the namespace only at the start of
-// `service`, "<namespace>-<service>-<port>@kubernetes". A service that is
-// not a Kubernetes one gets namespace "" rather than keeping the
-// target's own `namespace`.
-func traefikPreset(selector string) string {
-	return fmt.Sprintf(`sum by (namespace) (label_replace(label_replace(increase(%s%s[%s]), "namespace", "", "", ""), "namespace", "$1", "service", "(.+)-[^-]+-[^-]+@kubernetes(crd)?"))`,
-		nsmantest.TraefikRequests, selector, trafficWindow)
-}
-
-// TestTrafficPresetsSeeEachNamespace scrapes the exporter of
-// nsmantest.Traffic with a real Prometheus and checks, with a real PromQL
-// query per preset, that each namespace's requests are seen under its own
-// name (and where a name misleads), and that a Prometheus that is stopped
-// answers no query: the connection is refused.
-func TestTrafficPresetsSeeEachNamespace(t *testing.T) {
-	ctx := t.Context()
-	tr := nsmantest.StartTraffic(t)
-	// These were served before Prometheus came: their series are there
-	// from its first scrape, as they are for a controller that has been
-	// running for a while. team's Service is a-web: Traefik names it
-	// team-a-web-80@kubernetes.
-	tr.Requests("shop", 1)
-	tr.Requests("quiet", 1)
-	tr.TraefikRequests("team", "a-web", 80, 1)
-	prom := nsmantest.RunPrometheus(t,
-		nsmantest.ScrapeJob{Name: nginxJob, Targets: []string{tr.Addr},
-			Labels: map[string]string{"namespace": "ingress-nginx", "pod": "ingress-nginx-controller-7d9f8c6b5-x2x9q"}},
-		nsmantest.ScrapeJob{Name: nginxHonorJob, Targets: []string{tr.Addr},
-			Labels: map[string]string{"namespace": "ingress-nginx"}, HonorLabels: true},
-		nsmantest.ScrapeJob{Name: meshJob, Targets: []string{tr.Addr}},
-	)
-	// Two scrapes of each job before the requests, so that increase has a
-	// sample from before them.
-	waitForQuery(t, ctx, prom.URL, `count(count_over_time(up[1m]) >= 2) == 3`)
-
-	tr.Requests("shop", 5)
-	tr.TraefikRequests("team", "a-web", 80, 3)
-	// The first request of series that were not there before: increase
-	// starts from the first sample Prometheus took, the series' 1, and so
-	// never sees that request. (A preset that must see it counts a series
-	// that appeared within the window as traffic.)
-	tr.Requests("fresh", 1)
-
-	job := func(name string) string { return `{job="` + name + `"}` }
-	cases := []trafficCase{
-		{"ingress-nginx, its namespace renamed exported_namespace", nginxPreset(job(nginxJob)),
-			map[string]bool{"shop": true, "quiet": false, "fresh": false}},
-		{"ingress-nginx under honor_labels", nginxPreset(job(nginxHonorJob)),
-			map[string]bool{"shop": true, "quiet": false, "fresh": false}},
-		// The trap: by `namespace` alone, every request is one to the
-		// controller's own namespace.
-		{"ingress-nginx by namespace alone", fmt.Sprintf(`sum by (namespace) (increase(%s%s[%s]))`,
-			nsmantest.NginxRequests, job(nginxJob), trafficWindow),
-			map[string]bool{"ingress-nginx": true}},
-		{"istio", istioPreset(job(meshJob)),
-			map[string]bool{"shop": true, "quiet": false, "fresh": false}},
-		// The requests to team's Service a-web count as namespace team-a's
-		// (Service web): a Traefik name cannot say where the namespace
-		// ends when names have dashes.
-		{"traefik", traefikPreset(job(meshJob)),
-			map[string]bool{"shop": true, "quiet": false, "fresh": false, "team-a": true}},
-	}
-	checkTraffic(t, ctx, prom.URL, cases)
-
-	prom.Stop()
-	_, err := nsmantest.QueryPrometheus(ctx, prom.URL, nginxPreset(""))
-	if !errors.Is(err, syscall.ECONNREFUSED) {
-		t.Errorf("a query of a stopped Prometheus: %v, want the connection refused", err)
-	}
-}
+// trafficWindow is the window of the test's IDLE condition: short enough
+// that a namespace's requests made before it are out of it once the test
+// has waited, long enough that the checks run within it.
+const trafficWindow = 10 * time.Second
 
 // trafficWait bounds how long the test waits for Prometheus to scrape what
 // it needs: a few scrapes, one a second.
 const trafficWait = 20 * time.Second
 
-// trafficCase is a query and the namespaces it should see.
-type trafficCase struct {
-	name, query string
-	want        map[string]bool // namespace → whether it had requests in the window
+// The namespaces of TestTrafficPresetsSeeEachNamespace: shop is used all
+// along; quiet was, before the window; fresh gets its first request ever
+// within it; team's Service a-web and team-a's Service web are both
+// team-a-web-80@kubernetes to Traefik; victim is named only by a tenant's
+// pod exporting a counter of ingress-nginx's name.
+var trafficNamespaces = []string{"shop", "quiet", "fresh", "team", "team-a", "victim"}
+
+// TestTrafficPresetsSeeEachNamespace asks a real Prometheus, through
+// nsman's own client and traffic reader, each preset's query over the
+// counters as ingress-nginx, Istio and Traefik export them, scraped as
+// ServiceMonitors and kubernetes_sd_configs relabelling scrape them: each
+// namespace's requests are seen under its own name, a series that
+// appeared within the window counts, a tenant's forged counter counts for
+// no one else, and a Prometheus stopped gives no answer.
+func TestTrafficPresetsSeeEachNamespace(t *testing.T) {
+	ctx := t.Context()
+	controller, tenant := nsmantest.StartTraffic(t), nsmantest.StartTraffic(t)
+	sidecars := map[string]*nsmantest.Traffic{}
+	jobs := []nsmantest.ScrapeJob{
+		{Name: "ingress-nginx", Targets: []string{controller.Addr}, Labels: map[string]string{"namespace": "ingress-nginx", "pod": "ingress-nginx-controller-7d9f8c6b5-x2x9q"}},
+		{Name: "ingress-nginx-honor-labels", Targets: []string{controller.Addr}, Labels: map[string]string{"namespace": "ingress-nginx"}, HonorLabels: true},
+		{Name: "traefik", Targets: []string{controller.Addr}, Labels: map[string]string{"namespace": "traefik"}},
+		{Name: "tenant", Targets: []string{tenant.Addr}, Labels: map[string]string{"namespace": "quiet"}},
+	}
+	// Istio's sidecars are scraped each in its pod's namespace.
+	for _, ns := range []string{"shop", "quiet", "fresh"} {
+		sidecars[ns] = nsmantest.StartTraffic(t)
+		jobs = append(jobs, nsmantest.ScrapeJob{Name: "sidecar-" + ns, Targets: []string{sidecars[ns].Addr}, Labels: map[string]string{"namespace": ns}})
+	}
+	requests := func(ns string, n int) {
+		controller.Requests(ns, n)
+		if s, ok := sidecars[ns]; ok {
+			s.IstioRequests(ns, "web", n)
+		}
+	}
+	// Before the window: shop, quiet, team (Service a-web) are served.
+	requests("shop", 1)
+	requests("quiet", 1)
+	controller.TraefikRequests("team", "a-web", 80, 1)
+	tenant.Requests("victim", 1)
+	p := nsmantest.RunPrometheus(t, jobs...)
+	waitForQuery(t, ctx, p.URL, fmt.Sprintf(`count(count_over_time(up[1m]) >= 2) == %d`, len(jobs)))
+	time.Sleep(trafficWindow + time.Second)
+
+	// Within it: shop and team all along, the tenant's forged counter of
+	// victim, and fresh's first request ever.
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			requests("shop", 1)
+			controller.TraefikRequests("team", "a-web", 80, 1)
+			tenant.Requests("victim", 5)
+			select {
+			case <-stop:
+				return
+			case <-time.After(300 * time.Millisecond):
+			}
+		}
+	}()
+	requests("fresh", 1)
+
+	used := map[string]bool{"shop": true, "fresh": true}
+	traefikUsed := map[string]bool{"shop": true, "fresh": true, "team": true, "team-a": true}
+	cases := []trafficCase{
+		{"ingress-nginx, its namespace renamed exported_namespace", "ingress-nginx", "", used},
+		{"ingress-nginx under honor_labels, pinned by job", "ingress-nginx", `job="ingress-nginx-honor-labels"`, used},
+		{"istio, by the sidecar's namespace", "istio", "", used},
+		{"traefik, team-a-web-80 shared by team and team-a", "traefik", "", traefikUsed},
+	}
+	client, err := prom.New(prom.Config{URL: p.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTraffic(t, ctx, client, cases)
+
+	p.Stop()
+	a := readTraffic(ctx, client, "ingress-nginx", "")
+	if got := a["shop"]; !strings.Contains(got.Unknown, "connection refused") {
+		t.Errorf("Prometheus stopped: %+v, want no answer, the connection refused", got)
+	}
 }
 
-// checkTraffic polls each case's query until every one answers as it
-// should, for at most trafficWait (the requests reach Prometheus with its
-// next scrape of each job), then fails t for each that does not.
-func checkTraffic(t *testing.T, ctx context.Context, url string, cases []trafficCase) {
+// trafficCase is a preset, pinned by match ("" for its own), and the
+// namespaces it should see used.
+type trafficCase struct {
+	name, preset, match string
+	want                map[string]bool // namespace → whether it had requests in the window
+}
+
+// readTraffic is what nsman's traffic reader answers of each of
+// trafficNamespaces, from preset pinned by match.
+func readTraffic(ctx context.Context, client *prom.Client, preset, match string) map[string]policy.Traffic {
+	exists := func(context.Context) (map[string]cluster.Namespace, error) {
+		all := map[string]cluster.Namespace{}
+		for _, ns := range trafficNamespaces {
+			all[ns] = cluster.Namespace{Name: ns}
+		}
+		return all, nil
+	}
+	tr := probe.NewTraffic(probe.TrafficConfig{Querier: client, Match: map[string]string{preset: match}}, exists)
+	if match == "" {
+		tr = probe.NewTraffic(probe.TrafficConfig{Querier: client}, exists)
+	}
+	c := policy.Condition{Type: policy.ConditionIdle, Idle: trafficWindow, Traffic: &traffic.Source{Preset: preset}}
+	out := map[string]policy.Traffic{}
+	for _, ns := range trafficNamespaces {
+		out[ns] = tr.In(ctx, ns, c)
+	}
+	return out
+}
+
+// checkTraffic polls each case until every one answers as it should, for
+// at most trafficWait (the requests reach Prometheus with its next scrape
+// of each job), then fails t for each that does not.
+func checkTraffic(t *testing.T, ctx context.Context, client *prom.Client, cases []trafficCase) {
 	t.Helper()
 	deadline := time.Now().Add(trafficWait)
 	for {
 		var wrong []string
 		for _, tc := range cases {
-			got, err := namespacesSeen(ctx, url, tc.query)
-			if err != nil || !maps.Equal(got, tc.want) {
-				wrong = append(wrong, fmt.Sprintf("%s: %s\nnamespaces with requests: %v (%v), want %v",
-					tc.name, tc.query, got, err, tc.want))
+			got := map[string]bool{}
+			var unknown []string
+			for ns, a := range readTraffic(ctx, client, tc.preset, tc.match) {
+				if a.Unknown != "" {
+					unknown = append(unknown, ns+": "+a.Unknown)
+				}
+				if a.Requests > 0 {
+					got[ns] = true
+				}
+			}
+			if len(unknown) > 0 || !maps.Equal(got, tc.want) {
+				wrong = append(wrong, fmt.Sprintf("%s: used %v, want %v; unknown: %v", tc.name, got, tc.want, unknown))
 			}
 		}
 		if len(wrong) == 0 {
@@ -154,20 +171,6 @@ func checkTraffic(t *testing.T, ctx context.Context, url string, cases []traffic
 		}
 		time.Sleep(nsmantest.ScrapeInterval / 4)
 	}
-}
-
-// namespacesSeen runs query and says, for each namespace it answers, whether
-// its requests in the window are more than none.
-func namespacesSeen(ctx context.Context, url, query string) (map[string]bool, error) {
-	v, err := nsmantest.QueryPrometheus(ctx, url, query)
-	if err != nil {
-		return nil, err
-	}
-	got := map[string]bool{}
-	for ns, n := range nsmantest.ByLabel(v, "namespace") {
-		got[ns] = n > 0
-	}
-	return got, nil
 }
 
 // waitForQuery waits until the query promQL of the Prometheus at url

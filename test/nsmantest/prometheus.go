@@ -208,13 +208,3 @@ func QueryPrometheus(ctx context.Context, base, promQL string) (model.Vector, er
 	}
 	return v, nil
 }
-
-// ByLabel is a vector's values by the value of one of its labels; a series
-// without the label is under "".
-func ByLabel(v model.Vector, label string) map[string]float64 {
-	m := make(map[string]float64, len(v))
-	for _, s := range v {
-		m[string(s.Metric[model.LabelName(label)])] += float64(s.Value)
-	}
-	return m
-}

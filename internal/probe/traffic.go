@@ -1,0 +1,184 @@
+package probe
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/common/model"
+
+	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/policy/traffic"
+)
+
+// Querier runs an instant PromQL query, its answer bounded (see package
+// prom).
+type Querier interface {
+	Query(ctx context.Context, q string) (model.Vector, error)
+}
+
+// TrafficConfig is where a sweep's traffic queries go, and how presets
+// are pinned.
+type TrafficConfig struct {
+	// Querier is the sweep's Prometheus; nil when there is none
+	// (--prometheus-url unset): every answer is unknown.
+	Querier Querier
+	// Match are the matchers that pin each preset's series, by preset
+	// (--traffic-match); a preset absent takes its own.
+	Match map[string]string
+}
+
+// Traffic is the sweep's traffic reader, which answers decide.Traffic: a
+// namespace's requests in a window, from the source an IDLE condition
+// names. Each distinct query (a source in a window) runs once per sweep,
+// at its first need, whatever the namespaces that ask; the answer is kept
+// by namespace. It is safe for concurrent use.
+type Traffic struct {
+	TrafficConfig
+	// namespaces are the sweep's, for a preset whose series name their
+	// namespace only in part (Traefik's).
+	namespaces func(ctx context.Context) (map[string]cluster.Namespace, error)
+
+	mu      sync.Mutex
+	answers map[string]*answer
+}
+
+// NewTraffic returns a sweep's traffic reader, the sweep's namespaces
+// listed by namespaces.
+func NewTraffic(cfg TrafficConfig, namespaces func(ctx context.Context) (map[string]cluster.Namespace, error)) *Traffic {
+	return &Traffic{TrafficConfig: cfg, namespaces: namespaces}
+}
+
+// exists reports whether namespace name exists, as the sweep listed them.
+func (t *Traffic) exists(ctx context.Context, name string) bool {
+	all, err := t.namespaces(ctx)
+	_, ok := all[name]
+	return err == nil && ok
+}
+
+// answer is one query's, by namespace.
+type answer struct {
+	once     sync.Once
+	requests map[string]float64
+	// notes say, by namespace, other namespaces whose requests those may
+	// have been.
+	notes   map[string]string
+	unknown string
+}
+
+// In is namespace's requests in the window of IDLE condition c, from its
+// source.
+func (t *Traffic) In(ctx context.Context, namespace string, c policy.Condition) policy.Traffic {
+	if c.Traffic == nil {
+		return policy.Traffic{Unknown: "the condition names no traffic source"}
+	}
+	src, window := *c.Traffic, c.Idle
+	out := policy.Traffic{Source: src.Describe(), Window: window}
+	if t.Querier == nil {
+		out.Unknown = "nsman runs without a Prometheus to ask (--prometheus-url)"
+		return out
+	}
+	q, preset := t.query(src, window)
+	a := t.answer(q)
+	a.once.Do(func() { a.read(ctx, t, q, preset) })
+	if a.unknown != "" {
+		out.Unknown = a.unknown
+		return out
+	}
+	out.Requests, out.Note = a.requests[namespace], a.notes[namespace]
+	return out
+}
+
+// Queries counts the queries run so far, by result ("answered",
+// "unanswered"); nil when none ran.
+func (t *Traffic) Queries() map[string]int {
+	if t == nil {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.answers) == 0 {
+		return nil
+	}
+	n := map[string]int{"answered": 0, "unanswered": 0}
+	for _, a := range t.answers {
+		if a.unknown != "" {
+			n["unanswered"]++
+		} else {
+			n["answered"]++
+		}
+	}
+	return n
+}
+
+// query is the PromQL of src over window, and src's preset (nil for a
+// query of the platform's own).
+func (t *Traffic) query(src traffic.Source, window time.Duration) (string, *traffic.Preset) {
+	if p, ok := traffic.Lookup(src.Preset); ok {
+		return p.PromQL(t.Match[p.Name], window), &p
+	}
+	return strings.ReplaceAll(src.Query, traffic.Window, traffic.Range(window)), nil
+}
+
+// answer is q's, made at its first need.
+func (t *Traffic) answer(q string) *answer {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.answers == nil {
+		t.answers = map[string]*answer{}
+	}
+	a, ok := t.answers[q]
+	if !ok {
+		a = &answer{}
+		t.answers[q] = a
+	}
+	return a
+}
+
+// read runs q and keeps its requests by namespace: each series by its
+// preset's label, else by `namespace`. An answer whose series name no
+// namespace, or (of a preset) no series at all, is no answer: the
+// counter is not where the query looks, and every namespace would look
+// unused.
+func (a *answer) read(ctx context.Context, t *Traffic, q string, preset *traffic.Preset) {
+	vec, err := t.Querier.Query(ctx, q)
+	if err != nil {
+		a.unknown = err.Error()
+		return
+	}
+	by, whose := "namespace", "the query"
+	if preset != nil {
+		by, whose = preset.By, "preset "+preset.Name+"'s query"
+	}
+	if len(vec) == 0 && preset != nil {
+		a.unknown = fmt.Sprintf("%s found no series of %s in the window: is it scraped, and pinned where --traffic-match says?", whose, preset.Selector(t.Match[preset.Name]))
+		return
+	}
+	a.requests, a.notes = map[string]float64{}, map[string]string{}
+	named := 0
+	for _, s := range vec {
+		value := string(s.Metric[model.LabelName(by)])
+		namespaces := []string{value}
+		if preset != nil {
+			namespaces = preset.Namespaces(value, func(ns string) bool { return t.exists(ctx, ns) })
+		} else if value == "" {
+			namespaces = nil
+		}
+		if len(namespaces) > 0 {
+			named++
+		}
+		for _, ns := range namespaces {
+			a.requests[ns] += float64(s.Value)
+			if len(namespaces) > 1 && s.Value > 0 {
+				a.notes[ns] = fmt.Sprintf("%s %s may be any of %s", by, value, strings.Join(namespaces, ", "))
+			}
+		}
+	}
+	if named == 0 && len(vec) > 0 {
+		a.unknown = fmt.Sprintf("none of the %d series %s answered has a label %s naming a namespace", len(vec), whose, by)
+		a.requests, a.notes = nil, nil
+	}
+}

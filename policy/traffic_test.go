@@ -1,0 +1,103 @@
+package policy
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nsman/nsman/policy/traffic"
+)
+
+func idleTraffic(name string, d time.Duration, src traffic.Source) Policy {
+	p := idle(name, d)
+	p.Condition.Traffic = &src
+	return p
+}
+
+// IDLE with a traffic source reads it only once every other activity says
+// idle: requests in the window are activity now, none leave the other
+// activity to decide, and no answer keeps the policy waiting whatever the
+// rest says.
+func TestEvaluateIdleTraffic(t *testing.T) {
+	day := 24 * time.Hour
+	m := mgr(idleTraffic("idle a day", day, traffic.Source{Preset: "ingress-nginx"}))
+	if out := Evaluate(m, Input{Now: at(time.Hour), TargetCreated: created}); out.Verdict != Wait {
+		t.Errorf("a new namespace: %s; want to wait, reading no traffic", out.Verdict)
+	}
+	old := Input{Now: at(3 * day), TargetCreated: created}
+	if out := Evaluate(m, old); out.Verdict != NeedActivity {
+		t.Errorf("old, untouched: %s; want its activity asked for first", out.Verdict)
+	}
+	old.Activity = &Activity{At: at(day), What: "pod web-1 created"}
+	if out := Evaluate(m, old); out.Verdict != NeedTraffic || out.Policy != 0 {
+		t.Errorf("idle by its activity: %s (policy %d); want its traffic asked for", out.Verdict, out.Policy)
+	}
+	recent := old
+	recent.Activity = &Activity{At: at(3*day - time.Hour), What: "pod web-2 created"}
+	if out := Evaluate(m, recent); out.Verdict != Wait {
+		t.Errorf("a pod an hour ago: %s; want to wait, reading no traffic", out.Verdict)
+	}
+	src := "preset ingress-nginx"
+	for _, c := range []struct {
+		name    string
+		tr      Traffic
+		verdict Verdict
+		due     time.Time
+		says    string
+	}{
+		{"requests in the window", Traffic{Source: src, Window: day, Requests: 12}, Wait, at(4 * day), "12 request(s) in the last 24h0m0s (traffic: preset ingress-nginx)"},
+		{"none", Traffic{Source: src, Window: day}, Fire, time.Time{}, "no requests in the last 24h0m0s (traffic: preset ingress-nginx)"},
+		{"no answer", Traffic{Source: src, Window: day, Unknown: "connection refused"}, Wait, time.Time{}, "its traffic (preset ingress-nginx) is not known: connection refused; it waits"},
+	} {
+		in := old
+		in.Traffic = map[int]Traffic{0: c.tr}
+		out := Evaluate(m, in)
+		detail := ""
+		if len(out.Policies) > 0 {
+			detail = out.Policies[0].Detail
+			if st := out.Policies[0].Traffic; st == nil || *st != c.tr {
+				t.Errorf("%s: the state's traffic is %+v, want %+v", c.name, st, c.tr)
+			}
+		}
+		if out.Verdict != c.verdict || !out.NextDue.Equal(c.due) || !strings.Contains(detail, c.says) {
+			t.Errorf("%s: %s, due %v, %q; want %s, due %v, saying %q", c.name, out.Verdict, out.NextDue, detail, c.verdict, c.due, c.says)
+		}
+	}
+}
+
+// A traffic source is a known preset or a query that reads its range as
+// $window, never both, nor anything else.
+func TestParseTraffic(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		params map[string]any
+		want   *traffic.Source
+		err    string
+	}{
+		{"none", map[string]any{"idleSeconds": int64(60)}, nil, ""},
+		{"a preset", map[string]any{"idleSeconds": int64(60), "traffic": map[string]any{"preset": "istio"}}, &traffic.Source{Preset: "istio"}, ""},
+		{"a query", map[string]any{"idleSeconds": int64(60), "traffic": map[string]any{"query": `sum by (namespace) (increase(x[$window]))`}},
+			&traffic.Source{Query: `sum by (namespace) (increase(x[$window]))`}, ""},
+		{"an unknown preset", map[string]any{"idleSeconds": int64(60), "traffic": map[string]any{"preset": "haproxy"}}, nil, `unknown preset "haproxy"`},
+		{"both", map[string]any{"idleSeconds": int64(60), "traffic": map[string]any{"preset": "istio", "query": "x[$window]"}}, nil, "not both"},
+		{"neither", map[string]any{"idleSeconds": int64(60), "traffic": map[string]any{}}, nil, "give a preset"},
+		{"a query without $window", map[string]any{"idleSeconds": int64(60), "traffic": map[string]any{"query": "sum by (namespace) (x)"}}, nil, "$window"},
+		{"a query too long", map[string]any{"idleSeconds": int64(60), "traffic": map[string]any{"query": "x[$window]" + strings.Repeat(" ", traffic.MaxQuery)}}, nil, "at most 4096 bytes"},
+		{"another key", map[string]any{"idleSeconds": int64(60), "traffic": map[string]any{"preset": "istio", "url": "http://x"}}, nil, `unknown key "url"`},
+		{"not an object", map[string]any{"idleSeconds": int64(60), "traffic": "istio"}, nil, "must be an object"},
+	} {
+		m, problems := Parse(conditionManager(ConditionIdle, c.params))
+		switch {
+		case c.err == "" && len(problems) > 0:
+			t.Errorf("%s: %v", c.name, problems)
+		case c.err != "" && (len(problems) == 0 || !strings.Contains(problems.ToAggregate().Error(), c.err)):
+			t.Errorf("%s: problems %v, want one saying %q", c.name, problems, c.err)
+		case c.err == "" && !equalSource(m.Policies[0].Condition.Traffic, c.want):
+			t.Errorf("%s: traffic %+v, want %+v", c.name, m.Policies[0].Condition.Traffic, c.want)
+		}
+	}
+}
+
+func equalSource(a, b *traffic.Source) bool {
+	return a == nil && b == nil || a != nil && b != nil && *a == *b
+}
