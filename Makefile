@@ -202,7 +202,7 @@ cluster-down: ## Stop the control plane that cluster-up started
 	@bin/nsman-cluster -dir .cluster down
 
 .PHONY: demo
-demo: build control-plane ## Start a control plane, install the CRD and RBAC, apply examples/, show the dry-run plan and what it would reclaim, sweep for real, play stages, a tenant's webhook, a rule, a laptop dry run as the CronJob sees, nsman doctor, a namespace stuck in Terminating (nsman explain, a sweep), expiry dates, idle previews (nsman touch), GitOps previews (an Application goes, its namespace follows; one deleted while its Application exists comes back, and nsman explain says so), windows, sleep and wake (a dry run --at, then a namespace asleep, woken by nsman wake, asleep again) and freezes, tear down
+demo: build control-plane ## Start a control plane, install the CRD and RBAC, apply examples/, show the dry-run plan and what it would reclaim, sweep for real, play stages, a tenant's webhook, a rule, a laptop dry run as the CronJob sees, nsman doctor, a namespace stuck in Terminating (nsman explain, a sweep), expiry dates, idle previews (nsman touch), GitOps previews (an Application goes, its namespace follows; one deleted while its Application exists comes back, and nsman explain says so), windows, sleep and wake (a dry run --at, then a namespace asleep, woken by nsman wake, asleep again), idle from traffic (a real Prometheus: requests keep a preview awake, it sleeps once they stop, a request wakes it, Prometheus down keeps it awake) and freezes, tear down
 	scripts/demo.sh
 
 .PHONY: clean

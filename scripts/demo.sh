@@ -4,7 +4,7 @@
 # sweep, show what happened, play more scenes (stages, a tenant's webhook, a
 # rule, a laptop dry run, nsman doctor, a namespace stuck in Terminating,
 # expiry dates, idle previews, GitOps previews, windows, sleep and wake,
-# freezes), then tear down.
+# idle from traffic, freezes), then tear down.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -47,9 +47,11 @@ export KUBECONFIG
 KUBECONFIG=$(make --no-print-directory cluster-up | tail -n 1 | sed 's/^KUBECONFIG=//')
 work=$(mktemp -d)
 receiver_pid=
+traffic_pid=
 cleanup() {
 	step "tearing down"
 	[ -n "$receiver_pid" ] && kill "$receiver_pid" 2>/dev/null || true
+	[ -n "$traffic_pid" ] && kill "$traffic_pid" 2>/dev/null || true
 	make --no-print-directory cluster-down
 	rm -rf "$work"
 }
@@ -426,6 +428,36 @@ nsman sweep -n demo-sleep-now
 workloads
 kubectl -n demo-sleep-now get events --field-selector involvedObject.kind=NamespaceManager --sort-by=.metadata.creationTimestamp \
 	-o custom-columns=REASON:.reason,MESSAGE:.message
+
+step "idle means unused: examples/sleep-idle-traffic.yaml sleeps each demo-preview-traffic-* preview two hours after its last request through ingress-nginx (20 s here), asking a Prometheus"
+go build -o bin/traffic-exporter ./test/traffic-exporter
+bin/traffic-exporter -namespace demo-preview-traffic-4711 -for 35s -dir "$work/prometheus" >"$work/traffic.log" 2>&1 &
+traffic_pid=$!
+until [ -s "$work/traffic.log" ]; do sleep 0.1; done
+prometheus=$(head -n 1 "$work/traffic.log")
+echo "Prometheus at $prometheus, scraping ingress-nginx's request counter; a request to demo-preview-traffic-4711 every 300 ms for 35 s"
+sed 's/idleSeconds: 7200/idleSeconds: 20/' examples/sleep-idle-traffic.yaml | kubectl apply -f -
+kubectl -n namespace-manager label namespacemanager demo-preview-traffic demo=traffic
+traffic() { nsman sweep -l demo=traffic --prometheus-url "$prometheus" "$@"; }
+sleep 21
+echo "nothing has happened in it for 20 s but its requests, which keep it awake"
+traffic
+until grep -q "requests stopped" "$work/traffic.log"; do sleep 1; done
+sleep 21
+echo "no request for 20 s: it sleeps"
+traffic
+kubectl -n demo-preview-traffic-4711 get deployments
+echo "a request comes, which ingress-nginx answers 503 and counts: the next sweep wakes it"
+kill -USR1 "$traffic_pid"
+sleep 3
+traffic
+kubectl -n demo-preview-traffic-4711 get deployments
+kill "$traffic_pid"
+wait "$traffic_pid" || true
+traffic_pid=
+sleep 21
+echo "Prometheus is down: no answer is never idleness; it stays awake, and the sweep says why"
+traffic
 
 step "freezes: nothing acts over the holidays (--freeze, or --freeze-file, a calendar); due managers wait until the freeze ends"
 nsman sweep --dry-run -n demo-windows --at "$(date -u -d "$(date -u -d 'next tuesday' +%Y-%m-%d) 20:00" +%Y-%m-%dT%H:%M:%SZ)" \

@@ -122,6 +122,11 @@ func writeSummary(w io.Writer, summary report.Summary) error {
 			return err
 		}
 	}
+	if q := summary.TrafficQueries; q != nil {
+		if _, err := fmt.Fprintf(w, "traffic: %d queries answered, %d unanswered\n", q["answered"], q["unanswered"]); err != nil {
+			return err
+		}
+	}
 	if n := summary.ReclaimUnknown; n > 0 {
 		if _, err := fmt.Fprintf(w, "what %d DELETE(s) freed is not known: their effects say why\n", n); err != nil {
 			return err

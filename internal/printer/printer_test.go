@@ -168,6 +168,26 @@ func TestTextReportSaysMissingTrusted(t *testing.T) {
 	}
 }
 
+// The summary says how many traffic queries were answered, when a sweep
+// ran any, and nothing of traffic else.
+func TestTextReportSaysTrafficQueries(t *testing.T) {
+	for _, c := range []struct {
+		queries map[string]int
+		want    string
+	}{
+		{map[string]int{"answered": 2, "unanswered": 1}, "traffic: 2 queries answered, 1 unanswered\n"},
+		{nil, ""},
+	} {
+		var out bytes.Buffer
+		if err := Report(&out, Text, report.Report{Version: report.ReportVersion, Summary: report.Summary{TrafficQueries: c.queries}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(out.String(), "traffic"); got != (c.want != "") || !strings.Contains(out.String(), c.want) {
+			t.Errorf("queries %v: report\n%s\nwant it to say %q", c.queries, out.String(), c.want)
+		}
+	}
+}
+
 // -o wide prints the owner of an entry's target in a column of its own,
 // "-" for none, rather than on a line under its row; the lines under a
 // row stay in the message's column.

@@ -2,7 +2,9 @@ package prom
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -62,6 +64,9 @@ func (o *Options) Querier(known []string) (Querier, error) {
 	}
 	if o.URL == "" {
 		return nil, nil
+	}
+	if u, err := url.Parse(o.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, errors.New("--prometheus-url: want an http or https URL, e.g. http://prometheus.monitoring:9090")
 	}
 	c, err := New(o.Config)
 	if err != nil {

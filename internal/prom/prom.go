@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -49,6 +50,9 @@ const (
 type Client struct {
 	api v1.API
 	cfg Config
+	// name is the URL as errors say it, its password hidden: they reach
+	// reports, statuses and Events.
+	name string
 }
 
 // New returns a client of cfg, its token and CA read now.
@@ -66,11 +70,15 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	name := "the Prometheus"
+	if u, err := url.Parse(cfg.URL); err == nil {
+		name = u.Redacted()
+	}
 	c, err := api.NewClient(api.Config{Address: cfg.URL, RoundTripper: rt})
 	if err != nil {
-		return nil, fmt.Errorf("prometheus %s: %w", cfg.URL, err)
+		return nil, fmt.Errorf("prometheus %s: %w", name, err)
 	}
-	return &Client{api: v1.NewAPI(c), cfg: cfg}, nil
+	return &Client{api: v1.NewAPI(c), cfg: cfg, name: name}, nil
 }
 
 // transport sends cfg's token and headers, trusts cfg's CA, and cuts an
@@ -156,14 +164,14 @@ func (c *Client) Query(ctx context.Context, q string) (model.Vector, error) {
 	// bytes instead.
 	v, _, err := c.api.Query(ctx, q, time.Time{}, v1.WithTimeout(c.cfg.Timeout), v1.WithLimit(uint64(c.cfg.MaxSeries)+1))
 	if err != nil {
-		return nil, fmt.Errorf("prometheus %s: %w", c.cfg.URL, err)
+		return nil, fmt.Errorf("prometheus %s: %w", c.name, err)
 	}
 	vec, ok := v.(model.Vector)
 	if !ok {
-		return nil, fmt.Errorf("prometheus %s: the answer is a %s, not a vector", c.cfg.URL, v.Type())
+		return nil, fmt.Errorf("prometheus %s: the answer is a %s, not a vector", c.name, v.Type())
 	}
 	if len(vec) > c.cfg.MaxSeries {
-		return nil, fmt.Errorf("prometheus %s: %w: more than %d series (--prometheus-max-series)", c.cfg.URL, ErrTooLarge, c.cfg.MaxSeries)
+		return nil, fmt.Errorf("prometheus %s: %w: more than %d series (--prometheus-max-series)", c.name, ErrTooLarge, c.cfg.MaxSeries)
 	}
 	return vec, nil
 }

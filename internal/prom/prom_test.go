@@ -124,13 +124,37 @@ func TestQuerierFlags(t *testing.T) {
 		{"match without matchers", nil, []string{"istio="}, "want PRESET=MATCHERS"},
 	} {
 		o := Options{headers: c.headers, match: c.match}
+		o.URL = "http://prometheus:9090"
 		if _, err := o.Querier(known); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+	for _, bad := range []string{"prometheus:9090", "ftp://prometheus", "http://"} {
+		o := Options{Config: Config{URL: bad}}
+		if _, err := o.Querier(known); err == nil || !strings.Contains(err.Error(), "want an http or https URL") {
+			t.Errorf("--prometheus-url %s: %v, want it refused", bad, err)
 		}
 	}
 	o := Options{match: []string{`ingress-nginx=job="ingress"`}}
 	q, err := o.Querier(known)
 	if err != nil || q != nil || o.Match["ingress-nginx"] != `job="ingress"` {
 		t.Errorf("no URL: %v, %v, %v; want no Prometheus, the match kept", q, err, o.Match)
+	}
+}
+
+// Errors name the Prometheus by its URL with the password hidden: they
+// reach reports, statuses and Events.
+func TestQueryErrorsHideThePassword(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, `{"status":"error","errorType":"bad_data","error":"parse error"}`, http.StatusBadRequest)
+	}))
+	t.Cleanup(srv.Close)
+	c, err := New(Config{URL: strings.Replace(srv.URL, "http://", "http://nsman:PWSECRET@", 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Query(t.Context(), "up(")
+	if err == nil || strings.Contains(err.Error(), "PWSECRET") || !strings.Contains(err.Error(), "nsman:xxxxx@") {
+		t.Errorf("error %v: want the URL with its password hidden", err)
 	}
 }

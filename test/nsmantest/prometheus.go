@@ -74,27 +74,38 @@ func StartPrometheus(t testing.TB, targets ...string) (url string) {
 // returns the server, which the test may Stop.
 func RunPrometheus(t testing.TB, jobs ...ScrapeJob) *Prometheus {
 	t.Helper()
-	bin, err := prometheusBinary()
+	p, err := LaunchPrometheus(t.Context(), t.TempDir(), jobs...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
+	t.Cleanup(p.Stop)
+	return p
+}
+
+// LaunchPrometheus starts the pinned Prometheus on a free loopback port,
+// scraping jobs every ScrapeInterval, its configuration and storage in
+// dir, for a program (make demo's) as RunPrometheus does for a test; the
+// caller stops it.
+func LaunchPrometheus(ctx context.Context, dir string, jobs ...ScrapeJob) (*Prometheus, error) {
+	bin, err := prometheusBinary()
+	if err != nil {
+		return nil, err
+	}
 	config := filepath.Join(dir, "prometheus.yml")
 	if err := writePrometheusConfig(config, jobs); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	// The port is free when asked for but could be taken before Prometheus
 	// binds it; a start that fails that way is tried again.
 	var errs []error
 	for i := range 3 {
-		p, err := startPrometheus(t, bin, config, filepath.Join(dir, "data-"+strconv.Itoa(i)))
+		p, err := startPrometheus(ctx, bin, config, filepath.Join(dir, "data-"+strconv.Itoa(i)))
 		if err == nil {
-			return p
+			return p, nil
 		}
 		errs = append(errs, err)
 	}
-	t.Fatalf("start Prometheus: %v", errors.Join(errs...))
-	return nil
+	return nil, fmt.Errorf("start Prometheus: %w", errors.Join(errs...))
 }
 
 // prometheusBinary is where test/tools/build.sh puts the pinned Prometheus.
@@ -140,7 +151,7 @@ func writePrometheusConfig(path string, jobs []ScrapeJob) error {
 
 // startPrometheus starts bin once and waits until it is ready; on error
 // nothing is left running.
-func startPrometheus(t testing.TB, bin, config, data string) (*Prometheus, error) {
+func startPrometheus(ctx context.Context, bin, config, data string) (*Prometheus, error) {
 	port, err := cluster.FreePort()
 	if err != nil {
 		return nil, err
@@ -153,11 +164,10 @@ func startPrometheus(t testing.TB, bin, config, data string) (*Prometheus, error
 		"--log.level=warn",
 	}
 	url := "http://" + addr
-	s, err := startServer(t.Context(), bin, args, url+"/-/ready", prometheusStartTimeout)
+	s, err := startServer(ctx, bin, args, url+"/-/ready", prometheusStartTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("prometheus on %s: %w", addr, err)
 	}
-	t.Cleanup(s.stop)
 	return &Prometheus{URL: url, srv: s}, nil
 }
 

@@ -73,6 +73,18 @@ var traefikLabels = []string{"code", "method", "protocol", "service"}
 // ends.
 func StartTraffic(t testing.TB) *Traffic {
 	t.Helper()
+	tr, handler := NewTraffic()
+	srv := httptest.NewServer(handler)
+	t.Cleanup(srv.Close)
+	tr.URL = srv.URL
+	tr.Addr = strings.TrimPrefix(srv.URL, "http://")
+	return tr
+}
+
+// NewTraffic returns an exporter with no requests counted yet, and the
+// handler that serves its /metrics, for a program to serve where it
+// will (Addr and URL are then its to set).
+func NewTraffic() (*Traffic, http.Handler) {
 	tr := &Traffic{
 		nginx: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: NginxRequests,
@@ -94,11 +106,7 @@ func StartTraffic(t testing.TB) *Traffic {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(tr.nginx, tr.istio, tr.traefik)
-	srv := httptest.NewServer(exposition(reg))
-	t.Cleanup(srv.Close)
-	tr.URL = srv.URL
-	tr.Addr = strings.TrimPrefix(srv.URL, "http://")
-	return tr
+	return tr, exposition(reg)
 }
 
 // Requests counts n requests to the Service web, port 80, of namespace

@@ -57,7 +57,13 @@ func createManager(t *testing.T, home, target, caseID string, source map[string]
 // replicas is Deployment web's in ns.
 func replicas(t *testing.T, ns string) int32 {
 	t.Helper()
-	d, err := shared.Admin.AppsV1().Deployments(ns).Get(t.Context(), "web", metav1.GetOptions{})
+	return replicasOf(t, ns, "web")
+}
+
+// replicasOf is Deployment name's in ns.
+func replicasOf(t *testing.T, ns, name string) int32 {
+	t.Helper()
+	d, err := shared.Admin.AppsV1().Deployments(ns).Get(t.Context(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +123,9 @@ func TestTrafficKeepsANamespaceAwake(t *testing.T) {
 		}
 	}()
 	args := []string{"--prometheus-url", prom.URL}
-	awake := sweepUntil(t, caseID, shop, args, func(e report.Entry) bool { return e.Traffic != nil && e.Traffic.Requests != nil && *e.Traffic.Requests > 0 })
+	awake := sweepUntil(t, caseID, shop, args, func(e report.Entry) bool {
+		return e.Traffic != nil && e.Traffic.Requests != nil && *e.Traffic.Requests > 0
+	})
 	if awake.State != report.StateWaiting || !strings.Contains(awake.Message, "request(s) in the last 6s (traffic: preset ingress-nginx)") || replicas(t, shop) != 2 {
 		t.Errorf("shop with requests: %s: %q, %d replicas; want it awake, waiting on its requests", awake.State, awake.Message, replicas(t, shop))
 	}
@@ -199,7 +207,9 @@ func TestTrafficAnswerCutAtTheCap(t *testing.T) {
 	createManager(t, tenant, tenant, caseID, query)
 	prom := nsmantest.RunPrometheus(t, nsmantest.ScrapeJob{Name: "fleet", Targets: []string{manySeries(t, 50_000)}})
 	args := []string{"--prometheus-url", prom.URL, "--trusted-namespaces", home}
-	e := sweepUntil(t, caseID, home, args, func(e report.Entry) bool { return e.TrafficUnknown() != "" && strings.Contains(e.TrafficUnknown(), "series") })
+	e := sweepUntil(t, caseID, home, args, func(e report.Entry) bool {
+		return e.TrafficUnknown() != "" && strings.Contains(e.TrafficUnknown(), "series")
+	})
 	if !strings.Contains(e.TrafficUnknown(), "more than 20000 series (--prometheus-max-series)") || e.State != report.StateWaiting || replicas(t, target) != 2 {
 		t.Errorf("50,000 series: %s: %q, traffic %+v, %d replicas; want it waiting, cut at the cap", e.State, e.Message, e.Traffic, replicas(t, target))
 	}
