@@ -295,16 +295,7 @@ func TestEvaluateManagerViaOwner(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := managerCase{listed: []cluster.Namespace{targetNS()}}
-			lists := 0
-			ev := c.evaluator(&lists)
-			if tt.owners != nil {
-				ev.Owners = tt.owners
-			}
-			d := ev.EvaluateManager(t.Context(), tt.obj, status.Status{}, c.pods.check)
-			if d.Plan == nil {
-				t.Fatalf("no plan: %s %s", d.Entry.State, d.Entry.Message)
-			}
+			d := plannedFor(t, tt.obj, tt.owners)
 			if got := d.Plan.Owner; (got == nil) != (tt.want == nil) || got != nil && *got != *tt.want {
 				t.Errorf("the plan's owner %+v, want %+v", got, tt.want)
 			}
@@ -316,6 +307,23 @@ func TestEvaluateManagerViaOwner(t *testing.T) {
 			}
 		})
 	}
+}
+
+// plannedFor is the decision on manager obj, its target listed, its owners
+// answered by owners (nil: the Evaluator has none); it fails t unless the
+// decision is a plan.
+func plannedFor(t *testing.T, obj *unstructured.Unstructured, owners *fakeOwners) Decision {
+	t.Helper()
+	c := managerCase{listed: []cluster.Namespace{targetNS()}}
+	ev := c.evaluator(new(int))
+	if owners != nil {
+		ev.Owners = owners
+	}
+	d := ev.EvaluateManager(t.Context(), obj, status.Status{}, c.pods.check)
+	if d.Plan == nil {
+		t.Fatalf("no plan: %s %s", d.Entry.State, d.Entry.Message)
+	}
+	return d
 }
 
 // An action that removes the target without deleting its owner first
@@ -342,16 +350,7 @@ func TestEvaluateDeleteSaysItsOwner(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := managerCase{listed: []cluster.Namespace{targetNS()}}
-			lists := 0
-			ev := c.evaluator(&lists)
-			if tt.owners != nil {
-				ev.Owners = tt.owners
-			}
-			d := ev.EvaluateManager(t.Context(), tt.obj, status.Status{}, c.pods.check)
-			if d.Plan == nil {
-				t.Fatalf("no plan: %s %s", d.Entry.State, d.Entry.Message)
-			}
+			d := plannedFor(t, tt.obj, tt.owners)
 			says := "; namespace preview-7 is owned by " + ownerRef + " (argocd.argoproj.io/tracking-id), which exists and may make it again (DELETE with via: owner deletes the owner first)"
 			if want := "TTL 1h0m0s elapsed at 2026-11-23T11:00:00Z" + map[bool]string{true: says}[tt.wantOwner != ""]; d.Plan.Reason != want {
 				t.Errorf("reason %q, want %q", d.Plan.Reason, want)
