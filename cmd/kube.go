@@ -103,8 +103,12 @@ func (o *kubeOptions) reachableClients() (cluster.Clients, error) {
 		return c, err
 	}
 	// Forbidden, the version every user may read: --as names a user
-	// these credentials may not act as.
-	if _, err := c.Kube.Discovery().ServerVersion(); apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) {
+	// these credentials may not act as (its error says "unknown").
+	_, err = c.Kube.Discovery().ServerVersion()
+	if as := o.overrides.AuthInfo.Impersonate; as != "" && apierrors.IsForbidden(err) {
+		return c, usageError{fmt.Errorf("the cluster refused to let these credentials act as %s (--as): they cannot impersonate it: %w", as, err)}
+	}
+	if apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) {
 		return c, usageError{fmt.Errorf("the cluster refused these credentials: %w", err)}
 	} else if err != nil {
 		return c, usageError{fmt.Errorf("the cluster cannot be reached: %w", err)}

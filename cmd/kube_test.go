@@ -310,8 +310,8 @@ func TestEveryCommandConnects(t *testing.T) {
 		mu.Unlock()
 		var stdout, stderr bytes.Buffer
 		code := Execute(t.Context(), append(command, connection...), &stdout, &stderr)
-		if code != ExitUsage || !strings.Contains(stderr.String(), "forbidden") && !strings.Contains(stderr.String(), "refused") {
-			t.Errorf("nsman %s: exit %d, %q; want exit %d with the server's refusal", command[0], code, stderr.String(), ExitUsage)
+		if code != ExitUsage || !strings.Contains(stderr.String(), `bob`) {
+			t.Errorf("nsman %s: exit %d, %q; want exit %d with the refusal to act as bob", command[0], code, stderr.String(), ExitUsage)
 		}
 		mu.Lock()
 		if len(seen) == 0 {
