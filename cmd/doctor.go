@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -13,11 +14,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nsman/nsman/doctor"
+	"github.com/nsman/nsman/internal/connect"
 	"github.com/nsman/nsman/webhook"
 )
 
 // doctorFlags are the sweep flags nsman doctor takes: those that decide
-// what its checks judge against.
+// what its checks judge against, and kubectl's connection flags
+// (connect.FlagNames).
 var doctorFlags = []string{"kubeconfig", "context", "trusted-namespaces", "protected-namespaces", "webhook-allow"}
 
 func newDoctorCommand() *cobra.Command {
@@ -51,7 +54,7 @@ a usage error or when the cluster cannot be reached.`,
 		RunE: func(c *cobra.Command, _ []string) error { return o.doctor(c) },
 	}
 	sweepFlags := o.command().Flags()
-	for _, name := range doctorFlags {
+	for _, name := range slices.Concat(doctorFlags, connect.FlagNames()) {
 		c.Flags().AddFlag(sweepFlags.Lookup(name))
 	}
 	c.Flags().StringVarP(&o.output, "output", "o", "text", "report format: text or json")

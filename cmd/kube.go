@@ -2,10 +2,8 @@ package cmd
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -18,20 +16,23 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/nsman/nsman/explain"
 	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/connect"
 )
 
 // kubeOptions are the flags that reach a cluster, as kubectl users expect:
 // --kubeconfig, else $KUBECONFIG, else ~/.kube/config, else the in-cluster
-// config.
+// config, and kubectl's connection flags over what that names.
 type kubeOptions struct {
 	kubeconfig string
 	context    string
-	qps        float32
-	burst      int
+	// overrides are kubectl's other connection flags (connect.Bind), so
+	// that --server, --token or --as mean here what they mean to kubectl.
+	overrides clientcmd.ConfigOverrides
+	qps       float32
+	burst     int
 	// quiet drops the API server's warnings (nsman explain lists every
 	// resource, deprecated ones too).
 	quiet bool
@@ -43,6 +44,7 @@ type kubeOptions struct {
 func (o *kubeOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the in-cluster config)")
 	fs.StringVar(&o.context, "context", "", "kubeconfig context to use")
+	connect.Bind(fs, &o.overrides)
 	fs.Float32Var(&o.qps, "qps", 500, "API requests per second the client may make")
 	fs.IntVar(&o.burst, "burst", 1000, "API requests the client may burst above --qps")
 }
@@ -60,17 +62,10 @@ func (o *kubeOptions) cluster() explain.Cluster {
 
 // clients builds the API clients, all observed by one APIObserver.
 func (o *kubeOptions) clients() (cluster.Clients, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.context}).ClientConfig()
+	cfg, err := o.restConfig()
 	if err != nil {
-		return cluster.Clients{}, usageError{o.kubeconfigError(err)}
+		return cluster.Clients{}, err
 	}
-	cfg.QPS, cfg.Burst = o.qps, o.burst
-	if o.quiet {
-		cfg.WarningHandler = rest.NoWarnings{}
-	}
-	cfg.UserAgent = "nsman/" + Version()
 	c, err := NewClients(cfg, cluster.NewAPIObserver(nil))
 	if err != nil {
 		return c, usageError{err}
@@ -78,45 +73,24 @@ func (o *kubeOptions) clients() (cluster.Clients, error) {
 	return c, nil
 }
 
-// kubeconfigError is err, a kubeconfig's that failed to load, naming the
-// kubeconfig as it was given when it does not exist or cannot be read:
-// --kubeconfig, else each file of $KUBECONFIG that is so. Only a load that
-// failed is looked at: files of $KUBECONFIG that do not exist are skipped
-// by clientcmd, as by kubectl.
-func (o *kubeOptions) kubeconfigError(err error) error {
-	if o.kubeconfig != "" {
-		if problem := unreadable(o.kubeconfig); problem != "" {
-			return fmt.Errorf("--kubeconfig %s %s", o.kubeconfig, problem)
-		}
-		return err
+// restConfig is the client configuration these flags name, as kubectl's
+// would be, but for nsman's rate limits and user agent.
+func (o *kubeOptions) restConfig() (*rest.Config, error) {
+	cfg, err := o.connection().Config()
+	if err != nil {
+		return nil, usageError{err}
 	}
-	env := os.Getenv("KUBECONFIG")
-	var problems []string
-	for _, path := range filepath.SplitList(env) {
-		if problem := unreadable(path); path != "" && problem != "" {
-			problems = append(problems, path+" "+problem)
-		}
+	cfg.QPS, cfg.Burst = o.qps, o.burst
+	if o.quiet {
+		cfg.WarningHandler = rest.NoWarnings{}
 	}
-	if len(problems) == 0 {
-		return err
-	}
-	return fmt.Errorf("KUBECONFIG=%s: %s: %w", env, strings.Join(problems, "; "), err)
+	cfg.UserAgent = "nsman/" + Version()
+	return cfg, nil
 }
 
-// unreadable says why the file at path cannot be read, or "" when it can.
-func unreadable(path string) string {
-	f, err := os.Open(path)
-	if err == nil {
-		_, err = f.Read(make([]byte, 1))
-		f.Close()
-	}
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return "does not exist"
-	case err != nil && !errors.Is(err, io.EOF):
-		return "cannot be read: " + err.Error()
-	}
-	return ""
+// connection is the cluster these flags name.
+func (o *kubeOptions) connection() connect.Flags {
+	return connect.Flags{Kubeconfig: o.kubeconfig, Context: o.context, Overrides: o.overrides}
 }
 
 // reachableClients are clients() of a cluster that answered its version:
@@ -128,7 +102,13 @@ func (o *kubeOptions) reachableClients() (cluster.Clients, error) {
 	if err != nil {
 		return c, err
 	}
-	if _, err := c.Kube.Discovery().ServerVersion(); apierrors.IsUnauthorized(err) {
+	// Forbidden, the version every user may read: --as names a user
+	// these credentials may not act as (its error says "unknown").
+	_, err = c.Kube.Discovery().ServerVersion()
+	if as := o.overrides.AuthInfo.Impersonate; as != "" && apierrors.IsForbidden(err) {
+		return c, usageError{fmt.Errorf("the cluster refused to let these credentials act as %s (--as): they cannot impersonate it: %w", as, err)}
+	}
+	if apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) {
 		return c, usageError{fmt.Errorf("the cluster refused these credentials: %w", err)}
 	} else if err != nil {
 		return c, usageError{fmt.Errorf("the cluster cannot be reached: %w", err)}
@@ -184,7 +164,7 @@ func (o *kubeOptions) ownNamespace() string {
 		return ns
 	}
 	dir := cmp.Or(o.serviceAccountDir, serviceAccountDir)
-	if !o.inCluster(dir) {
+	if !o.connection().InCluster(dir) {
 		return ""
 	}
 	data, err := os.ReadFile(filepath.Join(dir, "namespace"))
@@ -192,25 +172,6 @@ func (o *kubeOptions) ownNamespace() string {
 		return ""
 	}
 	return strings.TrimSpace(string(data))
-}
-
-// inCluster says whether clients() uses the in-cluster config: no
-// --kubeconfig, --context or $KUBECONFIG, no kubeconfig file with anything
-// in it, and a pod's environment. It asks what clientcmd's deferred loading
-// asks before it falls back to the in-cluster config, with dir for the
-// ServiceAccount's files so that tests need no pod.
-func (o *kubeOptions) inCluster(dir string) bool {
-	if o.kubeconfig != "" || o.context != "" || os.Getenv("KUBECONFIG") != "" {
-		return false
-	}
-	if raw, err := clientcmd.NewDefaultClientConfigLoadingRules().Load(); err != nil || !clientcmdapi.IsConfigEmpty(raw) {
-		return false
-	}
-	if os.Getenv("KUBERNETES_SERVICE_HOST") == "" || os.Getenv("KUBERNETES_SERVICE_PORT") == "" {
-		return false
-	}
-	_, err := os.Stat(filepath.Join(dir, "token"))
-	return err == nil
 }
 
 // logOptions choose the log format and level. Logs go to stderr.

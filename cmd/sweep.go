@@ -103,6 +103,7 @@ Exit status: 0 when every attempted action succeeded, 1 when any manager
 failed, 2 on a usage or configuration error.`,
 		Example: `  nsman sweep --dry-run
   nsman sweep --dry-run --at 2026-12-24T18:00:00Z -o wide
+  nsman sweep --dry-run --as system:serviceaccount:namespace-manager:nsman --config-from namespace-manager/nsman
   nsman sweep -n team-a -l env=preview --max-actions 10
   nsman sweep -o json | jq '.managers[] | select(.state == "failed")'`,
 		Args: usageArgs(cobra.NoArgs),
