@@ -135,6 +135,7 @@ annotations:
 {{- with .Values.clusterName }}
 - {{ printf "--cluster-name=%s" . | quote }}
 {{- end }}
+{{- include "nsman.prometheusArgs" . }}
 {{- if include "nsman.notifyURLSecret" . }}
 - --notify-url-file=/etc/nsman/notify/url
 - {{ printf "--notify-format=%s" .Values.notify.format | quote }}
