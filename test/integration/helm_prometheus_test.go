@@ -3,6 +3,11 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -17,13 +22,15 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// The Prometheus's token and CA, as the chart mounts them.
+// The Prometheus's token and CA, as the chart mounts them, and the values
+// file of its ci/ that sets them.
 const (
-	promTokenDir  = "/etc/nsman/prometheus-token"
-	promTokenFlag = "--prometheus-token-file=" + promTokenDir + "/token"
-	promCADir     = "/etc/nsman/prometheus-ca"
-	promCAFlag    = "--prometheus-ca-file=" + promCADir + "/ca.crt"
-	promStackURL  = "http://kube-prometheus-stack-prometheus.monitoring:9090"
+	promTokenDir     = "/etc/nsman/prometheus-token"
+	promTokenFlag    = "--prometheus-token-file=" + promTokenDir + "/token"
+	promCADir        = "/etc/nsman/prometheus-ca"
+	promCAFlag       = "--prometheus-ca-file=" + promCADir + "/ca.crt"
+	promStackURL     = "http://kube-prometheus-stack-prometheus.monitoring:9090"
+	prometheusValues = "prometheus-values.yaml"
 )
 
 // wantPrometheusCA checks that item key of ConfigMap configMap is mounted
@@ -223,4 +230,34 @@ func TestHelmChartSchemaRefusesWrongPrometheusValues(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkPrometheusValues checks what ci/prometheus-values.yaml renders.
+func checkPrometheusValues(t *testing.T, r rendered) {
+	wantPrometheusToken(t, r, "nsman-prometheus-token", "token")
+	wantPrometheusCA(t, r, "nsman-prometheus-ca", "service-ca.crt")
+	wantArgs(t, r, "--prometheus-url=https://mimir-gateway.mimir.svc:8443/prometheus", promTokenFlag, promCAFlag,
+		"--prometheus-header=X-Scope-OrgID=platform", "--prometheus-timeout=45s", "--prometheus-max-series=50000",
+		`--traffic-match=ingress-nginx=job="ingress-nginx-controller-metrics"`, `--traffic-match=traefik=namespace="traefik-system"`)
+	wantPrometheusEgress(t, r, []int32{8080}, []networkingv1.NetworkPolicyPeer{inNamespace("mimir")})
+	if obj := r.find("Secret"); obj != nil {
+		t.Errorf("Secret %s rendered: the token's is the user's", obj.GetName())
+	}
+}
+
+// prometheusFiles writes what the token and CA files hold in the pod: a
+// token, and the PEM certificate of a TLS server.
+func prometheusFiles(t *testing.T) (token, ca string) {
+	t.Helper()
+	srv := httptest.NewTLSServer(http.NotFoundHandler())
+	defer srv.Close()
+	dir := t.TempDir()
+	token, ca = filepath.Join(dir, "token"), filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(token, []byte("t0ken\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return token, ca
 }
