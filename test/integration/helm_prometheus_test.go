@@ -108,28 +108,23 @@ func egressPolicy(t *testing.T, r rendered) *networkingv1.NetworkPolicy {
 	return np
 }
 
-// wantPrometheusEgress checks the NetworkPolicy's rules: DNS's and the API
-// server's, then one to the Prometheus on TCP ports, to peers (nil: any
-// address); ports nil: no rule for a Prometheus.
-func wantPrometheusEgress(t *testing.T, r rendered, ports []int32, to []networkingv1.NetworkPolicyPeer) {
+// wantEgress checks the NetworkPolicy's rules: DNS's and the API server's,
+// then those given (the Pushgateway's, the Prometheus's), no more.
+func wantEgress(t *testing.T, r rendered, rules ...networkingv1.NetworkPolicyEgressRule) {
 	t.Helper()
-	rules := egressPolicy(t, r).Spec.Egress
-	if ports == nil {
-		if len(rules) != 2 {
-			t.Errorf("egress %+v, want DNS's and the API server's rules alone", rules)
-		}
-		return
+	got := egressPolicy(t, r).Spec.Egress
+	if len(got) != 2+len(rules) || len(rules) > 0 && !reflect.DeepEqual(got[2:], rules) {
+		t.Errorf("egress %+v, want DNS's and the API server's rules, then %+v", got, rules)
 	}
-	if len(rules) != 3 {
-		t.Fatalf("egress %+v, want DNS's, the API server's and the Prometheus's rules", rules)
-	}
-	var want []networkingv1.NetworkPolicyPort
+}
+
+// egressTo is a rule of TCP ports to peers (none: any address).
+func egressTo(ports []int32, to ...networkingv1.NetworkPolicyPeer) networkingv1.NetworkPolicyEgressRule {
+	rule := networkingv1.NetworkPolicyEgressRule{To: to}
 	for _, p := range ports {
-		want = append(want, networkingv1.NetworkPolicyPort{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(p))})
+		rule.Ports = append(rule.Ports, networkingv1.NetworkPolicyPort{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(p))})
 	}
-	if got := rules[2]; !reflect.DeepEqual(got.Ports, want) || !reflect.DeepEqual(got.To, to) {
-		t.Errorf("the Prometheus's rule %+v, want ports %v to %+v", got, ports, to)
-	}
+	return rule
 }
 
 // inNamespace is a peer of the pods of namespace.
@@ -148,28 +143,34 @@ func TestHelmChartPrometheus(t *testing.T) {
 	}{
 		{"defaults", []string{"--set", "networkPolicy.enabled=true"}, func(t *testing.T, r rendered) {
 			wantNoPrometheus(t, r)
-			wantPrometheusEgress(t, r, nil, nil)
+			wantEgress(t, r)
 		}},
 		{"unset, as a release of a chart before them keeps its values (--reuse-values)", []string{"--set", "prometheus=null,trafficMatch=null,networkPolicy.prometheus=null,networkPolicy.enabled=true"}, func(t *testing.T, r rendered) {
 			wantArgs(t, r)
 			wantNoPrometheus(t, r)
-			wantPrometheusEgress(t, r, nil, nil)
+			wantEgress(t, r)
 		}},
 		{"a URL alone, and the egress to its port", []string{"--set", "prometheus.url=" + promStackURL + ",networkPolicy.enabled=true"}, func(t *testing.T, r rendered) {
 			wantArgs(t, r, "--prometheus-url="+promStackURL)
 			if len(r.pod().Volumes) > 0 {
 				t.Errorf("volumes %+v, want none", r.pod().Volumes)
 			}
-			wantPrometheusEgress(t, r, []int32{9090}, nil)
+			wantEgress(t, r, egressTo([]int32{9090}))
 		}},
 		{"an https URL without a port: 443", []string{"--set", "prometheus.url=https://prometheus.example.com/api/prom,networkPolicy.enabled=true"}, func(t *testing.T, r rendered) {
-			wantPrometheusEgress(t, r, []int32{443}, nil)
+			wantEgress(t, r, egressTo([]int32{443}))
 		}},
 		{"an http URL without a port: 80", []string{"--set", "prometheus.url=http://thanos-query.monitoring,networkPolicy.enabled=true"}, func(t *testing.T, r rendered) {
-			wantPrometheusEgress(t, r, []int32{80}, nil)
+			wantEgress(t, r, egressTo([]int32{80}))
 		}},
 		{"the egress's ports and peers given", []string{"--set", "prometheus.url=" + promStackURL + ",networkPolicy.enabled=true", "--set-json", `networkPolicy.prometheus={"ports":[9090,10902],"to":[{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"monitoring"}}}]}`}, func(t *testing.T, r rendered) {
-			wantPrometheusEgress(t, r, []int32{9090, 10902}, []networkingv1.NetworkPolicyPeer{inNamespace("monitoring")})
+			wantEgress(t, r, egressTo([]int32{9090, 10902}, inNamespace("monitoring")))
+		}},
+		{"the Pushgateway's egress, to its port, before the Prometheus's", []string{"--set", "pushgateway.url=http://pushgateway.monitoring:9091,prometheus.url=" + promStackURL + ",networkPolicy.enabled=true"}, func(t *testing.T, r rendered) {
+			wantEgress(t, r, egressTo([]int32{9091}), egressTo([]int32{9090}))
+		}},
+		{"the Pushgateway's egress given, without a Prometheus", []string{"--set", "pushgateway.url=https://pushgateway.example.com,networkPolicy.enabled=true", "--set-json", `networkPolicy.pushgateway={"ports":[9091],"to":[{"ipBlock":{"cidr":"192.0.2.0/24"}}]}`}, func(t *testing.T, r rendered) {
+			wantEgress(t, r, egressTo([]int32{9091}, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: "192.0.2.0/24"}}))
 		}},
 		{"token and CA from existing objects, headers and presets sorted", []string{
 			"--set", "prometheus.url=https://mimir.example.com/prometheus,prometheus.token.existingSecret=prom-token,prometheus.ca.existingConfigMap=prom-ca",
@@ -220,6 +221,7 @@ func TestHelmChartSchemaRefusesWrongPrometheusValues(t *testing.T) {
 		{"trafficMatch.istio=", "/trafficMatch/istio"},
 		{"networkPolicy.prometheus.ports={0}", "/networkPolicy/prometheus/ports/0"},
 		{"networkPolicy.prometheus.port=9090", "additional properties 'port' not allowed"},
+		{"networkPolicy.pushgateway.ports={65536}", "/networkPolicy/pushgateway/ports/0"},
 		{"prometheus.token.existingSecret=prom-token", "set prometheus.url too"},
 		{"prometheus.ca.existingConfigMap=prom-ca", "set prometheus.url too"},
 	} {
@@ -239,7 +241,7 @@ func checkPrometheusValues(t *testing.T, r rendered) {
 	wantArgs(t, r, "--prometheus-url=https://mimir-gateway.mimir.svc:8443/prometheus", promTokenFlag, promCAFlag,
 		"--prometheus-header=X-Scope-OrgID=platform", "--prometheus-timeout=45s", "--prometheus-max-series=50000",
 		`--traffic-match=ingress-nginx=job="ingress-nginx-controller-metrics"`, `--traffic-match=traefik=namespace="traefik-system"`)
-	wantPrometheusEgress(t, r, []int32{8080}, []networkingv1.NetworkPolicyPeer{inNamespace("mimir")})
+	wantEgress(t, r, egressTo([]int32{8080}, inNamespace("mimir")))
 	if obj := r.find("Secret"); obj != nil {
 		t.Errorf("Secret %s rendered: the token's is the user's", obj.GetName())
 	}

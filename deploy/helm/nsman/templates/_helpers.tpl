@@ -150,3 +150,18 @@ annotations:
 - {{ . | quote }}
 {{- end }}
 {{- end }}
+
+{{- /*
+nsman.egressPorts are the TCP ports the NetworkPolicy opens to a server nsman
+sends to, as a JSON list: ports when given, else the port of url, else its
+scheme's (443 for https, 80 for http). Call it with dict "url" and "ports".
+*/}}
+{{- define "nsman.egressPorts" -}}
+{{- $ports := .ports | default list }}
+{{- if not $ports }}
+{{- $url := urlParse .url }}
+{{- $port := regexFind ":[0-9]+$" $url.host | trimPrefix ":" }}
+{{- $ports = list (default (ternary "443" "80" (eq $url.scheme "https")) $port | int) }}
+{{- end }}
+{{- toJson $ports }}
+{{- end }}

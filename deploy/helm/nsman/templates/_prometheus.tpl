@@ -64,18 +64,3 @@ do.
 - {{ printf "--traffic-match=%s=%s" $preset (index $match $preset) | quote }}
 {{- end }}
 {{- end }}
-
-{{- /*
-nsman.prometheusPorts are the TCP ports the NetworkPolicy opens to the
-Prometheus, as a JSON list: networkPolicy.prometheus.ports, else the port
-of prometheus.url, else its scheme's.
-*/}}
-{{- define "nsman.prometheusPorts" -}}
-{{- $ports := dig "prometheus" "ports" (list) .Values.networkPolicy }}
-{{- if not $ports }}
-{{- $url := urlParse .Values.prometheus.url }}
-{{- $port := regexFind ":[0-9]+$" $url.host | trimPrefix ":" }}
-{{- $ports = list (default (ternary "443" "80" (eq $url.scheme "https")) $port | int) }}
-{{- end }}
-{{- toJson $ports }}
-{{- end }}
