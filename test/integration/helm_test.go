@@ -919,6 +919,7 @@ var ciValues = map[string]func(t *testing.T, r rendered){
 		}
 	},
 	monitoringValues: checkMonitoringValues,
+	prometheusValues: checkPrometheusValues,
 	"notify-values.yaml": func(t *testing.T, r rendered) {
 		wantSecretFile(t, r, notifyURLSecret, "url", notifyURLDir, "url")
 		wantArgs(t, r, notifyURLFlag, "--notify-format=slack")
@@ -1152,7 +1153,7 @@ func TestHelmChartValuesFiles(t *testing.T) {
 			}
 
 			// The arguments as nsman takes them. What exists only in the
-			// pod is replaced: the key and URL files by the test's, the
+			// pod is replaced: the key, URL, token and CA files by the test's, the
 			// freeze calendar by a file of the rendered ConfigMap's, the
 			// Pushgateway by a server that counts pushes.
 			var pushes atomic.Int32
@@ -1162,6 +1163,7 @@ func TestHelmChartValuesFiles(t *testing.T) {
 			if err := os.WriteFile(keyFile, []byte(signingKeyValue), 0o600); err != nil {
 				t.Fatal(err)
 			}
+			tokenFile, caFile := prometheusFiles(t)
 			urlFile := filepath.Join(t.TempDir(), "url")
 			if err := os.WriteFile(urlFile, []byte("https://hooks.slack.com/services/REPLACE/ME\n"), 0o600); err != nil {
 				t.Fatal(err)
@@ -1179,6 +1181,10 @@ func TestHelmChartValuesFiles(t *testing.T) {
 					a = "--notify-url-file=" + urlFile
 				case a == notifyKeyFlag:
 					a = "--notify-signing-key-file=" + keyFile
+				case a == promTokenFlag:
+					a = "--prometheus-token-file=" + tokenFile
+				case a == promCAFlag:
+					a = "--prometheus-ca-file=" + caFile
 				case a == freezeFileFlag:
 					obj := r.find("ConfigMap")
 					if obj == nil {

@@ -135,6 +135,7 @@ annotations:
 {{- with .Values.clusterName }}
 - {{ printf "--cluster-name=%s" . | quote }}
 {{- end }}
+{{- include "nsman.prometheusArgs" . }}
 {{- if include "nsman.notifyURLSecret" . }}
 - --notify-url-file=/etc/nsman/notify/url
 - {{ printf "--notify-format=%s" .Values.notify.format | quote }}
@@ -148,4 +149,19 @@ annotations:
 {{- range .Values.extraArgs }}
 - {{ . | quote }}
 {{- end }}
+{{- end }}
+
+{{- /*
+nsman.egressPorts are the TCP ports the NetworkPolicy opens to a server nsman
+sends to, as a JSON list: ports when given, else the port of url, else its
+scheme's (443 for https, 80 for http). Call it with dict "url" and "ports".
+*/}}
+{{- define "nsman.egressPorts" -}}
+{{- $ports := .ports | default list }}
+{{- if not $ports }}
+{{- $url := urlParse .url }}
+{{- $port := regexFind ":[0-9]+$" $url.host | trimPrefix ":" }}
+{{- $ports = list (default (ternary "443" "80" (eq $url.scheme "https")) $port | int) }}
+{{- end }}
+{{- toJson $ports }}
 {{- end }}
