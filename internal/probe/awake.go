@@ -42,8 +42,9 @@ const MaxAwake = 100_000
 const MaxAwakeIn = 100
 
 // Awake finds the workloads awake in the namespaces a SLEEP policy keeps
-// asleep: scaled above zero, a CronJob not suspended, a ScaledObject not
-// paused at zero, but for those labelled status.KeepAwakeLabel and, of a
+// asleep: scaled above zero (above the policy's replicas, and above those
+// its record says a sleep left it at), a CronJob not suspended, a
+// ScaledObject not paused at zero, but for those labelled status.KeepAwakeLabel and, of a
 // kind found by discovery, those another object controls. Of each it says
 // who woke it: the field manager that last set what keeps it awake. A sweep
 // makes one; it is safe for concurrent use.
