@@ -3,6 +3,7 @@ package integration
 import (
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/nsman/nsman/internal/status"
 	nsmanwrite "github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/report"
+	"github.com/nsman/nsman/test/nsmantest"
 )
 
 // sleepToOne is sleepPolicy(from, to) keeping one replica (params.replicas).
@@ -150,4 +152,71 @@ func TestScaleDownToOneReplicaRestores(t *testing.T) {
 		t.Fatalf("nsman restore -n %s: exit %d\n%s", ns, code, out)
 	}
 	wantWorkload(t, ns, "web", 3, "")
+}
+
+// patchesApplied counts nsman's writes to the Deployment name of ns that
+// the API server applied (a conflict, refused, is read again and sent
+// anew).
+func patchesApplied(t *testing.T, ns, name string) int {
+	t.Helper()
+	n := 0
+	for _, w := range env.Writes(t) {
+		if w.Namespace == ns && w.Resource == "deployments" && w.Name == name && w.Code == 200 {
+			n++
+		}
+	}
+	return n
+}
+
+// sweepsAtOnce runs four sweeps of ns's manager together, their requests
+// overlapping in time, and returns how many fired.
+func sweepsAtOnce(t *testing.T, ns string) int {
+	t.Helper()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	fired := 0
+	spans := nsmantest.NewSpans().StartTogether(4)
+	for i := range 4 {
+		kubeconfig := spans.Kubeconfig(t, env, fmt.Sprint(i))
+		wg.Go(func() {
+			res := env.Sweep(t, "--kubeconfig", kubeconfig, "-l", caseLabel+"="+ns)
+			mu.Lock()
+			defer mu.Unlock()
+			for _, entry := range res.Report.Entries {
+				if entry.State == report.StateFired {
+					fired++
+				}
+			}
+		})
+	}
+	wg.Wait()
+	spans.Check(t)
+	return fired
+}
+
+// Four sweeps at once put web to sleep at 1 once, its record the 3 it had
+// (no sweep records the 1 another left), and four at once wake it once,
+// back to 3.
+func TestSleepToOneReplicaOnceUnderConcurrentSweeps(t *testing.T) {
+	setup(t)
+	ns := shared.Namespace(t)
+	createDeployment(t, ns, "web", 3)
+	createManager(t, managerObj(ns, ns, ns, []any{sleepToOne(-time.Hour, 2*time.Hour)}))
+
+	if n := sweepsAtOnce(t, ns); n != 1 {
+		t.Errorf("%d sweeps put it to sleep, want 1", n)
+	}
+	wantWorkload(t, ns, "web", 1, "3")
+	if n := patchesApplied(t, ns, "web"); n != 1 {
+		t.Errorf("%d writes to web applied, want the one sleep", n)
+	}
+
+	windowLater(t, ns)
+	if n := sweepsAtOnce(t, ns); n != 1 {
+		t.Errorf("%d sweeps woke it, want 1", n)
+	}
+	wantWorkload(t, ns, "web", 3, "")
+	if n := patchesApplied(t, ns, "web"); n != 2 {
+		t.Errorf("%d writes to web applied, want the sleep and the wake", n)
+	}
 }
