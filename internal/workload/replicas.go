@@ -112,7 +112,7 @@ func (replicas) Doc() Doc {
 	return Doc{
 		Kinds:  "Deployment, StatefulSet, Argo Rollout, any kind with a scale subresource",
 		Asleep: "`spec.replicas: 0`, or the action's `replicas`",
-		Record: "`" + status.ReplicasAnnotation + "`: the count it had; with `replicas` above 0, `" + status.ReplicasAsleepAnnotation + "`: that count",
+		Record: "`" + status.ReplicasAnnotation + "`: the count it had; `" + status.ReplicasAsleepAnnotation + "`: the action's `replicas`, when above 0",
 		Woken:  "the count back",
 	}
 }
