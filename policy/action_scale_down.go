@@ -20,7 +20,21 @@ func (scaleDownAction) Reclaims() bool        { return true }
 func (scaleDownAction) params() []actionParam { return selectorParams }
 
 // selectorParams are what SCALE_DOWN and SLEEP read.
-var selectorParams = []actionParam{selectorsParam}
+var selectorParams = []actionParam{selectorsParam, replicasParam}
+
+// replicasParam is params.replicas, the replicas SCALE_DOWN and SLEEP
+// leave a workload of a kind with replicas at (Action.SleepTo.Replicas):
+// a whole number of at least 0, 0 when absent. Only they read it: set on
+// another action, the strict parser refuses it.
+var replicasParam = actionParam{name: "replicas", read: func(strict bool, params map[string]any, pp *field.Path, a Action, reads bool) (Action, field.ErrorList) {
+	p := parser{strict: strict}
+	n := p.integer(params, "replicas", pp, 0, 0)
+	if params["replicas"] != nil && !reads && len(p.errs) == 0 {
+		p.errs = append(p.errs, field.Invalid(pp.Child("replicas"), n, "only SCALE_DOWN and SLEEP read replicas"))
+	}
+	a.SleepTo.Replicas = n
+	return a, p.errs
+}}
 
 // selectorsParam is params.selectors, the workloads SCALE_DOWN and SLEEP
 // pick (Action.Selectors).

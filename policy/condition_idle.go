@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/nsman/nsman/policy/traffic"
 )
 
 // idleSecondsParam is IDLE's parameter, required: how long nothing may happen.
@@ -96,20 +98,12 @@ func judgeIdle(state *PolicyState, c Condition, in Input, i int) Verdict {
 	due := last.At.Add(c.Idle)
 	if !in.Now.Before(due) {
 		state.Holds = true
-		state.Detail = fmt.Sprintf("idle %s since %s (last activity: %s)%s%s", c.Idle, stamp(last.At), last.What, noRequests(state.Traffic), ignored)
+		state.Detail = fmt.Sprintf("idle %s since %s (last activity: %s)%s%s", c.Idle, stamp(last.At), last.What, traffic.NoneSeen(state.Traffic), ignored)
 		return Fire
 	}
 	state.Detail = fmt.Sprintf("last activity: %s at %s; idle %s at %s%s", last.What, stamp(last.At), c.Idle, stamp(due), ignored)
 	state.Due = due
 	return Wait
-}
-
-// noRequests says that tr, when read, counted no request.
-func noRequests(tr *Traffic) string {
-	if tr == nil {
-		return ""
-	}
-	return fmt.Sprintf("; no requests in the last %s (traffic: %s)", tr.Window, tr.Source)
 }
 
 // TouchLeeway is how far ahead of a sweep's clock a TouchedAnnotation may

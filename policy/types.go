@@ -173,6 +173,19 @@ type Action struct {
 	// Via is what a DELETE deletes through: ViaOwner, or "" for the
 	// namespace itself.
 	Via string
+	// SleepTo is what SCALE_DOWN or SLEEP leaves the workloads at; zero
+	// for the other actions.
+	SleepTo SleepTo
+}
+
+// SleepTo is what SCALE_DOWN or SLEEP leaves the workloads it puts to
+// sleep at, as its parameters say; the zero SleepTo is the deepest sleep
+// (no replica left). Each workload's way reads what applies to its kind
+// and ignores the rest.
+type SleepTo struct {
+	// Replicas is params.replicas: the replicas a workload of a kind with
+	// replicas keeps asleep. One at or below it is left as it is.
+	Replicas int64
 }
 
 // Selector picks workloads of one kind by their own labels.

@@ -150,6 +150,7 @@ var Defaults = withConditionParams(map[string]string{
 	"spec.policies[].windows[].dates":         "every date",
 	"spec.policies[].windows[].timeZone":      "UTC",
 	"spec.policies[].action.params.selectors": "SCALE_DOWN: every Deployment and StatefulSet; SLEEP: every workload of the kinds it handles",
+	"spec.policies[].action.params.replicas":  "0",
 })
 
 // ParamsPath is the path of a condition's parameters in the CRD.

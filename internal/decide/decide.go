@@ -148,12 +148,13 @@ type Traffic interface {
 }
 
 // Awake tells the workloads awake in a namespace a SLEEP policy keeps
-// asleep, of the kinds named (none: every kind), as lines "BY: Kind/name,
-// ...": BY is the field manager that woke them, "someone" when unknown,
-// "new" for workloads never put to sleep; more: more were awake than one
-// read names (probe.MaxAwakeIn), of any kind.
+// asleep, of the kinds named (none: every kind), above what its sleep to
+// to leaves them at, as lines "BY: Kind/name, ...": BY is the field
+// manager that woke them, "someone" when unknown, "new" for workloads
+// never put to sleep; more: more were awake than one read names
+// (probe.MaxAwakeIn), of any kind.
 type Awake interface {
-	In(ctx context.Context, namespace string, kinds []string) (awake []string, more bool, err error)
+	In(ctx context.Context, namespace string, kinds []string, to policy.SleepTo) (awake []string, more bool, err error)
 }
 
 // Owners tells who owns namespace ns, as the sweep read the owner kinds
@@ -645,7 +646,7 @@ func (ev *Evaluator) resleep(ctx context.Context, m policy.Manager, d Decision, 
 	for _, sel := range p.Action.Selectors {
 		kinds = append(kinds, sel.Kind)
 	}
-	awake, more, err := ev.Awake.In(ctx, t.Name, kinds)
+	awake, more, err := ev.Awake.In(ctx, t.Name, kinds, p.Action.SleepTo)
 	switch {
 	case err != nil:
 		d.Entry.Message += "; whether its workloads are still asleep is not known: " + err.Error()

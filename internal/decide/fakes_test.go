@@ -62,16 +62,18 @@ func (s fakeStuck) Of(context.Context, cluster.Namespace, time.Time) (*report.St
 }
 
 // fakeAwake answers what is awake in every namespace, and records the
-// kinds it was asked about.
+// kinds it was asked about and what a sleep leaves them at.
 type fakeAwake struct {
 	awake []string
 	more  bool
 	err   error
 	asked [][]string
+	to    []policy.SleepTo
 }
 
-func (a *fakeAwake) In(_ context.Context, _ string, kinds []string) ([]string, bool, error) {
+func (a *fakeAwake) In(_ context.Context, _ string, kinds []string, to policy.SleepTo) ([]string, bool, error) {
 	a.asked = append(a.asked, kinds)
+	a.to = append(a.to, to)
 	return a.awake, a.more, a.err
 }
 

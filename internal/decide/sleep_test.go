@@ -8,6 +8,7 @@ import (
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -88,11 +89,16 @@ func TestEvaluateManagerResleep(t *testing.T) {
 		return &wantPlan{step: StepAct, policy: "nights", generation: 3, reason: reason, name: target, uid: "ns-uid-1", resleep: true}
 	}
 	asleepMsg := `asleep since 2026-11-23T11:00:00Z (policy "nights"); `
+	toOne := policies(pol("nights", ttl(3600), map[string]any{"type": "SLEEP", "params": map[string]any{"replicas": int64(1)}}))
 	for _, c := range []struct {
 		managerCase
 		undone []string
 		kinds  []string
+		to     policy.SleepTo
 	}{
+		{managerCase: managerCase{name: "asleep to 1 replica: asked what is above 1", obj: newManager(toOne), stored: asleepBy, listed: listed, lists: 1, awake: &fakeAwake{},
+			want: want{state: report.StateAsleep, msg: asleepMsg}},
+			kinds: []string{}, to: policy.SleepTo{Replicas: 1}},
 		{managerCase: managerCase{name: "undone by kubectl, and a new one: back to sleep", obj: newManager(selective), stored: asleepBy, listed: listed, lists: 1,
 			awake: &fakeAwake{awake: []string{"kubectl: Deployment/web", "new: Deployment/api"}},
 			want:  want{policy: "nights", plan: resleep(`asleep since 2026-11-23T11:00:00Z (policy "nights"), but awake: kubectl: Deployment/web; new: Deployment/api; back to sleep`)}},
@@ -138,6 +144,9 @@ func TestEvaluateManagerResleep(t *testing.T) {
 			}
 			if c.kinds == nil && len(c.awake.asked) != 0 || c.kinds != nil && (len(c.awake.asked) != 1 || !slices.Equal(c.awake.asked[0], c.kinds)) {
 				t.Errorf("asked about kinds %q, want %q", c.awake.asked, c.kinds)
+			}
+			if c.kinds != nil && len(c.awake.to) == 1 && c.awake.to[0] != c.to {
+				t.Errorf("asked about what is above %+v, want %+v", c.awake.to[0], c.to)
 			}
 		})
 	}

@@ -17,17 +17,17 @@ func (a scaleDownAction) apply(ctx context.Context, x *Executor, _ policy.Manage
 	if p.Target.Recreated {
 		return leftAlone("scale down", p.Target), nil
 	}
-	return a.scaleDown(ctx, x, p.Target.Name, p.Policy.Action.Selectors)
+	return a.scaleDown(ctx, x, p.Target.Name, p.Policy.Action)
 }
 
-// scaleDown puts every selected workload to sleep (see Sleep), one request
-// each, and sums what the workloads scaled free (with --reclaim). The
-// selectors' kinds are resolved first: one the cluster does not serve
-// fails the action before anything is written.
-func (scaleDownAction) scaleDown(ctx context.Context, x *Executor, namespace string, selectors []policy.Selector) (applied, error) {
-	selections, err := x.Kinds.Resolve(x.Reads.Clients.Kube, selectors)
+// scaleDown puts every workload action selects to sleep as its SleepTo
+// says (see Sleep), one request each, and sums what the workloads scaled
+// free (with --reclaim). The selectors' kinds are resolved first: one the
+// cluster does not serve fails the action before anything is written.
+func (scaleDownAction) scaleDown(ctx context.Context, x *Executor, namespace string, action policy.Action) (applied, error) {
+	selections, err := x.Kinds.Resolve(x.Reads.Clients.Kube, action.Selectors)
 	if err != nil {
 		return applied{}, fmt.Errorf("scale down in namespace %s: %w", namespace, err)
 	}
-	return putToSleep(ctx, x, namespace, selections, false, false)
+	return putToSleep(ctx, x, namespace, selections, action.SleepTo, false, false)
 }

@@ -27,7 +27,7 @@ func (a sleepAction) apply(ctx context.Context, x *Executor, _ policy.Manager, _
 	if p.Target.Recreated {
 		return leftAlone("sleep or wake", p.Target), nil
 	}
-	return a.sleep(ctx, x, p.Target.Name, p.Policy.Action.Selectors, p.Wake, p.Resleep)
+	return a.sleep(ctx, x, p.Target.Name, p.Policy.Action, p.Wake, p.Resleep)
 }
 
 // keep sets in o the state plan p leaves, its action done or failed with
@@ -43,13 +43,16 @@ func (sleepAction) keep(o *record.Outcome, p *decide.Plan, err error, now time.T
 	o.Asleep = &status.Asleep{Policy: p.Policy.Name, Since: now.UTC(), Partial: err != nil}
 }
 
-// sleep puts the workloads a SLEEP policy selects to sleep, or wakes them:
-// with no selectors, those of every kind nsman puts to sleep (Kinds.All)
-// that its RBAC lets it list and patch. Of those, the API groups whose
-// discovery failed and a workload whose sleep was refused (403) are
-// warnings of the entry, not a failure: the rest slept or woke. Resleep:
-// they are put back to sleep, at most MaxResleep of them.
-func (sleepAction) sleep(ctx context.Context, x *Executor, namespace string, selectors []policy.Selector, wake, resleep bool) (applied, error) {
+// sleep puts the workloads a SLEEP action selects to sleep, as its
+// SleepTo says, or wakes them (to what their records say, whatever the
+// action says now): with no selectors, those of every kind nsman puts to
+// sleep (Kinds.All) that its RBAC lets it list and patch. Of those, the
+// API groups whose discovery failed and a workload whose sleep was
+// refused (403) are warnings of the entry, not a failure: the rest slept
+// or woke. Resleep: they are put back to sleep, at most MaxResleep of
+// them.
+func (sleepAction) sleep(ctx context.Context, x *Executor, namespace string, action policy.Action, wake, resleep bool) (applied, error) {
+	selectors := action.Selectors
 	verb := map[bool]string{false: "sleep", true: "wake"}[wake]
 	every := len(selectors) == 0
 	var selections []probe.Selection
@@ -63,7 +66,7 @@ func (sleepAction) sleep(ctx context.Context, x *Executor, namespace string, sel
 	var did applied
 	var actErr error
 	if !wake {
-		did, actErr = putToSleep(ctx, x, namespace, selections, every, resleep)
+		did, actErr = putToSleep(ctx, x, namespace, selections, action.SleepTo, every, resleep)
 	} else {
 		// A wake writes only to workloads nsman put to sleep (they carry its
 		// record): one refused is a failure, woken again at the next sweep.
@@ -80,22 +83,22 @@ func (sleepAction) sleep(ctx context.Context, x *Executor, namespace string, sel
 	return did, errors.Join(err, actErr)
 }
 
-// putToSleep puts selections' workloads to sleep (see Sleep) and sums what
-// they free; optional: as EachKind's, and a workload of a kind found whose
+// putToSleep puts selections' workloads to sleep as to says (see Sleep)
+// and sums what they free; optional: as EachKind's, and a workload of a kind found whose
 // change is refused is a warning. A workload scaled whose template was not
 // read (larger than MaxRequestsBytes) says so in its effect. Resleep: back
 // to sleep, each awake one as the namespace's MaxResleep of the sweep allow
 // (see resleeps.take), from a point that moves each minute (see
 // resleepStart), the rest counted and left to the next sweeps.
-func putToSleep(ctx context.Context, x *Executor, namespace string, selections []probe.Selection, optional, resleep bool) (applied, error) {
+func putToSleep(ctx context.Context, x *Executor, namespace string, selections []probe.Selection, to policy.SleepTo, optional, resleep bool) (applied, error) {
 	var freed report.Reclaimed
 	var refused refusals
 	slept := 0
 	sleep := func(kind probe.Kind, w *Workload) (string, error) {
-		effect, from, err := Sleep(ctx, x.Reads.Clients, x.Writer, kind, w)
+		effect, from, err := Sleep(ctx, x.Reads.Clients, x.Writer, kind, w, to)
 		if from != nil { // a CronJob or ScaledObject has no spec.template: it frees nothing counted
 			slept++
-			frees, counted := from.Frees()
+			frees, counted := from.Frees(to)
 			freed.Add(frees)
 			if !counted && kind.Way.FreesPods() && !x.SkipReclaim {
 				effect += fmt.Sprintf("; its requests not counted: %d bytes as listed, more than the %d read for them", from.Requests.Uncounted, MaxRequestsBytes)
@@ -107,7 +110,7 @@ func putToSleep(ctx context.Context, x *Executor, namespace string, selections [
 	left, others := 0, 0
 	effects, skipped, err := EachKind(ctx, x.Reads.Clients, namespace, selections, optional, func(kind probe.Kind, w *Workload) (string, error) {
 		switch {
-		case !resleep || !awake(kind, w):
+		case !resleep || !awake(kind, w, to):
 			return sleep(kind, w)
 		case len(woken) == maxWoken:
 			left++

@@ -19,6 +19,7 @@ import (
 	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
+	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 )
 
@@ -59,7 +60,7 @@ func TestWorkloadFieldsKeepWhatIsRead(t *testing.T) {
 	if SpecReplicas(w) != 2 {
 		t.Errorf("replicas %d, want 2", SpecReplicas(w))
 	}
-	freed, counted := got[0].Frees()
+	freed, counted := got[0].Frees(policy.SleepTo{})
 	if !counted || freed.CPU.String() != "1" || freed.Memory.String() != "640Mi" || !freed.Storage.IsZero() || freed.LoadBalancers != 0 {
 		t.Errorf("frees %s CPU, %s memory, %s storage, %d LoadBalancers (counted %t); want 1, 640Mi, 0, 0, counted",
 			freed.CPU.String(), freed.Memory.String(), freed.Storage.String(), freed.LoadBalancers, counted)
@@ -104,11 +105,11 @@ func TestWorkloadFieldsBoundAWorkloadOfManyContainers(t *testing.T) {
 			t.Errorf("%s: %d bytes kept: %s", w.Object.GetName(), size, write.MustJSON(w.Object.Object))
 		}
 	}
-	freed, counted := got[0].Frees()
+	freed, counted := got[0].Frees(policy.SleepTo{})
 	if !counted || freed.CPU.String() != "4" || freed.Memory.String() != "4000Mi" {
 		t.Errorf("within the cap: frees %s CPU, %s memory, counted %t; want 2 replicas × 2000 × (1m, 1Mi), counted", freed.CPU.String(), freed.Memory.String(), counted)
 	}
-	if freed, counted := got[1].Frees(); counted || got[1].Requests.Uncounted != len(past) || !freed.CPU.IsZero() || !freed.Memory.IsZero() {
+	if freed, counted := got[1].Frees(policy.SleepTo{}); counted || got[1].Requests.Uncounted != len(past) || !freed.CPU.IsZero() || !freed.Memory.IsZero() {
 		t.Errorf("past the cap: frees %s CPU, %s memory, counted %t, %d bytes uncounted; want nothing counted, %d bytes said",
 			freed.CPU.String(), freed.Memory.String(), counted, got[1].Requests.Uncounted, len(past))
 	}
@@ -243,7 +244,7 @@ func TestWorkloadFrees(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got := decodeWorkloads(t, `{"metadata":{},"items":[{"metadata":{"name":"web","namespace":"team"},"spec":`+tt.spec+`}]}`)
-			freed, counted := got[0].Frees()
+			freed, counted := got[0].Frees(policy.SleepTo{})
 			if !counted || freed.CPU.String() != tt.cpu || freed.Memory.String() != tt.memory || !freed.Storage.IsZero() {
 				t.Errorf("frees %s CPU, %s memory, %s storage, counted %t; want %s, %s, 0, counted", freed.CPU.String(), freed.Memory.String(), freed.Storage.String(), counted, tt.cpu, tt.memory)
 			}
@@ -259,7 +260,7 @@ func TestConflictRereadsAsListed(t *testing.T) {
 	bodies := clustertest.DiscoveryBodies()
 	bodies["/apis/apps/v1/namespaces/ns/deployments"] = `{"kind":"DeploymentList","apiVersion":"apps/v1","metadata":{},"items":[` + fat + `]}`
 	w := &conflictOnce{Writer: dryRun}
-	effect, from, err := Sleep(t.Context(), cluster.Clients{Kube: clustertest.APIServer(t, bodies)}, w, deploymentKind, listed(deployment(3, "1")))
+	effect, from, err := Sleep(t.Context(), cluster.Clients{Kube: clustertest.APIServer(t, bodies)}, w, deploymentKind, listed(deployment(3, "1")), policy.SleepTo{})
 	if err != nil || effect != "scale Deployment/web from 2 to 0" {
 		t.Fatalf("effect %q, error %v; want the workload read again scaled from its 2 replicas", effect, err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/policy"
 )
 
 // A workload Flux applies is kept from being reverted while asleep: the
@@ -34,7 +35,7 @@ func TestSleepAndWakeTurnFluxOffAndBack(t *testing.T) {
 			d := deployment(2, "1")
 			d.SetLabels(tt.labels)
 			d.SetAnnotations(tt.annotations)
-			if _, _, err := Sleep(t.Context(), cluster.Clients{}, w, deploymentKind, listed(d)); err != nil {
+			if _, _, err := Sleep(t.Context(), cluster.Clients{}, w, deploymentKind, listed(d), policy.SleepTo{}); err != nil {
 				t.Fatal(err)
 			}
 			slept := annotationsOf(t, w.patches[1])

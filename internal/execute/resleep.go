@@ -9,6 +9,7 @@ import (
 	"github.com/nsman/nsman/internal/decide"
 	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 )
 
@@ -144,8 +145,9 @@ func leftAwake(n int) string {
 	return fmt.Sprintf("%d more awake, left to the next sweeps: at most %d are put back to sleep in a namespace per sweep", n, MaxResleep)
 }
 
-// awake reports whether Sleep would write to w, of kind, as listed.
-func awake(kind probe.Kind, w *Workload) bool {
-	patch, _ := kind.Way.Sleep("", w.Object)
+// awake reports whether Sleep to to would write to w, of kind, as listed:
+// a workload at or below to's replicas is asleep.
+func awake(kind probe.Kind, w *Workload, to policy.SleepTo) bool {
+	patch, _ := kind.Way.Sleep("", w.Object, to)
 	return patch != nil && w.Object.GetLabels()[status.KeepAwakeLabel] != "true"
 }

@@ -53,6 +53,7 @@ func TestWakeReplicas(t *testing.T) {
 		name       string
 		replicas   int64
 		record     string // "" means none
+		asleepAt   string // status.ReplicasAsleepAnnotation, "" for none
 		wantEffect string
 		// wantReplicas is the count the patch sets; -1 when it sets none.
 		wantReplicas int64
@@ -64,6 +65,13 @@ func TestWakeReplicas(t *testing.T) {
 			wantEffect:   "leave Deployment/web at 1 replicas: scaled since nsman scaled it down; drop its record of 3",
 			wantReplicas: -1, wantDrop: true},
 		{name: "no record", replicas: 2, wantReplicas: -1},
+		// Put to sleep at 1 (params.replicas), which its record says: still
+		// asleep, whatever the policy says now, and nsman restore knows none.
+		{name: "at the 1 it was left at", replicas: 1, record: "3", asleepAt: "1",
+			wantEffect: "scale Deployment/web from 1 to 3", wantReplicas: 3, wantDrop: true},
+		{name: "scaled up since it was left at 1", replicas: 2, record: "3", asleepAt: "1",
+			wantEffect:   "leave Deployment/web at 2 replicas: scaled since nsman scaled it down; drop its record of 3",
+			wantReplicas: -1, wantDrop: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -71,6 +79,9 @@ func TestWakeReplicas(t *testing.T) {
 			d := deployment(tt.replicas, "1")
 			if tt.record != "" {
 				d.SetAnnotations(map[string]string{status.ReplicasAnnotation: tt.record})
+			}
+			if tt.asleepAt != "" {
+				d.SetAnnotations(map[string]string{status.ReplicasAnnotation: tt.record, status.ReplicasAsleepAnnotation: tt.asleepAt})
 			}
 			effect, err := Wake(t.Context(), cluster.Clients{}, w, deploymentKind, listed(d))
 			if err != nil {

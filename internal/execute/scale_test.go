@@ -11,6 +11,7 @@ import (
 	"github.com/nsman/nsman/internal/cluster/clustertest"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
+	"github.com/nsman/nsman/policy"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -62,7 +63,7 @@ func TestSleepReplicasRecomputesAfterAConflict(t *testing.T) {
 	w := &conflictOnce{Writer: dryRun}
 	clients := servingAgain(t, deployment(5, "2"))
 
-	effect, from, err := Sleep(t.Context(), clients, w, deploymentKind, listed(deployment(3, "1")))
+	effect, from, err := Sleep(t.Context(), clients, w, deploymentKind, listed(deployment(3, "1")), policy.SleepTo{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func TestSleepReplicasRecordsTheLastCount(t *testing.T) {
 				d.SetAnnotations(map[string]string{status.ReplicasAnnotation: tt.record})
 			}
 			l := listed(d)
-			effect, from, err := Sleep(t.Context(), cluster.Clients{}, w, deploymentKind, l)
+			effect, from, err := Sleep(t.Context(), cluster.Clients{}, w, deploymentKind, l, policy.SleepTo{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -165,7 +166,7 @@ func (cutOff) PatchWorkload(_ context.Context, resource schema.GroupVersionResou
 // nil for it, and a SLEEP measured on the control plane reported 40
 // Deployments scaled of which 6 were).
 func TestChangeCutByTheDeadlineFails(t *testing.T) {
-	effect, from, err := Sleep(t.Context(), cluster.Clients{}, cutOff{dryRun}, deploymentKind, listed(deployment(3, "1")))
+	effect, from, err := Sleep(t.Context(), cluster.Clients{}, cutOff{dryRun}, deploymentKind, listed(deployment(3, "1")), policy.SleepTo{})
 	if !errors.Is(err, context.DeadlineExceeded) || effect != "" || from != nil {
 		t.Errorf("sleep: effect %q, scaled from %v, error %v; want no effect and the deadline's error", effect, from, err)
 	}

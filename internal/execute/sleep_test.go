@@ -416,3 +416,59 @@ func TestRefusalsKeepTen(t *testing.T) {
 		t.Errorf("warnings %q, want %q", got, want)
 	}
 }
+
+// A SCALE_DOWN or SLEEP with params.replicas scales a workload above them
+// down to them, and frees what the replicas it loses request; one at or
+// below them is left as it is, unwritten. Asleep, a workload at them is
+// asleep and one scaled above them since is put back; a wake brings the
+// recorded count back from them.
+func TestApplySleepToReplicas(t *testing.T) {
+	item := func(replicas, record, asleepAt string) string {
+		annotations := ""
+		if record != "" {
+			annotations = `,"annotations":{"` + status.ReplicasAnnotation + `":"` + record + `","` + status.ReplicasAsleepAnnotation + `":"` + asleepAt + `"}`
+		}
+		return `{"kind":"DeploymentList","apiVersion":"apps/v1","metadata":{},"items":[{"metadata":{"name":"web","namespace":"team-a","resourceVersion":"1"` + annotations +
+			`},"spec":{"replicas":` + replicas + `,"template":{"spec":{"containers":[{"name":"web","resources":{"requests":{"cpu":"250m"}}}]}}}}]}`
+	}
+	for _, tt := range []struct {
+		name          string
+		action        string
+		wake, resleep bool
+		listed        string
+		effects       []string
+		freed         string // CPU, "" for nothing counted
+		patches       int
+	}{
+		{name: "SLEEP of 3 to 1", action: policy.ActionSleep, listed: item("3", "", ""), effects: []string{"scale Deployment/web from 3 to 1"}, freed: "500m", patches: 1},
+		{name: "SCALE_DOWN of 3 to 1", action: policy.ActionScaleDown, listed: item("3", "", ""), effects: []string{"scale Deployment/web from 3 to 1"}, freed: "500m", patches: 1},
+		{name: "SLEEP of 1 to 1: left as it is", action: policy.ActionSleep, listed: item("1", "", ""), freed: "0"},
+		{name: "SCALE_DOWN of 0 to 1: not scaled up", action: policy.ActionScaleDown, listed: item("0", "", ""), freed: "0"},
+		{name: "back to sleep: scaled to 3 since, put back to 1", action: policy.ActionSleep, resleep: true, listed: item("3", "5", "1"),
+			effects: []string{"scale Deployment/web from 3 to 1"}, freed: "500m", patches: 1},
+		{name: "back to sleep: at 1, asleep", action: policy.ActionSleep, resleep: true, listed: item("1", "5", "1"), freed: "0"},
+		{name: "wake from 1 to the 5 recorded", action: policy.ActionSleep, wake: true, listed: item("1", "5", "1"), effects: []string{"scale Deployment/web from 1 to 5"}, patches: 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			bodies := clustertest.DiscoveryBodies()
+			bodies["/apis/apps/v1/namespaces/team-a/deployments"] = tt.listed
+			w := newFakeWriter()
+			reads := emptyReader(t)
+			reads.Clients.Kube = clustertest.APIServer(t, bodies)
+			x := newExecutor(t, w, reads)
+			x.SkipReclaim = false
+			d := decision(sleeping(tt.wake), func(d *decide.Decision) {
+				d.Plan.Policy.Action.Type, d.Plan.Resleep = tt.action, tt.resleep
+				d.Plan.Policy.Action.SleepTo = policy.SleepTo{Replicas: 1}
+			})
+			did, err := x.apply(t.Context(), d.Manager, &fakeRecord{}, d.Plan, nil)
+			freed := ""
+			if did.reclaimed != nil {
+				freed = did.reclaimed.CPU.String()
+			}
+			if err != nil || !slices.Equal(did.effects, tt.effects) || freed != tt.freed || w.patches != tt.patches {
+				t.Errorf("effects %q, CPU freed %q, %d patches, error %v; want %q, %q, %d", did.effects, freed, w.patches, err, tt.effects, tt.freed, tt.patches)
+			}
+		})
+	}
+}

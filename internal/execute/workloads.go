@@ -24,6 +24,7 @@ import (
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/workload"
 	"github.com/nsman/nsman/internal/write"
+	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 )
 
@@ -176,11 +177,11 @@ type PodRequests struct {
 	Uncounted int
 }
 
-// Frees is what scaling w from its replicas (default 1) to zero frees:
-// replicas × one pod's requests. counted is false when w's template was
-// not read (see MaxRequestsBytes).
-func (w *Workload) Frees() (freed report.Reclaimed, counted bool) {
-	n := SpecReplicas(w.Object)
+// Frees is what scaling w from its replicas (default 1) to to's frees:
+// the replicas it loses × one pod's requests. counted is false when w's
+// template was not read (see MaxRequestsBytes).
+func (w *Workload) Frees(to policy.SleepTo) (freed report.Reclaimed, counted bool) {
+	n := max(SpecReplicas(w.Object)-to.Replicas, 0)
 	freed.CPU = *resource.NewMilliQuantity(n*w.Requests.MilliCPU, resource.DecimalSI)
 	freed.Memory = *resource.NewQuantity(n*w.Requests.Memory, resource.BinarySI)
 	freed.Storage = *resource.NewQuantity(0, resource.BinarySI)
@@ -363,12 +364,13 @@ func reread(ctx context.Context, clients cluster.Clients, kind probe.Kind, obj *
 // SpecReplicas is spec.replicas, which defaults to 1 when unset.
 func SpecReplicas(w *unstructured.Unstructured) int64 { return workload.SpecReplicas(w) }
 
-// Sleep puts one workload of kind to sleep, through wr, in one request that
-// records what it undoes (see workload.Way). A workload asleep already, or labelled
-// KeepAwakeLabel, is not written to.
+// Sleep puts one workload of kind to sleep as to says, through wr, in one
+// request that records what it undoes (see workload.Way). A workload
+// asleep already (at or below to's replicas, for a kind with replicas), or
+// labelled KeepAwakeLabel, is not written to.
 //
 // It returns the workload as it was before, nil when it was not written to.
-func Sleep(ctx context.Context, clients cluster.Clients, wr write.Writer, kind probe.Kind, listed *Workload) (string, *Workload, error) {
+func Sleep(ctx context.Context, clients cluster.Clients, wr write.Writer, kind probe.Kind, listed *Workload, to policy.SleepTo) (string, *Workload, error) {
 	w := listed.Object
 	id := kind.Name + "/" + w.GetName()
 	if w.GetLabels()[status.KeepAwakeLabel] == "true" {
@@ -376,7 +378,7 @@ func Sleep(ctx context.Context, clients cluster.Clients, wr write.Writer, kind p
 	}
 	var from *Workload
 	effect, err := ChangeWorkload(ctx, clients, wr, kind, listed, func(w *Workload) (map[string]any, string, error) {
-		patch, effect := kind.Way.Sleep(id, w.Object)
+		patch, effect := kind.Way.Sleep(id, w.Object, to)
 		from = w
 		return fluxOff(patch, effect, w.Object)
 	})

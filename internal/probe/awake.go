@@ -23,6 +23,7 @@ import (
 	"github.com/nsman/nsman/internal/listpage"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/workload"
+	"github.com/nsman/nsman/policy"
 )
 
 // AwakeIndexAfter is the number of namespaces asked about in one sweep
@@ -41,8 +42,9 @@ const MaxAwake = 100_000
 const MaxAwakeIn = 100
 
 // Awake finds the workloads awake in the namespaces a SLEEP policy keeps
-// asleep: scaled above zero, a CronJob not suspended, a ScaledObject not
-// paused at zero, but for those labelled status.KeepAwakeLabel and, of a
+// asleep: scaled above zero (above the policy's replicas, and above those
+// its record says a sleep left it at), a CronJob not suspended, a
+// ScaledObject not paused at zero, but for those labelled status.KeepAwakeLabel and, of a
 // kind found by discovery, those another object controls. Of each it says
 // who woke it: the field manager that last set what keeps it awake. A sweep
 // makes one; it is safe for concurrent use.
@@ -104,6 +106,11 @@ type Awoken struct {
 	// By is the field manager that last set what keeps it awake, "" when
 	// the object does not say.
 	By string
+	// way and spec say whether it is above what a policy's sleep leaves
+	// (workload.Way's Above): the index keeps what is awake for every
+	// policy, each In asks for its own.
+	way  workload.Way
+	spec workload.Spec
 }
 
 // NewAwake is the Awake of a sweep that reads through reads and resolves
@@ -111,11 +118,12 @@ type Awoken struct {
 func NewAwake(reads Reads, kinds *Kinds) *Awake { return &Awake{reads: reads, kinds: kinds} }
 
 // In returns the workloads awake in namespace of the kinds named (Kind or
-// Kind.group, any letter case; none: every kind), grouped by who woke
-// them: one line per field manager, "BY: Kind/name, ..." ("someone" when
-// unknown, "new" for workloads never put to sleep); more: more than
+// Kind.group, any letter case; none: every kind) above what a sleep to to
+// leaves them at (a workload at to's replicas is asleep), grouped by who
+// woke them: one line per field manager, "BY: Kind/name, ..." ("someone"
+// when unknown, "new" for workloads never put to sleep); more: more than
 // MaxAwakeIn were awake, of any kind, and those past it are not named.
-func (a *Awake) In(ctx context.Context, namespace string, kinds []string) (_ []string, more bool, _ error) {
+func (a *Awake) In(ctx context.Context, namespace string, kinds []string, to policy.SleepTo) (_ []string, more bool, _ error) {
 	in := &awakeIn{}
 	if (a.indexed.Load() || a.asked.Add(1) > AwakeIndexAfter) && a.sweepIndex(ctx) != nil {
 		in = cmp.Or(a.index[namespace], in)
@@ -128,7 +136,7 @@ func (a *Awake) In(ctx context.Context, namespace string, kinds []string) (_ []s
 		}
 		in = cmp.Or(byNamespace[namespace], in)
 	}
-	return causes(in.found, kinds), in.more, nil
+	return causes(in.found, kinds, to), in.more, nil
 }
 
 // sweepIndex lists, once, every kind's workloads awake cluster-wide; nil
@@ -278,11 +286,12 @@ func (a *Awake) listKind(ctx context.Context, kind Kind, namespace string, out m
 	return fmt.Errorf("list %s: %w", kind.Resource.GroupResource(), err)
 }
 
-// causes groups found, of the kinds named (none: all), by who woke them.
-func causes(found []Awoken, kinds []string) []string {
+// causes groups found, of the kinds named (none: all) and above what a
+// sleep to to leaves, by who woke them.
+func causes(found []Awoken, kinds []string, to policy.SleepTo) []string {
 	by := map[string][]string{}
 	for _, w := range found {
-		if len(kinds) > 0 && !slices.ContainsFunc(kinds, func(k string) bool { return names(w, k) }) {
+		if len(kinds) > 0 && !slices.ContainsFunc(kinds, func(k string) bool { return names(w, k) }) || !w.way.Above(&w.spec, to) {
 			continue
 		}
 		who := w.By
@@ -344,7 +353,7 @@ func (f *awakeFields) awoken(kind Kind) (Awoken, bool) {
 		return Awoken{}, false
 	}
 	_, undone := m.Annotations[kind.Way.Record()]
-	return Awoken{Kind: kind.Name, Group: kind.Resource.Group, Name: m.Name, Undone: undone, By: f.lastSet(kind.Way.AwakeField())}, true
+	return Awoken{Kind: kind.Name, Group: kind.Resource.Group, Name: m.Name, Undone: undone, By: f.lastSet(kind.Way.AwakeField()), way: kind.Way, spec: f.Spec}, true
 }
 
 // lastSet is the field manager that last set the field at path (of

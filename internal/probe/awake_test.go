@@ -17,6 +17,7 @@ import (
 	"github.com/nsman/nsman/internal/cluster/clustertest"
 	"github.com/nsman/nsman/internal/listpage"
 	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/policy"
 )
 
 // awakeBodies are the discovery documents of clustertest and, in namespace
@@ -73,15 +74,20 @@ func TestAwakeIn(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
 		kinds []string
+		to    policy.SleepTo
 		want  []string
 	}{
 		{name: "every kind", want: []string{"argocd-application-controller: CronJob/report", "kubectl: Deployment/web", "new: Deployment/api, ReplicaSet/solo"}},
 		{name: "Deployments", kinds: []string{"deployment"}, want: []string{"kubectl: Deployment/web", "new: Deployment/api"}},
 		{name: "CronJobs by group", kinds: []string{"CronJob.batch"}, want: []string{"argocd-application-controller: CronJob/report"}},
 		{name: "a kind of another group", kinds: []string{"CronJob.example.com"}, want: []string{}},
+		// A sleep to 1 replica leaves api and solo, at 1, asleep; web, at
+		// 3, is above it, and a CronJob has no replicas to keep.
+		{name: "every kind, to 1 replica", to: policy.SleepTo{Replicas: 1}, want: []string{"argocd-application-controller: CronJob/report", "kubectl: Deployment/web"}},
+		{name: "every kind, to 3 replicas", to: policy.SleepTo{Replicas: 3}, want: []string{"argocd-application-controller: CronJob/report"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got, more, err := NewAwake(awakeReads(kube), &Kinds{}).In(t.Context(), "dev-7", tt.kinds)
+			got, more, err := NewAwake(awakeReads(kube), &Kinds{}).In(t.Context(), "dev-7", tt.kinds, tt.to)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -108,8 +114,13 @@ func TestAwakeIndex(t *testing.T) {
 	a := NewAwake(awakeReads(kube), &Kinds{})
 	ahead := NewAwake(awakeReads(kube), &Kinds{})
 	ahead.IndexAll()
-	if got, _, err := ahead.In(t.Context(), "dev-7", []string{"Deployment"}); err != nil || len(got) != 2 || clusterWide != 1 {
+	if got, _, err := ahead.In(t.Context(), "dev-7", []string{"Deployment"}, policy.SleepTo{}); err != nil || len(got) != 2 || clusterWide != 1 {
 		t.Fatalf("indexing all: awake %q (%v), Deployments listed cluster-wide %d times; want 2 causes from one cluster-wide list", got, err, clusterWide)
+	}
+	// The index keeps what is awake for every policy: a sleep to 1
+	// replica finds api, at 1, asleep.
+	if got, _, err := ahead.In(t.Context(), "dev-7", []string{"Deployment"}, policy.SleepTo{Replicas: 1}); err != nil || !slices.Equal(got, []string{"kubectl: Deployment/web"}) || clusterWide != 1 {
+		t.Fatalf("indexing all, to 1 replica: awake %q (%v), Deployments listed cluster-wide %d times; want web alone, from the same list", got, err, clusterWide)
 	}
 	clusterWide = 0
 	for i := range AwakeIndexAfter + 5 {
@@ -117,7 +128,7 @@ func TestAwakeIndex(t *testing.T) {
 		if i == AwakeIndexAfter+4 {
 			ns = "dev-7"
 		}
-		got, _, err := a.In(t.Context(), ns, []string{"Deployment"})
+		got, _, err := a.In(t.Context(), ns, []string{"Deployment"}, policy.SleepTo{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -152,7 +163,7 @@ func TestAwakeInBounded(t *testing.T) {
 	indexed := NewAwake(awakeReads(kube), &Kinds{})
 	indexed.IndexAll()
 	for name, a := range map[string]*Awake{"by namespace": NewAwake(awakeReads(kube), &Kinds{}), "by the index": indexed} {
-		got, more, err := a.In(t.Context(), "dev-7", []string{"Deployment"})
+		got, more, err := a.In(t.Context(), "dev-7", []string{"Deployment"}, policy.SleepTo{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -311,7 +322,7 @@ func TestAwakeIndexListsKindsSideBySide(t *testing.T) {
 	})
 	a := NewAwake(awakeReads(clustertest.APIServer(t, awakeBodies("dev-7"), s.observe)), &Kinds{})
 	a.IndexAll()
-	got, _, err := a.In(t.Context(), "dev-7", nil)
+	got, _, err := a.In(t.Context(), "dev-7", nil, policy.SleepTo{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,7 +387,7 @@ func TestAwakePrefetch(t *testing.T) {
 	if n := count("/apis/apps/v1/deployments"); n != 1 {
 		t.Fatalf("Deployments listed cluster-wide %d times by Prefetch, want once", n)
 	}
-	if _, _, err := a.In(t.Context(), "dev-7", nil); err != nil {
+	if _, _, err := a.In(t.Context(), "dev-7", nil, policy.SleepTo{}); err != nil {
 		t.Fatal(err)
 	}
 	if n := count("/apis/apps/v1/deployments"); n != 1 {

@@ -177,7 +177,7 @@ func TestKindsAllWithAGroupUnavailable(t *testing.T) {
 func TestAwakeWithAGroupUnavailable(t *testing.T) {
 	bodies := clustertest.WithUnavailableGroup(t, awakeBodies("dev-7"), "metrics.example.com", "v1beta1")
 	bodies[clustertest.Refusal("patch", "apps", "replicasets")] = ""
-	got, _, err := NewAwake(awakeReads(clustertest.APIServer(t, bodies)), &Kinds{}).In(t.Context(), "dev-7", nil)
+	got, _, err := NewAwake(awakeReads(clustertest.APIServer(t, bodies)), &Kinds{}).In(t.Context(), "dev-7", nil, policy.SleepTo{})
 	if err != nil {
 		t.Fatal(err)
 	}

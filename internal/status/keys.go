@@ -86,6 +86,13 @@ const WakeAnnotation = policy.WakeAnnotation
 // scaled it down; nsman restore puts them back.
 const ReplicasAnnotation = "nsman.k8s.consol.de/replicas-before-scale-down"
 
+// ReplicasAsleepAnnotation records on a workload beside ReplicasAnnotation
+// the replicas a SCALE_DOWN or SLEEP with params.replicas above zero left
+// it at: at or below it, it is still asleep, and a wake or nsman restore
+// puts the recorded count back; above it, someone woke it. Absent, as
+// every record written before params.replicas has it, it is 0.
+const ReplicasAsleepAnnotation = "nsman.k8s.consol.de/replicas-asleep"
+
 // SuspendAnnotation, "false", records on a CronJob that nsman suspended it
 // and that it ran before; nsman restore resumes it.
 const SuspendAnnotation = "nsman.k8s.consol.de/suspend-before-scale-down"

@@ -23,7 +23,8 @@ var suspendField = []string{"f:spec", "f:suspend"}
 // stays so.
 type suspend struct{}
 
-func (suspend) Sleep(id string, w *unstructured.Unstructured) (map[string]any, string) {
+// Sleep suspends w; a CronJob has no replicas, and ignores to's.
+func (suspend) Sleep(id string, w *unstructured.Unstructured, _ policy.SleepTo) (map[string]any, string) {
 	if suspended, _, _ := unstructured.NestedBool(w.Object, "spec", "suspend"); suspended {
 		return nil, ""
 	}
@@ -52,6 +53,9 @@ func (suspend) Wake(id string, w *unstructured.Unstructured) (map[string]any, st
 func (suspend) Awake(spec *Spec, _ map[string]string) bool {
 	return spec.Suspend == nil || !*spec.Suspend
 }
+
+// Above: a CronJob has no replicas to keep.
+func (suspend) Above(*Spec, policy.SleepTo) bool { return true }
 
 func (suspend) Record() string        { return status.SuspendAnnotation }
 func (suspend) AwakeField() []string  { return suspendField }

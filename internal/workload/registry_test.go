@@ -31,8 +31,9 @@ func TestRegistryIsPolicysKnownKinds(t *testing.T) {
 	}
 }
 
-// What a way says is awake (probe's reading, from the spec as decoded) is
-// what its sleep would change (execute's patch), for each way and state.
+// What a way says is awake (probe's reading, from the spec as decoded:
+// Awake, then Above the policy's SleepTo) is what its sleep to that would
+// change (execute's patch), for each way, state and SleepTo.
 func TestAwakeIsWhatSleepWouldChange(t *testing.T) {
 	states := []struct {
 		spec        map[string]any
@@ -48,6 +49,12 @@ func TestAwakeIsWhatSleepWouldChange(t *testing.T) {
 		{spec: map[string]any{}, annotations: map[string]string{status.KedaPausedReplicas: "0"}},
 		{spec: map[string]any{}, annotations: map[string]string{status.KedaPausedReplicas: "2"}},
 		{spec: map[string]any{}, annotations: map[string]string{status.KedaPausedReplicas: "0", status.PausedReplicasAnnotation: ""}},
+		{spec: map[string]any{"replicas": int64(1)}},
+		{spec: map[string]any{"replicas": int64(1)}, annotations: map[string]string{status.ReplicasAnnotation: "3", status.ReplicasAsleepAnnotation: "1"}},
+		{spec: map[string]any{"replicas": int64(2)}, annotations: map[string]string{status.ReplicasAnnotation: "3", status.ReplicasAsleepAnnotation: "1"}},
+		{spec: map[string]any{"replicas": int64(0)}, annotations: map[string]string{status.ReplicasAnnotation: "3", status.ReplicasAsleepAnnotation: "1"}},
+		{spec: map[string]any{"replicas": int64(2)}, annotations: map[string]string{status.ReplicasAsleepAnnotation: "2"}},
+		{spec: map[string]any{"replicas": int64(2)}, annotations: map[string]string{status.ReplicasAnnotation: "3", status.ReplicasAsleepAnnotation: "two"}},
 	}
 	for _, way := range ways() {
 		for _, s := range states {
@@ -60,9 +67,11 @@ func TestAwakeIsWhatSleepWouldChange(t *testing.T) {
 			if err := json.Unmarshal(raw, &spec); err != nil {
 				t.Fatal(err)
 			}
-			patch, _ := way.Sleep("W/w", w)
-			if awake := way.Awake(&spec, s.annotations); awake != (patch != nil) {
-				t.Errorf("%s of spec %s, annotations %v: awake %v, but its sleep patches %v", way.Verb(), raw, s.annotations, awake, patch)
+			for _, to := range []policy.SleepTo{{}, {Replicas: 1}, {Replicas: 2}} {
+				patch, _ := way.Sleep("W/w", w, to)
+				if awake := way.Awake(&spec, s.annotations) && way.Above(&spec, to); awake != (patch != nil) {
+					t.Errorf("%s to %+v of spec %s, annotations %v: awake %v, but its sleep patches %v", way.Verb(), to, raw, s.annotations, awake, patch)
+				}
 			}
 		}
 	}

@@ -25,7 +25,9 @@ var pauseField = []string{"f:metadata", "f:annotations", "f:" + status.KedaPause
 // status.KedaPausedReplicas.
 type pause struct{}
 
-func (pause) Sleep(id string, w *unstructured.Unstructured) (map[string]any, string) {
+// Sleep pauses w at zero whatever to says: the replicas are its target's,
+// which KEDA scales, not nsman.
+func (pause) Sleep(id string, w *unstructured.Unstructured, _ policy.SleepTo) (map[string]any, string) {
 	prior, had := w.GetAnnotations()[status.KedaPausedReplicas]
 	if had && prior == "0" {
 		return nil, ""
@@ -64,6 +66,9 @@ func (pause) Wake(id string, w *unstructured.Unstructured) (map[string]any, stri
 func (pause) Awake(_ *Spec, annotations map[string]string) bool {
 	return annotations[status.KedaPausedReplicas] != "0"
 }
+
+// Above: paused at zero whatever to says.
+func (pause) Above(*Spec, policy.SleepTo) bool { return true }
 
 func (pause) Record() string       { return status.PausedReplicasAnnotation }
 func (pause) AwakeField() []string { return pauseField }

@@ -3,6 +3,8 @@ package workload
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/nsman/nsman/policy"
 )
 
 // Way is how a kind of workload sleeps and wakes. Each of its patches is
@@ -10,18 +12,26 @@ import (
 // of the state the sleep undid) together, so that no write leaves the one
 // without the other.
 type Way interface {
-	// Sleep returns the patch that puts w to sleep and the effect; a nil
-	// patch when w sleeps already (it is then not written to, and keeps
-	// any record). id names w in the effect.
-	Sleep(id string, w *unstructured.Unstructured) (map[string]any, string)
+	// Sleep returns the patch that puts w to sleep as to says (what of it
+	// applies to the kind) and the effect; a nil patch when w sleeps
+	// already (it is then not written to, and keeps any record). id names
+	// w in the effect.
+	Sleep(id string, w *unstructured.Unstructured, to policy.SleepTo) (map[string]any, string)
 	// Wake returns the patch that brings back what w's record says, and
 	// the effect; a nil patch when w has no record. A workload changed by
 	// someone else since the sleep keeps its state and loses the record:
 	// kept, it would bring an old state back at a later wake.
 	Wake(id string, w *unstructured.Unstructured) (map[string]any, string, error)
 	// Awake reports whether a workload whose spec and annotations, as
-	// listed, are these is awake: what its sleep would change.
+	// listed, are these is awake: what its sleep to the zero
+	// policy.SleepTo, the deepest, would change. Its sleep to another
+	// changes it when it is Awake and Above that.
 	Awake(spec *Spec, annotations map[string]string) bool
+	// Above reports whether a workload Awake calls awake is above what a
+	// sleep to to leaves it at (a kind without replicas always is): a
+	// sweep's index of workloads awake, kept for every policy, is asked
+	// so for each policy's.
+	Above(spec *Spec, to policy.SleepTo) bool
 	// Record is the annotation of a sleep's record: a workload awake
 	// that carries it was woken by someone since.
 	Record() string

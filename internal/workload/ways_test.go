@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/policy"
 )
 
 // object is an object of kind with the given spec and annotations.
@@ -24,10 +25,12 @@ func TestWays(t *testing.T) {
 		replicasRec = status.ReplicasAnnotation
 		suspendRec  = status.SuspendAnnotation
 		pausedRec   = status.PausedReplicasAnnotation
+		asleepRec   = status.ReplicasAsleepAnnotation
 	)
 	tests := []struct {
 		name      string
 		way       Way
+		to        policy.SleepTo
 		w         *unstructured.Unstructured
 		wantSleep string // the patch, "" for none
 		wantWake  string // the patch, "" for none; "error" for an error
@@ -43,6 +46,29 @@ func TestWays(t *testing.T) {
 		{name: "replicas scaled since", way: Replicas, w: object("Rollout", map[string]any{"replicas": int64(2)}, map[string]string{replicasRec: "3"}),
 			wantSleep: `{"metadata":{"annotations":{"` + replicasRec + `":"2"}},"spec":{"replicas":0}}`, sleepSays: "scale Rollout/w from 2 to 0",
 			wantWake: `{"metadata":{"annotations":{"` + replicasRec + `":null}}}`, wakeSays: "leave Rollout/w at 2 replicas: scaled since nsman scaled it down; drop its record of 3"},
+		{name: "replicas at 3, to 1", way: Replicas, to: policy.SleepTo{Replicas: 1}, w: object("Rollout", map[string]any{"replicas": int64(3)}, nil),
+			wantSleep: `{"metadata":{"annotations":{"` + asleepRec + `":"1","` + replicasRec + `":"3"}},"spec":{"replicas":1}}`, sleepSays: "scale Rollout/w from 3 to 1"},
+		{name: "replicas at 1, to 1: left as it is", way: Replicas, to: policy.SleepTo{Replicas: 1}, w: object("Rollout", map[string]any{"replicas": int64(1)}, nil)},
+		{name: "replicas unset, to 1: left as it is", way: Replicas, to: policy.SleepTo{Replicas: 1}, w: object("Rollout", map[string]any{}, nil)},
+		{name: "replicas at 0, to 2: not scaled up", way: Replicas, to: policy.SleepTo{Replicas: 2}, w: object("Rollout", map[string]any{"replicas": int64(0)}, nil)},
+		{name: "replicas asleep at 1", way: Replicas, to: policy.SleepTo{Replicas: 1}, w: object("Rollout", map[string]any{"replicas": int64(1)}, map[string]string{replicasRec: "3", asleepRec: "1"}),
+			wantWake: `{"metadata":{"annotations":{"` + asleepRec + `":null,"` + replicasRec + `":null}},"spec":{"replicas":3}}`, wakeSays: "scale Rollout/w from 1 to 3"},
+		{name: "replicas asleep at 1, a sleep to 0 leaves it", way: Replicas, w: object("Rollout", map[string]any{"replicas": int64(1)}, map[string]string{replicasRec: "3", asleepRec: "1"}),
+			wantWake: `{"metadata":{"annotations":{"` + asleepRec + `":null,"` + replicasRec + `":null}},"spec":{"replicas":3}}`, wakeSays: "scale Rollout/w from 1 to 3"},
+		{name: "replicas asleep at 1, scaled to 0 since", way: Replicas, to: policy.SleepTo{Replicas: 1}, w: object("Rollout", map[string]any{"replicas": int64(0)}, map[string]string{replicasRec: "3", asleepRec: "1"}),
+			wantWake: `{"metadata":{"annotations":{"` + asleepRec + `":null,"` + replicasRec + `":null}},"spec":{"replicas":3}}`, wakeSays: "scale Rollout/w from 0 to 3"},
+		{name: "replicas asleep at 1, scaled to 3 since", way: Replicas, to: policy.SleepTo{Replicas: 1}, w: object("Rollout", map[string]any{"replicas": int64(3)}, map[string]string{replicasRec: "5", asleepRec: "1"}),
+			wantSleep: `{"metadata":{"annotations":{"` + asleepRec + `":"1","` + replicasRec + `":"3"}},"spec":{"replicas":1}}`, sleepSays: "scale Rollout/w from 3 to 1",
+			wantWake: `{"metadata":{"annotations":{"` + asleepRec + `":null,"` + replicasRec + `":null}}}`, wakeSays: "leave Rollout/w at 3 replicas: scaled since nsman scaled it down; drop its record of 5"},
+		{name: "replicas asleep at 1, scaled to 3 since, to 0", way: Replicas, w: object("Rollout", map[string]any{"replicas": int64(3)}, map[string]string{replicasRec: "5", asleepRec: "1"}),
+			wantSleep: `{"metadata":{"annotations":{"` + asleepRec + `":null,"` + replicasRec + `":"3"}},"spec":{"replicas":0}}`, sleepSays: "scale Rollout/w from 3 to 0",
+			wantWake: `{"metadata":{"annotations":{"` + asleepRec + `":null,"` + replicasRec + `":null}}}`, wakeSays: "leave Rollout/w at 3 replicas: scaled since nsman scaled it down; drop its record of 5"},
+		{name: "replicas with a forged record of where it sleeps", way: Replicas, w: object("Rollout", map[string]any{"replicas": int64(1)}, map[string]string{replicasRec: "3", asleepRec: "-1"}),
+			wantSleep: `{"metadata":{"annotations":{"` + asleepRec + `":null,"` + replicasRec + `":"1"}},"spec":{"replicas":0}}`, sleepSays: "scale Rollout/w from 1 to 0", wantWake: "error"},
+		{name: "cronjob to 1: suspended all the same", way: suspend{}, to: policy.SleepTo{Replicas: 1}, w: object("CronJob", map[string]any{"schedule": "* * * * *"}, nil),
+			wantSleep: `{"metadata":{"annotations":{"` + suspendRec + `":"false"}},"spec":{"suspend":true}}`, sleepSays: "suspend CronJob/w"},
+		{name: "scaledobject to 1: paused at zero all the same", way: pause{}, to: policy.SleepTo{Replicas: 1}, w: object("ScaledObject", map[string]any{}, nil),
+			wantSleep: `{"metadata":{"annotations":{"` + status.KedaPausedReplicas + `":"0","` + pausedRec + `":""}}}`, sleepSays: "pause ScaledObject/w at 0 replicas"},
 		{name: "replicas with a forged record", way: Replicas, w: object("Rollout", map[string]any{"replicas": int64(0)}, map[string]string{replicasRec: "-1"}), wantWake: "error"},
 		{name: "replicas with a huge record", way: Replicas, w: object("Rollout", map[string]any{"replicas": int64(0)}, map[string]string{replicasRec: "9999999999"}), wantWake: "error"},
 
@@ -73,7 +99,7 @@ func TestWays(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			id := tt.w.GetKind() + "/w"
-			patch, says := tt.way.Sleep(id, tt.w)
+			patch, says := tt.way.Sleep(id, tt.w, tt.to)
 			if got := patchJSON(patch); got != tt.wantSleep || says != tt.sleepSays {
 				t.Errorf("sleep: %s %q, want %s %q", got, says, tt.wantSleep, tt.sleepSays)
 			}

@@ -140,6 +140,15 @@ func (a Answer) Activity() string {
 	return s
 }
 
+// NoneSeen says, as IDLE's reason does, that a (when read) counted no
+// request; "" for nil.
+func NoneSeen(a *Answer) string {
+	if a == nil {
+		return ""
+	}
+	return fmt.Sprintf("; no requests in the last %s (traffic: %s)", a.Window, a.Source)
+}
+
 // Read reads a source from its object in a manifest, and says what is
 // wrong with it ("" for nothing): a key it does not know, or Check's.
 func Read(obj map[string]any) (Source, string) {

@@ -125,7 +125,7 @@ const (
 	fluxReconcile       = "kustomize.toolkit.fluxcd.io/reconcile"
 	reconcileRecord     = "nsman.k8s.consol.de/reconcile-before-sleep"
 	reconcileAllowed    = fluxReconcile + ", " + reconcileRecord
-	scaleKindAllowed    = "nsman may change only spec.replicas and the annotations " + status.ReplicasAnnotation + ", " + reconcileAllowed + " of "
+	scaleKindAllowed    = "nsman may change only spec.replicas and the annotations " + status.ReplicasAnnotation + ", " + status.ReplicasAsleepAnnotation + ", " + reconcileAllowed + " of "
 	cronJobAllowed      = "nsman may change only spec.suspend and the annotations " + suspendRecord + ", " + reconcileAllowed + " of "
 	scaledObjectAllowed = "nsman may change only the annotations " + pausedReplicas + ", " + pausedRecord + ", " + reconcileAllowed + " of "
 )
@@ -581,6 +581,19 @@ func TestAdmissionPolicyFencesNsmansServiceAccount(t *testing.T) {
 				"spec":     map[string]any{"replicas": 2},
 			})); err != nil {
 				t.Errorf("%s restored: %v", w.kind, err)
+			}
+			// Scaled down to one replica (params.replicas), that recorded too.
+			if err := w.patch(types.MergePatchType, mergePatch(map[string]any{
+				"metadata": map[string]any{"annotations": map[string]any{status.ReplicasAnnotation: "2", status.ReplicasAsleepAnnotation: "1"}},
+				"spec":     map[string]any{"replicas": 1},
+			})); err != nil {
+				t.Errorf("%s scaled down to 1: %v", w.kind, err)
+			}
+			if err := w.patch(types.MergePatchType, mergePatch(map[string]any{
+				"metadata": map[string]any{"annotations": map[string]any{status.ReplicasAnnotation: nil, status.ReplicasAsleepAnnotation: nil}},
+				"spec":     map[string]any{"replicas": 2},
+			})); err != nil {
+				t.Errorf("%s restored from 1: %v", w.kind, err)
 			}
 		}
 

@@ -26,7 +26,7 @@ import (
 
 // sleepExamples are the examples whose rules sleep: TestSleepExamplesPlayOut
 // plays them out, TestExamplesPlayOut leaves them to it.
-var sleepExamples = []string{"sleep-idle-previews.yaml", "sleep-nights-weekends.yaml"}
+var sleepExamples = []string{"sleep-idle-previews.yaml", "sleep-nights-weekends.yaml", "sleep-nights-one-replica.yaml"}
 
 // workloadLine is what a sleep and a wake change of a Deployment or
 // CronJob, as one line.
@@ -56,8 +56,9 @@ func workloadLine(t *testing.T, kind, ns, name string) string {
 // SLEEP policy made to hold now (windows open now, idle times of seconds;
 // its other policies as written, which do not fire in the test), each
 // namespace the rule matches is put to sleep (every workload but those
-// labelled keep-awake or suspended before), stays asleep at the next sweep,
-// and is woken as it was, by its window closing or by nsman touch.
+// labelled keep-awake, suspended before or at or below the replicas the
+// policy keeps), stays asleep at the next sweep, and is woken as it was,
+// by its window closing or by nsman touch.
 func TestSleepExamplesPlayOut(t *testing.T) {
 	e := setup(t)
 	for _, name := range sleepExamples {
@@ -143,12 +144,19 @@ func playOutSleep(t *testing.T, e *nsmantest.Env, objs []*unstructured.Unstructu
 		}
 	}
 
+	// The replicas the rule's first SLEEP policy keeps.
+	var keep int64
+	if i := slices.IndexFunc(m.Policies, func(p policy.Policy) bool { return p.Action.Type == policy.ActionSleep }); i >= 0 {
+		keep = m.Policies[i].Action.SleepTo.Replicas
+	}
 	sweepUntil(report.StateFired)
 	for _, w := range workloads {
 		id := w.GetNamespace() + "/" + w.GetName()
 		got := workloadLine(t, w.GetKind(), w.GetNamespace(), w.GetName())
-		untouched := w.GetLabels()[status.KeepAwakeLabel] == "true" || strings.Contains(awake[id], "suspend true")
-		asleep := strings.Contains(got, "replicas 0 recorded true") || strings.Contains(got, "suspend true recorded true")
+		replicas, found, _ := unstructured.NestedInt64(w.Object, "spec", "replicas")
+		atOrBelow := w.GetKind() == "Deployment" && (found && replicas <= keep || !found && keep >= 1)
+		untouched := w.GetLabels()[status.KeepAwakeLabel] == "true" || strings.Contains(awake[id], "suspend true") || atOrBelow
+		asleep := strings.Contains(got, fmt.Sprintf("replicas %d recorded true", keep)) || strings.Contains(got, "suspend true recorded true")
 		if untouched && got != awake[id] || !untouched && !asleep {
 			t.Errorf("asleep: %s; was %s (left alone: %t)", got, awake[id], untouched)
 		}
