@@ -65,7 +65,7 @@ func evaluateSleep(out *Outcome, m Manager, in Input) (states map[int]PolicyStat
 
 // judgeSleepers judges the SLEEP policies of m (order) at in: their
 // states, the first that holds (want, -1 for none) and those whose
-// condition holds (held); done when out asks for pods or activity.
+// condition holds (held); done when out asks for evidence to read.
 func judgeSleepers(out *Outcome, m Manager, in Input, order []int) (states map[int]PolicyState, want int, held []int, done bool) {
 	states, want = make(map[int]PolicyState, len(order)), -1
 	for _, i := range order {
@@ -73,7 +73,7 @@ func judgeSleepers(out *Outcome, m Manager, in Input, order []int) (states map[i
 		state := PolicyState{Name: p.Name}
 		verdict, conditionHolds := judgeSleep(&state, out, m.Generation, i, p, in)
 		switch verdict {
-		case NeedPods, NeedActivity:
+		case NeedPods, NeedActivity, NeedTraffic:
 			out.Verdict, out.Policy = verdict, i
 			return nil, -1, nil, true
 		case Fire:
@@ -163,7 +163,7 @@ func judgeSleep(state *PolicyState, out *Outcome, generation int64, i int, p Pol
 	}
 	verdict = judge(state, out, generation, i, p, in)
 	switch {
-	case verdict == NeedActivity && closed:
+	case (verdict == NeedActivity || verdict == NeedTraffic) && closed:
 		state.Detail = outside + ": its activity is read then"
 		if state.Problem != "" {
 			state.Detail += " (" + state.Problem + ")"

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nsman/nsman/policy/traffic"
+	"github.com/nsman/nsman/policy/window"
 )
 
 func idleTraffic(name string, d time.Duration, src traffic.Source) Policy {
@@ -100,4 +101,31 @@ func TestParseTraffic(t *testing.T) {
 
 func equalSource(a, b *traffic.Source) bool {
 	return a == nil && b == nil || a != nil && b != nil && *a == *b
+}
+
+// A SLEEP policy on IDLE with traffic asks for its traffic as any other
+// does, and sleeps, or not, by what it says; outside its windows it asks
+// for nothing.
+func TestSleepIdleTraffic(t *testing.T) {
+	day := 24 * time.Hour
+	p := idleTraffic("sleep unused", day, traffic.Source{Preset: "istio"})
+	p.Action = Action{Type: ActionSleep}
+	m := mgr(p)
+	in := Input{Now: at(3 * day), TargetCreated: created, Activity: &Activity{At: at(day), What: "pod web-1 created"}}
+	if out := Evaluate(m, in); out.Verdict != NeedTraffic || out.Policy != 0 {
+		t.Fatalf("idle by its activity: %s; want its traffic asked for", out.Verdict)
+	}
+	in.Traffic = map[int]Traffic{0: {Source: "preset istio", Window: day}}
+	if out := Evaluate(m, in); out.Verdict != Fire || out.Wake {
+		t.Errorf("no requests: %s (wake %v); want it to fall asleep", out.Verdict, out.Wake)
+	}
+	in.Asleep, in.Traffic = "sleep unused", map[int]Traffic{0: {Source: "preset istio", Window: day, Requests: 1}}
+	if out := Evaluate(m, in); out.Verdict != Fire || !out.Wake {
+		t.Errorf("asleep, a request: %s (wake %v); want it to wake", out.Verdict, out.Wake)
+	}
+	p.Windows = []window.Window{{From: 22 * 60, To: 6 * 60, Location: time.UTC}}
+	in = Input{Now: at(3*day + 12*time.Hour), TargetCreated: created, Activity: &Activity{At: at(day), What: "pod web-1 created"}}
+	if out := Evaluate(mgr(p), in); out.Verdict != Wait || !strings.Contains(out.Policies[0].Detail, "outside its windows") {
+		t.Errorf("outside its windows: %s %+v; want it to wait, asking nothing", out.Verdict, out.Policies)
+	}
 }

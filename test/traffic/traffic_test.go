@@ -83,7 +83,7 @@ func sweepUntil(t *testing.T, caseID, ns string, args []string, done func(report
 			return e
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("manager %s/idle: %s: %s (traffic %+v); stderr:\n%s", ns, e.State, e.Message, e.Traffic, res.Stderr)
+			t.Fatalf("manager %s/idle: %s: %s (traffic %+v); report:\n%s\nstderr:\n%s", ns, e.State, e.Message, e.Traffic, res.Stdout, res.Stderr)
 		}
 		time.Sleep(time.Second)
 	}
