@@ -35,7 +35,8 @@ func (idleCondition) parse(params map[string]any, pp *field.Path, strict bool) (
 }
 
 func (idleCondition) judge(j judging) (Verdict, PolicyState, map[string]CheckState) {
-	verdict := judgeIdle(&j.state, j.p.Condition, j.in, j.i)
+	asleep := j.in.Asleep == j.p.Name && j.p.Action.Kind().KeepsState()
+	verdict := judgeIdle(&j.state, j.p.Condition, j.in, j.i, asleep)
 	return verdict, j.state, j.checks
 }
 
@@ -51,11 +52,11 @@ const (
 // are known; the rest (Input.Activity) is asked for only when those alone
 // would let it hold, and its traffic (Input.Traffic) only when all those
 // would: requests within c.Idle are activity now, and no answer keeps the
-// policy waiting.
+// policy waiting, or a SLEEP by it asleep.
 // A touched annotation that does not parse, or says a time more than
 // TouchLeeway ahead of Now, is ignored (and said so, in Problem), as a hold
 // that does not parse is: an annotation keeps no namespace forever.
-func judgeIdle(state *PolicyState, c Condition, in Input, i int) Verdict {
+func judgeIdle(state *PolicyState, c Condition, in Input, i int, asleep bool) Verdict {
 	last := Activity{At: in.TargetCreated, What: ActivityCreated}
 	if in.TargetTouched != "" {
 		touched, err := ParseTouched(in.TargetTouched)
@@ -85,9 +86,14 @@ func judgeIdle(state *PolicyState, c Condition, in Input, i int) Verdict {
 		}
 		state.Traffic = &tr
 		if tr.Unknown != "" {
-			state.LastActivity = &last
-			state.Detail = fmt.Sprintf("idle %s since %s by its activity (last: %s), but its traffic (%s) is not known: %s; it waits for an answer%s",
-				c.Idle, stamp(last.At), last.What, tr.Source, tr.Unknown, ignored)
+			// No answer changes nothing: a target awake stays so, one
+			// asleep by this policy too.
+			state.LastActivity, state.Holds = &last, asleep
+			state.Detail = fmt.Sprintf("idle %s since %s by its activity (last: %s), but its traffic (%s) is not known: %s; %s%s",
+				c.Idle, stamp(last.At), last.What, tr.Source, tr.Unknown, unknownThen[asleep], ignored)
+			if asleep {
+				return Fire
+			}
 			return Wait
 		}
 		if tr.Requests > 0 {
@@ -105,6 +111,10 @@ func judgeIdle(state *PolicyState, c Condition, in Input, i int) Verdict {
 	state.Due = due
 	return Wait
 }
+
+// unknownThen says what a target does while its traffic is not known, by
+// whether it is asleep by the policy.
+var unknownThen = map[bool]string{false: "it waits for an answer", true: "asleep, it stays so"}
 
 // TouchLeeway is how far ahead of a sweep's clock a TouchedAnnotation may
 // be, and count: the clock of whoever wrote it may run ahead of the API

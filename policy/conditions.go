@@ -124,13 +124,6 @@ func (m Manager) ReadsActivity() bool { return m.Needs(func(e Evidence) bool { r
 // carries the one its decision read.
 func (m Manager) ReadsTouched() bool { return m.Needs(func(e Evidence) bool { return e.Touched }) }
 
-// QueriesTraffic reports whether one of m's conditions reads traffic with
-// a query of its own rather than a preset: only a trusted manager or a
-// rule may.
-func (m Manager) QueriesTraffic() bool {
-	return slices.ContainsFunc(m.Policies, func(p Policy) bool { return p.Condition.Traffic != nil && p.Condition.Traffic.Query != "" })
-}
-
 // ChecksPods reports whether one of m's conditions asks for the pods
 // check q.
 func (m Manager) ChecksPods(q PodsEvidence) bool {

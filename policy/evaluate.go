@@ -107,7 +107,7 @@ type Input struct {
 	Activity *Activity
 	// Traffic holds the traffic reads made for this evaluation, by policy
 	// index.
-	Traffic map[int]Traffic
+	Traffic map[int]traffic.Answer
 	// Owner is the target's owner, for a condition whose Evidence asks for
 	// it: nil when the target names none and its record remembers none.
 	Owner *Owner
@@ -122,9 +122,6 @@ type Activity struct {
 	At   time.Time
 	What string
 }
-
-// Traffic is what a traffic source answered of a namespace's requests.
-type Traffic = traffic.Answer
 
 // PolicyState describes one policy's condition at evaluation time.
 type PolicyState struct {
@@ -146,7 +143,7 @@ type PolicyState struct {
 	LastActivity *Activity
 	// Traffic is, for IDLE with a traffic source, what the source
 	// answered, once read.
-	Traffic *Traffic
+	Traffic *traffic.Answer
 }
 
 // Outcome is the result of Evaluate.

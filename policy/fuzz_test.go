@@ -19,6 +19,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/yaml"
 
+	"github.com/nsman/nsman/policy/traffic"
 	"github.com/nsman/nsman/policy/window"
 )
 
@@ -425,7 +426,8 @@ func sameManager(a, b Manager) bool {
 
 // checkEvaluation evaluates m on in as the sweep does: a NeedPods verdict
 // is answered with the results bits give (two per policy: failed, not
-// succeeded), a NeedActivity with an activity bits minutes before Now, and
+// succeeded), a NeedActivity with an activity bits minutes before Now, a
+// NeedTraffic with no answer or a few requests, as bits say, and
 // evaluated again. Every evaluation must be deterministic,
 // leave the input as it was, and be consistent:
 //   - Fire names a policy in range that holds, not a stage fired already,
@@ -433,7 +435,8 @@ func sameManager(a, b Manager) bool {
 //     wakes an asleep one (Wake), when no SLEEP policy holds, and then
 //     names the policy it was asleep by, else the first SLEEP policy;
 //   - NeedPods names a PODS_SUCCEED or PODS_FAILED policy not yet checked;
-//   - NeedActivity names an IDLE policy, once;
+//   - NeedActivity names an IDLE policy, once; NeedTraffic one with a
+//     traffic source, once each;
 //   - Wait describes every policy, none holding but the SLEEP policies
 //     that keep an asleep target asleep, and its NextDue is the earliest
 //     of their due times, after Now; nothing but pods ends the wait before
@@ -442,7 +445,7 @@ func sameManager(a, b Manager) bool {
 // There are at most as many NeedPods as policies.
 func checkEvaluation(t *testing.T, m Manager, in Input, bits uint16) {
 	t.Helper()
-	in.Pods = map[int]PodsCheck{}
+	in.Pods, in.Traffic = map[int]PodsCheck{}, map[int]traffic.Answer{}
 	for range len(m.Policies) + 2 {
 		checks, pods := maps.Clone(in.Checks), maps.Clone(in.Pods)
 		out := Evaluate(m, in)
@@ -491,6 +494,16 @@ func checkEvaluation(t *testing.T, m Manager, in Input, bits uint16) {
 			}
 			in.Activity = &Activity{At: in.Now.Add(-time.Duration(bits) * time.Minute), What: "Pod x created"}
 			continue
+		case NeedTraffic:
+			if out.Policy < 0 || out.Policy >= len(m.Policies) || m.Policies[out.Policy].Condition.Traffic == nil {
+				t.Fatalf("traffic asked for policy %d of %+v", out.Policy, m.Policies)
+			}
+			if _, read := in.Traffic[out.Policy]; read {
+				t.Fatalf("traffic asked for policy %d again", out.Policy)
+			}
+			in.Traffic = maps.Clone(in.Traffic)
+			in.Traffic[out.Policy] = trafficAnswer(bits)
+			continue
 		case Wait:
 			checkWait(t, m, in, out)
 			return
@@ -499,6 +512,15 @@ func checkEvaluation(t *testing.T, m Manager, in Input, bits uint16) {
 		}
 	}
 	t.Fatalf("evaluation asked for pods more often than there are policies")
+}
+
+// trafficAnswer is the traffic bits give: no answer, or a few requests
+// (none too).
+func trafficAnswer(bits uint16) traffic.Answer {
+	if bits&1 == 1 {
+		return traffic.Answer{Source: "preset istio", Unknown: "connection refused"}
+	}
+	return traffic.Answer{Source: "preset istio", Requests: float64(bits >> 1 & 3)}
 }
 
 // checkSleep checks a firing: a SLEEP policy's is a transition between
@@ -581,7 +603,7 @@ func checkWait(t *testing.T, m Manager, in Input, out Outcome) {
 	}
 	switch again := Evaluate(m, later); {
 	case again.Verdict == Wait:
-	case asleep && (again.Verdict == NeedPods || again.Verdict == NeedActivity) && m.Policies[again.Policy].Action.Type == ActionSleep:
+	case asleep && (again.Verdict == NeedPods || again.Verdict == NeedActivity || again.Verdict == NeedTraffic) && m.Policies[again.Policy].Action.Type == ActionSleep:
 		// Asleep, a SLEEP policy that did not hold may ask for pods or
 		// activity before the sleep ends: whatever they say, the policy
 		// that holds still does, and nothing changes.

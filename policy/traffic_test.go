@@ -41,17 +41,17 @@ func TestEvaluateIdleTraffic(t *testing.T) {
 	src := "preset ingress-nginx"
 	for _, c := range []struct {
 		name    string
-		tr      Traffic
+		tr      traffic.Answer
 		verdict Verdict
 		due     time.Time
 		says    string
 	}{
-		{"requests in the window", Traffic{Source: src, Window: day, Requests: 12}, Wait, at(4 * day), "12 request(s) in the last 24h0m0s (traffic: preset ingress-nginx)"},
-		{"none", Traffic{Source: src, Window: day}, Fire, time.Time{}, "no requests in the last 24h0m0s (traffic: preset ingress-nginx)"},
-		{"no answer", Traffic{Source: src, Window: day, Unknown: "connection refused"}, Wait, time.Time{}, "its traffic (preset ingress-nginx) is not known: connection refused; it waits"},
+		{"requests in the window", traffic.Answer{Source: src, Window: day, Requests: 12}, Wait, at(4 * day), "12 request(s) in the last 24h0m0s (traffic: preset ingress-nginx)"},
+		{"none", traffic.Answer{Source: src, Window: day}, Fire, time.Time{}, "no requests in the last 24h0m0s (traffic: preset ingress-nginx)"},
+		{"no answer", traffic.Answer{Source: src, Window: day, Unknown: "connection refused"}, Wait, time.Time{}, "its traffic (preset ingress-nginx) is not known: connection refused; it waits"},
 	} {
 		in := old
-		in.Traffic = map[int]Traffic{0: c.tr}
+		in.Traffic = map[int]traffic.Answer{0: c.tr}
 		out := Evaluate(m, in)
 		detail := ""
 		if len(out.Policies) > 0 {
@@ -115,13 +115,22 @@ func TestSleepIdleTraffic(t *testing.T) {
 	if out := Evaluate(m, in); out.Verdict != NeedTraffic || out.Policy != 0 {
 		t.Fatalf("idle by its activity: %s; want its traffic asked for", out.Verdict)
 	}
-	in.Traffic = map[int]Traffic{0: {Source: "preset istio", Window: day}}
+	in.Traffic = map[int]traffic.Answer{0: {Source: "preset istio", Window: day}}
 	if out := Evaluate(m, in); out.Verdict != Fire || out.Wake {
 		t.Errorf("no requests: %s (wake %v); want it to fall asleep", out.Verdict, out.Wake)
 	}
-	in.Asleep, in.Traffic = "sleep unused", map[int]Traffic{0: {Source: "preset istio", Window: day, Requests: 1}}
+	in.Asleep, in.Traffic = "sleep unused", map[int]traffic.Answer{0: {Source: "preset istio", Window: day, Requests: 1}}
 	if out := Evaluate(m, in); out.Verdict != Fire || !out.Wake {
 		t.Errorf("asleep, a request: %s (wake %v); want it to wake", out.Verdict, out.Wake)
+	}
+	// No answer changes nothing: asleep, it stays so; awake, it stays so.
+	in.Traffic = map[int]traffic.Answer{0: {Source: "preset istio", Window: day, Unknown: "connection refused"}}
+	if out := Evaluate(m, in); out.Verdict != Wait || len(out.Policies) == 0 || !out.Policies[0].Holds || !strings.Contains(out.Policies[0].Detail, "asleep, it stays so") {
+		t.Errorf("asleep, no answer: %s %+v; want it asleep, saying so", out.Verdict, out.Policies)
+	}
+	in.Asleep = ""
+	if out := Evaluate(m, in); out.Verdict != Wait || out.Policies[0].Holds || !strings.Contains(out.Policies[0].Detail, "it waits for an answer") {
+		t.Errorf("awake, no answer: %s %+v; want it awake, waiting", out.Verdict, out.Policies)
 	}
 	p.Windows = []window.Window{{From: 22 * 60, To: 6 * 60, Location: time.UTC}}
 	in = Input{Now: at(3*day + 12*time.Hour), TargetCreated: created, Activity: &Activity{At: at(day), What: "pod web-1 created"}}

@@ -16,6 +16,7 @@ import (
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/policy/traffic"
 	"github.com/nsman/nsman/report"
 )
 
@@ -144,7 +145,7 @@ type Evaluator struct {
 // Traffic tells a namespace's requests in the window of IDLE condition c,
 // from its source (c.Traffic), one query per source and window per sweep.
 type Traffic interface {
-	In(ctx context.Context, namespace string, c policy.Condition) policy.Traffic
+	In(ctx context.Context, namespace string, c policy.Condition) traffic.Answer
 }
 
 // Awake tells the workloads awake in a namespace a SLEEP policy keeps
@@ -365,7 +366,7 @@ func confirmDelete(m policy.Manager, e report.Entry, stored status.Progress, spe
 // then the holds: a plan when a policy holds and no hold keeps it, else
 // the waiting entry with its minChecks progress.
 func (ev *Evaluator) evaluatePolicies(ctx context.Context, m policy.Manager, e report.Entry, t Target, check Check, stored status.Progress, spec string, holds ...Hold) Decision {
-	in := policy.Input{Now: ev.Now, TargetCreated: t.Listed.Created, Checks: stored.Checks, Pods: map[int]policy.PodsCheck{}, Traffic: map[int]policy.Traffic{}, Fired: status.FiredIn(stored.Fired, m.Generation, spec),
+	in := policy.Input{Now: ev.Now, TargetCreated: t.Listed.Created, Checks: stored.Checks, Pods: map[int]policy.PodsCheck{}, Traffic: map[int]traffic.Answer{}, Fired: status.FiredIn(stored.Fired, m.Generation, spec),
 		TargetExpires: t.Listed.Expires, TargetTouched: t.Listed.Touched}
 	if stored.Asleep != nil {
 		in.Asleep = stored.Asleep.Policy
@@ -443,9 +444,9 @@ func (ev *Evaluator) readIdle(ctx context.Context, m policy.Manager, e report.En
 
 // traffic is namespace's requests in IDLE condition c's window, unknown
 // without Traffic.
-func (ev *Evaluator) traffic(ctx context.Context, namespace string, c policy.Condition) policy.Traffic {
+func (ev *Evaluator) traffic(ctx context.Context, namespace string, c policy.Condition) traffic.Answer {
 	if ev.Traffic == nil {
-		return policy.Traffic{Window: c.Idle, Unknown: "this sweep reads no traffic"}
+		return traffic.Answer{Window: c.Idle, Unknown: "this sweep reads no traffic"}
 	}
 	return ev.Traffic.In(ctx, namespace, c)
 }
@@ -729,11 +730,18 @@ func (ev *Evaluator) Refuse(m policy.Manager) string {
 		return fmt.Sprintf("a manager in namespace %s may only target %s, not %s (by %s); trusted namespaces: %s",
 			m.Namespace, m.Namespace, target, how, strings.Join(ev.Trusted, ", "))
 	}
-	if m.QueriesTraffic() && !slices.Contains(ev.Trusted, m.Namespace) {
+	if queriesTraffic(m) && !slices.Contains(ev.Trusted, m.Namespace) {
 		return fmt.Sprintf("a manager in namespace %s may read traffic only by a preset: a query of its own is for managers in a trusted namespace (%s) and rules",
 			m.Namespace, strings.Join(ev.Trusted, ", "))
 	}
 	return ""
+}
+
+// queriesTraffic reports whether one of m's conditions reads traffic with
+// a query of its own rather than a preset: only a trusted manager or a
+// rule may.
+func queriesTraffic(m policy.Manager) bool {
+	return slices.ContainsFunc(m.Policies, func(p policy.Policy) bool { return p.Condition.Traffic != nil && p.Condition.Traffic.Query != "" })
 }
 
 // lastActivity is the last activity the first IDLE policy evaluated

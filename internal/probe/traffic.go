@@ -71,12 +71,12 @@ type answer struct {
 
 // In is namespace's requests in the window of IDLE condition c, from its
 // source.
-func (t *Traffic) In(ctx context.Context, namespace string, c policy.Condition) policy.Traffic {
+func (t *Traffic) In(ctx context.Context, namespace string, c policy.Condition) traffic.Answer {
 	if c.Traffic == nil {
-		return policy.Traffic{Unknown: "the condition names no traffic source"}
+		return traffic.Answer{Unknown: "the condition names no traffic source"}
 	}
 	src, window := *c.Traffic, c.Idle
-	out := policy.Traffic{Source: src.Describe(), Window: window}
+	out := traffic.Answer{Source: src.Describe(), Window: window}
 	if t.Querier == nil {
 		out.Unknown = "nsman runs without a Prometheus to ask (--prometheus-url)"
 		return out
@@ -140,9 +140,9 @@ func (t *Traffic) answer(q string) *answer {
 
 // read runs q and keeps its requests by namespace: each series by its
 // preset's label, else by `namespace`. An answer whose series name no
-// namespace, or (of a preset) no series at all, is no answer: the
-// counter is not where the query looks, and every namespace would look
-// unused.
+// namespace, or with no series at all, is no answer: the counter is not
+// where the query looks (or Prometheus has yet to scrape it), and every
+// namespace would look unused.
 func (a *answer) read(ctx context.Context, t *Traffic, q string, preset *traffic.Preset) {
 	vec, err := t.Querier.Query(ctx, q)
 	if err != nil {
@@ -153,8 +153,12 @@ func (a *answer) read(ctx context.Context, t *Traffic, q string, preset *traffic
 	if preset != nil {
 		by, whose = preset.By, "preset "+preset.Name+"'s query"
 	}
-	if len(vec) == 0 && preset != nil {
+	switch {
+	case len(vec) == 0 && preset != nil:
 		a.unknown = fmt.Sprintf("%s found no series of %s in the window: is it scraped, and pinned where --traffic-match says?", whose, preset.Selector(t.Match[preset.Name]))
+		return
+	case len(vec) == 0:
+		a.unknown = "the query answered no series, which tells no namespace used from unused: it must answer one for each namespace it counts, 0 when unused"
 		return
 	}
 	a.requests, a.notes = map[string]float64{}, map[string]string{}

@@ -104,6 +104,7 @@ func TestTrafficUnknownAndShared(t *testing.T) {
 	}{
 		{"down", func(string) (model.Vector, error) { return nil, errors.New("connection refused") }, nginx, "connection refused"},
 		{"empty preset answer", func(string) (model.Vector, error) { return model.Vector{}, nil }, nginx, `found no series of nginx_ingress_controller_requests{namespace="ingress-nginx"}`},
+		{"empty query answer", func(string) (model.Vector, error) { return model.Vector{}, nil }, own, "the query answered no series"},
 		{"no namespace label", func(string) (model.Vector, error) { return model.Vector{sample("job", "x", 3)}, nil }, own, "has a label namespace"},
 	} {
 		tr := NewTraffic(TrafficConfig{Querier: &countingQuerier{answer: c.answer}}, namespacesOf("shop"))

@@ -117,7 +117,7 @@ type trafficCase struct {
 
 // readTraffic is what nsman's traffic reader answers of each of
 // trafficNamespaces, from preset pinned by match.
-func readTraffic(ctx context.Context, client *prom.Client, preset, match string) map[string]policy.Traffic {
+func readTraffic(ctx context.Context, client *prom.Client, preset, match string) map[string]traffic.Answer {
 	exists := func(context.Context) (map[string]cluster.Namespace, error) {
 		all := map[string]cluster.Namespace{}
 		for _, ns := range trafficNamespaces {
@@ -130,7 +130,7 @@ func readTraffic(ctx context.Context, client *prom.Client, preset, match string)
 		tr = probe.NewTraffic(probe.TrafficConfig{Querier: client}, exists)
 	}
 	c := policy.Condition{Type: policy.ConditionIdle, Idle: trafficWindow, Traffic: &traffic.Source{Preset: preset}}
-	out := map[string]policy.Traffic{}
+	out := map[string]traffic.Answer{}
 	for _, ns := range trafficNamespaces {
 		out[ns] = tr.In(ctx, ns, c)
 	}
