@@ -113,7 +113,7 @@ failed, 2 on a usage or configuration error.`,
 	o.kube.addFlags(fs)
 	o.log.addFlags(fs)
 	o.prom.AddFlags(fs)
-	fs.StringVarP(&o.output, "output", "o", "text", "report format: text, wide (an OWNER column besides) or json")
+	fs.StringVarP(&o.output, "output", "o", "text", "report format: text, wide (an OWNER column besides), json, yaml or name (a line per entry: its manager, or the namespace of a rule's pair)")
 	fs.StringVarP(&o.namespace, "namespace", "n", "", "only managers in this namespace (default: all namespaces)")
 	fs.StringVarP(&o.selector, "selector", "l", "", "only managers matching this label selector")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "make no change at all; print what would happen")
@@ -193,8 +193,8 @@ func (o *sweepOptions) config(flags *pflag.FlagSet) (sweep.Config, error) {
 	if cfg.Freezes, err = o.readFreezes(); err != nil {
 		return cfg, err
 	}
-	if !slices.Contains(printer.Formats, o.output) {
-		return cfg, fmt.Errorf("-o %q: want %s", o.output, strings.Join(printer.Formats, ", "))
+	if err := printer.CheckFormat(o.output, printer.Formats); err != nil {
+		return cfg, err
 	}
 	if o.concurrency < 1 {
 		return cfg, errors.New("--concurrency must be at least 1")

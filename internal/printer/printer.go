@@ -1,6 +1,8 @@
 // Package printer prints a sweep's report as its reader asked (-o): a table
-// (text, or wide with more columns) or JSON, whose schema is
-// report.Report, versioned by report.ReportVersion.
+// (text, or wide with more columns), JSON, whose schema is report.Report,
+// versioned by report.ReportVersion, YAML, its mirror, or the names of the
+// entries' objects, as kubectl's -o name does. Other commands' reports
+// print through Object.
 package printer
 
 import (
@@ -20,24 +22,31 @@ import (
 	"github.com/nsman/nsman/report"
 )
 
-// The formats of Report: a table, the same with more columns, JSON.
+// The formats of Report: a table, the same with more columns, JSON, YAML
+// (the JSON's mirror), the entries' names.
 const (
 	Text = "text"
 	Wide = "wide"
 	JSON = "json"
+	YAML = "yaml"
+	Name = "name"
 )
 
 // Formats are the formats Report prints, as -o names them.
-var Formats = []string{Text, Wide, JSON}
+var Formats = []string{Text, Wide, JSON, YAML, Name}
 
 // Report prints sweep report r in format (one of Formats).
 func Report(w io.Writer, format string, r report.Report) error {
 	switch format {
 	case JSON:
 		return writeJSON(w, r)
+	case YAML:
+		return writeYAML(w, r)
+	case Name:
+		return writeNames(w, r.Entries)
 	case Text, Wide:
 	default:
-		return fmt.Errorf("-o %q: want %s", format, strings.Join(Formats, ", "))
+		return CheckFormat(format, Formats)
 	}
 	if err := writeEntries(w, r.Entries, format == Wide); err != nil {
 		return err

@@ -209,7 +209,7 @@ func TestWideReportHasAnOwnerColumn(t *testing.T) {
 		column(effect, "delete namespace pr-12") != column(header, "MESSAGE")+2 || strings.Contains(out.String(), "owner:") {
 		t.Errorf("report:\n%s\nwant pr-12's owner in the OWNER column, - for pr-13, the effect under the message and no owner: line", out.String())
 	}
-	if err := Report(&out, "yaml", r); err == nil || !strings.Contains(err.Error(), "want text, wide, json") {
-		t.Errorf("-o yaml: %v, want the formats named", err)
+	if err := Report(&out, "jsonpath", r); err == nil || !strings.Contains(err.Error(), "want text, wide, json, yaml, name") {
+		t.Errorf("-o jsonpath: %v, want the formats named", err)
 	}
 }
