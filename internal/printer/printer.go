@@ -19,6 +19,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/duration"
+
 	"github.com/nsman/nsman/report"
 )
 
@@ -48,7 +50,7 @@ func Report(w io.Writer, format string, r report.Report) error {
 	default:
 		return CheckFormat(format, Formats)
 	}
-	if err := writeEntries(w, r.Entries, format == Wide); err != nil {
+	if err := writeEntries(w, r.Entries, r.Summary.Now, format == Wide); err != nil {
 		return err
 	}
 	return writeSummary(w, r.Summary)
@@ -57,26 +59,27 @@ func Report(w io.Writer, format string, r report.Report) error {
 // writeEntries prints the table of a report's entries, a row each, with
 // its effects, warnings, problems and the reasons it is stuck on lines of
 // their own under the message; its target's owner is a line too, or a
-// column when wide.
-func writeEntries(w io.Writer, entries []report.Entry, wide bool) error {
+// column when wide. DUE says how far from now, the sweep's clock, an entry
+// is due, as kubectl says an age ("in 8m", "3h ago"); wide adds the time.
+func writeEntries(w io.Writer, entries []report.Entry, now time.Time, wide bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	under := "\t\t\t\t\t\t\t  " // the message's column
 	if wide {
-		under = "\t" + under
-		fmt.Fprintln(tw, "MANAGER\tTARGET\tPOLICY\tSTATE\tACTION\tDUE\tRECLAIMED\tOWNER\tMESSAGE")
+		under = "\t\t" + under
+		fmt.Fprintln(tw, "MANAGER\tTARGET\tPOLICY\tSTATE\tACTION\tDUE\tDUE AT\tRECLAIMED\tOWNER\tMESSAGE")
 	} else {
 		fmt.Fprintln(tw, "MANAGER\tTARGET\tPOLICY\tSTATE\tACTION\tDUE\tRECLAIMED\tMESSAGE")
 	}
 	for _, e := range entries {
-		due := "-"
-		if e.Due != nil {
-			due = e.Due.Format(time.RFC3339)
-		}
 		name := e.Namespace + "/" + e.Name
 		if e.Rule {
 			name += " (rule)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t", name, dash(e.Target), dash(e.Policy), e.State, dash(e.Action), due, reclaimedColumn(e.Reclaimed))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t", name, dash(e.Target), dash(e.Policy), e.State, dash(e.Action), dueIn(e.Due, now))
+		if wide {
+			fmt.Fprintf(tw, "%s\t", dueAt(e.Due))
+		}
+		fmt.Fprintf(tw, "%s\t", reclaimedColumn(e.Reclaimed))
 		if wide {
 			fmt.Fprintf(tw, "%s\t", dash(e.Owner))
 		}
@@ -100,6 +103,31 @@ func writeEntries(w io.Writer, entries []report.Entry, wide bool) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// dueIn says when due is from now as kubectl says an age, with
+// apimachinery's HumanDuration: "in 8m", "3h ago", "now" within a second;
+// "-" for none.
+func dueIn(due *time.Time, now time.Time) string {
+	if due == nil {
+		return "-"
+	}
+	switch d := due.Sub(now); {
+	case d >= time.Second:
+		return "in " + duration.HumanDuration(d)
+	case d <= -time.Second:
+		return duration.HumanDuration(-d) + " ago"
+	default:
+		return "now"
+	}
+}
+
+// dueAt is the time due, RFC 3339, or "-" for none.
+func dueAt(due *time.Time) string {
+	if due == nil {
+		return "-"
+	}
+	return due.Format(time.RFC3339)
 }
 
 // writeSummary prints the lines under the table: the sweep's counts, what
