@@ -39,6 +39,8 @@ type sweepOptions struct {
 	prom prom.Options
 
 	output              string
+	states              []string
+	printed             []report.State // of the entries printed: states, parsed
 	namespace           string
 	selector            string
 	dryRun              bool
@@ -105,6 +107,7 @@ failed, 2 on a usage or configuration error.`,
   nsman sweep --dry-run --at 2026-12-24T18:00:00Z -o wide
   nsman sweep --dry-run --as system:serviceaccount:namespace-manager:nsman --config-from namespace-manager/nsman
   nsman sweep -n team-a -l env=preview --max-actions 10
+  nsman sweep --dry-run --state planned -o name
   nsman sweep -o json | jq '.managers[] | select(.state == "failed")'`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error { return o.run(c) },
@@ -114,6 +117,7 @@ failed, 2 on a usage or configuration error.`,
 	o.log.addFlags(fs)
 	o.prom.AddFlags(fs)
 	fs.StringVarP(&o.output, "output", "o", "text", "report format: text, wide (an OWNER column besides), json, yaml or name (a line per entry: its manager, or the namespace of a rule's pair)")
+	fs.StringSliceVar(&o.states, "state", nil, "print only the entries in these states, comma-separated (fired,failed); the summary still counts them all: "+printer.StateList)
 	fs.StringVarP(&o.namespace, "namespace", "n", "", "only managers in this namespace (default: all namespaces)")
 	fs.StringVarP(&o.selector, "selector", "l", "", "only managers matching this label selector")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "make no change at all; print what would happen")
@@ -193,7 +197,7 @@ func (o *sweepOptions) config(flags *pflag.FlagSet) (sweep.Config, error) {
 	if cfg.Freezes, err = o.readFreezes(); err != nil {
 		return cfg, err
 	}
-	if err := printer.CheckFormat(o.output, printer.Formats); err != nil {
+	if err := o.printFlags(); err != nil {
 		return cfg, err
 	}
 	if o.concurrency < 1 {
@@ -209,6 +213,14 @@ func (o *sweepOptions) config(flags *pflag.FlagSet) (sweep.Config, error) {
 		return cfg, err
 	}
 	return cfg, cfg.Validate()
+}
+
+// printFlags checks -o and reads --state into o.printed.
+func (o *sweepOptions) printFlags() (err error) {
+	if o.printed, err = printer.ParseStates(o.states); err != nil {
+		return err
+	}
+	return printer.CheckFormat(o.output, printer.Formats)
 }
 
 // namespaceTrust returns the namespaces a sweep trusts and those it
@@ -357,7 +369,7 @@ func (o *sweepOptions) run(c *cobra.Command) error {
 		// The sweep could not run at all: no cluster, or no CRD.
 		return usageError{err}
 	}
-	if err := printer.Report(c.OutOrStdout(), o.output, rep); err != nil {
+	if err := printer.Report(c.OutOrStdout(), o.output, rep, o.printed...); err != nil {
 		return err
 	}
 	if o.pushgatewayURL != "" {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -97,5 +98,61 @@ func TestObject(t *testing.T) {
 		if (err == nil) != (c.err == "") || err != nil && err.Error() != c.err || out.String() != c.want {
 			t.Errorf("-o %s: %q, %v; want %q, %q", c.format, out.String(), err, c.want, c.err)
 		}
+	}
+}
+
+// --state prints only the entries in the states named, in every format;
+// the summary's counts stay the sweep's, and the table says how many
+// entries it left out.
+func TestReportInStates(t *testing.T) {
+	r := report.Report{Version: report.ReportVersion, Entries: []report.Entry{
+		{Namespace: "a", Name: "a", Target: "a", State: report.StateWaiting},
+		{Namespace: "b", Name: "b", Target: "b", State: report.StateFired},
+		{Namespace: "c", Name: "c", Target: "c", State: report.StateWaiting},
+		{Namespace: "d", Name: "d", Target: "d", State: report.StateFailed},
+	}, Summary: report.Summary{Managers: 4, States: map[report.State]int{report.StateWaiting: 2, report.StateFired: 1, report.StateFailed: 1}}}
+	states := []report.State{report.StateFired, report.StateFailed}
+	printed := func(format string, states ...report.State) string {
+		t.Helper()
+		var out bytes.Buffer
+		if err := Report(&out, format, r, states...); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	if got := printed(Name, states...); got != "namespacemanager.k8s.consol.de/b/b\nnamespacemanager.k8s.consol.de/d/d\n" {
+		t.Errorf("-o name --state fired,failed:\n%s", got)
+	}
+	for _, format := range []string{JSON, YAML} {
+		var got report.Report
+		if err := yaml.Unmarshal([]byte(printed(format, states...)), &got); err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Entries) != 2 || got.Entries[0].Name != "b" || got.Entries[1].Name != "d" || got.Summary.Managers != 4 || got.Summary.States[report.StateWaiting] != 2 {
+			t.Errorf("-o %s --state fired,failed: %+v, want b and d, and the summary's counts of all four", format, got)
+		}
+	}
+	for _, format := range []string{Text, Wide} {
+		got := printed(format, states...)
+		if strings.Contains(got, "a/a") || strings.Contains(got, "c/c") || !strings.Contains(got, "b/b") || !strings.Contains(got, "d/d") ||
+			!strings.Contains(got, "4 managers (1 failed, 1 fired, 2 waiting)") || !strings.Contains(got, "2 of 4 entries shown (--state fired,failed), 2 left out\n") {
+			t.Errorf("-o %s --state fired,failed:\n%s", format, got)
+		}
+		if all := printed(format); !strings.Contains(all, "a/a") || strings.Contains(all, "left out") {
+			t.Errorf("-o %s without --state:\n%s", format, all)
+		}
+	}
+}
+
+// ParseStates takes every state, and refuses one that is none, naming
+// them all.
+func TestParseStates(t *testing.T) {
+	got, err := ParseStates([]string{"fired", " failed"})
+	if err != nil || !slices.Equal(got, []report.State{report.StateFired, report.StateFailed}) {
+		t.Errorf("fired, failed: %v, %v", got, err)
+	}
+	if _, err := ParseStates([]string{"fired", "sleeping"}); err == nil ||
+		err.Error() != `--state "sleeping": want one or more of `+StateList || !strings.Contains(StateList, "target-terminating, waiting, planned") {
+		t.Errorf("sleeping: %v, want refused with every state named", err)
 	}
 }

@@ -37,8 +37,15 @@ const (
 // Formats are the formats Report prints, as -o names them.
 var Formats = []string{Text, Wide, JSON, YAML, Name}
 
-// Report prints sweep report r in format (one of Formats).
-func Report(w io.Writer, format string, r report.Report) error {
+// Report prints sweep report r in format (one of Formats): its entries in
+// states only, when any are given (see ParseStates), all else. The
+// summary's counts stay the sweep's; the table's says how many entries
+// it left out.
+func Report(w io.Writer, format string, r report.Report, states ...report.State) error {
+	all := len(r.Entries)
+	if len(states) > 0 {
+		r.Entries = inStates(r.Entries, states)
+	}
 	switch format {
 	case JSON:
 		return writeJSON(w, r)
@@ -53,7 +60,10 @@ func Report(w io.Writer, format string, r report.Report) error {
 	if err := writeEntries(w, r.Entries, r.Summary.Now, format == Wide); err != nil {
 		return err
 	}
-	return writeSummary(w, r.Summary)
+	if err := writeSummary(w, r.Summary); err != nil {
+		return err
+	}
+	return writeLeftOut(w, all-len(r.Entries), all, states)
 }
 
 // writeEntries prints the table of a report's entries, a row each, with
