@@ -92,7 +92,7 @@ func goldenReport() report.Report {
 		{Namespace: "namespace-manager", Name: "previews", Rule: true, Target: "pr-14", State: report.StateGoverned, Message: "team-f/pr-14 governs it"},
 		{Namespace: "namespace-manager", Name: "previews", Rule: true, Target: "preview-4711", Policy: "delete after 7 days", Action: "DELETE", State: report.StateTargetTerminating,
 			Message: "namespace preview-4711 is stuck in Terminating since 2026-11-24T09:12:03Z (FinalizersRemaining); nsman explain preview-4711 says what holds it",
-			Stuck: &report.Stuck{Since: now.Add(-28 * time.Minute), Reasons: []report.StuckReason{{Reason: report.StuckFinalizersRemaining, Message: "example.com/cleanup in 2 resource instances"}}}},
+			Stuck:   &report.Stuck{Since: now.Add(-28 * time.Minute), Reasons: []report.StuckReason{{Reason: report.StuckFinalizersRemaining, Message: "example.com/cleanup in 2 resource instances"}}}},
 	}
 	states := map[report.State]int{}
 	for _, e := range entries {

@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nsman/nsman/internal/console"
 	"github.com/nsman/nsman/internal/decide"
 	"github.com/nsman/nsman/internal/printer"
 	"github.com/nsman/nsman/internal/prom"
@@ -41,6 +42,7 @@ type sweepOptions struct {
 	output              string
 	states              []string
 	printed             []report.State // of the entries printed: states, parsed
+	noColor             bool
 	namespace           string
 	selector            string
 	dryRun              bool
@@ -118,6 +120,7 @@ failed, 2 on a usage or configuration error.`,
 	o.prom.AddFlags(fs)
 	fs.StringVarP(&o.output, "output", "o", "text", "report format: text, wide (an OWNER column besides), json, yaml or name (a line per entry: its manager, or the namespace of a rule's pair)")
 	fs.StringSliceVar(&o.states, "state", nil, "print only the entries in these states, comma-separated (fired,failed); the summary still counts them all: "+printer.StateList)
+	fs.BoolVar(&o.noColor, "no-color", false, "print the states of the text report without colour, even on a terminal (as does NO_COLOR, and output that is not a terminal)")
 	fs.StringVarP(&o.namespace, "namespace", "n", "", "only managers in this namespace (default: all namespaces)")
 	fs.StringVarP(&o.selector, "selector", "l", "", "only managers matching this label selector")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "make no change at all; print what would happen")
@@ -369,7 +372,8 @@ func (o *sweepOptions) run(c *cobra.Command) error {
 		// The sweep could not run at all: no cluster, or no CRD.
 		return usageError{err}
 	}
-	if err := printer.Report(c.OutOrStdout(), o.output, rep, o.printed...); err != nil {
+	printed := printer.Options{Format: o.output, States: o.printed, Color: console.Color(c.OutOrStdout(), o.noColor)}
+	if err := printer.Print(c.OutOrStdout(), rep, printed); err != nil {
 		return err
 	}
 	if o.pushgatewayURL != "" {

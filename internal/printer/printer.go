@@ -42,6 +42,24 @@ var Formats = []string{Text, Wide, JSON, YAML, Name}
 // summary's counts stay the sweep's; the table's says how many entries
 // it left out.
 func Report(w io.Writer, format string, r report.Report, states ...report.State) error {
+	return Print(w, r, Options{Format: format, States: states})
+}
+
+// Options say how Print prints a report.
+type Options struct {
+	// Format is one of Formats.
+	Format string
+	// States are those of the entries printed, all when empty (see
+	// ParseStates).
+	States []report.State
+	// Color colours the states of a table, for a terminal (the command
+	// decides: console.Color).
+	Color bool
+}
+
+// Print prints sweep report r as o says (see Report).
+func Print(w io.Writer, r report.Report, o Options) error {
+	format, states := o.Format, o.States
 	all := len(r.Entries)
 	if len(states) > 0 {
 		r.Entries = inStates(r.Entries, states)
@@ -57,7 +75,7 @@ func Report(w io.Writer, format string, r report.Report, states ...report.State)
 	default:
 		return CheckFormat(format, Formats)
 	}
-	if err := writeEntries(w, r.Entries, r.Summary.Now, format == Wide); err != nil {
+	if err := writeEntries(w, r.Entries, r.Summary.Now, o); err != nil {
 		return err
 	}
 	if err := writeSummary(w, r.Summary); err != nil {
@@ -71,21 +89,23 @@ func Report(w io.Writer, format string, r report.Report, states ...report.State)
 // their own under the message; its target's owner is a line too, or a
 // column when wide. DUE says how far from now, the sweep's clock, an entry
 // is due, as kubectl says an age ("in 8m", "3h ago"); wide adds the time.
-func writeEntries(w io.Writer, entries []report.Entry, now time.Time, wide bool) error {
+func writeEntries(w io.Writer, entries []report.Entry, now time.Time, o Options) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	under := "\t\t\t\t\t\t\t  " // the message's column
+	wide := o.Format == Wide
+	// The message's column; the state's cell is as wide as on the rows.
+	under := "\t\t\t" + colored("", "", o.Color) + "\t\t\t\t  "
 	if wide {
-		under = "\t\t" + under
-		fmt.Fprintln(tw, "MANAGER\tTARGET\tPOLICY\tSTATE\tACTION\tDUE\tDUE AT\tRECLAIMED\tOWNER\tMESSAGE")
+		under = "\t\t\t" + colored("", "", o.Color) + "\t\t\t\t\t\t  "
+		fmt.Fprintf(tw, "MANAGER\tTARGET\tPOLICY\t%s\tACTION\tDUE\tDUE AT\tRECLAIMED\tOWNER\tMESSAGE\n", colored("STATE", "", o.Color))
 	} else {
-		fmt.Fprintln(tw, "MANAGER\tTARGET\tPOLICY\tSTATE\tACTION\tDUE\tRECLAIMED\tMESSAGE")
+		fmt.Fprintf(tw, "MANAGER\tTARGET\tPOLICY\t%s\tACTION\tDUE\tRECLAIMED\tMESSAGE\n", colored("STATE", "", o.Color))
 	}
 	for _, e := range entries {
 		name := e.Namespace + "/" + e.Name
 		if e.Rule {
 			name += " (rule)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t", name, dash(e.Target), dash(e.Policy), e.State, dash(e.Action), dueIn(e.Due, now))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t", name, dash(e.Target), dash(e.Policy), colored(string(e.State), stateColors[e.State], o.Color), dash(e.Action), dueIn(e.Due, now))
 		if wide {
 			fmt.Fprintf(tw, "%s\t", dueAt(e.Due))
 		}
