@@ -366,7 +366,12 @@ func (o *sweepOptions) run(c *cobra.Command) error {
 	if err != nil {
 		return usageError{err}
 	}
+	// With logs as short lines (--log-format not given) on a terminal.
+	stop := console.Progress(c.ErrOrStderr(), o.log.format == "", "sweeping", func() string {
+		return fmt.Sprintf("%d API requests", printer.SumRequests(clients.Observer.Requests()))
+	})
 	rep, err := sweeper.Run(c.Context())
+	stop()
 	interrupted := errors.Is(err, sweep.ErrInterrupted)
 	if err != nil && !interrupted {
 		// The sweep could not run at all: no cluster, or no CRD.

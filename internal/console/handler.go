@@ -10,6 +10,9 @@ import (
 	"unicode"
 )
 
+// clearLine takes the cursor to the start of the line and clears it.
+const clearLine = "\r\x1b[K"
+
 // Handler writes a log record as a short line for a person at a terminal,
 // as kubectl writes its warnings: "Warning: MESSAGE (key=value, ...)",
 // "Error: ...", and an info or debug record as its message and
@@ -34,6 +37,7 @@ func (h *Handler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.
 // Handle writes r as one line.
 func (h *Handler) Handle(_ context.Context, r slog.Record) error {
 	var b strings.Builder
+	b.WriteString(clearLine) // a progress line drawn there (Progress)
 	switch {
 	case r.Level >= slog.LevelError:
 		b.WriteString("Error: ")

@@ -172,10 +172,7 @@ func writeSummary(w io.Writer, summary report.Summary) error {
 	for _, s := range slices.Sorted(maps.Keys(summary.States)) {
 		states = append(states, fmt.Sprintf("%d %s", summary.States[s], s))
 	}
-	var requests int
-	for _, n := range summary.Requests {
-		requests += n
-	}
+	requests := SumRequests(summary.Requests)
 	if _, err := fmt.Fprintf(w, "\n%s at %s: %d managers (%s); %d API requests in %.2fs\n",
 		mode, summary.Now.Format(time.RFC3339), summary.Managers, strings.Join(states, ", "), requests, summary.DurationSeconds); err != nil {
 		return err
@@ -214,6 +211,16 @@ func writeSummary(w io.Writer, summary report.Summary) error {
 		return err
 	}
 	return nil
+}
+
+// SumRequests is the number of API requests in requests, counted by
+// method.
+func SumRequests(requests map[string]int) int {
+	var n int
+	for _, by := range requests {
+		n += by
+	}
+	return n
 }
 
 // jsonChunk is how many entries writeJSON marshals side by side before it
