@@ -118,7 +118,7 @@ failed, 2 on a usage or configuration error.`,
 	o.kube.addFlags(fs)
 	o.log.addFlags(fs)
 	o.prom.AddFlags(fs)
-	fs.StringVarP(&o.output, "output", "o", "text", "report format: text, wide (an OWNER column besides), json, yaml or name (a line per entry: its manager, or the namespace of a rule's pair)")
+	fs.StringVarP(&o.output, "output", "o", "text", "report format: text, wide (DUE AT and OWNER columns besides), json, yaml or name (a line per entry: its manager, or the namespace of a rule's pair)")
 	fs.StringSliceVar(&o.states, "state", nil, "print only the entries in these states, comma-separated (fired,failed); the summary still counts them all: "+printer.StateList)
 	fs.BoolVar(&o.noColor, "no-color", false, "print the states of the text report without colour, even on a terminal (as does NO_COLOR, and output that is not a terminal)")
 	fs.StringVarP(&o.namespace, "namespace", "n", "", "only managers in this namespace (default: all namespaces)")

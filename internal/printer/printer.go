@@ -92,10 +92,14 @@ func Print(w io.Writer, r report.Report, o Options) error {
 func writeEntries(w io.Writer, entries []report.Entry, now time.Time, o Options) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	wide := o.Format == Wide
-	// The message's column; the state's cell is as wide as on the rows.
-	under := "\t\t\t" + colored("", "", o.Color) + "\t\t\t\t  "
+	// The message's column, past the state's cell (as wide as on the
+	// rows) and the cells up to the message.
+	after := "\t\t\t\t"
 	if wide {
-		under = "\t\t\t" + colored("", "", o.Color) + "\t\t\t\t\t\t  "
+		after = "\t\t\t\t\t\t"
+	}
+	under := "\t\t\t" + colored("", "", o.Color) + after + "  "
+	if wide {
 		fmt.Fprintf(tw, "MANAGER\tTARGET\tPOLICY\t%s\tACTION\tDUE\tDUE AT\tRECLAIMED\tOWNER\tMESSAGE\n", colored("STATE", "", o.Color))
 	} else {
 		fmt.Fprintf(tw, "MANAGER\tTARGET\tPOLICY\t%s\tACTION\tDUE\tRECLAIMED\tMESSAGE\n", colored("STATE", "", o.Color))
