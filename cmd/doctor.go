@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/nsman/nsman/doctor"
 	"github.com/nsman/nsman/internal/connect"
+	"github.com/nsman/nsman/internal/printer"
 	"github.com/nsman/nsman/webhook"
 )
 
@@ -57,15 +57,15 @@ a usage error or when the cluster cannot be reached.`,
 	for _, name := range slices.Concat(doctorFlags, connect.FlagNames()) {
 		c.Flags().AddFlag(sweepFlags.Lookup(name))
 	}
-	c.Flags().StringVarP(&o.output, "output", "o", "text", "report format: text or json")
+	c.Flags().StringVarP(&o.output, "output", "o", "text", "report format: text, json or yaml")
 	c.Flags().StringVar(&o.configFrom, "config-from", configFromAuto, "from outside the cluster (no $POD_NAMESPACE, not the in-cluster config): judge as nsman's CronJob in the cluster sweeps, taking its namespace, its ServiceAccount and those of its flags not given here: auto (the one labelled "+installedSelector+", if any), NAMESPACE/NAME, or none")
 	return c
 }
 
 func (o *sweepOptions) doctor(c *cobra.Command) error {
 	flags := c.Flags()
-	if o.output != "text" && o.output != "json" {
-		return usageError{fmt.Errorf("-o %q: want text or json", o.output)}
+	if err := printer.CheckFormat(o.output, printer.ObjectFormats); err != nil {
+		return usageError{err}
 	}
 	if _, err := o.config(flags); err != nil {
 		return usageError{err}
@@ -96,13 +96,7 @@ func (o *sweepOptions) doctor(c *cobra.Command) error {
 		return usageError{fmt.Errorf("--webhook-allow: %w", err)}
 	}
 	report := doctor.Run(c.Context(), clients.Kube, clients.Dynamic, opts)
-	if o.output == "json" {
-		enc := json.NewEncoder(c.OutOrStdout())
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(report); err != nil {
-			return err
-		}
-	} else if err := writeDoctor(c.OutOrStdout(), report); err != nil {
+	if err := printer.Object(c.OutOrStdout(), o.output, report, func(w io.Writer) error { return writeDoctor(w, report) }); err != nil {
 		return err
 	}
 	if failed := countFailed(report); failed > 0 {

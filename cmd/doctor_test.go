@@ -40,7 +40,7 @@ func TestDoctorUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"-o", "yaml"}, `-o "yaml": want text or json`},
+		{[]string{"-o", "wide"}, `-o "wide": want text, json, yaml`},
 		{[]string{"--webhook-allow", "https://hooks.example.com/"}, "--webhook-allow"},
 		{[]string{"extra"}, "unknown command"},
 		{nil, "the cluster cannot be reached"},

@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nsman/nsman/explain"
+	"github.com/nsman/nsman/internal/printer"
 	"github.com/nsman/nsman/sweep"
 )
 
@@ -38,7 +38,7 @@ It changes nothing and never removes a finalizer: where a person could, it
 prints the commands, with what running them costs. Together a step's commands
 release every object it names; every name in them is shell-quoted, and a name
 that would not print as it is reaches kubectl as JSON on stdin. The text
-report shows a control character of a name escaped (\x1b); -o json keeps
+report shows a control character of a name escaped (\x1b); -o json and -o yaml keep
 names exact. Each command names the cluster that was read with the
 --kubeconfig (made absolute) and --context given here, so that, pasted,
 it does not run against whatever context kubectl has by then.
@@ -49,8 +49,8 @@ usage error or when the cluster cannot be reached.`,
   nsman explain e2e-1234 -o json | jq '.unblock[].holds'`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, args []string) error {
-			if output != "text" && output != "json" {
-				return usageError{fmt.Errorf("-o %q: want text or json", output)}
+			if err := printer.CheckFormat(output, printer.ObjectFormats); err != nil {
+				return usageError{err}
 			}
 			clients, err := kube.reachableClients()
 			if err != nil {
@@ -60,16 +60,11 @@ usage error or when the cluster cannot be reached.`,
 			if err != nil {
 				return err
 			}
-			if output == "json" {
-				enc := json.NewEncoder(c.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(r)
-			}
-			return writeExplain(c.OutOrStdout(), r)
+			return printer.Object(c.OutOrStdout(), output, r, func(w io.Writer) error { return writeExplain(w, r) })
 		},
 	}
 	kube.addFlags(c.Flags())
-	c.Flags().StringVarP(&output, "output", "o", "text", "report format: text or json")
+	c.Flags().StringVarP(&output, "output", "o", "text", "report format: text, json or yaml")
 	c.Flags().StringVar(&argoCDNamespace, "argocd-namespace", sweep.DefaultArgoCDNamespace, argoCDNamespaceHelp)
 	return c
 }

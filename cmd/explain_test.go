@@ -137,7 +137,7 @@ func TestExplainUsageErrors(t *testing.T) {
 		want string
 	}{
 		{nil, "accepts 1 arg(s)"},
-		{[]string{"e2e-1", "-o", "yaml"}, `-o "yaml": want text or json`},
+		{[]string{"e2e-1", "-o", "name"}, `-o "name": want text, json, yaml`},
 		{[]string{"e2e-1"}, "the cluster cannot be reached"},
 	} {
 		var stdout, stderr bytes.Buffer

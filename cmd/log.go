@@ -5,6 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+
+	"github.com/nsman/nsman/internal/console"
 )
 
 // newLogger builds the slog logger the commands pass down.
@@ -17,6 +19,9 @@ func newLogger(format, level string, w io.Writer) (*slog.Logger, error) {
 		format = "text"
 		if os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
 			format = "json"
+		} else if console.IsTerminal(w) {
+			// A person reads it: short lines, as kubectl's warnings.
+			return slog.New(console.NewHandler(w, lvl)), nil
 		}
 	}
 	opts := &slog.HandlerOptions{Level: lvl}

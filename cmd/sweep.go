@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nsman/nsman/internal/console"
 	"github.com/nsman/nsman/internal/decide"
 	"github.com/nsman/nsman/internal/printer"
 	"github.com/nsman/nsman/internal/prom"
@@ -39,6 +40,9 @@ type sweepOptions struct {
 	prom prom.Options
 
 	output              string
+	states              []string
+	printed             []report.State // of the entries printed: states, parsed
+	noColor             bool
 	namespace           string
 	selector            string
 	dryRun              bool
@@ -105,6 +109,7 @@ failed, 2 on a usage or configuration error.`,
   nsman sweep --dry-run --at 2026-12-24T18:00:00Z -o wide
   nsman sweep --dry-run --as system:serviceaccount:namespace-manager:nsman --config-from namespace-manager/nsman
   nsman sweep -n team-a -l env=preview --max-actions 10
+  nsman sweep --dry-run --state planned -o name
   nsman sweep -o json | jq '.managers[] | select(.state == "failed")'`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error { return o.run(c) },
@@ -113,7 +118,9 @@ failed, 2 on a usage or configuration error.`,
 	o.kube.addFlags(fs)
 	o.log.addFlags(fs)
 	o.prom.AddFlags(fs)
-	fs.StringVarP(&o.output, "output", "o", "text", "report format: text, wide (an OWNER column besides) or json")
+	fs.StringVarP(&o.output, "output", "o", "text", "report format: text, wide (DUE AT and OWNER columns besides), json, yaml or name (a line per entry: its manager, or the namespace of a rule's pair)")
+	fs.StringSliceVar(&o.states, "state", nil, "print only the entries in these states, comma-separated (fired,failed); the summary still counts them all: "+printer.StateList)
+	fs.BoolVar(&o.noColor, "no-color", false, "print the states of the text report without colour, even on a terminal (as does NO_COLOR, and output that is not a terminal)")
 	fs.StringVarP(&o.namespace, "namespace", "n", "", "only managers in this namespace (default: all namespaces)")
 	fs.StringVarP(&o.selector, "selector", "l", "", "only managers matching this label selector")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "make no change at all; print what would happen")
@@ -193,8 +200,8 @@ func (o *sweepOptions) config(flags *pflag.FlagSet) (sweep.Config, error) {
 	if cfg.Freezes, err = o.readFreezes(); err != nil {
 		return cfg, err
 	}
-	if !slices.Contains(printer.Formats, o.output) {
-		return cfg, fmt.Errorf("-o %q: want %s", o.output, strings.Join(printer.Formats, ", "))
+	if err := o.printFlags(); err != nil {
+		return cfg, err
 	}
 	if o.concurrency < 1 {
 		return cfg, errors.New("--concurrency must be at least 1")
@@ -209,6 +216,14 @@ func (o *sweepOptions) config(flags *pflag.FlagSet) (sweep.Config, error) {
 		return cfg, err
 	}
 	return cfg, cfg.Validate()
+}
+
+// printFlags checks -o and reads --state into o.printed.
+func (o *sweepOptions) printFlags() (err error) {
+	if o.printed, err = printer.ParseStates(o.states); err != nil {
+		return err
+	}
+	return printer.CheckFormat(o.output, printer.Formats)
 }
 
 // namespaceTrust returns the namespaces a sweep trusts and those it
@@ -351,13 +366,19 @@ func (o *sweepOptions) run(c *cobra.Command) error {
 	if err != nil {
 		return usageError{err}
 	}
+	// With logs as short lines (--log-format not given) on a terminal.
+	stop := console.Progress(c.ErrOrStderr(), o.log.format == "", "sweeping", func() string {
+		return fmt.Sprintf("%d API requests", printer.SumRequests(clients.Observer.Requests()))
+	})
 	rep, err := sweeper.Run(c.Context())
+	stop()
 	interrupted := errors.Is(err, sweep.ErrInterrupted)
 	if err != nil && !interrupted {
 		// The sweep could not run at all: no cluster, or no CRD.
 		return usageError{err}
 	}
-	if err := printer.Report(c.OutOrStdout(), o.output, rep); err != nil {
+	printed := printer.Options{Format: o.output, States: o.printed, Color: console.Color(c.OutOrStdout(), o.noColor)}
+	if err := printer.Print(c.OutOrStdout(), rep, printed); err != nil {
 		return err
 	}
 	if o.pushgatewayURL != "" {

@@ -127,7 +127,8 @@ func TestSweepConfigRejects(t *testing.T) {
 	for name, args := range map[string][]string{
 		"--at without --dry-run": {"--at", "2026-01-01T00:00:00Z"},
 		"--at not RFC 3339":      {"--dry-run", "--at", "tomorrow"},
-		"unknown output":         {"-o", "yaml"},
+		"unknown output":         {"-o", "jsonpath"},
+		"unknown state":          {"--state", "fired,sleeping"},
 		"no workers":             {"--concurrency", "0"},
 		"negative max actions":   {"--max-actions", "-1"},
 	} {

@@ -51,6 +51,11 @@ const (
 	StateAsleep State = "asleep"
 )
 
+// States lists every state, in the order of their constants: what
+// --state may name.
+var States = []State{StateDeactivated, StateInvalid, StateForbidden, StateTargetMissing, StateTargetTerminating, StateWaiting,
+	StatePlanned, StateFired, StateFailed, StateDeferred, StateBusy, StateDone, StateGoverned, StateAsleep}
+
 // Entry is the report on one manager.
 type Entry struct {
 	Namespace string `json:"namespace"`

@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -347,5 +348,13 @@ func TestStuckCause(t *testing.T) {
 	now := &Stuck{Since: since, Reasons: []StuckReason{{Reason: StuckFinalizersRemaining, Message: "example.com/renamed in 1 resource instances"}}}
 	if was.Cause() != now.Cause() {
 		t.Errorf("other messages, the same reason: causes %q and %q", was.Cause(), now.Cause())
+	}
+}
+
+// TestStatesListsEveryState: States, what --state may name, holds every
+// State constant, in their order.
+func TestStatesListsEveryState(t *testing.T) {
+	if declared := declaredStates(t); !slices.Equal(States, declared) {
+		t.Errorf("States = %v, want the constants of report.go: %v", States, declared)
 	}
 }

@@ -38,7 +38,7 @@ var layers = map[string][]string{
 		"sweep", "doctor", "explain", "metrics",
 		"internal/execute", "internal/decide", "internal/record", "internal/probe", "internal/tell",
 		"internal/write", "internal/cluster", "internal/workload", "internal/owner", "internal/listpage", "internal/status",
-		"internal/printer", "internal/duration", "internal/connect", "internal/prom", "report", "deploy", "webhook", "policy", "policy/traffic",
+		"internal/printer", "internal/console", "internal/duration", "internal/connect", "internal/prom", "report", "deploy", "webhook", "policy", "policy/traffic",
 	},
 	"doctor":  {"internal/cluster", "internal/owner", "internal/listpage", "internal/status", "report", "deploy", "webhook", "policy"},
 	"explain": {"internal/cluster", "internal/owner", "internal/listpage", "internal/status", "report", "policy"},
@@ -96,6 +96,9 @@ var layers = map[string][]string{
 	// duration is the value of cmd's duration flags, days and weeks
 	// included.
 	"internal/duration": {},
+	// console is what cmd writes for a person at a terminal: whether a
+	// writer is one and takes colour, and short log lines.
+	"internal/console": {},
 	// connect is how cmd reaches a cluster: kubectl's connection flags
 	// and the client configuration they name.
 	"internal/connect": {},

@@ -1,6 +1,8 @@
 // Package printer prints a sweep's report as its reader asked (-o): a table
-// (text, or wide with more columns) or JSON, whose schema is
-// report.Report, versioned by report.ReportVersion.
+// (text, or wide with more columns), JSON, whose schema is report.Report,
+// versioned by report.ReportVersion, YAML, its mirror, or the names of the
+// entries' objects, as kubectl's -o name does. Other commands' reports
+// print through Object.
 package printer
 
 import (
@@ -17,57 +19,101 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/duration"
+
 	"github.com/nsman/nsman/report"
 )
 
-// The formats of Report: a table, the same with more columns, JSON.
+// The formats of Report: a table, the same with more columns, JSON, YAML
+// (the JSON's mirror), the entries' names.
 const (
 	Text = "text"
 	Wide = "wide"
 	JSON = "json"
+	YAML = "yaml"
+	Name = "name"
 )
 
 // Formats are the formats Report prints, as -o names them.
-var Formats = []string{Text, Wide, JSON}
+var Formats = []string{Text, Wide, JSON, YAML, Name}
 
-// Report prints sweep report r in format (one of Formats).
-func Report(w io.Writer, format string, r report.Report) error {
+// Report prints sweep report r in format (one of Formats): its entries in
+// states only, when any are given (see ParseStates), all else. The
+// summary's counts stay the sweep's; the table's says how many entries
+// it left out.
+func Report(w io.Writer, format string, r report.Report, states ...report.State) error {
+	return Print(w, r, Options{Format: format, States: states})
+}
+
+// Options say how Print prints a report.
+type Options struct {
+	// Format is one of Formats.
+	Format string
+	// States are those of the entries printed, all when empty (see
+	// ParseStates).
+	States []report.State
+	// Color colours the states of a table, for a terminal (the command
+	// decides: console.Color).
+	Color bool
+}
+
+// Print prints sweep report r as o says (see Report).
+func Print(w io.Writer, r report.Report, o Options) error {
+	format, states := o.Format, o.States
+	all := len(r.Entries)
+	if len(states) > 0 {
+		r.Entries = inStates(r.Entries, states)
+	}
 	switch format {
 	case JSON:
 		return writeJSON(w, r)
+	case YAML:
+		return writeYAML(w, r)
+	case Name:
+		return writeNames(w, r.Entries)
 	case Text, Wide:
 	default:
-		return fmt.Errorf("-o %q: want %s", format, strings.Join(Formats, ", "))
+		return CheckFormat(format, Formats)
 	}
-	if err := writeEntries(w, r.Entries, format == Wide); err != nil {
+	if err := writeEntries(w, r.Entries, r.Summary.Now, o); err != nil {
 		return err
 	}
-	return writeSummary(w, r.Summary)
+	if err := writeSummary(w, r.Summary); err != nil {
+		return err
+	}
+	return writeLeftOut(w, all-len(r.Entries), all, states)
 }
 
 // writeEntries prints the table of a report's entries, a row each, with
 // its effects, warnings, problems and the reasons it is stuck on lines of
 // their own under the message; its target's owner is a line too, or a
-// column when wide.
-func writeEntries(w io.Writer, entries []report.Entry, wide bool) error {
+// column when wide. DUE says how far from now, the sweep's clock, an entry
+// is due, as kubectl says an age ("in 8m", "3h ago"); wide adds the time.
+func writeEntries(w io.Writer, entries []report.Entry, now time.Time, o Options) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	under := "\t\t\t\t\t\t\t  " // the message's column
+	wide := o.Format == Wide
+	// The message's column, past the state's cell (as wide as on the
+	// rows) and the cells up to the message.
+	after := "\t\t\t\t"
 	if wide {
-		under = "\t" + under
-		fmt.Fprintln(tw, "MANAGER\tTARGET\tPOLICY\tSTATE\tACTION\tDUE\tRECLAIMED\tOWNER\tMESSAGE")
+		after = "\t\t\t\t\t\t"
+	}
+	under := "\t\t\t" + colored("", "", o.Color) + after + "  "
+	if wide {
+		fmt.Fprintf(tw, "MANAGER\tTARGET\tPOLICY\t%s\tACTION\tDUE\tDUE AT\tRECLAIMED\tOWNER\tMESSAGE\n", colored("STATE", "", o.Color))
 	} else {
-		fmt.Fprintln(tw, "MANAGER\tTARGET\tPOLICY\tSTATE\tACTION\tDUE\tRECLAIMED\tMESSAGE")
+		fmt.Fprintf(tw, "MANAGER\tTARGET\tPOLICY\t%s\tACTION\tDUE\tRECLAIMED\tMESSAGE\n", colored("STATE", "", o.Color))
 	}
 	for _, e := range entries {
-		due := "-"
-		if e.Due != nil {
-			due = e.Due.Format(time.RFC3339)
-		}
 		name := e.Namespace + "/" + e.Name
 		if e.Rule {
 			name += " (rule)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t", name, dash(e.Target), dash(e.Policy), e.State, dash(e.Action), due, reclaimedColumn(e.Reclaimed))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t", name, dash(e.Target), dash(e.Policy), colored(string(e.State), stateColors[e.State], o.Color), dash(e.Action), dueIn(e.Due, now))
+		if wide {
+			fmt.Fprintf(tw, "%s\t", dueAt(e.Due))
+		}
+		fmt.Fprintf(tw, "%s\t", reclaimedColumn(e.Reclaimed))
 		if wide {
 			fmt.Fprintf(tw, "%s\t", dash(e.Owner))
 		}
@@ -93,6 +139,31 @@ func writeEntries(w io.Writer, entries []report.Entry, wide bool) error {
 	return tw.Flush()
 }
 
+// dueIn says when due is from now as kubectl says an age, with
+// apimachinery's HumanDuration: "in 8m", "3h ago", "now" within a second;
+// "-" for none.
+func dueIn(due *time.Time, now time.Time) string {
+	if due == nil {
+		return "-"
+	}
+	switch d := due.Sub(now); {
+	case d >= time.Second:
+		return "in " + duration.HumanDuration(d)
+	case d <= -time.Second:
+		return duration.HumanDuration(-d) + " ago"
+	default:
+		return "now"
+	}
+}
+
+// dueAt is the time due, RFC 3339, or "-" for none.
+func dueAt(due *time.Time) string {
+	if due == nil {
+		return "-"
+	}
+	return due.Format(time.RFC3339)
+}
+
 // writeSummary prints the lines under the table: the sweep's counts, what
 // it freed, and what it left to whoever reads it (a freeze, trusted
 // namespaces that do not exist, namespaces stuck in Terminating).
@@ -105,10 +176,7 @@ func writeSummary(w io.Writer, summary report.Summary) error {
 	for _, s := range slices.Sorted(maps.Keys(summary.States)) {
 		states = append(states, fmt.Sprintf("%d %s", summary.States[s], s))
 	}
-	var requests int
-	for _, n := range summary.Requests {
-		requests += n
-	}
+	requests := SumRequests(summary.Requests)
 	if _, err := fmt.Fprintf(w, "\n%s at %s: %d managers (%s); %d API requests in %.2fs\n",
 		mode, summary.Now.Format(time.RFC3339), summary.Managers, strings.Join(states, ", "), requests, summary.DurationSeconds); err != nil {
 		return err
@@ -147,6 +215,16 @@ func writeSummary(w io.Writer, summary report.Summary) error {
 		return err
 	}
 	return nil
+}
+
+// SumRequests is the number of API requests in requests, counted by
+// method.
+func SumRequests(requests map[string]int) int {
+	var n int
+	for _, by := range requests {
+		n += by
+	}
+	return n
 }
 
 // jsonChunk is how many entries writeJSON marshals side by side before it

@@ -209,7 +209,47 @@ func TestWideReportHasAnOwnerColumn(t *testing.T) {
 		column(effect, "delete namespace pr-12") != column(header, "MESSAGE")+2 || strings.Contains(out.String(), "owner:") {
 		t.Errorf("report:\n%s\nwant pr-12's owner in the OWNER column, - for pr-13, the effect under the message and no owner: line", out.String())
 	}
-	if err := Report(&out, "yaml", r); err == nil || !strings.Contains(err.Error(), "want text, wide, json") {
-		t.Errorf("-o yaml: %v, want the formats named", err)
+	if err := Report(&out, "jsonpath", r); err == nil || !strings.Contains(err.Error(), "want text, wide, json, yaml, name") {
+		t.Errorf("-o jsonpath: %v, want the formats named", err)
+	}
+}
+
+// DUE says how far from the sweep's clock (the summary's now, not the
+// printer's) an entry is due, as kubectl says an age; -o wide adds the
+// time itself in DUE AT.
+func TestDueAsKubectlSaysIt(t *testing.T) {
+	now := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) *time.Time { t := now.Add(d); return &t }
+	for _, c := range []struct {
+		due      *time.Time
+		text     string
+		wideTime string
+	}{
+		{at(8 * time.Minute), "in 8m", "2026-11-22T09:08:00Z"},
+		{at(90 * time.Second), "in 90s", "2026-11-22T09:01:30Z"},
+		{at(26 * time.Hour), "in 26h", "2026-11-23T11:00:00Z"},
+		{at(-3 * time.Hour), "3h ago", "2026-11-22T06:00:00Z"},
+		{at(300 * time.Millisecond), "now", "2026-11-22T09:00:00Z"},
+		{nil, "-", "-"},
+	} {
+		r := report.Report{Version: report.ReportVersion, Entries: []report.Entry{{Namespace: "a", Name: "a", Target: "a", State: report.StateWaiting, Due: c.due}},
+			Summary: report.Summary{Now: now}}
+		for format, want := range map[string][]string{Text: {"DUE", c.text}, Wide: {"DUE", c.text, "DUE AT", c.wideTime}} {
+			var out bytes.Buffer
+			if err := Report(&out, format, r); err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(out.String(), "\n")
+			header, row := lines[0], lines[1]
+			for i := 0; i < len(want); i += 2 {
+				col := strings.Index(header, want[i]+" ")
+				if col < 0 || !strings.HasPrefix(row[col:], want[i+1]+" ") {
+					t.Errorf("-o %s, due %v: %s %q, want %q:\n%s", format, c.due, want[i], row[max(col, 0):], want[i+1], out.String())
+				}
+			}
+			if format == Text && strings.Contains(out.String(), "DUE AT") {
+				t.Errorf("-o text has a DUE AT column:\n%s", out.String())
+			}
+		}
 	}
 }

@@ -98,7 +98,7 @@ spec:
 		t.Fatalf("text report: exit %d\n%s", code, stdout)
 	}
 
-	if _, stderr, code := run(t, bin, "sweep", "--kubeconfig", env.Kubeconfig, "-o", "yaml"); code != 2 {
-		t.Fatalf("-o yaml: exit %d (%s), want 2", code, stderr)
+	if _, stderr, code := run(t, bin, "sweep", "--kubeconfig", env.Kubeconfig, "-o", "jsonpath"); code != 2 {
+		t.Fatalf("-o jsonpath: exit %d (%s), want 2", code, stderr)
 	}
 }
