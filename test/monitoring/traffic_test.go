@@ -47,7 +47,9 @@ func TestTrafficPresetsSeeEachNamespace(t *testing.T) {
 		{Name: "ingress-nginx", Targets: []string{controller.Addr}, Labels: map[string]string{"namespace": "ingress-nginx", "pod": "ingress-nginx-controller-7d9f8c6b5-x2x9q"}},
 		{Name: "ingress-nginx-honor-labels", Targets: []string{controller.Addr}, Labels: map[string]string{"namespace": "ingress-nginx"}, HonorLabels: true},
 		{Name: "traefik", Targets: []string{controller.Addr}, Labels: map[string]string{"namespace": "traefik"}},
-		{Name: "tenant", Targets: []string{tenant.Addr}, Labels: map[string]string{"namespace": "quiet"}},
+		// A tenant's pod, in a namespace of its own, that exports the
+		// counters naming victim.
+		{Name: "tenant", Targets: []string{tenant.Addr}, Labels: map[string]string{"namespace": "tenant"}},
 	}
 	// Istio's sidecars are scraped each in its pod's namespace.
 	for _, ns := range []string{"shop", "quiet", "fresh"} {
