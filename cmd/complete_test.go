@@ -47,11 +47,8 @@ func completions(t *testing.T, args ...string) (words []string, directive, stder
 		t.Fatalf("__complete %q: exit %d, stderr %s", args, code, errs.String())
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	stderr = errs.String()
-	if i := strings.Index(errs.String(), "Completion ended"); i >= 0 {
-		stderr = strings.TrimSpace(errs.String()[:i])
-	}
-	return lines[:len(lines)-1], lines[len(lines)-1], stderr
+	stderr, _, _ = strings.Cut(errs.String(), "Completion ended with directive:")
+	return lines[:len(lines)-1], lines[len(lines)-1], strings.TrimSpace(stderr)
 }
 
 // Every flag and argument completes as kubectl's do: the kubeconfig's
