@@ -65,7 +65,8 @@ PLUGIN_DIR ?= $(or $(shell go env GOBIN),$(shell go env GOPATH)/bin)
 install-plugin: build ## Link kubectl-nsman in PLUGIN_DIR (default: go env GOBIN, else GOPATH/bin) to bin/nsman, for 'kubectl nsman'
 	@mkdir -p '$(PLUGIN_DIR)'
 	ln -sf '$(CURDIR)/bin/nsman' '$(PLUGIN_DIR)/kubectl-nsman'
-	@echo "installed $(PLUGIN_DIR)/kubectl-nsman -> $(CURDIR)/bin/nsman"
+	ln -sf '$(CURDIR)/deploy/kubectl-plugin/kubectl_complete-nsman' '$(PLUGIN_DIR)/kubectl_complete-nsman'
+	@echo "installed $(PLUGIN_DIR)/kubectl-nsman -> $(CURDIR)/bin/nsman, and kubectl_complete-nsman for kubectl nsman <TAB>"
 	@case ":$$PATH:" in *":$(PLUGIN_DIR):"*) echo "try: kubectl nsman version" ;; \
 		*) echo "$(PLUGIN_DIR) is not on PATH: add it, then try: kubectl nsman version" ;; esac
 

@@ -12,6 +12,10 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/nsman/nsman/internal/complete"
+	"github.com/nsman/nsman/internal/printer"
+	"github.com/nsman/nsman/internal/tell"
 )
 
 // Exit codes shared by every command.
@@ -76,6 +80,8 @@ Installed as kubectl-nsman on PATH, it runs as kubectl nsman.`,
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newVersionCommand(), newSweepCommand(), newValidateCommand(), newRestoreCommand(), newHoldCommand(), newWakeCommand(), newTouchCommand(), newDoctorCommand(), newExplainCommand())
+	complete.Register(root, map[string][]string{"output": printer.ObjectFormats, "state": strings.Split(printer.StateList, ", "), "config-from": {configFromAuto, configFromNone},
+		"notify-format": {tell.NotifyJSON, tell.NotifySlack}, "log-format": {"json", "text"}, "log-level": {"debug", "info", "warn", "error"}})
 	return root
 }
 

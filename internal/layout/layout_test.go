@@ -38,7 +38,7 @@ var layers = map[string][]string{
 		"sweep", "doctor", "explain", "metrics",
 		"internal/execute", "internal/decide", "internal/record", "internal/probe", "internal/tell",
 		"internal/write", "internal/cluster", "internal/workload", "internal/owner", "internal/listpage", "internal/status",
-		"internal/printer", "internal/console", "internal/duration", "internal/connect", "internal/prom", "report", "deploy", "webhook", "policy", "policy/traffic",
+		"internal/printer", "internal/console", "internal/duration", "internal/connect", "internal/complete", "internal/prom", "report", "deploy", "webhook", "policy", "policy/traffic",
 	},
 	"doctor":  {"internal/cluster", "internal/owner", "internal/listpage", "internal/status", "report", "deploy", "webhook", "policy"},
 	"explain": {"internal/cluster", "internal/owner", "internal/listpage", "internal/status", "report", "policy"},
@@ -102,6 +102,9 @@ var layers = map[string][]string{
 	// connect is how cmd reaches a cluster: kubectl's connection flags
 	// and the client configuration they name.
 	"internal/connect": {},
+	// complete is the commands' shell completion: the kubeconfig's names,
+	// and namespaces and managers read through cluster, bounded.
+	"internal/complete": {"internal/connect", "internal/cluster"},
 	// docgen keeps the generated part of a document, for the tests of
 	// the packages that generate one.
 	"internal/docgen": {},

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -148,5 +149,27 @@ spec:
 	}
 	if got.DeletionTimestamp != nil {
 		t.Fatalf("namespace %s is being deleted after a dry run", ns)
+	}
+}
+
+// TestPluginCompletionThroughKubectl completes 'kubectl nsman hold <TAB>'
+// as kubectl (1.26 and later) completes a plugin's words: it runs
+// kubectl_complete-nsman from PATH, which asks kubectl-nsman; the
+// namespaces come from the cluster in $KUBECONFIG.
+func TestPluginCompletionThroughKubectl(t *testing.T) {
+	kubectl := nsmantest.Kubectl(t)
+	dir := pluginDir(t, nsmanBinary(t))
+	script := filepath.Join(nsmantest.RepoRoot(), "deploy", "kubectl-plugin", "kubectl_complete-nsman")
+	if err := os.Symlink(script, filepath.Join(dir, "kubectl_complete-nsman")); err != nil {
+		t.Fatal(err)
+	}
+	ns := shared.Namespace(t)
+	env := []string{
+		"PATH=" + dir + string(os.PathListSeparator) + filepath.Dir(kubectl),
+		"HOME=" + t.TempDir(), "KUBECONFIG=" + shared.Kubeconfig, "KUBERNETES_SERVICE_HOST=",
+	}
+	stdout, stderr, code := runIn(t, env, kubectl, "__complete", "nsman", "hold", ns[:len(ns)-1])
+	if words := strings.Split(stdout, "\n"); code != 0 || !slices.Contains(words, ns) {
+		t.Errorf("kubectl __complete nsman hold %s: exit %d, stdout:\n%s\nstderr: %s\nwant %s among the words", ns[:len(ns)-1], code, stdout, stderr, ns)
 	}
 }
