@@ -77,19 +77,7 @@ func TestTrafficExamplePlaysOut(t *testing.T) {
 		}
 	}
 
-	stop := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		for {
-			controller.Requests(preview, 1)
-			select {
-			case <-stop:
-				return
-			case <-time.After(300 * time.Millisecond):
-			}
-		}
-	}()
+	stop := every(t, func() { controller.Requests(preview, 1) })
 	time.Sleep((idleSeconds + 1) * time.Second) // idle by everything but its requests
 	used := pairUntil("awake on its requests", func(e report.Entry) bool {
 		return e.Traffic != nil && e.Traffic.Requests != nil && *e.Traffic.Requests > 0
@@ -97,8 +85,7 @@ func TestTrafficExamplePlaysOut(t *testing.T) {
 	if used.State != report.StateWaiting || replicasOf(t, preview, workload) != 2 {
 		t.Errorf("with requests: %s: %q, %d replicas; want it awake", used.State, used.Message, replicasOf(t, preview, workload))
 	}
-	close(stop)
-	<-stopped
+	stop()
 	slept := pairUntil("asleep once unused", func(e report.Entry) bool { return e.State == report.StateFired })
 	if slept.Woke || !strings.Contains(slept.Message, "no requests in the last 6s (traffic: preset ingress-nginx)") || replicasOf(t, preview, workload) != 0 {
 		t.Errorf("unused: woke %v, %q, %d replicas; want it asleep, having seen no requests", slept.Woke, slept.Message, replicasOf(t, preview, workload))

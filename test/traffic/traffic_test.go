@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -108,20 +109,10 @@ func TestTrafficKeepsANamespaceAwake(t *testing.T) {
 		nsmantest.ScrapeJob{Name: "ingress-nginx", Targets: []string{controller.Addr}, Labels: map[string]string{"namespace": "ingress-nginx"}},
 		nsmantest.ScrapeJob{Name: "tenant", Targets: []string{tenant.Addr}, Labels: map[string]string{"namespace": shop}},
 	)
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			controller.Requests(shop, 1)
-			tenant.Requests(victim, 3)
-			select {
-			case <-stop:
-				return
-			case <-time.After(300 * time.Millisecond):
-			}
-		}
-	}()
+	stop := every(t, func() {
+		controller.Requests(shop, 1)
+		tenant.Requests(victim, 3)
+	})
 	args := []string{"--prometheus-url", prom.URL}
 	awake := sweepUntil(t, caseID, shop, args, func(e report.Entry) bool {
 		return e.Traffic != nil && e.Traffic.Requests != nil && *e.Traffic.Requests > 0
@@ -136,8 +127,7 @@ func TestTrafficKeepsANamespaceAwake(t *testing.T) {
 		t.Errorf("victim, named by a tenant's counter only: %q, %d replicas; want it asleep, having seen no requests", slept.Message, replicas(t, victim))
 	}
 
-	close(stop)
-	<-done
+	stop()
 	slept = sweepUntil(t, caseID, shop, args, asleep)
 	if !strings.Contains(slept.Message, "no requests in the last 6s") || replicas(t, shop) != 0 {
 		t.Errorf("shop once its requests stopped: %q, %d replicas; want it asleep", slept.Message, replicas(t, shop))
@@ -160,6 +150,30 @@ func TestTrafficKeepsANamespaceAwake(t *testing.T) {
 	if n := events(t, quiet, tell.TrafficUnknown); n != 1 {
 		t.Errorf("%d %s Events after two sweeps, want one", n, tell.TrafficUnknown)
 	}
+}
+
+// every calls do at once, then every 300ms until stop, which waits for
+// the last call to end; t's end stops it too.
+func every(t *testing.T, do func()) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			do()
+			select {
+			case <-quit:
+				return
+			case <-time.After(300 * time.Millisecond):
+			}
+		}
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() { close(quit) })
+		<-done
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 // events counts the Events of reason on manager idle in ns.
