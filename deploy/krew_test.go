@@ -103,15 +103,15 @@ func validateKrewPlugin(name string, p krewPlugin) []error {
 			errs = append(errs, fmt.Errorf("platforms[%d].selector: %w", i, err))
 			continue
 		}
-		any := false
+		selects := false
 		for _, osArch := range krewPlatforms {
 			if sel.Matches(labels.Set{"os": osArch[0], "arch": osArch[1]}) {
-				any = true
+				selects = true
 				matched[osArch]++
 				check(matched[osArch] == 1, "platforms[%d].selector selects %s/%s, as another does", i, osArch[0], osArch[1])
 			}
 		}
-		check(any, "platforms[%d].selector matches no platform krew runs on", i)
+		check(selects, "platforms[%d].selector matches no platform krew runs on", i)
 	}
 	return errs
 }
