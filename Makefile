@@ -15,7 +15,7 @@ INTEGRATION_PKGS = ./test/cluster/... ./test/integration/... ./test/compat/... .
 E2E_PKGS = ./test/e2e/...
 # test/tools/gitops is not among them: it pins the GitOps projects whose
 # CRDs the tests install and builds nothing, so tidy would drop its pins.
-TOOL_MODULES = test/tools/kube test/tools/kube-min test/tools/etcd test/tools/kwok test/tools/lint test/tools/pushgateway test/tools/helm test/tools/promtool
+TOOL_MODULES = test/tools/kube test/tools/kube-min test/tools/etcd test/tools/kwok test/tools/lint test/tools/pushgateway test/tools/helm test/tools/promtool test/tools/krew
 
 # How the tools that the tests run are built, here and in test/tools/build.sh:
 # without debug information, and with the compiler collecting its garbage
@@ -70,7 +70,7 @@ install-plugin: build ## Link kubectl-nsman in PLUGIN_DIR (default: go env GOBIN
 		*) echo "$(PLUGIN_DIR) is not on PATH: add it, then try: kubectl nsman version" ;; esac
 
 .PHONY: control-plane
-control-plane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, the oldest supported kube-apiserver, kwok, the Pushgateway, Helm, promtool and the Prometheus server of the same release, and fetch the Argo CD and Flux CRDs the tests install, into the user cache (once)
+control-plane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, the oldest supported kube-apiserver, kwok, the Pushgateway, Helm, promtool and the Prometheus server of the same release, krew, and fetch the Argo CD and Flux CRDs the tests install, into the user cache (once)
 	test/tools/build.sh
 
 .PHONY: test
