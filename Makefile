@@ -152,7 +152,7 @@ bench: control-plane ## Benchmarks: Go benchmarks of the unit packages, then 1,0
 	NSMAN_BENCH=1 NSMAN_BENCH_GO_PKGS='$(UNIT_PKGS)' go test -count=1 -run '^TestBenchmarks$$' -timeout 60m -v ./test/bench/
 
 .PHONY: lint
-lint: $(STATICCHECK) $(ACTIONLINT) ## gofmt, go vet, staticcheck, go mod tidy, actionlint on .github/workflows (with shellcheck, if on PATH) and shellcheck on deploy/ci's scripts (if on PATH)
+lint: $(STATICCHECK) $(ACTIONLINT) ## gofmt, go vet, staticcheck, go mod tidy, actionlint on .github/workflows (with shellcheck, if on PATH) and shellcheck on deploy/ci's scripts and the scripts the release workflow runs (if on PATH)
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	GOGC=400 go vet ./...
@@ -163,11 +163,14 @@ lint: $(STATICCHECK) $(ACTIONLINT) ## gofmt, go vet, staticcheck, go mod tidy, a
 	for m in $(TOOL_MODULES); do (cd $$m && go mod tidy -diff); done
 	$(ACTIONLINT) .github/workflows/*.yml
 	@if command -v shellcheck >/dev/null 2>&1; then \
-		echo "shellcheck deploy/ci/*.sh deploy/ci/github/*.sh"; \
-		shellcheck deploy/ci/*.sh deploy/ci/github/*.sh; \
+		echo "shellcheck deploy/ci/*.sh deploy/ci/github/*.sh $(RELEASE_SCRIPTS)"; \
+		shellcheck deploy/ci/*.sh deploy/ci/github/*.sh $(RELEASE_SCRIPTS); \
 	else \
-		echo "shellcheck not on PATH: the CI steps' scripts (deploy/ci/) not checked"; \
+		echo "shellcheck not on PATH: the CI steps' scripts (deploy/ci/) and the release's ($(RELEASE_SCRIPTS)) not checked"; \
 	fi
+
+# The scripts the release workflow runs, which make lint shellchecks.
+RELEASE_SCRIPTS = scripts/changelog-section.sh scripts/dist.sh
 
 $(STATICCHECK):
 	cd test/tools/lint && $(TOOL_BUILD) -ldflags '$(TOOL_LDFLAGS)' -o $@ honnef.co/go/tools/cmd/staticcheck
