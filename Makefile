@@ -15,7 +15,7 @@ INTEGRATION_PKGS = ./test/cluster/... ./test/integration/... ./test/compat/... .
 E2E_PKGS = ./test/e2e/...
 # test/tools/gitops is not among them: it pins the GitOps projects whose
 # CRDs the tests install and builds nothing, so tidy would drop its pins.
-TOOL_MODULES = test/tools/kube test/tools/kube-min test/tools/etcd test/tools/kwok test/tools/lint test/tools/pushgateway test/tools/helm test/tools/promtool
+TOOL_MODULES = test/tools/kube test/tools/kube-min test/tools/etcd test/tools/kwok test/tools/lint test/tools/pushgateway test/tools/helm test/tools/promtool test/tools/krew
 
 # How the tools that the tests run are built, here and in test/tools/build.sh:
 # without debug information, and with the compiler collecting its garbage
@@ -71,7 +71,7 @@ install-plugin: build ## Link kubectl-nsman in PLUGIN_DIR (default: go env GOBIN
 		*) echo "$(PLUGIN_DIR) is not on PATH: add it, then try: kubectl nsman version" ;; esac
 
 .PHONY: control-plane
-control-plane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, the oldest supported kube-apiserver, kwok, the Pushgateway, Helm, promtool and the Prometheus server of the same release, and fetch the Argo CD and Flux CRDs the tests install, into the user cache (once)
+control-plane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, the oldest supported kube-apiserver, kwok, the Pushgateway, Helm, promtool and the Prometheus server of the same release, krew, and fetch the Argo CD and Flux CRDs the tests install, into the user cache (once)
 	test/tools/build.sh
 
 .PHONY: test
@@ -153,7 +153,7 @@ bench: control-plane ## Benchmarks: Go benchmarks of the unit packages, then 1,0
 	NSMAN_BENCH=1 NSMAN_BENCH_GO_PKGS='$(UNIT_PKGS)' go test -count=1 -run '^TestBenchmarks$$' -timeout 60m -v ./test/bench/
 
 .PHONY: lint
-lint: $(STATICCHECK) $(ACTIONLINT) ## gofmt, go vet, staticcheck, go mod tidy, actionlint on .github/workflows (with shellcheck, if on PATH) and shellcheck on deploy/ci's scripts (if on PATH)
+lint: $(STATICCHECK) $(ACTIONLINT) ## gofmt, go vet, staticcheck, go mod tidy, actionlint on .github/workflows (with shellcheck, if on PATH) and shellcheck on deploy/ci's scripts and the scripts the release workflow runs (if on PATH)
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	GOGC=400 go vet ./...
@@ -164,11 +164,14 @@ lint: $(STATICCHECK) $(ACTIONLINT) ## gofmt, go vet, staticcheck, go mod tidy, a
 	for m in $(TOOL_MODULES); do (cd $$m && go mod tidy -diff); done
 	$(ACTIONLINT) .github/workflows/*.yml
 	@if command -v shellcheck >/dev/null 2>&1; then \
-		echo "shellcheck deploy/ci/*.sh deploy/ci/github/*.sh"; \
-		shellcheck deploy/ci/*.sh deploy/ci/github/*.sh; \
+		echo "shellcheck deploy/ci/*.sh deploy/ci/github/*.sh $(RELEASE_SCRIPTS)"; \
+		shellcheck deploy/ci/*.sh deploy/ci/github/*.sh $(RELEASE_SCRIPTS); \
 	else \
-		echo "shellcheck not on PATH: the CI steps' scripts (deploy/ci/) not checked"; \
+		echo "shellcheck not on PATH: the CI steps' scripts (deploy/ci/) and the release's ($(RELEASE_SCRIPTS)) not checked"; \
 	fi
+
+# The scripts the release workflow runs, which make lint shellchecks.
+RELEASE_SCRIPTS = scripts/changelog-section.sh scripts/dist.sh
 
 $(STATICCHECK):
 	cd test/tools/lint && $(TOOL_BUILD) -ldflags '$(TOOL_LDFLAGS)' -o $@ honnef.co/go/tools/cmd/staticcheck

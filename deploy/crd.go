@@ -1,6 +1,8 @@
 // Package deploy holds nsman's manifests. The binary embeds its CRD, which
 // nsman doctor compares with the one installed; the tests check that the
-// repository names one image, one way, and one license.
+// repository names one image, one way, and one license, and that a
+// release's archives and krew manifest (krew/nsman.yaml) are what krew
+// installs.
 package deploy
 
 import _ "embed"

@@ -5,8 +5,9 @@
 # kwok's Stage manifests, the Prometheus Pushgateway that the metrics
 # tests push to, the Helm client that lints and installs nsman's chart,
 # the kubectl of the same release as the API server, which the tests run
-# for kubectl kustomize, kubectl apply and kubectl plugins, promtool, and
-# the Prometheus server of the same release, which the traffic tests query)
+# for kubectl kustomize, kubectl apply and kubectl plugins, promtool, the
+# Prometheus server of the same release, which the traffic tests query, and
+# krew, which installs a release's archives from its krew manifest)
 # into ${XDG_CACHE_HOME:-$HOME/.cache}/nsman/<component>-<version>/.
 # A binary already in the cache is never rebuilt, so a fresh clone reuses them.
 set -euo pipefail
@@ -84,6 +85,13 @@ build pushgateway "$cache/pushgateway-$pushgateway" pushgateway github.com/prome
 helm=$(version helm helm.sh/helm/v4)
 build helm "$cache/helm-$helm" helm helm.sh/helm/v4/cmd/helm \
 	"-X helm.sh/helm/v4/internal/version.version=$helm"
+
+# krew, which the end-to-end tests run to install the archives that
+# scripts/dist.sh packs, from the krew manifest it renders, as krew-index's
+# checks do. Its version string is set as krew's release builds set it.
+krew=$(version krew sigs.k8s.io/krew)
+build krew "$cache/krew-$krew" krew sigs.k8s.io/krew/cmd/krew \
+	"-X sigs.k8s.io/krew/internal/version.gitTag=$krew"
 
 # promtool, which tests nsman's alerting rules and its dashboard's queries.
 # remove_all_sd leaves out the service discovery plugins, which checking
