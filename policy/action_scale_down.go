@@ -20,7 +20,7 @@ func (scaleDownAction) Reclaims() bool        { return true }
 func (scaleDownAction) params() []actionParam { return selectorParams }
 
 // selectorParams are what SCALE_DOWN and SLEEP read.
-var selectorParams = []actionParam{selectorsParam, replicasParam}
+var selectorParams = []actionParam{selectorsParam, replicasParam, loadBalancersParam}
 
 // replicasParam is params.replicas, the replicas SCALE_DOWN and SLEEP
 // leave a workload of a kind with replicas at (Action.SleepTo.Replicas):
@@ -33,6 +33,21 @@ var replicasParam = actionParam{name: "replicas", read: func(strict bool, params
 		p.errs = append(p.errs, field.Invalid(pp.Child("replicas"), n, "only SCALE_DOWN and SLEEP read replicas"))
 	}
 	a.SleepTo.Replicas = n
+	return a, p.errs
+}}
+
+// loadBalancersParam is params.loadBalancers, whether SCALE_DOWN and
+// SLEEP park the namespace's Services of type LoadBalancer as ClusterIP
+// (Action.SleepTo.LoadBalancers), whatever the selectors pick: a cloud
+// load balancer is paid for by the hour whether pods answer behind it or
+// not. false when absent. Only they read it.
+var loadBalancersParam = actionParam{name: "loadBalancers", read: func(strict bool, params map[string]any, pp *field.Path, a Action, reads bool) (Action, field.ErrorList) {
+	p := parser{strict: strict}
+	on := p.boolean(params, "loadBalancers", pp)
+	if params["loadBalancers"] != nil && !reads && len(p.errs) == 0 {
+		p.errs = append(p.errs, field.Invalid(pp.Child("loadBalancers"), on, "only SCALE_DOWN and SLEEP read loadBalancers"))
+	}
+	a.SleepTo.LoadBalancers = on
 	return a, p.errs
 }}
 
