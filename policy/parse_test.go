@@ -753,6 +753,7 @@ func TestParseRejects(t *testing.T) {
 		{name: "a selector without kind", obj: manager(scaleDown([]any{map[string]any{"labels": map[string]any{"a": "b"}}})), want: []fieldErr{required(p0 + ".action.params.selectors[0].kind")}},
 		{name: "a selector of kind Pod", obj: manager(scaleDown([]any{map[string]any{"kind": "Pod"}})), want: []fieldErr{invalid(p0 + ".action.params.selectors[0].kind")}},
 		{name: "a selector of kind DaemonSet", obj: manager(scaleDown([]any{map[string]any{"kind": "daemonSet"}})), want: []fieldErr{invalid(p0 + ".action.params.selectors[0].kind")}},
+		{name: "a selector of kind Service: loadBalancers parks them", obj: manager(scaleDown([]any{map[string]any{"kind": "Service"}})), want: []fieldErr{invalid(p0 + ".action.params.selectors[0].kind")}},
 		{name: "a selector of plural kind", obj: manager(scaleDown([]any{map[string]any{"kind": "deployments"}})), want: []fieldErr{invalid(p0 + ".action.params.selectors[0].kind")}},
 		{name: "a selector of plural known kind", obj: manager(scaleDown([]any{map[string]any{"kind": "CronJobs"}})), want: []fieldErr{invalid(p0 + ".action.params.selectors[0].kind")}},
 		{name: "a selector kind with a group path", obj: manager(scaleDown([]any{map[string]any{"kind": "apps/Deployment"}})), want: []fieldErr{invalid(p0 + ".action.params.selectors[0].kind")}},

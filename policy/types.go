@@ -179,17 +179,14 @@ type Action struct {
 }
 
 // SleepTo is what SCALE_DOWN or SLEEP leaves the workloads it puts to
-// sleep at, as its parameters say; the zero SleepTo is the deepest sleep
-// of the workloads with replicas (none left), LoadBalancers the one
-// parameter that adds to what sleeps. Each workload's way reads what
-// applies to its kind and ignores the rest.
+// sleep at, as its parameters say; the zero SleepTo leaves no replica (and
+// no Service parked). Each workload's way reads what applies to its kind
+// and ignores the rest.
 type SleepTo struct {
 	// Replicas is params.replicas: the replicas a workload of a kind with
 	// replicas keeps asleep. One at or below it is left as it is.
 	Replicas int64
-	// LoadBalancers is params.loadBalancers: the namespace's Services of
-	// type LoadBalancer are parked as ClusterIP while it sleeps, whatever
-	// the selectors pick.
+	// LoadBalancers is params.loadBalancers: LoadBalancers parked too.
 	LoadBalancers bool
 }
 

@@ -111,6 +111,8 @@ type Awoken struct {
 	// policy, each In asks for its own.
 	way  workload.Way
 	spec workload.Spec
+	// parked: of a parked kind, which a policy's selectors do not name.
+	parked bool
 }
 
 // NewAwake is the Awake of a sweep that reads through reads and resolves
@@ -171,6 +173,11 @@ func (a *Awake) list(ctx context.Context, namespace string, max int) (map[string
 	// The groups whose discovery failed are left out: every kind known
 	// still answers.
 	selections, _, discoveryErr := a.kinds.All(ctx, a.reads.Clients.Kube)
+	// The parked kinds too, their objects that may be awake alone (see
+	// listKind): each policy's In asks for its own (Above).
+	for _, p := range parkedKinds {
+		selections = append(selections, Selection{Kind: p.kind})
+	}
 	var out map[string]*awakeIn
 	if namespace == metav1.NamespaceAll {
 		var err error
@@ -248,7 +255,8 @@ func (a *Awake) listKind(ctx context.Context, kind Kind, namespace string, out m
 	list := func() *rest.Request {
 		return a.reads.Clients.Kube.Discovery().RESTClient().Get().AbsPath(ResourcePath(kind.Resource, namespace)...)
 	}
-	err := cluster.EachStreamed(ctx, a.reads.PageSize, metav1.ListOptions{}, list, func(f *awakeFields) error {
+	// A kind's AwakeFields lists only what may be awake (a parked kind's).
+	err := cluster.EachStreamed(ctx, a.reads.PageSize, metav1.ListOptions{FieldSelector: kind.AwakeFields}, list, func(f *awakeFields) error {
 		w, awake := f.awoken(kind)
 		if !awake {
 			return nil
@@ -291,7 +299,7 @@ func (a *Awake) listKind(ctx context.Context, kind Kind, namespace string, out m
 func causes(found []Awoken, kinds []string, to policy.SleepTo) []string {
 	by := map[string][]string{}
 	for _, w := range found {
-		if len(kinds) > 0 && !slices.ContainsFunc(kinds, func(k string) bool { return names(w, k) }) || !w.way.Above(&w.spec, to) {
+		if len(kinds) > 0 && !w.parked && !slices.ContainsFunc(kinds, func(k string) bool { return names(w, k) }) || !w.way.Above(&w.spec, to) {
 			continue
 		}
 		who := w.By
@@ -353,7 +361,7 @@ func (f *awakeFields) awoken(kind Kind) (Awoken, bool) {
 		return Awoken{}, false
 	}
 	_, undone := m.Annotations[kind.Way.Record()]
-	return Awoken{Kind: kind.Name, Group: kind.Resource.Group, Name: m.Name, Undone: undone, By: f.lastSet(kind.Way.AwakeField()), way: kind.Way, spec: f.Spec}, true
+	return Awoken{Kind: kind.Name, Group: kind.Resource.Group, Name: m.Name, Undone: undone, By: f.lastSet(kind.Way.AwakeField()), way: kind.Way, spec: f.Spec, parked: kind.Parked}, true
 }
 
 // lastSet is the field manager that last set the field at path (of

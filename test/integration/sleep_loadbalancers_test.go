@@ -1,0 +1,155 @@
+package integration
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/report"
+)
+
+// sleepLoadBalancers is sleepPolicy(from, to) parking LoadBalancers
+// (params.loadBalancers).
+func sleepLoadBalancers(from, to time.Duration) map[string]any {
+	p := sleepPolicy(from, to)
+	p["action"] = map[string]any{"type": "SLEEP", "params": map[string]any{"loadBalancers": true}}
+	return p
+}
+
+// createLoadBalancer creates Service name of type LoadBalancer in ns, of a
+// class, source ranges, an external traffic policy Local and an
+// annotation of its own: what a wake must bring back.
+func createLoadBalancer(t *testing.T, ns, name string) *corev1.Service {
+	t.Helper()
+	class := "example.com/lb"
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{"example.com/dns": "web.example.com"}},
+		Spec: corev1.ServiceSpec{
+			Type: corev1.ServiceTypeLoadBalancer, LoadBalancerClass: &class,
+			LoadBalancerSourceRanges: []string{"10.0.0.0/8", "192.168.0.0/16"},
+			ExternalTrafficPolicy:    corev1.ServiceExternalTrafficPolicyLocal,
+			Selector:                 map[string]string{"app": name},
+			Ports:                    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}},
+		},
+	}
+	created, err := shared.Admin.CoreV1().Services(ns).Create(t.Context(), svc, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return created
+}
+
+// service is Service name of ns as it is now.
+func service(t *testing.T, ns, name string) *corev1.Service {
+	t.Helper()
+	svc, err := shared.Admin.CoreV1().Services(ns).Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
+}
+
+// wantParked fails unless Service name of ns is ClusterIP, without what a
+// LoadBalancer has, recording its class, source ranges and policy.
+func wantParked(t *testing.T, ns, name string) {
+	t.Helper()
+	svc := service(t, ns, name)
+	if svc.Spec.Type != corev1.ServiceTypeClusterIP || svc.Spec.LoadBalancerClass != nil || len(svc.Spec.LoadBalancerSourceRanges) > 0 ||
+		svc.Spec.ExternalTrafficPolicy != "" || svc.Spec.Ports[0].NodePort != 0 {
+		t.Errorf("Service %s: spec %+v, want ClusterIP with no class, source ranges, traffic policy or node port", name, svc.Spec)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(svc.Annotations[status.LoadBalancerAnnotation]), &rec); err != nil || rec["type"] != "LoadBalancer" ||
+		rec["loadBalancerClass"] != "example.com/lb" || rec["externalTrafficPolicy"] != "Local" || len(rec["loadBalancerSourceRanges"].([]any)) != 2 {
+		t.Errorf("Service %s: record %q (%v), want its type, class, source ranges and traffic policy", name, svc.Annotations[status.LoadBalancerAnnotation], err)
+	}
+}
+
+// wantLoadBalancer fails unless Service name of ns is a LoadBalancer as
+// createLoadBalancer made it, with no record.
+func wantLoadBalancer(t *testing.T, ns, name string) {
+	t.Helper()
+	svc := service(t, ns, name)
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || svc.Spec.LoadBalancerClass == nil || *svc.Spec.LoadBalancerClass != "example.com/lb" ||
+		!slices.Equal(svc.Spec.LoadBalancerSourceRanges, []string{"10.0.0.0/8", "192.168.0.0/16"}) ||
+		svc.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyLocal || svc.Spec.Ports[0].NodePort == 0 {
+		t.Errorf("Service %s: spec %+v, want the LoadBalancer back with its class, source ranges, traffic policy Local and a node port", name, svc.Spec)
+	}
+	if _, ok := svc.Annotations[status.LoadBalancerAnnotation]; ok || svc.Annotations["example.com/dns"] != "web.example.com" {
+		t.Errorf("Service %s: annotations %v, want its own and no record", name, svc.Annotations)
+	}
+}
+
+// A SLEEP with loadBalancers parks the namespace's LoadBalancer as
+// ClusterIP beside web at 0, in one request with its record, and counts it
+// freed; a sweep while asleep writes nothing; the wake brings the
+// LoadBalancer back with its class, source ranges, traffic policy and
+// annotations, and new node ports.
+func TestSleepParksLoadBalancersAndWakes(t *testing.T) {
+	e := setup(t)
+	ns := shared.Namespace(t)
+	createDeployment(t, ns, "web", 2)
+	createLoadBalancer(t, ns, "web")
+	createManager(t, managerObj(ns, ns, ns, []any{sleepLoadBalancers(-time.Hour, 2*time.Hour)}))
+
+	res := e.Sweep(t, "--reclaim", "-l", caseLabel+"="+ns)
+	wantCode(t, res, 0)
+	slept := wantState(t, res, ns, ns, report.StateFired)
+	if !slices.Contains(slept.Effects, "park Service/web as ClusterIP") {
+		t.Errorf("effects %q, want Service/web parked", slept.Effects)
+	}
+	if slept.Reclaimed == nil || slept.Reclaimed.LoadBalancers != 1 {
+		t.Errorf("reclaimed %+v, want 1 load balancer", slept.Reclaimed)
+	}
+	wantWorkload(t, ns, "web", 0, "2")
+	wantParked(t, ns, "web")
+
+	before := len(workloadWrites(t, e, ns))
+	wantState(t, e.Sweep(t, "-l", caseLabel+"="+ns), ns, ns, report.StateAsleep)
+	if writes := workloadWrites(t, e, ns)[before:]; len(writes) > 0 {
+		t.Errorf("a sweep while asleep wrote: %v", writes)
+	}
+
+	windowLater(t, ns)
+	woke := wantState(t, e.Sweep(t, "-l", caseLabel+"="+ns), ns, ns, report.StateFired)
+	if !woke.Woke || !slices.Contains(woke.Effects, "unpark Service/web as LoadBalancer") {
+		t.Errorf("entry woke %t, effects %q; want Service/web a LoadBalancer again", woke.Woke, woke.Effects)
+	}
+	wantWorkload(t, ns, "web", 2, "")
+	wantLoadBalancer(t, ns, "web")
+}
+
+// A LoadBalancer parked that someone makes a LoadBalancer again is awake:
+// the next sweep parks it again, and the wake brings it back once.
+func TestSleepLoadBalancerUndoneIsPutBack(t *testing.T) {
+	e := setup(t)
+	ns := shared.Namespace(t)
+	createLoadBalancer(t, ns, "web")
+	createManager(t, managerObj(ns, ns, ns, []any{sleepLoadBalancers(-time.Hour, 2*time.Hour)}))
+	wantState(t, e.Sweep(t, "-l", caseLabel+"="+ns), ns, ns, report.StateFired)
+	wantParked(t, ns, "web")
+
+	patch := `{"spec":{"type":"LoadBalancer","loadBalancerClass":"example.com/lb","loadBalancerSourceRanges":["10.0.0.0/8","192.168.0.0/16"],"externalTrafficPolicy":"Local"}}`
+	if _, err := shared.Admin.CoreV1().Services(ns).Patch(t.Context(), "web", types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: "by-hand"}); err != nil {
+		t.Fatal(err)
+	}
+	res := e.Sweep(t, "-l", caseLabel+"="+ns)
+	wantCode(t, res, 0)
+	back := wantState(t, res, ns, ns, report.StateFired)
+	if back.Woke || len(back.Undone) != 1 || !slices.Equal(back.Effects, []string{"park Service/web as ClusterIP"}) {
+		t.Errorf("entry %+v: want Service/web parked again, naming who woke it", back)
+	}
+	wantParked(t, ns, "web")
+	wantState(t, e.Sweep(t, "-l", caseLabel+"="+ns), ns, ns, report.StateAsleep)
+
+	windowLater(t, ns)
+	wantState(t, e.Sweep(t, "-l", caseLabel+"="+ns), ns, ns, report.StateFired)
+	wantLoadBalancer(t, ns, "web")
+}
