@@ -104,7 +104,7 @@ func TestWays(t *testing.T) {
 		{name: "clusterip: left as it is", way: parkLB{}, to: policy.SleepTo{LoadBalancers: true}, w: object("Service", map[string]any{"type": "ClusterIP"}, nil)},
 		{name: "nodeport: left as it is", way: parkLB{}, to: policy.SleepTo{LoadBalancers: true}, w: object("Service", map[string]any{"type": "NodePort"}, nil)},
 		{name: "loadbalancer of too many source ranges: left, saying why", way: parkLB{}, to: policy.SleepTo{LoadBalancers: true},
-			w: object("Service", map[string]any{"type": "LoadBalancer", "loadBalancerSourceRanges": manyRanges(200)}, nil),
+			w:         object("Service", map[string]any{"type": "LoadBalancer", "loadBalancerSourceRanges": manyRanges(200)}, nil),
 			sleepSays: "leave Service/w a LoadBalancer: its record would be 3142 bytes, more than the 2048 nsman keeps"},
 		{name: "loadbalancer asleep", way: parkLB{}, to: policy.SleepTo{LoadBalancers: true}, w: object("Service", map[string]any{"type": "ClusterIP"}, map[string]string{lbRec: lbRecord}),
 			wantWake: `{"metadata":{"annotations":{"` + lbRec + `":null}},"spec":{"allocateLoadBalancerNodePorts":false,"externalTrafficPolicy":"Local","loadBalancerClass":"example.com/lb","loadBalancerSourceRanges":["10.0.0.0/8"],"type":"LoadBalancer"}}`,

@@ -153,3 +153,43 @@ func TestSleepLoadBalancerUndoneIsPutBack(t *testing.T) {
 	wantState(t, e.Sweep(t, "-l", caseLabel+"="+ns), ns, ns, report.StateFired)
 	wantLoadBalancer(t, ns, "web")
 }
+
+// servicePatchesApplied counts nsman's writes to Service name of ns that
+// the API server applied.
+func servicePatchesApplied(t *testing.T, ns, name string) int {
+	t.Helper()
+	n := 0
+	for _, w := range env.Writes(t) {
+		if w.Namespace == ns && w.Resource == "services" && w.Name == name && w.Code == 200 {
+			n++
+		}
+	}
+	return n
+}
+
+// Four sweeps at once park the LoadBalancer once, its record the
+// LoadBalancer's (no sweep records the ClusterIP another left), and four
+// at once bring it back once.
+func TestSleepLoadBalancerOnceUnderConcurrentSweeps(t *testing.T) {
+	setup(t)
+	ns := shared.Namespace(t)
+	createLoadBalancer(t, ns, "web")
+	createManager(t, managerObj(ns, ns, ns, []any{sleepLoadBalancers(-time.Hour, 2*time.Hour)}))
+
+	if n := sweepsAtOnce(t, ns); n != 1 {
+		t.Errorf("%d sweeps put it to sleep, want 1", n)
+	}
+	wantParked(t, ns, "web")
+	if n := servicePatchesApplied(t, ns, "web"); n != 1 {
+		t.Errorf("%d writes to web applied, want the one park", n)
+	}
+
+	windowLater(t, ns)
+	if n := sweepsAtOnce(t, ns); n != 1 {
+		t.Errorf("%d sweeps woke it, want 1", n)
+	}
+	wantLoadBalancer(t, ns, "web")
+	if n := servicePatchesApplied(t, ns, "web"); n != 2 {
+		t.Errorf("%d writes to web applied, want the park and the unpark", n)
+	}
+}
