@@ -193,3 +193,22 @@ func TestSleepLoadBalancerOnceUnderConcurrentSweeps(t *testing.T) {
 		t.Errorf("%d writes to web applied, want the park and the unpark", n)
 	}
 }
+
+// A SCALE_DOWN with loadBalancers parks the LoadBalancer, and nsman
+// restore, which knows no policy, brings it back.
+func TestScaleDownParksLoadBalancersRestores(t *testing.T) {
+	e := setup(t)
+	ns := shared.Namespace(t)
+	createLoadBalancer(t, ns, "web")
+	createManager(t, managerObj(ns, ns, ns, []any{ttlPolicy("scale at once", 0, map[string]any{"type": "SCALE_DOWN", "params": map[string]any{"loadBalancers": true}})}))
+	res := e.Sweep(t, "-l", caseLabel+"="+ns)
+	wantCode(t, res, 0)
+	wantState(t, res, ns, ns, report.StateFired)
+	wantParked(t, ns, "web")
+
+	out, code := runRestore(t, ns)
+	if code != 0 {
+		t.Fatalf("nsman restore -n %s: exit %d\n%s", ns, code, out)
+	}
+	wantLoadBalancer(t, ns, "web")
+}
