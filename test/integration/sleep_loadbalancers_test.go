@@ -3,16 +3,19 @@ package integration
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/report"
+	"github.com/nsman/nsman/test/nsmantest"
 )
 
 // sleepLoadBalancers is sleepPolicy(from, to) parking LoadBalancers
@@ -211,4 +214,29 @@ func TestScaleDownParksLoadBalancersRestores(t *testing.T) {
 		t.Fatalf("nsman restore -n %s: exit %d\n%s", ns, code, out)
 	}
 	wantLoadBalancer(t, ns, "web")
+}
+
+// The admission policy lets nsman's ServiceAccount park a LoadBalancer and
+// bring it back, and refuses it any other change of a Service: its
+// selector, or an annotation not its record.
+func TestAdmissionPolicyFencesServices(t *testing.T) {
+	e := setup(t)
+	sa := saClient(t, e.Kubeconfig)
+	ns := shared.Namespace(t)
+	createLoadBalancer(t, ns, "web")
+	patch := func(p string) error {
+		_, err := sa.CoreV1().Services(ns).Patch(t.Context(), "web", types.MergePatchType, []byte(p), metav1.PatchOptions{})
+		return err
+	}
+	if err := patch(`{"metadata":{"annotations":{"` + status.LoadBalancerAnnotation + `":"{\"type\":\"LoadBalancer\"}"}},"spec":{"type":"ClusterIP","loadBalancerClass":null,"loadBalancerSourceRanges":null,"externalTrafficPolicy":null}}`); err != nil {
+		t.Errorf("park: %v", err)
+	}
+	if err := patch(`{"metadata":{"annotations":{"` + status.LoadBalancerAnnotation + `":null}},"spec":{"type":"LoadBalancer","loadBalancerClass":"example.com/lb","externalTrafficPolicy":"Local"}}`); err != nil {
+		t.Errorf("unpark: %v", err)
+	}
+	for _, p := range []string{`{"spec":{"selector":{"app":"other"}}}`, `{"metadata":{"annotations":{"example.com/dns":"evil.example.com"}}}`} {
+		if err := patch(p); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), nsmantest.AdmissionPolicy) {
+			t.Errorf("patch %s: %v, want the admission policy's refusal", p, err)
+		}
+	}
 }
