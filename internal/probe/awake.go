@@ -132,7 +132,7 @@ func (a *Awake) In(ctx context.Context, namespace string, kinds []string, to pol
 	} else {
 		ctx, cancel := context.WithTimeout(ctx, a.reads.NamespaceTimeout())
 		defer cancel()
-		byNamespace, err := a.list(ctx, namespace, 0)
+		byNamespace, err := a.list(ctx, namespace, 0, &to)
 		if err != nil {
 			return nil, false, err
 		}
@@ -147,7 +147,7 @@ func (a *Awake) sweepIndex(ctx context.Context) map[string]*awakeIn {
 	a.once.Do(func() {
 		ctx, cancel := context.WithTimeout(ctx, a.reads.ClaimTTL)
 		defer cancel()
-		index, err := a.list(ctx, metav1.NamespaceAll, MaxAwake)
+		index, err := a.list(ctx, metav1.NamespaceAll, MaxAwake, nil)
 		if err != nil {
 			a.reads.Log.Warn("reading awake workloads namespace by namespace", "error", fmt.Errorf("list for the sweep's index of awake workloads: %w", err).Error())
 			return
@@ -164,19 +164,23 @@ var errTooManyAwake = errors.New("more awake workloads than the index keeps")
 var errNamespaceFull = errors.New("more awake workloads than a namespace's read keeps")
 
 // list lists the workloads of every kind nsman may list in namespace (all,
-// with metav1.NamespaceAll), paged and decoded one at a time, and keeps the
+// with metav1.NamespaceAll; of the parked kinds, those a sleep to to parks,
+// every one for nil), paged and decoded one at a time, and keeps the
 // awake ones, at most MaxAwakeIn of a namespace; it gives up past max kept
 // in all (0: no bound). The read of one namespace lists the kinds in turn
 // and stops at the first workload past MaxAwakeIn; the cluster-wide index
 // lists them side by side (see listAll).
-func (a *Awake) list(ctx context.Context, namespace string, max int) (map[string]*awakeIn, error) {
+func (a *Awake) list(ctx context.Context, namespace string, max int, to *policy.SleepTo) (map[string]*awakeIn, error) {
 	// The groups whose discovery failed are left out: every kind known
 	// still answers.
 	selections, _, discoveryErr := a.kinds.All(ctx, a.reads.Clients.Kube)
 	// The parked kinds too, their objects that may be awake alone (see
-	// listKind): each policy's In asks for its own (Above).
+	// listKind): for the index, kept for every policy, each In asks for
+	// its own (Above); a namespace read alone, only those to parks.
 	for _, p := range parkedKinds {
-		selections = append(selections, Selection{Kind: p.kind})
+		if to == nil || p.parks(*to) {
+			selections = append(selections, Selection{Kind: p.kind})
+		}
 	}
 	var out map[string]*awakeIn
 	if namespace == metav1.NamespaceAll {
