@@ -482,7 +482,7 @@ func TestApplySleepParksLoadBalancers(t *testing.T) {
 	service := func(typ, record string) string {
 		annotations := ""
 		if record != "" {
-			annotations = `,"annotations":{"` + status.LoadBalancerAnnotation + `":` + strconvQuote(record) + `}`
+			annotations = `,"annotations":{"` + status.LoadBalancerAnnotation + `":` + jsonString(record) + `}`
 		}
 		return `{"kind":"ServiceList","apiVersion":"v1","metadata":{},"items":[{"metadata":{"name":"web","namespace":"team-a","resourceVersion":"1"` + annotations +
 			`},"spec":{"type":"` + typ + `","externalTrafficPolicy":"Local","ports":[{"port":80,"nodePort":30080}]}}]}`
@@ -533,8 +533,8 @@ func TestApplySleepParksLoadBalancers(t *testing.T) {
 	}
 }
 
-// strconvQuote is s as a JSON string.
-func strconvQuote(s string) string {
+// jsonString is s as a JSON string.
+func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
