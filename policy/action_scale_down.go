@@ -20,21 +20,30 @@ func (scaleDownAction) Reclaims() bool        { return true }
 func (scaleDownAction) params() []actionParam { return selectorParams }
 
 // selectorParams are what SCALE_DOWN and SLEEP read.
-var selectorParams = []actionParam{selectorsParam, replicasParam}
+var selectorParams = []actionParam{selectorsParam, replicasParam, loadBalancersParam}
 
-// replicasParam is params.replicas, the replicas SCALE_DOWN and SLEEP
-// leave a workload of a kind with replicas at (Action.SleepTo.Replicas):
-// a whole number of at least 0, 0 when absent. Only they read it: set on
-// another action, the strict parser refuses it.
-var replicasParam = actionParam{name: "replicas", read: func(strict bool, params map[string]any, pp *field.Path, a Action, reads bool) (Action, field.ErrorList) {
-	p := parser{strict: strict}
-	n := p.integer(params, "replicas", pp, 0, 0)
-	if params["replicas"] != nil && !reads && len(p.errs) == 0 {
-		p.errs = append(p.errs, field.Invalid(pp.Child("replicas"), n, "only SCALE_DOWN and SLEEP read replicas"))
-	}
-	a.SleepTo.Replicas = n
-	return a, p.errs
-}}
+// replicasParam is params.replicas, the replicas a workload of a kind with
+// replicas keeps asleep (at least 0, 0 when absent); loadBalancersParam
+// params.loadBalancers, whether Services of type LoadBalancer are parked
+// as ClusterIP, whatever the selectors pick (false when absent).
+var replicasParam, loadBalancersParam = sleepToParam("replicas"), sleepToParam("loadBalancers")
+
+// sleepToParam is a parameter of SCALE_DOWN and SLEEP, read into
+// Action.SleepTo; the strict parser refuses it on another action.
+func sleepToParam(name string) actionParam {
+	return actionParam{name: name, read: func(strict bool, params map[string]any, pp *field.Path, a Action, reads bool) (Action, field.ErrorList) {
+		p := parser{strict: strict}
+		if name == "replicas" {
+			a.SleepTo.Replicas = p.integer(params, name, pp, 0, 0)
+		} else {
+			a.SleepTo.LoadBalancers = p.boolean(params, name, pp)
+		}
+		if params[name] != nil && !reads && len(p.errs) == 0 {
+			p.errs = append(p.errs, field.Invalid(pp.Child(name), params[name], "only SCALE_DOWN and SLEEP read "+name))
+		}
+		return a, p.errs
+	}}
+}
 
 // selectorsParam is params.selectors, the workloads SCALE_DOWN and SLEEP
 // pick (Action.Selectors).

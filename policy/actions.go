@@ -43,7 +43,7 @@ var actionKinds = []ActionKind{deleteAction{}, scaleDownAction{}, webhookAction{
 // actionParams are the parameters any action reads, in the order the
 // strict parser checks those an action does not read (the CRD checks every
 // parameter it declares).
-var actionParams = []actionParam{urlParam, selectorsParam, viaParam, replicasParam}
+var actionParams = []actionParam{urlParam, selectorsParam, viaParam, replicasParam, loadBalancersParam}
 
 // actionParam is one parameter of an action: read returns a with it read
 // from params, and what is wrong with it; required when the action reads
@@ -58,10 +58,8 @@ type actionParam struct {
 // ActionKindOf is the registered action of type typ; for a type none has,
 // one with no parameter and none of the properties.
 func ActionKindOf(typ string) ActionKind {
-	for _, k := range actionKinds {
-		if k.Type() == typ {
-			return k
-		}
+	if i := slices.IndexFunc(actionKinds, func(k ActionKind) bool { return k.Type() == typ }); i >= 0 {
+		return actionKinds[i]
 	}
 	return unknownAction(typ)
 }
@@ -143,10 +141,5 @@ func (p *parser) readAction(a Action, wrongType bool, params map[string]any, pat
 
 // reads reports whether an action of kind reads the parameter called name.
 func reads(kind ActionKind, name string) bool {
-	for _, own := range kind.params() {
-		if own.name == name {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(kind.params(), func(own actionParam) bool { return own.name == name })
 }

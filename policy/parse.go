@@ -405,9 +405,7 @@ func (p *parser) action(obj map[string]any, path *field.Path) Action {
 		return Action{}
 	}
 	typ, wrongType := p.optionalStr(obj, "type", path)
-	a := Action{Type: typ}
-	params := p.object(obj, "params", path, false)
-	return p.readAction(a, wrongType, params, path)
+	return p.readAction(Action{Type: typ}, wrongType, p.object(obj, "params", path, false), path)
 }
 
 // ScaleKindName is what a selector's kind must look like when it is none of
@@ -418,15 +416,13 @@ var ScaleKindName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]{0,62}(\.[a-z0-9]([-
 // unscalable are built-in kinds without a scale subresource that a
 // selector may be expected to name, refused here rather than when the
 // action runs.
-var unscalable = []string{"pod", "pods", "daemonset", "daemonsets", "job", "jobs"}
+var unscalable = []string{"pod", "pods", "daemonset", "daemonsets", "job", "jobs", "service", "services"}
 
 // knownKind is the one of KnownKinds kind names in any letter case, "" for
 // none.
 func knownKind(kind string) string {
-	for _, k := range KnownKinds {
-		if strings.EqualFold(k, kind) {
-			return k
-		}
+	if i := slices.IndexFunc(KnownKinds, func(k string) bool { return strings.EqualFold(k, kind) }); i >= 0 {
+		return KnownKinds[i]
 	}
 	return ""
 }

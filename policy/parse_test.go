@@ -529,6 +529,21 @@ func TestParse(t *testing.T) {
 			}),
 		},
 		{
+			name: "SLEEP parks load balancers",
+			obj:  manager(set(map[string]any{"type": ActionSleep, "params": map[string]any{"loadBalancers": true, "replicas": int64(1)}}, "spec", "policies", "0", "action")),
+			want: wantManager(func(m *Manager) {
+				m.Policies[0].Action = Action{Type: ActionSleep, SleepTo: SleepTo{Replicas: 1, LoadBalancers: true}}
+				m.Policies[0].Final = false
+			}),
+		},
+		{
+			name: "SCALE_DOWN parks load balancers",
+			obj:  manager(set(map[string]any{"type": ActionScaleDown, "params": map[string]any{"loadBalancers": true}}, "spec", "policies", "0", "action")),
+			want: wantManager(func(m *Manager) {
+				m.Policies[0].Action = Action{Type: ActionScaleDown, SleepTo: SleepTo{LoadBalancers: true}}
+			}),
+		},
+		{
 			name: "WEBHOOK scheme in upper case",
 			obj: manager(set(map[string]any{"type": ActionWebhook, "params": map[string]any{"url": "HTTPS://hooks.example.com/x"}},
 				"spec", "policies", "0", "action")),
@@ -738,6 +753,7 @@ func TestParseRejects(t *testing.T) {
 		{name: "a selector without kind", obj: manager(scaleDown([]any{map[string]any{"labels": map[string]any{"a": "b"}}})), want: []fieldErr{required(p0 + ".action.params.selectors[0].kind")}},
 		{name: "a selector of kind Pod", obj: manager(scaleDown([]any{map[string]any{"kind": "Pod"}})), want: []fieldErr{invalid(p0 + ".action.params.selectors[0].kind")}},
 		{name: "a selector of kind DaemonSet", obj: manager(scaleDown([]any{map[string]any{"kind": "daemonSet"}})), want: []fieldErr{invalid(p0 + ".action.params.selectors[0].kind")}},
+		{name: "a selector of kind Service: loadBalancers parks them", obj: manager(scaleDown([]any{map[string]any{"kind": "Service"}})), want: []fieldErr{invalid(p0 + ".action.params.selectors[0].kind")}},
 		{name: "a selector of plural kind", obj: manager(scaleDown([]any{map[string]any{"kind": "deployments"}})), want: []fieldErr{invalid(p0 + ".action.params.selectors[0].kind")}},
 		{name: "a selector of plural known kind", obj: manager(scaleDown([]any{map[string]any{"kind": "CronJobs"}})), want: []fieldErr{invalid(p0 + ".action.params.selectors[0].kind")}},
 		{name: "a selector kind with a group path", obj: manager(scaleDown([]any{map[string]any{"kind": "apps/Deployment"}})), want: []fieldErr{invalid(p0 + ".action.params.selectors[0].kind")}},
@@ -798,6 +814,8 @@ func TestParseRejects(t *testing.T) {
 		{name: "SLEEP to 1.5 replicas", obj: manager(set(map[string]any{"type": ActionSleep, "params": map[string]any{"replicas": 1.5}}, "spec", "policies", "0", "action")), want: []fieldErr{invalid(p0 + ".action.params.replicas")}},
 		{name: "SLEEP to replicas a string", obj: manager(set(map[string]any{"type": ActionSleep, "params": map[string]any{"replicas": "1"}}, "spec", "policies", "0", "action")), want: []fieldErr{invalid(p0 + ".action.params.replicas")}},
 		{name: "SLEEP to more replicas than an int32", obj: manager(set(map[string]any{"type": ActionSleep, "params": map[string]any{"replicas": int64(1) << 31}}, "spec", "policies", "0", "action")), want: []fieldErr{invalid(p0 + ".action.params.replicas")}},
+		// SCALE_DOWN and SLEEP loadBalancers.
+		{name: "SLEEP loadBalancers a string", obj: manager(set(map[string]any{"type": ActionSleep, "params": map[string]any{"loadBalancers": "true"}}, "spec", "policies", "0", "action")), want: []fieldErr{invalid(p0 + ".action.params.loadBalancers")}},
 		// WEBHOOK url.
 		{name: "WEBHOOK without params", obj: manager(webhook(nil)), want: []fieldErr{required(p0 + ".action.params.url")}},
 		{name: "WEBHOOK without url", obj: manager(webhook(map[string]any{"method": "POST"})), want: []fieldErr{required(p0 + ".action.params.url")}},
@@ -1575,6 +1593,7 @@ func TestParseStrict(t *testing.T) {
 		{"17 selectors on a SLEEP action", set(map[string]any{"type": ActionSleep, "params": map[string]any{"selectors": many(17, func(int) any { return map[string]any{"kind": "CronJob"} })}}, "spec", "policies", "0", "action"), []fieldErr{tooMany(p0 + ".action.params.selectors")}},
 		{"a url a number on a SLEEP action", set(map[string]any{"type": ActionSleep, "params": map[string]any{"url": int64(1)}}, "spec", "policies", "0", "action"), []fieldErr{invalid(p0 + ".action.params.url")}},
 		{"replicas on a DELETE action", set(map[string]any{"type": ActionDelete, "params": map[string]any{"replicas": int64(1)}}, "spec", "policies", "0", "action"), []fieldErr{invalid(p0 + ".action.params.replicas")}},
+		{"loadBalancers on a DELETE action", set(map[string]any{"type": ActionDelete, "params": map[string]any{"loadBalancers": true}}, "spec", "policies", "0", "action"), []fieldErr{invalid(p0 + ".action.params.loadBalancers")}},
 		{"replicas -1 on a WEBHOOK action", set(map[string]any{"type": ActionWebhook, "params": map[string]any{"url": "https://hooks.example.com/x", "replicas": int64(-1)}}, "spec", "policies", "0", "action"), []fieldErr{invalid(p0 + ".action.params.replicas")}},
 		{"via owner on a SCALE_DOWN action", set(map[string]any{"type": ActionScaleDown, "params": map[string]any{"via": "owner"}}, "spec", "policies", "0", "action"), []fieldErr{invalid(p0 + ".action.params.via")}},
 		{"a url of 2049 characters", policies(ttlPolicy("report", set(map[string]any{"type": ActionWebhook, "params": map[string]any{"url": "https://hooks.example.com/" + strings.Repeat("x", 2049-26)}}, "action"))), []fieldErr{tooLong(p0 + ".action.params.url")}},

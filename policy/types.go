@@ -179,13 +179,15 @@ type Action struct {
 }
 
 // SleepTo is what SCALE_DOWN or SLEEP leaves the workloads it puts to
-// sleep at, as its parameters say; the zero SleepTo is the deepest sleep
-// (no replica left). Each workload's way reads what applies to its kind
+// sleep at, as its parameters say; the zero SleepTo leaves no replica (and
+// no Service parked). Each workload's way reads what applies to its kind
 // and ignores the rest.
 type SleepTo struct {
 	// Replicas is params.replicas: the replicas a workload of a kind with
 	// replicas keeps asleep. One at or below it is left as it is.
 	Replicas int64
+	// LoadBalancers is params.loadBalancers: LoadBalancers parked too.
+	LoadBalancers bool
 }
 
 // Selector picks workloads of one kind by their own labels.

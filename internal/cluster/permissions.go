@@ -53,10 +53,10 @@ var Permissions = slices.Concat([]Permission{
 }, ownerPermissions())
 
 // kindPermissions are what the workload kinds nsman puts to sleep need,
-// as internal/workload registers them.
+// and the kinds a sleep parks, as internal/workload registers them.
 func kindPermissions() []Permission {
 	var out []Permission
-	for _, p := range workload.Permissions() {
+	for _, p := range slices.Concat(workload.Permissions(), workload.ParkPermissions()) {
 		out = append(out, Permission{Verb: p.Verb, Group: p.Group, Resource: p.Resource, Why: p.Why})
 	}
 	return out

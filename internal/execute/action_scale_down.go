@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/nsman/nsman/internal/decide"
+	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
@@ -29,5 +30,5 @@ func (scaleDownAction) scaleDown(ctx context.Context, x *Executor, namespace str
 	if err != nil {
 		return applied{}, fmt.Errorf("scale down in namespace %s: %w", namespace, err)
 	}
-	return putToSleep(ctx, x, namespace, selections, action.SleepTo, false, false)
+	return putToSleep(ctx, x, namespace, probe.ToSleep(selections, action.SleepTo), action.SleepTo, false, false)
 }

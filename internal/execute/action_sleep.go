@@ -66,12 +66,12 @@ func (sleepAction) sleep(ctx context.Context, x *Executor, namespace string, act
 	var did applied
 	var actErr error
 	if !wake {
-		did, actErr = putToSleep(ctx, x, namespace, selections, action.SleepTo, every, resleep)
+		did, actErr = putToSleep(ctx, x, namespace, probe.ToSleep(selections, action.SleepTo), action.SleepTo, every, resleep)
 	} else {
 		// A wake writes only to workloads nsman put to sleep (they carry its
 		// record): one refused is a failure, woken again at the next sweep.
 		var skipped []string
-		did.effects, skipped, actErr = EachKind(ctx, x.Reads.Clients, namespace, selections, every, func(kind probe.Kind, w *Workload) (string, error) {
+		did.effects, skipped, actErr = EachKind(ctx, x.Reads.Clients, namespace, probe.ToWake(selections), every, func(kind probe.Kind, w *Workload) (string, error) {
 			return Wake(ctx, x.Reads.Clients, x.Writer, kind, w)
 		})
 		deny(x.Kinds, skipped)
@@ -99,6 +99,9 @@ func putToSleep(ctx context.Context, x *Executor, namespace string, selections [
 		if from != nil { // a CronJob or ScaledObject has no spec.template: it frees nothing counted
 			slept++
 			frees, counted := from.Frees(to)
+			if kind.Way.FreesLoadBalancer() {
+				frees.LoadBalancers = 1
+			}
 			freed.Add(frees)
 			if !counted && kind.Way.FreesPods() && !x.SkipReclaim {
 				effect += fmt.Sprintf("; its requests not counted: %d bytes as listed, more than the %d read for them", from.Requests.Uncounted, MaxRequestsBytes)

@@ -33,7 +33,7 @@ func Restore(ctx context.Context, clients cluster.Clients, namespace string, dry
 	} else if len(unavailable) > 0 {
 		discoveryErr = fmt.Errorf("kinds with a scale subresource: discovery failed for %s: their workloads are not restored", strings.Join(unavailable, ", "))
 	}
-	effects, skipped, err = EachKind(ctx, clients, namespace, all, true, func(kind probe.Kind, obj *Workload) (string, error) {
+	effects, skipped, err = EachKind(ctx, clients, namespace, probe.ToWake(all), true, func(kind probe.Kind, obj *Workload) (string, error) {
 		return Wake(ctx, clients, w, kind, obj)
 	})
 	return effects, skipped, errors.Join(discoveryErr, err)

@@ -2,6 +2,7 @@ package execute
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -471,4 +472,69 @@ func TestApplySleepToReplicas(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A SCALE_DOWN or SLEEP with params.loadBalancers parks a Service of type
+// LoadBalancer whatever the selectors pick, and counts the load balancer
+// freed; without it, no Service is written to. A wake unparks one that
+// carries a record, whatever the policy says now.
+func TestApplySleepParksLoadBalancers(t *testing.T) {
+	service := func(typ, record string) string {
+		annotations := ""
+		if record != "" {
+			annotations = `,"annotations":{"` + status.LoadBalancerAnnotation + `":` + jsonString(record) + `}`
+		}
+		return `{"kind":"ServiceList","apiVersion":"v1","metadata":{},"items":[{"metadata":{"name":"web","namespace":"team-a","resourceVersion":"1"` + annotations +
+			`},"spec":{"type":"` + typ + `","externalTrafficPolicy":"Local","ports":[{"port":80,"nodePort":30080}]}}]}`
+	}
+	for _, tt := range []struct {
+		name          string
+		action        string
+		loadBalancers bool
+		selectors     []policy.Selector
+		wake          bool
+		listed        string
+		effects       []string
+		loadBalancer  int
+		patches       int
+	}{
+		{name: "SLEEP parks", action: policy.ActionSleep, loadBalancers: true, listed: service("LoadBalancer", ""),
+			effects: []string{"park Service/web as ClusterIP"}, loadBalancer: 1, patches: 1},
+		{name: "SLEEP of a Deployment's selector parks all the same", action: policy.ActionSleep, loadBalancers: true, selectors: []policy.Selector{{Kind: policy.KindDeployment}},
+			listed: service("LoadBalancer", ""), effects: []string{"park Service/web as ClusterIP"}, loadBalancer: 1, patches: 1},
+		{name: "SCALE_DOWN parks", action: policy.ActionScaleDown, loadBalancers: true, listed: service("LoadBalancer", ""),
+			effects: []string{"park Service/web as ClusterIP"}, loadBalancer: 1, patches: 1},
+		{name: "SLEEP without loadBalancers leaves it", action: policy.ActionSleep, listed: service("LoadBalancer", "")},
+		{name: "SLEEP of a ClusterIP leaves it", action: policy.ActionSleep, loadBalancers: true, listed: service("ClusterIP", "")},
+		{name: "wake unparks, loadBalancers or not", action: policy.ActionSleep, wake: true, listed: service("ClusterIP", `{"type":"LoadBalancer","externalTrafficPolicy":"Local"}`),
+			effects: []string{"unpark Service/web as LoadBalancer"}, patches: 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			bodies := clustertest.DiscoveryBodies()
+			bodies["/api/v1/namespaces/team-a/services"] = tt.listed
+			w := newFakeWriter()
+			reads := emptyReader(t)
+			reads.Clients.Kube = clustertest.APIServer(t, bodies)
+			x := newExecutor(t, w, reads)
+			x.SkipReclaim = false
+			d := decision(sleeping(tt.wake), func(d *decide.Decision) {
+				d.Plan.Policy.Action.Type, d.Plan.Policy.Action.Selectors = tt.action, tt.selectors
+				d.Plan.Policy.Action.SleepTo = policy.SleepTo{LoadBalancers: tt.loadBalancers}
+			})
+			did, err := x.apply(t.Context(), d.Manager, &fakeRecord{}, d.Plan, nil)
+			freed := 0
+			if did.reclaimed != nil {
+				freed = did.reclaimed.LoadBalancers
+			}
+			if err != nil || !slices.Equal(did.effects, tt.effects) || freed != tt.loadBalancer || w.patches != tt.patches {
+				t.Errorf("effects %q, %d load balancers freed, %d patches, error %v; want %q, %d, %d", did.effects, freed, w.patches, err, tt.effects, tt.loadBalancer, tt.patches)
+			}
+		})
+	}
+}
+
+// jsonString is s as a JSON string.
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

@@ -116,7 +116,7 @@ func selectIn(ctx context.Context, clients cluster.Clients, namespace string, se
 		page, invalid = selected{}, nil
 		return nil
 	}
-	opts := metav1.ListOptions{LabelSelector: labels.SelectorFromSet(sel.Labels).String()}
+	opts := metav1.ListOptions{LabelSelector: labels.SelectorFromSet(sel.Labels).String(), FieldSelector: sel.Fields}
 	err := cluster.EachStreamedPaged(ctx, workloadPage, opts, list, func(f *WorkloadFields) error {
 		if sel.Kind.Found && f.controlled() {
 			return nil // its controller's to scale
@@ -151,7 +151,8 @@ const workloadPage = 500
 const MaxRequestsBytes = 512 << 10
 
 // maxKeptValue bounds a kept annotation's value (see keptAnnotations):
-// nsman's records, a replica count, Flux's switch, all a few bytes. A
+// nsman's records, a replica count, Flux's switch, all a few bytes (a
+// way's longer record has its own bound: workload.AnnotationBytes). A
 // workload whose value is longer is not changed, and the error says so.
 const maxKeptValue = 256
 
@@ -272,8 +273,8 @@ func (f *WorkloadFields) Workload(kind probe.Kind) (*Workload, error) {
 	kept.Metadata.Name, kept.Metadata.Namespace, kept.Metadata.ResourceVersion = f.Metadata.Name, f.Metadata.Namespace, f.Metadata.ResourceVersion
 	for _, key := range keptAnnotations {
 		if v, ok := f.Metadata.Annotations[key]; ok {
-			if len(v) > maxKeptValue {
-				return nil, fmt.Errorf("%s %s/%s: annotation %s is %d bytes, more than the %d nsman reads of it", kind.Name, f.Metadata.Namespace, f.Metadata.Name, key, len(v), maxKeptValue)
+			if bound := workload.AnnotationBytes(key, maxKeptValue); len(v) > bound {
+				return nil, fmt.Errorf("%s %s/%s: annotation %s is %d bytes, more than the %d nsman reads of it", kind.Name, f.Metadata.Namespace, f.Metadata.Name, key, len(v), bound)
 			}
 			if kept.Metadata.Annotations == nil {
 				kept.Metadata.Annotations = map[string]string{}
@@ -379,7 +380,9 @@ func Sleep(ctx context.Context, clients cluster.Clients, wr write.Writer, kind p
 	var from *Workload
 	effect, err := ChangeWorkload(ctx, clients, wr, kind, listed, func(w *Workload) (map[string]any, string, error) {
 		patch, effect := kind.Way.Sleep(id, w.Object, to)
-		from = w
+		if from = w; patch == nil {
+			from = nil // left as it is, perhaps saying why
+		}
 		return fluxOff(patch, effect, w.Object)
 	})
 	if err != nil {

@@ -111,6 +111,8 @@ type Awoken struct {
 	// policy, each In asks for its own.
 	way  workload.Way
 	spec workload.Spec
+	// parked: of a parked kind, which a policy's selectors do not name.
+	parked bool
 }
 
 // NewAwake is the Awake of a sweep that reads through reads and resolves
@@ -130,7 +132,7 @@ func (a *Awake) In(ctx context.Context, namespace string, kinds []string, to pol
 	} else {
 		ctx, cancel := context.WithTimeout(ctx, a.reads.NamespaceTimeout())
 		defer cancel()
-		byNamespace, err := a.list(ctx, namespace, 0)
+		byNamespace, err := a.list(ctx, namespace, 0, &to)
 		if err != nil {
 			return nil, false, err
 		}
@@ -145,7 +147,7 @@ func (a *Awake) sweepIndex(ctx context.Context) map[string]*awakeIn {
 	a.once.Do(func() {
 		ctx, cancel := context.WithTimeout(ctx, a.reads.ClaimTTL)
 		defer cancel()
-		index, err := a.list(ctx, metav1.NamespaceAll, MaxAwake)
+		index, err := a.list(ctx, metav1.NamespaceAll, MaxAwake, nil)
 		if err != nil {
 			a.reads.Log.Warn("reading awake workloads namespace by namespace", "error", fmt.Errorf("list for the sweep's index of awake workloads: %w", err).Error())
 			return
@@ -162,15 +164,24 @@ var errTooManyAwake = errors.New("more awake workloads than the index keeps")
 var errNamespaceFull = errors.New("more awake workloads than a namespace's read keeps")
 
 // list lists the workloads of every kind nsman may list in namespace (all,
-// with metav1.NamespaceAll), paged and decoded one at a time, and keeps the
+// with metav1.NamespaceAll; of the parked kinds, those a sleep to to parks,
+// every one for nil), paged and decoded one at a time, and keeps the
 // awake ones, at most MaxAwakeIn of a namespace; it gives up past max kept
 // in all (0: no bound). The read of one namespace lists the kinds in turn
 // and stops at the first workload past MaxAwakeIn; the cluster-wide index
 // lists them side by side (see listAll).
-func (a *Awake) list(ctx context.Context, namespace string, max int) (map[string]*awakeIn, error) {
+func (a *Awake) list(ctx context.Context, namespace string, max int, to *policy.SleepTo) (map[string]*awakeIn, error) {
 	// The groups whose discovery failed are left out: every kind known
 	// still answers.
 	selections, _, discoveryErr := a.kinds.All(ctx, a.reads.Clients.Kube)
+	// The parked kinds too, their objects that may be awake alone (see
+	// listKind): for the index, kept for every policy, each In asks for
+	// its own (Above); a namespace read alone, only those to parks.
+	for _, p := range parkedKinds {
+		if to == nil || p.parks(*to) {
+			selections = append(selections, Selection{Kind: p.kind})
+		}
+	}
 	var out map[string]*awakeIn
 	if namespace == metav1.NamespaceAll {
 		var err error
@@ -248,7 +259,8 @@ func (a *Awake) listKind(ctx context.Context, kind Kind, namespace string, out m
 	list := func() *rest.Request {
 		return a.reads.Clients.Kube.Discovery().RESTClient().Get().AbsPath(ResourcePath(kind.Resource, namespace)...)
 	}
-	err := cluster.EachStreamed(ctx, a.reads.PageSize, metav1.ListOptions{}, list, func(f *awakeFields) error {
+	// A kind's AwakeFields lists only what may be awake (a parked kind's).
+	err := cluster.EachStreamed(ctx, a.reads.PageSize, metav1.ListOptions{FieldSelector: kind.AwakeFields}, list, func(f *awakeFields) error {
 		w, awake := f.awoken(kind)
 		if !awake {
 			return nil
@@ -291,7 +303,7 @@ func (a *Awake) listKind(ctx context.Context, kind Kind, namespace string, out m
 func causes(found []Awoken, kinds []string, to policy.SleepTo) []string {
 	by := map[string][]string{}
 	for _, w := range found {
-		if len(kinds) > 0 && !slices.ContainsFunc(kinds, func(k string) bool { return names(w, k) }) || !w.way.Above(&w.spec, to) {
+		if len(kinds) > 0 && !w.parked && !slices.ContainsFunc(kinds, func(k string) bool { return names(w, k) }) || !w.way.Above(&w.spec, to) {
 			continue
 		}
 		who := w.By
@@ -353,7 +365,7 @@ func (f *awakeFields) awoken(kind Kind) (Awoken, bool) {
 		return Awoken{}, false
 	}
 	_, undone := m.Annotations[kind.Way.Record()]
-	return Awoken{Kind: kind.Name, Group: kind.Resource.Group, Name: m.Name, Undone: undone, By: f.lastSet(kind.Way.AwakeField()), way: kind.Way, spec: f.Spec}, true
+	return Awoken{Kind: kind.Name, Group: kind.Resource.Group, Name: m.Name, Undone: undone, By: f.lastSet(kind.Way.AwakeField()), way: kind.Way, spec: f.Spec, parked: kind.Parked}, true
 }
 
 // lastSet is the field manager that last set the field at path (of

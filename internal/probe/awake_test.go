@@ -25,7 +25,8 @@ import (
 // asleep: web scaled up by kubectl after nsman put it to sleep (an older
 // owner of its replicas too), api new, pinned kept awake, db asleep; a
 // CronJob resumed by Argo CD; a ReplicaSet its Deployment controls, and one
-// of its own. ScaledObjects are not served.
+// of its own; a Service parked made a LoadBalancer again by hand, and a
+// ClusterIP. ScaledObjects are not served.
 func awakeBodies(ns string) map[string]string {
 	item := func(name, labels, annotations, owners, managed, spec string) string {
 		return fmt.Sprintf(`{"metadata":{"name":%q,"namespace":%q,"labels":{%s},"annotations":{%s},"ownerReferences":[%s],"managedFields":[%s]},"spec":{%s}}`,
@@ -50,6 +51,10 @@ func awakeBodies(ns string) map[string]string {
 		item("web-1", "", "", `{"controller":true,"kind":"Deployment","name":"web","uid":"u","apiVersion":"apps/v1"}`, "", `"replicas":3`),
 		item("solo", "", "", "", "", `"replicas":1`),
 	)
+	services := list(
+		item("edge", "", fmt.Sprintf("%q:%q", status.LoadBalancerAnnotation, `{"type":"LoadBalancer"}`), "", managed("by-hand", "2026-11-27T23:00:00Z", `{"f:spec":{"f:type":{}}}`), `"type":"LoadBalancer"`),
+		item("internal", "", "", "", "", `"type":"ClusterIP"`),
+	)
 	empty := list()
 	bodies := clustertest.DiscoveryBodies()
 	for _, prefix := range []string{"/namespaces/" + ns, ""} {
@@ -57,6 +62,7 @@ func awakeBodies(ns string) map[string]string {
 		bodies["/apis/apps/v1"+prefix+"/statefulsets"] = empty
 		bodies["/apis/apps/v1"+prefix+"/replicasets"] = replicasets
 		bodies["/apis/batch/v1"+prefix+"/cronjobs"] = cronjobs
+		bodies["/api/v1"+prefix+"/services"] = services
 		bodies["/api/v1"+prefix+"/replicationcontrollers"] = empty
 		bodies["/apis/argoproj.io/v1alpha1"+prefix+"/rollouts"] = empty
 		bodies["/apis/example.com/v1"+prefix+"/widgets"] = clustertest.Forbidden
@@ -85,6 +91,10 @@ func TestAwakeIn(t *testing.T) {
 		// 3, is above it, and a CronJob has no replicas to keep.
 		{name: "every kind, to 1 replica", to: policy.SleepTo{Replicas: 1}, want: []string{"argocd-application-controller: CronJob/report", "kubectl: Deployment/web"}},
 		{name: "every kind, to 3 replicas", to: policy.SleepTo{Replicas: 3}, want: []string{"argocd-application-controller: CronJob/report"}},
+		// A LoadBalancer is awake to a sleep that parks them alone, whatever
+		// kinds its selectors name.
+		{name: "Deployments, with load balancers", kinds: []string{"deployment"}, to: policy.SleepTo{LoadBalancers: true},
+			want: []string{"by-hand: Service/edge", "kubectl: Deployment/web", "new: Deployment/api"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got, more, err := NewAwake(awakeReads(kube), &Kinds{}).In(t.Context(), "dev-7", tt.kinds, tt.to)
@@ -199,7 +209,7 @@ func TestAwakeIndexCountsWhatItKeeps(t *testing.T) {
 	items = append(items, fmt.Sprintf(`{"metadata":{"name":"late","namespace":"dev-8","annotations":{%q:"1"}},"spec":{"replicas":1}}`, status.ReplicasAnnotation))
 	bodies["/apis/apps/v1/deployments"] = `{"kind":"List","apiVersion":"v1","metadata":{},"items":[` + strings.Join(items, ",") + `]}`
 	a := NewAwake(awakeReads(clustertest.APIServer(t, bodies)), &Kinds{})
-	index, err := a.list(t.Context(), metav1.NamespaceAll, MaxAwakeIn+10)
+	index, err := a.list(t.Context(), metav1.NamespaceAll, MaxAwakeIn+10, nil)
 	if err != nil {
 		t.Fatalf("index of %d kept, bounded at %d: %v", MaxAwakeIn+1, MaxAwakeIn+10, err)
 	}
@@ -345,7 +355,7 @@ func TestAwakeIndexMergesInTheKindsOrder(t *testing.T) {
 	}
 	bodies["/apis/apps/v1/deployments"] = `{"kind":"List","apiVersion":"v1","metadata":{},"items":[` + strings.Join(items, ",") + `]}`
 	a := NewAwake(awakeReads(clustertest.APIServer(t, bodies)), &Kinds{})
-	index, err := a.list(t.Context(), metav1.NamespaceAll, 0)
+	index, err := a.list(t.Context(), metav1.NamespaceAll, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,12 +30,20 @@ type Kind struct {
 	Found bool
 	// Way is how it sleeps, as its home in internal/workload says.
 	Way workload.Way
+	// AwakeFields is the field selector that lists only the objects that
+	// may be awake ("": all), as its home registers it.
+	AwakeFields string
+	// Parked: a kind a sleep's parameter adds (see workload.Parked), which
+	// no selector names.
+	Parked bool
 }
 
-// Selection is a kind and the labels its workloads must carry (none: all).
+// Selection is a kind and the labels its workloads must carry (none: all),
+// and the field selector they must match (none: all).
 type Selection struct {
 	Kind   Kind
 	Labels map[string]string
+	Fields string
 }
 
 // knownKinds are the kinds internal/workload registers, read without
@@ -52,6 +60,44 @@ var knownKinds, defaultSelections = func() (map[string]Kind, []Selection) {
 	}
 	return byName, defaults
 }()
+
+// parkedKinds are the parked kinds internal/workload registers, and what
+// parks each.
+var parkedKinds = func() (out []parkedKind) {
+	for _, k := range workload.Parked() {
+		out = append(out, parkedKind{Kind{Name: k.Name, Resource: k.Resource, Way: k.Way, AwakeFields: k.AwakeFields, Parked: true}, k.Parks})
+	}
+	return out
+}()
+
+// parkedKind is a parked kind and what parks it.
+type parkedKind struct {
+	kind  Kind
+	parks func(policy.SleepTo) bool
+}
+
+// ToSleep is selections with the parked kinds a sleep to to parks, each
+// listed as far as its AwakeFields: only those may be put to sleep.
+func ToSleep(selections []Selection, to policy.SleepTo) []Selection {
+	out := slices.Clone(selections)
+	for _, p := range parkedKinds {
+		if p.parks(to) {
+			out = append(out, Selection{Kind: p.kind, Fields: p.kind.AwakeFields})
+		}
+	}
+	return out
+}
+
+// ToWake is selections with every parked kind, all of their objects: a
+// wake, and nsman restore, bring back what a record says whatever the
+// policy says now.
+func ToWake(selections []Selection) []Selection {
+	out := slices.Clone(selections)
+	for _, p := range parkedKinds {
+		out = append(out, Selection{Kind: p.kind})
+	}
+	return out
+}
 
 // KnownKind is the kind of policy.KnownKinds named name, and whether it is
 // one.

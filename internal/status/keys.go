@@ -93,6 +93,12 @@ const ReplicasAnnotation = "nsman.k8s.consol.de/replicas-before-scale-down"
 // every record written before params.replicas has it, it is 0.
 const ReplicasAsleepAnnotation = "nsman.k8s.consol.de/replicas-asleep"
 
+// LoadBalancerAnnotation records on a Service that a SCALE_DOWN or SLEEP
+// with params.loadBalancers parked as ClusterIP what it needs back to be a
+// LoadBalancer again, as JSON: its type and the fields the change to
+// ClusterIP cleared. A wake or nsman restore brings them back.
+const LoadBalancerAnnotation = "nsman.k8s.consol.de/load-balancer-before-sleep"
+
 // SuspendAnnotation, "false", records on a CronJob that nsman suspended it
 // and that it ran before; nsman restore resumes it.
 const SuspendAnnotation = "nsman.k8s.consol.de/suspend-before-scale-down"

@@ -66,6 +66,8 @@ func (suspend) Verb() string          { return "suspend" }
 // own: suspending it frees nothing counted.
 func (suspend) FreesPods() bool { return false }
 
+func (suspend) FreesLoadBalancer() bool { return false }
+
 func (suspend) Doc() Doc {
 	return Doc{
 		Kinds:  "CronJob",

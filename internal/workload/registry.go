@@ -11,6 +11,11 @@ import (
 // them in.
 var known = []Known{deployment, statefulSet, cronJob, scaledObject}
 
+// parked are the kinds a sleep's parameter adds to what sleeps, whatever
+// the selectors pick (Known.Parks), after the known ones: no selector names
+// them, and none runs a pod.
+var parked = []Known{loadBalancer}
+
 // granted are the kinds found by discovery that the shipped ClusterRole
 // grants, after the known ones.
 var granted = []Grant{argoRollouts}
@@ -20,6 +25,33 @@ var Scale = Replicas
 
 // Kinds are the known kinds, in their order.
 func Kinds() []Known { return slices.Clone(known) }
+
+// Parked are the parked kinds, in their order.
+func Parked() []Known { return slices.Clone(parked) }
+
+// ParkPermissions are what the parked kinds need: to list and patch each.
+// They are apart from Permissions, whose resources are a workload kind's
+// alone (internal/layout keeps them home); a parked kind's resource is
+// read elsewhere too (what a DELETE reclaims).
+func ParkPermissions() []Permission {
+	var out []Permission
+	for _, k := range parked {
+		out = append(out, Permission{"list", k.Resource.Group, k.Resource.Resource, k.Why}, Permission{"patch", k.Resource.Group, k.Resource.Resource, k.Why})
+	}
+	return out
+}
+
+// AnnotationBytes bounds the value of annotation key where a workload is
+// read: a way's record that may be long (RecordBytes) is kept to its
+// bound, any other annotation to otherwise.
+func AnnotationBytes(key string, otherwise int) int {
+	for _, w := range ways() {
+		if long, ok := w.(interface{ RecordBytes() int }); ok && w.Record() == key {
+			return long.RecordBytes()
+		}
+	}
+	return otherwise
+}
 
 // Permissions are what the registered kinds need: to list and patch each
 // (a workload that changed meanwhile is read again with a list by name).
@@ -49,10 +81,10 @@ func Annotations() []string {
 }
 
 // ways are the registered ways, once each: Scale's, then the known
-// kinds' in their order.
+// kinds', then the parked kinds', in their order.
 func ways() []Way {
 	out := []Way{Scale}
-	for _, k := range known {
+	for _, k := range slices.Concat(known, parked) {
 		if !slices.Contains(out, k.Way) {
 			out = append(out, k.Way)
 		}

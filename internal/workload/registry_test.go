@@ -55,6 +55,9 @@ func TestAwakeIsWhatSleepWouldChange(t *testing.T) {
 		{spec: map[string]any{"replicas": int64(0)}, annotations: map[string]string{status.ReplicasAnnotation: "3", status.ReplicasAsleepAnnotation: "1"}},
 		{spec: map[string]any{"replicas": int64(2)}, annotations: map[string]string{status.ReplicasAsleepAnnotation: "2"}},
 		{spec: map[string]any{"replicas": int64(2)}, annotations: map[string]string{status.ReplicasAnnotation: "3", status.ReplicasAsleepAnnotation: "two"}},
+		{spec: map[string]any{"type": "LoadBalancer"}},
+		{spec: map[string]any{"type": "ClusterIP"}, annotations: map[string]string{status.LoadBalancerAnnotation: `{"type":"LoadBalancer"}`}},
+		{spec: map[string]any{"type": "NodePort"}},
 	}
 	for _, way := range ways() {
 		for _, s := range states {
@@ -67,7 +70,7 @@ func TestAwakeIsWhatSleepWouldChange(t *testing.T) {
 			if err := json.Unmarshal(raw, &spec); err != nil {
 				t.Fatal(err)
 			}
-			for _, to := range []policy.SleepTo{{}, {Replicas: 1}, {Replicas: 2}} {
+			for _, to := range []policy.SleepTo{{}, {Replicas: 1}, {Replicas: 2}, {LoadBalancers: true}} {
 				patch, _ := way.Sleep("W/w", w, to)
 				if awake := way.Awake(&spec, s.annotations) && way.Above(&spec, to); awake != (patch != nil) {
 					t.Errorf("%s to %+v of spec %s, annotations %v: awake %v, but its sleep patches %v", way.Verb(), to, raw, s.annotations, awake, patch)
@@ -144,7 +147,7 @@ func TestShippedRBACGrantsEveryKind(t *testing.T) {
 		if len(rules) == 0 {
 			t.Fatalf("%s: no rules read", path)
 		}
-		for _, p := range Permissions() {
+		for _, p := range slices.Concat(Permissions(), ParkPermissions()) {
 			if !slices.ContainsFunc(rules, func(r rbacRule) bool {
 				return slices.Contains(r.APIGroups, p.Group) && slices.Contains(r.Resources, p.Resource) && slices.Contains(r.Verbs, p.Verb)
 			}) {

@@ -108,6 +108,8 @@ func (replicas) Annotations() []string {
 func (replicas) Verb() string    { return "scale" }
 func (replicas) FreesPods() bool { return true }
 
+func (replicas) FreesLoadBalancer() bool { return false }
+
 func (replicas) Doc() Doc {
 	return Doc{
 		Kinds:  "Deployment, StatefulSet, Argo Rollout, any kind with a scale subresource",

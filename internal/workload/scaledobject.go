@@ -81,6 +81,8 @@ func (pause) Verb() string { return "pause" }
 // pausing it frees nothing counted.
 func (pause) FreesPods() bool { return false }
 
+func (pause) FreesLoadBalancer() bool { return false }
+
 func (pause) Doc() Doc {
 	return Doc{
 		Kinds:  "KEDA ScaledObject",

@@ -14,8 +14,9 @@ import (
 type Way interface {
 	// Sleep returns the patch that puts w to sleep as to says (what of it
 	// applies to the kind) and the effect; a nil patch when w sleeps
-	// already (it is then not written to, and keeps any record). id names
-	// w in the effect.
+	// already, or to does not put it to sleep (it is then not written to,
+	// and keeps any record; an effect says why when it is left awake).
+	// id names w in the effect.
 	Sleep(id string, w *unstructured.Unstructured, to policy.SleepTo) (map[string]any, string)
 	// Wake returns the patch that brings back what w's record says, and
 	// the effect; a nil patch when w has no record. A workload changed by
@@ -48,6 +49,9 @@ type Way interface {
 	// FreesPods reports whether its sleep scales its pods to zero, so
 	// that what it frees is replicas × its pod template's requests.
 	FreesPods() bool
+	// FreesLoadBalancer reports whether its sleep frees a cloud load
+	// balancer (report.Reclaimed's LoadBalancers).
+	FreesLoadBalancer() bool
 	// Doc is its row of docs/sleep.md's table of kinds (Table).
 	Doc() Doc
 }
@@ -65,6 +69,14 @@ type Doc struct {
 type Spec struct {
 	Replicas *int64 `json:"replicas,omitempty"`
 	Suspend  *bool  `json:"suspend,omitempty"`
+	// A Service's type and what its LoadBalancer needs back when parked
+	// (see parkLB).
+	Type                          string   `json:"type,omitempty"`
+	LoadBalancerClass             *string  `json:"loadBalancerClass,omitempty"`
+	LoadBalancerIP                string   `json:"loadBalancerIP,omitempty"`
+	LoadBalancerSourceRanges      []string `json:"loadBalancerSourceRanges,omitempty"`
+	ExternalTrafficPolicy         string   `json:"externalTrafficPolicy,omitempty"`
+	AllocateLoadBalancerNodePorts *bool    `json:"allocateLoadBalancerNodePorts,omitempty"`
 }
 
 // Known is a kind nsman reads and writes without discovery, as registered.
@@ -78,6 +90,13 @@ type Known struct {
 	Default bool
 	// Why it needs to list and patch the kind, as nsman doctor says it.
 	Why string
+	// Parks, for a parked kind (see Parked), says whether a sleep to a
+	// SleepTo puts its objects to sleep: a parameter adds it to what
+	// sleeps, whatever the selectors pick.
+	Parks func(policy.SleepTo) bool
+	// AwakeFields is a field selector the API server answers that lists
+	// only the objects of the kind that may be awake; "" lists them all.
+	AwakeFields string
 }
 
 // Grant is a kind found by discovery (a kind with a scale subresource)

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -26,6 +27,8 @@ func TestWays(t *testing.T) {
 		suspendRec  = status.SuspendAnnotation
 		pausedRec   = status.PausedReplicasAnnotation
 		asleepRec   = status.ReplicasAsleepAnnotation
+		lbRec       = status.LoadBalancerAnnotation
+		lbRecord    = `{"type":"LoadBalancer","loadBalancerClass":"example.com/lb","loadBalancerSourceRanges":["10.0.0.0/8"],"externalTrafficPolicy":"Local","allocateLoadBalancerNodePorts":false}`
 	)
 	tests := []struct {
 		name      string
@@ -94,6 +97,24 @@ func TestWays(t *testing.T) {
 		{name: "scaledobject unpaused since", way: pause{}, w: object("ScaledObject", map[string]any{}, map[string]string{pausedRec: "2"}),
 			wantSleep: `{"metadata":{"annotations":{"` + status.KedaPausedReplicas + `":"0","` + pausedRec + `":""}}}`, sleepSays: "pause ScaledObject/w at 0 replicas",
 			wantWake: `{"metadata":{"annotations":{"` + pausedRec + `":null}}}`, wakeSays: "leave ScaledObject/w: its pause changed since nsman paused it; drop its record"},
+		{name: "loadbalancer, no loadBalancers: left as it is", way: parkLB{}, w: object("Service", lbSpecOf("LoadBalancer"), nil)},
+		{name: "loadbalancer parked", way: parkLB{}, to: policy.SleepTo{LoadBalancers: true}, w: object("Service", lbSpecOf("LoadBalancer"), nil),
+			wantSleep: `{"metadata":{"annotations":{"` + lbRec + `":"` + jsonEscaped(lbRecord) + `"}},"spec":{"allocateLoadBalancerNodePorts":null,"externalTrafficPolicy":null,"healthCheckNodePort":null,"loadBalancerClass":null,"loadBalancerIP":null,"loadBalancerSourceRanges":null,"type":"ClusterIP"}}`,
+			sleepSays: "park Service/w as ClusterIP"},
+		{name: "clusterip: left as it is", way: parkLB{}, to: policy.SleepTo{LoadBalancers: true}, w: object("Service", map[string]any{"type": "ClusterIP"}, nil)},
+		{name: "nodeport: left as it is", way: parkLB{}, to: policy.SleepTo{LoadBalancers: true}, w: object("Service", map[string]any{"type": "NodePort"}, nil)},
+		{name: "loadbalancer of too many source ranges: left, saying why", way: parkLB{}, to: policy.SleepTo{LoadBalancers: true},
+			w:         object("Service", map[string]any{"type": "LoadBalancer", "loadBalancerSourceRanges": manyRanges(200)}, nil),
+			sleepSays: "leave Service/w a LoadBalancer: its record would be 3142 bytes, more than the 2048 nsman keeps"},
+		{name: "loadbalancer asleep", way: parkLB{}, to: policy.SleepTo{LoadBalancers: true}, w: object("Service", map[string]any{"type": "ClusterIP"}, map[string]string{lbRec: lbRecord}),
+			wantWake: `{"metadata":{"annotations":{"` + lbRec + `":null}},"spec":{"allocateLoadBalancerNodePorts":false,"externalTrafficPolicy":"Local","loadBalancerClass":"example.com/lb","loadBalancerSourceRanges":["10.0.0.0/8"],"type":"LoadBalancer"}}`,
+			wakeSays: "unpark Service/w as LoadBalancer"},
+		{name: "loadbalancer asleep, a bare record", way: parkLB{}, w: object("Service", map[string]any{"type": "ClusterIP"}, map[string]string{lbRec: `{"type":"LoadBalancer"}`}),
+			wantWake: `{"metadata":{"annotations":{"` + lbRec + `":null}},"spec":{"type":"LoadBalancer"}}`, wakeSays: "unpark Service/w as LoadBalancer"},
+		{name: "loadbalancer made a NodePort since", way: parkLB{}, w: object("Service", map[string]any{"type": "NodePort"}, map[string]string{lbRec: lbRecord}),
+			wantWake: `{"metadata":{"annotations":{"` + lbRec + `":null}}}`, wakeSays: "leave Service/w of type NodePort: changed since nsman parked it; drop its record"},
+		{name: "loadbalancer with a forged record", way: parkLB{}, w: object("Service", map[string]any{"type": "ClusterIP"}, map[string]string{lbRec: `{"type":"NodePort"}`}), wantWake: "error"},
+		{name: "loadbalancer with a record not JSON", way: parkLB{}, w: object("Service", map[string]any{"type": "ClusterIP"}, map[string]string{lbRec: "LoadBalancer"}), wantWake: "error"},
 		{name: "scaledobject with a forged record", way: pause{}, w: object("ScaledObject", map[string]any{}, map[string]string{status.KedaPausedReplicas: "0", pausedRec: "all"}), wantWake: "error"},
 	}
 	for _, tt := range tests {
@@ -127,4 +148,26 @@ func patchJSON(patch map[string]any) string {
 	}
 	b, _ := json.Marshal(patch)
 	return string(b)
+}
+
+// lbSpecOf is a Service's spec of type typ, with what a LoadBalancer
+// needs back when parked.
+func lbSpecOf(typ string) map[string]any {
+	return map[string]any{"type": typ, "loadBalancerClass": "example.com/lb", "loadBalancerSourceRanges": []any{"10.0.0.0/8"},
+		"externalTrafficPolicy": "Local", "allocateLoadBalancerNodePorts": false, "ports": []any{map[string]any{"port": int64(80), "nodePort": int64(30080)}}}
+}
+
+// manyRanges are n source ranges.
+func manyRanges(n int) []any {
+	out := make([]any, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("10.%d.0.0/16", i%250)
+	}
+	return out
+}
+
+// jsonEscaped is s as it reads inside a JSON string.
+func jsonEscaped(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b[1 : len(b)-1])
 }

@@ -60,8 +60,9 @@ func createCustomWith(t *testing.T, dyn dynamic.Interface, ns string, obj map[st
 }
 
 // parkingEveryKind installs the fixture CRDs and puts in ns a CronJob, a
-// KEDA ScaledObject and an Argo Rollout, and returns a manager of caseID
-// that scales them down at once: the kinds beyond Deployments and
+// KEDA ScaledObject, an Argo Rollout and a Service of type LoadBalancer,
+// and returns a manager of caseID that scales them down at once, parking
+// the LoadBalancer (loadBalancers): the kinds beyond Deployments and
 // StatefulSets the shipped ClusterRole names.
 func parkingEveryKind(t *testing.T, admin kubernetes.Interface, dyn dynamic.Interface, ns, caseID string) *unstructured.Unstructured {
 	t.Helper()
@@ -71,7 +72,12 @@ func parkingEveryKind(t *testing.T, admin kubernetes.Interface, dyn dynamic.Inte
 		"spec": map[string]any{"scaleTargetRef": map[string]any{"name": "web"}}})
 	createCustomWith(t, dyn, ns, map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout", "metadata": map[string]any{"name": "canary"},
 		"spec": map[string]any{"replicas": int64(1)}})
-	return managerObj(ns, ns, caseID, []any{ttlPolicy("park at once", 0, map[string]any{"type": "SCALE_DOWN", "params": map[string]any{"selectors": []any{
+	if _, err := admin.CoreV1().Services(ns).Create(t.Context(), &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "edge"}, Spec: corev1.ServiceSpec{
+		Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80}},
+	}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return managerObj(ns, ns, caseID, []any{ttlPolicy("park at once", 0, map[string]any{"type": "SCALE_DOWN", "params": map[string]any{"loadBalancers": true, "selectors": []any{
 		map[string]any{"kind": "CronJob"}, map[string]any{"kind": "ScaledObject"}, map[string]any{"kind": "Rollout"},
 	}}})})
 }

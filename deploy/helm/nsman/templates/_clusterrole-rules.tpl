@@ -32,10 +32,12 @@ wildcards, no Secrets, no CRD writes.
   resources: [persistentvolumeclaims]
   verbs: [list]
 # A tenant's WEBHOOK to a Service of its own namespace: its type, selector
-# and ports (a list by name); what a DELETE reclaims: its LoadBalancers.
+# and ports (a list by name); what a DELETE reclaims: its LoadBalancers;
+# SCALE_DOWN and SLEEP with loadBalancers, and restore: a LoadBalancer
+# parked as ClusterIP and back (the admission policy bounds the fields).
 - apiGroups: [""]
   resources: [services]
-  verbs: [list]
+  verbs: [list, patch]
 # A tenant's WEBHOOK to a Service of its own namespace: the endpoints to
 # dial, each checked against its Pod.
 - apiGroups: [discovery.k8s.io]
