@@ -66,7 +66,7 @@ type measurement struct {
 	// (summary.trafficQueries): IDLE from traffic asks one per source and
 	// window.
 	TrafficQueries map[string]int
-	Note   string
+	Note           string
 	// Load is the 1-minute load average after the measurement.
 	Load string
 }

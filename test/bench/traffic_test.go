@@ -322,7 +322,7 @@ func trafficTargets(rows rowSet) []target {
 			target{N: n, What: "traffic: zero writes in a no-op sweep", Source: "47",
 				Measured: fmt.Sprintf("%d (%s)", r.noop.writes(), r.noop.ref()), Met: r.noop.writes() == 0},
 			target{N: n, What: "traffic: one traffic query per sweep, answered", Source: "47",
-				Met: oneQueryAnswered(r.first) && oneQueryAnswered(r.noop),
+				Met:      oneQueryAnswered(r.first) && oneQueryAnswered(r.noop),
 				Measured: fmt.Sprintf("first %s (%s), no-op %s (%s)", trafficQueries(r.first), r.first.ref(), trafficQueries(r.noop), r.noop.ref())},
 			target{N: n, What: fmt.Sprintf("traffic: peak RSS ≤ %d MiB, over every nsman sweep", rssBoundMiB), Source: "47, OE",
 				Measured: fmt.Sprintf("%s (%s)", mib(peak), at.ref()), Met: float64(peak)/1024 <= rssBoundMiB},
