@@ -369,3 +369,25 @@ func trafficAnalysis(b *strings.Builder, rows rowSet) {
 			r.plus.total(), cmpOr(describe(moreRequests(r.noop, r.plus)), "none"), trafficQueries(r.noop))
 	}
 }
+
+// The part's rule is one nsman accepts, strictly, as a rule whose one
+// policy is IDLE for trafficIdleFor from the preset's traffic, and the
+// floor asks the query a sweep asks for it: a wrong rule would otherwise
+// show only in a control-plane run.
+func TestTrafficRule(t *testing.T) {
+	m, errs := policy.ParseStrict(trafficRuleObject())
+	if len(errs) > 0 {
+		t.Fatalf("the traffic part's rule: %v", errs.ToAggregate())
+	}
+	if m.Rule == nil || len(m.Policies) != 1 {
+		t.Fatalf("the traffic part's rule: a rule %v, %d policies; want a rule of one policy", m.Rule != nil, len(m.Policies))
+	}
+	c := m.Policies[0].Condition
+	if c.Type != policy.ConditionIdle || c.Idle != trafficIdleFor || c.Traffic == nil || *c.Traffic != (traffic.Source{Preset: trafficPreset}) {
+		t.Errorf("the traffic part's condition: %s, idle %s, traffic %+v; want IDLE, %s, preset %s", c.Type, c.Idle, c.Traffic, trafficIdleFor, trafficPreset)
+	}
+	p, _ := traffic.Lookup(trafficPreset)
+	if got, want := trafficQuery(), p.PromQL("", c.Idle); got != want || !strings.Contains(got, `namespace="`+trafficControllerNamespace+`"`) {
+		t.Errorf("the floor's query %s, want a sweep's, %s, pinned to the scrape job's namespace %s", got, want, trafficControllerNamespace)
+	}
+}
