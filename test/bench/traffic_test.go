@@ -198,16 +198,18 @@ func startTraffic(ctx context.Context, t *testing.T, namespaces []string) (url s
 		Name: trafficPreset, Targets: []string{strings.TrimPrefix(srv.URL, "http://")},
 		Labels: map[string]string{"namespace": trafficControllerNamespace},
 	})
-	stop = func() {
+	// halt stops the counting and the exporter; the function returned
+	// stops Prometheus first, which scrapes it.
+	halt := func() {
 		close(quit)
 		<-done
 		srv.Close()
 	}
 	if err != nil {
-		stop()
+		halt()
 		t.Fatal(err)
 	}
-	return p.URL, func() { p.Stop(); stop() }
+	return p.URL, func() { p.Stop(); halt() }
 }
 
 // waitTraffic waits until ready, then until the query answers requests
@@ -389,5 +391,25 @@ func TestTrafficRule(t *testing.T) {
 	p, _ := traffic.Lookup(trafficPreset)
 	if got, want := trafficQuery(), p.PromQL("", c.Idle); got != want || !strings.Contains(got, `namespace="`+trafficControllerNamespace+`"`) {
 		t.Errorf("the floor's query %s, want a sweep's, %s, pinned to the scrape job's namespace %s", got, want, trafficControllerNamespace)
+	}
+}
+
+// The part's traffic, short of a control plane: the exporter served, a
+// real Prometheus scraping it as the controller's pod, the query, asked
+// through internal/prom's client, answers requests for every namespace
+// counted, and what startTraffic returns stops it all.
+func TestTrafficSource(t *testing.T) {
+	names := []string{seededName(trafficPrefix, 0), seededName(trafficPrefix, 1), seededName(trafficPrefix, 2)}
+	url, stop := startTraffic(t.Context(), t, names)
+	defer stop()
+	client, err := prom.New(prom.Config{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := waitTraffic(t.Context(), client, len(names), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if used, series, err := queryTraffic(t.Context(), client); err != nil || used != len(names) || series != len(names) {
+		t.Errorf("query: %d namespaces with requests of %d series (%v), want %d of %d", used, series, err, len(names), len(names))
 	}
 }
