@@ -26,8 +26,9 @@ const Command = "make bench"
 // parts are what NSMAN_BENCH_ONLY may name: the managers, the rule (issue
 // 13), half the managers IDLE (issue 25), the hostile tenant (issue 31) or
 // its fat-workloads row alone (issue 44), a SLEEP rule (issue 33), a rule
-// with OWNER_GONE over namespaces Argo CD Applications own (issue 46).
-var parts = []string{"managers", "rules", "idle", "hostile", fatOnly, "sleep", "owners"}
+// with OWNER_GONE over namespaces Argo CD Applications own (issue 46), a
+// rule with IDLE from traffic (issue 47).
+var parts = []string{"managers", "rules", "idle", "hostile", fatOnly, "sleep", "owners", "traffic"}
 
 // The sizes and the due managers of a complete run; BENCHMARKS.md is
 // written only from one.
@@ -42,12 +43,13 @@ const defaultDue = 1000
 // hostile tenant in another, then a SLEEP rule over as many namespaces as
 // the largest size up to 1000, in another, then, for each size, a rule
 // with OWNER_GONE over N namespaces, each owned by an Argo CD Application,
-// in another,
+// in another, then a rule with IDLE from ingress-nginx's traffic over
+// trafficSize namespaces, a real Prometheus asked, in another,
 // measures the floors and nsman sweeps, prints the document and writes it
 // to BENCHMARKS.md (NSMAN_BENCH_OUT to write elsewhere).
 // NSMAN_BENCH_GO_PKGS names packages whose Go benchmarks it runs first, on
-// the same tree. NSMAN_BENCH_ONLY=managers, =rules, =idle, =hostile, =sleep
-// or =owners runs one part alone; =hostile-workloads the hostile part's
+// the same tree. NSMAN_BENCH_ONLY=managers, =rules, =idle, =hostile, =sleep,
+// =owners or =traffic runs one part alone; =hostile-workloads the hostile part's
 // fat-workloads row alone.
 //
 // It names the commit measured, builds the nsman it measures from the same
@@ -164,6 +166,9 @@ func TestBenchmarks(t *testing.T) {
 			rep.Owners = append(rep.Owners, r...)
 			rep.KubeVersion = v
 		}
+	}
+	if runs("traffic") {
+		rep.Traffic, rep.KubeVersion = measureTraffic(t, bin)
 	}
 	if t.Failed() && official {
 		t.Fatal("not writing BENCHMARKS.md: a measurement failed its checks")

@@ -805,3 +805,140 @@ func wantTargets(t *testing.T, name, doc string, n int, want map[string]string, 
 		}
 	}
 }
+
+// syntheticTraffic are the rows of the traffic part over n namespaces, as
+// measureTraffic makes them: the no-op sweep takes noop seconds against
+// 0.1 for the read floor with the activity lists and the query, writes
+// what noopWrites says, and its report counts queries.
+func syntheticTraffic(n int, noop float64, noopWrites, queries map[string]int) []measurement {
+	s := func(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
+	with := func(ms ...map[string]int) map[string]int {
+		out := map[string]int{}
+		for _, m := range ms {
+			for k, v := range m {
+				out[k] += v
+			}
+		}
+		return out
+	}
+	lists := map[string]int{"list namespacemanagers": 1, "list namespaces": 3}
+	activity := map[string]int{"list pods": 1, "list replicasets": 1, "list controllerrevisions": 1, "list jobs": 1}
+	waiting := map[report.State]int{report.StateWaiting: n}
+	answered := map[string]int{"answered": 1, "unanswered": 0}
+	rows := []measurement{
+		{What: trafficFirstLabel, Wall: s(1.5), Audited: with(lists, activity, map[string]int{"patch namespaces": n, "patch namespacemanagers/status": 1}),
+			MaxRSS: 36 << 10, States: waiting, TrafficQueries: answered},
+		{What: readFloorLabel, Wall: s(0.03), Audited: lists},
+		{What: trafficFloorLabel, Wall: s(0.1), Audited: with(lists, activity),
+			Note: fmt.Sprintf("0 pods, 0 replicasets, 0 controllerrevisions, 0 jobs; one query: %d series, %d namespaces with requests", n, n)},
+		{What: noopLabel, Wall: s(noop), Audited: with(lists, activity, noopWrites), MaxRSS: 38 << 10, States: waiting,
+			TrafficQueries: queries, Runs: []time.Duration{s(noop), s(noop + 0.05), s(noop - 0.01)}},
+	}
+	for i := range rows {
+		rows[i].N, rows[i].Load = n, "1.30"
+	}
+	return rows
+}
+
+// The traffic part (issue 47) has a section of its own, after the owners
+// part's, and its targets are met or missed by the rows: the no-op sweep
+// against the read floor with the activity lists and the query and by its
+// writes, each sweep's traffic queries as its report counts them.
+func TestRenderTraffic(t *testing.T) {
+	tree := treeState{Commit: strings.Repeat("a", 40), Describe: "aaaaaaa"}
+	const (
+		noopWhat  = "traffic: no-op sweep ≤ 1.3 × read floor incl. the activity lists and the query"
+		zeroWhat  = "traffic: zero writes in a no-op sweep"
+		queryWhat = "traffic: one traffic query per sweep, answered"
+		rssWhat   = "traffic: peak RSS ≤ 64 MiB, over every nsman sweep"
+	)
+	answered := map[string]int{"answered": 1, "unanswered": 0}
+	for _, c := range []struct {
+		name       string
+		n          int
+		noop       float64
+		noopWrites map[string]int
+		queries    map[string]int
+		want       map[string]string // target → "measured | met"
+	}{
+		{name: "met", n: 1000, noop: 0.12, queries: answered, want: map[string]string{
+			noopWhat:  "0.12 s (#41) / 0.10 s (#40) = 1.20× (floor without them: 0.03 s (#39), 4.00×) | yes",
+			zeroWhat:  "0 (#41) | yes",
+			queryWhat: "first answered 1, unanswered 0 (#38), no-op answered 1, unanswered 0 (#41) | yes",
+			rssWhat:   "38.0 MiB (#41) | yes",
+		}},
+		{name: "slow and writing", n: 1000, noop: 0.2, noopWrites: map[string]int{"patch namespaces": 3}, queries: answered, want: map[string]string{
+			noopWhat: "= 2.00× | **no**",
+			zeroWhat: "3 (#41) | **no**",
+		}},
+		{name: "a query per namespace", n: 1000, noop: 0.12, queries: map[string]int{"answered": 1000, "unanswered": 0}, want: map[string]string{
+			queryWhat: "no-op answered 1000, unanswered 0 (#41) | **no**",
+		}},
+		{name: "unanswered", n: 1000, noop: 0.12, queries: map[string]int{"answered": 0, "unanswered": 1}, want: map[string]string{
+			queryWhat: "no-op answered 0, unanswered 1 (#41) | **no**",
+		}},
+		{name: "no query", n: 1000, noop: 0.12, queries: nil, want: map[string]string{
+			queryWhat: "no-op none (#41) | **no**",
+		}},
+		{name: "at another size", n: 200, noop: 0.2, queries: answered, want: map[string]string{
+			noopWhat: "= 2.00× | – (set at 1000)",
+			zeroWhat: "0 (#41) | yes",
+		}},
+	} {
+		rep := syntheticReport(map[string]int{"delete namespaces": 1000}, tree)
+		rep.Traffic = syntheticTraffic(c.n, c.noop, c.noopWrites, c.queries)
+		wantTargets(t, c.name, render(rep), c.n, c.want, "47")
+	}
+
+	rep := syntheticReport(map[string]int{"delete namespaces": 1000}, tree)
+	apps := map[string]int{"list applications": 2}
+	rep.Owners = syntheticOwners(1000, 0.12, apps)
+	rep.Traffic = syntheticTraffic(1000, 0.12, nil, answered)
+	doc := render(rep)
+	heading := "## A rule with IDLE from traffic over 1000 namespaces (issue 47)"
+	owners, traffic := strings.Index(doc, "## A rule with OWNER_GONE"), strings.Index(doc, heading)
+	if traffic < 0 || owners < 0 || traffic < owners {
+		t.Fatalf("no section %q after the owners part's:\n%s", heading, doc)
+	}
+	sec := section(doc, heading)
+	for _, want := range []string{
+		"at N = 1000 only", "`nsman.bench/traffic=on`", "`bench-traffic/idle`", "`--trusted-namespaces bench-traffic --prometheus-url`",
+		"`IDLE` (idleSeconds 20, `traffic: {preset: ingress-nginx}`) → DELETE", "every 1s in a job whose target label `namespace=ingress-nginx`",
+		"until the namespaces are 20 s old", "a no-op sweep, 3 times, interleaved", "the preset's PromQL over 20 s, asked once",
+		"`summary.trafficQueries`",
+		"| #44 | 1000 | nsman sweep, first (reads activity and traffic) | 1.50 s | 1009 | 1001 |",
+		"| #46 | 1000 | floor + paged LIST of pods, ReplicaSets, ControllerRevisions, Jobs + one Prometheus query | 0.10 s | 8 | 0 |",
+		"| #47 | 1000 | nsman sweep, no-op (nothing due) | 0.12 s | 8 | 0 |",
+	} {
+		if !strings.Contains(sec, want) {
+			t.Errorf("traffic section lacks %q:\n%s", want, sec)
+		}
+	}
+	an := section(doc, "## Analysis")
+	for _, want := range []string{
+		"**A rule with IDLE from traffic over 1000 namespaces.** The first sweep took 1.50 s (#44) and wrote 1001 requests (patch namespacemanagers/status 1, patch namespaces 1000); its traffic\nqueries: answered 1, unanswered 0.",
+		"The no-op sweep took 0.12 s (#47): 1.20× the read floor with the activity lists and the query (0.10 s (#46)) and 4.00×\nthe read floor (#45), which reads neither; it made 8 requests, 1 of them lists of controllerrevisions, where the floor\nwith the activity lists made 8 (more: none), and its traffic queries were answered 1, unanswered 0.",
+		"The rule with IDLE from traffic over 1000 namespaces: 38.0 MiB (#47).",
+	} {
+		if !strings.Contains(an, want) {
+			t.Errorf("analysis lacks %q:\n%s", want, an)
+		}
+	}
+	if !strings.Contains(doc, "46 (namespaces GitOps owns), 47 (IDLE from traffic)") {
+		t.Errorf("sources do not name issue 47")
+	}
+
+	// The part alone renders with no gaps, numbered from #1.
+	alone := rep
+	alone.Traffic = syntheticTraffic(1000, 0.12, nil, answered)
+	alone.Rows, alone.Rules, alone.Idle, alone.Hostile, alone.Owners, alone.Sizes, alone.Partial = nil, nil, nil, nil, nil, nil, []string{"NSMAN_BENCH_ONLY=traffic"}
+	doc = render(alone)
+	for _, not := range []string{"\n\n\n", "NaN", "Inf", "%!", "## Managers", "## A rule with OWNER_GONE"} {
+		if strings.Contains(doc, not) {
+			t.Errorf("traffic alone: document holds %q:\n%s", not, doc)
+		}
+	}
+	if !strings.Contains(doc, "| #4 | 1000 | nsman sweep, no-op (nothing due) |") || !strings.Contains(doc, "**Peak RSS.** The rule with IDLE from traffic over 1000 namespaces: 38.0 MiB (#4).") {
+		t.Errorf("traffic alone:\n%s", doc)
+	}
+}

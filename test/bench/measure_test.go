@@ -62,7 +62,11 @@ type measurement struct {
 	Runs []time.Duration
 	// States counts the managers by state, for sweeps.
 	States map[report.State]int
-	Note   string
+	// TrafficQueries are a sweep's traffic queries by result
+	// (summary.trafficQueries): IDLE from traffic asks one per source and
+	// window.
+	TrafficQueries map[string]int
+	Note           string
 	// Load is the 1-minute load average after the measurement.
 	Load string
 }
@@ -520,7 +524,8 @@ func (s *session) measureCommand(command []string, what string, args ...string) 
 	if run.Code != 0 {
 		s.t.Errorf("N=%d %s: nsman exited %d; stderr:\n%s", s.n, what, run.Code, tail(run.Stderr, 4000))
 	}
-	return s.measured(measurement{What: what, Wall: run.Wall, HTTP: run.Summary.Requests, MaxRSS: run.MaxRSS, States: run.Summary.States})
+	return s.measured(measurement{What: what, Wall: run.Wall, HTTP: run.Summary.Requests, MaxRSS: run.MaxRSS, States: run.Summary.States,
+		TrafficQueries: run.Summary.TrafficQueries})
 }
 
 // measureSweep runs nsman's sweep with args.

@@ -1,0 +1,414 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/prom"
+	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/policy/traffic"
+	"github.com/nsman/nsman/report"
+	"github.com/nsman/nsman/test/nsmantest"
+)
+
+// The traffic benchmark (issue 47, its first row): one rule with IDLE
+// reading traffic from ingress-nginx's counter over trafficSize namespaces,
+// in a control plane of its own, a real Prometheus scraping an exporter
+// that counts a request to every namespace every second. Every namespace
+// is idle by its activity, so each sweep reads its activity, then asks the
+// one query, finds requests, and keeps it waiting: nothing is written.
+const (
+	// trafficSize is the one size the part runs at: the issue's "1,000
+	// namespaces"; the exporter's series and the query's answer grow with
+	// it, and so does the wait for Prometheus to see them.
+	trafficSize = 1000
+	// trafficIdleFor is the rule's idleSeconds and the query's window:
+	// the namespaces are left until they are that old, idle by their
+	// activity, from when each sweep asks the query; a few scrapes of
+	// nsmantest.ScrapeInterval, so that every namespace has requests in
+	// it.
+	trafficIdleFor = 20 * time.Second
+	// trafficLabel=on is what the rule selects namespaces by.
+	trafficLabel = "nsman.bench/traffic"
+	// trafficRulesNamespace holds the rule; nsman runs with it trusted.
+	trafficRulesNamespace = "bench-traffic"
+	trafficRuleName       = "idle"
+	trafficPolicyName     = "unused"
+	// trafficPrefix names the namespaces the rule matches, also their set.
+	trafficPrefix = "tr"
+	// trafficPreset is the rule's traffic preset.
+	trafficPreset = "ingress-nginx"
+	// trafficControllerNamespace is the target label `namespace` of the
+	// scrape job, as a ServiceMonitor gives the controller's pod: the
+	// preset counts only series scraped from there.
+	trafficControllerNamespace = "ingress-nginx"
+	// trafficFirstLabel labels nsman's first sweep over the namespaces.
+	trafficFirstLabel = firstSweepLabel + " (reads activity and traffic)"
+	// trafficFloorLabel labels the read floor with the activity lists
+	// and the query.
+	trafficFloorLabel = floorPlusPrefix + "paged LIST of pods, ReplicaSets, ControllerRevisions, Jobs + one Prometheus query"
+	// trafficNoopBound: the no-op sweep against the read floor with the
+	// activity lists and the query (issue 47).
+	trafficNoopBound = 1.3
+)
+
+// trafficQuery is the PromQL a sweep asks for the rule: its preset's,
+// unpinned (no --traffic-match), over trafficIdleFor.
+func trafficQuery() string {
+	p, ok := traffic.Lookup(trafficPreset)
+	if !ok {
+		panic("policy/traffic has no preset " + trafficPreset)
+	}
+	return p.PromQL("", trafficIdleFor)
+}
+
+// measureTraffic starts a control plane, seeds trafficSize namespaces and
+// the rule over them, serves the exporter and starts Prometheus, counts a
+// request to every namespace every second, waits until the namespaces are
+// trafficIdleFor old and Prometheus answers the query for each with
+// requests, and measures, in order: nsman's first sweep, then, readRounds
+// times over, interleaved, the read floor, the read floor with the
+// activity lists and the query, and the no-op sweep. It fails the run
+// unless every sweep found every namespace waiting, asked the query once,
+// answered, and listed the activity.
+func measureTraffic(t *testing.T, bin string) ([]measurement, string) {
+	t.Helper()
+	n := trafficSize
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Minute)
+	defer cancel()
+	s := startSession(ctx, t, bin, n)
+	defer s.c.Stop()
+
+	began := time.Now()
+	names, err := s.seed.trafficRule(ctx, n)
+	if err != nil {
+		t.Fatalf("seed: %v", err)
+	}
+	seeded := time.Now()
+	s.step("seeded %d namespaces and the rule in %s", n, seeded.Sub(began).Round(time.Millisecond))
+
+	url, stop := startTraffic(ctx, t, names)
+	defer stop()
+	client, err := prom.New(prom.Config{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Until a namespace is trafficIdleFor old it is not idle by its
+	// activity, and a sweep asks nothing of its traffic; the API server
+	// stamped each before seeding ended.
+	if err := waitTraffic(ctx, client, n, seeded.Add(trafficIdleFor+time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	s.step("the namespaces are %s old and Prometheus answers requests for each, after %s", trafficIdleFor, time.Since(seeded).Round(time.Millisecond))
+
+	args := []string{"--trusted-namespaces", trafficRulesNamespace, "--prometheus-url", url}
+	if _, err := s.audit.next(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first := s.sweepRow(trafficFirstLabel, args...)
+	s.trafficCheck(first)
+	if got := first.States[report.StateWaiting]; got != n {
+		t.Errorf("traffic over %d: first sweep: %d waiting, want %d (%v)", n, got, n, first.States)
+	}
+	var floors, pluses, noops []measurement
+	for range readRounds {
+		floors = append(floors, s.readFloor())
+		pluses = append(pluses, s.readFloorPlus(trafficFloorLabel, func() (string, error) {
+			return floorTraffic(ctx, s, client)
+		}))
+		m := s.noop(noopLabel, args...)
+		s.trafficCheck(m)
+		noops = append(noops, m)
+	}
+	s.rows = append(s.rows, median(floors), median(pluses), median(noops))
+	s.step("the traffic part took %s, its control plane's start included", time.Since(s.began).Round(time.Second))
+	return s.rows, s.version
+}
+
+// trafficRule creates n namespaces trafficPrefix-00000… labelled
+// setLabel=trafficPrefix and trafficLabel=on, with nothing in them, and the
+// rule in trafficRulesNamespace, and returns the namespaces' names.
+func (s seeder) trafficRule(ctx context.Context, n int) ([]string, error) {
+	labels := map[string]string{setLabel: trafficPrefix, trafficLabel: "on"}
+	names := make([]string, n)
+	if err := inParallel(ctx, seedConcurrency, n, func(ctx context.Context, i int) error {
+		names[i] = seededName(trafficPrefix, i)
+		return s.namespace(ctx, names[i], labels)
+	}); err != nil {
+		return nil, err
+	}
+	if err := s.namespace(ctx, trafficRulesNamespace, nil); err != nil {
+		return nil, err
+	}
+	if _, err := s.dyn.Resource(cluster.ManagerResource).Namespace(trafficRulesNamespace).Create(ctx, trafficRuleObject(), metav1.CreateOptions{}); err != nil {
+		return nil, fmt.Errorf("create rule: %w", err)
+	}
+	return names, nil
+}
+
+// trafficRuleObject is the rule: in trafficRulesNamespace, over the
+// namespaces labelled trafficLabel=on, IDLE for trafficIdleFor by activity
+// and by the traffic of trafficPreset → DELETE. DELETE, not SLEEP: no
+// namespace is ever due, and a SLEEP would read each namespace's workloads
+// besides, which is not what the row measures.
+func trafficRuleObject() *unstructured.Unstructured {
+	return newManager(trafficRulesNamespace, trafficRuleName, map[string]any{
+		"namespaceSelector": map[string]any{"matchLabels": map[string]any{trafficLabel: "on"}},
+		"policies": []any{map[string]any{
+			"name": trafficPolicyName,
+			"condition": map[string]any{"type": policy.ConditionIdle, "params": map[string]any{
+				"idleSeconds": int64(trafficIdleFor / time.Second),
+				"traffic":     map[string]any{"preset": trafficPreset},
+			}},
+			"action": map[string]any{"type": policy.ActionDelete},
+		}},
+	})
+}
+
+// startTraffic serves the exporter on loopback, counting a request to each
+// of namespaces through ingress-nginx every second, and starts Prometheus
+// scraping it as the controller's pod; it returns Prometheus's URL and
+// what stops all three.
+func startTraffic(ctx context.Context, t *testing.T, namespaces []string) (url string, stop func()) {
+	t.Helper()
+	tr, handler := nsmantest.NewTraffic()
+	srv := httptest.NewServer(handler)
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			for _, ns := range namespaces {
+				tr.NginxRequests(ns, "web", "web", 1)
+			}
+			select {
+			case <-quit:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	p, err := nsmantest.LaunchPrometheus(ctx, t.TempDir(), nsmantest.ScrapeJob{
+		Name: trafficPreset, Targets: []string{strings.TrimPrefix(srv.URL, "http://")},
+		Labels: map[string]string{"namespace": trafficControllerNamespace},
+	})
+	// halt stops the counting and the exporter; the function returned
+	// stops Prometheus first, which scrapes it.
+	halt := func() {
+		close(quit)
+		<-done
+		srv.Close()
+	}
+	if err != nil {
+		halt()
+		t.Fatal(err)
+	}
+	return p.URL, func() { p.Stop(); halt() }
+}
+
+// waitTraffic waits until ready, then until the query answers requests
+// for each of the n namespaces, for at most a minute more.
+func waitTraffic(ctx context.Context, client *prom.Client, n int, ready time.Time) error {
+	select {
+	case <-time.After(time.Until(ready)):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		used, series, err := queryTraffic(ctx, client)
+		if err == nil && used == n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("traffic: after a minute, the query answers requests for %d namespaces of %d (%d series, error %v)", used, n, series, err)
+		}
+		select {
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// queryTraffic asks the rule's query once, through internal/prom's client
+// as nsman does, and counts the namespaces with requests among the series.
+func queryTraffic(ctx context.Context, client *prom.Client) (used, series int, err error) {
+	vec, err := client.Query(ctx, trafficQuery())
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, s := range vec {
+		if strings.HasPrefix(string(s.Metric["namespace"]), trafficPrefix+"-") && s.Value > 0 {
+			used++
+		}
+	}
+	return used, len(vec), nil
+}
+
+// floorTraffic lists what IDLE counts as activity (floorActivityLists),
+// then asks the query once: what a sweep must read to find every
+// namespace used. It fails unless the query answered requests for all.
+func floorTraffic(ctx context.Context, s *session, client *prom.Client) (string, error) {
+	lists, err := floorActivityLists(ctx, s.sa)
+	if err != nil {
+		return "", err
+	}
+	used, series, err := queryTraffic(ctx, client)
+	if err != nil {
+		return "", err
+	}
+	if used != s.n {
+		return "", fmt.Errorf("traffic floor: the query answered requests for %d namespaces of %d", used, s.n)
+	}
+	return fmt.Sprintf("%s; one query: %d series, %d namespaces with requests", lists, series, used), nil
+}
+
+// trafficCheck checks sweep m: its activity listed, and one traffic query
+// asked and answered.
+func (s *session) trafficCheck(m measurement) {
+	if m.count("list", "controllerrevisions") == 0 {
+		s.t.Errorf("traffic over %d: %s listed no ControllerRevisions: it did not read the namespaces' activity (%s)", s.n, m.What, describe(m.Audited))
+	}
+	if !oneQueryAnswered(m) {
+		s.t.Errorf("traffic over %d: %s: traffic queries %v, want one answered", s.n, m.What, m.TrafficQueries)
+	}
+}
+
+// oneQueryAnswered says whether sweep m asked one traffic query, and had
+// an answer (the report's summary.trafficQueries).
+func oneQueryAnswered(m measurement) bool {
+	return m.TrafficQueries["answered"] == 1 && m.TrafficQueries["unanswered"] == 0
+}
+
+// trafficRows are the traffic part's rows, found by label.
+type trafficRows struct {
+	first, floor, plus, noop measurement
+}
+
+// trafficRowsOf are the traffic part's rows of size n.
+func trafficRowsOf(rows rowSet, n int) trafficRows {
+	return trafficRows{first: rows.must(n, trafficFirstLabel), floor: rows.must(n, readFloorLabel),
+		plus: rows.must(n, trafficFloorLabel), noop: rows.must(n, noopLabel)}
+}
+
+// trafficQueries says what sweep m's report counted of its traffic
+// queries.
+func trafficQueries(m measurement) string {
+	return cmpOr(describe(m.TrafficQueries), "none")
+}
+
+// trafficTargets computes the traffic part's targets, at each size
+// measured; the no-op one is set at trafficSize, the issue's.
+func trafficTargets(rows rowSet) []target {
+	var ts []target
+	for _, n := range sizesOf(rows) {
+		r := trafficRowsOf(rows, n)
+		x := ratio(r.noop.Wall, r.plus.Wall)
+		peak, at := peakRSS(rows, n)
+		ts = append(ts,
+			setAt(trafficSize, target{N: n, Source: "47", Met: x <= trafficNoopBound,
+				What: fmt.Sprintf("traffic: no-op sweep ≤ %.1f × read floor incl. the activity lists and the query", trafficNoopBound),
+				Measured: fmt.Sprintf("%s / %s = %.2f× (floor without them: %s, %.2f×)",
+					r.noop.at(), r.plus.at(), x, r.floor.at(), ratio(r.noop.Wall, r.floor.Wall))}),
+			target{N: n, What: "traffic: zero writes in a no-op sweep", Source: "47",
+				Measured: fmt.Sprintf("%d (%s)", r.noop.writes(), r.noop.ref()), Met: r.noop.writes() == 0},
+			target{N: n, What: "traffic: one traffic query per sweep, answered", Source: "47",
+				Met:      oneQueryAnswered(r.first) && oneQueryAnswered(r.noop),
+				Measured: fmt.Sprintf("first %s (%s), no-op %s (%s)", trafficQueries(r.first), r.first.ref(), trafficQueries(r.noop), r.noop.ref())},
+			target{N: n, What: fmt.Sprintf("traffic: peak RSS ≤ %d MiB, over every nsman sweep", rssBoundMiB), Source: "47, OE",
+				Measured: fmt.Sprintf("%s (%s)", mib(peak), at.ref()), Met: float64(peak)/1024 <= rssBoundMiB},
+		)
+	}
+	return ts
+}
+
+// trafficMethod describes the traffic part, over n namespaces.
+func trafficMethod(b *strings.Builder, n int) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	w := int64(trafficIdleFor / time.Second)
+	p("A fresh control plane of its own, at N = %d only (the issue's size). Seeded: N empty namespaces labelled `%s=on`\n", n, trafficLabel)
+	p("and one rule, `%s/%s`, in its own namespace (nsman runs with `--trusted-namespaces %s --prometheus-url` the\n", trafficRulesNamespace, trafficRuleName, trafficRulesNamespace)
+	p("Prometheus below), over them, with one policy: `%s` (idleSeconds %d, `traffic: {preset: %s}`) → DELETE.\n", policy.ConditionIdle, w, trafficPreset)
+	p("An exporter of ingress-nginx's request counter (nsmantest.NewTraffic, served on loopback) counts a request to every\n")
+	p("namespace every second; a real Prometheus (nsmantest.LaunchPrometheus, the version test/tools/promtool pins) scrapes it\n")
+	p("every %s in a job whose target label `namespace=%s` stands for the controller's pod, as a ServiceMonitor gives it.\n", nsmantest.ScrapeInterval, trafficControllerNamespace)
+	p("The generator waits until the namespaces are %d s old, idle by their activity, and Prometheus answers requests for each:\n", w)
+	p("from then on every sweep lists what IDLE counts as activity, asks the preset's query once, finds requests in every\n")
+	p("namespace and keeps it waiting, writing nothing; DELETE rather than SLEEP, as nothing is ever due and a SLEEP would\n")
+	p("read each namespace's workloads besides. nsman's first sweep is measured; then the read floor, the read floor with the\n")
+	p("activity lists and the query, and a no-op sweep, %d times, interleaved. The read floor lists the managers and the\n", readRounds)
+	p("namespaces as in \"Managers\"; the next row adds, as in the IDLE part, one paged list (page size %d), cluster-wide and\n", pageSize)
+	p("metadata only, of pods, ReplicaSets, ControllerRevisions and Jobs, then the preset's PromQL over %d s, asked once\n", w)
+	p("through internal/prom's client, as nsman asks it. The rows are the median runs; the notes list every run. The\n")
+	p("generator fails the run unless every sweep found every namespace waiting, listed the ControllerRevisions (audit log)\n")
+	p("and counted one traffic query, answered (its report's `summary.trafficQueries`), and the no-op sweeps wrote nothing.\n\n")
+}
+
+// trafficAnalysis writes what the traffic part says, at each size
+// measured.
+func trafficAnalysis(b *strings.Builder, rows rowSet) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	for _, n := range sizesOf(rows) {
+		r := trafficRowsOf(rows, n)
+		p("**A rule with IDLE from traffic over %d namespaces.** The first sweep took %s and wrote %d requests (%s); its traffic\n",
+			n, r.first.at(), r.first.writes(), cmpOr(describe(writesOnly(r.first)), "none"))
+		p("queries: %s. The no-op sweep took %s: %.2f× the read floor with the activity lists and the query (%s) and %.2f×\n",
+			trafficQueries(r.first), r.noop.at(), ratio(r.noop.Wall, r.plus.Wall), r.plus.at(), ratio(r.noop.Wall, r.floor.Wall))
+		p("the read floor (%s), which reads neither; it made %d requests, %d of them lists of controllerrevisions, where the floor\n",
+			r.floor.ref(), r.noop.total(), r.noop.count("list", "controllerrevisions"))
+		p("with the activity lists made %d (more: %s), and its traffic queries were %s.\n\n",
+			r.plus.total(), cmpOr(describe(moreRequests(r.noop, r.plus)), "none"), trafficQueries(r.noop))
+	}
+}
+
+// The part's rule is one nsman accepts, strictly, as a rule whose one
+// policy is IDLE for trafficIdleFor from the preset's traffic, and the
+// floor asks the query a sweep asks for it: a wrong rule would otherwise
+// show only in a control-plane run.
+func TestTrafficRule(t *testing.T) {
+	m, errs := policy.ParseStrict(trafficRuleObject())
+	if len(errs) > 0 {
+		t.Fatalf("the traffic part's rule: %v", errs.ToAggregate())
+	}
+	if m.Rule == nil || len(m.Policies) != 1 {
+		t.Fatalf("the traffic part's rule: a rule %v, %d policies; want a rule of one policy", m.Rule != nil, len(m.Policies))
+	}
+	c := m.Policies[0].Condition
+	if c.Type != policy.ConditionIdle || c.Idle != trafficIdleFor || c.Traffic == nil || *c.Traffic != (traffic.Source{Preset: trafficPreset}) {
+		t.Errorf("the traffic part's condition: %s, idle %s, traffic %+v; want IDLE, %s, preset %s", c.Type, c.Idle, c.Traffic, trafficIdleFor, trafficPreset)
+	}
+	p, _ := traffic.Lookup(trafficPreset)
+	if got, want := trafficQuery(), p.PromQL("", c.Idle); got != want || !strings.Contains(got, `namespace="`+trafficControllerNamespace+`"`) {
+		t.Errorf("the floor's query %s, want a sweep's, %s, pinned to the scrape job's namespace %s", got, want, trafficControllerNamespace)
+	}
+}
+
+// The part's traffic, short of a control plane: the exporter served, a
+// real Prometheus scraping it as the controller's pod, the query, asked
+// through internal/prom's client, answers requests for every namespace
+// counted, and what startTraffic returns stops it all.
+func TestTrafficSource(t *testing.T) {
+	names := []string{seededName(trafficPrefix, 0), seededName(trafficPrefix, 1), seededName(trafficPrefix, 2)}
+	url, stop := startTraffic(t.Context(), t, names)
+	defer stop()
+	client, err := prom.New(prom.Config{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := waitTraffic(t.Context(), client, len(names), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if used, series, err := queryTraffic(t.Context(), client); err != nil || used != len(names) || series != len(names) {
+		t.Errorf("query: %d namespaces with requests of %d series (%v), want %d of %d", used, series, err, len(names), len(names))
+	}
+}
