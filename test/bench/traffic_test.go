@@ -392,23 +392,3 @@ func TestTrafficRule(t *testing.T) {
 		t.Errorf("the floor's query %s, want a sweep's, %s, pinned to the scrape job's namespace %s", got, want, trafficControllerNamespace)
 	}
 }
-
-// The part's traffic, short of a control plane: the exporter served, a
-// real Prometheus scraping it as the controller's pod, the query, asked
-// through internal/prom's client, answers requests for every namespace
-// counted, and what startTraffic returns stops it all.
-func TestTrafficSource(t *testing.T) {
-	names := []string{seededName(trafficPrefix, 0), seededName(trafficPrefix, 1), seededName(trafficPrefix, 2)}
-	url, stop := startTraffic(t.Context(), t, names)
-	defer stop()
-	client, err := prom.New(prom.Config{URL: url})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := waitTraffic(t.Context(), client, len(names), time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	if used, series, err := queryTraffic(t.Context(), client); err != nil || used != len(names) || series != len(names) {
-		t.Errorf("query: %d namespaces with requests of %d series (%v), want %d of %d", used, series, err, len(names), len(names))
-	}
-}
