@@ -431,10 +431,11 @@ kubectl -n demo-sleep-now get events --field-selector involvedObject.kind=Namesp
 
 step "idle means unused: examples/sleep-idle-traffic.yaml sleeps each demo-preview-traffic-* preview two hours after its last request through ingress-nginx (20 s here), asking a Prometheus"
 go build -o bin/traffic-exporter ./test/traffic-exporter
-bin/traffic-exporter -namespace demo-preview-traffic-4711 -for 35s -dir "$work/prometheus" >"$work/traffic.log" 2>&1 &
+bin/traffic-exporter -namespace demo-preview-traffic-4711 -for 35s -dir "$work/prometheus" >"$work/traffic.log" 2>"$work/traffic.err" &
 traffic_pid=$!
-until [ -s "$work/traffic.log" ]; do sleep 0.1; done
+until [ -s "$work/traffic.log" ] || ! kill -0 "$traffic_pid" 2>/dev/null; do sleep 0.1; done
 prometheus=$(head -n 1 "$work/traffic.log")
+case "$prometheus" in http://*) ;; *) echo "the traffic exporter did not start:" >&2; cat "$work/traffic.err" >&2; exit 1 ;; esac
 echo "Prometheus at $prometheus, scraping ingress-nginx's request counter; a request to demo-preview-traffic-4711 every 300 ms for 35 s"
 sed 's/idleSeconds: 7200/idleSeconds: 20/' examples/sleep-idle-traffic.yaml | kubectl apply -f -
 kubectl -n namespace-manager label namespacemanager demo-preview-traffic demo=traffic

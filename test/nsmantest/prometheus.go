@@ -84,11 +84,14 @@ func RunPrometheus(t testing.TB, jobs ...ScrapeJob) *Prometheus {
 
 // LaunchPrometheus starts the pinned Prometheus on a free loopback port,
 // scraping jobs every ScrapeInterval, its configuration and storage in
-// dir, for a program (make demo's) as RunPrometheus does for a test; the
-// caller stops it.
+// dir (made if it is not there), for a program (make demo's) as
+// RunPrometheus does for a test; the caller stops it.
 func LaunchPrometheus(ctx context.Context, dir string, jobs ...ScrapeJob) (*Prometheus, error) {
 	bin, err := prometheusBinary()
 	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
 	config := filepath.Join(dir, "prometheus.yml")
