@@ -191,7 +191,7 @@ func writeSummary(w io.Writer, summary report.Summary) error {
 		}
 	}
 	if q := summary.TrafficQueries; q != nil {
-		if _, err := fmt.Fprintf(w, "traffic: %d queries answered, %d unanswered\n", q["answered"], q["unanswered"]); err != nil {
+		if _, err := fmt.Fprintf(w, "traffic queries: %d answered, %d unanswered\n", q["answered"], q["unanswered"]); err != nil {
 			return err
 		}
 	}

@@ -175,7 +175,7 @@ func TestTextReportSaysTrafficQueries(t *testing.T) {
 		queries map[string]int
 		want    string
 	}{
-		{map[string]int{"answered": 2, "unanswered": 1}, "traffic: 2 queries answered, 1 unanswered\n"},
+		{map[string]int{"answered": 2, "unanswered": 1}, "traffic queries: 2 answered, 1 unanswered\n"},
 		{nil, ""},
 	} {
 		var out bytes.Buffer
