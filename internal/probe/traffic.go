@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/policy/traffic"
 )
@@ -146,7 +147,7 @@ func (t *Traffic) answer(q string) *answer {
 func (a *answer) read(ctx context.Context, t *Traffic, q string, preset *traffic.Preset) {
 	vec, err := t.Querier.Query(ctx, q)
 	if err != nil {
-		a.unknown = err.Error()
+		a.unknown = status.Truncate(err.Error(), 512) // it reaches statuses and Events
 		return
 	}
 	by, whose := "namespace", "the query"

@@ -103,6 +103,7 @@ func TestTrafficUnknownAndShared(t *testing.T) {
 		want   string
 	}{
 		{"down", func(string) (model.Vector, error) { return nil, errors.New("connection refused") }, nginx, "connection refused"},
+		{"a long error, cut", func(string) (model.Vector, error) { return nil, errors.New("bad_data: " + strings.Repeat("x", 10000)) }, nginx, "bad_data: xxx"},
 		{"empty preset answer", func(string) (model.Vector, error) { return model.Vector{}, nil }, nginx, `found no series of nginx_ingress_controller_requests{namespace="ingress-nginx"}`},
 		{"empty query answer", func(string) (model.Vector, error) { return model.Vector{}, nil }, own, "the query answered no series"},
 		{"no namespace label", func(string) (model.Vector, error) { return model.Vector{sample("job", "x", 3)}, nil }, own, "has a label namespace"},
@@ -110,6 +111,9 @@ func TestTrafficUnknownAndShared(t *testing.T) {
 		tr := NewTraffic(TrafficConfig{Querier: &countingQuerier{answer: c.answer}}, namespacesOf("shop"))
 		if a := tr.In(t.Context(), "shop", c.c); !strings.Contains(a.Unknown, c.want) {
 			t.Errorf("%s: %+v, want unknown saying %q", c.name, a, c.want)
+		}
+		if a := tr.In(t.Context(), "shop", c.c); len(a.Unknown) > 512 {
+			t.Errorf("%s: why is %d bytes, want at most %d", c.name, len(a.Unknown), 512)
 		}
 		if got := tr.Queries(); got["unanswered"] != 1 {
 			t.Errorf("%s: queries %v, want one unanswered", c.name, got)
