@@ -566,14 +566,19 @@ func TestAdmissionPolicyFencesNsmansServiceAccount(t *testing.T) {
 				return shared.Admin.AppsV1().StatefulSets(tenant).Get(ctx, "db", metav1.GetOptions{})
 			}},
 		} {
-			obj, err := w.get()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := w.patch(types.MergePatchType, mergePatch(map[string]any{
-				"metadata": map[string]any{"resourceVersion": obj.GetResourceVersion(), "annotations": map[string]any{status.ReplicasAnnotation: "2"}},
-				"spec":     map[string]any{"replicas": 0},
-			})); err != nil {
+			// The workload's controller may write its status in between
+			// (a StatefulSet's, after the last restore): read it again, as
+			// nsman does.
+			if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				obj, err := w.get()
+				if err != nil {
+					return err
+				}
+				return w.patch(types.MergePatchType, mergePatch(map[string]any{
+					"metadata": map[string]any{"resourceVersion": obj.GetResourceVersion(), "annotations": map[string]any{status.ReplicasAnnotation: "2"}},
+					"spec":     map[string]any{"replicas": 0},
+				}))
+			}); err != nil {
 				t.Errorf("%s scaled down: %v", w.kind, err)
 			}
 			if err := w.patch(types.MergePatchType, mergePatch(map[string]any{
