@@ -96,8 +96,8 @@ func judgeIdle(state *PolicyState, c Condition, in Input, i int, asleep bool) Ve
 			}
 			return Wait
 		}
-		if tr.Requests > 0 {
-			last = Activity{At: in.Now, What: tr.Activity()}
+		if tr.Requests > 0 { // at the step of c.Idle: a manager's status is not rewritten each sweep in use
+			last = Activity{At: in.Now.Truncate(c.Idle), What: tr.Activity()}
 		}
 	}
 	state.LastActivity = &last

@@ -46,7 +46,7 @@ func TestEvaluateIdleTraffic(t *testing.T) {
 		due     time.Time
 		says    string
 	}{
-		{"requests in the window", traffic.Answer{Source: src, Window: day, Requests: 12}, Wait, at(4 * day), "12 request(s) in the last 24h0m0s (traffic: preset ingress-nginx)"},
+		{"requests in the window", traffic.Answer{Source: src, Window: day, Requests: 12}, Wait, at(3 * day).Truncate(day).Add(day), "requests within 24h0m0s (traffic: preset ingress-nginx)"},
 		{"none", traffic.Answer{Source: src, Window: day}, Fire, time.Time{}, "no requests in the last 24h0m0s (traffic: preset ingress-nginx)"},
 		{"no answer", traffic.Answer{Source: src, Window: day, Unknown: "connection refused"}, Wait, time.Time{}, "its traffic (preset ingress-nginx) is not known: connection refused; it waits"},
 	} {
@@ -62,6 +62,33 @@ func TestEvaluateIdleTraffic(t *testing.T) {
 		}
 		if out.Verdict != c.verdict || !out.NextDue.Equal(c.due) || !strings.Contains(detail, c.says) {
 			t.Errorf("%s: %s, due %v, %q; want %s, due %v, saying %q", c.name, out.Verdict, out.NextDue, detail, c.verdict, c.due, c.says)
+		}
+	}
+}
+
+// A target in use keeps the same last activity, due time and reason over
+// sweeps a step of idleSeconds long, whatever the requests counted: its
+// manager's status, which says them, is not written again at each sweep.
+// The due time stays ahead of the sweep.
+func TestIdleTrafficKeepsItsStatusStill(t *testing.T) {
+	idleFor := time.Hour
+	m := mgr(idleTraffic("idle an hour", idleFor, traffic.Source{Preset: "ingress-nginx"}))
+	src := "preset ingress-nginx"
+	var first Outcome
+	step := at(30 * 24 * time.Hour).Truncate(idleFor)
+	for i, now := range []time.Time{step, step.Add(time.Minute), step.Add(idleFor / 2), step.Add(idleFor - time.Second)} {
+		in := Input{Now: now, TargetCreated: created, Activity: &Activity{At: created, What: "pod web-1 created"},
+			Traffic: map[int]traffic.Answer{0: {Source: src, Window: idleFor, Requests: float64(10 + i*7)}}}
+		out := Evaluate(m, in)
+		if out.Verdict != Wait || !out.NextDue.After(now) || len(out.Policies) == 0 || out.Policies[0].LastActivity == nil {
+			t.Fatalf("in use at %v: %s, due %v; want to wait, due after it", now, out.Verdict, out.NextDue)
+		}
+		if i == 0 {
+			first = out
+			continue
+		}
+		if got, want := out.Policies[0], first.Policies[0]; !out.NextDue.Equal(first.NextDue) || *got.LastActivity != *want.LastActivity || got.Detail != want.Detail {
+			t.Errorf("in use at %v: due %v, last activity %+v, %q; want as at %v: %v, %+v, %q", now, out.NextDue, *got.LastActivity, got.Detail, step, first.NextDue, *want.LastActivity, want.Detail)
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/nsman/nsman/internal/execute"
 	"github.com/nsman/nsman/internal/listpage"
 	"github.com/nsman/nsman/internal/probe"
+	"github.com/nsman/nsman/internal/reclaim"
 	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/internal/tell"
 	"github.com/nsman/nsman/internal/write"
@@ -213,7 +214,7 @@ func (s *Sweeper) reads() cluster.Reader {
 func (s *Sweeper) probe(r *sweepRun) {
 	reads := probe.Reads{Reader: s.reads(), ClaimTTL: s.cfg.ClaimTTL}
 	r.pods, r.activity = probe.NewPods(reads), probe.NewActivity(reads)
-	r.reclaim, r.stuck = probe.NewReclaim(reads), probe.NewStuck(reads, s.cfg.StuckAfter)
+	r.reclaim, r.stuck = reclaim.NewReclaim(reads), probe.NewStuck(reads, s.cfg.StuckAfter)
 	r.kinds = &probe.Kinds{}
 	r.awake = probe.NewAwake(reads, r.kinds)
 	r.owners = probe.NewOwners(reads, s.cfg.ArgoCDNamespace)

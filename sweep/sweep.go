@@ -19,6 +19,7 @@ import (
 	"github.com/nsman/nsman/internal/execute"
 	"github.com/nsman/nsman/internal/listpage"
 	"github.com/nsman/nsman/internal/probe"
+	"github.com/nsman/nsman/internal/reclaim"
 	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/report"
 )
@@ -111,7 +112,7 @@ type sweepRun struct {
 	// once however many subjects ask (see probe).
 	pods     *probe.Pods
 	activity *probe.Activity
-	reclaim  *probe.Reclaim
+	reclaim  *reclaim.Reclaim
 	stuck    *probe.Stuck
 	// kinds resolves the kinds of workloads that sleep, awake tells those
 	// awake in namespaces kept asleep.

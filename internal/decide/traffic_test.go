@@ -42,7 +42,7 @@ func TestEvaluateManagerIdleTraffic(t *testing.T) {
 	old := fakeActivity{last: policy.Activity{At: now.Add(-90 * time.Minute), What: "pod web-1 created"}}
 	cases := []managerCase{
 		{name: "requests in the window", obj: newManager(idles), listed: listed, act: old, traffic: &fakeTraffic{answer: traffic.Answer{Requests: 12}}, lists: 1, lasts: 1,
-			want: want{state: report.StateWaiting, msg: "last activity: 12 request(s) in the last 1h0m0s (traffic: preset ingress-nginx) at 2026-11-23T12:00:00Z", due: timeAt(time.Hour)}},
+			want: want{state: report.StateWaiting, msg: "last activity: requests within 1h0m0s (traffic: preset ingress-nginx) at 2026-11-23T12:00:00Z", due: timeAt(time.Hour)}},
 		{name: "none", obj: newManager(idles), listed: listed, act: old, traffic: &fakeTraffic{}, lists: 1, lasts: 1,
 			want: want{policy: "idle", plan: &wantPlan{step: StepAct, policy: "idle", generation: 3, name: target, uid: "ns-uid-1",
 				reason: "idle 1h0m0s since 2026-11-23T10:30:00Z (last activity: pod web-1 created); no requests in the last 1h0m0s (traffic: preset ingress-nginx)"}}},

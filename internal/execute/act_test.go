@@ -19,6 +19,7 @@ import (
 	"github.com/nsman/nsman/internal/cluster/clustertest"
 	"github.com/nsman/nsman/internal/decide"
 	"github.com/nsman/nsman/internal/probe"
+	"github.com/nsman/nsman/internal/reclaim"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/policy"
@@ -344,7 +345,7 @@ func TestActReclaim(t *testing.T) {
 			reads.Clients.Kube = apiAnswering(t, tt.code, tt.body)
 			x := newExecutor(t, w, reads)
 			x.SkipReclaim = false
-			x.Reclaim = probe.NewReclaim(probe.Reads{Reader: reads, ClaimTTL: x.ClaimTTL})
+			x.Reclaim = reclaim.NewReclaim(probe.Reads{Reader: reads, ClaimTTL: x.ClaimTTL})
 			e, acted, _ := x.act(t.Context(), &fakeRecord{}, decision())
 			if !acted || len(w.deletes) != 1 {
 				t.Fatalf("acted %t, %d DELETEs; want the DELETE sent", acted, len(w.deletes))

@@ -57,7 +57,7 @@ func (deleteAction) failed(e report.Entry, last, _ *status.LastAction, err error
 
 // before is what plan p's fresh DELETE will free, read before it; nil
 // for a DELETE that completes a claim and with --reclaim=false. When reading it fails
-// or takes too long (see probe.Reclaim.Namespace), the error says why: the
+// or takes too long (see reclaim.Reclaim.Namespace), the error says why: the
 // DELETE goes ahead, what it freed unknown.
 func (deleteAction) before(ctx context.Context, x *Executor, p *decide.Plan) (*report.Reclaimed, error) {
 	if x.SkipReclaim || p.Step != decide.StepAct {

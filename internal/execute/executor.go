@@ -11,6 +11,7 @@ import (
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/decide"
 	"github.com/nsman/nsman/internal/probe"
+	"github.com/nsman/nsman/internal/reclaim"
 	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/tell"
@@ -42,7 +43,7 @@ type Executor struct {
 	Writer   write.Writer
 	Reads    cluster.Reader
 	Notifier *tell.Notifier
-	Reclaim  *probe.Reclaim
+	Reclaim  *reclaim.Reclaim
 	Log      *slog.Logger
 	// Now is the sweep's time; Clock tells the time now, by which a claim
 	// expires.

@@ -118,3 +118,20 @@ func TestCountAheadCountsNamespaces(t *testing.T) {
 		t.Errorf("%d managers of a trusted namespace, each targeting its own, did not set the index ahead", ActivityIndexAfter+1)
 	}
 }
+
+// A namespace's activity that never comes is given up after
+// Reads.NamespaceTimeout, with an error: its IDLE policy does not hold.
+func TestActivityReadIsBounded(t *testing.T) {
+	stalled := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	defer stalled.Close()
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: stalled.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := testReads(cluster.Clients{Kube: client}, minClaimTTL, nil)
+	began := time.Now()
+	_, indexed, err := NewActivity(reads).Last(t.Context(), "team")
+	if took := time.Since(began); err == nil || indexed || took > reads.NamespaceTimeout()+time.Second {
+		t.Errorf("a read that never answers: %v after %v; want an error after %v", err, took, reads.NamespaceTimeout())
+	}
+}

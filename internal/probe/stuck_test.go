@@ -6,14 +6,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nsman/nsman/internal/cluster"
-	"github.com/nsman/nsman/report"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/cluster/clustertest"
+	"github.com/nsman/nsman/report"
 )
 
 func TestStuckReasons(t *testing.T) {
@@ -142,7 +144,7 @@ func TestStuckNamespacesReadOnceWhenMany(t *testing.T) {
 		}
 		return true, &corev1.NamespaceList{Items: []corev1.Namespace{*obj.(*corev1.Namespace)}}, nil
 	})
-	reads := testReads(cluster.Clients{Kube: coreListsOverHTTP(t, client)}, defaultClaimTTL, nil)
+	reads := testReads(cluster.Clients{Kube: clustertest.CoreListsOverHTTP(t, client)}, defaultClaimTTL, nil)
 	x := NewStuck(reads, defaultStuckAfter)
 	for _, ns := range infos {
 		st, err := x.Of(t.Context(), ns, now)

@@ -2,7 +2,6 @@ package traffic
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -131,9 +130,10 @@ type Answer struct {
 	Note string
 }
 
-// Activity says the requests a counted, as IDLE's activity.
+// Activity says that a counted requests, as IDLE's activity: not how many,
+// which change at each sweep (the entry's traffic says).
 func (a Answer) Activity() string {
-	s := fmt.Sprintf("%s request(s) in the last %s (traffic: %s)", strconv.FormatFloat(math.Round(a.Requests), 'f', -1, 64), a.Window, a.Source)
+	s := fmt.Sprintf("requests within %s (traffic: %s)", a.Window, a.Source)
 	if a.Note != "" {
 		s += "; " + a.Note
 	}

@@ -333,7 +333,7 @@ func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 		return timed(what, targets, func(ts []writeTarget) error { return deleteFloor(ctx, s.sa, ts) })
 	}
 	// reclaimReads are the lists only a sweep that reads what its DELETEs
-	// free makes (internal/probe/reclaim.go): the pods' are not told apart from the
+	// free makes (internal/reclaim/reclaim.go): the pods' are not told apart from the
 	// pods checks'.
 	reclaimReads := func(m measurement) int {
 		return m.count("list", "persistentvolumeclaims") + m.count("list", "services")

@@ -15,7 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/nsman/nsman/internal/cluster"
-	"github.com/nsman/nsman/internal/probe"
+	"github.com/nsman/nsman/internal/reclaim"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 )
@@ -36,7 +36,7 @@ const (
 	hostileManagers     = 300
 	hostileManagerBytes = 200 << 10
 	// hostileRuleNamespaces is how many namespaces the rule deletes, past
-	// probe.ReclaimIndexAfter: what they free is read from the cluster-wide
+	// reclaim.ReclaimIndexAfter: what they free is read from the cluster-wide
 	// list of pods, the tenant's among them.
 	hostileRuleNamespaces = 40
 	// hostileRulesNamespace holds the rule; nsman runs with it trusted.
@@ -101,7 +101,7 @@ func measureHostile(t *testing.T, bin string) ([]measurement, string) {
 	}
 	// What the row is for: the managers' checks read the Jobs, and what
 	// the DELETEs free is read from the cluster-wide lists.
-	if m.count("list", "jobs") == 0 || m.count("list", "persistentvolumeclaims") <= probe.ReclaimIndexAfter {
+	if m.count("list", "jobs") == 0 || m.count("list", "persistentvolumeclaims") <= reclaim.ReclaimIndexAfter {
 		t.Errorf("hostile tenant: the sweep listed Jobs %d times and PersistentVolumeClaims %d times; want the managers' checks to read the Jobs, and the reclaim index (%s)",
 			m.count("list", "jobs"), m.count("list", "persistentvolumeclaims"), describe(m.Audited))
 	}
@@ -179,7 +179,7 @@ func hostileMethod(b *strings.Builder) {
 	p("A fresh control plane of its own. Seeded: one tenant namespace, `%s`, holding %d Running pods (`app=web`) and %d Jobs\n", hostileNamespace, hostilePods, hostileJobs)
 	p("(suspended, pod template `app=e2e`, never finished), each of about %d bytes (container arguments), and %d managers\n", hostileObjectBytes, hostileManagers)
 	p("of about %d KiB each (an annotation), PODS_SUCCEED (initialDelaySeconds 0) on `app=e2e` → DELETE, which the Jobs keep waiting: every check reads\n", hostileManagerBytes>>10)
-	p("the namespace's Jobs. Beside it, a rule in `%s` (trusted) with `TTL` 0 → DELETE over %d namespaces, past the %d after\n", hostileRulesNamespace, hostileRuleNamespaces, probe.ReclaimIndexAfter)
+	p("the namespace's Jobs. Beside it, a rule in `%s` (trusted) with `TTL` 0 → DELETE over %d namespaces, past the %d after\n", hostileRulesNamespace, hostileRuleNamespaces, reclaim.ReclaimIndexAfter)
 	p("which what the DELETEs free is read from one cluster-wide list of the pods not finished, the tenant's among them. One sweep is\n")
 	p("measured: it must leave the tenant's managers waiting and delete the rule's namespaces, within the peak RSS of the target.\n\n")
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nsman/nsman/internal/probe"
+	"github.com/nsman/nsman/internal/reclaim"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/report"
 
@@ -353,8 +354,8 @@ func method(b *strings.Builder, rep benchRun) {
 	p("nsman's DELETE sweep, one for the same sweep with `--reclaim=false` and one for each floor below that writes, so that no two\n")
 	p("runs touch the same namespaces. A round runs nsman's sweep, then the sweep with `--reclaim=false`, then each of those floors,\n")
 	p("in turn; the rows are the median runs, and their notes list every run. nsman's DELETE sweep reads, before each DELETE, what it\n")
-	p("frees (internal/probe/reclaim.go): three lists per namespace (pods not finished, PersistentVolumeClaims, LoadBalancer Services) for the\n")
-	p("first %d DELETEs, then the same three lists once, cluster-wide and paged; with `--reclaim=false` it reads none of them. One more set\n", probe.ReclaimIndexAfter)
+	p("frees (internal/reclaim/reclaim.go): three lists per namespace (pods not finished, PersistentVolumeClaims, LoadBalancer Services) for the\n")
+	p("first %d DELETEs, then the same three lists once, cluster-wide and paged; with `--reclaim=false` it reads none of them. One more set\n", reclaim.ReclaimIndexAfter)
 	p("is seeded for the unthrottled diagnostic and one for each sharded run. Each set is seeded just before its run, untimed, and\n")
 	p("the namespaces a run deleted are finalized after it, untimed, as the namespace controller (which the API tier lacks) would:\n")
 	p("each run finds the N managers, their namespaces and its own set, not the namespaces of other runs.\n\n")

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/nsman/nsman/internal/probe"
+	"github.com/nsman/nsman/internal/reclaim"
 	"github.com/nsman/nsman/internal/tell"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/test/nsmantest"
@@ -130,14 +130,14 @@ func TestReclaimed(t *testing.T) {
 }
 
 // TestReclaimedByManyDeletes: a rule that deletes more namespaces in one
-// sweep than probe.ReclaimIndexAfter reads what they free from the
+// sweep than reclaim.ReclaimIndexAfter reads what they free from the
 // cluster-wide lists past that many, and says the same of each as a read
 // namespace by namespace would; --reclaim=false reads and says nothing.
 func TestReclaimedByManyDeletes(t *testing.T) {
 	e := setup(t)
 	home := shared.Namespace(t)
 	caseID := home
-	n := probe.ReclaimIndexAfter + 8
+	n := reclaim.ReclaimIndexAfter + 8
 	targets := labelled(t, caseID, n)
 	for i, ns := range targets {
 		nsmantest.CreatePod(t, shared.Admin, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},

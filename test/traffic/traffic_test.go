@@ -117,7 +117,7 @@ func TestTrafficKeepsANamespaceAwake(t *testing.T) {
 	awake := sweepUntil(t, caseID, shop, args, func(e report.Entry) bool {
 		return e.Traffic != nil && e.Traffic.Requests != nil && *e.Traffic.Requests > 0
 	})
-	if awake.State != report.StateWaiting || !strings.Contains(awake.Message, "request(s) in the last 6s (traffic: preset ingress-nginx)") || replicas(t, shop) != 2 {
+	if awake.State != report.StateWaiting || !strings.Contains(awake.Message, "requests within 6s (traffic: preset ingress-nginx)") || replicas(t, shop) != 2 {
 		t.Errorf("shop with requests: %s: %q, %d replicas; want it awake, waiting on its requests", awake.State, awake.Message, replicas(t, shop))
 	}
 	// Each sweep handles both: victim may have gone to sleep already.

@@ -1,9 +1,7 @@
-package probe
+package reclaim
 
 import (
 	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -13,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nsman/nsman/internal/cluster"
-	"github.com/nsman/nsman/report"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -23,11 +19,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/cluster/clustertest"
+	"github.com/nsman/nsman/report"
 )
 
 // reclaimRequests is a container's requests: cpu, then memory ("" for none).
@@ -74,71 +72,8 @@ func reclaimOf(t *testing.T, client *kubefake.Clientset, log *slog.Logger) *Recl
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return NewReclaim(testReads(cluster.Clients{Kube: coreListsOverHTTP(t, client)}, defaultClaimTTL, log))
+	return NewReclaim(testReads(cluster.Clients{Kube: clustertest.CoreListsOverHTTP(t, client)}, defaultClaimTTL, log))
 }
-
-// coreListsOverHTTP is client, but for its lists of pods,
-// PersistentVolumeClaims, Services and namespaces, which nsman reads through the REST
-// client as they arrive (see cluster.EachStreamed): those are served over HTTP
-// from client, which records them as its own.
-func coreListsOverHTTP(t *testing.T, client *kubefake.Clientset) kubernetes.Interface {
-	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		namespace, resource := "", strings.TrimPrefix(r.URL.Path, "/api/v1/")
-		if rest, ok := strings.CutPrefix(resource, "namespaces/"); ok {
-			namespace, resource, _ = strings.Cut(rest, "/")
-		}
-		opts := metav1.ListOptions{LabelSelector: r.URL.Query().Get("labelSelector"), FieldSelector: r.URL.Query().Get("fieldSelector")}
-		var list runtime.Object
-		var err error
-		switch resource {
-		case "pods":
-			list, err = client.CoreV1().Pods(namespace).List(r.Context(), opts)
-		case "persistentvolumeclaims":
-			list, err = client.CoreV1().PersistentVolumeClaims(namespace).List(r.Context(), opts)
-		case "services":
-			list, err = client.CoreV1().Services(namespace).List(r.Context(), opts)
-		case "namespaces":
-			list, err = client.CoreV1().Namespaces().List(r.Context(), opts)
-		default:
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		if err != nil {
-			status := apierrors.NewInternalError(err).Status()
-			var known apierrors.APIStatus
-			if errors.As(err, &known) {
-				status = known.Status()
-			}
-			w.WriteHeader(int(status.Code))
-			_ = json.NewEncoder(w).Encode(status)
-			return
-		}
-		_ = json.NewEncoder(w).Encode(list)
-	}))
-	t.Cleanup(srv.Close)
-	rc, err := rest.RESTClientFor(&rest.Config{Host: srv.URL, APIPath: "/api",
-		ContentConfig: rest.ContentConfig{GroupVersion: &corev1.SchemeGroupVersion, NegotiatedSerializer: scheme.Codecs.WithoutConversion()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return restCore{Clientset: client, core: coreOverREST{CoreV1Interface: client.CoreV1(), rest: rc}}
-}
-
-type restCore struct {
-	*kubefake.Clientset
-	core typedcorev1.CoreV1Interface
-}
-
-func (c restCore) CoreV1() typedcorev1.CoreV1Interface { return c.core }
-
-type coreOverREST struct {
-	typedcorev1.CoreV1Interface
-	rest rest.Interface
-}
-
-func (c coreOverREST) RESTClient() rest.Interface { return c.rest }
 
 // reclaimWant fails unless got is cpu, memory, storage (as quantities)
 // and loadBalancers.
@@ -483,23 +418,6 @@ func TestReclaimReadIsBounded(t *testing.T) {
 	began := time.Now()
 	_, err = NewReclaim(reads).Namespace(t.Context(), "team")
 	if took := time.Since(began); err == nil || took > reads.NamespaceTimeout()+time.Second {
-		t.Errorf("a read that never answers: %v after %v; want an error after %v", err, took, reads.NamespaceTimeout())
-	}
-}
-
-// A namespace's activity that never comes is given up after
-// Reads.NamespaceTimeout, with an error: its IDLE policy does not hold.
-func TestActivityReadIsBounded(t *testing.T) {
-	stalled := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
-	defer stalled.Close()
-	client, err := kubernetes.NewForConfig(&rest.Config{Host: stalled.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reads := testReads(cluster.Clients{Kube: client}, minClaimTTL, nil)
-	began := time.Now()
-	_, indexed, err := NewActivity(reads).Last(t.Context(), "team")
-	if took := time.Since(began); err == nil || indexed || took > reads.NamespaceTimeout()+time.Second {
 		t.Errorf("a read that never answers: %v after %v; want an error after %v", err, took, reads.NamespaceTimeout())
 	}
 }

@@ -1,4 +1,9 @@
-package probe
+// Package reclaim is what a DELETE frees, read before it (nsman sweep
+// --reclaim): the requests of a namespace's pods not finished, its
+// PersistentVolumeClaims' storage and its LoadBalancer Services, read
+// namespace by namespace, then past ReclaimIndexAfter namespaces in one
+// sweep from one cluster-wide paged list of each.
+package reclaim
 
 import (
 	"context"
@@ -7,8 +12,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/nsman/nsman/internal/cluster"
-	"github.com/nsman/nsman/report"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -16,6 +19,10 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/rest"
 	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/probe"
+	"github.com/nsman/nsman/report"
 )
 
 // ReclaimIndexAfter is the number of namespaces of one sweep whose reclaim
@@ -44,7 +51,7 @@ var loadBalancerServices = fields.OneTermEqualSelector("spec.type", string(corev
 // Reclaim is what one sweep knows of what DELETEs free (see NewReclaim);
 // it is safe for concurrent use.
 type Reclaim struct {
-	reads Reads
+	reads probe.Reads
 	// asked counts the namespaces asked about.
 	asked atomic.Int64
 	// once lists index, what each namespace frees (absent: nothing), past
@@ -57,7 +64,7 @@ type Reclaim struct {
 }
 
 // NewReclaim returns the reclaim reads of a sweep that reads with reads.
-func NewReclaim(reads Reads) *Reclaim { return &Reclaim{reads: reads} }
+func NewReclaim(reads probe.Reads) *Reclaim { return &Reclaim{reads: reads} }
 
 // freed is what a namespace frees, summed: 32 bytes a namespace in the
 // sweep's index, where a Reclaimed holds three Quantities (about 180).
