@@ -140,13 +140,9 @@ func Prune(obj, paths map[string]any) {
 	}
 }
 
-// Awake: while a namespace sleeps, objects of a patch's kind are not read
-// (see docs/sleep.md): one without a record is one the sleep has not
-// patched.
-func (patchWay) Awake(_ *Spec, annotations map[string]string) bool {
-	_, recorded := annotations[status.PatchedAnnotation]
-	return !recorded
-}
+// Awake: no object of a patch's kind is read as Spec; probe reads them
+// whole, and says there which are awake (not as the patch makes them).
+func (patchWay) Awake(*Spec, map[string]string) bool { return false }
 
 // Above: a patch changes no count.
 func (patchWay) Above(*Spec, policy.SleepTo) bool { return true }
