@@ -159,16 +159,19 @@ func (patchWay) FreesLoadBalancer() bool { return false }
 func (patchWay) RecordBytes() int { return MaxPatchedRecord }
 
 // AwakeField is the first field the patch sets, in fieldsV1 keys, in the
-// order of its keys.
+// order of its keys; spec for restore's, which sets none.
 func (pw patchWay) AwakeField() []string {
-	var path []string
-	for m := pw.p.Merge; m != nil; {
+	path := []string{}
+	for m := patchMerge(pw.p); m != nil; {
 		keys := slices.Sorted(maps.Keys(m))
 		if len(keys) == 0 {
 			break
 		}
 		path = append(path, "f:"+keys[0])
 		m, _ = m[keys[0]].(map[string]any)
+	}
+	if len(path) == 0 {
+		return []string{"f:spec"}
 	}
 	return path
 }
@@ -215,4 +218,12 @@ func KeepPatched(w Way, obj map[string]any, keepLabels, keepAnnotations []string
 func asMap(v any) map[string]any {
 	m, _ := v.(map[string]any)
 	return m
+}
+
+// patchMerge is p's merge patch, nil for none.
+func patchMerge(p *patch.Patch) map[string]any {
+	if p == nil {
+		return nil
+	}
+	return p.Merge
 }
