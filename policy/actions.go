@@ -43,7 +43,7 @@ var actionKinds = []ActionKind{deleteAction{}, scaleDownAction{}, webhookAction{
 // actionParams are the parameters any action reads, in the order the
 // strict parser checks those an action does not read (the CRD checks every
 // parameter it declares).
-var actionParams = []actionParam{urlParam, selectorsParam, viaParam, replicasParam, loadBalancersParam}
+var actionParams = []actionParam{urlParam, selectorsParam, viaParam, replicasParam, loadBalancersParam, patchesParam}
 
 // actionParam is one parameter of an action: read returns a with it read
 // from params, and what is wrong with it; required when the action reads

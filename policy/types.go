@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nsman/nsman/policy/patch"
 	"github.com/nsman/nsman/policy/traffic"
 	"github.com/nsman/nsman/policy/window"
 )
@@ -187,6 +188,8 @@ type SleepTo struct {
 	Replicas int64
 	// LoadBalancers is params.loadBalancers: LoadBalancers parked too.
 	LoadBalancers bool
+	// Patches is params.patches, applied while asleep, undone at the wake.
+	Patches []patch.Patch
 }
 
 // Selector picks workloads of one kind by their own labels.
