@@ -76,7 +76,7 @@ func Parse(raw any, path *field.Path, r Rules) ([]Patch, field.ErrorList) {
 		errs = append(errs, more...)
 		out = append(out, p)
 	}
-	if len(errs) > 0 {
+	if len(errs) > 0 || len(out) == 0 {
 		return nil, errs
 	}
 	return out, nil
@@ -250,7 +250,13 @@ func metadataKey(what, name string, v any, kp *field.Path, prefix string) field.
 	case prefix != "" && strings.HasPrefix(strings.ToLower(name), prefix):
 		errs = append(errs, field.Forbidden(kp, "is nsman's own ("+prefix+"*): a patch may not write or remove nsman's records"))
 	}
-	for _, msg := range validation.IsQualifiedName(strings.ToLower(name)) {
+	// The API server checks an annotation's name in lower case, a label's
+	// as it is.
+	key := name
+	if what == "annotations" {
+		key = strings.ToLower(name)
+	}
+	for _, msg := range validation.IsQualifiedName(key) {
 		errs = append(errs, field.Invalid(kp, name, msg))
 	}
 	if what == "labels" && isString {

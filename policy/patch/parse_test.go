@@ -1,6 +1,7 @@
 package patch
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -52,7 +53,9 @@ func TestParse(t *testing.T) {
 		want []Patch
 	}{
 		{"none", nil, nil},
-		{"an empty list", []any{}, []Patch{}},
+		{"an empty list", []any{}, nil},
+		{"an annotation's name checked in lower case", []any{with(suspend(), "patch", map[string]any{"metadata": map[string]any{"annotations": map[string]any{"Example.COM/why": "x"}}})},
+			[]Patch{{Kind: "HelmRelease", Group: "helm.toolkit.fluxcd.io", Merge: map[string]any{"metadata": map[string]any{"annotations": map[string]any{"Example.COM/why": "x"}}}}}},
 		{"a HelmRelease suspended", []any{suspend()}, []Patch{{Kind: "HelmRelease", Group: "helm.toolkit.fluxcd.io", Merge: map[string]any{"spec": map[string]any{"suspend": true}}}}},
 		{"labels, and labels and annotations set and removed", []any{
 			with(suspend(), "labels", map[string]any{"app.kubernetes.io/part-of": "shop"}),
@@ -149,6 +152,7 @@ func TestParseRefuses(t *testing.T) {
 		{"patch of a label a number", []any{meta(map[string]any{"labels": map[string]any{"tier": int64(1)}})}, p0 + ".patch.metadata.labels[tier]", field.ErrorTypeInvalid, "must be a string"},
 		{"patch of an annotation an object", []any{meta(map[string]any{"annotations": map[string]any{"a": map[string]any{}}})}, p0 + ".patch.metadata.annotations[a]", field.ErrorTypeInvalid, "must be a string"},
 		{"patch of a label value invalid", []any{meta(map[string]any{"labels": map[string]any{"tier": "a b"}})}, p0 + ".patch.metadata.labels[tier]", field.ErrorTypeInvalid, ""},
+		{"patch of a label's prefix in upper case", []any{meta(map[string]any{"labels": map[string]any{"Example.COM/why": "x"}})}, p0 + ".patch.metadata.labels[Example.COM/why]", field.ErrorTypeInvalid, ""},
 		{"patch of an annotation name invalid", []any{meta(map[string]any{"annotations": map[string]any{"a b": "x"}})}, p0 + ".patch.metadata.annotations[a b]", field.ErrorTypeInvalid, ""},
 		{"patch of nsman's annotation", []any{meta(map[string]any{"annotations": map[string]any{"nsman.k8s.consol.de/sleep": nil}})}, p0 + ".patch.metadata.annotations[nsman.k8s.consol.de/sleep]", field.ErrorTypeForbidden, "nsman's own"},
 		{"patch of nsman's label, in upper case", []any{meta(map[string]any{"labels": map[string]any{"NSMAN.k8s.consol.de/asleep": "true"}})}, p0 + ".patch.metadata.labels[NSMAN.k8s.consol.de/asleep]", field.ErrorTypeForbidden, "nsman's own"},
@@ -167,4 +171,34 @@ func TestParseRefuses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzParse feeds any JSON to Parse, as a manager under the original CRD
+// may hold anything: it does not panic, a problem names a field under the
+// path, and what it reads is within its bounds.
+func FuzzParse(f *testing.F) {
+	f.Add(`[{"kind":"HelmRelease.helm.toolkit.fluxcd.io","labels":{"tier":"web"},"patch":{"spec":{"suspend":true},"metadata":{"annotations":{"a.example/b":null}}}}]`)
+	f.Add(`[{"kind":"ScaledObject.keda.sh","patch":{"status":{}}},{"kind":1},"x",{"patch":{"metadata":{"name":"n","labels":{"nsman.k8s.consol.de/x":"y"}}}}]`)
+	f.Add(`{"kind":"HelmRelease.helm.toolkit.fluxcd.io"}`)
+	f.Fuzz(func(t *testing.T, data string) {
+		var raw any
+		if json.Unmarshal([]byte(data), &raw) != nil {
+			return
+		}
+		patches, errs := Parse(raw, path, rules)
+		for _, e := range errs {
+			if !strings.HasPrefix(e.Field, path.String()) {
+				t.Errorf("a problem outside %s: %v", path, e)
+			}
+		}
+		if len(errs) > 0 && patches != nil {
+			t.Errorf("read %v beside problems %v", patches, errs)
+		}
+		for _, p := range patches {
+			data, err := json.Marshal(p.Merge)
+			if p.Kind == "" || p.Group == "" || err != nil || len(data) > MaxPatchBytes || len(p.Merge) == 0 || tooDeep(p.Merge, path, 1) != nil {
+				t.Errorf("read %s of %s beyond its bounds", data, p)
+			}
+		}
+	})
 }

@@ -200,3 +200,51 @@ func TestPatchAndInverse(t *testing.T) {
 		}
 	}
 }
+
+// hasNull reports whether v holds a null anywhere: a merge patch cannot
+// bring one back, since null in a patch removes.
+func hasNull(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		for _, x := range v {
+			if hasNull(x) {
+				return true
+			}
+		}
+	case []any:
+		for _, x := range v {
+			if hasNull(x) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// FuzzPatchAndInverse holds Applied and Inverse to RFC 7396 as
+// evanphx/json-patch applies it, over any object without nulls and any
+// merge patch: applied after it is applied, Applied true exactly when the
+// patch changes nothing, and the inverse bringing the object back.
+func FuzzPatchAndInverse(f *testing.F) {
+	f.Add(`{"spec":{"suspend":false,"n":1,"o":{"x":"y"}}}`, `{"spec":{"suspend":true,"o":{"x":null,"z":{"w":2}}}}`)
+	f.Add(`{"spec":"s","list":[1,{"a":2}]}`, `{"spec":{"a":{}},"list":[],"new":null}`)
+	f.Add(`{}`, `{"a":{"b":{"c":[null]}}}`)
+	f.Fuzz(func(t *testing.T, doc, merge string) {
+		var obj, m map[string]any
+		if json.Unmarshal([]byte(doc), &obj) != nil || json.Unmarshal([]byte(merge), &m) != nil || obj == nil || m == nil || hasNull(obj) {
+			return
+		}
+		patched := apply(t, obj, m)
+		if !Applied(patched, m) {
+			t.Errorf("not applied after it is applied: %s onto %s", merge, doc)
+		}
+		if changes := !same(t, patched, obj); Applied(obj, m) == changes {
+			t.Errorf("Applied = %v, and %s changes %s: %v", !changes, merge, doc, changes)
+		}
+		if back := apply(t, patched, Inverse(obj, m)); !same(t, back, obj) {
+			t.Errorf("the inverse of %s onto %s gives %v", merge, doc, back)
+		}
+	})
+}
