@@ -152,7 +152,7 @@ var Defaults = withConditionParams(map[string]string{
 	"spec.policies[].action.params.selectors":        "SCALE_DOWN: every Deployment and StatefulSet; SLEEP: every workload of the kinds it handles",
 	"spec.policies[].action.params.replicas":         "0",
 	"spec.policies[].action.params.loadBalancers":    "false",
-	"spec.policies[].action.params.patches":          "none",
+	"spec.policies[].action.params.patches":          "no patch",
 	"spec.policies[].action.params.patches[].labels": "every object of the kind",
 })
 
