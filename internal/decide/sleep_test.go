@@ -2,6 +2,7 @@ package decide
 
 import (
 	"errors"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -145,7 +146,7 @@ func TestEvaluateManagerResleep(t *testing.T) {
 			if c.kinds == nil && len(c.awake.asked) != 0 || c.kinds != nil && (len(c.awake.asked) != 1 || !slices.Equal(c.awake.asked[0], c.kinds)) {
 				t.Errorf("asked about kinds %q, want %q", c.awake.asked, c.kinds)
 			}
-			if c.kinds != nil && len(c.awake.to) == 1 && c.awake.to[0] != c.to {
+			if c.kinds != nil && len(c.awake.to) == 1 && !reflect.DeepEqual(c.awake.to[0], c.to) {
 				t.Errorf("asked about what is above %+v, want %+v", c.awake.to[0], c.to)
 			}
 		})
