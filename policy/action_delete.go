@@ -1,8 +1,6 @@
 package policy
 
-import (
-	"k8s.io/apimachinery/pkg/util/validation/field"
-)
+import "k8s.io/apimachinery/pkg/util/validation/field"
 
 // deleteAction is DELETE: it deletes the target namespace, as the
 // original operator did; with params.via owner, through the namespace's

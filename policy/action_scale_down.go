@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/nsman/nsman/policy/patch"
 )
 
 // scaleDownAction is SCALE_DOWN: it puts the workloads its selectors pick
@@ -20,23 +22,31 @@ func (scaleDownAction) Reclaims() bool        { return true }
 func (scaleDownAction) params() []actionParam { return selectorParams }
 
 // selectorParams are what SCALE_DOWN and SLEEP read.
-var selectorParams = []actionParam{selectorsParam, replicasParam, loadBalancersParam}
+var selectorParams = []actionParam{selectorsParam, replicasParam, loadBalancersParam, patchesParam}
 
 // replicasParam is params.replicas, the replicas a workload of a kind with
 // replicas keeps asleep (at least 0, 0 when absent); loadBalancersParam
 // params.loadBalancers, whether Services of type LoadBalancer are parked
-// as ClusterIP, whatever the selectors pick (false when absent).
-var replicasParam, loadBalancersParam = sleepToParam("replicas"), sleepToParam("loadBalancers")
+// as ClusterIP, whatever the selectors pick (false when absent);
+// patchesParam params.patches, merge patches of custom resources' objects
+// (none when absent), none of nsman's group or records (its annotations'
+// prefix) nor of a kind selectors pick.
+var replicasParam, loadBalancersParam, patchesParam = sleepToParam("replicas"), sleepToParam("loadBalancers"), sleepToParam("patches")
+var patchRules = patch.Rules{OwnGroup: Group, AnnotationPrefix: strings.TrimSuffix(TouchedAnnotation, "touched"), Reserved: func(kind string) bool { return knownKind(kind) != "" }}
 
 // sleepToParam is a parameter of SCALE_DOWN and SLEEP, read into
 // Action.SleepTo; the strict parser refuses it on another action.
 func sleepToParam(name string) actionParam {
 	return actionParam{name: name, read: func(strict bool, params map[string]any, pp *field.Path, a Action, reads bool) (Action, field.ErrorList) {
 		p := parser{strict: strict}
-		if name == "replicas" {
+		switch name {
+		case "replicas":
 			a.SleepTo.Replicas = p.integer(params, name, pp, 0, 0)
-		} else {
+		case "loadBalancers":
 			a.SleepTo.LoadBalancers = p.boolean(params, name, pp)
+		default:
+			patches, errs := patch.Parse(params[name], pp.Child(name), patchRules)
+			a.SleepTo.Patches, p.errs = patches, append(p.errs, errs...)
 		}
 		if params[name] != nil && !reads && len(p.errs) == 0 {
 			p.errs = append(p.errs, field.Invalid(pp.Child(name), params[name], "only SCALE_DOWN and SLEEP read "+name))

@@ -43,7 +43,7 @@ var actionKinds = []ActionKind{deleteAction{}, scaleDownAction{}, webhookAction{
 // actionParams are the parameters any action reads, in the order the
 // strict parser checks those an action does not read (the CRD checks every
 // parameter it declares).
-var actionParams = []actionParam{urlParam, selectorsParam, viaParam, replicasParam, loadBalancersParam}
+var actionParams = []actionParam{urlParam, selectorsParam, viaParam, replicasParam, loadBalancersParam, patchesParam}
 
 // actionParam is one parameter of an action: read returns a with it read
 // from params, and what is wrong with it; required when the action reads
@@ -68,22 +68,21 @@ func ActionKindOf(typ string) ActionKind {
 func (a Action) Kind() ActionKind { return ActionKindOf(a.Type) }
 
 // ActionTypes are the types of the registered actions, in their order.
-func ActionTypes() []string {
-	types := make([]string, len(actionKinds))
-	for i, k := range actionKinds {
-		types[i] = k.Type()
-	}
-	return types
-}
+func ActionTypes() []string { return names(actionKinds, ActionKind.Type) }
 
 // ActionParams are the names of the parameters the actions read, in
 // actionParams' order: those the CRD declares under action.params.
 func ActionParams() []string {
-	names := make([]string, len(actionParams))
-	for i, p := range actionParams {
-		names[i] = p.name
+	return names(actionParams, func(p actionParam) string { return p.name })
+}
+
+// names are the names of xs (name of each), in their order.
+func names[T any](xs []T, name func(T) string) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = name(x)
 	}
-	return names
+	return out
 }
 
 // StateKeepingAction is the type of the registered action that keeps a

@@ -15,9 +15,9 @@ func TestActionKinds(t *testing.T) {
 	}
 	for typ, want := range map[string]props{
 		ActionDelete:    {final: true, removes: true, reclaims: true, params: []string{"via"}},
-		ActionScaleDown: {final: true, reclaims: true, params: []string{"selectors", "replicas", "loadBalancers"}},
+		ActionScaleDown: {final: true, reclaims: true, params: []string{"selectors", "replicas", "loadBalancers", "patches"}},
 		ActionWebhook:   {final: true, queues: true, params: []string{"url"}},
-		ActionSleep:     {keeps: true, reclaims: true, params: []string{"selectors", "replicas", "loadBalancers"}},
+		ActionSleep:     {keeps: true, reclaims: true, params: []string{"selectors", "replicas", "loadBalancers", "patches"}},
 		"EXPLODE":       {final: true},
 		"":              {final: true},
 	} {

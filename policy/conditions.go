@@ -58,13 +58,7 @@ func LookupCondition(typ string) (ConditionType, bool) {
 }
 
 // conditionNames are the registered types' names, in order.
-func conditionNames() []string {
-	names := make([]string, 0, len(conditionTypes))
-	for _, t := range conditionTypes {
-		names = append(names, t.Type())
-	}
-	return names
-}
+func conditionNames() []string { return names(conditionTypes, ConditionType.Type) }
 
 // Evidence is what a condition needs read of its target beyond the
 // namespace's own metadata; package probe reads it, each read bounded.

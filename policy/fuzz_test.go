@@ -19,6 +19,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/yaml"
 
+	"github.com/nsman/nsman/policy/patch"
 	"github.com/nsman/nsman/policy/traffic"
 	"github.com/nsman/nsman/policy/window"
 )
@@ -36,7 +37,7 @@ var fuzzCreated = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // values that are numbers, the bounds of a duration, whole numbers spelled
 // as floats, a hold (which Parse leaves to the sweep), a deactivated
 // manager, SLEEP policies in windows, idle, on pods, before and after a
-// DELETE, windows on dates.
+// DELETE, windows on dates, patches of a SLEEP.
 var extraManagers = []string{
 	`{"apiVersion":"k8s.consol.de/v1beta1","kind":"NamespaceManager","metadata":{"name":"failed-e2e","namespace":"namespace-manager","uid":"u-1","generation":3},"spec":{"namespaceSelector":{"matchExpressions":[{"key":"ci","operator":"In","values":["e2e","smoke"]},{"key":"keep","operator":"DoesNotExist"}]},"policies":[{"name":"report a failure","final":false,"condition":{"type":"PODS_FAILED","params":{"podLabels":{"role":"e2e"},"initialDelaySeconds":0}},"action":{"type":"WEBHOOK","params":{"url":"https://hooks.example.com/nsman"}}},{"name":"delete after a day","condition":{"type":"TTL","params":{"ttlSeconds":86400}},"action":{"type":"DELETE"}}]}}`,
 	`{"metadata":{"name":"previews","namespace":"namespace-manager","generation":1},"spec":{"namePatterns":["pr-[0-9]*","preview-?","e2e-\\*"],"policies":[{"name":"park it","final":false,"condition":{"type":"TTL","params":{"ttlSeconds":3600}},"action":{"type":"SCALE_DOWN","params":{"selectors":[{"kind":"StatefulSet"},{"kind":"deployment","labels":{"tier":"web"}}]}}},{"name":"delete it","final":true,"condition":{"type":"TTL","params":{"ttlSeconds":7200}},"action":{"type":"DELETE"}}]}}`,
@@ -48,6 +49,7 @@ var extraManagers = []string{
 	`{"metadata":{"name":"sleepy","namespace":"namespace-manager","generation":4},"spec":{"namePatterns":["dev-*"],"policies":[{"name":"nights and weekends","condition":{"type":"TTL","params":{"ttlSeconds":0}},"action":{"type":"SLEEP","params":{"selectors":[{"kind":"Deployment"},{"kind":"cronjob","labels":{"tier":"batch"}}]}},"windows":[{"from":"20:00","to":"07:00","timeZone":"Europe/Berlin"},{"days":["Sat","Sun"],"from":"07:00","to":"20:00","timeZone":"Europe/Berlin"}]},{"name":"when idle","condition":{"type":"IDLE","params":{"idleSeconds":3600}},"action":{"type":"SLEEP"}},{"name":"delete when stale","condition":{"type":"IDLE","params":{"idleSeconds":604800}},"action":{"type":"DELETE"}}]}}`,
 	`{"metadata":{"name":"sleep-late","generation":1},"spec":{"policies":[{"name":"backstop","condition":{"type":"TTL","params":{"ttlSeconds":86400}},"action":{"type":"DELETE"}},{"name":"sleep when pods pass","final":false,"condition":{"type":"PODS_SUCCEED","params":{"initialDelaySeconds":0,"minChecks":2}},"action":{"type":"SLEEP"},"windows":[{"from":"22:00","to":"06:00"}]},{"name":"sleep on failure","condition":{"type":"PODS_FAILED","params":{"initialDelaySeconds":0}},"action":{"type":"SLEEP"}}]}}`,
 	`{"metadata":{"name":"holidays","namespace":"namespace-manager","generation":2},"spec":{"namePatterns":["dev-*"],"policies":[{"name":"nights and holidays","condition":{"type":"TTL","params":{"ttlSeconds":0}},"action":{"type":"SLEEP"},"windows":[{"from":"20:00","to":"07:00","timeZone":"Europe/Berlin"},{"dates":["2026-01-01","2026-03-27..2026-03-30","2026-12-24..2027-01-01"],"timeZone":"Europe/Berlin"}]},{"name":"on holiday weekends","condition":{"type":"TTL","params":{"ttlSeconds":3600}},"action":{"type":"SCALE_DOWN"},"windows":[{"dates":["2025-12-20..2026-01-10"],"days":["Sat","Sun"],"from":"09:00","to":"17:00"}]}]}}`,
+	`{"metadata":{"name":"flux","namespace":"flux"},"spec":{"policies":[{"name":"nights","condition":{"type":"TTL","params":{"ttlSeconds":0}},"action":{"type":"SLEEP","params":{"loadBalancers":true,"patches":[{"kind":"HelmRelease.helm.toolkit.fluxcd.io","labels":{"tier":"web"},"patch":{"spec":{"suspend":true},"metadata":{"annotations":{"example.com/asleep":"yes","example.com/old":null}}}},{"kind":"Kustomization.kustomize.toolkit.fluxcd.io","patch":{"spec":{"suspend":true,"interval":"1h","retries":3,"ratio":0.5,"list":[1,"a",null]}}}]}},"windows":[{"from":"20:00","to":"07:00","timeZone":"Europe/Berlin"}]}]}}`,
 	`{"metadata":{"name":"held","namespace":"held","annotations":{"nsman.k8s.consol.de/hold-until":"2026-01-02T00:00:00Z"}},"spec":{"policies":[{"name":"delete at once","condition":{"type":"TTL","params":{"ttlSeconds":0}},"action":{"type":"DELETE"}}]}}`,
 }
 
@@ -276,6 +278,7 @@ var slots = []func(obj map[string]any, i int, n int64, s string, b bool){
 			{"type": ActionScaleDown, "params": map[string]any{"selectors": []any{map[string]any{"kind": s}}}},
 			{"type": ActionWebhook, "params": map[string]any{"url": s}},
 			{"type": ActionSleep, "params": map[string]any{"selectors": []any{map[string]any{"kind": s}}}},
+			{"type": ActionSleep, "params": map[string]any{"patches": []any{map[string]any{"kind": s, "patch": map[string]any{"spec": map[string]any{"suspend": true}}}}}},
 		}
 		policy(obj, i)["action"] = actions[uint64(n)%uint64(len(actions))]
 	},
@@ -394,6 +397,12 @@ func checkParse(t *testing.T, u *unstructured.Unstructured) (m Manager, ok bool)
 		if !slices.Contains([]string{ConditionTTL, ConditionPodsSucceed, ConditionPodsFailed, ConditionExpires, ConditionIdle, ConditionOwnerGone}, p.Condition.Type) ||
 			!slices.Contains([]string{ActionDelete, ActionScaleDown, ActionWebhook, ActionSleep}, p.Action.Type) {
 			t.Fatalf("valid manager with policy %q: condition %q, action %q", p.Name, p.Condition.Type, p.Action.Type)
+		}
+		for _, pt := range p.Action.SleepTo.Patches {
+			data, err := json.Marshal(pt.Merge)
+			if _, status := pt.Merge["status"]; pt.Kind == "" || pt.Group == "" || err != nil || len(data) > patch.MaxPatchBytes || status {
+				t.Fatalf("valid manager with patch %s of %s: %v", data, pt, err)
+			}
 		}
 	}
 	again, problems := Parse(decode(before))

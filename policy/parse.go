@@ -413,9 +413,8 @@ func (p *parser) action(obj map[string]any, path *field.Path) Action {
 // writes Rollout.argoproj.io). The CRD checks the same expression.
 var ScaleKindName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]{0,62}(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 
-// unscalable are built-in kinds without a scale subresource that a
-// selector may be expected to name, refused here rather than when the
-// action runs.
+// unscalable are built-in kinds without a scale subresource that a selector may
+// be expected to name, refused here rather than when the action runs.
 var unscalable = []string{"pod", "pods", "daemonset", "daemonsets", "job", "jobs", "service", "services"}
 
 // knownKind is the one of KnownKinds kind names in any letter case, "" for
@@ -450,9 +449,8 @@ func (p *parser) str(parent map[string]any, key string, path *field.Path) string
 	return s
 }
 
-// optionalStr reads a string; wrongType is true (and reported) when the
-// value is present but not a string, so that callers do not also report it
-// missing.
+// optionalStr reads a string; wrongType is true (and reported) when the value
+// is present but not a string, so that callers do not also report it missing.
 func (p *parser) optionalStr(parent map[string]any, key string, path *field.Path) (s string, wrongType bool) {
 	raw, ok := parent[key]
 	if !ok || raw == nil {

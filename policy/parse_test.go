@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/yaml"
 
+	"github.com/nsman/nsman/policy/patch"
 	"github.com/nsman/nsman/test/fixtures/original"
 )
 
@@ -544,6 +545,29 @@ func TestParse(t *testing.T) {
 			}),
 		},
 		{
+			name: "SLEEP suspends HelmReleases",
+			obj: manager(set(map[string]any{"type": ActionSleep, "params": map[string]any{"patches": []any{
+				map[string]any{"kind": "HelmRelease.helm.toolkit.fluxcd.io", "labels": map[string]any{"tier": "web"}, "patch": map[string]any{"spec": map[string]any{"suspend": true}}},
+			}}}, "spec", "policies", "0", "action")),
+			want: wantManager(func(m *Manager) {
+				m.Policies[0].Action = Action{Type: ActionSleep, SleepTo: SleepTo{Patches: []patch.Patch{
+					{Kind: "HelmRelease", Group: "helm.toolkit.fluxcd.io", Labels: map[string]string{"tier": "web"}, Merge: map[string]any{"spec": map[string]any{"suspend": true}}},
+				}}}
+				m.Policies[0].Final = false
+			}),
+		},
+		{
+			name: "SCALE_DOWN suspends Kustomizations",
+			obj: manager(set(map[string]any{"type": ActionScaleDown, "params": map[string]any{"patches": []any{
+				map[string]any{"kind": "Kustomization.kustomize.toolkit.fluxcd.io", "patch": map[string]any{"spec": map[string]any{"suspend": true}}},
+			}}}, "spec", "policies", "0", "action")),
+			want: wantManager(func(m *Manager) {
+				m.Policies[0].Action = Action{Type: ActionScaleDown, SleepTo: SleepTo{Patches: []patch.Patch{
+					{Kind: "Kustomization", Group: "kustomize.toolkit.fluxcd.io", Merge: map[string]any{"spec": map[string]any{"suspend": true}}},
+				}}}
+			}),
+		},
+		{
 			name: "WEBHOOK scheme in upper case",
 			obj: manager(set(map[string]any{"type": ActionWebhook, "params": map[string]any{"url": "HTTPS://hooks.example.com/x"}},
 				"spec", "policies", "0", "action")),
@@ -656,6 +680,9 @@ func TestParseRejects(t *testing.T) {
 	scaleDown := func(selectors any) func(map[string]any) {
 		return set(map[string]any{"type": ActionScaleDown, "params": map[string]any{"selectors": selectors}},
 			"spec", "policies", "0", "action")
+	}
+	sleepPatches := func(patches any) func(map[string]any) {
+		return set(map[string]any{"type": ActionSleep, "params": map[string]any{"patches": patches}}, "spec", "policies", "0", "action")
 	}
 	podLabels := func(labels any) func(map[string]any) {
 		return policies(podsPolicy("delete when pods succeed", set(labels, "condition", "params", "podLabels")))
@@ -816,6 +843,13 @@ func TestParseRejects(t *testing.T) {
 		{name: "SLEEP to more replicas than an int32", obj: manager(set(map[string]any{"type": ActionSleep, "params": map[string]any{"replicas": int64(1) << 31}}, "spec", "policies", "0", "action")), want: []fieldErr{invalid(p0 + ".action.params.replicas")}},
 		// SCALE_DOWN and SLEEP loadBalancers.
 		{name: "SLEEP loadBalancers a string", obj: manager(set(map[string]any{"type": ActionSleep, "params": map[string]any{"loadBalancers": "true"}}, "spec", "policies", "0", "action")), want: []fieldErr{invalid(p0 + ".action.params.loadBalancers")}},
+		// SCALE_DOWN and SLEEP patches (policy/patch tests each refusal).
+		{name: "SLEEP patches an object", obj: manager(sleepPatches(map[string]any{"kind": "HelmRelease.helm.toolkit.fluxcd.io", "patch": map[string]any{"spec": map[string]any{"suspend": true}}})), want: []fieldErr{invalid(p0 + ".action.params.patches")}},
+		{name: "SLEEP patches metadata.name", obj: manager(sleepPatches([]any{map[string]any{"kind": "HelmRelease.helm.toolkit.fluxcd.io", "patch": map[string]any{"metadata": map[string]any{"name": "x"}}}})), want: []fieldErr{forbidden(p0 + ".action.params.patches[0].patch.metadata.name")}},
+		{name: "SLEEP patches a Deployment", obj: manager(sleepPatches([]any{map[string]any{"kind": "Deployment.apps", "patch": map[string]any{"spec": map[string]any{"paused": true}}}})), want: []fieldErr{invalid(p0 + ".action.params.patches[0].kind")}},
+		{name: "SLEEP patches a ScaledObject", obj: manager(sleepPatches([]any{map[string]any{"kind": "scaledObject.keda.sh", "patch": map[string]any{"spec": map[string]any{"paused": true}}}})), want: []fieldErr{invalid(p0 + ".action.params.patches[0].kind")}},
+		{name: "SLEEP patches a NamespaceManager", obj: manager(sleepPatches([]any{map[string]any{"kind": "NamespaceManager.k8s.consol.de", "patch": map[string]any{"spec": map[string]any{"deactivated": true}}}})), want: []fieldErr{invalid(p0 + ".action.params.patches[0].kind")}},
+		{name: "SLEEP patches nsman's annotation", obj: manager(sleepPatches([]any{map[string]any{"kind": "HelmRelease.helm.toolkit.fluxcd.io", "patch": map[string]any{"metadata": map[string]any{"annotations": map[string]any{TouchedAnnotation: nil}}}}})), want: []fieldErr{forbidden(p0 + ".action.params.patches[0].patch.metadata.annotations[nsman.k8s.consol.de/touched]")}},
 		// WEBHOOK url.
 		{name: "WEBHOOK without params", obj: manager(webhook(nil)), want: []fieldErr{required(p0 + ".action.params.url")}},
 		{name: "WEBHOOK without url", obj: manager(webhook(map[string]any{"method": "POST"})), want: []fieldErr{required(p0 + ".action.params.url")}},
@@ -1594,6 +1628,8 @@ func TestParseStrict(t *testing.T) {
 		{"a url a number on a SLEEP action", set(map[string]any{"type": ActionSleep, "params": map[string]any{"url": int64(1)}}, "spec", "policies", "0", "action"), []fieldErr{invalid(p0 + ".action.params.url")}},
 		{"replicas on a DELETE action", set(map[string]any{"type": ActionDelete, "params": map[string]any{"replicas": int64(1)}}, "spec", "policies", "0", "action"), []fieldErr{invalid(p0 + ".action.params.replicas")}},
 		{"loadBalancers on a DELETE action", set(map[string]any{"type": ActionDelete, "params": map[string]any{"loadBalancers": true}}, "spec", "policies", "0", "action"), []fieldErr{invalid(p0 + ".action.params.loadBalancers")}},
+		{"patches on a WEBHOOK action", set(map[string]any{"type": ActionWebhook, "params": map[string]any{"url": "https://hooks.example.com/x", "patches": []any{map[string]any{"kind": "HelmRelease.helm.toolkit.fluxcd.io", "patch": map[string]any{"spec": map[string]any{"suspend": true}}}}}}, "spec", "policies", "0", "action"), []fieldErr{invalid(p0 + ".action.params.patches")}},
+		{"patches of status on a DELETE action", set(map[string]any{"type": ActionDelete, "params": map[string]any{"patches": []any{map[string]any{"kind": "HelmRelease.helm.toolkit.fluxcd.io", "patch": map[string]any{"status": nil}}}}}, "spec", "policies", "0", "action"), []fieldErr{forbidden(p0 + ".action.params.patches[0].patch.status")}},
 		{"replicas -1 on a WEBHOOK action", set(map[string]any{"type": ActionWebhook, "params": map[string]any{"url": "https://hooks.example.com/x", "replicas": int64(-1)}}, "spec", "policies", "0", "action"), []fieldErr{invalid(p0 + ".action.params.replicas")}},
 		{"via owner on a SCALE_DOWN action", set(map[string]any{"type": ActionScaleDown, "params": map[string]any{"via": "owner"}}, "spec", "policies", "0", "action"), []fieldErr{invalid(p0 + ".action.params.via")}},
 		{"a url of 2049 characters", policies(ttlPolicy("report", set(map[string]any{"type": ActionWebhook, "params": map[string]any{"url": "https://hooks.example.com/" + strings.Repeat("x", 2049-26)}}, "action"))), []fieldErr{tooLong(p0 + ".action.params.url")}},

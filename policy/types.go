@@ -140,9 +140,8 @@ type Condition struct {
 	// Traffic, for IDLE, is where the target's requests are read, nil for
 	// nowhere: requests within Idle are activity now (Input.Traffic).
 	Traffic *traffic.Source
-	// OWNER_GONE: the policy holds once the target's owner (Input.Owner)
-	// has been gone for Grace, counted from the first sweep that found it
-	// gone.
+	// OWNER_GONE: the policy holds once the target's owner (Input.Owner) has
+	// been gone for Grace, counted from the first sweep that found it gone.
 	Grace time.Duration
 }
 
@@ -189,7 +188,7 @@ type SleepTo struct {
 	Replicas int64
 	// LoadBalancers is params.loadBalancers: LoadBalancers parked too.
 	LoadBalancers bool
-	// Patches is params.patches: objects of other kinds patched too.
+	// Patches is params.patches, applied while asleep, undone at the wake.
 	Patches []patch.Patch
 }
 

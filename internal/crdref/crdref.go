@@ -142,16 +142,18 @@ func mapValues(s Schema) (*Schema, error) {
 // manager, also the original operator's), nsman applies them as it reads.
 // A condition's parameters' are those its registration declares.
 var Defaults = withConditionParams(map[string]string{
-	"spec.deactivated":                            "false",
-	"spec.enforce":                                "false",
-	"spec.namespace":                              "the manager's name",
-	"spec.policies[].final":                       "true (a SLEEP policy: false)",
-	"spec.policies[].windows[].days":              "every day",
-	"spec.policies[].windows[].dates":             "every date",
-	"spec.policies[].windows[].timeZone":          "UTC",
-	"spec.policies[].action.params.selectors":     "SCALE_DOWN: every Deployment and StatefulSet; SLEEP: every workload of the kinds it handles",
-	"spec.policies[].action.params.replicas":      "0",
-	"spec.policies[].action.params.loadBalancers": "false",
+	"spec.deactivated":                               "false",
+	"spec.enforce":                                   "false",
+	"spec.namespace":                                 "the manager's name",
+	"spec.policies[].final":                          "true (a SLEEP policy: false)",
+	"spec.policies[].windows[].days":                 "every day",
+	"spec.policies[].windows[].dates":                "every date",
+	"spec.policies[].windows[].timeZone":             "UTC",
+	"spec.policies[].action.params.selectors":        "SCALE_DOWN: every Deployment and StatefulSet; SLEEP: every workload of the kinds it handles",
+	"spec.policies[].action.params.replicas":         "0",
+	"spec.policies[].action.params.loadBalancers":    "false",
+	"spec.policies[].action.params.patches":          "no patch",
+	"spec.policies[].action.params.patches[].labels": "every object of the kind",
 })
 
 // ParamsPath is the path of a condition's parameters in the CRD.

@@ -734,7 +734,18 @@ func (ev *Evaluator) Refuse(m policy.Manager) string {
 		return fmt.Sprintf("a manager in namespace %s may read traffic only by a preset: a query of its own is for managers in a trusted namespace (%s) and rules",
 			m.Namespace, strings.Join(ev.Trusted, ", "))
 	}
+	if patches(m) && !slices.Contains(ev.Trusted, m.Namespace) {
+		return fmt.Sprintf("a manager in namespace %s may not patch objects: patches are for managers in a trusted namespace (%s) and rules",
+			m.Namespace, strings.Join(ev.Trusted, ", "))
+	}
 	return ""
+}
+
+// patches reports whether one of m's actions patches objects
+// (params.patches): a patch writes with nsman's rights whatever its
+// tenant may write, so only a trusted manager or a rule may.
+func patches(m policy.Manager) bool {
+	return slices.ContainsFunc(m.Policies, func(p policy.Policy) bool { return len(p.Action.SleepTo.Patches) > 0 })
 }
 
 // queriesTraffic reports whether one of m's conditions reads traffic with

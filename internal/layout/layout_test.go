@@ -38,25 +38,25 @@ var layers = map[string][]string{
 		"sweep", "doctor", "explain", "metrics",
 		"internal/execute", "internal/decide", "internal/record", "internal/probe", "internal/reclaim", "internal/tell",
 		"internal/write", "internal/cluster", "internal/workload", "internal/owner", "internal/listpage", "internal/status",
-		"internal/printer", "internal/console", "internal/duration", "internal/connect", "internal/complete", "internal/prom", "report", "deploy", "webhook", "policy", "policy/traffic",
+		"internal/printer", "internal/console", "internal/duration", "internal/connect", "internal/complete", "internal/prom", "report", "deploy", "webhook", "policy", "policy/traffic", "policy/patch",
 	},
 	"doctor":  {"internal/cluster", "internal/owner", "internal/listpage", "internal/status", "report", "deploy", "webhook", "policy"},
 	"explain": {"internal/cluster", "internal/owner", "internal/listpage", "internal/status", "report", "policy"},
 	"sweep": {
 		"internal/execute", "internal/decide", "internal/record", "internal/probe", "internal/reclaim", "internal/tell",
 		"internal/write", "internal/cluster", "internal/workload", "internal/owner", "internal/listpage", "internal/status",
-		"report", "webhook", "policy",
+		"report", "webhook", "policy", "policy/patch",
 	},
 	"internal/execute": {
 		"internal/decide", "internal/record", "internal/probe", "internal/reclaim", "internal/tell",
 		"internal/write", "internal/cluster", "internal/workload", "internal/owner", "internal/listpage", "internal/status",
-		"report", "webhook", "policy",
+		"report", "webhook", "policy", "policy/patch",
 	},
 	// decide declares the interfaces it needs (namespaces, pods checks,
 	// activity, stuck, the action budget) rather than importing probe.
-	"internal/decide": {"internal/cluster", "internal/listpage", "internal/status", "report", "policy", "policy/traffic"},
+	"internal/decide": {"internal/cluster", "internal/listpage", "internal/status", "report", "policy", "policy/traffic", "policy/patch"},
 	"internal/record": {"internal/write", "internal/cluster", "internal/listpage", "internal/status", "report", "policy"},
-	"internal/probe":  {"internal/cluster", "internal/workload", "internal/owner", "internal/listpage", "internal/status", "report", "policy", "policy/traffic"},
+	"internal/probe":  {"internal/cluster", "internal/workload", "internal/owner", "internal/listpage", "internal/status", "report", "policy", "policy/traffic", "policy/patch"},
 	// reclaim reads what a DELETE frees, as probe reads the rest.
 	"internal/reclaim": {"internal/probe", "internal/cluster", "internal/workload", "internal/owner", "internal/listpage", "internal/status", "report", "policy", "policy/traffic"},
 	"internal/tell":    {"internal/write", "internal/cluster", "internal/listpage", "internal/status", "report", "webhook", "policy"},
@@ -66,7 +66,7 @@ var layers = map[string][]string{
 	"internal/cluster":       {"internal/workload", "internal/owner", "internal/listpage", "internal/status", "report", "policy"},
 	// workload is each kind of workload nsman puts to sleep, one home per
 	// way it sleeps, making no request.
-	"internal/workload": {"internal/status", "report", "policy"},
+	"internal/workload": {"internal/status", "report", "policy", "policy/patch"},
 	// owner is each kind of object that owns a namespace, one home per
 	// kind, making no request.
 	"internal/owner": {"internal/status", "report", "policy"},
@@ -85,9 +85,10 @@ var layers = map[string][]string{
 	"report":           {"policy"},
 	// policy's own packages: a part of the domain's vocabulary that
 	// policy imports, and that imports nothing of nsman but policy's own.
-	"policy":         {"policy/window", "policy/traffic"},
+	"policy":         {"policy/window", "policy/traffic", "policy/patch"},
 	"policy/window":  {},
 	"policy/traffic": {},
+	"policy/patch":   {},
 	// prom asks a Prometheus a query, bounded, knowing nothing of what it
 	// means.
 	"internal/prom": {"internal/duration"},

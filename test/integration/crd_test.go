@@ -441,6 +441,18 @@ func malformedCases() []malformedCase {
 		{name: "replicas on a DELETE action", mutate: setAt(map[string]any{"replicas": int64(1)}, "spec", "policies", 0, "action", "params"),
 			field:        "spec.policies[0].action.params.replicas",
 			parseAccepts: "nsman ignores the params its action type does not use; the CRD checks every field it declares"},
+		{name: "patches on a DELETE action", mutate: setAt(map[string]any{"patches": []any{suspending("HelmRelease.helm.toolkit.fluxcd.io")}}, "spec", "policies", 0, "action", "params"),
+			field:        "spec.policies[0].action.params.patches",
+			parseAccepts: "nsman ignores the params its action type does not use; the CRD checks every field it declares"},
+		{name: "9 patches", mutate: patching(manyPatches(9)...), field: "spec.policies[1].action.params.patches"},
+		{name: "a patch of a kind without its group", mutate: patching(suspending("HelmRelease")), field: "spec.policies[1].action.params.patches[0].kind"},
+		{name: "a patch of a kind of a group without a dot", mutate: patching(suspending("Deployment.apps")), field: "spec.policies[1].action.params.patches[0].kind"},
+		{name: "a patch without kind", mutate: patching(map[string]any{"patch": map[string]any{"spec": map[string]any{"suspend": true}}}), field: "spec.policies[1].action.params.patches[0].kind"},
+		{name: "a patch without patch", mutate: patching(map[string]any{"kind": "HelmRelease.helm.toolkit.fluxcd.io"}), field: "spec.policies[1].action.params.patches[0].patch"},
+		{name: "a patch that is empty", mutate: patching(map[string]any{"kind": "HelmRelease.helm.toolkit.fluxcd.io", "patch": map[string]any{}}), field: "spec.policies[1].action.params.patches[0].patch"},
+		{name: "a patch that is a string", mutate: patching(map[string]any{"kind": "HelmRelease.helm.toolkit.fluxcd.io", "patch": "suspend"}), field: "spec.policies[1].action.params.patches[0].patch"},
+		{name: "a patch's label name invalid", mutate: patching(map[string]any{"kind": "HelmRelease.helm.toolkit.fluxcd.io", "labels": map[string]any{"a b": "x"}, "patch": map[string]any{"spec": map[string]any{"suspend": true}}}),
+			field: "spec.policies[1].action.params.patches[0].labels", parseField: "spec.policies[1].action.params.patches[0].labels[a b]"},
 		{name: "65 policies", mutate: setAt(manyTTLPolicies(65), "spec", "policies"),
 			field:        "spec.policies",
 			parseAccepts: "the CRD bounds the list so that the cost of the uniqueness rule can be estimated"},
@@ -586,6 +598,13 @@ func edgeCases() []edgeCase {
 			setAt(true, "spec", "policies", 2, "final"),
 		)},
 		{name: "16 selectors", mutate: setAt(manySelectors(16), "spec", "policies", 1, "action", "params", "selectors")},
+		{name: "SCALE_DOWN suspends HelmReleases by label, labelling and annotating them", mutate: patching(map[string]any{
+			"kind": "HelmRelease.helm.toolkit.fluxcd.io", "labels": map[string]any{"tier": "web"},
+			"patch": map[string]any{"spec": map[string]any{"suspend": true, "values": map[string]any{"replicas": int64(0), "hosts": []any{}}},
+				"metadata": map[string]any{"labels": map[string]any{"asleep": "yes"}, "annotations": map[string]any{"example.com/why": "nights", "example.com/old": nil}}},
+		})},
+		{name: "SLEEP with 8 patches", mutate: inTurn(sleeping(1), patching(manyPatches(8)...))},
+		{name: "a patch of a kind of 63 characters in a group of sigs", mutate: patching(suspending(strings.Repeat("K", 63) + ".cluster.x-k8s.io"))},
 		{name: "64 policies", mutate: setAt(manyTTLPolicies(64), "spec", "policies")},
 		{name: "64 podLabels", mutate: setAt(manyLabels(64), under(podsParams, "podLabels")...)},
 		{name: "empty podLabels", mutate: setAt(map[string]any{}, under(podsParams, "podLabels")...)},
@@ -642,6 +661,31 @@ func TestCRDAdmitsEdgeValues(t *testing.T) {
 	}
 }
 
+// TestCRDKeepsAPatchAsWritten proves that the API server stores a patch
+// whole: its fields, which no schema declares, and its nulls, which remove
+// a field when the patch is applied, come back as written, and policy
+// reads them so.
+func TestCRDKeepsAPatchAsWritten(t *testing.T) {
+	setup(t)
+	merge := map[string]any{
+		"spec":     map[string]any{"suspend": true, "interval": nil, "values": map[string]any{"replicas": int64(0), "ratio": 0.5, "hosts": []any{"a", nil}}},
+		"metadata": map[string]any{"annotations": map[string]any{"example.com/old": nil, "example.com/why": "nights"}},
+	}
+	obj := validManager(shared.Namespace(t))
+	patching(map[string]any{"kind": "HelmRelease.helm.toolkit.fluxcd.io", "patch": merge})(obj.Object)
+	stored, err := dryRunCreate(t, obj)
+	if err != nil {
+		t.Fatalf("not admitted: %v", err)
+	}
+	m, errs := policy.Parse(stored)
+	if len(errs) > 0 {
+		t.Fatalf("invalid for nsman as stored: %v", errs.ToAggregate())
+	}
+	if got := m.Policies[1].Action.SleepTo.Patches; len(got) != 1 || !reflect.DeepEqual(got[0].Merge, merge) {
+		t.Errorf("the patch is stored as %#v, want %#v", got, merge)
+	}
+}
+
 // onDates is a window open all day on dates.
 func onDates(dates ...string) map[string]any {
 	list := make([]any, len(dates))
@@ -683,6 +727,25 @@ func manySelectors(n int) []any {
 	out := make([]any, n)
 	for i := range out {
 		out[i] = map[string]any{"kind": "Deployment", "labels": map[string]any{"tier": fmt.Sprint("t", i)}}
+	}
+	return out
+}
+
+// patching gives validManager's SCALE_DOWN these patches.
+func patching(patches ...any) func(map[string]any) {
+	return setAt(patches, "spec", "policies", 1, "action", "params", "patches")
+}
+
+// suspending is a patch that suspends the objects of kind.
+func suspending(kind string) map[string]any {
+	return map[string]any{"kind": kind, "patch": map[string]any{"spec": map[string]any{"suspend": true}}}
+}
+
+// manyPatches returns n valid patches, each of a kind of its own.
+func manyPatches(n int) []any {
+	out := make([]any, n)
+	for i := range out {
+		out[i] = suspending(fmt.Sprintf("Thing%d.example.com", i))
 	}
 	return out
 }
