@@ -23,7 +23,7 @@ var particular = map[string][]string{
 		"ActionDelete", "ActionScaleDown", "ActionWebhook", "ActionSleep",
 		"KindDeployment", "KindStatefulSet", "KindCronJob", "KindScaledObject",
 	},
-	"internal/tell": {"NotifyJSON", "NotifySlack"},
+	"internal/tell": {"NotifyJSON", "NotifySlack", "NotifyTeams", "NotifyGoogleChat"},
 }
 
 // spelled are the values of those names, as a manifest spells them: a
@@ -205,7 +205,7 @@ func TestParticularNamesDetector(t *testing.T) {
 		{"a map key", "internal/probe", `package probe; var m = map[string]int{policy.KindCronJob: 1}`, 1},
 		{"another package's name", "sweep", `package sweep; var x = execute.ActionDelete`, 0},
 		{"a format outside its home", "sweep", `package sweep; func f(c Config) bool { return c.NotifyFormat == tell.NotifySlack }`, 1},
-		{"a format bare in tell, outside its home", "internal/tell", `package tell; var f = NotifySlack`, 1},
+		{"a format bare in tell, outside its home", "internal/tell", `package tell; var f = NotifyTeams`, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, err := parseSource(tc.src)

@@ -25,7 +25,7 @@ type Format interface {
 
 // formats are the registered formats, in the order --notify-format's help,
 // its completion and the docs list them; the first is the default.
-var formats = []Format{jsonFormat{}, slackFormat{}}
+var formats = []Format{jsonFormat{}, slackFormat{}, teamsFormat{}, googleChatFormat{}}
 
 // DefaultFormat is the format of a Notifier given none.
 var DefaultFormat = formats[0].Name()
