@@ -3,6 +3,8 @@ package tell
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -59,6 +61,55 @@ func TestNoFormatIsJSON(t *testing.T) {
 		}
 		if f := NewNotifier("http://example.com", name, nil).format; f.Name() != DefaultFormat {
 			t.Errorf("notifier of format %q sends %s", name, f.Name())
+		}
+	}
+}
+
+// TestFormatsShipped: the chart's values schema allows exactly the
+// registered formats, and the docs describe each: a section of
+// docs/webhooks.md with an example body, and the chart's notify.format.
+func TestFormatsShipped(t *testing.T) {
+	read := func(path string) []byte {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join("..", "..", path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	var schema struct {
+		Properties struct {
+			Notify struct {
+				Properties struct {
+					Format struct {
+						Enum []string `json:"enum"`
+					} `json:"format"`
+				} `json:"properties"`
+			} `json:"notify"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(read("deploy/helm/nsman/values.schema.json"), &schema); err != nil {
+		t.Fatal(err)
+	}
+	if got := schema.Properties.Notify.Properties.Format.Enum; !slices.Equal(got, FormatNames()) {
+		t.Errorf("the chart's schema allows notify.format %v, want %v", got, FormatNames())
+	}
+	webhooks, values, helm := string(read("docs/webhooks.md")), string(read("deploy/helm/nsman/values.yaml")), string(read("docs/helm.md"))
+	_, notifyValues, _ := strings.Cut(values, "\nnotify:\n")
+	notifyValues, _, _ = strings.Cut(notifyValues, "\n  format:")
+	_, helmRow, _ := strings.Cut(helm, "| `notify.format` |")
+	helmRow, _, _ = strings.Cut(helmRow, "\n")
+	for _, name := range FormatNames() {
+		section := "\n#### `--notify-format " + name + "`\n"
+		_, rest, ok := strings.Cut(webhooks, section)
+		if body, _, _ := strings.Cut(rest, "\n#"); !ok || !strings.Contains(body, "```json\n") {
+			t.Errorf("docs/webhooks.md has no section %q with an example body", strings.TrimSpace(section))
+		}
+		if !strings.Contains(helmRow, "`"+name+"`") {
+			t.Errorf("docs/helm.md's notify.format row does not name %s: %s", name, helmRow)
+		}
+		if !strings.Contains(notifyValues, " "+name+" (") {
+			t.Errorf("values.yaml's notify.format does not describe %s", name)
 		}
 	}
 }
