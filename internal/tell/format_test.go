@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
@@ -102,8 +105,13 @@ func TestFormatsShipped(t *testing.T) {
 	for _, name := range FormatNames() {
 		section := "\n#### `--notify-format " + name + "`\n"
 		_, rest, ok := strings.Cut(webhooks, section)
-		if body, _, _ := strings.Cut(rest, "\n#"); !ok || !strings.Contains(body, "```json\n") {
+		text, _, _ := strings.Cut(rest, "\n#")
+		_, example, found := strings.Cut(text, "```json\n")
+		example, _, _ = strings.Cut(example, "```")
+		if !ok || !found {
 			t.Errorf("docs/webhooks.md has no section %q with an example body", strings.TrimSpace(section))
+		} else if want := mustBody(t, name, docsExample); !sameJSON(t, []byte(example), want) {
+			t.Errorf("docs/webhooks.md's example of %s is not what nsman sends; it sends\n%s", name, want)
 		}
 		if !strings.Contains(helmRow, "`"+name+"`") {
 			t.Errorf("docs/helm.md's notify.format row does not name %s: %s", name, helmRow)
@@ -112,4 +120,27 @@ func TestFormatsShipped(t *testing.T) {
 			t.Errorf("values.yaml's notify.format does not describe %s", name)
 		}
 	}
+}
+
+// docsExample is the notification docs/webhooks.md shows in each format.
+var docsExample = Notification{
+	Manager: NotificationManager{Namespace: "team-a", Name: "preview-4711"}, Target: "preview-4711",
+	Policy: "delete after eight hours", Action: policy.ActionDelete, Result: report.ResultSucceeded,
+	Message: "TTL 8h0m0s elapsed at 2026-11-23T17:00:00Z", Effects: []string{"delete namespace preview-4711"},
+	Reclaimed: &report.Reclaimed{CPU: resource.MustParse("1250m"), Memory: resource.MustParse("2Gi"), Storage: resource.MustParse("10Gi"), LoadBalancers: 1},
+	Time:      time.Date(2026, 11, 23, 17, 0, 31, 0, time.UTC), Sweep: "nsman-29400060-x7k2p-a1b2c3d4", Version: "v1.2.3",
+}
+
+// sameJSON reports whether a and b are the same JSON value.
+func sameJSON(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	var va, vb any
+	if err := json.Unmarshal(a, &va); err != nil {
+		t.Errorf("%v in\n%s", err, a)
+		return false
+	}
+	if err := json.Unmarshal(b, &vb); err != nil {
+		t.Fatal(err)
+	}
+	return reflect.DeepEqual(va, vb)
 }
