@@ -101,7 +101,9 @@ var suspendPatchRecord = `{"patch":{"spec":{"suspend":true}},"inverse":{"spec":{
 // conditional on the resourceVersion as nsman sends it; it may change
 // nothing else of them (their values, chart, source, labels, another
 // annotation), nor suspend one in a protected namespace. Under the base's
-// default, {}, even spec.suspend is refused.
+// default, {}, even spec.suspend is refused; under a map that lists
+// labels and an annotation (metadata.annotations.KEY), those and no other
+// go through.
 func TestAdmissionPolicyFencesSleepPatches(t *testing.T) {
 	e := setup(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
@@ -175,27 +177,47 @@ func TestAdmissionPolicyFencesSleepPatches(t *testing.T) {
 	})
 
 	t.Run("the base's default", func(t *testing.T) {
-		fenceDefault(ctx, t, e, helm, fluxObject(ctx, t, helm, tenant, "untouched"))
+		p, _ := basePolicy(t, "nsman")
+		vars := typedPolicy(t, p).Spec.Variables
+		if len(vars) <= nsmantest.PatchableIndex || vars[nsmantest.PatchableIndex].Name != nsmantest.PatchableVariable || vars[nsmantest.PatchableIndex].Expression != "{}" {
+			t.Fatalf("deploy/base's variables %+v: want %s = {} at %d (components patch it by its index)", vars, nsmantest.PatchableVariable, nsmantest.PatchableIndex)
+		}
+		untouched := fluxObject(ctx, t, helm, tenant, "untouched")
+		saDyn, policy := otherFence(ctx, t, e, "nsman-fence-default-test", "", untouched, helm.Resource)
+		err := refusedAtLast(ctx, saDyn, helm.Resource, untouched, annotated(map[string]any{patchedRecord: suspendPatchRecord}, map[string]any{"suspend": true}), policy)
+		deniedBy(t, err, policy, "nsman may change only spec.replicas and the annotations ")
+		deniedBy(t, err, policy, "of HelmRelease "+tenant+"/untouched, not spec.suspend, annotation "+patchedRecord)
+	})
+
+	// Labels and annotations a platform lets patches change: the
+	// annotation's key after metadata.annotations., nothing else.
+	t.Run("labels and an annotation", func(t *testing.T) {
+		labelled := fluxObject(ctx, t, helm, tenant, "labelled")
+		saDyn, policy := otherFence(ctx, t, e, "nsman-fence-labels-test",
+			"{'helm.toolkit.fluxcd.io/helmreleases': ['metadata.labels', 'metadata.annotations.example.com/paused']}", labelled, helm.Resource)
+		of := "nsman may change only metadata.labels and the annotations example.com/paused, " + patchedRecord + ", " + reconcileAllowed + " of HelmRelease " + tenant + "/labelled, not "
+		deniedBy(t, refusedAtLast(ctx, saDyn, helm.Resource, labelled, map[string]any{"spec": map[string]any{"suspend": true}}, policy), policy, of+"spec.suspend")
+		deniedBy(t, refusedAtLast(ctx, saDyn, helm.Resource, labelled, annotated(map[string]any{"example.com/pause": "true"}, nil), policy), policy, of+"annotation example.com/pause")
+		patch := map[string]any{"metadata": map[string]any{"labels": map[string]any{"sleeping": "true"}, "annotations": map[string]any{"example.com/paused": "true", patchedRecord: "{}"}}}
+		if err := patchAs(ctx, saDyn, helm.Resource, tenant, "labelled", patch, true, metav1.PatchOptions{}); err != nil {
+			t.Errorf("a label and the annotation: %v", err)
+		}
 	})
 }
 
-// fenceDefault installs deploy/base's fence as it is, named
-// nsman-fence-default-test, around a ServiceAccount of its own granted to
-// patch HelmReleases, and checks that its configuredPatchable is {} and
-// that it refuses that ServiceAccount even spec.suspend of release, saying
-// what it allows of a kind it does not name.
-func fenceDefault(ctx context.Context, t *testing.T, e *nsmantest.Env, helm owner.Kind, release *unstructured.Unstructured) {
+// otherFence installs deploy/base's fence, its configuredPatchable set to
+// patchable unless "", named name, around a ServiceAccount of its own
+// granted to patch HelmReleases and Kustomizations (probe one of them),
+// and returns a client of that ServiceAccount and the policy's name in its
+// refusals. The shared fence holds nsman's ServiceAccount alone, so this
+// one is the only one that holds the other.
+func otherFence(ctx context.Context, t *testing.T, e *nsmantest.Env, name, patchable string, probe *unstructured.Unstructured, res schema.GroupVersionResource) (dynamic.Interface, string) {
 	t.Helper()
-	const name = "nsman-fence-default-test"
-	p, b := basePolicy(t, "nsman")
-	vars := typedPolicy(t, p).Spec.Variables
-	if len(vars) <= nsmantest.PatchableIndex || vars[nsmantest.PatchableIndex].Name != nsmantest.PatchableVariable || vars[nsmantest.PatchableIndex].Expression != "{}" {
-		t.Fatalf("deploy/base's variables %+v: want %s = {} at %d (components patch it by its index)", vars, nsmantest.PatchableVariable, nsmantest.PatchableIndex)
-	}
 	home := shared.Namespace(t)
 	if _, err := shared.Admin.CoreV1().ServiceAccounts(home).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	p, b := basePolicy(t, "nsman")
 	p, b = p.DeepCopy(), b.DeepCopy()
 	p.SetName(name)
 	b.SetName(name)
@@ -204,6 +226,11 @@ func fenceDefault(ctx context.Context, t *testing.T, e *nsmantest.Env, helm owne
 	}
 	if err := unstructured.SetNestedSlice(p.Object, []any{map[string]any{"name": "nsman-service-account", "expression": usernameCondition(home, name)}}, "spec", "matchConditions"); err != nil {
 		t.Fatal(err)
+	}
+	if patchable != "" {
+		if err := nsmantest.SetPatchable([]*unstructured.Unstructured{p}, name, patchable); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, o := range []*unstructured.Unstructured{p, b} {
 		data, err := json.Marshal(o.Object)
@@ -220,21 +247,24 @@ func fenceDefault(ctx context.Context, t *testing.T, e *nsmantest.Env, helm owne
 	if err != nil {
 		t.Fatal(err)
 	}
-	kubeconfig := filepath.Join(t.TempDir(), "fence-default.kubeconfig")
+	kubeconfig := filepath.Join(t.TempDir(), name+".kubeconfig")
 	if err := cluster.WriteKubeconfig(kubeconfig, cfg); err != nil {
 		t.Fatal(err)
 	}
-	policy := fmt.Sprintf("ValidatingAdmissionPolicy '%s'", name)
 	saDyn := saDynamic(t, kubeconfig)
-	grantFluxPatch(ctx, t, saDyn, home, name, release, helm.Resource)
-	// The policy is in force once it refuses (a dry run, which changes
-	// nothing while it is not yet); a policy that lets the patch through
-	// never is.
+	grantFluxPatch(ctx, t, saDyn, home, name, probe, res)
+	return saDyn, fmt.Sprintf("ValidatingAdmissionPolicy '%s'", name)
+}
+
+// refusedAtLast sends client's patch of obj as a dry run until policy,
+// which the API server loads a moment after it is created, refuses it
+// (a dry run changes nothing while it does not yet), and returns the last
+// answer: nil when policy lets the patch through.
+func refusedAtLast(ctx context.Context, client dynamic.Interface, res schema.GroupVersionResource, obj *unstructured.Unstructured, patch map[string]any, policy string) error {
+	var err error
 	_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		err = patchAs(ctx, saDyn, helm.Resource, release.GetNamespace(), release.GetName(),
-			annotated(map[string]any{patchedRecord: suspendPatchRecord}, map[string]any{"suspend": true}), false, metav1.PatchOptions{DryRun: dryRun})
+		err = patchAs(ctx, client, res, obj.GetNamespace(), obj.GetName(), patch, false, metav1.PatchOptions{DryRun: dryRun})
 		return apierrors.IsForbidden(err) && strings.Contains(err.Error(), policy), nil
 	})
-	deniedBy(t, err, policy, "nsman may change only spec.replicas and the annotations ")
-	deniedBy(t, err, policy, "of HelmRelease "+release.GetNamespace()+"/"+release.GetName()+", not spec.suspend, annotation "+patchedRecord)
+	return err
 }
