@@ -28,9 +28,11 @@ func wantPatchable(t *testing.T, objs []*unstructured.Unstructured, name, want s
 // binding <fullname>-patchable, list and patch of each kind and nothing
 // else, and the admission policy's configuredPatchable; [] renders neither
 // (the map is {}); an entry without group, resource or fields, a kind
-// listed twice, or a field no sleep's patch may change (status,
-// apiVersion, kind, metadata but labels and annotations, a field below a
-// spec field, which the policy does not compare) is refused, saying which.
+// listed twice, a group of no custom resource (core, Kubernetes' own,
+// nsman's: patches name none), or a field no sleep's patch may change
+// (status, apiVersion, kind, metadata but labels and annotations, nsman's
+// annotations, a field below a spec field, which the policy does not
+// compare) is refused, saying which.
 func TestHelmChartSleepPatchable(t *testing.T) {
 	t.Run("none", func(t *testing.T) {
 		r := render(t)
@@ -44,10 +46,10 @@ func TestHelmChartSleepPatchable(t *testing.T) {
 
 	t.Run("kinds of its own", func(t *testing.T) {
 		r := render(t, "--set", "fullnameOverride=sweeper", "--set-json",
-			`sleep.patchable=[{"group":"","resource":"configmaps","fields":["data","metadata.labels","metadata.annotations.example.com/paused"]},{"group":"example.com","resource":"widgets","fields":["spec.paused","spec"]}]`)
-		checkPatchableRBAC(t, r.cj, r.objs, []string{"list configmaps.", "list widgets.example.com", "patch configmaps.", "patch widgets.example.com"})
+			`sleep.patchable=[{"group":"source.toolkit.fluxcd.io","resource":"ocirepositories","fields":["data","metadata.labels","metadata.annotations.example.com/paused"]},{"group":"example.com","resource":"widgets","fields":["spec.paused","spec"]}]`)
+		checkPatchableRBAC(t, r.cj, r.objs, []string{"list ocirepositories.source.toolkit.fluxcd.io", "list widgets.example.com", "patch ocirepositories.source.toolkit.fluxcd.io", "patch widgets.example.com"})
 		findNamed(t, r.objs, "ClusterRole", "sweeper-patchable")
-		wantPatchable(t, r.objs, "sweeper", "{'/configmaps': ['data', 'metadata.labels', 'metadata.annotations.example.com/paused'], 'example.com/widgets': ['spec.paused', 'spec']}")
+		wantPatchable(t, r.objs, "sweeper", "{'source.toolkit.fluxcd.io/ocirepositories': ['data', 'metadata.labels', 'metadata.annotations.example.com/paused'], 'example.com/widgets': ['spec.paused', 'spec']}")
 	})
 
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
@@ -55,8 +57,13 @@ func TestHelmChartSleepPatchable(t *testing.T) {
 	for _, tc := range []struct {
 		name, value, want string
 	}{
-		{"no group", `[{"resource":"helmreleases","fields":["spec.suspend"]}]`, `sleep.patchable[0]: no group ("" for the core group)`},
-		{"a group that is none", `[{"group":"Helm Toolkit","resource":"helmreleases","fields":["spec.suspend"]}]`, `sleep.patchable[0]: group "Helm Toolkit" is no API group`},
+		{"no group", `[{"resource":"helmreleases","fields":["spec.suspend"]}]`, `sleep.patchable[0]: no group (a custom resource's, e.g. helm.toolkit.fluxcd.io)`},
+		{"a group that is none", `[{"group":"Helm Toolkit","resource":"helmreleases","fields":["spec.suspend"]}]`, `sleep.patchable[0]: group "Helm Toolkit" is no custom resource's API group`},
+		{"the core group", `[{"group":"","resource":"configmaps","fields":["data"]}]`, `sleep.patchable[0]: group "" is no custom resource's API group`},
+		{"a group of Kubernetes' without a dot", `[{"group":"apps","resource":"deployments","fields":["spec.paused"]}]`, `sleep.patchable[0]: group "apps" is no custom resource's API group`},
+		{"a group of Kubernetes'", `[{"group":"networking.k8s.io","resource":"ingresses","fields":["spec.rules"]}]`, `sleep.patchable[0]: group "networking.k8s.io" is Kubernetes' or nsman's own`},
+		{"nsman's group", `[{"group":"k8s.consol.de","resource":"namespacemanagers","fields":["spec.deactivated"]}]`, `sleep.patchable[0]: group "k8s.consol.de" is Kubernetes' or nsman's own`},
+		{"nsman's annotation", `[{"group":"a.io","resource":"xs","fields":["metadata.annotations.nsman.k8s.consol.de/hold-until"]}]`, `"metadata.annotations.nsman.k8s.consol.de/hold-until" may not be patched`},
 		{"no resource", `[{"group":"helm.toolkit.fluxcd.io","fields":["spec.suspend"]}]`, "sleep.patchable[0]: no resource"},
 		{"a kind, not a resource", `[{"group":"helm.toolkit.fluxcd.io","resource":"HelmRelease","fields":["spec.suspend"]}]`, `sleep.patchable[0]: resource "HelmRelease" is no resource name`},
 		{"no fields", `[{"group":"helm.toolkit.fluxcd.io","resource":"helmreleases"}]`, "sleep.patchable[0]: no fields (what a sleep's patches may change of helm.toolkit.fluxcd.io/helmreleases)"},
@@ -70,7 +77,7 @@ func TestHelmChartSleepPatchable(t *testing.T) {
 		{"metadata.finalizers", `[{"group":"a.io","resource":"xs","fields":["metadata.finalizers"]}]`, `"metadata.finalizers" may not be patched`},
 		{"metadata.annotations whole", `[{"group":"a.io","resource":"xs","fields":["metadata.annotations"]}]`, `"metadata.annotations" may not be patched`},
 		{"below a spec field", `[{"group":"a.io","resource":"xs","fields":["spec.values.image"]}]`, `"spec.values.image" may not be patched`},
-		{"a quote in an annotation", `[{"group":"a.io","resource":"xs","fields":["metadata.annotations.a'b"]}]`, `"metadata.annotations.a'b" may not be patched: name spec.FIELD, metadata.labels, metadata.annotations.KEY or a top-level field but apiVersion, kind, metadata and status`},
+		{"a quote in an annotation", `[{"group":"a.io","resource":"xs","fields":["metadata.annotations.a'b"]}]`, `"metadata.annotations.a'b" may not be patched: name spec.FIELD, metadata.labels, metadata.annotations.KEY (not nsman's) or a top-level field but apiVersion, kind, metadata and status`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := runHelm(ctx, t, "template", chartRelease, chartDir, "--set-json", "sleep.patchable="+tc.value)

@@ -172,7 +172,9 @@ configuredPatchable: a CEL map from 'group/resource' to what a sleep's
 patches may change of that kind ({} for nothing). A field is named as the
 policy compares an object: spec.FIELD, metadata.labels,
 metadata.annotations.KEY, or another top-level field; never apiVersion,
-kind, status or the rest of metadata, which no patch of a sleep needs.
+kind, status, the rest of metadata or nsman's annotations, which no patch
+of a sleep may write. A kind is a custom resource's: a sleep's patches
+name no kind of Kubernetes' own groups nor of nsman's.
 */}}
 {{- define "nsman.patchable" -}}
 {{- $entries := list }}
@@ -183,10 +185,13 @@ kind, status or the rest of metadata, which no patch of a sleep needs.
 {{- fail (printf "%s: want {group, resource, fields}" $at) }}
 {{- end }}
 {{- if not (hasKey $p "group") }}
-{{- fail (printf "%s: no group (\"\" for the core group)" $at) }}
+{{- fail (printf "%s: no group (a custom resource's, e.g. helm.toolkit.fluxcd.io)" $at) }}
 {{- end }}
-{{- if not (regexMatch "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?$" (toString $p.group)) }}
-{{- fail (printf "%s: group %q is no API group" $at (toString $p.group)) }}
+{{- if not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$" (toString $p.group)) }}
+{{- fail (printf "%s: group %q is no custom resource's API group (a sleep's patches name only those)" $at (toString $p.group)) }}
+{{- end }}
+{{- if or (eq $p.group "k8s.io") (hasSuffix ".k8s.io" $p.group) (eq $p.group "k8s.consol.de") }}
+{{- fail (printf "%s: group %q is Kubernetes' or nsman's own: a sleep's patches name only custom resources" $at $p.group) }}
 {{- end }}
 {{- if not $p.resource }}
 {{- fail (printf "%s: no resource (the plural, e.g. helmreleases)" $at) }}
@@ -209,8 +214,11 @@ kind, status or the rest of metadata, which no patch of a sleep needs.
 {{- if and (regexMatch "^[A-Za-z0-9_-]+$" $f) (not (has $f (list "apiVersion" "kind" "metadata" "status"))) }}
 {{- $ok = true }}
 {{- end }}
+{{- if hasPrefix "metadata.annotations.nsman.k8s.consol.de/" $f }}
+{{- $ok = false }}
+{{- end }}
 {{- if not $ok }}
-{{- fail (printf "%s.fields: %q may not be patched: name spec.FIELD, metadata.labels, metadata.annotations.KEY or a top-level field but apiVersion, kind, metadata and status" $at $f) }}
+{{- fail (printf "%s.fields: %q may not be patched: name spec.FIELD, metadata.labels, metadata.annotations.KEY (not nsman's) or a top-level field but apiVersion, kind, metadata and status" $at $f) }}
 {{- end }}
 {{- $quoted = append $quoted (printf "'%s'" $f) }}
 {{- end }}
