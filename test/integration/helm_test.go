@@ -937,6 +937,11 @@ var ciValues = map[string]func(t *testing.T, r rendered){
 		wantArgs(t, r)
 		checkOwnerDelete(t, r.cj, r.objs)
 	},
+	"flux-suspend-values.yaml": func(t *testing.T, r rendered) {
+		wantArgs(t, r)
+		checkFluxSuspend(t, r.cj, r.objs)
+		wantPatchable(t, r.objs, "nsman", fluxSuspendPatchable)
+	},
 	"sharded-values.yaml": func(t *testing.T, r rendered) {
 		wantShards(t, r, 4)
 		wantArgs(t, r, "--shard-count=4")
