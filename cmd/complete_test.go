@@ -76,7 +76,7 @@ func TestCompletion(t *testing.T) {
 		{"doctor -o", []string{"doctor", "-o", ""}, "json text yaml", noFiles},
 		{"explain -o", []string{"explain", "--output", "y"}, "yaml", noFiles},
 		{"--state, a list", []string{"sweep", "--state", "fired,f"}, "fired,failed fired,forbidden", noSpace},
-		{"--notify-format", []string{"sweep", "--notify-format", ""}, "json slack", noFiles},
+		{"--notify-format", []string{"sweep", "--notify-format", ""}, "googlechat json slack teams", noFiles},
 		{"--log-format", []string{"sweep", "--log-format", ""}, "json text", noFiles},
 		{"--log-level", []string{"sweep", "--log-level", ""}, "debug error info warn", noFiles},
 		{"--config-from", []string{"doctor", "--config-from", ""}, "auto none", noFiles},

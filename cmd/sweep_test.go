@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -246,6 +247,27 @@ func TestSweepNotifyURLNotEchoed(t *testing.T) {
 		}
 		if out := stdout.String() + stderr.String(); !strings.Contains(out, "want an absolute http or https URL") || strings.Contains(out, "SECRET") {
 			t.Errorf("%v: output %q, want the refusal without the URL's path, query or password", args, out)
+		}
+	}
+}
+
+// TestSweepNotifyFormat: --notify-format takes each registered format,
+// teams and googlechat among them; any other is a usage error, before any
+// cluster is contacted, that lists the formats there are.
+func TestSweepNotifyFormat(t *testing.T) {
+	for _, format := range []string{"json", "slack", "teams", "googlechat"} {
+		cfg, err := sweepConfig(t, []string{"--notify-url", secretURL, "--notify-format", format})
+		if err != nil || cfg.NotifyFormat != format {
+			t.Errorf("--notify-format %s: %q, %v", format, cfg.NotifyFormat, err)
+		}
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "none")
+	for _, format := range []string{"xml", "Teams", "google-chat", "text"} {
+		var stdout, stderr bytes.Buffer
+		code := Execute(t.Context(), []string{"sweep", "--kubeconfig", kubeconfig, "--notify-url", secretURL, "--notify-format", format}, &stdout, &stderr)
+		want := fmt.Sprintf("--notify-format must be one of json, slack, teams, googlechat, not %q", format)
+		if code != ExitUsage || !strings.Contains(stderr.String(), want) {
+			t.Errorf("--notify-format %s: exit code %d, output %q; want %d and %q", format, code, stdout.String()+stderr.String(), ExitUsage, want)
 		}
 	}
 }

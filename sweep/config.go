@@ -65,10 +65,10 @@ type Config struct {
 	// if they made any, released. It must stay below the pod's termination grace period.
 	InterruptGrace time.Duration
 	// NotifyURL, when set, receives a notification after every action
-	// that fired or failed (not in a dry run), in NotifyFormat (NotifyJSON,
-	// the default, or NotifySlack), delivered as WEBHOOK actions are. It is
-	// a credential (a Slack incoming webhook's path is its secret): the
-	// sweep never shows more of it than RedactURL does.
+	// that fired or failed (not in a dry run), in NotifyFormat (one of
+	// tell.FormatNames, "" for tell.DefaultFormat), delivered as WEBHOOK
+	// actions are. It is a credential (a Slack incoming webhook's path is
+	// its secret): the sweep never shows more of it than RedactURL does.
 	NotifyURL    string
 	NotifyFormat string
 	// NotifySigningKey, when set, signs notifications in place of the
@@ -148,8 +148,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--concurrency must not be negative")
 	case c.ClaimTTL != 0 && c.ClaimTTL < MinClaimTTL:
 		return fmt.Errorf("--claim-ttl must be at least %s", MinClaimTTL)
-	case c.NotifyFormat != "" && c.NotifyFormat != tell.NotifyJSON && c.NotifyFormat != tell.NotifySlack:
-		return fmt.Errorf("--notify-format must be %s or %s, not %q", tell.NotifyJSON, tell.NotifySlack, c.NotifyFormat)
+	case c.NotifyFormat != "" && !slices.Contains(tell.FormatNames(), c.NotifyFormat):
+		_, err := tell.LookupFormat(c.NotifyFormat)
+		return err
 	case c.MaxHold < 0:
 		return fmt.Errorf("--max-hold must not be negative")
 	case c.StuckAfter < 0:

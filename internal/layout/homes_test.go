@@ -13,16 +13,17 @@ import (
 )
 
 // particular are, by the package that declares them, the names of the
-// particular conditions, actions and workload kinds: code outside their
-// homes (see home) that names one branches on it, or soon will, and adding
-// one means finding every such place. Issue 45 gave each a home behind one
-// interface, registered once.
+// particular conditions, actions, workload kinds and notification formats:
+// code outside their homes (see home) that names one branches on it, or
+// soon will, and adding one means finding every such place. Issue 45 gave
+// each a home behind one interface, registered once; issue 48 the formats.
 var particular = map[string][]string{
 	"policy": {
 		"ConditionTTL", "ConditionPodsSucceed", "ConditionPodsFailed", "ConditionExpires", "ConditionIdle", "ConditionOwnerGone",
 		"ActionDelete", "ActionScaleDown", "ActionWebhook", "ActionSleep",
 		"KindDeployment", "KindStatefulSet", "KindCronJob", "KindScaledObject",
 	},
+	"internal/tell": {"NotifyJSON", "NotifySlack", "NotifyTeams", "NotifyGoogleChat"},
 }
 
 // spelled are the values of those names, as a manifest spells them: a
@@ -30,13 +31,15 @@ var particular = map[string][]string{
 // much as one that names it.
 var spelled = []string{"TTL", "PODS_SUCCEED", "PODS_FAILED", "EXPIRES", "IDLE", "OWNER_GONE", "DELETE", "SCALE_DOWN", "WEBHOOK", "SLEEP"}
 
-// homes are the files that may name a particular condition, action or
-// kind: where each is declared, its home and its registry.
+// homes are the files that may name a particular condition, action, kind
+// or notification format: where each is declared, its home and its
+// registry.
 var homes = []string{
 	"policy/types.go",
 	"policy/actions.go", "policy/action_*.go", "internal/execute/actions.go", "internal/execute/action_*.go",
 	"policy/kinds.go", "internal/workload/*.go",
 	"policy/conditions.go", "policy/condition_*.go",
+	"internal/tell/format.go", "internal/tell/format_*.go",
 }
 
 func home(file string) bool {
@@ -201,6 +204,8 @@ func TestParticularNamesDetector(t *testing.T) {
 		{"a value that names one", "policy", `package policy; var all = []string{ActionDelete, ConditionTTL}`, 2},
 		{"a map key", "internal/probe", `package probe; var m = map[string]int{policy.KindCronJob: 1}`, 1},
 		{"another package's name", "sweep", `package sweep; var x = execute.ActionDelete`, 0},
+		{"a format outside its home", "sweep", `package sweep; func f(c Config) bool { return c.NotifyFormat == tell.NotifySlack }`, 1},
+		{"a format bare in tell, outside its home", "internal/tell", `package tell; var f = NotifyTeams`, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, err := parseSource(tc.src)

@@ -2,24 +2,15 @@ package tell
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/webhook"
-)
-
-// Notification formats (--notify-format).
-const (
-	NotifyJSON  = "json"
-	NotifySlack = "slack"
 )
 
 // Notification is what --notify-url receives after every action that fired
@@ -55,12 +46,19 @@ type NotificationManager struct {
 // through its own sender (signed with Config.NotifySigningKey when set). A
 // dry run has none: it sends nothing.
 type Notifier struct {
-	url, format string
-	sender      *webhook.Sender
+	url    string
+	format Format
+	sender *webhook.Sender
 }
 
+// NewNotifier sends to rawURL in the format called format (DefaultFormat
+// for a name no format has: Config.Validate refuses one).
 func NewNotifier(rawURL, format string, sender *webhook.Sender) *Notifier {
-	return &Notifier{url: rawURL, format: format, sender: sender}
+	f, err := LookupFormat(format)
+	if err != nil {
+		f = formats[0]
+	}
+	return &Notifier{url: rawURL, format: f, sender: sender}
 }
 
 // Redact is err's message with the notification URL cut down to its scheme
@@ -97,7 +95,7 @@ func RedactError(rawURL, what string, err error) string {
 
 // Send sends notification n in n's format, with idempotencyKey.
 func (n *Notifier) Send(ctx context.Context, note Notification, idempotencyKey string) error {
-	body, err := notificationBody(note, n.format)
+	body, err := n.format.Body(note)
 	if err != nil {
 		return err
 	}
@@ -120,40 +118,6 @@ func RedactURL(raw string) string {
 		shown += "/…"
 	}
 	return shown
-}
-
-// notificationBody renders n as json, or as a {"text": ...} body that Slack
-// and Mattermost incoming webhooks accept. In the text, whatever nsman did
-// not write itself (names, the message, the effects) is escaped (see
-// markupEscape), so that nobody who names a manager, annotates a namespace
-// or answers a webhook can ping a channel, show an image or hide a link in
-// it; and the value of an annotation the message says was ignored is left
-// out. A webhook's failure carries its status code alone: the webhook
-// package never quotes a reason phrase.
-func notificationBody(n Notification, format string) ([]byte, error) {
-	if format != NotifySlack {
-		return json.Marshal(n)
-	}
-	kind := "manager"
-	if n.Rule {
-		kind = "rule"
-	}
-	action := n.Action
-	if n.Woke {
-		action += " (wake)"
-	}
-	text := fmt.Sprintf("nsman: %s of namespace %s by %s %s/%s (policy %s) %s",
-		markupEscape(action), markupEscape(n.Target), kind, markupEscape(n.Manager.Namespace), markupEscape(n.Manager.Name), markupEscape(strconv.Quote(n.Policy)), n.Result)
-	if n.Message != "" {
-		text += ": " + markupEscape(withoutAnnotationValues(n.Message))
-	}
-	for _, e := range n.Effects {
-		text += "\n" + markupEscape(e)
-	}
-	if n.Reclaimed != nil {
-		text += "\nreclaimed: " + n.Reclaimed.String()
-	}
-	return json.Marshal(map[string]string{"text": text})
 }
 
 // quotedAnnotations are the annotations of a namespace whose value a
@@ -190,53 +154,4 @@ func withoutAnnotationValues(msg string) string {
 		msg = out.String()
 	}
 	return msg
-}
-
-// markupEscape escapes s, which nsman did not write, for a Slack or
-// Mattermost message:
-//   - &, < and > as Slack asks (&amp;, &lt;, &gt;): no <!channel>, no
-//     <url|text> link;
-//   - a backslash before each \, `, *, ~, [ and ], and before each _ that
-//     is not inside a word, which Markdown (Mattermost) reads as such
-//     characters: no link or image ([text](url), ![x](url)), no code,
-//     emphasis or strike-through (Slack shows the backslashes);
-//   - a zero-width space after each @, which Mattermost would read as a
-//     mention (@channel, @here, @all, @someone), and after each ":" of a
-//     "://", so that no URL becomes a link or a preview;
-//   - a space for each control or format character (line breaks, bidi
-//     overrides): no line of its own (a heading, a list, a quote), and no
-//     text shown in another order than written.
-func markupEscape(s string) string {
-	runes := []rune(s)
-	var b strings.Builder
-	b.Grow(len(s))
-	word := func(i int) bool {
-		return i >= 0 && i < len(runes) && (unicode.IsLetter(runes[i]) || unicode.IsDigit(runes[i]))
-	}
-	for i, c := range runes {
-		switch {
-		case c == '&':
-			b.WriteString("&amp;")
-		case c == '<':
-			b.WriteString("&lt;")
-		case c == '>':
-			b.WriteString("&gt;")
-		case c == '@':
-			b.WriteString("@\u200b")
-		case c == ':' && strings.HasPrefix(string(runes[i+1:min(i+3, len(runes))]), "//"):
-			b.WriteString(":\u200b")
-		case c == '.' && word(i-1) && word(i+1):
-			// Slack links a bare domain, Mattermost www.: no host of a
-			// tenant's becomes one.
-			b.WriteString(".\u200b")
-		case strings.ContainsRune("\\`*~[]", c), c == '_' && !(word(i-1) && word(i+1)):
-			b.WriteByte('\\')
-			b.WriteRune(c)
-		case unicode.In(c, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp):
-			b.WriteByte(' ')
-		default:
-			b.WriteRune(c)
-		}
-	}
-	return b.String()
 }

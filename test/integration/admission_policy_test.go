@@ -955,9 +955,10 @@ func TestAdmissionPolicyAgreesWithTheCronJob(t *testing.T) {
 }
 
 // chartPolicy is the base's policy as the chart renders it for release
-// namespace, objects named name and configured protected namespaces: the
-// same rules, another ServiceAccount and list.
-func chartPolicy(t *testing.T, namespace, name string, configured []string) (policy, binding map[string]any) {
+// namespace, objects named name, configured protected namespaces and
+// patchable ("": the base's): the same rules, another ServiceAccount and
+// lists.
+func chartPolicy(t *testing.T, namespace, name string, configured []string, patchable string) (policy, binding map[string]any) {
 	t.Helper()
 	p, b := basePolicy(t, "nsman")
 	p, b = p.DeepCopy(), b.DeepCopy()
@@ -969,6 +970,9 @@ func chartPolicy(t *testing.T, namespace, name string, configured []string) (pol
 	spec, _, _ := unstructured.NestedMap(p.Object, "spec")
 	vars := spec["variables"].([]any)
 	vars[0].(map[string]any)["expression"] = celList(configured)
+	if patchable != "" {
+		vars[nsmantest.PatchableIndex].(map[string]any)["expression"] = patchable
+	}
 	conds := spec["matchConditions"].([]any)
 	conds[0].(map[string]any)["expression"] = usernameCondition(namespace, name)
 	p.Object["spec"] = spec
@@ -987,7 +991,8 @@ func withoutChartMetadata(obj *unstructured.Unstructured) map[string]any {
 // TestHelmChartAdmissionPolicyFollowsProtectedNamespaces: the chart renders
 // deploy/base's policy and binding, with the rules unchanged, for its own
 // ServiceAccount and with protectedNamespaces, the value that sets
-// --protected-namespaces, as the configured protected namespaces;
+// --protected-namespaces, as the configured protected namespaces (and
+// sleep.patchable as configuredPatchable);
 // admissionPolicy.enabled=false renders neither; --protected-namespaces in
 // extraArgs, which the policy would not see, is refused.
 func TestHelmChartAdmissionPolicyFollowsProtectedNamespaces(t *testing.T) {
@@ -997,17 +1002,19 @@ func TestHelmChartAdmissionPolicyFollowsProtectedNamespaces(t *testing.T) {
 		namespace  string
 		fullname   string
 		configured []string
+		patchable  string
 	}{
-		{"defaults", nil, chartNamespace, "nsman", []string{"default", "namespace-manager"}},
-		{"protected namespaces", []string{"--set-json", `protectedNamespaces=["default","prod","staging"]`}, chartNamespace, "nsman", []string{"default", "prod", "staging"}},
-		{"no protected namespace beyond the floor", []string{"--set-json", "protectedNamespaces=[]"}, chartNamespace, "nsman", []string{}},
-		{"another release namespace and name", []string{"--namespace", "platform", "--set", "fullnameOverride=sweeper", "--set-json", `protectedNamespaces=["prod"]`}, "platform", "sweeper", []string{"prod"}},
-		{"ci/sweep-values.yaml", []string{"-f", filepath.Join(chartDir, "ci", "sweep-values.yaml")}, chartNamespace, "nsman", []string{"default", "namespace-manager", "production"}},
+		{"defaults", nil, chartNamespace, "nsman", []string{"default", "namespace-manager"}, ""},
+		{"protected namespaces", []string{"--set-json", `protectedNamespaces=["default","prod","staging"]`}, chartNamespace, "nsman", []string{"default", "prod", "staging"}, ""},
+		{"no protected namespace beyond the floor", []string{"--set-json", "protectedNamespaces=[]"}, chartNamespace, "nsman", []string{}, ""},
+		{"another release namespace and name", []string{"--namespace", "platform", "--set", "fullnameOverride=sweeper", "--set-json", `protectedNamespaces=["prod"]`}, "platform", "sweeper", []string{"prod"}, ""},
+		{"ci/sweep-values.yaml", []string{"-f", filepath.Join(chartDir, "ci", "sweep-values.yaml")}, chartNamespace, "nsman", []string{"default", "namespace-manager", "production"}, ""},
+		{"ci/flux-suspend-values.yaml", []string{"-f", filepath.Join(chartDir, "ci", "flux-suspend-values.yaml")}, chartNamespace, "nsman", []string{"default", "namespace-manager"}, fluxSuspendPatchable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := helmTemplate(t, tc.flags...)
 			wantPolicyAgrees(t, objs)
-			wantPolicy, wantBinding := chartPolicy(t, tc.namespace, tc.fullname, tc.configured)
+			wantPolicy, wantBinding := chartPolicy(t, tc.namespace, tc.fullname, tc.configured, tc.patchable)
 			for _, c := range []struct {
 				kind string
 				want map[string]any

@@ -59,11 +59,12 @@ func combinedSnippet(t *testing.T) string {
 }
 
 // TestComponentsCombine: the overlays' components go together. Built all
-// seven at once, and as docs/kustomize.md combines four, the result is the
+// eight at once, and as docs/kustomize.md combines four, the result is the
 // base plus what each component's overlay adds alone: its flags, appended
 // in the components' order, its volumes and mounts, its objects, its Job
 // settings; the CronJob and its pod are admitted under Pod Security
-// restricted, and the admission policy agrees with the CronJob.
+// restricted, and the admission policy agrees with the CronJob and lets a
+// sleep's patches change what flux-suspend says, when it is among them.
 func TestComponentsCombine(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
@@ -79,8 +80,8 @@ func TestComponentsCombine(t *testing.T) {
 	for _, e := range entries {
 		all = append(all, e.Name())
 	}
-	if len(all) != 7 {
-		t.Fatalf("deploy/components holds %q, want the seven overlays' components", all)
+	if len(all) != 8 {
+		t.Fatalf("deploy/components holds %q, want the eight overlays' components", all)
 	}
 	// What each overlay, the base and one component, adds to the base.
 	type addition struct {
@@ -103,7 +104,7 @@ func TestComponentsCombine(t *testing.T) {
 	}
 
 	for name, text := range map[string]string{
-		"all seven":           "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [DEPLOY/base]\ncomponents:\n  - DEPLOY/components/" + strings.Join(all, "\n  - DEPLOY/components/") + "\n",
+		"all eight":           "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [DEPLOY/base]\ncomponents:\n  - DEPLOY/components/" + strings.Join(all, "\n  - DEPLOY/components/") + "\n",
 		"docs/kustomize.md's": combinedSnippet(t),
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -149,6 +150,13 @@ func TestComponentsCombine(t *testing.T) {
 				t.Errorf("mounts %+v, want one per volume %q", nsmanContainer(t, cj).VolumeMounts, wantVolumes)
 			}
 			wantPolicyAgrees(t, objs)
+			wantPatchable := "{}"
+			if slices.Contains(used, "flux-suspend") {
+				wantPatchable = fluxSuspendPatchable
+			}
+			if vars := typedPolicy(t, findNamed(t, objs, policyKind, "nsman")).Spec.Variables; vars[nsmantest.PatchableIndex].Expression != wantPatchable {
+				t.Errorf("the policy's %s is %s, want %s", vars[nsmantest.PatchableIndex].Name, vars[nsmantest.PatchableIndex].Expression, wantPatchable)
+			}
 			if warned, err := createCronJobDryRun(ctx, obj, ns); err != nil || len(warned) > 0 {
 				t.Fatalf("CronJob: %v, warnings %q", err, warned)
 			}

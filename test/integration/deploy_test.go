@@ -193,6 +193,9 @@ func TestOverlaysRenderAndAreAdmitted(t *testing.T) {
 		// checkAdded checks them; each is then admitted like the CronJob.
 		added      []string
 		checkAdded func(t *testing.T, cj *batchv1.CronJob, objs []*unstructured.Unstructured)
+		// patchable is the admission policy's configuredPatchable the
+		// overlay sets; "": the base's.
+		patchable string
 	}{
 		{overlay: "dry-run", check: func(t *testing.T, cj *batchv1.CronJob) {
 			if args := nsmanContainer(t, cj).Args; !slices.Equal(args, append(slices.Clone(baseArgs), "--dry-run")) {
@@ -274,15 +277,21 @@ func TestOverlaysRenderAndAreAdmitted(t *testing.T) {
 				t.Errorf("args %q, want the base's %q", args, baseArgs)
 			}
 		}, added: []string{"ClusterRole /nsman-owner-delete", "ClusterRoleBinding /nsman-owner-delete"}, checkAdded: checkOwnerDelete},
+		{overlay: "flux-suspend", check: func(t *testing.T, cj *batchv1.CronJob) {
+			if args := nsmanContainer(t, cj).Args; !slices.Equal(args, baseArgs) {
+				t.Errorf("args %q, want the base's %q", args, baseArgs)
+			}
+		}, added: []string{"ClusterRole /nsman-patchable", "ClusterRoleBinding /nsman-patchable"}, checkAdded: checkFluxSuspend, patchable: fluxSuspendPatchable},
 		{overlay: "freeze", check: func(t *testing.T, cj *batchv1.CronJob) {
 			checkFreezeOverlay(t, cj, baseArgs)
 		}, added: []string{"ConfigMap namespace-manager/" + freezeConfigMap}, checkAdded: checkFreezeCalendar},
 	} {
 		t.Run(tc.overlay, func(t *testing.T) {
 			objs := kustomize(ctx, t, filepath.Join("deploy", "overlays", tc.overlay))
-			// Everything but the CronJob is the base's, unchanged, and the
-			// overlay adds nothing but what it says: not the Secret the
-			// operator creates.
+			// Everything but the CronJob is the base's, unchanged but for
+			// the admission policy's configuredPatchable where the overlay
+			// sets it, and the overlay adds nothing but what it says: not
+			// the Secret the operator creates.
 			want := append(identities(base), tc.added...)
 			slices.Sort(want)
 			if got := identities(objs); !slices.Equal(got, want) {
@@ -292,7 +301,17 @@ func TestOverlaysRenderAndAreAdmitted(t *testing.T) {
 				if o.GetKind() == "CronJob" || slices.Contains(tc.added, identity(o)) {
 					continue
 				}
-				if i := slices.IndexFunc(base, func(b *unstructured.Unstructured) bool { return identity(b) == identity(o) }); i >= 0 && !reflect.DeepEqual(o.Object, base[i].Object) {
+				i := slices.IndexFunc(base, func(b *unstructured.Unstructured) bool { return identity(b) == identity(o) })
+				if i < 0 {
+					continue
+				}
+				want := base[i].DeepCopy()
+				if tc.patchable != "" && identity(o) == "ValidatingAdmissionPolicy /nsman" {
+					if err := nsmantest.SetPatchable([]*unstructured.Unstructured{want}, "nsman", tc.patchable); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if !reflect.DeepEqual(o.Object, want.Object) {
 					t.Errorf("overlay changes %s", identity(o))
 				}
 			}
@@ -401,6 +420,64 @@ func checkOwnerDelete(t *testing.T, cj *batchv1.CronJob, objs []*unstructured.Un
 	}
 	slices.Sort(granted)
 	slices.Sort(want)
+	if !slices.Equal(granted, want) {
+		t.Errorf("ClusterRole %q grants %q, want %q", role.Name, granted, want)
+	}
+	sa := cj.Spec.JobTemplate.Spec.Template.Spec.ServiceAccountName
+	if binding.RoleRef.Name != role.Name || len(binding.Subjects) != 1 || binding.Subjects[0].Kind != "ServiceAccount" ||
+		binding.Subjects[0].Name != sa || binding.Subjects[0].Namespace != cj.Namespace {
+		t.Errorf("ClusterRoleBinding %+v, want %q bound to ServiceAccount %s/%s alone", binding, role.Name, cj.Namespace, sa)
+	}
+}
+
+// fluxSuspendPatchable is the configuredPatchable of
+// deploy/components/flux-suspend: Flux's spec.suspend alone.
+const fluxSuspendPatchable = "{'helm.toolkit.fluxcd.io/helmreleases': ['spec.suspend'], 'kustomize.toolkit.fluxcd.io/kustomizations': ['spec.suspend']}"
+
+// checkFluxSuspend checks what lets a sleep's patches suspend Flux's
+// HelmReleases and Kustomizations: a ClusterRole that grants list and
+// patch of them and nothing else, bound to the CronJob's ServiceAccount
+// alone.
+func checkFluxSuspend(t *testing.T, cj *batchv1.CronJob, objs []*unstructured.Unstructured) {
+	t.Helper()
+	checkPatchableRBAC(t, cj, objs, []string{
+		"list helmreleases.helm.toolkit.fluxcd.io", "list kustomizations.kustomize.toolkit.fluxcd.io",
+		"patch helmreleases.helm.toolkit.fluxcd.io", "patch kustomizations.kustomize.toolkit.fluxcd.io",
+	})
+}
+
+// checkPatchableRBAC checks the ClusterRole *-patchable among objs: it
+// grants exactly want ("verb resource.group", sorted) and is bound to the
+// CronJob's ServiceAccount alone.
+func checkPatchableRBAC(t *testing.T, cj *batchv1.CronJob, objs []*unstructured.Unstructured, want []string) {
+	t.Helper()
+	var role rbacv1.ClusterRole
+	var binding rbacv1.ClusterRoleBinding
+	for _, o := range objs {
+		var into any
+		switch {
+		case o.GetKind() == "ClusterRole" && strings.HasSuffix(o.GetName(), "-patchable"):
+			into = &role
+		case o.GetKind() == "ClusterRoleBinding" && strings.HasSuffix(o.GetName(), "-patchable"):
+			into = &binding
+		default:
+			continue
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(o.Object, into, true); err != nil {
+			t.Fatalf("%s: %v", identity(o), err)
+		}
+	}
+	var granted []string
+	for _, r := range role.Rules {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				for _, v := range r.Verbs {
+					granted = append(granted, v+" "+res+"."+g)
+				}
+			}
+		}
+	}
+	slices.Sort(granted)
 	if !slices.Equal(granted, want) {
 		t.Errorf("ClusterRole %q grants %q, want %q", role.Name, granted, want)
 	}

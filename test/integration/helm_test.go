@@ -716,6 +716,12 @@ func TestHelmChartValues(t *testing.T) {
 				t.Errorf("Secret %s rendered: the existing one is the user's", s.GetName())
 			}
 		}},
+		{"notifications to Teams", []string{"--set", "notify.existingSecret=chat,notify.format=teams"}, func(t *testing.T, r rendered) {
+			wantArgs(t, r, notifyURLFlag, "--notify-format=teams")
+		}},
+		{"notifications to Google Chat", []string{"--set", "notify.existingSecret=chat,notify.format=googlechat"}, func(t *testing.T, r rendered) {
+			wantArgs(t, r, notifyURLFlag, "--notify-format=googlechat")
+		}},
 		{"notification URL from a value", []string{"--set", "notify.url=https://hooks.slack.com/services/T0SECRET/B0SECRET/XXSECRET"}, func(t *testing.T, r rendered) {
 			wantSecretFile(t, r, notifyURLSecret, "url", notifyURLDir, "url")
 			wantArgs(t, r, notifyURLFlag, "--notify-format=json")
@@ -827,6 +833,8 @@ func TestHelmChartSchemaRefusesWrongValues(t *testing.T) {
 		{"notify.url=hooks.slack.com/services/x", "/notify/url"},
 		{"notify.existingSecretKey=", "/notify/existingSecretKey"},
 		{"notify.urlFile=x", "additional properties 'urlFile' not allowed"},
+		{"notify.format=discord", "/notify/format"},
+		{"notify.format=Teams", "/notify/format"},
 		{"notify.existingSecret=a,notify.url=https://hooks.slack.com/services/x", "notify: set existingSecret or url, not both"},
 		{"notify.existingSecret=a,notify.signingKey.existingSecret=b,notify.signingKey.value=c", "notify.signingKey: set existingSecret or value, not both"},
 		{"notify.signingKey.existingSecret=b", "set notify.existingSecret or notify.url too"},
@@ -928,6 +936,11 @@ var ciValues = map[string]func(t *testing.T, r rendered){
 	"owner-delete-values.yaml": func(t *testing.T, r rendered) {
 		wantArgs(t, r)
 		checkOwnerDelete(t, r.cj, r.objs)
+	},
+	"flux-suspend-values.yaml": func(t *testing.T, r rendered) {
+		wantArgs(t, r)
+		checkFluxSuspend(t, r.cj, r.objs)
+		wantPatchable(t, r.objs, "nsman", fluxSuspendPatchable)
 	},
 	"sharded-values.yaml": func(t *testing.T, r rendered) {
 		wantShards(t, r, 4)

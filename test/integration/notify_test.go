@@ -279,3 +279,39 @@ func TestSlackNotificationOfAFailedWebhook(t *testing.T) {
 		t.Errorf("text %q carries the receiver's reason phrase or an unescaped <, > or &", text)
 	}
 }
+
+// TestChatFormatsReachTheirStandIns: a sweep's DELETE is told in the teams
+// and googlechat formats to stand-ins of a Teams Workflows and a Google
+// Chat webhook, each of which holds the body to its service's documented
+// schema; the policy's name, which a tenant chooses, reaches neither as
+// markup (a name may begin and end with _, italics to both).
+func TestChatFormatsReachTheirStandIns(t *testing.T) {
+	e := setup(t)
+	for _, tt := range []struct {
+		format   string
+		receiver func(testing.TB) *telltest.Receiver
+	}{
+		{"teams", telltest.Teams},
+		{"googlechat", telltest.GoogleChat},
+	} {
+		t.Run(tt.format, func(t *testing.T) {
+			ns := shared.Namespace(t)
+			createManager(t, managerObj(ns, ns, ns, []any{ttlPolicy("_delete_ at once", 0, deleteAction)}))
+			r := tt.receiver(t)
+			res := e.Sweep(t, "-l", caseLabel+"="+ns, "--notify-url", r.URL+"/webhook", "--notify-format", tt.format)
+			wantCode(t, res, 0)
+			wantState(t, res, ns, ns, report.StateFired)
+			if s := res.Report.Summary.Notifications; s["sent"] != 1 {
+				t.Errorf("summary notifications %v, want 1 sent", s)
+			}
+			bodies := r.Bodies()
+			if len(bodies) != 1 {
+				t.Fatalf("the %s stand-in accepted %d bodies, want 1", tt.format, len(bodies))
+			}
+			body := string(bodies[0])
+			if !strings.Contains(body, "DELETE of namespace "+ns) || !strings.Contains(body, "＿delete＿ at once") || strings.Contains(body, "_delete_") {
+				t.Errorf("%s body does not tell the DELETE of %s with the policy's name escaped:\n%s", tt.format, ns, body)
+			}
+		})
+	}
+}

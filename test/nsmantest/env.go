@@ -94,7 +94,13 @@ func NewEnv(c *cluster.Cluster) (*Env, error) {
 
 // Setup installs the CRD manifest at crdPath, nsman's deploy/ RBAC and its
 // admission policy, and prepares a kubeconfig for nsman's ServiceAccount:
-// every sweep as that ServiceAccount runs under the policy.
+// every sweep as that ServiceAccount runs under the policy. The policy's
+// configuredPatchable is deploy/components/flux-suspend's, as on a
+// platform that applied that component: a sleep's params.patches of
+// HelmReleases' and Kustomizations' spec.suspend passes the fence, so
+// that the tests of such sleeps run under it (each grants the patch
+// itself: the RBAC stays deploy/base's, which the tests of what nsman may
+// read hold it to). A test of the base's default renders the base file.
 func Setup(ctx context.Context, c *cluster.Cluster, crd []byte) (*Env, error) {
 	e, err := NewEnv(c)
 	if err != nil {
@@ -109,7 +115,16 @@ func Setup(ctx context.Context, c *cluster.Cluster, crd []byte) (*Env, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := e.apply(ctx, data); err != nil {
+		objs, err := Decode(data)
+		if err != nil {
+			return nil, fmt.Errorf("deploy/base/%s: %w", f, err)
+		}
+		if f == "admission-policy.yaml" {
+			if err := withFluxSuspend(objs); err != nil {
+				return nil, err
+			}
+		}
+		if err := e.applyObjects(ctx, objs); err != nil {
 			return nil, fmt.Errorf("apply deploy/base/%s: %w", f, err)
 		}
 	}
@@ -177,6 +192,10 @@ func (e *Env) apply(ctx context.Context, manifest []byte) error {
 	if err != nil {
 		return err
 	}
+	return e.applyObjects(ctx, objs)
+}
+
+func (e *Env) applyObjects(ctx context.Context, objs []*unstructured.Unstructured) error {
 	for _, obj := range objs {
 		if err := e.applyOne(ctx, obj); err != nil {
 			return fmt.Errorf("apply %s %s/%s: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)

@@ -165,3 +165,64 @@ scheme's (443 for https, 80 for http). Call it with dict "url" and "ports".
 {{- end }}
 {{- toJson $ports }}
 {{- end }}
+
+{{/*
+nsman.patchable is sleep.patchable, checked, as the admission policy's
+configuredPatchable: a CEL map from 'group/resource' to what a sleep's
+patches may change of that kind ({} for nothing). A field is named as the
+policy compares an object: spec.FIELD, metadata.labels,
+metadata.annotations.KEY, or another top-level field; never apiVersion,
+kind, status, the rest of metadata or nsman's annotations, which no patch
+of a sleep may write. A kind is a custom resource's: a sleep's patches
+name no kind of Kubernetes' own groups nor of nsman's.
+*/}}
+{{- define "nsman.patchable" -}}
+{{- $entries := list }}
+{{- $seen := dict }}
+{{- range $i, $p := .Values.sleep.patchable }}
+{{- $at := printf "sleep.patchable[%d]" $i }}
+{{- if not (kindIs "map" $p) }}
+{{- fail (printf "%s: want {group, resource, fields}" $at) }}
+{{- end }}
+{{- if not (hasKey $p "group") }}
+{{- fail (printf "%s: no group (a custom resource's, e.g. helm.toolkit.fluxcd.io)" $at) }}
+{{- end }}
+{{- if not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$" (toString $p.group)) }}
+{{- fail (printf "%s: group %q is no custom resource's API group (a sleep's patches name only those)" $at (toString $p.group)) }}
+{{- end }}
+{{- if or (eq $p.group "k8s.io") (hasSuffix ".k8s.io" $p.group) (eq $p.group "k8s.consol.de") }}
+{{- fail (printf "%s: group %q is Kubernetes' or nsman's own: a sleep's patches name only custom resources" $at $p.group) }}
+{{- end }}
+{{- if not $p.resource }}
+{{- fail (printf "%s: no resource (the plural, e.g. helmreleases)" $at) }}
+{{- end }}
+{{- if not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" (toString $p.resource)) }}
+{{- fail (printf "%s: resource %q is no resource name (the plural, lower case)" $at (toString $p.resource)) }}
+{{- end }}
+{{- $key := printf "%s/%s" $p.group $p.resource }}
+{{- if hasKey $seen $key }}
+{{- fail (printf "%s: %s is listed twice" $at $key) }}
+{{- end }}
+{{- $_ := set $seen $key true }}
+{{- if not (and (kindIs "slice" $p.fields) $p.fields) }}
+{{- fail (printf "%s: no fields (what a sleep's patches may change of %s)" $at $key) }}
+{{- end }}
+{{- $quoted := list }}
+{{- range $p.fields }}
+{{- $f := toString . }}
+{{- $ok := or (regexMatch "^spec\\.[A-Za-z0-9_-]+$" $f) (eq $f "metadata.labels") (regexMatch "^metadata\\.annotations\\.([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$" $f) }}
+{{- if and (regexMatch "^[A-Za-z0-9_-]+$" $f) (not (has $f (list "apiVersion" "kind" "metadata" "status"))) }}
+{{- $ok = true }}
+{{- end }}
+{{- if hasPrefix "metadata.annotations.nsman.k8s.consol.de/" $f }}
+{{- $ok = false }}
+{{- end }}
+{{- if not $ok }}
+{{- fail (printf "%s.fields: %q may not be patched: name spec.FIELD, metadata.labels, metadata.annotations.KEY (not nsman's) or a top-level field but apiVersion, kind, metadata and status" $at $f) }}
+{{- end }}
+{{- $quoted = append $quoted (printf "'%s'" $f) }}
+{{- end }}
+{{- $entries = append $entries (printf "'%s': [%s]" $key (join ", " $quoted)) }}
+{{- end }}
+{{- printf "{%s}" (join ", " $entries) }}
+{{- end }}
