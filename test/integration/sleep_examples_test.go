@@ -137,7 +137,7 @@ func playOutSleep(t *testing.T, e *nsmantest.Env, objs []*unstructured.Unstructu
 	})
 	awake := map[string]string{}
 	for _, w := range workloads {
-		awake[w.GetNamespace()+"/"+w.GetName()] = workloadLine(t, w.GetKind(), w.GetNamespace(), w.GetName())
+		awake[w.GetKind()+" "+w.GetNamespace()+"/"+w.GetName()] = workloadLine(t, w.GetKind(), w.GetNamespace(), w.GetName())
 	}
 	args := []string{"-l", nsmantest.PlayOutLabel + "=" + run, "--trusted-namespaces", m.Namespace}
 	sweepUntil := func(want report.State) {
@@ -167,7 +167,7 @@ func playOutSleep(t *testing.T, e *nsmantest.Env, objs []*unstructured.Unstructu
 	}
 	sweepUntil(report.StateFired)
 	for _, w := range workloads {
-		id := w.GetNamespace() + "/" + w.GetName()
+		id := w.GetKind() + " " + w.GetNamespace() + "/" + w.GetName()
 		got := workloadLine(t, w.GetKind(), w.GetNamespace(), w.GetName())
 		replicas, found, _ := unstructured.NestedInt64(w.Object, "spec", "replicas")
 		atOrBelow := w.GetKind() == "Deployment" && (found && replicas <= to.Replicas || !found && to.Replicas >= 1)
@@ -194,7 +194,7 @@ func playOutSleep(t *testing.T, e *nsmantest.Env, objs []*unstructured.Unstructu
 	}
 	sweepUntil(report.StateFired)
 	for _, w := range workloads {
-		id := w.GetNamespace() + "/" + w.GetName()
+		id := w.GetKind() + " " + w.GetNamespace() + "/" + w.GetName()
 		if got := workloadLine(t, w.GetKind(), w.GetNamespace(), w.GetName()); got != awake[id] {
 			t.Errorf("woken: %s, want %s as before", got, awake[id])
 		}
