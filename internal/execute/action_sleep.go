@@ -63,6 +63,17 @@ func (sleepAction) sleep(ctx context.Context, x *Executor, namespace string, act
 	} else if selections, err = x.Kinds.Resolve(x.Reads.Clients.Kube, selectors); err != nil {
 		return applied{}, fmt.Errorf("%s in namespace %s: %w", verb, namespace, err)
 	}
+	// The kinds of its patches (a wake's, as the policy names them now):
+	// one not served fails a sleep before it writes, a wake after it woke
+	// the rest.
+	patched, patchErr := x.Kinds.Patched(x.Reads.Clients.Kube, action.SleepTo.Patches)
+	if patchErr != nil {
+		patchErr = fmt.Errorf("%s in namespace %s: %w", verb, namespace, patchErr)
+		if !wake {
+			return applied{}, patchErr
+		}
+	}
+	selections = append(selections, patched...)
 	var did applied
 	var actErr error
 	if !wake {
@@ -80,7 +91,7 @@ func (sleepAction) sleep(ctx context.Context, x *Executor, namespace string, act
 		did.warnings = append([]string{fmt.Sprintf("discovery failed for API group(s) %s: their kinds were neither put to sleep nor woken", strings.Join(unavailable, ", "))},
 			did.warnings...)
 	}
-	return did, errors.Join(err, actErr)
+	return did, errors.Join(err, actErr, patchErr)
 }
 
 // putToSleep puts selections' workloads to sleep as to says (see Sleep)

@@ -15,8 +15,9 @@ import (
 )
 
 // Restore undoes SCALE_DOWN in namespace: every workload of every kind
-// nsman puts to sleep (Kinds.All) that carries a record gets the state it
-// recorded back, and the record is removed. A workload changed by someone
+// nsman puts to sleep (Kinds.All), and every object of a kind a sleep's
+// patches may have patched (Kinds.Patchable), that carries a record gets
+// the state it recorded back, and the record is removed. A workload changed by someone
 // else since is left alone, and its record removed too: it no longer
 // applies, and kept it would bring back an old state at a later restore. It
 // returns what it did, or with dryRun what it would do, and the kinds found
@@ -33,7 +34,7 @@ func Restore(ctx context.Context, clients cluster.Clients, namespace string, dry
 	} else if len(unavailable) > 0 {
 		discoveryErr = fmt.Errorf("kinds with a scale subresource: discovery failed for %s: their workloads are not restored", strings.Join(unavailable, ", "))
 	}
-	effects, skipped, err = EachKind(ctx, clients, namespace, probe.ToWake(all), true, func(kind probe.Kind, obj *Workload) (string, error) {
+	effects, skipped, err = EachKind(ctx, clients, namespace, append(probe.ToWake(all), kinds.Patchable(ctx, clients.Kube)...), true, func(kind probe.Kind, obj *Workload) (string, error) {
 		return Wake(ctx, clients, w, kind, obj)
 	})
 	return effects, skipped, errors.Join(discoveryErr, err)

@@ -12,14 +12,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nsman/nsman/internal/cluster"
-	"github.com/nsman/nsman/internal/cluster/clustertest"
-	"github.com/nsman/nsman/internal/probe"
-	"github.com/nsman/nsman/internal/status"
 	"k8s.io/apimachinery/pkg/runtime"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/cluster/clustertest"
+	"github.com/nsman/nsman/internal/probe"
+	"github.com/nsman/nsman/internal/status"
 )
 
 // restorePatch is the part of a workload patch restore writes.

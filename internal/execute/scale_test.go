@@ -7,15 +7,16 @@ import (
 	"net/url"
 	"testing"
 
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/cluster/clustertest"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/policy"
-	eventsv1 "k8s.io/api/events/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // conflictOnce is a writer whose first workload patch meets a conflict, as

@@ -1,6 +1,7 @@
 package execute
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -117,24 +118,41 @@ func selectIn(ctx context.Context, clients cluster.Clients, namespace string, se
 		return nil
 	}
 	opts := metav1.ListOptions{LabelSelector: labels.SelectorFromSet(sel.Labels).String(), FieldSelector: sel.Fields}
-	err := cluster.EachStreamedPaged(ctx, workloadPage, opts, list, func(f *WorkloadFields) error {
-		if sel.Kind.Found && f.controlled() {
-			return nil // its controller's to scale
-		}
-		w, err := f.Workload(sel.Kind)
-		if err != nil {
-			invalid = append(invalid, err)
-			return nil
-		}
-		page.workloads = append(page.workloads, w)
-		return nil
-	}, send)
+	var err error
+	if workload.IsPatched(sel.Kind.Way) {
+		err = eachPatched(ctx, clients, sel.Kind, namespace, opts, func(w *Workload, err error) {
+			if err != nil {
+				invalid = append(invalid, err)
+			} else {
+				page.workloads = append(page.workloads, w)
+			}
+		}, send)
+	} else {
+		err = selectWorkloads(ctx, sel, opts, list, &page, &invalid, send)
+	}
 	if err != nil && !apierrors.IsNotFound(err) {
 		invalid = append(invalid, fmt.Errorf("list %s in %s: %w", resource.GroupResource(), namespace, err))
 	}
 	if len(page.workloads) > 0 || len(invalid) > 0 {
 		_ = send()
 	}
+}
+
+// selectWorkloads lists what sel selects into page, sending each (see
+// selectIn).
+func selectWorkloads(ctx context.Context, sel probe.Selection, opts metav1.ListOptions, list func() *rest.Request, page *selected, invalid *[]error, send func() error) error {
+	return cluster.EachStreamedPaged(ctx, workloadPage, opts, list, func(f *WorkloadFields) error {
+		if sel.Kind.Found && f.controlled() {
+			return nil // its controller's to scale
+		}
+		w, err := f.Workload(sel.Kind)
+		if err != nil {
+			*invalid = append(*invalid, err)
+			return nil
+		}
+		page.workloads = append(page.workloads, w)
+		return nil
+	}, send)
 }
 
 // workloadPage is the page size of a namespace's workloads: each is decoded
@@ -347,12 +365,19 @@ func reread(ctx context.Context, clients cluster.Clients, kind probe.Kind, obj *
 		return clients.Kube.Discovery().RESTClient().Get().AbsPath(probe.ResourcePath(kind.Resource, obj.GetNamespace())...)
 	}
 	var fresh *Workload
-	err := cluster.EachStreamed(ctx, workloadPage, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", obj.GetName()).String()}, list,
-		func(f *WorkloadFields) error {
+	byName := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", obj.GetName()).String()}
+	var err error
+	if workload.IsPatched(kind.Way) {
+		var readErr error
+		err = eachPatched(ctx, clients, kind, obj.GetNamespace(), byName, func(w *Workload, err error) { fresh, readErr = w, err }, nil)
+		err = cmp.Or(err, readErr)
+	} else {
+		err = cluster.EachStreamed(ctx, workloadPage, byName, list, func(f *WorkloadFields) error {
 			w, err := f.Workload(kind)
 			fresh = w
 			return err
 		})
+	}
 	if err != nil {
 		return nil, err
 	}

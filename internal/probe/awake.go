@@ -44,7 +44,8 @@ const MaxAwakeIn = 100
 // Awake finds the workloads awake in the namespaces a SLEEP policy keeps
 // asleep: scaled above zero (above the policy's replicas, and above those
 // its record says a sleep left it at), a CronJob not suspended, a
-// ScaledObject not paused at zero, but for those labelled status.KeepAwakeLabel and, of a
+// ScaledObject not paused at zero, an object of a patch's kind not as the
+// patch makes it (see patchedIn), but for those labelled status.KeepAwakeLabel and, of a
 // kind found by discovery, those another object controls. Of each it says
 // who woke it: the field manager that last set what keeps it awake. A sweep
 // makes one; it is safe for concurrent use.
@@ -138,7 +139,17 @@ func (a *Awake) In(ctx context.Context, namespace string, kinds []string, to pol
 		}
 		in = cmp.Or(byNamespace[namespace], in)
 	}
-	return causes(in.found, kinds, to), in.more, nil
+	found, more := in.found, in.more
+	if len(to.Patches) > 0 && len(found) < MaxAwakeIn {
+		patched, full, err := a.patchedIn(ctx, namespace, to.Patches)
+		if err != nil {
+			return nil, false, err
+		}
+		room := MaxAwakeIn - len(found)
+		found = append(slices.Clone(found), patched[:min(room, len(patched))]...)
+		more = more || full || len(patched) > room
+	}
+	return causes(found, kinds, to), more, nil
 }
 
 // sweepIndex lists, once, every kind's workloads awake cluster-wide; nil

@@ -16,6 +16,7 @@ import (
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/workload"
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/policy/patch"
 )
 
 // Kind is a kind of workload nsman puts to sleep and wakes, and the way it
@@ -118,6 +119,11 @@ type Kinds struct {
 	err error
 	// served are the resources discovery found, of every version.
 	served map[schema.GroupVersionResource]bool
+	// custom are the namespaced kinds of the custom resources' groups
+	// (see patch.Custom) that can be listed and patched, in their group's
+	// preferred version, less those with a scale subresource (found):
+	// the kinds a sleep's patches may name.
+	custom []Kind
 	// denied are the kinds found that the sweep may not list (see Deny).
 	denied sync.Map
 	// reviews are the access reviews of the kinds found, by
@@ -271,7 +277,9 @@ func (k *Kinds) discover(kube kubernetes.Interface) ([]Kind, error) {
 				k.served[gv.WithResource(r.Name)] = true
 			}
 			if preferred[list.GroupVersion] {
-				k.found = append(k.found, scaleKinds(gv, list.APIResources)...)
+				scale := scaleKinds(gv, list.APIResources)
+				k.found = append(k.found, scale...)
+				k.custom = append(k.custom, customKinds(gv, list.APIResources, scale)...)
 			}
 		}
 	})
@@ -307,4 +315,73 @@ func ResourcePath(resource schema.GroupVersionResource, namespace string) []stri
 		path = append(path, "namespaces", namespace)
 	}
 	return append(path, resource.Resource)
+}
+
+// customKinds are the namespaced resources of gv, a custom resources'
+// group, that can be listed and patched and have no scale subresource
+// (those of scale sleep by it).
+func customKinds(gv schema.GroupVersion, resources []metav1.APIResource, scale []Kind) []Kind {
+	if !patch.Custom(gv.Group) {
+		return nil
+	}
+	var out []Kind
+	for _, r := range resources {
+		if strings.Contains(r.Name, "/") || !r.Namespaced || !slices.Contains(r.Verbs, "list") || !slices.Contains(r.Verbs, "patch") ||
+			slices.ContainsFunc(scale, func(k Kind) bool { return k.Resource.Resource == r.Name }) {
+			continue
+		}
+		out = append(out, Kind{Name: r.Kind, Resource: gv.WithResource(r.Name)})
+	}
+	return out
+}
+
+// Patched returns the selections of patches, each of its kind as the
+// cluster serves it (see customKinds), put to sleep and woken by its
+// patch, or an error naming each patch whose kind the cluster does not
+// serve so: a sleep resolves all of them before it writes anything.
+func (k *Kinds) Patched(kube kubernetes.Interface, patches []patch.Patch) ([]Selection, error) {
+	if len(patches) == 0 {
+		return nil, nil
+	}
+	_, err := k.discover(kube)
+	custom := k.custom
+	var out []Selection
+	var errs []error
+	for i, p := range patches {
+		j := slices.IndexFunc(custom, func(c Kind) bool { return c.Resource.Group == p.Group && strings.EqualFold(c.Name, p.Kind) })
+		switch {
+		case j >= 0:
+			kind := custom[j]
+			kind.Way, kind.Parked = workload.Patched(p), true
+			out = append(out, Selection{Kind: kind, Labels: p.Labels})
+		case slices.ContainsFunc(k.found, func(f Kind) bool { return f.Resource.Group == p.Group && strings.EqualFold(f.Name, p.Kind) }):
+			errs = append(errs, fmt.Errorf("patches[%d]: kind %s has a scale subresource: select it in selectors, which scale it", i, p))
+		case err != nil:
+			errs = append(errs, fmt.Errorf("patches[%d]: kind %s: discovery failed: %w", i, p, err))
+		default:
+			errs = append(errs, fmt.Errorf("patches[%d]: the cluster serves no namespaced kind %s that can be listed and patched", i, p))
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// Patchable is every kind a sleep's patches may have patched (see
+// customKinds) that nsman may patch everywhere, each woken by its record
+// alone: nsman restore's, which knows no policy.
+func (k *Kinds) Patchable(ctx context.Context, kube kubernetes.Interface) []Selection {
+	_, _ = k.discover(kube)
+	allowed := make([]bool, len(k.custom))
+	var wg sync.WaitGroup
+	for i, kind := range k.custom {
+		wg.Go(func() { allowed[i] = k.mayPatch(ctx, kube, kind) })
+	}
+	wg.Wait()
+	var out []Selection
+	for i, kind := range k.custom {
+		if allowed[i] {
+			kind.Way, kind.Parked = workload.Patched(patch.Patch{}), true
+			out = append(out, Selection{Kind: kind})
+		}
+	}
+	return out
 }

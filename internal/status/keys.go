@@ -99,6 +99,12 @@ const ReplicasAsleepAnnotation = "nsman.k8s.consol.de/replicas-asleep"
 // ClusterIP cleared. A wake or nsman restore brings them back.
 const LoadBalancerAnnotation = "nsman.k8s.consol.de/load-balancer-before-sleep"
 
+// PatchedAnnotation records on an object that a sleep's patch
+// (params.patches) changed it: the patch and its inverse, as JSON, which
+// the wake or nsman restore applies while the object is still as the
+// patch made it.
+const PatchedAnnotation = "nsman.k8s.consol.de/patched-before-sleep"
+
 // SuspendAnnotation, "false", records on a CronJob that nsman suspended it
 // and that it ran before; nsman restore resumes it.
 const SuspendAnnotation = "nsman.k8s.consol.de/suspend-before-scale-down"

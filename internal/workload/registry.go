@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/nsman/nsman/policy/patch"
 )
 
 // known are the kinds nsman reads and writes without discovery, each
@@ -81,7 +83,7 @@ func Annotations() []string {
 }
 
 // ways are the registered ways, once each: Scale's, then the known
-// kinds', then the parked kinds', in their order.
+// kinds', then the parked kinds', in their order, then a patch's.
 func ways() []Way {
 	out := []Way{Scale}
 	for _, k := range slices.Concat(known, parked) {
@@ -89,7 +91,7 @@ func ways() []Way {
 			out = append(out, k.Way)
 		}
 	}
-	return out
+	return append(out, Patched(patch.Patch{}))
 }
 
 // Table is docs/sleep.md's table of kinds: a row per way.

@@ -101,7 +101,7 @@ func kind(raw any, kp *field.Path, r Rules) (Patch, field.ErrorList) {
 	}
 	p := Patch{Kind: m[1], Group: m[2]}
 	switch {
-	case p.Group == "k8s.io" || strings.HasSuffix(p.Group, ".k8s.io"):
+	case !Custom(p.Group):
 		return Patch{}, field.ErrorList{field.Invalid(kp, s, "is a kind of Kubernetes' own APIs (*.k8s.io), which nsman does not patch")}
 	case r.OwnGroup != "" && (p.Group == r.OwnGroup || strings.HasSuffix(p.Group, "."+r.OwnGroup)):
 		return Patch{}, field.ErrorList{field.Invalid(kp, s, "is a kind of nsman's own API group "+r.OwnGroup+", which a sleep does not patch")}

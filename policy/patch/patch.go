@@ -3,6 +3,7 @@ package patch
 import (
 	"math"
 	"slices"
+	"strings"
 )
 
 // Patch is one of a sleep's patches (params.patches of SLEEP and SCALE_DOWN).
@@ -15,6 +16,13 @@ type Patch struct {
 
 // String is the kind as kubectl names it: HelmRelease.helm.toolkit.fluxcd.io.
 func (p Patch) String() string { return p.Kind + "." + p.Group }
+
+// Custom reports whether group is a custom resources' group, whose kinds a
+// patch may name: one with a dot, not Kubernetes' own (k8s.io and its
+// subdomains).
+func Custom(group string) bool {
+	return strings.Contains(group, ".") && group != "k8s.io" && !strings.HasSuffix(group, ".k8s.io")
+}
 
 // Applied reports whether obj (an object's unstructured content) is already
 // what merge makes of it: applying merge would change nothing, so that a

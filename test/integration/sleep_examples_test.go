@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
@@ -20,13 +21,14 @@ import (
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/policy/patch"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
 // sleepExamples are the examples whose rules sleep: TestSleepExamplesPlayOut
 // plays them out, TestExamplesPlayOut leaves them to it.
-var sleepExamples = []string{"sleep-idle-previews.yaml", "sleep-nights-weekends.yaml", "sleep-nights-one-replica.yaml"}
+var sleepExamples = []string{"sleep-idle-previews.yaml", "sleep-nights-weekends.yaml", "sleep-nights-one-replica.yaml", "sleep-nights-flux-suspend.yaml"}
 
 // workloadLine is what a sleep and a wake change of a Deployment or
 // CronJob, as one line.
@@ -47,6 +49,15 @@ func workloadLine(t *testing.T, kind, ns, name string) string {
 		}
 		_, recorded := cj.Annotations[status.SuspendAnnotation]
 		return fmt.Sprintf("CronJob %s/%s suspend %t recorded %t", ns, name, cj.Spec.Suspend != nil && *cj.Spec.Suspend, recorded)
+	case "Service":
+		svc := service(t, ns, name)
+		_, recorded := svc.Annotations[status.LoadBalancerAnnotation]
+		return fmt.Sprintf("Service %s/%s type %s recorded %t", ns, name, svc.Spec.Type, recorded)
+	case "HelmRelease":
+		hr := helmRelease(t, ns, name)
+		suspend, _, _ := unstructured.NestedBool(hr.Object, "spec", "suspend")
+		_, recorded := hr.GetAnnotations()[status.PatchedAnnotation]
+		return fmt.Sprintf("HelmRelease %s/%s suspend %t recorded %t", ns, name, suspend, recorded)
 	}
 	t.Fatalf("no workload line for kind %s", kind)
 	return ""
@@ -71,6 +82,11 @@ func TestSleepExamplesPlayOut(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool { return o.GetKind() == "HelmRelease" }) {
+				// Flux's CRDs, and what deploy/components/flux-suspend grants.
+				nsmantest.InstallGitOpsCRDs(t, e.Dynamic)
+				grantOwnerDelete(t, "nsman-example-patch", rbacv1.PolicyRule{APIGroups: []string{helmReleases.Group}, Resources: []string{helmReleases.Resource}, Verbs: []string{"list", "patch"}})
+			}
 			playOutSleep(t, e, objs)
 		})
 	}
@@ -92,7 +108,7 @@ func playOutSleep(t *testing.T, e *nsmantest.Env, objs []*unstructured.Unstructu
 			if m, problems = parseRule(obj); len(problems) > 0 {
 				t.Fatalf("rule %s invalid: %v", obj.GetName(), problems)
 			}
-		case "Deployment", "CronJob":
+		case "Deployment", "CronJob", "Service", "HelmRelease":
 			workloads = append(workloads, obj)
 		}
 	}
@@ -121,7 +137,7 @@ func playOutSleep(t *testing.T, e *nsmantest.Env, objs []*unstructured.Unstructu
 	})
 	awake := map[string]string{}
 	for _, w := range workloads {
-		awake[w.GetNamespace()+"/"+w.GetName()] = workloadLine(t, w.GetKind(), w.GetNamespace(), w.GetName())
+		awake[w.GetKind()+" "+w.GetNamespace()+"/"+w.GetName()] = workloadLine(t, w.GetKind(), w.GetNamespace(), w.GetName())
 	}
 	args := []string{"-l", nsmantest.PlayOutLabel + "=" + run, "--trusted-namespaces", m.Namespace}
 	sweepUntil := func(want report.State) {
@@ -144,19 +160,22 @@ func playOutSleep(t *testing.T, e *nsmantest.Env, objs []*unstructured.Unstructu
 		}
 	}
 
-	// The replicas the rule's first SLEEP policy keeps.
-	var keep int64
+	// What the rule's first SLEEP policy sleeps to.
+	var to policy.SleepTo
 	if i := slices.IndexFunc(m.Policies, func(p policy.Policy) bool { return p.Action.Type == policy.ActionSleep }); i >= 0 {
-		keep = m.Policies[i].Action.SleepTo.Replicas
+		to = m.Policies[i].Action.SleepTo
 	}
 	sweepUntil(report.StateFired)
 	for _, w := range workloads {
-		id := w.GetNamespace() + "/" + w.GetName()
+		id := w.GetKind() + " " + w.GetNamespace() + "/" + w.GetName()
 		got := workloadLine(t, w.GetKind(), w.GetNamespace(), w.GetName())
 		replicas, found, _ := unstructured.NestedInt64(w.Object, "spec", "replicas")
-		atOrBelow := w.GetKind() == "Deployment" && (found && replicas <= keep || !found && keep >= 1)
-		untouched := w.GetLabels()[status.KeepAwakeLabel] == "true" || strings.Contains(awake[id], "suspend true") || atOrBelow
-		asleep := strings.Contains(got, fmt.Sprintf("replicas %d recorded true", keep)) || strings.Contains(got, "suspend true recorded true")
+		atOrBelow := w.GetKind() == "Deployment" && (found && replicas <= to.Replicas || !found && to.Replicas >= 1)
+		unpicked := w.GetKind() == "Service" && !to.LoadBalancers || w.GetKind() == "HelmRelease" && !slices.ContainsFunc(to.Patches, func(p patch.Patch) bool {
+			return p.Kind == w.GetKind() && k8slabels.SelectorFromSet(p.Labels).Matches(k8slabels.Set(w.GetLabels()))
+		})
+		untouched := w.GetLabels()[status.KeepAwakeLabel] == "true" || strings.Contains(awake[id], "suspend true") || atOrBelow || unpicked
+		asleep := strings.Contains(got, fmt.Sprintf("replicas %d recorded true", to.Replicas)) || strings.Contains(got, "suspend true recorded true") || strings.Contains(got, "type ClusterIP recorded true")
 		if untouched && got != awake[id] || !untouched && !asleep {
 			t.Errorf("asleep: %s; was %s (left alone: %t)", got, awake[id], untouched)
 		}
@@ -175,7 +194,7 @@ func playOutSleep(t *testing.T, e *nsmantest.Env, objs []*unstructured.Unstructu
 	}
 	sweepUntil(report.StateFired)
 	for _, w := range workloads {
-		id := w.GetNamespace() + "/" + w.GetName()
+		id := w.GetKind() + " " + w.GetNamespace() + "/" + w.GetName()
 		if got := workloadLine(t, w.GetKind(), w.GetNamespace(), w.GetName()); got != awake[id] {
 			t.Errorf("woken: %s, want %s as before", got, awake[id])
 		}

@@ -78,13 +78,14 @@ func killed(state *os.ProcessState) bool {
 // 32 managers each are killed at points spread over a whole sweep's
 // requests, counted first by a sweep that is let through.
 //
-// Beside them, sweeps of mixes of SLEEP alone (see seedSleepMix) are
-// killed at each request of a whole sweep, counted first by a sweep that
+// Beside them, sweeps of mixes of SLEEP alone (see seedSleepMix; one of
+// their rules sleeps with every parameter: replicas, loadBalancers,
+// patches) are killed at each request of a whole sweep, counted first by a sweep that
 // is let through, and one clean sweep over them all puts every workload to
 // sleep with its record. Then their windows move away from now, sweeps are
 // killed again at each request of the sweep that wakes them, and one clean
-// sweep wakes every workload. Each workload is put to sleep once, and
-// restored once.
+// sweep wakes every workload. Each workload, Service and HelmRelease is
+// put to sleep once, and restored once.
 func TestKilledSweepsConverge(t *testing.T) {
 	began := time.Now()
 	e := setup(t)
@@ -269,6 +270,13 @@ func TestKilledSweepsConverge(t *testing.T) {
 				t.Errorf("workloads in %s patched to put them to sleep, then in the wake: %s; want once each", ns, got)
 			}
 			dups += slept.extraPatches(ns) + woke.extraPatches(ns)
+			applied.forget(ns)
+		}
+		for _, ns := range m.params {
+			if got := slept.paramsPatches(ns) + "; " + woke.paramsPatches(ns); got != paramsPatchedOnce+"; "+paramsPatchedOnce {
+				t.Errorf("what the sleep with every parameter changes in %s, patched to put it to sleep, then in the wake: %s; want once each", ns, got)
+			}
+			dups += max(slept.services[ns]-1, 0) + max(slept.releases[ns]-1, 0) + max(woke.services[ns]-1, 0) + max(woke.releases[ns]-1, 0) + max(slept.scales[ns]-1, 0) + max(woke.scales[ns]-1, 0)
 			applied.forget(ns)
 		}
 	}

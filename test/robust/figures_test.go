@@ -22,7 +22,11 @@ type tally struct {
 	deletes, scales  map[string]int
 	suspends         map[string]int
 	pauses, rollouts map[string]int
-	deliveries       map[string]int
+	// services and releases are the patches of Services and Flux
+	// HelmReleases, which a sleep with every parameter parks and
+	// suspends (see seedParams).
+	services, releases map[string]int
+	deliveries         map[string]int
 	// keys are the Idempotency-Keys of the webhooks for each namespace.
 	keys map[string]map[string]bool
 }
@@ -32,7 +36,7 @@ type tally struct {
 func countActions(t *testing.T, reqs []cluster.Request, deliveries []nsmantest.Delivery) tally {
 	t.Helper()
 	c := tally{deletes: map[string]int{}, scales: map[string]int{}, suspends: map[string]int{}, pauses: map[string]int{}, rollouts: map[string]int{},
-		deliveries: map[string]int{}, keys: map[string]map[string]bool{}}
+		services: map[string]int{}, releases: map[string]int{}, deliveries: map[string]int{}, keys: map[string]map[string]bool{}}
 	for _, r := range reqs {
 		switch {
 		case r.Verb == "delete" && r.Resource == "namespaces" && r.Code == 200:
@@ -45,6 +49,10 @@ func countActions(t *testing.T, reqs []cluster.Request, deliveries []nsmantest.D
 			c.pauses[r.Namespace]++
 		case r.Verb == "patch" && r.Resource == "rollouts" && r.Code == 200:
 			c.rollouts[r.Namespace]++
+		case r.Verb == "patch" && r.Resource == "services" && r.Code == 200:
+			c.services[r.Namespace]++
+		case r.Verb == "patch" && r.Resource == helmReleases.Resource && r.Code == 200:
+			c.releases[r.Namespace]++
 		}
 	}
 	for _, d := range deliveries {
@@ -64,7 +72,7 @@ func countActions(t *testing.T, reqs []cluster.Request, deliveries []nsmantest.D
 // actions is the number of destructive requests and deliveries.
 func (c tally) actions() int {
 	n := 0
-	for _, m := range []map[string]int{c.deletes, c.scales, c.suspends, c.pauses, c.rollouts, c.deliveries} {
+	for _, m := range []map[string]int{c.deletes, c.scales, c.suspends, c.pauses, c.rollouts, c.services, c.releases, c.deliveries} {
 		for _, v := range m {
 			n += v
 		}
@@ -87,7 +95,7 @@ func (c tally) duplicates(resent bool) int {
 	for _, n := range c.scales {
 		dups += extra(n)
 	}
-	for _, m := range []map[string]int{c.suspends, c.pauses, c.rollouts} {
+	for _, m := range []map[string]int{c.suspends, c.pauses, c.rollouts, c.services, c.releases} {
 		for _, n := range m {
 			dups += extra(n)
 		}
@@ -124,7 +132,7 @@ func (c tally) extraPatches(ns string) int {
 
 // forget drops the workload patches in ns from the tally.
 func (c tally) forget(ns string) {
-	for _, m := range []map[string]int{c.scales, c.suspends, c.pauses, c.rollouts} {
+	for _, m := range []map[string]int{c.scales, c.suspends, c.pauses, c.rollouts, c.services, c.releases} {
 		delete(m, ns)
 	}
 }

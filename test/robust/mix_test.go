@@ -43,6 +43,9 @@ type mix struct {
 	// rules maps each rule's name to its uid.
 	ruled map[string]string
 	rules map[string]types.UID
+	// params are the namespaces of the rule with every parameter of a
+	// sleep (see seedParams).
+	params []string
 }
 
 // ruleHome is where the mixes' rules live: a namespace trusted by default.
@@ -92,7 +95,8 @@ func seedMix(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver, run strin
 
 // seedSleepMix creates a mix of SLEEP alone, its window open now: one
 // manager and one rule over one namespace, each over a workload of each
-// way (see makeSleepers). Its sweeps are short, so that a sweep can be
+// way (see makeSleepers), and a rule with every parameter over one more
+// (see seedParams). Its sweeps are short, so that a sweep can be
 // killed at each of their requests.
 func seedSleepMix(t *testing.T, e *nsmantest.Env, run string) mix {
 	t.Helper()
@@ -102,6 +106,7 @@ func seedSleepMix(t *testing.T, e *nsmantest.Env, run string) mix {
 	createManagerWith(t, e, ns, run, sleepPolicy(-time.Hour, 2*time.Hour))
 	m.sleepers = append(m.sleepers, ns)
 	m.seedRules(t, e, nil, []ruleSpec{{"SLEEP", 1}})
+	m.seedParams(t, e)
 	return m
 }
 
@@ -332,6 +337,7 @@ func (m mix) checkConverged(t *testing.T, e *nsmantest.Env, recv *nsmantest.Rece
 		}
 		checkActed(t, e, "rule "+action, ns, keys[ns])
 	}
+	m.checkParams(t, e, true, paramsAsleepLine)
 }
 
 // settled reports whether p records an action that succeeded, and no claim.
@@ -384,17 +390,24 @@ func (m mix) sleeping() []string {
 func (m mix) wakeUp(t *testing.T, e *nsmantest.Env) {
 	t.Helper()
 	patch := fmt.Appendf(nil, `{"spec":{"policies":[%s]}}`, write.MustJSON(sleepPolicy(3*time.Hour, 4*time.Hour)))
+	// The rule with every parameter keeps them: a wake takes back the
+	// patches the policy names.
+	params := fmt.Appendf(nil, `{"spec":{"policies":[%s]}}`, write.MustJSON(sleepParamsPolicy(3*time.Hour, 4*time.Hour)))
 	targets := map[string]string{} // manager name -> its namespace
 	for _, ns := range m.sleepers {
 		targets[ns] = ns
 	}
 	for name := range m.rules {
-		if strings.HasPrefix(name, "rule-sleep-") {
+		if strings.HasPrefix(name, "rule-sleep-") || isParamsRule(name) {
 			targets[name] = ruleHome
 		}
 	}
 	for name, ns := range targets {
-		if _, err := e.Dynamic.Resource(cluster.ManagerResource).Namespace(ns).Patch(t.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		body := patch
+		if isParamsRule(name) {
+			body = params
+		}
+		if _, err := e.Dynamic.Resource(cluster.ManagerResource).Namespace(ns).Patch(t.Context(), name, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -422,6 +435,7 @@ func (m mix) checkAwake(t *testing.T, e *nsmantest.Env, res nsmantest.Result) {
 			t.Errorf("woken workloads in %s: %s, want %s", ns, got, awakeLine)
 		}
 	}
+	m.checkParams(t, e, false, paramsAwakeLine)
 }
 
 // checkActed checks what a converged SCALE_DOWN, SLEEP or WEBHOOK left in
