@@ -23,8 +23,9 @@ func newRestoreCommand() *cobra.Command {
 		Short: "Undo a SCALE_DOWN: bring back the state recorded on the namespace's workloads (replicas, CronJobs' suspend, KEDA pauses)",
 		Long: `Brings back what SCALE_DOWN recorded on each workload of the namespace that
 carries a record and is still asleep: a Deployment's, StatefulSet's or other
-scaled kind's replicas, a CronJob's suspend, a KEDA ScaledObject's pause;
-then removes the record. A workload changed since is left as it is, with a
+scaled kind's replicas, a CronJob's suspend, a KEDA ScaledObject's pause, a
+LoadBalancer parked, an object of a custom resource's kind a sleep's
+patches changed; then removes the record. A workload changed since is left as it is, with a
 line that says so, and its record removed. A kind you may not list is
 skipped and named on stderr.
 
