@@ -119,8 +119,8 @@ func selectIn(ctx context.Context, clients cluster.Clients, namespace string, se
 	}
 	opts := metav1.ListOptions{LabelSelector: labels.SelectorFromSet(sel.Labels).String(), FieldSelector: sel.Fields}
 	var err error
-	if workload.IsPatched(sel.Kind.Way) {
-		err = eachPatched(ctx, clients, sel.Kind, namespace, opts, func(w *Workload, err error) {
+	if whole, ok := sel.Kind.Way.(workload.Whole); ok {
+		err = eachWhole(ctx, clients, sel.Kind, whole, namespace, opts, func(w *Workload, err error) {
 			if err != nil {
 				invalid = append(invalid, err)
 			} else {
@@ -367,9 +367,9 @@ func reread(ctx context.Context, clients cluster.Clients, kind probe.Kind, obj *
 	var fresh *Workload
 	byName := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", obj.GetName()).String()}
 	var err error
-	if workload.IsPatched(kind.Way) {
+	if whole, ok := kind.Way.(workload.Whole); ok {
 		var readErr error
-		err = eachPatched(ctx, clients, kind, obj.GetNamespace(), byName, func(w *Workload, err error) { fresh, readErr = w, err }, nil)
+		err = eachWhole(ctx, clients, kind, whole, obj.GetNamespace(), byName, func(w *Workload, err error) { fresh, readErr = w, err }, nil)
 		err = cmp.Or(err, readErr)
 	} else {
 		err = cluster.EachStreamed(ctx, workloadPage, byName, list, func(f *WorkloadFields) error {

@@ -16,7 +16,7 @@ import (
 )
 
 // maxPatchedAwakeBytes bounds an object of a patch's kind that Awake reads
-// (as execute.MaxPatchedBytes bounds what a sleep reads): one larger is
+// (as execute.MaxWholeBytes bounds what a sleep reads): one larger is
 // not read, and the read fails, saying so.
 const maxPatchedAwakeBytes = 1 << 20
 

@@ -27,11 +27,15 @@ const MaxPatchedRecord = 4096
 // asleep: nsman restore's, which knows no policy.
 func Patched(p patch.Patch) Way { return patchWay{&p} }
 
-// IsPatched reports whether w is a patch's way, which reads its objects
-// whole (as far as Paths says), not as Spec.
-func IsPatched(w Way) bool {
-	_, ok := w.(patchWay)
-	return ok
+// Whole is a way that reads its objects whole, not as Spec (a patch's,
+// which may write any field): a list of them is decoded one object at a
+// time, and Keep cuts each to what the way reads.
+type Whole interface {
+	Way
+	// Keep drops, in place, what the way does not read of obj, an object
+	// of its kind decoded whole, but the labels keepLabels and the
+	// annotations keepAnnotations, which a sleep and a wake read too.
+	Keep(obj map[string]any, keepLabels, keepAnnotations []string)
 }
 
 // patchWay is the way of the objects of one patch's kind; by pointer, so
@@ -185,14 +189,10 @@ func (pw patchWay) Doc() Doc {
 	}
 }
 
-// KeepPatched drops, in place, what way w, a patch's, does not read of
-// obj, an object of its kind decoded whole: it keeps the fields its patch
-// sets and those its record's patch set, the name, namespace and version,
-// and of the labels and annotations those a sleep and a wake read
-// (keepLabels, keepAnnotations) beside the patches'. A list of such
-// objects is decoded one at a time and so kept small.
-func KeepPatched(w Way, obj map[string]any, keepLabels, keepAnnotations []string) {
-	pw, _ := w.(patchWay)
+// Keep keeps of obj the fields the patch sets and those its record's
+// patch set, the name, namespace and version, and of the labels and
+// annotations those asked for beside the patches' and the record.
+func (pw patchWay) Keep(obj map[string]any, keepLabels, keepAnnotations []string) {
 	recorded, _, _ := unstructured.NestedString(obj, "metadata", "annotations", status.PatchedAnnotation)
 	paths := map[string]any{"apiVersion": true, "kind": true}
 	if pw.p != nil {

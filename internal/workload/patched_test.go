@@ -119,9 +119,9 @@ func TestPatchedRecordIsBounded(t *testing.T) {
 	}
 }
 
-// KeepPatched keeps of an object what its patch and its record's patch
+// Keep keeps of an object what its patch and its record's patch
 // read, its name, version, and the labels and annotations asked for.
-func TestKeepPatched(t *testing.T) {
+func TestPatchedKeep(t *testing.T) {
 	rec, _ := json.Marshal(patchedRecord{Patch: map[string]any{"spec": map[string]any{"paused": true}}, Inverse: map[string]any{"spec": map[string]any{"paused": nil}}})
 	obj := map[string]any{
 		"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
@@ -131,7 +131,7 @@ func TestKeepPatched(t *testing.T) {
 		"spec":   map[string]any{"suspend": false, "paused": true, "values": map[string]any{"a": "b"}, "chart": map[string]any{"spec": map[string]any{"chart": "app"}}},
 		"status": map[string]any{"conditions": []any{}},
 	}
-	KeepPatched(Patched(suspendRelease), obj, []string{status.KeepAwakeLabel}, nil)
+	Patched(suspendRelease).(Whole).Keep(obj, []string{status.KeepAwakeLabel}, nil)
 	want := map[string]any{
 		"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
 		"metadata": map[string]any{"name": "w", "namespace": "ns", "resourceVersion": "7",
