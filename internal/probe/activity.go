@@ -77,8 +77,15 @@ type activityRead struct {
 // NewActivity returns the activity reads of a sweep that reads with reads.
 func NewActivity(reads Reads) *Activity { return &Activity{reads: reads} }
 
-// IndexAll answers every namespace from the sweep's index, from the first.
-func (x *Activity) IndexAll() { x.indexed.Store(true) }
+// IndexAll answers every namespace from the sweep's index, from the
+// first, and lists the index now, on a goroutine start starts: a sweep
+// that knows it will ask lists it beside its other reads (the namespaces),
+// and the first Last waits for what is left of it rather than for all of
+// it.
+func (x *Activity) IndexAll(ctx context.Context, start func(func())) {
+	x.indexed.Store(true)
+	start(func() { x.sweepIndex(ctx) })
+}
 
 // ask returns the read of namespace, and how many namespaces were asked
 // about.
