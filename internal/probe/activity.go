@@ -135,8 +135,15 @@ func (c created) activity() policy.Activity {
 // was created since it was listed is missing from it, so that it can keep
 // an IDLE policy waiting, not let it hold (its caller confirms with Read).
 func (x *Activity) Last(ctx context.Context, namespace string) (a policy.Activity, indexed bool, err error) {
+	// Answered from the index, a namespace is not counted among those
+	// asked: the count decides only whether to list the index.
+	if x.indexed.Load() {
+		if index := x.sweepIndex(ctx); index != nil {
+			return index[namespace].activity(), true, nil
+		}
+	}
 	read, asked := x.ask(namespace)
-	if x.indexed.Load() || asked > ActivityIndexAfter {
+	if asked > ActivityIndexAfter {
 		if index := x.sweepIndex(ctx); index != nil {
 			return index[namespace].activity(), true, nil
 		}

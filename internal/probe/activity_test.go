@@ -118,6 +118,21 @@ func TestActivityIndexAllListsAhead(t *testing.T) {
 	if in, all := served.inNamespace.Load(), served.clusterWide.Load(); in != 0 || all != int64(len(activityResources)) {
 		t.Errorf("after two namespaces asked: %d lists in a namespace and %d cluster-wide, want 0 and %d: they read the index listed ahead", in, all, len(activityResources))
 	}
+	// A namespace answered from the index costs a lookup: it is not
+	// counted among those asked, which decides only whether to list it.
+	names := make([]string, 101) // AllocsPerRun's runs and its warm-up
+	for i := range names {
+		names[i] = fmt.Sprintf("quiet-%d", i)
+	}
+	next := 0
+	if allocs := testing.AllocsPerRun(100, func() {
+		if _, indexed, err := x.Last(t.Context(), names[next]); err != nil || !indexed {
+			t.Fatalf("%s: %v (indexed %v)", names[next], err, indexed)
+		}
+		next++
+	}); allocs != 0 {
+		t.Errorf("a namespace answered from the index allocates %v times, want none", allocs)
+	}
 }
 
 // The managers counted ahead are counted by the namespace they target.
