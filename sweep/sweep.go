@@ -278,8 +278,8 @@ func (s *Sweeper) listManagers(ctx, work context.Context, r *sweepRun, q *queue)
 				indexing = true
 				q.wg.Go(func() { _, _ = r.pods.Pending(work) })
 			}
-			if activityIndex {
-				r.activity.IndexAll()
+			if activityIndex && !r.frozen { // in a freeze no IDLE policy reads it
+				r.activity.IndexAll(work, q.wg.Go)
 			}
 			if !owning && weighsOwners(s.cfg, r, m) {
 				owning = true

@@ -22,13 +22,14 @@ import (
 	_ "time/tzdata"
 
 	"github.com/nsman/nsman/cmd"
+	"github.com/nsman/nsman/internal/memory"
 )
 
 func main() {
-	cmd.SetGCPercent()
+	memory.SetGCPercent()
 	// A sweep's heap stays under its container's memory limit (the GC
 	// works harder near it) rather than the kernel killing the sweep.
-	cmd.SetMemoryLimit()
+	memory.SetMemoryLimit()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cmd.ExecuteAs(ctx, os.Args[0], os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -33,7 +33,7 @@ const module = "github.com/nsman/nsman"
 // an error.
 // TestLayersKeepTheIssuesRules holds the table itself to issue 32's rules.
 var layers = map[string][]string{
-	"cmd/nsman": {"cmd", "policy"},
+	"cmd/nsman": {"cmd", "internal/memory", "policy"},
 	"cmd": {
 		"sweep", "doctor", "explain", "metrics",
 		"internal/execute", "internal/decide", "internal/record", "internal/probe", "internal/reclaim", "internal/tell",
@@ -108,6 +108,9 @@ var layers = map[string][]string{
 	// complete is the commands' shell completion: the kubeconfig's names,
 	// and namespaces and managers read through cluster, bounded.
 	"internal/complete": {"internal/connect", "internal/cluster"},
+	// memory is the process's GC target, its floor, and the soft memory
+	// limit its cgroup's limit sets, which main applies before anything.
+	"internal/memory": {},
 	// docgen keeps the generated part of a document, for the tests of
 	// the packages that generate one.
 	"internal/docgen": {},

@@ -77,8 +77,15 @@ type activityRead struct {
 // NewActivity returns the activity reads of a sweep that reads with reads.
 func NewActivity(reads Reads) *Activity { return &Activity{reads: reads} }
 
-// IndexAll answers every namespace from the sweep's index, from the first.
-func (x *Activity) IndexAll() { x.indexed.Store(true) }
+// IndexAll answers every namespace from the sweep's index, from the
+// first, and lists the index now, on a goroutine start starts: a sweep
+// that knows it will ask lists it beside its other reads (the namespaces),
+// and the first Last waits for what is left of it rather than for all of
+// it.
+func (x *Activity) IndexAll(ctx context.Context, start func(func())) {
+	x.indexed.Store(true)
+	start(func() { x.sweepIndex(ctx) })
+}
 
 // ask returns the read of namespace, and how many namespaces were asked
 // about.
@@ -128,8 +135,15 @@ func (c created) activity() policy.Activity {
 // was created since it was listed is missing from it, so that it can keep
 // an IDLE policy waiting, not let it hold (its caller confirms with Read).
 func (x *Activity) Last(ctx context.Context, namespace string) (a policy.Activity, indexed bool, err error) {
+	// Answered from the index, a namespace is not counted among those
+	// asked: the count decides only whether to list the index.
+	if x.indexed.Load() {
+		if index := x.sweepIndex(ctx); index != nil {
+			return index[namespace].activity(), true, nil
+		}
+	}
 	read, asked := x.ask(namespace)
-	if x.indexed.Load() || asked > ActivityIndexAfter {
+	if asked > ActivityIndexAfter {
 		if index := x.sweepIndex(ctx); index != nil {
 			return index[namespace].activity(), true, nil
 		}

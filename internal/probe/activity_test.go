@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -87,6 +88,50 @@ func TestActivityIndexCountsNamespaces(t *testing.T) {
 	}
 	if _, indexed, err := x.Last(t.Context(), "team"); err != nil || !indexed {
 		t.Errorf("past %d namespaces: %v (indexed %v), want the index's answer", ActivityIndexAfter, err, indexed)
+	}
+}
+
+// A sweep that knows it will answer every namespace from its index lists
+// it at once, on the goroutine it starts (IndexAll), beside its other
+// reads: the first namespace asked then finds it listed, and it is listed
+// once.
+func TestActivityIndexAllListsAhead(t *testing.T) {
+	served := &emptyLists{}
+	srv := httptest.NewServer(served)
+	defer srv.Close()
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := NewActivity(testReads(cluster.Clients{Kube: client}, defaultClaimTTL, nil))
+	var wg sync.WaitGroup
+	x.IndexAll(t.Context(), wg.Go)
+	wg.Wait()
+	if in, all := served.inNamespace.Load(), served.clusterWide.Load(); in != 0 || all != int64(len(activityResources)) {
+		t.Fatalf("IndexAll: %d lists in a namespace and %d cluster-wide before any namespace was asked about, want 0 and %d", in, all, len(activityResources))
+	}
+	for _, ns := range []string{"team", "other"} {
+		if _, indexed, err := x.Last(t.Context(), ns); err != nil || !indexed {
+			t.Errorf("%s: %v (indexed %v), want the index's answer", ns, err, indexed)
+		}
+	}
+	if in, all := served.inNamespace.Load(), served.clusterWide.Load(); in != 0 || all != int64(len(activityResources)) {
+		t.Errorf("after two namespaces asked: %d lists in a namespace and %d cluster-wide, want 0 and %d: they read the index listed ahead", in, all, len(activityResources))
+	}
+	// A namespace answered from the index costs a lookup: it is not
+	// counted among those asked, which decides only whether to list it.
+	names := make([]string, 101) // AllocsPerRun's runs and its warm-up
+	for i := range names {
+		names[i] = fmt.Sprintf("quiet-%d", i)
+	}
+	next := 0
+	if allocs := testing.AllocsPerRun(100, func() {
+		if _, indexed, err := x.Last(t.Context(), names[next]); err != nil || !indexed {
+			t.Fatalf("%s: %v (indexed %v)", names[next], err, indexed)
+		}
+		next++
+	}); allocs != 0 {
+		t.Errorf("a namespace answered from the index allocates %v times, want none", allocs)
 	}
 }
 

@@ -45,6 +45,23 @@ type Traffic struct {
 
 	mu      sync.Mutex
 	answers map[string]*answer
+	// asked are the answers by what a condition names, so that its query
+	// is built once a sweep, not once per namespace that asks.
+	asked map[asked]sourced
+}
+
+// sourced is an answer, and where a condition said it reads it
+// (traffic.Source.Describe).
+type sourced struct {
+	*answer
+	source string
+}
+
+// asked is what an IDLE condition reads its traffic from: a source, in a
+// window.
+type asked struct {
+	src    traffic.Source
+	window time.Duration
 }
 
 // NewTraffic returns a sweep's traffic reader, the sweep's namespaces
@@ -62,6 +79,9 @@ func (t *Traffic) exists(ctx context.Context, name string) bool {
 
 // answer is one query's, by namespace.
 type answer struct {
+	// q is the query, of preset (nil for a query of the platform's own).
+	q        string
+	preset   *traffic.Preset
 	once     sync.Once
 	requests map[string]float64
 	// notes say, by namespace, other namespaces whose requests those may
@@ -77,14 +97,12 @@ func (t *Traffic) In(ctx context.Context, namespace string, c policy.Condition) 
 		return traffic.Answer{Unknown: "the condition names no traffic source"}
 	}
 	src, window := *c.Traffic, c.Idle
-	out := traffic.Answer{Source: src.Describe(), Window: window}
 	if t.Querier == nil {
-		out.Unknown = "nsman runs without a Prometheus to ask (--prometheus-url)"
-		return out
+		return traffic.Answer{Source: src.Describe(), Window: window, Unknown: "nsman runs without a Prometheus to ask (--prometheus-url)"}
 	}
-	q, preset := t.query(src, window)
-	a := t.answer(q)
-	a.once.Do(func() { a.read(ctx, t, q, preset) })
+	a := t.answer(asked{src: src, window: window})
+	a.once.Do(func() { a.read(ctx, t) })
+	out := traffic.Answer{Source: a.source, Window: window}
 	if a.unknown != "" {
 		out.Unknown = a.unknown
 		return out
@@ -124,19 +142,25 @@ func (t *Traffic) query(src traffic.Source, window time.Duration) (string, *traf
 	return strings.ReplaceAll(src.Query, traffic.Window, traffic.Range(window)), nil
 }
 
-// answer is q's, made at its first need.
-func (t *Traffic) answer(q string) *answer {
+// answer is the answer of what k asks, made at its first need: one per
+// query, which sources and windows that build the same query share.
+func (t *Traffic) answer(k asked) sourced {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.answers == nil {
-		t.answers = map[string]*answer{}
+	if a, ok := t.asked[k]; ok {
+		return a
 	}
+	if t.answers == nil {
+		t.answers, t.asked = map[string]*answer{}, map[asked]sourced{}
+	}
+	q, preset := t.query(k.src, k.window)
 	a, ok := t.answers[q]
 	if !ok {
-		a = &answer{}
+		a = &answer{q: q, preset: preset}
 		t.answers[q] = a
 	}
-	return a
+	t.asked[k] = sourced{answer: a, source: k.src.Describe()}
+	return t.asked[k]
 }
 
 // read runs q and keeps its requests by namespace: each series by its
@@ -144,8 +168,9 @@ func (t *Traffic) answer(q string) *answer {
 // namespace, or with no series at all, is no answer: the counter is not
 // where the query looks (or Prometheus has yet to scrape it), and every
 // namespace would look unused.
-func (a *answer) read(ctx context.Context, t *Traffic, q string, preset *traffic.Preset) {
-	vec, err := t.Querier.Query(ctx, q)
+func (a *answer) read(ctx context.Context, t *Traffic) {
+	preset := a.preset
+	vec, err := t.Querier.Query(ctx, a.q)
 	if err != nil {
 		a.unknown = status.Truncate(err.Error(), 512) // it reaches statuses and Events
 		return

@@ -134,3 +134,29 @@ func TestTrafficUnknownAndShared(t *testing.T) {
 		}
 	}
 }
+
+// Once the query of a source and window has run, a namespace that asks
+// costs a lookup: no query built again (a sweep asks for each of its
+// namespaces, 1,000 in make bench's traffic part), no allocation. A query
+// of the platform's own that builds the same PromQL as a preset shares its
+// answer, and says where it reads as its condition names it.
+func TestTrafficAnsweredByLookup(t *testing.T) {
+	q := &countingQuerier{answer: func(string) (model.Vector, error) {
+		return model.Vector{sample("namespace", "shop", 5)}, nil
+	}}
+	tr := NewTraffic(TrafficConfig{Querier: q}, namespacesOf("shop"))
+	nginx := idleWith(traffic.Source{Preset: "ingress-nginx"}, time.Hour)
+	tr.In(t.Context(), "shop", nginx)
+	if allocs := testing.AllocsPerRun(100, func() {
+		if a := tr.In(t.Context(), "shop", nginx); a.Requests != 5 || a.Source != "preset ingress-nginx" {
+			t.Fatalf("%+v, want 5 requests of preset ingress-nginx", a)
+		}
+	}); allocs != 0 {
+		t.Errorf("a namespace asking for an answered query allocates %v times, want none", allocs)
+	}
+	p, _ := traffic.Lookup("ingress-nginx")
+	same := idleWith(traffic.Source{Query: strings.ReplaceAll(p.PromQL("", time.Hour), "3600s", traffic.Window)}, time.Hour)
+	if a := tr.In(t.Context(), "shop", same); a.Requests != 5 || a.Source != "a query" || len(q.queries) != 1 {
+		t.Errorf("the preset's PromQL as a query of the platform's own: %+v after %d queries, want its 5 requests, said of a query, after one", a, len(q.queries))
+	}
+}

@@ -833,6 +833,8 @@ func syntheticTraffic(n int, noop float64, noopWrites, queries map[string]int) [
 			Note: fmt.Sprintf("0 pods, 0 replicasets, 0 controllerrevisions, 0 jobs; one query: %d series, %d namespaces with requests", n, n)},
 		{What: noopLabel, Wall: s(noop), Audited: with(lists, activity, noopWrites), MaxRSS: 38 << 10, States: waiting,
 			TrafficQueries: queries, Runs: []time.Duration{s(noop), s(noop + 0.05), s(noop - 0.01)}},
+		{What: trafficNoMatchLabel, Wall: s(0.07), Audited: with(lists, map[string]int{"list namespacemanagers": 1}), MaxRSS: 37 << 10,
+			States: map[report.State]int{}, Note: "no entry; median of 0.07, 0.08, 0.06 s", Runs: []time.Duration{s(0.07), s(0.08), s(0.06)}},
 	}
 	for i := range rows {
 		rows[i].N, rows[i].Load = n, "1.30"
@@ -909,6 +911,9 @@ func TestRenderTraffic(t *testing.T) {
 		"| #44 | 1000 | nsman sweep, first (reads activity and traffic) | 1.50 s | 1009 | 1001 |",
 		"| #46 | 1000 | floor + paged LIST of pods, ReplicaSets, ControllerRevisions, Jobs + one Prometheus query | 0.10 s | 8 | 0 |",
 		"| #47 | 1000 | nsman sweep, no-op (nothing due) | 0.12 s | 8 | 0 |",
+		"| #48 | 1000 | diagnostic: nsman sweep, no namespace matched (a rule selecting none, `-l`) | 0.07 s | 5 | 0 | list namespacemanagers 2, list namespaces 3 | – | 37.0 MiB | no entry; median of 0.07, 0.08, 0.06 s | 1.30 |",
+		"a rule\n`bench-traffic/none` is created beside the other, labelled `nsman.bench/traffic-rule=none`, with the same policy over the namespaces\nlabelled `nsman.bench/traffic=none`, which none is",
+		"(`-l nsman.bench/traffic-rule=none`, which lists the managers once more",
 	} {
 		if !strings.Contains(sec, want) {
 			t.Errorf("traffic section lacks %q:\n%s", want, sec)
@@ -919,6 +924,7 @@ func TestRenderTraffic(t *testing.T) {
 		"**A rule with IDLE from traffic over 1000 namespaces.** The first sweep took 1.50 s (#44) and wrote 1001 requests (patch namespacemanagers/status 1, patch namespaces 1000); its traffic\nqueries: answered 1, unanswered 0.",
 		"The no-op sweep took 0.12 s (#47): 1.20× the read floor with the activity lists and the query (0.10 s (#46)) and 4.00×\nthe read floor (#45), which reads neither; it made 8 requests, 1 of them lists of controllerrevisions, where the floor\nwith the activity lists made 8 (more: none), and its traffic queries were answered 1, unanswered 0.",
 		"The rule with IDLE from traffic over 1000 namespaces: 38.0 MiB (#47).",
+		"The sweep of the rule that matched no namespace took 0.07 s (#48): 2.33× the read floor, with 5 requests (more than the\nfloor: list namespacemanagers 1), what a process of its own costs before it evaluates anything. The no-op sweep less it, 0.05 s, is what\nreading the activity and the traffic, evaluating 1000 namespaces and reporting them cost nsman; the floor with the\nactivity lists and the query less the read floor, 0.07 s, is what the lists and the query cost the floor: 0.71× it.",
 	} {
 		if !strings.Contains(an, want) {
 			t.Errorf("analysis lacks %q:\n%s", want, an)
@@ -926,6 +932,20 @@ func TestRenderTraffic(t *testing.T) {
 	}
 	if !strings.Contains(doc, "46 (namespaces GitOps owns), 47 (IDLE from traffic)") {
 		t.Errorf("sources do not name issue 47")
+	}
+
+	// Without the diagnostic row (a run before it), no sentence of it; a
+	// floor whose lists took no longer than the read floor, no ratio to it.
+	without := rep
+	without.Traffic = syntheticTraffic(1000, 0.12, nil, answered)[:4]
+	if an := section(render(without), "## Analysis"); strings.Contains(an, "matched no namespace") || !strings.Contains(an, "its traffic queries were answered 1") {
+		t.Errorf("no diagnostic row: analysis:\n%s", an)
+	}
+	even := rep
+	even.Traffic = syntheticTraffic(1000, 0.12, nil, answered)
+	even.Traffic[2].Wall = even.Traffic[1].Wall
+	if an := section(render(even), "## Analysis"); !strings.Contains(an, "cost the floor.\n") || strings.Contains(an, "Inf") {
+		t.Errorf("a floor with the lists as fast as without: analysis:\n%s", an)
 	}
 
 	// The part alone renders with no gaps, numbered from #1.

@@ -952,7 +952,7 @@ func table(b *strings.Builder, rows []measurement, counted string) {
 			for k, v := range m.States {
 				parts[string(k)] = v
 			}
-			note = strings.TrimSuffix(describe(parts)+"; "+m.Note, "; ")
+			note = strings.Trim(strings.TrimSuffix(describe(parts)+"; "+m.Note, "; "), "; ")
 		}
 		http := "–"
 		if m.HTTP != nil {

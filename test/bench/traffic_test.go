@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -58,6 +59,15 @@ const (
 	// trafficNoopBound: the no-op sweep against the read floor with the
 	// activity lists and the query (issue 47).
 	trafficNoopBound = 1.3
+	// trafficNoneRuleName is the rule that selects no namespace, beside
+	// the part's rule, with the same policy; trafficRuleLabel=none labels
+	// it, for the diagnostic sweep to take it alone (-l).
+	trafficNoneRuleName = "none"
+	trafficRuleLabel    = "nsman.bench/traffic-rule"
+	// trafficNoMatchLabel labels the diagnostic sweep of that rule alone:
+	// what a sweep costs a separate process that reads the managers and
+	// the namespaces, matches none and writes a report of no entry.
+	trafficNoMatchLabel = "diagnostic: nsman sweep, no namespace matched (a rule selecting none, `-l`)"
 )
 
 // trafficQuery is the PromQL a sweep asks for the rule: its preset's,
@@ -118,7 +128,8 @@ func measureTraffic(t *testing.T, bin string) ([]measurement, string) {
 	if got := first.States[report.StateWaiting]; got != n {
 		t.Errorf("traffic over %d: first sweep: %d waiting, want %d (%v)", n, got, n, first.States)
 	}
-	var floors, pluses, noops []measurement
+	noneArgs := s.trafficNoneRule(ctx, args)
+	var floors, pluses, noops, nones []measurement
 	for range readRounds {
 		floors = append(floors, s.readFloor())
 		pluses = append(pluses, s.readFloorPlus(trafficFloorLabel, func() (string, error) {
@@ -127,10 +138,58 @@ func measureTraffic(t *testing.T, bin string) ([]measurement, string) {
 		m := s.noop(noopLabel, args...)
 		s.trafficCheck(m)
 		noops = append(noops, m)
+		nones = append(nones, s.noMatch(noneArgs...))
 	}
-	s.rows = append(s.rows, median(floors), median(pluses), median(noops))
+	s.rows = append(s.rows, median(floors), median(pluses), median(noops), median(nones))
 	s.step("the traffic part took %s, its control plane's start included", time.Since(s.began).Round(time.Second))
 	return s.rows, s.version
+}
+
+// trafficNoneRule creates the rule that selects no namespace, with the
+// part's policy, and runs one sweep of it alone, untimed, which records its
+// status; it returns the arguments of the diagnostic sweep that takes it
+// alone. The part's no-op sweeps handle it too: no namespace, nothing to
+// write.
+func (s *session) trafficNoneRule(ctx context.Context, args []string) []string {
+	s.t.Helper()
+	rule := trafficRuleObject()
+	rule.SetName(trafficNoneRuleName)
+	rule.SetLabels(map[string]string{trafficRuleLabel: trafficNoneRuleName})
+	if err := unstructured.SetNestedStringMap(rule.Object, map[string]string{trafficLabel: trafficNoneRuleName}, "spec", "namespaceSelector", "matchLabels"); err != nil {
+		s.t.Fatal(err)
+	}
+	if _, err := s.env.Dynamic.Resource(cluster.ManagerResource).Namespace(trafficRulesNamespace).Create(ctx, rule, metav1.CreateOptions{}); err != nil {
+		s.t.Fatalf("create rule %s: %v", trafficNoneRuleName, err)
+	}
+	noneArgs := append(slices.Clone(args), "-l", trafficRuleLabel+"="+trafficNoneRuleName)
+	if run, err := runSweep(ctx, []string{s.bin}, s.env.Kubeconfig, noneArgs...); err != nil || run.Code != 0 {
+		s.t.Fatalf("the first sweep of rule %s: exit %d, %v; stderr:\n%s", trafficNoneRuleName, run.Code, err, tail(run.Stderr, 4000))
+	}
+	if _, err := s.audit.next(ctx); err != nil { // untimed: in no row
+		s.t.Fatal(err)
+	}
+	return noneArgs
+}
+
+// noMatch measures the diagnostic sweep of the rule that selects no
+// namespace: it must write nothing, have no entry, and read neither the
+// activity nor the traffic.
+func (s *session) noMatch(args ...string) measurement {
+	m := s.measureSweep(trafficNoMatchLabel, args...)
+	m.Note = "no entry"
+	if w, entries := m.writes(), total(m.States); w != 0 || entries != 0 || m.count("list", "controllerrevisions") != 0 || m.TrafficQueries != nil {
+		s.t.Errorf("traffic over %d: %s: %d writes, %d entries, traffic queries %v (%s); want none of any", s.n, m.What, w, entries, m.TrafficQueries, describe(m.Audited))
+	}
+	return m
+}
+
+// total is the sum of counts.
+func total[K comparable](counts map[K]int) int {
+	n := 0
+	for _, v := range counts {
+		n += v
+	}
+	return n
 }
 
 // trafficRule creates n namespaces trafficPrefix-00000… labelled
@@ -290,15 +349,19 @@ func oneQueryAnswered(m measurement) bool {
 	return m.TrafficQueries["answered"] == 1 && m.TrafficQueries["unanswered"] == 0
 }
 
-// trafficRows are the traffic part's rows, found by label.
+// trafficRows are the traffic part's rows, found by label; none is the
+// diagnostic sweep that matched no namespace, when there is one.
 type trafficRows struct {
-	first, floor, plus, noop measurement
+	first, floor, plus, noop, none measurement
+	hasNone                        bool
 }
 
 // trafficRowsOf are the traffic part's rows of size n.
 func trafficRowsOf(rows rowSet, n int) trafficRows {
-	return trafficRows{first: rows.must(n, trafficFirstLabel), floor: rows.must(n, readFloorLabel),
+	r := trafficRows{first: rows.must(n, trafficFirstLabel), floor: rows.must(n, readFloorLabel),
 		plus: rows.must(n, trafficFloorLabel), noop: rows.must(n, noopLabel)}
+	r.none, r.hasNone = rows.get(n, trafficNoMatchLabel)
+	return r
 }
 
 // trafficQueries says what sweep m's report counted of its traffic
@@ -351,7 +414,14 @@ func trafficMethod(b *strings.Builder, n int) {
 	p("metadata only, of pods, ReplicaSets, ControllerRevisions and Jobs, then the preset's PromQL over %d s, asked once\n", w)
 	p("through internal/prom's client, as nsman asks it. The rows are the median runs; the notes list every run. The\n")
 	p("generator fails the run unless every sweep found every namespace waiting, listed the ControllerRevisions (audit log)\n")
-	p("and counted one traffic query, answered (its report's `summary.trafficQueries`), and the no-op sweeps wrote nothing.\n\n")
+	p("and counted one traffic query, answered (its report's `summary.trafficQueries`), and the no-op sweeps wrote nothing.\n")
+	p("The floors run in the driver's process, its connections warm; nsman is a process of its own, which starts, connects, asks\n")
+	p("the API server what it serves and writes a report of N entries. So that this shows apart, after the first sweep a rule\n")
+	p("`%s/%s` is created beside the other, labelled `%s=%s`, with the same policy over the namespaces\n", trafficRulesNamespace, trafficNoneRuleName, trafficRuleLabel, trafficNoneRuleName)
+	p("labelled `%s=%s`, which none is, and swept once, untimed (it records its status); each round then adds a\n", trafficLabel, trafficNoneRuleName)
+	p("diagnostic sweep of it alone (`-l %s=%s`, which lists the managers once more for those that govern\n", trafficRuleLabel, trafficNoneRuleName)
+	p("namespaces), which must write nothing, report no entry and read neither the activity nor the traffic. The no-op sweeps\n")
+	p("handle both rules; the target compares them with the floor as before.\n\n")
 }
 
 // trafficAnalysis writes what the traffic part says, at each size
@@ -366,9 +436,40 @@ func trafficAnalysis(b *strings.Builder, rows rowSet) {
 			trafficQueries(r.first), r.noop.at(), ratio(r.noop.Wall, r.plus.Wall), r.plus.at(), ratio(r.noop.Wall, r.floor.Wall))
 		p("the read floor (%s), which reads neither; it made %d requests, %d of them lists of controllerrevisions, where the floor\n",
 			r.floor.ref(), r.noop.total(), r.noop.count("list", "controllerrevisions"))
-		p("with the activity lists made %d (more: %s), and its traffic queries were %s.\n\n",
+		p("with the activity lists made %d (more: %s), and its traffic queries were %s.\n",
 			r.plus.total(), cmpOr(describe(moreRequests(r.noop, r.plus)), "none"), trafficQueries(r.noop))
+		if r.hasNone {
+			noneAnalysis(b, r)
+		}
+		p("\n")
 	}
+}
+
+// noneAnalysis compares, in r, what reading the activity and the traffic
+// costs nsman beyond the sweep that matched no namespace with what the
+// activity lists and the query cost the floor beyond the read floor.
+func noneAnalysis(b *strings.Builder, r trafficRows) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	nsman, floor := r.noop.Wall-r.none.Wall, r.plus.Wall-r.floor.Wall
+	p("The sweep of the rule that matched no namespace took %s: %.2f× the read floor, with %d requests (more than the\n",
+		r.none.at(), ratio(r.none.Wall, r.floor.Wall), r.none.total())
+	p("floor: %s), what a process of its own costs before it evaluates anything. The no-op sweep less it, %s, is what\n",
+		cmpOr(describe(moreRequests(r.none, r.floor)), "none"), signed(nsman))
+	p("reading the activity and the traffic, evaluating %d namespaces and reporting them cost nsman; the floor with the\n", r.noop.States[report.StateWaiting])
+	times := ""
+	if floor > 0 {
+		times = fmt.Sprintf(": %.2f× it", ratio(nsman, floor))
+	}
+	p("activity lists and the query less the read floor, %s, is what the lists and the query cost the floor%s.\n", signed(floor), times)
+}
+
+// signed is d in seconds, negative when it is (medians of different runs
+// may be in either order).
+func signed(d time.Duration) string {
+	if d < 0 {
+		return "-" + sec(-d)
+	}
+	return sec(d)
 }
 
 // The part's rule is one nsman accepts, strictly, as a rule whose one

@@ -463,6 +463,19 @@ func TestIdleIndexAhead(t *testing.T) {
 	if in != 0 || all != 1 {
 		t.Errorf("the rule's sweep: ReplicaSets listed in %d namespaces and %d times cluster-wide, want 0 and 1", in, all)
 	}
+	// In a freeze, though, no IDLE policy reads the activity: the index is
+	// not listed ahead either.
+	at := rolledOut.Add(time.Second)
+	freeze := at.Add(-time.Hour).Format(time.RFC3339) + "/" + at.Add(time.Hour).Format(time.RFC3339)
+	in, all = lists(func() {
+		res := e.Sweep(t, append(args, "--namespace", home, "--dry-run", "--at", at.Format(time.RFC3339), "--freeze", freeze)...)
+		if p := res.Pair(t, home, "rule", ruled[0]); p.State != report.StateWaiting || !strings.Contains(p.Message, "is not read in a freeze") {
+			t.Errorf("rule on %s in a freeze: %s (%s), want waiting, its activity not read", ruled[0], p.State, p.Message)
+		}
+	})
+	if in != 0 || all != 0 {
+		t.Errorf("the rule's sweep in a freeze: ReplicaSets listed in %d namespaces and %d times cluster-wide, want none", in, all)
+	}
 }
 
 // Once --max-actions is reached, what the sweep's cluster-wide lists say
