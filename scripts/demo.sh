@@ -17,10 +17,19 @@ export PATH="$kube_bin:$PATH"
 
 # Argo CD's Application CRD, as make control-plane fetched it at the version
 # test/tools/gitops pins (test/tools/gitops/crds names the file).
-read -r argocd_module argocd_prefix argocd_file < <(grep '^github.com/argoproj/argo-cd/' test/tools/gitops/crds)
-argocd_version=$(cd test/tools/gitops && go list -m -f '{{.Version}}' "$argocd_module")
-application_crd="${XDG_CACHE_HOME:-$HOME/.cache}/nsman/$argocd_prefix-$argocd_version/$(basename "$argocd_file")"
-[ -s "$application_crd" ] || { echo "demo: no $application_crd: run 'make control-plane'" >&2; exit 2; }
+# gitops_crd is the CRD file of module $1 that make control-plane copied
+# from its release tree (test/tools/gitops/crds).
+gitops_crd() {
+	local module prefix file version
+	read -r module prefix file < <(grep "^$1 " test/tools/gitops/crds)
+	version=$(cd test/tools/gitops && go list -m -f '{{.Version}}' "$module")
+	echo "${XDG_CACHE_HOME:-$HOME/.cache}/nsman/$prefix-$version/$(basename "$file")"
+}
+application_crd=$(gitops_crd github.com/argoproj/argo-cd/v3)
+helmrelease_crd=$(gitops_crd github.com/fluxcd/helm-controller)
+for crd in "$application_crd" "$helmrelease_crd"; do
+	[ -s "$crd" ] || { echo "demo: no $crd: run 'make control-plane'" >&2; exit 2; }
+done
 
 step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 # nsman sweeps from here, outside a pod: it does not know the namespace it
@@ -428,6 +437,25 @@ nsman sweep -n demo-sleep-now
 workloads
 kubectl -n demo-sleep-now get events --field-selector involvedObject.kind=NamespaceManager --sort-by=.metadata.creationTimestamp \
 	-o custom-columns=REASON:.reason,MESSAGE:.message
+
+step "more of a namespace sleeps: examples/sleep-nights-flux-suspend.yaml also suspends a Flux HelmRelease (patches) and parks a LoadBalancer (loadBalancers)"
+echo "Flux's own HelmRelease CRD (no Flux runs here); the example's window moved to now, UTC"
+kubectl apply --server-side -f "$helmrelease_crd"
+established helmreleases.helm.toolkit.fluxcd.io
+sed -e "s/from: \"20:00\"/from: \"$(date -u -d '-1 min' +%H:%M)\"/" -e "s/to: \"07:00\"/to: \"$(date -u -d '+15 min' +%H:%M)\"/" \
+	-e 's#timeZone: Europe/Berlin#timeZone: UTC#' examples/sleep-nights-flux-suspend.yaml | kubectl apply -f -
+kubectl -n namespace-manager label namespacemanager demo-flux-nights demo=sleep-flux
+parked() {
+	kubectl -n demo-flux-shop get deployments,services,helmreleases -o custom-columns='KIND:.kind,NAME:.metadata.name,REPLICAS:.spec.replicas,TYPE:.spec.type,SUSPEND:.spec.suspend,RECORD:.metadata.annotations.nsman\.k8s\.consol\.de/patched-before-sleep,LB-RECORD:.metadata.annotations.nsman\.k8s\.consol\.de/load-balancer-before-sleep'
+}
+nsman sweep -l demo=sleep-flux
+echo "asleep: web at 0, the Service a ClusterIP (its LoadBalancer's fields recorded), the labelled HelmRelease suspended (the patch and its inverse recorded); monitoring is left as it is"
+parked
+echo "the window closes: the wake takes back what each record says"
+kubectl -n namespace-manager patch namespacemanager demo-flux-nights --type json \
+	-p "[{\"op\":\"replace\",\"path\":\"/spec/policies/0/windows\",\"value\":[{\"from\":\"$(date -u -d '+3 hours' +%H:%M)\",\"to\":\"$(date -u -d '+4 hours' +%H:%M)\",\"timeZone\":\"UTC\"}]}]"
+nsman sweep -l demo=sleep-flux
+parked
 
 step "idle means unused: examples/sleep-idle-traffic.yaml sleeps each demo-preview-traffic-* preview two hours after its last request through ingress-nginx (20 s here), asking a Prometheus"
 go build -o bin/traffic-exporter ./test/traffic-exporter
