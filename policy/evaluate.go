@@ -134,6 +134,10 @@ type PolicyState struct {
 	// asleep, it is when the sleep ends through time alone (zero when only
 	// activity or pods can end it, or the policy does not hold).
 	Due time.Time
+	// Outside, of a policy with windows, is when its condition comes due
+	// (Now, holding already) while every window is closed: Due is then
+	// when the next opens. Zero else. nsman due says the window delays it.
+	Outside time.Time
 	// Problem says which annotation of the target the condition ignores,
 	// and why: an ExpiresAnnotation that does not parse (the condition
 	// never holds by it), a TouchedAnnotation that does not parse or is
@@ -255,11 +259,14 @@ func judgeInWindows(state *PolicyState, out *Outcome, generation int64, i int, p
 		return Wait
 	case verdict == Fire && closed:
 		state.Detail += fmt.Sprintf("; outside its windows (%s): it acts at %s", window.Describe(p.Windows), stamp(open))
-		state.Due = open
+		state.Due, state.Outside = open, in.Now
 		return Wait
 	case verdict == Wait && !state.Due.IsZero():
-		if state.Due = window.NextOpen(p.Windows, state.Due); state.Due.IsZero() {
+		due := state.Due
+		if state.Due = window.NextOpen(p.Windows, due); state.Due.IsZero() {
 			state.Detail += "; " + noMoreOpen(p) + " by then"
+		} else if !state.Due.Equal(due) {
+			state.Outside = due
 		}
 	}
 	return verdict

@@ -785,7 +785,7 @@ func trafficOf(states []policy.PolicyState) *report.Traffic {
 func conditions(states []policy.PolicyState) []report.Condition {
 	out := make([]report.Condition, 0, len(states))
 	for _, s := range states {
-		out = append(out, report.Condition{Policy: s.Name, Holds: s.Holds, Detail: s.Detail, Due: TimePtr(s.Due)})
+		out = append(out, report.Condition{Policy: s.Name, Holds: s.Holds, Detail: s.Detail, Due: TimePtr(s.Due), OutsideWindows: TimePtr(s.Outside)})
 	}
 	return out
 }
