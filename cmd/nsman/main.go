@@ -25,10 +25,10 @@ import (
 )
 
 func main() {
-	cmd.SetGCPercent()
+	setGCPercent()
 	// A sweep's heap stays under its container's memory limit (the GC
 	// works harder near it) rather than the kernel killing the sweep.
-	cmd.SetMemoryLimit()
+	setMemoryLimit(cgroupRoot)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cmd.ExecuteAs(ctx, os.Args[0], os.Args[1:], os.Stdout, os.Stderr)
 	stop()

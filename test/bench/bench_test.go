@@ -276,7 +276,7 @@ func measureSize(t *testing.T, bin string, n, due int) ([]measurement, string) {
 		return fmt.Sprintf("%d pods checks", len(podsNamespaces)), floorPodsChecks(ctx, s.sa, podsNamespaces)
 	})
 	// Diagnostic: the same sweep at Go's default GC target, to show what
-	// nsman's own (cmd.SetGCPercent) saves.
+	// nsman's own (main's setGCPercent) saves.
 	s.rows = append(s.rows, s.measureCommand([]string{"env", "GOGC=100", bin}, gogcLabel))
 
 	// (c) due managers due for DELETE, each in the namespace it deletes,

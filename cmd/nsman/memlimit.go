@@ -1,4 +1,4 @@
-package cmd
+package main
 
 import (
 	"os"
@@ -18,12 +18,10 @@ const memoryLimitShare = 0.85
 // cgroupRoot is where the container's cgroup is mounted.
 const cgroupRoot = "/sys/fs/cgroup"
 
-// SetMemoryLimit sets Go's soft memory limit to memoryLimitShare of the
-// memory limit of nsman's cgroup, unless the GOMEMLIMIT environment
-// variable says otherwise or there is no limit, and returns the limit set
-// (0: none). The nsman command calls it before anything else.
-func SetMemoryLimit() int64 { return setMemoryLimit(cgroupRoot) }
-
+// setMemoryLimit sets Go's soft memory limit to memoryLimitShare of the
+// memory limit of nsman's cgroup, mounted at root (cgroupRoot), unless the
+// GOMEMLIMIT environment variable says otherwise or there is no limit, and
+// returns the limit set (0: none). main calls it before anything else.
 func setMemoryLimit(root string) int64 {
 	if _, set := os.LookupEnv("GOMEMLIMIT"); set {
 		return 0

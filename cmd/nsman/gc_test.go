@@ -1,4 +1,4 @@
-package cmd
+package main
 
 import (
 	"os"
@@ -12,13 +12,13 @@ func TestSetGCPercent(t *testing.T) {
 	if err := os.Unsetenv("GOGC"); err != nil {
 		t.Fatal(err)
 	}
-	SetGCPercent()
+	setGCPercent()
 	if got := debug.SetGCPercent(100); got != gcPercent {
 		t.Errorf("GOGC unset: GC percent %d, want %d", got, gcPercent)
 	}
 
 	t.Setenv("GOGC", "200")
-	SetGCPercent()
+	setGCPercent()
 	if got := debug.SetGCPercent(100); got != 100 {
 		t.Errorf("GOGC=200 set: GC percent changed to %d, want it left to the runtime", got)
 	}

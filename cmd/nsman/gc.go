@@ -1,4 +1,4 @@
-package cmd
+package main
 
 import (
 	"os"
@@ -12,9 +12,9 @@ import (
 // for a GC share of CPU that stays in the low percent.
 const gcPercent = 50
 
-// SetGCPercent applies gcPercent unless the GOGC environment variable says
-// otherwise. The nsman command calls it before anything else.
-func SetGCPercent() {
+// setGCPercent applies gcPercent unless the GOGC environment variable says
+// otherwise. main calls it before anything else.
+func setGCPercent() {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(gcPercent)
 	}
