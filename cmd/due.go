@@ -2,6 +2,8 @@ package cmd
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -25,8 +27,9 @@ reads and writes nothing. From outside the cluster it takes the flags of
 nsman's CronJob as nsman sweep --dry-run does (--config-from); --max-actions
 is left out: it spreads what is due over sweeps.
 
-Exit status: 0 when it could tell (nothing due included), 2 on a usage error
-or when the cluster cannot be reached.`,
+Exit status: 0 when it could tell (nothing due included), 1 when a manager
+could not be evaluated, 2 on a usage error or when the cluster cannot be
+reached.`,
 		Example: `  nsman due
   nsman due --within 2d -n team-a -o wide
   nsman due -A -o json | jq '.due[] | select(.delayedBy)'`,
@@ -74,5 +77,8 @@ func (o *sweepOptions) due(c *cobra.Command, opts *due.Options) error {
 	if err != nil {
 		return usageError{err}
 	}
-	return opts.Print(c.OutOrStdout(), c.ErrOrStderr(), l)
+	if err := opts.Print(c.OutOrStdout(), c.ErrOrStderr(), l); err != nil || len(l.Failed) == 0 {
+		return err
+	}
+	return fmt.Errorf("%d could not be evaluated, what is due of them unknown: %s", len(l.Failed), strings.Join(l.Failed, "; "))
 }

@@ -63,6 +63,9 @@ type List struct {
 	Now           time.Time `json:"now"`
 	WithinSeconds int64     `json:"withinSeconds"`
 	Items         []Item    `json:"due"`
+	// Failed says what the first dry run could not evaluate, a line each
+	// (namespace/name: why): what is due of it is not known.
+	Failed []string `json:"failed,omitempty"`
 }
 
 // lookahead follows the subjects due within a time through dry runs.
@@ -70,6 +73,7 @@ type lookahead struct {
 	now    time.Time
 	within time.Duration
 	items  []Item
+	failed []string
 }
 
 // waits are the states of a subject that waits for a time.
@@ -84,6 +88,12 @@ func start(rep report.Report, within time.Duration) *lookahead {
 		if it, ok := first(e, l.now, rep.Summary.FrozenUntil); ok && !it.Due.After(until) {
 			l.items = append(l.items, it)
 		}
+		if e.State == report.StateFailed {
+			l.failed = append(l.failed, e.Namespace+"/"+e.Name+": "+e.Message)
+		}
+	}
+	if rep.Summary.ListError != "" {
+		l.failed = append(l.failed, rep.Summary.ListError)
 	}
 	return l
 }
@@ -222,7 +232,7 @@ func delayedBy(e report.Entry, due time.Time, frozenUntil *time.Time) string {
 // waiting to be evaluated says why it was not: the dry runs stopped at
 // limit.
 func (l *lookahead) list(limit int) List {
-	out := List{Version: Version, Now: l.now.UTC(), WithinSeconds: int64(l.within / time.Second), Items: l.items}
+	out := List{Version: Version, Now: l.now.UTC(), WithinSeconds: int64(l.within / time.Second), Items: l.items, Failed: l.failed}
 	if out.Items == nil {
 		out.Items = []Item{}
 	}

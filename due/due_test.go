@@ -230,3 +230,17 @@ func TestPrintNothing(t *testing.T) {
 		}
 	}
 }
+
+// What the first dry run failed to evaluate is said, a line each, and so is
+// a listing that stopped half-way.
+func TestLookSaysWhatFailed(t *testing.T) {
+	rep := report.Report{Summary: report.Summary{Now: now, ListError: "list NamespaceManagers: gone"},
+		Entries: []report.Entry{entry("broken", report.StateFailed), entry("soon", report.StatePlanned)}}
+	l, err := Options{Within: time.Hour}.Look(context.Background(), func(context.Context, time.Time) (report.Report, error) { return rep, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(l.Failed, "|") != "team/broken: broken says|list NamespaceManagers: gone" || len(l.Items) != 1 {
+		t.Errorf("failed %q, items %+v", l.Failed, l.Items)
+	}
+}
