@@ -16,14 +16,17 @@ import (
 )
 
 // TestDue: nsman due lists what acts within --within, soonest due first:
-// managers due in 1h and 3h, one due in 2h held for 5h, one due in 4h whose
-// window is closed then (it acts when the window opens), not one due in
-// 30h; a freeze at a due time puts that one off. It reads as a dry run
+// managers due in 1h and 3h, one due in 2h held for 5h, a rule's namespace
+// due in 2h30m, one due in 4h whose window is closed then (it acts when the
+// window opens), not one due in 30h; a freeze at a due time puts that one
+// off. It reads as a dry run
 // does: nsman's ServiceAccount writes nothing.
 func TestDue(t *testing.T) {
 	e := setup(t)
 	soon, held, three, windowed, later := shared.Namespace(t), shared.Namespace(t), shared.Namespace(t), shared.Namespace(t), shared.Namespace(t)
 	caseID := soon
+	home, ruled := shared.Namespace(t), labelled(t, soon, 1)[0]
+	createManager(t, managerObj(home, "sweeper", caseID, []any{ttlPolicy("expire", 150*60, deleteAction)}, selecting(caseID)))
 	now := time.Now().UTC()
 	opens := now.Add(6 * time.Hour).Truncate(time.Hour)
 	window := map[string]any{"from": opens.Format("15:04"), "to": opens.Add(2 * time.Hour).Format("15:04")}
@@ -46,7 +49,7 @@ func TestDue(t *testing.T) {
 	}
 
 	before := len(e.Writes(t))
-	l := runDue(t, e.Kubeconfig, "--within", "24h", "-A", "-l", caseLabel+"="+caseID)
+	l := runDue(t, e.Kubeconfig, "--within", "24h", "-A", "-l", caseLabel+"="+caseID, "--trusted-namespaces", home)
 	if writes := e.Writes(t)[before:]; len(writes) > 0 {
 		t.Fatalf("nsman due wrote:\n%v", writes)
 	}
@@ -55,7 +58,7 @@ func TestDue(t *testing.T) {
 	for _, it := range l.Items {
 		names = append(names, it.Name)
 	}
-	if got, want := strings.Join(names, " "), strings.Join([]string{soon, held, three, windowed}, " "); got != want {
+	if got, want := strings.Join(names, " "), strings.Join([]string{soon, held, "sweeper", three, windowed}, " "); got != want {
 		t.Fatalf("nsman due lists %s, want %s", got, want)
 	}
 	byName := map[string]due.Item{}
@@ -65,7 +68,10 @@ func TestDue(t *testing.T) {
 			t.Errorf("%s: policy %q, action %q, acts at %v; want expire, DELETE, a time", it.Name, it.Policy, it.Action, it.ActsAt)
 		}
 	}
-	for _, ns := range []string{soon, three} {
+	if it := byName["sweeper"]; !it.Rule || it.Namespace != home || it.Target != ruled {
+		t.Errorf("the rule's namespace: %+v, want rule %s/sweeper on %s", it, home, ruled)
+	}
+	for _, ns := range []string{soon, three, "sweeper"} {
 		if it := byName[ns]; len(it.DelayedBy) > 0 || it.ActsAt == nil || !it.ActsAt.Equal(it.Due) {
 			t.Errorf("%s: %+v, want it acting when due", ns, it)
 		}
@@ -79,7 +85,7 @@ func TestDue(t *testing.T) {
 
 	// A freeze at its due time puts the first off until the freeze ends.
 	thaw := now.Add(2 * time.Hour).Truncate(time.Second)
-	l = runDue(t, e.Kubeconfig, "--within", "90m", "-l", caseLabel+"="+caseID, "--freeze", now.Add(30*time.Minute).Format(time.RFC3339)+"/"+thaw.Format(time.RFC3339))
+	l = runDue(t, e.Kubeconfig, "--within", "90m", "-l", caseLabel+"="+caseID, "--trusted-namespaces", home, "--freeze", now.Add(30*time.Minute).Format(time.RFC3339)+"/"+thaw.Format(time.RFC3339))
 	if len(l.Items) != 1 || len(l.Items[0].DelayedBy) != 1 || l.Items[0].DelayedBy[0].By != due.ByFreeze || l.Items[0].ActsAt == nil || !l.Items[0].ActsAt.Equal(thaw) {
 		t.Errorf("in a freeze: %+v, want %s acting when it ends, %s", l.Items, soon, thaw)
 	}
