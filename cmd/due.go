@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -28,8 +29,8 @@ nsman's CronJob as nsman sweep --dry-run does (--config-from); --max-actions
 is left out: it spreads what is due over sweeps.
 
 Exit status: 0 when it could tell (nothing due included), 1 when a manager
-could not be evaluated, 2 on a usage error or when the cluster cannot be
-reached.`,
+could not be evaluated or it was interrupted, 2 on a usage error or when the
+cluster cannot be reached.`,
 		Example: `  nsman due
   nsman due --within 2d -n team-a -o wide
   nsman due -A -o json | jq '.due[] | select(.delayedBy)'`,
@@ -66,15 +67,26 @@ func (o *sweepOptions) due(c *cobra.Command, opts *due.Options) error {
 		return err
 	}
 	cfg.MaxActions, cfg.SkipReclaim = 0, true
+	// The dry runs after the first log errors alone: the first warned.
+	later := log
+	if o.log.level != "debug" {
+		if later, err = newLogger(o.log.format, "error", c.ErrOrStderr()); err != nil {
+			return err
+		}
+	}
 	l, err := opts.Look(c.Context(), func(ctx context.Context, at time.Time) (report.Report, error) {
 		cfg.At = at
 		sweeper, err := sweep.New(cfg, clients, nil, log)
+		log = later
 		if err != nil {
 			return report.Report{}, err
 		}
 		return sweeper.Run(ctx)
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, sweep.ErrInterrupted):
+		return err
+	case err != nil:
 		return usageError{err}
 	}
 	if err := opts.Print(c.OutOrStdout(), c.ErrOrStderr(), l); err != nil || len(l.Failed) == 0 {

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -49,7 +50,12 @@ func TestDue(t *testing.T) {
 	}
 
 	before := len(e.Writes(t))
-	l := runDue(t, e.Kubeconfig, "--within", "24h", "-A", "-l", caseLabel+"="+caseID, "--trusted-namespaces", home)
+	// A trusted namespace that does not exist is warned of once, by the
+	// first dry run, not by each.
+	l, stderr := runDue(t, e.Kubeconfig, "--within", "24h", "-A", "-l", caseLabel+"="+caseID, "--trusted-namespaces", home+",nsman-due-missing")
+	if n := strings.Count(stderr, "a trusted namespace does not exist"); n != 1 {
+		t.Errorf("warned %d times of the missing trusted namespace, want once:\n%s", n, stderr)
+	}
 	if writes := e.Writes(t)[before:]; len(writes) > 0 {
 		t.Fatalf("nsman due wrote:\n%v", writes)
 	}
@@ -85,17 +91,26 @@ func TestDue(t *testing.T) {
 
 	// A freeze at its due time puts the first off until the freeze ends.
 	thaw := now.Add(2 * time.Hour).Truncate(time.Second)
-	l = runDue(t, e.Kubeconfig, "--within", "90m", "-l", caseLabel+"="+caseID, "--trusted-namespaces", home, "--freeze", now.Add(30*time.Minute).Format(time.RFC3339)+"/"+thaw.Format(time.RFC3339))
+	l, _ = runDue(t, e.Kubeconfig, "--within", "90m", "-l", caseLabel+"="+caseID, "--trusted-namespaces", home, "--freeze", now.Add(30*time.Minute).Format(time.RFC3339)+"/"+thaw.Format(time.RFC3339))
 	if len(l.Items) != 1 || len(l.Items[0].DelayedBy) != 1 || l.Items[0].DelayedBy[0].By != due.ByFreeze || l.Items[0].ActsAt == nil || !l.Items[0].ActsAt.Equal(thaw) {
 		t.Errorf("in a freeze: %+v, want %s acting when it ends, %s", l.Items, soon, thaw)
 	}
 	if writes := e.Writes(t)[before:]; len(writes) > 0 {
 		t.Fatalf("nsman due wrote:\n%v", writes)
 	}
+
+	// Interrupted, it exits 1, as an interrupted sweep does.
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	var out bytes.Buffer
+	if code := cmd.Execute(ctx, []string{"due", "--kubeconfig", e.Kubeconfig, "--config-from=none", "-l", caseLabel + "=" + caseID}, &out, &out); code != cmd.ExitFailed || !strings.Contains(out.String(), "interrupted") {
+		t.Errorf("interrupted: exit %d, %s; want 1", code, out.String())
+	}
 }
 
-// runDue runs nsman due -o json as the kubeconfig's user, its flags alone.
-func runDue(t *testing.T, kubeconfig string, args ...string) due.List {
+// runDue runs nsman due -o json as the kubeconfig's user, its flags alone,
+// and returns what it listed and its stderr.
+func runDue(t *testing.T, kubeconfig string, args ...string) (due.List, string) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	all := append([]string{"due", "-o", "json", "--kubeconfig", kubeconfig, "--config-from=none"}, args...)
@@ -106,5 +121,5 @@ func runDue(t *testing.T, kubeconfig string, args ...string) due.List {
 	if err := json.Unmarshal(stdout.Bytes(), &l); err != nil {
 		t.Fatalf("nsman %v: not JSON (%v):\n%s", all, err, stdout.String())
 	}
-	return l
+	return l, stderr.String()
 }
