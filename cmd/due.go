@@ -35,7 +35,9 @@ cluster cannot be reached.`,
   nsman due --within 2d -n team-a -o wide
   nsman due -A -o json | jq '.due[] | select(.delayedBy)'`,
 		Args: usageArgs(cobra.NoArgs),
-		RunE: func(c *cobra.Command, _ []string) error { return o.due(c, opts) },
+		// -A is every namespace, whatever -n nsman's CronJob sweeps with.
+		PreRunE: func(c *cobra.Command, _ []string) error { return allNamespaces(c, opts) },
+		RunE:    func(c *cobra.Command, _ []string) error { return o.due(c, opts) },
 	}
 	o.addDecisionFlags(c.Flags())
 	// Each dry run logs what it plans at info: here only warnings, unless asked.
@@ -43,6 +45,15 @@ cluster cannot be reached.`,
 	opts.AddFlags(c.Flags())
 	complete.Choices(c, "output", due.Formats...)
 	return c
+}
+
+// allNamespaces marks -n given, empty, when -A is: a dry run then takes no
+// -n of nsman's CronJob (adopt).
+func allNamespaces(c *cobra.Command, opts *due.Options) error {
+	if !opts.AllNamespaces || c.Flags().Changed("namespace") {
+		return nil
+	}
+	return c.Flags().Set("namespace", "")
 }
 
 // due runs nsman due: the dry runs due.Look asks for, each a sweep with

@@ -39,7 +39,7 @@ type Options struct {
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Within = DefaultWithin
 	fs.Var((*duration.Value)(&o.Within), "within", "list what is due within this time from now (and what acts now), e.g. 1h, 2d, 1w")
-	fs.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "managers in every namespace, as without -n")
+	fs.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "managers in every namespace, as without -n, and whatever -n nsman's CronJob sweeps with (--config-from)")
 	fs.StringVarP(&o.Output, "output", "o", printer.Text, "format: text, wide (DUE AT, ACTS AT and REASON columns besides), json or yaml")
 }
 
