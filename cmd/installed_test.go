@@ -126,3 +126,27 @@ func TestConfigFromNoneSaysSo(t *testing.T) {
 		}
 	}
 }
+
+// nsman due -A looks at every namespace, whatever -n the installed sweep
+// has; without -A it takes the CronJob's -n, as a dry run does.
+func TestDueAllNamespacesTakesNoInstalledNamespace(t *testing.T) {
+	inst := &installation{namespace: "nsman", name: "nsman", args: []string{"-n", "team-a"}}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{{[]string{"-A"}, ""}, {nil, "team-a"}} {
+		due := newDueCommand()
+		if err := due.Flags().Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		if err := due.PreRunE(due, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := newSweepOptions().adopt(due.Flags(), inst); err != nil {
+			t.Fatal(err)
+		}
+		if got := due.Flags().Lookup("namespace").Value.String(); got != c.want {
+			t.Errorf("%q: namespace %q, want %q", c.args, got, c.want)
+		}
+	}
+}

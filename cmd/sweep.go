@@ -116,28 +116,16 @@ failed, 2 on a usage or configuration error.`,
 		RunE: func(c *cobra.Command, _ []string) error { return o.run(c) },
 	}
 	fs := c.Flags()
-	o.kube.addFlags(fs)
-	o.log.addFlags(fs)
-	o.prom.AddFlags(fs)
+	o.addDecisionFlags(fs)
 	fs.StringVarP(&o.output, "output", "o", "text", "report format: text, wide (DUE AT and OWNER columns besides), json, yaml or name (a line per entry: its manager, or the namespace of a rule's pair)")
 	fs.StringSliceVar(&o.states, "state", nil, "print only the entries in these states, comma-separated (fired,failed); the summary still counts them all: "+printer.StateList)
 	fs.BoolVar(&o.noColor, "no-color", false, "print the states of the text report without colour, even on a terminal (as does NO_COLOR, and output that is not a terminal)")
-	fs.StringVarP(&o.namespace, "namespace", "n", "", "only managers in this namespace (default: all namespaces)")
-	fs.StringVarP(&o.selector, "selector", "l", "", "only managers matching this label selector")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "make no change at all; print what would happen")
 	fs.StringVar(&o.at, "at", "", "with --dry-run, evaluate at this RFC 3339 time instead of now")
 	fs.IntVar(&o.maxActions, "max-actions", 0, "act on at most this many managers or rule namespaces per sweep, shared round-robin across the namespaces acted on; the rest wait for the next (0: no limit)")
 	fs.IntVar(&o.concurrency, "concurrency", sweep.DefaultConcurrency, "managers handled at once")
-	fs.StringSliceVar(&o.trustedNamespaces, "trusted-namespaces", o.trustedNamespaces, "namespaces whose managers may target other namespaces, and where rules may live: exactly those listed, the namespace nsman runs in included only if listed (unset: the namespace nsman runs in, $POD_NAMESPACE or on the in-cluster config its ServiceAccount's, or with --dry-run from outside the cluster its CronJob's; none when it is not known). A listed namespace that does not exist is reported by every sweep: whoever creates it gets trusted managers")
-	fs.StringSliceVar(&o.protectedNamespaces, "protected-namespaces", o.protectedNamespaces, "namespaces never deleted, scaled down or notified about, in addition to kube-system, kube-public, kube-node-lease and the namespace nsman runs in, which always are; the list given replaces only the default")
 	durationVar(fs, &o.webhookTimeout, "webhook-timeout", 10*time.Second, "timeout of one webhook attempt")
-	durationVar(fs, &o.maxHold, "max-hold", decide.DefaultMaxHold, "a hold (annotation "+status.HoldAnnotation+") or a wake ("+status.WakeAnnotation+") ending further ahead than this is ignored and reported")
-	durationVar(fs, &o.claimTTL, "claim-ttl", sweep.DefaultClaimTTL, "how long a claim holds a manager: an action not done by then (less 5s) is given up, and a later sweep may complete the claim of a sweep that died (at least 10s)")
-	durationVar(fs, &o.stuckAfter, "stuck-after", sweep.DefaultStuckAfter, "a namespace a manager deleted or aims at, or a DELETE rule matches, that is still Terminating this long after its deletion is reported stuck, with why")
 	fs.BoolVar(&o.reclaim, "reclaim", true, "tell what each DELETE and SCALE_DOWN frees (CPU and memory requested by the pods that go, storage requested by the PersistentVolumeClaims, LoadBalancer Services), read before a DELETE")
-	fs.StringArrayVar(&o.freezes, "freeze", nil, "START/END: nothing acts from START to END; what is due waits until END (repeatable; each an RFC 3339 time, or a date YYYY-MM-DD in --freeze-time-zone: a START date is the start of that day, an END date its end)")
-	fs.StringVar(&o.freezeFile, "freeze-file", "", "file of freezes, as --freeze, one START/END a line, # comments (a holiday calendar), read at start")
-	fs.StringVar(&o.freezeTimeZone, "freeze-time-zone", "UTC", "the IANA time zone of the dates in --freeze and --freeze-file")
 	fs.StringVar(&o.webhookKeyFile, "webhook-signing-key-file", "", "file with the key that signs webhook requests (HMAC-SHA256)")
 	fs.StringSliceVar(&o.webhookAllow, "webhook-allow", nil, "send webhooks only to these receivers: host names, *.domain suffixes, CIDRs of the addresses dialled (default: any receiver the deny list allows)")
 	fs.StringVar(&o.notifyURL, "notify-url", "", "after every action that fired or failed (not in a dry run), POST a notification here, delivered as WEBHOOK actions are (timeout, retries, address policy, --webhook-allow, signature); the URL is a credential that this flag shows to anyone who can see the process or the pod spec: in a cluster, use --notify-url-file")
@@ -146,13 +134,31 @@ failed, 2 on a usage or configuration error.`,
 	fs.StringVar(&o.notifyFormat, "notify-format", tell.DefaultFormat, tell.FormatHelp())
 	fs.StringVar(&o.pushgatewayURL, "pushgateway-url", "", "push the sweep's metrics to this Prometheus Pushgateway at the end of each sweep")
 	fs.StringVar(&o.clusterName, "cluster-name", "", "with --pushgateway-url, push the metrics under the grouping label cluster=NAME, which every series pushed then carries: one Pushgateway and one dashboard for the clusters of a fleet (default: no cluster label)")
-	fs.Int64Var(&o.chunkSize, "chunk-size", sweep.DefaultPageSize, "objects per list request (managers, namespaces, pods), as kubectl's --chunk-size")
 	fs.IntVar(&o.shardCount, "shard-count", 1, "split the managers among this many sweeps run side by side, by a hash of their UID")
-	fs.StringVar(&o.argoCDNamespace, "argocd-namespace", sweep.DefaultArgoCDNamespace, argoCDNamespaceHelp)
-	fs.StringVar(&o.configFrom, "config-from", configFromAuto, "with --dry-run from outside the cluster (no $POD_NAMESPACE, not the in-cluster config): take the namespace and the sweep flags of nsman's CronJob in the cluster for those not given here, as it sees them: auto (the one labelled "+installedSelector+", if any), NAMESPACE/NAME, or none")
 	fs.IntVar(&o.shardIndex, "shard-index", 0, "the shard this sweep handles, from 0 to --shard-count - 1 (default: $"+jobIndexEnv+" whenever it is set, whatever --shard-count, else 0)")
 	complete.Choices(c, "output", printer.Formats...)
 	return c
+}
+
+// addDecisionFlags adds the flags that change what a sweep decides, which
+// nsman due takes as nsman sweep does.
+func (o *sweepOptions) addDecisionFlags(fs *pflag.FlagSet) {
+	o.kube.addFlags(fs)
+	o.log.addFlags(fs)
+	o.prom.AddFlags(fs)
+	fs.StringVarP(&o.namespace, "namespace", "n", "", "only managers in this namespace (default: all namespaces)")
+	fs.StringVarP(&o.selector, "selector", "l", "", "only managers matching this label selector")
+	fs.StringSliceVar(&o.trustedNamespaces, "trusted-namespaces", o.trustedNamespaces, "namespaces whose managers may target other namespaces, and where rules may live: exactly those listed, the namespace nsman runs in included only if listed (unset: the namespace nsman runs in, $POD_NAMESPACE or on the in-cluster config its ServiceAccount's, or with --dry-run from outside the cluster its CronJob's; none when it is not known). A listed namespace that does not exist is reported by every sweep: whoever creates it gets trusted managers")
+	fs.StringSliceVar(&o.protectedNamespaces, "protected-namespaces", o.protectedNamespaces, "namespaces never deleted, scaled down or notified about, in addition to kube-system, kube-public, kube-node-lease and the namespace nsman runs in, which always are; the list given replaces only the default")
+	durationVar(fs, &o.maxHold, "max-hold", decide.DefaultMaxHold, "a hold (annotation "+status.HoldAnnotation+") or a wake ("+status.WakeAnnotation+") ending further ahead than this is ignored and reported")
+	durationVar(fs, &o.claimTTL, "claim-ttl", sweep.DefaultClaimTTL, "how long a claim holds a manager: an action not done by then (less 5s) is given up, and a later sweep may complete the claim of a sweep that died (at least 10s)")
+	durationVar(fs, &o.stuckAfter, "stuck-after", sweep.DefaultStuckAfter, "a namespace a manager deleted or aims at, or a DELETE rule matches, that is still Terminating this long after its deletion is reported stuck, with why")
+	fs.StringArrayVar(&o.freezes, "freeze", nil, "START/END: nothing acts from START to END; what is due waits until END (repeatable; each an RFC 3339 time, or a date YYYY-MM-DD in --freeze-time-zone: a START date is the start of that day, an END date its end)")
+	fs.StringVar(&o.freezeFile, "freeze-file", "", "file of freezes, as --freeze, one START/END a line, # comments (a holiday calendar), read at start")
+	fs.StringVar(&o.freezeTimeZone, "freeze-time-zone", "UTC", "the IANA time zone of the dates in --freeze and --freeze-file")
+	fs.Int64Var(&o.chunkSize, "chunk-size", sweep.DefaultPageSize, "objects per list request (managers, namespaces, pods), as kubectl's --chunk-size")
+	fs.StringVar(&o.argoCDNamespace, "argocd-namespace", sweep.DefaultArgoCDNamespace, argoCDNamespaceHelp)
+	fs.StringVar(&o.configFrom, "config-from", configFromAuto, "with --dry-run from outside the cluster (no $POD_NAMESPACE, not the in-cluster config): take the namespace and the sweep flags of nsman's CronJob in the cluster for those not given here, as it sees them: auto (the one labelled "+installedSelector+", if any), NAMESPACE/NAME, or none")
 }
 
 // argoCDNamespaceHelp is --argocd-namespace's help, of nsman sweep and
@@ -199,7 +205,7 @@ func (o *sweepOptions) config(flags *pflag.FlagSet) (sweep.Config, error) {
 			return cfg, fmt.Errorf("--at %q: want an RFC 3339 time such as 2026-01-02T09:00:00Z", o.at)
 		}
 	}
-	if cfg.Freezes, err = o.readFreezes(); err != nil {
+	if cfg.Freezes, err = decide.LoadFreezes(o.freezes, o.freezeFile, o.freezeTimeZone); err != nil {
 		return cfg, err
 	}
 	if err := o.printFlags(); err != nil {
@@ -472,34 +478,4 @@ func sweepID() string {
 	_, _ = rand.Read(b)
 	host, _ := os.Hostname()
 	return fmt.Sprintf("%s-%s", host, hex.EncodeToString(b))
-}
-
-// readFreezes is --freeze and --freeze-file's freezes, dates read in
-// --freeze-time-zone.
-func (o *sweepOptions) readFreezes() ([]decide.Freeze, error) {
-	loc, err := time.LoadLocation(o.freezeTimeZone)
-	if err != nil || o.freezeTimeZone == "" || o.freezeTimeZone == "Local" {
-		return nil, fmt.Errorf("--freeze-time-zone %q: want an IANA time zone such as Europe/Berlin or UTC", o.freezeTimeZone)
-	}
-	var out []decide.Freeze
-	for _, s := range o.freezes {
-		f, err := decide.ParseFreeze(s, loc)
-		if err != nil {
-			return nil, fmt.Errorf("--freeze %w", err)
-		}
-		out = append(out, f)
-	}
-	if o.freezeFile == "" {
-		return out, nil
-	}
-	file, err := os.Open(o.freezeFile)
-	if err != nil {
-		return nil, fmt.Errorf("--freeze-file: %w", err)
-	}
-	defer file.Close()
-	fromFile, err := decide.ReadFreezes(file, o.freezeFile, loc)
-	if err != nil {
-		return nil, fmt.Errorf("--freeze-file %w", err)
-	}
-	return append(out, fromFile...), nil
 }

@@ -133,7 +133,8 @@ type PolicyState struct {
 	// when only pods can change it. For a SLEEP policy while the target is
 	// asleep, it is when the sleep ends through time alone (zero when only
 	// activity or pods can end it, or the policy does not hold).
-	Due time.Time
+	Due     time.Time
+	Outside time.Time // with windows: when the condition comes due (Now, holding), windows aside; Due: one open then
 	// Problem says which annotation of the target the condition ignores,
 	// and why: an ExpiresAnnotation that does not parse (the condition
 	// never holds by it), a TouchedAnnotation that does not parse or is
@@ -255,10 +256,10 @@ func judgeInWindows(state *PolicyState, out *Outcome, generation int64, i int, p
 		return Wait
 	case verdict == Fire && closed:
 		state.Detail += fmt.Sprintf("; outside its windows (%s): it acts at %s", window.Describe(p.Windows), stamp(open))
-		state.Due = open
+		state.Due, state.Outside = open, in.Now
 		return Wait
 	case verdict == Wait && !state.Due.IsZero():
-		if state.Due = window.NextOpen(p.Windows, state.Due); state.Due.IsZero() {
+		if state.Outside, state.Due = state.Due, window.NextOpen(p.Windows, state.Due); state.Due.IsZero() {
 			state.Detail += "; " + noMoreOpen(p) + " by then"
 		}
 	}
@@ -266,9 +267,8 @@ func judgeInWindows(state *PolicyState, out *Outcome, generation int64, i int, p
 }
 
 func (out Outcome) fire(i int, state PolicyState) Outcome {
-	out.Verdict, out.Policy, out.Reason = Fire, i, state.Detail
+	out.Verdict, out.Policy, out.Reason, out.NextDue = Fire, i, state.Detail, time.Time{}
 	out.Policies = append(out.Policies, state)
-	out.NextDue = time.Time{}
 	return out
 }
 

@@ -31,6 +31,19 @@ func TestEvaluateInWindows(t *testing.T) {
 	if out.Verdict != Wait || !out.NextDue.Equal(noon.Add(10*time.Hour)) || !strings.Contains(out.Policies[0].Detail, "pods are checked from") {
 		t.Errorf("pods condition, closed: %s, due %v, %+v; want no check before 22:00", out.Verdict, out.NextDue, out.Policies)
 	}
+	// Outside says when the condition comes due, windows aside, for nsman
+	// due to say a window delays it: Due when that is in a window.
+	held := Evaluate(mgr(withWindows(expires("expire", noon.Add(-time.Hour)))), Input{Now: noon, TargetCreated: created})
+	due := Evaluate(mgr(withWindows(expires("expire", noon.Add(2*time.Hour)))), Input{Now: noon, TargetCreated: created})
+	inside := Evaluate(mgr(withWindows(expires("expire", noon.Add(11*time.Hour)))), Input{Now: noon, TargetCreated: created})
+	switch {
+	case !held.Policies[0].Outside.Equal(noon):
+		t.Errorf("holding at noon, outside: Outside %v, want noon", held.Policies[0].Outside)
+	case !due.Policies[0].Outside.Equal(noon.Add(2 * time.Hour)):
+		t.Errorf("due at 14:00, outside: Outside %v, want 14:00", due.Policies[0].Outside)
+	case !inside.Policies[0].Outside.Equal(inside.NextDue) || !inside.NextDue.Equal(noon.Add(11*time.Hour)):
+		t.Errorf("due at 23:00, inside: Outside %v, due %v; want 23:00 both", inside.Policies[0].Outside, inside.NextDue)
+	}
 	// Later policies are evaluated while one waits for its window.
 	out = Evaluate(mgr(withWindows(expires("expire", noon.Add(-time.Hour))), ttl("backstop", 0)), Input{Now: noon, TargetCreated: created})
 	if out.Verdict != Fire || out.Policy != 1 {

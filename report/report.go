@@ -271,6 +271,10 @@ type Condition struct {
 	Holds  bool       `json:"holds"`
 	Detail string     `json:"detail"`
 	Due    *time.Time `json:"due,omitempty"`
+	// OutsideWindows, of a policy with windows, is when its condition
+	// comes due (or came: it holds) while they are closed; Due is then
+	// when the next opens.
+	OutsideWindows *time.Time `json:"outsideWindows,omitempty"`
 }
 
 // Summary totals a sweep.

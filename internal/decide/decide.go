@@ -785,7 +785,12 @@ func trafficOf(states []policy.PolicyState) *report.Traffic {
 func conditions(states []policy.PolicyState) []report.Condition {
 	out := make([]report.Condition, 0, len(states))
 	for _, s := range states {
-		out = append(out, report.Condition{Policy: s.Name, Holds: s.Holds, Detail: s.Detail, Due: TimePtr(s.Due)})
+		c := report.Condition{Policy: s.Name, Holds: s.Holds, Detail: s.Detail, Due: TimePtr(s.Due)}
+		if !s.Outside.Equal(s.Due) {
+			// Its windows put it off: nsman due says so.
+			c.OutsideWindows = TimePtr(s.Outside)
+		}
+		out = append(out, c)
 	}
 	return out
 }

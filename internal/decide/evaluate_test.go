@@ -92,3 +92,20 @@ func TestIgnoredAnnotationSaysEach(t *testing.T) {
 		t.Errorf("%q, want %q", got, want)
 	}
 }
+
+// A condition's entry says when it came due while its windows were closed
+// (for nsman due), and nothing of windows when they put nothing off.
+func TestConditionsOutsideWindows(t *testing.T) {
+	at := time.Date(2026, 11, 24, 22, 0, 0, 0, time.UTC)
+	got := conditions([]policy.PolicyState{
+		{Name: "closed", Due: at, Outside: at.Add(-8 * time.Hour)},
+		{Name: "open", Due: at, Outside: at},
+		{Name: "no windows", Due: at},
+	})
+	if c := got[0].OutsideWindows; c == nil || !c.Equal(at.Add(-8*time.Hour)) {
+		t.Errorf("closed: outsideWindows %v, want 14:00", c)
+	}
+	if got[1].OutsideWindows != nil || got[2].OutsideWindows != nil {
+		t.Errorf("open, no windows: %v, %v; want none", got[1].OutsideWindows, got[2].OutsideWindows)
+	}
+}

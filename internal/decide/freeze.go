@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 )
@@ -93,4 +94,35 @@ func FrozenUntil(freezes []Freeze, now time.Time) (time.Time, bool) {
 		}
 	}
 	return end, !end.IsZero()
+}
+
+// LoadFreezes is the freezes of --freeze (ranges) and --freeze-file
+// (file, "" for none), dates read in --freeze-time-zone (zone): what
+// nsman sweep and nsman due freeze alike. An error names the flag.
+func LoadFreezes(ranges []string, file, zone string) ([]Freeze, error) {
+	loc, err := time.LoadLocation(zone)
+	if err != nil || zone == "" || zone == "Local" {
+		return nil, fmt.Errorf("--freeze-time-zone %q: want an IANA time zone such as Europe/Berlin or UTC", zone)
+	}
+	var out []Freeze
+	for _, s := range ranges {
+		f, err := ParseFreeze(s, loc)
+		if err != nil {
+			return nil, fmt.Errorf("--freeze %w", err)
+		}
+		out = append(out, f)
+	}
+	if file == "" {
+		return out, nil
+	}
+	r, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("--freeze-file: %w", err)
+	}
+	defer r.Close()
+	fromFile, err := ReadFreezes(r, file, loc)
+	if err != nil {
+		return nil, fmt.Errorf("--freeze-file %w", err)
+	}
+	return append(out, fromFile...), nil
 }

@@ -1,6 +1,7 @@
 package decide
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -73,6 +74,33 @@ func TestFrozenUntil(t *testing.T) {
 		end, frozen := FrozenUntil(freezes, at(now))
 		if frozen != (want != "") || frozen && !end.Equal(at(want)) {
 			t.Errorf("frozenUntil(%s) = %v, %v; want %q", now, end, frozen, want)
+		}
+	}
+}
+
+// LoadFreezes reads --freeze's ranges and --freeze-file's lines in the
+// time zone given, each error naming its flag.
+func TestLoadFreezes(t *testing.T) {
+	file := t.TempDir() + "/calendar"
+	if err := os.WriteFile(file, []byte("# holidays\n2026-12-31/2027-01-01\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadFreezes([]string{"2026-12-24/2026-12-26"}, file, "Europe/Berlin")
+	if err != nil || len(got) != 2 || got[0].String() != "2026-12-23T23:00:00Z/2026-12-26T23:00:00Z" || got[1].String() != "2026-12-30T23:00:00Z/2027-01-01T23:00:00Z" {
+		t.Errorf("%v, %v", got, err)
+	}
+	for _, c := range []struct {
+		ranges     []string
+		file, zone string
+		want       string
+	}{
+		{nil, "", "Local", "--freeze-time-zone"},
+		{nil, "", "Mars/Olympus", "--freeze-time-zone"},
+		{[]string{"tomorrow"}, "", "UTC", "--freeze"},
+		{nil, file + ".missing", "UTC", "--freeze-file"},
+	} {
+		if _, err := LoadFreezes(c.ranges, c.file, c.zone); err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%v %q %q: %v, want an error about %s", c.ranges, c.file, c.zone, err, c.want)
 		}
 	}
 }

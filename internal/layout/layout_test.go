@@ -35,13 +35,16 @@ const module = "github.com/nsman/nsman"
 var layers = map[string][]string{
 	"cmd/nsman": {"cmd", "internal/memory", "policy"},
 	"cmd": {
-		"sweep", "doctor", "explain", "metrics",
+		"sweep", "doctor", "explain", "due", "metrics",
 		"internal/execute", "internal/decide", "internal/record", "internal/probe", "internal/reclaim", "internal/tell",
 		"internal/write", "internal/cluster", "internal/workload", "internal/owner", "internal/listpage", "internal/status",
 		"internal/printer", "internal/console", "internal/duration", "internal/connect", "internal/complete", "internal/prom", "report", "deploy", "webhook", "policy", "policy/traffic", "policy/patch",
 	},
 	"doctor":  {"internal/cluster", "internal/owner", "internal/listpage", "internal/status", "report", "deploy", "webhook", "policy"},
 	"explain": {"internal/cluster", "internal/owner", "internal/listpage", "internal/status", "report", "policy"},
+	// due follows what a dry run says is due soon through dry runs at its
+	// due times, which cmd hands it: it imports no sweep.
+	"due": {"internal/printer", "internal/duration", "report", "policy"},
 	"sweep": {
 		"internal/execute", "internal/decide", "internal/record", "internal/probe", "internal/reclaim", "internal/tell",
 		"internal/write", "internal/cluster", "internal/workload", "internal/owner", "internal/listpage", "internal/status",

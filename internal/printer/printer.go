@@ -109,7 +109,7 @@ func writeEntries(w io.Writer, entries []report.Entry, now time.Time, o Options)
 		if e.Rule {
 			name += " (rule)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t", name, dash(e.Target), dash(e.Policy), colored(string(e.State), stateColors[e.State], o.Color), dash(e.Action), dueIn(e.Due, now))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t", name, dash(e.Target), dash(e.Policy), colored(string(e.State), stateColors[e.State], o.Color), dash(e.Action), DueIn(e.Due, now))
 		if wide {
 			fmt.Fprintf(tw, "%s\t", dueAt(e.Due))
 		}
@@ -139,10 +139,10 @@ func writeEntries(w io.Writer, entries []report.Entry, now time.Time, o Options)
 	return tw.Flush()
 }
 
-// dueIn says when due is from now as kubectl says an age, with
+// DueIn says when due is from now as kubectl says an age, with
 // apimachinery's HumanDuration: "in 8m", "3h ago", "now" within a second;
 // "-" for none.
-func dueIn(due *time.Time, now time.Time) string {
+func DueIn(due *time.Time, now time.Time) string {
 	if due == nil {
 		return "-"
 	}

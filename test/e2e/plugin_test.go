@@ -150,6 +150,15 @@ spec:
 	if got.DeletionTimestamp != nil {
 		t.Fatalf("namespace %s is being deleted after a dry run", ns)
 	}
+
+	// kubectl nsman due: the DELETE in an hour, within two.
+	stdout, stderr, code = kube(withCluster, "nsman", "due", "--within", "2h", "-n", ns, "-o", "json", "--config-from=none")
+	var soon struct {
+		Due []struct{ Name, Action string } `json:"due"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &soon); code != 0 || err != nil || len(soon.Due) != 1 || soon.Due[0].Name != ns || soon.Due[0].Action != "DELETE" {
+		t.Errorf("kubectl nsman due: exit %d, %v, stdout:\n%s\nstderr: %s\nwant the DELETE in an hour", code, err, stdout, stderr)
+	}
 }
 
 // TestPluginCompletionThroughKubectl completes 'kubectl nsman hold <TAB>'
@@ -171,5 +180,10 @@ func TestPluginCompletionThroughKubectl(t *testing.T) {
 	stdout, stderr, code := runIn(t, env, kubectl, "__complete", "nsman", "hold", ns[:len(ns)-1])
 	if words := strings.Split(stdout, "\n"); code != 0 || !slices.Contains(words, ns) {
 		t.Errorf("kubectl __complete nsman hold %s: exit %d, stdout:\n%s\nstderr: %s\nwant %s among the words", ns[:len(ns)-1], code, stdout, stderr, ns)
+	}
+	// The commands complete too: nsman due among them.
+	stdout, stderr, code = runIn(t, env, kubectl, "__complete", "nsman", "du")
+	if code != 0 || !strings.HasPrefix(stdout, "due\t") {
+		t.Errorf("kubectl __complete nsman du: exit %d, stdout:\n%s\nstderr: %s\nwant due", code, stdout, stderr)
 	}
 }
