@@ -140,23 +140,16 @@ var (
 	sleeperKinds = map[schema.GroupVersionResource]string{cronJobResource: "CronJob", scaledObjectRes: "ScaledObject", rolloutResource: "Rollout"}
 )
 
-// grantPatch lets the ServiceAccount namespace/name patch CronJobs, Jobs,
-// ScaledObjects, Rollouts and PriorityClasses, whatever deploy/'s RBAC
-// grants: the fence tests put the admission policy to the test, not RBAC.
-func grantPatch(ctx context.Context, t *testing.T, client dynamic.Interface, namespace, name string) {
+// bindClusterRole creates ClusterRole role of rules, bound to subject, for
+// the time of t.
+func bindClusterRole(ctx context.Context, t *testing.T, role string, subject rbacv1.Subject, rules ...rbacv1.PolicyRule) {
 	t.Helper()
-	role := "nsman-test-patch-" + namespace + "-" + name
-	if _, err := shared.Admin.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{"batch"}, Resources: []string{"cronjobs", "jobs"}, Verbs: []string{"patch"}},
-		{APIGroups: []string{scaledObjectRes.Group}, Resources: []string{scaledObjectRes.Resource}, Verbs: []string{"patch"}},
-		{APIGroups: []string{rolloutResource.Group}, Resources: []string{rolloutResource.Resource}, Verbs: []string{"patch"}},
-		{APIGroups: []string{priorityClassRes.Group}, Resources: []string{priorityClassRes.Resource}, Verbs: []string{"patch"}},
-	}}, metav1.CreateOptions{}); err != nil {
+	if _, err := shared.Admin.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role}, Rules: rules}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := shared.Admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: namespace, Name: name}},
+		Subjects: []rbacv1.Subject{subject},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -164,6 +157,20 @@ func grantPatch(ctx context.Context, t *testing.T, client dynamic.Interface, nam
 		_ = shared.Admin.RbacV1().ClusterRoleBindings().Delete(context.Background(), role, metav1.DeleteOptions{})
 		_ = shared.Admin.RbacV1().ClusterRoles().Delete(context.Background(), role, metav1.DeleteOptions{})
 	})
+}
+
+// grantPatch lets the ServiceAccount namespace/name patch CronJobs, Jobs,
+// ScaledObjects, Rollouts and PriorityClasses, whatever deploy/'s RBAC
+// grants: the fence tests put the admission policy to the test, not RBAC.
+func grantPatch(ctx context.Context, t *testing.T, client dynamic.Interface, namespace, name string) {
+	t.Helper()
+	role := "nsman-test-patch-" + namespace + "-" + name
+	bindClusterRole(ctx, t, role, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: namespace, Name: name},
+		rbacv1.PolicyRule{APIGroups: []string{"batch"}, Resources: []string{"cronjobs", "jobs"}, Verbs: []string{"patch"}},
+		rbacv1.PolicyRule{APIGroups: []string{scaledObjectRes.Group}, Resources: []string{scaledObjectRes.Resource}, Verbs: []string{"patch"}},
+		rbacv1.PolicyRule{APIGroups: []string{rolloutResource.Group}, Resources: []string{rolloutResource.Resource}, Verbs: []string{"patch"}},
+		rbacv1.PolicyRule{APIGroups: []string{priorityClassRes.Group}, Resources: []string{priorityClassRes.Resource}, Verbs: []string{"patch"}},
+	)
 	// In force once the last rule lets it patch a PriorityClass (an empty
 	// patch of one it creates: it changes nothing, which the fence allows).
 	pc := priorityClass(ctx, t, role)

@@ -19,17 +19,14 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/nsman/nsman/internal/owner"
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
-// The annotation a sleep's params.patches records on each object it
-// patches: the patch and its inverse.
-const patchedRecord = "nsman.k8s.consol.de/patched-before-sleep"
-
 // patchableAllowed is what the fence says it allows of a kind
 // configuredPatchable names with spec.suspend alone.
-const patchableAllowed = "nsman may change only spec.suspend and the annotations " + patchedRecord + ", " + reconcileAllowed + " of "
+const patchableAllowed = "nsman may change only spec.suspend and the annotations " + status.PatchedAnnotation + ", " + reconcileAllowed + " of "
 
 // fluxKind is the owner kind of Flux's resource (helmreleases or
 // kustomizations).
@@ -50,22 +47,10 @@ func fluxKind(t *testing.T, group, resource string) owner.Kind {
 func grantFluxPatch(ctx context.Context, t *testing.T, client dynamic.Interface, namespace, name string, probe *unstructured.Unstructured, res schema.GroupVersionResource) {
 	t.Helper()
 	role := "nsman-test-flux-patch-" + namespace + "-" + name
-	if _, err := shared.Admin.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{"helm.toolkit.fluxcd.io"}, Resources: []string{"helmreleases"}, Verbs: []string{"patch"}},
-		{APIGroups: []string{"kustomize.toolkit.fluxcd.io"}, Resources: []string{"kustomizations"}, Verbs: []string{"patch"}},
-	}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := shared.Admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: namespace, Name: name}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = shared.Admin.RbacV1().ClusterRoleBindings().Delete(context.Background(), role, metav1.DeleteOptions{})
-		_ = shared.Admin.RbacV1().ClusterRoles().Delete(context.Background(), role, metav1.DeleteOptions{})
-	})
+	bindClusterRole(ctx, t, role, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: namespace, Name: name},
+		rbacv1.PolicyRule{APIGroups: []string{"helm.toolkit.fluxcd.io"}, Resources: []string{"helmreleases"}, Verbs: []string{"patch"}},
+		rbacv1.PolicyRule{APIGroups: []string{"kustomize.toolkit.fluxcd.io"}, Resources: []string{"kustomizations"}, Verbs: []string{"patch"}},
+	)
 	var last error
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		last = patchAs(ctx, client, res, probe.GetNamespace(), probe.GetName(), map[string]any{}, false, metav1.PatchOptions{DryRun: dryRun})
@@ -125,12 +110,12 @@ func TestAdmissionPolicyFencesSleepPatches(t *testing.T) {
 				name  string
 				patch map[string]any
 			}{
-				{"suspended, with the record", annotated(map[string]any{patchedRecord: suspendPatchRecord}, map[string]any{"suspend": true})},
+				{"suspended, with the record", annotated(map[string]any{status.PatchedAnnotation: suspendPatchRecord}, map[string]any{"suspend": true})},
 				{"Flux switched off", annotated(map[string]any{fluxReconcile: "disabled", reconcileRecord: ""}, nil)},
 				{"Flux switched back", annotated(map[string]any{fluxReconcile: nil, reconcileRecord: nil}, nil)},
-				{"resumed, the record removed", annotated(map[string]any{patchedRecord: nil}, map[string]any{"suspend": nil})},
-				{"suspended again", annotated(map[string]any{patchedRecord: suspendPatchRecord}, map[string]any{"suspend": true})},
-				{"its record removed alone", annotated(map[string]any{patchedRecord: nil}, nil)},
+				{"resumed, the record removed", annotated(map[string]any{status.PatchedAnnotation: nil}, map[string]any{"suspend": nil})},
+				{"suspended again", annotated(map[string]any{status.PatchedAnnotation: suspendPatchRecord}, map[string]any{"suspend": true})},
+				{"its record removed alone", annotated(map[string]any{status.PatchedAnnotation: nil}, nil)},
 			} {
 				if err := patchAs(ctx, saDyn, k.Resource, tenant, "app", step.patch, true, metav1.PatchOptions{}); err != nil {
 					t.Errorf("%s %s: %v", k.Name, step.name, err)
@@ -151,14 +136,14 @@ func TestAdmissionPolicyFencesSleepPatches(t *testing.T) {
 		}{
 			{"a HelmRelease's values", helm.Resource, tenant, "app", map[string]any{"spec": map[string]any{"values": map[string]any{"image": "registry.invalid/miner:1"}}}, of + "spec.values"},
 			{"a HelmRelease's values with its suspension", helm.Resource, tenant, "app",
-				annotated(map[string]any{patchedRecord: suspendPatchRecord}, map[string]any{"suspend": true, "values": map[string]any{"replicaCount": 9}}), of + "spec.values"},
+				annotated(map[string]any{status.PatchedAnnotation: suspendPatchRecord}, map[string]any{"suspend": true, "values": map[string]any{"replicaCount": 9}}), of + "spec.values"},
 			{"a HelmRelease's chart", helm.Resource, tenant, "app", map[string]any{"spec": map[string]any{"chart": map[string]any{"spec": map[string]any{"chart": "miner"}}}}, of + "spec.chart"},
 			{"another annotation of a HelmRelease", helm.Resource, tenant, "app", annotated(map[string]any{"example.com/owner": "nsman"}, nil), of + "annotation example.com/owner"},
 			{"the replicas record on a HelmRelease", helm.Resource, tenant, "app", annotated(map[string]any{"nsman.k8s.consol.de/replicas-before-scale-down": "1"}, nil), of + "annotation nsman.k8s.consol.de/replicas-before-scale-down"},
 			{"a HelmRelease's labels", helm.Resource, tenant, "app", map[string]any{"metadata": map[string]any{"labels": map[string]any{"team": "x"}}}, of + "metadata.labels"},
 			{"a Kustomization's path", kust.Resource, tenant, "app", map[string]any{"spec": map[string]any{"path": "./miner"}},
 				patchableAllowed + "Kustomization " + tenant + "/app, not spec.path"},
-			{"a HelmRelease suspended in nsman's own namespace", helm.Resource, own, ownName, annotated(map[string]any{patchedRecord: suspendPatchRecord}, map[string]any{"suspend": true}),
+			{"a HelmRelease suspended in nsman's own namespace", helm.Resource, own, ownName, annotated(map[string]any{status.PatchedAnnotation: suspendPatchRecord}, map[string]any{"suspend": true}),
 				"may not change HelmRelease " + own + "/" + ownName + ": namespace " + own + " is protected"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
@@ -184,9 +169,9 @@ func TestAdmissionPolicyFencesSleepPatches(t *testing.T) {
 		}
 		untouched := fluxObject(ctx, t, helm, tenant, "untouched")
 		saDyn, policy := otherFence(ctx, t, e, "nsman-fence-default-test", "", untouched, helm.Resource)
-		err := refusedAtLast(ctx, saDyn, helm.Resource, untouched, annotated(map[string]any{patchedRecord: suspendPatchRecord}, map[string]any{"suspend": true}), policy)
+		err := refusedAtLast(ctx, saDyn, helm.Resource, untouched, annotated(map[string]any{status.PatchedAnnotation: suspendPatchRecord}, map[string]any{"suspend": true}), policy)
 		deniedBy(t, err, policy, "nsman may change only spec.replicas and the annotations ")
-		deniedBy(t, err, policy, "of HelmRelease "+tenant+"/untouched, not spec.suspend, annotation "+patchedRecord)
+		deniedBy(t, err, policy, "of HelmRelease "+tenant+"/untouched, not spec.suspend, annotation "+status.PatchedAnnotation)
 	})
 
 	// Labels and annotations a platform lets patches change: the
@@ -195,10 +180,10 @@ func TestAdmissionPolicyFencesSleepPatches(t *testing.T) {
 		labelled := fluxObject(ctx, t, helm, tenant, "labelled")
 		saDyn, policy := otherFence(ctx, t, e, "nsman-fence-labels-test",
 			"{'helm.toolkit.fluxcd.io/helmreleases': ['metadata.labels', 'metadata.annotations.example.com/paused']}", labelled, helm.Resource)
-		of := "nsman may change only metadata.labels and the annotations example.com/paused, " + patchedRecord + ", " + reconcileAllowed + " of HelmRelease " + tenant + "/labelled, not "
+		of := "nsman may change only metadata.labels and the annotations example.com/paused, " + status.PatchedAnnotation + ", " + reconcileAllowed + " of HelmRelease " + tenant + "/labelled, not "
 		deniedBy(t, refusedAtLast(ctx, saDyn, helm.Resource, labelled, map[string]any{"spec": map[string]any{"suspend": true}}, policy), policy, of+"spec.suspend")
 		deniedBy(t, refusedAtLast(ctx, saDyn, helm.Resource, labelled, annotated(map[string]any{"example.com/pause": "true"}, nil), policy), policy, of+"annotation example.com/pause")
-		patch := map[string]any{"metadata": map[string]any{"labels": map[string]any{"sleeping": "true"}, "annotations": map[string]any{"example.com/paused": "true", patchedRecord: "{}"}}}
+		patch := map[string]any{"metadata": map[string]any{"labels": map[string]any{"sleeping": "true"}, "annotations": map[string]any{"example.com/paused": "true", status.PatchedAnnotation: "{}"}}}
 		if err := patchAs(ctx, saDyn, helm.Resource, tenant, "labelled", patch, true, metav1.PatchOptions{}); err != nil {
 			t.Errorf("a label and the annotation: %v", err)
 		}

@@ -85,7 +85,7 @@ func TestSleepExamplesPlayOut(t *testing.T) {
 			if slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool { return o.GetKind() == "HelmRelease" }) {
 				// Flux's CRDs, and what deploy/components/flux-suspend grants.
 				nsmantest.InstallGitOpsCRDs(t, e.Dynamic)
-				grantOwnerDelete(t, "nsman-example-patch", rbacv1.PolicyRule{APIGroups: []string{helmReleases.Group}, Resources: []string{helmReleases.Resource}, Verbs: []string{"list", "patch"}})
+				grantNsman(t, "nsman-example-patch", rbacv1.PolicyRule{APIGroups: []string{nsmantest.HelmReleaseResource.Group}, Resources: []string{nsmantest.HelmReleaseResource.Resource}, Verbs: []string{"list", "patch"}})
 			}
 			playOutSleep(t, e, objs)
 		})

@@ -6,14 +6,12 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nsman/nsman/internal/cluster"
@@ -22,9 +20,6 @@ import (
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/test/nsmantest"
 )
-
-// helmReleases are Flux's HelmReleases, as its release's CRD serves them.
-var helmReleases = schema.GroupVersionResource{Group: "helm.toolkit.fluxcd.io", Version: "v2", Resource: "helmreleases"}
 
 // suspendWeb is the patch of a sleep that suspends the HelmReleases
 // labelled app=web.
@@ -48,7 +43,7 @@ func onHelmReleases(t *testing.T) (home, ns string) {
 	t.Helper()
 	nsmantest.InstallGitOpsCRDs(t, env.Dynamic)
 	home, ns = shared.Namespace(t), shared.Namespace(t)
-	grantOwnerDelete(t, "nsman-patch-"+ns, rbacv1.PolicyRule{APIGroups: []string{helmReleases.Group}, Resources: []string{helmReleases.Resource}, Verbs: []string{"list", "patch"}})
+	grantNsman(t, "nsman-patch-"+ns, rbacv1.PolicyRule{APIGroups: []string{nsmantest.HelmReleaseResource.Group}, Resources: []string{nsmantest.HelmReleaseResource.Resource}, Verbs: []string{"list", "patch"}})
 	return home, ns
 }
 
@@ -57,7 +52,7 @@ func createRelease(t *testing.T, ns, name, app string) {
 	t.Helper()
 	obj := nsmantest.OwnerObject(ownerKind(t, "HelmRelease"), ns, name)
 	obj.SetLabels(map[string]string{"app": app})
-	if _, err := env.Dynamic.Resource(helmReleases).Namespace(ns).Create(t.Context(), obj, metav1.CreateOptions{}); err != nil {
+	if _, err := env.Dynamic.Resource(nsmantest.HelmReleaseResource).Namespace(ns).Create(t.Context(), obj, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -65,7 +60,7 @@ func createRelease(t *testing.T, ns, name, app string) {
 // release is HelmRelease name of ns as it is now.
 func helmRelease(t *testing.T, ns, name string) *unstructured.Unstructured {
 	t.Helper()
-	obj, err := env.Dynamic.Resource(helmReleases).Namespace(ns).Get(t.Context(), name, metav1.GetOptions{})
+	obj, err := env.Dynamic.Resource(nsmantest.HelmReleaseResource).Namespace(ns).Get(t.Context(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +91,7 @@ func releaseWrites(t *testing.T, ns, name string) int {
 	t.Helper()
 	n := 0
 	for _, w := range env.Writes(t) {
-		if w.Namespace == ns && w.Resource == helmReleases.Resource && w.Name == name && w.Code == 200 {
+		if w.Namespace == ns && w.Resource == nsmantest.HelmReleaseResource.Resource && w.Name == name && w.Code == 200 {
 			n++
 		}
 	}
@@ -145,7 +140,7 @@ func TestSleepPatchesSuspendHelmReleases(t *testing.T) {
 		t.Errorf("%d writes to HelmRelease/web, want the one patch", n)
 	}
 
-	if _, err := env.Dynamic.Resource(helmReleases).Namespace(ns).Patch(t.Context(), "web", types.MergePatchType, []byte(`{"spec":{"suspend":false}}`), metav1.PatchOptions{FieldManager: "by-hand"}); err != nil {
+	if _, err := env.Dynamic.Resource(nsmantest.HelmReleaseResource).Namespace(ns).Patch(t.Context(), "web", types.MergePatchType, []byte(`{"spec":{"suspend":false}}`), metav1.PatchOptions{FieldManager: "by-hand"}); err != nil {
 		t.Fatal(err)
 	}
 	back := wantState(t, sweep(), home, "nights", report.StateFired)
@@ -172,34 +167,12 @@ func TestSleepPatchOnceUnderConcurrentSweeps(t *testing.T) {
 	home, ns := onHelmReleases(t)
 	createRelease(t, ns, "web", "web")
 	createManager(t, managerObj(home, "nights", ns, []any{sleepPatching(-time.Hour, 2*time.Hour)}, targeting(ns)))
-	atOnce := func() int {
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		fired := 0
-		spans := nsmantest.NewSpans().StartTogether(4)
-		for i := range 4 {
-			kubeconfig := spans.Kubeconfig(t, env, fmt.Sprint(i))
-			wg.Go(func() {
-				res := env.Sweep(t, "--kubeconfig", kubeconfig, "--trusted-namespaces", home, "-l", caseLabel+"="+ns)
-				mu.Lock()
-				defer mu.Unlock()
-				for _, entry := range res.Report.Entries {
-					if entry.State == report.StateFired {
-						fired++
-					}
-				}
-			})
-		}
-		wg.Wait()
-		spans.Check(t)
-		return fired
-	}
-	if n := atOnce(); n != 1 {
+	if n := sweepsAtOnce(t, ns, "--trusted-namespaces", home); n != 1 {
 		t.Errorf("%d sweeps put it to sleep, want 1", n)
 	}
 	wantRelease(t, ns, "web", true, map[string]any{"spec": map[string]any{"suspend": nil}})
 	later(t, home, "nights", sleepPatching(3*time.Hour, 4*time.Hour))
-	if n := atOnce(); n != 1 {
+	if n := sweepsAtOnce(t, ns, "--trusted-namespaces", home); n != 1 {
 		t.Errorf("%d sweeps woke it, want 1", n)
 	}
 	wantRelease(t, ns, "web", nil, nil)

@@ -168,9 +168,9 @@ func patchesApplied(t *testing.T, ns, name string) int {
 	return n
 }
 
-// sweepsAtOnce runs four sweeps of ns's manager together, their requests
-// overlapping in time, and returns how many fired.
-func sweepsAtOnce(t *testing.T, ns string) int {
+// sweepsAtOnce runs four sweeps of ns's managers together, with args, their
+// requests overlapping in time, and returns how many fired.
+func sweepsAtOnce(t *testing.T, ns string, args ...string) int {
 	t.Helper()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -179,7 +179,7 @@ func sweepsAtOnce(t *testing.T, ns string) int {
 	for i := range 4 {
 		kubeconfig := spans.Kubeconfig(t, env, fmt.Sprint(i))
 		wg.Go(func() {
-			res := env.Sweep(t, "--kubeconfig", kubeconfig, "-l", caseLabel+"="+ns)
+			res := env.Sweep(t, append([]string{"--kubeconfig", kubeconfig, "-l", caseLabel + "=" + ns}, args...)...)
 			mu.Lock()
 			defer mu.Unlock()
 			for _, entry := range res.Report.Entries {

@@ -20,24 +20,13 @@ import (
 // deleteViaOwner is a DELETE through the namespace's owner.
 var deleteViaOwner = map[string]any{"type": "DELETE", "params": map[string]any{"via": policy.ViaOwner}}
 
-// grantOwnerDelete binds to nsman's ServiceAccount, for t, a ClusterRole
-// named name that grants delete on resources of the API groups given, as
-// deploy/components/owner-delete does for the owner kinds.
-func grantOwnerDelete(t *testing.T, name string, rules ...rbacv1.PolicyRule) {
+// grantNsman binds to nsman's ServiceAccount, for t, a ClusterRole named
+// name of rules, as a component grants more than deploy/base does
+// (owner-delete: delete of the owner kinds; flux-suspend: list and patch
+// of HelmReleases).
+func grantNsman(t *testing.T, name string, rules ...rbacv1.PolicyRule) {
 	t.Helper()
-	ctx := t.Context()
-	if _, err := shared.Admin.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := shared.Admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: nsmantest.ServiceAccountName, Namespace: nsmantest.ServiceAccountNamespace}}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = shared.Admin.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
-		_ = shared.Admin.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
+	bindClusterRole(t.Context(), t, name, rbacv1.Subject{Kind: "ServiceAccount", Name: nsmantest.ServiceAccountName, Namespace: nsmantest.ServiceAccountNamespace}, rules...)
 }
 
 // application is Application namespace/name deploying to dest, with
@@ -60,7 +49,7 @@ func TestAdmissionPolicyFencesOwnerDeletes(t *testing.T) {
 	ctx := t.Context()
 	tenant := shared.Namespace(t)
 	apps := owner.Kinds()[0]
-	grantOwnerDelete(t, "nsman-fence-"+tenant,
+	grantNsman(t, "nsman-fence-"+tenant,
 		rbacv1.PolicyRule{APIGroups: []string{apps.Resource.Group}, Resources: []string{apps.Resource.Resource}, Verbs: []string{"delete"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"delete"}})
 	for _, app := range []*unstructured.Unstructured{application(tenant, "to-tenant", tenant), application(tenant, "to-system", "kube-system")} {
@@ -131,7 +120,7 @@ func TestDeleteViaOwnerOnTheRealCRD(t *testing.T) {
 		t.Errorf("without the grant, the Application exists %t, the namespace gone %t; want both there", exists, e.NamespaceGoneOrTerminating(t, ungranted))
 	}
 
-	grantOwnerDelete(t, "nsman-via-"+caseID, rbacv1.PolicyRule{APIGroups: []string{apps.Resource.Group}, Resources: []string{apps.Resource.Resource}, Verbs: []string{"delete"}})
+	grantNsman(t, "nsman-via-"+caseID, rbacv1.PolicyRule{APIGroups: []string{apps.Resource.Group}, Resources: []string{apps.Resource.Resource}, Verbs: []string{"delete"}})
 	writes := len(e.Writes(t))
 	dry := e.Sweep(t, "-l", caseLabel+"="+caseID, "--dry-run")
 	if en := wantState(t, dry, through, through, report.StatePlanned); !strings.Contains(en.Message, "owner applications.argoproj.io/"+through+"/preview deleted; namespace "+through+" follows once it is gone") {
@@ -198,7 +187,7 @@ func TestRuleDeletesViaOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	nameOwner(ctx, t, shared.Admin, target, owner.Ref{Resource: apps.Resource.GroupResource(), Namespace: target, Name: "preview"})
-	grantOwnerDelete(t, "nsman-via-rule-"+caseID, rbacv1.PolicyRule{APIGroups: []string{apps.Resource.Group}, Resources: []string{apps.Resource.Resource}, Verbs: []string{"delete"}})
+	grantNsman(t, "nsman-via-rule-"+caseID, rbacv1.PolicyRule{APIGroups: []string{apps.Resource.Group}, Resources: []string{apps.Resource.Resource}, Verbs: []string{"delete"}})
 	createManager(t, managerObj(home, "previews", caseID, []any{ttlPolicy("delete through the owner", 0, deleteViaOwner)}, selecting(caseID)))
 
 	first := e.Sweep(t, "-l", caseLabel+"="+caseID, "--trusted-namespaces", home)

@@ -31,6 +31,10 @@ var (
 	RolloutResource = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "rollouts"}
 )
 
+// HelmReleaseResource is Flux's HelmRelease, as its release's CRD
+// (InstallGitOpsCRDs) serves it: a sleep's patches suspend it.
+var HelmReleaseResource = schema.GroupVersionResource{Group: "helm.toolkit.fluxcd.io", Version: "v2", Resource: "helmreleases"}
+
 var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 // InstallFixtureCRDs creates each CRD of test/fixtures/crds with client (an

@@ -51,7 +51,7 @@ func countActions(t *testing.T, reqs []cluster.Request, deliveries []nsmantest.D
 			c.rollouts[r.Namespace]++
 		case r.Verb == "patch" && r.Resource == "services" && r.Code == 200:
 			c.services[r.Namespace]++
-		case r.Verb == "patch" && r.Resource == helmReleases.Resource && r.Code == 200:
+		case r.Verb == "patch" && r.Resource == nsmantest.HelmReleaseResource.Resource && r.Code == 200:
 			c.releases[r.Namespace]++
 		}
 	}

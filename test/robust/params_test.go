@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -25,9 +24,6 @@ import (
 // rule or a trusted manager may patch) keeping one replica of Deployment
 // "web" of 3, parking Service "edge" of type LoadBalancer, and suspending
 // Flux HelmRelease "release" (params.replicas, loadBalancers, patches).
-
-// helmReleases are Flux's HelmReleases, as its release's CRD serves them.
-var helmReleases = schema.GroupVersionResource{Group: "helm.toolkit.fluxcd.io", Version: "v2", Resource: "helmreleases"}
 
 // paramsAsleepLine and paramsAwakeLine are paramsLine of what makeParams
 // made, put to sleep with its records, and awake as made.
@@ -90,7 +86,7 @@ func grantHelmReleases(t *testing.T) {
 	t.Helper()
 	ctx := t.Context()
 	const name = "nsman-robust-helmreleases"
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{{APIGroups: []string{helmReleases.Group}, Resources: []string{helmReleases.Resource}, Verbs: []string{"list", "patch"}}}}
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{{APIGroups: []string{nsmantest.HelmReleaseResource.Group}, Resources: []string{nsmantest.HelmReleaseResource.Resource}, Verbs: []string{"list", "patch"}}}}
 	if _, err := shared.Admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
@@ -115,12 +111,12 @@ func makeParams(ctx context.Context, e *nsmantest.Env, ns string) error {
 		return err
 	}
 	release := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": helmReleases.GroupVersion().String(), "kind": "HelmRelease",
+		"apiVersion": nsmantest.HelmReleaseResource.GroupVersion().String(), "kind": "HelmRelease",
 		"metadata": map[string]any{"name": "release", "labels": map[string]any{"app": "web"}},
 		"spec": map[string]any{"interval": "5m", "suspend": false, "chart": map[string]any{"spec": map[string]any{
 			"chart": "app", "sourceRef": map[string]any{"kind": "HelmRepository", "name": "charts"}}}},
 	}}
-	_, err := e.Dynamic.Resource(helmReleases).Namespace(ns).Create(ctx, release, metav1.CreateOptions{})
+	_, err := e.Dynamic.Resource(nsmantest.HelmReleaseResource).Namespace(ns).Create(ctx, release, metav1.CreateOptions{})
 	return err
 }
 
@@ -139,7 +135,7 @@ func paramsLine(t *testing.T, e *nsmantest.Env, ns string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hr, err := e.Dynamic.Resource(helmReleases).Namespace(ns).Get(ctx, "release", metav1.GetOptions{})
+	hr, err := e.Dynamic.Resource(nsmantest.HelmReleaseResource).Namespace(ns).Get(ctx, "release", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
