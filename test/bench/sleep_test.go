@@ -392,6 +392,10 @@ type sleepTarget struct {
 type workloadTarget struct {
 	name, resourceVersion string
 	cronJob               bool
+	// patch, when set, is how the floor puts an object of another kind
+	// to sleep or wakes it (the params part's: its clients made while
+	// listed, untimed).
+	patch func(ctx context.Context, wake bool) error
 }
 
 // listSleepTargets lists the namespaces of set and their workloads, as the
@@ -483,6 +487,9 @@ func sleepWriteFloor(ctx context.Context, cfg *rest.Config, targets []sleepTarge
 // patchWorkload puts w in namespace to sleep, or wakes it, in one merge
 // patch conditional on its listed resourceVersion, as nsman does.
 func patchWorkload(ctx context.Context, kube kubernetes.Interface, namespace string, w workloadTarget, wake bool) error {
+	if w.patch != nil {
+		return w.patch(ctx, wake)
+	}
 	var annotations, spec map[string]any
 	switch {
 	case w.cronJob && !wake:
