@@ -47,12 +47,13 @@ const defaultDue = 1000
 // in another, then a rule with IDLE from ingress-nginx's traffic over
 // trafficSize namespaces, a real Prometheus asked, in another, then a
 // SLEEP rule with replicas, loadBalancers and patches over as many
-// namespaces as the SLEEP part's, in another, measures the floors and nsman sweeps, prints the document and writes it
-// to BENCHMARKS.md (NSMAN_BENCH_OUT to write elsewhere).
+// namespaces as the SLEEP part's, in another, measures the floors and
+// nsman sweeps, prints the document and writes it to BENCHMARKS.md
+// (NSMAN_BENCH_OUT to write elsewhere).
 // NSMAN_BENCH_GO_PKGS names packages whose Go benchmarks it runs first, on
 // the same tree. NSMAN_BENCH_ONLY=managers, =rules, =idle, =hostile, =sleep,
-// =owners, =traffic or =params runs one part alone; =hostile-workloads the hostile part's
-// fat-workloads row alone.
+// =owners, =traffic or =params runs one part alone; =hostile-workloads the
+// hostile part's fat-workloads row alone.
 //
 // It names the commit measured, builds the nsman it measures from the same
 // tree, and writes BENCHMARKS.md only from a complete run (default sizes

@@ -254,7 +254,7 @@ func measureParams(t *testing.T, bin string, n int) ([]measurement, string) {
 		}
 		for _, set := range []string{paramsPrefix, paramsFloorPrefix} {
 			if err := s.seed.paramsAre(ctx, set, n, asleep); err != nil {
-				t.Errorf("params over %d: after %s: %v", n, m.What, err)
+				t.Errorf("params over %d: after %s and its floor: %v", n, m.What, err)
 			}
 		}
 	}
@@ -336,33 +336,36 @@ func listParamsTargets(ctx context.Context, cfg *rest.Config, set string, n int)
 		return nil, err
 	}
 	objects := map[string][]workloadTarget{}
-	add := func(namespace, name, version string, patch func(wake bool) (types.PatchType, []byte), send func(ctx context.Context, pt types.PatchType, body []byte) error) {
+	add := func(namespace, name, version string, patch func(wake bool) ([]byte, error), send func(ctx context.Context, body []byte) error) {
 		objects[namespace] = append(objects[namespace], workloadTarget{name: name, resourceVersion: version, patch: func(ctx context.Context, wake bool) error {
-			pt, body := patch(wake)
-			if err := send(ctx, pt, body); err != nil {
+			body, err := patch(wake)
+			if err == nil {
+				err = send(ctx, body)
+			}
+			if err != nil {
 				return fmt.Errorf("patch %s/%s: %w", namespace, name, err)
 			}
 			return nil
 		}})
 	}
 	for _, d := range deployments.Items {
-		add(d.Namespace, d.Name, d.ResourceVersion, func(wake bool) (types.PatchType, []byte) { return deploymentPatch(d.ResourceVersion, wake) },
-			func(ctx context.Context, pt types.PatchType, body []byte) error {
-				_, err := kube.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, pt, body, metav1.PatchOptions{})
+		add(d.Namespace, d.Name, d.ResourceVersion, func(wake bool) ([]byte, error) { return deploymentPatch(d.ResourceVersion, wake), nil },
+			func(ctx context.Context, body []byte) error {
+				_, err := kube.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, types.MergePatchType, body, metav1.PatchOptions{})
 				return err
 			})
 	}
 	for _, svc := range services.Items {
-		add(svc.Namespace, svc.Name, svc.ResourceVersion, func(wake bool) (types.PatchType, []byte) { return servicePatch(&svc, wake) },
-			func(ctx context.Context, pt types.PatchType, body []byte) error {
-				_, err := kube.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, pt, body, metav1.PatchOptions{})
+		add(svc.Namespace, svc.Name, svc.ResourceVersion, func(wake bool) ([]byte, error) { return servicePatch(&svc, wake) },
+			func(ctx context.Context, body []byte) error {
+				_, err := kube.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, types.MergePatchType, body, metav1.PatchOptions{})
 				return err
 			})
 	}
 	for _, hr := range releases.Items {
-		add(hr.GetNamespace(), hr.GetName(), hr.GetResourceVersion(), func(wake bool) (types.PatchType, []byte) { return releasePatch(hr.GetResourceVersion(), wake) },
-			func(ctx context.Context, pt types.PatchType, body []byte) error {
-				_, err := dyn.Resource(helmReleaseKind().Resource).Namespace(hr.GetNamespace()).Patch(ctx, hr.GetName(), pt, body, metav1.PatchOptions{})
+		add(hr.GetNamespace(), hr.GetName(), hr.GetResourceVersion(), func(wake bool) ([]byte, error) { return releasePatch(hr.GetResourceVersion(), wake), nil },
+			func(ctx context.Context, body []byte) error {
+				_, err := dyn.Resource(helmReleaseKind().Resource).Namespace(hr.GetNamespace()).Patch(ctx, hr.GetName(), types.MergePatchType, body, metav1.PatchOptions{})
 				return err
 			})
 	}
@@ -381,14 +384,14 @@ func listParamsTargets(ctx context.Context, cfg *rest.Config, set string, n int)
 
 // mergePatch is a merge patch of an object at version that sets
 // annotations and spec.
-func mergePatch(version string, annotations, spec map[string]any) (types.PatchType, []byte) {
-	return types.MergePatchType, []byte(nsmanwrite.MustJSON(map[string]any{
+func mergePatch(version string, annotations, spec map[string]any) []byte {
+	return []byte(nsmanwrite.MustJSON(map[string]any{
 		"metadata": map[string]any{"resourceVersion": version, "annotations": annotations}, "spec": spec}))
 }
 
 // deploymentPatch keeps paramsKeep replicas with the count it had and
 // paramsKeep recorded, or brings the count back and drops both.
-func deploymentPatch(version string, wake bool) (types.PatchType, []byte) {
+func deploymentPatch(version string, wake bool) []byte {
 	if wake {
 		return mergePatch(version, map[string]any{status.ReplicasAnnotation: nil, status.ReplicasAsleepAnnotation: nil}, map[string]any{"replicas": paramsAwake})
 	}
@@ -398,22 +401,27 @@ func deploymentPatch(version string, wake bool) (types.PatchType, []byte) {
 
 // servicePatch parks svc as ClusterIP, clearing what a ClusterIP may not
 // have, with the record of what a LoadBalancer needs back, or makes it a
-// LoadBalancer again with those fields and drops the record.
-func servicePatch(svc *corev1.Service, wake bool) (types.PatchType, []byte) {
+// LoadBalancer again with the fields its record holds and drops the
+// record.
+func servicePatch(svc *corev1.Service, wake bool) ([]byte, error) {
+	if wake {
+		var lb map[string]any
+		if err := json.Unmarshal([]byte(svc.Annotations[status.LoadBalancerAnnotation]), &lb); err != nil {
+			return nil, fmt.Errorf("read the record of %s/%s: %w", svc.Namespace, svc.Name, err)
+		}
+		return mergePatch(svc.ResourceVersion, map[string]any{status.LoadBalancerAnnotation: nil}, lb), nil
+	}
 	lb := map[string]any{"type": corev1.ServiceTypeLoadBalancer, "loadBalancerSourceRanges": svc.Spec.LoadBalancerSourceRanges,
 		"externalTrafficPolicy": svc.Spec.ExternalTrafficPolicy, "allocateLoadBalancerNodePorts": svc.Spec.AllocateLoadBalancerNodePorts}
-	if wake {
-		return mergePatch(svc.ResourceVersion, map[string]any{status.LoadBalancerAnnotation: nil}, lb)
-	}
 	return mergePatch(svc.ResourceVersion, map[string]any{status.LoadBalancerAnnotation: nsmanwrite.MustJSON(lb)}, map[string]any{
 		"type": corev1.ServiceTypeClusterIP, "loadBalancerClass": nil, "loadBalancerIP": nil, "loadBalancerSourceRanges": nil,
 		"externalTrafficPolicy": nil, "allocateLoadBalancerNodePorts": nil, "healthCheckNodePort": nil,
-	})
+	}), nil
 }
 
 // releasePatch suspends a HelmRelease with the record of the patch and
 // its inverse, or applies the inverse and drops the record.
-func releasePatch(version string, wake bool) (types.PatchType, []byte) {
+func releasePatch(version string, wake bool) []byte {
 	if wake {
 		return mergePatch(version, map[string]any{status.PatchedAnnotation: nil}, map[string]any{"suspend": nil})
 	}
@@ -526,11 +534,11 @@ func paramsMethod(b *strings.Builder, rows rowSet) {
 	p("A fresh control plane of its own, at the size of the SLEEP part (N = %d), with Flux's CRDs (nsmantest.InstallGitOpsCRDs) and\n", n)
 	p("deploy/components/flux-suspend applied: its RBAC (list and patch of HelmReleases) and its fence (`configuredPatchable`:\n")
 	p("HelmReleases' `spec.suspend`). Seeded: N namespaces labelled `%s=on`, each with the Deployment `%s` of %d replicas,\n", paramsLabel, paramsDeployment, paramsAwake)
-	p("the Service `%s` of type LoadBalancer (source ranges %s) and the %s `%s` labelled `app=%s` (no controller runs\n", paramsService, strings.Join(paramsSourceRanges, ", "), hr.Name, paramsRelease, paramsApp)
-	p("on the API tier to act on them); as many labelled `%s=off`, with the same objects, for the write floors; and one rule,\n", paramsLabel)
-	p("`%s/%s`, in its own namespace (nsman runs with `--trusted-namespaces %s`: only a trusted rule may patch), with the policy of\n", paramsRulesNamespace, paramsRuleName, paramsRulesNamespace)
-	p("the SLEEP part and every parameter of its action: `{replicas: %d, loadBalancers: true, patches: [{kind: %s.%s, labels: {app: %s},\n", paramsKeep, hr.Name, hr.Resource.Group, paramsApp)
-	p("patch: {spec: {suspend: true}}}]}`.\n\n")
+	p("the Service `%s` of type LoadBalancer (source ranges %s) and the %s `%s` labelled `app=%s`\n", paramsService, strings.Join(paramsSourceRanges, ", "), hr.Name, paramsRelease, paramsApp)
+	p("(no controller runs on the API tier to act on them); as many labelled `%s=off`, with the same objects, for the write\n", paramsLabel)
+	p("floors; and one rule, `%s/%s`, in its own namespace (nsman runs with `--trusted-namespaces %s`: only a trusted\n", paramsRulesNamespace, paramsRuleName, paramsRulesNamespace)
+	p("rule may patch), with the policy of the SLEEP part and every parameter of its action: `{replicas: %d, loadBalancers: true,\n", paramsKeep)
+	p("patches: [{kind: %s.%s, labels: {app: %s}, patch: {spec: {suspend: true}}}]}`.\n\n", hr.Name, hr.Resource.Group, paramsApp)
 	p("Then, %d times over: nsman's sweep that puts every namespace to sleep; the sleep write floor; nsman's first sweep while asleep\n", sleepRounds)
 	p("(which may record the rule's status) and the next (which must write nothing); the rule's window moved to open five hours from\n")
 	p("now; nsman's sweep that wakes every namespace; the wake write floor; the window opened again. The rows are the median runs;\n")
@@ -540,7 +548,8 @@ func paramsMethod(b *strings.Builder, rows rowSet) {
 	p("The floors are minimal client-go code, as the ServiceAccount, unthrottled, with %d workers, handed their targets (the\n", floorConcurrency)
 	p("namespaces `%s=off` and their objects, listed untimed, as in the SLEEP part):\n\n", paramsLabel)
 	p("- the sleep write floor, per namespace: the claim and the record of the SLEEP part's floor, and between them one merge patch\n")
-	p("  per object, conditional on its listed resourceVersion: `%s` to `spec.replicas: %d` with `%s` and `%s`;\n", paramsDeployment, paramsKeep, status.ReplicasAnnotation, status.ReplicasAsleepAnnotation)
+	p("  per object, conditional on its listed resourceVersion: `%s` to `spec.replicas: %d` with\n", paramsDeployment, paramsKeep)
+	p("  `%s` and `%s`;\n", status.ReplicasAnnotation, status.ReplicasAsleepAnnotation)
 	p("  `%s` to `spec.type: ClusterIP`, what a ClusterIP may not have cleared, with `%s`\n", paramsService, status.LoadBalancerAnnotation)
 	p("  (its type, source ranges, traffic policy and node-port allocation, as JSON); `%s` to `spec.suspend: true` with\n", paramsRelease)
 	p("  `%s` (the patch and its inverse): %d writes, the requests nsman sends.\n", status.PatchedAnnotation, paramsObjects+2)

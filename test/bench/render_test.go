@@ -291,9 +291,9 @@ func render(rep benchRun) string {
 		p("| %d | %s | %s | %s | %s |\n", tg.N, tg.What, tg.Measured, met, tg.Source)
 	}
 	p("\nSources: issues 6, 12, 13, 24 (what a sweep's DELETEs free, `--reclaim`), 25 (what IDLE reads), 31 (a hostile tenant)\n")
-	p("and 33 (sleep and wake), 46 (namespaces GitOps owns), 47 (IDLE from traffic) and its sleep with all three parameters, point 10 and the “must hold” of the issue\n")
-	p("“One executor, and tests that cannot lie” (OE). The bounds are constants of test/bench/render_test.go;\n")
-	p("“met” is computed from the rows cited.\n")
+	p("and 33 (sleep and wake), 46 (namespaces GitOps owns), 47 (IDLE from traffic) and its sleep with all three parameters,\n")
+	p("point 10 and the “must hold” of the issue “One executor, and tests that cannot lie” (OE). The bounds are constants of\n")
+	p("test/bench/render_test.go; “met” is computed from the rows cited.\n")
 
 	growth(&b, rows, rep.Sizes, due)
 	sharding(&b, rows, rep.Sizes, due)
