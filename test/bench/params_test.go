@@ -24,6 +24,7 @@ import (
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/owner"
+	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/status"
 	nsmanwrite "github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/policy"
@@ -577,8 +578,11 @@ func paramsAnalysis(b *strings.Builder, rows rowSet) {
 	}
 	p("**A SLEEP with replicas, loadBalancers and patches over %d namespaces.** ", n)
 	transition("put them to sleep", r.sleep, r.sleepFloor)
-	p("The first sweep while asleep took %s and made %d requests (%s); the next took %s and made %d requests, %d of them writes (%s).\n",
+	p("The first sweep while asleep took %s and made %d requests (%s); the next took %s and made %d requests, %d of them writes (%s):\n",
 		r.first.at(), r.first.total(), describe(r.first.Audited), r.asleep.at(), r.asleep.total(), r.asleep.writes(), describe(r.asleep.Audited))
+	p("%d of them lists of %s, the patch's kind, which a sweep reads namespace by namespace while asleep, where it lists each kind\n",
+		r.asleep.count("list", helmReleaseKind().Resource.Resource), helmReleaseKind().Resource.Resource)
+	p("of workload once, cluster-wide, past %d namespaces (docs/sleep.md, \"patches\").\n", probe.AwakeIndexAfter)
 	transition("woke them", r.wake, r.wakeFloor)
 	p("\n")
 }
