@@ -566,16 +566,7 @@ func paramsAnalysis(b *strings.Builder, rows rowSet) {
 	}
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	r, n := paramsRowsOf(rows)
-	transition := func(what string, m, floor measurement) {
-		each, _, besides := writesOf(m, n)
-		floorEach, _, _ := writesOf(floor, n)
-		p("The sweep that %s took %s: %.2f× its write floor (%s); it made %d requests, %d of them writes: per namespace %s",
-			what, m.at(), ratio(m.Wall, floor.Wall), floor.at(), m.total(), m.writes(), cmpOr(describe(each), "none"))
-		if len(besides) > 0 {
-			p(", and %s besides", describe(besides))
-		}
-		p(", where the floor writes %s;\nits requests beyond the floor's: %s.\n", cmpOr(describe(floorEach), "none"), cmpOr(describe(moreRequests(m, floor)), "none"))
-	}
+	transition := func(what string, m, floor measurement) { transitionAnalysis(b, n, what, m, floor) }
 	p("**A SLEEP with replicas, loadBalancers and patches over %d namespaces.** ", n)
 	transition("put them to sleep", r.sleep, r.sleepFloor)
 	p("The first sweep while asleep took %s and made %d requests (%s); the next took %s and made %d requests, %d of them writes (%s):\n",

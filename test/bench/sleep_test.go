@@ -683,16 +683,7 @@ func sleepAnalysis(b *strings.Builder, rows rowSet) {
 	}
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	r, n := sleepRowsOf(rows)
-	transition := func(what string, m, floor measurement) {
-		each, _, besides := writesOf(m, n)
-		floorEach, _, _ := writesOf(floor, n)
-		p("The sweep that %s took %s: %.2f× its write floor (%s).\nIt made %d requests, %d of them writes: per namespace %s",
-			what, m.at(), ratio(m.Wall, floor.Wall), floor.at(), m.total(), m.writes(), cmpOr(describe(each), "none"))
-		if len(besides) > 0 {
-			p(", and %s besides", describe(besides))
-		}
-		p(", where the floor writes %s;\nits requests beyond the floor's: %s.\n", cmpOr(describe(floorEach), "none"), cmpOr(describe(moreRequests(m, floor)), "none"))
-	}
+	transition := func(what string, m, floor measurement) { transitionAnalysis(b, n, what, m, floor) }
 	p("**A SLEEP rule over %d namespaces.** ", n)
 	transition("put them to sleep", r.sleep, r.sleepFloor)
 	p("The first sweep while asleep took %s and made %d requests (%s); the next took %s: %.2f× the read floor with the workload\n",
@@ -702,4 +693,20 @@ func sleepAnalysis(b *strings.Builder, rows rowSet) {
 	p("%d (more: %s).\n", r.lists.total(), cmpOr(describe(moreRequests(r.asleep, r.lists)), "none"))
 	transition("woke them", r.wake, r.wakeFloor)
 	p("\n")
+}
+
+// transitionAnalysis writes what m, a sweep over n namespaces that what
+// (put them to sleep, woke them), says against floor, its write floor:
+// the times, and the writes per namespace and the requests beyond the
+// floor's.
+func transitionAnalysis(b *strings.Builder, n int, what string, m, floor measurement) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	each, _, besides := writesOf(m, n)
+	floorEach, _, _ := writesOf(floor, n)
+	p("The sweep that %s took %s: %.2f× its write floor (%s).\nIt made %d requests, %d of them writes: per namespace %s",
+		what, m.at(), ratio(m.Wall, floor.Wall), floor.at(), m.total(), m.writes(), cmpOr(describe(each), "none"))
+	if len(besides) > 0 {
+		p(", and %s besides", describe(besides))
+	}
+	p(", where the floor writes %s;\nits requests beyond the floor's: %s.\n", cmpOr(describe(floorEach), "none"), cmpOr(describe(moreRequests(m, floor)), "none"))
 }
