@@ -27,8 +27,9 @@ const Command = "make bench"
 // 13), half the managers IDLE (issue 25), the hostile tenant (issue 31) or
 // its fat-workloads row alone (issue 44), a SLEEP rule (issue 33), a rule
 // with OWNER_GONE over namespaces Argo CD Applications own (issue 46), a
-// rule with IDLE from traffic (issue 47).
-var parts = []string{"managers", "rules", "idle", "hostile", fatOnly, "sleep", "owners", "traffic"}
+// rule with IDLE from traffic (issue 47), a SLEEP with all three parameters
+// (issue 47).
+var parts = []string{"managers", "rules", "idle", "hostile", fatOnly, "sleep", "owners", "traffic", "params"}
 
 // The sizes and the due managers of a complete run; BENCHMARKS.md is
 // written only from one.
@@ -44,13 +45,15 @@ const defaultDue = 1000
 // the largest size up to 1000, in another, then, for each size, a rule
 // with OWNER_GONE over N namespaces, each owned by an Argo CD Application,
 // in another, then a rule with IDLE from ingress-nginx's traffic over
-// trafficSize namespaces, a real Prometheus asked, in another,
-// measures the floors and nsman sweeps, prints the document and writes it
-// to BENCHMARKS.md (NSMAN_BENCH_OUT to write elsewhere).
+// trafficSize namespaces, a real Prometheus asked, in another, then a
+// SLEEP rule with replicas, loadBalancers and patches over as many
+// namespaces as the SLEEP part's, in another, measures the floors and
+// nsman sweeps, prints the document and writes it to BENCHMARKS.md
+// (NSMAN_BENCH_OUT to write elsewhere).
 // NSMAN_BENCH_GO_PKGS names packages whose Go benchmarks it runs first, on
 // the same tree. NSMAN_BENCH_ONLY=managers, =rules, =idle, =hostile, =sleep,
-// =owners or =traffic runs one part alone; =hostile-workloads the hostile part's
-// fat-workloads row alone.
+// =owners, =traffic or =params runs one part alone; =hostile-workloads the
+// hostile part's fat-workloads row alone.
 //
 // It names the commit measured, builds the nsman it measures from the same
 // tree, and writes BENCHMARKS.md only from a complete run (default sizes
@@ -169,6 +172,9 @@ func TestBenchmarks(t *testing.T) {
 	}
 	if runs("traffic") {
 		rep.Traffic, rep.KubeVersion = measureTraffic(t, bin)
+	}
+	if runs("params") {
+		rep.Params, rep.KubeVersion = measureParams(t, bin, sleepSize(sizes))
 	}
 	if t.Failed() && official {
 		t.Fatal("not writing BENCHMARKS.md: a measurement failed its checks")

@@ -962,3 +962,150 @@ func TestRenderTraffic(t *testing.T) {
 		t.Errorf("traffic alone:\n%s", doc)
 	}
 }
+
+// syntheticParams are the rows of the part of the SLEEP with every
+// parameter over n namespaces, as measureParams makes them: the sleep
+// sweep takes sleep seconds against 2 for its floor, the wake 2.5 s
+// against 2; each writes perNamespace per namespace, and the sweep while
+// asleep asleepWrites.
+func syntheticParams(n int, sleep float64, perNamespace, asleepWrites map[string]int) []measurement {
+	s := func(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
+	with := func(k int, ms ...map[string]int) map[string]int {
+		out := map[string]int{}
+		for i, m := range ms {
+			for key, v := range m {
+				if i == 0 {
+					v *= k
+				}
+				out[key] += v
+			}
+		}
+		return out
+	}
+	floorWrites := map[string]int{"patch namespaces": 2, "patch deployments": 1, "patch services": 1, "patch helmreleases": 1}
+	lists := map[string]int{"list deployments": 1, "list statefulsets": 1, "list cronjobs": 1, "list services": 1, "list helmreleases": 1}
+	managers := map[string]int{"list namespacemanagers": 1, "list namespaces": 1}
+	once := map[string]int{"create events": 1, "patch namespacemanagers/status": 1}
+	fired, asleep := map[report.State]int{report.StateFired: n}, map[report.State]int{report.StateAsleep: n}
+	rows := []measurement{
+		{What: paramsSleepLabel(n), Wall: s(sleep), Audited: with(n, with(1, lists, perNamespace), managers, once), MaxRSS: 40 << 10, States: fired,
+			Runs: []time.Duration{s(sleep), s(sleep + 0.4), s(sleep - 0.2)}},
+		{What: paramsSleepFloorLabel(n), Wall: s(2), Audited: with(n, floorWrites)},
+		{What: firstAsleepLabel, Wall: s(0.5), Audited: with(n, map[string]int{"list helmreleases": 1}, managers, map[string]int{"patch namespacemanagers/status": 1}), MaxRSS: 38 << 10, States: asleep},
+		{What: asleepLabel, Wall: s(0.4), Audited: with(n, map[string]int{"list helmreleases": 1}, managers, asleepWrites), MaxRSS: 37 << 10, States: asleep},
+		{What: paramsWakeLabel(n), Wall: s(2.5), Audited: with(n, with(1, lists, perNamespace), managers, once), MaxRSS: 41 << 10, States: fired},
+		{What: paramsWakeFloorLabel(n), Wall: s(2), Audited: with(n, floorWrites)},
+	}
+	for i := range rows {
+		rows[i].N, rows[i].Load = n, "1.40"
+	}
+	return rows
+}
+
+// The part of the SLEEP with every parameter (issue 47) has a section of
+// its own, after the traffic part's, and its targets are met or missed by
+// the rows: the sleep and the wake against their write floors, the writes
+// per namespace against the floors', the sweep while asleep by its
+// writes, peak RSS.
+func TestRenderParams(t *testing.T) {
+	tree := treeState{Commit: strings.Repeat("a", 40), Describe: "aaaaaaa"}
+	asFloor := map[string]int{"patch namespaces": 2, "patch deployments": 1, "patch services": 1, "patch helmreleases": 1}
+	const (
+		prefix     = "SLEEP with replicas, loadBalancers, patches: "
+		sleepWhat  = prefix + "sweep that puts 1000 namespaces to sleep ≤ 1.5 × its write floor"
+		wakeWhat   = prefix + "sweep that wakes 1000 namespaces ≤ 1.5 × its write floor"
+		writesWhat = prefix + "writes per namespace of the sleep and the wake = their write floors'"
+		zeroWhat   = prefix + "zero writes in a sweep while asleep"
+		rssWhat    = prefix + "peak RSS ≤ 64 MiB, over every nsman sweep"
+	)
+	alone := func(rows []measurement) benchRun {
+		rep := syntheticReport(map[string]int{"delete namespaces": 1000}, tree)
+		rep.Rows, rep.Rules, rep.Idle, rep.Hostile, rep.Sizes, rep.Partial = nil, nil, nil, nil, nil, []string{"NSMAN_BENCH_ONLY=params"}
+		rep.Params = rows
+		return rep
+	}
+	for _, c := range []struct {
+		name         string
+		n            int
+		sleep        float64
+		perNamespace map[string]int
+		asleepWrites map[string]int
+		want         map[string]string // target → "measured | met"
+	}{
+		{name: "met", n: 1000, sleep: 2.8, perNamespace: asFloor, want: map[string]string{
+			sleepWhat:  "2.80 s (#1) / 2.00 s (#2) = 1.40× | yes",
+			wakeWhat:   "2.50 s (#5) / 2.00 s (#6) = 1.25× | yes",
+			writesWhat: "sleep 5 (#1) vs 5 (#2), wake 5 (#5) vs 5 (#6) | yes",
+			zeroWhat:   "0 (#4) | yes",
+			rssWhat:    "41.0 MiB (#5) | yes",
+		}},
+		{name: "slow sleep, writing while asleep", n: 1000, sleep: 3.2, perNamespace: asFloor, asleepWrites: map[string]int{"patch helmreleases": 1}, want: map[string]string{
+			sleepWhat: "= 1.60× | **no**",
+			wakeWhat:  "= 1.25× | yes",
+			zeroWhat:  "1 (#4) | **no**",
+		}},
+		{name: "a write the floor does not make", n: 1000, sleep: 2.8,
+			perNamespace: map[string]int{"patch namespaces": 2, "patch deployments": 2, "patch services": 1, "patch helmreleases": 1}, want: map[string]string{
+				writesWhat: "sleep 6 (#1) vs 5 (#2), wake 6 (#5) vs 5 (#6) | **no**",
+			}},
+		{name: "at another size", n: 100, sleep: 3.2, perNamespace: asFloor, want: map[string]string{
+			prefix + "sweep that puts 100 namespaces to sleep ≤ 1.5 × its write floor": "= 1.60× | – (set at 1000)",
+			prefix + "zero writes in a sweep while asleep":                             "0 (#4) | yes",
+		}},
+	} {
+		wantTargets(t, c.name, render(alone(syntheticParams(c.n, c.sleep, c.perNamespace, c.asleepWrites))), c.n, c.want, "47")
+	}
+
+	rep := syntheticReport(map[string]int{"delete namespaces": 1000}, tree)
+	rep.Traffic = syntheticTraffic(1000, 0.12, nil, map[string]int{"answered": 1})
+	rep.Params = syntheticParams(1000, 2.8, asFloor, nil)
+	doc := render(rep)
+	heading := "## A SLEEP with replicas, loadBalancers and patches over 1000 namespaces (issue 47)"
+	traffic, params := strings.Index(doc, "## A rule with IDLE from traffic"), strings.Index(doc, heading)
+	if params < 0 || traffic < 0 || params < traffic {
+		t.Fatalf("no section %q after the traffic part's:\n%s", heading, doc)
+	}
+	sec := section(doc, heading)
+	for _, want := range []string{
+		"at the size of the SLEEP part (N = 1000)", "deploy/components/flux-suspend applied",
+		"the Deployment `web` of 3 replicas,\nthe Service `edge` of type LoadBalancer (source ranges 10.0.0.0/8, 192.168.0.0/16) and the HelmRelease `release` labelled `app=web`\n",
+		"`{replicas: 1, loadBalancers: true,\npatches: [{kind: HelmRelease.helm.toolkit.fluxcd.io, labels: {app: web}, patch: {spec: {suspend: true}}}]}`",
+		"`--trusted-namespaces bench-params`", "`nsman.k8s.consol.de/replicas-before-scale-down` and `nsman.k8s.consol.de/replicas-asleep`",
+		"`nsman.k8s.consol.de/load-balancer-before-sleep`", "`nsman.k8s.consol.de/patched-before-sleep` (the patch and its inverse): 5 writes",
+		"| 1000 | nsman sweep, SLEEP (replicas, loadBalancers, patches) puts 1000 namespaces to sleep | 2.80 s | 10004 | 5002 |",
+		"| 1000 | sleep write floor: 1000 × (claim, 3 patches with their records, record), 16 workers | 2.00 s | 5000 | 5000 |",
+		"| 1000 | nsman sweep, while asleep (nothing to do) | 0.40 s | 1002 | 0 |",
+	} {
+		if !strings.Contains(sec, want) {
+			t.Errorf("params section lacks %q:\n%s", want, sec)
+		}
+	}
+	an := section(doc, "## Analysis")
+	for _, want := range []string{
+		"**A SLEEP with replicas, loadBalancers and patches over 1000 namespaces.** The sweep that put them to sleep took 2.80 s (#",
+		"1.40× its write floor", "per namespace patch deployments 1, patch helmreleases 1, patch namespaces 2, patch services 1, and create events 1, patch namespacemanagers/status 1 besides",
+		"list helmreleases 1000, list namespacemanagers 1", "The sweep that woke them took 2.50 s (#",
+		"the next took 0.40 s (#", "and made 1002 requests, 0 of them writes (list helmreleases 1000, list namespacemanagers 1, list namespaces 1):\n" +
+			"1000 of them lists of helmreleases, the patch's kind, which a sweep reads namespace by namespace while asleep",
+		"The SLEEP with replicas, loadBalancers and patches over 1000 namespaces: 41.0 MiB (#",
+	} {
+		if !strings.Contains(an, want) {
+			t.Errorf("analysis lacks %q:\n%s", want, an)
+		}
+	}
+	if !strings.Contains(doc, "47 (IDLE from traffic) and its sleep with all three parameters") {
+		t.Errorf("sources do not name the sleep's parameters")
+	}
+
+	// The part alone renders with no gaps, numbered from #1.
+	doc = render(alone(syntheticParams(1000, 2.8, asFloor, nil)))
+	for _, not := range []string{"\n\n\n", "NaN", "Inf", "%!", "## Managers", "## A SLEEP rule over"} {
+		if strings.Contains(doc, not) {
+			t.Errorf("params alone: document holds %q:\n%s", not, doc)
+		}
+	}
+	if !strings.Contains(doc, "| #4 | 1000 | nsman sweep, while asleep (nothing to do) |") ||
+		!strings.Contains(doc, "**Peak RSS.** The SLEEP with replicas, loadBalancers and patches over 1000 namespaces: 41.0 MiB (#5).") {
+		t.Errorf("params alone:\n%s", doc)
+	}
+}

@@ -26,9 +26,10 @@ type benchRun struct {
 	// it measured; Hostile the hostile tenant's (issue 31); Sleep the
 	// SLEEP rule's (issue 33); Owners the rule with OWNER_GONE over
 	// namespaces Argo CD Applications own (issue 46); Traffic the rule
-	// with IDLE from traffic (issue 47).
-	Rows, Rules, Idle, Hostile, Sleep, Owners, Traffic []measurement
-	Sizes                                              []int
+	// with IDLE from traffic (issue 47); Params the SLEEP with replicas,
+	// loadBalancers and patches (issue 47).
+	Rows, Rules, Idle, Hostile, Sleep, Owners, Traffic, Params []measurement
+	Sizes                                                      []int
 	// Due is how many managers (or a rule's namespaces) come due per
 	// DELETE sweep and per write floor.
 	Due         int
@@ -204,8 +205,8 @@ func sizesOf(rows []measurement) []int {
 
 // render writes BENCHMARKS.md: every figure in it comes from rep.
 func render(rep benchRun) string {
-	parts := numbered(rep.Rows, rep.Rules, rep.Idle, rep.Hostile, rep.Sleep, rep.Owners, rep.Traffic)
-	rows, rules, idle, hostile, sleep, owners, traffic := parts[0], parts[1], parts[2], parts[3], parts[4], parts[5], parts[6]
+	parts := numbered(rep.Rows, rep.Rules, rep.Idle, rep.Hostile, rep.Sleep, rep.Owners, rep.Traffic, rep.Params)
+	rows, rules, idle, hostile, sleep, owners, traffic, params := parts[0], parts[1], parts[2], parts[3], parts[4], parts[5], parts[6], parts[7]
 	idleSizes := sizesOf(idle)
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
@@ -224,6 +225,7 @@ func render(rep benchRun) string {
 	targets = append(targets, sleepTargets(sleep)...)
 	targets = append(targets, ownersTargets(owners)...)
 	targets = append(targets, trafficTargets(traffic)...)
+	targets = append(targets, paramsTargets(params)...)
 
 	p("\n## How it is measured\n\n")
 	method(&b, rep)
@@ -267,6 +269,11 @@ func render(rep benchRun) string {
 		trafficMethod(&b, traffic[0].N)
 		table(&b, traffic, "pairs")
 	}
+	if len(params) > 0 {
+		p("\n## A SLEEP with replicas, loadBalancers and patches over %d namespaces (issue 47)\n\n", params[0].N)
+		paramsMethod(&b, params)
+		table(&b, params, "pairs")
+	}
 	if len(rows)+len(rules) > 0 {
 		writesTable(&b, rows, rules, rep.Sizes, ruleN, due)
 	}
@@ -284,13 +291,13 @@ func render(rep benchRun) string {
 		p("| %d | %s | %s | %s | %s |\n", tg.N, tg.What, tg.Measured, met, tg.Source)
 	}
 	p("\nSources: issues 6, 12, 13, 24 (what a sweep's DELETEs free, `--reclaim`), 25 (what IDLE reads), 31 (a hostile tenant)\n")
-	p("and 33 (sleep and wake), 46 (namespaces GitOps owns), 47 (IDLE from traffic), point 10 and the “must hold” of the issue\n")
-	p("“One executor, and tests that cannot lie” (OE). The bounds are constants of test/bench/render_test.go;\n")
-	p("“met” is computed from the rows cited.\n")
+	p("and 33 (sleep and wake), 46 (namespaces GitOps owns), 47 (IDLE from traffic) and its sleep with all three parameters,\n")
+	p("point 10 and the “must hold” of the issue “One executor, and tests that cannot lie” (OE). The bounds are constants of\n")
+	p("test/bench/render_test.go; “met” is computed from the rows cited.\n")
 
 	growth(&b, rows, rep.Sizes, due)
 	sharding(&b, rows, rep.Sizes, due)
-	analysis(&b, rep, rows, rules, idle, hostile, sleep, owners, traffic, targets)
+	analysis(&b, rep, rows, rules, idle, hostile, sleep, owners, traffic, params, targets)
 
 	p("\n## Go benchmarks\n\n")
 	if rep.GoBench == "" {
@@ -742,7 +749,7 @@ func sharding(b *strings.Builder, rows rowSet, sizes []int, due int) {
 
 // analysis writes what the rows say, each figure computed from the rows it
 // cites.
-func analysis(b *strings.Builder, rep benchRun, rows, rules, idle, hostile, sleep, owners, traffic rowSet, targets []target) {
+func analysis(b *strings.Builder, rep benchRun, rows, rules, idle, hostile, sleep, owners, traffic, params rowSet, targets []target) {
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	due := rep.Due
 	p("\n## Analysis\n\n")
@@ -769,7 +776,7 @@ func analysis(b *strings.Builder, rep benchRun, rows, rules, idle, hostile, slee
 	p("\n\n")
 
 	// Load and spread.
-	all := slices.Concat(rows, rules, idle, hostile, sleep, owners, traffic)
+	all := slices.Concat(rows, rules, idle, hostile, sleep, owners, traffic, params)
 	if len(all) > 0 {
 		lo, hi := all[0], all[0]
 		busy := 0
@@ -859,6 +866,7 @@ func analysis(b *strings.Builder, rep benchRun, rows, rules, idle, hostile, slee
 	sleepAnalysis(b, sleep)
 	ownersAnalysis(b, owners)
 	trafficAnalysis(b, traffic)
+	paramsAnalysis(b, params)
 
 	p("**Peak RSS.**")
 	for _, n := range rep.Sizes {
@@ -889,6 +897,10 @@ func analysis(b *strings.Builder, rep benchRun, rows, rules, idle, hostile, slee
 	for _, n := range sizesOf(traffic) {
 		peak, at := peakRSS(traffic, n)
 		p(" The rule with IDLE from traffic over %d namespaces: %s (%s).", n, mib(peak), at.ref())
+	}
+	for _, n := range sizesOf(params) {
+		peak, at := peakRSS(params, n)
+		p(" The SLEEP with replicas, loadBalancers and patches over %d namespaces: %s (%s).", n, mib(peak), at.ref())
 	}
 	p("\n")
 

@@ -392,6 +392,10 @@ type sleepTarget struct {
 type workloadTarget struct {
 	name, resourceVersion string
 	cronJob               bool
+	// patch, when set, is how the floor puts an object of another kind
+	// to sleep or wakes it (the params part's: its clients made while
+	// listed, untimed).
+	patch func(ctx context.Context, wake bool) error
 }
 
 // listSleepTargets lists the namespaces of set and their workloads, as the
@@ -483,6 +487,9 @@ func sleepWriteFloor(ctx context.Context, cfg *rest.Config, targets []sleepTarge
 // patchWorkload puts w in namespace to sleep, or wakes it, in one merge
 // patch conditional on its listed resourceVersion, as nsman does.
 func patchWorkload(ctx context.Context, kube kubernetes.Interface, namespace string, w workloadTarget, wake bool) error {
+	if w.patch != nil {
+		return w.patch(ctx, wake)
+	}
 	var annotations, spec map[string]any
 	switch {
 	case w.cronJob && !wake:
@@ -676,16 +683,7 @@ func sleepAnalysis(b *strings.Builder, rows rowSet) {
 	}
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	r, n := sleepRowsOf(rows)
-	transition := func(what string, m, floor measurement) {
-		each, _, besides := writesOf(m, n)
-		floorEach, _, _ := writesOf(floor, n)
-		p("The sweep that %s took %s: %.2f× its write floor (%s).\nIt made %d requests, %d of them writes: per namespace %s",
-			what, m.at(), ratio(m.Wall, floor.Wall), floor.at(), m.total(), m.writes(), cmpOr(describe(each), "none"))
-		if len(besides) > 0 {
-			p(", and %s besides", describe(besides))
-		}
-		p(", where the floor writes %s;\nits requests beyond the floor's: %s.\n", cmpOr(describe(floorEach), "none"), cmpOr(describe(moreRequests(m, floor)), "none"))
-	}
+	transition := func(what string, m, floor measurement) { transitionAnalysis(b, n, what, m, floor) }
 	p("**A SLEEP rule over %d namespaces.** ", n)
 	transition("put them to sleep", r.sleep, r.sleepFloor)
 	p("The first sweep while asleep took %s and made %d requests (%s); the next took %s: %.2f× the read floor with the workload\n",
@@ -695,4 +693,20 @@ func sleepAnalysis(b *strings.Builder, rows rowSet) {
 	p("%d (more: %s).\n", r.lists.total(), cmpOr(describe(moreRequests(r.asleep, r.lists)), "none"))
 	transition("woke them", r.wake, r.wakeFloor)
 	p("\n")
+}
+
+// transitionAnalysis writes what m, a sweep over n namespaces that what
+// (put them to sleep, woke them), says against floor, its write floor:
+// the times, and the writes per namespace and the requests beyond the
+// floor's.
+func transitionAnalysis(b *strings.Builder, n int, what string, m, floor measurement) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	each, _, besides := writesOf(m, n)
+	floorEach, _, _ := writesOf(floor, n)
+	p("The sweep that %s took %s: %.2f× its write floor (%s).\nIt made %d requests, %d of them writes: per namespace %s",
+		what, m.at(), ratio(m.Wall, floor.Wall), floor.at(), m.total(), m.writes(), cmpOr(describe(each), "none"))
+	if len(besides) > 0 {
+		p(", and %s besides", describe(besides))
+	}
+	p(", where the floor writes %s;\nits requests beyond the floor's: %s.\n", cmpOr(describe(floorEach), "none"), cmpOr(describe(moreRequests(m, floor)), "none"))
 }
