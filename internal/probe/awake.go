@@ -60,6 +60,9 @@ type Awake struct {
 	indexed      atomic.Bool
 	once         sync.Once
 	index        map[string]*awakeIn // by namespace; nil: not built, or given up
+	// patched are the indexes of the patches' kinds (see patchedIndex), by
+	// patch: a *patchIndex each.
+	patched sync.Map
 }
 
 // awakeIn is what a read keeps of one namespace: at most MaxAwakeIn
@@ -128,7 +131,8 @@ func NewAwake(reads Reads, kinds *Kinds) *Awake { return &Awake{reads: reads, ki
 // MaxAwakeIn were awake, of any kind, and those past it are not named.
 func (a *Awake) In(ctx context.Context, namespace string, kinds []string, to policy.SleepTo) (_ []string, more bool, _ error) {
 	in := &awakeIn{}
-	if (a.indexed.Load() || a.asked.Add(1) > AwakeIndexAfter) && a.sweepIndex(ctx) != nil {
+	indexed := a.indexed.Load() || a.asked.Add(1) > AwakeIndexAfter
+	if indexed && a.sweepIndex(ctx) != nil {
 		in = cmp.Or(a.index[namespace], in)
 	} else {
 		ctx, cancel := context.WithTimeout(ctx, a.reads.NamespaceTimeout())
@@ -141,7 +145,7 @@ func (a *Awake) In(ctx context.Context, namespace string, kinds []string, to pol
 	}
 	found, more := in.found, in.more
 	if len(to.Patches) > 0 && len(found) < MaxAwakeIn {
-		patched, full, err := a.patchedIn(ctx, namespace, to.Patches)
+		patched, full, err := a.patchedIn(ctx, namespace, to.Patches, indexed)
 		if err != nil {
 			return nil, false, err
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/nsman/nsman/internal/listpage"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/policy/patch"
 )
 
 // awakeBodies are the discovery documents of clustertest and, in namespace
@@ -402,5 +403,78 @@ func TestAwakePrefetch(t *testing.T) {
 	}
 	if n := count("/apis/apps/v1/deployments"); n != 1 {
 		t.Errorf("Deployments listed cluster-wide %d times after In, want once: In reads the index Prefetch listed", n)
+	}
+}
+
+// sleeperBodies are awakeBodies with Sleepers (sleep.example.com) in ns
+// and cluster-wide: on, patched by nsman and changed back by hand; off,
+// as the patch makes it; fresh, created since, never patched; kept,
+// labelled to stay awake.
+func sleeperBodies(ns string) map[string]string {
+	bodies := awakeBodies(ns)
+	item := func(name, labels, annotations, managed, spec string) string {
+		return fmt.Sprintf(`{"metadata":{"name":%q,"namespace":%q,"labels":{%s},"annotations":{%s},"managedFields":[%s]},"spec":{%s}}`, name, ns, labels, annotations, managed, spec)
+	}
+	record := fmt.Sprintf("%q:%q", status.PatchedAnnotation, `{"patch":{"spec":{"suspend":true}},"inverse":{"spec":{"suspend":null}}}`)
+	byHand := `{"manager":"by-hand","operation":"Update","time":"2026-11-27T23:00:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{"f:suspend":{}}}}`
+	sleepers := `{"kind":"List","apiVersion":"v1","metadata":{},"items":[` + strings.Join([]string{
+		item("on", "", record, byHand, `"suspend":false`),
+		item("off", "", record, "", `"suspend":true`),
+		item("fresh", "", "", "", `"interval":"5m"`),
+		item("kept", fmt.Sprintf("%q:%q", status.KeepAwakeLabel, "true"), "", "", ""),
+	}, ",") + `]}`
+	for _, prefix := range []string{"/namespaces/" + ns, ""} {
+		bodies["/apis/sleep.example.com/v1"+prefix+"/sleepers"] = sleepers
+	}
+	return bodies
+}
+
+// suspendSleepers is a sleep that suspends Sleepers.
+var suspendSleepers = policy.SleepTo{Patches: []patch.Patch{{Kind: "Sleeper", Group: "sleep.example.com", Merge: map[string]any{"spec": map[string]any{"suspend": true}}}}}
+
+// A sleep's patch finds awake the objects of its kind not as it makes
+// them, whatever kinds its selectors name, with who changed them back; a
+// namespace read alone lists the kind in it, and past AwakeIndexAfter
+// namespaces the kind is listed once, cluster-wide.
+func TestAwakePatched(t *testing.T) {
+	var mu sync.Mutex
+	clusterWide, inNamespace := 0, 0
+	kube := clustertest.APIServer(t, sleeperBodies("dev-7"), func(path string) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case !strings.HasSuffix(path, "/sleepers"):
+		case strings.Contains(path, "/namespaces/"):
+			inNamespace++
+		default:
+			clusterWide++
+		}
+	})
+	want := []string{"by-hand: Sleeper/on", "new: Sleeper/fresh"}
+	a := NewAwake(awakeReads(kube), &Kinds{})
+	if got, more, err := a.In(t.Context(), "dev-7", []string{"CronJob.example.com"}, suspendSleepers); err != nil || more || !slices.Equal(got, want) || inNamespace != 1 {
+		t.Fatalf("read alone: awake %q (more %t, %v), %d lists in the namespace; want %q from one", got, more, err, inNamespace, want)
+	}
+	if got, _, err := a.In(t.Context(), "dev-7", []string{"CronJob.example.com"}, policy.SleepTo{}); err != nil || len(got) != 0 {
+		t.Errorf("a sleep without the patch: awake %q (%v), want none", got, err)
+	}
+	indexed := NewAwake(awakeReads(kube), &Kinds{})
+	indexed.IndexAll()
+	inNamespace = 0
+	for i := range AwakeIndexAfter + 5 {
+		ns := fmt.Sprintf("other-%d", i)
+		if i == 3 {
+			ns = "dev-7"
+		}
+		got, _, err := indexed.In(t.Context(), ns, []string{"CronJob.example.com"}, suspendSleepers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ns == "dev-7" && !slices.Equal(got, want) || ns != "dev-7" && len(got) != 0 {
+			t.Errorf("%s: awake %q", ns, got)
+		}
+	}
+	if clusterWide != 1 || inNamespace != 0 {
+		t.Errorf("Sleepers listed cluster-wide %d times and in a namespace %d times; want once cluster-wide", clusterWide, inNamespace)
 	}
 }

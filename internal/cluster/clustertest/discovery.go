@@ -80,7 +80,8 @@ func WithUnavailableGroup(t *testing.T, bodies map[string]string, group, version
 // DiscoveryBodies are the discovery documents of a cluster that serves
 // apps/v1, batch/v1, argoproj.io (Rollouts, v1alpha1 preferred over an
 // older v0 that must not be used), example.com and other.example.com (both
-// with a Widget kind), and a cluster-scoped kind with a scale subresource.
+// with a Widget kind), a cluster-scoped kind with a scale subresource, and
+// sleep.example.com's Sleeper, a custom resource without one.
 func DiscoveryBodies() map[string]string {
 	resource := func(name, kind string, namespaced bool, verbs ...string) map[string]any {
 		return map[string]any{"name": name, "singularName": "", "kind": kind, "namespaced": namespaced, "verbs": verbs}
@@ -97,7 +98,7 @@ func DiscoveryBodies() map[string]string {
 		return map[string]any{"name": name, "versions": vs, "preferredVersion": vs[0]}
 	}
 	groups, _ := json.Marshal(map[string]any{"kind": "APIGroupList", "apiVersion": "v1", "groups": []any{
-		group("apps", "v1"), group("batch", "v1"), group("argoproj.io", "v1alpha1", "v0"), group("example.com", "v1"), group("other.example.com", "v1"), group("cluster.example.com", "v1"),
+		group("apps", "v1"), group("batch", "v1"), group("argoproj.io", "v1alpha1", "v0"), group("example.com", "v1"), group("other.example.com", "v1"), group("cluster.example.com", "v1"), group("sleep.example.com", "v1"),
 	}})
 	rw := []string{"get", "list", "patch", "update"}
 	return map[string]string{
@@ -113,6 +114,9 @@ func DiscoveryBodies() map[string]string {
 		"/apis/example.com/v1":         list("example.com/v1", resource("widgets", "Widget", true, rw...), resource("widgets/scale", "Scale", true, "get", "patch"), resource("gadgets", "Gadget", true, "get", "list"), resource("gadgets/scale", "Scale", true, "get", "patch")),
 		"/apis/other.example.com/v1":   list("other.example.com/v1", resource("widgets", "Widget", true, rw...), resource("widgets/scale", "Scale", true, "get", "patch")),
 		"/apis/cluster.example.com/v1": list("cluster.example.com/v1", resource("pools", "Pool", false, rw...), resource("pools/scale", "Scale", false, "get", "patch")),
+		// A custom resource with no scale subresource: a kind a sleep's
+		// patches may name.
+		"/apis/sleep.example.com/v1": list("sleep.example.com/v1", resource("sleepers", "Sleeper", true, rw...)),
 	}
 }
 
