@@ -1086,7 +1086,7 @@ func TestRenderParams(t *testing.T) {
 		"1.40× its write floor", "per namespace patch deployments 1, patch helmreleases 1, patch namespaces 2, patch services 1, and create events 1, patch namespacemanagers/status 1 besides",
 		"list helmreleases 1000, list namespacemanagers 1", "The sweep that woke them took 2.50 s (#",
 		"the next took 0.40 s (#", "and made 1002 requests, 0 of them writes (list helmreleases 1000, list namespacemanagers 1, list namespaces 1):\n" +
-			"1000 of them lists of helmreleases, the patch's kind, which a sweep reads namespace by namespace while asleep",
+			"1000 of them lists of helmreleases, the patch's kind, which a sweep lists once for each patch, cluster-wide, past 20 namespaces asleep",
 		"The SLEEP with replicas, loadBalancers and patches over 1000 namespaces: 41.0 MiB (#",
 	} {
 		if !strings.Contains(an, want) {

@@ -571,9 +571,9 @@ func paramsAnalysis(b *strings.Builder, rows rowSet) {
 	transition("put them to sleep", r.sleep, r.sleepFloor)
 	p("The first sweep while asleep took %s and made %d requests (%s); the next took %s and made %d requests, %d of them writes (%s):\n",
 		r.first.at(), r.first.total(), describe(r.first.Audited), r.asleep.at(), r.asleep.total(), r.asleep.writes(), describe(r.asleep.Audited))
-	p("%d of them lists of %s, the patch's kind, which a sweep reads namespace by namespace while asleep, where it lists each kind\n",
-		r.asleep.count("list", helmReleaseKind().Resource.Resource), helmReleaseKind().Resource.Resource)
-	p("of workload once, cluster-wide, past %d namespaces (docs/sleep.md, \"patches\").\n", probe.AwakeIndexAfter)
+	p("%d of them lists of %s, the patch's kind, which a sweep lists once for each patch, cluster-wide, past %d namespaces asleep,\n",
+		r.asleep.count("list", helmReleaseKind().Resource.Resource), helmReleaseKind().Resource.Resource, probe.AwakeIndexAfter)
+	p("as it lists each kind of workload (docs/sleep.md, \"patches\").\n")
 	transition("woke them", r.wake, r.wakeFloor)
 	p("\n")
 }
