@@ -148,7 +148,7 @@ docs: ## Regenerate the flags reference in docs/flags.md and each command's --he
 	go test ./policy/traffic -run '^TestTrafficDocUpToDate$$' -update
 
 .PHONY: bench
-bench: control-plane ## Benchmarks: Go benchmarks of the unit packages, then 1,000 and 10,000 managers, a rule over 10,000 namespaces, 1,000 managers half IDLE, a hostile tenant, a tenant's fat workloads under SLEEP and SCALE_DOWN, a SLEEP rule over 1,000 namespaces of 3 workloads, a rule with OWNER_GONE over 1,000 and 10,000 namespaces, each owned by an Argo CD Application, and a rule with IDLE from ingress-nginx traffic over 1,000 namespaces, a real Prometheus asked, on a real API server; writes BENCHMARKS.md, naming the commit measured (refuses a tree with uncommitted changes or untracked files, unless NSMAN_BENCH_ALLOW_MODIFIED=1)
+bench: control-plane ## Benchmarks: Go benchmarks of the unit packages, then 1,000 and 10,000 managers, a rule over 10,000 namespaces, 1,000 managers half IDLE, a hostile tenant, a tenant's fat workloads under SLEEP and SCALE_DOWN, a SLEEP rule over 1,000 namespaces of 3 workloads, a rule with OWNER_GONE over 1,000 and 10,000 namespaces, each owned by an Argo CD Application, and a rule with IDLE from ingress-nginx traffic over 1,000 namespaces, a real Prometheus asked, and a SLEEP rule with replicas, loadBalancers and patches (a Flux HelmRelease suspended) over 1,000 namespaces, on a real API server; writes BENCHMARKS.md, naming the commit measured (refuses a tree with uncommitted changes or untracked files, unless NSMAN_BENCH_ALLOW_MODIFIED=1)
 	go test -count=1 -skip '^TestBenchmarks$$' ./test/bench/
 	NSMAN_BENCH=1 NSMAN_BENCH_GO_PKGS='$(UNIT_PKGS)' go test -count=1 -run '^TestBenchmarks$$' -timeout 60m -v ./test/bench/
 
