@@ -28,6 +28,7 @@ import (
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/tell"
 	"github.com/nsman/nsman/metrics"
+	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/policy/traffic"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
@@ -64,6 +65,8 @@ type sweepOptions struct {
 	notifyURLFile       string
 	notifyFormat        string
 	notifyKeyFile       string
+	notifyChannels      []string
+	notifyChannelFormat []string
 	webhookKeyFile      string
 	webhookAllow        []string
 	pushgatewayURL      string
@@ -132,6 +135,8 @@ failed, 2 on a usage or configuration error.`,
 	fs.StringVar(&o.notifyURLFile, "notify-url-file", "", "as --notify-url, with the URL read from this file (once, at start; surrounding white space trimmed), e.g. a mounted Secret's key")
 	fs.StringVar(&o.notifyKeyFile, "notify-signing-key-file", "", "file with the key that signs notifications (HMAC-SHA256) in place of --webhook-signing-key-file's (default: notifications are signed as WEBHOOK requests are)")
 	fs.StringVar(&o.notifyFormat, "notify-format", tell.DefaultFormat, tell.FormatHelp())
+	fs.StringArrayVar(&o.notifyChannels, "notify-channel", nil, "NAME=FILE (repeatable): a channel of the platform's, its URL read from FILE as --notify-url-file's; a namespace or manager annotated "+policy.NotifyChannelAnnotation+": NAME has its notifications sent there instead of the default (an unknown name: to the default, with a warning)")
+	fs.StringArrayVar(&o.notifyChannelFormat, "notify-channel-format", nil, "NAME=FORMAT (repeatable): the --notify-format of channel NAME (default: --notify-format's)")
 	fs.StringVar(&o.pushgatewayURL, "pushgateway-url", "", "push the sweep's metrics to this Prometheus Pushgateway at the end of each sweep")
 	fs.StringVar(&o.clusterName, "cluster-name", "", "with --pushgateway-url, push the metrics under the grouping label cluster=NAME, which every series pushed then carries: one Pushgateway and one dashboard for the clusters of a fleet (default: no cluster label)")
 	fs.IntVar(&o.shardCount, "shard-count", 1, "split the managers among this many sweeps run side by side, by a hash of their UID")
@@ -223,6 +228,9 @@ func (o *sweepOptions) config(flags *pflag.FlagSet) (sweep.Config, error) {
 	if cfg.NotifyURL, cfg.NotifySigningKey, err = o.notifyConfig(); err != nil {
 		return cfg, err
 	}
+	if cfg.NotifyChannels, err = tell.ParseChannels(o.notifyChannels, o.notifyChannelFormat); err != nil {
+		return cfg, err
+	}
 	return cfg, cfg.Validate()
 }
 
@@ -301,8 +309,8 @@ func (o *sweepOptions) notifyConfig() (string, []byte, error) {
 	if o.notifyKeyFile == "" {
 		return rawURL, nil, nil
 	}
-	if rawURL == "" {
-		return "", nil, errors.New("--notify-signing-key-file needs --notify-url or --notify-url-file")
+	if rawURL == "" && len(o.notifyChannels) == 0 {
+		return "", nil, errors.New("--notify-signing-key-file needs --notify-url, --notify-url-file or --notify-channel")
 	}
 	key, err := os.ReadFile(o.notifyKeyFile)
 	if err != nil {

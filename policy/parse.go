@@ -58,6 +58,7 @@ func parse(obj *unstructured.Unstructured, strict bool) (Manager, field.ErrorLis
 		UID:        types.UID(obj.GetUID()),
 		Generation: obj.GetGeneration(),
 	}
+	m.NotifyChannel = CutNotifyChannel(obj.GetAnnotations()[NotifyChannelAnnotation])
 	var errs field.ErrorList
 	if kind := obj.GetKind(); kind != "" && kind != Kind {
 		errs = append(errs, field.Invalid(field.NewPath("kind"), kind, "must be "+Kind))

@@ -77,6 +77,12 @@ type Config struct {
 	// notifications are signed as WEBHOOK actions are (with the sender's
 	// key, if it has one), as before the field existed.
 	NotifySigningKey []byte
+	// NotifyChannels are the platform's other channels
+	// (--notify-channel): a namespace, or a manager, annotated with
+	// policy.NotifyChannelAnnotation has its notifications sent to the
+	// one it names instead of NotifyURL, each delivered, signed and
+	// redacted as NotifyURL's are.
+	NotifyChannels []tell.Channel
 	// Version is nsman's, which notifications carry.
 	Version string
 	// MaxHold is how far ahead of now a hold (HoldAnnotation) may end; one
@@ -151,6 +157,8 @@ func (c Config) Validate() error {
 	case c.NotifyFormat != "" && !slices.Contains(tell.FormatNames(), c.NotifyFormat):
 		_, err := tell.LookupFormat(c.NotifyFormat)
 		return err
+	case tell.ValidateChannels(c.NotifyChannels) != nil:
+		return tell.ValidateChannels(c.NotifyChannels)
 	case c.MaxHold < 0:
 		return fmt.Errorf("--max-hold must not be negative")
 	case c.StuckAfter < 0:
@@ -173,7 +181,8 @@ type Sweeper struct {
 	clients cluster.Clients
 	log     *slog.Logger
 	// writer is where a dry run differs (write.New); notifier is nil
-	// without Config.NotifyURL or actions that are done.
+	// without Config.NotifyURL nor NotifyChannels, or actions that are
+	// done.
 	writer   write.Writer
 	notifier *tell.Notifier
 	// env is what the records of managers and rules' pairs are read and
@@ -193,7 +202,7 @@ func New(cfg Config, clients cluster.Clients, sender *webhook.Sender, log *slog.
 	cfg.ArgoCDNamespace = cmp.Or(cfg.ArgoCDNamespace, DefaultArgoCDNamespace)
 	s := &Sweeper{cfg: cfg, clients: clients, log: log, writer: write.New(clients.Kube, clients.Dynamic, clients.Managers, sender, cfg.DryRun)}
 	s.env = record.Env{Writer: s.writer, Reads: s.reads(), Clock: s.clock, ClaimTTL: cfg.ClaimTTL}
-	if cfg.NotifyURL != "" && s.writer.Done() == report.StateFired {
+	if (cfg.NotifyURL != "" || len(cfg.NotifyChannels) > 0) && s.writer.Done() == report.StateFired {
 		if sender == nil {
 			return nil, errors.New("notifications need a webhook sender")
 		}
@@ -201,7 +210,7 @@ func New(cfg Config, clients cluster.Clients, sender *webhook.Sender, log *slog.
 		if len(cfg.NotifySigningKey) > 0 {
 			notifySender = sender.WithSigningKey(cfg.NotifySigningKey)
 		}
-		s.notifier = tell.NewNotifier(cfg.NotifyURL, cfg.NotifyFormat, notifySender)
+		s.notifier = tell.NewNotifier(cfg.NotifyURL, cfg.NotifyFormat, notifySender).WithChannels(cfg.NotifyChannels, notifySender)
 	}
 	return s, nil
 }

@@ -222,6 +222,9 @@ func (x *Executor) act(ctx context.Context, rec record.Record, d decide.Decision
 		e.Reclaimed = did.reclaimed
 	}
 	if !webhook.Deferred(err) {
+		if _, unknown := x.channel(d.Manager, p); unknown != "" {
+			e.Warnings = append(e.Warnings, unknown)
+		}
 		defer x.Notify(ctx, d.Manager, p, e.Effects, e.Reclaimed, err, failedBefore(rec.Prior().Last, p))
 	}
 	if err == nil && p.Policy.Action.Kind().RemovesTarget() && p.Target.Home {
@@ -417,10 +420,24 @@ func (x *Executor) Notify(ctx context.Context, m policy.Manager, p *decide.Plan,
 	}
 	n.Reclaimed = reclaimed // a SCALE_DOWN that failed part-way freed what it scaled
 	n.Woke = p.Wake
-	if err := x.Notifier.Send(ctx, n, status.Digest("%s/%s", x.notificationKey(m, p), result)); err != nil {
+	to, _ := x.channel(m, p)
+	if to == nil {
+		return
+	}
+	if err := to.Send(ctx, n, status.Digest("%s/%s", x.notificationKey(m, p), result)); err != nil {
 		x.Counts.NotifyFailed.Add(1)
-		x.Log.Error("notification not delivered", "manager", m.Namespace+"/"+m.Name, "namespace", p.Target.Name, "policy", p.Policy.Name, "error", x.Notifier.Redact(err))
+		x.Log.Error("notification not delivered", "manager", m.Namespace+"/"+m.Name, "namespace", p.Target.Name, "policy", p.Policy.Name, "error", to.Redact(err))
 		return
 	}
 	x.Counts.NotifySent.Add(1)
+}
+
+// channel is the notifier of the notifications of plan p of m (nil: none),
+// by the target namespace's channel, else m's (tell.Notifier.Route), and
+// the warning of a channel that is not the platform's.
+func (x *Executor) channel(m policy.Manager, p *decide.Plan) (*tell.Notifier, string) {
+	if x.Notifier == nil {
+		return nil, ""
+	}
+	return x.Notifier.Route(p.Target.Listed.NotifyChannel, m.NotifyChannel)
 }
