@@ -3,10 +3,15 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nsman/nsman/internal/cluster"
@@ -75,5 +80,60 @@ func TestNotifyChannels(t *testing.T) {
 	}
 	if strings.Contains(res.Stderr, "secret") {
 		t.Errorf("stderr shows team-a's URL: %s", res.Stderr)
+	}
+}
+
+// TestNotifyComponentChannelExample: the notify component's commented
+// second channel, uncommented as its comment says, mounts the channel's
+// Secret where --notify-channel reads it.
+func TestNotifyComponentChannelExample(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	deploy := filepath.Join(t.TempDir(), "deploy")
+	if out, err := exec.CommandContext(ctx, "cp", "-r", filepath.Join(nsmantest.RepoRoot(), "deploy"), deploy).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v\n%s", err, out)
+	}
+	path := filepath.Join(deploy, "components", "notify", "kustomization.yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	example := false
+	for _, line := range strings.Split(string(data), "\n") {
+		switch {
+		case strings.HasPrefix(line, "  # channel team-a:"):
+			example = true
+			continue
+		case strings.HasPrefix(line, "  # ") && !strings.HasPrefix(line, "  # signing key") && example:
+			line = "  " + strings.TrimPrefix(line, "  # ")
+		default:
+			example = false
+		}
+		lines = append(lines, line)
+	}
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.CommandContext(ctx, nsmantest.Kubectl(t), "kustomize", filepath.Join(deploy, "overlays", "notify")).Output()
+	if err != nil {
+		t.Fatalf("kubectl kustomize: %v", err)
+	}
+	objs, err := nsmantest.Decode(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cj := typedCronJob(t, cronJobObject(t, objs))
+	c := nsmanContainer(t, cj)
+	if !slices.Contains(c.Args, "--notify-channel=team-a=/etc/nsman/notify-channels/team-a/url") {
+		t.Errorf("args %q lack team-a's channel", c.Args)
+	}
+	vols := cj.Spec.JobTemplate.Spec.Template.Spec.Volumes
+	i := slices.IndexFunc(vols, func(v corev1.Volume) bool { return v.Secret != nil && v.Secret.SecretName == "nsman-notify-team-a" })
+	if i < 0 || !slices.Equal(vols[i].Secret.Items, []corev1.KeyToPath{{Key: "url", Path: "url"}}) {
+		t.Fatalf("volumes %+v, want Secret nsman-notify-team-a's url", vols)
+	}
+	if !slices.Contains(c.VolumeMounts, corev1.VolumeMount{Name: vols[i].Name, MountPath: "/etc/nsman/notify-channels/team-a", ReadOnly: true}) {
+		t.Errorf("mounts %+v, want team-a's read-only at /etc/nsman/notify-channels/team-a", c.VolumeMounts)
 	}
 }
