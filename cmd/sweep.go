@@ -28,7 +28,6 @@ import (
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/tell"
 	"github.com/nsman/nsman/metrics"
-	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/policy/traffic"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
@@ -135,7 +134,7 @@ failed, 2 on a usage or configuration error.`,
 	fs.StringVar(&o.notifyURLFile, "notify-url-file", "", "as --notify-url, with the URL read from this file (once, at start; surrounding white space trimmed), e.g. a mounted Secret's key")
 	fs.StringVar(&o.notifyKeyFile, "notify-signing-key-file", "", "file with the key that signs notifications (HMAC-SHA256) in place of --webhook-signing-key-file's (default: notifications are signed as WEBHOOK requests are)")
 	fs.StringVar(&o.notifyFormat, "notify-format", tell.DefaultFormat, tell.FormatHelp())
-	fs.StringArrayVar(&o.notifyChannels, "notify-channel", nil, "`NAME=FILE` (repeatable): a channel of the platform's, its URL read from FILE as --notify-url-file's; a namespace or manager annotated "+policy.NotifyChannelAnnotation+": NAME has its notifications sent there instead of the default (an unknown name: to the default, with a warning)")
+	fs.StringArrayVar(&o.notifyChannels, "notify-channel", nil, "`NAME=FILE` (repeatable): a channel of the platform's, its URL read from FILE as --notify-url-file's; a namespace or manager annotated "+status.NotifyChannelAnnotation+": NAME has its notifications sent there instead of the default (an unknown name: to the default, with a warning)")
 	fs.StringArrayVar(&o.notifyChannelFormat, "notify-channel-format", nil, "`NAME=FMT` (repeatable): the --notify-format of channel NAME, FMT (default: --notify-format's)")
 	fs.StringVar(&o.pushgatewayURL, "pushgateway-url", "", "push the sweep's metrics to this Prometheus Pushgateway at the end of each sweep")
 	fs.StringVar(&o.clusterName, "cluster-name", "", "with --pushgateway-url, push the metrics under the grouping label cluster=NAME, which every series pushed then carries: one Pushgateway and one dashboard for the clusters of a fleet (default: no cluster label)")
@@ -225,10 +224,7 @@ func (o *sweepOptions) config(flags *pflag.FlagSet) (sweep.Config, error) {
 	if !utf8.ValidString(o.clusterName) {
 		return cfg, errors.New("--cluster-name is not valid UTF-8, which a Prometheus label value must be")
 	}
-	if cfg.NotifyURL, cfg.NotifySigningKey, err = o.notifyConfig(); err != nil {
-		return cfg, err
-	}
-	if cfg.NotifyChannels, err = tell.ParseChannels(o.notifyChannels, o.notifyChannelFormat); err != nil {
+	if err := o.notify(&cfg); err != nil {
 		return cfg, err
 	}
 	return cfg, cfg.Validate()
@@ -279,6 +275,16 @@ func (o *sweepOptions) shardIndexOf(flags *pflag.FlagSet) (int, error) {
 		return 0, fmt.Errorf("$%s is %d but --shard-count is %d: set --shard-count to the Indexed Job's completions", jobIndexEnv, i, o.shardCount)
 	}
 	return i, nil
+}
+
+// notify reads the notification flags into cfg: the URL and key
+// (notifyConfig), and the channels (tell.ParseChannels).
+func (o *sweepOptions) notify(cfg *sweep.Config) (err error) {
+	if cfg.NotifyURL, cfg.NotifySigningKey, err = o.notifyConfig(); err != nil {
+		return err
+	}
+	cfg.NotifyChannels, err = tell.ParseChannels(o.notifyChannels, o.notifyChannelFormat)
+	return err
 }
 
 // notifyConfig reads the notification URL, from --notify-url or

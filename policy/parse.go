@@ -56,9 +56,8 @@ func parse(obj *unstructured.Unstructured, strict bool) (Manager, field.ErrorLis
 		Namespace:  obj.GetNamespace(),
 		Name:       obj.GetName(),
 		UID:        types.UID(obj.GetUID()),
-		Generation: obj.GetGeneration(),
+		Generation: obj.GetGeneration(), NotifyChannel: obj.GetAnnotations()["nsman.k8s.consol.de/notify-channel"],
 	}
-	m.NotifyChannel = CutNotifyChannel(obj.GetAnnotations()[NotifyChannelAnnotation])
 	var errs field.ErrorList
 	if kind := obj.GetKind(); kind != "" && kind != Kind {
 		errs = append(errs, field.Invalid(field.NewPath("kind"), kind, "must be "+Kind))

@@ -53,8 +53,8 @@ const MaxSeconds = 1<<31 - 1
 
 // Manager is a parsed NamespaceManager.
 type Manager struct {
-	// Namespace and Name are the manager's own metadata.
-	Namespace, Name string
+	// Namespace and Name are the manager's own metadata, NotifyChannel its nsman.k8s.consol.de/notify-channel.
+	Namespace, Name, NotifyChannel string
 	// UID and Generation identify one version of the manager's spec; a webhook
 	// idempotency key is derived from them.
 	UID        types.UID
@@ -72,10 +72,6 @@ type Manager struct {
 	// namePatterns instead of spec.namespace, and acts on every namespace
 	// they match.
 	Rule *Rule
-	// NotifyChannel is the manager's NotifyChannelAnnotation, cut at
-	// MaxNotifyChannel+1 bytes: the channel of its notifications, and for
-	// a rule its namespaces' unless theirs names one.
-	NotifyChannel string
 	// Policies in the order they are evaluated; the first that holds fires.
 	// SLEEP policies are judged together instead (see Evaluate).
 	Policies []Policy
@@ -153,25 +149,6 @@ type Condition struct {
 // manager, wakes the target until then: no SLEEP policy holds meanwhile
 // (see Input.WokenUntil). nsman wake writes it.
 const WakeAnnotation = "nsman.k8s.consol.de/wake-until"
-
-// NotifyChannelAnnotation, on a target namespace or on its manager, names
-// the platform's notification channel (--notify-channel) that the
-// notifications about it go to; never a URL, which only the platform
-// gives.
-const NotifyChannelAnnotation = "nsman.k8s.consol.de/notify-channel"
-
-// MaxNotifyChannel is the longest channel name (a DNS label); a sweep
-// keeps one byte more of the annotation, so that a longer value is kept
-// cut, and matches no channel.
-const MaxNotifyChannel = 63
-
-// CutNotifyChannel is value cut as a sweep keeps it.
-func CutNotifyChannel(value string) string {
-	if len(value) > MaxNotifyChannel+1 {
-		return value[:MaxNotifyChannel+1]
-	}
-	return value
-}
 
 // TouchedAnnotation on a namespace is a time (RFC 3339) something happened
 // in it that an IDLE condition counts as activity: CI writes it at each

@@ -67,22 +67,17 @@ type Config struct {
 	// NotifyURL, when set, receives a notification after every action
 	// that fired or failed (not in a dry run), in NotifyFormat (one of
 	// tell.FormatNames, "" for tell.DefaultFormat), delivered as WEBHOOK
-	// actions are. It is a credential (a Slack incoming webhook's path is
-	// its secret): the sweep never shows more of it than RedactURL does.
-	NotifyURL    string
-	NotifyFormat string
+	// actions are, NotifyChannels those a namespace or manager picks (see
+	// tell.Notifier.Route). Each URL is a credential: never shown whole.
+	NotifyURL      string
+	NotifyFormat   string
+	NotifyChannels []tell.Channel
 	// NotifySigningKey, when set, signs notifications in place of the
 	// sender's key: every WEBHOOK receiver that verifies nsman's requests
 	// holds that key, and could sign a notification with it. Empty:
 	// notifications are signed as WEBHOOK actions are (with the sender's
 	// key, if it has one), as before the field existed.
 	NotifySigningKey []byte
-	// NotifyChannels are the platform's other channels
-	// (--notify-channel): a namespace, or a manager, annotated with
-	// policy.NotifyChannelAnnotation has its notifications sent to the
-	// one it names instead of NotifyURL, each delivered, signed and
-	// redacted as NotifyURL's are.
-	NotifyChannels []tell.Channel
 	// Version is nsman's, which notifications carry.
 	Version string
 	// MaxHold is how far ahead of now a hold (HoldAnnotation) may end; one
@@ -154,11 +149,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--concurrency must not be negative")
 	case c.ClaimTTL != 0 && c.ClaimTTL < MinClaimTTL:
 		return fmt.Errorf("--claim-ttl must be at least %s", MinClaimTTL)
-	case c.NotifyFormat != "" && !slices.Contains(tell.FormatNames(), c.NotifyFormat):
-		_, err := tell.LookupFormat(c.NotifyFormat)
-		return err
-	case tell.ValidateChannels(c.NotifyChannels) != nil:
-		return tell.ValidateChannels(c.NotifyChannels)
+	case tell.ValidateNotify(c.NotifyFormat, c.NotifyChannels) != nil:
+		return tell.ValidateNotify(c.NotifyFormat, c.NotifyChannels)
 	case c.MaxHold < 0:
 		return fmt.Errorf("--max-hold must not be negative")
 	case c.StuckAfter < 0:
@@ -181,8 +173,7 @@ type Sweeper struct {
 	clients cluster.Clients
 	log     *slog.Logger
 	// writer is where a dry run differs (write.New); notifier is nil
-	// without Config.NotifyURL nor NotifyChannels, or actions that are
-	// done.
+	// without Config.NotifyURL, NotifyChannels or actions that are done.
 	writer   write.Writer
 	notifier *tell.Notifier
 	// env is what the records of managers and rules' pairs are read and

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -209,7 +210,7 @@ func (x *Executor) act(ctx context.Context, rec record.Record, d decide.Decision
 		// The DELETE found the namespace changed: nothing was done.
 		return busy(e, err), false, false
 	}
-	e.Effects, e.Warnings = did.effects, did.warnings
+	e.Effects, e.Warnings = did.effects, x.warnings(did, d.Manager, p, err)
 	if err == nil && (did.through != "" || did.waits != "") {
 		return x.stays(ctx, rec, d, e, did)
 	}
@@ -222,9 +223,6 @@ func (x *Executor) act(ctx context.Context, rec record.Record, d decide.Decision
 		e.Reclaimed = did.reclaimed
 	}
 	if !webhook.Deferred(err) {
-		if _, unknown := x.channel(d.Manager, p); unknown != "" {
-			e.Warnings = append(e.Warnings, unknown)
-		}
 		defer x.Notify(ctx, d.Manager, p, e.Effects, e.Reclaimed, err, failedBefore(rec.Prior().Last, p))
 	}
 	if err == nil && p.Policy.Action.Kind().RemovesTarget() && p.Target.Home {
@@ -440,4 +438,17 @@ func (x *Executor) channel(m policy.Manager, p *decide.Plan) (*tell.Notifier, st
 		return nil, ""
 	}
 	return x.Notifier.Route(p.Target.Listed.NotifyChannel, m.NotifyChannel)
+}
+
+// warnings are the entry's warnings of what plan p of m did: the
+// action's, and when a notification is to tell it, the channel's that
+// names no channel of the platform's (Notifier.Route).
+func (x *Executor) warnings(did applied, m policy.Manager, p *decide.Plan, err error) []string {
+	if webhook.Deferred(err) || err == nil && (did.through != "" || did.waits != "") {
+		return did.warnings // no notification
+	}
+	if _, unknown := x.channel(m, p); unknown != "" {
+		return append(slices.Clip(did.warnings), unknown)
+	}
+	return did.warnings
 }

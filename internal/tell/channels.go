@@ -78,6 +78,17 @@ func ParseChannelFlag(flag, arg string) (name, value string, err error) {
 	return name, value, nil
 }
 
+// ValidateNotify reports a --notify-format (empty: DefaultFormat) that no
+// Format has, and channels that cannot run (ValidateChannels).
+func ValidateNotify(format string, channels []Channel) error {
+	if format != "" {
+		if _, err := LookupFormat(format); err != nil {
+			return err
+		}
+	}
+	return ValidateChannels(channels)
+}
+
 // ValidateChannels reports channels that cannot run: a name given twice
 // or not a DNS label, a URL that is not notifiable (shown redacted), a
 // format no Format has.

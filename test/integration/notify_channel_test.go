@@ -15,8 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/internal/tell"
-	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/test/nsmantest"
 )
@@ -45,8 +45,8 @@ func TestNotifyChannels(t *testing.T) {
 	e := setup(t)
 	teamA, plain, unknown := shared.Namespace(t), shared.Namespace(t), shared.Namespace(t)
 	caseID := teamA
-	annotateNamespace(t, teamA, map[string]string{policy.NotifyChannelAnnotation: "team-a"})
-	annotateNamespace(t, unknown, map[string]string{policy.NotifyChannelAnnotation: "team-z"})
+	annotateNamespace(t, teamA, map[string]string{status.NotifyChannelAnnotation: "team-a"})
+	annotateNamespace(t, unknown, map[string]string{status.NotifyChannelAnnotation: "team-z"})
 	createManager(t, managerObj(teamA, teamA, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}))
 	createManager(t, managerObj(plain, plain, caseID, []any{ttlPolicy("delete at once", 0, deleteAction)}))
 	// The unknown one's manager lives elsewhere, as a platform team's
