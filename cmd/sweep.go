@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -290,26 +289,21 @@ func (o *sweepOptions) notify(cfg *sweep.Config) (err error) {
 // notifyConfig reads the notification URL, from --notify-url or
 // --notify-url-file, and the key of --notify-signing-key-file. The URL is
 // a credential: no error shows more of it than its scheme and host
-// (tell.RedactURL), and one about the file none of what it holds.
+// (tell.RedactURL), and one about the file none of what it holds; the
+// file is read as --notify-channel's are, bounded (tell.ReadURLFile).
 func (o *sweepOptions) notifyConfig() (string, []byte, error) {
 	rawURL := o.notifyURL
 	switch {
 	case o.notifyURL != "" && o.notifyURLFile != "":
 		return "", nil, errors.New("--notify-url and --notify-url-file: give one, not both")
 	case o.notifyURL != "":
-		if !notifiable(o.notifyURL) {
+		if !tell.Notifiable(o.notifyURL) {
 			return "", nil, fmt.Errorf("--notify-url %s: want an absolute http or https URL", tell.RedactURL(o.notifyURL))
 		}
 	case o.notifyURLFile != "":
-		data, err := os.ReadFile(o.notifyURLFile)
-		if err != nil {
-			return "", nil, fmt.Errorf("--notify-url-file: %w", err)
-		}
-		if rawURL = strings.TrimSpace(string(data)); rawURL == "" {
-			return "", nil, fmt.Errorf("--notify-url-file %s is empty", o.notifyURLFile)
-		}
-		if !notifiable(rawURL) {
-			return "", nil, fmt.Errorf("--notify-url-file %s: want an absolute http or https URL on one line (its content is not shown)", o.notifyURLFile)
+		var err error
+		if rawURL, err = tell.ReadURLFile("--notify-url-file", o.notifyURLFile); err != nil {
+			return "", nil, err
 		}
 	}
 	if o.notifyKeyFile == "" {
@@ -326,13 +320,6 @@ func (o *sweepOptions) notifyConfig() (string, []byte, error) {
 		return "", nil, fmt.Errorf("--notify-signing-key-file %s is empty", o.notifyKeyFile)
 	}
 	return rawURL, key, nil
-}
-
-// notifiable reports whether rawURL is an absolute http or https URL with
-// a host, as webhook.Sender takes.
-func notifiable(rawURL string) bool {
-	u, err := url.Parse(rawURL)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Hostname() != ""
 }
 
 func (o *sweepOptions) webhookOptions() (webhook.Options, error) {
