@@ -197,6 +197,7 @@ func TestSweepNotifyFlagsRefused(t *testing.T) {
 	twoLines := writeFile(t, "two-lines", secretURL+"\nhttps://other.example/XXSECRET")
 	ftp := writeFile(t, "ftp", "ftp://hooks.slack.com/services/T0SECRET/B0SECRET/XXSECRET")
 	emptyKey := writeFile(t, "empty-key", "\n")
+	huge := writeFile(t, "huge", secretURL+strings.Repeat("XXSECRET", 2<<10))
 	for _, tt := range []struct {
 		name string
 		args []string
@@ -212,6 +213,7 @@ func TestSweepNotifyFlagsRefused(t *testing.T) {
 		{"ftp", []string{"--notify-url", "ftp://hooks.slack.com/services/T0SECRET/B0SECRET/XXSECRET"}, "--notify-url ftp://hooks.slack.com/…: want"},
 		{"no host", []string{"--notify-url", "https:///services/T0SECRET/B0SECRET/XXSECRET"}, "--notify-url (a URL that is not shown): want"},
 		{"bad escape", []string{"--notify-url", "https://hooks.slack.com/services/T0SECRET/%zz/XXSECRET"}, "--notify-url (a URL that is not shown): want"},
+		{"a file too big", []string{"--notify-url-file", huge}, "--notify-url-file " + huge + " holds more than 8192 bytes"},
 		{"key without a URL", []string{"--notify-signing-key-file", emptyKey}, "needs --notify-url, --notify-url-file or --notify-channel"},
 		{"channel not a DNS label", []string{"--notify-channel", "Team_A=" + urlFile}, "--notify-channel \"Team_A=" + urlFile + "\": the name must be a DNS label"},
 		{"channel file holds no URL", []string{"--notify-channel", "team-a=" + ftp}, "--notify-channel team-a " + ftp + ": want an absolute http or https URL"},
