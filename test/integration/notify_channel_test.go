@@ -137,3 +137,39 @@ func TestNotifyComponentChannelExample(t *testing.T) {
 		t.Errorf("mounts %+v, want team-a's read-only at /etc/nsman/notify-channels/team-a", c.VolumeMounts)
 	}
 }
+
+// TestNotifyChannelsOfARule: a rule's annotation picks the channel of its
+// namespaces, and a namespace's own picks over it; an unknown name goes
+// to the default, told in one NotifyChannelUnknown Event on the rule.
+func TestNotifyChannelsOfARule(t *testing.T) {
+	e := setup(t)
+	home := shared.Namespace(t)
+	caseID := home
+	targets := labelled(t, caseID, 3)
+	own, ruled, unknown := targets[0], targets[1], targets[2]
+	annotateNamespace(t, own, map[string]string{status.NotifyChannelAnnotation: "team-a"})
+	annotateNamespace(t, unknown, map[string]string{status.NotifyChannelAnnotation: "team-z"})
+	hooks := nsmantest.NewReceiver(t)
+	rule := managerObj(home, "leftovers", caseID, []any{ttlPolicy("report it", 0, webhookAction(hooks.URL+"/rule"))}, selecting(caseID))
+	rule.SetAnnotations(map[string]string{status.NotifyChannelAnnotation: "team-b"})
+	createManager(t, rule)
+	byDefault, byTeamA, byTeamB := nsmantest.NewReceiver(t), nsmantest.NewReceiver(t), nsmantest.NewReceiver(t)
+	res := e.Sweep(t, "-l", caseLabel+"="+caseID, "--trusted-namespaces", home, "--notify-url", byDefault.URL+"/default",
+		"--notify-channel", "team-a="+writeTemp(t, "team-a", byTeamA.URL+"/a"), "--notify-channel", "team-b="+writeTemp(t, "team-b", byTeamB.URL+"/b"))
+	wantCode(t, res, 0)
+	for _, c := range []struct {
+		name string
+		r    *nsmantest.Receiver
+		want string
+	}{{"default", byDefault, unknown}, {"team-a", byTeamA, own}, {"team-b", byTeamB, ruled}} {
+		if got := notifiedTargets(t, c.r); !slices.Equal(got, []string{c.want}) {
+			t.Errorf("%s's receiver told of %v, want %s alone", c.name, got, c.want)
+		}
+	}
+	if p := res.Pair(t, home, "leftovers", unknown); len(p.Warnings) != 1 || !strings.Contains(p.Warnings[0], `"team-z"`) {
+		t.Errorf("pair's warnings %q, want the unknown channel", p.Warnings)
+	}
+	if n := sleepEvents(t, home, "leftovers", tell.NotifyChannelUnknown); n != 1 {
+		t.Errorf("%d Events %s on the rule, want 1", n, tell.NotifyChannelUnknown)
+	}
+}
