@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -64,6 +63,8 @@ type sweepOptions struct {
 	notifyURLFile       string
 	notifyFormat        string
 	notifyKeyFile       string
+	notifyChannels      []string
+	notifyChannelFormat []string
 	webhookKeyFile      string
 	webhookAllow        []string
 	pushgatewayURL      string
@@ -132,6 +133,8 @@ failed, 2 on a usage or configuration error.`,
 	fs.StringVar(&o.notifyURLFile, "notify-url-file", "", "as --notify-url, with the URL read from this file (once, at start; surrounding white space trimmed), e.g. a mounted Secret's key")
 	fs.StringVar(&o.notifyKeyFile, "notify-signing-key-file", "", "file with the key that signs notifications (HMAC-SHA256) in place of --webhook-signing-key-file's (default: notifications are signed as WEBHOOK requests are)")
 	fs.StringVar(&o.notifyFormat, "notify-format", tell.DefaultFormat, tell.FormatHelp())
+	fs.StringArrayVar(&o.notifyChannels, "notify-channel", nil, "`NAME=FILE` (repeatable): a channel of the platform's, its URL read from FILE as --notify-url-file's; a namespace or manager annotated "+status.NotifyChannelAnnotation+": NAME has its notifications sent there instead of the default (an unknown name: to the default, with a warning)")
+	fs.StringArrayVar(&o.notifyChannelFormat, "notify-channel-format", nil, "`NAME=FMT` (repeatable): the --notify-format of channel NAME, FMT (default: --notify-format's)")
 	fs.StringVar(&o.pushgatewayURL, "pushgateway-url", "", "push the sweep's metrics to this Prometheus Pushgateway at the end of each sweep")
 	fs.StringVar(&o.clusterName, "cluster-name", "", "with --pushgateway-url, push the metrics under the grouping label cluster=NAME, which every series pushed then carries: one Pushgateway and one dashboard for the clusters of a fleet (default: no cluster label)")
 	fs.IntVar(&o.shardCount, "shard-count", 1, "split the managers among this many sweeps run side by side, by a hash of their UID")
@@ -220,7 +223,7 @@ func (o *sweepOptions) config(flags *pflag.FlagSet) (sweep.Config, error) {
 	if !utf8.ValidString(o.clusterName) {
 		return cfg, errors.New("--cluster-name is not valid UTF-8, which a Prometheus label value must be")
 	}
-	if cfg.NotifyURL, cfg.NotifySigningKey, err = o.notifyConfig(); err != nil {
+	if err := o.notify(&cfg); err != nil {
 		return cfg, err
 	}
 	return cfg, cfg.Validate()
@@ -273,36 +276,41 @@ func (o *sweepOptions) shardIndexOf(flags *pflag.FlagSet) (int, error) {
 	return i, nil
 }
 
+// notify reads the notification flags into cfg: the URL and key
+// (notifyConfig), and the channels (tell.ParseChannels).
+func (o *sweepOptions) notify(cfg *sweep.Config) (err error) {
+	if cfg.NotifyURL, cfg.NotifySigningKey, err = o.notifyConfig(); err != nil {
+		return err
+	}
+	cfg.NotifyChannels, err = tell.ParseChannels(o.notifyChannels, o.notifyChannelFormat)
+	return err
+}
+
 // notifyConfig reads the notification URL, from --notify-url or
 // --notify-url-file, and the key of --notify-signing-key-file. The URL is
 // a credential: no error shows more of it than its scheme and host
-// (tell.RedactURL), and one about the file none of what it holds.
+// (tell.RedactURL), and one about the file none of what it holds; the
+// file is read as --notify-channel's are, bounded (tell.ReadURLFile).
 func (o *sweepOptions) notifyConfig() (string, []byte, error) {
 	rawURL := o.notifyURL
 	switch {
 	case o.notifyURL != "" && o.notifyURLFile != "":
 		return "", nil, errors.New("--notify-url and --notify-url-file: give one, not both")
 	case o.notifyURL != "":
-		if !notifiable(o.notifyURL) {
+		if !tell.Notifiable(o.notifyURL) {
 			return "", nil, fmt.Errorf("--notify-url %s: want an absolute http or https URL", tell.RedactURL(o.notifyURL))
 		}
 	case o.notifyURLFile != "":
-		data, err := os.ReadFile(o.notifyURLFile)
-		if err != nil {
-			return "", nil, fmt.Errorf("--notify-url-file: %w", err)
-		}
-		if rawURL = strings.TrimSpace(string(data)); rawURL == "" {
-			return "", nil, fmt.Errorf("--notify-url-file %s is empty", o.notifyURLFile)
-		}
-		if !notifiable(rawURL) {
-			return "", nil, fmt.Errorf("--notify-url-file %s: want an absolute http or https URL on one line (its content is not shown)", o.notifyURLFile)
+		var err error
+		if rawURL, err = tell.ReadURLFile("--notify-url-file", o.notifyURLFile); err != nil {
+			return "", nil, err
 		}
 	}
 	if o.notifyKeyFile == "" {
 		return rawURL, nil, nil
 	}
-	if rawURL == "" {
-		return "", nil, errors.New("--notify-signing-key-file needs --notify-url or --notify-url-file")
+	if rawURL == "" && len(o.notifyChannels) == 0 {
+		return "", nil, errors.New("--notify-signing-key-file needs --notify-url, --notify-url-file or --notify-channel")
 	}
 	key, err := os.ReadFile(o.notifyKeyFile)
 	if err != nil {
@@ -312,13 +320,6 @@ func (o *sweepOptions) notifyConfig() (string, []byte, error) {
 		return "", nil, fmt.Errorf("--notify-signing-key-file %s is empty", o.notifyKeyFile)
 	}
 	return rawURL, key, nil
-}
-
-// notifiable reports whether rawURL is an absolute http or https URL with
-// a host, as webhook.Sender takes.
-func notifiable(rawURL string) bool {
-	u, err := url.Parse(rawURL)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Hostname() != ""
 }
 
 func (o *sweepOptions) webhookOptions() (webhook.Options, error) {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nsman/nsman/internal/tell"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/sweep"
 )
@@ -196,6 +197,7 @@ func TestSweepNotifyFlagsRefused(t *testing.T) {
 	twoLines := writeFile(t, "two-lines", secretURL+"\nhttps://other.example/XXSECRET")
 	ftp := writeFile(t, "ftp", "ftp://hooks.slack.com/services/T0SECRET/B0SECRET/XXSECRET")
 	emptyKey := writeFile(t, "empty-key", "\n")
+	huge := writeFile(t, "huge", secretURL+strings.Repeat("XXSECRET", 2<<10))
 	for _, tt := range []struct {
 		name string
 		args []string
@@ -211,7 +213,11 @@ func TestSweepNotifyFlagsRefused(t *testing.T) {
 		{"ftp", []string{"--notify-url", "ftp://hooks.slack.com/services/T0SECRET/B0SECRET/XXSECRET"}, "--notify-url ftp://hooks.slack.com/…: want"},
 		{"no host", []string{"--notify-url", "https:///services/T0SECRET/B0SECRET/XXSECRET"}, "--notify-url (a URL that is not shown): want"},
 		{"bad escape", []string{"--notify-url", "https://hooks.slack.com/services/T0SECRET/%zz/XXSECRET"}, "--notify-url (a URL that is not shown): want"},
-		{"key without a URL", []string{"--notify-signing-key-file", emptyKey}, "needs --notify-url or --notify-url-file"},
+		{"a file too big", []string{"--notify-url-file", huge}, "--notify-url-file " + huge + " holds more than 8192 bytes"},
+		{"key without a URL", []string{"--notify-signing-key-file", emptyKey}, "needs --notify-url, --notify-url-file or --notify-channel"},
+		{"channel not a DNS label", []string{"--notify-channel", "Team_A=" + urlFile}, "--notify-channel \"Team_A=" + urlFile + "\": the name must be a DNS label"},
+		{"channel file holds no URL", []string{"--notify-channel", "team-a=" + ftp}, "--notify-channel team-a " + ftp + ": want an absolute http or https URL"},
+		{"channel format of no channel", []string{"--notify-channel-format", "team-a=slack"}, "no --notify-channel team-a=FILE"},
 		{"empty key", []string{"--notify-url", secretURL, "--notify-signing-key-file", emptyKey}, "--notify-signing-key-file " + emptyKey + " is empty"},
 		{"no key file", []string{"--notify-url", secretURL, "--notify-signing-key-file", filepath.Join(dir, "no-key")}, filepath.Join(dir, "no-key")},
 	} {
@@ -332,5 +338,25 @@ func TestClusterNameGroupsThePush(t *testing.T) {
 	}
 	if _, err := sweepConfig(t, []string{"--cluster-name=\xff"}); err == nil || !strings.Contains(err.Error(), "--cluster-name") {
 		t.Errorf("--cluster-name not UTF-8: %v, want it refused", err)
+	}
+}
+
+// TestSweepNotifyChannels: --notify-channel NAME=FILE (repeatable) and
+// --notify-channel-format NAME=FORMAT reach the sweep's configuration,
+// alone or beside the default, and a key may sign channels alone.
+func TestSweepNotifyChannels(t *testing.T) {
+	urlFile := writeFile(t, "url", "\n  "+secretURL+"\n")
+	keyFile := writeFile(t, "key", "notify-key\n")
+	cfg, err := sweepConfig(t, []string{"--notify-url", secretURL, "--notify-channel", "team-a=" + urlFile, "--notify-channel", "team-b=" + urlFile, "--notify-channel-format", "team-b=teams"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []tell.Channel{{Name: "team-a", URL: secretURL}, {Name: "team-b", URL: secretURL, Format: "teams"}}
+	if !slices.Equal(cfg.NotifyChannels, want) {
+		t.Errorf("channels %+v, want %+v", cfg.NotifyChannels, want)
+	}
+	cfg, err = sweepConfig(t, []string{"--notify-channel", "team-a=" + urlFile, "--notify-signing-key-file", keyFile})
+	if err != nil || cfg.NotifyURL != "" || len(cfg.NotifyChannels) != 1 || string(cfg.NotifySigningKey) != "notify-key" {
+		t.Errorf("channel alone, signed: %+v, %v", cfg, err)
 	}
 }

@@ -56,7 +56,7 @@ func parse(obj *unstructured.Unstructured, strict bool) (Manager, field.ErrorLis
 		Namespace:  obj.GetNamespace(),
 		Name:       obj.GetName(),
 		UID:        types.UID(obj.GetUID()),
-		Generation: obj.GetGeneration(),
+		Generation: obj.GetGeneration(), NotifyChannel: obj.GetAnnotations()["nsman.k8s.consol.de/notify-channel"],
 	}
 	var errs field.ErrorList
 	if kind := obj.GetKind(); kind != "" && kind != Kind {

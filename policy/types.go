@@ -53,8 +53,8 @@ const MaxSeconds = 1<<31 - 1
 
 // Manager is a parsed NamespaceManager.
 type Manager struct {
-	// Namespace and Name are the manager's own metadata.
-	Namespace, Name string
+	// Namespace and Name are the manager's own metadata, NotifyChannel its nsman.k8s.consol.de/notify-channel.
+	Namespace, Name, NotifyChannel string
 	// UID and Generation identify one version of the manager's spec; a webhook
 	// idempotency key is derived from them.
 	UID        types.UID

@@ -67,10 +67,11 @@ type Config struct {
 	// NotifyURL, when set, receives a notification after every action
 	// that fired or failed (not in a dry run), in NotifyFormat (one of
 	// tell.FormatNames, "" for tell.DefaultFormat), delivered as WEBHOOK
-	// actions are. It is a credential (a Slack incoming webhook's path is
-	// its secret): the sweep never shows more of it than RedactURL does.
-	NotifyURL    string
-	NotifyFormat string
+	// actions are, NotifyChannels those a namespace or manager picks (see
+	// tell.Notifier.Route). Each URL is a credential: never shown whole.
+	NotifyURL      string
+	NotifyFormat   string
+	NotifyChannels []tell.Channel
 	// NotifySigningKey, when set, signs notifications in place of the
 	// sender's key: every WEBHOOK receiver that verifies nsman's requests
 	// holds that key, and could sign a notification with it. Empty:
@@ -148,9 +149,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--concurrency must not be negative")
 	case c.ClaimTTL != 0 && c.ClaimTTL < MinClaimTTL:
 		return fmt.Errorf("--claim-ttl must be at least %s", MinClaimTTL)
-	case c.NotifyFormat != "" && !slices.Contains(tell.FormatNames(), c.NotifyFormat):
-		_, err := tell.LookupFormat(c.NotifyFormat)
-		return err
+	case tell.ValidateNotify(c.NotifyFormat, c.NotifyChannels) != nil:
+		return tell.ValidateNotify(c.NotifyFormat, c.NotifyChannels)
 	case c.MaxHold < 0:
 		return fmt.Errorf("--max-hold must not be negative")
 	case c.StuckAfter < 0:
@@ -173,7 +173,7 @@ type Sweeper struct {
 	clients cluster.Clients
 	log     *slog.Logger
 	// writer is where a dry run differs (write.New); notifier is nil
-	// without Config.NotifyURL or actions that are done.
+	// without Config.NotifyURL, NotifyChannels or actions that are done.
 	writer   write.Writer
 	notifier *tell.Notifier
 	// env is what the records of managers and rules' pairs are read and
@@ -193,7 +193,7 @@ func New(cfg Config, clients cluster.Clients, sender *webhook.Sender, log *slog.
 	cfg.ArgoCDNamespace = cmp.Or(cfg.ArgoCDNamespace, DefaultArgoCDNamespace)
 	s := &Sweeper{cfg: cfg, clients: clients, log: log, writer: write.New(clients.Kube, clients.Dynamic, clients.Managers, sender, cfg.DryRun)}
 	s.env = record.Env{Writer: s.writer, Reads: s.reads(), Clock: s.clock, ClaimTTL: cfg.ClaimTTL}
-	if cfg.NotifyURL != "" && s.writer.Done() == report.StateFired {
+	if (cfg.NotifyURL != "" || len(cfg.NotifyChannels) > 0) && s.writer.Done() == report.StateFired {
 		if sender == nil {
 			return nil, errors.New("notifications need a webhook sender")
 		}
@@ -201,7 +201,7 @@ func New(cfg Config, clients cluster.Clients, sender *webhook.Sender, log *slog.
 		if len(cfg.NotifySigningKey) > 0 {
 			notifySender = sender.WithSigningKey(cfg.NotifySigningKey)
 		}
-		s.notifier = tell.NewNotifier(cfg.NotifyURL, cfg.NotifyFormat, notifySender)
+		s.notifier = tell.NewNotifier(cfg.NotifyURL, cfg.NotifyFormat, notifySender).WithChannels(cfg.NotifyChannels, notifySender)
 	}
 	return s, nil
 }

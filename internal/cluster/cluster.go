@@ -47,6 +47,9 @@ type Namespace struct {
 	Hold, Expires, Touched string
 	// Wake is the namespace's WakeAnnotation, empty when it has none.
 	Wake string
+	// NotifyChannel is its status.NotifyChannelAnnotation, cut at
+	// maxNotifyChannel bytes; empty when it has none.
+	NotifyChannel string
 	// OwnerMarkers are its annotations that name its owner
 	// (owner.Annotations), each cut at owner.MaxMarker+1 bytes; nil for
 	// none. Its labels hold the rest of its markers.
@@ -68,6 +71,7 @@ func NamespaceOf(m *metav1.PartialObjectMetadata) Namespace {
 	}
 	info.Hold, info.Expires, info.Touched = m.Annotations[status.HoldAnnotation], m.Annotations[policy.ExpiresAnnotation], m.Annotations[policy.TouchedAnnotation]
 	info.Wake = m.Annotations[status.WakeAnnotation]
+	info.NotifyChannel = cut(m.Annotations[status.NotifyChannelAnnotation], maxNotifyChannel)
 	for k, v := range m.Annotations {
 		switch {
 		case strings.HasPrefix(k, status.PairAnnotationPrefix):

@@ -27,13 +27,19 @@ import (
 // it arrives (listpage.DecodeMetadata), and of its annotations only nsman's are
 // kept: the rules' records, which nsman writes, and the hold, the wake, the
 // expiry date and the touch, each cut at maxNamespaceValue bytes (a time is
-// some 30), and the owner markers, cut at owner.MaxMarker+1: a namespace
+// some 30), the owner markers, cut at owner.MaxMarker+1, and the notify
+// channel, cut at maxNotifyChannel: a namespace
 // kept for the sweep costs what nsman reads of it.
 
 // maxNamespaceValue bounds the value of a hold, a wake, an expiry date or a
 // touch that a sweep keeps; a longer one is cut, does not parse, and is
 // reported ignored as any value that does not parse.
 const maxNamespaceValue = 256
+
+// maxNotifyChannel bounds the notify channel a sweep keeps: one byte more
+// than a channel's name (a DNS label) may have, so that a longer value is
+// kept cut, and names no channel.
+const maxNotifyChannel = 64
 
 // namespaceItem is a namespace as a sweep reads it from its list.
 type namespaceItem struct {
@@ -52,7 +58,8 @@ type namespaceItem struct {
 // key, and the bytes of its value it keeps (0: all): the rules' records
 // whole, a hold, wake, expiry date or touch cut at maxNamespaceValue, an
 // owner marker (owner.Annotations) at owner.MaxMarker+1, so that one cut
-// is longer than any that parses. Both decodings of a list ask it.
+// is longer than any that parses, a notify channel at
+// maxNotifyChannel. Both decodings of a list ask it.
 func keptAnnotation(key string) (bound int, keep bool) {
 	switch {
 	case strings.HasPrefix(key, status.PairAnnotationPrefix):
@@ -61,6 +68,8 @@ func keptAnnotation(key string) (bound int, keep bool) {
 		return maxNamespaceValue, true
 	case slices.Contains(ownerAnnotations, key):
 		return owner.MaxMarker + 1, true
+	case key == status.NotifyChannelAnnotation:
+		return maxNotifyChannel, true
 	}
 	return 0, false
 }

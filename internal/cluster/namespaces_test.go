@@ -25,7 +25,7 @@ const trackingID = "argocd.argoproj.io/tracking-id"
 // times and labels as listed; of its annotations, nsman's alone, a hold,
 // wake, expiry date or touch cut at maxNamespaceValue, a rule's record
 // whole, the owner markers (nsman's and Argo CD's tracking id) cut at
-// owner.MaxMarker+1. 200 KiB of a tenant's own annotations are not kept. So it is from
+// owner.MaxMarker+1, the notify channel at maxNotifyChannel. 200 KiB of a tenant's own annotations are not kept. So it is from
 // JSON and from protobuf, which the API server sends nsman.
 func TestNamespaceListKeepsWhatIsRead(t *testing.T) {
 	created := metav1.NewTime(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
@@ -37,7 +37,7 @@ func TestNamespaceListKeepsWhatIsRead(t *testing.T) {
 			Annotations: map[string]string{"example.com/blob": strings.Repeat("x", 200<<10), status.HoldAnnotation: "2026-12-01T09:00:00Z",
 				status.PairAnnotationPrefix + "0123": record, policy.TouchedAnnotation: long, policy.ExpiresAnnotation: "2026-12-24",
 				status.WakeAnnotation: "2026-11-01T20:00:00Z" + long, policy.OwnerAnnotation: "applications.argoproj.io/argocd/pr-12",
-				trackingID: strings.Repeat("t", 200<<10)}}},
+				trackingID: strings.Repeat("t", 200<<10), status.NotifyChannelAnnotation: "team-a" + long}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "gone", UID: "u-g", ResourceVersion: "8", CreationTimestamp: created, DeletionTimestamp: &deleting}},
 	}}
 	listed.Continue = "next"
@@ -76,12 +76,16 @@ func keepsWhatIsRead(t *testing.T, listed metav1.PartialObjectMetadataList, data
 	want.Annotations[policy.TouchedAnnotation] = long[:maxNamespaceValue]
 	want.Annotations[status.WakeAnnotation] = want.Annotations[status.WakeAnnotation][:maxNamespaceValue]
 	want.Annotations[trackingID] = want.Annotations[trackingID][:owner.MaxMarker+1]
+	want.Annotations[status.NotifyChannelAnnotation] = want.Annotations[status.NotifyChannelAnnotation][:maxNotifyChannel]
 	if !equality.Semantic.DeepEqual(got[0].ObjectMeta, want.ObjectMeta) {
 		t.Errorf("kept %+v\nwant %+v", got[0].ObjectMeta, want.ObjectMeta)
 	}
 	info := NamespaceOf(got[0])
 	if info.Wake != want.Annotations[status.WakeAnnotation] || info.Hold != "2026-12-01T09:00:00Z" {
 		t.Errorf("wake %q, hold %q; want the wake as kept, the hold as listed", info.Wake, info.Hold)
+	}
+	if info.NotifyChannel != want.Annotations[status.NotifyChannelAnnotation] {
+		t.Errorf("notify channel %q, want it cut at maxNotifyChannel", info.NotifyChannel)
 	}
 	if markers := map[string]string{policy.OwnerAnnotation: "applications.argoproj.io/argocd/pr-12", trackingID: want.Annotations[trackingID]}; !maps.Equal(info.OwnerMarkers.Map(), markers) {
 		t.Errorf("owner markers %.80q, want nsman's as listed and the tracking id cut", info.OwnerMarkers)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -209,7 +210,7 @@ func (x *Executor) act(ctx context.Context, rec record.Record, d decide.Decision
 		// The DELETE found the namespace changed: nothing was done.
 		return busy(e, err), false, false
 	}
-	e.Effects, e.Warnings = did.effects, did.warnings
+	e.Effects, e.Warnings = did.effects, x.warnings(did, d.Manager, p, err)
 	if err == nil && (did.through != "" || did.waits != "") {
 		return x.stays(ctx, rec, d, e, did)
 	}
@@ -417,10 +418,37 @@ func (x *Executor) Notify(ctx context.Context, m policy.Manager, p *decide.Plan,
 	}
 	n.Reclaimed = reclaimed // a SCALE_DOWN that failed part-way freed what it scaled
 	n.Woke = p.Wake
-	if err := x.Notifier.Send(ctx, n, status.Digest("%s/%s", x.notificationKey(m, p), result)); err != nil {
+	to, _ := x.channel(m, p)
+	if to == nil {
+		return
+	}
+	if err := to.Send(ctx, n, status.Digest("%s/%s", x.notificationKey(m, p), result)); err != nil {
 		x.Counts.NotifyFailed.Add(1)
-		x.Log.Error("notification not delivered", "manager", m.Namespace+"/"+m.Name, "namespace", p.Target.Name, "policy", p.Policy.Name, "error", x.Notifier.Redact(err))
+		x.Log.Error("notification not delivered", "manager", m.Namespace+"/"+m.Name, "namespace", p.Target.Name, "policy", p.Policy.Name, "error", to.Redact(err))
 		return
 	}
 	x.Counts.NotifySent.Add(1)
+}
+
+// channel is the notifier of the notifications of plan p of m (nil: none),
+// by the target namespace's channel, else m's (tell.Notifier.Route), and
+// the warning of a channel that is not the platform's.
+func (x *Executor) channel(m policy.Manager, p *decide.Plan) (*tell.Notifier, string) {
+	if x.Notifier == nil {
+		return nil, ""
+	}
+	return x.Notifier.Route(p.Target.Listed.NotifyChannel, m.NotifyChannel)
+}
+
+// warnings are the entry's warnings of what plan p of m did: the
+// action's, and when a notification is to tell it, the channel's that
+// names no channel of the platform's (Notifier.Route).
+func (x *Executor) warnings(did applied, m policy.Manager, p *decide.Plan, err error) []string {
+	if webhook.Deferred(err) || err == nil && (did.through != "" || did.waits != "") {
+		return did.warnings // no notification
+	}
+	if _, unknown := x.channel(m, p); unknown != "" {
+		return append(slices.Clip(did.warnings), unknown)
+	}
+	return did.warnings
 }

@@ -74,6 +74,13 @@ const AnnotationPrefix = "nsman.k8s.consol.de/"
 // holds that manager (a rule: all its namespaces). nsman hold writes it.
 const HoldAnnotation = "nsman.k8s.consol.de/hold-until"
 
+// NotifyChannelAnnotation, on a namespace or on its manager (a rule: the
+// default of all its namespaces), names the platform's notification
+// channel (--notify-channel) that the notifications about it go to: a
+// name, never a URL, which only the platform gives. policy.Parse reads a
+// manager's into policy.Manager.NotifyChannel.
+const NotifyChannelAnnotation = "nsman.k8s.consol.de/notify-channel"
+
 // WakeAnnotation, set to an RFC 3339 time on a namespace, wakes it until
 // then from the sleep of every SLEEP policy acting on it, and the sweep
 // after that time puts it to sleep again if its policy still holds; on a

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nsman/nsman/policy"
@@ -52,5 +53,15 @@ func TestPairAnnotations(t *testing.T) {
 	}
 	if len(PairAnnotations(nil)) != 0 {
 		t.Error("no rule: some keys live")
+	}
+}
+
+// TestNotifyChannelAnnotationIsParsed: policy.Parse reads a manager's
+// NotifyChannelAnnotation, as the sweep keeps a namespace's.
+func TestNotifyChannelAnnotationIsParsed(t *testing.T) {
+	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": policy.Group + "/" + policy.Version, "kind": policy.Kind, "spec": map[string]any{}}}
+	obj.SetAnnotations(map[string]string{NotifyChannelAnnotation: "team-a"})
+	if m, _ := policy.Parse(obj); m.NotifyChannel != "team-a" {
+		t.Errorf("NotifyChannel %q, want team-a", m.NotifyChannel)
 	}
 }

@@ -5,5 +5,7 @@
 // home each behind Format (format_json.go, format_slack.go, format_teams.go,
 // format_googlechat.go), registered once in format.go; the chat formats
 // word a notification once (chat.go) and escape the words tenants wrote
-// each for its receiver.
+// each for its receiver. The platform's other channels (--notify-channel),
+// which a namespace or manager picks by name, and their routing are
+// channels.go's.
 package tell

@@ -99,8 +99,12 @@ func (ev ManagerEvents) Tell(ctx context.Context, e report.Entry, before status.
 	if why := e.TrafficUnknown(); why != "" && why != before.TrafficUnknown {
 		ev.Emit(ctx, corev1.EventTypeWarning, TrafficUnknown, "Evaluate", trafficNote(e))
 	}
-	if acted && len(e.Warnings) > 0 && !undone { // put back to sleep: its one Event is SleepUndone
-		ev.Emit(ctx, corev1.EventTypeWarning, Incomplete, e.Action, strings.Join(e.Warnings, "; "))
+	warnings, channel := channelWarning(e.Warnings)
+	if acted && len(warnings) > 0 && !undone { // put back to sleep: its one Event is SleepUndone
+		ev.Emit(ctx, corev1.EventTypeWarning, Incomplete, e.Action, strings.Join(warnings, "; "))
+	}
+	if acted && channel != "" {
+		ev.Emit(ctx, corev1.EventTypeWarning, NotifyChannelUnknown, e.Action, channel)
 	}
 	// A manager whose own namespace is stuck is told of it in no Event: its
 	// namespace takes no new object.
@@ -168,15 +172,21 @@ type RuleTally struct {
 	// trafficUnknown are the namespaces whose traffic is not known this
 	// sweep: a pair keeps no record of it, and the rule is told each sweep.
 	trafficUnknown []string
-	// incomplete are the namespaces acted on with warnings, and theirs.
-	incomplete []string
+	// incomplete are the namespaces acted on with warnings, and theirs;
+	// channelUnknown those notified on the default channel for want of
+	// the one they named.
+	incomplete, channelUnknown []string
 }
 
 func (t *RuleTally) Tell(_ context.Context, e report.Entry, before status.Prior, _, _ bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(e.Warnings) > 0 { // only an action carried out has any
-		t.incomplete = append(t.incomplete, e.Target+": "+strings.Join(e.Warnings, "; "))
+	warnings, channel := channelWarning(e.Warnings)
+	if len(warnings) > 0 { // only an action carried out has any
+		t.incomplete = append(t.incomplete, e.Target+": "+strings.Join(warnings, "; "))
+	}
+	if channel != "" {
+		t.channelUnknown = append(t.channelUnknown, e.Target+": "+channel)
 	}
 	switch {
 	case e.State == report.StateFired:
@@ -231,6 +241,22 @@ func (t *RuleTally) Flush(ctx context.Context, rule ManagerEvents) {
 	if len(t.incomplete) > 0 {
 		rule.Emit(ctx, corev1.EventTypeWarning, Incomplete, "Act", fmt.Sprintf("left workloads as they were in %d namespace(s): %s", len(t.incomplete), FirstTen(t.incomplete)))
 	}
+	if len(t.channelUnknown) > 0 {
+		rule.Emit(ctx, corev1.EventTypeWarning, NotifyChannelUnknown, "Act", fmt.Sprintf("notify channel unknown in %d namespace(s): %s", len(t.channelUnknown), FirstTen(t.channelUnknown)))
+	}
+}
+
+// channelWarning splits warnings into the channel's (tell.Route's, at
+// most one) and the others, which Incomplete tells.
+func channelWarning(warnings []string) (others []string, channel string) {
+	for _, w := range warnings {
+		if strings.HasPrefix(w, ChannelUnknownPrefix) {
+			channel = w
+			continue
+		}
+		others = append(others, w)
+	}
+	return others, channel
 }
 
 // FirstTen joins at most 10 items, saying how many more there are.

@@ -503,3 +503,28 @@ func TestIncompleteEvents(t *testing.T) {
 		t.Errorf("rule's Events %v, want Fired, then one Incomplete naming a and b", got)
 	}
 }
+
+// A notification sent to the default channel for want of the one named
+// (Route's warning, among the entry's) is told in a Warning Event
+// NotifyChannelUnknown, not Incomplete: on a manager at the action, on a
+// rule once per sweep for all its namespaces.
+func TestNotifyChannelUnknownEvents(t *testing.T) {
+	_, unknown := NewNotifier("https://hooks.example/default", DefaultFormat, nil).Route("team-z", "")
+	warned := report.Entry{Target: "a", State: report.StateFired, Action: policy.ActionSleep, Warnings: []string{"refused (403), left as they were: Rollout/canary", unknown}}
+	w := newRecorder()
+	managerEvents(w, nil).Tell(t.Context(), warned, status.Prior{}, true, true)
+	want := []told{{"Normal", "Slept", "SLEEP", ""}, {"Warning", "Incomplete", "SLEEP", warned.Warnings[0]}, {"Warning", NotifyChannelUnknown, "SLEEP", unknown}}
+	if got := w.told(); !slices.Equal(got, want) {
+		t.Errorf("manager's Events\n%v\nwant\n%v", got, want)
+	}
+
+	w = newRecorder()
+	var tally RuleTally
+	only := report.Entry{Target: "b", State: report.StateFired, Action: policy.ActionSleep, Warnings: []string{unknown}}
+	tally.Tell(t.Context(), only, status.Prior{}, true, true)
+	tally.Flush(t.Context(), managerEvents(w, nil))
+	got := w.told()
+	if len(got) != 2 || got[1].reason != NotifyChannelUnknown || got[1].note != "notify channel unknown in 1 namespace(s): b: "+unknown {
+		t.Errorf("rule's Events %v, want Fired, then one NotifyChannelUnknown naming b", got)
+	}
+}

@@ -49,6 +49,8 @@ type Notifier struct {
 	url    string
 	format Format
 	sender *webhook.Sender
+	// channels are the platform's other channels, by name (see Route).
+	channels map[string]*Notifier
 }
 
 // NewNotifier sends to rawURL in the format called format (DefaultFormat

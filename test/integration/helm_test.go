@@ -744,6 +744,18 @@ func TestHelmChartValues(t *testing.T) {
 			wantSecretFile(t, r, "hmac", "key", signingKeyDir, "key")
 			wantArgs(t, r, signingKeyFlag, notifyURLFlag, "--notify-format=json", notifyKeyFlag, "--qps=50")
 		}},
+		{"notification channels from Secrets", []string{"--set", "notify.existingSecret=chat", "--set-json", `notify.channels=[{"name":"team-a","existingSecret":"a-slack"},{"name":"team-b","existingSecret":"b","key":"hook","format":"teams"}]`}, func(t *testing.T, r rendered) {
+			wantSecretFile(t, r, "chat", "url", notifyURLDir, "url")
+			wantSecretFile(t, r, "a-slack", "url", "/etc/nsman/notify-channels/team-a", "url")
+			wantSecretFile(t, r, "b", "hook", "/etc/nsman/notify-channels/team-b", "url")
+			wantArgs(t, r, notifyURLFlag, "--notify-format=json", "--notify-channel=team-a=/etc/nsman/notify-channels/team-a/url",
+				"--notify-channel=team-b=/etc/nsman/notify-channels/team-b/url", "--notify-channel-format=team-b=teams")
+		}},
+		{"notification channels alone, signed", []string{"--set", "notify.format=slack,notify.channels[0].name=team-a,notify.channels[0].existingSecret=a,notify.signingKey.existingSecret=chat-key"}, func(t *testing.T, r rendered) {
+			wantSecretFile(t, r, "a", "url", "/etc/nsman/notify-channels/team-a", "url")
+			wantSecretFile(t, r, "chat-key", "key", notifyKeyDir, "key")
+			wantArgs(t, r, "--notify-format=slack", "--notify-channel=team-a=/etc/nsman/notify-channels/team-a/url", notifyKeyFlag)
+		}},
 		{"notification signing key from a value", []string{"--set", "notify.existingSecret=chat,notify.signingKey.value=s3cret"}, func(t *testing.T, r rendered) {
 			wantSecretFile(t, r, notifyKeySecret, "key", notifyKeyDir, "key")
 			obj := r.find("Secret")
@@ -837,7 +849,11 @@ func TestHelmChartSchemaRefusesWrongValues(t *testing.T) {
 		{"notify.format=Teams", "/notify/format"},
 		{"notify.existingSecret=a,notify.url=https://hooks.slack.com/services/x", "notify: set existingSecret or url, not both"},
 		{"notify.existingSecret=a,notify.signingKey.existingSecret=b,notify.signingKey.value=c", "notify.signingKey: set existingSecret or value, not both"},
-		{"notify.signingKey.existingSecret=b", "set notify.existingSecret or notify.url too"},
+		{"notify.signingKey.existingSecret=b", "set notify.existingSecret, notify.url or notify.channels too"},
+		{"notify.channels[0].name=Team_A,notify.channels[0].existingSecret=a", "/notify/channels/0/name"},
+		{"notify.channels[0].name=team-a", "existingSecret"},
+		{"notify.channels[0].name=team-a,notify.channels[0].existingSecret=a,notify.channels[0].format=discord", "/notify/channels/0/format"},
+		{"notify.channels[0].name=team-a,notify.channels[0].existingSecret=a,notify.channels[0].url=https://x", "additional properties 'url' not allowed"},
 		{"freeze.ranges=2026-12-24/2026-12-26", "/freeze/ranges"},
 		{"freeze.ranges={2026-12-24}", "/freeze/ranges/0"},
 		{"freeze.ranges={christmas}", "/freeze/ranges/0"},

@@ -138,7 +138,15 @@ annotations:
 {{- include "nsman.prometheusArgs" . }}
 {{- if include "nsman.notifyURLSecret" . }}
 - --notify-url-file=/etc/nsman/notify/url
+{{- end }}
+{{- if or (include "nsman.notifyURLSecret" .) .Values.notify.channels }}
 - {{ printf "--notify-format=%s" .Values.notify.format | quote }}
+{{- end }}
+{{- range $c := .Values.notify.channels }}
+- {{ printf "--notify-channel=%s=/etc/nsman/notify-channels/%s/url" $c.name $c.name | quote }}
+{{- with $c.format }}
+- {{ printf "--notify-channel-format=%s=%s" $c.name . | quote }}
+{{- end }}
 {{- end }}
 {{- if include "nsman.notifySigningKeySecret" . }}
 - --notify-signing-key-file=/etc/nsman/notify-signing-key/key
