@@ -96,6 +96,9 @@ var layers = map[string][]string{
 	// means.
 	"internal/prom": {"internal/duration"},
 	"webhook":       {},
+	// links signs and verifies the links of notifications, standing alone
+	// as webhook does.
+	"links": {},
 	// deploy holds manifests, layout no code at all.
 	"deploy":          {},
 	"internal/layout": {},
