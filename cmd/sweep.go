@@ -64,6 +64,7 @@ type sweepOptions struct {
 	notifyURLFile       string
 	notifyFormat        string
 	notifyKeyFile       string
+	linksURL, linksKey  string
 	webhookKeyFile      string
 	webhookAllow        []string
 	pushgatewayURL      string
@@ -132,6 +133,8 @@ failed, 2 on a usage or configuration error.`,
 	fs.StringVar(&o.notifyURLFile, "notify-url-file", "", "as --notify-url, with the URL read from this file (once, at start; surrounding white space trimmed), e.g. a mounted Secret's key")
 	fs.StringVar(&o.notifyKeyFile, "notify-signing-key-file", "", "file with the key that signs notifications (HMAC-SHA256) in place of --webhook-signing-key-file's (default: notifications are signed as WEBHOOK requests are)")
 	fs.StringVar(&o.notifyFormat, "notify-format", tell.DefaultFormat, tell.FormatHelp())
+	fs.StringVar(&o.linksURL, "links-url", "", "with --links-signing-key-file, each SLEEP notification carries signed links to nsman serve at this URL: extend by 1 day or 1 week, wake for 2 hours")
+	fs.StringVar(&o.linksKey, "links-signing-key-file", "", "file with the key that signs the links of --links-url (HMAC-SHA256), which nsman serve holds too")
 	fs.StringVar(&o.pushgatewayURL, "pushgateway-url", "", "push the sweep's metrics to this Prometheus Pushgateway at the end of each sweep")
 	fs.StringVar(&o.clusterName, "cluster-name", "", "with --pushgateway-url, push the metrics under the grouping label cluster=NAME, which every series pushed then carries: one Pushgateway and one dashboard for the clusters of a fleet (default: no cluster label)")
 	fs.IntVar(&o.shardCount, "shard-count", 1, "split the managers among this many sweeps run side by side, by a hash of their UID")
@@ -211,16 +214,18 @@ func (o *sweepOptions) config(flags *pflag.FlagSet) (sweep.Config, error) {
 	if err := o.printFlags(); err != nil {
 		return cfg, err
 	}
-	if o.concurrency < 1 {
+	switch {
+	case o.concurrency < 1:
 		return cfg, errors.New("--concurrency must be at least 1")
-	}
-	if o.chunkSize < 1 {
+	case o.chunkSize < 1:
 		return cfg, errors.New("--chunk-size must be at least 1")
-	}
-	if !utf8.ValidString(o.clusterName) {
+	case !utf8.ValidString(o.clusterName):
 		return cfg, errors.New("--cluster-name is not valid UTF-8, which a Prometheus label value must be")
 	}
 	if cfg.NotifyURL, cfg.NotifySigningKey, err = o.notifyConfig(); err != nil {
+		return cfg, err
+	}
+	if cfg.Links, err = tell.LinkerFromFlags(o.linksURL, o.linksKey); err != nil {
 		return cfg, err
 	}
 	return cfg, cfg.Validate()

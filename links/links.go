@@ -181,3 +181,23 @@ func CheckBase(base string) error {
 	}
 	return nil
 }
+
+// FromFlags checks nsman sweep's --links-url (base) and reads its
+// --links-signing-key-file: both, or neither (no links). No error shows
+// the key.
+func FromFlags(base, keyFile string) (string, []byte, error) {
+	switch {
+	case base == "" && keyFile == "":
+		return "", nil, nil
+	case base == "" || keyFile == "":
+		return "", nil, errors.New("--links-url and --links-signing-key-file: give both, or neither")
+	}
+	if err := CheckBase(base); err != nil {
+		return "", nil, fmt.Errorf("--links-url %s: %w", base, err)
+	}
+	key, err := ReadKey(keyFile)
+	if err != nil {
+		return "", nil, fmt.Errorf("--links-signing-key-file: %w", err)
+	}
+	return base, key, nil
+}

@@ -147,3 +147,33 @@ func TestCheckBase(t *testing.T) {
 		}
 	}
 }
+
+func TestFromFlags(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(keyFile, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, base, keyFile, err string
+	}{
+		{name: "neither"},
+		{name: "both", base: "https://nsman.example.com", keyFile: keyFile},
+		{name: "the URL alone", base: "https://nsman.example.com", err: "give both, or neither"},
+		{name: "the key alone", keyFile: keyFile, err: "give both, or neither"},
+		{name: "not a URL", base: "nsman.example.com", keyFile: keyFile, err: "--links-url"},
+		{name: "no key file", base: "https://nsman.example.com", keyFile: keyFile + ".missing", err: "--links-signing-key-file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base, key, err := FromFlags(tc.base, tc.keyFile)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) || strings.Contains(err.Error(), "s3cret") {
+					t.Fatalf("FromFlags: %v, want an error saying %q, without the key", err, tc.err)
+				}
+				return
+			}
+			if err != nil || base != tc.base || (tc.keyFile != "") != (string(key) == "s3cret") {
+				t.Fatalf("FromFlags = %q, %q, %v", base, key, err)
+			}
+		})
+	}
+}

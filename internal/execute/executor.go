@@ -43,8 +43,11 @@ type Executor struct {
 	Writer   write.Writer
 	Reads    cluster.Reader
 	Notifier *tell.Notifier
-	Reclaim  *reclaim.Reclaim
-	Log      *slog.Logger
+	// Links (nil: none) makes the signed links a SLEEP's notification
+	// carries (--links-url).
+	Links   *tell.Linker
+	Reclaim *reclaim.Reclaim
+	Log     *slog.Logger
 	// Now is the sweep's time; Clock tells the time now, by which a claim
 	// expires.
 	Now   time.Time
@@ -417,6 +420,10 @@ func (x *Executor) Notify(ctx context.Context, m policy.Manager, p *decide.Plan,
 	}
 	n.Reclaimed = reclaimed // a SCALE_DOWN that failed part-way freed what it scaled
 	n.Woke = p.Wake
+	if !p.Wake && p.Policy.Action.Kind().KeepsState() {
+		// A namespace put to sleep offers its people to extend or wake it.
+		n.Links = x.Links.For(p.Target.Name, string(p.Target.UID), x.Now)
+	}
 	if err := x.Notifier.Send(ctx, n, status.Digest("%s/%s", x.notificationKey(m, p), result)); err != nil {
 		x.Counts.NotifyFailed.Add(1)
 		x.Log.Error("notification not delivered", "manager", m.Namespace+"/"+m.Name, "namespace", p.Target.Name, "policy", p.Policy.Name, "error", x.Notifier.Redact(err))
