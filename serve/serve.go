@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/nsman/nsman/internal/cluster"
@@ -87,7 +88,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, limit: newLimiter(writeWindow, maxLinks), reg: prometheus.NewRegistry()}
 	s.answers = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nsman_serve_answers_total", Help: "Answers of nsman serve to links, by method and result."}, []string{"method", "result"})
-	s.reg.MustRegister(s.answers, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	s.reg.MustRegister(s.answers, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return s, nil
 }
 
