@@ -115,7 +115,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.answer(r, l, "done")
-	show(w, http.StatusOK, page{Title: "Done", Lines: []string{done(l, until)}})
+	show(w, http.StatusOK, page{Title: "Done", Done: true, Lines: []string{done(l, until)}})
 }
 
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, l links.Link, f *refusal) {

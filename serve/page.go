@@ -13,8 +13,9 @@ type page struct {
 	// Token and FormToken, when set, make the button that POSTs the link.
 	Token, FormToken string
 	Button           string
-	// Refused marks a refusal, for the page's style and the tests.
-	Refused bool
+	// Refused marks a refusal, Done a write done, for the page's style
+	// and for a browser to wait on.
+	Refused, Done bool
 }
 
 var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
@@ -23,7 +24,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <title>nsman: {{.Title}}</title>
 <style>body{font-family:sans-serif;max-width:40em;margin:2em auto;padding:0 1em}h1{font-size:1.4em}.refused{color:#a00}button{font-size:1.1em;padding:.4em 1em}</style>
 </head><body>
-<h1{{if .Refused}} class="refused"{{end}} id="title">{{.Title}}</h1>
+<h1{{if .Refused}} class="refused"{{end}} id="title">{{.Title}}</h1>{{if .Done}}<div id="done"></div>{{end}}
 {{range .Lines}}<p>{{.}}</p>
 {{end}}{{if .Token}}<form method="post" action="">
 <input type="hidden" name="t" value="{{.Token}}"><input type="hidden" name="f" value="{{.FormToken}}">
