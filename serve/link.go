@@ -104,6 +104,12 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	until := s.cfg.Now().Add(l.Duration).UTC().Truncate(time.Second)
+	if later := laterThan(ns, l, until); later != "" {
+		// A link extends or wakes; it never shortens what someone set.
+		s.answer(r, l, "already")
+		show(w, http.StatusOK, page{Title: "Nothing to do", Done: true, Lines: []string{later, "Nothing was changed."}})
+		return
+	}
 	if err := s.write(r.Context(), l, until); err != nil {
 		s.limit.forget(sig)
 		if apierrors.IsConflict(err) {
@@ -201,4 +207,18 @@ func human(d time.Duration) string {
 		}
 	}
 	return d.String()
+}
+
+// laterThan says so when ns is already held (or woken, for a wake link)
+// until later than until; "" when the link would extend it.
+func laterThan(ns *corev1.Namespace, l links.Link, until time.Time) string {
+	key, verb := status.HoldAnnotation, "held"
+	if l.Action == links.Wake {
+		key, verb = status.WakeAnnotation, "woken"
+	}
+	t, err := time.Parse(time.RFC3339, ns.Annotations[key])
+	if err != nil || !t.After(until) {
+		return ""
+	}
+	return fmt.Sprintf("Namespace %s is already %s until %s, later than this link would.", ns.Name, verb, stamp(t))
 }

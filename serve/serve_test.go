@@ -158,6 +158,24 @@ func TestPostWritesOncePerMinute(t *testing.T) {
 	}
 }
 
+// A link never shortens a hold or a wake that ends later.
+func TestPostNeverShortens(t *testing.T) {
+	f := newFixture(t)
+	later := now.Add(10 * 24 * time.Hour).Format(time.RFC3339)
+	ns, _ := f.kube.CoreV1().Namespaces().Get(t.Context(), "preview-1", metav1.GetOptions{})
+	ns.Annotations = map[string]string{status.HoldAnnotation: later}
+	if _, err := f.kube.CoreV1().Namespaces().Update(t.Context(), ns, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	writes := f.writes()
+	if code, body := f.post(t, f.token(), f.srv.URL); code != http.StatusOK || !strings.Contains(body, "already held until") {
+		t.Fatalf("POST: %d %s", code, body)
+	}
+	if f.writes() != writes || f.annotation(t, status.HoldAnnotation) != later {
+		t.Errorf("the hold until %s was rewritten: %q", later, f.annotation(t, status.HoldAnnotation))
+	}
+}
+
 func TestRefusals(t *testing.T) {
 	good := func(f *fixture) string { return f.token() }
 	for _, tc := range []struct {
