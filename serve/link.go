@@ -112,7 +112,9 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := s.write(r.Context(), l, until); err != nil {
 		s.limit.forget(sig)
-		if apierrors.IsConflict(err) {
+		// The patch names the link's UID: on a namespace recreated since
+		// the read, the API server refuses it (metadata.uid is immutable).
+		if apierrors.IsConflict(err) || apierrors.IsInvalid(err) {
 			s.refuse(w, r, l, &refusal{http.StatusConflict, "recreated", "The namespace " + l.Namespace + " was deleted and created again since the link was made: the link was for the one before."})
 			return
 		}

@@ -71,8 +71,8 @@ func WakeUntil(ctx context.Context, clients cluster.Clients, namespace, manager 
 }
 
 // HoldIfUID and WakeUntilIfUID are Hold and WakeUntil on namespace, sent
-// only if the namespace's UID is still uid (the merge patch names it, which
-// the API server takes as a precondition): nsman serve's write of a link
+// only if the namespace's UID is still uid (the merge patch names it, and
+// the API server refuses to change a UID, as invalid): nsman serve's write of a link
 // bound to a namespace never lands on one recreated under its name.
 func HoldIfUID(ctx context.Context, clients cluster.Clients, namespace, uid string, until time.Time) ([]byte, error) {
 	return annotateIfUID(ctx, clients, status.HoldAnnotation, namespace, uid, until)

@@ -11,9 +11,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/nsman/nsman/cmd"
+	nsmancluster "github.com/nsman/nsman/internal/cluster"
+	"github.com/nsman/nsman/internal/execute"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/links"
 	"github.com/nsman/nsman/test/nsmantest"
@@ -134,5 +138,31 @@ func TestServeWritesOnlyOnThePagesPost(t *testing.T) {
 	}
 	if w := nsmantest.NamespaceWrites(t, shared, s.User, ns); len(w) != 1 {
 		t.Errorf("writes %v after the refusals, want still the one patch", w)
+	}
+}
+
+// TestHoldIfUIDIsConditional: the write serve sends names the namespace's
+// UID, which the API server takes as a precondition: on a namespace of
+// another UID it is refused (metadata.uid is immutable), and writes nothing.
+func TestHoldIfUIDIsConditional(t *testing.T) {
+	setup(t)
+	ns := shared.Namespace(t)
+	clients, err := cmd.NewClients(shared.AdminConfig, nsmancluster.NewAPIObserver(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	until := time.Now().Add(time.Hour)
+	if _, err := execute.HoldIfUID(t.Context(), clients, ns, "00000000-0000-0000-0000-000000000000", until); !apierrors.IsInvalid(err) && !apierrors.IsConflict(err) {
+		t.Fatalf("a hold of another UID: %v, want it refused", err)
+	}
+	got, err := shared.Admin.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := got.Annotations[status.HoldAnnotation]; ok {
+		t.Fatalf("the refused hold was written: %q", v)
+	}
+	if _, err := execute.HoldIfUID(t.Context(), clients, ns, string(got.UID), until); err != nil {
+		t.Fatalf("a hold of the namespace's UID: %v", err)
 	}
 }
