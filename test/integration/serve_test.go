@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
@@ -19,6 +20,7 @@ import (
 	nsmancluster "github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/execute"
 	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/internal/tell"
 	"github.com/nsman/nsman/links"
 	"github.com/nsman/nsman/test/nsmantest"
 )
@@ -164,5 +166,48 @@ func TestHoldIfUIDIsConditional(t *testing.T) {
 	}
 	if _, err := execute.HoldIfUID(t.Context(), clients, ns, string(got.UID), until); err != nil {
 		t.Fatalf("a hold of the namespace's UID: %v", err)
+	}
+}
+
+// TestSleepNotificationLinksServe: a sweep with --links-url and
+// --links-signing-key-file puts a namespace to sleep, and its notification
+// carries the three links, bound to the namespace; nsman serve, holding the
+// same key, honours the one that wakes it. The key appears nowhere in the
+// notification nor in the sweep's output.
+func TestSleepNotificationLinksServe(t *testing.T) {
+	e := setup(t)
+	ns := sleepyNamespace(t)
+	s := nsmantest.StartServe(t, shared, ns)
+	notify := nsmantest.NewReceiver(t)
+	res := e.Sweep(t, "-l", caseLabel+"="+ns, "--notify-url", notify.URL+"/nsman",
+		"--links-url", s.URL, "--links-signing-key-file", writeTemp(t, "links-key", string(s.Key)+"\n"))
+	wantCode(t, res, 0)
+	if strings.Contains(res.Stdout+res.Stderr, string(s.Key)) {
+		t.Errorf("the sweep's output shows the key")
+	}
+	deliveries := notify.Deliveries()
+	if len(deliveries) != 1 || strings.Contains(string(deliveries[0].Body), string(s.Key)) {
+		t.Fatalf("%d notifications, want one without the key", len(deliveries))
+	}
+	var n tell.Notification
+	if err := json.Unmarshal(deliveries[0].Body, &n); err != nil {
+		t.Fatal(err)
+	}
+	var actions []string
+	for _, l := range n.Links {
+		actions = append(actions, l.Action+" "+l.Duration)
+	}
+	if strings.Join(actions, ", ") != "extend 24h, extend 168h, wake 2h" {
+		t.Fatalf("links %+v, want extend 24h, extend 168h, wake 2h", n.Links)
+	}
+	if code, page := press(t, s, n.Links[2].URL); code != http.StatusOK || !strings.Contains(page, "is woken until") {
+		t.Fatalf("the wake link's POST: %d %s", code, page)
+	}
+	got, err := shared.Admin.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Annotations[status.WakeAnnotation] == "" {
+		t.Errorf("no wake on %s after the link: %v", ns, got.Annotations)
 	}
 }
