@@ -69,13 +69,14 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 		show(w, refused.code, refused.page())
 		return
 	}
-	p := page{Title: fmt.Sprintf("%s namespace %s", strings.ToUpper(what(l)[:1])+what(l)[1:], l.Namespace), Token: token, FormToken: s.formToken(token)}
+	verb := map[links.Action]string{links.Extend: "Hold", links.Wake: "Wake"}[l.Action]
+	p := page{Title: fmt.Sprintf("%s namespace %s for %s?", verb, l.Namespace, human(l.Duration)), Token: token, FormToken: s.formToken(token)}
 	p.Lines = append(p.Lines, does(l, s.cfg.Now().Add(l.Duration)), "Now: "+state(ns, s.cfg.Now()))
 	if u := s.user(r); u != "" {
 		p.Lines = append(p.Lines, "Asked by "+u+".")
 	}
 	p.Lines = append(p.Lines, "The link may be used until "+stamp(l.Expires)+". Nothing changes until you press the button.")
-	p.Button = strings.ToUpper(what(l)[:1]) + what(l)[1:]
+	p.Button = verb + " for " + human(l.Duration)
 	s.answer(r, l, "shown")
 	show(w, http.StatusOK, p)
 }
@@ -145,20 +146,12 @@ func (s *Server) write(ctx context.Context, l links.Link, until time.Time) error
 	return err
 }
 
-// what is the link's action in a few words: "hold for 1 day".
-func what(l links.Link) string {
-	if l.Action == links.Wake {
-		return "wake for " + human(l.Duration)
-	}
-	return "hold for " + human(l.Duration)
-}
-
 // does says what pressing the button does.
 func does(l links.Link, until time.Time) string {
 	if l.Action == links.Wake {
-		return fmt.Sprintf("Pressing the button wakes namespace %s and keeps it awake until %s (%s from then), as nsman wake %s --for %s does: nsman brings its workloads back at its next sweep, and puts it to sleep again no earlier than that.", l.Namespace, stamp(until), human(l.Duration), l.Namespace, l.Duration)
+		return fmt.Sprintf("Pressing the button wakes namespace %s and keeps it awake until %s (%s from the press), as nsman wake %s --for %s does: nsman brings its workloads back at its next sweep, and puts it to sleep again no earlier than that.", l.Namespace, stamp(until), human(l.Duration), l.Namespace, short(l.Duration))
 	}
-	return fmt.Sprintf("Pressing the button holds every nsman manager and rule from acting on namespace %s until %s (%s from then), as nsman hold %s --for %s does: nothing is deleted, scaled down or put to sleep before then.", l.Namespace, stamp(until), human(l.Duration), l.Namespace, l.Duration)
+	return fmt.Sprintf("Pressing the button holds every nsman manager and rule from acting on namespace %s until %s (%s from the press), as nsman hold %s --for %s does: nothing is deleted, scaled down or put to sleep before then.", l.Namespace, stamp(until), human(l.Duration), l.Namespace, short(l.Duration))
 }
 
 func done(l links.Link, until time.Time) string {
@@ -223,4 +216,13 @@ func laterThan(ns *corev1.Namespace, l links.Link, until time.Time) string {
 		return ""
 	}
 	return fmt.Sprintf("Namespace %s is already %s until %s, later than this link would.", ns.Name, verb, stamp(t))
+}
+
+// short is d as nsman's duration flags take it: "24h", "2h30m".
+func short(d time.Duration) string {
+	s := strings.TrimSuffix(d.String(), "0s")
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }

@@ -255,3 +255,19 @@ func TestLimiterIsBounded(t *testing.T) {
 		t.Errorf("a third link refused once the others' minute passed, or kept beyond the bound (%d)", len(l.last))
 	}
 }
+
+func TestDurationWords(t *testing.T) {
+	for d, want := range map[time.Duration][2]string{
+		24 * time.Hour:            {"1 day", "24h"},
+		7 * 24 * time.Hour:        {"1 week", "168h"},
+		2 * time.Hour:             {"2 hours", "2h"},
+		90 * time.Minute:          {"90 minutes", "1h30m"},
+		36 * time.Hour:            {"36 hours", "36h"},
+		14 * 24 * time.Hour:       {"2 weeks", "336h"},
+		time.Second + 2*time.Hour: {"2h0m1s", "2h0m1s"},
+	} {
+		if got := [2]string{human(d), short(d)}; got != want {
+			t.Errorf("%s: %q, want %q", d, got, want)
+		}
+	}
+}
