@@ -11,7 +11,7 @@ CACHE := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/nsman
 # Packages that need no control plane (with test/nsmantest, whose own tests
 # need none), and those that start one.
 UNIT_PKGS = $(shell go list ./... | grep -v '/test/') ./test/nsmantest/ ./test/fixtures/original/
-INTEGRATION_PKGS = ./test/cluster/... ./test/integration/... ./test/compat/... ./test/robust/... ./test/monitoring/... ./test/traffic/...
+INTEGRATION_PKGS = ./test/cluster/... ./test/integration/... ./test/compat/... ./test/robust/... ./test/monitoring/... ./test/traffic/... ./test/browser/...
 E2E_PKGS = ./test/e2e/...
 # test/tools/gitops is not among them: it pins the GitOps projects whose
 # CRDs the tests install and builds nothing, so tidy would drop its pins.
@@ -74,6 +74,21 @@ install-plugin: build ## Link kubectl-nsman in PLUGIN_DIR (default: go env GOBIN
 control-plane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, the oldest supported kube-apiserver, kwok, the Pushgateway, Helm, promtool and the Prometheus server of the same release, krew, and fetch the Argo CD and Flux CRDs the tests install, into the user cache (once)
 	test/tools/build.sh
 
+# Chromium, which test/browser drives (nsman serve's pages in a real
+# headless browser): Debian's package, installed with apt-get when none is
+# on PATH and make runs as root with apt-get, as CI does. Elsewhere it says
+# how to install it, and the browser tests skip (but under CI=true, where
+# they fail).
+.PHONY: browser
+browser: ## Install Chromium from the distribution's packages (apt-get, as root) when none is on PATH, for test/browser
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "apt-get install chromium"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else \
+		echo "no chromium on PATH, and no apt-get as root to install it: test/browser skips (install chromium)"; \
+	fi
+
 .PHONY: test
 test: lint helm-lint build-cross test-unit fuzz test-integration-e2e ## Everything CI runs: lint, the chart's lint, the arm64 cross-builds, unit, fuzz (briefly), integration and end-to-end tests
 
@@ -113,7 +128,7 @@ FUZZMINIMIZETIME ?= 3s
 FUZZ_GOTOOLCHAIN ?= go1.27.4
 
 .PHONY: fuzz
-fuzz: ## Fuzz each target (every func FuzzX in the unit packages' tests: managers, a page of managers, a list of metadata as protobuf, a namespace's owner markers, the webhook address policy, Retry-After, signature v2) for FUZZTIME each (10s; e.g. FUZZTIME=10m)
+fuzz: ## Fuzz each target (every func FuzzX in the unit packages' tests: managers, a page of managers, a list of metadata as protobuf, a namespace's owner markers, the webhook address policy, Retry-After, signature v2, a signed link) for FUZZTIME each (10s; e.g. FUZZTIME=10m)
 	@test -n '$(FUZZ_TARGETS)' || { echo 'no fuzz targets found' >&2; exit 1; }
 	@for t in $(FUZZ_TARGETS); do \
 		echo "GOTOOLCHAIN=$(FUZZ_GOTOOLCHAIN) go test -run '^\$$' -fuzz '^$${t#*:}\$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) ./$${t%%:*}"; \
@@ -121,7 +136,7 @@ fuzz: ## Fuzz each target (every func FuzzX in the unit packages' tests: manager
 	done
 
 .PHONY: test-integration
-test-integration: control-plane ## Tests against a real control plane
+test-integration: control-plane browser ## Tests against a real control plane
 	go test -count=1 -timeout 20m $(INTEGRATION_PKGS)
 
 .PHONY: test-e2e
@@ -132,7 +147,7 @@ test-e2e: control-plane $(ACTIONLINT) ## End-to-end tests of the built commands,
 # longest, takes one slot for most of the run, and the end-to-end package
 # fits in what the other packages leave of the other.
 .PHONY: test-integration-e2e
-test-integration-e2e: control-plane $(ACTIONLINT) ## test-integration and test-e2e in one go test, as make test runs them
+test-integration-e2e: control-plane browser $(ACTIONLINT) ## test-integration and test-e2e in one go test, as make test runs them
 	go test -count=1 -timeout 20m $(INTEGRATION_PKGS) $(E2E_PKGS)
 
 .PHONY: test-long

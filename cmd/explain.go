@@ -130,9 +130,8 @@ func writeExplain(w io.Writer, r explain.Report) error {
 	return err
 }
 
-// writeOwner prints who owns the namespace and the rules that deleted it
-// before it was made, and, when both are there and the owner exists, what
-// deletes it for good.
+// writeOwner prints who owns the namespace, the rules that deleted it before
+// it was made, and, both there and the owner existing, what deletes it for good.
 func writeOwner(b *strings.Builder, r explain.Report) {
 	if r.Owner != nil {
 		fmt.Fprintf(b, "owner: %s\n", explain.Visible(r.Owner.String()))

@@ -80,8 +80,7 @@ func sweepArgs(c *batchv1.CronJob) ([]string, string, bool) {
 }
 
 // findInstallation returns the CronJob --config-from names: the one nsman
-// CronJob of the cluster (auto; nil when there is none), the CronJob
-// NAMESPACE/NAME, or nil for none.
+// CronJob of the cluster (auto; nil when none), NAMESPACE/NAME, or nil (none).
 func findInstallation(ctx context.Context, kube kubernetes.Interface, from string) (*installation, error) {
 	opts := metav1.ListOptions{LabelSelector: installedSelector}
 	namespace := ""
@@ -163,8 +162,7 @@ func anyOf(list []string, want string) bool {
 	return slices.Contains(list, want) || slices.Contains(list, "*")
 }
 
-// sweep is the sweep inst runs: its options, and the flags they were
-// parsed from.
+// sweep is the sweep inst runs: its options and the flags they came from.
 func (inst *installation) sweep() (*sweepOptions, *pflag.FlagSet, error) {
 	o := newSweepOptions()
 	flags := o.command().Flags()
@@ -216,6 +214,5 @@ func (o *sweepOptions) adopt(flags *pflag.FlagSet, inst *installation) ([]string
 	return taken, nil
 }
 
-// errNotADryRun: only a dry run from outside the cluster takes an installed
-// configuration.
+// errNotADryRun: only a dry run from outside takes an installed configuration.
 var errNotADryRun = errors.New("--config-from applies to a dry run from outside the cluster only (--dry-run, no $POD_NAMESPACE, and not the in-cluster config)")

@@ -65,6 +65,7 @@ type sweepOptions struct {
 	notifyKeyFile       string
 	notifyChannels      []string
 	notifyChannelFormat []string
+	linksURL, linksKey  string
 	webhookKeyFile      string
 	webhookAllow        []string
 	pushgatewayURL      string
@@ -135,6 +136,8 @@ failed, 2 on a usage or configuration error.`,
 	fs.StringVar(&o.notifyFormat, "notify-format", tell.DefaultFormat, tell.FormatHelp())
 	fs.StringArrayVar(&o.notifyChannels, "notify-channel", nil, "`NAME=FILE` (repeatable): a channel of the platform's, its URL read from FILE as --notify-url-file's; a namespace or manager annotated "+status.NotifyChannelAnnotation+": NAME has its notifications sent there instead of the default (an unknown name: to the default, with a warning)")
 	fs.StringArrayVar(&o.notifyChannelFormat, "notify-channel-format", nil, "`NAME=FMT` (repeatable): the --notify-format of channel NAME, FMT (default: --notify-format's)")
+	fs.StringVar(&o.linksURL, "links-url", "", "with --links-signing-key-file, each SLEEP notification carries signed links to nsman serve at this URL: extend by 1 day or 1 week, wake for 2 hours")
+	fs.StringVar(&o.linksKey, "links-signing-key-file", "", "file with the key that signs the links of --links-url (HMAC-SHA256), which nsman serve holds too")
 	fs.StringVar(&o.pushgatewayURL, "pushgateway-url", "", "push the sweep's metrics to this Prometheus Pushgateway at the end of each sweep")
 	fs.StringVar(&o.clusterName, "cluster-name", "", "with --pushgateway-url, push the metrics under the grouping label cluster=NAME, which every series pushed then carries: one Pushgateway and one dashboard for the clusters of a fleet (default: no cluster label)")
 	fs.IntVar(&o.shardCount, "shard-count", 1, "split the managers among this many sweeps run side by side, by a hash of their UID")
@@ -214,16 +217,18 @@ func (o *sweepOptions) config(flags *pflag.FlagSet) (sweep.Config, error) {
 	if err := o.printFlags(); err != nil {
 		return cfg, err
 	}
-	if o.concurrency < 1 {
+	switch {
+	case o.concurrency < 1:
 		return cfg, errors.New("--concurrency must be at least 1")
-	}
-	if o.chunkSize < 1 {
+	case o.chunkSize < 1:
 		return cfg, errors.New("--chunk-size must be at least 1")
-	}
-	if !utf8.ValidString(o.clusterName) {
+	case !utf8.ValidString(o.clusterName):
 		return cfg, errors.New("--cluster-name is not valid UTF-8, which a Prometheus label value must be")
 	}
 	if err := o.notify(&cfg); err != nil {
+		return cfg, err
+	}
+	if cfg.Links, err = tell.LinkerFromFlags(o.linksURL, o.linksKey); err != nil {
 		return cfg, err
 	}
 	return cfg, cfg.Validate()

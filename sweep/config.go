@@ -36,16 +36,14 @@ type Config struct {
 	DryRun bool
 	// At, with DryRun, evaluates at this time instead of the server's now.
 	At time.Time
-	// MaxActions caps the actions of one sweep; the rest are deferred to the
-	// next. Zero means no cap.
+	// MaxActions caps a sweep's actions, deferring the rest (0: no cap).
 	MaxActions int
 	// Concurrency is the number of managers handled at once.
 	Concurrency int
 	// TrustedNamespaces hold managers that may target any namespace; a
 	// manager elsewhere may only target its own namespace.
 	TrustedNamespaces []string
-	// ProtectedNamespaces are never acted on. New adds ProtectedFloor to
-	// them.
+	// ProtectedNamespaces are never acted on; New adds ProtectedFloor.
 	ProtectedNamespaces []string
 	// PageSize is the number of managers per list request.
 	PageSize int64
@@ -78,6 +76,8 @@ type Config struct {
 	// notifications are signed as WEBHOOK actions are (with the sender's
 	// key, if it has one), as before the field existed.
 	NotifySigningKey []byte
+	// Links (nil: none) puts signed links in each SLEEP's notification.
+	Links *tell.Linker
 	// Version is nsman's, which notifications carry.
 	Version string
 	// MaxHold is how far ahead of now a hold (HoldAnnotation) may end; one
@@ -227,7 +227,7 @@ func (s *Sweeper) probe(r *sweepRun) {
 func (s *Sweeper) begin(r *sweepRun) {
 	r.now = s.now()
 	r.frozenUntil, r.frozen = decide.FrozenUntil(s.cfg.Freezes, r.now)
-	r.exec = &execute.Executor{Writer: s.writer, Reads: s.reads(), Notifier: s.notifier, Reclaim: r.reclaim, Log: s.log,
+	r.exec = &execute.Executor{Writer: s.writer, Reads: s.reads(), Notifier: s.notifier, Links: s.cfg.Links, Reclaim: r.reclaim, Log: s.log,
 		Now: r.now, Clock: s.clock, Frozen: r.frozen, FrozenUntil: r.frozenUntil, Stop: r.stop,
 		SweepID: s.cfg.SweepID, Version: s.cfg.Version, ClaimTTL: s.cfg.ClaimTTL, MaxActions: s.cfg.MaxActions,
 		Trusted: s.cfg.TrustedNamespaces, SkipReclaim: s.cfg.SkipReclaim, Places: r.share, Kinds: r.kinds}

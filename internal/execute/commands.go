@@ -70,6 +70,28 @@ func WakeUntil(ctx context.Context, clients cluster.Clients, namespace, manager 
 	return annotateUntil(ctx, clients, status.WakeAnnotation, namespace, manager, until, dryRun)
 }
 
+// HoldIfUID and WakeUntilIfUID are Hold and WakeUntil on namespace, sent
+// only if the namespace's UID is still uid (the merge patch names it, and
+// the API server refuses to change a UID, as invalid): nsman serve's write of a link
+// bound to a namespace never lands on one recreated under its name.
+func HoldIfUID(ctx context.Context, clients cluster.Clients, namespace, uid string, until time.Time) ([]byte, error) {
+	return annotateIfUID(ctx, clients, status.HoldAnnotation, namespace, uid, until)
+}
+
+// WakeUntilIfUID: see HoldIfUID.
+func WakeUntilIfUID(ctx context.Context, clients cluster.Clients, namespace, uid string, until time.Time) ([]byte, error) {
+	return annotateIfUID(ctx, clients, status.WakeAnnotation, namespace, uid, until)
+}
+
+func annotateIfUID(ctx context.Context, clients cluster.Clients, key, namespace, uid string, until time.Time) ([]byte, error) {
+	if uid == "" || until.IsZero() {
+		return nil, errors.New("a write bound to a namespace's UID needs the UID and a time")
+	}
+	meta := map[string]any{"uid": uid, "annotations": map[string]any{key: until.UTC().Format(time.RFC3339)}}
+	patch := write.Patch{Body: []byte(write.MustJSON(map[string]any{"metadata": meta}))}
+	return patch.Body, write.New(clients.Kube, clients.Dynamic, clients.Managers, nil, false).PatchNamespace(ctx, namespace, patch)
+}
+
 // annotateUntil writes annotation key, until as RFC 3339 UTC (zero: removes
 // it), on namespace or that manager in it, unless dryRun, and returns the
 // patch: a hold and a wake are written, and bounded by a sweep, alike.

@@ -44,8 +44,11 @@ type Executor struct {
 	Writer   write.Writer
 	Reads    cluster.Reader
 	Notifier *tell.Notifier
-	Reclaim  *reclaim.Reclaim
-	Log      *slog.Logger
+	// Links (nil: none) makes the signed links a SLEEP's notification
+	// carries (--links-url).
+	Links   *tell.Linker
+	Reclaim *reclaim.Reclaim
+	Log     *slog.Logger
 	// Now is the sweep's time; Clock tells the time now, by which a claim
 	// expires.
 	Now   time.Time
@@ -418,6 +421,10 @@ func (x *Executor) Notify(ctx context.Context, m policy.Manager, p *decide.Plan,
 	}
 	n.Reclaimed = reclaimed // a SCALE_DOWN that failed part-way freed what it scaled
 	n.Woke = p.Wake
+	if !p.Wake && p.Policy.Action.Kind().KeepsState() {
+		// A namespace put to sleep offers its people to extend or wake it.
+		n.Links = x.Links.For(p.Target.Name, string(p.Target.UID), x.Now)
+	}
 	to, _ := x.channel(m, p)
 	if to == nil {
 		return

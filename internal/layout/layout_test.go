@@ -38,7 +38,7 @@ var layers = map[string][]string{
 		"sweep", "doctor", "explain", "due", "metrics",
 		"internal/execute", "internal/decide", "internal/record", "internal/probe", "internal/reclaim", "internal/tell",
 		"internal/write", "internal/cluster", "internal/workload", "internal/owner", "internal/listpage", "internal/status",
-		"internal/printer", "internal/console", "internal/duration", "internal/connect", "internal/complete", "internal/prom", "report", "deploy", "webhook", "policy", "policy/traffic", "policy/patch",
+		"internal/printer", "internal/console", "internal/duration", "internal/connect", "internal/complete", "internal/prom", "report", "deploy", "webhook", "links", "serve", "policy", "policy/traffic", "policy/patch",
 	},
 	"doctor":  {"internal/cluster", "internal/owner", "internal/listpage", "internal/status", "report", "deploy", "webhook", "policy"},
 	"explain": {"internal/cluster", "internal/owner", "internal/listpage", "internal/status", "report", "policy"},
@@ -62,7 +62,7 @@ var layers = map[string][]string{
 	"internal/probe":  {"internal/cluster", "internal/workload", "internal/owner", "internal/listpage", "internal/status", "report", "policy", "policy/traffic", "policy/patch"},
 	// reclaim reads what a DELETE frees, as probe reads the rest.
 	"internal/reclaim": {"internal/probe", "internal/cluster", "internal/workload", "internal/owner", "internal/listpage", "internal/status", "report", "policy", "policy/traffic"},
-	"internal/tell":    {"internal/write", "internal/cluster", "internal/listpage", "internal/status", "report", "webhook", "policy"},
+	"internal/tell":    {"internal/write", "internal/cluster", "internal/listpage", "internal/status", "report", "webhook", "links", "policy"},
 	// telltest is test fixtures: a receiver that answers as a hostile one.
 	"internal/tell/telltest": {},
 	"internal/write":         {"internal/cluster", "internal/listpage", "internal/status", "report", "webhook", "policy"},
@@ -96,6 +96,12 @@ var layers = map[string][]string{
 	// means.
 	"internal/prom": {"internal/duration"},
 	"webhook":       {},
+	// links signs and verifies the links of notifications, standing alone
+	// as webhook does.
+	"links": {},
+	// serve answers links (nsman serve): it reads a namespace and writes
+	// what nsman hold or nsman wake writes, through execute.
+	"serve": {"internal/execute", "internal/decide", "internal/cluster", "internal/status", "internal/duration", "links", "policy"},
 	// deploy holds manifests, layout no code at all.
 	"deploy":          {},
 	"internal/layout": {},

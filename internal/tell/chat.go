@@ -29,6 +29,9 @@ type chatParts struct {
 	Message   string
 	Effects   []string
 	Reclaimed string
+	// Links are the notification's signed links (nsman's own URLs, not
+	// escaped: no tenant wrote them), each with its label.
+	Links []Link
 }
 
 // chatPartsOf words n, escaping with esc whatever nsman did not write
@@ -53,6 +56,7 @@ func chatPartsOf(n Notification, esc func(string) string) chatParts {
 	if n.Reclaimed != nil {
 		p.Reclaimed = n.Reclaimed.String()
 	}
+	p.Links = n.Links
 	return p
 }
 

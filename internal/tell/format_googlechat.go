@@ -46,7 +46,13 @@ func (googleChatFormat) Body(n Notification) ([]byte, error) {
 	if p.Reclaimed != "" {
 		text += "\nreclaimed: " + p.Reclaimed
 	}
-	return marshalUnescaped(map[string]string{"text": cutUTF16(text, googleChatMaxText, googleChatCutNote)})
+	// The links, <url|label> each, are kept whole by a cut: the text
+	// before them gives way.
+	links := ""
+	for _, l := range p.Links {
+		links += "\n<" + slackURL(l.URL) + "|" + linkLabel(l) + ">"
+	}
+	return marshalUnescaped(map[string]string{"text": cutUTF16(text, googleChatMaxText-len(utf16.Encode([]rune(links))), googleChatCutNote) + links})
 }
 
 // cutUTF16 is s if it is at most limit UTF-16 units long, else as much of

@@ -38,6 +38,11 @@ func (slackFormat) Body(n Notification) ([]byte, error) {
 	if p.Reclaimed != "" {
 		text += "\nreclaimed: " + p.Reclaimed
 	}
+	// A link is <url|label>: a token needs no escape, and nsman's
+	// base URL none but Slack's three characters.
+	for _, l := range p.Links {
+		text += "\n<" + slackURL(l.URL) + "|" + linkLabel(l) + ">"
+	}
 	return json.Marshal(map[string]string{"text": text})
 }
 
@@ -88,4 +93,9 @@ func markupEscape(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// slackURL escapes, in a URL of nsman's, what Slack asks escaped.
+func slackURL(u string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "|", "%7C").Replace(u)
 }

@@ -63,7 +63,16 @@ type teamsCard struct {
 	Type    string         `json:"type"`
 	Version string         `json:"version"`
 	Body    []teamsElement `json:"body"`
-	MSTeams teamsWidth     `json:"msteams"`
+	// Actions are the notification's signed links, a button each.
+	Actions []teamsAction `json:"actions,omitempty"`
+	MSTeams teamsWidth    `json:"msteams"`
+}
+
+// teamsAction is an Action.OpenUrl: a button that opens a link of nsman's.
+type teamsAction struct {
+	Type  string `json:"type"`
+	Title string `json:"title"`
+	URL   string `json:"url"`
 }
 
 // teamsWidth widens the card to the channel's width: facts and effects
@@ -178,6 +187,9 @@ func teamsBody(sent time.Time, p chatParts, note string) ([]byte, error) {
 		elements = append(elements, cut)
 	}
 	card := teamsCard{Schema: teamsCardSchema, Type: "AdaptiveCard", Version: teamsCardVersion, Body: elements, MSTeams: teamsWidth{Width: "Full"}}
+	for _, l := range p.Links {
+		card.Actions = append(card.Actions, teamsAction{Type: "Action.OpenUrl", Title: linkLabel(l), URL: l.URL})
+	}
 	return marshalUnescaped(teamsMessage{Type: "message", Attachments: []teamsAttachment{{ContentType: teamsCardContentType, Content: card}}})
 }
 

@@ -28,6 +28,9 @@ type Notification struct {
 	Effects []string `json:"effects,omitempty"`
 	// Woke: the action was a SLEEP policy's wake, not its sleep.
 	Woke bool `json:"woke,omitempty"`
+	// Links are the signed links that let the namespace's people extend
+	// or wake it (a SLEEP's sleep, with --links-url; see Linker).
+	Links []Link `json:"links,omitempty"`
 	// Reclaimed is what a DELETE or SCALE_DOWN freed.
 	Reclaimed *report.Reclaimed `json:"reclaimed,omitempty"`
 	// Time is the sweep's time (the API server's).
