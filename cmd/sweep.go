@@ -39,42 +39,41 @@ type sweepOptions struct {
 	log  logOptions
 	prom prom.Options
 
-	output              string
-	states              []string
-	printed             []report.State // of the entries printed: states, parsed
-	noColor             bool
-	namespace           string
-	selector            string
-	dryRun              bool
-	at                  string
-	maxActions          int
-	concurrency         int
-	trustedNamespaces   []string
-	protectedNamespaces []string
-	webhookTimeout      time.Duration
-	claimTTL            time.Duration
-	maxHold             time.Duration
-	stuckAfter          time.Duration
-	reclaim             bool
-	freezes             []string
-	freezeFile          string
-	freezeTimeZone      string
-	notifyURL           string
-	notifyURLFile       string
-	notifyFormat        string
-	notifyKeyFile       string
-	notifyChannels      []string
-	notifyChannelFormat []string
-	linksURL, linksKey  string
-	webhookKeyFile      string
-	webhookAllow        []string
-	pushgatewayURL      string
-	clusterName         string
-	shardIndex          int
-	shardCount          int
-	chunkSize           int64
-	configFrom          string
-	argoCDNamespace     string
+	output                              string
+	states                              []string
+	printed                             []report.State // of the entries printed: states, parsed
+	noColor                             bool
+	namespace                           string
+	selector                            string
+	dryRun                              bool
+	at                                  string
+	maxActions                          int
+	concurrency                         int
+	trustedNamespaces                   []string
+	protectedNamespaces                 []string
+	webhookTimeout                      time.Duration
+	claimTTL                            time.Duration
+	maxHold                             time.Duration
+	stuckAfter                          time.Duration
+	reclaim                             bool
+	freezes                             []string
+	freezeFile                          string
+	freezeTimeZone                      string
+	notifyURL                           string
+	notifyURLFile                       string
+	notifyFormat                        string
+	notifyKeyFile                       string
+	notifyChannels, notifyChannelFormat []string
+	linksURL, linksKey                  string
+	webhookKeyFile                      string
+	webhookAllow                        []string
+	pushgatewayURL                      string
+	clusterName                         string
+	shardIndex                          int
+	shardCount                          int
+	chunkSize                           int64
+	configFrom                          string
+	argoCDNamespace                     string
 	// own is the namespace nsman runs in: kube.ownNamespace(), or with
 	// --dry-run from outside the cluster, that of the CronJob --config-from
 	// finds (see run).

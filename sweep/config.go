@@ -21,6 +21,7 @@ import (
 	"github.com/nsman/nsman/internal/reclaim"
 	"github.com/nsman/nsman/internal/record"
 	"github.com/nsman/nsman/internal/tell"
+	"github.com/nsman/nsman/internal/usage"
 	"github.com/nsman/nsman/internal/write"
 	"github.com/nsman/nsman/report"
 	"github.com/nsman/nsman/webhook"
@@ -97,9 +98,8 @@ type Config struct {
 	// by app name alone lives, and the Applications that own the namespaces
 	// they create. Empty means DefaultArgoCDNamespace.
 	ArgoCDNamespace string
-	// Traffic is where IDLE's traffic queries go (--prometheus-url) and how
-	// presets are pinned (--traffic-match).
-	Traffic probe.TrafficConfig
+	// Traffic: IDLE's Prometheus (--prometheus-url), presets' pins (--traffic-match).
+	Traffic usage.TrafficConfig
 }
 
 // ProtectedFloor is the namespaces New always protects, whatever
@@ -219,7 +219,7 @@ func (s *Sweeper) probe(r *sweepRun) {
 	r.kinds = &probe.Kinds{}
 	r.awake = probe.NewAwake(reads, r.kinds)
 	r.owners = probe.NewOwners(reads, s.cfg.ArgoCDNamespace)
-	r.traffic = probe.NewTraffic(s.cfg.Traffic, func(ctx context.Context) (map[string]cluster.Namespace, error) { return s.namespaces(ctx, r) })
+	r.traffic = usage.NewTraffic(s.cfg.Traffic, func(ctx context.Context) (map[string]cluster.Namespace, error) { return s.namespaces(ctx, r) })
 }
 
 // begin sets sweep r's time, from its first page on, and what evaluates

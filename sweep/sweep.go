@@ -21,6 +21,7 @@ import (
 	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/reclaim"
 	"github.com/nsman/nsman/internal/record"
+	"github.com/nsman/nsman/internal/usage"
 	"github.com/nsman/nsman/report"
 )
 
@@ -109,18 +110,17 @@ type sweepRun struct {
 	nsErr  error
 	ns     map[string]cluster.Namespace
 	// What the sweep reads of namespaces to decide on them, each read
-	// once however many subjects ask (see probe).
+	// once however many subjects ask (see probe, reclaim and usage).
 	pods     *probe.Pods
 	activity *probe.Activity
 	reclaim  *reclaim.Reclaim
 	stuck    *probe.Stuck
-	// kinds resolves the kinds of workloads that sleep, awake tells those
-	// awake in namespaces kept asleep.
-	kinds *probe.Kinds
-	awake *probe.Awake
-	// owners is the owner index (OWNER_GONE).
+	// kinds resolves the kinds that sleep, awake tells what is awake where
+	// asleep; owners indexes owners (OWNER_GONE); traffic is IDLE's.
+	kinds   *probe.Kinds
+	awake   *probe.Awake
 	owners  *probe.Owners
-	traffic *probe.Traffic // IDLE's traffic, a query per source and window
+	traffic *usage.Traffic
 
 	// eval evaluates the sweep's subjects, exec carries out what it
 	// decided, from its first page on.

@@ -36,7 +36,7 @@ var layers = map[string][]string{
 	"cmd/nsman": {"cmd", "internal/memory", "policy"},
 	"cmd": {
 		"sweep", "doctor", "explain", "due", "metrics",
-		"internal/execute", "internal/decide", "internal/record", "internal/probe", "internal/reclaim", "internal/tell",
+		"internal/execute", "internal/decide", "internal/record", "internal/probe", "internal/reclaim", "internal/usage", "internal/tell",
 		"internal/write", "internal/cluster", "internal/workload", "internal/owner", "internal/listpage", "internal/status",
 		"internal/printer", "internal/console", "internal/duration", "internal/connect", "internal/complete", "internal/prom", "report", "deploy", "webhook", "links", "serve", "policy", "policy/traffic", "policy/patch",
 	},
@@ -46,7 +46,7 @@ var layers = map[string][]string{
 	// due times, which cmd hands it: it imports no sweep.
 	"due": {"internal/printer", "internal/duration", "report", "policy"},
 	"sweep": {
-		"internal/execute", "internal/decide", "internal/record", "internal/probe", "internal/reclaim", "internal/tell",
+		"internal/execute", "internal/decide", "internal/record", "internal/probe", "internal/reclaim", "internal/usage", "internal/tell",
 		"internal/write", "internal/cluster", "internal/workload", "internal/owner", "internal/listpage", "internal/status",
 		"report", "webhook", "policy", "policy/patch",
 	},
@@ -59,7 +59,9 @@ var layers = map[string][]string{
 	// activity, stuck, the action budget) rather than importing probe.
 	"internal/decide": {"internal/cluster", "internal/listpage", "internal/status", "report", "policy", "policy/traffic", "policy/patch"},
 	"internal/record": {"internal/write", "internal/cluster", "internal/listpage", "internal/status", "report", "policy"},
-	"internal/probe":  {"internal/cluster", "internal/workload", "internal/owner", "internal/listpage", "internal/status", "report", "policy", "policy/traffic", "policy/patch"},
+	"internal/probe":  {"internal/cluster", "internal/workload", "internal/owner", "internal/listpage", "internal/status", "report", "policy", "policy/patch"},
+	// usage reads what Prometheus says of the namespaces' use.
+	"internal/usage": {"internal/cluster", "internal/status", "policy", "policy/traffic"},
 	// reclaim reads what a DELETE frees, as probe reads the rest.
 	"internal/reclaim": {"internal/probe", "internal/cluster", "internal/workload", "internal/owner", "internal/listpage", "internal/status", "report", "policy", "policy/traffic"},
 	"internal/tell":    {"internal/write", "internal/cluster", "internal/listpage", "internal/status", "report", "webhook", "links", "policy"},

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/nsman/nsman/internal/cluster"
-	"github.com/nsman/nsman/internal/probe"
 	"github.com/nsman/nsman/internal/prom"
+	"github.com/nsman/nsman/internal/usage"
 	"github.com/nsman/nsman/policy"
 	"github.com/nsman/nsman/policy/traffic"
 	"github.com/nsman/nsman/test/nsmantest"
@@ -127,9 +127,9 @@ func readTraffic(ctx context.Context, client *prom.Client, preset, match string)
 		}
 		return all, nil
 	}
-	tr := probe.NewTraffic(probe.TrafficConfig{Querier: client, Match: map[string]string{preset: match}}, exists)
+	tr := usage.NewTraffic(usage.TrafficConfig{Querier: client, Match: map[string]string{preset: match}}, exists)
 	if match == "" {
-		tr = probe.NewTraffic(probe.TrafficConfig{Querier: client}, exists)
+		tr = usage.NewTraffic(usage.TrafficConfig{Querier: client}, exists)
 	}
 	c := policy.Condition{Type: policy.ConditionIdle, Idle: trafficWindow, Traffic: &traffic.Source{Preset: preset}}
 	out := map[string]traffic.Answer{}

@@ -1,4 +1,7 @@
-package probe
+// Package usage is what a sweep reads of the namespaces' use from outside
+// the cluster's API: the requests IDLE's traffic counts, one Prometheus
+// query per source and window per sweep, kept by namespace.
+package usage
 
 import (
 	"context"
