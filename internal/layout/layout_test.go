@@ -88,8 +88,9 @@ var layers = map[string][]string{
 	"report":           {"policy"},
 	// policy's own packages: a part of the domain's vocabulary that
 	// policy imports, and that imports nothing of nsman but policy's own.
-	"policy":         {"policy/window", "policy/traffic", "policy/patch"},
+	"policy":         {"policy/window", "policy/traffic", "policy/patch", "policy/warn"},
 	"policy/window":  {},
+	"policy/warn":    {},
 	"policy/traffic": {},
 	"policy/patch":   {},
 	// prom asks a Prometheus a query, bounded, knowing nothing of what it
