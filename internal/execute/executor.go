@@ -99,7 +99,8 @@ func (x *Executor) CarryOut(ctx context.Context, rec record.Record, d decide.Dec
 	switch {
 	case d.Untouched:
 	case p == nil:
-		e, recorded = x.save(ctx, rec, record.Outcome{Entry: e, Checks: d.Checks, StuckOnly: d.StuckOnly, StuckUnread: d.StuckUnread})
+		e, recorded = x.save(ctx, rec, record.Outcome{Entry: e, Checks: d.Checks, StuckOnly: d.StuckOnly, StuckUnread: d.StuckUnread, Warned: d.Warned})
+		e = x.warn(ctx, d.Manager, e, recorded)
 	case p.Step == decide.StepDeactivate || p.Step == decide.StepConfirmDelete:
 		e, recorded = x.finish(ctx, rec, p, e)
 	case x.Frozen:

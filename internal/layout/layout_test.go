@@ -57,7 +57,7 @@ var layers = map[string][]string{
 	},
 	// decide declares the interfaces it needs (namespaces, pods checks,
 	// activity, stuck, the action budget) rather than importing probe.
-	"internal/decide": {"internal/cluster", "internal/listpage", "internal/status", "report", "policy", "policy/traffic", "policy/patch"},
+	"internal/decide": {"internal/cluster", "internal/listpage", "internal/status", "report", "policy", "policy/traffic", "policy/patch", "policy/warn"},
 	"internal/record": {"internal/write", "internal/cluster", "internal/listpage", "internal/status", "report", "policy"},
 	"internal/probe":  {"internal/cluster", "internal/workload", "internal/owner", "internal/listpage", "internal/status", "report", "policy", "policy/traffic", "policy/patch"},
 	// reclaim reads what a DELETE frees, as probe reads the rest.

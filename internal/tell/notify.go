@@ -28,6 +28,10 @@ type Notification struct {
 	Effects []string `json:"effects,omitempty"`
 	// Woke: the action was a SLEEP policy's wake, not its sleep.
 	Woke bool `json:"woke,omitempty"`
+	// Event is EventDueSoon for a warning (policies[].warnBefore): the
+	// action is due at Due and has not happened; empty for an outcome.
+	Event string     `json:"event,omitempty"`
+	Due   *time.Time `json:"due,omitempty"`
 	// Reclaimed is what a DELETE or SCALE_DOWN freed.
 	Reclaimed *report.Reclaimed `json:"reclaimed,omitempty"`
 	// Time is the sweep's time (the API server's).
@@ -35,6 +39,13 @@ type Notification struct {
 	Sweep   string    `json:"sweep"`
 	Version string    `json:"version"`
 }
+
+// EventDueSoon is a Notification's Event for a warning before an action,
+// whose Result is ResultPending: the action has not happened.
+const (
+	EventDueSoon  = "dueSoon"
+	ResultPending = "pending"
+)
 
 // NotificationManager names a manager in a Notification.
 type NotificationManager struct {

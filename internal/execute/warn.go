@@ -1,0 +1,60 @@
+package execute
+
+import (
+	"context"
+	"time"
+
+	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/internal/tell"
+	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/report"
+)
+
+// warn tells the warning of entry e (policies[].warnBefore), once the
+// record of it was written (recorded): a write conditional on the subject
+// as listed, so that of sweeps racing one alone tells it, and in a dry run
+// through a writer that sends nothing, which plans it and tells nothing.
+// A warning not recorded is not told: the next sweep decides again. A
+// sweep killed between the record and the notification loses that one
+// notification (at most once): warnings are reminders, and a second one
+// is worse than a missed one of several.
+func (x *Executor) warn(ctx context.Context, m policy.Manager, e report.Entry, recorded bool) report.Entry {
+	if e.Warning == nil {
+		return e
+	}
+	if !recorded {
+		e.Warning = nil
+		return e
+	}
+	w := *e.Warning
+	w.State = x.Writer.Done()
+	e.Warning = &w
+	e.Message += "; warned: " + tell.DueSoonText(e.Target, &w)
+	if w.State == report.StateFired {
+		x.notifyDueSoon(ctx, m, e.Target, w)
+	}
+	return e
+}
+
+// notifyDueSoon sends warning w of target as a notification of event
+// dueSoon, when the sweep has a notifier. Its Idempotency-Key is derived
+// from the subject, the policy, the due time and the threshold: the same
+// warning, sent twice, carries the same key.
+func (x *Executor) notifyDueSoon(ctx context.Context, m policy.Manager, target string, w report.Warning) {
+	if x.Notifier == nil {
+		return
+	}
+	due := w.Due.UTC()
+	n := tell.Notification{
+		Manager: tell.NotificationManager{Namespace: m.Namespace, Name: m.Name}, Rule: m.Rule != nil, Target: target,
+		Policy: w.Policy, Action: w.Action, Result: tell.ResultPending, Event: tell.EventDueSoon, Due: &due,
+		Message: status.Truncate(tell.DueSoonText(target, &w), status.MaxMessage), Time: x.Now.UTC(), Sweep: x.SweepID, Version: x.Version,
+	}
+	key := status.Digest("%s/%s/%s/%s/%s/%s/%s", m.Namespace, m.Name, m.UID, target, w.Policy, due.Format(time.RFC3339), w.Before)
+	if err := x.Notifier.Send(ctx, n, key); err != nil {
+		x.Counts.NotifyFailed.Add(1)
+		x.Log.Error("notification not delivered", "manager", m.Namespace+"/"+m.Name, "namespace", target, "policy", w.Policy, "error", x.Notifier.Redact(err))
+		return
+	}
+	x.Counts.NotifySent.Add(1)
+}
