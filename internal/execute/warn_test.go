@@ -1,0 +1,64 @@
+package execute
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/nsman/nsman/internal/tell"
+	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/report"
+)
+
+// A warning is told once its record is written, with the event dueSoon,
+// its due time and a key of its own; planned in a dry run, it tells
+// nothing; one whose record was not written is not told, nor reported.
+func TestWarn(t *testing.T) {
+	due := time.Date(2026, 12, 2, 13, 0, 0, 0, time.UTC)
+	warning := func() report.Entry {
+		return report.Entry{Target: "preview-7", State: report.StateWaiting, Message: "TTL elapses",
+			Warning: &report.Warning{Policy: "expire", Action: "DELETE", Due: due, Before: "1h0m0s"}}
+	}
+	m := policy.Manager{Namespace: "nsman", Name: "cleanup", UID: "m-uid"}
+	for _, tc := range []struct {
+		name     string
+		done     report.State
+		recorded bool
+		want     report.State // "": no warning left on the entry
+		sent     int
+	}{
+		{name: "told", done: report.StateFired, recorded: true, want: report.StateFired, sent: 1},
+		{name: "planned in a dry run", done: report.StatePlanned, recorded: true, want: report.StatePlanned},
+		{name: "not recorded", done: report.StateFired},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url, got := notifyReceiver(t, 200)
+			var log bytes.Buffer
+			x := notifyingExecutor(t, url, &log)
+			x.Writer.(*fakeWriter).done = tc.done
+			e := x.warn(t.Context(), m, warning(), tc.recorded)
+			switch {
+			case tc.want == "" && e.Warning != nil:
+				t.Fatalf("warning %+v left on an entry not recorded", e.Warning)
+			case tc.want != "" && (e.Warning == nil || e.Warning.State != tc.want):
+				t.Fatalf("warning %+v, want state %s", e.Warning, tc.want)
+			}
+			sent := got()
+			if len(sent) != tc.sent {
+				t.Fatalf("%d notifications, want %d", len(sent), tc.sent)
+			}
+			if tc.sent == 0 {
+				return
+			}
+			n := sent[0]
+			if n.Event != tell.EventDueSoon || n.Due == nil || !n.Due.Equal(due) || n.Result != tell.ResultPending || n.Target != "preview-7" || n.key == "" {
+				t.Errorf("notification %+v", n)
+			}
+			// The same warning told again carries the same key.
+			x.warn(t.Context(), m, warning(), true)
+			if again := got(); len(again) != 2 || again[1].key != n.key {
+				t.Errorf("keys %v, want the same twice", again)
+			}
+		})
+	}
+}
