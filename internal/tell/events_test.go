@@ -394,6 +394,10 @@ func TestRuleTallyFlush(t *testing.T) {
 			want: []told{{"Warning", "Failed", "Act", "acted on 1 namespace(s): a; failed on 1 namespace(s): b: boom"}}},
 		{name: "holds ignored", heard: []heard{hold("a", "too far", ""), hold("b", "unparseable", "too far"), hold("c", "too far", "too far")},
 			want: []told{{"Warning", "HoldIgnored", "Evaluate", "holds ignored on 2 namespace(s): a: too far, b: unparseable"}}},
+		{name: "warned, and planned in a dry run", heard: []heard{
+			{entry: report.Entry{Target: "a", State: report.StateWaiting, Warning: dueWarning(report.StateFired)}},
+			{entry: report.Entry{Target: "b", State: report.StateWaiting, Warning: dueWarning(report.StatePlanned)}}},
+			want: []told{{"Normal", "DueSoon", "Warn", "warned 1 namespace(s) of an action due soon: a (DELETE at 2026-03-04T06:00:00Z)"}}},
 		{name: "annotations ignored", heard: []heard{annotation("a", "bad expiry", ""), annotation("b", "bad expiry", "bad expiry")},
 			want: []told{{"Warning", "AnnotationIgnored", "Evaluate", "annotations ignored on 1 namespace(s): a: bad expiry"}}},
 		{name: "all of it", heard: []heard{annotation("c", "touch ahead", ""), hold("b", "too far", ""), fired("a")},
