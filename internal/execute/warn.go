@@ -29,10 +29,12 @@ func (x *Executor) warn(ctx context.Context, m policy.Manager, e report.Entry, r
 	w := *e.Warning
 	w.State = x.Writer.Done()
 	e.Warning = &w
-	e.Message += "; warned: " + tell.DueSoonText(e.Target, &w)
-	if w.State == report.StateFired {
-		x.notifyDueSoon(ctx, m, e.Target, w)
+	if w.State != report.StateFired {
+		e.Message += "; would warn: " + tell.DueSoonText(e.Target, &w)
+		return e
 	}
+	e.Message += "; warned: " + tell.DueSoonText(e.Target, &w)
+	x.notifyDueSoon(ctx, m, e.Target, w)
 	return e
 }
 

@@ -2,6 +2,7 @@ package execute
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,6 +43,9 @@ func TestWarn(t *testing.T) {
 				t.Fatalf("warning %+v left on an entry not recorded", e.Warning)
 			case tc.want != "" && (e.Warning == nil || e.Warning.State != tc.want):
 				t.Fatalf("warning %+v, want state %s", e.Warning, tc.want)
+			}
+			if want := map[report.State]string{report.StateFired: "; warned: ", report.StatePlanned: "; would warn: "}[tc.want]; want != "" && !strings.Contains(e.Message, want+`policy "expire" will DELETE namespace preview-7 at 2026-12-02T13:00:00Z`) {
+				t.Errorf("message %q, want it to say %q", e.Message, want)
 			}
 			sent := got()
 			if len(sent) != tc.sent {
