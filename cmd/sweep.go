@@ -135,7 +135,7 @@ failed, 2 on a usage or configuration error.`,
 	fs.StringVar(&o.notifyFormat, "notify-format", tell.DefaultFormat, tell.FormatHelp())
 	fs.StringArrayVar(&o.notifyChannels, "notify-channel", nil, "`NAME=FILE` (repeatable): a channel of the platform's, its URL read from FILE as --notify-url-file's; a namespace or manager annotated "+status.NotifyChannelAnnotation+": NAME has its notifications sent there instead of the default (an unknown name: to the default, with a warning)")
 	fs.StringArrayVar(&o.notifyChannelFormat, "notify-channel-format", nil, "`NAME=FMT` (repeatable): the --notify-format of channel NAME, FMT (default: --notify-format's)")
-	fs.StringVar(&o.linksURL, "links-url", "", "with --links-signing-key-file, each SLEEP notification carries signed links to nsman serve at this URL: extend by 1 day or 1 week, wake for 2 hours")
+	fs.StringVar(&o.linksURL, "links-url", "", "with --links-signing-key-file, each warning (warnBefore) and SLEEP notification carries signed links to nsman serve at this URL: extend by 1 day or 1 week, wake for 2 hours")
 	fs.StringVar(&o.linksKey, "links-signing-key-file", "", "file with the key that signs the links of --links-url (HMAC-SHA256), which nsman serve holds too")
 	fs.StringVar(&o.pushgatewayURL, "pushgateway-url", "", "push the sweep's metrics to this Prometheus Pushgateway at the end of each sweep")
 	fs.StringVar(&o.clusterName, "cluster-name", "", "with --pushgateway-url, push the metrics under the grouping label cluster=NAME, which every series pushed then carries: one Pushgateway and one dashboard for the clusters of a fleet (default: no cluster label)")

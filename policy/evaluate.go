@@ -235,7 +235,7 @@ func judge(state *PolicyState, out *Outcome, generation int64, i int, p Policy, 
 func judgeInWindows(state *PolicyState, out *Outcome, generation int64, i int, p Policy, in Input) Verdict {
 	open := window.NextOpen(p.Windows, in.Now)
 	if open.IsZero() {
-		state.Detail, state.Due = noMoreOpen(p), time.Time{}
+		state.Detail, state.Due = window.NoMoreOpen(p.Windows), time.Time{}
 		return Wait
 	}
 	closed := !open.Equal(in.Now)
@@ -260,7 +260,7 @@ func judgeInWindows(state *PolicyState, out *Outcome, generation int64, i int, p
 		return Wait
 	case verdict == Wait && !state.Due.IsZero():
 		if state.Outside, state.Due = state.Due, window.NextOpen(p.Windows, state.Due); state.Due.IsZero() {
-			state.Detail += "; " + noMoreOpen(p) + " by then"
+			state.Detail += "; " + window.NoMoreOpen(p.Windows) + " by then"
 		}
 	}
 	return verdict

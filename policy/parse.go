@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/nsman/nsman/policy/traffic"
+	"github.com/nsman/nsman/policy/warn"
 	"github.com/nsman/nsman/policy/window"
 )
 
@@ -321,9 +322,12 @@ func (p *parser) policies(spec map[string]any, specPath *field.Path) []Policy {
 		seen[pol.Name] = true
 		pol.Condition = p.condition(p.object(obj, "condition", ip, true), ip.Child("condition"))
 		pol.Action = p.action(p.object(obj, "action", ip, true), ip.Child("action"))
-		var errs field.ErrorList
-		pol.Windows, errs = window.Parse(obj["windows"], ip.Child("windows"), p.strict)
-		p.errs = append(p.errs, errs...)
+		windows, errs := window.Parse(obj["windows"], ip.Child("windows"), p.strict)
+		before, warnErrs := warn.Parse(obj["warnBefore"], ip.Child("warnBefore"))
+		pol.Windows, pol.WarnBefore, p.errs = windows, before, append(append(p.errs, errs...), warnErrs...)
+		if e := pol.Condition.Evidence(); len(pol.WarnBefore) > 0 && (e.Pods != NoPods || e.Owner) {
+			p.errs = append(p.errs, field.Forbidden(ip.Child("warnBefore"), "a "+pol.Condition.Type+" condition has no due time to warn before"))
+		}
 		if never := pol.Action.Kind().NeverFinal(); never != "" {
 			if explicit, _ := obj["final"].(bool); explicit {
 				p.errs = append(p.errs, field.Invalid(ip.Child("final"), true, "a "+pol.Action.Type+" policy is never final: "+never))

@@ -301,6 +301,11 @@ func TestParse(t *testing.T) {
 			want: wantManager(),
 		},
 		{
+			name: "warnBefore, longest first",
+			obj:  manager(set([]any{"1h", "2d"}, "spec", "policies", "0", "warnBefore")),
+			want: wantManager(func(m *Manager) { m.Policies[0].WarnBefore = []time.Duration{48 * time.Hour, time.Hour} }),
+		},
+		{
 			name: "TTL without params defaults to 1800 seconds",
 			obj:  manager(del("spec", "policies", "0", "condition", "params")),
 			want: wantManager(func(m *Manager) { m.Policies[0].Condition.TTL = 1800 * time.Second }),
@@ -709,6 +714,19 @@ func TestParseRejects(t *testing.T) {
 			name: "a string policy after a valid one",
 			obj:  manager(policies(ttlPolicy("valid one"), "delete", nil)),
 			want: []fieldErr{invalid("spec.policies[1]"), invalid("spec.policies[2]")},
+		},
+		{name: "warnBefore is a string", obj: manager(set("1h", "spec", "policies", "0", "warnBefore")), want: []fieldErr{invalid(p0 + ".warnBefore")}},
+		{name: "warnBefore under a minute", obj: manager(set([]any{"30s"}, "spec", "policies", "0", "warnBefore")), want: []fieldErr{invalid(p0 + ".warnBefore[0]")}},
+		{name: "warnBefore twice", obj: manager(set([]any{"1h", "60m"}, "spec", "policies", "0", "warnBefore")), want: []fieldErr{duplicate(p0 + ".warnBefore[1]")}},
+		{
+			name: "warnBefore five",
+			obj:  manager(set([]any{"1h", "2h", "3h", "4h", "5h"}, "spec", "policies", "0", "warnBefore")),
+			want: []fieldErr{tooMany(p0 + ".warnBefore")},
+		},
+		{
+			name: "warnBefore on a condition without a due time",
+			obj:  manager(policies(podsPolicy("delete when pods succeed", set([]any{"1h"}, "warnBefore")))),
+			want: []fieldErr{forbidden(p0 + ".warnBefore")},
 		},
 		{name: "deactivated is a string", obj: manager(set("yes", "spec", "deactivated")), want: []fieldErr{invalid("spec.deactivated")}},
 		{name: "deactivated is a number", obj: manager(set(int64(1), "spec", "deactivated")), want: []fieldErr{invalid("spec.deactivated")}},

@@ -151,7 +151,7 @@ func judgeSleep(state *PolicyState, out *Outcome, generation int64, i int, p Pol
 	}
 	open := window.NextOpen(p.Windows, in.Now)
 	if open.IsZero() {
-		state.Detail, state.Due = noMoreOpen(p), time.Time{}
+		state.Detail, state.Due = window.NoMoreOpen(p.Windows), time.Time{}
 		return Wait, false
 	}
 	closed := !open.Equal(in.Now)
@@ -182,7 +182,7 @@ func judgeSleep(state *PolicyState, out *Outcome, generation int64, i int, p Pol
 		return Fire, true
 	case verdict == Wait && !state.Due.IsZero():
 		if state.Due = window.NextOpen(p.Windows, state.Due); state.Due.IsZero() {
-			state.Detail += "; " + noMoreOpen(p) + " by then"
+			state.Detail += "; " + window.NoMoreOpen(p.Windows) + " by then"
 		}
 	}
 	return verdict, false

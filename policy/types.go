@@ -107,6 +107,10 @@ type Policy struct {
 	// outside them, it waits for the next to open. A SLEEP policy holds
 	// only inside them: its windows are when the target sleeps.
 	Windows []window.Window
+	// WarnBefore, longest first, is how long before its due time a waiting
+	// policy tells its subject, once per threshold and due time (warn.Next);
+	// a condition reading pods or an owner has no due time, and none.
+	WarnBefore []time.Duration
 }
 
 // Condition says when a policy holds.

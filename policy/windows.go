@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -18,19 +17,7 @@ import (
 func PastWindows(m Manager, now time.Time) field.ErrorList {
 	var errs field.ErrorList
 	for i, p := range m.Policies {
-		for j, w := range p.Windows {
-			if window.Past(w, now) {
-				last := w.Dates[len(w.Dates)-1].Last
-				path := field.NewPath("spec", "policies").Index(i).Child("windows").Index(j).Child("dates")
-				errs = append(errs, field.Invalid(path, last.String(), fmt.Sprintf("every date is past at %s: the window never opens again", stamp(now))))
-			}
-		}
+		errs = append(errs, window.PastDates(p.Windows, field.NewPath("spec", "policies").Index(i).Child("windows"), now)...)
 	}
 	return errs
-}
-
-// noMoreOpen is a policy's detail when none of its windows opens again:
-// their dates are past.
-func noMoreOpen(p Policy) string {
-	return fmt.Sprintf("outside its windows (%s), which open no more: their dates are past", window.Describe(p.Windows))
 }

@@ -136,6 +136,20 @@ type Entry struct {
 	// Reclaimed is what a DELETE or SCALE_DOWN carried out (planned, in a
 	// dry run) frees.
 	Reclaimed *Reclaimed `json:"reclaimed,omitempty"`
+	// Warning is the warning (policies[].warnBefore) a waiting subject was
+	// told this sweep, planned in a dry run.
+	Warning *Warning `json:"warning,omitempty"`
+}
+
+// Warning is a warning told before a policy acts: its action is due at
+// Due, within Before.
+type Warning struct {
+	Policy string    `json:"policy"`
+	Action string    `json:"action"`
+	Due    time.Time `json:"due"`
+	Before string    `json:"before"`
+	// State is fired once told, planned in a dry run.
+	State State `json:"state"`
 }
 
 // LastActivity is something that happened in a namespace, and when: its

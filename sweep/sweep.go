@@ -478,13 +478,13 @@ func (s *Sweeper) namespaces(ctx context.Context, r *sweepRun) (map[string]clust
 }
 
 // logDecision logs one line per entry with stable keys; what changes
-// nothing (waiting, deactivated, done, governed, asleep) at debug level.
+// nothing (waiting unwarned, deactivated, done, governed, asleep) at debug level.
 func (s *Sweeper) logDecision(ctx context.Context, e report.Entry) {
 	level := slog.LevelInfo
-	switch e.State {
-	case report.StateFailed:
+	switch {
+	case e.State == report.StateFailed:
 		level = slog.LevelError
-	case report.StateWaiting, report.StateDeactivated, report.StateDone, report.StateGoverned, report.StateAsleep:
+	case e.Warning == nil && slices.Contains([]report.State{report.StateWaiting, report.StateDeactivated, report.StateDone, report.StateGoverned, report.StateAsleep}, e.State):
 		level = slog.LevelDebug
 	}
 	if !s.log.Enabled(ctx, level) {

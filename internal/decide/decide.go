@@ -104,6 +104,13 @@ type Decision struct {
 	Untouched bool
 	// Granted: the plan has its place under --max-actions (see Budget).
 	Granted bool
+	// Warned, on a waiting subject, is the warning to tell now
+	// (policies[].warnBefore) as its record keeps it: the executor tells
+	// it only once that record is written, so that one sweep tells it.
+	Warned *status.Warned
+	// WarnedTarget is the target warned, as listed: the channel its
+	// warning goes to and the UID its links are bound to.
+	WarnedTarget Target
 	// StuckOnly: of the record, only what it says of a stuck target is to
 	// be written (a manager deactivated by its DELETE); StuckUnread: what
 	// it says of it is kept, the target not read.
@@ -405,13 +412,13 @@ func (ev *Evaluator) evaluatePolicies(ctx context.Context, m policy.Manager, e r
 				}
 				continue
 			}
-			return applyHold(held, ev.fire(ctx, m, e, t, out, in.Owner, c.owner, held))
+			return ev.warned(applyHold(held, ev.fire(ctx, m, e, t, out, in.Owner, c.owner, held)), m, t, out.Policies, stored.Warned, held.Until)
 		}
 		d := ev.waiting(ctx, m, e, t, stored.Asleep, out)
 		if c.cameBack {
 			d.Entry.Message += "; the owner came back: read again by name before acting, it exists, though the sweep's list of its kind had not found it"
 		}
-		return applyHold(held, d)
+		return ev.warned(applyHold(held, d), m, t, out.Policies, stored.Warned, held.Until)
 	}
 }
 

@@ -103,7 +103,8 @@ func (x *Executor) CarryOut(ctx context.Context, rec record.Record, d decide.Dec
 	switch {
 	case d.Untouched:
 	case p == nil:
-		e, recorded = x.save(ctx, rec, record.Outcome{Entry: e, Checks: d.Checks, StuckOnly: d.StuckOnly, StuckUnread: d.StuckUnread})
+		e, recorded = x.save(ctx, rec, record.Outcome{Entry: e, Checks: d.Checks, StuckOnly: d.StuckOnly, StuckUnread: d.StuckUnread, Warned: d.Warned})
+		e = warnOf(ctx, x, d.Manager, d.WarnedTarget, e, recorded)
 	case p.Step == decide.StepDeactivate || p.Step == decide.StepConfirmDelete:
 		e, recorded = x.finish(ctx, rec, p, e)
 	case x.Frozen:

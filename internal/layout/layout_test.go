@@ -57,7 +57,7 @@ var layers = map[string][]string{
 	},
 	// decide declares the interfaces it needs (namespaces, pods checks,
 	// activity, stuck, the action budget) rather than importing probe.
-	"internal/decide": {"internal/cluster", "internal/listpage", "internal/status", "report", "policy", "policy/traffic", "policy/patch"},
+	"internal/decide": {"internal/cluster", "internal/listpage", "internal/status", "report", "policy", "policy/traffic", "policy/patch", "policy/warn"},
 	"internal/record": {"internal/write", "internal/cluster", "internal/listpage", "internal/status", "report", "policy"},
 	"internal/probe":  {"internal/cluster", "internal/workload", "internal/owner", "internal/listpage", "internal/status", "report", "policy", "policy/patch"},
 	// usage reads what Prometheus says of the namespaces' use.
@@ -90,8 +90,9 @@ var layers = map[string][]string{
 	"report":           {"policy"},
 	// policy's own packages: a part of the domain's vocabulary that
 	// policy imports, and that imports nothing of nsman but policy's own.
-	"policy":         {"policy/window", "policy/traffic", "policy/patch"},
+	"policy":         {"policy/window", "policy/traffic", "policy/patch", "policy/warn"},
 	"policy/window":  {},
+	"policy/warn":    {},
 	"policy/traffic": {},
 	"policy/patch":   {},
 	// prom asks a Prometheus a query, bounded, knowing nothing of what it

@@ -195,6 +195,9 @@ func (mr *Manager) keep(st *status.Status, o Outcome) {
 	if o.Entry.State == report.StateWaiting {
 		st.Checks = o.Checks
 	}
+	if o.Warned != nil {
+		st.Warned = o.Warned
+	}
 	if o.Last != nil {
 		st.LastAction = o.Last
 	}

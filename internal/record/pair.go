@@ -96,12 +96,15 @@ func (pr *Pair) Write(ctx context.Context, o Outcome) error {
 			return fmt.Errorf("namespace %s's record %w", pr.Namespace.Name, write.ErrChanged)
 		}
 		return err
-	case !NeedsRecord(o.Entry, o.Checks, pr.Stored.Progress):
+	case !NeedsRecord(o.Entry, o.Checks, pr.Stored.Progress) && o.Warned == nil:
 		// A pair keeps only a waiting one's progress and holds ignored.
 		return nil
 	}
 	next := pr.Stored
 	next.Rule, next.Checks, next.IgnoredHold, next.IgnoredAnnotation = pr.Rule.Namespace+"/"+pr.Rule.Name, o.Checks, o.Entry.HoldIgnored, o.Entry.AnnotationIgnored
+	if o.Warned != nil {
+		next.Warned = o.Warned
+	}
 	if next.LastTime().IsZero() && !pr.Now.IsZero() {
 		written := pr.Now.UTC()
 		next.Written = &written

@@ -186,6 +186,8 @@ func TestPairWrite(t *testing.T) {
 			wantOps: []string{"test", "replace"}, wantTest: pairKey},
 		{name: "waiting, nothing new", pairs: map[string]string{pairKey: was}, o: Outcome{Entry: waiting}},
 		{name: "a DELETE confirmed: the record went with the namespace", pairs: map[string]string{pairKey: was}, o: Outcome{Entry: report.Entry{State: report.StateFired}, Done: true}},
+		{name: "waiting, warned", pairs: map[string]string{pairKey: was}, o: Outcome{Entry: waiting, Warned: &status.Warned{Policy: "p", Due: sweepNow, Before: []string{"1h0m0s"}}},
+			wantMerge: "rv", wantDated: true},
 		{name: "waiting, checks passed", pairs: map[string]string{pairKey: was}, o: Outcome{Entry: waiting, Checks: checks}, wantMerge: "rv"},
 		{name: "waiting, a hold no longer ignored", pairs: map[string]string{pairKey: was}, o: Outcome{Entry: report.Entry{State: report.StateWaiting}}, wantMerge: "rv", wantDated: true},
 	} {

@@ -50,6 +50,9 @@ type Outcome struct {
 	// StuckOnly: only what e says of a stuck target is kept; StuckUnread:
 	// the record's is kept as it was (see decision).
 	StuckOnly, StuckUnread bool
+	// Warned, set, replaces the warnings the record keeps as told: a
+	// waiting entry's, written before the warning is told.
+	Warned *status.Warned
 }
 
 // sleep is the SLEEP state a record keeps after o, was being the one

@@ -139,6 +139,18 @@ type Progress struct {
 	// Asleep is set while a SLEEP policy keeps the target asleep: from the
 	// sweep that put it to sleep (or tried to) to the one that woke it.
 	Asleep *Asleep `json:"asleep,omitempty"`
+	// Warned is what a policy's warnBefore told for one due time: a due
+	// time that moves finds none sent for it, and warns again.
+	Warned *Warned `json:"warned,omitempty"`
+}
+
+// Warned records the warnings of one policy sent for one due time.
+type Warned struct {
+	Policy string    `json:"policy"`
+	Due    time.Time `json:"due"`
+	// Before are the thresholds (warnBefore) told or passed at once, as
+	// Go durations (24h0m0s).
+	Before []string `json:"before"`
 }
 
 // Asleep says which SLEEP policy put the target to sleep, and when.
@@ -154,6 +166,11 @@ type Asleep struct {
 func (p Progress) Clone() Progress {
 	p.Fired = slices.Clone(p.Fired)
 	p.Checks = maps.Clone(p.Checks)
+	if p.Warned != nil {
+		w := *p.Warned
+		w.Before = slices.Clone(w.Before)
+		p.Warned = &w
+	}
 	if p.LastAction != nil {
 		p.LastAction = new(*p.LastAction)
 	}

@@ -47,6 +47,10 @@ func chatPartsOf(n Notification, esc func(string) string) chatParts {
 	p.Action, p.Target, p.Policy = esc(p.Action), esc(n.Target), esc(strconv.Quote(n.Policy))
 	p.Subject = esc(n.Manager.Namespace) + "/" + esc(n.Manager.Name)
 	p.Sentence = fmt.Sprintf("nsman: %s of namespace %s by %s %s (policy %s) %s", p.Action, p.Target, p.Kind, p.Subject, p.Policy, p.Result)
+	if n.Event == EventDueSoon && n.Due != nil {
+		p.Result = "due " + DueIn(*n.Due, n.Time)
+		p.Sentence = fmt.Sprintf("nsman: %s %s will %s namespace %s %s (policy %s)", p.Kind, p.Subject, p.Action, p.Target, DueIn(*n.Due, n.Time), p.Policy)
+	}
 	if n.Message != "" {
 		p.Message = esc(withoutAnnotationValues(n.Message))
 	}
@@ -70,8 +74,8 @@ func readerTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UT
 // counts minutes up to an hour, hours up to two days, then days, each
 // rounded to the nearest; the time in parentheses is exact to the minute.
 //
-// It is for the warnings before an action (a dueSoon event), which no
-// event sends yet: every format will say a due time through it.
+// It is how every format says the due time of a warning before an action
+// (a dueSoon event).
 func DueIn(due, now time.Time) string {
 	d := due.Sub(now)
 	if d > -30*time.Second && d < 30*time.Second {

@@ -90,6 +90,9 @@ func (ev ManagerEvents) Tell(ctx context.Context, e report.Entry, before status.
 	if e.HoldIgnored != "" && e.HoldIgnored != before.IgnoredHold {
 		ev.Emit(ctx, corev1.EventTypeWarning, holdIgnored, "Evaluate", e.HoldIgnored)
 	}
+	if w := e.Warning; w != nil && w.State == report.StateFired {
+		ev.Emit(ctx, corev1.EventTypeNormal, DueSoon, w.Action, DueSoonText(e.Target, w))
+	}
 	if undone {
 		ev.Emit(ctx, corev1.EventTypeWarning, SleepUndone, e.Action, fmt.Sprintf("woken by %s while namespace %s was asleep; %s", wokenBy(e.Undone), e.Target, putBack(e)))
 	}
@@ -111,6 +114,15 @@ func (ev ManagerEvents) Tell(ctx context.Context, e report.Entry, before status.
 	if e.Stuck != nil && e.Stuck.Cause() != before.Stuck && e.Target != ev.Obj.GetNamespace() {
 		ev.Emit(ctx, corev1.EventTypeWarning, NamespaceStuck, "Evaluate", stuckNote(e.Target, e.Stuck))
 	}
+}
+
+// DueSoon is the Event reason of a warning (policies[].warnBefore): the
+// policy's action is due within one of its thresholds.
+const DueSoon = "DueSoon"
+
+// DueSoonText says what warning w tells of target, for an Event or a log.
+func DueSoonText(target string, w *report.Warning) string {
+	return fmt.Sprintf("policy %q will %s namespace %s at %s (warnBefore %s)", w.Policy, w.Action, target, w.Due.UTC().Format(time.RFC3339), w.Before)
 }
 
 // TrafficUnknown is the Event reason for an IDLE policy that waits for
@@ -174,8 +186,8 @@ type RuleTally struct {
 	trafficUnknown []string
 	// incomplete are the namespaces acted on with warnings, and theirs;
 	// channelUnknown those notified on the default channel for want of
-	// the one they named.
-	incomplete, channelUnknown []string
+	// the one they named; dueSoon those warned (policies[].warnBefore).
+	incomplete, channelUnknown, dueSoon []string
 }
 
 func (t *RuleTally) Tell(_ context.Context, e report.Entry, before status.Prior, _, _ bool) {
@@ -200,6 +212,9 @@ func (t *RuleTally) Tell(_ context.Context, e report.Entry, before status.Prior,
 		}
 	case e.State == report.StateFailed && !before.Failed:
 		t.failed = append(t.failed, e.Target+": "+e.Message)
+	}
+	if w := e.Warning; w != nil && w.State == report.StateFired {
+		t.dueSoon = append(t.dueSoon, e.Target+" ("+w.Action+" at "+w.Due.UTC().Format(time.RFC3339)+")")
 	}
 	if e.HoldIgnored != "" && e.HoldIgnored != before.IgnoredHold {
 		t.ignored = append(t.ignored, e.Target+": "+e.HoldIgnored)
@@ -237,6 +252,9 @@ func (t *RuleTally) Flush(ctx context.Context, rule ManagerEvents) {
 	}
 	if len(t.undone) > 0 {
 		rule.Emit(ctx, corev1.EventTypeWarning, SleepUndone, "Act", fmt.Sprintf("woken while asleep, put back to sleep, in %d namespace(s): %s", len(t.undone), FirstTen(t.undone)))
+	}
+	if len(t.dueSoon) > 0 {
+		rule.Emit(ctx, corev1.EventTypeNormal, DueSoon, "Warn", fmt.Sprintf("warned %d namespace(s) of an action due soon: %s", len(t.dueSoon), FirstTen(t.dueSoon)))
 	}
 	if len(t.incomplete) > 0 {
 		rule.Emit(ctx, corev1.EventTypeWarning, Incomplete, "Act", fmt.Sprintf("left workloads as they were in %d namespace(s): %s", len(t.incomplete), FirstTen(t.incomplete)))

@@ -191,6 +191,13 @@ func TestManagerEventsTell(t *testing.T) {
 			before: status.Prior{State: report.StateTargetTerminating, Stuck: report.StuckContentRemaining}, recorded: true},
 		{name: "stuck, its own namespace", entry: report.Entry{Target: "team-a", State: report.StateTargetTerminating, Stuck: stuck(report.StuckContentRemaining)},
 			recorded: true},
+		{name: "warned", entry: report.Entry{Target: target, State: report.StateWaiting, Warning: dueWarning(report.StateFired)},
+			before: status.Prior{State: report.StateWaiting}, recorded: true,
+			want: []told{{"Normal", "DueSoon", policy.ActionDelete, `policy "expire" will DELETE namespace preview-1 at 2026-03-04T06:00:00Z (warnBefore 1h0m0s)`}}},
+		{name: "warned, planned in a dry run", entry: report.Entry{Target: target, State: report.StateWaiting, Warning: dueWarning(report.StatePlanned)},
+			before: status.Prior{State: report.StateWaiting}, recorded: true},
+		{name: "warned, not recorded", entry: report.Entry{Target: target, State: report.StateWaiting, Warning: dueWarning(report.StateFired)},
+			before: status.Prior{State: report.StateWaiting}},
 		{name: "failed, hold and annotation ignored, stuck",
 			entry: report.Entry{Target: target, State: report.StateFailed, Action: policy.ActionWebhook, Message: "boom",
 				HoldIgnored: "hold too far", AnnotationIgnored: "touch ahead", Stuck: stuck(report.StuckContentRemaining)},
@@ -210,6 +217,11 @@ func TestManagerEventsTell(t *testing.T) {
 			}
 		})
 	}
+}
+
+// dueWarning is a warning of DELETE due an hour from sweepNow, in state.
+func dueWarning(state report.State) *report.Warning {
+	return &report.Warning{Policy: "expire", Action: policy.ActionDelete, Due: time.Date(2026, 3, 4, 6, 0, 0, 0, time.UTC), Before: "1h0m0s", State: state}
 }
 
 // TestStuckNote: the note names the namespace, when it began terminating
@@ -382,6 +394,10 @@ func TestRuleTallyFlush(t *testing.T) {
 			want: []told{{"Warning", "Failed", "Act", "acted on 1 namespace(s): a; failed on 1 namespace(s): b: boom"}}},
 		{name: "holds ignored", heard: []heard{hold("a", "too far", ""), hold("b", "unparseable", "too far"), hold("c", "too far", "too far")},
 			want: []told{{"Warning", "HoldIgnored", "Evaluate", "holds ignored on 2 namespace(s): a: too far, b: unparseable"}}},
+		{name: "warned, and planned in a dry run", heard: []heard{
+			{entry: report.Entry{Target: "a", State: report.StateWaiting, Warning: dueWarning(report.StateFired)}},
+			{entry: report.Entry{Target: "b", State: report.StateWaiting, Warning: dueWarning(report.StatePlanned)}}},
+			want: []told{{"Normal", "DueSoon", "Warn", "warned 1 namespace(s) of an action due soon: a (DELETE at 2026-03-04T06:00:00Z)"}}},
 		{name: "annotations ignored", heard: []heard{annotation("a", "bad expiry", ""), annotation("b", "bad expiry", "bad expiry")},
 			want: []told{{"Warning", "AnnotationIgnored", "Evaluate", "annotations ignored on 1 namespace(s): a: bad expiry"}}},
 		{name: "all of it", heard: []heard{annotation("c", "touch ahead", ""), hold("b", "too far", ""), fired("a")},

@@ -361,3 +361,19 @@ func TestStandInsRefuseWhatTheServicesRefuse(t *testing.T) {
 		t.Errorf("Google Chat stand-in refuses 4,096 characters: %v", err)
 	}
 }
+
+// A warning (event dueSoon) is worded by every chat format as what will
+// happen, and when in the reader's terms.
+func TestChatPartsOfDueSoon(t *testing.T) {
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	due := now.Add(2 * time.Hour)
+	n := Notification{Manager: NotificationManager{Namespace: "team-a", Name: "preview"}, Target: "preview-1", Policy: "ttl", Action: "DELETE",
+		Result: ResultPending, Event: EventDueSoon, Due: &due, Time: now}
+	p := chatPartsOf(n, func(s string) string { return s })
+	if want := `nsman: manager team-a/preview will DELETE namespace preview-1 in 2 hours (2026-12-03 14:00 UTC) (policy "ttl")`; p.Sentence != want {
+		t.Errorf("sentence %q, want %q", p.Sentence, want)
+	}
+	if want := "due in 2 hours (2026-12-03 14:00 UTC)"; p.Result != want {
+		t.Errorf("result %q, want %q", p.Result, want)
+	}
+}

@@ -31,6 +31,10 @@ type Notification struct {
 	// Links are the signed links that let the namespace's people extend
 	// or wake it (a SLEEP's sleep, with --links-url; see Linker).
 	Links []Link `json:"links,omitempty"`
+	// Event is EventDueSoon for a warning (policies[].warnBefore): the
+	// action is due at Due and has not happened; empty for an outcome.
+	Event string     `json:"event,omitempty"`
+	Due   *time.Time `json:"due,omitempty"`
 	// Reclaimed is what a DELETE or SCALE_DOWN freed.
 	Reclaimed *report.Reclaimed `json:"reclaimed,omitempty"`
 	// Time is the sweep's time (the API server's).
@@ -38,6 +42,13 @@ type Notification struct {
 	Sweep   string    `json:"sweep"`
 	Version string    `json:"version"`
 }
+
+// EventDueSoon is a Notification's Event for a warning before an action,
+// whose Result is ResultPending: the action has not happened.
+const (
+	EventDueSoon  = "dueSoon"
+	ResultPending = "pending"
+)
 
 // NotificationManager names a manager in a Notification.
 type NotificationManager struct {

@@ -254,3 +254,17 @@ func describeDates(dates []Dates) string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// PastDates reports, at now, each of windows (policies[].windows at path)
+// whose dates are all past: it never opens again (Past).
+func PastDates(windows []Window, path *field.Path, now time.Time) field.ErrorList {
+	var errs field.ErrorList
+	for j, w := range windows {
+		if Past(w, now) {
+			last := w.Dates[len(w.Dates)-1].Last
+			errs = append(errs, field.Invalid(path.Index(j).Child("dates"), last.String(),
+				fmt.Sprintf("every date is past at %s: the window never opens again", now.UTC().Format(time.RFC3339))))
+		}
+	}
+	return errs
+}

@@ -207,3 +207,9 @@ func Open(windows []Window, t time.Time) (Window, bool) {
 func Past(w Window, t time.Time) bool {
 	return len(w.Dates) > 0 && NextOpen([]Window{w}, t).IsZero()
 }
+
+// NoMoreOpen is a policy's detail when none of its windows opens again:
+// their dates are past.
+func NoMoreOpen(windows []Window) string {
+	return fmt.Sprintf("outside its windows (%s), which open no more: their dates are past", Describe(windows))
+}
