@@ -150,17 +150,18 @@ func TestDoctorSaysWhatToFix(t *testing.T) {
 	}
 
 	// An nsman CRD of an older release: without final, PODS_FAILED, EXPIRES,
-	// IDLE, OWNER_GONE and SLEEP.
+	// IDLE, OWNER_GONE, SLEEP and warnBefore.
 	current := nsmantest.CRD(t)
 	env.Apply(t, staleCRD(t))
 	r = runDoctor(t, admin)
 	r.want(t, "crd", doctor.Failed, "older than this nsman", "spec.policies[].final: pruned (stages)", "PODS_FAILED refused", "EXPIRES refused (the EXPIRES condition)",
-		"IDLE refused (the IDLE condition)", "OWNER_GONE refused (the OWNER_GONE condition)", "spec.policies[].action.type: SLEEP refused")
+		"IDLE refused (the IDLE condition)", "OWNER_GONE refused (the OWNER_GONE condition)", "spec.policies[].action.type: SLEEP refused",
+		"spec.policies[].warnBefore: pruned")
 	if r.code != cmd.ExitFailed {
 		t.Errorf("stale CRD: exit %d, want %d", r.code, cmd.ExitFailed)
 	}
-	if c := r.check(t, "crd"); len(c.Details) != 6 {
-		t.Errorf("stale CRD: details %q, want exactly the six things it lacks", c.Details)
+	if c := r.check(t, "crd"); len(c.Details) != 7 {
+		t.Errorf("stale CRD: details %q, want exactly the seven things it lacks", c.Details)
 	}
 
 	// nsman's CRD, and an install whose ClusterRole lacks patch on
@@ -361,7 +362,8 @@ spec:
 
 // staleCRD is nsman's CRD as an older release had it: without stages
 // (policies[].final), the PODS_FAILED, EXPIRES, IDLE and OWNER_GONE
-// conditions and the SLEEP action, whose rule on final goes with them.
+// conditions, the SLEEP action and warnings (policies[].warnBefore),
+// whose rules go with them.
 func staleCRD(t *testing.T) []byte {
 	t.Helper()
 	current := nsmantest.CRD(t)
@@ -374,6 +376,10 @@ func staleCRD(t *testing.T) []byte {
                         fieldPath: .final
                         reason: FieldValueInvalid
                         message: "a SLEEP policy is never final: it sleeps and wakes as its condition and windows say"
+                      - rule: "!has(self.warnBefore) || self.condition.type in ['TTL', 'EXPIRES', 'IDLE']"
+                        fieldPath: .warnBefore
+                        reason: FieldValueForbidden
+                        message: "only a TTL, EXPIRES or IDLE condition has a due time to warn before"
 `, ""},
 	} {
 		older := bytes.Replace(stale, []byte(r[0]), []byte(r[1]), 1)
@@ -382,7 +388,7 @@ func staleCRD(t *testing.T) []byte {
 		}
 		stale = older
 	}
-	return dropProperty(t, stale, "final:")
+	return dropProperty(t, dropProperty(t, stale, "final:"), "warnBefore:")
 }
 
 // dropProperty removes from a CRD manifest the property whose line (after
