@@ -30,21 +30,32 @@ func warnedBefore(p map[string]any, thresholds ...any) map[string]any {
 	return p
 }
 
-// dueSoon are the dueSoon notifications recv got, by target.
+// dueSoon are the dueSoon notifications recv got, by target; it got no
+// other.
 func dueSoon(t *testing.T, recv *nsmantest.Receiver) map[string][]tell.Notification {
 	t.Helper()
 	got := map[string][]tell.Notification{}
+	for _, n := range notifications(t, recv) {
+		if n.Event != tell.EventDueSoon {
+			t.Errorf("notification %+v: event %q, want %q", n, n.Event, tell.EventDueSoon)
+		}
+		got[n.Target] = append(got[n.Target], n)
+	}
+	return got
+}
+
+// notifications are the notifications recv got, in order.
+func notifications(t *testing.T, recv *nsmantest.Receiver) []tell.Notification {
+	t.Helper()
+	var out []tell.Notification
 	for _, d := range recv.Deliveries() {
 		var n tell.Notification
 		if err := json.Unmarshal(d.Body, &n); err != nil {
 			t.Fatalf("notification %s: %v", d.Body, err)
 		}
-		if n.Event != tell.EventDueSoon {
-			t.Errorf("notification %s: event %q, want %q", d.Body, n.Event, tell.EventDueSoon)
-		}
-		got[n.Target] = append(got[n.Target], n)
+		out = append(out, n)
 	}
-	return got
+	return out
 }
 
 // TestWarnBefore: a manager and a rule's namespace, each due in 90 s with
@@ -106,11 +117,63 @@ func TestWarnBefore(t *testing.T) {
 // wantEvent fails unless the manager ns/name has an Event of reason.
 func wantEvent(t *testing.T, ns, name, reason string) {
 	t.Helper()
+	if countEvents(t, ns, name, reason) == 0 {
+		t.Errorf("no %s Event on %s/%s", reason, ns, name)
+	}
+}
+
+// TestWarnTwoPolicies: a manager whose two policies warn an hour before
+// they act, a WEBHOOK stage due in 20 s and a DELETE due in 30 min, is
+// warned by three sweeps of the stage alone, once (one dueSoon
+// notification, one DueSoon Event); once the stage fired, of the DELETE,
+// once. Before, each sweep warned of the other policy than the last, and
+// overwrote the record of it: a warning every sweep.
+func TestWarnTwoPolicies(t *testing.T) {
+	e := setup(t)
+	ns := shared.Namespace(t)
+	hooks, recv := nsmantest.NewReceiver(t), nsmantest.NewReceiver(t)
+	stage := warnedBefore(ttlPolicy("call first", dueIn(t, ns, 20*time.Second), webhookAction(hooks.ServiceURL(t, shared.Admin, ns, "sink")+"/hook")), "1h")
+	stage["final"] = false
+	createManager(t, managerObj(ns, ns, ns, []any{stage, warnedBefore(ttlPolicy("delete then", dueIn(t, ns, 30*time.Minute), deleteAction), "1h")}))
+	args := []string{"-l", caseLabel + "=" + ns, "--notify-url", recv.URL + "/nsman"}
+	// told says, in order, the policies the dueSoon notifications named
+	// (the stage's firing is notified too).
+	told := func() []string {
+		var out []string
+		for _, n := range notifications(t, recv) {
+			if n.Event == tell.EventDueSoon {
+				out = append(out, n.Policy)
+			}
+		}
+		return out
+	}
+
+	for range 3 {
+		wantCode(t, e.Sweep(t, args...), 0)
+	}
+	got := dueSoon(t, recv)[ns]
+	if len(got) != 1 || got[0].Policy != "call first" || countEvents(t, ns, ns, tell.DueSoon) != 1 {
+		t.Fatalf("three sweeps warned of %v, with %d DueSoon Events; want of %q once", told(), countEvents(t, ns, ns, tell.DueSoon), "call first")
+	}
+
+	time.Sleep(time.Until(*got[0].Due) + time.Second)
+	if entry := wantState(t, e.Sweep(t, args...), ns, ns, report.StateFired); entry.Policy != "call first" || entry.Warning != nil {
+		t.Fatalf("the stage's due time passed: %+v", entry)
+	}
+	for range 2 {
+		wantCode(t, e.Sweep(t, args...), 0)
+	}
+	if got, events := told(), countEvents(t, ns, ns, tell.DueSoon); len(got) != 2 || got[1] != "delete then" || events != 2 || len(hooks.Deliveries()) != 1 {
+		t.Errorf("once the stage fired (%d deliveries), two sweeps more: warned of %v, %d DueSoon Events; want of %q once more", len(hooks.Deliveries()), got, events, "delete then")
+	}
+}
+
+// countEvents is the number of Events of reason on the manager ns/name.
+func countEvents(t *testing.T, ns, name, reason string) int {
+	t.Helper()
 	events, err := shared.Admin.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{FieldSelector: fmt.Sprintf("involvedObject.name=%s,reason=%s", name, reason)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(events.Items) == 0 {
-		t.Errorf("no %s Event on %s/%s", reason, ns, name)
-	}
+	return len(events.Items)
 }

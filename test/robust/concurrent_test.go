@@ -165,7 +165,10 @@ func TestConcurrentSweepsActOnce(t *testing.T) {
 // (see makeSleepers), their windows open now: each target is put to sleep by
 // one sweep, each workload patched once, with its record. Then the windows
 // move away from now and four sweeps start together again: each target
-// wakes once, each workload restored once.
+// wakes once, each workload restored once. Beside them, 4 managers and a
+// rule over 4 namespaces (20 and 20 under NSMAN_LONG=1) whose warnings
+// are due (see seedWarned): the first sweeps tell each once, and record
+// it; the second tell none again.
 func TestConcurrentSweepsSleepAndWakeOnce(t *testing.T) {
 	managers, ruled, sweeps := nsmantest.Scale(20, 200), nsmantest.Scale(8, 50), nsmantest.Scale(4, 8)
 	began := time.Now()
@@ -214,6 +217,9 @@ func TestConcurrentSweepsSleepAndWakeOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	rule := created.GetUID()
+	warned := seedWarned(t, e, map[string]any{label: run}, nsmantest.Scale(4, 20), nsmantest.Scale(4, 20), "concurrent-warn-"+run)
+	notices := nsmantest.NewReceiver(t)
+	var told map[string]int
 	// progress is the record of the SLEEP acting on the i-th namespace.
 	progress := func(i int) status.Progress {
 		if i < managers {
@@ -247,11 +253,15 @@ func TestConcurrentSweepsSleepAndWakeOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		reports := raceSweeps(t, e, bin, label+"="+run, sweeps)
+		reports := raceSweeps(t, e, bin, label+"="+run, sweeps, "--notify-url="+notices.URL+"/notify")
 		after, err := shared.AuditedRequests(ctx, e.User)
 		if err != nil {
 			t.Fatal(err)
 		}
+		// No sweep dies: each warning is told once, by the first sweeps.
+		var dups int
+		told, dups = warned.check(t, e, notices, true, told)
+		duplicates += dups
 
 		// Each target is fired by one sweep, in the phase's direction.
 		fired := map[string]int{}
@@ -302,9 +312,9 @@ func TestConcurrentSweepsSleepAndWakeOnce(t *testing.T) {
 }
 
 // raceSweeps runs n sweeps of the managers that selector selects at once,
-// each through a proxy of its own that times its requests, checks that
-// they overlapped, and returns their reports.
-func raceSweeps(t *testing.T, e *nsmantest.Env, bin, selector string, n int) []report.Report {
+// with args, each through a proxy of its own that times its requests,
+// checks that they overlapped, and returns their reports.
+func raceSweeps(t *testing.T, e *nsmantest.Env, bin, selector string, n int, args ...string) []report.Report {
 	t.Helper()
 	spans := nsmantest.NewSpans()
 	reports := make([]report.Report, n)
@@ -312,7 +322,7 @@ func raceSweeps(t *testing.T, e *nsmantest.Env, bin, selector string, n int) []r
 	for i := range n {
 		kubeconfig := spans.Kubeconfig(t, e, fmt.Sprint(i))
 		wg.Go(func() {
-			cmd := exec.Command(bin, "sweep", "-o", "json", "--kubeconfig", kubeconfig, "-l", selector, "--log-level", "warn")
+			cmd := exec.Command(bin, append([]string{"sweep", "-o", "json", "--kubeconfig", kubeconfig, "-l", selector, "--log-level", "warn"}, args...)...)
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			if err := cmd.Run(); err != nil {

@@ -85,12 +85,18 @@ func killed(state *os.ProcessState) bool {
 // sleep with its record. Then their windows move away from now, sweeps are
 // killed again at each request of the sweep that wakes them, and one clean
 // sweep wakes every workload. Each workload, Service and HelmRelease is
-// put to sleep once, and restored once.
+// put to sleep once, and restored once. The SLEEP mixes' warnings (see
+// seedWarned) are told at most once each (a sweep killed between the
+// record and the notification loses it), the record says so once a sweep
+// completed, and no later sweep, killed or not, tells them again.
 func TestKilledSweepsConverge(t *testing.T) {
 	began := time.Now()
 	e := setup(t)
 	bin := buildNsman(t)
 	recv := nsmantest.NewReceiver(t)
+	// notices gets the sweeps' notifications: the SLEEP mixes' warnings.
+	notices := nsmantest.NewReceiver(t)
+	notify := "--notify-url=" + notices.URL + "/notify"
 	ctx := t.Context()
 
 	points, perMix := nsmantest.Scale(20, 100), nsmantest.Scale(4, 32)
@@ -99,7 +105,7 @@ func TestKilledSweepsConverge(t *testing.T) {
 	runs := 0
 	start := func(m mix, p *killingProxy) (*exec.Cmd, *bytes.Buffer) {
 		kubeconfig := e.KubeconfigThrough(t, func(rp *httputil.ReverseProxy) http.Handler { p.proxy = rp; return p })
-		cmd := exec.Command(bin, "sweep", "--kubeconfig", kubeconfig, "-l", "nsman.test/crash="+m.run, "--claim-ttl", "20s", "--concurrency", "1", "--log-level", "error", "-o", "json")
+		cmd := exec.Command(bin, "sweep", "--kubeconfig", kubeconfig, "-l", "nsman.test/crash="+m.run, "--claim-ttl", "20s", "--concurrency", "1", "--log-level", "error", "-o", "json", notify)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
@@ -173,14 +179,14 @@ func TestKilledSweepsConverge(t *testing.T) {
 	}
 	// sweepSleepMixes sweeps every SLEEP mix cleanly, in one sweep, and
 	// checks each, killed at at, with check.
-	sweepSleepMixes := func(phase string, at []int64, check func(*testing.T, mix, nsmantest.Result)) {
-		res := e.Sweep(t, "-l", "nsman.test/crash in ("+strings.Join(sleepRuns, ",")+")")
+	sweepSleepMixes := func(phase string, at []int64, check func(*testing.T, int, mix, nsmantest.Result)) {
+		res := e.Sweep(t, "-l", "nsman.test/crash in ("+strings.Join(sleepRuns, ",")+")", notify)
 		runs++
 		if res.Code != 0 {
 			t.Fatalf("clean sweep of the SLEEP mixes %s: exit %d\n%s", phase, res.Code, res.Stderr)
 		}
 		for i, m := range sleepMixes {
-			t.Run(fmt.Sprintf("%s SLEEP killed at request %d", phase, at[i]), func(t *testing.T) { check(t, m, res) })
+			t.Run(fmt.Sprintf("%s SLEEP killed at request %d", phase, at[i]), func(t *testing.T) { check(t, i, m, res) })
 		}
 	}
 
@@ -216,7 +222,30 @@ func TestKilledSweepsConverge(t *testing.T) {
 	mixAt, kills, mixesExpired := killAll(mixes, killAt)
 
 	time.Sleep(time.Until(sleepExpired))
-	sweepSleepMixes("asleep", sleepAt, func(t *testing.T, m mix, res nsmantest.Result) { m.checkConverged(t, e, recv, res) })
+	// Each subject warned is told at most once, its record says so once
+	// a sweep completed, and no later sweep tells it again.
+	told := make([]map[string]int, len(sleepMixes))
+	warnDups := 0
+	sweepSleepMixes("asleep", sleepAt, func(t *testing.T, i int, m mix, res nsmantest.Result) {
+		m.checkConverged(t, e, recv, res)
+		told[i], _ = m.warned.check(t, e, notices, false, nil)
+	})
+	// A sweep killed between a subject's record and its notification
+	// loses its warning: a kill point or two of each subject's; every
+	// other subject is told.
+	untold, subjects := 0, 0
+	for i, m := range sleepMixes {
+		subjects += len(m.warned)
+		for ns := range m.warned {
+			if told[i][ns] == 0 {
+				untold++
+			}
+		}
+	}
+	t.Logf("warnings: %d of %d subjects not told", untold, subjects)
+	if untold > 2*len(sleepReference.warned) {
+		t.Errorf("%d of %d subjects warned were not told: more than the sweeps killed between a record and its notification", untold, subjects)
+	}
 	asleep, err := shared.AuditedRequests(ctx, e.User)
 	if err != nil {
 		t.Fatal(err)
@@ -250,7 +279,11 @@ func TestKilledSweepsConverge(t *testing.T) {
 		reference.checkConverged(t, e, recv, res)
 	}
 	time.Sleep(time.Until(wakeExpired))
-	sweepSleepMixes("awake", sleepAt, func(t *testing.T, m mix, res nsmantest.Result) { m.checkAwake(t, e, res) })
+	sweepSleepMixes("awake", sleepAt, func(t *testing.T, i int, m mix, res nsmantest.Result) {
+		m.checkAwake(t, e, res)
+		_, dups := m.warned.check(t, e, notices, false, told[i])
+		warnDups += dups
+	})
 	after, err := shared.AuditedRequests(ctx, e.User)
 	if err != nil {
 		t.Fatal(err)
@@ -287,7 +320,7 @@ func TestKilledSweepsConverge(t *testing.T) {
 			}
 		}
 	}
-	nsmantest.Figures{Runs: runs, Faults: sleepKills + kills + wakeKills, Actions: applied.actions() + slept.actions() + woke.actions(), Duplicates: applied.duplicates(true) + dups, Began: began}.Log(t)
+	nsmantest.Figures{Runs: runs, Faults: sleepKills + kills + wakeKills, Actions: applied.actions() + slept.actions() + woke.actions(), Duplicates: applied.duplicates(true) + dups + warnDups, Began: began}.Log(t)
 }
 
 func createDeployment(t *testing.T, ns string, replicas int32) {

@@ -46,6 +46,8 @@ type mix struct {
 	// params are the namespaces of the rule with every parameter of a
 	// sleep (see seedParams).
 	params []string
+	// warned are the subjects whose warnings are due (see seedWarned).
+	warned warnedSubjects
 }
 
 // ruleHome is where the mixes' rules live: a namespace trusted by default.
@@ -93,11 +95,12 @@ func seedMix(t *testing.T, e *nsmantest.Env, recv *nsmantest.Receiver, run strin
 	return m
 }
 
-// seedSleepMix creates a mix of SLEEP alone, its window open now: one
-// manager and one rule over one namespace, each over a workload of each
-// way (see makeSleepers), and a rule with every parameter over one more
-// (see seedParams). Its sweeps are short, so that a sweep can be
-// killed at each of their requests.
+// seedSleepMix creates a mix of SLEEP, its window open now, and of
+// warnings alone: one manager and one rule over one namespace, each over
+// a workload of each way (see makeSleepers), a rule with every parameter
+// over one more (see seedParams), and a manager and a rule whose warnings
+// are due, each over one more (see seedWarned). Its sweeps are short, so
+// that a sweep can be killed at each of their requests.
 func seedSleepMix(t *testing.T, e *nsmantest.Env, run string) mix {
 	t.Helper()
 	m := mix{run: run, due: map[string]string{}}
@@ -107,6 +110,7 @@ func seedSleepMix(t *testing.T, e *nsmantest.Env, run string) mix {
 	m.sleepers = append(m.sleepers, ns)
 	m.seedRules(t, e, nil, []ruleSpec{{"SLEEP", 1}})
 	m.seedParams(t, e)
+	m.warned = seedWarned(t, e, map[string]any{"nsman.test/crash": run}, 1, 1, "rule-warn-"+run)
 	return m
 }
 
