@@ -21,6 +21,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -969,6 +970,7 @@ var ciValues = map[string]func(t *testing.T, r rendered){
 			t.Errorf("Secret %s rendered: the existing one is the user's", s.GetName())
 		}
 	},
+	"serve-values.yaml": checkServeValues,
 	"signing-key-value-values.yaml": func(t *testing.T, r rendered) {
 		wantCreatedSigningKey(t, r, signingKeySecret, signingKeyValue)
 	},
@@ -1105,6 +1107,9 @@ var renderedResources = map[schema.GroupVersionKind]struct {
 	corev1.SchemeGroupVersion.WithKind("Secret"):                                     {corev1.SchemeGroupVersion.WithResource("secrets"), true},
 	corev1.SchemeGroupVersion.WithKind("ConfigMap"):                                  {corev1.SchemeGroupVersion.WithResource("configmaps"), true},
 	batchv1.SchemeGroupVersion.WithKind("CronJob"):                                   {cronJobResource, true},
+	appsv1.SchemeGroupVersion.WithKind("Deployment"):                                 {appsv1.SchemeGroupVersion.WithResource("deployments"), true},
+	corev1.SchemeGroupVersion.WithKind("Service"):                                    {corev1.SchemeGroupVersion.WithResource("services"), true},
+	networkingv1.SchemeGroupVersion.WithKind("Ingress"):                              {networkingv1.SchemeGroupVersion.WithResource("ingresses"), true},
 	networkingv1.SchemeGroupVersion.WithKind("NetworkPolicy"):                        {networkingv1.SchemeGroupVersion.WithResource("networkpolicies"), true},
 	admissionregistrationv1.SchemeGroupVersion.WithKind(policyKind):                  {policyResource, false},
 	admissionregistrationv1.SchemeGroupVersion.WithKind(bindingKind):                 {bindingResource, false},
@@ -1210,6 +1215,8 @@ func TestHelmChartValuesFiles(t *testing.T) {
 					a = "--notify-url-file=" + urlFile
 				case a == notifyKeyFlag:
 					a = "--notify-signing-key-file=" + keyFile
+				case a == linksKeyFlag:
+					a = "--links-signing-key-file=" + keyFile
 				case a == promTokenFlag:
 					a = "--prometheus-token-file=" + tokenFile
 				case a == promCAFlag:

@@ -151,6 +151,10 @@ annotations:
 {{- if include "nsman.notifySigningKeySecret" . }}
 - --notify-signing-key-file=/etc/nsman/notify-signing-key/key
 {{- end }}
+{{- if include "nsman.linksKeySecret" . }}
+- {{ printf "--links-url=%s" .Values.serve.linksURL | quote }}
+- --links-signing-key-file=/etc/nsman/links/key
+{{- end }}
 {{- if gt (int .Values.shards) 1 }}
 - --shard-count={{ int .Values.shards }}
 {{- end }}
