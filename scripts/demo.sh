@@ -4,7 +4,8 @@
 # sweep, show what happened, play more scenes (stages, a tenant's webhook, a
 # rule, a laptop dry run, nsman doctor, a namespace stuck in Terminating,
 # expiry dates, idle previews, GitOps previews, windows, sleep and wake,
-# idle from traffic, freezes), then tear down.
+# idle from traffic, a warning whose link extends a namespace, freezes), then
+# tear down.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -57,10 +58,12 @@ KUBECONFIG=$(make --no-print-directory cluster-up | tail -n 1 | sed 's/^KUBECONF
 work=$(mktemp -d)
 receiver_pid=
 traffic_pid=
+serve_pid=
 cleanup() {
 	step "tearing down"
 	[ -n "$receiver_pid" ] && kill "$receiver_pid" 2>/dev/null || true
 	[ -n "$traffic_pid" ] && kill "$traffic_pid" 2>/dev/null || true
+	[ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null || true
 	make --no-print-directory cluster-down
 	rm -rf "$work"
 }
@@ -78,9 +81,9 @@ until [ -s "$work/webhooks.log" ]; do sleep 0.1; done
 receiver=$(head -n 1 "$work/webhooks.log")
 echo "receiver at $receiver"
 
-step "applying examples/ (the webhook example pointed at the receiver; stages, rules, expiry dates, idle and GitOps previews, windows and sleeps get scenes of their own below)"
+step "applying examples/ (the webhook example pointed at the receiver; stages, rules, expiry dates, idle and GitOps previews, windows, sleeps and warnings get scenes of their own below)"
 for f in examples/*.yaml; do
-	case "$f" in examples/rule-* | examples/lifecycle-stages.yaml | examples/windows-* | examples/idle-* | examples/owner-gone-* | examples/sleep-*) continue ;; esac
+	case "$f" in examples/rule-* | examples/lifecycle-stages.yaml | examples/windows-* | examples/idle-* | examples/owner-gone-* | examples/sleep-* | examples/warn-*) continue ;; esac
 	sed "s#http://webhook-receiver\.[a-z0-9-]*\.svc:8080#$receiver#" "$f"
 	echo "---"
 done | kubectl apply -f -
@@ -102,7 +105,9 @@ nsman sweep --dry-run --at "$(date -u -d '+3 min' +%Y-%m-%dT%H:%M:%SZ)"
 
 step "waiting until every manager is due (tests finish, TTLs elapse; about a minute)"
 start=$SECONDS
-while nsman sweep --dry-run -o json | grep -q '"state": "waiting"'; do
+# grep reads the whole report (not -q): a grep that quits at its first match
+# could end nsman with SIGPIPE, which pipefail takes for "none waiting".
+while nsman sweep --dry-run -o json | grep '"state": "waiting"' >/dev/null; do
 	if [ $((SECONDS - start)) -gt 240 ]; then
 		echo "managers still waiting after 4 minutes" >&2
 		exit 1
@@ -487,6 +492,50 @@ traffic_pid=
 sleep 21
 echo "Prometheus is down: no answer is never idleness; it stays awake, and the sweep says why"
 traffic
+
+step "tell people first: examples/warn-preview-ttl.yaml deletes demo-warn-preview a week after its creation and warns its team a day and an hour before; here the TTL is 40 s"
+head -c 32 /dev/urandom | base64 >"$work/links-key"
+echo "$receiver/team-a" >"$work/team-a-url"
+echo "nsman serve answers the links, with the key the sweep signs them with ($work/links-key)"
+bin/nsman serve --listen 127.0.0.1:0 --links-signing-key-file "$work/links-key" --log-format text >"$work/serve.log" 2>&1 &
+serve_pid=$!
+until grep -q 'serving links' "$work/serve.log"; do sleep 0.1; done
+serve_url="http://$(grep -o 'address=[^ ]*' "$work/serve.log" | head -n 1 | cut -d= -f2)"
+echo "serve at $serve_url"
+sed 's/ttlSeconds: 604800/ttlSeconds: 40/' examples/warn-preview-ttl.yaml | kubectl apply -f -
+created=$(date +%s)
+echo "a sweep: it is due within both thresholds, and warns once (the smaller) on team-a's channel, which the namespace's annotation picks"
+warn_sweep() {
+	nsman sweep -n demo-warn-preview --notify-url "$receiver/notify" --notify-channel team-a="$work/team-a-url" \
+		--links-url "$serve_url" --links-signing-key-file "$work/links-key"
+}
+warn_sweep
+until grep -q ' /team-a ' "$work/webhooks.log"; do sleep 0.1; done
+echo "what arrived at team-a's receiver (its three links shortened to [...]):"
+grep -A1 ' /team-a ' "$work/webhooks.log" | sed 's/"links":\[[^]]*\]/"links":[...]/'
+extend=$(grep -A1 ' /team-a ' "$work/webhooks.log" | grep -o '"action":"extend","duration":"24h","url":"[^"]*"' | head -n 1 | sed 's/.*"url":"//; s/"$//')
+echo "its link to extend by a day: $extend"
+echo "a GET, as a chat app's preview makes: a page with a button, and nothing written"
+page=$(curl -fsS "$extend")
+echo "$page" | grep -o '<h1[^>]*>[^<]*' | sed 's/<h1[^>]*>//'
+hold=$(kubectl get namespace demo-warn-preview -o jsonpath='{.metadata.annotations.nsman\.k8s\.consol\.de/hold-until}')
+echo "its hold after the GET: ${hold:-none}"
+echo "pressing the button (the page's POST, from serve's own origin):"
+curl -fsS -X POST -H "Origin: $serve_url" --data-urlencode "t=${extend#*\?t=}" \
+	--data-urlencode "f=$(echo "$page" | grep -o 'name="f" value="[^"]*"' | sed 's/.*value="//; s/"$//')" "$serve_url/link" |
+	grep -o '<p>[^<]*' | sed 's/<p>//'
+kubectl get namespace demo-warn-preview -o custom-columns='NAME:.metadata.name,HOLD-UNTIL:.metadata.annotations.nsman\.k8s\.consol\.de/hold-until'
+left=$((created + 42 - $(date +%s)))
+[ "$left" -gt 0 ] && sleep "$left"
+echo "past the TTL's 40 s: the hold keeps it, and moved its due time a day on (a new due time, warned again at 24h)"
+warn_sweep
+kubectl get namespace demo-warn-preview
+echo "what serve logged:"
+grep 'answered a link' "$work/serve.log"
+kill "$serve_pid"
+wait "$serve_pid" || true
+serve_pid=
+kubectl delete namespace demo-warn-preview --wait=false
 
 step "freezes: nothing acts over the holidays (--freeze, or --freeze-file, a calendar); due managers wait until the freeze ends"
 nsman sweep --dry-run -n demo-windows --at "$(date -u -d "$(date -u -d 'next tuesday' +%Y-%m-%d) 20:00" +%Y-%m-%dT%H:%M:%SZ)" \

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -70,7 +71,7 @@ func TestNoFormatIsJSON(t *testing.T) {
 
 // TestFormatsShipped: the chart's values schema allows exactly the
 // registered formats, and the docs describe each: a section of
-// docs/webhooks.md with an example body, and the chart's notify.format.
+// docs/notifications.md with an example body, and the chart's notify.format.
 func TestFormatsShipped(t *testing.T) {
 	read := func(path string) []byte {
 		t.Helper()
@@ -97,21 +98,21 @@ func TestFormatsShipped(t *testing.T) {
 	if got := schema.Properties.Notify.Properties.Format.Enum; !slices.Equal(got, FormatNames()) {
 		t.Errorf("the chart's schema allows notify.format %v, want %v", got, FormatNames())
 	}
-	webhooks, values, helm := string(read("docs/webhooks.md")), string(read("deploy/helm/nsman/values.yaml")), string(read("docs/helm.md"))
+	notifications, values, helm := string(read("docs/notifications.md")), string(read("deploy/helm/nsman/values.yaml")), string(read("docs/helm.md"))
 	_, notifyValues, _ := strings.Cut(values, "\nnotify:\n")
 	notifyValues, _, _ = strings.Cut(notifyValues, "\n  format:")
 	_, helmRow, _ := strings.Cut(helm, "| `notify.format` |")
 	helmRow, _, _ = strings.Cut(helmRow, "\n")
 	for _, name := range FormatNames() {
-		section := "\n#### `--notify-format " + name + "`\n"
-		_, rest, ok := strings.Cut(webhooks, section)
+		section := "\n### `--notify-format " + name + "`\n"
+		_, rest, ok := strings.Cut(notifications, section)
 		text, _, _ := strings.Cut(rest, "\n#")
 		_, example, found := strings.Cut(text, "```json\n")
 		example, _, _ = strings.Cut(example, "```")
 		if !ok || !found {
-			t.Errorf("docs/webhooks.md has no section %q with an example body", strings.TrimSpace(section))
+			t.Errorf("docs/notifications.md has no section %q with an example body", strings.TrimSpace(section))
 		} else if want := mustBody(t, name, docsExample); !sameJSON(t, []byte(example), want) {
-			t.Errorf("docs/webhooks.md's example of %s is not what nsman sends; it sends\n%s", name, want)
+			t.Errorf("docs/notifications.md's example of %s is not what nsman sends; it sends\n%s", name, want)
 		}
 		if !strings.Contains(helmRow, "`"+name+"`") {
 			t.Errorf("docs/helm.md's notify.format row does not name %s: %s", name, helmRow)
@@ -122,7 +123,7 @@ func TestFormatsShipped(t *testing.T) {
 	}
 }
 
-// docsExample is the notification docs/webhooks.md shows in each format.
+// docsExample is the notification docs/notifications.md shows in each format.
 var docsExample = Notification{
 	Manager: NotificationManager{Namespace: "team-a", Name: "preview-4711"}, Target: "preview-4711",
 	Policy: "delete after eight hours", Action: policy.ActionDelete, Result: report.ResultSucceeded,
@@ -143,4 +144,47 @@ func sameJSON(t *testing.T, a, b []byte) bool {
 		t.Fatal(err)
 	}
 	return reflect.DeepEqual(va, vb)
+}
+
+// TestDueSoonDocsExample: docs/notifications.md's warning in the json and
+// slack formats is what nsman sends for it, the links' tokens aside (they
+// are shown as t=...).
+func TestDueSoonDocsExample(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "notifications.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(data), "\n### Warnings and links in each format\n")
+	section, _, _ = strings.Cut(section, "\n## ")
+	_, jsonBlock, okJSON := strings.Cut(section, "```json\n")
+	jsonBlock, _, _ = strings.Cut(jsonBlock, "```")
+	_, slackBlock, okSlack := strings.Cut(section, "- `slack`")
+	_, slackBlock, _ = strings.Cut(slackBlock, "```\n")
+	slackBlock, _, _ = strings.Cut(slackBlock, "```")
+	if !ok || !okJSON || !okSlack {
+		t.Fatalf("docs/notifications.md has no section on warnings in each format with a json and a slack example")
+	}
+	due, now := time.Date(2026, 12, 3, 14, 0, 0, 0, time.UTC), time.Date(2026, 12, 3, 12, 0, 31, 0, time.UTC)
+	n := Notification{
+		Manager: NotificationManager{Namespace: "team-a", Name: "preview-4711"}, Target: "preview-4711",
+		Policy: "delete after a week", Action: policy.ActionDelete, Result: ResultPending, Event: EventDueSoon, Due: &due,
+		Message: `policy "delete after a week" will DELETE namespace preview-4711 at 2026-12-03T14:00:00Z (warnBefore 24h0m0s)`,
+		Time:    now, Sweep: "nsman-29400060-x7k2p-a1b2c3d4", Version: "v1.2.3",
+		Links: NewLinker("https://nsman.example.com", []byte("docs")).For("preview-4711", "6f1c1a2e-0000-4000-8000-000000000001", now),
+	}
+	token := regexp.MustCompile(`link\?t=[A-Za-z0-9_.-]+`)
+	if want := token.ReplaceAll(mustBody(t, NotifyJSON, n), []byte("link?t=...")); !sameJSON(t, []byte(jsonBlock), want) {
+		t.Errorf("docs/notifications.md's json warning is not what nsman sends; it sends\n%s", want)
+	}
+	var slack struct{ Text string }
+	if err := json.Unmarshal(mustBody(t, NotifySlack, n), &slack); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(slackBlock), "\n") {
+		lines = append(lines, strings.TrimSpace(l))
+	}
+	if want := token.ReplaceAllString(slack.Text, "link?t=..."); strings.Join(lines, "\n") != want {
+		t.Errorf("docs/notifications.md's slack warning is not what nsman sends; it sends\n%s", want)
+	}
 }

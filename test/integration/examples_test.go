@@ -53,6 +53,9 @@ func TestExamplesPlayOut(t *testing.T) {
 		if slices.Contains(sleepExamples, filepath.Base(f)) {
 			continue // TestSleepExamplesPlayOut plays them out
 		}
+		if slices.Contains(warnExamples, filepath.Base(f)) {
+			continue // TestWarnExamplesPlayOut plays them out
+		}
 		if slices.Contains(trafficExamples, filepath.Base(f)) {
 			t.Logf("%s reads traffic: test/traffic plays it out, with a Prometheus", filepath.Base(f))
 			continue
