@@ -28,8 +28,8 @@ const Command = "make bench"
 // its fat-workloads row alone (issue 44), a SLEEP rule (issue 33), a rule
 // with OWNER_GONE over namespaces Argo CD Applications own (issue 46), a
 // rule with IDLE from traffic (issue 47), a SLEEP with all three parameters
-// (issue 47).
-var parts = []string{"managers", "rules", "idle", "hostile", fatOnly, "sleep", "owners", "traffic", "params"}
+// (issue 47), warnings before a DELETE (issue 48).
+var parts = []string{"managers", "rules", "idle", "hostile", fatOnly, "sleep", "owners", "traffic", "params", "warn"}
 
 // The sizes and the due managers of a complete run; BENCHMARKS.md is
 // written only from one.
