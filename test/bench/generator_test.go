@@ -1196,8 +1196,8 @@ func TestRenderWarn(t *testing.T) {
 		"waiting 1000; 1000 dueSoon notifications received, for 1000 managers |",
 		"| 1000 | deliveries floor: 1000 × (status.warned patch, Event, POST), 16 workers | 1.50 s | 2000 | 2000 |",
 		"| 1000 | nsman sweep, the same managers again (warned already) | 0.45 s | 2 | 0 |",
-		"The warning sweep took 2.80 s (#", "1.40× the no-op sweep (", "against the 1.5× bound; less the\nno-op sweep, 2.30 s, 1.53× the floor",
-		"It wrote 2 requests per manager (create events 1, patch namespacemanagers/status 1), where the floor writes 2 (create events 1, patch namespacemanagers/status 1); the sweep again took 0.45 s (#",
+		"The warning sweep took 2.80 s (#", "1.40× the no-op sweep (", "against the 1.5× bound;\nless the no-op sweep, 2.30 s, 1.53× the floor",
+		"It wrote 2 requests per manager (create events 1, patch namespacemanagers/status 1),\nwhere the floor writes 2 (create events 1, patch namespacemanagers/status 1); the sweep again took 0.45 s (#",
 		"and wrote 0.",
 	} {
 		if !strings.Contains(sec, want) {

@@ -217,7 +217,7 @@ func measureWarn(t *testing.T, bin string) ([]measurement, string) {
 }
 
 // warnedAll checks, as the admin, that each of the n managers of set
-// records the warning of its policy at warnThreshold.
+// records the warning of its policy and has one DueSoon Event.
 func (s seeder) warnedAll(ctx context.Context, set string, n int) error {
 	list, err := s.dyn.Resource(nsmancluster.ManagerResource).List(ctx, metav1.ListOptions{LabelSelector: setLabel + "=" + set})
 	if err != nil {
@@ -235,6 +235,24 @@ func (s seeder) warnedAll(ctx context.Context, set string, n int) error {
 	}
 	if len(list.Items) != n || len(wrong) > 0 {
 		return fmt.Errorf("%d managers in set %s, %d of them without status.warned, e.g. %s", len(list.Items), set, len(wrong), strings.Join(wrong[:min(len(wrong), 2)], "; "))
+	}
+	events, err := s.kube.CoreV1().Events(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: "reason=" + tell.DueSoon})
+	if err != nil {
+		return err
+	}
+	perNamespace := map[string]int{}
+	for _, ev := range events.Items {
+		if strings.HasPrefix(ev.Namespace, set+"-") {
+			perNamespace[ev.Namespace]++
+		}
+	}
+	for ns, c := range perNamespace {
+		if c != 1 {
+			return fmt.Errorf("%d %s Events in %s, want 1", c, tell.DueSoon, ns)
+		}
+	}
+	if len(perNamespace) != n {
+		return fmt.Errorf("%s Events in %d namespaces of set %s, want %d", tell.DueSoon, len(perNamespace), set, n)
 	}
 	return nil
 }
@@ -392,12 +410,12 @@ func warnNote(b *strings.Builder, rows rowSet) {
 	r, n := warnRowsOf(rows)
 	each, perManager, besides := writesOf(r.warn, n)
 	floorEach, perFloor, _ := writesOf(r.floor, n)
-	p("\nThe warning sweep took %s: %.2f× the no-op sweep (%s) plus the deliveries floor (%s), against the %.1f× bound; less the\n",
+	p("\nThe warning sweep took %s: %.2f× the no-op sweep (%s) plus the deliveries floor (%s), against the %.1f× bound;\n",
 		r.warn.at(), ratio(r.warn.Wall, r.noop.Wall+r.floor.Wall), r.noop.at(), r.floor.at(), warnBound)
-	p("no-op sweep, %s, %.2f× the floor. It wrote %d requests per manager (%s)", sec(r.warn.Wall-r.noop.Wall), ratio(r.warn.Wall-r.noop.Wall, r.floor.Wall),
+	p("less the no-op sweep, %s, %.2f× the floor. It wrote %d requests per manager (%s)", sec(r.warn.Wall-r.noop.Wall), ratio(r.warn.Wall-r.noop.Wall, r.floor.Wall),
 		perManager, cmpOr(describe(each), "none"))
 	if len(besides) > 0 {
 		p(" and %s besides", describe(besides))
 	}
-	p(", where the floor writes %d (%s); the sweep again took %s and wrote %d.\n", perFloor, cmpOr(describe(floorEach), "none"), r.again.at(), r.again.writes())
+	p(",\nwhere the floor writes %d (%s); the sweep again took %s and wrote %d.\n", perFloor, cmpOr(describe(floorEach), "none"), r.again.at(), r.again.writes())
 }
