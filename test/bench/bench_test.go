@@ -28,8 +28,8 @@ const Command = "make bench"
 // its fat-workloads row alone (issue 44), a SLEEP rule (issue 33), a rule
 // with OWNER_GONE over namespaces Argo CD Applications own (issue 46), a
 // rule with IDLE from traffic (issue 47), a SLEEP with all three parameters
-// (issue 47).
-var parts = []string{"managers", "rules", "idle", "hostile", fatOnly, "sleep", "owners", "traffic", "params"}
+// (issue 47), warnings before a DELETE (issue 48).
+var parts = []string{"managers", "rules", "idle", "hostile", fatOnly, "sleep", "owners", "traffic", "params", "warn"}
 
 // The sizes and the due managers of a complete run; BENCHMARKS.md is
 // written only from one.
@@ -47,12 +47,13 @@ const defaultDue = 1000
 // in another, then a rule with IDLE from ingress-nginx's traffic over
 // trafficSize namespaces, a real Prometheus asked, in another, then a
 // SLEEP rule with replicas, loadBalancers and patches over as many
-// namespaces as the SLEEP part's, in another, measures the floors and
+// namespaces as the SLEEP part's, in another, then warnSize managers
+// warned before a DELETE (issue 48), in another, measures the floors and
 // nsman sweeps, prints the document and writes it to BENCHMARKS.md
 // (NSMAN_BENCH_OUT to write elsewhere).
 // NSMAN_BENCH_GO_PKGS names packages whose Go benchmarks it runs first, on
 // the same tree. NSMAN_BENCH_ONLY=managers, =rules, =idle, =hostile, =sleep,
-// =owners, =traffic or =params runs one part alone; =hostile-workloads the
+// =owners, =traffic, =params or =warn runs one part alone; =hostile-workloads the
 // hostile part's fat-workloads row alone.
 //
 // It names the commit measured, builds the nsman it measures from the same
@@ -175,6 +176,9 @@ func TestBenchmarks(t *testing.T) {
 	}
 	if runs("params") {
 		rep.Params, rep.KubeVersion = measureParams(t, bin, sleepSize(sizes))
+	}
+	if runs("warn") {
+		rep.Warn, rep.KubeVersion = measureWarn(t, bin)
 	}
 	if t.Failed() && official {
 		t.Fatal("not writing BENCHMARKS.md: a measurement failed its checks")

@@ -1109,3 +1109,123 @@ func TestRenderParams(t *testing.T) {
 		t.Errorf("params alone:\n%s", doc)
 	}
 }
+
+// syntheticWarn are the rows of the warn part over n managers, as
+// measureWarn makes them: the no-op sweep takes 0.5 s, the deliveries
+// floor 1.5 s, the warning sweep warn seconds writing perManager per
+// manager, the sweep again againWrites.
+func syntheticWarn(n int, warn float64, perManager, againWrites map[string]int) []measurement {
+	s := func(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
+	times := func(k int, ms ...map[string]int) map[string]int {
+		out := map[string]int{}
+		for i, m := range ms {
+			for key, v := range m {
+				if i == 0 {
+					v *= k
+				}
+				out[key] += v
+			}
+		}
+		return out
+	}
+	lists := map[string]int{"list namespacemanagers": 1, "list namespaces": 1}
+	floorWrites := map[string]int{"patch namespacemanagers/status": 1, "create events": 1}
+	waiting := map[report.State]int{report.StateWaiting: n}
+	told := fmt.Sprintf("%d dueSoon notifications received, for %d managers", n, n)
+	none := "0 dueSoon notifications received, for 0 managers"
+	rows := []measurement{
+		{What: firstSweepLabel + " (records status)", Wall: s(1), Audited: times(n, map[string]int{"patch namespacemanagers/status": 1}, lists), MaxRSS: 36 << 10, States: waiting, Note: none},
+		{What: noopLabel, Wall: s(0.5), Audited: lists, MaxRSS: 35 << 10, States: waiting, Note: none + "; median of 0.50, 0.55, 0.49 s",
+			Runs: []time.Duration{s(0.5), s(0.55), s(0.49)}},
+		{What: warnSweepLabel(n), Wall: s(warn), Audited: times(n, perManager, lists), MaxRSS: 39 << 10, States: waiting, Note: told},
+		{What: warnAgainLabel, Wall: s(0.45), Audited: times(1, againWrites, lists), MaxRSS: 35 << 10, States: waiting, Note: none},
+		{What: warnFloorLabel(n), Wall: s(1.5), Audited: times(n, floorWrites), Note: told},
+	}
+	for i := range rows {
+		rows[i].N, rows[i].Load = n, "1.20"
+	}
+	return rows
+}
+
+// The warn part (issue 48) has a section of its own, after the params
+// part's, and its target is met or missed by the rows: the warning sweep
+// against the no-op sweep plus the deliveries floor.
+func TestRenderWarn(t *testing.T) {
+	tree := treeState{Commit: strings.Repeat("a", 40), Describe: "aaaaaaa"}
+	asFloor := map[string]int{"patch namespacemanagers/status": 1, "create events": 1}
+	alone := func(rows []measurement) benchRun {
+		rep := syntheticReport(map[string]int{"delete namespaces": 1000}, tree)
+		rep.Rows, rep.Rules, rep.Idle, rep.Hostile, rep.Sizes, rep.Partial = nil, nil, nil, nil, nil, []string{"NSMAN_BENCH_ONLY=warn"}
+		rep.Warn = rows
+		return rep
+	}
+	for _, c := range []struct {
+		name string
+		n    int
+		warn float64
+		want map[string]string // target → "measured | met"
+	}{
+		{name: "met", n: 1000, warn: 2.8, want: map[string]string{
+			"warnings: sweep that warns 1000 managers ≤ 1.5 × (no-op sweep + deliveries floor)": "2.80 s (#3) / (0.50 s (#2) + 1.50 s (#5) = 2.00 s) = 1.40× | yes",
+		}},
+		{name: "missed", n: 1000, warn: 3.2, want: map[string]string{
+			"warnings: sweep that warns 1000 managers ≤ 1.5 × (no-op sweep + deliveries floor)": "= 1.60× | **no**",
+		}},
+		{name: "at another size", n: 100, warn: 3.2, want: map[string]string{
+			"warnings: sweep that warns 100 managers ≤ 1.5 × (no-op sweep + deliveries floor)": "= 1.60× | – (set at 1000)",
+		}},
+	} {
+		wantTargets(t, c.name, render(alone(syntheticWarn(c.n, c.warn, asFloor, nil))), c.n, c.want, "48")
+	}
+
+	rep := syntheticReport(map[string]int{"delete namespaces": 1000}, tree)
+	rep.Params = syntheticParams(1000, 2.8, map[string]int{"patch namespaces": 2, "patch deployments": 1, "patch services": 1, "patch helmreleases": 1}, nil)
+	rep.Warn = syntheticWarn(1000, 2.8, map[string]int{"patch namespacemanagers/status": 1, "create events": 1}, nil)
+	doc := render(rep)
+	heading := "## Warnings before a DELETE over 1000 managers (issue 48)"
+	params, warn := strings.Index(doc, "## A SLEEP with replicas, loadBalancers and patches"), strings.Index(doc, heading)
+	if warn < 0 || params < 0 || warn < params {
+		t.Fatalf("no section %q after the params part's:\n%s", heading, doc)
+	}
+	sec := section(doc, heading)
+	for _, want := range []string{
+		"at N = 1000", "`TTL` → DELETE, `warnBefore: [\"24h\"]`", "ttlSeconds 259200 (due in 72 hours, not within the threshold)",
+		"ttlSeconds 7200 (due in 2 hours, within it)", "for each of 3 rounds", "`-l nsman.bench/set=SET`", "`--notify-format json`",
+		"sets `status.warned`; the `DueSoon` Event (events.k8s.io/v1)", "with 16 workers",
+		"| 1000 | nsman sweep, warns 1000 managers due within warnBefore 24h (--notify-url-file, json) | 2.80 s | 2002 | 2000 |",
+		"waiting 1000; 1000 dueSoon notifications received, for 1000 managers |",
+		"| 1000 | deliveries floor: 1000 × (status.warned patch, Event, POST), 16 workers | 1.50 s | 2000 | 2000 |",
+		"| 1000 | nsman sweep, the same managers again (warned already) | 0.45 s | 2 | 0 |",
+		"The warning sweep took 2.80 s (#", "1.40× the no-op sweep (", "against the 1.5× bound;\nless the no-op sweep, 2.30 s, 1.53× the floor",
+		"It wrote 2 requests per manager (create events 1, patch namespacemanagers/status 1),\nwhere the floor writes 2 (create events 1, patch namespacemanagers/status 1); the sweep again took 0.45 s (#",
+		"and wrote 0.",
+	} {
+		if !strings.Contains(sec, want) {
+			t.Errorf("warn section lacks %q:\n%s", want, sec)
+		}
+	}
+	if !strings.Contains(section(doc, "## Analysis"), "The warnings over 1000 managers: 39.0 MiB (#") {
+		t.Errorf("analysis lacks the warn part's peak RSS:\n%s", section(doc, "## Analysis"))
+	}
+	if !strings.Contains(doc, "48 (warnings before an action)") {
+		t.Errorf("sources do not name issue 48")
+	}
+
+	// A sweep again that writes shows in the note line.
+	again := render(alone(syntheticWarn(1000, 2.8, asFloor, map[string]int{"patch namespacemanagers/status": 3})))
+	if !strings.Contains(again, "the sweep again took 0.45 s (#4) and wrote 3.") {
+		t.Errorf("warn alone, a sweep again that writes:\n%s", section(again, heading))
+	}
+
+	// The part alone renders with no gaps, numbered from #1.
+	doc = render(alone(syntheticWarn(1000, 2.8, asFloor, nil)))
+	for _, not := range []string{"\n\n\n", "NaN", "Inf", "%!", "## Managers", "## A SLEEP rule over"} {
+		if strings.Contains(doc, not) {
+			t.Errorf("warn alone: document holds %q:\n%s", not, doc)
+		}
+	}
+	if !strings.Contains(doc, "| #2 | 1000 | nsman sweep, no-op (nothing due) |") ||
+		!strings.Contains(doc, "**Peak RSS.** The warnings over 1000 managers: 39.0 MiB (#3).") {
+		t.Errorf("warn alone:\n%s", doc)
+	}
+}

@@ -27,9 +27,10 @@ type benchRun struct {
 	// SLEEP rule's (issue 33); Owners the rule with OWNER_GONE over
 	// namespaces Argo CD Applications own (issue 46); Traffic the rule
 	// with IDLE from traffic (issue 47); Params the SLEEP with replicas,
-	// loadBalancers and patches (issue 47).
-	Rows, Rules, Idle, Hostile, Sleep, Owners, Traffic, Params []measurement
-	Sizes                                                      []int
+	// loadBalancers and patches (issue 47); Warn the warnings before a
+	// DELETE (issue 48).
+	Rows, Rules, Idle, Hostile, Sleep, Owners, Traffic, Params, Warn []measurement
+	Sizes                                                            []int
 	// Due is how many managers (or a rule's namespaces) come due per
 	// DELETE sweep and per write floor.
 	Due         int
@@ -205,8 +206,8 @@ func sizesOf(rows []measurement) []int {
 
 // render writes BENCHMARKS.md: every figure in it comes from rep.
 func render(rep benchRun) string {
-	parts := numbered(rep.Rows, rep.Rules, rep.Idle, rep.Hostile, rep.Sleep, rep.Owners, rep.Traffic, rep.Params)
-	rows, rules, idle, hostile, sleep, owners, traffic, params := parts[0], parts[1], parts[2], parts[3], parts[4], parts[5], parts[6], parts[7]
+	parts := numbered(rep.Rows, rep.Rules, rep.Idle, rep.Hostile, rep.Sleep, rep.Owners, rep.Traffic, rep.Params, rep.Warn)
+	rows, rules, idle, hostile, sleep, owners, traffic, params, warn := parts[0], parts[1], parts[2], parts[3], parts[4], parts[5], parts[6], parts[7], parts[8]
 	idleSizes := sizesOf(idle)
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
@@ -226,6 +227,7 @@ func render(rep benchRun) string {
 	targets = append(targets, ownersTargets(owners)...)
 	targets = append(targets, trafficTargets(traffic)...)
 	targets = append(targets, paramsTargets(params)...)
+	targets = append(targets, warnTargets(warn)...)
 
 	p("\n## How it is measured\n\n")
 	method(&b, rep)
@@ -274,6 +276,12 @@ func render(rep benchRun) string {
 		paramsMethod(&b, params)
 		table(&b, params, "pairs")
 	}
+	if len(warn) > 0 {
+		p("\n## Warnings before a DELETE over %d managers (issue 48)\n\n", warn[0].N)
+		warnMethod(&b, warn)
+		table(&b, warn, "managers")
+		warnNote(&b, warn)
+	}
 	if len(rows)+len(rules) > 0 {
 		writesTable(&b, rows, rules, rep.Sizes, ruleN, due)
 	}
@@ -292,12 +300,12 @@ func render(rep benchRun) string {
 	}
 	p("\nSources: issues 6, 12, 13, 24 (what a sweep's DELETEs free, `--reclaim`), 25 (what IDLE reads), 31 (a hostile tenant)\n")
 	p("and 33 (sleep and wake), 46 (namespaces GitOps owns), 47 (IDLE from traffic) and its sleep with all three parameters,\n")
-	p("point 10 and the “must hold” of the issue “One executor, and tests that cannot lie” (OE). The bounds are constants of\n")
-	p("test/bench/render_test.go; “met” is computed from the rows cited.\n")
+	p("48 (warnings before an action), point 10 and the “must hold” of the issue “One executor, and tests that cannot lie” (OE).\n")
+	p("The bounds are constants of test/bench/render_test.go (and of each part's file); “met” is computed from the rows cited.\n")
 
 	growth(&b, rows, rep.Sizes, due)
 	sharding(&b, rows, rep.Sizes, due)
-	analysis(&b, rep, rows, rules, idle, hostile, sleep, owners, traffic, params, targets)
+	analysis(&b, rep, rows, rules, idle, hostile, sleep, owners, traffic, params, warn, targets)
 
 	p("\n## Go benchmarks\n\n")
 	if rep.GoBench == "" {
@@ -749,7 +757,7 @@ func sharding(b *strings.Builder, rows rowSet, sizes []int, due int) {
 
 // analysis writes what the rows say, each figure computed from the rows it
 // cites.
-func analysis(b *strings.Builder, rep benchRun, rows, rules, idle, hostile, sleep, owners, traffic, params rowSet, targets []target) {
+func analysis(b *strings.Builder, rep benchRun, rows, rules, idle, hostile, sleep, owners, traffic, params, warn rowSet, targets []target) {
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	due := rep.Due
 	p("\n## Analysis\n\n")
@@ -776,7 +784,7 @@ func analysis(b *strings.Builder, rep benchRun, rows, rules, idle, hostile, slee
 	p("\n\n")
 
 	// Load and spread.
-	all := slices.Concat(rows, rules, idle, hostile, sleep, owners, traffic, params)
+	all := slices.Concat(rows, rules, idle, hostile, sleep, owners, traffic, params, warn)
 	if len(all) > 0 {
 		lo, hi := all[0], all[0]
 		busy := 0
@@ -901,6 +909,10 @@ func analysis(b *strings.Builder, rep benchRun, rows, rules, idle, hostile, slee
 	for _, n := range sizesOf(params) {
 		peak, at := peakRSS(params, n)
 		p(" The SLEEP with replicas, loadBalancers and patches over %d namespaces: %s (%s).", n, mib(peak), at.ref())
+	}
+	for _, n := range sizesOf(warn) {
+		peak, at := peakRSS(warn, n)
+		p(" The warnings over %d managers: %s (%s).", n, mib(peak), at.ref())
 	}
 	p("\n")
 

@@ -68,6 +68,12 @@ const (
 	// idleActive: IDLE for idleFor (issue 25's part), in a namespace where
 	// something happened less than idleFor ago: it keeps waiting.
 	idleActive
+	// warnLater: a TTL of warnLaterTTL with warnBefore [warnThreshold]:
+	// not within it (issue 48's part).
+	warnLater
+	// warnSoon: a TTL of warnSoonTTL with warnBefore [warnThreshold]:
+	// within it, warned.
+	warnSoon
 )
 
 // seeder creates namespaces, managers and pods as the admin user.
@@ -245,6 +251,10 @@ func deletePolicy(name string, k kind) map[string]any {
 		}}
 	case idleActive:
 		cond = map[string]any{"type": policy.ConditionIdle, "params": map[string]any{"idleSeconds": int64(idleFor / time.Second)}}
+	case warnLater, warnSoon:
+		ttl := map[kind]time.Duration{warnLater: warnLaterTTL, warnSoon: warnSoonTTL}[k]
+		cond = map[string]any{"type": policy.ConditionTTL, "params": map[string]any{"ttlSeconds": int64(ttl / time.Second)}}
+		return map[string]any{"name": name, "condition": cond, "action": map[string]any{"type": policy.ActionDelete}, "warnBefore": []any{warnThreshold}}
 	}
 	return map[string]any{"name": name, "condition": cond, "action": map[string]any{"type": policy.ActionDelete}}
 }
