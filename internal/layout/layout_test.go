@@ -417,10 +417,35 @@ func TestOnlyCmdTestsImportSweep(t *testing.T) {
 	}
 }
 
+// standardLibraryOnly are the packages a receiver or a link checker
+// imports without client-go or anything else of nsman's: every package they
+// depend on, transitively, is in the standard library.
+var standardLibraryOnly = []string{"webhook", "links", "internal/duration"}
+
+// TestStandardLibraryOnly holds standardLibraryOnly's packages to the
+// standard library, however indirectly.
+func TestStandardLibraryOnly(t *testing.T) {
+	for _, pkg := range standardLibraryOnly {
+		self := module + "/" + pkg
+		out, err := goList("-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", self)
+		if err != nil {
+			t.Fatal(err)
+		}
+		deps := strings.Fields(string(out))
+		if !slices.Contains(deps, self) {
+			t.Fatalf("go list -deps %s printed %q, which lacks the package itself: the check is not looking at it", pkg, deps)
+		}
+		for _, dep := range deps {
+			if dep != self {
+				t.Errorf("%s depends on %s, which is not in the standard library", pkg, dep)
+			}
+		}
+	}
+}
+
 // TestPolicyImportsNoClientGoNorNsman keeps policy pure: no client-go,
 // however indirectly, and nothing of nsman but policy's own packages
-// (policy/window). webhook's own rule (the
-// standard library only) is webhook/deps_test.go's.
+// (policy/window).
 func TestPolicyImportsNoClientGoNorNsman(t *testing.T) {
 	const self = module + "/policy"
 	out, err := goList("-deps", "-f", "{{.ImportPath}}", self)
