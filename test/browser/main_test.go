@@ -6,19 +6,17 @@
 package browser
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"testing"
-	"time"
 
 	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
 var (
-	shared *cluster.Cluster
-	env    *nsmantest.Env
+	shared   *cluster.Cluster
+	prepared nsmantest.Prepared
 )
 
 func TestMain(m *testing.M) {
@@ -29,17 +27,7 @@ func TestMain(m *testing.M) {
 // setup prepares the shared control plane for nsman once.
 func setup(t *testing.T) *nsmantest.Env {
 	t.Helper()
-	if env != nil {
-		return env
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	e, err := nsmantest.Setup(ctx, shared, nsmantest.CRD(t))
-	if err != nil {
-		t.Fatalf("prepare control plane for nsman: %v", err)
-	}
-	env = e
-	return env
+	return prepared.Env(t, shared)
 }
 
 // chromium is the path of Chromium, or the test skips (fails under CI).

@@ -4,17 +4,17 @@
 package integration
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
 var (
-	shared *cluster.Cluster
-	env    *nsmantest.Env
+	shared   *cluster.Cluster
+	prepared nsmantest.Prepared
+	// env is prepared's Env, once a test has asked for it.
+	env *nsmantest.Env
 )
 
 func TestMain(m *testing.M) {
@@ -25,16 +25,6 @@ func TestMain(m *testing.M) {
 // setup prepares the shared control plane for nsman once.
 func setup(t *testing.T) *nsmantest.Env {
 	t.Helper()
-	if env != nil {
-		return env
-	}
-	crd := nsmantest.CRD(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	e, err := nsmantest.Setup(ctx, shared, crd)
-	if err != nil {
-		t.Fatalf("prepare control plane for nsman: %v", err)
-	}
-	env = e
+	env = prepared.Env(t, shared)
 	return env
 }

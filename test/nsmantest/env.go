@@ -382,3 +382,25 @@ func (e *Env) Restore(t testing.TB, namespace string) int {
 	}
 	return code
 }
+
+// Prepared is a test package's shared control plane prepared for nsman
+// once, at the first test that asks (Setup, with nsman's CRD), and the
+// same Env for every later test.
+type Prepared struct{ env *Env }
+
+// Env is the package's Env, preparing c for nsman the first time.
+func (p *Prepared) Env(t *testing.T, c *cluster.Cluster) *Env {
+	t.Helper()
+	if p.env != nil {
+		return p.env
+	}
+	crd := CRD(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	e, err := Setup(ctx, c, crd)
+	if err != nil {
+		t.Fatalf("prepare control plane for nsman: %v", err)
+	}
+	p.env = e
+	return e
+}

@@ -5,17 +5,17 @@
 package traffic
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
 var (
-	shared *cluster.Cluster
-	env    *nsmantest.Env
+	shared   *cluster.Cluster
+	prepared nsmantest.Prepared
+	// env is prepared's Env, once a test has asked for it.
+	env *nsmantest.Env
 )
 
 func TestMain(m *testing.M) {
@@ -26,15 +26,6 @@ func TestMain(m *testing.M) {
 // setup prepares the shared control plane for nsman once.
 func setup(t *testing.T) *nsmantest.Env {
 	t.Helper()
-	if env != nil {
-		return env
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	e, err := nsmantest.Setup(ctx, shared, nsmantest.CRD(t))
-	if err != nil {
-		t.Fatalf("prepare control plane for nsman: %v", err)
-	}
-	env = e
+	env = prepared.Env(t, shared)
 	return env
 }
