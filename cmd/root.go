@@ -59,6 +59,10 @@ Installed as kubectl-nsman on PATH, it runs as kubectl nsman.`,
 		// cobra's plain error.
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
+			if v, _ := c.Flags().GetBool("version"); v && len(args) == 0 {
+				_, err := io.WriteString(c.OutOrStdout(), versionLine())
+				return err
+			}
 			if len(args) == 0 {
 				return c.Help()
 			}
@@ -71,10 +75,10 @@ Installed as kubectl-nsman on PATH, it runs as kubectl nsman.`,
 		// What SuggestionsFor offers for a mistyped command: cobra's own
 		// default, which only its unknown-command error would set.
 		SuggestionsMinimumDistance: 2,
-		// --version prints what nsman version does.
-		Version: Version(),
 	}
-	root.SetVersionTemplate(versionLine())
+	// --version prints what nsman version does, by RunE: not cobra's
+	// Version, whose template (text/template) keeps every exported method
+	// in the binary, 28 MB and each sweep's RSS 11 MiB.
 	root.Flags().BoolP("version", "v", false, "print nsman's version, as nsman version does")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
