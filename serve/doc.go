@@ -7,5 +7,5 @@
 //
 // What a person may do through serve is what the link says, and no more:
 // the key that signs links never leaves the process, and every page is
-// rendered by html/template, which escapes what it shows.
+// written with each field it shows escaped (page.render).
 package serve

@@ -271,3 +271,16 @@ func TestDurationWords(t *testing.T) {
 		}
 	}
 }
+
+// Every field a page shows is escaped, in text and in attributes alike.
+func TestPageEscapesEachField(t *testing.T) {
+	const hostile = `<x a="1" b='2'>&`
+	const escaped = `&lt;x a=&#34;1&#34; b=&#39;2&#39;&gt;&amp;`
+	out := page{Title: hostile, Lines: []string{hostile}, Token: hostile, FormToken: hostile, Button: hostile}.render()
+	if strings.Contains(out, "<x") || strings.Contains(out, `"1"`) {
+		t.Fatalf("a field is not escaped:\n%s", out)
+	}
+	if n := strings.Count(out, escaped); n != 6 {
+		t.Errorf("%d fields escaped, want 6 (title twice, a line, both tokens, the button):\n%s", n, out)
+	}
+}
