@@ -19,7 +19,7 @@ const gcPercent = 50
 // gcPercent alone Go's goal starts at 2 MiB (its 4 MiB minimum × 50 %): a
 // no-op sweep of a rule over 1,000 namespaces (make bench's traffic part),
 // whose live heap stays under 5 MiB, collected ten times, a quarter of its
-// CPU, to save a few MiB next to the 36 MiB the binary takes before it
+// CPU, to save a few MiB next to the 27 MiB the binary takes before it
 // allocates. At 8 MiB it collects about three times; at 16 MiB once, but
 // its peak RSS grew by 14 MiB, near make bench's bound of 64. Above a live
 // heap of heapFloor / 1.5 the goal is gcPercent's, so the peak of a large
