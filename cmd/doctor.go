@@ -96,12 +96,7 @@ func (o *sweepOptions) doctor(c *cobra.Command) error {
 		return usageError{fmt.Errorf("--webhook-allow: %w", err)}
 	}
 	report := doctor.Run(c.Context(), clients.Kube, clients.Dynamic, opts)
-	if err := printer.Object(c.OutOrStdout(), o.output, report, func(w io.Writer, format string) error {
-		if format == printer.Name {
-			return printer.WriteNames(w, report.Names())
-		}
-		return doctor.WriteText(w, report, format == printer.Wide)
-	}); err != nil {
+	if err := printDoctor(c.OutOrStdout(), o.output, report); err != nil {
 		return err
 	}
 	if failed := report.Count(doctor.Failed); failed > 0 {
@@ -135,4 +130,14 @@ func (o *sweepOptions) judgeAsInstalled(ctx context.Context, kube kubernetes.Int
 	opts.Namespaces.Own, opts.Namespaces.From = inst.namespace, inst.String()
 	opts.Installed = &doctor.Installed{CronJob: inst.cronJob, ServiceAccount: inst.serviceAccount, Image: inst.image, DryRun: theirs.dryRun}
 	return nil
+}
+
+// printDoctor prints r as format asks.
+func printDoctor(w io.Writer, format string, r doctor.Report) error {
+	return printer.Object(w, format, r, func(w io.Writer, format string) error {
+		if format == printer.Name {
+			return printer.WriteNames(w, r.Names())
+		}
+		return doctor.WriteText(w, r, format == printer.Wide)
+	})
 }

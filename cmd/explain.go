@@ -58,17 +58,23 @@ usage error or when the cluster cannot be reached.`,
 			if err != nil {
 				return err
 			}
-			return printer.Object(c.OutOrStdout(), output, r, func(w io.Writer, format string) error {
-				if format == printer.Name {
-					return printer.WriteNames(w, r.Names(printer.ManagerName))
-				}
-				return explain.WriteText(w, r, format == printer.Wide)
-			})
+			return printExplain(c.OutOrStdout(), output, r)
 		},
 	}
 	kube.addFlags(c.Flags())
-	c.Flags().StringVarP(&output, "output", "o", "text", "report format: text, wide (when the namespace was made, the cluster read, when each condition changed, each returning rule's action besides), json, yaml or name (a line per object the report is about: the namespace, its owner, the rules that deleted it before, the objects left with finalizers, the unavailable APIServices)")
+	c.Flags().StringVarP(&output, "output", "o", "text", "report format: text, wide (the times and the cluster read besides), json, yaml or name (a line per object the report names: the namespace, its owner, rules, objects left, APIServices)")
 	complete.Choices(c, "output", printer.Formats...)
 	c.Flags().StringVar(&argoCDNamespace, "argocd-namespace", sweep.DefaultArgoCDNamespace, argoCDNamespaceHelp)
 	return c
+}
+
+// printExplain prints r as format asks: -o name names its objects as nsman
+// sweep -o name names a manager.
+func printExplain(w io.Writer, format string, r explain.Report) error {
+	return printer.Object(w, format, r, func(w io.Writer, format string) error {
+		if format == printer.Name {
+			return printer.WriteNames(w, r.Names(printer.ManagerName))
+		}
+		return explain.WriteText(w, r, format == printer.Wide)
+	})
 }

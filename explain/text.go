@@ -114,11 +114,11 @@ func writeOwner(b *strings.Builder, r Report, wide bool) {
 		fmt.Fprintf(b, "owner: %s\n", Visible(r.Owner.String()))
 	}
 	for _, c := range r.CameBack {
-		fmt.Fprintf(b, "came back: %s", Visible(c.Sentence(r.Created.Time)))
+		sentence := c.Sentence(r.Created.Time)
 		if wide {
-			fmt.Fprintf(b, " (action %s)", Visible(c.Action))
+			sentence = strings.TrimSuffix(sentence, ")") + ", action " + c.Action + ")"
 		}
-		b.WriteByte('\n')
+		fmt.Fprintf(b, "came back: %s\n", Visible(sentence))
 	}
 	if len(r.CameBack) > 0 && r.Owner != nil && r.Owner.Presence == OwnerExists {
 		fmt.Fprintf(b, "  %s\n", Visible(ForGood(r.Owner.Ref)))
