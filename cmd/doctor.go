@@ -48,7 +48,8 @@ you may not create those). It changes nothing.
 Exit status: 0 when no check failed (warnings allowed), 1 when one did, 2 on
 a usage error or when the cluster cannot be reached.`,
 		Example: `  nsman doctor
-  nsman doctor -o json | jq '.checks[] | select(.status != "ok")'`,
+  nsman doctor -o json | jq '.checks[] | select(.status != "ok")'
+  nsman doctor -o name`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error { return o.doctor(c) },
 	}

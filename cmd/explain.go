@@ -37,14 +37,17 @@ prints the commands, with what running them costs. Together a step's commands
 release every object it names; every name in them is shell-quoted, and a name
 that would not print as it is reaches kubectl as JSON on stdin. The text
 report shows a control character of a name escaped (\x1b); -o json and -o yaml keep
-names exact. Each command names the cluster that was read with the
+names exact; -o name quotes such a name as Go quotes a string. -o wide adds
+what the text leaves out: when the namespace was made, the cluster read, when
+each condition last changed. Each command names the cluster that was read with the
 --kubeconfig (made absolute) and --context given here, so that, pasted,
 it does not run against whatever context kubectl has by then.
 
 Exit status: 0 when it could tell, 1 when the namespace does not exist, 2 on a
 usage error or when the cluster cannot be reached.`,
 		Example: `  nsman explain e2e-1234
-  nsman explain e2e-1234 -o json | jq '.unblock[].holds'`,
+  nsman explain e2e-1234 -o json | jq '.unblock[].holds'
+  nsman explain e2e-1234 -o name`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := printer.CheckFormat(output, printer.Formats); err != nil {
