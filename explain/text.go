@@ -62,7 +62,7 @@ func writeWide(b *strings.Builder, r Report, wide bool) {
 		return
 	}
 	fmt.Fprintf(b, "created: %s\n", stamp(r.Created.Time))
-	read := "the current context"
+	read := "the kubeconfig's current context"
 	if c := r.Cluster; c.Kubeconfig != "" || c.Context != "" {
 		read = strings.TrimPrefix(c.kubectl(), "kubectl ")
 	}
