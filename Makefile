@@ -156,8 +156,8 @@ test-long: control-plane ## Long variants, not in make test: each fuzz target fo
 	NSMAN_LONG=1 go test -count=1 -timeout 60m -v ./test/robust/ ./test/compat/ | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|figures:'
 
 .PHONY: docs
-docs: ## Regenerate the flags reference in docs/flags.md and each command's --help in cmd/testdata/help from the commands, what nsman sweep prints in cmd/testdata/report and nsman due in cmd/testdata/due, the CRD reference in docs/reference.md from deploy/base/crd.yaml and the tables of kinds and of traffic presets in docs/sleep.md from internal/workload and policy/traffic
-	go test ./cmd -run '^(TestFlagsReferenceUpToDate|TestHelpGolden|TestReportGolden|TestDueGolden)$$' -update
+docs: ## Regenerate the flags reference in docs/flags.md and each command's --help in cmd/testdata/help from the commands, what nsman sweep prints in cmd/testdata/report, nsman due in cmd/testdata/due, nsman explain, nsman doctor and nsman validate in cmd/testdata/explain, doctor and validate, the CRD reference in docs/reference.md from deploy/base/crd.yaml and the tables of kinds and of traffic presets in docs/sleep.md from internal/workload and policy/traffic
+	go test ./cmd -run '^(TestFlagsReferenceUpToDate|TestHelpGolden|TestReportGolden|TestDueGolden|TestExplainGolden|TestDoctorGolden|TestValidateGolden)$$' -update
 	go test ./internal/crdref -run '^TestReferenceUpToDate$$' -update
 	go test ./internal/workload -run '^TestSleepDocUpToDate$$' -update
 	go test ./policy/traffic -run '^TestTrafficDocUpToDate$$' -update

@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nsman/nsman/doctor"
+	"github.com/nsman/nsman/internal/complete"
 	"github.com/nsman/nsman/internal/connect"
 	"github.com/nsman/nsman/internal/printer"
 	"github.com/nsman/nsman/webhook"
@@ -49,7 +48,8 @@ you may not create those). It changes nothing.
 Exit status: 0 when no check failed (warnings allowed), 1 when one did, 2 on
 a usage error or when the cluster cannot be reached.`,
 		Example: `  nsman doctor
-  nsman doctor -o json | jq '.checks[] | select(.status != "ok")'`,
+  nsman doctor -o json | jq '.checks[] | select(.status != "ok")'
+  nsman doctor -o name`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error { return o.doctor(c) },
 	}
@@ -57,14 +57,15 @@ a usage error or when the cluster cannot be reached.`,
 	for _, name := range slices.Concat(doctorFlags, connect.FlagNames()) {
 		c.Flags().AddFlag(sweepFlags.Lookup(name))
 	}
-	c.Flags().StringVarP(&o.output, "output", "o", "text", "report format: text, json or yaml")
+	c.Flags().StringVarP(&o.output, "output", "o", "text", "report format: text, wide (an ABOUT column besides: what each check looks at), json, yaml or name (a line per check that did not pass, failed or warned: check/NAME)")
+	complete.Choices(c, "output", printer.Formats...)
 	c.Flags().StringVar(&o.configFrom, "config-from", configFromAuto, "from outside the cluster (no $POD_NAMESPACE, not the in-cluster config): judge as nsman's CronJob in the cluster sweeps, taking its namespace, its ServiceAccount and those of its flags not given here: auto (the one labelled "+installedSelector+", if any), NAMESPACE/NAME, or none")
 	return c
 }
 
 func (o *sweepOptions) doctor(c *cobra.Command) error {
 	flags := c.Flags()
-	if err := printer.CheckFormat(o.output, printer.ObjectFormats); err != nil {
+	if err := printer.CheckFormat(o.output, printer.Formats); err != nil {
 		return usageError{err}
 	}
 	if _, err := o.config(flags); err != nil {
@@ -96,10 +97,10 @@ func (o *sweepOptions) doctor(c *cobra.Command) error {
 		return usageError{fmt.Errorf("--webhook-allow: %w", err)}
 	}
 	report := doctor.Run(c.Context(), clients.Kube, clients.Dynamic, opts)
-	if err := printer.Object(c.OutOrStdout(), o.output, report, func(w io.Writer) error { return writeDoctor(w, report) }); err != nil {
+	if err := printDoctor(c.OutOrStdout(), o.output, report); err != nil {
 		return err
 	}
-	if failed := countFailed(report); failed > 0 {
+	if failed := report.Count(doctor.Failed); failed > 0 {
 		return fmt.Errorf("%d check(s) failed", failed)
 	}
 	return nil
@@ -132,45 +133,12 @@ func (o *sweepOptions) judgeAsInstalled(ctx context.Context, kube kubernetes.Int
 	return nil
 }
 
-func countFailed(r doctor.Report) int {
-	n := 0
-	for _, ch := range r.Checks {
-		if ch.Status == doctor.Failed {
-			n++
+// printDoctor prints r as format asks.
+func printDoctor(w io.Writer, format string, r doctor.Report) error {
+	return printer.Object(w, format, r, func(w io.Writer, format string) error {
+		if format == printer.Name {
+			return printer.WriteNames(w, r.Names())
 		}
-	}
-	return n
-}
-
-// writeDoctor prints a doctor report: a line per check, its details and
-// its fix below it.
-func writeDoctor(w io.Writer, r doctor.Report) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CHECK\tSTATUS\tFINDING")
-	for _, ch := range r.Checks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", ch.Name, strings.ToUpper(string(ch.Status)), ch.Message)
-		for _, d := range ch.Details {
-			fmt.Fprintf(tw, "\t\t  %s\n", d)
-		}
-		if ch.Fix != "" {
-			fmt.Fprintf(tw, "\t\t  fix: %s\n", ch.Fix)
-		}
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	verdict := "all is well"
-	warnings := 0
-	for _, ch := range r.Checks {
-		if ch.Status == doctor.Warning {
-			warnings++
-		}
-	}
-	if n := countFailed(r); n > 0 {
-		verdict = fmt.Sprintf("%d check(s) failed", n)
-	} else if warnings > 0 {
-		verdict = fmt.Sprintf("no check failed; %d warning(s)", warnings)
-	}
-	_, err := fmt.Fprintln(w, "\n"+verdict)
-	return err
+		return doctor.WriteText(w, r, format == printer.Wide)
+	})
 }

@@ -40,7 +40,7 @@ func TestDoctorUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"-o", "wide"}, `-o "wide": want text, json, yaml`},
+		{[]string{"-o", "table"}, `-o "table": want text, wide, json, yaml, name`},
 		{[]string{"--webhook-allow", "https://hooks.example.com/"}, "--webhook-allow"},
 		{[]string{"extra"}, "unknown command"},
 		{nil, "the cluster cannot be reached"},
@@ -69,7 +69,7 @@ func TestDoctorVerdict(t *testing.T) {
 			r.Checks = append(r.Checks, doctor.Check{Name: fmt.Sprint("check", i), Status: s, Message: "m", Details: []string{}})
 		}
 		var out bytes.Buffer
-		if err := writeDoctor(&out, r); err != nil || !strings.HasSuffix(out.String(), tc.want) {
+		if err := doctor.WriteText(&out, r, false); err != nil || !strings.HasSuffix(out.String(), tc.want) {
 			t.Errorf("%v: %v\n%s; want it to end %q", tc.statuses, err, out.String(), tc.want)
 		}
 	}

@@ -33,7 +33,8 @@ could not be evaluated or it was interrupted, 2 on a usage error or when the
 cluster cannot be reached.`,
 		Example: `  nsman due
   nsman due --within 2d -n team-a -o wide
-  nsman due -A -o json | jq '.due[] | select(.delayedBy)'`,
+  nsman due -A -o json | jq '.due[] | select(.delayedBy)'
+  nsman due --within 1h -o name`,
 		Args: usageArgs(cobra.NoArgs),
 		// -A is every namespace, whatever -n nsman's CronJob sweeps with.
 		PreRunE: func(c *cobra.Command, _ []string) error { return allNamespaces(c, opts) },

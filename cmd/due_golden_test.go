@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -11,39 +10,21 @@ import (
 	"github.com/nsman/nsman/internal/printer"
 )
 
-// dueGoldenDir holds what nsman due prints of goldenDue, a file a table
-// format, so that a change in what users read is seen in review. `make
-// docs` (go test ./cmd -run TestDueGolden -update) rewrites them.
+// dueGoldenDir holds what nsman due prints of goldenDue, a file a format
+// but JSON and YAML, so that a change in what users read is seen in
+// review. `make docs` (go test ./cmd -run TestDueGolden -update) rewrites
+// them.
 var dueGoldenDir = filepath.Join("testdata", "due")
 
 // TestDueGolden fails when what nsman due prints differs from its golden
 // file.
 func TestDueGolden(t *testing.T) {
-	if *update {
-		if err := os.MkdirAll(dueGoldenDir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, format := range []string{printer.Text, printer.Wide} {
+	for _, format := range []string{printer.Text, printer.Wide, printer.Name} {
 		var out, errs bytes.Buffer
 		if err := (due.Options{Within: due.DefaultWithin, Output: format}).Print(&out, &errs, goldenDue()); err != nil {
 			t.Fatal(err)
 		}
-		golden := filepath.Join(dueGoldenDir, format+".golden")
-		if *update {
-			if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(golden)
-		if err != nil {
-			t.Errorf("-o %s: %v (make docs writes it)", format, err)
-			continue
-		}
-		if diff := firstDifference(string(want), out.String()); diff != "" {
-			t.Errorf("-o %s differs from %s (make docs rewrites it; review the change): %s", format, golden, diff)
-		}
+		checkGolden(t, filepath.Join(dueGoldenDir, format+".golden"), "nsman due -o "+format, out.Bytes())
 	}
 }
 

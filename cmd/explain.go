@@ -1,15 +1,13 @@
 package cmd
 
 import (
-	"fmt"
 	"io"
 	"log/slog"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/nsman/nsman/explain"
+	"github.com/nsman/nsman/internal/complete"
 	"github.com/nsman/nsman/internal/printer"
 	"github.com/nsman/nsman/sweep"
 )
@@ -39,17 +37,20 @@ prints the commands, with what running them costs. Together a step's commands
 release every object it names; every name in them is shell-quoted, and a name
 that would not print as it is reaches kubectl as JSON on stdin. The text
 report shows a control character of a name escaped (\x1b); -o json and -o yaml keep
-names exact. Each command names the cluster that was read with the
+names exact; -o name quotes such a name as Go quotes a string. -o wide adds
+what the text leaves out: when the namespace was made, the cluster read, when
+each condition last changed. Each command names the cluster that was read with the
 --kubeconfig (made absolute) and --context given here, so that, pasted,
 it does not run against whatever context kubectl has by then.
 
 Exit status: 0 when it could tell, 1 when the namespace does not exist, 2 on a
 usage error or when the cluster cannot be reached.`,
 		Example: `  nsman explain e2e-1234
-  nsman explain e2e-1234 -o json | jq '.unblock[].holds'`,
+  nsman explain e2e-1234 -o json | jq '.unblock[].holds'
+  nsman explain e2e-1234 -o name`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, args []string) error {
-			if err := printer.CheckFormat(output, printer.ObjectFormats); err != nil {
+			if err := printer.CheckFormat(output, printer.Formats); err != nil {
 				return usageError{err}
 			}
 			clients, err := kube.reachableClients()
@@ -60,97 +61,23 @@ usage error or when the cluster cannot be reached.`,
 			if err != nil {
 				return err
 			}
-			return printer.Object(c.OutOrStdout(), output, r, func(w io.Writer) error { return writeExplain(w, r) })
+			return printExplain(c.OutOrStdout(), output, r)
 		},
 	}
 	kube.addFlags(c.Flags())
-	c.Flags().StringVarP(&output, "output", "o", "text", "report format: text, json or yaml")
+	c.Flags().StringVarP(&output, "output", "o", "text", "report format: text, wide (the times and the cluster read besides), json, yaml or name (a line per object the report names: the namespace, its owner, rules, objects left, APIServices)")
+	complete.Choices(c, "output", printer.Formats...)
 	c.Flags().StringVar(&argoCDNamespace, "argocd-namespace", sweep.DefaultArgoCDNamespace, argoCDNamespaceHelp)
 	return c
 }
 
-// writeExplain prints what holds a namespace, then the steps to unblock it.
-// What the cluster said (names, messages) is printed visible: a control
-// character of it reaches the terminal escaped, never as itself. The
-// commands print as they are: explain builds them printable, so that they
-// can be pasted.
-func writeExplain(w io.Writer, r explain.Report) error {
-	var b strings.Builder
-	v := explain.Visible
-	if r.DeletionTimestamp == nil {
-		fmt.Fprintf(&b, "namespace %s is %s: it is not being deleted\n", v(r.Namespace), v(r.Phase))
-		writeOwner(&b, r)
-		writeUnlisted(&b, r.Unlisted)
-		_, err := io.WriteString(w, b.String())
-		return err
-	}
-	fmt.Fprintf(&b, "namespace %s: %s since %s\n", v(r.Namespace), v(r.Phase), r.DeletionTimestamp.UTC().Format(time.RFC3339))
-	writeOwner(&b, r)
-	if len(r.Conditions) > 0 {
-		b.WriteString("\nconditions:\n")
-		for _, c := range r.Conditions {
-			fmt.Fprintf(&b, "  %s=%s %s: %s\n", v(string(c.Type)), v(string(c.Status)), v(c.Reason), v(c.Message))
+// printExplain prints r as format asks: -o name names its objects as nsman
+// sweep -o name names a manager.
+func printExplain(w io.Writer, format string, r explain.Report) error {
+	return printer.Object(w, format, r, func(w io.Writer, format string) error {
+		if format == printer.Name {
+			return printer.WriteNames(w, r.Names(printer.ManagerName))
 		}
-	}
-	if len(r.Finalizers) > 0 {
-		fmt.Fprintf(&b, "\nthe namespace's own finalizers: %s\n", v(strings.Join(r.Finalizers, ", ")))
-	}
-	if len(r.Remaining) > 0 {
-		b.WriteString("\nobjects left:\n")
-		for _, res := range r.Remaining {
-			fmt.Fprintf(&b, "  %s: %d, %d with finalizers\n", v(res.Resource), res.Count, len(res.Finalized))
-			for _, o := range res.Finalized {
-				fmt.Fprintf(&b, "    %s: %s\n", v(o.Name), v(strings.Join(o.Finalizers, ", ")))
-			}
-		}
-	}
-	if len(r.UnavailableAPIServices) > 0 {
-		b.WriteString("\nunavailable APIServices:\n")
-		for _, a := range r.UnavailableAPIServices {
-			fmt.Fprintf(&b, "  %s (Service %s): %s: %s\n", v(a.Name), v(a.Service), v(a.Reason), v(a.Message))
-		}
-	}
-	writeUnlisted(&b, r.Unlisted)
-	if len(r.Unblock) == 0 {
-		b.WriteString("\nnothing found that holds it: the namespace controller may not have got to it yet\n")
-	} else {
-		b.WriteString("\nto unblock it:\n")
-		for i, s := range r.Unblock {
-			fmt.Fprintf(&b, "  %d. %s\n     %s\n", i+1, v(s.Holds), v(s.Unblock))
-			if len(s.Commands) > 0 {
-				b.WriteString("     a person could run (nsman does not):\n")
-				for _, c := range s.Commands {
-					fmt.Fprintf(&b, "       %s\n", v(c))
-				}
-				fmt.Fprintf(&b, "     warning: %s\n", v(s.Warning))
-			}
-		}
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// writeOwner prints who owns the namespace, the rules that deleted it before
-// it was made, and, both there and the owner existing, what deletes it for good.
-func writeOwner(b *strings.Builder, r explain.Report) {
-	if r.Owner != nil {
-		fmt.Fprintf(b, "owner: %s\n", explain.Visible(r.Owner.String()))
-	}
-	for _, c := range r.CameBack {
-		fmt.Fprintf(b, "came back: %s\n", explain.Visible(c.Sentence(r.Created.Time)))
-	}
-	if len(r.CameBack) > 0 && r.Owner != nil && r.Owner.Presence == explain.OwnerExists {
-		fmt.Fprintf(b, "  %s\n", explain.Visible(explain.ForGood(r.Owner.Ref)))
-	}
-}
-
-// writeUnlisted prints what could not be read, and why.
-func writeUnlisted(b *strings.Builder, unlisted []explain.Unlisted) {
-	if len(unlisted) == 0 {
-		return
-	}
-	b.WriteString("\nnot read:\n")
-	for _, u := range unlisted {
-		fmt.Fprintf(b, "  %s: %s\n", explain.Visible(u.What), explain.Visible(u.Error))
-	}
+		return explain.WriteText(w, r, format == printer.Wide)
+	})
 }

@@ -19,7 +19,7 @@ import (
 // deleted is said to be so.
 func TestWriteExplain(t *testing.T) {
 	var out bytes.Buffer
-	if err := writeExplain(&out, explain.Report{Namespace: "a", Phase: "Active"}); err != nil || out.String() != "namespace a is Active: it is not being deleted\n" {
+	if err := explain.WriteText(&out, explain.Report{Namespace: "a", Phase: "Active"}, false); err != nil || out.String() != "namespace a is Active: it is not being deleted\n" {
 		t.Errorf("active: %v %q", err, out.String())
 	}
 	out.Reset()
@@ -31,7 +31,7 @@ func TestWriteExplain(t *testing.T) {
 		Remaining:  []explain.Resource{{Resource: "widgets.example.com", Count: 2, Finalized: []explain.Object{{Name: "w1", Finalizers: []string{"example.com/hold"}}}}},
 		Unblock:    []explain.Step{{Holds: "1 widgets.example.com hold the finalizer example.com/hold (w1)", Unblock: "its controller removes it", Commands: []string{"kubectl -n e2e-1 patch ... -- widgets.example.com w1", "printf ..."}, Warning: "skips the cleanup"}},
 	}
-	if err := writeExplain(&out, r); err != nil {
+	if err := explain.WriteText(&out, r, false); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
@@ -62,7 +62,7 @@ func TestWriteExplainEscapes(t *testing.T) {
 		Unblock:    []explain.Step{{Holds: "1 roles hold (" + hostile + ")", Unblock: "its controller", Commands: []string{"printf '%s\\n' '{}' | kubectl patch -f -"}, Warning: "w"}},
 	}
 	var out bytes.Buffer
-	if err := writeExplain(&out, r); err != nil {
+	if err := explain.WriteText(&out, r, false); err != nil {
 		t.Fatal(err)
 	}
 	const shown = `r\x1b]0;pwned\x07\x0afake line\u202e\x9b\xff$(x)` + "`y`'z\\"
@@ -94,7 +94,7 @@ func TestWriteExplainOwner(t *testing.T) {
 		Unlisted: []explain.Unlisted{{What: "applications.argoproj.io in argocd", Error: "forbidden"}},
 	}
 	var out bytes.Buffer
-	if err := writeExplain(&out, r); err != nil {
+	if err := explain.WriteText(&out, r, false); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
@@ -112,7 +112,7 @@ func TestWriteExplainOwner(t *testing.T) {
 
 	out.Reset()
 	r.Owner = &explain.Owner{Ref: "applications.argoproj.io/argocd/pr-12", By: "argocd.argoproj.io/tracking-id", Presence: explain.OwnerGone}
-	if err := writeExplain(&out, r); err != nil || strings.Contains(out.String(), "may have made it again") || !strings.Contains(out.String(), "): gone\n") {
+	if err := explain.WriteText(&out, r, false); err != nil || strings.Contains(out.String(), "may have made it again") || !strings.Contains(out.String(), "): gone\n") {
 		t.Errorf("an owner gone: %v\n%s", err, out.String())
 	}
 
@@ -120,7 +120,7 @@ func TestWriteExplainOwner(t *testing.T) {
 	hostile := "x\x1b]0;pwned\x07\nfake"
 	r.Owner = &explain.Owner{By: "argocd.argoproj.io/tracking-id", Presence: explain.OwnerUnknown, Why: "tracking id " + hostile + " does not parse"}
 	r.CameBack[0].Policy = hostile
-	if err := writeExplain(&out, r); err != nil {
+	if err := explain.WriteText(&out, r, false); err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Count(out.String(), `x\x1b]0;pwned\x07\x0afake`); got != 2 || !strings.Contains(out.String(), "owner: argocd.argoproj.io/tracking-id names none: ") {
@@ -137,7 +137,7 @@ func TestExplainUsageErrors(t *testing.T) {
 		want string
 	}{
 		{nil, "accepts 1 arg(s)"},
-		{[]string{"e2e-1", "-o", "name"}, `-o "name": want text, json, yaml`},
+		{[]string{"e2e-1", "-o", "table"}, `-o "table": want text, wide, json, yaml, name`},
 		{[]string{"e2e-1"}, "the cluster cannot be reached"},
 	} {
 		var stdout, stderr bytes.Buffer

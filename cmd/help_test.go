@@ -39,21 +39,7 @@ func TestHelpGolden(t *testing.T) {
 		if code := Execute(t.Context(), append(path, "--help"), &stdout, &stderr); code != ExitOK {
 			t.Fatalf("nsman %s --help: exit %d, %s", strings.Join(path, " "), code, stderr.String())
 		}
-		golden := filepath.Join(helpGoldenDir, name)
-		if *update {
-			if err := os.WriteFile(golden, stdout.Bytes(), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(golden)
-		if err != nil {
-			t.Errorf("nsman %s --help: %v (make docs writes it)", strings.Join(path, " "), err)
-			continue
-		}
-		if diff := firstDifference(string(want), stdout.String()); diff != "" {
-			t.Errorf("nsman %s --help differs from %s (make docs rewrites it; review the change): %s", strings.Join(path, " "), golden, diff)
-		}
+		checkGolden(t, filepath.Join(helpGoldenDir, name), "nsman "+strings.Join(path, " ")+" --help", stdout.Bytes())
 	}
 	entries, err := os.ReadDir(helpGoldenDir)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/yaml"
 
+	"github.com/nsman/nsman/internal/printer"
 	"github.com/nsman/nsman/policy"
 )
 
@@ -106,8 +107,9 @@ type manifestReport struct {
 type invalidManager struct {
 	// ref names the manager: NAMESPACE/NAME, NAME without a namespace, or its
 	// document's position without a name.
-	ref  string
-	errs field.ErrorList
+	ref                       string
+	namespace, name, position string
+	errs                      field.ErrorList
 }
 
 func (r *manifestReport) add(o manifestReport) {
@@ -176,20 +178,23 @@ func (r *manifestReport) addObject(obj *unstructured.Unstructured, position stri
 	case deactivated:
 		r.deactivated++
 		if len(errs) > 0 {
-			r.dormant = append(r.dormant, invalidManager{ref: managerRef(obj, position), errs: errs})
+			r.dormant = append(r.dormant, newInvalidManager(obj, position, errs))
 		}
 	case len(errs) > 0:
-		r.invalid = append(r.invalid, invalidManager{ref: managerRef(obj, position), errs: errs})
+		r.invalid = append(r.invalid, newInvalidManager(obj, position, errs))
 	}
 }
 
-func managerRef(obj *unstructured.Unstructured, position string) string {
-	switch ns, name := obj.GetNamespace(), obj.GetName(); {
-	case name == "":
-		return position
-	case ns == "":
-		return name
-	default:
-		return ns + "/" + name
+func newInvalidManager(obj *unstructured.Unstructured, position string, errs field.ErrorList) invalidManager {
+	p := printer.Problem{Document: position, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	return invalidManager{ref: p.Ref(), namespace: p.Namespace, name: p.Name, position: position, errs: errs}
+}
+
+// problems are m's problems in file, of severity.
+func (m invalidManager) problems(file, severity string) []printer.Problem {
+	out := make([]printer.Problem, 0, len(m.errs))
+	for _, e := range m.errs {
+		out = append(out, printer.Problem{File: file, Document: m.position, Namespace: m.namespace, Name: m.name, Field: e.Field, Message: e.ErrorBody(), Severity: severity})
 	}
+	return out
 }

@@ -2,7 +2,7 @@ package cmd
 
 import (
 	"bytes"
-	"os"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -23,11 +23,6 @@ var reportGoldenDir = filepath.Join("testdata", "report")
 // TestReportGolden fails when what a sweep's report prints differs from
 // its golden file.
 func TestReportGolden(t *testing.T) {
-	if *update {
-		if err := os.MkdirAll(reportGoldenDir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
 	r := goldenReport()
 	for _, s := range report.States {
 		if r.Summary.States[s] == 0 {
@@ -47,21 +42,7 @@ func TestReportGolden(t *testing.T) {
 		if err := printer.Report(&out, c.format, r, c.states...); err != nil {
 			t.Fatal(err)
 		}
-		golden := filepath.Join(reportGoldenDir, c.file)
-		if *update {
-			if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(golden)
-		if err != nil {
-			t.Errorf("-o %s %v: %v (make docs writes it)", c.format, c.states, err)
-			continue
-		}
-		if diff := firstDifference(string(want), out.String()); diff != "" {
-			t.Errorf("-o %s %v differs from %s (make docs rewrites it; review the change): %s", c.format, c.states, golden, diff)
-		}
+		checkGolden(t, filepath.Join(reportGoldenDir, c.file), fmt.Sprintf("-o %s %v", c.format, c.states), out.Bytes())
 	}
 }
 

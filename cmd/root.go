@@ -84,7 +84,7 @@ Installed as kubectl-nsman on PATH, it runs as kubectl nsman.`,
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newVersionCommand(), newSweepCommand(), newValidateCommand(), newRestoreCommand(), newHoldCommand(), newWakeCommand(), newTouchCommand(), newDoctorCommand(), newExplainCommand(), newDueCommand(), newServeCommand())
-	complete.Register(root, map[string][]string{"output": printer.ObjectFormats, "state": strings.Split(printer.StateList, ", "), "config-from": {configFromAuto, configFromNone},
+	complete.Register(root, map[string][]string{"state": strings.Split(printer.StateList, ", "), "config-from": {configFromAuto, configFromNone},
 		"notify-format": tell.FormatNames(), "log-format": {"json", "text"}, "log-level": {"debug", "info", "warn", "error"}})
 	return root
 }

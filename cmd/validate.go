@@ -5,13 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/nsman/nsman/internal/complete"
+	"github.com/nsman/nsman/internal/printer"
 	"github.com/nsman/nsman/policy"
 )
 
@@ -32,6 +33,8 @@ type validateOptions struct {
 	stderr  io.Writer
 	// now is the clock a window's dates are judged past by.
 	now func() time.Time
+	// output is -o: one of printer.ValidateFormats.
+	output string
 }
 
 // invalidManagersError reports that validation found invalid
@@ -40,7 +43,7 @@ type validateOptions struct {
 type invalidManagersError struct{ invalid int }
 
 func (e invalidManagersError) Error() string {
-	return fmt.Sprintf("%s invalid", nounCount(e.invalid, "NamespaceManager"))
+	return fmt.Sprintf("%s invalid", printer.NounCount(e.invalid, "NamespaceManager"))
 }
 
 func newValidateCommand() *cobra.Command {
@@ -60,11 +63,15 @@ templates are skipped, and said so: validate what they render (helm
 template CHART | nsman validate -f -). Under the original operator's CRD,
 admission checks less than validate does.
 Prints one line per problem, FILE: NAMESPACE/NAME: FIELD: MESSAGE, and a
-summary on stderr. Exits 1 when any NamespaceManager is invalid, 2 when a
+summary on stderr; -o json (nsman.validate/v1) and -o yaml print every file,
+problem (error or warning) and count as one object, -o name a line per
+invalid NamespaceManager, namespacemanager.k8s.consol.de/NAMESPACE/NAME, and
+nothing on stderr but an unreadable file's error. Exits 1 when any NamespaceManager is invalid, 2 when a
 file cannot be read or parsed.`,
 		Example: `  nsman validate -f examples/
   nsman validate -f manager.yaml,other.yaml -f deploy/ -R
-  kustomize build overlays/e2e | nsman validate -f -`,
+  kustomize build overlays/e2e | nsman validate -f -
+  nsman validate -f deploy/ -R -o json | jq '.problems[] | select(.severity == "error")'`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := o.Complete(c); err != nil {
@@ -78,6 +85,8 @@ file cannot be read or parsed.`,
 	}
 	c.Flags().StringSliceVarP(&o.filenames, "filename", "f", nil, "a manifest file, a directory of *.yaml, *.yml and *.json files, or - for stdin; repeatable and comma-separated")
 	c.Flags().BoolVarP(&o.recursive, "recursive", "R", false, "also read the subdirectories of directories given with -f")
+	c.Flags().StringVarP(&o.output, "output", "o", printer.Text, "report format: text (a line per problem, warnings and a summary on stderr), json, yaml or name (a line per invalid NamespaceManager)")
+	complete.Choices(c, "output", printer.ValidateFormats...)
 	return c
 }
 
@@ -97,15 +106,19 @@ func (o *validateOptions) Validate() error {
 	if len(o.filenames) == 0 {
 		return usageError{errors.New("no manifests given; use -f FILE or -f DIR")}
 	}
+	if err := printer.CheckFormat(o.output, printer.ValidateFormats); err != nil {
+		return usageError{err}
+	}
 	return nil
 }
 
-// Run validates every file, printing each problem as it is found. Files that
-// cannot be read or parsed do not stop the others; they make the result a
-// usage error, which takes precedence over invalid managers.
+// Run validates every file, then prints what it found as -o asks. Files
+// that cannot be read or parsed do not stop the others; they make the
+// result a usage error, which takes precedence over invalid managers.
 func (o *validateOptions) Run(ctx context.Context) error {
 	var total manifestReport
 	var readErrs []error
+	v := printer.Validation{Version: printer.ValidateVersion, Files: o.files, Skipped: append([]string{}, o.skipped...), Problems: []printer.Problem{}}
 	now := o.now()
 	for _, name := range o.files {
 		if err := ctx.Err(); err != nil {
@@ -115,28 +128,20 @@ func (o *validateOptions) Run(ctx context.Context) error {
 		total.add(report)
 		if err != nil {
 			readErrs = append(readErrs, err)
+			v.Unreadable = append(v.Unreadable, printer.Unreadable{File: name, Error: err.Error()})
 		}
 		for _, m := range report.invalid {
-			for _, e := range m.errs {
-				fmt.Fprintf(o.stdout, "%s: %s: %s\n", name, m.ref, describeFieldError(e))
-			}
+			v.Problems = append(v.Problems, m.problems(name, printer.SeverityError)...)
 		}
 		for _, m := range report.dormant {
-			for _, e := range m.errs {
-				fmt.Fprintf(o.stderr, "%s: %s: warning, deactivated (a sweep skips it until it is re-armed): %s\n", name, m.ref, describeFieldError(e))
-			}
+			v.Problems = append(v.Problems, m.problems(name, printer.SeverityWarning)...)
 		}
 	}
-	for _, dir := range o.skipped {
-		fmt.Fprintf(o.stderr, "%s: skipped: the templates of a Helm chart; validate what they render: helm template %s | nsman validate -f -\n", dir, filepath.Dir(dir))
+	v.Counts = printer.Counts{Files: len(o.files), Managers: total.managers, Valid: total.managers - len(total.invalid) - total.deactivated,
+		Invalid: len(total.invalid), Deactivated: total.deactivated, OtherObjects: total.others}
+	if err := printer.PrintValidation(o.stdout, o.stderr, o.output, v); err != nil {
+		return err
 	}
-	deactivated := ""
-	if total.deactivated > 0 {
-		deactivated = fmt.Sprintf(", %d deactivated (a sweep skips it; its problems are warnings)", total.deactivated)
-	}
-	fmt.Fprintf(o.stderr, "%s in %s: %d valid, %d invalid%s; %s skipped\n",
-		nounCount(total.managers, "NamespaceManager"), nounCount(len(o.files), "file"),
-		total.managers-len(total.invalid)-total.deactivated, len(total.invalid), deactivated, nounCount(total.others, "other object"))
 	if len(readErrs) > 0 {
 		return usageError{errors.Join(readErrs...)}
 	}
@@ -179,12 +184,4 @@ func describeFieldError(e *field.Error) string {
 		return e.ErrorBody()
 	}
 	return e.Field + ": " + e.ErrorBody()
-}
-
-// nounCount spells a count with its noun: "1 file", "2 files".
-func nounCount(n int, noun string) string {
-	if n == 1 {
-		return fmt.Sprintf("1 %s", noun)
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -198,7 +198,8 @@ func TestCheck(t *testing.T) {
 		{"wide in a namespace", Options{Within: time.Hour, Output: "wide"}, "team", ""},
 		{"zero", Options{Output: "text"}, "", "--within must be positive"},
 		{"-A and -n", Options{Within: time.Hour, AllNamespaces: true, Output: "text"}, "team", "-A and -n"},
-		{"name", Options{Within: time.Hour, Output: "name"}, "", `-o "name": want text, wide, json, yaml`},
+		{"name", Options{Within: time.Hour, Output: "name"}, "", ""},
+		{"table", Options{Within: time.Hour, Output: "table"}, "", `-o "table": want text, wide, json, yaml, name`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := c.o.Check(c.namespace)
@@ -220,7 +221,7 @@ func TestHuman(t *testing.T) {
 // Nothing due: nothing on stdout for a table, an empty list for JSON, and
 // the line on stderr.
 func TestPrintNothing(t *testing.T) {
-	for format, want := range map[string]string{"text": "", "json": `"due": []`} {
+	for format, want := range map[string]string{"text": "", "name": "", "json": `"due": []`} {
 		var stdout, stderr strings.Builder
 		if err := (Options{Within: 24 * time.Hour, Output: format}).Print(&stdout, &stderr, (&lookahead{now: now, within: 24 * time.Hour}).list(MaxRuns)); err != nil {
 			t.Fatal(err)
@@ -242,5 +243,24 @@ func TestLookSaysWhatFailed(t *testing.T) {
 	}
 	if strings.Join(l.Failed, "|") != "team/broken: broken says|list NamespaceManagers: gone" || len(l.Items) != 1 {
 		t.Errorf("failed %q, items %+v", l.Failed, l.Items)
+	}
+}
+
+// -o name names each subject due as nsman sweep -o name names its
+// entries: a manager, a rule's pair's namespace, each once.
+func TestPrintNames(t *testing.T) {
+	l := List{Items: []Item{
+		{Namespace: "team-a", Name: "ttl", Target: "team-a"},
+		{Namespace: "ops", Name: "previews", Rule: true, Target: "pr-1"},
+		{Namespace: "ops", Name: "other", Rule: true, Target: "pr-1"},
+		{Namespace: "team-b", Name: "ci", Target: "team-b"},
+	}}
+	var stdout, stderr strings.Builder
+	if err := (Options{Within: time.Hour, Output: "name"}).Print(&stdout, &stderr, l); err != nil {
+		t.Fatal(err)
+	}
+	want := "namespacemanager.k8s.consol.de/team-a/ttl\nnamespace/pr-1\nnamespacemanager.k8s.consol.de/team-b/ci\n"
+	if stdout.String() != want || stderr.Len() > 0 {
+		t.Errorf("-o name: stdout %q, stderr %q; want %q", stdout.String(), stderr.String(), want)
 	}
 }

@@ -25,8 +25,9 @@ const DefaultWithin = 24 * time.Hour
 // due, and say they were not evaluated.
 const MaxRuns = 100
 
-// Formats are the formats Print prints, as -o names them.
-var Formats = []string{printer.Text, printer.Wide, printer.JSON, printer.YAML}
+// Formats are the formats Print prints, as -o names them: those of a
+// sweep's report.
+var Formats = printer.Formats
 
 // Options are nsman due's own flags.
 type Options struct {
@@ -40,7 +41,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Within = DefaultWithin
 	fs.Var((*duration.Value)(&o.Within), "within", "list what is due within this time from now (and what acts now), e.g. 1h, 2d, 1w")
 	fs.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "managers in every namespace, as without -n, and whatever -n nsman's CronJob sweeps with (--config-from)")
-	fs.StringVarP(&o.Output, "output", "o", printer.Text, "format: text, wide (DUE AT, ACTS AT and REASON columns besides), json or yaml")
+	fs.StringVarP(&o.Output, "output", "o", printer.Text, "format: text, wide (DUE AT, ACTS AT and REASON columns besides), json, yaml or name (a line per subject due: its manager, or the namespace of a rule's pair, as nsman sweep -o name names them)")
 }
 
 // Check refuses flags that do not go together; namespace is -n's.
@@ -88,14 +89,28 @@ func (o Options) Look(ctx context.Context, run Run) (List, error) {
 func (o Options) Print(stdout, stderr io.Writer, l List) error {
 	if len(l.Items) == 0 {
 		fmt.Fprintf(stderr, "nothing due within %s\n", Human(o.Within))
-		if o.Output == printer.Text || o.Output == printer.Wide {
+		if o.Output == printer.Text || o.Output == printer.Wide || o.Output == printer.Name {
 			return nil
 		}
 	}
-	if o.Output == printer.JSON || o.Output == printer.YAML {
-		return printer.Object(stdout, o.Output, l, nil)
+	return printer.Object(stdout, o.Output, l, func(w io.Writer, format string) error {
+		if format == printer.Name {
+			return printer.WriteNames(w, l.Names())
+		}
+		return writeTable(w, l, format == printer.Wide)
+	})
+}
+
+// Names name what l's items are about, as nsman sweep -o name names its
+// entries: a manager, or a rule's pair's namespace, once each.
+func (l List) Names() []string {
+	names, seen := make([]string, 0, len(l.Items)), make(map[string]bool, len(l.Items))
+	for _, it := range l.Items {
+		if name := printer.EntryName(it.Namespace, it.Name, it.Rule, it.Target); !seen[name] {
+			names, seen[name] = append(names, name), true
+		}
 	}
-	return writeTable(stdout, l, o.Output == printer.Wide)
+	return names
 }
 
 // writeTable prints l as kubectl prints a list: a row per item. DUE says

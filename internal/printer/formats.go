@@ -40,43 +40,62 @@ func writeAsYAML(w io.Writer, j []byte) error {
 	return err
 }
 
-// writeNames writes a line per entry that names its object as kubectl's
-// -o name does, <kind>.<group>/<name>, with the namespace between them
-// since a sweep spans namespaces: a manager, or a rule itself,
-// namespacemanager.k8s.consol.de/NAMESPACE/NAME. A rule's pair is about
-// the namespace it acts on, which is what a reader of, say, the failed
-// pairs wants: namespace/TARGET, as kubectl names a namespace (kubectl get
-// namespace/TARGET takes it as it is). A name that would not print as it
-// is (a control character in a tenant's name) is quoted as Go quotes it.
+// writeNames writes a line per entry that names its object (EntryName).
 func writeNames(w io.Writer, entries []report.Entry) error {
 	bw := bufio.NewWriter(w)
 	for _, e := range entries {
-		name := managerKind + "/" + e.Namespace + "/" + e.Name
-		if e.Rule && e.Target != "" {
-			name = "namespace/" + e.Target
-		}
-		if strings.ContainsFunc(name, func(r rune) bool { return r < ' ' || r == 0x7f }) {
-			name = fmt.Sprintf("%q", name)
-		}
-		_, _ = bw.WriteString(name)
-		_ = bw.WriteByte('\n')
+		writeName(bw, EntryName(e.Namespace, e.Name, e.Rule, e.Target))
 	}
 	return bw.Flush()
 }
 
-// ObjectFormats are the formats Object prints, as -o names them.
-var ObjectFormats = []string{Text, JSON, YAML}
+// ManagerName names a NamespaceManager (or a rule itself) as kubectl's -o
+// name names an object, <kind>.<group>/<name>, with the namespace between
+// them since nsman's reports span namespaces:
+// namespacemanager.k8s.consol.de/NAMESPACE/NAME.
+func ManagerName(namespace, name string) string {
+	return managerKind + "/" + namespace + "/" + name
+}
+
+// EntryName names what a report's entry is about: a manager, or a rule
+// itself (ManagerName). A rule's pair is about the namespace it acts on,
+// which is what a reader of, say, the failed pairs wants: namespace/TARGET,
+// as kubectl names a namespace (kubectl get namespace/TARGET takes it as it
+// is).
+func EntryName(namespace, name string, rule bool, target string) string {
+	if rule && target != "" {
+		return "namespace/" + target
+	}
+	return ManagerName(namespace, name)
+}
+
+// WriteNames writes names a line each, as -o name prints them: a name that
+// would not print as it is (a control character in a tenant's name) is
+// quoted as Go quotes it.
+func WriteNames(w io.Writer, names []string) error {
+	bw := bufio.NewWriter(w)
+	for _, name := range names {
+		writeName(bw, name)
+	}
+	return bw.Flush()
+}
+
+func writeName(bw *bufio.Writer, name string) {
+	if strings.ContainsFunc(name, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+		name = fmt.Sprintf("%q", name)
+	}
+	_, _ = bw.WriteString(name)
+	_ = bw.WriteByte('\n')
+}
 
 // Object prints v, a command's report other than a sweep's (nsman
-// explain's, nsman doctor's), as format (one of ObjectFormats) asks: JSON
-// as json.Encoder with a two-space indent writes it, YAML its mirror, text
-// as text writes it.
-func Object(w io.Writer, format string, v any, text func(io.Writer) error) error {
-	if err := CheckFormat(format, ObjectFormats); err != nil {
-		return err
-	}
-	if format == Text {
-		return text(w)
+// explain's, nsman doctor's, nsman due's, nsman validate's), as format
+// asks: JSON as json.Encoder with a two-space indent writes it, YAML its
+// mirror, any other format (text, wide, name) as write writes it. The
+// command checks format first (CheckFormat), against the formats it takes.
+func Object(w io.Writer, format string, v any, write func(w io.Writer, format string) error) error {
+	if format != JSON && format != YAML {
+		return write(w, format)
 	}
 	var j bytes.Buffer
 	enc := json.NewEncoder(&j)

@@ -79,25 +79,37 @@ func TestNameReport(t *testing.T) {
 }
 
 // Object prints another command's report as -o asks: JSON as the encoder
-// writes it, YAML its mirror, text by the command's own writer; -o wide
-// and -o name are refused with the formats it takes.
+// writes it, YAML its mirror, the other formats by the command's own
+// writer, which is told the format.
 func TestObject(t *testing.T) {
 	v := map[string]any{"namespace": "e2e-1", "checks": []any{map[string]any{"status": "ok"}}}
-	text := func(out io.Writer) error { _, err := io.WriteString(out, "as text\n"); return err }
-	for _, c := range []struct {
-		format, want, err string
-	}{
-		{Text, "as text\n", ""},
-		{JSON, "{\n  \"checks\": [\n    {\n      \"status\": \"ok\"\n    }\n  ],\n  \"namespace\": \"e2e-1\"\n}\n", ""},
-		{YAML, "checks:\n- status: ok\nnamespace: e2e-1\n", ""},
-		{Wide, "", `-o "wide": want text, json, yaml`},
-		{Name, "", `-o "name": want text, json, yaml`},
+	write := func(out io.Writer, format string) error { _, err := io.WriteString(out, "as "+format+"\n"); return err }
+	for _, c := range []struct{ format, want string }{
+		{Text, "as text\n"},
+		{Wide, "as wide\n"},
+		{Name, "as name\n"},
+		{JSON, "{\n  \"checks\": [\n    {\n      \"status\": \"ok\"\n    }\n  ],\n  \"namespace\": \"e2e-1\"\n}\n"},
+		{YAML, "checks:\n- status: ok\nnamespace: e2e-1\n"},
 	} {
 		var out bytes.Buffer
-		err := Object(&out, c.format, v, text)
-		if (err == nil) != (c.err == "") || err != nil && err.Error() != c.err || out.String() != c.want {
-			t.Errorf("-o %s: %q, %v; want %q, %q", c.format, out.String(), err, c.want, c.err)
+		if err := Object(&out, c.format, v, write); err != nil || out.String() != c.want {
+			t.Errorf("-o %s: %q, %v; want %q", c.format, out.String(), err, c.want)
 		}
+	}
+}
+
+// The names of -o name: a manager's, a rule's itself and a rule's pair's,
+// each as the sweep's -o name names them; a name that would not print is
+// quoted.
+func TestNames(t *testing.T) {
+	var out bytes.Buffer
+	names := []string{ManagerName("team-a", "ttl"), EntryName("ops", "previews", true, ""), EntryName("ops", "previews", true, "pr-1"), EntryName("a", "b\x1b", false, "a")}
+	if err := WriteNames(&out, names); err != nil {
+		t.Fatal(err)
+	}
+	want := "namespacemanager.k8s.consol.de/team-a/ttl\nnamespacemanager.k8s.consol.de/ops/previews\nnamespace/pr-1\n\"namespacemanager.k8s.consol.de/a/b\\x1b\"\n"
+	if out.String() != want {
+		t.Errorf("names:\n%s\nwant:\n%s", out.String(), want)
 	}
 }
 

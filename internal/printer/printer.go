@@ -2,7 +2,8 @@
 // (text, or wide with more columns), JSON, whose schema is report.Report,
 // versioned by report.ReportVersion, YAML, its mirror, or the names of the
 // entries' objects, as kubectl's -o name does. Other commands' reports
-// print through Object.
+// print through Object, naming their objects as the sweep's are named
+// (ManagerName, EntryName); nsman validate's findings are a Validation.
 package printer
 
 import (
