@@ -38,7 +38,7 @@ func TestEveryDurationFlagTakesDays(t *testing.T) {
 	for args, want := range map[string]string{
 		"hold ns --dry-run --for 2d":               "would be held until " + time.Now().Add(48*time.Hour).UTC().Format("2006-01-02"),
 		"wake ns --dry-run --for 1d12h":            "would be woken until " + time.Now().Add(36*time.Hour).UTC().Format("2006-01-02"),
-		"hold ns --dry-run --for 31d":              "more than --max-hold 720h0m0s ahead",
+		"hold ns --dry-run --for 31d":              "more than --max-hold 30d ahead",
 		"hold ns --dry-run --for -1d":              `invalid argument "-1d" for "--for" flag: negative`,
 		"hold ns --dry-run --for 1w --max-hold 1w": "would be held until",
 	} {
