@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/nsman/nsman/internal/duration"
+	"github.com/nsman/nsman/policy/durtext"
 )
 
 // Every duration flag of every command takes days and weeks: each is a
@@ -36,7 +38,7 @@ func TestEveryDurationFlagTakesDays(t *testing.T) {
 	for args, want := range map[string]string{
 		"hold ns --dry-run --for 2d":               "would be held until " + time.Now().Add(48*time.Hour).UTC().Format("2006-01-02"),
 		"wake ns --dry-run --for 1d12h":            "would be woken until " + time.Now().Add(36*time.Hour).UTC().Format("2006-01-02"),
-		"hold ns --dry-run --for 31d":              "more than --max-hold 720h0m0s ahead",
+		"hold ns --dry-run --for 31d":              "more than --max-hold 30d ahead",
 		"hold ns --dry-run --for -1d":              `invalid argument "-1d" for "--for" flag: negative`,
 		"hold ns --dry-run --for 1w --max-hold 1w": "would be held until",
 	} {
@@ -44,6 +46,20 @@ func TestEveryDurationFlagTakesDays(t *testing.T) {
 		Execute(t.Context(), strings.Fields(args), &stdout, &stderr)
 		if out := stdout.String() + stderr.String(); !strings.Contains(out, want) {
 			t.Errorf("nsman %s: %q, want %q", args, out, want)
+		}
+	}
+}
+
+// A duration flag's value (its default in help, docs/flags.md and the flags
+// taken from the CronJob) reads as messages say durations: internal/duration
+// prints it on its own, importing nothing of nsman, the way durtext.Format
+// does.
+func TestDurationFlagsPrintAsMessagesSay(t *testing.T) {
+	for _, d := range []time.Duration{time.Nanosecond, 250 * time.Millisecond, 1500 * time.Millisecond, 10 * time.Second, 90 * time.Second,
+		time.Minute, 10 * time.Minute, time.Hour + 250*time.Microsecond, 150 * time.Minute, 24 * time.Hour, 36*time.Hour + 90*time.Second,
+		720 * time.Hour, 106751*24*time.Hour + 23*time.Hour, math.MaxInt64} {
+		if got, want := (*duration.Value)(&d).String(), durtext.Format(d); got != want {
+			t.Errorf("%d: a flag prints %q, messages say %q", int64(d), got, want)
 		}
 	}
 }

@@ -68,7 +68,7 @@ func TestHoldMaxHoldZeroIsTheDefault(t *testing.T) {
 		t.Errorf("--for 48h --max-hold 0: %v, %v; want the hold written", got, err)
 	}
 	o.forD = decide.DefaultMaxHold + time.Hour
-	if _, err := o.until(); err == nil || !strings.Contains(err.Error(), "more than --max-hold 720h0m0s ahead") {
+	if _, err := o.until(); err == nil || !strings.Contains(err.Error(), "more than --max-hold 30d ahead") {
 		t.Errorf("--for 721h --max-hold 0: %v, want it refused beyond the default", err)
 	}
 }

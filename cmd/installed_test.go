@@ -89,7 +89,7 @@ func TestAdoptTakesFreezes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"--stuck-after=30m0s", "--reclaim=false", "--freeze=2026-12-24/2026-12-26", "--freeze=2026-12-31/2027-01-01", "--freeze-time-zone=Europe/Berlin"}
+	want := []string{"--stuck-after=30m", "--reclaim=false", "--freeze=2026-12-24/2026-12-26", "--freeze=2026-12-31/2027-01-01", "--freeze-time-zone=Europe/Berlin"}
 	if !slices.Equal(taken, want) {
 		t.Errorf("taken %q, want %q", taken, want)
 	}

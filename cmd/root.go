@@ -45,9 +45,9 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		Long: `nsman sweeps namespaces as their NamespaceManagers say: each sweep evaluates
 every manager's policies and applies the first that holds, DELETE, SCALE_DOWN,
 SLEEP (scaled down while the policy holds, woken after) or WEBHOOK (a
-notification). Run nsman sweep from a CronJob; from a laptop, plan with
-nsman sweep --dry-run, check an installation with nsman doctor, and keep a
-namespace with nsman hold, wake or touch.
+notification). A CronJob in the cluster runs the sweeps; from a laptop, plan
+with nsman sweep --dry-run, check an installation with nsman doctor, and keep
+a namespace with nsman hold, wake or touch.
 
 Installed as kubectl-nsman on PATH, it runs as kubectl nsman.`,
 		Example: `  nsman sweep --dry-run
@@ -137,24 +137,92 @@ func isKubectlPlugin(argv0 string) bool {
 var exampleCommand = regexp.MustCompile(`(?m)(^[ \t]*|\|[ \t]*)nsman( |$)`)
 
 // renameAsKubectlPlugin makes root render as 'kubectl nsman' in usage lines,
-// command paths (and so cobra's argument errors) and examples. Examples
-// spell the command "nsman"; here each invocation becomes 'kubectl nsman'.
-// The root's name becomes the binary's, which shell completion scripts are
-// generated for.
+// command paths (and so cobra's argument errors), examples and long help.
+// Examples and long help spell the command "nsman"; here each invocation
+// becomes 'kubectl nsman'. The root's name becomes the binary's, which
+// shell completion scripts are generated for.
 func renameAsKubectlPlugin(root *cobra.Command) {
 	root.Use = pluginBinary
 	if root.Annotations == nil {
 		root.Annotations = map[string]string{}
 	}
 	root.Annotations[cobra.CommandDisplayNameAnnotation] = pluginCommand
+	var names []string
+	for _, c := range root.Commands() {
+		names = append(names, regexp.QuoteMeta(c.Name()))
+	}
+	invoked := regexp.MustCompile(`\bnsman\s+(?:` + strings.Join(names, "|") + `)\b`)
 	var visit func(c *cobra.Command)
 	visit = func(c *cobra.Command) {
 		c.Example = exampleCommand.ReplaceAllString(c.Example, "${1}"+pluginCommand+"${2}")
+		c.Long = asPluginInProse(c.Long, invoked)
 		for _, sub := range c.Commands() {
 			visit(sub)
 		}
 	}
 	visit(root)
+}
+
+// asPluginInProse is text with each invocation of a command of nsman that
+// invoked matches ("nsman sweep --dry-run") said as 'kubectl nsman': not
+// one already said so, nor a word that only ends in nsman (kubectl-nsman),
+// nor nsman the product ("nsman's CronJob"). A paragraph of prose that
+// changed is wrapped again at proseWidth; one indented (a list, a
+// command) is left as it was laid out.
+func asPluginInProse(text string, invoked *regexp.Regexp) string {
+	paragraphs := strings.Split(text, "\n\n")
+	for i, p := range paragraphs {
+		var b strings.Builder
+		last := 0
+		for _, m := range invoked.FindAllStringIndex(p, -1) {
+			before := p[:m[0]]
+			if before != "" && strings.ContainsAny(before[len(before)-1:], "-/._") ||
+				strings.HasSuffix(strings.TrimRight(before, " \t\n"), "kubectl") {
+				continue
+			}
+			b.WriteString(p[last:m[0]])
+			b.WriteString("kubectl ")
+			last = m[0]
+		}
+		if last == 0 && b.Len() == 0 {
+			continue
+		}
+		b.WriteString(p[last:])
+		paragraphs[i] = b.String()
+		if !indented.MatchString(p) {
+			paragraphs[i] = wrap(paragraphs[i], proseWidth)
+		}
+	}
+	return strings.Join(paragraphs, "\n\n")
+}
+
+// proseWidth is the width of the commands' long help.
+const proseWidth = 80
+
+// indented matches a paragraph with a line laid out by hand: indented, or
+// an item of a list.
+var indented = regexp.MustCompile(`(?m)^(?:[ \t]|- |\* )`)
+
+// wrap is text's words in lines of at most width columns, a longer word
+// on a line of its own; a flag or its value "-" stays on the line of the
+// word before it, which may then run over.
+func wrap(text string, width int) string {
+	var b strings.Builder
+	n := 0
+	for _, w := range strings.Fields(text) {
+		switch {
+		case n == 0:
+		case n+1+len(w) > width && !strings.HasPrefix(w, "-"):
+			b.WriteByte('\n')
+			n = 0
+		default:
+			b.WriteByte(' ')
+			n++
+		}
+		b.WriteString(w)
+		n += len(w)
+	}
+	return b.String()
 }
 
 // usageArgs marks the errors of an argument validator as usage errors.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -96,6 +97,8 @@ func TestUsageNamesTheInvokedCommand(t *testing.T) {
 			}{
 				{nil, "Usage:\n  " + tt.name + " [flags]\n  " + tt.name + " [command]\n"},
 				{nil, `Use "` + tt.name + ` [command] --help" for more information`},
+				{nil, "with " + tt.name + " sweep --dry-run, check an installation with " + tt.name},
+				{[]string{"serve", "--help"}, "Serves the links " + tt.name + " sweep --links-url puts"},
 				{[]string{"sweep", "--help"}, "Usage:\n  " + tt.name + " sweep [flags]\n"},
 				{[]string{"restore", "--help"}, "Usage:\n  " + tt.name + " restore [-n] NAMESPACE [flags]\n"},
 				{[]string{"version", "--help"}, "Usage:\n  " + tt.name + " version [flags]\n"},
@@ -132,11 +135,15 @@ func TestUsageNamesTheInvokedCommand(t *testing.T) {
 	}
 }
 
-// TestPluginExamplesSayKubectlNsman checks every command's use line and
-// examples, word by word, so that an example that invokes nsman where the
-// rename does not look fails here.
+// TestPluginExamplesSayKubectlNsman checks every command's use line,
+// examples and long help, word by word, so that an example or a sentence
+// that invokes nsman where the rename does not look fails here.
 func TestPluginExamplesSayKubectlNsman(t *testing.T) {
 	root := newRootCommand(io.Discard, io.Discard)
+	commands := map[string]bool{}
+	for _, c := range root.Commands() {
+		commands[c.Name()] = true
+	}
 	renameAsKubectlPlugin(root)
 	var visit func(c *cobra.Command)
 	visit = func(c *cobra.Command) {
@@ -148,6 +155,12 @@ func TestPluginExamplesSayKubectlNsman(t *testing.T) {
 				}
 			}
 		}
+		words := strings.Fields(c.Long)
+		for i, w := range words {
+			if w == "nsman" && i+1 < len(words) && commands[strings.TrimRight(words[i+1], ",.;:)")] && (i == 0 || words[i-1] != "kubectl") {
+				t.Errorf("%s: long help still invokes nsman: %q", c.CommandPath(), strings.Join(words[max(0, i-3):min(len(words), i+4)], " "))
+			}
+		}
 		if !strings.HasPrefix(c.UseLine(), "kubectl nsman") {
 			t.Errorf("use line %q does not start with kubectl nsman", c.UseLine())
 		}
@@ -156,6 +169,32 @@ func TestPluginExamplesSayKubectlNsman(t *testing.T) {
 		}
 	}
 	visit(root)
+}
+
+// Under kubectl, prose says each invocation as 'kubectl nsman', and only
+// those: a word that ends in nsman, nsman the product, and an invocation
+// said so already stay; a paragraph that changed is wrapped again, one laid
+// out by hand is not.
+func TestAsPluginInProse(t *testing.T) {
+	invoked := regexp.MustCompile(`\bnsman\s+(?:sweep|hold|validate)\b`)
+	for _, tt := range []struct{ in, want string }{
+		{"plan with nsman sweep --dry-run.", "plan with kubectl nsman sweep --dry-run."},
+		{"as nsman\nsweep does", "as kubectl nsman sweep does"},
+		{"nsman hold keeps it", "kubectl nsman hold keeps it"},
+		{"helm template CHART | nsman validate -f -", "helm template CHART | kubectl nsman validate -f -"},
+		{"already kubectl nsman sweep, and kubectl\nnsman hold", "already kubectl nsman sweep, and kubectl\nnsman hold"},
+		{"installed as kubectl-nsman sweep, ./nsman sweep, bin/nsman hold", "installed as kubectl-nsman sweep, ./nsman sweep, bin/nsman hold"},
+		{"nsman's sweep, nsman sweeps, nsman doctor", "nsman's sweep, nsman sweeps, nsman doctor"},
+		{"the sweep's words run on and on until nsman sweep --dry-run comes at the end of the line\nand then more",
+			"the sweep's words run on and on until kubectl nsman sweep --dry-run comes at the\nend of the line and then more"},
+		{"a flag stays with the word before: a line that ends in nsman validate -f -", "a flag stays with the word before: a line that ends in kubectl nsman validate -f -"},
+		{"one\n\n  nsman sweep --dry-run\n  nsman hold ns --for 2d\n\ntwo", "one\n\n  kubectl nsman sweep --dry-run\n  kubectl nsman hold ns --for 2d\n\ntwo"},
+		{"a paragraph\nleft   as it is\n\nnsman sweep", "a paragraph\nleft   as it is\n\nkubectl nsman sweep"},
+	} {
+		if got := asPluginInProse(tt.in, invoked); got != tt.want {
+			t.Errorf("%q: %q, want %q", tt.in, got, tt.want)
+		}
+	}
 }
 
 // The commands that write to a cluster exit 2, as sweep, doctor and

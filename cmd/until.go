@@ -11,6 +11,7 @@ import (
 
 	"github.com/nsman/nsman/internal/cluster"
 	"github.com/nsman/nsman/internal/decide"
+	"github.com/nsman/nsman/policy/durtext"
 )
 
 // untilOptions holds the flags of nsman hold and nsman wake: each writes an
@@ -70,7 +71,7 @@ func (o *untilOptions) until() (time.Time, error) {
 	if maxHold := cmp.Or(o.maxHold, decide.DefaultMaxHold); until.Sub(now) > maxHold {
 		// A sweep ignores an annotation further ahead than its --max-hold:
 		// refused here rather than written and ignored there.
-		return time.Time{}, usageError{fmt.Errorf("a %s until %s is more than --max-hold %s ahead, which a sweep ignores", o.noun, until.UTC().Format(time.RFC3339), maxHold)}
+		return time.Time{}, usageError{fmt.Errorf("a %s until %s is more than --max-hold %s ahead, which a sweep ignores", o.noun, until.UTC().Format(time.RFC3339), durtext.Format(maxHold))}
 	}
 	return until.UTC(), nil
 }

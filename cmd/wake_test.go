@@ -61,8 +61,8 @@ func TestWakePatch(t *testing.T) {
 		{"negative for", func(o *untilOptions) { o.forD = -time.Hour }, "--for must be positive"},
 		{"past until", func(o *untilOptions) { o.untilTime = "2026-11-23T21:00:00Z" }, "is not in the future"},
 		{"beyond max", func(o *untilOptions) { o.forD = 721 * time.Hour },
-			"a wake until 2026-12-23T23:00:00Z is more than --max-hold 720h0m0s ahead, which a sweep ignores"},
-		{"beyond a smaller max", func(o *untilOptions) { o.forD, o.maxHold = 3*time.Hour, 2*time.Hour }, "more than --max-hold 2h0m0s ahead"},
+			"a wake until 2026-12-23T23:00:00Z is more than --max-hold 30d ahead, which a sweep ignores"},
+		{"beyond a smaller max", func(o *untilOptions) { o.forD, o.maxHold = 3*time.Hour, 2*time.Hour }, "more than --max-hold 2h ahead"},
 	}
 	for _, tt := range refused {
 		t.Run(tt.name, func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nsman/nsman/internal/duration"
 	"github.com/nsman/nsman/internal/printer"
+	"github.com/nsman/nsman/policy/durtext"
 	"github.com/nsman/nsman/report"
 )
 
@@ -88,7 +89,7 @@ func (o Options) Look(ctx context.Context, run Run) (List, error) {
 // that nothing is.
 func (o Options) Print(stdout, stderr io.Writer, l List) error {
 	if len(l.Items) == 0 {
-		fmt.Fprintf(stderr, "nothing due within %s\n", Human(o.Within))
+		fmt.Fprintf(stderr, "nothing due within %s\n", durtext.Format(o.Within))
 		if o.Output == printer.Text || o.Output == printer.Wide || o.Output == printer.Name {
 			return nil
 		}
@@ -155,18 +156,6 @@ func delayed(it Item, now time.Time) string {
 	}
 	last := it.DelayedBy[len(it.DelayedBy)-1].Until
 	return fmt.Sprintf("%s (still waiting %s)", strings.Join(by, ", "), printer.DueIn(&last, now))
-}
-
-// Human is d as a person writes it: 24h, 90m, 1h30m.
-func Human(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }
 
 func stampOf(t *time.Time) string {

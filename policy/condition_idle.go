@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/nsman/nsman/policy/durtext"
 	"github.com/nsman/nsman/policy/traffic"
 )
 
@@ -64,7 +65,7 @@ func judgeIdle(state *PolicyState, c Condition, in Input, i int, asleep bool) Ve
 		case err != nil:
 			state.Problem = fmt.Sprintf("annotation %s: %v: ignored", TouchedAnnotation, err)
 		case touched.After(in.Now.Add(TouchLeeway)):
-			state.Problem = fmt.Sprintf("annotation %s: %s is more than %s ahead: ignored", TouchedAnnotation, stamp(touched), TouchLeeway)
+			state.Problem = fmt.Sprintf("annotation %s: %s is more than %s ahead: ignored", TouchedAnnotation, stamp(touched), durtext.Format(TouchLeeway))
 		case touched.After(last.At):
 			last = Activity{At: touched, What: ActivityTouched}
 		}
@@ -90,7 +91,7 @@ func judgeIdle(state *PolicyState, c Condition, in Input, i int, asleep bool) Ve
 			// asleep by this policy too.
 			state.LastActivity, state.Holds = &last, asleep
 			state.Detail = fmt.Sprintf("idle %s since %s by its activity (last: %s), but its traffic (%s) is not known: %s; %s%s",
-				c.Idle, stamp(last.At), last.What, tr.Source, tr.Unknown, unknownThen[asleep], ignored)
+				durtext.Format(c.Idle), stamp(last.At), last.What, tr.Source, tr.Unknown, unknownThen[asleep], ignored)
 			if asleep {
 				return Fire
 			}
@@ -104,10 +105,10 @@ func judgeIdle(state *PolicyState, c Condition, in Input, i int, asleep bool) Ve
 	due := last.At.Add(c.Idle)
 	if !in.Now.Before(due) {
 		state.Holds = true
-		state.Detail = fmt.Sprintf("idle %s since %s (last activity: %s)%s%s", c.Idle, stamp(last.At), last.What, traffic.NoneSeen(state.Traffic), ignored)
+		state.Detail = fmt.Sprintf("idle %s since %s (last activity: %s)%s%s", durtext.Format(c.Idle), stamp(last.At), last.What, traffic.NoneSeen(state.Traffic), ignored)
 		return Fire
 	}
-	state.Detail = fmt.Sprintf("last activity: %s at %s; idle %s at %s%s", last.What, stamp(last.At), c.Idle, stamp(due), ignored)
+	state.Detail = fmt.Sprintf("last activity: %s at %s; idle %s at %s%s", last.What, stamp(last.At), durtext.Format(c.Idle), stamp(due), ignored)
 	state.Due = due
 	return Wait
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/nsman/nsman/policy/durtext"
 )
 
 // ConditionOwnerGone is nsman's own: it needs nsman's CRD.
@@ -65,10 +67,10 @@ func judgeOwnerGone(state *PolicyState, p Policy, in Input, checks map[string]Ch
 		return Wait, checks
 	case !in.Now.Before(due):
 		state.Holds = true
-		state.Detail = fmt.Sprintf("owner %s gone since %s; grace %s elapsed at %s", ownerText(o), stamp(kept.GoneSince), grace, stamp(due))
+		state.Detail = fmt.Sprintf("owner %s gone since %s; grace %s elapsed at %s", ownerText(o), stamp(kept.GoneSince), durtext.Format(grace), stamp(due))
 		return Fire, checks
 	}
-	state.Detail = fmt.Sprintf("owner %s gone since %s; grace %s elapses at %s", ownerText(o), stamp(kept.GoneSince), grace, stamp(due))
+	state.Detail = fmt.Sprintf("owner %s gone since %s; grace %s elapses at %s", ownerText(o), stamp(kept.GoneSince), durtext.Format(grace), stamp(due))
 	state.Due = due
 	return Wait, checks
 }

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/nsman/nsman/policy/durtext"
 )
 
 // ttlSecondsParam is TTL's parameter: the target's age at which it holds.
@@ -33,10 +35,10 @@ func judgeTTL(state *PolicyState, c Condition, in Input) Verdict {
 	due := in.TargetCreated.Add(c.TTL)
 	if !in.Now.Before(due) {
 		state.Holds = true
-		state.Detail = fmt.Sprintf("TTL %s elapsed at %s", c.TTL, stamp(due))
+		state.Detail = fmt.Sprintf("TTL %s elapsed at %s", durtext.Format(c.TTL), stamp(due))
 		return Fire
 	}
-	state.Detail = fmt.Sprintf("TTL %s elapses at %s", c.TTL, stamp(due))
+	state.Detail = fmt.Sprintf("TTL %s elapses at %s", durtext.Format(c.TTL), stamp(due))
 	state.Due = due
 	return Wait
 }

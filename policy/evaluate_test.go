@@ -757,6 +757,40 @@ func TestEvaluateDetail(t *testing.T) {
 	}
 }
 
+// The details say durations as users write them (1d12h, 3d, 5m), never
+// as Go prints them (36h0m0s).
+func TestEvaluateDetailSaysDurationsAsWritten(t *testing.T) {
+	day := 24 * time.Hour
+	gone := map[string]CheckState{"orphan": {Owner: prRef, GoneSince: at(time.Hour)}}
+	for _, tt := range []struct {
+		name string
+		m    Manager
+		in   Input
+		want string // the start of Policies[0].Detail, or of its Problem
+	}{
+		{"TTL waits", mgr(ttl("ttl", 36*time.Hour)), input(at(time.Minute)), "TTL 1d12h elapses at 2026-03-15T21:26:53Z"},
+		{"TTL fired", mgr(ttl("ttl", 2*time.Hour+30*time.Minute)), input(at(3 * time.Hour)), "TTL 2h30m elapsed at 2026-03-14T11:56:53Z"},
+		{"idle waits", mgr(idle("idle", 3*day)), Input{Now: at(4 * day), TargetCreated: created, Activity: &Activity{At: at(3 * day), What: "pod web-1 created"}},
+			"last activity: pod web-1 created at 2026-03-17T09:26:53Z; idle 3d at 2026-03-20T09:26:53Z"},
+		{"idle fired", mgr(idle("idle", 90*time.Minute)), Input{Now: at(4 * day), TargetCreated: created, Activity: &Activity{At: at(3 * day), What: "pod web-1 created"}},
+			"idle 1h30m since 2026-03-17T09:26:53Z"},
+		{"grace elapses", mgr(ownerGone("orphan", 2*time.Minute)), Input{Now: at(time.Hour), TargetCreated: created, Owner: owner(OwnerGone), Checks: gone},
+			"owner " + prRef + " (argocd.argoproj.io/tracking-id) gone since 2026-03-14T10:26:53Z; grace 2m elapses at"},
+		{"touch too far ahead", mgr(idle("idle", day)), Input{Now: at(time.Hour), TargetCreated: created, TargetTouched: at(2 * time.Hour).Format(time.RFC3339)},
+			"annotation " + TouchedAnnotation + ": 2026-03-14T11:26:53Z is more than 5m ahead: ignored"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out := Evaluate(tt.m, tt.in)
+			if len(out.Policies) == 0 {
+				t.Fatalf("no policy state in %+v", out)
+			}
+			if st := out.Policies[0]; !strings.HasPrefix(st.Detail, tt.want) && !strings.HasPrefix(st.Problem, tt.want) {
+				t.Errorf("Detail = %q, Problem = %q; want one to start %q", st.Detail, st.Problem, tt.want)
+			}
+		})
+	}
+}
+
 func TestVerdictString(t *testing.T) {
 	tests := []struct {
 		v    Verdict

@@ -231,7 +231,7 @@ func TestEvaluateSleep(t *testing.T) {
 			m:      mgr(idleHour),
 			in:     in(at(3*time.Hour), activity(at(90*time.Minute), "pod web-1 created")),
 			want:   Outcome{Verdict: Fire, Policy: 0, Policies: []PolicyState{holding(i)}},
-			reason: `policy "idle an hour" holds (idle 1h0m0s since 2026-03-14T10:56:53Z (last activity: pod web-1 created)): sleep`,
+			reason: `policy "idle an hour" holds (idle 1h since 2026-03-14T10:56:53Z (last activity: pod web-1 created)): sleep`,
 		},
 		{
 			name: "idle and asleep: only activity ends the sleep",
@@ -244,7 +244,7 @@ func TestEvaluateSleep(t *testing.T) {
 			m:      mgr(idleHour),
 			in:     in(at(5*time.Hour), asleep(i), activity(at(290*time.Minute), "pod web-2 created")),
 			want:   Outcome{Verdict: Fire, Wake: true, Policy: 0, Policies: []PolicyState{waiting(i, at(350*time.Minute))}},
-			reason: `policy "idle an hour" no longer holds (last activity: pod web-2 created at 2026-03-14T14:16:53Z; idle 1h0m0s at 2026-03-14T15:16:53Z): wake`,
+			reason: `policy "idle an hour" no longer holds (last activity: pod web-2 created at 2026-03-14T14:16:53Z; idle 1h at 2026-03-14T15:16:53Z): wake`,
 		},
 		{
 			name: "idle and asleep, touched ten minutes ago: wake without reading its activity",
@@ -289,7 +289,7 @@ func TestEvaluateSleep(t *testing.T) {
 			m:      mgr(nights, idleHour),
 			in:     in(closes, asleep(n), activity(closes.Add(-10*time.Minute), "pod web-1 created")),
 			want:   Outcome{Verdict: Fire, Wake: true, Policy: 0, Policies: []PolicyState{waiting(i, closes.Add(50*time.Minute)), waiting(n, reopens)}},
-			reason: `policy "nights" no longer holds (TTL 0s elapsed at 2026-03-14T09:26:53Z; outside its windows (every day 20:00-07:00 Europe/Berlin) until 2026-11-25T19:00:00Z), nor does policy "idle an hour" (last activity: pod web-1 created at 2026-11-25T05:50:00Z; idle 1h0m0s at 2026-11-25T06:50:00Z): wake`,
+			reason: `policy "nights" no longer holds (TTL 0s elapsed at 2026-03-14T09:26:53Z; outside its windows (every day 20:00-07:00 Europe/Berlin) until 2026-11-25T19:00:00Z), nor does policy "idle an hour" (last activity: pod web-1 created at 2026-11-25T05:50:00Z; idle 1h at 2026-11-25T06:50:00Z): wake`,
 		},
 		{
 			name: "nights or idle, asleep by idle, active outside the window: idle wakes it",

@@ -46,8 +46,8 @@ func TestEvaluateIdleTraffic(t *testing.T) {
 		due     time.Time
 		says    string
 	}{
-		{"requests in the window", traffic.Answer{Source: src, Window: day, Requests: 12}, Wait, at(3 * day).Truncate(day).Add(day), "requests within 24h0m0s (traffic: preset ingress-nginx)"},
-		{"none", traffic.Answer{Source: src, Window: day}, Fire, time.Time{}, "no requests in the last 24h0m0s (traffic: preset ingress-nginx)"},
+		{"requests in the window", traffic.Answer{Source: src, Window: day, Requests: 12}, Wait, at(3 * day).Truncate(day).Add(day), "requests within 1d (traffic: preset ingress-nginx)"},
+		{"none", traffic.Answer{Source: src, Window: day}, Fire, time.Time{}, "no requests in the last 1d (traffic: preset ingress-nginx)"},
 		{"no answer", traffic.Answer{Source: src, Window: day, Unknown: "connection refused"}, Wait, time.Time{}, "its traffic (preset ingress-nginx) is not known: connection refused; it waits"},
 	} {
 		in := old

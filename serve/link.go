@@ -17,6 +17,7 @@ import (
 	"github.com/nsman/nsman/internal/execute"
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/links"
+	"github.com/nsman/nsman/policy/durtext"
 )
 
 // refusal is why a link is refused: its status code, its result (the
@@ -149,9 +150,9 @@ func (s *Server) write(ctx context.Context, l links.Link, until time.Time) error
 // does says what pressing the button does.
 func does(l links.Link, until time.Time) string {
 	if l.Action == links.Wake {
-		return fmt.Sprintf("Pressing the button wakes namespace %s and keeps it awake until %s (%s from the press), as nsman wake %s --for %s does: nsman brings its workloads back at its next sweep, and puts it to sleep again no earlier than that.", l.Namespace, stamp(until), human(l.Duration), l.Namespace, short(l.Duration))
+		return fmt.Sprintf("Pressing the button wakes namespace %s and keeps it awake until %s (%s from the press), as nsman wake %s --for %s does: nsman brings its workloads back at its next sweep, and puts it to sleep again no earlier than that.", l.Namespace, stamp(until), human(l.Duration), l.Namespace, durtext.Format(l.Duration))
 	}
-	return fmt.Sprintf("Pressing the button holds every nsman manager and rule from acting on namespace %s until %s (%s from the press), as nsman hold %s --for %s does: nothing is deleted, scaled down or put to sleep before then.", l.Namespace, stamp(until), human(l.Duration), l.Namespace, short(l.Duration))
+	return fmt.Sprintf("Pressing the button holds every nsman manager and rule from acting on namespace %s until %s (%s from the press), as nsman hold %s --for %s does: nothing is deleted, scaled down or put to sleep before then.", l.Namespace, stamp(until), human(l.Duration), l.Namespace, durtext.Format(l.Duration))
 }
 
 func done(l links.Link, until time.Time) string {
@@ -188,7 +189,8 @@ func state(ns *corev1.Namespace, now time.Time) string {
 
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") }
 
-// human is d in a person's words: "1 day", "1 week", "2 hours".
+// human is d in a person's words: "1 day", "1 week", "2 hours"; one not a
+// whole number of any unit as nsman's duration flags take it ("1h30m").
 func human(d time.Duration) string {
 	for _, u := range []struct {
 		d    time.Duration
@@ -201,7 +203,7 @@ func human(d time.Duration) string {
 			return "1 " + u.name
 		}
 	}
-	return d.String()
+	return durtext.Format(d)
 }
 
 // laterThan says so when ns is already held (or woken, for a wake link)
@@ -216,13 +218,4 @@ func laterThan(ns *corev1.Namespace, l links.Link, until time.Time) string {
 		return ""
 	}
 	return fmt.Sprintf("Namespace %s is already %s until %s, later than this link would.", ns.Name, verb, stamp(t))
-}
-
-// short is d as nsman's duration flags take it: "24h", "2h30m".
-func short(d time.Duration) string {
-	s := strings.TrimSuffix(d.String(), "0s")
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }

@@ -257,16 +257,16 @@ func TestLimiterIsBounded(t *testing.T) {
 }
 
 func TestDurationWords(t *testing.T) {
-	for d, want := range map[time.Duration][2]string{
-		24 * time.Hour:            {"1 day", "24h"},
-		7 * 24 * time.Hour:        {"1 week", "168h"},
-		2 * time.Hour:             {"2 hours", "2h"},
-		90 * time.Minute:          {"90 minutes", "1h30m"},
-		36 * time.Hour:            {"36 hours", "36h"},
-		14 * 24 * time.Hour:       {"2 weeks", "336h"},
-		time.Second + 2*time.Hour: {"2h0m1s", "2h0m1s"},
+	for d, want := range map[time.Duration]string{
+		24 * time.Hour:            "1 day",
+		7 * 24 * time.Hour:        "1 week",
+		2 * time.Hour:             "2 hours",
+		90 * time.Minute:          "90 minutes",
+		36 * time.Hour:            "36 hours",
+		14 * 24 * time.Hour:       "2 weeks",
+		time.Second + 2*time.Hour: "2h1s",
 	} {
-		if got := [2]string{human(d), short(d)}; got != want {
+		if got := human(d); got != want {
 			t.Errorf("%s: %q, want %q", d, got, want)
 		}
 	}
@@ -282,5 +282,22 @@ func TestPageEscapesEachField(t *testing.T) {
 	}
 	if n := strings.Count(out, escaped); n != 6 {
 		t.Errorf("%d fields escaped, want 6 (title twice, a line, both tokens, the button):\n%s", n, out)
+	}
+}
+
+// The page names the command that does what its button does, with the
+// duration as nsman hold's and nsman wake's --for take it (7d, 1h30m).
+func TestPageSaysTheCommandsDuration(t *testing.T) {
+	f := newFixture(t)
+	for _, tc := range []struct {
+		link func(*links.Link)
+		says string
+	}{
+		{func(l *links.Link) { l.Duration = 7 * 24 * time.Hour }, "as nsman hold preview-1 --for 7d does"},
+		{func(l *links.Link) { l.Action, l.Duration = links.Wake, 90*time.Minute }, "as nsman wake preview-1 --for 1h30m does"},
+	} {
+		if code, body := f.get(t, f.token(tc.link)); code != http.StatusOK || !strings.Contains(body, tc.says) {
+			t.Errorf("GET: %d, want a page saying %q:\n%s", code, tc.says, body)
+		}
 	}
 }

@@ -129,7 +129,7 @@ func TestEvaluateManagerClaims(t *testing.T) {
 		return want{policy: "expire", plan: &wantPlan{step: StepCompleteClaim, policy: "expire", generation: 3, reason: "completing the expired claim of sweep sweep-a",
 			name: target, uid: types.UID(u), going: going, home: home, recreated: recreated}}
 	}
-	fires := want{policy: "expire", plan: &wantPlan{step: StepAct, policy: "expire", generation: 3, reason: "TTL 1h0m0s elapsed at 2026-11-23T11:00:00Z", name: target, uid: "ns-uid-1"}}
+	fires := want{policy: "expire", plan: &wantPlan{step: StepAct, policy: "expire", generation: 3, reason: "TTL 1h elapsed at 2026-11-23T11:00:00Z", name: target, uid: "ns-uid-1"}}
 	listed := []cluster.Namespace{targetNS()}
 	own := livesIn(target, "cleanup")
 	runManagerCases(t, []managerCase{
@@ -197,7 +197,7 @@ func TestEvaluateManagerRecorded(t *testing.T) {
 	warned.Fired = []status.FiredPolicy{{Policy: "warn", Generation: 3, Time: now.Add(-time.Hour)}}
 	warnedBefore := warned
 	warnedBefore.Fired = []status.FiredPolicy{{Policy: "warn", Generation: 2, Time: now.Add(-time.Hour)}}
-	fires := want{policy: "expire", plan: &wantPlan{step: StepAct, policy: "expire", generation: 3, reason: "TTL 1h0m0s elapsed", name: target, uid: "ns-uid-1"}}
+	fires := want{policy: "expire", plan: &wantPlan{step: StepAct, policy: "expire", generation: 3, reason: "TTL 1h elapsed", name: target, uid: "ns-uid-1"}}
 	confirm := func(u string) want {
 		return want{policy: "expire", plan: &wantPlan{step: StepConfirmDelete, policy: "expire", generation: 3, reason: "namespace preview-7 went after a DELETE whose answer was lost",
 			name: target, uid: types.UID(u), going: true}}
@@ -208,9 +208,9 @@ func TestEvaluateManagerRecorded(t *testing.T) {
 			want: want{policy: "expire", plan: &wantPlan{step: StepDeactivate, policy: "expire", generation: 3, reason: "the action succeeded before; deactivated now", name: target, uid: "ns-uid-1", going: true}}},
 		{name: "done in another generation", obj: newManager(), stored: last("expire", policy.ActionDelete, report.ResultSucceeded, 2, false), listed: []cluster.Namespace{targetNS()}, lists: 1, want: fires},
 		{name: "a stage done in this generation is skipped", obj: newManager(stages), stored: warned, listed: []cluster.Namespace{targetNS()}, lists: 1,
-			want: want{state: report.StateWaiting, msg: "fired already in this generation; TTL 3h0m0s elapses at 2026-11-23T13:00:00Z", due: timeAt(time.Hour)}},
+			want: want{state: report.StateWaiting, msg: "fired already in this generation; TTL 3h elapses at 2026-11-23T13:00:00Z", due: timeAt(time.Hour)}},
 		{name: "a stage done in another generation fires again", obj: newManager(stages), stored: warnedBefore, listed: []cluster.Namespace{targetNS()}, lists: 1,
-			want: want{policy: "warn", plan: &wantPlan{step: StepAct, policy: "warn", generation: 3, reason: "TTL 1h0m0s elapsed", name: target, uid: "ns-uid-1"}}},
+			want: want{policy: "warn", plan: &wantPlan{step: StepAct, policy: "warn", generation: 3, reason: "TTL 1h elapsed", name: target, uid: "ns-uid-1"}}},
 		{name: "a DELETE's answer lost, the target terminating", obj: newManager(), stored: last("expire", policy.ActionDelete, report.ResultFailed, 3, true), listed: going, lists: 1, want: confirm("ns-uid-1")},
 		{name: "a DELETE's answer lost, the target gone", obj: newManager(), stored: last("expire", policy.ActionDelete, report.ResultFailed, 3, true), lists: 1, want: confirm("")},
 		{name: "a DELETE's answer lost, the target still there", obj: newManager(), stored: last("expire", policy.ActionDelete, report.ResultFailed, 3, true), listed: []cluster.Namespace{targetNS()}, lists: 1, want: fires},
@@ -228,9 +228,9 @@ func TestEvaluateManagerRecorded(t *testing.T) {
 // A policy that holds is a plan unless a hold in force keeps it waiting;
 // one that does not waits until it is due.
 func TestEvaluateManagerPolicies(t *testing.T) {
-	fires := want{policy: "expire", plan: &wantPlan{step: StepAct, policy: "expire", generation: 3, reason: "TTL 1h0m0s elapsed at 2026-11-23T11:00:00Z", name: target, uid: "ns-uid-1"}}
+	fires := want{policy: "expire", plan: &wantPlan{step: StepAct, policy: "expire", generation: 3, reason: "TTL 1h elapsed at 2026-11-23T11:00:00Z", name: target, uid: "ns-uid-1"}}
 	ignored := fires
-	ignored.msg = "; hold ignored: nsman.k8s.consol.de/hold-until on namespace preview-7 ends 2026-12-24T12:00:00Z, more than --max-hold 720h0m0s ahead"
+	ignored.msg = "; hold ignored: nsman.k8s.consol.de/hold-until on namespace preview-7 ends 2026-12-24T12:00:00Z, more than --max-hold 30d ahead"
 	later := policies(pol("expire", ttl(3*3600), deleteAction))
 	held := func(by string, d time.Duration) want {
 		return want{state: report.StateWaiting, msg: `policy "expire" holds, but ` + by + " is held until " + at(d), due: timeAt(d), heldUntil: timeAt(d)}
@@ -238,16 +238,16 @@ func TestEvaluateManagerPolicies(t *testing.T) {
 	runManagerCases(t, []managerCase{
 		{name: "a TTL that fires", obj: newManager(), listed: []cluster.Namespace{targetNS()}, lists: 1, want: fires},
 		{name: "a TTL that waits", obj: newManager(later), listed: []cluster.Namespace{targetNS()}, lists: 1,
-			want: want{state: report.StateWaiting, msg: "TTL 3h0m0s elapses at 2026-11-23T13:00:00Z", due: timeAt(time.Hour)}},
+			want: want{state: report.StateWaiting, msg: "TTL 3h elapses at 2026-11-23T13:00:00Z", due: timeAt(time.Hour)}},
 		{name: "held by its namespace", obj: newManager(), listed: []cluster.Namespace{targetNS(nsHold(time.Hour))}, lists: 1, want: held("namespace preview-7", time.Hour)},
 		{name: "held by the manager", obj: newManager(managerHold(2 * time.Hour)), listed: []cluster.Namespace{targetNS()}, lists: 1, want: held("manager nsman/cleanup", 2*time.Hour)},
 		{name: "held by both, until the later end", obj: newManager(managerHold(2 * time.Hour)), listed: []cluster.Namespace{targetNS(nsHold(3 * time.Hour))}, lists: 1, want: held("namespace preview-7", 3*time.Hour)},
 		{name: "a hold that ended", obj: newManager(), listed: []cluster.Namespace{targetNS(nsHold(-time.Minute))}, lists: 1, want: fires},
 		{name: "a hold beyond --max-hold is ignored", obj: newManager(), listed: []cluster.Namespace{targetNS(nsHold(31 * 24 * time.Hour))}, lists: 1, want: ignored},
 		{name: "a hold ending before a waiting one's due time", obj: newManager(later), listed: []cluster.Namespace{targetNS(nsHold(30 * time.Minute))}, lists: 1,
-			want: want{state: report.StateWaiting, msg: "TTL 3h0m0s elapses at 2026-11-23T13:00:00Z; namespace preview-7 is held until 2026-11-23T12:30:00Z", due: timeAt(time.Hour), heldUntil: timeAt(30 * time.Minute)}},
+			want: want{state: report.StateWaiting, msg: "TTL 3h elapses at 2026-11-23T13:00:00Z; namespace preview-7 is held until 2026-11-23T12:30:00Z", due: timeAt(time.Hour), heldUntil: timeAt(30 * time.Minute)}},
 		{name: "a hold beyond a waiting one's due time", obj: newManager(later), listed: []cluster.Namespace{targetNS(nsHold(2 * time.Hour))}, lists: 1,
-			want: want{state: report.StateWaiting, msg: "TTL 3h0m0s elapses at 2026-11-23T13:00:00Z; namespace preview-7 is held until 2026-11-23T14:00:00Z", due: timeAt(2 * time.Hour), heldUntil: timeAt(2 * time.Hour)}},
+			want: want{state: report.StateWaiting, msg: "TTL 3h elapses at 2026-11-23T13:00:00Z; namespace preview-7 is held until 2026-11-23T14:00:00Z", due: timeAt(2 * time.Hour), heldUntil: timeAt(2 * time.Hour)}},
 	})
 }
 
@@ -262,12 +262,12 @@ func TestEvaluateManagerWebhookBackoff(t *testing.T) {
 	listed := []cluster.Namespace{targetNS()}
 	runManagerCases(t, []managerCase{
 		{name: "backing off", obj: newManager(notify), stored: failed(3, 4*time.Minute), listed: listed, lists: 1,
-			want: want{state: report.StateDeferred, msg: "TTL 1h0m0s elapsed at 2026-11-23T11:00:00Z; the webhook backs off after 3 failed deliveries in a row: next attempt at 2026-11-23T12:04:00Z",
+			want: want{state: report.StateDeferred, msg: "TTL 1h elapsed at 2026-11-23T11:00:00Z; the webhook backs off after 3 failed deliveries in a row: next attempt at 2026-11-23T12:04:00Z",
 				policy: "notify", due: timeAt(4 * time.Minute), untouched: true}},
 		{name: "backing off after a deferral", obj: newManager(notify), stored: failed(0, time.Minute), listed: listed, lists: 1,
 			want: want{state: report.StateDeferred, msg: "the webhook backs off after a deferred delivery: next attempt at 2026-11-23T12:01:00Z", policy: "notify", due: timeAt(time.Minute), untouched: true}},
 		{name: "free to go", obj: newManager(notify), stored: failed(3, -time.Second), listed: listed, lists: 1,
-			want: want{policy: "notify", plan: &wantPlan{step: StepAct, policy: "notify", generation: 3, reason: "TTL 1h0m0s elapsed", name: target, uid: "ns-uid-1"}}},
+			want: want{policy: "notify", plan: &wantPlan{step: StepAct, policy: "notify", generation: 3, reason: "TTL 1h elapsed", name: target, uid: "ns-uid-1"}}},
 		{name: "held while backing off", obj: newManager(notify), stored: failed(3, 4*time.Minute), listed: []cluster.Namespace{targetNS(nsHold(time.Hour))}, lists: 1,
 			want: want{state: report.StateWaiting, msg: `policy "notify" holds, but namespace preview-7 is held until`, due: timeAt(time.Hour), heldUntil: timeAt(time.Hour)}},
 	})
@@ -310,7 +310,7 @@ func TestEvaluateManagerIdle(t *testing.T) {
 	listed := []cluster.Namespace{targetNS()}
 	old := policy.Activity{At: now.Add(-90 * time.Minute), What: "pod web-1 created"}
 	recent := policy.Activity{At: now.Add(-10 * time.Minute), What: "pod web-2 created"}
-	fires := want{policy: "idle", plan: &wantPlan{step: StepAct, policy: "idle", generation: 3, reason: "idle 1h0m0s since 2026-11-23T10:30:00Z (last activity: pod web-1 created)", name: target, uid: "ns-uid-1"}}
+	fires := want{policy: "idle", plan: &wantPlan{step: StepAct, policy: "idle", generation: 3, reason: "idle 1h since 2026-11-23T10:30:00Z (last activity: pod web-1 created)", name: target, uid: "ns-uid-1"}}
 	unread := func(why string, due *time.Time) want {
 		return want{state: report.StateWaiting, msg: `policy "idle": the last activity in namespace preview-7 is not read ` + why, due: due}
 	}
@@ -319,7 +319,7 @@ func TestEvaluateManagerIdle(t *testing.T) {
 	runManagerCases(t, []managerCase{
 		{name: "idle by the index, confirmed by its lists", obj: newManager(idles), listed: listed, act: fakeActivity{last: old, indexed: true, read: old}, lists: 1, lasts: 1, reads: 1, want: fires},
 		{name: "idle by the index, not by its lists", obj: newManager(idles), listed: listed, act: fakeActivity{last: old, indexed: true, read: recent}, lists: 1, lasts: 1, reads: 1,
-			want: want{state: report.StateWaiting, msg: "last activity: pod web-2 created at 2026-11-23T11:50:00Z; idle 1h0m0s at 2026-11-23T12:50:00Z", due: timeAt(50 * time.Minute)}},
+			want: want{state: report.StateWaiting, msg: "last activity: pod web-2 created at 2026-11-23T11:50:00Z; idle 1h at 2026-11-23T12:50:00Z", due: timeAt(50 * time.Minute)}},
 		{name: "idle, read from its lists already", obj: newManager(idles), listed: listed, act: fakeActivity{last: old}, lists: 1, lasts: 1, want: fires},
 		{name: "active by the index", obj: newManager(idles), listed: listed, act: fakeActivity{last: recent, indexed: true}, lists: 1, lasts: 1,
 			want: want{state: report.StateWaiting, msg: "last activity: pod web-2 created", due: timeAt(50 * time.Minute)}},

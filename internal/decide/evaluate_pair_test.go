@@ -38,7 +38,7 @@ func TestEvaluatePair(t *testing.T) {
 		return status.Progress{LastAction: &status.LastAction{Policy: policyName, Action: action, Result: result, Time: now.Add(-30 * time.Minute), Uncertain: uncertain}}
 	}
 	fires := func(policyName string) want {
-		return want{policy: policyName, plan: &wantPlan{step: StepAct, policy: policyName, generation: 4, reason: "TTL 1h0m0s elapsed at 2026-11-23T11:00:00Z", name: target, uid: "ns-uid-1", home: true}}
+		return want{policy: policyName, plan: &wantPlan{step: StepAct, policy: policyName, generation: 4, reason: "TTL 1h elapsed at 2026-11-23T11:00:00Z", name: target, uid: "ns-uid-1", home: true}}
 	}
 	complete := func(u string, home, recreated bool) want {
 		return want{policy: "expire", plan: &wantPlan{step: StepCompleteClaim, policy: "expire", generation: 2, reason: "completing the expired claim of sweep sweep-a",
@@ -88,7 +88,7 @@ func TestEvaluatePair(t *testing.T) {
 			want: want{state: report.StateDeferred, msg: "the webhook backs off after 2 failed deliveries in a row: next attempt at 2026-11-23T12:02:00Z", policy: "notify", due: timeAt(2 * time.Minute), untouched: true}},
 		{name: "a WEBHOOK backing off under another spec", rule: notify, ns: targetNS(), stored: record(notify, "an-older-spec", backingOff), want: fires("notify")},
 		{name: "a stage fired under the rule's spec is skipped", rule: stages, ns: targetNS(), stored: record(stages, "", warned),
-			want: want{state: report.StateWaiting, msg: "fired already in this generation; TTL 3h0m0s elapses at 2026-11-23T13:00:00Z", due: timeAt(time.Hour)}},
+			want: want{state: report.StateWaiting, msg: "fired already in this generation; TTL 3h elapses at 2026-11-23T13:00:00Z", due: timeAt(time.Hour)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

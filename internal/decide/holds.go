@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nsman/nsman/internal/status"
+	"github.com/nsman/nsman/policy/durtext"
 	"github.com/nsman/nsman/report"
 )
 
@@ -77,7 +78,7 @@ func HoldsAt(holds []Hold, now time.Time, max time.Duration) Holds {
 		case err != nil:
 			ignored = append(ignored, fmt.Sprintf("%s on %s is not an RFC 3339 time (%q)", h.key(), h.On, status.Truncate(h.Value, 64)))
 		case until.Sub(now) > max+holdLeeway:
-			ignored = append(ignored, fmt.Sprintf("%s on %s ends %s, more than --max-hold %s ahead", h.key(), h.On, until.UTC().Format(time.RFC3339), max))
+			ignored = append(ignored, fmt.Sprintf("%s on %s ends %s, more than --max-hold %s ahead", h.key(), h.On, until.UTC().Format(time.RFC3339), durtext.Format(max)))
 		case until.After(now) && until.After(st.Until):
 			st.Until, st.By = until.UTC(), h.On
 		}

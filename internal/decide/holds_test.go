@@ -24,7 +24,7 @@ func TestHoldsAt(t *testing.T) {
 		{name: "ended", holds: []Hold{{On: "namespace a", Value: in(-time.Minute)}}},
 		{name: "the latest of two", holds: []Hold{{On: "namespace a", Value: in(time.Hour)}, {On: "manager b/c", Value: in(3 * time.Hour)}}, until: now.Add(3 * time.Hour)},
 		{name: "unparseable", holds: []Hold{{On: "namespace a", Value: "tomorrow"}}, ignored: "is not an RFC 3339 time"},
-		{name: "too far", holds: []Hold{{On: "namespace a", Value: in(31 * 24 * time.Hour)}}, ignored: "more than --max-hold 720h0m0s ahead"},
+		{name: "too far", holds: []Hold{{On: "namespace a", Value: in(31 * 24 * time.Hour)}}, ignored: "more than --max-hold 30d ahead"},
 		{name: "one ignored, one in force", holds: []Hold{{On: "namespace a", Value: "x"}, {On: "manager b/c", Value: in(time.Hour)}}, until: now.Add(time.Hour), ignored: "namespace a"},
 	}
 	for _, tt := range tests {
@@ -45,7 +45,7 @@ func TestHoldsAt(t *testing.T) {
 // a non-default one alike.
 func TestHoldsAtMaxHoldBoundary(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	for _, max := range []time.Duration{DefaultMaxHold, 2 * time.Hour} {
+	for max, said := range map[time.Duration]string{DefaultMaxHold: "30d", 2 * time.Hour: "2h"} {
 		for _, tt := range []struct {
 			ahead   time.Duration
 			ignored bool
@@ -59,7 +59,7 @@ func TestHoldsAtMaxHoldBoundary(t *testing.T) {
 				until := now.Add(tt.ahead)
 				st := HoldsAt([]Hold{{On: "namespace a", Value: until.Format(time.RFC3339)}}, now, max)
 				if tt.ignored {
-					want := fmt.Sprintf("ends %s, more than --max-hold %s ahead", until.Format(time.RFC3339), max)
+					want := fmt.Sprintf("ends %s, more than --max-hold %s ahead", until.Format(time.RFC3339), said)
 					if !st.Until.IsZero() || !strings.Contains(st.Ignored, want) {
 						t.Errorf("held until %v, ignored %q; want ignored, saying %q", st.Until, st.Ignored, want)
 					}

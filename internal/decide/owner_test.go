@@ -49,11 +49,11 @@ func TestEvaluateManagerOwnerGone(t *testing.T) {
 			want:      want{state: report.StateWaiting, msg: ownerRef + " (argocd.argoproj.io/tracking-id) exists", checks: map[string]policy.CheckState{"orphan": {Owner: ownerRef}}},
 			wantOwner: ownerRef, remembered: []string{""}},
 		{name: "found gone: the grace starts", obj: orphan, stored: remembers(policy.CheckState{Owner: ownerRef}), owners: &fakeOwners{owner: ownerIs(policy.OwnerGone)},
-			want:      want{state: report.StateWaiting, msg: "gone since 2026-11-23T12:00:00Z; grace 5m0s elapses at 2026-11-23T12:05:00Z", due: timeAt(5 * time.Minute), checks: map[string]policy.CheckState{"orphan": {Owner: ownerRef, GoneSince: now}}},
+			want:      want{state: report.StateWaiting, msg: "gone since 2026-11-23T12:00:00Z; grace 5m elapses at 2026-11-23T12:05:00Z", due: timeAt(5 * time.Minute), checks: map[string]policy.CheckState{"orphan": {Owner: ownerRef, GoneSince: now}}},
 			wantOwner: ownerRef, remembered: []string{ownerRef}},
 		{name: "gone for the grace: fires", obj: orphan, stored: remembers(policy.CheckState{Owner: ownerRef, GoneSince: now.Add(-5 * time.Minute)}), owners: &fakeOwners{owner: ownerIs(policy.OwnerGone)},
 			want: want{policy: "orphan", checks: map[string]policy.CheckState{"orphan": {Owner: ownerRef, GoneSince: now.Add(-5 * time.Minute)}},
-				plan: &wantPlan{step: StepAct, policy: "orphan", generation: 3, reason: "gone since 2026-11-23T11:55:00Z; grace 5m0s elapsed at 2026-11-23T12:00:00Z", name: target, uid: "ns-uid-1"}},
+				plan: &wantPlan{step: StepAct, policy: "orphan", generation: 3, reason: "gone since 2026-11-23T11:55:00Z; grace 5m elapsed at 2026-11-23T12:00:00Z", name: target, uid: "ns-uid-1"}},
 			wantOwner: ownerRef, remembered: []string{ownerRef}},
 		{name: "unknown: waits, keeps what it remembers", obj: orphan, stored: remembers(policy.CheckState{Owner: ownerRef, GoneSince: now.Add(-time.Hour)}), owners: &fakeOwners{owner: unknown},
 			want:      want{state: report.StateWaiting, msg: "is not known: applications.argoproj.io is not installed", checks: map[string]policy.CheckState{"orphan": {Owner: ownerRef, GoneSince: now.Add(-time.Hour)}}},
@@ -67,7 +67,7 @@ func TestEvaluateManagerOwnerGone(t *testing.T) {
 			want:      want{state: report.StateWaiting, msg: "exists", checks: map[string]policy.CheckState{"orphan": {Owner: ownerRef}}},
 			wantOwner: ownerRef, remembered: []string{""}},
 		{name: "no condition weighs an owner: asked once the DELETE fires", obj: newManager(), owners: &fakeOwners{owner: ownerIs(policy.OwnerPresent)},
-			want:      want{policy: "expire", plan: &wantPlan{step: StepAct, policy: "expire", generation: 3, reason: "TTL 1h0m0s elapsed at 2026-11-23T11:00:00Z; namespace preview-7 is owned by " + ownerRef, name: target, uid: "ns-uid-1"}},
+			want:      want{policy: "expire", plan: &wantPlan{step: StepAct, policy: "expire", generation: 3, reason: "TTL 1h elapsed at 2026-11-23T11:00:00Z; namespace preview-7 is owned by " + ownerRef, name: target, uid: "ns-uid-1"}},
 			wantOwner: ownerRef, remembered: []string{""}},
 	}
 	for _, tt := range tests {
@@ -177,7 +177,7 @@ func TestEvaluateManagerOwnerGoneConfirmed(t *testing.T) {
 	stored := status.Status{Progress: status.Progress{ObservedGeneration: 3, Checks: map[string]policy.CheckState{"orphan": {Owner: ownerRef, GoneSince: went}}}}
 	keeps := map[string]policy.CheckState{"orphan": {Owner: ownerRef, GoneSince: went}}
 	fires := want{policy: "orphan", checks: keeps,
-		plan: &wantPlan{step: StepAct, policy: "orphan", generation: 3, reason: "gone since 2026-11-23T11:50:00Z; grace 5m0s elapsed", name: target, uid: "ns-uid-1"}}
+		plan: &wantPlan{step: StepAct, policy: "orphan", generation: 3, reason: "gone since 2026-11-23T11:50:00Z; grace 5m elapsed", name: target, uid: "ns-uid-1"}}
 	unread := policy.Owner{Presence: policy.OwnerUnknown, Why: `get applications.argoproj.io "preview-7": context deadline exceeded`}
 	tests := []struct {
 		name      string
@@ -199,14 +199,14 @@ func TestEvaluateManagerOwnerGoneConfirmed(t *testing.T) {
 			want:      want{state: report.StateWaiting, msg: "is not known: " + unread.Why, checks: keeps},
 			readAgain: 1},
 		{name: "gone in the grace: not read again", obj: orphan, listed: targetNS(), index: policy.OwnerGone,
-			want:      want{state: report.StateWaiting, msg: "grace 5m0s elapses", due: timeAt(5 * time.Minute), checks: map[string]policy.CheckState{"orphan": {Owner: ownerRef, GoneSince: now}}},
+			want:      want{state: report.StateWaiting, msg: "grace 5m elapses", due: timeAt(5 * time.Minute), checks: map[string]policy.CheckState{"orphan": {Owner: ownerRef, GoneSince: now}}},
 			readAgain: 0},
 		{name: "present: not read again", obj: orphan, listed: targetNS(), stored: stored, index: policy.OwnerPresent,
 			want: want{state: report.StateWaiting, msg: "exists", checks: map[string]policy.CheckState{"orphan": {Owner: ownerRef}}}},
 		{name: "an IDLE policy waits beside it: only the owner is read again", obj: idleBeside, listed: targetNS(), stored: stored, index: policy.OwnerGone,
 			want: want{policy: "orphan", checks: keeps, plan: fires.plan}, readAgain: 1},
 		{name: "another policy fires: not read again", obj: ttlFirst, listed: targetNS(), stored: stored, index: policy.OwnerGone,
-			want: want{policy: "expire", checks: keeps, plan: &wantPlan{step: StepAct, policy: "expire", generation: 3, reason: "TTL 1h0m0s elapsed", name: target, uid: "ns-uid-1"}}},
+			want: want{policy: "expire", checks: keeps, plan: &wantPlan{step: StepAct, policy: "expire", generation: 3, reason: "TTL 1h elapsed", name: target, uid: "ns-uid-1"}}},
 		{name: "held: not read again", obj: orphan, listed: targetNS(nsHold(time.Hour)), stored: stored, index: policy.OwnerGone,
 			want: want{state: report.StateWaiting, msg: `policy "orphan" holds, but namespace preview-7 is held until`, due: timeAt(time.Hour), heldUntil: timeAt(time.Hour), checks: keeps}},
 		{name: "frozen: not read again, the executor defers it", obj: orphan, listed: targetNS(), stored: stored, index: policy.OwnerGone, frozen: true, want: fires},
@@ -352,7 +352,7 @@ func TestEvaluateDeleteSaysItsOwner(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			d := plannedFor(t, tt.obj, tt.owners)
 			says := "; namespace preview-7 is owned by " + ownerRef + " (argocd.argoproj.io/tracking-id), which exists and may make it again (DELETE with via: owner deletes the owner first)"
-			if want := "TTL 1h0m0s elapsed at 2026-11-23T11:00:00Z" + map[bool]string{true: says}[tt.wantOwner != ""]; d.Plan.Reason != want {
+			if want := "TTL 1h elapsed at 2026-11-23T11:00:00Z" + map[bool]string{true: says}[tt.wantOwner != ""]; d.Plan.Reason != want {
 				t.Errorf("reason %q, want %q", d.Plan.Reason, want)
 			}
 			if d.Entry.Owner != tt.wantOwner || d.Entry.MayComeBack != (tt.wantOwner != "") || d.Plan.Owner != nil {

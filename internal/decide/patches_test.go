@@ -21,10 +21,10 @@ func TestEvaluateManagerPatches(t *testing.T) {
 	listed := []cluster.Namespace{targetNS()}
 	runManagerCases(t, []managerCase{
 		{name: "from a trusted namespace", obj: newManager(nights), listed: listed, lists: 1,
-			want: want{policy: "nights", plan: &wantPlan{step: StepAct, policy: "nights", generation: 3, reason: "TTL 1h0m0s elapsed", name: target, uid: "ns-uid-1"}}},
+			want: want{policy: "nights", plan: &wantPlan{step: StepAct, policy: "nights", generation: 3, reason: "TTL 1h elapsed", name: target, uid: "ns-uid-1"}}},
 		{name: "from an untrusted namespace, its own", obj: newManager(livesIn(target, "cleanup"), nights), listed: listed,
 			want: want{state: report.StateForbidden, msg: "a manager in namespace preview-7 may not patch objects: patches are for managers in a trusted namespace (nsman) and rules"}},
 		{name: "without patches, from an untrusted namespace, its own", obj: newManager(livesIn(target, "cleanup"), policies(pol("nights", ttl(3600), sleepAction))), listed: listed, lists: 1,
-			want: want{policy: "nights", plan: &wantPlan{step: StepAct, policy: "nights", generation: 3, reason: "TTL 1h0m0s elapsed", name: target, uid: "ns-uid-1", home: true}}},
+			want: want{policy: "nights", plan: &wantPlan{step: StepAct, policy: "nights", generation: 3, reason: "TTL 1h elapsed", name: target, uid: "ns-uid-1", home: true}}},
 	})
 }

@@ -41,17 +41,17 @@ func TestEvaluateManagerSleep(t *testing.T) {
 	}
 	runManagerCases(t, []managerCase{
 		{name: "awake, the policy holds: sleep", obj: newManager(holds), listed: listed, lists: 1,
-			want: want{policy: "nights", plan: plan("nights", "TTL 1h0m0s elapsed at 2026-11-23T11:00:00Z", false)}},
+			want: want{policy: "nights", plan: plan("nights", "TTL 1h elapsed at 2026-11-23T11:00:00Z", false)}},
 		{name: "asleep, the policy holds: asleep", obj: newManager(holds), stored: asleepBy("nights", false), listed: listed, lists: 1,
 			want: want{state: report.StateAsleep, msg: `asleep since 2026-11-23T11:00:00Z (policy "nights"); `}},
 		{name: "asleep, the policy no longer holds: wake", obj: newManager(waits), stored: asleepBy("nights", false), listed: listed, lists: 1,
-			want: want{policy: "nights", plan: plan("nights", "TTL 3h0m0s elapses", true)}},
+			want: want{policy: "nights", plan: plan("nights", "TTL 3h elapses", true)}},
 		{name: "awake, the policy does not hold: waiting", obj: newManager(waits), listed: listed, lists: 1,
-			want: want{state: report.StateWaiting, msg: "TTL 3h0m0s elapses at 2026-11-23T13:00:00Z", due: timeAt(time.Hour)}},
+			want: want{state: report.StateWaiting, msg: "TTL 3h elapses at 2026-11-23T13:00:00Z", due: timeAt(time.Hour)}},
 		{name: "asleep part-way, the policy holds: the rest sleeps", obj: newManager(holds), stored: asleepBy("nights", true), listed: listed, lists: 1,
 			want: want{policy: "nights", plan: plan("nights", "the last sleep failed part-way: the rest sleeps now", false)}},
 		{name: "asleep part-way, the policy no longer holds: wake", obj: newManager(waits), stored: asleepBy("nights", true), listed: listed, lists: 1,
-			want: want{policy: "nights", plan: plan("nights", "TTL 3h0m0s elapses", true)}},
+			want: want{policy: "nights", plan: plan("nights", "TTL 3h elapses", true)}},
 		{name: "asleep by a policy since removed: wake", obj: newManager(), stored: asleepBy("old", false), listed: []cluster.Namespace{targetNS(func(ns *cluster.Namespace) { ns.Created = now })}, lists: 1,
 			want: want{policy: "old", plan: plan("old", `policy "old" that put the namespace to sleep is gone: wake`, true)}},
 		{name: "asleep, a wake held", obj: newManager(waits), stored: asleepBy("nights", false), listed: []cluster.Namespace{targetNS(nsHold(time.Hour))}, lists: 1,
@@ -63,7 +63,7 @@ func TestEvaluateManagerSleep(t *testing.T) {
 		{name: "awake, woken on demand by the manager: waiting until the wake ends", obj: newManager(holds, managerWake(time.Hour)), listed: listed, lists: 1,
 			want: want{state: report.StateWaiting, msg: "woken until " + at(time.Hour) + " by manager nsman/cleanup", due: timeAt(time.Hour)}},
 		{name: "asleep, a wake beyond --max-hold ignored", obj: newManager(holds), stored: asleepBy("nights", false), listed: []cluster.Namespace{targetNS(nsWake(31 * 24 * time.Hour))}, lists: 1,
-			want: want{state: report.StateAsleep, msg: "; hold ignored: nsman.k8s.consol.de/wake-until on namespace preview-7 ends " + at(31*24*time.Hour) + ", more than --max-hold 720h0m0s ahead"}},
+			want: want{state: report.StateAsleep, msg: "; hold ignored: nsman.k8s.consol.de/wake-until on namespace preview-7 ends " + at(31*24*time.Hour) + ", more than --max-hold 30d ahead"}},
 		{name: "the expired claim of a wake is completed as a wake", obj: newManager(waits), listed: listed, lists: 1,
 			stored: status.Status{Progress: status.Progress{Asleep: &status.Asleep{Policy: "nights", Since: now.Add(-time.Hour)},
 				Claim: &status.Claim{Policy: "nights", Action: "SLEEP", Sweep: "dead", Expires: now.Add(-time.Minute), Generation: 3, TargetUID: "ns-uid-1", Wake: true}}},
@@ -73,7 +73,7 @@ func TestEvaluateManagerSleep(t *testing.T) {
 			want:   want{policy: "nights", plan: &wantPlan{step: StepCompleteClaim, policy: "nights", generation: 3, reason: "completing the expired claim of sweep dead", name: target, uid: "ns-uid-1"}}},
 		{name: "asleep, a DELETE after the SLEEP holds", obj: newManager(policies(pol("nights", ttl(3600), sleepAction), pol("expire", ttl(7200), deleteAction))),
 			stored: asleepBy("nights", false), listed: listed, lists: 1,
-			want: want{policy: "expire", plan: plan("expire", "TTL 2h0m0s elapsed", false)}},
+			want: want{policy: "expire", plan: plan("expire", "TTL 2h elapsed", false)}},
 	})
 }
 

@@ -42,10 +42,10 @@ func TestEvaluateManagerIdleTraffic(t *testing.T) {
 	old := fakeActivity{last: policy.Activity{At: now.Add(-90 * time.Minute), What: "pod web-1 created"}}
 	cases := []managerCase{
 		{name: "requests in the window", obj: newManager(idles), listed: listed, act: old, traffic: &fakeTraffic{answer: traffic.Answer{Requests: 12}}, lists: 1, lasts: 1,
-			want: want{state: report.StateWaiting, msg: "last activity: requests within 1h0m0s (traffic: preset ingress-nginx) at 2026-11-23T12:00:00Z", due: timeAt(time.Hour)}},
+			want: want{state: report.StateWaiting, msg: "last activity: requests within 1h (traffic: preset ingress-nginx) at 2026-11-23T12:00:00Z", due: timeAt(time.Hour)}},
 		{name: "none", obj: newManager(idles), listed: listed, act: old, traffic: &fakeTraffic{}, lists: 1, lasts: 1,
 			want: want{policy: "idle", plan: &wantPlan{step: StepAct, policy: "idle", generation: 3, name: target, uid: "ns-uid-1",
-				reason: "idle 1h0m0s since 2026-11-23T10:30:00Z (last activity: pod web-1 created); no requests in the last 1h0m0s (traffic: preset ingress-nginx)"}}},
+				reason: "idle 1h since 2026-11-23T10:30:00Z (last activity: pod web-1 created); no requests in the last 1h (traffic: preset ingress-nginx)"}}},
 		{name: "no answer", obj: newManager(idles), listed: listed, act: old, traffic: &fakeTraffic{answer: traffic.Answer{Unknown: "connection refused"}}, lists: 1, lasts: 1,
 			want: want{state: report.StateWaiting, msg: "its traffic (preset ingress-nginx) is not known: connection refused; it waits for an answer"}},
 		{name: "no source to ask", obj: newManager(idles), listed: listed, act: old, lists: 1, lasts: 1,

@@ -5,6 +5,7 @@ import (
 
 	"github.com/nsman/nsman/internal/status"
 	"github.com/nsman/nsman/policy"
+	"github.com/nsman/nsman/policy/durtext"
 	"github.com/nsman/nsman/policy/warn"
 	"github.com/nsman/nsman/report"
 )
@@ -37,7 +38,7 @@ func (ev *Evaluator) warned(d Decision, m policy.Manager, t Target, states []pol
 		return d
 	}
 	d.Warned, d.WarnedTarget = &status.Warned{Policy: p.Name, Due: due.UTC(), Before: texts(warn.Crossed(due, ev.Now, p.WarnBefore))}, t
-	d.Entry.Warning = &report.Warning{Policy: p.Name, Action: p.Action.Type, Due: due.UTC(), Before: threshold.String()}
+	d.Entry.Warning = &report.Warning{Policy: p.Name, Action: p.Action.Type, Due: due.UTC(), Before: durtext.Format(threshold)}
 	return d
 }
 

@@ -2,7 +2,6 @@ package duration
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"regexp"
 	"strconv"
@@ -78,19 +77,29 @@ var (
 // Type is pflag.Value's: the name help shows for the value.
 func (d *Value) Type() string { return "duration" }
 
-// String is the duration as Go prints it (10s, 1m0s), led by whole days
-// (30d, 1d12h0m0s) so that a default of weeks reads as one, and 0 for none,
-// which help then shows as no default. Each form parses back.
+// String is the duration as users write it: its whole days, hours and
+// minutes, each only when not zero, then what is left under a minute as Go
+// says it (10s, 1m, 30d, 1d12h1m30s, 1m500ms), and 0 for none, which help
+// then shows as no default. Each form parses back. It is what
+// policy/durtext's Format says, which messages use (cmd's tests hold the
+// two to each other): this package imports nothing of nsman.
 func (d *Value) String() string {
 	v := time.Duration(*d)
-	switch days := v / day; {
-	case v == 0:
+	if v <= 0 {
 		return "0"
-	case days == 0:
-		return v.String()
-	case v%day == 0:
-		return fmt.Sprintf("%dd", days)
-	default:
-		return fmt.Sprintf("%dd%s", days, v%day)
 	}
+	var b strings.Builder
+	for _, unit := range []struct {
+		size   time.Duration
+		suffix string
+	}{{day, "d"}, {time.Hour, "h"}, {time.Minute, "m"}} {
+		if n := v / unit.size; n > 0 {
+			b.WriteString(strconv.FormatInt(int64(n), 10) + unit.suffix)
+		}
+		v %= unit.size
+	}
+	if v > 0 {
+		b.WriteString(v.String())
+	}
+	return b.String()
 }

@@ -22,7 +22,7 @@ func TestWarn(t *testing.T) {
 	due := time.Date(2026, 12, 2, 13, 0, 0, 0, time.UTC)
 	warning := func() report.Entry {
 		return report.Entry{Target: "preview-7", State: report.StateWaiting, Message: "TTL elapses",
-			Warning: &report.Warning{Policy: "expire", Action: "DELETE", Due: due, Before: "1h0m0s"}}
+			Warning: &report.Warning{Policy: "expire", Action: "DELETE", Due: due, Before: "1h"}}
 	}
 	m := policy.Manager{Namespace: "nsman", Name: "cleanup", UID: "m-uid"}
 	for _, tc := range []struct {
@@ -82,7 +82,7 @@ func TestWarnOnItsChannelWithLinks(t *testing.T) {
 	x.Links = tell.NewLinker("https://nsman.example.com", []byte("key"))
 	x.Writer.(*fakeWriter).done = report.StateFired
 	due := time.Date(2026, 12, 2, 13, 0, 0, 0, time.UTC)
-	e := report.Entry{Target: "preview-7", State: report.StateWaiting, Warning: &report.Warning{Policy: "expire", Action: "DELETE", Due: due, Before: "1h0m0s"}}
+	e := report.Entry{Target: "preview-7", State: report.StateWaiting, Warning: &report.Warning{Policy: "expire", Action: "DELETE", Due: due, Before: "1h"}}
 	target := decide.Target{Name: "preview-7", Listed: cluster.Namespace{Name: "preview-7", UID: "uid-7", NotifyChannel: "team-a"}}
 	warnOf(t.Context(), x, policy.Manager{Namespace: "nsman", Name: "cleanup"}, target, e, true)
 	sent := toTeamA()

@@ -38,13 +38,13 @@ var layers = map[string][]string{
 		"sweep", "doctor", "explain", "due", "metrics",
 		"internal/execute", "internal/decide", "internal/record", "internal/probe", "internal/reclaim", "internal/usage", "internal/tell",
 		"internal/write", "internal/cluster", "internal/workload", "internal/owner", "internal/listpage", "internal/status",
-		"internal/printer", "internal/console", "internal/duration", "internal/connect", "internal/complete", "internal/prom", "report", "deploy", "webhook", "links", "serve", "policy", "policy/traffic", "policy/patch",
+		"internal/printer", "internal/console", "internal/duration", "internal/connect", "internal/complete", "internal/prom", "report", "deploy", "webhook", "links", "serve", "policy", "policy/traffic", "policy/patch", "policy/durtext",
 	},
 	"doctor":  {"internal/cluster", "internal/owner", "internal/listpage", "internal/status", "report", "deploy", "webhook", "policy"},
 	"explain": {"internal/cluster", "internal/owner", "internal/listpage", "internal/status", "report", "policy"},
 	// due follows what a dry run says is due soon through dry runs at its
 	// due times, which cmd hands it: it imports no sweep.
-	"due": {"internal/printer", "internal/duration", "report", "policy"},
+	"due": {"internal/printer", "internal/duration", "report", "policy", "policy/durtext"},
 	"sweep": {
 		"internal/execute", "internal/decide", "internal/record", "internal/probe", "internal/reclaim", "internal/usage", "internal/tell",
 		"internal/write", "internal/cluster", "internal/workload", "internal/owner", "internal/listpage", "internal/status",
@@ -57,7 +57,7 @@ var layers = map[string][]string{
 	},
 	// decide declares the interfaces it needs (namespaces, pods checks,
 	// activity, stuck, the action budget) rather than importing probe.
-	"internal/decide": {"internal/cluster", "internal/listpage", "internal/status", "report", "policy", "policy/traffic", "policy/patch", "policy/warn"},
+	"internal/decide": {"internal/cluster", "internal/listpage", "internal/status", "report", "policy", "policy/traffic", "policy/patch", "policy/warn", "policy/durtext"},
 	"internal/record": {"internal/write", "internal/cluster", "internal/listpage", "internal/status", "report", "policy"},
 	"internal/probe":  {"internal/cluster", "internal/workload", "internal/owner", "internal/listpage", "internal/status", "report", "policy", "policy/patch"},
 	// usage reads what Prometheus says of the namespaces' use.
@@ -90,11 +90,14 @@ var layers = map[string][]string{
 	"report":           {"policy"},
 	// policy's own packages: a part of the domain's vocabulary that
 	// policy imports, and that imports nothing of nsman but policy's own.
-	"policy":         {"policy/window", "policy/traffic", "policy/patch", "policy/warn"},
+	"policy":         {"policy/window", "policy/traffic", "policy/patch", "policy/warn", "policy/durtext"},
 	"policy/window":  {},
-	"policy/warn":    {},
-	"policy/traffic": {},
+	"policy/warn":    {"policy/durtext"},
+	"policy/traffic": {"policy/durtext"},
 	"policy/patch":   {},
+	// durtext says a duration as users write one (30d, 2h30m): under
+	// policy so that policy's messages say it too, and open to all.
+	"policy/durtext": {},
 	// prom asks a Prometheus a query, bounded, knowing nothing of what it
 	// means.
 	"internal/prom": {"internal/duration"},
@@ -104,7 +107,7 @@ var layers = map[string][]string{
 	"links": {},
 	// serve answers links (nsman serve): it reads a namespace and writes
 	// what nsman hold or nsman wake writes, through execute.
-	"serve": {"internal/execute", "internal/decide", "internal/cluster", "internal/status", "internal/duration", "links", "policy"},
+	"serve": {"internal/execute", "internal/decide", "internal/cluster", "internal/status", "internal/duration", "links", "policy", "policy/durtext"},
 	// deploy holds manifests, layout no code at all.
 	"deploy":          {},
 	"internal/layout": {},

@@ -193,7 +193,7 @@ func TestManagerEventsTell(t *testing.T) {
 			recorded: true},
 		{name: "warned", entry: report.Entry{Target: target, State: report.StateWaiting, Warning: dueWarning(report.StateFired)},
 			before: status.Prior{State: report.StateWaiting}, recorded: true,
-			want: []told{{"Normal", "DueSoon", policy.ActionDelete, `policy "expire" will DELETE namespace preview-1 at 2026-03-04T06:00:00Z (warnBefore 1h0m0s)`}}},
+			want: []told{{"Normal", "DueSoon", policy.ActionDelete, `policy "expire" will DELETE namespace preview-1 at 2026-03-04T06:00:00Z (warnBefore 1h)`}}},
 		{name: "warned, planned in a dry run", entry: report.Entry{Target: target, State: report.StateWaiting, Warning: dueWarning(report.StatePlanned)},
 			before: status.Prior{State: report.StateWaiting}, recorded: true},
 		{name: "warned, not recorded", entry: report.Entry{Target: target, State: report.StateWaiting, Warning: dueWarning(report.StateFired)},
@@ -221,7 +221,7 @@ func TestManagerEventsTell(t *testing.T) {
 
 // dueWarning is a warning of DELETE due an hour from sweepNow, in state.
 func dueWarning(state report.State) *report.Warning {
-	return &report.Warning{Policy: "expire", Action: policy.ActionDelete, Due: time.Date(2026, 3, 4, 6, 0, 0, 0, time.UTC), Before: "1h0m0s", State: state}
+	return &report.Warning{Policy: "expire", Action: policy.ActionDelete, Due: time.Date(2026, 3, 4, 6, 0, 0, 0, time.UTC), Before: "1h", State: state}
 }
 
 // TestStuckNote: the note names the namespace, when it began terminating

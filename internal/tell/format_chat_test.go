@@ -24,7 +24,7 @@ func deleted(mutate ...func(*Notification)) Notification {
 	n := Notification{
 		Manager: NotificationManager{Namespace: "ops", Name: "e2e-leftovers"}, Rule: true, Target: "e2e-42",
 		Policy: "delete after a day", Action: policy.ActionDelete, Result: report.ResultSucceeded,
-		Message: "TTL 24h0m0s elapsed at 2026-11-23T17:00:00Z", Effects: []string{"delete namespace e2e-42"},
+		Message: "TTL 1d elapsed at 2026-11-23T17:00:00Z", Effects: []string{"delete namespace e2e-42"},
 		Reclaimed: &report.Reclaimed{CPU: resource.MustParse("1500m"), Memory: resource.MustParse("2Gi"), Storage: resource.MustParse("10Gi"), LoadBalancers: 1},
 		Time:      sentAt,
 	}
@@ -102,7 +102,7 @@ func TestTeamsCard(t *testing.T) {
 		"{{DATE(2026-11-23T17:00:31Z, SHORT)}} {{TIME(2026-11-23T17:00:31Z)}}",
 		"Namespace", "e2e-42", "Rule", "ops/e2e-leftovers", "Policy", `"delete after a day"`, "Action", "DELETE", "Result", "succeeded",
 		"Reclaimed", "cpu 1500m, memory 2Gi, storage 10Gi, 1 load balancer(s)",
-		"TTL 24h0m0s elapsed at 2026-11-23T17:00:00Z",
+		"TTL 1d elapsed at 2026-11-23T17:00:00Z",
 		"delete namespace e2e-42",
 	}, "\n")
 	if got != want {
@@ -123,7 +123,7 @@ func TestTeamsCard(t *testing.T) {
 func TestGoogleChatText(t *testing.T) {
 	text := googleChatText(t, sendThrough(t, NotifyGoogleChat, telltest.GoogleChat(t), deleted()))
 	want := "*nsman: DELETE of namespace e2e-42 by rule ops/e2e-leftovers (policy \"delete after a day\") succeeded* at 2026-11-23 17:00 UTC: " +
-		"TTL 24h0m0s elapsed at 2026-11-23T17:00:00Z\ndelete namespace e2e-42\nreclaimed: cpu 1500m, memory 2Gi, storage 10Gi, 1 load balancer(s)"
+		"TTL 1d elapsed at 2026-11-23T17:00:00Z\ndelete namespace e2e-42\nreclaimed: cpu 1500m, memory 2Gi, storage 10Gi, 1 load balancer(s)"
 	if text != want {
 		t.Errorf("text\n%s\nwant\n%s", text, want)
 	}

@@ -127,7 +127,7 @@ func TestFormatsShipped(t *testing.T) {
 var docsExample = Notification{
 	Manager: NotificationManager{Namespace: "team-a", Name: "preview-4711"}, Target: "preview-4711",
 	Policy: "delete after eight hours", Action: policy.ActionDelete, Result: report.ResultSucceeded,
-	Message: "TTL 8h0m0s elapsed at 2026-11-23T17:00:00Z", Effects: []string{"delete namespace preview-4711"},
+	Message: "TTL 8h elapsed at 2026-11-23T17:00:00Z", Effects: []string{"delete namespace preview-4711"},
 	Reclaimed: &report.Reclaimed{CPU: resource.MustParse("1250m"), Memory: resource.MustParse("2Gi"), Storage: resource.MustParse("10Gi"), LoadBalancers: 1},
 	Time:      time.Date(2026, 11, 23, 17, 0, 31, 0, time.UTC), Sweep: "nsman-29400060-x7k2p-a1b2c3d4", Version: "v1.2.3",
 }
@@ -168,7 +168,7 @@ func TestDueSoonDocsExample(t *testing.T) {
 	n := Notification{
 		Manager: NotificationManager{Namespace: "team-a", Name: "preview-4711"}, Target: "preview-4711",
 		Policy: "delete after a week", Action: policy.ActionDelete, Result: ResultPending, Event: EventDueSoon, Due: &due,
-		Message: `policy "delete after a week" will DELETE namespace preview-4711 at 2026-12-03T14:00:00Z (warnBefore 24h0m0s)`,
+		Message: `policy "delete after a week" will DELETE namespace preview-4711 at 2026-12-03T14:00:00Z (warnBefore 1d)`,
 		Time:    now, Sweep: "nsman-29400060-x7k2p-a1b2c3d4", Version: "v1.2.3",
 		Links: NewLinker("https://nsman.example.com", []byte("docs")).For("preview-4711", "6f1c1a2e-0000-4000-8000-000000000001", now),
 	}

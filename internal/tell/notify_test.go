@@ -95,9 +95,9 @@ func TestSlackBodyKeepsNsmansWords(t *testing.T) {
 	text := slackText(t, Notification{
 		Manager: NotificationManager{Namespace: "ops", Name: "e2e-leftovers"}, Rule: true, Target: "e2e-42",
 		Policy: "delete after a day", Action: policy.ActionDelete, Result: report.ResultSucceeded,
-		Message: "TTL 24h0m0s elapsed at 2026-11-23T17:00:00Z", Effects: []string{"delete namespace e2e-42"},
+		Message: "TTL 1d elapsed at 2026-11-23T17:00:00Z", Effects: []string{"delete namespace e2e-42"},
 	})
-	want := "nsman: DELETE of namespace e2e-42 by rule ops/e2e-leftovers (policy \"delete after a day\") succeeded: TTL 24h0m0s elapsed at 2026-11-23T17:00:00Z\ndelete namespace e2e-42"
+	want := "nsman: DELETE of namespace e2e-42 by rule ops/e2e-leftovers (policy \"delete after a day\") succeeded: TTL 1d elapsed at 2026-11-23T17:00:00Z\ndelete namespace e2e-42"
 	if text != want {
 		t.Errorf("text\n%s\nwant\n%s", text, want)
 	}

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/nsman/nsman/policy/durtext"
 )
 
 // Source is where an IDLE condition reads its target's traffic: Preset
@@ -133,7 +135,7 @@ type Answer struct {
 // Activity says that a counted requests, as IDLE's activity: not how many,
 // which change at each sweep (the entry's traffic says).
 func (a Answer) Activity() string {
-	s := fmt.Sprintf("requests within %s (traffic: %s)", a.Window, a.Source)
+	s := fmt.Sprintf("requests within %s (traffic: %s)", durtext.Format(a.Window), a.Source)
 	if a.Note != "" {
 		s += "; " + a.Note
 	}
@@ -146,7 +148,7 @@ func NoneSeen(a *Answer) string {
 	if a == nil {
 		return ""
 	}
-	return fmt.Sprintf("; no requests in the last %s (traffic: %s)", a.Window, a.Source)
+	return fmt.Sprintf("; no requests in the last %s (traffic: %s)", durtext.Format(a.Window), a.Source)
 }
 
 // Read reads a source from its object in a manifest, and says what is

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/nsman/nsman/policy/durtext"
 )
 
 // Bounds of warnBefore, as nsman's CRD sets them: a few reminders, none so
@@ -75,7 +77,7 @@ func parseThreshold(s string) (time.Duration, error) {
 		d += rest
 	}
 	if d < MinThreshold {
-		return 0, fmt.Errorf("at least %s: a sweep runs every few minutes", MinThreshold)
+		return 0, fmt.Errorf("at least %s: a sweep runs every few minutes", durtext.Format(MinThreshold))
 	}
 	return d, nil
 }

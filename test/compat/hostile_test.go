@@ -242,7 +242,7 @@ func TestHostileManagersInOneSweep(t *testing.T) {
 			"condition": map[string]any{"type": "PODS_SUCCEED", "params": map[string]any{"initialDelaySeconds": int64(3600), "podLabels": map[string]any{"replicas": int64(3), "canary": true, "ratio": 0.5}}},
 			"action":    map[string]any{"type": "DELETE"},
 		}, report.StateWaiting, "after the initial delay"),
-		untrusted("posts to a non-ASCII host later", "", "", webhook("http://bücher.example/hook", 3600), report.StateWaiting, "TTL 1h0m0s elapses"),
+		untrusted("posts to a non-ASCII host later", "", "", webhook("http://bücher.example/hook", 3600), report.StateWaiting, "TTL 1h elapses"),
 		untrusted("is an ordinary due manager", "", "", deleteNow, report.StateFired, "TTL 0s elapsed"),
 		untrusted("is another ordinary due manager", "", "", deleteNow, report.StateFired, "TTL 0s elapsed"),
 	}

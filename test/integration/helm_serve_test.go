@@ -314,9 +314,9 @@ func TestHelmChartServe(t *testing.T) {
 	})
 
 	t.Run("the key of a Secret of yours, an Ingress to linksURL's host", func(t *testing.T) {
-		r := render(t, "--set", "serve.enabled=true,serve.linksURL=https://links.example.com:8443,serve.signingKey.existingSecret=links,serve.signingKey.existingSecretKey=hmac,serve.ingress.enabled=true,serve.maxHold=2h")
+		r := render(t, "--set", "serve.enabled=true,serve.linksURL=https://links.example.com:8443,serve.signingKey.existingSecret=links,serve.signingKey.existingSecretKey=hmac,serve.ingress.enabled=true,serve.maxHold=1w2d")
 		wantArgs(t, r, "--links-url=https://links.example.com:8443", linksKeyFlag)
-		s := wantServe(t, r, "nsman-serve", "links", "hmac", []string{"serve", "--listen=:8080", linksKeyFlag, "--links-url=https://links.example.com:8443", "--max-hold=2h", "--log-format=json"})
+		s := wantServe(t, r, "nsman-serve", "links", "hmac", []string{"serve", "--listen=:8080", linksKeyFlag, "--links-url=https://links.example.com:8443", "--max-hold=1w2d", "--log-format=json"})
 		if s.ingress == nil {
 			t.Fatal("no Ingress with serve.ingress.enabled")
 		}
@@ -347,7 +347,8 @@ func TestHelmChartServe(t *testing.T) {
 			`serve.ingress.host "b.example.com" is not the host of serve.linksURL ("a.example.com")`},
 		{"serve.linksURL=nsman.example.com", "/serve/linksURL"},
 		{"serve.linksURL=https://nsman.example.com/?a=b", "/serve/linksURL"},
-		{"serve.maxHold=7d", "/serve/maxHold"},
+		{"serve.maxHold=7 days", "/serve/maxHold"},
+		{"serve.maxHold=2x", "/serve/maxHold"},
 		{"serve.userHeader=X Email", "/serve/userHeader"},
 		{"serve.replicas=2", "additional properties 'replicas' not allowed"},
 		{"serve.ingress.hosts=a", "additional properties 'hosts' not allowed"},

@@ -38,6 +38,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"github.com/nsman/nsman/internal/duration"
 	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
 	"github.com/nsman/nsman/webhook"
@@ -631,6 +632,10 @@ func TestHelmChartValues(t *testing.T) {
 			wantArgs(t, r, "--freeze=2026-12-24/2026-12-26", "--freeze=2026-12-31T18:00:00+01:00/2027-01-01T12:00:00+01:00", "--freeze-time-zone=Europe/Berlin")
 			wantNoFreezeCalendar(t, r)
 		}},
+		// Durations as the flags take them, weeks and days first.
+		{"durations in weeks and days", []string{"--set", "claimTTL=90s,maxHold=1w2d,stuckAfter=2d,webhook.timeout=1m30s"}, func(t *testing.T, r rendered) {
+			wantArgs(t, r, "--claim-ttl=90s", "--max-hold=1w2d", "--stuck-after=2d", "--webhook-timeout=1m30s")
+		}},
 		{"freeze calendar from a value", []string{"--set-json", "freeze.calendar=" + jsonString(t, freezeCalendar), "--set", "freeze.existingConfigMapKey=unused"}, func(t *testing.T, r rendered) {
 			wantCreatedFreezeCalendar(t, r, "nsman-freeze", freezeCalendar)
 			wantArgs(t, r, freezeFileFlag)
@@ -829,8 +834,11 @@ func TestHelmChartSchemaRefusesWrongValues(t *testing.T) {
 		{"maxActions=-1", "/maxActions"},
 		{"chunkSize=-1", "/chunkSize"},
 		{"claimTTL=2 minutes", "/claimTTL"},
-		{"maxHold=30d", "/maxHold"},
+		{"claimTTL=1.5d", "/claimTTL"},
+		{"maxHold=2x", "/maxHold"},
+		{"maxHold=2d1w", "/maxHold"},
 		{"stuckAfter=-10m", "/stuckAfter"},
+		{"stuckAfter=d", "/stuckAfter"},
 		{"argocdNamespace=Argo_CD", "/argocdNamespace"},
 		{"reclaim=no", "/reclaim"},
 		{"webhook.timeout=10", "/webhook/timeout"},
@@ -922,6 +930,49 @@ func TestHelmChartSchemaKnowsKubernetesFields(t *testing.T) {
 		slices.Sort(want)
 		if !slices.Equal(got, want) {
 			t.Errorf("schema of %s lists %q, want the fields of %s: %q", tc.value, got, typ, want)
+		}
+	}
+}
+
+// TestHelmChartDurationsAreTheFlags: each duration of values.schema.json
+// takes what the flag it sets takes (internal/duration's Parse: a Go
+// duration, weeks and days first), and refuses what it refuses, so that a
+// value the chart takes is one nsman starts with.
+func TestHelmChartDurationsAreTheFlags(t *testing.T) {
+	var s struct {
+		Properties map[string]struct {
+			Pattern    string `json:"pattern"`
+			Properties map[string]struct {
+				Pattern string `json:"pattern"`
+			} `json:"properties"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(chartFile(t, "values.schema.json"), &s); err != nil {
+		t.Fatalf("values.schema.json: %v", err)
+	}
+	patterns := map[string]string{}
+	for _, path := range []string{"claimTTL", "maxHold", "stuckAfter", "webhook.timeout", "prometheus.timeout", "serve.maxHold"} {
+		if group, key, nested := strings.Cut(path, "."); nested {
+			patterns[path] = s.Properties[group].Properties[key].Pattern
+		} else {
+			patterns[path] = s.Properties[path].Pattern
+		}
+	}
+	for path, pattern := range patterns {
+		re, err := regexp.Compile(pattern)
+		if err != nil || pattern == "" {
+			t.Errorf("%s: pattern %q: %v", path, pattern, err)
+			continue
+		}
+		if !re.MatchString("") {
+			t.Errorf("%s refuses the empty value, nsman's default", path)
+		}
+		for _, v := range []string{"90s", "1h30m", "1.5h", "250ms", "2d", "1w", "1w2d", "1d12h", "1w2d3h4m5s", "30d",
+			"2x", "2", "d", "w", "1.5d", "2d1w", "1h2d", "-1h", "-2d", "2 d", "two days", " 2d", "2d "} {
+			_, parseErr := duration.Parse(v)
+			if took := re.MatchString(v); took != (parseErr == nil) {
+				t.Errorf("%s: the schema takes %q: %v; the flag takes it: %v (%v)", path, v, took, parseErr == nil, parseErr)
+			}
 		}
 	}
 }

@@ -62,7 +62,7 @@ func TestMaxHoldFromTheCommandLine(t *testing.T) {
 	wantCode(t, res, 0)
 	held(res, inside)
 	f := wantState(t, res, beyond, beyond, report.StateFired)
-	want := fmt.Sprintf("ends %s, more than --max-hold 2h0m0s ahead", holds[beyond].Format(time.RFC3339))
+	want := fmt.Sprintf("ends %s, more than --max-hold 2h ahead", holds[beyond].Format(time.RFC3339))
 	if !strings.Contains(f.HoldIgnored, want) || f.HeldUntil != nil || f.Policy != "delete at once" {
 		t.Errorf("%s: holdIgnored %q (want one saying %q), heldUntil %v, policy %q", beyond, f.HoldIgnored, want, f.HeldUntil, f.Policy)
 	}

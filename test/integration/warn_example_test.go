@@ -110,11 +110,11 @@ func playOutWarn(t *testing.T, e *nsmantest.Env, objs []*unstructured.Unstructur
 	}
 
 	dueInTTL(t, e, m, dueIn(t, ns, 2*time.Hour))
-	if w := sweep("--dry-run").Warning; w == nil || w.State != report.StatePlanned || w.Before != "24h0m0s" || len(byChannel.Deliveries()) != 0 {
+	if w := sweep("--dry-run").Warning; w == nil || w.State != report.StatePlanned || w.Before != "1d" || len(byChannel.Deliveries()) != 0 {
 		t.Fatalf("dry run 2 h before: warning %+v, %d deliveries; want the 24h one planned and none sent", w, len(byChannel.Deliveries()))
 	}
 	entry := sweep()
-	if w := entry.Warning; w == nil || w.State != report.StateFired || w.Before != "24h0m0s" || w.Action != policy.ActionDelete || !strings.Contains(entry.Message, "warned: ") {
+	if w := entry.Warning; w == nil || w.State != report.StateFired || w.Before != "1d" || w.Action != policy.ActionDelete || !strings.Contains(entry.Message, "warned: ") {
 		t.Fatalf("sweep 2 h before: warning %+v, message %q; want the 24h one told", w, entry.Message)
 	}
 	got := dueSoon(t, byChannel)[ns]
@@ -132,7 +132,7 @@ func playOutWarn(t *testing.T, e *nsmantest.Env, objs []*unstructured.Unstructur
 	}
 
 	dueInTTL(t, e, m, dueIn(t, ns, 30*time.Minute))
-	if w := sweep().Warning; w == nil || w.State != report.StateFired || w.Before != "1h0m0s" || len(dueSoon(t, byChannel)[ns]) != 2 {
+	if w := sweep().Warning; w == nil || w.State != report.StateFired || w.Before != "1h" || len(dueSoon(t, byChannel)[ns]) != 2 {
 		t.Fatalf("due time moved to 30 min: warning %+v, %d deliveries; want the 1h one told", w, len(byChannel.Deliveries()))
 	}
 	if e.NamespaceGoneOrTerminating(t, ns) || len(byDefault.Deliveries()) != 0 {

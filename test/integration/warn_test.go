@@ -81,7 +81,7 @@ func TestWarnBefore(t *testing.T) {
 	time.Sleep(35 * time.Second)
 
 	res = e.Sweep(t, append(args, "--dry-run")...)
-	if w := res.Entry(t, managed, managed).Warning; w == nil || w.State != report.StatePlanned || w.Before != "1m0s" || len(recv.Deliveries()) != 0 {
+	if w := res.Entry(t, managed, managed).Warning; w == nil || w.State != report.StatePlanned || w.Before != "1m" || len(recv.Deliveries()) != 0 {
 		t.Fatalf("dry run: warning %+v, %d deliveries; want one planned and none sent", w, len(recv.Deliveries()))
 	}
 
