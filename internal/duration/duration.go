@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/nsman/nsman/policy/durtext"
 )
 
 // Value is a time.Duration as a pflag.Value: set from a duration with
@@ -80,26 +82,12 @@ func (d *Value) Type() string { return "duration" }
 // String is the duration as users write it: its whole days, hours and
 // minutes, each only when not zero, then what is left under a minute as Go
 // says it (10s, 1m, 30d, 1d12h1m30s, 1m500ms), and 0 for none, which help
-// then shows as no default. Each form parses back. It is what
-// policy/durtext's Format says, which messages use (cmd's tests hold the
-// two to each other): this package imports nothing of nsman.
+// then shows as no default. Each form parses back. It is policy/durtext's
+// Format, which messages use.
 func (d *Value) String() string {
 	v := time.Duration(*d)
 	if v <= 0 {
 		return "0"
 	}
-	var b strings.Builder
-	for _, unit := range []struct {
-		size   time.Duration
-		suffix string
-	}{{day, "d"}, {time.Hour, "h"}, {time.Minute, "m"}} {
-		if n := v / unit.size; n > 0 {
-			b.WriteString(strconv.FormatInt(int64(n), 10) + unit.suffix)
-		}
-		v %= unit.size
-	}
-	if v > 0 {
-		b.WriteString(v.String())
-	}
-	return b.String()
+	return durtext.Format(v)
 }
