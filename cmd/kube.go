@@ -93,6 +93,27 @@ func (o *kubeOptions) connection() connect.Flags {
 	return connect.Flags{Kubeconfig: o.kubeconfig, Context: o.context, Overrides: o.overrides}
 }
 
+// ownClient is kube, or, where the connection acts as another user (--as,
+// or a kubeconfig's as), a client of these credentials' own user: what a
+// command looks up for itself (nsman's CronJob, for --config-from) is the
+// caller's to read, not the user it acts as, which as nsman's
+// ServiceAccount may not list ClusterRoleBindings.
+func (o *kubeOptions) ownClient(kube kubernetes.Interface) (kubernetes.Interface, error) {
+	cfg, err := o.restConfig()
+	if err != nil {
+		return nil, err
+	}
+	if as := cfg.Impersonate; as.UserName == "" && as.UID == "" && len(as.Groups) == 0 && len(as.Extra) == 0 {
+		return kube, nil
+	}
+	cfg.Impersonate = rest.ImpersonationConfig{}
+	own, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return own, nil
+}
+
 // reachableClients are clients() of a cluster that answered its version:
 // a command says the cluster cannot be reached, or refused its
 // credentials, as a usage error (exit 2) rather than report each of its

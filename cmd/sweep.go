@@ -109,7 +109,7 @@ Exit status: 0 when every attempted action succeeded, 1 when any manager
 failed, 2 on a usage or configuration error.`,
 		Example: `  nsman sweep --dry-run
   nsman sweep --dry-run --at 2026-12-24T18:00:00Z -o wide
-  nsman sweep --dry-run --as system:serviceaccount:namespace-manager:nsman --config-from namespace-manager/nsman
+  nsman sweep --dry-run --as system:serviceaccount:namespace-manager:nsman
   nsman sweep -n team-a -l env=preview --max-actions 10
   nsman sweep --dry-run --state planned -o name
   nsman sweep -o json | jq '.managers[] | select(.state == "failed")'`,
@@ -364,7 +364,11 @@ func (o *sweepOptions) run(c *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	if cfg, err = o.asInstalled(c.Context(), c.Flags(), clients.Kube, cfg, log); err != nil {
+	own, err := o.kube.ownClient(clients.Kube)
+	if err != nil {
+		return err
+	}
+	if cfg, err = o.asInstalled(c.Context(), c.Flags(), own, cfg, log); err != nil {
 		return err
 	}
 	if len(cfg.TrustedNamespaces) == 0 && !c.Flags().Changed("trusted-namespaces") {
@@ -410,7 +414,8 @@ func (o *sweepOptions) run(c *cobra.Command) error {
 
 // asInstalled returns the configuration of a dry run from outside the
 // cluster as the installed CronJob would sweep (see findInstallation and
-// adopt), saying which; else cfg as it is.
+// adopt), saying which; else cfg as it is. kube is the caller's own
+// client (kubeOptions.ownClient), which looks for the CronJob.
 func (o *sweepOptions) asInstalled(ctx context.Context, flags *pflag.FlagSet, kube kubernetes.Interface, cfg sweep.Config, log *slog.Logger) (sweep.Config, error) {
 	explicit := o.configFrom != configFromAuto && o.configFrom != configFromNone
 	switch {

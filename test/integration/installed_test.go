@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nsman/nsman/report"
+	"github.com/nsman/nsman/test/cluster"
 	"github.com/nsman/nsman/test/nsmantest"
 )
 
@@ -90,6 +91,15 @@ func TestDryRunSeesWhatTheCronJobSees(t *testing.T) {
 	if explicit := laptop("--dry-run", "--config-from="+installed+"/nsman", "-l", sel); explicit.Code != 0 || explicit.Entry(t, installed, "remote").State != report.StatePlanned {
 		t.Errorf("--config-from %s/nsman: exit %d, %+v; want it as the CronJob sees it", installed, explicit.Code, explicit.Report.Entries)
 	}
+
+	// --as the CronJob's ServiceAccount (docs/kubectl-plugin.md): the
+	// CronJob is looked for with the caller's own rights, for nsman's may not
+	// list ClusterRoleBindings, and the sweep sees what that account may.
+	asSA := laptop("--dry-run", "--config-from=auto", "--as", cluster.ServiceAccountUser(installed, "nsman"), "-l", sel)
+	if asSA.Code != 0 || !strings.Contains(asSA.Stderr, "dry run as CronJob "+installed+"/nsman sweeps") {
+		t.Errorf("--as the CronJob's ServiceAccount: exit %d, want its CronJob taken\n%s", asSA.Code, asSA.Stderr)
+	}
+	wantState(t, asSA, installed, "remote", report.StatePlanned)
 
 	// Flags given here win over the CronJob's.
 	mine := laptop("--dry-run", "--config-from=auto", "--protected-namespaces=default", "-l", sel)
