@@ -75,11 +75,7 @@ func (o *sweepOptions) due(c *cobra.Command, opts *due.Options) error {
 	if err != nil {
 		return err
 	}
-	own, err := o.kube.ownClient(clients.Kube)
-	if err != nil {
-		return err
-	}
-	if cfg, err = o.asInstalled(c.Context(), c.Flags(), own, cfg, log); err != nil {
+	if cfg, err = o.asInstalled(c.Context(), c.Flags(), clients.Kube, cfg, log); err != nil {
 		return err
 	}
 	cfg.MaxActions, cfg.SkipReclaim = 0, true

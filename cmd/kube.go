@@ -96,22 +96,19 @@ func (o *kubeOptions) connection() connect.Flags {
 // ownClient is kube, or, where the connection acts as another user (--as,
 // or a kubeconfig's as), a client of these credentials' own user: what a
 // command looks up for itself (nsman's CronJob, for --config-from) is the
-// caller's to read, not the user it acts as, which as nsman's
-// ServiceAccount may not list ClusterRoleBindings.
-func (o *kubeOptions) ownClient(kube kubernetes.Interface) (kubernetes.Interface, error) {
+// caller's to read, not the user's it acts as, which as nsman's
+// ServiceAccount may not list ClusterRoleBindings. kube where no other
+// client can be made (clients() said why).
+func (o *kubeOptions) ownClient(kube kubernetes.Interface) kubernetes.Interface {
 	cfg, err := o.restConfig()
-	if err != nil {
-		return nil, err
-	}
-	if as := cfg.Impersonate; as.UserName == "" && as.UID == "" && len(as.Groups) == 0 && len(as.Extra) == 0 {
-		return kube, nil
+	if err != nil || cfg.Impersonate.UserName == "" && cfg.Impersonate.UID == "" && len(cfg.Impersonate.Groups) == 0 && len(cfg.Impersonate.Extra) == 0 {
+		return kube
 	}
 	cfg.Impersonate = rest.ImpersonationConfig{}
-	own, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, usageError{err}
+	if own, err := kubernetes.NewForConfig(cfg); err == nil {
+		return own
 	}
-	return own, nil
+	return kube
 }
 
 // reachableClients are clients() of a cluster that answered its version:

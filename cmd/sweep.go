@@ -364,11 +364,7 @@ func (o *sweepOptions) run(c *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	own, err := o.kube.ownClient(clients.Kube)
-	if err != nil {
-		return err
-	}
-	if cfg, err = o.asInstalled(c.Context(), c.Flags(), own, cfg, log); err != nil {
+	if cfg, err = o.asInstalled(c.Context(), c.Flags(), clients.Kube, cfg, log); err != nil {
 		return err
 	}
 	if len(cfg.TrustedNamespaces) == 0 && !c.Flags().Changed("trusted-namespaces") {
@@ -414,8 +410,8 @@ func (o *sweepOptions) run(c *cobra.Command) error {
 
 // asInstalled returns the configuration of a dry run from outside the
 // cluster as the installed CronJob would sweep (see findInstallation and
-// adopt), saying which; else cfg as it is. kube is the caller's own
-// client (kubeOptions.ownClient), which looks for the CronJob.
+// adopt), saying which; else cfg as it is. The CronJob is looked for as
+// the caller's own user (kubeOptions.ownClient).
 func (o *sweepOptions) asInstalled(ctx context.Context, flags *pflag.FlagSet, kube kubernetes.Interface, cfg sweep.Config, log *slog.Logger) (sweep.Config, error) {
 	explicit := o.configFrom != configFromAuto && o.configFrom != configFromNone
 	switch {
@@ -427,7 +423,7 @@ func (o *sweepOptions) asInstalled(ctx context.Context, flags *pflag.FlagSet, ku
 		log.Info("--config-from none: this command's flags alone")
 		return cfg, nil
 	}
-	inst, err := findInstallation(ctx, kube, o.configFrom)
+	inst, err := findInstallation(ctx, o.kube.ownClient(kube), o.configFrom)
 	switch {
 	case err != nil && explicit:
 		return cfg, usageError{err}
