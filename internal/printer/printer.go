@@ -7,6 +7,7 @@ package printer
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -281,24 +282,13 @@ func marshalIndent(v any, prefix string) []byte {
 // json.Indent would with prefix and a two-space indent: a newline, prefix
 // and the depth's indent after each opening brace or bracket (but for an
 // empty object or list, kept as {} and []) and each comma, before each
-// closing one, and a space after each colon, all outside strings. Its
-// only state is the depth and whether it is in a string: json.Marshal's
-// text is valid and holds no space outside strings.
+// closing one, and a space after each colon, all outside strings, which
+// it copies whole. Its only state is the depth: json.Marshal's text is
+// valid and holds no space outside strings.
 func indent(dst, src []byte, prefix string) []byte {
-	depth, opened, inString, escaped := 0, false, false, false
-	for _, c := range src {
-		if inString {
-			dst = append(dst, c)
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-			continue
-		}
+	depth, opened := 0, false
+	for i := 0; i < len(src); i++ {
+		c := src[i]
 		if opened && c != '}' && c != ']' {
 			opened = false
 			depth++
@@ -306,8 +296,9 @@ func indent(dst, src []byte, prefix string) []byte {
 		}
 		switch c {
 		case '"':
-			inString = true
-			dst = append(dst, c)
+			end := stringEnd(src, i)
+			dst = append(dst, src[i:end+1]...)
+			i = end
 		case '{', '[':
 			opened = true
 			dst = append(dst, c)
@@ -328,6 +319,22 @@ func indent(dst, src []byte, prefix string) []byte {
 		}
 	}
 	return dst
+}
+
+// stringEnd is the index of the quote that closes the JSON string that
+// opens at src[start]: the next quote not escaped by a backslash (which
+// escapes the byte after it).
+func stringEnd(src []byte, start int) int {
+	end := start + 1
+	for {
+		rest := src[end:]
+		q := bytes.IndexByte(rest, '"')
+		if b := bytes.IndexByte(rest[:q], '\\'); b >= 0 {
+			end += b + 2
+			continue
+		}
+		return end + q
+	}
 }
 
 // newline appends a newline, prefix and depth two-space indents to dst.
