@@ -392,19 +392,17 @@ func (r *sweepRun) slot(fn func()) {
 // to be screened with the sweep's pods index (see screen: it had more than
 // PodIndexAfter namespaces to evaluate, governed ones aside, and has a
 // PODS_SUCCEED policy), and whether it reads the activity of more than
-// ActivityIndexAfter namespaces (it has an IDLE policy); either only while
-// it stands. The sweep then lists those indexes beside the namespaces
-// rather than after them.
-func (s *Sweeper) readsAhead(r *sweepRun, l listpage.Listed) (podsIndex, activityIndex bool) {
+// ActivityIndexAfter namespaces (it has an IDLE policy; its traffic too),
+// either only while it stands, and the rule. The sweep then reads those
+// beside the namespaces rather than after them.
+func (s *Sweeper) readsAhead(r *sweepRun, l listpage.Listed) (podsIndex, activityIndex bool, m policy.Manager) {
 	evaluated := ruleEvaluated(r.status.Read(l), s.cfg.ShardCount)
 	if evaluated <= min(probe.PodIndexAfter, probe.ActivityIndexAfter) {
-		return false, false
+		return false, false, m
 	}
 	m, problems := policy.Parse(l.Obj)
-	if len(problems) > 0 || m.Deactivated || !slices.Contains(s.cfg.TrustedNamespaces, m.Namespace) {
-		return false, false
-	}
-	return evaluated > probe.PodIndexAfter && checksPods(m), evaluated > probe.ActivityIndexAfter && m.ReadsActivity()
+	stands := len(problems) == 0 && !m.Deactivated && slices.Contains(s.cfg.TrustedNamespaces, m.Namespace)
+	return stands && evaluated > probe.PodIndexAfter && checksPods(m), stands && evaluated > probe.ActivityIndexAfter && m.ReadsActivity(), m
 }
 
 // weighsOwners reports whether rule l, as far as its last status tells,

@@ -67,7 +67,7 @@ func TestIndexAhead(t *testing.T) {
 		{"states by shard, many waiting", ruleWith("platform", &status.RuleSummary{Matched: 5000, States: map[report.State]int{report.StateGoverned: 10, report.StateWaiting: 101}}, false, pods), true},
 		{"no states yet", ruleWith("platform", &status.RuleSummary{Matched: probe.PodIndexAfter + 1}, false, pods), true},
 	} {
-		if got, _ := s.readsAhead(r, tt.rule); got != tt.want {
+		if got, _, _ := s.readsAhead(r, tt.rule); got != tt.want {
 			t.Errorf("%s: readsAhead (pods) = %v, want %v", tt.name, got, tt.want)
 		}
 	}
@@ -85,8 +85,13 @@ func TestIndexAhead(t *testing.T) {
 		{"no IDLE, matched many", rule("platform", probe.PodIndexAfter+1, false, ttl), false, false},
 		{"IDLE, paused", rule("platform", 5000, true, idle), false, false},
 	} {
-		if gotPods, gotActivity := s.readsAhead(r, tt.rule); gotPods != tt.wantPods || gotActivity != tt.wantActive {
+		gotPods, gotActivity, m := s.readsAhead(r, tt.rule)
+		if gotPods != tt.wantPods || gotActivity != tt.wantActive {
 			t.Errorf("%s: readsAhead = %v, %v; want %v, %v", tt.name, gotPods, gotActivity, tt.wantPods, tt.wantActive)
+		}
+		// The rule parsed: what the sweep asks the traffic queries of.
+		if gotActivity && (len(m.Policies) == 0 || m.Policies[0].Name != "idle") {
+			t.Errorf("%s: readsAhead's rule has policies %v, want the rule's, idle first", tt.name, m.Policies)
 		}
 	}
 	// An OWNER_GONE rule that evaluated a namespace lists the owners ahead,
@@ -110,7 +115,7 @@ func TestIndexAhead(t *testing.T) {
 	}
 	// Four shards: the one owning the rule evaluates about a quarter.
 	s.cfg.ShardCount = 4
-	if got, _ := s.readsAhead(r, ruleWith("platform", &status.RuleSummary{Matched: 4 * probe.PodIndexAfter}, false, pods)); got {
+	if got, _, _ := s.readsAhead(r, ruleWith("platform", &status.RuleSummary{Matched: 4 * probe.PodIndexAfter}, false, pods)); got {
 		t.Errorf("4 shards, %d matched, no states: readsAhead (pods) = true, want false", 4*probe.PodIndexAfter)
 	}
 }

@@ -273,13 +273,14 @@ func (s *Sweeper) listManagers(ctx, work context.Context, r *sweepRun, q *queue)
 		}
 		if isRule(m.Obj) {
 			r.rules = append(r.rules, m)
-			podsIndex, activityIndex := s.readsAhead(r, m)
+			podsIndex, activityIndex, rule := s.readsAhead(r, m)
 			if !indexing && podsIndex {
 				indexing = true
 				q.wg.Go(func() { _, _ = r.pods.Pending(work) })
 			}
 			if activityIndex && !r.frozen { // in a freeze no IDLE policy reads it
 				r.activity.IndexAll(work, q.wg.Go)
+				r.traffic.Ahead(work, rule)
 			}
 			if !owning && weighsOwners(s.cfg, r, m) {
 				owning = true
@@ -300,7 +301,6 @@ func (s *Sweeper) listManagers(ctx, work context.Context, r *sweepRun, q *queue)
 	})
 	switch {
 	case l.err != nil && ctx.Err() == nil && l.any:
-		// The managers listed were handled: the report says so.
 		s.log.Error("listing stopped half-way; the managers listed were handled", "error", l.err.Error())
 	case l.err == nil && s.cfg.Namespace == "" && s.cfg.LabelSelector == "":
 		l.everyManager = uids
@@ -354,7 +354,7 @@ func (s *Sweeper) report(r *sweepRun, l listing, began time.Time) report.Report 
 		DurationSeconds: time.Since(began).Seconds(),
 		StaleRecords:    l.stale.Removed,
 	}}
-	rep.Summary.StaleRecordsLeft, rep.Summary.TrafficQueries = l.stale.Left, r.traffic.Queries()
+	rep.Summary.StaleRecordsLeft, rep.Summary.TrafficQueries = l.stale.Left, r.traffic.Settle()
 	if l.err != nil && r.stop.Err() == nil {
 		rep.Summary.ListError = fmt.Sprintf("list NamespaceManagers: %v", l.err)
 	}

@@ -51,6 +51,11 @@ type Traffic struct {
 	// asked are the answers by what a condition names, so that its query
 	// is built once a sweep, not once per namespace that asks.
 	asked map[asked]sourced
+	// ahead are the queries asked ahead of their first need (see Ahead),
+	// until Settle; cancelAhead ends those no namespace asked for.
+	ahead       sync.WaitGroup
+	aheadCtx    context.Context
+	cancelAhead context.CancelFunc
 }
 
 // sourced is an answer, and where a condition said it reads it
@@ -91,6 +96,9 @@ type answer struct {
 	// have been.
 	notes   map[string]string
 	unknown string
+	// needed: a namespace asked for it (In), under Traffic.mu; an answer
+	// asked ahead (Ahead) that none needed is not counted.
+	needed bool
 }
 
 // In is namespace's requests in the window of IDLE condition c, from its
@@ -103,7 +111,7 @@ func (t *Traffic) In(ctx context.Context, namespace string, c policy.Condition) 
 	if t.Querier == nil {
 		return traffic.Answer{Source: src.Describe(), Window: window, Unknown: "nsman runs without a Prometheus to ask (--prometheus-url)"}
 	}
-	a := t.answer(asked{src: src, window: window})
+	a := t.answer(asked{src: src, window: window}, true)
 	a.once.Do(func() { a.read(ctx, t) })
 	out := traffic.Answer{Source: a.source, Window: window}
 	if a.unknown != "" {
@@ -114,19 +122,64 @@ func (t *Traffic) In(ctx context.Context, namespace string, c policy.Condition) 
 	return out
 }
 
-// Queries counts the queries run so far, by result ("answered",
-// "unanswered"); nil when none ran.
+// Ahead runs, each on a goroutine of its own, the queries of m's IDLE
+// conditions that read traffic, ahead of their first need: a sweep that
+// will most likely ask them (a rule over many namespaces, as its last
+// status says) asks them beside its other reads (the namespaces, the
+// activity) rather than after. The namespaces that need one then wait for
+// what is left of it; Settle ends those that none needed.
+func (t *Traffic) Ahead(ctx context.Context, m policy.Manager) {
+	if t.Querier == nil {
+		return
+	}
+	t.mu.Lock()
+	if t.cancelAhead == nil {
+		t.aheadCtx, t.cancelAhead = context.WithCancel(ctx)
+	}
+	ctx = t.aheadCtx
+	t.mu.Unlock()
+	for _, p := range m.Policies {
+		if c := p.Condition; c.Traffic != nil {
+			a := t.answer(asked{src: *c.Traffic, window: c.Idle}, false)
+			t.ahead.Go(func() { a.once.Do(func() { a.read(ctx, t) }) })
+		}
+	}
+}
+
+// Settle cancels the queries asked ahead (Ahead) that no namespace asked
+// for, waits for every query asked ahead, and counts the queries as
+// Queries does: once the sweep has evaluated its subjects, for its report.
+func (t *Traffic) Settle() map[string]int {
+	if t == nil {
+		return nil
+	}
+	t.mu.Lock()
+	cancel := t.cancelAhead
+	t.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	t.ahead.Wait()
+	return t.Queries()
+}
+
+// Queries counts the queries run so far that a namespace asked for, by
+// result ("answered", "unanswered"); nil when none ran. One asked ahead
+// (Ahead) that no namespace asked for is not counted.
 func (t *Traffic) Queries() map[string]int {
 	if t == nil {
 		return nil
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(t.answers) == 0 {
-		return nil
-	}
-	n := map[string]int{"answered": 0, "unanswered": 0}
+	var n map[string]int
 	for _, a := range t.answers {
+		if !a.needed {
+			continue
+		}
+		if n == nil {
+			n = map[string]int{"answered": 0, "unanswered": 0}
+		}
 		if a.unknown != "" {
 			n["unanswered"]++
 		} else {
@@ -145,12 +198,14 @@ func (t *Traffic) query(src traffic.Source, window time.Duration) (string, *traf
 	return strings.ReplaceAll(src.Query, traffic.Window, traffic.Range(window)), nil
 }
 
-// answer is the answer of what k asks, made at its first need: one per
-// query, which sources and windows that build the same query share.
-func (t *Traffic) answer(k asked) sourced {
+// answer is the answer of what k asks, made at its first need (needed:
+// a namespace asks for it) or ahead of it: one per query, which sources
+// and windows that build the same query share.
+func (t *Traffic) answer(k asked, needed bool) sourced {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if a, ok := t.asked[k]; ok {
+		a.needed = a.needed || needed
 		return a
 	}
 	if t.answers == nil {
@@ -162,6 +217,7 @@ func (t *Traffic) answer(k asked) sourced {
 		a = &answer{q: q, preset: preset}
 		t.answers[q] = a
 	}
+	a.needed = a.needed || needed
 	t.asked[k] = sourced{answer: a, source: k.src.Describe()}
 	return t.asked[k]
 }

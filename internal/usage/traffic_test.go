@@ -160,3 +160,77 @@ func TestTrafficAnsweredByLookup(t *testing.T) {
 		t.Errorf("the preset's PromQL as a query of the platform's own: %+v after %d queries, want its 5 requests, said of a query, after one", a, len(q.queries))
 	}
 }
+
+// blockingQuerier answers once release is closed, or fails when its
+// context ends first; started says a query began.
+type blockingQuerier struct {
+	started, release chan struct{}
+	answer           model.Vector
+}
+
+func (b *blockingQuerier) Query(ctx context.Context, _ string) (model.Vector, error) {
+	close(b.started)
+	select {
+	case <-b.release:
+		return b.answer, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// A rule's traffic queries asked ahead run before any namespace asks, one
+// per source and window; a namespace that asks then waits for that
+// answer, no query of its own, and the query counts once.
+func TestTrafficAhead(t *testing.T) {
+	b := &blockingQuerier{started: make(chan struct{}), release: make(chan struct{}), answer: model.Vector{sample("namespace", "shop", 5)}}
+	tr := NewTraffic(TrafficConfig{Querier: b}, namespacesOf("shop"))
+	nginx := idleWith(traffic.Source{Preset: "ingress-nginx"}, time.Hour)
+	m := policy.Manager{Policies: []policy.Policy{{Name: "ttl", Condition: policy.Condition{Type: policy.ConditionTTL}}, {Name: "a", Condition: nginx}, {Name: "b", Condition: nginx}}}
+	tr.Ahead(t.Context(), m)
+	select {
+	case <-b.started: // a second query would close started twice, and panic
+	case <-time.After(10 * time.Second):
+		t.Fatal("the query asked ahead did not start before any namespace asked")
+	}
+	if got := tr.Queries(); got != nil {
+		t.Errorf("queries %v before any namespace asked, want none counted", got)
+	}
+	answered := make(chan traffic.Answer)
+	go func() { answered <- tr.In(t.Context(), "shop", nginx) }()
+	close(b.release)
+	if a := <-answered; a.Requests != 5 || a.Unknown != "" {
+		t.Errorf("the namespace's answer %+v, want the 5 requests asked ahead", a)
+	}
+	if got := tr.Settle(); got["answered"] != 1 {
+		t.Errorf("settled: queries %v, want one answered", got)
+	}
+	if got := tr.Queries(); got["answered"] != 1 || got["unanswered"] != 0 {
+		t.Errorf("queries %v, want one answered", got)
+	}
+}
+
+// A query asked ahead that no namespace needed is cancelled by Settle, which
+// waits for it, and is not counted; without a Prometheus nothing is asked.
+func TestTrafficAheadUnneeded(t *testing.T) {
+	b := &blockingQuerier{started: make(chan struct{}), release: make(chan struct{})}
+	tr := NewTraffic(TrafficConfig{Querier: b}, namespacesOf("shop"))
+	m := policy.Manager{Policies: []policy.Policy{{Name: "a", Condition: idleWith(traffic.Source{Preset: "istio"}, time.Hour)}}}
+	tr.Ahead(t.Context(), m)
+	<-b.started
+	settled := make(chan struct{})
+	go func() { _ = tr.Settle(); close(settled) }()
+	select {
+	case <-settled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Settle did not end the query no namespace needed")
+	}
+	if got := tr.Queries(); got != nil {
+		t.Errorf("queries %v, want none counted: no namespace needed it", got)
+	}
+	none := NewTraffic(TrafficConfig{}, namespacesOf("shop"))
+	none.Ahead(t.Context(), m)
+	_ = none.Settle()
+	if got := none.Queries(); got != nil {
+		t.Errorf("without a Prometheus: queries %v, want none", got)
+	}
+}

@@ -393,9 +393,9 @@ func method(b *strings.Builder, rep benchRun) {
 	p("(`summary.requests`) also shows its discovery request. nsman runs through a small launcher process (test/nsmantest/launch.go)\n")
 	p("that times it and reads its rusage: wall time includes starting the process, and peak RSS is nsman's own maxrss (a child\n")
 	p("started by the driver itself would report the driver's peak; a figure near %d MiB would be the launcher's own). The floors run in\n", nsmantest.LauncherRSSMiB)
-	p("the driver's process. \"load avg after\" is the 1-minute load average when the row was measured: the machine may be shared, and a\n")
-	p("load above the CPU count means other work competed for it. The first column numbers the rows, which the targets and the\n")
-	p("analysis cite.\n")
+	p("the driver's process, but for the traffic part's process floor, which the launcher times as it times nsman. \"load avg after\" is\n")
+	p("the 1-minute load average when the row was measured: the machine may be shared, and a load above the CPU count means\n")
+	p("other work competed for it. The first column numbers the rows, which the targets and the analysis cite.\n")
 }
 
 // ruleMethod describes the rule's part.
@@ -903,7 +903,7 @@ func analysis(b *strings.Builder, rep benchRun, rows, rules, idle, hostile, slee
 		p(" The rule with OWNER_GONE over %d namespaces: %s (%s).", n, mib(peak), at.ref())
 	}
 	for _, n := range sizesOf(traffic) {
-		peak, at := peakRSS(traffic, n)
+		peak, at := peakRSS(trafficSweeps(traffic), n)
 		p(" The rule with IDLE from traffic over %d namespaces: %s (%s).", n, mib(peak), at.ref())
 	}
 	for _, n := range sizesOf(params) {
