@@ -128,7 +128,7 @@ FUZZMINIMIZETIME ?= 3s
 FUZZ_GOTOOLCHAIN ?= go1.27.4
 
 .PHONY: fuzz
-fuzz: ## Fuzz each target (every func FuzzX in the unit packages' tests: managers, a page of managers, a list of metadata as protobuf, a namespace's owner markers, the webhook address policy, Retry-After, signature v2, a signed link) for FUZZTIME each (10s; e.g. FUZZTIME=10m)
+fuzz: ## Fuzz each target (every func FuzzX in the unit packages' tests: managers, a page of managers, a list of metadata as protobuf, a namespace's owner markers, the webhook address policy, Retry-After, signature v2, a signed link, the JSON report's indent) for FUZZTIME each (10s; e.g. FUZZTIME=10m)
 	@test -n '$(FUZZ_TARGETS)' || { echo 'no fuzz targets found' >&2; exit 1; }
 	@for t in $(FUZZ_TARGETS); do \
 		echo "GOTOOLCHAIN=$(FUZZ_GOTOOLCHAIN) go test -run '^\$$' -fuzz '^$${t#*:}\$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) ./$${t%%:*}"; \
