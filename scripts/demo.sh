@@ -61,9 +61,9 @@ traffic_pid=
 serve_pid=
 cleanup() {
 	step "tearing down"
-	[ -n "$receiver_pid" ] && kill "$receiver_pid" 2>/dev/null || true
-	[ -n "$traffic_pid" ] && kill "$traffic_pid" 2>/dev/null || true
-	[ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null || true
+	if [ -n "$receiver_pid" ]; then kill "$receiver_pid" 2>/dev/null || true; fi
+	if [ -n "$traffic_pid" ]; then kill "$traffic_pid" 2>/dev/null || true; fi
+	if [ -n "$serve_pid" ]; then kill "$serve_pid" 2>/dev/null || true; fi
 	make --no-print-directory cluster-down
 	rm -rf "$work"
 }
@@ -472,7 +472,7 @@ case "$prometheus" in http://*) ;; *) echo "the traffic exporter did not start:"
 echo "Prometheus at $prometheus, scraping ingress-nginx's request counter; a request to demo-preview-traffic-4711 every 300 ms for 35 s"
 sed 's/idleSeconds: 7200/idleSeconds: 20/' examples/sleep-idle-traffic.yaml | kubectl apply -f -
 kubectl -n namespace-manager label namespacemanager demo-preview-traffic demo=traffic
-traffic() { nsman sweep -l demo=traffic --prometheus-url "$prometheus" "$@"; }
+traffic() { nsman sweep -l demo=traffic --prometheus-url "$prometheus"; }
 sleep 21
 echo "nothing has happened in it for 20 s but its requests, which keep it awake"
 traffic
