@@ -29,7 +29,8 @@ RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
 	go build -trimpath -ldflags "-s -w -X github.com/nsman/nsman/cmd.version=${VERSION}" -o /nsman ./cmd/nsman
 
 # No shell, no package manager. Webhook TLS does not depend on the base's CA
-# bundle: the binary embeds fallback roots (cmd/nsman/main.go).
+# bundle: the binary embeds fallback roots, used where the base has none
+# (internal/roots).
 # static-debian13 is the maintained line (distroless no longer updates its
 # -debian12 images).
 FROM gcr.io/distroless/static-debian13:nonroot@sha256:e2e927ec666bae08560abb3c55d0659eceabb657f56b6782ab500a9fc7f555e3

@@ -8,14 +8,6 @@ import (
 	"os/signal"
 	"syscall"
 
-	// Root certificates for WEBHOOK calls to https hosts outside the
-	// cluster, used only where the system has none. nsman's image must not
-	// depend on its base carrying a CA bundle (scratch has none; distroless
-	// static has one today), and a sweep that cannot verify a webhook server
-	// fails every time. Where /etc/ssl/certs has roots, those are used and
-	// these are ignored.
-	_ "golang.org/x/crypto/x509roots/fallback"
-
 	// The IANA time-zone database, for policies' windows
 	// (spec.policies[].windows[].timeZone), used only where the system has
 	// none: distroless static carries no /usr/share/zoneinfo.
@@ -23,9 +15,13 @@ import (
 
 	"github.com/nsman/nsman/cmd"
 	"github.com/nsman/nsman/internal/memory"
+	"github.com/nsman/nsman/internal/roots"
 )
 
 func main() {
+	// Root certificates for calls to https hosts outside the cluster
+	// (webhooks, notifications, Prometheus), where the system has none.
+	roots.Install()
 	memory.SetGCPercent()
 	// A sweep's heap stays under its container's memory limit (the GC
 	// works harder near it) rather than the kernel killing the sweep.

@@ -11,17 +11,22 @@ import (
 
 // The binary carries what its image's base lacks: the IANA time-zone
 // database (policies' windows name time zones; distroless static has no
-// /usr/share/zoneinfo) and fallback root certificates.
+// /usr/share/zoneinfo) and fallback root certificates, the bundle that
+// internal/roots parses only where the system has none, not
+// x509roots/fallback, which parses it in every process.
 func TestBinaryCarriesWhatTheImageLacks(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", ".").Output()
 	if err != nil {
 		t.Fatalf("go list -deps: %v", err)
 	}
 	deps := strings.Fields(string(out))
-	for _, want := range []string{"time/tzdata", "golang.org/x/crypto/x509roots/fallback"} {
+	for _, want := range []string{"time/tzdata", "golang.org/x/crypto/x509roots/fallback/bundle"} {
 		if !slices.Contains(deps, want) {
 			t.Errorf("nsman does not link %s", want)
 		}
+	}
+	if slices.Contains(deps, "golang.org/x/crypto/x509roots/fallback") {
+		t.Error("nsman links golang.org/x/crypto/x509roots/fallback, whose init parses the bundle in every process: internal/roots installs it where needed")
 	}
 }
 

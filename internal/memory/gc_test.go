@@ -34,9 +34,9 @@ func TestPercentFor(t *testing.T) {
 		want int
 	}{
 		{0, gcPercent}, // not known
-		{1 << 20, 700},
-		{4 << 20, 100},
-		{5 << 20, 60},
+		{1 << 20, 1500},
+		{8 << 20, 100},
+		{10 << 20, 60},
 		{heapFloor * 2 / 3, gcPercent},
 		{heapFloor, gcPercent},
 		{1 << 30, gcPercent},
