@@ -135,6 +135,12 @@ func TestServeWritesOnlyOnThePagesPost(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("recreate %s: %v", ns, err)
 	}
+	// serve's own ServiceAccount outlived the namespace: when it was one of
+	// the namespace's, the GET below was refused Unauthorized once the
+	// recreation took longer than the API server's token cache (10 s).
+	if _, err := shared.Admin.CoreV1().ServiceAccounts(s.Home).Get(t.Context(), "nsman-serve", metav1.GetOptions{}); err != nil || s.Home == ns {
+		t.Fatalf("serve's ServiceAccount in %s, after %s was deleted: %v", s.Home, ns, err)
+	}
 	if code, page := fetch(t, http.MethodGet, link, "", ""); code != http.StatusConflict || !strings.Contains(page, "created again") {
 		t.Errorf("GET of a link to the namespace before: %d %s", code, page)
 	}

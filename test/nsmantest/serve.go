@@ -26,21 +26,28 @@ type Serve struct {
 	Key []byte
 	// User is its ServiceAccount's user name in the audit log.
 	User string
+	// Home is the namespace of its ServiceAccount, nsman-serve: one of its
+	// own, which outlives the namespace it answers links to.
+	Home string
 }
 
-// StartServe runs nsman serve until t ends, as a ServiceAccount of
-// namespace ns that may read and patch namespace ns alone, with
-// --user-header X-Forwarded-Email and --links-url its own URL.
+// StartServe runs nsman serve until t ends, as a ServiceAccount of a
+// namespace of its own that may read and patch namespace ns alone, with
+// --user-header X-Forwarded-Email and --links-url its own URL. Not a
+// ServiceAccount of ns: a test that deletes ns would delete it, and its
+// token would stop authenticating once the API server's token cache (10 s)
+// forgot it.
 func StartServe(t testing.TB, c *cluster.Cluster, ns string) *Serve {
 	t.Helper()
 	ctx := t.Context()
 	name := "nsman-serve-" + ns
+	home := c.Namespace(t)
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: []string{ns}, Verbs: []string{"get", "patch"}}}}
 	if _, err := c.Admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: "nsman-serve"}}}
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: home, Name: "nsman-serve"}}}
 	if _, err := c.Admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +55,7 @@ func StartServe(t testing.TB, c *cluster.Cluster, ns string) *Serve {
 		_ = c.Admin.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
 		_ = c.Admin.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
-	cfg, err := c.ServiceAccountConfig(ctx, ns, "nsman-serve")
+	cfg, err := c.ServiceAccountConfig(ctx, home, "nsman-serve")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +63,7 @@ func StartServe(t testing.TB, c *cluster.Cluster, ns string) *Serve {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Serve{Key: []byte("a key for the links of " + ns), User: cluster.ServiceAccountUser(ns, "nsman-serve")}
+	s := &Serve{Key: []byte("a key for the links of " + ns), User: cluster.ServiceAccountUser(home, "nsman-serve"), Home: home}
 	keyFile := filepath.Join(t.TempDir(), "links-key")
 	if err := os.WriteFile(keyFile, s.Key, 0o600); err != nil {
 		t.Fatal(err)
