@@ -984,31 +984,19 @@ func TestRenderTraffic(t *testing.T) {
 // asleep asleepWrites.
 func syntheticParams(n int, sleep float64, perNamespace, asleepWrites map[string]int) []measurement {
 	s := func(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
-	with := func(k int, ms ...map[string]int) map[string]int {
-		out := map[string]int{}
-		for i, m := range ms {
-			for key, v := range m {
-				if i == 0 {
-					v *= k
-				}
-				out[key] += v
-			}
-		}
-		return out
-	}
 	floorWrites := map[string]int{"patch namespaces": 2, "patch deployments": 1, "patch services": 1, "patch helmreleases": 1}
 	lists := map[string]int{"list deployments": 1, "list statefulsets": 1, "list cronjobs": 1, "list services": 1, "list helmreleases": 1}
 	managers := map[string]int{"list namespacemanagers": 1, "list namespaces": 1}
 	once := map[string]int{"create events": 1, "patch namespacemanagers/status": 1}
 	fired, asleep := map[report.State]int{report.StateFired: n}, map[report.State]int{report.StateAsleep: n}
 	rows := []measurement{
-		{What: paramsSleepLabel(n), Wall: s(sleep), Audited: with(n, with(1, lists, perNamespace), managers, once), MaxRSS: 40 << 10, States: fired,
+		{What: paramsSleepLabel(n), Wall: s(sleep), Audited: scaledSum(n, scaledSum(1, lists, perNamespace), managers, once), MaxRSS: 40 << 10, States: fired,
 			Runs: []time.Duration{s(sleep), s(sleep + 0.4), s(sleep - 0.2)}},
-		{What: paramsSleepFloorLabel(n), Wall: s(2), Audited: with(n, floorWrites)},
-		{What: firstAsleepLabel, Wall: s(0.5), Audited: with(n, map[string]int{"list helmreleases": 1}, managers, map[string]int{"patch namespacemanagers/status": 1}), MaxRSS: 38 << 10, States: asleep},
-		{What: asleepLabel, Wall: s(0.4), Audited: with(n, map[string]int{"list helmreleases": 1}, managers, asleepWrites), MaxRSS: 37 << 10, States: asleep},
-		{What: paramsWakeLabel(n), Wall: s(2.5), Audited: with(n, with(1, lists, perNamespace), managers, once), MaxRSS: 41 << 10, States: fired},
-		{What: paramsWakeFloorLabel(n), Wall: s(2), Audited: with(n, floorWrites)},
+		{What: paramsSleepFloorLabel(n), Wall: s(2), Audited: scaledSum(n, floorWrites)},
+		{What: firstAsleepLabel, Wall: s(0.5), Audited: scaledSum(n, map[string]int{"list helmreleases": 1}, managers, map[string]int{"patch namespacemanagers/status": 1}), MaxRSS: 38 << 10, States: asleep},
+		{What: asleepLabel, Wall: s(0.4), Audited: scaledSum(n, map[string]int{"list helmreleases": 1}, managers, asleepWrites), MaxRSS: 37 << 10, States: asleep},
+		{What: paramsWakeLabel(n), Wall: s(2.5), Audited: scaledSum(n, scaledSum(1, lists, perNamespace), managers, once), MaxRSS: 41 << 10, States: fired},
+		{What: paramsWakeFloorLabel(n), Wall: s(2), Audited: scaledSum(n, floorWrites)},
 	}
 	for i := range rows {
 		rows[i].N, rows[i].Load = n, "1.40"
@@ -1130,30 +1118,18 @@ func TestRenderParams(t *testing.T) {
 // manager, the sweep again againWrites.
 func syntheticWarn(n int, warn float64, perManager, againWrites map[string]int) []measurement {
 	s := func(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
-	times := func(k int, ms ...map[string]int) map[string]int {
-		out := map[string]int{}
-		for i, m := range ms {
-			for key, v := range m {
-				if i == 0 {
-					v *= k
-				}
-				out[key] += v
-			}
-		}
-		return out
-	}
 	lists := map[string]int{"list namespacemanagers": 1, "list namespaces": 1}
 	floorWrites := map[string]int{"patch namespacemanagers/status": 1, "create events": 1}
 	waiting := map[report.State]int{report.StateWaiting: n}
 	told := fmt.Sprintf("%d dueSoon notifications received, for %d managers", n, n)
 	none := "0 dueSoon notifications received, for 0 managers"
 	rows := []measurement{
-		{What: firstSweepLabel + " (records status)", Wall: s(1), Audited: times(n, map[string]int{"patch namespacemanagers/status": 1}, lists), MaxRSS: 36 << 10, States: waiting, Note: none},
+		{What: firstSweepLabel + " (records status)", Wall: s(1), Audited: scaledSum(n, map[string]int{"patch namespacemanagers/status": 1}, lists), MaxRSS: 36 << 10, States: waiting, Note: none},
 		{What: noopLabel, Wall: s(0.5), Audited: lists, MaxRSS: 35 << 10, States: waiting, Note: none + "; median of 0.50, 0.55, 0.49 s",
 			Runs: []time.Duration{s(0.5), s(0.55), s(0.49)}},
-		{What: warnSweepLabel(n), Wall: s(warn), Audited: times(n, perManager, lists), MaxRSS: 39 << 10, States: waiting, Note: told},
-		{What: warnAgainLabel, Wall: s(0.45), Audited: times(1, againWrites, lists), MaxRSS: 35 << 10, States: waiting, Note: none},
-		{What: warnFloorLabel(n), Wall: s(1.5), Audited: times(n, floorWrites), Note: told},
+		{What: warnSweepLabel(n), Wall: s(warn), Audited: scaledSum(n, perManager, lists), MaxRSS: 39 << 10, States: waiting, Note: told},
+		{What: warnAgainLabel, Wall: s(0.45), Audited: scaledSum(1, againWrites, lists), MaxRSS: 35 << 10, States: waiting, Note: none},
+		{What: warnFloorLabel(n), Wall: s(1.5), Audited: scaledSum(n, floorWrites), Note: told},
 	}
 	for i := range rows {
 		rows[i].N, rows[i].Load = n, "1.20"
@@ -1242,4 +1218,18 @@ func TestRenderWarn(t *testing.T) {
 		!strings.Contains(doc, "**Peak RSS.** The warnings over 1000 managers: 39.0 MiB (#3).") {
 		t.Errorf("warn alone:\n%s", doc)
 	}
+}
+
+// scaledSum sums the counts of ms, the first's multiplied by k.
+func scaledSum(k int, ms ...map[string]int) map[string]int {
+	out := map[string]int{}
+	for i, m := range ms {
+		for key, v := range m {
+			if i == 0 {
+				v *= k
+			}
+			out[key] += v
+		}
+	}
+	return out
 }

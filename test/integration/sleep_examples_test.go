@@ -3,7 +3,6 @@ package integration
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -121,15 +120,7 @@ func playOutSleep(t *testing.T, e *nsmantest.Env, objs []*unstructured.Unstructu
 	if rule == nil || len(targets) == 0 || len(workloads) == 0 {
 		t.Fatalf("the example has no rule, no namespace it matches or no workload")
 	}
-	var manifest bytes.Buffer
-	for _, obj := range objs {
-		data, err := json.Marshal(obj)
-		if err != nil {
-			t.Fatal(err)
-		}
-		manifest.Write(append(data, '\n'))
-	}
-	e.Apply(t, manifest.Bytes())
+	e.ApplyObjects(t, objs)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

@@ -1,9 +1,7 @@
 package integration
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -143,15 +141,7 @@ func playOutWarn(t *testing.T, e *nsmantest.Env, objs []*unstructured.Unstructur
 // applyDeleting applies objs, and deletes namespace ns when t ends.
 func applyDeleting(t *testing.T, e *nsmantest.Env, objs []*unstructured.Unstructured, ns string) {
 	t.Helper()
-	var manifest bytes.Buffer
-	for _, obj := range objs {
-		data, err := json.Marshal(obj)
-		if err != nil {
-			t.Fatal(err)
-		}
-		manifest.Write(append(data, '\n'))
-	}
-	e.Apply(t, manifest.Bytes())
+	e.ApplyObjects(t, objs)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

@@ -187,6 +187,14 @@ func (e *Env) Apply(t testing.TB, manifest []byte) {
 	}
 }
 
+// ApplyObjects applies objs, as Apply a manifest of them.
+func (e *Env) ApplyObjects(t testing.TB, objs []*unstructured.Unstructured) {
+	t.Helper()
+	if err := e.applyObjects(t.Context(), objs); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (e *Env) apply(ctx context.Context, manifest []byte) error {
 	objs, err := Decode(manifest)
 	if err != nil {
