@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -73,14 +71,7 @@ func TestSleepExamplesPlayOut(t *testing.T) {
 	e := setup(t)
 	for _, name := range sleepExamples {
 		t.Run(name, func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join(nsmantest.RepoRoot(), "examples", name))
-			if err != nil {
-				t.Fatal(err)
-			}
-			objs, err := nsmantest.Decode(data)
-			if err != nil {
-				t.Fatal(err)
-			}
+			objs := nsmantest.Example(t, name)
 			if slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool { return o.GetKind() == "HelmRelease" }) {
 				// Flux's CRDs, and what deploy/components/flux-suspend grants.
 				nsmantest.InstallGitOpsCRDs(t, e.Dynamic)

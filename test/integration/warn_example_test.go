@@ -3,8 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -39,14 +37,7 @@ func TestWarnExamplesPlayOut(t *testing.T) {
 	e := setup(t)
 	for _, name := range warnExamples {
 		t.Run(name, func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join(nsmantest.RepoRoot(), "examples", name))
-			if err != nil {
-				t.Fatal(err)
-			}
-			objs, err := nsmantest.Decode(data)
-			if err != nil {
-				t.Fatal(err)
-			}
+			objs := nsmantest.Example(t, name)
 			playOutWarn(t, e, objs)
 		})
 	}

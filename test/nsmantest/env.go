@@ -241,6 +241,20 @@ func (e *Env) applyOne(ctx context.Context, obj *unstructured.Unstructured) erro
 	return err
 }
 
+// Example is the objects of examples/name in the repository.
+func Example(t testing.TB, name string) []*unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(RepoRoot(), "examples", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := Decode(data)
+	if err != nil {
+		t.Fatalf("examples/%s: %v", name, err)
+	}
+	return objs
+}
+
 // Decode splits a multi-document YAML or JSON manifest into objects, with
 // whole numbers as int64 as the API machinery has them.
 func Decode(manifest []byte) ([]*unstructured.Unstructured, error) {

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,14 +23,7 @@ import (
 // as it was.
 func TestTrafficExamplePlaysOut(t *testing.T) {
 	setup(t)
-	data, err := os.ReadFile(filepath.Join(nsmantest.RepoRoot(), "examples", "sleep-idle-traffic.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := nsmantest.Decode(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	objs := nsmantest.Example(t, "sleep-idle-traffic.yaml")
 	run := fmt.Sprintf("traffic-run-%d", time.Now().UnixNano())
 	var rule *unstructured.Unstructured
 	var manifest bytes.Buffer
