@@ -19,10 +19,11 @@ const gcPercent = 50
 // gcPercent alone Go's goal starts at 2 MiB (its 4 MiB minimum × 50 %): a
 // no-op sweep of a rule over 1,000 namespaces (make bench's traffic part),
 // whose live heap stays under 5 MiB, collected ten times, a quarter of its
-// CPU, to save a few MiB next to the 27 MiB the binary takes before it
+// CPU, to save a few MiB next to the 25 MiB the binary takes before it
 // allocates. At 8 MiB it collected three times, at 16 MiB once: its CPU
 // 63 ms and peak RSS 37.7 MiB at 8, 57.5 ms and 42.2 MiB at 16 (with no
-// collection at all, 54.5 ms and 42.5 MiB). Above a live heap of
+// collection at all, 54.5 ms and 42.5 MiB; means of 12 runs each, the
+// machine loaded). Above a live heap of
 // heapFloor / 1.5 the goal is gcPercent's, so the peak of a large sweep is
 // as before.
 const heapFloor = 16 << 20
