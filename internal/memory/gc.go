@@ -23,9 +23,8 @@ const gcPercent = 50
 // allocates. At 8 MiB it collected three times, at 16 MiB once: its CPU
 // 63 ms and peak RSS 37.7 MiB at 8, 57.5 ms and 42.2 MiB at 16 (with no
 // collection at all, 54.5 ms and 42.5 MiB; means of 12 runs each, the
-// machine loaded). Above a live heap of
-// heapFloor / 1.5 the goal is gcPercent's, so the peak of a large sweep is
-// as before.
+// machine loaded). Above a live heap of heapFloor / 1.5 the goal is
+// gcPercent's, so the peak of a large sweep is as before.
 const heapFloor = 16 << 20
 
 // startPercent makes the runtime's first goal heapFloor: its minimum
